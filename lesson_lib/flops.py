@@ -1,0 +1,164 @@
+"""How much work one self-attention layer does, stage by stage, for any n, d_model and h.
+
+Two independent ways to get the numbers, so each checks the other:
+- ``count(n, d_model, h)``: the closed form (paper-facts table; d_k = d_v = d_model / h).
+- ``measure(n, d_model, h)``: runs the lesson's kernel on arrays that record every matmul, exp and
+  division as it happens, so the counts come from what the kernel actually executed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .attention import head_width
+
+__all__ = ["LayerCount", "count", "parameters", "measure", "count_table"]
+
+
+@dataclass(frozen=True)
+class LayerCount:
+    """Multiplies (and softmax exps/divisions) of one self-attention layer."""
+
+    n: int
+    d_model: int
+    h: int
+    qkv_projections: int  # 3·n·d²    X W^Q, X W^K, X W^V
+    scores: int  # n²·d      Q Kᵀ, summed over the h heads
+    scaling: int  # h·n²      divide every score by √d_k
+    softmax_exp: int  # h·n²      one exp per score
+    softmax_div: int  # h·n²      normalise every weight
+    weights_v: int  # n²·d      weights × V
+    output_projection: int  # n·d²  Concat(head_i) W^O
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.h
+
+    @property
+    def matmul_total(self) -> int:
+        """All matrix-multiply multiplies: 4·n·d² + 2·n²·d, the same for every h."""
+        return self.qkv_projections + self.scores + self.weights_v + self.output_projection
+
+    @property
+    def softmax_total(self) -> int:
+        """Element-wise work that grows with h: scaling, exps and divisions (3·h·n²)."""
+        return self.scaling + self.softmax_exp + self.softmax_div
+
+    @property
+    def projections_share(self) -> float:
+        """Fraction of the matmul multiplies spent in the four projections."""
+        return (self.qkv_projections + self.output_projection) / self.matmul_total
+
+    def as_dict(self) -> dict:
+        row = asdict(self)
+        row.update(d_k=self.d_k, matmul_total=self.matmul_total, softmax_total=self.softmax_total)
+        return row
+
+
+def count(n: int, d_model: int, h: int) -> LayerCount:
+    """Closed-form per-stage counts of one self-attention layer (n tokens, width d_model, h heads)."""
+    n, d = _positive(n, "n"), _positive(d_model, "d_model")
+    head_width(d, h)  # raises the learner-facing error when h does not divide d_model
+    return LayerCount(
+        n=n,
+        d_model=d,
+        h=h,
+        qkv_projections=3 * n * d * d,
+        scores=n * n * d,
+        scaling=h * n * n,
+        softmax_exp=h * n * n,
+        softmax_div=h * n * n,
+        weights_v=n * n * d,
+        output_projection=n * d * d,
+    )
+
+
+def parameters(d_model: int, h: int) -> int:
+    """Learnable weights of the layer: W^Q, W^K, W^V (h blocks of d_model × d_k each) and W^O."""
+    d_k = head_width(d_model, h)
+    per_head = 3 * d_model * d_k  # W_i^Q, W_i^K, W_i^V
+    return h * per_head + (h * d_k) * d_model  # + W^O: (h·d_v) × d_model  = 4·d_model² for any h
+
+
+def count_table(n: int, d_model: int, heads) -> list[dict]:
+    """One row per head count, for the notebook's table and plot."""
+    return [count(n, d_model, h).as_dict() for h in heads]
+
+
+def _positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{name} 必须是正整数，收到的是 {value!r}。")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting by observation
+# ---------------------------------------------------------------------------------------------
+
+
+class _Tally:
+    def __init__(self):
+        self.matmuls: list[tuple[tuple[int, ...], tuple[int, ...], int]] = []
+        self.exps = 0
+        self.divisions = 0
+
+
+class _Counted(np.ndarray):
+    """An ndarray that reports each matmul, exp and division it takes part in to a tally."""
+
+    tally: _Tally | None = None
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        tally = next(a.tally for a in inputs if isinstance(a, _Counted))
+        plain = [np.asarray(a).view(np.ndarray) if isinstance(a, _Counted) else a for a in inputs]
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if method == "__call__":
+            _record(tally, ufunc, plain, result)
+        if isinstance(result, np.ndarray):
+            result = result.view(_Counted)
+            result.tally = tally
+        return result
+
+    def __array_finalize__(self, obj):
+        self.tally = getattr(obj, "tally", None)
+
+
+def _record(tally, ufunc, inputs, result):
+    if ufunc is np.matmul:
+        a, b = np.shape(inputs[0]), np.shape(inputs[1])
+        inner = a[-1]
+        tally.matmuls.append((a, b, int(np.size(result)) * inner))  # one multiply per output × inner dim
+    elif ufunc is np.exp:
+        tally.exps += int(np.size(result))
+    elif ufunc in (np.true_divide, np.divide):
+        tally.divisions += int(np.size(result))
+
+
+def measure(n: int, d_model: int, h: int, kernel=None, seed: int = 0) -> dict:
+    """Run ``kernel`` (default: the lesson's multi_head_attention) and count what it executed.
+
+    Returns ``matmul_multiplies`` (total), ``matmul_shapes`` (each call's operand shapes and
+    multiplies), ``exps`` and ``divisions``.
+    """
+    from .attention import multi_head_attention
+
+    kernel = kernel or multi_head_attention
+    rng = np.random.default_rng(seed)
+    tally = _Tally()
+
+    def counted(shape):
+        arr = rng.standard_normal(shape).view(_Counted)
+        arr.tally = tally
+        return arr
+
+    x = counted((n, d_model))
+    w_q, w_k, w_v, w_o = (counted((d_model, d_model)) for _ in range(4))
+    kernel(x, w_q, w_k, w_v, w_o, h)
+    return {
+        "matmul_multiplies": sum(m for _, _, m in tally.matmuls),
+        "matmul_shapes": list(tally.matmuls),
+        "exps": tally.exps,
+        "divisions": tally.divisions,
+    }

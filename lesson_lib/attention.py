@@ -223,7 +223,8 @@ def _check_mask(mask, scores_shape):
     mask = np.asanyarray(mask)
     if mask.dtype != bool:
         raise AttentionInputError(
-            f"mask 应是布尔数组（True = 可以关注），收到的类型是 {mask.dtype}：请用 mask.astype(bool) 或比较运算得到它。"
+            f"mask 应是布尔数组（True = 可以关注），收到的类型是 {mask.dtype}："
+            "请用 mask.astype(bool) 或比较运算得到它。"
         )
     try:
         full = np.broadcast_to(mask, scores_shape)

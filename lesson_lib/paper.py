@@ -6,7 +6,37 @@ number has one home. Checked against the arXiv v5 and v7 PDFs (same text in both
 
 from __future__ import annotations
 
-__all__ = ["TABLE3", "TABLE3_SOURCE"]
+__all__ = [
+    "BASE_D_MODEL",
+    "BASE_HEADS",
+    "FIGURE_PAGES",
+    "LAYERS",
+    "QUOTE_SUBSPACES",
+    "QUOTE_COST",
+    "SECTION_322",
+    "TABLE3",
+    "TABLE3_SOURCE",
+]
+
+# The base model (§3.2.2, Table 3 row "base"). d_k = d_v = d_model / h is computed, never stored:
+# lesson_lib.attention.head_width(BASE_D_MODEL, BASE_HEADS).
+BASE_D_MODEL = 512
+BASE_HEADS = 8
+LAYERS = 6  # encoder and decoder stacks (§3.1); the appendix figures show encoder layer 5 of 6
+
+SECTION_322 = "§3.2.2 Multi-Head Attention (pp. 4–5)"
+# Brief quotes, with attribution wherever they are shown.
+QUOTE_SUBSPACES = (
+    "Multi-head attention allows the model to jointly attend to information from different representation "
+    "subspaces at different positions. With a single attention head, averaging inhibits this."
+)
+QUOTE_COST = (
+    "Due to the reduced dimension of each head, the total computational cost is similar to that of "
+    "single-head attention with full dimensionality."
+)
+
+# Appendix "Attention Visualizations": figure number -> page (the lesson text says 13–14; 5 is on 15).
+FIGURE_PAGES = {3: 13, 4: 14, 5: 15}
 
 TABLE3_SOURCE = (
     "Vaswani et al. 2017, Attention Is All You Need, Table 3 (p. 9): English→German dev set newstest2013, "

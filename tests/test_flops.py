@@ -1,0 +1,186 @@
+"""lesson_lib.flops: the closed form equals the paper-facts table and the counts observed from the kernel's own work."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lesson_lib import flops
+from lesson_lib.attention import multi_head_attention_reference
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def divisors(d):
+    return [h for h in range(1, d + 1) if d % h == 0]
+
+
+def table(n, d, h):
+    """The exact multiply-count table of shared/reference/paper-facts.md, written out again."""
+    return {
+        "qkv_projections": 3 * n * d**2,
+        "scores": n**2 * d,
+        "scaling": h * n**2,
+        "softmax_exp": h * n**2,
+        "softmax_div": h * n**2,
+        "weights_v": n**2 * d,
+        "output_projection": n * d**2,
+        "matmul_total": 4 * n * d**2 + 2 * n**2 * d,
+        "softmax_total": 3 * h * n**2,
+        "d_k": d // h,
+    }
+
+
+def assert_matches_table(c, n, d, h):
+    assert (c.n, c.d_model, c.h) == (n, d, h)
+    row = c.as_dict()
+    for key, value in table(n, d, h).items():
+        assert row[key] == value, key
+        assert getattr(c, key) == value, key
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed form == the table
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("h", divisors(512))
+def test_paper_example_d512_n50(h):
+    """paper-facts: d = 512, n = 50 → 54,988,800 matmul multiplies for every h, projections 95 %."""
+    c = flops.count(50, 512, h)
+    assert_matches_table(c, 50, 512, h)
+    assert c.matmul_total == 54_988_800
+    assert round(100 * c.projections_share) == 95
+
+
+@pytest.mark.parametrize(("h", "exps"), [(1, 2_500), (8, 20_000), (32, 80_000)])
+def test_paper_example_exps(h, exps):
+    c = flops.count(50, 512, h)
+    assert c.softmax_exp == exps
+    assert c.softmax_div == exps
+    assert c.softmax_total == 3 * exps
+    assert c.d_k == 512 // h
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5000), st.integers(1, 64), st.integers(1, 64))
+def test_closed_form_matches_table(n, d_k, h):
+    d = d_k * h
+    assert_matches_table(flops.count(n, d, h), n, d, h)
+
+
+def test_count_table_one_row_per_h_with_conserved_matmul_work():
+    heads = [1, 2, 4, 8, 16, 32, 64]
+    rows = flops.count_table(1024, 512, heads)
+    assert [r["h"] for r in rows] == heads
+    assert {r["matmul_total"] for r in rows} == {4 * 1024 * 512**2 + 2 * 1024**2 * 512}
+    assert [r["softmax_exp"] for r in rows] == [h * 1024**2 for h in heads]  # grows with h
+    assert [r["d_k"] for r in rows] == [512 // h for h in heads]
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed form == what the kernel actually executed
+# ---------------------------------------------------------------------------------------------
+
+GRID = [
+    (n, d, h) for n in (1, 2, 5, 16) for d in (1, 4, 12, 32) for h in divisors(d) if h in (1, 2, 3, 4, d) or d == 12
+]
+
+
+@pytest.mark.parametrize(("n", "d", "h"), GRID)
+def test_measured_counts_equal_closed_form(n, d, h):
+    c = flops.count(n, d, h)
+    m = flops.measure(n, d, h)
+    d_k = d // h
+    assert m["matmul_multiplies"] == c.matmul_total
+    assert m["exps"] == c.softmax_exp == h * n * n
+    assert m["divisions"] == c.scaling + c.softmax_div == 2 * h * n * n  # readable kernel: /√d_k, then normalise
+    shapes = m["matmul_shapes"]
+    assert shapes == [
+        ((n, d), (d, d), n * d * d),  # X W^Q
+        ((n, d), (d, d), n * d * d),  # X W^K
+        ((n, d), (d, d), n * d * d),  # X W^V
+        ((h, n, d_k), (h, d_k, n), n * n * d),  # Q Kᵀ, all heads at once
+        ((h, n, n), (h, n, d_k), n * n * d),  # weights × V
+        ((n, d), (d, d), n * d * d),  # Concat(head_i) W^O
+    ]
+    per_stage = [mult for _, _, mult in shapes]
+    assert sum(per_stage[:3]) == c.qkv_projections
+    assert per_stage[3] == c.scores
+    assert per_stage[4] == c.weights_v
+    assert per_stage[5] == c.output_projection
+
+
+@pytest.mark.parametrize(("n", "d", "h"), [(1, 1, 1), (5, 8, 2), (7, 12, 3), (4, 16, 16), (9, 24, 4)])
+def test_per_head_reference_does_the_same_work(n, d, h):
+    """The loop over heads runs h times as many, h times smaller matmuls: the totals are the same."""
+    c = flops.count(n, d, h)
+    m = flops.measure(n, d, h, kernel=multi_head_attention_reference)
+    assert m["matmul_multiplies"] == c.matmul_total
+    assert m["exps"] == c.softmax_exp
+    assert m["divisions"] == c.scaling + c.softmax_div
+    assert len(m["matmul_shapes"]) == 5 * h + 1
+
+
+def test_measure_does_not_depend_on_seed():
+    assert flops.measure(6, 8, 2, seed=0) == flops.measure(6, 8, 2, seed=123)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters: 4·d_model² for any h
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [1, 6, 12, 64, 512, 768])
+def test_parameters_are_four_d_squared_for_every_divisor(d):
+    for h in divisors(d):
+        assert flops.parameters(d, h) == 4 * d * d
+
+
+def test_parameters_table3_rows_a_are_the_same():
+    assert {flops.parameters(512, h) for h in (1, 4, 8, 16, 32)} == {4 * 512**2}
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+def assert_chinese(excinfo, *fragments):
+    message = str(excinfo.value)
+    assert isinstance(excinfo.value, ValueError)
+    assert CJK.search(message), message
+    for fragment in fragments:
+        assert str(fragment) in message, (fragment, message)
+
+
+@pytest.mark.parametrize("n", [0, -3, 2.5, True, "50", None], ids=repr)
+def test_bad_n(n):
+    with pytest.raises(ValueError) as excinfo:
+        flops.count(n, 512, 8)
+    assert_chinese(excinfo, "n", repr(n))
+
+
+@pytest.mark.parametrize("d", [0, -512, 512.0, "512"], ids=repr)
+def test_bad_d_model(d):
+    with pytest.raises(ValueError) as excinfo:
+        flops.count(50, d, 8)
+    assert_chinese(excinfo, "d_model", repr(d))
+
+
+@pytest.mark.parametrize("h", [0, -1, 2.5, True, "8"], ids=repr)
+def test_bad_h(h):
+    for call in (lambda: flops.count(50, 512, h), lambda: flops.parameters(512, h)):
+        with pytest.raises(ValueError) as excinfo:
+            call()
+        assert_chinese(excinfo, str(h))
+
+
+def test_h_must_divide_d_model():
+    for call in (lambda: flops.count(50, 510, 8), lambda: flops.parameters(510, 8), lambda: flops.measure(5, 510, 8)):
+        with pytest.raises(ValueError) as excinfo:
+            call()
+        assert_chinese(excinfo, "d_model=510 不能平均分给 h=8 个头")

@@ -10,7 +10,6 @@ and wires. matplotlib and ipywidgets are imported inside the functions.
 from __future__ import annotations
 
 import functools
-import inspect
 
 import numpy as np
 
@@ -27,7 +26,6 @@ __all__ = [
     "making_figure",
     "its_figure",
     "run_paper_sentences",
-    "show_kernel_calls",
     "toy_heads_instead",
 ]
 
@@ -71,11 +69,6 @@ def describe(model):
         f"前馈层宽 {model.config['intermediate_size']}，共 {n_params / 1e6:.1f} M 个参数（不含没用到的 pooler）。"
     )
     print(f"权重文件 sha256 与本课核对过的一致：{pt.WEIGHTS_SHA256[:16]}…")
-
-
-def show_kernel_calls():
-    """Print the encoder's attention step, so learners see it is the kernel they just wrote."""
-    print(inspect.getsource(pt.Encoder._self_attention))
 
 
 @_needs_model
@@ -209,9 +202,9 @@ def explorer_view(enc, layer, head, query):
 
 
 @_needs_model
-def explore(enc, layer, head, query):
+def explore(runs, sentence, layer, head, query):
     """Static explorer call for the notebook: print the line (deterministic) and return the figure."""
-    text, fig = explorer_view(enc, layer, head, query)
+    text, fig = explorer_view(runs[sentence], layer, head, query)
     print(text)
     return fig
 
@@ -268,13 +261,16 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 
 
 def toy_heads_instead(h=4, seed=0):
-    """Train §7's toy model (one layer, h heads, ~2 s) and draw its heads; if that module is absent, say so."""
+    """Draw the trained heads of §7's toy model, via ``ablation.example_heads(h, seed) -> (h, T, T)``.
+
+    That one function name is the whole contract with ``lesson_lib.ablation``. If it is missing,
+    say so and draw nothing: random-initialised heads would not be evidence of anything.
+    """
     try:
         from lesson_lib import ablation
 
-        params = ablation.train(h, [seed])
-        maps = ablation.attention_maps(params, h, ablation.test_data(1))  # (h, T, T)
-    except (ImportError, AttributeError, TypeError) as exc:
+        maps = np.asarray(ablation.example_heads(h=h, seed=seed))  # (h, T, T), trained for a few seconds
+    except (ImportError, AttributeError) as exc:
         print(f"也无法改用玩具模型的头（{type(exc).__name__}: {exc}）：请先按上面的命令安装权重包。")
         return None
     from lesson_lib.plotting import plot_heads

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import lesson_lib
 from lesson_lib import pretrained as pt
 from lesson_lib import pretrained_views as views
 
@@ -168,20 +169,24 @@ def test_fallback_draws_toy_heads(monkeypatch, capsys):
 
     calls = []
     fake = types.ModuleType("lesson_lib.ablation")
-    fake.train = lambda h, seeds: calls.append(("train", h, list(seeds))) or {"p": 0}
-    fake.test_data = lambda n: "batch"
-    fake.attention_maps = lambda params, h, batch: np.full((h, 5, 5), 0.2)
+    fake.example_heads = lambda h, seed: calls.append((h, seed)) or np.full((h, 5, 5), 0.2)
     monkeypatch.setitem(sys.modules, "lesson_lib.ablation", fake)
+    monkeypatch.setattr(lesson_lib, "ablation", fake, raising=False)  # `from lesson_lib import` reads this first
     fig = views.toy_heads_instead(h=4, seed=3)
-    assert calls == [("train", 4, [3])]
+    assert calls == [(4, 3)]
     assert fig is not None and "玩具模型" in capsys.readouterr().out
     plt.close(fig)
 
 
-def test_fallback_without_toy_module_says_what_to_install(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "lesson_lib.ablation", None)  # import now raises ImportError
+@pytest.mark.parametrize("module", [None, types.ModuleType("lesson_lib.ablation")], ids=["absent", "no-function"])
+def test_fallback_without_toy_heads_says_what_to_install(monkeypatch, capsys, module):
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setitem(sys.modules, "lesson_lib.ablation", module)  # None: import raises ImportError
+    monkeypatch.delattr(lesson_lib, "ablation", raising=False)
     assert views.toy_heads_instead() is None
     assert "安装权重包" in capsys.readouterr().out
+    assert plt.get_fignums() == []  # no stand-in figure of untrained heads
 
 
 # ---------------------------------------------------------------------------------------------

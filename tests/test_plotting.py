@@ -1,0 +1,247 @@
+"""lesson_lib.plotting: Chinese text renders without missing glyphs, tiled heat maps, light imports."""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lesson_lib import plotting
+from lesson_lib.plotting import grid_shape, plot_heads, tile_heads
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+TOKENS = ["我", "喜欢", "注意力", "机制", "Law", "<EOS>", "，", "它的", "应用", "。"]
+
+
+@pytest.fixture(autouse=True)
+def agg():
+    """Agg backend, rcParams restored and every figure closed after each test."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context():
+        yield plt
+        plt.close("all")
+
+
+def render(fig) -> bytes:
+    fig.canvas.draw()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    data = buf.getvalue()
+    assert data.startswith(b"\x89PNG")
+    return data
+
+
+def random_weights(h, n, m=None, seed=0):
+    rng = np.random.default_rng(seed)
+    w = rng.random((h, n, m or n))
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Chinese text: a missing glyph is an error
+# ---------------------------------------------------------------------------------------------
+
+
+def test_missing_glyph_warning_is_what_we_guard_against(agg):
+    """Without the CJK font, matplotlib warns "Glyph … missing from font(s)": the check below can fail."""
+    import matplotlib
+
+    matplotlib.rcParams["font.family"] = "sans-serif"
+    matplotlib.rcParams["font.sans-serif"] = ["DejaVu Sans"]
+    fig = agg.figure()
+    fig.suptitle("注意力")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match=r"Glyph .* missing from font"):
+            fig.canvas.draw()
+
+
+def test_use_chinese_font_registers_noto_sans_cjk():
+    """The font shipped by mplfonts is registered (so no system font is needed) and is the default sans-serif."""
+    from matplotlib import font_manager
+
+    assert plotting.use_chinese_font() == plotting.CJK_FONT == "Noto Sans CJK SC"
+    shipped = str(plotting._font_path())
+    assert shipped.endswith("NotoSansCJKsc-Regular.otf")
+    assert any(f.fname == shipped and f.name == plotting.CJK_FONT for f in font_manager.fontManager.ttflist)
+    path = font_manager.findfont(font_manager.FontProperties(family=["sans-serif"]), fallback_to_default=False)
+    names = {f.name for f in font_manager.fontManager.ttflist if f.fname == str(path)}
+    assert plotting.CJK_FONT in names  # the shipped file, or an identical system copy of the same face
+    assert plotting.use_chinese_font() == plotting.CJK_FONT  # calling again is harmless
+
+
+@pytest.mark.parametrize("h", [1, 4, 8, 16, 64])
+def test_chinese_figure_renders_without_missing_glyphs(h):
+    n = len(TOKENS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # includes matplotlib's "Glyph … missing from font(s)" UserWarning
+        fig = plot_heads(random_weights(h, n, seed=h), tokens=TOKENS, suptitle="多头注意力：每个头一张图（第 5 层）")
+        png = render(fig)
+    assert len(png) > 1000
+    texts = {t.get_text() for ax in fig.axes for t in ax.texts}
+    assert fig._suptitle.get_text() == "多头注意力：每个头一张图（第 5 层）"
+    if h > 1:
+        assert {f"头 {i + 1}" for i in range(h)} <= texts
+    if h <= 16:
+        assert set(TOKENS) <= texts  # token labels drawn while tiles are big enough to read
+    ax = fig.axes[0]
+    assert len(ax.images) == 1  # one tiled image, not h subplots
+    assert len(fig.axes) == 2  # the map and its colour bar
+
+
+def test_chinese_titles_and_separate_key_tokens_render():
+    rows, cols = ["它", "的"], ["法律", "会", "完美"]
+    w = random_weights(2, 2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plot_heads(w, tokens=rows, col_tokens=cols, titles=["头 5：指代", "头 6：指代"])
+        render(fig)
+        png = plotting.figure_png(plot_heads(w[0], tokens=rows, col_tokens=cols))
+    assert png.startswith(b"\x89PNG")
+
+
+def test_plot_heads_into_existing_axes(agg):
+    fig, ax = agg.subplots()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert plot_heads(random_weights(4, 5), tokens=TOKENS[:5], ax=ax) is fig
+        render(fig)
+
+
+def test_sixty_four_heads_is_one_tiled_image():
+    h, n = 64, 12
+    w = random_weights(h, n)
+    fig = plot_heads(w, tokens=[f"词{i}" for i in range(n)])
+    render(fig)
+    ax = fig.axes[0]
+    image = np.asarray(ax.images[0].get_array())
+    gap = max(2, round(0.25 * n))
+    expected, origins = tile_heads(w, gap=gap)
+    assert image.shape == expected.shape
+    np.testing.assert_array_equal(np.isnan(image), np.isnan(expected))
+    np.testing.assert_array_equal(image[~np.isnan(image)], expected[~np.isnan(expected)])
+    assert len(origins) == h
+
+
+# ---------------------------------------------------------------------------------------------
+# Geometry
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("h", range(1, 65))
+def test_grid_shape(h):
+    rows, cols = grid_shape(h)
+    assert 1 <= cols <= 8
+    assert rows * cols >= h  # room for every head
+    assert (rows - 1) * cols < h  # no empty row
+    assert rows <= cols  # near-square, never taller than wide for h ≤ 64
+    assert cols <= max(4, math.ceil(math.sqrt(h)))
+
+
+@pytest.mark.parametrize(
+    ("h", "shape"), [(1, (1, 1)), (2, (1, 2)), (4, (2, 2)), (8, (2, 4)), (16, (4, 4)), (64, (8, 8))]
+)
+def test_grid_shape_values(h, shape):
+    assert grid_shape(h) == shape
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 20),
+    st.integers(1, 5),
+    st.integers(1, 5),
+    st.integers(0, 3),
+    st.one_of(st.none(), st.integers(1, 6)),
+)
+def test_tile_heads_geometry(h, n, m, gap, cols_arg):
+    w = np.arange(1, h * n * m + 1, dtype=float).reshape(h, n, m)  # no NaN, every cell distinct
+    image, origins = tile_heads(w, cols=cols_arg, gap=gap)
+    rows, cols = grid_shape(h) if cols_arg is None else (math.ceil(h / cols_arg), cols_arg)
+    assert image.shape == (rows * n + (rows - 1) * gap, cols * m + (cols - 1) * gap)
+    assert len(origins) == h
+    for i, (top, left) in enumerate(origins):
+        r, c = divmod(i, cols)
+        assert (top, left) == (r * (n + gap), c * (m + gap))
+        np.testing.assert_array_equal(image[top : top + n, left : left + m], w[i])  # tile i holds head i
+    assert np.count_nonzero(~np.isnan(image)) == h * n * m  # everything else is a NaN separator
+    for r in range(1, rows):
+        assert np.all(np.isnan(image[r * (n + gap) - gap : r * (n + gap)]))  # separator rows
+    for c in range(1, cols):
+        assert np.all(np.isnan(image[:, c * (m + gap) - gap : c * (m + gap)]))  # separator columns
+
+
+def test_tile_heads_single_map():
+    w = np.arange(6.0).reshape(2, 3)
+    image, origins = tile_heads(w)
+    np.testing.assert_array_equal(image, w)
+    assert origins == [(0, 0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+def assert_chinese(excinfo, *fragments):
+    message = str(excinfo.value)
+    assert CJK.search(message), message
+    for fragment in fragments:
+        assert str(fragment) in message, (fragment, message)
+
+
+@pytest.mark.parametrize("count", [3, 5])
+def test_wrong_token_count(count):
+    with pytest.raises(ValueError) as excinfo:
+        plot_heads(random_weights(2, 4), tokens=TOKENS[:count])
+    assert_chinese(excinfo, count, 4)
+
+
+def test_wrong_key_token_count():
+    with pytest.raises(ValueError) as excinfo:
+        plot_heads(random_weights(2, 4, 6), tokens=TOKENS[:4], col_tokens=TOKENS[:5])
+    assert_chinese(excinfo, 5, 6)
+    with pytest.raises(ValueError) as excinfo:
+        plot_heads(random_weights(2, 4, 6), tokens=TOKENS[:4])  # row tokens cannot label 6 key columns
+    assert_chinese(excinfo, 4, 6)
+
+
+def test_wrong_title_count():
+    with pytest.raises(ValueError) as excinfo:
+        plot_heads(random_weights(3, 4), titles=["头 1", "头 2"])
+    assert_chinese(excinfo, 2, 3)
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 2, 3, 3)])
+def test_wrong_weight_dimensions(shape):
+    for call in (plot_heads, tile_heads):
+        with pytest.raises(ValueError) as excinfo:
+            call(np.ones(shape))
+        assert_chinese(excinfo, shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Imports stay light
+# ---------------------------------------------------------------------------------------------
+
+
+def test_importing_lesson_lib_does_not_import_matplotlib_or_ipywidgets():
+    code = (
+        "import sys\n"
+        "import lesson_lib, lesson_lib.attention, lesson_lib.flops, lesson_lib.plotting, lesson_lib.environment\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets', 'mplfonts'))\n"
+        "print(heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "[]", result.stdout

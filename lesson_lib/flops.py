@@ -162,3 +162,80 @@ def measure(n: int, d_model: int, h: int, kernel=None, seed: int = 0) -> dict:
         "exps": tally.exps,
         "divisions": tally.divisions,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Measured time and the section-4 figure
+# ---------------------------------------------------------------------------------------------
+
+
+def time_kernel(n: int, d_model: int, heads, repeat: int = 5, seed: int = 0) -> dict[int, float]:
+    """Median seconds of the lesson's readable kernel for each h, with one BLAS thread.
+
+    One thread keeps the figures steady on a shared laptop or CI machine; the comparison between
+    head counts is what matters, not the absolute time.
+    """
+    import time
+
+    from .attention import multi_head_attention
+    from .blas import one_blas_thread
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d_model), dtype=np.float32)  # (n, d_model)
+    ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32) for _ in range(4)]
+    result = {}
+    with one_blas_thread():
+        for h in heads:
+            multi_head_attention(x, *ws, h)  # warm-up
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                multi_head_attention(x, *ws, h)
+                times.append(time.perf_counter() - start)
+            result[h] = float(np.median(times))
+    return result
+
+
+def plot_counts(n: int, d_model: int, heads):
+    """Stacked multiplies per stage against h (constant), and softmax work against h (growing)."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import use_chinese_font
+
+    use_chinese_font()
+    rows = [count(n, d_model, h) for h in heads]
+    x = np.arange(len(rows))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))
+    stages = [("qkv_projections", "Q/K/V 投影 3nd²", "#4C72B0"), ("scores", "打分 QKᵀ n²d", "#DD8452"),
+              ("weights_v", "权重 × V n²d", "#55A868"), ("output_projection", "输出投影 W^O nd²", "#8172B2")]
+    bottom = np.zeros(len(rows))
+    for attr, label, color in stages:
+        vals = np.array([getattr(r, attr) for r in rows]) / 1e6
+        ax1.bar(x, vals, bottom=bottom, label=label, color=color)
+        bottom += vals
+    ax1.set_xticks(x, [str(h) for h in heads])
+    ax1.set_xlabel("头数 h")
+    ax1.set_ylabel("矩阵乘法的乘法次数（百万）")
+    ax1.set_title(f"矩阵乘法：每种头数都一样（n = {n}, d_model = {d_model}）", fontsize=10)
+    ax1.legend(fontsize=8, loc="lower right")
+    soft = np.array([r.softmax_total for r in rows]) / 1e3
+    ax2.bar(x, soft, color="#C44E52")
+    ax2.set_xticks(x, [str(h) for h in heads])
+    ax2.set_xlabel("头数 h")
+    ax2.set_ylabel("逐元素运算（千次）")
+    ax2.set_title("缩放 + exp + 除法 = 3·h·n²：随 h 线性增长", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def format_table(n: int, d_model: int, heads) -> str:
+    """The per-stage counts as a text table, one row per h."""
+    from .tables import text_table
+
+    headers = ["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计", "exp", "缩放+归一化除法"]
+    rows = []
+    for h in heads:
+        c = count(n, d_model, h)
+        rows.append([h, c.d_k, c.qkv_projections, c.scores, c.weights_v, c.output_projection, c.matmul_total,
+                     c.softmax_exp, c.scaling + c.softmax_div])
+    return text_table(headers, rows)

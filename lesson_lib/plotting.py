@@ -234,3 +234,121 @@ def _label_fontsize(cell, h):
         return 0
     size = min(9.0, 0.8 * cell * 72)
     return size if size >= 5 else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast path for widgets: the same tiled picture drawn straight into pixels with Pillow
+# ---------------------------------------------------------------------------------------------
+# A matplotlib figure with a few hundred labels takes 100–250 ms to draw on a shared laptop; a
+# slider needs the redraw to feel instant. This path colours the cells with the same colormap and
+# the same tile layout (``tile_heads``), draws labels with the same CJK font, and encodes the PNG
+# with light compression. ``plot_heads`` stays the reference for static figures.
+
+_LUTS: dict = {}
+_FONTS: dict = {}
+
+
+def colormap_lut(cmap: str = "viridis") -> np.ndarray:
+    """(256, 3) uint8 colours of a matplotlib colormap (cached)."""
+    if cmap not in _LUTS:
+        import matplotlib
+
+        lut = matplotlib.colormaps[cmap](np.linspace(0.0, 1.0, 256))[:, :3]  # (256, 3) floats
+        _LUTS[cmap] = np.round(lut * 255).astype(np.uint8)
+    return _LUTS[cmap]
+
+
+def _pil_font(size: int):
+    if size not in _FONTS:
+        from PIL import ImageFont
+
+        _FONTS[size] = ImageFont.truetype(str(_font_path()), size)
+    return _FONTS[size]
+
+
+def colour_cells(image, cmap: str = "viridis", vmax: float = 1.0) -> np.ndarray:
+    """(H, W) values in [0, vmax] (NaN = background) -> (H, W, 3) uint8 RGB."""
+    lut = colormap_lut(cmap)
+    finite = np.isfinite(image)
+    idx = np.clip(np.where(finite, image, 0.0) / vmax * 255.0 + 0.5, 0, 255).astype(np.intp)  # (H, W)
+    rgb = lut[idx]  # (H, W, 3)
+    rgb[~finite] = 255  # separators: white
+    return rgb
+
+
+def render_heads_png(weights, tokens=None, titles=None, cell_px: int | None = None, cmap: str = "viridis",
+                     suptitle: str | None = None) -> bytes:
+    """PNG bytes of the tiled heads, drawn with Pillow: the fast path behind the head-count slider."""
+    from PIL import Image, ImageDraw
+
+    w = np.asarray(weights, dtype=float)
+    w = w[None] if w.ndim == 2 else w
+    h, n, m = w.shape
+    if n != m:
+        raise ValueError(f"快速绘图只画方阵形式的自注意力图 (n × n)，收到的是 {n} × {m}：请改用 plot_heads。")
+    gap = 1 if h == 1 else max(2, round(0.25 * n))
+    image, origins = tile_heads(w, gap=gap)
+    labels = _labels(tokens, n, "行")
+    cell = cell_px or _cell_px(h, n)
+    label_px = max(10, min(14, cell - 2))
+    show_labels = h <= 16 and cell >= 9
+    left = (max(len(t) for t in labels) * label_px + 8) if show_labels else 6
+    bottom = (max(len(t) for t in labels) * label_px + 6) if show_labels else 6
+    top = (26 if suptitle else 4) + (18 if h > 1 else 0)
+    bar_w = 60
+    rgb = colour_cells(image, cmap)  # (H, W, 3)
+    rgb = np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)  # each matrix cell -> cell × cell pixels
+    H, W = rgb.shape[:2]
+    canvas = Image.new("RGB", (left + W + bar_w, top + H + bottom), "white")
+    canvas.paste(Image.fromarray(rgb), (left, top))
+    draw = ImageDraw.Draw(canvas)
+    font, small = _pil_font(label_px), _pil_font(12 if h <= 16 else 10)
+    if suptitle:
+        draw.text((left, 4), suptitle, fill="black", font=_pil_font(15))
+    if titles is None:
+        titles = [f"头 {i + 1}" for i in range(h)] if h > 1 else [None]
+    for (r, c), title in zip(origins, titles):
+        if title:
+            draw.text((left + c * cell, top + r * cell - (16 if h <= 16 else 12)), title, fill="black", font=small)
+    if show_labels:
+        _pil_token_labels(draw, origins, labels, cell, left, top, n, font, label_px)
+    _pil_colour_bar(canvas, draw, cmap, left + W + 14, top, H, small)
+    import io
+
+    buf = io.BytesIO()
+    canvas.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def _pil_token_labels(draw, origins, labels, cell, left, top, n, font, size):
+    """Row labels left of the first column; column labels under the bottom row, one character per line."""
+    bottom_row = max(r for r, _ in origins)
+    for r, c in origins:
+        if c == 0:
+            for j, token in enumerate(labels):
+                y = top + (r + j) * cell + cell // 2
+                draw.text((left - 4, y), token, fill="black", font=font, anchor="rm")
+        if r == bottom_row:
+            for j, token in enumerate(labels):
+                x = left + (c + j) * cell + cell // 2
+                y = top + (r + n) * cell + 3
+                for k, ch in enumerate(token):  # vertical, like Chinese written top to bottom
+                    draw.text((x, y + k * size), ch, fill="black", font=font, anchor="mt")
+
+
+def _pil_colour_bar(canvas, draw, cmap, x, y, height, font):
+    from PIL import Image
+
+    ramp = colormap_lut(cmap)[::-1]  # (256, 3) top = 1.0
+    idx = np.linspace(0, 255, height).astype(np.intp)
+    bar = np.repeat(ramp[idx][:, None, :], 12, axis=1)  # (height, 12, 3)
+    canvas.paste(Image.fromarray(bar), (x, y))
+    draw.text((x + 16, y), "1", fill="black", font=font)
+    draw.text((x + 16, y + height - 12), "0", fill="black", font=font)
+    draw.text((x + 16, y + height // 2 - 6), "权重", fill="black", font=font)
+
+
+def _cell_px(h, n):
+    """Pixels per matrix cell: large for a few heads, small for many; about 1000 px wide at most."""
+    _, cols = grid_shape(h)
+    return int(max(3, min(28, 800 // max(1, cols * n))))

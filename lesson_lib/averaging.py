@@ -1,0 +1,211 @@
+"""Section 2: why one head must average, on the lesson's sentence 「小明把苹果递给了小红，因为她帮过他。」.
+
+The pronoun 她 needs two things from earlier words at once:
+- 指代 (reference): who is 她? -> 小红, the only female person before it;
+- 语法角色 (syntactic role): 她 is the subject of the new clause, so it lines up with the
+  subject of the first clause, 小明.
+
+Every word's value vector is a row of named, readable features. One head has one row of weights
+for 她, so its output is a weighted average of those rows; two heads each get their own row of
+weights and their own feature subspace, and the concatenation keeps both answers.
+All attention here goes through ``lesson_lib.attention.scaled_dot_product_attention``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .attention import scaled_dot_product_attention
+
+__all__ = [
+    "TOKENS",
+    "QUERY",
+    "FEATURES",
+    "IDENTITY_FEATURES",
+    "ROLE_FEATURES",
+    "LESSON_WEIGHTS",
+    "values",
+    "blend",
+    "Demo",
+    "demo",
+    "retention_curve",
+    "plot_demo",
+    "plot_retention",
+]
+
+# The sentence up to the pronoun: attention only looks back, so these are all 她 can see.
+TOKENS = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她"]
+QUERY = TOKENS.index("她")
+REFERENT, SUBJECT = TOKENS.index("小红"), TOKENS.index("小明")
+
+# Value features. Identity features answer "who is it"; role features answer "what role does it play".
+IDENTITY_FEATURES = ["女性", "男性", "人物", "物品"]
+ROLE_FEATURES = ["主语", "宾语"]
+FEATURES = IDENTITY_FEATURES + ROLE_FEATURES
+
+_VALUE_ROWS = {  # word -> features it carries (1.0 = has it)
+    "小明": {"男性": 1, "人物": 1, "主语": 1},
+    "苹果": {"物品": 1, "宾语": 1},
+    "小红": {"女性": 1, "人物": 1},  # the receiver: neither the subject nor the thing handed over
+}
+
+# The lesson's illustration of one head: 小红 40 %, 小明 30 %, 苹果 30 %.
+LESSON_WEIGHTS = {"小红": 0.4, "小明": 0.3, "苹果": 0.3}
+
+# Keys and queries, one dimension per question: [is a female person?, is a clause subject?]
+_KEY_ROWS = {"小明": [0.0, 1.0], "苹果": [0.0, 0.0], "小红": [1.0, 0.0], "她": [1.0, 1.0]}
+_QUESTION = {"指代": np.array([1.0, 0.0]), "语法角色": np.array([0.0, 1.0])}
+
+
+def values() -> np.ndarray:
+    """(n, len(FEATURES)) value vectors of the sentence; function words carry nothing."""
+    v = np.zeros((len(TOKENS), len(FEATURES)))  # (n, 6)
+    for word, feats in _VALUE_ROWS.items():
+        for name, x in feats.items():
+            v[TOKENS.index(word), FEATURES.index(name)] = x
+    return v
+
+
+def _keys() -> np.ndarray:
+    k = np.zeros((len(TOKENS), 2))  # (n, 2)
+    for word, row in _KEY_ROWS.items():
+        k[TOKENS.index(word)] = row
+    return k
+
+
+def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
+    """The output of one head with the given weights: Σ_j w_j v_j, per named feature."""
+    w = np.zeros(len(TOKENS))  # (n,)
+    for word, x in weights_by_word.items():
+        if word not in TOKENS:
+            raise ValueError(f"「{word}」不在句子里：可选的词是 {TOKENS}。")
+        w[TOKENS.index(word)] = x
+    if not np.isclose(w.sum(), 1.0) or (w < 0).any():
+        raise ValueError(f"注意力权重应非负且加起来等于 1，现在的和是 {w.sum():.3f}。")
+    out = w @ values()  # (6,) the weighted average the single head returns
+    return {name: float(x) for name, x in zip(FEATURES, out)}
+
+
+@dataclass(frozen=True)
+class Demo:
+    """What 她 reads from the sentence with ``heads`` heads at a given sharpness."""
+
+    heads: int
+    sharpness: float
+    names: list[str]  # one name per head
+    weights: np.ndarray  # (heads, n) 她's attention row in each head
+    output: dict[str, float]  # the concatenated output, per feature
+    referent_kept: float  # how much of 小红's identity reaches the output (0..1)
+    subject_kept: float  # how much of 小明's subject role reaches the output (0..1)
+
+
+def _mask() -> np.ndarray:
+    allowed = np.zeros((1, len(TOKENS)), dtype=bool)  # (1, n) 她 sees only the words before it
+    allowed[0, :QUERY] = True
+    return allowed
+
+
+def demo(heads: int, sharpness: float = 4.0) -> Demo:
+    """Run 她's query through one head (both questions in one query) or two (one question each).
+
+    ``sharpness`` scales the query: higher means a more peaked softmax.
+    """
+    if heads not in (1, 2):
+        raise ValueError(f"这个演示只比较 1 个头和 2 个头，收到的是 heads={heads}。")
+    if not np.isfinite(sharpness) or not 0 <= sharpness <= 50:
+        raise ValueError(f"锐度应在 0 到 50 之间，收到的是 {sharpness}。")
+    k, v = _keys(), values()  # (n, 2), (n, 6)
+    scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
+    if heads == 1:
+        # One query asks both questions at once: one softmax, one weighted average of whole rows.
+        q = scale * (_QUESTION["指代"] + 0.8 * _QUESTION["语法角色"])[None]  # (1, 2)
+        out, w = scaled_dot_product_attention(q, k, v, _mask())  # (1, 6), (1, n)
+        names = ["单头（两个问题挤在一起）"]
+        output = out[0]
+        referent, subject = w[0, REFERENT], w[0, SUBJECT]
+    else:
+        # Each head owns one question and one feature subspace (its slice of W^Q, W^K, W^V).
+        q = np.stack([scale * _QUESTION["指代"], scale * _QUESTION["语法角色"]])[:, None]  # (2, 1, 2)
+        k2 = np.stack([k * [1, 0], k * [0, 1]])  # (2, n, 2) each head's key subspace
+        n_id = len(IDENTITY_FEATURES)
+        v2 = np.stack([v[:, :n_id], np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))])  # (2, n, 4)
+        heads_out, w = scaled_dot_product_attention(q, k2, v2, _mask())  # (2, 1, 4), (2, 1, n)
+        output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])  # (6,) Concat
+        w = w[:, 0]  # (2, n)
+        names = ["头 1：指代", "头 2：语法角色"]
+        referent, subject = w[0, REFERENT], w[1, SUBJECT]
+    return Demo(
+        heads=heads,
+        sharpness=float(sharpness),
+        names=names,
+        weights=np.atleast_2d(w),
+        output={name: float(x) for name, x in zip(FEATURES, output)},
+        referent_kept=float(referent),
+        subject_kept=float(subject),
+    )
+
+
+def retention_curve(sharpness_values) -> dict[int, np.ndarray]:
+    """For 1 and 2 heads: (len(s), 2) arrays of [referent_kept, subject_kept] against sharpness."""
+    curves = {}
+    for heads in (1, 2):
+        curves[heads] = np.array([[d.referent_kept, d.subject_kept] for d in map(lambda s: demo(heads, s),
+                                                                                   sharpness_values)])
+    return curves
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures (matplotlib imported on use)
+# ---------------------------------------------------------------------------------------------
+
+
+def plot_demo(d: Demo):
+    """She's attention row in each head (bars) and the output features (bars), side by side."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import use_chinese_font
+
+    use_chinese_font()
+    visible = TOKENS[:QUERY]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1.4, 1]})
+    width = 0.8 / d.heads
+    x = np.arange(len(visible))
+    colors = ["#4C72B0", "#DD8452"]
+    for i in range(d.heads):
+        axes[0].bar(x + (i - (d.heads - 1) / 2) * width, d.weights[i, :QUERY], width, label=d.names[i],
+                    color=colors[i] if d.heads == 2 else "#8172B2")
+    axes[0].set_xticks(x, visible)
+    axes[0].set_ylim(0, 1.05)
+    axes[0].set_ylabel("「她」的注意力权重")
+    axes[0].set_title("「她」往回看时，每个头把注意力给了谁", fontsize=11)
+    axes[0].legend(fontsize=9, loc="upper left")
+    feats = list(d.output)
+    axes[1].barh(feats[::-1], [d.output[f] for f in feats[::-1]], color="#55A868")
+    axes[1].set_xlim(0, 1.05)
+    axes[1].set_title("输出里读得出的特征（理想：女性=1、人物=1、主语=1）", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_retention(sharpness_values, curves):
+    """How much of each answer survives, against sharpness, for 1 head and 2 heads."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import use_chinese_font
+
+    use_chinese_font()
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    styles = {1: "-", 2: "--"}
+    for heads, c in curves.items():
+        label = "1 个头" if heads == 1 else "2 个头"
+        ax.plot(sharpness_values, c[:, 0], styles[heads], color="#C44E52", label=f"{label}：指代（小红）保留")
+        ax.plot(sharpness_values, c[:, 1], styles[heads], color="#4C72B0", label=f"{label}：主语（小明）保留")
+    ax.set_xlabel("查询的锐度（越大，softmax 越尖）")
+    ax.set_ylabel("能从输出读回的比例")
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_title("单头越尖就越只顾一头；两个头可以同时又尖又全", fontsize=11)
+    ax.legend(fontsize=8, loc="center right")
+    fig.tight_layout()
+    return fig

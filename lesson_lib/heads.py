@@ -1,0 +1,201 @@
+"""Section 3: how d_model is cut into heads and glued back, step by step, on real arrays.
+
+``shape_steps`` runs the kernel's own functions (split_heads, scaled_dot_product_attention,
+merge_heads) and records every intermediate shape; alongside the numbers it tracks an "owner" array
+(which head's column block each number came from), so a figure can colour each head's block and
+show what reshaping without the transpose does: every "head" then holds a jumble of other heads'
+columns and of other tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .attention import head_width, merge_heads, scaled_dot_product_attention, split_heads
+
+__all__ = [
+    "Step",
+    "shape_steps",
+    "wrong_split",
+    "owner_map",
+    "heads_mix_only_at_wo",
+    "plot_step",
+    "plot_figure_11_1",
+]
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str  # Chinese caption of the step
+    code: str  # the expression that produces it
+    shape: tuple[int, ...]
+    owner: np.ndarray  # same shape (without the value axis): head index each number came from
+    token: np.ndarray  # same shape: token index each number came from (-1 once heads mix tokens)
+    first_axis: str = ""  # for 3-D steps: what the first axis indexes ("头" or "词")
+
+
+def owner_map(n: int, d_model: int, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n, d_model) arrays: the head that owns each column, and the token of each row."""
+    d_k = head_width(d_model, h)
+    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model)).copy()  # (n, d_model) column block -> head
+    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model)).copy()  # (n, d_model) row -> token
+    return owner, token
+
+
+def wrong_split(x, h):
+    """The classic bug: reshape (n, d_model) straight to (h, n, d_k) without the transpose."""
+    x = np.asarray(x)
+    n, d_model = x.shape[-2:]
+    return x.reshape(*x.shape[:-2], h, n, d_model // h)  # (..., h, n, d_k) but the wrong numbers
+
+
+def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bool = False, seed: int = 0):
+    """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
+    d_k = head_width(d_model, h)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d_model))  # (n, d_model)
+    w_q, w_k, w_v, w_o = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4))
+    owner, token = owner_map(n, d_model, h)
+    split = wrong_split if forget_transpose else split_heads
+    steps = [Step("输入 X", "X", x.shape, owner, token)]
+    q = x @ w_q  # (n, d_model)
+    steps.append(Step("投影 Q = X W^Q（8 个 W_i^Q 并排成一个矩阵）", "X @ W_Q", q.shape, owner, token))
+    if not forget_transpose:
+        q4 = q.reshape(n, h, d_k)  # (n, h, d_k)
+        steps.append(Step(f"切开最后一维：每个词的 {d_model} 维分成 {h} 段 × {d_k} 维", "Q.reshape(n, h, d_k)",
+                          q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k), "词"))
+    qh, kh, vh = (split(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
+    o3, t3 = split(owner, h), split(token, h)
+    label = "直接 reshape 成 (h, n, d_k)，忘了 transpose！" if forget_transpose else "转置成 (h, n, d_k)：头放到最前面"
+    code = "split_heads(Q, h)" if not forget_transpose else "Q.reshape(h, n, d_k)"
+    steps.append(Step(label, code, qh.shape, o3, t3, "头"))
+    heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
+    mixed_token = np.full(heads.shape, -1)  # each output row mixes all tokens' values
+    steps.append(Step(f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵", "Attention(Q_i, K_i, V_i)", heads.shape, o3,
+                      mixed_token, "头"))
+    concat = merge_heads(heads)  # (n, h·d_v)
+    steps.append(Step("拼接 Concat(head_1, …, head_h)", "merge_heads(heads)", concat.shape, merge_heads(o3),
+                      merge_heads(mixed_token)))
+    out = concat @ w_o  # (n, d_model)
+    steps.append(Step("乘 W^O：各头的结果第一次混在一起", "concat @ W_O", out.shape, np.full(out.shape, -1),
+                      np.full(out.shape, -1)))
+    return steps
+
+
+def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
+    """Concat(head_i) W^O equals Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O).
+
+    Returns the two results' largest difference, and how much one head's output moves when another
+    head's query weights change (zero before W^O: heads do not talk while attending).
+    """
+    d_k = head_width(d_model, h)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d_model))  # (n, d_model)
+    w_q, w_k, w_v, w_o = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4))
+
+    def heads_of(wq):
+        return scaled_dot_product_attention(split_heads(x @ wq, h), split_heads(x @ w_k, h),
+                                            split_heads(x @ w_v, h))[0]  # (h, n, d_v)
+
+    heads = heads_of(w_q)
+    concat_then_wo = merge_heads(heads) @ w_o  # (n, d_model)
+    sum_of_heads = sum(heads[i] @ w_o[i * d_k:(i + 1) * d_k] for i in range(h))  # Σ_i head_i W^O_i
+    w_q_changed = w_q.copy()
+    w_q_changed[:, d_k:] += rng.standard_normal((d_model, d_model - d_k))  # change every head but head 1
+    heads_changed = heads_of(w_q_changed)
+    return {
+        "max_difference": float(np.abs(concat_then_wo - sum_of_heads).max()),
+        "head1_change": float(np.abs(heads_changed[0] - heads[0]).max()),
+        "others_change": float(np.abs(heads_changed[1:] - heads[1:]).max()),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------
+
+_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
+
+
+def _colour(owner):
+    from matplotlib.colors import to_rgb
+
+    palette = np.array([to_rgb(c) for c in _HEAD_COLORS] + [(0.93, 0.93, 0.93)])  # last: mixed
+    idx = np.where(owner < 0, len(_HEAD_COLORS), owner % len(_HEAD_COLORS))
+    return palette[idx]
+
+
+def plot_step(step: Step, max_cols: int = 64):
+    """Draw one step: 2-D arrays as one block, 3-D as a row of slices, coloured by owning head."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import use_chinese_font
+
+    use_chinese_font()
+    owner = step.owner
+    if owner.ndim == 2:
+        slices, names = [owner], [f"{owner.shape[0]} × {owner.shape[1]}"]
+    else:
+        slices = [owner[i] for i in range(owner.shape[0])]
+        names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
+    count = len(slices)
+    fig, axes = plt.subplots(1, count, figsize=(min(12, 1.2 + 1.45 * count), 2.5), squeeze=False)
+    for ax, sl, name in zip(axes[0], slices, names):
+        shown = sl[:, :max_cols] if sl.shape[1] > max_cols else sl
+        ax.imshow(_colour(shown), aspect="auto", interpolation="nearest")
+        ax.set_title(name, fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(f"{step.title}    形状 {step.shape}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_figure_11_1(d_model: int = 512, h: int = 8):
+    """Figure 11.1 redrawn: Q, K, V -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    from .plotting import use_chinese_font
+
+    use_chinese_font()
+    d_k = head_width(d_model, h)
+    fig, ax = plt.subplots(figsize=(11, 4.2))
+    ax.set_xlim(0, 11)
+    ax.set_ylim(-0.45, 4.2)
+    ax.axis("off")
+
+    def box(x, y, w, hgt, text, color, size=10):
+        ax.add_patch(FancyBboxPatch((x, y), w, hgt, boxstyle="round,pad=0.03,rounding_size=0.08",
+                                    facecolor=color, edgecolor="#333333", linewidth=1))
+        ax.text(x + w / 2, y + hgt / 2, text, ha="center", va="center", fontsize=size)
+
+    def arrow(x0, y0, x1, y1):
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=12, color="#555555"))
+
+    box(0.1, 1.5, 1.5, 1.2, f"输入 Q, K, V\nd_model = {d_model}", "#E8EEF7")
+    shown = min(h, 4)
+    ys = np.linspace(3.4, 0.35, shown + 1)
+    for i in range(shown + 1):
+        y = ys[i]
+        last = i == shown
+        label = f"头 {h}" if last else f"头 {i + 1}"
+        color = _HEAD_COLORS[(h - 1 if last else i) % len(_HEAD_COLORS)]
+        j = h if last else i + 1
+        box(2.3, y - 0.25, 2.1, 0.5, f"投影 $XW_{{{j}}}^Q,\\ XW_{{{j}}}^K,\\ XW_{{{j}}}^V$", "#F7F7F7", 8)
+        box(5.0, y - 0.25, 1.7, 0.5, f"{label}：d_k = {d_k}", color, 9)
+        arrow(1.6, 2.1, 2.3, y)
+        arrow(4.4, y, 5.0, y)
+        arrow(6.7, y, 7.3, 2.1)
+        if i == shown - 1 and h > shown + 1:
+            ax.text(5.85, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=14, rotation=90)
+    box(7.3, 1.5, 1.6, 1.2, f"Concat\n{h} × {d_k} = {h * d_k}", "#FFF2CC")
+    box(9.3, 1.5, 1.5, 1.2, f"× $W^O$\n({h * d_k} × {d_model})\n输出 {d_model} 维", "#E2F0D9", 9)
+    arrow(8.9, 2.1, 9.3, 2.1)
+    ax.text(5.5, 4.05, f"图 11.1  多头注意力：{d_model} 维切成 {h} 个 {d_k} 维的头，各算各的，最后拼回 {d_model} 维",
+            ha="center", fontsize=11)
+    ax.text(5.5, -0.3, "各头在注意力阶段互不通信；直到 W^O 才把它们的结果混合", ha="center", fontsize=9,
+            color="#555555")
+    return fig

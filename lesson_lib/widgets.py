@@ -1,0 +1,96 @@
+"""Widgets: each one only links controls to pure lesson_lib functions and shows their results.
+
+ipywidgets is imported inside the functions, so importing lesson_lib stays light. Every builder
+returns the top-level widget; its controls are reachable as attributes (``.controls``) so tests
+can set values and read what is shown.
+"""
+
+from __future__ import annotations
+
+__all__ = ["head_lab", "averaging_demo", "shape_stepper"]
+
+
+def _image(png: bytes):
+    import ipywidgets as w
+
+    return w.Image(value=png, format="png", layout=w.Layout(max_width="100%", height="auto"))
+
+
+def head_lab(seed: int = 0, initial: int = 8):
+    """Section 5: a slider over the divisors of d_model; shows d_k, the maps and the costs."""
+    import ipywidgets as w
+
+    from . import head_lab as lab
+
+    choices = lab.head_choices()
+    slider = w.SelectionSlider(options=[(str(h), h) for h in choices], value=initial, description="头数 h",
+                               continuous_update=False, style={"description_width": "initial"},
+                               layout=w.Layout(width="420px"))
+    summary = w.HTML()
+    picture = _image(b"")
+
+    def show(h):
+        state = lab.lab_state(h, seed=seed)
+        summary.value = lab.summary_html(state)
+        picture.value = lab.render_png(state)
+
+    slider.observe(lambda change: show(change["new"]), names="value")
+    show(initial)
+    box = w.VBox([slider, summary, picture])
+    box.controls = {"slider": slider, "summary": summary, "picture": picture}
+    return box
+
+
+def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
+    """Section 2: 1 vs 2 heads and the query's sharpness; shows 她's weights and what survives."""
+    import ipywidgets as w
+
+    from . import averaging
+    from .plotting import figure_png
+
+    heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=initial_heads, description="头数")
+    sharp = w.FloatSlider(value=initial_sharpness, min=0.0, max=10.0, step=0.5, description="锐度",
+                          continuous_update=False)
+    summary = w.HTML()
+    picture = _image(b"")
+
+    def show(*_):
+        d = averaging.demo(heads.value, sharp.value)
+        summary.value = (f"<p>能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
+                         f"<b>主语（小明）{d.subject_kept:.0%}</b>。</p>")
+        picture.value = figure_png(averaging.plot_demo(d))
+
+    heads.observe(show, names="value")
+    sharp.observe(show, names="value")
+    show()
+    box = w.VBox([w.HBox([heads, sharp]), summary, picture])
+    box.controls = {"heads": heads, "sharpness": sharp, "summary": summary, "picture": picture}
+    return box
+
+
+def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
+    """Section 3: step through the shapes; a checkbox forgets the transpose."""
+    import ipywidgets as w
+
+    from . import heads as heads_mod
+    from .plotting import figure_png
+
+    forget = w.Checkbox(value=False, description="忘了 transpose", indent=False)
+    step = w.IntSlider(value=0, min=0, max=len(heads_mod.shape_steps(n, d_model, h)) - 1, description="步骤",
+                       continuous_update=False)
+    summary = w.HTML()
+    picture = _image(b"")
+
+    def show(*_):
+        steps = heads_mod.shape_steps(n, d_model, h, forget_transpose=forget.value)
+        step.max = len(steps) - 1
+        s = steps[min(step.value, step.max)]
+        summary.value = f"<p>第 {step.value + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b></p>"
+        picture.value = figure_png(heads_mod.plot_step(s))
+
+    forget.observe(show, names="value")
+    step.observe(show, names="value")
+    show()
+    box = w.VBox([w.HBox([step, forget]), summary, picture])
+    box.controls = {"step": step, "forget": forget, "summary": summary, "picture": picture}
+    return box

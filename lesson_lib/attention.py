@@ -68,6 +68,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 def split_heads(x, h):
     """Cut the feature axis into h heads: (..., n, d_model) -> (..., h, n, d_k)."""
     x = np.asanyarray(x)
+    if x.ndim < 2:
+        raise AttentionInputError(f"split_heads 需要形如 (..., n, d_model) 的至少 2 维数组，收到的形状是 {x.shape}。")
     h = _check_heads(x.shape[-1], h)
     *lead, n, d_model = x.shape
     x = x.reshape(*lead, n, h, d_model // h)  # (..., n, h, d_k) column block i -> head i
@@ -210,6 +212,17 @@ def _check_qkv(q, k, v):
     for arr, name in ((q, "Q"), (k, "K"), (v, "V")):
         if arr.ndim < 2:
             raise AttentionInputError(f"{name} 需要至少 2 维 (n, d)，收到的形状是 {arr.shape}。")
+        if 0 in arr.shape[-2:]:
+            raise AttentionInputError(
+                f"{name} 的形状是 {arr.shape}：至少要有 1 个词、每个词至少 1 维，注意力才有东西可算。"
+            )
+    try:
+        np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise AttentionInputError(
+            f"Q、K、V 前面的批量维度 {q.shape[:-2]}、{k.shape[:-2]}、{v.shape[:-2]} 对不上："
+            "它们要么相同，要么是 1（可以广播）。"
+        ) from None
     if q.shape[-1] != k.shape[-1]:
         raise AttentionInputError(
             f"Q 的最后一维 d_k={q.shape[-1]} 与 K 的最后一维 {k.shape[-1]} 不同：Q Kᵀ 要求两者相同。"
@@ -248,6 +261,8 @@ def _check_mha(x, w_q, w_k, w_v, w_o, h):
     x = _as_finite_array(x, "X")
     if x.ndim < 2:
         raise AttentionInputError(f"X 需要至少 2 维 (n, d_model)，收到的形状是 {x.shape}。")
+    if 0 in x.shape[-2:]:
+        raise AttentionInputError(f"X 的形状是 {x.shape}：至少要有 1 个词、每个词至少 1 维。")
     d_model = x.shape[-1]
     h = _check_heads(d_model, h)
     weights = []

@@ -329,11 +329,6 @@ def test_k_v_length_mismatch():
     assert_chinese_error(excinfo, "5", "7")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lesson_lib/attention.py _check_qkv does not check that leading batch dims broadcast; "
-    "numpy's English matmul broadcast error leaks out",
-)
 @pytest.mark.parametrize(
     "shapes", [((2, 4, 3), (3, 4, 3), (3, 4, 3)), ((2, 4, 3), (2, 4, 3), (3, 4, 3))], ids=["q-vs-k", "k-vs-v"]
 )
@@ -373,11 +368,6 @@ def test_one_dimensional_input():
     assert_chinese_error(excinfo, "(2, 3)")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lesson_lib/attention.py split_heads: 1-D input gives numpy's English 'not enough values to unpack' "
-    "ValueError and a scalar gives IndexError, not AttentionInputError",
-)
 @pytest.mark.parametrize("x", [np.ones(4), np.float64(4.0)], ids=["1-D", "scalar"])
 def test_split_heads_rejects_scalar_and_1d(x):
     with pytest.raises(ValueError) as excinfo:
@@ -458,12 +448,6 @@ def test_sdpa_mask_row_with_no_key_is_an_error_not_nan():
     assert_chinese_error(excinfo, "(1,)", "NaN")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lesson_lib/attention.py: empty inputs are not rejected. n=0 gives numpy's English 'zero-size array to "
-    "reduction operation maximum' (fast path: ZeroDivisionError in rows_per_block); d_model=0 divides by "
-    "sqrt(0) and returns NaN with a RuntimeWarning",
-)
 @pytest.mark.parametrize(("n", "d_model"), [(0, 4), (3, 0)], ids=["n=0", "d_model=0"])
 @pytest.mark.parametrize("kernel", KERNELS, ids=KERNEL_IDS)
 def test_empty_input(kernel, n, d_model):

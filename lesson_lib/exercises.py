@@ -109,8 +109,8 @@ class _Text:
     def __repr__(self) -> str:
         return self.text
 
-    def _repr_markdown_(self) -> str:
-        return f"```{self.language}\n{self.text}\n```" if self.language else self.text
+    def _repr_markdown_(self) -> str | None:
+        return f"```{self.language}\n{self.text}\n```" if self.language else None  # None: plain text only
 
 
 @dataclass(frozen=True)

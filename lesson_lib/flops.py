@@ -206,8 +206,8 @@ def plot_counts(n: int, d_model: int, heads):
     rows = [count(n, d_model, h) for h in heads]
     x = np.arange(len(rows))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))
-    stages = [("qkv_projections", "Q/K/V 投影 3nd²", "#4C72B0"), ("scores", "打分 QKᵀ n²d", "#DD8452"),
-              ("weights_v", "权重 × V n²d", "#55A868"), ("output_projection", "输出投影 W^O nd²", "#8172B2")]
+    stages = [("qkv_projections", "Q/K/V 投影 $3nd^2$", "#4C72B0"), ("scores", "打分 $QK^T$：$n^2d$", "#DD8452"),
+              ("weights_v", "权重 × V：$n^2d$", "#55A868"), ("output_projection", "输出投影 $W^O$：$nd^2$", "#8172B2")]
     bottom = np.zeros(len(rows))
     for attr, label, color in stages:
         vals = np.array([getattr(r, attr) for r in rows]) / 1e6
@@ -223,7 +223,7 @@ def plot_counts(n: int, d_model: int, heads):
     ax2.set_xticks(x, [str(h) for h in heads])
     ax2.set_xlabel("头数 h")
     ax2.set_ylabel("逐元素运算（千次）")
-    ax2.set_title("缩放 + exp + 除法 = 3·h·n²：随 h 线性增长", fontsize=10)
+    ax2.set_title("缩放 + exp + 除法 = $3hn^2$：随 h 线性增长", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -87,6 +87,9 @@ def _reading(h, d_k, softmax_vs_base, diversity):
         return (f"只有 1 个头、d_k = {d_k}：每个词只有一行权重，所有信息只能按这一种比例混合。"
                 "参数和矩阵乘法与 8 头完全相同。")
     spread = f"头与头之间的平均差异（JS 散度）{diversity:.2f} 比特"
+    if h == BASE_HEADS:
+        return (f"{h} 个头、每头 d_k = {d_k} 维，正是论文 base 模型的设置：{h} 张不同的注意力图，{spread}；"
+                "参数与矩阵乘法和 1 个头时完全一样。")
     if d_k <= 8:
         return (f"{h} 个头、每头只剩 d_k = {d_k} 维：{spread}；softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍，"
                 "而每个头用来打分的维度已经很窄（论文表 3 里 d_k 过小时 BLEU 下降）。")

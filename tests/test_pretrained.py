@@ -102,6 +102,14 @@ def test_safetensors_damage_gives_chinese_error(tmp_path, damage, needle):
         pt.read_safetensors(path)
 
 
+@pytest.mark.parametrize("header", [b"[1, 2]", b'{"w": {"dtype": "F32"}}'], ids=["not-a-dict", "no-offsets"])
+def test_safetensors_bad_header_structure(tmp_path, header):
+    path = tmp_path / "t.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header)
+    with pytest.raises(ValueError, match="文件已损坏"):
+        pt.read_safetensors(path)
+
+
 def test_safetensors_unsupported_dtype(tmp_path):
     path = tmp_path / "t.safetensors"
     write_safetensors(path, {"w": np.ones(4, np.float16)}, dtype_names={"w": "BF16"})
@@ -126,6 +134,14 @@ def test_wrong_weights_file_names_expected_hash(tmp_path):
     message = str(info.value)
     assert pt.WEIGHTS_SHA256 in message and pt.sha256_of(folder / "model.safetensors") in message
     assert "--force-reinstall --no-deps" in message
+
+
+def test_empty_weights_file_is_a_mismatch_not_a_crash(tmp_path):
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(b"")
+    assert pt.sha256_of(path) == hashlib.sha256(b"").hexdigest()
+    with pytest.raises(pt.WeightsMismatchError, match=pt.WEIGHTS_SHA256):
+        pt._verify(path, pt.WEIGHTS_SHA256)
 
 
 def test_hash_cache_notices_a_rewritten_file(tmp_path):

@@ -1,0 +1,214 @@
+"""Hold the lesson's prose to lesson_lib: every number the markdown states about shapes, counts and the
+paper is recomputed here from lesson_lib (or lesson_lib.paper, the cited table) and compared.
+
+Each claim also requires at least one match, so deleting or rewording a sentence cannot make the
+check pass vacuously; rewording means updating the pattern here, on purpose.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from lesson_lib import flops, paper
+from lesson_lib.attention import head_width
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _build_module():
+    spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def markdown() -> str:
+    cells = _build_module().source_cells()
+    return "\n\n".join(c["source"] for c in cells if c["kind"] == "md")
+
+
+@pytest.fixture(scope="module")
+def lines(markdown) -> list[str]:
+    return markdown.splitlines()
+
+
+D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
+D_K = head_width(D, H)
+TABLE3 = paper.TABLE3
+BASE = next(r for r in TABLE3 if r["row"] == "base")
+SINGLE = next(r for r in TABLE3 if r["row"] == "A" and r["h"] == 1)
+BEST_BLEU = max(r["bleu"] for r in TABLE3)
+MINILM_WIDTH, MINILM_HEADS, MINILM_LAYERS = 384, 12, 6  # config.json of the weights package; checked below
+
+
+def _num(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _matches(pattern, text):
+    found = list(re.finditer(pattern, text))
+    assert found, f"the prose no longer contains {pattern!r}: update the claim in this test on purpose"
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Shapes
+# ---------------------------------------------------------------------------------------------
+
+
+def test_base_width_and_heads(markdown):
+    for m in _matches(r"d_model\s*=\s*(\d+)", markdown):
+        assert _num(m.group(1)) in (D, MINILM_WIDTH), m.group(0)
+    for m in _matches(r"\bh\s*=\s*(\d+)", markdown):
+        h = _num(m.group(1))
+        assert D % h == 0, f"the prose mentions h = {h}, which does not divide d_model = {D}"
+
+
+def test_every_h_and_d_k_pair_fits_d_model(lines):
+    """'h = 32 … d_k = 16' on one line: d_k must be d_model / h (or a Table 3 row (B) pair, which varies d_k alone)."""
+    table_pairs = {(r["h"], r["d_k"]) for r in TABLE3}
+    pairs = 0
+    for line in lines:
+        for m in re.finditer(r"\bh\s*=\s*(\d+)[^。\n]{0,40}?d_k\s*=\s*(\d+)", line):
+            h, d_k = _num(m.group(1)), _num(m.group(2))
+            pairs += 1
+            assert d_k == head_width(D, h) or (h, d_k) in table_pairs, f"{m.group(0)!r}: d_k should be {D // h}"
+    assert pairs >= 3
+
+
+def test_base_head_width_is_computed(markdown):
+    """Every 'd_k = N' or 'd_k = d_v = N' without an h nearby is either the base model's or a Table 3 width."""
+    widths = {head_width(D, h) for h in range(1, 65) if D % h == 0} | {r["d_k"] for r in TABLE3}
+    widths.add(MINILM_WIDTH // MINILM_HEADS)
+    found = _matches(r"d_k\s*=\s*(?:d_v\s*=\s*)?(\d+)", markdown)
+    assert any(_num(m.group(1)) == D_K for m in found)
+    for m in found:
+        assert _num(m.group(1)) in widths, m.group(0)
+
+
+def test_arithmetic_in_prose_is_right(markdown):
+    """'a × b = c' and 'a / b = c' anywhere in the prose."""
+    checked = 0
+    for m in re.finditer(r"(?<![\d.])(\d+)\s*[×x]\s*(\d+)\s*=\s*(\d+)(?![\d.²n])", markdown):
+        a, b, c = map(_num, m.groups())
+        assert a * b == c, m.group(0)
+        checked += 1
+    for m in re.finditer(r"(?<![\d.])(\d+)\s*/\s*(\d+)\s*=\s*(\d+)(?![\d.])", markdown):
+        a, b, c = map(_num, m.groups())
+        assert Fraction(a, b) == c, m.group(0)
+        checked += 1
+    assert checked >= 4
+
+
+def test_section_3_naming_table(markdown):
+    assert f"| d_k = d_v = d_model / h | **每个头**的宽度 | {D} / {H} = {D_K} |" in markdown
+    assert f"| h · d_v | 拼接（Concat）之后的宽度，又回到 d_model | {H} × {D_K} = {H * D_K} |" in markdown
+
+
+# ---------------------------------------------------------------------------------------------
+# Counts
+# ---------------------------------------------------------------------------------------------
+
+
+def test_512_n_squared(markdown):
+    """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.flops."""
+    one_head = flops.count(1, D, 1).scores  # multiplies of QKᵀ with n = 1: the coefficient of n²
+    per_head = flops.count(1, D_K, 1).scores
+    assert one_head == D and per_head == D_K and H * per_head == one_head
+    for m in _matches(r"(\d+)n²", markdown):
+        assert _num(m.group(1)) in (one_head, per_head), m.group(0)
+    assert f"{H} × {per_head}n² = **{one_head}n²**" in markdown
+
+
+# Each closed form the prose writes, as the lesson_lib field it names, evaluated on awkward sizes.
+FORMULAS = {
+    "3·n·d²": ("qkv_projections", lambda n, d, h: 3 * n * d * d),
+    "n²·d": ("scores", lambda n, d, h: n * n * d),
+    "n·d²": ("output_projection", lambda n, d, h: n * d * d),
+    "h·n²": ("softmax_exp", lambda n, d, h: h * n * n),
+    "4·n·d² + 2·n²·d": ("matmul_total", lambda n, d, h: 4 * n * d * d + 2 * n * n * d),
+    "3·h·n²": ("softmax_total", lambda n, d, h: 3 * h * n * n),
+}
+
+
+@pytest.mark.parametrize("formula", FORMULAS)
+def test_closed_forms_in_prose_match_flops(markdown, formula):
+    assert formula in markdown
+    field, closed = FORMULAS[formula]
+    for n, d, h in [(7, 12, 3), (50, 512, 8), (3, 64, 64)]:
+        assert getattr(flops.count(n, d, h), field) == closed(n, d, h)
+
+
+def test_parameter_count_in_prose(markdown):
+    params = flops.parameters(D, H)
+    assert all(flops.parameters(D, h) == params for h in (1, 2, 4, 8, 16, 32, 64))
+    found = _matches(r"(\d{1,3}(?:,\d{3})+) = 4 × (\d+)²", markdown)
+    for m in found:
+        assert _num(m.group(1)) == params == 4 * _num(m.group(2)) ** 2
+
+
+# ---------------------------------------------------------------------------------------------
+# The paper
+# ---------------------------------------------------------------------------------------------
+
+
+def test_single_head_bleu_gap(markdown):
+    gap = round(BEST_BLEU - SINGLE["bleu"], 1)
+    for m in _matches(r"(\d+\.\d)\s*(?:个\s*)?BLEU", markdown):
+        assert float(m.group(1)) == gap, m.group(0)
+
+
+def test_bleu_and_perplexity_values_come_from_table3(lines):
+    bleus = {r["bleu"] for r in TABLE3}
+    ppls = {r["ppl"] for r in TABLE3}
+    seen = 0
+    for line in lines:
+        if "BLEU" in line:
+            for m in re.finditer(r"(?<![\d.])(2\d\.\d)(?![\d])", line):
+                assert float(m.group(1)) in bleus, f"{m.group(0)} in {line[:60]!r}"
+                seen += 1
+        if "困惑度" in line or "PPL" in line:
+            for m in re.finditer(r"(?<![\d.])([45]\.\d\d)(?![\d])", line):
+                assert float(m.group(1)) in ppls, f"{m.group(0)} in {line[:60]!r}"
+                seen += 1
+    assert seen >= 1
+
+
+def test_figure_pages(markdown):
+    for number, page in paper.FIGURE_PAGES.items():
+        assert re.search(rf"图 {number}（第 {page} 页）", markdown), f"figure {number} should be on page {page}"
+    assert "第 13–14 页" in markdown  # the lesson text's claim is quoted only to be corrected
+    assert "严格来说" in markdown
+
+
+def test_paper_quotes_are_verbatim_and_attributed(markdown):
+    for quote in (paper.QUOTE_SUBSPACES, paper.QUOTE_COST):
+        assert f'"{quote}"' in markdown
+    assert markdown.count("Vaswani et al., 2017") >= 3
+
+
+def test_minilm_facts_match_its_config():
+    import json
+
+    from lesson_lib import pretrained
+
+    folder = pretrained.model_dir()
+    if folder is None:
+        pytest.skip("weights package not installed (its config is where these numbers come from)")
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["hidden_size"], config["num_attention_heads"], config["num_hidden_layers"]) == (
+        MINILM_WIDTH, MINILM_HEADS, MINILM_LAYERS)
+
+
+def test_minilm_table_in_section_6(markdown):
+    assert f"| d_model | {D} | {MINILM_WIDTH} |" in markdown
+    assert f"| 每层头数 | {H} | {MINILM_HEADS} |" in markdown
+    per_head = MINILM_WIDTH // MINILM_HEADS
+    assert f"{MINILM_WIDTH} / {MINILM_HEADS} = {per_head}" in markdown
+    assert f"{MINILM_LAYERS * MINILM_HEADS} 个头" in markdown

@@ -1,0 +1,235 @@
+"""lesson_lib.averaging (§2): the sentence's value vectors, the lesson's 40/30/30 blend, 1 vs 2 heads.
+
+Expected numbers come from the closed forms worked out by hand from the keys and queries the module
+documents (指代 asks "female person?", 语法角色 asks "clause subject?"), not from a run.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from lesson_lib import averaging
+from lesson_lib.averaging import FEATURES, TOKENS
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+VISIBLE = TOKENS.index("她")  # 她 sees the words before it: 7 of them
+IDX = {w: TOKENS.index(w) for w in ("小明", "苹果", "小红", "她")}
+
+
+def one_head_closed_form(s):
+    """One query [1, 0.8]·s against keys 小红 [1, 0], 小明 [0, 1], five zero keys (she is masked)."""
+    z = math.exp(s) + math.exp(0.8 * s) + 5
+    return math.exp(s) / z, math.exp(0.8 * s) / z
+
+
+def two_head_closed_form(s):
+    """Each head: one matching key at logit s, six at 0."""
+    return math.exp(s) / (math.exp(s) + 6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Value vectors and the lesson's blend
+# ---------------------------------------------------------------------------------------------
+
+
+def test_values_rows_carry_the_named_features():
+    v = averaging.values()
+    assert v.shape == (len(TOKENS), len(FEATURES))
+    expected = {
+        "小明": {"男性", "人物", "主语"},
+        "苹果": {"物品", "宾语"},
+        "小红": {"女性", "人物"},
+    }
+    for i, word in enumerate(TOKENS):
+        on = {f for f, x in zip(FEATURES, v[i]) if x == 1}
+        assert on == expected.get(word, set()), word
+        assert set(np.unique(v[i])) <= {0.0, 1.0}
+
+
+def test_blend_of_lesson_weights_is_the_hand_computed_average():
+    out = averaging.blend(averaging.LESSON_WEIGHTS)
+    # 0.4·小红 + 0.3·小明 + 0.3·苹果, feature by feature
+    want = {"女性": 0.4, "男性": 0.3, "人物": 0.4 + 0.3, "物品": 0.3, "主语": 0.3, "宾语": 0.3}
+    assert list(out) == FEATURES
+    for name, x in want.items():
+        assert out[name] == pytest.approx(x)
+
+
+def test_blend_one_hot_returns_that_words_row():
+    v = averaging.values()
+    for word in ("小明", "小红", "苹果", "把"):
+        out = averaging.blend({word: 1.0})
+        assert list(out.values()) == pytest.approx(v[TOKENS.index(word)].tolist())
+
+
+@pytest.mark.parametrize("weights", [{"小绿": 1.0}, {"小红": 0.5, "香蕉": 0.5}])
+def test_blend_rejects_unknown_word_in_chinese(weights):
+    with pytest.raises(ValueError, match="不在句子里") as exc:
+        averaging.blend(weights)
+    assert CJK.search(str(exc.value))
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [{"小红": 0.5, "小明": 0.3}, {"小红": 0.6, "小明": 0.6}, {"小红": 1.5, "小明": -0.5}, {"小红": float("nan")}, {}],
+)
+def test_blend_rejects_weights_that_are_not_a_distribution(weights):
+    with pytest.raises(ValueError, match="加起来等于 1"):
+        averaging.blend(weights)
+
+
+# ---------------------------------------------------------------------------------------------
+# demo: one head vs two heads
+# ---------------------------------------------------------------------------------------------
+
+SHARPNESS = [0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 20.0, 50.0]
+
+
+@pytest.mark.parametrize("s", SHARPNESS)
+def test_one_head_matches_closed_form_and_cannot_keep_both(s):
+    d = averaging.demo(1, s)
+    referent, subject = one_head_closed_form(s)
+    assert d.weights.shape == (1, len(TOKENS))
+    assert d.referent_kept == pytest.approx(referent, abs=1e-12)
+    assert d.subject_kept == pytest.approx(subject, abs=1e-12)
+    # one row of weights: whatever goes to 小红 cannot also go to 小明
+    assert d.referent_kept + d.subject_kept <= 1 + 1e-12
+    assert d.weights.sum() == pytest.approx(1.0)
+
+
+def test_one_head_sharper_means_more_referent_and_eventually_less_subject():
+    r = np.array([averaging.demo(1, s).referent_kept for s in SHARPNESS])
+    sub = np.array([averaging.demo(1, s).subject_kept for s in SHARPNESS])
+    assert (np.diff(r) > 0).all()
+    # subject share e^{0.8s}/(e^s + e^{0.8s} + 5) peaks at e^s = 20 (s ≈ 3) and then falls to 0
+    peak = SHARPNESS.index(3.0)
+    assert (np.diff(sub[: peak + 1]) > 0).all()
+    assert (np.diff(sub[peak + 1 :]) < 0).all()
+    assert sub[-1] < 1e-3
+    assert r[-1] > 0.999
+
+
+@pytest.mark.parametrize("s", SHARPNESS)
+def test_two_heads_each_attend_to_their_own_word(s):
+    d = averaging.demo(2, s)
+    assert d.weights.shape == (2, len(TOKENS))
+    want = two_head_closed_form(s)
+    assert d.referent_kept == pytest.approx(want, abs=1e-12)
+    assert d.subject_kept == pytest.approx(want, abs=1e-12)
+    assert d.weights[0, IDX["小红"]] == pytest.approx(want)
+    assert d.weights[1, IDX["小明"]] == pytest.approx(want)
+    assert d.weights.sum(axis=1) == pytest.approx([1.0, 1.0])
+
+
+def test_two_heads_keep_both_answers_as_sharpness_grows():
+    kept = [averaging.demo(2, s) for s in SHARPNESS]
+    for a, b in zip(kept, kept[1:]):
+        assert b.referent_kept > a.referent_kept
+        assert b.subject_kept > a.subject_kept
+    assert kept[-1].referent_kept > 0.999 and kept[-1].subject_kept > 0.999
+    # where one head must choose, two heads do not
+    one = averaging.demo(1, 10.0)
+    two = averaging.demo(2, 10.0)
+    assert two.referent_kept + two.subject_kept > 1.9 > one.referent_kept + one.subject_kept
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_zero_sharpness_is_uniform_over_the_visible_words(heads):
+    d = averaging.demo(heads, 0.0)
+    assert d.weights[:, :VISIBLE] == pytest.approx(np.full((heads, VISIBLE), 1 / VISIBLE))
+    assert (d.weights[:, VISIBLE:] == 0).all()
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+@pytest.mark.parametrize("s", [0.0, 4.0, 50.0])
+def test_she_never_attends_to_herself_or_later(heads, s):
+    d = averaging.demo(heads, s)
+    assert (d.weights[:, IDX["她"] :] == 0).all()
+    assert (d.weights[:, : IDX["她"]] > 0).all()  # softmax: every visible word gets something
+
+
+@pytest.mark.parametrize("s", [0.0, 1.5, 4.0, 12.0])
+def test_two_head_output_is_concat_of_each_heads_subspace_average(s):
+    """Head 1 averages the identity features with its weights, head 2 the role features with its own."""
+    d = averaging.demo(2, s)
+    v = averaging.values()
+    n_id = len(averaging.IDENTITY_FEATURES)
+    # independent weights: softmax over the visible words with the matching key at logit s
+    w_ref = np.zeros(len(TOKENS))
+    w_ref[:VISIBLE] = 1.0
+    w_ref[IDX["小红"]] = math.exp(s)
+    w_ref /= w_ref.sum()
+    w_sub = np.zeros(len(TOKENS))
+    w_sub[:VISIBLE] = 1.0
+    w_sub[IDX["小明"]] = math.exp(s)
+    w_sub /= w_sub.sum()
+    want = np.concatenate([w_ref @ v[:, :n_id], w_sub @ v[:, n_id:]])
+    assert list(d.output) == FEATURES
+    assert list(d.output.values()) == pytest.approx(want.tolist(), abs=1e-12)
+
+
+@pytest.mark.parametrize("s", [0.0, 4.0, 12.0])
+def test_one_head_output_is_blend_of_its_weights(s):
+    d = averaging.demo(1, s)
+    by_word = {w: float(x) for w, x in zip(TOKENS, d.weights[0]) if x > 0}
+    assert list(d.output.values()) == pytest.approx(list(averaging.blend(by_word).values()), abs=1e-12)
+
+
+@pytest.mark.parametrize("heads", [0, 3, -1, 8])
+def test_demo_rejects_other_head_counts_in_chinese(heads):
+    with pytest.raises(ValueError, match=f"heads={heads}"):
+        averaging.demo(heads)
+
+
+@pytest.mark.parametrize("s", [float("nan"), float("inf"), -0.1, -5.0, 50.5, 1e6])
+def test_demo_rejects_bad_sharpness_in_chinese(s):
+    with pytest.raises(ValueError, match="锐度") as exc:
+        averaging.demo(1, s)
+    assert CJK.search(str(exc.value))
+
+
+def test_retention_curve_matches_demo():
+    s = np.array([0.0, 2.0, 7.0])
+    curves = averaging.retention_curve(s)
+    assert set(curves) == {1, 2}
+    for heads, c in curves.items():
+        assert c.shape == (3, 2)
+        for row, x in zip(c, s):
+            d = averaging.demo(heads, x)
+            assert row.tolist() == [d.referent_kept, d.subject_kept]
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures: drawing raises on any warning (missing CJK glyph included)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context():
+        yield plt
+        plt.close("all")
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+def test_plot_demo_draws(plt, heads):
+    fig = averaging.plot_demo(averaging.demo(heads, 4.0))
+    fig.canvas.draw()
+    bars = fig.axes[0].patches
+    assert len(bars) == heads * VISIBLE
+
+
+def test_plot_retention_draws(plt):
+    s = np.linspace(0, 8, 9)
+    fig = averaging.plot_retention(s, averaging.retention_curve(s))
+    fig.canvas.draw()
+    assert len(fig.axes[0].lines) == 4

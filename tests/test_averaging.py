@@ -6,6 +6,7 @@ documents (指代 asks "female person?", 语法角色 asks "clause subject?"), n
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -127,7 +128,7 @@ def test_two_heads_each_attend_to_their_own_word(s):
 
 def test_two_heads_keep_both_answers_as_sharpness_grows():
     kept = [averaging.demo(2, s) for s in SHARPNESS]
-    for a, b in zip(kept, kept[1:]):
+    for a, b in itertools.pairwise(kept):
         assert b.referent_kept > a.referent_kept
         assert b.subject_kept > a.subject_kept
     assert kept[-1].referent_kept > 0.999 and kept[-1].subject_kept > 0.999

@@ -10,6 +10,7 @@ and wires. matplotlib and ipywidgets are imported inside the functions.
 from __future__ import annotations
 
 import functools
+import html
 
 import numpy as np
 
@@ -227,8 +228,9 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     from lesson_lib.plotting import figure_png
 
     sentence = w.Dropdown(options=_sentence_choices(), description="句子", layout=w.Layout(width="520px"))
-    layer_s = w.IntSlider(value=layer, min=1, max=model.n_layers, description="层")
-    head_s = w.IntSlider(value=head, min=1, max=model.n_heads, description="头")
+    # continuous_update=False: a drag redraws once on release, not once per head passed on the way
+    layer_s = w.IntSlider(value=layer, min=1, max=model.n_layers, description="层", continuous_update=False)
+    head_s = w.IntSlider(value=head, min=1, max=model.n_heads, description="头", continuous_update=False)
     token = w.Dropdown(description="查询词")
     line, image = w.HTML(), w.Image(format="png")
     state = {"enc": None}
@@ -244,8 +246,8 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 
     def redraw(_=None):
         text, fig = explorer_view(state["enc"], layer_s.value, head_s.value, token.value)
-        line.value = f"<b>{text}</b>"
-        image.value = figure_png(fig, dpi=80)
+        image.value = figure_png(fig, dpi=80)  # the slow part (≈ 0.3 s) first, so text and picture change together
+        line.value = f"<b>{html.escape(text)}</b>"  # tokens such as "<" must not become markup
 
     sentence.observe(on_sentence, "value")
     for control in (layer_s, head_s):

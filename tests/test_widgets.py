@@ -1,0 +1,137 @@
+"""lesson_lib.widgets: in-kernel ipywidgets (no browser). Controls are set from Python and what the
+widget shows is compared with the pure lesson_lib function it wires to.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from traitlets import TraitError
+
+from lesson_lib import head_lab as lab
+from lesson_lib import widgets
+
+
+@pytest.fixture(autouse=True)
+def agg():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
+# ---------------------------------------------------------------------------------------------
+# §5 head lab
+# ---------------------------------------------------------------------------------------------
+
+
+def test_head_lab_slider_offers_only_divisors():
+    c = widgets.head_lab().controls
+    slider = c["slider"]
+    assert [v for _, v in slider.options] == lab.head_choices() == [1, 2, 4, 8, 16, 32, 64]
+    assert [label for label, _ in slider.options] == ["1", "2", "4", "8", "16", "32", "64"]
+    assert slider.value == 8
+    assert slider.continuous_update is False  # redraw on release, not on every step of a drag
+    for bad in (3, 5, 12, 128, 0):
+        with pytest.raises(TraitError):
+            slider.value = bad
+    assert slider.value == 8
+
+
+def test_head_lab_initial_shows_the_pure_functions_output():
+    c = widgets.head_lab().controls
+    state = lab.lab_state(8, seed=0)
+    assert c["summary"].value == lab.summary_html(state)
+    assert "d_k = 64" in c["summary"].value
+    assert c["picture"].value == lab.render_png(state)
+    assert c["picture"].format == "png"
+
+
+def test_head_lab_slider_redraws():
+    c = widgets.head_lab().controls
+    before = c["picture"].value
+    c["slider"].value = 4
+    assert "d_k = 128" in c["summary"].value
+    assert "d_k = 64" not in c["summary"].value
+    assert c["picture"].value != before
+    assert c["picture"].value == lab.render_png(lab.lab_state(4))
+    c["slider"].value = 64
+    assert "d_k = 8" in c["summary"].value and f"{3 * 64 * 121:,}" in c["summary"].value
+
+
+def test_head_lab_seed_and_initial():
+    assert widgets.head_lab(seed=1).controls["picture"].value != widgets.head_lab(seed=0).controls["picture"].value
+    c = widgets.head_lab(initial=16).controls
+    assert c["slider"].value == 16 and "d_k = 32" in c["summary"].value
+    with pytest.raises(TraitError):
+        widgets.head_lab(initial=3)  # cannot even start on an h that does not divide 512
+
+
+# ---------------------------------------------------------------------------------------------
+# §2 averaging demo
+# ---------------------------------------------------------------------------------------------
+
+
+def _percent(x):
+    return f"{x:.0%}"
+
+
+def test_averaging_demo_heads_toggle_changes_numbers():
+    box = widgets.averaging_demo()
+    c = box.controls
+    assert [v for _, v in c["heads"].options] == [1, 2]
+    assert c["heads"].value == 1 and c["sharpness"].value == 4.0
+    # only sharpness values demo() accepts can be chosen
+    assert 0 <= c["sharpness"].min and c["sharpness"].max <= 50
+    # one head at sharpness 4: 小红 e^4 / (e^4 + e^3.2 + 5), 小明 e^3.2 / (…)
+    z = math.exp(4) + math.exp(3.2) + 5
+    one = c["summary"].value
+    assert f"指代（小红）{_percent(math.exp(4) / z)}" in one
+    assert f"主语（小明）{_percent(math.exp(3.2) / z)}" in one
+    picture = c["picture"].value
+    assert bytes(picture[:8]) == b"\x89PNG\r\n\x1a\n"
+
+    c["heads"].value = 2
+    two = c["summary"].value
+    both = _percent(math.exp(4) / (math.exp(4) + 6))  # each head: its word at logit 4, six at 0
+    assert two != one
+    assert f"指代（小红）{both}" in two and f"主语（小明）{both}" in two
+    assert c["picture"].value != picture
+
+    c["sharpness"].value = 0.0
+    assert c["summary"].value.count(_percent(1 / 7)) == 2  # uniform over the seven earlier words
+
+
+# ---------------------------------------------------------------------------------------------
+# §3 shape stepper
+# ---------------------------------------------------------------------------------------------
+
+
+def test_shape_stepper_forget_transpose_and_step():
+    c = widgets.shape_stepper(n=6, d_model=512, h=8).controls
+    assert c["step"].value == 0 and c["step"].max == 6 and c["forget"].value is False
+    assert "第 1/7 步" in c["summary"].value and "<code>X</code>" in c["summary"].value
+    assert "(6, 512)" in c["summary"].value
+
+    c["step"].value = 3
+    assert "<code>split_heads(Q, h)</code>" in c["summary"].value and "(8, 6, 64)" in c["summary"].value
+    right = c["picture"].value
+
+    c["forget"].value = True
+    assert c["step"].max == 5  # the forgotten path has no (n, h, d_k) step
+    c["step"].value = 2
+    s = c["summary"].value
+    assert "<code>Q.reshape(h, n, d_k)</code>" in s and "(8, 6, 64)" in s and "第 3/6 步" in s
+    assert c["picture"].value != right  # same shape, other colours
+
+
+def test_shape_stepper_last_step_survives_toggle():
+    c = widgets.shape_stepper(n=4, d_model=16, h=4).controls
+    c["step"].value = 6
+    assert "concat @ W_O" in c["summary"].value and "(4, 16)" in c["summary"].value
+    c["forget"].value = True
+    assert c["step"].value == 5 and "第 6/6 步" in c["summary"].value and "concat @ W_O" in c["summary"].value

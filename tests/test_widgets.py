@@ -117,21 +117,15 @@ def test_shape_stepper_forget_transpose_and_step():
     assert "第 1/7 步" in c["summary"].value and "<code>X</code>" in c["summary"].value
     assert "(6, 512)" in c["summary"].value
 
-    c["step"].value = 3
-    assert "<code>split_heads(Q, h)</code>" in c["summary"].value and "(8, 6, 64)" in c["summary"].value
-    right = c["picture"].value
+    c["step"].value = 6
+    assert "第 7/7 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
+    last = c["picture"].value
 
-    c["forget"].value = True
-    assert c["step"].max == 5  # the forgotten path has no (n, h, d_k) step
+    c["forget"].value = True  # the forgotten path has no (n, h, d_k) step: one step fewer
+    assert c["step"].max == 5 and c["step"].value == 5
+    assert "第 6/6 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
+
     c["step"].value = 2
     s = c["summary"].value
     assert "<code>Q.reshape(h, n, d_k)</code>" in s and "(8, 6, 64)" in s and "第 3/6 步" in s
-    assert c["picture"].value != right  # same shape, other colours
-
-
-def test_shape_stepper_last_step_survives_toggle():
-    c = widgets.shape_stepper(n=4, d_model=16, h=4).controls
-    c["step"].value = 6
-    assert "concat @ W_O" in c["summary"].value and "(4, 16)" in c["summary"].value
-    c["forget"].value = True
-    assert c["step"].value == 5 and "第 6/6 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
+    assert c["picture"].value != last

@@ -206,8 +206,10 @@ def _fast_grid(state):
 def test_fast_path_cell_colours(states, h):
     s = states[h]
     grid, _, origins = _fast_grid(s)
+    from matplotlib import colormaps
+
     lut = plotting.colormap_lut("viridis")
-    viridis = __import__("matplotlib").colormaps["viridis"]
+    viridis = colormaps["viridis"]
     for k, (top, left) in enumerate(origins):
         got = grid[top : top + N, left : left + N].astype(int)  # (n, n, 3) head k's cells
         want = lut[np.rint(s.weights[k] * 255).astype(int)].astype(int)

@@ -33,7 +33,7 @@ def line_map(fn, terms) -> list[tuple[int, str, str]]:
     lines = inspect.getsource(fn).splitlines()
     rows = []
     for fragment, term in terms:
-        hits = [i for i, line in enumerate(lines) if fragment in line]
+        hits = [i for i, line in enumerate(lines) if fragment in line.split("#")[0]]  # code, not comments
         if not hits:
             raise LookupError(f"{fn.__name__} 的源码里找不到 {fragment!r}：内核改了，请同步更新公式对照表。")
         i = hits[0]

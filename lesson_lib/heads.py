@@ -108,7 +108,7 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int =
     return {
         "max_difference": float(np.abs(concat_then_wo - sum_of_heads).max()),
         "head1_change": float(np.abs(heads_changed[0] - heads[0]).max()),
-        "others_change": float(np.abs(heads_changed[1:] - heads[1:]).max()),
+        "others_change": float(np.abs(heads_changed[1:] - heads[1:]).max()) if h > 1 else 0.0,
     }
 
 
@@ -176,20 +176,16 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
         ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=12, color="#555555"))
 
     box(0.1, 1.5, 1.5, 1.2, f"输入 Q, K, V\nd_model = {d_model}", "#E8EEF7")
-    shown = min(h, 4)
-    ys = np.linspace(3.4, 0.35, shown + 1)
-    for i in range(shown + 1):
-        y = ys[i]
-        last = i == shown
-        label = f"头 {h}" if last else f"头 {i + 1}"
-        color = _HEAD_COLORS[(h - 1 if last else i) % len(_HEAD_COLORS)]
-        j = h if last else i + 1
+    numbers = list(range(1, h + 1)) if h <= 4 else [1, 2, 3, 4, h]  # many heads: the first four and the last
+    ys = np.linspace(3.4, 0.35, len(numbers)) if len(numbers) > 1 else np.array([2.1])
+    for i, (j, y) in enumerate(zip(numbers, ys)):
+        color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
         box(2.3, y - 0.25, 2.1, 0.5, f"投影 $XW_{{{j}}}^Q,\\ XW_{{{j}}}^K,\\ XW_{{{j}}}^V$", "#F7F7F7", 8)
-        box(5.0, y - 0.25, 1.7, 0.5, f"{label}：d_k = {d_k}", color, 9)
+        box(5.0, y - 0.25, 1.7, 0.5, f"头 {j}：d_k = {d_k}", color, 9)
         arrow(1.6, 2.1, 2.3, y)
         arrow(4.4, y, 5.0, y)
         arrow(6.7, y, 7.3, 2.1)
-        if i == shown - 1 and h > shown + 1:
+        if i == 3 and h > 5:
             ax.text(5.85, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=14, rotation=90)
     box(7.3, 1.5, 1.6, 1.2, f"Concat\n{h} × {d_k} = {h * d_k}", "#FFF2CC")
     box(9.3, 1.5, 1.5, 1.2, f"× $W^O$\n({h * d_k} × {d_model})\n输出 {d_model} 维", "#E2F0D9", 9)

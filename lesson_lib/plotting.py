@@ -9,11 +9,23 @@ the functions, so ``import lesson_lib.plotting`` stays cheap.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["use_chinese_font", "tile_heads", "grid_shape", "plot_heads", "figure_png", "CJK_FONT"]
+__all__ = [
+    "CJK_FONT",
+    "PngLayout",
+    "colour_cells",
+    "figure_png",
+    "grid_shape",
+    "heads_png_layout",
+    "plot_heads",
+    "render_heads_png",
+    "tile_heads",
+    "use_chinese_font",
+]
 
 CJK_FONT = "Noto Sans CJK SC"
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
@@ -286,23 +298,17 @@ def render_heads_png(weights, tokens=None, titles=None, cell_px: int | None = No
     h, n, m = w.shape
     if n != m:
         raise ValueError(f"快速绘图只画方阵形式的自注意力图 (n × n)，收到的是 {n} × {m}：请改用 plot_heads。")
-    gap = 1 if h == 1 else max(2, round(0.25 * n))
-    image, origins = tile_heads(w, gap=gap)
     labels = _labels(tokens, n, "行")
-    cell = cell_px or _cell_px(h, n)
-    label_px = max(10, min(14, cell - 2))
-    show_labels = h <= 16 and cell >= 9
-    left = (max(len(t) for t in labels) * label_px + 8) if show_labels else 6
-    bottom = (max(len(t) for t in labels) * label_px + 6) if show_labels else 6
-    top = (26 if suptitle else 4) + (18 if h > 1 else 0)
-    bar_w = 60
+    layout = heads_png_layout(h, n, labels, suptitle, cell_px)
+    image, origins = tile_heads(w, gap=layout.gap)
+    left, top, cell = layout.left, layout.top, layout.cell
     rgb = colour_cells(image, cmap)  # (H, W, 3)
     rgb = np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)  # each matrix cell -> cell × cell pixels
     H, W = rgb.shape[:2]
-    canvas = Image.new("RGB", (left + W + bar_w, top + H + bottom), "white")
+    canvas = Image.new("RGB", (left + W + layout.bar_width, top + H + layout.bottom), "white")
     canvas.paste(Image.fromarray(rgb), (left, top))
     draw = ImageDraw.Draw(canvas)
-    font, small = _pil_font(label_px), _pil_font(12 if h <= 16 else 10)
+    font, small = _pil_font(layout.label_px), _pil_font(12 if h <= 16 else 10)
     if suptitle:
         draw.text((left, 4), suptitle, fill="black", font=_pil_font(15))
     if titles is None:
@@ -310,14 +316,41 @@ def render_heads_png(weights, tokens=None, titles=None, cell_px: int | None = No
     for (r, c), title in zip(origins, titles):
         if title:
             draw.text((left + c * cell, top + r * cell - (16 if h <= 16 else 12)), title, fill="black", font=small)
-    if show_labels:
-        _pil_token_labels(draw, origins, labels, cell, left, top, n, font, label_px)
+    if layout.show_labels:
+        _pil_token_labels(draw, origins, labels, cell, left, top, n, font, layout.label_px)
     _pil_colour_bar(canvas, draw, cmap, left + W + 14, top, H, small)
     import io
 
     buf = io.BytesIO()
     canvas.save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class PngLayout:
+    """Where ``render_heads_png`` puts things, in pixels: the tiled grid starts at (left, top)."""
+
+    left: int
+    top: int
+    bottom: int
+    cell: int  # pixels per matrix cell
+    gap: int  # blank cells between tiles
+    label_px: int
+    show_labels: bool
+    bar_width: int = 60
+
+
+def heads_png_layout(h: int, n: int, labels, suptitle=None, cell_px: int | None = None) -> PngLayout:
+    """The fast renderer's geometry for h heads of n × n, so tests and callers need not copy it."""
+    gap = 1 if h == 1 else max(2, round(0.25 * n))
+    cell = cell_px or _cell_px(h, n)
+    label_px = max(10, min(14, cell - 2))
+    show_labels = h <= 16 and cell >= 9
+    longest = max(len(t) for t in labels)
+    left = (longest * label_px + 8) if show_labels else 6
+    bottom = (longest * label_px + 6) if show_labels else 6
+    top = (26 if suptitle else 4) + (18 if h > 1 else 0)
+    return PngLayout(left, top, bottom, cell, gap, label_px, show_labels)
 
 
 def _pil_token_labels(draw, origins, labels, cell, left, top, n, font, size):

@@ -5,7 +5,10 @@ The notebook prints tables as text so that strict nbval compares every number in
 
 from __future__ import annotations
 
+import numbers
 import unicodedata
+
+import numpy as np
 
 __all__ = ["text_table", "display_width"]
 
@@ -16,11 +19,12 @@ def display_width(text: str) -> int:
 
 
 def _cell(value) -> str:
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         return "是" if value else "否"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        value = float(value)
         return f"{value:,.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:,.3f}".rstrip("0").rstrip(".")
     return str(value)
 
@@ -37,7 +41,7 @@ def text_table(headers, rows, align_right_numbers: bool = True) -> str:
         out = []
         for i, (text, width) in enumerate(zip(values, widths)):
             pad = " " * (width - display_width(text))
-            numeric = raw is not None and isinstance(raw[i], (int, float)) and not isinstance(raw[i], bool)
+            numeric = raw is not None and isinstance(raw[i], numbers.Real) and not isinstance(raw[i], (bool, np.bool_))
             out.append(pad + text if (numeric and align_right_numbers) else text + pad)
         return "  ".join(out).rstrip()
 

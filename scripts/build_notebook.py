@@ -53,7 +53,7 @@ def parse_cells(text: str, origin: str = "<cells>") -> list[dict]:
     out = []
     for cell in cells:
         source = "\n".join(cell["lines"]).strip("\n")
-        if source:
+        if source.strip():
             out.append({"kind": cell["kind"], "source": source, "tags": cell["tags"]})
     return out
 

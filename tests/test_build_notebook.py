@@ -59,8 +59,6 @@ def test_parse_cells_drops_empty_cells():
     assert cells == [{"kind": "code", "source": "print(1)", "tags": []}]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="minor: a cell of spaces only is kept (source.strip('\\n') keeps the spaces)")
 def test_parse_cells_drops_whitespace_only_cells():
     cells = bn.parse_cells("%% code\n   \n%% code\nprint(1)\n")
     assert cells == [{"kind": "code", "source": "print(1)", "tags": []}]

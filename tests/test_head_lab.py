@@ -176,20 +176,11 @@ def _gap(h, n):
 
 
 def fast_layout(h, n, tokens, suptitle):
-    """(left, top, cell, canvas (height, width)) of render_heads_png's grid.
-
-    Mirrors the arithmetic inside ``plotting.render_heads_png``; the canvas-size assertion below
-    catches the mirror going stale. (A layout function in plotting would remove this copy.)
-    """
-    cell = plotting._cell_px(h, n)
-    label_px = max(10, min(14, cell - 2))
-    show_labels = h <= 16 and cell >= 9
-    longest = max(len(t) for t in tokens)
-    left = longest * label_px + 8 if show_labels else 6
-    bottom = longest * label_px + 6 if show_labels else 6
-    top = (26 if suptitle else 4) + (18 if h > 1 else 0)
-    image, _ = plotting.tile_heads(np.zeros((h, n, n)), gap=_gap(h, n))
-    return left, top, cell, (top + image.shape[0] * cell + bottom, left + image.shape[1] * cell + 60)
+    """(left, top, cell, canvas (height, width)) of render_heads_png's grid, from its own layout function."""
+    lay = plotting.heads_png_layout(h, n, tokens, suptitle)
+    image, _ = plotting.tile_heads(np.zeros((h, n, n)), gap=lay.gap)
+    canvas = (lay.top + image.shape[0] * lay.cell + lay.bottom, lay.left + image.shape[1] * lay.cell + lay.bar_width)
+    return lay.left, lay.top, lay.cell, canvas
 
 
 def _fast_grid(state):

@@ -106,8 +106,6 @@ def test_heads_mix_only_at_wo(d_model, h):
     assert r["others_change"] > 1e-3
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="bug: with h = 1 there are no 'other' heads; np.abs(empty).max() raises")
 def test_heads_mix_only_at_wo_single_head():
     r = heads.heads_mix_only_at_wo(n=5, d_model=64, h=1)
     assert r["max_difference"] < 1e-9 and r["head1_change"] == 0.0
@@ -167,15 +165,7 @@ def test_plot_step_draws_every_step_coloured_by_owner(plt, forget):
         plt.close(fig)
 
 
-DRAWN_TWICE = pytest.mark.xfail(strict=True, raises=AssertionError, reason="bug: h ≤ 4 draws the last head's box twice")
-
-
-@pytest.mark.parametrize("h", [
-    pytest.param(1, marks=DRAWN_TWICE),
-    pytest.param(2, marks=DRAWN_TWICE),
-    pytest.param(4, marks=DRAWN_TWICE),
-    8, 16, 32, 64,
-])
+@pytest.mark.parametrize("h", [1, 2, 4, 8, 16, 32, 64])
 def test_plot_figure_11_1_one_box_per_shown_head(plt, h):
     fig = heads.plot_figure_11_1(512, h)
     if h in (8, 64):

@@ -67,8 +67,6 @@ def test_left_alignment_when_numbers_not_right_aligned():
     assert out.splitlines()[2:] == ["       1", "      22"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: numpy scalars are formatted with str(): no thousands separator, "
-                                       "not right-aligned (np.int64 is not an int)")
 def test_numpy_scalars_format_like_python_numbers():
     assert text_table(["参数"], [[np.int64(1_048_576)]]) == text_table(["参数"], [[1_048_576]])
     assert text_table(["参数量"], [[np.float32(0.5)]]) == text_table(["参数量"], [[0.5]])

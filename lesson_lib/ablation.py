@@ -24,6 +24,7 @@ Run ``python -m lesson_lib.ablation --heads 1,2,4,8,16,32 --seeds 3 [--json]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -47,6 +48,9 @@ __all__ = [
     "train",
     "accuracy",
     "attention_maps",
+    "example_heads",
+    "held_out_data",
+    "weight_on_targets",
     "row_entropy",
     "mean_pairwise_js",
     "SweepResult",
@@ -192,7 +196,7 @@ def views(flat, shapes) -> dict:
 
 # OpenBLAS splits one matrix product over threads once m·n·k reaches 2·4·65536. On a busy 2-core
 # machine a split product waits for a free core and can take 100× longer, so every product here
-# stays below that size (the embedding gradient goes in token chunks, the test set in small batches).
+# stays below that size (the embedding and its gradient go in token chunks, the test set in small batches).
 _SINGLE_THREAD_MNK = 2 * 4 * 65536
 
 
@@ -211,23 +215,34 @@ def _embedding_rows(batch: Batch, task: Task) -> np.ndarray:
     return columns.reshape(S, B * T, 4)
 
 
-def _embed(E, rows):
-    """x = Ev[v] + Ek[k] + Eq[q] + P[i]: E (S, R, D), rows (S or 1, N, 4) -> (S, N, D)."""
-    S, n_rows, D = E.shape
-    flat = rows + n_rows * np.arange(S).reshape(S, 1, 1)  # (S, N, 4) row numbers in E stacked over models
-    return E.reshape(S * n_rows, D)[flat].sum(axis=-2)  # (S, N, 4, D) -> (S, N, D)
+def _multi_hot(rows, n_rows, dtype):
+    """(S, N, R) 0/1 matrix with four ones per token (its rows of E), so x = hot @ E."""
+    hot = np.zeros(rows.shape[:2] + (n_rows,), dtype=dtype)
+    np.put_along_axis(hot, rows, 1.0, axis=-1)
+    return hot
 
 
-def _embed_grad(d_x, rows, n_rows):
-    """d loss / d E = multi-hotᵀ · d_x, one small product per chunk of tokens (no scatter-add)."""
-    S, N, D = d_x.shape
+def _token_chunks(n_tokens, n_rows, D):
+    """Slices of tokens small enough that hot @ E and hotᵀ @ d_x stay single-threaded products."""
     chunk = max(1, (_SINGLE_THREAD_MNK - 1) // (n_rows * D))
-    grad = np.zeros((S, n_rows, D), dtype=d_x.dtype)
-    for start in range(0, N, chunk):
-        part = rows[:, start : start + chunk]  # (S, c, 4)
-        hot = np.zeros((part.shape[0], part.shape[1], n_rows), dtype=d_x.dtype)  # (S, c, R)
-        np.put_along_axis(hot, part, 1.0, axis=-1)
-        grad += _t(hot) @ d_x[:, start : start + chunk]  # (S, R, c) @ (S, c, D) -> (S, R, D)
+    return [slice(start, start + chunk) for start in range(0, n_tokens, chunk)]
+
+
+def _embed(E, hot):
+    """x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i] as hot @ E: (S, R, D), (S or 1, N, R) -> (S, N, D)."""
+    S, n_rows, D = E.shape
+    x = np.empty((S, hot.shape[1], D), dtype=E.dtype)
+    for part in _token_chunks(hot.shape[1], n_rows, D):
+        np.matmul(hot[:, part], E, out=x[:, part])  # (S, c, R) @ (S, R, D)
+    return x
+
+
+def _embed_grad(d_x, hot):
+    """d loss / d E = hotᵀ @ d_x, summed over token chunks (a matmul, not a scatter-add)."""
+    S, N, D = d_x.shape
+    grad = np.zeros((S, hot.shape[-1], D), dtype=d_x.dtype)
+    for part in _token_chunks(N, hot.shape[-1], D):
+        grad += _t(hot[:, part]) @ d_x[:, part]  # (S, R, c) @ (S, c, D) -> (S, R, D)
     return grad
 
 
@@ -236,8 +251,8 @@ def _forward(params, batch: Batch, h: int, task: Task):
     S = params["W_Q"].shape[0]
     B, T = batch.values.shape[1:]
     D = params["W_Q"].shape[-1]
-    rows = _embedding_rows(batch, task)  # (S, B·T, 4)
-    x = _embed(params["E"], rows)  # (S, B·T, D)
+    hot = _multi_hot(_embedding_rows(batch, task), params["E"].shape[1], params["E"].dtype)  # (S, B·T, R)
+    x = _embed(params["E"], hot)  # (S, B·T, D)
     q = split_heads((x @ params["W_Q"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)  X W_i^Q, every i
     k = split_heads((x @ params["W_K"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)
     v = split_heads((x @ params["W_V"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)
@@ -246,7 +261,7 @@ def _forward(params, batch: Batch, h: int, task: Task):
     y = o @ params["W_O"]  # (S, B·T, D)
     logits = y @ params["R"] + params["b"][:, None, :]  # (S, B·T, 3·V)
     logits = logits.reshape(S, B, T, 3, task.V)  # (S, B, T, 3, V) three V-way read-outs
-    return logits, dict(rows=rows, x=x, q=q, k=k, v=v, weights=weights, o=o, y=y)
+    return logits, dict(hot=hot, x=x, q=q, k=k, v=v, weights=weights, o=o, y=y)
 
 
 def loss_and_grads(params, batch: Batch, h: int, task: Task = Task()):
@@ -291,7 +306,7 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = Task()):
         d_part = merge_heads(d_part).reshape(S, B * T, D)  # (S, B·T, D)
         grads[name] = _t(x) @ d_part  # (S, D, D)
         d_x += d_part @ _t(params[name])  # (S, B·T, D)
-    grads["E"] = _embed_grad(d_x, c["rows"], params["E"].shape[1])  # (S, R, D)
+    grads["E"] = _embed_grad(d_x, c["hot"])  # (S, R, D)
     return loss, grads
 
 
@@ -413,6 +428,39 @@ def attention_maps(params, h: int, batch: Batch, seed_index: int = 0, task: Task
     single = {name: p[seed_index : seed_index + 1] for name, p in params.items()}
     _, cache = _forward(single, batch, h, task)
     return cache["weights"][0]  # (B, h, T, T)
+
+
+def example_heads(h: int = 4, seed: int = 0, task: Task = Task(), cfg: TrainConfig = TrainConfig()) -> np.ndarray:
+    """Attention maps (h, T, T) of a model trained with h heads (one seed) on held-out sequence 0.
+
+    §6 shows these when the pretrained weights are missing. Trains on first use (about a second
+    for small h), then reuses the result.
+    """
+    return _example_heads(_check_config(h, task, cfg), int(seed), task, cfg).copy()
+
+
+@functools.lru_cache(maxsize=8)
+def _example_heads(h, seed, task, cfg):
+    params = train(h, [seed], task, cfg)
+    return attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0]  # (h, T, T)
+
+
+def weight_on_targets(maps, batch: Batch) -> np.ndarray:
+    """Mean attention each head puts on the three target positions: (h, 3) for prev, next, match.
+
+    ``maps`` (B, h, T, T) are one model's weights on ``batch`` (leading axis 1); positions where
+    a target does not exist (prev at 0, next at T−1) are left out of its mean.
+    """
+    maps = np.asarray(maps, dtype=float)  # (B, h, T, T)
+    B, h, T, _ = maps.shape
+    i = np.arange(T)
+    where = [np.broadcast_to((i - 1) % T, (B, T)), np.broadcast_to((i + 1) % T, (B, T)), batch.pointers[0]]
+    out = np.zeros((h, 3))
+    for t, keys in enumerate(where):  # keys (B, T): the position query i should read for target t
+        picked = np.take_along_axis(maps, keys[:, None, :, None], axis=-1)[..., 0]  # (B, h, T)
+        exists = batch.mask[0, :, :, t]  # (B, T)
+        out[:, t] = (picked * exists[:, None, :]).sum(axis=(0, 2)) / exists.sum()
+    return out
 
 
 def row_entropy(weights) -> np.ndarray:

@@ -250,3 +250,78 @@ def test_cli_table_and_errors(capsys):
     with pytest.raises(SystemExit):
         ablation.main(["--heads", "5", "--steps", "2"])
     assert "不能平均分给" in capsys.readouterr().err
+
+
+def test_example_heads_for_section_6_are_trained_maps():
+    cfg = TrainConfig(d_model=8, steps=5, warmup=2, n_test=4)
+    maps = ablation.example_heads(h=2, seed=0, task=TINY_TASK, cfg=cfg)
+    assert maps.shape == (2, TINY_TASK.T, TINY_TASK.T)
+    np.testing.assert_allclose(maps.sum(axis=-1), 1.0, rtol=1e-5)
+    maps[:] = 0  # the caller gets a copy: the cached maps stay intact
+    assert ablation.example_heads(h=2, seed=0, task=TINY_TASK, cfg=cfg).sum() == pytest.approx(TINY_TASK.T * 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# §7 figures: drawn without warnings (a missing Chinese glyph would be one), labels in Chinese
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context():
+        yield plt
+    plt.close("all")
+
+
+def _texts(fig):
+    return " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
+
+
+def test_single_head_drop_is_computed_from_table3():
+    from lesson_lib import ablation_plots, paper
+
+    base = next(r for r in paper.TABLE3 if r["row"] == "base")
+    single = next(r for r in paper.TABLE3 if r["h"] == 1)
+    assert ablation_plots.single_head_drop() == round(base["bleu"] - single["bleu"], 1)
+
+
+def test_table3_figure(pyplot):
+    from lesson_lib import ablation_plots
+
+    fig = ablation_plots.plot_table3()
+    fig.canvas.draw()
+    assert len(fig.axes) == 4
+    text = _texts(fig)
+    assert "困惑度" in text and "头数" in text and "表 3" in text and "newstest2013" in text
+    assert "h = 8 得 25.1" in text  # the row (B) caveat is written on the figure, from TABLE3
+
+
+def test_toy_vs_paper_figure(pyplot):
+    from lesson_lib import ablation_plots
+
+    rows = [
+        {"h": h, "d_k": 32 // h, "accuracy_mean": a, "accuracy_sd": 0.01,
+         "per_target": {"prev": a, "next": a, "match": a}}
+        for h, a in [(1, 0.45), (4, 1.0), (32, 0.76)]
+    ]
+    fig = ablation_plots.plot_toy_vs_paper(rows)
+    fig.canvas.draw()
+    assert "测试准确率" in _texts(fig) and "随机猜测" in _texts(fig)
+    x, y = fig.axes[1].lines[0].get_data()  # the mean curve (the error bar's line)
+    assert list(x) == [1, 4, 32] and list(y) == [0.45, 1.0, 0.76]
+
+
+def test_head_maps_figure(pyplot):
+    from lesson_lib import ablation_plots
+
+    n = 6
+    fig = ablation_plots.plot_head_maps(np.full((n, n), 1 / n), np.stack([np.eye(n)] * 4), head_names=list("abcd"))
+    fig.canvas.draw()
+    assert "h = 1：唯一的头" in _texts(fig) and "h = 4：d" in _texts(fig)
+    with pytest.raises(ValueError, match="多个头"):
+        ablation_plots.plot_head_maps(np.eye(n), np.eye(n))

@@ -293,7 +293,7 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = Task()):
     d_scores = d_heads @ _t(c["v"])  # (S, B, h, T, T)  d loss / d A for now
     # Softmax backward: dS = A ∘ (dA − Σ_j A_ij dA_ij). The row sum equals dOut_i · Out_i (the
     # identity FlashAttention uses): a sum over each head's d_k columns, one matmul for all heads.
-    row_dot = (d_o * c["o"]) @ _head_sums(h, D, d_o.dtype)  # (S, B·T, h)
+    row_dot = (d_o * c["o"]) @ _head_sums(h, D, d_o.dtype.str)  # (S, B·T, h)
     d_scores -= np.moveaxis(row_dot.reshape(S, B, T, h), 3, 2)[..., None]  # minus (S, B, h, T, 1)
     d_scores *= a  # (S, B, h, T, T)  d loss / d (Q Kᵀ / √d_k)
     scale = 1.0 / math.sqrt(D // h)  # applied to the small (T, d_k) results, not to the (T, T) one
@@ -315,9 +315,12 @@ def _t(a):
     return np.swapaxes(a, -1, -2)
 
 
+@functools.lru_cache(maxsize=32)
 def _head_sums(h, D, dtype):
     """(D, h) 0/1 matrix: multiplying by it sums each head's d_k columns (a matmul, not a short-axis sum)."""
-    return np.kron(np.eye(h, dtype=dtype), np.ones((D // h, 1), dtype=dtype))
+    sums = np.kron(np.eye(h, dtype=dtype), np.ones((D // h, 1), dtype=dtype))
+    sums.flags.writeable = False  # shared between calls (and threads): nobody may change it
+    return sums
 
 
 def _log_softmax(z):

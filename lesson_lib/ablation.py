@@ -542,7 +542,10 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = Task(), cfg: TrainCo
     ``seeds`` is a count (seeds 0 … seeds−1) or a list. Head counts train on ``workers`` threads,
     largest h first (it costs the most: h·T² attention weights per sequence); the results do not
     depend on ``workers``. ``progress(steps_done, steps_total)`` is called from the calling thread.
-    A row's ``seconds`` is the wall time of its own training and test, which overlap across threads.
+    Each row: ``accuracy_mean`` (over seeds of the mean over the three targets), ``accuracy_sd``
+    (sample standard deviation over seeds, 0 for one seed), ``per_target`` (means over seeds),
+    ``accuracy_per_seed`` and ``seconds``, the wall time of that h's own training and test (these
+    overlap across threads, so they add up to more than ``total_seconds``).
     """
     heads = [_check_config(h, task, cfg) for h in heads]
     if len(set(heads)) != len(heads):

@@ -10,6 +10,7 @@ Dev aid: ``DAY11_E2E_NOTEBOOK=/path/draft.ipynb`` serves that file under the les
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -115,17 +116,21 @@ def playwright_api():
 
 
 @pytest.fixture(scope="session")
-def browser(playwright_api, chromium_path):
-    pw = playwright_api.sync_playwright().start()
-    try:
-        # Playwright gives every launch a fresh temporary user-data dir.
-        b = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True)
-    except Exception as exc:
-        pw.stop()
-        require(False, f"Chromium at {chromium_path} does not start under Playwright: {exc}")
-    yield b
-    b.close()
-    pw.stop()
+def open_browser(playwright_api, chromium_path):
+    """``with open_browser() as browser:`` -- one Playwright + Chromium per call; call it once per thread
+    (Playwright's sync API is not thread-safe; each thread needs its own instance)."""
+
+    @contextlib.contextmanager
+    def opener():
+        with playwright_api.sync_playwright() as pw:
+            # Playwright gives every launch a fresh temporary user-data dir.
+            browser = pw.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True)
+            try:
+                yield browser
+            finally:
+                browser.close()
+
+    return opener
 
 
 @pytest.fixture(scope="session")
@@ -152,6 +157,8 @@ class LabServer:
     settings_dir: Path
     log: Path
     process: subprocess.Popen = field(repr=False)
+    base: Path = field(repr=False)
+    locale: str = "en"
     notebook: str = NOTEBOOK_NAME  # path relative to the server root
     allowed_hosts: frozenset = frozenset(ALLOWED_HOSTS)
 
@@ -159,7 +166,7 @@ class LabServer:
         req = urllib.request.Request(
             f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
         )
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=30) as resp:
             body = resp.read()
         return json.loads(body) if body else None
 
@@ -167,7 +174,13 @@ class LabServer:
         return self.api("/api/sessions")
 
     def kernel_state(self, notebook_path: str) -> str | None:
-        for s in self.sessions():
+        """The notebook's kernel state ('idle', 'busy', ...); None if there is none yet or the server is too busy to
+        answer in time (callers poll)."""
+        try:
+            sessions = self.sessions()
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return None
+        for s in sessions:
             if s.get("path") == notebook_path and s.get("kernel"):
                 return s["kernel"].get("execution_state")
         return None
@@ -180,15 +193,38 @@ class LabServer:
             except urllib.error.HTTPError:
                 pass
 
-    def write_settings(self, locale: str) -> None:
-        """User settings for the next page load; ``locale`` 'en' or 'zh_CN' (JupyterLab's UI language)."""
+    def write_settings(self) -> None:
+        """User settings, read at every page load: all cells rendered, no news, UI language ``self.locale``."""
         settings = dict(BASE_SETTINGS)
-        settings[LOCALE_PLUGIN] = {"locale": "zh_CN" if locale == "zh_CN" else "en"}
+        settings[LOCALE_PLUGIN] = {"locale": "zh_CN" if self.locale == "zh_CN" else "en"}
         for plugin, values in settings.items():
             package, _, name = plugin.partition(":")
             target = self.settings_dir / package / f"{name}.jupyterlab-settings"
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(values), encoding="utf-8")
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                pytest.fail(f"JupyterLab exited with {self.process.returncode}:\n{self.log_tail()}", pytrace=False)
+            try:
+                self.api("/api/status")
+                return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not answer within {timeout} s:\n{self.log_tail()}", pytrace=False)
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Delete the sessions (their kernels run in their own process groups), then end the server's group."""
+        try:
+            if self.process.poll() is None:
+                self.delete_sessions()
+        except Exception:  # the server may already be gone; stopping it below is what matters
+            pass
+        _stop(self.process)
+        shutil.rmtree(self.base, ignore_errors=True)
 
     def log_tail(self, n: int = 40) -> str:
         try:
@@ -210,10 +246,9 @@ def _stop(process: subprocess.Popen) -> None:
         pass
 
 
-@pytest.fixture(scope="session")
-def lab_server(playwright_api, chromium_path):
-    """JupyterLab on 127.0.0.1:<free port>, token auth, everything in a temp dir, serving a copy of notebooks/."""
-    base = Path(tempfile.mkdtemp(prefix="day11-e2e-"))
+def _start_server(locale: str) -> LabServer:
+    """Start (without waiting for) a JupyterLab server whose UI language is ``locale``."""
+    base = Path(tempfile.mkdtemp(prefix=f"day11-e2e-{locale}-"))
     root = base / "notebooks"
     shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     draft = os.environ.get("DAY11_E2E_NOTEBOOK")
@@ -236,6 +271,10 @@ def lab_server(playwright_api, chromium_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "IPYTHON", "MPL"))}
     env.update({k: str(v) for k, v in dirs.items()})
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    # Two kernels run side by side on a 2-core machine: one BLAS thread each instead of 2 x 2 fighting for the cores
+    # (lesson_lib.blas documents the same setting for learners).
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, "1")
     # The server's Python is this venv's; the default python3 kernelspec ("python" argv) then resolves to it too.
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     port, token = _free_port(), os.urandom(16).hex()
@@ -257,25 +296,28 @@ def lab_server(playwright_api, chromium_path):
         process = subprocess.Popen(
             cmd, cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
         )
-    server = LabServer(f"http://127.0.0.1:{port}", token, root, dirs["JUPYTERLAB_SETTINGS_DIR"], log, process)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"JupyterLab exited with {process.returncode}:\n{server.log_tail()}", pytrace=False)
-            try:
-                server.api("/api/status")
-                break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not answer within 30 s:\n{server.log_tail()}", pytrace=False)
-                time.sleep(0.2)
-        yield server
-    finally:
-        try:
-            if process.poll() is None:
-                server.delete_sessions()
-        except Exception:  # the server may already be gone; stopping it below is what matters
-            pass
-        _stop(process)
-        shutil.rmtree(base, ignore_errors=True)
+    server = LabServer(
+        f"http://127.0.0.1:{port}", token, root, dirs["JUPYTERLAB_SETTINGS_DIR"], log, process, base, locale
+    )
+    server.write_settings()
+    return server
+
+
+@pytest.fixture(scope="session")
+def lab_servers(playwright_api, chromium_path):
+    """``lab_servers(["en", "zh_CN"])`` -> {locale: LabServer}: one JupyterLab per UI language (the language is a
+    server-wide user setting), started side by side on 127.0.0.1, each serving its own copy of notebooks/ with
+    token auth and every config folder in a temp dir. All are stopped (sessions deleted, process group killed) and
+    their folders removed at the end of the session."""
+    started: list[LabServer] = []
+
+    def start(locales):
+        servers = {locale: _start_server(locale) for locale in locales}
+        started.extend(servers.values())
+        for server in servers.values():
+            server.wait_ready()
+        return servers
+
+    yield start
+    for server in started:
+        server.stop()

@@ -6,14 +6,18 @@ Run:  .venv/bin/python -m pytest tests/e2e -v      (screenshots: artifacts/e2e/<
 
 from __future__ import annotations
 
+import os
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-RUN_TIMEOUT_S = 45  # Restart & Run All of the whole lesson (issue 3 budget: <= 25 s on 2 cores)
+LOCALES = ["en", "zh_CN"]  # JupyterLab's UI language; the lesson itself is Chinese in both
+FLOW_TIMEOUT_S = 300  # hang detectors, not speed goals (the times are reported in the summary)
+RUN_TIMEOUT_S = 120  # Restart & Run All of the whole lesson: ~22 s with both flows side by side on 2 cores
 UPDATE_TIMEOUT_MS = 10_000  # one slider step / one quiz answer
 SLIDER_LABEL = "头数 h"
 QUIZ_QUESTION = "Q2"
@@ -138,8 +142,8 @@ JS_FIND_QUESTION = """(qid) => {
 class Flow:
     """One browser page on the lesson notebook, with the checks every step shares."""
 
-    def __init__(self, page, server, shots: Path, report):
-        self.page, self.server, self.shots, self.report = page, server, shots, report
+    def __init__(self, page, server, shots: Path):
+        self.page, self.server, self.shots = page, server, shots
         self.step = 0
         self.console_errors: list[str] = []
         self.outside_requests: list[str] = []
@@ -148,7 +152,7 @@ class Flow:
         self.step += 1
         self.page.screenshot(path=str(self.shots / f"{self.step:02d}_{name}.png"))
 
-    def wait_kernel_idle(self, timeout: float = 30) -> None:
+    def wait_kernel_idle(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while self.server.kernel_state(self.server.notebook) != "idle":
             assert time.monotonic() < deadline, f"kernel not idle after {timeout} s: {self.server.sessions()}"
@@ -165,18 +169,19 @@ def _console_ignored(text: str) -> bool:
     return any(re.search(pattern, text) for pattern, _reason in IGNORED_CONSOLE_ERRORS)
 
 
-@pytest.mark.parametrize("locale", ["en", "zh_CN"])
-def test_learner_flow(locale, browser, lab_server, artifacts_dir, e2e_report):
-    started = time.perf_counter()
-    shots = artifacts_dir / locale
-    shots.mkdir()
-    lab_server.delete_sessions()
-    lab_server.write_settings(locale)
+def run_flow(locale: str, lab_server, open_browser, shots: Path, report) -> None:
+    """The whole flow for one UI language, in its own browser against its own server (runs in a worker thread)."""
+    with open_browser() as browser:
+        _flow(locale, lab_server, browser, shots, report)
 
+
+def _flow(locale: str, lab_server, browser, shots: Path, e2e_report) -> None:
+    started = time.perf_counter()
+    shots.mkdir()
     context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="zh-CN")
     page = context.new_page()
-    page.set_default_timeout(20_000)
-    flow = Flow(page, lab_server, shots, e2e_report)
+    page.set_default_timeout(60_000)
+    flow = Flow(page, lab_server, shots)
 
     hosts = lab_server.allowed_hosts
     local = "|".join(re.escape(h) for h in sorted(hosts))
@@ -288,7 +293,6 @@ def test_learner_flow(locale, browser, lab_server, artifacts_dir, e2e_report):
             except Exception:  # a failure screenshot is a courtesy; the assertion that failed is the message
                 pass
         context.close()
-        lab_server.delete_sessions()
 
     console = [e for e in flow.console_errors if not _console_ignored(e)]
     assert not flow.outside_requests, "requests to hosts other than 127.0.0.1:\n" + "\n".join(flow.outside_requests)
@@ -298,3 +302,25 @@ def test_learner_flow(locale, browser, lab_server, artifacts_dir, e2e_report):
         f"[{locale}] open {open_s:.1f} s, Run All {run_s:.1f} s, whole flow {total:.1f} s; key press -> update: "
         + "; ".join(timings)
     )
+
+
+@pytest.fixture(scope="module")
+def flows(request, lab_servers, open_browser, artifacts_dir, e2e_report):
+    """The selected UI languages run at the same time, each in its own thread, browser and server (on 2 cores that
+    takes about 1.5x one flow instead of 2x). DAY11_E2E_SERIAL=1 runs them one after the other."""
+    names = {item.name for item in request.session.items}
+    locales = [locale for locale in LOCALES if f"test_learner_flow[{locale}]" in names]
+    servers = lab_servers(locales)
+    workers = 1 if os.environ.get("DAY11_E2E_SERIAL") else len(locales)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="e2e") as pool:
+        futures = {
+            locale: pool.submit(run_flow, locale, servers[locale], open_browser, artifacts_dir / locale, e2e_report)
+            for locale in locales
+        }
+        yield futures
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_learner_flow(locale, flows):
+    """open -> Restart & Run All -> no errors -> slider h 8 -> 4 -> 8 (d_k, maps) -> Q2 wrong, then right."""
+    flows[locale].result(timeout=FLOW_TIMEOUT_S)

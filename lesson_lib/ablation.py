@@ -287,10 +287,19 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = Task()):
     d_o = d_y @ _t(params["W_O"])  # (S, B·T, D)  d loss / d Concat(head_i)
     d_heads = split_heads(d_o.reshape(S, B, T, D), h)  # (S, B, h, T, d_k)
 
-    # Attention: out = A V with A = softmax(Q Kᵀ / √d_k).
-    a = c["weights"]  # (S, B, h, T, T)
+    # Attention: out = A V with A = softmax(Q Kᵀ / √d_k). Trained heads are so sharp that about a
+    # tenth of the float32 weights are subnormal (below 1.2e-38), and so are products with them;
+    # arithmetic on subnormals is many times slower on x86. Weights below eps² (1.4e-14 in float32)
+    # are below the rounding error of every sum they enter, so the backward pass treats them as 0.
+    a = c["weights"]  # (S, B, h, T, T)  our own array: the kernel returned it to this call only
+    negligible = np.finfo(a.dtype).eps ** 2
+    if a.min() < negligible:  # one fast pass; the flush only runs once heads have become sharp
+        np.copyto(a, 0, where=a < negligible)
     d_v = _t(a) @ d_heads  # (S, B, h, T, d_k)
-    d_scores = d_heads @ _t(c["v"])  # (S, B, h, T, T)  d loss / d A for now
+    if D == h:  # d_k = 1: the product is an outer product, and broadcasting beats 10⁴ tiny matmuls
+        d_scores = d_heads * _t(c["v"])  # (S, B, h, T, 1) * (S, B, h, 1, T) -> (S, B, h, T, T)
+    else:
+        d_scores = d_heads @ _t(c["v"])  # (S, B, h, T, T)  d loss / d A for now
     # Softmax backward: dS = A ∘ (dA − Σ_j A_ij dA_ij). The row sum equals dOut_i · Out_i (the
     # identity FlashAttention uses): a sum over each head's d_k columns, one matmul for all heads.
     row_dot = (d_o * c["o"]) @ _head_sums(h, D, d_o.dtype.str)  # (S, B·T, h)

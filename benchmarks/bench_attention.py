@@ -35,12 +35,13 @@ def _matmul_gflops(rng):
     return 2 * N * 4 * D * N / seconds / 1e9
 
 
-def _torch_seconds(x, weights, h):
+def _torch_seconds(x, weights, h, threads):
     try:
         import torch
     except ImportError:
         return None
     torch.manual_seed(0)
+    torch.set_num_threads(threads or torch.get_num_interop_threads() or 2)
     mha = torch.nn.MultiheadAttention(D, h, bias=False, batch_first=True)
     xt = torch.from_numpy(x)[None]
     with torch.no_grad():
@@ -49,18 +50,19 @@ def _torch_seconds(x, weights, h):
 
 def run() -> list[str]:
     """Figures with one BLAS thread (steady on a shared 2-core machine) and with the default threads."""
-    from threadpoolctl import threadpool_limits
+    import contextlib
+
+    from lesson_lib.blas import one_blas_thread
 
     lines = []
     for threads in (1, None):
-        with threadpool_limits(limits=threads):
-            label = "1 BLAS thread" if threads == 1 else "default BLAS threads"
-            lines.append(f"-- {label}")
-            lines.extend(_figures())
+        with one_blas_thread() if threads == 1 else contextlib.nullcontext():
+            lines.append("-- 1 BLAS thread" if threads == 1 else "-- default BLAS threads")
+            lines.extend(_figures(threads))
     return lines
 
 
-def _figures() -> list[str]:
+def _figures(threads) -> list[str]:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((N, D), dtype=np.float32)
     weights = [(rng.standard_normal((D, D)) / np.sqrt(D)).astype(np.float32) for _ in range(4)]
@@ -71,10 +73,10 @@ def _figures() -> list[str]:
         row = [f"h={h:>2}"]
         for name, kernel in (("readable", multi_head_attention), ("fast", multi_head_attention_fast),
                              ("per-head loop", multi_head_attention_reference)):
-            seconds = _median_seconds(lambda k=kernel: k(x, *weights, h))
+            seconds = _median_seconds(lambda k=kernel, h=h: k(x, *weights, h))
             rate = work / seconds / 1e9
             row.append(f"{name} {seconds * 1e3:6.1f} ms {rate:5.1f} GFLOP/s ({rate / matmul:4.0%} of matmul)")
-        torch_s = _torch_seconds(x, weights, h)
+        torch_s = _torch_seconds(x, weights, h, threads)
         if torch_s is not None:
             row.append(f"torch MHA {torch_s * 1e3:6.1f} ms")
         lines.append(" | ".join(row))

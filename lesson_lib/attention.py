@@ -16,8 +16,12 @@ message is in Chinese, because learners call these functions from the notebook.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from .blas import one_blas_thread
 
 __all__ = [
     "AttentionInputError",
@@ -130,6 +134,7 @@ def head_width(d_model, h):
 # ---------------------------------------------------------------------------------------------
 
 _BLOCK_BYTES = 512 * 1024  # one block of scores (rows × n) sized to stay in the L2 cache
+_PARALLEL_MIN_TOKENS = 256  # below this, starting threads costs more than the blocks take
 
 
 def multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h, mask=None):
@@ -152,7 +157,20 @@ def multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h, mask=None):
     weights = np.empty((*lead, h, n, n), dtype=qkv.dtype)  # (..., h, n, n)
     heads = np.empty((*lead, h, n, d_k), dtype=qkv.dtype)  # (..., h, n, d_v)
     rows_per_block = max(16, _BLOCK_BYTES // (n * qkv.dtype.itemsize))
-    for index in np.ndindex(*lead, h):  # one head (of one batch item) at a time
+    with one_blas_thread():  # the blocks are small: a second BLAS thread costs more in waiting than it saves
+        _blocked_softmax_attention(q, k_t, v, full_mask, weights, heads, rows_per_block)
+    return merge_heads(heads) @ w_o, weights  # (..., n, d_model), (..., h, n, n)
+
+
+def _blocked_softmax_attention(q, k_t, v, full_mask, weights, heads, rows_per_block):
+    """Fill ``weights`` (..., h, n, n) and ``heads`` (..., h, n, d_v) block by block, in place.
+
+    Heads are independent, so they are shared out over the cores (NumPy releases the GIL inside
+    matmul and exp); each thread runs single-threaded BLAS on its own cache-sized blocks.
+    """
+    n = q.shape[-2]
+
+    def one_head(index):
         for start in range(0, n, rows_per_block):
             rows = slice(start, min(start + rows_per_block, n))
             block = weights[index][rows]  # (b, n) a view into the output
@@ -163,7 +181,15 @@ def multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h, mask=None):
             np.exp(block, out=block)
             block *= 1.0 / block.sum(axis=-1, keepdims=True)
             np.matmul(block, v[index], out=heads[index][rows])  # (b, d_v)
-    return merge_heads(heads) @ w_o, weights  # (..., n, d_model), (..., h, n, n)
+
+    indices = list(np.ndindex(*q.shape[:-2]))  # one task per head (of each batch item)
+    workers = min(len(indices), os.cpu_count() or 1)
+    if workers < 2 or n < _PARALLEL_MIN_TOKENS:
+        for index in indices:
+            one_head(index)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one_head, indices))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -456,3 +456,22 @@ def test_empty_input(kernel, n, d_model):
     with pytest.raises(ValueError) as excinfo:
         kernel(x, *ws, 1 if d_model == 0 else 2)
     assert_chinese_error(excinfo, str(x.shape))
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_fast_path_threaded_heads_match_reference(monkeypatch, batch):
+    """The fast path shares heads out over threads only for long inputs; force it on a small one."""
+    import lesson_lib.attention as attention
+
+    monkeypatch.setattr(attention, "_PARALLEL_MIN_TOKENS", 1)
+    monkeypatch.setattr(attention, "_BLOCK_BYTES", 64)  # several row blocks per head as well
+    rng = np.random.default_rng(7)
+    n, d, h = 9, 12, 4
+    x = rng.standard_normal((*batch, n, d))
+    ws = [rng.standard_normal((d, d)) for _ in range(4)]
+    causal = np.tril(np.ones((n, n), dtype=bool))
+    for mask in (None, causal):
+        out, weights = attention.multi_head_attention_fast(x, *ws, h, mask=mask)
+        ref_out, ref_weights = multi_head_attention_reference(x, *ws, h, mask=mask)
+        np.testing.assert_allclose(out, ref_out, atol=1e-12)
+        np.testing.assert_allclose(weights, ref_weights, atol=1e-12)

@@ -111,11 +111,16 @@ class _Counted(np.ndarray):
     tally: _Tally | None = None
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        tally = next(a.tally for a in inputs if isinstance(a, _Counted))
-        plain = [np.asarray(a).view(np.ndarray) if isinstance(a, _Counted) else a for a in inputs]
+        out = kwargs.get("out", ())
+        tally = next(a.tally for a in (*inputs, *out) if isinstance(a, _Counted))
+        plain = [a.view(np.ndarray) if isinstance(a, _Counted) else a for a in inputs]
+        if out:
+            kwargs["out"] = tuple(a.view(np.ndarray) if isinstance(a, _Counted) else a for a in out)
         result = getattr(ufunc, method)(*plain, **kwargs)
         if method == "__call__":
             _record(tally, ufunc, plain, result)
+        if out:
+            return out[0] if len(out) == 1 else out  # in place: hand back the caller's (counted) arrays
         if isinstance(result, np.ndarray):
             result = result.view(_Counted)
             result.tally = tally

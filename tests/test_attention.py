@@ -475,3 +475,25 @@ def test_fast_path_threaded_heads_match_reference(monkeypatch, batch):
         ref_out, ref_weights = multi_head_attention_reference(x, *ws, h, mask=mask)
         np.testing.assert_allclose(out, ref_out, atol=1e-12)
         np.testing.assert_allclose(weights, ref_weights, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_short_row_softmax_matches_the_plain_formula(dtype, axis):
+    """softmax takes a column-loop path for rows of ≤ 16; it must give the plain formula's numbers."""
+    import lesson_lib.attention as attention
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 12, 16):
+        shape = [5, 7, 4]
+        shape[axis] = n
+        x = (rng.standard_normal(shape) * 30).astype(dtype)
+        if n > 1:
+            np.moveaxis(x, axis, -1)[..., 0] = -np.inf  # masked keys, as the kernel's mask produces
+        shifted = x - x.max(axis=axis, keepdims=True)
+        plain = np.exp(shifted) / np.exp(shifted).sum(axis=axis, keepdims=True)
+        fast = attention._softmax_short_rows(x, axis)
+        assert fast.dtype == dtype
+        np.testing.assert_allclose(fast, plain, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-7)
+        np.testing.assert_allclose(softmax(x, axis=axis), plain, rtol=1e-6 if dtype == np.float32 else 1e-13,
+                                   atol=1e-7)

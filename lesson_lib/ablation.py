@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, fields, replace
 import numpy as np
 
 from .attention import merge_heads, scaled_dot_product_attention, split_heads
+from .attention_stats import mean_pairwise_js, row_entropy
 
 __all__ = [
     "TARGETS",
@@ -51,6 +52,11 @@ __all__ = [
     "example_heads",
     "held_out_data",
     "weight_on_targets",
+    "specialisation_report",
+    "main_roles",
+    "diversity_table",
+    "monotone_score_demo",
+    "ROLE_NAMES",
     "row_entropy",
     "mean_pairwise_js",
     "SweepResult",
@@ -475,50 +481,6 @@ def weight_on_targets(maps, batch: Batch) -> np.ndarray:
     return out
 
 
-def row_entropy(weights) -> np.ndarray:
-    """Entropy in bits of every attention row: 0 = all weight on one key, log2(n) = uniform."""
-    w = _check_weights(weights)
-    return -(w * np.log2(np.clip(w, 1e-300, None))).sum(axis=-1)  # (..., n)
-
-
-def mean_pairwise_js(weights) -> float:
-    """Mean Jensen–Shannon divergence (bits, 0…1) between the rows of every pair of heads.
-
-    ``weights`` is (..., h, n, n); each pair of heads is compared query row by query row, then
-    everything is averaged. 0 = the heads attend identically, 1 = to disjoint keys.
-    """
-    w = _check_weights(weights)
-    if w.ndim < 3 or w.shape[-3] < 2:
-        raise ValueError(
-            f"比较头与头之间的差异至少需要 2 个头，收到的权重形状是 {w.shape}：请传入 (h, n, n) 且 h ≥ 2。"
-        )
-    h = w.shape[-3]
-    values = []
-    for i in range(h):
-        for j in range(i + 1, h):
-            p, q = w[..., i, :, :], w[..., j, :, :]
-            mid = 0.5 * (p + q)
-            values.append(0.5 * (_kl_bits(p, mid) + _kl_bits(q, mid)))  # (..., n)
-    return float(np.mean(values))
-
-
-def _kl_bits(p, q):
-    """KL(p ‖ q) in bits per row; terms with p = 0 contribute 0."""
-    ratio = np.where(p > 0, p / np.where(q > 0, q, 1.0), 1.0)
-    return (p * np.log2(ratio)).sum(axis=-1)
-
-
-def _check_weights(weights):
-    w = np.asarray(weights, dtype=float)
-    if w.ndim < 2 or not np.isfinite(w).all() or (w < 0).any():
-        raise ValueError(
-            f"注意力权重应是非负有限数、至少 2 维 (…, n, n)，收到的形状是 {w.shape}：请传入 softmax 的输出。"
-        )
-    if not np.allclose(w.sum(axis=-1), 1.0, atol=1e-4):
-        raise ValueError("注意力权重的每一行加起来应为 1：请传入 softmax 之后的权重，而不是打分。")
-    return w
-
-
 # ---------------------------------------------------------------------------------------------
 # The sweep over head counts
 # ---------------------------------------------------------------------------------------------
@@ -675,3 +637,63 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---------------------------------------------------------------------------------------------
+# What section 7 prints about the trained models
+# ---------------------------------------------------------------------------------------------
+
+ROLE_NAMES = {0: "前一个", 1: "后一个", 2: "按键查找"}
+
+
+def specialisation_report(result, batch: Batch, heads=(1, 4)) -> tuple[str, dict]:
+    """Per head: mean weight on the prev / next / match positions over ``batch``, and its main role.
+
+    Returns the Chinese text and {h: (h, 3) array} for the figures.
+    """
+    lines, on_targets = [], {}
+    for h in heads:
+        maps = attention_maps(result.params[h], h, batch)  # (B, h, T, T)
+        on_targets[h] = weight_on_targets(maps, batch)  # (h, 3)
+        lines.append(f"h = {h}：每个头放在 prev / next / match 位置上的平均权重")
+        for i, row in enumerate(on_targets[h]):
+            lines.append(f"  头 {i + 1}：{row[0]:.2f} / {row[1]:.2f} / {row[2]:.2f}"
+                         f"  → 主要看「{ROLE_NAMES[int(row.argmax())]}」")
+    return "\n".join(lines), on_targets
+
+
+def main_roles(on_targets_h) -> list[str]:
+    """The role each head mainly serves, from a (h, 3) weight_on_targets array."""
+    return [ROLE_NAMES[int(row.argmax())] for row in on_targets_h]
+
+
+def diversity_table(result, batch: Batch, d_model: int = TrainConfig().d_model) -> str:
+    """Row entropy and mean pairwise JS divergence of every trained head count, as a text table."""
+    from .tables import text_table
+
+    rows = []
+    for h in sorted(result.params):
+        maps = attention_maps(result.params[h], h, batch)  # (B, h, T, T)
+        js = f"{mean_pairwise_js(maps):.2f}" if h > 1 else "-"
+        rows.append([h, d_model // h, f"{row_entropy(maps).mean():.2f}", js])
+    return text_table(["h", "每头宽度", "行熵（比特）", "头间 JS（比特）"], rows)
+
+
+def monotone_score_demo(points: int = 9, sharpness: float = 4.0) -> str:
+    """Why a 1-dimensional head can only pick an end: q·k is monotone in k, unlike a 2-D dot product.
+
+    Keys in 1-D are spread on a line; in 2-D on a circle. For each query, report which key wins the
+    kernel's softmax.
+    """
+    from .attention import softmax
+
+    lines = []
+    keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first
+    for q in (-sharpness, -1.0, 1.0, sharpness):
+        weights = softmax(q * keys_1d)  # in 1-D the score is just q × k
+        lines.append(f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(weights.argmax())} 个键")
+    angles = np.linspace(0.0, 2 * np.pi, points, endpoint=False)
+    keys_2d = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (points, 2) keys on a circle
+    winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) for j in range(points)]
+    lines.append(f"二维：让查询指向第 j 个键，得分最高的键依次是 {winners}")
+    return "\n".join(lines)

@@ -10,7 +10,7 @@ import numpy as np
 
 from .paper import TABLE3
 
-__all__ = ["table3_series", "single_head_drop", "plot_table3", "plot_toy_vs_paper", "plot_head_maps"]
+__all__ = ["plot_head_maps", "plot_table3", "plot_toy_vs_paper", "single_head_drop", "table3_series", "table3_text"]
 
 SOURCE_NOTE = "数据：Vaswani et al. 2017，表 3（第 9 页），newstest2013 开发集，单次运行"
 
@@ -135,3 +135,11 @@ def _pyplot():
 
     use_chinese_font()
     return plt
+
+
+def table3_text() -> str:
+    """Table 3 rows base, (A) and (B) as a text table, straight from paper.TABLE3."""
+    from .tables import text_table
+
+    rows = [[r["row"], r["h"], r["d_k"], r["d_v"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"] for r in TABLE3]
+    return text_table(["行", "h", "d_k", "d_v", "BLEU", "PPL"], rows)

@@ -17,8 +17,8 @@ from functools import lru_cache
 import numpy as np
 
 from . import flops
-from .ablation import mean_pairwise_js, row_entropy
 from .attention import head_width, multi_head_attention
+from .attention_stats import mean_pairwise_js, row_entropy
 from .blas import one_blas_thread
 from .paper import BASE_D_MODEL, BASE_HEADS
 

@@ -7,7 +7,7 @@ can set values and read what is shown.
 
 from __future__ import annotations
 
-__all__ = ["head_lab", "averaging_demo", "shape_stepper"]
+__all__ = ["averaging_demo", "head_lab", "progress_bar", "shape_stepper"]
 
 
 def _image(png: bytes):
@@ -94,3 +94,18 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
     box = w.VBox([w.HBox([step, forget]), summary, picture])
     box.controls = {"step": step, "forget": forget, "summary": summary, "picture": picture}
     return box
+
+
+def progress_bar(description: str = "训练中"):
+    """A progress bar and the ``progress(done, total)`` callback that moves it (for long cells)."""
+    import ipywidgets as w
+
+    bar = w.IntProgress(value=0, min=0, max=1, description=description, bar_style="info")
+
+    def update(done, total):
+        bar.max, bar.value = max(1, total), done
+        if done >= total:
+            bar.description, bar.bar_style = "完成", "success"
+
+    bar.update = update
+    return bar

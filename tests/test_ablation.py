@@ -325,3 +325,78 @@ def test_head_maps_figure(pyplot):
     assert "h = 1：唯一的头" in _texts(fig) and "h = 4：d" in _texts(fig)
     with pytest.raises(ValueError, match="多个头"):
         ablation_plots.plot_head_maps(np.eye(n), np.eye(n))
+
+
+# ---------------------------------------------------------------------------------------------
+# What section 7 prints
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained_small():
+    """h = 1 and h = 4 trained briefly: enough for the h = 4 heads to take distinct roles."""
+    cfg = TrainConfig(steps=400, warmup=60, n_test=200)
+    return sweep((1, 4), seeds=1, cfg=cfg), cfg
+
+
+def test_specialisation_report_names_each_heads_main_role(trained_small):
+    from lesson_lib import ablation
+
+    result, cfg = trained_small
+    batch = ablation.held_out_data(cfg=cfg).rows(slice(0, 100))
+    text, on_targets = ablation.specialisation_report(result, batch, heads=(1, 4))
+    assert on_targets[1].shape == (1, 3) and on_targets[4].shape == (4, 3)
+    assert (on_targets[4] >= 0).all() and (on_targets[4] <= 1 + 1e-9).all()
+    roles = ablation.main_roles(on_targets[4])
+    assert set(roles) == {"前一个", "后一个", "按键查找"}  # trained h = 4: every target has a head
+    assert text.count("头 ") == 5 and "h = 4" in text
+    # the single head splits its weight: it cannot put most of it on two targets at once
+    assert on_targets[1][0].max() < 0.8
+
+
+def test_diversity_table_lists_every_trained_h(trained_small):
+    from lesson_lib import ablation
+
+    result, cfg = trained_small
+    batch = ablation.held_out_data(cfg=cfg).rows(slice(0, 50))
+    table = ablation.diversity_table(result, batch, d_model=cfg.d_model)
+    lines = table.splitlines()
+    assert len(lines) == 2 + 2  # header, rule, h = 1, h = 4
+    assert lines[2].split()[:2] == ["1", str(cfg.d_model)] and lines[2].split()[-1] == "-"
+    js = float(lines[3].split()[-1])
+    assert 0.3 < js <= 1.0  # specialised heads differ
+
+
+def test_monotone_score_demo_one_dimension_picks_only_ends():
+    from lesson_lib import ablation
+
+    text = ablation.monotone_score_demo(points=9)
+    one_d = [int(line.rsplit("第 ", 1)[1].split(" ")[0]) for line in text.splitlines() if line.startswith("一维")]
+    assert set(one_d) <= {0, 8} and len(one_d) == 4
+    two_d = text.splitlines()[-1]
+    assert two_d.endswith(str(list(range(9))))  # on a circle every key can win
+
+
+def test_js_divergence_matches_the_pairwise_definition():
+    """mean_pairwise_js compares head i with all later heads at once; check against the plain double loop."""
+    from lesson_lib.attention_stats import _kl_bits
+
+    rng = np.random.default_rng(5)
+    w = rng.dirichlet(np.ones(6) * 0.5, size=(3, 7, 6))  # (batch, h, rows, n)
+    w = w.reshape(3, 7, 6, 6)[..., :6, :]  # (batch, h, n, n)
+    values = []
+    for i in range(7):
+        for j in range(i + 1, 7):
+            p, q = w[:, i], w[:, j]
+            mid = 0.5 * (p + q)
+            values.append(0.5 * (_kl_bits(p, mid) + _kl_bits(q, mid)))
+    assert mean_pairwise_js(w) == pytest.approx(float(np.mean(values)), rel=1e-12)
+
+
+def test_table3_text_prints_every_row(pyplot):
+    from lesson_lib import ablation_plots, paper
+
+    text = ablation_plots.table3_text()
+    assert len(text.splitlines()) == 2 + len(paper.TABLE3)
+    for r in paper.TABLE3:
+        assert f"{r['bleu']:.1f}" in text and f"{r['ppl']:.2f}" in text

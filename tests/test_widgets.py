@@ -129,3 +129,14 @@ def test_shape_stepper_forget_transpose_and_step():
     s = c["summary"].value
     assert "<code>Q.reshape(h, n, d_k)</code>" in s and "(8, 6, 64)" in s and "第 3/6 步" in s
     assert c["picture"].value != last
+
+
+def test_progress_bar_follows_the_callback():
+    from lesson_lib import widgets
+
+    bar = widgets.progress_bar("训练中")
+    assert bar.description == "训练中" and bar.value == 0
+    bar.update(3, 10)
+    assert (bar.value, bar.max) == (3, 10) and bar.bar_style == "info"
+    bar.update(10, 10)
+    assert bar.value == 10 and bar.description == "完成" and bar.bar_style == "success"

@@ -1,0 +1,58 @@
+"""How spread out one head's attention is, and how different the heads are from each other.
+
+Used by the head-count lab (section 5) and the trained toy models (section 7): row entropy in bits
+(0 = all weight on one key) and the mean Jensen–Shannon divergence between heads (0 = identical,
+1 = disjoint keys).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["mean_pairwise_js", "row_entropy"]
+
+
+def row_entropy(weights) -> np.ndarray:
+    """Entropy in bits of every attention row: 0 = all weight on one key, log2(n) = uniform."""
+    w = _check_weights(weights)
+    return -(w * np.log2(np.clip(w, 1e-300, None))).sum(axis=-1)  # (..., n)
+
+
+def mean_pairwise_js(weights) -> float:
+    """Mean Jensen–Shannon divergence (bits, 0…1) between the rows of every pair of heads.
+
+    ``weights`` is (..., h, n, n); each pair of heads is compared query row by query row, then
+    everything is averaged. 0 = the heads attend identically, 1 = to disjoint keys.
+    """
+    w = _check_weights(weights)
+    if w.ndim < 3 or w.shape[-3] < 2:
+        raise ValueError(
+            f"比较头与头之间的差异至少需要 2 个头，收到的权重形状是 {w.shape}：请传入 (h, n, n) 且 h ≥ 2。"
+        )
+    h = w.shape[-3]
+    total, pairs = 0.0, 0
+    for i in range(h - 1):  # head i against every later head at once: h − 1 steps, not h²/2
+        p = w[..., i : i + 1, :, :]  # (..., 1, n, n)
+        q = w[..., i + 1 :, :, :]  # (..., h−i−1, n, n)
+        mid = 0.5 * (p + q)
+        js = 0.5 * (_kl_bits(p, mid) + _kl_bits(q, mid))  # (..., h−i−1, n)
+        total += float(js.sum())
+        pairs += js.size
+    return total / pairs
+
+
+def _kl_bits(p, q):
+    """KL(p ‖ q) in bits per row; terms with p = 0 contribute 0."""
+    ratio = np.where(p > 0, p / np.where(q > 0, q, 1.0), 1.0)
+    return (p * np.log2(ratio)).sum(axis=-1)
+
+
+def _check_weights(weights):
+    w = np.asarray(weights, dtype=float)
+    if w.ndim < 2 or not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError(
+            f"注意力权重应是非负有限数、至少 2 维 (…, n, n)，收到的形状是 {w.shape}：请传入 softmax 的输出。"
+        )
+    if not np.allclose(w.sum(axis=-1), 1.0, atol=1e-4):
+        raise ValueError("注意力权重的每一行加起来应为 1：请传入 softmax 之后的权重，而不是打分。")
+    return w

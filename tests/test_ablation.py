@@ -266,18 +266,6 @@ def test_example_heads_for_section_6_are_trained_maps():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    with matplotlib.rc_context():
-        yield plt
-    plt.close("all")
-
-
 def _texts(fig):
     return " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
 
@@ -290,7 +278,7 @@ def test_single_head_drop_is_computed_from_table3():
     assert ablation_plots.single_head_drop() == round(base["bleu"] - single["bleu"], 1)
 
 
-def test_table3_figure(pyplot):
+def test_table3_figure(plt):
     from lesson_lib import ablation_plots
 
     fig = ablation_plots.plot_table3()
@@ -301,7 +289,7 @@ def test_table3_figure(pyplot):
     assert "h = 8 得 25.1" in text  # the row (B) caveat is written on the figure, from TABLE3
 
 
-def test_toy_vs_paper_figure(pyplot):
+def test_toy_vs_paper_figure(plt):
     from lesson_lib import ablation_plots
 
     rows = [
@@ -316,7 +304,7 @@ def test_toy_vs_paper_figure(pyplot):
     assert list(x) == [1, 4, 32] and list(y) == [0.45, 1.0, 0.76]
 
 
-def test_head_maps_figure(pyplot):
+def test_head_maps_figure(plt):
     from lesson_lib import ablation_plots
 
     n = 6
@@ -393,7 +381,7 @@ def test_js_divergence_matches_the_pairwise_definition():
     assert mean_pairwise_js(w) == pytest.approx(float(np.mean(values)), rel=1e-12)
 
 
-def test_table3_text_prints_every_row(pyplot):
+def test_table3_text_prints_every_row(plt):
     from lesson_lib import ablation_plots, paper
 
     text = ablation_plots.table3_text()

@@ -209,18 +209,6 @@ def test_retention_curve_matches_demo():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    with matplotlib.rc_context():
-        yield plt
-        plt.close("all")
-
-
 @pytest.mark.parametrize("heads", [1, 2])
 def test_plot_demo_draws(plt, heads):
     fig = averaging.plot_demo(averaging.demo(heads, 4.0))

@@ -128,18 +128,6 @@ def test_bad_head_count_raises_kernel_chinese_error(call):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    with matplotlib.rc_context():
-        yield plt
-        plt.close("all")
-
-
 def _panel_colours(ax):
     rgb = np.asarray(ax.images[0].get_array())
     return {tuple(np.round(c, 4)) for c in rgb.reshape(-1, 3)}

@@ -175,10 +175,17 @@ def test_lesson_runs_offline(tmp_path, record_property):
         startup.mkdir(parents=True)
         (startup / "00-offline-guard.py").write_text(GUARD_STARTUP, encoding="utf-8")
         cmd = [sys.executable, __file__]
-    out = tmp_path / NOTEBOOK.name
+    # A copy of notebooks/ is the kernel's working folder: whatever a cell writes stays out of the repository.
+    work = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOK.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    out = tmp_path / f"executed-{NOTEBOOK.name}"
     started = time.perf_counter()
     proc = subprocess.run(
-        [*cmd, str(NOTEBOOK), str(out)], env=env, capture_output=True, text=True, timeout=CELL_TIMEOUT_S + 120
+        [*cmd, str(work / NOTEBOOK.name), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CELL_TIMEOUT_S + 120,
     )
     seconds = time.perf_counter() - started
     assert proc.returncode == 0 and out.exists(), f"runner failed ({method}):\n{proc.stdout}\n{proc.stderr}"

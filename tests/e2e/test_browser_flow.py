@@ -2,6 +2,11 @@
 answer a self-test question wrongly and then rightly -- once with the English UI and once with the Chinese UI.
 
 Run:  .venv/bin/python -m pytest tests/e2e -v      (screenshots: artifacts/e2e/<timestamp>/<locale>/NN_step.png)
+The two flows run side by side, each with its own JupyterLab server and Chromium (see ``flows``). The summary at the
+end of pytest's output prints the screenshot folder and, per language, the open / Run All / whole-flow seconds and
+the milliseconds from the key press to the updated d_k text and attention maps.
+Variables: CI=true (a missing browser fails instead of skipping), CHROMIUM=/path/to/chromium,
+DAY11_E2E_SERIAL=1 (one flow after the other), DAY11_E2E_NOTEBOOK=/tmp/draft.ipynb (serve a draft instead).
 """
 
 from __future__ import annotations

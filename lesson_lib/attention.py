@@ -150,6 +150,8 @@ def _softmax_short_rows(x, axis):
     for j in range(1, cols.shape[-1]):
         np.maximum(top, cols[..., j], out=top)
     e = np.exp(cols - top[..., None])  # (..., n)
+    if np.issubdtype(e.dtype, np.floating):  # subnormal weights (< 1.2e-38 in float32) make every later
+        np.copyto(e, 0, where=e < np.finfo(e.dtype).tiny)  # product several times slower; they are 0 to rounding
     total = e[..., 0].copy()  # (...,) running row sum
     for j in range(1, cols.shape[-1]):
         total += e[..., j]

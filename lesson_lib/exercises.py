@@ -198,6 +198,18 @@ def _raised(name, case, exc, hint) -> ExerciseResult:
     return ExerciseResult(name, "error", f"运行出错（{case} 这个例子）：{_describe(exc)}。{hint}")
 
 
+def _run_case(name, learner, case, hint, fn, *args):
+    """Call the learner's function once: (result, None), or (None, feedback) for a stub, error or None."""
+    result, exc = _call(fn, *args)
+    if result is _TODO:
+        return None, _todo(name, learner)
+    if exc is not None:
+        return None, _raised(name, case, exc, hint)
+    if result is None:
+        return None, _returned_none(name, learner)
+    return result, None
+
+
 # ---------------------------------------------------------------------------------------------
 # Exercise 1: split_heads
 # ---------------------------------------------------------------------------------------------
@@ -223,13 +235,10 @@ def check_split_heads(fn) -> ExerciseResult:
         case = f"n={n}, d_model={d}, h={h}"
         x = rng.standard_normal((n, d))
         want = split_heads(x, h)
-        result, exc = _call(fn, x.copy(), h)
-        if result is _TODO:
-            return _todo(name, learner)
-        if exc is not None:
-            return _raised(name, case, exc, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。")
-        if result is None:
-            return _returned_none(name, learner)
+        result, problem = _run_case(name, learner, case, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。",
+                                    fn, x.copy(), h)
+        if problem is not None:
+            return problem
         got = _as_array(result)
         if got is None:
             kind = type(result).__name__
@@ -335,14 +344,10 @@ def check_multi_head_attention_loop(fn) -> ExerciseResult:
         x = rng.standard_normal((n, d))
         ws = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)]
         want = multi_head_attention(x, *ws, h)[0]
-        result, exc = _call(fn, x.copy(), *(w.copy() for w in ws), h)
-        if result is _TODO:
-            return _todo(name, learner)
-        if exc is not None:
-            hint = "提示：head_i 用 W^Q[:, i·d_k:(i+1)·d_k] 等列块；可以调用 softmax(scores, axis=-1)。"
-            return _raised(name, case, exc, hint)
-        if result is None:
-            return _returned_none(name, learner)
+        hint = "提示：head_i 用 W^Q[:, i·d_k:(i+1)·d_k] 等列块；可以调用 softmax(scores, axis=-1)。"
+        result, problem = _run_case(name, learner, case, hint, fn, x.copy(), *(w.copy() for w in ws), h)
+        if problem is not None:
+            return problem
         if isinstance(result, tuple) and len(result) == 2:
             result = result[0]  # (output, weights), the kernel's convention
         got = _as_array(result)
@@ -391,13 +396,9 @@ def check_count_multiplies(fn) -> ExerciseResult:
     for n, d, h in _COUNT_CASES:
         case = f"n={n}, d_model={d}, h={h}"
         c = count(n, d, h)
-        result, exc = _call(fn, n, d, h)
-        if result is _TODO:
-            return _todo(name, learner)
-        if exc is not None:
-            return _raised(name, case, exc, "提示：把四个矩阵乘法各自的乘法次数加起来。")
-        if result is None:
-            return _returned_none(name, learner)
+        result, problem = _run_case(name, learner, case, "提示：把四个矩阵乘法各自的乘法次数加起来。", fn, n, d, h)
+        if problem is not None:
+            return problem
         got = _as_array(result) if isinstance(result, (int, float, np.integer, np.floating)) else None
         if got is None or isinstance(result, bool) or not np.isfinite(got):
             return ExerciseResult(name, "wrong", f"{case}：应当返回一个整数，你返回的是 {_short(result)}。")

@@ -15,7 +15,8 @@ checked against finite differences in the tests.
 Speed: every parameter array has a leading seed axis S, so the seeds of one head count train as
 one batch of arrays (one NumPy call per operation for all of them); all parameters of all seeds
 live in one flat buffer, so an Adam step is a handful of whole-array operations; the head counts
-of a sweep train on two threads (NumPy releases the GIL inside its loops). Each model still sees
+of a sweep train in two worker processes (threads would contend for the interpreter lock between
+NumPy calls). Each model still sees
 only its own numbers: a model is the same whether trained alone or in a sweep.
 
 Run ``python -m lesson_lib.ablation --heads 1,2,4,8,16,32 --seeds 3 [--json]``.
@@ -29,7 +30,7 @@ import json
 import math
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
@@ -506,44 +507,78 @@ class SweepResult:
         raise ValueError(f"这次扫描没有训练 h={h}：训练过的头数是 {[r['h'] for r in self.results]}。")
 
 
+def _train_and_test(h, seed_list, task, cfg, data=None, progress=None):
+    """Train every seed for one h and score it on the fixed test set: (params, (S, 3) accuracy, seconds)."""
+    t0 = time.perf_counter()
+    params = train(h, seed_list, task, cfg, data=data, progress=progress)
+    acc = accuracy(params, h, held_out_data(task, cfg), task)  # (S, 3)
+    return params, acc, time.perf_counter() - t0
+
+
+_STEPS_DONE = None  # in a worker process: shared array of steps finished, one slot per head count
+
+
+def _start_worker(steps_done):
+    global _STEPS_DONE
+    _STEPS_DONE = steps_done
+
+
+def _train_in_worker(slot, h, seed_list, task, cfg):
+    def report(steps):
+        _STEPS_DONE[slot] = steps
+
+    return _train_and_test(h, seed_list, task, cfg, progress=report)
+
+
+def _train_in_processes(order, seed_list, task, cfg, workers, progress, total_steps):
+    """Head counts in separate processes: threads would share one interpreter lock, which cost a fifth
+    of the sweep's time in Python overhead between NumPy calls. "spawn" works the same on every OS
+    and is safe inside a Jupyter kernel; each worker rebuilds the (seeded) data itself."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    steps_done = ctx.Array("i", len(order), lock=False)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
+                             initargs=(steps_done,)) as pool:
+        futures = {h: pool.submit(_train_in_worker, i, h, seed_list, task, cfg) for i, h in enumerate(order)}
+        pending = set(futures.values())
+        while pending:
+            _, pending = wait(pending, timeout=0.1)
+            if progress is not None:
+                progress(sum(steps_done), total_steps)
+        return {h: f.result() for h, f in futures.items()}  # re-raises a worker's error here
+
+
 def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = Task(), cfg: TrainConfig = TrainConfig(),
           progress=None, workers: int = 2) -> SweepResult:
     """Train ``seeds`` models for every h in ``heads`` and measure them on the fixed test set.
 
-    ``seeds`` is a count (seeds 0 … seeds−1) or a list. Head counts train on ``workers`` threads,
+    ``seeds`` is a count (seeds 0 … seeds−1) or a list. Head counts train in ``workers`` processes,
     largest h first (it costs the most: h·T² attention weights per sequence); the results do not
     depend on ``workers``. ``progress(steps_done, steps_total)`` is called from the calling thread.
     Each row: ``accuracy_mean`` (over seeds of the mean over the three targets), ``accuracy_sd``
     (sample standard deviation over seeds, 0 for one seed), ``per_target`` (means over seeds),
     ``accuracy_per_seed`` and ``seconds``, the wall time of that h's own training and test (these
-    overlap across threads, so they add up to more than ``total_seconds``).
+    overlap across processes, so they add up to more than ``total_seconds``).
     """
     heads = [_check_config(h, task, cfg) for h in heads]
     if len(set(heads)) != len(heads):
         raise ValueError(f"头数列表里有重复：{heads}。每个头数只需出现一次。")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers（并行线程数）必须是正整数，收到的是 {workers!r}。")
+        raise ValueError(f"workers（并行进程数）必须是正整数，收到的是 {workers!r}。")
     seed_list = _seed_list(seeds)
     start = time.perf_counter()
-    data = training_data(seed_list, task, cfg)  # one copy, shared read-only by every head count
-    test = held_out_data(task, cfg)
-    done = dict.fromkeys(heads, 0)  # steps finished per h; each thread writes only its own key
-
-    def run(h):
-        t0 = time.perf_counter()
-        params = train(h, seed_list, task, cfg, data=data, progress=lambda steps: done.__setitem__(h, steps))
-        acc = accuracy(params, h, test, task)  # (S, 3)
-        return params, acc, time.perf_counter() - t0
-
+    order = sorted(heads, reverse=True)  # largest h first: it costs the most (h·T² weights per sequence)
     total_steps = len(heads) * cfg.steps
-    with ThreadPoolExecutor(max_workers=min(workers, len(heads))) as pool:
-        futures = {h: pool.submit(run, h) for h in sorted(heads, reverse=True)}
-        pending = set(futures.values())
-        while pending:
-            _, pending = wait(pending, timeout=0.1)
-            if progress is not None:
-                progress(sum(done.values()), total_steps)
-        outcomes = {h: f.result() for h, f in futures.items()}  # re-raises a worker's error here
+    if workers == 1 or len(heads) == 1:
+        outcomes, data = {}, training_data(seed_list, task, cfg)
+        for i, h in enumerate(order):
+            def report(steps, before=i * cfg.steps):
+                if progress is not None:
+                    progress(before + steps, total_steps)
+            outcomes[h] = _train_and_test(h, seed_list, task, cfg, data, report)
+    else:
+        outcomes = _train_in_processes(order, seed_list, task, cfg, min(workers, len(heads)), progress, total_steps)
 
     rows, trained = [], {}
     for h in heads:
@@ -612,7 +647,7 @@ def main(argv=None) -> int:
     parser.add_argument("--heads", default="1,2,4,8,16,32", help="逗号分隔的头数，例如 1,2,4,8,16,32")
     parser.add_argument("--seeds", type=int, default=3, help="每个头数训练几个种子（默认 3）")
     parser.add_argument("--steps", type=int, default=TrainConfig.steps, help="训练步数（默认 700）")
-    parser.add_argument("--workers", type=int, default=2, help="同时训练几个头数（线程数，默认 2）")
+    parser.add_argument("--workers", type=int, default=2, help="同时训练几个头数（进程数，默认 2）")
     parser.add_argument("--json", action="store_true", help="输出一个 JSON 对象而不是表格")
     args = parser.parse_args(argv)
     try:

@@ -154,8 +154,9 @@ def plot_heads(
         ax.set_yticks([])
         for spine in ax.spines.values():
             spine.set_visible(False)
-        ax.set_xlabel("被关注的词（键）", fontsize=9, labelpad=(_label_extent(key_tokens, fontsize) + cell) * 72)
-        ax.set_ylabel("发出关注的词（查询）", fontsize=9, labelpad=(_label_extent(row_tokens, fontsize) + cell) * 72)
+        gap_pt = 0.3 * cell * 72 + 2  # token labels end 0.3 cell from the image edge
+        ax.set_xlabel("被关注的词（键）", fontsize=9, labelpad=_label_extent(key_tokens, fontsize) * 72 + gap_pt)
+        ax.set_ylabel("发出关注的词（查询）", fontsize=9, labelpad=_label_extent(row_tokens, fontsize) * 72 + gap_pt)
     if suptitle:
         fig.suptitle(suptitle, fontsize=11)
     if cax is not None:
@@ -186,7 +187,7 @@ def _label_extent(tokens, fontsize):
     """Inches the longest label needs (CJK glyphs are about one em wide, Latin about half)."""
     if not fontsize:
         return 0.0
-    ems = max(sum(1.0 if ord(ch) > 0x2E80 else 0.55 for ch in t) for t in tokens)
+    ems = max(sum(1.0 if ord(ch) > 0x2E80 else 0.5 for ch in t) for t in tokens)
     return ems * fontsize / 72 + 0.05
 
 

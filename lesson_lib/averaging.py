@@ -209,3 +209,37 @@ def plot_retention(sharpness_values, curves):
     ax.legend(fontsize=8, loc="center right")
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# What section 2 prints
+# ---------------------------------------------------------------------------------------------
+
+
+def values_table() -> str:
+    """The visible words' value vectors, one named feature per column."""
+    from .tables import text_table
+
+    v = values()
+    rows = [[word, *v[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
+    return text_table(["词", *FEATURES], rows)
+
+
+def blend_table(weights_by_word: dict[str, float]) -> str:
+    """One head's output with the given weights, feature by feature."""
+    from .tables import text_table
+
+    label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
+    return text_table(["特征", f"单头输出（{label}）"], [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
+
+
+def demo_report(sharpness: float = 4.0) -> str:
+    """她's weights in each head and what reaches the output, for 1 head and for 2 heads."""
+    lines = []
+    for heads in (1, 2):
+        d = demo(heads, sharpness)
+        lines.append(f"{heads} 个头：")
+        for name, row in zip(d.names, d.weights):
+            lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}" for t, w in zip(TOKENS, row[:QUERY])))
+        lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，主语（小明）= {d.subject_kept:.2f}")
+    return "\n".join(lines)

@@ -244,3 +244,21 @@ def format_table(n: int, d_model: int, heads) -> str:
         rows.append([h, c.d_k, c.qkv_projections, c.scores, c.weights_v, c.output_projection, c.matmul_total,
                      c.softmax_exp, c.scaling + c.softmax_div])
     return text_table(headers, rows)
+
+
+def scores_text(d_model: int, heads) -> str:
+    """The lesson's algebra for QKᵀ as the coefficient of n²: per head d_k·n², all heads d_model·n²."""
+    lines = []
+    for h in heads:
+        per_head = count(1, head_width(d_model, h), 1).scores  # one head's QKᵀ with n = 1
+        lines.append(f"h = {h}: 每个头打分 {per_head}n²，{h} 个头共 {count(1, d_model, h).scores}n²")
+    return "\n".join(lines)
+
+
+def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
+    """Measured kernel time for each n and h, one line per n."""
+    lines = []
+    for n in ns:
+        times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
+        lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h, t in times.items()))
+    return "\n".join(lines)

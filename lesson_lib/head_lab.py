@@ -127,3 +127,14 @@ def plot(state: LabState):
     from .plotting import plot_heads
 
     return plot_heads(state.weights, state.tokens, suptitle=_title(state))
+
+
+def comparison_table(heads=(1, 2, 8, 32, 64), seed: int = 0) -> str:
+    """The lab's numbers for a few head counts side by side (the same lab_state the slider uses)."""
+    from .tables import text_table
+
+    rows = []
+    for h in heads:
+        s = lab_state(h, seed=seed)
+        rows.append([h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops, round(s.mean_entropy_bits, 2)])
+    return text_table(["h", "d_k", "参数", "矩阵乘法", "softmax 运算", "平均熵（比特）"], rows)

@@ -195,3 +195,9 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     ax.text(5.5, -0.3, "各头在注意力阶段互不通信；直到 W^O 才把它们的结果混合", ha="center", fontsize=9,
             color="#555555")
     return fig
+
+
+def steps_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
+    """Every step's code, shape and caption, one line each (the stepper's content as text)."""
+    return "\n".join(f"{i}. {s.code:<26} → {s.shape!s:<12} {s.title}"
+                     for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1))

@@ -222,3 +222,22 @@ def test_plot_retention_draws(plt):
     fig = averaging.plot_retention(s, averaging.retention_curve(s))
     fig.canvas.draw()
     assert len(fig.axes[0].lines) == 4
+
+
+def test_printed_tables_carry_the_numbers():
+    table = averaging.values_table()
+    assert table.splitlines()[0].split() == ["词", *averaging.FEATURES]
+    assert len(table.splitlines()) == 2 + averaging.QUERY  # header, rule, one row per visible word
+    blended = averaging.blend_table(averaging.LESSON_WEIGHTS)
+    assert "40% / 30% / 30%" in blended
+    rows = {line.split()[0]: float(line.split()[-1]) for line in blended.splitlines()[2:]}
+    assert rows == pytest.approx(averaging.blend(averaging.LESSON_WEIGHTS), abs=0.005)
+
+
+def test_demo_report_matches_demo():
+    text = averaging.demo_report(sharpness=4.0)
+    for heads in (1, 2):
+        d = averaging.demo(heads, 4.0)
+        assert f"能读回的指代（小红）= {d.referent_kept:.2f}，主语（小明）= {d.subject_kept:.2f}" in text
+        for name in d.names:
+            assert name in text

@@ -184,3 +184,14 @@ def test_h_must_divide_d_model():
         with pytest.raises(ValueError) as excinfo:
             call()
         assert_chinese(excinfo, "d_model=510 不能平均分给 h=8 个头")
+
+
+def test_scores_text_states_the_lessons_algebra():
+    text = flops.scores_text(512, heads=[1, 8])
+    assert text.splitlines() == ["h = 1: 每个头打分 512n²，1 个头共 512n²", "h = 8: 每个头打分 64n²，8 个头共 512n²"]
+
+
+def test_timing_text_has_one_line_per_n():
+    text = flops.timing_text(ns=[4, 8], d_model=16, heads=[1, 4], repeat=1)
+    lines = text.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("n =   4") and "h = 4:" in lines[1] and "ms" in lines[1]

@@ -250,3 +250,11 @@ def test_fast_path_single_map_2d():
     w = np.full((4, 4), 0.25)
     img = decode(plotting.render_heads_png(w, ["我", "们", "好", "。"]))
     assert img.ndim == 3 and img.shape[2] == 3
+
+
+def test_comparison_table_uses_lab_state():
+    text = head_lab.comparison_table(heads=(1, 64))
+    rows = [line.split() for line in text.splitlines()[2:]]
+    for row, h in zip(rows, (1, 64)):
+        s = head_lab.lab_state(h)
+        assert row[:5] == [str(h), str(s.d_k), f"{s.parameters:,}", f"{s.matmul_multiplies:,}", f"{s.softmax_ops:,}"]

@@ -165,3 +165,13 @@ def test_plot_figure_11_1_one_box_per_shown_head(plt, h):
     assert head_boxes == want
     assert f"Concat\n{h} × {d_k} = 512" in texts
     assert any(CJK.search(t) for t in texts)
+
+
+def test_steps_text_lists_every_step_with_its_shape():
+    text = heads.steps_text(n=5, d_model=64, h=4)
+    steps = heads.shape_steps(n=5, d_model=64, h=4)
+    lines = text.splitlines()
+    assert len(lines) == len(steps)
+    for line, s in zip(lines, steps):
+        assert s.code in line and str(s.shape) in line
+    assert "(4, 5, 16)" in text

@@ -75,6 +75,10 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bo
     mixed_token = np.full(heads.shape, -1)  # each output row mixes all tokens' values
     steps.append(Step(f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵", "Attention(Q_i, K_i, V_i)", heads.shape, o3,
                       mixed_token, "头"))
+    if not forget_transpose:
+        back = np.swapaxes(heads, 0, 1)  # (n, h, d_v) tokens first again, ready to be laid side by side
+        steps.append(Step("转置回 (n, h, d_v)：词重新放到最前面", "heads.swapaxes(0, 1)", back.shape,
+                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1), "词"))
     concat = merge_heads(heads)  # (n, h·d_v)
     steps.append(Step("拼接 Concat(head_1, …, head_h)", "merge_heads(heads)", concat.shape, merge_heads(o3),
                       merge_heads(mixed_token)))

@@ -25,7 +25,7 @@ def expected_shapes(n, d, h, forget):
     d_k = d // h
     if forget:
         return [(n, d), (n, d), (h, n, d_k), (h, n, d_k), (n, d), (n, d)]
-    return [(n, d), (n, d), (n, h, d_k), (h, n, d_k), (h, n, d_k), (n, d), (n, d)]
+    return [(n, d), (n, d), (n, h, d_k), (h, n, d_k), (h, n, d_k), (n, h, d_k), (n, d), (n, d)]
 
 
 def reshape_owner_token(n, d, h):
@@ -61,8 +61,10 @@ def test_correct_split_gives_each_head_only_its_own_columns_and_every_token(n, d
         assert (per_token.token[t] == t).all()
     # after attention every output row mixes tokens; after W^O heads mix too
     assert (steps[4].token == -1).all() and (steps[4].owner == split.owner).all()
-    assert (steps[5].owner == np.arange(d) // (d // h)).all()  # Concat puts head i back in column block i
-    assert (steps[6].owner == -1).all() and (steps[6].token == -1).all()
+    back = steps[5]  # transposed back: token axis first, head i still in slot i of every token
+    assert back.first_axis == "词" and all((back.owner[:, i, :] == i).all() for i in range(h))
+    assert (steps[6].owner == np.arange(d) // (d // h)).all()  # Concat puts head i back in column block i
+    assert (steps[7].owner == -1).all() and (steps[7].token == -1).all()
 
 
 @pytest.mark.parametrize(("n", "d", "h"), CASES)

@@ -113,15 +113,15 @@ def test_averaging_demo_heads_toggle_changes_numbers():
 
 def test_shape_stepper_forget_transpose_and_step():
     c = widgets.shape_stepper(n=6, d_model=512, h=8).controls
-    assert c["step"].value == 0 and c["step"].max == 6 and c["forget"].value is False
-    assert "第 1/7 步" in c["summary"].value and "<code>X</code>" in c["summary"].value
+    assert c["step"].value == 0 and c["step"].max == 7 and c["forget"].value is False
+    assert "第 1/8 步" in c["summary"].value and "<code>X</code>" in c["summary"].value
     assert "(6, 512)" in c["summary"].value
 
-    c["step"].value = 6
-    assert "第 7/7 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
+    c["step"].value = 7
+    assert "第 8/8 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
     last = c["picture"].value
 
-    c["forget"].value = True  # the forgotten path has no (n, h, d_k) step: one step fewer
+    c["forget"].value = True  # the forgotten path has neither (n, h, d_k) step: two steps fewer
     assert c["step"].max == 5 and c["step"].value == 5
     assert "第 6/6 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
 

@@ -131,8 +131,8 @@ def _colour(owner):
     return palette[idx]
 
 
-def plot_step(step: Step, max_cols: int = 64):
-    """Draw one step: 2-D arrays as one block, 3-D as a row of slices, coloured by owning head."""
+def plot_step(step: Step):
+    """Draw one step: 2-D arrays as one wide block, 3-D as a row of slices, coloured by owning head."""
     import matplotlib.pyplot as plt
 
     from .plotting import use_chinese_font
@@ -145,10 +145,10 @@ def plot_step(step: Step, max_cols: int = 64):
         slices = [owner[i] for i in range(owner.shape[0])]
         names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
     count = len(slices)
-    fig, axes = plt.subplots(1, count, figsize=(min(12, 1.2 + 1.45 * count), 2.5), squeeze=False)
+    width = 10.0 if count == 1 else min(12, 1.2 + 1.45 * count)  # a whole (n, d_model) block needs the width
+    fig, axes = plt.subplots(1, count, figsize=(width, 2.5), squeeze=False)
     for ax, sl, name in zip(axes[0], slices, names):
-        shown = sl[:, :max_cols] if sl.shape[1] > max_cols else sl
-        ax.imshow(_colour(shown), aspect="auto", interpolation="nearest")
+        ax.imshow(_colour(sl), aspect="auto", interpolation="nearest")  # every column, so all h bands show
         ax.set_title(name, fontsize=8)
         ax.set_xticks([])
         ax.set_yticks([])

@@ -177,10 +177,10 @@ def plot_demo(d: Demo):
         axes[0].bar(x + (i - (d.heads - 1) / 2) * width, d.weights[i, :QUERY], width, label=d.names[i],
                     color=colors[i] if d.heads == 2 else "#8172B2")
     axes[0].set_xticks(x, visible)
-    axes[0].set_ylim(0, 1.05)
+    axes[0].set_ylim(0, 1.22)
     axes[0].set_ylabel("「她」的注意力权重")
     axes[0].set_title("「她」往回看时，每个头把注意力给了谁", fontsize=11)
-    axes[0].legend(fontsize=9, loc="upper left")
+    axes[0].legend(fontsize=9, loc="upper center", ncol=2)  # above the bars: the y axis leaves room
     feats = list(d.output)
     axes[1].barh(feats[::-1], [d.output[f] for f in feats[::-1]], color="#55A868")
     axes[1].set_xlim(0, 1.05)

@@ -205,3 +205,24 @@ def steps_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     """Every step's code, shape and caption, one line each (the stepper's content as text)."""
     return "\n".join(f"{i}. {s.code:<26} → {s.shape!s:<12} {s.title}"
                      for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1))
+
+
+def transpose_report(n: int = 6, d_model: int = 512, h: int = 8) -> str:
+    """Where head 1's numbers come from with the correct split and with the forgotten transpose."""
+    right = next(s for s in shape_steps(n, d_model, h) if s.code == "split_heads(Q, h)")
+    wrong = next(s for s in shape_steps(n, d_model, h, forget_transpose=True) if s.code == "Q.reshape(h, n, d_k)")
+    return "\n".join([
+        f"正确切分时，头 1 里的数来自哪些头的列：{sorted(set(right.owner[0].ravel().tolist()))}",
+        f"忘了 transpose 时，头 1 里的数来自哪些头的列：{sorted(set(wrong.owner[0].ravel().tolist()))}",
+        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词：{wrong.token[0][:, 0].tolist()}",
+    ])
+
+
+def heads_mix_report(n: int = 5, d_model: int = 512, h: int = 8) -> str:
+    """heads_mix_only_at_wo as three sentences."""
+    check = heads_mix_only_at_wo(n=n, d_model=d_model, h=h)
+    return "\n".join([
+        f"Concat·W^O 与 Σ head_i·W^O_i 的最大差：{check['max_difference']:.1e}（只是浮点舍入）",
+        f"改动其他头的 W^Q 后，头 1 的输出变化：{check['head1_change']}",
+        f"其他头自己的输出变化：{check['others_change']:.2f}",
+    ])

@@ -177,3 +177,15 @@ def test_steps_text_lists_every_step_with_its_shape():
     for line, s in zip(lines, steps):
         assert s.code in line and str(s.shape) in line
     assert "(4, 5, 16)" in text
+
+
+def test_transpose_report_contrasts_the_two_splits():
+    lines = heads.transpose_report(n=6, d_model=512, h=8).splitlines()
+    assert lines[0].endswith("[0]")  # correct: head 1 holds only its own columns
+    assert lines[1].endswith("[0, 1, 2, 3, 4, 5]")  # forgotten: six heads' columns (n·d_k = 6·64 numbers = 6 blocks)
+    assert lines[2].endswith("[0, 0, 0, 0, 0, 0]")  # ... all from the first token
+
+
+def test_heads_mix_report_states_the_identity():
+    text = heads.heads_mix_report(n=4, d_model=32, h=4)
+    assert "头 1 的输出变化：0.0" in text and "最大差" in text

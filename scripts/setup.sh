@@ -25,7 +25,12 @@ fi
 
 if [ ! -x .venv/bin/python ]; then
   echo "==> 创建虚拟环境 .venv / creating .venv"
-  "$python" -m venv .venv
+  if ! "$python" -m venv .venv; then
+    rm -rf .venv
+    echo "无法创建虚拟环境：Debian / Ubuntu 上请先运行 sudo apt-get install python3-venv，然后重试。" >&2
+    echo "Could not create a virtual environment: on Debian/Ubuntu run 'sudo apt-get install python3-venv' first." >&2
+    exit 1
+  fi
 fi
 stamp=.venv/.lesson-installed
 want="$(cat requirements.txt pyproject.toml | sha1sum | cut -d' ' -f1)"

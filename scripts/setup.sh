@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 open_lab=1
-ui="${LESSON_UI:-en}"
+ui="${LESSON_UI:-}"  # empty: keep whatever UI language an earlier run chose
 for arg in "$@"; do
   case "$arg" in
     --no-open) open_lab=0 ;;
@@ -44,20 +44,21 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# JupyterLab's UI language: a settings override inside this environment only.
+# JupyterLab's UI language: a settings override inside this environment only. Without --zh / --en
+# (as when scripts/test.sh calls this) an earlier choice is kept.
 overrides_dir=.venv/share/jupyter/lab/settings
+overrides="$overrides_dir/overrides.json"
 mkdir -p "$overrides_dir"
-if [ "$ui" = zh ]; then
-  locale=zh_CN
-else
-  locale=en
-fi
-cat > "$overrides_dir/overrides.json" <<JSON
+if [ -n "$ui" ] || [ ! -f "$overrides" ]; then
+  if [ "$ui" = zh ]; then locale=zh_CN; else locale=en; fi
+  cat > "$overrides" <<JSON
 {
   "@jupyterlab/translation-extension:plugin": {"locale": "$locale"},
   "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}
 }
 JSON
+fi
+locale=$(grep -o '"locale": "[^"]*"' "$overrides" | cut -d'"' -f4)
 
 echo "==> 环境就绪 / environment ready (.venv, JupyterLab UI: $locale)"
 if [ "$open_lab" = 1 ]; then

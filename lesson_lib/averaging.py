@@ -20,6 +20,10 @@ import numpy as np
 from .attention import scaled_dot_product_attention
 
 __all__ = [
+    "blend_table",
+    "demo_report",
+    "summary_html",
+    "values_table",
     "TOKENS",
     "QUERY",
     "FEATURES",
@@ -231,6 +235,12 @@ def blend_table(weights_by_word: dict[str, float]) -> str:
 
     label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
     return text_table(["特征", f"单头输出（{label}）"], [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
+
+
+def summary_html(d: Demo) -> str:
+    """One line for the widget: how much of each answer reaches the output."""
+    return (f"<p>能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
+            f"<b>主语（小明）{d.subject_kept:.0%}</b>。</p>")
 
 
 def demo_report(sharpness: float = 4.0) -> str:

@@ -83,7 +83,7 @@ def parameters(d_model: int, h: int) -> int:
 
 
 def count_table(n: int, d_model: int, heads) -> list[dict]:
-    """One row per head count, for the notebook's table and plot."""
+    """One dict per head count (every stage, d_k and the totals): the rows of format_table."""
     return [count(n, d_model, h).as_dict() for h in heads]
 
 
@@ -238,11 +238,8 @@ def format_table(n: int, d_model: int, heads) -> str:
     from .tables import text_table
 
     headers = ["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计", "exp", "缩放+归一化除法"]
-    rows = []
-    for h in heads:
-        c = count(n, d_model, h)
-        rows.append([h, c.d_k, c.qkv_projections, c.scores, c.weights_v, c.output_projection, c.matmul_total,
-                     c.softmax_exp, c.scaling + c.softmax_div])
+    fields = ["h", "d_k", "qkv_projections", "scores", "weights_v", "output_projection", "matmul_total", "softmax_exp"]
+    rows = [[r[f] for f in fields] + [r["scaling"] + r["softmax_div"]] for r in count_table(n, d_model, heads)]
     return text_table(headers, rows)
 
 

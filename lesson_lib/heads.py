@@ -16,6 +16,10 @@ import numpy as np
 from .attention import head_width, merge_heads, scaled_dot_product_attention, split_heads
 
 __all__ = [
+    "heads_mix_report",
+    "step_summary_html",
+    "steps_text",
+    "transpose_report",
     "Step",
     "shape_steps",
     "wrong_split",
@@ -205,6 +209,12 @@ def steps_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     """Every step's code, shape and caption, one line each (the stepper's content as text)."""
     return "\n".join(f"{i}. {s.code:<26} → {s.shape!s:<12} {s.title}"
                      for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1))
+
+
+def step_summary_html(steps, index: int) -> str:
+    """The stepper's caption for step ``index`` (0-based) of ``steps``."""
+    s = steps[index]
+    return f"<p>第 {index + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b></p>"
 
 
 def transpose_report(n: int = 6, d_model: int = 512, h: int = 8) -> str:

@@ -16,29 +16,34 @@ def _image(png: bytes):
     return w.Image(value=png, format="png", layout=w.Layout(max_width="100%", height="auto"))
 
 
+def _linked(controls: dict, show):
+    """Call ``show()`` now and whenever any control changes; lay the controls out over what show fills."""
+    import ipywidgets as w
+
+    summary, picture = w.HTML(), _image(b"")
+    for control in controls.values():
+        control.observe(lambda _change: show(summary, picture), names="value")
+    show(summary, picture)
+    box = w.VBox([w.HBox(list(controls.values())), summary, picture])
+    box.controls = {**controls, "summary": summary, "picture": picture}
+    return box
+
+
 def head_lab(seed: int = 0, initial: int = 8):
     """Section 5: a slider over the divisors of d_model; shows d_k, the maps and the costs."""
     import ipywidgets as w
 
     from . import head_lab as lab
 
-    choices = lab.head_choices()
-    slider = w.SelectionSlider(options=[(str(h), h) for h in choices], value=initial, description="头数 h",
-                               continuous_update=False, style={"description_width": "initial"},
-                               layout=w.Layout(width="420px"))
-    summary = w.HTML()
-    picture = _image(b"")
+    slider = w.SelectionSlider(options=[(str(h), h) for h in lab.head_choices()], value=initial,
+                               description="头数 h", continuous_update=False,
+                               style={"description_width": "initial"}, layout=w.Layout(width="420px"))
 
-    def show(h):
-        state = lab.lab_state(h, seed=seed)
-        summary.value = lab.summary_html(state)
-        picture.value = lab.render_png(state)
+    def show(summary, picture):
+        state = lab.lab_state(slider.value, seed=seed)
+        summary.value, picture.value = lab.summary_html(state), lab.render_png(state)
 
-    slider.observe(lambda change: show(change["new"]), names="value")
-    show(initial)
-    box = w.VBox([slider, summary, picture])
-    box.controls = {"slider": slider, "summary": summary, "picture": picture}
-    return box
+    return _linked({"slider": slider}, show)
 
 
 def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
@@ -51,21 +56,12 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
     heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=initial_heads, description="头数")
     sharp = w.FloatSlider(value=initial_sharpness, min=0.0, max=10.0, step=0.5, description="锐度",
                           continuous_update=False)
-    summary = w.HTML()
-    picture = _image(b"")
 
-    def show(*_):
+    def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)
-        summary.value = (f"<p>能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
-                         f"<b>主语（小明）{d.subject_kept:.0%}</b>。</p>")
-        picture.value = figure_png(averaging.plot_demo(d))
+        summary.value, picture.value = averaging.summary_html(d), figure_png(averaging.plot_demo(d))
 
-    heads.observe(show, names="value")
-    sharp.observe(show, names="value")
-    show()
-    box = w.VBox([w.HBox([heads, sharp]), summary, picture])
-    box.controls = {"heads": heads, "sharpness": sharp, "summary": summary, "picture": picture}
-    return box
+    return _linked({"heads": heads, "sharpness": sharp}, show)
 
 
 def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
@@ -78,22 +74,14 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
     forget = w.Checkbox(value=False, description="忘了 transpose", indent=False)
     step = w.IntSlider(value=0, min=0, max=len(heads_mod.shape_steps(n, d_model, h)) - 1, description="步骤",
                        continuous_update=False)
-    summary = w.HTML()
-    picture = _image(b"")
 
-    def show(*_):
+    def show(summary, picture):
         steps = heads_mod.shape_steps(n, d_model, h, forget_transpose=forget.value)
-        step.max = len(steps) - 1
-        s = steps[min(step.value, step.max)]
-        summary.value = f"<p>第 {step.value + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b></p>"
-        picture.value = figure_png(heads_mod.plot_step(s))
+        step.max = len(steps) - 1  # the forgotten path has fewer steps; this may move step.value down
+        summary.value = heads_mod.step_summary_html(steps, step.value)
+        picture.value = figure_png(heads_mod.plot_step(steps[step.value]))
 
-    forget.observe(show, names="value")
-    step.observe(show, names="value")
-    show()
-    box = w.VBox([w.HBox([step, forget]), summary, picture])
-    box.controls = {"step": step, "forget": forget, "summary": summary, "picture": picture}
-    return box
+    return _linked({"step": step, "forget": forget}, show)
 
 
 def progress_bar(description: str = "训练中"):

@@ -92,15 +92,8 @@ def test_backward_matches_central_differences(h):
         assert worst < 1e-4, f"{name}: worst entry off by {worst:.2e}"
 
 
-def test_forward_pass_runs_through_the_lesson_kernel(monkeypatch):
-    calls = []
-    kernel = ablation.scaled_dot_product_attention
-
-    def spy(q, k, v, mask=None):
-        calls.append(q.shape)
-        return kernel(q, k, v, mask)
-
-    monkeypatch.setattr(ablation, "scaled_dot_product_attention", spy)
+def test_forward_pass_runs_through_the_lesson_kernel(kernel_calls):
+    calls = kernel_calls(ablation)
     _, params = init_params([0], TINY_TASK, TrainConfig(d_model=8))
     batch = make_batch([np.random.default_rng(0)], 3, TINY_TASK)
     loss_and_grads(params, batch, 4, TINY_TASK)
@@ -388,3 +381,19 @@ def test_table3_text_prints_every_row(plt):
     assert len(text.splitlines()) == 2 + len(paper.TABLE3)
     for r in paper.TABLE3:
         assert f"{r['bleu']:.1f}" in text and f"{r['ppl']:.2f}" in text
+
+
+def test_one_vs_four_figure_names_heads_by_role(trained_small, plt):
+    from lesson_lib import ablation, ablation_plots
+
+    result, cfg = trained_small
+    test = ablation.held_out_data(cfg=cfg)
+    batch = test.rows(slice(0, 50))
+    _, on_targets = ablation.specialisation_report(result, batch, heads=(4,))
+    fig = ablation_plots.plot_one_vs_four(result, test.rows(slice(0, 1)), batch, on_targets[4])
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "h = 1：唯一的头" in texts
+    assert sorted(t for t in texts if t.startswith("h = 4：")) == sorted(
+        f"h = 4：{r}" for r in ablation.main_roles(on_targets[4]))
+    assert "JS 散度" in fig._suptitle.get_text()
+    fig.canvas.draw()

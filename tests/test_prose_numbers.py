@@ -212,3 +212,55 @@ def test_minilm_table_in_section_6(markdown):
     per_head = MINILM_WIDTH // MINILM_HEADS
     assert f"{MINILM_WIDTH} / {MINILM_HEADS} = {per_head}" in markdown
     assert f"{MINILM_LAYERS * MINILM_HEADS} 个头" in markdown
+
+
+# ---------------------------------------------------------------------------------------------
+# Sentences about what a cell prints or shows (§2, §4, §5, §8)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_formula_1_is_shown_numbered_before_it_is_cited(markdown):
+    display = re.search(
+        r"\$\$\\mathrm\{Attention\}\(Q, K, V\) = \\mathrm\{softmax\}.*?\\sqrt\{d_k\}.*?V \\qquad \(1\)\$\$", markdown)
+    assert display, "the paper's formula (1) should be displayed with its number"
+    cited = [m.start() for m in re.finditer(r"公式 \(1\)", markdown)]
+    assert cited and min(cited) > display.start() - 40  # cited no earlier than the sentence that introduces it
+
+
+def test_softmax_work_has_one_definition_used_everywhere(markdown):
+    """§4 defines 'softmax 工作量' once as 3·h·n² (flops.count's softmax_total); §5 and §8 use the name and formula."""
+    name, formula = flops.SOFTMAX_WORK, flops.SOFTMAX_WORK_FORMULA
+    assert markdown.count(f"**{name}**，共 **{formula}**") == 1
+    c = flops.count(7, 12, 3)
+    assert c.softmax_total == c.scaling + c.softmax_exp + c.softmax_div == 3 * 3 * 7 * 7
+    uses = _matches(rf"{name}[^。；\n]{{0,30}}?(\d·h·n²|h·n²)", markdown)
+    assert len(uses) >= 3 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
+    assert "softmax 的 h·n²" not in markdown and "softmax 的运算" not in markdown  # the old, second definitions
+    assert flops.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
+    from lesson_lib import head_lab
+
+    assert name in head_lab.comparison_table(heads=(8,)).splitlines()[0]
+
+
+def test_projection_shares_in_section_4(markdown):
+    """'n = 32 时占矩阵乘法的 97%' / 'n = 512 时投影只占 67%': the closed form's projections_share."""
+    found = _matches(r"n = (\d+) 时(?:占矩阵乘法的|投影只占) (\d+)%", markdown)
+    assert {m.group(1) for m in found} == {"32", "512"}  # the two n of the timing cell
+    for m in found:
+        assert round(100 * flops.count(int(m.group(1)), D, H).projections_share) == int(m.group(2)), m.group(0)
+
+
+def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(markdown):
+    """The timing differs on every machine: the prose defers to the printed reading, which says either way."""
+    assert "基本成立" not in markdown and "2×" not in markdown
+    assert "最后一行按**你这次**量到的数字算出倍数" in markdown
+    slow = flops.timing_reading({1: 0.010, 8: 0.020, 64: 0.100}, 512)
+    fast = flops.timing_reading({1: 0.010, 8: 0.011, 64: 0.100}, 512)
+    assert slow.startswith("n = 512 时，以 h = 1 为 1：h = 8 是 2.0 倍，h = 64 是 10.0 倍。")
+    assert "h = 8 明显比 h = 1 慢" in slow and "差不多快" in fast
+
+
+def test_interview_self_check_refers_to_a_box_that_is_there(markdown):
+    ref = "上面的「这一课的答法」"
+    assert ref in markdown and "合上" not in markdown
+    assert markdown.index("**这一课的答法**") < markdown.index(ref)

@@ -83,7 +83,7 @@ def test_old_version_names_the_minimum(healthy):
     healthy.setattr(metadata, "version",
                     lambda dist: "3.1.0rc1" if dist == "matplotlib" else WEIGHT_VERSIONS.get(dist, "99.0"))
     text = env.report()
-    assert "[需要处理] matplotlib：matplotlib 版本太旧（需要 ≥ 3.8" in text
+    assert "[需要处理] matplotlib：matplotlib 版本太旧（需要 ≥ 3.10.7" in text
     assert env.SETUP_HINT in text
     assert "有 1 项需要处理" in text
 
@@ -176,3 +176,21 @@ def test_first_cell_without_lesson_lib_speaks_chinese(tmp_path, monkeypatch):
     assert "bash scripts/setup.sh" in text and "pip install -r requirements.txt" in text
     assert "Traceback" not in text and "ModuleNotFoundError" not in text
     assert not nb.cells[1].outputs  # Run All stopped at the first cell
+
+
+def test_minimums_are_the_declared_floors():
+    """The check asks for what pyproject.toml / requirements.txt declare (the floors the lowest-versions run proves)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    declared = {}
+    for name in ("pyproject.toml", "requirements.txt"):
+        for m in re.finditer(r'^\s*"?([A-Za-z0-9_.-]+)>=([\d.]+)', (root / name).read_text(), flags=re.M):
+            declared[m.group(1).replace("-", "_").lower()] = tuple(int(p) for p in m.group(2).split("."))
+    assert {dist: declared[dist] for dist in env.MINIMUM} == env.MINIMUM
+    assert declared.keys() >= set(env.MINIMUM)
+
+
+def test_release_parsing(monkeypatch):
+    monkeypatch.setattr(metadata, "version", lambda dist: {"a": "3.10.7rc1", "b": "2.0", "c": "1.26.0.post1"}[dist])
+    assert [env._release(d) for d in "abc"] == [(3, 10, 7), (2, 0), (1, 26, 0)]

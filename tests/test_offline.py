@@ -57,11 +57,12 @@ try:
     from numpy._core import _multiarray_umath as umath
 except ImportError:  # numpy 1.x
     from numpy.core import _multiarray_umath as umath
-blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+blas = [p for p in threadpool_info() if p["internal_api"] == "openblas"]
 disabled = os.environ.get("NPY_DISABLE_CPU_FEATURES", "").split()
-print(json.dumps({"blas_threads": sorted({p["num_threads"] for p in blas}),
-                  "blas_architecture": sorted({str(p.get("architecture")) for p in blas}),
-                  "simd_still_on": [f for f in disabled if umath.__cpu_features__.get(f)]}))
+facts = {"blas_threads": sorted({p["num_threads"] for p in blas}),
+         "blas_architecture": sorted({str(p.get("architecture")) for p in blas}),
+         "simd_still_on": [f for f in disabled if umath.__cpu_features__.get(f)]}
+print(json.dumps({key: facts[key] for key in KEYS}))
 """
 
 GUARD_STARTUP = '''\
@@ -170,19 +171,25 @@ def _variants():
         yield pytest.param("generic-blas", False, {}, id="generic-blas", marks=pytest.mark.skip(reason=reason))
 
 
-def blas_architectures(env: dict[str, str]) -> list[str]:
-    """The kernel names OpenBLAS reports in a fresh process with ``env`` (OPENBLAS_CORETYPE=Prescott reads Katmai)."""
-    probe = ("import json, numpy; from threadpoolctl import threadpool_info; print(json.dumps(sorted("
-             "{str(p.get('architecture')) for p in threadpool_info() if p['user_api'] == 'blas'})))")
+def openblas_facts(env: dict[str, str]) -> dict | None:
+    """OpenBLAS's kernel names and thread counts in a fresh process with ``env``; None when numpy's BLAS is not
+    OpenBLAS (then the OPENBLAS_* variables do nothing). OPENBLAS_CORETYPE=Prescott reports itself as Katmai."""
+    probe = ("import json, numpy; from threadpoolctl import threadpool_info; "
+             "b = [p for p in threadpool_info() if p['internal_api'] == 'openblas']; "
+             "print(json.dumps(b and {'blas_architecture': sorted({str(p.get('architecture')) for p in b}), "
+             "'blas_threads': sorted({p['num_threads'] for p in b})}))")
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60, check=True)
-    return json.loads(out.stdout)
+    return json.loads(out.stdout) or None
 
 
 def _expected_probe(env: dict[str, str]) -> dict:
-    """What VARIANT_PROBE must print in the variant's kernel (key order as the probe prints them)."""
-    expected = {"blas_threads": [int(env["OPENBLAS_NUM_THREADS"])]}
-    if "OPENBLAS_CORETYPE" in env:
-        expected["blas_architecture"] = blas_architectures(env)
+    """What VARIANT_PROBE must print in the variant's kernel."""
+    expected = {}
+    openblas = openblas_facts(env)
+    if openblas:
+        expected["blas_threads"] = [int(env["OPENBLAS_NUM_THREADS"])]
+        if "OPENBLAS_CORETYPE" in env:
+            expected["blas_architecture"] = openblas["blas_architecture"]
     expected["simd_still_on"] = []
     return expected
 
@@ -193,9 +200,7 @@ def _notebook_with_probes(src: Path, dst: Path, env: dict[str, str], offline: bo
 
     nb = nbformat.read(src, as_version=4)
     expected = _expected_probe(env)
-    probe = VARIANT_PROBE
-    if "blas_architecture" not in expected:  # no kernel forced: whichever OpenBLAS picks for this CPU
-        probe = probe.replace('"blas_architecture": sorted({str(p.get("architecture")) for p in blas}),\n', "")
+    probe = f"KEYS = {list(expected)!r}\n" + VARIANT_PROBE
     cells = [(probe, json.dumps(expected) + "\n")]
     if offline:
         cells.append((OFFLINE_PROBE, f"{PROBE_MARK} blocked\n"))
@@ -253,6 +258,7 @@ def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_propert
                           timeout=CELL_TIMEOUT_S + 300)
     seconds = time.perf_counter() - started
     shown = {k: env[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES") if k in env}
+    shown["OpenBLAS kernel"] = (openblas_facts(env) or {}).get("blas_architecture", "not OpenBLAS")
     record_property("variant", f"{name}: {shown}; network: {method}")
     record_property("variant_seconds", round(seconds, 1))
     print(f"{name} ({shown}; network: {method}): {seconds:.1f} s")

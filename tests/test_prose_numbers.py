@@ -264,3 +264,46 @@ def test_interview_self_check_refers_to_a_box_that_is_there(markdown):
     ref = "上面的「这一课的答法」"
     assert ref in markdown and "合上" not in markdown
     assert markdown.index("**这一课的答法**") < markdown.index(ref)
+
+
+def test_section_2_blend_reading(markdown):
+    """'"女性" 0.4、"男性" 0.3、"物品" 0.3 … "主语" 只剩 0.3' is the single head's blend that §2 prints."""
+    from lesson_lib import averaging
+
+    blend = averaging.blend(averaging.LESSON_WEIGHTS)
+    found = _matches(r'"(女性|男性|物品|主语)" (?:只剩 )?(\d\.\d)', markdown)
+    assert {m.group(1) for m in found} == {"女性", "男性", "物品", "主语"}
+    for m in found:
+        assert round(blend[m.group(1)], 1) == float(m.group(2)), m.group(0)
+    tenths = {"四": 0.4, "三": 0.3}
+    said = re.search(r"有(.)成像女人、(.)成像男人、(.)成像一只苹果", markdown)
+    assert said and [tenths[g] for g in said.groups()] == [round(blend[f], 1) for f in ("女性", "男性", "物品")]
+
+
+def test_section_2_retention_curves(markdown):
+    """The figure's reading: one head trades 小明 for 小红 (peak near sharpness 3), never above 1 together;
+    two heads keep both, on one curve, towards 1."""
+    import numpy as np
+
+    from lesson_lib import averaging
+
+    sharpness = np.linspace(0, 8, 33)  # the figure's grid
+    one, two = (averaging.retention_curve(sharpness)[h] for h in (1, 2))
+    assert np.all(np.diff(one[:, 0]) > 0)  # 越尖，越只顾「小红」
+    peak = int(one[:, 1].argmax())
+    m = _matches(r"最多只到 (\d\.\d\d) 左右（锐度 (\d) 附近）", markdown)[0]
+    assert round(one[peak, 1], 2) == float(m.group(1)) and sharpness[peak] == float(m.group(2))
+    fine = np.linspace(0, 8, 801)
+    assert averaging.retention_curve(fine)[1][:, 1].max() < float(m.group(1)) + 0.005  # the grid does not hide a peak
+    assert np.all(np.diff(one[peak:, 1]) < 0)  # 再尖反而越来越少
+    assert np.all(one.sum(axis=1) <= 1 + 1e-12)  # 两条线加起来永远不超过 1
+    np.testing.assert_allclose(two[:, 0], two[:, 1], atol=1e-12)  # 两条重合
+    assert np.all(np.diff(two[:, 0]) > 0) and two[-1, 0] > 0.99  # 一起趋近 1
+
+
+def test_section_3_head_1_does_not_change(markdown):
+    from lesson_lib import heads
+
+    assert "头 1 的输出一点都不变" in markdown
+    assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
+    assert "头 1 的输出变化：0（一位都没变）" in heads.heads_mix_report(n=5, d_model=D, h=H)

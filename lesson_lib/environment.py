@@ -92,7 +92,7 @@ WEIGHTS = (
 
 def _weights(w: Weights) -> Check:
     if importlib.util.find_spec(w.module) is None:
-        message = f"没有安装（可选；缺了它，{w.purpose}只显示说明）。安装：{w.install}"
+        message = f"没有安装（可选，用于{w.purpose}；缺了它，这一部分只显示说明）。安装：{w.install}"
         return Check(w.dist, False, message, required=False)
     try:
         found = metadata.version(w.dist)

@@ -264,11 +264,11 @@ SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run
 def timing_reading(times: dict[int, float], n: int) -> str:
     """What the measured times at one n say about "no extra cost": each h against the first, in words."""
     first, *others = times
+    if not others:
+        return ""
     ratios = "，".join(f"h = {h} 是 {times[h] / times[first]:.1f} 倍" for h in others)
     line = f"n = {n} 时，以 h = {first} 为 1：{ratios}。"
-    base = BASE_HEADS if BASE_HEADS in others else (others[0] if others else None)
-    if base is None:
-        return line
+    base = BASE_HEADS if BASE_HEADS in others else others[0]
     if times[base] / times[first] <= SIMILAR_TIME:
         return line + f"在这台电脑上，h = {base} 和 h = {first} 差不多快：用时也基本守恒。"
     return line + f"在这台电脑上，h = {base} 明显比 h = {first} 慢：守恒的是乘法次数，不是用时。"
@@ -280,6 +280,6 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
     for n in ns:
         times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
         lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h, t in times.items()))
-    if ns:
-        lines.append(timing_reading(times, ns[-1]))
+    if ns and (reading := timing_reading(times, ns[-1])):
+        lines.append(reading)
     return "\n".join(lines)

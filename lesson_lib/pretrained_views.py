@@ -294,7 +294,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
         summary.value, picture.value = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
 
     box = _linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show)
-    box.children[0].layout = w.Layout(flex_flow="row wrap", gap="4px 16px")
+    box.children[0].layout = w.Layout(flex_flow="row wrap")  # wrap at 1024 px instead of squeezing
     return box
 
 

@@ -169,6 +169,6 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
                                                         name_b.value, heads)  # fmt: skip
 
     box = _linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show)
-    box.children[0].layout = w.Layout(flex_flow="row wrap", gap="4px 16px")
+    box.children[0].layout = w.Layout(flex_flow="row wrap")  # wrap at 1024 px instead of squeezing
     return box
 

@@ -8,7 +8,6 @@ with a reason when the package is missing, except in CI (CI=true), where a missi
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import re
@@ -222,7 +221,7 @@ def test_encode_rejects_bad_text(model, bad, needle):
 
 
 def test_tokenizer_keeps_long_sentences_whole(model):
-    tokens, ids = model.tokenizer.encode("word " * 200)  # the file's settings would cut at 128 and pad
+    tokens, _ = model.tokenizer.encode("word " * 200)  # the file's settings would cut at 128 and pad
     assert len(tokens) == 202 and tokens[-1] == "[SEP]" and "[PAD]" not in tokens
 
 
@@ -436,7 +435,7 @@ def test_explore_unknown_sentence_and_top_zero(runs):
     with pytest.raises(ValueError, match=r"没有名为 'nosuch' 的句子.*'law'"):
         views.explore(runs, "nosuch", 4, 2, "its")
     for draw in (views.making_figure, views.head_finder):
-        with pytest.raises(ValueError, match="参数 top.*收到的是 0"):
+        with pytest.raises(ValueError, match=r"参数 top.*收到的是 0"):
             draw(runs, top=0)
 
 

@@ -124,7 +124,8 @@ def its_figure(runs, layer=5):
         row = enc.attentions[layer - 1, h - 1, pt.find_token(enc.tokens, "its")]
         _, tok, w = pt.top_keys(enc.tokens, row, 1)[0]
         if tok in ("law", "application"):
-            print(f"{pt.head_label(layer, h)}：its → {tok} {w:.2f}")
+            share = "超过一半" if w > 0.5 else "最高的一项，但不到一半"
+            print(f"{pt.head_label(layer, h)}：its → {tok} {w:.2f}（{share}）")
     return _rows_figure(enc, "its", heads, f"图 4 的问题：第 {layer} 层的 12 个头，its 看向哪里？")
 
 

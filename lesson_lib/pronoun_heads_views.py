@@ -24,6 +24,7 @@ __all__ = [
     "pronoun_rows_figure",
     "pronoun_widget",
     "ranking",
+    "top_heads_figure",
 ]
 
 # What a learner without the package would have seen (the numbers are checked by a test against the model).
@@ -71,7 +72,7 @@ def lesson_sentence(model, text=ph.LESSON_SENTENCE):
     return tokens, att
 
 
-def ranking(sentence, pronoun="她", target="小红", other="小明", top=5):
+def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
     """Print the heads ranked by pronoun → target minus pronoun → other; return the ranking."""
     if sentence is None:
         return None
@@ -102,20 +103,26 @@ def pronoun_rows_figure(sentence, heads, pronoun="她"):
     return fig
 
 
+def top_heads_figure(sentence, ranked, k=3, pronoun="她"):
+    """``pronoun_rows_figure`` for the first ``k`` heads of ``ranking``'s result (None without the model)."""
+    if sentence is None or ranked is None:
+        return None
+    return pronoun_rows_figure(sentence, [(layer, head) for layer, head, *_ in ranked[:k]], pronoun)
+
+
 @_needs_model
 def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
     """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
     heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
     table = ph.follow_table(model, conditions, heads)
-    labels = [head_label(*h) for h in heads]
-    print("每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大")
-    print("条件".ljust(14, "\u3000") + "  ".join(labels))
+    from lesson_lib.tables import text_table
+
+    rows = []
     for condition, scores in table:
-        cells = []
-        for h in heads:
-            right, wrong = scores[h]
-            cells.append(f"{right:.2f}/{wrong:.2f} {'✓' if right > wrong else '✗'}".ljust(len(labels[0]) + 4))
-        print(condition.label.ljust(14, "\u3000") + "  ".join(cells))
+        cells = (f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, heads))
+        rows.append([condition.label, *cells])
+    print("每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大")
+    print(text_table(["条件", *(head_label(*h) for h in heads)], rows))
     counts = ph.right_counts(model, conditions)
     n = len(conditions)
     for h in heads:

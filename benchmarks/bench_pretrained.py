@@ -40,27 +40,32 @@ def _interleaved(fns, repeat):
     return out
 
 
-def _minilm():
+def _load_timings(load, path, repeat):
+    """load() with and without the hash check, the hash alone, and reading the whole file (baseline)."""
     import numpy as np
 
-    from lesson_lib import pretrained as pt
     from lesson_lib.pretrained import files
 
     def fresh_load():
         files._VERIFIED.clear()  # forget earlier checks: hash again, as the first load() in a process does
-        pt.load()
+        load()
 
-    path = pt.model_dir() / "model.safetensors"
+    loads = {
+        "load_verified": fresh_load,
+        "load_unverified": lambda: load(verify=False),
+        "sha256": lambda: files.sha256_of(path),
+        "fromfile": lambda: np.fromfile(path, dtype=np.uint8),
+    }
+    return _interleaved(loads, repeat)
+
+
+def _minilm():
+    from lesson_lib import pretrained as pt
+
     model = pt.load()
     ids = model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1]
     result = {"tokens": len(ids)}
-    loads = {
-        "load_verified": fresh_load,
-        "load_unverified": lambda: pt.load(verify=False),
-        "sha256": lambda: pt.sha256_of(path),
-        "fromfile": lambda: np.fromfile(path, dtype=np.uint8),
-    }
-    result.update(_interleaved(loads, 11))
+    result.update(_load_timings(pt.load, pt.model_dir() / "model.safetensors", 11))
     forwards = {"forward": lambda: model.forward(ids), "forward_per_head": lambda: model.forward(ids, per_head=True)}
     result.update(_interleaved(forwards, 40))
     result.update(_explorer(model))
@@ -95,28 +100,15 @@ def model_sentence():
 
 
 def _e5():
-    import numpy as np
-
     from lesson_lib import pronoun_heads as ph
-    from lesson_lib.pretrained import e5, files
+    from lesson_lib.pretrained import e5
 
-    def fresh_load():
-        files._VERIFIED.clear()
-        e5.load()
-
-    path = e5.weights_path()
     model = e5.load()
     ids = model.tokenizer.encode(ph.LESSON_SENTENCE)[1]
     result = {"tokens": len(ids), "word_rows_bytes": model.word_rows(ids).nbytes,
               "word_table_bytes": model.tokenizer.vocab_size * model.d_model * 4,
               "layer_bytes": sum(a.nbytes for a in model.w.values())}  # fmt: skip
-    loads = {
-        "load_verified": fresh_load,
-        "load_unverified": lambda: e5.load(verify=False),
-        "sha256": lambda: files.sha256_of(path),
-        "fromfile": lambda: np.fromfile(path, dtype=np.uint8),
-    }
-    result.update(_interleaved(loads, 9))
+    result.update(_load_timings(e5.load, e5.weights_path(), 9))
     forwards = {"forward": lambda: model.forward(ids), "forward_per_head": lambda: model.forward(ids, per_head=True),
                 "attend": lambda: model.attend(ph.LESSON_SENTENCE)}  # fmt: skip
     result.update(_interleaved(forwards, 40))

@@ -39,17 +39,23 @@ COREF_SENTENCES = {
 SKIPPED = "（跳过：没有权重包，无法计算真实模型的注意力。安装方法见本节开头。）"
 
 
-def _needs_model(fn):
-    """Cells that need the weights print one line and return None when the first argument is None."""
+def skip_without_model(message):
+    """Decorator: when the first argument (the model or its results) is None, print ``message``, return None."""
 
-    @functools.wraps(fn)
-    def wrapper(first, *args, **kwargs):
-        if first is None:
-            print(SKIPPED)
-            return None
-        return fn(first, *args, **kwargs)
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(first, *args, **kwargs):
+            if first is None:
+                print(message)
+                return None
+            return fn(first, *args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate
+
+
+_needs_model = skip_without_model(SKIPPED)
 
 
 # ---------------------------------------------------------------------------------------------

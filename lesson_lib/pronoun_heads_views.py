@@ -8,13 +8,13 @@ every CPU (tests check that no printed value sits near a rounding boundary).
 
 from __future__ import annotations
 
-import functools
 import html
 
 import numpy as np
 
 from lesson_lib import pronoun_heads as ph
 from lesson_lib.pretrained.explorer import head_label
+from lesson_lib.pretrained_views import skip_without_model
 
 __all__ = [
     "WITHOUT_MODEL",
@@ -36,15 +36,7 @@ WITHOUT_MODEL = (
 )
 
 
-def _needs_model(fn):
-    @functools.wraps(fn)
-    def wrapper(model, *args, **kwargs):
-        if model is None:
-            print(WITHOUT_MODEL)
-            return None
-        return fn(model, *args, **kwargs)
-
-    return wrapper
+_needs_model = skip_without_model(WITHOUT_MODEL)
 
 
 def _shown(tokens):

@@ -54,5 +54,5 @@ def test_section_runs_with_broken_files(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(minilm, "model_dir", lambda: broken)
     monkeypatch.setattr(e5, "weights_path", lambda: bad_e5)
     out = run_section(capsys)
-    assert "第 6 节的真实模型没有载入" in out and minilm.WEIGHTS_SHA256 in out
-    assert "多语言模型没有载入" in out and e5.WEIGHTS_SHA256 in out and "照常运行" in out
+    assert "第 6 节的真实模型 all-MiniLM-L6-v2 没有载入" in out and minilm.WEIGHTS_SHA256 in out
+    assert "多语言模型 multilingual-e5-small 没有载入" in out and e5.WEIGHTS_SHA256 in out and "照常运行" in out

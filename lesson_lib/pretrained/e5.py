@@ -65,14 +65,7 @@ def install_hint():
 
 def load_or_explain(path=None):
     """``load()``, or None after printing why not (package missing, or the file broken) and what to do."""
-    if path is None and not available():
-        print(install_hint())
-        return None
-    try:
-        return load(path)
-    except files.WeightsFileError as exc:
-        print(f"多语言模型没有载入：{exc}\n这一部分下面的单元格会跳过真实模型，笔记本其余部分照常运行。")
-        return None
+    return files.load_or_explain(load, available, install_hint, "多语言模型 multilingual-e5-small ", path)
 
 
 def load(path=None, verify=True):

@@ -17,6 +17,7 @@ __all__ = [
     "WeightsFileError",
     "WeightsMismatchError",
     "check_folder_argument",
+    "load_or_explain",
     "require_file",
     "package_dir",
     "read_json",
@@ -32,6 +33,21 @@ class WeightsFileError(ValueError):
 
 class WeightsMismatchError(WeightsFileError):
     """The weights file is not the one this lesson was checked against (corrupted or different)."""
+
+
+def load_or_explain(load, available, install_hint, model_name, path=None):
+    """``load(path)``, or None after printing in Chinese why not (package missing, or a file broken).
+
+    The notebook runs on to the end either way; a broken install is explained, not hidden.
+    """
+    if path is None and not available():
+        print(install_hint())
+        return None
+    try:
+        return load(path)
+    except WeightsFileError as exc:
+        print(f"{model_name}没有载入：{exc}\n用到它的单元格会跳过真实模型的部分，笔记本其余部分照常运行。")
+        return None
 
 
 def package_dir(module_name):

@@ -75,18 +75,8 @@ def install_hint():
 
 
 def load_or_explain(path=None):
-    """``load()``, or None after printing why not (package missing, or a file broken) and what to do.
-
-    The notebook runs on to the end either way; a broken install is explained, not hidden.
-    """
-    if path is None and not available():
-        print(install_hint())
-        return None
-    try:
-        return load(path)
-    except files.WeightsFileError as exc:
-        print(f"第 6 节的真实模型没有载入：{exc}\n本节下面的单元格会跳过真实模型的部分，笔记本其余部分照常运行。")
-        return None
+    """``load()``, or None after printing why not (package missing, or a file broken) and what to do."""
+    return files.load_or_explain(load, available, install_hint, "第 6 节的真实模型 all-MiniLM-L6-v2 ", path)
 
 
 class WordPieceTokenizer:

@@ -253,13 +253,13 @@ def _row_bars_html(tokens, row, qi):
     for j, (tok, weight) in enumerate(zip(tokens, row)):
         colour = "var(--jp-error-color1, #d62728)" if j == top else "var(--jp-brand-color1, #1f77b4)"
         lines.append(
-            f'<div style="display:flex;align-items:center;gap:6px;line-height:1.25">'
-            f'<span style="width:9em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
-            f'<span style="display:inline-block;height:0.8em;width:{weight * 16:.2f}em;background:{colour}"></span>'
+            f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
+            f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
+            f'<span style="display:inline-block;height:0.8em;width:{weight * 8:.2f}em;background:{colour}"></span>'
             f"<span>{weight:.2f}</span></div>"
         )
     head = f"<div style='margin-top:4px'>「{html.escape(tokens[qi])}」（位置 {qi + 1}）这一行，红色是最高的一条：</div>"
-    return head + "".join(lines)
+    return head + '<div style="columns:3 17em;column-gap:1.5em">' + "".join(lines) + "</div>"  # 3 columns fit 1024 px
 
 
 @_needs_model

@@ -156,7 +156,8 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     style = {"description_width": "4em"}
     sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,
                       layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
-    pronoun = w.ToggleButtons(options=["她", "他"], value="她", description="代词", style=style)
+    pronoun = w.ToggleButtons(options=["她", "他"], value="她", description="代词",
+                              style={**style, "button_width": "3.5em"})  # fmt: skip
     name_a = w.Text(value="小红", description="名字 1", continuous_update=False, style=style,
                     layout=w.Layout(width="180px"))  # fmt: skip
     name_b = w.Text(value="小明", description="名字 2", continuous_update=False, style=style,

@@ -39,11 +39,12 @@ def box(inner_html: str, tone: str = "note") -> str:
 
 
 def html_table(headers, rows, code_columns=()) -> str:
-    """A table whose cells wrap between words, never inside one (no 「A / ttention」); code cells stay on one line."""
+    """A table whose cells wrap between words, never inside one (no 「A / ttention」); code keeps its spaces and
+    wraps only at them, so an identifier is never cut."""
     from .tables import _cell
 
     cell = "padding:3px 10px 3px 0;vertical-align:top;text-align:left;word-break:normal;overflow-wrap:normal;"
-    code = "white-space:pre;font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
+    code = "white-space:pre-wrap;font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
     head = "".join(f'<th style="{cell}border-bottom:1px solid var(--jp-border-color1)">{_html.escape(str(h))}</th>'
                    for h in headers)
     body = []

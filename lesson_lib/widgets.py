@@ -17,9 +17,10 @@ _STYLE = {"description_width": "initial"}
 def _image(png: bytes):
     import ipywidgets as w
 
-    # align_self: not stretched to the output's width (a small PNG would blow up blurry); max_width: shrinks to fit.
+    # align_self: not stretched to the output's width (a small PNG would blow up blurry); max_width: shrinks to fit
+    # (margin 0: the default widget margin would push a full-width picture 4 px past the output's edge).
     return w.Image(value=png, format="png",
-                   layout=w.Layout(max_width="100%", height="auto", align_self="flex-start"))
+                   layout=w.Layout(max_width="100%", height="auto", align_self="flex-start", margin="0"))
 
 
 def _show_png(picture, png: bytes) -> None:

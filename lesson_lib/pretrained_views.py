@@ -271,7 +271,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     """
     import ipywidgets as w
 
-    from lesson_lib.widgets import _linked
+    from lesson_lib.widgets import _linked, _show_png
 
     first = model.encode(pt.PAPER_SENTENCES["law"])
     pt.check_layer_head(first.attentions, layer, head)
@@ -286,23 +286,18 @@ def explorer_widget(model, layer=5, head=12, query="its"):
                          layout=w.Layout(min_width="260px", width="300px"), **wide)  # fmt: skip
     token = w.Dropdown(options=pt.token_options(first.tokens), value=start, description="查询词",
                        style={"description_width": "4em"}, layout=w.Layout(min_width="220px"))  # fmt: skip
-    state = {"text": sentence.value, "enc": first, "busy": False}
+    state = {"text": sentence.value, "enc": first}
 
     def show(summary, picture):
-        if state["busy"]:  # changing the token list below fires this again; draw once
-            return
-        if sentence.value != state["text"]:
-            state["busy"] = True
+        if sentence.value != state["text"]:  # new tokens; _linked does not redraw for the list change below
             state["text"], state["enc"] = sentence.value, model.encode(sentence.value)
             keep = query if query in state["enc"].tokens else state["enc"].tokens[1]
             token.options = pt.token_options(state["enc"].tokens)
             token.value = state["enc"].tokens.index(keep) + 1
-            state["busy"] = False
-        summary.value, picture.value = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
+        summary.value, png = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
+        _show_png(picture, png)
 
-    box = _linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show)
-    box.children[0].layout = w.Layout(flex_flow="row wrap")  # wrap at 1024 px instead of squeezing
-    return box
+    return _linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -151,7 +151,7 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
     import ipywidgets as w
 
-    from lesson_lib.widgets import _linked
+    from lesson_lib.widgets import _linked, _show_png
 
     style = {"description_width": "4em"}
     sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,
@@ -165,10 +165,11 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
 
     def show(summary, picture):
-        summary.value, picture.value = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value,
-                                                        name_b.value, heads)  # fmt: skip
+        summary.value, png = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value, name_b.value, heads)
+        if png:
+            _show_png(picture, png)
+        else:  # nothing to draw: say why in the summary, clear the old picture
+            picture.value = b""
 
-    box = _linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show)
-    box.children[0].layout = w.Layout(flex_flow="row wrap")  # wrap at 1024 px instead of squeezing
-    return box
+    return _linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show)
 

@@ -17,7 +17,6 @@ its high nibble), and weight = (nibble − 8) × d.
 
 from __future__ import annotations
 
-import itertools
 import struct
 from dataclasses import dataclass
 
@@ -151,15 +150,15 @@ def read_e5(path):
 def _pieces(blob, offsets, path):
     if offsets[0] != 0 or offsets[-1] != len(blob) or np.any(np.diff(offsets.astype(np.int64)) < 0):
         raise _broken(path, "词表的偏移量不是从 0 递增到词表末尾")
+    raw = np.frombuffer(blob, dtype=np.uint8)
+    if np.any(raw == 0):
+        raise _broken(path, "词表里有 NUL 字节")
+    # one NUL between pieces, then one decode and one split: 250,002 slices in Python would take ~50 ms
+    joined = np.insert(raw, offsets[1:-1].astype(np.intp), 0).tobytes()
     try:
-        text = blob.decode("utf-8")
+        return joined.decode("utf-8").split("\0")
     except UnicodeDecodeError as exc:
         raise _broken(path, f"词表不是 UTF-8：{exc}") from None
-    # byte offsets -> character offsets: count the bytes that start a character (not 0b10xxxxxx)
-    starts = np.frombuffer(blob, dtype=np.uint8) & 0xC0 != 0x80
-    chars = np.concatenate([[0], np.cumsum(starts)])  # chars[b] = characters before byte b
-    at = chars[offsets].tolist()
-    return [text[a:b] for a, b in itertools.pairwise(at)]
 
 
 def _normalisation(cur, path):

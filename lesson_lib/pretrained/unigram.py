@@ -24,7 +24,9 @@ class UnigramTokenizer:
     def __init__(self, pieces, scores, specials, normalisation, vocab_size):
         self.pieces = pieces
         self.scores = np.asarray(scores, dtype=np.float32)  # (n_pieces,)
-        self.ids = {p: i for i, p in enumerate(pieces) if p and i != specials["unk"]}
+        self.ids = dict(zip(reversed(pieces), range(len(pieces) - 1, -1, -1)))  # a repeated piece: lowest id, as e5.c
+        self.ids.pop(pieces[specials["unk"]], None)  # <unk> is never matched as text
+        self.ids.pop("", None)
         self.bos, self.eos, self.unk = specials["bos"], specials["eos"], specials["unk"]
         self.unk_token = pieces[self.unk]
         self.unk_score = np.float32(self.scores.min() - np.float32(10))

@@ -1,8 +1,8 @@
 """§6's self-test question about the Chinese pronoun head, declared as data for the quiz to render and check.
 
-Shape: one single-choice question, ``answer`` naming the right option's key, ``right_line`` the line
-shown after the right choice; each option carries the feedback a learner sees after choosing it. Nothing here imports the quiz, so the quiz can read this
-dict however it declares its own questions.
+Shape: one single-choice question, ``answer`` naming the right option's key, ``right_line`` the line shown
+after the right choice; each option carries the feedback a learner sees after choosing it. Nothing here
+imports the quiz, so the quiz can read this dict however it declares its own questions.
 """
 
 from __future__ import annotations

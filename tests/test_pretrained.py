@@ -22,6 +22,7 @@ import lesson_lib
 from lesson_lib import pretrained as pt
 from lesson_lib import pretrained_views as views
 from lesson_lib.pretrained import encoder, files, minilm
+from lesson_lib.pretrained.safetensors_mmap import read_safetensors
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
@@ -112,6 +113,70 @@ def test_wrong_weights_file_names_expected_hash(package_copy):
     assert pt.WEIGHTS_SHA256 in message and pt.sha256_of(package_copy / "model.safetensors") in message
     with pytest.raises(pt.WeightsFileError, match="权重无法读取"):  # unhashed, the parser's error is wrapped
         pt.load(package_copy, verify=False)
+
+
+def save_safetensors(path, tensors):
+    """Files for the reader's tests, written by the ``safetensors`` library (the format's reference)."""
+    numpy_api = pytest.importorskip("safetensors.numpy", reason="the safetensors library is the test oracle")
+    numpy_api.save_file(tensors, str(path))
+
+
+def test_memmap_reader_agrees_with_the_library(tmp_path):
+    from safetensors.numpy import load_file
+
+    rng = np.random.default_rng(0)
+    tensors = {"w": rng.standard_normal((3, 5)).astype(np.float32), "ids": np.arange(7, dtype=np.int64)[None],
+               "half": rng.standard_normal(4).astype(np.float16)}  # fmt: skip
+    save_safetensors(tmp_path / "t.safetensors", tensors)
+    got, ref = read_safetensors(tmp_path / "t.safetensors"), load_file(tmp_path / "t.safetensors")
+    assert set(got) == set(ref) == set(tensors)
+    for name in tensors:
+        assert got[name].dtype == ref[name].dtype and got[name].shape == ref[name].shape
+        np.testing.assert_array_equal(got[name], ref[name])
+    assert isinstance(got["w"].base, np.memmap) or isinstance(got["w"], np.memmap)  # shared pages, not a copy
+    assert not got["w"].flags.writeable  # weights can't be changed by accident
+
+
+def test_memmap_reader_agrees_with_the_library_on_the_real_weights():
+    require_weights()
+    from safetensors.numpy import load_file
+
+    path = pt.model_dir() / "model.safetensors"
+    got, ref = read_safetensors(path), load_file(path)
+    assert set(got) == set(ref)
+    for name in ("embeddings.word_embeddings.weight", "encoder.layer.5.output.dense.weight"):
+        np.testing.assert_array_equal(got[name], ref[name])
+
+
+@pytest.mark.parametrize(
+    "damage, needle",
+    [
+        (lambda b: b[:5], "不是 safetensors"),
+        (lambda b: (10**9).to_bytes(8, "little") + b[8:], "头部长度"),
+        (lambda b: b[:8] + b"x" + b[9:], "JSON"),
+        (lambda b: b[:-4], "越过了文件末尾"),
+    ],
+    ids=["too-short", "header-length", "bad-json", "truncated"],
+)
+def test_safetensors_damage_gives_chinese_error(tmp_path, damage, needle):
+    path = tmp_path / "t.safetensors"
+    save_safetensors(path, {"w": np.ones((2, 3), np.float32)})
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(pt.WeightsFileError, match=needle):
+        read_safetensors(path)
+
+
+@pytest.mark.parametrize(
+    "header, needle",
+    [(b"[1, 2]", "文件已损坏"), (b'{"w": {"dtype": "F32"}}', "文件已损坏"),
+     (b'{"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}', "BF16.*不受支持")],
+    ids=["not-a-dict", "no-offsets", "bf16"],
+)  # fmt: skip
+def test_safetensors_bad_header_structure(tmp_path, header, needle):
+    path = tmp_path / "t.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
+    with pytest.raises(pt.WeightsFileError, match=needle):
+        read_safetensors(path)
 
 
 def test_sha256_of_matches_hashlib(tmp_path):

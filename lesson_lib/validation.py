@@ -69,15 +69,15 @@ class AttentionInputTypeError(AttentionInputError, TypeError):
 
 def _allowed(minimum, maximum) -> str:
     if minimum is not None and maximum is not None:
-        return f"{minimum} 到 {maximum} 之间"
+        return f" {minimum} 到 {maximum} 之间"
     if minimum is not None:
-        return f"≥ {minimum}"
-    return f"≤ {maximum}"
+        return f" ≥ {minimum}"
+    return f" ≤ {maximum}"
 
 
 def check_int(value, name: str, minimum=None, maximum=None, error=LessonInputError) -> int:
     """``value`` as an int in [minimum, maximum] (either bound may be None); bool and 2.0 are refused."""
-    allowed = "整数" if minimum is None and maximum is None else f"{_allowed(minimum, maximum)} 的整数"
+    allowed = "整数" if minimum is None and maximum is None else f"{_allowed(minimum, maximum)}的整数"
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         type_error = _type_error_of(error)
         raise type_error(f"{name} 必须是{allowed}，收到的是 {value!r}（类型 {type(value).__name__}）。")
@@ -90,13 +90,14 @@ def check_int(value, name: str, minimum=None, maximum=None, error=LessonInputErr
 def check_number(value, name: str, minimum=None, maximum=None, error=LessonInputError) -> float:
     """``value`` as a finite float in [minimum, maximum]; bool, text and NaN are refused."""
     allowed = _allowed(minimum, maximum) if minimum is not None or maximum is not None else "有限"
+    allowed += "的数"
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         type_error = _type_error_of(error)
-        raise type_error(f"{name} 必须是{allowed}的数，收到的是 {value!r}（类型 {type(value).__name__}）。")
+        raise type_error(f"{name} 必须是{allowed}，收到的是 {value!r}（类型 {type(value).__name__}）。")
     value = float(value)
     if not math.isfinite(value) or (minimum is not None and value < minimum) or (
             maximum is not None and value > maximum):
-        raise error(f"{name} 必须是{allowed}的数，收到的是 {value}。")
+        raise error(f"{name} 必须是{allowed}，收到的是 {value}。")
     return value
 
 
@@ -463,6 +464,7 @@ def _power(log2_value: float) -> str:
 # ---------------------------------------------------------------------------------------------
 
 _TEMPORARIES = 4  # the scores, the shifted scores, their exps and the weights live at the same time
+_ALWAYS_FITS = 256 << 20  # below this, do not read /proc and the cgroup on every call (the §7 sweep calls often)
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -471,6 +473,8 @@ def _check_memory(scores_shape, dtype, d_v):
     itemsize = np.dtype(dtype).itemsize
     weights_bytes = math.prod(scores_shape) * itemsize
     need = _TEMPORARIES * weights_bytes + math.prod(scores_shape[:-1]) * d_v * itemsize
+    if need <= _ALWAYS_FITS:
+        return
     free = available_memory()
     if free is None or need <= free:
         return

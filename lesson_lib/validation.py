@@ -58,7 +58,7 @@ class AttentionInputError(LessonInputError):
     """Input that the attention functions cannot use; the message says what to change."""
 
 
-class AttentionInputTypeError(AttentionInputError, TypeError):
+class AttentionInputTypeError(AttentionInputError, LessonInputTypeError):
     """Attention input of the wrong type (None, text, objects; also a ``TypeError``)."""
 
 
@@ -67,20 +67,22 @@ class AttentionInputTypeError(AttentionInputError, TypeError):
 # ---------------------------------------------------------------------------------------------
 
 
-def _allowed(minimum, maximum) -> str:
+def _allowed(minimum, maximum, noun) -> str:
+    """'≥ 1 的整数', '0 到 10 之间的数', … (with a leading space, after 「必须是」)."""
     if minimum is not None and maximum is not None:
-        return f" {minimum} 到 {maximum} 之间"
+        return f" {minimum} 到 {maximum} 之间的{noun}"
     if minimum is not None:
-        return f" ≥ {minimum}"
-    return f" ≤ {maximum}"
+        return f" ≥ {minimum} 的{noun}"
+    if maximum is not None:
+        return f" ≤ {maximum} 的{noun}"
+    return noun
 
 
 def check_int(value, name: str, minimum=None, maximum=None, error=LessonInputError) -> int:
     """``value`` as an int in [minimum, maximum] (either bound may be None); bool and 2.0 are refused."""
-    allowed = "整数" if minimum is None and maximum is None else f"{_allowed(minimum, maximum)}的整数"
+    allowed = _allowed(minimum, maximum, "整数")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        type_error = _type_error_of(error)
-        raise type_error(f"{name} 必须是{allowed}，收到的是 {value!r}（类型 {type(value).__name__}）。")
+        raise _type_error_of(error)(f"{name} 必须是{allowed}，收到的是 {value!r}（类型 {type(value).__name__}）。")
     value = int(value)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise error(f"{name} 必须是{allowed}，收到的是 {value}。")
@@ -89,11 +91,9 @@ def check_int(value, name: str, minimum=None, maximum=None, error=LessonInputErr
 
 def check_number(value, name: str, minimum=None, maximum=None, error=LessonInputError) -> float:
     """``value`` as a finite float in [minimum, maximum]; bool, text and NaN are refused."""
-    allowed = _allowed(minimum, maximum) if minimum is not None or maximum is not None else "有限"
-    allowed += "的数"
+    allowed = _allowed(minimum, maximum, "数") if minimum is not None or maximum is not None else "有限的数"
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        type_error = _type_error_of(error)
-        raise type_error(f"{name} 必须是{allowed}，收到的是 {value!r}（类型 {type(value).__name__}）。")
+        raise _type_error_of(error)(f"{name} 必须是{allowed}，收到的是 {value!r}（类型 {type(value).__name__}）。")
     value = float(value)
     if not math.isfinite(value) or (minimum is not None and value < minimum) or (
             maximum is not None and value > maximum):
@@ -101,14 +101,17 @@ def check_number(value, name: str, minimum=None, maximum=None, error=LessonInput
     return value
 
 
-def check_choice(value, name: str, choices, error=LessonInputError):
-    """``value`` if it is one of ``choices``; when the choices are integers, only an integer matches."""
+def check_choice(value, name: str, choices, why: str = "", error=LessonInputError):
+    """``value`` if it is one of ``choices``; when the choices are integers, only an integer matches.
+
+    ``why`` (Chinese) says where the choices come from, e.g. 「（能整除 d_model = 512 的头数）」.
+    """
     choices = list(choices)
     wants_int = all(isinstance(c, int) for c in choices)
     is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if (wants_int and not is_int) or value not in choices:
-        raise error(f"{name} 只能取 {choices} 之一，收到的是 {value!r}。")
-    return value
+        raise error(f"{name} 只能取 {choices} 之一{why}，收到的是 {value!r}。")
+    return int(value) if wants_int else value
 
 
 def _type_error_of(error):

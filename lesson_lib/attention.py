@@ -97,7 +97,7 @@ def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
     for i in range(h):
         block = slice(i * d_k, (i + 1) * d_k)  # head i owns columns [i·d_k, (i+1)·d_k)
         mask_i = None if mask is None else mask[..., i, :, :]  # (..., n, n)
-        head_i, weights_i = scaled_dot_product_attention(
+        head_i, weights_i = scaled_dot_product_attention(  # (..., n, d_v), (..., n, n)
             x @ w_q[:, block],  # (..., n, d_k)  X W_i^Q
             x @ w_k[:, block],  # (..., n, d_k)  X W_i^K
             x @ w_v[:, block],  # (..., n, d_v)  X W_i^V
@@ -111,4 +111,4 @@ def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
 
 def head_width(d_model, h):
     """d_k = d_model / h, with the learner-facing error when h does not divide d_model."""
-    return d_model // check_heads(d_model, h)
+    return d_model // check_heads(d_model, h)  # d_k (an int)

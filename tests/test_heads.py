@@ -201,9 +201,5 @@ def test_heads_mix_report_states_the_identity():
     (lambda: heads.wrong_split(np.zeros((3, 8)), 0), ["h", "0"]),
 ], ids=["shape_steps n=0", "d_model=-512", "seed=-1", "mix n=2.5", "owner_map n=0", "figure d_model=0",
         "wrong_split h=0"])
-def test_arguments_are_checked_in_chinese(call, fragments):
-    with pytest.raises(ValueError) as exc:
-        call()
-    for fragment in fragments:
-        assert fragment in str(exc.value), (fragment, str(exc.value))
-    assert re.search(r"[\u4e00-\u9fff]", str(exc.value))
+def test_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
+    raises_chinese(call, *fragments)

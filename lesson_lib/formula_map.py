@@ -12,7 +12,7 @@ import inspect
 
 from .attention import multi_head_attention, scaled_dot_product_attention, softmax
 
-__all__ = ["SOFTMAX_TERMS", "MHA_TERMS", "SDPA_TERMS", "KERNELS", "line_map", "formula_table"]
+__all__ = ["SOFTMAX_TERMS", "MHA_TERMS", "SDPA_TERMS", "KERNELS", "line_map", "formula_table", "formula_view"]
 
 _CHECK = "（公式之外）"  # marks the line that checks the arguments before the formula runs
 
@@ -66,3 +66,12 @@ def formula_table() -> str:
         rows = [[code, term] for _, code, term in line_map(fn, terms)]
         out.append(f"{fn.__name__}：\n" + text_table(["代码", "对应论文里的哪一项"], rows))
     return "\n\n".join(out)
+
+
+def formula_view():
+    """The same tables as ``formula_table``, shown as HTML tables in JupyterLab (cells wrap between words)."""
+    from .theme import Table, Tables
+
+    return Tables(Table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
+                        caption=f"{fn.__name__}：")
+                  for fn, terms in KERNELS)

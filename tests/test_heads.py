@@ -181,9 +181,10 @@ def test_steps_text_lists_every_step_with_its_shape():
 
 def test_transpose_report_contrasts_the_two_splits():
     lines = heads.transpose_report(n=6, d_model=512, h=8).splitlines()
-    assert lines[0].endswith("[0]")  # correct: head 1 holds only its own columns
-    assert lines[1].endswith("[0, 1, 2, 3, 4, 5]")  # forgotten: six heads' columns (n·d_k = 6·64 numbers = 6 blocks)
-    assert lines[2].endswith("[0, 0, 0, 0, 0, 0]")  # ... all from the first token
+    # 1-based, as the lesson counts heads and words
+    assert lines[0].endswith("头 [1]")  # correct: head 1 holds only its own columns
+    assert lines[1].endswith("头 [1, 2, 3, 4, 5, 6]")  # forgotten: six heads' columns (6·64 numbers = 6 blocks)
+    assert lines[2].endswith("词 [1, 1, 1, 1, 1, 1]")  # ... all from the first token
 
 
 def test_heads_mix_report_states_the_identity():
@@ -206,3 +207,17 @@ def test_heads_mix_report_prints_bounds_not_round_off_digits(monkeypatch, check,
     """Round-off is printed as a bound (its digits follow the BLAS kernel); a real difference is not hidden."""
     monkeypatch.setattr(heads, "heads_mix_only_at_wo", lambda **_: check)
     assert [line.split("：", 1)[1] for line in heads.heads_mix_report().splitlines()] == lines
+
+
+@pytest.mark.parametrize(("call", "fragments"), [
+    (lambda: heads.shape_steps(n=0), ["n", "0", "≥ 1"]),
+    (lambda: heads.shape_steps(d_model=-512), ["d_model", "-512"]),
+    (lambda: heads.shape_steps(seed=-1), ["seed", "-1"]),
+    (lambda: heads.heads_mix_only_at_wo(n=2.5), ["n", "2.5"]),
+    (lambda: heads.owner_map(0, 512, 8), ["n", "0"]),
+    (lambda: heads.plot_figure_11_1(d_model=0), ["d_model", "0"]),
+    (lambda: heads.wrong_split(np.zeros((3, 8)), 0), ["h", "0"]),
+], ids=["shape_steps n=0", "d_model=-512", "seed=-1", "mix n=2.5", "owner_map n=0", "figure d_model=0",
+        "wrong_split h=0"])
+def test_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
+    raises_chinese(call, *fragments)

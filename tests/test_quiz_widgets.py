@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from lesson_lib import quiz, quiz_widgets
+from lesson_lib.progress import Progress
 
 pytest.importorskip("ipywidgets")
 
@@ -25,7 +26,7 @@ def _plain(html_text: str) -> str:
 
 @pytest.fixture
 def progress():
-    return quiz.Progress()
+    return Progress()  # in memory only
 
 
 def test_q2_wrong_then_right(progress):
@@ -42,7 +43,7 @@ def test_q2_wrong_then_right(progress):
     assert "还不对" in q.feedback.value and "正确" not in box_text
     assert "h = 16" in q.feedback.value  # the hint says where 32 comes from
     assert not q.explain_button.disabled and q.attempt_label.value == "已作答 1 次"
-    assert "已答对 0 / " in summary.value and "答过但还没答对：Q2" in summary.value
+    assert "已答对 0 / " in summary.value and "做过但还没过：Q2" in summary.value
 
     q.answer.value = "d_k = d_v = 64"
     q.submit.click()
@@ -50,7 +51,7 @@ def test_q2_wrong_then_right(progress):
     # the earlier wrong attempt stays listed once, so the box shows as many 还不对 as before answering right
     assert _plain(_all_html(q)).count("还不对") == box_text.count("还不对") == 1
     assert "「32」还不对" in q.earlier.value and q.attempt_label.value == "已作答 2 次"
-    assert "已答对 1 / " in summary.value and "答对了：Q2" in summary.value
+    assert "已答对 1 / " in summary.value and "全部完成" not in summary.value
 
 
 def test_explanation_toggles(progress):
@@ -109,7 +110,8 @@ def test_text_question_reveals_explanation(progress):
     q = quiz_widgets.ask("Q1", progress)
     q.answer.value = "单头只有一组权重，做加权平均，信息被混在一起"
     q.submit.click()
-    assert "正确" in q.feedback.value and "解析" in q.explanation.value
+    assert "要点对照" in q.feedback.value and "正确" not in q.feedback.value and "解析" in q.explanation.value
+    assert progress.solved["Q1"] and "已对照" not in q.earlier.value
     assert q.explain_button.description == "隐藏解析"
 
 
@@ -151,23 +153,23 @@ def test_default_progress_is_shared():
     assert "S4b" in summary.value
 
 
-def test_interview_self_check():
-    widget = quiz_widgets.interview_self_check()
+def test_interview_self_check(progress):
+    widget = quiz_widgets.interview_self_check(progress)
     assert widget.submit.description == "提交" and widget.model_answer.value == ""
     widget.submit.click()
     assert "还没有作答" in widget.feedback.value and widget.model_answer.value == ""
     widget.answer.value = "单头做加权平均，会把指代和句法抹平。"
     widget.submit.click()
-    assert "还不对" in widget.feedback.value and "覆盖了 1 / 3" in widget.feedback.value
-    assert "还缺②" in widget.feedback.value and "还缺③" in widget.feedback.value
+    assert "要点对照" in widget.feedback.value and "覆盖了 1 / 3" in widget.feedback.value
+    assert "还缺「②" in widget.feedback.value and "还缺「③" in widget.feedback.value
     assert "参考答案" in widget.model_answer.value
     widget.answer.value = (
         "单头只有一组权重，加权平均会抹平不同角色；多头用投影拆成 h 个 d_k 维子空间，h×d_k=d_model，计算量相近；"
         "但头数不是越多越好，d_k 过窄时表 3 的 BLEU 下降。"
     )
     widget.submit.click()
-    assert "正确" in widget.feedback.value and "覆盖了 3 / 3" in widget.feedback.value
-    assert widget.attempt_label.value == "已作答 2 次"
+    assert "正确" not in widget.feedback.value and "覆盖了 3 / 3" in widget.feedback.value
+    assert widget.attempt_label.value == "已作答 2 次" and progress.interview_entry()["complete"]
 
 
 def test_no_heavy_imports_at_import_time():

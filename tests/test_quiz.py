@@ -67,6 +67,14 @@ CASES = [
     ("Q2", "512/8 = 60", False, "两边并不相等"),
     ("Q2", "65", False, "d_model / h"),
     ("Q2", "不知道", False, "没有找到数字"),
+    # the adversarial pass: right answers once misread, wrong answers once accepted
+    ("Q2", "d_k=64 d_v=64", True, ""),
+    ("Q2", "٦٤", True, ""),  # Arabic-Indic digits
+    ("Q2", "६४", True, ""),  # Devanagari digits
+    ("Q2", "d_k 不是 512，而是 64", True, ""),
+    ("Q2", "不是 64", False, "恰好就是答案"),
+    ("Q2", "d_k 并非 64", False, "恰好就是答案"),
+    ("Q2", "不是 512", False, "不是什么"),
     # Q3: the algebraic relation in the usual notations
     ("Q3", "512n^2", False, "单头的一边"),
     ("Q3", "512n²", False, "两边的关系"),
@@ -119,6 +127,10 @@ CASES = [
     ("Q5", "AB", False, "没有选"),
     ("Q5", "ABCD", False, "没有德语"),
     ("Q5", "ABCE", False, "自发"),
+    ("Q5", "我选 A 和 C，B 不对", False, "A、C 选得对"),
+    ("Q5", "A、B、C，不选 D 和 E", True, ""),
+    ("Q5", "I choose A, B and C", True, ""),
+    ("Q5", "A" * 300, False, "太长"),
     # S2
     ("S2", {"A", "C"}, True, ""),
     ("S2", "ABC", False, "d_model"),
@@ -128,6 +140,8 @@ CASES = [
     ("S3", "8×12×64", True, ""),
     ("S3", "[8 12 64]", True, ""),
     ("S3", "(h, n, d_k)", True, ""),
+    ("S3", "(h, n, d_k) = (8, 12, 64)", True, ""),
+    ("S3", "(h, n, d_k) = (12, 8, 64)", False, "不是同一个形状"),
     ("S3", "(12, 8, 64)", False, "是不是忘了 transpose"),
     ("S3", "(8, 64, 12)", False, "Kᵀ"),
     ("S3", "(12, 512)", False, "拆分之前"),
@@ -142,6 +156,12 @@ CASES = [
     ("S4", "5.5e7", True, ""),
     ("S4", "5.5×10^7", True, ""),
     ("S4", "约 5500 万次", True, ""),
+    ("S4", "5498万8800", True, ""),
+    ("S4", "5498 万 8800 次", True, ""),
+    ("S4", "54 988 800", True, ""),
+    ("S4", "54\u2009988\u2009800", True, ""),  # thin spaces
+    ("S4", "五千四百九十八万八千八百", True, ""),
+    ("S4", "0.55亿", True, ""),
     ("S4", "4nd² + 2n²d", True, ""),
     ("S4", "4*50*512^2 + 2*50^2*512", True, ""),
     ("S4", "1280000", False, "只是打分"),
@@ -152,6 +172,12 @@ CASES = [
     # S4b softmax exps grow with h
     ("S4b", "40000", True, "相近"),
     ("S4b", "4万", True, ""),
+    ("S4b", "四万", True, ""),
+    ("S4b", "40 000", True, ""),
+    ("S4b", "40000 (h=16)", True, ""),
+    ("S4b", "40000，会随 h 增长", True, ""),
+    ("S4b", "40000，不会随 h 变化", False, "随 h 成正比增长"),
+    ("S4b", "40000，和 h 无关", False, "随 h 成正比增长"),
     ("S4b", "h·n²", True, ""),
     ("S4b", "16 × 50²", True, ""),
     ("S4b", "20000", False, "h = 8"),
@@ -250,6 +276,12 @@ def test_odd_strings_give_feedback(answer):
         assert isinstance(fb, quiz.Feedback) and isinstance(fb.correct, bool) and fb.message
     fb = quiz.interview_check(answer)
     assert isinstance(fb, quiz.Feedback) and fb.message
+
+
+@pytest.mark.parametrize("qid", ["Q1", "Q2", "Q3", "Q4", "Q5", "S3"])
+def test_every_kind_caps_the_length(qid):
+    fb = quiz.check(qid, "A" * 1_000_000)
+    assert not fb.correct and "太长" in fb.message and "1,000,000" in fb.message
 
 
 def test_long_answers_are_refused_kindly():

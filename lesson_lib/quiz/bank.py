@@ -134,7 +134,8 @@ def _q1() -> Question:
     points = (
         Point("只有一组权重", "单头对每个查询只有一组（一行）注意力权重，总和为 1。", (
             ("一组", "一套", "一份", "一行", "单一", "唯一", "一个权重", "一个分布", "一种分布", "同一组", "只有一个",
-             "one set", "single set", "one distribution", "single distribution", "one row"),
+             "one set", "single set", "one row", "re:\\b(one|a single|only one) (attention |softmax )?(distribution|set"
+             " of weights|row of weights)"),
         )),
         Point("加权平均", "输出是各个 Value 按这组权重的加权平均（加权求和）。", (
             ("平均", "加权", "求和", "凸组合", "averag*", "weighted", "sum", "convex combination"),

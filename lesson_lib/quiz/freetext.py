@@ -23,7 +23,7 @@ __all__ = ["Point", "Misconception", "Reading", "read_points", "review_message"]
 NEGATION_WINDOW = 8  # characters before a keyword in which a negation cue negates it
 _CLAUSE_END = re.compile(r"[，,。；;！!？?\n:：]|但是|但|然而|可是|不过|\bbut\b|\bhowever\b|\bwhereas\b|\balthough\b")
 _CUE = re.compile(
-    r"[不没无非未别勿]|\bnot\b|\bno\b|\bnever\b|\bcannot\b|n't\b|\bwithout\b|\bneither\b|\bnor\b|\bfails? to\b"
+    r"[不没无非未别勿]|是否|\bnot\b|\bno\b|\bnever\b|\bcannot\b|n't\b|\bwithout\b|\bneither\b|\bnor\b|\bfails? to\b"
 )
 # Words that contain a cue character but deny nothing.
 _NOT_A_CUE = re.compile(r"不同|不断|不仅|不少|不止|不管|不论|不但|不一样|不得不|无论|非常|无数|毫无疑问|并非只")
@@ -101,7 +101,9 @@ def _occurrences(clauses: list[str], synonyms) -> list[tuple[int, str, bool]]:
 
 
 def _letters(text: str) -> int:
-    return sum(1 for ch in text if unicodedata.category(ch)[0] == "L")
+    """Size of a text in Chinese characters: a CJK character counts 1, a Latin word 2 (about one Chinese word)."""
+    latin = re.findall(r"[a-z]+", text)
+    return 2 * len(latin) + sum(1 for ch in text if unicodedata.category(ch)[0] == "L" and not ch.isascii())
 
 
 def read_points(text: str, points: tuple[Point, ...], misconceptions: tuple[Misconception, ...] = ()) -> Reading:
@@ -158,6 +160,6 @@ def review_message(reading: Reading, points: tuple[Point, ...], head: str, compl
     for name in reading.missing:
         parts.append(f"还缺「{name}」：{hints[name]}")
     if complete:
-        parts.append("要点都说到了，也没有发现说反的地方。")
+        parts.append(("主要的" if reading.missing else "") + "要点都说到了，也没有发现说反的地方。")
     parts.append("关键词检查只看字面，不能替你判断对错：请对照下面的参考答案，看自己的说法是否到位。")
     return "".join(parts)

@@ -52,10 +52,11 @@ def interview_misconceptions() -> tuple[Misconception, ...]:
     d, h, d_k = f["d"], f["h"], f["d_k"]
     widest = max(f["table_a"], key=lambda r: r["h"])
     return (
-        Misconception("越多越好", ("越多越好", "越多就越好", "the more the better", "more heads are always better"),
+        Misconception("越多越好", ("越多越好", "越多就越好", "re:the more (heads )?the better",
+                                  "more heads are always better"),
                       f"表 3 里 h = {widest['h']} 时每个头只剩 d_k = {widest['d_k']} 维，BLEU 降到 {widest['bleu']}："
                       "头数要适中。", contradicts=INTERVIEW_POINTS[2].name),
-        Misconception("算力翻倍", ("re:(翻|贵|多|增加|变成|是)(了)?\\s*(单头的)?\\s*\\d+\\s*倍",
+        Misconception("算力翻倍", ("re:(翻|贵|多|大|高|增加|变成|是)(了)?\\s*(单头的)?\\s*\\d+\\s*倍",
                                   "re:\\d+\\s*倍的?(算力|计算|成本|开销)",
                                   "times more compute", "times the cost"),
                       f"{h} 个头各 {d_k} 维，h × d_k = d_model = {d}：矩阵乘法总量与单头相同，并没有按头数翻倍。",

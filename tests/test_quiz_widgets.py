@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lesson_lib import quiz, quiz_widgets
-from lesson_lib.progress import Progress
+from lesson_lib.progress import Progress, ProgressFile
 
 pytest.importorskip("ipywidgets")
 
@@ -180,3 +180,69 @@ def test_no_heavy_imports_at_import_time():
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_widgets_restore_after_a_restart(tmp_path):
+    """Answer, then build the widgets again from the same file (what re-running the cells after a restart does)."""
+    path = tmp_path / "progress.json"
+    before = Progress(store=ProgressFile(path))
+    q2, q5, iv = quiz_widgets.ask("Q2", before), quiz_widgets.ask("Q5", before), quiz_widgets.interview_self_check(before)
+    q2.answer.value = "32"
+    q2.submit.click()
+    q2.answer.value = "64"
+    q2.submit.click()
+    for box in q5.checkboxes[:2]:
+        box.value = True
+    q5.submit.click()
+    iv.answer.value = "单头做加权平均，会把指代和句法抹平。"
+    iv.submit.click()
+
+    after = Progress(store=ProgressFile(path))
+    q2, q5, iv = quiz_widgets.ask("Q2", after), quiz_widgets.ask("Q5", after), quiz_widgets.interview_self_check(after)
+    summary = quiz_widgets.progress_summary(after)
+    assert q2.answer.value == "64" and q2.attempts == 2 and "恢复" in q2.attempt_label.value
+    assert "正确" in q2.feedback.value and "「32」还不对" in q2.earlier.value and not q2.explain_button.disabled
+    assert [b.value for b in q5.checkboxes] == [True, True, False, False, False] and "还不对" in q5.feedback.value
+    assert iv.answer.value.startswith("单头做加权平均") and "覆盖了 1 / 3" in iv.feedback.value
+    assert "参考答案" in iv.model_answer.value and "已答对 1 / " in summary.value
+    q2.answer.value = "128"  # the restored widget keeps working
+    q2.submit.click()
+    assert q2.attempts == 3 and Progress(store=ProgressFile(path)).attempts["Q2"] == 3
+
+
+def test_reset_button_asks_twice_then_clears_every_widget(tmp_path):
+    p = Progress(store=ProgressFile(tmp_path / "progress.json"))
+    q = quiz_widgets.ask("Q2", p)
+    summary = quiz_widgets.progress_summary(p)
+    q.answer.value = "64"
+    q.submit.click()
+    summary.reset_button.click()
+    assert p.solved["Q2"] and "确认清空" in summary.reset_button.description
+    summary.reset_button.click()
+    assert not p.solved["Q2"] and q.answer.value == "" and q.feedback.value == "" and q.attempts == 0
+    assert "已答对 0 / " in summary.value and "旧的进度保存在" in summary.status.value
+
+
+def test_export_button_writes_both_files(tmp_path):
+    p = Progress(store=ProgressFile(tmp_path / "progress.json"))
+    summary = quiz_widgets.progress_summary(p)
+    summary.export_button.click()
+    assert (tmp_path / "progress-export.json").exists() and (tmp_path / "progress-summary.md").exists()
+    assert "已导出" in summary.status.value
+
+
+def test_feedback_boxes_use_theme_colours(progress):
+    q = quiz_widgets.ask("Q2", progress)
+    q.answer.value = "32"
+    q.submit.click()
+    wrong = q.feedback.value
+    q.answer.value = "64"
+    q.submit.click()
+    q.explain_button.click()
+    for html_text in (wrong, q.feedback.value, q.explanation.value, quiz_widgets.progress_summary(progress).value):
+        assert "var(--jp-" in html_text and "overflow-wrap:anywhere" in html_text
+    assert "--jp-warn-color" in wrong and "--jp-success-color" in q.feedback.value
+    text = quiz_widgets.ask("Q1", progress)
+    text.answer.value = "平均"
+    text.submit.click()
+    assert "--jp-info-color" in text.feedback.value  # free text: a reading, neither green nor amber

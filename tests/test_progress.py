@@ -85,7 +85,8 @@ def test_save_is_atomic(path, monkeypatch):
     ("content", "why"),
     [("{not json", "损坏"), ('["a list"]', "不是本课的进度文件"), ('{"format": "other", "version": 1}', "不是本课"),
      (json.dumps({"format": FORMAT, "version": VERSION + 1, "questions": {}}), "更新版本"), ("", "损坏"),
-     (json.dumps({"format": FORMAT, "version": VERSION, "questions": [], "exercises": {}, "interview": {}}), "不是本课")],
+     (json.dumps({"format": FORMAT, "version": VERSION, "questions": [], "exercises": {}, "interview": {}}),
+      "不是本课")],
 )  # fmt: skip
 def test_a_bad_file_is_kept_aside_and_the_learner_starts_afresh(path, content, why):
     path.parent.mkdir(parents=True)

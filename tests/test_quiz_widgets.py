@@ -186,7 +186,8 @@ def test_widgets_restore_after_a_restart(tmp_path):
     """Answer, then build the widgets again from the same file (what re-running the cells after a restart does)."""
     path = tmp_path / "progress.json"
     before = Progress(store=ProgressFile(path))
-    q2, q5, iv = quiz_widgets.ask("Q2", before), quiz_widgets.ask("Q5", before), quiz_widgets.interview_self_check(before)
+    q2, q5 = quiz_widgets.ask("Q2", before), quiz_widgets.ask("Q5", before)
+    iv = quiz_widgets.interview_self_check(before)
     q2.answer.value = "32"
     q2.submit.click()
     q2.answer.value = "64"

@@ -184,3 +184,14 @@ def test_exercise_checks_are_recorded_in_the_default_progress(monkeypatch, tmp_p
     assert progress.default_progress().data["exercises"]["split_heads"]["status"] == "wrong"
     saved = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
     assert saved["exercises"]["split_heads"]["checks"] == 1
+
+
+def test_the_lesson_says_where_the_file_is(monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.delenv(progress.ENV_VAR, raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    shown = progress.default_path().relative_to(Path.home())
+    source = Path(__file__).resolve().parents[1] / "notebooks" / "src" / "10_self_test.cells"
+    cells = source.read_text(encoding="utf-8")
+    assert f"`~/{shown.as_posix()}`" in cells and progress.ENV_VAR in cells and "XDG_DATA_HOME" in cells

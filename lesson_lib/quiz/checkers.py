@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from .feedback import REVIEW, RIGHT, WRONG, Feedback, Question, blank, echo, too_long
 from .freetext import Misconception, Point, read_points, review_message
-from .parse import EXPR, LABEL, NAME, Poly, chains, clean, fmt_number, negated_spans, normalize_math
+from .parse import EXPR, LABEL, NAME, Poly, as_text, chains, clean, fmt_number, negated_spans, normalize_math
 
 __all__ = ["NumberKey", "ExpressionKey", "ChoiceKey", "ShapeKey", "TextKey", "CHECKERS", "MAX_CHARS"]
 
@@ -87,10 +87,15 @@ class TextKey:
 
 # --------------------------------------------------------------------------------------------- helpers
 def _read(q: Question, answer, what: str) -> tuple[str, Feedback | None]:
-    text = clean(answer).strip()
+    """The answer as clean text, or the Feedback for a blank or over-long one (measured before it is read)."""
+    raw = as_text(answer).strip()
+    cap = MAX_CHARS[q.kind]
+    if len(raw) > cap:
+        return "", too_long(raw, q.id, q.explanation, cap, judged=q.kind != "text")
+    text = clean(raw).strip()
     if not text:
         return text, blank(q.id, q.explanation, what)
-    return text, too_long(text, q.id, q.explanation, MAX_CHARS[q.kind], judged=q.kind != "text")
+    return text, None
 
 
 def _wrong(q: Question, message: str) -> Feedback:
@@ -239,9 +244,8 @@ def _choice_keys(answer, keys: tuple[str, ...], labels: dict[str, str]) -> list[
 def check_single(q: Question, answer) -> Feedback:
     k: ChoiceKey = q.key
     keys = tuple(key for key, _, _ in k.options)
-    if not clean(answer).strip():
-        return blank(q.id, q.explanation, "选一个选项")
-    if early := too_long(clean(answer), q.id, q.explanation, MAX_CHARS["single"]):
+    _, early = _read(q, answer, "选一个选项")
+    if early:
         return early
     chosen = _choice_keys(answer, keys, {key: label for key, label, _ in k.options})
     if not chosen:
@@ -257,9 +261,8 @@ def check_multi(q: Question, answer) -> Feedback:
     k: ChoiceKey = q.key
     keys = tuple(key for key, _, _ in k.options)
     why = {key: w for key, _, w in k.options}
-    if not clean(answer).strip():
-        return blank(q.id, q.explanation, "勾选你认为对的选项（可以多选）")
-    if early := too_long(clean(answer), q.id, q.explanation, MAX_CHARS["multi"]):
+    _, early = _read(q, answer, "勾选你认为对的选项（可以多选）")
+    if early:
         return early
     chosen = _choice_keys(answer, keys, {key: label for key, label, _ in k.options})
     if chosen is None:

@@ -13,6 +13,7 @@ ending (``averag*``). A synonym starting with ``re:`` is a regular expression.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ _CUE = re.compile(
 )
 # Words that contain a cue character but deny nothing.
 _NOT_A_CUE = re.compile(r"不同|不断|不仅|不少|不止|不管|不论|不但|不一样|不得不|无论|非常|无数|毫无疑问|并非只")
+_LATIN_WORD = re.compile(r"[a-z]+")
 _SENTENCE_MIN_FILLER = 6  # letters outside keywords that make a sentence (「混 维度 512 32」 has none)
 
 
@@ -80,41 +82,50 @@ def _fold(text: str) -> str:
     return text.replace("是不是", "是否").replace("是否是", "是否")  # a question asked back denies nothing
 
 
-def _clauses(text: str) -> list[str]:
-    return [c for c in _CLAUSE_END.split(text) if c and c.strip()]
+class _Clauses:
+    """The folded answer and where each clause starts, so that a keyword's clause is found by bisection."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts = [0] + [m.end() for m in _CLAUSE_END.finditer(text)]
+        self.ends = [m.start() for m in _CLAUSE_END.finditer(text)] + [len(text)]
+
+    def of(self, pos: int) -> tuple[int, str, int]:
+        """(clause index, clause text, position inside it) of text position ``pos``."""
+        i = bisect.bisect_right(self.starts, pos) - 1
+        return i, self.text[self.starts[i] : self.ends[i]], pos - self.starts[i]
 
 
 def _negated(clause: str, start: int) -> bool:
-    before = _NOT_A_CUE.sub(lambda m: " " * len(m.group()), clause[:start])
-    window = before[-NEGATION_WINDOW:] if not clause.isascii() else before[-28:]
-    return bool(_CUE.search(window))
+    width = 28 if clause.isascii() else NEGATION_WINDOW  # English words are longer than Chinese ones
+    before = _NOT_A_CUE.sub(lambda m: " " * len(m.group()), clause[max(0, start - width - 4) : start])
+    return bool(_CUE.search(before[-width:]))
 
 
-def _occurrences(clauses: list[str], synonyms) -> list[tuple[int, str, bool]]:
-    """(clause index, matched text, negated?) for every synonym occurrence."""
+def _occurrences(clauses: _Clauses, synonyms) -> list[tuple[str, str, bool]]:
+    """(its clause, matched text, negated?) for every synonym occurrence (one regex pass over the whole answer)."""
     out = []
-    for i, clause in enumerate(clauses):
-        for synonym in synonyms:
-            for m in _pattern(synonym).finditer(clause):
-                out.append((i, m.group(), _negated(clause, m.start())))
+    for synonym in synonyms:
+        for m in _pattern(synonym).finditer(clauses.text):
+            _, clause, at = clauses.of(m.start())
+            out.append((clause, m.group(), _negated(clause, at)))
     return out
 
 
 def _letters(text: str) -> int:
     """Size of a text in Chinese characters: a CJK character counts 1, a Latin word 2 (about one Chinese word)."""
-    latin = re.findall(r"[a-z]+", text)
-    return 2 * len(latin) + sum(1 for ch in text if unicodedata.category(ch)[0] == "L" and not ch.isascii())
+    return 2 * len(_LATIN_WORD.findall(text)) + sum(1 for ch in text if ch > "\x7f" and ch.isalpha())
 
 
 def read_points(text: str, points: tuple[Point, ...], misconceptions: tuple[Misconception, ...] = ()) -> Reading:
     """Which points the answer states, which it negates, which wrong claims it makes, and whether it is a sentence."""
     folded = _fold(text)
-    clauses = _clauses(folded)
+    clauses = _Clauses(folded)
     spans: list[str] = []
     found_claims = []
     for claim in misconceptions:
-        hits = [(i, word) for i, word, neg in _occurrences(clauses, claim.synonyms) if not neg]
-        hits = [(i, w) for i, w in hits if not any(_pattern(u).search(clauses[i]) for u in claim.unless)]
+        hits = [(clause, word) for clause, word, neg in _occurrences(clauses, claim.synonyms) if not neg]
+        hits = [(c, w) for c, w in hits if not any(_pattern(u).search(c) for u in claim.unless)]
         if hits:
             found_claims.append(claim)
             spans += [w for _, w in hits]

@@ -11,7 +11,7 @@ from .bank import N_FLOPS_EXAMPLE, facts
 from .checkers import TextKey, text_feedback
 from .feedback import Feedback, blank, too_long
 from .freetext import Misconception, Point
-from .parse import clean
+from .parse import as_text, clean
 
 __all__ = ["INTERVIEW_QUESTION", "INTERVIEW_POINTS", "MAX_INTERVIEW_CHARS", "interview_points",
            "interview_misconceptions", "model_answer", "interview_check"]  # fmt: skip
@@ -56,8 +56,8 @@ def interview_misconceptions() -> tuple[Misconception, ...]:
                                   "more heads are always better"),
                       f"表 3 里 h = {widest['h']} 时每个头只剩 d_k = {widest['d_k']} 维，BLEU 降到 {widest['bleu']}："
                       "头数要适中。", contradicts=INTERVIEW_POINTS[2].name),
-        Misconception("算力翻倍", ("re:(翻|贵|多|大|高|增加|变成|是)(了)?\\s*(单头的)?\\s*\\d+\\s*倍",
-                                  "re:\\d+\\s*倍的?(算力|计算|成本|开销)",
+        Misconception("算力翻倍", ("re:(翻|贵|多|大|高|增加|变成|是)(了)?\\s*(单头的)?\\s*\\d{1,6}\\s*倍",
+                                  "re:(?<!\\d)\\d{1,6}\\s*倍的?(算力|计算|成本|开销)",
                                   "times more compute", "times the cost"),
                       f"{h} 个头各 {d_k} 维，h × d_k = d_model = {d}：矩阵乘法总量与单头相同，并没有按头数翻倍。",
                       contradicts=INTERVIEW_POINTS[1].name, unless=("softmax", "exp")),
@@ -99,12 +99,13 @@ def model_answer() -> str:
 def interview_check(answer) -> Feedback:
     """Which of ①②③ the learner's answer states, which it negates, which wrong claims it makes; never 「正确」."""
     explanation = model_answer()
-    text = clean(answer).strip()
-    if not text:
-        return blank(INTERVIEW_ID, explanation, "用自己的话写下你会怎么回答面试官")
-    if (long := too_long(text, INTERVIEW_ID, explanation, MAX_INTERVIEW_CHARS, judged=False)) is not None:
+    raw = as_text(answer).strip()
+    if (long := too_long(raw, INTERVIEW_ID, explanation, MAX_INTERVIEW_CHARS, judged=False)) is not None:
         return Feedback(False, long.message, explanation, INTERVIEW_ID, show_explanation=True,
                         missing=tuple(p.name for p in INTERVIEW_POINTS), judged=False)  # fmt: skip
+    text = clean(raw).strip()
+    if not text:
+        return blank(INTERVIEW_ID, explanation, "用自己的话写下你会怎么回答面试官")
     key = TextKey(INTERVIEW_POINTS, len(INTERVIEW_POINTS), interview_misconceptions())
     fb = text_feedback(INTERVIEW_ID, explanation, text, key)
     count = f"覆盖了 {len(fb.covered)} / {len(INTERVIEW_POINTS)} 个要点。"

@@ -176,18 +176,24 @@ _CHINESE_BIG_UNITS = {"万": 10**4, "亿": 10**8}
 MAX_READ_CHARS = 8000  # normalisation never looks further than this (callers cap answers far below it)
 
 
-def clean(answer) -> str:
-    """Any object -> a str without control characters (kept: newline and tab)."""
+def as_text(answer) -> str:
+    """Any object -> a str (a set or list of choice keys joined), unfiltered; '' for None or a broken __str__."""
     if answer is None:
         return ""
     if isinstance(answer, (set, frozenset, list, tuple)):
-        return " ".join(sorted(clean(item) for item in answer))
-    if not isinstance(answer, str):
-        try:
-            answer = str(answer)
-        except Exception:  # an object whose __str__ fails is just an unreadable answer
-            return ""
-    return "".join(ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else " " for ch in answer)
+        return " ".join(sorted(as_text(item) for item in answer))
+    if isinstance(answer, str):
+        return answer
+    try:
+        return str(answer)
+    except Exception:  # an object whose __str__ fails is just an unreadable answer
+        return ""
+
+
+def clean(answer, limit: int = MAX_READ_CHARS) -> str:
+    """Any object -> a str without control characters (kept: newline and tab), at most ``limit`` characters read."""
+    text = as_text(answer)[:limit]
+    return "".join(ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else " " for ch in text)
 
 
 def _chinese_number(word: str) -> str:

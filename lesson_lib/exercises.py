@@ -105,6 +105,13 @@ class ExerciseResult:
     def __repr__(self) -> str:
         return self.message
 
+    def _repr_html_(self) -> str:
+        """Pass/fail colour in the theme's palette (the text is the same message)."""
+        from .quiz.render import box_html
+
+        tone = {"passed": "right", "todo": "neutral"}.get(self.status, "wrong")
+        return box_html(self.message, tone, f"lesson-exercise lesson-exercise-{self.status}")
+
 
 class _Text:
     """Text shown as itself in a notebook (Markdown code block where Markdown is rendered)."""

@@ -362,3 +362,12 @@ def test_solutions_are_shown_only_when_asked():
 def test_unknown_exercise():
     with pytest.raises(KeyError, match="split_heads"):
         ex.check("nope", stub)
+
+
+def test_results_show_pass_and_fail_colours():
+    passed = ex.check("split_heads", _retyped(ex.split_heads_solution))._repr_html_()
+    wrong = ex.check("split_heads", lambda x, h: x)._repr_html_()
+    todo = ex.check("split_heads", stub)._repr_html_()
+    assert "--jp-success-color1" in passed and "lesson-exercise-passed" in passed
+    assert "--jp-warn-color1" in wrong and "lesson-exercise-wrong" in wrong
+    assert "--jp-success-color1" not in todo and "--jp-warn-color1" not in todo and "还没实现" in todo

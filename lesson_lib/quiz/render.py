@@ -11,18 +11,16 @@ import html
 
 __all__ = ["text_html", "box_html", "feedback_html", "TONES"]
 
-# tone -> (text colour, background, border); the success/warn/info/neutral families exist in both themes
+# tone -> the theme's status colour. The box tints the theme's own background with it (color-mix) and keeps the
+# theme's text colour, so it reads dark-on-pale in the light theme and light-on-dark in the dark theme (the themes'
+# --jp-*-color3 shades are pale in both, which would put white text on a pale box in the dark theme).
 TONES = {
-    "right": ("var(--jp-content-font-color0, #1b1b1b)", "var(--jp-success-color3, #e8f5e9)",
-              "var(--jp-success-color1, #388e3c)"),
-    "wrong": ("var(--jp-content-font-color0, #1b1b1b)", "var(--jp-warn-color3, #fff4e5)",
-              "var(--jp-warn-color1, #f57c00)"),
-    "review": ("var(--jp-content-font-color0, #1b1b1b)", "var(--jp-info-color3, #e3f2fd)",
-               "var(--jp-info-color1, #0288d1)"),
-    "neutral": ("var(--jp-content-font-color1, #212121)", "var(--jp-layout-color2, #f5f7f8)",
-                "var(--jp-border-color1, #90a4ae)"),
-    "muted": ("var(--jp-content-font-color2, #616161)", "transparent", "transparent"),
-}  # fmt: skip
+    "right": "var(--jp-success-color1, #388e3c)",
+    "wrong": "var(--jp-warn-color1, #f57c00)",
+    "review": "var(--jp-info-color1, #0288d1)",
+    "neutral": "var(--jp-border-color1, #90a4ae)",
+}
+TINT_PERCENT = 16  # how much of the status colour is mixed into the background
 
 
 def text_html(text: str) -> str:
@@ -31,12 +29,14 @@ def text_html(text: str) -> str:
 
 
 def box_html(text: str, tone: str = "neutral", css_class: str = "") -> str:
-    """A wrapped, theme-coloured box around escaped text; ``tone`` is right, wrong, review, neutral or muted."""
-    colour, background, border = TONES[tone]
+    """A wrapped, theme-coloured box around escaped text; ``tone`` is right, wrong, review or neutral."""
+    status = TONES[tone]
     cls = f' class="{html.escape(css_class)}"' if css_class else ""
     return (
-        f'<div{cls} style="padding:6px 10px;border-left:4px solid {border};border-radius:4px;color:{colour};'
-        f"background:{background};line-height:1.6;white-space:normal;overflow-wrap:anywhere;max-width:100%;"
+        f'<div{cls} style="padding:6px 10px;border-left:4px solid {status};border-radius:4px;'
+        "color:var(--jp-content-font-color1, #212121);background:var(--jp-layout-color2, #f5f5f5);"
+        f"background:color-mix(in srgb, {status} {TINT_PERCENT}%, var(--jp-layout-color0, #fff));"
+        "line-height:1.6;white-space:normal;overflow-wrap:anywhere;max-width:100%;"
         f'box-sizing:border-box">{text_html(text)}</div>'
     )
 

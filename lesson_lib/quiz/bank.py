@@ -14,8 +14,7 @@ Adding a question (e.g. one about a real Chinese pronoun head in §6)::
     def _s6() -> Question:
         options = (("A", "…", "why A is right or wrong"), ("B", "…", "…"))
         return Question("S6", "第 6 节", "single", "S6　…？", "解析：…",
-                        key=ChoiceKey(options, frozenset("A"), "one line of praise"),
-                        choices=tuple((k, label) for k, label, _ in options))
+                        key=ChoiceKey(options, frozenset("A"), "one line of praise"))
 
 then add ``ask("S6")`` to the notebook source (``notebooks/src/10_self_test.cells``) and right and wrong
 answers for it to ``CASES`` in ``tests/test_quiz.py`` (a test checks every question has both). The
@@ -301,7 +300,6 @@ def _q4() -> Question:
         "single",
         f"Q4　{h} 个头的输出是如何汇聚成最终结果的？",
         explanation,
-        choices=tuple((k, label) for k, label, _ in options),
         key=ChoiceKey(
             options, frozenset("B"), f"Concat 得到 n × {d}，再乘 W^O 融合。W^O 是各头第一次「交换信息」的地方。",
         ),
@@ -337,7 +335,6 @@ def _q5() -> Question:
         "multi",
         "Q5　论文附录的可视化（图 3、图 4、图 5）说明各个头学会了哪些分工？（多选）",
         explanation,
-        choices=tuple((k, label) for k, label, _ in options),
         key=ChoiceKey(options, frozenset({"A", "B", "C"}), "长距离依赖、指代消解、句法结构，都是训练中自发出现的分工。"
         ),
     )
@@ -367,7 +364,6 @@ def _s2() -> Question:
         "multi",
         "S2　关于「小明把苹果递给了小红，因为她帮过他」这个例子，下面哪些说法对？（多选）",
         explanation,
-        choices=tuple((k, label) for k, label, _ in options),
         key=ChoiceKey(options, frozenset({"A", "C"}), "单头只有一组权重；多头让每条线索各有一组。"),
     )
 
@@ -423,7 +419,6 @@ def _s3b() -> Question:
         "single",
         "S3b　在一层多头注意力里，各个头在哪一步才第一次「交换信息」？",
         explanation,
-        choices=tuple((k, label) for k, label, _ in options),
         key=ChoiceKey(options, frozenset("C"), "Concat(head_i) W^O = Σ_i head_i W^O_i。"),
     )
 
@@ -552,7 +547,6 @@ def _s5() -> Question:
         "multi",
         f"S5　在第 5 节的实验台上，把头数 h 从 {lo} 拖到 {hi}（d_model = {d}），下面哪些量保持不变？（多选）",
         explanation,
-        choices=tuple((k, label) for k, label, _ in options),
         key=ChoiceKey(tuple(options), frozenset(answer), "参数量和矩阵乘法守恒；softmax 的工作量与头数成正比。"
         ),
     )
@@ -594,7 +588,6 @@ def _s7() -> Question:
         "multi",
         "S7　对照第 7 节的论文表 3（base 行和 (A) 行），按 BLEU，哪些设置最好？（多选：有并列）",
         explanation,
-        choices=tuple((k, label) for k, label, _ in options),
         key=ChoiceKey(
             tuple(options), frozenset(answer),
             f"{'、'.join(_table_a_label(r) for r in best)} 并列 BLEU {best_bleu}；单头低 {drop}。",
@@ -639,7 +632,6 @@ def _s7b() -> Question:
         "single",
         f"S7b　表 3 里 h = {h32['h']}（d_k = {h32['d_k']}）的 BLEU 降到 {h32['bleu']}。最有根据的解释是哪一个？",
         explanation,
-        choices=tuple((k, label) for k, label, _ in options),
         key=ChoiceKey(
             options, frozenset("C"),
             f"d_k = {h32['d_k']} 太窄；(B) 行说明窄 d_k 本身就会掉分，头数多和头太窄在 (A) 行里是绑在一起的。",

@@ -50,8 +50,13 @@ class Question:
     prompt: str
     explanation: str
     key: object = field(repr=False, compare=False)
-    choices: tuple[tuple[str, str], ...] = ()  # (key, label) for single/multi
+    choices: tuple[tuple[str, str], ...] = ()  # (key, label) for single/multi: taken from the key's options
     placeholder: str = ""
+
+    def __post_init__(self):
+        options = getattr(self.key, "options", None)
+        if options and not self.choices:
+            object.__setattr__(self, "choices", tuple((k, label) for k, label, _ in options))
 
 
 def blank(qid: str, explanation: str, what: str = "写下你的答案") -> Feedback:

@@ -288,8 +288,10 @@ def _borrowed(fn, forbidden: tuple) -> str | None:
         obj = scope.get(n)
         if any(obj is f for f in forbidden):
             return n
-        if inspect.ismodule(obj) and any(any(getattr(obj, m, None) is f for f in forbidden) for m in names):
-            return next(m for m in names if any(getattr(obj, m, None) is f for f in forbidden))
+        if inspect.ismodule(obj):  # attention.split_heads: look in the module's namespace (no __getattr__ hooks)
+            found = [m for m in names if any(vars(obj).get(m) is f for f in forbidden)]
+            if found:
+                return found[0]
     return None
 
 

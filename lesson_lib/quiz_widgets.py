@@ -50,7 +50,8 @@ class QuestionWidget:
             )
         elif q.kind == "multi":
             self.checkboxes = [
-                w.Checkbox(value=False, description=f"{k}. {label}", indent=False, layout=_full_width())
+                # width auto: the column stretches it to its width minus the widget margins (100% would overflow)
+                w.Checkbox(value=False, description=f"{k}. {label}", indent=False, layout=w.Layout(width="auto"))
                 for k, label in q.choices
             ]
             self.answer = w.VBox(self.checkboxes)

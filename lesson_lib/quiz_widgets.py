@@ -189,7 +189,7 @@ class SummaryWidget:
         self.progress = progress if progress is not None else default_progress()
         self.text = w.HTML()
         self.export_button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
-        self.reset_button = w.Button(description="清空进度", button_style="warning")
+        self.reset_button = w.Button(description="清空进度", tooltip="点两次才会清空；旧的进度文件会改名保留")
         self.status = w.HTML("")
         self._armed = False
         self.export_button.on_click(self._on_export)

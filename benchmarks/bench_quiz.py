@@ -20,7 +20,7 @@ GOAL_MS = 50.0
 REPEAT = 5
 PLAIN = {"Q1": "单头只有一组权重，输出是加权平均，信息被混在一起。", "Q2": "64", "Q3": "8·64n² = 512n²", "Q4": "B",
          "Q5": "ABC", "S2": "AC", "S3": "(8, 12, 64)", "S3b": "C", "S4": "54988800", "S4b": "40000", "S5": "AB",
-         "S7": "CD", "S7b": "C"}  # fmt: skip
+         "S6": "B", "S7": "CD", "S7b": "C"}  # fmt: skip
 
 
 def _adversarial(cap: int) -> list[str]:

@@ -25,7 +25,7 @@ def _new(path) -> Progress:
 def _everything_right(p: Progress) -> None:
     right = {"Q1": "因为单头只有一组权重，输出是加权平均，不同的信息被混在一起", "Q2": "64", "Q3": "8·64n² = 512n²",
              "Q4": "B", "Q5": {"A", "B", "C"}, "S2": {"A", "C"}, "S3": "(8, 12, 64)", "S3b": "C", "S4": "54988800",
-             "S4b": "40000", "S5": "AB", "S7": "CD", "S7b": "C"}  # fmt: skip
+             "S4b": "40000", "S5": "AB", "S6": "B", "S7": "CD", "S7b": "C"}  # fmt: skip
     assert set(right) == set(quiz.question_ids())
     for qid, answer in right.items():
         p.record(quiz.check(qid, answer), answer)

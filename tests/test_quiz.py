@@ -186,6 +186,10 @@ CASES = [
     ("S5", "AB", True, ""),
     ("S5", "ABC", False, "变大"),
     ("S5", "ABD", False, "变小"),
+    # S6: §6's Chinese pronoun head (declared in pronoun_heads_question)
+    ("S6", "B", True, "最小对比"),
+    ("S6", "A", False, "诱饵头"),
+    ("S6", "D", False, "softmax"),
     # S7 / S7b: Table 3
     ("S7", "CD", True, "25.8"),
     ("S7", "C", False, "没有选"),

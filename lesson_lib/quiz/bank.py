@@ -552,6 +552,17 @@ def _s5() -> Question:
     )
 
 
+@declare("S6")
+def _s6() -> Question:
+    """§6's Chinese pronoun-head question, declared as data beside the experiment it asks about."""
+    from ..pronoun_heads_question import QUESTION as q
+
+    return Question(
+        q["id"], q["section"], q["kind"], f"{q['id']}　{q['prompt']}", q["explanation"],
+        key=ChoiceKey(tuple(q["options"]), frozenset(q["answer"]), q["right_line"]),
+    )  # fmt: skip
+
+
 def _table_a_label(row) -> str:
     return f"h = {row['h']}，d_k = {row['d_k']}"
 

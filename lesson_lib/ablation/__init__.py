@@ -8,7 +8,7 @@ One module per idea:
   and its hand-written backward pass
 - ``optim``    — Adam and the learning-rate schedule
 - ``training`` — training one head count (all seeds at once) and its test accuracy
-- ``sweep``    — every head count in worker processes, stopped at once by an interrupt
+- ``sweeping`` — every head count in worker processes, stopped at once by an interrupt
 - ``report``   — what §7 prints, at a precision that is the same on every machine
 - ``cli``      — ``python -m lesson_lib.ablation --heads 1,2,4,8,16,32 --seeds 3 [--json]``
 
@@ -16,6 +16,7 @@ With d_model fixed, more heads means narrower heads, and a head of width d_k = 1
 a scalar product, which cannot single out a key in the middle of the range: too many heads hurts again.
 """
 
+from . import cli, model
 from .config import TARGETS, Task, TrainConfig
 from .model import attention_maps, init_params, loss_and_grads
 from .optim import learning_rate
@@ -30,16 +31,18 @@ from .report import (
     main_roles,
     monotone_score_demo,
     specialisation_report,
+    sweep_timing,
     weight_on_targets,
 )
-from .sweep import SweepInterrupted, SweepResult, sweep
+from .sweeping import SweepInterrupted, SweepResult, sweep
 from .task import Batch, held_out_data, make_batch, training_data
 from .training import accuracy, example_heads, train
 
 __all__ = [
+    "cli", "model",
     "TARGETS", "Task", "TrainConfig", "Batch", "make_batch", "training_data", "held_out_data",
     "init_params", "loss_and_grads", "attention_maps", "learning_rate", "train", "accuracy", "example_heads",
     "SweepResult", "SweepInterrupted", "sweep",
-    "format_table", "format_numbers", "weight_on_targets", "heads_on_targets", "specialisation_report",
+    "format_table", "format_numbers", "sweep_timing", "weight_on_targets", "heads_on_targets", "specialisation_report",
     "main_roles", "ROLE_NAMES", "diversity", "diversity_summary", "diversity_numbers", "monotone_score_demo",
 ]

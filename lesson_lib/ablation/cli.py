@@ -9,7 +9,7 @@ from dataclasses import asdict, replace
 
 from .config import TrainConfig
 from .report import format_numbers
-from .sweep import SweepInterrupted, sweep
+from .sweeping import SweepInterrupted, sweep
 
 __all__ = ["main", "parse_heads"]
 

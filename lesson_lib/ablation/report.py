@@ -22,9 +22,11 @@ __all__ = [
     "ENTROPY_LEVELS",
     "JS_LEVELS",
     "ROLE_NAMES",
+    "MAIN_ROLE_WEIGHT",
     "level",
     "format_table",
     "format_numbers",
+    "sweep_timing",
     "weight_on_targets",
     "heads_on_targets",
     "specialisation_report",
@@ -40,6 +42,7 @@ ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"
 ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))  # bits; uniform over 12 keys is 3.58
 JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint keys
 ROLE_NAMES = {0: "前一个", 1: "后一个", 2: "按键查找"}
+MAIN_ROLE_WEIGHT = 0.6  # a head "mainly serves" a target only with this much of its weight there
 
 
 def level(value: float, levels) -> str:
@@ -60,6 +63,13 @@ def format_table(results) -> str:
     rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)] for r in results]
     table = text_table(["h", "每头宽度 d_k", "prev", "next", "match"], rows)
     return f"{table}\n（测试准确率：{_bounds_text(ACCURACY_LEVELS)}；瞎猜是 1/8 = 0.125）"
+
+
+def sweep_timing(result) -> str:
+    """Where and how long the sweep trained (wall time: differs between runs)."""
+    n = len(result.results)
+    where = f"分在 {result.workers} 个进程里一起训练" if result.workers > 1 else "在本进程里依次训练"
+    return f"{n} 个头数{where}，用时 {result.total_seconds:.1f} 秒"
 
 
 def format_numbers(results) -> str:
@@ -108,14 +118,20 @@ def specialisation_report(on_targets: dict) -> str:
     for h, rows in on_targets.items():
         lines.append(f"h = {h}：每个头放在 prev / next / match 位置上的平均权重")
         for i, row in enumerate(rows):
-            lines.append(f"  头 {i + 1}：{row[0]:.1f} / {row[1]:.1f} / {row[2]:.1f}"
-                         f"  → 主要看「{ROLE_NAMES[int(row.argmax())]}」")
+            lines.append(f"  头 {i + 1}：{row[0]:.1f} / {row[1]:.1f} / {row[2]:.1f}  → {_role_text(row)}")
     return "\n".join(lines)
 
 
+def _role_text(row) -> str:
+    if row.max() >= MAIN_ROLE_WEIGHT:
+        return f"主要看「{ROLE_NAMES[int(row.argmax())]}」"
+    shared = "".join(f"「{ROLE_NAMES[t]}」" for t in range(3) if row[t] >= 0.25)
+    return f"没有主要目标：{shared}各占一部分" if shared else "没有主要目标：权重散在别处"
+
+
 def main_roles(on_targets_h) -> list[str]:
-    """The role each head mainly serves, from a (h, 3) weight_on_targets array."""
-    return [ROLE_NAMES[int(row.argmax())] for row in on_targets_h]
+    """The role each head mainly serves, from a (h, 3) weight_on_targets array ("分散" when none has 0.6)."""
+    return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散" for row in on_targets_h]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,7 +152,7 @@ def _grouped(values: dict, levels) -> str:
     groups = {}
     for h, v in values.items():
         groups.setdefault(level(v, levels), []).append(h)
-    order = [label for _, label in levels[::-1] if label in groups]
+    order = sorted(groups, key=lambda label: min(groups[label]))  # the group with the smallest h first
     return "；".join(f"h = {'、'.join(map(str, groups[label]))} {label}" for label in order)
 
 

@@ -69,7 +69,7 @@ def test_falls_back_to_this_process_when_workers_cannot_start(monkeypatch):
     monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", refuse)
     result = sweep((1, 2), seeds=1, task=TINY_TASK, cfg=TINY_CFG, workers=2)
     assert result.workers == 1 and [r["h"] for r in result.results] == [1, 2]
-    assert "在本进程里依次训练" in ablation.sweep_timing(result)
+    assert "在本进程里依次训练" in ablation.timing_text(result)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from .report import (
     main_roles,
     monotone_score_demo,
     specialisation_report,
-    sweep_timing,
+    timing_text,
     weight_on_targets,
 )
 from .sweeping import SweepInterrupted, SweepResult, sweep
@@ -43,6 +43,6 @@ __all__ = [
     "TARGETS", "Task", "TrainConfig", "Batch", "make_batch", "training_data", "held_out_data",
     "init_params", "loss_and_grads", "attention_maps", "learning_rate", "train", "accuracy", "example_heads",
     "SweepResult", "SweepInterrupted", "sweep",
-    "format_table", "format_numbers", "sweep_timing", "weight_on_targets", "heads_on_targets", "specialisation_report",
+    "format_table", "format_numbers", "timing_text", "weight_on_targets", "heads_on_targets", "specialisation_report",
     "main_roles", "ROLE_NAMES", "diversity", "diversity_summary", "diversity_numbers", "monotone_score_demo",
 ]

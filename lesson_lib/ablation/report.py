@@ -26,7 +26,7 @@ __all__ = [
     "level",
     "format_table",
     "format_numbers",
-    "sweep_timing",
+    "timing_text",
     "weight_on_targets",
     "heads_on_targets",
     "specialisation_report",
@@ -65,7 +65,7 @@ def format_table(results) -> str:
     return f"{table}\n（测试准确率：{_bounds_text(ACCURACY_LEVELS)}；瞎猜是 1/8 = 0.125）"
 
 
-def sweep_timing(result) -> str:
+def timing_text(result) -> str:
     """Where and how long the sweep trained (wall time: differs between runs)."""
     n = len(result.results)
     where = f"分在 {result.workers} 个进程里一起训练" if result.workers > 1 else "在本进程里依次训练"

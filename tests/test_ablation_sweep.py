@@ -151,6 +151,7 @@ def test_cli_table(capsys):
 psutil = pytest.importorskip("psutil")
 
 _SCRIPT = textwrap.dedent("""
+    import signal
     import sys
     from lesson_lib import ablation
     from lesson_lib.ablation import Task, TrainConfig
@@ -164,6 +165,7 @@ _SCRIPT = textwrap.dedent("""
             ablation.sweep((1, 2, 4, 8), seeds=1, task=Task(T=7, V=4, K=16), cfg=cfg, progress=progress,
                            workers=int(sys.argv[2]))
         except ablation.SweepInterrupted as stop:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # as the CLI does: ending anyway
             print("interrupted", [r["h"] for r in stop.result.results], stop.missing, flush=True)
             print(stop, flush=True)
             sys.exit(130)
@@ -221,7 +223,8 @@ def test_interrupt_stops_the_sweep_at_once_and_keeps_what_finished(tmp_path, wor
         assert len(family) >= 2  # the test did see the workers it checks
 
 
-def test_cli_exits_on_the_first_ctrl_c(tmp_path):
+@pytest.mark.parametrize("times", [1, 2], ids=["one Ctrl-C", "two Ctrl-C"])
+def test_cli_exits_on_the_first_ctrl_c(tmp_path, times):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "lesson_lib.ablation", "--heads", "1,2,4,8", "--seeds", "1",
                              "--steps", "3000", "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -231,7 +234,7 @@ def test_cli_exits_on_the_first_ctrl_c(tmp_path):
         while len(psutil.Process(proc.pid).children()) < 2 or time.monotonic() < deadline - 58:
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.1)
-        seconds, _, err, family = _interrupt(proc, 1)
+        seconds, _, err, family = _interrupt(proc, times)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -256,3 +259,44 @@ def test_interrupt_in_this_process_raises_with_the_finished_rows(monkeypatch):
     assert isinstance(stop.value, KeyboardInterrupt)
     assert [r["h"] for r in stop.value.result.results] == [2] and stop.value.missing == [1]
     assert "已经训练完的头数：[2]" in str(stop.value)
+    assert ablation.interrupted_result() is stop.value.result
+
+
+def test_interrupting_a_jupyter_kernel_stops_its_workers_and_keeps_the_kernel(tmp_path):
+    """Jupyter's ■ (interrupt_kernel), pressed twice: the cell ends at once, no worker trains on, the kernel lives."""
+    jupyter_client = pytest.importorskip("jupyter_client")
+    km = jupyter_client.KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=str(tmp_path))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        kernel = psutil.Process(km.provisioner.process.pid)
+        code = ("from lesson_lib import ablation\n"
+                "cfg = ablation.TrainConfig(d_model=8, steps=3000, warmup=5, n_test=20)\n"
+                "ablation.sweep((1, 2, 4, 8), seeds=1, task=ablation.Task(T=7, V=4, K=16), cfg=cfg, workers=2)")
+        msg_id = kc.execute(code)
+        deadline = time.monotonic() + 60
+        while len(kernel.children(recursive=True)) < 2:
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.1)
+        time.sleep(0.5)  # the workers are training now
+        workers = [p for p in kernel.children(recursive=True)  # the resource tracker idles until the kernel ends
+                   if "resource_tracker" not in " ".join(p.cmdline())]
+        start = time.monotonic()
+        km.interrupt_kernel()
+        time.sleep(0.05)
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=30)
+        seconds = time.monotonic() - start
+        assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "SweepInterrupted"
+        assert "所有训练进程都已停止" in reply["content"]["evalue"]
+        assert seconds < 1.5, f"took {seconds:.1f} s"
+        time.sleep(0.2)
+        assert len(workers) >= 2  # the test saw the workers it checks
+        assert not [p for p in workers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert kc.execute_interactive("x = 1 + 1", timeout=30)["content"]["status"] == "ok"  # the kernel lives
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -34,7 +34,7 @@ from .report import (
     timing_text,
     weight_on_targets,
 )
-from .sweeping import SweepInterrupted, SweepResult, sweep
+from .sweeping import SweepInterrupted, SweepResult, interrupted_result, sweep
 from .task import Batch, held_out_data, make_batch, training_data
 from .training import accuracy, example_heads, train
 
@@ -42,7 +42,7 @@ __all__ = [
     "cli", "model",
     "TARGETS", "Task", "TrainConfig", "Batch", "make_batch", "training_data", "held_out_data",
     "init_params", "loss_and_grads", "attention_maps", "learning_rate", "train", "accuracy", "example_heads",
-    "SweepResult", "SweepInterrupted", "sweep",
+    "SweepResult", "SweepInterrupted", "sweep", "interrupted_result",
     "format_table", "format_numbers", "timing_text", "weight_on_targets", "heads_on_targets", "specialisation_report",
     "main_roles", "ROLE_NAMES", "diversity", "diversity_summary", "diversity_numbers", "monotone_score_demo",
 ]

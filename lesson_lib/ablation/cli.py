@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from dataclasses import asdict, replace
 
@@ -42,6 +43,7 @@ def main(argv=None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     except SweepInterrupted as stop:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # we are ending anyway: more Ctrl-C's change nothing
         if stop.result.results:
             print(format_numbers(stop.result.results))
         print(stop, file=sys.stderr)

@@ -34,7 +34,9 @@ from .config import (
 from .task import held_out_data, training_data
 from .training import accuracy, train
 
-__all__ = ["SweepResult", "SweepInterrupted", "sweep"]
+__all__ = ["SweepResult", "SweepInterrupted", "sweep", "interrupted_result"]
+
+_last_interrupted = None  # the finished part of the most recent interrupted sweep in this process
 
 
 @dataclass
@@ -64,7 +66,8 @@ class SweepInterrupted(KeyboardInterrupt):
     def __init__(self, result: SweepResult, missing: list):
         self.result, self.missing = result, missing
         done = [r["h"] for r in result.results]
-        finished = f"已经训练完的头数：{done}（结果在这个异常的 .result 里）" if done else "还没有哪个头数训练完"
+        finished = (f"已经训练完的头数：{done}（用 ablation.interrupted_result() 取回）" if done
+                    else "还没有哪个头数训练完")
         super().__init__(f"训练被中断，所有训练进程都已停止。{finished}；没训练完的头数：{missing}。")
 
 
@@ -94,9 +97,17 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
         if used == 1:
             _run_here([h for h in order if h not in outcomes], seeds, task, cfg, outcomes, report)
     except KeyboardInterrupt:
-        partial = _result([h for h in heads if h in outcomes], outcomes, seeds, task, cfg, start, n_workers)
-        raise SweepInterrupted(partial, [h for h in heads if h not in outcomes]) from None
+        global _last_interrupted
+        with _sigint_deferred():  # a second Ctrl-C must not lose the finished head counts
+            done = [h for h in heads if h in outcomes]
+            _last_interrupted = _result(done, outcomes, seeds, task, cfg, start, n_workers)
+        raise SweepInterrupted(_last_interrupted, [h for h in heads if h not in outcomes]) from None
     return _result(heads, outcomes, seeds, task, cfg, start, used)
+
+
+def interrupted_result() -> SweepResult | None:
+    """The head counts the most recent interrupted sweep had finished (None if no sweep was interrupted)."""
+    return _last_interrupted
 
 
 class _Progress:

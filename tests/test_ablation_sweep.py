@@ -15,15 +15,24 @@ import numpy as np
 import pytest
 
 from lesson_lib import ablation
-from lesson_lib.ablation import SweepInterrupted, Task, TrainConfig, sweep
+from lesson_lib.ablation import SweepInterrupted, Task, TrainConfig, sweep, training
 from lesson_lib.ablation import sweeping as sweep_module
 
 TINY_TASK = Task(T=7, V=4, K=16)
 TINY_CFG = TrainConfig(d_model=8, steps=20, warmup=5, n_test=50)
 
 
+@pytest.fixture(autouse=True)
+def train_afresh():
+    """Every test trains its own models: identical runs are otherwise reused within a process."""
+    training.forget_runs()
+    yield
+    training.forget_runs()
+
+
 def test_sweep_rows_have_the_promised_fields_and_workers_do_not_change_them():
     one = sweep((1, 2, 8), seeds=2, task=TINY_TASK, cfg=TINY_CFG, workers=1)
+    training.forget_runs()  # train again, this time in worker processes
     two = sweep((1, 2, 8), seeds=2, task=TINY_TASK, cfg=TINY_CFG, workers=2)
     assert (one.workers, two.workers) == (1, 2)
     for a, b in zip(one.results, two.results):
@@ -57,7 +66,26 @@ def test_workers_follow_the_usable_cpus(monkeypatch):
     monkeypatch.setattr(sweep_module, "usable_cpus", lambda: 1)
     assert sweep((1, 2), seeds=1, task=TINY_TASK, cfg=TINY_CFG).workers == 1  # one CPU: no worker processes
     monkeypatch.setattr(sweep_module, "usable_cpus", lambda: 8)
+    training.forget_runs()
     assert sweep((1, 2, 4), seeds=1, task=TINY_TASK, cfg=TINY_CFG).workers == 3  # never more than head counts
+
+
+def test_identical_runs_are_trained_once_per_process(monkeypatch):
+    """§6's stand-in heads are §7's h = 4 model; a re-run sweep reuses every model and changes nothing."""
+    maps = ablation.example_heads(h=2, seed=0, task=TINY_TASK, cfg=TINY_CFG)
+    trained = []
+    real = training.train
+    monkeypatch.setattr(training, "train", lambda h, *a, **k: trained.append(h) or real(h, *a, **k))
+    seen = []
+    first = sweep((1, 2), seeds=1, task=TINY_TASK, cfg=TINY_CFG, workers=1, progress=lambda d, t: seen.append(d))
+    assert trained == [1]  # h = 2, seed 0 came from example_heads
+    again = sweep((1, 2), seeds=1, task=TINY_TASK, cfg=TINY_CFG, workers=2)
+    assert trained == [1] and again.workers == 1  # nothing left to train: no worker processes either
+    assert again.results == first.results and seen[-1] == 2 * TINY_CFG.steps
+    batch = ablation.held_out_data(TINY_TASK, TINY_CFG).rows(slice(0, 1))
+    np.testing.assert_array_equal(ablation.attention_maps(first.params[2], 2, batch, task=TINY_TASK)[0], maps)
+    with pytest.raises(ValueError, match="read-only"):
+        first.params[2]["W_Q"][...] = 0  # shared between callers: nobody may change it
 
 
 def test_falls_back_to_this_process_when_workers_cannot_start(monkeypatch):
@@ -288,8 +316,10 @@ def test_interrupting_a_jupyter_kernel_stops_its_workers_and_keeps_the_kernel(tm
         time.sleep(0.05)
         km.interrupt_kernel()
         reply = kc.get_shell_msg(timeout=30)
+        while reply["parent_header"].get("msg_id") != msg_id:  # a late kernel_info reply
+            reply = kc.get_shell_msg(timeout=30)
         seconds = time.monotonic() - start
-        assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "error"
+        assert reply["content"]["status"] == "error"
         assert reply["content"]["ename"] == "SweepInterrupted"
         assert "所有训练进程都已停止" in reply["content"]["evalue"]
         assert seconds < 1.5, f"took {seconds:.1f} s"

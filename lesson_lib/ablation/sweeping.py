@@ -31,8 +31,7 @@ from .config import (
     check_run,
     seed_list,
 )
-from .task import held_out_data, training_data
-from .training import accuracy, train
+from .training import finished_run, remember_run, train_and_score
 
 __all__ = ["SweepResult", "SweepInterrupted", "sweep", "interrupted_result"]
 
@@ -90,8 +89,12 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
     n_workers = min(len(heads), usable_cpus() if workers is None else workers)
     order = sorted(heads, reverse=True)  # largest h first: it costs the most (h·T² weights per sequence)
     start = time.perf_counter()
-    outcomes: dict = {}
     report = _Progress(progress, len(heads) * cfg.steps)
+    outcomes = {h: done for h in heads if (done := finished_run(h, seeds, task, cfg)) is not None}
+    for h in outcomes:
+        report(h, cfg.steps)
+    order = [h for h in order if h not in outcomes]
+    n_workers = min(n_workers, max(1, len(order)))
     try:
         used = _run_in_workers(order, seeds, task, cfg, n_workers, outcomes, report) if n_workers > 1 else 1
         if used == 1:
@@ -124,10 +127,7 @@ class _Progress:
 
 def _train_and_test(h, seeds, task, cfg, progress=None):
     """Train every seed for one h and score it on the fixed test set: (params, (S, 3) accuracy, seconds)."""
-    t0 = time.perf_counter()
-    params = train(h, seeds, task, cfg, data=training_data(seeds, task, cfg), progress=progress)
-    acc = accuracy(params, h, held_out_data(task, cfg), task)  # (S, 3)
-    return params, acc, time.perf_counter() - t0
+    return train_and_score(h, seeds, task, cfg, progress=progress)
 
 
 def _run_here(order, seeds, task, cfg, outcomes, report):
@@ -216,7 +216,7 @@ def _run_in_workers(order, seeds, task, cfg, n_workers, outcomes, report) -> int
                 elif kind == "error":
                     raise RuntimeError(f"训练 h={h} 时出错：{payload}")
                 else:
-                    outcomes[h] = payload
+                    outcomes[h] = remember_run(h, seeds, task, cfg, payload)
                     del busy[conn]
                     if queue:
                         busy[conn] = queue.pop(0)

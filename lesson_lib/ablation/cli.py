@@ -44,9 +44,11 @@ def main(argv=None) -> int:
         parser.error(str(exc))
     except SweepInterrupted as stop:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # we are ending anyway: more Ctrl-C's change nothing
-        if stop.result.results:
+        done = [r["h"] for r in stop.result.results]
+        if done:
             print(format_numbers(stop.result.results))
-        print(stop, file=sys.stderr)
+        shown = f"训练完的头数 {done} 见上表" if done else "还没有哪个头数训练完"
+        print(f"训练被中断，所有训练进程都已停止：{shown}；没训练完的头数：{stop.missing}。", file=sys.stderr)
         return 130  # the shell's code for "ended by Ctrl-C"
     if args.json:
         out = result.as_json()

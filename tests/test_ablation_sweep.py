@@ -88,6 +88,19 @@ def test_identical_runs_are_trained_once_per_process(monkeypatch):
         first.params[2]["W_Q"][...] = 0  # shared between callers: nobody may change it
 
 
+def test_a_script_without_a_main_guard_still_runs_and_is_told_why(tmp_path):
+    """Spawned workers re-run such a script; they stop with the fix in Chinese, the sweep trains here instead."""
+    script = tmp_path / "no_guard.py"
+    script.write_text("from lesson_lib import ablation\n"
+                      "cfg = ablation.TrainConfig(d_model=8, steps=10, warmup=2, n_test=10)\n"
+                      "r = ablation.sweep((1, 2), seeds=1, task=ablation.Task(T=7, V=4, K=16), cfg=cfg, workers=2)\n"
+                      "print(ablation.timing_text(r))\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "在本进程里依次训练" in done.stdout
+    assert 'if __name__ == "__main__":' in done.stderr
+
+
 def test_falls_back_to_this_process_when_workers_cannot_start(monkeypatch):
     import multiprocessing.context
 

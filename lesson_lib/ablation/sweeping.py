@@ -14,6 +14,7 @@ exception and shown in its message.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import signal
 import sys
 import threading
@@ -81,6 +82,11 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
     ``per_target`` (means over seeds), ``accuracy_per_seed`` and ``seconds``, the wall time of that
     h's own training and test (these overlap across processes).
     """
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError(
+            "训练进程在启动时又调用了 sweep：脚本里调用 sweep 的代码要放进 if __name__ == \"__main__\": 下面，"
+            "否则每个训练进程都会把整个脚本再运行一遍。（在 Jupyter 里不会遇到这个问题。）"
+        )
     check_run(task, cfg)
     heads = check_head_list(heads, cfg)
     seeds = seed_list(seeds)
@@ -163,6 +169,7 @@ def _worker(conn) -> None:
     """Loop of a worker process: receive (h, seeds, task, cfg), send progress and the outcome."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt stops
     try:
+        conn.send(("ready", None, None))
         while (job := conn.recv()) is not None:
             h, seeds, task, cfg = job
             try:
@@ -180,7 +187,6 @@ def _worker(conn) -> None:
 
 def _run_in_workers(order, seeds, task, cfg, n_workers, outcomes, report) -> int:
     """Train ``order`` in up to ``n_workers`` processes; returns how many ran (1: none could start)."""
-    import multiprocessing
     from multiprocessing.connection import wait
 
     ctx = multiprocessing.get_context("spawn")  # the same on every OS, and safe inside a Jupyter kernel
@@ -196,31 +202,41 @@ def _run_in_workers(order, seeds, task, cfg, n_workers, outcomes, report) -> int
     except (OSError, RuntimeError, ValueError):  # no processes here (sandbox, no __main__ guard …)
         _stop(workers)
         return 1
-    queue, busy, finished = list(order), {}, False
+    queue, busy, ready, finished = list(order), {}, set(), False
+
+    def give_next(conn):
+        busy[conn] = queue.pop(0)
+        conn.send((busy[conn], seeds, task, cfg))
+
     try:
-        for _, conn in workers:
-            if queue:
-                busy[conn] = queue.pop(0)
-                conn.send((busy[conn], seeds, task, cfg))
+        try:
+            for _, conn in workers:
+                if queue:
+                    give_next(conn)
+        except OSError:  # a worker that died at once
+            return 1
         while busy:
             for conn in wait(list(busy), timeout=0.5):
                 try:
                     kind, h, payload = conn.recv()
-                except EOFError:
+                    if kind == "ready":
+                        ready.add(conn)
+                    elif kind == "steps":
+                        report(h, payload)
+                    elif kind == "error":
+                        raise RuntimeError(f"训练 h={h} 时出错：{payload}")
+                    else:
+                        outcomes[h] = remember_run(h, seeds, task, cfg, payload)
+                        del busy[conn]
+                        if queue:
+                            give_next(conn)
+                except (EOFError, OSError):
+                    if conn not in ready:  # it died while starting (e.g. a script without a __main__ guard)
+                        return 1  # the caller trains what is left in this process
                     raise RuntimeError(
                         f"训练 h={busy[conn]} 的进程意外退出了（可能是内存不够）：请重新运行，"
                         "或用 workers=1 在本进程里训练。"
                     ) from None
-                if kind == "steps":
-                    report(h, payload)
-                elif kind == "error":
-                    raise RuntimeError(f"训练 h={h} 时出错：{payload}")
-                else:
-                    outcomes[h] = remember_run(h, seeds, task, cfg, payload)
-                    del busy[conn]
-                    if queue:
-                        busy[conn] = queue.pop(0)
-                        conn.send((busy[conn], seeds, task, cfg))
         for _, conn in workers:
             conn.send(None)  # done: let each worker return normally
         finished = True

@@ -24,6 +24,7 @@ __all__ = [
     "LAB_SIZE",
     "LabLayout",
     "lab_layout",
+    "render_lab_parts",
     "render_lab_png",
     "plot_heads",
     "png_size",
@@ -414,6 +415,7 @@ def _cell_px(h, n):
 # legible at h = 64 (the zoomed head carries them; the overview only has to show patterns).
 
 LAB_SIZE = (800, 450)  # (width, height) px of every lab picture
+LAB_SPLIT = 394  # x where the zoomed half ends and the overview half (tiles from x = 400) begins
 _ZOOM_PX = 286  # side of the zoomed map
 _LABEL_PX = 14  # token labels (CSS px at 100 %: legible at 1024 px wide)
 _HIGHLIGHT = (214, 39, 40)
@@ -452,8 +454,27 @@ def render_lab_png(weights, tokens, zoom: int = 1, suptitle: str | None = None, 
     The picture is ``LAB_SIZE`` for every h. The overview frames the zoomed head; with one head the
     overview says so instead of repeating the map.
     """
+    return _png(_lab_canvas(weights, tokens, zoom, suptitle, cmap))
+
+
+def render_lab_parts(weights, tokens, zoom: int = 1, suptitle: str | None = None,
+                     cmap: str = "viridis") -> tuple[bytes, bytes]:
+    """The lab picture as two PNGs, (zoomed head, overview), cut at ``LAB_SPLIT``: side by side they are
+    ``render_lab_png``'s picture; on a narrow screen the overview wraps under the zoomed head at full size."""
+    canvas = _lab_canvas(weights, tokens, zoom, suptitle, cmap)
+    width, height = LAB_SIZE
+    return _png(canvas.crop((0, 0, LAB_SPLIT, height))), _png(canvas.crop((LAB_SPLIT, 0, width, height)))
+
+
+def _png(image) -> bytes:
     import io
 
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def _lab_canvas(weights, tokens, zoom, suptitle, cmap):
     from PIL import Image, ImageDraw
 
     w = np.asarray(weights, dtype=float)
@@ -494,6 +515,4 @@ def render_lab_png(weights, tokens, zoom: int = 1, suptitle: str | None = None, 
             draw.text((x, y - 16), str(i + 1), fill="black", font=_pil_font(11))
         x, y = lay.tiles[zoom - 1]
         draw.rectangle((x - 3, y - 3, x + side + 2, y + side + 2), outline=_HIGHLIGHT, width=3)
-    buf = io.BytesIO()
-    canvas.save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
+    return canvas

@@ -85,9 +85,17 @@ def head_lab(seed: int = 0, initial: int = 8):
         with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
             state = lab.lab_state(slider.value, seed=seed)
         summary.value = lab.summary_html(state)
-        _show_png(picture, lab.render_png(state, zoom=zoom.value))
+        for image, png in zip(pictures.children, lab.render_parts(state, zoom=zoom.value)):
+            _show_png(image, png)
 
-    return _linked({"slider": slider, "zoom": zoom}, show)
+    # Zoomed head and overview side by side, or the overview under the zoomed head where the output is
+    # narrower than both (1024 px with the file browser open): each keeps its own size, labels stay 14 px.
+    pictures = w.HBox([_image(b""), _image(b"")], layout=w.Layout(flex_flow="row wrap", align_items="flex-start"))
+    box = _linked({"slider": slider, "zoom": zoom}, lambda summary, _picture: show(summary, None))
+    box.children = (*box.children[:2], pictures)
+    box.controls["picture"] = pictures
+    box.controls["zoomed"], box.controls["overview"] = pictures.children
+    return box
 
 
 def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):

@@ -95,6 +95,22 @@ def _strip_volatile(nb):
     return nb
 
 
+def _merge_streams(nb):
+    """A cell's prints arrive as one or several stream outputs depending on when the kernel flushed: store one
+    output per run of the same stream, so regenerating does not split a table between two outputs by chance."""
+    for cell in nb.cells:
+        merged = []
+        for output in cell.get("outputs", []):
+            if merged and output.get("output_type") == "stream" == merged[-1].get("output_type") \
+                    and output.get("name") == merged[-1].get("name"):
+                merged[-1]["text"] += output["text"]
+            else:
+                merged.append(output)
+        if "outputs" in cell:
+            cell["outputs"] = merged
+    return nb
+
+
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_PLACEHOLDER = "运行这一格后会显示交互控件"
 
@@ -129,7 +145,7 @@ def execute(nb):
     finally:
         os.environ.clear()
         os.environ.update(env_before)
-    return widget_placeholders(_strip_volatile(nb))
+    return widget_placeholders(_merge_streams(_strip_volatile(nb)))
 
 
 def check() -> int:

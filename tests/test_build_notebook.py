@@ -274,3 +274,20 @@ def test_committed_notebook_stores_no_widget_repr():
     assert widget_outputs, "the stored notebook has no widget outputs at all"
     for output in widget_outputs:
         assert output["data"]["text/plain"] == bn.WIDGET_PLACEHOLDER
+
+
+def test_stream_outputs_are_merged_per_run_of_one_stream():
+    """Whether a cell's prints arrive as one stream output or two follows the kernel's flush timing."""
+    import nbformat
+
+    out = nbformat.v4.new_output
+    cell = nbformat.v4.new_code_cell("print(table)")
+    cell.outputs = [out("stream", name="stdout", text="a\n"), out("stream", name="stdout", text="b\n"),
+                    out("stream", name="stderr", text="warn\n"), out("stream", name="stdout", text="c\n"),
+                    out("display_data", data={"text/plain": "x"}), out("stream", name="stdout", text="d\n")]
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(cell)
+    bn._merge_streams(nb)
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in cell.outputs] == [
+        ("stream", "stdout", "a\nb\n"), ("stream", "stderr", "warn\n"), ("stream", "stdout", "c\n"),
+        ("display_data", None, None), ("stream", "stdout", "d\n")]

@@ -315,3 +315,16 @@ def test_comparison_table_uses_lab_state():
         "choices max_heads"])
 def test_lab_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
     raises_chinese(call, *fragments)
+
+
+def test_render_parts_are_the_picture_cut_in_two(states):
+    """The widget's two halves side by side are exactly the one lab picture, for every h."""
+    for h in (1, 8, 64):
+        zoomed, overview = (decode(p) for p in head_lab.render_parts(states[h], zoom=h))
+        whole = decode(head_lab.render_png(states[h], zoom=h))
+        assert zoomed.shape[1] == plotting.LAB_SPLIT
+        assert np.array_equal(np.concatenate([zoomed, overview], axis=1), whole)
+        # nothing of the zoomed half (title, labels, colour bar) crosses the cut; the overview starts after it
+        lay = plotting.lab_layout(h, N, states[h].tokens)
+        assert min(x for x, _ in lay.tiles) - 3 > plotting.LAB_SPLIT
+        assert (overview[:, :2] == 255).all()

@@ -42,23 +42,28 @@ def test_head_lab_slider_offers_only_divisors():
     assert slider.value == 8
 
 
+def _shown(controls) -> tuple[bytes, bytes]:
+    """The lab's two pictures (zoomed head, overview) as shown."""
+    return controls["zoomed"].value, controls["overview"].value
+
+
 def test_head_lab_initial_shows_the_pure_functions_output():
     c = widgets.head_lab().controls
     state = lab.lab_state(8, seed=0)
     assert c["summary"].value == lab.summary_html(state)
     assert "d_k = 64" in c["summary"].value
-    assert c["picture"].value == lab.render_png(state)
-    assert c["picture"].format == "png"
+    assert _shown(c) == lab.render_parts(state)
+    assert c["zoomed"].format == c["overview"].format == "png"
 
 
 def test_head_lab_slider_redraws():
     c = widgets.head_lab().controls
-    before = c["picture"].value
+    before = _shown(c)
     c["slider"].value = 4
     assert "d_k = 128" in c["summary"].value
     assert "d_k = 64" not in c["summary"].value
-    assert c["picture"].value != before
-    assert c["picture"].value == lab.render_png(lab.lab_state(4))
+    assert _shown(c) != before
+    assert _shown(c) == lab.render_parts(lab.lab_state(4))
     c["slider"].value = 64
     assert "d_k = 8" in c["summary"].value and f"{3 * 64 * 121:,}" in c["summary"].value
 
@@ -68,34 +73,39 @@ def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
     zoom = c["zoom"]
     assert (zoom.min, zoom.max, zoom.value) == (1, 8, 1)  # counted from 1, like the picture's 头 1 … 头 8
     zoom.value = 6
-    assert c["picture"].value == lab.render_png(lab.lab_state(8), zoom=6)
+    assert _shown(c) == lab.render_parts(lab.lab_state(8), zoom=6)
     c["slider"].value = 4  # head 6 is gone: the last head is enlarged instead
     assert (zoom.max, zoom.value) == (4, 4)
-    assert c["picture"].value == lab.render_png(lab.lab_state(4), zoom=4)
+    assert _shown(c) == lab.render_parts(lab.lab_state(4), zoom=4)
     c["slider"].value = 1
     assert zoom.value == 1 and zoom.disabled
     c["slider"].value = 64
     assert zoom.max == 64 and not zoom.disabled
     zoom.value = 64
-    assert c["picture"].value == lab.render_png(lab.lab_state(64), zoom=64)
+    assert _shown(c) == lab.render_parts(lab.lab_state(64), zoom=64)
 
 
 def test_pictures_are_shown_at_their_own_width():
     """The Image gets the PNG's pixel width: no blurry blow-up of a small picture, no size jump between h."""
     from lesson_lib.plotting import LAB_SIZE, png_size
 
-    for box in (widgets.head_lab(), widgets.averaging_demo(), widgets.shape_stepper()):
-        picture = box.controls["picture"]
+    lab_box = widgets.head_lab()
+    pictures = [lab_box.controls["zoomed"], lab_box.controls["overview"]]
+    for box in (widgets.averaging_demo(), widgets.shape_stepper()):
+        pictures.append(box.controls["picture"])
+    for picture in pictures:
         assert picture.layout.width == f"{png_size(picture.value)[0]}px"
         assert picture.layout.max_width == "100%" and picture.layout.align_self == "flex-start"
-    lab_box = widgets.head_lab()
+    # The lab's two halves wrap (overview under the zoomed head) rather than shrink, and keep one size for every h.
+    assert lab_box.controls["picture"].layout.flex_flow == "row wrap"
     for h in (1, 64):
         lab_box.controls["slider"].value = h
-        assert png_size(lab_box.controls["picture"].value) == LAB_SIZE
+        zoomed, overview = (png_size(p.value) for p in pictures[:2])
+        assert zoomed[1] == overview[1] == LAB_SIZE[1] and zoomed[0] + overview[0] == LAB_SIZE[0]
 
 
 def test_head_lab_seed_and_initial():
-    assert widgets.head_lab(seed=1).controls["picture"].value != widgets.head_lab(seed=0).controls["picture"].value
+    assert _shown(widgets.head_lab(seed=1).controls) != _shown(widgets.head_lab(seed=0).controls)
     c = widgets.head_lab(initial=16).controls
     assert c["slider"].value == 16 and "d_k = 32" in c["summary"].value
 

@@ -209,14 +209,15 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
         arrow(1.6, 2.1, 2.3, y)
         arrow(4.4, y, 5.0, y)
         arrow(6.7, y, 7.3, 2.1)
-        if i == 3 and h > 5:
-            ax.text(5.85, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=14, rotation=90)
+        if i == 3 and h > 5:  # the heads left out, in both columns, inside the gap between two boxes
+            for x in (3.35, 5.85):
+                ax.text(x, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
     box(7.3, 1.5, 1.6, 1.2, f"Concat\n{h} × {d_k} = {h * d_k}", "#FFF2CC")
     box(9.3, 1.5, 1.5, 1.2, f"× $W^O$\n({h * d_k} × {d_model})\n输出 {d_model} 维", "#E2F0D9", 9)
     arrow(8.9, 2.1, 9.3, 2.1)
     ax.text(5.5, 4.05, f"图 11.1  多头注意力：{d_model} 维切成 {h} 个 {d_k} 维的头，各算各的，最后拼回 {d_model} 维",
             ha="center", fontsize=11)
-    ax.text(5.5, -0.3, "各头在注意力阶段互不通信；直到 W^O 才把它们的结果混合", ha="center", fontsize=9,
+    ax.text(5.5, -0.3, "同一层里，各头在注意力阶段互不通信，直到 $W^O$ 才把它们的结果混合", ha="center", fontsize=9,
             color="#555555")
     return fig
 

@@ -92,7 +92,8 @@ def model_answer() -> str:
         "所以论文说的是总成本「相近」。\n"
         f"③ 头数并非越多越好：表 3 中单头比最好的设置低 {round(best - single['bleu'], 1)} BLEU；"
         f"h = {widest['h']}（d_k = {widest['d_k']}）降到 {widest['bleu']}。而 (B) 行 h = {narrow_b['h']}、"
-        f"d_k = {narrow_b['d_k']} 也只有 {narrow_b['bleu']}，说明掉分很大程度来自每个头太窄。"
+        f"d_k = {narrow_b['d_k']} 也只有 {narrow_b['bleu']}，所以掉分里可能有相当一部分要怪每个头太窄——"
+        "(A) 行里头数和 d_k 是一起变的，分不开。"
     )
 
 

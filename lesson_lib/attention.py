@@ -16,12 +16,12 @@ message is in Chinese, because learners call these functions from the notebook.
 from __future__ import annotations
 
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from .blas import one_blas_thread
+from .cpus import usable_cpus
 
 __all__ = [
     "AttentionInputError",
@@ -210,8 +210,9 @@ def _blocked_softmax_attention(q, k_t, v, full_mask, weights, heads, rows_per_bl
             np.matmul(block, v[index], out=heads[index][rows])  # (b, d_v)
 
     indices = list(np.ndindex(*q.shape[:-2]))  # one task per head (of each batch item)
-    workers = min(len(indices), os.cpu_count() or 1)
-    if workers < 2 or n < _PARALLEL_MIN_TOKENS:
+    # The CPUs this kernel may use (a hub student's quota), not the node's core count.
+    workers = min(len(indices), usable_cpus()) if n >= _PARALLEL_MIN_TOKENS else 1
+    if workers < 2:
         for index in indices:
             one_head(index)
         return

@@ -199,7 +199,10 @@ class Hub:
                 self.proc.kill()
                 self.proc.wait(10)
         leftovers = [p for p in self.seen.values() if _alive(p)]
+        self.leftover_names = []
         for p in leftovers:
+            with contextlib.suppress(psutil.Error):
+                self.leftover_names.append(" ".join(p.cmdline())[:120])
             with contextlib.suppress(psutil.Error):
                 p.kill()
         psutil.wait_procs(leftovers, timeout=10)
@@ -396,6 +399,20 @@ class Student:
                                       {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}})
         self.kernel_id = session["kernel"]["id"]
 
+    async def close(self):
+        """Shut the kernel down, then the server, as a student logging out would; wait until it is gone."""
+        with contextlib.suppress(ClassroomError):
+            if self.kernel_id:
+                await self.api.call("DELETE", f"/user/{self.name}/api/kernels/{self.kernel_id}", timeout=60)
+        with contextlib.suppress(ClassroomError):
+            await self.api.call("DELETE", f"/hub/api/users/{self.name}/server", timeout=60)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                user = await self.api.call("GET", f"/hub/api/users/{self.name}")
+                if not user.get("servers"):
+                    return
+                await asyncio.sleep(0.3)
+
     async def restart_and_run_all(self, go: asyncio.Event) -> StudentRun:
         from tornado.websocket import websocket_connect
 
@@ -513,6 +530,7 @@ async def _class_run(api, students, prober) -> tuple[list[StudentRun], float]:
 
 async def _classroom(hub: Hub, n: int, solo: bool) -> dict:
     api = Api(hub)
+    students = []
     try:
         repo_url, branch = _bare_clone(hub.tmp)
         names = [f"student{i + 1:02d}" for i in range(n)]
@@ -540,6 +558,8 @@ async def _classroom(hub: Hub, n: int, solo: bool) -> dict:
                 "copies": [str(s.home / COPY_DIR / NOTEBOOK) for s in students
                            if (s.home / COPY_DIR / NOTEBOOK).exists()]}
     finally:
+        hub.remember_processes()
+        await asyncio.gather(*(s.close() for s in students))
         api.close()
 
 
@@ -565,8 +585,19 @@ def _repository_writes(since: float) -> list[str]:
     return changed
 
 
-def run_classroom(n: int = 8, solo: bool = True, venv_bin: Path | None = None, keep: Path | None = None) -> dict:
-    """Start a hub, run the class, stop everything; the figures as a dict (``leftover_pids`` should be empty)."""
+async def _bounded(coro, seconds):
+    try:
+        return await asyncio.wait_for(coro, seconds)
+    except asyncio.TimeoutError:
+        raise ClassroomError(f"the class did not finish within {seconds:.0f} s") from None
+
+
+def run_classroom(n: int = 8, solo: bool = True, venv_bin: Path | None = None, keep: Path | None = None,
+                  deadline_s: float = 1800.0) -> dict:
+    """Start a hub, run the class, stop everything; the figures as a dict (``leftover_pids`` should be empty).
+
+    The class is abandoned (ClassroomError) after ``deadline_s``; the hub and its processes are stopped either way.
+    """
     venv_bin = venv_bin or Path(sys.executable).parent
     missing = missing_tools(venv_bin)
     if missing:
@@ -576,9 +607,11 @@ def run_classroom(n: int = 8, solo: bool = True, venv_bin: Path | None = None, k
     result = {}
     try:
         hub.start()
-        result = asyncio.run(_classroom(hub, n, solo))
+        result = asyncio.run(_bounded(_classroom(hub, n, solo), deadline_s))
     finally:
         result["leftover_pids"] = hub.stop()
+        result["leftover_commands"] = getattr(hub, "leftover_names", [])
+        result["tmp"] = str(tmp)
         result["hub_log_tail"] = hub.log_tail(15)
         if keep is not None:
             shutil.copytree(tmp / "home", keep, dirs_exist_ok=True, ignore=shutil.ignore_patterns("lesson.git"))
@@ -625,8 +658,10 @@ def report(result: dict) -> list[str]:
             lines.append(f"  {r['name']}: {e}")
     if result["repository_written"]:
         lines.append(f"WRITTEN INTO THE SHARED REPOSITORY during the class: {result['repository_written']}")
-    lines.append(f"leftover processes after shutdown: {len(result['leftover_pids'])} (killed)"
-                 if result["leftover_pids"] else "every hub, proxy, server and kernel process is gone")
+    if result["leftover_pids"]:
+        lines.append(f"leftover processes after shutdown, killed: {result['leftover_commands']}")
+    else:
+        lines.append("every hub, proxy, server and kernel process is gone")
     lines.append(f"load average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     return lines
 

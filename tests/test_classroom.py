@@ -1,0 +1,72 @@
+"""Two students on a real JupyterHub (loopback), Restart & Run All at the same moment.
+
+The full class (8 students, with figures) is ``benchmarks/classroom.py``; this runs the same driver with
+two students and checks what must hold whatever the machine's speed. No timing is asserted.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import classroom  # noqa: E402
+
+missing = classroom.missing_tools(Path(sys.executable).parent)
+if missing and os.environ.get("CI") != "true":
+    pytest.skip(f"classroom test needs: {'; '.join(missing)}", allow_module_level=True)
+
+
+def _code_cells():
+    import nbformat
+
+    nb = nbformat.read(ROOT / classroom.NOTEBOOK, as_version=4)
+    return sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip())
+
+
+@pytest.fixture(scope="module")
+def result():
+    assert not missing, f"CI must install: {missing}"
+    return classroom.run_classroom(2, solo=False, deadline_s=900)
+
+
+def test_every_run_completes_without_error_output(result):
+    runs = result["runs"]
+    assert [r["name"] for r in runs] == ["student01", "student02"]
+    for r in runs:
+        assert r["errors"] == [], r["errors"]
+        assert r["cells"] == _code_cells()
+        assert r["kernel_cpu_s"] > 0 and r["tree_peak_mb"] > 0
+
+
+def test_each_student_has_their_own_copy(result):
+    copies = result["copies"]
+    assert len(copies) == 2 and len(set(copies)) == 2
+    assert all(f"/home/student0{i + 1}/{classroom.COPY_DIR}/" in c for i, c in enumerate(copies))
+
+
+def test_student_work_stays_in_their_own_space(result):
+    assert result["repository_written"] == []  # nothing a student did changed the shared repository
+    for r in result["runs"]:
+        assert r["written"], "a run always leaves something in its home (IPython history at least)"
+        assert not any(p.startswith(classroom.COPY_DIR + "/lesson_lib") for p in r["written"])
+
+
+def test_hub_serves_pages_during_the_load(result):
+    assert result["probe_failures"] == []
+    for page, seen in result["load_latency_s"].items():
+        assert seen, f"no {page} was served while the students ran"
+
+
+def test_nothing_is_left_running(result):
+    import psutil
+
+    assert result["leftover_pids"] == []
+    stray = []
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
+        where = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["cwd"] or "")
+        if result["tmp"] in where:
+            stray.append(proc.pid)
+    assert stray == []

@@ -12,7 +12,8 @@ temporary directory that is removed afterwards:
 3. Each student gets a personal copy through nbgitpuller's pull API (the pull link the README gives
    instructors), from a bare clone of this repository's committed HEAD.
 4. Each opens the lesson (a session, as JupyterLab does), then all press Restart & Run All together:
-   the kernel is restarted and every code cell is executed over the kernel websocket, in order.
+   the kernel is restarted and every code cell is executed over the kernel websocket, in order; then each
+   submits one (wrong) exercise attempt, which the lesson saves to the student's progress file.
 5. While they run, a prober fetches the hub's login page and a student's file listing every 0.5 s.
 
 It prints, per student: wall time, CPU-seconds (the kernel with its children, and the student's
@@ -50,6 +51,12 @@ NOTEBOOK = "notebooks/day11_multi_head_attention.ipynb"
 COPY_DIR = "day11"  # where the pull link puts each student's copy, inside their home
 # The progress file's location can be set per student; the lesson's default puts it in the student's space.
 PROGRESS_ENV = "LESSON_PROGRESS_FILE"
+# After Restart & Run All each student submits one exercise attempt, so the lesson has progress to save:
+# the classic slip of section 3, a reshape without the transpose (wrong, and recorded as such).
+STUDENT_ATTEMPT = (
+    "from lesson_lib import exercises\n"
+    "_ = exercises.check('split_heads', lambda x, h: x.reshape(h, x.shape[0], -1))"
+)
 LOOPBACK = "127.0.0.1"
 CELL_TIMEOUT_S = 300
 PROBE_EVERY_S = 0.5
@@ -395,6 +402,7 @@ class Student:
         path = f"{COPY_DIR}/{NOTEBOOK}"
         model = await self.api.call("GET", f"/user/{self.name}/api/contents/{quote(path)}?content=1")
         self.code = [c["source"] for c in model["content"]["cells"] if c["cell_type"] == "code" and c["source"].strip()]
+        self.code.append(STUDENT_ATTEMPT)
         session = await self.api.call("POST", f"/user/{self.name}/api/sessions",
                                       {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}})
         self.kernel_id = session["kernel"]["id"]

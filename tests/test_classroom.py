@@ -4,6 +4,7 @@ The full class (8 students, with figures) is ``benchmarks/classroom.py``; this r
 two students and checks what must hold whatever the machine's speed. No timing is asserted.
 """
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ def test_every_run_completes_without_error_output(result):
     assert [r["name"] for r in runs] == ["student01", "student02"]
     for r in runs:
         assert r["errors"] == [], r["errors"]
-        assert r["cells"] == _code_cells()
+        assert r["cells"] == _code_cells() + 1  # every cell, then one exercise attempt
         assert r["kernel_cpu_s"] > 0 and r["tree_peak_mb"] > 0
 
 
@@ -52,6 +53,17 @@ def test_student_work_stays_in_their_own_space(result):
     for r in result["runs"]:
         assert r["written"], "a run always leaves something in its home (IPython history at least)"
         assert not any(p.startswith(classroom.COPY_DIR + "/lesson_lib") for p in r["written"])
+
+
+def test_each_progress_file_lands_in_its_students_home(result):
+    if importlib.util.find_spec("lesson_lib.progress") is None:
+        pytest.skip("this lesson_lib keeps no progress file")
+    from lesson_lib import progress
+
+    for r in result["runs"]:
+        # The default location, relative to the student's home (the hub sets no LESSON_PROGRESS_FILE).
+        assert r["progress_files"] == [".local/share/day11-multi-head-attention/progress.json"], r["written"]
+    assert progress.ENV_VAR == classroom.PROGRESS_ENV
 
 
 def test_hub_serves_pages_during_the_load(result):

@@ -57,6 +57,11 @@ STUDENT_ATTEMPT = (
     "from lesson_lib import exercises\n"
     "_ = exercises.check('split_heads', lambda x, h: x.reshape(h, x.shape[0], -1))"
 )
+# Printed by each kernel at the end: the CPUs the lesson sized itself to, and the BLAS threads it runs.
+THREADS_PROBE = (
+    "import json as _j; from lesson_lib.cpus import usable_cpus as _u; from lesson_lib.blas import blas_threads as _b\n"
+    "print(_j.dumps({'usable_cpus': _u(), 'blas_threads': _b()}))"
+)
 LOOPBACK = "127.0.0.1"
 CELL_TIMEOUT_S = 300
 PROBE_EVERY_S = 0.5
@@ -93,8 +98,13 @@ def free_port() -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def hub_config(tmp: Path, port: int, hub_port: int, api_port: int, token: str, password: str, venv_bin: Path) -> str:
-    """jupyterhub_config.py: loopback only, students' homes under ``tmp``, a service token for the driver."""
+def hub_config(tmp: Path, port: int, hub_port: int, api_port: int, token: str, password: str, venv_bin: Path,
+               lesson_cpus: int | None = None) -> str:
+    """jupyterhub_config.py: loopback only, students' homes under ``tmp``, a service token for the driver.
+
+    Each server starts through ``binder/start``, as in a hub image; ``lesson_cpus`` sets LESSON_CPUS for every
+    student (an instructor's cap on a server without per-student quotas).
+    """
     return textwrap.dedent(f"""
         c = get_config()  # noqa
         c.JupyterHub.bind_url = "http://{LOOPBACK}:{port}"
@@ -116,7 +126,8 @@ def hub_config(tmp: Path, port: int, hub_port: int, api_port: int, token: str, p
         }}]
         c.JupyterHub.spawner_class = "simple"
         c.SimpleLocalProcessSpawner.home_dir_template = {str(tmp / "home" / "{username}")!r}
-        c.Spawner.cmd = [{str(venv_bin / "jupyterhub-singleuser")!r}]
+        c.Spawner.cmd = [{str(ROOT / "binder" / "start")!r}, {str(venv_bin / "jupyterhub-singleuser")!r}]
+        c.Spawner.environment = {({"LESSON_CPUS": str(lesson_cpus)} if lesson_cpus else {})!r}
         c.Spawner.args = ["--allow-root"]  # harmless for other users; CI runs as root
         c.Spawner.ip = "{LOOPBACK}"
         c.Spawner.default_url = "/lab"
@@ -125,7 +136,7 @@ def hub_config(tmp: Path, port: int, hub_port: int, api_port: int, token: str, p
         c.Spawner.http_timeout = 180
         # OPENBLAS_*: this machine's BLAS settings (see .library notes); LESSON_CPUS: an instructor's cap.
         c.Spawner.env_keep.extend(
-            [k for k in {sorted(os.environ)!r} if k.startswith("OPENBLAS_") or k == "LESSON_CPUS"]
+            [k for k in {sorted(os.environ)!r} if k.startswith("OPENBLAS_") and k != "OPENBLAS_NUM_THREADS"]
         )
     """)
 
@@ -142,8 +153,8 @@ def _descendants(pid: int) -> list:
 class Hub:
     """A JupyterHub process and everything it starts; ``stop()`` leaves no process behind."""
 
-    def __init__(self, tmp: Path, venv_bin: Path):
-        self.tmp, self.venv_bin = tmp, venv_bin
+    def __init__(self, tmp: Path, venv_bin: Path, lesson_cpus: int | None = None):
+        self.tmp, self.venv_bin, self.lesson_cpus = tmp, venv_bin, lesson_cpus
         self.port, self.hub_port, self.api_port = free_port(), free_port(), free_port()
         self.token, self.password = secrets.token_hex(16), secrets.token_urlsafe(12)
         self.url = f"http://{LOOPBACK}:{self.port}"
@@ -154,7 +165,7 @@ class Hub:
     def start(self, timeout=90.0):
         config = self.tmp / "jupyterhub_config.py"
         config.write_text(hub_config(self.tmp, self.port, self.hub_port, self.api_port, self.token,
-                                     self.password, self.venv_bin))
+                                     self.password, self.venv_bin, self.lesson_cpus))
         env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTERHUB_")}
         env["PATH"] = f"{self.venv_bin}{os.pathsep}{env.get('PATH', '')}"
         self._log = self.log_path.open("wb")
@@ -345,6 +356,7 @@ class StudentRun:
     stderr_cells: int = 0
     written: list = field(default_factory=list)  # files the run created or changed in the student's space
     progress_files: list = field(default_factory=list)
+    threads: dict = field(default_factory=dict)  # what the kernel sized itself to (THREADS_PROBE)
 
 
 def kernel_pid(kernel_id: str) -> int | None:
@@ -456,6 +468,12 @@ class Student:
                     if reply.get("status") != "ok" and not any(e.startswith(f"cell {index}:") for e in run.errors):
                         run.errors.append(f"cell {index}: reply status {reply.get('status')}")
                 run.kernel_cpu_s = tree_cpu_seconds(pid)
+                _, probe = await channel.request(
+                    "execute_request", {"code": THREADS_PROBE, "silent": False, "store_history": False,
+                                        "user_expressions": {}, "allow_stdin": False}, timeout=60)
+                text = "".join(c.get("text", "") for k, c in probe if k == "stream" and c.get("name") == "stdout")
+                with contextlib.suppress(ValueError):
+                    run.threads = json.loads(text.strip().splitlines()[-1])
                 peak = kernel_peak_rss_bytes(pid)
         finally:
             ws.close()
@@ -601,7 +619,7 @@ async def _bounded(coro, seconds):
 
 
 def run_classroom(n: int = 8, solo: bool = True, venv_bin: Path | None = None, keep: Path | None = None,
-                  deadline_s: float = 1800.0) -> dict:
+                  deadline_s: float = 1800.0, lesson_cpus: int | None = None) -> dict:
     """Start a hub, run the class, stop everything; the figures as a dict (``leftover_pids`` should be empty).
 
     The class is abandoned (ClassroomError) after ``deadline_s``; the hub and its processes are stopped either way.
@@ -611,11 +629,12 @@ def run_classroom(n: int = 8, solo: bool = True, venv_bin: Path | None = None, k
     if missing:
         raise ClassroomError("missing: " + "; ".join(missing))
     tmp = Path(tempfile.mkdtemp(prefix="classroom-"))
-    hub = Hub(tmp, venv_bin)
+    hub = Hub(tmp, venv_bin, lesson_cpus)
     result = {}
     try:
         hub.start()
         result = asyncio.run(_bounded(_classroom(hub, n, solo), deadline_s))
+        result["lesson_cpus"] = lesson_cpus
     finally:
         result["leftover_pids"] = hub.stop()
         result["leftover_commands"] = getattr(hub, "leftover_names", [])
@@ -636,12 +655,15 @@ def _stats(values):
 
 def report(result: dict) -> list[str]:
     runs = result["runs"]
-    lines = [f"{result['students']} students; servers started and copies pulled in {result['spawn_and_pull_s']:.1f} s",
+    cap = f", LESSON_CPUS={result['lesson_cpus']}" if result.get("lesson_cpus") else ""
+    lines = [f"{result['students']} students{cap}; servers started and copies pulled in "
+             f"{result['spawn_and_pull_s']:.1f} s",
              f"{'student':<10} {'wall s':>7} {'kernel CPU s':>12} {'server CPU s':>12} {'peak MB':>8} "
-             f"{'cells':>5} {'errors':>6}  written in own home"]
+             f"{'cells':>5} {'errors':>6} {'CPUs/BLAS':>9}  written in own home"]
     for r in runs:
         lines.append(f"{r['name']:<10} {r['wall_s']:7.1f} {r['kernel_cpu_s']:12.1f} {r['server_cpu_s']:12.1f} "
-                     f"{r['tree_peak_mb']:8.0f} {r['cells']:5d} {len(r['errors']):6d}  "
+                     f"{r['tree_peak_mb']:8.0f} {r['cells']:5d} {len(r['errors']):6d} "
+                     f"{r['threads'].get('usable_cpus', '?'):>4}/{r['threads'].get('blas_threads', '?'):<4}  "
                      f"{', '.join(r['written']) or '(nothing)'}")
     cpu = [r["kernel_cpu_s"] for r in runs]
     peak = [r["tree_peak_mb"] for r in runs]
@@ -678,12 +700,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=8)
     parser.add_argument("--no-solo", action="store_true", help="skip the one-student baseline run")
+    parser.add_argument("--lesson-cpus", type=int, metavar="N",
+                        help="set LESSON_CPUS=N for every student (BLAS threads and worker processes follow it)")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     args = parser.parse_args(argv)
     if args.students < 1:
         parser.error("--students must be at least 1")
+    if args.lesson_cpus is not None and args.lesson_cpus < 1:
+        parser.error("--lesson-cpus must be at least 1")
     try:
-        result = run_classroom(args.students, solo=not args.no_solo)
+        result = run_classroom(args.students, solo=not args.no_solo, lesson_cpus=args.lesson_cpus)
     except ClassroomError as exc:
         print(f"classroom: {exc}", file=sys.stderr)
         return 1

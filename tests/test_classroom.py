@@ -30,7 +30,8 @@ def _code_cells():
 @pytest.fixture(scope="module")
 def result():
     assert not missing, f"CI must install: {missing}"
-    return classroom.run_classroom(2, solo=False, deadline_s=900)
+    # LESSON_CPUS=1 as an instructor would set it on a server without per-student quotas.
+    return classroom.run_classroom(2, solo=False, deadline_s=900, lesson_cpus=1)
 
 
 def test_every_run_completes_without_error_output(result):
@@ -40,6 +41,11 @@ def test_every_run_completes_without_error_output(result):
         assert r["errors"] == [], r["errors"]
         assert r["cells"] == _code_cells() + 1  # every cell, then one exercise attempt
         assert r["kernel_cpu_s"] > 0 and r["tree_peak_mb"] > 0
+
+
+def test_each_kernel_sized_its_threads_to_the_students_cpus(result):
+    for r in result["runs"]:
+        assert r["threads"] == {"usable_cpus": 1, "blas_threads": 1}
 
 
 def test_each_student_has_their_own_copy(result):

@@ -36,6 +36,7 @@ __all__ = [
     "demo",
     "retention_curve",
     "plot_demo",
+    "demo_png",
     "plot_retention",
 ]
 
@@ -165,32 +166,62 @@ def retention_curve(sharpness_values) -> dict[int, np.ndarray]:
 # ---------------------------------------------------------------------------------------------
 
 
-def plot_demo(d: Demo):
-    """She's attention row in each head (bars) and the output features (bars), side by side."""
-    import matplotlib.pyplot as plt
+_DEMO_COLOURS = {1: ["#8172B2"], 2: ["#4C72B0", "#DD8452"]}
+_demo_figures: dict = {}  # heads -> (figure, bar containers, feature bars): the widget redraws these in place
+
+
+def _demo_figure(heads: int):
+    """The demo's figure for 1 or 2 heads with every bar at 0, on a fixed layout (no tight_layout per redraw)."""
+    from matplotlib.figure import Figure
 
     from .plotting import use_chinese_font
 
     use_chinese_font()
     visible = TOKENS[:QUERY]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1.4, 1]})
-    width = 0.8 / d.heads
+    fig = Figure(figsize=(10, 3.5), dpi=100)
+    left = fig.add_axes((0.075, 0.13, 0.47, 0.72))
+    right = fig.add_axes((0.655, 0.13, 0.325, 0.72))
+    width = 0.8 / heads
     x = np.arange(len(visible))
-    colors = ["#4C72B0", "#DD8452"]
-    for i in range(d.heads):
-        axes[0].bar(x + (i - (d.heads - 1) / 2) * width, d.weights[i, :QUERY], width, label=d.names[i],
-                    color=colors[i] if d.heads == 2 else "#8172B2")
-    axes[0].set_xticks(x, visible)
-    axes[0].set_ylim(0, 1.22)
-    axes[0].set_ylabel("「她」的注意力权重")
-    axes[0].set_title("「她」往回看时，每个头把注意力给了谁", fontsize=11)
-    axes[0].legend(fontsize=9, loc="upper center", ncol=2)  # above the bars: the y axis leaves room
-    feats = list(d.output)
-    axes[1].barh(feats[::-1], [d.output[f] for f in feats[::-1]], color="#55A868")
-    axes[1].set_xlim(0, 1.05)
-    axes[1].set_title("输出里读得出的特征（理想：女性=1、人物=1、主语=1）", fontsize=10)
-    fig.tight_layout()
+    names = demo(heads).names
+    bars = [left.bar(x + (i - (heads - 1) / 2) * width, np.zeros(len(visible)), width, label=names[i],
+                     color=_DEMO_COLOURS[heads][i]) for i in range(heads)]
+    left.set_xticks(x, visible)
+    left.set_ylim(0, 1.05)
+    left.set_ylabel("「她」的注意力权重")
+    left.set_title("「她」往回看时，每个头把注意力给了谁", fontsize=11, pad=24)
+    # Above the axes, not over them: a weight can reach 1, so no corner inside is always free.
+    left.legend(fontsize=9, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
+                borderaxespad=0.1)
+    feats = FEATURES[::-1]
+    feature_bars = right.barh(feats, np.zeros(len(feats)), color="#55A868")
+    right.set_xlim(0, 1.05)
+    right.set_title("输出里读得出的特征\n（理想：女性=1、人物=1、主语=1）", fontsize=10)
+    return fig, bars, feature_bars
+
+
+def _set_demo(parts, d: Demo):
+    fig, bars, feature_bars = parts
+    for container, row in zip(bars, d.weights):
+        for bar, weight in zip(container, row[:QUERY]):
+            bar.set_height(weight)
+    for bar, name in zip(feature_bars, FEATURES[::-1]):
+        bar.set_width(d.output[name])
     return fig
+
+
+def plot_demo(d: Demo):
+    """She's attention row in each head (bars) and the output features (bars), side by side."""
+    return _set_demo(_demo_figure(d.heads), d)
+
+
+def demo_png(d: Demo) -> bytes:
+    """``plot_demo``'s picture as PNG bytes for the widget: the figure is built once per head count and redrawn."""
+    from .plotting import figure_png
+
+    if d.heads not in _demo_figures:
+        _demo_figures[d.heads] = _demo_figure(d.heads)
+    return figure_png(_set_demo(_demo_figures[d.heads], d), dpi=80, keep=True)
 
 
 def plot_retention(sharpness_values, curves):
@@ -239,8 +270,10 @@ def blend_table(weights_by_word: dict[str, float]) -> str:
 
 def summary_html(d: Demo) -> str:
     """One line for the widget: how much of each answer reaches the output."""
-    return (f"<p>能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
-            f"<b>主语（小明）{d.subject_kept:.0%}</b>。</p>")
+    from .theme import box
+
+    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
+               f"<b>主语（小明）{d.subject_kept:.0%}</b>。")
 
 
 def demo_report(sharpness: float = 4.0) -> str:

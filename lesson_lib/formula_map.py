@@ -10,7 +10,7 @@ import inspect
 
 from .attention import multi_head_attention, scaled_dot_product_attention
 
-__all__ = ["MHA_TERMS", "SDPA_TERMS", "line_map", "formula_table"]
+__all__ = ["MHA_TERMS", "SDPA_TERMS", "line_map", "formula_table", "formula_view"]
 
 SDPA_TERMS = [
     ("q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)", "Q Kᵀ / √d_k（公式 (1) 的打分，除以 √d_k 防止点积过大）"),
@@ -50,3 +50,12 @@ def formula_table() -> str:
         rows = [[code, term] for _, code, term in line_map(fn, terms)]
         out.append(f"{fn.__name__}：\n" + text_table(["代码", "对应论文里的哪一项"], rows))
     return "\n\n".join(out)
+
+
+def formula_view():
+    """The same tables as ``formula_table``, shown as HTML tables in JupyterLab (cells wrap between words)."""
+    from .theme import Table, Tables
+
+    return Tables(Table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
+                        caption=f"{fn.__name__}：")
+                  for fn, terms in ((scaled_dot_product_attention, SDPA_TERMS), (multi_head_attention, MHA_TERMS)))

@@ -107,19 +107,21 @@ def summary_html(state: LabState) -> str:
         ("softmax 的逐元素运算（缩放、exp、除法）", f"{state.softmax_ops:,}（= 3·h·n²，随 h 增长）"),
         ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词）"),
     ]
+    from .theme import box
+
     body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k, v in rows)
-    return f"<table>{body}</table><p style='margin:6px 0'>{state.reading}</p>"
+    return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px 0'>{state.reading}</p>")
 
 
 def _title(state: LabState) -> str:
     return f"h = {state.h} 个头，每头 d_k = {state.d_k}（随机初始化，未训练）"
 
 
-def render_png(state: LabState) -> bytes:
-    """The tiled attention maps of every head as PNG bytes (Pillow fast path), for an ipywidgets Image."""
-    from .plotting import render_heads_png
+def render_png(state: LabState, zoom: int = 1) -> bytes:
+    """PNG bytes for the lab's Image: head ``zoom`` (1-based) large with token labels, every head small."""
+    from .plotting import render_lab_png
 
-    return render_heads_png(state.weights, state.tokens, suptitle=_title(state))
+    return render_lab_png(state.weights, state.tokens, zoom=zoom, suptitle=_title(state))
 
 
 def plot(state: LabState):

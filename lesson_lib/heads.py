@@ -10,6 +10,7 @@ columns and of other tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -26,6 +27,7 @@ __all__ = [
     "owner_map",
     "heads_mix_only_at_wo",
     "plot_step",
+    "step_png",
     "plot_figure_11_1",
 ]
 
@@ -136,8 +138,11 @@ def _colour(owner):
 
 
 def plot_step(step: Step):
-    """Draw one step: 2-D arrays as one wide block, 3-D as a row of slices, coloured by owning head."""
-    import matplotlib.pyplot as plt
+    """Draw one step: 2-D arrays as one wide block, 3-D as a row of slices, coloured by owning head.
+
+    Every step gets the same figure size and a fixed layout, so the stepper's picture keeps its size.
+    """
+    from matplotlib.figure import Figure
 
     from .plotting import use_chinese_font
 
@@ -148,17 +153,24 @@ def plot_step(step: Step):
     else:
         slices = [owner[i] for i in range(owner.shape[0])]
         names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
-    count = len(slices)
-    width = 10.0 if count == 1 else min(12, 1.2 + 1.45 * count)  # a whole (n, d_model) block needs the width
-    fig, axes = plt.subplots(1, count, figsize=(width, 2.5), squeeze=False)
+    fig = Figure(figsize=(10.5, 2.6), dpi=100)
+    axes = fig.subplots(1, len(slices), squeeze=False,
+                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.72, "wspace": 0.12})
     for ax, sl, name in zip(axes[0], slices, names):
         ax.imshow(_colour(sl), aspect="auto", interpolation="nearest")  # every column, so all h bands show
-        ax.set_title(name, fontsize=8)
+        ax.set_title(name, fontsize=10)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(f"{step.title}    形状 {step.shape}", fontsize=11)
-    fig.tight_layout()
+    fig.suptitle(f"{step.title}    形状 {step.shape}", fontsize=12, y=0.96)
     return fig
+
+
+@lru_cache(maxsize=64)
+def step_png(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> bytes:
+    """PNG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
+    from .plotting import figure_png
+
+    return figure_png(plot_step(shape_steps(n, d_model, h, forget_transpose)[index]), dpi=80, keep=True)
 
 
 def plot_figure_11_1(d_model: int = 512, h: int = 8):
@@ -213,18 +225,23 @@ def steps_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
 
 def step_summary_html(steps, index: int) -> str:
     """The stepper's caption for step ``index`` (0-based) of ``steps``."""
+    from .theme import box
+
     s = steps[index]
-    return f"<p>第 {index + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b></p>"
+    return box(f"第 {index + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b>")
 
 
 def transpose_report(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     """Where head 1's numbers come from with the correct split and with the forgotten transpose."""
     right = next(s for s in shape_steps(n, d_model, h) if s.code == "split_heads(Q, h)")
     wrong = next(s for s in shape_steps(n, d_model, h, forget_transpose=True) if s.code == "Q.reshape(h, n, d_k)")
+    def heads_of(owner):  # 1-based, as the lesson counts heads and words
+        return sorted({i + 1 for i in owner.ravel().tolist()})
+
     return "\n".join([
-        f"正确切分时，头 1 里的数来自哪些头的列：{sorted(set(right.owner[0].ravel().tolist()))}",
-        f"忘了 transpose 时，头 1 里的数来自哪些头的列：{sorted(set(wrong.owner[0].ravel().tolist()))}",
-        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词：{wrong.token[0][:, 0].tolist()}",
+        f"正确切分时，头 1 里的数来自哪些头的列：头 {heads_of(right.owner[0])}",
+        f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {heads_of(wrong.owner[0])}",
+        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词：词 {(wrong.token[0][:, 0] + 1).tolist()}",
     ])
 
 

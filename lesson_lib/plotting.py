@@ -21,7 +21,12 @@ __all__ = [
     "figure_png",
     "grid_shape",
     "heads_png_layout",
+    "LAB_SIZE",
+    "LabLayout",
+    "lab_layout",
+    "render_lab_png",
     "plot_heads",
+    "png_size",
     "render_heads_png",
     "tile_heads",
     "use_chinese_font",
@@ -191,16 +196,30 @@ def _label_extent(tokens, fontsize):
     return ems * fontsize / 72 + 0.05
 
 
-def figure_png(fig, dpi: int = 80) -> bytes:
-    """Render a figure to PNG bytes and close it (widgets show the bytes in an Image)."""
+def figure_png(fig, dpi: int = 80, keep: bool = False) -> bytes:
+    """Render a figure to PNG bytes (widgets show the bytes in an Image).
+
+    By default the figure is trimmed to its contents and closed. ``keep=True`` is for a figure a
+    widget redraws in place: its layout is fixed already, so it is drawn once, as it is, and kept open.
+    """
     import io
 
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
+    if keep:
+        fig.savefig(buf, format="png", dpi=dpi)
+        return buf.getvalue()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in pixels, read from the PNG header."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("不是 PNG 图片数据。")
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 def _labels(tokens, count, axis_name):
@@ -386,3 +405,95 @@ def _cell_px(h, n):
     """Pixels per matrix cell: large for a few heads, small for many; about 1000 px wide at most."""
     _, cols = grid_shape(h)
     return int(max(3, min(28, 800 // max(1, cols * n))))
+
+
+# ---------------------------------------------------------------------------------------------
+# The §5 lab picture: one head large with its token labels, every head small beside it
+# ---------------------------------------------------------------------------------------------
+# One size for every h, so the page does not jump when the slider moves, and labels that stay
+# legible at h = 64 (the zoomed head carries them; the overview only has to show patterns).
+
+LAB_SIZE = (800, 450)  # (width, height) px of every lab picture
+_ZOOM_PX = 286  # side of the zoomed map
+_LABEL_PX = 14  # token labels (CSS px at 100 %: legible at 1024 px wide)
+_HIGHLIGHT = (214, 39, 40)
+
+
+@dataclass(frozen=True)
+class LabLayout:
+    """Where ``render_lab_png`` puts things (pixels). Tiles: (x, y, side) of each head in the overview."""
+
+    zoom_origin: tuple[int, int]
+    zoom_cell: int
+    tile_cell: int
+    tiles: tuple[tuple[int, int], ...]
+
+
+def lab_layout(h: int, n: int, labels) -> LabLayout:
+    """The lab picture's geometry for h heads of n × n (tests read it instead of copying it)."""
+    longest = max(len(t) for t in labels)
+    zoom_cell = max(4, _ZOOM_PX // n)
+    zoom_origin = (max(40, longest * _LABEL_PX + 12), 56)
+    area_x, area_y, area_w, area_h = 400, 56, LAB_SIZE[0] - 400 - 8, LAB_SIZE[1] - 56 - 8
+    rows, cols = grid_shape(h)
+    gap, caption = 6, 17  # px between tiles; px of the "i" above each tile
+    tile_cell = max(1, min((area_w - (cols - 1) * gap) // (cols * n), (area_h // rows - caption) // n))
+    side = tile_cell * n
+    tiles = []
+    for i in range(h):
+        r, c = divmod(i, cols)
+        tiles.append((area_x + c * (side + gap), area_y + r * (side + caption) + caption))
+    return LabLayout(zoom_origin, zoom_cell, tile_cell, tuple(tiles))
+
+
+def render_lab_png(weights, tokens, zoom: int = 1, suptitle: str | None = None, cmap: str = "viridis") -> bytes:
+    """PNG of the §5 lab: head ``zoom`` (1-based) enlarged with token labels, all heads as small tiles.
+
+    The picture is ``LAB_SIZE`` for every h. The overview frames the zoomed head; with one head the
+    overview says so instead of repeating the map.
+    """
+    import io
+
+    from PIL import Image, ImageDraw
+
+    w = np.asarray(weights, dtype=float)
+    w = w[None] if w.ndim == 2 else w
+    h, n, m = w.shape
+    if n != m:
+        raise ValueError(f"实验台只画方阵形式的自注意力图 (n × n)，收到的是 {n} × {m}。")
+    if not 1 <= zoom <= h:
+        raise ValueError(f"要放大的头应在 1 到 {h} 之间，收到的是 {zoom}。")
+    labels = _labels(tokens, n, "行")
+    lay = lab_layout(h, n, labels)
+    canvas = Image.new("RGB", LAB_SIZE, "white")
+    draw = ImageDraw.Draw(canvas)
+    font, small, title_font = _pil_font(_LABEL_PX), _pil_font(12), _pil_font(15)
+    if suptitle:
+        draw.text((8, 6), suptitle, fill="black", font=title_font)
+
+    zx, zy, zc = *lay.zoom_origin, lay.zoom_cell
+    zoomed = np.repeat(np.repeat(colour_cells(w[zoom - 1], cmap), zc, axis=0), zc, axis=1)  # (n·zc, n·zc, 3)
+    canvas.paste(Image.fromarray(zoomed), (zx, zy))
+    draw.text((zx, zy - 20), f"头 {zoom}（放大）：行 = 发出关注的词，列 = 被关注的词", fill="black", font=small)
+    for j, token in enumerate(labels):
+        draw.text((zx - 5, zy + j * zc + zc // 2), token, fill="black", font=font, anchor="rm")
+        for k, ch in enumerate(token):  # column labels read top to bottom
+            draw.text((zx + j * zc + zc // 2, zy + n * zc + 4 + k * (_LABEL_PX + 1)), ch, fill="black", font=font,
+                      anchor="mt")
+    _pil_colour_bar(canvas, draw, cmap, zx + n * zc + 10, zy, n * zc, small)
+
+    ox, oy = lay.tiles[0]
+    if h == 1:
+        draw.text((ox, oy), "h = 1：只有这一个头，\n每个词只有这一行权重。", fill="black", font=font, spacing=6)
+    else:
+        draw.text((ox, oy - 36), f"全部 {h} 个头（红框 = 放大的头）", fill="black", font=small)
+        side = lay.tile_cell * n
+        for i, (x, y) in enumerate(lay.tiles):
+            tile = np.repeat(np.repeat(colour_cells(w[i], cmap), lay.tile_cell, axis=0), lay.tile_cell, axis=1)
+            canvas.paste(Image.fromarray(tile), (x, y))
+            draw.text((x, y - 16), str(i + 1), fill="black", font=_pil_font(11))
+        x, y = lay.tiles[zoom - 1]
+        draw.rectangle((x - 3, y - 3, x + side + 2, y + side + 2), outline=_HIGHLIGHT, width=3)
+    buf = io.BytesIO()
+    canvas.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()

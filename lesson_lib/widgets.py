@@ -10,40 +10,77 @@ from __future__ import annotations
 __all__ = ["averaging_demo", "head_lab", "progress_bar", "shape_stepper"]
 
 
+_CONTROL = {"min_width": "300px", "width": "380px"}  # a slider track stays draggable on a 1024 px screen
+_STYLE = {"description_width": "initial"}
+
+
 def _image(png: bytes):
     import ipywidgets as w
 
-    return w.Image(value=png, format="png", layout=w.Layout(max_width="100%", height="auto"))
+    # align_self: not stretched to the output's width (a small PNG would blow up blurry); max_width: shrinks to fit
+    # (margin 0: the default widget margin would push a full-width picture 4 px past the output's edge).
+    return w.Image(value=png, format="png",
+                   layout=w.Layout(max_width="100%", height="auto", align_self="flex-start", margin="0"))
+
+
+def _show_png(picture, png: bytes) -> None:
+    """Put ``png`` in the Image at its own pixel width (the browser then never scales it up)."""
+    from .plotting import png_size
+
+    width = f"{png_size(png)[0]}px"
+    if picture.layout.width != width:
+        picture.layout.width = width
+    picture.value = png
 
 
 def _linked(controls: dict, show):
-    """Call ``show()`` now and whenever any control changes; lay the controls out over what show fills."""
+    """Call ``show()`` now and whenever any control changes; lay the controls out over what show fills.
+
+    ``show`` may adjust other controls (a slider's range); the changes that causes do not redraw again.
+    """
     import ipywidgets as w
 
     summary, picture = w.HTML(), _image(b"")
+    busy = []
+
+    def redraw(_change=None):
+        if busy:
+            return
+        busy.append(True)
+        try:
+            show(summary, picture)
+        finally:
+            busy.clear()
+
     for control in controls.values():
-        control.observe(lambda _change: show(summary, picture), names="value")
-    show(summary, picture)
-    box = w.VBox([w.HBox(list(controls.values())), summary, picture])
+        control.observe(redraw, names="value")
+    redraw()
+    bar = w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap", align_items="center"))
+    box = w.VBox([bar, summary, picture])
     box.controls = {**controls, "summary": summary, "picture": picture}
     return box
 
 
 def head_lab(seed: int = 0, initial: int = 8):
-    """Section 5: a slider over the divisors of d_model; shows d_k, the maps and the costs."""
+    """Section 5: a slider over the divisors of d_model and a head to enlarge; shows d_k, the maps and the costs."""
     import ipywidgets as w
 
     from . import head_lab as lab
 
     slider = w.SelectionSlider(options=[(str(h), h) for h in lab.head_choices()], value=initial,
-                               description="头数 h", continuous_update=False,
-                               style={"description_width": "initial"}, layout=w.Layout(width="420px"))
+                               description="头数 h", continuous_update=False, style=_STYLE,
+                               layout=w.Layout(**_CONTROL))
+    zoom = w.IntSlider(value=1, min=1, max=initial, description="放大第几个头", continuous_update=False,
+                       style=_STYLE, layout=w.Layout(**_CONTROL))
 
     def show(summary, picture):
+        zoom.max = slider.value  # fewer heads: the enlarged head moves down to the last one
+        zoom.disabled = slider.value == 1
         state = lab.lab_state(slider.value, seed=seed)
-        summary.value, picture.value = lab.summary_html(state), lab.render_png(state)
+        summary.value = lab.summary_html(state)
+        _show_png(picture, lab.render_png(state, zoom=zoom.value))
 
-    return _linked({"slider": slider}, show)
+    return _linked({"slider": slider, "zoom": zoom}, show)
 
 
 def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
@@ -51,35 +88,35 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
     import ipywidgets as w
 
     from . import averaging
-    from .plotting import figure_png
 
-    heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=initial_heads, description="头数")
+    heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=initial_heads, description="头数",
+                            style={**_STYLE, "button_width": "80px"})
     sharp = w.FloatSlider(value=initial_sharpness, min=0.0, max=10.0, step=0.5, description="锐度",
-                          continuous_update=False)
+                          continuous_update=False, style=_STYLE, layout=w.Layout(**_CONTROL))
 
     def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)
-        summary.value, picture.value = averaging.summary_html(d), figure_png(averaging.plot_demo(d))
+        summary.value = averaging.summary_html(d)
+        _show_png(picture, averaging.demo_png(d))
 
     return _linked({"heads": heads, "sharpness": sharp}, show)
 
 
 def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
-    """Section 3: step through the shapes; a checkbox forgets the transpose."""
+    """Section 3: step through the shapes (counted from 1, like the caption); a checkbox forgets the transpose."""
     import ipywidgets as w
 
     from . import heads as heads_mod
-    from .plotting import figure_png
 
     forget = w.Checkbox(value=False, description="忘了 transpose", indent=False)
-    step = w.IntSlider(value=0, min=0, max=len(heads_mod.shape_steps(n, d_model, h)) - 1, description="步骤",
-                       continuous_update=False)
+    step = w.IntSlider(value=1, min=1, max=len(heads_mod.shape_steps(n, d_model, h)), description="第几步",
+                       continuous_update=False, style=_STYLE, layout=w.Layout(**_CONTROL))
 
     def show(summary, picture):
         steps = heads_mod.shape_steps(n, d_model, h, forget_transpose=forget.value)
-        step.max = len(steps) - 1  # the forgotten path has fewer steps; this may move step.value down
-        summary.value = heads_mod.step_summary_html(steps, step.value)
-        picture.value = figure_png(heads_mod.plot_step(steps[step.value]))
+        step.max = len(steps)  # the forgotten path has fewer steps; this may move step.value down
+        summary.value = heads_mod.step_summary_html(steps, step.value - 1)
+        _show_png(picture, heads_mod.step_png(n, d_model, h, forget.value, step.value - 1))
 
     return _linked({"step": step, "forget": forget}, show)
 

@@ -94,6 +94,21 @@ def _strip_volatile(nb):
     return nb
 
 
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_PLACEHOLDER = "运行这一格后会显示交互控件"
+
+
+def widget_placeholders(nb):
+    """A stored widget's plain-text fallback is its repr (``VBox(children=…``); before the first run a learner
+    sees that text, so store one Chinese line instead. The widget view itself is kept."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET_MIME in data:
+                data["text/plain"] = WIDGET_PLACEHOLDER
+    return nb
+
+
 def execute(nb):
     from nbclient import NotebookClient
 
@@ -111,7 +126,7 @@ def execute(nb):
     finally:
         os.environ.clear()
         os.environ.update(env_before)
-    return _strip_volatile(nb)
+    return widget_placeholders(_strip_volatile(nb))
 
 
 def check() -> int:

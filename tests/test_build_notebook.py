@@ -240,3 +240,37 @@ def test_figure_cells_end_without_a_figure_repr(code_cells):
         if FIGURES.search(source):
             last = source.rstrip().splitlines()[-1]
             assert last == "plt.show()" or last.endswith(";"), source
+
+
+# ---------------------------------------------------------------------------------------------
+# Stored widget outputs: a Chinese line, not the widget's repr, before the first run
+# ---------------------------------------------------------------------------------------------
+
+
+def test_widget_placeholders_replace_only_widget_text():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    widget = {bn.WIDGET_MIME: {"model_id": "abc", "version_major": 2, "version_minor": 0},
+              "text/plain": "VBox(children=(HBox(children=(SelectionSlider(…"}
+    cell = nbformat.v4.new_code_cell("widgets.head_lab()")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=dict(widget)),
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "42"}, execution_count=1),
+                    nbformat.v4.new_output("stream", name="stdout", text="VBox(children= printed on purpose\n")]
+    nb.cells.append(cell)
+    bn.widget_placeholders(nb)
+    shown, result, printed = cell.outputs
+    assert shown["data"]["text/plain"] == bn.WIDGET_PLACEHOLDER == "运行这一格后会显示交互控件"
+    assert shown["data"][bn.WIDGET_MIME]["model_id"] == "abc"  # the live view is kept
+    assert result["data"]["text/plain"] == "42" and printed["text"].startswith("VBox(children=")
+
+
+def test_committed_notebook_stores_no_widget_repr():
+    import nbformat
+
+    stored = nbformat.read(NOTEBOOK, as_version=4)
+    widget_outputs = [o for c in stored.cells if c.cell_type == "code" for o in c.outputs
+                      if bn.WIDGET_MIME in o.get("data", {})]
+    assert widget_outputs, "the stored notebook has no widget outputs at all"
+    for output in widget_outputs:
+        assert output["data"]["text/plain"] == bn.WIDGET_PLACEHOLDER

@@ -1,4 +1,4 @@
-"""lesson_lib.head_lab (§5) and the Pillow fast path it draws with (plotting.render_heads_png).
+"""lesson_lib.head_lab (§5) and the Pillow fast paths (plotting.render_lab_png, plotting.render_heads_png).
 
 The lab's promises: the slider only offers head counts that divide d_model; for every h the
 parameters and matmul multiplies stay put while softmax work grows as 3·h·n²; one fixed set of
@@ -154,16 +154,54 @@ def test_summary_html(states, h):
     ET.fromstring(f"<div>{html}</div>")  # balanced, well-formed markup
 
 
-def test_render_png_bytes(states):
-    sizes = {}
-    for h in CHOICES:
-        png = head_lab.render_png(states[h])
-        img = decode(png)
-        sizes[h] = img.shape[:2]
-        assert 300 <= img.shape[0] <= 1100 and 300 <= img.shape[1] <= 1100, (h, img.shape)
+def test_render_png_same_size_for_every_h(states):
+    """The page must not jump when the slider moves: one picture size for every h and every zoomed head."""
+    sizes = {(h, z): decode(head_lab.render_png(states[h], zoom=z)).shape for h in CHOICES for z in {1, h}}
+    assert set(sizes.values()) == {(plotting.LAB_SIZE[1], plotting.LAB_SIZE[0], 3)}
     assert head_lab.render_png(states[8]) == head_lab.render_png(head_lab.lab_state(8))  # same h, same bytes
     assert head_lab.render_png(states[8]) != head_lab.render_png(states[16])
-    assert sizes[64][0] > sizes[1][0]  # more rows of tiles, taller picture
+    assert head_lab.render_png(states[8], zoom=1) != head_lab.render_png(states[8], zoom=2)
+
+
+def _zoom_cells(img, lay, n):
+    x, y, c = *lay.zoom_origin, lay.zoom_cell
+    rows, cols = np.indices((n, n))
+    return img[y + rows * c + c // 2, x + cols * c + c // 2].astype(int)  # (n, n, 3) cell centres
+
+
+@pytest.mark.parametrize("h,zoom", [(1, 1), (8, 3), (64, 64), (64, 17)])
+def test_render_png_zoomed_head_is_that_heads_map(states, h, zoom):
+    s = states[h]
+    img = decode(head_lab.render_png(s, zoom=zoom))
+    lay = plotting.lab_layout(h, N, s.tokens)
+    lut = plotting.colormap_lut("viridis")
+    want = lut[np.rint(s.weights[zoom - 1] * 255).astype(int)].astype(int)
+    assert np.array_equal(_zoom_cells(img, lay, N), want)
+    assert lay.zoom_cell >= 20  # one row per token label, at every h
+
+
+@pytest.mark.parametrize("h", [2, 16, 64])
+def test_render_png_overview_tiles_every_head_and_frames_the_zoomed_one(states, h):
+    s, zoom = states[h], h // 2
+    img = decode(head_lab.render_png(s, zoom=zoom))
+    lay = plotting.lab_layout(h, N, s.tokens)
+    lut = plotting.colormap_lut("viridis")
+    c = lay.tile_cell
+    rows, cols = np.indices((N, N))
+    for k, (x, y) in enumerate(lay.tiles):
+        got = img[y + rows * c + c // 2, x + cols * c + c // 2].astype(int)
+        assert np.array_equal(got, lut[np.rint(s.weights[k] * 255).astype(int)].astype(int)), f"head {k + 1}"
+        assert x + N * c <= plotting.LAB_SIZE[0] and y + N * c <= plotting.LAB_SIZE[1]
+    x, y = lay.tiles[zoom - 1]
+    assert tuple(img[y - 2, x + 5]) == plotting._HIGHLIGHT  # the red frame around the zoomed head
+    x, y = lay.tiles[zoom]
+    assert tuple(img[y - 2, x + 5]) == (255, 255, 255)  # and around no other
+
+
+@pytest.mark.parametrize("zoom", [0, 9, -1])
+def test_render_png_rejects_a_head_that_is_not_there_in_chinese(states, zoom):
+    with pytest.raises(ValueError, match="1 到 8"):
+        head_lab.render_png(states[8], zoom=zoom)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,9 +221,13 @@ def fast_layout(h, n, tokens, suptitle):
     return lay.left, lay.top, lay.cell, canvas
 
 
+def _tiled_png(state):
+    return plotting.render_heads_png(state.weights, state.tokens, suptitle=head_lab._title(state))
+
+
 def _fast_grid(state):
-    """The fast picture sampled at the centre of every cell of the tiled array: (H, W, 3)."""
-    img = decode(head_lab.render_png(state))
+    """The fast tiled picture sampled at the centre of every cell of the tiled array: (H, W, 3)."""
+    img = decode(_tiled_png(state))
     left, top, cell, canvas = fast_layout(state.h, N, state.tokens, head_lab._title(state))
     assert img.shape[:2] == canvas, "render_heads_png's layout changed: update fast_layout()"
     tiled, origins = plotting.tile_heads(state.weights, gap=_gap(state.h, N))

@@ -181,9 +181,10 @@ def test_steps_text_lists_every_step_with_its_shape():
 
 def test_transpose_report_contrasts_the_two_splits():
     lines = heads.transpose_report(n=6, d_model=512, h=8).splitlines()
-    assert lines[0].endswith("[0]")  # correct: head 1 holds only its own columns
-    assert lines[1].endswith("[0, 1, 2, 3, 4, 5]")  # forgotten: six heads' columns (n·d_k = 6·64 numbers = 6 blocks)
-    assert lines[2].endswith("[0, 0, 0, 0, 0, 0]")  # ... all from the first token
+    # 1-based, as the lesson counts heads and words
+    assert lines[0].endswith("头 [1]")  # correct: head 1 holds only its own columns
+    assert lines[1].endswith("头 [1, 2, 3, 4, 5, 6]")  # forgotten: six heads' columns (6·64 numbers = 6 blocks)
+    assert lines[2].endswith("词 [1, 1, 1, 1, 1, 1]")  # ... all from the first token
 
 
 def test_heads_mix_report_states_the_identity():

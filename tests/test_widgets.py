@@ -63,6 +63,37 @@ def test_head_lab_slider_redraws():
     assert "d_k = 8" in c["summary"].value and f"{3 * 64 * 121:,}" in c["summary"].value
 
 
+def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
+    c = widgets.head_lab().controls
+    zoom = c["zoom"]
+    assert (zoom.min, zoom.max, zoom.value) == (1, 8, 1)  # counted from 1, like the picture's 头 1 … 头 8
+    zoom.value = 6
+    assert c["picture"].value == lab.render_png(lab.lab_state(8), zoom=6)
+    c["slider"].value = 4  # head 6 is gone: the last head is enlarged instead
+    assert (zoom.max, zoom.value) == (4, 4)
+    assert c["picture"].value == lab.render_png(lab.lab_state(4), zoom=4)
+    c["slider"].value = 1
+    assert zoom.value == 1 and zoom.disabled
+    c["slider"].value = 64
+    assert zoom.max == 64 and not zoom.disabled
+    zoom.value = 64
+    assert c["picture"].value == lab.render_png(lab.lab_state(64), zoom=64)
+
+
+def test_pictures_are_shown_at_their_own_width():
+    """The Image gets the PNG's pixel width: no blurry blow-up of a small picture, no size jump between h."""
+    from lesson_lib.plotting import LAB_SIZE, png_size
+
+    for box in (widgets.head_lab(), widgets.averaging_demo(), widgets.shape_stepper()):
+        picture = box.controls["picture"]
+        assert picture.layout.width == f"{png_size(picture.value)[0]}px"
+        assert picture.layout.max_width == "100%" and picture.layout.align_self == "flex-start"
+    lab_box = widgets.head_lab()
+    for h in (1, 64):
+        lab_box.controls["slider"].value = h
+        assert png_size(lab_box.controls["picture"].value) == LAB_SIZE
+
+
 def test_head_lab_seed_and_initial():
     assert widgets.head_lab(seed=1).controls["picture"].value != widgets.head_lab(seed=0).controls["picture"].value
     c = widgets.head_lab(initial=16).controls
@@ -113,22 +144,30 @@ def test_averaging_demo_heads_toggle_changes_numbers():
 
 def test_shape_stepper_forget_transpose_and_step():
     c = widgets.shape_stepper(n=6, d_model=512, h=8).controls
-    assert c["step"].value == 0 and c["step"].max == 7 and c["forget"].value is False
+    # counted from 1: the slider's readout and the caption's 「第 k/8 步」 say the same number
+    assert (c["step"].min, c["step"].value, c["step"].max) == (1, 1, 8) and c["forget"].value is False
     assert "第 1/8 步" in c["summary"].value and "<code>X</code>" in c["summary"].value
     assert "(6, 512)" in c["summary"].value
 
-    c["step"].value = 7
+    c["step"].value = 8
     assert "第 8/8 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
     last = c["picture"].value
 
     c["forget"].value = True  # the forgotten path has neither (n, h, d_k) step: two steps fewer
-    assert c["step"].max == 5 and c["step"].value == 5
+    assert c["step"].max == 6 and c["step"].value == 6
     assert "第 6/6 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
 
-    c["step"].value = 2
+    c["step"].value = 3
     s = c["summary"].value
     assert "<code>Q.reshape(h, n, d_k)</code>" in s and "(8, 6, 64)" in s and "第 3/6 步" in s
     assert c["picture"].value != last
+    assert c["picture"].value == heads_png(6, 512, 8, True, 2)
+
+
+def heads_png(*args):
+    from lesson_lib import heads
+
+    return heads.step_png(*args)
 
 
 def test_progress_bar_follows_the_callback():
@@ -148,5 +187,5 @@ def test_summaries_are_the_pure_functions_output():
     a = widgets.averaging_demo(initial_heads=2, initial_sharpness=3.0).controls
     assert a["summary"].value == averaging.summary_html(averaging.demo(2, 3.0))
     s = widgets.shape_stepper(n=6, d_model=512, h=8).controls
-    s["step"].value = 3
+    s["step"].value = 4  # the 4th step: index 3
     assert s["summary"].value == heads.step_summary_html(heads.shape_steps(6, 512, 8), 3)

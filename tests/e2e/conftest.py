@@ -51,6 +51,8 @@ BASE_SETTINGS = {
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
 }
 LOCALE_PLUGIN = "@jupyterlab/translation-extension:plugin"
+THEME_PLUGIN = "@jupyterlab/apputils-extension:themes"
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 _REPORT_KEY = pytest.StashKey[list]()
 
 
@@ -161,6 +163,7 @@ class LabServer:
     process: subprocess.Popen = field(repr=False)
     base: Path = field(repr=False)
     locale: str = "en"
+    theme: str = "light"  # a key of THEMES
     notebook: str = NOTEBOOK_NAME  # path relative to the server root
     allowed_hosts: frozenset = frozenset(ALLOWED_HOSTS)
 
@@ -196,9 +199,11 @@ class LabServer:
                 pass
 
     def write_settings(self) -> None:
-        """User settings, read at every page load: all cells rendered, no news, UI language ``self.locale``."""
+        """User settings, read at every page load: all cells rendered, no news, UI language ``self.locale``,
+        theme ``self.theme``."""
         settings = dict(BASE_SETTINGS)
         settings[LOCALE_PLUGIN] = {"locale": "zh_CN" if self.locale == "zh_CN" else "en"}
+        settings[THEME_PLUGIN] = {"theme": THEMES[self.theme]}
         for plugin, values in settings.items():
             package, _, name = plugin.partition(":")
             target = self.settings_dir / package / f"{name}.jupyterlab-settings"
@@ -248,9 +253,9 @@ def _stop(process: subprocess.Popen) -> None:
         pass
 
 
-def _start_server(locale: str) -> LabServer:
-    """Start (without waiting for) a JupyterLab server whose UI language is ``locale``."""
-    base = Path(tempfile.mkdtemp(prefix=f"day11-e2e-{locale}-"))
+def _start_server(locale: str, theme: str = "light") -> LabServer:
+    """Start (without waiting for) a JupyterLab server whose UI language is ``locale`` and theme ``theme``."""
+    base = Path(tempfile.mkdtemp(prefix=f"day11-e2e-{locale}-{theme}-"))
     root = base / "notebooks"
     shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     draft = os.environ.get("DAY11_E2E_NOTEBOOK")
@@ -299,7 +304,7 @@ def _start_server(locale: str) -> LabServer:
             cmd, cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
         )
     server = LabServer(
-        f"http://127.0.0.1:{port}", token, root, dirs["JUPYTERLAB_SETTINGS_DIR"], log, process, base, locale
+        f"http://127.0.0.1:{port}", token, root, dirs["JUPYTERLAB_SETTINGS_DIR"], log, process, base, locale, theme
     )
     server.write_settings()
     return server
@@ -307,14 +312,16 @@ def _start_server(locale: str) -> LabServer:
 
 @pytest.fixture(scope="session")
 def lab_servers(playwright_api, chromium_path):
-    """``lab_servers(["en", "zh_CN"])`` -> {locale: LabServer}: one JupyterLab per UI language (the language is a
-    server-wide user setting), started side by side on 127.0.0.1, each serving its own copy of notebooks/ with
-    token auth and every config folder in a temp dir. All are stopped (sessions deleted, process group killed) and
-    their folders removed at the end of the session."""
+    """``lab_servers(["en", "zh_CN"])`` -> {locale: LabServer}, or ``lab_servers({"name": ("zh_CN", "dark")})`` ->
+    {name: LabServer}: one JupyterLab per UI language and theme (both are server-wide user settings), started side
+    by side on 127.0.0.1, each serving its own copy of notebooks/ with token auth and every config folder in a temp
+    dir. All are stopped (sessions deleted, process group killed) and their folders removed at the end."""
     started: list[LabServer] = []
 
-    def start(locales):
-        servers = {locale: _start_server(locale) for locale in locales}
+    def start(configs):
+        if not isinstance(configs, dict):
+            configs = {locale: (locale, "light") for locale in configs}
+        servers = {name: _start_server(locale, theme) for name, (locale, theme) in configs.items()}
         started.extend(servers.values())
         for server in servers.values():
             server.wait_ready()

@@ -1,0 +1,94 @@
+"""HTML boxes and tables that read well in JupyterLab's light and dark themes.
+
+Every colour is one of JupyterLab's own CSS variables (``--jp-…``), so a box follows the learner's
+theme instead of hard-coding near-white text on a light background. Backgrounds mix a little of an
+accent colour into the theme's page colour, and text keeps the theme's main font colour, so the
+contrast stays that of the theme itself (≥ 4.5:1 in JupyterLab Light and Dark).
+"""
+
+from __future__ import annotations
+
+import html as _html
+
+__all__ = ["TONES", "Table", "Tables", "box", "html_table"]
+
+# tone -> accent variable (border, and a 10 % tint of the background)
+TONES = {
+    "note": "--jp-brand-color1",
+    "ok": "--jp-success-color1",
+    "bad": "--jp-error-color1",
+    "warn": "--jp-warn-color1",
+}
+_TEXT = "color:var(--jp-content-font-color1);"
+_BASE = "var(--jp-layout-color1)"
+
+
+def _background(tone: str) -> str:
+    if tone not in TONES:
+        raise ValueError(f"unknown tone {tone!r}; choose one of {sorted(TONES)}")
+    return f"color-mix(in srgb, var({TONES[tone]}) 10%, {_BASE})"
+
+
+def box(inner_html: str, tone: str = "note") -> str:
+    """A themed box around ready-made HTML: accent border on the left, tinted background, theme text colour."""
+    return (
+        f'<div class="lesson-box lesson-box-{tone}" style="{_TEXT}background:{_background(tone)};'
+        f"border-left:3px solid var({TONES[tone]});padding:6px 10px;margin:4px 0;line-height:1.6;"
+        f'box-sizing:border-box;max-width:100%;overflow-wrap:break-word">{inner_html}</div>'
+    )
+
+
+def html_table(headers, rows, code_columns=()) -> str:
+    """A table whose cells wrap between words, never inside one (no 「A / ttention」); code keeps its spaces and
+    wraps only at them, so an identifier is never cut."""
+    from .tables import _cell
+
+    cell = "padding:3px 10px 3px 0;vertical-align:top;text-align:left;word-break:normal;overflow-wrap:normal;"
+    code = "white-space:pre-wrap;font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
+    head = "".join(f'<th style="{cell}border-bottom:1px solid var(--jp-border-color1)">{_html.escape(str(h))}</th>'
+                   for h in headers)
+    body = []
+    for row in rows:
+        tds = "".join(f'<td style="{cell}{code if i in code_columns else ""}">{_html.escape(_cell(v))}</td>'
+                      for i, v in enumerate(row))
+        body.append(f"<tr>{tds}</tr>")
+    return (f'<table class="lesson-table" style="{_TEXT}border-collapse:collapse;margin:4px 0">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+class Table:
+    """Rows shown as a themed HTML table in JupyterLab, and as the same aligned text everywhere else.
+
+    The text form is what ``print`` and nbval see (``text/plain``), so stored outputs stay checkable.
+    """
+
+    def __init__(self, headers, rows, caption: str = "", code_columns=(0,)):
+        self.headers, self.rows, self.caption = list(headers), [list(r) for r in rows], caption
+        self.code_columns = tuple(code_columns)
+
+    def __str__(self) -> str:
+        from .tables import text_table
+
+        table = text_table(self.headers, self.rows)
+        return f"{self.caption}\n{table}" if self.caption else table
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        caption = f'<div style="{_TEXT}font-weight:bold">{_html.escape(self.caption)}</div>' if self.caption else ""
+        return caption + html_table(self.headers, self.rows, self.code_columns)
+
+
+class Tables:
+    """Several ``Table``s shown one after another (text form: separated by a blank line)."""
+
+    def __init__(self, tables):
+        self.tables = list(tables)
+
+    def __str__(self) -> str:
+        return "\n\n".join(str(t) for t in self.tables)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return "".join(t._repr_html_() for t in self.tables)

@@ -36,26 +36,8 @@ def _build_module():
     return module
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process, its live descendants and the children it has reaped."""
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0.0
-    total = 0.0
-    for proc in procs:
-        try:
-            t = proc.cpu_times()
-        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
-
-
-def tree_rss_bytes(pid: int) -> int:
+def _sum_over_tree(pid: int, value) -> float:
+    """``value(process)`` summed over a process and its live descendants; vanished processes count 0."""
     import psutil
 
     try:
@@ -66,10 +48,24 @@ def tree_rss_bytes(pid: int) -> int:
     total = 0
     for proc in procs:
         try:
-            total += proc.memory_info().rss
+            total += value(proc)
         except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
             continue
     return total
+
+
+def _cpu(proc) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process, its live descendants and the children they have reaped."""
+    return float(_sum_over_tree(pid, _cpu))
+
+
+def tree_rss_bytes(pid: int) -> int:
+    return int(_sum_over_tree(pid, lambda proc: proc.memory_info().rss))
 
 
 def kernel_peak_rss_bytes(pid: int) -> int | None:

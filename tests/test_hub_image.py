@@ -47,6 +47,7 @@ def test_repo2docker_plan_runs_our_steps_in_order():
     plan = out.stdout  # the Dockerfile; the log (stderr) names the Python it picked from binder/runtime.txt
     assert "python=3.11" in out.stderr + out.stdout
     steps = [
+        "src/ ${REPO_DIR}/",  # the whole repository is copied in first: binder/requirements.txt includes ../
         'pip install --no-cache-dir -r "binder/requirements.txt"',
         "./binder/postBuild",
         'R2D_ENTRYPOINT="${REPO_DIR}/binder/start"',

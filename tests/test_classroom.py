@@ -61,15 +61,19 @@ def test_student_work_stays_in_their_own_space(result):
         assert not any(p.startswith(classroom.COPY_DIR + "/lesson_lib") for p in r["written"])
 
 
-def test_each_progress_file_lands_in_its_students_home(result):
+def test_each_progress_file_lands_in_its_students_home(result, monkeypatch, tmp_path):
     if importlib.util.find_spec("lesson_lib.progress") is None:
         pytest.skip("this lesson_lib keeps no progress file")
     from lesson_lib import progress
 
-    for r in result["runs"]:
-        # The default location, relative to the student's home (the hub sets no LESSON_PROGRESS_FILE).
-        assert r["progress_files"] == [".local/share/day11-multi-head-attention/progress.json"], r["written"]
     assert progress.ENV_VAR == classroom.PROGRESS_ENV
+    # Where the lesson puts it by default, relative to a home (the hub sets no LESSON_PROGRESS_FILE).
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.delenv(progress.ENV_VAR, raising=False)
+    expected = str(progress.default_path().relative_to(tmp_path))
+    for r in result["runs"]:
+        assert r["progress_files"] == [expected], r["written"]
 
 
 def test_hub_serves_pages_during_the_load(result):

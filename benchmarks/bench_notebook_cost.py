@@ -9,7 +9,7 @@ tree's RSS, sampled every 20 ms. The baseline, measured in the same run, is an e
 start-up and one trivial cell (what any notebook costs before the lesson does anything).
 
     python benchmarks/run.py notebook_cost
-    python benchmarks/bench_notebook_cost.py [--json out.json]
+    python benchmarks/bench_notebook_cost.py [--lesson-cpus N] [--json out.json]
 """
 
 from __future__ import annotations
@@ -198,10 +198,12 @@ def run() -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--lesson-cpus", type=int, metavar="N", help="run the kernels with LESSON_CPUS=N")
     args = parser.parse_args(argv)
     cwd = ROOT / "notebooks"
-    empty = measure(empty_notebook(), cwd)
-    lesson = measure(lesson_notebook(), cwd)
+    env = {"LESSON_CPUS": str(args.lesson_cpus)} if args.lesson_cpus else {}
+    empty = measure(empty_notebook(), cwd, env)
+    lesson = measure(lesson_notebook(), cwd, env)
     for line in report(lesson, empty):
         print(line)
     if args.json:

@@ -497,13 +497,14 @@ class Prober:
 
     def __init__(self, api: Api, student: str):
         self.api, self.student = api, student
-        self.latencies = {"hub login page": [], "student file list": []}
+        self.latencies = {"hub login page": [], "student lab page": [], "student file list": []}
         self.failures = []
 
     async def once(self):
         from tornado.httpclient import HTTPClientError
 
         for label, path, headers in (("hub login page", "/hub/login", {}),
+                                     ("student lab page", f"/user/{self.student}/lab", self.api.headers),
                                      ("student file list", f"/user/{self.student}/api/contents/{COPY_DIR}",
                                       self.api.headers)):
             start = time.perf_counter()
@@ -671,11 +672,9 @@ def report(result: dict) -> list[str]:
         f"class: wall {result['class_wall_s']:.1f} s for everyone's Restart & Run All; kernel CPU per student "
         f"mean {sum(cpu) / len(cpu):.1f} s (max {max(cpu):.1f}); peak memory per student max {max(peak):.0f} MB; "
         f"error outputs {sum(len(r['errors']) for r in runs)}",
-        f"pages, idle:       hub login {_stats(result['idle_latency_s']['hub login page'])}; "
-        f"student file list {_stats(result['idle_latency_s']['student file list'])}",
-        f"pages, under load: hub login {_stats(result['load_latency_s']['hub login page'])}; "
-        f"student file list {_stats(result['load_latency_s']['student file list'])}; "
-        f"failed probes {len(result['probe_failures'])}",
+        *[f"{page + ':':<19} idle {_stats(result['idle_latency_s'][page])}; under load "
+          f"{_stats(result['load_latency_s'][page])}" for page in result["load_latency_s"]],
+        f"failed probes during the load: {len(result['probe_failures'])} {result['probe_failures'][:3]}",
     ]
     solo = result.get("solo")
     if solo:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .attention import scaled_dot_product_attention
+from .validation import LessonInputTypeError, check_choice, check_number
 
 __all__ = [
     "blend_table",
@@ -82,15 +83,22 @@ def _keys() -> np.ndarray:
 
 def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
     """The output of one head with the given weights: Σ_j w_j v_j, per named feature."""
+    if not isinstance(weights_by_word, dict):
+        raise LessonInputTypeError(
+            f"权重应是「词 → 权重」的字典，例如 {LESSON_WEIGHTS}，收到的是 {weights_by_word!r}。"
+        )
     w = np.zeros(len(TOKENS))  # (n,)
     for word, x in weights_by_word.items():
         if word not in TOKENS:
             raise ValueError(f"「{word}」不在句子里：可选的词是 {TOKENS}。")
-        w[TOKENS.index(word)] = x
+        w[TOKENS.index(word)] = check_number(x, f"「{word}」的权重")
     if not np.isclose(w.sum(), 1.0) or (w < 0).any():
         raise ValueError(f"注意力权重应非负且加起来等于 1，现在的和是 {w.sum():.3f}。")
     out = w @ values()  # (6,) the weighted average the single head returns
     return {name: float(x) for name, x in zip(FEATURES, out)}
+
+
+MAX_SHARPNESS = 50.0  # beyond this the softmax is one-hot to every printed digit
 
 
 @dataclass(frozen=True)
@@ -117,10 +125,8 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
 
     ``sharpness`` scales the query: higher means a more peaked softmax.
     """
-    if heads not in (1, 2):
-        raise ValueError(f"这个演示只比较 1 个头和 2 个头，收到的是 heads={heads}。")
-    if not np.isfinite(sharpness) or not 0 <= sharpness <= 50:
-        raise ValueError(f"锐度应在 0 到 50 之间，收到的是 {sharpness}。")
+    heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
+    sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=MAX_SHARPNESS)
     k, v = _keys(), values()  # (n, 2), (n, 6)
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
     if heads == 1:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .attention import head_width
+from .validation import LessonInputTypeError, check_int
 
 __all__ = ["LayerCount", "count", "parameters", "measure", "count_table"]
 
@@ -77,7 +78,7 @@ def count(n: int, d_model: int, h: int) -> LayerCount:
 
 def parameters(d_model: int, h: int) -> int:
     """Learnable weights of the layer: W^Q, W^K, W^V (h blocks of d_model × d_k each) and W^O."""
-    d_k = head_width(d_model, h)
+    d_k = head_width(d_model, h)  # checks that d_model and h are positive integers and h divides d_model
     per_head = 3 * d_model * d_k  # W_i^Q, W_i^K, W_i^V
     return h * per_head + (h * d_k) * d_model  # + W^O: (h·d_v) × d_model  = 4·d_model² for any h
 
@@ -88,9 +89,7 @@ def count_table(n: int, d_model: int, heads) -> list[dict]:
 
 
 def _positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{name} 必须是正整数，收到的是 {value!r}。")
-    return int(value)
+    return check_int(value, name, minimum=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,11 +144,16 @@ def measure(n: int, d_model: int, h: int, kernel=None, seed: int = 0) -> dict:
     """Run ``kernel`` (default: the lesson's multi_head_attention) and count what it executed.
 
     Returns ``matmul_multiplies`` (total), ``matmul_shapes`` (each call's operand shapes and
-    multiplies), ``exps`` and ``divisions``.
+    multiplies), ``exps`` and ``divisions``. In-place operations (``out=``) are counted too.
     """
     from .attention import multi_head_attention
 
+    n, d_model = _positive(n, "n"), _positive(d_model, "d_model")
+    head_width(d_model, h)
+    seed = check_int(seed, "seed", minimum=0)
     kernel = kernel or multi_head_attention
+    if not callable(kernel):
+        raise LessonInputTypeError(f"kernel 必须是一个注意力函数（例如 multi_head_attention），收到的是 {kernel!r}。")
     rng = np.random.default_rng(seed)
     tally = _Tally()
 
@@ -178,13 +182,16 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 5, seed: int = 0) -> 
     """Median seconds of the lesson's readable kernel for each h, with one BLAS thread.
 
     One thread keeps the figures steady on a shared laptop or CI machine; the comparison between
-    head counts is what matters, not the absolute time.
+    head counts is what matters, not the absolute time. The thread limit is part of what this
+    measures (§4 states it), so it is set here rather than left to every caller.
     """
     import time
 
     from .attention import multi_head_attention
     from .blas import one_blas_thread
 
+    n, d_model = _positive(n, "n"), _positive(d_model, "d_model")
+    repeat, seed = check_int(repeat, "repeat", minimum=1), check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model), dtype=np.float32)  # (n, d_model)
     ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32) for _ in range(4)]

@@ -19,8 +19,8 @@ import numpy as np
 from . import flops
 from .attention import head_width, multi_head_attention
 from .attention_stats import mean_pairwise_js, row_entropy
-from .blas import one_blas_thread
 from .paper import BASE_D_MODEL, BASE_HEADS
+from .validation import LessonInputTypeError, check_int
 
 __all__ = ["SENTENCE", "LabState", "head_choices", "lab_state", "plot", "render_png", "summary_html"]
 
@@ -31,6 +31,7 @@ _SCORE_STD = 2.0  # std of q·k/√d_k for every h: maps neither flat nor one-ho
 
 def head_choices(d_model: int = BASE_D_MODEL, max_heads: int = MAX_HEADS) -> list[int]:
     """The head counts the slider offers: divisors of d_model up to ``max_heads`` (others cannot be cut evenly)."""
+    d_model, max_heads = check_int(d_model, "d_model", minimum=1), check_int(max_heads, "max_heads", minimum=1)
     return [h for h in range(1, max_heads + 1) if d_model % h == 0]
 
 
@@ -59,11 +60,11 @@ class LabState:
 
 def lab_state(h: int, seed: int = 0, d_model: int = BASE_D_MODEL, tokens=None) -> LabState:
     """Everything the lab shows for h heads."""
-    tokens = list(SENTENCE if tokens is None else tokens)
+    tokens = _tokens(SENTENCE if tokens is None else tokens)
     d_k = head_width(d_model, h)
+    seed = check_int(seed, "seed", minimum=0)
     x, ws = _parameters(d_model, len(tokens), seed)
-    with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
-        _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
+    _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
     count = flops.count(len(tokens), d_model, h)
     entropy = float(row_entropy(weights).mean())
     diversity = mean_pairwise_js(weights) if h > 1 else None
@@ -80,6 +81,16 @@ def lab_state(h: int, seed: int = 0, d_model: int = BASE_D_MODEL, tokens=None) -
         diversity_bits=diversity,
         reading=_reading(h, d_k, count.softmax_total / base.softmax_total, diversity),
     )
+
+
+def _tokens(tokens) -> list[str]:
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise LessonInputTypeError(
+            f"tokens 应是一串词（字符串的列表），例如 ['小明', '把', '苹果']，收到的是 {tokens!r}。"
+        )
+    tokens = list(tokens)
+    check_int(len(tokens), "tokens 的词数", minimum=1)
+    return tokens
 
 
 def _reading(h, d_k, softmax_vs_base, diversity):

@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from .attention import head_width, merge_heads, scaled_dot_product_attention, split_heads
+from .validation import check_int, check_split
 
 __all__ = [
     "heads_mix_report",
@@ -45,6 +46,7 @@ class Step:
 def owner_map(n: int, d_model: int, h: int) -> tuple[np.ndarray, np.ndarray]:
     """(n, d_model) arrays: the head that owns each column, and the token of each row."""
     d_k = head_width(d_model, h)
+    n = check_int(n, "n（词数）", minimum=1)
     owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model)).copy()  # (n, d_model) column block -> head
     token = np.broadcast_to(np.arange(n)[:, None], (n, d_model)).copy()  # (n, d_model) row -> token
     return owner, token
@@ -52,7 +54,7 @@ def owner_map(n: int, d_model: int, h: int) -> tuple[np.ndarray, np.ndarray]:
 
 def wrong_split(x, h):
     """The classic bug: reshape (n, d_model) straight to (h, n, d_k) without the transpose."""
-    x = np.asarray(x)
+    x, h = check_split(x, h)
     n, d_model = x.shape[-2:]
     return x.reshape(*x.shape[:-2], h, n, d_model // h)  # (..., h, n, d_k) but the wrong numbers
 
@@ -60,6 +62,7 @@ def wrong_split(x, h):
 def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bool = False, seed: int = 0):
     """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
     d_k = head_width(d_model, h)
+    n, seed = check_int(n, "n（词数）", minimum=1), check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model))  # (n, d_model)
     w_q, w_k, w_v, w_o = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4))
@@ -101,6 +104,7 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int =
     head's query weights change (zero before W^O: heads do not talk while attending).
     """
     d_k = head_width(d_model, h)
+    n, seed = check_int(n, "n（词数）", minimum=1), check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model))  # (n, d_model)
     w_q, w_k, w_v, w_o = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4))

@@ -7,6 +7,8 @@ can set values and read what is shown.
 
 from __future__ import annotations
 
+from .validation import check_choice, check_int, check_number
+
 __all__ = ["averaging_demo", "head_lab", "progress_bar", "shape_stepper"]
 
 
@@ -66,7 +68,11 @@ def head_lab(seed: int = 0, initial: int = 8):
     import ipywidgets as w
 
     from . import head_lab as lab
+    from .blas import one_blas_thread
 
+    seed = check_int(seed, "seed", minimum=0)
+    initial = check_choice(initial, "initial（起始头数）", lab.head_choices(),
+                           why=f"（滑块只提供能整除 d_model = {lab.BASE_D_MODEL} 的头数）")
     slider = w.SelectionSlider(options=[(str(h), h) for h in lab.head_choices()], value=initial,
                                description="头数 h", continuous_update=False, style=_STYLE,
                                layout=w.Layout(**_CONTROL))
@@ -76,7 +82,8 @@ def head_lab(seed: int = 0, initial: int = 8):
     def show(summary, picture):
         zoom.max = slider.value  # fewer heads: the enlarged head moves down to the last one
         zoom.disabled = slider.value == 1
-        state = lab.lab_state(slider.value, seed=seed)
+        with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
+            state = lab.lab_state(slider.value, seed=seed)
         summary.value = lab.summary_html(state)
         _show_png(picture, lab.render_png(state, zoom=zoom.value))
 
@@ -89,10 +96,12 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
 
     from . import averaging
 
+    initial_heads = check_choice(initial_heads, "initial_heads（起始头数）", [1, 2])
+    initial_sharpness = check_number(initial_sharpness, "initial_sharpness（起始锐度）", *_SHARPNESS_RANGE)
     heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=initial_heads, description="头数",
                             style={**_STYLE, "button_width": "80px"})
-    sharp = w.FloatSlider(value=initial_sharpness, min=0.0, max=10.0, step=0.5, description="锐度",
-                          continuous_update=False, style=_STYLE, layout=w.Layout(**_CONTROL))
+    sharp = w.FloatSlider(value=initial_sharpness, min=_SHARPNESS_RANGE[0], max=_SHARPNESS_RANGE[1], step=0.5,
+                          description="锐度", continuous_update=False, style=_STYLE, layout=w.Layout(**_CONTROL))
 
     def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)
@@ -102,11 +111,20 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
     return _linked({"heads": heads, "sharpness": sharp}, show)
 
 
+_SHARPNESS_RANGE = (0.0, 10.0)  # the slider's range: a start outside it would be clamped without a word
+_STEPPER_MAX = 16  # the stepper draws one panel per head or per token: more stop being readable
+
+
 def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
     """Section 3: step through the shapes (counted from 1, like the caption); a checkbox forgets the transpose."""
     import ipywidgets as w
 
     from . import heads as heads_mod
+    from .attention import head_width
+
+    n = check_int(n, "n（词数）", minimum=1, maximum=_STEPPER_MAX)
+    head_width(d_model, h)  # d_model and h: positive integers, h divides d_model
+    h = check_int(h, "h（头数）", minimum=1, maximum=_STEPPER_MAX)
 
     forget = w.Checkbox(value=False, description="忘了 transpose", indent=False)
     step = w.IntSlider(value=1, min=1, max=len(heads_mod.shape_steps(n, d_model, h)), description="第几步",
@@ -128,9 +146,11 @@ def progress_bar(description: str = "训练中"):
     bar = w.IntProgress(value=0, min=0, max=1, description=description, bar_style="info")
 
     def update(done, total):
+        total = check_int(total, "total", minimum=0)
+        done = check_int(done, "done", minimum=0, maximum=total)
         bar.max, bar.value = max(1, total), done
-        if done >= total:
-            bar.description, bar.bar_style = "完成", "success"
+        finished = total > 0 and done == total  # 0 of 0 is "nothing yet", not 完成
+        bar.description, bar.bar_style = ("完成", "success") if finished else (description, "info")
 
     bar.update = update
     return bar

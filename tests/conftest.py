@@ -33,3 +33,21 @@ def kernel_calls(monkeypatch):
         return calls
 
     return spy_on
+
+
+@pytest.fixture
+def raises_chinese():
+    """``raises_chinese(call, *fragments, cls=ValueError)``: ``call()`` raises ``cls`` with a Chinese message
+    containing every fragment; returns the message."""
+    import re
+
+    def check(call, *fragments, cls=ValueError):
+        with pytest.raises(cls) as excinfo:
+            call()
+        message = str(excinfo.value)
+        assert re.search(r"[\u4e00-\u9fff]", message), f"message is not Chinese: {message!r}"
+        for fragment in fragments:
+            assert fragment in message, (fragment, message)
+        return message
+
+    return check

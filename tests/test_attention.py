@@ -11,16 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lesson_lib import attention as att
+from lesson_lib import attention_fast
 from lesson_lib.attention import (
     AttentionInputError,
     merge_heads,
     multi_head_attention,
-    multi_head_attention_fast,
     multi_head_attention_reference,
     scaled_dot_product_attention,
     softmax,
     split_heads,
 )
+from lesson_lib.attention_fast import multi_head_attention_fast
 
 KERNELS = [multi_head_attention, multi_head_attention_reference, multi_head_attention_fast]
 KERNEL_IDS = ["readable", "reference", "fast"]
@@ -93,8 +94,7 @@ def test_kernels_agree_with_broadcast_masks(mask_kind):
 
 def test_fast_path_agrees_across_row_blocks(monkeypatch):
     """Force the fast path to cut the scores into several row blocks (16 rows each) and a ragged last one."""
-    if hasattr(att, "_BLOCK_BYTES"):
-        monkeypatch.setattr(att, "_BLOCK_BYTES", 1)
+    monkeypatch.setattr(attention_fast, "_BLOCK_BYTES", 1)  # raises if the knob is gone: the test cannot go soft
     n, d_model, h = 40, 16, 4
     x, ws = make_inputs(n, d_model, (2,), seed=3)
     for mask in (None, causal(n)):
@@ -459,32 +459,38 @@ def test_empty_input(kernel, n, d_model):
 
 
 @pytest.mark.parametrize("batch", [(), (2,)])
-def test_fast_path_threaded_heads_match_reference(monkeypatch, batch):
+def test_fast_path_threaded_heads_match_the_readable_kernel(monkeypatch, batch):
     """The fast path shares heads out over threads only for long inputs; force it on a small one."""
-    import lesson_lib.attention as attention
+    monkeypatch.setattr(attention_fast, "_PARALLEL_MIN_TOKENS", 1)
+    monkeypatch.setattr(attention_fast, "usable_cpus", lambda: 2)  # a pool even on a 1-CPU runner
+    monkeypatch.setattr(attention_fast, "_BLOCK_BYTES", 64)
+    monkeypatch.setattr(attention_fast, "_MIN_BLOCK_ROWS", 2)  # several row blocks per head as well
+    pools = []
+    real_pool = attention_fast.ThreadPoolExecutor
 
-    monkeypatch.setattr(attention, "_PARALLEL_MIN_TOKENS", 1)
-    monkeypatch.setattr(attention, "_BLOCK_BYTES", 64)  # several row blocks per head as well
+    def counting_pool(*args, **kwargs):
+        pools.append(kwargs.get("max_workers"))
+        return real_pool(*args, **kwargs)
+
+    monkeypatch.setattr(attention_fast, "ThreadPoolExecutor", counting_pool)
     rng = np.random.default_rng(7)
     n, d, h = 9, 12, 4
     x = rng.standard_normal((*batch, n, d))
     ws = [rng.standard_normal((d, d)) for _ in range(4)]
-    causal = np.tril(np.ones((n, n), dtype=bool))
-    for mask in (None, causal):
-        out, weights = attention.multi_head_attention_fast(x, *ws, h, mask=mask)
-        ref_out, ref_weights = multi_head_attention_reference(x, *ws, h, mask=mask)
-        np.testing.assert_allclose(out, ref_out, atol=1e-12)
-        np.testing.assert_allclose(weights, ref_weights, atol=1e-12)
+    for mask in (None, causal(n)):
+        out, weights = multi_head_attention_fast(x, *ws, h, mask=mask)
+        ref_out, ref_weights = multi_head_attention(x, *ws, h, mask=mask)
+        np.testing.assert_allclose(out, ref_out, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(weights, ref_weights, rtol=0, atol=1e-12)
+    assert pools == [2, 2]  # the threaded branch really ran, once per call
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("axis", [-1, 0, 1])
-def test_short_row_softmax_matches_the_plain_formula(dtype, axis):
-    """softmax takes a column-loop path for rows of ≤ 16; it must give the plain formula's numbers."""
-    import lesson_lib.attention as attention
-
+def test_softmax_is_the_written_formula_on_every_axis(dtype, axis):
+    """softmax equals exp(x − max) / Σ exp(x − max) written out here, with −inf entries (masked keys) too."""
     rng = np.random.default_rng(3)
-    for n in (1, 2, 12, 16):
+    for n in (1, 2, 12, 16, 40):
         shape = [5, 7, 4]
         shape[axis] = n
         x = (rng.standard_normal(shape) * 30).astype(dtype)
@@ -492,8 +498,6 @@ def test_short_row_softmax_matches_the_plain_formula(dtype, axis):
             np.moveaxis(x, axis, -1)[..., 0] = -np.inf  # masked keys, as the kernel's mask produces
         shifted = x - x.max(axis=axis, keepdims=True)
         plain = np.exp(shifted) / np.exp(shifted).sum(axis=axis, keepdims=True)
-        fast = attention._softmax_short_rows(x, axis)
-        assert fast.dtype == dtype
-        np.testing.assert_allclose(fast, plain, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-7)
-        np.testing.assert_allclose(softmax(x, axis=axis), plain, rtol=1e-6 if dtype == np.float32 else 1e-13,
-                                   atol=1e-7)
+        p = softmax(x, axis=axis)
+        assert p.dtype == dtype
+        np.testing.assert_allclose(p, plain, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-7)

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from lesson_lib import flops
 from lesson_lib.attention import multi_head_attention_reference
+from lesson_lib.attention_fast import multi_head_attention_fast
+from lesson_lib.validation import LessonInputTypeError
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -125,6 +127,29 @@ def test_per_head_reference_does_the_same_work(n, d, h):
     assert len(m["matmul_shapes"]) == 5 * h + 1
 
 
+@pytest.mark.parametrize(("n", "d", "h"), [(1, 1, 1), (5, 8, 2), (7, 12, 3), (4, 16, 16), (40, 8, 2)])
+def test_fast_path_counted_with_its_in_place_matmuls(n, d, h, monkeypatch):
+    """The fast path writes its matmuls and exps into preallocated blocks (out=): they count all the same."""
+    from lesson_lib import attention_fast
+
+    monkeypatch.setattr(attention_fast, "_MIN_BLOCK_ROWS", 3)
+    monkeypatch.setattr(attention_fast, "_BLOCK_BYTES", 1)  # several row blocks when n > 3
+    c = flops.count(n, d, h)
+    m = flops.measure(n, d, h, kernel=multi_head_attention_fast)
+    assert m["matmul_multiplies"] == c.matmul_total  # 1,680 for n = 5, d = 8, like the other kernels
+    assert m["exps"] == c.softmax_exp
+    assert m["divisions"] == h * n  # 1/√d_k is folded into Q; one reciprocal per row replaces h·n² divisions
+    blocks = -(-n // 3)
+    assert len(m["matmul_shapes"]) == 2 + 2 * h * blocks  # fused X W^{QKV}, W^O, and 2 per block per head
+
+
+def test_the_issue_example_counts_1680_for_every_kernel():
+    from lesson_lib.attention import multi_head_attention
+
+    kernels = (multi_head_attention, multi_head_attention_reference, multi_head_attention_fast)
+    assert [flops.measure(5, 8, 2, kernel=k)["matmul_multiplies"] for k in kernels] == [1680] * 3
+
+
 def test_measure_does_not_depend_on_seed():
     assert flops.measure(6, 8, 2, seed=0) == flops.measure(6, 8, 2, seed=123)
 
@@ -177,6 +202,34 @@ def test_bad_h(h):
         with pytest.raises(ValueError) as excinfo:
             call()
         assert_chinese(excinfo, str(h))
+
+
+@pytest.mark.parametrize(("args", "cls", "fragments"), [
+    ((-512, 8), ValueError, ["d_model", "-512", "≥ 1"]),
+    (("512", 8), LessonInputTypeError, ["d_model", "'512'", "str"]),
+    ((512.0, 8), LessonInputTypeError, ["d_model", "512.0"]),
+    ((512, "8"), LessonInputTypeError, ["h", "'8'"]),
+    ((0, 8), ValueError, ["d_model", "0"]),
+], ids=repr)
+def test_parameters_names_the_bad_argument(args, cls, fragments):
+    with pytest.raises(cls) as excinfo:
+        flops.parameters(*args)
+    assert_chinese(excinfo, *fragments)
+
+
+@pytest.mark.parametrize(("kwargs", "fragment"), [({"n": 0}, "n"), ({"d_model": -8}, "d_model"), ({"seed": -1}, "seed"),
+                                                  ({"kernel": "fast"}, "kernel")], ids=repr)
+def test_measure_names_the_bad_argument(kwargs, fragment):
+    args = {"n": 5, "d_model": 8, "h": 2, **kwargs}
+    with pytest.raises(ValueError) as excinfo:
+        flops.measure(**args)
+    assert_chinese(excinfo, fragment)
+
+
+def test_time_kernel_names_the_bad_argument():
+    with pytest.raises(ValueError) as excinfo:
+        flops.time_kernel(n=4, d_model=8, heads=[2], repeat=0)
+    assert_chinese(excinfo, "repeat", "0")
 
 
 def test_h_must_divide_d_model():

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+from pathlib import Path
 
 import pytest
 
-from lesson_lib.attention import multi_head_attention, scaled_dot_product_attention
-from lesson_lib.formula_map import MHA_TERMS, SDPA_TERMS, formula_table, line_map
+from lesson_lib import attention
+from lesson_lib.formula_map import KERNELS, MHA_TERMS, SDPA_TERMS, SOFTMAX_TERMS, formula_table, line_map
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
-KERNELS = [(scaled_dot_product_attention, SDPA_TERMS), (multi_head_attention, MHA_TERMS)]
+ROOT = Path(__file__).resolve().parents[1]
+SECTION_9 = (ROOT / "notebooks" / "src" / "09_paper.cells").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize(("fn", "terms"), KERNELS, ids=["sdpa", "mha"])
+@pytest.mark.parametrize(("fn", "terms"), KERNELS, ids=["softmax", "sdpa", "mha"])
 def test_line_map_finds_every_fragment_in_current_source(fn, terms):
     lines = inspect.getsource(fn).splitlines()
     rows = line_map(fn, terms)
@@ -30,6 +33,8 @@ def test_line_map_finds_every_fragment_in_current_source(fn, terms):
 
 
 def test_terms_name_the_formula_parts():
+    soft = " ".join(t for _, t in SOFTMAX_TERMS)
+    assert "exp" in soft and "Σ" in soft and "最大值" in soft
     sdpa = " ".join(t for _, t in SDPA_TERMS)
     assert "√d_k" in sdpa and "softmax" in sdpa and "V" in sdpa
     mha = " ".join(t for _, t in MHA_TERMS)
@@ -45,7 +50,7 @@ def test_missing_fragment_raises_lookup_error_in_chinese():
     with pytest.raises(LookupError, match="fake_kernel") as exc:
         line_map(fake_kernel, SDPA_TERMS)
     msg = str(exc.value)
-    assert "q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)" in msg  # names the fragment it looked for
+    assert SDPA_TERMS[0][0] in msg  # names the fragment it looked for
     assert "找不到" in msg and CJK.search(msg)
 
 
@@ -59,13 +64,70 @@ def test_fragment_only_in_a_comment_is_not_found():
         raise AssertionError("found 'weights @ v' in a comment")
 
 
-def test_formula_table_lists_both_kernels():
+def test_formula_table_lists_every_kernel_function():
     table = formula_table()
-    assert "scaled_dot_product_attention：" in table
-    assert "multi_head_attention：" in table
-    assert table.index("scaled_dot_product_attention：") < table.index("multi_head_attention：")
+    heads = ["softmax：", "scaled_dot_product_attention：", "multi_head_attention："]
+    assert [table.index(h) for h in heads] == sorted(table.index(h) for h in heads)
     for _, terms in KERNELS:
         for fragment, term in terms:
             assert fragment in table and term in table
-    assert table.count("代码") == 2  # one header per kernel
+    assert table.count("代码") == 3  # one header per function
+
+
+# ---------------------------------------------------------------------------------------------
+# attention.py holds what §9 says it holds, and nothing else
+# ---------------------------------------------------------------------------------------------
+
+
+def _module_defs():
+    tree = ast.parse(inspect.getsource(attention))
+    return [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+
+
+def test_kernel_file_defines_only_the_formulas_section_9_names():
+    names = [node.name for node in _module_defs()]
+    assert names == ["softmax", "scaled_dot_product_attention", "split_heads", "merge_heads", "multi_head_attention",
+                     "multi_head_attention_reference", "head_width"]
+    for name in names:
+        assert f"`{name}`" in SECTION_9, f"§9 does not say that attention.py holds {name}"
+    assert set(attention.__all__) == {*names, "AttentionInputError"}  # the error class is re-exported, not defined
+
+
+def test_each_kernel_function_checks_its_arguments_first_and_is_tied_to_the_map():
+    checked = {"softmax": "check_logits", "scaled_dot_product_attention": "check_qkv", "split_heads": "check_split",
+               "merge_heads": "check_merge", "multi_head_attention": "check_mha",
+               "multi_head_attention_reference": "check_mha", "head_width": "check_heads"}
+    for node in _module_defs():
+        first = node.body[1]  # after the docstring
+        assert checked[node.name] in ast.unparse(first), node.name
+    for fn, terms in KERNELS:
+        assert terms[0][0].startswith(checked[fn.__name__]) and terms[0][1].startswith("（公式之外）")
+
+
+_TENSOR = re.compile(r"@|np\.|reshape|append|check_\w+\(|softmax\(|split_heads\(|merge_heads\("
+                     r"|scaled_dot_product_attention\(")
+
+
+def test_every_tensor_line_of_the_kernel_has_a_shape_note():
+    missing, seen = [], 0
+    for node in _module_defs():
+        lines = inspect.getsource(getattr(attention, node.name)).splitlines()
+        doc_end = node.body[0].end_lineno - node.lineno  # skip the def line and the docstring
+        for line in lines[doc_end + 1:]:
+            code, _, note = line.partition("#")
+            if _TENSOR.search(code):
+                seen += 1
+                if "(" not in note:
+                    missing.append(line.strip())
+    assert missing == [] and seen >= 25  # every function's tensor lines were looked at
+
+
+def test_the_notebook_runs_the_readable_kernel_not_the_fast_path():
+    """§9 says the lesson never calls multi_head_attention_fast: no lesson module or notebook cell imports it."""
+    imports = re.compile(r"^\s*(from|import) \S*attention_fast", re.MULTILINE)
+    users = [p.name for p in (ROOT / "lesson_lib").glob("*.py") if imports.search(p.read_text(encoding="utf-8"))]
+    cells = [p.name for p in (ROOT / "notebooks" / "src").glob("*.cells")
+             if imports.search(p.read_text(encoding="utf-8"))]
+    assert users == [] and cells == []
+    assert "multi_head_attention_fast" in SECTION_9 and "可读版本" in SECTION_9
 

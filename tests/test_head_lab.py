@@ -300,3 +300,18 @@ def test_comparison_table_uses_lab_state():
     for row, h in zip(rows, (1, 64)):
         s = head_lab.lab_state(h)
         assert row[:5] == [str(h), str(s.d_k), f"{s.parameters:,}", f"{s.matmul_multiplies:,}", f"{s.softmax_ops:,}"]
+
+
+@pytest.mark.parametrize(("call", "fragments"), [
+    (lambda: head_lab.lab_state(8, seed=-1), ["seed", "-1", "≥ 0"]),
+    (lambda: head_lab.lab_state(8, seed="0"), ["seed", "'0'"]),
+    (lambda: head_lab.lab_state(8, d_model=-512), ["d_model", "-512"]),
+    (lambda: head_lab.lab_state(8, tokens=[]), ["tokens", "0"]),
+    (lambda: head_lab.lab_state(8, tokens="小明把苹果"), ["tokens", "字符串的列表"]),
+    (lambda: head_lab.lab_state(8, tokens=["小明", 3]), ["tokens"]),
+    (lambda: head_lab.head_choices(d_model=-512), ["d_model", "-512"]),
+    (lambda: head_lab.head_choices(max_heads=0), ["max_heads", "0"]),
+], ids=["seed=-1", "seed='0'", "d_model=-512", "tokens=[]", "tokens=str", "tokens=[str, int]", "choices d_model",
+        "choices max_heads"])
+def test_lab_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
+    raises_chinese(call, *fragments)

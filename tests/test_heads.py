@@ -190,3 +190,17 @@ def test_transpose_report_contrasts_the_two_splits():
 def test_heads_mix_report_states_the_identity():
     text = heads.heads_mix_report(n=4, d_model=32, h=4)
     assert "头 1 的输出变化：0.0" in text and "最大差" in text
+
+
+@pytest.mark.parametrize(("call", "fragments"), [
+    (lambda: heads.shape_steps(n=0), ["n", "0", "≥ 1"]),
+    (lambda: heads.shape_steps(d_model=-512), ["d_model", "-512"]),
+    (lambda: heads.shape_steps(seed=-1), ["seed", "-1"]),
+    (lambda: heads.heads_mix_only_at_wo(n=2.5), ["n", "2.5"]),
+    (lambda: heads.owner_map(0, 512, 8), ["n", "0"]),
+    (lambda: heads.plot_figure_11_1(d_model=0), ["d_model", "0"]),
+    (lambda: heads.wrong_split(np.zeros((3, 8)), 0), ["h", "0"]),
+], ids=["shape_steps n=0", "d_model=-512", "seed=-1", "mix n=2.5", "owner_map n=0", "figure d_model=0",
+        "wrong_split h=0"])
+def test_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
+    raises_chinese(call, *fragments)

@@ -5,7 +5,7 @@ import typing
 import numpy as np
 import pytest
 
-from lesson_lib import attention, blas
+from lesson_lib import attention, attention_fast, blas
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
@@ -45,7 +45,7 @@ def test_without_threadpoolctl_nothing_breaks(monkeypatch):
         pass
 
 
-def _long_input(n=attention._PARALLEL_MIN_TOKENS, d_model=16, h=4, seed=0):
+def _long_input(n=attention_fast._PARALLEL_MIN_TOKENS, d_model=16, h=4, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model))
     w = [rng.standard_normal((d_model, d_model)) / 4 for _ in range(4)]
@@ -70,11 +70,11 @@ class _CountingPool:
 
 @pytest.mark.parametrize(("cpus", "want_pool"), [(1, []), (3, [3])])
 def test_attention_threads_follow_usable_cpus(monkeypatch, cpus, want_pool):
-    monkeypatch.setattr(attention, "usable_cpus", lambda: cpus)
-    monkeypatch.setattr(attention, "ThreadPoolExecutor", _CountingPool)
+    monkeypatch.setattr(attention_fast, "usable_cpus", lambda: cpus)
+    monkeypatch.setattr(attention_fast, "ThreadPoolExecutor", _CountingPool)
     _CountingPool.created = []
     x, w, h = _long_input()
-    out, weights = attention.multi_head_attention_fast(x, *w, h)
+    out, weights = attention_fast.multi_head_attention_fast(x, *w, h)
     assert _CountingPool.created == want_pool  # one CPU: the heads run in this thread, no pool
     reference, ref_weights = attention.multi_head_attention_reference(x, *w, h)
     np.testing.assert_allclose(out, reference, rtol=1e-10, atol=1e-12)

@@ -98,8 +98,33 @@ def test_head_lab_seed_and_initial():
     assert widgets.head_lab(seed=1).controls["picture"].value != widgets.head_lab(seed=0).controls["picture"].value
     c = widgets.head_lab(initial=16).controls
     assert c["slider"].value == 16 and "d_k = 32" in c["summary"].value
-    with pytest.raises(TraitError):
-        widgets.head_lab(initial=3)  # cannot even start on an h that does not divide 512
+
+
+# (builder, arguments, words the Chinese error must contain: the argument, the value, what is allowed)
+BAD_BUILDER_ARGS = [
+    ("head_lab", {"initial": 3}, ["initial", "3", "[1, 2, 4, 8, 16, 32, 64]", "512"]),
+    ("head_lab", {"initial": 8.0}, ["initial", "8.0"]),
+    ("head_lab", {"initial": "8"}, ["initial", "'8'"]),
+    ("head_lab", {"seed": -1}, ["seed", "-1", "≥ 0"]),
+    ("head_lab", {"seed": 1.5}, ["seed", "1.5"]),
+    ("averaging_demo", {"initial_heads": 3}, ["initial_heads", "3", "[1, 2]"]),
+    ("averaging_demo", {"initial_sharpness": 11}, ["initial_sharpness", "11", "0.0 到 10.0"]),
+    ("averaging_demo", {"initial_sharpness": float("nan")}, ["initial_sharpness", "nan"]),
+    ("shape_stepper", {"n": 0}, ["n", "0", "1 到 16"]),
+    ("shape_stepper", {"n": 100}, ["n", "100", "1 到 16"]),
+    ("shape_stepper", {"d_model": -512}, ["d_model", "-512", "≥ 1"]),
+    ("shape_stepper", {"d_model": "512"}, ["d_model", "'512'"]),
+    ("shape_stepper", {"h": 3}, ["d_model=512", "h=3", "[1, 2, 4, 8, 16, 32, 64]"]),
+    ("shape_stepper", {"h": 64}, ["h", "64", "1 到 16"]),
+]
+
+
+@pytest.mark.parametrize(("builder", "kwargs", "fragments"), BAD_BUILDER_ARGS,
+                         ids=[f"{b}({k})" for b, k, _ in BAD_BUILDER_ARGS])
+def test_builders_reject_bad_arguments_in_chinese(raises_chinese, builder, kwargs, fragments):
+    from lesson_lib.validation import LessonInputError  # a ValueError subclass, raised before any widget is made
+
+    raises_chinese(lambda: getattr(widgets, builder)(**kwargs), *fragments, cls=LessonInputError)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,6 +204,19 @@ def test_progress_bar_follows_the_callback():
     assert (bar.value, bar.max) == (3, 10) and bar.bar_style == "info"
     bar.update(10, 10)
     assert bar.value == 10 and bar.description == "完成" and bar.bar_style == "success"
+    bar.update(0, 5)  # reused for a second run: no longer 完成
+    assert (bar.value, bar.max, bar.description, bar.bar_style) == (0, 5, "训练中", "info")
+
+
+def test_progress_bar_zero_of_zero_is_not_done_and_bad_counts_are_named():
+    from lesson_lib.validation import LessonInputError
+
+    bar = widgets.progress_bar()
+    bar.update(0, 0)
+    assert bar.description == "训练中" and bar.bar_style == "info"
+    for done, total, fragment in ((6, 5, "done"), (-1, 5, "done"), (1, -2, "total"), (1.5, 5, "done")):
+        with pytest.raises(LessonInputError, match=fragment):
+            bar.update(done, total)
 
 
 def test_summaries_are_the_pure_functions_output():

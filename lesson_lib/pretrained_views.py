@@ -20,6 +20,7 @@ __all__ = [
     "COREF_SENTENCES",
     "describe",
     "explore",
+    "explorer_frame",
     "explorer_view",
     "explorer_widget",
     "head_finder",
@@ -38,17 +39,23 @@ COREF_SENTENCES = {
 SKIPPED = "（跳过：没有权重包，无法计算真实模型的注意力。安装方法见本节开头。）"
 
 
-def _needs_model(fn):
-    """Cells that need the weights print one line and return None when the first argument is None."""
+def skip_without_model(message):
+    """Decorator: when the first argument (the model or its results) is None, print ``message``, return None."""
 
-    @functools.wraps(fn)
-    def wrapper(first, *args, **kwargs):
-        if first is None:
-            print(SKIPPED)
-            return None
-        return fn(first, *args, **kwargs)
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(first, *args, **kwargs):
+            if first is None:
+                print(message)
+                return None
+            return fn(first, *args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate
+
+
+_needs_model = skip_without_model(SKIPPED)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -61,13 +68,11 @@ def describe(model):
     if model is None:
         toy_heads_instead()
         return
-    n_params = sum(a.size for name, a in model.w.items() if name.startswith(("embeddings.", "encoder.")))
-    n_params -= model.w["embeddings.position_ids"].size  # stored index table, not a learned weight
-    d_k = model.d_model // model.n_heads
+    c = model.config
     print(
-        f"all-MiniLM-L6-v2：{model.n_layers} 层 × {model.n_heads} 头 = {model.n_layers * model.n_heads} 个头，"
-        f"d_model = {model.d_model}，每个头 d_k = {model.d_model} / {model.n_heads} = {d_k}，"
-        f"前馈层宽 {model.config['intermediate_size']}，共 {n_params / 1e6:.1f} M 个参数（不含没用到的 pooler）。"
+        f"all-MiniLM-L6-v2：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
+        f"d_model = {c.d_model}，每个头 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
+        f"前馈层宽 {c.d_ff}，共 {model.n_parameters / 1e6:.1f} M 个参数（不含没用到的 pooler）。"
     )
     print(f"权重文件 sha256 与本课核对过的一致：{pt.WEIGHTS_SHA256[:16]}…")
 
@@ -97,7 +102,8 @@ def _rows_figure(enc, query, heads, title, height=None):
     labels = [f"L{layer}·头{head}" for layer, head in heads]
     fig = plot_heads(rows, tokens=labels, col_tokens=enc.tokens, suptitle=title, tile_inches=height)
     ax = fig.axes[0]
-    ax.set_ylabel(f"「{enc.tokens[qi]}」这一行，来自哪个头", fontsize=9)
+    # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
+    ax.set_ylabel("每行一个头", fontsize=9, labelpad=ax.yaxis.labelpad + 12)
     return fig
 
 
@@ -124,7 +130,8 @@ def its_figure(runs, layer=5):
         row = enc.attentions[layer - 1, h - 1, pt.find_token(enc.tokens, "its")]
         _, tok, w = pt.top_keys(enc.tokens, row, 1)[0]
         if tok in ("law", "application"):
-            print(f"{pt.head_label(layer, h)}：its → {tok} {w:.2f}")
+            share = "超过一半" if w > 0.5 else "最高的一项，但不到一半"
+            print(f"{pt.head_label(layer, h)}：its → {tok} {w:.2f}（{share}）")
     return _rows_figure(enc, "its", heads, f"图 4 的问题：第 {layer} 层的 12 个头，its 看向哪里？")
 
 
@@ -205,6 +212,8 @@ def explorer_view(enc, layer, head, query):
 @_needs_model
 def explore(runs, sentence, layer, head, query):
     """Static explorer call for the notebook: print the line (deterministic) and return the figure."""
+    if sentence not in runs:
+        raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
     text, fig = explorer_view(runs[sentence], layer, head, query)
     print(text)
     return fig
@@ -220,41 +229,75 @@ def _sentence_choices():
     return choices
 
 
+def explorer_frame(enc, layer, head, query):
+    """(summary HTML, map PNG) for the explorer widget: Pillow's fast map and the row as bars in HTML.
+
+    The matplotlib figure of ``explorer_view`` takes ~0.2 s to render; this takes a few ms, so a
+    slider move redraws within the widget's 150 ms budget.
+    """
+    from lesson_lib.plotting import render_heads_png
+
+    text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
+    li, hi = pt.check_layer_head(enc.attentions, layer, head)
+    qi = pt.query_index(enc.tokens, query)
+    row = enc.attentions[li, hi, qi]  # (T,) sums to 1
+    png = render_heads_png(enc.attentions[li, hi], tokens=enc.tokens, cell_px=14,
+                           suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
+    return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), png
+
+
+def _row_bars_html(tokens, row, qi):
+    """The query's row as horizontal bars, in the theme's colours (readable in light and dark)."""
+    top = int(np.argmax(row))
+    lines = []
+    for j, (tok, weight) in enumerate(zip(tokens, row)):
+        colour = "var(--jp-error-color1, #d62728)" if j == top else "var(--jp-brand-color1, #1f77b4)"
+        lines.append(
+            f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
+            f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
+            f'<span style="display:inline-block;height:0.8em;width:{weight * 8:.2f}em;background:{colour}"></span>'
+            f"<span>{weight:.2f}</span></div>"
+        )
+    head = f"<div style='margin-top:4px'>「{html.escape(tokens[qi])}」（位置 {qi + 1}）这一行，红色是最高的一条：</div>"
+    return head + '<div style="columns:3 17em;column-gap:1.5em">' + "".join(lines) + "</div>"  # 3 columns fit 1024 px
+
+
 @_needs_model
 def explorer_widget(model, layer=5, head=12, query="its"):
-    """Sliders for layer and head, dropdowns for sentence and query token; logic in ``explorer_view``."""
+    """Sliders for layer and head, dropdowns for sentence and query token; logic in ``explorer_frame``.
+
+    Arguments are checked the way the sliders would show them: a layer or head outside the model,
+    or a query token not in the first sentence, is a Chinese error rather than a silent clamp.
+    """
     import ipywidgets as w
 
-    from lesson_lib.plotting import figure_png
+    from lesson_lib.widgets import _linked, _show_png
 
-    sentence = w.Dropdown(options=_sentence_choices(), description="句子", layout=w.Layout(width="520px"))
-    # continuous_update=False: a drag redraws once on release, not once per head passed on the way
-    layer_s = w.IntSlider(value=layer, min=1, max=model.n_layers, description="层", continuous_update=False)
-    head_s = w.IntSlider(value=head, min=1, max=model.n_heads, description="头", continuous_update=False)
-    token = w.Dropdown(description="查询词")
-    line, image = w.HTML(), w.Image(format="png")
-    state = {"enc": None}
+    first = model.encode(pt.PAPER_SENTENCES["law"])
+    pt.check_layer_head(first.attentions, layer, head)
+    start = pt.query_index(first.tokens, query) + 1
+    wide = {"style": {"description_width": "3em"}, "continuous_update": False}
+    # min widths: at 1024 px the row of controls wraps instead of squeezing the slider tracks
+    sentence = w.Dropdown(options=_sentence_choices(), description="句子", style=wide["style"],
+                          layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
+    layer_s = w.IntSlider(value=layer, min=1, max=model.n_layers, description="层",
+                          layout=w.Layout(min_width="260px", width="300px"), **wide)  # fmt: skip
+    head_s = w.IntSlider(value=head, min=1, max=model.n_heads, description="头",
+                         layout=w.Layout(min_width="260px", width="300px"), **wide)  # fmt: skip
+    token = w.Dropdown(options=pt.token_options(first.tokens), value=start, description="查询词",
+                       style={"description_width": "4em"}, layout=w.Layout(min_width="220px"))  # fmt: skip
+    state = {"text": sentence.value, "enc": first}
 
-    def on_sentence(_=None):
-        state["enc"] = model.encode(sentence.value)
-        keep = state["enc"].tokens.index(query) if query in state["enc"].tokens else 1
-        token.unobserve(redraw, "value")  # one redraw per sentence change, not two
-        token.options = pt.token_options(state["enc"].tokens)
-        token.value = keep
-        token.observe(redraw, "value")
-        redraw()
+    def show(summary, picture):
+        if sentence.value != state["text"]:  # new tokens; _linked does not redraw for the list change below
+            state["text"], state["enc"] = sentence.value, model.encode(sentence.value)
+            keep = query if query in state["enc"].tokens else state["enc"].tokens[1]
+            token.options = pt.token_options(state["enc"].tokens)
+            token.value = state["enc"].tokens.index(keep) + 1
+        summary.value, png = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
+        _show_png(picture, png)
 
-    def redraw(_=None):
-        text, fig = explorer_view(state["enc"], layer_s.value, head_s.value, token.value)
-        image.value = figure_png(fig, dpi=80)  # the slow part (≈ 0.3 s) first, so text and picture change together
-        line.value = f"<b>{html.escape(text)}</b>"  # tokens such as "<" must not become markup
-
-    sentence.observe(on_sentence, "value")
-    for control in (layer_s, head_s):
-        control.observe(redraw, "value")
-    token.observe(redraw, "value")
-    on_sentence()
-    return w.VBox([sentence, w.HBox([layer_s, head_s, token]), line, image])
+    return _linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show)
 
 
 # ---------------------------------------------------------------------------------------------

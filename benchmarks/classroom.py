@@ -17,9 +17,10 @@ temporary directory that is removed afterwards:
 5. While they run, a prober fetches the hub's login page and a student's file listing every 0.5 s.
 
 It prints, per student: wall time, CPU-seconds (the kernel with its children, and the student's
-server), peak memory of the kernel's process tree, error outputs, and what the kernel wrote into the
-student's space (the progress file); then the class's wall time, the page latencies before and during
-the load, and, as the baseline measured in the same run, one student running alone (``--no-solo`` skips it).
+server), peak memory of the kernel's process tree (PSS: shared pages split between processes), error
+outputs, and what the kernel wrote into the student's space (the progress file); then the class's wall
+time, the page latencies before and during the load, and, as the baseline measured in the same run, one
+student running alone (``--no-solo`` skips it).
 """
 
 from __future__ import annotations
@@ -350,7 +351,8 @@ class StudentRun:
     kernel_cpu_s: float = 0.0
     server_cpu_s: float = 0.0
     kernel_peak_mb: float = 0.0
-    tree_peak_mb: float = 0.0
+    tree_peak_mb: float = 0.0  # summed RSS of the kernel's process tree (shared pages once per process)
+    tree_peak_pss_mb: float = 0.0  # summed PSS: the tree's own share
     cells: int = 0
     errors: list = field(default_factory=list)
     stderr_cells: int = 0
@@ -479,6 +481,7 @@ class Student:
             ws.close()
         run.wall_s = time.perf_counter() - start
         run.tree_peak_mb = sampler.peak / 2**20
+        run.tree_peak_pss_mb = sampler.peak_pss / 2**20
         run.kernel_peak_mb = (peak or 0) / 2**20
         run.server_cpu_s = (own_cpu_seconds(server) - server_cpu0) if server else 0.0
         after = _files(self.home)
@@ -663,14 +666,16 @@ def report(result: dict) -> list[str]:
              f"{'cells':>5} {'errors':>6} {'CPUs/BLAS':>9}  written in own home"]
     for r in runs:
         lines.append(f"{r['name']:<10} {r['wall_s']:7.1f} {r['kernel_cpu_s']:12.1f} {r['server_cpu_s']:12.1f} "
-                     f"{r['tree_peak_mb']:8.0f} {r['cells']:5d} {len(r['errors']):6d} "
+                     f"{r['tree_peak_pss_mb']:8.0f} {r['cells']:5d} {len(r['errors']):6d} "
                      f"{r['threads'].get('usable_cpus', '?'):>4}/{r['threads'].get('blas_threads', '?'):<4}  "
                      f"{', '.join(r['written']) or '(nothing)'}")
     cpu = [r["kernel_cpu_s"] for r in runs]
-    peak = [r["tree_peak_mb"] for r in runs]
+    peak = [r["tree_peak_pss_mb"] for r in runs]
+    peak_rss = [r["tree_peak_mb"] for r in runs]
     lines += [
         f"class: wall {result['class_wall_s']:.1f} s for everyone's Restart & Run All; kernel CPU per student "
-        f"mean {sum(cpu) / len(cpu):.1f} s (max {max(cpu):.1f}); peak memory per student max {max(peak):.0f} MB; "
+        f"mean {sum(cpu) / len(cpu):.1f} s (max {max(cpu):.1f}); peak memory per student max {max(peak):.0f} MB PSS "
+        f"({max(peak_rss):.0f} MB summed RSS); "
         f"error outputs {sum(len(r['errors']) for r in runs)}",
         *[f"{page + ':':<19} idle {_stats(result['idle_latency_s'][page])}; under load "
           f"{_stats(result['load_latency_s'][page])}" for page in result["load_latency_s"]],
@@ -679,7 +684,7 @@ def report(result: dict) -> list[str]:
     solo = result.get("solo")
     if solo:
         lines.append(f"baseline in this run, one student alone: wall {solo['wall_s']:.1f} s, kernel CPU "
-                     f"{solo['kernel_cpu_s']:.1f} s, peak {solo['tree_peak_mb']:.0f} MB → class wall / solo wall "
+                     f"{solo['kernel_cpu_s']:.1f} s, peak {solo['tree_peak_pss_mb']:.0f} MB PSS → class wall / solo "
                      f"{result['class_wall_s'] / solo['wall_s']:.1f}×, CPU per student / solo "
                      f"{sum(cpu) / len(cpu) / solo['kernel_cpu_s']:.2f}×")
     for r in runs:

@@ -1,67 +1,94 @@
-"""§7 sweep speed: the full 6 × 3 sweep, and the same training done the naive way, in the same run.
+"""§7 costs: CPU-seconds of the section in a real kernel, and the sweep's speed against the naive loop.
 
-- sweep: ``lesson_lib.ablation.sweep`` as the CLI runs it: the 3 seeds of a head count in one batch
-  of arrays, head counts in 2 worker processes.
-- batched seeds, 1 process: the same without workers.
-- naive: one (h, seed) model after another, one thread: the prototype's loop.
-The three are compared at STEPS_COMPARED steps (so the naive loop stays short; training cost is
-linear in steps), each timed REPEATS times in turn and the fastest kept, because other work on a
-shared machine only ever adds time. The full 700-step sweep is timed on its own line. Also
-reported: the share of single-thread training time spent inside the kernel's
-``scaled_dot_product_attention``.
+- section CPU: §7's code cells run in a fresh Jupyter kernel (as Restart & Run All runs them),
+  user + system CPU of the kernel and every process it started, minus the same kernel running only
+  the imports. ``python benchmarks/bench_ablation.py --section-cpu DIR`` measures another checkout
+  (for example an export of main) with this environment.
+- sweep variants at STEPS_COMPARED steps: naive one (h, seed) model after another; seeds batched in
+  one process; seeds batched in worker processes. Each timed REPEATS times in turn and the fastest
+  kept, because other work on a shared machine only ever adds time.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
-from lesson_lib import ablation
-from lesson_lib.ablation import TrainConfig, sweep
-
+ROOT = Path(__file__).resolve().parents[1]
 HEADS = (1, 2, 4, 8, 16, 32)
 SEEDS = 3
 STEPS_COMPARED = 100
 REPEATS = 3
 
+_PRELUDE = "import matplotlib\nmatplotlib.use('Agg')\nfrom lesson_lib import widgets\n"
+_RUSAGE = (
+    "import json, resource\n"
+    "s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(json.dumps(s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime))"
+)
+
+
+def _section_code_cells(root: Path, prefix: str = "07") -> list[str]:
+    spec = importlib.util.spec_from_file_location("build_notebook_measured", root / "scripts" / "build_notebook.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    path = next((root / "notebooks" / "src").glob(f"{prefix}_*.cells"))
+    return [c["source"] for c in build.parse_cells(path.read_text(encoding="utf-8")) if c["kind"] == "code"]
+
+
+def _kernel_cpu(root: Path, cells: list[str]) -> float:
+    """CPU-seconds of a fresh kernel (and its children) that runs ``cells`` with ``root`` first on sys.path."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    setup = f"import sys\nsys.path.insert(0, {str(root)!r})\n" + _PRELUDE
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in [setup, *cells, _RUSAGE]]
+    env_root = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(root) + (os.pathsep + env_root if env_root else "")  # workers import it too
+    try:
+        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(root)}}).execute()
+    finally:
+        if env_root is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = env_root
+    printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
+    return json.loads(printed.split()[-1])  # the last word: other output (warnings) may come first
+
+
+def section_cpu_seconds(root: Path = ROOT) -> tuple[float, float]:
+    """(§7's CPU-seconds, the bare kernel's CPU-seconds), the second already subtracted from the first."""
+    bare = _kernel_cpu(root, [])
+    return _kernel_cpu(root, _section_code_cells(root)) - bare, bare
+
 
 def _timed(fn):
-    wall, cpu = time.perf_counter(), time.process_time()
+    from lesson_lib.ablation import training
+
+    training.forget_runs()  # identical runs are reused within a process: time a fresh one
+    wall = time.perf_counter()
     out = fn()
-    return out, time.perf_counter() - wall, time.process_time() - cpu
-
-
-def _kernel_share(cfg):
-    """Fraction of a one-thread sweep's time spent in scaled_dot_product_attention."""
-    kernel, spent = ablation.scaled_dot_product_attention, [0.0]
-
-    def timed_kernel(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return kernel(*args, **kwargs)
-        finally:
-            spent[0] += time.perf_counter() - start
-
-    ablation.scaled_dot_product_attention = timed_kernel
-    try:
-        _, wall, _ = _timed(lambda: sweep(HEADS, SEEDS, cfg=cfg, workers=1))
-    finally:
-        ablation.scaled_dot_product_attention = kernel
-    return spent[0] / wall
+    return out, time.perf_counter() - wall
 
 
 def run() -> list[str]:
-    lines = []
-    full, wall, _ = _timed(lambda: sweep(HEADS, SEEDS))
-    lines.append(f"full sweep, {len(HEADS)} head counts × {SEEDS} seeds × {TrainConfig.steps} steps, "
-                 f"2 worker processes: {wall:.1f} s wall (goal ≤ 10 s wall)")
-    lines.append("  mean accuracy by h: " + ", ".join(f"{r['h']}: {r['accuracy_mean']:.3f}" for r in full.results))
+    from lesson_lib.ablation import TrainConfig, sweep
+    from lesson_lib.cpus import usable_cpus
 
+    section, bare = section_cpu_seconds()
+    lines = [f"§7 in a fresh kernel: {section:.1f} CPU-s (kernel + workers, the bare kernel's {bare:.1f} s subtracted)"]
     cfg = replace(TrainConfig(), steps=STEPS_COMPARED)
     variants = {
-        "naive": lambda: [sweep(HEADS, [seed], cfg=cfg, workers=1) for seed in range(SEEDS)],
+        "naive": lambda: [sweep(HEADS, [seed], cfg=cfg, workers=1) for seed in range(SEEDS)],  # distinct runs
         "batched": lambda: sweep(HEADS, SEEDS, cfg=cfg, workers=1),
-        "parallel": lambda: sweep(HEADS, SEEDS, cfg=cfg, workers=2),
+        "parallel": lambda: sweep(HEADS, SEEDS, cfg=cfg),
     }
     best = dict.fromkeys(variants, float("inf"))
     for _ in range(REPEATS):
@@ -70,7 +97,14 @@ def run() -> list[str]:
     naive, batched, parallel = best["naive"], best["batched"], best["parallel"]
     lines.append(f"at {STEPS_COMPARED} steps, fastest of {REPEATS}: naive one model at a time {naive:.2f} s (baseline)")
     lines.append(f"  seeds batched, 1 process {batched:.2f} s = {naive / batched:.2f}× faster")
-    lines.append(f"  seeds batched, 2 processes {parallel:.2f} s = {naive / parallel:.2f}× faster")
-    lines.append(f"share of 1-thread training time inside the kernel's scaled_dot_product_attention: "
-                 f"{_kernel_share(cfg):.0%}")
+    lines.append(f"  seeds batched, {min(usable_cpus(), len(HEADS))} worker processes (usable CPUs) {parallel:.2f} s"
+                 f" = {naive / parallel:.2f}× faster")
     return lines
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--section-cpu":
+        section, bare = section_cpu_seconds(Path(sys.argv[2]).resolve())
+        print(f"§7 of {sys.argv[2]}: {section:.2f} CPU-s (bare kernel {bare:.2f} s subtracted)")
+    else:
+        print("\n".join(run()))

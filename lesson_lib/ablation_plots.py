@@ -87,7 +87,8 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     heads = [r["h"] for r in results]
     _log2_axis(right, heads, f"头数 h（d_k = {d_model} / h）")
     mean = np.array([r["accuracy_mean"] for r in results])
-    sd = np.array([r["accuracy_sd"] for r in results])
+    sds = [r.get("accuracy_sd") for r in results]  # None for a single seed: no error bars
+    sd = None if all(v is None for v in sds) else np.array([v or 0.0 for v in sds])
     right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2, label="三个目标的平均")
     for target, label, style in [("prev", "前一个 prev", ":"), ("next", "后一个 next", "--"),
                                  ("match", "按键查找 match", "-.")]:
@@ -131,7 +132,8 @@ def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     """plot_head_maps for trained models: h = 1 and h = 4 on one ``sequence``, heads named by their role,
     the title giving h = 4's mean JS divergence between heads over ``batch``."""
-    from .ablation import attention_maps, main_roles, mean_pairwise_js
+    from .ablation import attention_maps, main_roles
+    from .attention_stats import mean_pairwise_js
 
     map_h1 = attention_maps(result.params[1], 1, sequence)[0]  # (1, T, T)
     map_h4 = attention_maps(result.params[4], 4, sequence)[0]  # (4, T, T)

@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -114,6 +115,8 @@ def execute(nb):
 
     env_before = dict(os.environ)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # A fresh progress file: the stored outputs and widget state never carry a developer's own answers.
+    os.environ["LESSON_PROGRESS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="day11-build-"), "progress.json")
     try:
         client = NotebookClient(
             nb,

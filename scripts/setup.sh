@@ -62,5 +62,5 @@ locale=$(grep -o '"locale": "[^"]*"' "$overrides" | cut -d'"' -f4)
 
 echo "==> 环境就绪 / environment ready (.venv, JupyterLab UI: $locale)"
 if [ "$open_lab" = 1 ]; then
-  exec .venv/bin/jupyter lab notebooks/day11_multi_head_attention.ipynb
+  exec .venv/bin/python scripts/personal_copy.py --open  # the learner's own copy in my_lesson/ (git-ignored)
 fi

@@ -1,6 +1,14 @@
 """Fixtures shared by the unit tests (the browser test has its own conftest in tests/e2e)."""
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
+
+# The learner's progress file: never the developer's own (kernels started by nbval and the browser test
+# inherit this too).
+os.environ["LESSON_PROGRESS_FILE"] = str(Path(tempfile.mkdtemp(prefix="day11-progress-")) / "progress.json")
 
 
 @pytest.fixture

@@ -32,8 +32,9 @@ CASES = [
     ("Q1", "因为单头只有一组权重，输出是加权平均，不同的信息被混在一起", True, "只有一组权重"),
     ("Q1", "一个 softmax 分布做加权求和，几条线索互相冲淡", True, "加权平均"),
     ("Q1", "A single head has one set of weights; the weighted average blurs the roles together.", True, "加权平均"),
-    ("Q1", "平均", False, "还可以补上「只有一组权重」"),
-    ("Q1", "因为单头太小了", False, "没有找到解析里的关键词"),
+    ("Q1", "平均", False, "一串关键词"),
+    ("Q1", "因为单头太小了", False, "单头太小"),
+    ("Q1", "单头不会平均，它能同时关注多个重点", False, "单头也能同时关注多个重点"),
     # Q2: 64 in every spelling the issue lists
     ("Q2", "64", True, "64"),
     ("Q2", "６４", True, "64"),
@@ -66,20 +67,34 @@ CASES = [
     ("Q2", "512/8 = 60", False, "两边并不相等"),
     ("Q2", "65", False, "d_model / h"),
     ("Q2", "不知道", False, "没有找到数字"),
+    # the adversarial pass: right answers once misread, wrong answers once accepted
+    ("Q2", "d_k=64 d_v=64", True, ""),
+    ("Q2", "٦٤", True, ""),  # Arabic-Indic digits
+    ("Q2", "६४", True, ""),  # Devanagari digits
+    ("Q2", "d_k 不是 512，而是 64", True, ""),
+    ("Q2", "不是 64", False, "恰好就是答案"),
+    ("Q2", "d_k 并非 64", False, "恰好就是答案"),
+    ("Q2", "不是 512", False, "不是什么"),
     # Q3: the algebraic relation in the usual notations
-    ("Q3", "512n^2", True, "h × d_k = d_model"),
-    ("Q3", "512n²", True, ""),
-    ("Q3", "512 n ^ 2", True, ""),
+    ("Q3", "512n^2", False, "单头的一边"),
+    ("Q3", "512n²", False, "两边的关系"),
+    ("Q3", "512 n ^ 2", False, "单头的一边"),
+    ("Q3", "512 n 的平方", False, "单头的一边"),
+    ("Q3", "512n² = 512n²", False, "单头的一边"),
+    ("Q3", "8 · 64 n 的平方 = 512 n 的平方", True, "h × d_k = d_model"),
     ("Q3", "8·64·n² = 512n²", True, ""),
-    ("Q3", "8 × (n·64·n)", True, ""),
+    ("Q3", "8 × (n·64·n)", False, "再写出单头"),
+    ("Q3", "8 × (n·64·n) = n·512·n", True, ""),
     ("Q3", "8*(n*64*n) = n*512*n", True, ""),
     ("Q3", "8 x 64 x n^2 = 512 x n^2", True, ""),
-    ("Q3", "8*64*n**2", True, ""),
+    ("Q3", "8*64*n**2", False, "再写出单头"),
+    ("Q3", "8*64*n**2 = 512*n**2", True, ""),
     ("Q3", "８・６４ｎ２", False, "8"),  # full-width "２" after n is not an exponent: n·2 is not n²
     ("Q3", "h·d_k·n² = d_model·n²", True, ""),
     ("Q3", "单头：n·512·n = 512n²；8 头：8·(n·64·n) = 512n²", True, ""),
     ("Q3", "因为 8 个头 × 64 维 × n² = 512n²，所以一样", True, ""),
-    ("Q3", "2·512n² = 1024n²", True, "weights × V"),
+    ("Q3", "2·512n² = 1024n²", False, "单头的一边"),
+    ("Q3", "2 · 8 · 64n² = 2 · 512n²", True, "weights × V"),
     ("Q3", "64n²", False, "一个头"),
     ("Q3", "4096n^2", False, "d_k = 64"),
     ("Q3", "(n×512)×(512×n)", False, "矩阵的形状"),
@@ -112,6 +127,10 @@ CASES = [
     ("Q5", "AB", False, "没有选"),
     ("Q5", "ABCD", False, "没有德语"),
     ("Q5", "ABCE", False, "自发"),
+    ("Q5", "我选 A 和 C，B 不对", False, "A、C 选得对"),
+    ("Q5", "A、B、C，不选 D 和 E", True, ""),
+    ("Q5", "I choose A, B and C", True, ""),
+    ("Q5", "A" * 300, False, "太长"),
     # S2
     ("S2", {"A", "C"}, True, ""),
     ("S2", "ABC", False, "d_model"),
@@ -121,6 +140,8 @@ CASES = [
     ("S3", "8×12×64", True, ""),
     ("S3", "[8 12 64]", True, ""),
     ("S3", "(h, n, d_k)", True, ""),
+    ("S3", "(h, n, d_k) = (8, 12, 64)", True, ""),
+    ("S3", "(h, n, d_k) = (12, 8, 64)", False, "不是同一个形状"),
     ("S3", "(12, 8, 64)", False, "是不是忘了 transpose"),
     ("S3", "(8, 64, 12)", False, "Kᵀ"),
     ("S3", "(12, 512)", False, "拆分之前"),
@@ -135,6 +156,12 @@ CASES = [
     ("S4", "5.5e7", True, ""),
     ("S4", "5.5×10^7", True, ""),
     ("S4", "约 5500 万次", True, ""),
+    ("S4", "5498万8800", True, ""),
+    ("S4", "5498 万 8800 次", True, ""),
+    ("S4", "54 988 800", True, ""),
+    ("S4", "54\u2009988\u2009800", True, ""),  # thin spaces
+    ("S4", "五千四百九十八万八千八百", True, ""),
+    ("S4", "0.55亿", True, ""),
     ("S4", "4nd² + 2n²d", True, ""),
     ("S4", "4*50*512^2 + 2*50^2*512", True, ""),
     ("S4", "1280000", False, "只是打分"),
@@ -145,6 +172,12 @@ CASES = [
     # S4b softmax exps grow with h
     ("S4b", "40000", True, "相近"),
     ("S4b", "4万", True, ""),
+    ("S4b", "四万", True, ""),
+    ("S4b", "40 000", True, ""),
+    ("S4b", "40000 (h=16)", True, ""),
+    ("S4b", "40000，会随 h 增长", True, ""),
+    ("S4b", "40000，不会随 h 变化", False, "随 h 成正比增长"),
+    ("S4b", "40000，和 h 无关", False, "随 h 成正比增长"),
     ("S4b", "h·n²", True, ""),
     ("S4b", "16 × 50²", True, ""),
     ("S4b", "20000", False, "h = 8"),
@@ -153,6 +186,10 @@ CASES = [
     ("S5", "AB", True, ""),
     ("S5", "ABC", False, "变大"),
     ("S5", "ABD", False, "变小"),
+    # S6: §6's Chinese pronoun head (declared in pronoun_heads_question)
+    ("S6", "B", True, "最小对比"),
+    ("S6", "A", False, "诱饵头"),
+    ("S6", "D", False, "softmax"),
     # S7 / S7b: Table 3
     ("S7", "CD", True, "25.8"),
     ("S7", "C", False, "没有选"),
@@ -168,7 +205,10 @@ def test_learner_inputs(qid, answer, expected, fragment):
     fb = quiz.check(qid, answer)
     assert fb.correct is expected, fb.message
     assert fragment in fb.message
-    assert fb.message.startswith(quiz.RIGHT if expected else quiz.WRONG)
+    if quiz.question(qid).kind == "text":  # free text is read, never judged 正确
+        assert fb.message.startswith(quiz.REVIEW) and not fb.judged
+    else:
+        assert fb.message.startswith(quiz.RIGHT if expected else quiz.WRONG)
     assert fb.question_id == qid and fb.explanation.startswith("解析")
 
 
@@ -191,7 +231,10 @@ def test_right_and_wrong_words_never_mix():
         assert not any("正确" in t or "还不对" in t for t in texts), q.id
     for qid, answer, expected, _ in CASES:
         message = quiz.check(qid, answer).message
-        assert ("还不对" in message) is not expected and message.count("正确") == int(expected)
+        if quiz.question(qid).kind == "text":
+            assert "还不对" not in message and "正确" not in message, message
+        else:
+            assert ("还不对" in message) is not expected and message.count("正确") == int(expected)
 
 
 @pytest.mark.parametrize("qid", ["Q1", "Q2", "Q3", "Q4", "Q5", "S3", "S4"])
@@ -239,6 +282,12 @@ def test_odd_strings_give_feedback(answer):
     assert isinstance(fb, quiz.Feedback) and fb.message
 
 
+@pytest.mark.parametrize("qid", ["Q1", "Q2", "Q3", "Q4", "Q5", "S3"])
+def test_every_kind_caps_the_length(qid):
+    fb = quiz.check(qid, "A" * 1_000_000)
+    assert not fb.correct and "太长" in fb.message and "1,000,000" in fb.message
+
+
 def test_long_answers_are_refused_kindly():
     fb = quiz.check("Q2", "6" * 10_000)
     assert not fb.correct and "太长" in fb.message and "10,000" in fb.message
@@ -266,7 +315,7 @@ def test_any_string_yields_feedback(qid, answer):
     fb = quiz.check(qid, answer)
     assert isinstance(fb, quiz.Feedback)
     assert isinstance(fb.correct, bool) and isinstance(fb.message, str) and fb.message
-    assert fb.message.startswith((quiz.RIGHT, quiz.WRONG))
+    assert fb.message.startswith((quiz.RIGHT, quiz.WRONG, quiz.REVIEW))
 
 
 @settings(max_examples=100, deadline=None)
@@ -274,7 +323,8 @@ def test_any_string_yields_feedback(qid, answer):
 def test_interview_check_any_string(answer):
     fb = quiz.interview_check(answer)
     assert isinstance(fb, quiz.Feedback) and fb.message
-    assert set(fb.covered) | set(fb.missing) == {name for name, _, _ in quiz.INTERVIEW_POINTS} or fb.blank
+    assert set(fb.covered) | set(fb.missing) == {p.name for p in quiz.INTERVIEW_POINTS} or fb.blank
+    assert "正确" not in fb.message
 
 
 @settings(max_examples=150, deadline=None)
@@ -349,18 +399,17 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
 def test_numbers_come_from_lesson_lib(monkeypatch):
     """Change the paper's base model and the answer key follows: no number is typed into the questions."""
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
-    quiz._facts.cache_clear()
-    quiz.questions.cache_clear()
+    quiz.clear_cache()
     try:
         d_k = head_width(D, 4)
         assert "h = 4" in quiz.question("Q2").prompt
         assert quiz.check("Q2", str(d_k)).correct and not quiz.check("Q2", str(D_K)).correct
         assert quiz.check("Q3", f"4 · {d_k}n² = {D}n²").correct
+        assert not quiz.check("Q3", f"{H} · {D_K}n² = {D}n²").correct
         assert quiz.check("S3", f"(4, {quiz.N_SHAPE_EXAMPLE}, {d_k})").correct
     finally:
         monkeypatch.undo()
-        quiz._facts.cache_clear()
-        quiz.questions.cache_clear()
+        quiz.clear_cache()
     assert quiz.check("Q2", str(D_K)).correct
 
 
@@ -368,7 +417,7 @@ def test_answer_keys_match_the_flop_counter_and_the_kernel():
     n, h = quiz.N_FLOPS_EXAMPLE, quiz.H_FLOPS_EXAMPLE
     assert quiz.check("S4", str(count(n, D, h).matmul_total)).correct
     assert quiz.check("S4b", str(count(n, D, h).softmax_exp)).correct
-    assert quiz.check("Q3", f"{count(1, D, H).scores}n^2").correct
+    assert quiz.check("Q3", f"{H} · {D_K} n^2 = {count(1, D, H).scores}n^2").correct
     assert quiz.check("Q2", str(D_K)).correct
 
 
@@ -386,8 +435,9 @@ def test_explanations_teach_the_strict_corrections():
 
 
 def test_text_question_reveals_the_explanation():
-    fb = quiz.check("Q1", "平均")
-    assert fb.show_explanation and fb.covered == ("加权平均",) and len(fb.missing) == 2
+    fb = quiz.check("Q1", "输出就是把所有词做加权平均。")
+    assert fb.show_explanation and fb.covered == ("加权平均",) and len(fb.missing) == 2 and not fb.correct
+    assert "参考答案" in fb.message
 
 
 @pytest.mark.parametrize(
@@ -412,9 +462,9 @@ def test_interview_check_lists_points(answer, covered):
     assert fb.correct is (len(covered) == 3)
     if answer:
         assert fb.show_explanation and fb.explanation.startswith("参考答案")
-        assert f"覆盖了 {len(covered)} / 3" in fb.message
+        assert f"覆盖了 {len(covered)} / 3" in fb.message and "正确" not in fb.message
         for name in fb.missing:
-            assert f"还缺{name[0]}" in fb.message
+            assert f"还缺「{name}」" in fb.message
 
 
 def test_model_answer_numbers_come_from_lesson_lib():
@@ -434,21 +484,6 @@ def test_feedback_html_is_plain_and_escaped():
     out = quiz.feedback_html(fb)
     assert "<script>" not in out and "&lt;script&gt;" in out and "<br>" in out
     assert " id=" not in out and "<style" not in out and "javascript" not in out.lower()
-
-
-def test_progress_counts_and_notifies():
-    progress = quiz.Progress(["Q1", "Q2"])
-    calls = []
-    progress.subscribe(lambda: calls.append(progress.n_solved))
-    progress.record(quiz.check("Q2", "32"))
-    progress.record(quiz.check("Q2", ""))  # blank: not an attempt
-    assert progress.attempts["Q2"] == 1 and progress.n_solved == 0 and calls == [0]
-    progress.record(quiz.check("Q2", "64"))
-    progress.record(quiz.check("Q2", "32"))  # a later wrong answer does not unsolve
-    assert progress.n_solved == 1 and progress.attempts["Q2"] == 3
-    assert "已答对 1 / 2 题" in progress.summary() and "还没作答：Q1" in progress.summary()
-    progress.record(quiz.Feedback(True, "正确！", question_id="Q1"))
-    assert "全部完成" in progress.summary()
 
 
 def test_notebook_asks_every_question():

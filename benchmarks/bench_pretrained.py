@@ -116,7 +116,10 @@ def _e5():
 
 
 def _worker(name):
-    json.dump({"minilm": _minilm, "e5": _e5}[name](), sys.stdout)
+    from lesson_lib.blas import one_blas_thread
+
+    with one_blas_thread():  # as §6's cells and widgets run the encoder
+        json.dump({"minilm": _minilm, "e5": _e5}[name](), sys.stdout)
 
 
 def _measure(threads, name="minilm"):

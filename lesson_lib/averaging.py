@@ -22,7 +22,7 @@ from .validation import LessonInputTypeError, check_choice, check_number
 
 __all__ = [
     "blend_table",
-    "demo_report",
+    "demo_text",
     "summary_html",
     "values_table",
     "TOKENS",
@@ -282,7 +282,7 @@ def summary_html(d: Demo) -> str:
                f"<b>主语（小明）{d.subject_kept:.0%}</b>。")
 
 
-def demo_report(sharpness: float = 4.0) -> str:
+def demo_text(sharpness: float = 4.0) -> str:
     """她's weights in each head and what reaches the output, for 1 head and for 2 heads."""
     lines = []
     for heads in (1, 2):

@@ -269,7 +269,7 @@ def scores_text(d_model: int, heads) -> str:
 SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
 
 
-def timing_reading(times: dict[int, float], n: int) -> str:
+def timing_reading_text(times: dict[int, float], n: int) -> str:
     """What the measured times at one n say about "no extra cost": each h against the first, in words."""
     first, *others = times
     if not others:
@@ -288,6 +288,6 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
     for n in ns:
         times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
         lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h, t in times.items()))
-    if ns and (reading := timing_reading(times, ns[-1])):
+    if ns and (reading := timing_reading_text(times, ns[-1])):
         lines.append(reading)
     return "\n".join(lines)

@@ -37,7 +37,7 @@ _FONT_FILE = "NotoSansCJKsc-Regular.otf"
 _registered = False
 
 
-def _font_path() -> Path:
+def font_path() -> Path:
     try:
         import mplfonts
     except ImportError:
@@ -57,7 +57,7 @@ def use_chinese_font() -> str:
     from matplotlib import font_manager
 
     if not _registered:
-        font_manager.fontManager.addfont(str(_font_path()))
+        font_manager.fontManager.addfont(str(font_path()))
         _registered = True
     mpl.rcParams["font.family"] = "sans-serif"
     mpl.rcParams["font.sans-serif"] = [CJK_FONT, "DejaVu Sans"]
@@ -294,7 +294,7 @@ def _pil_font(size: int):
     if size not in _FONTS:
         from PIL import ImageFont
 
-        _FONTS[size] = ImageFont.truetype(str(_font_path()), size)
+        _FONTS[size] = ImageFont.truetype(str(font_path()), size)
     return _FONTS[size]
 
 

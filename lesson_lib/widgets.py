@@ -25,7 +25,7 @@ def _image(png: bytes):
                    layout=w.Layout(max_width="100%", height="auto", align_self="flex-start", margin="0"))
 
 
-def _show_png(picture, png: bytes) -> None:
+def show_png(picture, png: bytes) -> None:
     """Put ``png`` in the Image at its own pixel width (the browser then never scales it up)."""
     from .plotting import png_size
 
@@ -35,7 +35,7 @@ def _show_png(picture, png: bytes) -> None:
     picture.value = png
 
 
-def _linked(controls: dict, show):
+def linked(controls: dict, show):
     """Call ``show()`` now and whenever any control changes; lay the controls out over what show fills.
 
     ``show`` may adjust other controls (a slider's range); the changes that causes do not redraw again.
@@ -85,9 +85,9 @@ def head_lab(seed: int = 0, initial: int = 8):
         with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
             state = lab.lab_state(slider.value, seed=seed)
         summary.value = lab.summary_html(state)
-        _show_png(picture, lab.render_png(state, zoom=zoom.value))
+        show_png(picture, lab.render_png(state, zoom=zoom.value))
 
-    return _linked({"slider": slider, "zoom": zoom}, show)
+    return linked({"slider": slider, "zoom": zoom}, show)
 
 
 def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
@@ -106,9 +106,9 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
     def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)
         summary.value = averaging.summary_html(d)
-        _show_png(picture, averaging.demo_png(d))
+        show_png(picture, averaging.demo_png(d))
 
-    return _linked({"heads": heads, "sharpness": sharp}, show)
+    return linked({"heads": heads, "sharpness": sharp}, show)
 
 
 _SHARPNESS_RANGE = (0.0, 10.0)  # the slider's range: a start outside it would be clamped without a word
@@ -134,9 +134,9 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
         steps = heads_mod.shape_steps(n, d_model, h, forget_transpose=forget.value)
         step.max = len(steps)  # the forgotten path has fewer steps; this may move step.value down
         summary.value = heads_mod.step_summary_html(steps, step.value - 1)
-        _show_png(picture, heads_mod.step_png(n, d_model, h, forget.value, step.value - 1))
+        show_png(picture, heads_mod.step_png(n, d_model, h, forget.value, step.value - 1))
 
-    return _linked({"step": step, "forget": forget}, show)
+    return linked({"step": step, "forget": forget}, show)
 
 
 def progress_bar(description: str = "训练中"):

@@ -247,7 +247,7 @@ def test_printed_tables_carry_the_numbers():
 
 
 def test_demo_report_matches_demo():
-    text = averaging.demo_report(sharpness=4.0)
+    text = averaging.demo_text(sharpness=4.0)
     for heads in (1, 2):
         d = averaging.demo(heads, 4.0)
         assert f"能读回的指代（小红）= {d.referent_kept:.2f}，主语（小明）= {d.subject_kept:.2f}" in text

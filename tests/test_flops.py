@@ -262,9 +262,9 @@ def test_timing_reading_is_computed_from_the_times_it_prints(monkeypatch):
 
 @pytest.mark.parametrize(("ratio", "verdict"), [(1.0, "差不多快"), (1.25, "差不多快"), (1.26, "明显比 h = 1 慢")])
 def test_timing_reading_threshold(ratio, verdict):
-    assert verdict in flops.timing_reading({1: 0.01, 8: 0.01 * ratio}, 64)
+    assert verdict in flops.timing_reading_text({1: 0.01, 8: 0.01 * ratio}, 64)
 
 
 def test_timing_of_one_head_count_has_no_reading():
-    assert flops.timing_reading({1: 0.01}, 64) == ""
+    assert flops.timing_reading_text({1: 0.01}, 64) == ""
     assert len(flops.timing_text(ns=[4], d_model=16, heads=[1], repeat=1).splitlines()) == 1

@@ -180,7 +180,7 @@ def test_steps_text_lists_every_step_with_its_shape():
 
 
 def test_transpose_report_contrasts_the_two_splits():
-    lines = heads.transpose_report(n=6, d_model=512, h=8).splitlines()
+    lines = heads.transpose_text(n=6, d_model=512, h=8).splitlines()
     # 1-based, as the lesson counts heads and words
     assert lines[0].endswith("头 [1]")  # correct: head 1 holds only its own columns
     assert lines[1].endswith("头 [1, 2, 3, 4, 5, 6]")  # forgotten: six heads' columns (6·64 numbers = 6 blocks)
@@ -188,7 +188,7 @@ def test_transpose_report_contrasts_the_two_splits():
 
 
 def test_heads_mix_report_states_the_identity():
-    text = heads.heads_mix_report(n=4, d_model=32, h=4)
+    text = heads.heads_mix_text(n=4, d_model=32, h=4)
     assert text.splitlines()[:2] == [
         "Concat·W^O 与 Σ head_i·W^O_i 的最大差：< 1e-12，只是浮点舍入",
         "改动其他头的 W^Q 后，头 1 的输出变化：0（一位都没变）",
@@ -206,7 +206,7 @@ def test_heads_mix_report_states_the_identity():
 def test_heads_mix_report_prints_bounds_not_round_off_digits(monkeypatch, check, lines):
     """Round-off is printed as a bound (its digits follow the BLAS kernel); a real difference is not hidden."""
     monkeypatch.setattr(heads, "heads_mix_only_at_wo", lambda **_: check)
-    assert [line.split("：", 1)[1] for line in heads.heads_mix_report().splitlines()] == lines
+    assert [line.split("：", 1)[1] for line in heads.heads_mix_text().splitlines()] == lines
 
 
 @pytest.mark.parametrize(("call", "fragments"), [

@@ -73,7 +73,7 @@ def test_use_chinese_font_registers_noto_sans_cjk():
     from matplotlib import font_manager
 
     assert plotting.use_chinese_font() == plotting.CJK_FONT == "Noto Sans CJK SC"
-    shipped = str(plotting._font_path())
+    shipped = str(plotting.font_path())
     assert shipped.endswith("NotoSansCJKsc-Regular.otf")
     assert any(f.fname == shipped and f.name == plotting.CJK_FONT for f in font_manager.fontManager.ttflist)
     path = font_manager.findfont(font_manager.FontProperties(family=["sans-serif"]), fallback_to_default=False)

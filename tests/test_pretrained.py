@@ -258,9 +258,9 @@ def test_fallback_draws_toy_heads(monkeypatch, capsys):
     fake.example_heads = lambda h, seed: calls.append((h, seed)) or np.full((h, 5, 5), 0.2)
     monkeypatch.setitem(sys.modules, "lesson_lib.ablation", fake)
     monkeypatch.setattr(lesson_lib, "ablation", fake, raising=False)  # `from lesson_lib import` reads this first
-    fig = views.toy_heads_instead(h=4, seed=3)
+    fig = views.plot_toy_heads(h=4, seed=3)
     assert calls == [(4, 3)]
-    assert fig is not None and "玩具模型" in capsys.readouterr().out
+    assert fig is not None and "玩具模型" in views.model_text(None) and capsys.readouterr().out == ""
     plt.close(fig)
 
 
@@ -270,7 +270,7 @@ def test_fallback_without_toy_heads_says_what_to_install(monkeypatch, capsys, mo
 
     monkeypatch.setitem(sys.modules, "lesson_lib.ablation", module)  # None: import raises ImportError
     monkeypatch.delattr(lesson_lib, "ablation", raising=False)
-    assert views.toy_heads_instead() is None
+    assert views.plot_toy_heads() is None
     assert "安装权重包" in capsys.readouterr().out
     assert plt.get_fignums() == []  # no stand-in figure of untrained heads
 

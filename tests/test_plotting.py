@@ -15,7 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lesson_lib import plotting
-from lesson_lib.plotting import grid_shape, plot_heads, tile_heads
+from lesson_lib.plotting import (
+    grid_shape,
+    head_titles,
+    heads_png_layout,
+    plot_heads,
+    render_heads_png,
+    tile_gap,
+    tile_heads,
+)
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 TOKENS = ["我", "喜欢", "注意力", "机制", "Law", "<EOS>", "，", "它的", "应用", "。"]
@@ -127,8 +135,7 @@ def test_sixty_four_heads_is_one_tiled_image():
     render(fig)
     ax = fig.axes[0]
     image = np.asarray(ax.images[0].get_array())
-    gap = max(2, round(0.25 * n))
-    expected, origins = tile_heads(w, gap=gap)
+    expected, origins = tile_heads(w, gap=tile_gap(h, n))
     assert image.shape == expected.shape
     np.testing.assert_array_equal(np.isnan(image), np.isnan(expected))
     np.testing.assert_array_equal(image[~np.isnan(image)], expected[~np.isnan(expected)])
@@ -217,10 +224,18 @@ def test_wrong_key_token_count():
     assert_chinese(excinfo, 4, 6)
 
 
-def test_wrong_title_count():
+@pytest.mark.parametrize("draw", [plot_heads, render_heads_png], ids=["matplotlib", "pillow"])
+def test_wrong_title_count(draw):
     with pytest.raises(ValueError) as excinfo:
-        plot_heads(random_weights(3, 4), titles=["头 1", "头 2"])
+        draw(random_weights(3, 4), titles=["头 1", "头 2"])
     assert_chinese(excinfo, 2, 3)
+
+
+@pytest.mark.parametrize(("h", "n", "gap"), [(1, 12, 1), (8, 4, 2), (8, 12, 3), (64, 12, 3), (2, 30, 8)])
+def test_both_renderers_use_one_gap_and_one_set_of_default_titles(h, n, gap):
+    assert tile_gap(h, n) == gap  # a quarter of a map, at least 2 cells, 1 for a lone map
+    assert heads_png_layout(h, n, [str(i) for i in range(n)]).gap == gap
+    assert head_titles(None, h) == ([None] if h == 1 else [f"头 {i}" for i in range(1, h + 1)])
 
 
 @pytest.mark.parametrize("shape", [(4,), (2, 2, 3, 3)])

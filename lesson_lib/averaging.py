@@ -223,8 +223,9 @@ def plot_demo(d: Demo):
 
 def demo_png(d: Demo) -> bytes:
     """``plot_demo``'s picture as PNG bytes for the widget: the figure is built once per head count and redrawn."""
-    from .plotting import figure_png
+    from .plotting import figure_png, use_chinese_font
 
+    use_chinese_font()  # a kept figure is drawn with today's rcParams: a cell may have reset the font since
     if d.heads not in _demo_figures:
         _demo_figures[d.heads] = _demo_figure(d.heads)
     return figure_png(_set_demo(_demo_figures[d.heads], d), dpi=80, keep=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +25,6 @@ from lesson_lib.attention_fast import multi_head_attention_fast
 
 KERNELS = [multi_head_attention, multi_head_attention_reference, multi_head_attention_fast]
 KERNEL_IDS = ["readable", "reference", "fast"]
-CJK = re.compile(r"[\u4e00-\u9fff]")
 PROPS = settings(max_examples=25, deadline=None)
 
 
@@ -45,10 +44,7 @@ def assert_chinese_error(excinfo, *fragments):
     """The error is an AttentionInputError (a ValueError), in Chinese, and names the numbers involved."""
     err = excinfo.value
     assert isinstance(err, AttentionInputError) and isinstance(err, ValueError)
-    message = str(err)
-    assert CJK.search(message), f"message is not Chinese: {message!r}"
-    for fragment in fragments:
-        assert str(fragment) in message, f"{fragment!r} missing from {message!r}"
+    assert_chinese_message(str(err), *fragments)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 
 import numpy as np
 import pytest
+from helpers import CJK
 
 from lesson_lib import averaging
 from lesson_lib.averaging import FEATURES, TOKENS
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 VISIBLE = TOKENS.index("她")  # 她 sees the words before it: 7 of them
 IDX = {w: TOKENS.index(w) for w in ("小明", "苹果", "小红", "她")}
 

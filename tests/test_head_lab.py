@@ -15,11 +15,11 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from helpers import CJK
 
 from lesson_lib import head_lab, plotting
 from lesson_lib.attention import AttentionInputError
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 N = len(head_lab.SENTENCE)  # 11 tokens
 D = 512
 CHOICES = [1, 2, 4, 8, 16, 32, 64]  # divisors of 512 = 2^9 up to 64
@@ -209,10 +209,6 @@ def test_render_png_rejects_a_head_that_is_not_there_in_chinese(states, zoom):
 # ---------------------------------------------------------------------------------------------
 
 
-def _gap(h, n):
-    return 1 if h == 1 else max(2, round(0.25 * n))
-
-
 def fast_layout(h, n, tokens, suptitle):
     """(left, top, cell, canvas (height, width)) of render_heads_png's grid, from its own layout function."""
     lay = plotting.heads_png_layout(h, n, tokens, suptitle)
@@ -230,7 +226,7 @@ def _fast_grid(state):
     img = decode(_tiled_png(state))
     left, top, cell, canvas = fast_layout(state.h, N, state.tokens, head_lab._title(state))
     assert img.shape[:2] == canvas, "render_heads_png's layout changed: update fast_layout()"
-    tiled, origins = plotting.tile_heads(state.weights, gap=_gap(state.h, N))
+    tiled, origins = plotting.tile_heads(state.weights, gap=plotting.tile_gap(state.h, N))
     rows, cols = np.indices(tiled.shape)
     return img[top + rows * cell + cell // 2, left + cols * cell + cell // 2], tiled, origins
 
@@ -252,13 +248,8 @@ def test_fast_path_cell_colours(states, h):
 
 
 @pytest.mark.parametrize("h", [8, 64])
-def test_fast_path_matches_reference_layout_and_pixels(states, h):
+def test_fast_path_matches_reference_layout_and_pixels(states, h, plt):
     """plot_heads' image array, drawn by matplotlib, against the fast PNG cell by cell (gaps included)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
     s = states[h]
     fig = head_lab.plot(s)
     try:
@@ -269,7 +260,7 @@ def test_fast_path_matches_reference_layout_and_pixels(states, h):
         assert np.array_equal(np.isnan(ref), np.isnan(tiled))
         np.testing.assert_array_equal(ref[~np.isnan(ref)], tiled[~np.isnan(tiled)])
         rows, cols = np.indices(ref.shape)
-        beside = np.isnan(ref) & (rows % (N + _gap(h, N)) < N)  # separators between tiles (titles sit above)
+        beside = np.isnan(ref) & (rows % (N + plotting.tile_gap(h, N)) < N)  # separators between tiles
         assert beside.any() and (grid[beside] == 255).all()  # white in the fast picture too
         fig.canvas.draw()
         buf = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)

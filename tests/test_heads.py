@@ -11,13 +11,13 @@ import re
 
 import numpy as np
 import pytest
+from helpers import CJK
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lesson_lib import heads
 from lesson_lib.attention import AttentionInputError, split_heads
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 CASES = [(6, 512, 8), (4, 16, 4), (3, 12, 3), (5, 64, 1), (2, 64, 64), (7, 24, 6)]
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import io
 import math
-import re
 import subprocess
 import sys
 import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,21 +25,10 @@ from lesson_lib.plotting import (
     tile_heads,
 )
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 TOKENS = ["我", "喜欢", "注意力", "机制", "Law", "<EOS>", "，", "它的", "应用", "。"]
 
 
-@pytest.fixture(autouse=True)
-def agg():
-    """Agg backend, rcParams restored and every figure closed after each test."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    with matplotlib.rc_context():
-        yield plt
-        plt.close("all")
+pytestmark = pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
 
 
 def render(fig) -> bytes:
@@ -62,13 +51,13 @@ def random_weights(h, n, m=None, seed=0):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_missing_glyph_warning_is_what_we_guard_against(agg):
+def test_missing_glyph_warning_is_what_we_guard_against(plt):
     """Without the CJK font, matplotlib warns "Glyph … missing from font(s)": the check below can fail."""
     import matplotlib
 
     matplotlib.rcParams["font.family"] = "sans-serif"
     matplotlib.rcParams["font.sans-serif"] = ["DejaVu Sans"]
-    fig = agg.figure()
+    fig = plt.figure()
     fig.suptitle("注意力")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -120,8 +109,8 @@ def test_chinese_titles_and_separate_key_tokens_render():
     assert png.startswith(b"\x89PNG")
 
 
-def test_plot_heads_into_existing_axes(agg):
-    fig, ax = agg.subplots()
+def test_plot_heads_into_existing_axes(plt):
+    fig, ax = plt.subplots()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert plot_heads(random_weights(4, 5), tokens=TOKENS[:5], ax=ax) is fig
@@ -202,10 +191,7 @@ def test_tile_heads_single_map():
 
 
 def assert_chinese(excinfo, *fragments):
-    message = str(excinfo.value)
-    assert CJK.search(message), message
-    for fragment in fragments:
-        assert str(fragment) in message, (fragment, message)
+    assert_chinese_message(str(excinfo.value), *fragments)
 
 
 @pytest.mark.parametrize("count", [3, 5])

@@ -12,16 +12,7 @@ from traitlets import TraitError
 from lesson_lib import head_lab as lab
 from lesson_lib import widgets
 
-
-@pytest.fixture(autouse=True)
-def agg():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
 
 
 # ---------------------------------------------------------------------------------------------

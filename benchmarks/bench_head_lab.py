@@ -1,6 +1,6 @@
 """§5 head-count lab: Python-side redraw time per slider value, against the matplotlib reference.
 
-Goal (issue 3): median redraw ≤ 100 ms at every h the slider offers (1 … 64).
+Goal: median redraw ≤ 100 ms at every h the slider offers (1 … 64).
 A redraw is what the slider's callback does: ``lab_state(h)`` (the kernel call, entropy and head
 diversity), ``summary_html`` and ``render_png`` (Pillow fast path). The baseline, measured in the
 same run and interleaved with it, is the matplotlib reference a static cell would use:

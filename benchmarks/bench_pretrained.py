@@ -12,7 +12,7 @@ OPENBLAS_NUM_THREADS before NumPy is imported. Baselines from the same run:
   forward vs the same encoder calling the kernel once per head (``per_head=True``, the paper's loop);
           and one BLAS thread vs two (the machine has 2 cores; other processes share them);
   e5 memory: the word rows a sentence dequantises vs the whole 250,037 × 384 table as float32;
-  explorer: the widget's frame (Pillow map + HTML row) vs the matplotlib figure it replaced.
+  explorer: the widget's frame (Pillow map + HTML row) vs a matplotlib figure of the same view (the baseline).
 Timings are interleaved round by round, so a burst of load from another process hits every variant.
 """
 
@@ -116,10 +116,7 @@ def _e5():
 
 
 def _worker(name):
-    from lesson_lib.blas import one_blas_thread
-
-    with one_blas_thread():  # as §6's cells and widgets run the encoder
-        json.dump({"minilm": _minilm, "e5": _e5}[name](), sys.stdout)
+    json.dump({"minilm": _minilm, "e5": _e5}[name](), sys.stdout)
 
 
 def _measure(threads, name="minilm"):

@@ -2,6 +2,8 @@
 
 import re
 
+import numpy as np
+
 CJK = re.compile(r"[\u4e00-\u9fff]")  # one Chinese character is enough to tell a Chinese message from an English one
 
 
@@ -11,3 +13,15 @@ def assert_chinese_message(message: str, *fragments) -> str:
     for fragment in fragments:
         assert str(fragment) in message, (fragment, message)
     return message
+
+
+def make_inputs(n, d_model, lead=(), seed=0, dtype=np.float64, scale=1.0):
+    """X (*lead, n, d_model) and four (d_model, d_model) weights, scaled so scores stay moderate."""
+    rng = np.random.default_rng(seed)
+    x = (scale * rng.standard_normal((*lead, n, d_model))).astype(dtype)
+    ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(dtype) for _ in range(4)]
+    return x, ws
+
+
+def causal(n):
+    return np.tril(np.ones((n, n), dtype=bool))  # (n, n) query i may attend to keys 0..i

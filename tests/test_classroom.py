@@ -1,0 +1,94 @@
+"""Two students on a real JupyterHub (loopback), Restart & Run All at the same moment.
+
+The full class (8 students, with figures) is ``benchmarks/classroom.py``; this runs the same driver with
+two students and checks what must hold whatever the machine's speed. No timing is asserted.
+"""
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import classroom  # noqa: E402
+
+missing = classroom.missing_tools(Path(sys.executable).parent)
+if missing and os.environ.get("CI") != "true":
+    pytest.skip(f"classroom test needs: {'; '.join(missing)}", allow_module_level=True)
+
+
+def _code_cells():
+    import nbformat
+
+    nb = nbformat.read(ROOT / classroom.NOTEBOOK, as_version=4)
+    return sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip())
+
+
+@pytest.fixture(scope="module")
+def result():
+    assert not missing, f"CI must install: {missing}"
+    # LESSON_CPUS=1 as an instructor would set it on a server without per-student quotas.
+    return classroom.run_classroom(2, solo=False, deadline_s=900, lesson_cpus=1)
+
+
+def test_every_run_completes_without_error_output(result):
+    runs = result["runs"]
+    assert [r["name"] for r in runs] == ["student01", "student02"]
+    for r in runs:
+        assert r["errors"] == [], r["errors"]
+        assert r["cells"] == _code_cells() + 1  # every cell, then one exercise attempt
+        assert r["kernel_cpu_s"] > 0 and 0 < r["tree_peak_pss_mb"] <= r["tree_peak_mb"]
+
+
+def test_each_kernel_sized_its_threads_to_the_students_cpus(result):
+    for r in result["runs"]:
+        assert r["threads"] == {"usable_cpus": 1, "blas_threads": 1}
+
+
+def test_each_student_has_their_own_copy(result):
+    copies = result["copies"]
+    assert len(copies) == 2 and len(set(copies)) == 2
+    assert all(f"/home/student0{i + 1}/{classroom.COPY_DIR}/" in c for i, c in enumerate(copies))
+
+
+def test_student_work_stays_in_their_own_space(result):
+    assert result["repository_written"] == []  # nothing a student did changed the shared repository
+    for r in result["runs"]:
+        assert r["written"], "a run always leaves something in its home (IPython history at least)"
+        assert not any(p.startswith(classroom.COPY_DIR + "/lesson_lib") for p in r["written"])
+
+
+def test_each_progress_file_lands_in_its_students_home(result, monkeypatch, tmp_path):
+    if importlib.util.find_spec("lesson_lib.progress") is None:
+        pytest.skip("this lesson_lib keeps no progress file")
+    from lesson_lib import progress
+
+    assert progress.ENV_VAR == classroom.PROGRESS_ENV
+    # Where the lesson puts it by default, relative to a home (the hub sets no LESSON_PROGRESS_FILE).
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.delenv(progress.ENV_VAR, raising=False)
+    expected = str(progress.default_path().relative_to(tmp_path))
+    for r in result["runs"]:
+        assert r["progress_files"] == [expected], r["written"]
+
+
+def test_hub_serves_pages_during_the_load(result):
+    assert result["probe_failures"] == []
+    for page, seen in result["load_latency_s"].items():
+        assert seen, f"no {page} was served while the students ran"
+
+
+def test_nothing_is_left_running(result):
+    import psutil
+
+    assert result["leftover_pids"] == []
+    stray = []
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
+        where = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["cwd"] or "")
+        if result["tmp"] in where:
+            stray.append(proc.pid)
+    assert stray == []

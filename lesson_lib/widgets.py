@@ -85,7 +85,7 @@ def head_lab(seed: int = 0, initial: int = 8):
         with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
             state = lab.lab_state(slider.value, seed=seed)
         summary.value = lab.summary_html(state)
-        show_png(picture, lab.render_png(state, zoom=zoom.value))
+        show_png(picture, lab.lab_png(state, zoom=zoom.value))
 
     return linked({"slider": slider, "zoom": zoom}, show)
 

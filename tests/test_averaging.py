@@ -245,7 +245,7 @@ def test_printed_tables_carry_the_numbers():
     assert rows == pytest.approx(averaging.blend(averaging.LESSON_WEIGHTS), abs=0.005)
 
 
-def test_demo_report_matches_demo():
+def test_demo_text_matches_demo():
     text = averaging.demo_text(sharpness=4.0)
     for heads in (1, 2):
         d = averaging.demo(heads, 4.0)

@@ -71,7 +71,7 @@ def test_closed_form_matches_table(n, d_k, h):
     assert_matches_table(flops.count(n, d, h), n, d, h)
 
 
-def test_count_table_one_row_per_h_with_conserved_matmul_work():
+def test_count_rows_one_row_per_h_with_conserved_matmul_work():
     heads = [1, 2, 4, 8, 16, 32, 64]
     rows = flops.count_rows(1024, 512, heads)
     assert [r["h"] for r in rows] == heads

@@ -1,8 +1,8 @@
 """§5 head-count lab: Python-side redraw time per slider value, against the matplotlib reference.
 
-Goal (issue 3): median redraw ≤ 100 ms at every h the slider offers (1 … 64).
+Goal: median redraw ≤ 100 ms at every h the slider offers (1 … 64).
 A redraw is what the slider's callback does: ``lab_state(h)`` (the kernel call, entropy and head
-diversity), ``summary_html`` and ``render_png`` (Pillow fast path). The baseline, measured in the
+diversity), ``summary_html`` and ``lab_png`` (Pillow fast path). The baseline, measured in the
 same run and interleaved with it, is the matplotlib reference a static cell would use:
 ``lab_state(h)`` + ``head_lab.plot`` + ``figure_png``. A third column sets the real widget's slider
 (ipywidgets in-process, no front end), so traitlets and the observer are included too.
@@ -26,13 +26,13 @@ GOAL_MS = 100.0
 
 
 def _fast(h):
-    """One redraw; returns (seconds in lab_state, seconds in summary_html + render_png)."""
+    """One redraw; returns (seconds in lab_state, seconds in summary_html + lab_png)."""
     start = time.perf_counter()
     with one_blas_thread():
         state = head_lab.lab_state(h)
     mid = time.perf_counter()
     head_lab.summary_html(state)
-    head_lab.render_png(state)
+    head_lab.lab_png(state)
     return mid - start, time.perf_counter() - mid
 
 
@@ -41,7 +41,7 @@ def _reference(h):
 
     with one_blas_thread():
         state = head_lab.lab_state(h)
-    figure_png(head_lab.plot(state))
+    figure_png(head_lab.plot_lab(state))
 
 
 def _seconds(fn, *args):

@@ -12,7 +12,7 @@ OPENBLAS_NUM_THREADS before NumPy is imported. Baselines from the same run:
   forward vs the same encoder calling the kernel once per head (``per_head=True``, the paper's loop);
           and one BLAS thread vs two (the machine has 2 cores; other processes share them);
   e5 memory: the word rows a sentence dequantises vs the whole 250,037 × 384 table as float32;
-  explorer: the widget's frame (Pillow map + HTML row) vs the matplotlib figure it replaced.
+  explorer: the widget's frame (Pillow map + HTML row) vs a matplotlib figure of the same view (the baseline).
 Timings are interleaved round by round, so a burst of load from another process hits every variant.
 """
 

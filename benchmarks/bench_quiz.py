@@ -1,10 +1,11 @@
 """Self-test latency: the worst answer a learner can submit to each question, and the first check in a fresh kernel.
 
-Goal (issue 11): every check answers in ≤ 50 ms. For each question the benchmark checks a set of adversarial
-answers at the question kind's length cap (long digit runs, nested parentheses, equation chains, repeated
-negations, CJK prose, a million characters for choices) and reports the worst median; the baseline, measured in
-the same run, is the same question's plain right answer. The cold figure is the first ``quiz.check`` after
-``import lesson_lib.quiz`` in a new process (questions are built lazily, one at a time).
+Goal: every check answers in ≤ 50 ms (a learner feels a longer wait as lag). For each question the
+benchmark checks a set of adversarial answers at the question kind's length cap (long digit runs, nested
+parentheses, equation chains, repeated negations, CJK prose, a million characters for choices) and reports
+the worst median; the baseline, measured in the same run, is the same question's plain right answer. The cold
+figure is the first ``quiz.check`` after ``import lesson_lib.quiz`` in a new process (questions are built
+lazily, one at a time).
 """
 
 from __future__ import annotations

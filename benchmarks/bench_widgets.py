@@ -67,9 +67,9 @@ def _cases():
                   "uncached plot_step", lambda: figure_png(heads.plot_step(steps[2]))))
     lab = widgets.head_lab().controls
     cases.append(("§5 lab: h 8 ↔ 64", _toggle(lab["slider"], 8, 64), "matplotlib plot_heads",
-                  lambda: figure_png(head_lab.plot(head_lab.lab_state(64)))))
+                  lambda: figure_png(head_lab.plot_lab(head_lab.lab_state(64)))))
     cases.append(("§5 lab: 放大头 1 ↔ 8", _toggle(lab["zoom"], 1, 8), "matplotlib plot_heads",
-                  lambda: figure_png(head_lab.plot(head_lab.lab_state(8)))))
+                  lambda: figure_png(head_lab.plot_lab(head_lab.lab_state(8)))))
     cases.extend(_explorer_cases())
     return cases
 

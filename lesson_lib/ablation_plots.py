@@ -132,7 +132,8 @@ def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     """plot_head_maps for trained models: h = 1 and h = 4 on one ``sequence``, heads named by their role,
     the title giving h = 4's mean JS divergence between heads over ``batch``."""
-    from .ablation import attention_maps, main_roles
+    from .ablation.model import attention_maps
+    from .ablation.report import main_roles
     from .attention_stats import mean_pairwise_js
 
     map_h1 = attention_maps(result.params[1], 1, sequence)[0]  # (1, T, T)

@@ -22,7 +22,7 @@ from .validation import LessonInputTypeError, check_choice, check_number
 
 __all__ = [
     "blend_table",
-    "demo_report",
+    "demo_text",
     "summary_html",
     "values_table",
     "TOKENS",
@@ -223,8 +223,9 @@ def plot_demo(d: Demo):
 
 def demo_png(d: Demo) -> bytes:
     """``plot_demo``'s picture as PNG bytes for the widget: the figure is built once per head count and redrawn."""
-    from .plotting import figure_png
+    from .plotting import figure_png, use_chinese_font
 
+    use_chinese_font()  # a kept figure is drawn with today's rcParams: a cell may have reset the font since
     if d.heads not in _demo_figures:
         _demo_figures[d.heads] = _demo_figure(d.heads)
     return figure_png(_set_demo(_demo_figures[d.heads], d), dpi=80, keep=True)
@@ -282,7 +283,7 @@ def summary_html(d: Demo) -> str:
                f"<b>主语（小明）{d.subject_kept:.0%}</b>。")
 
 
-def demo_report(sharpness: float = 4.0) -> str:
+def demo_text(sharpness: float = 4.0) -> str:
     """她's weights in each head and what reaches the output, for 1 head and for 2 heads."""
     lines = []
     for heads in (1, 2):

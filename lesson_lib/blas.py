@@ -43,7 +43,10 @@ def one_blas_thread():
 
 
 def fit_blas_to_cpus(cpus: int | None = None) -> int | None:
-    """Cap BLAS threads for the rest of this process to ``cpus`` (default: ``usable_cpus()``).
+    """Cap BLAS threads for the rest of this process to ``cpus``.
+
+    The default is ``usable_cpus()``, but never more threads than BLAS already runs: a count the
+    learner or the hub chose (``OPENBLAS_NUM_THREADS=1``) is a limit too, and is kept.
 
     Returns the cap set, or None when nothing could be set (no threadpoolctl, or no BLAS loaded);
     the lesson then runs as before, only less politely on a shared node.
@@ -54,21 +57,12 @@ def fit_blas_to_cpus(cpus: int | None = None) -> int | None:
     blas = controller.select(user_api="blas")
     if not blas.lib_controllers:
         return None
-    limit = min(usable_cpus(), _env_threads() or usable_cpus()) if cpus is None else max(1, int(cpus))
+    if cpus is None:
+        limit = min(usable_cpus(), max(lib.num_threads for lib in blas.lib_controllers))
+    else:
+        limit = max(1, int(cpus))
     blas.limit(limits=limit)  # not used as a context manager: the cap stays
     return limit
-
-
-def _env_threads() -> int | None:
-    """A thread count the environment asked for (OPENBLAS_NUM_THREADS, …): the default cap never goes above it."""
-    import os
-
-    asked = []
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        value = os.environ.get(name, "").strip()
-        if value.isdigit() and int(value) > 0:
-            asked.append(int(value))
-    return min(asked) if asked else None
 
 
 def blas_threads() -> int | None:

@@ -7,12 +7,11 @@ numbers, so the notebook's stored output is the same on every machine where the 
 from __future__ import annotations
 
 import importlib.util
-import re
 import sys
 from dataclasses import dataclass
 from importlib import metadata
 
-__all__ = ["WEIGHTS", "Check", "Weights", "report", "run_checks"]
+__all__ = ["WEIGHTS", "Check", "Weights", "report_text", "run_checks"]
 
 MIN_PYTHON = (3, 10)
 # The floors declared in pyproject.toml and requirements.txt (a test keeps them equal).
@@ -35,16 +34,27 @@ class Check:
 
 
 def _release(dist: str):
-    """The installed version's release numbers, e.g. (3, 10, 7) for 3.10.7 or 3.10.7rc1; None if not installed."""
+    """The installed version's release numbers, e.g. (3, 10, 7) for 3.10.7 or 3.10.7rc1; None if not installed.
+
+    Raises ``packaging.version.InvalidVersion`` when the installed version is not a PEP 440 version.
+    """
+    from packaging.version import Version
+
     try:
         version = metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
-    return tuple(int(m.group()) if (m := re.match(r"\d+", part)) else 0 for part in version.split(".")[:3])
+    return Version(version).release[:3]
 
 
 def _package(dist, minimum, purpose, required=True):
-    found = _release(dist)
+    from packaging.version import InvalidVersion
+
+    try:
+        found = _release(dist)
+    except InvalidVersion:
+        message = f"{dist} 的版本号 {metadata.version(dist)!r} 无法识别（{purpose}）。{SETUP_HINT}"
+        return Check(dist, False, message, required)
     if found is None:
         return Check(dist, False, f"没有安装 {dist}（{purpose}）。{SETUP_HINT}", required)
     if found < minimum:
@@ -55,9 +65,9 @@ def _package(dist, minimum, purpose, required=True):
 
 def _chinese_font():
     try:
-        from .plotting import _font_path
+        from .plotting import font_path
 
-        _font_path()
+        font_path()
     except RuntimeError as exc:
         return Check("中文字体", False, str(exc))
     return Check("中文字体", True, "图中的中文不会显示成方框")
@@ -113,7 +123,7 @@ def run_checks() -> list[Check]:
     ]
 
 
-def report(checks=None) -> str:
+def report_text(checks=None) -> str:
     """A few lines in Chinese: one per check, then a verdict."""
     checks = run_checks() if checks is None else checks
     lines = []

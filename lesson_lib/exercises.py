@@ -295,6 +295,15 @@ def _borrowed(fn, forbidden: tuple) -> str | None:
     return None
 
 
+def _refused(name, learner_name, fn, forbidden: tuple, allowed: str) -> ExerciseResult | None:
+    """Why ``fn`` cannot be checked at all (not a function, or it calls the answer), or None to go on."""
+    if (bad := _not_callable(name, learner_name, fn)) is not None:
+        return bad
+    if used := _borrowed(fn, forbidden):
+        return _borrowed_result(name, used, allowed)
+    return None
+
+
 def _borrowed_result(name, used, allowed) -> ExerciseResult:
     return ExerciseResult(
         name, "borrowed", f"你的函数直接用了 lesson_lib 自己的 {used}：检查器等于拿答案和答案比，看不出你自己的写法，"
@@ -319,10 +328,8 @@ def _split_cases():
 def check_split_heads(fn) -> ExerciseResult:
     """Run ``fn(x, h)`` on several (n, d_model, h) and compare with the kernel's split_heads."""
     name, learner = "split_heads", "my_split_heads"
-    if (bad := _not_callable(name, learner, fn)) is not None:
-        return bad
-    if used := _borrowed(fn, (split_heads, split_heads_solution)):
-        return _borrowed_result(name, used, " reshape 和 transpose ")
+    if refused := _refused(name, learner, fn, (split_heads, split_heads_solution), " reshape 和 transpose "):
+        return refused
     rng = np.random.default_rng(0)
     cases = _split_cases()
     low = False
@@ -422,10 +429,9 @@ def _mha_variants(x, w_q, w_k, w_v, w_o, h):
 def check_multi_head_attention_loop(fn) -> ExerciseResult:
     """Run ``fn(x, w_q, w_k, w_v, w_o, h)`` on several cases and compare with the kernel's multi_head_attention."""
     name, learner = "multi_head_attention_loop", "my_multi_head_attention_loop"
-    if (bad := _not_callable(name, learner, fn)) is not None:
-        return bad
-    if used := _borrowed(fn, (multi_head_attention, multi_head_attention_loop_solution)):
-        return _borrowed_result(name, used, "矩阵乘法、切片、np.concatenate 和 softmax ")
+    forbidden = (multi_head_attention, multi_head_attention_loop_solution)
+    if refused := _refused(name, learner, fn, forbidden, "矩阵乘法、切片、np.concatenate 和 softmax "):
+        return refused
     rng = np.random.default_rng(1)
     low = False
     for n, d, h in _MHA_CASES:
@@ -481,10 +487,8 @@ _COUNT_CASES = ((50, 512, 8), (50, 512, 16), (10, 64, 1), (7, 12, 3), (1, 8, 8))
 def check_count_multiplies(fn) -> ExerciseResult:
     """Run ``fn(n, d_model, h)`` and compare with lesson_lib.flops.count(...).matmul_total."""
     name, learner = "count_multiplies", "my_count_multiplies"
-    if (bad := _not_callable(name, learner, fn)) is not None:
-        return bad
-    if used := _borrowed(fn, (count, count_multiplies_solution)):
-        return _borrowed_result(name, used, "乘法和加法")
+    if refused := _refused(name, learner, fn, (count, count_multiplies_solution), "乘法和加法"):
+        return refused
     answers = {}
     for n, d, h in _COUNT_CASES:
         case = f"n={n}, d_model={d}, h={h}"

@@ -16,7 +16,7 @@ from .attention import head_width
 from .paper import BASE_HEADS
 from .validation import LessonInputTypeError, check_int
 
-__all__ = ["SOFTMAX_WORK", "SOFTMAX_WORK_FORMULA", "LayerCount", "count", "parameters", "measure", "count_table"]
+__all__ = ["SOFTMAX_WORK", "SOFTMAX_WORK_FORMULA", "LayerCount", "count", "parameters", "measure", "count_rows"]
 
 # One definition of the element-wise work that grows with h, used by §4's table and §5's lab alike.
 SOFTMAX_WORK = "softmax 工作量"
@@ -88,7 +88,7 @@ def parameters(d_model: int, h: int) -> int:
     return h * per_head + (h * d_k) * d_model  # + W^O: (h·d_v) × d_model  = 4·d_model² for any h
 
 
-def count_table(n: int, d_model: int, heads) -> list[dict]:
+def count_rows(n: int, d_model: int, heads) -> list[dict]:
     """One dict per head count (every stage, d_k and the totals): the rows of format_table."""
     return [count(n, d_model, h).as_dict() for h in heads]
 
@@ -254,7 +254,7 @@ def format_table(n: int, d_model: int, heads) -> str:
                f"{SOFTMAX_WORK} {SOFTMAX_WORK_FORMULA}"]
     fields = ["h", "d_k", "qkv_projections", "scores", "weights_v", "output_projection", "matmul_total",
               "softmax_total"]
-    return text_table(headers, [[r[f] for f in fields] for r in count_table(n, d_model, heads)])
+    return text_table(headers, [[r[f] for f in fields] for r in count_rows(n, d_model, heads)])
 
 
 def scores_text(d_model: int, heads) -> str:
@@ -269,7 +269,7 @@ def scores_text(d_model: int, heads) -> str:
 SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
 
 
-def timing_reading(times: dict[int, float], n: int) -> str:
+def timing_reading_text(times: dict[int, float], n: int) -> str:
     """What the measured times at one n say about "no extra cost": each h against the first, in words."""
     first, *others = times
     if not others:
@@ -288,6 +288,6 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
     for n in ns:
         times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
         lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h, t in times.items()))
-    if ns and (reading := timing_reading(times, ns[-1])):
+    if ns and (reading := timing_reading_text(times, ns[-1])):
         lines.append(reading)
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from .attention_stats import mean_pairwise_js, row_entropy
 from .paper import BASE_D_MODEL, BASE_HEADS
 from .validation import LessonInputTypeError, check_int
 
-__all__ = ["SENTENCE", "LabState", "head_choices", "lab_state", "plot", "render_parts", "render_png", "summary_html"]
+__all__ = ["SENTENCE", "LabState", "head_choices", "lab_parts", "lab_png", "lab_state", "plot_lab", "summary_html"]
 
 SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她", "帮过", "他", "。"]
 MAX_HEADS = 64
@@ -129,21 +129,21 @@ def _title(state: LabState) -> str:
     return f"h = {state.h} 个头，每头 d_k = {state.d_k}（随机初始化，未训练）"
 
 
-def render_png(state: LabState, zoom: int = 1) -> bytes:
+def lab_png(state: LabState, zoom: int = 1) -> bytes:
     """PNG bytes for the lab's Image: head ``zoom`` (1-based) large with token labels, every head small."""
     from .plotting import render_lab_png
 
     return render_lab_png(state.weights, state.tokens, zoom=zoom, suptitle=_title(state))
 
 
-def render_parts(state: LabState, zoom: int = 1) -> tuple[bytes, bytes]:
-    """``render_png``'s picture as (zoomed head, overview), for a layout that stacks them on narrow screens."""
+def lab_parts(state: LabState, zoom: int = 1) -> tuple[bytes, bytes]:
+    """``lab_png``'s picture as (zoomed head, overview), for a layout that stacks them on narrow screens."""
     from .plotting import render_lab_parts
 
     return render_lab_parts(state.weights, state.tokens, zoom=zoom, suptitle=_title(state))
 
 
-def plot(state: LabState):
+def plot_lab(state: LabState):
     """The same picture as a matplotlib figure (the reference drawing, for static cells)."""
     from .plotting import plot_heads
 

@@ -18,10 +18,10 @@ from .attention import head_width, merge_heads, scaled_dot_product_attention, sp
 from .validation import check_int, check_split
 
 __all__ = [
-    "heads_mix_report",
+    "heads_mix_text",
     "step_summary_html",
     "steps_text",
-    "transpose_report",
+    "transpose_text",
     "Step",
     "shape_steps",
     "wrong_split",
@@ -236,7 +236,7 @@ def step_summary_html(steps, index: int) -> str:
     return box(f"第 {index + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b>")
 
 
-def transpose_report(n: int = 6, d_model: int = 512, h: int = 8) -> str:
+def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     """Where head 1's numbers come from with the correct split and with the forgotten transpose."""
     right = next(s for s in shape_steps(n, d_model, h) if s.code == "split_heads(Q, h)")
     wrong = next(s for s in shape_steps(n, d_model, h, forget_transpose=True) if s.code == "Q.reshape(h, n, d_k)")
@@ -262,7 +262,7 @@ def _difference_text(value: float) -> str:
     return f"{value:.2f}"
 
 
-def heads_mix_report(n: int = 5, d_model: int = 512, h: int = 8) -> str:
+def heads_mix_text(n: int = 5, d_model: int = 512, h: int = 8) -> str:
     """heads_mix_only_at_wo as three sentences, with round-off printed as a bound, not as its digits."""
     check = heads_mix_only_at_wo(n=n, d_model=d_model, h=h)
     difference = check["max_difference"]

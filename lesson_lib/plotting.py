@@ -16,10 +16,13 @@ import numpy as np
 
 __all__ = [
     "CJK_FONT",
+    "MAX_LABELLED_HEADS",
+    "font_path",
     "PngLayout",
     "colour_cells",
     "figure_png",
     "grid_shape",
+    "head_titles",
     "heads_png_layout",
     "LAB_SIZE",
     "LabLayout",
@@ -29,6 +32,7 @@ __all__ = [
     "plot_heads",
     "png_size",
     "render_heads_png",
+    "tile_gap",
     "tile_heads",
     "use_chinese_font",
 ]
@@ -38,7 +42,7 @@ _FONT_FILE = "NotoSansCJKsc-Regular.otf"
 _registered = False
 
 
-def _font_path() -> Path:
+def font_path() -> Path:
     try:
         import mplfonts
     except ImportError:
@@ -58,7 +62,7 @@ def use_chinese_font() -> str:
     from matplotlib import font_manager
 
     if not _registered:
-        font_manager.fontManager.addfont(str(_font_path()))
+        font_manager.fontManager.addfont(str(font_path()))
         _registered = True
     mpl.rcParams["font.family"] = "sans-serif"
     mpl.rcParams["font.sans-serif"] = [CJK_FONT, "DejaVu Sans"]
@@ -77,6 +81,24 @@ def grid_shape(h: int, max_cols: int = 8) -> tuple[int, int]:
     if h > 4:
         cols = min(max_cols, max(cols, 4))
     return math.ceil(h / cols), cols
+
+
+MAX_LABELLED_HEADS = 16  # above this many heads, tiles are too small for token labels (both renderers)
+
+
+def tile_gap(h: int, n: int) -> int:
+    """Blank cells between tiles of n × n maps (both renderers): the tiles' titles sit in them."""
+    return 1 if h == 1 else max(2, round(0.25 * n))
+
+
+def head_titles(titles, h: int) -> list:
+    """Each tile's title (both renderers): "头 i" by default, none for a single map; checks the count."""
+    if titles is None:
+        return [f"头 {i + 1}" for i in range(h)] if h > 1 else [None]
+    titles = list(titles)
+    if len(titles) != h:
+        raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
+    return titles
 
 
 def tile_heads(weights, cols: int | None = None, gap: int = 1):
@@ -128,14 +150,11 @@ def plot_heads(
     if w.ndim != 3:
         raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
     h, n, m = w.shape
-    gap = 1 if h == 1 else max(2, round(0.25 * n))  # blank cells between tiles; titles sit in them
+    gap = tile_gap(h, n)
     image, origins = tile_heads(w, gap=gap)
     row_tokens = _labels(tokens, n, "行")
     key_tokens = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
-    if titles is None:
-        titles = [f"头 {i + 1}" for i in range(h)] if h > 1 else [None]
-    if len(titles) != h:
-        raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
+    titles = head_titles(titles, h)
 
     cell = (tile_inches or _tile_inches(h, max(n, m))) / max(n, m)  # inches per matrix cell
     fontsize = _label_fontsize(cell, h)
@@ -150,7 +169,7 @@ def plot_heads(
     ax.set_ylim(image.shape[0] - 0.5, -gap - 0.5)  # room above the top row for its titles
     if fontsize:
         _token_labels(ax, origins, row_tokens, key_tokens, fontsize)
-    title_size = 9 if h <= 16 else 7
+    title_size = 9 if h <= MAX_LABELLED_HEADS else 7
     for (top, left), title in zip(origins, titles):
         if title:
             ax.text(left - 0.5, top - 0.7, title, fontsize=title_size, va="bottom", ha="left")
@@ -263,7 +282,7 @@ def _tile_inches(h, n):
 
 def _label_fontsize(cell, h):
     """Token labels only when a matrix row is tall enough to read them (≥ 5 pt)."""
-    if h > 16:
+    if h > MAX_LABELLED_HEADS:
         return 0
     size = min(9.0, 0.8 * cell * 72)
     return size if size >= 5 else 0
@@ -295,7 +314,7 @@ def _pil_font(size: int):
     if size not in _FONTS:
         from PIL import ImageFont
 
-        _FONTS[size] = ImageFont.truetype(str(_font_path()), size)
+        _FONTS[size] = ImageFont.truetype(str(font_path()), size)
     return _FONTS[size]
 
 
@@ -320,6 +339,7 @@ def render_heads_png(weights, tokens=None, titles=None, cell_px: int | None = No
     if n != m:
         raise ValueError(f"快速绘图只画方阵形式的自注意力图 (n × n)，收到的是 {n} × {m}：请改用 plot_heads。")
     labels = _labels(tokens, n, "行")
+    titles = head_titles(titles, h)
     layout = heads_png_layout(h, n, labels, suptitle, cell_px)
     image, origins = tile_heads(w, gap=layout.gap)
     left, top, cell = layout.left, layout.top, layout.cell
@@ -329,14 +349,13 @@ def render_heads_png(weights, tokens=None, titles=None, cell_px: int | None = No
     canvas = Image.new("RGB", (left + W + layout.bar_width, top + H + layout.bottom), "white")
     canvas.paste(Image.fromarray(rgb), (left, top))
     draw = ImageDraw.Draw(canvas)
-    font, small = _pil_font(layout.label_px), _pil_font(12 if h <= 16 else 10)
+    few = h <= MAX_LABELLED_HEADS
+    font, small = _pil_font(layout.label_px), _pil_font(12 if few else 10)
     if suptitle:
         draw.text((left, 4), suptitle, fill="black", font=_pil_font(15))
-    if titles is None:
-        titles = [f"头 {i + 1}" for i in range(h)] if h > 1 else [None]
     for (r, c), title in zip(origins, titles):
         if title:
-            draw.text((left + c * cell, top + r * cell - (16 if h <= 16 else 12)), title, fill="black", font=small)
+            draw.text((left + c * cell, top + r * cell - (16 if few else 12)), title, fill="black", font=small)
     if layout.show_labels:
         _pil_token_labels(draw, origins, labels, cell, left, top, n, font, layout.label_px)
     _pil_colour_bar(canvas, draw, cmap, left + W + 14, top, H, small)
@@ -363,10 +382,10 @@ class PngLayout:
 
 def heads_png_layout(h: int, n: int, labels, suptitle=None, cell_px: int | None = None) -> PngLayout:
     """The fast renderer's geometry for h heads of n × n, so tests and callers need not copy it."""
-    gap = 1 if h == 1 else max(2, round(0.25 * n))
+    gap = tile_gap(h, n)
     cell = cell_px or _cell_px(h, n)
     label_px = max(10, min(14, cell - 2))
-    show_labels = h <= 16 and cell >= 9
+    show_labels = h <= MAX_LABELLED_HEADS and cell >= 9
     longest = max(len(t) for t in labels)
     left = (longest * label_px + 8) if show_labels else 6
     bottom = (longest * label_px + 6) if show_labels else 6

@@ -15,10 +15,10 @@ import html
 import numpy as np
 
 from lesson_lib import pretrained as pt
+from lesson_lib.blas import one_blas_thread
 
 __all__ = [
     "COREF_SENTENCES",
-    "describe",
     "explore",
     "explorer_frame",
     "explorer_view",
@@ -27,8 +27,9 @@ __all__ = [
     "coref_check",
     "making_figure",
     "its_figure",
+    "model_text",
+    "plot_toy_heads",
     "run_paper_sentences",
-    "toy_heads_instead",
 ]
 
 # The its→law head on two more sentences: "its" = car (the head gets it), "its" = town (it does not).
@@ -63,24 +64,27 @@ _needs_model = skip_without_model(SKIPPED)
 # ---------------------------------------------------------------------------------------------
 
 
-def describe(model):
-    """Print the model's size; without the package, show the toy model's heads instead."""
+def model_text(model, toy_h=4) -> str:
+    """The model's size; without the package, what ``plot_toy_heads(toy_h)`` draws instead."""
     if model is None:
-        toy_heads_instead()
-        return
+        return (
+            f"改为展示第 7 节玩具模型（1 层、{toy_h} 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
+            "它不是真实语言模型，只用来说明“训练会让头各自分工”。"
+        )
     c = model.config
-    print(
+    return (
         f"all-MiniLM-L6-v2：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
         f"d_model = {c.d_model}，每个头 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
-        f"前馈层宽 {c.d_ff}，共 {model.n_parameters / 1e6:.1f} M 个参数（不含没用到的 pooler）。"
+        f"前馈层宽 {c.d_ff}，共 {model.n_parameters / 1e6:.1f} M 个参数（不含没用到的 pooler）。\n"
+        f"权重文件 sha256 与本课核对过的一致：{pt.WEIGHTS_SHA256[:16]}…"
     )
-    print(f"权重文件 sha256 与本课核对过的一致：{pt.WEIGHTS_SHA256[:16]}…")
 
 
 @_needs_model
 def run_paper_sentences(model):
     """Both appendix sentences through the model: {'law': Encoding, 'making': Encoding}, with a summary."""
-    runs = {name: model.encode(text) for name, text in pt.PAPER_SENTENCES.items()}
+    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.blas)
+        runs = {name: model.encode(text) for name, text in pt.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
     for name, enc in runs.items():
         print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {enc.attentions.shape}（层, 头, 查询, 键）")
@@ -168,7 +172,8 @@ def head_finder(runs, top=3):
 @_needs_model
 def coref_check(model, layer=4, head=2):
     """The best its→law head on a sentence where it finds the owner of 'its' and one where it does not."""
-    encs = {name: model.encode(text) for name, text in COREF_SENTENCES.items()}
+    with one_blas_thread():
+        encs = {name: model.encode(text) for name, text in COREF_SENTENCES.items()}
     verdict = {"works": "「its」指 car，这个头也主要看 car", "fails": "「its」指 town，这个头却主要看 river"}
     for name, enc in encs.items():
         print(f"{verdict[name]}：{COREF_SENTENCES[name]}")
@@ -271,9 +276,10 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     """
     import ipywidgets as w
 
-    from lesson_lib.widgets import _linked, _show_png
+    from lesson_lib.widgets import linked, show_png
 
-    first = model.encode(pt.PAPER_SENTENCES["law"])
+    with one_blas_thread():
+        first = model.encode(pt.PAPER_SENTENCES["law"])
     pt.check_layer_head(first.attentions, layer, head)
     start = pt.query_index(first.tokens, query) + 1
     wide = {"style": {"description_width": "3em"}, "continuous_update": False}
@@ -289,15 +295,16 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     state = {"text": sentence.value, "enc": first}
 
     def show(summary, picture):
-        if sentence.value != state["text"]:  # new tokens; _linked does not redraw for the list change below
-            state["text"], state["enc"] = sentence.value, model.encode(sentence.value)
+        if sentence.value != state["text"]:  # new tokens; linked does not redraw for the list change below
+            with one_blas_thread():
+                state["text"], state["enc"] = sentence.value, model.encode(sentence.value)
             keep = query if query in state["enc"].tokens else state["enc"].tokens[1]
             token.options = pt.token_options(state["enc"].tokens)
             token.value = state["enc"].tokens.index(keep) + 1
         summary.value, png = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
-        _show_png(picture, png)
+        show_png(picture, png)
 
-    return _linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show)
+    return linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,11 +312,12 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 # ---------------------------------------------------------------------------------------------
 
 
-def toy_heads_instead(h=4, seed=0):
+def plot_toy_heads(h=4, seed=0):
     """Draw the trained heads of §7's toy model, via ``ablation.example_heads(h, seed) -> (h, T, T)``.
 
     That one function name is the whole contract with ``lesson_lib.ablation``. If it is missing,
     say so and draw nothing: random-initialised heads would not be evidence of anything.
+    ``model_text(None)`` is the sentence that introduces this figure.
     """
     try:
         from lesson_lib import ablation
@@ -320,8 +328,4 @@ def toy_heads_instead(h=4, seed=0):
         return None
     from lesson_lib.plotting import plot_heads
 
-    print(
-        f"改为展示第 7 节玩具模型（1 层、{h} 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
-        "它不是真实语言模型，只用来说明“训练会让头各自分工”。"
-    )
     return plot_heads(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")

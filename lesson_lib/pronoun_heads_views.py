@@ -13,14 +13,15 @@ import html
 import numpy as np
 
 from lesson_lib import pronoun_heads as ph
+from lesson_lib.blas import one_blas_thread
 from lesson_lib.pretrained.explorer import head_label
 from lesson_lib.pretrained_views import skip_without_model
 
 __all__ = [
     "WITHOUT_MODEL",
-    "describe",
     "lesson_sentence",
     "minimal_pairs",
+    "model_text",
     "pronoun_rows_figure",
     "pronoun_widget",
     "ranking",
@@ -43,11 +44,12 @@ def _shown(tokens):
     return [ph.clean(t) for t in tokens]
 
 
-@_needs_model
-def describe(model):
-    """The model in numbers, and what it is not."""
+def model_text(model) -> str:
+    """The model in numbers; without the package, what the section would have shown (``WITHOUT_MODEL``)."""
+    if model is None:
+        return WITHOUT_MODEL
     c = model.config
-    print(
+    return (
         f"{c.name}：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
         f"d_model = {c.d_model}，每个头 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，前馈层宽 {c.d_ff}，"
         f"词表 {model.tokenizer.vocab_size:,} 个词元，共 {model.n_parameters / 1e6:.0f} M 个参数。"
@@ -57,7 +59,8 @@ def describe(model):
 @_needs_model
 def lesson_sentence(model, text=ph.LESSON_SENTENCE):
     """The sentence through the model: (tokens, attentions), with its tokens printed."""
-    tokens, att = model.attend(text)
+    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.blas)
+        tokens, att = model.attend(text)
     print(f"「{text}」切成 {len(tokens)} 个词元（▁ 表示词的开头，已去掉）：")
     print("  " + " | ".join(_shown(tokens)))
     print(f"注意力张量的形状：{att.shape}（层, 头, 查询, 键）")
@@ -106,7 +109,9 @@ def top_heads_figure(sentence, ranked, k=3, pronoun="她"):
 def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
     """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
     heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
-    table = ph.follow_table(model, conditions, heads)
+    with one_blas_thread():
+        table = ph.follow_table(model, conditions, heads)
+        counts = ph.right_counts(model, conditions)
     from lesson_lib.tables import text_table
 
     rows = []
@@ -115,7 +120,6 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
         rows.append([condition.label, *cells])
     print("每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大")
     print(text_table(["条件", *(head_label(*h) for h in heads)], rows))
-    counts = ph.right_counts(model, conditions)
     n = len(conditions)
     for h in heads:
         print(f"{head_label(*h)}：{n} 个条件里对了 {counts[h[0] - 1, h[1] - 1]} 个")
@@ -131,7 +135,8 @@ def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
     from lesson_lib.plotting import figure_png
 
     try:
-        tokens, att = model.attend(text)
+        with one_blas_thread():
+            tokens, att = model.attend(text)
         w = ph.name_weights(att, tokens, pronoun, (name_a, name_b))
     except ValueError as exc:  # name missing, pronoun merged with a neighbour, empty text
         return f"<div>{html.escape(str(exc))}</div>", b""
@@ -151,7 +156,7 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
     import ipywidgets as w
 
-    from lesson_lib.widgets import _linked, _show_png
+    from lesson_lib.widgets import linked, show_png
 
     style = {"description_width": "4em"}
     sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,
@@ -167,9 +172,9 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     def show(summary, picture):
         summary.value, png = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value, name_b.value, heads)
         if png:
-            _show_png(picture, png)
+            show_png(picture, png)
         else:  # nothing to draw: say why in the summary, clear the old picture
             picture.value = b""
 
-    return _linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show)
+    return linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show)
 

@@ -10,7 +10,7 @@ import unicodedata
 
 import numpy as np
 
-__all__ = ["text_table", "display_width"]
+__all__ = ["cell_text", "display_width", "text_table"]
 
 
 def display_width(text: str) -> int:
@@ -18,7 +18,8 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def _cell(value) -> str:
+def cell_text(value) -> str:
+    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing zeros."""
     if isinstance(value, (bool, np.bool_)):
         return "是" if value else "否"
     if isinstance(value, numbers.Integral):
@@ -31,7 +32,7 @@ def _cell(value) -> str:
 
 def text_table(headers, rows, align_right_numbers: bool = True) -> str:
     """Render ``rows`` (sequences of values) under ``headers`` with columns padded to line up."""
-    cells = [[_cell(v) for v in row] for row in rows]
+    cells = [[cell_text(v) for v in row] for row in rows]
     head = [str(h) for h in headers]
     if any(len(r) != len(head) for r in cells):
         raise ValueError("每一行的列数都应与表头相同。")

@@ -41,7 +41,7 @@ def box(inner_html: str, tone: str = "note") -> str:
 def html_table(headers, rows, code_columns=()) -> str:
     """A table whose cells wrap between words, never inside one (no 「A / ttention」); code keeps its spaces and
     wraps only at them, so an identifier is never cut."""
-    from .tables import _cell
+    from .tables import cell_text
 
     cell = "padding:3px 10px 3px 0;vertical-align:top;text-align:left;word-break:normal;overflow-wrap:normal;"
     code = "white-space:pre-wrap;font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
@@ -49,7 +49,7 @@ def html_table(headers, rows, code_columns=()) -> str:
                    for h in headers)
     body = []
     for row in rows:
-        tds = "".join(f'<td style="{cell}{code if i in code_columns else ""}">{_html.escape(_cell(v))}</td>'
+        tds = "".join(f'<td style="{cell}{code if i in code_columns else ""}">{_html.escape(cell_text(v))}</td>'
                       for i, v in enumerate(row))
         body.append(f"<tr>{tds}</tr>")
     return (f'<table class="lesson-table" style="{_TEXT}border-collapse:collapse;margin:4px 0">'

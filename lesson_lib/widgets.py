@@ -25,7 +25,7 @@ def _image(png: bytes):
                    layout=w.Layout(max_width="100%", height="auto", align_self="flex-start", margin="0"))
 
 
-def _show_png(picture, png: bytes) -> None:
+def show_png(picture, png: bytes) -> None:
     """Put ``png`` in the Image at its own pixel width (the browser then never scales it up)."""
     from .plotting import png_size
 
@@ -35,7 +35,7 @@ def _show_png(picture, png: bytes) -> None:
     picture.value = png
 
 
-def _linked(controls: dict, show):
+def linked(controls: dict, show):
     """Call ``show()`` now and whenever any control changes; lay the controls out over what show fills.
 
     ``show`` may adjust other controls (a slider's range); the changes that causes do not redraw again.
@@ -85,13 +85,13 @@ def head_lab(seed: int = 0, initial: int = 8):
         with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
             state = lab.lab_state(slider.value, seed=seed)
         summary.value = lab.summary_html(state)
-        for image, png in zip(pictures.children, lab.render_parts(state, zoom=zoom.value)):
-            _show_png(image, png)
+        for image, png in zip(pictures.children, lab.lab_parts(state, zoom=zoom.value)):
+            show_png(image, png)
 
     # Zoomed head and overview side by side, or the overview under the zoomed head where the output is
     # narrower than both (1024 px with the file browser open): each keeps its own size, labels stay 14 px.
     pictures = w.HBox([_image(b""), _image(b"")], layout=w.Layout(flex_flow="row wrap", align_items="flex-start"))
-    box = _linked({"slider": slider, "zoom": zoom}, lambda summary, _picture: show(summary, None))
+    box = linked({"slider": slider, "zoom": zoom}, lambda summary, _picture: show(summary, None))
     box.children = (*box.children[:2], pictures)
     box.controls["picture"] = pictures
     box.controls["zoomed"], box.controls["overview"] = pictures.children
@@ -114,9 +114,9 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
     def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)
         summary.value = averaging.summary_html(d)
-        _show_png(picture, averaging.demo_png(d))
+        show_png(picture, averaging.demo_png(d))
 
-    return _linked({"heads": heads, "sharpness": sharp}, show)
+    return linked({"heads": heads, "sharpness": sharp}, show)
 
 
 _SHARPNESS_RANGE = (0.0, 10.0)  # the slider's range: a start outside it would be clamped without a word
@@ -142,9 +142,9 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
         steps = heads_mod.shape_steps(n, d_model, h, forget_transpose=forget.value)
         step.max = len(steps)  # the forgotten path has fewer steps; this may move step.value down
         summary.value = heads_mod.step_summary_html(steps, step.value - 1)
-        _show_png(picture, heads_mod.step_png(n, d_model, h, forget.value, step.value - 1))
+        show_png(picture, heads_mod.step_png(n, d_model, h, forget.value, step.value - 1))
 
-    return _linked({"step": step, "forget": forget}, show)
+    return linked({"step": step, "forget": forget}, show)
 
 
 def progress_bar(description: str = "训练中"):

@@ -47,15 +47,11 @@ def kernel_calls(monkeypatch):
 def raises_chinese():
     """``raises_chinese(call, *fragments, cls=ValueError)``: ``call()`` raises ``cls`` with a Chinese message
     containing every fragment; returns the message."""
-    import re
+    from helpers import assert_chinese_message
 
     def check(call, *fragments, cls=ValueError):
         with pytest.raises(cls) as excinfo:
             call()
-        message = str(excinfo.value)
-        assert re.search(r"[\u4e00-\u9fff]", message), f"message is not Chinese: {message!r}"
-        for fragment in fragments:
-            assert fragment in message, (fragment, message)
-        return message
+        return assert_chinese_message(str(excinfo.value), *fragments)
 
     return check

@@ -107,10 +107,10 @@ def test_the_table_shows_the_shape_the_prose_describes(lesson):
     assert len(text.splitlines()) == 2 + len(HEADS) + 1 and "瞎猜是 1/8 = 0.125" in text
 
 
-def test_specialisation_report_and_figure_roles(lesson):
+def test_specialisation_text_and_figure_roles(lesson):
     result, many = lesson
     on = ablation.heads_on_targets(result, many, heads=(1, 4))
-    text = ablation.specialisation_report(on)
+    text = ablation.specialisation_text(on)
     assert text.count("  头 ") == 5
     one = on[1][0]
     assert abs(one[0] - 0.5) < 0.05 and abs(one[1] - 0.5) < 0.05 and one[2] < 0.05  # 「劈成两半」
@@ -120,16 +120,16 @@ def test_specialisation_report_and_figure_roles(lesson):
     assert on[4].max(axis=1).min() > 0.9  # 「每行一个亮格」
 
 
-def test_diversity_summary_matches_the_prose(lesson):
+def test_diversity_text_matches_the_prose(lesson):
     result, many = lesson
     div = ablation.diversity(result, many)
-    text = ablation.diversity_summary(div)
+    text = ablation.diversity_text(div)
     assert div[1][0] > 1.0 and div[2][0] < 0.8 and div[4][0] < 0.8
     assert div[2][1] > 0.7 and div[4][1] > 0.7
     assert div[16][0] > 1.0 and div[32][0] > 2.5
     assert div[4][1] > div[8][1] > div[16][1] > div[32][1] and div[32][1] < 0.4
     assert "h = 2、4、8 尖" in text and "h = 32 接近平均分配" in text and "h = 32 彼此很像" in text
-    numbers = ablation.diversity_numbers(div)
+    numbers = ablation.diversity_numbers_text(div)
     assert len(numbers.splitlines()) == 2 + len(HEADS)
 
 
@@ -166,8 +166,8 @@ def test_accuracy_levels(value, label):
     assert report.level(value, report.ACCURACY_LEVELS) == label
 
 
-def test_monotone_score_demo_one_dimension_picks_only_ends():
-    text = ablation.monotone_score_demo(points=9)
+def test_monotone_score_text_one_dimension_picks_only_ends():
+    text = ablation.monotone_score_text(points=9)
     one_d = [int(line.rsplit("第 ", 1)[1].split(" ")[0]) for line in text.splitlines() if line.startswith("一维")]
     assert set(one_d) <= {0, 8} and len(one_d) == 4
     assert text.splitlines()[-1].endswith(str(list(range(9))))  # on a circle every key can win

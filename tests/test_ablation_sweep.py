@@ -51,7 +51,7 @@ def test_sweep_rows_have_the_promised_fields_and_workers_do_not_change_them():
 def test_one_seed_has_no_standard_deviation():
     result = sweep((2,), seeds=1, task=TINY_TASK, cfg=TINY_CFG)
     assert result.results[0]["accuracy_sd"] is None
-    assert "标准差" not in ablation.format_numbers(result.results)
+    assert "标准差" not in ablation.accuracy_numbers_text(result.results)
 
 
 def test_progress_reaches_the_total_in_order():

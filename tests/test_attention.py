@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_chinese_message, causal, make_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lesson_lib import attention as att
-from lesson_lib import attention_fast
 from lesson_lib.attention import (
     AttentionInputError,
     merge_heads,
@@ -25,30 +24,14 @@ from lesson_lib.attention_fast import multi_head_attention_fast
 
 KERNELS = [multi_head_attention, multi_head_attention_reference, multi_head_attention_fast]
 KERNEL_IDS = ["readable", "reference", "fast"]
-CJK = re.compile(r"[\u4e00-\u9fff]")
 PROPS = settings(max_examples=25, deadline=None)
-
-
-def make_inputs(n, d_model, lead=(), seed=0, dtype=np.float64, scale=1.0):
-    """X (*lead, n, d_model) and four (d_model, d_model) weights, scaled so scores stay moderate."""
-    rng = np.random.default_rng(seed)
-    x = (scale * rng.standard_normal((*lead, n, d_model))).astype(dtype)
-    ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(dtype) for _ in range(4)]
-    return x, ws
-
-
-def causal(n):
-    return np.tril(np.ones((n, n), dtype=bool))  # (n, n) query i may attend to keys 0..i
 
 
 def assert_chinese_error(excinfo, *fragments):
     """The error is an AttentionInputError (a ValueError), in Chinese, and names the numbers involved."""
     err = excinfo.value
     assert isinstance(err, AttentionInputError) and isinstance(err, ValueError)
-    message = str(err)
-    assert CJK.search(message), f"message is not Chinese: {message!r}"
-    for fragment in fragments:
-        assert str(fragment) in message, f"{fragment!r} missing from {message!r}"
+    assert_chinese_message(str(err), *fragments)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,18 +73,6 @@ def test_kernels_agree_with_broadcast_masks(mask_kind):
         np.testing.assert_allclose(out_k, results[0][0], rtol=0, atol=1e-12)
         np.testing.assert_allclose(weights_k, results[0][1], rtol=0, atol=1e-12)
     assert np.all(results[0][1][np.broadcast_to(~mask, (b, h, n, n))] == 0.0)
-
-
-def test_fast_path_agrees_across_row_blocks(monkeypatch):
-    """Force the fast path to cut the scores into several row blocks (16 rows each) and a ragged last one."""
-    monkeypatch.setattr(attention_fast, "_BLOCK_BYTES", 1)  # raises if the knob is gone: the test cannot go soft
-    n, d_model, h = 40, 16, 4
-    x, ws = make_inputs(n, d_model, (2,), seed=3)
-    for mask in (None, causal(n)):
-        out, weights = multi_head_attention(x, *ws, h, mask=mask)
-        out_f, weights_f = multi_head_attention_fast(x, *ws, h, mask=mask)
-        np.testing.assert_allclose(out_f, out, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(weights_f, weights, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("use_mask", [False, True], ids=["no-mask", "causal"])
@@ -456,33 +427,6 @@ def test_empty_input(kernel, n, d_model):
     with pytest.raises(ValueError) as excinfo:
         kernel(x, *ws, 1 if d_model == 0 else 2)
     assert_chinese_error(excinfo, str(x.shape))
-
-
-@pytest.mark.parametrize("batch", [(), (2,)])
-def test_fast_path_threaded_heads_match_the_readable_kernel(monkeypatch, batch):
-    """The fast path shares heads out over threads only for long inputs; force it on a small one."""
-    monkeypatch.setattr(attention_fast, "_PARALLEL_MIN_TOKENS", 1)
-    monkeypatch.setattr(attention_fast, "usable_cpus", lambda: 2)  # a pool even on a 1-CPU runner
-    monkeypatch.setattr(attention_fast, "_BLOCK_BYTES", 64)
-    monkeypatch.setattr(attention_fast, "_MIN_BLOCK_ROWS", 2)  # several row blocks per head as well
-    pools = []
-    real_pool = attention_fast.ThreadPoolExecutor
-
-    def counting_pool(*args, **kwargs):
-        pools.append(kwargs.get("max_workers"))
-        return real_pool(*args, **kwargs)
-
-    monkeypatch.setattr(attention_fast, "ThreadPoolExecutor", counting_pool)
-    rng = np.random.default_rng(7)
-    n, d, h = 9, 12, 4
-    x = rng.standard_normal((*batch, n, d))
-    ws = [rng.standard_normal((d, d)) for _ in range(4)]
-    for mask in (None, causal(n)):
-        out, weights = multi_head_attention_fast(x, *ws, h, mask=mask)
-        ref_out, ref_weights = multi_head_attention(x, *ws, h, mask=mask)
-        np.testing.assert_allclose(out, ref_out, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(weights, ref_weights, rtol=0, atol=1e-12)
-    assert pools == [2, 2]  # the threaded branch really ran, once per call
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

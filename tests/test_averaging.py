@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 
 import numpy as np
 import pytest
+from helpers import CJK
 
 from lesson_lib import averaging
 from lesson_lib.averaging import FEATURES, TOKENS
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 VISIBLE = TOKENS.index("她")  # 她 sees the words before it: 7 of them
 IDX = {w: TOKENS.index(w) for w in ("小明", "苹果", "小红", "她")}
 
@@ -246,8 +245,8 @@ def test_printed_tables_carry_the_numbers():
     assert rows == pytest.approx(averaging.blend(averaging.LESSON_WEIGHTS), abs=0.005)
 
 
-def test_demo_report_matches_demo():
-    text = averaging.demo_report(sharpness=4.0)
+def test_demo_text_matches_demo():
+    text = averaging.demo_text(sharpness=4.0)
     for heads in (1, 2):
         d = averaging.demo(heads, 4.0)
         assert f"能读回的指代（小红）= {d.referent_kept:.2f}，主语（小明）= {d.subject_kept:.2f}" in text

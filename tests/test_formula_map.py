@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import CJK
 
 from lesson_lib import attention
 from lesson_lib.formula_map import KERNELS, MHA_TERMS, SDPA_TERMS, SOFTMAX_TERMS, formula_table, line_map
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 ROOT = Path(__file__).resolve().parents[1]
 SECTION_9 = (ROOT / "notebooks" / "src" / "09_paper.cells").read_text(encoding="utf-8")
 

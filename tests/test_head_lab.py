@@ -15,11 +15,11 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from helpers import CJK
 
 from lesson_lib import head_lab, plotting
 from lesson_lib.attention import AttentionInputError
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 N = len(head_lab.SENTENCE)  # 11 tokens
 D = 512
 CHOICES = [1, 2, 4, 8, 16, 32, 64]  # divisors of 512 = 2^9 up to 64
@@ -137,7 +137,7 @@ def test_lab_state_rejects_heads_that_do_not_divide_in_chinese(h):
 
 
 # ---------------------------------------------------------------------------------------------
-# summary_html and render_png
+# summary_html and lab_png
 # ---------------------------------------------------------------------------------------------
 
 
@@ -156,11 +156,11 @@ def test_summary_html(states, h):
 
 def test_render_png_same_size_for_every_h(states):
     """The page must not jump when the slider moves: one picture size for every h and every zoomed head."""
-    sizes = {(h, z): decode(head_lab.render_png(states[h], zoom=z)).shape for h in CHOICES for z in {1, h}}
+    sizes = {(h, z): decode(head_lab.lab_png(states[h], zoom=z)).shape for h in CHOICES for z in {1, h}}
     assert set(sizes.values()) == {(plotting.LAB_SIZE[1], plotting.LAB_SIZE[0], 3)}
-    assert head_lab.render_png(states[8]) == head_lab.render_png(head_lab.lab_state(8))  # same h, same bytes
-    assert head_lab.render_png(states[8]) != head_lab.render_png(states[16])
-    assert head_lab.render_png(states[8], zoom=1) != head_lab.render_png(states[8], zoom=2)
+    assert head_lab.lab_png(states[8]) == head_lab.lab_png(head_lab.lab_state(8))  # same h, same bytes
+    assert head_lab.lab_png(states[8]) != head_lab.lab_png(states[16])
+    assert head_lab.lab_png(states[8], zoom=1) != head_lab.lab_png(states[8], zoom=2)
 
 
 def _zoom_cells(img, lay, n):
@@ -172,7 +172,7 @@ def _zoom_cells(img, lay, n):
 @pytest.mark.parametrize("h,zoom", [(1, 1), (8, 3), (64, 64), (64, 17)])
 def test_render_png_zoomed_head_is_that_heads_map(states, h, zoom):
     s = states[h]
-    img = decode(head_lab.render_png(s, zoom=zoom))
+    img = decode(head_lab.lab_png(s, zoom=zoom))
     lay = plotting.lab_layout(h, N, s.tokens)
     lut = plotting.colormap_lut("viridis")
     want = lut[np.rint(s.weights[zoom - 1] * 255).astype(int)].astype(int)
@@ -183,7 +183,7 @@ def test_render_png_zoomed_head_is_that_heads_map(states, h, zoom):
 @pytest.mark.parametrize("h", [2, 16, 64])
 def test_render_png_overview_tiles_every_head_and_frames_the_zoomed_one(states, h):
     s, zoom = states[h], h // 2
-    img = decode(head_lab.render_png(s, zoom=zoom))
+    img = decode(head_lab.lab_png(s, zoom=zoom))
     lay = plotting.lab_layout(h, N, s.tokens)
     lut = plotting.colormap_lut("viridis")
     c = lay.tile_cell
@@ -201,16 +201,12 @@ def test_render_png_overview_tiles_every_head_and_frames_the_zoomed_one(states, 
 @pytest.mark.parametrize("zoom", [0, 9, -1])
 def test_render_png_rejects_a_head_that_is_not_there_in_chinese(states, zoom):
     with pytest.raises(ValueError, match="1 到 8"):
-        head_lab.render_png(states[8], zoom=zoom)
+        head_lab.lab_png(states[8], zoom=zoom)
 
 
 # ---------------------------------------------------------------------------------------------
 # Fast path vs reference: same tile layout, same colours
 # ---------------------------------------------------------------------------------------------
-
-
-def _gap(h, n):
-    return 1 if h == 1 else max(2, round(0.25 * n))
 
 
 def fast_layout(h, n, tokens, suptitle):
@@ -230,7 +226,7 @@ def _fast_grid(state):
     img = decode(_tiled_png(state))
     left, top, cell, canvas = fast_layout(state.h, N, state.tokens, head_lab._title(state))
     assert img.shape[:2] == canvas, "render_heads_png's layout changed: update fast_layout()"
-    tiled, origins = plotting.tile_heads(state.weights, gap=_gap(state.h, N))
+    tiled, origins = plotting.tile_heads(state.weights, gap=plotting.tile_gap(state.h, N))
     rows, cols = np.indices(tiled.shape)
     return img[top + rows * cell + cell // 2, left + cols * cell + cell // 2], tiled, origins
 
@@ -252,15 +248,10 @@ def test_fast_path_cell_colours(states, h):
 
 
 @pytest.mark.parametrize("h", [8, 64])
-def test_fast_path_matches_reference_layout_and_pixels(states, h):
+def test_fast_path_matches_reference_layout_and_pixels(states, h, plt):
     """plot_heads' image array, drawn by matplotlib, against the fast PNG cell by cell (gaps included)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
     s = states[h]
-    fig = head_lab.plot(s)
+    fig = head_lab.plot_lab(s)
     try:
         ax = fig.axes[0]
         ref = np.ma.filled(ax.images[0].get_array().astype(float), np.nan)  # (H, W) tiled, NaN gaps
@@ -269,7 +260,7 @@ def test_fast_path_matches_reference_layout_and_pixels(states, h):
         assert np.array_equal(np.isnan(ref), np.isnan(tiled))
         np.testing.assert_array_equal(ref[~np.isnan(ref)], tiled[~np.isnan(tiled)])
         rows, cols = np.indices(ref.shape)
-        beside = np.isnan(ref) & (rows % (N + _gap(h, N)) < N)  # separators between tiles (titles sit above)
+        beside = np.isnan(ref) & (rows % (N + plotting.tile_gap(h, N)) < N)  # separators between tiles
         assert beside.any() and (grid[beside] == 255).all()  # white in the fast picture too
         fig.canvas.draw()
         buf = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
@@ -317,11 +308,11 @@ def test_lab_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
     raises_chinese(call, *fragments)
 
 
-def test_render_parts_are_the_picture_cut_in_two(states):
+def test_lab_parts_are_the_picture_cut_in_two(states):
     """The widget's two halves side by side are exactly the one lab picture, for every h."""
     for h in (1, 8, 64):
-        zoomed, overview = (decode(p) for p in head_lab.render_parts(states[h], zoom=h))
-        whole = decode(head_lab.render_png(states[h], zoom=h))
+        zoomed, overview = (decode(p) for p in head_lab.lab_parts(states[h], zoom=h))
+        whole = decode(head_lab.lab_png(states[h], zoom=h))
         assert zoomed.shape[1] == plotting.LAB_SPLIT
         assert np.array_equal(np.concatenate([zoomed, overview], axis=1), whole)
         # nothing of the zoomed half (title, labels, colour bar) crosses the cut; the overview starts after it

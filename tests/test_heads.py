@@ -11,13 +11,13 @@ import re
 
 import numpy as np
 import pytest
+from helpers import CJK
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lesson_lib import heads
 from lesson_lib.attention import AttentionInputError, split_heads
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 CASES = [(6, 512, 8), (4, 16, 4), (3, 12, 3), (5, 64, 1), (2, 64, 64), (7, 24, 6)]
 
 
@@ -179,16 +179,16 @@ def test_steps_text_lists_every_step_with_its_shape():
     assert "(4, 5, 16)" in text
 
 
-def test_transpose_report_contrasts_the_two_splits():
-    lines = heads.transpose_report(n=6, d_model=512, h=8).splitlines()
+def test_transpose_text_contrasts_the_two_splits():
+    lines = heads.transpose_text(n=6, d_model=512, h=8).splitlines()
     # 1-based, as the lesson counts heads and words
     assert lines[0].endswith("头 [1]")  # correct: head 1 holds only its own columns
     assert lines[1].endswith("头 [1, 2, 3, 4, 5, 6]")  # forgotten: six heads' columns (6·64 numbers = 6 blocks)
     assert lines[2].endswith("词 [1, 1, 1, 1, 1, 1]")  # ... all from the first token
 
 
-def test_heads_mix_report_states_the_identity():
-    text = heads.heads_mix_report(n=4, d_model=32, h=4)
+def test_heads_mix_text_states_the_identity():
+    text = heads.heads_mix_text(n=4, d_model=32, h=4)
     assert text.splitlines()[:2] == [
         "Concat·W^O 与 Σ head_i·W^O_i 的最大差：< 1e-12，只是浮点舍入",
         "改动其他头的 W^Q 后，头 1 的输出变化：0（一位都没变）",
@@ -203,10 +203,10 @@ def test_heads_mix_report_states_the_identity():
     ({"max_difference": 2e-3, "head1_change": 0.5, "others_change": 0.0},
      ["2.0e-03，不止是浮点舍入！", "0.50", "0（一位都没变）"]),
 ])
-def test_heads_mix_report_prints_bounds_not_round_off_digits(monkeypatch, check, lines):
+def test_heads_mix_text_prints_bounds_not_round_off_digits(monkeypatch, check, lines):
     """Round-off is printed as a bound (its digits follow the BLAS kernel); a real difference is not hidden."""
     monkeypatch.setattr(heads, "heads_mix_only_at_wo", lambda **_: check)
-    assert [line.split("：", 1)[1] for line in heads.heads_mix_report().splitlines()] == lines
+    assert [line.split("：", 1)[1] for line in heads.heads_mix_text().splitlines()] == lines
 
 
 @pytest.mark.parametrize(("call", "fragments"), [

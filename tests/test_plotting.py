@@ -4,34 +4,31 @@ from __future__ import annotations
 
 import io
 import math
-import re
 import subprocess
 import sys
 import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lesson_lib import plotting
-from lesson_lib.plotting import grid_shape, plot_heads, tile_heads
+from lesson_lib.plotting import (
+    grid_shape,
+    head_titles,
+    heads_png_layout,
+    plot_heads,
+    render_heads_png,
+    tile_gap,
+    tile_heads,
+)
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 TOKENS = ["我", "喜欢", "注意力", "机制", "Law", "<EOS>", "，", "它的", "应用", "。"]
 
 
-@pytest.fixture(autouse=True)
-def agg():
-    """Agg backend, rcParams restored and every figure closed after each test."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    with matplotlib.rc_context():
-        yield plt
-        plt.close("all")
+pytestmark = pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
 
 
 def render(fig) -> bytes:
@@ -54,13 +51,13 @@ def random_weights(h, n, m=None, seed=0):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_missing_glyph_warning_is_what_we_guard_against(agg):
+def test_missing_glyph_warning_is_what_we_guard_against(plt):
     """Without the CJK font, matplotlib warns "Glyph … missing from font(s)": the check below can fail."""
     import matplotlib
 
     matplotlib.rcParams["font.family"] = "sans-serif"
     matplotlib.rcParams["font.sans-serif"] = ["DejaVu Sans"]
-    fig = agg.figure()
+    fig = plt.figure()
     fig.suptitle("注意力")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -73,7 +70,7 @@ def test_use_chinese_font_registers_noto_sans_cjk():
     from matplotlib import font_manager
 
     assert plotting.use_chinese_font() == plotting.CJK_FONT == "Noto Sans CJK SC"
-    shipped = str(plotting._font_path())
+    shipped = str(plotting.font_path())
     assert shipped.endswith("NotoSansCJKsc-Regular.otf")
     assert any(f.fname == shipped and f.name == plotting.CJK_FONT for f in font_manager.fontManager.ttflist)
     path = font_manager.findfont(font_manager.FontProperties(family=["sans-serif"]), fallback_to_default=False)
@@ -112,8 +109,8 @@ def test_chinese_titles_and_separate_key_tokens_render():
     assert png.startswith(b"\x89PNG")
 
 
-def test_plot_heads_into_existing_axes(agg):
-    fig, ax = agg.subplots()
+def test_plot_heads_into_existing_axes(plt):
+    fig, ax = plt.subplots()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert plot_heads(random_weights(4, 5), tokens=TOKENS[:5], ax=ax) is fig
@@ -127,8 +124,7 @@ def test_sixty_four_heads_is_one_tiled_image():
     render(fig)
     ax = fig.axes[0]
     image = np.asarray(ax.images[0].get_array())
-    gap = max(2, round(0.25 * n))
-    expected, origins = tile_heads(w, gap=gap)
+    expected, origins = tile_heads(w, gap=tile_gap(h, n))
     assert image.shape == expected.shape
     np.testing.assert_array_equal(np.isnan(image), np.isnan(expected))
     np.testing.assert_array_equal(image[~np.isnan(image)], expected[~np.isnan(expected)])
@@ -195,10 +191,7 @@ def test_tile_heads_single_map():
 
 
 def assert_chinese(excinfo, *fragments):
-    message = str(excinfo.value)
-    assert CJK.search(message), message
-    for fragment in fragments:
-        assert str(fragment) in message, (fragment, message)
+    assert_chinese_message(str(excinfo.value), *fragments)
 
 
 @pytest.mark.parametrize("count", [3, 5])
@@ -217,10 +210,18 @@ def test_wrong_key_token_count():
     assert_chinese(excinfo, 4, 6)
 
 
-def test_wrong_title_count():
+@pytest.mark.parametrize("draw", [plot_heads, render_heads_png], ids=["matplotlib", "pillow"])
+def test_wrong_title_count(draw):
     with pytest.raises(ValueError) as excinfo:
-        plot_heads(random_weights(3, 4), titles=["头 1", "头 2"])
+        draw(random_weights(3, 4), titles=["头 1", "头 2"])
     assert_chinese(excinfo, 2, 3)
+
+
+@pytest.mark.parametrize(("h", "n", "gap"), [(1, 12, 1), (8, 4, 2), (8, 12, 3), (64, 12, 3), (2, 30, 8)])
+def test_both_renderers_use_one_gap_and_one_set_of_default_titles(h, n, gap):
+    assert tile_gap(h, n) == gap  # a quarter of a map, at least 2 cells, 1 for a lone map
+    assert heads_png_layout(h, n, [str(i) for i in range(n)]).gap == gap
+    assert head_titles(None, h) == ([None] if h == 1 else [f"头 {i}" for i in range(1, h + 1)])
 
 
 @pytest.mark.parametrize("shape", [(4,), (2, 2, 3, 3)])

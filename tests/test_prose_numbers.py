@@ -254,8 +254,8 @@ def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(m
     """The timing differs on every machine: the prose defers to the printed reading, which says either way."""
     assert "基本成立" not in markdown and "2×" not in markdown
     assert "最后一行按**你这次**量到的数字算出倍数" in markdown
-    slow = flops.timing_reading({1: 0.010, 8: 0.020, 64: 0.100}, 512)
-    fast = flops.timing_reading({1: 0.010, 8: 0.011, 64: 0.100}, 512)
+    slow = flops.timing_reading_text({1: 0.010, 8: 0.020, 64: 0.100}, 512)
+    fast = flops.timing_reading_text({1: 0.010, 8: 0.011, 64: 0.100}, 512)
     assert slow.startswith("n = 512 时，以 h = 1 为 1：h = 8 是 2.0 倍，h = 64 是 10.0 倍。")
     assert "h = 8 明显比 h = 1 慢" in slow and "差不多快" in fast
 
@@ -306,4 +306,4 @@ def test_section_3_head_1_does_not_change(markdown):
 
     assert "头 1 的输出一点都不变" in markdown
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
-    assert "头 1 的输出变化：0（一位都没变）" in heads.heads_mix_report(n=5, d_model=D, h=H)
+    assert "头 1 的输出变化：0（一位都没变）" in heads.heads_mix_text(n=5, d_model=D, h=H)

@@ -24,15 +24,11 @@ def test_fit_blas_follows_lesson_cpus(monkeypatch, restore_blas):
     assert {lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"} == {1}
 
 
-def test_fit_blas_keeps_a_thread_count_the_environment_asked_for(monkeypatch, restore_blas):
-    """OPENBLAS_NUM_THREADS=1 (a learner's choice, or the CPU-independence test's variant) is not raised."""
-    monkeypatch.setenv("LESSON_CPUS", "2")
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    assert blas.fit_blas_to_cpus() == 1 and blas.blas_threads() == 1
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
-    assert blas.fit_blas_to_cpus() == 2
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "many")  # not a count: ignored
-    assert blas.fit_blas_to_cpus() == 2
+def test_default_fit_never_raises_a_chosen_thread_count(monkeypatch, restore_blas):
+    monkeypatch.delenv("LESSON_CPUS", raising=False)
+    blas.fit_blas_to_cpus(1)  # as OPENBLAS_NUM_THREADS=1 would have started it
+    assert blas.fit_blas_to_cpus() == 1
+    assert blas.blas_threads() == 1
 
 
 def test_one_blas_thread_restores_the_cap(monkeypatch, restore_blas):

@@ -12,16 +12,7 @@ from traitlets import TraitError
 from lesson_lib import head_lab as lab
 from lesson_lib import widgets
 
-
-@pytest.fixture(autouse=True)
-def agg():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -52,7 +43,7 @@ def test_head_lab_initial_shows_the_pure_functions_output():
     state = lab.lab_state(8, seed=0)
     assert c["summary"].value == lab.summary_html(state)
     assert "d_k = 64" in c["summary"].value
-    assert _shown(c) == lab.render_parts(state)
+    assert _shown(c) == lab.lab_parts(state)
     assert c["zoomed"].format == c["overview"].format == "png"
 
 
@@ -63,7 +54,7 @@ def test_head_lab_slider_redraws():
     assert "d_k = 128" in c["summary"].value
     assert "d_k = 64" not in c["summary"].value
     assert _shown(c) != before
-    assert _shown(c) == lab.render_parts(lab.lab_state(4))
+    assert _shown(c) == lab.lab_parts(lab.lab_state(4))
     c["slider"].value = 64
     assert "d_k = 8" in c["summary"].value and f"{3 * 64 * 121:,}" in c["summary"].value
 
@@ -73,16 +64,16 @@ def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
     zoom = c["zoom"]
     assert (zoom.min, zoom.max, zoom.value) == (1, 8, 1)  # counted from 1, like the picture's 头 1 … 头 8
     zoom.value = 6
-    assert _shown(c) == lab.render_parts(lab.lab_state(8), zoom=6)
+    assert _shown(c) == lab.lab_parts(lab.lab_state(8), zoom=6)
     c["slider"].value = 4  # head 6 is gone: the last head is enlarged instead
     assert (zoom.max, zoom.value) == (4, 4)
-    assert _shown(c) == lab.render_parts(lab.lab_state(4), zoom=4)
+    assert _shown(c) == lab.lab_parts(lab.lab_state(4), zoom=4)
     c["slider"].value = 1
     assert zoom.value == 1 and zoom.disabled
     c["slider"].value = 64
     assert zoom.max == 64 and not zoom.disabled
     zoom.value = 64
-    assert _shown(c) == lab.render_parts(lab.lab_state(64), zoom=64)
+    assert _shown(c) == lab.lab_parts(lab.lab_state(64), zoom=64)
 
 
 def test_pictures_are_shown_at_their_own_width():

@@ -22,15 +22,15 @@ from .model import attention_maps, init_params, loss_and_grads
 from .optim import learning_rate
 from .report import (
     ROLE_NAMES,
+    accuracy_numbers_text,
     diversity,
-    diversity_numbers,
-    diversity_summary,
-    format_numbers,
+    diversity_numbers_text,
+    diversity_text,
     format_table,
     heads_on_targets,
     main_roles,
-    monotone_score_demo,
-    specialisation_report,
+    monotone_score_text,
+    specialisation_text,
     timing_text,
     weight_on_targets,
 )
@@ -43,6 +43,7 @@ __all__ = [
     "TARGETS", "Task", "TrainConfig", "Batch", "make_batch", "training_data", "held_out_data",
     "init_params", "loss_and_grads", "attention_maps", "learning_rate", "train", "accuracy", "example_heads",
     "SweepResult", "SweepInterrupted", "sweep", "interrupted_result",
-    "format_table", "format_numbers", "timing_text", "weight_on_targets", "heads_on_targets", "specialisation_report",
-    "main_roles", "ROLE_NAMES", "diversity", "diversity_summary", "diversity_numbers", "monotone_score_demo",
+    "format_table", "accuracy_numbers_text", "timing_text", "weight_on_targets", "heads_on_targets",
+    "specialisation_text",
+    "main_roles", "ROLE_NAMES", "diversity", "diversity_text", "diversity_numbers_text", "monotone_score_text",
 ]

@@ -9,7 +9,7 @@ import sys
 from dataclasses import asdict, replace
 
 from .config import TrainConfig
-from .report import format_numbers
+from .report import accuracy_numbers_text
 from .sweeping import SweepInterrupted, sweep
 
 __all__ = ["main", "parse_heads"]
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # we are ending anyway: more Ctrl-C's change nothing
         done = [r["h"] for r in stop.result.results]
         if done:
-            print(format_numbers(stop.result.results))
+            print(accuracy_numbers_text(stop.result.results))
         shown = f"训练完的头数 {done} 见上表" if done else "还没有哪个头数训练完"
         print(f"训练被中断，所有训练进程都已停止：{shown}；没训练完的头数：{stop.missing}。", file=sys.stderr)
         return 130  # the shell's code for "ended by Ctrl-C"
@@ -55,6 +55,6 @@ def main(argv=None) -> int:
         out["config"] = {"task": asdict(result.task), "train": asdict(result.config), "seeds": args.seeds}
         print(json.dumps(out, ensure_ascii=False))
     else:
-        print(format_numbers(result.results))
+        print(accuracy_numbers_text(result.results))
         print(f"共 {result.total_seconds:.1f} 秒（{len(heads)} 个头数 × {args.seeds} 个种子，{result.workers} 个进程）")
     return 0

@@ -25,16 +25,16 @@ __all__ = [
     "MAIN_ROLE_WEIGHT",
     "level",
     "format_table",
-    "format_numbers",
+    "accuracy_numbers_text",
     "timing_text",
     "weight_on_targets",
     "heads_on_targets",
-    "specialisation_report",
+    "specialisation_text",
     "main_roles",
     "diversity",
-    "diversity_summary",
-    "diversity_numbers",
-    "monotone_score_demo",
+    "diversity_text",
+    "diversity_numbers_text",
+    "monotone_score_text",
 ]
 
 # (lower bound, label), highest first. Chance is 1/V = 0.125.
@@ -72,7 +72,7 @@ def timing_text(result) -> str:
     return f"{n} 个头数{where}，用时 {result.total_seconds:.1f} 秒"
 
 
-def format_numbers(results) -> str:
+def accuracy_numbers_text(results) -> str:
     """Sweep rows with accuracies to 3 places; the standard deviation only when there were several seeds."""
     several = any(r.get("accuracy_sd") is not None for r in results)
     head = ["h", "d_k", "平均准确率", *(["标准差"] if several else []), "prev", "next", "match"]
@@ -112,7 +112,7 @@ def heads_on_targets(result, batch: Batch, heads=(1, 4)) -> dict:
     return {h: weight_on_targets(attention_maps(result.params[h], h, batch), batch) for h in heads}
 
 
-def specialisation_report(on_targets: dict) -> str:
+def specialisation_text(on_targets: dict) -> str:
     """Per head: mean weight on the prev / next / match positions (one decimal) and its main role."""
     lines = []
     for h, rows in on_targets.items():
@@ -156,7 +156,7 @@ def _grouped(values: dict, levels) -> str:
     return "；".join(f"h = {'、'.join(map(str, groups[label]))} {label}" for label in order)
 
 
-def diversity_summary(div: dict) -> str:
+def diversity_text(div: dict) -> str:
     """Each h's entropy and JS as levels (the same on every machine), with the thresholds."""
     entropy = {h: e for h, (e, _) in div.items()}
     js = {h: j for h, (_, j) in div.items() if j is not None}
@@ -168,13 +168,13 @@ def diversity_summary(div: dict) -> str:
     ])
 
 
-def diversity_numbers(div: dict, d_model: int = 32) -> str:
+def diversity_numbers_text(div: dict, d_model: int = 32) -> str:
     """Row entropy and mean pairwise JS of every trained head count to 2 places, as a text table."""
     rows = [[h, d_model // h, f"{e:.2f}", "-" if j is None else f"{j:.2f}"] for h, (e, j) in div.items()]
     return text_table(["h", "每头宽度", "行熵（比特）", "头间 JS（比特）"], rows)
 
 
-def monotone_score_demo(points: int = 9, sharpness: float = 4.0) -> str:
+def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     """Why a 1-dimensional head can only pick an end: q·k is monotone in k, unlike a 2-D dot product.
 
     Keys in 1-D are spread on a line; in 2-D on a circle. For each query, report which key wins the

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
-from lesson_lib.blas import one_blas_thread
 
 __all__ = ["Encoder", "EncoderConfig", "Encoding", "UnknownTextWarning", "gelu", "layer_norm"]
 
@@ -122,15 +121,15 @@ class Encoder:
 
         ``per_head=True`` calls the kernel once per head (the paper's definition, slower); the
         default calls it once per layer with all heads batched. Both give the same numbers.
+        BLAS threads are the caller's choice (§6's cells and widgets use ``blas.one_blas_thread``).
         """
         ids = self._check_ids(ids)
-        with one_blas_thread():
-            x = self._embed(ids)  # (T, d)
-            hidden, attentions = [x], []
-            for layer in range(self.n_layers):  # layers run in sequence: each reads the one before
-                x, weights = self._layer(x, layer, per_head)  # (T, d), (H, T, T)
-                hidden.append(x)
-                attentions.append(weights)
+        x = self._embed(ids)  # (T, d)
+        hidden, attentions = [x], []
+        for layer in range(self.n_layers):  # layers run in sequence: each reads the one before
+            x, weights = self._layer(x, layer, per_head)  # (T, d), (H, T, T)
+            hidden.append(x)
+            attentions.append(weights)
         return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
 
     def _check_ids(self, ids):

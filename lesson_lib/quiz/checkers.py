@@ -286,11 +286,11 @@ def check_shape(q: Question, answer) -> Feedback:
     text, early = _read(q, answer, "写出形状，例如 (a, b, c)")
     if early:
         return early
-    from .parse import _ALIASES  # the same spellings of d_k, d_model … as expressions use
+    from .parse import ALIASES  # the same spellings of d_k, d_model … as expressions use
 
     shapes = []
     for side in normalize_math(text, thousands=False).split("="):
-        words = [_ALIASES.get(w, w) for w in re.findall(r"\d+|[a-z_][a-z0-9_]*", side)]
+        words = [ALIASES.get(w, w) for w in re.findall(r"\d+|[a-z_][a-z0-9_]*", side)]
         if any(len(w) > 12 for w in words if w.isdigit()):
             return _wrong(q, "数字位数太多了：形状里的每个数都不会超过几千。")
         dims = tuple(int(w) if w.isdigit() else k.names[w] for w in words if w.isdigit() or w in k.names)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 __all__ = ["ExpressionError", "Poly", "parse_expression", "clean", "normalize_math", "chains",
-           "fmt_number", "negated_spans", "LABEL", "Side"]  # fmt: skip
+           "fmt_number", "negated_spans", "ALIASES", "LABEL", "Side"]  # fmt: skip
 
 MAX_EXPRESSION_CHARS = 200  # one expression (a side of an equation chain)
 MAX_TOKENS = 100
@@ -160,7 +160,7 @@ _FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-
 # ---------------------------------------------------------------------------------------------
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>[-+*/^()×·]))")
-_ALIASES = {"dk": "d_k", "dv": "d_v", "dmodel": "d_model", "d_m": "d_model", "hidden": "d_model", "heads": "h"}
+ALIASES = {"dk": "d_k", "dv": "d_v", "dmodel": "d_model", "d_m": "d_model", "hidden": "d_model", "heads": "h"}
 _OPERATOR_VARIANTS = str.maketrans(
     {
         "−": "-", "–": "-", "—": "-", "﹣": "-", "‐": "-",
@@ -268,7 +268,7 @@ def _segments(text: str, names: Iterable[str]) -> list[str]:
     known = set(names)
 
     def keep_name(m):
-        word = _ALIASES.get(m.group(), m.group())
+        word = ALIASES.get(m.group(), m.group())
         if word in known:
             return word
         if len(word) <= 4 and all(ch in known for ch in word):

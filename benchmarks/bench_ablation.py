@@ -36,7 +36,7 @@ def _section_code_cells(root: Path, prefix: str = "07") -> list[str]:
     spec = importlib.util.spec_from_file_location("build_notebook_measured", root / "scripts" / "build_notebook.py")
     build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build)
-    path = next((root / "notebooks" / "src").glob(f"{prefix}_*.cells"))
+    path = next((root / "notebooks" / "src").glob(f"{prefix}_*.md"))
     return [c["source"] for c in build.parse_cells(path.read_text(encoding="utf-8")) if c["kind"] == "code"]
 
 

@@ -1,11 +1,9 @@
 """Build the lesson notebook from its source and (re)generate its stored outputs.
 
-The single source of truth is ``notebooks/src/*.cells`` (one file per section, read in name order).
-A ``.cells`` file is plain text split into cells by marker lines:
-
-    %% md                       a markdown cell follows
-    %% code                     a code cell follows
-    %% code tags=a,b            a code cell with notebook tags (e.g. raises-exception)
+The single source of truth is ``notebooks/src/NN_*.md`` (one file per section, read in name order),
+each a notebook in jupytext's MyST Markdown: prose as Markdown, code in ```{code-cell}``` blocks
+(``:tags: [raises-exception]`` under the opening line sets tags), ``+++`` between two Markdown cells.
+JupyterLab with jupytext opens these files as notebooks; any editor shows them as Markdown.
 
 Usage:
     python scripts/build_notebook.py            # assemble + execute, write the .ipynb with outputs
@@ -30,39 +28,28 @@ NOTEBOOK = ROOT / "notebooks" / "day11_multi_head_attention.ipynb"
 KERNEL_TIMEOUT = 600
 
 
-def parse_cells(text: str, origin: str = "<cells>") -> list[dict]:
-    """Split a .cells text into [{'kind', 'source', 'tags'}]."""
-    cells, current = [], None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if line.startswith("%% "):
-            words = line[3:].split()
-            if not words or words[0] not in ("md", "code"):
-                raise SystemExit(f"{origin}:{lineno}: unknown cell marker {line!r}")
-            tags = []
-            for word in words[1:]:
-                key, _, value = word.partition("=")
-                if key != "tags" or not value:
-                    raise SystemExit(f"{origin}:{lineno}: unknown option {word!r}")
-                tags = value.split(",")
-            current = {"kind": words[0], "lines": [], "tags": tags}
-            cells.append(current)
-        elif current is None:
-            if line.strip():
-                raise SystemExit(f"{origin}:{lineno}: text before the first '%% md' or '%% code' marker")
-        else:
-            current["lines"].append(line)
+def parse_cells(text: str, origin: str = "<section>") -> list[dict]:
+    """A section file's cells as [{'kind': 'md' | 'code', 'source', 'tags'}], read by jupytext as MyST."""
+    import jupytext
+
+    front = text.split("\n---", 1)[0] if text.startswith("---\n") else ""
+    if "format_name: myst" not in front:
+        raise SystemExit(f"{origin}: not a MyST notebook (it must start with jupytext's header naming "
+                         "format_name: myst; open it in JupyterLab with jupytext, or copy a section's header)")
     out = []
-    for cell in cells:
-        source = "\n".join(cell["lines"]).strip("\n")
-        if source.strip():
-            out.append({"kind": cell["kind"], "source": source, "tags": cell["tags"]})
+    for index, cell in enumerate(jupytext.reads(text, fmt="md:myst").cells, 1):
+        if cell.cell_type not in ("markdown", "code"):
+            raise SystemExit(f"{origin}: cell {index} is a {cell.cell_type} cell; use markdown or code cells")
+        if cell.source.strip():
+            out.append({"kind": "md" if cell.cell_type == "markdown" else "code",
+                        "source": cell.source, "tags": list(cell.metadata.get("tags", []))})
     return out
 
 
 def source_cells(only: list[str] | None = None) -> list[dict]:
     """Cells of every section file, or only of files whose name starts with one of ``only`` (plus 00)."""
     cells = []
-    for path in sorted(SRC.glob("*.cells")):
+    for path in sorted(SRC.glob("*.md")):
         if only and not any(path.name.startswith(p) for p in ["00", *only]):
             continue
         cells.extend(parse_cells(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT))))
@@ -162,7 +149,7 @@ def check() -> int:
                 break
         else:
             print(f"the notebook has {len(got)} cells, the source {len(want)}")
-        print("Run: python scripts/build_notebook.py   (edit notebooks/src/*.cells, not the .ipynb)")
+        print("Run: python scripts/build_notebook.py   (edit notebooks/src/*.md, not the .ipynb)")
         return 1
     missing = [i for i, c in enumerate(stored.cells) if c.cell_type == "code" and c.execution_count is None]
     if missing:

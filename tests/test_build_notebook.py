@@ -45,43 +45,53 @@ def code_cells():
 # ---------------------------------------------------------------------------------------------
 
 
+HEADER = "---\njupytext:\n  text_representation:\n    format_name: myst\n---\n"
+
+
 def test_parse_cells_splits_kinds_and_tags():
-    text = "\n%% md\n## 标题\n\n正文\n%% code\nx = 1\n\ny = 2\n\n%% code tags=raises-exception,skip\n1 / 0\n"
+    text = HEADER + ("\n## 标题\n\n正文\n\n```{code-cell}\nx = 1\n\ny = 2\n```\n\n"
+                     "```{code-cell}\n:tags: [raises-exception, skip]\n\n1 / 0\n```\n")
     cells = bn.parse_cells(text)
     assert cells == [
         {"kind": "md", "source": "## 标题\n\n正文", "tags": []},
-        {"kind": "code", "source": "x = 1\n\ny = 2", "tags": []},  # inner blank line kept, trailing dropped
+        {"kind": "code", "source": "x = 1\n\ny = 2", "tags": []},  # inner blank line kept
         {"kind": "code", "source": "1 / 0", "tags": ["raises-exception", "skip"]},
     ]
 
 
+def test_parse_cells_splits_markdown_at_plus_lines():
+    cells = bn.parse_cells(HEADER + "一\n\n+++\n\n二\n")
+    assert [c["source"] for c in cells] == ["一", "二"]
+
+
 def test_parse_cells_drops_empty_cells():
-    cells = bn.parse_cells("%% md\n\n\n%% code\n%% code\nprint(1)\n%% md\n")
+    cells = bn.parse_cells(HEADER + "```{code-cell}\n   \n```\n\n```{code-cell}\nprint(1)\n```\n")
     assert cells == [{"kind": "code", "source": "print(1)", "tags": []}]
 
 
-def test_parse_cells_drops_whitespace_only_cells():
-    cells = bn.parse_cells("%% code\n   \n%% code\nprint(1)\n")
-    assert cells == [{"kind": "code", "source": "print(1)", "tags": []}]
-
-
-def test_parse_cells_percent_lines_that_are_not_markers_are_content():
-    cells = bn.parse_cells("%% code\n%%time\nx = 1\n%matplotlib inline")
+def test_parse_cells_keeps_magics_as_content():
+    cells = bn.parse_cells(HEADER + "```{code-cell}\n%%time\nx = 1\n%matplotlib inline\n```\n")
     assert cells[0]["source"] == "%%time\nx = 1\n%matplotlib inline"
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("%% markdown\nx", r"f\.cells:1: unknown cell marker"),
-    ("%% md\nok\n%% raw\nx", r"f\.cells:3: unknown cell marker"),
-    ("%% \nx", "unknown cell marker"),
-    ("%% code tag=a\nx", r"f\.cells:1: unknown option 'tag=a'"),
-    ("%% code tags=\nx", "unknown option 'tags='"),
-    ("stray text\n%% md\nx", r"f\.cells:1: text before the first"),
-    ("\n\nstray\n%% md\nx", r"f\.cells:3: text before the first"),
+    ("## 没有头部\n\n```{code-cell}\nx = 1\n```\n", r"f\.md: not a MyST notebook"),
+    ("---\njupytext:\n  text_representation:\n    format_name: markdown\n---\nx\n", "not a MyST notebook"),
+    (HEADER + "```{raw-cell}\nx\n```\n", r"f\.md: cell 1 is a raw cell"),
 ])
 def test_parse_cells_rejects_bad_input(text, message):
     with pytest.raises(SystemExit, match=message):
-        bn.parse_cells(text, "f.cells")
+        bn.parse_cells(text, "f.md")
+
+
+def test_every_section_file_round_trips_through_jupytext():
+    """What JupyterLab's jupytext writes back after an edit must parse to the same cells."""
+    import jupytext
+
+    for path in sorted(SRC.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        again = jupytext.writes(jupytext.reads(text, fmt="md:myst"), fmt="md:myst")
+        assert bn.parse_cells(again, path.name) == bn.parse_cells(text, path.name), path.name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,7 +187,7 @@ class _Md:
 
 
 def test_each_section_file_starts_with_its_heading():
-    for path in sorted(SRC.glob("*.cells")):
+    for path in sorted(SRC.glob("*.md")):
         cells = bn.parse_cells(path.read_text(encoding="utf-8"), path.name)
         headings = level2_headings([_Md(c) for c in cells])
         number = path.name[:2]

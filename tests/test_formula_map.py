@@ -14,7 +14,7 @@ from lesson_lib import attention
 from lesson_lib.formula_map import KERNELS, MHA_TERMS, SDPA_TERMS, SOFTMAX_TERMS, formula_table, line_map
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTION_9 = (ROOT / "notebooks" / "src" / "09_paper.cells").read_text(encoding="utf-8")
+SECTION_9 = (ROOT / "notebooks" / "src" / "09_paper.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(("fn", "terms"), KERNELS, ids=["softmax", "sdpa", "mha"])
@@ -126,7 +126,7 @@ def test_the_notebook_runs_the_readable_kernel_not_the_fast_path():
     """§9 says the lesson never calls multi_head_attention_fast: no lesson module or notebook cell imports it."""
     imports = re.compile(r"^\s*(from|import) \S*attention_fast", re.MULTILINE)
     users = [p.name for p in (ROOT / "lesson_lib").glob("*.py") if imports.search(p.read_text(encoding="utf-8"))]
-    cells = [p.name for p in (ROOT / "notebooks" / "src").glob("*.cells")
+    cells = [p.name for p in (ROOT / "notebooks" / "src").glob("*.md")
              if imports.search(p.read_text(encoding="utf-8"))]
     assert users == [] and cells == []
     assert "multi_head_attention_fast" in SECTION_9 and "可读版本" in SECTION_9

@@ -20,7 +20,7 @@ def section_6_code():
     spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
     build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build)
-    text = (ROOT / "notebooks" / "src" / "06_real_heads.cells").read_text(encoding="utf-8")
+    text = (ROOT / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
     return [c["source"] for c in build.parse_cells(text) if c["kind"] == "code"]
 
 

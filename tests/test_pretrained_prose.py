@@ -19,8 +19,8 @@ from lesson_lib import pronoun_heads as ph
 from lesson_lib import pronoun_heads_views as zh
 from lesson_lib.pretrained import e5
 
-SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.cells").read_text(encoding="utf-8")
-SECTION_2 = (Path(__file__).parents[1] / "notebooks" / "src" / "02_averaging.cells").read_text(encoding="utf-8")
+SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
+SECTION_2 = (Path(__file__).parents[1] / "notebooks" / "src" / "02_averaging.md").read_text(encoding="utf-8")
 MARGIN = 1e-4  # far above cross-CPU float32 noise, far below the printed 0.01
 
 

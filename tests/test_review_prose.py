@@ -11,7 +11,7 @@ from lesson_lib import pretrained as pt
 from lesson_lib.pretrained import minilm
 
 SRC = Path(__file__).parents[1] / "notebooks" / "src"
-SECTION_6 = (SRC / "06_real_heads.cells").read_text(encoding="utf-8")
+SECTION_6 = (SRC / "06_real_heads.md").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ Adding a question (e.g. one about a real Chinese pronoun head in §6)::
         return Question("S6", "第 6 节", "single", "S6　…？", "解析：…",
                         key=ChoiceKey(options, frozenset("A"), "one line of praise"))
 
-then add ``ask("S6")`` to the notebook source (``notebooks/src/10_self_test.cells``) and right and wrong
+then add ``ask("S6")`` to the notebook source (``notebooks/src/10_self_test.md``) and right and wrong
 answers for it to ``CASES`` in ``tests/test_quiz.py`` (a test checks every question has both). The
 decorator's order is the notebook's order. Prompts, choices and 解析 must not contain 「正确」 or 「还不对」.
 """

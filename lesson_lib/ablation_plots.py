@@ -115,6 +115,8 @@ def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None
         maps_h1 = maps_h1[0]  # (T, T) the one head
     if maps_h4.ndim != 3:
         raise ValueError(f"右边需要多个头的权重 (h, n, n)，收到的形状是 {maps_h4.shape}。")
+    if tokens is None:
+        tokens = [str(i + 1) for i in range(maps_h4.shape[-1])]  # positions counted from 1, as the learner counts
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.2), dpi=100, layout="constrained",
                                       gridspec_kw={"width_ratios": [1, 1.25]})
     plot_heads(maps_h1, tokens=tokens, titles=["h = 1：唯一的头"], ax=left)

@@ -169,5 +169,23 @@ def test_accuracy_levels(value, label):
 def test_monotone_score_text_one_dimension_picks_only_ends():
     text = ablation.monotone_score_text(points=9)
     one_d = [int(line.rsplit("第 ", 1)[1].split(" ")[0]) for line in text.splitlines() if line.startswith("一维")]
-    assert set(one_d) <= {0, 8} and len(one_d) == 4
-    assert text.splitlines()[-1].endswith(str(list(range(9))))  # on a circle every key can win
+    assert set(one_d) <= {1, 9} and len(one_d) == 4  # keys counted from 1
+    assert text.splitlines()[-1].endswith(str(list(range(1, 10))))  # on a circle every key can win
+
+
+def test_head_maps_count_positions_from_1():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lesson_lib import ablation_plots
+
+    n = 5
+    maps = np.full((4, n, n), 1.0 / n)  # (h, n, n) uniform rows
+    fig = ablation_plots.plot_head_maps(maps[:1], maps)
+    try:
+        labels = {t.get_text() for ax in fig.axes for t in ax.texts}
+    finally:
+        plt.close(fig)
+    assert {str(i) for i in range(1, n + 1)} <= labels and "0" not in labels

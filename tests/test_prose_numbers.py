@@ -307,3 +307,11 @@ def test_section_3_head_1_does_not_change(markdown):
     assert "头 1 的输出一点都不变" in markdown
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
     assert "头 1 的输出变化：0（一位都没变）" in heads.heads_mix_text(n=5, d_model=D, h=H)
+
+
+def test_section_7_4_winners_are_the_printed_ones(markdown):
+    from lesson_lib import ablation
+
+    ends = sorted({int(n) for n in re.findall(r"一维：.*第 (\d+) 个键", ablation.monotone_score_text())})
+    (found,) = _matches(r"赢家只会是第 (\d+) 个或第 (\d+) 个键", markdown)
+    assert [int(found[1]), int(found[2])] == ends == [1, 9]  # counted from 1: the ends of 9 keys

@@ -178,7 +178,7 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     """Why a 1-dimensional head can only pick an end: q·k is monotone in k, unlike a 2-D dot product.
 
     Keys in 1-D are spread on a line; in 2-D on a circle. For each query, report which key wins the
-    kernel's softmax.
+    kernel's softmax. Keys are counted from 1, as the learner counts them.
     """
     from ..attention import softmax
 
@@ -186,9 +186,9 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first
     for q in (-sharpness, -1.0, 1.0, sharpness):
         weights = softmax(q * keys_1d)  # in 1-D the score is just q × k
-        lines.append(f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(weights.argmax())} 个键")
+        lines.append(f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(weights.argmax()) + 1} 个键")
     angles = np.linspace(0.0, 2 * np.pi, points, endpoint=False)
     keys_2d = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (points, 2) keys on a circle
-    winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) for j in range(points)]
-    lines.append(f"二维：让查询指向第 j 个键，得分最高的键依次是 {winners}")
+    winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) + 1 for j in range(points)]
+    lines.append(f"二维：让查询依次指向第 1…{points} 个键，得分最高的键依次是 {winners}")
     return "\n".join(lines)

@@ -174,6 +174,12 @@ def retention_curve(sharpness_values) -> dict[int, np.ndarray]:
 
 _DEMO_COLOURS = {1: ["#8172B2"], 2: ["#4C72B0", "#DD8452"]}
 _demo_figures: dict = {}  # heads -> (figure, bar containers, feature bars): the widget redraws these in place
+_DEMO_DPI = 80  # the widget shows the PNG at its own pixel size
+
+
+def _pt(px: float) -> float:
+    """Font size in points that is ``px`` pixels tall in the widget's PNG (legible means ≥ 12 px)."""
+    return px * 72 / _DEMO_DPI
 
 
 def _demo_figure(heads: int):
@@ -184,9 +190,10 @@ def _demo_figure(heads: int):
 
     use_chinese_font()
     visible = TOKENS[:QUERY]
-    fig = Figure(figsize=(10, 3.5), dpi=100)
-    left = fig.add_axes((0.075, 0.13, 0.47, 0.72))
-    right = fig.add_axes((0.655, 0.13, 0.325, 0.72))
+    label, title = _pt(14), _pt(15)
+    fig = Figure(figsize=(10, 4.0), dpi=100)
+    left = fig.add_axes((0.085, 0.12, 0.46, 0.68))
+    right = fig.add_axes((0.655, 0.12, 0.325, 0.68))
     width = 0.8 / heads
     x = np.arange(len(visible))
     names = demo(heads).names
@@ -194,15 +201,17 @@ def _demo_figure(heads: int):
                      color=_DEMO_COLOURS[heads][i]) for i in range(heads)]
     left.set_xticks(x, visible)
     left.set_ylim(0, 1.05)
-    left.set_ylabel("「她」的注意力权重")
-    left.set_title("「她」往回看时，每个头把注意力给了谁", fontsize=11, pad=24)
+    left.set_ylabel("「她」的注意力权重", fontsize=label)
+    left.set_title("「她」往回看时，每个头把注意力给了谁", fontsize=title, pad=_pt(30))
     # Above the axes, not over them: a weight can reach 1, so no corner inside is always free.
-    left.legend(fontsize=9, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
+    left.legend(fontsize=label, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
                 borderaxespad=0.1)
     feats = FEATURES[::-1]
     feature_bars = right.barh(feats, np.zeros(len(feats)), color="#55A868")
     right.set_xlim(0, 1.05)
-    right.set_title("输出里读得出的特征\n（理想：女性=1、人物=1、主语=1）", fontsize=10)
+    right.set_title("输出里读得出的特征\n（理想：女性=1、人物=1、主语=1）", fontsize=title)
+    for ax in (left, right):
+        ax.tick_params(labelsize=label)
     return fig, bars, feature_bars
 
 
@@ -228,7 +237,7 @@ def demo_png(d: Demo) -> bytes:
     use_chinese_font()  # a kept figure is drawn with today's rcParams: a cell may have reset the font since
     if d.heads not in _demo_figures:
         _demo_figures[d.heads] = _demo_figure(d.heads)
-    return figure_png(_set_demo(_demo_figures[d.heads], d), dpi=80, keep=True)
+    return figure_png(_set_demo(_demo_figures[d.heads], d), dpi=_DEMO_DPI, keep=True)
 
 
 def plot_retention(sharpness_values, curves):

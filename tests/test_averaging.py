@@ -228,6 +228,29 @@ def test_plot_demo_draws(plt, heads):
     assert len(bars) == heads * VISIBLE
 
 
+@pytest.mark.parametrize("heads", [1, 2])
+def test_demo_picture_text_is_legible_and_inside(plt, heads):
+    import matplotlib.text
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from lesson_lib.plotting import png_size
+
+    d = averaging.demo(heads, 4.0)
+    width_px, _ = png_size(averaging.demo_png(d))  # what the widget shows, at its own pixel size
+    fig = averaging.plot_demo(d)
+    px_per_pt = width_px / (fig.get_figwidth() * 72)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # lays out the ticks
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    assert len(texts) > 20  # titles, axis label, legend and every tick label
+    for t in texts:
+        assert t.get_fontsize() * px_per_pt >= 12, f"{t.get_text()!r} is {t.get_fontsize() * px_per_pt:.1f} px"
+    ticks = {id(t) for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()}
+    for t in texts:  # titles, labels and legend fit on the picture (ticks beyond the limits are not drawn)
+        if id(t) not in ticks:
+            assert fig.bbox.contains(*t.get_window_extent(canvas.get_renderer()).min), t
+            assert fig.bbox.contains(*t.get_window_extent(canvas.get_renderer()).max), t
+
 def test_plot_retention_draws(plt):
     s = np.linspace(0, 8, 9)
     fig = averaging.plot_retention(s, averaging.retention_curve(s))

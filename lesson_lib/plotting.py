@@ -448,6 +448,7 @@ class LabLayout:
     zoom_cell: int
     tile_cell: int
     tiles: tuple[tuple[int, int], ...]
+    zoom_bottom: int  # y just under the zoomed head's column labels: below it the zoomed half is blank
 
 
 def lab_layout(h: int, n: int, labels) -> LabLayout:
@@ -465,7 +466,8 @@ def lab_layout(h: int, n: int, labels) -> LabLayout:
     for i in range(h):
         r, c = divmod(i, cols)
         tiles.append((area_x + c * (side + gap), area_y + r * (side + caption) + caption))
-    return LabLayout(zoom_origin, zoom_cell, tile_cell, tuple(tiles))
+    zoom_bottom = zoom_origin[1] + n * zoom_cell + 4 + longest * (_LABEL_PX + 1) + 6
+    return LabLayout(zoom_origin, zoom_cell, tile_cell, tuple(tiles), min(zoom_bottom, LAB_SIZE[1]))
 
 
 def render_lab_png(weights, tokens, zoom: int = 1, suptitle: str | None = None, cmap: str = "viridis") -> bytes:
@@ -480,10 +482,17 @@ def render_lab_png(weights, tokens, zoom: int = 1, suptitle: str | None = None, 
 def render_lab_parts(weights, tokens, zoom: int = 1, suptitle: str | None = None,
                      cmap: str = "viridis") -> tuple[bytes, bytes]:
     """The lab picture as two PNGs, (zoomed head, overview), cut at ``LAB_SPLIT``: side by side they are
-    ``render_lab_png``'s picture; on a narrow screen the overview wraps under the zoomed head at full size."""
+    ``render_lab_png``'s picture; on a narrow screen the overview wraps under the zoomed head at full size.
+
+    The zoomed half ends under its column labels (``LabLayout.zoom_bottom``, the same for every h), so a
+    wrapped overview follows it without a band of blank picture in between.
+    """
     canvas = _lab_canvas(weights, tokens, zoom, suptitle, cmap)
+    w = np.asarray(weights)
+    h, n = (1, w.shape[0]) if w.ndim == 2 else w.shape[:2]
+    bottom = lab_layout(h, n, _labels(tokens, n, "行")).zoom_bottom
     width, height = LAB_SIZE
-    return _png(canvas.crop((0, 0, LAB_SPLIT, height))), _png(canvas.crop((LAB_SPLIT, 0, width, height)))
+    return _png(canvas.crop((0, 0, LAB_SPLIT, bottom))), _png(canvas.crop((LAB_SPLIT, 0, width, height)))
 
 
 def _png(image) -> bytes:

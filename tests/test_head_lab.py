@@ -313,9 +313,14 @@ def test_lab_parts_are_the_picture_cut_in_two(states):
     for h in (1, 8, 64):
         zoomed, overview = (decode(p) for p in head_lab.lab_parts(states[h], zoom=h))
         whole = decode(head_lab.lab_png(states[h], zoom=h))
-        assert zoomed.shape[1] == plotting.LAB_SPLIT
-        assert np.array_equal(np.concatenate([zoomed, overview], axis=1), whole)
-        # nothing of the zoomed half (title, labels, colour bar) crosses the cut; the overview starts after it
         lay = plotting.lab_layout(h, N, states[h].tokens)
+        assert zoomed.shape[:2] == (lay.zoom_bottom, plotting.LAB_SPLIT)
+        assert overview.shape[:2] == (plotting.LAB_SIZE[1], plotting.LAB_SIZE[0] - plotting.LAB_SPLIT)
+        left = whole[:, :plotting.LAB_SPLIT]
+        assert np.array_equal(zoomed, left[:lay.zoom_bottom])
+        assert np.array_equal(overview, whole[:, plotting.LAB_SPLIT:])
+        # the zoomed half is cut only where it is blank, so nothing is lost and a wrapped overview follows closely
+        assert (left[lay.zoom_bottom:] == 255).all() and not (zoomed[-12:] == 255).all()
+        # nothing of the zoomed half (title, labels, colour bar) crosses the cut; the overview starts after it
         assert min(x for x, _ in lay.tiles) - 3 > plotting.LAB_SPLIT
         assert (overview[:, :2] == 255).all()

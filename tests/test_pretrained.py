@@ -481,7 +481,8 @@ def test_explorer_sliders_keep_a_usable_width(model):
 
 @pytest.mark.parametrize(
     "kwargs, needle",
-    [({"layer": 9}, "层号 layer 应是 1 到 6"), ({"head": 0}, "头号 head 应是 1 到 12"),
+    [({"layer": 9}, r"层号 layer（从 1 数起） 必须是 1 到 6 之间的整数，收到的是 9"),
+     ({"head": 0}, r"头号 head（从 1 数起） 必须是 1 到 12 之间的整数，收到的是 0"),
      ({"query": "nosuch"}, "出现 0 次")],
 )  # fmt: skip
 def test_explorer_widget_rejects_bad_arguments(model, kwargs, needle):

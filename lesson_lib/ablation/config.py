@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lesson_lib import validation
+
 __all__ = [
     "TARGETS", "Task", "TrainConfig", "DEFAULT_TASK", "DEFAULT_CONFIG",
     "check_heads", "check_head_list", "check_run", "seed_list",
@@ -63,14 +65,7 @@ def _is_int(x) -> bool:
 
 def check_heads(h, cfg: TrainConfig) -> int:
     """h as an int, or a Chinese error: it must be a positive integer that divides d_model."""
-    if not _is_int(h) or h < 1:
-        raise ValueError(f"头数 h 必须是正整数，收到的是 {h!r}。")
-    if cfg.d_model % h:
-        raise ValueError(
-            f"d_model={cfg.d_model} 不能平均分给 h={h} 个头：请选能整除 {cfg.d_model} 的头数，"
-            f"例如 {[c for c in range(1, cfg.d_model + 1) if cfg.d_model % c == 0]}。"
-        )
-    return int(h)
+    return validation.check_heads(cfg.d_model, h)
 
 
 def check_head_list(heads, cfg: TrainConfig) -> list[int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from lesson_lib.pretrained.head_finder import find_token
+from lesson_lib.validation import check_int
 
 __all__ = ["check_layer_head", "describe_row", "head_label", "query_index", "token_options", "top_keys"]
 
@@ -19,10 +20,9 @@ def head_label(layer, head):
 def check_layer_head(attentions, layer, head):
     """1-based (layer, head) -> 0-based indices into ``attentions`` (L, H, T, T), with a Chinese error."""
     n_layers, n_heads = np.shape(attentions)[:2]
-    for value, limit, name in ((layer, n_layers, "层号 layer"), (head, n_heads, "头号 head")):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= limit:
-            raise ValueError(f"{name} 应是 1 到 {limit} 之间的整数（从 1 数起），收到的是 {value!r}。")
-    return int(layer) - 1, int(head) - 1
+    layer = check_int(layer, "层号 layer（从 1 数起）", minimum=1, maximum=n_layers)
+    head = check_int(head, "头号 head（从 1 数起）", minimum=1, maximum=n_heads)
+    return layer - 1, head - 1
 
 
 def query_index(tokens, query):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from lesson_lib.validation import check_int
+
 __all__ = ["SCORE_NAMES", "check_top", "find_token", "head_scores", "phrase_scores", "rank_heads"]
 
 SCORE_NAMES = {
@@ -72,6 +74,4 @@ def phrase_scores(attentions, tokens, source, targets):
 
 def check_top(top, limit):
     """``top`` heads to list: an int from 1 to ``limit``, with a Chinese error naming the value."""
-    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or not 1 <= top <= limit:
-        raise ValueError(f"参数 top（列出前几个头）应是 1 到 {limit} 之间的整数，收到的是 {top!r}。")
-    return int(top)
+    return check_int(top, "参数 top（列出前几个头）", minimum=1, maximum=limit)

@@ -33,7 +33,7 @@ SDPA_TERMS = [
 
 MHA_TERMS = [
     ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", f"{_CHECK}先检查 X、四个权重矩阵、h 和掩码：每个版本都用这个检查"),
-    ("split_heads(x @ w_q, h)", "Q W_i^Q：W^Q 是 d_model × d_model，就是 h 个 d_model × d_k 的 W_i^Q 并排放"),
+    ("split_heads(x @ w_q, h)", "Q W_i^Q（自注意力里 Q = K = V = X）：W^Q 是 h 个 d_model × d_k 的 W_i^Q 并排放"),
     ("split_heads(x @ w_k, h)", "K W_i^K（同上，第 i 个头拿第 i 块列）"),
     ("split_heads(x @ w_v, h)", "V W_i^V（d_v = d_k = d_model / h）"),
     ("scaled_dot_product_attention(q, k, v, mask)", "head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)，h 个头一次算完"),

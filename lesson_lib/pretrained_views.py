@@ -69,14 +69,14 @@ def model_text(model, toy_h=4) -> str:
     if model is None:
         return (
             f"改为展示第 7 节玩具模型（1 层、{toy_h} 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
-            "它不是真实语言模型，只用来说明“训练会让头各自分工”。"
+            "它不是真实语言模型，只用来说明「训练会让头各自分工」。"
         )
     c = model.config
     return (
         f"all-MiniLM-L6-v2：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
         f"d_model = {c.d_model}，每个头 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
-        f"前馈层宽 {c.d_ff}，共 {model.n_parameters / 1e6:.1f} M 个参数（不含没用到的 pooler）。\n"
-        f"权重文件 sha256 与本课核对过的一致：{pt.WEIGHTS_SHA256[:16]}…"
+        f"前馈层宽 {c.d_ff}，约 {model.n_parameters / 1e4:.0f} 万个参数。\n"
+        "权重文件与本课测试时用的完全一致（怎么核对的，见下面「给好奇的你」）。"
     )
 
 
@@ -149,7 +149,7 @@ def head_finder(runs, top=3):
     other = pt.head_scores(making.attentions, making.tokens)
     ranking = pt.rank_heads(scores, top=top)
     n_heads = law.attentions.shape[0] * law.attentions.shape[1]
-    print(f"在图 4/5 的句子上给全部 {n_heads} 个头打分（平均分配时每个词得 {1 / len(law.tokens):.3f}）：")
+    print(f"在图 4/5 的句子上给全部 {n_heads} 个头打分（平均分配时每个词元得 {1 / len(law.tokens):.3f}）：")
     for name, best in ranking.items():
         cells = []
         for layer, head, s in best:

@@ -1,0 +1,1 @@
+"""The lesson's section modules: what each section computes, prints and draws."""

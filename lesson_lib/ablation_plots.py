@@ -100,7 +100,7 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     right.set_title(f"玩具实验：3-lookup 任务，一层注意力，d_model = {d_model}", fontsize=10)
     right.grid(alpha=0.3)
     right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4, frameon=False)
-    fig.text(0.99, 0.005, SOURCE_NOTE + "；右图：本课的小实验（固定随机种子）", ha="right", va="bottom", fontsize=7, color="0.4")
+    fig.text(0.99, 0.005, SOURCE_NOTE + "；右图为本课的种子化训练", ha="right", va="bottom", fontsize=7, color="0.4")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
 

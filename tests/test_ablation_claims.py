@@ -183,6 +183,7 @@ def test_single_head_leans_to_the_neighbour_it_learned(lesson):
     numbers = ablation.weights_numbers_text({1: one})
     assert numbers == f"h = 1 · 头 1：前一个 / 后一个 / 按键查找 = {prev:.3f} / {nxt:.3f} / {match:.3f}"
     assert "一半给左邻居、一半给右邻居" not in SECTION_7 and "劈成两半" not in SECTION_7
+    assert "约对一半" in SECTION_7  # symmetric weights: pick one of the two values, right 1/2 + 1/(2·8) of the time
 
 
 def test_lean_is_only_said_for_a_real_gap():
@@ -198,7 +199,7 @@ def test_section_7_claims_only_what_the_paper_says():
     assert "部分原因可能是 d_k 太窄" in SECTION_7 and "d_v 仍是 64" in SECTION_7
     base = next(r for r in paper.TABLE3 if r["row"] == "base")
     b_params = [r["params_m"] for r in paper.TABLE3 if r["row"] == "B"]
-    assert f"论文列的是 {b_params[0]} 和 {b_params[1]} 百万，base 是 {base['params_m']} 百万" in SECTION_7
+    assert f"论文列的是 {b_params[0]} 和 {b_params[1]} 百万，基础模型是 {base['params_m']} 百万" in SECTION_7
     assert all(p < base["params_m"] for p in b_params)  # 「参数也跟着变少了」
     assert "离瞎猜不远" not in SECTION_7
 

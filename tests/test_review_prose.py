@@ -86,7 +86,7 @@ def test_application_is_the_word_after_its(law_run):
 
 
 def test_model_line_leaves_the_engineering_to_the_box():
-    from lesson_lib import pretrained_views as views
+    from lesson_lib.sections import pretrained_views as views
 
     if not pt.available():
         pytest.skip("weights package not installed")

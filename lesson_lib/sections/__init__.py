@@ -1,1 +1,1 @@
-"""The lesson's section modules: what each section computes, prints and draws."""
+"""One home per section of the lesson: what each section computes, prints, draws and wires."""

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lesson_lib.attention import head_width
-from lesson_lib.tables import text_table
-from lesson_lib.validation import LessonInputError, check_int
+from lesson_lib.display.tables import text_table
+from lesson_lib.kernel.attention import head_width
+from lesson_lib.kernel.validation import LessonInputError, check_int
 
 __all__ = ["KVSharing", "kv_sharing", "variants", "table_text"]
 

@@ -80,8 +80,8 @@ def test_section_2_demo_only_looks_back_through_the_shown_mask():
     """§2: 「她」只看它前面的词元——代码里的 mask 挡住了后面的键; the listing shown holds that mask line."""
     import inspect
 
-    from lesson_lib import averaging
-    from lesson_lib.attention import scaled_dot_product_attention
+    from lesson_lib.kernel.attention import scaled_dot_product_attention
+    from lesson_lib.sections import averaging
 
     for heads in (1, 2):
         d = averaging.demo(heads, sharpness=4.0)
@@ -96,7 +96,7 @@ def test_section_2_demo_only_looks_back_through_the_shown_mask():
 
 def test_attention_ignores_order_until_positions_are_added():
     """§3 「方向与位置」: reversing the tokens only reverses the outputs; with a position table it does not."""
-    from lesson_lib import heads
+    from lesson_lib.sections import heads
 
     for n, d, h in [(6, 512, 8), (5, 12, 3), (9, 16, 1)]:
         check = heads.order_and_position(n=n, d_model=d, h=h, seed=n)
@@ -143,7 +143,8 @@ def test_timing_runs_on_one_blas_thread(monkeypatch):
     """§4's folded box: 计时时课程把它限制成一个线程."""
     import contextlib
 
-    from lesson_lib import blas, flops
+    from lesson_lib.kernel import flops
+    from lesson_lib.runtime import blas
 
     entered = []
 

@@ -65,7 +65,7 @@ def _package(dist, minimum, purpose, required=True):
 
 def _chinese_font():
     try:
-        from .plotting import font_path
+        from lesson_lib.display.plotting import font_path
 
         font_path()
     except RuntimeError as exc:
@@ -129,8 +129,8 @@ def prepare() -> None:
     Chinese glyphs in figures (the bundled font), and BLAS threads capped to this learner's CPU share (on a
     shared hub a notebook must not take every core). Both are harmless to call again.
     """
-    from .blas import fit_blas_to_cpus
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
+    from lesson_lib.runtime.blas import fit_blas_to_cpus
 
     fit_blas_to_cpus()
     use_chinese_font()

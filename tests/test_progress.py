@@ -19,7 +19,7 @@ def path(tmp_path):
 
 def _new(path) -> Progress:
     """What a fresh kernel does when the cells run again: read the same file."""
-    return Progress(store=ProgressFile(path))
+    return Progress(quiz.question_ids(), tuple(exercises.EXERCISES), store=ProgressFile(path))
 
 
 def _everything_right(p: Progress) -> None:
@@ -92,7 +92,7 @@ def test_save_is_atomic(path, monkeypatch):
     assert path.read_text(encoding="utf-8") == before
     assert replaced and replaced[0][0] == replaced[0][1]  # the temp file sits beside the target
     assert "没能保存" in p.notice and progress.ENV_VAR in p.notice
-    assert [f.name for f in path.parent.iterdir()] == ["progress.json"]  # no temp file left behind
+    assert sorted(f.name for f in path.parent.iterdir()) == ["progress.json", "progress.json.lock"]  # no temp file
     assert p.solved["Q4"]  # the progress is still in memory
 
 

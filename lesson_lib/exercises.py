@@ -267,7 +267,7 @@ def _stopped(name, learner, case, out) -> ExerciseResult:
     if out.kind == "slow":
         return ExerciseResult(
             name, "timeout", f"{learner} 在 {case} 这个例子上耗时已超过 {out.seconds:.1f} 秒{where}，检查器不再等它："
-            "这是一次很慢的 NumPy 计算（例如创建或运算一个非常大的数组），不是死循环。"
+            "这是一次很慢的调用（例如创建或运算一个非常大的数组），不是死循环。"
             "这个练习的例子都很小，正确的写法一眨眼就算完：检查数组的大小是不是写成了很大的数。",
         )  # fmt: skip
     if out.kind == "stubborn":
@@ -330,7 +330,8 @@ _KERNEL_ALLOWED = {"split_heads": {"head_width"}, "multi_head_attention_loop": {
 
 def _forbidden(name: str) -> dict:
     """{code object: name} of every function that computes exercise ``name``'s answer: the kernel's (every
-    variant, also the ones imported later, found by their file), flops' counters, and the reference solutions."""
+    variant), flops' counters and the reference solutions; and {file: True} for the files every function of
+    which is an answer (attention_fast, also when the learner's body imports it; flops for the count)."""
     from . import attention, flops
 
     kernel_dir = os.path.dirname(attention.__file__)
@@ -348,6 +349,7 @@ def _forbidden(name: str) -> dict:
                 codes[code] = obj.__name__
     for exercise in EXERCISES.values():
         codes[exercise.solution.__code__] = exercise.solution.__name__
+    codes.update({path: True for path, allowed in files.items() if not allowed and path != attention.__file__})
     return codes
 
 
@@ -365,8 +367,8 @@ def _borrowed(fn, codes: dict, depth: int = 3) -> str | None:
         code = getattr(obj, "__code__", None) if inspect.isfunction(obj) else None
         if code is None:
             return None
-        if code in codes:
-            return codes[code]
+        if code in codes or code.co_filename in codes:
+            return codes.get(code) or code.co_name
         scope = obj.__globals__
         names, stack = set(), [code]
         while stack:

@@ -38,7 +38,6 @@ __all__ = ["TIME_BUDGET_S", "GRACE_S", "Outcome", "call", "run", "guard", "Neste
 
 TIME_BUDGET_S = 3.0  # per call of the learner's function
 GRACE_S = 0.4  # after the budget: time for the stop to land before the call is named a long C call
-_POLL_S = 0.05  # the watchdog re-raises this often during the grace (a loop may swallow one stop)
 
 
 class _OutOfTime(BaseException):
@@ -100,15 +99,14 @@ _LIBRARY_DIRS = tuple(
 )
 
 
-def _learner_frame(frame) -> tuple[str, int, bool]:
-    """(line text, line number, is_innermost) of the innermost frame outside numpy / lesson_lib / the stdlib."""
-    innermost = True
+def _learner_frame(frame) -> tuple[str, int]:
+    """(line text, line number) of the innermost frame outside numpy / lesson_lib / the stdlib."""
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(_LIBRARY_DIRS):
-            return linecache.getline(filename, frame.f_lineno).strip()[:80], frame.f_lineno, innermost
-        frame, innermost = frame.f_back, False
-    return "", 0, False
+            return linecache.getline(filename, frame.f_lineno).strip()[:80], frame.f_lineno
+        frame = frame.f_back
+    return "", 0
 
 
 def _position(ident: int):
@@ -117,59 +115,118 @@ def _position(ident: int):
 
 
 class _Job:
-    """One call in the worker thread; the worker fills ``outcome``."""
+    """One call in the worker thread; the worker fills ``outcome``.
+
+    The worker runs under ``sys.settrace`` with a global trace that only looks at calls (a forbidden lesson
+    function is noted by its code object). Once the watchdog says stop, every line the learner's code runs
+    re-arms the stop, so a loop whose ``except:`` swallows one stop meets the next on its way round. Back in
+    this module's code the stop is disarmed (a flag) and one stop still on its way is let land in ``_flush``.
+    (A pending stop is never cancelled: ``PyThreadState_SetAsyncExc(id, NULL)`` leaves the interpreter's
+    eval breaker set, and the next worker then never finishes.)"""
 
     def __init__(self, thunk, digest, forbidden):
         self.thunk, self.digest, self.forbidden = thunk, digest, forbidden
         self.outcome: Outcome | None = None
         self.borrowed = ""
+        self.stopping: type[BaseException] | None = None
+        self.finished = False
+        self.c_ident = None
 
-    def profile(self, frame, event, _arg):
-        if event == "call" and frame.f_code in self.forbidden and not self.borrowed:
-            self.borrowed = self.forbidden[frame.f_code]
+    def trace(self, frame, event, _arg):
+        if event == "call":
+            code = frame.f_code
+            if not self.borrowed and (code in self.forbidden or code.co_filename in self.forbidden) \
+                    and code.co_name != "<module>":  # importing a module is not calling its functions
+                self.borrowed = self.forbidden.get(code) or code.co_name
+            if self.stopping is not None and frame.f_code.co_filename != __file__:
+                return self.rearm
+        return None
+
+    def rearm(self, _frame, event, _arg):
+        """Local trace after the stop: raise the stop again (asynchronously: Python switches off a trace function
+        that raises)."""
+        if self.stopping is not None and event == "line":
+            _SET_ASYNC_EXC(self.c_ident, _PY_OBJECT(self.stopping))
+        return self.rearm
+
+    def stop(self, ident: int, exc_type) -> None:
+        """From the watchdog: raise ``exc_type`` in the worker now and on every line it runs from here on."""
+        if self.finished:
+            return
+        self.stopping = exc_type
+        frame = sys._current_frames().get(ident)
+        while frame is not None:
+            if frame.f_code.co_filename != __file__:
+                frame.f_trace, frame.f_trace_lines = self.rearm, True
+            frame = frame.f_back
+        _SET_ASYNC_EXC(ctypes.c_ulong(ident), _PY_OBJECT(exc_type))
 
     def work(self) -> None:
+        self.c_ident = ctypes.c_ulong(threading.get_ident())
+        outcome = None
         try:
-            self.outcome = self._attempt()
-        except _OutOfTime:
-            self.outcome = Outcome(kind="timeout")
-        except BaseException:  # a stop landing in our own handler, or a describe that failed twice
-            self.outcome = Outcome(kind="raised", error="（说明文字无法显示）")
-        finally:
-            sys.setprofile(None)
+            outcome = self._attempt()
+        except BaseException:  # a stop landing in our own lines, or a describe that was stopped
+            self.stopping = None
+            self._disarm()
+        self.finished = True
+        self.outcome = outcome or Outcome(kind="raised", error="（说明文字无法显示）")
+
+    def _disarm(self) -> None:
+        """No more stops; the one possibly on its way lands in ``_flush`` (at its first bytecode) and is dropped."""
+        self.stopping = None
+        sys.settrace(None)
+        try:
+            _flush()
+        except BaseException:
+            pass
 
     def _attempt(self) -> Outcome:
         with np.errstate(all="ignore"):  # numpy's error state is per thread: set it here, where the code runs
             try:
-                if self.forbidden:
-                    sys.setprofile(self.profile)
+                sys.settrace(self.trace)
                 value = self.thunk()
-                sys.setprofile(None)
                 value = self.digest(value) if self.digest is not None else value
-            except _OutOfTime:
-                return Outcome(kind="timeout")
-            except KeyboardInterrupt:
-                return Outcome(kind="interrupted")
-            except NestedCheck:
-                return Outcome(kind="nested")
-            except NotImplementedError:
-                return Outcome(kind="todo")
             except BaseException as exc:  # a learner's function may raise anything, GeneratorExit and SystemExit too
-                sys.setprofile(None)
-                text = describe(exc)
-                del exc  # its __del__, if any, runs here, inside the budget
-                return Outcome(kind="raised", error=text, borrowed=self.borrowed)
+                self.stopping = None
+                self._disarm()
+                return self._failed(exc)
+            self.stopping = None
+            self._disarm()
             return Outcome(value, borrowed=self.borrowed)
 
+    def _failed(self, exc: BaseException) -> Outcome:
+        kinds = ((_OutOfTime, "timeout"), (KeyboardInterrupt, "interrupted"), (NestedCheck, "nested"),
+                 (NotImplementedError, "todo"))  # fmt: skip
+        for exc_type, kind in kinds:
+            if isinstance(exc, exc_type):
+                return Outcome(kind=kind)
+        name = type.__dict__["__name__"].__get__(type(exc))
+        try:
+            text = describe(exc)  # runs the learner's __str__: still inside the budget
+        except BaseException:  # stopped by the watchdog: the text never came
+            self._disarm()
+            text = f"{name}（这个异常的说明文字 __str__ 运行了太久，检查器没有等它）"
+        try:
+            del exc  # its __del__, if any, runs here, inside the budget
+        except BaseException:
+            self._disarm()
+        return Outcome(kind="raised", error=text, borrowed=self.borrowed)
 
-def _raise_in(ident: int, exc_type) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc_type))
+
+def _flush() -> None:
+    """A Python call: its first instruction checks for a pending asynchronous exception."""
+
+
+_SET_ASYNC_EXC = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_PY_OBJECT = ctypes.py_object
 
 
 def run(thunk: Callable[[], object], budget: float | None = None, digest: Callable | None = None,
         forbidden: dict | None = None) -> Outcome:  # fmt: skip
     """Run ``thunk()`` (and ``digest`` of its value) in a worker within ``budget`` seconds. Never raises, never
-    waits longer than budget + GRACE_S. ``forbidden`` maps code objects to names: calling one is reported."""
+    waits longer than budget + GRACE_S. ``forbidden`` maps code objects to names, and file names to anything:
+    calling one of those functions, or any function of those files, is reported in ``Outcome.borrowed``."""
     budget = min(TIME_BUDGET_S if budget is None else budget, 10.0)  # a budget set to hours still ends
     job = _Job(thunk, digest, forbidden or {})
     worker = threading.Thread(target=job.work, name="lesson-learner-code", daemon=True)
@@ -188,26 +245,42 @@ def run(thunk: Callable[[], object], budget: float | None = None, digest: Callab
 
 
 def _stop(worker: threading.Thread, job: _Job, start: float, exc_type) -> Outcome:
-    """Raise ``exc_type`` into the worker until it ends or the grace runs out; say what it was doing."""
+    """Stop the worker (see ``_Job.stop``) and wait out the grace; say what it was doing.
+
+    A stop that lands ends a loop. One that does not land is a single long call into C (``np.ones(10**9)``,
+    ``time.sleep``): the thread cannot be interrupted there, so it is left to finish in the background (the
+    stop lands when the call returns) and the call is reported as slow, not as a loop."""
     frame = sys._current_frames().get(worker.ident)
-    line, lineno, innermost = _learner_frame(frame)
+    line, lineno = _learner_frame(frame)
     where = f"第 {lineno} 行「{line}」" if line else ""
     before = _position(worker.ident)
-    moved = False
-    deadline = time.perf_counter() + GRACE_S
-    while worker.is_alive() and time.perf_counter() < deadline:
-        _raise_in(worker.ident, exc_type)
-        worker.join(_POLL_S)
-        now = _position(worker.ident)
-        moved = moved or (now is not None and now != before)
+    job.stop(worker.ident, exc_type)
+    worker.join(GRACE_S)
     seconds = time.perf_counter() - start
     if not worker.is_alive():
-        kind = job.outcome.kind if job.outcome is not None else "timeout"
-        if kind == "timeout" and not innermost:  # it was inside a library's Python code: a long call, not a loop
-            kind = "slow"
-        return Outcome(kind=kind, seconds=seconds, where=where)
-    _raise_in(worker.ident, exc_type)  # lands when the C call returns; the thread then ends on its own
-    return Outcome(kind="stubborn" if moved else "slow", seconds=seconds, where=where)
+        return replace(job.outcome or Outcome(kind="timeout"), seconds=seconds, where=where)
+    now = _position(worker.ident)
+    _take_back(worker.ident)
+    return Outcome(kind="stubborn" if now is not None and now != before else "slow", seconds=seconds, where=where)
+
+
+class _Flushed(BaseException):
+    """Delivered to the waiting thread only to clear the interpreter's pending-exception flag."""
+
+
+def _take_back(ident: int) -> None:
+    """Withdraw a stop that has not landed (the worker sits in one C call), and clear the flag it left.
+
+    CPython 3.11 keeps one interpreter-wide "asynchronous exception pending" flag; while it is set and the
+    exception waits on a thread blocked in C, every traced thread (the next check's worker) spins without
+    progress. Withdrawing leaves the flag set too, so one exception is delivered here, at once, which
+    clears it. The worker's per-line re-arm (``_Job.rearm``) still stops it when the C call returns."""
+    _SET_ASYNC_EXC(ctypes.c_ulong(ident), None)
+    try:
+        _SET_ASYNC_EXC(ctypes.c_ulong(threading.get_ident()), _PY_OBJECT(_Flushed))
+        _flush()
+    except _Flushed:
+        pass
 
 
 def call(fn, *args, budget: float | None = None, digest: Callable | None = None,

@@ -285,8 +285,8 @@ def _stopped(name, learner, case, out) -> ExerciseResult:
 
 def _run_case(name, learner, case, hint, fn, *args, digest, forbidden, arg_names=()):
     """Call the learner's function once: (digest, None), or (None, feedback) for anything but a usable value."""
-    out = learner_code.call(fn, *args, digest=digest, forbidden=forbidden)
-    if changed := _TAMPER.restore():
+    out = learner_code.call(fn, *args, digest=digest, forbidden=forbidden, tamper=_TAMPER)
+    if changed := [*out.tampered, *_TAMPER.restore()]:
         return None, _tampered(name, learner, changed)
     if out.borrowed:
         return None, _borrowed_result(name, out.borrowed, _ALLOWED[name])
@@ -413,7 +413,7 @@ def _refused(name, learner_name, fn, codes: dict) -> ExerciseResult | None:
             name, "error", f"收到的不是函数，而是 {type.__dict__['__name__'].__get__(type(fn))}：请把函数本身传进来，"
             f"例如 check(\"{name}\", {learner_name})，函数名后面不要加括号。",
         )  # fmt: skip
-    out = learner_code.run(lambda: _borrowed(fn, codes), budget=1.0)
+    out = learner_code.run(lambda: _borrowed(fn, codes), budget=1.0, tamper=_TAMPER)
     if out.kind == "ok" and out.value:
         return _borrowed_result(name, out.value, _ALLOWED[name])
     return None

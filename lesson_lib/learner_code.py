@@ -58,6 +58,7 @@ class Outcome:
     seconds: float = 0.0  # how long the call ran (until the watchdog stopped waiting)
     where: str = ""  # for timeout / slow: 「第 3 行 np.ones(10**9)」, the learner's line it was on
     borrowed: str = ""  # a forbidden lesson function it called (seen while it ran)
+    tampered: tuple[str, ...] = ()  # names it replaced (numpy.allclose), already put back
 
     @property
     def ok(self) -> bool:
@@ -223,10 +224,18 @@ _PY_OBJECT = ctypes.py_object
 
 
 def run(thunk: Callable[[], object], budget: float | None = None, digest: Callable | None = None,
-        forbidden: dict | None = None) -> Outcome:  # fmt: skip
+        forbidden: dict | None = None, tamper: Tamper | None = None) -> Outcome:  # fmt: skip
     """Run ``thunk()`` (and ``digest`` of its value) in a worker within ``budget`` seconds. Never raises, never
     waits longer than budget + GRACE_S. ``forbidden`` maps code objects to names, and file names to anything:
-    calling one of those functions, or any function of those files, is reported in ``Outcome.borrowed``."""
+    calling one of those functions, or any function of those files, is reported in ``Outcome.borrowed``.
+    ``tamper`` is restored the moment the wait ends, before any other code here runs (a patched builtin such
+    as ``isinstance`` would break it); what it put back is in ``Outcome.tampered``."""
+    out = _run(thunk, budget, digest, forbidden)
+    changed = tamper.restore() if tamper is not None else []
+    return replace(out, tampered=tuple(changed)) if changed else out
+
+
+def _run(thunk, budget, digest, forbidden) -> Outcome:
     budget = min(TIME_BUDGET_S if budget is None else budget, 10.0)  # a budget set to hours still ends
     job = _Job(thunk, digest, forbidden or {})
     worker = threading.Thread(target=job.work, name="lesson-learner-code", daemon=True)
@@ -284,10 +293,10 @@ def _take_back(ident: int) -> None:
 
 
 def call(fn, *args, budget: float | None = None, digest: Callable | None = None,
-         forbidden: dict | None = None) -> Outcome:  # fmt: skip
+         forbidden: dict | None = None, tamper: Tamper | None = None) -> Outcome:  # fmt: skip
     """Call ``fn`` on copies of ``args`` within the time budget (see ``run``); report arguments it changed."""
     given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    out = run(lambda: fn(*given), budget, digest, forbidden)
+    out = run(lambda: fn(*given), budget, digest, forbidden, tamper)
     if out.kind != "ok":
         return out
     changed = tuple(i for i, (a, g) in enumerate(zip(args, given)) if isinstance(a, np.ndarray)
@@ -311,16 +320,19 @@ class Tamper:
                 if isinstance(value, type) and value.__module__ == module.__name__ and module is not builtins:
                     self.saved.append((value, f"{label}.{value.__name__}", _behaviour(vars(value))))
 
-    def restore(self) -> list[str]:
-        """Put every replaced or deleted name back; the names (``numpy.allclose``) of what was changed."""
+    def restore(self, _vars=vars, _setattr=setattr) -> list[str]:
+        """Put every replaced or deleted name back; the names (``numpy.allclose``) of what was changed.
+        (The builtins it needs are bound at definition: a patched ``builtins.vars`` cannot stop the repair.)"""
         changed = []
         for owner, label, names in self.saved:
-            current = vars(owner)
+            current = _vars(owner)
             for name, value in names.items():
                 if current.get(name, _MISSING) is not value:
                     changed.append(f"{label}.{name}")
-                    with contextlib.suppress(AttributeError, TypeError):
-                        setattr(owner, name, value)
+                    try:
+                        _setattr(owner, name, value)
+                    except (AttributeError, TypeError):
+                        pass
         return changed
 
 

@@ -18,6 +18,7 @@ displays one by reflection, only when asked.
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import math
 import os
@@ -286,7 +287,7 @@ def _stopped(name, learner, case, out) -> ExerciseResult:
 def _run_case(name, learner, case, hint, fn, *args, digest, forbidden, arg_names=()):
     """Call the learner's function once: (digest, None), or (None, feedback) for anything but a usable value."""
     out = learner_code.call(fn, *args, digest=digest, forbidden=forbidden, tamper=_TAMPER)
-    if changed := [*out.tampered, *_TAMPER.restore()]:
+    if changed := out.tampered:
         return None, _tampered(name, learner, changed)
     if out.borrowed:
         return None, _borrowed_result(name, out.borrowed, _ALLOWED[name])
@@ -329,6 +330,13 @@ _KERNEL_ALLOWED = {"split_heads": {"head_width"}, "multi_head_attention_loop": {
 
 
 def _forbidden(name: str) -> dict:
+    """See ``_forbidden_codes``; cached while the set of loaded kernel modules stays the same."""
+    return dict(_forbidden_codes(name, "lesson_lib.attention_fast" in sys.modules or any(
+        m.endswith(".attention_fast") for m in sys.modules)))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=16)
+def _forbidden_codes(name: str, _fast_loaded: bool) -> dict:
     """{code object: name} of every function that computes exercise ``name``'s answer: the kernel's (every
     variant), flops' counters and the reference solutions; and {file: True} for the files every function of
     which is an answer (attention_fast, also when the learner's body imports it; flops for the count)."""

@@ -22,6 +22,7 @@ import builtins
 import contextlib
 import ctypes
 import linecache
+import operator
 import os
 import sys
 import sysconfig
@@ -309,25 +310,33 @@ _ARRAY_EQUAL = np.array_equal  # captured before any learner code runs
 
 # ------------------------------------------------------------------------------------------ patches
 class Tamper:
-    """A snapshot of modules' namespaces (and their classes'); ``restore()`` undoes and names any change."""
+    """A snapshot of modules' namespaces (and their classes'); ``restore()`` undoes and names any change.
+
+    The check that nothing changed runs at C speed (``map(operator.is_, …)``, identity only: a learner's object
+    with a lying ``__eq__`` cannot pass for the original); only when something changed is it found and put back."""
 
     def __init__(self, modules: Iterable[ModuleType]):
-        self.saved: list[tuple[object, str, dict]] = []
+        self.saved: list[tuple[object, str, dict, tuple, tuple]] = []
         for module in modules:
             label = "numpy" if module.__name__.startswith("numpy") else module.__name__.rsplit(".", 1)[-1]
-            self.saved.append((module, label, _behaviour(vars(module))))
+            self._keep(module, label)
             for value in list(vars(module).values()):
                 if isinstance(value, type) and value.__module__ == module.__name__ and module is not builtins:
-                    self.saved.append((value, f"{label}.{value.__name__}", _behaviour(vars(value))))
+                    self._keep(value, f"{label}.{value.__name__}")
 
-    def restore(self, _vars=vars, _setattr=setattr) -> list[str]:
+    def _keep(self, owner, label: str) -> None:
+        names = _behaviour(vars(owner))
+        self.saved.append((owner, label, vars(owner), tuple(names), tuple(names.values())))
+
+    def restore(self, _vars=vars, _setattr=setattr, _all=all, _map=map, _is=operator.is_) -> list[str]:
         """Put every replaced or deleted name back; the names (``numpy.allclose``) of what was changed.
         (The builtins it needs are bound at definition: a patched ``builtins.vars`` cannot stop the repair.)"""
         changed = []
-        for owner, label, names in self.saved:
-            current = _vars(owner)
-            for name, value in names.items():
-                if current.get(name, _MISSING) is not value:
+        for owner, label, namespace, keys, values in self.saved:
+            if _all(_map(_is, _map(namespace.get, keys), values)):
+                continue
+            for name, value in zip(keys, values):
+                if namespace.get(name, _MISSING) is not value:
                     changed.append(f"{label}.{name}")
                     try:
                         _setattr(owner, name, value)

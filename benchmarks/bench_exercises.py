@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The bodies a learner writes: right, and a usual mistake, for each exercise (source, run in a fresh kernel too).
 BODIES = '''
 import numpy as np
-from lesson_lib.attention import softmax
+from lesson_lib.kernel.attention import softmax
 
 def split_right(x, h):
     n, d = x.shape
@@ -67,7 +67,7 @@ CASES = {  # exercise: (right body, wrong body)
 COLD = BODIES + '''
 import sys, time
 t = time.perf_counter()
-from lesson_lib import exercises
+from lesson_lib.selftest import exercises
 imported = time.perf_counter() - t
 name, body = sys.argv[1], sys.argv[2]
 t = time.perf_counter()
@@ -97,7 +97,7 @@ def _bare(name: str, fn) -> float:
 
     import numpy as np
 
-    from lesson_lib import exercises
+    from lesson_lib.selftest import exercises
 
     calls = []
     if name == "split_heads":
@@ -169,12 +169,12 @@ def _attacks() -> dict:
         return x
 
     def reference(x, w_q, w_k, w_v, w_o, h):
-        from lesson_lib.attention import multi_head_attention_reference
+        from lesson_lib.kernel.attention import multi_head_attention_reference
 
         return multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h)[0]
 
     def fast(x, w_q, w_k, w_v, w_o, h):
-        from lesson_lib.attention_fast import multi_head_attention_fast
+        from lesson_lib.kernel.attention_fast import multi_head_attention_fast
 
         return multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h)[0]
 
@@ -209,7 +209,7 @@ def run() -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     namespace: dict = {}
     exec(BODIES, namespace)
-    from lesson_lib import exercises, learner_code
+    from lesson_lib.selftest import exercises, learner_code
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = ["check times (ms), goal < 50: cold = first check in a fresh process (median of 3); warm = median",
@@ -238,7 +238,7 @@ def run() -> list[str]:
 
 
 def _progress_saves(folder: Path) -> list[str]:
-    from lesson_lib.progress import Progress, ProgressFile
+    from lesson_lib.selftest.progress import Progress, ProgressFile
 
     p = Progress(("Q2",), store=ProgressFile(folder / "saves.json"))
     times = []

@@ -13,10 +13,12 @@ import types
 import numpy as np
 import pytest
 
-from lesson_lib import attention, learner_code, paper
-from lesson_lib import exercises as ex
-from lesson_lib.attention import head_width, multi_head_attention, softmax, split_heads
-from lesson_lib.flops import count
+from lesson_lib import paper
+from lesson_lib.kernel import attention
+from lesson_lib.kernel.attention import head_width, multi_head_attention, softmax, split_heads
+from lesson_lib.kernel.flops import count
+from lesson_lib.selftest import exercises as ex
+from lesson_lib.selftest import learner_code
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)
@@ -501,13 +503,13 @@ def _mha_calls(fn_name):
 
 
 def _fast_imported_in_the_body(x, w_q, w_k, w_v, w_o, h):
-    from lesson_lib.attention_fast import multi_head_attention_fast
+    from lesson_lib.kernel.attention_fast import multi_head_attention_fast
 
     return multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h)[0]
 
 
 def _split_merge_from_the_lesson(x, w_q, w_k, w_v, w_o, h):
-    from lesson_lib.attention import merge_heads
+    from lesson_lib.kernel.attention import merge_heads
 
     q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
     return merge_heads(softmax(q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1]), axis=-1) @ v) @ w_o
@@ -523,7 +525,7 @@ def _sdpa_per_head(x, w_q, w_k, w_v, w_o, h):
 def _dynamic_lookup(x, h):
     import importlib
 
-    return getattr(importlib.import_module("lesson_lib.attention"), "split" + "_heads")(x, h)
+    return getattr(importlib.import_module("lesson_lib.kernel.attention"), "split" + "_heads")(x, h)
 
 
 def _default_argument(x, h, f=split_heads):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib import exercises, progress, quiz
-from lesson_lib.exercises import ExerciseResult
-from lesson_lib.progress import FORMAT, VERSION, Progress, ProgressFile
+from lesson_lib.selftest import exercises, progress, quiz
+from lesson_lib.selftest.exercises import ExerciseResult
+from lesson_lib.selftest.progress import FORMAT, VERSION, Progress, ProgressFile
 
 
 @pytest.fixture
@@ -219,7 +219,7 @@ def test_the_lesson_says_where_the_file_is(monkeypatch):
 
 _SAVER = """
 import sys
-from lesson_lib.progress import Progress, ProgressFile
+from lesson_lib.selftest.progress import Progress, ProgressFile
 
 path, side, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 p = Progress(("Q2", "A", "B"), store=ProgressFile(path))
@@ -316,7 +316,7 @@ def test_a_wrong_entry_is_set_aside_with_a_notice_never_a_crash(path, entries, d
 
 def test_a_wrong_entry_does_not_break_the_widgets(path):
     pytest.importorskip("ipywidgets")
-    from lesson_lib import quiz_widgets
+    from lesson_lib.selftest import quiz_widgets
 
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "questions": {"Q2": "oops"}, "exercises": {},
@@ -417,7 +417,7 @@ def test_the_store_imports_no_question_or_exercise(tmp_path):
     imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
     assert not {m for m in imported if "exercises" in m or "quiz" in m}, imported
-    code = ("import sys, lesson_lib.progress as p\n"
+    code = ("import sys, lesson_lib.selftest.progress as p\n"
             "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -1,7 +1,7 @@
 """Code exercises of section 10: a spec, a stub in the notebook, a checker that teaches, a solution on request.
 
 Each exercise is checked by running the learner's function on several cases and comparing with the
-lesson's kernel (``lesson_lib.attention``) or FLOP counter (``lesson_lib.flops``). The learner's code
+lesson's kernel (``lesson_lib.kernel.attention``) or FLOP counter (``lesson_lib.kernel.flops``). The learner's code
 runs through ``learner_code.call``: a time budget (a loop that never ends is stopped after a few
 seconds with 「是不是写了死循环？」), copies of the inputs (a function that changes its input is told so),
 and no traceback for anything it raises. The checker never raises: a stub gets 「还没实现」, garbage
@@ -29,9 +29,11 @@ from types import MappingProxyType, ModuleType
 
 import numpy as np
 
-from . import attention, flops, learner_code, progress, shape_mistakes, validation
-from .attention import merge_heads, multi_head_attention, softmax, split_heads
-from .flops import count
+from lesson_lib.kernel import attention, flops, validation
+from lesson_lib.kernel.attention import merge_heads, multi_head_attention, softmax, split_heads
+from lesson_lib.kernel.flops import count
+
+from . import learner_code, progress, shape_mistakes
 from .shape_mistakes import split_heads_shape_mistake
 
 __all__ = [
@@ -331,7 +333,7 @@ _KERNEL_ALLOWED = {"split_heads": {"head_width"}, "multi_head_attention_loop": {
 
 def _forbidden(name: str) -> dict:
     """See ``_forbidden_codes``; cached while the set of loaded kernel modules stays the same."""
-    return dict(_forbidden_codes(name, "lesson_lib.attention_fast" in sys.modules or any(
+    return dict(_forbidden_codes(name, "lesson_lib.kernel.attention_fast" in sys.modules or any(
         m.endswith(".attention_fast") for m in sys.modules)))  # fmt: skip
 
 
@@ -340,8 +342,6 @@ def _forbidden_codes(name: str, _fast_loaded: bool) -> dict:
     """{code object: name} of every function that computes exercise ``name``'s answer: the kernel's (every
     variant), flops' counters and the reference solutions; and {file: True} for the files every function of
     which is an answer (attention_fast, also when the learner's body imports it; flops for the count)."""
-    from . import attention, flops
-
     kernel_dir = os.path.dirname(attention.__file__)
     files = {attention.__file__: _KERNEL_ALLOWED[name], os.path.join(kernel_dir, "attention_fast.py"): set()}
     if name == "count_multiplies":
@@ -386,7 +386,7 @@ def _borrowed(fn, codes: dict, depth: int = 3) -> str | None:
         refs = [scope.get(n) for n in names] + list(obj.__defaults__ or ()) + list((obj.__kwdefaults__ or {}).values())
         refs += [cell.cell_contents for cell in (obj.__closure__ or ()) if _has_contents(cell)]
         for ref in refs:
-            if isinstance(ref, ModuleType):  # attention.split_heads, lesson_lib.attention.split_heads
+            if isinstance(ref, ModuleType):  # attention.split_heads, lesson_lib.kernel.attention.split_heads
                 for n in names:
                     inner = vars(ref).get(n)
                     found = visit(inner, level - 1) or (visit_module(inner, names, level - 1)
@@ -442,7 +442,7 @@ _SPLIT_CASES = ((12, 512, 8), (5, 6, 3), (4, 8, 1), (3, 6, 6), (7, 12, 4))  # (n
 
 
 def _split_cases():
-    from . import paper
+    from lesson_lib import paper
 
     first = (12, paper.BASE_D_MODEL, paper.BASE_HEADS)  # the lesson's base model: (12, 512) -> (8, 12, 64)
     return (first, *_SPLIT_CASES[1:])
@@ -607,7 +607,7 @@ _COUNT_CASES = ((50, 512, 8), (50, 512, 16), (10, 64, 1), (7, 12, 3), (1, 8, 8))
 
 
 def check_count_multiplies(fn) -> ExerciseResult:
-    """Run ``fn(n, d_model, h)`` and compare with lesson_lib.flops.count(...).matmul_total."""
+    """Run ``fn(n, d_model, h)`` and compare with lesson_lib.kernel.flops.count(...).matmul_total."""
     name, learner = "count_multiplies", "my_count_multiplies"
     codes = _forbidden(name)
     if refused := _refused(name, learner, fn, codes):

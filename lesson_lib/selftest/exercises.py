@@ -1,15 +1,20 @@
 """Code exercises of section 10: a spec, a stub in the notebook, a checker that teaches, a solution on request.
 
 Each exercise is checked by running the learner's function on several cases and comparing with the
-lesson's kernel (``lesson_lib.kernel.attention``) or FLOP counter (``lesson_lib.kernel.flops``). The learner's code
-runs through ``learner_code.call``: a time budget (a loop that never ends is stopped after a few
-seconds with 「是不是写了死循环？」), copies of the inputs (a function that changes its input is told so),
-and no traceback for anything it raises. The checker never raises: a stub gets 「还没实现」, garbage
-gets a message that says what went wrong and what to try. Known mistakes (a forgotten transpose, no
-1/√d_k, no W^O, softmax on the wrong axis, columns taken with a stride) are recognised and named.
-A float32 result is compared at float32 precision, and said so. A function that calls lesson_lib's own
-split_heads / multi_head_attention / flops.count (or a reference solution) does not pass: the checker
-would be comparing the answer with itself. Every result is recorded in the learner's progress file.
+lesson's kernel or FLOP counter. The learner's code runs through ``learner_code.call``: a worker thread
+under a watchdog (a loop is stopped after a few seconds with 「是不是写了死循环？」, one long C call is
+reported as 「耗时超过 N 秒」; the result is turned into a plain array and any exception into text inside
+the same budget), copies of the inputs (a function that changes its input is told so), and no traceback
+for anything it raises. numpy, builtins and the checker's own modules are snapshotted at import and put
+back after every call, so a patch (``np.allclose = …``) neither passes a check nor stays. The checker
+never raises: a stub gets 「还没实现」, garbage gets a message that says what went wrong and what to try.
+Known mistakes (a forgotten transpose, no 1/√d_k, no W^O, softmax on the wrong axis, columns taken with
+a stride) are recognised and named.
+A float32 result is compared at float32 precision, and said so. A function that is or calls any of
+lesson_lib's kernel variants (split/merge_heads, multi_head_attention, _reference, _fast, …), flops'
+counters or a reference solution does not pass (read from its code, defaults and closure, and watched
+by code object while it runs): the checker would be comparing the answer with itself. Every result is
+recorded in the learner's progress file.
 
 The reference solutions below are written out plainly for learners to read; ``show_solution(name)``
 displays one by reflection, only when asked.

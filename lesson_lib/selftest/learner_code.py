@@ -158,7 +158,7 @@ class _Job:
         self.stopping = exc_type
         frame = sys._current_frames().get(ident)
         while frame is not None:
-            if frame.f_code.co_filename != __file__:
+            if frame.f_code.co_filename not in (__file__, threading.__file__):
                 frame.f_trace, frame.f_trace_lines = self.rearm, True
             frame = frame.f_back
         _SET_ASYNC_EXC(ctypes.c_ulong(ident), _PY_OBJECT(exc_type))
@@ -171,8 +171,17 @@ class _Job:
         except BaseException:  # a stop landing in our own lines, or a describe that was stopped
             self.stopping = None
             self._disarm()
-        self.finished = True
         self.outcome = outcome or Outcome(kind="raised", error="（说明文字无法显示）")
+
+    def main(self) -> None:
+        """The thread's target: a stop the watchdog sent just as the call ended lands in ``_flush``, not in
+        threading's code (where it would print a traceback)."""
+        try:
+            self.work()
+            self.finished = True  # the watchdog sends no stop from here on
+            _flush()
+        except BaseException:
+            self.finished = True
 
     def _disarm(self) -> None:
         """No more stops; the one possibly on its way lands in ``_flush`` (at its first bytecode) and is dropped."""
@@ -239,7 +248,7 @@ def run(thunk: Callable[[], object], budget: float | None = None, digest: Callab
 def _run(thunk, budget, digest, forbidden) -> Outcome:
     budget = min(TIME_BUDGET_S if budget is None else budget, 10.0)  # a budget set to hours still ends
     job = _Job(thunk, digest, forbidden or {})
-    worker = threading.Thread(target=job.work, name="lesson-learner-code", daemon=True)
+    worker = threading.Thread(target=job.main, name="lesson-learner-code", daemon=True)
     start = time.perf_counter()
     with warnings.catch_warnings():  # the filters are process-wide: set and restored here, in the waiting thread
         warnings.simplefilter("ignore")

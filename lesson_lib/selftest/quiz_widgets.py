@@ -11,7 +11,9 @@ from __future__ import annotations
 import html
 
 from . import quiz
-from .progress import Progress, default_progress
+from .progress import Progress, declare, default_progress
+
+declare(question_ids=quiz.question_ids())  # the progress store counts the items its callers name
 
 __all__ = ["QuestionWidget", "InterviewWidget", "ask", "progress_summary", "interview_self_check",
            "default_progress"]  # fmt: skip

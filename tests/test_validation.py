@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from attention_fast import multi_head_attention_fast
 from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,6 @@ from lesson_lib.attention import (
     scaled_dot_product_attention,
     softmax,
 )
-from lesson_lib.attention_fast import multi_head_attention_fast
 from lesson_lib.validation import (
     AttentionInputError,
     AttentionInputTypeError,
@@ -155,16 +155,18 @@ def test_bad_multi_head_input_same_chinese_error_from_every_variant(xw, cls, fra
     assert "Q 里有 NaN" not in result[1]  # never blames an input that was finite
 
 
-def test_overflow_is_found_before_computing(monkeypatch):
-    """No matmul runs for an input whose scores would overflow: the check looks at the inputs' sizes only."""
-    import lesson_lib.attention as attention
+def test_overflow_is_translated_without_a_warning_and_leaves_numpy_settings_alone():
+    """numpy reports the overflow (errstate inside the call); the learner sees only the Chinese error, no
+    RuntimeWarning and no NaN, and their own np.seterr settings are the same afterwards."""
+    import warnings
 
-    calls = []
-    monkeypatch.setattr(attention, "split_heads", lambda *a: calls.append(a))
     x, ws = inputs(x_scale=1e154)
-    with pytest.raises(AttentionInputError, match="超过 float64"):
-        multi_head_attention(x, *ws, H)
-    assert calls == []
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any RuntimeWarning fails the test
+        with pytest.raises(AttentionInputError, match="超过 float64"):
+            multi_head_attention(x, *ws, H)
+    assert np.geterr() == before
 
 
 # (id, (x, ws), dtype every variant must return)

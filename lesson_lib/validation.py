@@ -129,7 +129,7 @@ def _check_output(result, seen):
     out = np.asarray(result[0])
     if math.isfinite(float(out.max())) and math.isfinite(float(out.min())):
         return
-    kind, arrays, names = seen
+    _kind, arrays, names = seen
     for arr, name in zip(arrays, names):
         _check_finite(arr, name)
     raise _overflow_error(seen)
@@ -237,11 +237,20 @@ def _as_array(a, name):
         a = np.asarray(a)  # np.matrix stays 2-D through every operation: use a plain array
     try:
         arr = np.asanyarray(a)
-    except Exception as exc:  # ragged lists and the like
-        raise AttentionInputError(f"{name} 无法转换成数值数组（{exc}）：请传入形状整齐的 numpy 数组。") from None
+    except Exception:  # ragged lists and the like: numpy's own message is English
+        raise AttentionInputError(
+            f"{name} 无法转换成数组{_ragged(a)}：请传入形状整齐的 numpy 数组（每行一样长）。"
+        ) from None
     if arr.dtype.kind not in "iubfc":
         raise AttentionInputTypeError(f"{name} 的元素类型是 {arr.dtype}，不是数值：请传入浮点数数组。")
     return arr
+
+
+def _ragged(a) -> str:
+    """「（各行的长度是 [4, 1]）」 for a list of rows of different lengths, else nothing."""
+    if isinstance(a, (list, tuple)) and all(hasattr(row, "__len__") for row in a):
+        return f"（各行的长度是 {[len(row) for row in a][:10]}）"
+    return ""
 
 
 def _not_complex(arr, name):
@@ -541,7 +550,7 @@ def _softmax_overflow(x, axis, name, limit) -> AttentionInputError:
     n = x.shape[axis]
     if n > limit:  # every exp is at most 1, so only a row longer than the dtype's largest value can overflow its sum
         return AttentionInputError(
-            f"softmax 按 {name} 计算时，一行有 {n:,} 个数，它们的 exp 之和可能超过 {name} 能表示的最大值 {limit:.3g}："
+            f"softmax 按 {name} 计算时，一行有 {n:,} 个数，它们的 exp 之和超过了 {name} 能表示的最大值 {limit:.3g}："
             "每行的权重会变成 0，加起来不再是 1。请先 .astype(np.float32) 再算 softmax。"
         )
     return AttentionInputError(

@@ -1,4 +1,4 @@
-"""lesson_lib.flops: the closed form equals the paper-facts table and the counts observed from the kernel's own work."""
+"""kernel.flops: the closed form equals the paper-facts table and the counts observed from the kernel's own work."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib import flops
-from lesson_lib.attention import multi_head_attention_reference
-from lesson_lib.validation import LessonInputTypeError
+from lesson_lib.kernel import flops
+from lesson_lib.kernel.attention import multi_head_attention_reference
+from lesson_lib.kernel.validation import LessonInputTypeError
 
 
 def divisors(d):
@@ -142,7 +142,7 @@ def test_fast_path_counted_with_its_in_place_matmuls(n, d, h, monkeypatch):
 
 
 def test_the_issue_example_counts_1680_for_every_kernel():
-    from lesson_lib.attention import multi_head_attention
+    from lesson_lib.kernel.attention import multi_head_attention
 
     kernels = (multi_head_attention, multi_head_attention_reference, multi_head_attention_fast)
     assert [measure(5, 8, 2, kernel=k)["matmul_multiplies"] for k in kernels] == [1680] * 3

@@ -6,7 +6,8 @@ import attention_fast
 import numpy as np
 import pytest
 
-from lesson_lib import attention, blas
+from lesson_lib.kernel import attention
+from lesson_lib.runtime import blas
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 

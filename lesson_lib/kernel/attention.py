@@ -7,7 +7,7 @@ MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,
 形状里的字母：n = 词数，d_model = 模型宽度，h = 头数，d_k = d_v = d_model / h。
 论文的写法是行向量乘权重（``X W``）；第 i 个头拥有每个 (d_model, d_model) 投影矩阵的第 i 块列。
 
-这个文件里只有公式：每个函数的第一行把参数交给 ``lesson_lib.validation`` 检查（所有版本用同一套
+这个文件里只有公式：每个函数的第一行把参数交给 ``lesson_lib.kernel.validation`` 检查（所有版本用同一套
 检查；输入有问题时抛出 ``AttentionInputError``，它是带中文说明的 ``ValueError``），后面每一行都是
 公式里的一项。检查只在门口做一次：学习者直接调用时运行，一个函数调用另一个函数时不再重复检查。
 更快的版本在 ``benchmarks/attention_fast.py``，结果相同，课程不调用它。
@@ -123,7 +123,7 @@ def head_width(d_model, h):
 
 # 检查只在门口做一次：学习者调用这些函数时，第一行的检查照常运行；一个函数调用另一个函数时（例如
 # multi_head_attention 调用 split_heads），被调用的那个函数的检查会立刻返回，因为调用它的函数已经检查过
-# 传进来的东西。学习者的那次调用还会把 numpy 的溢出和内存不足换成本课的中文说明（见 lesson_lib.validation）。
+# 传进来的东西。学习者的那次调用还会把 numpy 的溢出和内存不足换成本课的中文说明（见 lesson_lib.kernel.validation）。
 softmax = at_the_door(softmax)
 scaled_dot_product_attention = at_the_door(scaled_dot_product_attention)
 split_heads = at_the_door(split_heads)

@@ -32,6 +32,7 @@ from lesson_lib.kernel.validation import (
     check_int,
     check_number,
 )
+from lesson_lib.runtime import memory
 
 KERNELS = [multi_head_attention, multi_head_attention_reference, multi_head_attention_fast]
 N, D, H = 5, 8, 2
@@ -259,11 +260,11 @@ def test_size_guard_compares_with_the_free_memory(monkeypatch):
 def test_available_memory_reads_the_cgroup_limit(tmp_path, monkeypatch):
     (tmp_path / "memory.max").write_text("1073741824\n")
     (tmp_path / "memory.current").write_text("73741824\n")
-    monkeypatch.setattr(validation, "_CGROUP_ROOT", tmp_path)
-    monkeypatch.setattr(validation, "_meminfo_available", lambda: 8 << 30)
-    assert validation.available_memory() == 1_000_000_000
+    monkeypatch.setattr(memory, "_CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: 8 << 30)
+    assert memory.available_memory() == 1_000_000_000
     (tmp_path / "memory.max").write_text("max\n")
-    assert validation.available_memory() == 8 << 30
+    assert memory.available_memory() == 8 << 30
 
 
 # ---------------------------------------------------------------------------------------------
@@ -489,24 +490,24 @@ def test_available_memory_reads_a_cgroup_v1_limit(tmp_path, monkeypatch):
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "memory.limit_in_bytes").write_text("1073741824\n")
     (tmp_path / "memory" / "memory.usage_in_bytes").write_text("73741824\n")
-    monkeypatch.setattr(validation, "_CGROUP_ROOT", tmp_path)
-    monkeypatch.setattr(validation, "_meminfo_available", lambda: 8 << 30)
-    monkeypatch.setattr(validation, "_address_space_room", lambda: None)
-    assert validation.available_memory() == 1_000_000_000
+    monkeypatch.setattr(memory, "_CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: 8 << 30)
+    monkeypatch.setattr(memory, "_address_space_room", lambda: None)
+    assert memory.available_memory() == 1_000_000_000
     (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
-    assert validation.available_memory() == 8 << 30
+    assert memory.available_memory() == 8 << 30
 
 
 def test_available_memory_reads_ulimit_v(monkeypatch):
     import resource
 
-    monkeypatch.setattr(validation, "_meminfo_available", lambda: 64 << 30)
-    monkeypatch.setattr(validation, "_cgroup_room", lambda root: None)
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: 64 << 30)
+    monkeypatch.setattr(memory, "_cgroup_room", lambda root: None)
     monkeypatch.setattr(resource, "getrlimit", lambda which: (1 << 40, resource.RLIM_INFINITY))
-    room = validation.available_memory()
+    room = memory.available_memory()
     assert 0 < room < 1 << 40  # the limit minus what this process has already mapped
     monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY,) * 2)
-    assert validation.available_memory() == 64 << 30
+    assert memory.available_memory() == 64 << 30
 
 
 def test_ulimit_v_refuses_n_12000_in_chinese_instead_of_crashing(tmp_path):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from attention_fast import multi_head_attention_fast
 
 from lesson_lib.kernel import flops
 from lesson_lib.kernel.attention import multi_head_attention, multi_head_attention_reference
-from lesson_lib.kernel.attention_fast import multi_head_attention_fast
 
 N, D = 1024, 512
 HEADS = (1, 8, 64)

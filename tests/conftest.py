@@ -1,10 +1,14 @@
 """Fixtures shared by the unit tests (the browser test has its own conftest in tests/e2e)."""
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+# The benchmarks' fast attention path is tested for parity with the lesson's kernel; it is not part of lesson_lib.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 # The learner's progress file: never the developer's own (kernels started by nbval and the browser test
 # inherit this too).

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from attention_fast import multi_head_attention_fast
 from helpers import assert_chinese_message, causal, make_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,6 @@ from lesson_lib.kernel.attention import (
     softmax,
     split_heads,
 )
-from lesson_lib.kernel.attention_fast import multi_head_attention_fast
 
 KERNELS = [multi_head_attention, multi_head_attention_reference, multi_head_attention_fast]
 KERNEL_IDS = ["readable", "reference", "fast"]

@@ -6,13 +6,13 @@ three kernels in tests/test_attention.py; these force the fast path's own branch
 
 from __future__ import annotations
 
+import attention_fast
 import numpy as np
 import pytest
+from attention_fast import multi_head_attention_fast
 from helpers import causal, make_inputs
 
-from lesson_lib.kernel import attention_fast
 from lesson_lib.kernel.attention import multi_head_attention
-from lesson_lib.kernel.attention_fast import multi_head_attention_fast
 
 
 def test_fast_path_agrees_across_row_blocks(monkeypatch):

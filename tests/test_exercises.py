@@ -503,7 +503,7 @@ def _mha_calls(fn_name):
 
 
 def _fast_imported_in_the_body(x, w_q, w_k, w_v, w_o, h):
-    from lesson_lib.kernel.attention_fast import multi_head_attention_fast
+    from attention_fast import multi_head_attention_fast  # benchmarks/, on the tests' path
 
     return multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h)[0]
 
@@ -559,8 +559,9 @@ BORROW_ATTACKS = {  # name: (exercise, body, name in the message)
     "multi_head_attention_reference": ("multi_head_attention_loop", _mha_calls("multi_head_attention_reference"),
                                        "multi_head_attention_reference"),
     "multi_head_attention": ("multi_head_attention_loop", _mha_calls("multi_head_attention"), "multi_head_attention"),
+    # benchmarks/attention_fast is outside lesson_lib: named itself once loaded, else caught at the kernel it calls
     "attention_fast imported in the body": ("multi_head_attention_loop", _fast_imported_in_the_body,
-                                            "multi_head_attention_fast"),
+                                            ("multi_head_attention_fast", "split_heads")),
     "split_heads / merge_heads of the lesson": ("multi_head_attention_loop", _split_merge_from_the_lesson,
                                                 "split_heads"),
     "scaled_dot_product_attention per head": ("multi_head_attention_loop", _sdpa_per_head,
@@ -582,7 +583,8 @@ def test_every_kernel_variant_and_solution_is_borrowed(attack):
     exercise, body, used = BORROW_ATTACKS[attack]
     result = ex.check(exercise, body)
     assert result.status == "borrowed" and not result.passed, result.message
-    assert f"lesson_lib 自己的 {used}" in result.message and "不算通过" in result.message
+    names = used if isinstance(used, tuple) else (used,)
+    assert any(f"lesson_lib 自己的 {n}" in result.message for n in names) and "不算通过" in result.message
 
 
 def test_copies_of_the_answer_are_borrowed():

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from attention_fast import multi_head_attention_fast
+from flops_measure import measure
 from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lesson_lib.kernel import flops
 from lesson_lib.kernel.attention import multi_head_attention_reference
-from lesson_lib.kernel.attention_fast import multi_head_attention_fast
 from lesson_lib.kernel.validation import LessonInputTypeError
 
 
@@ -92,7 +93,7 @@ GRID = [
 @pytest.mark.parametrize(("n", "d", "h"), GRID)
 def test_measured_counts_equal_closed_form(n, d, h):
     c = flops.count(n, d, h)
-    m = flops.measure(n, d, h)
+    m = measure(n, d, h)
     d_k = d // h
     assert m["matmul_multiplies"] == c.matmul_total
     assert m["exps"] == c.softmax_exp == h * n * n
@@ -117,7 +118,7 @@ def test_measured_counts_equal_closed_form(n, d, h):
 def test_per_head_reference_does_the_same_work(n, d, h):
     """The loop over heads runs h times as many, h times smaller matmuls: the totals are the same."""
     c = flops.count(n, d, h)
-    m = flops.measure(n, d, h, kernel=multi_head_attention_reference)
+    m = measure(n, d, h, kernel=multi_head_attention_reference)
     assert m["matmul_multiplies"] == c.matmul_total
     assert m["exps"] == c.softmax_exp
     assert m["divisions"] == c.scaling + c.softmax_div
@@ -127,12 +128,12 @@ def test_per_head_reference_does_the_same_work(n, d, h):
 @pytest.mark.parametrize(("n", "d", "h"), [(1, 1, 1), (5, 8, 2), (7, 12, 3), (4, 16, 16), (40, 8, 2)])
 def test_fast_path_counted_with_its_in_place_matmuls(n, d, h, monkeypatch):
     """The fast path writes its matmuls and exps into preallocated blocks (out=): they count all the same."""
-    from lesson_lib.kernel import attention_fast
+    import attention_fast
 
     monkeypatch.setattr(attention_fast, "_MIN_BLOCK_ROWS", 3)
     monkeypatch.setattr(attention_fast, "_BLOCK_BYTES", 1)  # several row blocks when n > 3
     c = flops.count(n, d, h)
-    m = flops.measure(n, d, h, kernel=multi_head_attention_fast)
+    m = measure(n, d, h, kernel=multi_head_attention_fast)
     assert m["matmul_multiplies"] == c.matmul_total  # 1,680 for n = 5, d = 8, like the other kernels
     assert m["exps"] == c.softmax_exp
     assert m["divisions"] == h * n  # 1/√d_k is folded into Q; one reciprocal per row replaces h·n² divisions
@@ -144,11 +145,11 @@ def test_the_issue_example_counts_1680_for_every_kernel():
     from lesson_lib.kernel.attention import multi_head_attention
 
     kernels = (multi_head_attention, multi_head_attention_reference, multi_head_attention_fast)
-    assert [flops.measure(5, 8, 2, kernel=k)["matmul_multiplies"] for k in kernels] == [1680] * 3
+    assert [measure(5, 8, 2, kernel=k)["matmul_multiplies"] for k in kernels] == [1680] * 3
 
 
 def test_measure_does_not_depend_on_seed():
-    assert flops.measure(6, 8, 2, seed=0) == flops.measure(6, 8, 2, seed=123)
+    assert measure(6, 8, 2, seed=0) == measure(6, 8, 2, seed=123)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,7 +217,7 @@ def test_parameters_names_the_bad_argument(args, cls, fragments):
 def test_measure_names_the_bad_argument(kwargs, fragment):
     args = {"n": 5, "d_model": 8, "h": 2, **kwargs}
     with pytest.raises(ValueError) as excinfo:
-        flops.measure(**args)
+        measure(**args)
     assert_chinese(excinfo, fragment)
 
 
@@ -227,7 +228,7 @@ def test_time_kernel_names_the_bad_argument():
 
 
 def test_h_must_divide_d_model():
-    for call in (lambda: flops.count(50, 510, 8), lambda: flops.parameters(510, 8), lambda: flops.measure(5, 510, 8)):
+    for call in (lambda: flops.count(50, 510, 8), lambda: flops.parameters(510, 8), lambda: measure(5, 510, 8)):
         with pytest.raises(ValueError) as excinfo:
             call()
         assert_chinese(excinfo, "d_model=510 不能平均分给 h=8 个头")

@@ -2,10 +2,11 @@
 
 import typing
 
+import attention_fast
 import numpy as np
 import pytest
 
-from lesson_lib.kernel import attention, attention_fast
+from lesson_lib.kernel import attention
 from lesson_lib.runtime import blas
 
 threadpoolctl = pytest.importorskip("threadpoolctl")

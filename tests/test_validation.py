@@ -7,8 +7,11 @@ raise the same class with the same message (or return the same dtype and numbers
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from attention_fast import multi_head_attention_fast
 from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +23,6 @@ from lesson_lib.kernel.attention import (
     scaled_dot_product_attention,
     softmax,
 )
-from lesson_lib.kernel.attention_fast import multi_head_attention_fast
 from lesson_lib.kernel.validation import (
     AttentionInputError,
     AttentionInputTypeError,
@@ -30,6 +32,7 @@ from lesson_lib.kernel.validation import (
     check_int,
     check_number,
 )
+from lesson_lib.runtime import memory
 
 KERNELS = [multi_head_attention, multi_head_attention_reference, multi_head_attention_fast]
 N, D, H = 5, 8, 2
@@ -155,16 +158,18 @@ def test_bad_multi_head_input_same_chinese_error_from_every_variant(xw, cls, fra
     assert "Q 里有 NaN" not in result[1]  # never blames an input that was finite
 
 
-def test_overflow_is_found_before_computing(monkeypatch):
-    """No matmul runs for an input whose scores would overflow: the check looks at the inputs' sizes only."""
-    import lesson_lib.kernel.attention as attention
+def test_overflow_is_translated_without_a_warning_and_leaves_numpy_settings_alone():
+    """numpy reports the overflow (errstate inside the call); the learner sees only the Chinese error, no
+    RuntimeWarning and no NaN, and their own np.seterr settings are the same afterwards."""
+    import warnings
 
-    calls = []
-    monkeypatch.setattr(attention, "split_heads", lambda *a: calls.append(a))
     x, ws = inputs(x_scale=1e154)
-    with pytest.raises(AttentionInputError, match="超过 float64"):
-        multi_head_attention(x, *ws, H)
-    assert calls == []
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any RuntimeWarning fails the test
+        with pytest.raises(AttentionInputError, match="超过 float64"):
+            multi_head_attention(x, *ws, H)
+    assert np.geterr() == before
 
 
 # (id, (x, ws), dtype every variant must return)
@@ -255,11 +260,11 @@ def test_size_guard_compares_with_the_free_memory(monkeypatch):
 def test_available_memory_reads_the_cgroup_limit(tmp_path, monkeypatch):
     (tmp_path / "memory.max").write_text("1073741824\n")
     (tmp_path / "memory.current").write_text("73741824\n")
-    monkeypatch.setattr(validation, "_CGROUP_ROOT", tmp_path)
-    monkeypatch.setattr(validation, "_meminfo_available", lambda: 8 << 30)
-    assert validation.available_memory() == 1_000_000_000
+    monkeypatch.setattr(memory, "_CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: 8 << 30)
+    assert memory.available_memory() == 1_000_000_000
     (tmp_path / "memory.max").write_text("max\n")
-    assert validation.available_memory() == 8 << 30
+    assert memory.available_memory() == 8 << 30
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,3 +371,175 @@ def test_check_number_and_check_choice():
     for bad in (3, 2.0, "2", True):
         assert_chinese(outcome(lambda b=bad: check_choice(b, "heads", [1, 2])), LessonInputError, "heads", "[1, 2]",
                        repr(bad))
+
+
+# ---------------------------------------------------------------------------------------------
+# Every argument of every public kernel function: the lesson's Chinese error, never numpy's English
+# ---------------------------------------------------------------------------------------------
+
+BAD_MASKS = [
+    ("ragged list", [[True] * 4, [True]], AttentionInputError, ["mask", "[4, 1]"]),
+    ("text", "abc", AttentionInputTypeError, ["mask", "文字"]),
+    ("objects", np.array([[None] * 4] * 4, dtype=object), AttentionInputTypeError, ["mask", "object"]),
+    ("floats", np.ones((4, 4)), AttentionInputError, ["mask", "布尔"]),
+    ("wrong shape", np.ones((3, 3), bool), AttentionInputError, ["mask", "(3, 3)", "4, 4)"]),
+    ("masked entries", np.ma.masked_array(np.ones((4, 4), bool), mask=np.eye(4, dtype=bool)), AttentionInputError,
+     ["mask", "遮罩"]),
+]
+
+
+@pytest.mark.parametrize(("mask", "cls", "fragments"), [r[1:] for r in BAD_MASKS], ids=[r[0] for r in BAD_MASKS])
+def test_bad_mask_gets_the_lessons_error(mask, cls, fragments):
+    q = np.ones((4, 3))
+    assert_chinese(outcome(lambda: scaled_dot_product_attention(q, q, q, mask=mask)), cls, *fragments)
+    x, ws = inputs(n=4)
+    assert_chinese(run_all(x, ws, mask=mask), cls, *fragments)
+
+
+@pytest.mark.parametrize("fn", ["split_heads", "merge_heads"])
+@pytest.mark.parametrize(("bad", "fragments"), [
+    (lambda s: np.full(s, np.nan), ["x", "NaN"]),
+    (lambda s: np.full(s, -np.inf), ["x", "inf"]),
+    (lambda s: np.ones(s) * 1j, ["x", "复数"]),
+    (lambda s: np.ones((*s[:-2], 0, s[-1])), ["x", "没有数"]),
+], ids=["nan", "-inf", "complex", "empty"])
+def test_split_and_merge_refuse_what_the_attention_functions_refuse(fn, bad, fragments):
+    from lesson_lib.kernel import attention
+
+    shape, args = ((3, 8), (2,)) if fn == "split_heads" else ((2, 3, 4), ())
+    assert_chinese(outcome(lambda: getattr(attention, fn)(bad(shape), *args)), AttentionInputError, *fragments)
+
+
+def test_split_heads_keeps_integer_arrays_integer():
+    from lesson_lib.kernel.attention import merge_heads, split_heads
+
+    x = np.arange(24).reshape(3, 8)
+    assert split_heads(x, 2).dtype == x.dtype
+    np.testing.assert_array_equal(merge_heads(split_heads(x, 2)), x)
+
+
+def test_float16_softmax_rows_never_silently_sum_to_zero():
+    """70,000 float16 exps sum past float16's largest value (65,504): refused with the reason, not rows of 0."""
+    result = outcome(lambda: softmax(np.zeros(70_000, np.float16)))
+    assert_chinese(result, AttentionInputError, "float16", "70,000", "float32")
+    p = softmax(np.zeros((2, 65_000), np.float16))  # the longest rows whose sum fits: computed, each sums to 1
+    assert p.dtype == np.float16
+    np.testing.assert_allclose(p.astype(np.float64).sum(axis=-1), 1.0, atol=2e-2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks at the door: each check once per learner call
+# ---------------------------------------------------------------------------------------------
+
+
+def _checks_run(call):
+    """{check name: times it ran} while ``call()`` runs (a check called from inside another lesson function
+    returns at once and is not counted)."""
+    import sys
+
+    ran = {}
+
+    def hook(frame, event, _arg):
+        code = frame.f_code
+        if event == "call" and code.co_filename == validation.__file__ and code.co_name.startswith("check_") \
+                and not validation._nested():
+            ran[code.co_name] = ran.get(code.co_name, 0) + 1
+
+    sys.setprofile(hook)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return ran
+
+
+def test_a_kernel_call_runs_its_own_check_once_and_no_callees_checks():
+    x, ws = inputs()
+    ran = _checks_run(lambda: multi_head_attention(x, *ws, H))
+    assert ran.get("check_mha") == 1 and ran.get("check_heads") == 1
+    assert not {"check_qkv", "check_split", "check_merge", "check_logits"} & set(ran)  # its callees re-check nothing
+    q = np.ones((3, 4))
+    assert _checks_run(lambda: scaled_dot_product_attention(q, q, q)) == {"check_qkv": 1}  # softmax inside: no check
+
+
+def test_a_section_5_redraw_checks_each_argument_once():
+    from lesson_lib.sections import head_lab
+
+    ran = _checks_run(lambda: head_lab.lab_state(8))
+    assert ran.get("check_heads") == 1  # was 8: the kernel, the counts and the parameter count each re-checked h
+    assert sum(ran.values()) <= 5  # h (with d_model), seed, the token count: was 38 checks per redraw
+    with pytest.raises(AttentionInputError, match="不能平均分给"):
+        head_lab.lab_state(7)  # the one check at the door still refuses
+
+
+def test_nested_calls_still_check_after_an_error_inside():
+    """The door's depth is restored when a call raises, so the learner's next call is checked again."""
+    x, ws = inputs()
+    with pytest.raises(AttentionInputError):
+        multi_head_attention(x, *ws, 3)
+    assert not validation._nested()
+    assert_chinese(outcome(lambda: softmax([1.0, np.nan])), AttentionInputError, "NaN")
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory: the guard reads every limit the OS enforces by killing; a MemoryError is translated
+# ---------------------------------------------------------------------------------------------
+
+
+def test_available_memory_reads_a_cgroup_v1_limit(tmp_path, monkeypatch):
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text("1073741824\n")
+    (tmp_path / "memory" / "memory.usage_in_bytes").write_text("73741824\n")
+    monkeypatch.setattr(memory, "_CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: 8 << 30)
+    monkeypatch.setattr(memory, "_address_space_room", lambda: None)
+    assert memory.available_memory() == 1_000_000_000
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
+    assert memory.available_memory() == 8 << 30
+
+
+def test_available_memory_reads_ulimit_v(monkeypatch):
+    import resource
+
+    monkeypatch.setattr(memory, "_meminfo_available", lambda: 64 << 30)
+    monkeypatch.setattr(memory, "_cgroup_room", lambda root: None)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (1 << 40, resource.RLIM_INFINITY))
+    room = memory.available_memory()
+    assert 0 < room < 1 << 40  # the limit minus what this process has already mapped
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY,) * 2)
+    assert memory.available_memory() == 64 << 30
+
+
+def test_ulimit_v_refuses_n_12000_in_chinese_instead_of_crashing(tmp_path):
+    """The issue's case: n = 12,000 under a 1 GB limit; a fresh process under `ulimit -v` gets the lesson's error."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, numpy as np\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))\n"
+        "from lesson_lib.kernel.attention import multi_head_attention\n"
+        "x = np.zeros((12000, 8)); w = np.eye(8)\n"
+        "try:\n    multi_head_attention(x, w, w, w, w, 2)\nexcept ValueError as e:\n    print(e)\n"
+    )
+    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert_chinese_message(done.stdout, "(2, 12000, 12000)", "内存")
+
+
+class _NoRoom(np.ndarray):
+    """An array whose every operation fails the way numpy does when it cannot allocate."""
+
+    def __array_ufunc__(self, *args, **kwargs):
+        raise MemoryError
+
+
+def test_memory_error_becomes_the_lessons_message(monkeypatch):
+    monkeypatch.setattr(validation, "available_memory", lambda: None)  # no guard: numpy's own refusal is what counts
+    x, ws = inputs(n=6)
+    result = outcome(lambda: multi_head_attention(x.view(_NoRoom), *ws, H))
+    assert_chinese(result, AttentionInputError, "(2, 6, 6)", "内存", "n")
+    q = np.ones((5, 4)).view(_NoRoom)
+    assert_chinese(outcome(lambda: scaled_dot_product_attention(q, q, q)), AttentionInputError, "(5, 5)", "内存")

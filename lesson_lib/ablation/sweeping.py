@@ -1,7 +1,7 @@
 """The sweep over head counts: train every h, score it, and stop at once when interrupted.
 
-Head counts train in worker processes (threads would share one interpreter lock, and a fifth of the
-training time is Python between NumPy calls), as many as the CPUs this kernel may use
+Head counts train in worker processes of a ``loky`` pool (threads would share one interpreter lock,
+and a fifth of the training time is Python between NumPy calls), as many as the CPUs this kernel may use
 (``cpus.usable_cpus()``: affinity and cgroup quota), largest h first. With one usable CPU, or when
 worker processes cannot start, everything trains in this process. A model is the same whether
 trained here or in a worker, so the results never depend on the number of workers.
@@ -162,117 +162,94 @@ def _result(heads, outcomes, seeds, task, cfg, start, workers) -> SweepResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# Worker processes: one pipe each, stopped by the parent (they ignore SIGINT themselves)
+# Worker processes: a loky pool (spawned, cancelled and killed on an interrupt), progress on a queue
 # ---------------------------------------------------------------------------------------------
 
+_steps = None  # in a worker: the queue its progress goes to
 
-def _worker(conn) -> None:
-    """Loop of a worker process: receive (h, seeds, task, cfg), send progress and the outcome."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt stops
-    try:
-        conn.send(("ready", None, None))
-        while (job := conn.recv()) is not None:
-            h, seeds, task, cfg = job
-            try:
-                def report(steps, h=h):
-                    conn.send(("steps", h, steps))
 
-                outcome = _train_and_test(h, seeds, task, cfg, progress=report)
-            except Exception as exc:  # sent to the parent, which raises it
-                conn.send(("error", h, f"{type(exc).__name__}: {exc}"))
-            else:
-                conn.send(("done", h, outcome))
-    except (EOFError, BrokenPipeError, KeyboardInterrupt):  # the parent went away or stopped us
-        pass
+def _start_worker(steps) -> None:
+    """A worker's first act: ignore Ctrl-C (the parent decides what an interrupt stops), say it is ready."""
+    global _steps
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _steps = steps
+    steps.put(("ready", None, None))
+
+
+def _train_in_worker(h, seeds, task, cfg):
+    return _train_and_test(h, seeds, task, cfg, progress=lambda steps: _steps.put(("steps", h, steps)))
 
 
 def _run_in_workers(order, seeds, task, cfg, n_workers, outcomes, report) -> int:
     """Train ``order`` in up to ``n_workers`` processes; returns how many ran (1: none could start)."""
-    from multiprocessing.connection import wait
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    ctx = multiprocessing.get_context("spawn")  # the same on every OS, and safe inside a Jupyter kernel
-    workers = []
+    from loky import ProcessPoolExecutor
+    from loky.backend.context import get_context
+    from loky.process_executor import BrokenProcessPool
+
+    ctx = get_context("loky")  # spawned: the same on every OS, and safe inside a Jupyter kernel
+    steps = ctx.SimpleQueue()
     try:
-        with _sigint_blocked():  # children start with SIGINT blocked: a Ctrl-C cannot kill one half-started
-            for _ in range(n_workers):
-                parent, child = ctx.Pipe()
-                process = ctx.Process(target=_worker, args=(child,), daemon=True, name="ablation-worker")
-                process.start()
-                child.close()
-                workers.append((process, parent))
-    except (OSError, RuntimeError, ValueError):  # no processes here (sandbox, no __main__ guard …)
-        _stop(workers)
+        with _children_ignore_sigint():
+            pool = ProcessPoolExecutor(n_workers, context=ctx, initializer=_start_worker, initargs=(steps,))
+            jobs = {pool.submit(_train_in_worker, h, seeds, task, cfg): h for h in order}
+    except (OSError, RuntimeError, ValueError):  # no processes here (sandbox …)
         return 1
-    queue, busy, ready, finished = list(order), {}, set(), False
+    ready, finished = [False], False
 
-    def give_next(conn):
-        busy[conn] = queue.pop(0)
-        conn.send((busy[conn], seeds, task, cfg))
+    def drain():
+        while not steps.empty():
+            kind, h, payload = steps.get()
+            if kind == "ready":
+                ready[0] = True
+            else:
+                report(h, payload)
 
     try:
-        try:
-            for _, conn in workers:
-                if queue:
-                    give_next(conn)
-        except OSError:  # a worker that died at once
-            return 1
-        while busy:
-            for conn in wait(list(busy), timeout=0.5):
+        pending = set(jobs)
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            drain()
+            for job in done:
+                h = jobs[job]
                 try:
-                    kind, h, payload = conn.recv()
-                    if kind == "ready":
-                        ready.add(conn)
-                    elif kind == "steps":
-                        report(h, payload)
-                    elif kind == "error":
-                        raise RuntimeError(f"训练 h={h} 时出错：{payload}")
-                    else:
-                        outcomes[h] = remember_run(h, seeds, task, cfg, payload)
-                        del busy[conn]
-                        if queue:
-                            give_next(conn)
-                except (EOFError, OSError):
-                    if conn not in ready:  # it died while starting (e.g. a script without a __main__ guard)
+                    outcomes[h] = remember_run(h, seeds, task, cfg, job.result())
+                except BrokenProcessPool:
+                    if not ready[0]:  # it died while starting (e.g. a script without a __main__ guard)
                         return 1  # the caller trains what is left in this process
                     raise RuntimeError(
-                        f"训练 h={busy[conn]} 的进程意外退出了（可能是内存不够）：请重新运行，"
+                        f"训练 h={h} 的进程意外退出了（可能是内存不够）：请重新运行，"
                         "或用 workers=1 在本进程里训练。"
                     ) from None
-        for _, conn in workers:
-            conn.send(None)  # done: let each worker return normally
+                except Exception as exc:  # raised in the worker, re-raised here with the head count
+                    raise RuntimeError(f"训练 h={h} 时出错：{type(exc).__name__}: {exc}") from None
         finished = True
     finally:
-        _stop(workers, finished)
-    return len(workers)
+        _stop(pool, finished)
+    return n_workers
 
 
-def _stop(workers, finished: bool = False) -> None:
-    """End every worker: let finished ones exit, terminate busy ones at once; a second Ctrl-C cannot
-    interrupt this, so no worker is ever left behind."""
+def _stop(pool, finished: bool = False) -> None:
+    """End every worker: let finished ones exit, kill busy ones at once; a second Ctrl-C cannot interrupt
+    this, so no worker is ever left behind."""
     with _sigint_deferred():
-        for process, _ in workers:
-            process.join(timeout=1.0 if finished else 0.0)
-            if process.is_alive():
-                process.terminate()  # SIGTERM: NumPy does not block it, the worker ends mid-step
-        for process, conn in workers:
-            process.join(timeout=0.5)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=1.0)
-            conn.close()
+        pool.shutdown(wait=True, kill_workers=not finished)
 
 
 @contextlib.contextmanager
-def _sigint_blocked():
-    """Block SIGINT in this thread while children are started (they inherit the mask); POSIX only."""
-    if not hasattr(signal, "pthread_sigmask"):
+def _children_ignore_sigint():
+    """Fork the workers with SIGINT ignored, a disposition exec keeps: a terminal's Ctrl-C reaches the whole
+    process group, and must not kill a worker mid-import with a traceback (Python installs its own handler
+    only where SIGINT is not ignored). Held while the processes are forked, milliseconds; main thread only."""
+    if threading.current_thread() is not threading.main_thread() or sys.platform == "win32":
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a Ctrl-C that came meanwhile is raised now
+        signal.signal(signal.SIGINT, old)
 
 
 @contextlib.contextmanager

@@ -1,9 +1,8 @@
 """How much work one self-attention layer does, stage by stage, for any n, d_model and h.
 
-Two independent ways to get the numbers, so each checks the other:
-- ``count(n, d_model, h)``: the closed form (paper-facts table; d_k = d_v = d_model / h).
-- ``measure(n, d_model, h)``: runs the lesson's kernel on arrays that record every matmul, exp and
-  division as it happens, so the counts come from what the kernel actually executed.
+``count(n, d_model, h)`` is the closed form (paper-facts table; d_k = d_v = d_model / h). The tests
+check it against what the kernel actually executes (tests/flops_measure.py runs the kernel on arrays
+that record every matmul, exp and division).
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ import numpy as np
 from lesson_lib.paper import BASE_HEADS
 
 from .attention import head_width
-from .validation import LessonInputTypeError, check_int
+from .validation import at_the_door, check_heads, check_int
 
-__all__ = ["SOFTMAX_WORK", "SOFTMAX_WORK_FORMULA", "LayerCount", "count", "parameters", "measure", "count_rows"]
+__all__ = ["SOFTMAX_WORK", "SOFTMAX_WORK_FORMULA", "LayerCount", "count", "parameters", "count_rows"]
 
 # One definition of the element-wise work that grows with h, used by §4's table and §5's lab alike.
 SOFTMAX_WORK = "softmax 工作量"
@@ -64,10 +63,11 @@ class LayerCount:
         return row
 
 
+@at_the_door  # called by the §5 lab for every redraw: its checks run only when a learner calls it
 def count(n: int, d_model: int, h: int) -> LayerCount:
     """Closed-form per-stage counts of one self-attention layer (n tokens, width d_model, h heads)."""
     n, d = _positive(n, "n"), _positive(d_model, "d_model")
-    head_width(d, h)  # raises the learner-facing error when h does not divide d_model
+    h = check_heads(d, h)  # the learner-facing error when h does not divide d_model
     return LayerCount(
         n=n,
         d_model=d,
@@ -82,9 +82,11 @@ def count(n: int, d_model: int, h: int) -> LayerCount:
     )
 
 
+@at_the_door
 def parameters(d_model: int, h: int) -> int:
     """Learnable weights of the layer: W^Q, W^K, W^V (h blocks of d_model × d_k each) and W^O."""
-    d_k = head_width(d_model, h)  # checks that d_model and h are positive integers and h divides d_model
+    h = check_heads(d_model, h)  # d_model and h positive integers, h divides d_model
+    d_k = head_width(d_model, h)
     per_head = 3 * d_model * d_k  # W_i^Q, W_i^K, W_i^V
     return h * per_head + (h * d_k) * d_model  # + W^O: (h·d_v) × d_model  = 4·d_model² for any h
 
@@ -96,87 +98,6 @@ def count_rows(n: int, d_model: int, heads) -> list[dict]:
 
 def _positive(value, name):
     return check_int(value, name, minimum=1)
-
-
-# ---------------------------------------------------------------------------------------------
-# Counting by observation
-# ---------------------------------------------------------------------------------------------
-
-
-class _Tally:
-    def __init__(self):
-        self.matmuls: list[tuple[tuple[int, ...], tuple[int, ...], int]] = []
-        self.exps = 0
-        self.divisions = 0
-
-
-class _Counted(np.ndarray):
-    """An ndarray that reports each matmul, exp and division it takes part in to a tally."""
-
-    tally: _Tally | None = None
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        out = kwargs.get("out", ())
-        tally = next(a.tally for a in (*inputs, *out) if isinstance(a, _Counted))
-        plain = [a.view(np.ndarray) if isinstance(a, _Counted) else a for a in inputs]
-        if out:
-            kwargs["out"] = tuple(a.view(np.ndarray) if isinstance(a, _Counted) else a for a in out)
-        result = getattr(ufunc, method)(*plain, **kwargs)
-        if method == "__call__":
-            _record(tally, ufunc, plain, result)
-        if out:
-            return out[0] if len(out) == 1 else out  # in place: hand back the caller's (counted) arrays
-        if isinstance(result, np.ndarray):
-            result = result.view(_Counted)
-            result.tally = tally
-        return result
-
-    def __array_finalize__(self, obj):
-        self.tally = getattr(obj, "tally", None)
-
-
-def _record(tally, ufunc, inputs, result):
-    if ufunc is np.matmul:
-        a, b = np.shape(inputs[0]), np.shape(inputs[1])
-        inner = a[-1]
-        tally.matmuls.append((a, b, int(np.size(result)) * inner))  # one multiply per output × inner dim
-    elif ufunc is np.exp:
-        tally.exps += int(np.size(result))
-    elif ufunc in (np.true_divide, np.divide):
-        tally.divisions += int(np.size(result))
-
-
-def measure(n: int, d_model: int, h: int, kernel=None, seed: int = 0) -> dict:
-    """Run ``kernel`` (default: the lesson's multi_head_attention) and count what it executed.
-
-    Returns ``matmul_multiplies`` (total), ``matmul_shapes`` (each call's operand shapes and
-    multiplies), ``exps`` and ``divisions``. In-place operations (``out=``) are counted too.
-    """
-    from .attention import multi_head_attention
-
-    n, d_model = _positive(n, "n"), _positive(d_model, "d_model")
-    head_width(d_model, h)
-    seed = check_int(seed, "seed", minimum=0)
-    kernel = kernel or multi_head_attention
-    if not callable(kernel):
-        raise LessonInputTypeError(f"kernel 必须是一个注意力函数（例如 multi_head_attention），收到的是 {kernel!r}。")
-    rng = np.random.default_rng(seed)
-    tally = _Tally()
-
-    def counted(shape):
-        arr = rng.standard_normal(shape).view(_Counted)
-        arr.tally = tally
-        return arr
-
-    x = counted((n, d_model))
-    w_q, w_k, w_v, w_o = (counted((d_model, d_model)) for _ in range(4))
-    kernel(x, w_q, w_k, w_v, w_o, h)
-    return {
-        "matmul_multiplies": sum(m for _, _, m in tally.matmuls),
-        "matmul_shapes": list(tally.matmuls),
-        "exps": tally.exps,
-        "divisions": tally.divisions,
-    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,1 +1,1 @@
-"""How the lesson runs on the learner's machine: CPUs it may use and BLAS threads."""
+"""How the lesson runs on the learner's machine: CPUs and memory it may use, BLAS threads."""

@@ -19,7 +19,7 @@ import numpy as np
 from lesson_lib.kernel import flops
 from lesson_lib.kernel.attention import head_width, multi_head_attention
 from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
-from lesson_lib.kernel.validation import LessonInputTypeError, check_int
+from lesson_lib.kernel.validation import LessonInputTypeError, at_the_door, check_heads, check_int
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
 
 __all__ = ["SENTENCE", "LabState", "head_choices", "lab_parts", "lab_png", "lab_state", "plot_lab", "summary_html"]
@@ -58,11 +58,13 @@ class LabState:
     reading: str  # one line in Chinese: what changed
 
 
+@at_the_door  # a redraw checks h, seed and tokens here once; the kernel and the counts it calls do not re-check
 def lab_state(h: int, seed: int = 0, d_model: int = BASE_D_MODEL, tokens=None) -> LabState:
     """Everything the lab shows for h heads."""
     tokens = _tokens(SENTENCE if tokens is None else tokens)
-    d_k = head_width(d_model, h)
+    h = check_heads(d_model, h)
     seed = check_int(seed, "seed", minimum=0)
+    d_k = head_width(d_model, h)
     x, ws = _parameters(d_model, len(tokens), seed)
     _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
     count = flops.count(len(tokens), d_model, h)

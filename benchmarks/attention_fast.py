@@ -1,8 +1,9 @@
 """A faster multi-head attention with the same contract and results as ``attention.multi_head_attention``.
 
-The lesson runs the readable kernel in ``lesson_lib.kernel.attention`` everywhere; this variant exists
-for long sequences and to show what a fast path changes (and what it must not). Parity with the
-readable formula is tested on the public functions.
+The lesson runs the readable kernel in ``lesson_lib.kernel.attention`` everywhere and never imports this
+file: it lives beside the benchmark that times it (``bench_attention.py``), to show what a fast
+path changes (and what it must not). Parity with the readable formula is tested on the public
+functions (tests/test_attention_fast.py; tests/conftest.py puts benchmarks/ on the import path).
 
 None of the changes alter the maths: Q, K, V come from one fused matmul; 1/√d_k is folded into Q
 (n·d multiplies instead of h·n²); and the scores are processed one head and one block of query
@@ -17,11 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from lesson_lib.kernel.attention import merge_heads, split_heads
+from lesson_lib.kernel.validation import at_the_door, check_mha
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.runtime.cpus import usable_cpus
-
-from .attention import merge_heads, split_heads
-from .validation import check_mha
 
 __all__ = ["multi_head_attention_fast"]
 
@@ -30,6 +30,7 @@ _MIN_BLOCK_ROWS = 16
 _PARALLEL_MIN_TOKENS = 256  # below this, starting threads costs more than the blocks take
 
 
+@at_the_door  # the same checks, once per call, and the same translated overflow and memory errors
 def multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h, mask=None):
     """Same arguments, checks, errors and ``(output, weights)`` as ``multi_head_attention``, faster on long inputs."""
     x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)
@@ -37,7 +38,7 @@ def multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h, mask=None):
     d_k = d_model // h
     qkv = x @ np.concatenate([w_q, w_k, w_v], axis=1)  # (..., n, 3·d_model)
     q, k, v = np.split(qkv, 3, axis=-1)  # 3 × (..., n, d_model)
-    # np.require keeps ndarray subclasses (flops.measure counts the work through one)
+    # np.require keeps ndarray subclasses (tests/flops_measure.py counts the work through one)
     q = np.require(split_heads(q * (1.0 / math.sqrt(d_k)), h), requirements="C")  # (..., h, n, d_k) pre-scaled
     k_t = np.require(np.swapaxes(split_heads(k, h), -1, -2), requirements="C")  # (..., h, d_k, n)
     v = np.require(split_heads(v, h), requirements="C")  # (..., h, n, d_v)
@@ -57,8 +58,13 @@ def _blocked_softmax_attention(q, k_t, v, mask, weights, heads, rows_per_block):
     inside matmul and exp); each thread runs single-threaded BLAS on its own cache-sized blocks.
     """
     n = q.shape[-2]
+    errors = np.geterr()  # the caller's overflow handling: pool threads start with numpy's defaults
 
     def one_head(index):
+        with np.errstate(**errors):
+            _one_head(index)
+
+    def _one_head(index):
         for start in range(0, n, rows_per_block):
             rows = slice(start, min(start + rows_per_block, n))
             block = weights[index][rows]  # (b, n) a view into the output

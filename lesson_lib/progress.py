@@ -11,13 +11,17 @@ space, outside the repository, found from any copy of the notebook.
 The file's format (JSON, UTF-8)::
 
     {"format": "day11-progress", "version": 1, "saved_at": "2026-12-01T10:00:00+00:00",
-     "questions": {"Q2": {"answer": "64", "attempts": 2, "solved": true, "last": "right",
-                          "history": [["32", "wrong"], ["64", "right"]]}},
+     "questions": {"Q2": {"answer": "[\\"32\\", \\"不变\\"]", "attempts": 2, "solved": true, "last": "right",
+                          "history": [["64 | 不变", "wrong"], ["32 | 不变", "right"]]}},
      "exercises": {"split_heads": {"status": "passed", "message": "全部通过！…", "checks": 3}},
-     "interview": {"answer": "…", "attempts": 1, "covered": ["① …"], "complete": false}}
+     "interview": {"answer": "…", "attempts": 1,
+                   "self_assessed": {"covered": ["① …"], "of": 3, "at": "2026-12-01T10:05:00+00:00"}}}
 
-``answer`` is what was submitted (text, or a sorted list of choice keys); ``last`` / history verdicts are
-right, wrong or review (free text, read but not judged). A file that is not valid JSON, not this format or
+``answer`` is what was submitted (text; a form's boxes as a JSON list of their texts; or a sorted list of
+choice keys); ``last`` / history verdicts are right, wrong or review (free text, never judged). A
+self-explanation (Q1, the interview) is never ``solved``: ``self_assessed`` keeps the rubric points the
+learner ticked themselves, and the summary lists it as a self-assessment.
+A file that is not valid JSON, not this format or
 of a newer version is renamed aside (``progress.json.unreadable-<time>``), never deleted, and the learner
 starts afresh with a Chinese notice saying where the old file went.
 """
@@ -178,8 +182,20 @@ class Progress:
         if feedback.blank:
             return
         entry = self.data["interview"]
-        entry.update(answer=_storable(answer), attempts=entry.get("attempts", 0) + 1, covered=list(feedback.covered),
-                     complete=bool(feedback.correct))  # fmt: skip
+        entry.update(answer=_storable(answer), attempts=entry.get("attempts", 0) + 1)
+        self._changed()
+
+    def record_self_assessment(self, feedback, of: int) -> None:
+        """A self-explanation's own tick (``feedback.covered`` of ``of`` rubric points): kept as a self-assessment,
+        never as solved. ``feedback.question_id`` is a question id or the interview's."""
+        qid = feedback.question_id
+        if qid == INTERVIEW and self.has_interview:
+            entry = self.data["interview"]
+        elif qid in self.ids:
+            entry = self.data["questions"].setdefault(qid, {"attempts": 0, "solved": False, "history": []})
+        else:
+            return
+        entry["self_assessed"] = {"covered": [str(c) for c in feedback.covered], "of": int(of), "at": _now()}
         self._changed()
 
     def question_entry(self, qid: str) -> dict | None:
@@ -228,18 +244,21 @@ class Progress:
         out = []
         for q in self.ids:
             entry = self.data["questions"].get(q) or {}
-            out.append(("题目", q, "done" if entry.get("solved") else ("tried" if entry.get("attempts") else "todo")))
+            state = "done" if entry.get("solved") else ("tried" if entry.get("attempts") else "todo")
+            out.append(("题目", q, "self" if entry.get("self_assessed") else state))
         for name in self.exercise_names:
             status = (self.data["exercises"].get(name) or {}).get("status")
             out.append(("代码练习", name, "done" if status == "passed" else ("tried" if status not in (None, "todo")
                                                                            else "todo")))  # fmt: skip
         if self.has_interview:
             entry = self.data["interview"]
-            out.append(("面试自检", INTERVIEW, "done" if entry.get("complete") else ("tried" if entry else "todo")))
+            state = "self" if entry.get("self_assessed") else ("tried" if entry else "todo")
+            out.append(("面试自检", INTERVIEW, state))
         return out
 
     def all_done(self) -> bool:
-        return all(state == "done" for _, _, state in self.items())
+        """Every question answered right or self-assessed, every exercise passed, the interview self-assessed."""
+        return all(state in ("done", "self") for _, _, state in self.items())
 
     def summary(self) -> str:
         """The learner's summary in Chinese: every question, exercise and the interview counted."""
@@ -254,21 +273,27 @@ class Progress:
             done = [n for n, s in mine if s == "done"]
             tried = [n for n, s in mine if s == "tried"]
             todo = [n for n, s in mine if s == "todo"]
+            assessed = [n for n, s in mine if s == "self"]
             word = "答对" if kind == "题目" else "完成"
             line = f"{kind}：已{word} {len(done)} / {len(mine)} {unit}。"
+            if assessed:
+                line += "自评过（不打分）：" + "、".join(self._self_line(n) for n in assessed) + "。"
             if tried:
                 line += "做过但还没过：" + "、".join(tried) + "。"
             if todo:
                 line += "还没做：" + "、".join(todo) + "。"
             lines.append(line)
-        if self.has_interview and (self.data["interview"] and not self.data["interview"].get("complete")):
-            lines.append("面试自检：检查器还没在你的回答里读到全部三点（或读到了误解），对照参考答案再改一改。")
-        done = sum(s == "done" for _, _, s in items)
+        done = sum(s in ("done", "self") for _, _, s in items)
         if self.all_done():
             lines.append(f"全部完成（{done} / {len(items)}），明天见！")
         else:
             lines.append(f"合计完成 {done} / {len(items)} 项。")
         return "\n".join(lines)
+
+    def _self_line(self, name: str) -> str:
+        entry = self.data["interview"] if name == INTERVIEW else self.data["questions"].get(name) or {}
+        mark = entry.get("self_assessed") or {}
+        return f"{name}（勾了 {len(mark.get('covered', []))} / {mark.get('of', 0)} 个要点）"
 
     # ------------------------------------------------------------------ export
     def to_json(self) -> str:
@@ -280,7 +305,7 @@ class Progress:
                  f"导出时间：{_now()}", ""]  # fmt: skip
         lines += [f"- {line}" for line in self.summary().splitlines()]
         lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]
-        state_word = {"done": "完成", "tried": "未通过", "todo": "未做"}
+        state_word = {"done": "完成", "self": "已自评", "tried": "未通过", "todo": "未做"}
         for kind, name, state in self.items():
             if kind == "题目":
                 tries = (self.data["questions"].get(name) or {}).get("attempts", 0)

@@ -23,28 +23,36 @@ def _new(path) -> Progress:
 
 
 def _everything_right(p: Progress) -> None:
-    right = {"Q1": "因为单头只有一组权重，输出是加权平均，不同的信息被混在一起", "Q2": "64", "Q3": "8·64n² = 512n²",
-             "Q4": "B", "Q5": {"A", "B", "C"}, "S2": {"A", "C"}, "S3": "(8, 12, 64)", "S3b": "C", "S4": "54988800",
-             "S4b": "40000", "S5": "AB", "S6": "B", "S7": "CD", "S7b": "C"}  # fmt: skip
-    assert set(right) == set(quiz.question_ids())
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from quiz_answers import TABLE
+
+    right = {qid: answer for qid, answer, verdict, _ in TABLE if verdict == "right"}
+    assert set(right) | {"Q1"} == set(quiz.question_ids())
     for qid, answer in right.items():
         p.record(quiz.check(qid, answer), answer)
+    q1 = quiz.question("Q1")
+    p.record(quiz.check("Q1", "单头只有一组权重。"), "单头只有一组权重。")
+    p.record_self_assessment(quiz.assess("Q1", [q1.key.points[0].name]), len(q1.key.points))  # a tick, not a grade
     for name in exercises.EXERCISES:
         p.record_exercise(ExerciseResult(name, "passed", "全部通过！"))
     good = ("单头只有一组权重，加权平均会抹平不同角色；多头拆成子空间，算力守恒；头数要适中，太多时 d_k 过窄。")
     p.record_interview(quiz.interview_check(good), good)
+    p.record_self_assessment(quiz.interview_self_assess([]), 3)
 
 
 def test_answers_survive_a_restart(path):
     p = _new(path)
-    p.record(quiz.check("Q2", "32"), "32")
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q4", "A"), "A")
+    p.record(quiz.check("Q4", "B"), "B")
     p.record(quiz.check("Q5", {"A", "B"}), {"A", "B"})
     p.record_exercise(ExerciseResult("split_heads", "wrong", "形状不对"))
     p.record_interview(quiz.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
     again = _new(path)
-    assert again.question_entry("Q2") == {"attempts": 2, "solved": True, "answer": "64", "last": "right",
-                                          "history": [["32", "wrong"], ["64", "right"]]}  # fmt: skip
+    assert again.question_entry("Q4") == {"attempts": 2, "solved": True, "answer": "B", "last": "right",
+                                          "history": [["A", "wrong"], ["B", "right"]]}  # fmt: skip
     assert again.question_entry("Q5")["answer"] == ["A", "B"] and not again.solved["Q5"]
     assert again.data["exercises"]["split_heads"]["status"] == "wrong"
     assert again.interview_entry()["answer"] == "单头会把信息平均掉。" and again.notice == ""
@@ -111,28 +119,28 @@ def test_a_bad_file_is_kept_aside_and_the_learner_starts_afresh(path, content, w
     kept = [f for f in path.parent.iterdir() if f.name.startswith("progress.json.unreadable-")]
     assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == content and str(kept[0]) in p.notice
     assert why in p.summary()  # the summary shows the notice
-    p.record(quiz.check("Q2", "64"), "64")
-    assert _new(path).solved["Q2"]
+    p.record(quiz.check("Q4", "B"), "B")
+    assert _new(path).solved["Q4"]
 
 
 def test_an_unwritable_place_is_a_message_not_a_crash(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     p = Progress(store=ProgressFile(blocker / "progress.json"))  # its folder is a file
-    p.record(quiz.check("Q2", "64"), "64")
-    assert "没能保存" in p.notice and p.solved["Q2"]
+    p.record(quiz.check("Q4", "B"), "B")
+    assert "没能保存" in p.notice and p.solved["Q4"]
 
 
 def test_reset_keeps_the_old_file(path):
     p = _new(path)
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q4", "B"), "B")
     calls = []
     p.on_reset(lambda: calls.append("reset"))
     message = p.reset()
     kept = [f for f in path.parent.iterdir() if f.name.startswith("progress.json.reset-")]
-    assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8"))["questions"]["Q2"]["solved"]
-    assert str(kept[0]) in message and calls == ["reset"] and not p.solved["Q2"]
-    assert not _new(path).solved["Q2"]
+    assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8"))["questions"]["Q4"]["solved"]
+    assert str(kept[0]) in message and calls == ["reset"] and not p.solved["Q4"]
+    assert not _new(path).solved["Q4"]
 
 
 def test_summary_counts_questions_exercises_and_interview(path):
@@ -151,9 +159,8 @@ def test_never_all_done_while_something_failed_or_is_missing(path, spoil):
     _everything_right(p)
     if spoil == "exercise":
         p.record_exercise(ExerciseResult("split_heads", "wrong", "没有返回任何东西（返回了 None）"))
-    elif spoil == "interview":
-        bad = "头数越多越好。单头会把信息平均掉，多头拆成子空间，算力相近。"
-        p.record_interview(quiz.interview_check(bad), bad)
+    elif spoil == "interview":  # written but never self-assessed
+        del p.data["interview"]["self_assessed"]
     elif spoil == "question":
         p.data["questions"]["S7b"]["solved"] = False
     else:
@@ -173,13 +180,13 @@ def test_a_stub_run_writes_nothing(path):
 
 def test_export_json_and_instructor_summary(path, tmp_path):
     p = _new(path)
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q4", "B"), "B")
     p.record_exercise(ExerciseResult("split_heads", "timeout", "是不是写了死循环？"))
     json_path, md_path = p.export(tmp_path / "out")
     exported = json.loads(json_path.read_text(encoding="utf-8"))
-    assert exported["questions"]["Q2"]["solved"] and exported["format"] == FORMAT and exported["exported_at"]
+    assert exported["questions"]["Q4"]["solved"] and exported["format"] == FORMAT and exported["exported_at"]
     page = md_path.read_text(encoding="utf-8")
-    assert page.startswith("# Day 11 多头注意力 · 学习进度") and "| 题目 | Q2 | 完成 | 1 |" in page
+    assert page.startswith("# Day 11 多头注意力 · 学习进度") and "| 题目 | Q4 | 完成 | 1 |" in page
     assert "| 代码练习 | split_heads | 未通过 | 1 |" in page and "| 面试自检 | 面试 | 未做 | 0 |" in page
     assert len(page.splitlines()) < 60  # one page
     assert p.export()[0].parent == path.parent  # by default beside the progress file

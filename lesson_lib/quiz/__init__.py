@@ -26,7 +26,7 @@ from .bank import (
     questions,
 )
 from .checkers import CHECKERS, MAX_CHARS, form_values, self_assess
-from .feedback import FORM, REVIEW, RIGHT, SELF, WRONG, Feedback, Question
+from .feedback import FORM, INCOMPLETE, REVIEW, RIGHT, SELF, WRONG, Feedback, Question
 from .interview import (
     INTERVIEW_ID,
     INTERVIEW_QUESTION,
@@ -41,7 +41,7 @@ from .render import box_html, feedback_html, text_html
 __all__ = [
     "Feedback", "Question", "ExpressionError", "Poly", "parse_expression", "questions", "question", "question_ids",
     "check", "assess", "interview_check", "interview_self_assess", "interview_rubric", "INTERVIEW_ID",
-    "INTERVIEW_QUESTION", "model_answer", "feedback_html", "text_html", "box_html", "RIGHT", "WRONG", "FORM",
+    "INTERVIEW_QUESTION", "model_answer", "feedback_html", "text_html", "box_html", "RIGHT", "WRONG", "FORM", "INCOMPLETE",
     "REVIEW", "SELF", "MAX_CHARS", "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "facts", "clear_cache",
     "form_values",
 ]  # fmt: skip

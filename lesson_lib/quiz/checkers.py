@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .feedback import REVIEW, RIGHT, SELF, WRONG, Feedback, Question, blank, unreadable
+from .feedback import INCOMPLETE, REVIEW, RIGHT, SELF, WRONG, Feedback, Question, blank, unreadable
 from .freetext import Rubric, hint_text
 from .parse import Poly, as_text, clean, fmt_number, read_value
 
@@ -193,8 +193,10 @@ def check_form(q: Question, answer) -> Feedback:
         if value is None:
             problems.append(f"「{b.label}」{why}")
         values[b.name] = value
+    if empty and not problems:
+        return unreadable(q.id, q.explanation, f"{'、'.join(empty)}还空着，全部填好再提交。", INCOMPLETE)
     if empty:
-        problems.append(f"还有空着的：{'、'.join(empty)}。全部填好再提交。")
+        problems.append(f"{'、'.join(empty)}还空着。")
     if problems:
         return unreadable(q.id, q.explanation, "".join(problems))
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in k.boxes)

@@ -2,7 +2,8 @@
 
 A message starts with exactly one head: 「正确！」 when a checker is sure every part is right,
 「还不对：」 when it is sure something is wrong, 「请换个写法：」 when it could not read a box (the
-message says what form the box wants; not an attempt), and 「要点对照：」 for free text, which the
+message says what form the box wants; not an attempt), 「还没填完：」 when a box is still empty,
+and 「要点对照：」 for free text, which the
 lesson never grades: the learner compares it with the rubric and records a self-assessment.
 """
 
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Feedback", "Question", "RIGHT", "WRONG", "FORM", "REVIEW", "SELF", "blank", "unreadable", "echo"]
+__all__ = ["Feedback", "Question", "RIGHT", "WRONG", "FORM", "INCOMPLETE", "REVIEW", "SELF", "blank", "unreadable",
+           "echo"]  # fmt: skip
 
 RIGHT = "正确！"  # a right answer's message starts with this; the word appears nowhere else
 WRONG = "还不对："  # a wrong answer's message starts with this
 FORM = "请换个写法："  # a box could not be read: nothing is judged
+INCOMPLETE = "还没填完："  # some boxes are still empty: nothing is judged
 REVIEW = "要点对照："  # free text: the rubric, never a verdict
 SELF = "自评："  # the learner's own tick of the rubric
 
@@ -70,8 +73,8 @@ def blank(qid: str, explanation: str, what: str = "写下你的答案") -> Feedb
     return Feedback(False, message, explanation, qid, blank=True)
 
 
-def unreadable(qid: str, explanation: str, message: str) -> Feedback:
-    return Feedback(False, FORM + message, explanation, qid, blank=True, unread=True)
+def unreadable(qid: str, explanation: str, message: str, head: str = FORM) -> Feedback:
+    return Feedback(False, head + message, explanation, qid, blank=True, unread=True)
 
 
 def echo(text: str, limit: int = 24) -> str:

@@ -5,9 +5,9 @@ checks the answers of the adversarial table (tests/quiz_answers.py) and a set of
 length cap (long digit runs, nested parentheses, equation chains, LaTeX, 万/亿 runs, a million characters);
 it reports the worst median of warm checks, and the ratio to the same question's plain right answer measured
 in the same run. The cold figure is the first ``quiz.check`` after ``import lesson_lib.quiz`` in a new
-process (questions are built lazily, one at a time), as in the notebook where the kernel has already
-imported numpy and run the lesson's kernel (§2's demo comes before the first question). A self-assessment (``quiz.assess``) and the interview's
-rubric are timed the same way.
+process (questions are built lazily, one at a time), as in the notebook where the kernel has
+already imported numpy and run the lesson's kernel (§2's demo comes before the first question).
+A self-assessment (``quiz.assess``) and the interview's rubric are timed the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from lesson_lib import quiz
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from quiz_answers import TABLE  # noqa: E402
+from quiz_answers import TABLE
 
 GOAL_MS = 50.0
 REPEAT = 5
@@ -37,7 +37,8 @@ def _plain() -> dict:
 
 def _hostile(cap: int) -> list[str]:
     unit = ["6", "(", "n·", "64 = ", "不是 64，", "8×64n²=512n²；", "单头不会平均，但算力相近。", "五千四百万",
-            "d_k=64 d_v=64 ", "1e99 ", "A", "(h=16) ", "\\frac{1}{2}", "5.5千万", "$\\times$", "a" * 7 + " "]  # fmt: skip
+            "d_k=64 d_v=64 ", "1e99 ", "A", "(h=16) ", "\\frac{1}{2}", "5.5千万", "$\\times$",
+            "a" * 7 + " "]  # fmt: skip
     answers = [(u * (cap // len(u) + 1))[:cap] for u in unit]
     answers.append("x" * 1_000_000)  # past every cap: refused without being read
     return answers

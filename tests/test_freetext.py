@@ -32,7 +32,7 @@ def test_noticed_names_only_words_in_the_answer(answer, words):
     assert (hint == "") is (not words)
     for word in words:
         assert f"「{word}」" in hint
-    assert "正确" not in hint and "要点" in hint or not hint
+    assert ("正确" not in hint and "要点" in hint) or not hint
 
 
 @settings(max_examples=200, deadline=None)

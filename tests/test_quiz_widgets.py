@@ -1,4 +1,4 @@
-"""The self-test widgets, driven as a learner would: fill boxes or tick, click 提交 (or press Enter), read the feedback."""
+"""The self-test widgets, driven as a learner would: fill boxes or tick, click 提交 (or press Enter), read feedback."""
 
 from __future__ import annotations
 
@@ -216,7 +216,7 @@ def test_widgets_restore_after_a_restart(tmp_path):
     q5.submit.click()
     q1.answer.value = "单头只有一组权重。"
     q1.submit.click()
-    list(q1.ticks.values())[0].value = True
+    next(iter(q1.ticks.values())).value = True
     q1.record_button.click()
 
     after = Progress(store=ProgressFile(path))
@@ -225,7 +225,8 @@ def test_widgets_restore_after_a_restart(tmp_path):
     assert "恢复" in q2.attempt_label.value and "正确" in q2.feedback.value and not q2.explain_button.disabled
     assert [c.value for c in q5.controls.values()] == [True, True, False, False, False]
     assert "还不对" in q5.feedback.value
-    assert q1.answer.value == "单头只有一组权重。" and list(q1.ticks.values())[0].value and "自评" in q1.assessment.value
+    assert q1.answer.value == "单头只有一组权重。" and next(iter(q1.ticks.values())).value
+    assert "自评" in q1.assessment.value
     _fill(q2, {"d_k": "128"})  # the restored widget keeps working
     assert q2.attempts == 3 and Progress(store=ProgressFile(path)).attempts["Q2"] == 3
 

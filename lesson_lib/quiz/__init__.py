@@ -41,9 +41,9 @@ from .render import box_html, feedback_html, text_html
 __all__ = [
     "Feedback", "Question", "ExpressionError", "Poly", "parse_expression", "questions", "question", "question_ids",
     "check", "assess", "interview_check", "interview_self_assess", "interview_rubric", "INTERVIEW_ID",
-    "INTERVIEW_QUESTION", "model_answer", "feedback_html", "text_html", "box_html", "RIGHT", "WRONG", "FORM", "INCOMPLETE",
-    "REVIEW", "SELF", "MAX_CHARS", "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "facts", "clear_cache",
-    "form_values",
+    "INTERVIEW_QUESTION", "model_answer", "feedback_html", "text_html", "box_html", "RIGHT", "WRONG", "FORM",
+    "INCOMPLETE", "REVIEW", "SELF", "MAX_CHARS", "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "facts",
+    "clear_cache", "form_values",
 ]  # fmt: skip
 
 _SAFETY_NET = True  # tests switch this off so that a bug surfaces instead of a generic message

@@ -44,7 +44,7 @@ def interview_rubric() -> Rubric:
                         "向量，分不开。", ("平均", "一组", "混", "加权")),
             RubricPoint("② 切成 h 个子空间，算力相近",
                         f"W_i^Q、W_i^K、W_i^V 把 d_model 投影成 h 个 d_k 维子空间，各头一组权重；h × d_k = d_model"
-                        f"（{h} × {d_k} = {d}），矩阵乘法总量与单头相同，只有 softmax 的 h·n² 随 h 增长，"
+                        f"（{h} × {d_k} = {d}），矩阵乘法总量与单头相同，只有 softmax 工作量 3·h·n² 随 h 增长，"
                         "所以是「相近」。",
                         ("子空间", "投影", "d_k", "算力", "计算量", "相近", "守恒", "softmax")),
             RubricPoint("③ 头数要适中（表 3）",
@@ -79,7 +79,8 @@ def model_answer() -> str:
         "指代、主谓、修饰等不同线索被加进同一个向量，分不回来（论文：averaging inhibits this）。\n"
         f"② 多头用 W_i^Q、W_i^K、W_i^V 把 d_model = {d} 投影成 h = {h} 个 d_k = {d_k} 维的子空间，各头独立打分，"
         f"Concat 之后由 W^O 融合。因为 h × d_k = d_model，矩阵乘法总量与单头相同（n = {n} 时都是 {total:,} 次），"
-        "投影参数都是 4·d_model²。严格来说 softmax 的 exp 与除法是 h·n²，随 h 增长，所以论文说总成本「相近」。\n"
+        "投影参数都是 4·d_model²。严格来说 softmax 工作量 3·h·n²（缩放、exp、除法各 h·n²）随 h 增长，"
+        "所以论文说总成本「相近」。\n"
         f"③ 头数并非越多越好：表 3 中单头比最好的设置低 {round(best - single['bleu'], 1)} BLEU；"
         f"h = {widest['h']}（d_k = {widest['d_k']}）降到 {widest['bleu']}。(B) 行 h = {narrow_b['h']}、"
         f"d_k = {narrow_b['d_k']} 也只有 {narrow_b['bleu']}，所以掉分可能有一部分要怪每个头太窄"

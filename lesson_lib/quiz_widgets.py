@@ -367,14 +367,18 @@ class SummaryWidget:
     def __init__(self, progress: Progress | None = None):
         import ipywidgets as w
 
+        from .widgets import linked
+
         self.progress = progress if progress is not None else default_progress()
         self.text = w.HTML()
         self.export_button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
         self.reset_button = w.Button(description="清空进度", tooltip="点两次才会清空；旧的进度文件会改名保留")
         self.status = w.HTML("")
         self._armed = False
-        self.export_button.on_click(self._on_export)
-        self.reset_button.on_click(self._on_reset)
+        self._ready = False  # linked calls each handler once while wiring: that is not a click
+        linked({}, self._on_export, submit=self.export_button)
+        linked({}, self._on_reset, submit=self.reset_button)
+        self._ready = True
         self.box = w.VBox([self.text, w.HBox([self.export_button, self.reset_button]), self.status],
                           layout=_box_layout())  # fmt: skip
         self.box.add_class("lesson-quiz-progress")
@@ -389,7 +393,9 @@ class SummaryWidget:
         tone = "right" if self.progress.all_done() else "neutral"
         self.text.value = quiz.box_html(self.progress.summary(), tone, "lesson-progress-summary")
 
-    def _on_export(self, _button=None) -> None:
+    def _on_export(self, _summary=None, _picture=None) -> None:
+        if not self._ready:
+            return
         try:
             json_path, md_path = self.progress.export()
         except OSError as exc:
@@ -397,7 +403,9 @@ class SummaryWidget:
             return
         self.status.value = quiz.box_html(f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。", "neutral")
 
-    def _on_reset(self, _button=None) -> None:
+    def _on_reset(self, _summary=None, _picture=None) -> None:
+        if not self._ready:
+            return
         if not self._armed:
             self._armed = True
             self.reset_button.description = "确认清空"

@@ -272,3 +272,29 @@ def test_feedback_boxes_use_theme_colours(progress):
     text.answer.value = "平均"
     text.submit.click()
     assert "lesson-box-note" in text.feedback.value  # free text: neither green nor amber
+
+
+def test_the_quiz_wires_only_through_linked():
+    """Builders create controls; widgets.linked is the one place that observes them."""
+    import inspect
+
+    source = inspect.getsource(quiz_widgets)
+    assert ".on_click(" not in source and ".observe(" not in source and "linked(" in source
+
+
+def test_linked_submit_mode_checks_on_click_and_enter_only():
+    from lesson_lib.widgets import linked
+
+    calls = []
+    text = w.Text(continuous_update=False)
+    live = w.Text()  # continuous: every keystroke, so never a submission
+    tick = w.Checkbox(description="x")
+    button = w.Button(description="提交")
+    box = linked({"text": text, "live": live, "tick": tick}, lambda s, p: calls.append(1), submit=button)
+    assert len(calls) == 1 and box.controls["submit"] is button  # once while wiring
+    tick.value = True
+    live.value = "6"
+    assert len(calls) == 1
+    text.value = "64"  # what Enter (or leaving the box) commits
+    button.click()
+    assert len(calls) == 3

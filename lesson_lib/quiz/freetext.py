@@ -34,7 +34,8 @@ class Rubric:
     def text(self) -> str:
         """The rubric as the learner reads it after writing: points, then misconceptions, then the model answer."""
         lines = ["好的回答会说到这几点："]
-        lines += [f"{i}. {p.name}：{p.text}" for i, p in enumerate(self.points, start=1)]
+        numbered = all(p.name[:1] in "①②③④⑤⑥⑦⑧⑨" for p in self.points)  # the interview's ①②③ are their own numbers
+        lines += [f"{'' if numbered else f'{i}. '}{p.name}：{p.text}" for i, p in enumerate(self.points, start=1)]
         if self.misconceptions:
             lines.append("常见的误解（你的回答里有没有类似的说法？）：")
             lines += [f"✗ 「{claim}」——{why}" for claim, why in self.misconceptions]

@@ -366,3 +366,14 @@ def test_each_section_question_ends_its_own_section():
         assert "\n## " not in tail and "\n### " not in tail  # nothing of the section comes after its questions
     interview = (src / "08_interview.md").read_text(encoding="utf-8")
     assert "interview_self_check()" in interview and "这一课的答法" not in interview  # ask first, reveal after
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-10**9, 10**9), st.sampled_from(["{}", "{}次", "{:,}", " {} ", "{}.0", "{name} = {}"]))
+def test_a_number_box_is_right_only_at_its_value(value, spelling):
+    """Whatever spelling, a box is judged right exactly when the number read equals the target."""
+    for qid in ("Q2", "S4b", "S4c"):
+        box = quiz.question(qid).key.boxes[0]
+        read, why = box.read(spelling.format(value, name=box.name))
+        assert read == value and why == ""
+        assert box.right(read) is (value == box.target)

@@ -4,7 +4,7 @@ Goal: every check answers in ≤ 50 ms (a learner feels a longer wait as lag). F
 checks the answers of the adversarial table (tests/quiz_answers.py) and a set of hostile inputs at every box's
 length cap (long digit runs, nested parentheses, equation chains, LaTeX, 万/亿 runs, a million characters);
 it reports the worst median of warm checks, and the ratio to the same question's plain right answer measured
-in the same run. The cold figure is the first ``quiz.check`` after ``import lesson_lib.quiz`` in a new
+in the same run. The cold figure is the first ``quiz.check`` after ``import lesson_lib.selftest.quiz`` in a new
 process (questions are built lazily, one at a time), as in the notebook where the kernel has
 already imported numpy and run the lesson's kernel (§2's demo comes before the first question).
 A self-assessment (``quiz.assess``) and the interview's rubric are timed the same way.
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from lesson_lib import quiz
+from lesson_lib.selftest import quiz
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from quiz_answers import TABLE
@@ -59,9 +59,9 @@ def _median_ms(fn, *args) -> float:
 
 def _cold_ms(call: str) -> float:
     # §2 runs the kernel (its averaging demo) before the first question is asked: so does the fresh process here.
-    code = ("import time, numpy, lesson_lib.attention as a, lesson_lib.flops, lesson_lib.paper; "
+    code = ("import time, numpy, lesson_lib.kernel.attention as a, lesson_lib.kernel.flops, lesson_lib.paper; "
             "a.scaled_dot_product_attention(*[numpy.ones((2, 4))] * 3); "
-            f"import lesson_lib.quiz as q; t = time.perf_counter(); {call}; "
+            f"import lesson_lib.selftest.quiz as q; t = time.perf_counter(); {call}; "
             "print((time.perf_counter() - t) * 1000)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip())

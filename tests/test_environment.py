@@ -1,4 +1,4 @@
-"""lesson_lib.environment: the section-0 check says 通过 when all is well and names the fix when not."""
+"""lesson_lib.sections.environment: the section-0 check says 通过 when all is well and names the fix when not."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib import environment as env
+from lesson_lib.sections import environment as env
 
 REQUIRED_DISTS = ["numpy", "matplotlib", "ipywidgets", "jupyterlab_widgets"]
 

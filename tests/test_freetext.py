@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib import quiz
-from lesson_lib.quiz.freetext import MAX_CUES_SHOWN, Rubric, RubricPoint, hint_text, noticed
+from lesson_lib.selftest import quiz
+from lesson_lib.selftest.quiz.freetext import MAX_CUES_SHOWN, Rubric, RubricPoint, hint_text, noticed
 
 RUBRIC = Rubric(
     points=(RubricPoint("一组权重", "…", ("一组", "softmax")), RubricPoint("平均", "…", ("平均", "Average"))),

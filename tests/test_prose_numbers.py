@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib import flops, paper
-from lesson_lib.attention import head_width
+from lesson_lib import paper
+from lesson_lib.kernel import flops
+from lesson_lib.kernel.attention import head_width
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,7 +118,7 @@ def test_section_3_naming_table(markdown):
 
 
 def test_512_n_squared(markdown):
-    """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.flops."""
+    """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.kernel.flops."""
     one_head = flops.count(1, D, 1).scores  # multiplies of QKᵀ with n = 1: the coefficient of n²
     per_head = flops.count(1, D_K, 1).scores
     assert one_head == D and per_head == D_K and H * per_head == one_head
@@ -160,7 +161,7 @@ def test_parameter_count_in_prose(markdown):
 
 def test_single_head_bleu_gap(markdown):
     """Every 「x.y BLEU」 gap a learner reads (prose, and §8's reference answer the widget reveals) is Table 3's."""
-    from lesson_lib import quiz
+    from lesson_lib.selftest import quiz
 
     gap = round(BEST_BLEU - SINGLE["bleu"], 1)
     for m in _matches(r"(\d+\.\d)\s*(?:个\s*)?BLEU", markdown + "\n" + quiz.model_answer()):
@@ -240,7 +241,7 @@ def test_softmax_work_has_one_definition_used_everywhere(markdown):
     assert len(uses) >= 3 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
     assert "softmax 的 h·n²" not in markdown and "softmax 的运算" not in markdown  # the old, second definitions
     assert flops.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
-    from lesson_lib import head_lab
+    from lesson_lib.sections import head_lab
 
     assert name in head_lab.comparison_table(heads=(8,)).splitlines()[0]
 
@@ -265,8 +266,8 @@ def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(m
 
 def test_interview_asks_before_it_shows_an_answer(markdown):
     """§8 asks first: no answer is printed above the self-check; the prose before it names the widget's buttons."""
-    from lesson_lib import quiz_widgets
-    from lesson_lib.progress import Progress
+    from lesson_lib.selftest import quiz_widgets
+    from lesson_lib.selftest.progress import Progress
 
     text = "\n\n".join(c["source"] for c in _build_module().source_cells())
     assert "interview_self_check()" in text and "合上" not in markdown
@@ -282,7 +283,7 @@ def test_interview_asks_before_it_shows_an_answer(markdown):
 
 def test_section_2_blend_reading(markdown):
     """'"女性" 0.4、"男性" 0.3、"物品" 0.3 … "主语" 只剩 0.3' is the single head's blend that §2 prints."""
-    from lesson_lib import averaging
+    from lesson_lib.sections import averaging
 
     blend = averaging.blend(averaging.LESSON_WEIGHTS)
     found = _matches(r'"(女性|男性|物品|主语)" (?:只剩 )?(\d\.\d)', markdown)
@@ -299,7 +300,7 @@ def test_section_2_retention_curves(markdown):
     two heads keep both, on one curve, towards 1."""
     import numpy as np
 
-    from lesson_lib import averaging
+    from lesson_lib.sections import averaging
 
     sharpness = np.linspace(0, 8, 33)  # the figure's grid
     one, two = (averaging.retention_curve(sharpness)[h] for h in (1, 2))
@@ -316,7 +317,7 @@ def test_section_2_retention_curves(markdown):
 
 
 def test_section_3_head_1_does_not_change(markdown):
-    from lesson_lib import heads
+    from lesson_lib.sections import heads
 
     assert "头 1 的输出一点都不变" in markdown
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from quiz_answers import MEANT_RIGHT, NUMBERS, SELF, TABLE
 
-from lesson_lib import paper, quiz
-from lesson_lib.attention import head_width
-from lesson_lib.flops import count, parameters
+from lesson_lib import paper
+from lesson_lib.kernel.attention import head_width
+from lesson_lib.kernel.flops import count, parameters
+from lesson_lib.selftest import quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
@@ -172,7 +173,7 @@ def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
      ("约 64", 64), ("八", 8), ("4×10⁴", 40_000)],
 )  # fmt: skip
 def test_read_value(text, value):
-    from lesson_lib.quiz.parse import read_value
+    from lesson_lib.selftest.quiz.parse import read_value
 
     got, why = read_value(text, {}, ("d_k",))
     assert why == "" and got == quiz.Poly.const(value)
@@ -180,7 +181,7 @@ def test_read_value(text, value):
 
 @pytest.mark.parametrize("text", ["不是64", "64，不是512", "64 64", "x", "64——才怪", "512/8 = 60", "64(512/9)", "一样"])
 def test_read_value_refuses_with_a_chinese_reason(text):
-    from lesson_lib.quiz.parse import read_value
+    from lesson_lib.selftest.quiz.parse import read_value
 
     got, why = read_value(text, {}, ("d_k",))
     assert got is None and CJK.search(why)
@@ -275,14 +276,14 @@ def test_answer_keys_match_the_flop_counter_and_the_kernel():
     assert quiz.check("S4", [str(c.scores // h), str(c.scores)]).correct
     assert quiz.check("S4b", [str(c.softmax_exp), "会"]).correct
     assert quiz.check("Q2", [str(head_width(D, h)), "不变" if parameters(D, h) == parameters(D, H) else "变多"]).correct
-    from lesson_lib.quiz.bank import TRANSFER_D_MODEL, TRANSFER_HEADS
+    from lesson_lib.selftest.quiz.bank import TRANSFER_D_MODEL, TRANSFER_HEADS
 
     assert quiz.check("S4c", [str(head_width(TRANSFER_D_MODEL, TRANSFER_HEADS)),
                               str(parameters(TRANSFER_D_MODEL, TRANSFER_HEADS))]).correct  # fmt: skip
 
 
 def test_transfer_and_understanding_questions():
-    from lesson_lib.quiz.bank import UNEVEN_HEADS
+    from lesson_lib.selftest.quiz.bank import UNEVEN_HEADS
 
     assert "d_model = 768" in quiz.question("S4c").prompt  # another configuration
     assert "去掉 W^O" in quiz.question("S3c").prompt  # removing W^O
@@ -325,7 +326,7 @@ def test_right_and_wrong_words_never_appear_in_questions():
 
 
 def test_model_answer_and_follow_ups_come_from_lesson_lib():
-    from lesson_lib.quiz.interview import GQA_GROUPS, kv_sharing
+    from lesson_lib.selftest.quiz.interview import GQA_GROUPS, kv_sharing
 
     text = quiz.model_answer()
     assert f"d_model = {D}" in text and f"d_k = {D_K}" in text

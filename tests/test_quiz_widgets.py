@@ -9,8 +9,8 @@ import sys
 import pytest
 from helpers import CJK
 
-from lesson_lib import quiz, quiz_widgets
-from lesson_lib.progress import Progress, ProgressFile
+from lesson_lib.selftest import quiz, quiz_widgets
+from lesson_lib.selftest.progress import Progress, ProgressFile
 
 w = pytest.importorskip("ipywidgets")
 
@@ -186,8 +186,8 @@ def test_default_progress_is_shared():
 
 def test_no_heavy_imports_at_import_time():
     code = (
-        "import sys, lesson_lib.quiz, lesson_lib.quiz_widgets, lesson_lib.exercises\n"
-        "lesson_lib.quiz.check('Q2', ['32', '不变'])\n"
+        "import sys, lesson_lib.selftest.quiz, lesson_lib.selftest.quiz_widgets, lesson_lib.selftest.exercises\n"
+        "lesson_lib.selftest.quiz.check('Q2', ['32', '不变'])\n"
         "heavy = [m for m in ('ipywidgets', 'matplotlib', 'IPython') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
@@ -283,7 +283,7 @@ def test_the_quiz_wires_only_through_linked():
 
 
 def test_linked_submit_mode_checks_on_click_and_enter_only():
-    from lesson_lib.widgets import linked
+    from lesson_lib.sections.widgets import linked
 
     calls = []
     text = w.Text(continuous_update=False)

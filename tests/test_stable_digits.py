@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from lesson_lib import averaging, head_lab, heads
+from lesson_lib.sections import averaging, head_lab, heads
 
 MARGIN = 1e-7  # in units of the last printed digit
 

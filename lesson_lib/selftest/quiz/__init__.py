@@ -10,7 +10,7 @@
 
 ``check(question_id, answer)`` returns a ``Feedback`` for any answer (a dict of boxes, a key, a set of
 keys, any string, None); ``assess(question_id, ticked)`` records a self-explanation's own tick.
-The learner's progress and its file live in ``lesson_lib.progress``.
+The learner's progress and its file live in ``lesson_lib.selftest.progress``.
 """
 
 from __future__ import annotations

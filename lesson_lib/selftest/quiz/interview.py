@@ -25,7 +25,7 @@ GQA_GROUPS = 2  # key/value groups in the GQA example (any divisor of h between 
 
 def kv_sharing(d_model: int, h: int, kv_heads: int) -> dict:
     """Key/value heads shared by groups of query heads: W^K + W^V parameters and the K/V cache per token per layer."""
-    from ..attention import head_width
+    from lesson_lib.kernel.attention import head_width
 
     d_k = head_width(d_model, h)
     if kv_heads < 1 or h % kv_heads:

@@ -87,10 +87,10 @@ UNEVEN_HEADS = 6  # a head count that does not divide the base d_model
 
 @cache
 def facts() -> dict:
-    from .. import paper
-    from ..attention import head_width, split_heads
-    from ..flops import count, parameters
-    from ..validation import LessonInputError
+    from lesson_lib import paper
+    from lesson_lib.kernel.attention import head_width, split_heads
+    from lesson_lib.kernel.flops import count, parameters
+    from lesson_lib.kernel.validation import LessonInputError
 
     d, h = paper.BASE_D_MODEL, paper.BASE_HEADS
     d_k = head_width(d, h)

@@ -14,8 +14,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .attention import head_width, merge_heads, scaled_dot_product_attention, split_heads
-from .validation import check_int, check_split
+from lesson_lib.kernel.attention import head_width, merge_heads, scaled_dot_product_attention, split_heads
+from lesson_lib.kernel.validation import check_int, check_split
 
 __all__ = [
     "heads_mix_text",
@@ -148,7 +148,7 @@ def plot_step(step: Step):
     """
     from matplotlib.figure import Figure
 
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
     owner = step.owner
@@ -172,7 +172,7 @@ def plot_step(step: Step):
 @lru_cache(maxsize=64)
 def step_png(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> bytes:
     """PNG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
-    from .plotting import figure_png
+    from lesson_lib.display.plotting import figure_png
 
     return figure_png(plot_step(shape_steps(n, d_model, h, forget_transpose)[index]), dpi=80, keep=True)
 
@@ -182,7 +182,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
     d_k = head_width(d_model, h)
@@ -230,7 +230,7 @@ def steps_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
 
 def step_summary_html(steps, index: int) -> str:
     """The stepper's caption for step ``index`` (0-based) of ``steps``."""
-    from .theme import box
+    from lesson_lib.display.theme import box
 
     s = steps[index]
     return box(f"第 {index + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b>")

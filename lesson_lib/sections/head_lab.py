@@ -1,4 +1,4 @@
-"""Section 5: the head-count lab. Pure functions; ``lesson_lib.widgets`` only wires a slider to them.
+"""Section 5: the head-count lab. Pure functions; ``lesson_lib.sections.widgets`` only wires a slider to them.
 
 One fixed sentence, one fixed set of parameters (X and the four d_model × d_model matrices), and
 only the way the columns are cut into heads changes with h. For each h the lab reports d_k, every
@@ -16,11 +16,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import flops
-from .attention import head_width, multi_head_attention
-from .attention_stats import mean_pairwise_js, row_entropy
-from .paper import BASE_D_MODEL, BASE_HEADS
-from .validation import LessonInputTypeError, check_int
+from lesson_lib.kernel import flops
+from lesson_lib.kernel.attention import head_width, multi_head_attention
+from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
+from lesson_lib.kernel.validation import LessonInputTypeError, check_int
+from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
 
 __all__ = ["SENTENCE", "LabState", "head_choices", "lab_parts", "lab_png", "lab_state", "plot_lab", "summary_html"]
 
@@ -119,7 +119,7 @@ def summary_html(state: LabState) -> str:
          f"{state.softmax_ops:,}（= {flops.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
         ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词）"),
     ]
-    from .theme import box
+    from lesson_lib.display.theme import box
 
     body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k, v in rows)
     return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px 0'>{state.reading}</p>")
@@ -131,28 +131,28 @@ def _title(state: LabState) -> str:
 
 def lab_png(state: LabState, zoom: int = 1) -> bytes:
     """PNG bytes for the lab's Image: head ``zoom`` (1-based) large with token labels, every head small."""
-    from .plotting import render_lab_png
+    from lesson_lib.display.plotting import render_lab_png
 
     return render_lab_png(state.weights, state.tokens, zoom=zoom, suptitle=_title(state))
 
 
 def lab_parts(state: LabState, zoom: int = 1) -> tuple[bytes, bytes]:
     """``lab_png``'s picture as (zoomed head, overview), for a layout that stacks them on narrow screens."""
-    from .plotting import render_lab_parts
+    from lesson_lib.display.plotting import render_lab_parts
 
     return render_lab_parts(state.weights, state.tokens, zoom=zoom, suptitle=_title(state))
 
 
 def plot_lab(state: LabState):
     """The same picture as a matplotlib figure (the reference drawing, for static cells)."""
-    from .plotting import plot_heads
+    from lesson_lib.display.plotting import plot_heads
 
     return plot_heads(state.weights, state.tokens, suptitle=_title(state))
 
 
 def comparison_table(heads=(1, 2, 8, 32, 64), seed: int = 0) -> str:
     """The lab's numbers for a few head counts side by side (the same lab_state the slider uses)."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     rows = []
     for h in heads:

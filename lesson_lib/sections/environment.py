@@ -65,7 +65,7 @@ def _package(dist, minimum, purpose, required=True):
 
 def _chinese_font():
     try:
-        from .plotting import font_path
+        from lesson_lib.display.plotting import font_path
 
         font_path()
     except RuntimeError as exc:

@@ -1,7 +1,7 @@
 """Widgets for the self-test, the interview self-check and the progress summary: wiring only.
 
-Every decision (is it right, what to say) is made by ``lesson_lib.quiz``; what the learner has done is
-kept by ``lesson_lib.progress`` (saved at once). The builders create controls, each with a Chinese visible
+Every decision (is it right, what to say) is made by ``lesson_lib.selftest.quiz``; what the learner has done is
+kept by ``lesson_lib.selftest.progress`` (saved at once). The builders create controls, each with a Chinese visible
 label, and hand them to ``widgets.linked`` (the project's one wiring helper) with a 提交 button: an answer
 is checked on a click or on Enter in a box, never while the learner is still ticking. Each widget restores
 its last answer, feedback and self-assessment from the progress when its cell runs again. ipywidgets is
@@ -121,7 +121,7 @@ class QuestionWidget:
     def __init__(self, question_id: str, progress: Progress | None = None, show_prompt: bool = True):
         import ipywidgets as w
 
-        from .widgets import linked
+        from lesson_lib.sections.widgets import linked
 
         self.question = q = quiz.question(question_id)
         if q.kind == "self":
@@ -247,7 +247,7 @@ class SelfExplanationWidget:
                  placeholder: str = "", rows: int = 5, css_class: str = ""):  # fmt: skip
         import ipywidgets as w
 
-        from .widgets import linked
+        from lesson_lib.sections.widgets import linked
 
         self.qid, self.rubric, self._check, self._assess = qid, rubric, check, assess
         self.progress = progress if progress is not None else default_progress()
@@ -367,7 +367,7 @@ class SummaryWidget:
     def __init__(self, progress: Progress | None = None):
         import ipywidgets as w
 
-        from .widgets import linked
+        from lesson_lib.sections.widgets import linked
 
         self.progress = progress if progress is not None else default_progress()
         self.text = w.HTML()

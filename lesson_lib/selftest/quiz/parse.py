@@ -251,10 +251,11 @@ def normalize_math(text: str, thousands: bool = True) -> str:
     text = unicodedata.normalize("NFKC", text)[:MAX_READ_CHARS].lower()
     text = text.translate(_OPERATOR_VARIANTS).replace("**", "^")
     text = re.sub(r"_\(([a-z0-9]+)\)", r"_\1", text)  # d_{k} (braces became parentheses) -> d_k
-    text = re.sub(r"(\d+(?:\.\d+)?)\s*([十百千])\s*(?=[万亿])",  # 5.5千万 -> 5500万
-                  lambda m: _plain(Fraction(m.group(1)) * _CHINESE_SMALL_UNITS[m.group(2)]), text)
-    text = re.sub(r"(\d+(?:\.\d+)?\s*亿\s*)?(\d+(?:\.\d+)?\s*万\s*)(\d{4}(?!\d))?|\d+(?:\.\d+)?\s*亿(\s*\d{8}(?!\d))?",
-                  _units, text)  # fmt: skip
+    if "万" in text or "亿" in text:  # these patterns backtrack over long digit runs: only run them when they can match
+        text = re.sub(r"(\d+(?:\.\d+)?)\s*([十百千])\s*(?=[万亿])",  # 5.5千万 -> 5500万
+                      lambda m: _plain(Fraction(m.group(1)) * _CHINESE_SMALL_UNITS[m.group(2)]), text)
+        text = re.sub(r"(\d+(?:\.\d+)?\s*亿\s*)?(\d+(?:\.\d+)?\s*万\s*)(\d{4}(?!\d))?"
+                      r"|\d+(?:\.\d+)?\s*亿(\s*\d{8}(?!\d))?", _units, text)  # fmt: skip
     text = re.sub(r"(?<=\d)\s*千", "*1000 ", text)
     text = re.sub(r"([a-z0-9_)])\s*的?\s*平方", r"\1^2 ", text)  # 512 n 的平方, n平方
     text = re.sub(r"([a-z0-9_)])\s*的?\s*立方", r"\1^3 ", text)

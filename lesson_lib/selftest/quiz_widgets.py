@@ -259,7 +259,7 @@ class SelfExplanationWidget:
                       for p in rubric.points}  # fmt: skip
         self.record_button = w.Button(description="记录自评", tooltip="只记录你自己勾的要点，不打分")
         self.reveal = w.ToggleButton(description="看参考答案", disabled=True, tooltip="先写下你的回答，再看参考答案",
-                                     layout=w.Layout(width="auto"))  # fmt: skip
+                                     layout=w.Layout(width="auto", align_self="flex-start"))  # fmt: skip
         self.attempts = 0
         self._ready = False
         written = linked({"answer": self.answer}, self._on_submit, submit=self.submit)

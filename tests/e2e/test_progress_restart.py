@@ -105,7 +105,7 @@ def test_progress_survives_a_restart(lab_servers, open_browser, artifacts_dir, e
         # 2. Answer as a learner.
         q2 = page.locator(".lesson-quiz-Q2")
         q2.locator("input[type=radio]").nth(1).check()  # 投影参数：不变
-        q2.locator("input[type=text]").fill("64")
+        q2.locator("input[type=text]").fill("32")
         q2.get_by_role("button", name="提交").click()
         _wait_text(q2, "正确")
         q4 = page.locator(".lesson-quiz-Q4")

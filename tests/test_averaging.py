@@ -260,7 +260,7 @@ def test_plot_retention_draws(plt):
 
 def test_printed_tables_carry_the_numbers():
     table = averaging.values_table()
-    assert table.splitlines()[0].split() == ["词", *averaging.FEATURES]
+    assert table.splitlines()[0].split() == ["词元", *averaging.FEATURES]
     assert len(table.splitlines()) == 2 + averaging.QUERY  # header, rule, one row per visible word
     blended = averaging.blend_table(averaging.LESSON_WEIGHTS)
     assert "40% / 30% / 30%" in blended

@@ -108,7 +108,7 @@ def test_arithmetic_in_prose_is_right(markdown):
 
 
 def test_section_3_naming_table(markdown):
-    assert f"| d_k = d_v = d_model / h | **每个头**的宽度 | {D} / {H} = {D_K} |" in markdown
+    assert f"| d_k = d_v = d_model / h | **每头宽度** | {D} / {H} = {D_K} |" in markdown
     assert f"| h · d_v | 拼接（Concat）之后的宽度，又回到 d_model | {H} × {D_K} = {H * D_K} |" in markdown
 
 
@@ -282,11 +282,11 @@ def test_interview_asks_before_it_shows_an_answer(markdown):
 
 
 def test_section_2_blend_reading(markdown):
-    """'"女性" 0.4、"男性" 0.3、"物品" 0.3 … "主语" 只剩 0.3' is the single head's blend that §2 prints."""
+    """'「女性」0.4、「男性」0.3、「物品」0.3 … 「主语」只剩 0.3' is the single head's blend that §2 prints."""
     from lesson_lib.sections import averaging
 
     blend = averaging.blend(averaging.LESSON_WEIGHTS)
-    found = _matches(r'"(女性|男性|物品|主语)" (?:只剩 )?(\d\.\d)', markdown)
+    found = _matches(r"「(女性|男性|物品|主语)」(?:只剩 )?(\d\.\d)", markdown)
     assert {m.group(1) for m in found} == {"女性", "男性", "物品", "主语"}
     for m in found:
         assert round(blend[m.group(1)], 1) == float(m.group(2)), m.group(0)
@@ -330,3 +330,28 @@ def test_section_7_4_winners_are_the_printed_ones(markdown):
     ends = sorted({int(n) for n in re.findall(r"一维：.*第 (\d+) 个键", ablation.monotone_score_text())})
     (found,) = _matches(r"赢家只会是第 (\d+) 个或第 (\d+) 个键", markdown)
     assert [int(found[1]), int(found[2])] == ends == [1, 9]  # counted from 1: the ends of 9 keys
+
+
+def test_section_5_defines_entropy_and_js_where_it_prints_them(markdown):
+    """§5 prints 熵（比特） and JS 散度: its prose defines both with their ends, which attention_stats computes."""
+    import numpy as np
+
+    from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
+    from lesson_lib.sections import head_lab
+
+    n = len(head_lab.SENTENCE)
+    m = _matches(r"平均分给这句话的 (\d+) 个词元是 log₂(\d+) ≈ (\d\.\d\d) 比特", markdown)[0]
+    assert int(m.group(1)) == int(m.group(2)) == n
+    assert round(float(row_entropy(np.full((1, n), 1 / n))[0]), 2) == float(m.group(3))
+    assert "全压在一个词元上是 0" in markdown and row_entropy(np.eye(n)[:1])[0] == 0
+    assert "完全一样是 0" in markdown and "毫不重叠" in markdown
+    same, apart = np.eye(n)[None, :2].repeat(2, axis=0), np.stack([np.eye(n)[:2], np.eye(n)[2:4]])  # (2, 2, n)
+    assert mean_pairwise_js(same) == 0 and mean_pairwise_js(apart) == 1
+    assert markdown.index("- **熵**") < markdown.index("**读数**")  # defined before the reading uses them
+
+
+def test_no_multiply_is_added_by_more_heads(markdown):
+    """§0: 「矩阵乘法一次也不多做」: matmul_total is the same for every h (and for awkward sizes)."""
+    assert "矩阵乘法一次也不多做" in markdown
+    for n, d in [(7, 12), (50, 512)]:
+        assert len({flops.count(n, d, h).matmul_total for h in range(1, d + 1) if d % h == 0}) == 1

@@ -130,8 +130,8 @@ def test_self_explanation_writes_then_ticks(progress):
     q1.record_button.click()
     assert "自评" in q1.assessment.value and "1 / 4" in q1.assessment.value
     entry = progress.question_entry("Q1")
-    assert entry["self_assessed"]["covered"] == [names[0]] and not entry["solved"]
-    assert "自评过（不打分）：Q1" in progress.summary()
+    assert entry["self"]["covered"] == [names[0]] and entry["last"] == "self" and not entry["solved"]
+    assert "已自评：Q1" in progress.summary() and "已答对 0 /" in progress.summary()
     q1.reveal.value = True
     assert "参考答案" in q1.model_answer.value
 
@@ -150,7 +150,7 @@ def test_interview_asks_first_and_reveals_after(progress):
     iv.reveal.value = True
     assert "追问" in iv.model_answer.value and "MQA" in iv.model_answer.value
     iv.record_button.click()
-    assert progress.interview_entry()["self_assessed"]["of"] == 3
+    assert progress.interview_entry()["self"]["of"] == 3
 
 
 def test_html_is_escaped(progress):

@@ -273,7 +273,7 @@ def values_table() -> str:
 
     v = values()
     rows = [[word, *v[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
-    return text_table(["词", *FEATURES], rows)
+    return text_table(["词元", *FEATURES], rows)
 
 
 def blend_table(weights_by_word: dict[str, float]) -> str:

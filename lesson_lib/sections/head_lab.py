@@ -95,16 +95,16 @@ def _tokens(tokens) -> list[str]:
 
 def _reading(h, d_k, softmax_vs_base, diversity):
     if h == 1:
-        return (f"只有 1 个头、d_k = {d_k}：每个词只有一行权重，所有信息只能按这一种比例混合。"
+        return (f"只有 1 个头、d_k = {d_k}：每个词元只有一行权重，所有信息只能按这一种比例混合。"
                 "参数和矩阵乘法与 8 头完全相同。")
     spread = f"头与头之间的平均差异（JS 散度）{diversity:.2f} 比特"
     if h == BASE_HEADS:
-        return (f"{h} 个头、每头 d_k = {d_k} 维，正是论文 base 模型的设置：{h} 张不同的注意力图，{spread}；"
+        return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置：{h} 张不同的注意力图，{spread}；"
                 "参数与矩阵乘法和 1 个头时完全一样。")
     if d_k <= 8:
-        return (f"{h} 个头、每头只剩 d_k = {d_k} 维：{spread}；softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍，"
-                "而每个头用来打分的维度已经很窄（论文表 3 里 d_k 过小时 BLEU 下降）。")
-    return (f"{h} 个头、每头 d_k = {d_k} 维：{h} 张不同的注意力图，{spread}；"
+        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍，"
+                "而每个头用来打分的向量已经很短（论文表 3 里 d_k 过小时 BLEU 下降）。")
+    return (f"{h} 个头、每头宽度 d_k = {d_k}：{h} 张不同的注意力图，{spread}；"
             f"参数与矩阵乘法不变，softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍。")
 
 
@@ -112,12 +112,12 @@ def summary_html(state: LabState) -> str:
     """The lab's numbers as a small HTML block (plain HTML: renders in JupyterLab 4 without scripts)."""
     rows = [
         ("头数 h", f"{state.h}"),
-        ("每个头的维度", f"d_k = {state.d_k}"),
+        ("每头宽度", f"d_k = {state.d_k}"),
         ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
         ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
         (f"{flops.SOFTMAX_WORK}（缩放、exp、除法）",
          f"{state.softmax_ops:,}（= {flops.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
-        ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词）"),
+        ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）"),
     ]
     from lesson_lib.display.theme import box
 

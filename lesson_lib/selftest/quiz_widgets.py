@@ -14,7 +14,9 @@ import html
 import json
 
 from . import quiz
-from .progress import Progress, default_progress
+from .progress import Progress, declare, default_progress
+
+declare(question_ids=quiz.question_ids())  # the progress store counts the items its callers name
 
 __all__ = ["QuestionWidget", "SelfExplanationWidget", "InterviewWidget", "ask", "progress_summary",
            "interview_self_check", "default_progress", "stored_answer", "restored_answer"]  # fmt: skip
@@ -306,7 +308,7 @@ class SelfExplanationWidget:
         self.answer.value = str(entry.get("answer", ""))
         self.attempts = int(entry["attempts"])
         self._show(self._check(self.answer.value), restored=True)
-        mark = entry.get("self_assessed")
+        mark = entry.get("self")
         if isinstance(mark, dict):
             covered = set(mark.get("covered") or ())
             for name, box in self.ticks.items():
@@ -339,7 +341,8 @@ class SelfExplanationWidget:
         if not self._ready or not self.attempts:
             return None
         fb = self._assess([name for name, box in self.ticks.items() if box.value])
-        self.progress.record_self_assessment(fb, len(self.rubric.points))
+        self.progress.record(self.qid, {"kind": "self_assessment", "answer": self.answer.value,
+                                        "covered": list(fb.covered), "of": len(self.rubric.points)})  # fmt: skip
         self.assessment.value = quiz.box_html(fb.message, "review")
         return fb
 

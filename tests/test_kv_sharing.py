@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lesson_lib.kernel import flops
-from lesson_lib.sections import kv_sharing as kv
+from lesson_lib.kernel import kv_sharing as kv
 
 FOLLOW_UPS = (Path(__file__).parents[1] / "notebooks" / "src" / "08zz_follow_ups.md").read_text(encoding="utf-8")
 

@@ -49,7 +49,9 @@ def law():
 
 
 def test_section_2_points_to_section_6():
-    assert SECTION_2.rstrip().splitlines()[-1].startswith("真实模型里也有这样的头——第 6 节给你看")
+    """The section's last sentence before its quiz points ahead to the real head."""
+    prose = SECTION_2.split("**本节小测**")[0].rstrip().removesuffix("+++").rstrip()
+    assert prose.splitlines()[-1].startswith("真实模型里也有这样的头——第 6 节给你看")
 
 
 def test_pronoun_head_tops_the_ranking(lesson):

@@ -24,28 +24,38 @@ def _new(path) -> Progress:
 
 
 def _everything_right(p: Progress) -> None:
-    right = {"Q1": "因为单头只有一组权重，输出是加权平均，不同的信息被混在一起", "Q2": "64", "Q3": "8·64n² = 512n²",
-             "Q4": "B", "Q5": {"A", "B", "C"}, "S2": {"A", "C"}, "S3": "(8, 12, 64)", "S3b": "C", "S4": "54988800",
-             "S4b": "40000", "S5": "AB", "S6": "B", "S7": "CD", "S7b": "C"}  # fmt: skip
-    assert set(right) == set(quiz.question_ids())
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from quiz_answers import TABLE
+
+    right = {qid: answer for qid, answer, verdict, _ in TABLE if verdict == "right"}
+    assert set(right) | {"Q1"} == set(quiz.question_ids())
     for qid, answer in right.items():
         p.record(quiz.check(qid, answer), answer)
+    q1 = quiz.question("Q1")
+    p.record(quiz.check("Q1", "单头只有一组权重。"), "单头只有一组权重。")
+    ticked = quiz.assess("Q1", [q1.key.points[0].name]).covered  # a tick, not a grade
+    p.record("Q1", {"kind": "self_assessment", "answer": "…", "covered": list(ticked), "of": len(q1.key.points)})
     for name in exercises.EXERCISES:
         p.record_exercise(ExerciseResult(name, "passed", "全部通过！"))
     good = ("单头只有一组权重，加权平均会抹平不同角色；多头拆成子空间，算力守恒；头数要适中，太多时 d_k 过窄。")
     p.record_interview(quiz.interview_check(good), good)
+    points = [point.name for point in quiz.interview_rubric().points]
+    p.record(progress.INTERVIEW, {"kind": "self_assessment", "answer": good, "covered": points, "of": len(points)})
 
 
 def test_answers_survive_a_restart(path):
     p = _new(path)
-    p.record(quiz.check("Q2", "32"), "32")
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q4", "A"), "A")
+    p.record(quiz.check("Q4", "B"), "B")
     p.record(quiz.check("Q5", {"A", "B"}), {"A", "B"})
     p.record_exercise(ExerciseResult("split_heads", "wrong", "形状不对"))
     p.record_interview(quiz.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
     again = _new(path)
-    assert again.question_entry("Q2") == {"attempts": 2, "solved": True, "answer": "64", "last": "right",
-                                          "history": [["32", "wrong"], ["64", "right"]]}  # fmt: skip
+    assert again.question_entry("Q4") == {"attempts": 2, "solved": True, "answer": "B", "last": "right",
+                                          "history": [["A", "wrong"], ["B", "right"]]}  # fmt: skip
     assert again.question_entry("Q5")["answer"] == ["A", "B"] and not again.solved["Q5"]
     assert again.data["exercises"]["split_heads"]["status"] == "wrong"
     assert again.interview_entry()["answer"] == "单头会把信息平均掉。" and again.notice == ""
@@ -112,28 +122,28 @@ def test_a_bad_file_is_kept_aside_and_the_learner_starts_afresh(path, content, w
     kept = [f for f in path.parent.iterdir() if f.name.startswith("progress.json.unreadable-")]
     assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == content and str(kept[0]) in p.notice
     assert why in p.summary()  # the summary shows the notice
-    p.record(quiz.check("Q2", "64"), "64")
-    assert _new(path).solved["Q2"]
+    p.record(quiz.check("Q4", "B"), "B")
+    assert _new(path).solved["Q4"]
 
 
 def test_an_unwritable_place_is_a_message_not_a_crash(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     p = Progress(store=ProgressFile(blocker / "progress.json"))  # its folder is a file
-    p.record(quiz.check("Q2", "64"), "64")
-    assert "没能保存" in p.notice and p.solved["Q2"]
+    p.record(quiz.check("Q4", "B"), "B")
+    assert "没能保存" in p.notice and p.solved["Q4"]
 
 
 def test_reset_keeps_the_old_file(path):
     p = _new(path)
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q4", "B"), "B")
     calls = []
     p.on_reset(lambda: calls.append("reset"))
     message = p.reset()
     kept = [f for f in path.parent.iterdir() if f.name.startswith("progress.json.reset-")]
-    assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8"))["questions"]["Q2"]["solved"]
-    assert str(kept[0]) in message and calls == ["reset"] and not p.solved["Q2"]
-    assert not _new(path).solved["Q2"]
+    assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8"))["questions"]["Q4"]["solved"]
+    assert str(kept[0]) in message and calls == ["reset"] and not p.solved["Q4"]
+    assert not _new(path).solved["Q4"]
 
 
 def test_summary_counts_questions_exercises_and_interview(path):
@@ -152,9 +162,8 @@ def test_never_all_done_while_something_failed_or_is_missing(path, spoil):
     _everything_right(p)
     if spoil == "exercise":
         p.record_exercise(ExerciseResult("split_heads", "wrong", "没有返回任何东西（返回了 None）"))
-    elif spoil == "interview":
-        bad = "头数越多越好。单头会把信息平均掉，多头拆成子空间，算力相近。"
-        p.record_interview(quiz.interview_check(bad), bad)
+    elif spoil == "interview":  # written, and the learner's own tick says a point is missing
+        p.record(progress.INTERVIEW, {"kind": "self_assessment", "answer": "…", "covered": ["①"], "of": 3})
     elif spoil == "question":
         p.data["questions"]["S7b"]["solved"] = False
     else:
@@ -174,13 +183,13 @@ def test_a_stub_run_writes_nothing(path):
 
 def test_export_json_and_instructor_summary(path, tmp_path):
     p = _new(path)
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q4", "B"), "B")
     p.record_exercise(ExerciseResult("split_heads", "timeout", "是不是写了死循环？"))
     json_path, md_path = p.export(tmp_path / "out")
     exported = json.loads(json_path.read_text(encoding="utf-8"))
-    assert exported["questions"]["Q2"]["solved"] and exported["format"] == FORMAT and exported["exported_at"]
+    assert exported["questions"]["Q4"]["solved"] and exported["format"] == FORMAT and exported["exported_at"]
     page = md_path.read_text(encoding="utf-8")
-    assert page.startswith("# Day 11 多头注意力 · 学习进度") and "| 题目 | Q2 | 完成 | 1 |" in page
+    assert page.startswith("# Day 11 多头注意力 · 学习进度") and "| 题目 | Q4 | 完成 | 1 |" in page
     assert "| 代码练习 | split_heads | 未通过 | 1 |" in page and "| 面试自检 | 面试 | 未做 | 0 |" in page
     assert len(page.splitlines()) < 60  # one page
     assert p.export()[0].parent == path.parent  # by default beside the progress file
@@ -250,7 +259,7 @@ def test_two_processes_saving_200_times_each_lose_nothing(path):
 
 def test_each_kernel_learns_the_others_answers(path):
     a, b = _new(path), _new(path)
-    a.record(quiz.check("Q2", "64"), "64")
+    a.record(quiz.check("Q2", ["32", "不变"]), "32")
     b.record(quiz.check("Q4", "A"), "A")
     assert b.solved["Q2"] and b.attempts["Q4"] == 1  # b's save merged a's answer in
     a.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
@@ -266,7 +275,7 @@ def test_a_failed_save_is_retried_with_the_next_one(path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(ProgressFile, "_write", full)
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q2", ["32", "不变"]), "32")
     assert "磁盘已经满了" in p.notice and p.solved["Q2"]
     monkeypatch.setattr(ProgressFile, "_write", real)
     p.record(quiz.check("Q4", "A"), "A")
@@ -278,7 +287,7 @@ def test_a_failed_save_is_retried_with_the_next_one(path, monkeypatch):
 def test_any_string_the_learner_can_type_is_saved(path, answer):
     p = _new(path)
     p.record("Q2", {"kind": "answer", "answer": answer, "verdict": "wrong"})
-    p.record(quiz.check("Q2", "64"), "64")  # a later save still works
+    p.record(quiz.check("Q2", ["32", "不变"]), "32")  # a later save still works
     assert p.notice == ""
     again = _new(path)
     assert again.attempts["Q2"] == 2 and again.solved["Q2"]
@@ -310,7 +319,7 @@ def test_a_wrong_entry_is_set_aside_with_a_notice_never_a_crash(path, entries, d
     assert p.question_entry("Q2") is None or isinstance(p.question_entry("Q2"), dict)
     kept = [f for f in path.parent.iterdir() if ".unreadable-" in f.name]
     assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8")) == data  # the file as it was
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q2", ["32", "不变"]), "32")
     assert _new(path).solved["Q2"] and _new(path).notice == ""
 
 
@@ -328,13 +337,13 @@ def test_a_wrong_entry_does_not_break_the_widgets(path):
 
 def test_two_resets_in_one_second_keep_both_copies(path):
     p = _new(path)
-    for answer in ("32", "64"):
-        p.record(quiz.check("Q2", answer), answer)
+    for answer in ("A", "C"):
+        p.record(quiz.check("Q4", answer), answer)
         p.reset()
     kept = sorted(f for f in path.parent.iterdir() if ".reset-" in f.name)
     assert len(kept) == 2
-    answers = {json.loads(f.read_text(encoding="utf-8"))["questions"]["Q2"]["answer"] for f in kept}
-    assert answers == {"32", "64"}
+    answers = {json.loads(f.read_text(encoding="utf-8"))["questions"]["Q4"]["answer"] for f in kept}
+    assert answers == {"A", "C"}
 
 
 def _fail_with(monkeypatch, target, name, code):
@@ -350,7 +359,7 @@ def test_save_reset_and_export_say_in_chinese_when_the_folder_refuses(path, monk
 
     assert code in (errno.EROFS, errno.ENOSPC, errno.EACCES)
     p = _new(path)
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q2", ["32", "不变"]), "32")
     _fail_with(monkeypatch, os, "replace", code)
     _fail_with(monkeypatch, type(path), "write_bytes", code)
     p.record(quiz.check("Q4", "A"), "A")  # save
@@ -368,7 +377,7 @@ def test_a_symlinked_progress_file_stays_a_symlink(tmp_path):
     link = tmp_path / "progress.json"
     link.symlink_to(real)
     p = _new(link)
-    p.record(quiz.check("Q2", "64"), "64")
+    p.record(quiz.check("Q2", ["32", "不变"]), "32")
     assert link.is_symlink() and json.loads(real.read_text(encoding="utf-8"))["questions"]["Q2"]["solved"]
     p.reset()
     p.record(quiz.check("Q4", "A"), "A")

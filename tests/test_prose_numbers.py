@@ -161,8 +161,11 @@ def test_parameter_count_in_prose(markdown):
 
 
 def test_single_head_bleu_gap(markdown):
+    """Every 「x.y BLEU」 gap a learner reads (prose, and §8's reference answer the widget reveals) is Table 3's."""
+    from lesson_lib.selftest import quiz
+
     gap = round(BEST_BLEU - SINGLE["bleu"], 1)
-    for m in _matches(r"(\d+\.\d)\s*(?:个\s*)?BLEU", markdown):
+    for m in _matches(r"(\d+\.\d)\s*(?:个\s*)?BLEU", markdown + "\n" + quiz.model_answer()):
         assert float(m.group(1)) == gap, m.group(0)
 
 
@@ -262,10 +265,21 @@ def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(m
     assert "h = 8 明显比 h = 1 慢" in slow and "差不多快" in fast
 
 
-def test_interview_self_check_refers_to_a_box_that_is_there(markdown):
-    ref = "上面的「这一课的答法」"
-    assert ref in markdown and "合上" not in markdown
-    assert markdown.index("**这一课的答法**") < markdown.index(ref)
+def test_interview_asks_before_it_shows_an_answer(markdown):
+    """§8 asks first: no answer is printed above the self-check; the prose before it names the widget's buttons."""
+    from lesson_lib.selftest import quiz_widgets
+    from lesson_lib.selftest.progress import Progress
+
+    text = "\n\n".join(c["source"] for c in _build_module().source_cells())
+    assert "interview_self_check()" in text and "合上" not in markdown
+    ask = text.index("interview_self_check()")
+    section = text[text.index("## 8 ") : ask]
+    assert "**这一课的答法**" not in section and "八股" not in section
+    for button in ("「写好了，看要点」", "「记录自评」", "「看参考答案」"):
+        assert button in section
+    widget = quiz_widgets.interview_self_check(Progress())
+    assert [widget.submit.description, widget.record_button.description, widget.reveal.description] == [
+        "写好了，看要点", "记录自评", "看参考答案"]
 
 
 def test_section_2_blend_reading(markdown):

@@ -1,4 +1,4 @@
-"""The self-test widgets, driven as a learner would: type or tick, click 提交, read the feedback."""
+"""The self-test widgets, driven as a learner would: fill boxes or tick, click 提交 (or press Enter), read feedback."""
 
 from __future__ import annotations
 
@@ -7,21 +7,21 @@ import subprocess
 import sys
 
 import pytest
+from helpers import CJK
 
 from lesson_lib.selftest import quiz, quiz_widgets
 from lesson_lib.selftest.progress import Progress, ProgressFile
 
-pytest.importorskip("ipywidgets")
-
-
-def _all_html(widget) -> str:
-    return " ".join(
-        w.value for w in (widget.prompt, widget.feedback, widget.explanation, getattr(widget, "earlier", widget.prompt))
-    )
+w = pytest.importorskip("ipywidgets")
 
 
 def _plain(html_text: str) -> str:
     return re.sub(r"<[^>]+>", "", html_text)
+
+
+def _fill(q, values: dict) -> None:
+    for name, value in values.items():
+        q.controls[name].value = value
 
 
 @pytest.fixture
@@ -29,198 +29,222 @@ def progress():
     return Progress()  # in memory only
 
 
+def _labelled(widget) -> list:
+    """Every input control inside a widget tree, with the text that labels it (its description or a Label beside it)."""
+    found = []
+
+    def walk(node, beside=""):
+        kids = list(getattr(node, "children", ()))
+        labels = " ".join(k.value for k in kids if isinstance(k, w.Label))
+        for kid in kids:
+            walk(kid, labels)
+        if isinstance(node, (w.Text, w.Textarea, w.RadioButtons, w.Checkbox, w.Button, w.ToggleButton)):
+            found.append((node, (node.description or "") + beside))
+
+    walk(widget)
+    return found
+
+
 def test_q2_wrong_then_right(progress):
-    """What the browser test does: a wrong answer, then the right one, in Q2's text box."""
+    """A wrong value, then the right one; the radio part is its own choice."""
     q = quiz_widgets.ask("Q2", progress)
-    assert q.answer.placeholder.startswith("例如：d_k =") and q.submit.description == "提交"
-    assert "Q2" in q.prompt.value and q.explain_button.disabled
+    assert set(q.controls) == {"d_k", "params"} and q.submit.description == "提交"
+    assert isinstance(q.controls["params"], w.RadioButtons) and q.controls["params"].value is None
     summary = quiz_widgets.progress_summary(progress)
-    assert "已答对 0 / " in summary.value
-
-    q.answer.value = "32"
+    _fill(q, {"d_k": "64", "params": "不变"})
     q.submit.click()
-    box_text = _plain(_all_html(q))
-    assert "还不对" in q.feedback.value and "正确" not in box_text
-    assert "h = 16" in q.feedback.value  # the hint says where 32 comes from
+    assert "还不对" in q.feedback.value and "正确" not in q.feedback.value and "h = 8" in q.feedback.value
     assert not q.explain_button.disabled and q.attempt_label.value == "已作答 1 次"
-    assert "已答对 0 / " in summary.value and "做过但还没过：Q2" in summary.value
+    assert "做过但还没过：" in summary.value and "Q2" in summary.value
+    _fill(q, {"d_k": "d_k = d_v = 32"})  # Enter in the box commits the value: that submits
+    assert "正确" in q.feedback.value and q.attempt_label.value == "已作答 2 次"
+    assert "「64 | 不变」还不对" in q.earlier.value
+    q.submit.click()  # the same answer again is not another attempt
+    assert q.attempts == 2 and progress.attempts["Q2"] == 2
 
-    q.answer.value = "d_k = d_v = 64"
+
+def test_ticking_does_not_submit(progress):
+    q = quiz_widgets.ask("Q5", progress)
+    q.controls["A"].value = True
+    assert q.feedback.value == "" and progress.attempts["Q5"] == 0  # checked only on 提交
+    q.controls["C"].value = True
     q.submit.click()
-    assert "正确" in q.feedback.value and "还不对" not in q.feedback.value
-    # the earlier wrong attempt stays listed once, so the box shows as many 还不对 as before answering right
-    assert _plain(_all_html(q)).count("还不对") == box_text.count("还不对") == 1
-    assert "「32」还不对" in q.earlier.value and q.attempt_label.value == "已作答 2 次"
-    assert "已答对 1 / " in summary.value and "全部完成" not in summary.value
+    assert "正确" in q.feedback.value and progress.solved["Q5"]
+
+
+def test_unreadable_box_asks_for_a_form_and_is_not_an_attempt(progress):
+    q = quiz_widgets.ask("S4b", progress)
+    _fill(q, {"exp": "40000，不会", "grows": "会"})
+    q.submit.click()
+    assert "请换个写法" in q.feedback.value and "正确" not in q.feedback.value and q.attempts == 0
+    _fill(q, {"grows": "不会", "exp": "40000"})  # Enter in the box submits
+    assert "还不对" in q.feedback.value and q.attempts == 1 and not progress.solved["S4b"]
+
+
+def test_shape_as_three_boxes(progress):
+    q = quiz_widgets.ask("S3", progress)
+    assert [c.description for c in q.controls.values()] == ["第 1 维", "第 2 维", "第 3 维"]
+    _fill(q, {"axis0": "（8，12，64）"})  # the whole tuple in the first box, Enter
+    assert "正确" in q.feedback.value
 
 
 def test_explanation_toggles(progress):
-    q = quiz_widgets.ask("Q2", progress)
-    q.answer.value = "8"
+    q = quiz_widgets.ask("S3b", progress)
+    assert q.explain_button.disabled
+    q.controls["choice"].value = "A"
     q.submit.click()
-    assert q.explanation.value == ""
-    q.explain_button.click()
-    assert "解析" in q.explanation.value and "512 / 8 = 64" in q.explanation.value
-    assert q.explain_button.description == "隐藏解析"
-    q.explain_button.click()
+    q.explain_button.value = True
+    assert "解析" in q.explanation.value and q.explain_button.description == "隐藏解析"
+    q.explain_button.value = False
     assert q.explanation.value == "" and q.explain_button.description == "显示解析"
 
 
 def test_blank_submit_is_not_an_attempt(progress):
     q = quiz_widgets.ask("Q3", progress)
     q.submit.click()
-    assert "还没有作答" in q.feedback.value
-    assert q.attempts == 0 and q.explain_button.disabled and progress.attempts["Q3"] == 0
+    assert "还没有作答" in q.feedback.value and q.attempts == 0 and q.explain_button.disabled
 
 
-def test_expression_question(progress):
-    q = quiz_widgets.ask("Q3", progress)
-    q.answer.value = "8·64n² = 4096n²"
-    q.submit.click()
-    assert "还不对" in q.feedback.value and "两边不相等" in q.feedback.value
-    q.answer.value = "8 × (n·64·n) = 512n²"
-    q.submit.click()
-    assert "正确" in q.feedback.value
+@pytest.mark.parametrize("qid", quiz.question_ids())
+def test_every_control_has_a_chinese_label(progress, qid):
+    widget = quiz_widgets.ask(qid, progress)
+    controls = _labelled(widget.box)
+    assert controls
+    for control, label in controls:
+        assert CJK.search(label) or re.match(r"^[A-Z]\. ", label), (qid, control, label)
 
 
-def test_single_choice(progress):
-    q = quiz_widgets.ask("Q4", progress)
-    assert [v for _, v in q.answer.options] == ["A", "B", "C", "D"] and q.answer.value is None
-    q.answer.value = "A"
-    q.submit.click()
-    assert "还不对" in q.feedback.value and "选项 A" in q.feedback.value
-    q.answer.value = "B"
-    q.submit.click()
-    assert "正确" in q.feedback.value and progress.solved["Q4"]
+def test_self_explanation_writes_then_ticks(progress):
+    q1 = quiz_widgets.ask("Q1", progress)
+    assert isinstance(q1, quiz_widgets.SelfExplanationWidget) and q1.assess_box.layout.display == "none"
+    assert q1.reveal.disabled and q1.model_answer.value == ""
+    q1.answer.value = "单头只有一组权重，输出是加权平均——这种说法是错的。"
+    q1.submit.click()
+    text = _plain(q1.feedback.value)
+    assert text.startswith("要点对照") and "正确" not in text and "「平均」" in text
+    assert q1.assess_box.layout.display is None and "常见的误解" in q1.rubric_html.value
+    assert not progress.solved["Q1"]  # written, never graded
+    names = list(q1.ticks)
+    q1.ticks[names[0]].value = True
+    assert q1.assessment.value == ""  # ticking is not recording
+    q1.record_button.click()
+    assert "自评" in q1.assessment.value and "1 / 4" in q1.assessment.value
+    entry = progress.question_entry("Q1")
+    assert entry["self"]["covered"] == [names[0]] and entry["last"] == "self" and not entry["solved"]
+    assert "已自评：Q1" in progress.summary() and "已答对 0 /" in progress.summary()
+    q1.reveal.value = True
+    assert "参考答案" in q1.model_answer.value
 
 
-def test_multiple_choice(progress):
-    q = quiz_widgets.ask("Q5", progress)
-    assert len(q.checkboxes) == len(q.question.choices)
-    for box in q.checkboxes[:2]:
-        box.value = True
-    q.submit.click()
-    assert "还不对" in q.feedback.value and "没有选" in q.feedback.value
-    q.checkboxes[2].value = True
-    q.submit.click()
-    assert "正确" in q.feedback.value and "「A、B」还不对" in q.earlier.value
+def test_interview_asks_first_and_reveals_after(progress):
+    iv = quiz_widgets.interview_self_check(progress)
+    assert iv.reveal.disabled and iv.model_answer.value == ""
+    iv.reveal.value = True  # even if forced, nothing shows before an attempt
+    assert iv.model_answer.value == ""
+    iv.reveal.value = False
+    iv.submit.click()
+    assert "还没有作答" in iv.feedback.value and iv.reveal.disabled
+    iv.answer.value = "单头做加权平均，会把指代和句法抹平。"
+    iv.submit.click()
+    assert not iv.reveal.disabled and "正确" not in iv.feedback.value
+    iv.reveal.value = True
+    assert "追问" in iv.model_answer.value and "MQA" in iv.model_answer.value
+    iv.record_button.click()
+    assert progress.interview_entry()["self"]["of"] == 3
 
 
-def test_text_question_reveals_explanation(progress):
-    q = quiz_widgets.ask("Q1", progress)
-    q.answer.value = "单头只有一组权重，做加权平均，信息被混在一起"
-    q.submit.click()
-    assert "要点对照" in q.feedback.value and "正确" not in q.feedback.value and "解析" in q.explanation.value
-    assert progress.solved["Q1"] and "已对照" not in q.earlier.value
-    assert q.explain_button.description == "隐藏解析"
-
-
-def test_html_is_escaped_and_plain(progress):
+def test_html_is_escaped(progress):
     q = quiz_widgets.ask("Q2", progress)
-    q.answer.value = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+    _fill(q, {"d_k": "<img src=x onerror=alert(1)>", "params": "不变"})
     q.submit.click()
-    q.answer.value = "64"
-    q.submit.click()
-    q.explain_button.click()
-    for html_text in (q.prompt.value, q.feedback.value, q.earlier.value, q.explanation.value):
-        assert "<script" not in html_text and "<img" not in html_text and " id=" not in html_text
-    assert "&lt;img" in q.earlier.value
+    assert "<img" not in q.feedback.value
 
 
 def test_history_is_bounded(progress):
-    q = quiz_widgets.ask("Q2", progress)
-    for i in range(quiz_widgets.MAX_HISTORY + 5):
-        q.answer.value = str(100 + i)
+    q = quiz_widgets.ask("Q4", progress)
+    for key in "ACDACDACDACDAC":
+        q.controls["choice"].value = key
         q.submit.click()
-    assert q.earlier.value.count("还不对") == quiz_widgets.MAX_HISTORY and "未列出" in q.earlier.value
+    assert q.earlier.value.count("第 ") <= quiz_widgets.MAX_HISTORY and "更早的" in q.earlier.value
 
 
 def test_every_question_builds(progress):
     for qid in quiz.question_ids():
         q = quiz_widgets.ask(qid, progress)
-        assert q.box.children and q.submit.description == "提交"
-        bundle = q._repr_mimebundle_()
-        assert "application/vnd.jupyter.widget-view+json" in bundle
+        assert "application/vnd.jupyter.widget-view+json" in q._repr_mimebundle_()
 
 
 def test_default_progress_is_shared():
-    a = quiz_widgets.ask("S4b")
+    a = quiz_widgets.ask("S3b")
     summary = quiz_widgets.progress_summary()
-    before = quiz_widgets.default_progress().attempts["S4b"]
-    a.answer.value = "2500"
+    before = quiz_widgets.default_progress().attempts["S3b"]
+    a.controls["choice"].value = "A" if a.controls["choice"].value != "A" else "B"
     a.submit.click()
-    assert quiz_widgets.default_progress().attempts["S4b"] == before + 1
-    assert "S4b" in summary.value
-
-
-def test_interview_self_check(progress):
-    widget = quiz_widgets.interview_self_check(progress)
-    assert widget.submit.description == "提交" and widget.model_answer.value == ""
-    widget.submit.click()
-    assert "还没有作答" in widget.feedback.value and widget.model_answer.value == ""
-    widget.answer.value = "单头做加权平均，会把指代和句法抹平。"
-    widget.submit.click()
-    assert "要点对照" in widget.feedback.value and "覆盖了 1 / 3" in widget.feedback.value
-    assert "还缺「②" in widget.feedback.value and "还缺「③" in widget.feedback.value
-    assert "参考答案" in widget.model_answer.value
-    widget.answer.value = (
-        "单头只有一组权重，加权平均会抹平不同角色；多头用投影拆成 h 个 d_k 维子空间，h×d_k=d_model，计算量相近；"
-        "但头数不是越多越好，d_k 过窄时表 3 的 BLEU 下降。"
-    )
-    widget.submit.click()
-    assert "正确" not in widget.feedback.value and "覆盖了 3 / 3" in widget.feedback.value
-    assert widget.attempt_label.value == "已作答 2 次" and progress.interview_entry()["complete"]
+    assert quiz_widgets.default_progress().attempts["S3b"] == before + 1
+    assert "S3b" in summary.value
 
 
 def test_no_heavy_imports_at_import_time():
     code = (
         "import sys, lesson_lib.selftest.quiz, lesson_lib.selftest.quiz_widgets, lesson_lib.selftest.exercises\n"
-        "lesson_lib.selftest.quiz.check('Q2', '64')\n"
+        "lesson_lib.selftest.quiz.check('Q2', ['32', '不变'])\n"
         "heavy = [m for m in ('ipywidgets', 'matplotlib', 'IPython') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_stored_answers_round_trip():
+    for qid in quiz.question_ids():
+        q = quiz.question(qid)
+        if q.kind == "form":
+            value = {b.name: f"{i}（x）" for i, b in enumerate(q.key.boxes)}
+            assert quiz_widgets.restored_answer(q, quiz_widgets.stored_answer(q, value)) == value
+    q2 = quiz.question("Q2")
+    assert quiz_widgets.restored_answer(q2, "not json") == {} and quiz_widgets.restored_answer(q2, 5) == {}
+
+
 def test_widgets_restore_after_a_restart(tmp_path):
     """Answer, then build the widgets again from the same file (what re-running the cells after a restart does)."""
     path = tmp_path / "progress.json"
     before = Progress(store=ProgressFile(path))
-    q2, q5 = quiz_widgets.ask("Q2", before), quiz_widgets.ask("Q5", before)
-    iv = quiz_widgets.interview_self_check(before)
-    q2.answer.value = "32"
+    q2, q5, q1 = quiz_widgets.ask("Q2", before), quiz_widgets.ask("Q5", before), quiz_widgets.ask("Q1", before)
+    _fill(q2, {"d_k": "64", "params": "不变"})
     q2.submit.click()
-    q2.answer.value = "64"
-    q2.submit.click()
-    for box in q5.checkboxes[:2]:
-        box.value = True
+    _fill(q2, {"d_k": "32"})
+    q5.controls["A"].value = q5.controls["B"].value = True
     q5.submit.click()
-    iv.answer.value = "单头做加权平均，会把指代和句法抹平。"
-    iv.submit.click()
+    q1.answer.value = "单头只有一组权重。"
+    q1.submit.click()
+    next(iter(q1.ticks.values())).value = True
+    q1.record_button.click()
 
     after = Progress(store=ProgressFile(path))
-    q2, q5, iv = quiz_widgets.ask("Q2", after), quiz_widgets.ask("Q5", after), quiz_widgets.interview_self_check(after)
-    summary = quiz_widgets.progress_summary(after)
-    assert q2.answer.value == "64" and q2.attempts == 2 and "恢复" in q2.attempt_label.value
-    assert "正确" in q2.feedback.value and "「32」还不对" in q2.earlier.value and not q2.explain_button.disabled
-    assert [b.value for b in q5.checkboxes] == [True, True, False, False, False] and "还不对" in q5.feedback.value
-    assert iv.answer.value.startswith("单头做加权平均") and "覆盖了 1 / 3" in iv.feedback.value
-    assert "参考答案" in iv.model_answer.value and "已答对 1 / " in summary.value
-    q2.answer.value = "128"  # the restored widget keeps working
-    q2.submit.click()
+    q2, q5, q1 = quiz_widgets.ask("Q2", after), quiz_widgets.ask("Q5", after), quiz_widgets.ask("Q1", after)
+    assert q2.controls["d_k"].value == "32" and q2.controls["params"].value == "不变" and q2.attempts == 2
+    assert "恢复" in q2.attempt_label.value and "正确" in q2.feedback.value and not q2.explain_button.disabled
+    assert [c.value for c in q5.controls.values()] == [True, True, False, False, False]
+    assert "还不对" in q5.feedback.value
+    assert q1.answer.value == "单头只有一组权重。" and next(iter(q1.ticks.values())).value
+    assert "自评" in q1.assessment.value
+    _fill(q2, {"d_k": "128"})  # the restored widget keeps working
     assert q2.attempts == 3 and Progress(store=ProgressFile(path)).attempts["Q2"] == 3
 
 
 def test_reset_button_asks_twice_then_clears_every_widget(tmp_path):
     p = Progress(store=ProgressFile(tmp_path / "progress.json"))
     q = quiz_widgets.ask("Q2", p)
+    q1 = quiz_widgets.ask("Q1", p)
     summary = quiz_widgets.progress_summary(p)
-    q.answer.value = "64"
+    _fill(q, {"d_k": "32", "params": "不变"})
     q.submit.click()
+    q1.answer.value = "平均"
+    q1.submit.click()
     summary.reset_button.click()
     assert p.solved["Q2"] and "确认清空" in summary.reset_button.description
     summary.reset_button.click()
-    assert not p.solved["Q2"] and q.answer.value == "" and q.feedback.value == "" and q.attempts == 0
+    assert not p.solved["Q2"] and q.controls["d_k"].value == "" and q.feedback.value == "" and q.attempts == 0
+    assert q1.answer.value == "" and q1.assess_box.layout.display == "none"
     assert "已答对 0 / " in summary.value and "旧的进度保存在" in summary.status.value
 
 
@@ -234,16 +258,43 @@ def test_export_button_writes_both_files(tmp_path):
 
 def test_feedback_boxes_use_theme_colours(progress):
     q = quiz_widgets.ask("Q2", progress)
-    q.answer.value = "32"
+    _fill(q, {"d_k": "64", "params": "不变"})
     q.submit.click()
     wrong = q.feedback.value
-    q.answer.value = "64"
-    q.submit.click()
-    q.explain_button.click()
+    _fill(q, {"d_k": "32"})
+    q.explain_button.value = True
     for html_text in (wrong, q.feedback.value, q.explanation.value, quiz_widgets.progress_summary(progress).value):
         assert "var(--jp-" in html_text and "overflow-wrap" in html_text and "lesson-box" in html_text
     assert "--jp-warn-color" in wrong and "--jp-success-color" in q.feedback.value
+    _fill(q, {"d_k": "不知道"})
+    assert "lesson-box-note" in q.feedback.value  # an unread box is not a verdict
     text = quiz_widgets.ask("Q1", progress)
     text.answer.value = "平均"
     text.submit.click()
-    assert "lesson-box-note" in text.feedback.value  # free text: a reading, neither green nor amber
+    assert "lesson-box-note" in text.feedback.value  # free text: neither green nor amber
+
+
+def test_the_quiz_wires_only_through_linked():
+    """Builders create controls; widgets.linked is the one place that observes them."""
+    import inspect
+
+    source = inspect.getsource(quiz_widgets)
+    assert ".on_click(" not in source and ".observe(" not in source and "linked(" in source
+
+
+def test_linked_submit_mode_checks_on_click_and_enter_only():
+    from lesson_lib.sections.widgets import linked
+
+    calls = []
+    text = w.Text(continuous_update=False)
+    live = w.Text()  # continuous: every keystroke, so never a submission
+    tick = w.Checkbox(description="x")
+    button = w.Button(description="提交")
+    box = linked({"text": text, "live": live, "tick": tick}, lambda s, p: calls.append(1), submit=button)
+    assert len(calls) == 1 and box.controls["submit"] is button  # once while wiring
+    tick.value = True
+    live.value = "6"
+    assert len(calls) == 1
+    text.value = "64"  # what Enter (or leaving the box) commits
+    button.click()
+    assert len(calls) == 3

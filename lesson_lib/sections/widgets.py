@@ -35,10 +35,13 @@ def show_png(picture, png: bytes) -> None:
     picture.value = png
 
 
-def linked(controls: dict, show):
+def linked(controls: dict, show, submit=None):
     """Call ``show()`` now and whenever any control changes; lay the controls out over what show fills.
 
     ``show`` may adjust other controls (a slider's range); the changes that causes do not redraw again.
+    With ``submit`` (a Button) an answer is checked when the learner says so: ``show`` runs now, on a click,
+    and when a one-line text box commits its value (Enter, with ``continuous_update=False``), not on every
+    change of a checkbox or radio button.
     """
     import ipywidgets as w
 
@@ -55,11 +58,17 @@ def linked(controls: dict, show):
             busy.clear()
 
     for control in controls.values():
-        control.observe(redraw, names="value")
+        if submit is None or (isinstance(control, w.Text) and not control.continuous_update):
+            control.observe(redraw, names="value")
+    if submit is not None:
+        submit.on_click(redraw)
     redraw()
-    bar = w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap", align_items="center"))
+    bar = w.HBox(list(controls.values()) + ([submit] if submit is not None else []),
+                 layout=w.Layout(flex_flow="row wrap", align_items="center"))  # fmt: skip
     box = w.VBox([bar, summary, picture])
     box.controls = {**controls, "summary": summary, "picture": picture}
+    if submit is not None:
+        box.controls["submit"] = submit
     return box
 
 

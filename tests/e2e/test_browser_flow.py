@@ -438,7 +438,7 @@ def _drive_explorer(flow: Flow, ui: Widgets) -> None:
 
 
 def _drive_quiz(flow: Flow) -> tuple[str, str]:
-    """Self-test Q2: a wrong answer, then the right one. Returns the progress summary before and after."""
+    """Self-test Q2: its radio part, then a wrong number and the right one. Returns the summary before and after."""
     page = flow.page
     progress = page.locator(".jp-Notebook .lesson-quiz-progress")
     assert progress.count() == 1, "the progress summary widget is missing"
@@ -448,7 +448,8 @@ def _drive_quiz(flow: Flow) -> tuple[str, str]:
     quiz.scroll_into_view_if_needed()
     box = quiz.locator("input[type=text], textarea").first
     submit = quiz.get_by_role("button", name="提交")
-    for answer, expect in [("32", "还不对"), ("64", "正确")]:
+    quiz.get_by_role("radio", name="不变").check()  # the projection parameters: their own choice
+    for answer, expect in [("64", "还不对"), ("32", "正确")]:
         before = quiz.inner_text()
         box.fill(answer)
         submit.click()
@@ -490,10 +491,14 @@ def _drive_interview(flow: Flow) -> None:
     assert box.count() == 1, "the interview self-check widget is missing"
     box.locator("textarea").fill("多个头可以同时关注不同位置、不同子空间的信息，单头只能加权平均。")
     before = box.inner_text()
-    box.get_by_role("button", name="提交").click()
-    page.wait_for_function("([el, t]) => el.innerText !== t && /已作答 1 次/.test(el.innerText)",
+    assert "参考答案（" not in before, "§8 must ask before it shows the reference answer"
+    box.get_by_role("button", name="写好了，看要点").click()
+    page.wait_for_function("([el, t]) => el.innerText !== t && /已写 1 次/.test(el.innerText)",
                            arg=[box.element_handle(), before], timeout=UPDATE_TIMEOUT_MS)
     assert "正确！" not in box.inner_text(), "free-text feedback must not say 正确！"
+    box.get_by_role("button", name="看参考答案").click()
+    page.wait_for_function("el => /参考答案（/.test(el.innerText)", arg=box.element_handle(),
+                           timeout=UPDATE_TIMEOUT_MS)
     flow.shot("interview_self_check", box)
 
 

@@ -1,52 +1,61 @@
-"""What a check returns (``Feedback``), what a question is (``Question``), and the three message heads.
+"""What a check returns (``Feedback``), what a question is (``Question``), and the message heads.
 
-A message starts with exactly one head: 「正确！」 when a checker is sure the answer is right,
-「还不对：」 when it is sure something is wrong, and 「要点对照：」 for free text, where a keyword reader
-cannot be sure: it lists what it found and asks the learner to compare with the reference answer.
+A message starts with exactly one head: 「正确！」 when a checker is sure every part is right,
+「还不对：」 when it is sure something is wrong, 「请换个写法：」 when it could not read a box (the
+message says what form the box wants; not an attempt), 「还没填完：」 when a box is still empty,
+and 「要点对照：」 for free text, which the
+lesson never grades: the learner compares it with the rubric and records a self-assessment.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Feedback", "Question", "RIGHT", "WRONG", "REVIEW", "blank", "too_long", "echo"]
+__all__ = ["Feedback", "Question", "RIGHT", "WRONG", "FORM", "INCOMPLETE", "REVIEW", "SELF", "blank", "unreadable",
+           "echo"]  # fmt: skip
 
 RIGHT = "正确！"  # a right answer's message starts with this; the word appears nowhere else
 WRONG = "还不对："  # a wrong answer's message starts with this
-REVIEW = "要点对照："  # free text: what was found, never a verdict of 正确
+FORM = "请换个写法："  # a box could not be read: nothing is judged
+INCOMPLETE = "还没填完："  # some boxes are still empty: nothing is judged
+REVIEW = "要点对照："  # free text: the rubric, never a verdict
+SELF = "自评："  # the learner's own tick of the rubric
 
 
 @dataclass(frozen=True)
 class Feedback:
     """What the learner sees after 提交."""
 
-    correct: bool  # counts as done (for free text: every key point stated, nothing contradicted)
-    message: str  # starts with RIGHT, WRONG or REVIEW
-    explanation: str = ""  # the question's 解析, shown on request (at once for free-text questions)
+    correct: bool  # every part right (never True for free text or a self-assessment)
+    message: str  # starts with RIGHT, WRONG, FORM, REVIEW or SELF
+    explanation: str = ""  # the question's 解析, shown on request
     question_id: str = ""
-    blank: bool = False  # nothing was answered: not an attempt
-    show_explanation: bool = False  # free-text questions reveal the 解析 straight after checking
-    covered: tuple[str, ...] = ()  # key points found in a free-text answer
-    missing: tuple[str, ...] = ()  # key points not found (or only negated)
-    misconceptions: tuple[str, ...] = ()  # known wrong claims found in the answer
-    judged: bool = True  # False for free text: a reading of keywords, not a verdict
+    blank: bool = False  # nothing (or not everything) answered, or a box unreadable: not an attempt
+    show_explanation: bool = False  # free text reveals the rubric straight after writing
+    judged: bool = True  # False for free text and self-assessments: nothing was graded
+    unread: bool = False  # a box could not be read (the message says what form it wants)
+    parts: tuple[tuple[str, str], ...] = ()  # (box name, "right" | "wrong") for what was read for certain
+    covered: tuple[str, ...] = ()  # a self-assessment: the rubric points the learner ticked
 
     @property
     def verdict(self) -> str:
-        """"right", "wrong" or "review" (free text)."""
+        """"right", "wrong", "form" (unreadable), "review" (free text) or "self" (a self-assessment)."""
+        if self.unread:
+            return "form"
         if not self.judged:
-            return "review"
+            return "self" if self.message.startswith(SELF) else "review"
         return "right" if self.correct else "wrong"
 
 
 @dataclass(frozen=True)
 class Question:
-    """One self-test question, declared as data. ``kind`` picks its checker (see ``checkers.CHECKERS``);
-    ``key`` is the kind's answer key (a ``NumberKey``, ``ChoiceKey``, ``TextKey`` … from ``checkers``)."""
+    """One self-test question, declared as data. ``kind`` picks its checker (see ``checkers.CHECKERS``):
+    ``form`` (answer boxes: numbers, expressions, a small choice), ``single``, ``multi`` or ``self``
+    (self-explanation); ``key`` is the kind's answer key (``FormKey``, ``ChoiceKey`` or a ``Rubric``)."""
 
     id: str
     section: str  # where the question's idea is taught, e.g. "第 4 节"
-    kind: str  # single, multi, number, expression, shape or text
+    kind: str
     prompt: str
     explanation: str
     key: object = field(repr=False, compare=False)
@@ -64,17 +73,8 @@ def blank(qid: str, explanation: str, what: str = "写下你的答案") -> Feedb
     return Feedback(False, message, explanation, qid, blank=True)
 
 
-def too_long(text: str, qid: str, explanation: str, limit: int, judged: bool = True) -> Feedback | None:
-    if len(text) <= limit:
-        return None
-    return Feedback(
-        False,
-        f"{WRONG}这个答案有 {len(text):,} 个字符，太长了，我没有逐字去读。请只写关键的一两句或一个式子"
-        f"（{limit} 字以内）。",
-        explanation,
-        qid,
-        show_explanation=not judged,
-    )
+def unreadable(qid: str, explanation: str, message: str, head: str = FORM) -> Feedback:
+    return Feedback(False, head + message, explanation, qid, blank=True, unread=True)
 
 
 def echo(text: str, limit: int = 24) -> str:

@@ -4,8 +4,9 @@ Learner text is folded into one spelling (full-width forms, ², ×, Chinese nume
 other scripts' digits, thin-space thousands, 「n 的平方」), cut into candidate expressions (prose
 separates them), and each expression is read by a small recursive-descent parser (numbers,
 + − × · * / ^ ², n and a few named sizes, parentheses) with limits on length, token count, nesting
-depth, exponent and the size of every coefficient. ``negated_spans`` finds the parts a learner
-denies (「不是 64」), so that a checker does not read them as claims.
+depth, exponent and the size of every coefficient. ``read_value`` reads what one answer box holds:
+a number or a small expression, with a unit word, a name (``d_k =``) or an equal side note beside
+it; anything else is reported as unreadable, in Chinese, with the form the box wants.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["ExpressionError", "Poly", "parse_expression", "clean", "normalize_math", "chains",
-           "fmt_number", "negated_spans", "ALIASES", "LABEL", "Side"]  # fmt: skip
+__all__ = ["ExpressionError", "Poly", "parse_expression", "clean", "normalize_math", "read_value", "fmt_number",
+           "ALIASES"]  # fmt: skip
 
 MAX_EXPRESSION_CHARS = 200  # one expression (a side of an equation chain)
 MAX_TOKENS = 100
@@ -180,6 +181,8 @@ def as_text(answer) -> str:
     """Any object -> a str (a set or list of choice keys joined), unfiltered; '' for None or a broken __str__."""
     if answer is None:
         return ""
+    if isinstance(answer, dict):
+        answer = list(answer.values())
     if isinstance(answer, (set, frozenset, list, tuple)):
         return " ".join(sorted(as_text(item) for item in answer))
     if isinstance(answer, str):
@@ -220,12 +223,24 @@ def _ascii_digits(text: str) -> str:
     return "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() and not ch.isascii() else ch for ch in text)
 
 
+_LATEX = re.compile(r"\\(times|cdot|div|left|right|,|;|!| )|\$")
+_LATEX_WORDS = {"times": "×", "cdot": "·", "div": "/"}
+_FRAC = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
+
+
+def _unlatex(text: str) -> str:
+    """$8 \\times 64 n^{2}$ -> 8 × 64 n^{2}; \\frac{512}{8} -> (512)/(8) (braces are parentheses later)."""
+    text = _FRAC.sub(r"(\1)/(\2)", text)
+    return _LATEX.sub(lambda m: _LATEX_WORDS.get(m.group(1) or "", " "), text)
+
+
 def normalize_math(text: str, thousands: bool = True) -> str:
-    """Fold the ways people write maths into one ASCII-ish spelling: full-width, ², ×, 万, 5e7, d_{k}, 六十四 …
+    """Fold the ways people write maths into one ASCII-ish spelling: full-width, ², ×, 万, 5e7, d_{k}, 六十四,
+    LaTeX's \\times and \\frac …
 
     ``thousands``: read 54,988,800 and 54 988 800 as one number (off for shapes, where (12,512) is two).
     """
-    text = _ascii_digits(text[:MAX_READ_CHARS])
+    text = _ascii_digits(_unlatex(text[:MAX_READ_CHARS]))
     text = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^(" + m.group().translate(_FROM_SUPERSCRIPT) + ") ", text)
     if thousands:
         text = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), text)
@@ -236,8 +251,11 @@ def normalize_math(text: str, thousands: bool = True) -> str:
     text = unicodedata.normalize("NFKC", text)[:MAX_READ_CHARS].lower()
     text = text.translate(_OPERATOR_VARIANTS).replace("**", "^")
     text = re.sub(r"_\(([a-z0-9]+)\)", r"_\1", text)  # d_{k} (braces became parentheses) -> d_k
-    text = re.sub(r"(\d+(?:\.\d+)?\s*亿\s*)?(\d+(?:\.\d+)?\s*万\s*)(\d{4}(?!\d))?|\d+(?:\.\d+)?\s*亿(\s*\d{8}(?!\d))?",
-                  _units, text)  # fmt: skip
+    if "万" in text or "亿" in text:  # these patterns backtrack over long digit runs: only run them when they can match
+        text = re.sub(r"(\d+(?:\.\d+)?)\s*([十百千])\s*(?=[万亿])",  # 5.5千万 -> 5500万
+                      lambda m: _plain(Fraction(m.group(1)) * _CHINESE_SMALL_UNITS[m.group(2)]), text)
+        text = re.sub(r"(\d+(?:\.\d+)?\s*亿\s*)?(\d+(?:\.\d+)?\s*万\s*)(\d{4}(?!\d))?"
+                      r"|\d+(?:\.\d+)?\s*亿(\s*\d{8}(?!\d))?", _units, text)  # fmt: skip
     text = re.sub(r"(?<=\d)\s*千", "*1000 ", text)
     text = re.sub(r"([a-z0-9_)])\s*的?\s*平方", r"\1^2 ", text)  # 512 n 的平方, n平方
     text = re.sub(r"([a-z0-9_)])\s*的?\s*立方", r"\1^3 ", text)
@@ -246,6 +264,10 @@ def normalize_math(text: str, thousands: bool = True) -> str:
     text = re.sub(r"(?<=\d)e([+-]?\d{1,3})(?![\d.])", r"*10^(\1)", text)  # 5.5e7
     text = re.sub(r"(?<=[\d)\s])x(?=[\s\d(])", "×", text)  # 8 x 64 means 8 × 64
     return text
+
+
+def _plain(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else str(float(value))
 
 
 def _units(m: re.Match) -> str:
@@ -425,51 +447,70 @@ def parse_expression(text: str, symbols: dict[str, Poly] | None = None) -> Poly:
     return _Parser(normalize_math(clean(text)).strip(), symbols).parse()
 
 
-LABEL = "label"  # a side of an equation that is the unknown's name (d_k = …)
-NAME = "name"  # a side that is one of the question's given names (h = 8): restating the question
-EXPR = "expr"
 
 
-@dataclass(frozen=True)
-class Side:
-    """One side of an equation chain as the learner wrote it (``text``, normalised) and its value."""
+# ---------------------------------------------------------------------------------------------
+# One answer box: a number or a small expression, and nothing else
+# ---------------------------------------------------------------------------------------------
 
-    kind: str  # LABEL, NAME or EXPR
-    text: str
-    poly: Poly | None = None
+MAX_BOX_CHARS = 120  # what one answer box reads; a longer entry is refused before it is read
+# Words a learner writes around a value in a box: units, 「约」, 「答：」. Anything else in Chinese is prose,
+# which a box does not read.
+_BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|是|等于|exp|flops?")
+_LONE_DIGITS = re.compile(r"[零〇一二两三四五六七八九]+")
+_SIDE_NOTE = re.compile(r"^(?P<main>[^()]*[0-9a-z_)])\s*\((?P<note>[^()]*(?:\([^()]*\)[^()]*)*)\)$")
 
 
-def chains(text: str, symbols: dict[str, Poly], labels: Iterable[str] = ()):
-    """Every candidate expression as an equation chain (a list of Sides), and the pieces that could not be read."""
-    labels = set(labels)
-    found, errors = [], []
-    for segment in _segments(normalize_math(text), set(symbols) | labels):
-        sides = []
-        try:
-            for side in segment.split("="):
-                side = side.strip()
-                if not side:
-                    continue
-                if side in labels:
-                    sides.append(Side(LABEL, side))
-                    continue
-                poly = _Parser(side, symbols).parse()
-                sides.append(Side(NAME if side in symbols else EXPR, side, poly))
-        except ExpressionError as exc:
-            errors.append((segment, str(exc)))
+def _lone_digits(m: re.Match) -> str:
+    return "".join(str(_CHINESE_DIGITS[ch]) for ch in m.group())
+
+
+def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tuple[Poly | None, str]:
+    """What one box holds: (value, "") or (None, why it cannot be read, in Chinese). Never guesses.
+
+    Reads 64, ６４, 64维, 六十四, 6.4万, 5.5千万, 54,988,800, 5.5e7, 512/8, 8 \\times 64 n^2, ``d_k = 64``, 512/8 = 64
+    and 「64（512/8）」 (a side note equal to the value). Every side of ``=`` must have the same value; a name in
+    ``labels`` (the box's unknown) may stand as a side. Words other than units make the box unreadable.
+    """
+    raw = as_text(text).strip()
+    if len(raw) > MAX_BOX_CHARS:
+        return None, f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子（{MAX_BOX_CHARS} 字以内）。"
+    raw = clean(raw)
+    t = normalize_math(raw)
+    t = _BOX_WORDS.sub(" ", t)
+    t = _LONE_DIGITS.sub(_lone_digits, t)
+    t = re.sub(r"[。．!！?？;；:：,，、\s]+$", "", t.strip()).strip()
+    t = re.sub(r"^[:：]", "", t).strip()
+    t = t.replace("≈", "=").replace("~", "=")
+    if not t:
+        return None, "这一栏里没有读到数或式子。"
+    if re.search(r"[^\x00-\x7f×·]", t) or re.search(r"[,;:!?'\"]", t):
+        return None, "这一栏只读一个数或一个式子，读不了文字和标点：请只填数（单位已经写在框旁边）。"
+    labels = {ALIASES.get(x, x) for x in labels}
+    m = _SIDE_NOTE.match(t)
+    if m and "=" not in m.group("main"):
+        main, _ = _read_sides(m.group("main"), symbols, labels)
+        note, _ = _read_sides(m.group("note"), symbols, labels)
+        if main is not None and note is not None and main.is_constant and note.is_constant:  # 8(n·64·n) multiplies
+            if main == note:
+                return main, ""
+            return None, (f"括号外是 {main}，括号里是 {note}，不是同一个值：请只填你的答案（算式可以写成 a / b，"
+                          "不要用括号做备注）。")
+    return _read_sides(t, symbols, labels)
+
+
+def _read_sides(text: str, symbols: dict[str, Poly], labels: set[str]) -> tuple[Poly | None, str]:
+    values = []
+    for side in text.split("="):
+        side = ALIASES.get(side.strip(), side.strip())
+        if not side or side in labels:
             continue
-        if sides:
-            found.append(sides)
-    return found, errors
-
-
-_NEGATION = re.compile(
-    r"(并不是|并非|不是|不等于|不会是|不可能是|不应该是|不该是|不应是|而非|≠|!=|=/=|\bisn'?t\b|\bis not\b|\bnot\b)"
-    r"(?P<scope>[^，,。；;！!？?\n]*?)(?=而是|而|但|却|，|,|。|；|;|！|!|？|\?|\n|$)"
-)
-
-
-def negated_spans(text: str) -> tuple[str, list[str]]:
-    """(text without the denied parts, the denied parts): 「d_k 不是 512，而是 64」 -> ("d_k ，而是 64", [" 512"])."""
-    denied = [m.group("scope") for m in _NEGATION.finditer(text)]
-    return _NEGATION.sub(" ", text), denied
+        try:
+            values.append(_Parser(side, symbols).parse())
+        except ExpressionError as exc:
+            return None, str(exc)
+    if not values:
+        return None, "这一栏里没有读到数或式子。"
+    if len(set(values)) > 1:
+        return None, f"这一栏的等式两边不相等（{' 和 '.join(str(v) for v in values)}）：请只填你算出的那一个。"
+    return values[0], ""

@@ -11,8 +11,9 @@ import html
 
 __all__ = ["text_html", "box_html", "feedback_html", "TONES"]
 
-# the quiz's tones -> lesson_lib.display.theme's (right: ok, wrong: warn, free text and plain boxes: note)
-TONES = {"right": "ok", "wrong": "warn", "review": "note", "neutral": "note"}
+# the quiz's tones -> lesson_lib.display.theme's (right: ok, wrong: warn; an unread box, free text, a
+# self-assessment and plain boxes: note — none of them is a verdict)
+TONES = {"right": "ok", "wrong": "warn", "form": "note", "review": "note", "self": "note", "neutral": "note"}
 
 
 def text_html(text: str) -> str:
@@ -29,5 +30,5 @@ def box_html(text: str, tone: str = "neutral", css_class: str = "") -> str:
 
 
 def feedback_html(feedback) -> str:
-    """The feedback area: the ok tone for right, warn for wrong, note for free text (a reading, not a verdict)."""
+    """The feedback area: the ok tone for right, warn for wrong, note for everything that is not a verdict."""
     return box_html(feedback.message, feedback.verdict, f"lesson-feedback lesson-feedback-{feedback.verdict}")

@@ -247,7 +247,9 @@ def plot_retention(sharpness_values, curves):
     from .plotting import use_chinese_font
 
     use_chinese_font()
-    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    from .plotting import FIGURE_MAX_INCHES, describe
+
+    fig, ax = plt.subplots(figsize=(FIGURE_MAX_INCHES, 4.2))
     styles = {1: "-", 2: "--"}
     for heads, c in curves.items():
         label = "1 个头" if heads == 1 else "2 个头"
@@ -256,10 +258,23 @@ def plot_retention(sharpness_values, curves):
     ax.set_xlabel("查询的锐度（越大，softmax 越尖）")
     ax.set_ylabel("能从输出读回的比例")
     ax.set_ylim(-0.02, 1.05)
-    ax.set_title("单头越尖就越只顾一头；两个头可以同时又尖又全", fontsize=11)
-    ax.legend(fontsize=8, loc="center right")
+    ax.set_title("单头越尖就越只顾一头；\n两个头可以同时又尖又全")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)  # under the axes: no curve hidden
     fig.tight_layout()
-    return fig
+    return describe(fig, retention_alt(sharpness_values, curves))
+
+
+def retention_alt(sharpness_values, curves) -> str:
+    """What the retention plot shows, from its own numbers: each curve's start, end and peak."""
+    s = np.asarray(sharpness_values, dtype=float)
+    parts = []
+    for heads, c in curves.items():
+        for col, name in ((0, "指代（小红）"), (1, "主语（小明）")):
+            y = c[:, col]
+            top = int(np.argmax(y))
+            parts.append(f"{heads} 个头的{name}保留：锐度 {s[0]:g} 时 {y[0]:.2f}，{s[-1]:g} 时 {y[-1]:.2f}，"
+                         f"最高 {y[top]:.2f}（锐度 {s[top]:g}）")
+    return "折线图：横轴是查询的锐度，纵轴是能从输出读回的比例。" + "；".join(parts) + "。"
 
 
 # ---------------------------------------------------------------------------------------------

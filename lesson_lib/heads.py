@@ -186,40 +186,47 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
 
     use_chinese_font()
     d_k = head_width(d_model, h)
-    fig, ax = plt.subplots(figsize=(11, 4.2))
+    # 6 inches wide (no scaling in a 592 px output), every text ≥ 9 pt: labels go on two or three short lines.
+    fig, ax = plt.subplots(figsize=(6.0, 5.0))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
     ax.set_xlim(0, 11)
-    ax.set_ylim(-0.45, 4.2)
+    ax.set_ylim(-0.75, 4.75)
     ax.axis("off")
 
-    def box(x, y, w, hgt, text, color, size=10):
+    def box(x, y, w, hgt, text, color, size=9.5):
         ax.add_patch(FancyBboxPatch((x, y), w, hgt, boxstyle="round,pad=0.03,rounding_size=0.08",
                                     facecolor=color, edgecolor="#333333", linewidth=1))
-        ax.text(x + w / 2, y + hgt / 2, text, ha="center", va="center", fontsize=size)
+        ax.text(x + w / 2, y + hgt / 2, text, ha="center", va="center", fontsize=size, linespacing=1.3)
 
     def arrow(x0, y0, x1, y1):
-        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=12, color="#555555"))
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=10, color="#555555"))
 
-    box(0.1, 1.5, 1.5, 1.2, f"输入 Q, K, V\nd_model = {d_model}", "#E8EEF7")
+    box(0.05, 1.35, 1.65, 1.5, f"输入\nQ, K, V\nd_model\n= {d_model}", "#E8EEF7")
     numbers = list(range(1, h + 1)) if h <= 4 else [1, 2, 3, 4, h]  # many heads: the first four and the last
-    ys = np.linspace(3.4, 0.35, len(numbers)) if len(numbers) > 1 else np.array([2.1])
+    ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else np.array([2.1])
     for i, (j, y) in enumerate(zip(numbers, ys)):
         color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
-        box(2.3, y - 0.25, 2.1, 0.5, f"投影 $XW_{{{j}}}^Q,\\ XW_{{{j}}}^K,\\ XW_{{{j}}}^V$", "#F7F7F7", 8)
-        box(5.0, y - 0.25, 1.7, 0.5, f"头 {j}：d_k = {d_k}", color, 9)
-        arrow(1.6, 2.1, 2.3, y)
-        arrow(4.4, y, 5.0, y)
-        arrow(6.7, y, 7.3, 2.1)
+        box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\n$W_{{{j}}}^Q, W_{{{j}}}^K, W_{{{j}}}^V$", "#F7F7F7", 9)
+        box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", color, 9)
+        arrow(1.7, 2.1, 2.2, y)
+        arrow(4.5, y, 5.0, y)
+        arrow(6.7, y, 7.2, 2.1)
         if i == 3 and h > 5:  # the heads left out, in both columns, inside the gap between two boxes
             for x in (3.35, 5.85):
                 ax.text(x, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
-    box(7.3, 1.5, 1.6, 1.2, f"Concat\n{h} × {d_k} = {h * d_k}", "#FFF2CC")
-    box(9.3, 1.5, 1.5, 1.2, f"× $W^O$\n({h * d_k} × {d_model})\n输出 {d_model} 维", "#E2F0D9", 9)
+    box(7.2, 1.35, 1.7, 1.5, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
+    box(9.3, 1.35, 1.65, 1.5, f"× $W^O$\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9", 9)
     arrow(8.9, 2.1, 9.3, 2.1)
-    ax.text(5.5, 4.05, f"图 11.1  多头注意力：{d_model} 维切成 {h} 个 {d_k} 维的头，各算各的，最后拼回 {d_model} 维",
-            ha="center", fontsize=11)
-    ax.text(5.5, -0.3, "同一层里，各头在注意力阶段互不通信，直到 $W^O$ 才把它们的结果混合", ha="center", fontsize=9,
-            color="#555555")
-    return fig
+    ax.text(5.5, 4.7, f"图 11.1  多头注意力：{d_model} 维切成 {h} 个 {d_k} 维的头，\n各算各的，最后拼回 {d_model} 维",
+            ha="center", va="top", fontsize=10.5, linespacing=1.4)
+    ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 $W^O$ 才把它们的结果混合", ha="center", va="bottom",
+            fontsize=9.5, color="#555555", linespacing=1.4)
+    from .plotting import describe
+
+    shown = "、".join(f"头 {j}" for j in numbers)
+    return describe(fig, f"示意图 11.1：输入 Q、K、V（d_model = {d_model}）经 {h} 组投影分成 {h} 个头（图中画出{shown}），"
+                         f"每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，再乘 W^O "
+                         f"（{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
 
 
 def steps_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:

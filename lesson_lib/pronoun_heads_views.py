@@ -15,7 +15,7 @@ import numpy as np
 from lesson_lib import pronoun_heads as ph
 from lesson_lib.blas import one_blas_thread
 from lesson_lib.pretrained.explorer import head_label
-from lesson_lib.pretrained_views import skip_without_model
+from lesson_lib.pretrained_views import describe_rows, skip_without_model
 
 __all__ = [
     "WITHOUT_MODEL",
@@ -80,7 +80,7 @@ def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
     return ranked
 
 
-def pronoun_rows_figure(sentence, heads, pronoun="她"):
+def pronoun_rows_figure(sentence, heads, pronoun="她", names=("小红", "小明")):
     """The pronoun's row in each of ``heads`` (1-based (layer, head)), one row per head, side by side."""
     if sentence is None:
         return None
@@ -90,19 +90,23 @@ def pronoun_rows_figure(sentence, heads, pronoun="她"):
     p0, _ = ph.word_span(tokens, pronoun)
     rows = np.stack([att[layer - 1, head - 1, p0] for layer, head in heads])  # (k, T)
     labels = [f"L{layer}·头{head}" for layer, head in heads]
-    fig = plot_heads(rows, tokens=labels, col_tokens=_shown(tokens), tile_inches=6.0,
-                     suptitle=f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）")  # fmt: skip
+    title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
+    fig = plot_heads(rows, tokens=labels, col_tokens=_shown(tokens), tile_inches=4.1, suptitle=title)
     ax = fig.axes[0]
     # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
-    ax.set_ylabel("每行一个头", fontsize=9, labelpad=ax.yaxis.labelpad + 12)
-    return fig
+    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
+    try:  # the alt text names what the lesson reads off: the weight on each (two-token) name
+        named = ph.name_weights(att, tokens, pronoun, names)
+    except ValueError:  # a learner's sentence without these names: each head's two largest weights instead
+        named = None
+    return describe_rows(fig, title, rows, _shown(tokens), heads, pronoun, named)
 
 
-def top_heads_figure(sentence, ranked, k=3, pronoun="她"):
+def top_heads_figure(sentence, ranked, k=3, pronoun="她", names=("小红", "小明")):
     """``pronoun_rows_figure`` for the first ``k`` heads of ``ranking``'s result (None without the model)."""
     if sentence is None or ranked is None:
         return None
-    return pronoun_rows_figure(sentence, [(layer, head) for layer, head, *_ in ranked[:k]], pronoun)
+    return pronoun_rows_figure(sentence, [(layer, head) for layer, head, *_ in ranked[:k]], pronoun, names)
 
 
 @_needs_model
@@ -147,7 +151,7 @@ def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
         lines.append(
             f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
         )
-    png = figure_png(pronoun_rows_figure((tokens, att), heads, pronoun))
+    png = figure_png(pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b)))
     return "<br>".join(lines), png
 
 

@@ -144,8 +144,8 @@ def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None
     left.set_xlabel("")
     left.set_ylabel("")
     # One note for all five maps (axis labels on the tiled right image land outside the figure).
-    fig.supxlabel(wrap_title("每张图：第 i 行是位置 i 发出的注意力（查询），第 j 列是它放在位置 j 上的权重（键）", 5.8, 9.5),
-                  fontsize=9.5)
+    note = "每张图：第 i 行是位置 i 发出的注意力（查询），第 j 列是它放在位置 j 上的权重（键）"
+    fig.supxlabel(wrap_title(note, 5.8, 9.5), fontsize=9.5)
     if suptitle:
         fig.suptitle(wrap_title(suptitle, 5.8, 11), fontsize=11)
     alt1, table1 = heads_description(maps_h1, tokens, tokens, ["h = 1"])
@@ -166,7 +166,7 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))
     return plot_head_maps(
         map_h1, map_h4, head_names=main_roles(on_targets_h4),
-        suptitle=(f"同一条序列：左边一个头两头兼顾，右边四个头各管一件事"
+        suptitle=(f"同一条序列：上面一个头两头兼顾，下面四个头各管一件事"
                   f"（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）"),
     )
 

@@ -224,7 +224,8 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     from .plotting import describe
 
     shown = "、".join(f"头 {j}" for j in numbers)
-    return describe(fig, f"示意图 11.1：输入 Q、K、V（d_model = {d_model}）经 {h} 组投影分成 {h} 个头（图中画出{shown}），"
+    return describe(fig, f"示意图 11.1：输入 Q、K、V（d_model = {d_model}）经 {h} 组投影分成 {h} 个头"
+                         f"（图中画出{shown}），"
                          f"每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，再乘 W^O "
                          f"（{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
 

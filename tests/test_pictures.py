@@ -76,7 +76,7 @@ def test_counts_alt_and_table_follow_the_counts():
     alt = plotting.alt_text(fig)
     assert f"每种头数都是 {rows[0].matmul_total:,} 次" in alt
     assert f"h = 8 的 {rows[-1].softmax_total:,} 次" in alt
-    headers, table = fig.lesson_table
+    _headers, table = fig.lesson_table
     assert [r[2] for r in table] == [f"{r.softmax_total:,}" for r in rows]
 
 
@@ -85,7 +85,7 @@ def test_heat_map_alt_names_the_largest_weights():
     fig = plotting.plot_heads(w, tokens=["她", "小红", "小明"], titles=["第 8 层 · 头 1"])
     alt = plotting.alt_text(fig)
     assert "「她」给「她」0.55，给「小明」0.39" in alt
-    headers, table = fig.lesson_table
+    _headers, table = fig.lesson_table
     assert table[1][-3:] == ["小红", "小红", "0.70"]
 
 

@@ -28,7 +28,8 @@ __all__ = [
     "owner_map",
     "heads_mix_only_at_wo",
     "plot_step",
-    "step_png",
+    "step_alt",
+    "step_html",
     "plot_figure_11_1",
 ]
 
@@ -148,7 +149,7 @@ def plot_step(step: Step):
     """
     from matplotlib.figure import Figure
 
-    from .plotting import use_chinese_font
+    from .plotting import FIGURE_MAX_INCHES, describe, use_chinese_font, wrap_title
 
     use_chinese_font()
     owner = step.owner
@@ -157,24 +158,45 @@ def plot_step(step: Step):
     else:
         slices = [owner[i] for i in range(owner.shape[0])]
         names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
-    fig = Figure(figsize=(10.5, 2.6), dpi=100)
+    fig = Figure(figsize=(FIGURE_MAX_INCHES, 2.6), dpi=100)  # 6 in: shown at 100 % in a 592 px output
     axes = fig.subplots(1, len(slices), squeeze=False,
-                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.72, "wspace": 0.12})
+                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.62, "wspace": 0.15})
     for ax, sl, name in zip(axes[0], slices, names):
         ax.imshow(_colour(sl), aspect="auto", interpolation="nearest")  # every column, so all h bands show
-        ax.set_title(name, fontsize=10)
+        ax.set_title(name.replace(f"{step.first_axis} ", step.first_axis) if len(slices) > 6 else name, fontsize=9.5)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(f"{step.title}    形状 {step.shape}", fontsize=12, y=0.96)
-    return fig
+    fig.suptitle(wrap_title(f"{step.title}    形状 {step.shape}", FIGURE_MAX_INCHES - 0.3, 11), fontsize=11, y=0.97)
+    return describe(fig, step_alt(step))
+
+
+def step_alt(step: Step) -> str:
+    """What a stepper picture shows: the step, its shape, and which heads' colours each slice holds."""
+    owner = step.owner
+    head = step.title + ("" if step.title.endswith("！") else "，")
+    slices = [owner] if owner.ndim == 2 else list(owner)
+    held = [sorted({int(o) + 1 for o in sl.ravel() if o >= 0}) for sl in slices]
+    if owner.ndim == 3:
+        each = "；".join(f"{step.first_axis} {i + 1} 里是头 {'、'.join(map(str, hs))} 的数"
+                        for i, hs in enumerate(held[:4]))
+        more = f"……共 {len(slices)} 片" if len(slices) > 4 else ""
+        return f"{head}形状 {step.shape}：分成 {len(slices)} 片。{each}{more}。颜色表示每个数来自哪个头。"
+    if (owner < 0).all():
+        return f"{head}形状 {step.shape}：一整块灰色，各头的结果已经混在一起。"
+    return f"{head}形状 {step.shape}：一整块，列按所属的头分成 {len(held[0])} 段颜色（头 1 到头 {held[0][-1]}）。"
 
 
 @lru_cache(maxsize=64)
-def step_png(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> bytes:
-    """PNG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
-    from .plotting import figure_png
+def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> str:
+    """Themed SVG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
+    import matplotlib.pyplot as plt
 
-    return figure_png(plot_step(shape_steps(n, d_model, h, forget_transpose)[index]), dpi=80, keep=True)
+    from .plotting import picture_html
+
+    fig = plot_step(shape_steps(n, d_model, h, forget_transpose)[index])
+    page = picture_html(fig, fallback=False)
+    plt.close(fig)
+    return page
 
 
 def plot_figure_11_1(d_model: int = 512, h: int = 8):

@@ -135,15 +135,17 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
 
 
 def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
-    """(HTML, PNG) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
-    from lesson_lib.plotting import figure_png
+    """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
+    import matplotlib.pyplot as plt
+
+    from lesson_lib.plotting import picture_html
 
     try:
         with one_blas_thread():
             tokens, att = model.attend(text)
         w = ph.name_weights(att, tokens, pronoun, (name_a, name_b))
     except ValueError as exc:  # name missing, pronoun merged with a neighbour, empty text
-        return f"<div>{html.escape(str(exc))}</div>", b""
+        return f"<div>{html.escape(str(exc))}</div>", ""
     lines = [f"词元：{html.escape(' | '.join(_shown(tokens)))}"]
     for layer, head in heads:
         a, b = w[name_a][layer - 1, head - 1], w[name_b][layer - 1, head - 1]
@@ -151,8 +153,10 @@ def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
         lines.append(
             f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
         )
-    png = figure_png(pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b)))
-    return "<br>".join(lines), png
+    fig = pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b))
+    picture = picture_html(fig, fallback=False)
+    plt.close(fig)
+    return "<br>".join(lines), picture
 
 
 @_needs_model
@@ -160,7 +164,7 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
     import ipywidgets as w
 
-    from lesson_lib.widgets import linked, show_png
+    from lesson_lib.widgets import linked
 
     style = {"description_width": "4em"}
     sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,
@@ -174,11 +178,10 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
 
     def show(summary, picture):
-        summary.value, png = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value, name_b.value, heads)
-        if png:
-            show_png(picture, png)
-        else:  # nothing to draw: say why in the summary, clear the old picture
-            picture.value = b""
+        # nothing to draw: the summary says why and the old picture is cleared
+        summary.value, picture.value = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value,
+                                                        name_b.value, heads)
 
-    return linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show)
+    return linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show,
+                  picture="html")
 

@@ -158,3 +158,23 @@ def test_ipython_shows_described_figures_as_html_only():
         assert "image/png" in data and "text/html" not in data  # the learner's own figures are untouched
     finally:
         InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize("heads_", [1, 2])
+def test_demo_alt_states_each_heads_largest_weight_and_the_features(heads_):
+    d = averaging.demo(heads_, 4.0)
+    alt = averaging.demo_alt(d)
+    for name, row in zip(d.names, d.weights):
+        k = int(np.argmax(row[:averaging.QUERY]))
+        assert f"{name}：「她」给「{averaging.TOKENS[k]}」{row[k]:.2f}" in alt
+    assert all(f"{f} {v:.2f}" in alt for f, v in d.output.items())
+
+
+def test_step_alt_says_which_heads_each_slice_holds():
+    right = heads.shape_steps(6, 512, 8)
+    wrong = heads.shape_steps(6, 512, 8, forget_transpose=True)
+    split = next(s for s in right if s.shape == (8, 6, 64))
+    assert "头 2 里是头 2 的数" in heads.step_alt(split)
+    forgot = next(s for s in wrong if s.shape == (8, 6, 64))
+    held = sorted({int(o) + 1 for o in forgot.owner[0].ravel()})
+    assert f"头 1 里是头 {'、'.join(map(str, held))} 的数" in heads.step_alt(forgot) and len(held) > 1

@@ -234,7 +234,8 @@ def demo_alt(d: Demo) -> str:
         gives = "，".join(f"给「{TOKENS[k]}」{row[k]:.2f}" for k in top)
         parts.append(f"{name}：「她」{gives}")
     features = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
-    return f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。" + "；".join(parts) + f"。输出里读得出的特征：{features}。"
+    heads = "；".join(parts)
+    return f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{features}。"
 
 
 def demo_html(d: Demo) -> str:

@@ -28,6 +28,8 @@ __all__ = [
     "theme_colour",
     "grid_shape",
     "heads_description",
+    "heads_svg_html",
+    "wrap_picture",
     "head_titles",
     "heads_png_layout",
     "LAB_SIZE",
@@ -722,25 +724,33 @@ def figure_png(fig, dpi: int = 80, keep: bool = False) -> bytes:
 
 def picture_html(fig, alt: str | None = None, table=None, fallback: bool = True) -> str:
     """The HTML that shows ``fig``: themed SVG named by its alt text, a PNG for sanitized pages, the numbers folded."""
-    import base64
-    import html as _html
     import io
 
     alt = alt or alt_text(fig)
     if not alt:
         raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
     table = table if table is not None else getattr(fig, "lesson_table", None)
-    name = _html.escape(alt, quote=True)
-    svg = figure_svg(fig)
-    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{name}" ', 1)
-    svg = svg.replace(">", f"><title>{_html.escape(alt)}</title>", 1)
-    parts = [_PICTURE_CSS, '<div class="lesson-fig">', f'<div class="lesson-vec" style="display:none">{svg}</div>']
+    png = None
     if fallback:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=_FALLBACK_DPI)
-        width = round(fig.get_figwidth() * _FALLBACK_DPI)
-        data = base64.b64encode(buf.getvalue()).decode("ascii")
-        parts.append(f'<img class="lesson-ras" alt="{name}" width="{width}" style="max-width:100%;height:auto" '
+        png = (buf.getvalue(), round(fig.get_figwidth() * _FALLBACK_DPI))
+    return wrap_picture(figure_svg(fig), alt, table, png)
+
+
+def wrap_picture(svg: str, alt: str, table=None, png=None) -> str:
+    """An <svg> as the lesson shows every picture: named by ``alt`` (role="img", <title>), the table folded
+    under it, and ``png`` = (bytes, width px) as the fallback a sanitized page keeps."""
+    import base64
+    import html as _html
+
+    name = _html.escape(alt, quote=True)
+    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{name}" ', 1)
+    svg = svg.replace(">", f"><title>{_html.escape(alt)}</title>", 1)
+    parts = [_PICTURE_CSS, '<div class="lesson-fig">', f'<div class="lesson-vec" style="display:none">{svg}</div>']
+    if png is not None:
+        data = base64.b64encode(png[0]).decode("ascii")
+        parts.append(f'<img class="lesson-ras" alt="{name}" width="{png[1]}" style="max-width:100%;height:auto" '
                      f'src="data:image/png;base64,{data}">')
     if table is not None:
         from .theme import html_table
@@ -789,3 +799,91 @@ def heads_description(weights, row_tokens, key_tokens, titles=None, title=None, 
     headers = [*(["头"] if h > 1 else []), "发出关注的词（行）", "得到最多的词（列）", "权重"]
     alt = (sentence(title) if title else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
     return alt, (headers, table)
+
+
+# ---------------------------------------------------------------------------------------------
+# Widgets' heat maps: the same SVG picture, built directly (a few ms, no matplotlib)
+# ---------------------------------------------------------------------------------------------
+
+
+def _png_rgba(rgba) -> bytes:
+    from PIL import Image
+
+    return _png(Image.fromarray(rgba))
+
+
+def _text_px(token: str, size: float) -> float:
+    return sum(size if ord(ch) > 0x2E80 else 0.6 * size for ch in token)
+
+
+def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitle: str | None = None,
+                   cmap: str = "viridis", highlight_row: int | None = None, alt: str | None = None) -> str:
+    """A tiled heat map as themed SVG for a widget: cells one embedded image scaled without smoothing,
+    labels as text in the theme's colour (Chinese stacked top to bottom, Latin turned 90°), alt text and
+    table from ``heads_description``; ``highlight_row`` (0-based) framed in red."""
+    import base64
+    import html as _html
+
+    w = np.asarray(weights, dtype=float)
+    w = w[None] if w.ndim == 2 else w
+    h, n, m = w.shape
+    labels = _labels(tokens, n, "行")
+    keys = _labels(tokens, m, "列") if n == m else [str(i) for i in range(m)]
+    titles = head_titles(titles, h)
+    gap = tile_gap(h, n)
+    image, origins = tile_heads(w, gap=gap)
+    size = max(12, min(14, cell_px - 1))  # label px: never under 12
+    left = round(max(_text_px(t, size) for t in labels)) + 10
+    def down(t):
+        return 1.15 * size * len(t) if _is_cjk(t) else _text_px(t, size)
+    bottom = round(max(down(t) for t in keys)) + 10
+    grid_w, grid_h = image.shape[1] * cell_px, image.shape[0] * cell_px
+    width = left + grid_w + 70
+    title_lines = wrap_title(suptitle, (width - 8) / 96, 15 * 0.75).split("\n") if suptitle else []
+    top = 8 + 20 * len(title_lines) + (18 if h > 1 else 0)
+    height = top + grid_h + bottom
+    rgba = np.zeros((*image.shape, 4), dtype=np.uint8)
+    rgba[..., :3] = colour_cells(image, cmap)
+    rgba[..., 3] = np.where(np.isfinite(image), 255, 0)  # separators: the page shows through
+    cells = base64.b64encode(_png_rgba(rgba)).decode("ascii")
+    bar = np.repeat(colormap_lut(cmap)[::-1][:, None, :], 1, axis=1)  # (256, 1, 3) top = 1.0
+    bar_png = base64.b64encode(_png_rgba(np.concatenate([bar, np.full((256, 1, 1), 255, np.uint8)], 2)))
+    esc = _html.escape
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" style="fill:var(--jp-content-font-color1,#000);'
+           f"font-family:var(--jp-ui-font-family,sans-serif);font-size:{size}px\">"]
+    for i, line in enumerate(title_lines):
+        out.append(f'<text x="4" y="{22 + 20 * i}" style="font-size:15px">{esc(line)}</text>')
+    out.append(f'<image x="{left}" y="{top}" width="{grid_w}" height="{grid_h}" preserveAspectRatio="none" '
+               f'style="image-rendering:pixelated" href="data:image/png;base64,{cells}"/>')
+    bottom_row = max(r for r, _ in origins)
+    for (r, c), title in zip(origins, titles):
+        x0, y0 = left + c * cell_px, top + r * cell_px
+        if title:
+            out.append(f'<text x="{x0}" y="{y0 - 5}" style="font-size:12px">{esc(title)}</text>')
+        if c == 0:
+            for j, t in enumerate(labels):
+                out.append(f'<text x="{left - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
+                           f'dominant-baseline="central">{esc(t)}</text>')
+        if r == bottom_row:
+            for j, t in enumerate(keys):
+                x, y = x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4
+                if _is_cjk(t):
+                    for k, ch in enumerate(t):
+                        out.append(f'<text x="{x}" y="{y + (k + 0.85) * 1.15 * size}" text-anchor="middle">'
+                                   f"{esc(ch)}</text>")
+                else:
+                    out.append(f'<text transform="translate({x},{y}) rotate(-90)" text-anchor="end" '
+                               f'dominant-baseline="central">{esc(t)}</text>')
+    if highlight_row is not None:
+        out.append(f'<rect x="{left - 1}" y="{top + highlight_row * cell_px - 1}" width="{m * cell_px + 2}" '
+                   f'height="{cell_px + 2}" style="fill:none;stroke:#d62728;stroke-width:2"/>')
+    bx = left + grid_w + 14
+    out.append(f'<image x="{bx}" y="{top}" width="12" height="{grid_h}" preserveAspectRatio="none" '
+               f'href="data:image/png;base64,{bar_png.decode("ascii")}"/>')
+    out.append(f'<text x="{bx + 16}" y="{top + 10}" style="font-size:12px">1</text>')
+    out.append(f'<text x="{bx + 16}" y="{top + grid_h}" style="font-size:12px">0</text>')
+    out.append(f'<text x="{bx + 16}" y="{top + grid_h / 2}" style="font-size:12px">权重</text>')
+    out.append("</svg>")
+    described, table = heads_description(w, labels, keys, titles, suptitle)
+    return wrap_picture("".join(out), alt or described, table)

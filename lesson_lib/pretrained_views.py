@@ -259,20 +259,24 @@ def _sentence_choices():
 
 
 def explorer_frame(enc, layer, head, query):
-    """(summary HTML, map PNG) for the explorer widget: Pillow's fast map and the row as bars in HTML.
+    """(summary HTML, map picture HTML) for the explorer widget: the map as themed SVG built directly, the
+    row as bars in HTML.
 
     The matplotlib figure of ``explorer_view`` takes ~0.2 s to render; this takes a few ms, so a
     slider move redraws within the widget's 150 ms budget.
     """
-    from lesson_lib.plotting import render_heads_png
+    from lesson_lib.plotting import heads_svg_html
 
     text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
     li, hi = pt.check_layer_head(enc.attentions, layer, head)
     qi = pt.query_index(enc.tokens, query)
     row = enc.attentions[li, hi, qi]  # (T,) sums to 1
-    png = render_heads_png(enc.attentions[li, hi], tokens=enc.tokens, cell_px=14,
-                           suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
-    return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), png
+    order = np.argsort(-row, kind="stable")[:3]
+    alt = (f"{pt.head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
+           + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
+    picture = heads_svg_html(enc.attentions[li, hi], tokens=enc.tokens, cell_px=16, highlight_row=qi, alt=alt,
+                             suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
+    return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), picture
 
 
 def _row_bars_html(tokens, row, qi):
@@ -300,7 +304,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     """
     import ipywidgets as w
 
-    from lesson_lib.widgets import linked, show_png
+    from lesson_lib.widgets import linked
 
     with one_blas_thread():
         first = model.encode(pt.PAPER_SENTENCES["law"])
@@ -325,10 +329,9 @@ def explorer_widget(model, layer=5, head=12, query="its"):
             keep = query if query in state["enc"].tokens else state["enc"].tokens[1]
             token.options = pt.token_options(state["enc"].tokens)
             token.value = state["enc"].tokens.index(keep) + 1
-        summary.value, png = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
-        show_png(picture, png)
+        summary.value, picture.value = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
 
-    return linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show)
+    return linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show, picture="html")
 
 
 # ---------------------------------------------------------------------------------------------

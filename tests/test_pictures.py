@@ -178,3 +178,16 @@ def test_step_alt_says_which_heads_each_slice_holds():
     forgot = next(s for s in wrong if s.shape == (8, 6, 64))
     held = sorted({int(o) + 1 for o in forgot.owner[0].ravel()})
     assert f"头 1 里是头 {'、'.join(map(str, held))} 的数" in heads.step_alt(forgot) and len(held) > 1
+
+
+def test_widget_heat_map_svg_text_sizes_labels_and_alt():
+    w = np.array([[0.1, 0.7, 0.2], [0.5, 0.25, 0.25], [0.2, 0.2, 0.6]])
+    page = plotting.heads_svg_html(w, ["她", "小红", "law"], cell_px=16, highlight_row=0, suptitle="第 8 层 · 头 1")
+    sizes = [float(x) for x in re.findall(r"font-size:(\d+(?:\.\d+)?)px", page)]
+    assert sizes and min(sizes) >= 12  # CSS px as drawn: the picture is never scaled (≤ 592 px wide)
+    width = int(re.search(r'<svg[^>]* width="(\d+)"', page).group(1))
+    assert width <= 592
+    assert "「她」给「小红」0.70" in page and 'aria-label="第 8 层 · 头 1。' in page
+    assert re.search(r'<text x="[\d.]+" y="[\d.]+" text-anchor="middle">小</text>', page)  # stacked, not turned
+    assert re.search(r'rotate\(-90\)"[^>]*>law</text>', page)
+    assert "stroke:#d62728" in page and "<details>" in page

@@ -8,7 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from lesson_lib import ablation_plots, averaging, flops, heads, plotting
+from lesson_lib.display import plotting
+from lesson_lib.kernel import flops
+from lesson_lib.sections import ablation_plots, averaging, heads
 
 pytestmark = pytest.mark.usefixtures("plt")
 

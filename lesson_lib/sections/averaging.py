@@ -8,7 +8,7 @@ The pronoun 她 needs two things from earlier words at once:
 Every word's value vector is a row of named, readable features. One head has one row of weights
 for 她, so its output is a weighted average of those rows; two heads each get their own row of
 weights and their own feature subspace, and the concatenation keeps both answers.
-All attention here goes through ``lesson_lib.attention.scaled_dot_product_attention``.
+All attention here goes through ``lesson_lib.kernel.attention.scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import scaled_dot_product_attention
-from .validation import LessonInputTypeError, check_choice, check_number
+from lesson_lib.kernel.attention import scaled_dot_product_attention
+from lesson_lib.kernel.validation import LessonInputTypeError, check_choice, check_number
 
 __all__ = [
     "blend_table",
@@ -184,7 +184,7 @@ def _demo_figure(heads: int):
     """
     from matplotlib.figure import Figure
 
-    from .plotting import FIGURE_MAX_INCHES, use_chinese_font
+    from lesson_lib.display.plotting import FIGURE_MAX_INCHES, use_chinese_font
 
     use_chinese_font()
     visible = TOKENS[:QUERY]
@@ -221,7 +221,7 @@ def _set_demo(parts, d: Demo):
 
 def plot_demo(d: Demo):
     """She's attention row in each head (bars) above the output features (bars)."""
-    from .plotting import describe
+    from lesson_lib.display.plotting import describe
 
     return describe(_set_demo(_demo_figure(d.heads), d), demo_alt(d))
 
@@ -240,7 +240,7 @@ def demo_alt(d: Demo) -> str:
 
 def demo_html(d: Demo) -> str:
     """``plot_demo``'s picture as themed SVG for the widget: the figure is built once per head count and redrawn."""
-    from .plotting import picture_html, use_chinese_font
+    from lesson_lib.display.plotting import picture_html, use_chinese_font
 
     use_chinese_font()  # a kept figure is drawn with today's rcParams: a cell may have reset the font since
     if d.heads not in _demo_figures:
@@ -252,10 +252,10 @@ def plot_retention(sharpness_values, curves):
     """How much of each answer survives, against sharpness, for 1 head and 2 heads."""
     import matplotlib.pyplot as plt
 
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
-    from .plotting import FIGURE_MAX_INCHES, describe
+    from lesson_lib.display.plotting import FIGURE_MAX_INCHES, describe
 
     fig, ax = plt.subplots(figsize=(FIGURE_MAX_INCHES, 4.2))
     styles = {1: "-", 2: "--"}
@@ -292,16 +292,16 @@ def retention_alt(sharpness_values, curves) -> str:
 
 def values_table() -> str:
     """The visible words' value vectors, one named feature per column."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     v = values()
     rows = [[word, *v[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
-    return text_table(["词", *FEATURES], rows)
+    return text_table(["词元", *FEATURES], rows)
 
 
 def blend_table(weights_by_word: dict[str, float]) -> str:
     """One head's output with the given weights, feature by feature."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
     return text_table(["特征", f"单头输出（{label}）"], [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
@@ -309,7 +309,7 @@ def blend_table(weights_by_word: dict[str, float]) -> str:
 
 def summary_html(d: Demo) -> str:
     """One line for the widget: how much of each answer reaches the output."""
-    from .theme import box
+    from lesson_lib.display.theme import box
 
     return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
                f"<b>主语（小明）{d.subject_kept:.0%}</b>。")

@@ -203,15 +203,17 @@ def plot_step(step: Step):
     else:
         slices = [owner[i] for i in range(owner.shape[0])]
         names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
-    fig = Figure(figsize=(FIGURE_MAX_INCHES, 2.6), dpi=100)  # 6 in: shown at 100 % in a 592 px output
+    fig = Figure(figsize=(FIGURE_MAX_INCHES, 3.0), dpi=100)  # 6 in: shown at 100 % in a 592 px output
     axes = fig.subplots(1, len(slices), squeeze=False,
-                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.62, "wspace": 0.15})
+                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.56, "wspace": 0.15})
     for ax, sl, name in zip(axes[0], slices, names):
         ax.imshow(_colour(sl), aspect="auto", interpolation="nearest")  # every column, so all h bands show
         ax.set_title(name.replace(f"{step.first_axis} ", step.first_axis) if len(slices) > 6 else name, fontsize=9.5)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(wrap_title(f"{step.title}    形状 {step.shape}", FIGURE_MAX_INCHES - 0.3, 11), fontsize=11, y=0.97)
+    # the shape on a line of its own: a wrapped title never splits "(6, 8, 64)"
+    fig.suptitle(f"{wrap_title(step.title, FIGURE_MAX_INCHES - 0.3, 11)}\n形状 {step.shape}", fontsize=11, y=0.98,
+                 linespacing=1.3)
     return describe(fig, step_alt(step))
 
 

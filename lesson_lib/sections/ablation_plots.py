@@ -59,18 +59,18 @@ def plot_table3():
         values = [r[key] for r in row_a + row_b]
         for ax in (left, right):
             ax.set_ylim(min(values) - pad, max(values) + pad)
-        right.legend(fontsize=MIN_FONT_PT, loc="upper right" if key == "bleu" else "lower right")
+
     h32 = next(r for r in row_a if r["h"] == 32)
     b16 = next(r for r in row_b if r["d_k"] == 16)
-    axes[0, 1].annotate(
-        f"d_k = 16：h = 32 得 {h32['bleu']}，h = 8 得 {b16['bleu']}",
-        (16, b16["bleu"]), textcoords="offset points", xytext=(-4, -26), ha="center", fontsize=MIN_FONT_PT,
-        color="C3",
-    )
+    axes[0, 1].text(0.03, 0.04, f"d_k = 16：\nh = 32 得 {h32['bleu']}，h = 8 得 {b16['bleu']}",
+                    transform=axes[0, 1].transAxes, fontsize=MIN_FONT_PT, color="C3", va="bottom")
     fig.suptitle("论文表 3：(A) 改变头数、总算力不变；\n(B) 只把 d_k 变窄", fontsize=11)
+    # one legend under all four panels: inside, it would cover a curve in every panel
+    fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False,
+               bbox_to_anchor=(0.5, 0.035))
     fig.text(0.99, 0.005, wrap_title(SOURCE_NOTE, 5.8, MIN_FONT_PT), ha="right", va="bottom", fontsize=MIN_FONT_PT,
              color="0.3")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     best = max(row_a, key=lambda r: r["bleu"])
     single = next(r for r in row_a if r["h"] == 1)
     alt = (f"论文表 3 的四张折线图。(A) 行：头数 h 从 1 到 {row_a[-1]['h']}，BLEU 从 h = 1 的 {single['bleu']} 升到 "

@@ -274,7 +274,7 @@ def explorer_frame(enc, layer, head, query):
     order = np.argsort(-row, kind="stable")[:3]
     alt = (f"{pt.head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
            + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
-    picture = heads_svg_html(enc.attentions[li, hi], tokens=enc.tokens, cell_px=16, highlight_row=qi, alt=alt,
+    picture = heads_svg_html(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
                              suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
     return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), picture
 

@@ -174,10 +174,11 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
         suptitle=(f"同一条序列：上面一个头两头兼顾，下面四个头各管一件事"
                   f"（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）"),
     )
-    # Trained weights differ in their last digits between machines, and the one head splits each row almost
-    # evenly between two neighbours: the alt text names what the picture shows without digits.
-    title = fig._suptitle.get_text().replace("\n", "")
-    return describe(fig, f"{sentence(title)}上图：h = 1 的唯一一个头，每行的权重分在几个位置上。下图：h = 4 的四个头，"
+    # Trained weights (and the title's JS divergence) differ in their last digits between machines, and the one
+    # head splits each row almost evenly between two neighbours: the alt text says what the picture shows without
+    # digits; the role names are those §7's checked output prints.
+    return describe(fig, "同一条序列的注意力。上图：h = 1 的唯一一个头，每行的权重分在几个位置上。"
+                         "下图：h = 4 的四个头，"
                          f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
 
 

@@ -233,12 +233,10 @@ def test_demo_picture_text_is_legible_and_inside(plt, heads):
     import matplotlib.text
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from lesson_lib.display.plotting import png_size
-
     d = averaging.demo(heads, 4.0)
-    width_px, _ = png_size(averaging.demo_png(d))  # what the widget shows, at its own pixel size
     fig = averaging.plot_demo(d)
-    px_per_pt = width_px / (fig.get_figwidth() * 72)
+    assert fig.get_figwidth() * 96 <= 592  # shown at 100 % in a 592 px output (an inline SVG: 1 pt = 4/3 px)
+    px_per_pt = 96 / 72
     canvas = FigureCanvasAgg(fig)
     canvas.draw()  # lays out the ticks
     texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]

@@ -162,10 +162,10 @@ def test_plot_figure_11_1_one_box_per_shown_head(plt, h):
         fig.canvas.draw()  # Chinese text and mathtext render without warnings
     texts = [t.get_text() for t in fig.axes[0].texts]
     d_k = 512 // h
-    head_boxes = [t for t in texts if re.fullmatch(rf"头 \d+：d_k = {d_k}", t)]
-    want = [f"头 {i}：d_k = {d_k}" for i in range(1, min(h, 4) + 1)] + ([f"头 {h}：d_k = {d_k}"] if h > 4 else [])
+    head_boxes = [t for t in texts if re.fullmatch(rf"头 \d+\nd_k = {d_k}", t)]
+    want = [f"头 {i}\nd_k = {d_k}" for i in range(1, min(h, 4) + 1)] + ([f"头 {h}\nd_k = {d_k}"] if h > 4 else [])
     assert head_boxes == want
-    assert f"Concat\n{h} × {d_k} = 512" in texts
+    assert f"Concat\n{h} × {d_k}\n= 512" in texts
     assert any(CJK.search(t) for t in texts)
 
 

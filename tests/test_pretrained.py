@@ -463,7 +463,7 @@ def test_explorer_widget_wiring(model):
     box = views.explorer_widget(model, layer=5, head=12, query="its")
     c = box.controls
     line, image = c["summary"], c["picture"]
-    assert "第 5 层 · 头 12" in line.value and image.value[:4] == b"\x89PNG"
+    assert "第 5 层 · 头 12" in line.value and 'role="img"' in image.value
     c["head"].value = 10
     assert "第 5 层 · 头 10" in line.value and "application" in line.value  # L5H10: its -> application
     c["layer"].value, c["head"].value = 4, 2
@@ -499,8 +499,13 @@ def test_explore_unknown_sentence_and_top_zero(runs):
 
 
 def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
-    summary, png = views.explorer_frame(runs["law"], 4, 2, "its")
-    assert png[:4] == b"\x89PNG" and "<b>第 4 层 · 头 2" in summary
+    summary, picture = views.explorer_frame(runs["law"], 4, 2, "its")
+    assert "<b>第 4 层 · 头 2" in summary
+    enc = runs["law"]
+    row = enc.attentions[3, 1, enc.tokens.index("its")]
+    # the picture's name is made from the row it frames: the largest weight first
+    assert f"「its」给「{enc.tokens[int(row.argmax())]}」{row.max():.2f}" in picture
+    assert 'aria-label="第 4 层 · 头 2 的注意力图' in picture and "<details>" in picture
     assert "var(--jp-error-color1" in summary and summary.count("var(--jp-error-color1") == 1
     assert "10 · its" in summary  # 1-based positions
 

@@ -82,8 +82,6 @@ def test_pictures_are_shown_at_their_own_width():
 
     lab_box = widgets.head_lab()
     pictures = [lab_box.controls["zoomed"], lab_box.controls["overview"]]
-    for box in (widgets.averaging_demo(), widgets.shape_stepper()):
-        pictures.append(box.controls["picture"])
     for picture in pictures:
         assert picture.layout.width == f"{png_size(picture.value)[0]}px"
         assert picture.layout.max_width == "100%" and picture.layout.align_self == "flex-start"
@@ -153,8 +151,11 @@ def test_averaging_demo_heads_toggle_changes_numbers():
     one = c["summary"].value
     assert f"指代（小红）{_percent(math.exp(4) / z)}" in one
     assert f"主语（小明）{_percent(math.exp(3.2) / z)}" in one
+    from lesson_lib.sections import averaging
+
     picture = c["picture"].value
-    assert bytes(picture[:8]) == b"\x89PNG\r\n\x1a\n"
+    assert picture == averaging.demo_html(averaging.demo(1, 4.0))  # themed SVG named by its alt text
+    assert 'role="img"' in picture and "「她」给「小红」" in picture
 
     c["heads"].value = 2
     two = c["summary"].value
@@ -191,13 +192,22 @@ def test_shape_stepper_forget_transpose_and_step():
     s = c["summary"].value
     assert "<code>Q.reshape(h, n, d_k)</code>" in s and "(8, 6, 64)" in s and "第 3/6 步" in s
     assert c["picture"].value != last
-    assert c["picture"].value == heads_png(6, 512, 8, True, 2)
+    assert c["picture"].value == heads_html(6, 512, 8, True, 2)
+    assert "忘了 transpose" in c["picture"].value and 'role="img"' in c["picture"].value
 
 
-def heads_png(*args):
+def heads_html(*args):
     from lesson_lib.sections import heads
 
-    return heads.step_png(*args)
+    return heads.step_html(*args)
+
+
+def test_html_pictures_fit_the_output():
+    """The demo's and the stepper's pictures are SVG that shrink with the output, never wider than it."""
+    for box in (widgets.averaging_demo(), widgets.shape_stepper()):
+        picture = box.controls["picture"]
+        assert picture.layout.max_width == "100%"
+        assert "max-width:100%" in picture.value and "<svg" in picture.value
 
 
 def test_progress_bar_follows_the_callback():

@@ -145,7 +145,10 @@ def plot_counts(n: int, d_model: int, heads):
     use_chinese_font()
     rows = [count(n, d_model, h) for h in heads]
     x = np.arange(len(rows))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.0))
+    from lesson_lib.display.plotting import FIGURE_MAX_INCHES, describe
+
+    # One panel above the other: side by side they would be shrunk to half size in a 592 px output.
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(FIGURE_MAX_INCHES, 7.6), height_ratios=[1.25, 1])
     stages = [("qkv_projections", "Q/K/V 投影 $3nd^2$", "#4C72B0"), ("scores", "打分 $QK^T$：$n^2d$", "#DD8452"),
               ("weights_v", "权重 × V：$n^2d$", "#55A868"), ("output_projection", "输出投影 $W^O$：$nd^2$", "#8172B2")]
     bottom = np.zeros(len(rows))
@@ -156,17 +159,27 @@ def plot_counts(n: int, d_model: int, heads):
     ax1.set_xticks(x, [str(h) for h in heads])
     ax1.set_xlabel("头数 h")
     ax1.set_ylabel("矩阵乘法的乘法次数（百万）")
-    ax1.set_title(f"矩阵乘法：每种头数都一样（n = {n}, d_model = {d_model}）", fontsize=10)
+    ax1.set_title(f"矩阵乘法：每种头数都一样（n = {n}, d_model = {d_model}）")
     # Under the axes, not over the bars (every bar reaches the same height: no free corner inside).
-    ax1.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     soft = np.array([r.softmax_total for r in rows]) / 1e3
     ax2.bar(x, soft, color="#C44E52")
     ax2.set_xticks(x, [str(h) for h in heads])
     ax2.set_xlabel("头数 h")
     ax2.set_ylabel("逐元素运算（千次）")
-    ax2.set_title("缩放 + exp + 除法 = $3hn^2$：随 h 线性增长", fontsize=10)
+    ax2.set_title("缩放 + exp + 除法 = $3hn^2$：随 h 线性增长")
     fig.tight_layout()
-    return fig
+    matmul = [r.matmul_total for r in rows]
+    constant = len(set(matmul)) == 1
+    first = rows[0]
+    alt = (f"两张柱状图（n = {n}，d_model = {d_model}，h = {'、'.join(map(str, heads))}）。上图：矩阵乘法的乘法次数"
+           + (f"每种头数都是 {matmul[0]:,} 次" if constant else f"从 {matmul[0]:,} 次变到 {matmul[-1]:,} 次")
+           + f"，其中 Q/K/V 投影 {first.qkv_projections:,}、打分 {first.scores:,}、权重 × V {first.weights_v:,}、"
+           f"输出投影 {first.output_projection:,}。下图：softmax 的逐元素运算随 h 线性增长，"
+           f"从 h = {heads[0]} 的 {rows[0].softmax_total:,} 次到 h = {heads[-1]} 的 {rows[-1].softmax_total:,} 次。")
+    table = (["头数 h", "矩阵乘法（次）", "softmax 逐元素运算（次）"],
+             [[h, f"{r.matmul_total:,}", f"{r.softmax_total:,}"] for h, r in zip(heads, rows)])
+    return describe(fig, alt, table)
 
 
 def format_table(n: int, d_model: int, heads) -> str:

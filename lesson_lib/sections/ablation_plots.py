@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lesson_lib.display.plotting import MIN_FONT_PT, describe, heads_description, sentence, wrap_title
 from lesson_lib.paper import TABLE3
 
 __all__ = [
@@ -42,15 +43,13 @@ def plot_table3():
     """2 × 2 panels: BLEU (top) and perplexity (bottom) against h (left) and against d_k (right)."""
     plt = _pyplot()
     row_a, row_b = table3_series()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6.6), dpi=100)
+    fig, axes = plt.subplots(2, 2, figsize=(6.0, 6.8), dpi=100)  # 6 in: shown at 100 % in a 592 px output
     for row, (key, label) in enumerate([("bleu", "BLEU（越高越好）"), ("ppl", "困惑度 PPL（越低越好）")]):
         left, right = axes[row]
-        _log2_axis(left, [r["h"] for r in row_a], "头数 h（d_model = 512 固定，d_k = 512 / h）")
-        left.plot([r["h"] for r in row_a], [r[key] for r in row_a], "o-", color="C0", label="(A) 行 + base")
-        for r in row_a:
-            left.annotate(f"d_k={r['d_k']}", (r["h"], r[key]), textcoords="offset points", xytext=(0, 7),
-                          ha="center", fontsize=8)
-        _log2_axis(right, sorted({r["d_k"] for r in row_a + row_b}), "每个头的维度 d_k")
+        _log2_axis(left, [r["h"] for r in row_a], "头数 h（d_k = 512 / h）")
+        left.plot([r["h"] for r in row_a], [r[key] for r in row_a], "o-", color="C0", label="(A) 行 + 基础模型")
+        left.tick_params(axis="x", labelsize=9)
+        _log2_axis(right, sorted({r["d_k"] for r in row_a + row_b}), "每头宽度 d_k")
         right.plot([r["d_k"] for r in row_a], [r[key] for r in row_a], "o-", color="C0", label="(A)：h = 512 / d_k")
         right.plot([r["d_k"] for r in row_b], [r[key] for r in row_b], "s--", color="C3", label="(B)：h = 8 不变")
         for ax in (left, right):
@@ -60,28 +59,38 @@ def plot_table3():
         values = [r[key] for r in row_a + row_b]
         for ax in (left, right):
             ax.set_ylim(min(values) - pad, max(values) + pad)
-        right.legend(fontsize=8, loc="upper right" if key == "bleu" else "lower right")
+
     h32 = next(r for r in row_a if r["h"] == 32)
     b16 = next(r for r in row_b if r["d_k"] == 16)
-    axes[0, 1].annotate(
-        f"d_k = 16：h = 32 得 {h32['bleu']}，h = 8 得 {b16['bleu']}",
-        (16, b16["bleu"]), textcoords="offset points", xytext=(18, -4), fontsize=8, color="C3",
-    )
-    fig.suptitle("论文表 3：(A) 改变头数、总算力不变；(B) 只把 d_k 变窄", fontsize=12)
-    fig.text(0.99, 0.005, SOURCE_NOTE, ha="right", va="bottom", fontsize=7, color="0.4")
-    fig.tight_layout(rect=(0, 0.02, 1, 1))
-    return fig
+    axes[0, 1].text(0.03, 0.04, f"d_k = 16：\nh = 32 得 {h32['bleu']}，h = 8 得 {b16['bleu']}",
+                    transform=axes[0, 1].transAxes, fontsize=MIN_FONT_PT, color="C3", va="bottom")
+    fig.suptitle("论文表 3：(A) 改变头数、总算力不变；\n(B) 只把 d_k 变窄", fontsize=11)
+    # one legend under all four panels: inside, it would cover a curve in every panel
+    fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False,
+               bbox_to_anchor=(0.5, 0.035))
+    fig.text(0.99, 0.005, wrap_title(SOURCE_NOTE, 5.8, MIN_FONT_PT), ha="right", va="bottom", fontsize=MIN_FONT_PT,
+             color="0.3")
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    best = max(row_a, key=lambda r: r["bleu"])
+    single = next(r for r in row_a if r["h"] == 1)
+    alt = (f"论文表 3 的四张折线图。(A) 行：头数 h 从 1 到 {row_a[-1]['h']}，BLEU 从 h = 1 的 {single['bleu']} 升到 "
+           f"h = {best['h']} 的最高 {best['bleu']}，h = {row_a[-1]['h']} 时回落到 {row_a[-1]['bleu']}；"
+           f"困惑度在 h = 1 时最高（{single['ppl']}）。(B) 行：h = 8 不变、d_k 变窄到 16 时 BLEU 为 {b16['bleu']}，"
+           f"而 h = 32（d_k = 16）为 {h32['bleu']}。")
+    table = (["行", "h", "d_k", "BLEU", "PPL"], [[r["row"], r["h"], r["d_k"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"]
+                                                 for r in TABLE3 if r["row"] in ("base", "A", "B")])
+    return describe(fig, alt, table)
 
 
 def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     """Paper's BLEU against h (left) beside the toy sweep's accuracy against h (right)."""
     plt = _pyplot()
     row_a, _ = table3_series()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.4), dpi=100)
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6.0, 7.4), dpi=100, height_ratios=[1, 1.3])
     _log2_axis(left, [r["h"] for r in row_a], "头数 h（d_k = 512 / h）")
     left.plot([r["h"] for r in row_a], [r["bleu"] for r in row_a], "o-", color="C0")
     left.set_ylabel("BLEU（越高越好）")
-    left.set_title("论文：Transformer base，英→德翻译", fontsize=10)
+    left.set_title("论文：Transformer base，英→德翻译")
     left.grid(alpha=0.3)
 
     heads = [r["h"] for r in results]
@@ -94,15 +103,28 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
                                  ("match", "按键查找 match", "-.")]:
         right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8, label=label)
     right.axhline(chance, color="0.5", lw=1, ls="--")
-    right.text(heads[0], chance + 0.02, "随机猜测", fontsize=8, color="0.4")
+    right.annotate("随机猜测", (heads[-1], chance), textcoords="offset points", xytext=(0, 4), ha="right",
+                   va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")  # above the dashed line, not on it
     right.set_ylim(0, 1.05)
     right.set_ylabel("测试准确率")
-    right.set_title(f"玩具实验：3-lookup 任务，一层注意力，d_model = {d_model}", fontsize=10)
+    right.set_title(f"玩具实验：3-lookup 任务，一层注意力，d_model = {d_model}")
     right.grid(alpha=0.3)
-    right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4, frameon=False)
-    fig.text(0.99, 0.005, SOURCE_NOTE + "；右图为本课的种子化训练", ha="right", va="bottom", fontsize=7, color="0.4")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    return fig
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    fig.text(0.99, 0.005, wrap_title(SOURCE_NOTE + "；下图为本课的种子化训练", 5.8, MIN_FONT_PT), ha="right",
+             va="bottom", fontsize=MIN_FONT_PT, color="0.3")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    # The toy's accuracies differ in their last digits between machines (the lesson prints them only in an
+    # unchecked cell): the alt text and table give each head count's level, as §7's checked table does.
+    from lesson_lib.ablation.report import ACCURACY_LEVELS, level
+
+    levels = [level(m, ACCURACY_LEVELS) for m in mean]
+    alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
+           f"{max(r['bleu'] for r in row_a)}。下图：玩具实验的平均测试准确率，"
+           + "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels)) + f"；随机猜测是 {chance:g}。")
+    table = (["头数 h", "平均", "前一个 prev", "后一个 next", "按键查找 match"],
+             [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in ("prev", "next", "match"))]
+              for r, lv in zip(results, levels)])
+    return describe(fig, alt, table)
 
 
 def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None):
@@ -117,18 +139,23 @@ def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None
         raise ValueError(f"右边需要多个头的权重 (h, n, n)，收到的形状是 {maps_h4.shape}。")
     if tokens is None:
         tokens = [str(i + 1) for i in range(maps_h4.shape[-1])]  # positions counted from 1, as the learner counts
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.2), dpi=100, layout="constrained",
-                                      gridspec_kw={"width_ratios": [1, 1.25]})
+    # The single head above the four: side by side they would be shrunk to half size in a 592 px output.
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6.0, 9.6), dpi=100, layout="constrained",
+                                      height_ratios=[1, 1.15])
     plot_heads(maps_h1, tokens=tokens, titles=["h = 1：唯一的头"], ax=left)
     names = head_names or [f"头 {i + 1}" for i in range(len(maps_h4))]
     plot_heads(maps_h4, tokens=tokens, titles=[f"h = 4：{n}" for n in names], ax=right)
     left.set_xlabel("")
     left.set_ylabel("")
     # One note for all five maps (axis labels on the tiled right image land outside the figure).
-    fig.supxlabel("每张图：第 i 行是位置 i 发出的注意力（查询），第 j 列是它放在位置 j 上的权重（键）", fontsize=9)
+    note = "每张图：第 i 行是位置 i 发出的注意力（查询），第 j 列是它放在位置 j 上的权重（键）"
+    fig.supxlabel(wrap_title(note, 5.8, 9.5), fontsize=9.5)
     if suptitle:
-        fig.suptitle(suptitle, fontsize=11)
-    return fig
+        fig.suptitle(wrap_title(suptitle, 5.8, 11), fontsize=11)
+    alt1, table1 = heads_description(maps_h1, tokens, tokens, ["h = 1"])
+    alt4, table4 = heads_description(maps_h4, tokens, tokens, [f"h = 4 · {n}" for n in names])
+    heads_col = [["h = 1", *row] for row in table1[1]] + table4[1]
+    return describe(fig, (sentence(suptitle) if suptitle else "") + alt1 + alt4, (table4[0], heads_col))
 
 
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
@@ -141,11 +168,18 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     map_h1 = attention_maps(result.params[1], 1, sequence)[0]  # (1, T, T)
     map_h4 = attention_maps(result.params[4], 4, sequence)[0]  # (4, T, T)
     js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))
-    return plot_head_maps(
-        map_h1, map_h4, head_names=main_roles(on_targets_h4),
-        suptitle=(f"同一条序列：左边一个头两头兼顾，右边四个头各管一件事"
+    names = main_roles(on_targets_h4)
+    fig = plot_head_maps(
+        map_h1, map_h4, head_names=names,
+        suptitle=(f"同一条序列：上面一个头两头兼顾，下面四个头各管一件事"
                   f"（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）"),
     )
+    # Trained weights (and the title's JS divergence) differ in their last digits between machines, and the one
+    # head splits each row almost evenly between two neighbours: the alt text says what the picture shows without
+    # digits; the role names are those §7's checked output prints.
+    return describe(fig, "同一条序列的注意力。上图：h = 1 的唯一一个头，每行的权重分在几个位置上。"
+                         "下图：h = 4 的四个头，"
+                         f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
 
 
 def _log2_axis(ax, ticks, label):

@@ -37,7 +37,8 @@ __all__ = [
     "demo",
     "retention_curve",
     "plot_demo",
-    "demo_png",
+    "demo_alt",
+    "demo_html",
     "plot_retention",
 ]
 
@@ -174,26 +175,22 @@ def retention_curve(sharpness_values) -> dict[int, np.ndarray]:
 
 _DEMO_COLOURS = {1: ["#8172B2"], 2: ["#4C72B0", "#DD8452"]}
 _demo_figures: dict = {}  # heads -> (figure, bar containers, feature bars): the widget redraws these in place
-_DEMO_DPI = 80  # the widget shows the PNG at its own pixel size
-
-
-def _pt(px: float) -> float:
-    """Font size in points that is ``px`` pixels tall in the widget's PNG (legible means ≥ 12 px)."""
-    return px * 72 / _DEMO_DPI
 
 
 def _demo_figure(heads: int):
-    """The demo's figure for 1 or 2 heads with every bar at 0, on a fixed layout (no tight_layout per redraw)."""
+    """The demo's figure for 1 or 2 heads with every bar at 0, on a fixed layout (no tight_layout per redraw).
+
+    6 inches wide (shown at 100 % in a 592 px output), the two panels stacked, no text under 10 pt (13 px).
+    """
     from matplotlib.figure import Figure
 
-    from lesson_lib.display.plotting import use_chinese_font
+    from lesson_lib.display.plotting import FIGURE_MAX_INCHES, use_chinese_font
 
     use_chinese_font()
     visible = TOKENS[:QUERY]
-    label, title = _pt(14), _pt(15)
-    fig = Figure(figsize=(10, 4.0), dpi=100)
-    left = fig.add_axes((0.085, 0.12, 0.46, 0.68))
-    right = fig.add_axes((0.655, 0.12, 0.325, 0.68))
+    fig = Figure(figsize=(FIGURE_MAX_INCHES, 5.8), dpi=100)
+    left = fig.add_axes((0.14, 0.55, 0.83, 0.32))
+    right = fig.add_axes((0.16, 0.07, 0.81, 0.3))
     width = 0.8 / heads
     x = np.arange(len(visible))
     names = demo(heads).names
@@ -201,17 +198,14 @@ def _demo_figure(heads: int):
                      color=_DEMO_COLOURS[heads][i]) for i in range(heads)]
     left.set_xticks(x, visible)
     left.set_ylim(0, 1.05)
-    left.set_ylabel("「她」的注意力权重", fontsize=label)
-    left.set_title("「她」往回看时，每个头把注意力给了谁", fontsize=title, pad=_pt(30))
+    left.set_ylabel("「她」的注意力权重")
+    left.set_title("「她」往回看时，每个头把注意力给了谁", pad=30)
     # Above the axes, not over them: a weight can reach 1, so no corner inside is always free.
-    left.legend(fontsize=label, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
-                borderaxespad=0.1)
+    left.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False, borderaxespad=0.1)
     feats = FEATURES[::-1]
     feature_bars = right.barh(feats, np.zeros(len(feats)), color="#55A868")
     right.set_xlim(0, 1.05)
-    right.set_title("输出里读得出的特征\n（理想：女性=1、人物=1、主语=1）", fontsize=title)
-    for ax in (left, right):
-        ax.tick_params(labelsize=label)
+    right.set_title("输出里读得出的特征（理想：女性=1、人物=1、主语=1）")
     return fig, bars, feature_bars
 
 
@@ -226,18 +220,32 @@ def _set_demo(parts, d: Demo):
 
 
 def plot_demo(d: Demo):
-    """She's attention row in each head (bars) and the output features (bars), side by side."""
-    return _set_demo(_demo_figure(d.heads), d)
+    """She's attention row in each head (bars) above the output features (bars)."""
+    from lesson_lib.display.plotting import describe
+
+    return describe(_set_demo(_demo_figure(d.heads), d), demo_alt(d))
 
 
-def demo_png(d: Demo) -> bytes:
-    """``plot_demo``'s picture as PNG bytes for the widget: the figure is built once per head count and redrawn."""
-    from lesson_lib.display.plotting import figure_png, use_chinese_font
+def demo_alt(d: Demo) -> str:
+    """What the demo picture shows, from ``d``: each head's two largest weights, then the output features."""
+    parts = []
+    for name, row in zip(d.names, d.weights):
+        top = np.argsort(-row[:QUERY], kind="stable")[:2]
+        gives = "，".join(f"给「{TOKENS[k]}」{row[k]:.2f}" for k in top)
+        parts.append(f"{name}：「她」{gives}")
+    features = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
+    heads = "；".join(parts)
+    return f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{features}。"
+
+
+def demo_html(d: Demo) -> str:
+    """``plot_demo``'s picture as themed SVG for the widget: the figure is built once per head count and redrawn."""
+    from lesson_lib.display.plotting import picture_html, use_chinese_font
 
     use_chinese_font()  # a kept figure is drawn with today's rcParams: a cell may have reset the font since
     if d.heads not in _demo_figures:
         _demo_figures[d.heads] = _demo_figure(d.heads)
-    return figure_png(_set_demo(_demo_figures[d.heads], d), dpi=_DEMO_DPI, keep=True)
+    return picture_html(_set_demo(_demo_figures[d.heads], d), demo_alt(d), fallback=False)
 
 
 def plot_retention(sharpness_values, curves):
@@ -247,7 +255,9 @@ def plot_retention(sharpness_values, curves):
     from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
-    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    from lesson_lib.display.plotting import FIGURE_MAX_INCHES, describe
+
+    fig, ax = plt.subplots(figsize=(FIGURE_MAX_INCHES, 4.2))
     styles = {1: "-", 2: "--"}
     for heads, c in curves.items():
         label = "1 个头" if heads == 1 else "2 个头"
@@ -256,10 +266,23 @@ def plot_retention(sharpness_values, curves):
     ax.set_xlabel("查询的锐度（越大，softmax 越尖）")
     ax.set_ylabel("能从输出读回的比例")
     ax.set_ylim(-0.02, 1.05)
-    ax.set_title("单头越尖就越只顾一头；两个头可以同时又尖又全", fontsize=11)
-    ax.legend(fontsize=8, loc="center right")
+    ax.set_title("单头越尖就越只顾一头；\n两个头可以同时又尖又全")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)  # under the axes: no curve hidden
     fig.tight_layout()
-    return fig
+    return describe(fig, retention_alt(sharpness_values, curves))
+
+
+def retention_alt(sharpness_values, curves) -> str:
+    """What the retention plot shows, from its own numbers: each curve's start, end and peak."""
+    s = np.asarray(sharpness_values, dtype=float)
+    parts = []
+    for heads, c in curves.items():
+        for col, name in ((0, "指代（小红）"), (1, "主语（小明）")):
+            y = c[:, col]
+            top = int(np.argmax(y))
+            parts.append(f"{heads} 个头的{name}保留：锐度 {s[0]:g} 时 {y[0]:.2f}，{s[-1]:g} 时 {y[-1]:.2f}，"
+                         f"最高 {y[top]:.2f}（锐度 {s[top]:g}）")
+    return "折线图：横轴是查询的锐度，纵轴是能从输出读回的比例。" + "；".join(parts) + "。"
 
 
 # ---------------------------------------------------------------------------------------------

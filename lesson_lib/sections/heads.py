@@ -36,7 +36,8 @@ __all__ = [
     "order_and_position",
     "order_text",
     "plot_step",
-    "step_png",
+    "step_alt",
+    "step_html",
     "plot_figure_11_1",
 ]
 
@@ -193,7 +194,7 @@ def plot_step(step: Step):
     """
     from matplotlib.figure import Figure
 
-    from lesson_lib.display.plotting import use_chinese_font
+    from lesson_lib.display.plotting import FIGURE_MAX_INCHES, describe, use_chinese_font, wrap_title
 
     use_chinese_font()
     owner = step.owner
@@ -202,24 +203,47 @@ def plot_step(step: Step):
     else:
         slices = [owner[i] for i in range(owner.shape[0])]
         names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
-    fig = Figure(figsize=(10.5, 2.6), dpi=100)
+    fig = Figure(figsize=(FIGURE_MAX_INCHES, 3.0), dpi=100)  # 6 in: shown at 100 % in a 592 px output
     axes = fig.subplots(1, len(slices), squeeze=False,
-                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.72, "wspace": 0.12})
+                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.56, "wspace": 0.15})
     for ax, sl, name in zip(axes[0], slices, names):
         ax.imshow(_colour(sl), aspect="auto", interpolation="nearest")  # every column, so all h bands show
-        ax.set_title(name, fontsize=10)
+        ax.set_title(name.replace(f"{step.first_axis} ", step.first_axis) if len(slices) > 6 else name, fontsize=9.5)
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(f"{step.title}    形状 {step.shape}", fontsize=12, y=0.96)
-    return fig
+    # the shape on a line of its own: a wrapped title never splits "(6, 8, 64)"
+    fig.suptitle(f"{wrap_title(step.title, FIGURE_MAX_INCHES - 0.3, 11)}\n形状 {step.shape}", fontsize=11, y=0.98,
+                 linespacing=1.3)
+    return describe(fig, step_alt(step))
+
+
+def step_alt(step: Step) -> str:
+    """What a stepper picture shows: the step, its shape, and which heads' colours each slice holds."""
+    owner = step.owner
+    head = step.title + ("" if step.title.endswith("！") else "，")
+    slices = [owner] if owner.ndim == 2 else list(owner)
+    held = [sorted({int(o) + 1 for o in sl.ravel() if o >= 0}) for sl in slices]
+    if owner.ndim == 3:
+        each = "；".join(f"{step.first_axis} {i + 1} 里是头 {'、'.join(map(str, hs))} 的数"
+                        for i, hs in enumerate(held[:4]))
+        more = f"……共 {len(slices)} 片" if len(slices) > 4 else ""
+        return f"{head}形状 {step.shape}：分成 {len(slices)} 片。{each}{more}。颜色表示每个数来自哪个头。"
+    if (owner < 0).all():
+        return f"{head}形状 {step.shape}：一整块灰色，各头的结果已经混在一起。"
+    return f"{head}形状 {step.shape}：一整块，列按所属的头分成 {len(held[0])} 段颜色（头 1 到头 {held[0][-1]}）。"
 
 
 @lru_cache(maxsize=64)
-def step_png(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> bytes:
-    """PNG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
-    from lesson_lib.display.plotting import figure_png
+def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> str:
+    """Themed SVG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
+    import matplotlib.pyplot as plt
 
-    return figure_png(plot_step(shape_steps(n, d_model, h, forget_transpose)[index]), dpi=80, keep=True)
+    from lesson_lib.display.plotting import picture_html
+
+    fig = plot_step(shape_steps(n, d_model, h, forget_transpose)[index])
+    page = picture_html(fig, fallback=False)
+    plt.close(fig)
+    return page
 
 
 def plot_figure_11_1(d_model: int = 512, h: int = 8):
@@ -231,41 +255,49 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
 
     use_chinese_font()
     d_k = head_width(d_model, h)
-    fig, ax = plt.subplots(figsize=(11, 4.2))
+    # 6 inches wide (no scaling in a 592 px output), every text ≥ 9 pt: labels go on two or three short lines.
+    fig, ax = plt.subplots(figsize=(6.0, 5.0))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
     ax.set_xlim(0, 11)
-    ax.set_ylim(-0.45, 4.2)
+    ax.set_ylim(-0.75, 4.75)
     ax.axis("off")
 
-    def box(x, y, w, hgt, text, color, size=10):
+    def box(x, y, w, hgt, text, color, size=9.5):
         ax.add_patch(FancyBboxPatch((x, y), w, hgt, boxstyle="round,pad=0.03,rounding_size=0.08",
                                     facecolor=color, edgecolor="#333333", linewidth=1))
-        ax.text(x + w / 2, y + hgt / 2, text, ha="center", va="center", fontsize=size)
+        ax.text(x + w / 2, y + hgt / 2, text, ha="center", va="center", fontsize=size, linespacing=1.3)
 
     def arrow(x0, y0, x1, y1):
-        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=12, color="#555555"))
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=10, color="#555555"))
 
-    box(0.1, 1.5, 1.5, 1.2, f"输入 X\nd_model = {d_model}\nQ = K = V = X", "#E8EEF7", 9)
+    box(0.05, 1.35, 1.65, 1.5, f"输入 X\nd_model\n= {d_model}\nQ=K=V=X", "#E8EEF7", 9)
     numbers = list(range(1, h + 1)) if h <= 4 else [1, 2, 3, 4, h]  # many heads: the first four and the last
-    ys = np.linspace(3.4, 0.35, len(numbers)) if len(numbers) > 1 else np.array([2.1])
+    ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else np.array([2.1])
     for i, (j, y) in enumerate(zip(numbers, ys)):
         color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
-        box(2.3, y - 0.25, 2.1, 0.5, f"投影 $XW_{{{j}}}^Q,\\ XW_{{{j}}}^K,\\ XW_{{{j}}}^V$", "#F7F7F7", 8)
-        box(5.0, y - 0.25, 1.7, 0.5, f"头 {j}：d_k = {d_k}", color, 9)
-        arrow(1.6, 2.1, 2.3, y)
-        arrow(4.4, y, 5.0, y)
-        arrow(6.7, y, 7.3, 2.1)
+        box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\n$W_{{{j}}}^Q, W_{{{j}}}^K, W_{{{j}}}^V$", "#F7F7F7", 9)
+        box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", color, 9)
+        arrow(1.7, 2.1, 2.2, y)
+        arrow(4.5, y, 5.0, y)
+        arrow(6.7, y, 7.2, 2.1)
         if i == 3 and h > 5:  # the heads left out, in both columns, inside the gap between two boxes
             for x in (3.35, 5.85):
                 ax.text(x, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
-    box(7.3, 1.5, 1.6, 1.2, f"Concat\n{h} × {d_k} = {h * d_k}", "#FFF2CC")
-    box(9.3, 1.5, 1.5, 1.2, f"× $W^O$\n({h * d_k} × {d_model})\n输出 {d_model} 维", "#E2F0D9", 9)
+    box(7.2, 1.35, 1.7, 1.5, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
+    box(9.3, 1.35, 1.65, 1.5, f"× $W^O$\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9", 9)
     arrow(8.9, 2.1, 9.3, 2.1)
-    ax.text(5.5, 4.05, f"图 11.1  多头自注意力：X 经 {h} 组投影切成 {h} 个头（每头宽度 d_k = {d_k}），"
+    ax.text(5.5, 4.7, f"图 11.1  多头自注意力：X 经 {h} 组投影切成 {h} 个头\n（每头宽度 d_k = {d_k}），"
             f"各算各的，最后拼回 d_model = {d_model}",
-            ha="center", fontsize=11)
-    ax.text(5.5, -0.3, "同一层里，各头在注意力阶段互不通信，直到 $W^O$ 才把它们的结果混合", ha="center", fontsize=9,
-            color="#555555")
-    return fig
+            ha="center", va="top", fontsize=10.5, linespacing=1.4)
+    ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 $W^O$ 才把它们的结果混合", ha="center", va="bottom",
+            fontsize=9.5, color="#555555", linespacing=1.4)
+    from lesson_lib.display.plotting import describe
+
+    shown = "、".join(f"头 {j}" for j in numbers)
+    return describe(fig, f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
+                         f"（图中画出{shown}），"
+                         f"每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，再乘 W^O "
+                         f"（{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
 
 
 def steps_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:

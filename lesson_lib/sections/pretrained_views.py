@@ -104,11 +104,28 @@ def _rows_figure(enc, query, heads, title, height=None):
     qi = pt.query_index(enc.tokens, query)
     rows = np.stack([enc.attentions[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
     labels = [f"L{layer}·头{head}" for layer, head in heads]
-    fig = plot_heads(rows, tokens=labels, col_tokens=enc.tokens, suptitle=title, tile_inches=height)
+    fig = plot_heads(rows, tokens=labels, col_tokens=enc.tokens, suptitle=title, tile_inches=height or 4.1)
     ax = fig.axes[0]
     # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
-    ax.set_ylabel("每行一个头", fontsize=9, labelpad=ax.yaxis.labelpad + 12)
-    return fig
+    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
+    return describe_rows(fig, title, rows, enc.tokens, heads, enc.tokens[qi])
+
+
+def describe_rows(fig, title, rows, tokens, heads, query, named=None):
+    """Alt text and table of a (heads × tokens) strip: what each head gives from ``query`` to each of ``named``
+    ({name: (layer, head) array of summed weights}, e.g. two-token names), or else its two largest weights."""
+    from lesson_lib.display.plotting import describe, sentence
+
+    parts, table = [], []
+    for (layer, head), row in zip(heads, rows):
+        if named:
+            cells = [(name, float(w[layer - 1, head - 1])) for name, w in named.items()]
+        else:
+            cells = [(tokens[k], float(row[k])) for k in np.argsort(-row, kind="stable")[:2]]
+        parts.append(f"{pt.head_label(layer, head)}：「{query}」" + "，".join(f"给「{t}」{w:.2f}" for t, w in cells))
+        table.append([pt.head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
+    headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重", "第二大的权重"]
+    return describe(fig, sentence(title) + "；".join(parts) + "。", (headers, table))
 
 
 @_needs_model
@@ -160,12 +177,13 @@ def head_finder(runs, top=3):
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])  # (4, T, T)
     titles = [f"{short}：{pt.head_label(layer, head)}" for short, (layer, head, _) in
               zip(("its → law", "前一个词", "后一个词", "[CLS] 水槽"), winners)]  # fmt: skip
-    return plot_heads(
+    return plot_heads(  # one column: four 27-token maps side by side would need labels under 11 px
         maps,
         tokens=law.tokens,
         titles=titles,
         suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）",
-        tile_inches=3.2,
+        tile_inches=3.9,
+        cols=1,
     )
 
 
@@ -190,28 +208,34 @@ def explorer_view(enc, layer, head, query):
     """(text line, Figure) for the explorer: the head's full map beside the query token's row."""
     import matplotlib.pyplot as plt
 
-    from lesson_lib.display.plotting import plot_heads, use_chinese_font
+    from lesson_lib.display.plotting import FIGURE_MAX_INCHES, describe, plot_heads, use_chinese_font
 
     text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
     li, hi = pt.check_layer_head(enc.attentions, layer, head)
     qi = pt.query_index(enc.tokens, query)
     use_chinese_font()
     n = len(enc.tokens)
+    # The map above the row's bars: side by side, both would be shrunk to half size in a 592 px output.
     fig, (ax_map, ax_row) = plt.subplots(
-        1, 2, figsize=(11, 0.19 * n + 1.8), gridspec_kw={"width_ratios": [1.35, 1]}, layout="constrained"
+        2, 1, figsize=(FIGURE_MAX_INCHES, 0.32 * n + 2.6), height_ratios=[1.15, 1], layout="constrained"
     )
     plot_heads(enc.attentions[li, hi], tokens=enc.tokens, ax=ax_map)
-    ax_map.set_title(f"{pt.head_label(layer, head)} 的注意力图", fontsize=10)
+    ax_map.set_title(f"{pt.head_label(layer, head)} 的注意力图", fontsize=10.5)
     ax_map.add_patch(plt.Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="red", linewidth=1.5))
     row = enc.attentions[li, hi, qi]  # (T,)
     colors = ["tab:red" if j == int(np.argmax(row)) else "tab:blue" for j in range(n)]
     ax_row.barh(np.arange(n), row, color=colors)
-    ax_row.set_yticks(np.arange(n), enc.tokens, fontsize=8)
+    ax_row.set_yticks(np.arange(n), enc.tokens, fontsize=9)
     ax_row.invert_yaxis()  # first token on top, as in the map
     ax_row.set_xlim(0, 1)
-    ax_row.set_xlabel("注意力权重（这一行加起来等于 1）", fontsize=9)
-    ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词的权重", fontsize=10)
-    return text, fig
+    ax_row.set_xlabel("注意力权重（这一行加起来等于 1）", fontsize=9.5)
+    ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词的权重", fontsize=10.5)
+    order = np.argsort(-row, kind="stable")[:3]
+    alt = (f"{pt.head_label(layer, head)} 的注意力图（{n} 个词）和「{enc.tokens[qi]}」这一行的条形图："
+           + "，".join(f"给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "，其余更少。")
+    table = (["位置", "词", f"「{enc.tokens[qi]}」给它的权重"],
+             [[j + 1, tok, f"{row[j]:.2f}"] for j, tok in enumerate(enc.tokens)])
+    return text, describe(fig, alt, table)
 
 
 @_needs_model
@@ -235,20 +259,24 @@ def _sentence_choices():
 
 
 def explorer_frame(enc, layer, head, query):
-    """(summary HTML, map PNG) for the explorer widget: Pillow's fast map and the row as bars in HTML.
+    """(summary HTML, map picture HTML) for the explorer widget: the map as themed SVG built directly, the
+    row as bars in HTML.
 
     The matplotlib figure of ``explorer_view`` takes ~0.2 s to render; this takes a few ms, so a
     slider move redraws within the widget's 150 ms budget.
     """
-    from lesson_lib.display.plotting import render_heads_png
+    from lesson_lib.display.plotting import heads_svg_html
 
     text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
     li, hi = pt.check_layer_head(enc.attentions, layer, head)
     qi = pt.query_index(enc.tokens, query)
     row = enc.attentions[li, hi, qi]  # (T,) sums to 1
-    png = render_heads_png(enc.attentions[li, hi], tokens=enc.tokens, cell_px=14,
-                           suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
-    return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), png
+    order = np.argsort(-row, kind="stable")[:3]
+    alt = (f"{pt.head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
+           + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
+    picture = heads_svg_html(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
+                             suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
+    return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), picture
 
 
 def _row_bars_html(tokens, row, qi):
@@ -276,7 +304,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     """
     import ipywidgets as w
 
-    from lesson_lib.sections.widgets import linked, show_png
+    from lesson_lib.sections.widgets import linked
 
     with one_blas_thread():
         first = model.encode(pt.PAPER_SENTENCES["law"])
@@ -301,10 +329,9 @@ def explorer_widget(model, layer=5, head=12, query="its"):
             keep = query if query in state["enc"].tokens else state["enc"].tokens[1]
             token.options = pt.token_options(state["enc"].tokens)
             token.value = state["enc"].tokens.index(keep) + 1
-        summary.value, png = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
-        show_png(picture, png)
+        summary.value, picture.value = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
 
-    return linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show)
+    return linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show, picture="html")
 
 
 # ---------------------------------------------------------------------------------------------

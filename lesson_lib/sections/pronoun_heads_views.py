@@ -15,7 +15,7 @@ import numpy as np
 from lesson_lib.pretrained.explorer import head_label
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections import pronoun_heads as ph
-from lesson_lib.sections.pretrained_views import skip_without_model
+from lesson_lib.sections.pretrained_views import describe_rows, skip_without_model
 
 __all__ = [
     "WITHOUT_MODEL",
@@ -80,7 +80,7 @@ def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
     return ranked
 
 
-def pronoun_rows_figure(sentence, heads, pronoun="她"):
+def pronoun_rows_figure(sentence, heads, pronoun="她", names=("小红", "小明")):
     """The pronoun's row in each of ``heads`` (1-based (layer, head)), one row per head, side by side."""
     if sentence is None:
         return None
@@ -90,19 +90,23 @@ def pronoun_rows_figure(sentence, heads, pronoun="她"):
     p0, _ = ph.word_span(tokens, pronoun)
     rows = np.stack([att[layer - 1, head - 1, p0] for layer, head in heads])  # (k, T)
     labels = [f"L{layer}·头{head}" for layer, head in heads]
-    fig = plot_heads(rows, tokens=labels, col_tokens=_shown(tokens), tile_inches=6.0,
-                     suptitle=f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）")  # fmt: skip
+    title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
+    fig = plot_heads(rows, tokens=labels, col_tokens=_shown(tokens), tile_inches=4.1, suptitle=title)
     ax = fig.axes[0]
     # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
-    ax.set_ylabel("每行一个头", fontsize=9, labelpad=ax.yaxis.labelpad + 12)
-    return fig
+    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
+    try:  # the alt text names what the lesson reads off: the weight on each (two-token) name
+        named = ph.name_weights(att, tokens, pronoun, names)
+    except ValueError:  # a learner's sentence without these names: each head's two largest weights instead
+        named = None
+    return describe_rows(fig, title, rows, _shown(tokens), heads, pronoun, named)
 
 
-def top_heads_figure(sentence, ranked, k=3, pronoun="她"):
+def top_heads_figure(sentence, ranked, k=3, pronoun="她", names=("小红", "小明")):
     """``pronoun_rows_figure`` for the first ``k`` heads of ``ranking``'s result (None without the model)."""
     if sentence is None or ranked is None:
         return None
-    return pronoun_rows_figure(sentence, [(layer, head) for layer, head, *_ in ranked[:k]], pronoun)
+    return pronoun_rows_figure(sentence, [(layer, head) for layer, head, *_ in ranked[:k]], pronoun, names)
 
 
 @_needs_model
@@ -131,15 +135,17 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
 
 
 def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
-    """(HTML, PNG) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
-    from lesson_lib.display.plotting import figure_png
+    """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
+    import matplotlib.pyplot as plt
+
+    from lesson_lib.display.plotting import picture_html
 
     try:
         with one_blas_thread():
             tokens, att = model.attend(text)
         w = ph.name_weights(att, tokens, pronoun, (name_a, name_b))
     except ValueError as exc:  # name missing, pronoun merged with a neighbour, empty text
-        return f"<div>{html.escape(str(exc))}</div>", b""
+        return f"<div>{html.escape(str(exc))}</div>", ""
     lines = [f"词元：{html.escape(' | '.join(_shown(tokens)))}"]
     for layer, head in heads:
         a, b = w[name_a][layer - 1, head - 1], w[name_b][layer - 1, head - 1]
@@ -147,8 +153,10 @@ def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
         lines.append(
             f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
         )
-    png = figure_png(pronoun_rows_figure((tokens, att), heads, pronoun))
-    return "<br>".join(lines), png
+    fig = pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b))
+    picture = picture_html(fig, fallback=False)
+    plt.close(fig)
+    return "<br>".join(lines), picture
 
 
 @_needs_model
@@ -156,7 +164,7 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
     import ipywidgets as w
 
-    from lesson_lib.sections.widgets import linked, show_png
+    from lesson_lib.sections.widgets import linked
 
     style = {"description_width": "4em"}
     sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,
@@ -170,11 +178,10 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
 
     def show(summary, picture):
-        summary.value, png = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value, name_b.value, heads)
-        if png:
-            show_png(picture, png)
-        else:  # nothing to draw: say why in the summary, clear the old picture
-            picture.value = b""
+        # nothing to draw: the summary says why and the old picture is cleared
+        summary.value, picture.value = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value,
+                                                        name_b.value, heads)
 
-    return linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show)
+    return linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show,
+                  picture="html")
 

@@ -35,17 +35,25 @@ def show_png(picture, png: bytes) -> None:
     picture.value = png
 
 
-def linked(controls: dict, show, submit=None):
+def _picture_html():
+    import ipywidgets as w
+
+    # An HTML picture (themed SVG with its alt text, from plotting.picture_html) fills at most the output's width.
+    return w.HTML(layout=w.Layout(max_width="100%", margin="0"))
+
+
+def linked(controls: dict, show, submit=None, picture: str = "png"):
     """Call ``show()`` now and whenever any control changes; lay the controls out over what show fills.
 
     ``show`` may adjust other controls (a slider's range); the changes that causes do not redraw again.
     With ``submit`` (a Button) an answer is checked when the learner says so: ``show`` runs now, on a click,
     and when a one-line text box commits its value (Enter, with ``continuous_update=False``), not on every
     change of a checkbox or radio button.
+    ``picture``: "png" (an Image, filled by ``show_png``) or "html" (an HTML widget for ``plotting.picture_html``).
     """
     import ipywidgets as w
 
-    summary, picture = w.HTML(), _image(b"")
+    summary, picture = w.HTML(), (_picture_html() if picture == "html" else _image(b""))
     busy = []
 
     def redraw(_change=None):
@@ -124,9 +132,9 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
     def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)
         summary.value = averaging.summary_html(d)
-        show_png(picture, averaging.demo_png(d))
+        picture.value = averaging.demo_html(d)
 
-    return linked({"heads": heads, "sharpness": sharp}, show)
+    return linked({"heads": heads, "sharpness": sharp}, show, picture="html")
 
 
 _SHARPNESS_RANGE = (0.0, 10.0)  # the slider's range: a start outside it would be clamped without a word
@@ -153,9 +161,9 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
         steps = heads_mod.shape_steps(n, d_model, h, forget_transpose=forget.value)
         step.max = len(steps)  # the forgotten path has fewer steps; this may move step.value down
         summary.value = heads_mod.step_summary_html(steps, step.value - 1)
-        show_png(picture, heads_mod.step_png(n, d_model, h, forget.value, step.value - 1))
+        picture.value = heads_mod.step_html(n, d_model, h, forget.value, step.value - 1)
 
-    return linked({"step": step, "forget": forget}, show)
+    return linked({"step": step, "forget": forget}, show, picture="html")
 
 
 def progress_bar(description: str = "训练中"):

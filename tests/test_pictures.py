@@ -1,0 +1,196 @@
+"""Every static figure: sized for a 592 px output, text ≥ 11 px, alt text made from its numbers, themed HTML."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import numpy as np
+import pytest
+
+from lesson_lib.display import plotting
+from lesson_lib.kernel import flops
+from lesson_lib.sections import ablation_plots, averaging, heads
+
+pytestmark = pytest.mark.usefixtures("plt")
+
+OUTPUT_PX = 592  # JupyterLab's output width at 1024 × 768 with the file browser open
+CSS_PX_PER_INCH = 96  # an inline SVG's pt is 4/3 CSS px
+
+
+def _toy_results():
+    rng = np.random.default_rng(0)
+    return [{"h": h, "accuracy_mean": float(a), "accuracy_sd": None,
+             "per_target": {t: float(x) for t, x in zip(("prev", "next", "match"), rng.random(3))}}
+            for h, a in zip((1, 2, 4, 8, 16, 32), (0.41, 0.52, 0.97, 0.96, 0.81, 0.66))]
+
+
+_S = np.linspace(0, 8, 33)
+_W = np.random.default_rng(1).dirichlet(np.ones(6), size=(1, 6))  # (1, 6, 6)
+FIGURES = {  # name -> a call drawing it (built one at a time: each test closes its figures)
+    "retention": lambda: averaging.plot_retention(_S, averaging.retention_curve(_S)),
+    "figure_11_1": lambda: heads.plot_figure_11_1(512, 8),
+    "counts": lambda: flops.plot_counts(50, 512, [1, 2, 4, 8, 16, 32, 64]),
+    "table3": ablation_plots.plot_table3,
+    "toy_vs_paper": lambda: ablation_plots.plot_toy_vs_paper(_toy_results()),
+    "head_maps": lambda: ablation_plots.plot_head_maps(_W, np.repeat(_W, 4, axis=0)),
+    "one_map": lambda: plotting.plot_heads(_W[0], tokens=["小", "明", "把", "苹果", "递给", "她"]),
+}
+
+
+def _displayed_scale(fig) -> float:
+    return min(1.0, OUTPUT_PX / (fig.get_figwidth() * CSS_PX_PER_INCH))
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_figure_fits_the_output_and_every_text_is_at_least_11_px(name):
+    fig = FIGURES[name]()
+    scale = _displayed_scale(fig)
+    assert scale >= 0.9, f"{name} would be shown at {scale:.0%}"
+    fig.canvas.draw()
+    texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+             if t.get_text().strip() and t.get_visible()]
+    assert texts, "nothing to check"
+    smallest = min(t.get_fontsize() * CSS_PX_PER_INCH / 72 * scale for t in texts)  # rendered CSS px
+    small = [(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < plotting.MIN_FONT_PT]
+    assert not small and smallest >= 11, f"{name}: texts under {plotting.MIN_FONT_PT} pt: {small[:5]}"
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_every_figure_carries_chinese_alt_text(name):
+    alt = plotting.alt_text(FIGURES[name]())
+    assert alt and re.search(r"[\u4e00-\u9fff]", alt) and len(alt) > 30
+
+
+def test_retention_alt_states_the_curves_numbers():
+    s = np.linspace(0, 8, 33)
+    curves = averaging.retention_curve(s)
+    alt = plotting.alt_text(averaging.plot_retention(s, curves))
+    one = curves[1][:, 1]  # one head's subject (小明): the lesson's "at most about 0.31 near sharpness 3"
+    assert f"最高 {one.max():.2f}（锐度 {s[np.argmax(one)]:g}）" in alt
+    assert f"8 时 {curves[2][-1, 0]:.2f}" in alt
+
+
+def test_counts_alt_and_table_follow_the_counts():
+    hs = [1, 2, 4, 8]
+    fig = flops.plot_counts(40, 256, hs)
+    rows = [flops.count(40, 256, h) for h in hs]
+    alt = plotting.alt_text(fig)
+    assert f"每种头数都是 {rows[0].matmul_total:,} 次" in alt
+    assert f"h = 8 的 {rows[-1].softmax_total:,} 次" in alt
+    _headers, table = fig.lesson_table
+    assert [r[2] for r in table] == [f"{r.softmax_total:,}" for r in rows]
+
+
+def test_heat_map_alt_names_the_largest_weights():
+    w = np.array([[[0.55, 0.06, 0.39], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]]])
+    fig = plotting.plot_heads(w, tokens=["她", "小红", "小明"], titles=["第 8 层 · 头 1"])
+    alt = plotting.alt_text(fig)
+    assert "「她」给「她」0.55，给「小明」0.39" in alt
+    _headers, table = fig.lesson_table
+    assert table[1][-3:] == ["小红", "小红", "0.70"]
+
+
+def test_toy_vs_paper_alt_gives_each_head_counts_level_not_machine_dependent_digits():
+    alt = plotting.alt_text(ablation_plots.plot_toy_vs_paper(_toy_results()))
+    # accuracies 0.41, 0.52, 0.97, 0.96, 0.81, 0.66 for h = 1 … 32: levels as §7's checked table states them
+    assert "h = 1：小部分对，h = 2：小部分对，h = 4：学会，h = 8：学会，h = 16：大部分对，h = 32：大部分对" in alt
+    assert "0.97" not in alt
+
+
+def test_chinese_key_labels_are_not_turned():
+    fig = plotting.plot_heads(np.full((4, 4), 0.25), tokens=["小明", "把", "苹果", "it"])
+    turned = [t.get_text() for t in fig.axes[0].texts if t.get_rotation() == 90]
+    assert turned == ["it"]
+
+
+def test_picture_html_names_the_svg_and_hides_it_until_styles_apply():
+    fig = FIGURES["counts"]()
+    page = plotting.picture_html(fig)
+    alt = html.escape(plotting.alt_text(fig), quote=True)
+    assert f'<svg role="img" aria-label="{alt}"' in page
+    assert f'<img class="lesson-ras" alt="{alt}"' in page  # what a sanitized (untrusted) page keeps
+    assert '<div class="lesson-vec" style="display:none">' in page and "display:block!important" in page
+    assert "<details><summary>" in page and "54,988,800" in page
+    assert page == plotting.picture_html(fig)  # deterministic: ids and metadata fixed
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert "<text" in svg  # text stays text
+    assert not re.search(r"(fill|stroke): #(000000|ffffff)\b", svg)  # no black or white left: theme colours
+
+
+@pytest.mark.parametrize(("colour", "role", "text", "expected"), [
+    ("#000000", "fill", True, "var(--jp-content-font-color1"),
+    ("#555555", "fill", True, "var(--jp-content-font-color2"),
+    ("#ffffff", "fill", False, "var(--jp-layout-color0"),
+    ("#e8eef7", "fill", False, "color-mix(in srgb,#e8eef7 var(--lesson-tint"),
+    ("#4c72b0", "fill", False, "#4c72b0"),
+    ("#888888", "fill", False, "#888888"),
+    ("#b0b0b0", "stroke", False, "var(--jp-border-color1"),
+])
+def test_theme_colour(colour, role, text, expected):
+    assert plotting.theme_colour(colour, role, text).startswith(expected)
+
+
+def test_describe_requires_alt_text():
+    import matplotlib.pyplot as plt
+
+    with pytest.raises(ValueError, match="alt"):
+        plotting.describe(plt.figure(), "")
+
+
+def test_wrap_title_keeps_every_character_and_fits():
+    title = "第 6 层 · 头 3 的注意力图（行 = 查询，列 = 键）：一句很长很长的标题不能被切掉"
+    lines = plotting.wrap_title(title, 3.0, 11).split("\n")
+    assert len(lines) > 1 and "".join(lines).replace(" ", "") == title.replace(" ", "")
+    assert all(sum(1 if ord(c) > 0x2E80 else 0.55 for c in line) <= 3.0 * 72 / 11 + 1 for line in lines)
+
+
+def test_ipython_shows_described_figures_as_html_only():
+    from IPython.core.interactiveshell import InteractiveShell
+    from matplotlib.figure import Figure
+
+    shell = InteractiveShell.instance()
+    try:
+        png = shell.display_formatter.formatters["image/png"]
+        png.for_type(Figure, lambda fig: b"\x89PNG")  # what matplotlib-inline registers
+        fig = plotting.describe(FIGURES["retention"](), "一张测试图的说明文字")
+        plain = Figure()
+        data, _ = shell.display_formatter.format(fig)
+        assert "image/png" not in data and 'aria-label="一张测试图的说明文字"' in data["text/html"]
+        data, _ = shell.display_formatter.format(plain)
+        assert "image/png" in data and "text/html" not in data  # the learner's own figures are untouched
+    finally:
+        InteractiveShell.clear_instance()
+
+
+@pytest.mark.parametrize("heads_", [1, 2])
+def test_demo_alt_states_each_heads_largest_weight_and_the_features(heads_):
+    d = averaging.demo(heads_, 4.0)
+    alt = averaging.demo_alt(d)
+    for name, row in zip(d.names, d.weights):
+        k = int(np.argmax(row[:averaging.QUERY]))
+        assert f"{name}：「她」给「{averaging.TOKENS[k]}」{row[k]:.2f}" in alt
+    assert all(f"{f} {v:.2f}" in alt for f, v in d.output.items())
+
+
+def test_step_alt_says_which_heads_each_slice_holds():
+    right = heads.shape_steps(6, 512, 8)
+    wrong = heads.shape_steps(6, 512, 8, forget_transpose=True)
+    split = next(s for s in right if s.shape == (8, 6, 64))
+    assert "头 2 里是头 2 的数" in heads.step_alt(split)
+    forgot = next(s for s in wrong if s.shape == (8, 6, 64))
+    held = sorted({int(o) + 1 for o in forgot.owner[0].ravel()})
+    assert f"头 1 里是头 {'、'.join(map(str, held))} 的数" in heads.step_alt(forgot) and len(held) > 1
+
+
+def test_widget_heat_map_svg_text_sizes_labels_and_alt():
+    w = np.array([[0.1, 0.7, 0.2], [0.5, 0.25, 0.25], [0.2, 0.2, 0.6]])
+    page = plotting.heads_svg_html(w, ["她", "小红", "law"], cell_px=16, highlight_row=0, suptitle="第 8 层 · 头 1")
+    sizes = [float(x) for x in re.findall(r"font-size:(\d+(?:\.\d+)?)px", page)]
+    assert sizes and min(sizes) >= 12  # CSS px as drawn: the picture is never scaled (≤ 592 px wide)
+    width = int(re.search(r'<svg[^>]* width="(\d+)"', page).group(1))
+    assert width <= 592
+    assert "「她」给「小红」0.70" in page and 'aria-label="第 8 层 · 头 1。' in page
+    assert re.search(r'<text x="[\d.]+" y="[\d.]+" text-anchor="middle">小</text>', page)  # stacked, not turned
+    assert re.search(r'rotate\(-90\)"[^>]*>law</text>', page)
+    assert "stroke:#d62728" in page and "<details>" in page

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,15 @@ def test_as_root_it_says_why_in_one_chinese_line_and_allows_root(tmp_path):
     notice = lines[0]
     assert "\n" not in notice and "root" in notice and "--allow-root" in notice
     assert "容器" in notice and "普通账户" in notice  # why it is allowed, and what is safer on a shared machine
+
+
+def test_readme_says_what_opens_and_keeps_the_pip_path_safe():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    chinese, english = readme.split("\n## English\n")
+    for part in (chinese, english):
+        assert "bash scripts/setup.sh" in part and "--allow-root" in part
+        assert "my_lesson/day11_multi_head_attention.ipynb" in part and "lesson_lib/" in part
+        assert "pip install -r requirements.txt -c constraints.txt" in part  # the tested versions
+        assert "python scripts/personal_copy.py --open" in part  # the copy, not the tracked notebook
+    first = re.search(r"```bash\n(.*?)\n```", chinese, re.S).group(1)
+    assert first == "bash scripts/setup.sh"  # the first command, exactly as tests/test_fresh_clone.py runs it

@@ -122,7 +122,9 @@ def _serve(clone: Path, env: dict, runtime: Path, uid: int | None, gid: int | No
             pytest.fail(f"no server after {START_TIMEOUT_S} s:\n" + log.read_text(errors="replace")[-3000:])
         seconds = time.monotonic() - started
         copy = _get(server, COPY + "?content=0")
-        return {"server": server, "listing": listing, "copy": copy, "seconds": seconds,
+        # What the browser is sent to (the server deletes these pages when it stops).
+        opened = [p.read_text(encoding="utf-8") for p in runtime.glob("jpserver-*-open.html")]
+        return {"server": server, "listing": listing, "copy": copy, "seconds": seconds, "opened": opened,
                 "output": log.read_text(errors="replace"), "pid": proc.pid}
     finally:
         with contextlib.suppress(ProcessLookupError):
@@ -152,11 +154,11 @@ def _assert_serves_the_course(run: dict, clone: Path) -> None:
     out = run["output"]
     assert "环境就绪" in out and "个人副本" in out and "README.md" in out
     assert "BuildBackendWarning" not in out and "Traceback" not in out
-    assert subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True,
-                          check=True).stdout == ""  # the learner's run dirties nothing git tracks
-    # JupyterLab opens the copy: its "open this" page names it.
-    opened = [p.read_text(encoding="utf-8") for p in Path(run["server"]["runtime"]).glob("jpserver-*-open.html")]
-    assert any("my_lesson/day11_multi_head_attention.ipynb" in text for text in opened), opened
+    status = subprocess.run(["git", "-c", f"safe.directory={clone}", "status", "--porcelain"], cwd=clone,
+                            capture_output=True, text=True, check=True)
+    assert status.stdout == ""  # the learner's run dirties nothing git tracks
+    # JupyterLab opens the copy: the page it sends the browser to names it.
+    assert any("lab/tree/my_lesson/day11_multi_head_attention.ipynb" in text for text in run["opened"]), run["opened"]
 
 
 def _wait_gone(pid: int) -> None:
@@ -182,7 +184,6 @@ def _run(base: Path, who: str, uid: int | None, gid: int | None, home: Path, rep
     finally:
         if uid is not None and os.geteuid() == 0:
             _chown_tree(PIP_CACHE, 0, 0)
-    run["server"]["runtime"] = str(runtime)
     _wait_gone(run["pid"])
     report(f"fresh clone as {who}: JupyterLab answered {run['seconds']:.0f} s after `{COMMAND}`")
     return run

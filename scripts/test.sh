@@ -49,7 +49,8 @@ export MPLBACKEND=Agg
 
 # The hub's proxy (classroom test) comes from npm; it goes into the environment, not the system.
 proxy_dir="$LESSON_VENV/npm"
-export PATH="$PWD/$proxy_dir/node_modules/.bin:$PATH"
+case "$proxy_dir" in /*) ;; *) proxy_dir="$PWD/$proxy_dir" ;; esac
+export PATH="$proxy_dir/node_modules/.bin:$PATH"
 if ! command -v configurable-http-proxy >/dev/null; then
   if command -v npm >/dev/null; then
     echo "==> npm install configurable-http-proxy ($proxy_dir)"

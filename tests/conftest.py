@@ -33,7 +33,7 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
     "tests/test_pretrained_prose.py::test_printed_ranking_and_table_are_cpu_stable": "§6 under other CPU code paths",
     "tests/test_pretrained_prose.py::test_decoys_look_at_xiaohong_for_ta_too": "e5 over every decoy sentence",
     "tests/test_pretrained_prose.py::test_minimal_pairs_claims": "e5 over every minimal pair",
-    "tests/test_pretrained_pronoun.py::test_every_condition_has_the_pronoun_as_its_own_token": "e5 over every condition",
+    "tests/test_pretrained_pronoun.py::test_every_condition_has_the_pronoun_as_its_own_token": "e5, every condition",
     "tests/test_hub_image.py::test_repo2docker_plan": "repo2docker's build plan",
     "tests/test_hub_image.py::test_image_steps_in_a_fresh_venv": "a fresh hub-image environment from the index",
 }

@@ -194,9 +194,11 @@ def report(pytestconfig):
     lines = []
     yield lines.append
     terminal = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-    if terminal is not None:
-        for line in lines:
-            terminal.write_line(line)
+    capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
+    if terminal is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # shown even when the tests pass
+            for line in lines:
+                terminal.write_line(line)
 
 
 def test_as_a_normal_user(base, learner, report):

@@ -66,7 +66,7 @@ def fresh_copy(root: Path = ROOT) -> tuple[Path, str]:
 ROOT_NOTICE = ("你正以 root 身份运行，所以加上 --allow-root 启动 JupyterLab（在容器或云服务器里这很常见）；"
                "在多人共用的机器上，用普通账户运行更安全。")
 WHERE_LINE = ("JupyterLab 左边的文件浏览器里是整个课程（README.md、notebooks/、lesson_lib/……）；"
-              "你的作答只存在 {copy}。")
+              "你的作答只保存在 {copy} 里。")
 
 
 def lab_command(path: Path, root: Path = ROOT, as_root: bool | None = None) -> tuple[list[str], list[str]]:

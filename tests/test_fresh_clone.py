@@ -57,12 +57,14 @@ def learner(base):
     if os.geteuid() != 0:
         yield os.getuid(), os.getgid(), Path.home()
         return
-    _require(shutil.which("useradd") is not None, "no useradd to make a normal user (util-linux / passwd)")
+    _require(shutil.which("useradd") is not None,
+             "没有 useradd，建不了普通用户（sudo apt-get install passwd）/ no useradd to make a normal user")
     name = f"day11-{os.getpid()}"
     home = base / "home"
     made = subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/sh", name],
                           capture_output=True, text=True)
-    _require(made.returncode == 0, f"useradd could not make a normal user: {made.stderr.strip()}")
+    _require(made.returncode == 0,
+             f"useradd 建不了普通用户 / useradd could not make a normal user: {made.stderr.strip()}")
     try:
         entry = pwd.getpwnam(name)
         yield entry.pw_uid, entry.pw_gid, home
@@ -210,7 +212,8 @@ def test_as_a_normal_user(base, learner, report):
 
 
 def test_as_root(base, report):
-    _require(os.geteuid() == 0, "not root: the root case runs when the suite runs as root (as in a container)")
+    _require(os.geteuid() == 0, "不是 root：以 root 运行测试（例如 sudo bash scripts/test.sh）时才跑这一项 / "
+                                "not root: run the suite as root (e.g. in a container) for the root case")
     home = base / "root-home"
     home.mkdir()
     run = _run(base, "root", None, None, home, report)

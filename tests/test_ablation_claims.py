@@ -10,19 +10,24 @@ makes in general.
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from lesson_lib import ablation
+from lesson_lib import ablation, paper
 from lesson_lib.ablation import report
+from lesson_lib.sections import ablation_plots
+
+SECTION_7 = (Path(__file__).parents[1] / "notebooks" / "src" / "07_ablation.md").read_text(encoding="utf-8")
 
 HEADS = (1, 2, 4, 8, 16, 32)
 ACC_MARGIN = 0.02  # > the 0.01 spread of an accuracy across machines
 WEIGHT_MARGIN = 0.02  # from a one-decimal rounding boundary
 ENTROPY_MARGIN = 0.25  # bits, > the 0.2 spread across machines
 JS_MARGIN = 0.05
-
-
+LEAN_MARGIN = 0.01  # the prev − next gap of the single head stays this far above report.LEAN_GAP
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +47,7 @@ def seeds(cached_sweep):
         acc = {h: _per_seed_accuracy(result, h, s) for h in HEADS}
         maps = {h: ablation.attention_maps(result.params[h], h, many, seed_index=s) for h in HEADS}
         on = {h: ablation.weight_on_targets(maps[h], many) for h in (1, 4)}
-        from lesson_lib.attention_stats import mean_pairwise_js, row_entropy
+        from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
 
         div = {h: (float(row_entropy(maps[h]).mean()), mean_pairwise_js(maps[h]) if h > 1 else None) for h in HEADS}
         out[s] = acc, on, div
@@ -153,6 +158,84 @@ def test_shape_of_the_sweep_holds_for_other_seeds(seeds, s):
     assert div[2][1] > 0.7 and div[4][1] > 0.7
     assert div[16][0] > 1.0 and div[32][0] > 2.5
     assert div[4][1] > div[8][1] > div[16][1] > div[32][1] and div[32][1] < 0.4
+    # 「学会的总是权重略多的那一边」, with a gap the printer reports the same way on every machine
+    learned = 0 if acc[1]["prev"] > acc[1]["next"] else 1
+    gap = on[1][0, learned] - on[1][0, 1 - learned]
+    assert gap > report.LEAN_GAP + LEAN_MARGIN, gap
+    assert acc[32]["match"] > 2 * 0.125  # 「比瞎猜的 0.125 高一倍多」
+
+
+# ---------------------------------------------------------------------------------------------
+# The single head's asymmetry, the confound of rows (B), and what §7 no longer claims
+# ---------------------------------------------------------------------------------------------
+
+
+def test_single_head_leans_to_the_neighbour_it_learned(lesson):
+    result, many = lesson
+    one = ablation.heads_on_targets(result, many, heads=(1,))[1]  # (1, 3)
+    prev, nxt, match = one[0]
+    acc = result.row(1)["per_target"]
+    assert acc["prev"] >= 0.95 and acc["next"] < 0.6  # 「h = 1 学会的恰好是「前一个」」
+    assert prev - nxt > report.LEAN_GAP + LEAN_MARGIN
+    assert "「前一个」略多" in ablation.specialisation_text({1: one})
+    assert "「前一个」约 0.51，「后一个」约 0.48" in SECTION_7
+    assert abs(prev - 0.51) < 0.01 and abs(nxt - 0.48) < 0.01  # 「约」: this machine's run, to the printed 2 places
+    assert "只分到约 0.01 的权重" in SECTION_7 and abs(match - 0.01) < 0.005
+    numbers = ablation.weights_numbers_text({1: one})
+    assert numbers == f"h = 1 · 头 1：前一个 / 后一个 / 按键查找 = {prev:.3f} / {nxt:.3f} / {match:.3f}"
+    assert "一半给左邻居、一半给右邻居" not in SECTION_7 and "劈成两半" not in SECTION_7
+    assert "约对一半" in SECTION_7  # symmetric weights: pick one of the two values, right 1/2 + 1/(2·8) of the time
+
+
+def test_lean_is_only_said_for_a_real_gap():
+    even = report.specialisation_text({1: np.array([[0.49, 0.49, 0.01]])})
+    assert "略多" not in even and "各占一部分" in even
+    right = report.specialisation_text({1: np.array([[0.45, 0.50, 0.01]])})
+    assert "「后一个」略多" in right
+
+
+def test_section_7_claims_only_what_the_paper_says():
+    assert "只训练了一次" not in SECTION_7 and "单次" not in SECTION_7 and "单次" not in ablation_plots.SOURCE_NOTE
+    assert "没有说每个设置训练了几次" in SECTION_7
+    assert "部分原因可能是 d_k 太窄" in SECTION_7 and "d_v 仍是 64" in SECTION_7
+    base = next(r for r in paper.TABLE3 if r["row"] == "base")
+    b_params = [r["params_m"] for r in paper.TABLE3 if r["row"] == "B"]
+    assert f"论文列的是 {b_params[0]} 和 {b_params[1]} 百万，基础模型是 {base['params_m']} 百万" in SECTION_7
+    assert all(p < base["params_m"] for p in b_params)  # 「参数也跟着变少了」
+    assert "离瞎猜不远" not in SECTION_7
+
+
+def test_inputs_list_the_position_and_the_model_adds_it():
+    from lesson_lib.ablation import model
+
+    assert "值、键、查询标签，还有**位置**" in SECTION_7 and "#pos-dir" in SECTION_7
+    task = ablation.Task()
+    _, params = model.init_params([0])
+    assert params["E"].shape[1] == task.V + 2 * task.K + task.T  # values, keys, query tags and T positions
+
+
+# ---------------------------------------------------------------------------------------------
+# §7.4: two dimensions let any key win, but not cleanly when many keys share them
+# ---------------------------------------------------------------------------------------------
+
+
+def test_crowded_keys_text_and_prose():
+    won = ablation.crowded_keys()
+    assert set(won) == {9, ablation.Task().K}  # 「64 个键（正是 3-lookup 的键数）」
+    for w in won.values():
+        scaled = w * 100
+        assert abs(scaled - math.floor(scaled) - 0.5) > 1e-6  # two decimals print the same everywhere
+    assert won[9] > 0.5 and "一半多的权重" in SECTION_7
+    assert f"赢家只拿到 {won[64]:.2f}" in SECTION_7
+    assert ablation.crowded_keys_text().splitlines()[1].endswith(f"拿到 {won[64]:.2f} 的权重")
+
+
+def test_score_matrix_rank_is_at_most_d_k():
+    rng = np.random.default_rng(0)
+    for d_k in (1, 2, 4):
+        q, k = rng.standard_normal((12, d_k)), rng.standard_normal((12, d_k))
+        assert np.linalg.matrix_rank(q @ k.T) == d_k  # 「秩不超过 d_k」 (and random ones reach it)
+    assert "秩**不超过 d_k" in SECTION_7
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,7 +262,7 @@ def test_head_maps_count_positions_from_1():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lesson_lib import ablation_plots
+    from lesson_lib.sections import ablation_plots
 
     n = 5
     maps = np.full((4, n, n), 1.0 / n)  # (h, n, n) uniform rows

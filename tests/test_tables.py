@@ -1,11 +1,11 @@
-"""lesson_lib.tables: text tables that line up under Chinese headers (CJK = two columns)."""
+"""lesson_lib.display.tables: text tables that line up under Chinese headers (CJK = two columns)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lesson_lib.tables import display_width, text_table
+from lesson_lib.display.tables import display_width, text_table
 
 
 @pytest.mark.parametrize(("text", "width"), [

@@ -23,6 +23,8 @@ from .optim import learning_rate
 from .report import (
     ROLE_NAMES,
     accuracy_numbers_text,
+    crowded_keys,
+    crowded_keys_text,
     diversity,
     diversity_numbers_text,
     diversity_text,
@@ -33,6 +35,7 @@ from .report import (
     specialisation_text,
     timing_text,
     weight_on_targets,
+    weights_numbers_text,
 )
 from .sweeping import SweepInterrupted, SweepResult, interrupted_result, sweep
 from .task import Batch, held_out_data, make_batch, training_data
@@ -44,6 +47,6 @@ __all__ = [
     "init_params", "loss_and_grads", "attention_maps", "learning_rate", "train", "accuracy", "example_heads",
     "SweepResult", "SweepInterrupted", "sweep", "interrupted_result",
     "format_table", "accuracy_numbers_text", "timing_text", "weight_on_targets", "heads_on_targets",
-    "specialisation_text",
+    "specialisation_text", "weights_numbers_text", "crowded_keys", "crowded_keys_text",
     "main_roles", "ROLE_NAMES", "diversity", "diversity_text", "diversity_numbers_text", "monotone_score_text",
 ]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention_stats import mean_pairwise_js, row_entropy
-from ..tables import text_table
+from lesson_lib.display.tables import text_table
+from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
+
 from .config import TARGETS
 from .model import attention_maps
 from .task import Batch
@@ -30,11 +31,15 @@ __all__ = [
     "weight_on_targets",
     "heads_on_targets",
     "specialisation_text",
+    "weights_numbers_text",
     "main_roles",
     "diversity",
     "diversity_text",
     "diversity_numbers_text",
     "monotone_score_text",
+    "crowded_keys",
+    "crowded_keys_text",
+    "TARGET_NAMES",
 ]
 
 # (lower bound, label), highest first. Chance is 1/V = 0.125.
@@ -42,6 +47,8 @@ ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"
 ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))  # bits; uniform over 12 keys is 3.58
 JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint keys
 ROLE_NAMES = {0: "前一个", 1: "后一个", 2: "按键查找"}
+TARGET_NAMES = dict(zip(TARGETS, ROLE_NAMES.values()))  # the column headers a learner reads
+LEAN_GAP = 0.005  # prev vs next: a head "leans" to one side only with this much more weight there
 MAIN_ROLE_WEIGHT = 0.6  # a head "mainly serves" a target only with this much of its weight there
 
 
@@ -61,7 +68,7 @@ def _bounds_text(levels) -> str:
 def format_table(results) -> str:
     """Sweep rows as levels per target (the same on every machine), with the thresholds."""
     rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)] for r in results]
-    table = text_table(["h", "每头宽度 d_k", "prev", "next", "match"], rows)
+    table = text_table(["h", "每头宽度 d_k", *TARGET_NAMES.values()], rows)
     return f"{table}\n（测试准确率：{_bounds_text(ACCURACY_LEVELS)}；瞎猜是 1/8 = 0.125）"
 
 
@@ -75,7 +82,7 @@ def timing_text(result) -> str:
 def accuracy_numbers_text(results) -> str:
     """Sweep rows with accuracies to 3 places; the standard deviation only when there were several seeds."""
     several = any(r.get("accuracy_sd") is not None for r in results)
-    head = ["h", "d_k", "平均准确率", *(["标准差"] if several else []), "prev", "next", "match"]
+    head = ["h", "d_k", "平均准确率", *(["标准差"] if several else []), *TARGET_NAMES.values()]
     rows = []
     for r in results:
         sd = [f"{r['accuracy_sd']:.3f}"] if several else []
@@ -113,10 +120,16 @@ def heads_on_targets(result, batch: Batch, heads=(1, 4)) -> dict:
 
 
 def specialisation_text(on_targets: dict) -> str:
-    """Per head: mean weight on the prev / next / match positions (one decimal) and its main role."""
+    """Per head: mean weight on the three target positions (one decimal) and its main role.
+
+    One decimal is what prints the same on every machine; a head without a main role also says which
+    neighbour gets more (trained gaps are ≈ 0.025–0.03, tests hold them far above LEAN_GAP), and
+    ``weights_numbers_text`` prints the exact weights in a cell marked as machine-dependent.
+    """
+    names = " / ".join(ROLE_NAMES.values())
     lines = []
     for h, rows in on_targets.items():
-        lines.append(f"h = {h}：每个头放在 prev / next / match 位置上的平均权重")
+        lines.append(f"h = {h}：每个头放在 {names} 位置上的平均权重")
         for i, row in enumerate(rows):
             lines.append(f"  头 {i + 1}：{row[0]:.1f} / {row[1]:.1f} / {row[2]:.1f}  → {_role_text(row)}")
     return "\n".join(lines)
@@ -126,7 +139,22 @@ def _role_text(row) -> str:
     if row.max() >= MAIN_ROLE_WEIGHT:
         return f"主要看「{ROLE_NAMES[int(row.argmax())]}」"
     shared = "".join(f"「{ROLE_NAMES[t]}」" for t in range(3) if row[t] >= 0.25)
-    return f"没有主要目标：{shared}各占一部分" if shared else "没有主要目标：权重散在别处"
+    if not shared:
+        return "没有主要目标：权重散在别处"
+    lean = ""
+    if row[0] >= 0.25 and row[1] >= 0.25 and abs(row[0] - row[1]) >= LEAN_GAP:
+        lean = f"，「{ROLE_NAMES[0 if row[0] > row[1] else 1]}」略多"
+    return f"没有主要目标：{shared}各占一部分{lean}"
+
+
+def weights_numbers_text(on_targets: dict, heads=(1,)) -> str:
+    """The exact mean weights (3 places) of the heads of each h in ``heads``: their last digits vary by machine."""
+    names = " / ".join(ROLE_NAMES.values())
+    lines = []
+    for h in heads:
+        for i, row in enumerate(on_targets[h]):
+            lines.append(f"h = {h} · 头 {i + 1}：{names} = {row[0]:.3f} / {row[1]:.3f} / {row[2]:.3f}")
+    return "\n".join(lines)
 
 
 def main_roles(on_targets_h) -> list[str]:
@@ -180,7 +208,7 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     Keys in 1-D are spread on a line; in 2-D on a circle. For each query, report which key wins the
     kernel's softmax. Keys are counted from 1, as the learner counts them.
     """
-    from ..attention import softmax
+    from lesson_lib.kernel.attention import softmax
 
     lines = []
     keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first
@@ -192,3 +220,26 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) + 1 for j in range(points)]
     lines.append(f"二维：让查询依次指向第 1…{points} 个键，得分最高的键依次是 {winners}")
     return "\n".join(lines)
+
+
+def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
+    """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query points at one.
+
+    Every key can still win in 2-D, but the more keys share two dimensions, the closer the runner-up's
+    score comes to the winner's (the margin shrinks), and the less weight the winner gets.
+    """
+    from lesson_lib.kernel.attention import softmax
+
+    out = {}
+    for n in counts:
+        angles = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
+        keys = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (n, 2) keys on a circle
+        out[n] = float(softmax(sharpness * keys @ keys[0]).max())  # the query points at key 1
+    return out
+
+
+def crowded_keys_text(counts=(9, 64), sharpness: float = 4.0) -> str:
+    """``crowded_keys`` as the lines §7.4 prints (two decimals: far from a rounding boundary, tested)."""
+    won = crowded_keys(counts, sharpness)
+    return "\n".join(f"二维、{n} 个键排在一个圆上，查询指向第 1 个键：它是赢家，拿到 {w:.2f} 的权重"
+                      for n, w in won.items())

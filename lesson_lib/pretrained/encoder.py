@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+from lesson_lib.kernel.attention import merge_heads, scaled_dot_product_attention, split_heads
 
 __all__ = ["Encoder", "EncoderConfig", "Encoding", "UnknownTextWarning", "gelu", "layer_norm"]
 
@@ -166,19 +166,19 @@ class Encoder:
         return x, weights
 
     def _self_attention(self, x, p, per_head):
-        """Concat(head_1..head_H) before W^O, and the (H, T, T) weights; attention itself is the kernel's."""
+        """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课的内核。"""
         w = self.w
-        q = _linear(x, w[p + "q.w"], w[p + "q.b"])  # (T, d)  X W^Q + b^Q, all heads
-        k = _linear(x, w[p + "k.w"], w[p + "k.b"])  # (T, d)
-        v = _linear(x, w[p + "v.w"], w[p + "v.b"])  # (T, d)
-        q, k, v = (split_heads(a, self.n_heads) for a in (q, k, v))  # 3 × (H, T, d_k)
-        if per_head:
+        q = _linear(x, w[p + "q.w"], w[p + "q.b"])  # (T, d)  X W^Q + b^Q：自注意力里 Q、K、V 都来自同一个 X
+        k = _linear(x, w[p + "k.w"], w[p + "k.b"])  # (T, d)  X W^K + b^K
+        v = _linear(x, w[p + "v.w"], w[p + "v.b"])  # (T, d)  X W^V + b^V
+        q, k, v = (split_heads(a, self.n_heads) for a in (q, k, v))  # 3 × (H, T, d_k) 切成 H 个头
+        if per_head:  # 按论文的定义，一个头一个头地算
             results = [scaled_dot_product_attention(q[i], k[i], v[i]) for i in range(self.n_heads)]
             heads = np.stack([out for out, _ in results])  # (H, T, d_k)
             weights = np.stack([wt for _, wt in results])  # (H, T, T)
-        else:
+        else:  # H 个头一次算完，结果相同
             heads, weights = scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T)
-        return merge_heads(heads), weights  # (T, d), (H, T, T)
+        return merge_heads(heads), weights  # (T, d) 拼接, (H, T, T)
 
 
 def _warn_if_mostly_unknown(tokens, unk_token, model_name):

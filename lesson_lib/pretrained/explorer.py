@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from lesson_lib.kernel.validation import check_int
 from lesson_lib.pretrained.head_finder import find_token
-from lesson_lib.validation import check_int
 
 __all__ = ["check_layer_head", "describe_row", "head_label", "query_index", "token_options", "top_keys"]
 
@@ -31,7 +31,7 @@ def query_index(tokens, query):
         return find_token(tokens, query)
     if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 1 <= query <= len(tokens):
         raise ValueError(
-            f"查询词应是 1 到 {len(tokens)} 之间的位置（从 1 数起），或这句话里的一个词元（如 'its'），"
+            f"查询词应是 1 到 {len(tokens)} 之间的位置（从 1 数起），或这句话里的一个词元（如「its」），"
             f"收到的是 {query!r}。"
         )
     return int(query) - 1
@@ -57,5 +57,5 @@ def describe_row(tokens, attentions, layer, head, query, k=3):
     best = "、".join(f"{tok}（位置 {j + 1}）{w:.2f}" for j, tok, w in top_keys(tokens, row, k))
     return (
         f"{head_label(layer, head)}：查询词「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 {best}；"
-        f"平均分配的话每个词只有 {1 / len(tokens):.2f}。"
+        f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。"
     )

@@ -45,7 +45,7 @@ def read_safetensors(path):
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise WeightsFileError(f"{path} 的 JSON 头部无法解析（{exc}）：文件已损坏，请重新安装权重包。") from None
     if not isinstance(header, dict):
-        raise WeightsFileError(f"{path} 的 JSON 头部不是“名字 → 张量信息”的字典：文件已损坏，请重新安装权重包。")
+        raise WeightsFileError(f"{path} 的 JSON 头部不是「名字 → 张量信息」的字典：文件已损坏，请重新安装权重包。")
     header.pop("__metadata__", None)
     buffer = np.memmap(path, dtype=np.uint8, mode="r")  # (size,) bytes; pages load on first touch
     body = 8 + header_len

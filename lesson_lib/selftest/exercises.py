@@ -1,15 +1,20 @@
 """Code exercises of section 10: a spec, a stub in the notebook, a checker that teaches, a solution on request.
 
 Each exercise is checked by running the learner's function on several cases and comparing with the
-lesson's kernel (``lesson_lib.attention``) or FLOP counter (``lesson_lib.flops``). The learner's code
-runs through ``learner_code.call``: a time budget (a loop that never ends is stopped after a few
-seconds with 「是不是写了死循环？」), copies of the inputs (a function that changes its input is told so),
-and no traceback for anything it raises. The checker never raises: a stub gets 「还没实现」, garbage
-gets a message that says what went wrong and what to try. Known mistakes (a forgotten transpose, no
-1/√d_k, no W^O, softmax on the wrong axis, columns taken with a stride) are recognised and named.
-A float32 result is compared at float32 precision, and said so. A function that calls lesson_lib's own
-split_heads / multi_head_attention / flops.count (or a reference solution) does not pass: the checker
-would be comparing the answer with itself. Every result is recorded in the learner's progress file.
+lesson's kernel or FLOP counter. The learner's code runs through ``learner_code.call``: a worker thread
+under a watchdog (a loop is stopped after a few seconds with 「是不是写了死循环？」, one long C call is
+reported as 「耗时超过 N 秒」; the result is turned into a plain array and any exception into text inside
+the same budget), copies of the inputs (a function that changes its input is told so), and no traceback
+for anything it raises. numpy, builtins and the checker's own modules are snapshotted at import and put
+back after every call, so a patch (``np.allclose = …``) neither passes a check nor stays. The checker
+never raises: a stub gets 「还没实现」, garbage gets a message that says what went wrong and what to try.
+Known mistakes (a forgotten transpose, no 1/√d_k, no W^O, softmax on the wrong axis, columns taken with
+a stride) are recognised and named.
+A float32 result is compared at float32 precision, and said so. A function that is or calls any of
+lesson_lib's kernel variants (split/merge_heads, multi_head_attention, _reference, _fast, …), flops'
+counters or a reference solution does not pass (read from its code, defaults and closure, and watched
+by code object while it runs): the checker would be comparing the answer with itself. Every result is
+recorded in the learner's progress file.
 
 The reference solutions below are written out plainly for learners to read; ``show_solution(name)``
 displays one by reflection, only when asked.
@@ -17,17 +22,23 @@ displays one by reflection, only when asked.
 
 from __future__ import annotations
 
+import builtins
+import functools
 import inspect
 import math
-import warnings
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import MappingProxyType, ModuleType
 
 import numpy as np
 
-from . import learner_code
-from .attention import merge_heads, multi_head_attention, softmax, split_heads
-from .flops import count
+from lesson_lib.kernel import attention, flops, validation
+from lesson_lib.kernel.attention import merge_heads, multi_head_attention, softmax, split_heads
+from lesson_lib.kernel.flops import count
+
+from . import learner_code, progress, shape_mistakes
 from .shape_mistakes import split_heads_shape_mistake
 
 __all__ = [
@@ -141,21 +152,30 @@ class _Exercise:
 
 FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
 
+# numpy's functions as they were before any learner code ran: the comparisons use these, never np.<name>
+_allclose, _isfinite, _abs, _argmax, _unravel_index = np.allclose, np.isfinite, np.abs, np.argmax, np.unravel_index
+_asarray, _array = np.asarray, np.array
 
-def _describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text if len(text) <= 200 else text[:200] + "…"
+
+@dataclass(frozen=True)
+class _Digest:
+    """What the checker made of the learner's return value, inside the time budget: the checker's own objects."""
+
+    problem: str | None = None  # why it is not a usable answer
+    array: np.ndarray | None = None  # float64 copy of the result
+    low: bool = False  # the result was float32 / float16
+    number: float | int | None = None
+    none: bool = False  # it returned None
 
 
 def _array_problem(result) -> str | None:
-    """Why ``result`` is not a real-valued array answer, or None when it is one."""
+    """Why ``result`` is not a real-valued array answer, or None when it is one (runs learner code: in budget)."""
     if callable(result):
         name = getattr(result, "__name__", type(result).__name__)
+        name = name if isinstance(name, str) else type(result).__name__
         return f"你返回的是一个函数（{name}），不是计算结果：是不是写成了 return {name}，忘了加括号调用它？"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            arr = np.asarray(result)
+        arr = _asarray(result)
     except Exception:
         return f"返回值没法变成数组（是 {type(result).__name__}）：请返回一个 numpy 数组。"
     kind = arr.dtype.kind
@@ -173,30 +193,43 @@ def _array_problem(result) -> str | None:
     return None
 
 
-def _as_array(value):
-    """A float array, or None when the value cannot be one (see _array_problem for why)."""
-    if _array_problem(value) is not None:
-        return None
-    return np.asarray(value).astype(float)
+def _digest_array(result, pair_ok: bool = False) -> _Digest:
+    """The learner's result as a float64 array (runs in the worker thread, inside the budget)."""
+    if result is None:
+        return _Digest(none=True)
+    if pair_ok and type(result) is tuple and len(result) == 2:
+        result = result[0]  # (output, weights), the kernel's convention
+    if (why := _array_problem(result)) is not None:
+        return _Digest(problem=why)
+    low = isinstance(result, np.ndarray) and result.dtype in (np.float32, np.float16)
+    return _Digest(array=_array(result, dtype=np.float64), low=low)  # a plain ndarray, never a subclass
 
 
-def _low_precision(result) -> bool:
-    return isinstance(result, np.ndarray) and result.dtype in (np.float32, np.float16)
+def _digest_number(result) -> _Digest:
+    if result is None:
+        return _Digest(none=True)
+    if isinstance(result, bool) or not isinstance(result, (int, float, np.integer, np.floating)):
+        return _Digest(problem=f"应当返回一个整数，你返回的是 {_short(result)}")
+    if isinstance(result, (int, np.integer)):
+        return _Digest(number=int(result))
+    value = float(result)
+    return _Digest(problem=f"应当返回一个整数，你返回的是 {_short(result)}") if not math.isfinite(value) else \
+        _Digest(number=int(value) if value == int(value) else value)  # fmt: skip
 
 
-def _returned_none(name, learner) -> ExerciseResult:
-    return ExerciseResult(name, "wrong", f"{learner} 没有返回任何东西（返回了 None）：是不是忘了写 return？")
+def _digest_pair(result) -> _Digest:
+    return _digest_array(result, pair_ok=True)
 
 
 def _same(a, b, low_precision: bool = False) -> bool:
     rtol, atol = (FLOAT32_RTOL, FLOAT32_ATOL) if low_precision else (1e-6, 1e-8)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+    return a.shape == b.shape and bool(_allclose(a, b, rtol=rtol, atol=atol))
 
 
 def _where_differs(got, want) -> str:
-    diff = np.abs(got - want)
-    diff[~np.isfinite(diff)] = np.inf
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
+    diff = _abs(got - want)
+    diff[~_isfinite(diff)] = np.inf
+    idx = tuple(int(i) for i in _unravel_index(int(_argmax(diff)), diff.shape))
     shown_want, shown_got = f"{want[idx]:.4f}", f"{got[idx]:.4f}"
     if shown_want == shown_got:  # a round-off difference: four decimals would print the same number twice
         return (f"例如位置 {idx}：应为 {want[idx]:.10g}，你的是 {got[idx]:.10g}，只差 {diff[idx]:.1e}。"
@@ -204,9 +237,9 @@ def _where_differs(got, want) -> str:
     return f"例如位置 {idx}：应为 {shown_want}，你的是 {shown_got}"
 
 
-def _precision_problem(name, case, got, want, result) -> ExerciseResult | None:
+def _precision_problem(name, case, got, want, low) -> ExerciseResult | None:
     """Right at float32 precision but held in float64: the float32 round-off, not a mistake in the formula."""
-    if _low_precision(result) or not _same(got, want, low_precision=True):
+    if low or not _same(got, want, low_precision=True):
         return None
     return ExerciseResult(name, "wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
                           "公式本身是对的，差别来自中间用了 float32。")  # fmt: skip
@@ -218,17 +251,6 @@ def _precision_note(low_precision: bool) -> str:
     return "（你的结果是 float32，按 float32 的精度比对；lesson_lib 用 float64，想和它逐位一致请用 float64。）"
 
 
-def _not_callable(name, learner_name, fn) -> ExerciseResult | None:
-    if callable(fn):
-        return None
-    return ExerciseResult(
-        name,
-        "error",
-        f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，例如 check(\"{name}\", {learner_name})，"
-        "函数名后面不要加括号。",
-    )
-
-
 def _todo(name, learner_name) -> ExerciseResult:
     return ExerciseResult(
         name,
@@ -238,20 +260,50 @@ def _todo(name, learner_name) -> ExerciseResult:
     )
 
 
-def _raised(name, case, exc, hint) -> ExerciseResult:
-    return ExerciseResult(name, "error", f"运行出错（{case} 这个例子）：{_describe(exc)}。{hint}")
+def _tampered(name, learner, changed: list[str]) -> ExerciseResult:
+    shown = "、".join(changed[:3]) + ("等" if len(changed) > 3 else "")
+    return ExerciseResult(
+        name, "tampered", f"{learner} 运行时改动了 {shown}：检查器已经把它恢复原样，这次不算通过。"
+        "检查器用的是运行你的代码之前的 numpy 和自己的函数，改动它们骗不过检查，也不会留在笔记本里。"
+        "请只在函数里计算并返回结果。",
+    )  # fmt: skip
 
 
-def _run_case(name, learner, case, hint, fn, *args, arg_names=()):
-    """Call the learner's function once: (result, None), or (None, feedback) for anything but a usable value."""
-    out = learner_code.call(fn, *args)
-    budget = learner_code.TIME_BUDGET_S
+def _stopped(name, learner, case, out) -> ExerciseResult:
+    """A call the watchdog had to stop: a loop, a loop that swallows the stop, or one long library call."""
+    where = f"（停在{out.where}）" if out.where else ""
+    if out.kind == "slow":
+        return ExerciseResult(
+            name, "timeout", f"{learner} 在 {case} 这个例子上耗时已超过 {out.seconds:.1f} 秒{where}，检查器不再等它："
+            "这是一次很慢的调用（例如创建或运算一个非常大的数组），不是死循环。"
+            "这个练习的例子都很小，正确的写法一眨眼就算完：检查数组的大小是不是写成了很大的数。",
+        )  # fmt: skip
+    if out.kind == "stubborn":
+        return ExerciseResult(
+            name, "timeout", f"{learner} 在 {case} 这个例子上运行了 {out.seconds:.1f} 秒还没有结束{where}，"
+            "而且它拦下了检查器的停止信号（except BaseException 或不带类型的 except:），只能留它在后台空转："
+            "是不是写了死循环？检查循环的退出条件；不要用 except: 拦下所有异常。如果笔记本变慢，请重启内核。",
+        )  # fmt: skip
+    return ExerciseResult(
+        name, "timeout",
+        f"{learner} 在 {case} 这个例子上运行了 {out.seconds:.1f} 秒还没有结束{where}，检查器把它停下了："
+        "是不是写了死循环？检查 while 循环的退出条件和 for 循环的范围。",
+    )  # fmt: skip
+
+
+def _run_case(name, learner, case, hint, fn, *args, digest, forbidden, arg_names=()):
+    """Call the learner's function once: (digest, None), or (None, feedback) for anything but a usable value."""
+    out = learner_code.call(fn, *args, digest=digest, forbidden=forbidden, tamper=_TAMPER)
+    if changed := out.tampered:
+        return None, _tampered(name, learner, changed)
+    if out.borrowed:
+        return None, _borrowed_result(name, out.borrowed, _ALLOWED[name])
     problems = {
         "todo": lambda: _todo(name, learner),
-        "raised": lambda: _raised(name, case, out.error, hint),
-        "timeout": lambda: ExerciseResult(
-            name, "timeout", f"{learner} 在 {case} 这个例子上运行了 {budget:g} 秒还没有结束，检查器把它停下了："
-            "是不是写了死循环？检查 while 循环的退出条件和 for 循环的范围。"),
+        "raised": lambda: ExerciseResult(name, "error", f"运行出错（{case} 这个例子）：{out.error}。{hint}"),
+        "timeout": lambda: _stopped(name, learner, case, out),
+        "slow": lambda: _stopped(name, learner, case, out),
+        "stubborn": lambda: _stopped(name, learner, case, out),
         "interrupted": lambda: ExerciseResult(
             name, "interrupted", f"检查被中断了（{learner} 在 {case} 这个例子上还没算完）。如果是因为等得太久："
             "是不是写了死循环？"),
@@ -266,41 +318,117 @@ def _run_case(name, learner, case, hint, fn, *args, arg_names=()):
         return None, ExerciseResult(
             name, "wrong", f"{case}：你的函数改动了传进来的 {which}（原地修改了输入）。调用者的数据不该被改掉："
             "请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。")  # fmt: skip
-    if out.value is None:
-        return None, _returned_none(name, learner)
+    if out.value.none:
+        return None, ExerciseResult(name, "wrong", f"{learner} 没有返回任何东西（返回了 None）：是不是忘了写 return？")
     return out.value, None
 
 
-def _borrowed(fn, forbidden: tuple) -> str | None:
-    """The name of a lesson_lib function (the kernel's, or a reference solution) that ``fn`` is or calls."""
-    for obj in forbidden:
-        if fn is obj:
-            return obj.__name__
-    code, scope = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
-    if code is None:
+# ---------------------------------------------------------------------------------------------
+# Borrowing the answer: the lesson's kernel (every variant) or a reference solution
+# ---------------------------------------------------------------------------------------------
+
+_ALLOWED = {  # what each exercise's spec lets the learner use, named in the message
+    "split_heads": " reshape 和 transpose ",
+    "multi_head_attention_loop": "矩阵乘法、切片、np.concatenate 和 softmax ",
+    "count_multiplies": "乘法和加法",
+}
+_KERNEL_ALLOWED = {"split_heads": {"head_width"}, "multi_head_attention_loop": {"softmax", "head_width"},
+                   "count_multiplies": set()}  # fmt: skip
+
+
+def _forbidden(name: str) -> dict:
+    """See ``_forbidden_codes``; cached while the set of loaded kernel modules stays the same."""
+    return dict(_forbidden_codes(name, "lesson_lib.kernel.attention_fast" in sys.modules or any(
+        m.endswith(".attention_fast") for m in sys.modules)))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=16)
+def _forbidden_codes(name: str, _fast_loaded: bool) -> dict:
+    """{code object: name} of every function that computes exercise ``name``'s answer: the kernel's (every
+    variant), flops' counters and the reference solutions; and {file: True} for the files every function of
+    which is an answer (attention_fast, also when the learner's body imports it; flops for the count)."""
+    kernel_dir = os.path.dirname(attention.__file__)
+    files = {attention.__file__: _KERNEL_ALLOWED[name], os.path.join(kernel_dir, "attention_fast.py"): set()}
+    if name == "count_multiplies":
+        files[flops.__file__] = set()
+    codes = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path not in files:
+            continue
+        for obj in list(vars(module).values()):
+            code = getattr(obj, "__code__", None) if inspect.isfunction(obj) else None
+            if code is not None and code.co_filename == path and obj.__name__ not in files[path]:
+                codes[code] = obj.__name__
+    for exercise in EXERCISES.values():
+        codes[exercise.solution.__code__] = exercise.solution.__name__
+    codes.update({path: True for path, allowed in files.items() if not allowed and path != attention.__file__})
+    return codes
+
+
+def _borrowed(fn, codes: dict, depth: int = 3) -> str | None:
+    """The name of a forbidden function ``fn`` is, or names in its body, defaults or closure (read statically;
+    the worker also watches every call while it runs). Runs in the worker: it reads the learner's objects."""
+    seen: set[int] = set()
+
+    def visit(obj, level) -> str | None:
+        if id(obj) in seen or level < 0:
+            return None
+        seen.add(id(obj))
+        obj = getattr(obj, "func", obj)  # functools.partial
+        obj = getattr(obj, "__func__", obj)  # bound method
+        code = getattr(obj, "__code__", None) if inspect.isfunction(obj) else None
+        if code is None:
+            return None
+        if code in codes or code.co_filename in codes:
+            return codes.get(code) or code.co_name
+        scope = obj.__globals__
+        names, stack = set(), [code]
+        while stack:
+            c = stack.pop()
+            names |= set(c.co_names)
+            stack += [k for k in c.co_consts if inspect.iscode(k)]
+        refs = [scope.get(n) for n in names] + list(obj.__defaults__ or ()) + list((obj.__kwdefaults__ or {}).values())
+        refs += [cell.cell_contents for cell in (obj.__closure__ or ()) if _has_contents(cell)]
+        for ref in refs:
+            if isinstance(ref, ModuleType):  # attention.split_heads, lesson_lib.kernel.attention.split_heads
+                for n in names:
+                    inner = vars(ref).get(n)
+                    found = visit(inner, level - 1) or (visit_module(inner, names, level - 1)
+                                                        if isinstance(inner, ModuleType) else None)  # fmt: skip
+                    if found:
+                        return found
+            elif (found := visit(ref, level - 1)) is not None:
+                return found
         return None
-    names, stack = set(), [code]
-    while stack:
-        c = stack.pop()
-        names |= set(c.co_names)
-        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
-    for n in names:
-        obj = scope.get(n)
-        if any(obj is f for f in forbidden):
-            return n
-        if inspect.ismodule(obj):  # attention.split_heads: look in the module's namespace (no __getattr__ hooks)
-            found = [m for m in names if any(vars(obj).get(m) is f for f in forbidden)]
-            if found:
-                return found[0]
-    return None
+
+    def visit_module(module, names, level):
+        for n in names:
+            if (found := visit(vars(module).get(n), level)) is not None:
+                return found
+        return None
+
+    return visit(fn, depth)
 
 
-def _refused(name, learner_name, fn, forbidden: tuple, allowed: str) -> ExerciseResult | None:
-    """Why ``fn`` cannot be checked at all (not a function, or it calls the answer), or None to go on."""
-    if (bad := _not_callable(name, learner_name, fn)) is not None:
-        return bad
-    if used := _borrowed(fn, forbidden):
-        return _borrowed_result(name, used, allowed)
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018  (an empty cell raises)
+    except ValueError:
+        return False
+    return True
+
+
+def _refused(name, learner_name, fn, codes: dict) -> ExerciseResult | None:
+    """Why ``fn`` cannot be checked at all (not a function, or it uses the answer), or None to go on."""
+    if not callable(fn):
+        return ExerciseResult(
+            name, "error", f"收到的不是函数，而是 {type.__dict__['__name__'].__get__(type(fn))}：请把函数本身传进来，"
+            f"例如 check(\"{name}\", {learner_name})，函数名后面不要加括号。",
+        )  # fmt: skip
+    out = learner_code.run(lambda: _borrowed(fn, codes), budget=1.0, tamper=_TAMPER)
+    if out.kind == "ok" and out.value:
+        return _borrowed_result(name, out.value, _ALLOWED[name])
     return None
 
 
@@ -319,7 +447,7 @@ _SPLIT_CASES = ((12, 512, 8), (5, 6, 3), (4, 8, 1), (3, 6, 6), (7, 12, 4))  # (n
 
 
 def _split_cases():
-    from . import paper
+    from lesson_lib import paper
 
     first = (12, paper.BASE_D_MODEL, paper.BASE_HEADS)  # the lesson's base model: (12, 512) -> (8, 12, 64)
     return (first, *_SPLIT_CASES[1:])
@@ -328,7 +456,8 @@ def _split_cases():
 def check_split_heads(fn) -> ExerciseResult:
     """Run ``fn(x, h)`` on several (n, d_model, h) and compare with the kernel's split_heads."""
     name, learner = "split_heads", "my_split_heads"
-    if refused := _refused(name, learner, fn, (split_heads, split_heads_solution), " reshape 和 transpose "):
+    codes = _forbidden(name)
+    if refused := _refused(name, learner, fn, codes):
         return refused
     rng = np.random.default_rng(0)
     cases = _split_cases()
@@ -338,20 +467,20 @@ def check_split_heads(fn) -> ExerciseResult:
         x = rng.standard_normal((n, d))
         want = split_heads(x, h)
         result, problem = _run_case(name, learner, case, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。",
-                                    fn, x, h, arg_names=("x", "h"))
+                                    fn, x, h, digest=_digest_array, forbidden=codes, arg_names=("x", "h"))
         if problem is not None:
             return problem
-        if (why := _array_problem(result)) is not None:
-            return ExerciseResult(name, "wrong", f"{case}：{why}")
-        got, low = _as_array(result), low or _low_precision(result)
+        if result.problem is not None:
+            return ExerciseResult(name, "wrong", f"{case}：{result.problem}")
+        got, low = result.array, low or result.low
         if got.shape != want.shape:
             shape_hint = split_heads_shape_mistake(got.shape, n, h, d // h)
             message = f"{case}：形状应为 {tuple(want.shape)}，你的是 {tuple(got.shape)}：{shape_hint}"
             return ExerciseResult(name, "wrong", message)
-        if not np.isfinite(got).all():
+        if not _isfinite(got).all():
             return ExerciseResult(name, "wrong", f"{case}：结果里有 NaN 或 inf，而输入都是有限的数。")
-        if not _same(got, want, _low_precision(result)):
-            if (imprecise := _precision_problem(name, case, got, want, result)) is not None:
+        if not _same(got, want, result.low):
+            if (imprecise := _precision_problem(name, case, got, want, result.low)) is not None:
                 return imprecise
             d_k = d // h
             if _same(got, x.reshape(h, n, d_k)):
@@ -429,8 +558,8 @@ def _mha_variants(x, w_q, w_k, w_v, w_o, h):
 def check_multi_head_attention_loop(fn) -> ExerciseResult:
     """Run ``fn(x, w_q, w_k, w_v, w_o, h)`` on several cases and compare with the kernel's multi_head_attention."""
     name, learner = "multi_head_attention_loop", "my_multi_head_attention_loop"
-    forbidden = (multi_head_attention, multi_head_attention_loop_solution)
-    if refused := _refused(name, learner, fn, forbidden, "矩阵乘法、切片、np.concatenate 和 softmax "):
+    codes = _forbidden(name)
+    if refused := _refused(name, learner, fn, codes):
         return refused
     rng = np.random.default_rng(1)
     low = False
@@ -440,15 +569,13 @@ def check_multi_head_attention_loop(fn) -> ExerciseResult:
         ws = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)]
         want = multi_head_attention(x, *ws, h)[0]
         hint = "提示：head_i 用 W^Q[:, i·d_k:(i+1)·d_k] 等列块；可以调用 softmax(scores, axis=-1)。"
-        result, problem = _run_case(name, learner, case, hint, fn, x, *ws, h,
+        result, problem = _run_case(name, learner, case, hint, fn, x, *ws, h, digest=_digest_pair, forbidden=codes,
                                     arg_names=("x", "w_q", "w_k", "w_v", "w_o", "h"))
         if problem is not None:
             return problem
-        if isinstance(result, tuple) and len(result) == 2:
-            result = result[0]  # (output, weights), the kernel's convention
-        if (why := _array_problem(result)) is not None:
-            return ExerciseResult(name, "wrong", f"{case}：{why}")
-        got, low = _as_array(result), low or _low_precision(result)
+        if result.problem is not None:
+            return ExerciseResult(name, "wrong", f"{case}：{result.problem}")
+        got, low = result.array, low or result.low
         d_k = d // h
         if got.shape != want.shape:
             if got.shape == (h, n, d_k):
@@ -458,14 +585,14 @@ def check_multi_head_attention_loop(fn) -> ExerciseResult:
             else:
                 hint = "输出应当和输入 x 一样是 (n, d_model)。"
             return ExerciseResult(name, "wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{hint}")
-        if not np.isfinite(got).all():
+        if not _isfinite(got).all():
             message = f"{case}：结果里有 NaN 或 inf：检查 softmax 是否先减去了每行的最大值。"
             return ExerciseResult(name, "wrong", message)
-        if not _same(got, want, _low_precision(result)):
-            if (imprecise := _precision_problem(name, case, got, want, result)) is not None:
+        if not _same(got, want, result.low):
+            if (imprecise := _precision_problem(name, case, got, want, result.low)) is not None:
                 return imprecise
             for variant, advice in _mha_variants(x, *ws, h).values():
-                if _same(got, variant, _low_precision(result)):
+                if _same(got, variant, result.low):
                     return ExerciseResult(name, "wrong", f"{case}：{advice}")
             return ExerciseResult(
                 name, "wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
@@ -485,21 +612,22 @@ _COUNT_CASES = ((50, 512, 8), (50, 512, 16), (10, 64, 1), (7, 12, 3), (1, 8, 8))
 
 
 def check_count_multiplies(fn) -> ExerciseResult:
-    """Run ``fn(n, d_model, h)`` and compare with lesson_lib.flops.count(...).matmul_total."""
+    """Run ``fn(n, d_model, h)`` and compare with lesson_lib.kernel.flops.count(...).matmul_total."""
     name, learner = "count_multiplies", "my_count_multiplies"
-    if refused := _refused(name, learner, fn, (count, count_multiplies_solution), "乘法和加法"):
+    codes = _forbidden(name)
+    if refused := _refused(name, learner, fn, codes):
         return refused
     answers = {}
     for n, d, h in _COUNT_CASES:
         case = f"n={n}, d_model={d}, h={h}"
         c = count(n, d, h)
-        result, problem = _run_case(name, learner, case, "提示：把四个矩阵乘法各自的乘法次数加起来。", fn, n, d, h)
+        result, problem = _run_case(name, learner, case, "提示：把四个矩阵乘法各自的乘法次数加起来。", fn, n, d, h,
+                                    digest=_digest_number, forbidden=codes)
         if problem is not None:
             return problem
-        got = _as_array(result) if isinstance(result, (int, float, np.integer, np.floating)) else None
-        if got is None or isinstance(result, bool) or not np.isfinite(got):
-            return ExerciseResult(name, "wrong", f"{case}：应当返回一个整数，你返回的是 {_short(result)}。")
-        value = float(got)
+        if result.problem is not None:
+            return ExerciseResult(name, "wrong", f"{case}：{result.problem}。")
+        value = result.number
         answers[(n, d, h)] = value
         if value != c.matmul_total:
             message = f"{case}：应为 {c.matmul_total:,}，你的是 {_fmt(value)}。{_count_hint(value, c)}"
@@ -518,8 +646,10 @@ def _short(value) -> str:
     return text if len(text) <= 40 else text[:40] + "…"
 
 
-def _fmt(value: float) -> str:
-    return f"{int(value):,}" if value == int(value) and abs(value) < 1e18 else f"{value:.6g}"
+def _fmt(value: float | int) -> str:
+    if isinstance(value, int):  # exact, however large (str() of a huge int is refused by Python itself)
+        return f"{value:,}" if value.bit_length() < 64 else f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"
+    return f"{value:.6g}"
 
 
 def _count_hint(value: float, c) -> str:
@@ -543,7 +673,7 @@ def _count_hint(value: float, c) -> str:
 # Registry and notebook helpers
 # ---------------------------------------------------------------------------------------------
 
-EXERCISES = {
+EXERCISES = MappingProxyType({  # read-only: a cell cannot swap in a checker that always passes
     "split_heads": _Exercise(
         "split_heads",
         "my_split_heads",
@@ -572,7 +702,7 @@ EXERCISES = {
         count_multiplies_solution,
         check_count_multiplies,
     ),
-}
+})
 
 
 def _exercise(name: str) -> _Exercise:
@@ -582,25 +712,31 @@ def _exercise(name: str) -> _Exercise:
 
 
 def check(name: str, fn) -> ExerciseResult:
-    """Check the learner's function for exercise ``name``. Never raises for anything the function does."""
+    """Check the learner's function for exercise ``name``. Never raises for anything the function does, and
+    returns within the time budget (per call of ``fn``: learner_code.TIME_BUDGET_S, plus a short grace)."""
     exercise = _exercise(name)
     with learner_code.guard():  # a check called from inside the learner's function raises NestedCheck there
+        before = _TAMPER.restore()  # a patch made in a cell before the check: undone, then the check runs clean
         try:
             result = exercise.checker(fn)
         except Exception as exc:  # a learner's result that defeats every guard above still gets an answer
-            result = ExerciseResult(name, "error", f"检查时遇到意外情况：{_describe(exc)}。请检查返回值的类型和形状。")
+            result = ExerciseResult(name, "error",
+                                    f"检查时遇到意外情况：{type(exc).__name__}。请检查返回值的类型和形状。")
         except KeyboardInterrupt:
             result = ExerciseResult(name, "interrupted", "检查被中断了。如果是因为等得太久：是不是写了死循环？")
+        _TAMPER.restore()
+    if before:
+        shown = "、".join(before[:3]) + ("等" if len(before) > 3 else "")
+        result = ExerciseResult(result.name, result.status, f"（检查前发现 {shown} 被改动过，检查器已恢复原样，"
+                                f"用原来的函数检查。）{result.message}")  # fmt: skip
     _record(result)
     return result
 
 
 def _record(result: ExerciseResult) -> None:
     """Save the result to the learner's progress (a problem saving is shown in the summary, never raised here)."""
-    from .progress import default_progress
-
     try:
-        default_progress().record_exercise(result)
+        progress.default_progress().record_exercise(result)
     except Exception:  # the learner's result matters more than its bookkeeping
         pass
 
@@ -613,3 +749,11 @@ def spec(name: str) -> _Text:
 def show_solution(name: str) -> _Text:
     """The reference solution's source (read from lesson_lib by reflection, never a pasted copy)."""
     return _Text(inspect.getsource(_exercise(name).solution).rstrip(), "python")
+
+progress.declare(exercise_names=tuple(EXERCISES))  # the progress store counts the items its callers name
+
+# Everything a check relies on, as it was before any learner code ran (see learner_code.Tamper).
+_TAMPER = learner_code.Tamper(
+    [m for n, m in list(sys.modules.items()) if (n == "numpy" or n.startswith("numpy.")) and isinstance(m, ModuleType)]
+    + [math, builtins, attention, flops, validation, shape_mistakes, learner_code, sys.modules[__name__]]
+)

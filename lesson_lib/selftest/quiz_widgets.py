@@ -1,7 +1,7 @@
 """Widgets for the self-test, the interview self-check and the progress summary: wiring only.
 
-Every decision (is it right, what to say) is made by ``lesson_lib.quiz``; what the learner has done is
-kept by ``lesson_lib.progress`` (saved to the progress file at once). Each widget restores its last
+Every decision (is it right, what to say) is made by ``lesson_lib.selftest.quiz``; what the learner has done is
+kept by ``lesson_lib.selftest.progress`` (saved to the progress file at once). Each widget restores its last
 answer and feedback from the progress when its cell runs again (after a kernel restart, say). Plain
 HTML with JupyterLab theme colours (``quiz.render``). ipywidgets is imported inside the builders.
 """
@@ -11,7 +11,9 @@ from __future__ import annotations
 import html
 
 from . import quiz
-from .progress import Progress, default_progress
+from .progress import Progress, declare, default_progress
+
+declare(question_ids=quiz.question_ids())  # the progress store counts the items its callers name
 
 __all__ = ["QuestionWidget", "InterviewWidget", "ask", "progress_summary", "interview_self_check",
            "default_progress"]  # fmt: skip

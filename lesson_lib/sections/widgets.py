@@ -7,7 +7,7 @@ can set values and read what is shown.
 
 from __future__ import annotations
 
-from .validation import check_choice, check_int, check_number
+from lesson_lib.kernel.validation import check_choice, check_int, check_number
 
 __all__ = ["averaging_demo", "head_lab", "progress_bar", "shape_stepper"]
 
@@ -27,7 +27,7 @@ def _image(png: bytes):
 
 def show_png(picture, png: bytes) -> None:
     """Put ``png`` in the Image at its own pixel width (the browser then never scales it up)."""
-    from .plotting import png_size
+    from lesson_lib.display.plotting import png_size
 
     width = f"{png_size(png)[0]}px"
     if picture.layout.width != width:
@@ -67,8 +67,9 @@ def head_lab(seed: int = 0, initial: int = 8):
     """Section 5: a slider over the divisors of d_model and a head to enlarge; shows d_k, the maps and the costs."""
     import ipywidgets as w
 
+    from lesson_lib.runtime.blas import one_blas_thread
+
     from . import head_lab as lab
-    from .blas import one_blas_thread
 
     seed = check_int(seed, "seed", minimum=0)
     initial = check_choice(initial, "initial（起始头数）", lab.head_choices(),
@@ -127,8 +128,9 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
     """Section 3: step through the shapes (counted from 1, like the caption); a checkbox forgets the transpose."""
     import ipywidgets as w
 
+    from lesson_lib.kernel.attention import head_width
+
     from . import heads as heads_mod
-    from .attention import head_width
 
     n = check_int(n, "n（词数）", minimum=1, maximum=_STEPPER_MAX)
     head_width(d_model, h)  # d_model and h: positive integers, h divides d_model

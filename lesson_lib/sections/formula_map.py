@@ -2,7 +2,7 @@
 
 The map names code fragments; ``line_map`` finds them in the kernel's current source and fails
 loudly if one is gone, so the lesson's table cannot drift from the code it describes. The one line
-of each function that is not a formula term (handing the arguments to ``lesson_lib.validation``)
+of each function that is not a formula term (handing the arguments to ``lesson_lib.kernel.validation``)
 is in the map too, marked as such, so the table accounts for every line a learner reads.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 
-from .attention import multi_head_attention, scaled_dot_product_attention, softmax
+from lesson_lib.kernel.attention import multi_head_attention, scaled_dot_product_attention, softmax
 
 __all__ = ["SOFTMAX_TERMS", "MHA_TERMS", "SDPA_TERMS", "KERNELS", "line_map", "formula_table", "formula_view"]
 
@@ -33,7 +33,7 @@ SDPA_TERMS = [
 
 MHA_TERMS = [
     ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", f"{_CHECK}先检查 X、四个权重矩阵、h 和掩码：每个版本都用这个检查"),
-    ("split_heads(x @ w_q, h)", "Q W_i^Q：W^Q 是 d_model × d_model，就是 h 个 d_model × d_k 的 W_i^Q 并排放"),
+    ("split_heads(x @ w_q, h)", "Q W_i^Q（自注意力里 Q = K = V = X）：W^Q 是 h 个 d_model × d_k 的 W_i^Q 并排放"),
     ("split_heads(x @ w_k, h)", "K W_i^K（同上，第 i 个头拿第 i 块列）"),
     ("split_heads(x @ w_v, h)", "V W_i^V（d_v = d_k = d_model / h）"),
     ("scaled_dot_product_attention(q, k, v, mask)", "head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)，h 个头一次算完"),
@@ -59,7 +59,7 @@ def line_map(fn, terms) -> list[tuple[int, str, str]]:
 
 def formula_table() -> str:
     """Every kernel function's lines next to the formula terms, as text."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     out = []
     for fn, terms in KERNELS:
@@ -70,7 +70,7 @@ def formula_table() -> str:
 
 def formula_view():
     """The same tables as ``formula_table``, shown as HTML tables in JupyterLab (cells wrap between words)."""
-    from .theme import Table, Tables
+    from lesson_lib.display.theme import Table, Tables
 
     return Tables(Table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
                         caption=f"{fn.__name__}：")

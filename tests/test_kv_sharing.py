@@ -1,0 +1,80 @@
+"""§8's second follow-up: parameters and key/value cache of MHA, GQA and MQA, held to their closed forms.
+
+The closed forms are written out here independently (weights of W^Q, W^K, W^V, W^O; g keys and g
+values of width d_k per token), evaluated on awkward sizes, and the sentences of the follow-up that
+read the printed tables are recomputed from ``kv_sharing``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from lesson_lib.kernel import flops
+from lesson_lib.sections import kv_sharing as kv
+
+FOLLOW_UPS = (Path(__file__).parents[1] / "notebooks" / "src" / "08zz_follow_ups.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("d", "h", "g"), [(512, 8, 8), (512, 8, 2), (512, 8, 1), (12, 6, 3), (8192, 64, 8), (7, 1, 1)])
+def test_closed_forms(d, h, g):
+    d_k = d // h
+    r = kv.kv_sharing(d, h, g)
+    w_q = w_o = d * d  # queries keep h heads; W^O reads h·d_v = d columns
+    w_k = w_v = d * g * d_k  # g key and g value heads
+    assert r.projection_params == w_q + w_k + w_v + w_o
+    assert r.cache_per_token == g * d_k + g * d_k  # keys + values
+    assert (r.kv_heads, r.d_k) == (g, d_k)
+
+
+@pytest.mark.parametrize("h", [1, 2, 8, 16, 64])
+def test_multi_head_is_the_lesson_count(h):
+    """g = h is plain multi-head attention: 4·d_model² weights, whatever h (flops.parameters)."""
+    assert kv.kv_sharing(512, h, h).projection_params == flops.parameters(512, h) == 4 * 512**2
+
+
+def test_variants_order_and_names():
+    mha, gqa, mqa = kv.variants(512, 8, 2)
+    assert [v.kv_heads for v in (mha, gqa, mqa)] == [8, 2, 1]
+    assert "MHA" in mha.name and "GQA" in gqa.name and "2 组" in gqa.name and "MQA" in mqa.name
+    assert mha.cache_per_token == 4 * gqa.cache_per_token == 8 * mqa.cache_per_token
+
+
+def test_table_prints_the_computed_values():
+    text = kv.table_text(8192, 64, 8)
+    for v in kv.variants(8192, 64, 8):
+        line = next(row for row in text.splitlines() if row.startswith(v.name))
+        assert f"{v.projection_params:,}" in line and f"{v.cache_per_token:,}" in line
+    assert text.splitlines()[-2].endswith("1/8") and text.splitlines()[-1].endswith("1/64")
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    ((512, 8, 3), ["kv_heads = 3", "h = 8", "约数"]),
+    ((512, 8, 16), ["kv_heads", "16"]),
+    ((512, 8, 0), ["kv_heads", "0"]),
+    ((512, 3, 1), ["3"]),
+    ((512, 8, True), ["kv_heads"]),
+])
+def test_bad_arguments_get_a_chinese_error(raises_chinese, args, fragments):
+    raises_chinese(lambda: kv.kv_sharing(*args), *fragments)
+
+
+def test_follow_up_cell_and_sentences_match_the_tables():
+    calls = re.findall(r"kv_sharing\.table_text\(d_model=(\d+), h=(\d+), groups=(\d+)\)", FOLLOW_UPS)
+    assert [tuple(map(int, c)) for c in calls] == [(512, 8, 2), (8192, 64, 8)]
+    assert "d_model = 512，h = 8" in FOLLOW_UPS and "d_model = 8192，64 个查询头，8 组键和值" in FOLLOW_UPS
+    mha, gqa, mqa = kv.variants(8192, 64, 8)
+    m = re.search(r"分组查询（8 组）是多头的 1/(\d+)，多查询是 1/(\d+)", FOLLOW_UPS)
+    assert m and [int(x) for x in m.groups()] == [mha.cache_per_token // gqa.cache_per_token,
+                                                  mha.cache_per_token // mqa.cache_per_token]
+    assert mha.projection_params > gqa.projection_params > mqa.projection_params  # 「投影参数也少了一些」
+    assert "2·d² + 2·d·g·d_k" in FOLLOW_UPS and "2·g·d_k" in FOLLOW_UPS and "4·d²" in FOLLOW_UPS
+
+
+def test_follow_up_cites_the_papers():
+    for cite in ("Michel、Levy 和 Neubig（2019）", "Are Sixteen Heads Really Better than One?", "Voita 等人（2019）",
+                 "Shazeer 2019", "Ainslie 等人 2023"):
+        assert cite in FOLLOW_UPS, cite
+    assert "48 个头里的 38 个，BLEU 只降 0.15" in FOLLOW_UPS  # Voita et al. 2019, abstract (En–Ru WMT)

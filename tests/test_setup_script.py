@@ -147,3 +147,15 @@ def test_scripts_use_only_tools_stock_macos_has(script):
     commands -= GUARDED
     assert commands <= PORTABLE, f"{script} runs {sorted(commands - PORTABLE)}, which stock macOS may lack"
     assert "sha1sum" not in text and "sha256sum" not in text and "readlink -f" not in text
+
+
+def test_the_slow_set_names_tests_that_exist():
+    """A renamed test must not drop silently out of the slow set into the inner loop (or vanish from both)."""
+    import conftest
+
+    for rel in [*conftest.SLOW_FILES, *conftest.SLOW_DIRS]:
+        assert (ROOT / rel).exists(), f"{rel} is listed as slow but does not exist"
+    for node in conftest.SLOW_TESTS:
+        rel, name = node.split("::")
+        assert f"def {name}" in (ROOT / rel).read_text(encoding="utf-8"), f"{node} is listed as slow but not defined"
+    assert "slow" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")

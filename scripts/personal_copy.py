@@ -2,6 +2,7 @@
 
     python scripts/personal_copy.py           # make the copy if missing; print its path
     python scripts/personal_copy.py --open    # the same, then open it in JupyterLab (what setup.sh runs)
+                                              # (JupyterLab shows the whole course; as root it adds --allow-root)
     python scripts/personal_copy.py --fresh   # a fresh copy; the old one is renamed aside, not deleted
 
 The copy lives in ``my_lesson/`` (git-ignored), so running the lesson never dirties the repository and a
@@ -62,6 +63,27 @@ def fresh_copy(root: Path = ROOT) -> tuple[Path, str]:
     return path, line + kept
 
 
+ROOT_NOTICE = ("你正以 root 身份运行，所以加上 --allow-root 启动 JupyterLab（在容器或云服务器里这很常见）；"
+               "在多人共用的机器上，用普通账户运行更安全。")
+WHERE_LINE = ("JupyterLab 左边的文件浏览器里是整个课程（README.md、notebooks/、lesson_lib/……）；"
+              "你的作答只保存在 {copy} 里。")
+
+
+def lab_command(path: Path, root: Path = ROOT, as_root: bool | None = None) -> tuple[list[str], list[str]]:
+    """(argv that opens ``path`` in JupyterLab serving the whole course at ``root``, Chinese lines to print first)."""
+    if as_root is None:
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    lab = Path(sys.executable).with_name("jupyter")
+    # root_dir is the course, not my_lesson/: the README, notebooks/ and lesson_lib/ stay one click away.
+    argv = [str(lab), "lab", f"--ServerApp.root_dir={root}", path.relative_to(root).as_posix()]
+    lines = [WHERE_LINE.format(copy=path.relative_to(root).as_posix())]
+    if as_root:
+        # JupyterLab refuses root without this flag; a container, a class's image or a cloud server runs as root.
+        argv.append("--allow-root")
+        lines.insert(0, ROOT_NOTICE)
+    return argv, lines
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--open", action="store_true", help="open the copy in JupyterLab")
@@ -72,8 +94,12 @@ def main(argv: list[str]) -> int:
     if not args.open:
         print(path)
         return 0
-    lab = Path(sys.executable).with_name("jupyter")
-    os.execv(str(lab), [str(lab), "lab", str(path)])
+    command, lines = lab_command(path)
+    for text in lines:
+        print(text, file=sys.stderr)
+    sys.stderr.flush()
+    os.chdir(ROOT)
+    os.execv(command[0], command)
     return 0  # not reached
 
 

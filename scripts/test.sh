@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Run every test: lint, notebook drift check, unit and property tests, strict nbval on the lesson,
-# the offline and CPU-independence runs, and the real-browser flow.   bash scripts/test.sh [extra pytest args]
-# Installs requirements-dev.txt at the versions in constraints.txt first (scripts/setup.sh --dev).
+# the offline and CPU-independence runs, the real-browser flow, the classroom hub, the hub image and the
+# README's first command on a fresh clone.   bash scripts/test.sh [extra pytest args]
+#   bash scripts/test.sh -m "not slow"        the fast set only (the inner loop; under a minute)
+# Installs requirements-dev.txt and benchmarks/classroom-requirements.txt at the versions in constraints.txt first
+# (scripts/setup.sh --dev), the hub's proxy from npm into the environment (when npm is there), and what only the
+# system's package manager has (chromium, fonts-noto-cjk, util-linux, python3-venv) when it may (root or sudo);
+# what it cannot install is named with the command to run, and the tests that need it are skipped (a failure in CI).
 #   LESSON_DEPS=latest bash scripts/test.sh   the same suite against the newest allowed versions (in .venv-latest)
 #   LESSON_DEPS=lowest bash scripts/test.sh   ... against the oldest allowed versions (in .venv-lowest; use Python 3.10)
 #   PYTHON=/path/python3.13 LESSON_VENV=.venv-py313 bash scripts/test.sh   another Python, in its own environment
@@ -12,15 +17,54 @@ case "${LESSON_DEPS:-locked}" in
   *) default_venv=".venv-${LESSON_DEPS}" ;;
 esac
 export LESSON_VENV="${LESSON_VENV:-$default_venv}"
+
+# What only the system's package manager has (Debian / Ubuntu names).
+apt_need=()
+python=${PYTHON:-python3}
+if [ ! -x "$LESSON_VENV/bin/python" ] && ! "$python" -c 'import ensurepip' 2>/dev/null; then
+  apt_need+=(python3-venv)  # Debian's python3 cannot make a venv without it
+fi
+if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  apt_need+=(chromium)  # the browser test
+fi
+if ! command -v fc-list >/dev/null || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; then
+  apt_need+=(fonts-noto-cjk fontconfig)  # Chinese in the browser test's pages and screenshots
+fi
+command -v unshare >/dev/null || apt_need+=(util-linux)  # unshare -n: the offline run
+if [ "${#apt_need[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo -n"
+  if command -v apt-get >/dev/null && { [ -z "$sudo" ] || sudo -n true 2>/dev/null; }; then
+    echo "==> 安装系统软件包 / installing system packages: ${apt_need[*]}"
+    apt_install="$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends"
+    $apt_install "${apt_need[@]}" >/dev/null 2>&1 || { $sudo apt-get update -q >/dev/null && $apt_install "${apt_need[@]}" >/dev/null; }
+  else
+    echo "缺少 ${apt_need[*]}，用到它们的测试会跳过；Debian / Ubuntu 上请运行 sudo apt-get install ${apt_need[*]} / missing ${apt_need[*]}: the tests that need them are skipped; on Debian/Ubuntu run: sudo apt-get install ${apt_need[*]}" >&2
+  fi
+fi
+
 bash scripts/setup.sh --no-open --dev
 . "$LESSON_VENV/bin/activate"
 export MPLBACKEND=Agg
+
+# The hub's proxy (classroom test) comes from npm; it goes into the environment, not the system.
+proxy_dir="$LESSON_VENV/npm"
+case "$proxy_dir" in /*) ;; *) proxy_dir="$PWD/$proxy_dir" ;; esac
+export PATH="$proxy_dir/node_modules/.bin:$PATH"
+if ! command -v configurable-http-proxy >/dev/null; then
+  if command -v npm >/dev/null; then
+    echo "==> npm install configurable-http-proxy ($proxy_dir)"
+    npm install --silent --no-fund --no-audit --prefix "$proxy_dir" configurable-http-proxy@5 >/dev/null
+  else
+    echo "没有 npm，课堂测试会跳过；请先安装 Node.js（sudo apt-get install npm）/ no npm: the classroom test is skipped; install Node.js (sudo apt-get install npm)" >&2
+  fi
+fi
 
 echo "==> ruff"
 ruff check .
 echo "==> notebook source vs stored notebook"
 python scripts/build_notebook.py --check
-echo "==> pytest (unit, property, strict nbval, offline + CPU variants, browser)"
+echo "==> pytest (unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone)"
 python -m pytest -p no:cacheprovider \
   --nbval notebooks/day11_multi_head_attention.ipynb \
   --nbval-sanitize-with notebooks/nbval_sanitize.cfg \

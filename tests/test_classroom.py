@@ -17,7 +17,9 @@ import classroom  # noqa: E402
 
 missing = classroom.missing_tools(Path(sys.executable).parent)
 if missing and os.environ.get("CI") != "true":
-    pytest.skip(f"classroom test needs: {'; '.join(missing)}", allow_module_level=True)
+    pytest.skip(f"课堂测试缺少以下工具，bash scripts/test.sh 会装上 pip 和 npm 能装的 / classroom test needs "
+                f"(bash scripts/test.sh installs them where pip and npm can): {'; '.join(missing)}",
+                allow_module_level=True)
 
 
 def _code_cells():

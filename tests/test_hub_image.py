@@ -28,7 +28,8 @@ def _tool(name):
         return path
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI must install {name}: pip install -r benchmarks/classroom-requirements.txt")
-    pytest.skip(f"{name} is not installed (pip install -r benchmarks/classroom-requirements.txt)")
+    pytest.skip(f"没有装 {name}，请运行 bash scripts/test.sh（或 pip install -r benchmarks/classroom-requirements.txt "
+                f"-c constraints.txt）/ {name} is not installed: run bash scripts/test.sh")
 
 
 def test_binder_files_are_executable_scripts():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,34 @@ def test_the_cli_prints_the_path(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "personal_copy.py"), "--help"], capture_output=True,
                          text=True, check=True)  # fmt: skip
     assert "--fresh" in out.stdout
+
+
+def test_lab_serves_the_whole_course_and_opens_the_copy(tmp_path):
+    root = _repo(tmp_path)
+    path, _ = personal_copy.ensure_copy(root)
+    argv, lines = personal_copy.lab_command(path, root, as_root=False)
+    assert argv[1:] == ["lab", f"--ServerApp.root_dir={root}", "my_lesson/day11_multi_head_attention.ipynb"]
+    assert argv[0] == str(Path(sys.executable).with_name("jupyter"))
+    assert len(lines) == 1 and "README.md" in lines[0] and "my_lesson/day11_multi_head_attention.ipynb" in lines[0]
+
+
+def test_as_root_it_says_why_in_one_chinese_line_and_allows_root(tmp_path):
+    root = _repo(tmp_path)
+    path, _ = personal_copy.ensure_copy(root)
+    argv, lines = personal_copy.lab_command(path, root, as_root=True)
+    assert argv[-1] == "--allow-root" and argv.count("--allow-root") == 1
+    notice = lines[0]
+    assert "\n" not in notice and "root" in notice and "--allow-root" in notice
+    assert "容器" in notice and "普通账户" in notice  # why it is allowed, and what is safer on a shared machine
+
+
+def test_readme_says_what_opens_and_keeps_the_pip_path_safe():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    chinese, english = readme.split("\n## English\n")
+    for part in (chinese, english):
+        assert "bash scripts/setup.sh" in part and "--allow-root" in part
+        assert "my_lesson/day11_multi_head_attention.ipynb" in part and "lesson_lib/" in part
+        assert "pip install -r requirements.txt -c constraints.txt" in part  # the tested versions
+        assert "python scripts/personal_copy.py --open" in part  # the copy, not the tracked notebook
+    first = re.search(r"```bash\n(.*?)\n```", chinese, re.S).group(1)
+    assert first == "bash scripts/setup.sh"  # the first command, exactly as tests/test_fresh_clone.py runs it

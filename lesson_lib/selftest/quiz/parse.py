@@ -177,14 +177,19 @@ _CHINESE_BIG_UNITS = {"万": 10**4, "亿": 10**8}
 MAX_READ_CHARS = 8000  # normalisation never looks further than this (callers cap answers far below it)
 
 
-def as_text(answer) -> str:
-    """Any object -> a str (a set or list of choice keys joined), unfiltered; '' for None or a broken __str__."""
+def as_text(answer, depth: int = 3) -> str:
+    """Any object -> a str (a set or list of choice keys joined), unfiltered; '' for None or a broken __str__.
+
+    Containers are read ``depth`` levels deep: a widget hands in at most a list of keys, and a value nested
+    deeper (a learner calling the checker by hand) is unreadable, not a RecursionError."""
     if answer is None:
         return ""
     if isinstance(answer, dict):
         answer = list(answer.values())
     if isinstance(answer, (set, frozenset, list, tuple)):
-        return " ".join(sorted(as_text(item) for item in answer))
+        if depth <= 0:
+            return ""
+        return " ".join(sorted(as_text(item, depth - 1) for item in answer))
     if isinstance(answer, str):
         return answer
     try:

@@ -277,8 +277,9 @@ def check_self(q: Question, answer) -> Feedback:
 
 def rubric_feedback(qid: str, explanation: str, answer, rubric: Rubric, cap: int) -> Feedback:
     text = clean(as_text(answer), cap + 1).strip()
-    if not text:
-        return blank(qid, explanation, "用自己的话写下你的解释")
+    if not text:  # nothing to compare yet: no verdict either, free text is never graded
+        return Feedback(False, f"{REVIEW}还没有作答。先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
+                               "就会出现要点清单和常见误解，由你自己对照。", explanation, qid, blank=True, judged=False)
     head = f"{REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，再点「记录自评」。"
     if len(text) > cap:
         head += f"（回答超过 {cap} 字，提示只看了前 {cap} 字。）"

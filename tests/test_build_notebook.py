@@ -196,7 +196,7 @@ def test_each_section_file_starts_with_its_heading():
         cells = bn.parse_cells(path.read_text(encoding="utf-8"), path.name)
         headings = level2_headings([_Md(c) for c in cells])
         number = path.name[:2]
-        if path.stem[2:3].isalpha():  # e.g. 08z_…: a continuation of section 8, no heading of its own
+        if path.stem[2:3].isalpha():  # e.g. 08b_…: a continuation of section 8, no heading of its own
             assert headings == [], path.name
         else:
             assert len(headings) == 1 and headings[0].startswith(f"## {int(number)} "), path.name

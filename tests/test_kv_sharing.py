@@ -15,7 +15,7 @@ import pytest
 from lesson_lib.kernel import flops
 from lesson_lib.kernel import kv_sharing as kv
 
-FOLLOW_UPS = (Path(__file__).parents[1] / "notebooks" / "src" / "08zz_follow_ups.md").read_text(encoding="utf-8")
+FOLLOW_UPS = (Path(__file__).parents[1] / "notebooks" / "src" / "08c_follow_ups.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(("d", "h", "g"), [(512, 8, 8), (512, 8, 2), (512, 8, 1), (12, 6, 3), (8192, 64, 8), (7, 1, 1)])

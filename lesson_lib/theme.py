@@ -107,3 +107,18 @@ class Tables:
 
     def _repr_html_(self) -> str:
         return "".join(t._repr_html_() for t in self.tables)
+
+
+# Page-wide rules no inline style can express. The lesson's slider (widgets.slider) carries them in its stylesheet,
+# which anywidget adds to the page once the first slider shows (§2, before any answer box); the static page
+# (scripts/build_static.py) links them too.
+PAGE_CSS = """
+/* An empty answer box's hint must not look like a typed answer (Dark High Contrast draws it pure white). */
+.jp-OutputArea-output input::placeholder, .jp-OutputArea-output textarea::placeholder,
+.jp-RenderedHTMLCommon input::placeholder, .jp-RenderedHTMLCommon textarea::placeholder {
+  color: var(--jp-ui-font-color2); font-style: italic; opacity: 0.85; }
+/* A display formula wider than the output scrolls inside its own line instead of being cut at the edge. */
+.jp-RenderedMarkdown mjx-container[display="true"], .jp-RenderedHTMLCommon mjx-container[display="true"],
+.jp-RenderedMarkdown .MathJax_Display, .jp-RenderedHTMLCommon .MathJax_Display {
+  max-width: 100%; overflow-x: auto; overflow-y: hidden; }
+"""

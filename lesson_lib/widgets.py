@@ -225,13 +225,15 @@ def _slider_class():
     import anywidget
     import traitlets as t
 
+    from .theme import PAGE_CSS
+
     class Slider(anywidget.AnyWidget):
         """A slider over a list of ``(label, value)`` options (like ipywidgets' SelectionSlider), named for screen
         readers and driven by the keyboard. ``value`` holds the option's value, ``min``/``max`` the ends of an integer
         range (setting them rebuilds the options and keeps the value inside, as IntSlider does)."""
 
         _esm = _SLIDER_ESM
-        _css = _SLIDER_CSS
+        _css = _SLIDER_CSS + PAGE_CSS
         description = t.Unicode("").tag(sync=True)
         labels = t.List(t.Unicode()).tag(sync=True)
         index = t.Int(0).tag(sync=True)

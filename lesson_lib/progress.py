@@ -256,13 +256,13 @@ class Progress:
             todo = [n for n, s in mine if s == "todo"]
             word = "答对" if kind == "题目" else "完成"
             line = f"{kind}：已{word} {len(done)} / {len(mine)} {unit}。"
-            if tried:
+            if tried and kind == "面试自检":  # one line per kind: what to do next, not a second 「面试自检：」 line
+                line += "检查器还没在你的回答里读到全部三点（或读到了误解），对照参考答案再改一改。"
+            elif tried:
                 line += "做过但还没过：" + "、".join(tried) + "。"
             if todo:
                 line += "还没做：" + "、".join(todo) + "。"
             lines.append(line)
-        if self.has_interview and (self.data["interview"] and not self.data["interview"].get("complete")):
-            lines.append("面试自检：检查器还没在你的回答里读到全部三点（或读到了误解），对照参考答案再改一改。")
         done = sum(s == "done" for _, _, s in items)
         if self.all_done():
             lines.append(f"全部完成（{done} / {len(items)}），明天见！")

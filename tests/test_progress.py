@@ -210,3 +210,14 @@ def test_the_lesson_says_where_the_file_is(monkeypatch):
     source = Path(__file__).resolve().parents[1] / "notebooks" / "src" / "10_self_test.md"
     cells = source.read_text(encoding="utf-8")
     assert f"`~/{shown.as_posix()}`" in cells and progress.ENV_VAR in cells and "XDG_DATA_HOME" in cells
+
+
+def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
+    """The summary names each kind once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
+    p = _new(path)
+    bad = "头数越多越好。"
+    p.record_interview(quiz.interview_check(bad), bad)
+    lines = p.summary().splitlines()
+    interview = [line for line in lines if line.startswith("面试自检")]
+    assert len(interview) == 1, lines
+    assert "已完成 0 / 1 项" in interview[0] and "对照参考答案再改一改" in interview[0]

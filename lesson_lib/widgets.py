@@ -27,13 +27,17 @@ def _image(png: bytes):
                    layout=w.Layout(max_width="100%", height="auto", align_self="flex-start", margin="0"))
 
 
-def show_png(picture, png: bytes) -> None:
-    """Put ``png`` in the Image at its own pixel width (the browser then never scales it up)."""
+def show_png(picture, png: bytes, alt: str | None = None) -> None:
+    """Put ``png`` in the Image at its own pixel width (the browser then never scales it up), with ``alt``: the Chinese
+    description a screen reader says (ipywidgets' Image has no alt; its ``tooltip`` becomes the <img>'s title, which
+    is the picture's accessible name in JupyterLab and on the static page)."""
     from .plotting import png_size
 
     width = f"{png_size(png)[0]}px"
     if picture.layout.width != width:
         picture.layout.width = width
+    if alt is not None and picture.tooltip != alt:
+        picture.tooltip = alt
     picture.value = png
 
 
@@ -180,6 +184,8 @@ let counter = 0;
 function render({ model, el }) {
   const id = `lesson-slider-${Date.now().toString(36)}-${counter++}`;
   el.classList.add("lesson-slider");
+  // Arrow keys belong to the slider, not to JupyterLab's notebook shortcuts (ArrowUp/Down would move between cells).
+  el.setAttribute("data-lm-suppress-shortcuts", "true");
   const label = document.createElement("label");
   const input = document.createElement("input");
   const out = document.createElement("output");

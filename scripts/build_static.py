@@ -34,7 +34,8 @@ MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # jupyter-server-mathjax shi
 MATHJAX_FONTS = ('<script>window.MathJax = {"HTML-CSS": {availableFonts: ["STIX-Web"], preferredFont: "STIX-Web", '
                  'webFont: "STIX-Web", imageFont: null, linebreaks: {automatic: true}}, '
                  'SVG: {font: "STIX-Web", linebreaks: {automatic: true}}};</script>')
-NOTE = ("这是第 11 天课程的<strong>静态阅读版</strong>：所有输出和图都在，控件只显示保存时的状态，拖动或点击不会重新计算。"
+NOTE = ("这是第 11 天课程的<strong>静态阅读版</strong>：所有输出和图都在，"
+        "控件只显示保存时的状态，拖动或点击不会重新计算。"
         "要动手做实验、答自测题，请在 JupyterLab 里打开 <code>notebooks/day11_multi_head_attention.ipynb</code>。")
 
 
@@ -80,8 +81,8 @@ def vendor(static: Path) -> None:
 
 
 def export(notebook: Path) -> str:
-    from nbconvert import HTMLExporter
     import nbformat
+    from nbconvert import HTMLExporter
 
     nb = nbformat.read(notebook, as_version=4)
     nb.metadata["title"] = "Day 11 · 多头注意力"

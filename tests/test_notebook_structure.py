@@ -3,6 +3,7 @@ Markdown cells and in the HTML the outputs show), and links whose text says wher
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from html.parser import HTMLParser
@@ -78,7 +79,7 @@ def test_one_h1_and_no_skipped_heading_level(nb):
     assert len(headings) > 30, "the outline parser found too few headings"
     assert [h for h in headings if h[1] == 1] == [headings[0]], "exactly one H1, and it comes first"
     skips = [f"{where}: H{level} 「{text}」 after H{prev[1]}" for prev, (where, level, text) in
-             zip(headings, headings[1:]) if level > prev[1] + 1]
+             itertools.pairwise(headings) if level > prev[1] + 1]
     assert not skips, "\n".join(skips)
 
 

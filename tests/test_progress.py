@@ -213,7 +213,7 @@ def test_the_lesson_says_where_the_file_is(monkeypatch):
 
 
 def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
-    """The summary names each kind once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
+    """Each kind is named once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
     p = _new(path)
     bad = "头数越多越好。"
     p.record_interview(quiz.interview_check(bad), bad)

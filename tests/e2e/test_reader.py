@@ -393,7 +393,8 @@ def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(open_br
         found = page.evaluate("""() => ({
           sliders: document.querySelectorAll('.lesson-slider input[type=range]').length,
           errors: document.body.innerText.split('Error displaying widget').length - 1,
-          images: [...document.images].map(i => ({w: i.naturalWidth, alt: i.alt || i.title || i.getAttribute('aria-label') || ''})),
+          images: [...document.images].map(i => ({w: i.naturalWidth,
+                                                  alt: i.alt || i.title || i.getAttribute('aria-label') || ''})),
           math: document.querySelectorAll('.MathJax_Display, .MathJax').length,
           note: !!document.querySelector('.lesson-static-note')})""")
         page.screenshot(path=str(shots / "static_page_top.png"))

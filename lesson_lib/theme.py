@@ -46,8 +46,6 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
     from .tables import cell_text
 
     cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:normal;overflow-wrap:normal;"
-    code = "white-space:pre-wrap;font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
-
     def align(i):
         return "text-align:right;font-variant-numeric:tabular-nums;" if i in numeric_columns else "text-align:left;"
 
@@ -56,12 +54,21 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
                    for i, h in enumerate(headers))
     body = []
     for row in rows:
-        tds = "".join(f'<td style="{cell}{align(i)}{code if i in code_columns else ""}">{_html.escape(cell_text(v))}'
-                      "</td>" for i, v in enumerate(row))
+        tds = "".join(f'<td style="{cell}{align(i)}{_code(cell_text(v)) if i in code_columns else ""}">'
+                      f"{_html.escape(cell_text(v))}</td>" for i, v in enumerate(row))
         body.append(f"<tr>{tds}</tr>")
     return (f'<div class="lesson-table-wrap" style="max-width:100%;overflow-x:auto">'
             f'<table class="lesson-table" style="{_TEXT}border-collapse:collapse;margin:4px 0">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _code(text: str) -> str:
+    """Code font; a short fragment (a shape, a call) stays on one line, a long line wraps only at its spaces."""
+    wrap = "nowrap" if len(text) <= _SHORT_CODE else "pre-wrap"
+    return f"white-space:{wrap};font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
+
+
+_SHORT_CODE = 32  # characters: (8, 6, 64) or Attention(Q_i, K_i, V_i) is read as one piece
 
 
 def text_html(text: str) -> str:

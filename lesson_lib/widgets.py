@@ -67,6 +67,8 @@ def linked(controls: dict, show, pictures: int = 1):
 
     for control in controls.values():
         control.observe(redraw, names="value")
+        if not control.layout.flex:  # squeezed, a row of buttons wraps its label above it (「头数」 over 「1 个头」)
+            control.layout.flex = "0 0 auto"
     redraw()
     bar = w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap", align_items="center"))
     shown = images[0] if pictures == 1 else w.HBox(images, layout=w.Layout(flex_flow="row wrap",
@@ -180,9 +182,9 @@ def progress_bar(description: str = "训练中"):
 # press or at the end of a drag (ipywidgets' continuous_update=False). Shipped inline (no CDN): anywidget puts the
 # ESM in the widget's own state, so JupyterLab and the static page (scripts/build_static.py) run it offline.
 _SLIDER_ESM = r"""
-let counter = 0;
 function render({ model, el }) {
-  const id = `lesson-slider-${Date.now().toString(36)}-${counter++}`;
+  // Unique on the page: each slider may run its own copy of this module, so no shared counter.
+  const id = `lesson-slider-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
   el.classList.add("lesson-slider");
   // Arrow keys belong to the slider, not to JupyterLab's notebook shortcuts (ArrowUp/Down would move between cells).
   el.setAttribute("data-lm-suppress-shortcuts", "true");

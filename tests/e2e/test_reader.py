@@ -170,7 +170,8 @@ def wait_text(page, locator, pattern: str, what: str) -> None:
 
 
 def output_of(page, inner):
-    return page.locator(".jp-CodeCell").filter(has=inner).locator(".jp-Cell-outputWrapper")
+    """The output area of the code cell that holds ``inner``."""
+    return inner.first.locator("xpath=ancestor::div[contains(@class, 'jp-CodeCell')]").locator(".jp-Cell-outputWrapper")
 
 
 # --------------------------------------------------------------------------------------------- tests
@@ -358,7 +359,7 @@ def test_screenshots_in_four_configurations_and_placeholder_in_high_contrast(les
     set_theme(page, "light")
 
 
-def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(open_browser, tmp_path, shots, e2e_report):
+def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(lesson, tmp_path, shots, e2e_report):
     import sys
 
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -372,33 +373,33 @@ def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(open_br
     page_path = build_static.build(site)
     folder = site.resolve().as_uri() + "/"
     requests, outside = [], []
-    with open_browser() as browser:
-        context = browser.new_context(viewport={"width": LARGE[0], "height": LARGE[1]})
+    # A second context in the lesson's browser (Playwright's sync API allows one instance per thread).
+    context = lesson.context.browser.new_context(viewport={"width": LARGE[0], "height": LARGE[1]})
 
-        def route(r):
-            url = r.request.url
-            requests.append(url)
-            if url.startswith((folder, "data:", "blob:", "about:")):
-                r.continue_()
-            else:
-                outside.append(url)
-                r.abort()
+    def route(r):
+        url = r.request.url
+        requests.append(url)
+        if url.startswith((folder, "data:", "blob:", "about:")):
+            r.continue_()
+        else:
+            outside.append(url)
+            r.abort()
 
-        context.route("**/*", route)
-        page = context.new_page()
-        page.goto(page_path.as_uri())
-        page.wait_for_function("() => document.querySelectorAll('.lesson-slider input[type=range]').length >= 5",
-                               timeout=30_000)
-        page.wait_for_timeout(1500)  # MathJax typesets after the widgets
-        found = page.evaluate("""() => ({
-          sliders: document.querySelectorAll('.lesson-slider input[type=range]').length,
-          errors: document.body.innerText.split('Error displaying widget').length - 1,
-          images: [...document.images].map(i => ({w: i.naturalWidth,
-                                                  alt: i.alt || i.title || i.getAttribute('aria-label') || ''})),
-          math: document.querySelectorAll('.MathJax_Display, .MathJax').length,
-          note: !!document.querySelector('.lesson-static-note')})""")
-        page.screenshot(path=str(shots / "static_page_top.png"))
-        context.close()
+    context.route("**/*", route)
+    page = context.new_page()
+    page.goto(page_path.as_uri())
+    page.wait_for_function("() => document.querySelectorAll('.lesson-slider input[type=range]').length >= 5",
+                           timeout=30_000)
+    page.wait_for_timeout(1500)  # MathJax typesets after the widgets
+    found = page.evaluate("""() => ({
+      sliders: document.querySelectorAll('.lesson-slider input[type=range]').length,
+      errors: document.body.innerText.split('Error displaying widget').length - 1,
+      images: [...document.images].map(i => ({w: i.naturalWidth,
+                                              alt: i.alt || i.title || i.getAttribute('aria-label') || ''})),
+      math: document.querySelectorAll('.MathJax_Display, .MathJax').length,
+      note: !!document.querySelector('.lesson-static-note')})""")
+    page.screenshot(path=str(shots / "static_page_top.png"))
+    context.close()
     e2e_report(f"[reader] static page: {len(requests)} requests, {len(outside)} outside its folder, "
                f"{found['sliders']} sliders, {len(found['images'])} images, {found['math']} formulas")
     assert not outside, "requests outside the page's folder:\n" + "\n".join(outside)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -87,21 +88,20 @@ def export(notebook: Path) -> str:
     nb = nbformat.read(notebook, as_version=4)
     nb.metadata["title"] = "Day 11 · 多头注意力"
     exporter = HTMLExporter(
-        template_name="lab",
+        template_name="day11",  # scripts/static_page/templates/day11: the lab template, alt text carried over
         extra_template_basedirs=[str(HERE / "templates")],
         embed_images=True,
         require_js_url="static/require.js",
         widget_renderer_url="static/widgets/embed-amd.js",
         mathjax_url=f"static/mathjax/MathJax.js?config={MATHJAX_CONFIG}",
     )
-    exporter.template_name = "day11"
     body, _resources = exporter.from_notebook_node(nb)
     return body
 
 
 def finish(html: str) -> str:
     """Language, the lesson's page CSS, the local anywidget loader, and a note that widgets show saved state."""
-    html = html.replace("<html>", '<html lang="zh-CN">', 1)
+    html = re.sub(r"<html( lang=\"[^\"]*\")?>", '<html lang="zh-CN">', html, count=1)
     loader = ('<link rel="stylesheet" href="static/lesson.css">\n'
               # Read by the widget manager: a module it cannot find is looked up in this folder, not on a CDN.
               '<script src="static/anywidget-amd.js" data-jupyter-widgets-cdn="static/npm/"></script>\n')

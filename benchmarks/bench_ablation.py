@@ -80,7 +80,7 @@ def _timed(fn):
 
 def run() -> list[str]:
     from lesson_lib.ablation import TrainConfig, sweep
-    from lesson_lib.cpus import usable_cpus
+    from lesson_lib.runtime.cpus import usable_cpus
 
     section, bare = section_cpu_seconds()
     lines = [f"§7 in a fresh kernel: {section:.1f} CPU-s (kernel + workers, the bare kernel's {bare:.1f} s subtracted)"]

@@ -17,8 +17,8 @@ import numpy as np
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from lesson_lib import head_lab
-from lesson_lib.blas import one_blas_thread  # the widget's callback runs lab_state with one BLAS thread
+from lesson_lib.runtime.blas import one_blas_thread  # the widget's callback runs lab_state with one BLAS thread
+from lesson_lib.sections import head_lab
 
 REPEAT = 7  # fast path and widget: median of 7
 REF_REPEAT = 3  # matplotlib reference: median of 3 (it is 5–20× slower)
@@ -37,7 +37,7 @@ def _fast(h):
 
 
 def _reference(h):
-    from lesson_lib.plotting import figure_png
+    from lesson_lib.display.plotting import figure_png
 
     with one_blas_thread():
         state = head_lab.lab_state(h)
@@ -54,7 +54,7 @@ def run() -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
-    from lesson_lib import widgets
+    from lesson_lib.sections import widgets
 
     choices = head_lab.head_choices()
     start = time.perf_counter()

@@ -76,8 +76,8 @@ def _explorer(model):
     import matplotlib
 
     matplotlib.use("Agg")
-    from lesson_lib import pretrained_views as views
-    from lesson_lib.plotting import figure_png
+    from lesson_lib.display.plotting import figure_png
+    from lesson_lib.sections import pretrained_views as views
 
     enc = model.encode(model_sentence())
     positions = iter(range(10**6))
@@ -100,8 +100,8 @@ def model_sentence():
 
 
 def _e5():
-    from lesson_lib import pronoun_heads as ph
     from lesson_lib.pretrained import e5
+    from lesson_lib.sections import pronoun_heads as ph
 
     model = e5.load()
     ids = model.tokenizer.encode(ph.LESSON_SENTENCE)[1]

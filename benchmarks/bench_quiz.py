@@ -4,7 +4,7 @@ Goal: every check answers in ≤ 50 ms (a learner feels a longer wait as lag). F
 benchmark checks a set of adversarial answers at the question kind's length cap (long digit runs, nested
 parentheses, equation chains, repeated negations, CJK prose, a million characters for choices) and reports
 the worst median; the baseline, measured in the same run, is the same question's plain right answer. The cold
-figure is the first ``quiz.check`` after ``import lesson_lib.quiz`` in a new process (questions are built
+figure is the first ``quiz.check`` after ``import lesson_lib.selftest.quiz`` in a new process (questions are built
 lazily, one at a time).
 """
 
@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from lesson_lib import quiz
+from lesson_lib.selftest import quiz
 
 GOAL_MS = 50.0
 REPEAT = 5
@@ -43,8 +43,8 @@ def _median_ms(fn, *args) -> float:
 
 def _cold_ms(call: str) -> float:
     # As in the notebook at §10: the kernel has already imported numpy and the lesson's kernel modules.
-    code = ("import time, numpy, lesson_lib.attention, lesson_lib.flops, lesson_lib.paper; "
-            f"import lesson_lib.quiz as q; t = time.perf_counter(); {call}; "
+    code = ("import time, numpy, lesson_lib.kernel.attention, lesson_lib.kernel.flops, lesson_lib.paper; "
+            f"import lesson_lib.selftest.quiz as q; t = time.perf_counter(); {call}; "
             "print((time.perf_counter() - t) * 1000)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip())

@@ -42,16 +42,16 @@ def _toggle(control, a, b):
 
 def _old_demo_redraw(heads, sharpness):
     """§2 before: a fresh figure per change, saved trimmed to its contents (two draws: measure, then render)."""
-    from lesson_lib import averaging
-    from lesson_lib.plotting import figure_png
+    from lesson_lib.display.plotting import figure_png
+    from lesson_lib.sections import averaging
 
     return figure_png(averaging.plot_demo(averaging.demo(heads, sharpness)))
 
 
 def _cases():
     """(name, change, baseline name, baseline) for every widget that can be built here."""
-    from lesson_lib import head_lab, heads, widgets
-    from lesson_lib.plotting import figure_png
+    from lesson_lib.display.plotting import figure_png
+    from lesson_lib.sections import head_lab, heads, widgets
 
     cases = []
     demo = widgets.averaging_demo().controls
@@ -76,8 +76,9 @@ def _cases():
 
 def _explorer_cases():
     """§6: only where the weights package is installed (the explorer needs the real model)."""
-    from lesson_lib import pretrained, pretrained_views
-    from lesson_lib.plotting import figure_png
+    from lesson_lib import pretrained
+    from lesson_lib.display.plotting import figure_png
+    from lesson_lib.sections import pretrained_views
 
     if not pretrained.available():
         return []

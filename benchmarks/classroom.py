@@ -60,7 +60,8 @@ STUDENT_ATTEMPT = (
 )
 # Printed by each kernel at the end: the CPUs the lesson sized itself to, and the BLAS threads it runs.
 THREADS_PROBE = (
-    "import json as _j; from lesson_lib.cpus import usable_cpus as _u; from lesson_lib.blas import blas_threads as _b\n"
+    "import json as _j; from lesson_lib.runtime.cpus import usable_cpus as _u\n"
+    "from lesson_lib.runtime.blas import blas_threads as _b\n"
     "print(_j.dumps({'usable_cpus': _u(), 'blas_threads': _b()}))"
 )
 LOOPBACK = "127.0.0.1"

@@ -42,7 +42,7 @@ def seeds():
         acc = {h: _per_seed_accuracy(result, h, s) for h in HEADS}
         maps = {h: ablation.attention_maps(result.params[h], h, many, seed_index=s) for h in HEADS}
         on = {h: ablation.weight_on_targets(maps[h], many) for h in (1, 4)}
-        from lesson_lib.attention_stats import mean_pairwise_js, row_entropy
+        from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
 
         div = {h: (float(row_entropy(maps[h]).mean()), mean_pairwise_js(maps[h]) if h > 1 else None) for h in HEADS}
         out[s] = acc, on, div
@@ -179,7 +179,7 @@ def test_head_maps_count_positions_from_1():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lesson_lib import ablation_plots
+    from lesson_lib.sections import ablation_plots
 
     n = 5
     maps = np.full((4, n, n), 1.0 / n)  # (h, n, n) uniform rows

@@ -1,4 +1,4 @@
-"""lesson_lib.attention: parity of the three kernels, the paper's identities as properties, Chinese input errors."""
+"""kernel.attention: parity of the three kernels, the paper's identities as properties, Chinese input errors."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from helpers import assert_chinese_message, causal, make_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib import attention as att
-from lesson_lib.attention import (
+from lesson_lib.kernel import attention as att
+from lesson_lib.kernel.attention import (
     AttentionInputError,
     merge_heads,
     multi_head_attention,
@@ -20,7 +20,7 @@ from lesson_lib.attention import (
     softmax,
     split_heads,
 )
-from lesson_lib.attention_fast import multi_head_attention_fast
+from lesson_lib.kernel.attention_fast import multi_head_attention_fast
 
 KERNELS = [multi_head_attention, multi_head_attention_reference, multi_head_attention_fast]
 KERNEL_IDS = ["readable", "reference", "fast"]

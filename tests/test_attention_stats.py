@@ -1,4 +1,4 @@
-"""lesson_lib.attention_stats: row entropy and the JS divergence between heads, on maps whose answers are known."""
+"""kernel.attention_stats: row entropy and the JS divergence between heads, on maps whose answers are known."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from helpers import assert_chinese_message
 
-from lesson_lib.attention_stats import mean_pairwise_js, row_entropy
+from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
 
 
 def one_hot(n, columns):

@@ -1,4 +1,4 @@
-"""lesson_lib.averaging (§2): the sentence's value vectors, the lesson's 40/30/30 blend, 1 vs 2 heads.
+"""lesson_lib.sections.averaging (§2): the sentence's value vectors, the lesson's 40/30/30 blend, 1 vs 2 heads.
 
 Expected numbers come from the closed forms worked out by hand from the keys and queries the module
 documents (指代 asks "female person?", 语法角色 asks "clause subject?"), not from a run.
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from helpers import CJK
 
-from lesson_lib import averaging
-from lesson_lib.averaging import FEATURES, TOKENS
+from lesson_lib.sections import averaging
+from lesson_lib.sections.averaging import FEATURES, TOKENS
 
 VISIBLE = TOKENS.index("她")  # 她 sees the words before it: 7 of them
 IDX = {w: TOKENS.index(w) for w in ("小明", "苹果", "小红", "她")}
@@ -233,7 +233,7 @@ def test_demo_picture_text_is_legible_and_inside(plt, heads):
     import matplotlib.text
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from lesson_lib.plotting import png_size
+    from lesson_lib.display.plotting import png_size
 
     d = averaging.demo(heads, 4.0)
     width_px, _ = png_size(averaging.demo_png(d))  # what the widget shows, at its own pixel size
@@ -260,7 +260,7 @@ def test_plot_retention_draws(plt):
 
 def test_printed_tables_carry_the_numbers():
     table = averaging.values_table()
-    assert table.splitlines()[0].split() == ["词", *averaging.FEATURES]
+    assert table.splitlines()[0].split() == ["词元", *averaging.FEATURES]
     assert len(table.splitlines()) == 2 + averaging.QUERY  # header, rule, one row per visible word
     blended = averaging.blend_table(averaging.LESSON_WEIGHTS)
     assert "40% / 30% / 30%" in blended

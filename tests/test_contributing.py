@@ -25,17 +25,21 @@ def tree() -> list[str]:
 
 
 def module_map() -> list[str]:
-    """The map's entries: top-level bullets `name` or `package/`, nested bullets `module` under a package."""
+    """The map's entries: bullets `name` or `package/`, nested two spaces deeper under their package."""
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     section = text.split("\n## Module map\n", 1)[1].split("\n## ", 1)[0]
-    names, package = [], None
+    names, stack = [], []  # stack: the packages enclosing the current depth
     for line in section.splitlines():
-        if m := re.match(r"- `([a-z_0-9]+/?)`", line):
-            names.append(m.group(1))
-            package = m.group(1) if m.group(1).endswith("/") else None
-        elif m := re.match(r"  - `([a-z_0-9]+)`", line):
-            assert package, f"nested entry outside a package: {line!r}"
-            names.append(package + m.group(1))
+        m = re.match(r"( *)- `([a-z_0-9]+/?)`", line)
+        if not m:
+            continue
+        depth = len(m.group(1)) // 2
+        assert depth <= len(stack), f"nested entry outside a package: {line!r}"
+        del stack[depth:]
+        name = "".join(stack) + m.group(2)
+        names.append(name)
+        if name.endswith("/"):
+            stack.append(m.group(2))
     return names
 
 
@@ -49,4 +53,5 @@ def test_module_map_matches_the_tree():
 def test_the_map_reader_finds_packages_and_their_modules():
     """The comparison is not vacuous: the map has entries for packages and their modules."""
     listed = module_map()
-    assert "attention" in listed and "quiz/" in listed and "quiz/parse" in listed and len(listed) > 40
+    assert "kernel/attention" in listed and "selftest/quiz/" in listed and "selftest/quiz/parse" in listed
+    assert len(listed) > 40

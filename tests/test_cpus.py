@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from lesson_lib import cpus
+from lesson_lib.runtime import cpus
 
 
 def test_no_quota_uses_affinity(tmp_path, monkeypatch):

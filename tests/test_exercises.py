@@ -10,10 +10,12 @@ import types
 import numpy as np
 import pytest
 
-from lesson_lib import attention, learner_code, paper
-from lesson_lib import exercises as ex
-from lesson_lib.attention import head_width, multi_head_attention, softmax, split_heads
-from lesson_lib.flops import count
+from lesson_lib import paper
+from lesson_lib.kernel import attention
+from lesson_lib.kernel.attention import head_width, multi_head_attention, softmax, split_heads
+from lesson_lib.kernel.flops import count
+from lesson_lib.selftest import exercises as ex
+from lesson_lib.selftest import learner_code
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)

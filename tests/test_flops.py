@@ -1,4 +1,4 @@
-"""lesson_lib.flops: the closed form equals the paper-facts table and the counts observed from the kernel's own work."""
+"""kernel.flops: the closed form equals the paper-facts table and the counts observed from the kernel's own work."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib import flops
-from lesson_lib.attention import multi_head_attention_reference
-from lesson_lib.attention_fast import multi_head_attention_fast
-from lesson_lib.validation import LessonInputTypeError
+from lesson_lib.kernel import flops
+from lesson_lib.kernel.attention import multi_head_attention_reference
+from lesson_lib.kernel.attention_fast import multi_head_attention_fast
+from lesson_lib.kernel.validation import LessonInputTypeError
 
 
 def divisors(d):
@@ -127,7 +127,7 @@ def test_per_head_reference_does_the_same_work(n, d, h):
 @pytest.mark.parametrize(("n", "d", "h"), [(1, 1, 1), (5, 8, 2), (7, 12, 3), (4, 16, 16), (40, 8, 2)])
 def test_fast_path_counted_with_its_in_place_matmuls(n, d, h, monkeypatch):
     """The fast path writes its matmuls and exps into preallocated blocks (out=): they count all the same."""
-    from lesson_lib import attention_fast
+    from lesson_lib.kernel import attention_fast
 
     monkeypatch.setattr(attention_fast, "_MIN_BLOCK_ROWS", 3)
     monkeypatch.setattr(attention_fast, "_BLOCK_BYTES", 1)  # several row blocks when n > 3
@@ -141,7 +141,7 @@ def test_fast_path_counted_with_its_in_place_matmuls(n, d, h, monkeypatch):
 
 
 def test_the_issue_example_counts_1680_for_every_kernel():
-    from lesson_lib.attention import multi_head_attention
+    from lesson_lib.kernel.attention import multi_head_attention
 
     kernels = (multi_head_attention, multi_head_attention_reference, multi_head_attention_fast)
     assert [flops.measure(5, 8, 2, kernel=k)["matmul_multiplies"] for k in kernels] == [1680] * 3

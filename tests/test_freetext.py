@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from lesson_lib import quiz
-from lesson_lib.quiz.freetext import Point, read_points
+from lesson_lib.selftest import quiz
+from lesson_lib.selftest.quiz.freetext import Point, read_points
 
 # Q1 points: 组 = 只有一组权重, 均 = 加权平均, 混 = 不同信息被混在一起
 Q1_NAMES = {"组": "只有一组权重", "均": "加权平均", "混": "不同信息被混在一起"}

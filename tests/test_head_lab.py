@@ -1,4 +1,4 @@
-"""lesson_lib.head_lab (§5) and the Pillow fast paths (plotting.render_lab_png, plotting.render_heads_png).
+"""lesson_lib.sections.head_lab (§5) and the Pillow fast paths (plotting.render_lab_png, plotting.render_heads_png).
 
 The lab's promises: the slider only offers head counts that divide d_model; for every h the
 parameters and matmul multiplies stay put while softmax work grows as 3·h·n²; one fixed set of
@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from helpers import CJK
 
-from lesson_lib import head_lab, plotting
-from lesson_lib.attention import AttentionInputError
+from lesson_lib.display import plotting
+from lesson_lib.kernel.attention import AttentionInputError
+from lesson_lib.sections import head_lab
 
 N = len(head_lab.SENTENCE)  # 11 tokens
 D = 512

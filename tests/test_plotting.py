@@ -1,4 +1,4 @@
-"""lesson_lib.plotting: Chinese text renders without missing glyphs, tiled heat maps, light imports."""
+"""lesson_lib.display.plotting: Chinese text renders without missing glyphs, tiled heat maps, light imports."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib import plotting
-from lesson_lib.plotting import (
+from lesson_lib.display import plotting
+from lesson_lib.display.plotting import (
     grid_shape,
     head_titles,
     heads_png_layout,

@@ -20,9 +20,9 @@ from helpers import load_npz, require
 
 import lesson_lib
 from lesson_lib import pretrained as pt
-from lesson_lib import pretrained_views as views
 from lesson_lib.pretrained import encoder, files, minilm
 from lesson_lib.pretrained.safetensors_mmap import read_safetensors
+from lesson_lib.sections import pretrained_views as views
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 

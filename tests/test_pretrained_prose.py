@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from lesson_lib import pretrained as pt
-from lesson_lib import pronoun_heads as ph
-from lesson_lib import pronoun_heads_views as zh
 from lesson_lib.pretrained import e5
+from lesson_lib.sections import pronoun_heads as ph
+from lesson_lib.sections import pronoun_heads_views as zh
 
 SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
 SECTION_2 = (Path(__file__).parents[1] / "notebooks" / "src" / "02_averaging.md").read_text(encoding="utf-8")

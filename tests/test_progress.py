@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from lesson_lib import exercises, progress, quiz
-from lesson_lib.exercises import ExerciseResult
-from lesson_lib.progress import FORMAT, VERSION, Progress, ProgressFile
+from lesson_lib.selftest import exercises, progress, quiz
+from lesson_lib.selftest.exercises import ExerciseResult
+from lesson_lib.selftest.progress import FORMAT, VERSION, Progress, ProgressFile
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib import flops, paper
-from lesson_lib.attention import head_width
+from lesson_lib import paper
+from lesson_lib.kernel import flops
+from lesson_lib.kernel.attention import head_width
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +108,7 @@ def test_arithmetic_in_prose_is_right(markdown):
 
 
 def test_section_3_naming_table(markdown):
-    assert f"| d_k = d_v = d_model / h | **每个头**的宽度 | {D} / {H} = {D_K} |" in markdown
+    assert f"| d_k = d_v = d_model / h | **每头宽度** | {D} / {H} = {D_K} |" in markdown
     assert f"| h · d_v | 拼接（Concat）之后的宽度，又回到 d_model | {H} × {D_K} = {H * D_K} |" in markdown
 
 
@@ -117,7 +118,7 @@ def test_section_3_naming_table(markdown):
 
 
 def test_512_n_squared(markdown):
-    """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.flops."""
+    """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.kernel.flops."""
     one_head = flops.count(1, D, 1).scores  # multiplies of QKᵀ with n = 1: the coefficient of n²
     per_head = flops.count(1, D_K, 1).scores
     assert one_head == D and per_head == D_K and H * per_head == one_head
@@ -237,7 +238,7 @@ def test_softmax_work_has_one_definition_used_everywhere(markdown):
     assert len(uses) >= 3 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
     assert "softmax 的 h·n²" not in markdown and "softmax 的运算" not in markdown  # the old, second definitions
     assert flops.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
-    from lesson_lib import head_lab
+    from lesson_lib.sections import head_lab
 
     assert name in head_lab.comparison_table(heads=(8,)).splitlines()[0]
 
@@ -267,11 +268,11 @@ def test_interview_self_check_refers_to_a_box_that_is_there(markdown):
 
 
 def test_section_2_blend_reading(markdown):
-    """'"女性" 0.4、"男性" 0.3、"物品" 0.3 … "主语" 只剩 0.3' is the single head's blend that §2 prints."""
-    from lesson_lib import averaging
+    """'「女性」0.4、「男性」0.3、「物品」0.3 … 「主语」只剩 0.3' is the single head's blend that §2 prints."""
+    from lesson_lib.sections import averaging
 
     blend = averaging.blend(averaging.LESSON_WEIGHTS)
-    found = _matches(r'"(女性|男性|物品|主语)" (?:只剩 )?(\d\.\d)', markdown)
+    found = _matches(r"「(女性|男性|物品|主语)」(?:只剩 )?(\d\.\d)", markdown)
     assert {m.group(1) for m in found} == {"女性", "男性", "物品", "主语"}
     for m in found:
         assert round(blend[m.group(1)], 1) == float(m.group(2)), m.group(0)
@@ -285,7 +286,7 @@ def test_section_2_retention_curves(markdown):
     two heads keep both, on one curve, towards 1."""
     import numpy as np
 
-    from lesson_lib import averaging
+    from lesson_lib.sections import averaging
 
     sharpness = np.linspace(0, 8, 33)  # the figure's grid
     one, two = (averaging.retention_curve(sharpness)[h] for h in (1, 2))
@@ -302,7 +303,7 @@ def test_section_2_retention_curves(markdown):
 
 
 def test_section_3_head_1_does_not_change(markdown):
-    from lesson_lib import heads
+    from lesson_lib.sections import heads
 
     assert "头 1 的输出一点都不变" in markdown
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
@@ -315,3 +316,28 @@ def test_section_7_4_winners_are_the_printed_ones(markdown):
     ends = sorted({int(n) for n in re.findall(r"一维：.*第 (\d+) 个键", ablation.monotone_score_text())})
     (found,) = _matches(r"赢家只会是第 (\d+) 个或第 (\d+) 个键", markdown)
     assert [int(found[1]), int(found[2])] == ends == [1, 9]  # counted from 1: the ends of 9 keys
+
+
+def test_section_5_defines_entropy_and_js_where_it_prints_them(markdown):
+    """§5 prints 熵（比特） and JS 散度: its prose defines both with their ends, which attention_stats computes."""
+    import numpy as np
+
+    from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
+    from lesson_lib.sections import head_lab
+
+    n = len(head_lab.SENTENCE)
+    m = _matches(r"平均分给这句话的 (\d+) 个词元是 log₂(\d+) ≈ (\d\.\d\d) 比特", markdown)[0]
+    assert int(m.group(1)) == int(m.group(2)) == n
+    assert round(float(row_entropy(np.full((1, n), 1 / n))[0]), 2) == float(m.group(3))
+    assert "全压在一个词元上是 0" in markdown and row_entropy(np.eye(n)[:1])[0] == 0
+    assert "完全一样是 0" in markdown and "毫不重叠" in markdown
+    same, apart = np.eye(n)[None, :2].repeat(2, axis=0), np.stack([np.eye(n)[:2], np.eye(n)[2:4]])  # (2, 2, n)
+    assert mean_pairwise_js(same) == 0 and mean_pairwise_js(apart) == 1
+    assert markdown.index("- **熵**") < markdown.index("**读数**")  # defined before the reading uses them
+
+
+def test_no_multiply_is_added_by_more_heads(markdown):
+    """§0: 「矩阵乘法一次也不多做」: matmul_total is the same for every h (and for awkward sizes)."""
+    assert "矩阵乘法一次也不多做" in markdown
+    for n, d in [(7, 12), (50, 512)]:
+        assert len({flops.count(n, d, h).matmul_total for h in range(1, d + 1) if d % h == 0}) == 1

@@ -11,9 +11,10 @@ from helpers import CJK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lesson_lib import paper, quiz
-from lesson_lib.attention import head_width
-from lesson_lib.flops import count
+from lesson_lib import paper
+from lesson_lib.kernel.attention import head_width
+from lesson_lib.kernel.flops import count
+from lesson_lib.selftest import quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from lesson_lib import quiz, quiz_widgets
-from lesson_lib.progress import Progress, ProgressFile
+from lesson_lib.selftest import quiz, quiz_widgets
+from lesson_lib.selftest.progress import Progress, ProgressFile
 
 pytest.importorskip("ipywidgets")
 
@@ -174,8 +174,8 @@ def test_interview_self_check(progress):
 
 def test_no_heavy_imports_at_import_time():
     code = (
-        "import sys, lesson_lib.quiz, lesson_lib.quiz_widgets, lesson_lib.exercises\n"
-        "lesson_lib.quiz.check('Q2', '64')\n"
+        "import sys, lesson_lib.selftest.quiz, lesson_lib.selftest.quiz_widgets, lesson_lib.selftest.exercises\n"
+        "lesson_lib.selftest.quiz.check('Q2', '64')\n"
         "heavy = [m for m in ('ipywidgets', 'matplotlib', 'IPython') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

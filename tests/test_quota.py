@@ -5,7 +5,8 @@ import typing
 import numpy as np
 import pytest
 
-from lesson_lib import attention, attention_fast, blas
+from lesson_lib.kernel import attention, attention_fast
+from lesson_lib.runtime import blas
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 

@@ -44,3 +44,126 @@ def test_making_heads_sit_in_several_layers_and_skip_five_words(making_scores):
     assert len({layer for layer, _head, _score in listed}) >= 3
     gap = run.tokens[run.tokens.index("making") + 1 : run.tokens.index("more")]
     assert gap == "the registration or voting process".split() and "五个词" in SECTION_6
+
+
+# ---------------------------------------------------------------------------------------------
+# §0–§5: what the text says about outputs, direction and position
+# ---------------------------------------------------------------------------------------------
+
+
+def _source_cells():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_notebook", SRC.parents[1] / "scripts" / "build_notebook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.source_cells()
+
+
+def _section(number: str) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(SRC.glob(f"{number}_*.md")))
+
+
+def test_only_the_varying_cells_that_section_0_names_print_varying_text():
+    """§0: printed text is the same everywhere except 计时 and numbers marked 「后几位随机器而变」.
+    Every printing cell that nbval may not compare is one of those two kinds, and says so."""
+    promise = _section("00")
+    assert "**计时**" in promise and "「后几位随机器而变」" in promise
+    volatile = [c["source"] for c in _source_cells()
+                if c["kind"] == "code" and "nbval-ignore-output" in c["tags"] and "print(" in c["source"]]
+    assert volatile
+    for source in volatile:
+        assert "timing_text(" in source or ("后几位" in source and "随机器而变" in source), source
+
+
+def test_section_2_demo_only_looks_back_through_the_shown_mask():
+    """§2: 「她」只看它前面的词元——代码里的 mask 挡住了后面的键; the listing shown holds that mask line."""
+    import inspect
+
+    from lesson_lib.kernel.attention import scaled_dot_product_attention
+    from lesson_lib.sections import averaging
+
+    for heads in (1, 2):
+        d = averaging.demo(heads, sharpness=4.0)
+        assert (d.weights[:, averaging.QUERY:] == 0).all() and (d.weights[:, : averaging.QUERY] > 0).all()
+    text = _section("02")
+    assert "show_source(scaled_dot_product_attention)" in text and "`mask` 挡住了后面的键" in text
+    code = [line.split("#")[0] for line in inspect.getsource(scaled_dot_product_attention).splitlines()]
+    steps = ["check_qkv(", "math.sqrt(d_k)", "np.where(mask", "= softmax(", "return weights @ v, weights"]
+    at = [next(i for i, line in enumerate(code) if step in line) for step in steps]
+    assert at == sorted(at)  # 先检查输入，再打分、缩放、（mask）、softmax，最后按权重取值，返回输出和权重
+
+
+def test_attention_ignores_order_until_positions_are_added():
+    """§3 「方向与位置」: reversing the tokens only reverses the outputs; with a position table it does not."""
+    from lesson_lib.sections import heads
+
+    for n, d, h in [(6, 512, 8), (5, 12, 3), (9, 16, 1)]:
+        check = heads.order_and_position(n=n, d_model=d, h=h, seed=n)
+        assert check["without_position"] < heads.ROUNDOFF and check["with_position"] > 0.1
+    lines = heads.order_text(n=6, d_model=512, h=8).splitlines()
+    assert lines[0].endswith("最大差 < 1e-12，每个词元读到的内容一样") and "内容变了" in lines[1]
+    text = _section("03")
+    assert "注意力本身不看顺序" in text and '<a id="pos-dir"></a>' in text
+
+
+def test_every_trained_model_of_the_lesson_adds_positions():
+    """§3: 第 6 节的两个真实模型、第 7 节的玩具模型都把位置编码加进 X.
+    The toy model's embedding table has one row per position; a real model embeds one token twice differently."""
+    import numpy as np
+
+    from lesson_lib.ablation import model
+    from lesson_lib.ablation.config import Task
+
+    task = Task()
+    assert model.param_shapes(task, 8)["E"][0] == task.V + 2 * task.K + task.T  # the last T rows: positions
+    assert "第 7 节的玩具模型" in _section("03")
+    if not pt.available():
+        pytest.skip(f"weights package {pt.PACKAGE} not installed: {pt.INSTALL_COMMAND}")
+    encoder = pt.load()
+    _, ids = encoder.tokenizer.encode("law")
+    token = ids[1]  # after [CLS]
+    hidden = encoder.forward(np.array([token, token]))[1][0]  # (2, d) embeddings of the same token at 0 and 1
+    assert np.abs(hidden[0] - hidden[1]).max() > 0.1
+
+
+def test_the_real_encoder_looks_both_ways():
+    """§3: 编码器的自注意力前后都看 (§6's MiniLM): weight above the diagonal, in every layer."""
+    import numpy as np
+
+    if not pt.available():
+        pytest.skip(f"weights package {pt.PACKAGE} not installed: {pt.INSTALL_COMMAND}")
+    run = pt.load().encode(pt.PAPER_SENTENCES["law"])
+    later = np.triu(np.ones(run.attentions.shape[-2:], dtype=bool), k=1)  # keys after the query
+    assert (run.attentions[..., later].sum(axis=-1).max(axis=-1) > 1).all()  # every layer: some head looks ahead
+    assert "前后都看" in _section("03") and "编码器" in _section("03")
+
+
+def test_timing_runs_on_one_blas_thread(monkeypatch):
+    """§4's folded box: 计时时课程把它限制成一个线程."""
+    import contextlib
+
+    from lesson_lib.kernel import flops
+    from lesson_lib.runtime import blas
+
+    entered = []
+
+    @contextlib.contextmanager
+    def recording():
+        entered.append(True)
+        yield
+
+    monkeypatch.setattr(blas, "one_blas_thread", recording)
+    flops.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=1)
+    assert entered == [True]
+    assert "限制成一个线程" in _section("04")
+
+
+def test_section_1_describes_the_appendix_as_it_is():
+    """§1: 「论文附录只画了一个翻译模型第 5 层的三张图、两句话」 — no claim about how the figures were chosen."""
+    from lesson_lib import paper
+
+    text = _section("01")
+    assert "第 5 层的三张图、两句话" in text and "好看" not in text
+    assert len(paper.FIGURE_PAGES) == 3 and len(set(pt.PAPER_SENTENCES.values())) == 2
+    assert "layer 5 of 6" in (SRC.parents[1] / "lesson_lib" / "paper.py").read_text(encoding="utf-8")

@@ -1,6 +1,6 @@
 """Restart & Run All of the self-test section with a looping exercise body finishes, and says why.
 
-Runs the §10 cells of a copy of the lesson notebook with nbclient, the first exercise's body replaced by
+Runs the §10 cells of a copy of the lesson notebook with nbclient, the first §10 exercise's body replaced by
 ``while True: pass`` (what a learner may leave in the cell): every cell must finish, the exercise cell must
 show the Chinese time-budget message, and no traceback may come out of lesson_lib.
 """
@@ -28,7 +28,7 @@ def test_run_all_with_an_endless_exercise_finishes(tmp_path, monkeypatch):
     monkeypatch.setenv("LESSON_PROGRESS_FILE", str(tmp_path / "progress.json"))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     cells = _self_test_cells(nb)
-    body = next(c for c in cells if c.cell_type == "code" and "def my_split_heads" in c.source)
+    body = next(c for c in cells if c.cell_type == "code" and "def my_multi_head_attention_loop" in c.source)
     assert "raise NotImplementedError" in body.source
     body.source = body.source.replace("raise NotImplementedError", "while True:\n        pass")
     nb.cells = cells
@@ -37,7 +37,7 @@ def test_run_all_with_an_endless_exercise_finishes(tmp_path, monkeypatch):
     client.execute()  # a hang would end in nbclient's CellTimeoutError instead
     outputs = [o for o in body.outputs if o.output_type in ("execute_result", "stream", "display_data")]
     text = "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
-    assert "是不是写了死循环？" in text and "my_split_heads" in text
+    assert "是不是写了死循环？" in text and "my_multi_head_attention_loop" in text
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             assert out.output_type != "error", out

@@ -1,11 +1,12 @@
-"""lesson_lib.source: listings shown by reflection wrap under their own indentation and break at spaces."""
+"""lesson_lib.display.source: listings shown by reflection wrap under their own indentation and break at spaces."""
 
 from __future__ import annotations
 
 import html as _html
 import re
 
-from lesson_lib import attention, source
+from lesson_lib.display import source
+from lesson_lib.kernel import attention
 
 
 def _lines(html: str) -> list[tuple[int, str]]:

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from lesson_lib import averaging, head_lab, heads
+from lesson_lib.sections import averaging, head_lab, heads
 
 MARGIN = 1e-7  # in units of the last printed digit
 
@@ -49,3 +49,9 @@ def test_heads_mix_digits_are_stable():
     check = heads.heads_mix_only_at_wo(n=5, d_model=512, h=8)  # §3's call
     assert distance_to_rounding_boundary(check["others_change"], 2) > MARGIN
     assert check["max_difference"] < heads.ROUNDOFF / 100  # printed as a bound: far below it
+
+
+def test_order_digits_are_stable():
+    check = heads.order_and_position(n=6, d_model=512, h=8)  # §3's call
+    assert distance_to_rounding_boundary(check["with_position"], 2) > MARGIN
+    assert check["without_position"] < heads.ROUNDOFF / 100  # printed as a bound: far below it

@@ -1,11 +1,11 @@
-"""lesson_lib.tables: text tables that line up under Chinese headers (CJK = two columns)."""
+"""lesson_lib.display.tables: text tables that line up under Chinese headers (CJK = two columns)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lesson_lib.tables import display_width, text_table
+from lesson_lib.display.tables import display_width, text_table
 
 
 @pytest.mark.parametrize(("text", "width"), [
@@ -121,7 +121,8 @@ def test_text_around_a_table_is_in_both_forms():
 
 def test_every_printer_the_notebook_shows_as_a_table_gives_html():
     """The cells that show tables (§2, §3, §4, §5, §7) get HTML tables, not plain text that zig-zags in Chinese."""
-    from lesson_lib import ablation_plots, averaging, flops, head_lab, heads
+    from lesson_lib.kernel import flops
+    from lesson_lib.sections import ablation_plots, averaging, head_lab, heads
 
     for table in (averaging.values_table(), averaging.blend_table(averaging.LESSON_WEIGHTS), heads.steps_text(),
                   flops.format_table(50, 512, [1, 8]), head_lab.comparison_table(heads=(1, 8)),

@@ -1,4 +1,4 @@
-"""lesson_lib.theme: boxes and tables coloured only by JupyterLab's theme variables."""
+"""lesson_lib.display.theme: boxes and tables coloured only by JupyterLab's theme variables."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from lesson_lib import averaging, head_lab, heads, theme
-from lesson_lib.formula_map import KERNELS, formula_table, formula_view
-from lesson_lib.tables import text_table
+from lesson_lib.display import theme
+from lesson_lib.display.tables import text_table
+from lesson_lib.sections import averaging, head_lab, heads
+from lesson_lib.sections.formula_map import KERNELS, formula_table, formula_view
 
 HARD_COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}\b|\brgba?\(|\b(white|black|gr[ae]y)\b(?!-)")
 

@@ -1,4 +1,4 @@
-"""lesson_lib.validation: every bad input, run through every kernel variant, gives one Chinese error.
+"""lesson_lib.kernel.validation: every bad input, run through every kernel variant, gives one Chinese error.
 
 The tables below hold the input and the expected error (class and words) or result. Each multi-head
 row runs through the readable kernel, the per-head reference and the fast path, and the three must
@@ -13,15 +13,15 @@ from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib import validation
-from lesson_lib.attention import (
+from lesson_lib.kernel import validation
+from lesson_lib.kernel.attention import (
     multi_head_attention,
     multi_head_attention_reference,
     scaled_dot_product_attention,
     softmax,
 )
-from lesson_lib.attention_fast import multi_head_attention_fast
-from lesson_lib.validation import (
+from lesson_lib.kernel.attention_fast import multi_head_attention_fast
+from lesson_lib.kernel.validation import (
     AttentionInputError,
     AttentionInputTypeError,
     LessonInputError,
@@ -157,7 +157,7 @@ def test_bad_multi_head_input_same_chinese_error_from_every_variant(xw, cls, fra
 
 def test_overflow_is_found_before_computing(monkeypatch):
     """No matmul runs for an input whose scores would overflow: the check looks at the inputs' sizes only."""
-    import lesson_lib.attention as attention
+    import lesson_lib.kernel.attention as attention
 
     calls = []
     monkeypatch.setattr(attention, "split_heads", lambda *a: calls.append(a))

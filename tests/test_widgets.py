@@ -1,4 +1,4 @@
-"""lesson_lib.widgets: in-kernel ipywidgets (no browser). Controls are set from Python and what the
+"""lesson_lib.sections.widgets: in-kernel ipywidgets (no browser). Controls are set from Python and what the
 widget shows is compared with the pure lesson_lib function it wires to.
 """
 
@@ -9,8 +9,8 @@ import math
 import pytest
 from traitlets import TraitError
 
-from lesson_lib import head_lab as lab
-from lesson_lib import widgets
+from lesson_lib.sections import head_lab as lab
+from lesson_lib.sections import widgets
 
 pytestmark = pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
 
@@ -78,7 +78,7 @@ def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
 
 def test_pictures_are_shown_at_their_own_width():
     """The Image gets the PNG's pixel width: no blurry blow-up of a small picture, no size jump between h."""
-    from lesson_lib.plotting import LAB_SIZE, png_size
+    from lesson_lib.display.plotting import LAB_SIZE, png_size
 
     lab_box = widgets.head_lab()
     pictures = [lab_box.controls["zoomed"], lab_box.controls["overview"]]
@@ -128,7 +128,7 @@ BAD_BUILDER_ARGS = [
 @pytest.mark.parametrize(("builder", "kwargs", "fragments"), BAD_BUILDER_ARGS,
                          ids=[f"{b}({k})" for b, k, _ in BAD_BUILDER_ARGS])
 def test_builders_reject_bad_arguments_in_chinese(raises_chinese, builder, kwargs, fragments):
-    from lesson_lib.validation import LessonInputError  # a ValueError subclass, raised before any widget is made
+    from lesson_lib.kernel.validation import LessonInputError  # a ValueError subclass, raised before any widget is made
 
     raises_chinese(lambda: getattr(widgets, builder)(**kwargs), *fragments, cls=LessonInputError)
 
@@ -196,13 +196,13 @@ def test_shape_stepper_forget_transpose_and_step():
 
 
 def heads_png(*args):
-    from lesson_lib import heads
+    from lesson_lib.sections import heads
 
     return heads.step_png(*args)
 
 
 def test_progress_bar_follows_the_callback():
-    from lesson_lib import widgets
+    from lesson_lib.sections import widgets
 
     bar = widgets.progress_bar("训练中")
     assert bar.description == "训练中" and bar.value == 0
@@ -215,7 +215,7 @@ def test_progress_bar_follows_the_callback():
 
 
 def test_progress_bar_zero_of_zero_is_not_done_and_bad_counts_are_named():
-    from lesson_lib.validation import LessonInputError
+    from lesson_lib.kernel.validation import LessonInputError
 
     bar = widgets.progress_bar()
     bar.update(0, 0)
@@ -226,7 +226,7 @@ def test_progress_bar_zero_of_zero_is_not_done_and_bad_counts_are_named():
 
 
 def test_summaries_are_the_pure_functions_output():
-    from lesson_lib import averaging, heads
+    from lesson_lib.sections import averaging, heads
 
     a = widgets.averaging_demo(initial_heads=2, initial_sharpness=3.0).controls
     assert a["summary"].value == averaging.summary_html(averaging.demo(2, 3.0))

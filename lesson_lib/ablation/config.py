@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lesson_lib import validation
+from lesson_lib.kernel import validation
 
 __all__ = [
     "TARGETS", "Task", "TrainConfig", "DEFAULT_TASK", "DEFAULT_CONFIG",

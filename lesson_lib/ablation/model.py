@@ -17,7 +17,8 @@ import math
 
 import numpy as np
 
-from ..attention import merge_heads, scaled_dot_product_attention, split_heads
+from lesson_lib.kernel.attention import merge_heads, scaled_dot_product_attention, split_heads
+
 from .config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig
 from .task import Batch
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..attention_stats import mean_pairwise_js, row_entropy
-from ..tables import text_table
+from lesson_lib.display.tables import text_table
+from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
+
 from .config import TARGETS
 from .model import attention_maps
 from .task import Batch
@@ -180,7 +181,7 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     Keys in 1-D are spread on a line; in 2-D on a circle. For each query, report which key wins the
     kernel's softmax. Keys are counted from 1, as the learner counts them.
     """
-    from ..attention import softmax
+    from lesson_lib.kernel.attention import softmax
 
     lines = []
     keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first

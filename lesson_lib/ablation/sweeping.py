@@ -21,7 +21,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..cpus import usable_cpus
+from lesson_lib.runtime.cpus import usable_cpus
+
 from .config import (
     DEFAULT_CONFIG,
     DEFAULT_TASK,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+from lesson_lib.kernel.attention import merge_heads, scaled_dot_product_attention, split_heads
 
 __all__ = ["Encoder", "EncoderConfig", "Encoding", "UnknownTextWarning", "gelu", "layer_norm"]
 

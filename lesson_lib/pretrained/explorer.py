@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from lesson_lib.kernel.validation import check_int
 from lesson_lib.pretrained.head_finder import find_token
-from lesson_lib.validation import check_int
 
 __all__ = ["check_layer_head", "describe_row", "head_label", "query_index", "token_options", "top_keys"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lesson_lib.validation import check_int
+from lesson_lib.kernel.validation import check_int
 
 __all__ = ["SCORE_NAMES", "check_top", "find_token", "head_scores", "phrase_scores", "rank_heads"]
 

@@ -279,7 +279,7 @@ def _start_server(locale: str, theme: str = "light") -> LabServer:
     env.update({k: str(v) for k, v in dirs.items()})
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     # Two kernels run side by side on a 2-core machine: one BLAS thread each instead of 2 x 2 fighting for the cores
-    # (lesson_lib.blas documents the same setting for learners).
+    # (lesson_lib.runtime.blas documents the same setting for learners).
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(var, "1")
     # The server's Python is this venv's; the default python3 kernelspec ("python" argv) then resolves to it too.

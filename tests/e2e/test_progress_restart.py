@@ -1,9 +1,9 @@
 """The learner's work survives a kernel restart, in a real browser; a looping exercise does not hang Run All.
 
 Serves a copy of the lesson trimmed to §8's self-check and §10 (the draft mechanism of ``conftest.py``), with the
-first exercise's body replaced by ``while True: pass``. Restart & Run All must finish (the checker stops the loop and
-says 「是不是写了死循环？」); then the learner answers Q2, Q4, Q1 and the interview, restarts the kernel and runs all
-again: every answer, attempt count and feedback is restored from the progress file, and the summary counts the
+first §10 exercise's body replaced by ``while True: pass``. Restart & Run All must finish (the checker stops the
+loop and says 「是不是写了死循环？」); then the learner answers Q2, Q4, Q1 and the interview, restarts the kernel and
+runs all again: every answer, attempt count and feedback is restored from the progress file, and the summary counts the
 stopped exercise as tried, not done.
 Run:  .venv/bin/python -m pytest tests/e2e/test_progress_restart.py -v     (screenshots: artifacts/e2e/<time>/restart/)
 """
@@ -44,7 +44,7 @@ def _trimmed_notebook(path: Path) -> Path:
     for c in cells:
         if c.cell_type == "code":
             c.outputs, c.execution_count = [], None
-            if "def my_split_heads" in c.source:
+            if "def my_multi_head_attention_loop" in c.source:
                 c.source = c.source.replace("raise NotImplementedError", "while True:\n        pass")
     nb.cells = cells
     nb.metadata.pop("widgets", None)
@@ -99,7 +99,7 @@ def test_progress_survives_a_restart(lab_servers, open_browser, artifacts_dir, e
         t0 = time.perf_counter()
         _run_all(page, server, shots, "01_ran_all_with_loop")
         first_run = time.perf_counter() - t0
-        loop_cell = page.locator(".jp-CodeCell").filter(has_text="def my_split_heads")
+        loop_cell = page.locator(".jp-CodeCell").filter(has_text="def my_multi_head_attention_loop")
         assert "是不是写了死循环？" in loop_cell.inner_text()
 
         # 2. Answer as a learner.
@@ -122,7 +122,8 @@ def test_progress_survives_a_restart(lab_servers, open_browser, artifacts_dir, e
         _wait_text(interview, "覆盖了 1 / 3")
         page.screenshot(path=str(shots / "02_answered.png"))
         saved = json.loads(progress_file.read_text(encoding="utf-8"))
-        assert saved["questions"]["Q2"]["answer"] == "64" and saved["exercises"]["split_heads"]["status"] == "timeout"
+        assert saved["questions"]["Q2"]["answer"] == "64"
+        assert saved["exercises"]["multi_head_attention_loop"]["status"] == "timeout"
 
         # 3. Restart the kernel and run everything again: the work comes back.
         _run_all(page, server, shots, "03_after_restart")
@@ -135,7 +136,7 @@ def test_progress_survives_a_restart(lab_servers, open_browser, artifacts_dir, e
         assert interview.locator("textarea").input_value().startswith("单头做加权平均")
         assert "覆盖了 1 / 3" in interview.inner_text() and "参考答案" in interview.inner_text()
         summary = page.locator(".lesson-quiz-progress").inner_text()
-        assert "已答对 3 / " in summary and "split_heads" in summary and "全部完成" not in summary
+        assert "已答对 3 / " in summary and "multi_head_attention_loop" in summary and "全部完成" not in summary
         # the restored widgets still work
         q2.locator("input[type=text]").fill("32")
         q2.get_by_role("button", name="提交").click()

@@ -2,7 +2,7 @@
 
 The map names code fragments; ``line_map`` finds them in the kernel's current source and fails
 loudly if one is gone, so the lesson's table cannot drift from the code it describes. The one line
-of each function that is not a formula term (handing the arguments to ``lesson_lib.validation``)
+of each function that is not a formula term (handing the arguments to ``lesson_lib.kernel.validation``)
 is in the map too, marked as such, so the table accounts for every line a learner reads.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 
-from .attention import multi_head_attention, scaled_dot_product_attention, softmax
+from lesson_lib.kernel.attention import multi_head_attention, scaled_dot_product_attention, softmax
 
 __all__ = ["SOFTMAX_TERMS", "MHA_TERMS", "SDPA_TERMS", "KERNELS", "line_map", "formula_table", "formula_view"]
 
@@ -59,7 +59,7 @@ def line_map(fn, terms) -> list[tuple[int, str, str]]:
 
 def formula_table() -> str:
     """Every kernel function's lines next to the formula terms, as text."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     out = []
     for fn, terms in KERNELS:
@@ -70,7 +70,7 @@ def formula_table() -> str:
 
 def formula_view():
     """The same tables as ``formula_table``, shown as HTML tables in JupyterLab (cells wrap between words)."""
-    from .theme import Table, Tables
+    from lesson_lib.display.theme import Table, Tables
 
     return Tables(Table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
                         caption=f"{fn.__name__}：")

@@ -14,8 +14,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from .attention import head_width, merge_heads, scaled_dot_product_attention, split_heads
-from .validation import check_int, check_split
+from lesson_lib.kernel.attention import (
+    head_width,
+    merge_heads,
+    multi_head_attention,
+    scaled_dot_product_attention,
+    split_heads,
+)
+from lesson_lib.kernel.validation import check_int, check_split
 
 __all__ = [
     "heads_mix_text",
@@ -27,6 +33,8 @@ __all__ = [
     "wrong_split",
     "owner_map",
     "heads_mix_only_at_wo",
+    "order_and_position",
+    "order_text",
     "plot_step",
     "step_png",
     "plot_figure_11_1",
@@ -68,13 +76,14 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bo
     w_q, w_k, w_v, w_o = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4))
     owner, token = owner_map(n, d_model, h)
     split = wrong_split if forget_transpose else split_heads
-    steps = [Step("输入 X", "X", x.shape, owner, token)]
+    steps = [Step("输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）", "X", x.shape, owner, token)]
     q = x @ w_q  # (n, d_model)
-    steps.append(Step("投影 Q = X W^Q（8 个 W_i^Q 并排成一个矩阵）", "X @ W_Q", q.shape, owner, token))
+    steps.append(Step(f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）", "X @ W_Q",
+                      q.shape, owner, token))
     if not forget_transpose:
         q4 = q.reshape(n, h, d_k)  # (n, h, d_k)
-        steps.append(Step(f"切开最后一维：每个词的 {d_model} 维分成 {h} 段 × {d_k} 维", "Q.reshape(n, h, d_k)",
-                          q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k), "词"))
+        steps.append(Step(f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}",
+                          "Q.reshape(n, h, d_k)", q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k), "词元"))
     qh, kh, vh = (split(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
     o3, t3 = split(owner, h), split(token, h)
     label = "直接 reshape 成 (h, n, d_k)，忘了 transpose！" if forget_transpose else "转置成 (h, n, d_k)：头放到最前面"
@@ -86,8 +95,8 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bo
                       mixed_token, "头"))
     if not forget_transpose:
         back = np.swapaxes(heads, 0, 1)  # (n, h, d_v) tokens first again, ready to be laid side by side
-        steps.append(Step("转置回 (n, h, d_v)：词重新放到最前面", "heads.swapaxes(0, 1)", back.shape,
-                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1), "词"))
+        steps.append(Step("转置回 (n, h, d_v)：词元重新放到最前面", "heads.swapaxes(0, 1)", back.shape,
+                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1), "词元"))
     concat = merge_heads(heads)  # (n, h·d_v)
     steps.append(Step("拼接 Concat(head_1, …, head_h)", "merge_heads(heads)", concat.shape, merge_heads(o3),
                       merge_heads(mixed_token)))
@@ -126,6 +135,42 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int =
     }
 
 
+def order_and_position(n: int = 6, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
+    """Self-attention ignores order unless X carries positions.
+
+    Reverse the tokens of X: without positions every token's output row is the same, only moved
+    (attention sees a bag of tokens). Add a position table P (one fixed row per position, what the
+    lesson's trained models add to X) and the same reversal changes what each token reads.
+    Returns the largest difference between "reverse, then attend" and "attend, then reverse", both ways.
+    """
+    head_width(d_model, h)
+    n, seed = check_int(n, "n（词元数）", minimum=2), check_int(seed, "seed", minimum=0)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d_model))  # (n, d_model) token vectors
+    ws = [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]  # W^Q, W^K, W^V, W^O
+    positions = rng.standard_normal((n, d_model))  # (n, d_model) row t is added to whatever token sits at t
+    flip = np.arange(n)[::-1]
+
+    def moved_only(p):
+        out = multi_head_attention(x + p, *ws, h)[0]  # (n, d_model)
+        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]  # (n, d_model) the reversed sentence
+        return float(np.abs(out_reversed - out[flip]).max())
+
+    return {"without_position": moved_only(0.0), "with_position": moved_only(positions)}
+
+
+def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
+    """order_and_position in two sentences; round-off printed as a bound, since its digits follow the CPU."""
+    check = order_and_position(n=n, d_model=d_model, h=h)
+    without, with_position = check["without_position"], check["with_position"]
+    same = f"< {ROUNDOFF:.0e}，每个词元读到的内容一样" if without < ROUNDOFF else f"{without:.2f}，内容变了！"
+    changed = f"{with_position:.2f}，每个词元读到的内容变了" if with_position >= ROUNDOFF else "< 1e-12，内容没变！"
+    return "\n".join([
+        f"不加位置编码，把 {n} 个词元倒过来排：输出也只是倒过来，同一个词元的输出最大差 {same}",
+        f"X 加上位置编码再倒过来排：同一个词元的输出最大差 {changed}",
+    ])
+
+
 # ---------------------------------------------------------------------------------------------
 # Figures
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +193,7 @@ def plot_step(step: Step):
     """
     from matplotlib.figure import Figure
 
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
     owner = step.owner
@@ -172,7 +217,7 @@ def plot_step(step: Step):
 @lru_cache(maxsize=64)
 def step_png(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> bytes:
     """PNG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
-    from .plotting import figure_png
+    from lesson_lib.display.plotting import figure_png
 
     return figure_png(plot_step(shape_steps(n, d_model, h, forget_transpose)[index]), dpi=80, keep=True)
 
@@ -182,7 +227,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
     d_k = head_width(d_model, h)
@@ -199,7 +244,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     def arrow(x0, y0, x1, y1):
         ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=12, color="#555555"))
 
-    box(0.1, 1.5, 1.5, 1.2, f"输入 Q, K, V\nd_model = {d_model}", "#E8EEF7")
+    box(0.1, 1.5, 1.5, 1.2, f"输入 X\nd_model = {d_model}\nQ = K = V = X", "#E8EEF7", 9)
     numbers = list(range(1, h + 1)) if h <= 4 else [1, 2, 3, 4, h]  # many heads: the first four and the last
     ys = np.linspace(3.4, 0.35, len(numbers)) if len(numbers) > 1 else np.array([2.1])
     for i, (j, y) in enumerate(zip(numbers, ys)):
@@ -215,7 +260,8 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     box(7.3, 1.5, 1.6, 1.2, f"Concat\n{h} × {d_k} = {h * d_k}", "#FFF2CC")
     box(9.3, 1.5, 1.5, 1.2, f"× $W^O$\n({h * d_k} × {d_model})\n输出 {d_model} 维", "#E2F0D9", 9)
     arrow(8.9, 2.1, 9.3, 2.1)
-    ax.text(5.5, 4.05, f"图 11.1  多头注意力：{d_model} 维切成 {h} 个 {d_k} 维的头，各算各的，最后拼回 {d_model} 维",
+    ax.text(5.5, 4.05, f"图 11.1  多头自注意力：X 经 {h} 组投影切成 {h} 个头（每头宽度 d_k = {d_k}），"
+            f"各算各的，最后拼回 d_model = {d_model}",
             ha="center", fontsize=11)
     ax.text(5.5, -0.3, "同一层里，各头在注意力阶段互不通信，直到 $W^O$ 才把它们的结果混合", ha="center", fontsize=9,
             color="#555555")
@@ -224,7 +270,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
 
 def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
     """Every step's code, shape and caption, one row each (the stepper's content as a table)."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     rows = [[f"{i}.", s.code, str(s.shape), s.title] for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
@@ -232,7 +278,7 @@ def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
 
 def step_summary_html(steps, index: int) -> str:
     """The stepper's caption for step ``index`` (0-based) of ``steps``."""
-    from .theme import box
+    from lesson_lib.display.theme import box
 
     s = steps[index]
     return box(f"第 {index + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b>")
@@ -248,7 +294,7 @@ def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     return "\n".join([
         f"正确切分时，头 1 里的数来自哪些头的列：头 {heads_of(right.owner[0])}",
         f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {heads_of(wrong.owner[0])}",
-        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词：词 {(wrong.token[0][:, 0] + 1).tolist()}",
+        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {(wrong.token[0][:, 0] + 1).tolist()}",
     ])
 
 

@@ -9,9 +9,9 @@ The paper's convention is row vectors times weights (``X W``); head i owns colum
 each (d_model, d_model) projection matrix.
 
 This file holds the formulas and nothing else: each function first hands its arguments to
-``lesson_lib.validation`` (the same checks for every variant; bad input raises
+``lesson_lib.kernel.validation`` (the same checks for every variant; bad input raises
 ``AttentionInputError``, a ``ValueError`` with a Chinese message), then computes the formula line
-by line. A faster variant with the same results lives in ``lesson_lib.attention_fast``.
+by line. A faster variant with the same results lives in ``lesson_lib.kernel.attention_fast``.
 
 Every function returns ``(output, weights)`` so plots and widgets read the weights from the same
 call that computed the output.

@@ -1,6 +1,6 @@
 """HTML for the feedback boxes (quiz, exercises, interview, reference answers, progress summary).
 
-The boxes are the lesson's themed boxes (``lesson_lib.theme``: JupyterLab's own colour variables, readable
+The boxes are the lesson's themed boxes (``lesson_lib.display.theme``: JupyterLab's own colour variables, readable
 in the light and the dark theme, text that wraps); this module only picks the tone of a result and
 escapes the learner-facing text. No ids, no scripts, no MathJax, so JupyterLab 4 shows the HTML as is.
 """
@@ -11,7 +11,7 @@ import html
 
 __all__ = ["text_html", "box_html", "feedback_html", "TONES"]
 
-# the quiz's tones -> lesson_lib.theme's (right: ok, wrong: warn, free text and plain boxes: note)
+# the quiz's tones -> lesson_lib.display.theme's (right: ok, wrong: warn, free text and plain boxes: note)
 TONES = {"right": "ok", "wrong": "warn", "review": "note", "neutral": "note"}
 
 
@@ -22,7 +22,7 @@ def text_html(text: str) -> str:
 
 def box_html(text: str, tone: str = "neutral", css_class: str = "") -> str:
     """Escaped text in the lesson's themed box (``theme.box``); ``tone`` is right, wrong, review or neutral."""
-    from ..theme import box
+    from lesson_lib.display.theme import box
 
     inner = box(text_html(text), TONES[tone])
     return f'<div class="{html.escape(css_class)}">{inner}</div>' if css_class else inner

@@ -9,7 +9,7 @@
 - ``feedback`` / ``render``: what a check returns and its theme-aware HTML.
 
 ``check(question_id, answer)`` returns a ``Feedback`` for any answer (any string, None, a set of keys).
-The learner's progress and its file live in ``lesson_lib.progress``.
+The learner's progress and its file live in ``lesson_lib.selftest.progress``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ The pronoun 她 needs two things from earlier words at once:
 Every word's value vector is a row of named, readable features. One head has one row of weights
 for 她, so its output is a weighted average of those rows; two heads each get their own row of
 weights and their own feature subspace, and the concatenation keeps both answers.
-All attention here goes through ``lesson_lib.attention.scaled_dot_product_attention``.
+All attention here goes through ``lesson_lib.kernel.attention.scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import scaled_dot_product_attention
-from .validation import LessonInputTypeError, check_choice, check_number
+from lesson_lib.kernel.attention import scaled_dot_product_attention
+from lesson_lib.kernel.validation import LessonInputTypeError, check_choice, check_number
 
 __all__ = [
     "blend_table",
@@ -186,7 +186,7 @@ def _demo_figure(heads: int):
     """The demo's figure for 1 or 2 heads with every bar at 0, on a fixed layout (no tight_layout per redraw)."""
     from matplotlib.figure import Figure
 
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
     visible = TOKENS[:QUERY]
@@ -232,7 +232,7 @@ def plot_demo(d: Demo):
 
 def demo_png(d: Demo) -> bytes:
     """``plot_demo``'s picture as PNG bytes for the widget: the figure is built once per head count and redrawn."""
-    from .plotting import figure_png, use_chinese_font
+    from lesson_lib.display.plotting import figure_png, use_chinese_font
 
     use_chinese_font()  # a kept figure is drawn with today's rcParams: a cell may have reset the font since
     if d.heads not in _demo_figures:
@@ -244,7 +244,7 @@ def plot_retention(sharpness_values, curves):
     """How much of each answer survives, against sharpness, for 1 head and 2 heads."""
     import matplotlib.pyplot as plt
 
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
@@ -269,16 +269,16 @@ def plot_retention(sharpness_values, curves):
 
 def values_table() -> str:
     """The visible words' value vectors, one named feature per column."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     v = values()
     rows = [[word, *v[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
-    return text_table(["词", *FEATURES], rows)
+    return text_table(["词元", *FEATURES], rows)
 
 
 def blend_table(weights_by_word: dict[str, float]) -> str:
     """One head's output with the given weights, feature by feature."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
     return text_table(["特征", f"单头输出（{label}）"], [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
@@ -286,7 +286,7 @@ def blend_table(weights_by_word: dict[str, float]) -> str:
 
 def summary_html(d: Demo) -> str:
     """One line for the widget: how much of each answer reaches the output."""
-    from .theme import box
+    from lesson_lib.display.theme import box
 
     return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
                f"<b>主语（小明）{d.subject_kept:.0%}</b>。")

@@ -1,4 +1,4 @@
-"""Section 5: the head-count lab. Pure functions; ``lesson_lib.widgets`` only wires a slider to them.
+"""Section 5: the head-count lab. Pure functions; ``lesson_lib.sections.widgets`` only wires a slider to them.
 
 One fixed sentence, one fixed set of parameters (X and the four d_model × d_model matrices), and
 only the way the columns are cut into heads changes with h. For each h the lab reports d_k, every
@@ -16,11 +16,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import flops
-from .attention import head_width, multi_head_attention
-from .attention_stats import mean_pairwise_js, row_entropy
-from .paper import BASE_D_MODEL, BASE_HEADS
-from .validation import LessonInputTypeError, check_int
+from lesson_lib.kernel import flops
+from lesson_lib.kernel.attention import head_width, multi_head_attention
+from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
+from lesson_lib.kernel.validation import LessonInputTypeError, check_int
+from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
 
 __all__ = ["SENTENCE", "LabState", "head_choices", "lab_parts", "lab_png", "lab_state", "plot_lab", "summary_html"]
 
@@ -95,16 +95,16 @@ def _tokens(tokens) -> list[str]:
 
 def _reading(h, d_k, softmax_vs_base, diversity):
     if h == 1:
-        return (f"只有 1 个头、d_k = {d_k}：每个词只有一行权重，所有信息只能按这一种比例混合。"
+        return (f"只有 1 个头、d_k = {d_k}：每个词元只有一行权重，所有信息只能按这一种比例混合。"
                 "参数和矩阵乘法与 8 头完全相同。")
     spread = f"头与头之间的平均差异（JS 散度）{diversity:.2f} 比特"
     if h == BASE_HEADS:
-        return (f"{h} 个头、每头 d_k = {d_k} 维，正是论文 base 模型的设置：{h} 张不同的注意力图，{spread}；"
+        return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置：{h} 张不同的注意力图，{spread}；"
                 "参数与矩阵乘法和 1 个头时完全一样。")
     if d_k <= 8:
-        return (f"{h} 个头、每头只剩 d_k = {d_k} 维：{spread}；softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍，"
-                "而每个头用来打分的维度已经很窄（论文表 3 里 d_k 过小时 BLEU 下降）。")
-    return (f"{h} 个头、每头 d_k = {d_k} 维：{h} 张不同的注意力图，{spread}；"
+        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍，"
+                "而每个头用来打分的向量已经很短（论文表 3 里 d_k 过小时 BLEU 下降）。")
+    return (f"{h} 个头、每头宽度 d_k = {d_k}：{h} 张不同的注意力图，{spread}；"
             f"参数与矩阵乘法不变，softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍。")
 
 
@@ -112,14 +112,14 @@ def summary_html(state: LabState) -> str:
     """The lab's numbers as a small HTML block (plain HTML: renders in JupyterLab 4 without scripts)."""
     rows = [
         ("头数 h", f"{state.h}"),
-        ("每个头的维度", f"d_k = {state.d_k}"),
+        ("每头宽度", f"d_k = {state.d_k}"),
         ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
         ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
         (f"{flops.SOFTMAX_WORK}（缩放、exp、除法）",
          f"{state.softmax_ops:,}（= {flops.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
-        ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词）"),
+        ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）"),
     ]
-    from .theme import box
+    from lesson_lib.display.theme import box
 
     body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k, v in rows)
     return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px 0'>{state.reading}</p>")
@@ -131,28 +131,28 @@ def _title(state: LabState) -> str:
 
 def lab_png(state: LabState, zoom: int = 1) -> bytes:
     """PNG bytes for the lab's Image: head ``zoom`` (1-based) large with token labels, every head small."""
-    from .plotting import render_lab_png
+    from lesson_lib.display.plotting import render_lab_png
 
     return render_lab_png(state.weights, state.tokens, zoom=zoom, suptitle=_title(state))
 
 
 def lab_parts(state: LabState, zoom: int = 1) -> tuple[bytes, bytes]:
     """``lab_png``'s picture as (zoomed head, overview), for a layout that stacks them on narrow screens."""
-    from .plotting import render_lab_parts
+    from lesson_lib.display.plotting import render_lab_parts
 
     return render_lab_parts(state.weights, state.tokens, zoom=zoom, suptitle=_title(state))
 
 
 def plot_lab(state: LabState):
     """The same picture as a matplotlib figure (the reference drawing, for static cells)."""
-    from .plotting import plot_heads
+    from lesson_lib.display.plotting import plot_heads
 
     return plot_heads(state.weights, state.tokens, suptitle=_title(state))
 
 
 def comparison_table(heads=(1, 2, 8, 32, 64), seed: int = 0) -> str:
     """The lab's numbers for a few head counts side by side (the same lab_state the slider uses)."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     rows = []
     for h in heads:

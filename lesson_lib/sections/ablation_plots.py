@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .paper import TABLE3
+from lesson_lib.paper import TABLE3
 
 __all__ = [
     "plot_head_maps",
@@ -107,7 +107,7 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
 
 def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None):
     """One sequence's attention: the single head of h = 1 (left) beside the four heads of h = 4 (right)."""
-    from .plotting import plot_heads
+    from lesson_lib.display.plotting import plot_heads
 
     plt = _pyplot()
     maps_h1, maps_h4 = np.asarray(maps_h1), np.asarray(maps_h4)
@@ -134,9 +134,9 @@ def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     """plot_head_maps for trained models: h = 1 and h = 4 on one ``sequence``, heads named by their role,
     the title giving h = 4's mean JS divergence between heads over ``batch``."""
-    from .ablation.model import attention_maps
-    from .ablation.report import main_roles
-    from .attention_stats import mean_pairwise_js
+    from lesson_lib.ablation.model import attention_maps
+    from lesson_lib.ablation.report import main_roles
+    from lesson_lib.kernel.attention_stats import mean_pairwise_js
 
     map_h1 = attention_maps(result.params[1], 1, sequence)[0]  # (1, T, T)
     map_h4 = attention_maps(result.params[4], 4, sequence)[0]  # (4, T, T)
@@ -159,7 +159,7 @@ def _log2_axis(ax, ticks, label):
 def _pyplot():
     import matplotlib.pyplot as plt
 
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
     return plt
@@ -167,7 +167,7 @@ def _pyplot():
 
 def table3_text() -> str:
     """Table 3 rows base, (A) and (B) as a text table, straight from paper.TABLE3."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     rows = [[r["row"], r["h"], r["d_k"], r["d_v"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"] for r in TABLE3]
     return text_table(["行", "h", "d_k", "d_v", "BLEU", "PPL"], rows)

@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from lesson_lib.paper import BASE_HEADS
+
 from .attention import head_width
-from .paper import BASE_HEADS
 from .validation import LessonInputTypeError, check_int
 
 __all__ = ["SOFTMAX_WORK", "SOFTMAX_WORK_FORMULA", "LayerCount", "count", "parameters", "measure", "count_rows"]
@@ -192,8 +193,9 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 5, seed: int = 0) -> 
     """
     import time
 
+    from lesson_lib.runtime.blas import one_blas_thread
+
     from .attention import multi_head_attention
-    from .blas import one_blas_thread
 
     n, d_model = _positive(n, "n"), _positive(d_model, "d_model")
     repeat, seed = check_int(repeat, "repeat", minimum=1), check_int(seed, "seed", minimum=0)
@@ -217,7 +219,7 @@ def plot_counts(n: int, d_model: int, heads):
     """Stacked multiplies per stage against h (constant), and softmax work against h (growing)."""
     import matplotlib.pyplot as plt
 
-    from .plotting import use_chinese_font
+    from lesson_lib.display.plotting import use_chinese_font
 
     use_chinese_font()
     rows = [count(n, d_model, h) for h in heads]
@@ -248,7 +250,7 @@ def plot_counts(n: int, d_model: int, heads):
 
 def format_table(n: int, d_model: int, heads) -> str:
     """The per-stage counts as a text table, one row per h."""
-    from .tables import text_table
+    from lesson_lib.display.tables import text_table
 
     headers = ["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计",
                f"{SOFTMAX_WORK} {SOFTMAX_WORK_FORMULA}"]

@@ -1,4 +1,4 @@
-"""What §6's Chinese part prints and draws from ``lesson_lib.pronoun_heads``, plus its widget's wiring.
+"""What §6's Chinese part prints and draws from ``lesson_lib.sections.pronoun_heads``, plus its widget's wiring.
 
 Every function takes the model (``pretrained.e5.load_or_explain()``) first and accepts ``None``:
 without the package the cell says what it would have shown (``WITHOUT_MODEL``) and the notebook
@@ -12,10 +12,10 @@ import html
 
 import numpy as np
 
-from lesson_lib import pronoun_heads as ph
-from lesson_lib.blas import one_blas_thread
 from lesson_lib.pretrained.explorer import head_label
-from lesson_lib.pretrained_views import skip_without_model
+from lesson_lib.runtime.blas import one_blas_thread
+from lesson_lib.sections import pronoun_heads as ph
+from lesson_lib.sections.pretrained_views import skip_without_model
 
 __all__ = [
     "WITHOUT_MODEL",
@@ -59,7 +59,7 @@ def model_text(model) -> str:
 @_needs_model
 def lesson_sentence(model, text=ph.LESSON_SENTENCE):
     """The sentence through the model: (tokens, attentions), with its tokens printed."""
-    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.blas)
+    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
         tokens, att = model.attend(text)
     print(f"「{text}」切成 {len(tokens)} 个词元（▁ 表示词的开头，已去掉）：")
     print("  " + " | ".join(_shown(tokens)))
@@ -84,7 +84,7 @@ def pronoun_rows_figure(sentence, heads, pronoun="她"):
     """The pronoun's row in each of ``heads`` (1-based (layer, head)), one row per head, side by side."""
     if sentence is None:
         return None
-    from lesson_lib.plotting import plot_heads
+    from lesson_lib.display.plotting import plot_heads
 
     tokens, att = sentence
     p0, _ = ph.word_span(tokens, pronoun)
@@ -112,7 +112,7 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
     with one_blas_thread():
         table = ph.follow_table(model, conditions, heads)
         counts = ph.right_counts(model, conditions)
-    from lesson_lib.tables import show, text_table
+    from lesson_lib.display.tables import show, text_table
 
     rows = []
     for condition, scores in table:
@@ -132,7 +132,7 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
 
 def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
     """(HTML, PNG) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
-    from lesson_lib.plotting import figure_png
+    from lesson_lib.display.plotting import figure_png
 
     try:
         with one_blas_thread():
@@ -156,7 +156,7 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
     import ipywidgets as w
 
-    from lesson_lib.widgets import linked, show_png
+    from lesson_lib.sections.widgets import linked, show_png
 
     style = {"description_width": "4em"}
     sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,

@@ -15,7 +15,7 @@ import html
 import numpy as np
 
 from lesson_lib import pretrained as pt
-from lesson_lib.blas import one_blas_thread
+from lesson_lib.runtime.blas import one_blas_thread
 
 __all__ = [
     "COREF_SENTENCES",
@@ -83,7 +83,7 @@ def model_text(model, toy_h=4) -> str:
 @_needs_model
 def run_paper_sentences(model):
     """Both appendix sentences through the model: {'law': Encoding, 'making': Encoding}, with a summary."""
-    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.blas)
+    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
         runs = {name: model.encode(text) for name, text in pt.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
     for name, enc in runs.items():
@@ -99,7 +99,7 @@ def run_paper_sentences(model):
 
 def _rows_figure(enc, query, heads, title, height=None):
     """A (heads × tokens) strip: each row is where one head sends ``query``'s attention."""
-    from lesson_lib.plotting import plot_heads
+    from lesson_lib.display.plotting import plot_heads
 
     qi = pt.query_index(enc.tokens, query)
     rows = np.stack([enc.attentions[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
@@ -142,7 +142,7 @@ def its_figure(runs, layer=5):
 @_needs_model
 def head_finder(runs, top=3):
     """Rank all heads on the 'Law' sentence by four behaviours; print the ranking, draw the winners."""
-    from lesson_lib.plotting import plot_heads
+    from lesson_lib.display.plotting import plot_heads
 
     law, making = runs["law"], runs["making"]
     scores = pt.head_scores(law.attentions, law.tokens)
@@ -190,7 +190,7 @@ def explorer_view(enc, layer, head, query):
     """(text line, Figure) for the explorer: the head's full map beside the query token's row."""
     import matplotlib.pyplot as plt
 
-    from lesson_lib.plotting import plot_heads, use_chinese_font
+    from lesson_lib.display.plotting import plot_heads, use_chinese_font
 
     text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
     li, hi = pt.check_layer_head(enc.attentions, layer, head)
@@ -240,7 +240,7 @@ def explorer_frame(enc, layer, head, query):
     The matplotlib figure of ``explorer_view`` takes ~0.2 s to render; this takes a few ms, so a
     slider move redraws within the widget's 150 ms budget.
     """
-    from lesson_lib.plotting import render_heads_png
+    from lesson_lib.display.plotting import render_heads_png
 
     text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
     li, hi = pt.check_layer_head(enc.attentions, layer, head)
@@ -276,7 +276,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     """
     import ipywidgets as w
 
-    from lesson_lib.widgets import linked, show_png, slider
+    from lesson_lib.sections.widgets import linked, show_png, slider
 
     with one_blas_thread():
         first = model.encode(pt.PAPER_SENTENCES["law"])
@@ -324,6 +324,6 @@ def plot_toy_heads(h=4, seed=0):
     except (ImportError, AttributeError) as exc:
         print(f"也无法改用玩具模型的头（{type(exc).__name__}: {exc}）：请先按上面的命令安装权重包。")
         return None
-    from lesson_lib.plotting import plot_heads
+    from lesson_lib.display.plotting import plot_heads
 
     return plot_heads(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")

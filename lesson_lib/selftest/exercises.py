@@ -1,7 +1,7 @@
 """Code exercises of section 10: a spec, a stub in the notebook, a checker that teaches, a solution on request.
 
 Each exercise is checked by running the learner's function on several cases and comparing with the
-lesson's kernel (``lesson_lib.attention``) or FLOP counter (``lesson_lib.flops``). The learner's code
+lesson's kernel (``lesson_lib.kernel.attention``) or FLOP counter (``lesson_lib.kernel.flops``). The learner's code
 runs through ``learner_code.call``: a time budget (a loop that never ends is stopped after a few
 seconds with 「是不是写了死循环？」), copies of the inputs (a function that changes its input is told so),
 and no traceback for anything it raises. The checker never raises: a stub gets 「还没实现」, garbage
@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lesson_lib.kernel.attention import merge_heads, multi_head_attention, softmax, split_heads
+from lesson_lib.kernel.flops import count
+
 from . import learner_code
-from .attention import merge_heads, multi_head_attention, softmax, split_heads
-from .flops import count
 from .shape_mistakes import split_heads_shape_mistake
 
 __all__ = [
@@ -319,7 +320,7 @@ _SPLIT_CASES = ((12, 512, 8), (5, 6, 3), (4, 8, 1), (3, 6, 6), (7, 12, 4))  # (n
 
 
 def _split_cases():
-    from . import paper
+    from lesson_lib import paper
 
     first = (12, paper.BASE_D_MODEL, paper.BASE_HEADS)  # the lesson's base model: (12, 512) -> (8, 12, 64)
     return (first, *_SPLIT_CASES[1:])
@@ -485,7 +486,7 @@ _COUNT_CASES = ((50, 512, 8), (50, 512, 16), (10, 64, 1), (7, 12, 3), (1, 8, 8))
 
 
 def check_count_multiplies(fn) -> ExerciseResult:
-    """Run ``fn(n, d_model, h)`` and compare with lesson_lib.flops.count(...).matmul_total."""
+    """Run ``fn(n, d_model, h)`` and compare with lesson_lib.kernel.flops.count(...).matmul_total."""
     name, learner = "count_multiplies", "my_count_multiplies"
     if refused := _refused(name, learner, fn, (count, count_multiplies_solution), "乘法和加法"):
         return refused

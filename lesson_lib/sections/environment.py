@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from importlib import metadata
 
-__all__ = ["WEIGHTS", "Check", "Weights", "report_text", "run_checks"]
+__all__ = ["WEIGHTS", "Check", "Weights", "prepare", "report_text", "run_checks"]
 
 MIN_PYTHON = (3, 10)
 # The floors declared in pyproject.toml and requirements.txt (a test keeps them equal).
@@ -67,7 +67,7 @@ def _package(dist, minimum, purpose, required=True):
 
 def _chinese_font():
     try:
-        from .plotting import font_path
+        from lesson_lib.display.plotting import font_path
 
         font_path()
     except RuntimeError as exc:
@@ -123,6 +123,19 @@ def run_checks() -> list[Check]:
         _chinese_font(),
         *(_weights(w) for w in WEIGHTS),
     ]
+
+
+def prepare() -> None:
+    """What §0's first cell sets up before anything is drawn or timed, in one call the learner need not read.
+
+    Chinese glyphs in figures (the bundled font), and BLAS threads capped to this learner's CPU share (on a
+    shared hub a notebook must not take every core). Both are harmless to call again.
+    """
+    from lesson_lib.display.plotting import use_chinese_font
+    from lesson_lib.runtime.blas import fit_blas_to_cpus
+
+    fit_blas_to_cpus()
+    use_chinese_font()
 
 
 def report_text(checks=None) -> str:

@@ -1,6 +1,6 @@
 """A faster multi-head attention with the same contract and results as ``attention.multi_head_attention``.
 
-The lesson runs the readable kernel in ``lesson_lib.attention`` everywhere; this variant exists
+The lesson runs the readable kernel in ``lesson_lib.kernel.attention`` everywhere; this variant exists
 for long sequences and to show what a fast path changes (and what it must not). Parity with the
 readable formula is tested on the public functions.
 
@@ -17,9 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from lesson_lib.runtime.blas import one_blas_thread
+from lesson_lib.runtime.cpus import usable_cpus
+
 from .attention import merge_heads, split_heads
-from .blas import one_blas_thread
-from .cpus import usable_cpus
 from .validation import check_mha
 
 __all__ = ["multi_head_attention_fast"]

@@ -7,7 +7,7 @@ can set values and read what is shown.
 
 from __future__ import annotations
 
-from .validation import check_choice, check_int, check_number
+from lesson_lib.kernel.validation import check_choice, check_int, check_number
 
 __all__ = [
     "averaging_demo", "float_options", "head_lab", "linked", "progress_bar", "shape_stepper", "show_png", "slider",
@@ -31,7 +31,7 @@ def show_png(picture, png: bytes, alt: str | None = None) -> None:
     """Put ``png`` in the Image at its own pixel width (the browser then never scales it up), with ``alt``: the Chinese
     description a screen reader says (ipywidgets' Image has no alt; its ``tooltip`` becomes the <img>'s title, which
     is the picture's accessible name in JupyterLab and on the static page)."""
-    from .plotting import png_size
+    from lesson_lib.display.plotting import png_size
 
     width = f"{png_size(png)[0]}px"
     if picture.layout.width != width:
@@ -80,8 +80,9 @@ def linked(controls: dict, show, pictures: int = 1):
 
 def head_lab(seed: int = 0, initial: int = 8):
     """Section 5: a slider over the divisors of d_model and a head to enlarge; shows d_k, the maps and the costs."""
+    from lesson_lib.runtime.blas import one_blas_thread
+
     from . import head_lab as lab
-    from .blas import one_blas_thread
 
     seed = check_int(seed, "seed", minimum=0)
     initial = check_choice(initial, "initial（起始头数）", lab.head_choices(),
@@ -138,8 +139,9 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
     """Section 3: step through the shapes (counted from 1, like the caption); a checkbox forgets the transpose."""
     import ipywidgets as w
 
+    from lesson_lib.kernel.attention import head_width
+
     from . import heads as heads_mod
-    from .attention import head_width
 
     n = check_int(n, "n（词数）", minimum=1, maximum=_STEPPER_MAX)
     head_width(d_model, h)  # d_model and h: positive integers, h divides d_model
@@ -233,7 +235,7 @@ def _slider_class():
     import anywidget
     import traitlets as t
 
-    from .theme import PAGE_CSS
+    from lesson_lib.display.theme import PAGE_CSS
 
     class Slider(anywidget.AnyWidget):
         """A slider over a list of ``(label, value)`` options (like ipywidgets' SelectionSlider), named for screen

@@ -1,7 +1,7 @@
 """Widgets for the self-test, the interview self-check and the progress summary: wiring only.
 
-Every decision (is it right, what to say) is made by ``lesson_lib.quiz``; what the learner has done is
-kept by ``lesson_lib.progress`` (saved to the progress file at once). Each widget restores its last
+Every decision (is it right, what to say) is made by ``lesson_lib.selftest.quiz``; what the learner has done is
+kept by ``lesson_lib.selftest.progress`` (saved to the progress file at once). Each widget restores its last
 answer and feedback from the progress when its cell runs again (after a kernel restart, say). Plain
 HTML with JupyterLab theme colours (``quiz.render``). ipywidgets is imported inside the builders.
 """

@@ -81,9 +81,9 @@ H_FLOPS_EXAMPLE = 16  # head count in the §4 counting questions (a Table 3 (A) 
 
 @cache
 def facts() -> dict:
-    from .. import paper
-    from ..attention import head_width, split_heads
-    from ..flops import count, parameters
+    from lesson_lib import paper
+    from lesson_lib.kernel.attention import head_width, split_heads
+    from lesson_lib.kernel.flops import count, parameters
 
     d, h = paper.BASE_D_MODEL, paper.BASE_HEADS
     d_k = head_width(d, h)

@@ -3,7 +3,7 @@
 matplotlib's default font has no Chinese glyphs, so titles show as boxes. ``use_chinese_font()``
 registers Noto Sans CJK SC, shipped by the ``mplfonts`` package (so no system font and no download
 is needed). Every drawing function here calls it first. matplotlib itself is imported only inside
-the functions, so ``import lesson_lib.plotting`` stays cheap.
+the functions, so ``import lesson_lib.display.plotting`` stays cheap.
 """
 
 from __future__ import annotations

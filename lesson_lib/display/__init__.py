@@ -1,0 +1,1 @@
+"""How the lesson shows things: Chinese-ready figures, theme-aware HTML, tables, code by reflection."""

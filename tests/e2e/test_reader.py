@@ -19,11 +19,12 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import ROOT, require
-from test_browser_flow import JS_HOOK_KERNEL, JS_RUN_STATE, RUN_TIMEOUT_S, UPDATE_TIMEOUT_MS
+from test_browser_flow import JS_HOOK_KERNEL, JS_RUN_STATE, UPDATE_TIMEOUT_MS
 
 AXE_VERSION = "4.14.1"
 SMALL, LARGE = (1024, 768), (1400, 1000)
 THEME_NAMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark", "hc": "JupyterLab Dark High Contrast"}
+RUN_TIMEOUT_S = 300  # a hang detector: Restart & Run All takes 60-110 s on a shared 2-core machine
 MIN_SCALE = 0.90  # a raster picture shown below 90 % of its pixels has labels too small to read (issue 24)
 
 # Every focusable control in the notebook's outputs, in document order (what Tab walks through).

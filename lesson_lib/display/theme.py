@@ -123,7 +123,7 @@ PAGE_CSS = """
 /* An empty answer box's hint must not look like a typed answer (Dark High Contrast draws it pure white). */
 .jp-OutputArea-output input::placeholder, .jp-OutputArea-output textarea::placeholder,
 .jp-RenderedHTMLCommon input::placeholder, .jp-RenderedHTMLCommon textarea::placeholder {
-  color: var(--jp-ui-font-color2); font-style: italic; opacity: 0.85; }
+  color: var(--jp-ui-font-color2); font-style: italic; opacity: 0.7; }
 /* A display formula wider than the output scrolls inside its own line instead of being cut at the edge. */
 .jp-RenderedMarkdown mjx-container[display="true"], .jp-RenderedHTMLCommon mjx-container[display="true"],
 .jp-RenderedMarkdown .MathJax_Display, .jp-RenderedHTMLCommon .MathJax_Display {

@@ -282,3 +282,15 @@ def test_unnamed_controls_finds_what_a_screen_reader_could_not_name():
     found = widgets.unnamed_controls(box)
     assert len(found) == 4, found
     assert "IntSlider" in found[0] and "Text 没有 description" in found[1] and "Button" in found[2]
+
+
+def test_the_sliders_stylesheet_carries_the_page_rules():
+    """Rules no inline style can express reach the page with the first slider: a placeholder that does not look like
+    typed text, toggle-button labels beside their buttons, formulas that scroll instead of being cut."""
+    from lesson_lib.display.theme import PAGE_CSS
+
+    css = widgets.slider("层", 1, min=1, max=2)._css
+    assert PAGE_CSS in css
+    for rule in ("::placeholder", "font-style: italic", ".widget-toggle-buttons", "flex-direction: row",
+                 'mjx-container[display="true"]', "overflow-x: auto"):
+        assert rule in PAGE_CSS, rule

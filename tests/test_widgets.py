@@ -261,6 +261,7 @@ def test_slider_is_a_named_native_range_input_shipped_inline():
     s = widgets.slider("头数 h", 8, options=[("1", 1), ("8", 8)])
     esm = s._esm
     for piece in ('input.type = "range"', "label.htmlFor = out.htmlFor = input.id", 'addEventListener("change"',
+                  'addEventListener("keydown"', '"Home"', '"End"', "ArrowLeft",
                   "aria-valuetext", 'model.get("description")'):
         assert piece in esm, piece
     assert "http" not in esm and "import " not in esm

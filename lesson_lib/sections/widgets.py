@@ -206,6 +206,23 @@ function render({ model, el }) {
   };
   input.addEventListener("input", () => { out.textContent = text(Number(input.value)); });
   input.addEventListener("change", () => { model.set("index", Number(input.value)); model.save_changes(); });
+  // The keys move the slider here: JupyterLab's output area cancels a range input's own arrow-key step (measured
+  // in JupyterLab 4.6: keydown reaches the input, its value does not change).
+  const steps = { ArrowRight: 1, ArrowUp: 1, PageUp: 1, ArrowLeft: -1, ArrowDown: -1, PageDown: -1 };
+  input.addEventListener("keydown", (event) => {
+    const last = model.get("labels").length - 1;
+    let i = Number(input.value);
+    if (event.key === "Home") i = 0;
+    else if (event.key === "End") i = last;
+    else if (event.key in steps) i = Math.min(last, Math.max(0, i + steps[event.key]));
+    else return;
+    event.preventDefault();
+    event.stopPropagation();
+    if (input.disabled || i === Number(input.value)) return;
+    input.value = String(i);
+    input.dispatchEvent(new Event("input"));
+    input.dispatchEvent(new Event("change"));
+  });
   for (const name of ["description", "labels", "index", "disabled"]) model.on(`change:${name}`, sync);
   el.append(label, input, out);
   sync();

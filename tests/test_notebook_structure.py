@@ -37,7 +37,8 @@ class _Html(HTMLParser):
         if self._open and self._open[-1][0] == tag:
             name, attrs, text = self._open.pop()
             if name == "a":
-                self.links.append((attrs.get("href", ""), text.strip()))
+                if "href" in attrs:  # <a id="…"></a> is a link target, not a link
+                    self.links.append((attrs["href"], text.strip()))
             else:
                 self.headings.append((int(name[1]), text.strip()))
 
@@ -95,7 +96,8 @@ def test_every_link_says_where_it_goes(nb):
 
 def test_the_checks_catch_a_skip_and_a_vague_link():
     nb = {"cells": [{"cell_type": "markdown", "source": ["# A\n\n### C\n\n[这里](https://example.org)"]},
-                    {"cell_type": "code", "outputs": [{"data": {"text/html": "<h1>B</h1><a href='x'>链接</a>"}}]}]}
+                    {"cell_type": "code", "outputs": [{"data": {
+                        "text/html": "<h1>B</h1><a href='x'>链接</a><a id='t'></a>"}}]}]}
     headings, links = outline(nb)
     assert [level for _w, level, _t in headings] == [1, 3, 1]
     assert [text for _w, _h, text in links] == ["这里", "链接"]

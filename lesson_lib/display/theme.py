@@ -125,7 +125,7 @@ PAGE_CSS = """
 .jp-RenderedHTMLCommon input::placeholder, .jp-RenderedHTMLCommon textarea::placeholder {
   color: var(--jp-ui-font-color2); font-style: italic; opacity: 0.7; }
 /* A row of toggle buttons has its label beside it, as every other control does (ipywidgets stacks it above). */
-.jupyter-widgets.widget-toggle-buttons { display: flex; flex-direction: row; align-items: center; }
+.lm-Widget.widget-toggle-buttons { display: flex; flex-direction: row; align-items: center; gap: 8px; }
 /* A display formula wider than the output scrolls inside its own line instead of being cut at the edge. */
 .jp-RenderedMarkdown mjx-container[display="true"], .jp-RenderedHTMLCommon mjx-container[display="true"],
 .jp-RenderedMarkdown .MathJax_Display, .jp-RenderedHTMLCommon .MathJax_Display {

@@ -195,9 +195,10 @@ def plot_heads(
         for spine in ax.spines.values():
             spine.set_visible(False)
         gap_pt = 0.3 * cell * 72 + 2  # token labels end 0.3 cell from the image edge
-        ax.set_xlabel("被关注的词（键）", fontsize=9.5,
+        ax.set_xlabel("被关注的词元（键）", fontsize=9.5,
                       labelpad=_label_extent(key_tokens, fontsize, down=True) * 72 + gap_pt)
-        ax.set_ylabel("发出关注的词（查询）", fontsize=9.5, labelpad=_label_extent(row_tokens, fontsize) * 72 + gap_pt)
+        ax.set_ylabel("发出关注的词元（查询）", fontsize=9.5,
+                      labelpad=_label_extent(row_tokens, fontsize) * 72 + gap_pt)
     if suptitle:
         fig.suptitle(wrap_title(suptitle, fig.get_figwidth() - 0.3, 11), fontsize=11)
     if cax is not None:
@@ -562,7 +563,7 @@ def _lab_canvas(weights, tokens, zoom, suptitle, cmap):
     zx, zy, zc = *lay.zoom_origin, lay.zoom_cell
     zoomed = np.repeat(np.repeat(colour_cells(w[zoom - 1], cmap), zc, axis=0), zc, axis=1)  # (n·zc, n·zc, 3)
     canvas.paste(Image.fromarray(zoomed), (zx, zy))
-    draw.text((zx, zy - 20), f"头 {zoom}（放大）：行 = 发出关注的词，列 = 被关注的词", fill="black", font=small)
+    draw.text((zx, zy - 20), f"头 {zoom}（放大）：行 = 发出关注的词元，列 = 被关注的词元", fill="black", font=small)
     for j, token in enumerate(labels):
         draw.text((zx - 5, zy + j * zc + zc // 2), token, fill="black", font=font, anchor="rm")
         for k, ch in enumerate(token):  # column labels read top to bottom
@@ -796,7 +797,7 @@ def heads_description(weights, row_tokens, key_tokens, titles=None, title=None, 
         for r in range(n):
             k = int(np.argmax(w[i, r]))
             table.append([*([name] if h > 1 else []), rows_txt[r], keys_txt[k], f"{w[i, r, k]:.2f}"])
-    headers = [*(["头"] if h > 1 else []), "发出关注的词（行）", "得到最多的词（列）", "权重"]
+    headers = [*(["头"] if h > 1 else []), "发出关注的词元（行）", "得到最多的词元（列）", "权重"]
     alt = (sentence(title) if title else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
     return alt, (headers, table)
 

@@ -261,7 +261,11 @@ def test_keyboard_only_through_every_interactive_section(lesson, shots):
     assert quiz.count() == 1
     box = quiz.locator("input[type=text], textarea").first
     tab_to(page, box)
-    page.keyboard.type("64")
+    page.keyboard.type("32")  # d_k at h = 16
+    radios = quiz.locator("input[type=radio]")
+    tab_to(page, radios.first)  # a radio group is one Tab stop; the arrow keys choose inside it
+    page.keyboard.press("ArrowDown")  # 变多 -> 不变
+    assert radios.nth(1).is_checked(), "ArrowDown did not choose the second option"
     submit = quiz.get_by_role("button", name="提交")
     tab_to(page, submit)
     page.keyboard.press("Enter")

@@ -192,7 +192,7 @@ def _q2() -> Question:
     same = params == params2
     return Question(
         "Q2", "第 3 节", "form",
-        f"Q2　Base 模型 d_model = {d}、h = {h}。如果把头数改成 h = {h2}（d_model 不变）：每个头的 d_k 是多少？"
+        f"Q2　论文的基础模型 d_model = {d}、h = {h}。如果把头数改成 h = {h2}（d_model 不变）：每个头的 d_k 是多少？"
         "一层的投影参数（W^Q、W^K、W^V、W^O 合计）会怎样变？",
         explanation,
         key=FormKey((
@@ -558,7 +558,7 @@ def _s4c() -> Question:
         explanation,
         key=FormKey((
             NumberBox("d_k", "每个头的 d_k", d_k, unit="维", symbols={"d_model": d, "h": h}, labels=("d_v",),
-                      hints=((f["d_k"], f"{f['d_k']} 是 Base 模型的 d_k；这里是 {d} / {h}。"),
+                      hints=((f["d_k"], f"{f['d_k']} 是基础模型的 d_k；这里是 {d} / {h}。"),
                              (d * h, "乘除弄反了：维度是被切分给各个头的。")),
                       generic=f"提示：{d} 维平均分给 {h} 个头。"),
             NumberBox("params", "投影参数", params, unit="个", symbols={"d_model": d, "h": h, "d_k": d_k},

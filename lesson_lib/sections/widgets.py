@@ -25,16 +25,6 @@ def _image(png: bytes):
                    layout=w.Layout(max_width="100%", height="auto", align_self="flex-start", margin="0"))
 
 
-def show_png(picture, png: bytes) -> None:
-    """Put ``png`` in the Image at its own pixel width (the browser then never scales it up)."""
-    from lesson_lib.display.plotting import png_size
-
-    width = f"{png_size(png)[0]}px"
-    if picture.layout.width != width:
-        picture.layout.width = width
-    picture.value = png
-
-
 def _picture_html():
     import ipywidgets as w
 
@@ -49,7 +39,7 @@ def linked(controls: dict, show, submit=None, picture: str = "png"):
     With ``submit`` (a Button) an answer is checked when the learner says so: ``show`` runs now, on a click,
     and when a one-line text box commits its value (Enter, with ``continuous_update=False``), not on every
     change of a checkbox or radio button.
-    ``picture``: "png" (an Image, filled by ``show_png``) or "html" (an HTML widget for ``plotting.picture_html``).
+    ``picture``: "png" (an Image) or "html" (an HTML widget for ``plotting.picture_html``).
     """
     import ipywidgets as w
 
@@ -103,17 +93,29 @@ def head_lab(seed: int = 0, initial: int = 8):
         with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
             state = lab.lab_state(slider.value, seed=seed)
         summary.value = lab.summary_html(state)
-        for image, png in zip(pictures.children, lab.lab_parts(state, zoom=zoom.value)):
-            show_png(image, png)
+        for picture, html in zip(pictures.children, lab.lab_pictures(state, zoom=zoom.value)):
+            if picture.value != html:
+                picture.value = html
 
-    # Zoomed head and overview side by side, or the overview under the zoomed head where the output is
-    # narrower than both (1024 px with the file browser open): each keeps its own size, labels stay 14 px.
-    pictures = w.HBox([_image(b""), _image(b"")], layout=w.Layout(flex_flow="row wrap", align_items="flex-start"))
-    box = linked({"slider": slider, "zoom": zoom}, lambda summary, _picture: show(summary, None))
+    # Zoomed head and overview side by side in 580 px (JupyterLab's output is 592 px at 1024 × 768 with the file
+    # browser open), both lab.LAB_HEIGHT tall for every h. The summary keeps the height of its longest reading,
+    # so nothing below jumps while the slider moves (only opening the folded table grows the lab).
+    pictures = w.HBox([_lab_picture("0"), _lab_picture("0 0 0 8px")], layout=w.Layout(align_items="flex-start"))
+    box = linked({"slider": slider, "zoom": zoom}, lambda summary, _picture: show(summary, None), picture="html")
+    box.children[1].layout.min_height = _SUMMARY_MIN_HEIGHT
     box.children = (*box.children[:2], pictures)
     box.controls["picture"] = pictures
     box.controls["zoomed"], box.controls["overview"] = pictures.children
     return box
+
+
+_SUMMARY_MIN_HEIGHT = "250px"  # the lab's summary at its longest reading (h = 64) in a 592 px output
+
+
+def _lab_picture(margin: str):
+    import ipywidgets as w
+
+    return w.HTML(layout=w.Layout(margin=margin, flex="0 0 auto"))
 
 
 def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):

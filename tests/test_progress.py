@@ -444,3 +444,14 @@ def test_the_data_folder_comes_from_platformdirs(monkeypatch, tmp_path):
     progress.legacy_path().parent.mkdir(parents=True)
     progress.legacy_path().write_text("{}", encoding="utf-8")
     assert progress.default_path() == progress.legacy_path()  # nobody loses the progress they had
+
+
+def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
+    """Each kind is named once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
+    p = _new(path)
+    bad = "头数越多越好。"
+    p.record_interview(quiz.interview_check(bad), bad)
+    lines = p.summary().splitlines()
+    interview = [line for line in lines if line.startswith("面试自检")]
+    assert len(interview) == 1, lines
+    assert "已完成 0 / 1 项" in interview[0] and "对照参考答案改一改" in interview[0]

@@ -80,3 +80,51 @@ def test_row_length_mismatch_raises_in_chinese(rows):
 
 def test_empty_rows():
     assert text_table(["头数", "d_k"], []) == "头数  d_k\n----  ---"
+
+
+def test_a_table_is_its_text_and_shows_as_an_html_table():
+    """str (print, nbval's text/plain) is the aligned text; JupyterLab gets an HTML table with every cell."""
+    from html.parser import HTMLParser
+
+    from IPython.core.formatters import DisplayFormatter
+
+    table = text_table(["头数", "名字"], [[8, "小红"], [12, "a<b"]])
+    data, _meta = DisplayFormatter().format(table)
+    assert data["text/plain"] == str(table) == table and table.startswith("头数")
+
+    cells, heads = [], []
+
+    class Cells(HTMLParser):
+        tag = None
+
+        def handle_starttag(self, tag, attrs):
+            self.tag = tag
+            if tag == "td":
+                cells.append(dict(attrs)["style"])
+
+        def handle_data(self, text):
+            if self.tag == "th":
+                heads.append(text)
+
+    Cells().feed(data["text/html"])
+    assert heads == ["头数", "名字"] and len(cells) == 4
+    assert "text-align:right" in cells[0] and "text-align:left" in cells[1]  # numbers line up on the right
+    assert "a&lt;b" in data["text/html"] and "overflow-x:auto" in data["text/html"]
+
+
+def test_text_around_a_table_is_in_both_forms():
+    table = text_table(["h"], [[1]]).around(before="上面", after="（下面）")
+    assert str(table).splitlines()[0] == "上面" and str(table).splitlines()[-1] == "（下面）"
+    html = table._repr_html_()
+    assert html.index("上面") < html.index("<table") < html.index("（下面）")
+
+
+def test_every_printer_the_notebook_shows_as_a_table_gives_html():
+    """The cells that show tables (§2, §3, §4, §5, §7) get HTML tables, not plain text that zig-zags in Chinese."""
+    from lesson_lib.kernel import flops
+    from lesson_lib.sections import ablation_plots, averaging, head_lab, heads
+
+    for table in (averaging.values_table(), averaging.blend_table(averaging.LESSON_WEIGHTS), heads.steps_text(),
+                  flops.format_table(50, 512, [1, 8]), head_lab.comparison_table(heads=(1, 8)),
+                  ablation_plots.table3_text()):
+        assert "<table" in table._repr_html_()

@@ -69,7 +69,7 @@ def format_table(results) -> str:
     """Sweep rows as levels per target (the same on every machine), with the thresholds."""
     rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)] for r in results]
     table = text_table(["h", "每头宽度 d_k", *TARGET_NAMES.values()], rows)
-    return f"{table}\n（测试准确率：{_bounds_text(ACCURACY_LEVELS)}；瞎猜是 1/8 = 0.125）"
+    return table.around(after=f"（测试准确率：{_bounds_text(ACCURACY_LEVELS)}；瞎猜是 1/8 = 0.125）")
 
 
 def timing_text(result) -> str:

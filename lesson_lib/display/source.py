@@ -61,15 +61,30 @@ def _palette_css() -> str:
 
 
 def _highlight(text: str) -> str:
+    """Highlighted HTML, one block per source line with a hanging indent: a line too long for the output wraps
+    under its own indentation plus 4 columns (not back to column 0), so the code's structure stays visible."""
     from pygments.lexers import PythonLexer
 
-    spans = []
+    lines, spans = [], []
     for kind, value in PythonLexer(stripnl=False, ensurenl=False).get_tokens(text):
         name = str(kind).removeprefix("Token.")
-        short, escaped = _short_property(name), html.escape(value)
+        short = _short_property(name)
         italic = ";font-style:italic" if name.startswith("Comment") else ""
-        spans.append(f'<span style="color:var({short}){italic}">{escaped}</span>' if short else escaped)
-    return "".join(spans)
+        for i, piece in enumerate(value.split("\n")):  # a docstring token spans several lines
+            if i:
+                lines.append(spans)
+                spans = []
+            if piece:
+                escaped = html.escape(piece)
+                spans.append(f'<span style="color:var({short}){italic}">{escaped}</span>' if short else escaped)
+    lines.append(spans)
+    return "".join(_line(text_line, parts) for text_line, parts in zip(text.split("\n"), lines))
+
+
+def _line(source_line: str, parts: list[str]) -> str:
+    hang = len(source_line) - len(source_line.lstrip(" ")) + 4
+    body = "".join(parts) or " "  # a blank line keeps its height (a preserved space)
+    return f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">{body}</span>'
 
 
 class Listing:

@@ -1,6 +1,9 @@
-"""Plain-text tables that line up with Chinese headers (CJK characters take two columns).
+"""Tables that line up in Chinese: a themed HTML table where the notebook shows them, the same rows as aligned
+text (CJK characters take two columns) wherever text is read.
 
-The notebook prints tables as text so that strict nbval compares every number in them.
+``text_table`` returns a ``TextTable``: a ``str`` (print it, search it, compare it) whose ``_repr_html_`` is the HTML
+table, so a cell that ends with the table (or calls ``show(table)``) shows HTML in JupyterLab and on the static page,
+while ``text/plain`` -- what strict nbval compares -- stays exactly the aligned text.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import unicodedata
 
 import numpy as np
 
-__all__ = ["cell_text", "display_width", "text_table"]
+__all__ = ["TextTable", "cell_text", "display_width", "show", "text_table"]
 
 
 def display_width(text: str) -> int:
@@ -30,8 +33,43 @@ def cell_text(value) -> str:
     return str(value)
 
 
-def text_table(headers, rows, align_right_numbers: bool = True) -> str:
-    """Render ``rows`` (sequences of values) under ``headers`` with columns padded to line up."""
+class TextTable(str):
+    """Aligned text (the ``str`` itself, and ``text/plain``) that JupyterLab shows as a themed HTML table."""
+
+    def __new__(cls, text: str, html: str):
+        table = super().__new__(cls, text)
+        table.html = html
+        return table
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:  # text/plain: the table itself, not a quoted string
+        return str.__str__(self)
+
+    def around(self, before: str = "", after: str = "") -> TextTable:
+        """The table with a line of text above and/or below, in both forms."""
+        from .theme import text_html
+
+        text = "\n".join(part for part in (before, str.__str__(self), after) if part)
+        return TextTable(text, text_html(before) + self.html + text_html(after))
+
+
+def show(table) -> None:
+    """Display ``table`` (HTML in a notebook, its text elsewhere) from inside a function that prints."""
+    from IPython import get_ipython
+
+    if get_ipython() is not None:
+        from IPython.display import display
+
+        display(table)
+    else:
+        print(table)
+
+
+def text_table(headers, rows, align_right_numbers: bool = True, code_columns=()) -> TextTable:
+    """Render ``rows`` (sequences of values) under ``headers`` with columns padded to line up (``code_columns``:
+    shown in the code font in HTML)."""
     cells = [[cell_text(v) for v in row] for row in rows]
     head = [str(h) for h in headers]
     if any(len(r) != len(head) for r in cells):
@@ -48,4 +86,12 @@ def text_table(headers, rows, align_right_numbers: bool = True) -> str:
 
     lines = [line(head), "  ".join("-" * w for w in widths)]
     lines += [line(c, r) for c, r in zip(cells, rows)]
-    return "\n".join(lines)
+    from .theme import html_table
+
+    numeric = [i for i in range(len(head)) if rows and all(_is_number(r[i]) for r in rows)]
+    numeric = numeric if align_right_numbers else []
+    return TextTable("\n".join(lines), html_table(head, rows, code_columns=code_columns, numeric_columns=numeric))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))

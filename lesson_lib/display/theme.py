@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html as _html
 
-__all__ = ["TONES", "Table", "Tables", "box", "html_table"]
+__all__ = ["TONES", "Table", "Tables", "box", "html_table", "text_html"]
 
 # tone -> accent variable (border, and a 10 % tint of the background)
 TONES = {
@@ -38,22 +38,44 @@ def box(inner_html: str, tone: str = "note") -> str:
     )
 
 
-def html_table(headers, rows, code_columns=()) -> str:
-    """A table whose cells wrap between words, never inside one (no 「A / ttention」); code keeps its spaces and
-    wraps only at them, so an identifier is never cut."""
+def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
+    """A table whose cells wrap between words, never inside one (no 「A / ttention」); headers wrap only at spaces
+    (no 「工 / 作量」); code keeps its spaces and wraps only at them, so an identifier is never cut; numbers line up
+    on the right. Wider than the output (a narrow window), the table scrolls inside its own box instead of being cut.
+    """
     from .tables import cell_text
 
-    cell = "padding:3px 10px 3px 0;vertical-align:top;text-align:left;word-break:normal;overflow-wrap:normal;"
-    code = "white-space:pre-wrap;font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
-    head = "".join(f'<th style="{cell}border-bottom:1px solid var(--jp-border-color1)">{_html.escape(str(h))}</th>'
-                   for h in headers)
+    cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:normal;overflow-wrap:normal;"
+    def align(i):
+        return "text-align:right;font-variant-numeric:tabular-nums;" if i in numeric_columns else "text-align:left;"
+
+    head = "".join(f'<th scope="col" style="{cell}{align(i)}word-break:keep-all;'
+                   f'border-bottom:1px solid var(--jp-border-color1)">{_html.escape(str(h))}</th>'
+                   for i, h in enumerate(headers))
     body = []
     for row in rows:
-        tds = "".join(f'<td style="{cell}{code if i in code_columns else ""}">{_html.escape(cell_text(v))}</td>'
-                      for i, v in enumerate(row))
+        tds = "".join(f'<td style="{cell}{align(i)}{_code(cell_text(v)) if i in code_columns else ""}">'
+                      f"{_html.escape(cell_text(v))}</td>" for i, v in enumerate(row))
         body.append(f"<tr>{tds}</tr>")
-    return (f'<table class="lesson-table" style="{_TEXT}border-collapse:collapse;margin:4px 0">'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    return (f'<div class="lesson-table-wrap" style="max-width:100%;overflow-x:auto">'
+            f'<table class="lesson-table" style="{_TEXT}border-collapse:collapse;margin:4px 0">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _code(text: str) -> str:
+    """Code font; a short fragment (a shape, a call) stays on one line, a long line wraps only at its spaces."""
+    wrap = "nowrap" if len(text) <= _SHORT_CODE else "pre-wrap"
+    return f"white-space:{wrap};font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
+
+
+_SHORT_CODE = 32  # characters: (8, 6, 64) or Attention(Q_i, K_i, V_i) is read as one piece
+
+
+def text_html(text: str) -> str:
+    """Plain lines of text as themed HTML (line breaks kept); empty text gives nothing."""
+    if not text:
+        return ""
+    return f'<div style="{_TEXT}white-space:pre-line;margin:4px 0">{_html.escape(text)}</div>'
 
 
 class Table:
@@ -92,3 +114,20 @@ class Tables:
 
     def _repr_html_(self) -> str:
         return "".join(t._repr_html_() for t in self.tables)
+
+
+# Page-wide rules no inline style can express. The lesson's slider (widgets.slider) carries them in its stylesheet,
+# which anywidget adds to the page once the first slider shows (§2, before any answer box); the static page
+# (scripts/build_static.py) links them too.
+PAGE_CSS = """
+/* An empty answer box's hint must not look like a typed answer (Dark High Contrast draws it pure white). */
+.jp-OutputArea-output input::placeholder, .jp-OutputArea-output textarea::placeholder,
+.jp-RenderedHTMLCommon input::placeholder, .jp-RenderedHTMLCommon textarea::placeholder {
+  color: var(--jp-ui-font-color2); font-style: italic; opacity: 0.7; }
+/* A row of toggle buttons has its label beside it, as every other control does (ipywidgets stacks it above). */
+.lm-Widget.widget-toggle-buttons { display: flex; flex-direction: row; align-items: center; gap: 8px; }
+/* A display formula wider than the output scrolls inside its own line instead of being cut at the edge. */
+.jp-RenderedMarkdown mjx-container[display="true"], .jp-RenderedHTMLCommon mjx-container[display="true"],
+.jp-RenderedMarkdown .MathJax_Display, .jp-RenderedHTMLCommon .MathJax_Display {
+  max-width: 100%; overflow-x: auto; overflow-y: hidden; }
+"""

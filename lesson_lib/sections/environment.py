@@ -15,12 +15,14 @@ __all__ = ["WEIGHTS", "Check", "Weights", "prepare", "report_text", "run_checks"
 
 MIN_PYTHON = (3, 10)
 # The floors declared in pyproject.toml and requirements.txt (a test keeps them equal).
-MINIMUM = {"numpy": (1, 26), "matplotlib": (3, 10, 7), "ipywidgets": (8, 1), "jupyterlab_widgets": (3, 0, 10)}
+MINIMUM = {"numpy": (1, 26), "matplotlib": (3, 10, 7), "ipywidgets": (8, 1), "jupyterlab_widgets": (3, 0, 10),
+           "anywidget": (0, 11)}
 PURPOSE = {
     "numpy": "矩阵运算",
     "matplotlib": "画注意力热力图",
     "ipywidgets": "滑块与自测题控件",
     "jupyterlab_widgets": "让 JupyterLab 显示控件，而不是打印 IntSlider(...)",
+    "anywidget": "能用键盘和读屏软件操作的滑块",
 }
 SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/setup.sh），然后重启内核。"
 

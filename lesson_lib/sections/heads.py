@@ -300,10 +300,12 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
                          f"（{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
 
 
-def steps_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
-    """Every step's code, shape and caption, one line each (the stepper's content as text)."""
-    return "\n".join(f"{i}. {s.code:<26} → {s.shape!s:<12} {s.title}"
-                     for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1))
+def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
+    """Every step's code, shape and caption, one row each (the stepper's content as a table)."""
+    from lesson_lib.display.tables import text_table
+
+    rows = [[f"{i}.", s.code, str(s.shape), s.title] for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1)]
+    return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
 
 
 def step_summary_html(steps, index: int) -> str:

@@ -304,7 +304,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     """
     import ipywidgets as w
 
-    from lesson_lib.sections.widgets import linked
+    from lesson_lib.sections.widgets import linked, slider
 
     with one_blas_thread():
         first = model.encode(pt.PAPER_SENTENCES["law"])
@@ -314,10 +314,8 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     # min widths: at 1024 px the row of controls wraps instead of squeezing the slider tracks
     sentence = w.Dropdown(options=_sentence_choices(), description="句子", style=wide["style"],
                           layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
-    layer_s = w.IntSlider(value=layer, min=1, max=model.n_layers, description="层",
-                          layout=w.Layout(min_width="260px", width="300px"), **wide)  # fmt: skip
-    head_s = w.IntSlider(value=head, min=1, max=model.n_heads, description="头",
-                         layout=w.Layout(min_width="260px", width="300px"), **wide)  # fmt: skip
+    layer_s = slider("层", layer, min=1, max=model.n_layers, layout=w.Layout(min_width="260px", width="300px"))
+    head_s = slider("头", head, min=1, max=model.n_heads, layout=w.Layout(min_width="260px", width="300px"))
     token = w.Dropdown(options=pt.token_options(first.tokens), value=start, description="查询词",
                        style={"description_width": "4em"}, layout=w.Layout(min_width="220px"))  # fmt: skip
     state = {"text": sentence.value, "enc": first}

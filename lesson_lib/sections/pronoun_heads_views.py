@@ -116,14 +116,14 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
     with one_blas_thread():
         table = ph.follow_table(model, conditions, heads)
         counts = ph.right_counts(model, conditions)
-    from lesson_lib.display.tables import text_table
+    from lesson_lib.display.tables import show, text_table
 
     rows = []
     for condition, scores in table:
         cells = (f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, heads))
         rows.append([condition.label, *cells])
-    print("每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大")
-    print(text_table(["条件", *(head_label(*h) for h in heads)], rows))
+    show(text_table(["条件", *(head_label(*h) for h in heads)], rows)
+         .around(before="每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大"))
     n = len(conditions)
     for h in heads:
         print(f"{head_label(*h)}：{n} 个条件里对了 {counts[h[0] - 1, h[1] - 1]} 个")

@@ -567,13 +567,13 @@ class Progress:
                 line = f"{kind}：已完成 {sum(s == 'done' for _, s in mine)} / {len(mine)} {unit}。"
             tried = [n for n, s in mine if s == "tried"]
             todo = [n for n, s in mine if s == "todo"]
-            if tried:
+            if tried and kind == "面试自检":  # one line per kind: what to do next, not a second 「面试自检：」 line
+                line += "你的自评还没有勾满三点：对照参考答案改一改，再自评一次。"
+            elif tried:
                 line += "做过但还没过：" + "、".join(tried) + "。"
             if todo:
                 line += "还没做：" + "、".join(todo) + "。"
             lines.append(line)
-        if self.has_interview and (self.data["interview"] and not self.data["interview"].get("complete")):
-            lines.append("面试自检：还没有覆盖全部三点（或有误解），对照参考答案再改一改。")
         done = sum(s == "done" for _, _, s in items)
         if self.all_done():
             lines.append(f"全部完成（{done} / {len(items)}），明天见！")

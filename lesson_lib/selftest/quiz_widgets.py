@@ -137,8 +137,8 @@ class QuestionWidget:
         self.earlier = w.HTML("")
         self._ready = False
         self._clear()
-        answer = linked(self.controls, self._on_submit, submit=self.submit)
-        explain = linked({"explain": self.explain_button}, self._on_explain)
+        answer = linked(self.controls, self._on_submit, submit=self.submit, picture=None)
+        explain = linked({"explain": self.explain_button}, self._on_explain, picture=None)
         self.feedback, self.explanation = answer.controls["summary"], explain.controls["summary"]
         self._ready = True
         self._restore()
@@ -264,9 +264,9 @@ class SelfExplanationWidget:
                                      layout=w.Layout(width="auto", align_self="flex-start"))  # fmt: skip
         self.attempts = 0
         self._ready = False
-        written = linked({"answer": self.answer}, self._on_submit, submit=self.submit)
-        assessed = linked(self.ticks, self._on_assess, submit=self.record_button)
-        revealed = linked({"reveal": self.reveal}, self._on_reveal)
+        written = linked({"answer": self.answer}, self._on_submit, submit=self.submit, picture=None)
+        assessed = linked(self.ticks, self._on_assess, submit=self.record_button, picture=None)
+        revealed = linked({"reveal": self.reveal}, self._on_reveal, picture=None)
         self.feedback = written.controls["summary"]
         self.assessment = assessed.controls["summary"]
         self.model_answer = revealed.controls["summary"]
@@ -379,8 +379,8 @@ class SummaryWidget:
         self.status = w.HTML("")
         self._armed = False
         self._ready = False  # linked calls each handler once while wiring: that is not a click
-        linked({}, self._on_export, submit=self.export_button)
-        linked({}, self._on_reset, submit=self.reset_button)
+        linked({}, self._on_export, submit=self.export_button, picture=None)
+        linked({}, self._on_reset, submit=self.reset_button, picture=None)
         self._ready = True
         self.box = w.VBox([self.text, w.HBox([self.export_button, self.reset_button]), self.status],
                           layout=_box_layout())  # fmt: skip

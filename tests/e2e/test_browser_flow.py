@@ -102,7 +102,7 @@ JS_DOM_ERRORS = """() => {
 # Key press -> updated output, timed inside the page: keydown (capture phase) to the first DOM state where the
 # lab's text matches `pattern` and the set of image sources differs from before.
 JS_WATCH_UPDATE = """(root, pattern) => {
-  const srcs = () => [...root.querySelectorAll('img')].map(i => i.src).join('|');
+  const srcs = () => [...root.querySelectorAll('img, svg image')].map(i => i.src || i.getAttribute('href')).join('|');
   const w = {t0: null, text_ms: null, image_ms: null, before: srcs()};
   window.__e2eUpdate = w;
   const re = new RegExp(pattern);
@@ -222,9 +222,9 @@ JS_LAYOUT = """() => {
         out.upscaled.push(`${at}: ${img.naturalWidth} px shown at ${r.width.toFixed(0)} px`);
       if (r.right > right) out.overflowing.push(`${at}: image ends at ${r.right.toFixed(0)} > ${right.toFixed(0)}`);
     }
-    for (const t of root.querySelectorAll('.widget-slider .noUi-target, .widget-slider .slider'))
+    for (const t of root.querySelectorAll('.lesson-slider input[type=range]'))
       if (t.getBoundingClientRect().width < 150) {
-        const label = t.closest('.widget-slider').innerText.trim().split('\\n')[0];
+        const label = t.closest('.lesson-slider').querySelector('label').textContent;
         out.narrowSliders.push(`${at} ${label}: ${t.getBoundingClientRect().width.toFixed(0)} px`);
       }
   }
@@ -314,12 +314,13 @@ class Widgets:
         return self.page.locator(".jp-CodeCell").filter(has=inner)
 
     def slider(self, label: str):
-        sliders = self.page.locator(".widget-slider").filter(has=self.page.get_by_text(label, exact=True))
+        sliders = self.page.locator(".lesson-slider").filter(
+            has=self.page.locator("label").get_by_text(label, exact=True))
         assert sliders.count() == 1, f"expected one slider labelled {label!r}, found {sliders.count()}"
         return sliders
 
     def readout(self, slider) -> str:
-        return slider.locator(".widget-readout").inner_text().strip()
+        return slider.locator("output").inner_text().strip()
 
     def change(self, root, action, what: str, expect: str = "") -> None:
         """Run ``action()`` and wait until ``root``'s outputs differ (and its text matches the regex ``expect``)."""
@@ -333,7 +334,7 @@ class Widgets:
                                  f"{UPDATE_TIMEOUT_MS} ms; it shows:\n{root.inner_text()}") from exc
 
     def press(self, slider, key: str, root, what: str, expect: str = "") -> None:
-        handle = slider.locator(".noUi-handle")
+        handle = slider.locator("input[type=range]")
         self.change(root, lambda: (handle.focus(), self.page.keyboard.press(key)), what, expect)
 
 
@@ -348,7 +349,7 @@ def _drive_demo(flow: Flow, ui: Widgets) -> None:
     assert len(kept) == 2 and kept[0] == kept[1] and out.inner_text() != one_text, out.inner_text()
     slider = ui.slider("锐度")
     ui.press(slider, "ArrowRight", out, "§2 demo, 锐度 +0.5")
-    assert ui.readout(slider) == "4.50"
+    assert ui.readout(slider) == "4.5"
     flow.shot("s2_demo_two_heads", cell)
 
 
@@ -373,9 +374,9 @@ def _lab_box(pictures) -> list[tuple[int, int]]:
 
 # The §5 lab's pictures at this window size: natural and shown width, and whether the overview wrapped under the
 # zoomed head. They must never be scaled down (token labels would drop below 14 px).
-JS_LAB_PICTURES = """(cell) => [...cell.querySelectorAll('.jp-OutputArea-output img')].map(img => {
-  const r = img.getBoundingClientRect();
-  return {natural: img.naturalWidth, shown: r.width, top: r.top, left: r.left};
+JS_LAB_PICTURES = """(cell) => [...cell.querySelectorAll('.jp-OutputArea-output svg[role=img]')].map(svg => {
+  const r = svg.getBoundingClientRect();
+  return {natural: svg.viewBox.baseVal.width, shown: r.width, top: r.top, left: r.left};
 })"""
 
 
@@ -399,12 +400,12 @@ def _drive_lab(flow: Flow, ui: Widgets) -> list[str]:
     out = cell.locator(".jp-Cell-outputWrapper")
     assert re.search(r"d_k\s*=\s*64\b", out.inner_text()), "the lab should start at h = 8, d_k = 64"
     assert ui.readout(slider) == "8"
-    picture = out.locator("img")
+    picture = out.locator("svg[role=img]")
     assert picture.count() == 2, "the lab should show two pictures: the zoomed head and the overview"
     size = _lab_box(picture)
     flow.shot("s5_lab_h8", cell)
     timings = []
-    handle = slider.locator(".noUi-handle")
+    handle = slider.locator("input[type=range]")
     for key, h, d_k in [("ArrowLeft", 4, 128), ("ArrowRight", 8, 64)]:
         out.evaluate(JS_WATCH_UPDATE, rf"d_k\s*=\s*{d_k}\b")
         handle.focus()

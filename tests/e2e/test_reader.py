@@ -1,0 +1,418 @@
+"""Every reader, in a real browser: axe-core over the lesson's outputs, a keyboard-only pass through every interactive
+section, the layout a laptop shows (1024×768 with the file browser open, light and dark), screenshots in four
+configurations, and the static page with its request log.
+
+One JupyterLab server and one Restart & Run All for the whole module (themes and window sizes change on the running
+page); the tests run in file order on the same page.
+Run:  .venv/bin/python -m pytest tests/e2e/test_reader.py -v     (screenshots: artifacts/e2e/<timestamp>/reader/)
+axe-core comes from npm (``npm pack axe-core@AXE_VERSION`` once into .cache/e2e/, git-ignored).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import ROOT, require
+from test_browser_flow import JS_HOOK_KERNEL, JS_RUN_STATE, UPDATE_TIMEOUT_MS
+
+AXE_VERSION = "4.14.1"
+SMALL, LARGE = (1024, 768), (1400, 1000)
+THEME_NAMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark", "hc": "JupyterLab Dark High Contrast"}
+RUN_TIMEOUT_S = 300  # a hang detector: Restart & Run All takes 60-110 s on a shared 2-core machine
+MIN_SCALE = 0.90  # a raster picture shown below 90 % of its pixels has labels too small to read (issue 24)
+
+# Every focusable control in the notebook's outputs, in document order (what Tab walks through).
+JS_FOCUSABLES = """() => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')].flatMap(out =>
+  [...out.querySelectorAll('input, textarea, select, button, [tabindex]')].filter(el =>
+    !el.disabled && el.tabIndex >= 0 && el.getClientRects().length && getComputedStyle(el).visibility === 'visible'))"""
+
+# Put focus just before `el`: on the previous control of the same output, or on the output itself (where a learner
+# arrives from the cell: JupyterLab's cell editors keep Tab for indenting), so one Tab must land on `el`.
+JS_FOCUS_BEFORE = """(el) => {
+  const area = el.closest('.jp-OutputArea-output');
+  const all = (FOCUSABLES)().filter(x => x.closest('.jp-OutputArea-output') === area);
+  const i = all.indexOf(el);
+  if (i < 0) return 'not focusable';
+  if (i > 0) { all[i - 1].focus(); return 'ok'; }
+  area.tabIndex = -1;
+  area.focus();
+  return 'ok';
+}""".replace("FOCUSABLES", JS_FOCUSABLES)
+
+JS_LAYOUT = """() => {
+  const out = {clipped: [], scaled: [], formulas: []};
+  const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+  for (const area of document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')) {
+    const i = cells.indexOf(area.closest('.jp-Cell')), right = area.getBoundingClientRect().right + 1;
+    for (const el of area.querySelectorAll('*')) {
+      const r = el.getBoundingClientRect();
+      if (!r.width || r.right <= right) continue;
+      let inside = false;
+      for (let p = el.parentElement; p && p !== area.parentElement; p = p.parentElement) if (scrolls(p)) inside = true;
+      if (!inside) out.clipped.push(`cell ${i}: <${el.tagName.toLowerCase()} class="${el.className}"> ends at ` +
+                                    `${r.right.toFixed(0)} > ${right.toFixed(0)}`);
+    }
+    for (const img of area.querySelectorAll('img')) {
+      const r = img.getBoundingClientRect();
+      if (img.naturalWidth && r.width < img.naturalWidth * MIN_SCALE)
+        out.scaled.push(`cell ${i}: ${img.naturalWidth} px shown at ${r.width.toFixed(0)} px ` +
+                        `(${(100 * r.width / img.naturalWidth).toFixed(0)} %)`);
+    }
+  }
+  for (const m of document.querySelectorAll('.jp-Notebook .jp-RenderedMarkdown mjx-container[display="true"]')) {
+    const box = m.closest('.jp-RenderedMarkdown').getBoundingClientRect(), r = m.getBoundingClientRect();
+    const i = cells.indexOf(m.closest('.jp-Cell'));
+    const wide = m.scrollWidth > m.clientWidth + 1 || r.right > box.right + 1;
+    if (wide && !(scrolls(m) && r.right <= box.right + 1))
+      out.formulas.push(`cell ${i}: formula ${m.scrollWidth} px in ${m.clientWidth} px, cut at the edge`);
+  }
+  return out;
+}""".replace("MIN_SCALE", str(MIN_SCALE))
+
+JS_HEIGHT = "el => Math.round(el.getBoundingClientRect().height)"
+
+
+# --------------------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="session")
+def axe_script() -> Path:
+    """axe.min.js from npm, cached in .cache/e2e/ (the package is 3 MB: not committed)."""
+    cache = ROOT / ".cache" / "e2e"
+    script = cache / f"axe-core-{AXE_VERSION}" / "package" / "axe.min.js"
+    if not script.exists():
+        npm = shutil.which("npm")
+        require(npm is not None, "npm is missing (it fetches axe-core once): sudo apt-get install npm")
+        cache.mkdir(parents=True, exist_ok=True)
+        name = subprocess.run([npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", str(cache), "--silent"],
+                              check=True, capture_output=True, text=True, timeout=300).stdout.strip().splitlines()[-1]
+        with tarfile.open(cache / name) as tar:
+            tar.extractall(script.parents[1], filter="data")
+    return script
+
+
+@pytest.fixture(scope="module")
+def shots(artifacts_dir) -> Path:
+    folder = artifacts_dir / "reader"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def lesson(lab_servers, open_browser, e2e_report):
+    """The lesson after Restart & Run All at 1024×768 with the file browser open (light theme), on one page."""
+    server = lab_servers({"reader": ("zh_CN", "light")})["reader"]
+    with open_browser() as browser:
+        context = browser.new_context(viewport={"width": SMALL[0], "height": SMALL[1]}, locale="zh-CN")
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        outside = []
+        page.on("request", lambda r: urlsplit(r.url).hostname in server.allowed_hosts
+                or r.url.startswith(("data:", "blob:")) or outside.append(r.url))
+        page.goto(f"{server.url}/lab/tree/{server.notebook}?reset&token={server.token}")
+        run_all = page.locator("[data-command='notebook:restart-run-all']").first
+        run_all.wait_for(state="visible")
+        page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
+        deadline = time.monotonic() + 60
+        while server.kernel_state(server.notebook) != "idle":
+            assert time.monotonic() < deadline, "kernel not idle after 60 s"
+            time.sleep(0.2)
+        page.evaluate(JS_HOOK_KERNEL)
+        started = time.perf_counter()
+        run_all.click()
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while True:
+            state = page.evaluate(JS_RUN_STATE)
+            if state["queued"] and not state["running"] and state["counted"] == state["code"] \
+                    and server.kernel_state(server.notebook) == "idle":
+                break
+            assert time.monotonic() < deadline, f"Run All not finished after {RUN_TIMEOUT_S} s: {state}"
+            time.sleep(0.25)
+        assert not state["bad"], state["bad"]
+        e2e_report(f"[reader] Run All {time.perf_counter() - started:.1f} s")
+        page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:activate')")  # JupyterLab's default
+        page.wait_for_timeout(300)
+        yield page
+        assert not outside, f"requests to other hosts: {outside}"
+        context.close()
+
+
+def set_theme(page, theme: str) -> None:
+    page.evaluate("name => window.jupyterapp.commands.execute('apputils:change-theme', {theme: name})",
+                  THEME_NAMES[theme])
+    page.wait_for_function("name => document.body.dataset.jpThemeName === name", arg=THEME_NAMES[theme])
+    page.wait_for_timeout(500)
+
+
+def slider(page, label: str):
+    found = page.locator(".jp-Notebook .lesson-slider").filter(has=page.locator("label").get_by_text(label,
+                                                                                                      exact=True))
+    assert found.count() == 1, f"expected one slider labelled {label!r}, found {found.count()}"
+    return found
+
+
+def tab_to(page, control) -> None:
+    """Focus the control before ``control`` in Tab order, press Tab, and require focus on ``control``."""
+    control.scroll_into_view_if_needed()
+    assert control.evaluate(JS_FOCUS_BEFORE) == "ok", "control is not in the Tab order"
+    page.keyboard.press("Tab")
+    assert control.evaluate("el => document.activeElement === el"), "Tab did not reach the control"
+
+
+def wait_text(page, locator, pattern: str, what: str) -> None:
+    try:
+        page.wait_for_function("([el, p]) => new RegExp(p).test(el.innerText)", arg=[locator.element_handle(), pattern],
+                               timeout=UPDATE_TIMEOUT_MS)
+    except Exception as exc:
+        raise AssertionError(f"{what}: no {pattern!r} within {UPDATE_TIMEOUT_MS} ms; shows:\n"
+                             f"{locator.inner_text()[:500]}") from exc
+
+
+def output_of(page, inner):
+    """The output area of the code cell that holds ``inner``."""
+    return inner.first.locator("xpath=ancestor::div[contains(@class, 'jp-CodeCell')]").locator(".jp-Cell-outputWrapper")
+
+
+# --------------------------------------------------------------------------------------------- tests
+def test_axe_finds_no_serious_or_critical_problem_in_any_output(lesson, axe_script, e2e_report):
+    page = lesson
+    page.add_script_tag(path=str(axe_script))
+    found = page.evaluate("""async () => {
+      const areas = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')];
+      const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+      const bad = [];
+      for (const area of areas) {
+        area.scrollIntoView();
+        const result = await axe.run(area, {resultTypes: ['violations']});
+        for (const v of result.violations) if (['serious', 'critical'].includes(v.impact))
+          for (const n of v.nodes) bad.push(`cell ${cells.indexOf(area.closest('.jp-Cell'))}: ${v.id} (${v.impact}) `
+                                           + `${n.target.join(' ')}: ${n.failureSummary.split('\\n')[1] || ''}`);
+      }
+      return {areas: areas.length, bad};
+    }""")
+    assert found["areas"] > 60, f"only {found['areas']} output areas: the lesson did not run"
+    e2e_report(f"[reader] axe-core {AXE_VERSION}: {found['areas']} output areas, "
+               f"{len(found['bad'])} serious/critical findings")
+    assert not found["bad"], "axe-core, serious or critical:\n" + "\n".join(found["bad"])
+
+
+def test_every_slider_is_named_and_moves_with_the_arrow_keys(lesson):
+    """Each lesson slider is a native range input whose accessible name is its Chinese label."""
+    page = lesson
+    sliders = page.locator(".jp-Notebook .lesson-slider input[type=range]")
+    assert sliders.count() >= 5
+    names = sliders.evaluate_all("els => els.map(e => e.labels.length ? e.labels[0].textContent : '')")
+    assert all(names) and "头数 h" in names, names
+    assert page.locator(".jp-Notebook .noUi-handle").count() == 0, "an ipywidgets slider (unnamed handle) is left"
+
+
+def test_keyboard_only_through_every_interactive_section(lesson, shots):
+    page = lesson
+    # §2 demo: Tab to 「2 个头」, Space.
+    two = page.locator(".jp-Notebook .widget-toggle-button", has_text="2 个头")
+    out = output_of(page, two)
+    tab_to(page, two)
+    page.keyboard.press("Space")
+    wait_text(page, out, r"指代（小红）(\d+)%.*主语（小明）\1%", "§2 demo, 2 个头 by keyboard")
+    # §3 stepper: Tab to 第几步, ArrowRight; Tab on to the checkbox, Space.
+    step = slider(page, "第几步").locator("input")
+    out = output_of(page, step)
+    tab_to(page, step)
+    page.keyboard.press("ArrowRight")
+    wait_text(page, out, "第 2/8 步", "§3 stepper, ArrowRight")
+    forget = page.locator(".jp-Notebook .widget-checkbox input").first
+    tab_to(page, forget)
+    page.keyboard.press("Space")
+    wait_text(page, out, "第 2/6 步", "§3 stepper, 忘了 transpose by Space")
+    # §5 lab: ArrowLeft 8 -> 4, and focus stays on the slider (the notebook's arrow shortcuts do not take it).
+    heads = slider(page, "头数 h").locator("input")
+    out = output_of(page, heads)
+    tab_to(page, heads)
+    page.keyboard.press("ArrowLeft")
+    wait_text(page, out, r"d_k\s*=\s*128\b", "§5 lab, ArrowLeft")
+    page.keyboard.press("ArrowDown")  # a range input takes ArrowDown too: 4 -> 2
+    wait_text(page, out, r"d_k\s*=\s*256\b", "§5 lab, ArrowDown")
+    assert heads.evaluate("el => document.activeElement === el"), "focus left the slider"
+    page.keyboard.press("End")
+    wait_text(page, out, r"d_k\s*=\s*8\b", "§5 lab, End")
+    # §6 explorer (when the weights package is installed: its cell then has the 层 slider).
+    layer = page.locator(".jp-Notebook .lesson-slider").filter(has=page.locator("label").get_by_text("层", exact=True))
+    if layer.count():
+        out = output_of(page, layer)
+        before = out.inner_text()
+        tab_to(page, layer.locator("input"))
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("([el, t]) => el.innerText !== t", arg=[out.element_handle(), before],
+                               timeout=UPDATE_TIMEOUT_MS)
+    # A self-test question: Tab to the answer, type, Tab to 提交, Enter.
+    quiz = page.locator(".jp-Notebook .lesson-quiz-Q2")
+    assert quiz.count() == 1
+    box = quiz.locator("input[type=text], textarea").first
+    tab_to(page, box)
+    page.keyboard.type("64")
+    submit = quiz.get_by_role("button", name="提交")
+    tab_to(page, submit)
+    page.keyboard.press("Enter")
+    wait_text(page, quiz, "正确", "quiz Q2 by keyboard")
+    # A code exercise: Enter edits the selected cell, the keyboard replaces its code, Shift+Enter runs it.
+    exercise = page.locator(".jp-Notebook .jp-CodeCell").filter(has_text="def my_count_multiplies")
+    exercise.locator(".jp-InputPrompt").first.click()  # select the cell (command mode), as a learner's j/k would
+    page.keyboard.press("Enter")
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text('def my_count_multiplies(n, d_model, h):\n    return 3 * n * d_model**2\n\n\n'
+                              'exercises.check("count_multiplies", my_count_multiplies)')
+    page.keyboard.press("Shift+Enter")
+    wait_text(page, exercise.locator(".jp-Cell-outputWrapper"), "应为", "exercise by keyboard")
+    # §8 interview: Tab to the answer box, type, Tab to 提交, Enter.
+    interview = page.locator(".jp-Notebook .lesson-interview")
+    answer = interview.locator("textarea")
+    tab_to(page, answer)
+    page.keyboard.type("多个头可以同时关注不同位置、不同子空间的信息，单头只能加权平均。")
+    tab_to(page, interview.get_by_role("button", name="提交"))
+    page.keyboard.press("Enter")
+    wait_text(page, interview, "已作答 1 次", "interview by keyboard")
+    # The summary: it counts what the keyboard did; Tab to 导出进度, Enter.
+    summary = page.locator(".jp-Notebook .lesson-quiz-progress")
+    wait_text(page, summary, "面试自检", "summary")
+    export = summary.get_by_role("button", name="导出进度")
+    tab_to(page, export)
+    page.keyboard.press("Enter")
+    wait_text(page, summary, "已导出", "summary export by keyboard")
+    summary.screenshot(path=str(shots / "keyboard_summary.png"))
+
+
+WIDGET_MOVES = [  # (label of a slider in the widget, keys pressed one after another)
+    ("锐度", ["ArrowRight"] * 3 + ["Home", "End"]),
+    ("第几步", ["ArrowRight"] * 7 + ["Home"]),
+    ("头数 h", ["Home", "ArrowRight", "ArrowRight", "End", "ArrowLeft"]),
+    ("放大第几个头", ["ArrowRight", "End", "Home"]),
+    ("层", ["ArrowRight", "End", "Home"]),
+    ("头", ["ArrowRight", "End", "Home"]),
+]
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_at_1024_with_the_file_browser_open_nothing_is_cut_scaled_or_jumps(lesson, theme, shots, e2e_report):
+    page = lesson
+    set_theme(page, theme)
+    page.set_viewport_size({"width": SMALL[0], "height": SMALL[1]})
+    assert page.locator("#filebrowser").is_visible(), "the file browser should be open (JupyterLab's default)"
+    page.wait_for_timeout(300)
+    jumps = []
+    for label, keys in WIDGET_MOVES:
+        found = page.locator(".jp-Notebook .lesson-slider").filter(has=page.locator("label").get_by_text(label,
+                                                                                                          exact=True))
+        if not found.count():
+            assert label in ("层", "头"), f"slider {label!r} is missing"
+            continue  # the §6 explorer needs the weights package
+        control = found.locator("input")
+        out = output_of(page, found)
+        control.scroll_into_view_if_needed()
+        control.focus()
+        heights, moved = {out.evaluate(JS_HEIGHT)}, 0
+        for key in keys:
+            before = out.evaluate("el => [...el.querySelectorAll('img')].map(i => i.src).join('|') + el.innerText")
+            page.keyboard.press(key)
+            try:
+                page.wait_for_function("([el, b]) => [...el.querySelectorAll('img')].map(i => i.src).join('|') "
+                                       "+ el.innerText !== b", arg=[out.element_handle(), before], timeout=5000)
+                moved += 1
+            except Exception:  # at an end of the range a key changes nothing
+                pass
+            page.wait_for_timeout(150)
+            heights.add(out.evaluate(JS_HEIGHT))
+        assert moved >= 2, f"{label}: the keys moved the widget only {moved} times: nothing was measured"
+        if max(heights) - min(heights) > 1:
+            jumps.append(f"{label}: heights {sorted(heights)} px while its controls moved")
+    problems = page.evaluate(JS_LAYOUT)
+    page.screenshot(path=str(shots / f"{theme}_1024_end.png"))
+    e2e_report(f"[reader] {theme} 1024×768: {len(problems['scaled'])} pictures under {MIN_SCALE:.0%}, "
+               f"{len(problems['clipped'])} clipped, {len(problems['formulas'])} cut formulas, {len(jumps)} jumps")
+    report = {"widget height changes": jumps, **problems}
+    assert not any(report.values()), "\n".join(f"{k}:\n  " + "\n  ".join(v) for k, v in report.items() if v)
+
+
+SCREENS = [("light", LARGE), ("light", SMALL), ("dark", SMALL), ("hc", LARGE)]
+
+
+def test_screenshots_in_four_configurations_and_placeholder_in_high_contrast(lesson, shots, e2e_report):
+    """Screens to look at (light 1400, light 1024, dark 1024, high contrast 1400), and one check they show: an empty
+    answer box's placeholder is not drawn like typed text in Dark High Contrast."""
+    page = lesson
+    for theme, size in SCREENS:
+        set_theme(page, theme)
+        page.set_viewport_size({"width": size[0], "height": size[1]})
+        page.wait_for_timeout(300)
+        cells = page.locator(".jp-Notebook .jp-CodeCell").filter(has=page.locator(".jp-OutputArea-output"))
+        for i in range(cells.count()):
+            cell = cells.nth(i)
+            if cell.locator(".jupyter-widgets, img, table").count():
+                cell.scroll_into_view_if_needed()
+                cell.screenshot(path=str(shots / f"{theme}_{size[0]}_cell{i:03d}.png"))
+    set_theme(page, "hc")
+    box = page.locator(".jp-Notebook .lesson-quiz input[type=text]").first
+    box.scroll_into_view_if_needed()
+    styles = box.evaluate("""el => { el.value = '';
+      const p = getComputedStyle(el, '::placeholder'), t = getComputedStyle(el);
+      return {placeholder: p.color, text: t.color, style: p.fontStyle, opacity: p.opacity}; }""")
+    e2e_report(f"[reader] high contrast placeholder: {styles}")
+    dimmed = styles["style"] == "italic" and float(styles["opacity"]) < 0.8
+    assert styles["placeholder"] != styles["text"] or dimmed, styles
+    set_theme(page, "light")
+
+
+def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(lesson, tmp_path, shots, e2e_report):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import build_static
+    finally:
+        sys.path.pop(0)
+    if shutil.which("npm") is None and not build_static.CACHE.exists():
+        require(False, "npm is missing (the static page's scripts come from npm once)")
+    site = tmp_path / "site"
+    page_path = build_static.build(site)
+    folder = site.resolve().as_uri() + "/"
+    requests, outside = [], []
+    # A second context in the lesson's browser (Playwright's sync API allows one instance per thread).
+    context = lesson.context.browser.new_context(viewport={"width": LARGE[0], "height": LARGE[1]})
+
+    def route(r):
+        url = r.request.url
+        requests.append(url)
+        if url.startswith((folder, "data:", "blob:", "about:")):
+            r.continue_()
+        else:
+            outside.append(url)
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.goto(page_path.as_uri())
+    page.wait_for_function("() => document.querySelectorAll('.lesson-slider input[type=range]').length >= 5",
+                           timeout=30_000)
+    page.wait_for_timeout(1500)  # MathJax typesets after the widgets
+    found = page.evaluate("""() => ({
+      sliders: document.querySelectorAll('.lesson-slider input[type=range]').length,
+      errors: document.body.innerText.split('Error displaying widget').length - 1,
+      images: [...document.images].map(i => ({w: i.naturalWidth,
+                                              alt: i.alt || i.title || i.getAttribute('aria-label') || ''})),
+      math: document.querySelectorAll('.MathJax_Display, .MathJax').length,
+      note: !!document.querySelector('.lesson-static-note')})""")
+    page.screenshot(path=str(shots / "static_page_top.png"))
+    context.close()
+    e2e_report(f"[reader] static page: {len(requests)} requests, {len(outside)} outside its folder, "
+               f"{found['sliders']} sliders, {len(found['images'])} images, {found['math']} formulas")
+    assert not outside, "requests outside the page's folder:\n" + "\n".join(outside)
+    assert found["errors"] == 0 and found["note"] and found["math"] > 5
+    assert all(img["w"] > 0 for img in found["images"]) and len(found["images"]) > 10, found["images"]
+    default = "No description has been provided for this image"
+    missing = [i for i, img in enumerate(found["images"]) if not img["alt"].strip() or img["alt"] == default]
+    assert not missing, f"{len(missing)} of {len(found['images'])} pictures have no alt text on the static page"

@@ -226,11 +226,12 @@ def test_zoomed_picture_is_that_heads_map_named_by_its_numbers(states, h, zoom):
     assert all(word in labels for word in s.tokens if len(word) == 1)  # row labels as text
 
 
-def test_zoomed_picture_folds_the_heads_weights_as_a_table(states):
+def test_zoomed_heads_weights_are_a_folded_table(states):
     s, zoom = states[8], 5
-    zoomed, _ = head_lab.lab_pictures(s, zoom=zoom)
-    table = ET.fromstring(zoomed[zoomed.index("<table"):zoomed.index("</table>") + len("</table>")])
-    assert "<details><summary>" in zoomed
+    folded = head_lab.lab_table_html(s, zoom=zoom)
+    table = ET.fromstring(folded[folded.index("<table"):folded.index("</table>") + len("</table>")])
+    assert folded.startswith("<details><summary>") and f"放大的头 {zoom}" in folded
+    assert all("<details>" not in html for html in head_lab.lab_pictures(s, zoom=zoom))  # under both, not beside
     header = [th.text for th in table.iter("th")]
     assert header[1:] == s.tokens
     rows = [[td.text for td in tr.iter("td")] for tr in table.find("tbody")]
@@ -283,6 +284,7 @@ def test_zoomed_colours_are_matplotlibs(states):
 @pytest.mark.parametrize("zoom", [0, 9, -1])
 def test_pictures_reject_a_head_that_is_not_there_in_chinese(raises_chinese, states, zoom):
     raises_chinese(lambda: head_lab.lab_pictures(states[8], zoom=zoom), "zoom", zoom)
+    raises_chinese(lambda: head_lab.lab_table_html(states[8], zoom=zoom), "zoom", zoom)
 
 
 def test_comparison_table_uses_lab_state():

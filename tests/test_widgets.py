@@ -44,6 +44,7 @@ def test_head_lab_initial_shows_the_pure_functions_output():
     assert c["summary"].value == lab.summary_html(state)
     assert "d_k = 64" in c["summary"].value
     assert _shown(c) == lab.lab_pictures(state)
+    assert c["numbers"].value == lab.lab_table_html(state)
     assert all('role="img" aria-label="' in html for html in _shown(c))  # named pictures, not bare PNGs
 
 
@@ -65,6 +66,7 @@ def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
     assert (zoom.min, zoom.max, zoom.value) == (1, 8, 1)  # counted from 1, like the picture's 头 1 … 头 8
     zoom.value = 6
     assert _shown(c) == lab.lab_pictures(lab.lab_state(8), zoom=6)
+    assert c["numbers"].value == lab.lab_table_html(lab.lab_state(8), zoom=6)
     c["slider"].value = 4  # head 6 is gone: the last head is enlarged instead
     assert (zoom.max, zoom.value) == (4, 4)
     assert _shown(c) == lab.lab_pictures(lab.lab_state(4), zoom=4)
@@ -83,7 +85,8 @@ def test_head_lab_keeps_its_size_while_the_slider_moves():
 
     box = widgets.head_lab()
     c = box.controls
-    row = box.children[-1]
+    row = box.children[-2]
+    assert box.children[-1] is c["numbers"]  # the numbers folded under both pictures, as wide as the output
     assert row.children == c["picture"] == (c["zoomed"], c["overview"])
     assert row.layout.flex_flow in (None, "row")  # never wraps: the lab's height stays put
     assert c["summary"].layout.min_height

@@ -28,6 +28,7 @@ __all__ = [
     "heads_description",
     "heads_svg_html",
     "heads_overview_svg_html",
+    "folded_table",
     "wrap_picture",
     "head_titles",
     "plot_heads",
@@ -513,12 +514,19 @@ def wrap_picture(svg: str, alt: str, table=None, png=None) -> str:
         parts.append(f'<img class="lesson-ras" alt="{name}" width="{png[1]}" style="max-width:100%;height:auto" '
                      f'src="data:image/png;base64,{data}">')
     if table is not None:
-        from .theme import html_table
-
-        headers, rows = table
-        parts.append(f"<details><summary>图中的数字（表格）</summary>{html_table(headers, rows, ())}</details>")
+        parts.append(folded_table(table))
     parts.append("</div>")
     return "".join(parts)
+
+
+def folded_table(table, summary: str = "图中的数字（表格）") -> str:
+    """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers behind a picture)."""
+    import html as _html
+
+    from .theme import html_table
+
+    headers, rows = table
+    return f"<details><summary>{_html.escape(summary)}</summary>{html_table(headers, rows, ())}</details>"
 
 
 def sentence(text: str) -> str:
@@ -581,7 +589,7 @@ def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitl
                    table=None, height: int | None = None) -> str:
     """A tiled heat map as themed SVG for a widget: cells one embedded image scaled without smoothing,
     labels as text in the theme's colour (Chinese stacked top to bottom, Latin turned 90°), alt text and
-    table from ``heads_description`` unless given; ``highlight_row`` (0-based) framed in red.
+    table from ``heads_description`` unless given (``table=False``: none); ``highlight_row`` (0-based) framed in red.
     ``height``: at least this many px tall (a widget that must not change height as its title wraps)."""
     import base64
     import html as _html
@@ -646,7 +654,8 @@ def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitl
     out.append(f'<text x="{bx + 16}" y="{top + grid_h / 2}" style="font-size:12px">权重</text>')
     out.append("</svg>")
     described, table_described = heads_description(w, labels, keys, titles, suptitle)
-    return wrap_picture("".join(out), alt or described, table if table is not None else table_described)
+    table = table_described if table is None else (table or None)
+    return wrap_picture("".join(out), alt or described, table)
 
 
 def _svg_open(width: int, height: int, size: int) -> str:

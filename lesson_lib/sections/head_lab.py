@@ -22,7 +22,7 @@ from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
 from lesson_lib.kernel.validation import LessonInputError, LessonInputTypeError, at_the_door, check_heads, check_int
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
 
-__all__ = ["SENTENCE", "LabState", "head_choices", "lab_pictures", "lab_state", "summary_html"]
+__all__ = ["SENTENCE", "LabState", "head_choices", "lab_pictures", "lab_state", "lab_table_html", "summary_html"]
 
 SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她", "帮过", "他", "。"]
 MAX_HEADS = 64
@@ -181,18 +181,27 @@ def zoom_table(state: LabState, zoom: int):
 
 def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
     """The lab's two pictures as HTML (themed SVG named by its alt text): head ``zoom`` (1-based) large with
-    its token labels and its weights in a folded table, and every head small with the zoomed one framed."""
+    its token labels, and every head small with the zoomed one framed. Their numbers: ``lab_table_html``."""
     from lesson_lib.display.plotting import heads_overview_svg_html, heads_svg_html
 
     zoom = check_zoom(state, zoom)
     zoomed = heads_svg_html(state.weights[zoom - 1], state.tokens, cell_px=ZOOM_CELL_PX,
                             suptitle=f"头 {zoom}（放大）：每行是一个词分出的权重",
-                            alt=zoom_alt(state, zoom), table=zoom_table(state, zoom), height=LAB_HEIGHT)
-    title = f"全部 {state.h} 个头（红框 = 头 {zoom}）" if state.h > 1 else "全部头"
+                            alt=zoom_alt(state, zoom), table=False, height=LAB_HEIGHT)
+    title = f"全部 {state.h} 个头" + (f"（红框 = 头 {zoom}）" if state.h > 1 else "")
     note = "h = 1：只有左边这一个头，每个词只有这一行权重。把滑块拖到 2 或更多，这里会排出每个头的小图。"
     overview = heads_overview_svg_html(state.weights, zoom, OVERVIEW_WIDTH, LAB_HEIGHT, overview_alt(state, zoom),
                                        title, note=note)
     return zoomed, overview
+
+
+def lab_table_html(state: LabState, zoom: int = 1) -> str:
+    """Head ``zoom``'s weights as a folded table, shown under both pictures: as wide as the output, so opening it
+    lengthens the lab but never squeezes the pictures beside each other."""
+    from lesson_lib.display.plotting import folded_table
+
+    zoom = check_zoom(state, zoom)
+    return folded_table(zoom_table(state, zoom), f"图中的数字（表格）：放大的头 {zoom} 的全部权重")
 
 
 def comparison_table(heads=(1, 2, 8, 32, 64), seed: int = 0) -> str:

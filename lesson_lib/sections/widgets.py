@@ -75,6 +75,8 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
 
 def head_lab(seed: int = 0, initial: int = 8):
     """Section 5: a slider over the divisors of d_model and a head to enlarge; shows d_k, the maps and the costs."""
+    import ipywidgets as w
+
     from lesson_lib.runtime.blas import one_blas_thread
 
     from . import head_lab as lab
@@ -91,16 +93,21 @@ def head_lab(seed: int = 0, initial: int = 8):
         with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
             state = lab.lab_state(heads.value, seed=seed)
         summary.value = lab.summary_html(state)
-        for picture, html in zip(pictures, lab.lab_pictures(state, zoom=zoom.value)):
+        shown = (*lab.lab_pictures(state, zoom=zoom.value), lab.lab_table_html(state, zoom=zoom.value))
+        for picture, html in zip((*pictures, numbers), shown):
             if picture.value != html:
                 picture.value = html
 
     # Zoomed head and overview side by side in 580 px (JupyterLab's output is 592 px at 1024 × 768 with the file
-    # browser open), both lab.LAB_HEIGHT tall for every h. The summary keeps the height of its longest reading,
-    # so nothing below jumps while the slider moves (only opening the folded table grows the lab).
+    # browser open), both lab.LAB_HEIGHT tall for every h; the zoomed head's numbers folded under both, as wide as
+    # the output. The summary keeps the height of its longest reading, so nothing below jumps while the slider
+    # moves (only opening the folded table lengthens the lab).
+    numbers = w.HTML(layout=w.Layout(margin="0"))
     box = linked({"slider": heads, "zoom": zoom}, show, picture="html", pictures=2)
     box.controls["summary"].layout.min_height = _SUMMARY_MIN_HEIGHT
     box.controls["zoomed"], box.controls["overview"] = box.controls["picture"]
+    box.children = (*box.children, numbers)
+    box.controls["numbers"] = numbers
     return box
 
 

@@ -2,10 +2,11 @@
 
 Goal: median redraw ≤ 100 ms at every h the slider offers (1 … 64).
 A redraw is what the slider's callback does: ``lab_state(h)`` (the kernel call, entropy and head
-diversity), ``summary_html`` and ``lab_png`` (Pillow fast path). The baseline, measured in the
-same run and interleaved with it, is the matplotlib reference a static cell would use:
-``lab_state(h)`` + ``head_lab.plot`` + ``figure_png``. A third column sets the real widget's slider
-(ipywidgets in-process, no front end), so traitlets and the observer are included too.
+diversity), ``summary_html``, ``lab_pictures`` (the two themed SVGs, drawn without matplotlib) and
+``lab_table_html``. The baseline, measured in the same run and interleaved with it, is the matplotlib
+reference a static cell would use: ``lab_state(h)`` + ``plotting.plot_heads`` + ``figure_png``. A third
+column sets the real widget's slider (ipywidgets in-process, no front end), so traitlets and the observer
+are included too.
 """
 
 from __future__ import annotations
@@ -26,22 +27,23 @@ GOAL_MS = 100.0
 
 
 def _fast(h):
-    """One redraw; returns (seconds in lab_state, seconds in summary_html + lab_png)."""
+    """One redraw; returns (seconds in lab_state, seconds in summary_html + lab_pictures + lab_table_html)."""
     start = time.perf_counter()
     with one_blas_thread():
         state = head_lab.lab_state(h)
     mid = time.perf_counter()
     head_lab.summary_html(state)
-    head_lab.lab_png(state)
+    head_lab.lab_pictures(state)
+    head_lab.lab_table_html(state)
     return mid - start, time.perf_counter() - mid
 
 
 def _reference(h):
-    from lesson_lib.display.plotting import figure_png
+    from lesson_lib.display.plotting import figure_png, plot_heads
 
     with one_blas_thread():
         state = head_lab.lab_state(h)
-    figure_png(head_lab.plot_lab(state))
+    figure_png(plot_heads(state.weights, state.tokens, suptitle=f"h = {h}"))
 
 
 def _seconds(fn, *args):
@@ -91,7 +93,7 @@ def run() -> list[str]:
     lines = [
         f"median of {REPEAT} redraws (reference: {REF_REPEAT}), n = {len(head_lab.SENTENCE)} tokens, "
         f"d_model = 512; first call after import (matplotlib loaded) {cold * 1e3:.0f} ms",
-        f"{'h':>3}  {'fast redraw':>11}  {'= lab_state':>11}  {'+ html/png':>10}  {'worst':>7}  {'via slider':>10}  "
+        f"{'h':>3}  {'fast redraw':>11}  {'= lab_state':>11}  {'+ html/svg':>10}  {'worst':>7}  {'via slider':>10}  "
         f"{'matplotlib ref':>14}  {'ref / fast':>10}",
     ]
     for h in choices:

@@ -67,11 +67,18 @@ def _cases():
                   "uncached plot_step", lambda: figure_png(heads.plot_step(steps[2]))))
     lab = widgets.head_lab().controls
     cases.append(("§5 lab: h 8 ↔ 64", _toggle(lab["slider"], 8, 64), "matplotlib plot_heads",
-                  lambda: figure_png(head_lab.plot_lab(head_lab.lab_state(64)))))
+                  lambda: figure_png(_lab_reference(head_lab.lab_state(64)))))
     cases.append(("§5 lab: 放大头 1 ↔ 8", _toggle(lab["zoom"], 1, 8), "matplotlib plot_heads",
-                  lambda: figure_png(head_lab.plot_lab(head_lab.lab_state(8)))))
+                  lambda: figure_png(_lab_reference(head_lab.lab_state(8)))))
     cases.extend(_explorer_cases())
     return cases
+
+
+def _lab_reference(state):
+    """The lab's heads drawn by matplotlib (what a static cell would show)."""
+    from lesson_lib.display.plotting import plot_heads
+
+    return plot_heads(state.weights, state.tokens, suptitle=f"h = {state.h}")
 
 
 def _explorer_cases():

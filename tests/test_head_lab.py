@@ -1,9 +1,10 @@
-"""lesson_lib.sections.head_lab (§5) and the Pillow fast paths (plotting.render_lab_png, plotting.render_heads_png).
+"""lesson_lib.sections.head_lab (§5) and its two pictures (themed SVG through plotting.heads_svg_html and
+plotting.heads_overview_svg_html).
 
 The lab's promises: the slider only offers head counts that divide d_model; for every h the
 parameters and matmul multiplies stay put while softmax work grows as 3·h·n²; one fixed set of
-parameters is only cut differently; the fast picture shows the same tiles in the same colours as
-the matplotlib reference ``plot_heads``.
+parameters is only cut differently; the pictures show each head's weights in the colours
+of the matplotlib reference ``plot_heads``, are named by alt text made from those numbers, keep one size and fit 592 px.
 """
 
 from __future__ import annotations
@@ -29,13 +30,6 @@ CHOICES = [1, 2, 4, 8, 16, 32, 64]  # divisors of 512 = 2^9 up to 64
 @pytest.fixture(scope="module")
 def states():
     return {h: head_lab.lab_state(h) for h in CHOICES}
-
-
-def decode(png: bytes) -> np.ndarray:
-    from PIL import Image
-
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,7 +132,7 @@ def test_lab_state_rejects_heads_that_do_not_divide_in_chinese(h):
 
 
 # ---------------------------------------------------------------------------------------------
-# summary_html and lab_png
+# summary_html and the lab's two pictures (lab_pictures: themed SVG, alt text, folded table)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -155,135 +149,142 @@ def test_summary_html(states, h):
     ET.fromstring(f"<div>{html}</div>")  # balanced, well-formed markup
 
 
-def test_render_png_same_size_for_every_h(states):
-    """The page must not jump when the slider moves: one picture size for every h and every zoomed head."""
-    sizes = {(h, z): decode(head_lab.lab_png(states[h], zoom=z)).shape for h in CHOICES for z in {1, h}}
-    assert set(sizes.values()) == {(plotting.LAB_SIZE[1], plotting.LAB_SIZE[0], 3)}
-    assert head_lab.lab_png(states[8]) == head_lab.lab_png(head_lab.lab_state(8))  # same h, same bytes
-    assert head_lab.lab_png(states[8]) != head_lab.lab_png(states[16])
-    assert head_lab.lab_png(states[8], zoom=1) != head_lab.lab_png(states[8], zoom=2)
+SVG = "{http://www.w3.org/2000/svg}"
+OUTPUT_WIDTH = 592  # JupyterLab's output area at 1024 × 768 with the file browser open
 
 
-def _zoom_cells(img, lay, n):
-    x, y, c = *lay.zoom_origin, lay.zoom_cell
-    rows, cols = np.indices((n, n))
-    return img[y + rows * c + c // 2, x + cols * c + c // 2].astype(int)  # (n, n, 3) cell centres
+def svg_of(html: str) -> ET.Element:
+    return ET.fromstring(html[html.index("<svg"):html.index("</svg>") + len("</svg>")])
 
 
-@pytest.mark.parametrize("h,zoom", [(1, 1), (8, 3), (64, 64), (64, 17)])
-def test_render_png_zoomed_head_is_that_heads_map(states, h, zoom):
+def font_px(svg: ET.Element) -> list[float]:
+    """The font size in CSS px of every <text>: its own style, else the <svg>'s."""
+    def size(style, default=None):
+        m = re.search(r"font-size:([\d.]+)px", style or "")
+        return float(m.group(1)) if m else default
+
+    root = size(svg.get("style"))
+    return [size(t.get("style"), root) for t in svg.iter(f"{SVG}text")]
+
+
+def embedded_png(image: ET.Element) -> np.ndarray:
+    import base64
+
+    from PIL import Image
+
+    data = base64.b64decode(image.get("href").split(",", 1)[1])
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).astype(int)
+
+
+def viridis(w) -> np.ndarray:
+    return plotting.colormap_lut("viridis")[np.rint(np.asarray(w) * 255).astype(int)].astype(int)
+
+
+@pytest.fixture(scope="module")
+def pictures(states):
+    """(h, zoom) -> (zoomed html, overview html) for every h, zooming on the first and the last head."""
+    return {(h, z): head_lab.lab_pictures(states[h], zoom=z) for h in CHOICES for z in sorted({1, h})}
+
+
+def test_pictures_one_size_for_every_h_and_fit_592_px(pictures):
+    """The page must not jump as the slider moves, and nothing is scaled down at 1024 × 768 with the file browser."""
+    sizes = {key: tuple((int(svg_of(p).get("width")), int(svg_of(p).get("height"))) for p in pair)
+             for key, pair in pictures.items()}
+    assert len(set(sizes.values())) == 1, sizes
+    (zw, zh), (ow, oh) = next(iter(sizes.values()))
+    assert zh == oh == head_lab.LAB_HEIGHT and ow == head_lab.OVERVIEW_WIDTH
+    assert zw + 8 + ow <= OUTPUT_WIDTH  # side by side, the widget's 8 px gap between
+
+
+def test_pictures_text_is_at_least_11_px(pictures):
+    for key, pair in pictures.items():
+        for html in pair:
+            sizes = font_px(svg_of(html))
+            assert sizes and None not in sizes and min(sizes) >= 11, (key, sorted(set(sizes)))
+
+
+def test_pictures_are_the_same_html_for_the_same_state(states, pictures):
+    assert head_lab.lab_pictures(head_lab.lab_state(8), zoom=1) == pictures[(8, 1)]
+    assert pictures[(8, 1)][0] != pictures[(8, 8)][0] and pictures[(8, 1)][1] != pictures[(8, 8)][1]
+    assert pictures[(8, 1)] != pictures[(16, 1)]
+
+
+@pytest.mark.parametrize(("h", "zoom"), [(1, 1), (8, 3), (64, 64), (64, 17)])
+def test_zoomed_picture_is_that_heads_map_named_by_its_numbers(states, h, zoom):
     s = states[h]
-    img = decode(head_lab.lab_png(s, zoom=zoom))
-    lay = plotting.lab_layout(h, N, s.tokens)
-    lut = plotting.colormap_lut("viridis")
-    want = lut[np.rint(s.weights[zoom - 1] * 255).astype(int)].astype(int)
-    assert np.array_equal(_zoom_cells(img, lay, N), want)
-    assert lay.zoom_cell >= 20  # one row per token label, at every h
+    zoomed, _ = head_lab.lab_pictures(s, zoom=zoom)
+    svg = svg_of(zoomed)
+    cells = embedded_png(next(svg.iter(f"{SVG}image")))
+    assert np.array_equal(cells, viridis(s.weights[zoom - 1]))  # the cells are head ``zoom``'s weights
+    alt = svg.get("aria-label")
+    assert alt == svg.find(f"{SVG}title").text and CJK.search(alt)
+    assert f"放大的头 {zoom}（共 {h} 个头，每头 d_k = {D // h}" in alt
+    for i, word in enumerate(s.tokens):  # every row: the word it gives most to, with that weight
+        k = int(np.argmax(s.weights[zoom - 1, i]))
+        assert f"「{word}」最看重「{s.tokens[k]}」（{s.weights[zoom - 1, i, k]:.2f}）" in alt
+    labels = [t.text for t in svg.iter(f"{SVG}text")]
+    assert all(word in labels for word in s.tokens if len(word) == 1)  # row labels as text
+
+
+def test_zoomed_heads_weights_are_a_folded_table(states):
+    s, zoom = states[8], 5
+    folded = head_lab.lab_table_html(s, zoom=zoom)
+    table = ET.fromstring(folded[folded.index("<table"):folded.index("</table>") + len("</table>")])
+    assert folded.startswith("<details><summary>") and f"放大的头 {zoom}" in folded
+    assert all("<details>" not in html for html in head_lab.lab_pictures(s, zoom=zoom))  # under both, not beside
+    header = [th.text for th in table.iter("th")]
+    assert header[1:] == s.tokens
+    rows = [[td.text for td in tr.iter("td")] for tr in table.find("tbody")]
+    assert [r[0] for r in rows] == s.tokens
+    got = np.array([[float(v) for v in r[1:]] for r in rows])
+    np.testing.assert_allclose(got, s.weights[zoom - 1], atol=0.005 + 1e-12)
 
 
 @pytest.mark.parametrize("h", [2, 16, 64])
-def test_render_png_overview_tiles_every_head_and_frames_the_zoomed_one(states, h):
+def test_overview_tiles_every_head_frames_the_zoomed_one_and_says_how_concentrated(states, h):
     s, zoom = states[h], h // 2
-    img = decode(head_lab.lab_png(s, zoom=zoom))
-    lay = plotting.lab_layout(h, N, s.tokens)
-    lut = plotting.colormap_lut("viridis")
-    c = lay.tile_cell
-    rows, cols = np.indices((N, N))
-    for k, (x, y) in enumerate(lay.tiles):
-        got = img[y + rows * c + c // 2, x + cols * c + c // 2].astype(int)
-        assert np.array_equal(got, lut[np.rint(s.weights[k] * 255).astype(int)].astype(int)), f"head {k + 1}"
-        assert x + N * c <= plotting.LAB_SIZE[0] and y + N * c <= plotting.LAB_SIZE[1]
-    x, y = lay.tiles[zoom - 1]
-    assert tuple(img[y - 2, x + 5]) == plotting._HIGHLIGHT  # the red frame around the zoomed head
-    x, y = lay.tiles[zoom]
-    assert tuple(img[y - 2, x + 5]) == (255, 255, 255)  # and around no other
+    _, overview = head_lab.lab_pictures(s, zoom=zoom)
+    svg = svg_of(overview)
+    images = list(svg.iter(f"{SVG}image"))
+    assert len(images) == h
+    for k, image in enumerate(images):
+        assert np.array_equal(embedded_png(image), viridis(s.weights[k])), f"head {k + 1}"
+    frame = svg.find(f"{SVG}rect")
+    framed = images[zoom - 1]
+    assert float(frame.get("x")) + 2 == float(framed.get("x")) and float(frame.get("y")) + 2 == float(framed.get("y"))
+    assert "#d62728" in frame.get("style")
+    alt = svg.get("aria-label")
+    conc = s.weights.max(axis=-1).mean(axis=-1)  # (h,) each head's mean largest row weight
+    most, least = int(np.argmax(conc)), int(np.argmin(conc))
+    assert f"全部 {h} 个头" in alt and f"红框是放大的头 {zoom}" in alt
+    assert f"最集中的是头 {most + 1}（{conc[most]:.2f}）" in alt
+    assert f"最分散的是头 {least + 1}（{conc[least]:.2f}）" in alt
+    assert f"平均 {conc.mean():.2f}" in alt
+
+
+def test_overview_with_one_head_says_so_instead_of_repeating_the_map(states):
+    _, overview = head_lab.lab_pictures(states[1])
+    svg = svg_of(overview)
+    assert list(svg.iter(f"{SVG}image")) == []
+    assert "只有一个头" in svg.get("aria-label") and "d_k = 512" in svg.get("aria-label")
+    text = "".join(t.text for t in svg.iter(f"{SVG}text"))
+    assert "只有左边这一个头" in text
+
+
+def test_zoomed_colours_are_matplotlibs(states):
+    """The lab's cells are what plot_heads (the matplotlib reference) maps the same weights to, within a step."""
+    from matplotlib import colormaps
+
+    s = states[64]
+    cells = embedded_png(next(svg_of(head_lab.lab_pictures(s, zoom=9)[0]).iter(f"{SVG}image")))
+    mpl = np.rint(colormaps["viridis"](s.weights[8])[..., :3] * 255).astype(int)
+    assert np.abs(cells - mpl).max() <= 3
 
 
 @pytest.mark.parametrize("zoom", [0, 9, -1])
-def test_render_png_rejects_a_head_that_is_not_there_in_chinese(states, zoom):
-    with pytest.raises(ValueError, match="1 到 8"):
-        head_lab.lab_png(states[8], zoom=zoom)
-
-
-# ---------------------------------------------------------------------------------------------
-# Fast path vs reference: same tile layout, same colours
-# ---------------------------------------------------------------------------------------------
-
-
-def fast_layout(h, n, tokens, suptitle):
-    """(left, top, cell, canvas (height, width)) of render_heads_png's grid, from its own layout function."""
-    lay = plotting.heads_png_layout(h, n, tokens, suptitle)
-    image, _ = plotting.tile_heads(np.zeros((h, n, n)), gap=lay.gap)
-    canvas = (lay.top + image.shape[0] * lay.cell + lay.bottom, lay.left + image.shape[1] * lay.cell + lay.bar_width)
-    return lay.left, lay.top, lay.cell, canvas
-
-
-def _tiled_png(state):
-    return plotting.render_heads_png(state.weights, state.tokens, suptitle=head_lab._title(state))
-
-
-def _fast_grid(state):
-    """The fast tiled picture sampled at the centre of every cell of the tiled array: (H, W, 3)."""
-    img = decode(_tiled_png(state))
-    left, top, cell, canvas = fast_layout(state.h, N, state.tokens, head_lab._title(state))
-    assert img.shape[:2] == canvas, "render_heads_png's layout changed: update fast_layout()"
-    tiled, origins = plotting.tile_heads(state.weights, gap=plotting.tile_gap(state.h, N))
-    rows, cols = np.indices(tiled.shape)
-    return img[top + rows * cell + cell // 2, left + cols * cell + cell // 2], tiled, origins
-
-
-@pytest.mark.parametrize("h", CHOICES)
-def test_fast_path_cell_colours(states, h):
-    s = states[h]
-    grid, _, origins = _fast_grid(s)
-    from matplotlib import colormaps
-
-    lut = plotting.colormap_lut("viridis")
-    viridis = colormaps["viridis"]
-    for k, (top, left) in enumerate(origins):
-        got = grid[top : top + N, left : left + N].astype(int)  # (n, n, 3) head k's cells
-        want = lut[np.rint(s.weights[k] * 255).astype(int)].astype(int)
-        assert np.array_equal(got, want), f"head {k + 1}"
-        mpl = np.rint(viridis(s.weights[k])[..., :3] * 255).astype(int)  # what plot_heads maps w to
-        assert np.abs(got - mpl).max() <= 3, f"head {k + 1}: more than one colormap step from matplotlib"
-
-
-@pytest.mark.parametrize("h", [8, 64])
-def test_fast_path_matches_reference_layout_and_pixels(states, h, plt):
-    """plot_heads' image array, drawn by matplotlib, against the fast PNG cell by cell (gaps included)."""
-    s = states[h]
-    fig = head_lab.plot_lab(s)
-    try:
-        ax = fig.axes[0]
-        ref = np.ma.filled(ax.images[0].get_array().astype(float), np.nan)  # (H, W) tiled, NaN gaps
-        grid, tiled, _ = _fast_grid(s)
-        assert ref.shape == tiled.shape
-        assert np.array_equal(np.isnan(ref), np.isnan(tiled))
-        np.testing.assert_array_equal(ref[~np.isnan(ref)], tiled[~np.isnan(tiled)])
-        rows, cols = np.indices(ref.shape)
-        beside = np.isnan(ref) & (rows % (N + plotting.tile_gap(h, N)) < N)  # separators between tiles
-        assert beside.any() and (grid[beside] == 255).all()  # white in the fast picture too
-        fig.canvas.draw()
-        buf = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
-        xy = ax.transData.transform(np.column_stack([cols.ravel(), rows.ravel()]))  # cell centres, display px
-        px = np.floor(xy[:, 0]).astype(int)
-        py = buf.shape[0] - 1 - np.floor(xy[:, 1]).astype(int)  # display y runs up, image rows run down
-        drawn = buf[py, px].reshape(*ref.shape, 3)
-        cells = ~np.isnan(ref)  # the gaps hold each path's own head titles
-        assert np.abs(drawn[cells] - grid[cells].astype(int)).max() <= 3  # same colour up to one colormap step
-    finally:
-        plt.close(fig)
-
-
-def test_fast_path_rejects_non_square():
-    with pytest.raises(ValueError, match="方阵"):
-        plotting.render_heads_png(np.full((2, 3, 4), 0.25))
-
-
-def test_fast_path_single_map_2d():
-    w = np.full((4, 4), 0.25)
-    img = decode(plotting.render_heads_png(w, ["我", "们", "好", "。"]))
-    assert img.ndim == 3 and img.shape[2] == 3
+def test_pictures_reject_a_head_that_is_not_there_in_chinese(raises_chinese, states, zoom):
+    raises_chinese(lambda: head_lab.lab_pictures(states[8], zoom=zoom), "zoom", zoom)
+    raises_chinese(lambda: head_lab.lab_table_html(states[8], zoom=zoom), "zoom", zoom)
 
 
 def test_comparison_table_uses_lab_state():
@@ -307,21 +308,3 @@ def test_comparison_table_uses_lab_state():
         "choices max_heads"])
 def test_lab_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
     raises_chinese(call, *fragments)
-
-
-def test_lab_parts_are_the_picture_cut_in_two(states):
-    """The widget's two halves side by side are exactly the one lab picture, for every h."""
-    for h in (1, 8, 64):
-        zoomed, overview = (decode(p) for p in head_lab.lab_parts(states[h], zoom=h))
-        whole = decode(head_lab.lab_png(states[h], zoom=h))
-        lay = plotting.lab_layout(h, N, states[h].tokens)
-        assert zoomed.shape[:2] == (lay.zoom_bottom, plotting.LAB_SPLIT)
-        assert overview.shape[:2] == (plotting.LAB_SIZE[1], plotting.LAB_SIZE[0] - plotting.LAB_SPLIT)
-        left = whole[:, :plotting.LAB_SPLIT]
-        assert np.array_equal(zoomed, left[:lay.zoom_bottom])
-        assert np.array_equal(overview, whole[:, plotting.LAB_SPLIT:])
-        # the zoomed half is cut only where it is blank, so nothing is lost and a wrapped overview follows closely
-        assert (left[lay.zoom_bottom:] == 255).all() and not (zoomed[-12:] == 255).all()
-        # nothing of the zoomed half (title, labels, colour bar) crosses the cut; the overview starts after it
-        assert min(x for x, _ in lay.tiles) - 3 > plotting.LAB_SPLIT
-        assert (overview[:, :2] == 255).all()

@@ -18,9 +18,7 @@ from lesson_lib.display import plotting
 from lesson_lib.display.plotting import (
     grid_shape,
     head_titles,
-    heads_png_layout,
     plot_heads,
-    render_heads_png,
     tile_gap,
     tile_heads,
 )
@@ -212,17 +210,15 @@ def test_wrong_key_token_count():
     assert_chinese(excinfo, 4, 6)
 
 
-@pytest.mark.parametrize("draw", [plot_heads, render_heads_png], ids=["matplotlib", "pillow"])
-def test_wrong_title_count(draw):
+def test_wrong_title_count():
     with pytest.raises(ValueError) as excinfo:
-        draw(random_weights(3, 4), titles=["头 1", "头 2"])
+        plot_heads(random_weights(3, 4), titles=["头 1", "头 2"])
     assert_chinese(excinfo, 2, 3)
 
 
 @pytest.mark.parametrize(("h", "n", "gap"), [(1, 12, 1), (8, 4, 2), (8, 12, 3), (64, 12, 3), (2, 30, 8)])
-def test_both_renderers_use_one_gap_and_one_set_of_default_titles(h, n, gap):
+def test_one_gap_and_one_set_of_default_titles(h, n, gap):
     assert tile_gap(h, n) == gap  # a quarter of a map, at least 2 cells, 1 for a lone map
-    assert heads_png_layout(h, n, [str(i) for i in range(n)]).gap == gap
     assert head_titles(None, h) == ([None] if h == 1 else [f"头 {i}" for i in range(1, h + 1)])
 
 

@@ -33,7 +33,7 @@ def test_head_lab_slider_offers_only_divisors():
     assert slider.value == 8
 
 
-def _shown(controls) -> tuple[bytes, bytes]:
+def _shown(controls) -> tuple[str, str]:
     """The lab's two pictures (zoomed head, overview) as shown."""
     return controls["zoomed"].value, controls["overview"].value
 
@@ -43,8 +43,9 @@ def test_head_lab_initial_shows_the_pure_functions_output():
     state = lab.lab_state(8, seed=0)
     assert c["summary"].value == lab.summary_html(state)
     assert "d_k = 64" in c["summary"].value
-    assert _shown(c) == lab.lab_parts(state)
-    assert c["zoomed"].format == c["overview"].format == "png"
+    assert _shown(c) == lab.lab_pictures(state)
+    assert c["numbers"].value == lab.lab_table_html(state)
+    assert all('role="img" aria-label="' in html for html in _shown(c))  # named pictures, not bare PNGs
 
 
 def test_head_lab_slider_redraws():
@@ -54,7 +55,7 @@ def test_head_lab_slider_redraws():
     assert "d_k = 128" in c["summary"].value
     assert "d_k = 64" not in c["summary"].value
     assert _shown(c) != before
-    assert _shown(c) == lab.lab_parts(lab.lab_state(4))
+    assert _shown(c) == lab.lab_pictures(lab.lab_state(4))
     c["slider"].value = 64
     assert "d_k = 8" in c["summary"].value and f"{3 * 64 * 121:,}" in c["summary"].value
 
@@ -64,38 +65,39 @@ def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
     zoom = c["zoom"]
     assert (zoom.min, zoom.max, zoom.value) == (1, 8, 1)  # counted from 1, like the picture's 头 1 … 头 8
     zoom.value = 6
-    assert _shown(c) == lab.lab_parts(lab.lab_state(8), zoom=6)
+    assert _shown(c) == lab.lab_pictures(lab.lab_state(8), zoom=6)
+    assert c["numbers"].value == lab.lab_table_html(lab.lab_state(8), zoom=6)
     c["slider"].value = 4  # head 6 is gone: the last head is enlarged instead
     assert (zoom.max, zoom.value) == (4, 4)
-    assert _shown(c) == lab.lab_parts(lab.lab_state(4), zoom=4)
+    assert _shown(c) == lab.lab_pictures(lab.lab_state(4), zoom=4)
     c["slider"].value = 1
     assert zoom.value == 1 and zoom.disabled
     c["slider"].value = 64
     assert zoom.max == 64 and not zoom.disabled
     zoom.value = 64
-    assert _shown(c) == lab.lab_parts(lab.lab_state(64), zoom=64)
+    assert _shown(c) == lab.lab_pictures(lab.lab_state(64), zoom=64)
 
 
-def test_pictures_are_shown_at_their_own_width():
-    """The Image gets the PNG's pixel width: no blurry blow-up of a small picture, no size jump between h."""
-    from lesson_lib.display.plotting import LAB_SIZE, png_size
+def test_head_lab_keeps_its_size_while_the_slider_moves():
+    """Both pictures keep one size for every h and sit side by side (580 px ≤ JupyterLab's 592 px output at
+    1024 × 768 with the file browser open); the summary keeps the height of its longest reading."""
+    import re
 
-    lab_box = widgets.head_lab()
-    pictures = [lab_box.controls["zoomed"], lab_box.controls["overview"]]
-    for picture in pictures:
-        assert picture.layout.width == f"{png_size(picture.value)[0]}px"
-        assert picture.layout.max_width == "100%" and picture.layout.align_self == "flex-start"
-    # The lab's two halves wrap (overview under the zoomed head) rather than shrink, and keep one size for every h.
-    row = lab_box.children[2]
-    assert row.layout.flex_flow == "row wrap" and row.children == lab_box.controls["picture"]
-    # The zoomed half ends under its labels (shorter than the overview, so a wrapped overview follows it closely).
+    box = widgets.head_lab()
+    c = box.controls
+    row = box.children[-2]
+    assert box.children[-1] is c["numbers"]  # the numbers folded under both pictures, as wide as the output
+    assert row.children == c["picture"] == (c["zoomed"], c["overview"])
+    assert row.layout.flex_flow in (None, "row")  # never wraps: the lab's height stays put
+    assert c["summary"].layout.min_height
+    assert c["overview"].layout.margin == "0 0 0 8px" and c["zoomed"].layout.margin == "0"
     sizes = set()
-    for h in (1, 64):
-        lab_box.controls["slider"].value = h
-        zoomed, overview = (png_size(p.value) for p in pictures[:2])
-        assert zoomed[1] < overview[1] == LAB_SIZE[1] and zoomed[0] + overview[0] == LAB_SIZE[0]
-        sizes.add((zoomed, overview))
+    for h in lab.head_choices():
+        c["slider"].value = h
+        sizes.add(tuple(re.search(r'<svg[^>]* width="(\d+)" height="(\d+)"', html).groups() for html in _shown(c)))
     assert len(sizes) == 1, sizes
+    (zw, _), (ow, _) = (tuple(map(int, wh)) for wh in sizes.pop())
+    assert zw + 8 + ow <= 592
 
 
 def test_head_lab_seed_and_initial():

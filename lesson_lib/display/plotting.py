@@ -9,7 +9,6 @@ the functions, so ``import lesson_lib.display.plotting`` stays cheap.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,6 @@ __all__ = [
     "CJK_FONT",
     "MAX_LABELLED_HEADS",
     "font_path",
-    "PngLayout",
     "colour_cells",
     "alt_text",
     "describe",
@@ -29,17 +27,11 @@ __all__ = [
     "grid_shape",
     "heads_description",
     "heads_svg_html",
+    "heads_overview_svg_html",
+    "folded_table",
     "wrap_picture",
     "head_titles",
-    "heads_png_layout",
-    "LAB_SIZE",
-    "LabLayout",
-    "lab_layout",
-    "render_lab_parts",
-    "render_lab_png",
     "plot_heads",
-    "png_size",
-    "render_heads_png",
     "tile_gap",
     "tile_heads",
     "use_chinese_font",
@@ -271,13 +263,6 @@ def wrap_title(title: str | None, width_inches: float, size: float) -> str:
     return "\n".join(lines)
 
 
-def png_size(png: bytes) -> tuple[int, int]:
-    """(width, height) in pixels, read from the PNG header."""
-    if png[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError("不是 PNG 图片数据。")
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-
-
 def _labels(tokens, count, axis_name):
     if tokens is None:
         return [str(i) for i in range(count)]
@@ -328,15 +313,10 @@ def _label_fontsize(cell, h):
 
 
 # ---------------------------------------------------------------------------------------------
-# Fast path for widgets: the same tiled picture drawn straight into pixels with Pillow
+# Colours of heat-map cells straight from the colormap (no matplotlib figure: a widget redraws in ms)
 # ---------------------------------------------------------------------------------------------
-# A matplotlib figure with a few hundred labels takes 100–250 ms to draw on a shared laptop; a
-# slider needs the redraw to feel instant. This path colours the cells with the same colormap and
-# the same tile layout (``tile_heads``), draws labels with the same CJK font, and encodes the PNG
-# with light compression. ``plot_heads`` stays the reference for static figures.
 
 _LUTS: dict = {}
-_FONTS: dict = {}
 
 
 def colormap_lut(cmap: str = "viridis") -> np.ndarray:
@@ -349,14 +329,6 @@ def colormap_lut(cmap: str = "viridis") -> np.ndarray:
     return _LUTS[cmap]
 
 
-def _pil_font(size: int):
-    if size not in _FONTS:
-        from PIL import ImageFont
-
-        _FONTS[size] = ImageFont.truetype(str(font_path()), size)
-    return _FONTS[size]
-
-
 def colour_cells(image, cmap: str = "viridis", vmax: float = 1.0) -> np.ndarray:
     """(H, W) values in [0, vmax] (NaN = background) -> (H, W, 3) uint8 RGB."""
     lut = colormap_lut(cmap)
@@ -367,223 +339,12 @@ def colour_cells(image, cmap: str = "viridis", vmax: float = 1.0) -> np.ndarray:
     return rgb
 
 
-def render_heads_png(weights, tokens=None, titles=None, cell_px: int | None = None, cmap: str = "viridis",
-                     suptitle: str | None = None) -> bytes:
-    """PNG bytes of the tiled heads, drawn with Pillow: the fast path behind the head-count slider."""
-    from PIL import Image, ImageDraw
-
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w
-    h, n, m = w.shape
-    if n != m:
-        raise ValueError(f"快速绘图只画方阵形式的自注意力图 (n × n)，收到的是 {n} × {m}：请改用 plot_heads。")
-    labels = _labels(tokens, n, "行")
-    titles = head_titles(titles, h)
-    layout = heads_png_layout(h, n, labels, suptitle, cell_px)
-    image, origins = tile_heads(w, gap=layout.gap)
-    left, top, cell = layout.left, layout.top, layout.cell
-    rgb = colour_cells(image, cmap)  # (H, W, 3)
-    rgb = np.repeat(np.repeat(rgb, cell, axis=0), cell, axis=1)  # each matrix cell -> cell × cell pixels
-    H, W = rgb.shape[:2]
-    canvas = Image.new("RGB", (left + W + layout.bar_width, top + H + layout.bottom), "white")
-    canvas.paste(Image.fromarray(rgb), (left, top))
-    draw = ImageDraw.Draw(canvas)
-    few = h <= MAX_LABELLED_HEADS
-    font, small = _pil_font(layout.label_px), _pil_font(12 if few else 10)
-    if suptitle:
-        draw.text((left, 4), suptitle, fill="black", font=_pil_font(15))
-    for (r, c), title in zip(origins, titles):
-        if title:
-            draw.text((left + c * cell, top + r * cell - (16 if few else 12)), title, fill="black", font=small)
-    if layout.show_labels:
-        _pil_token_labels(draw, origins, labels, cell, left, top, n, font, layout.label_px)
-    _pil_colour_bar(canvas, draw, cmap, left + W + 14, top, H, small)
-    import io
-
-    buf = io.BytesIO()
-    canvas.save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
-
-
-@dataclass(frozen=True)
-class PngLayout:
-    """Where ``render_heads_png`` puts things, in pixels: the tiled grid starts at (left, top)."""
-
-    left: int
-    top: int
-    bottom: int
-    cell: int  # pixels per matrix cell
-    gap: int  # blank cells between tiles
-    label_px: int
-    show_labels: bool
-    bar_width: int = 60
-
-
-def heads_png_layout(h: int, n: int, labels, suptitle=None, cell_px: int | None = None) -> PngLayout:
-    """The fast renderer's geometry for h heads of n × n, so tests and callers need not copy it."""
-    gap = tile_gap(h, n)
-    cell = cell_px or _cell_px(h, n)
-    label_px = max(10, min(14, cell - 2))
-    show_labels = h <= MAX_LABELLED_HEADS and cell >= 9
-    longest = max(len(t) for t in labels)
-    left = (longest * label_px + 8) if show_labels else 6
-    bottom = (longest * label_px + 6) if show_labels else 6
-    top = (26 if suptitle else 4) + (18 if h > 1 else 0)
-    return PngLayout(left, top, bottom, cell, gap, label_px, show_labels)
-
-
-def _pil_token_labels(draw, origins, labels, cell, left, top, n, font, size):
-    """Row labels left of the first column; column labels under the bottom row, one character per line."""
-    bottom_row = max(r for r, _ in origins)
-    for r, c in origins:
-        if c == 0:
-            for j, token in enumerate(labels):
-                y = top + (r + j) * cell + cell // 2
-                draw.text((left - 4, y), token, fill="black", font=font, anchor="rm")
-        if r == bottom_row:
-            for j, token in enumerate(labels):
-                x = left + (c + j) * cell + cell // 2
-                y = top + (r + n) * cell + 3
-                for k, ch in enumerate(token):  # vertical, like Chinese written top to bottom
-                    draw.text((x, y + k * size), ch, fill="black", font=font, anchor="mt")
-
-
-def _pil_colour_bar(canvas, draw, cmap, x, y, height, font):
-    from PIL import Image
-
-    ramp = colormap_lut(cmap)[::-1]  # (256, 3) top = 1.0
-    idx = np.linspace(0, 255, height).astype(np.intp)
-    bar = np.repeat(ramp[idx][:, None, :], 12, axis=1)  # (height, 12, 3)
-    canvas.paste(Image.fromarray(bar), (x, y))
-    draw.text((x + 16, y), "1", fill="black", font=font)
-    draw.text((x + 16, y + height - 12), "0", fill="black", font=font)
-    draw.text((x + 16, y + height // 2 - 6), "权重", fill="black", font=font)
-
-
-def _cell_px(h, n):
-    """Pixels per matrix cell: large for a few heads, small for many; about 1000 px wide at most."""
-    _, cols = grid_shape(h)
-    return int(max(3, min(28, 800 // max(1, cols * n))))
-
-
-# ---------------------------------------------------------------------------------------------
-# The §5 lab picture: one head large with its token labels, every head small beside it
-# ---------------------------------------------------------------------------------------------
-# One size for every h, so the page does not jump when the slider moves, and labels that stay
-# legible at h = 64 (the zoomed head carries them; the overview only has to show patterns).
-
-LAB_SIZE = (800, 450)  # (width, height) px of every lab picture
-LAB_SPLIT = 400  # x where the zoomed half ends and the overview half begins: two 400 px pictures
-_ZOOM_PX = 286  # side of the zoomed map
-_LABEL_PX = 14  # token labels (CSS px at 100 %: legible at 1024 px wide)
-_HIGHLIGHT = (214, 39, 40)
-
-
-@dataclass(frozen=True)
-class LabLayout:
-    """Where ``render_lab_png`` puts things (pixels). Tiles: (x, y, side) of each head in the overview."""
-
-    zoom_origin: tuple[int, int]
-    zoom_cell: int
-    tile_cell: int
-    tiles: tuple[tuple[int, int], ...]
-    zoom_bottom: int  # y just under the zoomed head's column labels: below it the zoomed half is blank
-
-
-def lab_layout(h: int, n: int, labels) -> LabLayout:
-    """The lab picture's geometry for h heads of n × n (tests read it instead of copying it)."""
-    longest = max(len(t) for t in labels)
-    zoom_cell = max(4, _ZOOM_PX // n)
-    zoom_origin = (max(40, longest * _LABEL_PX + 12), 56)
-    area_x, area_y = LAB_SPLIT + 6, 56  # the zoomed head's red frame (3 px) stays right of the cut
-    area_w, area_h = LAB_SIZE[0] - area_x - 6, LAB_SIZE[1] - 56 - 8
-    rows, cols = grid_shape(h)
-    gap, caption = 6, 17  # px between tiles; px of the "i" above each tile
-    tile_cell = max(1, min((area_w - (cols - 1) * gap) // (cols * n), (area_h // rows - caption) // n))
-    side = tile_cell * n
-    tiles = []
-    for i in range(h):
-        r, c = divmod(i, cols)
-        tiles.append((area_x + c * (side + gap), area_y + r * (side + caption) + caption))
-    zoom_bottom = zoom_origin[1] + n * zoom_cell + 4 + longest * (_LABEL_PX + 1) + 6
-    return LabLayout(zoom_origin, zoom_cell, tile_cell, tuple(tiles), min(zoom_bottom, LAB_SIZE[1]))
-
-
-def render_lab_png(weights, tokens, zoom: int = 1, suptitle: str | None = None, cmap: str = "viridis") -> bytes:
-    """PNG of the §5 lab: head ``zoom`` (1-based) enlarged with token labels, all heads as small tiles.
-
-    The picture is ``LAB_SIZE`` for every h. The overview frames the zoomed head; with one head the
-    overview says so instead of repeating the map.
-    """
-    return _png(_lab_canvas(weights, tokens, zoom, suptitle, cmap))
-
-
-def render_lab_parts(weights, tokens, zoom: int = 1, suptitle: str | None = None,
-                     cmap: str = "viridis") -> tuple[bytes, bytes]:
-    """The lab picture as two PNGs, (zoomed head, overview), cut at ``LAB_SPLIT``: side by side they are
-    ``render_lab_png``'s picture; on a narrow screen the overview wraps under the zoomed head at full size.
-
-    The zoomed half ends under its column labels (``LabLayout.zoom_bottom``, the same for every h), so a
-    wrapped overview follows it without a band of blank picture in between.
-    """
-    canvas = _lab_canvas(weights, tokens, zoom, suptitle, cmap)
-    w = np.asarray(weights)
-    h, n = (1, w.shape[0]) if w.ndim == 2 else w.shape[:2]
-    bottom = lab_layout(h, n, _labels(tokens, n, "行")).zoom_bottom
-    width, height = LAB_SIZE
-    return _png(canvas.crop((0, 0, LAB_SPLIT, bottom))), _png(canvas.crop((LAB_SPLIT, 0, width, height)))
-
-
 def _png(image) -> bytes:
     import io
 
     buf = io.BytesIO()
     image.save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
-
-
-def _lab_canvas(weights, tokens, zoom, suptitle, cmap):
-    from PIL import Image, ImageDraw
-
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w
-    h, n, m = w.shape
-    if n != m:
-        raise ValueError(f"实验台只画方阵形式的自注意力图 (n × n)，收到的是 {n} × {m}。")
-    if not 1 <= zoom <= h:
-        raise ValueError(f"要放大的头应在 1 到 {h} 之间，收到的是 {zoom}。")
-    labels = _labels(tokens, n, "行")
-    lay = lab_layout(h, n, labels)
-    canvas = Image.new("RGB", LAB_SIZE, "white")
-    draw = ImageDraw.Draw(canvas)
-    font, small, title_font = _pil_font(_LABEL_PX), _pil_font(12), _pil_font(15)
-    if suptitle:
-        draw.text((8, 6), suptitle, fill="black", font=title_font)
-
-    zx, zy, zc = *lay.zoom_origin, lay.zoom_cell
-    zoomed = np.repeat(np.repeat(colour_cells(w[zoom - 1], cmap), zc, axis=0), zc, axis=1)  # (n·zc, n·zc, 3)
-    canvas.paste(Image.fromarray(zoomed), (zx, zy))
-    draw.text((zx, zy - 20), f"头 {zoom}（放大）：行 = 发出关注的词元，列 = 被关注的词元", fill="black", font=small)
-    for j, token in enumerate(labels):
-        draw.text((zx - 5, zy + j * zc + zc // 2), token, fill="black", font=font, anchor="rm")
-        for k, ch in enumerate(token):  # column labels read top to bottom
-            draw.text((zx + j * zc + zc // 2, zy + n * zc + 4 + k * (_LABEL_PX + 1)), ch, fill="black", font=font,
-                      anchor="mt")
-    _pil_colour_bar(canvas, draw, cmap, zx + n * zc + 10, zy, n * zc, small)
-
-    ox, oy = lay.tiles[0]
-    if h == 1:
-        draw.text((ox, oy), "h = 1：只有这一个头，\n每个词只有这一行权重。", fill="black", font=font, spacing=6)
-    else:
-        draw.text((ox, oy - 36), f"全部 {h} 个头（红框 = 放大的头）", fill="black", font=small)
-        side = lay.tile_cell * n
-        for i, (x, y) in enumerate(lay.tiles):
-            tile = np.repeat(np.repeat(colour_cells(w[i], cmap), lay.tile_cell, axis=0), lay.tile_cell, axis=1)
-            canvas.paste(Image.fromarray(tile), (x, y))
-            draw.text((x, y - 16), str(i + 1), fill="black", font=_pil_font(11))
-        x, y = lay.tiles[zoom - 1]
-        draw.rectangle((x - 3, y - 3, x + side + 2, y + side + 2), outline=_HIGHLIGHT, width=3)
-    return canvas
 
 
 # ---------------------------------------------------------------------------------------------
@@ -754,12 +515,19 @@ def wrap_picture(svg: str, alt: str, table=None, png=None) -> str:
         parts.append(f'<img class="lesson-ras" alt="{name}" width="{png[1]}" style="max-width:100%;height:auto" '
                      f'src="data:image/png;base64,{data}">')
     if table is not None:
-        from .theme import html_table
-
-        headers, rows = table
-        parts.append(f"<details><summary>图中的数字（表格）</summary>{html_table(headers, rows, ())}</details>")
+        parts.append(folded_table(table))
     parts.append("</div>")
     return "".join(parts)
+
+
+def folded_table(table, summary: str = "图中的数字（表格）") -> str:
+    """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers behind a picture)."""
+    import html as _html
+
+    from .theme import html_table
+
+    headers, rows = table
+    return f"<details><summary>{_html.escape(summary)}</summary>{html_table(headers, rows, ())}</details>"
 
 
 def sentence(text: str) -> str:
@@ -818,10 +586,12 @@ def _text_px(token: str, size: float) -> float:
 
 
 def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitle: str | None = None,
-                   cmap: str = "viridis", highlight_row: int | None = None, alt: str | None = None) -> str:
+                   cmap: str = "viridis", highlight_row: int | None = None, alt: str | None = None,
+                   table=None, height: int | None = None) -> str:
     """A tiled heat map as themed SVG for a widget: cells one embedded image scaled without smoothing,
     labels as text in the theme's colour (Chinese stacked top to bottom, Latin turned 90°), alt text and
-    table from ``heads_description``; ``highlight_row`` (0-based) framed in red."""
+    table from ``heads_description`` unless given (``table=False``: none); ``highlight_row`` (0-based) framed in red.
+    ``height``: at least this many px tall (a widget that must not change height as its title wraps)."""
     import base64
     import html as _html
 
@@ -842,7 +612,7 @@ def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitl
     width = left + grid_w + 70
     title_lines = wrap_title(suptitle, (width - 8) / 96, 15 * 0.75).split("\n") if suptitle else []
     top = 8 + 20 * len(title_lines) + (18 if h > 1 else 0)
-    height = top + grid_h + bottom
+    height = max(top + grid_h + bottom, height or 0)
     rgba = np.zeros((*image.shape, 4), dtype=np.uint8)
     rgba[..., :3] = colour_cells(image, cmap)
     rgba[..., 3] = np.where(np.isfinite(image), 255, 0)  # separators: the page shows through
@@ -850,9 +620,7 @@ def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitl
     bar = np.repeat(colormap_lut(cmap)[::-1][:, None, :], 1, axis=1)  # (256, 1, 3) top = 1.0
     bar_png = base64.b64encode(_png_rgba(np.concatenate([bar, np.full((256, 1, 1), 255, np.uint8)], 2)))
     esc = _html.escape
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" style="fill:var(--jp-content-font-color1,#000);'
-           f"font-family:var(--jp-ui-font-family,sans-serif);font-size:{size}px\">"]
+    out = [_svg_open(width, height, size)]
     for i, line in enumerate(title_lines):
         out.append(f'<text x="4" y="{22 + 20 * i}" style="font-size:15px">{esc(line)}</text>')
     out.append(f'<image x="{left}" y="{top}" width="{grid_w}" height="{grid_h}" preserveAspectRatio="none" '
@@ -886,5 +654,68 @@ def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitl
     out.append(f'<text x="{bx + 16}" y="{top + grid_h}" style="font-size:12px">0</text>')
     out.append(f'<text x="{bx + 16}" y="{top + grid_h / 2}" style="font-size:12px">权重</text>')
     out.append("</svg>")
-    described, table = heads_description(w, labels, keys, titles, suptitle)
+    described, table_described = heads_description(w, labels, keys, titles, suptitle)
+    table = table_described if table is None else (table or None)
     return wrap_picture("".join(out), alt or described, table)
+
+
+def _svg_open(width: int, height: int, size: int) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" style="fill:var(--jp-content-font-color1,#000);'
+            f'font-family:var(--jp-ui-font-family,sans-serif);font-size:{size}px">')
+
+
+def overview_grid(h: int, width: int, height: int, top: int, n: int, numbered: bool):
+    """Where ``heads_overview_svg_html`` puts h tiles of n × n in a width × height picture:
+    (cols, cell px, [(x, y) of each tile]). Nearly square grid; the tiles as large as both sides allow."""
+    cols = math.ceil(math.sqrt(h))
+    rows = math.ceil(h / cols)
+    gap = 6
+    caption = 15 if numbered else 0
+    left = 0 if numbered else 22  # unnumbered tiles: the first head of each row is named at the left
+    cell = max(1, min((width - left - (cols - 1) * gap) // (cols * n),
+                      (height - top - rows * caption - (rows - 1) * gap) // (rows * n)))
+    side = cell * n
+    tiles = [(left + 3 + c * (side + gap), top + caption + r * (side + caption + gap))
+             for r, c in (divmod(i, cols) for i in range(h))]
+    return cols, cell, tiles
+
+
+def heads_overview_svg_html(weights, highlight: int, width: int, height: int, alt: str, title: str,
+                            note: str | None = None, cmap: str = "viridis") -> str:
+    """Every head small, as themed SVG of a fixed width × height (a widget's picture must not change size):
+    each tile numbered when there is room (else the first head of each row is named at the left), head
+    ``highlight`` (1-based) framed in red. With one head, ``note`` (wrapped text) stands in for the tiles."""
+    import base64
+    import html as _html
+
+    w = np.asarray(weights, dtype=float)
+    w = w[None] if w.ndim == 2 else w
+    h, n, _ = w.shape
+    esc = _html.escape
+    out = [_svg_open(width, height, 13)]
+    lines = wrap_title(title, (width - 8) / 96, 13 * 0.75).split("\n")
+    out += [f'<text x="3" y="{16 + 18 * i}">{esc(line)}</text>' for i, line in enumerate(lines)]
+    top = 8 + 18 * len(lines)
+    if h == 1:
+        for i, line in enumerate(wrap_title(note or "", (width - 8) / 96, 13 * 0.75).split("\n")):
+            out.append(f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>')
+    else:
+        numbered = h <= MAX_LABELLED_HEADS
+        cols, cell, tiles = overview_grid(h, width, height, top, n, numbered)
+        side = cell * n
+        for i, (x, y) in enumerate(tiles):
+            rgb = colour_cells(w[i], cmap)  # (n, n, 3)
+            data = base64.b64encode(_png_rgba(np.concatenate([rgb, np.full((n, n, 1), 255, np.uint8)], 2)))
+            out.append(f'<image x="{x}" y="{y}" width="{side}" height="{side}" preserveAspectRatio="none" '
+                       f'style="image-rendering:pixelated" href="data:image/png;base64,{data.decode("ascii")}"/>')
+            if numbered:
+                out.append(f'<text x="{x}" y="{y - 3}" style="font-size:12px">{i + 1}</text>')
+            elif i % cols == 0:
+                out.append(f'<text x="{x - 4}" y="{y + side / 2}" text-anchor="end" dominant-baseline="central" '
+                           f'style="font-size:11px">{i + 1}</text>')
+        x, y = tiles[highlight - 1]
+        out.append(f'<rect x="{x - 2}" y="{y - 2}" width="{side + 4}" height="{side + 4}" '
+                   'style="fill:none;stroke:#d62728;stroke-width:2"/>')
+    out.append("</svg>")
+    return wrap_picture("".join(out), alt)

@@ -19,10 +19,10 @@ import numpy as np
 from lesson_lib.kernel import flops
 from lesson_lib.kernel.attention import head_width, multi_head_attention
 from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
-from lesson_lib.kernel.validation import LessonInputTypeError, at_the_door, check_heads, check_int
+from lesson_lib.kernel.validation import LessonInputError, LessonInputTypeError, at_the_door, check_heads, check_int
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
 
-__all__ = ["SENTENCE", "LabState", "head_choices", "lab_parts", "lab_png", "lab_state", "plot_lab", "summary_html"]
+__all__ = ["SENTENCE", "LabState", "head_choices", "lab_pictures", "lab_state", "lab_table_html", "summary_html"]
 
 SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她", "帮过", "他", "。"]
 MAX_HEADS = 64
@@ -127,29 +127,81 @@ def summary_html(state: LabState) -> str:
     return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px 0'>{state.reading}</p>")
 
 
-def _title(state: LabState) -> str:
-    return f"h = {state.h} 个头，每头 d_k = {state.d_k}（随机初始化，未训练）"
+# The lab's two pictures side by side fit JupyterLab's 592 px output (1024 × 768, file browser open) at 100 %,
+# and keep one size for every h and every zoomed head: the page does not jump while the slider moves.
+ZOOM_CELL_PX = 18  # the zoomed head's cells: one 14 px token label per row
+LAB_HEIGHT = 296  # px of both pictures, every h (the zoomed head, its one-line title and stacked column labels)
+OVERVIEW_WIDTH = 252  # px: the zoomed head is 320 px wide; 320 + 8 + 252 = 580 ≤ 592
 
 
-def lab_png(state: LabState, zoom: int = 1) -> bytes:
-    """PNG bytes for the lab's Image: head ``zoom`` (1-based) large with token labels, every head small."""
-    from lesson_lib.display.plotting import render_lab_png
-
-    return render_lab_png(state.weights, state.tokens, zoom=zoom, suptitle=_title(state))
-
-
-def lab_parts(state: LabState, zoom: int = 1) -> tuple[bytes, bytes]:
-    """``lab_png``'s picture as (zoomed head, overview), for a layout that stacks them on narrow screens."""
-    from lesson_lib.display.plotting import render_lab_parts
-
-    return render_lab_parts(state.weights, state.tokens, zoom=zoom, suptitle=_title(state))
+def check_zoom(state: LabState, zoom: int) -> int:
+    zoom = check_int(zoom, "zoom（放大第几个头）", minimum=1)
+    if zoom > state.h:
+        raise LessonInputError(
+            f"zoom（放大第几个头）应在 1 到 {state.h} 之间，收到的是 {zoom}：h = {state.h} 时只有 {state.h} 个头。")
+    return zoom
 
 
-def plot_lab(state: LabState):
-    """The same picture as a matplotlib figure (the reference drawing, for static cells)."""
-    from lesson_lib.display.plotting import plot_heads
+def row_favourites(state: LabState, zoom: int) -> list[tuple[str, str, float]]:
+    """For every row of head ``zoom`` (1-based): (word, the word it gives most weight to, that weight)."""
+    w = state.weights[zoom - 1]  # (n, n)
+    best = np.argmax(w, axis=-1)  # (n,) first maximum of each row
+    return [(t, state.tokens[k], float(w[i, k])) for i, (t, k) in enumerate(zip(state.tokens, best))]
 
-    return plot_heads(state.weights, state.tokens, suptitle=_title(state))
+
+def concentration(state: LabState) -> np.ndarray:
+    """(h,) each head's mean largest row weight: 1 = every row looks at one word, 1/n = spread evenly."""
+    return state.weights.max(axis=-1).mean(axis=-1)
+
+
+def zoom_alt(state: LabState, zoom: int) -> str:
+    """What the zoomed picture shows, in Chinese, from the numbers it colours."""
+    rows = "；".join(f"「{t}」最看重「{k}」（{v:.2f}）" for t, k, v in row_favourites(state, zoom))
+    return (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）的注意力热图，"
+            f"行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。每行最大的权重：{rows}。")
+
+
+def overview_alt(state: LabState, zoom: int) -> str:
+    """What the overview of all heads shows, in Chinese: how many, which is framed, how concentrated they are."""
+    if state.h == 1:
+        return f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；每个词只有这一行权重。"
+    c = concentration(state)
+    most, least = int(np.argmax(c)), int(np.argmin(c))
+    return (f"全部 {state.h} 个头的小图（每头 d_k = {state.d_k}），红框是放大的头 {zoom}。"
+            f"每个头各行最大权重的平均：最集中的是头 {most + 1}（{c[most]:.2f}），"
+            f"最分散的是头 {least + 1}（{c[least]:.2f}），{state.h} 个头平均 {c.mean():.2f}"
+            f"（1 = 只看一个词，{1 / len(state.tokens):.2f} = 平均分给每个词）。")
+
+
+def zoom_table(state: LabState, zoom: int):
+    """(headers, rows): head ``zoom``'s weights, one row per word that attends."""
+    w = state.weights[zoom - 1]
+    return ["行（发出关注）", *state.tokens], [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(state.tokens, w)]
+
+
+def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
+    """The lab's two pictures as HTML (themed SVG named by its alt text): head ``zoom`` (1-based) large with
+    its token labels, and every head small with the zoomed one framed. Their numbers: ``lab_table_html``."""
+    from lesson_lib.display.plotting import heads_overview_svg_html, heads_svg_html
+
+    zoom = check_zoom(state, zoom)
+    zoomed = heads_svg_html(state.weights[zoom - 1], state.tokens, cell_px=ZOOM_CELL_PX,
+                            suptitle=f"头 {zoom}（放大）：每行是一个词分出的权重",
+                            alt=zoom_alt(state, zoom), table=False, height=LAB_HEIGHT)
+    title = f"全部 {state.h} 个头" + (f"（红框 = 头 {zoom}）" if state.h > 1 else "")
+    note = "h = 1：只有左边这一个头，每个词只有这一行权重。把滑块拖到 2 或更多，这里会排出每个头的小图。"
+    overview = heads_overview_svg_html(state.weights, zoom, OVERVIEW_WIDTH, LAB_HEIGHT, overview_alt(state, zoom),
+                                       title, note=note)
+    return zoomed, overview
+
+
+def lab_table_html(state: LabState, zoom: int = 1) -> str:
+    """Head ``zoom``'s weights as a folded table, shown under both pictures: as wide as the output, so opening it
+    lengthens the lab but never squeezes the pictures beside each other."""
+    from lesson_lib.display.plotting import folded_table
+
+    zoom = check_zoom(state, zoom)
+    return folded_table(zoom_table(state, zoom), f"图中的数字（表格）：放大的头 {zoom} 的全部权重")
 
 
 def comparison_table(heads=(1, 2, 8, 32, 64), seed: int = 0) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from lesson_lib.kernel.validation import check_choice, check_int, check_number
 
 __all__ = [
-    "averaging_demo", "float_options", "head_lab", "linked", "progress_bar", "shape_stepper", "show_png", "slider",
+    "averaging_demo", "float_options", "head_lab", "linked", "progress_bar", "shape_stepper", "slider",
 ]
 
 
@@ -18,55 +18,31 @@ _CONTROL = {"min_width": "300px", "width": "380px"}  # a slider track stays drag
 _STYLE = {"description_width": "initial"}
 
 
-def _image(png: bytes):
-    import ipywidgets as w
-
-    # align_self: not stretched to the output's width (a small PNG would blow up blurry); max_width: shrinks to fit
-    # (margin 0: the default widget margin would push a full-width picture 4 px past the output's edge).
-    return w.Image(value=png, format="png",
-                   layout=w.Layout(max_width="100%", height="auto", align_self="flex-start", margin="0"))
-
-
-def show_png(picture, png: bytes, alt: str | None = None) -> None:
-    """Put ``png`` in the Image at its own pixel width (the browser then never scales it up), with ``alt``: the Chinese
-    description a screen reader says (ipywidgets' Image has no alt; its ``tooltip`` becomes the <img>'s title, which
-    is the picture's accessible name in JupyterLab and on the static page)."""
-    from lesson_lib.display.plotting import png_size
-
-    width = f"{png_size(png)[0]}px"
-    if picture.layout.width != width:
-        picture.layout.width = width
-    if alt is not None and picture.tooltip != alt:
-        picture.tooltip = alt
-    picture.value = png
-
-
-def _picture_html():
+def _picture_html(margin: str = "0"):
     import ipywidgets as w
 
     # An HTML picture (themed SVG with its alt text, from plotting.picture_html) fills at most the output's width.
-    return w.HTML(layout=w.Layout(max_width="100%", margin="0"))
+    return w.HTML(layout=w.Layout(max_width="100%", margin=margin))
 
 
-def linked(controls: dict, show, submit=None, picture: str | None = "png", pictures: int = 1):
+def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1):
     """Call ``show(summary, picture)`` now and whenever any control changes; lay the controls out over what it fills.
 
     ``show`` may adjust other controls (a slider's range); the changes that causes do not redraw again.
     With ``submit`` (a Button) an answer is checked when the learner says so: ``show`` runs now, on a click,
     and when a one-line text box commits its value (Enter, with ``continuous_update=False``), not on every
     change of a checkbox or radio button.
-    ``picture``: None (no picture: a question's form), "html" (an HTML widget for ``plotting.picture_html``:
-    themed SVG with its alt text) or "png" (an Image filled by ``show_png``; with ``pictures`` > 1 a tuple of
-    Images side by side, wrapping under each other where the output is narrower than both).
+    ``picture``: None (no picture: a question's form) or "html" (an HTML widget for ``plotting.picture_html``:
+    themed SVG with its alt text); with ``pictures`` > 1 a tuple of them in one row, 8 px apart, that never
+    wraps (each picture is sized so the row fits JupyterLab's 592 px output: the widget keeps its height).
     The returned box's ``controls`` holds the controls, ``summary`` and ``picture``.
     """
     import ipywidgets as w
 
     summary = w.HTML()
-    if picture is None:
-        images = []
-    else:
-        images = [_picture_html()] if picture == "html" else [_image(b"") for _ in range(pictures)]
+    if picture not in (None, "html"):
+        raise ValueError(f"picture 只能是 None 或 \"html\"，收到的是 {picture!r}。")
+    images = [] if picture is None else [_picture_html("0" if i == 0 else "0 0 0 8px") for i in range(pictures)]
     picture = images[0] if len(images) == 1 else (tuple(images) or None)
     busy = []
 
@@ -89,8 +65,7 @@ def linked(controls: dict, show, submit=None, picture: str | None = "png", pictu
     redraw()
     bar = w.HBox(list(controls.values()) + ([submit] if submit is not None else []),
                  layout=w.Layout(flex_flow="row wrap", align_items="center"))  # fmt: skip
-    shown = images if len(images) < 2 else [w.HBox(images, layout=w.Layout(flex_flow="row wrap",
-                                                                            align_items="flex-start"))]
+    shown = images if len(images) < 2 else [w.HBox(images, layout=w.Layout(align_items="flex-start"))]
     box = w.VBox([bar, summary, *shown])
     box.controls = {**controls, "summary": summary, "picture": picture}
     if submit is not None:
@@ -100,6 +75,8 @@ def linked(controls: dict, show, submit=None, picture: str | None = "png", pictu
 
 def head_lab(seed: int = 0, initial: int = 8):
     """Section 5: a slider over the divisors of d_model and a head to enlarge; shows d_k, the maps and the costs."""
+    import ipywidgets as w
+
     from lesson_lib.runtime.blas import one_blas_thread
 
     from . import head_lab as lab
@@ -116,14 +93,25 @@ def head_lab(seed: int = 0, initial: int = 8):
         with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
             state = lab.lab_state(heads.value, seed=seed)
         summary.value = lab.summary_html(state)
-        # Zoomed head and overview side by side, or the overview under the zoomed head where the output is
-        # narrower than both (1024 px with the file browser open): each keeps its own size, labels stay 14 px.
-        for image, png in zip(pictures, lab.lab_parts(state, zoom=zoom.value)):
-            show_png(image, png)
+        shown = (*lab.lab_pictures(state, zoom=zoom.value), lab.lab_table_html(state, zoom=zoom.value))
+        for picture, html in zip((*pictures, numbers), shown):
+            if picture.value != html:
+                picture.value = html
 
-    box = linked({"slider": heads, "zoom": zoom}, show, pictures=2)
+    # Zoomed head and overview side by side in 580 px (JupyterLab's output is 592 px at 1024 × 768 with the file
+    # browser open), both lab.LAB_HEIGHT tall for every h; the zoomed head's numbers folded under both, as wide as
+    # the output. The summary keeps the height of its longest reading, so nothing below jumps while the slider
+    # moves (only opening the folded table lengthens the lab).
+    numbers = w.HTML(layout=w.Layout(margin="0"))
+    box = linked({"slider": heads, "zoom": zoom}, show, picture="html", pictures=2)
+    box.controls["summary"].layout.min_height = _SUMMARY_MIN_HEIGHT
     box.controls["zoomed"], box.controls["overview"] = box.controls["picture"]
+    box.children = (*box.children, numbers)
+    box.controls["numbers"] = numbers
     return box
+
+
+_SUMMARY_MIN_HEIGHT = "250px"  # the lab's summary at its longest reading (h = 64) in a 592 px output
 
 
 def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):

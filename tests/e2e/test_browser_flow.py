@@ -102,7 +102,7 @@ JS_DOM_ERRORS = """() => {
 # Key press -> updated output, timed inside the page: keydown (capture phase) to the first DOM state where the
 # lab's text matches `pattern` and the set of image sources differs from before.
 JS_WATCH_UPDATE = """(root, pattern) => {
-  const srcs = () => [...root.querySelectorAll('img')].map(i => i.src).join('|');
+  const srcs = () => [...root.querySelectorAll('img, svg image')].map(i => i.src || i.getAttribute('href')).join('|');
   const w = {t0: null, text_ms: null, image_ms: null, before: srcs()};
   window.__e2eUpdate = w;
   const re = new RegExp(pattern);
@@ -374,9 +374,9 @@ def _lab_box(pictures) -> list[tuple[int, int]]:
 
 # The §5 lab's pictures at this window size: natural and shown width, and whether the overview wrapped under the
 # zoomed head. They must never be scaled down (token labels would drop below 14 px).
-JS_LAB_PICTURES = """(cell) => [...cell.querySelectorAll('.jp-OutputArea-output img')].map(img => {
-  const r = img.getBoundingClientRect();
-  return {natural: img.naturalWidth, shown: r.width, top: r.top, left: r.left};
+JS_LAB_PICTURES = """(cell) => [...cell.querySelectorAll('.jp-OutputArea-output svg[role=img]')].map(svg => {
+  const r = svg.getBoundingClientRect();
+  return {natural: svg.viewBox.baseVal.width, shown: r.width, top: r.top, left: r.left};
 })"""
 
 
@@ -400,7 +400,7 @@ def _drive_lab(flow: Flow, ui: Widgets) -> list[str]:
     out = cell.locator(".jp-Cell-outputWrapper")
     assert re.search(r"d_k\s*=\s*64\b", out.inner_text()), "the lab should start at h = 8, d_k = 64"
     assert ui.readout(slider) == "8"
-    picture = out.locator("img")
+    picture = out.locator("svg[role=img]")
     assert picture.count() == 2, "the lab should show two pictures: the zoomed head and the overview"
     size = _lab_box(picture)
     flow.shot("s5_lab_h8", cell)

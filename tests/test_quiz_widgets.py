@@ -283,7 +283,7 @@ def test_the_quiz_wires_only_through_linked():
 
 
 def test_linked_submit_mode_checks_on_click_and_enter_only():
-    from lesson_lib.sections.widgets import linked
+    from lesson_lib.display.controls import linked
 
     calls = []
     text = w.Text(continuous_update=False)

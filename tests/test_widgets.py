@@ -9,6 +9,7 @@ import math
 import pytest
 from traitlets import TraitError
 
+from lesson_lib.display import controls
 from lesson_lib.sections import head_lab as lab
 from lesson_lib.sections import widgets
 
@@ -248,12 +249,12 @@ def test_summaries_are_the_pure_functions_output():
 
 
 # ---------------------------------------------------------------------------------------------
-# One accessible control mechanism: widgets.slider, and a description on every other control
+# One accessible control mechanism: controls.slider, and a description on every other control
 # ---------------------------------------------------------------------------------------------
 
 
 def test_slider_keeps_value_index_and_range_in_step():
-    s = widgets.slider("层", 5, min=1, max=6)
+    s = controls.slider("层", 5, min=1, max=6)
     assert (s.min, s.max, s.value, s.index, s.labels) == (1, 6, 5, 4, ["1", "2", "3", "4", "5", "6"])
     s.index = 0  # what the browser sends
     assert s.value == 1
@@ -263,14 +264,14 @@ def test_slider_keeps_value_index_and_range_in_step():
     assert (s.value, s.index, s.labels) == (3, 2, ["1", "2", "3"])
     with pytest.raises(TraitError, match="层"):
         s.value = 7
-    f = widgets.slider("锐度", 4.0, options=widgets.float_options(0.0, 10.0, 0.5))
+    f = controls.slider("锐度", 4.0, options=controls.float_options(0.0, 10.0, 0.5))
     assert f.labels[:3] == ["0.0", "0.5", "1.0"] and len(f.labels) == 21 and f.labels[f.index] == "4.0"
 
 
 def test_slider_is_a_named_native_range_input_shipped_inline():
     """What the browser runs: a <label for> the <input type=range> (its accessible name), the readout tied to it,
     one change per key press; no URL to fetch (the ESM is the widget's own state)."""
-    s = widgets.slider("头数 h", 8, options=[("1", 1), ("8", 8)])
+    s = controls.slider("头数 h", 8, options=[("1", 1), ("8", 8)])
     esm = s._esm
     for piece in ('input.type = "range"', "label.htmlFor = out.htmlFor = input.id", 'addEventListener("change"',
                   'addEventListener("keydown"', '"Home"', '"End"', "ArrowLeft",
@@ -284,15 +285,15 @@ def test_slider_is_a_named_native_range_input_shipped_inline():
 def test_every_control_of_the_section_widgets_is_named():
     boxes = [widgets.head_lab(), widgets.averaging_demo(), widgets.shape_stepper()]
     for box in boxes:
-        assert widgets.unnamed_controls(box) == []
+        assert controls.unnamed_controls(box) == []
 
 
 def test_unnamed_controls_finds_what_a_screen_reader_could_not_name():
     import ipywidgets as w
 
     box = w.VBox([w.IntSlider(description="层"), w.Text(placeholder="答案"), w.Textarea(description="回答"),
-                  w.Button(description="提交"), w.Button(), widgets.slider("", 1, min=1, max=2)])
-    found = widgets.unnamed_controls(box)
+                  w.Button(description="提交"), w.Button(), controls.slider("", 1, min=1, max=2)])
+    found = controls.unnamed_controls(box)
     assert len(found) == 4, found
     assert "IntSlider" in found[0] and "Text 没有 description" in found[1] and "Button" in found[2]
 
@@ -302,7 +303,7 @@ def test_the_sliders_stylesheet_carries_the_page_rules():
     typed text, toggle-button labels beside their buttons, formulas that scroll instead of being cut."""
     from lesson_lib.display.theme import PAGE_CSS
 
-    css = widgets.slider("层", 1, min=1, max=2)._css
+    css = controls.slider("层", 1, min=1, max=2)._css
     assert PAGE_CSS in css
     for rule in ("::placeholder", "font-style: italic", ".widget-toggle-buttons", "flex-direction: row",
                  'mjx-container[display="true"]', "overflow-x: auto"):

@@ -304,7 +304,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     """
     import ipywidgets as w
 
-    from lesson_lib.sections.widgets import linked, slider
+    from lesson_lib.display.controls import linked, slider
 
     with one_blas_thread():
         first = model.encode(pt.PAPER_SENTENCES["law"])

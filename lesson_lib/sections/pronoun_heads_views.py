@@ -164,7 +164,7 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
     import ipywidgets as w
 
-    from lesson_lib.sections.widgets import linked
+    from lesson_lib.display.controls import linked
 
     style = {"description_width": "4em"}
     sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,

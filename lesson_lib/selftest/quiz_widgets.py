@@ -13,6 +13,8 @@ from __future__ import annotations
 import html
 import json
 
+from lesson_lib.display.controls import LABEL_BESIDE
+
 from . import quiz
 from .progress import Progress, declare, default_progress
 
@@ -23,7 +25,6 @@ __all__ = ["QuestionWidget", "SelfExplanationWidget", "InterviewWidget", "ask", 
 
 MAX_HISTORY = 10  # earlier attempts listed under a question
 _VERDICT_WORD = {"right": "正确", "wrong": "还不对", "review": "已写", "form": "没读懂", "self": "已自评"}
-_STYLE = {"description_width": "initial"}
 
 
 def _box_layout():
@@ -96,16 +97,17 @@ def _answer_controls(q: quiz.Question) -> tuple[dict, list]:
         for b in q.key.boxes:
             if hasattr(b, "options"):
                 control = w.RadioButtons(options=[(label, key) for key, label, _ in b.options], value=None,
-                                         description=b.label, style=_STYLE)  # fmt: skip
+                                         description=b.label, style=LABEL_BESIDE)  # fmt: skip
                 rows.append(control)
             else:
                 control = w.Text(description=b.label, placeholder=b.placeholder or "填一个数或式子",
-                                 continuous_update=False, style=_STYLE, layout=w.Layout(width="340px"))  # fmt: skip
+                                 continuous_update=False, style=LABEL_BESIDE,
+                                 layout=w.Layout(width="340px"))  # fmt: skip
                 rows.append(w.HBox([control, w.Label(b.unit)]) if b.unit else control)
             controls[b.name] = control
     elif q.kind == "single":
         control = w.RadioButtons(options=[(f"{k}. {label}", k) for k, label in q.choices], value=None,
-                                 description="选一项", style=_STYLE, layout=w.Layout(width="100%"))  # fmt: skip
+                                 description="选一项", style=LABEL_BESIDE, layout=w.Layout(width="100%"))  # fmt: skip
         controls["choice"] = control
         rows.append(control)
     elif q.kind == "multi":
@@ -123,7 +125,7 @@ class QuestionWidget:
     def __init__(self, question_id: str, progress: Progress | None = None, show_prompt: bool = True):
         import ipywidgets as w
 
-        from lesson_lib.sections.widgets import linked
+        from lesson_lib.display.controls import linked
 
         self.question = q = quiz.question(question_id)
         if q.kind == "self":
@@ -249,7 +251,7 @@ class SelfExplanationWidget:
                  placeholder: str = "", rows: int = 5, css_class: str = ""):  # fmt: skip
         import ipywidgets as w
 
-        from lesson_lib.sections.widgets import linked
+        from lesson_lib.display.controls import linked
 
         self.qid, self.rubric, self._check, self._assess = qid, rubric, check, assess
         self.progress = progress if progress is not None else default_progress()
@@ -370,7 +372,7 @@ class SummaryWidget:
     def __init__(self, progress: Progress | None = None):
         import ipywidgets as w
 
-        from lesson_lib.sections.widgets import linked
+        from lesson_lib.display.controls import linked
 
         self.progress = progress if progress is not None else default_progress()
         self.text = w.HTML()

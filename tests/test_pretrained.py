@@ -445,7 +445,7 @@ def test_top_keys_and_describe_row():
     att = synthetic_attentions()
     assert pt.top_keys(tokens, [0.1, 0.6, 0.0, 0.3, 0.0, 0.0], k=2) == [(1, "law", 0.6), (3, "its", 0.3)]
     line = pt.describe_row(tokens, att, 2, 3, "its")
-    assert line.startswith("第 2 层 · 头 3：查询词「its」（位置 4）") and "law（位置 2）1.00" in line
+    assert line.startswith("第 2 层 · 头 3：查询词元「its」（位置 4）") and "law（位置 2）1.00" in line
     assert "0.17" in line  # 1/6, the uniform share, for comparison
 
 

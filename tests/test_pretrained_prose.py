@@ -136,7 +136,7 @@ def test_layer_5_its_claims(law):
     law_heads = [h for h, (tok, w) in top.items() if tok == "law" and w > 0.5]
     assert law_heads == [12]  # "只有头 12"
     nxt = pt.rank_heads(pt.head_scores(law.attentions, law.tokens), top=2)["next"]
-    assert nxt[1][:2] == (5, 10) and "「看后一个词」排名第二的头" in SECTION
+    assert nxt[1][:2] == (5, 10) and "「看后一个词元」排名第二的头" in SECTION
 
 
 def test_heads_run_in_sequence_is_said():

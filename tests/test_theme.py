@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from lesson_lib.display import theme
+from lesson_lib.display import tables, theme
 from lesson_lib.display.tables import text_table
 from lesson_lib.sections import averaging, head_lab, heads
 from lesson_lib.sections.formula_map import KERNELS, formula_table, formula_view
@@ -54,7 +54,7 @@ def test_html_table_escapes_and_does_not_break_words():
 
 def test_table_text_is_the_text_table_and_html_holds_every_cell():
     rows = [["x @ w", "投影"], ["softmax(s)", "归一化"]]
-    t = theme.Table(["代码", "含义"], rows, caption="标题：")
+    t = tables.Table(["代码", "含义"], rows, caption="标题：")
     assert str(t) == repr(t) == "标题：\n" + text_table(["代码", "含义"], rows)
     html = t._repr_html_()
     assert all(cell in html for row in rows for cell in row) and "标题：" in html

@@ -187,9 +187,10 @@ def plot_heads(
         for spine in ax.spines.values():
             spine.set_visible(False)
         gap_pt = 0.3 * cell * 72 + 2  # token labels end 0.3 cell from the image edge
-        ax.set_xlabel("被关注的词（键）", fontsize=9.5,
+        ax.set_xlabel("被关注的词元（键）", fontsize=9.5,
                       labelpad=_label_extent(key_tokens, fontsize, down=True) * 72 + gap_pt)
-        ax.set_ylabel("发出关注的词（查询）", fontsize=9.5, labelpad=_label_extent(row_tokens, fontsize) * 72 + gap_pt)
+        ax.set_ylabel("发出关注的词元（查询）", fontsize=9.5,
+                      labelpad=_label_extent(row_tokens, fontsize) * 72 + gap_pt)
     if suptitle:
         fig.suptitle(wrap_title(suptitle, fig.get_figwidth() - 0.3, 11), fontsize=11)
     if cax is not None:
@@ -564,7 +565,7 @@ def heads_description(weights, row_tokens, key_tokens, titles=None, title=None, 
         for r in range(n):
             k = int(np.argmax(w[i, r]))
             table.append([*([name] if h > 1 else []), rows_txt[r], keys_txt[k], f"{w[i, r, k]:.2f}"])
-    headers = [*(["头"] if h > 1 else []), "发出关注的词（行）", "得到最多的词（列）", "权重"]
+    headers = [*(["头"] if h > 1 else []), "发出关注的词元（行）", "得到最多的词元（列）", "权重"]
     alt = (sentence(title) if title else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
     return alt, (headers, table)
 

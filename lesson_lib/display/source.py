@@ -90,8 +90,9 @@ def _line(source_line: str, parts: list[str]) -> str:
 class Listing:
     """A highlighted source listing: HTML in the notebook, the plain source as text (what nbval compares)."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, folded: str | None = None):
         self.text = text
+        self.folded = folded
 
     def _repr_html_(self) -> str:
         style = (f"{_palette_css()}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
@@ -100,15 +101,19 @@ class Listing:
                  "line-height:var(--jp-code-line-height, 1.3846);"
                  # JupyterLab's output <pre> breaks anywhere (word-break: break-all): wrap long lines at spaces
                  "white-space:pre-wrap;word-break:normal;overflow-wrap:break-word")
-        return f'<pre class="lesson-source" style="{style}">{_highlight(self.text)}</pre>'
+        listing = f'<pre class="lesson-source" style="{style}">{_highlight(self.text)}</pre>'
+        if self.folded:
+            return f"<details><summary>{html.escape(self.folded)}</summary>{listing}</details>"
+        return listing
 
     def __repr__(self) -> str:
         return self.text
 
 
-def show_source(obj, lines: tuple[int, int] | None = None) -> Listing:
-    """``obj``'s source as a highlighted listing (optionally only lines ``[a, b)``)."""
+def show_source(obj, lines: tuple[int, int] | None = None, folded: str | None = None) -> Listing:
+    """``obj``'s source as a highlighted listing (optionally only lines ``[a, b)``); with ``folded``, closed
+    under that summary line until the learner opens it (an exercise's answer stays out of sight)."""
     text = source_of(obj)
     if lines is not None:
         text = "\n".join(text.splitlines()[lines[0] : lines[1]])
-    return Listing(text.rstrip("\n"))
+    return Listing(text.rstrip("\n"), folded)

@@ -8,29 +8,20 @@ while ``text/plain`` -- what strict nbval compares -- stays exactly the aligned 
 
 from __future__ import annotations
 
+import html
 import numbers
 import unicodedata
 
 import numpy as np
 
-__all__ = ["TextTable", "cell_text", "display_width", "show", "text_table"]
+from .theme import TEXT_STYLE, cell_text, html_table, text_html
+
+__all__ = ["Table", "Tables", "TextTable", "cell_text", "display_width", "show", "text_table"]
 
 
 def display_width(text: str) -> int:
     """Columns ``text`` occupies in a monospace font: wide (CJK) characters count twice."""
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def cell_text(value) -> str:
-    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing zeros."""
-    if isinstance(value, (bool, np.bool_)):
-        return "是" if value else "否"
-    if isinstance(value, numbers.Integral):
-        return f"{int(value):,}"
-    if isinstance(value, numbers.Real):
-        value = float(value)
-        return f"{value:,.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:,.3f}".rstrip("0").rstrip(".")
-    return str(value)
 
 
 class TextTable(str):
@@ -49,8 +40,6 @@ class TextTable(str):
 
     def around(self, before: str = "", after: str = "") -> TextTable:
         """The table with a line of text above and/or below, in both forms."""
-        from .theme import text_html
-
         text = "\n".join(part for part in (before, str.__str__(self), after) if part)
         return TextTable(text, text_html(before) + self.html + text_html(after))
 
@@ -86,8 +75,6 @@ def text_table(headers, rows, align_right_numbers: bool = True, code_columns=())
 
     lines = [line(head), "  ".join("-" * w for w in widths)]
     lines += [line(c, r) for c, r in zip(cells, rows)]
-    from .theme import html_table
-
     numeric = [i for i in range(len(head)) if rows and all(_is_number(r[i]) for r in rows)]
     numeric = numeric if align_right_numbers else []
     return TextTable("\n".join(lines), html_table(head, rows, code_columns=code_columns, numeric_columns=numeric))
@@ -95,3 +82,39 @@ def text_table(headers, rows, align_right_numbers: bool = True, code_columns=())
 
 def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+class Table:
+    """Rows shown as a themed HTML table in JupyterLab, and as the same aligned text everywhere else.
+
+    The text form is what ``print`` and nbval see (``text/plain``), so stored outputs stay checkable.
+    """
+
+    def __init__(self, headers, rows, caption: str = "", code_columns=(0,)):
+        self.headers, self.rows, self.caption = list(headers), [list(r) for r in rows], caption
+        self.code_columns = tuple(code_columns)
+
+    def __str__(self) -> str:
+        table = text_table(self.headers, self.rows)
+        return f"{self.caption}\n{table}" if self.caption else table
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        caption = f'<div style="{TEXT_STYLE}font-weight:bold">{html.escape(self.caption)}</div>' if self.caption else ""
+        return caption + html_table(self.headers, self.rows, self.code_columns)
+
+
+class Tables:
+    """Several ``Table``s shown one after another (text form: separated by a blank line)."""
+
+    def __init__(self, tables):
+        self.tables = list(tables)
+
+    def __str__(self) -> str:
+        return "\n\n".join(str(t) for t in self.tables)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return "".join(t._repr_html_() for t in self.tables)

@@ -9,8 +9,11 @@ contrast stays that of the theme itself (≥ 4.5:1 in JupyterLab Light and Dark)
 from __future__ import annotations
 
 import html as _html
+import numbers
 
-__all__ = ["TONES", "Table", "Tables", "box", "html_table", "text_html"]
+import numpy as np
+
+__all__ = ["PAGE_CSS", "TEXT_STYLE", "TONES", "box", "cell_text", "html_table", "text_html"]
 
 # tone -> accent variable (border, and a 10 % tint of the background)
 TONES = {
@@ -19,7 +22,7 @@ TONES = {
     "bad": "--jp-error-color1",
     "warn": "--jp-warn-color1",
 }
-_TEXT = "color:var(--jp-content-font-color1);"
+TEXT_STYLE = "color:var(--jp-content-font-color1);"
 _BASE = "var(--jp-layout-color1)"
 
 
@@ -32,10 +35,22 @@ def _background(tone: str) -> str:
 def box(inner_html: str, tone: str = "note") -> str:
     """A themed box around ready-made HTML: accent border on the left, tinted background, theme text colour."""
     return (
-        f'<div class="lesson-box lesson-box-{tone}" style="{_TEXT}background:{_background(tone)};'
+        f'<div class="lesson-box lesson-box-{tone}" style="{TEXT_STYLE}background:{_background(tone)};'
         f"border-left:3px solid var({TONES[tone]});padding:6px 10px;margin:4px 0;line-height:1.6;"
         f'box-sizing:border-box;max-width:100%;overflow-wrap:break-word">{inner_html}</div>'
     )
+
+
+def cell_text(value) -> str:
+    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing zeros."""
+    if isinstance(value, (bool, np.bool_)):
+        return "是" if value else "否"
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return f"{value:,.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:,.3f}".rstrip("0").rstrip(".")
+    return str(value)
 
 
 def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
@@ -43,8 +58,6 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
     (no 「工 / 作量」); code keeps its spaces and wraps only at them, so an identifier is never cut; numbers line up
     on the right. Wider than the output (a narrow window), the table scrolls inside its own box instead of being cut.
     """
-    from .tables import cell_text
-
     cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:normal;overflow-wrap:normal;"
     def align(i):
         return "text-align:right;font-variant-numeric:tabular-nums;" if i in numeric_columns else "text-align:left;"
@@ -58,7 +71,7 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
                       f"{_html.escape(cell_text(v))}</td>" for i, v in enumerate(row))
         body.append(f"<tr>{tds}</tr>")
     return (f'<div class="lesson-table-wrap" style="max-width:100%;overflow-x:auto">'
-            f'<table class="lesson-table" style="{_TEXT}border-collapse:collapse;margin:4px 0">'
+            f'<table class="lesson-table" style="{TEXT_STYLE}border-collapse:collapse;margin:4px 0">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
@@ -75,45 +88,7 @@ def text_html(text: str) -> str:
     """Plain lines of text as themed HTML (line breaks kept); empty text gives nothing."""
     if not text:
         return ""
-    return f'<div style="{_TEXT}white-space:pre-line;margin:4px 0">{_html.escape(text)}</div>'
-
-
-class Table:
-    """Rows shown as a themed HTML table in JupyterLab, and as the same aligned text everywhere else.
-
-    The text form is what ``print`` and nbval see (``text/plain``), so stored outputs stay checkable.
-    """
-
-    def __init__(self, headers, rows, caption: str = "", code_columns=(0,)):
-        self.headers, self.rows, self.caption = list(headers), [list(r) for r in rows], caption
-        self.code_columns = tuple(code_columns)
-
-    def __str__(self) -> str:
-        from .tables import text_table
-
-        table = text_table(self.headers, self.rows)
-        return f"{self.caption}\n{table}" if self.caption else table
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        caption = f'<div style="{_TEXT}font-weight:bold">{_html.escape(self.caption)}</div>' if self.caption else ""
-        return caption + html_table(self.headers, self.rows, self.code_columns)
-
-
-class Tables:
-    """Several ``Table``s shown one after another (text form: separated by a blank line)."""
-
-    def __init__(self, tables):
-        self.tables = list(tables)
-
-    def __str__(self) -> str:
-        return "\n\n".join(str(t) for t in self.tables)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        return "".join(t._repr_html_() for t in self.tables)
+    return f'<div style="{TEXT_STYLE}white-space:pre-line;margin:4px 0">{_html.escape(text)}</div>'
 
 
 # Page-wide rules no inline style can express. The lesson's slider (widgets.slider) carries them in its stylesheet,

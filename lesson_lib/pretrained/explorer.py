@@ -31,7 +31,7 @@ def query_index(tokens, query):
         return find_token(tokens, query)
     if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 1 <= query <= len(tokens):
         raise ValueError(
-            f"查询词应是 1 到 {len(tokens)} 之间的位置（从 1 数起），或这句话里的一个词元（如「its」），"
+            f"查询词元应是 1 到 {len(tokens)} 之间的位置（从 1 数起），或这句话里的一个词元（如「its」），"
             f"收到的是 {query!r}。"
         )
     return int(query) - 1
@@ -56,6 +56,6 @@ def describe_row(tokens, attentions, layer, head, query, k=3):
     row = np.asarray(attentions)[li, hi, qi]  # (T,) sums to 1
     best = "、".join(f"{tok}（位置 {j + 1}）{w:.2f}" for j, tok, w in top_keys(tokens, row, k))
     return (
-        f"{head_label(layer, head)}：查询词「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 {best}；"
+        f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 {best}；"
         f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。"
     )

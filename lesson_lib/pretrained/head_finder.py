@@ -13,8 +13,8 @@ __all__ = ["SCORE_NAMES", "check_top", "find_token", "head_scores", "phrase_scor
 
 SCORE_NAMES = {
     "coref": "its → law（代词指回先行词）",
-    "prev": "看前一个词",
-    "next": "看后一个词",
+    "prev": "看前一个词元",
+    "next": "看后一个词元",
     "cls": "汇到 [CLS]（「注意力水槽」）",
 }
 
@@ -39,7 +39,7 @@ def head_scores(attentions, tokens, source="its", target="law"):
     att = np.asarray(attentions)  # (L, H, T, T)
     t = att.shape[-1]
     if t < 2:
-        raise ValueError("至少要有 2 个词元才能计算「前一个词 / 后一个词」分数。")
+        raise ValueError("至少要有 2 个词元才能计算「前一个词元 / 后一个词元」分数。")
     idx = np.arange(t - 1)
     scores = {
         "prev": att[..., idx + 1, idx].mean(axis=-1),  # (L, H)  A[i, i-1] averaged over i = 1..T-1

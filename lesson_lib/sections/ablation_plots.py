@@ -107,7 +107,7 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
                    va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")  # above the dashed line, not on it
     right.set_ylim(0, 1.05)
     right.set_ylabel("测试准确率")
-    right.set_title(f"玩具实验：3-lookup 任务，一层注意力，d_model = {d_model}")
+    right.set_title(f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
     right.grid(alpha=0.3)
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     fig.text(0.99, 0.005, wrap_title(SOURCE_NOTE + "；下图为本课的种子化训练", 5.8, MIN_FONT_PT), ha="right",

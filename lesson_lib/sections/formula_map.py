@@ -70,7 +70,7 @@ def formula_table() -> str:
 
 def formula_view():
     """The same tables as ``formula_table``, shown as HTML tables in JupyterLab (cells wrap between words)."""
-    from lesson_lib.display.theme import Table, Tables
+    from lesson_lib.display.tables import Table, Tables
 
     return Tables(Table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
                         caption=f"{fn.__name__}：")

@@ -59,11 +59,17 @@ JS_LAYOUT = """() => {
       if (!inside) out.clipped.push(`cell ${i}: <${el.tagName.toLowerCase()} class="${el.className}"> ends at ` +
                                     `${r.right.toFixed(0)} > ${right.toFixed(0)}`);
     }
-    for (const img of area.querySelectorAll('img')) {
-      const r = img.getBoundingClientRect();
-      if (img.naturalWidth && r.width < img.naturalWidth * MIN_SCALE)
-        out.scaled.push(`cell ${i}: ${img.naturalWidth} px shown at ${r.width.toFixed(0)} px ` +
-                        `(${(100 * r.width / img.naturalWidth).toFixed(0)} %)`);
+    // A picture the learner sees: a shown <img> (a trusted page hides the PNG fallback of a themed SVG) or an
+    // outermost <svg>, whose own size is its width attribute (matplotlib writes points: 1 pt = 4/3 px).
+    const shown = el => el.getClientRects().length > 0;
+    const own = el => el.tagName.toLowerCase() === 'img' ? el.naturalWidth
+      : (w => w.endsWith('pt') ? parseFloat(w) * 4 / 3 : parseFloat(w))(el.getAttribute('width') || '');
+    for (const pic of area.querySelectorAll('img, svg')) {
+      if (!shown(pic) || (pic.parentElement && pic.parentElement.closest('svg'))) continue;
+      const r = pic.getBoundingClientRect(), natural = own(pic);
+      if (natural && r.width < natural * MIN_SCALE)
+        out.scaled.push(`cell ${i}: ${natural.toFixed(0)} px shown at ${r.width.toFixed(0)} px ` +
+                        `(${(100 * r.width / natural).toFixed(0)} %)`);
     }
   }
   for (const m of document.querySelectorAll('.jp-Notebook .jp-RenderedMarkdown mjx-container[display="true"]')) {
@@ -226,7 +232,7 @@ def test_keyboard_only_through_every_interactive_section(lesson, shots):
     tab_to(page, step)
     page.keyboard.press("ArrowRight")
     wait_text(page, out, "第 2/8 步", "§3 stepper, ArrowRight")
-    forget = page.locator(".jp-Notebook .widget-checkbox input").first
+    forget = out.locator(".widget-checkbox input").first  # the stepper's own (§2's quiz has checkboxes too)
     tab_to(page, forget)
     page.keyboard.press("Space")
     wait_text(page, out, "第 2/6 步", "§3 stepper, 忘了 transpose by Space")

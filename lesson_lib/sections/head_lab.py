@@ -164,19 +164,19 @@ def zoom_alt(state: LabState, zoom: int) -> str:
 def overview_alt(state: LabState, zoom: int) -> str:
     """What the overview of all heads shows, in Chinese: how many, which is framed, how concentrated they are."""
     if state.h == 1:
-        return f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；每个词只有这一行权重。"
+        return f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；每个词元只有这一行权重。"
     c = concentration(state)
     most, least = int(np.argmax(c)), int(np.argmin(c))
     return (f"全部 {state.h} 个头的小图（每头 d_k = {state.d_k}），红框是放大的头 {zoom}。"
             f"每个头各行最大权重的平均：最集中的是头 {most + 1}（{c[most]:.2f}），"
             f"最分散的是头 {least + 1}（{c[least]:.2f}），{state.h} 个头平均 {c.mean():.2f}"
-            f"（1 = 只看一个词，{1 / len(state.tokens):.2f} = 平均分给每个词）。")
+            f"（1 = 只看一个词元，{1 / len(state.tokens):.2f} = 平均分给每个词元）。")
 
 
 def zoom_table(state: LabState, zoom: int):
     """(headers, rows): head ``zoom``'s weights, one row per word that attends."""
     w = state.weights[zoom - 1]
-    return ["行（发出关注）", *state.tokens], [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(state.tokens, w)]
+    return ["行（发出关注的词元）", *state.tokens], [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(state.tokens, w)]
 
 
 def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
@@ -186,10 +186,10 @@ def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
 
     zoom = check_zoom(state, zoom)
     zoomed = heads_svg_html(state.weights[zoom - 1], state.tokens, cell_px=ZOOM_CELL_PX,
-                            suptitle=f"头 {zoom}（放大）：每行是一个词分出的权重",
+                            suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
                             alt=zoom_alt(state, zoom), table=False, height=LAB_HEIGHT)
     title = f"全部 {state.h} 个头" + (f"（红框 = 头 {zoom}）" if state.h > 1 else "")
-    note = "h = 1：只有左边这一个头，每个词只有这一行权重。把滑块拖到 2 或更多，这里会排出每个头的小图。"
+    note = "h = 1：只有左边这一个头，每个词元只有这一行权重。把滑块拖到 2 或更多，这里会排出每个头的小图。"
     overview = heads_overview_svg_html(state.weights, zoom, OVERVIEW_WIDTH, LAB_HEIGHT, overview_alt(state, zoom),
                                        title, note=note)
     return zoomed, overview

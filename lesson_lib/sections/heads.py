@@ -87,7 +87,8 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bo
                           "Q.reshape(n, h, d_k)", q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k), "词元"))
     qh, kh, vh = (split(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
     o3, t3 = split(owner, h), split(token, h)
-    label = "直接 reshape 成 (h, n, d_k)，忘了 transpose！" if forget_transpose else "转置成 (h, n, d_k)：头放到最前面"
+    label = ("直接 reshape 成 (h, n, d_k)，忘了 transpose！" if forget_transpose
+             else "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）")
     code = "split_heads(Q, h)" if not forget_transpose else "Q.reshape(h, n, d_k)"
     steps.append(Step(label, code, qh.shape, o3, t3, "头"))
     heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
@@ -99,7 +100,9 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bo
         steps.append(Step("转置回 (n, h, d_v)：词元重新放到最前面", "heads.swapaxes(0, 1)", back.shape,
                           np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1), "词元"))
     concat = merge_heads(heads)  # (n, h·d_v)
-    steps.append(Step("拼接 Concat(head_1, …, head_h)", "merge_heads(heads)", concat.shape, merge_heads(o3),
+    title = "拼接 Concat(head_1, …, head_h)"
+    title += "" if forget_transpose else "（上一步的转置加这一步，就是 merge_heads）"
+    steps.append(Step(title, "merge_heads(heads)", concat.shape, merge_heads(o3),
                       merge_heads(mixed_token)))
     out = concat @ w_o  # (n, d_model)
     steps.append(Step("乘 W^O：各头的结果第一次混在一起", "concat @ W_O", out.shape, np.full(out.shape, -1),

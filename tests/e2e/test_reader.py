@@ -263,9 +263,9 @@ def test_keyboard_only_through_every_interactive_section(lesson, shots):
     tab_to(page, box)
     page.keyboard.type("32")  # d_k at h = 16
     radios = quiz.locator("input[type=radio]")
-    tab_to(page, radios.first)  # a radio group is one Tab stop; the arrow keys choose inside it
-    page.keyboard.press("ArrowDown")  # 变多 -> 不变
-    assert radios.nth(1).is_checked(), "ArrowDown did not choose the second option"
+    tab_to(page, radios.nth(1))  # 不变: each option is a Tab stop, Space chooses it
+    page.keyboard.press("Space")
+    assert radios.nth(1).is_checked(), "Space did not choose the option"
     submit = quiz.get_by_role("button", name="提交")
     tab_to(page, submit)
     page.keyboard.press("Enter")
@@ -284,9 +284,18 @@ def test_keyboard_only_through_every_interactive_section(lesson, shots):
     answer = interview.locator("textarea")
     tab_to(page, answer)
     page.keyboard.type("多个头可以同时关注不同位置、不同子空间的信息，单头只能加权平均。")
-    tab_to(page, interview.get_by_role("button", name="提交"))
+    tab_to(page, interview.get_by_role("button", name="写好了，看要点"))
     page.keyboard.press("Enter")
-    wait_text(page, interview, "已作答 1 次", "interview by keyboard")
+    wait_text(page, interview, "要点对照", "interview: the rubric after writing, by keyboard")
+    tick = interview.locator(".widget-checkbox input").first
+    tab_to(page, tick)
+    page.keyboard.press("Space")  # the learner ticks a point they covered
+    tab_to(page, interview.get_by_role("button", name="记录自评"))
+    page.keyboard.press("Enter")
+    wait_text(page, interview, "自评", "interview: self-assessment recorded by keyboard")
+    tab_to(page, interview.get_by_role("button", name="看参考答案"))
+    page.keyboard.press("Space")
+    wait_text(page, interview, "参考答案（核心", "interview: reference answer revealed by keyboard")
     # The summary: it counts what the keyboard did; Tab to 导出进度, Enter.
     summary = page.locator(".jp-Notebook .lesson-quiz-progress")
     wait_text(page, summary, "面试自检", "summary")

@@ -55,7 +55,7 @@ PROGRESS_ENV = "LESSON_PROGRESS_FILE"
 # After Restart & Run All each student submits one exercise attempt, so the lesson has progress to save:
 # the classic slip of section 3, a reshape without the transpose (wrong, and recorded as such).
 STUDENT_ATTEMPT = (
-    "from lesson_lib import exercises\n"
+    "from lesson_lib.selftest import exercises\n"
     "_ = exercises.check('split_heads', lambda x, h: x.reshape(h, x.shape[0], -1))"
 )
 # Printed by each kernel at the end: the CPUs the lesson sized itself to, and the BLAS threads it runs.
@@ -487,7 +487,8 @@ class Student:
         run.server_cpu_s = (own_cpu_seconds(server) - server_cpu0) if server else 0.0
         after = _files(self.home)
         run.written = sorted(p for p, t in after.items() if before.get(p) != t)
-        run.progress_files = [p for p in run.written if "progress" in Path(p).name.lower()]
+        run.progress_files = [p for p in run.written  # the lock beside the file is filelock's, not a second file
+                              if "progress" in Path(p).name.lower() and not p.endswith(".lock")]
         return run
 
 

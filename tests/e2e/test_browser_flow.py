@@ -622,7 +622,7 @@ def _flow(name: str, lab_server, browser, shots: Path, e2e_report) -> None:
         contrast = _check_contrast(flow, theme)
         _check_layout(flow, sizes[0])
         lab_fit = [_check_lab_scale(flow, ui, sizes[0])]
-        listing = page.locator(".jp-Notebook pre.lesson-source").nth(1)  # §9's softmax
+        listing = page.locator(".jp-Notebook pre.lesson-source", has_text="def softmax").first  # §9's softmax
         listing.scroll_into_view_if_needed()
         flow.shot(f"at_{sizes[0][0]}_s9_softmax_source", listing)
         page.set_viewport_size({"width": sizes[1][0], "height": sizes[1][1]})

@@ -466,7 +466,7 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
 
 
 def figure_png(fig, dpi: int = 80, keep: bool = False) -> bytes:
-    """Render a figure to PNG bytes (widgets show the bytes in an Image; pictures use it as the fallback).
+    """Render a figure to PNG bytes (``picture_html``'s fallback for sanitized pages; the benchmarks' reference).
 
     By default the figure is trimmed to its contents and closed. ``keep=True`` is for a figure a
     widget redraws in place: its layout is fixed already, so it is drawn once, as it is, and kept open.
@@ -486,17 +486,14 @@ def figure_png(fig, dpi: int = 80, keep: bool = False) -> bytes:
 
 def picture_html(fig, alt: str | None = None, table=None, fallback: bool = True) -> str:
     """The HTML that shows ``fig``: themed SVG named by its alt text, a PNG for sanitized pages, the numbers folded."""
-    import io
 
     alt = alt or alt_text(fig)
     if not alt:
         raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
     table = table if table is not None else getattr(fig, "lesson_table", None)
     png = None
-    if fallback:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=_FALLBACK_DPI)
-        png = (buf.getvalue(), round(fig.get_figwidth() * _FALLBACK_DPI))
+    if fallback:  # drawn as laid out (keep=True): the SVG beside it is not trimmed either
+        png = (figure_png(fig, dpi=_FALLBACK_DPI, keep=True), round(fig.get_figwidth() * _FALLBACK_DPI))
     return wrap_picture(figure_svg(fig), alt, table, png)
 
 

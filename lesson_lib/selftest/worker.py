@@ -1,0 +1,214 @@
+"""One process of its own for the learner's code: reused while it lives, killed at the budget, then replaced.
+
+The kernel belongs to the learner, and so do its accidents: a loop, a typo such as ``n ** d_model ** h``
+(one big-int power that never lets go of the interpreter), ``os._exit``, a segfault, a huge array. None of
+them can be stopped from inside the process they run in, so the checker runs them in another one. ``run``
+sends a job to that process (``python -c`` started with ``subprocess``, talking over its stdin/stdout: the
+same on Linux, macOS and Windows, and it never re-runs the caller's script the way multiprocessing's spawn
+does) and waits at most ``budget`` seconds; when time is up, or the child died, it is killed and reaped (no
+zombie), a new one is started at once for the next check, and the caller learns what happened.
+
+Nothing starts at import: the first ``run`` starts the process (Python, numpy and the ``preload`` modules:
+about half a second); later runs reuse it (a few milliseconds). The child ends with the kernel: a kernel
+that dies closes the pipe the child reads, and a kernel that exits kills it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import os
+import pickle
+import queue
+import struct
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+
+__all__ = ["Reply", "run", "stop"]
+
+START_S = 120.0  # a cold start on a busy class hub may be slow; not counted in the learner's budget
+MEMORY_HEADROOM = 2 * 2**30  # bytes the learner's code may allocate (Linux): a huge array raises MemoryError
+OUTPUT_CHARS = 4000  # what the learner's print() calls may show, at most
+_HEADER = struct.Struct("<Q")  # each message: its length, then a pickle
+
+
+@dataclass(frozen=True)
+class Reply:
+    kind: str  # ok, timeout (killed at the budget), crashed (the process ended), interrupted (Ctrl-C / 中断),
+    # nostart (the process could not start: a broken environment, not the learner's code)
+    value: object = None  # what the job returned (ok)
+    printed: str = ""  # what the job printed (ok)
+    exitcode: int | None = None  # crashed: the process's exit code (negative: the signal that ended it)
+
+
+def _send(stream, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream):
+    """The next message, or raise EOFError when the other side is gone."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError
+    data = stream.read(_HEADER.unpack(header)[0])
+    return pickle.loads(data)
+
+
+class _Child:
+    def __init__(self, preload: tuple[str, ...]):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # tiny arrays: one thread
+            env.setdefault(var, "1")
+        code = f"from {__name__} import _serve; _serve({preload!r})"
+        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        env=env)  # fmt: skip
+        self.messages: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True, name="lesson-checker-reader").start()
+        self.pid, self.preload, self.ready = os.getpid(), preload, False
+
+    def _read(self) -> None:
+        """Every message from the child, then None when it is gone (EOF)."""
+        try:
+            while True:
+                self.messages.put(_receive(self.process.stdout))
+        except Exception:
+            self.messages.put(None)
+
+    def next(self, timeout: float):
+        """The child's next message; None if it died; raise queue.Empty at the timeout."""
+        return self.messages.get(timeout=timeout)
+
+    def wait_ready(self) -> bool:
+        if not self.ready:
+            try:
+                self.ready = self.next(START_S) == "ready"
+            except queue.Empty:
+                pass
+        return self.ready
+
+    def kill(self) -> int | None:
+        self.process.kill()
+        code = self.process.wait()  # reaped: no zombie
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        return code
+
+
+_lock = threading.Lock()
+_child: _Child | None = None
+
+
+def _get(preload: tuple[str, ...]) -> _Child:
+    global _child
+    if _child is None or _child.pid != os.getpid() or _child.preload != preload or _child.process.poll() is not None:
+        if _child is not None and _child.pid == os.getpid():
+            _child.kill()
+        else:
+            atexit.register(stop)  # idempotent enough: stop() with no child does nothing
+        _child = _Child(preload)
+    return _child
+
+
+def _replace(preload: tuple[str, ...]) -> int | None:
+    """Kill the child; start the next one now, so it is warm by the time the learner has fixed the code."""
+    global _child
+    code = _child.kill() if _child is not None else None
+    _child = _Child(preload)
+    return code
+
+
+def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
+    """``module:function`` called in the child with ``payload``; its return value (plain data) and print output.
+
+    Never waits longer than ``budget`` seconds once the child is ready; never raises for what the job does."""
+    with _lock:
+        child = _get(preload)
+        try:
+            if not child.wait_ready():
+                return Reply("nostart", exitcode=_replace(preload))
+            try:
+                _send(child.process.stdin, (target, payload))
+                answer = child.next(budget)
+            except (OSError, ValueError):  # the child is gone: a broken pipe
+                answer = None
+            except queue.Empty:
+                _replace(preload)
+                return Reply("timeout")
+            if answer is None:
+                return Reply("crashed", exitcode=_replace(preload))
+            value, printed = answer
+            return Reply("ok", value, printed)
+        except KeyboardInterrupt:
+            _replace(preload)
+            return Reply("interrupted")
+
+
+def stop() -> None:
+    """Kill the child now (tests; an exiting kernel)."""
+    global _child
+    with _lock:
+        if _child is not None and _child.pid == os.getpid():
+            _child.kill()
+        _child = None
+
+
+# ------------------------------------------------------------------------------------------ in the child
+class _Printed(io.StringIO):
+    """sys.stdout / sys.stderr of a job: keeps the first OUTPUT_CHARS characters (a loop that prints forever
+    must not fill the memory before the budget ends it)."""
+
+    def write(self, text) -> int:
+        room = OUTPUT_CHARS - self.tell()
+        if room > 0:
+            super().write(text[:room] if len(text) <= room else text[:room] + "\n…（后面的输出省略了）\n")
+        return len(text)
+
+
+def _limit_memory() -> None:
+    """Linux: a huge allocation raises MemoryError instead of pushing the machine into the OOM killer."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as f:
+            in_use = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        soft = in_use + MEMORY_HEADROOM
+        resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    except (ImportError, OSError, ValueError):  # macOS / Windows: the budget still ends a slow allocation
+        pass
+
+
+def _serve(preload: tuple[str, ...]) -> None:
+    """The child's loop: read a job from stdin, answer on the original stdout (fd 1 then points at stderr, so
+    a stray print from C cannot corrupt the answers)."""
+    import importlib
+
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    jobs = sys.stdin.buffer
+    for name in preload:
+        importlib.import_module(name)
+    _limit_memory()
+    _send(answers, "ready")
+    depth = sys.getrecursionlimit()
+    while True:
+        try:
+            target, payload = _receive(jobs)
+        except (EOFError, OSError, KeyboardInterrupt):  # the kernel is gone (or Ctrl-C reached the group)
+            return
+        module, function = target.split(":")
+        printed = _Printed()
+        sys.stdout = sys.stderr = printed
+        try:
+            value = getattr(importlib.import_module(module), function)(payload)
+        finally:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+            sys.setrecursionlimit(depth)  # a learner's setrecursionlimit stays with that check
+        _send(answers, (value, printed.getvalue()))

@@ -60,12 +60,12 @@ def multi_head_attention_loop_solution(x, w_q, w_k, w_v, w_o, h):
     heads = []
     for i in range(h):
         cols = slice(i * d_k, (i + 1) * d_k)  # 头 i 只用每个投影矩阵的第 i 块列
-        q = x @ w_q[:, cols]  # (n, d_k)
-        k = x @ w_k[:, cols]  # (n, d_k)
-        v = x @ w_v[:, cols]  # (n, d_k)
-        scores = q @ k.T / np.sqrt(d_k)  # (n, n)  除以 √d_k，打分不随宽度变大
+        q = x @ w_q[:, cols]  # (n, d_k)  头 i 的查询
+        k = x @ w_k[:, cols]  # (n, d_k)  头 i 的键
+        v = x @ w_v[:, cols]  # (n, d_k)  头 i 的值
+        scores = q @ k.T / np.sqrt(d_k)  # (n, n)  除以 √d_k：打分的方差不随 d_k 变大
         weights = softmax(scores, axis=-1)  # (n, n)  沿最后一轴：每一行（一个查询）和为 1
-        heads.append(weights @ v)  # (n, d_k)
+        heads.append(weights @ v)  # (n, d_k)  头 i 的输出：值的加权平均
     concat = np.concatenate(heads, axis=-1)  # (n, h·d_k) = (n, d_model)  按头的顺序拼接
     return concat @ w_o  # (n, d_model)  W^O 把各个头的结果混在一起
 
@@ -76,7 +76,7 @@ def count_multiplies_solution(n, d_model, h):
     projections = 3 * n * d_model * d_model  # X W^Q、X W^K、X W^V：三次 (n, d) @ (d, d)
     scores = h * (n * n * d_k)  # 每个头 Q_i K_iᵀ：(n, d_k) @ (d_k, n)
     weighted = h * (n * n * d_k)  # 每个头 weights_i V_i：(n, n) @ (n, d_k)
-    output = n * d_model * d_model  # Concat(head_i) W^O：(n, d) @ (d, d)
+    output = n * d_model * d_model  # 输出投影 Concat(head_i) W^O：(n, d) @ (d, d)
     return projections + scores + weighted + output  # 与 h 无关：h 个窄头合起来和一个宽头一样多
 
 

@@ -110,8 +110,6 @@ def _get(preload: tuple[str, ...]) -> _Child:
     if _child is None or _child.pid != os.getpid() or _child.preload != preload or _child.process.poll() is not None:
         if _child is not None and _child.pid == os.getpid():
             _child.kill()
-        else:
-            atexit.register(stop)  # idempotent enough: stop() with no child does nothing
         _child = _Child(preload)
     return _child
 
@@ -150,6 +148,7 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
             return Reply("interrupted")
 
 
+@atexit.register
 def stop() -> None:
     """Kill the child now (tests; an exiting kernel)."""
     global _child
@@ -191,7 +190,10 @@ def _serve(preload: tuple[str, ...]) -> None:
     import importlib
 
     answers = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no usable stderr (a kernel started without a console on Windows)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     jobs = sys.stdin.buffer
     for name in preload:
         importlib.import_module(name)

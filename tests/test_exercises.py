@@ -25,6 +25,7 @@ from lesson_lib.selftest import worker
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)
+LINUX = sys.platform.startswith("linux")  # the worker's memory limit (elsewhere the budget ends a huge array)
 BUDGET_S = 0.5  # the budget in the accident tests (the notebook's is ex.BUDGET_S)
 
 
@@ -141,8 +142,8 @@ ACCIDENTS = {  # name: (exercise, function, the statuses that say what happened)
     "os._exit": ("split_heads", _exits, {"error"}),
     "segfault": ("split_heads", _segfault, {"error"}),
     "deep recursion, raised limit": ("split_heads", _deep_recursion, {"error"}),
-    "huge allocation": ("split_heads", _huge_allocation, {"error"}),
-    "huge allocation, written": ("split_heads", _huge_touched, {"error", "timeout"}),
+    "huge allocation": ("split_heads", _huge_allocation, {"error"} if LINUX else {"error", "timeout"}),
+    "huge allocation, written": ("split_heads", _huge_touched, {"error"} if LINUX else {"error", "timeout", "wrong"}),
 }
 @pytest.mark.parametrize("accident", list(ACCIDENTS))
 def test_an_accident_ends_the_check_and_the_next_check_works(accident):
@@ -154,9 +155,11 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
     assert ex.check(name, _retyped(name)).passed  # the kernel, and the checker, go on as before
 
 
-def test_the_typo_in_the_counting_exercise_names_the_likely_cause():
-    result = ex.check("count_multiplies", _big_power, budget=BUDGET_S)
-    assert result.status == "timeout" and "n ** d_model ** h" in result.message
+def test_a_stopped_check_names_the_line_it_was_stuck_on():
+    result = ex.check("count_multiplies", _big_power, budget=BUDGET_S)  # stuck in one C call
+    assert result.status == "timeout" and "停在这一行：「return n ** d_model ** h" in result.message
+    result = ex.check("split_heads", _forever, budget=BUDGET_S)  # stuck in a loop
+    assert result.status == "timeout" and re.search("停在这一行：「(pass|while True:)", result.message)
 
 
 def test_a_killed_worker_is_reaped_and_replaced():

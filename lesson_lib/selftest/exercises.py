@@ -20,6 +20,7 @@ import ast
 import functools
 import inspect
 import math
+import re
 import sys
 import textwrap
 from collections.abc import Callable
@@ -635,17 +636,29 @@ def _in_process(name: str, fn, source: str, budget: float | None) -> ExerciseRes
             print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")  # the learner's own print()s
         status, message = reply.value
         return ExerciseResult(name, status, message)
-    return ExerciseResult(name, *_ended(learner, reply, budget))
+    return ExerciseResult(name, *_ended(learner, reply, budget, _stuck_at(reply.stack, fn, source)))
 
 
-def _ended(learner: str, reply: worker.Reply, budget: float) -> tuple[str, str]:
+def _stuck_at(stack: str, fn, source: str) -> str:
+    """「（停在这一行：…）」: the learner's innermost line in faulthandler's dump (most recent call first)."""
+    code = getattr(fn, "__code__", None)
+    function, first = (code.co_name, code.co_firstlineno) if code is not None else (None, 1)
+    lines = textwrap.dedent(source).splitlines()
+    for path, lineno, name in re.findall(r'File "(.*)", line (\d+) in (\S+)', stack):
+        index = int(lineno) - first
+        if (name == function or path == "<learner>") and 0 <= index < len(lines):
+            return f"（停在这一行：「{lines[index].strip()[:80]}」）"
+    return ""
+
+
+def _ended(learner: str, reply: worker.Reply, budget: float, where: str = "") -> tuple[str, str]:
     """(status, message) for a check that did not come back."""
     after = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
     if reply.kind == "timeout":
         return "timeout", (
-            f"{learner} 运行了 {budget:g} 秒还没有结束，检查器把它停下了：是不是写了死循环？"
+            f"{learner} 运行了 {budget:g} 秒还没有结束{where}，检查器把它停下了：是不是写了死循环？"
             "检查 while 循环的退出条件和 for 循环的范围。也可能是一次极大的计算："
-            "例如把乘法写成了幂（n ** d_model ** h 是一个几百万位的整数），"
+            "例如把乘法写成了幂：n ** d_model ** h 的位数多到永远算不完，"
             f"或创建了巨大的数组。这里的例子都很小，正确的写法一眨眼就算完。{after}")  # fmt: skip
     if reply.kind == "interrupted":
         return "interrupted", f"检查被中断了（{learner} 还没算完）。如果是因为等得太久：是不是写了死循环？{after}"

@@ -16,6 +16,7 @@ that dies closes the pipe the child reads, and a kernel that exits kills it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import io
 import os
 import pickle
@@ -23,6 +24,7 @@ import queue
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 
@@ -40,6 +42,7 @@ class Reply:
     # nostart (the process could not start: a broken environment, not the learner's code)
     value: object = None  # what the job returned (ok)
     printed: str = ""  # what the job printed (ok)
+    stack: str = ""  # timeout: where the job was shortly before the budget ended (faulthandler's dump)
     exitcode: int | None = None  # crashed: the process's exit code (negative: the signal that ended it)
 
 
@@ -63,7 +66,9 @@ class _Child:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # tiny arrays: one thread
             env.setdefault(var, "1")
-        code = f"from {__name__} import _serve; _serve({preload!r})"
+        fd, self.dump = tempfile.mkstemp(prefix="lesson-checker-", suffix=".txt")
+        os.close(fd)
+        code = f"from {__name__} import _serve; _serve({preload!r}, {self.dump!r})"
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         env=env)  # fmt: skip
         self.messages: queue.Queue = queue.Queue()
@@ -90,9 +95,19 @@ class _Child:
                 pass
         return self.ready
 
+    def where(self) -> str:
+        """The child's last stack dump (read before ``kill``, which deletes it)."""
+        try:
+            with open(self.dump, encoding="utf-8", errors="replace") as f:
+                return f.read(20_000)
+        except OSError:
+            return ""
+
     def kill(self) -> int | None:
         self.process.kill()
         code = self.process.wait()  # reaped: no zombie
+        with contextlib.suppress(OSError):
+            os.remove(self.dump)
         for stream in (self.process.stdin, self.process.stdout):
             try:
                 stream.close()
@@ -132,13 +147,14 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
             if not child.wait_ready():
                 return Reply("nostart", exitcode=_replace(preload))
             try:
-                _send(child.process.stdin, (target, payload))
+                _send(child.process.stdin, (target, payload, budget))
                 answer = child.next(budget)
             except (OSError, ValueError):  # the child is gone: a broken pipe
                 answer = None
             except queue.Empty:
+                stack = child.where()
                 _replace(preload)
-                return Reply("timeout")
+                return Reply("timeout", stack=stack)
             if answer is None:
                 return Reply("crashed", exitcode=_replace(preload))
             value, printed = answer
@@ -184,7 +200,7 @@ def _limit_memory() -> None:
         pass
 
 
-def _serve(preload: tuple[str, ...]) -> None:
+def _serve(preload: tuple[str, ...], dump: str) -> None:
     """The child's loop: read a job from stdin, answer on the original stdout (fd 1 then points at stderr, so
     a stray print from C cannot corrupt the answers)."""
     import importlib
@@ -198,19 +214,29 @@ def _serve(preload: tuple[str, ...]) -> None:
     for name in preload:
         importlib.import_module(name)
     _limit_memory()
+    import faulthandler
+
+    stacks = open(dump, "w", encoding="utf-8")  # open for the child's life: faulthandler writes to its fd
     _send(answers, "ready")
     depth = sys.getrecursionlimit()
     while True:
         try:
-            target, payload = _receive(jobs)
+            target, payload, budget = _receive(jobs)
         except (EOFError, OSError, KeyboardInterrupt):  # the kernel is gone (or Ctrl-C reached the group)
+            stacks.close()
+            with contextlib.suppress(OSError):
+                os.remove(dump)
             return
         module, function = target.split(":")
         printed = _Printed()
         sys.stdout = sys.stderr = printed
+        stacks.seek(0)
+        stacks.truncate()
+        faulthandler.dump_traceback_later(0.8 * budget, file=stacks)  # where a loop or a long C call is stuck
         try:
             value = getattr(importlib.import_module(module), function)(payload)
         finally:
+            faulthandler.cancel_dump_traceback_later()
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
             sys.setrecursionlimit(depth)  # a learner's setrecursionlimit stays with that check
         _send(answers, (value, printed.getvalue()))

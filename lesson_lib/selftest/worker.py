@@ -70,7 +70,7 @@ class _Child:
         os.close(fd)
         code = f"from {__name__} import _serve; _serve({preload!r}, {self.dump!r})"
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        env=env)  # fmt: skip
+                                        env=env, creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # fmt: skip
         self.messages: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True, name="lesson-checker-reader").start()
         self.pid, self.preload, self.ready = os.getpid(), preload, False
@@ -196,7 +196,7 @@ def _limit_memory() -> None:
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         soft = in_use + MEMORY_HEADROOM
         resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-    except (ImportError, OSError, ValueError):  # macOS / Windows: the budget still ends a slow allocation
+    except (ImportError, AttributeError, OSError, ValueError):  # macOS / Windows: the budget ends a slow allocation
         pass
 
 

@@ -12,6 +12,7 @@ import linecache
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 
@@ -181,6 +182,9 @@ def _state(pid: int) -> str:
 
 
 def test_nothing_starts_at_import_or_for_an_unfilled_stub():
+    code = ("import sys\nfrom lesson_lib.selftest import exercises, worker\n"
+            "assert worker._child is None and 'cloudpickle' not in sys.modules")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     worker.stop()
     for name in NAMES:
         assert ex.check(name, stub).status == "todo"

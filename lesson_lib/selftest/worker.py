@@ -164,14 +164,20 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
             return Reply("interrupted")
 
 
-@atexit.register
 def stop() -> None:
-    """Kill the child now (tests; an exiting kernel)."""
+    """Kill the child now (a re-check in a fresh process; tests)."""
     global _child
     with _lock:
         if _child is not None and _child.pid == os.getpid():
             _child.kill()
         _child = None
+
+
+@atexit.register
+def _at_exit() -> None:
+    """An exiting kernel kills its child (without the lock: a check in another thread must not hold up the exit)."""
+    if _child is not None and _child.pid == os.getpid():
+        _child.kill()
 
 
 # ------------------------------------------------------------------------------------------ in the child

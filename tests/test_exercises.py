@@ -136,20 +136,24 @@ def _huge_touched(x, h):
     return a
 
 
-ACCIDENTS = {  # name: (exercise, function, the statuses that say what happened)
+# name: (exercise, function, the statuses that say what happened). The ones that never end get the short
+# budget; the ones that end at once get the notebook's, so that a busy machine cannot turn them into a timeout.
+ACCIDENTS = {
     "endless loop": ("split_heads", _forever, {"timeout"}),
     "loop swallowing every exception": ("split_heads", _swallowing_loop, {"timeout"}),
     "n ** d_model ** h": ("count_multiplies", _big_power, {"timeout"}),
     "os._exit": ("split_heads", _exits, {"error"}),
     "segfault": ("split_heads", _segfault, {"error"}),
-    "deep recursion, raised limit": ("split_heads", _deep_recursion, {"error"}),
+    "deep recursion, raised limit": ("split_heads", _deep_recursion, {"error", "timeout"}),  # crash, or still going
     "huge allocation": ("split_heads", _huge_allocation, {"error"} if LINUX else {"error", "timeout"}),
     "huge allocation, written": ("split_heads", _huge_touched, {"error"} if LINUX else {"error", "timeout", "wrong"}),
 }
+
+
 @pytest.mark.parametrize("accident", list(ACCIDENTS))
 def test_an_accident_ends_the_check_and_the_next_check_works(accident):
     name, fn, statuses = ACCIDENTS[accident]
-    result = ex.check(name, fn, budget=BUDGET_S)
+    result = ex.check(name, fn, budget=BUDGET_S if statuses == {"timeout"} else None)
     assert result.status in statuses, result.message
     assert ex.EXERCISES[name].learner_name in result.message or result.message.startswith("运行出错"), result.message
     assert "Traceback" not in result.message

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 
 __all__ = ["Reply", "run", "stop"]
@@ -96,12 +97,17 @@ class _Child:
         return self.ready
 
     def where(self) -> str:
-        """The child's last stack dump (read before ``kill``, which deletes it)."""
-        try:
-            with open(self.dump, encoding="utf-8", errors="replace") as f:
-                return f.read(20_000)
-        except OSError:
-            return ""
+        """The child's stack dump (read before ``kill``, which deletes it); on a busy machine the dump may come
+        a little late, so wait for it up to half a second."""
+        for _ in range(10):
+            try:
+                with open(self.dump, encoding="utf-8", errors="replace") as f:
+                    if text := f.read(20_000):
+                        return text
+            except OSError:
+                return ""
+            time.sleep(0.05)
+        return ""
 
     def kill(self) -> int | None:
         self.process.kill()

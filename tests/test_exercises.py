@@ -228,6 +228,15 @@ def test_an_error_names_the_learners_line():
     assert result.status == "error" and "第 3 行" in result.message and "transpose(1, 0, 3)" in result.message
 
 
+def test_input_in_the_function_is_an_error_not_a_hang():
+    def asks(x, h):
+        return input("h? ")
+
+    result = ex.check("split_heads", asks)
+    assert result.status == "error" and "EOFError" in result.message
+    assert ex.check("split_heads", _retyped("split_heads")).passed
+
+
 def test_calling_the_check_inside_the_function_is_explained():
     def recursive(x, h):
         return ex.check("split_heads", recursive)

@@ -223,6 +223,7 @@ def _serve(preload: tuple[str, ...], dump: str) -> None:
     except OSError:  # no usable stderr (a kernel started without a console on Windows)
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     jobs = sys.stdin.buffer
+    sys.stdin = io.StringIO()  # input() in the learner's code reads nothing (EOFError), never the job pipe
     for name in preload:
         importlib.import_module(name)
     _limit_memory()

@@ -167,6 +167,19 @@ def test_a_stopped_check_names_the_line_it_was_stuck_on():
     assert result.status == "timeout" and re.search("停在这一行：「(pass|while True:)", result.message)
 
 
+def test_a_crash_reports_the_processs_own_exit_code():
+    assert "退出码 3" in ex.check("split_heads", _exits).message  # os._exit(3), not the kill that reaps it
+
+
+def test_a_worker_that_cannot_start_says_why_and_the_next_check_works(monkeypatch):
+    run = worker.run
+    monkeypatch.setattr(worker, "run", lambda *a, preload=(): run(*a, preload=(*preload, "no_such_module_here")))
+    result = ex.check("split_heads", _retyped("split_heads"))
+    assert result.status == "error" and "no_such_module_here" in result.message
+    monkeypatch.undo()
+    assert ex.check("split_heads", _retyped("split_heads")).passed
+
+
 def test_a_killed_worker_is_reaped_and_replaced():
     ex.check("split_heads", _retyped("split_heads"))
     before = worker._child.process

@@ -663,7 +663,8 @@ def _ended(learner: str, reply: worker.Reply, budget: float, where: str = "") ->
     if reply.kind == "interrupted":
         return "interrupted", f"检查被中断了（{learner} 还没算完）。如果是因为等得太久：是不是写了死循环？{after}"
     if reply.kind == "nostart":
-        return "error", (f"检查器的后台进程没能启动（退出码 {reply.exitcode}），你的函数还没有被检查。"
+        why = reply.stack.strip().splitlines()[-1:] or [""]
+        return "error", (f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why[0]}），你的函数还没有被检查。"
                          "请重启内核（Kernel → Restart）再运行；如果还是这样，把这条信息告诉老师。")  # fmt: skip
     code = reply.exitcode
     if code is not None and 0 <= code < 256:

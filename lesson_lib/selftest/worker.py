@@ -16,6 +16,7 @@ kernel: a kernel that dies closes the pipe the child reads, and a kernel that ex
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import io
 import os
@@ -24,7 +25,6 @@ import queue
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -43,7 +43,8 @@ class Reply:
     # nostart (the process could not start: a broken environment, not the learner's code)
     value: object = None  # what the job returned (ok)
     printed: str = ""  # what the job printed (ok)
-    stack: str = ""  # timeout: where the job was shortly before the budget ended (faulthandler's dump)
+    stack: str = ""  # timeout: where the job was shortly before the budget ended (faulthandler's dump);
+    # nostart: the end of what the process printed to stderr
     exitcode: int | None = None  # crashed: the process's exit code (negative: the signal that ended it)
 
 
@@ -67,13 +68,14 @@ class _Child:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # tiny arrays: one thread
             env.setdefault(var, "1")
-        fd, self.dump = tempfile.mkstemp(prefix="lesson-checker-", suffix=".txt")
-        os.close(fd)
-        code = f"from {__name__} import _serve; _serve({preload!r}, {self.dump!r})"
+        code = f"from {__name__} import _serve; _serve({preload!r})"
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        env=env, creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # fmt: skip
+                                        stderr=subprocess.PIPE, env=env,
+                                        creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # fmt: skip
         self.messages: queue.Queue = queue.Queue()
+        self.errors: collections.deque[str] = collections.deque(maxlen=200)  # the child's stderr, last lines
         threading.Thread(target=self._read, daemon=True, name="lesson-checker-reader").start()
+        threading.Thread(target=self._read_errors, daemon=True, name="lesson-checker-stderr").start()
         self.pid, self.preload, self.ready = os.getpid(), preload, False
 
     def _read(self) -> None:
@@ -83,6 +85,12 @@ class _Child:
                 self.messages.put(_receive(self.process.stdout))
         except Exception:
             self.messages.put(None)
+
+    def _read_errors(self) -> None:
+        """The child's stderr (faulthandler's dump, C-level output), kept in a short window; nothing is written."""
+        with contextlib.suppress(Exception):
+            for line in iter(lambda: self.process.stderr.readline(4096), b""):
+                self.errors.append(line.decode("utf-8", "replace"))
 
     def next(self, timeout: float):
         """The child's next message; None if it died; raise queue.Empty at the timeout."""
@@ -97,24 +105,24 @@ class _Child:
         return self.ready
 
     def where(self) -> str:
-        """The child's stack dump (read before ``kill``, which deletes it); on a busy machine the dump may come
-        a little late, so wait for it up to half a second."""
+        """The child's stack dump, from its stderr; on a busy machine it may come late: wait up to half a second."""
         for _ in range(10):
-            try:
-                with open(self.dump, encoding="utf-8", errors="replace") as f:
-                    if text := f.read(20_000):
-                        return text
-            except OSError:
-                return ""
+            lines = list(self.errors)
+            starts = [i for i, line in enumerate(lines) if line.startswith("Timeout (")]
+            if starts:
+                time.sleep(0.05)  # the rest of the dump
+                return "".join(list(self.errors)[starts[-1]:])
             time.sleep(0.05)
         return ""
 
-    def kill(self) -> int | None:
+    def kill(self, grace: float = 0.0) -> int | None:
+        """Kill and reap (no zombie); ``grace``: a child that is already exiting may first end by itself, so its
+        own exit code (os._exit's, a segfault's) is the one reported."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=grace)
         self.process.kill()
-        code = self.process.wait()  # reaped: no zombie
-        with contextlib.suppress(OSError):
-            os.remove(self.dump)
-        for stream in (self.process.stdin, self.process.stdout):
+        code = self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             try:
                 stream.close()
             except OSError:
@@ -135,10 +143,10 @@ def _get(preload: tuple[str, ...]) -> _Child:
     return _child
 
 
-def _replace(preload: tuple[str, ...]) -> int | None:
+def _replace(preload: tuple[str, ...], grace: float = 0.0) -> int | None:
     """Kill the child; start the next one now, so it is warm by the time the learner has fixed the code."""
     global _child
-    code = _child.kill() if _child is not None else None
+    code = _child.kill(grace) if _child is not None else None
     _child = _Child(preload)
     return code
 
@@ -151,8 +159,10 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
         child = _get(preload)
         try:
             if not child.wait_ready():
-                return Reply("nostart", exitcode=_replace(preload))
+                code = _replace(preload, grace=1.0)
+                return Reply("nostart", exitcode=code, stack="".join(child.errors)[-300:])  # why, for the teacher
             try:
+                child.errors.clear()
                 _send(child.process.stdin, (target, payload, budget))
                 answer = child.next(budget)
             except (OSError, ValueError):  # the child is gone: a broken pipe
@@ -161,8 +171,8 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
                 stack = child.where()
                 _replace(preload)
                 return Reply("timeout", stack=stack)
-            if answer is None:
-                return Reply("crashed", exitcode=_replace(preload))
+            if answer is None:  # its stdout closed: the child is ending
+                return Reply("crashed", exitcode=_replace(preload, grace=1.0))
             value, printed = answer
             return Reply("ok", value, printed)
         except KeyboardInterrupt:
@@ -212,16 +222,13 @@ def _limit_memory() -> None:
         pass
 
 
-def _serve(preload: tuple[str, ...], dump: str) -> None:
+def _serve(preload: tuple[str, ...]) -> None:
     """The child's loop: read a job from stdin, answer on the original stdout (fd 1 then points at stderr, so
     a stray print from C cannot corrupt the answers)."""
     import importlib
 
     answers = os.fdopen(os.dup(1), "wb")
-    try:
-        os.dup2(2, 1)
-    except OSError:  # no usable stderr (a kernel started without a console on Windows)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.dup2(2, 1)  # the kernel reads stderr (a pipe) for faulthandler's dump only
     jobs = sys.stdin.buffer
     sys.stdin = io.StringIO()  # input() in the learner's code reads nothing (EOFError), never the job pipe
     for name in preload:
@@ -229,23 +236,17 @@ def _serve(preload: tuple[str, ...], dump: str) -> None:
     _limit_memory()
     import faulthandler
 
-    stacks = open(dump, "w", encoding="utf-8")  # open for the child's life: faulthandler writes to its fd
     _send(answers, "ready")
     depth = sys.getrecursionlimit()
     while True:
         try:
             target, payload, budget = _receive(jobs)
         except (EOFError, OSError, KeyboardInterrupt):  # the kernel is gone (or Ctrl-C reached the group)
-            stacks.close()
-            with contextlib.suppress(OSError):
-                os.remove(dump)
             return
         module, function = target.split(":")
         printed = _Printed()
         sys.stdout = sys.stderr = printed
-        stacks.seek(0)
-        stacks.truncate()
-        faulthandler.dump_traceback_later(0.8 * budget, file=stacks)  # where a loop or a long C call is stuck
+        faulthandler.dump_traceback_later(0.8 * budget, file=sys.__stderr__)  # where a loop or a C call is stuck
         try:
             value = getattr(importlib.import_module(module), function)(payload)
         finally:

@@ -2,7 +2,7 @@
 
     python benchmarks/run.py exercises
 
-A check runs the learner's function in the checker's worker process (lesson_lib/selftest/worker.py).
+A check runs the learner's function in the checker's worker process (lesson_lib/practice/worker.py).
 Goal: a warm check (worker already running) in under 50 ms; cold = the first check in a fresh kernel,
 which starts the worker (Python + numpy + the checker). The baseline is the same learner function called
 on the same cases in this process, without the checker. Every accident returns within the budget plus
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The bodies a learner writes: right, and a usual mistake, for each exercise (source, run in a fresh kernel too).
 BODIES = '''
 import numpy as np
-from lesson_lib.kernel.attention import softmax
+from lesson_lib.attention import softmax
 
 def split_right(x, h):
     n, d = x.shape
@@ -69,7 +69,7 @@ COLD = BODIES + '''
 import sys, time
 name, body = sys.argv[1], sys.argv[2]
 t = time.perf_counter()
-from lesson_lib.selftest import exercises
+from lesson_lib.practice import exercises
 imported = time.perf_counter() - t
 t = time.perf_counter()
 result = exercises.check(name, globals()[body])
@@ -105,7 +105,7 @@ def _bare(name: str, fn) -> float:
 
     import numpy as np
 
-    from lesson_lib.selftest import exercises
+    from lesson_lib.practice import exercises
 
     calls = []
     if name == "split_heads":
@@ -161,7 +161,7 @@ def run() -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     namespace: dict = {"__name__": "__main__"}  # as in a notebook: the learner's functions live in __main__
     exec(BODIES + ACCIDENTS, namespace)
-    from lesson_lib.selftest import exercises
+    from lesson_lib.practice import exercises
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = ["check times (ms), goal warm < 50: cold = first check in a fresh process (starts the worker; median of",
@@ -194,7 +194,7 @@ def run() -> list[str]:
 
 
 def _progress_saves(folder: Path) -> list[str]:
-    from lesson_lib.selftest.progress import Progress, ProgressFile
+    from lesson_lib.practice.progress import Progress, ProgressFile
 
     p = Progress(("Q2",), store=ProgressFile(folder / "saves.json"))
     times = []

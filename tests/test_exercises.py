@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from lesson_lib import paper
-from lesson_lib.kernel.attention import head_width, softmax
-from lesson_lib.selftest import exercises as ex
-from lesson_lib.selftest import worker
+from lesson_lib.attention import head_width, softmax
+from lesson_lib.practice import exercises as ex
+from lesson_lib.practice import worker
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)
@@ -199,7 +199,7 @@ def _state(pid: int) -> str:
 
 
 def test_nothing_starts_at_import_or_for_an_unfilled_stub():
-    code = ("import sys\nfrom lesson_lib.selftest import exercises, worker\n"
+    code = ("import sys\nfrom lesson_lib.practice import exercises, worker\n"
             "assert worker._child is None and 'cloudpickle' not in sys.modules")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     worker.stop()

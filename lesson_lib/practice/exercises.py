@@ -650,15 +650,21 @@ def _stuck_at(stack: str, fn, source: str) -> str:
     return ""
 
 
+_HUGE = {  # the likeliest huge computation in each exercise
+    "my_count_multiplies": "例如把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完。",
+    "my_split_heads": "例如创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）。",
+    "my_multi_head_attention_loop": "例如创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）。",
+}
+
+
 def _ended(learner: str, reply: worker.Reply, budget: float, where: str = "") -> tuple[str, str]:
     """(status, message) for a check that did not come back."""
     after = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
     if reply.kind == "timeout":
         return "timeout", (
             f"{learner} 运行了 {budget:g} 秒还没有结束{where}，检查器把它停下了：是不是写了死循环？"
-            "检查 while 循环的退出条件和 for 循环的范围。也可能是一次极大的计算："
-            "例如把乘法写成了幂：n ** d_model ** h 的位数多到永远算不完，"
-            f"或创建了巨大的数组。这里的例子都很小，正确的写法一眨眼就算完。{after}")  # fmt: skip
+            f"检查 while 循环的退出条件和 for 循环的范围。也可能是一次极大的计算：{_HUGE[learner]}"
+            f"这里的例子都很小，正确的写法一眨眼就算完。{after}")  # fmt: skip
     if reply.kind == "interrupted":
         return "interrupted", f"检查被中断了（{learner} 还没算完）。如果是因为等得太久：是不是写了死循环？{after}"
     if reply.kind == "nostart":

@@ -3,7 +3,7 @@
 A message starts with exactly one head: 「正确！」 when a checker is sure every part is right,
 「还不对：」 when it is sure something is wrong, 「请换个写法：」 when it could not read a box (the
 message says what form the box wants; not an attempt), 「还没填完：」 when a box is still empty,
-「先作答：」 when nothing was submitted at all (a prompt, never a verdict), and 「要点对照：」 for free
+「还没有作答：」 when nothing was submitted at all (a prompt, never a verdict), and 「要点对照：」 for free
 text, which the lesson never grades: the learner compares it with the rubric and records a self-assessment.
 
 Tests and the progress file read the structured fields (``verdict``, ``parts``, ``mistakes``,
@@ -21,7 +21,7 @@ RIGHT = "正确！"  # a right answer's message starts with this; the word appea
 WRONG = "还不对："  # a wrong answer's message starts with this
 FORM = "请换个写法："  # a box could not be read: nothing is judged
 INCOMPLETE = "还没填完："  # some boxes are still empty: nothing is judged
-ANSWER_FIRST = "先作答："  # nothing submitted: a prompt to answer, never a verdict
+ANSWER_FIRST = "还没有作答："  # nothing submitted: a prompt to answer, never a verdict
 REVIEW = "要点对照："  # free text: the rubric, never a verdict
 SELF = "自评："  # the learner's own tick of the rubric
 

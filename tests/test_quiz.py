@@ -11,7 +11,7 @@ import pytest
 from helpers import CJK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from quiz_answers import MEANT_RIGHT, NUMBERS, SELF, TABLE
+from quiz_answers import MEANT_RIGHT, SELF, TABLE
 
 from lesson_lib import paper
 from lesson_lib.kernel.attention import head_width
@@ -36,48 +36,106 @@ def _id(row) -> str:
 
 
 # ------------------------------------------------------------------------------------------ the adversarial table
-@pytest.mark.parametrize(("qid", "answer", "expected", "fragment"), TABLE, ids=[_id(r) for r in TABLE])
-def test_adversarial_table(qid, answer, expected, fragment):
+HEADS = {"right": (quiz.RIGHT,), "wrong": (quiz.WRONG,), "form": (quiz.FORM, quiz.INCOMPLETE),
+         "blank": (quiz.ANSWER_FIRST,), "review": (quiz.REVIEW,)}  # fmt: skip
+
+
+def _detail(fb: quiz.Feedback) -> str:
+    """The structured detail a table row expects: named mistakes of a wrong answer, boxes not read of a form."""
+    if fb.verdict == "wrong":
+        return ";".join(fb.mistakes)
+    if fb.verdict == "form":
+        return ";".join(name for name, state in fb.parts if state in ("unread", "empty"))
+    return ""
+
+
+@pytest.mark.parametrize(("qid", "answer", "expected", "detail"), TABLE, ids=[_id(r) for r in TABLE])
+def test_adversarial_table(qid, answer, expected, detail):
     fb = quiz.check(qid, answer)
-    assert fb.verdict == expected, fb.message
-    assert fragment in fb.message, fb.message
-    heads = {"right": (quiz.RIGHT,), "wrong": (quiz.WRONG,), "form": (quiz.FORM, quiz.INCOMPLETE),
-             "review": (quiz.REVIEW,)}[expected]  # fmt: skip
-    assert fb.message.startswith(heads) and fb.question_id == qid
+    assert (fb.verdict, _detail(fb)) == (expected, detail), fb.message
+    assert fb.message.startswith(HEADS[expected]) and fb.question_id == qid
     assert fb.correct is (expected == "right")  # only a right verdict is ever recorded as correct
-    if expected == "form":
-        assert fb.blank  # an unreadable box is not an attempt: nothing is recorded
+    assert fb.version == quiz.question(qid).version  # the feedback names the version of the question it answered
+    if expected in ("form", "blank"):
+        assert fb.blank  # an unreadable box or a blank submission is not an attempt: nothing is recorded
 
 
 def test_the_table_is_large_and_covers_every_question_right_and_wrong():
-    assert len(TABLE) >= 200
+    assert len(TABLE) >= 290
     for qid in quiz.question_ids():
         verdicts = {v for q, _, v, _ in TABLE if q == qid}
-        assert verdicts == {"review"} if quiz.question(qid).kind == "self" else {"right", "wrong"} <= verdicts, qid
+        free = quiz.question(qid).kind == "self"
+        assert verdicts - {"blank"} == {"review"} if free else {"right", "wrong"} <= verdicts
+
+
+def done_when_counts() -> dict[str, int]:
+    """Issue 28's counts over the table: right answers asked to rewrite, wrong answers accepted, right answers
+    told 还不对 (also printed by benchmarks/bench_quiz.py)."""
+    right_rows = [r[:2] for r in TABLE if r[2] == "right"] + MEANT_RIGHT
+    verdicts = [quiz.check(*r).verdict for r in right_rows]
+    wrong_rows = [r[:2] for r in TABLE if r[2] not in ("right", "review", "blank")]
+    return {"right": len(right_rows), "rewrite": verdicts.count("form"), "told_wrong": verdicts.count("wrong"),
+            "not_right": sum(v != "right" for v in verdicts), "wrong_or_unread": len(wrong_rows),
+            "accepted": sum(quiz.check(*r).correct for r in wrong_rows)}  # fmt: skip
 
 
 def test_done_when_counts():
-    """No wrong answer shown as correct; of the right answers to one-value questions ≤ 1 in 10 turned back."""
-    right_rows = [r[:2] for r in NUMBERS if r[2] == "right"] + MEANT_RIGHT
-    turned_back = [r for r in right_rows if quiz.check(*r).verdict != "right"]
-    assert len(right_rows) >= 80 and len(turned_back) * 10 <= len(right_rows)
-    assert all(quiz.check(*r).verdict == "form" for r in turned_back)  # turned back by asking for a form, no diagnosis
-    for qid, answer, expected, _ in TABLE:
-        if expected != "right":
-            fb = quiz.check(qid, answer)
-            assert not fb.correct and "正确" not in fb.message
+    """No wrong answer accepted, no right answer told 还不对, at most 1 in 10 right answers asked to rewrite."""
+    counts = done_when_counts()
+    assert counts["right"] >= 150 and counts["wrong_or_unread"] >= 100
+    assert counts["accepted"] == 0 and counts["told_wrong"] == 0
+    assert counts["not_right"] == counts["rewrite"]  # the right answers not accepted are asked for a form
+    assert counts["rewrite"] * 10 <= counts["right"]
+
+
+JUDGED_FORMS = [r for r in TABLE if r[2] in ("right", "wrong") and quiz.question(r[0]).kind == "form"]
+
+
+@pytest.mark.parametrize(("qid", "answer"), [r[:2] for r in JUDGED_FORMS], ids=[_id(r) for r in JUDGED_FORMS])
+def test_the_echo_is_the_value_read_exactly(qid, answer):
+    """Each box's echo, read back by the same box, is exactly the value read; a wrong value's echo is never
+    the right value's spelling, and it is what the message quotes."""
+    fb = quiz.check(qid, answer)
+    q = quiz.question(qid)
+    texts = quiz.form_values(q, answer)
+    echoes, states = dict(fb.echoes), dict(fb.parts)
+    for box in q.key.boxes:
+        value, _ = box.read(texts[box.name])
+        assert box.read(echoes[box.name])[0] == value
+        if states[box.name] == "wrong":
+            right = box.answer if hasattr(box, "answer") else box.target
+            assert echoes[box.name] != box.shown(right)
+            if not q.key.whole:  # a shape's mistake is explained as a whole, not box by box
+                assert echoes[box.name] in fb.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.decimals(min_value=-10**6, max_value=10**7, places=9, allow_nan=False, allow_infinity=False))
+def test_a_number_near_the_answer_is_echoed_apart_from_it(value):
+    """Any decimal typed into a number box is judged right only at the target, and a wrong one never echoes as it."""
+    for qid, box_index in (("Q2", 0), ("S4", 0), ("S4", 1), ("S4c", 1)):
+        q = quiz.question(qid)
+        answer = [""] * len(q.key.boxes)
+        answer[box_index] = str(value)
+        for i, b in enumerate(q.key.boxes):
+            if i != box_index:
+                answer[i] = b.answer if hasattr(b, "answer") else str(b.target)
+        fb = quiz.check(qid, answer)
+        box = q.key.boxes[box_index]
+        assert fb.correct is (Fraction(value) == box.target)
+        if not fb.correct:
+            echo = dict(fb.echoes)[box.name]
+            assert echo != box.shown(box.target) and box.read(echo)[0] == Fraction(value)
 
 
 def test_feedback_names_only_what_was_read():
-    """A wrong box is quoted back exactly as read; an unread box is never given a value."""
+    """A side note is never multiplied in; an unread box is never given a value."""
     fb = quiz.check("Q2", ["64（512/8）", "不变"])
-    assert "你填的是 64。" in fb.message and "4,096" not in fb.message
+    assert fb.echoes == (("d_k", "64"), ("params", "不变")) and fb.mistakes == ("d_k=64",)
     fb = quiz.check("S3", "（8，12，64），不是（12，8，64）")
-    assert fb.verdict == "form" and "(8, 12, 64, 12, 8, 64)" not in fb.message
-    fb = quiz.check("Q3", ["$8 \\times 64 n^2$", "$512 n^2$"])
-    assert fb.correct and "不相等" not in fb.message
+    assert fb.verdict == "form" and fb.echoes == ()
     fb = quiz.check("S4b", ["40000", "不会"])
-    assert not fb.correct and "「exp 次数」填得对" in fb.message and "随 h 成正比增长" in fb.message
+    assert dict(fb.parts) == {"exp": "right", "grows": "wrong"} and fb.mistakes == ("grows=不会",)
 
 
 @pytest.mark.parametrize("qid", ["Q2", "Q3", "S3", "S4", "S4b", "S4c"])
@@ -92,9 +150,11 @@ def test_forms_read_each_box_on_its_own(qid):
 # ------------------------------------------------------------------------------------------ blanks, odd input
 @pytest.mark.parametrize("qid", ["Q1", "Q2", "Q3", "Q4", "Q5", "S3", "S4"])
 @pytest.mark.parametrize("answer", ["", "   ", "\n\t", None, set(), [], {}])
-def test_blank_answers_are_not_attempts(qid, answer):
+def test_blank_answers_are_a_prompt_not_a_verdict(qid, answer):
     fb = quiz.check(qid, answer)
-    assert fb.blank and not fb.correct and "还没有作答" in fb.message
+    assert fb.blank and not fb.correct and fb.verdict == "blank" and not fb.judged
+    assert not fb.message.startswith((quiz.WRONG, quiz.RIGHT))
+    assert quiz.feedback_html(fb)  # a tone exists for it
 
 
 ODD = [
@@ -119,10 +179,10 @@ def test_odd_strings_give_feedback(answer):
 
 def test_every_box_caps_the_length():
     fb = quiz.check("Q2", ["6" * 10_000, "不变"])
-    assert fb.verdict == "form" and "太长" in fb.message and "10,000" in fb.message
+    assert fb.verdict == "form" and dict(fb.parts)["d_k"] == "unread" and "10,000" in fb.message  # the count, read back
     assert quiz.check("Q4", "A" * 1_000_000).verdict == "form"
     fb = quiz.check("Q1", "平均" * 1_000_000)
-    assert fb.verdict == "review" and "只看了前" in fb.message
+    assert fb.verdict == "review" and str(quiz.MAX_CHARS["self"]) in fb.message
 
 
 def test_non_string_answers():
@@ -150,7 +210,9 @@ def test_any_input_yields_feedback(qid, a, b):
     q = quiz.question(qid)
     fb = quiz.check(qid, [a, b, a] if q.kind == "form" else a)
     assert isinstance(fb, quiz.Feedback) and isinstance(fb.correct, bool) and fb.message
-    assert fb.message.startswith((quiz.RIGHT, quiz.WRONG, quiz.FORM, quiz.INCOMPLETE, quiz.REVIEW))
+    assert fb.message.startswith(HEADS[fb.verdict])
+    if fb.verdict == "wrong":
+        assert all(echo in fb.message for name, echo in fb.echoes if dict(fb.parts)[name] == "wrong")
 
 
 # ------------------------------------------------------------------------------------------ the box reader
@@ -170,7 +232,9 @@ def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
     [("64", 64), ("６４", 64), ("64维", 64), ("六十四", 64), ("6.4万", 64_000), ("5.5千万", 55_000_000),
      ("五千五百万", 55_000_000), ("54,988,800", 54_988_800), ("5.5e7", 55_000_000), ("512/8", 64), ("d_k = 64", 64),
      ("512/8 = 64", 64), ("64（512/8）", 64), ("\\frac{512}{8}", 64), ("$8 \\times 8$", 64), ("2^6", 64),
-     ("约 64", 64), ("八", 8), ("4×10⁴", 40_000)],
+     ("约 64", 64), ("八", 8), ("4×10⁴", 40_000), ("d_k 是 64", 64), ("512/8 等于 64", 64), ("64.", 64),
+     ("64k", 64_000), ("6.4K", 6_400), ("1.5M", 1_500_000), ("64 (= 512/8)", 64), ("d_k = 64 维（512 / 8）", 64),
+     ("31.9999999", Fraction(319999999, 10**7))],
 )  # fmt: skip
 def test_read_value(text, value):
     from lesson_lib.selftest.quiz.parse import read_value
@@ -179,7 +243,8 @@ def test_read_value(text, value):
     assert why == "" and got == quiz.Poly.const(value)
 
 
-@pytest.mark.parametrize("text", ["不是64", "64，不是512", "64 64", "x", "64——才怪", "512/8 = 60", "64(512/9)", "一样"])
+@pytest.mark.parametrize("text", ["不是64", "64，不是512", "64 64", "x", "64——才怪", "512/8 = 60", "64(512/9)", "一样",
+                                  "64 (= 60)", "64 (2)", "64 是 60", "64m²", "k", "64kk"])
 def test_read_value_refuses_with_a_chinese_reason(text):
     from lesson_lib.selftest.quiz.parse import read_value
 
@@ -239,18 +304,16 @@ def test_self_assessment_is_recorded_as_such():
     names = [p.name for p in q1.key.points]
     fb = quiz.assess("Q1", names[:2] + ["not a point"])
     assert fb.covered == tuple(names[:2]) and not fb.correct and fb.verdict == "self"
-    assert f"2 / {len(names)}" in fb.message and "正确" not in fb.message
+    assert f"2 / {len(names)}" in fb.message and not fb.message.startswith(quiz.RIGHT)
     assert quiz.interview_self_assess([]).covered == ()
     with pytest.raises(KeyError):
         quiz.assess("Q2", [])
 
 
-def test_q1_premise_is_fixed():
-    """One head can spread its weight; what it cannot do is keep the threads apart."""
+def test_q1_is_a_self_explanation_with_a_rubric():
+    """Q1 is free text: never graded, with rubric points and misconceptions to compare against."""
     q1 = quiz.question("Q1")
-    assert "无法同时关注多个" not in q1.prompt and "也能把权重分给好几个词" in q1.prompt
-    assert any(claim == "单头只能看一个词" for claim, _ in q1.key.misconceptions)
-    assert "同一个向量" in q1.key.model_answer
+    assert q1.kind == "self" and len(q1.key.points) >= 3 and q1.key.misconceptions and q1.key.model_answer
 
 
 # ------------------------------------------------------------------------------------------ content
@@ -283,18 +346,14 @@ def test_answer_keys_match_the_flop_counter_and_the_kernel():
 
 
 def test_transfer_and_understanding_questions():
-    from lesson_lib.selftest.quiz.bank import UNEVEN_HEADS
+    from lesson_lib.selftest.quiz.bank import TRANSFER_D_MODEL, TRANSFER_HEADS, UNEVEN_HEADS
 
-    assert "d_model = 768" in quiz.question("S4c").prompt  # another configuration
-    assert "去掉 W^O" in quiz.question("S3c").prompt  # removing W^O
+    s4c = quiz.question("S4c")
+    assert f"d_model = {TRANSFER_D_MODEL}" in s4c.prompt and f"h = {TRANSFER_HEADS}" in s4c.prompt  # numbers read back
     s3d = quiz.question("S3d")
     assert f"h = {UNEVEN_HEADS}" in s3d.prompt and D % UNEVEN_HEADS  # an h that does not divide d_model
     assert quiz.facts()["uneven_refused"] in s3d.explanation and quiz.facts()["uneven_refused"]
-    s7c = quiz.question("S7c")
-    assert "d_k = 1" in s7c.prompt and s7c.key.answer == {"A", "B"} and "单调" in s7c.explanation
-    q5 = quiz.question("Q5")
-    assert '"application"' in q5.prompt and "非常集中地落在" not in q5.explanation
-    assert "一个头几乎把全部权重给了" in q5.explanation
+    assert quiz.question("S7c").key.answer == {"A", "B"}
 
 
 def test_s4_does_not_repeat_code_exercise_3():
@@ -304,15 +363,9 @@ def test_s4_does_not_repeat_code_exercise_3():
         assert all(Fraction(total) != Fraction(b.target) for b in quiz.question(qid).key.boxes if hasattr(b, "rel_tol"))
 
 
-def test_explanations_teach_the_strict_corrections():
+def test_explanations_carry_the_computed_numbers():
     q3 = quiz.question("Q3").explanation
-    assert "严格来说" in q3 and f"{H} · {D_K}n² = {D}n²" in q3 and "QKᵀ" in q3 and "h·n²" in q3
-    assert f"{count(quiz.N_FLOPS_EXAMPLE, D, H).softmax_exp:,}" in q3
-    assert "Σ_i head_i W^O_i" in quiz.question("Q4").explanation
-    s7 = quiz.question("S7").explanation
-    assert "单次运行" not in s7 and "没有说每一行训练了几次" in s7
-    s7b = quiz.question("S7b").explanation
-    assert "(B) 行" in s7b and "很大程度上" not in s7b and "部分" in s7b
+    assert f"{H} · {D_K}n² = {D}n²" in q3 and f"{count(quiz.N_FLOPS_EXAMPLE, D, H).softmax_exp:,}" in q3
     for qid in quiz.question_ids():
         if quiz.question(qid).kind != "self":
             assert quiz.question(qid).explanation.startswith("解析：")
@@ -331,8 +384,7 @@ def test_model_answer_and_follow_ups_come_from_lesson_lib():
 
     text = quiz.model_answer()
     assert f"d_model = {D}" in text and f"d_k = {D_K}" in text
-    assert f"{count(quiz.N_FLOPS_EXAMPLE, D, H).matmul_total:,}" in text and "相近" in text
-    assert "Michel" in text and "Voita" in text and "MQA" in text and "GQA" in text
+    assert f"{count(quiz.N_FLOPS_EXAMPLE, D, H).matmul_total:,}" in text
     for k in (H, GQA_GROUPS, 1):
         assert f"{kv_sharing(D, H, k).cache_per_token:,}" in text
         assert f"{kv_sharing(D, H, k).projection_params:,}" in text
@@ -391,3 +443,37 @@ def test_deeply_nested_answers_are_unreadable_not_a_crash():
         feedback = quiz.interview_check(value)
         assert not feedback.correct and not feedback.judged and "正确" not in feedback.message
         assert not quiz.check("Q2", value).correct  # feedback (it asks for a readable form) instead of raising
+
+
+# ------------------------------------------------------------------------------------------ question versions
+def test_versions_are_computed_from_the_question_data(monkeypatch):
+    """A question's version follows its prompt and answer key: change the paper's head count and the questions
+    that ask about it get a new version; the others keep theirs. check() names the version it answered."""
+    before = quiz.versions()
+    assert set(before) == {*quiz.question_ids(), quiz.INTERVIEW_ID} and len(set(before.values())) == len(before)
+    assert quiz.check("Q2", ["32", "不变"]).version == before["Q2"]
+    assert quiz.interview_check("单头会平均").version == before[quiz.INTERVIEW_ID]
+    monkeypatch.setattr(paper, "BASE_HEADS", 4)
+    quiz.clear_cache()
+    try:
+        after = quiz.versions()
+    finally:
+        monkeypatch.undo()
+        quiz.clear_cache()
+    assert after["Q3"] != before["Q3"] and after["S3"] != before["S3"]  # their prompts and keys use h
+    assert after["S7c"] == before["S7c"] and after["Q4"] != before["Q4"]  # S7c does not; Q4's options name h
+    assert quiz.versions() == before  # deterministic
+
+
+def test_a_version_ignores_teaching_text_but_not_the_key():
+    from dataclasses import replace
+
+    from lesson_lib.selftest.quiz.feedback import question_version
+
+    q = quiz.question("S4")
+    box = q.key.boxes[0]
+    reworded = replace(q.key, boxes=(replace(box, generic="另一句提示", hints=()), *q.key.boxes[1:]), praise="好")
+    assert question_version(q.prompt, reworded, q.kind) == q.version
+    moved = replace(q.key, boxes=(replace(box, target=box.target + 1), *q.key.boxes[1:]))
+    assert question_version(q.prompt, moved, q.kind) != q.version
+    assert question_version(q.prompt + "？", q.key, q.kind) != q.version

@@ -44,21 +44,22 @@ The file's format (JSON, UTF-8), version 2::
                    "n_attempts": 1, "question_version": "47b903bb24be", "first_try": "self", "final": "self",
                    "solved": false, "answer": "…", "complete": false}}
 
-Per item (a question, or the interview): ``attempts`` lists each submission, oldest first (the first one and the
-latest ``MAX_ATTEMPTS - 1`` are kept; ``n_attempts`` counts every attempt at the item's ``question_version``): ``answer`` as typed (text; a form's boxes
-as a JSON list in box order; a choice question's sorted keys as a list), ``verdict`` (right, wrong, review: free
-text read but never judged, self: the learner's self-assessment, then with ``covered`` and ``of``), ``mistake``
-(the named mistake id(s) a wrong answer made, ``;``-separated, or null) and ``question_version`` (the digest of the
-question's prompt and answer key it answered, computed from the question data by ``quiz``; null when unknown).
+Per item (a question, or the interview): ``attempts`` lists each submission, oldest first (the first one and
+the latest ``MAX_ATTEMPTS - 1`` are kept; ``n_attempts`` counts every attempt at the item's
+``question_version``): ``answer`` as typed (text; a form's boxes as a JSON list in box order; a choice
+question's sorted keys as a list), ``verdict`` (right, wrong, review: free text read but never judged, self:
+the learner's self-assessment, then with ``covered`` and ``of``), ``mistake`` (the named mistake id(s) a
+wrong answer made, ``;``-separated, or null) and ``question_version`` (the digest of the question's prompt
+and answer key it answered, computed from the question data by ``quiz``; null when unknown).
 ``question_version`` / ``first_try`` / ``final`` / ``solved`` / ``answer`` of the item describe its latest
-version answered: the first and the latest verdict, whether it was ever right, the latest answer. An item whose
-version is not the question's current one is an answer to an earlier version (「这是旧版题目的作答」): kept and
+version answered: the first and the latest verdict, whether it was ever right, the latest answer. An item
+whose version is not the question's current one is an answer to an earlier version (「这是旧版题目的作答」): kept and
 shown, never counted or shown as correct. Exercises: ``result`` (passed, todo, error, wrong, timeout,
-interrupted, borrowed, tampered), the checker's ``message``, the number of ``checks``, the named ``mistakes`` and
-the learner's ``source`` when the exercise module gives them (else [] and null). A version-1 file (before
-question versions) is read: its answers are kept as answers to an earlier version. Text is stored as typed; a
-character UTF-8 cannot hold (a lone surrogate) is kept as its ``\\ud800`` escape. Every message is Chinese;
-nothing here raises for a bad file or a folder that is read-only or full.
+interrupted, borrowed, tampered), the checker's ``message``, the number of ``checks``, the named
+``mistakes`` and the learner's ``source`` when the exercise module gives them (else [] and null). A
+version-1 file (before question versions) is read: its answers are kept as answers to an earlier version.
+Text is stored as typed; a character UTF-8 cannot hold (a lone surrogate) is kept as its ``\\ud800`` escape.
+Every message is Chinese; nothing here raises for a bad file or a folder that is read-only or full.
 """
 
 from __future__ import annotations

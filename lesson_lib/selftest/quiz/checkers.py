@@ -64,6 +64,10 @@ class NumberBox:
                 return hint
         return self.generic
 
+    def named(self, value: Fraction) -> bool:
+        """Whether a wrong value is a known mistake (one of the hints), not just any wrong number."""
+        return any(Fraction(known) == value for known, _ in self.hints)
+
     verb = "填"
 
     def shown(self, value: Fraction) -> str:
@@ -174,7 +178,7 @@ def _tuple_parts(first: str) -> list[str]:
     inner = unicodedata.normalize("NFKC", clean(first, 200)).strip()
     if m := _TORCH_SIZE.match(inner):
         inner = m.group(1)
-    inner = inner.strip().strip("()[]（）").strip()
+    inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
     return [p for p in _TUPLE_SEPARATORS.split(inner) if p]
 
 
@@ -207,7 +211,7 @@ def _one_value_each(q: Question, answer) -> str:
             return f"{want}：「{b.label}」里放了 {len(v)} 个值。"
     if q.key.spread and boxes and isinstance(boxes[0], str) and not any(as_text(v).strip() for v in boxes[1:]):
         parts = _tuple_parts(boxes[0])
-        if len(parts) > 1 and len(parts) != len(names):
+        if len(parts) > 1 and len(parts) != len(names) and all(p.isascii() for p in parts):  # not 「(8,12,64) 不对」
             return f"{want}；你写的形状有 {len(parts)} 维，本题的形状有 {len(names)} 维。"
     return ""
 
@@ -218,47 +222,63 @@ def check_form(q: Question, answer) -> Feedback:
     if not any(t.strip() for t in texts.values()):
         return blank(q.id, q.explanation, "在框里填上答案")
     if crowded := _one_value_each(q, answer):
-        return unreadable(q.id, q.explanation, crowded)
-    values, problems, empty = {}, [], []
+        return unreadable(q.id, q.explanation, crowded, parts=[(b.name, "unread") for b in k.boxes])
+    values, problems, empty, states = {}, [], [], []
     for b in k.boxes:
         if not texts[b.name].strip():
             empty.append(f"「{b.label}」")
+            states.append((b.name, "empty"))
             continue
         value, why = b.read(texts[b.name])
         if value is None:
             problems.append(f"「{b.label}」{why}")
+        states.append((b.name, "read" if value is not None else "unread"))
         values[b.name] = value
     if empty and not problems:
-        return unreadable(q.id, q.explanation, f"{'、'.join(empty)}还空着，全部填好再提交。", INCOMPLETE)
+        return unreadable(q.id, q.explanation, f"{'、'.join(empty)}还空着，全部填好再提交。", INCOMPLETE, states)
     if empty:
         problems.append(f"{'、'.join(empty)}还空着。")
     if problems:
-        return unreadable(q.id, q.explanation, "".join(problems))
+        return unreadable(q.id, q.explanation, "".join(problems), parts=states)
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in k.boxes)
+    echoes = tuple((b.name, _echo(b, values[b.name])) for b in k.boxes)
     if all(v == "right" for _, v in verdicts):
-        return Feedback(True, RIGHT + k.praise, q.explanation, q.id, parts=verdicts)
-    mistakes = tuple(f"{b.name}={b.shown(values[b.name])}" for b in k.boxes
-                     if not b.right(values[b.name]) and b.wrong_why(values[b.name]))  # fmt: skip
+        return Feedback(True, RIGHT + k.praise, q.explanation, q.id, parts=verdicts, echoes=echoes)
+    mistakes = tuple(f"{b.name}={_plain(values[b.name])}" for b in k.boxes if _named(b, values[b.name]))
     if k.whole is not None and (said := k.whole(values)):
-        shape = "(" + ", ".join(fmt_number(v) for v in values.values()) + ")"
-        return Feedback(False, WRONG + said, q.explanation, q.id, parts=verdicts, mistakes=(f"shape={shape}",))
+        shape = "(" + ", ".join(_plain(v) for v in values.values()) + ")"
+        return Feedback(False, WRONG + said, q.explanation, q.id, parts=verdicts, mistakes=(f"shape={shape}",),
+                        echoes=echoes)
     parts, ok = [], []
     for b in k.boxes:
         value = values[b.name]
         if b.right(value):
             ok.append(f"「{b.label}」")
         else:
-            parts.append(f"「{b.label}」你{b.verb}的是 {_echo(b, value)}。{b.wrong_why(value)}")
+            parts.append(f"「{b.label}」你{b.verb}的是 {dict(echoes)[b.name]}。{b.wrong_why(value)}")
     if ok and len(k.boxes) > 1:
         parts.append(f"{'、'.join(ok)}填得对。")
-    return Feedback(False, WRONG + "".join(parts), q.explanation, q.id, parts=verdicts, mistakes=mistakes)
+    return Feedback(False, WRONG + "".join(parts), q.explanation, q.id, parts=verdicts, mistakes=mistakes,
+                    echoes=echoes)
+
+
+def _named(box, value) -> bool:
+    """A wrong value that is a known mistake: a number box's hint, or any diagnosis of an expression or a choice."""
+    if box.right(value):
+        return False
+    return box.named(value) if hasattr(box, "named") else bool(box.wrong_why(value))
+
+
+def _plain(value) -> str:
+    """A value as a mistake id writes it: 8192, 1/3, 512n², 变多 (no thousands separators)."""
+    return str(value).replace(",", "")
 
 
 def _echo(box, value) -> str:
     """The value read, exactly: never a spelling that equals the right one (31.9999999 is not echoed as 32)."""
     shown = box.shown(value)
     right = box.answer if isinstance(box, ChoiceBox) else box.target
-    if shown == box.shown(right):  # cannot happen with exact formatting; the guard keeps the promise if that changes
+    if not box.right(value) and shown == box.shown(right):  # impossible with exact formatting; kept as a promise
         return f"{shown}（与答案写出来一样，但不是同一个值：{value!r}）"
     return shown
 

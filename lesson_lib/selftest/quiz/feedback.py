@@ -38,7 +38,9 @@ class Feedback:
     show_explanation: bool = False  # free text reveals the rubric straight after writing
     judged: bool = True  # False for free text and self-assessments: nothing was graded
     unread: bool = False  # a box could not be read (the message says what form it wants)
-    parts: tuple[tuple[str, str], ...] = ()  # (box name, "right" | "wrong") for what was read for certain
+    parts: tuple[tuple[str, str], ...] = ()  # (box name, state): "right" | "wrong" when every box was read for
+    # certain; "read" | "unread" | "empty" when some box was not (then nothing is judged)
+    echoes: tuple[tuple[str, str], ...] = ()  # (box name, the value read, written exactly) for a judged form
     covered: tuple[str, ...] = ()  # a self-assessment: the rubric points the learner ticked
     mistakes: tuple[str, ...] = ()  # ids of the named mistakes a wrong answer made ("d_k=64", "option:A")
     version: str = ""  # the digest of the question answered (``question_version``), set by ``quiz.check``
@@ -91,8 +93,8 @@ def blank(qid: str, explanation: str, what: str = "写下你的答案") -> Feedb
     return Feedback(False, message, explanation, qid, blank=True, judged=False)
 
 
-def unreadable(qid: str, explanation: str, message: str, head: str = FORM) -> Feedback:
-    return Feedback(False, head + message, explanation, qid, blank=True, unread=True)
+def unreadable(qid: str, explanation: str, message: str, head: str = FORM, parts=()) -> Feedback:
+    return Feedback(False, head + message, explanation, qid, blank=True, unread=True, parts=tuple(parts))
 
 
 def echo(text: str, limit: int = 24) -> str:

@@ -493,6 +493,7 @@ def _box_text(raw: str) -> str:
     """One box's text in the parser's spelling: units and filler words gone, 「是」 as "=", 80k as 80000,
     dmodel as d_model, a closing full stop or trailing decimal point (「32.」) dropped."""
     t = normalize_math(raw)
+    t = re.sub(r"^\s*([a-z_][a-z0-9_]*)\s*[:：]\s*(?=\S)", r"\1 = ", t)  # d_k：32 names the value like d_k = 32
     t = _BOX_WORDS.sub(" ", t)
     t = _EQUALS_WORDS.sub("=", t)
     t = _LONE_DIGITS.sub(_lone_digits, t)

@@ -601,8 +601,7 @@ def _add_attempt(data: dict, qid: str | None, attempt: dict) -> None:
     entry["solved"] = entry["solved"] or verdict == "right"
     if "complete" in entry:
         covered, of = attempt.get("covered"), attempt.get("of")
-        entry["complete"] = entry["complete"] or verdict == "right" or (
-            verdict == "self" and covered is not None and len(covered) == of)
+        entry["complete"] = verdict == "right" or (verdict == "self" and covered is not None and len(covered) == of)
     attempts = [*entry["attempts"], attempt]
     entry["attempts"] = attempts if len(attempts) <= MAX_ATTEMPTS else [attempts[0], *attempts[-(MAX_ATTEMPTS - 1):]]
 

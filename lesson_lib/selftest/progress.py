@@ -89,7 +89,7 @@ VERSION = 2
 INTERVIEW = "面试"
 EXERCISE_IDS = ("split_heads", "multi_head_attention_loop", "count_multiplies")  # = exercises.EXERCISES (a test)
 MAX_FILE_BYTES = 5 * 1024 * 1024  # a real file is a few KB; a larger one is set aside, never parsed on every save
-MAX_ATTEMPTS = 30  # attempts kept per item: the first and the latest 29 (n_attempts counts them all)
+MAX_ATTEMPTS = 20  # attempts kept per item: the first and the latest 19 (n_attempts counts them all)
 MAX_ANSWER_CHARS = 4000  # a stored answer is cut to this (checkers read far less)
 MAX_SOURCE_CHARS = 20_000  # an exercise's stored source
 MAX_CHOICES = 50  # items in a stored list answer
@@ -402,6 +402,7 @@ class ProgressFile:
 
     def __init__(self, path: Path | str | None = None):
         self.path = Path(path) if path is not None else default_path()
+        self._written: tuple | None = None  # (device, inode, size, mtime) of the file this object last wrote
 
     @property
     def target(self) -> Path:
@@ -440,9 +441,10 @@ class ProgressFile:
         except (OSError, filelock.Timeout):
             return self._load()  # no lock (a read-only folder): reading needs none, os.replace is atomic
 
-    def _read(self) -> bytes | None:
-        """The file's bytes, or None when there is none. Raises NotAFile for anything but a regular file and
-        OverflowError for one over the size cap (opened O_NOFOLLOW | O_NONBLOCK: a FIFO or a link cannot hang it)."""
+    def _read(self) -> tuple[bytes, tuple] | None:
+        """The file's bytes and its identity (device, inode, size, mtime), or None when there is none. Raises
+        NotAFile for anything but a regular file and OverflowError for one over the size cap (opened
+        O_NOFOLLOW | O_NONBLOCK: a FIFO or a link cannot hang it)."""
         if (kind := _kind(self.path)):
             raise NotAFile(self.path, kind)
         try:
@@ -462,11 +464,11 @@ class ProgressFile:
             raw = f.read(MAX_FILE_BYTES + 1)
         if len(raw) > MAX_FILE_BYTES:
             raise OverflowError(len(raw))
-        return raw
+        return raw, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
     def _load(self) -> tuple[dict, str]:
         try:
-            raw = self._read()
+            read = self._read()
         except NotAFile:
             return empty(), self.refused()
         except OverflowError as size:
@@ -475,12 +477,15 @@ class ProgressFile:
                                         "只有几 KB）")  # fmt: skip
         except OSError as exc:
             return empty(), self._aside(f"读不了（{type(exc).__name__}）")
-        if raw is None:
+        if read is None:
             return empty(), ""
+        raw, identity = read
         try:
             data = json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError):
             return empty(), self._aside("内容已损坏（不是完整的 JSON）")
+        if identity == self._written and type(data) is dict:  # the very file this object wrote: checked already
+            return data, ""
         if problem := _top_problem(data):
             return empty(), self._aside(problem)
         data, dropped, v1 = _clean(data)
@@ -557,7 +562,11 @@ class ProgressFile:
     def _write(self, data: dict) -> None:
         data["saved_at"] = _now()
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        self._written = None
         _replace_file(self.path, text.encode("utf-8", "backslashreplace"))  # every text was escaped already
+        with contextlib.suppress(OSError):
+            info = os.lstat(self.path)
+            self._written = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
     def save(self, data: dict) -> str:
         """Replace the file's content with ``data`` (no merge); '' on success, else a Chinese message."""

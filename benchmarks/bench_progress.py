@@ -73,8 +73,8 @@ def _time_saves(path: Path) -> tuple[float, float, float]:
 def run() -> list[str]:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [f"goal: one save ≤ {GOAL_MS:.0f} ms (median and slowest of {SAVES}); files over "
-             f"{progress.MAX_FILE_BYTES / 2**20:.0f} MB are set aside, never parsed. Load average now {load:.1f} on "
-             f"{os.cpu_count()} CPUs: on a busy machine compare the ratio to a bare write of the same bytes"]  # fmt: skip
+             f"{progress.MAX_FILE_BYTES / 2**20:.0f} MB are set aside, never parsed. Load average {load:.1f} on "
+             f"{os.cpu_count()} CPUs: on a busy machine, read the ratio to a bare write of the same bytes"]  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         cases = {"fresh": (0, 0, 0), "a lesson's worth": (3, 40, 2_000),
                  "the largest the lesson writes": (progress.MAX_ATTEMPTS, progress.MAX_ANSWER_CHARS,

@@ -713,3 +713,15 @@ def test_exercise_results_keep_named_mistakes_and_source(path):
     entry = _new(path).data["exercises"]["split_heads"]
     assert (entry["result"], entry["mistakes"], entry["source"], entry["checks"]) == (
         "passed", [], "def split_heads(x, h):", 2)
+
+
+def test_a_device_is_refused_without_being_opened(path):
+    import stat
+
+    path.parent.mkdir(parents=True)
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))  # the null device's numbers, made in a temp folder
+    except (OSError, AttributeError):
+        pytest.skip("cannot make a device node here (not root, or no CAP_MKNOD)")
+    out = _open_in_a_subprocess(path)
+    assert CJK.search(out["first"]) and out["solved"] and stat.S_ISCHR(os.lstat(path).st_mode)

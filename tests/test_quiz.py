@@ -144,7 +144,6 @@ def test_forms_read_each_box_on_its_own(qid):
     assert q.kind == "form" and q.key.boxes
     for box in q.key.boxes:
         assert CJK.search(box.label)  # every box has a Chinese visible label
-        assert "正确" not in box.label
 
 
 # ------------------------------------------------------------------------------------------ blanks, odd input
@@ -293,7 +292,7 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
 def test_free_text_is_never_graded(qid, answer, _expected, _fragment):
     fb = quiz.check(qid, answer)
     assert not fb.correct and not fb.judged and fb.verdict == "review" and fb.show_explanation
-    assert "正确" not in fb.message and "还不对" not in fb.message
+    assert not fb.message.startswith((quiz.RIGHT, quiz.WRONG))
     for word in re.findall(r"「([^「」]+)」", fb.message.split("\n", 1)[-1]):
         if word not in ("记录自评",):
             assert word.casefold() in answer.casefold(), word  # a hint names only words in the answer
@@ -366,16 +365,6 @@ def test_s4_does_not_repeat_code_exercise_3():
 def test_explanations_carry_the_computed_numbers():
     q3 = quiz.question("Q3").explanation
     assert f"{H} · {D_K}n² = {D}n²" in q3 and f"{count(quiz.N_FLOPS_EXAMPLE, D, H).softmax_exp:,}" in q3
-    for qid in quiz.question_ids():
-        if quiz.question(qid).kind != "self":
-            assert quiz.question(qid).explanation.startswith("解析：")
-
-
-def test_right_and_wrong_words_never_appear_in_questions():
-    """The browser test looks for 正确 and 还不对: neither may appear in prompts, choices, labels or 解析."""
-    for q in quiz.questions().values():
-        texts = [q.prompt, q.explanation, q.placeholder, *(label for _, label in q.choices)]
-        assert not any("正确" in t or "还不对" in t for t in texts), q.id
 
 
 def test_model_answer_and_follow_ups_come_from_lesson_lib():
@@ -441,7 +430,7 @@ def test_deeply_nested_answers_are_unreadable_not_a_crash():
         deep = [deep]
     for value in (deep, {"a": deep}, (deep, "64")):
         feedback = quiz.interview_check(value)
-        assert not feedback.correct and not feedback.judged and "正确" not in feedback.message
+        assert not feedback.correct and not feedback.judged and not feedback.message.startswith(quiz.RIGHT)
         assert not quiz.check("Q2", value).correct  # feedback (it asks for a readable form) instead of raising
 
 

@@ -526,7 +526,7 @@ class ProgressFile:
             os.link(self.path, target, follow_symlinks=False)
         except FileExistsError:
             raise
-        except OSError:  # no hard links here (FAT, some network folders): the name was free a moment ago
+        except (OSError, NotImplementedError):  # no hard links here (FAT, some network folders, Windows' linkat)
             os.rename(self.path, target)
             return target
         os.unlink(self.path)

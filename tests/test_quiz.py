@@ -466,3 +466,34 @@ def test_a_version_ignores_teaching_text_but_not_the_key():
     moved = replace(q.key, boxes=(replace(box, target=box.target + 1), *q.key.boxes[1:]))
     assert question_version(q.prompt, moved, q.kind) != q.version
     assert question_version(q.prompt + "？", q.key, q.kind) != q.version
+
+
+def test_every_choice_subset_and_shape_permutation_is_judged_by_the_key():
+    """Issue 28's exhaustive pass: every checkbox subset, every radio key, every permutation of the shape and of
+    the shape with a neighbour value, every choice in a form's radio box: right exactly when the key says so."""
+    from itertools import chain, combinations, permutations
+
+    seen = 0
+    for qid in quiz.question_ids():
+        q = quiz.question(qid)
+        if q.kind in ("single", "multi"):
+            keys = [k for k, _ in q.choices]
+            sizes = (1,) if q.kind == "single" else range(len(keys) + 1)
+            for subset in chain.from_iterable(combinations(keys, r) for r in sizes):
+                fb = quiz.check(qid, set(subset) if q.kind == "multi" else subset[0])
+                assert fb.correct is (set(subset) == set(q.key.answer) if q.kind == "multi"
+                                      else subset[0] in q.key.answer), (qid, subset)  # fmt: skip
+                seen += 1
+        elif q.kind == "form":
+            right = [b.answer if hasattr(b, "answer") else str(b.target) for b in q.key.boxes]
+            for i, b in enumerate(q.key.boxes):
+                for option in [k for k, _, _ in getattr(b, "options", ())]:
+                    answer = [*right[:i], option, *right[i + 1:]]
+                    assert quiz.check(qid, answer).correct is (option == b.answer), (qid, answer)
+                    seen += 1
+    shape = [str(v) for v in quiz.facts()["split_shape"]]
+    values = {*shape, *(str(int(v) + d) for v in shape for d in (-1, 1)), "512", "1"}
+    for triple in permutations(sorted(values), 3):
+        assert quiz.check("S3", list(triple)).correct is (list(triple) == shape), triple
+        seen += 1
+    assert seen > 700

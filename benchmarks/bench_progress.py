@@ -17,8 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from lesson_lib.selftest import progress, quiz
-from lesson_lib.selftest.progress import Progress, ProgressFile
+from lesson_lib.practice import checkers as qc
+from lesson_lib.practice import interview as qi
+from lesson_lib.practice import progress
+from lesson_lib.practice import questions as qq
+from lesson_lib.practice.progress import Progress, ProgressFile
 
 GOAL_MS = 20.0
 SAVES = 40
@@ -31,22 +34,22 @@ class _Result:
 
 def _answer(qid: str, chars: int, i: int):
     """An answer as long as the lesson records for this question: a form's boxes at their cap, free text at its."""
-    q = quiz.question(qid)
+    q = qq.question(qid)
     if q.kind == "form":
-        return json.dumps([("9" * chars)[: quiz.MAX_CHARS["form"]] for _ in q.key.boxes])
+        return json.dumps([("9" * chars)[: qc.MAX_CHARS["form"]] for _ in q.key.boxes])
     if q.kind in ("single", "multi"):
         return [k for k, _ in q.choices][: 1 + i % len(q.choices)]
-    return ("答" * chars)[: quiz.MAX_CHARS["self"]]
+    return ("答" * chars)[: qc.MAX_CHARS["self"]]
 
 
 def _fill(p: Progress, attempts: int, chars: int, source_chars: int) -> None:
-    for qid in quiz.question_ids():
+    for qid in qq.question_ids():
         for i in range(attempts):
             p.record(qid, {"kind": "answer", "answer": _answer(qid, chars, i), "verdict": "wrong"})
     for name in progress.EXERCISE_IDS:
         p.record_exercise(_Result(name, "wrong", "形状不对", "x" * source_chars))
     for _ in range(attempts):
-        p.record(progress.INTERVIEW, {"kind": "answer", "answer": "面" * min(chars, quiz.interview.MAX_INTERVIEW_CHARS),
+        p.record(progress.INTERVIEW, {"kind": "answer", "answer": "面" * min(chars, qi.MAX_INTERVIEW_CHARS),
                                       "verdict": "review"})  # fmt: skip
 
 

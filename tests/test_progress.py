@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 from helpers import CJK
 
-from lesson_lib.selftest import exercises, progress, quiz
-from lesson_lib.selftest.exercises import ExerciseResult
-from lesson_lib.selftest.progress import FORMAT, VERSION, Progress, ProgressFile
+from lesson_lib.practice import exercises, progress, quiz
+from lesson_lib.practice import feedback as qf
+from lesson_lib.practice import interview as qi
+from lesson_lib.practice import questions as qq
+from lesson_lib.practice.exercises import ExerciseResult
+from lesson_lib.practice.progress import FORMAT, VERSION, Progress, ProgressFile
 
 
 @pytest.fixture
@@ -22,7 +25,7 @@ def path(tmp_path):
 
 def _new(path) -> Progress:
     """What a fresh kernel does when the cells run again: read the same file."""
-    return Progress(quiz.question_ids(), tuple(exercises.EXERCISES), store=ProgressFile(path))
+    return Progress(qq.question_ids(), tuple(exercises.EXERCISES), store=ProgressFile(path))
 
 
 def _everything_right(p: Progress) -> None:
@@ -33,18 +36,18 @@ def _everything_right(p: Progress) -> None:
     from quiz_answers import TABLE
 
     right = {qid: answer for qid, answer, verdict, _ in TABLE if verdict == "right"}
-    assert set(right) | {"Q1"} == set(quiz.question_ids())
+    assert set(right) | {"Q1"} == set(qq.question_ids())
     for qid, answer in right.items():
         p.record(quiz.check(qid, answer), answer)
-    q1 = quiz.question("Q1")
+    q1 = qq.question("Q1")
     p.record(quiz.check("Q1", "单头只有一组权重。"), "单头只有一组权重。")
     ticked = quiz.assess("Q1", [q1.key.points[0].name]).covered  # a tick, not a grade
     p.record("Q1", {"kind": "self_assessment", "answer": "…", "covered": list(ticked), "of": len(q1.key.points)})
     for name in exercises.EXERCISES:
         p.record_exercise(ExerciseResult(name, "passed", "全部通过！"))
     good = ("单头只有一组权重，加权平均会抹平不同角色；多头拆成子空间，算力守恒；头数要适中，太多时 d_k 过窄。")
-    p.record_interview(quiz.interview_check(good), good)
-    points = [point.name for point in quiz.interview_rubric().points]
+    p.record_interview(qi.interview_check(good), good)
+    points = [point.name for point in qi.interview_rubric().points]
     p.record(progress.INTERVIEW, {"kind": "self_assessment", "answer": good, "covered": points, "of": len(points)})
 
 
@@ -54,7 +57,7 @@ def test_answers_survive_a_restart(path):
     p.record(quiz.check("Q4", "B"), "B")
     p.record(quiz.check("Q5", {"A", "B"}), {"A", "B"})
     p.record_exercise(ExerciseResult("split_heads", "wrong", "形状不对"))
-    p.record_interview(quiz.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
+    p.record_interview(qi.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
     again = _new(path)
     entry = again.question_entry("Q4")
     assert (entry["attempts"], entry["solved"], entry["answer"], entry["last"]) == (2, True, "B", "right")
@@ -71,7 +74,7 @@ def test_each_attempt_records_verdict_mistake_and_question_version(path):
     for answer in (["64", "不变"], ["33", "不变"], ["32", "不变"]):
         p.record(quiz.check("Q2", answer), json.dumps(answer, ensure_ascii=False))
     saved = json.loads(path.read_text(encoding="utf-8"))["questions"]["Q2"]
-    version = quiz.question("Q2").version
+    version = qq.question("Q2").version
     assert [(a["verdict"], a["mistake"], a["question_version"]) for a in saved["attempts"]] == [
         ("wrong", "d_k=64", version), ("wrong", None, version), ("right", None, version)]
     assert json.loads(saved["attempts"][0]["answer"]) == ["64", "不变"]  # as typed
@@ -82,7 +85,7 @@ def test_file_format_is_documented_and_versioned(path):
     p = _new(path)
     p.record(quiz.check("Q4", "B"), "B")
     p.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
-    p.record_interview(quiz.interview_check("单头会平均"), "单头会平均")
+    p.record_interview(qi.interview_check("单头会平均"), "单头会平均")
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["format"] == FORMAT and data["version"] == VERSION and data["saved_at"]
     documented = _documented_example()
@@ -209,7 +212,7 @@ def test_reset_keeps_the_old_file(path):
 
 def test_summary_counts_questions_exercises_and_interview(path):
     p = _new(path)
-    n_q, n_ex = len(quiz.question_ids()), len(exercises.EXERCISES)
+    n_q, n_ex = len(qq.question_ids()), len(exercises.EXERCISES)
     lines = p.summary().splitlines()  # one line per kind, then the total: each count read back
     assert [f"0 / {n}" in line for line, n in zip(lines, (n_q, n_ex, 1, n_q + n_ex + 1), strict=True)] == [True] * 4
     assert [s for _, _, s in p.items()] == ["todo"] * (n_q + n_ex + 1)
@@ -290,7 +293,7 @@ def test_the_lesson_says_where_the_file_is(monkeypatch):
 
 _SAVER = """
 import sys
-from lesson_lib.selftest.progress import Progress, ProgressFile
+from lesson_lib.practice.progress import Progress, ProgressFile
 
 path, side, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 p = Progress(("Q2", "A", "B"), store=ProgressFile(path))
@@ -360,8 +363,8 @@ def test_any_string_the_learner_can_type_is_saved(path, answer):
 
 def _item(**change) -> dict:
     entry = {"attempts": [{"answer": "B", "verdict": "right", "mistake": None,
-                           "question_version": quiz.question("Q4").version}],
-             "n_attempts": 1, "question_version": quiz.question("Q4").version, "first_try": "right", "final": "right",
+                           "question_version": qq.question("Q4").version}],
+             "n_attempts": 1, "question_version": qq.question("Q4").version, "first_try": "right", "final": "right",
              "solved": True, "answer": "B"}  # fmt: skip
     entry.update(change)
     return entry
@@ -403,7 +406,7 @@ def test_a_wrong_entry_is_set_aside_with_a_notice_never_a_crash(path, entries, d
 
 def test_a_wrong_entry_does_not_break_the_widgets(path):
     pytest.importorskip("ipywidgets")
-    from lesson_lib.selftest import quiz_widgets
+    from lesson_lib.practice import widgets as quiz_widgets
 
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "questions": {"Q2": "oops"}, "exercises": {},
@@ -462,7 +465,7 @@ def _nested(depth):
 def test_a_deeply_nested_answer_is_stored_without_recursion(path, answer):
     p = _new(path)
     p.record(quiz.check("Q5", "A"), answer)
-    p.record_interview(quiz.interview_check("单头会平均"), answer)
+    p.record_interview(qi.interview_check("单头会平均"), answer)
     p.record("Q1", {"kind": "self_assessment", "answer": answer, "covered": [], "of": 3})
     assert p.notice == "" and isinstance(p.question_entry("Q5")["answer"], str)
     assert _new(path).attempts["Q5"] == 1
@@ -488,10 +491,10 @@ def test_the_item_list_is_data_not_an_import_time_registry():
     import subprocess
     import sys
 
-    assert progress.lesson_items() == (quiz.question_ids(), tuple(exercises.EXERCISES))
+    assert progress.lesson_items() == (qq.question_ids(), tuple(exercises.EXERCISES))
     p = Progress()
-    assert p.ids == quiz.question_ids() and p.exercise_names == tuple(exercises.EXERCISES)
-    code = ("import sys, lesson_lib.selftest.progress as p\n"
+    assert p.ids == qq.question_ids() and p.exercise_names == tuple(exercises.EXERCISES)
+    code = ("import sys, lesson_lib.practice.progress as p\n"
             "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n"
             "assert p.Progress(interview=False).ids\n")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
@@ -516,7 +519,7 @@ def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
     """Each kind is named once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
     p = _new(path)
     bad = "头数越多越好。"
-    p.record_interview(quiz.interview_check(bad), bad)
+    p.record_interview(qi.interview_check(bad), bad)
     lines = p.summary().splitlines()
     interview = [line for line in lines if line.startswith("面试自检")]
     assert len(interview) == 1, lines
@@ -590,8 +593,8 @@ def test_the_aside_name_is_never_a_link_followed(tmp_path, monkeypatch):
 
 _OPEN = """
 import json, sys
-from lesson_lib.selftest import quiz
-from lesson_lib.selftest.progress import Progress, ProgressFile
+from lesson_lib.practice import quiz
+from lesson_lib.practice.progress import Progress, ProgressFile
 
 p = Progress(store=ProgressFile(sys.argv[1]))
 first = p.notice
@@ -675,7 +678,7 @@ def test_an_answer_to_an_old_version_of_q2_is_not_counted(path):
     again = _new(path)
     assert again.solved["Q2"] and again.attempts["Q2"] == 1 and again.earlier() == []
     assert [a["question_version"] for a in again.data["questions"]["Q2"]["attempts"]] == [
-        "0123456789ab", quiz.question("Q2").version]
+        "0123456789ab", qq.question("Q2").version]
 
 
 def test_a_version_1_file_keeps_its_answers_as_answers_to_an_earlier_version(path):
@@ -732,7 +735,7 @@ def test_a_device_is_refused_without_being_opened(path):
 
 def test_the_widget_never_shows_an_old_version_answer_as_right(path):
     pytest.importorskip("ipywidgets")
-    from lesson_lib.selftest import quiz_widgets
+    from lesson_lib.practice import widgets as quiz_widgets
 
     path.parent.mkdir(parents=True)
     old = _item(question_version="0123456789ab", answer='["32", "不变"]')
@@ -742,5 +745,5 @@ def test_the_widget_never_shows_an_old_version_answer_as_right(path):
                                 "interview": {}}), encoding="utf-8")  # fmt: skip
     p = _new(path)
     widget = quiz_widgets.ask("Q2", p)
-    assert widget.attempts == 0 and not widget.feedback.value.count(quiz.RIGHT)  # not restored as a verdict
+    assert widget.attempts == 0 and not widget.feedback.value.count(qf.RIGHT)  # not restored as a verdict
     assert not p.solved["Q2"] and "Q2" in p.earlier()

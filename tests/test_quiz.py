@@ -14,9 +14,15 @@ from hypothesis import strategies as st
 from quiz_answers import MEANT_RIGHT, SELF, TABLE
 
 from lesson_lib import paper
-from lesson_lib.kernel.attention import head_width
-from lesson_lib.kernel.flops import count, parameters
-from lesson_lib.selftest import quiz
+from lesson_lib.attention import head_width
+from lesson_lib.costs import count, parameters
+from lesson_lib.practice import checkers as qc
+from lesson_lib.practice import feedback as qf
+from lesson_lib.practice import interview as qi
+from lesson_lib.practice import parse as qp
+from lesson_lib.practice import questions as qq
+from lesson_lib.practice import quiz
+from lesson_lib.practice import render as qr
 
 ROOT = Path(__file__).resolve().parents[1]
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
@@ -36,11 +42,11 @@ def _id(row) -> str:
 
 
 # ------------------------------------------------------------------------------------------ the adversarial table
-HEADS = {"right": (quiz.RIGHT,), "wrong": (quiz.WRONG,), "form": (quiz.FORM, quiz.INCOMPLETE),
-         "blank": (quiz.ANSWER_FIRST,), "review": (quiz.REVIEW,)}  # fmt: skip
+HEADS = {"right": (qf.RIGHT,), "wrong": (qf.WRONG,), "form": (qf.FORM, qf.INCOMPLETE),
+         "blank": (qf.ANSWER_FIRST,), "review": (qf.REVIEW,)}  # fmt: skip
 
 
-def _detail(fb: quiz.Feedback) -> str:
+def _detail(fb: qf.Feedback) -> str:
     """The structured detail a table row expects: named mistakes of a wrong answer, boxes not read of a form."""
     if fb.verdict == "wrong":
         return ";".join(fb.mistakes)
@@ -55,16 +61,16 @@ def test_adversarial_table(qid, answer, expected, detail):
     assert (fb.verdict, _detail(fb)) == (expected, detail), fb.message
     assert fb.message.startswith(HEADS[expected]) and fb.question_id == qid
     assert fb.correct is (expected == "right")  # only a right verdict is ever recorded as correct
-    assert fb.version == quiz.question(qid).version  # the feedback names the version of the question it answered
+    assert fb.version == qq.question(qid).version  # the feedback names the version of the question it answered
     if expected in ("form", "blank"):
         assert fb.blank  # an unreadable box or a blank submission is not an attempt: nothing is recorded
 
 
 def test_the_table_is_large_and_covers_every_question_right_and_wrong():
     assert len(TABLE) >= 290
-    for qid in quiz.question_ids():
+    for qid in qq.question_ids():
         verdicts = {v for q, _, v, _ in TABLE if q == qid}
-        free = quiz.question(qid).kind == "self"
+        free = qq.question(qid).kind == "self"
         assert verdicts - {"blank"} == {"review"} if free else {"right", "wrong"} <= verdicts
 
 
@@ -88,7 +94,7 @@ def test_done_when_counts():
     assert counts["rewrite"] * 10 <= counts["right"]
 
 
-JUDGED_FORMS = [r for r in TABLE if r[2] in ("right", "wrong") and quiz.question(r[0]).kind == "form"]
+JUDGED_FORMS = [r for r in TABLE if r[2] in ("right", "wrong") and qq.question(r[0]).kind == "form"]
 
 
 @pytest.mark.parametrize(("qid", "answer"), [r[:2] for r in JUDGED_FORMS], ids=[_id(r) for r in JUDGED_FORMS])
@@ -96,8 +102,8 @@ def test_the_echo_is_the_value_read_exactly(qid, answer):
     """Each box's echo, read back by the same box, is exactly the value read; a wrong value's echo is never
     the right value's spelling, and it is what the message quotes."""
     fb = quiz.check(qid, answer)
-    q = quiz.question(qid)
-    texts = quiz.form_values(q, answer)
+    q = qq.question(qid)
+    texts = qc.form_values(q, answer)
     echoes, states = dict(fb.echoes), dict(fb.parts)
     for box in q.key.boxes:
         value, _ = box.read(texts[box.name])
@@ -114,7 +120,7 @@ def test_the_echo_is_the_value_read_exactly(qid, answer):
 def test_a_number_near_the_answer_is_echoed_apart_from_it(value):
     """Any decimal typed into a number box is judged right only at the target, and a wrong one never echoes as it."""
     for qid, box_index in (("Q2", 0), ("S4", 0), ("S4", 1), ("S4c", 1)):
-        q = quiz.question(qid)
+        q = qq.question(qid)
         answer = [""] * len(q.key.boxes)
         answer[box_index] = str(value)
         for i, b in enumerate(q.key.boxes):
@@ -140,7 +146,7 @@ def test_feedback_names_only_what_was_read():
 
 @pytest.mark.parametrize("qid", ["Q2", "Q3", "S3", "S4", "S4b", "S4c"])
 def test_forms_read_each_box_on_its_own(qid):
-    q = quiz.question(qid)
+    q = qq.question(qid)
     assert q.kind == "form" and q.key.boxes
     for box in q.key.boxes:
         assert CJK.search(box.label)  # every box has a Chinese visible label
@@ -152,8 +158,8 @@ def test_forms_read_each_box_on_its_own(qid):
 def test_blank_answers_are_a_prompt_not_a_verdict(qid, answer):
     fb = quiz.check(qid, answer)
     assert fb.blank and not fb.correct and fb.verdict == "blank" and not fb.judged
-    assert not fb.message.startswith((quiz.WRONG, quiz.RIGHT))
-    assert quiz.feedback_html(fb)  # a tone exists for it
+    assert not fb.message.startswith((qf.WRONG, qf.RIGHT))
+    assert qr.feedback_html(fb)  # a tone exists for it
 
 
 ODD = [
@@ -167,13 +173,13 @@ ODD = [
 
 @pytest.mark.parametrize("answer", ODD, ids=range(len(ODD)))
 def test_odd_strings_give_feedback(answer):
-    for qid in quiz.question_ids():
-        q = quiz.question(qid)
+    for qid in qq.question_ids():
+        q = qq.question(qid)
         answers = [answer] if q.kind != "form" else [[answer] * len(q.key.boxes), answer]
         for a in answers:
             fb = quiz.check(qid, a)
-            assert isinstance(fb, quiz.Feedback) and isinstance(fb.correct, bool) and fb.message
-    assert quiz.interview_check(answer).message
+            assert isinstance(fb, qf.Feedback) and isinstance(fb.correct, bool) and fb.message
+    assert qi.interview_check(answer).message
 
 
 def test_every_box_caps_the_length():
@@ -181,7 +187,7 @@ def test_every_box_caps_the_length():
     assert fb.verdict == "form" and dict(fb.parts)["d_k"] == "unread" and "10,000" in fb.message  # the count, read back
     assert quiz.check("Q4", "A" * 1_000_000).verdict == "form"
     fb = quiz.check("Q1", "平均" * 1_000_000)
-    assert fb.verdict == "review" and str(quiz.MAX_CHARS["self"]) in fb.message
+    assert fb.verdict == "review" and str(qc.MAX_CHARS["self"]) in fb.message
 
 
 def test_non_string_answers():
@@ -203,12 +209,12 @@ BOXY = st.text(alphabet="0123456789nhdk_model+-*/^()×·÷²³=., 万千六十�
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(qid=st.sampled_from(sorted(quiz.question_ids())), a=st.one_of(st.text(max_size=200), BOXY),
+@given(qid=st.sampled_from(sorted(qq.question_ids())), a=st.one_of(st.text(max_size=200), BOXY),
        b=st.one_of(st.text(max_size=50), BOXY))  # fmt: skip
 def test_any_input_yields_feedback(qid, a, b):
-    q = quiz.question(qid)
+    q = qq.question(qid)
     fb = quiz.check(qid, [a, b, a] if q.kind == "form" else a)
-    assert isinstance(fb, quiz.Feedback) and isinstance(fb.correct, bool) and fb.message
+    assert isinstance(fb, qf.Feedback) and isinstance(fb.correct, bool) and fb.message
     assert fb.message.startswith(HEADS[fb.verdict])
     if fb.verdict == "wrong":
         assert all(echo in fb.message for name, echo in fb.echoes if dict(fb.parts)[name] == "wrong")
@@ -219,10 +225,10 @@ def test_any_input_yields_feedback(qid, a, b):
 @given(a=st.integers(-50, 50), b=st.integers(-50, 50), c=st.integers(1, 9), k=st.integers(0, 4))
 def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
     """(a·n + b)^k / c parsed equals the same polynomial built by hand; the value at n = 3 matches integers."""
-    poly = quiz.parse_expression(f"({a}n + {b})^{k} / {c}")
+    poly = qp.parse_expression(f"({a}n + {b})^{k} / {c}")
     assert poly.value_at(3) == Fraction((3 * a + b) ** k, c)
-    assert poly == (quiz.Poly.make({1: Fraction(a), 0: Fraction(b)}).power(quiz.Poly.const(k))).divide(
-        quiz.Poly.const(c)
+    assert poly == (qp.Poly.make({1: Fraction(a), 0: Fraction(b)}).power(qp.Poly.const(k))).divide(
+        qp.Poly.const(c)
     )
 
 
@@ -236,16 +242,16 @@ def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
      ("31.9999999", Fraction(319999999, 10**7))],
 )  # fmt: skip
 def test_read_value(text, value):
-    from lesson_lib.selftest.quiz.parse import read_value
+    from lesson_lib.practice.parse import read_value
 
     got, why = read_value(text, {}, ("d_k",))
-    assert why == "" and got == quiz.Poly.const(value)
+    assert why == "" and got == qp.Poly.const(value)
 
 
 @pytest.mark.parametrize("text", ["不是64", "64，不是512", "64 64", "x", "64——才怪", "512/8 = 60", "64(512/9)", "一样",
                                   "64 (= 60)", "64 (2)", "64 是 60", "64m²", "k", "64kk"])
 def test_read_value_refuses_with_a_chinese_reason(text):
-    from lesson_lib.selftest.quiz.parse import read_value
+    from lesson_lib.practice.parse import read_value
 
     got, why = read_value(text, {}, ("d_k",))
     assert got is None and CJK.search(why)
@@ -253,8 +259,8 @@ def test_read_value_refuses_with_a_chinese_reason(text):
 
 @pytest.mark.parametrize("text", ["", "n 2", "2 3", "foo", "n^n", "n^0.5", "(n", "n)", "1/(n-n)", "n^13", "*", "1e"])
 def test_parse_expression_errors_are_chinese(text):
-    with pytest.raises(quiz.ExpressionError) as err:
-        quiz.parse_expression(text)
+    with pytest.raises(qp.ExpressionError) as err:
+        qp.parse_expression(text)
     assert CJK.search(str(err.value))
 
 
@@ -264,8 +270,8 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
     def explode(*args, **kwargs):
         raise AssertionError("learner text reached eval/exec/compile")
 
-    quiz.questions()  # built before the trap is set (dataclasses use exec while classes are created)
-    quiz.interview_rubric()
+    qq.questions()  # built before the trap is set (dataclasses use exec while classes are created)
+    qi.interview_rubric()
     marker = tmp_path / "pwned"
     payloads = [
         "__import__('os').system('x')", f"__import__('pathlib').Path({str(marker)!r}).touch()",
@@ -277,11 +283,11 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
         for name in ("eval", "exec", "compile"):
             trap.setattr(builtins, name, explode)
         for text in payloads:
-            for qid in quiz.question_ids():
-                q = quiz.question(qid)
+            for qid in qq.question_ids():
+                q = qq.question(qid)
                 results.append(quiz.check(qid, [text] * len(q.key.boxes) if q.kind == "form" else text))
-            results.append(quiz.interview_check(text))
-    assert all(isinstance(fb, quiz.Feedback) and fb.message for fb in results)
+            results.append(qi.interview_check(text))
+    assert all(isinstance(fb, qf.Feedback) and fb.message for fb in results)
     assert not marker.exists()
     assert not quiz.check("Q2", ["int('3' + '2')", "不变"]).correct  # the call is not made
     assert not quiz.check("Q2", ["len('x' * 32) + 0", "不变"]).correct
@@ -292,26 +298,26 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
 def test_free_text_is_never_graded(qid, answer, _expected, _fragment):
     fb = quiz.check(qid, answer)
     assert not fb.correct and not fb.judged and fb.verdict == "review" and fb.show_explanation
-    assert not fb.message.startswith((quiz.RIGHT, quiz.WRONG))
+    assert not fb.message.startswith((qf.RIGHT, qf.WRONG))
     for word in re.findall(r"「([^「」]+)」", fb.message.split("\n", 1)[-1]):
         if word not in ("记录自评",):
             assert word.casefold() in answer.casefold(), word  # a hint names only words in the answer
 
 
 def test_self_assessment_is_recorded_as_such():
-    q1 = quiz.question("Q1")
+    q1 = qq.question("Q1")
     names = [p.name for p in q1.key.points]
     fb = quiz.assess("Q1", names[:2] + ["not a point"])
     assert fb.covered == tuple(names[:2]) and not fb.correct and fb.verdict == "self"
-    assert f"2 / {len(names)}" in fb.message and not fb.message.startswith(quiz.RIGHT)
-    assert quiz.interview_self_assess([]).covered == ()
+    assert f"2 / {len(names)}" in fb.message and not fb.message.startswith(qf.RIGHT)
+    assert qi.interview_self_assess([]).covered == ()
     with pytest.raises(KeyError):
         quiz.assess("Q2", [])
 
 
 def test_q1_is_a_self_explanation_with_a_rubric():
     """Q1 is free text: never graded, with rubric points and misconceptions to compare against."""
-    q1 = quiz.question("Q1")
+    q1 = qq.question("Q1")
     assert q1.kind == "self" and len(q1.key.points) >= 3 and q1.key.misconceptions and q1.key.model_answer
 
 
@@ -319,61 +325,61 @@ def test_q1_is_a_self_explanation_with_a_rubric():
 def test_numbers_come_from_lesson_lib(monkeypatch):
     """Change the paper's base model and the answer keys follow: no number is typed into the questions."""
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
-    quiz.clear_cache()
+    qq.clear_cache()
     try:
         d_k = head_width(D, 4)
-        assert f"4 个 {d_k} 维的头" in quiz.question("Q3").prompt
+        assert f"4 个 {d_k} 维的头" in qq.question("Q3").prompt
         assert quiz.check("Q3", [f"4 · {d_k}n²", f"{D}n²"]).correct
         assert not quiz.check("Q3", [f"{H} · {D_K}n²", f"{D_K}n²"]).correct
-        assert quiz.check("S3", f"(4, {quiz.N_SHAPE_EXAMPLE}, {d_k})").correct
+        assert quiz.check("S3", f"(4, {qq.N_SHAPE_EXAMPLE}, {d_k})").correct
     finally:
         monkeypatch.undo()
-        quiz.clear_cache()
-    assert quiz.check("S3", f"({H}, {quiz.N_SHAPE_EXAMPLE}, {D_K})").correct
+        qq.clear_cache()
+    assert quiz.check("S3", f"({H}, {qq.N_SHAPE_EXAMPLE}, {D_K})").correct
 
 
 def test_answer_keys_match_the_flop_counter_and_the_kernel():
-    n, h = quiz.N_FLOPS_EXAMPLE, quiz.H_FLOPS_EXAMPLE
+    n, h = qq.N_FLOPS_EXAMPLE, qq.H_FLOPS_EXAMPLE
     c = count(n, D, h)
     assert quiz.check("S4", [str(c.scores // h), str(c.scores)]).correct
     assert quiz.check("S4b", [str(c.softmax_exp), "会"]).correct
     assert quiz.check("Q2", [str(head_width(D, h)), "不变" if parameters(D, h) == parameters(D, H) else "变多"]).correct
-    from lesson_lib.selftest.quiz.bank import TRANSFER_D_MODEL, TRANSFER_HEADS
+    from lesson_lib.practice.questions import TRANSFER_D_MODEL, TRANSFER_HEADS
 
     assert quiz.check("S4c", [str(head_width(TRANSFER_D_MODEL, TRANSFER_HEADS)),
                               str(parameters(TRANSFER_D_MODEL, TRANSFER_HEADS))]).correct  # fmt: skip
 
 
 def test_transfer_and_understanding_questions():
-    from lesson_lib.selftest.quiz.bank import TRANSFER_D_MODEL, TRANSFER_HEADS, UNEVEN_HEADS
+    from lesson_lib.practice.questions import TRANSFER_D_MODEL, TRANSFER_HEADS, UNEVEN_HEADS
 
-    s4c = quiz.question("S4c")
+    s4c = qq.question("S4c")
     assert f"d_model = {TRANSFER_D_MODEL}" in s4c.prompt and f"h = {TRANSFER_HEADS}" in s4c.prompt  # numbers read back
-    s3d = quiz.question("S3d")
+    s3d = qq.question("S3d")
     assert f"h = {UNEVEN_HEADS}" in s3d.prompt and D % UNEVEN_HEADS  # an h that does not divide d_model
-    assert quiz.facts()["uneven_refused"] in s3d.explanation and quiz.facts()["uneven_refused"]
-    assert quiz.question("S7c").key.answer == {"A", "B"}
+    assert qq.facts()["uneven_refused"] in s3d.explanation and qq.facts()["uneven_refused"]
+    assert qq.question("S7c").key.answer == {"A", "B"}
 
 
 def test_s4_does_not_repeat_code_exercise_3():
-    n, h = quiz.N_FLOPS_EXAMPLE, quiz.H_FLOPS_EXAMPLE
+    n, h = qq.N_FLOPS_EXAMPLE, qq.H_FLOPS_EXAMPLE
     total = count(n, D, h).matmul_total
     for qid in ("S4", "S4b"):
-        assert all(Fraction(total) != Fraction(b.target) for b in quiz.question(qid).key.boxes if hasattr(b, "rel_tol"))
+        assert all(Fraction(total) != Fraction(b.target) for b in qq.question(qid).key.boxes if hasattr(b, "rel_tol"))
 
 
 def test_explanations_carry_the_computed_numbers():
-    q3 = quiz.question("Q3").explanation
-    assert f"{H} · {D_K}n² = {D}n²" in q3 and f"{count(quiz.N_FLOPS_EXAMPLE, D, H).softmax_exp:,}" in q3
+    q3 = qq.question("Q3").explanation
+    assert f"{H} · {D_K}n² = {D}n²" in q3 and f"{count(qq.N_FLOPS_EXAMPLE, D, H).softmax_exp:,}" in q3
 
 
 def test_model_answer_and_follow_ups_come_from_lesson_lib():
-    from lesson_lib.kernel.kv_sharing import kv_sharing
-    from lesson_lib.selftest.quiz.interview import GQA_GROUPS
+    from lesson_lib.costs import kv_sharing
+    from lesson_lib.practice.interview import GQA_GROUPS
 
-    text = quiz.model_answer()
+    text = qi.model_answer()
     assert f"d_model = {D}" in text and f"d_k = {D_K}" in text
-    assert f"{count(quiz.N_FLOPS_EXAMPLE, D, H).matmul_total:,}" in text
+    assert f"{count(qq.N_FLOPS_EXAMPLE, D, H).matmul_total:,}" in text
     for k in (H, GQA_GROUPS, 1):
         assert f"{kv_sharing(D, H, k).cache_per_token:,}" in text
         assert f"{kv_sharing(D, H, k).projection_params:,}" in text
@@ -388,8 +394,8 @@ def test_unknown_question_id():
 
 
 def test_feedback_html_is_plain_and_escaped():
-    fb = quiz.Feedback(False, "还不对：<script>alert(1)</script>\n第二行")
-    out = quiz.feedback_html(fb)
+    fb = qf.Feedback(False, "还不对：<script>alert(1)</script>\n第二行")
+    out = qr.feedback_html(fb)
     assert "<script>" not in out and "&lt;script&gt;" in out and "<br>" in out
     assert " id=" not in out and "<style" not in out and "javascript" not in out.lower()
 
@@ -398,8 +404,8 @@ def test_each_section_question_ends_its_own_section():
     """Practice next to its idea: S2 … S7 at the end of their section's source; §10 asks the Q review."""
     src = ROOT / "notebooks" / "src"
     review = (src / "10_self_test.md").read_text(encoding="utf-8")
-    for qid in quiz.question_ids():
-        q = quiz.question(qid)
+    for qid in qq.question_ids():
+        q = qq.question(qid)
         if qid.startswith("Q"):
             assert f'ask("{qid}")' in review, qid
             continue
@@ -417,7 +423,7 @@ def test_each_section_question_ends_its_own_section():
 def test_a_number_box_is_right_only_at_its_value(value, spelling):
     """Whatever spelling, a box is judged right exactly when the number read equals the target."""
     for qid in ("Q2", "S4b", "S4c"):
-        box = quiz.question(qid).key.boxes[0]
+        box = qq.question(qid).key.boxes[0]
         read, why = box.read(spelling.format(value, name=box.name))
         assert read == value and why == ""
         assert box.right(read) is (value == box.target)
@@ -429,8 +435,8 @@ def test_deeply_nested_answers_are_unreadable_not_a_crash():
     for _ in range(100_000):
         deep = [deep]
     for value in (deep, {"a": deep}, (deep, "64")):
-        feedback = quiz.interview_check(value)
-        assert not feedback.correct and not feedback.judged and not feedback.message.startswith(quiz.RIGHT)
+        feedback = qi.interview_check(value)
+        assert not feedback.correct and not feedback.judged and not feedback.message.startswith(qf.RIGHT)
         assert not quiz.check("Q2", value).correct  # feedback (it asks for a readable form) instead of raising
 
 
@@ -439,16 +445,16 @@ def test_versions_are_computed_from_the_question_data(monkeypatch):
     """A question's version follows its prompt and answer key: change the paper's head count and the questions
     that ask about it get a new version; the others keep theirs. check() names the version it answered."""
     before = quiz.versions()
-    assert set(before) == {*quiz.question_ids(), quiz.INTERVIEW_ID} and len(set(before.values())) == len(before)
+    assert set(before) == {*qq.question_ids(), qi.INTERVIEW_ID} and len(set(before.values())) == len(before)
     assert quiz.check("Q2", ["32", "不变"]).version == before["Q2"]
-    assert quiz.interview_check("单头会平均").version == before[quiz.INTERVIEW_ID]
+    assert qi.interview_check("单头会平均").version == before[qi.INTERVIEW_ID]
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
-    quiz.clear_cache()
+    qq.clear_cache()
     try:
         after = quiz.versions()
     finally:
         monkeypatch.undo()
-        quiz.clear_cache()
+        qq.clear_cache()
     assert after["Q3"] != before["Q3"] and after["S3"] != before["S3"]  # their prompts and keys use h
     assert after["S7c"] == before["S7c"] and after["Q4"] != before["Q4"]  # S7c does not; Q4's options name h
     assert quiz.versions() == before  # deterministic
@@ -457,9 +463,9 @@ def test_versions_are_computed_from_the_question_data(monkeypatch):
 def test_a_version_ignores_teaching_text_but_not_the_key():
     from dataclasses import replace
 
-    from lesson_lib.selftest.quiz.feedback import question_version
+    from lesson_lib.practice.feedback import question_version
 
-    q = quiz.question("S4")
+    q = qq.question("S4")
     box = q.key.boxes[0]
     reworded = replace(q.key, boxes=(replace(box, generic="另一句提示", hints=()), *q.key.boxes[1:]), praise="好")
     assert question_version(q.prompt, reworded, q.kind) == q.version
@@ -474,8 +480,8 @@ def test_every_choice_subset_and_shape_permutation_is_judged_by_the_key():
     from itertools import chain, combinations, permutations
 
     seen = 0
-    for qid in quiz.question_ids():
-        q = quiz.question(qid)
+    for qid in qq.question_ids():
+        q = qq.question(qid)
         if q.kind in ("single", "multi"):
             keys = [k for k, _ in q.choices]
             sizes = (1,) if q.kind == "single" else range(len(keys) + 1)
@@ -491,7 +497,7 @@ def test_every_choice_subset_and_shape_permutation_is_judged_by_the_key():
                     answer = [*right[:i], option, *right[i + 1:]]
                     assert quiz.check(qid, answer).correct is (option == b.answer), (qid, answer)
                     seen += 1
-    shape = [str(v) for v in quiz.facts()["split_shape"]]
+    shape = [str(v) for v in qq.facts()["split_shape"]]
     values = {*shape, *(str(int(v) + d) for v in shape for d in (-1, 1)), "512", "1"}
     for triple in permutations(sorted(values), 3):
         assert quiz.check("S3", list(triple)).correct is (list(triple) == shape), triple

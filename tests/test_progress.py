@@ -673,6 +673,7 @@ def test_an_answer_to_an_old_version_of_q2_is_not_counted(path):
     entry = p.question_entry("Q2")
     assert entry["earlier"] == ['["64", "不变"]'] and entry["history"][0][1] == progress.OLD_VERSION
     assert ("题目", "Q2", "todo") in p.items() and p.earlier() == ["Q2"]
+    assert '["64", "不变"]' in p.earlier_note("Q2") and p.earlier_note("Q4") == ""  # the old answer, for a widget
     assert progress.OLD_VERSION in p.summary()
     p.record(quiz.check("Q2", ["32", "不变"]), '["32", "不变"]')  # answered again: counted, the old answer kept
     again = _new(path)

@@ -791,6 +791,15 @@ class Progress:
             out.append(INTERVIEW)
         return out
 
+    def earlier_note(self, item_id: str) -> str:
+        """For a widget: its answers to an earlier version of the question, in Chinese ('' when there are none)."""
+        view = self.interview_entry() if item_id == INTERVIEW else self.question_entry(item_id)
+        answers = [_short(a) for a in (view or {}).get("earlier", [])]
+        if not answers:
+            return ""
+        return (f"{OLD_VERSION}：" + "、".join(f"「{a}」" for a in answers[-3:])
+                + "。题目已经更新，这些作答保留着，但不计入；请按现在的题目再答一次。")
+
     def subscribe(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
 

@@ -117,10 +117,9 @@ def _name_of(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ the lesson's data
 def lesson():
     """The questions (current version digests, sections) and exercises, read from lesson_lib's own data."""
-    from lesson_lib.selftest import exercises, quiz
+    from lesson_lib.practice import exercises, questions, quiz
 
-    qs = quiz.questions()
-    return qs, quiz.versions(), tuple(exercises.EXERCISES), quiz
+    return questions.questions(), quiz.versions(), tuple(exercises.EXERCISES)
 
 
 def asked_in() -> dict[str, int]:
@@ -291,8 +290,8 @@ def build(paths: list[str], names: bool = False, recheck: bool = False, warn=Non
             warn(line)
 
     students = load_class(paths, names, note)
-    qs, versions, exercise_names, _ = lesson()
-    from lesson_lib.selftest import exercises
+    qs, versions, exercise_names = lesson()
+    from lesson_lib.practice import exercises
 
     rows = count_questions(students, qs, versions)
     mis = [(count, qid, m, describe_mistake(qs[qid], m), qs[qid].section)

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from lesson_lib.selftest import quiz
-from lesson_lib.selftest.progress import Progress, ProgressFile
+from lesson_lib.practice import questions, quiz
+from lesson_lib.practice.progress import Progress, ProgressFile
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("class_report", ROOT / "scripts" / "class_report.py")
@@ -37,7 +37,7 @@ def _exercise(progress: Progress, name: str, status: str, mistakes=()) -> None:
 def _late_question() -> str:
     """A question the core notebook asks after §5 (so answering it means the student went on)."""
     asked = class_report.asked_in()
-    return next(qid for qid, where in asked.items() if where > 5 and qid in quiz.question_ids())
+    return next(qid for qid, where in asked.items() if where > 5 and qid in questions.question_ids())
 
 
 @pytest.fixture
@@ -45,7 +45,8 @@ def planted_class(tmp_path):
     """12 students: 7 first answer Q2 with 64 (then 32), 3 forget the transpose in split_heads, 2 stop after §5
     (Q2 is asked in the review at the end)."""
     late = _late_question()
-    early = next(qid for qid, where in class_report.asked_in().items() if where == 5 and qid in quiz.question_ids())
+    ids = questions.question_ids()
+    early = next(qid for qid, where in class_report.asked_in().items() if where == 5 and qid in ids)
     s5_right = next(a for q, a, right in _answers() if q == early and right)
     for i in range(12):
         path = tmp_path / f"home{i:02d}" / "progress.json"

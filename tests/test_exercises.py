@@ -472,6 +472,17 @@ def test_mha_loop_mistakes_are_named(kwargs, fragment):
     assert result.status == "wrong" and fragment in result.message
 
 
+def test_named_mistakes_travel_with_the_result_and_into_the_progress_file():
+    """The class report counts named mistakes: the checker names each one it recognises."""
+    from lesson_lib.practice import progress
+
+    assert ex.check("split_heads", lambda x, h: x.reshape(x.shape[0], h, -1)).mistakes == ("transpose",)
+    assert ex.check("multi_head_attention_loop", _loop(scale=False)).mistakes == ("no_scale",)
+    assert ex.check("count_multiplies", lambda n, d, h: 3 * n * d * d + 2 * n * n * d).mistakes == ("no_w_o",)
+    saved = progress.default_progress().data["exercises"]["count_multiplies"]
+    assert saved["mistakes"] == ["no_w_o"] and "3 * n * d * d + 2 * n * n * d" in saved["source"]  # a lambda: its line
+
+
 def test_mha_loop_right_answers():
     assert ex.check("multi_head_attention_loop", _loop()).passed
     assert ex.check("multi_head_attention_loop", _loop(tuple_out=True)).passed  # (out, weights) is accepted

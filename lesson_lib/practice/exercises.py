@@ -92,7 +92,8 @@ class ExerciseResult:
     name: str
     status: str  # passed, todo (stub), error (raised or crashed), wrong, timeout, interrupted
     message: str
-    source: str = field(default="", repr=False, compare=False)  # the learner's code, as checked
+    source: str | None = field(default=None, repr=False, compare=False)  # the learner's code, when known
+    mistakes: tuple[str, ...] = field(default=(), repr=False, compare=False)  # named mistakes (class report)
 
     @property
     def passed(self) -> bool:
@@ -230,9 +231,11 @@ def _call(name, learner, case, hint, fn, args, arg_names, source) -> object:
     if changed:
         raise _Stop(ExerciseResult(
             name, "wrong", f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。调用者的数据"
-            "不该被改掉：请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。"))  # fmt: skip
+            "不该被改掉：请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。",
+            mistakes=("modifies_input",)))  # fmt: skip
     if value is None:
-        raise _Stop(ExerciseResult(name, "wrong", f"{learner} 没有返回任何东西（返回了 None）：是不是忘了写 return？"))
+        raise _Stop(ExerciseResult(name, "wrong", f"{learner} 没有返回任何东西（返回了 None）：是不是忘了写 return？",
+                                   mistakes=("no_return",)))  # fmt: skip
     return value
 
 
@@ -283,7 +286,7 @@ def _precision_problem(name, case, got, want, low) -> ExerciseResult | None:
     if low or not _same(got, want, low_precision=True):
         return None
     return ExerciseResult(name, "wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
-                          "公式本身是对的，差别来自中间用了 float32。")  # fmt: skip
+                          "公式本身是对的，差别来自中间用了 float32。", mistakes=("float32",))  # fmt: skip
 
 
 def _precision_note(low_precision: bool) -> str:
@@ -333,26 +336,30 @@ def check_split_heads(fn, source: str = "") -> ExerciseResult:
         if got.shape != want.shape:
             shape_hint = split_heads_shape_mistake(got.shape, n, h, d // h)
             message = f"{case}：形状应为 {tuple(want.shape)}，你的是 {tuple(got.shape)}：{shape_hint}"
-            return ExerciseResult(name, "wrong", message)
+            mistake = "transpose" if got.shape == (n, h, d // h) else "shape"
+            return ExerciseResult(name, "wrong", message, mistakes=(mistake,))
         if not np.isfinite(got).all():
             return ExerciseResult(name, "wrong", f"{case}：结果里有 NaN 或 inf，而输入都是有限的数。")
         if not _same(got, want, this_low):
             if (imprecise := _precision_problem(name, case, got, want, this_low)) is not None:
                 return imprecise
             d_k = d // h
+            mistake = "values"
             if _same(got, x.reshape(h, n, d_k)):
+                mistake = "reshape_without_transpose"
                 hint = (
                     f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征塞进同一个头。"
                     f"先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。"
                 )
             elif _same(got, x.reshape(n, d_k, h).transpose(2, 0, 1)):
+                mistake = "strided"
                 hint = (
                     f"第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列："
                     "reshape 的顺序是 (n, h, d_k)。"
                 )
             else:
                 hint = f"形状对了，但数值不对，{_where_differs(got, want)}。head i 应是 x[:, i·d_k:(i+1)·d_k]。"
-            return ExerciseResult(name, "wrong", f"{case}：{hint}")
+            return ExerciseResult(name, "wrong", f"{case}：{hint}", mistakes=(mistake,))
     n, d, h = cases[0]
     shape = split_heads(np.zeros((n, d)), h).shape
     message = (
@@ -429,22 +436,24 @@ def check_multi_head_attention_loop(fn, source: str = "") -> ExerciseResult:
         low = low or this_low
         d_k = d // h
         if got.shape != want.shape:
+            mistake = {(h, n, d_k): "no_concat", (n, d_k): "one_head_only"}.get(got.shape, "shape")
             if got.shape == (h, n, d_k):
                 hint = f"这是 {h} 个头各自的输出：还要沿特征维度拼接（Concat）成 ({n}, {d})，再乘 W^O。"
             elif got.shape == (n, d_k):
                 hint = f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"
             else:
                 hint = "输出应当和输入 x 一样是 (n, d_model)。"
-            return ExerciseResult(name, "wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{hint}")
+            return ExerciseResult(name, "wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{hint}",
+                                  mistakes=(mistake,))  # fmt: skip
         if not np.isfinite(got).all():
             message = f"{case}：结果里有 NaN 或 inf：检查 softmax 是否先减去了每行的最大值。"
             return ExerciseResult(name, "wrong", message)
         if not _same(got, want, this_low):
             if (imprecise := _precision_problem(name, case, got, want, this_low)) is not None:
                 return imprecise
-            for variant, advice in _mha_variants(x, *ws, h).values():
+            for mistake, (variant, advice) in _mha_variants(x, *ws, h).items():
                 if _same(got, variant, this_low):
-                    return ExerciseResult(name, "wrong", f"{case}：{advice}")
+                    return ExerciseResult(name, "wrong", f"{case}：{advice}", mistakes=(mistake,))
             return ExerciseResult(
                 name, "wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
                 "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。",
@@ -473,8 +482,9 @@ def check_count_multiplies(fn, source: str = "") -> ExerciseResult:
                       ("n", "d_model", "h"), source)  # fmt: skip
         value = _as_number(name, case, value)
         if value != c.matmul_total:
-            message = f"{case}：应为 {c.matmul_total:,}，你的是 {_fmt(value)}。{_count_hint(value, c)}"
-            return ExerciseResult(name, "wrong", message)
+            mistake, hint = _count_hint(value, c)
+            message = f"{case}：应为 {c.matmul_total:,}，你的是 {_fmt(value)}。{hint}"
+            return ExerciseResult(name, "wrong", message, mistakes=(mistake,))
     (n, d, h1), (_, _, h2) = _COUNT_CASES[:2]
     total = count(n, d, h1).matmul_total
     message = (
@@ -495,21 +505,22 @@ def _fmt(value: float | int) -> str:
     return f"{value:.6g}"
 
 
-def _count_hint(value: float, c) -> str:
+def _count_hint(value: float, c) -> tuple[str, str]:
+    """(mistake id, hint) for a wrong count."""
     parts = {
-        c.scores + c.weights_v: "只算了 QKᵀ 与 weights × V，漏了四个投影（3·n·d² 与 n·d²）。",
-        c.qkv_projections + c.output_projection: "只算了四个投影，漏了 QKᵀ 与 weights × V（各 n²·d）。",
-        c.matmul_total - c.output_projection: "漏了输出投影 W^O（n·d²）。",
-        c.matmul_total - c.qkv_projections: "漏了 Q、K、V 三个投影（3·n·d²）。",
-        c.matmul_total - c.weights_v: "漏了 weights × V（n²·d）。",
-        c.matmul_total - c.scores: "漏了打分 QKᵀ（n²·d）。",
-        c.scores: "只算了打分 QKᵀ 这一步。",
-        c.matmul_total + c.softmax_total: "多算了 softmax 的 exp、除法和缩放：本题只数矩阵乘法。",
-        c.matmul_total * c.h: "多乘了一个 h：每个头只有 d_k = d_model / h 宽，h 个头合起来和单头一样。",
+        c.scores + c.weights_v: ("no_projections", "只算了 QKᵀ 与 weights × V，漏了四个投影（3·n·d² 与 n·d²）。"),
+        c.qkv_projections + c.output_projection: ("no_scores", "只算了四个投影，漏了 QKᵀ 与 weights × V（各 n²·d）。"),
+        c.matmul_total - c.output_projection: ("no_w_o", "漏了输出投影 W^O（n·d²）。"),
+        c.matmul_total - c.qkv_projections: ("no_qkv", "漏了 Q、K、V 三个投影（3·n·d²）。"),
+        c.matmul_total - c.weights_v: ("no_weights_v", "漏了 weights × V（n²·d）。"),
+        c.matmul_total - c.scores: ("no_qk", "漏了打分 QKᵀ（n²·d）。"),
+        c.scores: ("scores_only", "只算了打分 QKᵀ 这一步。"),
+        c.matmul_total + c.softmax_total: ("softmax_counted", "多算了 softmax 的 exp、除法和缩放：本题只数矩阵乘法。"),
+        c.matmul_total * c.h: ("times_h", "多乘了一个 h：每个头只有 d_k = d_model / h 宽，h 个头合起来和单头一样。"),
         c.matmul_total - c.scores - c.weights_v + (c.scores + c.weights_v) // c.h:
-            "QKᵀ 与 weights × V 只算了一个头：要乘以 h。",
+            ("one_head", "QKᵀ 与 weights × V 只算了一个头：要乘以 h。"),
     }  # fmt: skip
-    return parts.get(value, "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。")
+    return parts.get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,7 +582,7 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
     else:
         source = _source_of(fn)
         result = _todo(name, exercise.learner_name) if _is_stub(source) else _in_process(name, fn, source, budget)
-        result = replace(result, source=source)
+        result = replace(result, source=source or None)
     _record(result)
     return result
 
@@ -633,8 +644,8 @@ def _in_process(name: str, fn, source: str, budget: float | None) -> ExerciseRes
     if reply.kind == "ok":
         if reply.printed:
             print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")  # the learner's own print()s
-        status, message = reply.value
-        return ExerciseResult(name, status, message)
+        status, message, mistakes = reply.value
+        return ExerciseResult(name, status, message, mistakes=tuple(mistakes))
     return ExerciseResult(name, *_ended(learner, reply, budget, _stuck_at(reply.stack, fn, source)))
 
 
@@ -699,7 +710,7 @@ def _pickled(item, fn) -> bytes:
             cloudpickle.unregister_pickle_by_value(module)
 
 
-def _check_here(payload: bytes) -> tuple[str, str]:
+def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
     """In the worker: unpack the learner's function (or compile its text) and run the exercise's checker."""
     global _in_worker
     import cloudpickle
@@ -712,13 +723,13 @@ def _check_here(payload: bytes) -> tuple[str, str]:
         fn = fn if fn is not None else _compiled(exercise, source)
     except BaseException as exc:  # a function that cannot be rebuilt here, or code given as text that does not run
         return "error", (f"检查器没能拿到你的函数（{_describe(exc)}）：先单独运行定义函数的单元格，确认它不报错，"
-                         "再运行检查。")  # fmt: skip
+                         "再运行检查。"), ()  # fmt: skip
     try:
         result = exercise.checker(fn, source)
     except BaseException as exc:  # what the learner returned defeated the checker's reading of it
         result = ExerciseResult(name, "error", f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型"
                                 "和形状，应当返回一个普通的 numpy 数组（或整数）。")  # fmt: skip
-    return result.status, result.message
+    return result.status, result.message, result.mistakes
 
 
 def _compiled(exercise: _Exercise, source: str):

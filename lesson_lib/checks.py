@@ -9,17 +9,12 @@ JupyterHub cgroup limit is killed when touched (``ulimit -v`` makes numpy raise,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from pathlib import Path
 
 import numpy as np
-
-__all__ = [
-    "LessonInputError", "LessonInputTypeError", "AttentionInputError", "AttentionInputTypeError",
-    "translated", "check_int", "check_number", "check_choice", "check_heads",
-    "check_logits", "check_qkv", "check_mask", "check_mha", "check_split", "check_merge",
-]  # fmt: skip
 
 
 class LessonInputError(ValueError):
@@ -260,12 +255,9 @@ def _free_memory() -> int | None:
         room = int(meminfo.split("MemAvailable:")[1].split()[0]) * 1024
     except (OSError, IndexError, ValueError):
         return None  # not Linux: the allocation raises MemoryError instead, which is translated
-    try:
+    with contextlib.suppress(OSError, ValueError):
         limit = (_CGROUP / "memory.max").read_text().strip()
-        if limit != "max":
-            room = min(room, int(limit) - int((_CGROUP / "memory.current").read_text()))
-    except (OSError, ValueError):
-        pass
+        room = room if limit == "max" else min(room, int(limit) - int((_CGROUP / "memory.current").read_text()))
     return room
 
 
@@ -285,11 +277,8 @@ def _check_memory(scores_shape, dtype, d_v):
 
 
 def _bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024:
-            return f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
+    power = min(4, max(0, int(math.log(max(n, 1), 1024))))
+    return f"{n / 1024 ** power:.1f} {('B', 'KB', 'MB', 'GB', 'TB')[power]}"
 
 
 # --- Overflow and MemoryError, reported by numpy and translated ---
@@ -303,16 +292,11 @@ def _overflow_error(dtype) -> AttentionInputError:
                                f"或先做层归一化）{wider}。")
 
 
-def _float_dtype(args):
-    floats = [a.dtype for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
-    return np.result_type(*floats) if floats else np.dtype(np.float64)
-
-
 def translated(fn):
-    """Run a kernel function with numpy's overflow reported, and give overflow and ``MemoryError`` in Chinese.
+    """Run a kernel function with numpy's overflow reported, and say overflow and ``MemoryError`` in Chinese.
 
-    Its inputs are checked finite, so a NaN or inf in its output can only be an overflow (BLAS threads may
-    overflow without telling numpy): that is reported too, never returned.
+    Its inputs are checked finite, so NaN or inf in its output can only be an overflow numpy did not see (in a
+    BLAS thread): reported too, never returned.
     """
 
     @functools.wraps(fn)
@@ -321,7 +305,8 @@ def translated(fn):
             with np.errstate(over="raise", invalid="ignore"):
                 result = fn(*args, **kwargs)
         except FloatingPointError:
-            raise _overflow_error(_float_dtype(args)) from None
+            floats = [a.dtype for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+            raise _overflow_error(np.result_type(*floats) if floats else np.dtype(np.float64)) from None
         except MemoryError:
             shape = next((a.shape for a in args if isinstance(a, np.ndarray)), "?")
             raise AttentionInputError(f"这次计算需要的内存超过了这台机器能分配的（输入形状 {shape}）："

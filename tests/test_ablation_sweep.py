@@ -175,7 +175,7 @@ _CLI = [sys.executable, "-m", "lesson_lib.sections.s07_ablation", "--heads", "1,
         "3000"]
 
 
-def test_cli_ends_on_ctrl_c_with_what_finished_and_no_traceback():
+def test_cli_ends_on_ctrl_c_keeping_what_finished():
     """A terminal's Ctrl-C (SIGINT to the process group) ends the CLI with the shell's 130, in Chinese."""
     proc = subprocess.Popen(_CLI, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)

@@ -251,6 +251,7 @@ def browser_page(site):
         browser.close()
 
 
+@pytest.mark.slow
 def test_the_page_shows_no_answer_before_a_click(site, browser_page):
     page, _, outside = browser_page
     notebook = json.loads(build_static.NOTEBOOK.read_text(encoding="utf-8"))
@@ -266,6 +267,7 @@ def test_the_page_shows_no_answer_before_a_click(site, browser_page):
     assert outside == []
 
 
+@pytest.mark.slow
 def test_a_number_and_a_choice_are_checked_on_the_page(browser_page):
     page, _, _ = browser_page
     q = quiz.question("S4b")
@@ -289,6 +291,7 @@ def test_a_number_and_a_choice_are_checked_on_the_page(browser_page):
     assert choice.locator(".lesson-q-feedback").inner_text() == quiz.check("S3b", "A").message
 
 
+@pytest.mark.slow
 def test_a_saved_slider_does_not_move_by_keyboard_or_mouse(browser_page):
     page, _, _ = browser_page
     slider = page.locator(SLIDER).first
@@ -303,6 +306,7 @@ def test_a_saved_slider_does_not_move_by_keyboard_or_mouse(browser_page):
     assert page.evaluate("document.activeElement === null || document.activeElement.closest('[inert]') === null")
 
 
+@pytest.mark.slow
 def test_axe_finds_no_serious_issue(browser_page):
     page, axe, _ = browser_page
     page.add_script_tag(path=str(axe))

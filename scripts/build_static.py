@@ -196,7 +196,7 @@ def finish(html: str, questions: dict | None = None, nav: str = "") -> str:
 def notebooks(folder: Path = NOTEBOOK.parent) -> list[Path]:
     """Every built notebook, the core lesson first, then the optional labs by name."""
     found = sorted(folder.glob("*.ipynb"))
-    return sorted(found, key=lambda p: (p != NOTEBOOK, p.name))
+    return sorted(found, key=lambda p: (p.name != NOTEBOOK.name, p.name))
 
 
 def page_name(notebook: Path, first: bool) -> str:
@@ -216,8 +216,10 @@ def build(out: Path, notebook: Path | None = None) -> Path:
     import nbformat
 
     books = [notebook] if notebook is not None else notebooks()
-    for book in books:
-        if not json.loads(book.read_text(encoding="utf-8")).get("metadata", {}).get("widgets"):
+    for book in books:  # a notebook with widgets must have saved their state, or they would render empty
+        nb = json.loads(book.read_text(encoding="utf-8"))
+        shows = any(WIDGET in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", ()))
+        if shows and not nb.get("metadata", {}).get("widgets"):
             sys.exit(f"{book} 里没有保存控件状态：先运行 python scripts/build_notebook.py。")
     if out.exists():
         shutil.rmtree(out)

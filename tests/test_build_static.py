@@ -88,9 +88,12 @@ def test_the_anywidget_loader_renders_from_saved_state_only():
     assert 'this.model.get("_esm")' in js and "http" not in js.split("*/")[-1].replace("https://", "")
 
 
-def test_build_refuses_a_notebook_without_widget_state(tmp_path):
+def test_build_refuses_a_notebook_whose_widgets_have_no_saved_state(tmp_path):
     path = tmp_path / "bare.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(), path)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("widgets.head_lab()", outputs=[nbformat.v4.new_output(
+        "execute_result", data={WIDGET: {"model_id": "y"}, "text/plain": "W"})])]
+    nbformat.write(nb, path)
     with pytest.raises(SystemExit, match="没有保存控件状态"):
         build_static.build(tmp_path / "site", path)
 
@@ -199,8 +202,7 @@ def test_every_built_notebook_gets_a_page_the_core_lesson_first(tmp_path):
     for name in ("lab_b.ipynb", "day11_multi_head_attention.ipynb", "lab_a.ipynb"):
         (tmp_path / name).write_text("{}", encoding="utf-8")
     found = build_static.notebooks(tmp_path)
-    assert [p.name for p in found] == ["lab_a.ipynb", "lab_b.ipynb", "day11_multi_head_attention.ipynb"] or \
-        found[0].name == "day11_multi_head_attention.ipynb"
+    assert [p.name for p in found] == ["day11_multi_head_attention.ipynb", "lab_a.ipynb", "lab_b.ipynb"]
     nav = build_static.nav_html([("index.html", "主课"), ("lab_a.html", "实验 A")], "lab_a.html")
     assert 'href="index.html"' in nav and '<a href="lab_a.html" aria-current="page">' in nav
 

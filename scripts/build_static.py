@@ -103,7 +103,7 @@ def vendor(static: Path) -> None:
     from lesson_lib.display.theme import PAGE_CSS
 
     (static / "lesson.css").write_text(PAGE_CSS, encoding="utf-8")
-    for name in ("page.css", "selfcheck.js"):
+    for name in ("page.css", "selfcheck.js", "saved-widgets.js"):
         shutil.copyfile(HERE / name, static / name)
 
 
@@ -171,6 +171,7 @@ def finish(html: str, questions: dict | None = None, nav: str = "") -> str:
     html = re.sub(r"<html( lang=\"[^\"]*\")?>", '<html lang="zh-CN">', html, count=1)
     loader = ('<link rel="stylesheet" href="static/lesson.css">\n'
               '<link rel="stylesheet" href="static/page.css">\n'
+              '<script src="static/saved-widgets.js"></script>\n'
               # Read by the widget manager: a module it cannot find is looked up in this folder, not on a CDN.
               '<script src="static/anywidget-amd.js" data-jupyter-widgets-cdn="static/npm/"></script>\n')
     marker = '<script src="static/require.js"></script>'

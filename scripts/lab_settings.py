@@ -9,7 +9,7 @@ binder/postBuild (a hub image) all call it. It writes, under the environment's p
   requirements.txt) unless the learner chose English, and no news or update checks (a classroom may have no
   way out; the toast is an English box a learner cannot act on). An earlier choice of language is kept unless
   ``--locale`` is given.
-- ``etc/jupyter/jupyter_server_config.d/day11-lesson.json``: the file browser hides ``*.egg-info`` (what pip's
+- ``etc/jupyter/jupyter_server_config.json`` (merged): the file browser hides ``*.egg-info`` (what pip's
   install of ``lesson_lib`` leaves in the course folder) beside JupyterLab's own hidden patterns.
 - ``etc/ipython/ipython_kernel_config.py``: the kernel does not log ipykernel's English "Kernel is running over
   TCP without encryption" notice (the kernel listens on 127.0.0.1 of the learner's own machine).
@@ -55,10 +55,14 @@ def write(prefix: Path, locale: str | None = None) -> str:
     overrides = {"@jupyterlab/translation-extension:plugin": {"locale": locale},
                  "@jupyterlab/apputils-extension:notification": NEWS}
     (settings / "overrides.json").write_text(json.dumps(overrides, indent=2) + "\n", encoding="utf-8")
-    server = prefix / "etc/jupyter/jupyter_server_config.d"
-    server.mkdir(parents=True, exist_ok=True)
-    hide = {"ContentsManager": {"hide_globs": HIDDEN}}
-    (server / "day11-lesson.json").write_text(json.dumps(hide, indent=2) + "\n", encoding="utf-8")
+    server = prefix / "etc/jupyter/jupyter_server_config.json"  # (a .d folder would be read for extensions only)
+    server.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        config = json.loads(server.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    config.setdefault("ContentsManager", {})["hide_globs"] = HIDDEN
+    server.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     ipython = prefix / "etc/ipython"
     ipython.mkdir(parents=True, exist_ok=True)
     (ipython / "ipython_kernel_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")

@@ -45,7 +45,7 @@ python=${PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
   echo "需要 Python ≥ 3.10（找到的是：$("$python" --version 2>&1 || echo 没有 Python)）。装一个新的 Python，任选一种：" >&2
   echo "  Debian 12 / Ubuntu 22.04 及更新：sudo apt-get install python3 python3-venv（自带 3.10 或更新）" >&2
-  echo "  uv（pip install uv 或按 uv 的说明安装）：uv python install 3.12，它会打印新 Python 的路径" >&2
+  echo "  uv（pip install uv 或按 uv 的说明安装）：uv python install 3.12，再用 uv python find 3.12 查到它的路径" >&2
   echo "  pyenv：pyenv install 3.12，然后 pyenv local 3.12" >&2
   echo "  macOS / Windows：从 https://www.python.org/downloads/ 下载安装 3.12" >&2
   echo "装好后用它运行：PYTHON=python3.12 bash scripts/setup.sh" >&2

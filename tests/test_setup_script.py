@@ -188,7 +188,7 @@ def test_jupyterlab_is_chinese_without_news_and_hides_egg_info_unless_english_wa
     _setup(repo, "--en")
     _setup(repo)  # no flag: the earlier choice stays
     assert _overrides(repo)["@jupyterlab/translation-extension:plugin"]["locale"] == "en"
-    server = json.loads((repo / ".venv/etc/jupyter/jupyter_server_config.d/day11-lesson.json").read_text())
+    server = json.loads((repo / ".venv/etc/jupyter/jupyter_server_config.json").read_text())
     globs = server["ContentsManager"]["hide_globs"]
     assert "*.egg-info" in globs and "__pycache__" in globs
     from fnmatch import fnmatch

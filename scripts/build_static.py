@@ -128,7 +128,7 @@ def static_cells(nb, questions: dict) -> None:
         if (m := QUIZ_CALL.search(cell.source)) and m.group(1) in questions:
             cell.outputs = [_html_output(selfcheck.form_html(questions[m.group(1)]))]
         elif "interview_self_check(" in cell.source:
-            from lesson_lib.selftest.quiz import INTERVIEW_QUESTION, interview_rubric, model_answer
+            from lesson_lib.practice.interview import INTERVIEW_QUESTION, interview_rubric, model_answer
 
             cell.outputs = [_html_output(selfcheck.rubric_html(INTERVIEW_QUESTION, interview_rubric().text(),
                                                                model_answer()))]

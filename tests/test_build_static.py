@@ -22,7 +22,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import build_static  # noqa: E402
 import selfcheck  # noqa: E402  (scripts/static_page/, put on the path by build_static)
 
-from lesson_lib.selftest import quiz  # noqa: E402
+from lesson_lib.practice import questions  # noqa: E402
+from lesson_lib.practice.feedback import FORM  # noqa: E402
+from lesson_lib.practice.quiz import check  # noqa: E402
 from tests.helpers import require  # noqa: E402
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -55,8 +57,8 @@ def page(tmp_path_factory) -> str:
     ]
     path = tmp_path_factory.mktemp("nb") / "lesson.ipynb"
     nbformat.write(nb, path)
-    questions = {"S4b": selfcheck.export_question(quiz.question("S4b"), quiz.check)}
-    return build_static.finish(build_static.export(path, questions), questions)
+    exported = {"S4b": selfcheck.export_question(questions.question("S4b"), check)}
+    return build_static.finish(build_static.export(path, exported), exported)
 
 
 def test_every_script_and_style_comes_from_the_pages_own_folder(page):
@@ -133,16 +135,16 @@ def test_a_quiz_becomes_a_form_that_the_page_checks_and_a_widget_says_it_needs_j
 
 
 def _kernel(qid, texts):
-    fb = quiz.check(qid, texts)
+    fb = check(qid, texts)
     return [fb.verdict, fb.message]
 
 
-@pytest.mark.parametrize("qid", quiz.question_ids())
+@pytest.mark.parametrize("qid", questions.question_ids())
 def test_the_exported_answers_are_the_kernels_for_any_integer_the_page_reads(qid):
     """What the page shows for an integer it has no entry for (the stand-in's echo replaced) is what the kernel
     says for that integer; every stored answer is the kernel's."""
-    q = quiz.question(qid)
-    data = selfcheck.export_question(q, quiz.check)
+    q = questions.question(qid)
+    data = selfcheck.export_question(q, check)
     if "boxes" not in data:
         return
     names = [b["name"] for b in data["boxes"]]
@@ -162,7 +164,7 @@ def test_the_exported_answers_are_the_kernels_for_any_integer_the_page_reads(qid
 
 @pytest.mark.parametrize("text,value", [("40000", 40000), ("-7", -7), ("0", 0), ("\uff13\uff12", 32), (" 64 ", 64)])
 def test_the_kernel_reads_what_the_page_reads_as_an_integer_as_that_integer(text, value):
-    box = next(b for b in quiz.question("S4").key.boxes if b.name == "one")
+    box = next(b for b in questions.question("S4").key.boxes if b.name == "one")
     assert box.read(text) == (value, "")
 
 
@@ -273,25 +275,25 @@ def test_the_page_shows_no_answer_before_a_click(site, browser_page):
 @pytest.mark.slow
 def test_a_number_and_a_choice_are_checked_on_the_page(browser_page):
     page, _, _ = browser_page
-    q = quiz.question("S4b")
+    q = questions.question("S4b")
     exp = next(b for b in q.key.boxes if b.name == "exp")
     form = page.locator('form[data-question="S4b"]')
     form.locator('input[name="exp"]').fill(str(exp.target))
     form.get_by_label("会", exact=True).check()
     form.get_by_role("button", name="检查答案").click()
-    right = quiz.check("S4b", {"exp": str(exp.target), "grows": "会"})
+    right = check("S4b", {"exp": str(exp.target), "grows": "会"})
     assert form.locator(".lesson-q-feedback").inner_text() == right.message and right.verdict == "right"
     form.locator('input[name="exp"]').fill(str(exp.target + 1))  # a value the question names nowhere
     form.get_by_role("button", name="检查答案").click()
-    wrong = quiz.check("S4b", {"exp": str(exp.target + 1), "grows": "会"})
+    wrong = check("S4b", {"exp": str(exp.target + 1), "grows": "会"})
     assert form.locator(".lesson-q-feedback").inner_text() == wrong.message and wrong.verdict == "wrong"
     form.locator('input[name="exp"]').fill(f"{exp.target} 次（算式）")
     form.get_by_role("button", name="检查答案").click()
-    assert form.locator(".lesson-q-feedback").inner_text().startswith(quiz.FORM)  # unread: no verdict
+    assert form.locator(".lesson-q-feedback").inner_text().startswith(FORM)  # unread: no verdict
     choice = page.locator('form[data-question="S3b"]')
     choice.get_by_label("A.", exact=False).check()
     choice.get_by_role("button", name="检查答案").click()
-    assert choice.locator(".lesson-q-feedback").inner_text() == quiz.check("S3b", "A").message
+    assert choice.locator(".lesson-q-feedback").inner_text() == check("S3b", "A").message
 
 
 @pytest.mark.slow

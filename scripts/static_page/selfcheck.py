@@ -1,7 +1,7 @@
 """The static page's self-check: the kernel's own verdicts, exported once at build time, read by selfcheck.js.
 
 The page has no kernel, so it cannot run the checker; instead the build asks the checker
-(``lesson_lib.selftest.quiz.check``) every answer the page can read for certain and stores what it said:
+(``lesson_lib.practice.quiz.check``) every answer the page can read for certain and stores what it said:
 
 - choices (``single`` / ``multi``): every option, or every set of options, with the kernel's message;
 - a form of number boxes and small choices (``NumberBox``, ``ChoiceBox``): every combination of the values that
@@ -90,10 +90,11 @@ def export_question(q, check) -> dict:
 
 
 def export_all() -> dict:
-    """Every question of the bank, by id (built from ``lesson_lib``'s public quiz structures)."""
-    from lesson_lib.selftest import quiz
+    """Every question, by id (``lesson_lib.practice.questions``, the bank the kernel asks from)."""
+    from lesson_lib.practice.questions import question, question_ids
+    from lesson_lib.practice.quiz import check
 
-    return {qid: export_question(quiz.question(qid), quiz.check) for qid in quiz.question_ids()}
+    return {qid: export_question(question(qid), check) for qid in question_ids()}
 
 
 def _text(text: str) -> str:

@@ -293,7 +293,7 @@ def test_transfer_and_understanding_questions():
     s7c = quiz.question("S7c")
     assert "d_k = 1" in s7c.prompt and s7c.key.answer == {"A", "B"} and "单调" in s7c.explanation
     q5 = quiz.question("Q5")
-    assert '"application"' in q5.prompt and "非常集中地落在" not in q5.explanation
+    assert "「application」" in q5.prompt and "非常集中地落在" not in q5.explanation
     assert "一个头几乎把全部权重给了" in q5.explanation
 
 

@@ -280,28 +280,31 @@ def _q3() -> Question:
 @declare("Q4")
 def _q4() -> Question:
     f = facts()
-    d, h, d_k = f["d"], f["h"], f["d_k"]
+    d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
+    d_k = f["head_width"](d, h)
     explanation = (
-        f"解析：先把 {h} 个头各自输出的 n × {d_k} 矩阵沿特征维度并排拼接（Concat），得到 n × {d} 的矩阵，"
-        f"再乘以输出投影矩阵 W^O（{d} × {d}，可学习的参数）做线性融合，得到最终的 n × {d} 输出。\n"
-        f"严格来说：Concat(head_1, …, head_{h}) W^O 等于 Σ_i head_i W^O_i（W^O_i 是 W^O 中对应第 i 个头的 {d_k} 行）。"
-        "所以在同一层里，各个头在打分和加权时互不通信，直到 W^O 这一步才把它们的结果混合起来；"
-        "不过下一层的每个头读到的输入，已经是上一层混合后的结果。"
+        f"解析：d_k = {d} / {h} = {d_k}。{h} 个头各自输出 n × {d_k}，沿特征维度并排拼接（Concat）成 n × {d}，"
+        f"再乘输出投影 W^O（{d} × {d}）。这一层的结果不替换词元原来的向量，而是加上去：新向量 = X + MultiHead(X)，"
+        "这条一路累加的向量就是残差流。\n"
+        f"严格来说：Concat(head_1, …, head_{h}) W^O = Σ_i head_i W^O_i（W^O_i 是 W^O 中第 i 个头的 {d_k} 行），"
+        "所以每个头都往残差流里写了自己的一份；同一层里各头直到 W^O 才混合，下一层的头读到的已是混合后的向量。"
     )
     options = (
-        ("A", f"把 {h} 个头的输出逐元素取平均，得到 n × {d_k}",
-         "取平均又回到了「加权平均抹平信息」的老问题，而且输出只剩 d_k 维，拼不回 d_model。"),
-        ("B", f"沿特征维度拼接成 n × {d}，再乘以输出矩阵 W^O（{d} × {d}）",
-         "拼接保留了每个头的结果，W^O 再把它们线性融合。"),
+        ("A", f"把 {h} 个头的输出逐元素取平均，得到 n × {d_k}，替换原来的词元向量",
+         f"取平均又回到了「加权平均抹平信息」的老问题，而且只剩 {d_k} 维，拼不回 d_model。"),
+        ("B", f"沿特征维度拼接成 n × {d}，乘 W^O（{d} × {d}），再加回每个词元原来的向量",
+         "拼接保留每个头的结果，W^O 融合，残差连接把它加进词元的向量。"),
         ("C", "只保留注意力分数最高的那个头，其余丢掉",
          "多头没有「选一个头」的步骤：每个头的输出都会进入 Concat，由 W^O 学习怎样组合。"),
         ("D", f"沿词元的方向（行）把它们首尾相接，得到 {h}n × {d_k}",
          f"那样每个词元会变成 {h} 行，词元和词元对不上了；拼接应当沿特征维度（列），每个词元仍是一行。"),
     )  # fmt: skip
     return Question(
-        "Q4", "第 3 节", "single", f"Q4　{h} 个头的输出是如何汇聚成最终结果的？", explanation,
+        "Q4", "第 3 节", "single",
+        f"Q4　一个 d_model = {d}、h = {h} 的模型：一层多头注意力里，{h} 个头的输出怎样变成每个词元的新向量？",
+        explanation,
         key=ChoiceKey(options, frozenset("B"),
-                      f"Concat 得到 n × {d}，再乘 W^O 融合。W^O 是各头第一次「交换信息」的地方。"),
+                      f"Concat 得到 n × {d}，乘 W^O 融合，再加回残差流。W^O 是各头第一次「交换信息」的地方。"),
     )  # fmt: skip
 
 
@@ -654,7 +657,7 @@ def _s5() -> Question:
         ("A", "参数量（W^Q、W^K、W^V、W^O）", lambda h: parameters(d, h)),
         ("B", f"矩阵乘法的总次数（n = {n}）", lambda h: count(n, d, h).matmul_total),
         ("C", f"softmax 的 exp 次数（n = {n}）", lambda h: count(n, d, h).softmax_exp),
-        ("D", "每个头的宽度 d_k", lambda h: head_width(d, h)),
+        ("D", "每头宽度 d_k", lambda h: head_width(d, h)),
         ("E", "注意力图的张数", lambda h: h),
     )
     options, answer = [], set()
@@ -668,7 +671,7 @@ def _s5() -> Question:
         f"解析：d_model = {d} 时，h 从 {lo} 拖到 {hi}：\n"
         + "\n".join(f"· {label}：{why}" for _, label, why in options)
         + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 的工作量和注意力图的数量，"
-        "变小的是每个头的宽度。"
+        "变小的是每头宽度。"
     )
     return Question(
         "S5", "第 5 节", "multi",

@@ -278,7 +278,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else np.array([2.1])
     for i, (j, y) in enumerate(zip(numbers, ys)):
         color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
-        box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\nW_{j}^Q  W_{j}^K  W_{j}^V", "#F7F7F7", 8)
+        box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\nW_{j}^Q,K,V", "#F7F7F7", 9)
         box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", color, 9)
         arrow(1.7, 2.1, 2.2, y)
         arrow(4.5, y, 5.0, y)

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from lesson_lib import costs as flops
 from lesson_lib import paper
-from lesson_lib.kernel import flops
-from lesson_lib.kernel.attention import head_width
+from lesson_lib.attention import head_width
+from lesson_lib.sections import s04_costs as sections_s04_costs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,7 +117,7 @@ def test_section_3_says_what_the_batch_cell_prints(markdown):
     """§3: 「(B, n, d_model)」 and the PyTorch view(B, n, h, d_k).transpose(1, 2) give the kernel's batched shapes."""
     import numpy as np
 
-    from lesson_lib.kernel.attention import merge_heads, split_heads
+    from lesson_lib.attention import merge_heads, split_heads
 
     assert "(B, n, d_model)" in markdown and ".view(B, n, h, d_k).transpose(1, 2)" in markdown
     x = np.zeros((2, 6, D))
@@ -131,7 +132,7 @@ def test_section_3_says_what_the_batch_cell_prints(markdown):
 
 
 def test_512_n_squared(markdown):
-    """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.kernel.flops."""
+    """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.sections.s04_costs."""
     one_head = flops.count(1, D, 1).scores  # multiplies of QKᵀ with n = 1: the coefficient of n²
     per_head = flops.count(1, D_K, 1).scores
     assert one_head == D and per_head == D_K and H * per_head == one_head
@@ -174,10 +175,10 @@ def test_parameter_count_in_prose(markdown):
 
 def test_single_head_bleu_gap(markdown):
     """Every 「x.y BLEU」 gap a learner reads (prose, and §8's reference answer the widget reveals) is Table 3's."""
-    from lesson_lib.selftest import quiz
+    from lesson_lib.practice import interview
 
     gap = round(BEST_BLEU - SINGLE["bleu"], 1)
-    for m in _matches(r"(\d+\.\d)\s*(?:个\s*)?BLEU", markdown + "\n" + quiz.model_answer()):
+    for m in _matches(r"(\d+\.\d)\s*(?:个\s*)?BLEU", markdown + "\n" + interview.model_answer()):
         assert float(m.group(1)) == gap, m.group(0)
 
 
@@ -213,7 +214,7 @@ def test_paper_quotes_are_verbatim_and_attributed(markdown):
 def test_minilm_facts_match_its_config():
     import json
 
-    from lesson_lib import pretrained
+    from lesson_lib.models.pretrained import minilm as pretrained
 
     folder = pretrained.model_dir()
     if folder is None:
@@ -252,8 +253,8 @@ def test_softmax_work_has_one_definition_used_everywhere(markdown):
     assert c.softmax_total == c.scaling + c.softmax_exp + c.softmax_div == 3 * 3 * 7 * 7
     uses = _matches(rf"{name}[^。；\n]{{0,30}}?(\d·h·n²|h·n²)", markdown)
     assert len(uses) >= 2 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
-    assert flops.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
-    from lesson_lib.sections import head_lab
+    assert sections_s04_costs.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
+    from lesson_lib.sections import s05_head_lab as head_lab
 
     assert name in head_lab.comparison_table(heads=(8,)).splitlines()[0]
 
@@ -272,16 +273,16 @@ def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(m
     """The timing differs on every machine: §4's prose states no ratio; the printed reading says either way."""
     section = markdown[markdown.index("## 4 "):markdown.index("## 5 ")]
     assert not re.search(r"\d(?:\.\d)?\s*(?:倍|×)(?!\s*\()", section.split("### 真实计时")[1])
-    slow = flops.timing_reading_text({1: 0.010, 8: 0.020, 64: 0.100}, 512)
-    fast = flops.timing_reading_text({1: 0.010, 8: 0.011, 64: 0.100}, 512)
+    slow = sections_s04_costs.timing_reading_text({1: 0.010, 8: 0.020, 64: 0.100}, 512)
+    fast = sections_s04_costs.timing_reading_text({1: 0.010, 8: 0.011, 64: 0.100}, 512)
     assert slow.startswith("n = 512 时，以 h = 1 为 1：h = 8 是 2.0 倍，h = 64 是 10.0 倍。")
     assert "h = 8 明显比 h = 1 慢" in slow and "差不多快" in fast
 
 
 def test_interview_asks_before_it_shows_an_answer(markdown):
     """§8 asks first: no answer is printed above the self-check; the prose before it names the widget's buttons."""
-    from lesson_lib.selftest import quiz_widgets
-    from lesson_lib.selftest.progress import Progress
+    from lesson_lib.practice import widgets as quiz_widgets
+    from lesson_lib.practice.progress import Progress
 
     text = "\n\n".join(c["source"] for c in _build_module().source_cells())
     assert "interview_self_check()" in text and "合上" not in markdown
@@ -297,7 +298,7 @@ def test_interview_asks_before_it_shows_an_answer(markdown):
 
 def test_section_2_blend_reading(markdown):
     """'四成像女人、三成像男人、三成像一只苹果，主语只剩 0.3' is the single head's blend that §2 prints."""
-    from lesson_lib.sections import averaging
+    from lesson_lib.sections import s02_averaging as averaging
 
     blend = averaging.blend(averaging.LESSON_WEIGHTS)
     tenths = {"四": 0.4, "三": 0.3}
@@ -308,7 +309,7 @@ def test_section_2_blend_reading(markdown):
 
 def test_section_2_demo_reading(markdown):
     """'单头读回了小红 0.65、小明 0.29 …… 两个头各拿 0.90' is what demo_text(sharpness=4.0) prints."""
-    from lesson_lib.sections import averaging
+    from lesson_lib.sections import s02_averaging as averaging
 
     m = _matches(r"单头读回了小红 (\d\.\d\d)、小明 (\d\.\d\d)", markdown)[0]
     one = averaging.demo(1, 4.0)
@@ -324,7 +325,7 @@ def test_section_2_retention_curves(markdown):
     two heads keep both, on one curve, towards 1."""
     import numpy as np
 
-    from lesson_lib.sections import averaging
+    from lesson_lib.sections import s02_averaging as averaging
 
     sharpness = np.linspace(0, 8, 33)  # the figure's grid
     one, two = (averaging.retention_curve(sharpness)[h] for h in (1, 2))
@@ -341,14 +342,14 @@ def test_section_2_retention_curves(markdown):
 
 
 def test_section_3_head_1_does_not_change():
-    from lesson_lib.sections import heads
+    from lesson_lib.sections import s03_heads as heads
 
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
     assert "头 1 的输出变化：0（一位都没变）" in heads.heads_mix_text(n=5, d_model=D, h=H)
 
 
 def test_section_7_4_winners_are_the_printed_ones(markdown):
-    from lesson_lib import ablation
+    from lesson_lib.sections.s07_ablation import report as ablation
 
     ends = sorted({int(n) for n in re.findall(r"一维：.*第 (\d+) 个键", ablation.monotone_score_text())})
     (found,) = _matches(r"赢家只会是第 (\d+) 个或第 (\d+) 个键", markdown)
@@ -359,8 +360,8 @@ def test_section_5_defines_entropy_and_js_where_it_prints_them(markdown):
     """§5 prints 熵（比特） and JS 散度: its prose defines both with their ends, which attention_stats computes."""
     import numpy as np
 
-    from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
-    from lesson_lib.sections import head_lab
+    from lesson_lib.head_stats import mean_pairwise_js, row_entropy
+    from lesson_lib.sections import s05_head_lab as head_lab
 
     n = len(head_lab.SENTENCE)
     m = _matches(r"平均分给 (\d+) 个词元是 log₂(\d+) ≈ (\d\.\d\d)", markdown)[0]
@@ -374,7 +375,7 @@ def test_section_5_defines_entropy_and_js_where_it_prints_them(markdown):
 
 def test_section_5_try_it_answers(markdown):
     """The folded answers to §5's 「试一试」 are lab_state's numbers (the cell prints h = 2 and h = 64)."""
-    from lesson_lib.sections import head_lab
+    from lesson_lib.sections import s05_head_lab as head_lab
 
     s2, s8, s64 = (head_lab.lab_state(h) for h in (2, 8, 64))
     m = _matches(r"h = 64 的平均 JS 散度（(\d\.\d\d) 比特）反而比 h = 2（(\d\.\d\d) 比特）小", markdown)[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib import pretrained as pt
+from lesson_lib.models.pretrained import minilm as pt
 
 SRC = Path(__file__).parents[1] / "notebooks" / "src"
 SECTION_6 = (SRC / "06_real_heads.md").read_text(encoding="utf-8")
@@ -58,8 +58,8 @@ def test_section_2_demo_hides_the_pronoun_and_what_follows():
     """§2: the demo's mask hides 「她」 itself and everything after it; the causal rule lets a token see itself."""
     import numpy as np
 
-    from lesson_lib.kernel.attention import scaled_dot_product_attention
-    from lesson_lib.sections import averaging
+    from lesson_lib.attention import scaled_dot_product_attention
+    from lesson_lib.sections import s02_averaging as averaging
 
     for heads in (1, 2):
         d = averaging.demo(heads, sharpness=4.0)
@@ -71,7 +71,7 @@ def test_section_2_demo_hides_the_pronoun_and_what_follows():
 
 def test_attention_ignores_order_until_positions_are_added():
     """§3 「方向与位置」: reversing the tokens only reverses the outputs; with a position table it does not."""
-    from lesson_lib.sections import heads
+    from lesson_lib.sections import s03_heads as heads
 
     for n, d, h in [(6, 512, 8), (5, 12, 3), (9, 16, 1)]:
         check = heads.order_and_position(n=n, d_model=d, h=h, seed=n)
@@ -84,8 +84,8 @@ def test_every_trained_model_of_the_lesson_adds_positions():
     """The toy model's embedding table has one row per position; a real model embeds one token twice differently."""
     import numpy as np
 
-    from lesson_lib.ablation import model
-    from lesson_lib.ablation.config import Task
+    from lesson_lib.models.toy import model
+    from lesson_lib.models.toy.config import Task
 
     task = Task()
     assert model.param_shapes(task, 8)["E"][0] == task.V + 2 * task.K + task.T  # the last T rows: positions
@@ -110,8 +110,8 @@ def test_timing_runs_on_one_blas_thread(monkeypatch):
     """§4 compares head counts under the same conditions: one BLAS thread while timing."""
     import contextlib
 
-    from lesson_lib.kernel import flops
     from lesson_lib.runtime import blas
+    from lesson_lib.sections import s04_costs as flops
 
     entered = []
 
@@ -129,7 +129,7 @@ def test_section_3_residual_stream_keeps_the_token_and_adds_each_head():
     """§3: 新向量 = X + MultiHead(X), and MultiHead(X) = Σ_i head_i W^O_i: each head writes its own share."""
     import numpy as np
 
-    from lesson_lib.kernel.attention import multi_head_attention, split_heads
+    from lesson_lib.attention import multi_head_attention, split_heads
 
     rng = np.random.default_rng(0)
     n, d, h = 5, 16, 4

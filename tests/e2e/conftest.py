@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_NAME = "day11_multi_head_attention.ipynb"
@@ -211,18 +211,23 @@ class LabServer:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(values), encoding="utf-8")
 
-    def wait_ready(self, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
+    def wait_ready(self) -> None:
+        """Until the server answers (it exiting is a failure at once); a hang only fails after a load-scaled wait."""
+
+        def up():
             if self.process.poll() is not None:
                 pytest.fail(f"JupyterLab exited with {self.process.returncode}:\n{self.log_tail()}", pytrace=False)
             try:
-                self.api("/api/status")
-                return
+                return self.api("/api/status") or True
             except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not answer within {timeout} s:\n{self.log_tail()}", pytrace=False)
-                time.sleep(0.2)
+                return False
+
+        wait_for(up, f"JupyterLab answering ({self.log})", progress=lambda: self.log.stat().st_size, stall_s=60)
+
+    def wait_kernel_idle(self) -> None:
+        """Until the notebook's kernel exists and is idle (the toolbar says idle before a kernel exists)."""
+        wait_for(lambda: self.kernel_state(self.notebook) == "idle", f"{self.notebook}'s kernel idle",
+                 progress=lambda: self.kernel_state(self.notebook), stall_s=90)
 
     def stop(self) -> None:
         """Delete the sessions (their kernels run in their own process groups), then end the server's group."""

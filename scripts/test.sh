@@ -12,6 +12,10 @@
 #   PYTHON=/path/python3.13 LESSON_VENV=.venv-py313 bash scripts/test.sh   another Python, in its own environment
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The last line, whatever happens: the wall time of the whole command and its exit status (CI reads both).
+started=$(date +%s)
+trap 'status=$?; echo "==> scripts/test.sh: exit $status, total wall time $(( $(date +%s) - started )) s"' EXIT
+step() { echo "==> $1 ($(( $(date +%s) - started )) s so far)"; }
 case "${LESSON_DEPS:-locked}" in
   locked) default_venv=.venv ;;
   *) default_venv=".venv-${LESSON_DEPS}" ;;
@@ -60,12 +64,17 @@ if ! command -v configurable-http-proxy >/dev/null; then
   fi
 fi
 
-echo "==> ruff"
+step ruff
 ruff check .
-echo "==> notebook source vs stored notebook"
+step "notebook source vs stored notebook"
 python scripts/build_notebook.py --check
-echo "==> pytest (unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone)"
-python -m pytest -p no:cacheprovider \
+step "pytest (unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone)"
+# --durations: the slowest tests are listed at the end, so a run that grew slower shows where. Exit status 5 (no test
+# collected, e.g. a -k or -m that matches nothing) is a failure like any other non-zero status.
+status=0
+python -m pytest -p no:cacheprovider --durations=15 \
   --nbval notebooks/day11_multi_head_attention.ipynb \
   --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
-  tests "$@"
+  tests "$@" || status=$?
+[ "$status" -ne 5 ] || echo "pytest collected no test (exit 5): that is a failure / 没有收集到任何测试，按失败处理" >&2
+exit "$status"

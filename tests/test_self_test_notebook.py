@@ -35,7 +35,7 @@ def test_run_all_with_an_endless_exercise_finishes(tmp_path, monkeypatch):
     assert "raise NotImplementedError" in body.source
     body.source = body.source.replace("raise NotImplementedError", "while True:\n        pass")
     nb.cells = cells
-    client = nbclient.NotebookClient(nb, timeout=scaled(120), kernel_name="python3",
+    client = nbclient.NotebookClient(nb, timeout=int(scaled(120)), kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})  # fmt: skip
     client.execute()  # a hang would end in nbclient's CellTimeoutError instead
     outputs = [o for o in body.outputs if o.output_type in ("execute_result", "stream", "display_data")]

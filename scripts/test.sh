@@ -11,11 +11,15 @@
 #   LESSON_DEPS=lowest bash scripts/test.sh   ... against the oldest allowed versions (in .venv-lowest; use Python 3.10)
 #   PYTHON=/path/python3.13 LESSON_VENV=.venv-py313 bash scripts/test.sh   another Python, in its own environment
 set -euo pipefail
+# The last line, whatever happens: the exit status and the wall time of the whole command (CI reads both). The
+# script runs itself once more inside, so a step that stops it early still ends with this line.
+if [ -z "${LESSON_TEST_INNER:-}" ]; then
+  status=0
+  LESSON_TEST_INNER=1 bash "$0" "$@" || status=$?
+  echo "==> scripts/test.sh: exit $status, total wall time ${SECONDS} s"
+  exit "$status"
+fi
 cd "$(dirname "$0")/.."
-# The last line, whatever happens: the wall time of the whole command and its exit status (CI reads both).
-started=$(date +%s)
-trap 'status=$?; echo "==> scripts/test.sh: exit $status, total wall time $(( $(date +%s) - started )) s"' EXIT
-step() { echo "==> $1 ($(( $(date +%s) - started )) s so far)"; }
 case "${LESSON_DEPS:-locked}" in
   locked) default_venv=.venv ;;
   *) default_venv=".venv-${LESSON_DEPS}" ;;
@@ -64,11 +68,11 @@ if ! command -v configurable-http-proxy >/dev/null; then
   fi
 fi
 
-step ruff
+echo "==> ruff (${SECONDS} s so far)"
 ruff check .
-step "notebook source vs stored notebook"
+echo "==> notebook source vs stored notebook (${SECONDS} s so far)"
 python scripts/build_notebook.py --check
-step "pytest (unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone)"
+echo "==> pytest: unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone (${SECONDS} s so far)"
 # --durations: the slowest tests are listed at the end, so a run that grew slower shows where. Exit status 5 (no test
 # collected, e.g. a -k or -m that matches nothing) is a failure like any other non-zero status.
 status=0

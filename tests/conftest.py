@@ -65,6 +65,20 @@ def pytest_configure(config):
                                        "deselect with -m 'not slow'")
 
 
+def pytest_terminal_summary(terminalreporter):
+    """One line on what the session cost: CPU seconds (this process and its finished children) and the load, so a
+    run on a shared machine can be compared with one on an idle machine (the wall time alone cannot)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return
+    used = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    load = f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
+    terminalreporter.write_line(f"cost: {used:.0f} CPU-s (pytest + finished child processes); load average now {load} "
+                                f"on {os.cpu_count()} CPUs")
+
+
 def pytest_unconfigure(config):
     shutil.rmtree(_PROGRESS_DIR, ignore_errors=True)
 

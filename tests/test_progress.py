@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib.selftest import exercises, progress, quiz
-from lesson_lib.selftest.exercises import ExerciseResult
-from lesson_lib.selftest.progress import FORMAT, VERSION, Progress, ProgressFile
+from lesson_lib.practice import exercises, progress, questions, quiz
+from lesson_lib.practice import interview as practice_interview
+from lesson_lib.practice.exercises import ExerciseResult
+from lesson_lib.practice.progress import FORMAT, VERSION, Progress, ProgressFile
 
 
 @pytest.fixture
@@ -20,7 +21,7 @@ def path(tmp_path):
 
 def _new(path) -> Progress:
     """What a fresh kernel does when the cells run again: read the same file."""
-    return Progress(quiz.question_ids(), tuple(exercises.EXERCISES), store=ProgressFile(path))
+    return Progress(questions.question_ids(), tuple(exercises.EXERCISES), store=ProgressFile(path))
 
 
 def _everything_right(p: Progress) -> None:
@@ -31,7 +32,7 @@ def _everything_right(p: Progress) -> None:
     from quiz_answers import TABLE
 
     right = {qid: answer for qid, answer, verdict, _ in TABLE if verdict == "right"}
-    assert set(right) | {"Q1"} == set(quiz.question_ids())
+    assert set(right) | {"Q1"} == set(questions.question_ids())
     for qid, answer in right.items():
         p.record(quiz.check(qid, answer), answer)
     q1 = quiz.question("Q1")
@@ -41,8 +42,8 @@ def _everything_right(p: Progress) -> None:
     for name in exercises.EXERCISES:
         p.record_exercise(ExerciseResult(name, "passed", "全部通过！"))
     good = ("单头只有一组权重，加权平均会抹平不同角色；多头拆成子空间，算力守恒；头数要适中，太多时 d_k 过窄。")
-    p.record_interview(quiz.interview_check(good), good)
-    points = [point.name for point in quiz.interview_rubric().points]
+    p.record_interview(practice_interview.interview_check(good), good)
+    points = [point.name for point in practice_interview.interview_rubric().points]
     p.record(progress.INTERVIEW, {"kind": "self_assessment", "answer": good, "covered": points, "of": len(points)})
 
 
@@ -52,7 +53,7 @@ def test_answers_survive_a_restart(path):
     p.record(quiz.check("Q4", "B"), "B")
     p.record(quiz.check("Q5", {"A", "B"}), {"A", "B"})
     p.record_exercise(ExerciseResult("split_heads", "wrong", "形状不对"))
-    p.record_interview(quiz.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
+    p.record_interview(practice_interview.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
     again = _new(path)
     assert again.question_entry("Q4") == {"attempts": 2, "solved": True, "answer": "B", "last": "right",
                                           "history": [["A", "wrong"], ["B", "right"]]}  # fmt: skip
@@ -148,7 +149,7 @@ def test_reset_keeps_the_old_file(path):
 
 def test_summary_counts_questions_exercises_and_interview(path):
     p = _new(path)
-    n_q, n_ex = len(quiz.question_ids()), len(exercises.EXERCISES)
+    n_q, n_ex = len(questions.question_ids()), len(exercises.EXERCISES)
     text = p.summary()
     assert f"题目：已答对 0 / {n_q} 题" in text and f"代码练习：已完成 0 / {n_ex} 个" in text
     assert "面试自检：已完成 0 / 1 项" in text and f"合计完成 0 / {n_q + n_ex + 1} 项" in text
@@ -228,7 +229,7 @@ def test_the_lesson_says_where_the_file_is(monkeypatch):
 
 _SAVER = """
 import sys
-from lesson_lib.selftest.progress import Progress, ProgressFile
+from lesson_lib.practice.progress import Progress, ProgressFile
 
 path, side, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 p = Progress(("Q2", "A", "B"), store=ProgressFile(path))
@@ -325,7 +326,7 @@ def test_a_wrong_entry_is_set_aside_with_a_notice_never_a_crash(path, entries, d
 
 def test_a_wrong_entry_does_not_break_the_widgets(path):
     pytest.importorskip("ipywidgets")
-    from lesson_lib.selftest import quiz_widgets
+    from lesson_lib.practice import widgets as quiz_widgets
 
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "questions": {"Q2": "oops"}, "exercises": {},
@@ -396,7 +397,7 @@ def _nested(depth):
 def test_a_deeply_nested_answer_is_stored_without_recursion(path, answer):
     p = _new(path)
     p.record(quiz.check("Q5", "A"), answer)
-    p.record_interview(quiz.interview_check("单头会平均"), answer)
+    p.record_interview(practice_interview.interview_check("单头会平均"), answer)
     p.record("Q1", {"kind": "self_assessment", "answer": answer, "covered": [], "of": 3})
     assert p.notice == "" and "无法保存的答案" in p.question_entry("Q5")["answer"]
     assert _new(path).attempts["Q5"] == 1
@@ -426,7 +427,7 @@ def test_the_store_imports_no_question_or_exercise(tmp_path):
     imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
     assert not {m for m in imported if "exercises" in m or "quiz" in m}, imported
-    code = ("import sys, lesson_lib.selftest.progress as p\n"
+    code = ("import sys, lesson_lib.practice.progress as p\n"
             "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -450,7 +451,7 @@ def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
     """Each kind is named once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
     p = _new(path)
     bad = "头数越多越好。"
-    p.record_interview(quiz.interview_check(bad), bad)
+    p.record_interview(practice_interview.interview_check(bad), bad)
     lines = p.summary().splitlines()
     interview = [line for line in lines if line.startswith("面试自检")]
     assert len(interview) == 1, lines

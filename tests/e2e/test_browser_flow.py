@@ -125,7 +125,7 @@ JS_WATCH_UPDATE = """(root, pattern) => {
   obs.observe(root, {subtree: true, childList: true, characterData: true, attributes: true});
 }"""
 
-# The self-test question: the box selftest.quiz_widgets marks with the class lesson-quiz-<id>; else the smallest
+# The self-test question: the box lesson_lib.practice.widgets marks with the class lesson-quiz-<id>; else the smallest
 # widget box holding the question id, one text box and one 提交 button; else, if the id is only in a markdown cell,
 # the next code cell with a 提交 button. Marks it with data-e2e-quiz.
 JS_FIND_QUESTION = """(qid) => {

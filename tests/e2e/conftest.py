@@ -169,6 +169,12 @@ class LabServer:
     notebook: str = NOTEBOOK_NAME  # path relative to the server root
     allowed_hosts: frozenset = frozenset(ALLOWED_HOSTS)
 
+    @property
+    def progress_file(self) -> Path:
+        """This server's kernels' progress file: one per server, so flows running side by side never see each
+        other's answers."""
+        return self.base / "progress.json"
+
     def api(self, path: str, method: str = "GET"):
         req = urllib.request.Request(
             f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
@@ -285,6 +291,7 @@ def _start_server(locale: str, theme: str = "light") -> LabServer:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "IPYTHON", "MPL"))}
     env.update({k: str(v) for k, v in dirs.items()})
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    env["LESSON_PROGRESS_FILE"] = str(base / "progress.json")  # LabServer.progress_file
     # Two kernels run side by side on a 2-core machine: one BLAS thread each instead of 2 x 2 fighting for the cores
     # (lesson_lib.runtime.blas documents the same setting for learners).
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

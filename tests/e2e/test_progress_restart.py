@@ -101,10 +101,9 @@ def _wait_changed(locator, before: str) -> None:
 
 
 def test_progress_survives_a_restart(lab_servers, open_browser, artifacts_dir, e2e_report, tmp_path, monkeypatch):
-    progress_file = tmp_path / "progress.json"
-    monkeypatch.setenv("LESSON_PROGRESS_FILE", str(progress_file))
     monkeypatch.setenv("DAY11_E2E_NOTEBOOK", str(_trimmed_notebook(tmp_path / "trimmed.ipynb")))
     server = lab_servers(["en"])["en"]
+    progress_file = server.progress_file
     shots = artifacts_dir / "restart"
     shots.mkdir()
     started = time.perf_counter()

@@ -21,7 +21,7 @@ from pathlib import Path
 from lesson_lib.practice import checkers, interview, questions, quiz
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from quiz_answers import TABLE
+from quiz_answers import MEANT_RIGHT, TABLE
 
 GOAL_MS = 50.0
 REPEAT = 5
@@ -67,6 +67,17 @@ def _cold_ms(call: str) -> float:
     return float(out.stdout.strip())
 
 
+def _table_counts() -> str:
+    """Issue 28's done-when over the adversarial table (tests/test_quiz.py holds the same counts)."""
+    right = [r[:2] for r in TABLE if r[2] == "right"] + MEANT_RIGHT
+    verdicts = [quiz.check(*r).verdict for r in right]
+    wrong = [r[:2] for r in TABLE if r[2] not in ("right", "review", "blank")]
+    accepted = sum(quiz.check(*r).correct for r in wrong)
+    return (f"table: {len(right)} right answers, {verdicts.count('form')} asked to rewrite "
+            f"({100 * verdicts.count('form') / len(right):.1f} %, goal ≤ 10 %), {verdicts.count('wrong')} told 还不对 "
+            f"(must be 0); {len(wrong)} wrong or unreadable answers, {accepted} accepted (must be 0)")
+
+
 def run() -> list[str]:
     lines = [f"goal: every check ≤ {GOAL_MS:.0f} ms; worst = slowest median of {REPEAT} over the table's answers and "
              "hostile inputs at the length cap"]  # fmt: skip
@@ -88,6 +99,7 @@ def run() -> list[str]:
     iv_cold = _cold_ms("q.interview_check('单头只有一组权重')")
     worst_all = max(worst_all, assess, iv, iv_cold)
     lines.append(f"Q1 self-assessment {assess:6.2f} ms;  面试 rubric worst {iv:6.2f} ms  cold {iv_cold:6.2f} ms")
+    lines.append(_table_counts())
     lines.append(f"worst of all (cold and warm): {worst_all:.2f} ms "
                  f"({'within' if worst_all <= GOAL_MS else 'OVER'} the {GOAL_MS:.0f} ms goal)")  # fmt: skip
     return lines

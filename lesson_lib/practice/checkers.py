@@ -19,7 +19,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from lesson_lib.practice.feedback import INCOMPLETE, REVIEW, RIGHT, SELF, WRONG, Feedback, Question, blank, unreadable
+from lesson_lib.practice.feedback import (
+    ANSWER_FIRST,
+    INCOMPLETE,
+    REVIEW,
+    RIGHT,
+    SELF,
+    WRONG,
+    Feedback,
+    Question,
+    blank,
+    unreadable,
+)
 from lesson_lib.practice.freetext import Rubric, hint_text
 from lesson_lib.practice.parse import Poly, as_text, clean, fmt_number, read_value
 
@@ -63,6 +74,10 @@ class NumberBox:
             if Fraction(known) == value:
                 return hint
         return self.generic
+
+    def named(self, value: Fraction) -> bool:
+        """Whether a wrong value is a known mistake (one of the hints), not just any wrong number."""
+        return any(Fraction(known) == value for known, _ in self.hints)
 
     verb = "填"
 
@@ -166,17 +181,50 @@ def form_values(q: Question, answer) -> dict[str, str]:
 
 
 _TUPLE_SEPARATORS = re.compile(r"\s*[,，、;；×xX*]\s*|\s+")
+_TORCH_SIZE = re.compile(r"^\s*(?:torch\s*\.\s*)?size\s*\((.*)\)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def _tuple_parts(first: str) -> list[str]:
+    """「（8，12，64）」, 8×12×64, torch.Size([8, 12, 64]) -> ["8", "12", "64"]."""
+    inner = unicodedata.normalize("NFKC", clean(first, 200)).strip()
+    if m := _TORCH_SIZE.match(inner):
+        inner = m.group(1)
+    inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
+    return [p for p in _TUPLE_SEPARATORS.split(inner) if p]
 
 
 def _spread(answer, names: list[str]):
     """A whole tuple typed into the first box with the rest empty: 「（8，12，64）」, 8×12×64 -> one value a box."""
     items = list(answer.values()) if isinstance(answer, dict) else list(answer)
-    first = as_text(items[0]) if items else ""
-    if any(as_text(x).strip() for x in items[1:]):
+    first = items[0] if items else ""
+    if not isinstance(first, str) or any(as_text(x).strip() for x in items[1:]):
         return answer
-    inner = unicodedata.normalize("NFKC", clean(first, 200)).strip().strip("()[]（）").strip()
-    parts = [p for p in _TUPLE_SEPARATORS.split(inner) if p]
+    parts = _tuple_parts(first)
     return parts if len(parts) == len(names) else answer
+
+
+def _one_value_each(q: Question, answer) -> str:
+    """Why the answer does not hold one value a box ('' when it does): more values than boxes, a box holding a
+    list, or a shape of another length typed into the first box."""
+    names = [b.name for b in q.key.boxes]
+    if isinstance(answer, dict):
+        boxes = [answer.get(n) for n in names]
+        extra = [k for k, v in answer.items() if k not in names and as_text(v).strip()]
+    elif isinstance(answer, (list, tuple)):
+        boxes, extra = list(answer)[: len(names)], [v for v in list(answer)[len(names):] if as_text(v).strip()]
+    else:
+        boxes, extra = [answer], []
+    want = f"这道题有 {len(names)} 个框，每个框只填一个数"
+    if extra:
+        return f"{want}，收到的却有 {len(names) + len(extra)} 个值。"
+    for b, v in zip(q.key.boxes, boxes):
+        if isinstance(v, (list, tuple, set, frozenset, dict)) and len(v) != 1:
+            return f"{want}：「{b.label}」里放了 {len(v)} 个值。"
+    if q.key.spread and boxes and isinstance(boxes[0], str) and not any(as_text(v).strip() for v in boxes[1:]):
+        parts = _tuple_parts(boxes[0])
+        if len(parts) > 1 and len(parts) != len(names) and all(p.isascii() for p in parts):  # not 「(8,12,64) 不对」
+            return f"{want}；你写的形状有 {len(parts)} 维，本题的形状有 {len(names)} 维。"
+    return ""
 
 
 def check_form(q: Question, answer) -> Feedback:
@@ -184,36 +232,66 @@ def check_form(q: Question, answer) -> Feedback:
     texts = form_values(q, answer)
     if not any(t.strip() for t in texts.values()):
         return blank(q.id, q.explanation, "在框里填上答案")
-    values, problems, empty = {}, [], []
+    if crowded := _one_value_each(q, answer):
+        return unreadable(q.id, q.explanation, crowded, parts=[(b.name, "unread") for b in k.boxes])
+    values, problems, empty, states = {}, [], [], []
     for b in k.boxes:
         if not texts[b.name].strip():
             empty.append(f"「{b.label}」")
+            states.append((b.name, "empty"))
             continue
         value, why = b.read(texts[b.name])
         if value is None:
             problems.append(f"「{b.label}」{why}")
+        states.append((b.name, "read" if value is not None else "unread"))
         values[b.name] = value
     if empty and not problems:
-        return unreadable(q.id, q.explanation, f"{'、'.join(empty)}还空着，全部填好再提交。", INCOMPLETE)
+        return unreadable(q.id, q.explanation, f"{'、'.join(empty)}还空着，全部填好再提交。", INCOMPLETE, states)
     if empty:
         problems.append(f"{'、'.join(empty)}还空着。")
     if problems:
-        return unreadable(q.id, q.explanation, "".join(problems))
+        return unreadable(q.id, q.explanation, "".join(problems), parts=states)
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in k.boxes)
+    echoes = tuple((b.name, _echo(b, values[b.name])) for b in k.boxes)
     if all(v == "right" for _, v in verdicts):
-        return Feedback(True, RIGHT + k.praise, q.explanation, q.id, parts=verdicts)
+        return Feedback(True, RIGHT + k.praise, q.explanation, q.id, parts=verdicts, echoes=echoes)
+    mistakes = tuple(f"{b.name}={_plain(values[b.name])}" for b in k.boxes if _named(b, values[b.name]))
     if k.whole is not None and (said := k.whole(values)):
-        return Feedback(False, WRONG + said, q.explanation, q.id, parts=verdicts)
+        shape = "(" + ", ".join(_plain(v) for v in values.values()) + ")"
+        return Feedback(False, WRONG + said, q.explanation, q.id, parts=verdicts, mistakes=(f"shape={shape}",),
+                        echoes=echoes)
     parts, ok = [], []
     for b in k.boxes:
         value = values[b.name]
         if b.right(value):
             ok.append(f"「{b.label}」")
         else:
-            parts.append(f"「{b.label}」你{b.verb}的是 {b.shown(value)}。{b.wrong_why(value)}")
+            parts.append(f"「{b.label}」你{b.verb}的是 {dict(echoes)[b.name]}。{b.wrong_why(value)}")
     if ok and len(k.boxes) > 1:
         parts.append(f"{'、'.join(ok)}填得对。")
-    return Feedback(False, WRONG + "".join(parts), q.explanation, q.id, parts=verdicts)
+    return Feedback(False, WRONG + "".join(parts), q.explanation, q.id, parts=verdicts, mistakes=mistakes,
+                    echoes=echoes)
+
+
+def _named(box, value) -> bool:
+    """A wrong value that is a known mistake: a number box's hint, or any diagnosis of an expression or a choice."""
+    if box.right(value):
+        return False
+    return box.named(value) if hasattr(box, "named") else bool(box.wrong_why(value))
+
+
+def _plain(value) -> str:
+    """A value as a mistake id writes it: 8192, 1/3, 512n², 变多 (no thousands separators)."""
+    return str(value).replace(",", "")
+
+
+def _echo(box, value) -> str:
+    """The value read, exactly: never a spelling that equals the right one (31.9999999 is not echoed as 32)."""
+    shown = box.shown(value)
+    right = box.answer if isinstance(box, ChoiceBox) else box.target
+    if not box.right(value) and shown == box.shown(right):  # impossible with exact formatting; kept as a promise
+        return f"{shown}（与答案写出来一样，但不是同一个值：{value!r}）"
+    return shown
 
 
 # --------------------------------------------------------------------------------------------- choices
@@ -244,7 +322,7 @@ def check_single(q: Question, answer) -> Feedback:
     if chosen[0] in k.answer:
         return Feedback(True, RIGHT + k.praise, q.explanation, q.id)
     why = dict((key, w) for key, _, w in k.options)[chosen[0]]
-    return Feedback(False, f"{WRONG}选项 {chosen[0]}：{why}", q.explanation, q.id)
+    return Feedback(False, f"{WRONG}选项 {chosen[0]}：{why}", q.explanation, q.id, mistakes=(f"option={chosen[0]}",))
 
 
 def check_multi(q: Question, answer) -> Feedback:
@@ -265,7 +343,8 @@ def check_multi(q: Question, answer) -> Feedback:
     parts += [f"{key} 不该选：{why[key]}" for key in sorted(chosen - k.answer)]
     if missing := k.answer - chosen:
         parts.append(f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。")
-    return Feedback(False, WRONG + "".join(parts), q.explanation, q.id)
+    mistakes = tuple(f"option={key}" for key in sorted(chosen - k.answer)) + (("missing",) if missing else ())
+    return Feedback(False, WRONG + "".join(parts), q.explanation, q.id, mistakes=mistakes)
 
 
 # --------------------------------------------------------------------------------------------- self-explanation
@@ -277,8 +356,8 @@ def check_self(q: Question, answer) -> Feedback:
 
 def rubric_feedback(qid: str, explanation: str, answer, rubric: Rubric, cap: int) -> Feedback:
     text = clean(as_text(answer), cap + 1).strip()
-    if not text:  # nothing to compare yet: no verdict either, free text is never graded
-        return Feedback(False, f"{REVIEW}还没有作答。先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
+    if not text:  # nothing to compare yet: a prompt, no verdict (free text is never graded anyway)
+        return Feedback(False, f"{ANSWER_FIRST}先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
                                "就会出现要点清单和常见误解，由你自己对照。", explanation, qid, blank=True, judged=False)
     head = f"{REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，再点「记录自评」。"
     if len(text) > cap:

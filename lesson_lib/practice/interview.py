@@ -9,14 +9,16 @@ from ``paper``, ``flops`` and ``kv_sharing``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lesson_lib.costs import kv_sharing
 from lesson_lib.practice.checkers import rubric_feedback, self_assess
-from lesson_lib.practice.feedback import Feedback
+from lesson_lib.practice.feedback import Feedback, question_version
 from lesson_lib.practice.freetext import Rubric, RubricPoint
 from lesson_lib.practice.questions import N_FLOPS_EXAMPLE, facts
 
 __all__ = ["INTERVIEW_ID", "INTERVIEW_QUESTION", "MAX_INTERVIEW_CHARS", "interview_rubric", "model_answer",
-           "interview_check", "interview_self_assess", "GQA_GROUPS"]  # fmt: skip
+           "interview_check", "interview_self_assess", "interview_version", "GQA_GROUPS"]  # fmt: skip
 
 INTERVIEW_ID = "面试"
 MAX_INTERVIEW_CHARS = 2000
@@ -88,11 +90,17 @@ def model_answer() -> str:
     )
 
 
+def interview_version() -> str:
+    """The interview's version digest: its question and the names of its rubric points."""
+    return question_version(INTERVIEW_QUESTION, interview_rubric(), "self")
+
+
 def interview_check(answer) -> Feedback:
     """The rubric and reference answer to compare with; a hint names cue words in the answer; never a verdict."""
     rubric = interview_rubric()
-    return rubric_feedback(INTERVIEW_ID, rubric.text() + "\n" + rubric.model_answer, answer, rubric,
-                           MAX_INTERVIEW_CHARS)  # fmt: skip
+    fb = rubric_feedback(INTERVIEW_ID, rubric.text() + "\n" + rubric.model_answer, answer, rubric,
+                         MAX_INTERVIEW_CHARS)  # fmt: skip
+    return replace(fb, version=interview_version())
 
 
 def interview_self_assess(ticked) -> Feedback:

@@ -131,6 +131,8 @@ class Poly:
             sign = "-" if c < 0 else "+"
             mag = abs(c)
             num = "" if (mag == 1 and p > 0) else fmt_number(mag)
+            if "/" in num and p > 0:
+                num = f"({num})"  # (1/3)n², not 1/3n²
             var = "" if p == 0 else ("n" if p == 1 else "n" + str(p).translate(_TO_SUPERSCRIPT))
             parts.append((sign, num + var))
         text = ("-" if parts[0][0] == "-" else "") + parts[0][1]
@@ -145,11 +147,22 @@ def _too_big(c: Fraction) -> bool:
 
 
 def fmt_number(x) -> str:
-    """1,048,576 for integers; a short decimal otherwise."""
+    """The exact value, never rounded: 1,048,576 for integers, every digit of a finite decimal
+    (31.9999999, 80,000.000001), a fraction otherwise (512/3). A wrong value never prints as a right one."""
     x = Fraction(x)
     if x.denominator == 1:
         return f"{x.numerator:,}"
-    return f"{float(x):.6g}"
+    den, twos, fives = x.denominator, 0, 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    if den != 1:
+        return f"{x.numerator}/{x.denominator}"
+    places = max(twos, fives)
+    sign, scaled = ("-" if x < 0 else ""), abs(x) * 10**places
+    whole, frac = divmod(int(scaled), 10**places)
+    return f"{sign}{whole:,}.{frac:0{places}d}"
 
 
 _TO_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -460,48 +473,103 @@ def parse_expression(text: str, symbols: dict[str, Poly] | None = None) -> Poly:
 
 MAX_BOX_CHARS = 120  # what one answer box reads; a longer entry is refused before it is read
 # Words a learner writes around a value in a box: units, 「约」, 「答：」. Anything else in Chinese is prose,
-# which a box does not read.
-_BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|是|等于|exp|flops?")
+# which a box does not read. 「是」「等于」「为」 say "=" (「d_k 是 32」, 「512/16 等于 32」).
+_BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?")
+_EQUALS_WORDS = re.compile(r"等于|是|为")
 _LONE_DIGITS = re.compile(r"[零〇一二两三四五六七八九]+")
-_SIDE_NOTE = re.compile(r"^(?P<main>[^()]*[0-9a-z_)])\s*\((?P<note>[^()]*(?:\([^()]*\)[^()]*)*)\)$")
+_SUFFIX = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([km])(?=$|[\s)=])")  # 80k, 1.28M (lower-cased)
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 def _lone_digits(m: re.Match) -> str:
     return "".join(str(_CHINESE_DIGITS[ch]) for ch in m.group())
 
 
+def _suffix(m: re.Match) -> str:
+    return _plain(Fraction(m.group(1)) * {"k": 10**3, "m": 10**6}[m.group(2)])
+
+
+def _box_text(raw: str) -> str:
+    """One box's text in the parser's spelling: units and filler words gone, 「是」 as "=", 80k as 80000,
+    dmodel as d_model, a closing full stop or trailing decimal point (「32.」) dropped."""
+    t = normalize_math(raw)
+    t = re.sub(r"^\s*([a-z_][a-z0-9_]*)\s*[:：]\s*(?=\S)", r"\1 = ", t)  # d_k：32 names the value like d_k = 32
+    t = _BOX_WORDS.sub(" ", t)
+    t = _EQUALS_WORDS.sub("=", t)
+    t = _LONE_DIGITS.sub(_lone_digits, t)
+    t = re.sub(r"[。．!！?？;；:：,，、\s]+$", "", t.strip()).strip()
+    t = re.sub(r"(?<=\d)\.$", "", t)  # 32. -> 32
+    t = re.sub(r"^[:：]", "", t).strip()
+    t = t.replace("≈", "=").replace("~", "=")
+    t = re.sub(r"(?<=\d)\.(?=\s*[=)(]|\s+\S)", "", t)  # 「80000. (h=16)」, 「32. = 512/16」
+    t = _SUFFIX.sub(_suffix, t)
+    return _NAME.sub(lambda m: ALIASES.get(m.group(), m.group()), t)
+
+
+def _split_note(t: str) -> tuple[str, str] | None:
+    """「main (note)」: the last top-level parenthesised group at the end, with something before it that is not
+    an exponent (n^(2) is not a note). None when there is no such group."""
+    t = t.rstrip()
+    if not t.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(t) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(t[i], 0)
+        if depth == 0:
+            main = t[:i].rstrip()
+            if not main or main.endswith(("^", "(")) or main[-1] in "+-*/×·=":
+                return None
+            return main, t[i + 1 : -1].strip()
+    return None
+
+
 def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tuple[Poly | None, str]:
     """What one box holds: (value, "") or (None, why it cannot be read, in Chinese). Never guesses.
 
-    Reads 64, ６４, 64维, 六十四, 6.4万, 5.5千万, 54,988,800, 5.5e7, 512/8, 8 \\times 64 n^2, ``d_k = 64``, 512/8 = 64
-    and 「64（512/8）」 (a side note equal to the value). Every side of ``=`` must have the same value; a name in
-    ``labels`` (the box's unknown) may stand as a side. Words other than units make the box unreadable.
+    Reads 64, ６４, 64维, 六十四, 6.4万, 80k, 1.28M, 5.5千万, 54,988,800, 5.5e7, 512/8, 8 \\times 64 n^2, ``d_k = 64``,
+    「d_k 是 64」, 512/8 等于 64, 「64.」, dmodel/h, and a side note in parentheses that agrees with the value:
+    「64（512/8）」, 「512n²（8·64n²）」, 「512n^2 (= 8·64·n^2)」, or a true remark about the question's sizes,
+    「1280000 (h=16)」. Every side of ``=`` must have the same value; a name in ``labels`` (the box's unknown)
+    may stand as a side. Words other than units make the box unreadable; so does a note that disagrees.
     """
     raw = as_text(text).strip()
     if len(raw) > MAX_BOX_CHARS:
         return None, f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子（{MAX_BOX_CHARS} 字以内）。"
-    raw = clean(raw)
-    t = normalize_math(raw)
-    t = _BOX_WORDS.sub(" ", t)
-    t = _LONE_DIGITS.sub(_lone_digits, t)
-    t = re.sub(r"[。．!！?？;；:：,，、\s]+$", "", t.strip()).strip()
-    t = re.sub(r"^[:：]", "", t).strip()
-    t = t.replace("≈", "=").replace("~", "=")
+    t = _box_text(clean(raw))
     if not t:
         return None, "这一栏里没有读到数或式子。"
     if re.search(r"[^\x00-\x7f×·]", t) or re.search(r"[,;:!?'\"]", t):
         return None, "这一栏只读一个数或一个式子，读不了文字和标点：请只填数（单位已经写在框旁边）。"
     labels = {ALIASES.get(x, x) for x in labels}
-    m = _SIDE_NOTE.match(t)
-    if m and "=" not in m.group("main"):
-        main, _ = _read_sides(m.group("main"), symbols, labels)
-        note, _ = _read_sides(m.group("note"), symbols, labels)
-        if main is not None and note is not None and main.is_constant and note.is_constant:  # 8(n·64·n) multiplies
-            if main == note:
+    split = _split_note(t)
+    if split is not None:
+        main_text, note_text = split
+        main, _ = _read_sides(main_text, symbols, labels)
+        if main is not None:
+            verdict = _note(main, note_text, symbols, labels)
+            if verdict == "agrees":
                 return main, ""
-            return None, (f"括号外是 {main}，括号里是 {note}，不是同一个值：请只填你的答案（算式可以写成 a / b，"
-                          "不要用括号做备注）。")
+            if verdict == "differs":
+                return None, (f"括号外是 {main}，括号里的备注和它不是同一个值：请只填你的答案（算式可以写成 "
+                              "a / b = c，不要用括号做备注）。")
     return _read_sides(t, symbols, labels)
+
+
+def _note(main: Poly, note: str, symbols: dict[str, Poly], labels: set[str]) -> str:
+    """How a parenthesised group after a value reads: "agrees" (a side note equal to it, or a true remark such
+    as h=16), "differs" (a note that says something else: not read), or "product" (8(n·64·n): multiply)."""
+    sides = [s.strip() for s in note.split("=")]
+    if len(sides) > 1 and _NAME.fullmatch(sides[0]) and sides[0] in symbols and sides[0] not in labels:
+        remark, _ = _read_sides(note, symbols, labels)  # 「(h=16)」: true of the question, says nothing of main
+        return "agrees" if remark is not None else "differs"
+    value, _ = _read_sides(note, symbols, labels)
+    if value is not None and value == main:
+        return "agrees"
+    if note.lstrip().startswith("=") or len(sides) > 1:
+        return "differs"  # 「(= 500n²)」 claims an equality that does not hold
+    if value is not None and main.is_constant and not value.is_constant:
+        return "product"  # 8(n·64·n): a coefficient times a bracket
+    return "differs"
 
 
 def _read_sides(text: str, symbols: dict[str, Poly], labels: set[str]) -> tuple[Poly | None, str]:

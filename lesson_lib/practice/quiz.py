@@ -8,23 +8,34 @@ The pieces live beside this module in ``lesson_lib.practice``: ``questions`` (th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lesson_lib.practice.checkers import CHECKERS, self_assess
 from lesson_lib.practice.feedback import FORM, Feedback
-from lesson_lib.practice.questions import question
+from lesson_lib.practice.interview import INTERVIEW_ID, interview_version
+from lesson_lib.practice.questions import question, question_ids
 
 _SAFETY_NET = True  # tests switch this off so that a bug surfaces instead of a generic message
 
 
 def check(question_id: str, answer) -> Feedback:
-    """Check a learner's answer: the question's kind picks the checker. Never raises for any answer."""
+    """Check a learner's answer: the question's kind picks the checker. Never raises for any answer. The
+    feedback carries the version of the question it answered (``Question.version``)."""
     q = question(question_id)
     try:
-        return CHECKERS[q.kind](q, answer)
+        return replace(CHECKERS[q.kind](q, answer), version=q.version)
     except Exception:
         if not _SAFETY_NET:
             raise
         return Feedback(False, f"{FORM}这个答案我没能读懂。请在每个框里只填一个数或一个式子，或者点选选项。",
-                        q.explanation, q.id, blank=True, unread=True)  # fmt: skip
+                        q.explanation, q.id, blank=True, unread=True, version=q.version)  # fmt: skip
+
+
+def versions() -> dict[str, str]:
+    """Every question's version digest, and the §8 interview's (computed from the question data)."""
+    out = {qid: question(qid).version for qid in question_ids()}
+    out[INTERVIEW_ID] = interview_version()
+    return out
 
 
 def assess(question_id: str, ticked) -> Feedback:

@@ -11,9 +11,10 @@ import html
 
 __all__ = ["text_html", "box_html", "feedback_html", "TONES"]
 
-# the quiz's tones -> lesson_lib.show.theme's (right: ok, wrong: warn; an unread box, free text, a
-# self-assessment and plain boxes: note — none of them is a verdict)
-TONES = {"right": "ok", "wrong": "warn", "form": "note", "review": "note", "self": "note", "neutral": "note"}
+# the quiz's tones -> lesson_lib.show.theme's (right: ok, wrong: warn; an unread box, a blank submission,
+# free text, a self-assessment and plain boxes: note — none of them is a verdict)
+TONES = {"right": "ok", "wrong": "warn", "form": "note", "blank": "note", "review": "note", "self": "note",
+         "neutral": "note"}
 
 
 def text_html(text: str) -> str:

@@ -51,7 +51,7 @@ def model_text(model) -> str:
     c = model.config
     return (
         f"{c.name}：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
-        f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，前馈层宽 {c.d_ff}，"
+        f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
         f"词表 {model.tokenizer.vocab_size:,} 个词元，约 {model.n_parameters / 1e8:.1f} 亿个参数。"
     )
 

@@ -66,6 +66,6 @@ echo "==> notebook source vs stored notebook"
 python scripts/build_notebook.py --check
 echo "==> pytest (unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone)"
 python -m pytest -p no:cacheprovider \
-  --nbval notebooks/day11_multi_head_attention.ipynb \
+  --nbval notebooks/day11_multi_head_attention.ipynb notebooks/lab_real_heads.ipynb notebooks/lab_ablation.ipynb \
   --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
   tests "$@"

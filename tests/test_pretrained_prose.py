@@ -168,3 +168,20 @@ def test_layer_5_its_claims(law):
     assert top[2][0] == top[5][0] == "law"
     assert said(r"\*\*头 (\d+)\*\* 把 ([\d.]+) 给了紧挨着的 application", LAB) == ["10", f"{top[10][1]:.2f}"]
     assert top[10][0] == "application"
+
+
+def test_lab_law_sentence_token_count_and_uniform_share(law):
+    """Lab: 「这句话有 27 个词元，平均分配时每个只得 0.037」."""
+    n, share = said(r"这句话有 (\d+) 个词元，平均分配时每个只得 ([\d.]+)", LAB)
+    assert int(n) == len(law.tokens) and law.tokens[0] == "[CLS]" and law.tokens[-1] == "[SEP]"
+    assert share == f"{1 / len(law.tokens):.3f}"
+
+
+def test_lab_making_gap_is_five_words_and_difficult_ends_the_sentence():
+    """Lab: 「中间隔着 the registration or voting process 五个词」, 「difficult 恰好是句号前的最后一个词」."""
+    if not pt.available():
+        pytest.skip(f"weights package missing ({pt.INSTALL_COMMAND})")
+    tokens = pt.load().encode(pt.PAPER_SENTENCES["making"]).tokens
+    gap = said(r"中间隔着 ([a-z ]+) 五个词", LAB)[0].split()
+    assert tokens[tokens.index("more") - len(gap):tokens.index("more")] == gap and len(gap) == 5
+    assert tokens[tokens.index("difficult") + 1] == "." and "difficult 恰好是句号前的最后一个词" in LAB

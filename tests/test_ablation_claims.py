@@ -123,7 +123,7 @@ def test_specialisation_text_and_figure_roles(lesson):
     assert abs(one[0] - 0.5) < 0.05 and abs(one[1] - 0.5) < 0.05 and one[2] < 0.05  # 「劈成两半」
     assert "没有主要目标：「前一个」「后一个」各占一部分" in text
     roles = ablation.main_roles(on[4])
-    assert set(roles) == {"前一个", "后一个", "按键查找"} and len(roles) == 4  # one extra head repeats a role
+    assert set(roles) == {"前一个", "后一个", "配对查找"} and len(roles) == 4  # one extra head repeats a role
     assert on[4].max(axis=1).min() > 0.9  # 「每行一个亮格」
 
 
@@ -155,7 +155,7 @@ def test_shape_of_the_sweep_holds_for_other_seeds(seeds, s):
     assert levels[16]["match"] == "大部分对" and levels[32]["match"] == "小部分对"
     assert all(levels[h][t] == "学会" for h in (16, 32) for t in ("prev", "next"))
     assert np.allclose(on[1][0, :2], 0.5, atol=0.05)  # the single head splits between the neighbours
-    assert set(ablation.main_roles(on[4])) == {"前一个", "后一个", "按键查找"}
+    assert set(ablation.main_roles(on[4])) == {"前一个", "后一个", "配对查找"}
     assert div[1][0] > 1.0 and div[2][0] < 0.8 and div[4][0] < 0.8
     assert div[2][1] > 0.7 and div[4][1] > 0.7
     assert div[16][0] > 1.0 and div[32][0] > 2.5
@@ -180,9 +180,9 @@ def test_single_head_leans_to_the_neighbour_it_learned(lesson):
     assert acc["prev"] - acc["next"] > ACC_MARGIN
     assert prev - nxt > report.LEAN_GAP + LEAN_MARGIN
     assert "「前一个」略多" in ablation.specialisation_text({1: one})
-    assert match < 0.05  # 「按键查找则几乎分不到权重」
+    assert match < 0.05  # 「配对查找则几乎分不到权重」
     numbers = ablation.weights_numbers_text({1: one})
-    assert numbers == f"h = 1 · 头 1：前一个 / 后一个 / 按键查找 = {prev:.3f} / {nxt:.3f} / {match:.3f}"
+    assert numbers == f"h = 1 · 头 1：前一个 / 后一个 / 配对查找 = {prev:.3f} / {nxt:.3f} / {match:.3f}"
 
 
 def test_lean_is_only_said_for_a_real_gap():
@@ -244,7 +244,7 @@ def test_stored_run_is_the_labs_run(lesson):
 
 
 def test_core_reading_of_the_stored_curve():
-    """Core §7: h = 1 按键查找接近随机水平; h = 4、8 三项全对; h = 32 按键查找又做不好 (stored, same everywhere)."""
+    """Core §7: h = 1 配对查找接近随机水平; h = 4、8 三项全对; h = 32 配对查找又做不好 (stored, same everywhere)."""
     rows = {r["h"]: _levels(r["per_target"]) for r in report.stored_sweep()["results"]}
     assert rows[1]["match"] == "接近随机水平"
     assert all(rows[h][t] == "学会" for h in (4, 8) for t in ablation.TARGETS)

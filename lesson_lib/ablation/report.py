@@ -55,7 +55,7 @@ __all__ = [
 ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"), (0.0, "接近随机水平"))
 ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))  # bits; uniform over 12 keys is 3.58
 JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint keys
-ROLE_NAMES = {0: "前一个", 1: "后一个", 2: "按键查找"}
+ROLE_NAMES = {0: "前一个", 1: "后一个", 2: "配对查找"}
 TARGET_NAMES = dict(zip(TARGETS, ROLE_NAMES.values()))  # the column headers a learner reads
 LEAN_GAP = 0.005  # prev vs next: a head "leans" to one side only with this much more weight there
 MAIN_ROLE_WEIGHT = 0.6  # a head "mainly serves" a target only with this much of its weight there

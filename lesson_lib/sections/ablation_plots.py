@@ -101,7 +101,7 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     sd = None if all(v is None for v in sds) else np.array([v or 0.0 for v in sds])
     right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2, label="三个目标的平均")
     for target, label, style in [("prev", "前一个 prev", ":"), ("next", "后一个 next", "--"),
-                                 ("match", "按键查找 match", "-.")]:
+                                 ("match", "配对查找 match", "-.")]:
         right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8, label=label)
     right.axhline(chance, color="0.5", lw=1, ls="--")
     right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4), ha="right",
@@ -124,7 +124,7 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验的平均测试准确率，"
            + "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
-    table = (["头数 h", "平均", "前一个 prev", "后一个 next", "按键查找 match"],
+    table = (["头数 h", "平均", "前一个 prev", "后一个 next", "配对查找 match"],
              [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in ("prev", "next", "match"))]
               for r, lv in zip(results, levels)])
     return describe(fig, alt, table)

@@ -75,7 +75,7 @@ def model_text(model, toy_h=4) -> str:
     return (
         f"all-MiniLM-L6-v2：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
         f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
-        f"前馈层宽 {c.d_ff}，约 {model.n_parameters / 1e4:.0f} 万个参数。"
+        f"约 {model.n_parameters / 1e4:.0f} 万个参数。"
     )
 
 

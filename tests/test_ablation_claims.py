@@ -18,9 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lesson_lib import ablation
-from lesson_lib.ablation import report
-from lesson_lib.sections import ablation_plots
+from lesson_lib.models.toy import config, training
+from lesson_lib.models.toy import model as toy_model
+from lesson_lib.models.toy import task as toy_task
+from lesson_lib.sections.s07_ablation import plots as ablation_plots
+from lesson_lib.sections.s07_ablation import report
+from lesson_lib.sections.s07_ablation import report as ablation
 
 SECTION_7 = (Path(__file__).parents[1] / "notebooks" / "src" / "07_ablation.md").read_text(encoding="utf-8")
 SEEDS = report.STORED_SEEDS
@@ -36,7 +39,7 @@ LEAN_MARGIN = 0.01  # the prev − next gap of the single head stays this far ab
 @pytest.fixture(scope="module")
 def lesson(cached_sweep):
     result = cached_sweep(HEADS, seeds=SEEDS)
-    many = ablation.held_out_data().rows(slice(0, 200))
+    many = toy_task.held_out_data().rows(slice(0, 200))
     return result, many
 
 
@@ -44,13 +47,13 @@ def lesson(cached_sweep):
 def seeds(cached_sweep):
     """Each seed of the lab's sweep: {seed: (accuracy per target, on_targets, diversity)}."""
     result = cached_sweep(HEADS, seeds=SEEDS)
-    many = ablation.held_out_data().rows(slice(0, 200))
+    many = toy_task.held_out_data().rows(slice(0, 200))
     out = {}
     for s in range(SEEDS):
         acc = {h: _per_seed_accuracy(result, h, s) for h in HEADS}
-        maps = {h: ablation.attention_maps(result.params[h], h, many, seed_index=s) for h in HEADS}
+        maps = {h: toy_model.attention_maps(result.params[h], h, many, seed_index=s) for h in HEADS}
         on = {h: ablation.weight_on_targets(maps[h], many) for h in (1, 4)}
-        from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
+        from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 
         div = {h: (float(row_entropy(maps[h]).mean()), mean_pairwise_js(maps[h]) if h > 1 else None) for h in HEADS}
         out[s] = acc, on, div
@@ -59,8 +62,8 @@ def seeds(cached_sweep):
 
 def _per_seed_accuracy(result, h, s):
     params = {name: p[s : s + 1] for name, p in result.params[h].items()}
-    acc = ablation.accuracy(params, h, ablation.held_out_data())[0]
-    return dict(zip(ablation.TARGETS, acc))
+    acc = training.accuracy(params, h, toy_task.held_out_data())[0]
+    return dict(zip(config.TARGETS, acc))
 
 
 def _levels(acc):
@@ -151,7 +154,7 @@ def test_shape_of_the_sweep_holds_for_other_seeds(seeds, s):
     levels = {h: _levels(acc[h]) for h in HEADS}
     assert sorted([levels[1]["prev"], levels[1]["next"]]) == ["学会", "小部分对"]
     assert levels[1]["match"] == levels[2]["match"] == "接近随机水平"
-    assert all(levels[h][t] == "学会" for h in (4, 8) for t in ablation.TARGETS)
+    assert all(levels[h][t] == "学会" for h in (4, 8) for t in config.TARGETS)
     assert levels[16]["match"] == "大部分对" and levels[32]["match"] == "小部分对"
     assert all(levels[h][t] == "学会" for h in (16, 32) for t in ("prev", "next"))
     assert np.allclose(on[1][0, :2], 0.5, atol=0.05)  # the single head splits between the neighbours
@@ -202,9 +205,9 @@ def test_core_table_reading_holds_for_the_paper_numbers():
 
 
 def test_inputs_list_the_position_and_the_model_adds_it():
-    from lesson_lib.ablation import model
+    from lesson_lib.models.toy import model
 
-    task = ablation.Task()
+    task = config.Task()
     _, params = model.init_params([0])
     assert params["E"].shape[1] == task.V + 2 * task.K + task.T  # values, keys, query tags and T positions
 
@@ -217,7 +220,7 @@ def test_inputs_list_the_position_and_the_model_adds_it():
 def test_crowded_keys_text_and_prose():
     """Lab §3: at length 4 the 64-key winner gets little; to pass one half the length product must reach ~200."""
     won = {sharp: ablation.crowded_keys(sharpness=sharp) for sharp in report.CROWDED_SHARPNESS}
-    assert set(won[4.0]) == {9, ablation.Task().K}  # 64 keys: the task's key symbols
+    assert set(won[4.0]) == {9, config.Task().K}  # 64 keys: the task's key symbols
     for by_n in won.values():
         for w in by_n.values():
             scaled = w * 100
@@ -247,7 +250,7 @@ def test_core_reading_of_the_stored_curve():
     """Core §7: h = 1 配对查找接近随机水平; h = 4、8 三项全对; h = 32 配对查找又做不好 (stored, same everywhere)."""
     rows = {r["h"]: _levels(r["per_target"]) for r in report.stored_sweep()["results"]}
     assert rows[1]["match"] == "接近随机水平"
-    assert all(rows[h][t] == "学会" for h in (4, 8) for t in ablation.TARGETS)
+    assert all(rows[h][t] == "学会" for h in (4, 8) for t in config.TARGETS)
     assert rows[32]["match"] in ("小部分对", "接近随机水平")
     means = [r["accuracy_mean"] for r in report.stored_sweep()["results"]]
     assert means[0] < means[2] and means[-1] < means[3]  # 「两头低、中间高」
@@ -283,7 +286,7 @@ def test_head_maps_count_positions_from_1():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lesson_lib.sections import ablation_plots
+    from lesson_lib.sections.s07_ablation import plots as ablation_plots
 
     n = 5
     maps = np.full((4, n, n), 1.0 / n)  # (h, n, n) uniform rows

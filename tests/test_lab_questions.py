@@ -1,4 +1,4 @@
-"""The labs' questions (lesson_lib.selftest.lab_questions): declared as data with the bank's Question type,
+"""The labs' questions (lesson_lib.practice.lab_questions): declared as data with the bank's Question type,
 checked by the quiz like the core's, asked in the labs, and their numbers computed from lesson_lib."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib.ablation.report import crowded_keys
-from lesson_lib.selftest import lab_questions, quiz
+from lesson_lib.practice import lab_questions, questions, quiz
+from lesson_lib.sections.s07_ablation.report import crowded_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ def registered():
     lab_questions.register()
     lab_questions.register()  # idempotent
     yield
-    quiz.clear_cache()
+    questions.clear_cache()
 
 
 @pytest.mark.parametrize("qid", lab_questions.BUILDERS)
@@ -32,7 +32,7 @@ def test_the_right_choice_is_right_and_every_other_is_wrong(qid):
 
 
 def test_lab_ids_do_not_shadow_core_questions():
-    core = set(quiz.question_ids()) - set(lab_questions.BUILDERS)
+    core = set(questions.question_ids()) - set(lab_questions.BUILDERS)
     assert not core & set(lab_questions.BUILDERS)
 
 
@@ -41,10 +41,12 @@ def test_unknown_id_names_the_lab_questions():
         lab_questions.lab_question("L9")
 
 
-def test_l7b_numbers_are_the_computed_softmax_weights():
+def test_l7b_numbers_are_the_labs_softmax_weights():
     q = lab_questions.lab_question("L7b")
     assert f"{crowded_keys((64,), 4.0)[64]:.2f}" in q.prompt
     assert f"{crowded_keys((64,), 200.0)[64]:.2f}" in q.explanation and crowded_keys((64,), 200.0)[64] > 0.5
+    for sharp in (4.0, 200.0):
+        assert lab_questions._winner_weight(64, sharp) == crowded_keys((64,), sharp)[64]
 
 
 def test_every_lab_question_is_asked_in_a_lab():

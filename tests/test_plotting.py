@@ -1,4 +1,4 @@
-"""lesson_lib.display.plotting: Chinese text renders without missing glyphs, tiled heat maps, light imports."""
+"""lesson_lib.show.plotting: Chinese text renders without missing glyphs, tiled heat maps, light imports."""
 
 from __future__ import annotations
 
@@ -14,14 +14,8 @@ from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib.display import plotting
-from lesson_lib.display.plotting import (
-    grid_shape,
-    head_titles,
-    plot_heads,
-    tile_gap,
-    tile_heads,
-)
+from lesson_lib.show import plotting
+from lesson_lib.show.plotting import grid_shape, head_titles, plot_heads, tile_gap, tile_heads
 
 TOKENS = ["我", "喜欢", "注意力", "机制", "Law", "<EOS>", "，", "它的", "应用", "。"]
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lesson_lib import pretrained as pt
-from lesson_lib.pretrained import e5
-from lesson_lib.sections import pronoun_heads as ph
-from lesson_lib.sections import pronoun_heads_views as zh
+from lesson_lib.models.pretrained import e5
+from lesson_lib.models.pretrained import minilm as pt
+from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
+from lesson_lib.sections.s06_real_heads import pronoun_views as zh
 
 SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
 LAB = "".join(p.read_text(encoding="utf-8") for p in

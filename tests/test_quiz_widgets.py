@@ -9,8 +9,9 @@ import sys
 import pytest
 from helpers import CJK
 
-from lesson_lib.selftest import quiz, quiz_widgets
-from lesson_lib.selftest.progress import Progress, ProgressFile
+from lesson_lib.practice import questions
+from lesson_lib.practice import widgets as quiz_widgets
+from lesson_lib.practice.progress import Progress, ProgressFile
 
 w = pytest.importorskip("ipywidgets")
 
@@ -105,7 +106,7 @@ def test_blank_submit_is_not_an_attempt(progress):
     assert "还没有作答" in q.feedback.value and q.attempts == 0 and q.explain_button.disabled
 
 
-@pytest.mark.parametrize("qid", quiz.question_ids())
+@pytest.mark.parametrize("qid", questions.question_ids())
 def test_every_control_has_a_chinese_label(progress, qid):
     widget = quiz_widgets.ask(qid, progress)
     controls = _labelled(widget.box)
@@ -169,7 +170,7 @@ def test_history_is_bounded(progress):
 
 
 def test_every_question_builds(progress):
-    for qid in quiz.question_ids():
+    for qid in questions.question_ids():
         q = quiz_widgets.ask(qid, progress)
         assert "application/vnd.jupyter.widget-view+json" in q._repr_mimebundle_()
 
@@ -186,8 +187,8 @@ def test_default_progress_is_shared():
 
 def test_no_heavy_imports_at_import_time():
     code = (
-        "import sys, lesson_lib.selftest.quiz, lesson_lib.selftest.quiz_widgets, lesson_lib.selftest.exercises\n"
-        "lesson_lib.selftest.quiz.check('Q2', ['32', '不变'])\n"
+        "import sys, lesson_lib.practice.quiz, lesson_lib.practice.widgets, lesson_lib.practice.exercises\n"
+        "lesson_lib.practice.quiz.check('Q2', ['32', '不变'])\n"
         "heavy = [m for m in ('ipywidgets', 'matplotlib', 'IPython') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
@@ -195,12 +196,12 @@ def test_no_heavy_imports_at_import_time():
 
 
 def test_stored_answers_round_trip():
-    for qid in quiz.question_ids():
-        q = quiz.question(qid)
+    for qid in questions.question_ids():
+        q = questions.question(qid)
         if q.kind == "form":
             value = {b.name: f"{i}（x）" for i, b in enumerate(q.key.boxes)}
             assert quiz_widgets.restored_answer(q, quiz_widgets.stored_answer(q, value)) == value
-    q2 = quiz.question("Q2")
+    q2 = questions.question("Q2")
     assert quiz_widgets.restored_answer(q2, "not json") == {} and quiz_widgets.restored_answer(q2, 5) == {}
 
 
@@ -283,7 +284,7 @@ def test_the_quiz_wires_only_through_linked():
 
 
 def test_linked_submit_mode_checks_on_click_and_enter_only():
-    from lesson_lib.display.controls import linked
+    from lesson_lib.show.controls import linked
 
     calls = []
     text = w.Text(continuous_update=False)

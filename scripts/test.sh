@@ -77,7 +77,7 @@ echo "==> pytest: unit, property, strict nbval, offline + CPU variants, browser,
 # collected, e.g. a -k or -m that matches nothing) is a failure like any other non-zero status.
 status=0
 python -m pytest -p no:cacheprovider --durations=15 \
-  --nbval notebooks/day11_multi_head_attention.ipynb \
+  --nbval notebooks/day11_multi_head_attention.ipynb notebooks/lab_real_heads.ipynb notebooks/lab_ablation.ipynb \
   --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
   tests "$@" || status=$?
 [ "$status" -ne 5 ] || echo "pytest collected no test (exit 5): that is a failure / 没有收集到任何测试，按失败处理" >&2

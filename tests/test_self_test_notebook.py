@@ -43,7 +43,7 @@ def test_run_all_with_an_endless_exercise_finishes(tmp_path, monkeypatch):
     text = "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
     assert CJK.search(text) and "my_multi_head_attention_loop" in text, text  # the checker spoke, in Chinese
     saved = json.loads(progress.read_text(encoding="utf-8"))
-    assert saved["exercises"]["multi_head_attention_loop"]["status"] == "timeout"
+    assert saved["exercises"]["multi_head_attention_loop"]["result"] == "timeout"
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             assert out.output_type != "error", out

@@ -146,7 +146,8 @@ def test_report_of_given_checks():
         "[通过] 甲：好",
         "[可选，未就绪] 乙：坏",
         "[需要处理] 丙：修",
-        "有 1 项需要处理：按上面的提示修好后，再 Restart & Run All。",
+        "有 1 项需要处理：按上面的提示修好后，再运行菜单「内核 → 重启并运行所有单元格」"
+        "（Kernel → Restart Kernel and Run All Cells）。",
     ]
 
 

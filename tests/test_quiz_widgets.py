@@ -298,3 +298,33 @@ def test_linked_submit_mode_checks_on_click_and_enter_only():
     text.value = "64"  # what Enter (or leaving the box) commits
     button.click()
     assert len(calls) == 3
+
+
+def _readers(box) -> list:
+    from lesson_lib.display.controls import _reader_class, _walk
+
+    return [x for x in _walk(box) if isinstance(x, _reader_class())]
+
+
+@pytest.mark.parametrize("qid", [*quiz.question_ids(), "interview", "summary"])
+def test_every_quiz_box_names_its_controls_and_reads_out_its_feedback(progress, qid):
+    """One reader helper per shown box; a text box without a description gets a name of its own (ipywidgets' empty
+    label would hide the placeholder); the feedback and the export status are live regions; radio groups are named."""
+    from lesson_lib.display.controls import LIVE, unnamed_controls
+
+    if qid == "interview":
+        widget = quiz_widgets.InterviewWidget(progress)
+    elif qid == "summary":
+        widget = quiz_widgets.progress_summary(progress)
+    else:
+        widget = quiz_widgets.ask(qid, progress)
+    box = widget.box
+    assert "lesson-reader" in box._dom_classes and len(_readers(box)) == 1
+    assert unnamed_controls(box) == []
+    live = widget.status if qid == "summary" else widget.feedback
+    assert LIVE in live._dom_classes
+    names = dict((cls, name) for cls, name in _readers(box)[0].names)
+    for control in (c for c in _labelled(box) if isinstance(c[0], w.Textarea)):
+        assert any(cls in control[0]._dom_classes for cls in names), "a text box without a name"
+    for radio in (c for c, _ in _labelled(box) if isinstance(c, w.RadioButtons)):
+        assert radio.description.strip()  # the radio group's name (role=radiogroup, aria-label)

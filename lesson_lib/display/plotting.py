@@ -441,6 +441,7 @@ def _recolour_element(match) -> str:
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:
     """A figure colour as CSS that reads on the learner's theme.
 
+    Coloured text is mixed with the theme's text colour (darker on a light page, lighter on a dark one).
     Text and dark lines in grey take the theme's text colours, light grey lines its border colour, white the
     page colour; pale fills (boxes behind text) are mixed into the page colour, less of them in a dark theme.
     Mid greys and strong colours that fill a shape (a head's box, a bar, a curve) stay as they are.
@@ -448,6 +449,8 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
     light = (max(r, g, b) + min(r, g, b)) / 510
     grey = max(r, g, b) - min(r, g, b) < 12
+    if text and not grey:  # coloured text (a red note): mixed with the theme's text colour, ≥ 4.5:1 on every page
+        return f"color-mix(in srgb,{hex_colour} 55%,var(--jp-content-font-color1,#000))"
     if text or role == "stroke":
         if not grey:
             return hex_colour

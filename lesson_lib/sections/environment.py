@@ -21,7 +21,7 @@ PURPOSE = {
     "numpy": "矩阵运算",
     "matplotlib": "画注意力热力图",
     "ipywidgets": "滑块与自测题控件",
-    "jupyterlab_widgets": "让 JupyterLab 显示控件，而不是打印 IntSlider(...)",
+    "jupyterlab_widgets": "让 JupyterLab 把控件画出来，而不是只印出一行控件的名字",
     "anywidget": "能用键盘和读屏软件操作的滑块",
 }
 SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/setup.sh），然后重启内核。"
@@ -147,7 +147,7 @@ def report_text(checks=None) -> str:
         lines.append(f"[{status}] {c.name}：{c.message}")
     broken = [c for c in checks if c.required and not c.ok]
     if broken:
-        lines.append(f"有 {len(broken)} 项需要处理：按上面的提示修好后，再 Restart & Run All。")
+        lines.append(f"有 {len(broken)} 项需要处理：按上面的提示修好后，再运行菜单「内核 → 重启并运行所有单元格」（Kernel → Restart Kernel and Run All Cells）。")
     else:
         lines.append("环境检查通过：可以开始上课了。")
     return "\n".join(lines)

@@ -147,7 +147,8 @@ def report_text(checks=None) -> str:
         lines.append(f"[{status}] {c.name}：{c.message}")
     broken = [c for c in checks if c.required and not c.ok]
     if broken:
-        lines.append(f"有 {len(broken)} 项需要处理：按上面的提示修好后，再运行菜单「内核 → 重启并运行所有单元格」（Kernel → Restart Kernel and Run All Cells）。")
+        lines.append(f"有 {len(broken)} 项需要处理：按上面的提示修好后，再运行菜单「内核 → 重启并运行所有单元格」"
+                     "（Kernel → Restart Kernel and Run All Cells）。")
     else:
         lines.append("环境检查通过：可以开始上课了。")
     return "\n".join(lines)

@@ -111,9 +111,9 @@ PAGE_CSS = """
 .lesson-reader .widget-radio-box input[type=radio], .lesson-reader .widget-checkbox input[type=checkbox] {
   flex: 0 0 auto; order: -1; margin: 0.2em 0 0 0; height: auto; align-self: flex-start; }
 .lesson-reader .widget-checkbox { height: auto; min-height: var(--jp-widgets-inline-height, 28px); }
-/* Printed text wraps between words, never inside one (no 「engi / ne」); only an unbroken run longer than the
-   line (a path) is broken. */
-.jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; line-break: auto; }
+/* Printed text wraps between words, never inside one (JupyterLab's word-break: break-all gave 「engi / ne」);
+   only an unbroken run longer than the line (a path) is broken. */
+.jp-Notebook .jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; }
 /* A display formula wider than the output scrolls inside its own line instead of being cut at the edge. */
 .jp-RenderedMarkdown mjx-container[display="true"], .jp-RenderedHTMLCommon mjx-container[display="true"],
 .jp-RenderedMarkdown .MathJax_Display, .jp-RenderedHTMLCommon .MathJax_Display {

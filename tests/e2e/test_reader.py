@@ -530,8 +530,12 @@ def test_no_choice_is_cut_and_every_circle_shows_at_1024(lesson, theme, shots, e
     quiz = page.locator(".jp-Notebook .lesson-quiz-S3c")
     quiz.scroll_into_view_if_needed()
     quiz.screenshot(path=str(shots / f"{theme}_1024_choices_S3c.png"))
-    e2e_report(f"[reader] {theme} 1024×768: {found['count']} choices, {len(found['bad'])} cut or covered")
+    breaks = page.evaluate("""() => [...new Set([...document.querySelectorAll(
+      '.jp-Notebook .jp-OutputArea-output pre')].map(p => getComputedStyle(p).wordBreak))]""")
+    e2e_report(f"[reader] {theme} 1024×768: {found['count']} choices, {len(found['bad'])} cut or covered; "
+               f"printed text word-break {breaks}")
     set_theme(page, "light")
+    assert breaks == ["normal"], f"printed text may wrap inside a word (word-break {breaks})"
     assert found["count"] > 40
     assert not found["bad"], "\n".join(found["bad"])
 

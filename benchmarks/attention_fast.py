@@ -1,6 +1,6 @@
 """A faster multi-head attention with the same contract and results as ``attention.multi_head_attention``.
 
-The lesson runs the readable kernel in ``lesson_lib.kernel.attention`` everywhere and never imports this
+The lesson runs the readable kernel in ``lesson_lib.attention`` everywhere and never imports this
 file: it lives beside the benchmark that times it (``bench_attention.py``), to show what a fast
 path changes (and what it must not). Parity with the readable formula is tested on the public
 functions (tests/test_attention_fast.py; tests/conftest.py puts benchmarks/ on the import path).
@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from lesson_lib.kernel.attention import merge_heads, split_heads
-from lesson_lib.kernel.validation import at_the_door, check_mha
+from lesson_lib.attention import merge_heads, split_heads
+from lesson_lib.checks import at_the_door, check_mha
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.runtime.cpus import usable_cpus
 

@@ -70,7 +70,7 @@ def section_cpu_seconds(root: Path = ROOT) -> tuple[float, float]:
 
 
 def _timed(fn):
-    from lesson_lib.ablation import training
+    from lesson_lib.models.toy import training
 
     training.forget_runs()  # identical runs are reused within a process: time a fresh one
     wall = time.perf_counter()
@@ -79,7 +79,8 @@ def _timed(fn):
 
 
 def run() -> list[str]:
-    from lesson_lib.ablation import TrainConfig, sweep
+    from lesson_lib.models.toy.config import TrainConfig
+    from lesson_lib.models.toy.sweeping import sweep
     from lesson_lib.runtime.cpus import usable_cpus
 
     section, bare = section_cpu_seconds()

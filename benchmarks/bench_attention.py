@@ -1,6 +1,6 @@
 """Kernel speed at n = 1024, d_model = 512, float32, weights returned, against NumPy's own matmul.
 
-Figures: time, GFLOP/s (2 flops per multiply-add of the layer's matmuls, see lesson_lib.kernel.flops),
+Figures: time, GFLOP/s (2 flops per multiply-add of the layer's matmuls, see lesson_lib.sections.s04_costs),
 and that rate as a fraction of a plain float32 matmul's GFLOP/s measured in the same run. If torch
 is importable, its CPU MultiheadAttention (per-head weights requested) is timed too.
 """
@@ -12,8 +12,8 @@ import time
 import numpy as np
 from attention_fast import multi_head_attention_fast
 
-from lesson_lib.kernel import flops
-from lesson_lib.kernel.attention import multi_head_attention, multi_head_attention_reference
+from lesson_lib import costs as flops
+from lesson_lib.attention import multi_head_attention, multi_head_attention_reference
 
 N, D = 1024, 512
 HEADS = (1, 8, 64)

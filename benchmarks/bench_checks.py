@@ -5,7 +5,7 @@ Three figures, each measured in the same run as its baseline:
   same formula written with bare NumPy (no checks, no error translation);
 - the §5 redraw's compute (``head_lab.lab_state(h)``, what the slider's callback computes before it
   draws) against that bare formula, for h = 8;
-- how many times each check in ``lesson_lib.kernel.validation`` runs during one ``lab_state(8)`` call
+- how many times each check in ``lesson_lib.checks`` runs during one ``lab_state(8)`` call
   (counted with a profile hook, so nothing in the library is patched; a check that returns at once
   because a lesson function called it from inside another is counted apart, as "skipped").
 """
@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from lesson_lib.kernel import validation
-from lesson_lib.kernel.attention import multi_head_attention
-from lesson_lib.sections import head_lab
+from lesson_lib import checks as validation
+from lesson_lib.attention import multi_head_attention
+from lesson_lib.sections import s05_head_lab as head_lab
 
 N, D, H = 11, 512, 8
 REPEAT = 2000

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The bodies a learner writes: right, and a usual mistake, for each exercise (source, run in a fresh kernel too).
 BODIES = '''
 import numpy as np
-from lesson_lib.kernel.attention import softmax
+from lesson_lib.attention import softmax
 
 def split_right(x, h):
     n, d = x.shape
@@ -68,11 +68,11 @@ COLD = BODIES + '''
 import sys, time
 name, body, after_lesson = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 if after_lesson:  # what §1-§9 leave in the kernel before §10: numpy.random, the kernel and its checks imported
-    from lesson_lib.kernel.attention import multi_head_attention
+    from lesson_lib.attention import multi_head_attention
     rng = np.random.default_rng(0)
     multi_head_attention(rng.standard_normal((4, 8)), *(np.eye(8),) * 4, 2)
 t = time.perf_counter()
-from lesson_lib.selftest import exercises
+from lesson_lib.practice import exercises
 imported = time.perf_counter() - t
 t = time.perf_counter()
 result = exercises.check(name, globals()[body])
@@ -105,7 +105,7 @@ def _bare(name: str, fn) -> float:
 
     import numpy as np
 
-    from lesson_lib.selftest import exercises
+    from lesson_lib.practice import exercises
 
     calls = []
     if name == "split_heads":
@@ -177,12 +177,12 @@ def _attacks() -> dict:
         return x
 
     def reference(x, w_q, w_k, w_v, w_o, h):
-        from lesson_lib.kernel.attention import multi_head_attention_reference
+        from lesson_lib.attention import multi_head_attention_reference
 
         return multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h)[0]
 
     def fast(x, w_q, w_k, w_v, w_o, h):
-        from lesson_lib.kernel.attention_fast import multi_head_attention_fast
+        from lesson_lib.attention_fast import multi_head_attention_fast
 
         return multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h)[0]
 
@@ -217,7 +217,7 @@ def run() -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     namespace: dict = {}
     exec(BODIES, namespace)
-    from lesson_lib.selftest import exercises, learner_code
+    from lesson_lib.practice import exercises, learner_code
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = ["check times (ms), goal < 50: cold = first check in a fresh process (median of 3), 'fresh' with only",
@@ -248,7 +248,7 @@ def run() -> list[str]:
 
 
 def _progress_saves(folder: Path) -> list[str]:
-    from lesson_lib.selftest.progress import Progress, ProgressFile
+    from lesson_lib.practice.progress import Progress, ProgressFile
 
     p = Progress(("Q2",), store=ProgressFile(folder / "saves.json"))
     times = []

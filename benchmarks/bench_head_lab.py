@@ -19,7 +19,7 @@ import numpy as np
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 from lesson_lib.runtime.blas import one_blas_thread  # the widget's callback runs lab_state with one BLAS thread
-from lesson_lib.sections import head_lab
+from lesson_lib.sections import s05_head_lab as head_lab
 
 REPEAT = 7  # fast path and widget: median of 7
 REF_REPEAT = 3  # matplotlib reference: median of 3 (it is 5–20× slower)
@@ -39,7 +39,7 @@ def _fast(h):
 
 
 def _reference(h):
-    from lesson_lib.display.plotting import figure_png, plot_heads
+    from lesson_lib.show.plotting import figure_png, plot_heads
 
     with one_blas_thread():
         state = head_lab.lab_state(h)

@@ -44,7 +44,7 @@ def _load_timings(load, path, repeat):
     """load() with and without the hash check, the hash alone, and reading the whole file (baseline)."""
     import numpy as np
 
-    from lesson_lib.pretrained import files
+    from lesson_lib.models.pretrained import files
 
     def fresh_load():
         files._VERIFIED.clear()  # forget earlier checks: hash again, as the first load() in a process does
@@ -60,7 +60,7 @@ def _load_timings(load, path, repeat):
 
 
 def _minilm():
-    from lesson_lib import pretrained as pt
+    from lesson_lib.models.pretrained import minilm as pt
 
     model = pt.load()
     ids = model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1]
@@ -76,8 +76,8 @@ def _explorer(model):
     import matplotlib
 
     matplotlib.use("Agg")
-    from lesson_lib.display.plotting import figure_png
-    from lesson_lib.sections import pretrained_views as views
+    from lesson_lib.sections.s06_real_heads import views
+    from lesson_lib.show.plotting import figure_png
 
     enc = model.encode(model_sentence())
     positions = iter(range(10**6))
@@ -94,14 +94,14 @@ def _explorer(model):
 
 
 def model_sentence():
-    from lesson_lib import pretrained as pt
+    from lesson_lib.models.pretrained import minilm as pt
 
     return pt.PAPER_SENTENCES["law"]
 
 
 def _e5():
-    from lesson_lib.pretrained import e5
-    from lesson_lib.sections import pronoun_heads as ph
+    from lesson_lib.models.pretrained import e5
+    from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
 
     model = e5.load()
     ids = model.tokenizer.encode(ph.LESSON_SENTENCE)[1]
@@ -133,8 +133,8 @@ def _stats(values):
 
 
 def run() -> list[str]:
-    from lesson_lib import pretrained as pt
-    from lesson_lib.pretrained import e5
+    from lesson_lib.models.pretrained import e5
+    from lesson_lib.models.pretrained import minilm as pt
 
     lines = ["all-MiniLM-L6-v2:"]
     if pt.available():

@@ -4,7 +4,7 @@ Goal: every check answers in ≤ 50 ms (a learner feels a longer wait as lag). F
 checks the answers of the adversarial table (tests/quiz_answers.py) and a set of hostile inputs at every box's
 length cap (long digit runs, nested parentheses, equation chains, LaTeX, 万/亿 runs, a million characters);
 it reports the worst median of warm checks, and the ratio to the same question's plain right answer measured
-in the same run. The cold figure is the first ``quiz.check`` after ``import lesson_lib.selftest.quiz`` in a new
+in the same run. The cold figure is the first ``quiz.check`` after ``import lesson_lib.practice.quiz`` in a new
 process (questions are built lazily, one at a time), as in the notebook where the kernel has
 already imported numpy and run the lesson's kernel (§2's demo comes before the first question).
 A self-assessment (``quiz.assess``) and the interview's rubric are timed the same way.
@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-from lesson_lib.selftest import quiz
+from lesson_lib.practice import checkers, interview, questions, quiz
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from quiz_answers import TABLE
+from quiz_answers import MEANT_RIGHT, TABLE
 
 GOAL_MS = 50.0
 REPEAT = 5
@@ -59,12 +59,23 @@ def _median_ms(fn, *args) -> float:
 
 def _cold_ms(call: str) -> float:
     # §2 runs the kernel (its averaging demo) before the first question is asked: so does the fresh process here.
-    code = ("import time, numpy, lesson_lib.kernel.attention as a, lesson_lib.kernel.flops, lesson_lib.paper; "
+    code = ("import time, numpy, lesson_lib.attention as a, lesson_lib.sections.s04_costs, lesson_lib.paper; "
             "a.scaled_dot_product_attention(*[numpy.ones((2, 4))] * 3); "
-            f"import lesson_lib.selftest.quiz as q; t = time.perf_counter(); {call}; "
+            f"import lesson_lib.practice.quiz as q; t = time.perf_counter(); {call}; "
             "print((time.perf_counter() - t) * 1000)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip())
+
+
+def _table_counts() -> str:
+    """Issue 28's done-when over the adversarial table (tests/test_quiz.py holds the same counts)."""
+    right = [r[:2] for r in TABLE if r[2] == "right"] + MEANT_RIGHT
+    verdicts = [quiz.check(*r).verdict for r in right]
+    wrong = [r[:2] for r in TABLE if r[2] not in ("right", "review", "blank")]
+    accepted = sum(quiz.check(*r).correct for r in wrong)
+    return (f"table: {len(right)} right answers, {verdicts.count('form')} asked to rewrite "
+            f"({100 * verdicts.count('form') / len(right):.1f} %, goal ≤ 10 %), {verdicts.count('wrong')} told 还不对 "
+            f"(must be 0); {len(wrong)} wrong or unreadable answers, {accepted} accepted (must be 0)")
 
 
 def run() -> list[str]:
@@ -72,9 +83,9 @@ def run() -> list[str]:
              "hostile inputs at the length cap"]  # fmt: skip
     plain = _plain()
     worst_all = 0.0
-    for qid in quiz.question_ids():
-        q = quiz.question(qid)
-        cap = quiz.MAX_CHARS[q.kind]
+    for qid in questions.question_ids():
+        q = questions.question(qid)
+        cap = checkers.MAX_CHARS[q.kind]
         base = _median_ms(quiz.check, qid, plain[qid])
         inputs = [a for t, a, _, _ in TABLE if t == qid] + [_answers_for(q, h) for h in _hostile(cap)]
         worst, which = max((_median_ms(quiz.check, qid, a), str(a)[:14]) for a in inputs)
@@ -82,12 +93,13 @@ def run() -> list[str]:
         worst_all = max(worst_all, worst, cold)
         lines.append(f"{qid:4} {q.kind:6} plain {base:6.2f} ms  worst {worst:6.2f} ms ({worst / base:5.1f}× plain; "
                      f"{which!r}…)  cold {cold:6.2f} ms")  # fmt: skip
-    ticks = [p.name for p in quiz.question("Q1").key.points]
+    ticks = [p.name for p in questions.question("Q1").key.points]
     assess = _median_ms(quiz.assess, "Q1", ticks)
-    iv = max(_median_ms(quiz.interview_check, a) for a in _hostile(quiz.interview.MAX_INTERVIEW_CHARS))
+    iv = max(_median_ms(interview.interview_check, a) for a in _hostile(interview.MAX_INTERVIEW_CHARS))
     iv_cold = _cold_ms("q.interview_check('单头只有一组权重')")
     worst_all = max(worst_all, assess, iv, iv_cold)
     lines.append(f"Q1 self-assessment {assess:6.2f} ms;  面试 rubric worst {iv:6.2f} ms  cold {iv_cold:6.2f} ms")
+    lines.append(_table_counts())
     lines.append(f"worst of all (cold and warm): {worst_all:.2f} ms "
                  f"({'within' if worst_all <= GOAL_MS else 'OVER'} the {GOAL_MS:.0f} ms goal)")  # fmt: skip
     return lines

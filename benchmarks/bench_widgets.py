@@ -42,16 +42,18 @@ def _toggle(control, a, b):
 
 def _old_demo_redraw(heads, sharpness):
     """§2 before: a fresh figure per change, saved trimmed to its contents (two draws: measure, then render)."""
-    from lesson_lib.display.plotting import figure_png
-    from lesson_lib.sections import averaging
+    from lesson_lib.sections import s02_averaging as averaging
+    from lesson_lib.show.plotting import figure_png
 
     return figure_png(averaging.plot_demo(averaging.demo(heads, sharpness)))
 
 
 def _cases():
     """(name, change, baseline name, baseline) for every widget that can be built here."""
-    from lesson_lib.display.plotting import figure_png
-    from lesson_lib.sections import head_lab, heads, widgets
+    from lesson_lib.sections import s03_heads as heads
+    from lesson_lib.sections import s05_head_lab as head_lab
+    from lesson_lib.sections import widgets
+    from lesson_lib.show.plotting import figure_png
 
     cases = []
     demo = widgets.averaging_demo().controls
@@ -76,21 +78,21 @@ def _cases():
 
 def _lab_reference(state):
     """The lab's heads drawn by matplotlib (what a static cell would show)."""
-    from lesson_lib.display.plotting import plot_heads
+    from lesson_lib.show.plotting import plot_heads
 
     return plot_heads(state.weights, state.tokens, suptitle=f"h = {state.h}")
 
 
 def _explorer_cases():
     """§6: only where the weights package is installed (the explorer needs the real model)."""
-    from lesson_lib import pretrained
-    from lesson_lib.display.plotting import figure_png
-    from lesson_lib.sections import pretrained_views
+    from lesson_lib.models.pretrained import minilm as pretrained
+    from lesson_lib.sections.s06_real_heads import views
+    from lesson_lib.show.plotting import figure_png
 
     if not pretrained.available():
         return []
     model = pretrained.load()
-    box = pretrained_views.explorer_widget(model, layer=4, head=2, query="its")
+    box = views.explorer_widget(model, layer=4, head=2, query="its")
     sliders = getattr(box, "controls", None) or {
         c.description: c for c in box.children[1].children if hasattr(c, "max")}
     layer = sliders.get("layer") or sliders.get("层")
@@ -99,7 +101,7 @@ def _explorer_cases():
     query = enc.tokens.index("its")
 
     def pure():
-        _text, fig = pretrained_views.explorer_view(enc, 5, 3, query)
+        _text, fig = views.explorer_view(enc, 5, 3, query)
         return figure_png(fig, dpi=80)
 
     return [("§6 explorer: 层 4 ↔ 5", _toggle(layer, 4, 5), "explorer_view + figure_png", pure),

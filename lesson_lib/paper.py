@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 # The base model (§3.2.2, Table 3 row "base"). d_k = d_v = d_model / h is computed, never stored:
-# lesson_lib.kernel.attention.head_width(BASE_D_MODEL, BASE_HEADS).
+# lesson_lib.attention.head_width(BASE_D_MODEL, BASE_HEADS).
 BASE_D_MODEL = 512
 BASE_HEADS = 8
 LAYERS = 6  # encoder and decoder stacks (§3.1); the appendix figures show encoder layer 5 of 6

@@ -76,7 +76,7 @@ def vendor(static: Path) -> None:
                 shutil.copyfile(src, dst)
     shutil.copytree(mathjax_dir(), static / "mathjax")
     shutil.copyfile(HERE / "anywidget-amd.js", static / "anywidget-amd.js")
-    from lesson_lib.display.theme import PAGE_CSS
+    from lesson_lib.show.theme import PAGE_CSS
 
     (static / "lesson.css").write_text(PAGE_CSS, encoding="utf-8")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Lowest first: a module may import from its own layer or a lower one, never a higher one.
-LAYERS = ("runtime", "display", "paper", "kernel", "pretrained", "ablation", "selftest", "sections")
+LAYERS = ("runtime", "show", "paper", "checks", "attention", "head_stats", "costs", "models", "practice", "sections")
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:

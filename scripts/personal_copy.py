@@ -8,7 +8,7 @@
 The copy lives in ``my_lesson/`` (git-ignored), so running the lesson never dirties the repository and a
 ``git pull`` of an updated lesson never conflicts with the learner's own run. The kernel is this
 environment's Python, so the copy imports the installed ``lesson_lib``; the progress file lives in the
-learner's data folder (see ``lesson_lib.selftest.progress``), found from any copy.
+learner's data folder (see ``lesson_lib.practice.progress``), found from any copy.
 """
 
 from __future__ import annotations

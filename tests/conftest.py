@@ -84,7 +84,7 @@ def cached_sweep():
     """``cached_sweep(heads, seeds)``: ``ablation.sweep(heads, seeds=seeds)`` trained at most once per machine,
     numpy version and lesson_lib source: later sessions load it from ``.test-cache/`` (git-ignored;
     ``DAY11_TEST_CACHE`` moves it). Identical runs give identical models, so a cached result is the result."""
-    from lesson_lib import ablation
+    from lesson_lib.models.toy import sweeping as ablation
 
     version, memo = _code_version(), {}
 

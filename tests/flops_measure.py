@@ -1,4 +1,4 @@
-"""Count the work the lesson's kernel actually executes, to check lesson_lib.kernel.flops' closed form against it.
+"""Count the work the lesson's kernel actually executes, to check lesson_lib.sections.s04_costs' closed form against it.
 
 A test oracle, not lesson code: ``measure(n, d_model, h)`` runs a kernel on arrays that record every
 matmul, exp and division as it happens.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lesson_lib.kernel.attention import head_width
-from lesson_lib.kernel.validation import LessonInputTypeError, check_int
+from lesson_lib.attention import head_width
+from lesson_lib.checks import LessonInputTypeError, check_int
 
 __all__ = ["measure"]
 
@@ -72,7 +72,7 @@ def measure(n: int, d_model: int, h: int, kernel=None, seed: int = 0) -> dict:
     Returns ``matmul_multiplies`` (total), ``matmul_shapes`` (each call's operand shapes and
     multiplies), ``exps`` and ``divisions``. In-place operations (``out=``) are counted too.
     """
-    from lesson_lib.kernel.attention import multi_head_attention
+    from lesson_lib.attention import multi_head_attention
 
     n, d_model = _positive(n, "n"), _positive(d_model, "d_model")
     head_width(d_model, h)

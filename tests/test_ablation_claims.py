@@ -16,9 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lesson_lib import ablation, paper
-from lesson_lib.ablation import report
-from lesson_lib.sections import ablation_plots
+from lesson_lib import paper
+from lesson_lib.models.toy import config, training
+from lesson_lib.models.toy import model as toy_model
+from lesson_lib.models.toy import task as toy_task
+from lesson_lib.sections.s07_ablation import plots as ablation_plots
+from lesson_lib.sections.s07_ablation import report
+from lesson_lib.sections.s07_ablation import report as ablation
 
 SECTION_7 = (Path(__file__).parents[1] / "notebooks" / "src" / "07_ablation.md").read_text(encoding="utf-8")
 
@@ -33,7 +37,7 @@ LEAN_MARGIN = 0.01  # the prev − next gap of the single head stays this far ab
 @pytest.fixture(scope="module")
 def lesson(cached_sweep):
     result = cached_sweep(HEADS, seeds=1)
-    many = ablation.held_out_data().rows(slice(0, 200))
+    many = toy_task.held_out_data().rows(slice(0, 200))
     return result, many
 
 
@@ -41,13 +45,13 @@ def lesson(cached_sweep):
 def seeds(cached_sweep):
     """Seeds 1 and 2 per head count, trained as one batch: {seed: (accuracy per target, on_targets, diversity)}."""
     result = cached_sweep(HEADS, seeds=[1, 2])
-    many = ablation.held_out_data().rows(slice(0, 200))
+    many = toy_task.held_out_data().rows(slice(0, 200))
     out = {}
     for s in range(2):
         acc = {h: _per_seed_accuracy(result, h, s) for h in HEADS}
-        maps = {h: ablation.attention_maps(result.params[h], h, many, seed_index=s) for h in HEADS}
+        maps = {h: toy_model.attention_maps(result.params[h], h, many, seed_index=s) for h in HEADS}
         on = {h: ablation.weight_on_targets(maps[h], many) for h in (1, 4)}
-        from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
+        from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 
         div = {h: (float(row_entropy(maps[h]).mean()), mean_pairwise_js(maps[h]) if h > 1 else None) for h in HEADS}
         out[s] = acc, on, div
@@ -56,8 +60,8 @@ def seeds(cached_sweep):
 
 def _per_seed_accuracy(result, h, s):
     params = {name: p[s : s + 1] for name, p in result.params[h].items()}
-    acc = ablation.accuracy(params, h, ablation.held_out_data())[0]
-    return dict(zip(ablation.TARGETS, acc))
+    acc = training.accuracy(params, h, toy_task.held_out_data())[0]
+    return dict(zip(config.TARGETS, acc))
 
 
 def _levels(acc):
@@ -149,7 +153,7 @@ def test_shape_of_the_sweep_holds_for_other_seeds(seeds, s):
     levels = {h: _levels(acc[h]) for h in HEADS}
     assert sorted([levels[1]["prev"], levels[1]["next"]]) == ["学会", "小部分对"]
     assert levels[1]["match"] == levels[2]["match"] == "接近瞎猜"
-    assert all(levels[h][t] == "学会" for h in (4, 8) for t in ablation.TARGETS)
+    assert all(levels[h][t] == "学会" for h in (4, 8) for t in config.TARGETS)
     assert levels[16]["match"] == "大部分对" and levels[32]["match"] == "小部分对"
     assert all(levels[h][t] == "学会" for h in (16, 32) for t in ("prev", "next"))
     assert np.allclose(on[1][0, :2], 0.5, atol=0.05)  # the single head splits between the neighbours
@@ -206,10 +210,10 @@ def test_section_7_claims_only_what_the_paper_says():
 
 
 def test_inputs_list_the_position_and_the_model_adds_it():
-    from lesson_lib.ablation import model
+    from lesson_lib.models.toy import model
 
     assert "值、键、查询标签，还有**位置**" in SECTION_7 and "#pos-dir" in SECTION_7
-    task = ablation.Task()
+    task = config.Task()
     _, params = model.init_params([0])
     assert params["E"].shape[1] == task.V + 2 * task.K + task.T  # values, keys, query tags and T positions
 
@@ -221,7 +225,7 @@ def test_inputs_list_the_position_and_the_model_adds_it():
 
 def test_crowded_keys_text_and_prose():
     won = ablation.crowded_keys()
-    assert set(won) == {9, ablation.Task().K}  # 「64 个键（正是 3-lookup 的键数）」
+    assert set(won) == {9, config.Task().K}  # 「64 个键（正是 3-lookup 的键数）」
     for w in won.values():
         scaled = w * 100
         assert abs(scaled - math.floor(scaled) - 0.5) > 1e-6  # two decimals print the same everywhere
@@ -262,7 +266,7 @@ def test_head_maps_count_positions_from_1():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lesson_lib.sections import ablation_plots
+    from lesson_lib.sections.s07_ablation import plots as ablation_plots
 
     n = 5
     maps = np.full((4, n, n), 1.0 / n)  # (h, n, n) uniform rows

@@ -7,20 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from lesson_lib.ablation import (
-    Task,
-    TrainConfig,
-    accuracy,
-    attention_maps,
-    example_heads,
-    held_out_data,
-    init_params,
-    learning_rate,
-    loss_and_grads,
-    make_batch,
-    model,
-    train,
-)
+from lesson_lib.models.toy import model
+from lesson_lib.models.toy.config import Task, TrainConfig
+from lesson_lib.models.toy.model import attention_maps, init_params, loss_and_grads
+from lesson_lib.models.toy.optim import learning_rate
+from lesson_lib.models.toy.task import held_out_data, make_batch
+from lesson_lib.models.toy.training import accuracy, example_heads, train
 
 TINY_TASK = Task(T=7, V=4, K=16)
 

@@ -14,9 +14,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from lesson_lib import ablation
-from lesson_lib.ablation import SweepInterrupted, Task, TrainConfig, sweep, training
-from lesson_lib.ablation import sweeping as sweep_module
+from lesson_lib.models.toy import model, training
+from lesson_lib.models.toy import sweeping as ablation
+from lesson_lib.models.toy import sweeping as sweep_module
+from lesson_lib.models.toy import task as toy_task
+from lesson_lib.models.toy import training as toy_training
+from lesson_lib.models.toy.config import Task, TrainConfig
+from lesson_lib.models.toy.sweeping import SweepInterrupted, sweep
+from lesson_lib.sections.s07_ablation import cli, report
 
 TINY_TASK = Task(T=7, V=4, K=16)
 TINY_CFG = TrainConfig(d_model=8, steps=20, warmup=5, n_test=50)
@@ -51,7 +56,7 @@ def test_sweep_rows_have_the_promised_fields_and_workers_do_not_change_them():
 def test_one_seed_has_no_standard_deviation():
     result = sweep((2,), seeds=1, task=TINY_TASK, cfg=TINY_CFG)
     assert result.results[0]["accuracy_sd"] is None
-    assert "标准差" not in ablation.accuracy_numbers_text(result.results)
+    assert "标准差" not in report.accuracy_numbers_text(result.results)
 
 
 def test_progress_reaches_the_total_in_order():
@@ -72,7 +77,7 @@ def test_workers_follow_the_usable_cpus(monkeypatch):
 
 def test_identical_runs_are_trained_once_per_process(monkeypatch):
     """§6's stand-in heads are §7's h = 4 model; a re-run sweep reuses every model and changes nothing."""
-    maps = ablation.example_heads(h=2, seed=0, task=TINY_TASK, cfg=TINY_CFG)
+    maps = toy_training.example_heads(h=2, seed=0, task=TINY_TASK, cfg=TINY_CFG)
     trained = []
     real = training.train
     monkeypatch.setattr(training, "train", lambda h, *a, **k: trained.append(h) or real(h, *a, **k))
@@ -82,8 +87,8 @@ def test_identical_runs_are_trained_once_per_process(monkeypatch):
     again = sweep((1, 2), seeds=1, task=TINY_TASK, cfg=TINY_CFG, workers=2)
     assert trained == [1] and again.workers == 1  # nothing left to train: no worker processes either
     assert again.results == first.results and seen[-1] == 2 * TINY_CFG.steps
-    batch = ablation.held_out_data(TINY_TASK, TINY_CFG).rows(slice(0, 1))
-    np.testing.assert_array_equal(ablation.attention_maps(first.params[2], 2, batch, task=TINY_TASK)[0], maps)
+    batch = toy_task.held_out_data(TINY_TASK, TINY_CFG).rows(slice(0, 1))
+    np.testing.assert_array_equal(model.attention_maps(first.params[2], 2, batch, task=TINY_TASK)[0], maps)
     with pytest.raises(ValueError, match="read-only"):
         first.params[2]["W_Q"][...] = 0  # shared between callers: nobody may change it
 
@@ -92,10 +97,11 @@ def test_a_script_without_a_main_guard_still_trains_in_workers(tmp_path):
     """loky's workers do not re-run the calling script: a script without ``if __name__ == "__main__":`` trains
     in worker processes too, once, with nothing on stderr."""
     script = tmp_path / "no_guard.py"
-    script.write_text("from lesson_lib import ablation\n"
-                      "cfg = ablation.TrainConfig(d_model=8, steps=10, warmup=2, n_test=10)\n"
-                      "r = ablation.sweep((1, 2), seeds=1, task=ablation.Task(T=7, V=4, K=16), cfg=cfg, workers=2)\n"
-                      "print(ablation.timing_text(r))\n")
+    script.write_text("from lesson_lib.models.toy import config as toy_config, sweeping as ablation\n"
+                      "from lesson_lib.sections.s07_ablation import report\n"
+                      "cfg = toy_config.TrainConfig(d_model=8, steps=10, warmup=2, n_test=10)\n"
+                      "r = ablation.sweep((1, 2), seeds=1, task=toy_config.Task(T=7, V=4, K=16), cfg=cfg, workers=2)\n"
+                      "print(report.timing_text(r))\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("训练") == 1 and "2 个进程" in done.stdout  # ran once, with both workers
@@ -111,7 +117,7 @@ def test_falls_back_to_this_process_when_workers_cannot_start(monkeypatch):
     monkeypatch.setattr(LokyProcess, "start", refuse)
     result = sweep((1, 2), seeds=1, task=TINY_TASK, cfg=TINY_CFG, workers=2)
     assert result.workers == 1 and [r["h"] for r in result.results] == [1, 2]
-    assert "在本进程里依次训练" in ablation.timing_text(result)
+    assert "在本进程里依次训练" in report.timing_text(result)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,13 +172,13 @@ def test_sweep_rejects_bad_settings_in_chinese(kwargs, words):
 )
 def test_cli_rejects_bad_arguments_in_chinese(capsys, argv, words):
     with pytest.raises(SystemExit) as stop:
-        ablation.cli.main(argv)
+        cli.main(argv)
     assert stop.value.code == 2
     assert words in capsys.readouterr().err
 
 
 def test_cli_prints_one_json_object(capsys):
-    assert ablation.cli.main(["--heads", "1,2", "--seeds", "2", "--steps", "3", "--json"]) == 0
+    assert cli.main(["--heads", "1,2", "--seeds", "2", "--steps", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [r["h"] for r in out["results"]] == [1, 2]
     assert [r["d_k"] for r in out["results"]] == [32, 16]
@@ -181,7 +187,7 @@ def test_cli_prints_one_json_object(capsys):
 
 
 def test_cli_table(capsys):
-    assert ablation.cli.main(["--heads", "4", "--seeds", "2", "--steps", "2"]) == 0
+    assert cli.main(["--heads", "4", "--seeds", "2", "--steps", "2"]) == 0
     out = capsys.readouterr().out
     assert "平均准确率" in out and "标准差" in out and "秒" in out
 
@@ -195,8 +201,8 @@ psutil = pytest.importorskip("psutil")
 _SCRIPT = textwrap.dedent("""
     import signal
     import sys
-    from lesson_lib import ablation
-    from lesson_lib.ablation import Task, TrainConfig
+    from lesson_lib.models.toy import sweeping as ablation
+    from lesson_lib.models.toy.config import Task, TrainConfig
 
     def progress(done, total):
         print("progress", done, flush=True)
@@ -268,7 +274,7 @@ def test_interrupt_stops_the_sweep_at_once_and_keeps_what_finished(tmp_path, wor
 @pytest.mark.parametrize("times", [1, 2], ids=["one Ctrl-C", "two Ctrl-C"])
 def test_cli_exits_on_the_first_ctrl_c(tmp_path, times):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "lesson_lib.ablation", "--heads", "1,2,4,8", "--seeds", "1",
+    proc = subprocess.Popen([sys.executable, "-m", "lesson_lib.models.toy", "--heads", "1,2,4,8", "--seeds", "1",
                              "--steps", "3000", "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, start_new_session=True)
     try:
@@ -314,9 +320,9 @@ def test_interrupting_a_jupyter_kernel_stops_its_workers_and_keeps_the_kernel(tm
     try:
         kc.wait_for_ready(timeout=60)
         kernel = psutil.Process(km.provisioner.process.pid)
-        code = ("from lesson_lib import ablation\n"
-                "cfg = ablation.TrainConfig(d_model=8, steps=3000, warmup=5, n_test=20)\n"
-                "ablation.sweep((1, 2, 4, 8), seeds=1, task=ablation.Task(T=7, V=4, K=16), cfg=cfg, workers=2)")
+        code = ("from lesson_lib.models.toy import config as toy_config, sweeping as ablation\n"
+                "cfg = toy_config.TrainConfig(d_model=8, steps=3000, warmup=5, n_test=20)\n"
+                "ablation.sweep((1, 2, 4, 8), seeds=1, task=toy_config.Task(T=7, V=4, K=16), cfg=cfg, workers=2)")
         msg_id = kc.execute(code)
         deadline = time.monotonic() + 60
         while len(kernel.children(recursive=True)) < 2:

@@ -11,8 +11,8 @@ from helpers import assert_chinese_message, causal, make_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib.kernel import attention as att
-from lesson_lib.kernel.attention import (
+from lesson_lib import attention as att
+from lesson_lib.attention import (
     AttentionInputError,
     merge_heads,
     multi_head_attention,

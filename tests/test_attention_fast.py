@@ -1,4 +1,4 @@
-"""lesson_lib.kernel.attention_fast: the blocked, threaded path gives the readable kernel's numbers on every branch.
+"""lesson_lib.attention_fast: the blocked, threaded path gives the readable kernel's numbers on every branch.
 
 The contract tests every variant shares (same checks, errors, dtypes, masks) are parametrised over all
 three kernels in tests/test_attention.py; these force the fast path's own branches on small inputs.
@@ -12,7 +12,7 @@ import pytest
 from attention_fast import multi_head_attention_fast
 from helpers import causal, make_inputs
 
-from lesson_lib.kernel.attention import multi_head_attention
+from lesson_lib.attention import multi_head_attention
 
 
 def test_fast_path_agrees_across_row_blocks(monkeypatch):

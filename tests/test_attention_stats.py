@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from helpers import assert_chinese_message
 
-from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
+from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 
 
 def one_hot(n, columns):

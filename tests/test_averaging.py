@@ -1,4 +1,4 @@
-"""lesson_lib.sections.averaging (§2): the sentence's value vectors, the lesson's 40/30/30 blend, 1 vs 2 heads.
+"""lesson_lib.sections.s02_averaging (§2): the sentence's value vectors, the lesson's 40/30/30 blend, 1 vs 2 heads.
 
 Expected numbers come from the closed forms worked out by hand from the keys and queries the module
 documents (指代 asks "female person?", 语法角色 asks "clause subject?"), not from a run.
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from helpers import CJK
 
-from lesson_lib.sections import averaging
-from lesson_lib.sections.averaging import FEATURES, TOKENS
+from lesson_lib.sections import s02_averaging as averaging
+from lesson_lib.sections.s02_averaging import FEATURES, TOKENS
 
 VISIBLE = TOKENS.index("她")  # 她 sees the words before it: 7 of them
 IDX = {w: TOKENS.index(w) for w in ("小明", "苹果", "小红", "她")}

@@ -64,9 +64,9 @@ def test_student_work_stays_in_their_own_space(result):
 
 
 def test_each_progress_file_lands_in_its_students_home(result, monkeypatch, tmp_path):
-    if importlib.util.find_spec("lesson_lib.selftest.progress") is None:
+    if importlib.util.find_spec("lesson_lib.practice.progress") is None:
         pytest.skip("this lesson_lib keeps no progress file")
-    from lesson_lib.selftest import progress
+    from lesson_lib.practice import progress
 
     assert progress.ENV_VAR == classroom.PROGRESS_ENV
     # Where the lesson puts it by default, relative to a home (the hub sets no LESSON_PROGRESS_FILE).

@@ -10,7 +10,7 @@ PACKAGE = ROOT / "lesson_lib"
 
 
 def tree() -> list[str]:
-    """'attention', 'quiz/', 'quiz/parse', …: every module and package, without __init__ / __main__."""
+    """'attention', 'practice/', 'practice/parse', …: every module and package, without __init__ / __main__."""
     names = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE)
@@ -53,5 +53,5 @@ def test_module_map_matches_the_tree():
 def test_the_map_reader_finds_packages_and_their_modules():
     """The comparison is not vacuous: the map has entries for packages and their modules."""
     listed = module_map()
-    assert "kernel/attention" in listed and "selftest/quiz/" in listed and "selftest/quiz/parse" in listed
+    assert "attention" in listed and "sections/s06_real_heads/" in listed and "sections/s06_real_heads/views" in listed
     assert len(listed) > 40

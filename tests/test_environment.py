@@ -1,4 +1,4 @@
-"""lesson_lib.sections.environment: the section-0 check says 通过 when all is well and names the fix when not."""
+"""lesson_lib.sections.s00_environment: the section-0 check says 通过 when all is well and names the fix when not."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib.sections import environment as env
+from lesson_lib.sections import s00_environment as env
 
 REQUIRED_DISTS = ["numpy", "matplotlib", "ipywidgets", "jupyterlab_widgets"]
 
@@ -205,8 +205,8 @@ def test_unreadable_version_is_named_not_crashed(monkeypatch):
 
 def test_prepare_sets_the_font_and_the_blas_cap(monkeypatch):
     """§0's first cell calls prepare() instead of two engineering lines: both effects still happen."""
-    from lesson_lib.display import plotting
     from lesson_lib.runtime import blas
+    from lesson_lib.show import plotting
 
     calls = []
     monkeypatch.setattr(blas, "fit_blas_to_cpus", lambda: calls.append("blas"))

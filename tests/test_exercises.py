@@ -13,12 +13,11 @@ import types
 import numpy as np
 import pytest
 
-from lesson_lib import paper
-from lesson_lib.kernel import attention
-from lesson_lib.kernel.attention import head_width, multi_head_attention, softmax, split_heads
-from lesson_lib.kernel.flops import count
-from lesson_lib.selftest import exercises as ex
-from lesson_lib.selftest import learner_code
+from lesson_lib import attention, paper
+from lesson_lib.attention import head_width, multi_head_attention, softmax, split_heads
+from lesson_lib.costs import count
+from lesson_lib.practice import exercises as ex
+from lesson_lib.practice import learner_code
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)
@@ -509,7 +508,7 @@ def _fast_imported_in_the_body(x, w_q, w_k, w_v, w_o, h):
 
 
 def _split_merge_from_the_lesson(x, w_q, w_k, w_v, w_o, h):
-    from lesson_lib.kernel.attention import merge_heads
+    from lesson_lib.attention import merge_heads
 
     q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
     return merge_heads(softmax(q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1]), axis=-1) @ v) @ w_o
@@ -525,7 +524,7 @@ def _sdpa_per_head(x, w_q, w_k, w_v, w_o, h):
 def _dynamic_lookup(x, h):
     import importlib
 
-    return getattr(importlib.import_module("lesson_lib.kernel.attention"), "split" + "_heads")(x, h)
+    return getattr(importlib.import_module("lesson_lib.attention"), "split" + "_heads")(x, h)
 
 
 def _default_argument(x, h, f=split_heads):

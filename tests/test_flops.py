@@ -9,9 +9,10 @@ from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib.kernel import flops
-from lesson_lib.kernel.attention import multi_head_attention_reference
-from lesson_lib.kernel.validation import LessonInputTypeError
+from lesson_lib import costs
+from lesson_lib.attention import multi_head_attention_reference
+from lesson_lib.checks import LessonInputTypeError
+from lesson_lib.sections import s04_costs as flops
 
 
 def divisors(d):
@@ -50,7 +51,7 @@ def assert_matches_table(c, n, d, h):
 @pytest.mark.parametrize("h", divisors(512))
 def test_paper_example_d512_n50(h):
     """paper-facts: d = 512, n = 50 → 54,988,800 matmul multiplies for every h, projections 95 %."""
-    c = flops.count(50, 512, h)
+    c = costs.count(50, 512, h)
     assert_matches_table(c, 50, 512, h)
     assert c.matmul_total == 54_988_800
     assert round(100 * c.projections_share) == 95
@@ -58,7 +59,7 @@ def test_paper_example_d512_n50(h):
 
 @pytest.mark.parametrize(("h", "exps"), [(1, 2_500), (8, 20_000), (32, 80_000)])
 def test_paper_example_exps(h, exps):
-    c = flops.count(50, 512, h)
+    c = costs.count(50, 512, h)
     assert c.softmax_exp == exps
     assert c.softmax_div == exps
     assert c.softmax_total == 3 * exps
@@ -69,12 +70,12 @@ def test_paper_example_exps(h, exps):
 @given(st.integers(1, 5000), st.integers(1, 64), st.integers(1, 64))
 def test_closed_form_matches_table(n, d_k, h):
     d = d_k * h
-    assert_matches_table(flops.count(n, d, h), n, d, h)
+    assert_matches_table(costs.count(n, d, h), n, d, h)
 
 
 def test_count_rows_one_row_per_h_with_conserved_matmul_work():
     heads = [1, 2, 4, 8, 16, 32, 64]
-    rows = flops.count_rows(1024, 512, heads)
+    rows = costs.count_rows(1024, 512, heads)
     assert [r["h"] for r in rows] == heads
     assert {r["matmul_total"] for r in rows} == {4 * 1024 * 512**2 + 2 * 1024**2 * 512}
     assert [r["softmax_exp"] for r in rows] == [h * 1024**2 for h in heads]  # grows with h
@@ -92,7 +93,7 @@ GRID = [
 
 @pytest.mark.parametrize(("n", "d", "h"), GRID)
 def test_measured_counts_equal_closed_form(n, d, h):
-    c = flops.count(n, d, h)
+    c = costs.count(n, d, h)
     m = measure(n, d, h)
     d_k = d // h
     assert m["matmul_multiplies"] == c.matmul_total
@@ -117,7 +118,7 @@ def test_measured_counts_equal_closed_form(n, d, h):
 @pytest.mark.parametrize(("n", "d", "h"), [(1, 1, 1), (5, 8, 2), (7, 12, 3), (4, 16, 16), (9, 24, 4)])
 def test_per_head_reference_does_the_same_work(n, d, h):
     """The loop over heads runs h times as many, h times smaller matmuls: the totals are the same."""
-    c = flops.count(n, d, h)
+    c = costs.count(n, d, h)
     m = measure(n, d, h, kernel=multi_head_attention_reference)
     assert m["matmul_multiplies"] == c.matmul_total
     assert m["exps"] == c.softmax_exp
@@ -132,7 +133,7 @@ def test_fast_path_counted_with_its_in_place_matmuls(n, d, h, monkeypatch):
 
     monkeypatch.setattr(attention_fast, "_MIN_BLOCK_ROWS", 3)
     monkeypatch.setattr(attention_fast, "_BLOCK_BYTES", 1)  # several row blocks when n > 3
-    c = flops.count(n, d, h)
+    c = costs.count(n, d, h)
     m = measure(n, d, h, kernel=multi_head_attention_fast)
     assert m["matmul_multiplies"] == c.matmul_total  # 1,680 for n = 5, d = 8, like the other kernels
     assert m["exps"] == c.softmax_exp
@@ -142,7 +143,7 @@ def test_fast_path_counted_with_its_in_place_matmuls(n, d, h, monkeypatch):
 
 
 def test_the_issue_example_counts_1680_for_every_kernel():
-    from lesson_lib.kernel.attention import multi_head_attention
+    from lesson_lib.attention import multi_head_attention
 
     kernels = (multi_head_attention, multi_head_attention_reference, multi_head_attention_fast)
     assert [measure(5, 8, 2, kernel=k)["matmul_multiplies"] for k in kernels] == [1680] * 3
@@ -160,11 +161,11 @@ def test_measure_does_not_depend_on_seed():
 @pytest.mark.parametrize("d", [1, 6, 12, 64, 512, 768])
 def test_parameters_are_four_d_squared_for_every_divisor(d):
     for h in divisors(d):
-        assert flops.parameters(d, h) == 4 * d * d
+        assert costs.parameters(d, h) == 4 * d * d
 
 
 def test_parameters_table3_rows_a_are_the_same():
-    assert {flops.parameters(512, h) for h in (1, 4, 8, 16, 32)} == {4 * 512**2}
+    assert {costs.parameters(512, h) for h in (1, 4, 8, 16, 32)} == {4 * 512**2}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,20 +181,20 @@ def assert_chinese(excinfo, *fragments):
 @pytest.mark.parametrize("n", [0, -3, 2.5, True, "50", None], ids=repr)
 def test_bad_n(n):
     with pytest.raises(ValueError) as excinfo:
-        flops.count(n, 512, 8)
+        costs.count(n, 512, 8)
     assert_chinese(excinfo, "n", repr(n))
 
 
 @pytest.mark.parametrize("d", [0, -512, 512.0, "512"], ids=repr)
 def test_bad_d_model(d):
     with pytest.raises(ValueError) as excinfo:
-        flops.count(50, d, 8)
+        costs.count(50, d, 8)
     assert_chinese(excinfo, "d_model", repr(d))
 
 
 @pytest.mark.parametrize("h", [0, -1, 2.5, True, "8"], ids=repr)
 def test_bad_h(h):
-    for call in (lambda: flops.count(50, 512, h), lambda: flops.parameters(512, h)):
+    for call in (lambda: costs.count(50, 512, h), lambda: costs.parameters(512, h)):
         with pytest.raises(ValueError) as excinfo:
             call()
         assert_chinese(excinfo, str(h))
@@ -208,7 +209,7 @@ def test_bad_h(h):
 ], ids=repr)
 def test_parameters_names_the_bad_argument(args, cls, fragments):
     with pytest.raises(cls) as excinfo:
-        flops.parameters(*args)
+        costs.parameters(*args)
     assert_chinese(excinfo, *fragments)
 
 
@@ -228,7 +229,7 @@ def test_time_kernel_names_the_bad_argument():
 
 
 def test_h_must_divide_d_model():
-    for call in (lambda: flops.count(50, 510, 8), lambda: flops.parameters(510, 8), lambda: measure(5, 510, 8)):
+    for call in (lambda: costs.count(50, 510, 8), lambda: costs.parameters(510, 8), lambda: measure(5, 510, 8)):
         with pytest.raises(ValueError) as excinfo:
             call()
         assert_chinese(excinfo, "d_model=510 不能平均分给 h=8 个头")

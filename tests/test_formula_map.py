@@ -1,4 +1,4 @@
-"""lesson_lib.sections.formula_map (§9): every formula term is tied to a line that really is in the kernel."""
+"""lesson_lib.sections.s09_paper (§9): every formula term is tied to a line that really is in the kernel."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import CJK
 
-from lesson_lib.kernel import attention
-from lesson_lib.sections.formula_map import KERNELS, MHA_TERMS, SDPA_TERMS, SOFTMAX_TERMS, formula_table, line_map
+from lesson_lib import attention
+from lesson_lib.sections.s09_paper import KERNELS, MHA_TERMS, SDPA_TERMS, SOFTMAX_TERMS, formula_table, line_map
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION_9 = (ROOT / "notebooks" / "src" / "09_paper.md").read_text(encoding="utf-8")

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib.selftest import quiz
-from lesson_lib.selftest.quiz.freetext import MAX_CUES_SHOWN, Rubric, RubricPoint, hint_text, noticed
+from lesson_lib.practice import interview, questions
+from lesson_lib.practice.freetext import MAX_CUES_SHOWN, Rubric, RubricPoint, hint_text, noticed
 
 RUBRIC = Rubric(
     points=(RubricPoint("一组权重", "…", ("一组", "softmax")), RubricPoint("平均", "…", ("平均", "Average"))),
@@ -54,6 +54,6 @@ def test_rubric_text_lists_points_then_misconceptions():
 
 
 def test_lesson_rubrics_have_points_misconceptions_and_cues():
-    for rubric in (quiz.question("Q1").key, quiz.interview_rubric()):
+    for rubric in (questions.question("Q1").key, interview.interview_rubric()):
         assert len(rubric.points) >= 3 and len(rubric.misconceptions) >= 3 and rubric.model_answer
         assert all(p.cues for p in rubric.points)

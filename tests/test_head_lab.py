@@ -1,4 +1,4 @@
-"""lesson_lib.sections.head_lab (§5) and its two pictures (themed SVG through plotting.heads_svg_html and
+"""lesson_lib.sections.s05_head_lab (§5) and its two pictures (themed SVG through plotting.heads_svg_html and
 plotting.heads_overview_svg_html).
 
 The lab's promises: the slider only offers head counts that divide d_model; for every h the
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from helpers import CJK
 
-from lesson_lib.display import plotting
-from lesson_lib.kernel.attention import AttentionInputError
-from lesson_lib.sections import head_lab
+from lesson_lib.attention import AttentionInputError
+from lesson_lib.sections import s05_head_lab as head_lab
+from lesson_lib.show import plotting
 
 N = len(head_lab.SENTENCE)  # 11 tokens
 D = 512

@@ -1,4 +1,4 @@
-"""lesson_lib.sections.heads (§3): every shape on the way through multi-head attention, owners of each number,
+"""lesson_lib.sections.s03_heads (§3): every shape on the way through multi-head attention, owners of each number,
 the forgotten transpose, and heads that only mix at W^O.
 
 What a plain reshape does is derived here from C order (flat index = a·n·d_k + b·d_k + e), not from
@@ -15,8 +15,8 @@ from helpers import CJK
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib.kernel.attention import AttentionInputError, split_heads
-from lesson_lib.sections import heads
+from lesson_lib.attention import AttentionInputError, split_heads
+from lesson_lib.sections import s03_heads as heads
 
 CASES = [(6, 512, 8), (4, 16, 4), (3, 12, 3), (5, 64, 1), (2, 64, 64), (7, 24, 6)]
 

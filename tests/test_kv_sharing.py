@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib.kernel import flops
-from lesson_lib.kernel import kv_sharing as kv
+from lesson_lib import costs as flops
+from lesson_lib import costs as kv
+from lesson_lib.sections import s08_interview
 
 FOLLOW_UPS = (Path(__file__).parents[1] / "notebooks" / "src" / "08c_follow_ups.md").read_text(encoding="utf-8")
 
@@ -43,7 +44,7 @@ def test_variants_order_and_names():
 
 
 def test_table_prints_the_computed_values():
-    text = kv.table_text(8192, 64, 8)
+    text = s08_interview.table_text(8192, 64, 8)
     for v in kv.variants(8192, 64, 8):
         line = next(row for row in text.splitlines() if row.startswith(v.name))
         assert f"{v.projection_params:,}" in line and f"{v.cache_per_token:,}" in line

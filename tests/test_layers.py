@@ -27,12 +27,12 @@ def test_every_top_level_entry_is_a_layer():
 def test_the_reader_sees_lazy_and_relative_imports(tmp_path):
     """The checks above are not vacuous: a lazy import up the layers and a relative cycle are both found."""
     lib = tmp_path / "lesson_lib"
-    for pkg in ("kernel", "sections"):
+    for pkg in ("models", "sections"):
         (lib / pkg).mkdir(parents=True)
         (lib / pkg / "__init__.py").write_text("")
     (lib / "__init__.py").write_text("")
-    (lib / "kernel" / "a.py").write_text("def f():\n    from lesson_lib.sections import b\n")
-    (lib / "sections" / "b.py").write_text("from lesson_lib.kernel import a\n")
+    (lib / "models" / "a.py").write_text("def f():\n    from lesson_lib.sections import b\n")
+    (lib / "sections" / "b.py").write_text("from lesson_lib.models import a\n")
     edges = graph.arrows(graph.modules(tmp_path))
-    assert ("lesson_lib.kernel.a", "lesson_lib.sections.b") in graph.upward(edges)
+    assert ("lesson_lib.models.a", "lesson_lib.sections.b") in graph.upward(edges)
     assert graph.cycles(edges)

@@ -8,9 +8,12 @@ import re
 import numpy as np
 import pytest
 
-from lesson_lib.display import plotting
-from lesson_lib.kernel import flops
-from lesson_lib.sections import ablation_plots, averaging, heads
+from lesson_lib import costs
+from lesson_lib.sections import s02_averaging as averaging
+from lesson_lib.sections import s03_heads as heads
+from lesson_lib.sections import s04_costs as flops
+from lesson_lib.sections.s07_ablation import plots as ablation_plots
+from lesson_lib.show import plotting
 
 pytestmark = pytest.mark.usefixtures("plt")
 
@@ -74,7 +77,7 @@ def test_retention_alt_states_the_curves_numbers():
 def test_counts_alt_and_table_follow_the_counts():
     hs = [1, 2, 4, 8]
     fig = flops.plot_counts(40, 256, hs)
-    rows = [flops.count(40, 256, h) for h in hs]
+    rows = [costs.count(40, 256, h) for h in hs]
     alt = plotting.alt_text(fig)
     assert f"每种头数都是 {rows[0].matmul_total:,} 次" in alt
     assert f"h = 8 的 {rows[-1].softmax_total:,} 次" in alt

@@ -1,4 +1,4 @@
-"""lesson_lib.display.plotting: Chinese text renders without missing glyphs, tiled heat maps, light imports."""
+"""lesson_lib.show.plotting: Chinese text renders without missing glyphs, tiled heat maps, light imports."""
 
 from __future__ import annotations
 
@@ -14,14 +14,8 @@ from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib.display import plotting
-from lesson_lib.display.plotting import (
-    grid_shape,
-    head_titles,
-    plot_heads,
-    tile_gap,
-    tile_heads,
-)
+from lesson_lib.show import plotting
+from lesson_lib.show.plotting import grid_shape, head_titles, plot_heads, tile_gap, tile_heads
 
 TOKENS = ["我", "喜欢", "注意力", "机制", "Law", "<EOS>", "，", "它的", "应用", "。"]
 
@@ -342,7 +336,7 @@ def test_figure_11_1_labels_read_on_their_boxes_in_every_theme(plt, theme):
     keeps that text ≥ 4.5:1 (issue 30: 3.98:1 on blue in light, 2.80:1 in dark)."""
     from matplotlib.colors import to_hex
 
-    from lesson_lib.sections.heads import plot_figure_11_1
+    from lesson_lib.sections.s03_heads import plot_figure_11_1
 
     fig = plot_figure_11_1()
     fills = {to_hex(p.get_facecolor()) for p in fig.axes[0].patches if p.get_fill() and p.get_facecolor()[3] > 0}

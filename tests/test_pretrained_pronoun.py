@@ -1,14 +1,14 @@
-"""lesson_lib.sections.pronoun_heads (pure) and pronoun_heads_views (printing, figure, widget wiring, fallback)."""
+"""§6 pronoun heads: pronoun_heads (pure) and pronoun_views (printing, figure, widget wiring, fallback)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lesson_lib.pretrained import e5
-from lesson_lib.sections import pronoun_heads as ph
-from lesson_lib.sections import pronoun_heads_views as zh
-from lesson_lib.selftest import pronoun_heads_question as question
+from lesson_lib.models.pretrained import e5
+from lesson_lib.practice import pronoun_heads_question as question
+from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
+from lesson_lib.sections.s06_real_heads import pronoun_views as zh
 
 TOKENS = ["<s>", "▁小", "明", "把", "苹果", "递", "给了", "小", "红", ",", "因为", "她", "帮", "过", "他", "。", "</s>"]
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lesson_lib import pretrained as pt
-from lesson_lib.pretrained import e5
-from lesson_lib.sections import pronoun_heads as ph
-from lesson_lib.sections import pronoun_heads_views as zh
+from lesson_lib.models.pretrained import e5, head_finder
+from lesson_lib.models.pretrained import minilm as pt
+from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
+from lesson_lib.sections.s06_real_heads import pronoun_views as zh
 
 SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
 SECTION_2 = (Path(__file__).parents[1] / "notebooks" / "src" / "02_averaging.md").read_text(encoding="utf-8")
@@ -135,7 +135,7 @@ def test_layer_5_its_claims(law):
     assert top[7][0] == "application" and f"{top[7][1]:.2f}" == "0.53" and "头 7 的 0.53" in SECTION
     law_heads = [h for h, (tok, w) in top.items() if tok == "law" and w > 0.5]
     assert law_heads == [12]  # "只有头 12"
-    nxt = pt.rank_heads(pt.head_scores(law.attentions, law.tokens), top=2)["next"]
+    nxt = head_finder.rank_heads(head_finder.head_scores(law.attentions, law.tokens), top=2)["next"]
     assert nxt[1][:2] == (5, 10) and "「看后一个词元」排名第二的头" in SECTION
 
 

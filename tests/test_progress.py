@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 
 import pytest
+from helpers import CJK
 
-from lesson_lib.selftest import exercises, progress, quiz
-from lesson_lib.selftest.exercises import ExerciseResult
-from lesson_lib.selftest.progress import FORMAT, VERSION, Progress, ProgressFile
+from lesson_lib.practice import exercises, progress, quiz
+from lesson_lib.practice import feedback as qf
+from lesson_lib.practice import interview as qi
+from lesson_lib.practice import questions as qq
+from lesson_lib.practice.exercises import ExerciseResult
+from lesson_lib.practice.progress import FORMAT, VERSION, Progress, ProgressFile
 
 
 @pytest.fixture
@@ -20,7 +25,7 @@ def path(tmp_path):
 
 def _new(path) -> Progress:
     """What a fresh kernel does when the cells run again: read the same file."""
-    return Progress(quiz.question_ids(), tuple(exercises.EXERCISES), store=ProgressFile(path))
+    return Progress(qq.question_ids(), tuple(exercises.EXERCISES), store=ProgressFile(path))
 
 
 def _everything_right(p: Progress) -> None:
@@ -31,18 +36,18 @@ def _everything_right(p: Progress) -> None:
     from quiz_answers import TABLE
 
     right = {qid: answer for qid, answer, verdict, _ in TABLE if verdict == "right"}
-    assert set(right) | {"Q1"} == set(quiz.question_ids())
+    assert set(right) | {"Q1"} == set(qq.question_ids())
     for qid, answer in right.items():
         p.record(quiz.check(qid, answer), answer)
-    q1 = quiz.question("Q1")
+    q1 = qq.question("Q1")
     p.record(quiz.check("Q1", "单头只有一组权重。"), "单头只有一组权重。")
     ticked = quiz.assess("Q1", [q1.key.points[0].name]).covered  # a tick, not a grade
     p.record("Q1", {"kind": "self_assessment", "answer": "…", "covered": list(ticked), "of": len(q1.key.points)})
     for name in exercises.EXERCISES:
         p.record_exercise(ExerciseResult(name, "passed", "全部通过！"))
     good = ("单头只有一组权重，加权平均会抹平不同角色；多头拆成子空间，算力守恒；头数要适中，太多时 d_k 过窄。")
-    p.record_interview(quiz.interview_check(good), good)
-    points = [point.name for point in quiz.interview_rubric().points]
+    p.record_interview(qi.interview_check(good), good)
+    points = [point.name for point in qi.interview_rubric().points]
     p.record(progress.INTERVIEW, {"kind": "self_assessment", "answer": good, "covered": points, "of": len(points)})
 
 
@@ -52,23 +57,43 @@ def test_answers_survive_a_restart(path):
     p.record(quiz.check("Q4", "B"), "B")
     p.record(quiz.check("Q5", {"A", "B"}), {"A", "B"})
     p.record_exercise(ExerciseResult("split_heads", "wrong", "形状不对"))
-    p.record_interview(quiz.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
+    p.record_interview(qi.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
     again = _new(path)
-    assert again.question_entry("Q4") == {"attempts": 2, "solved": True, "answer": "B", "last": "right",
-                                          "history": [["A", "wrong"], ["B", "right"]]}  # fmt: skip
+    entry = again.question_entry("Q4")
+    assert (entry["attempts"], entry["solved"], entry["answer"], entry["last"]) == (2, True, "B", "right")
+    assert entry["history"] == [["A", "wrong"], ["B", "right"]] and entry["earlier"] == []
     assert again.question_entry("Q5")["answer"] == ["A", "B"] and not again.solved["Q5"]
-    assert again.data["exercises"]["split_heads"]["status"] == "wrong"
+    assert again.data["exercises"]["split_heads"]["result"] == "wrong"
     assert again.interview_entry()["answer"] == "单头会把信息平均掉。" and again.notice == ""
+
+
+def test_each_attempt_records_verdict_mistake_and_question_version(path):
+    """What issue 32's class report reads: per attempt the answer as typed, the verdict, the named mistake and the
+    question version; per item the first-try and the final result."""
+    p = _new(path)
+    for answer in (["64", "不变"], ["33", "不变"], ["32", "不变"]):
+        p.record(quiz.check("Q2", answer), json.dumps(answer, ensure_ascii=False))
+    saved = json.loads(path.read_text(encoding="utf-8"))["questions"]["Q2"]
+    version = qq.question("Q2").version
+    assert [(a["verdict"], a["mistake"], a["question_version"]) for a in saved["attempts"]] == [
+        ("wrong", "d_k=64", version), ("wrong", None, version), ("right", None, version)]
+    assert json.loads(saved["attempts"][0]["answer"]) == ["64", "不变"]  # as typed
+    assert (saved["first_try"], saved["final"], saved["n_attempts"], saved["solved"]) == ("wrong", "right", 3, True)
 
 
 def test_file_format_is_documented_and_versioned(path):
     p = _new(path)
     p.record(quiz.check("Q4", "B"), "B")
+    p.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
+    p.record_interview(qi.interview_check("单头会平均"), "单头会平均")
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["format"] == FORMAT and data["version"] == VERSION and data["saved_at"]
-    assert set(data) == {"format", "version", "saved_at", "questions", "exercises", "interview"}
     documented = _documented_example()
     assert set(documented) == set(data)  # the example in progress.py's docstring shows every field a save writes
+    assert set(documented["questions"]["Q2"]) == set(data["questions"]["Q4"])
+    assert set(documented["questions"]["Q2"]["attempts"][0]) == set(data["questions"]["Q4"]["attempts"][0])
+    assert set(documented["exercises"]["split_heads"]) == set(data["exercises"]["split_heads"])
+    assert set(documented["interview"]) == set(data["interview"])
 
 
 def _documented_example() -> dict:
@@ -79,49 +104,88 @@ def _documented_example() -> dict:
 
 def test_the_documented_example_is_a_file_the_lesson_reads(path):
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(_documented_example(), ensure_ascii=False), encoding="utf-8")
-    p = _new(path)
+    example = _documented_example()
+    path.write_text(json.dumps(example, ensure_ascii=False), encoding="utf-8")
+    versions = {"Q2": example["questions"]["Q2"]["question_version"],
+                progress.INTERVIEW: example["interview"]["question_version"]}  # fmt: skip
+    p = Progress(("Q2",), tuple(progress.EXERCISE_IDS), store=ProgressFile(path), versions=versions)
     assert p.notice == "" and path.exists()  # read as is: not renamed aside as unreadable
     assert p.solved["Q2"] and p.question_entry("Q2")["attempts"] == 2
-    assert p.data["exercises"]["split_heads"]["status"] == "passed"
+    assert p.data["exercises"]["split_heads"]["result"] == "passed"
 
 
 def test_save_is_atomic(path, monkeypatch):
     p = _new(path)
     p.record(quiz.check("Q4", "A"), "A")
-    before = path.read_text(encoding="utf-8")
+    before = path.read_bytes()
     replaced = []
-    real_replace = os.replace
 
     def failing_replace(src, dst):
         replaced.append((os.path.dirname(src), os.path.dirname(dst)))
-        raise OSError("disk full")
+        raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", failing_replace)
-    p.record(quiz.check("Q4", "B"), "B")  # the write fails half-way: the old file must be untouched
-    monkeypatch.setattr(os, "replace", real_replace)
-    assert path.read_text(encoding="utf-8") == before
+    p.record(quiz.check("Q4", "B"), "B")  # the disk is full: the old file must be untouched
+    monkeypatch.undo()
+    assert path.read_bytes() == before
     assert replaced and replaced[0][0] == replaced[0][1]  # the temp file sits beside the target
-    assert "没能保存" in p.notice and progress.ENV_VAR in p.notice
+    assert CJK.search(p.notice) and progress.ENV_VAR in p.notice
     assert sorted(f.name for f in path.parent.iterdir()) == ["progress.json", "progress.json.lock"]  # no temp file
     assert p.solved["Q4"]  # the progress is still in memory
 
 
-@pytest.mark.parametrize(
-    ("content", "why"),
-    [("{not json", "损坏"), ('["a list"]', "不是本课的进度文件"), ('{"format": "other", "version": 1}', "不是本课"),
-     (json.dumps({"format": FORMAT, "version": VERSION + 1, "questions": {}}), "更新版本"), ("", "损坏"),
-     (json.dumps({"format": FORMAT, "version": VERSION, "questions": [], "exercises": {}, "interview": {}}),
-      "不是本课")],
-)  # fmt: skip
-def test_a_bad_file_is_kept_aside_and_the_learner_starts_afresh(path, content, why):
+def test_a_full_disk_mid_write_keeps_the_old_file(path, monkeypatch):
+    p = _new(path)
+    p.record(quiz.check("Q2", ["32", "不变"]), "32")
+    before = path.read_bytes()
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            self.f.write(data[: len(data) // 2])
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode="r", *a, **k: Full(real_fdopen(fd, mode, *a, **k))
+                        if "w" in mode else real_fdopen(fd, mode, *a, **k))  # fmt: skip
+    p.record(quiz.check("Q4", "B"), "B")
+    monkeypatch.undo()
+    assert path.read_bytes() == before and CJK.search(p.notice)
+    assert sorted(f.name for f in path.parent.iterdir()) == ["progress.json", "progress.json.lock"]
+    p.record(quiz.check("Q4", "C"), "C")  # the next save carries both
+    assert _new(path).attempts["Q4"] == 2 and p.notice == ""
+
+
+BAD_FILES = [
+    "{not json", '["a list"]', '{"format": "other", "version": 2}', "",
+    json.dumps({"format": FORMAT, "version": VERSION + 1, "questions": {}}),
+    json.dumps({"format": FORMAT, "version": VERSION, "questions": [], "exercises": {}, "interview": {}}),
+    json.dumps({"format": FORMAT, "version": True, "questions": {}, "exercises": {}, "interview": {}}),
+    json.dumps({"format": FORMAT, "version": 2.0, "questions": {}, "exercises": {}, "interview": {}}),
+    json.dumps({"format": FORMAT, "version": "2", "questions": {}, "exercises": {}, "interview": {}}),
+    json.dumps({"format": FORMAT, "version": VERSION, "saved_at": 5, "questions": {}, "exercises": {},
+                "interview": {}}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("content", BAD_FILES, ids=range(len(BAD_FILES)))
+def test_a_bad_file_is_kept_aside_and_the_learner_starts_afresh(path, content):
+    """Not JSON, not this lesson's, a newer format, or a field of the wrong type ("version": true is not 1)."""
     path.parent.mkdir(parents=True)
     path.write_text(content, encoding="utf-8")
     p = _new(path)
-    assert why in p.notice and "从头开始" in p.notice and p.data["questions"] == {}
+    assert CJK.search(p.notice) and p.data["questions"] == {}
     kept = [f for f in path.parent.iterdir() if f.name.startswith("progress.json.unreadable-")]
     assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == content and str(kept[0]) in p.notice
-    assert why in p.summary()  # the summary shows the notice
+    assert p.notice in p.summary()  # the summary shows the notice
     p.record(quiz.check("Q4", "B"), "B")
     assert _new(path).solved["Q4"]
 
@@ -131,7 +195,7 @@ def test_an_unwritable_place_is_a_message_not_a_crash(tmp_path):
     blocker.write_text("x")
     p = Progress(store=ProgressFile(blocker / "progress.json"))  # its folder is a file
     p.record(quiz.check("Q4", "B"), "B")
-    assert "没能保存" in p.notice and p.solved["Q4"]
+    assert CJK.search(p.notice) and p.solved["Q4"]
 
 
 def test_reset_keeps_the_old_file(path):
@@ -148,12 +212,12 @@ def test_reset_keeps_the_old_file(path):
 
 def test_summary_counts_questions_exercises_and_interview(path):
     p = _new(path)
-    n_q, n_ex = len(quiz.question_ids()), len(exercises.EXERCISES)
-    text = p.summary()
-    assert f"题目：已答对 0 / {n_q} 题" in text and f"代码练习：已完成 0 / {n_ex} 个" in text
-    assert "面试自检：已完成 0 / 1 项" in text and f"合计完成 0 / {n_q + n_ex + 1} 项" in text
+    n_q, n_ex = len(qq.question_ids()), len(exercises.EXERCISES)
+    lines = p.summary().splitlines()  # one line per kind, then the total: each count read back
+    assert [f"0 / {n}" in line for line, n in zip(lines, (n_q, n_ex, 1, n_q + n_ex + 1), strict=True)] == [True] * 4
+    assert [s for _, _, s in p.items()] == ["todo"] * (n_q + n_ex + 1)
     _everything_right(p)
-    assert p.all_done() and "全部完成" in p.summary()
+    assert p.all_done() and f"{n_q + n_ex + 1} / {n_q + n_ex + 1}" in p.summary()
 
 
 @pytest.mark.parametrize("spoil", ["exercise", "interview", "question", "missing_exercise"])
@@ -168,9 +232,7 @@ def test_never_all_done_while_something_failed_or_is_missing(path, spoil):
         p.data["questions"]["S7b"]["solved"] = False
     else:
         del p.data["exercises"]["count_multiplies"]
-    text = p.summary()
-    assert "全部完成" not in text and not p.all_done()
-    assert "做过但还没过" in text or "还没做" in text or "面试自检" in text
+    assert not p.all_done() and any(state != "done" for _, _, state in p.items())
 
 
 def test_a_stub_run_writes_nothing(path):
@@ -189,8 +251,11 @@ def test_export_json_and_instructor_summary(path, tmp_path):
     exported = json.loads(json_path.read_text(encoding="utf-8"))
     assert exported["questions"]["Q4"]["solved"] and exported["format"] == FORMAT and exported["exported_at"]
     page = md_path.read_text(encoding="utf-8")
-    assert page.startswith("# Day 11 多头注意力 · 学习进度") and "| 题目 | Q4 | 完成 | 1 |" in page
-    assert "| 代码练习 | split_heads | 未通过 | 1 |" in page and "| 面试自检 | 面试 | 未做 | 0 |" in page
+    rows = {cells[1]: (cells[2], cells[3]) for line in page.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]] if len(cells) == 4}  # fmt: skip
+    states = {state: word for (kind, name, state) in p.items() for word in [rows[name][0]]}
+    assert rows["Q4"][1] == "1" and rows["split_heads"][1] == "1" and rows[progress.INTERVIEW][1] == "0"
+    assert len(set(states.values())) == 3  # done, tried and todo each have their own word
     assert len(page.splitlines()) < 60  # one page
     assert p.export()[0].parent == path.parent  # by default beside the progress file
 
@@ -206,7 +271,7 @@ def test_default_path_follows_the_environment(monkeypatch, tmp_path):
 def test_exercise_checks_are_recorded_in_the_default_progress(monkeypatch, tmp_path):
     monkeypatch.setenv(progress.ENV_VAR, str(tmp_path / "p.json"))
     exercises.check("split_heads", lambda x, h: None)
-    assert progress.default_progress().data["exercises"]["split_heads"]["status"] == "wrong"
+    assert progress.default_progress().data["exercises"]["split_heads"]["result"] == "wrong"
     saved = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
     assert saved["exercises"]["split_heads"]["checks"] == 1
 
@@ -228,7 +293,7 @@ def test_the_lesson_says_where_the_file_is(monkeypatch):
 
 _SAVER = """
 import sys
-from lesson_lib.selftest.progress import Progress, ProgressFile
+from lesson_lib.practice.progress import Progress, ProgressFile
 
 path, side, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 p = Progress(("Q2", "A", "B"), store=ProgressFile(path))
@@ -250,8 +315,8 @@ def test_two_processes_saving_200_times_each_lose_nothing(path):
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     saved = json.loads(path.read_text(encoding="utf-8"))["questions"]
-    assert saved["Q2"]["attempts"] == 2 * n  # both sides' attempts at the shared question, none lost
-    assert saved["A"]["attempts"] == n and saved["B"]["attempts"] == n
+    assert saved["Q2"]["n_attempts"] == 2 * n  # both sides' attempts at the shared question, none lost
+    assert saved["A"]["n_attempts"] == n and saved["B"]["n_attempts"] == n
     assert saved["A"]["solved"] and saved["B"]["solved"]
     # each process learned the other's answers: the side that finished last saw both in its own record
     assert any("'A', 'B', 'Q2'" in out for out, _ in outs)
@@ -276,7 +341,7 @@ def test_a_failed_save_is_retried_with_the_next_one(path, monkeypatch):
 
     monkeypatch.setattr(ProgressFile, "_write", full)
     p.record(quiz.check("Q2", ["32", "不变"]), "32")
-    assert "磁盘已经满了" in p.notice and p.solved["Q2"]
+    assert CJK.search(p.notice) and p.solved["Q2"]
     monkeypatch.setattr(ProgressFile, "_write", real)
     p.record(quiz.check("Q4", "A"), "A")
     again = _new(path)
@@ -291,32 +356,48 @@ def test_any_string_the_learner_can_type_is_saved(path, answer):
     assert p.notice == ""
     again = _new(path)
     assert again.attempts["Q2"] == 2 and again.solved["Q2"]
-    stored = again.question_entry("Q2")["history"][0][0]
+    stored = again.data["questions"]["Q2"]["attempts"][0]["answer"]
     assert "\\ud" in stored or "\\udfff" in stored  # the lone surrogate kept as its escape
     again.export(path.parent / "out")  # the export writes it too
 
 
-@pytest.mark.parametrize(
-    ("entries", "dropped"),
-    [({"questions": {"Q2": "oops"}}, "Q2"),
-     ({"questions": {"Q2": {"attempts": -1, "solved": True, "history": []}}}, "Q2"),
-     ({"questions": {"Q2": {"attempts": 1, "solved": "yes", "history": []}}}, "Q2"),
-     ({"questions": {"Q2": {"attempts": 1, "solved": True, "history": [["x"]]}}}, "Q2"),
-     ({"exercises": {"split_heads": {"status": "hacked", "checks": 1}}}, "split_heads"),
-     ({"exercises": {"split_heads": []}}, "split_heads"),
-     ({"interview": {"attempts": "many"}}, "面试自检")],
-)  # fmt: skip
+def _item(**change) -> dict:
+    entry = {"attempts": [{"answer": "B", "verdict": "right", "mistake": None,
+                           "question_version": qq.question("Q4").version}],
+             "n_attempts": 1, "question_version": qq.question("Q4").version, "first_try": "right", "final": "right",
+             "solved": True, "answer": "B"}  # fmt: skip
+    entry.update(change)
+    return entry
+
+
+WRONG_ENTRIES = [
+    ({"questions": {"Q2": "oops"}}, "Q2"),
+    ({"questions": {"Q2": _item(n_attempts=-1)}}, "Q2"),
+    ({"questions": {"Q2": _item(n_attempts=True)}}, "Q2"),  # a bool is not a count
+    ({"questions": {"Q2": _item(solved="yes")}}, "Q2"),
+    ({"questions": {"Q2": _item(solved=1)}}, "Q2"),
+    ({"questions": {"Q2": _item(question_version=5)}}, "Q2"),
+    ({"questions": {"Q2": _item(first_try="correct")}}, "Q2"),
+    ({"questions": {"Q2": _item(attempts=[["x"]])}}, "Q2"),
+    ({"questions": {"Q2": _item(attempts=[{"answer": "32", "verdict": "right", "question_version": True}])}}, "Q2"),
+    ({"questions": {"Q2": _item(attempts=[{"answer": 32, "verdict": "right", "question_version": None}])}}, "Q2"),
+    ({"exercises": {"split_heads": {"result": "hacked", "checks": 1}}}, "split_heads"),
+    ({"exercises": {"split_heads": {"result": "passed", "checks": 1.0}}}, "split_heads"),
+    ({"exercises": {"split_heads": []}}, "split_heads"),
+    ({"interview": {"attempts": "many"}}, "面试自检"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("entries", "dropped"), WRONG_ENTRIES, ids=range(len(WRONG_ENTRIES)))
 def test_a_wrong_entry_is_set_aside_with_a_notice_never_a_crash(path, entries, dropped):
-    data = {"format": FORMAT, "version": VERSION, "questions": {"Q4": {"attempts": 1, "solved": True, "history": []}},
-            "exercises": {}, "interview": {}}  # fmt: skip
+    data = {"format": FORMAT, "version": VERSION, "questions": {"Q4": _item()}, "exercises": {}, "interview": {}}
     for kind, value in entries.items():
         data[kind] = {**data[kind], **value} if kind != "interview" else value
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     p = _new(path)
-    assert dropped in p.notice and "已跳过" in p.notice and p.solved["Q4"]  # the good entries are kept
-    assert dropped in p.summary() and "做过但还没过" not in p.summary().split(dropped)[0][-5:]
-    assert p.question_entry("Q2") is None or isinstance(p.question_entry("Q2"), dict)
+    assert dropped in p.notice and CJK.search(p.notice) and p.solved["Q4"]  # the good entries are kept
+    assert p.question_entry("Q2") is None
     kept = [f for f in path.parent.iterdir() if ".unreadable-" in f.name]
     assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8")) == data  # the file as it was
     p.record(quiz.check("Q2", ["32", "不变"]), "32")
@@ -325,7 +406,7 @@ def test_a_wrong_entry_is_set_aside_with_a_notice_never_a_crash(path, entries, d
 
 def test_a_wrong_entry_does_not_break_the_widgets(path):
     pytest.importorskip("ipywidgets")
-    from lesson_lib.selftest import quiz_widgets
+    from lesson_lib.practice import widgets as quiz_widgets
 
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "questions": {"Q2": "oops"}, "exercises": {},
@@ -361,28 +442,16 @@ def test_save_reset_and_export_say_in_chinese_when_the_folder_refuses(path, monk
     p = _new(path)
     p.record(quiz.check("Q2", ["32", "不变"]), "32")
     _fail_with(monkeypatch, os, "replace", code)
-    _fail_with(monkeypatch, type(path), "write_bytes", code)
+    _fail_with(monkeypatch, os, "link", code)
+    _fail_with(monkeypatch, os, "rename", code)
+    before = path.read_bytes()
     p.record(quiz.check("Q4", "A"), "A")  # save
-    assert "没能保存" in p.notice and words in p.notice
+    assert words in p.notice and path.read_bytes() == before  # the reason, from the errno; the file untouched
     message = p.reset()  # 清空进度 in a folder that refuses: a message, and nothing cleared
-    assert "没有清空" in message and words in message and p.solved["Q2"]
+    assert words in message and p.solved["Q2"] and path.read_bytes() == before
     with pytest.raises(progress.ProgressError, match=words) as caught:
         p.export()
-    assert isinstance(caught.value, OSError) and "没能导出" in str(caught.value)
-
-
-def test_a_symlinked_progress_file_stays_a_symlink(tmp_path):
-    real = tmp_path / "elsewhere" / "mine.json"
-    real.parent.mkdir()
-    link = tmp_path / "progress.json"
-    link.symlink_to(real)
-    p = _new(link)
-    p.record(quiz.check("Q2", ["32", "不变"]), "32")
-    assert link.is_symlink() and json.loads(real.read_text(encoding="utf-8"))["questions"]["Q2"]["solved"]
-    p.reset()
-    p.record(quiz.check("Q4", "A"), "A")
-    assert link.is_symlink() and json.loads(real.read_text(encoding="utf-8"))["questions"]["Q4"]["attempts"] == 1
-    assert [f.name for f in real.parent.iterdir() if ".reset-" in f.name]  # the reset copy beside the target
+    assert isinstance(caught.value, OSError)
 
 
 def _nested(depth):
@@ -396,9 +465,9 @@ def _nested(depth):
 def test_a_deeply_nested_answer_is_stored_without_recursion(path, answer):
     p = _new(path)
     p.record(quiz.check("Q5", "A"), answer)
-    p.record_interview(quiz.interview_check("单头会平均"), answer)
+    p.record_interview(qi.interview_check("单头会平均"), answer)
     p.record("Q1", {"kind": "self_assessment", "answer": answer, "covered": [], "of": 3})
-    assert p.notice == "" and "无法保存的答案" in p.question_entry("Q5")["answer"]
+    assert p.notice == "" and isinstance(p.question_entry("Q5")["answer"], str)
     assert _new(path).attempts["Q5"] == 1
 
 
@@ -407,7 +476,7 @@ def test_entries_of_the_general_record_are_validated(path):
     p.record("Q1", {"kind": "self_assessment", "answer": "多头分工", "covered": ["①", "②"], "of": 3})
     entry = _new(path).question_entry("Q1")
     assert entry["last"] == "self" and entry["self"] == {"covered": ["①", "②"], "of": 3} and not entry["solved"]
-    assert "已自评：Q1" in p.summary() and "已答对 0 /" in p.summary()  # a self-assessment is never "right"
+    assert p.n_solved == 0 and ("题目", "Q1", "done") in p.items()  # worked through, never "right"
     for bad in ({"kind": "verdict"}, {"kind": "answer", "verdict": "correct"}, "64",
                 {"kind": "self_assessment", "covered": ["①"] * 4, "of": 3}):
         with pytest.raises(ValueError):
@@ -416,19 +485,19 @@ def test_entries_of_the_general_record_are_validated(path):
     assert p.interview_entry()["complete"] and p.interview_entry()["self"]["of"] == 3
 
 
-def test_the_store_imports_no_question_or_exercise(tmp_path):
-    """No cycle exercises ↔ progress: the store takes its item lists from its callers."""
-    import ast
+def test_the_item_list_is_data_not_an_import_time_registry():
+    """The lesson's items: the question bank's ids and EXERCISE_IDS (equal to the exercises module's list);
+    importing the store imports no question or exercise, and nothing registers items at import."""
     import subprocess
     import sys
 
-    tree = ast.parse(Path(progress.__file__).read_text(encoding="utf-8"))
-    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-    assert not {m for m in imported if "exercises" in m or "quiz" in m}, imported
-    code = ("import sys, lesson_lib.selftest.progress as p\n"
-            "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n")  # fmt: skip
-    subprocess.run([sys.executable, "-c", code], check=True)
+    assert progress.lesson_items() == (qq.question_ids(), tuple(exercises.EXERCISES))
+    p = Progress()
+    assert p.ids == qq.question_ids() and p.exercise_names == tuple(exercises.EXERCISES)
+    code = ("import sys, lesson_lib.practice.progress as p\n"
+            "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n"
+            "assert p.Progress(interview=False).ids\n")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 def test_the_data_folder_comes_from_platformdirs(monkeypatch, tmp_path):
@@ -450,8 +519,232 @@ def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
     """Each kind is named once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
     p = _new(path)
     bad = "头数越多越好。"
-    p.record_interview(quiz.interview_check(bad), bad)
+    p.record_interview(qi.interview_check(bad), bad)
     lines = p.summary().splitlines()
     interview = [line for line in lines if line.startswith("面试自检")]
     assert len(interview) == 1, lines
-    assert "已完成 0 / 1 项" in interview[0] and "对照参考答案改一改" in interview[0]
+    assert "0 / 1" in interview[0] and ("面试自检", progress.INTERVIEW, "tried") in p.items()
+
+
+# ---------------------------------------------------------------------------------------------
+# The progress file cannot be turned against the learner's files
+# ---------------------------------------------------------------------------------------------
+def _decoy(tmp_path) -> tuple[Path, bytes]:
+    """A file outside the data folder standing in for /etc/passwd (never a real system file)."""
+    decoy = tmp_path / "elsewhere" / "passwd"
+    decoy.parent.mkdir()
+    content = b"root:x:0:0:root:/root:/bin/bash\n" * 3
+    decoy.write_bytes(content)
+    return decoy, content
+
+
+def _tree(folder: Path) -> dict[str, tuple[str, bytes | str]]:
+    """Every entry under ``folder`` (links not followed): its type and its bytes or link target."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_symlink():
+            out[str(p.relative_to(folder))] = ("link", os.readlink(p))
+        elif p.is_file():
+            out[str(p.relative_to(folder))] = ("file", p.read_bytes())
+    return out
+
+
+def test_a_symlink_to_a_decoy_is_refused_and_the_decoy_is_unchanged(tmp_path):
+    decoy, content = _decoy(tmp_path)
+    path = tmp_path / "data" / "progress.json"
+    path.parent.mkdir()
+    path.symlink_to(decoy)
+    p = _new(path)
+    assert CJK.search(p.notice) and str(path) in p.notice
+    p.record(quiz.check("Q2", ["32", "不变"]), "32")  # kept in memory, never written through the link
+    p.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
+    assert p.solved["Q2"] and CJK.search(p.notice)
+    p.reset()  # a reset renames nothing either
+    assert decoy.read_bytes() == content and path.is_symlink() and os.readlink(path) == str(decoy)
+    assert _tree(tmp_path / "elsewhere") == {"passwd": ("file", content)}  # nothing new beside the decoy
+
+
+@pytest.mark.parametrize("name", ["progress.json.lock", "progress-export.json", "progress-summary.md"])
+def test_a_symlink_beside_the_progress_file_is_never_written_through(tmp_path, name):
+    decoy, content = _decoy(tmp_path)
+    path = tmp_path / "data" / "progress.json"
+    path.parent.mkdir()
+    (path.parent / name).symlink_to(decoy)
+    p = _new(path)
+    p.record(quiz.check("Q2", ["32", "不变"]), "32")
+    with contextlib.suppress(progress.ProgressError):
+        p.export()
+    p.reset()
+    assert decoy.read_bytes() == content and (path.parent / name).is_symlink()
+
+
+def test_the_aside_name_is_never_a_link_followed(tmp_path, monkeypatch):
+    """Setting a bad file aside picks a name nothing has, never replacing what is there."""
+    decoy, content = _decoy(tmp_path)
+    path = tmp_path / "data" / "progress.json"
+    path.parent.mkdir()
+    path.write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(progress, "_stamp", lambda: "20260101-000000")
+    (path.parent / "progress.json.unreadable-20260101-000000").symlink_to(decoy)
+    p = _new(path)
+    assert CJK.search(p.notice) and decoy.read_bytes() == content
+    assert (path.parent / "progress.json.unreadable-20260101-000000-2").read_text(encoding="utf-8") == "{not json"
+
+
+_OPEN = """
+import json, sys
+from lesson_lib.practice import quiz
+from lesson_lib.practice.progress import Progress, ProgressFile
+
+p = Progress(store=ProgressFile(sys.argv[1]))
+first = p.notice
+p.record(quiz.check("Q2", ["32", "不变"]), "32")
+print(json.dumps({"first": first, "after": p.notice, "solved": p.solved["Q2"]}, ensure_ascii=False))
+"""
+
+
+def _open_in_a_subprocess(path: Path) -> dict:
+    """Open the progress and save one answer in a fresh process; a hang fails the test at the timeout."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _OPEN, str(path)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_is_refused_without_hanging(path):
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    out = _open_in_a_subprocess(path)
+    assert CJK.search(out["first"]) and CJK.search(out["after"]) and out["solved"]
+    import stat
+
+    assert stat.S_ISFIFO(os.lstat(path).st_mode)  # left as it was
+
+
+def test_a_directory_is_refused(path):
+    path.mkdir(parents=True)
+    (path / "keep.txt").write_text("mine", encoding="utf-8")
+    out = _open_in_a_subprocess(path)
+    assert CJK.search(out["first"]) and out["solved"]
+    assert path.is_dir() and (path / "keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_100_mb_file_is_set_aside_with_a_notice(path):
+    path.parent.mkdir(parents=True)
+    with open(path, "wb") as f:  # sparse: 100 MB long, a few blocks on disk
+        f.write(b'{"format": "day11-progress", "version": 2, "questions": {')
+        f.seek(100 * 2**20)
+        f.write(b"}")
+    out = _open_in_a_subprocess(path)
+    assert CJK.search(out["first"]) and out["after"] == out["first"] and out["solved"]  # saved; the notice stays
+    kept = [f for f in path.parent.iterdir() if ".unreadable-" in f.name]
+    assert len(kept) == 1 and kept[0].stat().st_size > progress.MAX_FILE_BYTES  # renamed, not deleted
+    assert path.stat().st_size < 10_000 and json.loads(path.read_text(encoding="utf-8"))["version"] == VERSION
+
+
+def test_a_file_just_over_the_cap_is_set_aside_and_one_under_is_read(path):
+    path.parent.mkdir(parents=True)
+    data = {"format": FORMAT, "version": VERSION, "questions": {"Q4": _item()}, "exercises": {}, "interview": {},
+            "saved_at": "x" * (progress.MAX_FILE_BYTES - 2000)}  # fmt: skip
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert _new(path).solved["Q4"] and _new(path).notice == ""
+    data["saved_at"] = "x" * progress.MAX_FILE_BYTES
+    path.write_text(json.dumps(data), encoding="utf-8")
+    p = _new(path)
+    assert not p.solved["Q4"] and CJK.search(p.notice)
+
+
+# ---------------------------------------------------------------------------------------------
+# Question versions: a course update never turns an old answer into a correct one
+# ---------------------------------------------------------------------------------------------
+def test_an_answer_to_an_old_version_of_q2_is_not_counted(path):
+    path.parent.mkdir(parents=True)
+    old = _item(question_version="0123456789ab", answer='["64", "不变"]')
+    old["attempts"] = [{"answer": '["64", "不变"]', "verdict": "right", "mistake": None,
+                        "question_version": "0123456789ab"}]  # fmt: skip
+    data = {"format": FORMAT, "version": VERSION, "questions": {"Q2": old}, "exercises": {}, "interview": {}}
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    p = _new(path)
+    assert not p.solved["Q2"] and p.attempts["Q2"] == 0 and p.n_solved == 0
+    entry = p.question_entry("Q2")
+    assert entry["earlier"] == ['["64", "不变"]'] and entry["history"][0][1] == progress.OLD_VERSION
+    assert ("题目", "Q2", "todo") in p.items() and p.earlier() == ["Q2"]
+    assert '["64", "不变"]' in p.earlier_note("Q2") and p.earlier_note("Q4") == ""  # the old answer, for a widget
+    assert progress.OLD_VERSION in p.summary()
+    p.record(quiz.check("Q2", ["32", "不变"]), '["32", "不变"]')  # answered again: counted, the old answer kept
+    again = _new(path)
+    assert again.solved["Q2"] and again.attempts["Q2"] == 1 and again.earlier() == []
+    assert [a["question_version"] for a in again.data["questions"]["Q2"]["attempts"]] == [
+        "0123456789ab", qq.question("Q2").version]
+
+
+def test_a_version_1_file_keeps_its_answers_as_answers_to_an_earlier_version(path):
+    """A file saved before question versions (Q1 keyword-graded, Q2's 64 for h = 8, Q5 solved) counts nothing."""
+    path.parent.mkdir(parents=True)
+    v1 = {"format": FORMAT, "version": 1, "saved_at": None,
+          "questions": {q: {"answer": a, "attempts": 1, "solved": True, "last": "right",
+                            "history": [[a if isinstance(a, str) else "、".join(a), "right"]]}
+                        for q, a in (("Q1", "单头会平均"), ("Q2", "64"), ("Q5", ["A", "B", "C"]))},
+          "exercises": {"split_heads": {"status": "passed", "message": "全部通过！", "checks": 1}},
+          "interview": {"answer": "…", "attempts": 1, "covered": ["①"], "complete": True}}  # fmt: skip
+    path.write_text(json.dumps(v1, ensure_ascii=False), encoding="utf-8")
+    p = _new(path)
+    assert p.n_solved == 0 and CJK.search(p.notice) and not p.all_done()
+    assert set(p.earlier()) == {"Q1", "Q2", "Q5", progress.INTERVIEW}
+    assert p.question_entry("Q2")["earlier"] == ["64"] and not p.question_entry("Q2")["solved"]
+    assert (p.interview_entry() or {}).get("complete") is False
+    assert p.data["exercises"]["split_heads"]["result"] == "passed"  # exercises do not depend on question text
+    p.record(quiz.check("Q4", "B"), "B")
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert saved["version"] == VERSION and saved["questions"]["Q2"]["attempts"][0]["question_version"] is None
+
+
+def test_exercise_results_keep_named_mistakes_and_source(path):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Result:  # what the exercise module may give besides name, status and message
+        name: str
+        status: str
+        message: str
+        mistakes: tuple = ()
+        source: str | None = None
+
+    p = _new(path)
+    p.record_exercise(Result("split_heads", "wrong", "忘了 transpose", ("forgot_transpose",), "def split_heads(x, h):"))
+    p.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))  # no source given: the last one is kept
+    entry = _new(path).data["exercises"]["split_heads"]
+    assert (entry["result"], entry["mistakes"], entry["source"], entry["checks"]) == (
+        "passed", [], "def split_heads(x, h):", 2)
+
+
+def test_a_device_is_refused_without_being_opened(path):
+    import stat
+
+    path.parent.mkdir(parents=True)
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 3))  # the null device's numbers, made in a temp folder
+    except (OSError, AttributeError):
+        pytest.skip("cannot make a device node here (not root, or no CAP_MKNOD)")
+    out = _open_in_a_subprocess(path)
+    assert CJK.search(out["first"]) and out["solved"] and stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+def test_the_widget_never_shows_an_old_version_answer_as_right(path):
+    pytest.importorskip("ipywidgets")
+    from lesson_lib.practice import widgets as quiz_widgets
+
+    path.parent.mkdir(parents=True)
+    old = _item(question_version="0123456789ab", answer='["32", "不变"]')
+    old["attempts"] = [{"answer": '["32", "不变"]', "verdict": "right", "mistake": None,
+                        "question_version": "0123456789ab"}]  # fmt: skip
+    path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "questions": {"Q2": old}, "exercises": {},
+                                "interview": {}}), encoding="utf-8")  # fmt: skip
+    p = _new(path)
+    widget = quiz_widgets.ask("Q2", p)
+    assert widget.attempts == 0 and not widget.feedback.value.count(qf.RIGHT)  # not restored as a verdict
+    assert not p.solved["Q2"] and "Q2" in p.earlier()

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from lesson_lib import costs as flops
 from lesson_lib import paper
-from lesson_lib.kernel import flops
-from lesson_lib.kernel.attention import head_width
+from lesson_lib.attention import head_width
+from lesson_lib.sections import s04_costs as sections_s04_costs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,7 +120,7 @@ def test_section_3_naming_table(markdown):
 
 
 def test_512_n_squared(markdown):
-    """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.kernel.flops."""
+    """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.sections.s04_costs."""
     one_head = flops.count(1, D, 1).scores  # multiplies of QKᵀ with n = 1: the coefficient of n²
     per_head = flops.count(1, D_K, 1).scores
     assert one_head == D and per_head == D_K and H * per_head == one_head
@@ -162,10 +163,10 @@ def test_parameter_count_in_prose(markdown):
 
 def test_single_head_bleu_gap(markdown):
     """Every 「x.y BLEU」 gap a learner reads (prose, and §8's reference answer the widget reveals) is Table 3's."""
-    from lesson_lib.selftest import quiz
+    from lesson_lib.practice import interview
 
     gap = round(BEST_BLEU - SINGLE["bleu"], 1)
-    for m in _matches(r"(\d+\.\d)\s*(?:个\s*)?BLEU", markdown + "\n" + quiz.model_answer()):
+    for m in _matches(r"(\d+\.\d)\s*(?:个\s*)?BLEU", markdown + "\n" + interview.model_answer()):
         assert float(m.group(1)) == gap, m.group(0)
 
 
@@ -201,7 +202,7 @@ def test_paper_quotes_are_verbatim_and_attributed(markdown):
 def test_minilm_facts_match_its_config():
     import json
 
-    from lesson_lib import pretrained
+    from lesson_lib.models.pretrained import minilm as pretrained
 
     folder = pretrained.model_dir()
     if folder is None:
@@ -241,8 +242,8 @@ def test_softmax_work_has_one_definition_used_everywhere(markdown):
     uses = _matches(rf"{name}[^。；\n]{{0,30}}?(\d·h·n²|h·n²)", markdown)
     assert len(uses) >= 3 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
     assert "softmax 的 h·n²" not in markdown and "softmax 的运算" not in markdown  # the old, second definitions
-    assert flops.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
-    from lesson_lib.sections import head_lab
+    assert sections_s04_costs.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
+    from lesson_lib.sections import s05_head_lab as head_lab
 
     assert name in head_lab.comparison_table(heads=(8,)).splitlines()[0]
 
@@ -259,16 +260,16 @@ def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(m
     """The timing differs on every machine: the prose defers to the printed reading, which says either way."""
     assert "基本成立" not in markdown and "2×" not in markdown
     assert "最后一行按**你这次**量到的数字算出倍数" in markdown
-    slow = flops.timing_reading_text({1: 0.010, 8: 0.020, 64: 0.100}, 512)
-    fast = flops.timing_reading_text({1: 0.010, 8: 0.011, 64: 0.100}, 512)
+    slow = sections_s04_costs.timing_reading_text({1: 0.010, 8: 0.020, 64: 0.100}, 512)
+    fast = sections_s04_costs.timing_reading_text({1: 0.010, 8: 0.011, 64: 0.100}, 512)
     assert slow.startswith("n = 512 时，以 h = 1 为 1：h = 8 是 2.0 倍，h = 64 是 10.0 倍。")
     assert "h = 8 明显比 h = 1 慢" in slow and "差不多快" in fast
 
 
 def test_interview_asks_before_it_shows_an_answer(markdown):
     """§8 asks first: no answer is printed above the self-check; the prose before it names the widget's buttons."""
-    from lesson_lib.selftest import quiz_widgets
-    from lesson_lib.selftest.progress import Progress
+    from lesson_lib.practice import widgets as quiz_widgets
+    from lesson_lib.practice.progress import Progress
 
     text = "\n\n".join(c["source"] for c in _build_module().source_cells())
     assert "interview_self_check()" in text and "合上" not in markdown
@@ -284,7 +285,7 @@ def test_interview_asks_before_it_shows_an_answer(markdown):
 
 def test_section_2_blend_reading(markdown):
     """'「女性」0.4、「男性」0.3、「物品」0.3 … 「主语」只剩 0.3' is the single head's blend that §2 prints."""
-    from lesson_lib.sections import averaging
+    from lesson_lib.sections import s02_averaging as averaging
 
     blend = averaging.blend(averaging.LESSON_WEIGHTS)
     found = _matches(r"「(女性|男性|物品|主语)」(?:只剩 )?(\d\.\d)", markdown)
@@ -301,7 +302,7 @@ def test_section_2_retention_curves(markdown):
     two heads keep both, on one curve, towards 1."""
     import numpy as np
 
-    from lesson_lib.sections import averaging
+    from lesson_lib.sections import s02_averaging as averaging
 
     sharpness = np.linspace(0, 8, 33)  # the figure's grid
     one, two = (averaging.retention_curve(sharpness)[h] for h in (1, 2))
@@ -318,7 +319,7 @@ def test_section_2_retention_curves(markdown):
 
 
 def test_section_3_head_1_does_not_change(markdown):
-    from lesson_lib.sections import heads
+    from lesson_lib.sections import s03_heads as heads
 
     assert "头 1 的输出一点都不变" in markdown
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
@@ -326,7 +327,7 @@ def test_section_3_head_1_does_not_change(markdown):
 
 
 def test_section_7_4_winners_are_the_printed_ones(markdown):
-    from lesson_lib import ablation
+    from lesson_lib.sections.s07_ablation import report as ablation
 
     ends = sorted({int(n) for n in re.findall(r"一维：.*第 (\d+) 个键", ablation.monotone_score_text())})
     (found,) = _matches(r"赢家只会是第 (\d+) 个或第 (\d+) 个键", markdown)
@@ -337,8 +338,8 @@ def test_section_5_defines_entropy_and_js_where_it_prints_them(markdown):
     """§5 prints 熵（比特） and JS 散度: its prose defines both with their ends, which attention_stats computes."""
     import numpy as np
 
-    from lesson_lib.kernel.attention_stats import mean_pairwise_js, row_entropy
-    from lesson_lib.sections import head_lab
+    from lesson_lib.head_stats import mean_pairwise_js, row_entropy
+    from lesson_lib.sections import s05_head_lab as head_lab
 
     n = len(head_lab.SENTENCE)
     m = _matches(r"平均分给这句话的 (\d+) 个词元是 log₂(\d+) ≈ (\d\.\d\d) 比特", markdown)[0]

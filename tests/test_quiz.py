@@ -11,12 +11,18 @@ import pytest
 from helpers import CJK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from quiz_answers import MEANT_RIGHT, NUMBERS, SELF, TABLE
+from quiz_answers import MEANT_RIGHT, SELF, TABLE
 
 from lesson_lib import paper
-from lesson_lib.kernel.attention import head_width
-from lesson_lib.kernel.flops import count, parameters
-from lesson_lib.selftest import quiz
+from lesson_lib.attention import head_width
+from lesson_lib.costs import count, parameters
+from lesson_lib.practice import checkers as qc
+from lesson_lib.practice import feedback as qf
+from lesson_lib.practice import interview as qi
+from lesson_lib.practice import parse as qp
+from lesson_lib.practice import questions as qq
+from lesson_lib.practice import quiz
+from lesson_lib.practice import render as qr
 
 ROOT = Path(__file__).resolve().parents[1]
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
@@ -36,65 +42,124 @@ def _id(row) -> str:
 
 
 # ------------------------------------------------------------------------------------------ the adversarial table
-@pytest.mark.parametrize(("qid", "answer", "expected", "fragment"), TABLE, ids=[_id(r) for r in TABLE])
-def test_adversarial_table(qid, answer, expected, fragment):
+HEADS = {"right": (qf.RIGHT,), "wrong": (qf.WRONG,), "form": (qf.FORM, qf.INCOMPLETE),
+         "blank": (qf.ANSWER_FIRST,), "review": (qf.REVIEW,)}  # fmt: skip
+
+
+def _detail(fb: qf.Feedback) -> str:
+    """The structured detail a table row expects: named mistakes of a wrong answer, boxes not read of a form."""
+    if fb.verdict == "wrong":
+        return ";".join(fb.mistakes)
+    if fb.verdict == "form":
+        return ";".join(name for name, state in fb.parts if state in ("unread", "empty"))
+    return ""
+
+
+@pytest.mark.parametrize(("qid", "answer", "expected", "detail"), TABLE, ids=[_id(r) for r in TABLE])
+def test_adversarial_table(qid, answer, expected, detail):
     fb = quiz.check(qid, answer)
-    assert fb.verdict == expected, fb.message
-    assert fragment in fb.message, fb.message
-    heads = {"right": (quiz.RIGHT,), "wrong": (quiz.WRONG,), "form": (quiz.FORM, quiz.INCOMPLETE),
-             "review": (quiz.REVIEW,)}[expected]  # fmt: skip
-    assert fb.message.startswith(heads) and fb.question_id == qid
+    assert (fb.verdict, _detail(fb)) == (expected, detail), fb.message
+    assert fb.message.startswith(HEADS[expected]) and fb.question_id == qid
     assert fb.correct is (expected == "right")  # only a right verdict is ever recorded as correct
-    if expected == "form":
-        assert fb.blank  # an unreadable box is not an attempt: nothing is recorded
+    assert fb.version == qq.question(qid).version  # the feedback names the version of the question it answered
+    if expected in ("form", "blank"):
+        assert fb.blank  # an unreadable box or a blank submission is not an attempt: nothing is recorded
 
 
 def test_the_table_is_large_and_covers_every_question_right_and_wrong():
-    assert len(TABLE) >= 200
-    for qid in quiz.question_ids():
+    assert len(TABLE) >= 290
+    for qid in qq.question_ids():
         verdicts = {v for q, _, v, _ in TABLE if q == qid}
-        assert verdicts == {"review"} if quiz.question(qid).kind == "self" else {"right", "wrong"} <= verdicts, qid
+        free = qq.question(qid).kind == "self"
+        assert verdicts - {"blank"} == {"review"} if free else {"right", "wrong"} <= verdicts
+
+
+def done_when_counts() -> dict[str, int]:
+    """Issue 28's counts over the table: right answers asked to rewrite, wrong answers accepted, right answers
+    told 还不对 (also printed by benchmarks/bench_quiz.py)."""
+    right_rows = [r[:2] for r in TABLE if r[2] == "right"] + MEANT_RIGHT
+    verdicts = [quiz.check(*r).verdict for r in right_rows]
+    wrong_rows = [r[:2] for r in TABLE if r[2] not in ("right", "review", "blank")]
+    return {"right": len(right_rows), "rewrite": verdicts.count("form"), "told_wrong": verdicts.count("wrong"),
+            "not_right": sum(v != "right" for v in verdicts), "wrong_or_unread": len(wrong_rows),
+            "accepted": sum(quiz.check(*r).correct for r in wrong_rows)}  # fmt: skip
 
 
 def test_done_when_counts():
-    """No wrong answer shown as correct; of the right answers to one-value questions ≤ 1 in 10 turned back."""
-    right_rows = [r[:2] for r in NUMBERS if r[2] == "right"] + MEANT_RIGHT
-    turned_back = [r for r in right_rows if quiz.check(*r).verdict != "right"]
-    assert len(right_rows) >= 80 and len(turned_back) * 10 <= len(right_rows)
-    assert all(quiz.check(*r).verdict == "form" for r in turned_back)  # turned back by asking for a form, no diagnosis
-    for qid, answer, expected, _ in TABLE:
-        if expected != "right":
-            fb = quiz.check(qid, answer)
-            assert not fb.correct and "正确" not in fb.message
+    """No wrong answer accepted, no right answer told 还不对, at most 1 in 10 right answers asked to rewrite."""
+    counts = done_when_counts()
+    assert counts["right"] >= 150 and counts["wrong_or_unread"] >= 100
+    assert counts["accepted"] == 0 and counts["told_wrong"] == 0
+    assert counts["not_right"] == counts["rewrite"]  # the right answers not accepted are asked for a form
+    assert counts["rewrite"] * 10 <= counts["right"]
+
+
+JUDGED_FORMS = [r for r in TABLE if r[2] in ("right", "wrong") and qq.question(r[0]).kind == "form"]
+
+
+@pytest.mark.parametrize(("qid", "answer"), [r[:2] for r in JUDGED_FORMS], ids=[_id(r) for r in JUDGED_FORMS])
+def test_the_echo_is_the_value_read_exactly(qid, answer):
+    """Each box's echo, read back by the same box, is exactly the value read; a wrong value's echo is never
+    the right value's spelling, and it is what the message quotes."""
+    fb = quiz.check(qid, answer)
+    q = qq.question(qid)
+    texts = qc.form_values(q, answer)
+    echoes, states = dict(fb.echoes), dict(fb.parts)
+    for box in q.key.boxes:
+        value, _ = box.read(texts[box.name])
+        assert box.read(echoes[box.name])[0] == value
+        if states[box.name] == "wrong":
+            right = box.answer if hasattr(box, "answer") else box.target
+            assert echoes[box.name] != box.shown(right)
+            if not q.key.whole:  # a shape's mistake is explained as a whole, not box by box
+                assert echoes[box.name] in fb.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.decimals(min_value=-10**6, max_value=10**7, places=9, allow_nan=False, allow_infinity=False))
+def test_a_number_near_the_answer_is_echoed_apart_from_it(value):
+    """Any decimal typed into a number box is judged right only at the target, and a wrong one never echoes as it."""
+    for qid, box_index in (("Q2", 0), ("S4", 0), ("S4", 1), ("S4c", 1)):
+        q = qq.question(qid)
+        answer = [""] * len(q.key.boxes)
+        answer[box_index] = str(value)
+        for i, b in enumerate(q.key.boxes):
+            if i != box_index:
+                answer[i] = b.answer if hasattr(b, "answer") else str(b.target)
+        fb = quiz.check(qid, answer)
+        box = q.key.boxes[box_index]
+        assert fb.correct is (Fraction(value) == box.target)
+        if not fb.correct:
+            echo = dict(fb.echoes)[box.name]
+            assert echo != box.shown(box.target) and box.read(echo)[0] == Fraction(value)
 
 
 def test_feedback_names_only_what_was_read():
-    """A wrong box is quoted back exactly as read; an unread box is never given a value."""
+    """A side note is never multiplied in; an unread box is never given a value."""
     fb = quiz.check("Q2", ["64（512/8）", "不变"])
-    assert "你填的是 64。" in fb.message and "4,096" not in fb.message
+    assert fb.echoes == (("d_k", "64"), ("params", "不变")) and fb.mistakes == ("d_k=64",)
     fb = quiz.check("S3", "（8，12，64），不是（12，8，64）")
-    assert fb.verdict == "form" and "(8, 12, 64, 12, 8, 64)" not in fb.message
-    fb = quiz.check("Q3", ["$8 \\times 64 n^2$", "$512 n^2$"])
-    assert fb.correct and "不相等" not in fb.message
+    assert fb.verdict == "form" and fb.echoes == ()
     fb = quiz.check("S4b", ["40000", "不会"])
-    assert not fb.correct and "「exp 次数」填得对" in fb.message and "随 h 成正比增长" in fb.message
+    assert dict(fb.parts) == {"exp": "right", "grows": "wrong"} and fb.mistakes == ("grows=不会",)
 
 
 @pytest.mark.parametrize("qid", ["Q2", "Q3", "S3", "S4", "S4b", "S4c"])
 def test_forms_read_each_box_on_its_own(qid):
-    q = quiz.question(qid)
+    q = qq.question(qid)
     assert q.kind == "form" and q.key.boxes
     for box in q.key.boxes:
         assert CJK.search(box.label)  # every box has a Chinese visible label
-        assert "正确" not in box.label
 
 
 # ------------------------------------------------------------------------------------------ blanks, odd input
 @pytest.mark.parametrize("qid", ["Q1", "Q2", "Q3", "Q4", "Q5", "S3", "S4"])
 @pytest.mark.parametrize("answer", ["", "   ", "\n\t", None, set(), [], {}])
-def test_blank_answers_are_not_attempts(qid, answer):
+def test_blank_answers_are_a_prompt_not_a_verdict(qid, answer):
     fb = quiz.check(qid, answer)
-    assert fb.blank and not fb.correct and "还没有作答" in fb.message
+    assert fb.blank and not fb.correct and fb.verdict == "blank" and not fb.judged
+    assert not fb.message.startswith((qf.WRONG, qf.RIGHT))
+    assert qr.feedback_html(fb)  # a tone exists for it
 
 
 ODD = [
@@ -108,21 +173,21 @@ ODD = [
 
 @pytest.mark.parametrize("answer", ODD, ids=range(len(ODD)))
 def test_odd_strings_give_feedback(answer):
-    for qid in quiz.question_ids():
-        q = quiz.question(qid)
+    for qid in qq.question_ids():
+        q = qq.question(qid)
         answers = [answer] if q.kind != "form" else [[answer] * len(q.key.boxes), answer]
         for a in answers:
             fb = quiz.check(qid, a)
-            assert isinstance(fb, quiz.Feedback) and isinstance(fb.correct, bool) and fb.message
-    assert quiz.interview_check(answer).message
+            assert isinstance(fb, qf.Feedback) and isinstance(fb.correct, bool) and fb.message
+    assert qi.interview_check(answer).message
 
 
 def test_every_box_caps_the_length():
     fb = quiz.check("Q2", ["6" * 10_000, "不变"])
-    assert fb.verdict == "form" and "太长" in fb.message and "10,000" in fb.message
+    assert fb.verdict == "form" and dict(fb.parts)["d_k"] == "unread" and "10,000" in fb.message  # the count, read back
     assert quiz.check("Q4", "A" * 1_000_000).verdict == "form"
     fb = quiz.check("Q1", "平均" * 1_000_000)
-    assert fb.verdict == "review" and "只看了前" in fb.message
+    assert fb.verdict == "review" and str(qc.MAX_CHARS["self"]) in fb.message
 
 
 def test_non_string_answers():
@@ -144,13 +209,15 @@ BOXY = st.text(alphabet="0123456789nhdk_model+-*/^()×·÷²³=., 万千六十�
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(qid=st.sampled_from(sorted(quiz.question_ids())), a=st.one_of(st.text(max_size=200), BOXY),
+@given(qid=st.sampled_from(sorted(qq.question_ids())), a=st.one_of(st.text(max_size=200), BOXY),
        b=st.one_of(st.text(max_size=50), BOXY))  # fmt: skip
 def test_any_input_yields_feedback(qid, a, b):
-    q = quiz.question(qid)
+    q = qq.question(qid)
     fb = quiz.check(qid, [a, b, a] if q.kind == "form" else a)
-    assert isinstance(fb, quiz.Feedback) and isinstance(fb.correct, bool) and fb.message
-    assert fb.message.startswith((quiz.RIGHT, quiz.WRONG, quiz.FORM, quiz.INCOMPLETE, quiz.REVIEW))
+    assert isinstance(fb, qf.Feedback) and isinstance(fb.correct, bool) and fb.message
+    assert fb.message.startswith(HEADS[fb.verdict])
+    if fb.verdict == "wrong":
+        assert all(echo in fb.message for name, echo in fb.echoes if dict(fb.parts)[name] == "wrong")
 
 
 # ------------------------------------------------------------------------------------------ the box reader
@@ -158,10 +225,10 @@ def test_any_input_yields_feedback(qid, a, b):
 @given(a=st.integers(-50, 50), b=st.integers(-50, 50), c=st.integers(1, 9), k=st.integers(0, 4))
 def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
     """(a·n + b)^k / c parsed equals the same polynomial built by hand; the value at n = 3 matches integers."""
-    poly = quiz.parse_expression(f"({a}n + {b})^{k} / {c}")
+    poly = qp.parse_expression(f"({a}n + {b})^{k} / {c}")
     assert poly.value_at(3) == Fraction((3 * a + b) ** k, c)
-    assert poly == (quiz.Poly.make({1: Fraction(a), 0: Fraction(b)}).power(quiz.Poly.const(k))).divide(
-        quiz.Poly.const(c)
+    assert poly == (qp.Poly.make({1: Fraction(a), 0: Fraction(b)}).power(qp.Poly.const(k))).divide(
+        qp.Poly.const(c)
     )
 
 
@@ -170,18 +237,21 @@ def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
     [("64", 64), ("６４", 64), ("64维", 64), ("六十四", 64), ("6.4万", 64_000), ("5.5千万", 55_000_000),
      ("五千五百万", 55_000_000), ("54,988,800", 54_988_800), ("5.5e7", 55_000_000), ("512/8", 64), ("d_k = 64", 64),
      ("512/8 = 64", 64), ("64（512/8）", 64), ("\\frac{512}{8}", 64), ("$8 \\times 8$", 64), ("2^6", 64),
-     ("约 64", 64), ("八", 8), ("4×10⁴", 40_000)],
+     ("约 64", 64), ("八", 8), ("4×10⁴", 40_000), ("d_k 是 64", 64), ("512/8 等于 64", 64), ("64.", 64),
+     ("64k", 64_000), ("6.4K", 6_400), ("1.5M", 1_500_000), ("64 (= 512/8)", 64), ("d_k = 64 维（512 / 8）", 64),
+     ("31.9999999", Fraction(319999999, 10**7))],
 )  # fmt: skip
 def test_read_value(text, value):
-    from lesson_lib.selftest.quiz.parse import read_value
+    from lesson_lib.practice.parse import read_value
 
     got, why = read_value(text, {}, ("d_k",))
-    assert why == "" and got == quiz.Poly.const(value)
+    assert why == "" and got == qp.Poly.const(value)
 
 
-@pytest.mark.parametrize("text", ["不是64", "64，不是512", "64 64", "x", "64——才怪", "512/8 = 60", "64(512/9)", "一样"])
+@pytest.mark.parametrize("text", ["不是64", "64，不是512", "64 64", "x", "64——才怪", "512/8 = 60", "64(512/9)", "一样",
+                                  "64 (= 60)", "64 (2)", "64 是 60", "64m²", "k", "64kk"])
 def test_read_value_refuses_with_a_chinese_reason(text):
-    from lesson_lib.selftest.quiz.parse import read_value
+    from lesson_lib.practice.parse import read_value
 
     got, why = read_value(text, {}, ("d_k",))
     assert got is None and CJK.search(why)
@@ -189,8 +259,8 @@ def test_read_value_refuses_with_a_chinese_reason(text):
 
 @pytest.mark.parametrize("text", ["", "n 2", "2 3", "foo", "n^n", "n^0.5", "(n", "n)", "1/(n-n)", "n^13", "*", "1e"])
 def test_parse_expression_errors_are_chinese(text):
-    with pytest.raises(quiz.ExpressionError) as err:
-        quiz.parse_expression(text)
+    with pytest.raises(qp.ExpressionError) as err:
+        qp.parse_expression(text)
     assert CJK.search(str(err.value))
 
 
@@ -200,8 +270,8 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
     def explode(*args, **kwargs):
         raise AssertionError("learner text reached eval/exec/compile")
 
-    quiz.questions()  # built before the trap is set (dataclasses use exec while classes are created)
-    quiz.interview_rubric()
+    qq.questions()  # built before the trap is set (dataclasses use exec while classes are created)
+    qi.interview_rubric()
     marker = tmp_path / "pwned"
     payloads = [
         "__import__('os').system('x')", f"__import__('pathlib').Path({str(marker)!r}).touch()",
@@ -213,11 +283,11 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
         for name in ("eval", "exec", "compile"):
             trap.setattr(builtins, name, explode)
         for text in payloads:
-            for qid in quiz.question_ids():
-                q = quiz.question(qid)
+            for qid in qq.question_ids():
+                q = qq.question(qid)
                 results.append(quiz.check(qid, [text] * len(q.key.boxes) if q.kind == "form" else text))
-            results.append(quiz.interview_check(text))
-    assert all(isinstance(fb, quiz.Feedback) and fb.message for fb in results)
+            results.append(qi.interview_check(text))
+    assert all(isinstance(fb, qf.Feedback) and fb.message for fb in results)
     assert not marker.exists()
     assert not quiz.check("Q2", ["int('3' + '2')", "不变"]).correct  # the call is not made
     assert not quiz.check("Q2", ["len('x' * 32) + 0", "不变"]).correct
@@ -228,111 +298,88 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
 def test_free_text_is_never_graded(qid, answer, _expected, _fragment):
     fb = quiz.check(qid, answer)
     assert not fb.correct and not fb.judged and fb.verdict == "review" and fb.show_explanation
-    assert "正确" not in fb.message and "还不对" not in fb.message
+    assert not fb.message.startswith((qf.RIGHT, qf.WRONG))
     for word in re.findall(r"「([^「」]+)」", fb.message.split("\n", 1)[-1]):
         if word not in ("记录自评",):
             assert word.casefold() in answer.casefold(), word  # a hint names only words in the answer
 
 
 def test_self_assessment_is_recorded_as_such():
-    q1 = quiz.question("Q1")
+    q1 = qq.question("Q1")
     names = [p.name for p in q1.key.points]
     fb = quiz.assess("Q1", names[:2] + ["not a point"])
     assert fb.covered == tuple(names[:2]) and not fb.correct and fb.verdict == "self"
-    assert f"2 / {len(names)}" in fb.message and "正确" not in fb.message
-    assert quiz.interview_self_assess([]).covered == ()
+    assert f"2 / {len(names)}" in fb.message and not fb.message.startswith(qf.RIGHT)
+    assert qi.interview_self_assess([]).covered == ()
     with pytest.raises(KeyError):
         quiz.assess("Q2", [])
 
 
-def test_q1_premise_is_fixed():
-    """One head can spread its weight; what it cannot do is keep the threads apart."""
-    q1 = quiz.question("Q1")
-    assert "无法同时关注多个" not in q1.prompt and "也能把权重分给好几个词" in q1.prompt
-    assert any(claim == "单头只能看一个词" for claim, _ in q1.key.misconceptions)
-    assert "同一个向量" in q1.key.model_answer
+def test_q1_is_a_self_explanation_with_a_rubric():
+    """Q1 is free text: never graded, with rubric points and misconceptions to compare against."""
+    q1 = qq.question("Q1")
+    assert q1.kind == "self" and len(q1.key.points) >= 3 and q1.key.misconceptions and q1.key.model_answer
 
 
 # ------------------------------------------------------------------------------------------ content
 def test_numbers_come_from_lesson_lib(monkeypatch):
     """Change the paper's base model and the answer keys follow: no number is typed into the questions."""
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
-    quiz.clear_cache()
+    qq.clear_cache()
     try:
         d_k = head_width(D, 4)
-        assert f"4 个 {d_k} 维的头" in quiz.question("Q3").prompt
+        assert f"4 个 {d_k} 维的头" in qq.question("Q3").prompt
         assert quiz.check("Q3", [f"4 · {d_k}n²", f"{D}n²"]).correct
         assert not quiz.check("Q3", [f"{H} · {D_K}n²", f"{D_K}n²"]).correct
-        assert quiz.check("S3", f"(4, {quiz.N_SHAPE_EXAMPLE}, {d_k})").correct
+        assert quiz.check("S3", f"(4, {qq.N_SHAPE_EXAMPLE}, {d_k})").correct
     finally:
         monkeypatch.undo()
-        quiz.clear_cache()
-    assert quiz.check("S3", f"({H}, {quiz.N_SHAPE_EXAMPLE}, {D_K})").correct
+        qq.clear_cache()
+    assert quiz.check("S3", f"({H}, {qq.N_SHAPE_EXAMPLE}, {D_K})").correct
 
 
 def test_answer_keys_match_the_flop_counter_and_the_kernel():
-    n, h = quiz.N_FLOPS_EXAMPLE, quiz.H_FLOPS_EXAMPLE
+    n, h = qq.N_FLOPS_EXAMPLE, qq.H_FLOPS_EXAMPLE
     c = count(n, D, h)
     assert quiz.check("S4", [str(c.scores // h), str(c.scores)]).correct
     assert quiz.check("S4b", [str(c.softmax_exp), "会"]).correct
     assert quiz.check("Q2", [str(head_width(D, h)), "不变" if parameters(D, h) == parameters(D, H) else "变多"]).correct
-    from lesson_lib.selftest.quiz.bank import TRANSFER_D_MODEL, TRANSFER_HEADS
+    from lesson_lib.practice.questions import TRANSFER_D_MODEL, TRANSFER_HEADS
 
     assert quiz.check("S4c", [str(head_width(TRANSFER_D_MODEL, TRANSFER_HEADS)),
                               str(parameters(TRANSFER_D_MODEL, TRANSFER_HEADS))]).correct  # fmt: skip
 
 
 def test_transfer_and_understanding_questions():
-    from lesson_lib.selftest.quiz.bank import UNEVEN_HEADS
+    from lesson_lib.practice.questions import TRANSFER_D_MODEL, TRANSFER_HEADS, UNEVEN_HEADS
 
-    assert "d_model = 768" in quiz.question("S4c").prompt  # another configuration
-    assert "去掉 W^O" in quiz.question("S3c").prompt  # removing W^O
-    s3d = quiz.question("S3d")
+    s4c = qq.question("S4c")
+    assert f"d_model = {TRANSFER_D_MODEL}" in s4c.prompt and f"h = {TRANSFER_HEADS}" in s4c.prompt  # numbers read back
+    s3d = qq.question("S3d")
     assert f"h = {UNEVEN_HEADS}" in s3d.prompt and D % UNEVEN_HEADS  # an h that does not divide d_model
-    assert quiz.facts()["uneven_refused"] in s3d.explanation and quiz.facts()["uneven_refused"]
-    s7c = quiz.question("S7c")
-    assert "d_k = 1" in s7c.prompt and s7c.key.answer == {"A", "B"} and "单调" in s7c.explanation
-    q5 = quiz.question("Q5")
-    assert '"application"' in q5.prompt and "非常集中地落在" not in q5.explanation
-    assert "一个头几乎把全部权重给了" in q5.explanation
+    assert qq.facts()["uneven_refused"] in s3d.explanation and qq.facts()["uneven_refused"]
+    assert qq.question("S7c").key.answer == {"A", "B"}
 
 
 def test_s4_does_not_repeat_code_exercise_3():
-    n, h = quiz.N_FLOPS_EXAMPLE, quiz.H_FLOPS_EXAMPLE
+    n, h = qq.N_FLOPS_EXAMPLE, qq.H_FLOPS_EXAMPLE
     total = count(n, D, h).matmul_total
     for qid in ("S4", "S4b"):
-        assert all(Fraction(total) != Fraction(b.target) for b in quiz.question(qid).key.boxes if hasattr(b, "rel_tol"))
+        assert all(Fraction(total) != Fraction(b.target) for b in qq.question(qid).key.boxes if hasattr(b, "rel_tol"))
 
 
-def test_explanations_teach_the_strict_corrections():
-    q3 = quiz.question("Q3").explanation
-    assert "严格来说" in q3 and f"{H} · {D_K}n² = {D}n²" in q3 and "QKᵀ" in q3 and "h·n²" in q3
-    assert f"{count(quiz.N_FLOPS_EXAMPLE, D, H).softmax_exp:,}" in q3
-    assert "Σ_i head_i W^O_i" in quiz.question("Q4").explanation
-    s7 = quiz.question("S7").explanation
-    assert "单次运行" not in s7 and "没有说每一行训练了几次" in s7
-    s7b = quiz.question("S7b").explanation
-    assert "(B) 行" in s7b and "很大程度上" not in s7b and "部分" in s7b
-    for qid in quiz.question_ids():
-        if quiz.question(qid).kind != "self":
-            assert quiz.question(qid).explanation.startswith("解析：")
-
-
-def test_right_and_wrong_words_never_appear_in_questions():
-    """The browser test looks for 正确 and 还不对: neither may appear in prompts, choices, labels or 解析."""
-    for q in quiz.questions().values():
-        texts = [q.prompt, q.explanation, q.placeholder, *(label for _, label in q.choices)]
-        assert not any("正确" in t or "还不对" in t for t in texts), q.id
+def test_explanations_carry_the_computed_numbers():
+    q3 = qq.question("Q3").explanation
+    assert f"{H} · {D_K}n² = {D}n²" in q3 and f"{count(qq.N_FLOPS_EXAMPLE, D, H).softmax_exp:,}" in q3
 
 
 def test_model_answer_and_follow_ups_come_from_lesson_lib():
-    from lesson_lib.kernel.kv_sharing import kv_sharing
-    from lesson_lib.selftest.quiz.interview import GQA_GROUPS
+    from lesson_lib.costs import kv_sharing
+    from lesson_lib.practice.interview import GQA_GROUPS
 
-    text = quiz.model_answer()
+    text = qi.model_answer()
     assert f"d_model = {D}" in text and f"d_k = {D_K}" in text
-    assert f"{count(quiz.N_FLOPS_EXAMPLE, D, H).matmul_total:,}" in text and "相近" in text
-    assert "Michel" in text and "Voita" in text and "MQA" in text and "GQA" in text
+    assert f"{count(qq.N_FLOPS_EXAMPLE, D, H).matmul_total:,}" in text
     for k in (H, GQA_GROUPS, 1):
         assert f"{kv_sharing(D, H, k).cache_per_token:,}" in text
         assert f"{kv_sharing(D, H, k).projection_params:,}" in text
@@ -347,8 +394,8 @@ def test_unknown_question_id():
 
 
 def test_feedback_html_is_plain_and_escaped():
-    fb = quiz.Feedback(False, "还不对：<script>alert(1)</script>\n第二行")
-    out = quiz.feedback_html(fb)
+    fb = qf.Feedback(False, "还不对：<script>alert(1)</script>\n第二行")
+    out = qr.feedback_html(fb)
     assert "<script>" not in out and "&lt;script&gt;" in out and "<br>" in out
     assert " id=" not in out and "<style" not in out and "javascript" not in out.lower()
 
@@ -357,8 +404,8 @@ def test_each_section_question_ends_its_own_section():
     """Practice next to its idea: S2 … S7 at the end of their section's source; §10 asks the Q review."""
     src = ROOT / "notebooks" / "src"
     review = (src / "10_self_test.md").read_text(encoding="utf-8")
-    for qid in quiz.question_ids():
-        q = quiz.question(qid)
+    for qid in qq.question_ids():
+        q = qq.question(qid)
         if qid.startswith("Q"):
             assert f'ask("{qid}")' in review, qid
             continue
@@ -376,7 +423,7 @@ def test_each_section_question_ends_its_own_section():
 def test_a_number_box_is_right_only_at_its_value(value, spelling):
     """Whatever spelling, a box is judged right exactly when the number read equals the target."""
     for qid in ("Q2", "S4b", "S4c"):
-        box = quiz.question(qid).key.boxes[0]
+        box = qq.question(qid).key.boxes[0]
         read, why = box.read(spelling.format(value, name=box.name))
         assert read == value and why == ""
         assert box.right(read) is (value == box.target)
@@ -388,6 +435,71 @@ def test_deeply_nested_answers_are_unreadable_not_a_crash():
     for _ in range(100_000):
         deep = [deep]
     for value in (deep, {"a": deep}, (deep, "64")):
-        feedback = quiz.interview_check(value)
-        assert not feedback.correct and not feedback.judged and "正确" not in feedback.message
+        feedback = qi.interview_check(value)
+        assert not feedback.correct and not feedback.judged and not feedback.message.startswith(qf.RIGHT)
         assert not quiz.check("Q2", value).correct  # feedback (it asks for a readable form) instead of raising
+
+
+# ------------------------------------------------------------------------------------------ question versions
+def test_versions_are_computed_from_the_question_data(monkeypatch):
+    """A question's version follows its prompt and answer key: change the paper's head count and the questions
+    that ask about it get a new version; the others keep theirs. check() names the version it answered."""
+    before = quiz.versions()
+    assert set(before) == {*qq.question_ids(), qi.INTERVIEW_ID} and len(set(before.values())) == len(before)
+    assert quiz.check("Q2", ["32", "不变"]).version == before["Q2"]
+    assert qi.interview_check("单头会平均").version == before[qi.INTERVIEW_ID]
+    monkeypatch.setattr(paper, "BASE_HEADS", 4)
+    qq.clear_cache()
+    try:
+        after = quiz.versions()
+    finally:
+        monkeypatch.undo()
+        qq.clear_cache()
+    assert after["Q3"] != before["Q3"] and after["S3"] != before["S3"]  # their prompts and keys use h
+    assert after["S7c"] == before["S7c"] and after["Q4"] != before["Q4"]  # S7c does not; Q4's options name h
+    assert quiz.versions() == before  # deterministic
+
+
+def test_a_version_ignores_teaching_text_but_not_the_key():
+    from dataclasses import replace
+
+    from lesson_lib.practice.feedback import question_version
+
+    q = qq.question("S4")
+    box = q.key.boxes[0]
+    reworded = replace(q.key, boxes=(replace(box, generic="另一句提示", hints=()), *q.key.boxes[1:]), praise="好")
+    assert question_version(q.prompt, reworded, q.kind) == q.version
+    moved = replace(q.key, boxes=(replace(box, target=box.target + 1), *q.key.boxes[1:]))
+    assert question_version(q.prompt, moved, q.kind) != q.version
+    assert question_version(q.prompt + "？", q.key, q.kind) != q.version
+
+
+def test_every_choice_subset_and_shape_permutation_is_judged_by_the_key():
+    """Issue 28's exhaustive pass: every checkbox subset, every radio key, every permutation of the shape and of
+    the shape with a neighbour value, every choice in a form's radio box: right exactly when the key says so."""
+    from itertools import chain, combinations, permutations
+
+    seen = 0
+    for qid in qq.question_ids():
+        q = qq.question(qid)
+        if q.kind in ("single", "multi"):
+            keys = [k for k, _ in q.choices]
+            sizes = (1,) if q.kind == "single" else range(len(keys) + 1)
+            for subset in chain.from_iterable(combinations(keys, r) for r in sizes):
+                fb = quiz.check(qid, set(subset) if q.kind == "multi" else subset[0])
+                assert fb.correct is (set(subset) == set(q.key.answer) if q.kind == "multi"
+                                      else subset[0] in q.key.answer), (qid, subset)  # fmt: skip
+                seen += 1
+        elif q.kind == "form":
+            right = [b.answer if hasattr(b, "answer") else str(b.target) for b in q.key.boxes]
+            for i, b in enumerate(q.key.boxes):
+                for option in [k for k, _, _ in getattr(b, "options", ())]:
+                    answer = [*right[:i], option, *right[i + 1:]]
+                    assert quiz.check(qid, answer).correct is (option == b.answer), (qid, answer)
+                    seen += 1
+    shape = [str(v) for v in qq.facts()["split_shape"]]
+    values = {*shape, *(str(int(v) + d) for v in shape for d in (-1, 1)), "512", "1"}
+    for triple in permutations(sorted(values), 3):
+        assert quiz.check("S3", list(triple)).correct is (list(triple) == shape), triple
+        seen += 1
+    assert seen > 700

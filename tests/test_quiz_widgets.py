@@ -9,8 +9,10 @@ import sys
 import pytest
 from helpers import CJK
 
-from lesson_lib.selftest import quiz, quiz_widgets
-from lesson_lib.selftest.progress import Progress, ProgressFile
+from lesson_lib.practice import feedback as practice_feedback
+from lesson_lib.practice import interview, questions, quiz, render
+from lesson_lib.practice import widgets as quiz_widgets
+from lesson_lib.practice.progress import Progress, ProgressFile
 
 w = pytest.importorskip("ipywidgets")
 
@@ -45,10 +47,10 @@ def _labelled(widget) -> list:
     return found
 
 
-def _shows_check(q) -> quiz.Feedback:
+def _shows_check(q) -> practice_feedback.Feedback:
     """The feedback a question widget shows is the checker's verdict on what its controls hold, rendered."""
     fb = quiz.check(q.question.id, q.value())
-    assert q.feedback.value == quiz.feedback_html(fb)
+    assert q.feedback.value == render.feedback_html(fb)
     return fb
 
 
@@ -101,7 +103,7 @@ def test_explanation_toggles(progress):
     q.controls["choice"].value = "A"
     q.submit.click()
     q.explain_button.value = True
-    assert q.explanation.value == quiz.box_html(q.question.explanation, "neutral", "lesson-explanation")
+    assert q.explanation.value == render.box_html(q.question.explanation, "neutral", "lesson-explanation")
     assert q.explain_button.description != closed
     q.explain_button.value = False
     assert q.explanation.value == "" and q.explain_button.description == closed
@@ -113,7 +115,7 @@ def test_blank_submit_is_not_an_attempt(progress):
     assert _shows_check(q).blank and q.attempts == 0 and q.explain_button.disabled
 
 
-@pytest.mark.parametrize("qid", quiz.question_ids())
+@pytest.mark.parametrize("qid", questions.question_ids())
 def test_every_control_has_a_chinese_label(progress, qid):
     widget = quiz_widgets.ask(qid, progress)
     controls = _labelled(widget.box)
@@ -129,20 +131,20 @@ def test_self_explanation_writes_then_ticks(progress):
     q1.answer.value = "单头只有一组权重，输出是加权平均——这种说法是错的。"
     q1.submit.click()
     fb = quiz.check("Q1", q1.answer.value)
-    assert q1.feedback.value == quiz.feedback_html(fb) and fb.verdict != "right"
+    assert q1.feedback.value == render.feedback_html(fb) and fb.verdict != "right"
     assert q1.assess_box.layout.display is None
-    assert q1.rubric_html.value == quiz.box_html(q1.rubric.text(), "neutral", "lesson-rubric")
+    assert q1.rubric_html.value == render.box_html(q1.rubric.text(), "neutral", "lesson-rubric")
     assert not progress.solved["Q1"]  # written, never graded
     names = list(q1.ticks)
     q1.ticks[names[0]].value = True
     assert q1.assessment.value == ""  # ticking is not recording
     q1.record_button.click()
-    assert q1.assessment.value == quiz.box_html(quiz.assess("Q1", [names[0]]).message, "review")
+    assert q1.assessment.value == render.box_html(quiz.assess("Q1", [names[0]]).message, "review")
     entry = progress.question_entry("Q1")
     assert entry["self"] == {"covered": [names[0]], "of": len(q1.rubric.points)}
     assert entry["last"] == "self" and not entry["solved"]
     q1.reveal.value = True
-    assert q1.model_answer.value == quiz.box_html(q1.rubric.model_answer, "neutral", "lesson-reference-answer")
+    assert q1.model_answer.value == render.box_html(q1.rubric.model_answer, "neutral", "lesson-reference-answer")
 
 
 def test_interview_asks_first_and_reveals_after(progress):
@@ -152,13 +154,13 @@ def test_interview_asks_first_and_reveals_after(progress):
     assert iv.model_answer.value == ""
     iv.reveal.value = False
     iv.submit.click()
-    assert quiz.interview_check("").blank and iv.attempts == 0 and iv.reveal.disabled
+    assert interview.interview_check("").blank and iv.attempts == 0 and iv.reveal.disabled
     iv.answer.value = "单头做加权平均，会把指代和句法抹平。"
     iv.submit.click()
-    fb = quiz.interview_check(iv.answer.value)
-    assert iv.feedback.value == quiz.feedback_html(fb) and fb.verdict != "right" and not iv.reveal.disabled
+    fb = interview.interview_check(iv.answer.value)
+    assert iv.feedback.value == render.feedback_html(fb) and fb.verdict != "right" and not iv.reveal.disabled
     iv.reveal.value = True
-    assert iv.model_answer.value == quiz.box_html(iv.rubric.model_answer, "neutral", "lesson-reference-answer")
+    assert iv.model_answer.value == render.box_html(iv.rubric.model_answer, "neutral", "lesson-reference-answer")
     iv.record_button.click()
     assert progress.interview_entry()["self"]["of"] == len(iv.rubric.points)
 
@@ -182,7 +184,7 @@ def test_history_is_bounded(progress):
 
 
 def test_every_question_builds(progress):
-    for qid in quiz.question_ids():
+    for qid in questions.question_ids():
         q = quiz_widgets.ask(qid, progress)
         assert "application/vnd.jupyter.widget-view+json" in q._repr_mimebundle_()
 
@@ -199,8 +201,8 @@ def test_default_progress_is_shared():
 
 def test_no_heavy_imports_at_import_time():
     code = (
-        "import sys, lesson_lib.selftest.quiz, lesson_lib.selftest.quiz_widgets, lesson_lib.selftest.exercises\n"
-        "lesson_lib.selftest.quiz.check('Q2', ['32', '不变'])\n"
+        "import sys, lesson_lib.practice.quiz, lesson_lib.practice.widgets, lesson_lib.practice.exercises\n"
+        "lesson_lib.practice.quiz.check('Q2', ['32', '不变'])\n"
         "heavy = [m for m in ('ipywidgets', 'matplotlib', 'IPython') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
@@ -208,12 +210,12 @@ def test_no_heavy_imports_at_import_time():
 
 
 def test_stored_answers_round_trip():
-    for qid in quiz.question_ids():
-        q = quiz.question(qid)
+    for qid in questions.question_ids():
+        q = questions.question(qid)
         if q.kind == "form":
             value = {b.name: f"{i}（x）" for i, b in enumerate(q.key.boxes)}
             assert quiz_widgets.restored_answer(q, quiz_widgets.stored_answer(q, value)) == value
-    q2 = quiz.question("Q2")
+    q2 = questions.question("Q2")
     assert quiz_widgets.restored_answer(q2, "not json") == {} and quiz_widgets.restored_answer(q2, 5) == {}
 
 
@@ -296,7 +298,7 @@ def test_the_quiz_wires_only_through_linked():
 
 
 def test_linked_submit_mode_checks_on_click_and_enter_only():
-    from lesson_lib.display.controls import linked
+    from lesson_lib.show.controls import linked
 
     calls = []
     text = w.Text(continuous_update=False)
@@ -314,16 +316,16 @@ def test_linked_submit_mode_checks_on_click_and_enter_only():
 
 
 def _readers(box) -> list:
-    from lesson_lib.display.controls import _reader_class, _walk
+    from lesson_lib.show.controls import _reader_class, _walk
 
     return [x for x in _walk(box) if isinstance(x, _reader_class())]
 
 
-@pytest.mark.parametrize("qid", [*quiz.question_ids(), "interview", "summary"])
+@pytest.mark.parametrize("qid", [*questions.question_ids(), "interview", "summary"])
 def test_every_quiz_box_names_its_controls_and_reads_out_its_feedback(progress, qid):
     """One reader helper per shown box; a text box without a description gets a name of its own (ipywidgets' empty
     label would hide the placeholder); the feedback and the export status are live regions; radio groups are named."""
-    from lesson_lib.display.controls import LIVE, unnamed_controls
+    from lesson_lib.show.controls import LIVE, unnamed_controls
 
     if qid == "interview":
         widget = quiz_widgets.InterviewWidget(progress)

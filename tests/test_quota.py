@@ -6,7 +6,7 @@ import attention_fast
 import numpy as np
 import pytest
 
-from lesson_lib.kernel import attention
+from lesson_lib import attention
 from lesson_lib.runtime import blas
 
 threadpoolctl = pytest.importorskip("threadpoolctl")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib import pretrained as pt
-from lesson_lib.pretrained import minilm
+from lesson_lib.models.pretrained import head_finder, minilm
+from lesson_lib.models.pretrained import minilm as pt
 
 SRC = Path(__file__).parents[1] / "notebooks" / "src"
 SECTION_6 = (SRC / "06_real_heads.md").read_text(encoding="utf-8")
@@ -19,7 +19,7 @@ def making_scores():
     if not pt.available():
         pytest.skip(f"weights package {pt.PACKAGE} not installed: {pt.INSTALL_COMMAND}")
     run = pt.load().encode(pt.PAPER_SENTENCES["making"])
-    return run, pt.phrase_scores(run.attentions, run.tokens, "making", ["more", "difficult"])
+    return run, head_finder.phrase_scores(run.attentions, run.tokens, "making", ["more", "difficult"])
 
 
 def test_weights_size_in_prose_is_the_file_size():
@@ -40,7 +40,7 @@ def test_load_time_is_not_promised_as_a_number():
 def test_making_heads_sit_in_several_layers_and_skip_five_words(making_scores):
     """'这些头分散在不同的层' and '中间隔着 the registration or voting process 五个词'."""
     run, scores = making_scores
-    listed = pt.rank_heads({"making": scores}, top=6)["making"]  # the six heads making_figure prints
+    listed = head_finder.rank_heads({"making": scores}, top=6)["making"]  # the six heads making_figure prints
     assert len({layer for layer, _head, _score in listed}) >= 3
     gap = run.tokens[run.tokens.index("making") + 1 : run.tokens.index("more")]
     assert gap == "the registration or voting process".split() and "五个词" in SECTION_6
@@ -88,7 +88,7 @@ def test_application_is_the_word_after_its(law_run):
 
 
 def test_model_line_leaves_the_engineering_to_the_box():
-    from lesson_lib.sections import pretrained_views as views
+    from lesson_lib.sections.s06_real_heads import views
 
     if not pt.available():
         pytest.skip("weights package not installed")
@@ -101,7 +101,7 @@ def test_model_line_leaves_the_engineering_to_the_box():
 
 def test_evidence_boundary_names_both_models():
     """§6 has two models: the English evidence is 6 layers, the Chinese 12 (each 12 heads, d_model 384)."""
-    from lesson_lib.pretrained import e5
+    from lesson_lib.models.pretrained import e5
 
     assert "英文的证据来自一个 6 层、每层 12 头的句向量编码器" in SECTION_6
     assert "中文的证据来自一个 12 层、每层 12 头的检索编码器" in SECTION_6
@@ -160,8 +160,8 @@ def test_section_2_demo_only_looks_back_through_the_shown_mask():
     """§2: 「她」只看它前面的词元——代码里的 mask 挡住了后面的键; the listing shown holds that mask line."""
     import inspect
 
-    from lesson_lib.kernel.attention import scaled_dot_product_attention
-    from lesson_lib.sections import averaging
+    from lesson_lib.attention import scaled_dot_product_attention
+    from lesson_lib.sections import s02_averaging as averaging
 
     for heads in (1, 2):
         d = averaging.demo(heads, sharpness=4.0)
@@ -176,7 +176,7 @@ def test_section_2_demo_only_looks_back_through_the_shown_mask():
 
 def test_attention_ignores_order_until_positions_are_added():
     """§3 「方向与位置」: reversing the tokens only reverses the outputs; with a position table it does not."""
-    from lesson_lib.sections import heads
+    from lesson_lib.sections import s03_heads as heads
 
     for n, d, h in [(6, 512, 8), (5, 12, 3), (9, 16, 1)]:
         check = heads.order_and_position(n=n, d_model=d, h=h, seed=n)
@@ -192,8 +192,8 @@ def test_every_trained_model_of_the_lesson_adds_positions():
     The toy model's embedding table has one row per position; a real model embeds one token twice differently."""
     import numpy as np
 
-    from lesson_lib.ablation import model
-    from lesson_lib.ablation.config import Task
+    from lesson_lib.models.toy import model
+    from lesson_lib.models.toy.config import Task
 
     task = Task()
     assert model.param_shapes(task, 8)["E"][0] == task.V + 2 * task.K + task.T  # the last T rows: positions
@@ -223,8 +223,8 @@ def test_timing_runs_on_one_blas_thread(monkeypatch):
     """§4's folded box: 计时时课程把它限制成一个线程."""
     import contextlib
 
-    from lesson_lib.kernel import flops
     from lesson_lib.runtime import blas
+    from lesson_lib.sections import s04_costs as flops
 
     entered = []
 

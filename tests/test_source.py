@@ -1,12 +1,12 @@
-"""lesson_lib.display.source: listings shown by reflection wrap under their own indentation and break at spaces."""
+"""lesson_lib.show.source: listings shown by reflection wrap under their own indentation and break at spaces."""
 
 from __future__ import annotations
 
 import html as _html
 import re
 
-from lesson_lib.display import source
-from lesson_lib.kernel import attention
+from lesson_lib import attention
+from lesson_lib.show import source
 
 
 def _lines(html: str) -> list[tuple[int, str]]:
@@ -45,8 +45,8 @@ def test_a_docstring_spanning_lines_keeps_one_block_per_line():
 
 def test_a_folded_listing_is_closed_under_its_summary():
     """An exercise's answer can be shown folded: the HTML is a closed <details>, the text nbval reads unchanged."""
-    from lesson_lib.display.source import show_source
-    from lesson_lib.kernel.attention import split_heads
+    from lesson_lib.attention import split_heads
+    from lesson_lib.show.source import show_source
 
     folded, plain = show_source(split_heads, folded="写完再点开"), show_source(split_heads)
     html_ = folded._repr_html_()

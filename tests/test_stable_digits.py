@@ -12,7 +12,9 @@ import math
 
 import pytest
 
-from lesson_lib.sections import averaging, head_lab, heads
+from lesson_lib.sections import s02_averaging as averaging
+from lesson_lib.sections import s03_heads as heads
+from lesson_lib.sections import s05_head_lab as head_lab
 
 MARGIN = 1e-7  # in units of the last printed digit
 

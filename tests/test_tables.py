@@ -1,11 +1,11 @@
-"""lesson_lib.display.tables: text tables that line up under Chinese headers (CJK = two columns)."""
+"""lesson_lib.show.tables: text tables that line up under Chinese headers (CJK = two columns)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lesson_lib.display.tables import display_width, text_table
+from lesson_lib.show.tables import display_width, text_table
 
 
 @pytest.mark.parametrize(("text", "width"), [
@@ -121,8 +121,11 @@ def test_text_around_a_table_is_in_both_forms():
 
 def test_every_printer_the_notebook_shows_as_a_table_gives_html():
     """The cells that show tables (§2, §3, §4, §5, §7) get HTML tables, not plain text that zig-zags in Chinese."""
-    from lesson_lib.kernel import flops
-    from lesson_lib.sections import ablation_plots, averaging, head_lab, heads
+    from lesson_lib.sections import s02_averaging as averaging
+    from lesson_lib.sections import s03_heads as heads
+    from lesson_lib.sections import s04_costs as flops
+    from lesson_lib.sections import s05_head_lab as head_lab
+    from lesson_lib.sections.s07_ablation import plots as ablation_plots
 
     for table in (averaging.values_table(), averaging.blend_table(averaging.LESSON_WEIGHTS), heads.steps_text(),
                   flops.format_table(50, 512, [1, 8]), head_lab.comparison_table(heads=(1, 8)),

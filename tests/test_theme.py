@@ -1,4 +1,4 @@
-"""lesson_lib.display.theme: boxes and tables coloured only by JupyterLab's theme variables."""
+"""lesson_lib.show.theme: boxes and tables coloured only by JupyterLab's theme variables."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from lesson_lib.display import tables, theme
-from lesson_lib.display.tables import text_table
-from lesson_lib.sections import averaging, head_lab, heads
-from lesson_lib.sections.formula_map import KERNELS, formula_table, formula_view
+from lesson_lib.sections import s02_averaging as averaging
+from lesson_lib.sections import s03_heads as heads
+from lesson_lib.sections import s05_head_lab as head_lab
+from lesson_lib.sections.s09_paper import KERNELS, formula_table, formula_view
+from lesson_lib.show import tables, theme
+from lesson_lib.show.tables import text_table
 
 HARD_COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}\b|\brgba?\(|\b(white|black|gr[ae]y)\b(?!-)")
 

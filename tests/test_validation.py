@@ -1,4 +1,4 @@
-"""lesson_lib.kernel.validation: every bad input, run through every kernel variant, gives one Chinese error.
+"""lesson_lib.checks: every bad input, run through every kernel variant, gives one Chinese error.
 
 The tables below hold the input and the expected error (class and words) or result. Each multi-head
 row runs through the readable kernel, the per-head reference and the fast path, and the three must
@@ -16,14 +16,14 @@ from helpers import assert_chinese_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib.kernel import validation
-from lesson_lib.kernel.attention import (
+from lesson_lib import checks as validation
+from lesson_lib.attention import (
     multi_head_attention,
     multi_head_attention_reference,
     scaled_dot_product_attention,
     softmax,
 )
-from lesson_lib.kernel.validation import (
+from lesson_lib.checks import (
     AttentionInputError,
     AttentionInputTypeError,
     LessonInputError,
@@ -404,14 +404,14 @@ def test_bad_mask_gets_the_lessons_error(mask, cls, fragments):
     (lambda s: np.ones((*s[:-2], 0, s[-1])), ["x", "没有数"]),
 ], ids=["nan", "-inf", "complex", "empty"])
 def test_split_and_merge_refuse_what_the_attention_functions_refuse(fn, bad, fragments):
-    from lesson_lib.kernel import attention
+    from lesson_lib import attention
 
     shape, args = ((3, 8), (2,)) if fn == "split_heads" else ((2, 3, 4), ())
     assert_chinese(outcome(lambda: getattr(attention, fn)(bad(shape), *args)), AttentionInputError, *fragments)
 
 
 def test_split_heads_keeps_integer_arrays_integer():
-    from lesson_lib.kernel.attention import merge_heads, split_heads
+    from lesson_lib.attention import merge_heads, split_heads
 
     x = np.arange(24).reshape(3, 8)
     assert split_heads(x, 2).dtype == x.dtype
@@ -463,7 +463,7 @@ def test_a_kernel_call_runs_its_own_check_once_and_no_callees_checks():
 
 
 def test_a_section_5_redraw_checks_each_argument_once():
-    from lesson_lib.sections import head_lab
+    from lesson_lib.sections import s05_head_lab as head_lab
 
     ran = _checks_run(lambda: head_lab.lab_state(8))
     assert ran.get("check_heads") == 1  # was 8: the kernel, the counts and the parameter count each re-checked h
@@ -518,7 +518,7 @@ def test_ulimit_v_refuses_n_12000_in_chinese_instead_of_crashing(tmp_path):
     code = (
         "import resource, numpy as np\n"
         "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))\n"
-        "from lesson_lib.kernel.attention import multi_head_attention\n"
+        "from lesson_lib.attention import multi_head_attention\n"
         "x = np.zeros((12000, 8)); w = np.eye(8)\n"
         "try:\n    multi_head_attention(x, w, w, w, w, 2)\nexcept ValueError as e:\n    print(e)\n"
     )

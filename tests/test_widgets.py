@@ -10,9 +10,9 @@ import math
 import pytest
 from traitlets import TraitError
 
-from lesson_lib.display import controls
-from lesson_lib.sections import head_lab as lab
+from lesson_lib.sections import s05_head_lab as lab
 from lesson_lib.sections import widgets
+from lesson_lib.show import controls
 
 pytestmark = pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
 
@@ -131,7 +131,7 @@ BAD_BUILDER_ARGS = [
 @pytest.mark.parametrize(("builder", "kwargs", "fragments"), BAD_BUILDER_ARGS,
                          ids=[f"{b}({k})" for b, k, _ in BAD_BUILDER_ARGS])
 def test_builders_reject_bad_arguments_in_chinese(raises_chinese, builder, kwargs, fragments):
-    from lesson_lib.kernel.validation import LessonInputError  # a ValueError subclass, raised before any widget is made
+    from lesson_lib.checks import LessonInputError  # a ValueError subclass, raised before any widget is made
 
     raises_chinese(lambda: getattr(widgets, builder)(**kwargs), *fragments, cls=LessonInputError)
 
@@ -157,7 +157,7 @@ def test_averaging_demo_heads_toggle_changes_numbers():
     one = c["summary"].value
     assert f"指代（小红）{_percent(math.exp(4) / z)}" in one
     assert f"主语（小明）{_percent(math.exp(3.2) / z)}" in one
-    from lesson_lib.sections import averaging
+    from lesson_lib.sections import s02_averaging as averaging
 
     picture = c["picture"].value
     assert picture == averaging.demo_html(averaging.demo(1, 4.0))  # themed SVG named by its alt text
@@ -203,7 +203,7 @@ def test_shape_stepper_forget_transpose_and_step():
 
 
 def heads_html(*args):
-    from lesson_lib.sections import heads
+    from lesson_lib.sections import s03_heads as heads
 
     return heads.step_html(*args)
 
@@ -230,7 +230,7 @@ def test_progress_bar_follows_the_callback():
 
 
 def test_progress_bar_zero_of_zero_is_not_done_and_bad_counts_are_named():
-    from lesson_lib.kernel.validation import LessonInputError
+    from lesson_lib.checks import LessonInputError
 
     bar = widgets.progress_bar()
     bar.update(0, 0)
@@ -241,7 +241,8 @@ def test_progress_bar_zero_of_zero_is_not_done_and_bad_counts_are_named():
 
 
 def test_summaries_are_the_pure_functions_output():
-    from lesson_lib.sections import averaging, heads
+    from lesson_lib.sections import s02_averaging as averaging
+    from lesson_lib.sections import s03_heads as heads
 
     a = widgets.averaging_demo(initial_heads=2, initial_sharpness=3.0).controls
     assert a["summary"].value == averaging.summary_html(averaging.demo(2, 3.0))
@@ -303,7 +304,7 @@ def test_unnamed_controls_finds_what_a_screen_reader_could_not_name():
 def test_the_sliders_stylesheet_carries_the_page_rules():
     """Rules no inline style can express reach the page with the first slider: a placeholder that does not look like
     typed text, toggle-button labels beside their buttons, formulas that scroll instead of being cut."""
-    from lesson_lib.display.theme import PAGE_CSS
+    from lesson_lib.show.theme import PAGE_CSS
 
     css = controls.slider("层", 1, min=1, max=2)._css
     assert PAGE_CSS in css

@@ -15,7 +15,7 @@ import contextlib
 
 import numpy  # noqa: F401  (loads the BLAS that threadpoolctl must see)
 
-from .cpus import usable_cpus
+from lesson_lib.runtime.cpus import usable_cpus
 
 __all__ = ["blas_threads", "fit_blas_to_cpus", "one_blas_thread"]
 

@@ -7,8 +7,8 @@ can set values and read what is shown.
 
 from __future__ import annotations
 
-from lesson_lib.display.controls import LABEL_BESIDE, float_options, linked, screen_reader_only, slider
-from lesson_lib.kernel.validation import check_choice, check_int, check_number
+from lesson_lib.checks import check_choice, check_int, check_number
+from lesson_lib.show.controls import LABEL_BESIDE, float_options, linked, screen_reader_only, slider
 
 __all__ = ["averaging_demo", "head_lab", "progress_bar", "shape_stepper"]
 
@@ -18,8 +18,7 @@ def head_lab(seed: int = 0, initial: int = 8):
     import ipywidgets as w
 
     from lesson_lib.runtime.blas import one_blas_thread
-
-    from . import head_lab as lab
+    from lesson_lib.sections import s05_head_lab as lab
 
     seed = check_int(seed, "seed", minimum=0)
     initial = check_choice(initial, "initial（起始头数）", lab.head_choices(),
@@ -59,7 +58,7 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
     """Section 2: 1 vs 2 heads and the query's sharpness; shows 她's weights and what survives."""
     import ipywidgets as w
 
-    from . import averaging
+    from lesson_lib.sections import s02_averaging as averaging
 
     initial_heads = check_choice(initial_heads, "initial_heads（起始头数）", [1, 2])
     initial_sharpness = check_number(initial_sharpness, "initial_sharpness（起始锐度）", *_SHARPNESS_RANGE)
@@ -88,9 +87,8 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
     """Section 3: step through the shapes (counted from 1, like the caption); a checkbox forgets the transpose."""
     import ipywidgets as w
 
-    from lesson_lib.kernel.attention import head_width
-
-    from . import heads as heads_mod
+    from lesson_lib.attention import head_width
+    from lesson_lib.sections import s03_heads as heads_mod
 
     n = check_int(n, "n（词数）", minimum=1, maximum=_STEPPER_MAX)
     head_width(d_model, h)  # d_model and h: positive integers, h divides d_model

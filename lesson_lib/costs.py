@@ -1,0 +1,148 @@
+"""Closed-form costs of one self-attention layer, as pure functions of n, d_model and h.
+
+§4: ``count(n, d_model, h)`` — multiplies per stage (paper-facts table; d_k = d_v = d_model / h). The tests
+check it against what the kernel actually executes (tests/flops_measure.py runs the kernel on arrays
+that record every matmul, exp and division). ``parameters`` — learnable weights.
+
+§8's second follow-up: what sharing keys and values across heads (MQA, GQA) saves, in closed form.
+Per layer, with model width d, h query heads of width d_k = d / h and g key/value heads
+(g = h: multi-head attention; 1 < g < h: grouped-query attention, Ainslie et al. 2023;
+g = 1: multi-query attention, Shazeer 2019):
+
+- projection weights: W^Q and W^O stay d × d; W^K and W^V shrink to d × (g·d_k), so
+  2·d² + 2·d·g·d_k in all (4·d² when g = h, the count ``parameters`` gives);
+- key/value cache per token: the g keys and g values of width d_k a decoder keeps for every
+  earlier token while it generates, 2·g·d_k numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from lesson_lib.attention import head_width
+from lesson_lib.checks import LessonInputError, at_the_door, check_heads, check_int
+
+# One definition of the element-wise work that grows with h, used by §4's table and §5's lab alike.
+SOFTMAX_WORK = "softmax 工作量"
+SOFTMAX_WORK_FORMULA = "3·h·n²"  # h·n² scalings by 1/√d_k + h·n² exps + h·n² divisions
+
+
+@dataclass(frozen=True)
+class LayerCount:
+    """Multiplies (and softmax exps/divisions) of one self-attention layer."""
+
+    n: int
+    d_model: int
+    h: int
+    qkv_projections: int  # 3·n·d²    X W^Q, X W^K, X W^V
+    scores: int  # n²·d      Q Kᵀ, summed over the h heads
+    scaling: int  # h·n²      divide every score by √d_k
+    softmax_exp: int  # h·n²      one exp per score
+    softmax_div: int  # h·n²      normalise every weight
+    weights_v: int  # n²·d      weights × V
+    output_projection: int  # n·d²  Concat(head_i) W^O
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.h
+
+    @property
+    def matmul_total(self) -> int:
+        """All matrix-multiply multiplies: 4·n·d² + 2·n²·d, the same for every h."""
+        return self.qkv_projections + self.scores + self.weights_v + self.output_projection
+
+    @property
+    def softmax_total(self) -> int:
+        """The lesson's "softmax work" (SOFTMAX_WORK): scaling, exps and divisions, 3·h·n², growing with h."""
+        return self.scaling + self.softmax_exp + self.softmax_div
+
+    @property
+    def projections_share(self) -> float:
+        """Fraction of the matmul multiplies spent in the four projections."""
+        return (self.qkv_projections + self.output_projection) / self.matmul_total
+
+    def as_dict(self) -> dict:
+        row = asdict(self)
+        row.update(d_k=self.d_k, matmul_total=self.matmul_total, softmax_total=self.softmax_total)
+        return row
+
+
+@at_the_door  # called by the §5 lab for every redraw: its checks run only when a learner calls it
+def count(n: int, d_model: int, h: int) -> LayerCount:
+    """Closed-form per-stage counts of one self-attention layer (n tokens, width d_model, h heads)."""
+    n, d = _positive(n, "n"), _positive(d_model, "d_model")
+    h = check_heads(d, h)  # the learner-facing error when h does not divide d_model
+    return LayerCount(
+        n=n,
+        d_model=d,
+        h=h,
+        qkv_projections=3 * n * d * d,
+        scores=n * n * d,
+        scaling=h * n * n,
+        softmax_exp=h * n * n,
+        softmax_div=h * n * n,
+        weights_v=n * n * d,
+        output_projection=n * d * d,
+    )
+
+
+@at_the_door
+def parameters(d_model: int, h: int) -> int:
+    """Learnable weights of the layer: W^Q, W^K, W^V (h blocks of d_model × d_k each) and W^O."""
+    h = check_heads(d_model, h)  # d_model and h positive integers, h divides d_model
+    d_k = head_width(d_model, h)
+    per_head = 3 * d_model * d_k  # W_i^Q, W_i^K, W_i^V
+    return h * per_head + (h * d_k) * d_model  # + W^O: (h·d_v) × d_model  = 4·d_model² for any h
+
+
+def count_rows(n: int, d_model: int, heads) -> list[dict]:
+    """One dict per head count (every stage, d_k and the totals): the rows of format_table."""
+    return [count(n, d_model, h).as_dict() for h in heads]
+
+
+def _positive(value, name):
+    return check_int(value, name, minimum=1)
+
+
+
+# §8: sharing keys and values across heads
+
+
+@dataclass(frozen=True)
+class KVSharing:
+    """One way of sharing keys and values, for one layer."""
+
+    name: str  # what the learner reads: 多头（MHA）…
+    kv_heads: int  # g: how many different key/value heads
+    d_k: int  # width of every query, key and value head
+    projection_params: int  # weights of W^Q, W^K, W^V and W^O
+    cache_per_token: int  # numbers kept per token: g keys + g values of width d_k
+
+
+def _name(h: int, g: int) -> str:
+    if g == h:
+        return "多头（MHA）"
+    if g == 1:
+        return "多查询（MQA）"
+    return f"分组查询（GQA，{g} 组）"
+
+
+def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
+    """Parameters and cache per token of one attention layer whose h query heads share ``kv_heads`` key/value heads."""
+    d_model = check_int(d_model, "d_model", minimum=1)
+    d_k = head_width(d_model, check_int(h, "h", minimum=1))
+    g = check_int(kv_heads, "kv_heads（键/值头的个数）", minimum=1, maximum=h)
+    if h % g:
+        raise LessonInputError(f"kv_heads = {g} 不能整除 h = {h}：每组要有同样多的查询头，请选 h 的一个约数。")
+    return KVSharing(
+        name=_name(h, g),
+        kv_heads=g,
+        d_k=d_k,
+        projection_params=2 * d_model * d_model + 2 * d_model * g * d_k,
+        cache_per_token=2 * g * d_k,
+    )
+
+
+def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:
+    """Multi-head, grouped-query with ``groups`` key/value heads, and multi-query attention, in that order."""
+    return [kv_sharing(d_model, h, g) for g in (h, groups, 1)]

@@ -1,1 +1,0 @@
-"""The paper's formulas: attention, its boundary checks, closed-form counts and attention statistics."""

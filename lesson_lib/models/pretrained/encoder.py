@@ -1,0 +1,195 @@
+"""The BERT / XLM-R encoder shared by §6's two real models, with every attention run by the lesson's kernel.
+
+Both models are the same architecture (post-LayerNorm, exact GELU, biases on every projection,
+learned absolute positions from 0, token type 0); they differ only in their sizes (``EncoderConfig``),
+in how their weights are stored and in their tokenizer. A loader hands this module:
+
+- ``tensors``: {name: float32 array} under one naming scheme, matrices stored (out, in):
+  ``emb.pos`` (P, d), ``emb.type`` (types, d), ``emb.ln.w`` / ``emb.ln.b`` (d,), and per layer i
+  ``l{i}.q.w`` ``l{i}.k.w`` ``l{i}.v.w`` ``l{i}.ao.w`` (d, d), ``l{i}.fi.w`` (F, d), ``l{i}.fo.w`` (d, F),
+  their biases ``….b``, and the LayerNorms ``l{i}.aln.w/b`` (after attention), ``l{i}.oln.w/b`` (after the FFN);
+- ``word_rows(ids) -> (T, d)``: the word embeddings of the ids only (a 250,037-word table stays packed);
+- a tokenizer with ``encode(text) -> (tokens, ids)``, ``unk_token`` and ``vocab_size``.
+
+Shape letters: T tokens, d model width, L layers, H heads, d_k = d / H, F feed-forward width.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+
+__all__ = ["Encoder", "EncoderConfig", "Encoding", "UnknownTextWarning", "gelu", "layer_norm"]
+
+
+class UnknownTextWarning(UserWarning):
+    """Most of a text is unknown to the model's vocabulary: its attention says little about the words."""
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    """The sizes that tell one BERT-style encoder from another."""
+
+    name: str  # shown to learners
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_ff: int
+    eps: float
+    max_tokens: int
+
+    @property
+    def d_k(self):
+        return self.d_model // self.n_heads
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Everything one forward pass produced for one sentence."""
+
+    tokens: list  # T tokens, the start token first and the end token last
+    ids: np.ndarray  # (T,) vocabulary ids
+    attentions: np.ndarray  # (L, H, T, T) attention weights; rows are queries and sum to 1
+    hidden_states: np.ndarray  # (L + 1, T, d) embeddings output, then each layer's output
+
+
+def gelu(x):
+    """Exact GELU, x·Φ(x) = ½x(1 + erf(x/√2)), as BERT's "gelu" (not the tanh approximation).
+
+    NumPy has no vectorised erf, so it uses Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5e-7, below
+    float32 resolution near 1) on |x| and restores the sign, since erf is odd.
+    """
+    z = np.abs(x) * np.float32(1 / math.sqrt(2))
+    t = 1 / (1 + np.float32(0.3275911) * z)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    erf_abs = 1 - poly * np.exp(-z * z)  # erf(|x|/√2)
+    return (0.5 * x * (1 + np.sign(x) * erf_abs)).astype(x.dtype, copy=False)
+
+
+def layer_norm(x, weight, bias, eps):
+    """(T, d) -> (T, d): normalise each token's features, then scale and shift."""
+    mean = x.mean(axis=-1, keepdims=True)  # (T, 1)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)  # (T, 1) biased variance, as in BERT
+    return (x - mean) / np.sqrt(var + eps) * weight + bias
+
+
+def _linear(x, weight, bias):
+    """x Wᵀ + b; weight is stored (out, in), so .T is a free view."""
+    return x @ weight.T + bias
+
+
+class Encoder:
+    """A BERT-style encoder: ``attend(text)`` -> (tokens, attentions (L, H, T, T))."""
+
+    def __init__(self, config, tensors, word_rows, tokenizer):
+        self.config = config
+        self.w = tensors
+        self.word_rows = word_rows
+        self.tokenizer = tokenizer
+        self.n_layers, self.n_heads, self.d_model = config.n_layers, config.n_heads, config.d_model
+        self.eps, self.max_tokens = config.eps, config.max_tokens
+
+    def attend(self, text):
+        """(tokens, attentions (L, H, T, T)) for one sentence."""
+        enc = self.encode(text)
+        return enc.tokens, enc.attentions
+
+    def encode(self, text):
+        """Tokenize and run the encoder: an ``Encoding`` with tokens, ids, attentions and hidden states.
+
+        Warns (``UnknownTextWarning``, in Chinese) when more than half the words are unknown tokens.
+        """
+        tokens, ids = self.tokenizer.encode(text)
+        _warn_if_mostly_unknown(tokens, self.tokenizer.unk_token, self.config.name)
+        attentions, hidden = self.forward(ids)
+        return Encoding(tokens, ids, attentions, hidden)
+
+    def embed_sentence(self, text):
+        """(d,) unit vector: the last layer's token vectors averaged, as sentence-embedding models are used."""
+        _, ids = self.tokenizer.encode(text)
+        last = self.forward(ids)[1][-1]  # (T, d)
+        mean = last.mean(axis=0)  # (d,)
+        return mean / np.linalg.norm(mean)
+
+    def forward(self, ids, per_head=False):
+        """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d)).
+
+        ``per_head=True`` calls the kernel once per head (the paper's definition, slower); the
+        default calls it once per layer with all heads batched. Both give the same numbers.
+        BLAS threads are the caller's choice (§6's cells and widgets use ``blas.one_blas_thread``).
+        """
+        ids = self._check_ids(ids)
+        x = self._embed(ids)  # (T, d)
+        hidden, attentions = [x], []
+        for layer in range(self.n_layers):  # layers run in sequence: each reads the one before
+            x, weights = self._layer(x, layer, per_head)  # (T, d), (H, T, T)
+            hidden.append(x)
+            attentions.append(weights)
+        return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
+
+    def _check_ids(self, ids):
+        ids = np.asarray(ids)
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
+        if not 1 <= len(ids) <= self.max_tokens:
+            raise ValueError(
+                f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {self.max_tokens} 个：请换一句短一些的句子。"
+            )
+        vocab_size = self.tokenizer.vocab_size
+        if ids.min() < 0 or ids.max() >= vocab_size:
+            raise ValueError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
+        return ids
+
+    def _embed(self, ids):
+        w, t = self.w, len(ids)
+        x = (
+            self.word_rows(ids)  # (T, d) one row per token
+            + w["emb.pos"][:t]  # (T, d) absolute positions 0..T-1
+            + w["emb.type"][0]  # (d,) one sentence: segment A
+        )
+        return layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.eps)
+
+    def _layer(self, x, layer, per_head):
+        """One post-LayerNorm block: x = LN(x + attention(x)); x = LN(x + FFN(x))."""
+        w, p = self.w, f"l{layer}."
+        attn_out, weights = self._self_attention(x, p, per_head)  # (T, d), (H, T, T)
+        attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])  # (T, d)  Concat(heads) W^O + b
+        x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.eps)  # (T, d)
+        inner = gelu(_linear(x, w[p + "fi.w"], w[p + "fi.b"]))  # (T, F)
+        ffn = _linear(inner, w[p + "fo.w"], w[p + "fo.b"])  # (T, d)
+        x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.eps)  # (T, d)
+        return x, weights
+
+    def _self_attention(self, x, p, per_head):
+        """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课的内核。"""
+        w = self.w
+        q = _linear(x, w[p + "q.w"], w[p + "q.b"])  # (T, d)  X W^Q + b^Q：自注意力里 Q、K、V 都来自同一个 X
+        k = _linear(x, w[p + "k.w"], w[p + "k.b"])  # (T, d)  X W^K + b^K
+        v = _linear(x, w[p + "v.w"], w[p + "v.b"])  # (T, d)  X W^V + b^V
+        q, k, v = (split_heads(a, self.n_heads) for a in (q, k, v))  # 3 × (H, T, d_k) 切成 H 个头
+        if per_head:  # 按论文的定义，一个头一个头地算
+            results = [scaled_dot_product_attention(q[i], k[i], v[i]) for i in range(self.n_heads)]
+            heads = np.stack([out for out, _ in results])  # (H, T, d_k)
+            weights = np.stack([wt for _, wt in results])  # (H, T, T)
+        else:  # H 个头一次算完，结果相同
+            heads, weights = scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T)
+        return merge_heads(heads), weights  # (T, d) 拼接, (H, T, T)
+
+
+def _warn_if_mostly_unknown(tokens, unk_token, model_name):
+    words = tokens[1:-1]  # without the start and end tokens
+    unknown = sum(t == unk_token for t in words)
+    if words and unknown * 2 > len(words):
+        warnings.warn(
+            UnknownTextWarning(
+                f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk_token}（{model_name} 的词表里没有这些字词）："
+                "模型几乎看不到原文，这时的注意力图说明不了什么。"
+                "英文模型请输入英文；中文句子请用本节后面的多语言模型。"
+            ),
+            stacklevel=3,
+        )

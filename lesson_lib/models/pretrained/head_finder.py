@@ -1,0 +1,77 @@
+"""The head finder: score every head of a model for a few recognisable behaviours, and rank them.
+
+Layer and head numbers shown to learners are 1-based ("第 5 层 · 头 6"); arrays are 0-based.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lesson_lib.checks import check_int
+
+__all__ = ["SCORE_NAMES", "check_top", "find_token", "head_scores", "phrase_scores", "rank_heads"]
+
+SCORE_NAMES = {
+    "coref": "its → law（代词指回先行词）",
+    "prev": "看前一个词元",
+    "next": "看后一个词元",
+    "cls": "汇到 [CLS]（「注意力水槽」）",
+}
+
+
+def find_token(tokens, word, nth=0):
+    """Index of the nth occurrence of ``word`` in ``tokens``; a Chinese ValueError lists the tokens if absent."""
+    hits = [i for i, t in enumerate(tokens) if t == word]
+    if len(hits) <= nth:
+        raise ValueError(
+            f"词元 {word!r} 在这句话里出现 {len(hits)} 次，取不到第 {nth + 1} 次。这句话的词元是：{' '.join(tokens)}"
+        )
+    return hits[nth]
+
+
+def head_scores(attentions, tokens, source="its", target="law"):
+    """{score name: (L, H) array} for every head of one sentence.
+
+    coref: weight from ``source`` to ``target`` (0 when either is missing);
+    prev / next: mean weight a token puts on its left / right neighbour (over all tokens that have one);
+    cls: mean weight every token puts on [CLS] at position 0.
+    """
+    att = np.asarray(attentions)  # (L, H, T, T)
+    t = att.shape[-1]
+    if t < 2:
+        raise ValueError("至少要有 2 个词元才能计算「前一个词元 / 后一个词元」分数。")
+    idx = np.arange(t - 1)
+    scores = {
+        "prev": att[..., idx + 1, idx].mean(axis=-1),  # (L, H)  A[i, i-1] averaged over i = 1..T-1
+        "next": att[..., idx, idx + 1].mean(axis=-1),  # (L, H)  A[i, i+1] averaged over i = 0..T-2
+        "cls": att[..., :, 0].mean(axis=-1),  # (L, H)  A[i, 0] averaged over all i
+    }
+    if source in tokens and target in tokens:
+        scores["coref"] = att[..., find_token(tokens, source), find_token(tokens, target)]  # (L, H)
+    else:
+        scores["coref"] = np.zeros(att.shape[:2])
+    return {name: scores[name] for name in SCORE_NAMES}
+
+
+def rank_heads(scores, top=3):
+    """{score name: [(layer, head, score), ...]} best first; layer and head are 1-based as shown to learners."""
+    ranking = {}
+    for name, table in scores.items():
+        top = check_top(top, table.size)
+        order = np.argsort(-table, axis=None, kind="stable")[:top]  # flat indices into (L, H)
+        ranking[name] = [(int(i // table.shape[1]) + 1, int(i % table.shape[1]) + 1, float(table.flat[i]))
+                         for i in order]  # fmt: skip
+    return ranking
+
+
+def phrase_scores(attentions, tokens, source, targets):
+    """(L, H) weight from token ``source`` to the tokens ``targets`` together (e.g. making → more + difficult)."""
+    att = np.asarray(attentions)  # (L, H, T, T)
+    i = find_token(tokens, source)
+    return sum(att[..., i, find_token(tokens, t)] for t in targets)  # (L, H)
+
+
+
+def check_top(top, limit):
+    """``top`` heads to list: an int from 1 to ``limit``, with a Chinese error naming the value."""
+    return check_int(top, "参数 top（列出前几个头）", minimum=1, maximum=limit)

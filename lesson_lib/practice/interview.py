@@ -1,0 +1,108 @@
+"""The §8 interview: the learner answers first, then sees the rubric and the reference answer, and ticks it.
+
+Nothing here grades prose. ``interview_check`` returns the rubric (the lesson's three points ①②③ and the
+usual wrong claims) with a hint naming cue words literally in the answer; ``interview_self_assess``
+records the learner's own tick. The reference answer (``model_answer``) includes the two follow-ups an
+interviewer asks next (are all heads needed; why LLMs share keys and values), with every number computed
+from ``paper``, ``flops`` and ``kv_sharing``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from lesson_lib.costs import kv_sharing
+from lesson_lib.practice.checkers import rubric_feedback, self_assess
+from lesson_lib.practice.feedback import Feedback, question_version
+from lesson_lib.practice.freetext import Rubric, RubricPoint
+from lesson_lib.practice.questions import N_FLOPS_EXAMPLE, facts
+
+__all__ = ["INTERVIEW_ID", "INTERVIEW_QUESTION", "MAX_INTERVIEW_CHARS", "interview_rubric", "model_answer",
+           "interview_check", "interview_self_assess", "interview_version", "GQA_GROUPS"]  # fmt: skip
+
+INTERVIEW_ID = "面试"
+MAX_INTERVIEW_CHARS = 2000
+INTERVIEW_QUESTION = "面试官问：「Multi-Head Attention 的作用是什么？为什么不直接用单头？头数是不是越多越好？」"
+GQA_GROUPS = 2  # key/value groups in the GQA example (any divisor of h between 1 and h)
+
+
+def interview_rubric() -> Rubric:
+    f = facts()
+    d, h, d_k = f["d"], f["h"], f["d_k"]
+    widest = max(f["table_a"], key=lambda r: r["h"])
+    return Rubric(
+        points=(
+            RubricPoint("① 单头会把不同线索平均成一个向量",
+                        "单头对每个查询只有一组权重（它可以分给几个词），输出是加权平均：指代、句法等线索被混进同一个"
+                        "向量，分不开。", ("平均", "一组", "混", "加权")),
+            RubricPoint("② 切成 h 个子空间，算力相近",
+                        f"W_i^Q、W_i^K、W_i^V 把 d_model 投影成 h 个 d_k 维子空间，各头一组权重；h × d_k = d_model"
+                        f"（{h} × {d_k} = {d}），矩阵乘法总量与单头相同，只有 softmax 工作量 3·h·n² 随 h 增长，"
+                        "所以是「相近」。",
+                        ("子空间", "投影", "d_k", "算力", "计算量", "相近", "守恒", "softmax")),
+            RubricPoint("③ 头数要适中（表 3）",
+                        f"单头比最好的设置低；h = {widest['h']} 时每头只剩 d_k = {widest['d_k']}，BLEU 回落。"
+                        "头太多和头太窄在 (A) 行里绑在一起，分不开。", ("表 3", "太窄", "适中", "BLEU", "越多越好")),
+        ),
+        misconceptions=(
+            ("头越多越好", f"表 3 里 h = {widest['h']}（d_k = {widest['d_k']}）的 BLEU 降到 {widest['bleu']}。"),
+            ("多头的算力是单头的 h 倍", "h × d_k = d_model：矩阵乘法总量与单头相同，并不按头数翻倍。"),
+            ("多头的参数更多", f"投影参数总是 4·d_model² = {f['parameters'](d, h):,} 个，与 h 无关。"),
+            ("单头只能看一个词", "单头可以分散权重；做不到的是把几条线索分开保存。"),
+        ),
+        model_answer=model_answer(),
+    )
+
+
+def model_answer() -> str:
+    """The lesson's answer ①②③ with the 严格来说 corrections and two follow-ups; numbers from lesson_lib."""
+    f = facts()
+    d, h, d_k = f["d"], f["h"], f["d_k"]
+    n = N_FLOPS_EXAMPLE
+    rows = f["table_a"]
+    best = max(r["bleu"] for r in rows)
+    single = next(r for r in rows if r["h"] == 1)
+    widest = max(rows, key=lambda r: r["h"])
+    narrow_b = next(r for r in f["table3"] if r["row"] == "B" and r["d_k"] == widest["d_k"])
+    total = f["count"](n, d, h).matmul_total
+    mha, gqa, mqa = (kv_sharing(d, h, k) for k in (h, GQA_GROUPS, 1))
+    return (
+        "参考答案（核心：用几乎不变的算力换来几组互不干扰的权重）\n"
+        "① 单头注意力对每个查询只有一组权重。它可以把权重分给几个词，但输出是这些 Value 的加权平均："
+        "指代、主谓、修饰等不同线索被加进同一个向量，分不回来（论文：averaging inhibits this）。\n"
+        f"② 多头用 W_i^Q、W_i^K、W_i^V 把 d_model = {d} 投影成 h = {h} 个 d_k = {d_k} 维的子空间，各头独立打分，"
+        f"Concat 之后由 W^O 融合。因为 h × d_k = d_model，矩阵乘法总量与单头相同（n = {n} 时都是 {total:,} 次），"
+        "投影参数都是 4·d_model²。严格来说 softmax 工作量 3·h·n²（缩放、exp、除法各 h·n²）随 h 增长，"
+        "所以论文说总成本「相近」。\n"
+        f"③ 头数并非越多越好：表 3 中单头比最好的设置低 {round(best - single['bleu'], 1)} BLEU；"
+        f"h = {widest['h']}（d_k = {widest['d_k']}）降到 {widest['bleu']}。(B) 行 h = {narrow_b['h']}、"
+        f"d_k = {narrow_b['d_k']} 也只有 {narrow_b['bleu']}，所以掉分可能有一部分要怪每个头太窄"
+        f"（(B) 行也少了参数，只能说「部分」）。\n"
+        "追问一「每个头都必不可少吗？」：不是。Michel 等（2019，Are Sixteen Heads Really Better than One?）发现，"
+        "训练好的模型在测试时去掉许多头、不少层甚至只留一个头，效果只小幅下降；Voita 等（2019）发现少数专门化的头"
+        "承担了主要工作，其余大多可以剪掉。这说明训练好的模型里有冗余，不等于一开始只训练一两个头也一样好。\n"
+        f"追问二「为什么今天的大模型让多个头共享 K 和 V？」：生成时要缓存每个词的 K 和 V。以 d_model = {d}、h = {h} 的"
+        f"一层为例，每个词元要缓存 2 × h × d_k = {mha.cache_per_token:,} 个数；MQA（Shazeer 2019）让所有查询头共用"
+        f"一组 K/V，只要 {mqa.cache_per_token:,} 个，注意力投影参数从 {mha.projection_params:,} 降到 "
+        f"{mqa.projection_params:,}；GQA（Ainslie 等 2023）折中，{GQA_GROUPS} 组 K/V 时缓存 "
+        f"{gqa.cache_per_token:,} 个、参数 {gqa.projection_params:,}。"
+        "缓存越小，长文本生成越快、越省显存；查询头仍然是 h 个，每个头仍有自己的一组权重。"
+    )
+
+
+def interview_version() -> str:
+    """The interview's version digest: its question and the names of its rubric points."""
+    return question_version(INTERVIEW_QUESTION, interview_rubric(), "self")
+
+
+def interview_check(answer) -> Feedback:
+    """The rubric and reference answer to compare with; a hint names cue words in the answer; never a verdict."""
+    rubric = interview_rubric()
+    fb = rubric_feedback(INTERVIEW_ID, rubric.text() + "\n" + rubric.model_answer, answer, rubric,
+                         MAX_INTERVIEW_CHARS)  # fmt: skip
+    return replace(fb, version=interview_version())
+
+
+def interview_self_assess(ticked) -> Feedback:
+    """The learner's tick of ①②③, recorded as a self-assessment."""
+    return self_assess(INTERVIEW_ID, interview_rubric(), ticked)

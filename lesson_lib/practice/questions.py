@@ -1,0 +1,720 @@
+"""The question bank of sections 8 and 10: every question declared once, as data.
+
+Each question is one function decorated with ``@declare`` that returns a ``Question``: its id, the
+section that teaches it, its kind, the prompt, the 解析, and the kind's answer key: a ``FormKey`` of
+answer boxes (``NumberBox``, ``ExpressionBox``, ``ChoiceBox``), a ``ChoiceKey`` for radio buttons and
+checkboxes, or a ``Rubric`` for self-explanation (from ``checkers`` / ``freetext``). Nothing is built
+until a question is asked (``question(id)`` builds and caches that one), so the first check is fast.
+A question with one right value always asks for it in boxes: prose is never graded.
+
+Every number in a question or an answer key comes from ``lesson_lib``: the base model's sizes and
+Table 3 from ``paper``, d_k from ``attention.head_width``, multiply counts from ``flops``.
+
+Adding a question (e.g. one about a real Chinese pronoun head in §6)::
+
+    @declare("S6")
+    def _s6() -> Question:
+        options = (("A", "…", "why A is right or wrong"), ("B", "…", "…"))
+        return Question("S6", "第 6 节", "single", "S6　…？", "解析：…",
+                        key=ChoiceKey(options, frozenset("A"), "one line of praise"))
+
+then add ``ask("S6")`` at the end of its section's notebook source (``notebooks/src/06_real_heads.md``;
+the Q questions review the whole lesson in ``10_self_test.md``) and right and wrong answers for it to
+``tests/quiz_answers.py`` (a test checks every question has both). Prompts, choices and 解析 must not
+contain 「正确」 or 「还不对」.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from functools import cache
+
+from lesson_lib.practice.checkers import ChoiceBox, ChoiceKey, ExpressionBox, FormKey, NumberBox
+from lesson_lib.practice.feedback import Question
+from lesson_lib.practice.freetext import Rubric, RubricPoint
+from lesson_lib.practice.parse import Poly
+from lesson_lib.practice.shape_mistakes import split_heads_shape_mistake
+
+__all__ = ["declare", "question", "questions", "question_ids", "facts",
+           "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "TRANSFER_D_MODEL", "TRANSFER_HEADS",
+           "UNEVEN_HEADS"]  # fmt: skip
+
+_DECLARED: dict[str, Callable[[], Question]] = {}
+
+
+def declare(question_id: str):
+    """Register a question's builder under its id (the notebook asks them in this order)."""
+
+    def register(build: Callable[[], Question]):
+        _DECLARED[question_id] = build
+        return build
+
+    return register
+
+
+@cache
+def question(question_id: str) -> Question:
+    """The question with this id, built on first use."""
+    if question_id not in _DECLARED:
+        raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {', '.join(_DECLARED)}。")
+    q = _DECLARED[question_id]()
+    assert q.id == question_id, (q.id, question_id)
+    return q
+
+
+def question_ids() -> tuple[str, ...]:
+    return tuple(_DECLARED)
+
+
+def questions() -> dict[str, Question]:
+    """All questions by id, in the order the notebook asks them (builds every one)."""
+    return {qid: question(qid) for qid in _DECLARED}
+
+
+def clear_cache() -> None:
+    """Forget built questions and facts (tests change the paper's numbers)."""
+    question.cache_clear()
+    facts.cache_clear()
+
+
+N_SHAPE_EXAMPLE = 12  # tokens in the §3 shape question (any n works; 12 keeps the numbers apart)
+N_FLOPS_EXAMPLE = 50  # tokens in the §4 counting questions (the paper-facts example)
+H_FLOPS_EXAMPLE = 16  # head count in the §4 counting questions (a Table 3 (A) row)
+TRANSFER_D_MODEL, TRANSFER_HEADS = 768, 12  # another configuration (BERT-base's sizes) for a transfer question
+UNEVEN_HEADS = 6  # a head count that does not divide the base d_model
+
+
+@cache
+def facts() -> dict:
+    from lesson_lib import paper
+    from lesson_lib.attention import head_width, split_heads
+    from lesson_lib.checks import LessonInputError
+    from lesson_lib.costs import count, parameters
+
+    d, h = paper.BASE_D_MODEL, paper.BASE_HEADS
+    d_k = head_width(d, h)
+    try:
+        head_width(d, UNEVEN_HEADS)
+        uneven_refused = ""
+    except LessonInputError as exc:
+        uneven_refused = str(exc)
+    one = count(1, d, h)  # at n = 1 every stage's count is its coefficient (each stage is one monomial)
+    shape = split_heads(_zeros((N_SHAPE_EXAMPLE, d)), h).shape
+    table_a = [r for r in paper.TABLE3 if r["row"] in ("base", "A")]
+    lab_heads = [c for c in range(1, d + 1) if d % c == 0 and c <= 64]
+    return {
+        "d": d,
+        "h": h,
+        "d_k": d_k,
+        "pages": dict(paper.FIGURE_PAGES),
+        "table3": list(paper.TABLE3),
+        "table_a": table_a,
+        "scores_coef": one.scores,  # n²·d_model
+        "weights_v_coef": one.weights_v,  # n²·d_model
+        "proj_coef": one.qkv_projections + one.output_projection,  # n·4·d_model²
+        "count": count,
+        "parameters": parameters,
+        "head_width": head_width,
+        "split_shape": tuple(int(s) for s in shape),
+        "lab_heads": (lab_heads[0], lab_heads[-1]),
+        "uneven_refused": uneven_refused,  # the kernel's own message for h = UNEVEN_HEADS ('' if it accepted)
+    }
+
+
+def _zeros(shape):
+    import numpy as np
+
+    return np.zeros(shape)
+
+
+def _n2(coef) -> Poly:
+    return Poly.make({2: Fraction(coef)})
+
+
+def _yes_no(name: str, label: str, answer: str, why_yes: str, why_no: str) -> ChoiceBox:
+    return ChoiceBox(name, label, (("会", "会", why_yes), ("不会", "不会", why_no)), answer)
+
+
+# ============================================================================================ §10: the lesson's review
+@declare("Q1")
+def _q1() -> Question:
+    f = facts()
+    d = f["d"]
+    model = (
+        "参考答案：单头也可以把权重分给几个词（比如「小红」和「帮」各一半），它做不到的是把这些线索分开保存："
+        "对每个查询它只有一组权重，输出是这些词的 Value 按这组权重的加权平均——几条线索被加成同一个向量，"
+        "之后谁也没法从这个和里把「指代」和「语法角色」各自取回来（论文：averaging inhibits this）。"
+        "多头给每条线索一套自己的权重，每个头的结果占自己的 d_k 列，拼接后都还在，W^O 再把它们组合。"
+    )
+    rubric = Rubric(
+        points=(
+            RubricPoint("单头能分散，但只有一组权重",
+                        "单头可以把权重分给好几个词；但对每个查询只有一组（一行 softmax，总和为 1）。",
+                        ("一组", "一行", "分散", "分给", "softmax")),
+            RubricPoint("输出是加权平均", "输出是这些词的 Value 按这组权重加起来的一个向量。",
+                        ("平均", "加权", "求和", "加起来")),
+            RubricPoint("线索混在一起、分不开", "几条线索被加进同一个向量，之后分不回来，互相冲淡。",
+                        ("混", "分不开", "分开", "冲淡", "抹平", "同一个向量")),
+            RubricPoint("多头各有一组权重", "每个头一组权重，各自的结果占自己的 d_k 列，拼接后都保留，W^O 再组合。",
+                        ("多头", "每个头", "拼接", "W^O", "d_k")),
+        ),
+        misconceptions=(
+            ("单头只能看一个词",
+             "单头可以把权重分给很多词（第 2 节的单头就分给了小红和小明）；问题是分出去的几份被平均成了一个向量。"),
+            ("把 d_model 加大就行",
+             f"加大 d_model（{d}）只让每个 Value 更长，权重仍然只有一组，平均照样把线索混在一起。"),
+            ("多头是为了算得更快", "多头的矩阵乘法总量和单头一样（第 4 节），它换来的是几组互不干扰的权重。"),
+        ),
+        model_answer=model,
+    )
+    return Question(
+        "Q1", "第 2 节", "self",
+        "Q1　单头注意力也能把权重分给好几个词。那它到底做不到什么？为什么要多个头？（用两三句话写下你的解释）",
+        rubric.text() + "\n" + model, key=rubric,
+        placeholder="先自己写：单头的权重是什么样的？输出是怎么算出来的？多个头多了什么？",
+    )  # fmt: skip
+
+
+@declare("Q2")
+def _q2() -> Question:
+    f = facts()
+    d, h = f["d"], f["h"]
+    h2 = H_FLOPS_EXAMPLE
+    d_k2 = f["head_width"](d, h2)
+    params, params2 = f["parameters"](d, h), f["parameters"](d, h2)
+    explanation = (
+        f"解析：d_k = d_model / h = {d} / {h2} = {d_k2}：头数加倍，每个头就减半（h = {h} 时是 {f['d_k']}）。\n"
+        f"参数：每个头的 W_i^Q 是 {d} × {d_k2}，{h2} 个并排正好是一个 {d} × {d} 的矩阵；W^K、W^V 同理，W^O 也是 "
+        f"{d} × {d}。所以一层的投影参数总是 4 · d_model² = {params2:,} 个（h = {h} 时也是 {params:,}），"
+        "与 h 无关——这就是论文表 3 (A) 行改变头数时参数量不变的原因。"
+    )
+    same = params == params2
+    return Question(
+        "Q2", "第 3 节", "form",
+        f"Q2　论文的基础模型 d_model = {d}、h = {h}。如果把头数改成 h = {h2}（d_model 不变）：每个头的 d_k 是多少？"
+        "一层的投影参数（W^Q、W^K、W^V、W^O 合计）会怎样变？",
+        explanation,
+        key=FormKey((
+            NumberBox("d_k", "每个头的 d_k", d_k2, unit="维", symbols={"d_model": d, "h": h2}, labels=("d_v",),
+                      hints=((f["d_k"], f"{f['d_k']} 是 h = {h} 时的宽度；h = {h2} 时 {d} 维要分给 {h2} 个头。"),
+                             (d, f"{d} 是 d_model，整个模型的宽度：它要平均分给 {h2} 个头。"),
+                             (d * h2, f"{d} × {h2} 把乘除弄反了：维度是被切分给各个头的，用除法。"),
+                             (h2, f"{h2} 是头数 h，问的是每个头有几维。")),
+                      generic=f"提示：{d} 维平均分给 {h2} 个头。"),
+            ChoiceBox("params", "投影参数", (
+                ("变多", "变多", f"头多了，但每个头变窄了：{h2} 个 {d} × {d_k2} 的 W_i^Q 并排仍是 {d} × {d}。"),
+                ("不变", "不变", "4 · d_model²，与 h 无关。"),
+                ("变少", "变少", f"每个头变窄了，但头多了：{h2} 个 {d} × {d_k2} 并排仍是 {d} × {d}。"),
+            ), "不变" if same else ("变多" if params2 > params else "变少")),
+        ), f"d_k = {d} / {h2} = {d_k2}；投影参数仍是 4 · d_model² = {params2:,} 个：头多一倍，每个头窄一半。"),
+    )  # fmt: skip
+
+
+@declare("Q3")
+def _q3() -> Question:
+    f = facts()
+    d, h, d_k = f["d"], f["h"], f["d_k"]
+    count = f["count"]
+    n = N_FLOPS_EXAMPLE
+    exps = {hh: count(n, d, hh).softmax_exp for hh in (1, h)}
+    explanation = (
+        f"解析：打分 QKᵀ 时，单头是 (n × {d}) 乘 (n × {d})ᵀ，得到 n × n 个分数，每个分数要 {d} 次乘法，"
+        f"共 n · {d} · n = {d}n² 次。{h} 个头时，每个头是 (n × {d_k}) 乘 (n × {d_k})ᵀ，{d_k}n² 次，"
+        f"{h} 个头合计 {h} · {d_k}n² = {d}n²。关键在 h × d_k = d_model：头变多，每个头就同比例变窄。\n"
+        f"严格来说：{h} · {d_k}n² = {d}n² 只是 QKᵀ 这一步。weights × V 同样是 n²·d_model，也守恒；"
+        "Q/K/V 投影与 W^O 共 4·n·d_model² 次，与 h 无关；但 softmax 对每个头的 n × n 分数各做一次 exp 和一次除法，"
+        f"共 h·n² 次，会随 h 增长（n = {n} 时，h = 1 要 {exps[1]:,} 次 exp，h = {h} 要 {exps[h]:,} 次）。"
+        "它比矩阵乘法小得多，所以论文说总成本「相近」（similar），而不是完全相同。"
+    )
+    symbols = {"n": Poly.n(), "d_model": Poly.const(d), "d": Poly.const(d), "h": Poly.const(h),
+               "d_k": Poly.const(d_k), "d_v": Poly.const(d_k)}  # fmt: skip
+    target = _n2(f["scores_coef"])
+
+    def common(value: Poly) -> str:
+        if value == _n2(2 * f["scores_coef"]):
+            return "这是打分和 weights × V 两步的合计；这一栏只问打分 QKᵀ。"
+        if value == _n2(d * d):
+            return (f"(n × {d}) 和 ({d} × n) 是两个矩阵的形状，不是乘法次数：结果有 n × n 个分数，"
+                    f"每个分数做 {d} 次乘法。")  # fmt: skip
+        if value.degree == 1:
+            return "式子里 n 只有一次方：分数矩阵是 n × n，有 n² 个分数，每个都要算一次点积。"
+        if value.degree > 2:
+            return "n 的次数太高了：乘法次数是 n² 个分数，乘以每个点积的长度。"
+        if value.is_constant:
+            return "这一栏要一个含 n 的式子：n 个词的分数矩阵是 n × n。"
+        return ""
+
+    def multi(value: Poly) -> str:
+        if value == _n2(d_k):
+            return f"这是一个头的乘法次数；{h} 个头要再乘以 {h}。"
+        if value == _n2(d * h):
+            return f"看起来每个头都用了 {d} 维：多头时每个头只有 d_k = {d_k} 维。"
+        return common(value) or f"每个头打分要 n · {d_k} · n 次，{h} 个头合计。"
+
+    def single(value: Poly) -> str:
+        if value == _n2(d_k):
+            return f"单头没有切分，它的点积长 {d} 维，不是 {d_k} 维。"
+        return common(value) or f"单头的点积长 {d} 维，n × n 个分数。"
+
+    return Question(
+        "Q3", "第 4 节", "form",
+        f"Q3　为什么 {h} 个 {d_k} 维的头与 1 个 {d} 维的头算力一样？用 n（词数）写出两边打分 QKᵀ 的乘法次数。",
+        explanation,
+        key=FormKey((
+            ExpressionBox("multi", f"{h} 个 {d_k} 维的头合计", target, symbols, multi, unit="次",
+                          placeholder=f"例如 {h} · n · … · n"),
+            ExpressionBox("single", f"1 个 {d} 维的头", target, symbols, single, unit="次",
+                          placeholder="例如 n · … · n"),
+        ), f"{h} · (n · {d_k} · n) = {h} · {d_k}n² = {d}n² = n · {d} · n：h × d_k = d_model，头变多、每头变窄，"
+           "乘法总量不变。"),
+    )  # fmt: skip
+
+
+@declare("Q4")
+def _q4() -> Question:
+    f = facts()
+    d, h, d_k = f["d"], f["h"], f["d_k"]
+    explanation = (
+        f"解析：先把 {h} 个头各自输出的 n × {d_k} 矩阵沿特征维度并排拼接（Concat），得到 n × {d} 的矩阵，"
+        f"再乘以输出投影矩阵 W^O（{d} × {d}，可学习的参数）做线性融合，得到最终的 n × {d} 输出。\n"
+        f"严格来说：Concat(head_1, …, head_{h}) W^O 等于 Σ_i head_i W^O_i（W^O_i 是 W^O 中对应第 i 个头的 {d_k} 行）。"
+        "所以在同一层里，各个头在打分和加权时互不通信，直到 W^O 这一步才把它们的结果混合起来；"
+        "不过下一层的每个头读到的输入，已经是上一层混合后的结果。"
+    )
+    options = (
+        ("A", f"把 {h} 个头的输出逐元素取平均，得到 n × {d_k}",
+         "取平均又回到了「加权平均抹平信息」的老问题，而且输出只剩 d_k 维，拼不回 d_model。"),
+        ("B", f"沿特征维度拼接成 n × {d}，再乘以输出矩阵 W^O（{d} × {d}）",
+         "拼接保留了每个头的结果，W^O 再把它们线性融合。"),
+        ("C", "只保留注意力分数最高的那个头，其余丢掉",
+         "多头没有「选一个头」的步骤：每个头的输出都会进入 Concat，由 W^O 学习怎样组合。"),
+        ("D", f"沿词的方向（行）把它们首尾相接，得到 {h}n × {d_k}",
+         f"那样每个词会变成 {h} 行，词和词对不上了；拼接应当沿特征维度（列），每个词仍是一行。"),
+    )  # fmt: skip
+    return Question(
+        "Q4", "第 3 节", "single", f"Q4　{h} 个头的输出是如何汇聚成最终结果的？", explanation,
+        key=ChoiceKey(options, frozenset("B"),
+                      f"Concat 得到 n × {d}，再乘 W^O 融合。W^O 是各头第一次「交换信息」的地方。"),
+    )  # fmt: skip
+
+
+@declare("Q5")
+def _q5() -> Question:
+    f = facts()
+    p = f["pages"]
+    explanation = (
+        f"解析：论文图 4（第 {p[4]} 页）画的是一个训练好的翻译模型编码器第 5 层的两个头（头 5、头 6），"
+        "只看从代词 \"its\" 出发的那一行：一个头几乎把全部权重给了 \"Law\"，另一个头把权重分给 \"Law\" 和 "
+        "\"application\"。同一个查询、两种分布：每个头有自己的一组权重，结果各占自己的 d_k 列，拼接后都还在。"
+        "换成一个头，它当然也能把权重分给这两个词，但两个词的 Value 会被加成一个向量，分不回来。\n"
+        "严格来说：论文只说这两个头「看起来」参与了指代消解（apparently involved）；注意力权重高不等于模型"
+        "「理解」了指代。这些分工是训练中自发出现的，没有人指定。"
+    )
+    options = (
+        ("A", "对同一个查询 \"its\"，两个头给出了不同的权重分布：一个词可以同时有几种「看法」",
+         "多头让每个头各有一组权重。"),
+        ("B", "第二个头把权重分给了两个词，说明它没有学好",
+         "把权重分给几个词是注意力的正常用法（\"its application\" 本身就连着 \"application\"）；"
+         "图里没有证据说它没学好。"),
+        ("C", "一个头也能把权重分给 \"Law\" 和 \"application\"，但两个词的信息会被平均成一个向量；"
+              "两个头的结果各占自己的列，拼接后都还在",
+         "单头能分散权重，做不到的是把线索分开保存。"),
+        ("D", "这两个头是事先被人为指定去做指代消解的",
+         "没有人给头分配角色：分工是训练中自发出现的，论文只是事后把它们画出来。"),
+        ("E", "权重集中在 \"Law\" 上，就证明模型理解了 its 指的是 Law",
+         "论文只说这些头「看起来」参与了指代消解：权重高是一个线索，不是理解的证明。"),
+    )  # fmt: skip
+    return Question(
+        "Q5", "第 6 节", "multi",
+        f"Q5　论文图 4（第 {p[4]} 页）：从代词 \"its\" 出发，一个头几乎全看 \"Law\"，另一个头分给 \"Law\" 和 "
+        "\"application\"。下面哪些说法有根据？（多选）",
+        explanation,
+        key=ChoiceKey(options, frozenset({"A", "C"}),
+                      "两个头对同一个词给出两种分布，拼接后都保留；单头只能把它们平均成一个。"),
+    )  # fmt: skip
+
+
+# ============================================================================================ §2 … §7: one per section
+@declare("S2")
+def _s2() -> Question:
+    explanation = (
+        "解析：单头注意力对每个查询只有一组权重（softmax 的一行，总和为 1），它可以分给好几个词，"
+        "输出是各 Value 的加权平均。把更多权重给「小红」，就必须从别的词那里拿走；平均之后，也无法从输出里把"
+        "各个词的贡献无损地分回来——不同的权重组合可能得到同一个输出。加大 d_model 只会让每个 Value 更长，"
+        "权重仍然只有一组。两个头则各有一组权重，可以一个尖锐地看「小红」（指代），一个看语法角色，拼接后两份信息都还在。\n"
+        "严格来说：第 2 节里的百分比是简化的类比，真实的注意力在高维向量上做加权平均。"
+    )
+    options = (
+        ("A", "对每个查询位置，单头只有一组注意力权重，它们加起来等于 1", "这正是单头的限制所在。"),
+        ("B", "只要把 d_model 加大，单头就能同时把注意力集中在两个不同的词上",
+         "加大 d_model 只让每个 Value 向量更长；权重仍是一组、总和仍是 1，集中给一个词就没法再集中给另一个。"),
+        ("C", "两个头可以各自给出一个尖锐的分布（一个看「小红」，一个看语法角色），拼接后两份信息都保留",
+         "这正是多头的做法。"),
+        ("D", "做完加权平均后，总能从输出里把每个词各自的贡献无损地分离出来",
+         "平均是多对一的：不同的权重组合可以得到同一个输出，信息一旦混合就分不回来。"),
+        ("E", "单头每次只能看一个词，所以需要多个头",
+         "单头可以把权重分给好几个词；它做不到的是把这几份分开保存——加权平均把它们混成了一个向量。"),
+    )  # fmt: skip
+    return Question(
+        "S2", "第 2 节", "multi",
+        "S2　关于「小明把苹果递给了小红，因为她帮过他」这个例子，下面哪些说法对？（多选）",
+        explanation,
+        key=ChoiceKey(options, frozenset({"A", "C"}), "单头只有一组权重；多头让每条线索各有一组。"),
+    )  # fmt: skip
+
+
+@declare("S3")
+def _s3() -> Question:
+    f = facts()
+    d, h, d_k = f["d"], f["h"], f["d_k"]
+    n = N_SHAPE_EXAMPLE
+    expected = f["split_shape"]
+    explanation = (
+        f"解析：X 是 (n, d_model) = ({n}, {d})。先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，第 i 块连续的 {d_k} 列"
+        f"就是第 i 个头；再交换前两个轴（transpose）得到 (h, n, d_k) = {expected}，每个头成为一个独立的 "
+        f"({n}, {d_k}) 矩阵，才能对每个头做 Q Kᵀ。\n"
+        f"常见错误：忘了 transpose，得到 ({n}, {h}, {d_k})；或者直接 reshape 成 ({h}, {n}, {d_k})——形状对了，"
+        "内容却错了：不同词的特征被塞进了同一个头。"
+    )
+    names = {"h": h, "n": n, "d_k": d_k, "d_v": d_k, "d_model": d}
+    boxes = tuple(NumberBox(f"axis{i}", f"第 {i + 1} 维", size, symbols=names, placeholder="一个整数")
+                  for i, size in enumerate(expected))  # fmt: skip
+
+    def whole(values: dict) -> str:
+        got = tuple(values.values())
+        if any(v.denominator != 1 for v in got):
+            return "形状里的每一维都是整数。"
+        got = tuple(int(v) for v in got)
+        return f"你填的是 {got}。" + split_heads_shape_mistake(got, n, h, d_k)
+
+    return Question(
+        "S3", "第 3 节", "form",
+        f"S3　X 的形状是 (n, d_model) = ({n}, {d})，拆成 h = {h} 个头（split_heads）之后，形状是什么？",
+        explanation,
+        key=FormKey(boxes, f"形状是 {expected}：头放在最前面，每个头是一个 (n, d_k) 矩阵。", whole, spread=True),
+    )  # fmt: skip
+
+
+@declare("S3b")
+def _s3b() -> Question:
+    f = facts()
+    h, d_k = f["h"], f["d_k"]
+    explanation = (
+        "解析：在同一层里，每个头用自己的 W_i^Q、W_i^K、W_i^V 独立打分、独立做 softmax、独立加权求和，"
+        f"彼此看不到对方的分数。直到 Concat 之后乘 W^O，各头的结果才被混合：Concat(head_1, …, head_{h}) W^O "
+        f"= Σ_i head_i W^O_i，其中 W^O_i 是 W^O 中属于第 i 个头的 {d_k} 行。\n"
+        "严格来说：这说的是一层之内；跨层时，下一层的每个头读到的输入已经混合了上一层所有头的信息。"
+    )
+    options = (
+        ("A", "打分时：每个头会参考其他头的分数", "每个头只用自己的 Q_i、K_i 打分，看不到别的头。"),
+        ("B", "softmax 时：所有头的分数放在一起归一化", "softmax 是每个头、每一行各自做的，各头的权重各自和为 1。"),
+        ("C", "直到 Concat 之后乘 W^O，才把各头的结果混合起来", "W^O 是它们第一次混合的地方。"),
+        ("D", "从来不交换：各头的结果直接拼接就是最终输出", "拼接之后还要乘 W^O，它正是把各头结果线性混合的一步。"),
+    )  # fmt: skip
+    return Question(
+        "S3b", "第 3 节", "single", "S3b　在一层多头注意力里，各个头在哪一步才第一次「交换信息」？", explanation,
+        key=ChoiceKey(options, frozenset("C"), "Concat(head_i) W^O = Σ_i head_i W^O_i。"),
+    )  # fmt: skip
+
+
+@declare("S3c")
+def _s3c() -> Question:
+    f = facts()
+    d, h, d_k = f["d"], f["h"], f["d_k"]
+    explanation = (
+        f"解析：Concat(head_1, …, head_{h}) 已经是 n × {h * d_k} = n × {d}，形状没问题。去掉 W^O 之后，"
+        f"输出的第 1 组 {d_k} 列只来自头 1，第 2 组只来自头 2……这一层里没有任何一步把各头的结果混合起来；"
+        f"W^O（{d} × {d}，{d * d:,} 个参数）正是学习「怎样组合各头」的那一步。各头的注意力权重在 W^O 之前就算好了，"
+        "去掉它不会改变权重。\n严格来说：后面的前馈层和下一层仍然会混合这些列，所以模型不至于完全失去组合能力，"
+        "但这一层自己不再做。"
+    )
+    options = (
+        ("A", f"形状对不上：输出不再是 n × {d}", f"Concat 之后已经是 n × {h} · {d_k} = n × {d}。"),
+        ("B", f"形状仍是 n × {d}，但每一组 {d_k} 列只来自一个头：这一层里没有一步把各头的结果混合起来",
+         "W^O 是这一层里唯一混合各头的地方。"),
+        ("C", "什么都不变：W^O 只是为了把形状凑回 d_model",
+         f"形状本来就对；W^O 是可学习的 {d} × {d} 矩阵，它在组合各头。"),
+        ("D", "每个头的注意力权重会跟着改变", "权重在 W^O 之前就算好了，去掉 W^O 不改变它们，只改变怎样用各头的结果。"),
+    )  # fmt: skip
+    return Question(
+        "S3c", "第 3 节", "single",
+        f"S3c　假如去掉 W^O，直接把 Concat(head_1, …, head_{h}) 当作这一层的输出，会怎样？", explanation,
+        key=ChoiceKey(options, frozenset("B"), "形状不变，但各头的结果只是并排放着：混合它们的正是 W^O。"),
+    )  # fmt: skip
+
+
+@declare("S3d")
+def _s3d() -> Question:
+    f = facts()
+    d, d_k = f["d"], f["d_k"]
+    h = UNEVEN_HEADS
+    width, left = divmod(d, h)
+    refused = f["uneven_refused"]
+    explanation = (
+        f"解析：{d} / {h} 不是整数（{h} × {width} = {h * width}，还差 {left}），没法把 {d} 列平均切成 {h} 块，"
+        f"本课的 split_heads 会拒绝：「{refused}」\n"
+        f"但 h × d_k = d_model 是论文的选择，不是公式的要求：W^O 的形状是 (h · d_v) × d_model。比如让 {h} 个头"
+        f"各取 d_k = d_v = {d_k}，拼出 {h * d_k} 维，再用 {h * d_k} × {d} 的 W^O 变回 {d} 维。代价是计算量和参数"
+        "不再与单头相同。"
+    )
+    options = (
+        ("A", f"本课的 split_heads 会报错：{d} / {h} 不是整数，没法把 {d} 列平均切成 {h} 块",
+         "切分要求每个头一样宽。"),
+        ("B", f"可以：每个头拿 {d / h:.2f} 维", "维数只能是整数：一列要么属于某个头，要么不属于。"),
+        ("C", f"论文的公式并不要求 h × d_k = d_model：可以让每个头 d_k = d_v = {d_k}，{h} 个头拼出 {h * d_k} 维，"
+              f"再用 {h * d_k} × {d} 的 W^O 变回 {d} 维",
+         "W^O 的形状是 (h · d_v) × d_model，h × d_k = d_model 只是论文的选择。"),
+        ("D", f"多出来的 {left} 维会被自动丢掉，其余照常",
+         "没有这样的规则：丢掉一部分输入不是多头注意力的定义。"),
+    )  # fmt: skip
+    return Question(
+        "S3d", "第 3 节", "multi", f"S3d　d_model = {d} 时，能不能用 h = {h} 个头？（多选）", explanation,
+        key=ChoiceKey(options, frozenset({"A", "C"}),
+                      "平均切分要求 h 整除 d_model；换一种做法，就让每头的 d_k 与 W^O 的形状另定。"),
+    )  # fmt: skip
+
+
+@declare("S4")
+def _s4() -> Question:
+    f = facts()
+    d, h0 = f["d"], f["h"]
+    n, h = N_FLOPS_EXAMPLE, H_FLOPS_EXAMPLE
+    d_k, d_k0 = f["head_width"](d, h), f["d_k"]
+    one, total = n * n * d_k, f["count"](n, d, h).scores
+    symbols = {"n": n, "d_model": d, "d": d, "h": h, "d_k": d_k}
+    explanation = (
+        f"解析：每个头的分数矩阵是 n × n = {n} × {n}，每个分数是两个 {d_k} 维向量的点积，要 {d_k} 次乘法："
+        f"一个头 n² · d_k = {n * n:,} × {d_k} = {one:,} 次。{h} 个头合计 {h} × {one:,} = {total:,} = n² · d_model，"
+        f"和单头（一个 {d} 维的头：{n * n:,} × {d} = {total:,}）完全一样。h = {h0} 时每个头 {n * n * d_k0:,} 次，"
+        f"合计也是 {total:,}。"
+    )
+    return Question(
+        "S4", "第 4 节", "form",
+        f"S4　n = {n} 个词，d_model = {d}，h = {h} 个头（每个头 d_k = {d_k}）：打分 QKᵀ 这一步，"
+        f"一个头要做多少次乘法？{h} 个头合计多少次？",
+        explanation,
+        key=FormKey((
+            NumberBox("one", "一个头", one, unit="次", symbols=symbols,
+                      hints=((n * n * d, f"这是一个 {d} 维的头的次数；这里每个头只有 d_k = {d_k} 维。"),
+                             (n * n * d_k0, f"这是 h = {h0}（d_k = {d_k0}）时一个头的次数。"),
+                             (n * d_k, "少了一个 n：分数矩阵是 n × n，有 n² 个分数。"),
+                             (n * n, f"这是分数的个数；每个分数还要做 {d_k} 次乘法。")),
+                      generic=f"提示：n × n 个分数，每个是 {d_k} 维的点积。"),
+            NumberBox("all", f"{h} 个头合计", total, unit="次", symbols=symbols,
+                      hints=((one, f"这是一个头的次数，还要乘以 {h}。"),
+                             (h * n * n * d, f"每个头只有 d_k = {d_k} 维，不是 {d} 维。")),
+                      generic=f"提示：{h} 个头，每个头 n² · d_k 次。"),
+        ), f"一个头 {one:,} 次，{h} 个头合计 {total:,} = n² · d_model：和一个 {d} 维的头一样多。"),
+    )  # fmt: skip
+
+
+@declare("S4b")
+def _s4b() -> Question:
+    f = facts()
+    d, h0 = f["d"], f["h"]
+    n, h = N_FLOPS_EXAMPLE, H_FLOPS_EXAMPLE
+    c, c0, c1 = (f["count"](n, d, hh) for hh in (h, h0, 1))
+    growth = (f"exp 的次数是 h·n²：h = 1 时 {c1.softmax_exp:,}，h = {h0} 时 {c0.softmax_exp:,}，"
+              f"h = {h} 时 {c.softmax_exp:,}，随 h 成正比增长。")  # fmt: skip
+    explanation = (
+        f"解析：每个头都有自己的 n × n 分数矩阵，softmax 对每个分数做一次 exp，所以 exp 的次数是 h·n² = "
+        f"{h} × {n}² = {c.softmax_exp:,}。{growth}"
+        f"同样随 h 增长的还有除法和缩放（各 h·n²）。和矩阵乘法的 {c.matmul_total:,} 次相比它们很小，"
+        "所以论文说多头的总成本与单头「相近」，而不是「相同」；头很多、序列很长时，这部分以及大量小矩阵的开销就会显现。"
+    )
+    return Question(
+        "S4b", "第 4 节", "form",
+        f"S4b　同样 n = {n}，d_model = {d}，h = {h}：softmax 一共要算多少次 exp？这个次数随 h 变化吗？",
+        explanation,
+        key=FormKey((
+            NumberBox("exp", "exp 次数", c.softmax_exp, unit="次", symbols={"n": n, "d_model": d, "d": d, "h": h},
+                      hints=((c0.softmax_exp, f"这是 h = {h0} 时的次数；h = {h} 时要重新算。"),
+                             (c1.softmax_exp, "这是单头（h = 1）的次数：每个头都有自己的 n × n 分数，都要做 exp。"),
+                             (c.scores, "n²·d 是打分的乘法次数，不是 exp 的次数：每个分数只做一次 exp。"),
+                             (c.softmax_total, "这是 exp、除法和缩放三者的总和；这一栏只问 exp。")),
+                      generic="提示：每个头都有一个 n × n 的分数矩阵，每个分数做一次 exp。"),
+            _yes_no("grows", "随 h 变化吗？", "会", growth, growth),
+        ), f"h·n² = {c.softmax_exp:,}，随 h 增长：所以论文说「相近」而不是「相同」。"),
+    )  # fmt: skip
+
+
+@declare("S4c")
+def _s4c() -> Question:
+    f = facts()
+    d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
+    d_k = f["head_width"](d, h)
+    params = f["parameters"](d, h)
+    base = f["d"]
+    explanation = (
+        f"解析：换一个配置，道理不变。d_k = d_model / h = {d} / {h} = {d_k}。每个 W_i^Q 是 {d} × {d_k}，{h} 个并排"
+        f"正好是 {d} × {d}；W^K、W^V、W^O 同理，所以投影参数是 4 · d_model² = 4 × {d}² = {params:,} 个，与 h 无关"
+        f"（d_model = {base} 时是 {f['parameters'](base, f['h']):,}）。"
+    )
+    return Question(
+        "S4c", "第 4 节", "form",
+        f"S4c　换一个模型：d_model = {d}，h = {h}。每个头的 d_k 是多少？一层的投影参数（W^Q、W^K、W^V、W^O 合计）"
+        "有多少个？",
+        explanation,
+        key=FormKey((
+            NumberBox("d_k", "每个头的 d_k", d_k, unit="维", symbols={"d_model": d, "h": h}, labels=("d_v",),
+                      hints=((f["d_k"], f"{f['d_k']} 是基础模型的 d_k；这里是 {d} / {h}。"),
+                             (d * h, "乘除弄反了：维度是被切分给各个头的。")),
+                      generic=f"提示：{d} 维平均分给 {h} 个头。"),
+            NumberBox("params", "投影参数", params, unit="个", symbols={"d_model": d, "h": h, "d_k": d_k},
+                      hints=((3 * d * d, "这是 W^Q、W^K、W^V 三个；还有 W^O。"),
+                             (d * d, "这是一个矩阵的参数；一共四个。"),
+                             (4 * d * d_k, "这是每个头一块（d_model × d_k）；每个矩阵有 h 块。"),
+                             (4 * d * d * h,
+                              "每个头的矩阵只有 d_k 列，不是 d_model 列：h 个并排才是 d_model × d_model。")),
+                      generic="提示：W^Q、W^K、W^V、W^O 各是 d_model × d_model。"),
+        ), f"d_k = {d_k}，投影参数 4 · {d}² = {params:,} 个：h 不影响参数量。"),
+    )  # fmt: skip
+
+
+@declare("S5")
+def _s5() -> Question:
+    f = facts()
+    d = f["d"]
+    lo, hi = f["lab_heads"]
+    count, parameters, head_width = f["count"], f["parameters"], f["head_width"]
+    n = N_FLOPS_EXAMPLE
+    measures = (
+        ("A", "参数量（W^Q、W^K、W^V、W^O）", lambda h: parameters(d, h)),
+        ("B", f"矩阵乘法的总次数（n = {n}）", lambda h: count(n, d, h).matmul_total),
+        ("C", f"softmax 的 exp 次数（n = {n}）", lambda h: count(n, d, h).softmax_exp),
+        ("D", "每个头的宽度 d_k", lambda h: head_width(d, h)),
+        ("E", "注意力图的张数", lambda h: h),
+    )
+    options, answer = [], set()
+    for key, label, fn in measures:
+        a, b = fn(lo), fn(hi)
+        verdict = "不变" if a == b else ("变大" if b > a else "变小")
+        options.append((key, label, f"h = {lo} 时是 {a:,}，h = {hi} 时是 {b:,}：{verdict}。"))
+        if a == b:
+            answer.add(key)
+    explanation = (
+        f"解析：d_model = {d} 时，h 从 {lo} 拖到 {hi}：\n"
+        + "\n".join(f"· {label}：{why}" for _, label, why in options)
+        + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 的工作量和注意力图的数量，"
+        "变小的是每个头的宽度。"
+    )
+    return Question(
+        "S5", "第 5 节", "multi",
+        f"S5　在第 5 节的实验台上，把头数 h 从 {lo} 拖到 {hi}（d_model = {d}），下面哪些量保持不变？（多选）",
+        explanation,
+        key=ChoiceKey(tuple(options), frozenset(answer), "参数量和矩阵乘法守恒；softmax 的工作量与头数成正比。"),
+    )  # fmt: skip
+
+
+@declare("S6")
+def _s6() -> Question:
+    """§6's Chinese pronoun-head question, declared as data beside the experiment it asks about."""
+    from lesson_lib.practice.pronoun_heads_question import QUESTION as q
+
+    return Question(
+        q["id"], q["section"], q["kind"], f"{q['id']}　{q['prompt']}", q["explanation"],
+        key=ChoiceKey(tuple(q["options"]), frozenset(q["answer"]), q["right_line"]),
+    )  # fmt: skip
+
+
+def _table_a_label(row) -> str:
+    return f"h = {row['h']}，d_k = {row['d_k']}"
+
+
+@declare("S7")
+def _s7() -> Question:
+    f = facts()
+    rows = f["table_a"]
+    best_bleu = max(r["bleu"] for r in rows)
+    best = [r for r in rows if r["bleu"] == best_bleu]
+    single = next(r for r in rows if r["h"] == 1)
+    drop = round(best_bleu - single["bleu"], 1)
+    options, answer = [], set()
+    for key, row in zip("ABCDEFG", sorted(rows, key=lambda r: r["h"])):
+        why = f"BLEU {row['bleu']}，比最高的 {best_bleu} 低 {round(best_bleu - row['bleu'], 1)}。"
+        if row["bleu"] == best_bleu:
+            answer.add(key)
+            why = f"BLEU {row['bleu']}，并列最高。"
+        options.append((key, _table_a_label(row), why))
+    ppl_best = min(best, key=lambda r: r["ppl"])
+    by_h = sorted(rows, key=lambda r: r["h"])
+    explanation = (
+        f"解析：表 3 的 base 行与 (A) 行（d_model = {f['d']}，h × d_k 固定，计算量不变）：\n"
+        + "\n".join(f"· {_table_a_label(r)}：BLEU {r['bleu']}，PPL {r['ppl']}" for r in by_h)
+        + f"\nBLEU 最高的是 {'、'.join(_table_a_label(r) for r in best)}（并列 {best_bleu}），"
+        f"困惑度 PPL 以 {_table_a_label(ppl_best)} 的 {ppl_best['ppl']} 略低。单头比最好的设置低 {drop} BLEU；"
+        "头太多时又会下滑。\n严格来说：这些是开发集上的结果，论文没有报告方差，也没有说每一行训练了几次，"
+        "0.1 的差别说明不了谁更好；结论是「适中的头数最好，太少和太多都差」，而不是「某一个 h 一定最好」。"
+    )
+    return Question(
+        "S7", "第 7 节", "multi",
+        "S7　对照第 7 节的论文表 3（base 行和 (A) 行），按 BLEU，哪些设置最好？（多选：有并列）", explanation,
+        key=ChoiceKey(tuple(options), frozenset(answer),
+                      f"{'、'.join(_table_a_label(r) for r in best)} 并列 BLEU {best_bleu}；单头低 {drop}。"),
+    )  # fmt: skip
+
+
+@declare("S7b")
+def _s7b() -> Question:
+    f = facts()
+    d = f["d"]
+    rows = f["table3"]
+    h32 = max((r for r in rows if r["row"] == "A"), key=lambda r: r["h"])
+    narrow_b = next(r for r in rows if r["row"] == "B" and r["d_k"] == h32["d_k"])
+    base = next(r for r in rows if r["row"] == "base")
+    params_same = f["parameters"](d, h32["h"]) == f["parameters"](d, base["h"])
+    n = N_FLOPS_EXAMPLE
+    matmul_same = f["count"](n, d, h32["h"]).matmul_total == f["count"](n, d, base["h"]).matmul_total
+    explanation = (
+        f"解析：h = {h32['h']} 时每个头只有 d_k = {h32['d_k']} 维，BLEU {h32['bleu']}。表 3 的 (B) 行在 h = "
+        f"{narrow_b['h']} 不变的情况下只把 d_k 缩到 {narrow_b['d_k']}，BLEU 只有 {narrow_b['bleu']}：窄 d_k 本身"
+        "就可能掉分，所以「头太多变差」可能有一部分要怪「每个头太窄」——两者在 (A) 行里是绑在一起变的。"
+        f"不过 (B) 行也不是纯粹的对照：它同时少了参数（{narrow_b['params_m']}M，base 是 {base['params_m']}M），"
+        f"d_v 仍是 {narrow_b['d_v']}，表 3 能支持的只是「部分原因」。"
+        f"\n参数量：(A) 行所有 h 的投影参数都是 4·d_model²（{'相同' if params_same else '不同'}）；"
+        f"矩阵乘法总量也{'相同' if matmul_same else '不同'}。"
+    )
+    options = (
+        ("A", "参数量变多了，模型过拟合", "(A) 行的参数量与 base 相同：投影参数总是 4·d_model²，与 h 无关。"),
+        ("B", "计算量变成了原来的 4 倍，训练不充分",
+         "矩阵乘法总量与 h 无关（h × d_k = d_model）；只有 softmax 这类小开销随 h 增长。"),
+        ("C", f"每个头只剩 d_k = {h32['d_k']} 维，太窄了；(B) 行 h = {narrow_b['h']}、d_k = {narrow_b['d_k']} 也只有 "
+              f"BLEU {narrow_b['bleu']}",
+         "窄 d_k 本身就可能伤害效果（(B) 行还少了参数，所以只能说是部分原因）。"),
+        ("D", f"{h32['h']} 个头全都学成了一模一样的注意力模式",
+         "论文没有给出这样的证据；表 3 能支持的解释是每个头太窄。"),
+    )  # fmt: skip
+    return Question(
+        "S7b", "第 7 节", "single",
+        f"S7b　表 3 里 h = {h32['h']}（d_k = {h32['d_k']}）的 BLEU 降到 {h32['bleu']}。最有根据的解释是哪一个？",
+        explanation,
+        key=ChoiceKey(options, frozenset("C"),
+                      f"d_k = {h32['d_k']} 太窄；(B) 行说明窄 d_k 本身就可能掉分，"
+                      "头数多和头太窄在 (A) 行里是绑在一起的。"),
+    )  # fmt: skip
+
+
+@declare("S7c")
+def _s7c() -> Question:
+    explanation = (
+        "解析：d_k = 1 时查询 q 和键 k 都是一个数，分数 q·k 是 k 的单调函数：q > 0 时 k 越大分越高，q < 0 时 k 越小"
+        "分越高。所以不管 q 取什么，得分最高的只能是值最大或最小的那个键；把 |q| 调大只会让分布更尖，赢家还是同一端。"
+        "排在中间的键永远比某一端得分低，这个头永远选不中它。只要有 2 维，键可以摆在一个圆上，查询指向哪个键，"
+        "哪个键就得分最高（第 7.4 节用 softmax 验证了这一点）。\n"
+        "严格来说：论文里 h = 32 时每头还有 d_k = 16，离这个极端很远；这个论证说的是「太窄会限制一个头能选中哪些键」。"
+    )
+    options = (
+        ("A", "值最大的那个键（q > 0 时）", "q > 0 时 q·k 随 k 增大，最大的键得分最高。"),
+        ("B", "值最小的那个键（q < 0 时）", "q < 0 时 q·k 随 k 减小而增大，最小的键得分最高。"),
+        ("C", "值排在中间的某个键——只要 q 选得合适",
+         "q·k 对 k 是单调的：中间的键总比某一端的键得分低，任何 q 都选不中它。"),
+        ("D", "任何一个键，只要把 q 调得足够大", "|q| 越大只让分布越尖，赢家还是最大或最小的那一端。"),
+    )  # fmt: skip
+    return Question(
+        "S7c", "第 7 节", "multi",
+        "S7c　一个 d_k = 1 的头：查询 q 和每个键 k 都只是一个数，打分是 q·k。九个键的值各不相同，q 可以取任何非零的数。"
+        "这个头的注意力能集中到哪些键上？（多选）",
+        explanation,
+        key=ChoiceKey(options, frozenset({"A", "B"}), "一维的分数对键是单调的：一个头只能挑两端。"),
+    )  # fmt: skip

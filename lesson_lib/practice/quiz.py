@@ -1,0 +1,46 @@
+"""Checking one answer to one question of §8 and §10: ``check(question_id, answer)`` and ``assess``.
+
+The pieces live beside this module in ``lesson_lib.practice``: ``questions`` (the bank, as data), ``parse``
+(reading one answer box; learner text is never executed), ``checkers`` (one checker per kind), ``freetext``
+(a self-explanation's rubric), ``interview`` (§8's rubric and reference answer), ``feedback`` / ``render``
+(what a check returns and its theme-aware HTML). The learner's progress lives in ``practice.progress``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from lesson_lib.practice.checkers import CHECKERS, self_assess
+from lesson_lib.practice.feedback import FORM, Feedback
+from lesson_lib.practice.interview import INTERVIEW_ID, interview_version
+from lesson_lib.practice.questions import question, question_ids
+
+_SAFETY_NET = True  # tests switch this off so that a bug surfaces instead of a generic message
+
+
+def check(question_id: str, answer) -> Feedback:
+    """Check a learner's answer: the question's kind picks the checker. Never raises for any answer. The
+    feedback carries the version of the question it answered (``Question.version``)."""
+    q = question(question_id)
+    try:
+        return replace(CHECKERS[q.kind](q, answer), version=q.version)
+    except Exception:
+        if not _SAFETY_NET:
+            raise
+        return Feedback(False, f"{FORM}这个答案我没能读懂。请在每个框里只填一个数或一个式子，或者点选选项。",
+                        q.explanation, q.id, blank=True, unread=True, version=q.version)  # fmt: skip
+
+
+def versions() -> dict[str, str]:
+    """Every question's version digest, and the §8 interview's (computed from the question data)."""
+    out = {qid: question(qid).version for qid in question_ids()}
+    out[INTERVIEW_ID] = interview_version()
+    return out
+
+
+def assess(question_id: str, ticked) -> Feedback:
+    """A self-explanation question's self-assessment: the rubric points the learner ticked (never 正确)."""
+    q = question(question_id)
+    if q.kind != "self":
+        raise KeyError(f"{question_id} 不是自我解释题，不需要自评。")
+    return self_assess(q.id, q.key, ticked)

@@ -1,0 +1,327 @@
+"""Section 2: why one head must average, on the lesson's sentence 「小明把苹果递给了小红，因为她帮过他。」.
+
+The pronoun 她 needs two things from earlier words at once:
+- 指代 (reference): who is 她? -> 小红, the only female person before it;
+- 语法角色 (syntactic role): 她 is the subject of the new clause, so it lines up with the
+  subject of the first clause, 小明.
+
+Every word's value vector is a row of named, readable features. One head has one row of weights
+for 她, so its output is a weighted average of those rows; two heads each get their own row of
+weights and their own feature subspace, and the concatenation keeps both answers.
+All attention here goes through ``lesson_lib.attention.scaled_dot_product_attention``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lesson_lib.attention import scaled_dot_product_attention
+from lesson_lib.checks import LessonInputTypeError, check_choice, check_number
+
+__all__ = [
+    "blend_table",
+    "demo_text",
+    "summary_html",
+    "values_table",
+    "TOKENS",
+    "QUERY",
+    "FEATURES",
+    "IDENTITY_FEATURES",
+    "ROLE_FEATURES",
+    "LESSON_WEIGHTS",
+    "values",
+    "blend",
+    "Demo",
+    "demo",
+    "retention_curve",
+    "plot_demo",
+    "demo_alt",
+    "demo_html",
+    "plot_retention",
+]
+
+# The sentence up to the pronoun: attention only looks back, so these are all 她 can see.
+TOKENS = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她"]
+QUERY = TOKENS.index("她")
+REFERENT, SUBJECT = TOKENS.index("小红"), TOKENS.index("小明")
+
+# Value features. Identity features answer "who is it"; role features answer "what role does it play".
+IDENTITY_FEATURES = ["女性", "男性", "人物", "物品"]
+ROLE_FEATURES = ["主语", "宾语"]
+FEATURES = IDENTITY_FEATURES + ROLE_FEATURES
+
+_VALUE_ROWS = {  # word -> features it carries (1.0 = has it)
+    "小明": {"男性": 1, "人物": 1, "主语": 1},
+    "苹果": {"物品": 1, "宾语": 1},
+    "小红": {"女性": 1, "人物": 1},  # the receiver: neither the subject nor the thing handed over
+}
+
+# The lesson's illustration of one head: 小红 40 %, 小明 30 %, 苹果 30 %.
+LESSON_WEIGHTS = {"小红": 0.4, "小明": 0.3, "苹果": 0.3}
+
+# Keys and queries, one dimension per question: [is a female person?, is a clause subject?]
+_KEY_ROWS = {"小明": [0.0, 1.0], "苹果": [0.0, 0.0], "小红": [1.0, 0.0], "她": [1.0, 1.0]}
+_QUESTION = {"指代": np.array([1.0, 0.0]), "语法角色": np.array([0.0, 1.0])}
+
+
+def values() -> np.ndarray:
+    """(n, len(FEATURES)) value vectors of the sentence; function words carry nothing."""
+    v = np.zeros((len(TOKENS), len(FEATURES)))  # (n, 6)
+    for word, feats in _VALUE_ROWS.items():
+        for name, x in feats.items():
+            v[TOKENS.index(word), FEATURES.index(name)] = x
+    return v
+
+
+def _keys() -> np.ndarray:
+    k = np.zeros((len(TOKENS), 2))  # (n, 2)
+    for word, row in _KEY_ROWS.items():
+        k[TOKENS.index(word)] = row
+    return k
+
+
+def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
+    """The output of one head with the given weights: Σ_j w_j v_j, per named feature."""
+    if not isinstance(weights_by_word, dict):
+        raise LessonInputTypeError(
+            f"权重应是「词 → 权重」的字典，例如 {LESSON_WEIGHTS}，收到的是 {weights_by_word!r}。"
+        )
+    w = np.zeros(len(TOKENS))  # (n,)
+    for word, x in weights_by_word.items():
+        if word not in TOKENS:
+            raise ValueError(f"「{word}」不在句子里：可选的词是 {TOKENS}。")
+        w[TOKENS.index(word)] = check_number(x, f"「{word}」的权重")
+    if not np.isclose(w.sum(), 1.0) or (w < 0).any():
+        raise ValueError(f"注意力权重应非负且加起来等于 1，现在的和是 {w.sum():.3f}。")
+    out = w @ values()  # (6,) the weighted average the single head returns
+    return {name: float(x) for name, x in zip(FEATURES, out)}
+
+
+MAX_SHARPNESS = 50.0  # beyond this the softmax is one-hot to every printed digit
+
+
+@dataclass(frozen=True)
+class Demo:
+    """What 她 reads from the sentence with ``heads`` heads at a given sharpness."""
+
+    heads: int
+    sharpness: float
+    names: list[str]  # one name per head
+    weights: np.ndarray  # (heads, n) 她's attention row in each head
+    output: dict[str, float]  # the concatenated output, per feature
+    referent_kept: float  # how much of 小红's identity reaches the output (0..1)
+    subject_kept: float  # how much of 小明's subject role reaches the output (0..1)
+
+
+def _mask() -> np.ndarray:
+    allowed = np.zeros((1, len(TOKENS)), dtype=bool)  # (1, n) 她 sees only the words before it
+    allowed[0, :QUERY] = True
+    return allowed
+
+
+def demo(heads: int, sharpness: float = 4.0) -> Demo:
+    """Run 她's query through one head (both questions in one query) or two (one question each).
+
+    ``sharpness`` scales the query: higher means a more peaked softmax.
+    """
+    heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
+    sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=MAX_SHARPNESS)
+    k, v = _keys(), values()  # (n, 2), (n, 6)
+    scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
+    if heads == 1:
+        # One query asks both questions at once: one softmax, one weighted average of whole rows.
+        q = scale * (_QUESTION["指代"] + 0.8 * _QUESTION["语法角色"])[None]  # (1, 2)
+        out, w = scaled_dot_product_attention(q, k, v, _mask())  # (1, 6), (1, n)
+        names = ["单头（两个问题挤在一起）"]
+        output = out[0]
+        referent, subject = w[0, REFERENT], w[0, SUBJECT]
+    else:
+        # Each head owns one question and one feature subspace (its slice of W^Q, W^K, W^V).
+        q = np.stack([scale * _QUESTION["指代"], scale * _QUESTION["语法角色"]])[:, None]  # (2, 1, 2)
+        k2 = np.stack([k * [1, 0], k * [0, 1]])  # (2, n, 2) each head's key subspace
+        n_id = len(IDENTITY_FEATURES)
+        v2 = np.stack([v[:, :n_id], np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))])  # (2, n, 4)
+        heads_out, w = scaled_dot_product_attention(q, k2, v2, _mask())  # (2, 1, 4), (2, 1, n)
+        output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])  # (6,) Concat
+        w = w[:, 0]  # (2, n)
+        names = ["头 1：指代", "头 2：语法角色"]
+        referent, subject = w[0, REFERENT], w[1, SUBJECT]
+    return Demo(
+        heads=heads,
+        sharpness=float(sharpness),
+        names=names,
+        weights=np.atleast_2d(w),
+        output={name: float(x) for name, x in zip(FEATURES, output)},
+        referent_kept=float(referent),
+        subject_kept=float(subject),
+    )
+
+
+def retention_curve(sharpness_values) -> dict[int, np.ndarray]:
+    """For 1 and 2 heads: (len(s), 2) arrays of [referent_kept, subject_kept] against sharpness."""
+    curves = {}
+    for heads in (1, 2):
+        curves[heads] = np.array([[d.referent_kept, d.subject_kept] for d in map(lambda s: demo(heads, s),
+                                                                                   sharpness_values)])
+    return curves
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures (matplotlib imported on use)
+# ---------------------------------------------------------------------------------------------
+
+
+_DEMO_COLOURS = {1: ["#8172B2"], 2: ["#4C72B0", "#DD8452"]}
+_demo_figures: dict = {}  # heads -> (figure, bar containers, feature bars): the widget redraws these in place
+
+
+def _demo_figure(heads: int):
+    """The demo's figure for 1 or 2 heads with every bar at 0, on a fixed layout (no tight_layout per redraw).
+
+    6 inches wide (shown at 100 % in a 592 px output), the two panels stacked, no text under 10 pt (13 px).
+    """
+    from matplotlib.figure import Figure
+
+    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, use_chinese_font
+
+    use_chinese_font()
+    visible = TOKENS[:QUERY]
+    fig = Figure(figsize=(FIGURE_MAX_INCHES, 5.8), dpi=100)
+    left = fig.add_axes((0.14, 0.55, 0.83, 0.32))
+    right = fig.add_axes((0.16, 0.07, 0.81, 0.3))
+    width = 0.8 / heads
+    x = np.arange(len(visible))
+    names = demo(heads).names
+    bars = [left.bar(x + (i - (heads - 1) / 2) * width, np.zeros(len(visible)), width, label=names[i],
+                     color=_DEMO_COLOURS[heads][i]) for i in range(heads)]
+    left.set_xticks(x, visible)
+    left.set_ylim(0, 1.05)
+    left.set_ylabel("「她」的注意力权重")
+    left.set_title("「她」往回看时，每个头把注意力给了谁", pad=30)
+    # Above the axes, not over them: a weight can reach 1, so no corner inside is always free.
+    left.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False, borderaxespad=0.1)
+    feats = FEATURES[::-1]
+    feature_bars = right.barh(feats, np.zeros(len(feats)), color="#55A868")
+    right.set_xlim(0, 1.05)
+    right.set_title("输出里读得出的特征（理想：女性=1、人物=1、主语=1）")
+    return fig, bars, feature_bars
+
+
+def _set_demo(parts, d: Demo):
+    fig, bars, feature_bars = parts
+    for container, row in zip(bars, d.weights):
+        for bar, weight in zip(container, row[:QUERY]):
+            bar.set_height(weight)
+    for bar, name in zip(feature_bars, FEATURES[::-1]):
+        bar.set_width(d.output[name])
+    return fig
+
+
+def plot_demo(d: Demo):
+    """She's attention row in each head (bars) above the output features (bars)."""
+    from lesson_lib.show.plotting import describe
+
+    return describe(_set_demo(_demo_figure(d.heads), d), demo_alt(d))
+
+
+def demo_alt(d: Demo) -> str:
+    """What the demo picture shows, from ``d``: each head's two largest weights, then the output features."""
+    parts = []
+    for name, row in zip(d.names, d.weights):
+        top = np.argsort(-row[:QUERY], kind="stable")[:2]
+        gives = "，".join(f"给「{TOKENS[k]}」{row[k]:.2f}" for k in top)
+        parts.append(f"{name}：「她」{gives}")
+    features = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
+    heads = "；".join(parts)
+    return f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{features}。"
+
+
+def demo_html(d: Demo) -> str:
+    """``plot_demo``'s picture as themed SVG for the widget: the figure is built once per head count and redrawn."""
+    from lesson_lib.show.plotting import picture_html, use_chinese_font
+
+    use_chinese_font()  # a kept figure is drawn with today's rcParams: a cell may have reset the font since
+    if d.heads not in _demo_figures:
+        _demo_figures[d.heads] = _demo_figure(d.heads)
+    return picture_html(_set_demo(_demo_figures[d.heads], d), demo_alt(d), fallback=False)
+
+
+def plot_retention(sharpness_values, curves):
+    """How much of each answer survives, against sharpness, for 1 head and 2 heads."""
+    import matplotlib.pyplot as plt
+
+    from lesson_lib.show.plotting import use_chinese_font
+
+    use_chinese_font()
+    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe
+
+    fig, ax = plt.subplots(figsize=(FIGURE_MAX_INCHES, 4.2))
+    styles = {1: "-", 2: "--"}
+    for heads, c in curves.items():
+        label = "1 个头" if heads == 1 else "2 个头"
+        ax.plot(sharpness_values, c[:, 0], styles[heads], color="#C44E52", label=f"{label}：指代（小红）保留")
+        ax.plot(sharpness_values, c[:, 1], styles[heads], color="#4C72B0", label=f"{label}：主语（小明）保留")
+    ax.set_xlabel("查询的锐度（越大，softmax 越尖）")
+    ax.set_ylabel("能从输出读回的比例")
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_title("单头越尖就越只顾一头；\n两个头可以同时又尖又全")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)  # under the axes: no curve hidden
+    fig.tight_layout()
+    return describe(fig, retention_alt(sharpness_values, curves))
+
+
+def retention_alt(sharpness_values, curves) -> str:
+    """What the retention plot shows, from its own numbers: each curve's start, end and peak."""
+    s = np.asarray(sharpness_values, dtype=float)
+    parts = []
+    for heads, c in curves.items():
+        for col, name in ((0, "指代（小红）"), (1, "主语（小明）")):
+            y = c[:, col]
+            top = int(np.argmax(y))
+            parts.append(f"{heads} 个头的{name}保留：锐度 {s[0]:g} 时 {y[0]:.2f}，{s[-1]:g} 时 {y[-1]:.2f}，"
+                         f"最高 {y[top]:.2f}（锐度 {s[top]:g}）")
+    return "折线图：横轴是查询的锐度，纵轴是能从输出读回的比例。" + "；".join(parts) + "。"
+
+
+# ---------------------------------------------------------------------------------------------
+# What section 2 prints
+# ---------------------------------------------------------------------------------------------
+
+
+def values_table() -> str:
+    """The visible words' value vectors, one named feature per column."""
+    from lesson_lib.show.tables import text_table
+
+    v = values()
+    rows = [[word, *v[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
+    return text_table(["词元", *FEATURES], rows)
+
+
+def blend_table(weights_by_word: dict[str, float]) -> str:
+    """One head's output with the given weights, feature by feature."""
+    from lesson_lib.show.tables import text_table
+
+    label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
+    return text_table(["特征", f"单头输出（{label}）"], [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
+
+
+def summary_html(d: Demo) -> str:
+    """One line for the widget: how much of each answer reaches the output."""
+    from lesson_lib.show.theme import box
+
+    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
+               f"<b>主语（小明）{d.subject_kept:.0%}</b>。")
+
+
+def demo_text(sharpness: float = 4.0) -> str:
+    """她's weights in each head and what reaches the output, for 1 head and for 2 heads."""
+    lines = []
+    for heads in (1, 2):
+        d = demo(heads, sharpness)
+        lines.append(f"{heads} 个头：")
+        for name, row in zip(d.names, d.weights):
+            lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}" for t, w in zip(TOKENS, row[:QUERY])))
+        lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，主语（小明）= {d.subject_kept:.2f}")
+    return "\n".join(lines)

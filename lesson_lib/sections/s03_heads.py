@@ -1,0 +1,365 @@
+"""Section 3: how d_model is cut into heads and glued back, step by step, on real arrays.
+
+``shape_steps`` runs the kernel's own functions (split_heads, scaled_dot_product_attention,
+merge_heads) and records every intermediate shape; alongside the numbers it tracks an "owner" array
+(which head's column block each number came from), so a figure can colour each head's block and
+show what reshaping without the transpose does: every "head" then holds a jumble of other heads'
+columns and of other tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from lesson_lib.attention import (
+    head_width,
+    merge_heads,
+    multi_head_attention,
+    scaled_dot_product_attention,
+    split_heads,
+)
+from lesson_lib.checks import check_int, check_split
+
+__all__ = [
+    "heads_mix_text",
+    "step_summary_html",
+    "steps_text",
+    "transpose_text",
+    "Step",
+    "shape_steps",
+    "wrong_split",
+    "owner_map",
+    "heads_mix_only_at_wo",
+    "order_and_position",
+    "order_text",
+    "plot_step",
+    "step_alt",
+    "step_html",
+    "plot_figure_11_1",
+]
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str  # Chinese caption of the step
+    code: str  # the expression that produces it
+    shape: tuple[int, ...]
+    owner: np.ndarray  # same shape (without the value axis): head index each number came from
+    token: np.ndarray  # same shape: token index each number came from (-1 once heads mix tokens)
+    first_axis: str = ""  # for 3-D steps: what the first axis indexes ("头" or "词")
+
+
+def owner_map(n: int, d_model: int, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n, d_model) arrays: the head that owns each column, and the token of each row."""
+    d_k = head_width(d_model, h)
+    n = check_int(n, "n（词数）", minimum=1)
+    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model)).copy()  # (n, d_model) column block -> head
+    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model)).copy()  # (n, d_model) row -> token
+    return owner, token
+
+
+def wrong_split(x, h):
+    """The classic bug: reshape (n, d_model) straight to (h, n, d_k) without the transpose."""
+    x, h = check_split(x, h)
+    n, d_model = x.shape[-2:]
+    return x.reshape(*x.shape[:-2], h, n, d_model // h)  # (..., h, n, d_k) but the wrong numbers
+
+
+def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bool = False, seed: int = 0):
+    """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
+    d_k = head_width(d_model, h)
+    n, seed = check_int(n, "n（词数）", minimum=1), check_int(seed, "seed", minimum=0)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d_model))  # (n, d_model)
+    w_q, w_k, w_v, w_o = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4))
+    owner, token = owner_map(n, d_model, h)
+    split = wrong_split if forget_transpose else split_heads
+    steps = [Step("输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）", "X", x.shape, owner, token)]
+    q = x @ w_q  # (n, d_model)
+    steps.append(Step(f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）", "X @ W_Q",
+                      q.shape, owner, token))
+    if not forget_transpose:
+        q4 = q.reshape(n, h, d_k)  # (n, h, d_k)
+        steps.append(Step(f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}",
+                          "Q.reshape(n, h, d_k)", q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k), "词元"))
+    qh, kh, vh = (split(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
+    o3, t3 = split(owner, h), split(token, h)
+    label = ("直接 reshape 成 (h, n, d_k)，忘了 transpose！" if forget_transpose
+             else "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）")
+    code = "split_heads(Q, h)" if not forget_transpose else "Q.reshape(h, n, d_k)"
+    steps.append(Step(label, code, qh.shape, o3, t3, "头"))
+    heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
+    mixed_token = np.full(heads.shape, -1)  # each output row mixes all tokens' values
+    steps.append(Step(f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵", "Attention(Q_i, K_i, V_i)", heads.shape, o3,
+                      mixed_token, "头"))
+    if not forget_transpose:
+        back = np.swapaxes(heads, 0, 1)  # (n, h, d_v) tokens first again, ready to be laid side by side
+        steps.append(Step("转置回 (n, h, d_v)：词元重新放到最前面", "heads.swapaxes(0, 1)", back.shape,
+                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1), "词元"))
+    concat = merge_heads(heads)  # (n, h·d_v)
+    title = "拼接 Concat(head_1, …, head_h)"
+    title += "" if forget_transpose else "（上一步的转置加这一步，就是 merge_heads）"
+    steps.append(Step(title, "merge_heads(heads)", concat.shape, merge_heads(o3),
+                      merge_heads(mixed_token)))
+    out = concat @ w_o  # (n, d_model)
+    steps.append(Step("乘 W^O：各头的结果第一次混在一起", "concat @ W_O", out.shape, np.full(out.shape, -1),
+                      np.full(out.shape, -1)))
+    return steps
+
+
+def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
+    """Concat(head_i) W^O equals Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O).
+
+    Returns the two results' largest difference, and how much one head's output moves when another
+    head's query weights change (zero before W^O: heads do not talk while attending).
+    """
+    d_k = head_width(d_model, h)
+    n, seed = check_int(n, "n（词数）", minimum=1), check_int(seed, "seed", minimum=0)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d_model))  # (n, d_model)
+    w_q, w_k, w_v, w_o = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4))
+
+    def heads_of(wq):
+        return scaled_dot_product_attention(split_heads(x @ wq, h), split_heads(x @ w_k, h),
+                                            split_heads(x @ w_v, h))[0]  # (h, n, d_v)
+
+    heads = heads_of(w_q)
+    concat_then_wo = merge_heads(heads) @ w_o  # (n, d_model)
+    sum_of_heads = sum(heads[i] @ w_o[i * d_k:(i + 1) * d_k] for i in range(h))  # Σ_i head_i W^O_i
+    w_q_changed = w_q.copy()
+    w_q_changed[:, d_k:] += rng.standard_normal((d_model, d_model - d_k))  # change every head but head 1
+    heads_changed = heads_of(w_q_changed)
+    return {
+        "max_difference": float(np.abs(concat_then_wo - sum_of_heads).max()),
+        "head1_change": float(np.abs(heads_changed[0] - heads[0]).max()),
+        "others_change": float(np.abs(heads_changed[1:] - heads[1:]).max()) if h > 1 else 0.0,
+    }
+
+
+def order_and_position(n: int = 6, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
+    """Self-attention ignores order unless X carries positions.
+
+    Reverse the tokens of X: without positions every token's output row is the same, only moved
+    (attention sees a bag of tokens). Add a position table P (one fixed row per position, what the
+    lesson's trained models add to X) and the same reversal changes what each token reads.
+    Returns the largest difference between "reverse, then attend" and "attend, then reverse", both ways.
+    """
+    head_width(d_model, h)
+    n, seed = check_int(n, "n（词元数）", minimum=2), check_int(seed, "seed", minimum=0)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d_model))  # (n, d_model) token vectors
+    ws = [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]  # W^Q, W^K, W^V, W^O
+    positions = rng.standard_normal((n, d_model))  # (n, d_model) row t is added to whatever token sits at t
+    flip = np.arange(n)[::-1]
+
+    def moved_only(p):
+        out = multi_head_attention(x + p, *ws, h)[0]  # (n, d_model)
+        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]  # (n, d_model) the reversed sentence
+        return float(np.abs(out_reversed - out[flip]).max())
+
+    return {"without_position": moved_only(0.0), "with_position": moved_only(positions)}
+
+
+def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
+    """order_and_position in two sentences; round-off printed as a bound, since its digits follow the CPU."""
+    check = order_and_position(n=n, d_model=d_model, h=h)
+    without, with_position = check["without_position"], check["with_position"]
+    same = f"< {ROUNDOFF:.0e}，每个词元读到的内容一样" if without < ROUNDOFF else f"{without:.2f}，内容变了！"
+    changed = f"{with_position:.2f}，每个词元读到的内容变了" if with_position >= ROUNDOFF else "< 1e-12，内容没变！"
+    return "\n".join([
+        f"不加位置编码，把 {n} 个词元倒过来排：输出也只是倒过来，同一个词元的输出最大差 {same}",
+        f"X 加上位置编码再倒过来排：同一个词元的输出最大差 {changed}",
+    ])
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------
+
+_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
+
+
+def _colour(owner):
+    from matplotlib.colors import to_rgb
+
+    palette = np.array([to_rgb(c) for c in _HEAD_COLORS] + [(0.93, 0.93, 0.93)])  # last: mixed
+    idx = np.where(owner < 0, len(_HEAD_COLORS), owner % len(_HEAD_COLORS))
+    return palette[idx]
+
+
+def plot_step(step: Step):
+    """Draw one step: 2-D arrays as one wide block, 3-D as a row of slices, coloured by owning head.
+
+    Every step gets the same figure size and a fixed layout, so the stepper's picture keeps its size.
+    """
+    from matplotlib.figure import Figure
+
+    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, use_chinese_font, wrap_title
+
+    use_chinese_font()
+    owner = step.owner
+    if owner.ndim == 2:
+        slices, names = [owner], [f"{owner.shape[0]} × {owner.shape[1]}"]
+    else:
+        slices = [owner[i] for i in range(owner.shape[0])]
+        names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
+    fig = Figure(figsize=(FIGURE_MAX_INCHES, 3.0), dpi=100)  # 6 in: shown at 100 % in a 592 px output
+    axes = fig.subplots(1, len(slices), squeeze=False,
+                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.56, "wspace": 0.15})
+    for ax, sl, name in zip(axes[0], slices, names):
+        ax.imshow(_colour(sl), aspect="auto", interpolation="nearest")  # every column, so all h bands show
+        ax.set_title(name.replace(f"{step.first_axis} ", step.first_axis) if len(slices) > 6 else name, fontsize=9.5)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    # the shape on a line of its own: a wrapped title never splits "(6, 8, 64)"
+    fig.suptitle(f"{wrap_title(step.title, FIGURE_MAX_INCHES - 0.3, 11)}\n形状 {step.shape}", fontsize=11, y=0.98,
+                 linespacing=1.3)
+    return describe(fig, step_alt(step))
+
+
+def step_alt(step: Step) -> str:
+    """What a stepper picture shows: the step, its shape, and which heads' colours each slice holds."""
+    owner = step.owner
+    head = step.title + ("" if step.title.endswith("！") else "，")
+    slices = [owner] if owner.ndim == 2 else list(owner)
+    held = [sorted({int(o) + 1 for o in sl.ravel() if o >= 0}) for sl in slices]
+    if owner.ndim == 3:
+        each = "；".join(f"{step.first_axis} {i + 1} 里是头 {'、'.join(map(str, hs))} 的数"
+                        for i, hs in enumerate(held[:4]))
+        more = f"……共 {len(slices)} 片" if len(slices) > 4 else ""
+        return f"{head}形状 {step.shape}：分成 {len(slices)} 片。{each}{more}。颜色表示每个数来自哪个头。"
+    if (owner < 0).all():
+        return f"{head}形状 {step.shape}：一整块灰色，各头的结果已经混在一起。"
+    return f"{head}形状 {step.shape}：一整块，列按所属的头分成 {len(held[0])} 段颜色（头 1 到头 {held[0][-1]}）。"
+
+
+@lru_cache(maxsize=64)
+def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> str:
+    """Themed SVG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
+    import matplotlib.pyplot as plt
+
+    from lesson_lib.show.plotting import picture_html
+
+    fig = plot_step(shape_steps(n, d_model, h, forget_transpose)[index])
+    page = picture_html(fig, fallback=False)
+    plt.close(fig)
+    return page
+
+
+def _pale(colour: str, share: float = 0.25) -> str:
+    """``colour`` mixed into white: a box the theme's text reads on (≥ 4.5:1), tinted into a dark page like every
+    pale fill (plotting.theme_colour); the head keeps its colour in the box's border."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    return to_hex([share * c + (1 - share) for c in to_rgb(colour)])
+
+
+def plot_figure_11_1(d_model: int = 512, h: int = 8):
+    """Figure 11.1 redrawn: Q, K, V -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    from lesson_lib.show.plotting import use_chinese_font
+
+    use_chinese_font()
+    d_k = head_width(d_model, h)
+    # 6 inches wide (no scaling in a 592 px output), every text ≥ 9 pt: labels go on two or three short lines.
+    fig, ax = plt.subplots(figsize=(6.0, 5.0))
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
+    ax.set_xlim(0, 11)
+    ax.set_ylim(-0.75, 4.75)
+    ax.axis("off")
+
+    def box(x, y, w, hgt, text, color, size=9.5, edge="#333333"):
+        ax.add_patch(FancyBboxPatch((x, y), w, hgt, boxstyle="round,pad=0.03,rounding_size=0.08",
+                                    facecolor=color, edgecolor=edge, linewidth=1 if edge == "#333333" else 2))
+        ax.text(x + w / 2, y + hgt / 2, text, ha="center", va="center", fontsize=size, linespacing=1.3)
+
+    def arrow(x0, y0, x1, y1):
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=10, color="#555555"))
+
+    box(0.05, 1.35, 1.65, 1.5, f"输入 X\nd_model\n= {d_model}\nQ=K=V=X", "#E8EEF7", 9)
+    numbers = list(range(1, h + 1)) if h <= 4 else [1, 2, 3, 4, h]  # many heads: the first four and the last
+    ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else np.array([2.1])
+    for i, (j, y) in enumerate(zip(numbers, ys)):
+        color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
+        box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\n$W_{{{j}}}^Q, W_{{{j}}}^K, W_{{{j}}}^V$", "#F7F7F7", 9)
+        box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", _pale(color), 9, edge=color)
+        arrow(1.7, 2.1, 2.2, y)
+        arrow(4.5, y, 5.0, y)
+        arrow(6.7, y, 7.2, 2.1)
+        if i == 3 and h > 5:  # the heads left out, in both columns, inside the gap between two boxes
+            for x in (3.35, 5.85):
+                ax.text(x, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
+    box(7.2, 1.35, 1.7, 1.5, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
+    box(9.3, 1.35, 1.65, 1.5, f"× $W^O$\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9", 9)
+    arrow(8.9, 2.1, 9.3, 2.1)
+    ax.text(5.5, 4.7, f"图 11.1  多头自注意力：X 经 {h} 组投影切成 {h} 个头\n（每头宽度 d_k = {d_k}），"
+            f"各算各的，最后拼回 d_model = {d_model}",
+            ha="center", va="top", fontsize=10.5, linespacing=1.4)
+    ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 $W^O$ 才把它们的结果混合", ha="center", va="bottom",
+            fontsize=9.5, color="#555555", linespacing=1.4)
+    from lesson_lib.show.plotting import describe
+
+    shown = "、".join(f"头 {j}" for j in numbers)
+    return describe(fig, f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
+                         f"（图中画出{shown}），"
+                         f"每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，再乘 W^O "
+                         f"（{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
+
+
+def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
+    """Every step's code, shape and caption, one row each (the stepper's content as a table)."""
+    from lesson_lib.show.tables import text_table
+
+    rows = [[f"{i}.", s.code, str(s.shape), s.title] for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1)]
+    return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
+
+
+def step_summary_html(steps, index: int) -> str:
+    """The stepper's caption for step ``index`` (0-based) of ``steps``."""
+    from lesson_lib.show.theme import box
+
+    s = steps[index]
+    return box(f"第 {index + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b>")
+
+
+def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
+    """Where head 1's numbers come from with the correct split and with the forgotten transpose."""
+    right = next(s for s in shape_steps(n, d_model, h) if s.code == "split_heads(Q, h)")
+    wrong = next(s for s in shape_steps(n, d_model, h, forget_transpose=True) if s.code == "Q.reshape(h, n, d_k)")
+    def heads_of(owner):  # 1-based, as the lesson counts heads and words
+        return sorted({i + 1 for i in owner.ravel().tolist()})
+
+    return "\n".join([
+        f"正确切分时，头 1 里的数来自哪些头的列：头 {heads_of(right.owner[0])}",
+        f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {heads_of(wrong.owner[0])}",
+        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {(wrong.token[0][:, 0] + 1).tolist()}",
+    ])
+
+
+ROUNDOFF = 1e-12  # float64 round-off of these sums is ~1e-15; its digits follow the BLAS kernel and thread count
+
+
+def _difference_text(value: float) -> str:
+    """A difference as what the computation can vouch for: exactly zero, round-off, or a real change."""
+    if value == 0.0:
+        return "0（一位都没变）"
+    if value < ROUNDOFF:
+        return f"< {ROUNDOFF:.0e}，只是浮点舍入"
+    return f"{value:.2f}"
+
+
+def heads_mix_text(n: int = 5, d_model: int = 512, h: int = 8) -> str:
+    """heads_mix_only_at_wo as three sentences, with round-off printed as a bound, not as its digits."""
+    check = heads_mix_only_at_wo(n=n, d_model=d_model, h=h)
+    difference = check["max_difference"]
+    same = f"< {ROUNDOFF:.0e}，只是浮点舍入" if difference < ROUNDOFF else f"{difference:.1e}，不止是浮点舍入！"
+    return "\n".join([
+        f"Concat·W^O 与 Σ head_i·W^O_i 的最大差：{same}",
+        f"改动其他头的 W^Q 后，头 1 的输出变化：{_difference_text(check['head1_change'])}",
+        f"其他头自己的输出变化：{_difference_text(check['others_change'])}",
+    ])

@@ -1,0 +1,215 @@
+"""Section 5: the head-count lab. Pure functions; ``lesson_lib.sections.widgets`` only wires a slider to them.
+
+One fixed sentence, one fixed set of parameters (X and the four d_model × d_model matrices), and
+only the way the columns are cut into heads changes with h. For each h the lab reports d_k, every
+head's attention map, the parameter count (constant), the matmul multiplies (constant) and the
+softmax work (growing), plus a one-line reading of what changed.
+
+The weights are seeded random, not trained: the lab shows how cutting works and what it costs.
+What trained heads learn is sections 6 and 7.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from lesson_lib import costs as flops
+from lesson_lib.attention import head_width, multi_head_attention
+from lesson_lib.checks import LessonInputError, LessonInputTypeError, at_the_door, check_heads, check_int
+from lesson_lib.head_stats import mean_pairwise_js, row_entropy
+from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
+
+__all__ = ["SENTENCE", "LabState", "head_choices", "lab_pictures", "lab_state", "lab_table_html", "summary_html"]
+
+SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她", "帮过", "他", "。"]
+MAX_HEADS = 64
+_SCORE_STD = 2.0  # std of q·k/√d_k for every h: maps neither flat nor one-hot
+
+
+def head_choices(d_model: int = BASE_D_MODEL, max_heads: int = MAX_HEADS) -> list[int]:
+    """The head counts the slider offers: divisors of d_model up to ``max_heads`` (others cannot be cut evenly)."""
+    d_model, max_heads = check_int(d_model, "d_model", minimum=1), check_int(max_heads, "max_heads", minimum=1)
+    return [h for h in range(1, max_heads + 1) if d_model % h == 0]
+
+
+@lru_cache(maxsize=4)
+def _parameters(d_model: int, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d_model))  # (n, d_model) fixed word vectors
+    sigma = np.sqrt(_SCORE_STD / d_model)  # entries of q, k then have variance _SCORE_STD
+    ws = [rng.standard_normal((d_model, d_model)) * sigma for _ in range(4)]  # W^Q, W^K, W^V, W^O
+    return x, ws
+
+
+@dataclass(frozen=True)
+class LabState:
+    h: int
+    d_k: int
+    tokens: list[str]
+    weights: np.ndarray  # (h, n, n)
+    parameters: int  # 4·d_model², every h
+    matmul_multiplies: int  # 4·n·d² + 2·n²·d, every h
+    softmax_ops: int  # 3·h·n²: scaling, exps, divisions
+    mean_entropy_bits: float  # how spread out an average attention row is
+    diversity_bits: float | None  # mean Jensen–Shannon divergence between heads (None for h = 1)
+    reading: str  # one line in Chinese: what changed
+
+
+@at_the_door  # a redraw checks h, seed and tokens here once; the kernel and the counts it calls do not re-check
+def lab_state(h: int, seed: int = 0, d_model: int = BASE_D_MODEL, tokens=None) -> LabState:
+    """Everything the lab shows for h heads."""
+    tokens = _tokens(SENTENCE if tokens is None else tokens)
+    h = check_heads(d_model, h)
+    seed = check_int(seed, "seed", minimum=0)
+    d_k = head_width(d_model, h)
+    x, ws = _parameters(d_model, len(tokens), seed)
+    _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
+    count = flops.count(len(tokens), d_model, h)
+    entropy = float(row_entropy(weights).mean())
+    diversity = mean_pairwise_js(weights) if h > 1 else None
+    base = flops.count(len(tokens), d_model, BASE_HEADS)
+    return LabState(
+        h=h,
+        d_k=d_k,
+        tokens=tokens,
+        weights=weights,
+        parameters=flops.parameters(d_model, h),
+        matmul_multiplies=count.matmul_total,
+        softmax_ops=count.softmax_total,
+        mean_entropy_bits=entropy,
+        diversity_bits=diversity,
+        reading=_reading(h, d_k, count.softmax_total / base.softmax_total, diversity),
+    )
+
+
+def _tokens(tokens) -> list[str]:
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise LessonInputTypeError(
+            f"tokens 应是一串词（字符串的列表），例如 ['小明', '把', '苹果']，收到的是 {tokens!r}。"
+        )
+    tokens = list(tokens)
+    check_int(len(tokens), "tokens 的词数", minimum=1)
+    return tokens
+
+
+def _reading(h, d_k, softmax_vs_base, diversity):
+    if h == 1:
+        return (f"只有 1 个头、d_k = {d_k}：每个词元只有一行权重，所有信息只能按这一种比例混合。"
+                "参数和矩阵乘法与 8 头完全相同。")
+    spread = f"头与头之间的平均差异（JS 散度）{diversity:.2f} 比特"
+    if h == BASE_HEADS:
+        return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置：{h} 张不同的注意力图，{spread}；"
+                "参数与矩阵乘法和 1 个头时完全一样。")
+    if d_k <= 8:
+        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍，"
+                "而每个头用来打分的向量已经很短（论文表 3 里 d_k 过小时 BLEU 下降）。")
+    return (f"{h} 个头、每头宽度 d_k = {d_k}：{h} 张不同的注意力图，{spread}；"
+            f"参数与矩阵乘法不变，softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍。")
+
+
+def summary_html(state: LabState) -> str:
+    """The lab's numbers as a small HTML block (plain HTML: renders in JupyterLab 4 without scripts)."""
+    rows = [
+        ("头数 h", f"{state.h}"),
+        ("每头宽度", f"d_k = {state.d_k}"),
+        ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
+        ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
+        (f"{flops.SOFTMAX_WORK}（缩放、exp、除法）",
+         f"{state.softmax_ops:,}（= {flops.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
+        ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）"),
+    ]
+    from lesson_lib.show.theme import box
+
+    body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k, v in rows)
+    return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px 0'>{state.reading}</p>")
+
+
+# The lab's two pictures side by side fit JupyterLab's 592 px output (1024 × 768, file browser open) at 100 %,
+# and keep one size for every h and every zoomed head: the page does not jump while the slider moves.
+ZOOM_CELL_PX = 18  # the zoomed head's cells: one 14 px token label per row
+LAB_HEIGHT = 296  # px of both pictures, every h (the zoomed head, its one-line title and stacked column labels)
+OVERVIEW_WIDTH = 252  # px: the zoomed head is 320 px wide; 320 + 8 + 252 = 580 ≤ 592
+
+
+def check_zoom(state: LabState, zoom: int) -> int:
+    zoom = check_int(zoom, "zoom（放大第几个头）", minimum=1)
+    if zoom > state.h:
+        raise LessonInputError(
+            f"zoom（放大第几个头）应在 1 到 {state.h} 之间，收到的是 {zoom}：h = {state.h} 时只有 {state.h} 个头。")
+    return zoom
+
+
+def row_favourites(state: LabState, zoom: int) -> list[tuple[str, str, float]]:
+    """For every row of head ``zoom`` (1-based): (word, the word it gives most weight to, that weight)."""
+    w = state.weights[zoom - 1]  # (n, n)
+    best = np.argmax(w, axis=-1)  # (n,) first maximum of each row
+    return [(t, state.tokens[k], float(w[i, k])) for i, (t, k) in enumerate(zip(state.tokens, best))]
+
+
+def concentration(state: LabState) -> np.ndarray:
+    """(h,) each head's mean largest row weight: 1 = every row looks at one word, 1/n = spread evenly."""
+    return state.weights.max(axis=-1).mean(axis=-1)
+
+
+def zoom_alt(state: LabState, zoom: int) -> str:
+    """What the zoomed picture shows, in Chinese, from the numbers it colours."""
+    rows = "；".join(f"「{t}」最看重「{k}」（{v:.2f}）" for t, k, v in row_favourites(state, zoom))
+    return (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）的注意力热图，"
+            f"行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。每行最大的权重：{rows}。")
+
+
+def overview_alt(state: LabState, zoom: int) -> str:
+    """What the overview of all heads shows, in Chinese: how many, which is framed, how concentrated they are."""
+    if state.h == 1:
+        return f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；每个词元只有这一行权重。"
+    c = concentration(state)
+    most, least = int(np.argmax(c)), int(np.argmin(c))
+    return (f"全部 {state.h} 个头的小图（每头 d_k = {state.d_k}），红框是放大的头 {zoom}。"
+            f"每个头各行最大权重的平均：最集中的是头 {most + 1}（{c[most]:.2f}），"
+            f"最分散的是头 {least + 1}（{c[least]:.2f}），{state.h} 个头平均 {c.mean():.2f}"
+            f"（1 = 只看一个词元，{1 / len(state.tokens):.2f} = 平均分给每个词元）。")
+
+
+def zoom_table(state: LabState, zoom: int):
+    """(headers, rows): head ``zoom``'s weights, one row per word that attends."""
+    w = state.weights[zoom - 1]
+    return ["行（发出关注的词元）", *state.tokens], [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(state.tokens, w)]
+
+
+def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
+    """The lab's two pictures as HTML (themed SVG named by its alt text): head ``zoom`` (1-based) large with
+    its token labels, and every head small with the zoomed one framed. Their numbers: ``lab_table_html``."""
+    from lesson_lib.show.plotting import heads_overview_svg_html, heads_svg_html
+
+    zoom = check_zoom(state, zoom)
+    zoomed = heads_svg_html(state.weights[zoom - 1], state.tokens, cell_px=ZOOM_CELL_PX,
+                            suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
+                            alt=zoom_alt(state, zoom), table=False, height=LAB_HEIGHT)
+    title = f"全部 {state.h} 个头" + (f"（红框 = 头 {zoom}）" if state.h > 1 else "")
+    note = "h = 1：只有左边这一个头，每个词元只有这一行权重。把滑块拖到 2 或更多，这里会排出每个头的小图。"
+    overview = heads_overview_svg_html(state.weights, zoom, OVERVIEW_WIDTH, LAB_HEIGHT, overview_alt(state, zoom),
+                                       title, note=note)
+    return zoomed, overview
+
+
+def lab_table_html(state: LabState, zoom: int = 1) -> str:
+    """Head ``zoom``'s weights as a folded table, shown under both pictures: as wide as the output, so opening it
+    lengthens the lab but never squeezes the pictures beside each other."""
+    from lesson_lib.show.plotting import folded_table
+
+    zoom = check_zoom(state, zoom)
+    return folded_table(zoom_table(state, zoom), f"图中的数字（表格）：放大的头 {zoom} 的全部权重")
+
+
+def comparison_table(heads=(1, 2, 8, 32, 64), seed: int = 0) -> str:
+    """The lab's numbers for a few head counts side by side (the same lab_state the slider uses)."""
+    from lesson_lib.show.tables import text_table
+
+    rows = []
+    for h in heads:
+        s = lab_state(h, seed=seed)
+        rows.append([h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops, round(s.mean_entropy_bits, 2)])
+    return text_table(["h", "d_k", "参数", "矩阵乘法", flops.SOFTMAX_WORK, "平均熵（比特）"], rows)

@@ -1,0 +1,176 @@
+"""§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun?
+
+Pure functions over a model's ``attend(text) -> (tokens, attentions (L, H, T, T))``. A name is
+usually two tokens (▁小 + 红); its weight is the sum over its tokens. A pronoun can merge with its
+neighbour into one token (「因为他」), and then no head can be asked about it alone:
+``word_span`` says so in Chinese instead of guessing.
+
+Layer and head numbers shown to learners are 1-based; arrays are 0-based.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lesson_lib.models.pretrained.head_finder import check_top
+from lesson_lib.models.pretrained.unigram import WORD_START
+
+__all__ = [
+    "DECOYS",
+    "LESSON_SENTENCE",
+    "MINIMAL_PAIRS",
+    "NAMES",
+    "PRONOUN_HEAD",
+    "Condition",
+    "MergedTokenError",
+    "clean",
+    "condition_scores",
+    "follow_table",
+    "heads_right_everywhere",
+    "nearest_name",
+    "right_counts",
+    "name_weights",
+    "preference",
+    "rank_by_preference",
+    "word_span",
+]
+
+LESSON_SENTENCE = "小明把苹果递给了小红，因为她帮过他。"
+NAMES = {"她": "小红", "他": "小明"}  # which name each pronoun agrees with in gender
+PRONOUN_HEAD = (8, 1)  # 1-based (layer, head): the head that follows the pronoun
+DECOYS = ((12, 5), (12, 3))  # the next best heads on the lesson sentence, which do not
+
+
+class MergedTokenError(ValueError):
+    """The word is inside a bigger token (e.g. 他 in 「因为他」): no head attends from it alone."""
+
+
+def clean(token):
+    """A token as a learner reads it: without the word-start mark "▁" (``<s>`` / ``</s>`` stay)."""
+    return token.replace(WORD_START, "")
+
+
+def word_span(tokens, word, nth=0):
+    """(start, stop): the tokens that spell ``word`` exactly, e.g. 小红 -> ▁小 + 红.
+
+    Chinese ValueError when the word is absent; ``MergedTokenError`` when it only occurs inside a
+    token that also holds its neighbours.
+    """
+    if not isinstance(word, str) or not word:
+        raise ValueError(f"要找的词应是非空字符串，收到的是 {word!r}。")
+    texts = [clean(t) for t in tokens]
+    hits = []
+    for start in range(len(texts)):
+        spelled = ""
+        for stop in range(start, len(texts)):
+            spelled += texts[stop]
+            if spelled == word:
+                hits.append((start, stop + 1))
+            if not word.startswith(spelled):
+                break
+    if len(hits) > nth:
+        return hits[nth]
+    inside = [t for t in texts if word in t and t != word]
+    shown = " | ".join(texts)
+    if inside:
+        raise MergedTokenError(
+            f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了「{inside[0]}」。"
+            f"注意力是按词元算的，所以没法单独看「{word}」这一行。换个说法试试（比如在它前面加个逗号）。"
+            f"这句话的词元是：{shown}"
+        )
+    raise ValueError(f"这句话里找不到「{word}」（第 {nth + 1} 次出现）。这句话的词元是：{shown}")
+
+
+def name_weights(attentions, tokens, pronoun, names):
+    """{name: (L, H)}: the weight the pronoun's token sends to each name's tokens (summed)."""
+    att = np.asarray(attentions)  # (L, H, T, T)
+    p0, p1 = word_span(tokens, pronoun)
+    out = {}
+    for name in names:
+        n0, n1 = word_span(tokens, name)
+        out[name] = att[:, :, p0:p1, n0:n1].sum(axis=-1).mean(axis=-1)  # (L, H) pronoun rows averaged
+    return out
+
+
+def preference(attentions, tokens, pronoun, target, other):
+    """(L, H): weight pronoun → target minus pronoun → other, for every head."""
+    w = name_weights(attentions, tokens, pronoun, (target, other))
+    return w[target] - w[other]
+
+
+def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other="小明", top=5):
+    """[(layer, head, to target, to other)] for the ``top`` heads by target − other, 1-based, best first."""
+    w = name_weights(attentions, tokens, pronoun, (target, other))
+    diff = w[target] - w[other]  # (L, H)
+    top = check_top(top, diff.size)
+    order = np.argsort(-diff, axis=None, kind="stable")[:top]
+    n_heads = diff.shape[1]
+    return [(int(i // n_heads) + 1, int(i % n_heads) + 1, float(w[target].flat[i]), float(w[other].flat[i]))
+            for i in order]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One minimal-pair condition: a sentence, the pronoun asked about, and the two names."""
+
+    label: str  # shown to learners
+    sentence: str
+    pronoun: str
+
+    @property
+    def expected(self):
+        return NAMES[self.pronoun]
+
+    @property
+    def other(self):
+        return next(n for n in NAMES.values() if n != self.expected)
+
+
+MINIMAL_PAIRS = (
+    Condition("原句，问「她」", LESSON_SENTENCE, "她"),
+    Condition("原句，问「他」", LESSON_SENTENCE, "他"),
+    Condition("名字对调，问「她」", "小红把苹果递给了小明，因为他帮过她。", "她"),
+    Condition("「她饿了」", "小明把苹果递给了小红，她饿了。", "她"),
+    Condition("「他饿了」", "小明把苹果递给了小红，他饿了。", "他"),
+    Condition("名字对调，「她饿了」", "小红把苹果递给了小明，她饿了。", "她"),
+    Condition("名字对调，「他饿了」", "小红把苹果递给了小明，他饿了。", "他"),
+    Condition("「因为她饿了」", "小明把苹果递给了小红，因为她饿了。", "她"),
+    Condition("名字对调，「因为她饿了」", "小红把苹果递给了小明，因为她饿了。", "她"),
+)  # every condition where the pronoun is its own token (「因为他」 merges, so those are left out)
+
+
+def nearest_name(condition):
+    """The name closest before the pronoun: what a head that just looks back to the last name would pick."""
+    before = condition.sentence[: condition.sentence.index(condition.pronoun)]
+    return max(NAMES.values(), key=before.rfind)
+
+
+def condition_scores(model, condition, heads):
+    """{(layer, head): (to expected name, to the other name)} for one condition."""
+    tokens, att = model.attend(condition.sentence)
+    w = name_weights(att, tokens, condition.pronoun, (condition.expected, condition.other))
+    return {(layer, head): (float(w[condition.expected][layer - 1, head - 1]),
+                            float(w[condition.other][layer - 1, head - 1])) for layer, head in heads}  # fmt: skip
+
+
+def follow_table(model, conditions=MINIMAL_PAIRS, heads=(PRONOUN_HEAD, *DECOYS)):
+    """[(condition, {(layer, head): (to expected, to other)})] for every condition."""
+    return [(c, condition_scores(model, c, heads)) for c in conditions]
+
+
+def right_counts(model, conditions=MINIMAL_PAIRS):
+    """(L, H) int: in how many conditions each head sends the pronoun more to the agreeing name."""
+    counts = None
+    for c in conditions:
+        tokens, att = model.attend(c.sentence)
+        w = name_weights(att, tokens, c.pronoun, (c.expected, c.other))
+        right = (w[c.expected] > w[c.other]).astype(int)  # (L, H)
+        counts = right if counts is None else counts + right
+    return counts
+
+
+def heads_right_everywhere(counts, n_conditions):
+    """[(layer, head)] 1-based: the heads right in every condition."""
+    return [(int(i) + 1, int(j) + 1) for i, j in zip(*np.nonzero(counts == n_conditions))]

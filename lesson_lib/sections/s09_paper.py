@@ -1,0 +1,77 @@
+"""Section 9: tie each line of the kernel to the term of the paper's formula it computes.
+
+The map names code fragments; ``line_map`` finds them in the kernel's current source and fails
+loudly if one is gone, so the lesson's table cannot drift from the code it describes. The one line
+of each function that is not a formula term (handing the arguments to ``lesson_lib.checks``)
+is in the map too, marked as such, so the table accounts for every line a learner reads.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from lesson_lib.attention import multi_head_attention, scaled_dot_product_attention, softmax
+
+__all__ = ["SOFTMAX_TERMS", "MHA_TERMS", "SDPA_TERMS", "KERNELS", "line_map", "formula_table", "formula_view"]
+
+_CHECK = "（公式之外）"  # marks the line that checks the arguments before the formula runs
+
+SOFTMAX_TERMS = [
+    ("check_logits(x, axis)", f"{_CHECK}先检查输入：类型、是否为空、axis、有没有 NaN 或 +inf"),
+    ("x - x.max(axis=axis, keepdims=True)", "减去每行的最大值：softmax 的值不变，exp 不会溢出"),
+    ("np.exp(shifted)", "exp(x_j)：softmax 的分子"),
+    ("e / e.sum(axis=axis, keepdims=True)", "÷ Σ_k exp(x_k)：每行加起来等于 1"),
+]
+
+SDPA_TERMS = [
+    ("check_qkv(q, k, v, mask)", f"{_CHECK}先检查 Q、K、V 和掩码：形状、类型、NaN/inf、打分会不会溢出、内存够不够"),
+    ("q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)", "Q Kᵀ / √d_k（公式 (1) 的打分，除以 √d_k 防止点积过大）"),
+    ("np.where(mask, scores, -np.inf)", "（可选）掩码：不许看的位置权重为 0"),
+    ("softmax(scores, axis=-1)", "softmax(·)：每一行变成加起来为 1 的权重"),
+    ("weights @ v", "· V：按权重对值向量加权求和"),
+]
+
+MHA_TERMS = [
+    ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", f"{_CHECK}先检查 X、四个权重矩阵、h 和掩码：每个版本都用这个检查"),
+    ("split_heads(x @ w_q, h)", "Q W_i^Q（自注意力里 Q = K = V = X）：W^Q 是 h 个 d_model × d_k 的 W_i^Q 并排放"),
+    ("split_heads(x @ w_k, h)", "K W_i^K（同上，第 i 个头拿第 i 块列）"),
+    ("split_heads(x @ w_v, h)", "V W_i^V（d_v = d_k = d_model / h）"),
+    ("scaled_dot_product_attention(q, k, v, mask)", "head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)，h 个头一次算完"),
+    ("merge_heads(heads) @ w_o", "Concat(head_1, …, head_h) W^O，W^O 是 (h·d_v) × d_model"),
+]
+
+
+KERNELS = [(softmax, SOFTMAX_TERMS), (scaled_dot_product_attention, SDPA_TERMS), (multi_head_attention, MHA_TERMS)]
+
+
+def line_map(fn, terms) -> list[tuple[int, str, str]]:
+    """(line number within fn, code line, formula term) for every fragment in ``terms``."""
+    lines = inspect.getsource(fn).splitlines()
+    rows = []
+    for fragment, term in terms:
+        hits = [i for i, line in enumerate(lines) if fragment in line.split("#")[0]]  # code, not comments
+        if not hits:
+            raise LookupError(f"{fn.__name__} 的源码里找不到 {fragment!r}：内核改了，请同步更新公式对照表。")
+        i = hits[0]
+        rows.append((i + 1, lines[i].split("#")[0].strip(), term))
+    return rows
+
+
+def formula_table() -> str:
+    """Every kernel function's lines next to the formula terms, as text."""
+    from lesson_lib.show.tables import text_table
+
+    out = []
+    for fn, terms in KERNELS:
+        rows = [[code, term] for _, code, term in line_map(fn, terms)]
+        out.append(f"{fn.__name__}：\n" + text_table(["代码", "对应论文里的哪一项"], rows))
+    return "\n\n".join(out)
+
+
+def formula_view():
+    """The same tables as ``formula_table``, shown as HTML tables in JupyterLab (cells wrap between words)."""
+    from lesson_lib.show.tables import Table, Tables
+
+    return Tables(Table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
+                        caption=f"{fn.__name__}：")
+                  for fn, terms in KERNELS)

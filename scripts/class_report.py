@@ -1,0 +1,457 @@
+"""班级报告：把全班的进度文件汇成一页离线网页（HTML）和一张表（CSV），给讲师备下一节课。
+
+    python scripts/class_report.py                # Hub 上（以管理员身份）：读 /home/*/.local/share/…/progress.json
+    python scripts/class_report.py 收上来的文件夹/ a.json   # 收集来的导出文件（progress-export.json）或进度文件
+    python scripts/class_report.py --out 报告 --names --recheck
+
+It only reads: a student's file is never renamed, rewritten or followed through a link. Students are numbered
+(学生 1, 2, …, in path order) unless ``--names`` is given. ``--recheck`` runs each exercise a student passed again
+from the stored source in a fresh checker process (killed at the budget); a pass that does not repeat is marked
+「未确认」. Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped.
+Answers to an earlier version of a question are counted apart, never mixed with the current version's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import html
+import json
+import os
+import re
+import stat
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+HUB_GLOB = "/home/*/.local/share/day11-multi-head-attention/progress.json"
+FORMAT = "day11-progress"
+MAX_BYTES = 5 * 1024 * 1024  # the progress store's own cap: a real file is a few KB
+INTERVIEW = "面试"
+
+
+# ------------------------------------------------------------------------------------------ reading the files
+@dataclass
+class Student:
+    label: str
+    path: Path
+    data: dict
+    notes: list[str] = field(default_factory=list)
+
+
+def candidate_files(paths: list[str]) -> list[Path]:
+    """Every .json under the given folders and the given files; the hub's home folders when none is given."""
+    if not paths:
+        env = os.environ.get("LESSON_PROGRESS_FILE")
+        found = sorted(glob.glob(HUB_GLOB)) + ([env] if env else [])
+        return [Path(p) for p in dict.fromkeys(found)]
+    out = []
+    for p in map(Path, paths):
+        if p.is_dir() and not p.is_symlink():
+            out += sorted(q for q in p.rglob("*.json") if not q.name.endswith(".lock"))
+        else:
+            out.append(p)
+    return list(dict.fromkeys(out))
+
+
+def read_progress(path: Path) -> tuple[dict | None, str]:
+    """(data, "") for a readable progress file or export, else (None, why) in Chinese. Never follows a link."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return None, f"读不到（{exc.strerror or exc}）"
+    if stat.S_ISLNK(st.st_mode):
+        return None, "是一个链接，不跟随"
+    if not stat.S_ISREG(st.st_mode):
+        return None, "不是普通文件"
+    if st.st_size > MAX_BYTES:
+        return None, f"太大（{st.st_size:,} 字节，进度文件只有几 KB）"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            data = json.loads(f.read(MAX_BYTES + 1).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return None, f"不是可读的 JSON（{type(exc).__name__}）"
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return None, "不是本课（Day 11）的进度文件"
+    version = data.get("version")
+    if type(version) is not int or version < 1:
+        return None, "格式版本无法识别"
+    if version > 2:
+        return None, f"是更新的格式（版本 {version}），请先更新课程仓库"
+    for part in ("questions", "exercises"):
+        if not isinstance(data.get(part, {}), dict):
+            return None, f"「{part}」一栏格式不对"
+    return data, ""
+
+
+def load_class(paths: list[str], names: bool, warn) -> list[Student]:
+    students = []
+    for path in candidate_files(paths):
+        data, why = read_progress(path)
+        if data is None:
+            warn(f"跳过 {path}：{why}。")
+            continue
+        label = _name_of(path) if names else f"学生 {len(students) + 1}"
+        s = Student(label, path, data)
+        if data["version"] == 1:
+            s.notes.append("旧格式（版本 1）：它的作答都算作旧版题目的作答")
+        students.append(s)
+    return students
+
+
+def _name_of(path: Path) -> str:
+    parts = path.resolve().parts
+    if len(parts) > 2 and parts[1] == "home":
+        return parts[2]
+    return path.stem if path.stem not in ("progress", "progress-export") else path.parent.name
+
+
+# ------------------------------------------------------------------------------------------ the lesson's data
+def lesson():
+    """The questions (current version digests, sections) and exercises, read from lesson_lib's own data."""
+    from lesson_lib.practice import exercises, questions, quiz
+
+    return questions.questions(), quiz.versions(), tuple(exercises.EXERCISES)
+
+
+def asked_in() -> dict[str, int]:
+    """Where the core notebook asks each question and exercise: the section number of the source file
+    (notebooks/src/NN_*.md) whose code calls ``ask("ID")`` or ``exercises.check("ID", …)``."""
+    where = {}
+    for src in sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]*.md")):
+        number = int(src.name[:2])
+        for found in re.finditer(r"""(?:ask|exercises\.check)\(\s*["']([^"']+)["']""", src.read_text("utf-8")):
+            where.setdefault(found.group(1), number)
+    return where
+
+
+def describe_mistake(q, mistake: str) -> str:
+    """The named mistake in the words the learner was shown (the checker's own hint), from the question data."""
+    key = q.key
+    name, _, value = mistake.partition("=")
+    if name == "option":
+        for k, label, why in getattr(key, "options", ()):
+            if k == value:
+                return f"选了 {k}「{_short(label)}」：{_short(why, 60)}"
+    if name == "missing":
+        return "漏选了该选的选项"
+    for box in getattr(key, "boxes", ()):
+        if box.name == name:
+            read, _ = box.read(value)
+            why = box.wrong_why(read) if read is not None else ""
+            return f"{box.label} 填 {value}" + (f"：{_short(why, 60)}" if why else "")
+    if name == "shape":
+        return f"形状写成 {value}"
+    return mistake
+
+
+def _short(text: str, limit: int = 24) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------------------------------------ counting
+@dataclass
+class QuestionRow:
+    qid: str
+    section: str
+    answered: int = 0
+    first_right: int = 0
+    later_right: int = 0
+    never: int = 0
+    old: int = 0
+    mistakes: Counter = field(default_factory=Counter)  # mistake id -> students
+    covered: Counter = field(default_factory=Counter)  # self-explanation: rubric point -> students who ticked it
+
+
+def count_questions(students, qs, versions):
+    rows = {qid: QuestionRow(qid, q.section) for qid, q in qs.items()}
+    for s in students:
+        for qid, entry in s.data.get("questions", {}).items():
+            if qid in rows and isinstance(entry, dict):
+                _count_item(rows[qid], entry, versions.get(qid), s.data["version"])
+    return rows
+
+
+def _count_item(row: QuestionRow, entry: dict, version, file_version: int) -> None:
+    current = file_version >= 2 and entry.get("question_version") == version
+    if not current:
+        row.old += 1
+        return
+    attempts = [a for a in entry.get("attempts", []) if isinstance(a, dict) and a.get("question_version") == version]
+    if not attempts:
+        return
+    row.answered += 1
+    verdicts = [a.get("verdict") for a in attempts]
+    if verdicts[0] == "right":
+        row.first_right += 1
+    elif "right" in verdicts:
+        row.later_right += 1
+    elif verdicts[0] in ("wrong",):
+        row.never += 1
+    mistakes = {m for a in attempts for m in str(a.get("mistake") or "").split(";") if m}
+    row.mistakes.update(mistakes)
+    ticked = {p for a in attempts if a.get("verdict") == "self" for p in a.get("covered") or [] if isinstance(p, str)}
+    row.covered.update(ticked)
+
+
+@dataclass
+class ExerciseRow:
+    name: str
+    tried: int = 0
+    passed: int = 0
+    failing: int = 0
+    unconfirmed: int = 0
+    mistakes: Counter = field(default_factory=Counter)
+    results: Counter = field(default_factory=Counter)
+
+
+def count_exercises(students, names, recheck=None):
+    rows = {n: ExerciseRow(n) for n in names}
+    for s in students:
+        for name, entry in s.data.get("exercises", {}).items():
+            if name not in rows or not isinstance(entry, dict):
+                continue
+            row, result = rows[name], entry.get("result") or entry.get("status")
+            if result in (None, "todo"):
+                continue
+            row.tried += 1
+            row.results[result] += 1
+            if result == "passed":
+                row.passed += 1
+                if recheck and not recheck(name, entry.get("source")):
+                    row.unconfirmed += 1
+            else:
+                row.failing += 1
+            row.mistakes.update(m for m in entry.get("mistakes") or [] if isinstance(m, str))
+    return rows
+
+
+def recheck_with(exercises):
+    def recheck(name: str, source) -> bool:
+        if not isinstance(source, str) or not source.strip():
+            return False
+        return exercises.check_source(name, source, fresh=True).passed
+
+    return recheck
+
+
+def stopped_at(students, asked: dict[str, int]) -> Counter:
+    """Students by the last section of the notebook in which they answered anything (0: nothing answered)."""
+    where = Counter()
+    for s in students:
+        done = [qid for qid, e in s.data.get("questions", {}).items() if isinstance(e, dict) and e.get("attempts")]
+        done += [name for name, e in s.data.get("exercises", {}).items()
+                 if isinstance(e, dict) and (e.get("result") or e.get("status")) not in (None, "todo")]  # fmt: skip
+        where[max((asked.get(item, 0) for item in done), default=0)] += 1
+    return where
+
+
+def interview_points(students, version) -> tuple[int, Counter]:
+    took, ticked = 0, Counter()
+    for s in students:
+        entry = s.data.get("interview")
+        if not isinstance(entry, dict) or entry.get("question_version") != version:
+            continue
+        attempts = [a for a in entry.get("attempts", []) if isinstance(a, dict) and a.get("verdict") == "self"]
+        if attempts:
+            took += 1
+            ticked.update({p for a in attempts for p in a.get("covered") or [] if isinstance(p, str)})
+    return took, ticked
+
+
+# ------------------------------------------------------------------------------------------ the report
+@dataclass
+class Report:
+    n: int
+    questions: dict
+    exercises: dict
+    stopped: Counter
+    interview: tuple[int, Counter]
+    misconceptions: list  # (students, qid, mistake id, description, section)
+    skipped: list[str]
+    names: list[str]
+
+
+def build(paths: list[str], names: bool = False, recheck: bool = False, warn=None) -> Report:
+    skipped: list[str] = []
+
+    def note(line: str) -> None:
+        skipped.append(line)
+        if warn:
+            warn(line)
+
+    students = load_class(paths, names, note)
+    qs, versions, exercise_names = lesson()
+    from lesson_lib.practice import exercises
+
+    rows = count_questions(students, qs, versions)
+    mis = [(count, qid, m, describe_mistake(qs[qid], m), qs[qid].section)
+           for qid, row in rows.items() for m, count in row.mistakes.items()]  # fmt: skip
+    ex = count_exercises(students, exercise_names, recheck_with(exercises) if recheck else None)
+    asked, names_of = asked_in(), getattr(exercises, "MISTAKES", {})
+    mis += [(count, name, m, names_of.get(m, m), f"第 {asked.get(name, 0)} 节")
+            for name, row in ex.items() for m, count in row.mistakes.items()]  # fmt: skip
+    order = [*qs, *ex]
+    mis.sort(key=lambda t: (-t[0], order.index(t[1]), t[2]))
+    return Report(len(students), rows, ex, stopped_at(students, asked),
+                  interview_points(students, versions.get(INTERVIEW)), mis, skipped,
+                  [s.label for s in students])  # fmt: skip
+
+
+def csv_rows(r: Report):
+    yield ("kind", "item", "measure", "count", "detail")
+    for qid, row in r.questions.items():
+        for measure in ("answered", "first_right", "later_right", "never", "old"):
+            yield ("question", qid, measure, getattr(row, measure), row.section)
+        for point, c in row.covered.items():
+            yield ("question", qid, "ticked", c, point)
+    for count, qid, m, text, _section in r.misconceptions:
+        yield ("misconception", qid, m, count, text)
+    for name, row in r.exercises.items():
+        for measure in ("tried", "passed", "failing", "unconfirmed"):
+            yield ("exercise", name, measure, getattr(row, measure), "")
+        for m, c in row.mistakes.items():
+            yield ("exercise_mistake", name, m, c, "")
+    for section, c in sorted(r.stopped.items()):
+        yield ("stopped", f"第 {section} 节" if section else "未作答", "students", c, "")
+    took, ticked = r.interview
+    yield ("interview", INTERVIEW, "answered", took, "")
+    for point, c in ticked.items():
+        yield ("interview", INTERVIEW, "ticked", c, point)
+
+
+CSS = """
+:root { color-scheme: light dark; --fg:#1f2328; --bg:#ffffff; --muted:#57606a; --bar:#0b5cad; --line:#d0d7de;
+        --warn:#9a3412; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg:#e6edf3; --bg:#0d1117; --muted:#9da7b3; --bar:#58a6ff; --line:#30363d; --warn:#fdba74; } }
+body { font-family: "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif; color: var(--fg);
+       background: var(--bg); max-width: 60rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.6; }
+table { border-collapse: collapse; margin: .5rem 0 1.5rem; } th, td { border: 1px solid var(--line);
+        padding: .25rem .6rem; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.muted { color: var(--muted); } .warn { color: var(--warn); }
+figure { margin: .5rem 0; } svg text { fill: var(--fg); font-size: 13px; } svg rect { fill: var(--bar); }
+.pair { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
+"""
+
+
+def bar_svg(items: list[tuple[str, int]], total: int, alt: str) -> str:
+    """Horizontal bars, named by ``alt`` (what the picture shows, from the same numbers as the table beside it)."""
+    width, label_w, row_h = 420, 150, 24
+    height = row_h * max(len(items), 1) + 8
+    parts = [f'<svg role="img" aria-label="{html.escape(alt)}" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}"><title>{html.escape(alt)}</title>']  # fmt: skip
+    scale = (width - label_w - 40) / max(total, 1)
+    for i, (label, count) in enumerate(items):
+        y = 4 + i * row_h
+        parts.append(f'<text x="0" y="{y + 16}">{html.escape(_short(label, 11))}</text>'
+                     f'<rect x="{label_w}" y="{y + 4}" width="{count * scale:.1f}" height="{row_h - 8}"/>'
+                     f'<text x="{label_w + count * scale + 6:.1f}" y="{y + 16}">{count}</text>')  # fmt: skip
+    return "".join(parts) + "</svg>"
+
+
+def table(head: tuple, rows: list[tuple], caption: str = "") -> str:
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    th = "".join(f"<th scope='col'>{html.escape(str(h))}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td class='num'>{c}</td>" if isinstance(c, int)
+                                    else f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                   for row in rows)  # fmt: skip
+    return f"<table>{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def page(r: Report) -> str:
+    e = html.escape
+    out = [f"<!doctype html><html lang='zh-CN'><head><meta charset='utf-8'><title>Day 11 班级报告</title>"
+           f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style></head><body>"
+           f"<main><h1>Day 11 · 多头注意力：班级报告</h1>"
+           f"<p>{r.n} 名学生的进度（{'显示姓名' if r.names and not r.names[0].startswith('学生 ') else '匿名编号'}）。"
+           "只统计每道题<strong>当前版本</strong>的作答；旧版题目的作答单独列出。</p>"]  # fmt: skip
+    out.append("<h2>最常见的误解</h2>")
+    if r.misconceptions:
+        top = r.misconceptions[:3]
+        out.append("<ol>" + "".join(f"<li><strong>{c} 人</strong>　{e(qid)}（{e(sec)}讲）：{e(text)}</li>"
+                                    for c, qid, _, text, sec in top) + "</ol>")  # fmt: skip
+        out.append(table(("人数", "题目", "误解", "讲解它的地方"),
+                         [(c, qid, text, sec) for c, qid, _, text, sec in r.misconceptions], "全部误解，按人数排序"))
+    else:
+        out.append("<p class='muted'>还没有记录到具名的错误。</p>")
+
+    out.append("<h2>学生停在哪里</h2>")
+    stops = [(f"第 {s} 节" if s else "还没作答", c) for s, c in sorted(r.stopped.items())]
+    alt = "最后作答所在的节，学生人数：" + "；".join(f"{label} {c} 人" for label, c in stops)
+    out.append(f"<div class='pair'><figure>{bar_svg(stops, r.n, alt)}</figure>"
+               f"{table(('最后作答的节', '人数'), stops)}</div>")
+
+    out.append("<h2>每道题</h2>")
+    qrows = [(qid, row.section, row.answered, row.first_right, row.later_right, row.never, row.old)
+             for qid, row in r.questions.items()]  # fmt: skip
+    out.append(table(("题目", "节", "作答", "一次答对", "后来答对", "一直没对", "旧版作答"), qrows,
+                     "自评题（自由作答）不评对错，见下文的要点统计"))
+    first_wrong = sorted(((row.answered - row.first_right, qid) for qid, row in r.questions.items()
+                          if row.answered), reverse=True)[:8]  # fmt: skip
+    items = [(qid, n) for n, qid in first_wrong if n]
+    if items:
+        alt = "第一次没答对的人数最多的题：" + "；".join(f"{q} {n} 人" for q, n in items)
+        caption = "<figcaption class='muted'>第一次没答对的人数</figcaption>"
+        out.append(f"<figure>{bar_svg(items, r.n, alt)}{caption}</figure>")
+
+    out.append("<h2>代码练习</h2>")
+    erows = [(name, row.tried, row.passed, row.failing, row.unconfirmed,
+              "、".join(f"{m}（{c}）" for m, c in row.mistakes.most_common()) or "—")
+             for name, row in r.exercises.items()]  # fmt: skip
+    out.append(table(("练习", "提交过", "通过", "仍未通过", "通过但未确认", "具名错误（人数）"), erows,
+                     "「未确认」：用 --recheck 在干净的检查进程里重跑学生的代码，没有再次通过"))
+
+    out.append("<h2>自我解释（只计数，不评分）</h2>")
+    for qid, row in r.questions.items():
+        if row.covered:
+            out.append(table(("勾选的要点", "人数"), sorted(((p, c) for p, c in row.covered.items()),
+                                                       key=lambda t: -t[1]), f"{qid}：学生自己勾选的要点"))
+    took, ticked = r.interview
+    if took:
+        out.append(table(("勾选的要点", "人数"), sorted(ticked.items(), key=lambda t: -t[1]),
+                         f"第 8 节面试自检：{took} 人写过"))
+    if r.skipped:
+        out.append("<h2>跳过的文件</h2><ul>" + "".join(f"<li class='warn'>{e(s)}</li>" for s in r.skipped) + "</ul>")
+    out.append("</main></body></html>")
+    return "".join(out)
+
+
+def write(r: Report, out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    html_path, csv_path = out_dir / "class-report.html", out_dir / "class-report.csv"
+    html_path.write_text(page(r), encoding="utf-8")
+    with open(csv_path, "w", newline="", encoding="utf-8-sig") as f:  # utf-8-sig: Excel reads the Chinese
+        csv.writer(f).writerows(csv_rows(r))
+    return html_path, csv_path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="把全班的进度文件汇成一页班级报告（HTML + CSV）。")
+    ap.add_argument("paths", nargs="*", help=f"进度文件、导出文件或装着它们的文件夹（默认：{HUB_GLOB}）")
+    ap.add_argument("--out", default="class-report", help="报告写到这个文件夹（默认 class-report/）")
+    ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")
+    ap.add_argument("--recheck", action="store_true", help="在干净的检查进程里重跑学生通过的代码练习")
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    report = build(args.paths, names=args.names, recheck=args.recheck,
+                   warn=lambda line: print(line, file=sys.stderr))  # fmt: skip
+    if not report.n:
+        print("没有找到可读的进度文件：请给出文件或文件夹的路径（在 Hub 上请以管理员身份运行）。", file=sys.stderr)
+        return 1
+    html_path, csv_path = write(report, Path(args.out))
+    print(f"{report.n} 名学生 → {html_path}、{csv_path}（{time.perf_counter() - start:.2f} 秒）")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

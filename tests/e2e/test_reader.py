@@ -5,26 +5,32 @@ configurations, and the static page with its request log.
 One JupyterLab server and one Restart & Run All for the whole module (themes and window sizes change on the running
 page); the tests run in file order on the same page.
 Run:  .venv/bin/python -m pytest tests/e2e/test_reader.py -v     (screenshots: artifacts/e2e/<timestamp>/reader/)
-axe-core comes from npm (``npm pack axe-core@AXE_VERSION`` once into .cache/e2e/, git-ignored).
+axe-core comes from npm (``scripts/build_static.py``'s ``npm_package``: ``npm pack`` once into .cache/static-page/,
+git-ignored, unpacked by its ``safe_extract``, which Debian 12's Python 3.11.2 needs: no ``extractall(filter=)``).
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import tarfile
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from conftest import ROOT, require
-from test_browser_flow import JS_HOOK_KERNEL, JS_RUN_STATE, UPDATE_TIMEOUT_MS
+from helpers import scaled
+from test_browser_flow import JS_HOOK_KERNEL, JS_RUN_STATE, UPDATE_TIMEOUT_MS, run_all_finished
+
+sys.path.insert(0, str(ROOT / "scripts"))
+try:
+    import build_static  # npm_package / safe_extract (axe-core) and the static page itself
+finally:
+    sys.path.pop(0)
 
 AXE_VERSION = "4.14.1"
 SMALL, LARGE = (1024, 768), (1400, 1000)
 THEME_NAMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark", "hc": "JupyterLab Dark High Contrast"}
-RUN_TIMEOUT_S = 300  # a hang detector: Restart & Run All takes 60-110 s on a shared 2-core machine
 MIN_SCALE = 0.90  # a raster picture shown below 90 % of its pixels has labels too small to read (issue 24)
 
 # Every focusable control in the notebook's outputs, in document order (what Tab walks through).
@@ -83,6 +89,9 @@ JS_LAYOUT = """() => {
 }""".replace("MIN_SCALE", str(MIN_SCALE))
 
 JS_HEIGHT = "el => Math.round(el.getBoundingClientRect().height)"
+# Resolves once the browser has laid out and painted twice: after a resize, a theme's CSS or a widget's update,
+# what is measured next is what the learner sees (instead of a fixed sleep).
+JS_SETTLED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 # Every control in the outputs (what a screen reader lands on), each marked with data-lesson-control=i so the test can
 # ask Chromium's accessibility tree for its computed name.
@@ -201,18 +210,11 @@ JS_ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCell
 # --------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="session")
 def axe_script() -> Path:
-    """axe.min.js from npm, cached in .cache/e2e/ (the package is 3 MB: not committed)."""
-    cache = ROOT / ".cache" / "e2e"
-    script = cache / f"axe-core-{AXE_VERSION}" / "package" / "axe.min.js"
-    if not script.exists():
-        npm = shutil.which("npm")
-        require(npm is not None, "npm is missing (it fetches axe-core once): sudo apt-get install npm")
-        cache.mkdir(parents=True, exist_ok=True)
-        name = subprocess.run([npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", str(cache), "--silent"],
-                              check=True, capture_output=True, text=True, timeout=300).stdout.strip().splitlines()[-1]
-        with tarfile.open(cache / name) as tar:
-            tar.extractall(script.parents[1], filter="data")
-    return script
+    """axe.min.js from npm, cached in .cache/static-page/ (the package is 3 MB: not committed)."""
+    cached = build_static.CACHE / f"axe-core-{AXE_VERSION}" / "package" / "package.json"
+    require(cached.exists() or shutil.which("npm") is not None,
+            "npm is missing (it fetches axe-core once): sudo apt-get install npm")
+    return build_static.npm_package("axe-core", AXE_VERSION) / "axe.min.js"
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +231,7 @@ def lesson(lab_servers, open_browser, e2e_report):
     with open_browser() as browser:
         context = browser.new_context(viewport={"width": SMALL[0], "height": SMALL[1]}, locale="zh-CN")
         page = context.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(scaled(60) * 1000)
         outside = []
         page.on("request", lambda r: urlsplit(r.url).hostname in server.allowed_hosts
                 or r.url.startswith(("data:", "blob:")) or outside.append(r.url))
@@ -237,26 +239,17 @@ def lesson(lab_servers, open_browser, e2e_report):
         run_all = page.locator("[data-command='notebook:restart-run-all']").first
         run_all.wait_for(state="visible")
         page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
-        deadline = time.monotonic() + 60
-        while server.kernel_state(server.notebook) != "idle":
-            assert time.monotonic() < deadline, "kernel not idle after 60 s"
-            time.sleep(0.2)
+        server.wait_kernel_idle()
         page.evaluate(JS_HOOK_KERNEL)
         started = time.perf_counter()
         run_all.click()
         page.locator(".jp-Dialog .jp-mod-accept").click()
-        deadline = time.monotonic() + RUN_TIMEOUT_S
-        while True:
-            state = page.evaluate(JS_RUN_STATE)
-            if state["queued"] and not state["running"] and state["counted"] == state["code"] \
-                    and server.kernel_state(server.notebook) == "idle":
-                break
-            assert time.monotonic() < deadline, f"Run All not finished after {RUN_TIMEOUT_S} s: {state}"
-            time.sleep(0.25)
+        state = run_all_finished(page, server, JS_RUN_STATE)
         assert not state["bad"], state["bad"]
         e2e_report(f"[reader] Run All {time.perf_counter() - started:.1f} s")
         page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:activate')")  # JupyterLab's default
-        page.wait_for_timeout(300)
+        page.locator("#filebrowser").wait_for(state="visible")
+        page.evaluate(JS_SETTLED)
         yield page
         assert not outside, f"requests to other hosts: {outside}"
         context.close()
@@ -266,7 +259,7 @@ def set_theme(page, theme: str) -> None:
     page.evaluate("name => window.jupyterapp.commands.execute('apputils:change-theme', {theme: name})",
                   THEME_NAMES[theme])
     page.wait_for_function("name => document.body.dataset.jpThemeName === name", arg=THEME_NAMES[theme])
-    page.wait_for_timeout(500)
+    page.evaluate(JS_SETTLED)  # JupyterLab names the theme once its CSS has loaded; then let the page repaint
 
 
 def slider(page, label: str):
@@ -559,7 +552,7 @@ def test_at_1024_with_the_file_browser_open_nothing_is_cut_scaled_or_jumps(lesso
     set_theme(page, theme)
     page.set_viewport_size({"width": SMALL[0], "height": SMALL[1]})
     assert page.locator("#filebrowser").is_visible(), "the file browser should be open (JupyterLab's default)"
-    page.wait_for_timeout(300)
+    page.evaluate(JS_SETTLED)
     jumps = []
     for label, keys in WIDGET_MOVES:
         found = page.locator(".jp-Notebook .lesson-slider").filter(has=page.locator("label").get_by_text(label,
@@ -577,11 +570,12 @@ def test_at_1024_with_the_file_browser_open_nothing_is_cut_scaled_or_jumps(lesso
             page.keyboard.press(key)
             try:
                 page.wait_for_function("([el, b]) => [...el.querySelectorAll('img')].map(i => i.src).join('|') "
-                                       "+ el.innerText !== b", arg=[out.element_handle(), before], timeout=5000)
+                                       "+ el.innerText !== b", arg=[out.element_handle(), before],
+                                       timeout=scaled(5) * 1000)
                 moved += 1
             except Exception:  # at an end of the range a key changes nothing
                 pass
-            page.wait_for_timeout(150)
+            page.evaluate(JS_SETTLED)
             heights.add(out.evaluate(JS_HEIGHT))
         assert moved >= 2, f"{label}: the keys moved the widget only {moved} times: nothing was measured"
         if max(heights) - min(heights) > 1:
@@ -604,7 +598,7 @@ def test_screenshots_in_four_configurations_and_placeholder_in_high_contrast(les
     for theme, size in SCREENS:
         set_theme(page, theme)
         page.set_viewport_size({"width": size[0], "height": size[1]})
-        page.wait_for_timeout(300)
+        page.evaluate(JS_SETTLED)
         cells = page.locator(".jp-Notebook .jp-CodeCell").filter(has=page.locator(".jp-OutputArea-output"))
         for i in range(cells.count()):
             cell = cells.nth(i)
@@ -624,13 +618,6 @@ def test_screenshots_in_four_configurations_and_placeholder_in_high_contrast(les
 
 
 def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(lesson, tmp_path, shots, e2e_report):
-    import sys
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import build_static
-    finally:
-        sys.path.pop(0)
     if shutil.which("npm") is None and not build_static.CACHE.exists():
         require(False, "npm is missing (the static page's scripts come from npm once)")
     site = tmp_path / "site"
@@ -653,8 +640,10 @@ def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(lesson,
     page = context.new_page()
     page.goto(page_path.as_uri())
     page.wait_for_function("() => document.querySelectorAll('.lesson-slider input[type=range]').length >= 5",
-                           timeout=30_000)
-    page.wait_for_timeout(1500)  # MathJax typesets after the widgets
+                           timeout=scaled(30) * 1000)
+    # MathJax typesets after the widgets
+    page.wait_for_function("() => document.querySelectorAll('.MathJax_Display, .MathJax').length > 5",
+                           timeout=scaled(30) * 1000)
     found = page.evaluate("""() => ({
       sliders: document.querySelectorAll('.lesson-slider input[type=range]').length,
       errors: document.body.innerText.split('Error displaying widget').length - 1,

@@ -36,6 +36,9 @@ MIN_CONTRAST = 4.5  # WCAG 2 AA for body text
 RUN_STALL_S = 180  # the longest single cell (§7's training) with room for a machine running two suites
 UPDATE_TIMEOUT_MS = int(scaled(30) * 1000)
 SLIDER_LABEL = "头数 h"
+# A widget's readout keeps its tallest height so nothing jumps as the controls move; what it keeps beyond its text
+# is at most a few lines (a height kept from before a window resize left 200-350 px of blank under the text).
+MAX_KEPT_BLANK_PX = 80
 QUIZ_QUESTION = "Q2"
 
 # Console errors we accept, each with the reason. Keep this empty unless a message is understood and harmless.
@@ -207,7 +210,7 @@ JS_CONTRAST = """() => {
 
 # Layout problems a learner would see at the current window size.
 JS_LAYOUT = """() => {
-  const out = {scrollbars: [], narrowSliders: [], upscaled: [], overflowing: [], brokenWords: []};
+  const out = {scrollbars: [], narrowSliders: [], upscaled: [], overflowing: [], brokenWords: [], keptBlank: []};
   const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
   const outputs = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')];
   for (const root of outputs) {
@@ -232,6 +235,14 @@ JS_LAYOUT = """() => {
         out.narrowSliders.push(`${at} ${label}: ${t.getBoundingClientRect().width.toFixed(0)} px`);
       }
   }
+  for (const el of document.querySelectorAll('.jp-Notebook .lesson-live.lesson-keep-height')) {
+    const text = document.createRange();  // what the readout shows, whatever height its box is stretched to
+    text.selectNodeContents(el.querySelector('.widget-html-content') || el);
+    const blank = el.getBoundingClientRect().bottom - text.getBoundingClientRect().bottom;
+    if (el.getClientRects().length && blank > MAX_KEPT_BLANK_PX)
+      out.keptBlank.push(`cell ${cells.indexOf(el.closest('.jp-Cell'))}: ${blank.toFixed(0)} px of blank under ` +
+                         `"${el.innerText.trim().slice(0, 30)}"`);
+  }
   // A word (split on spaces) that a table cell wraps across two lines.
   for (const cell of document.querySelectorAll('.jp-Notebook .lesson-table td, .jp-Notebook .lesson-table th')) {
     const node = cell.firstChild;
@@ -244,7 +255,7 @@ JS_LAYOUT = """() => {
     }
   }
   return out;
-}"""
+}""".replace("MAX_KEPT_BLANK_PX", str(MAX_KEPT_BLANK_PX))
 
 # The exercise: put ``source`` into the code cell whose source contains ``marker`` and run that cell.
 JS_RUN_CELL_WITH = """([marker, source]) => {
@@ -661,7 +672,9 @@ def _flow(name: str, lab_server, browser, shots: Path, e2e_report) -> None:
         lab_fit.append(_check_lab_scale(flow, ui, sizes[1]))
         for label in ("锐度", "第几步", SLIDER_LABEL, *(["层"] if _has_explorer(flow) else [])):
             flow.shot(f"at_{sizes[1][0]}_{label}", ui.cell_with(ui.slider(label)))
-        formula = page.locator(".jp-Notebook .jp-OutputArea-output").filter(has=page.locator(".lesson-table")).first
+        # §9's formula map: the output of the cell that calls formula_view() (§2 shows lesson tables first)
+        formula = page.locator(".jp-Notebook .jp-CodeCell").filter(has_text="formula_view()").locator(
+            ".jp-OutputArea-output").first
         formula.scroll_into_view_if_needed()
         flow.shot(f"at_{sizes[1][0]}_s9_formula_table", formula)
         listing.scroll_into_view_if_needed()

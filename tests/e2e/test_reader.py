@@ -11,6 +11,7 @@ git-ignored, unpacked by its ``safe_extract``, which Debian 12's Python 3.11.2 n
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import time
@@ -225,9 +226,15 @@ def shots(artifacts_dir) -> Path:
 
 
 @pytest.fixture(scope="module")
-def lesson(lab_servers, open_browser, e2e_report):
+def reader_server(lab_servers):
+    """One JupyterLab (Chinese UI) for the module: the lesson and the real-heads lab are opened on it."""
+    return lab_servers({"reader": ("zh_CN", "light")})["reader"]
+
+
+@pytest.fixture(scope="module")
+def lesson(reader_server, open_browser, e2e_report):
     """The lesson after Restart & Run All at 1024×768 with the file browser open (light theme), on one page."""
-    server = lab_servers({"reader": ("zh_CN", "light")})["reader"]
+    server = reader_server
     with open_browser() as browser:
         context = browser.new_context(viewport={"width": SMALL[0], "height": SMALL[1]}, locale="zh-CN")
         page = context.new_page()
@@ -469,7 +476,7 @@ def test_the_verdict_after_submit_is_read_from_a_polite_live_region(lesson):
     assert "d_k" in text and "个头" in text, text
 
 
-def test_arrow_keys_act_inside_a_quiz_radio_and_the_explorer_without_moving_the_notebook(lesson):
+def test_arrow_keys_act_inside_a_quiz_radio_without_moving_the_notebook(lesson):
     page = lesson
     quiz = page.locator(".jp-Notebook .lesson-quiz-S6")
     radios = quiz.locator("input[type=radio]")
@@ -481,9 +488,41 @@ def test_arrow_keys_act_inside_a_quiz_radio_and_the_explorer_without_moving_the_
     page.wait_for_function("el => el.checked", arg=radios.nth(1).element_handle(), timeout=UPDATE_TIMEOUT_MS)
     assert page.evaluate(JS_ACTIVE_CELL) == cell, "ArrowDown on a quiz radio moved the notebook's active cell"
     assert radios.nth(1).evaluate("el => document.activeElement === el"), "focus left the radio group"
+
+
+REAL_HEADS_LAB = "lab_real_heads.ipynb"
+
+
+@pytest.fixture(scope="module")
+def real_heads_lab(lesson, reader_server, e2e_report):
+    """The optional real-heads lab (the §6 explorer lives there) after its own Restart & Run All, in a second page of
+    the lesson's browser, on the same server (its own workspace, so the lesson's page keeps its layout)."""
+    server = dataclasses.replace(reader_server, notebook=REAL_HEADS_LAB)
+    page = lesson.context.new_page()
+    page.set_default_timeout(scaled(60) * 1000)
+    try:
+        page.goto(f"{server.url}/lab/workspaces/reader-lab/tree/{REAL_HEADS_LAB}?reset&token={server.token}")
+        run_all = page.locator("[data-command='notebook:restart-run-all']").first
+        run_all.wait_for(state="visible")
+        page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
+        server.wait_kernel_idle()
+        page.evaluate(JS_HOOK_KERNEL)
+        started = time.perf_counter()
+        run_all.click()
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        state = run_all_finished(page, server, JS_RUN_STATE)
+        assert not state["bad"], state["bad"]
+        e2e_report(f"[reader] {REAL_HEADS_LAB} Run All {time.perf_counter() - started:.1f} s")
+        yield page
+    finally:
+        page.close()
+
+
+def test_arrow_keys_drive_the_explorer_without_moving_the_notebook_and_it_never_shrinks(real_heads_lab, shots,
+                                                                                          e2e_report):
+    page = real_heads_lab
     layer = page.locator(".jp-Notebook .lesson-slider").filter(has=page.locator("label").get_by_text("层", exact=True))
-    if not layer.count():
-        pytest.skip("the §6 explorer needs the weights package")
+    assert layer.count() == 1, f"{REAL_HEADS_LAB}: expected the explorer's 层 slider, found {layer.count()}"
     out = output_of(page, layer)
     select = out.locator("select").first  # the sentence: new tokens, a new map, new bars
     select.scroll_into_view_if_needed()
@@ -497,10 +536,21 @@ def test_arrow_keys_act_inside_a_quiz_radio_and_the_explorer_without_moving_the_
     assert page.evaluate(JS_ACTIVE_CELL) == cell, "ArrowDown on the explorer moved the notebook's active cell"
     assert select.evaluate("el => document.activeElement === el"), "focus left the explorer's dropdown"
     # What a control drew never shrinks back (issue 30: 963 -> 723 px); a taller sentence seen for the first time may
-    # still add its rows once (measured: +16 px), reported until the explorer reserves its tallest sentence's height.
+    # still add its rows once (measured: +16 px).
+    page.evaluate(JS_SETTLED)
     after = out.evaluate(JS_HEIGHT)
-    print(f"[reader] explorer height {height} -> {after} px when the sentence changed")
+    # The layer and head sliders: arrow keys move them inside the widget, and the widget keeps its height.
+    jumps = []
+    for label in ("层", "头"):
+        moved, heights = _move_slider(page, label, ["ArrowRight", "End", "Home"])
+        assert moved >= 2, f"{label}: the keys moved the explorer only {moved} times: nothing was measured"
+        assert page.evaluate(JS_ACTIVE_CELL) == cell, f"arrow keys on the explorer's {label} moved the active cell"
+        if max(heights) - min(heights) > 1:
+            jumps.append(f"{label}: heights {sorted(heights)} px while it moved")
+    out.screenshot(path=str(shots / "lab_real_heads_explorer.png"))
+    e2e_report(f"[reader] explorer height {height} -> {after} px when the sentence changed; slider jumps: {jumps}")
     assert after >= height - 1, f"the explorer shrank from {height} to {after} px when the sentence changed"
+    assert not jumps, "\n".join(jumps)
 
 
 @pytest.mark.parametrize("theme", ["light", "dark", "hc"])
@@ -536,14 +586,34 @@ def test_no_choice_is_cut_and_every_circle_shows_at_1024(lesson, theme, shots, e
     assert not found["bad"], "\n".join(found["bad"])
 
 
-WIDGET_MOVES = [  # (label of a slider in the widget, keys pressed one after another)
+WIDGET_MOVES = [  # (label of a slider in the widget, keys pressed one after another); the explorer: its own test
     ("锐度", ["ArrowRight"] * 3 + ["Home", "End"]),
     ("第几步", ["ArrowRight"] * 7 + ["Home"]),
     ("头数 h", ["Home", "ArrowRight", "ArrowRight", "End", "ArrowLeft"]),
     ("放大第几个头", ["ArrowRight", "End", "Home"]),
-    ("层", ["ArrowRight", "End", "Home"]),
-    ("头", ["ArrowRight", "End", "Home"]),
 ]
+
+
+def _move_slider(page, label: str, keys) -> tuple[int, set]:
+    """Press ``keys`` on the slider labelled ``label``: how many changed its widget's output, and the heights seen."""
+    control = slider(page, label).locator("input")
+    out = output_of(page, slider(page, label))
+    control.scroll_into_view_if_needed()
+    control.focus()
+    heights, moved = {out.evaluate(JS_HEIGHT)}, 0
+    for key in keys:
+        before = out.evaluate("el => [...el.querySelectorAll('img')].map(i => i.src).join('|') + el.innerText")
+        page.keyboard.press(key)
+        try:
+            page.wait_for_function("([el, b]) => [...el.querySelectorAll('img')].map(i => i.src).join('|') "
+                                   "+ el.innerText !== b", arg=[out.element_handle(), before],
+                                   timeout=scaled(5) * 1000)
+            moved += 1
+        except Exception:  # at an end of the range a key changes nothing
+            pass
+        page.evaluate(JS_SETTLED)
+        heights.add(out.evaluate(JS_HEIGHT))
+    return moved, heights
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -555,28 +625,7 @@ def test_at_1024_with_the_file_browser_open_nothing_is_cut_scaled_or_jumps(lesso
     page.evaluate(JS_SETTLED)
     jumps = []
     for label, keys in WIDGET_MOVES:
-        found = page.locator(".jp-Notebook .lesson-slider").filter(has=page.locator("label").get_by_text(label,
-                                                                                                          exact=True))
-        if not found.count():
-            assert label in ("层", "头"), f"slider {label!r} is missing"
-            continue  # the §6 explorer needs the weights package
-        control = found.locator("input")
-        out = output_of(page, found)
-        control.scroll_into_view_if_needed()
-        control.focus()
-        heights, moved = {out.evaluate(JS_HEIGHT)}, 0
-        for key in keys:
-            before = out.evaluate("el => [...el.querySelectorAll('img')].map(i => i.src).join('|') + el.innerText")
-            page.keyboard.press(key)
-            try:
-                page.wait_for_function("([el, b]) => [...el.querySelectorAll('img')].map(i => i.src).join('|') "
-                                       "+ el.innerText !== b", arg=[out.element_handle(), before],
-                                       timeout=scaled(5) * 1000)
-                moved += 1
-            except Exception:  # at an end of the range a key changes nothing
-                pass
-            page.evaluate(JS_SETTLED)
-            heights.add(out.evaluate(JS_HEIGHT))
+        moved, heights = _move_slider(page, label, keys)
         assert moved >= 2, f"{label}: the keys moved the widget only {moved} times: nothing was measured"
         if max(heights) - min(heights) > 1:
             jumps.append(f"{label}: heights {sorted(heights)} px while its controls moved")

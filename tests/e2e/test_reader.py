@@ -315,7 +315,7 @@ def test_axe_finds_no_serious_or_critical_problem_in_any_output(lesson, axe_scri
       }
       return {areas: areas.length, bad};
     }""")
-    assert found["areas"] > 60, f"only {found['areas']} output areas: the lesson did not run"
+    assert found["areas"] >= 50, f"only {found['areas']} output areas: the lesson did not run"  # 60 in the core
     e2e_report(f"[reader] axe-core {AXE_VERSION}: {found['areas']} output areas, "
                f"{len(found['bad'])} serious/critical findings")
     assert not found["bad"], "axe-core, serious or critical:\n" + "\n".join(found["bad"])
@@ -325,7 +325,7 @@ def test_every_slider_is_named_and_moves_with_the_arrow_keys(lesson):
     """Each lesson slider is a native range input whose accessible name is its Chinese label."""
     page = lesson
     sliders = page.locator(".jp-Notebook .lesson-slider input[type=range]")
-    assert sliders.count() >= 5
+    assert sliders.count() >= 4  # §2 锐度, §3 第几步, §5 头数 h and 放大第几个头 (the explorer is in its lab)
     names = sliders.evaluate_all("els => els.map(e => e.labels.length ? e.labels[0].textContent : '')")
     assert all(names) and "头数 h" in names, names
     assert page.locator(".jp-Notebook .noUi-handle").count() == 0, "an ipywidgets slider (unnamed handle) is left"
@@ -562,7 +562,7 @@ def test_every_figure_text_is_at_least_4_5_to_1_in_every_theme(lesson, theme, e2
     e2e_report(f"[reader] {theme}: {found['seen']['texts']} figure texts in {found['seen']['figures']} figures, "
                f"{len(found['low'])} under 4.5:1 ({found['seen']['onImage']} over a raster, not measured)")
     set_theme(page, "light")
-    assert found["seen"]["texts"] > 200, found["seen"]
+    assert found["seen"]["texts"] > 150, found["seen"]  # 171 texts in 7 figures in the core
     assert not found["low"], f"{theme}: figure text under 4.5:1:\n" + "\n".join(found["low"])
 
 
@@ -688,7 +688,7 @@ def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(lesson,
     context.route("**/*", route)
     page = context.new_page()
     page.goto(page_path.as_uri())
-    page.wait_for_function("() => document.querySelectorAll('.lesson-slider input[type=range]').length >= 5",
+    page.wait_for_function("() => document.querySelectorAll('.lesson-slider input[type=range]').length >= 4",
                            timeout=scaled(30) * 1000)
     # MathJax typesets after the widgets
     page.wait_for_function("() => document.querySelectorAll('.MathJax_Display, .MathJax').length > 5",

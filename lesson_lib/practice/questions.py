@@ -679,14 +679,14 @@ def _s5() -> Question:
     explanation = (
         f"解析：d_model = {d} 时，h 从 {lo} 拖到 {hi}：\n"
         + "\n".join(f"· {label}：{why}" for _, label, why in options)
-        + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 的工作量和注意力图的数量，"
+        + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 工作量和注意力图的数量，"
         "变小的是每头宽度。"
     )
     return Question(
         "S5", "第 5 节", "multi",
         f"S5　在第 5 节的实验台上，把头数 h 从 {lo} 拖到 {hi}（d_model = {d}），下面哪些量保持不变？（多选）",
         explanation,
-        key=ChoiceKey(tuple(options), frozenset(answer), "参数量和矩阵乘法守恒；softmax 的工作量与头数成正比。"),
+        key=ChoiceKey(tuple(options), frozenset(answer), "参数量和矩阵乘法守恒；softmax 工作量与头数成正比。"),
     )  # fmt: skip
 
 

@@ -133,6 +133,16 @@ def asked_in() -> dict[str, int]:
     return where
 
 
+def section_titles() -> dict[int, str]:
+    """Each section's title, from the first numbered heading of its source file (``## 5 动手实验台：…``)."""
+    titles = {}
+    for src in sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]*.md")):
+        found = re.search(r"^##\s+\d+\s+(.+?)\s*$", src.read_text("utf-8"), re.M)
+        if found:
+            titles.setdefault(int(src.name[:2]), found.group(1))
+    return titles
+
+
 def describe_mistake(q, mistake: str) -> str:
     """The named mistake in the words the learner was shown (the checker's own hint), from the question data."""
     key = q.key
@@ -279,6 +289,15 @@ class Report:
     misconceptions: list  # (students, qid, mistake id, description, section)
     skipped: list[str]
     names: list[str]
+    titles: dict = field(default_factory=dict)  # section number -> title
+    prompts: dict = field(default_factory=dict)  # question id -> its prompt, without the id
+
+    def section(self, number: int) -> str:
+        """「第 5 节 动手实验台：…」 (「还没作答」 for 0)."""
+        if not number:
+            return "还没作答"
+        title = self.titles.get(number)
+        return f"第 {number} 节 {title}" if title else f"第 {number} 节"
 
 
 def build(paths: list[str], names: bool = False, recheck: bool = False, warn=None) -> Report:
@@ -304,7 +323,8 @@ def build(paths: list[str], names: bool = False, recheck: bool = False, warn=Non
     mis.sort(key=lambda t: (-t[0], order.index(t[1]), t[2]))
     return Report(len(students), rows, ex, stopped_at(students, asked),
                   interview_points(students, versions.get(INTERVIEW)), mis, skipped,
-                  [s.label for s in students])  # fmt: skip
+                  [s.label for s in students], section_titles(),
+                  {qid: q.prompt.removeprefix(qid).strip() for qid, q in qs.items()})  # fmt: skip
 
 
 def csv_rows(r: Report):
@@ -336,24 +356,26 @@ CSS = """
   :root { --fg:#e6edf3; --bg:#0d1117; --muted:#9da7b3; --bar:#58a6ff; --line:#30363d; --warn:#fdba74; } }
 body { font-family: "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif; color: var(--fg);
        background: var(--bg); max-width: 60rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.6; }
-table { border-collapse: collapse; margin: .5rem 0 1.5rem; } th, td { border: 1px solid var(--line);
+table { border-collapse: collapse; margin: .5rem 0 1.5rem; } th { white-space: nowrap; }
+th, td { border: 1px solid var(--line);
         padding: .25rem .6rem; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .muted { color: var(--muted); } .warn { color: var(--warn); }
 figure { margin: .5rem 0; } svg text { fill: var(--fg); font-size: 13px; } svg rect { fill: var(--bar); }
 .pair { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
+ul.glance { border-left: 4px solid var(--bar); padding: .3rem .5rem .3rem 1.6rem; }
 """
 
 
 def bar_svg(items: list[tuple[str, int]], total: int, alt: str) -> str:
     """Horizontal bars, named by ``alt`` (what the picture shows, from the same numbers as the table beside it)."""
-    width, label_w, row_h = 420, 150, 24
+    width, label_w, row_h = 520, 250, 24
     height = row_h * max(len(items), 1) + 8
     parts = [f'<svg role="img" aria-label="{html.escape(alt)}" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}"><title>{html.escape(alt)}</title>']  # fmt: skip
     scale = (width - label_w - 40) / max(total, 1)
     for i, (label, count) in enumerate(items):
         y = 4 + i * row_h
-        parts.append(f'<text x="0" y="{y + 16}">{html.escape(_short(label, 11))}</text>'
+        parts.append(f'<text x="0" y="{y + 16}">{html.escape(_short(label, 18))}</text>'
                      f'<rect x="{label_w}" y="{y + 4}" width="{count * scale:.1f}" height="{row_h - 8}"/>'
                      f'<text x="{label_w + count * scale + 6:.1f}" y="{y + 16}">{count}</text>')  # fmt: skip
     return "".join(parts) + "</svg>"
@@ -368,45 +390,59 @@ def table(head: tuple, rows: list[tuple], caption: str = "") -> str:
     return f"<table>{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _first_wrong(row: QuestionRow) -> int:
+    """Students not right on their first try (self-explanations are never judged, so never counted here)."""
+    return row.later_right + row.never
+
+
 def page(r: Report) -> str:
     e = html.escape
+    stops = [(r.section(s), c) for s, c in sorted(r.stopped.items(), key=lambda t: -t[0])]
+    missed = sorted(((_first_wrong(row), qid) for qid, row in r.questions.items() if _first_wrong(row)),
+                    key=lambda t: -t[0])  # fmt: skip
+    anonymous = not r.names or r.names[0].startswith("学生 ")
     out = [f"<!doctype html><html lang='zh-CN'><head><meta charset='utf-8'><title>Day 11 班级报告</title>"
            f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style></head><body>"
            f"<main><h1>Day 11 · 多头注意力：班级报告</h1>"
-           f"<p>{r.n} 名学生的进度（{'显示姓名' if r.names and not r.names[0].startswith('学生 ') else '匿名编号'}）。"
+           f"<p>{r.n} 名学生的进度（{'匿名编号' if anonymous else '显示姓名'}）。"
            "只统计每道题<strong>当前版本</strong>的作答；旧版题目的作答单独列出。</p>"]  # fmt: skip
+    glance = ["全班停在：" + "；".join(f"{label} <strong>{c} 人</strong>" for label, c in stops)]
+    if missed:
+        glance.append("第一次没答对最多的题：" + "、".join(f"{e(q)}（{n} 人）" for n, q in missed[:3]))
+    nobody = [name for name, row in r.exercises.items() if row.tried and not row.passed]
+    if nobody:
+        glance.append("提交过但没人通过的练习：" + "、".join(map(e, nobody)))
+    out.append("<ul class='glance'>" + "".join(f"<li>{g}</li>" for g in glance) + "</ul>")
+
     out.append("<h2>最常见的误解</h2>")
     if r.misconceptions:
-        top = r.misconceptions[:3]
-        out.append("<ol>" + "".join(f"<li><strong>{c} 人</strong>　{e(qid)}（{e(sec)}讲）：{e(text)}</li>"
-                                    for c, qid, _, text, sec in top) + "</ol>")  # fmt: skip
+        out.append("<ol class='top'>" + "".join(
+            f"<li><strong>{c} 人</strong>　{e(qid)}（{e(sec)}讲）：{e(text)}</li>"
+            for c, qid, _, text, sec in r.misconceptions[:3]) + "</ol>")  # fmt: skip
         out.append(table(("人数", "题目", "误解", "讲解它的地方"),
                          [(c, qid, text, sec) for c, qid, _, text, sec in r.misconceptions], "全部误解，按人数排序"))
     else:
         out.append("<p class='muted'>还没有记录到具名的错误。</p>")
 
-    out.append("<h2>学生停在哪里</h2>")
-    stops = [(f"第 {s} 节" if s else "还没作答", c) for s, c in sorted(r.stopped.items())]
+    out.append("<h2>学生停在哪里</h2><p class='muted'>每名学生最后一次作答所在的节（题目或代码练习）。</p>")
     alt = "最后作答所在的节，学生人数：" + "；".join(f"{label} {c} 人" for label, c in stops)
     out.append(f"<div class='pair'><figure>{bar_svg(stops, r.n, alt)}</figure>"
                f"{table(('最后作答的节', '人数'), stops)}</div>")
 
     out.append("<h2>每道题</h2>")
-    qrows = [(qid, row.section, row.answered, row.first_right, row.later_right, row.never, row.old)
-             for qid, row in r.questions.items()]  # fmt: skip
-    out.append(table(("题目", "节", "作答", "一次答对", "后来答对", "一直没对", "旧版作答"), qrows,
-                     "自评题（自由作答）不评对错，见下文的要点统计"))
-    first_wrong = sorted(((row.answered - row.first_right, qid) for qid, row in r.questions.items()
-                          if row.answered), reverse=True)[:8]  # fmt: skip
-    items = [(qid, n) for n, qid in first_wrong if n]
-    if items:
+    qrows = [(qid, _short(r.prompts.get(qid, ""), 30), row.section, row.answered, row.first_right, row.later_right,
+              row.never, row.old) for qid, row in r.questions.items()]  # fmt: skip
+    out.append(table(("题号", "题目", "讲解的节", "作答", "一次答对", "后来答对", "一直没对", "旧版作答"), qrows,
+                     "自我解释题（自由作答）不评对错，只在下文统计勾选的要点"))
+    if missed:
+        items = [(qid, n) for n, qid in missed[:8]]
         alt = "第一次没答对的人数最多的题：" + "；".join(f"{q} {n} 人" for q, n in items)
-        caption = "<figcaption class='muted'>第一次没答对的人数</figcaption>"
+        caption = "<figcaption class='muted'>第一次没答对的人数（与上表的「后来答对」＋「一直没对」相同）</figcaption>"
         out.append(f"<figure>{bar_svg(items, r.n, alt)}{caption}</figure>")
 
     out.append("<h2>代码练习</h2>")
     erows = [(name, row.tried, row.passed, row.failing, row.unconfirmed,
-              "、".join(f"{m}（{c}）" for m, c in row.mistakes.most_common()) or "—")
+              "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
              for name, row in r.exercises.items()]  # fmt: skip
     out.append(table(("练习", "提交过", "通过", "仍未通过", "通过但未确认", "具名错误（人数）"), erows,
                      "「未确认」：用 --recheck 在干净的检查进程里重跑学生的代码，没有再次通过"))
@@ -414,8 +450,8 @@ def page(r: Report) -> str:
     out.append("<h2>自我解释（只计数，不评分）</h2>")
     for qid, row in r.questions.items():
         if row.covered:
-            out.append(table(("勾选的要点", "人数"), sorted(((p, c) for p, c in row.covered.items()),
-                                                       key=lambda t: -t[1]), f"{qid}：学生自己勾选的要点"))
+            points = sorted(row.covered.items(), key=lambda t: -t[1])
+            out.append(table(("勾选的要点", "人数"), points, f"{qid}：{row.answered} 人写过，自己勾选的要点"))
     took, ticked = r.interview
     if took:
         out.append(table(("勾选的要点", "人数"), sorted(ticked.items(), key=lambda t: -t[1]),
@@ -424,6 +460,13 @@ def page(r: Report) -> str:
         out.append("<h2>跳过的文件</h2><ul>" + "".join(f"<li class='warn'>{e(s)}</li>" for s in r.skipped) + "</ul>")
     out.append("</main></body></html>")
     return "".join(out)
+
+
+def names_of(mistake: str) -> str:
+    """An exercise's named mistake in Chinese (the exercise module's MISTAKES), else its id."""
+    from lesson_lib.practice import exercises
+
+    return getattr(exercises, "MISTAKES", {}).get(mistake, mistake)
 
 
 def write(r: Report, out_dir: Path) -> tuple[Path, Path]:

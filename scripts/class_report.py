@@ -32,6 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 HUB_GLOB = "/home/*/.local/share/day11-multi-head-attention/progress.json"
+LIVE, EXPORT = "progress.json", "progress-export.json"
 FORMAT = "day11-progress"
 MAX_BYTES = 5 * 1024 * 1024  # the progress store's own cap: a real file is a few KB
 INTERVIEW = "面试"
@@ -58,7 +59,9 @@ def candidate_files(paths: list[str]) -> list[Path]:
             out += sorted(q for q in p.rglob("*.json") if not q.name.endswith(".lock"))
         else:
             out.append(p)
-    return list(dict.fromkeys(out))
+    out = list(dict.fromkeys(out))
+    # 「导出进度」 writes progress-export.json beside progress.json: the same student, read once (the live file).
+    return [p for p in out if not (p.name == EXPORT and p.with_name(LIVE) in out)]
 
 
 def read_progress(path: Path) -> tuple[dict | None, str]:

@@ -143,3 +143,13 @@ def test_reading_never_changes_a_students_file(planted_class):
     before = [f.read_bytes() for f in files]
     class_report.build([str(planted_class)])
     assert [f.read_bytes() for f in files] == before
+
+
+def test_an_export_beside_its_progress_file_is_the_same_student(planted_class):
+    for live in sorted(planted_class.rglob("progress.json"))[:3]:  # three students pressed 「导出进度」
+        Progress(store=ProgressFile(live)).export()
+    assert len(list(planted_class.rglob("progress-export.json"))) == 3
+    report = class_report.build([str(planted_class)])
+    assert report.n == 12 and report.questions["Q2"].answered == 10
+    exports = class_report.build([str(p) for p in planted_class.rglob("progress-export.json")])
+    assert exports.n == 3  # collected exports alone are read

@@ -111,10 +111,11 @@ def load_class(paths: list[str], names: bool, warn) -> list[Student]:
 
 
 def _name_of(path: Path) -> str:
-    parts = path.resolve().parts
-    if len(parts) > 2 and parts[1] == "home":
-        return parts[2]
-    return path.stem if path.stem not in ("progress", "progress-export") else path.parent.name
+    """The home folder's name for a file in ``<home>/.local/share/…``, else the file's name (or its folder's)."""
+    parts = path.absolute().parts
+    if ".local" in parts[1:]:
+        return parts[parts.index(".local", 1) - 1]
+    return path.stem if path.name not in (LIVE, EXPORT) else path.parent.name
 
 
 # ------------------------------------------------------------------------------------------ the lesson's data
@@ -257,15 +258,28 @@ def recheck_with(exercises):
     return recheck
 
 
+def last_section(s: Student, asked: dict[str, int]) -> int:
+    """The last section of the notebook in which the student answered anything (0: nothing answered)."""
+    done = [qid for qid, e in s.data.get("questions", {}).items() if isinstance(e, dict) and e.get("attempts")]
+    done += [name for name, e in s.data.get("exercises", {}).items()
+             if isinstance(e, dict) and (e.get("result") or e.get("status")) not in (None, "todo")]  # fmt: skip
+    return max((asked.get(item, 0) for item in done), default=0)
+
+
 def stopped_at(students, asked: dict[str, int]) -> Counter:
-    """Students by the last section of the notebook in which they answered anything (0: nothing answered)."""
-    where = Counter()
+    """Students by the last section in which they answered anything."""
+    return Counter(last_section(s, asked) for s in students)
+
+
+def each_student(students, asked, qs, versions, exercise_names) -> list[tuple]:
+    """(label, last section, questions answered, right on the first try, exercises passed) per student."""
+    out = []
     for s in students:
-        done = [qid for qid, e in s.data.get("questions", {}).items() if isinstance(e, dict) and e.get("attempts")]
-        done += [name for name, e in s.data.get("exercises", {}).items()
-                 if isinstance(e, dict) and (e.get("result") or e.get("status")) not in (None, "todo")]  # fmt: skip
-        where[max((asked.get(item, 0) for item in done), default=0)] += 1
-    return where
+        rows = count_questions([s], qs, versions).values()
+        passed = count_exercises([s], exercise_names).values()
+        out.append((s.label, last_section(s, asked), sum(r.answered for r in rows), sum(r.first_right for r in rows),
+                    sum(r.passed for r in passed)))  # fmt: skip
+    return out
 
 
 def interview_points(students, version) -> tuple[int, Counter]:
@@ -294,6 +308,7 @@ class Report:
     names: list[str]
     titles: dict = field(default_factory=dict)  # section number -> title
     prompts: dict = field(default_factory=dict)  # question id -> its prompt, without the id
+    students: list = field(default_factory=list)  # each_student's rows
 
     def section(self, number: int) -> str:
         """「第 5 节 动手实验台：…」 (「还没作答」 for 0)."""
@@ -327,7 +342,8 @@ def build(paths: list[str], names: bool = False, recheck: bool = False, warn=Non
     return Report(len(students), rows, ex, stopped_at(students, asked),
                   interview_points(students, versions.get(INTERVIEW)), mis, skipped,
                   [s.label for s in students], section_titles(),
-                  {qid: q.prompt.removeprefix(qid).strip() for qid, q in qs.items()})  # fmt: skip
+                  {qid: q.prompt.removeprefix(qid).strip() for qid, q in qs.items()},
+                  each_student(students, asked, qs, versions, exercise_names))  # fmt: skip
 
 
 def csv_rows(r: Report):
@@ -346,6 +362,11 @@ def csv_rows(r: Report):
             yield ("exercise_mistake", name, m, c, "")
     for section, c in sorted(r.stopped.items()):
         yield ("stopped", f"第 {section} 节" if section else "未作答", "students", c, "")
+    for label, last, answered, first_right, passed in r.students:
+        yield ("student", label, "last_section", last, r.section(last))
+        yield ("student", label, "answered", answered, "")
+        yield ("student", label, "first_right", first_right, "")
+        yield ("student", label, "exercises_passed", passed, "")
     took, ticked = r.interview
     yield ("interview", INTERVIEW, "answered", took, "")
     for point, c in ticked.items():
@@ -459,6 +480,10 @@ def page(r: Report) -> str:
     if took:
         out.append(table(("勾选的要点", "人数"), sorted(ticked.items(), key=lambda t: -t[1]),
                          f"第 8 节面试自检：{took} 人写过"))
+    out.append("<h2>每名学生</h2>")
+    out.append(table(("学生", "最后作答的节", "作答的题", "一次答对", "通过的练习"),
+                     [(label, r.section(last), *counts) for label, last, *counts in r.students],
+                     "匿名时按文件路径编号；加 --names 显示家目录名或文件名" if anonymous else "按文件路径排序"))
     if r.skipped:
         out.append("<h2>跳过的文件</h2><ul>" + "".join(f"<li class='warn'>{e(s)}</li>" for s in r.skipped) + "</ul>")
     out.append("</main></body></html>")
@@ -488,14 +513,15 @@ def main(argv=None) -> int:
     ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")
     ap.add_argument("--recheck", action="store_true", help="在干净的检查进程里重跑学生通过的代码练习")
     args = ap.parse_args(argv)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     report = build(args.paths, names=args.names, recheck=args.recheck,
                    warn=lambda line: print(line, file=sys.stderr))  # fmt: skip
     if not report.n:
         print("没有找到可读的进度文件：请给出文件或文件夹的路径（在 Hub 上请以管理员身份运行）。", file=sys.stderr)
         return 1
     html_path, csv_path = write(report, Path(args.out))
-    print(f"{report.n} 名学生 → {html_path}、{csv_path}（{time.perf_counter() - start:.2f} 秒）")
+    took = f"{time.perf_counter() - start:.2f} 秒，CPU {time.process_time() - cpu:.2f} 秒"
+    print(f"{report.n} 名学生 → {html_path}、{csv_path}（{took}）")
     return 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up the lesson environment in .venv and open the lesson in JupyterLab.
 #   bash scripts/setup.sh            # set up, then open the lesson
-#   bash scripts/setup.sh --zh       # same, with JupyterLab's own menus in Chinese (LESSON_UI=zh also works)
+#   bash scripts/setup.sh --en       # same, with JupyterLab's own menus in English (default: Chinese; LESSON_UI=en)
 #   bash scripts/setup.sh --no-open  # set up only
 #   bash scripts/setup.sh --dev      # also what the tests need (requirements-dev.txt and the hub tools of
 #                                    # benchmarks/classroom-requirements.txt; scripts/test.sh uses this)
@@ -43,7 +43,13 @@ vpy="$venv/bin/python"
 
 python=${PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
-  echo "需要 Python ≥ 3.10 / Python >= 3.10 is required (found: $("$python" --version 2>&1 || echo none))." >&2
+  echo "需要 Python ≥ 3.10（找到的是：$("$python" --version 2>&1 || echo 没有 Python)）。装一个新的 Python，任选一种：" >&2
+  echo "  Debian 12 / Ubuntu 22.04 及更新：sudo apt-get install python3 python3-venv（自带 3.10 或更新）" >&2
+  echo "  uv（pip install uv 或按 uv 的说明安装）：uv python install 3.12，再用 uv python find 3.12 查到它的路径" >&2
+  echo "  pyenv：pyenv install 3.12，然后 pyenv local 3.12" >&2
+  echo "  macOS / Windows：从 https://www.python.org/downloads/ 下载安装 3.12" >&2
+  echo "装好后用它运行：PYTHON=python3.12 bash scripts/setup.sh" >&2
+  echo "Python >= 3.10 is required; install one (apt, uv, pyenv or python.org) and run PYTHON=python3.12 bash scripts/setup.sh" >&2
   exit 1
 fi
 
@@ -99,21 +105,13 @@ if [ "$up_to_date" = 0 ]; then
   echo "$kind $hash" > "$stamp"
 fi
 
-# JupyterLab's UI language: a settings override inside this environment only. Without --zh / --en
-# (as when scripts/test.sh calls this) an earlier choice is kept.
-overrides_dir="$venv/share/jupyter/lab/settings"
-overrides="$overrides_dir/overrides.json"
-mkdir -p "$overrides_dir"
-if [ -n "$ui" ] || [ ! -f "$overrides" ]; then
-  if [ "$ui" = zh ]; then locale=zh_CN; else locale=en; fi
-  cat > "$overrides" <<JSON
-{
-  "@jupyterlab/translation-extension:plugin": {"locale": "$locale"},
-  "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}
-}
-JSON
-fi
-locale=$(grep -o '"locale": "[^"]*"' "$overrides" | cut -d'"' -f4)
+# JupyterLab's UI language (Chinese unless --en was chosen; an earlier choice is kept), no news checks, no
+# lesson_lib.egg-info in the file browser, no English TCP notice from the kernel: settings inside this environment
+# only (scripts/lab_settings.py, which the pip path's personal_copy.py and binder/postBuild use too).
+locale_arg=()
+[ "$ui" = zh ] && locale_arg=(--locale zh_CN)
+[ "$ui" = en ] && locale_arg=(--locale en)
+locale="$("$vpy" scripts/lab_settings.py --prefix "$venv" ${locale_arg[@]+"${locale_arg[@]}"})"
 
 echo "==> 环境就绪 / environment ready ($venv, JupyterLab UI: $locale)"
 if [ "$open_lab" = 1 ]; then

@@ -151,11 +151,15 @@ def _assert_serves_the_course(run: dict, clone: Path) -> None:
     assert Path(run["server"]["root_dir"]).resolve() == clone.resolve()  # the course, not my_lesson/
     names = {item["name"] for item in run["listing"]["content"]}
     assert {"README.md", "notebooks", "lesson_lib", "my_lesson"} <= names, names
+    assert (clone / "lesson_lib.egg-info").is_dir() and "lesson_lib.egg-info" not in names  # there, but hidden
     assert run["copy"]["path"] == COPY and run["copy"]["type"] == "notebook"
     assert (clone / COPY).is_file()
     out = run["output"]
-    assert "环境就绪" in out and "个人副本" in out and "README.md" in out
-    assert "BuildBackendWarning" not in out and "Traceback" not in out
+    # nothing pip or the build backend says in English to a learner who cannot act on it
+    assert "BuildBackendWarning" not in out and "DEPRECATION" not in out and "Traceback" not in out
+    settings = json.loads((clone / ".venv/share/jupyter/lab/settings/overrides.json").read_text(encoding="utf-8"))
+    assert settings["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"  # JupyterLab's own menus
+    assert settings["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
     status = subprocess.run(["git", "-c", f"safe.directory={clone}", "status", "--porcelain"], cwd=clone,
                             capture_output=True, text=True, check=True)
     assert status.stdout == ""  # the learner's run dirties nothing git tracks

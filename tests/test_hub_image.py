@@ -107,3 +107,40 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
     assert errors == []
     report = "".join(nb["cells"][1]["outputs"][0]["text"])
     assert "环境检查通过" in report and "需要处理" not in report and "未就绪" not in report
+
+
+def _lock(path: Path) -> dict[str, str]:
+    """constraints.txt's pins that apply to this Python and platform: {normalized name: version}."""
+    from packaging.markers import Marker
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        spec, _, marker = line.partition(";")
+        name, _, version = spec.strip().partition("==")
+        if not marker.strip() or Marker(marker.strip()).evaluate():
+            pins[canonicalize_name(name)] = version.strip()
+    return pins
+
+
+@pytest.mark.slow
+@pytest.mark.hub_image
+def test_the_image_resolves_to_the_locked_versions(tmp_path):
+    """What pip would install from binder/requirements.txt (as repo2docker runs it: from the repository's root,
+    into an environment that has nothing yet) is exactly constraints.txt's pins, the versions the suite passed with."""
+    from packaging.utils import canonicalize_name
+
+    report = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+                           "--report", str(report), "-r", "binder/requirements.txt"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    chosen = {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"]
+              for i in json.loads(report.read_text())["install"]}
+    chosen.pop("lesson-lib")  # the repository itself (-e .)
+    assert {"jupyterlab", "nbgitpuller", "jupyterlab-language-pack-zh-cn", "numpy"} <= set(chosen)
+    lock = _lock(ROOT / "constraints.txt")
+    assert {n: v for n, v in chosen.items() if lock.get(n) != v} == {}

@@ -31,7 +31,7 @@ GUARDED = {"apt-get", "npm", "fc-list"}
 
 def _repo_copy(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
-    for name in INSTALL_FILES:
+    for name in [*INSTALL_FILES, "scripts/lab_settings.py"]:
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, repo / name)
     return repo
@@ -168,3 +168,78 @@ def test_the_slow_set_names_tests_that_exist():
         rel, name = node.split("::")
         assert f"def {name}" in (ROOT / rel).read_text(encoding="utf-8"), f"{node} is listed as slow but not defined"
     assert "slow" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+
+
+def _overrides(repo: Path) -> dict:
+    import json
+
+    return json.loads((repo / ".venv/share/jupyter/lab/settings/overrides.json").read_text(encoding="utf-8"))
+
+
+def test_jupyterlab_is_chinese_without_news_and_hides_egg_info_unless_english_was_chosen(tmp_path):
+    import json
+
+    repo = _repo_copy(tmp_path)
+    _fake_venv(repo)
+    _setup(repo)
+    settings = _overrides(repo)
+    assert settings["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"
+    assert settings["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
+    _setup(repo, "--en")
+    _setup(repo)  # no flag: the earlier choice stays
+    assert _overrides(repo)["@jupyterlab/translation-extension:plugin"]["locale"] == "en"
+    server = json.loads((repo / ".venv/etc/jupyter/jupyter_server_config.json").read_text())
+    globs = server["ContentsManager"]["hide_globs"]
+    assert "*.egg-info" in globs and "__pycache__" in globs
+    from fnmatch import fnmatch
+
+    assert any(fnmatch("lesson_lib.egg-info", g) for g in globs)
+
+
+def _kernel_log(tmp_path: Path, config: str | None) -> str:
+    """stderr of a real ipykernel started over TCP for a few seconds, with ``config`` as its kernel config."""
+    import json
+    import time
+
+    ipython = tmp_path / ("ipython-on" if config else "ipython-off")
+    (ipython / "profile_default").mkdir(parents=True)
+    if config:
+        (ipython / "profile_default" / "ipython_kernel_config.py").write_text(config, encoding="utf-8")
+    conn = ipython / "kernel.json"
+    conn.write_text(json.dumps({"transport": "tcp", "ip": "127.0.0.1", "key": "k", "signature_scheme": "hmac-sha256",
+                                "shell_port": 0, "iopub_port": 0, "stdin_port": 0, "control_port": 0, "hb_port": 0}))
+    env = {**os.environ, "IPYTHONDIR": str(ipython), "JUPYTER_RUNTIME_DIR": str(ipython)}
+    proc = subprocess.Popen([sys.executable, "-m", "ipykernel_launcher", "-f", str(conn)], env=env,
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if json.loads(conn.read_text()).get("shell_port"):  # written once the sockets are bound
+                break
+            time.sleep(0.2)
+        time.sleep(0.5)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    return err
+
+
+def test_the_kernel_config_silences_only_the_english_tcp_notice(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+
+    assert "without encryption" in _kernel_log(tmp_path, None)  # the notice is there to silence
+    assert "without encryption" not in _kernel_log(tmp_path, lab_settings.KERNEL_CONFIG)
+
+
+def test_an_old_python_is_told_how_to_get_a_supported_one(tmp_path):
+    repo = _repo_copy(tmp_path)
+    old = tmp_path / "python3.9"
+    old.write_text('#!/bin/sh\ncase "$1" in --version) echo "Python 3.9.18" ;; *) exit 1 ;; esac\n')
+    old.chmod(0o755)
+    proc = subprocess.run(["bash", str(repo / "scripts" / "setup.sh"), "--no-open"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHON": str(old)}, timeout=60)
+    assert proc.returncode == 1 and "Python 3.9.18" in proc.stderr
+    for way in ("apt-get install python3", "uv python install", "pyenv install", "python.org"):
+        assert way in proc.stderr
+    assert "PYTHON=python3.12 bash scripts/setup.sh" in proc.stderr  # and how to use it once installed

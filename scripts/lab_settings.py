@@ -1,0 +1,82 @@
+"""The lesson's JupyterLab and kernel settings, written into one Python environment (nothing in the learner's home).
+
+    python scripts/lab_settings.py [--prefix DIR] [--locale zh_CN|en]
+
+One home for every way the lesson is opened: scripts/setup.sh, scripts/personal_copy.py (the pip path) and
+binder/postBuild (a hub image) all call it. It writes, under the environment's prefix:
+
+- ``share/jupyter/lab/settings/overrides.json``: JupyterLab's menus in Chinese (the language pack is in
+  requirements.txt) unless the learner chose English, and no news or update checks (a classroom may have no
+  way out; the toast is an English box a learner cannot act on). An earlier choice of language is kept unless
+  ``--locale`` is given.
+- ``etc/jupyter/jupyter_server_config.json`` (merged): the file browser hides ``*.egg-info`` (what pip's
+  install of ``lesson_lib`` leaves in the course folder) beside JupyterLab's own hidden patterns.
+- ``etc/ipython/ipython_kernel_config.py``: the kernel does not log ipykernel's English "Kernel is running over
+  TCP without encryption" notice (the kernel listens on 127.0.0.1 of the learner's own machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+NEWS = {"fetchNews": "false", "checkForUpdates": False}
+HIDDEN = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "*.so", "*.dylib", "*.egg-info"]
+KERNEL_CONFIG = '''\
+# Written by the lesson's scripts/lab_settings.py. ipykernel logs an English notice about its TCP transport on every
+# start; on a learner's own machine (127.0.0.1) it is nothing the learner can act on, so it is filtered out.
+import logging
+
+
+class _NoTcpNotice(logging.Filter):
+    def filter(self, record):
+        return "without encryption" not in record.getMessage()
+
+
+logging.getLogger("IPKernelApp").addFilter(_NoTcpNotice())
+'''
+
+
+def current_locale(prefix: Path) -> str | None:
+    try:
+        data = json.loads((prefix / "share/jupyter/lab/settings/overrides.json").read_text(encoding="utf-8"))
+        return data["@jupyterlab/translation-extension:plugin"]["locale"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write(prefix: Path, locale: str | None = None) -> str:
+    """Write the three files under ``prefix``; returns the UI language in force (zh_CN unless chosen otherwise)."""
+    locale = locale or current_locale(prefix) or "zh_CN"
+    settings = prefix / "share/jupyter/lab/settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    overrides = {"@jupyterlab/translation-extension:plugin": {"locale": locale},
+                 "@jupyterlab/apputils-extension:notification": NEWS}
+    (settings / "overrides.json").write_text(json.dumps(overrides, indent=2) + "\n", encoding="utf-8")
+    server = prefix / "etc/jupyter/jupyter_server_config.json"  # (a .d folder would be read for extensions only)
+    server.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        config = json.loads(server.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = {}
+    config.setdefault("ContentsManager", {})["hide_globs"] = HIDDEN
+    server.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    ipython = prefix / "etc/ipython"
+    ipython.mkdir(parents=True, exist_ok=True)
+    (ipython / "ipython_kernel_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")
+    return locale
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prefix", type=Path, default=Path(sys.prefix), help="the environment (default: this one)")
+    parser.add_argument("--locale", choices=("zh_CN", "en"), help="JupyterLab's UI language (default: keep, or zh_CN)")
+    args = parser.parse_args(argv)
+    print(write(args.prefix, args.locale))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -80,7 +80,7 @@ PRELUDE = textwrap.dedent('''
 FORGETS_TRANSPOSE = textwrap.dedent('''
     def my_split_heads(x, h):
         n, d_model = x.shape
-        return x.reshape(h, n, d_model // h)  # 忘了转置：直接按 (h, n, d_k) 重排
+        return x.reshape(n, h, d_model // h)  # 忘了 transpose：停在 (n, h, d_k)
     verdicts.append(["split_heads", exercises.check("split_heads", my_split_heads).status])
 ''')
 

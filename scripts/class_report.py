@@ -310,12 +310,17 @@ class Report:
     prompts: dict = field(default_factory=dict)  # question id -> its prompt, without the id
     students: list = field(default_factory=list)  # each_student's rows
 
+    def titled(self, section: str) -> str:
+        """「第 3 节」 → 「第 3 节 多头机制：…」."""
+        found = re.fullmatch(r"第 (\d+) 节", section)
+        return self.section(int(found.group(1))) if found else section
+
     def section(self, number: int) -> str:
-        """「第 5 节 动手实验台：…」 (「还没作答」 for 0)."""
+        """「第 5 节「动手实验台：…」」 (「还没作答」 for 0)."""
         if not number:
             return "还没作答"
         title = self.titles.get(number)
-        return f"第 {number} 节 {title}" if title else f"第 {number} 节"
+        return f"第 {number} 节「{title}」" if title else f"第 {number} 节"
 
 
 def build(paths: list[str], names: bool = False, recheck: bool = False, warn=None) -> Report:
@@ -441,10 +446,12 @@ def page(r: Report) -> str:
     out.append("<h2>最常见的误解</h2>")
     if r.misconceptions:
         out.append("<ol class='top'>" + "".join(
-            f"<li><strong>{c} 人</strong>　{e(qid)}（{e(sec)}讲）：{e(text)}</li>"
+            f"<li><strong>{c} 人</strong>　{e(qid)}：{e(text)}"
+            f"<span class='muted'>（讲解：{e(r.titled(sec))}）</span></li>"
             for c, qid, _, text, sec in r.misconceptions[:3]) + "</ol>")  # fmt: skip
         out.append(table(("人数", "题目", "误解", "讲解它的地方"),
-                         [(c, qid, text, sec) for c, qid, _, text, sec in r.misconceptions], "全部误解，按人数排序"))
+                         [(c, qid, text, r.titled(sec)) for c, qid, _, text, sec in r.misconceptions],
+                         "全部误解，按人数排序"))
     else:
         out.append("<p class='muted'>还没有记录到具名的错误。</p>")
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from lesson_lib.attention import merge_heads, split_heads
-from lesson_lib.checks import at_the_door, check_mha
+from lesson_lib.checks import check_mha, translated
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.runtime.cpus import usable_cpus
 
@@ -30,7 +30,7 @@ _MIN_BLOCK_ROWS = 16
 _PARALLEL_MIN_TOKENS = 256  # below this, starting threads costs more than the blocks take
 
 
-@at_the_door  # the same checks, once per call, and the same translated overflow and memory errors
+@translated  # the same checks, and the same translated overflow and memory errors
 def multi_head_attention_fast(x, w_q, w_k, w_v, w_o, h, mask=None):
     """Same arguments, checks, errors and ``(output, weights)`` as ``multi_head_attention``, faster on long inputs."""
     x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)

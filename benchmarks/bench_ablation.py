@@ -72,7 +72,7 @@ def section_cpu_seconds(root: Path = ROOT) -> tuple[float, float]:
 def _timed(fn):
     from lesson_lib.models.toy import training
 
-    training.forget_runs()  # identical runs are reused within a process: time a fresh one
+    training._FINISHED.clear()  # identical runs are reused within a process: time a fresh one
     wall = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - wall
@@ -81,25 +81,21 @@ def _timed(fn):
 def run() -> list[str]:
     from lesson_lib.models.toy.config import TrainConfig
     from lesson_lib.models.toy.sweeping import sweep
-    from lesson_lib.runtime.cpus import usable_cpus
 
     section, bare = section_cpu_seconds()
-    lines = [f"§7 in a fresh kernel: {section:.1f} CPU-s (kernel + workers, the bare kernel's {bare:.1f} s subtracted)"]
+    lines = [f"§7 in a fresh kernel: {section:.1f} CPU-s (the bare kernel's {bare:.1f} s subtracted)"]
     cfg = replace(TrainConfig(), steps=STEPS_COMPARED)
     variants = {
-        "naive": lambda: [sweep(HEADS, [seed], cfg=cfg, workers=1) for seed in range(SEEDS)],  # distinct runs
-        "batched": lambda: sweep(HEADS, SEEDS, cfg=cfg, workers=1),
-        "parallel": lambda: sweep(HEADS, SEEDS, cfg=cfg),
+        "naive": lambda: [sweep(HEADS, [seed], cfg=cfg) for seed in range(SEEDS)],  # distinct runs
+        "batched": lambda: sweep(HEADS, SEEDS, cfg=cfg),
     }
     best = dict.fromkeys(variants, float("inf"))
     for _ in range(REPEATS):
-        for name, fn in variants.items():  # interleaved, so a burst of load hits all three alike
+        for name, fn in variants.items():  # interleaved, so a burst of load hits both alike
             best[name] = min(best[name], _timed(fn)[1])
-    naive, batched, parallel = best["naive"], best["batched"], best["parallel"]
+    naive, batched = best["naive"], best["batched"]
     lines.append(f"at {STEPS_COMPARED} steps, fastest of {REPEATS}: naive one model at a time {naive:.2f} s (baseline)")
     lines.append(f"  seeds batched, 1 process {batched:.2f} s = {naive / batched:.2f}× faster")
-    lines.append(f"  seeds batched, {min(usable_cpus(), len(HEADS))} worker processes (usable CPUs) {parallel:.2f} s"
-                 f" = {naive / parallel:.2f}× faster")
     return lines
 
 

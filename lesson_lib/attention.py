@@ -9,7 +9,7 @@ MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,
 
 这个文件里只有公式：每个函数的第一行把参数交给 ``lesson_lib.checks`` 检查（所有版本用同一套
 检查；输入有问题时抛出 ``AttentionInputError``，它是带中文说明的 ``ValueError``），后面每一行都是
-公式里的一项。检查只在门口做一次：学习者直接调用时运行，一个函数调用另一个函数时不再重复检查。
+公式里的一项。不管是你直接调用，还是另一个函数调用它，检查都一样，结果也一样。
 更快的版本在 ``benchmarks/attention_fast.py``，结果相同，课程不调用它。
 
 每个注意力函数都返回 ``(输出, 权重)``，画图和小部件读的权重就是算出这个输出的那一份。
@@ -23,13 +23,13 @@ import numpy as np
 
 from lesson_lib.checks import (
     AttentionInputError,
-    at_the_door,
     check_heads,
     check_logits,
     check_merge,
     check_mha,
     check_qkv,
     check_split,
+    translated,
 )
 
 __all__ = [
@@ -121,13 +121,10 @@ def head_width(d_model, h):
     return d_model // check_heads(d_model, h)  # d_k (一个整数)
 
 
-# 检查只在门口做一次：学习者调用这些函数时，第一行的检查照常运行；一个函数调用另一个函数时（例如
-# multi_head_attention 调用 split_heads），被调用的那个函数的检查会立刻返回，因为调用它的函数已经检查过
-# 传进来的东西。学习者的那次调用还会把 numpy 的溢出和内存不足换成本课的中文说明（见 lesson_lib.checks）。
-softmax = at_the_door(softmax)
-scaled_dot_product_attention = at_the_door(scaled_dot_product_attention)
-split_heads = at_the_door(split_heads)
-merge_heads = at_the_door(merge_heads)
-multi_head_attention = at_the_door(multi_head_attention)
-multi_head_attention_reference = at_the_door(multi_head_attention_reference)
-head_width = at_the_door(head_width)
+# 数值溢出和内存不足不靠事先预测：numpy 报告时，translated 把它们换成本课的中文说明（见 lesson_lib.checks）。
+softmax = translated(softmax)
+scaled_dot_product_attention = translated(scaled_dot_product_attention)
+split_heads = translated(split_heads)
+merge_heads = translated(merge_heads)
+multi_head_attention = translated(multi_head_attention)
+multi_head_attention_reference = translated(multi_head_attention_reference)

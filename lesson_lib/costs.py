@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from lesson_lib.attention import head_width
-from lesson_lib.checks import LessonInputError, at_the_door, check_heads, check_int
+from lesson_lib.checks import LessonInputError, check_heads, check_int
 
 # One definition of the element-wise work that grows with h, used by §4's table and §5's lab alike.
 SOFTMAX_WORK = "softmax 工作量"
@@ -67,7 +67,6 @@ class LayerCount:
         return row
 
 
-@at_the_door  # called by the §5 lab for every redraw: its checks run only when a learner calls it
 def count(n: int, d_model: int, h: int) -> LayerCount:
     """Closed-form per-stage counts of one self-attention layer (n tokens, width d_model, h heads)."""
     n, d = _positive(n, "n"), _positive(d_model, "d_model")
@@ -86,7 +85,6 @@ def count(n: int, d_model: int, h: int) -> LayerCount:
     )
 
 
-@at_the_door
 def parameters(d_model: int, h: int) -> int:
     """Learnable weights of the layer: W^Q, W^K, W^V (h blocks of d_model × d_k each) and W^O."""
     h = check_heads(d_model, h)  # d_model and h positive integers, h divides d_model

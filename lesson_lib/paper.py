@@ -40,7 +40,8 @@ FIGURE_PAGES = {3: 13, 4: 14, 5: 15}
 
 TABLE3_SOURCE = (
     "Vaswani et al. 2017, Attention Is All You Need, Table 3 (p. 9): English→German dev set newstest2013, "
-    "per-wordpiece perplexity, beam search, no checkpoint averaging; single runs, no variance reported."
+    "per-wordpiece perplexity, beam search, no checkpoint averaging; no variance reported, "
+    "and the paper does not say how many runs each row is."
 )
 
 # Table 3, rows "base", (A) and (B). d_model = 512 in every row.

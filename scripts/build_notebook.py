@@ -1,15 +1,17 @@
-"""Build the lesson notebook from its source and (re)generate its stored outputs.
+"""Build the course's notebooks from their sources and (re)generate their stored outputs.
 
-The single source of truth is ``notebooks/src/NN_*.md`` (one file per section, read in name order),
-each a notebook in jupytext's MyST Markdown: prose as Markdown, code in ```{code-cell}``` blocks
-(``:tags: [raises-exception]`` under the opening line sets tags), ``+++`` between two Markdown cells.
-JupyterLab with jupytext opens these files as notebooks; any editor shows them as Markdown.
+``NOTEBOOKS`` lists every notebook: the core lesson and the optional labs. Each has one source of truth, a
+folder of ``NN_*.md`` files (the core: ``notebooks/src/``, one file per section; a lab:
+``notebooks/labs_src/<name>/``), read in name order, each a notebook in jupytext's MyST Markdown: prose as
+Markdown, code in ```{code-cell}``` blocks (``:tags: [raises-exception]`` under the opening line sets tags),
+``+++`` between two Markdown cells. JupyterLab with jupytext opens these files as notebooks.
 
 Usage:
-    python scripts/build_notebook.py            # assemble + execute, write the .ipynb with outputs
-    python scripts/build_notebook.py --check    # exit 1 if the .ipynb's cells differ from the source
+    python scripts/build_notebook.py                    # every notebook: assemble + execute, store outputs
+    python scripts/build_notebook.py lab_ablation       # only the notebooks named
+    python scripts/build_notebook.py --check            # exit 1 if any .ipynb's cells differ from its source
     python scripts/build_notebook.py --no-execute
-    python scripts/build_notebook.py --only 06 --out /tmp/draft.ipynb   # draft one section (+ 00)
+    python scripts/build_notebook.py --only 06 --out /tmp/draft.ipynb   # draft core sections (+ 00)
 """
 
 from __future__ import annotations
@@ -25,6 +27,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "notebooks" / "src"
 NOTEBOOK = ROOT / "notebooks" / "day11_multi_head_attention.ipynb"
+LABS_SRC = ROOT / "notebooks" / "labs_src"
+# name -> (source folder, stored notebook, Chinese title): the core first, then the optional labs.
+# The static page and the personal copies read this list.
+NOTEBOOKS = {
+    NOTEBOOK.stem: (SRC, NOTEBOOK, "Day 11 · 多头注意力"),
+    "lab_real_heads": (LABS_SRC / "lab_real_heads", ROOT / "notebooks" / "lab_real_heads.ipynb",
+                       "选做实验 · 训练好的真实模型里的头"),
+    "lab_ablation": (LABS_SRC / "lab_ablation", ROOT / "notebooks" / "lab_ablation.ipynb",
+                     "选做实验 · 表 3 (A) 的玩具重现"),
+}
 KERNEL_TIMEOUT = 600
 
 
@@ -46,17 +58,17 @@ def parse_cells(text: str, origin: str = "<section>") -> list[dict]:
     return out
 
 
-def source_cells(only: list[str] | None = None) -> list[dict]:
-    """Cells of every section file, or only of files whose name starts with one of ``only`` (plus 00)."""
+def source_cells(only: list[str] | None = None, src: Path = SRC) -> list[dict]:
+    """Cells of every file in ``src``, or only of files whose name starts with one of ``only`` (plus 00)."""
     cells = []
-    for path in sorted(SRC.glob("*.md")):
+    for path in sorted(src.glob("*.md")):
         if only and not any(path.name.startswith(p) for p in ["00", *only]):
             continue
         cells.extend(parse_cells(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT))))
     return cells
 
 
-def assemble(only: list[str] | None = None):
+def assemble(only: list[str] | None = None, src: Path = SRC):
     import nbformat
 
     nb = nbformat.v4.new_notebook()
@@ -64,7 +76,7 @@ def assemble(only: list[str] | None = None):
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
     }
-    for index, cell in enumerate(source_cells(only)):
+    for index, cell in enumerate(source_cells(only, src)):
         make = nbformat.v4.new_markdown_cell if cell["kind"] == "md" else nbformat.v4.new_code_cell
         nb_cell = make(cell["source"])
         # Stable ids keep diffs of the stored notebook small.
@@ -113,7 +125,7 @@ def widget_placeholders(nb):
     return nb
 
 
-def execute(nb):
+def execute(nb, notebook: Path = NOTEBOOK):
     from nbclient import NotebookClient
 
     env_before = dict(os.environ)
@@ -125,7 +137,7 @@ def execute(nb):
             nb,
             timeout=KERNEL_TIMEOUT,
             kernel_name="python3",
-            resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+            resources={"metadata": {"path": str(notebook.parent)}},
             store_widget_state=True,
         )
         client.execute()
@@ -135,27 +147,38 @@ def execute(nb):
     return widget_placeholders(_merge_streams(_strip_volatile(nb)))
 
 
-def check() -> int:
+def check(names=None) -> int:
+    """0 when every named notebook (default: all) matches its source and has stored outputs, else 1."""
+    return max(_check_one(*NOTEBOOKS[name][:2]) for name in (names or NOTEBOOKS))
+
+
+def _check_one(src: Path, notebook: Path) -> int:
     import nbformat
 
-    stored = nbformat.read(NOTEBOOK, as_version=4)
-    built = assemble()
+    if not notebook.exists():
+        print(f"{notebook.relative_to(ROOT)} is missing; run: python scripts/build_notebook.py {notebook.stem}")
+        return 1
+    stored = nbformat.read(notebook, as_version=4)
+    built = assemble(src=src)
     got = [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in stored.cells]
     want = [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in built.cells]
     if got != want:
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:
-                print(f"cell {i} differs from notebooks/src: stored {g[1][:60]!r}… vs source {w[1][:60]!r}…")
+                print(f"{notebook.name}: cell {i} differs from {src.relative_to(ROOT)}: stored {g[1][:60]!r}… "
+                      f"vs source {w[1][:60]!r}…")
                 break
         else:
-            print(f"the notebook has {len(got)} cells, the source {len(want)}")
-        print("Run: python scripts/build_notebook.py   (edit notebooks/src/*.md, not the .ipynb)")
+            print(f"{notebook.name} has {len(got)} cells, its source {len(want)}")
+        print(f"Run: python scripts/build_notebook.py {notebook.stem}   (edit {src.relative_to(ROOT)}/*.md, "
+              "not the .ipynb)")
         return 1
     missing = [i for i, c in enumerate(stored.cells) if c.cell_type == "code" and c.execution_count is None]
     if missing:
-        print(f"code cells {missing[:5]} have no stored output; run: python scripts/build_notebook.py")
+        print(f"{notebook.name}: code cells {missing[:5]} have no stored output; "
+              f"run: python scripts/build_notebook.py {notebook.stem}")
         return 1
-    print(f"{NOTEBOOK.relative_to(ROOT)}: {len(got)} cells match notebooks/src")
+    print(f"{notebook.relative_to(ROOT)}: {len(got)} cells match {src.relative_to(ROOT)}")
     return 0
 
 
@@ -163,23 +186,32 @@ def main(argv=None) -> int:
     import nbformat
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="verify the stored notebook matches the source")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"notebooks to build or check (default: all of "
+                        f"{', '.join(NOTEBOOKS)})")
+    parser.add_argument("--check", action="store_true", help="verify the stored notebooks match their sources")
     parser.add_argument("--no-execute", action="store_true", help="assemble only, without outputs")
     parser.add_argument("--only", nargs="+", metavar="NN", help="draft: only these section files (00 always)")
     parser.add_argument("--out", type=Path, help="write here instead of the lesson notebook (drafts)")
     args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in NOTEBOOKS]
+    if unknown:
+        parser.error(f"unknown notebook {unknown[0]!r}; the notebooks are: {', '.join(NOTEBOOKS)}")
     if args.check:
-        return check()
+        return check(args.names)
     if args.only and not args.out:
         parser.error("--only builds a draft: give --out too, so the lesson notebook stays whole")
-    out = args.out or NOTEBOOK
-    nb = assemble(args.only)
-    if not args.no_execute:
-        start = time.perf_counter()
-        nb = execute(nb)
-        print(f"executed {len(nb.cells)} cells in {time.perf_counter() - start:.1f} s")
-    nbformat.write(nb, out)
-    print(f"wrote {out}")
+    if args.out and len(args.names) > 1:
+        parser.error("--out writes one notebook: name at most one")
+    for name in args.names or ([NOTEBOOK.stem] if args.out else NOTEBOOKS):
+        src, notebook, _ = NOTEBOOKS[name]
+        out = args.out or notebook
+        nb = assemble(args.only, src)
+        if not args.no_execute:
+            start = time.perf_counter()
+            nb = execute(nb, notebook)
+            print(f"executed {len(nb.cells)} cells of {name} in {time.perf_counter() - start:.1f} s")
+        nbformat.write(nb, out)
+        print(f"wrote {out}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The learner's personal copy of the lesson notebook: made on first open, never committed, never overwritten.
+"""The learner's personal copies of the lesson and its optional labs: made on first open, never committed,
+never overwritten.
 
     python scripts/personal_copy.py           # make the copy if missing; print its path
     python scripts/personal_copy.py --open    # the same, then open it in JupyterLab (what setup.sh runs)
@@ -23,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = Path("notebooks") / "day11_multi_head_attention.ipynb"
+LABS = (Path("notebooks") / "lab_real_heads.ipynb", Path("notebooks") / "lab_ablation.ipynb")  # optional labs
 COPY_DIR = Path("my_lesson")
 STAMP = ".copied-from"  # the lesson's sha1 when the copy was made: tells the learner when the lesson changed
 
@@ -35,10 +37,24 @@ def copy_path(root: Path = ROOT) -> Path:
     return root / COPY_DIR / LESSON.name
 
 
+def ensure_labs(root: Path = ROOT) -> list[Path]:
+    """Copy each optional lab beside the lesson's copy when it has none (the notebooks link to each other by
+    name, so the links work in the copies too); a lab the learner already has is never overwritten."""
+    made = []
+    for lab in LABS:
+        source, target = root / lab, root / COPY_DIR / lab.name
+        if source.exists() and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            made.append(target)
+    return made
+
+
 def ensure_copy(root: Path = ROOT) -> tuple[Path, str]:
     """(the copy's path, a Chinese line for the terminal). Makes the copy only when there is none."""
     source, target = root / LESSON, copy_path(root)
     stamp = target.parent / STAMP
+    ensure_labs(root)
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
@@ -59,6 +75,10 @@ def fresh_copy(root: Path = ROOT) -> tuple[Path, str]:
         aside = target.with_name(f"{target.stem}-{datetime.now():%Y%m%d-%H%M%S}{target.suffix}")
         os.replace(target, aside)
         kept = f"旧副本保存为 {aside.relative_to(root)}。"
+    for lab in LABS:  # the labs get fresh copies too; the old ones are kept under the same time stamp
+        old = root / COPY_DIR / lab.name
+        if old.exists():
+            os.replace(old, old.with_name(f"{old.stem}-{datetime.now():%Y%m%d-%H%M%S}{old.suffix}"))
     path, line = ensure_copy(root)
     return path, line + kept
 

@@ -11,6 +11,14 @@
 #   LESSON_DEPS=lowest bash scripts/test.sh   ... against the oldest allowed versions (in .venv-lowest; use Python 3.10)
 #   PYTHON=/path/python3.13 LESSON_VENV=.venv-py313 bash scripts/test.sh   another Python, in its own environment
 set -euo pipefail
+# The last line, whatever happens: the exit status and the wall time of the whole command (CI reads both). The
+# script runs itself once more inside, so a step that stops it early still ends with this line.
+if [ -z "${LESSON_TEST_INNER:-}" ]; then
+  status=0
+  LESSON_TEST_INNER=1 bash "$0" "$@" || status=$?
+  echo "==> scripts/test.sh: exit $status, total wall time ${SECONDS} s"
+  exit "$status"
+fi
 cd "$(dirname "$0")/.."
 case "${LESSON_DEPS:-locked}" in
   locked) default_venv=.venv ;;
@@ -60,12 +68,17 @@ if ! command -v configurable-http-proxy >/dev/null; then
   fi
 fi
 
-echo "==> ruff"
+echo "==> ruff (${SECONDS} s so far)"
 ruff check .
-echo "==> notebook source vs stored notebook"
+echo "==> notebook source vs stored notebook (${SECONDS} s so far)"
 python scripts/build_notebook.py --check
-echo "==> pytest (unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone)"
-python -m pytest -p no:cacheprovider \
-  --nbval notebooks/day11_multi_head_attention.ipynb \
+echo "==> pytest: unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone (${SECONDS} s so far)"
+# --durations: the slowest tests are listed at the end, so a run that grew slower shows where. Exit status 5 (no test
+# collected, e.g. a -k or -m that matches nothing) is a failure like any other non-zero status.
+status=0
+python -m pytest -p no:cacheprovider --durations=15 \
+  --nbval notebooks/day11_multi_head_attention.ipynb notebooks/lab_real_heads.ipynb notebooks/lab_ablation.ipynb \
   --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
-  tests "$@"
+  tests "$@" || status=$?
+[ "$status" -ne 5 ] || echo "pytest collected no test (exit 5): that is a failure / 没有收集到任何测试，按失败处理" >&2
+exit "$status"

@@ -43,3 +43,44 @@ def load_npz(path) -> dict:
     """A reference fixture (.npz) as {name: array}, read at once so the file is closed."""
     with np.load(path) as data:
         return {key: data[key] for key in data.files}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Waiting on a shared machine: wait for an event; fail only on a hang, never because the machine is busy.
+# ---------------------------------------------------------------------------------------------------------------
+HANG_CEILING_S = 15 * 60  # bounds a true hang only; nothing a learner does takes this long on any machine
+
+
+def load_factor() -> float:
+    """How many times busier than idle this machine is now: runnable processes per core over the last minute (at
+    least 1), times ``DAY11_TIMEOUT_FACTOR`` (default 1) for a machine known to be slow."""
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (OSError, AttributeError):  # no load average (Windows)
+        load = 1.0
+    return max(1.0, load) * float(os.environ.get("DAY11_TIMEOUT_FACTOR") or 1)
+
+
+def scaled(seconds: float) -> float:
+    """``seconds`` (what is generous on an idle 2-core machine) stretched by the machine's load right now."""
+    return seconds * load_factor()
+
+
+def wait_for(done, what: str, progress=lambda: None, stall_s: float = 60, poll_s: float = 0.25):
+    """Poll ``done()`` until it returns something truthy and return that. Fail only when ``progress()`` (any value
+    that changes while the work advances, e.g. the number of cells run) has not changed for ``stall_s`` seconds
+    stretched by the load at that moment, or after HANG_CEILING_S in all. ``what`` names the wait in the failure."""
+    import time
+
+    start = last_move = time.monotonic()
+    seen = progress()
+    while not (result := done()):
+        now, moved = time.monotonic(), progress()
+        if moved != seen:
+            seen, last_move = moved, now
+        stalled, limit = now - last_move, scaled(stall_s)
+        if stalled > limit or now - start > HANG_CEILING_S:
+            pytest.fail(f"{what}: nothing moved for {stalled:.0f} s (limit {limit:.0f} s at load factor "
+                        f"{load_factor():.1f}; {now - start:.0f} s in all); last progress: {seen!r}", pytrace=False)
+        time.sleep(poll_s)
+    return result

@@ -174,6 +174,9 @@ NUMBERS = [
     ("S4c", ["32", "2359296"], W, ""),
     ("S4c", ["64", "约 236 万"], W, ""),
     ("S4c", ["64", "约两百多万"], F, "params"),
+    # Q6: grouped-query attention, d_model = 768, h = 12, 4 key/value groups: d_k and the cache per token per layer
+    ("Q6", ["64", "512"], R, ""), ("Q6", ["768/12", "2 × 4 × 64"], R, ""),
+    ("Q6", ["64", "1536"], W, "cache=1536"), ("Q6", ["64", "256"], W, "cache=256"), ("Q6", ["32", "512"], W, ""),
 ]
 
 # Issue 28: the forms learners write that were misread, and their neighbours
@@ -302,6 +305,8 @@ CHOICES = [
     ("S7b", "C", R, ""), ("S7b", "A", W, "option=A"), ("S7b", "D", W, "option=D"),
     ("S7c", {"A", "B"}, R, ""), ("S7c", {"A", "B", "C"}, W, "option=C"), ("S7c", {"D"}, W, "option=D;missing"),
     ("S7c", {"A"}, W, "missing"),
+    ("Q7", {"B", "C"}, R, ""), ("Q7", {"A", "B", "C"}, W, "option=A"), ("Q7", {"B"}, W, "missing"),
+    ("Q7", {"D"}, W, "option=D;missing"),
 ]
 
 # Free text: never graded, whatever it says (right, wrong, disowned, keyword salad)

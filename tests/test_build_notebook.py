@@ -121,9 +121,9 @@ def test_assemble_ids_are_stable_unique_and_valid(nb):
 
 def test_assemble_id_changes_with_the_cell_source(monkeypatch):
     base = [{"kind": "md", "source": "## 0 甲", "tags": []}, {"kind": "code", "source": "x = 1", "tags": ["t"]}]
-    monkeypatch.setattr(bn, "source_cells", lambda only=None: base)
+    monkeypatch.setattr(bn, "source_cells", lambda only=None, src=None: base)
     first = bn.assemble()
-    monkeypatch.setattr(bn, "source_cells", lambda only=None: [base[0], {**base[1], "source": "x = 2"}])
+    monkeypatch.setattr(bn, "source_cells", lambda only=None, src=None: [base[0], {**base[1], "source": "x = 2"}])
     second = bn.assemble()
     assert first.cells[0]["id"] == second.cells[0]["id"]
     assert first.cells[1]["id"] != second.cells[1]["id"]
@@ -311,3 +311,45 @@ def test_stream_outputs_are_merged_per_run_of_one_stream():
     assert [(o.output_type, o.get("name"), o.get("text")) for o in cell.outputs] == [
         ("stream", "stdout", "a\nb\n"), ("stream", "stderr", "warn\n"), ("stream", "stdout", "c\n"),
         ("display_data", None, None), ("stream", "stdout", "d\n")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Several notebooks: the core and the optional labs, each built from its own source
+# ---------------------------------------------------------------------------------------------
+
+LABS = [name for name in bn.NOTEBOOKS if name != NOTEBOOK.stem]
+
+
+def test_notebooks_list_the_core_first_and_each_source_once():
+    assert next(iter(bn.NOTEBOOKS)) == NOTEBOOK.stem and LABS
+    sources = [src for src, _, _ in bn.NOTEBOOKS.values()]
+    assert len(set(sources)) == len(sources) and all(any(src.glob("*.md")) for src in sources)
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_stored_lab_matches_its_source(name):
+    assert bn.check([name]) == 0
+
+
+def test_an_unknown_notebook_name_is_refused_with_the_list(capsys):
+    with pytest.raises(SystemExit):
+        bn.main(["no_such_lab", "--check"])
+    err = capsys.readouterr().err
+    assert all(name in err for name in bn.NOTEBOOKS)
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_each_lab_links_to_the_core_and_the_core_links_to_it(name):
+    src, notebook, _ = bn.NOTEBOOKS[name]
+    lab_text = "".join(c["source"] for c in bn.source_cells(src=src) if c["kind"] == "md")
+    core_text = "".join(c["source"] for c in bn.source_cells() if c["kind"] == "md")
+    assert f"]({NOTEBOOK.name})" in lab_text and f"]({notebook.name})" in core_text
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_lab_cells_tag_exactly_their_widget_and_training_cells(name):
+    src = bn.NOTEBOOKS[name][0]
+    for cell in bn.source_cells(src=src):
+        if cell["kind"] == "code":
+            volatile = bool(VOLATILE.search(cell["source"])) or "ablation.sweep(" in cell["source"]
+            assert (IGNORE in cell["tags"]) == volatile, cell["source"]

@@ -146,19 +146,42 @@ def test_report_of_given_checks():
         "[通过] 甲：好",
         "[可选，未就绪] 乙：坏",
         "[需要处理] 丙：修",
-        "有 1 项需要处理：按上面的提示修好后，再 Restart & Run All。",
+        "有 1 项需要处理：按上面的提示修好后，用菜单「运行 → 重启内核并运行所有单元格」重新运行。",
     ]
+
+
+def test_problems_text_is_empty_when_every_required_check_passes():
+    """§0 prints nothing when all is well; an optional package that is missing is left to §6."""
+    fine = [env.Check("甲", True, "好"), env.Check("乙", False, "坏", required=False)]
+    assert env.problems_text(fine) == ""
+    broken = [*fine, env.Check("丙", False, "请安装丙")]
+    lines = env.problems_text(broken).splitlines()
+    assert lines[0] == "[需要处理] 丙：请安装丙" and len(lines) == 2 and "乙" not in env.problems_text(broken)
+
+
+def test_check_prints_only_what_is_wrong(monkeypatch, capsys):
+    monkeypatch.setattr(env, "prepare", lambda: None)
+    monkeypatch.setattr(env, "run_checks", lambda: [env.Check("甲", True, "好")])
+    assert env.check() is None and capsys.readouterr().out == ""
+    monkeypatch.setattr(env, "run_checks", lambda: [env.Check("丙", False, "请安装丙")])
+    env.check()
+    assert "[需要处理] 丙：请安装丙" in capsys.readouterr().out
 
 
 def test_first_cell_without_lesson_lib_speaks_chinese(tmp_path, monkeypatch):
     """A kernel that cannot import lesson_lib gets the first cell's Chinese instructions, no English traceback,
     and Run All stops there (an error) instead of failing in every later cell."""
+    import importlib.util
+
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    notebook = Path(__file__).resolve().parents[1] / "notebooks" / "day11_multi_head_attention.ipynb"
-    first = next(c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code")
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("build_notebook", root / "scripts" / "build_notebook.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    first = next(c for c in build.source_cells() if c["kind"] == "code")  # the notebook's first code cell
     startup = tmp_path / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
     (startup / "00-no-lesson-lib.py").write_text("import sys\nsys.modules['lesson_lib'] = None\n", encoding="utf-8")
@@ -166,14 +189,13 @@ def test_first_cell_without_lesson_lib_speaks_chinese(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(first.source), nbformat.v4.new_code_cell("print('later cell ran')")]
+    nb.cells = [nbformat.v4.new_code_cell(first["source"]), nbformat.v4.new_code_cell("print('later cell ran')")]
     with pytest.raises(CellExecutionError):
         NotebookClient(nb, timeout=60, kernel_name="python3").execute()
     [error] = nb.cells[0].outputs
     assert error["output_type"] == "error"
     text = "\n".join(error["traceback"])  # what JupyterLab shows
-    assert text.startswith("找不到 lesson_lib：")
-    assert "bash scripts/setup.sh" in text and "pip install -r requirements.txt" in text
+    assert text.startswith("找不到课程的代码：") and "README" in text
     assert "Traceback" not in text and "ModuleNotFoundError" not in text and "File " not in text
     assert not nb.cells[1].outputs  # Run All stopped at the first cell
 

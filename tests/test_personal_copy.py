@@ -92,3 +92,26 @@ def test_readme_says_what_opens_and_keeps_the_pip_path_safe():
         assert "python scripts/personal_copy.py --open" in part  # the copy, not the tracked notebook
     first = re.search(r"```bash\n(.*?)\n```", chinese, re.S).group(1)
     assert first == "bash scripts/setup.sh"  # the first command, exactly as tests/test_fresh_clone.py runs it
+
+
+def test_the_labs_are_copied_beside_the_lesson_and_never_overwritten(tmp_path):
+    root = _repo(tmp_path)
+    for lab in personal_copy.LABS:
+        (root / lab).write_text('{"cells": ["lab"]}', encoding="utf-8")
+    path, _ = personal_copy.ensure_copy(root)
+    labs = [path.parent / lab.name for lab in personal_copy.LABS]
+    assert all(p.read_text(encoding="utf-8") == '{"cells": ["lab"]}' for p in labs)
+    labs[0].write_text("my lab run", encoding="utf-8")
+    personal_copy.ensure_copy(root)
+    assert labs[0].read_text(encoding="utf-8") == "my lab run"
+    personal_copy.fresh_copy(root)  # a fresh start renames the learner's lab aside, like the lesson
+    assert labs[0].read_text(encoding="utf-8") == '{"cells": ["lab"]}'
+    assert [p.read_text(encoding="utf-8") for p in path.parent.glob(f"{labs[0].stem}-*.ipynb")] == ["my lab run"]
+
+
+def test_every_lab_the_build_knows_gets_a_personal_copy():
+    spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    labs = {notebook.relative_to(ROOT) for _, notebook, _ in build.NOTEBOOKS.values()} - {personal_copy.LESSON}
+    assert labs == set(personal_copy.LABS)

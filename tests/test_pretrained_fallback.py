@@ -17,20 +17,24 @@ ROOT = Path(__file__).parents[1]
 
 
 def section_6_code():
+    """The code of the core's §6, then of the real-heads lab (each runs in its own namespace)."""
     spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
     build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build)
     text = (ROOT / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
-    return [c["source"] for c in build.parse_cells(text) if c["kind"] == "code"]
+    core = [c["source"] for c in build.parse_cells(text) if c["kind"] == "code"]
+    lab = [c["source"] for c in build.source_cells(src=build.NOTEBOOKS["lab_real_heads"][0]) if c["kind"] == "code"]
+    return core, lab
 
 
 def run_section(capsys):
     import matplotlib.pyplot as plt
 
-    namespace = {}
-    for source in section_6_code():
-        exec(compile(source, "<§6 cell>", "exec"), namespace)  # the lesson's own cells, not learner input
-    plt.close("all")
+    for cells in section_6_code():
+        namespace = {}
+        for source in cells:
+            exec(compile(source, "<§6 cell>", "exec"), namespace)  # the lesson's own cells, not learner input
+        plt.close("all")
     return capsys.readouterr().out
 
 

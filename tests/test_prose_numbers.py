@@ -54,6 +54,10 @@ def _num(text: str) -> int:
     return int(text.replace(",", ""))
 
 
+def _code() -> str:
+    return "\n\n".join(c["source"] for c in _build_module().source_cells() if c["kind"] == "code")
+
+
 def _matches(pattern, text):
     found = list(re.finditer(pattern, text))
     assert found, f"the prose no longer contains {pattern!r}: update the claim in this test on purpose"
@@ -109,9 +113,17 @@ def test_arithmetic_in_prose_is_right(markdown):
     assert checked >= 4
 
 
-def test_section_3_naming_table(markdown):
-    assert f"| d_k = d_v = d_model / h | **每头宽度** | {D} / {H} = {D_K} |" in markdown
-    assert f"| h · d_v | 拼接（Concat）之后的宽度，又回到 d_model | {H} × {D_K} = {H * D_K} |" in markdown
+def test_section_3_says_what_the_batch_cell_prints(markdown):
+    """§3: 「(B, n, d_model)」 and the PyTorch view(B, n, h, d_k).transpose(1, 2) give the kernel's batched shapes."""
+    import numpy as np
+
+    from lesson_lib.attention import merge_heads, split_heads
+
+    assert "(B, n, d_model)" in markdown and ".view(B, n, h, d_k).transpose(1, 2)" in markdown
+    x = np.zeros((2, 6, D))
+    assert split_heads(x, H).shape == (2, H, 6, D_K) and merge_heads(split_heads(x, H)).shape == x.shape
+    m = _matches(r"改动其他 (\d+) 个头的查询矩阵", markdown)[0]
+    assert int(m.group(1)) == H - 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +138,7 @@ def test_512_n_squared(markdown):
     assert one_head == D and per_head == D_K and H * per_head == one_head
     for m in _matches(r"(\d+)n²", markdown):
         assert _num(m.group(1)) in (one_head, per_head), m.group(0)
-    assert f"{H} × {per_head}n² = **{one_head}n²**" in markdown
+    assert f"{H} × ((n × {D_K}) × ({D_K} × n)) = **{one_head}n²**" in markdown
 
 
 # Each closed form the prose writes, as the lesson_lib field it names, evaluated on awkward sizes.
@@ -195,7 +207,7 @@ def test_figure_pages(markdown):
 
 def test_paper_quotes_are_verbatim_and_attributed(markdown):
     for quote in (paper.QUOTE_SUBSPACES, paper.QUOTE_COST):
-        assert f'"{quote}"' in markdown
+        assert f"「{quote}」" in markdown
     assert markdown.count("Vaswani et al., 2017") >= 3
 
 
@@ -234,14 +246,13 @@ def test_formula_1_is_shown_numbered_before_it_is_cited(markdown):
 
 
 def test_softmax_work_has_one_definition_used_everywhere(markdown):
-    """§4 defines 'softmax 工作量' once as 3·h·n² (flops.count's softmax_total); §5 and §8 use the name and formula."""
+    """§4 defines 'softmax 工作量' once as 3·h·n² (flops.count's softmax_total); later uses give the same formula."""
     name, formula = flops.SOFTMAX_WORK, flops.SOFTMAX_WORK_FORMULA
-    assert markdown.count(f"**{name}**，共 **{formula}**") == 1
+    assert len(_matches(rf"\*\*{name}\*\*，共 {re.escape(formula)}", markdown)) == 1
     c = flops.count(7, 12, 3)
     assert c.softmax_total == c.scaling + c.softmax_exp + c.softmax_div == 3 * 3 * 7 * 7
     uses = _matches(rf"{name}[^。；\n]{{0,30}}?(\d·h·n²|h·n²)", markdown)
-    assert len(uses) >= 3 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
-    assert "softmax 的 h·n²" not in markdown and "softmax 的运算" not in markdown  # the old, second definitions
+    assert len(uses) >= 2 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
     assert sections_s04_costs.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
     from lesson_lib.sections import s05_head_lab as head_lab
 
@@ -249,17 +260,19 @@ def test_softmax_work_has_one_definition_used_everywhere(markdown):
 
 
 def test_projection_shares_in_section_4(markdown):
-    """'n = 32 时占矩阵乘法的 97%' / 'n = 512 时投影只占 67%': the closed form's projections_share."""
-    found = _matches(r"n = (\d+) 时(?:占矩阵乘法的|投影只占) (\d+)%", markdown)
-    assert {m.group(1) for m in found} == {"32", "512"}  # the two n of the timing cell
+    """'n = 32 时……占矩阵乘法的 97%' / 'n = 256 时投影只占 80%': projections_share at the timing cell's two n."""
+    source = (ROOT / "notebooks" / "src" / "04_flops.md").read_text(encoding="utf-8")
+    timed = [int(n) for n in re.search(r"timing_text\(ns=\[(\d+), (\d+)\]", source).groups()]
+    found = _matches(r"n = (\d+) 时[^。；]{0,20}?(?:占矩阵乘法的|投影只占) (\d+)%", markdown)
+    assert sorted(int(m.group(1)) for m in found) == timed
     for m in found:
         assert round(100 * flops.count(int(m.group(1)), D, H).projections_share) == int(m.group(2)), m.group(0)
 
 
 def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(markdown):
-    """The timing differs on every machine: the prose defers to the printed reading, which says either way."""
-    assert "基本成立" not in markdown and "2×" not in markdown
-    assert "最后一行按**你这次**量到的数字算出倍数" in markdown
+    """The timing differs on every machine: §4's prose states no ratio; the printed reading says either way."""
+    section = markdown[markdown.index("## 4 "):markdown.index("## 5 ")]
+    assert not re.search(r"\d(?:\.\d)?\s*(?:倍|×)(?!\s*\()", section.split("### 真实计时")[1])
     slow = sections_s04_costs.timing_reading_text({1: 0.010, 8: 0.020, 64: 0.100}, 512)
     fast = sections_s04_costs.timing_reading_text({1: 0.010, 8: 0.011, 64: 0.100}, 512)
     assert slow.startswith("n = 512 时，以 h = 1 为 1：h = 8 是 2.0 倍，h = 64 是 10.0 倍。")
@@ -284,17 +297,27 @@ def test_interview_asks_before_it_shows_an_answer(markdown):
 
 
 def test_section_2_blend_reading(markdown):
-    """'「女性」0.4、「男性」0.3、「物品」0.3 … 「主语」只剩 0.3' is the single head's blend that §2 prints."""
+    """'四成像女人、三成像男人、三成像一只苹果，主语只剩 0.3' is the single head's blend that §2 prints."""
     from lesson_lib.sections import s02_averaging as averaging
 
     blend = averaging.blend(averaging.LESSON_WEIGHTS)
-    found = _matches(r"「(女性|男性|物品|主语)」(?:只剩 )?(\d\.\d)", markdown)
-    assert {m.group(1) for m in found} == {"女性", "男性", "物品", "主语"}
-    for m in found:
-        assert round(blend[m.group(1)], 1) == float(m.group(2)), m.group(0)
     tenths = {"四": 0.4, "三": 0.3}
-    said = re.search(r"有(.)成像女人、(.)成像男人、(.)成像一只苹果", markdown)
-    assert said and [tenths[g] for g in said.groups()] == [round(blend[f], 1) for f in ("女性", "男性", "物品")]
+    said = _matches(r"有(.)成像女人、(.)成像男人、(.)成像一只苹果，主语只剩 (\d\.\d)", markdown)[0]
+    assert [tenths[g] for g in said.groups()[:3]] == [round(blend[f], 1) for f in ("女性", "男性", "物品")]
+    assert float(said.group(4)) == round(blend["主语"], 1)
+
+
+def test_section_2_demo_reading(markdown):
+    """'单头读回了小红 0.65、小明 0.29 …… 两个头各拿 0.90' is what demo_text(sharpness=4.0) prints."""
+    from lesson_lib.sections import s02_averaging as averaging
+
+    m = _matches(r"单头读回了小红 (\d\.\d\d)、小明 (\d\.\d\d)", markdown)[0]
+    one = averaging.demo(1, 4.0)
+    assert (round(one.referent_kept, 2), round(one.subject_kept, 2)) == (float(m.group(1)), float(m.group(2)))
+    two = averaging.demo(2, 4.0)
+    m2 = _matches(r"两个头各拿 (\d\.\d\d)", markdown)[0]
+    assert round(two.referent_kept, 2) == round(two.subject_kept, 2) == float(m2.group(1))
+    assert "锐度**（这里固定为 4）" in markdown and "demo_text(sharpness=4.0)" in _code()
 
 
 def test_section_2_retention_curves(markdown):
@@ -308,8 +331,8 @@ def test_section_2_retention_curves(markdown):
     one, two = (averaging.retention_curve(sharpness)[h] for h in (1, 2))
     assert np.all(np.diff(one[:, 0]) > 0)  # 越尖，越只顾「小红」
     peak = int(one[:, 1].argmax())
-    m = _matches(r"最多只到 (\d\.\d\d) 左右（锐度 (\d) 附近）", markdown)[0]
-    assert round(one[peak, 1], 2) == float(m.group(1)) and sharpness[peak] == float(m.group(2))
+    m = _matches(r"小明最多 (\d\.\d\d) 左右", markdown)[0]
+    assert round(one[peak, 1], 2) == float(m.group(1))
     fine = np.linspace(0, 8, 801)
     assert averaging.retention_curve(fine)[1][:, 1].max() < float(m.group(1)) + 0.005  # the grid does not hide a peak
     assert np.all(np.diff(one[peak:, 1]) < 0)  # 再尖反而越来越少
@@ -318,10 +341,9 @@ def test_section_2_retention_curves(markdown):
     assert np.all(np.diff(two[:, 0]) > 0) and two[-1, 0] > 0.99  # 一起趋近 1
 
 
-def test_section_3_head_1_does_not_change(markdown):
+def test_section_3_head_1_does_not_change():
     from lesson_lib.sections import s03_heads as heads
 
-    assert "头 1 的输出一点都不变" in markdown
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
     assert "头 1 的输出变化：0（一位都没变）" in heads.heads_mix_text(n=5, d_model=D, h=H)
 
@@ -342,14 +364,28 @@ def test_section_5_defines_entropy_and_js_where_it_prints_them(markdown):
     from lesson_lib.sections import s05_head_lab as head_lab
 
     n = len(head_lab.SENTENCE)
-    m = _matches(r"平均分给这句话的 (\d+) 个词元是 log₂(\d+) ≈ (\d\.\d\d) 比特", markdown)[0]
+    m = _matches(r"平均分给 (\d+) 个词元是 log₂(\d+) ≈ (\d\.\d\d)", markdown)[0]
     assert int(m.group(1)) == int(m.group(2)) == n
     assert round(float(row_entropy(np.full((1, n), 1 / n))[0]), 2) == float(m.group(3))
     assert "全压在一个词元上是 0" in markdown and row_entropy(np.eye(n)[:1])[0] == 0
-    assert "完全一样是 0" in markdown and "毫不重叠" in markdown
+    assert "完全一样是 0" in markdown and "毫不重叠是 1" in markdown
     same, apart = np.eye(n)[None, :2].repeat(2, axis=0), np.stack([np.eye(n)[:2], np.eye(n)[2:4]])  # (2, 2, n)
     assert mean_pairwise_js(same) == 0 and mean_pairwise_js(apart) == 1
-    assert markdown.index("- **熵**") < markdown.index("**读数**")  # defined before the reading uses them
+
+
+def test_section_5_try_it_answers(markdown):
+    """The folded answers to §5's 「试一试」 are lab_state's numbers (the cell prints h = 2 and h = 64)."""
+    from lesson_lib.sections import s05_head_lab as head_lab
+
+    s2, s8, s64 = (head_lab.lab_state(h) for h in (2, 8, 64))
+    m = _matches(r"h = 64 的平均 JS 散度（(\d\.\d\d) 比特）反而比 h = 2（(\d\.\d\d) 比特）小", markdown)[0]
+    assert (round(s64.diversity_bits, 2), round(s2.diversity_bits, 2)) == (float(m.group(1)), float(m.group(2)))
+    assert s64.diversity_bits < s2.diversity_bits
+    m = _matches(r"是 8 头的 (\d+) 倍（([\d,]+) 对 ([\d,]+)）", markdown)[0]
+    assert (_num(m.group(2)), _num(m.group(3))) == (s64.softmax_ops, s8.softmax_ops)
+    assert s64.softmax_ops == int(m.group(1)) * s8.softmax_ops
+    assert s64.d_k == D // 64 and s8.parameters == s64.parameters == flops.parameters(D, H)
+    assert len({head_lab.lab_state(h).matmul_multiplies for h in (1, 2, 8, 32, 64)}) == 1
 
 
 def test_no_multiply_is_added_by_more_heads(markdown):

@@ -1,99 +1,83 @@
-"""Code exercises of section 10: a spec, a stub in the notebook, a checker that teaches, a solution on request.
+"""Code exercises (§3 split_heads, §10 the per-head loop and the multiply count): a spec, a stub in the
+notebook, a checker whose message teaches, a Chinese solution on request.
 
-Each exercise is checked by running the learner's function on several cases and comparing with the
-lesson's kernel or FLOP counter. The learner's code runs through ``learner_code.call``: a worker thread
-under a watchdog (a loop is stopped after a few seconds with 「是不是写了死循环？」, one long C call is
-reported as 「耗时超过 N 秒」; the result is turned into a plain array and any exception into text inside
-the same budget), copies of the inputs (a function that changes its input is told so), and no traceback
-for anything it raises. numpy, builtins and the checker's own modules are snapshotted at import and put
-back after every call, so a patch (``np.allclose = …``) neither passes a check nor stays. The checker
-never raises: a stub gets 「还没实现」, garbage gets a message that says what went wrong and what to try.
-Known mistakes (a forgotten transpose, no 1/√d_k, no W^O, softmax on the wrong axis, columns taken with
-a stride) are recognised and named.
-A float32 result is compared at float32 precision, and said so. A function that is or calls any of
-lesson_lib's kernel variants (split/merge_heads, multi_head_attention, _reference, _fast, …), flops'
-counters or a reference solution does not pass (read from its code, defaults and closure, and watched
-by code object while it runs): the checker would be comparing the answer with itself. Every result is
-recorded in the learner's progress file.
+``check(name, fn)`` runs the checker in a process of its own (``worker``): the learner's function is sent
+there by value (cloudpickle: it lives in the notebook's ``__main__``), called on several cases and compared
+with the lesson's kernel or FLOP counter. A loop, one endless C call (``n ** d_model ** h``), ``os._exit``,
+a segfault or a huge allocation ends the check at the budget with a Chinese message, and the kernel goes
+on. Known mistakes (a forgotten transpose, columns taken with a stride, no 1/√d_k, softmax on the wrong
+axis, no W^O, a count that misses a product) are named. A stub that still only raises NotImplementedError
+is recognised from its source, without starting the process. Every result is recorded in the learner's
+progress file; ``ExerciseResult.source`` keeps the learner's code, and ``check_source(name, code)`` checks
+code given as text (a class report re-checking an export in a fresh process).
 
-The reference solutions below are written out plainly for learners to read; ``show_solution(name)``
-displays one by reflection, only when asked.
+The kernel belongs to the learner: nothing here defends against a learner fooling their own check.
 """
 
 from __future__ import annotations
 
-import builtins
+import ast
 import functools
 import inspect
 import math
+import re
 import sys
+import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
-from types import FunctionType, MappingProxyType, ModuleType
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lesson_lib import attention
-from lesson_lib import checks as validation
-from lesson_lib import costs as flops
 from lesson_lib.attention import merge_heads, multi_head_attention, softmax, split_heads
 from lesson_lib.costs import count
-from lesson_lib.practice import learner_code, progress, shape_mistakes
+from lesson_lib.practice import progress, worker
 from lesson_lib.practice.shape_mistakes import split_heads_shape_mistake
 
-__all__ = [
-    "ExerciseResult",
-    "EXERCISES",
-    "check",
-    "check_split_heads",
-    "check_multi_head_attention_loop",
-    "check_count_multiplies",
-    "spec",
-    "show_solution",
-    "split_heads_solution",
-    "multi_head_attention_loop_solution",
-    "count_multiplies_solution",
-]
+__all__ = ["ExerciseResult", "EXERCISES", "BUDGET_S", "check", "check_source", "spec", "show_solution",
+           "check_split_heads", "check_multi_head_attention_loop", "check_count_multiplies",
+           "split_heads_solution", "multi_head_attention_loop_solution", "count_multiplies_solution"]  # fmt: skip
+
+BUDGET_S = 5.0  # one whole check (every case); a right answer takes milliseconds
 
 
 # ---------------------------------------------------------------------------------------------
-# Reference solutions (shown on request)
+# Reference solutions (shown on request, by reflection)
 # ---------------------------------------------------------------------------------------------
 
 
 def split_heads_solution(x, h):
-    """(n, d_model) -> (h, n, d_k): column block i of the features becomes head i."""
+    """(n, d_model) → (h, n, d_k)：特征的第 i 块连续的列，就是第 i 个头。"""
     n, d_model = x.shape
     d_k = d_model // h
-    x = x.reshape(n, h, d_k)  # (n, h, d_k)  columns [i·d_k, (i+1)·d_k) -> head i
-    return x.transpose(1, 0, 2)  # (h, n, d_k)  heads first: each head is one (n, d_k) matrix
+    x = x.reshape(n, h, d_k)  # (n, h, d_k)  第 [i·d_k, (i+1)·d_k) 列 → 头 i
+    return x.transpose(1, 0, 2)  # (h, n, d_k)  头的轴换到最前：每个头是一个 (n, d_k) 矩阵
 
 
 def multi_head_attention_loop_solution(x, w_q, w_k, w_v, w_o, h):
-    """The paper's definition, one head at a time: head_i = Attention(X W_i^Q, X W_i^K, X W_i^V)."""
+    """论文的定义，一个头一个头地算：head_i = Attention(X W_i^Q, X W_i^K, X W_i^V)，拼接后乘 W^O。"""
     d_model = x.shape[1]
     d_k = d_model // h
     heads = []
     for i in range(h):
-        cols = slice(i * d_k, (i + 1) * d_k)  # head i owns column block i of each projection
-        q = x @ w_q[:, cols]  # (n, d_k)
-        k = x @ w_k[:, cols]  # (n, d_k)
-        v = x @ w_v[:, cols]  # (n, d_k)
-        scores = q @ k.T / np.sqrt(d_k)  # (n, n)
-        weights = softmax(scores, axis=-1)  # (n, n) every row sums to 1
-        heads.append(weights @ v)  # (n, d_k)
-    concat = np.concatenate(heads, axis=-1)  # (n, h·d_k) = (n, d_model)
-    return concat @ w_o  # (n, d_model)
+        cols = slice(i * d_k, (i + 1) * d_k)  # 头 i 只用每个投影矩阵的第 i 块列
+        q = x @ w_q[:, cols]  # (n, d_k)  头 i 的查询
+        k = x @ w_k[:, cols]  # (n, d_k)  头 i 的键
+        v = x @ w_v[:, cols]  # (n, d_k)  头 i 的值
+        scores = q @ k.T / np.sqrt(d_k)  # (n, n)  除以 √d_k：打分的方差不随 d_k 变大
+        weights = softmax(scores, axis=-1)  # (n, n)  沿最后一轴：每一行（一个查询）和为 1
+        heads.append(weights @ v)  # (n, d_k)  头 i 的输出：值的加权平均
+    concat = np.concatenate(heads, axis=-1)  # (n, h·d_k) = (n, d_model)  按头的顺序拼接
+    return concat @ w_o  # (n, d_model)  W^O 把各个头的结果混在一起
 
 
 def count_multiplies_solution(n, d_model, h):
-    """Multiplies in the matrix products of one self-attention layer (softmax not included)."""
+    """一层自注意力里矩阵乘法的乘法次数（softmax 不算）。(a × b) 乘 (b × c) 要 a·b·c 次。"""
     d_k = d_model // h
-    projections = 3 * n * d_model * d_model  # X W^Q, X W^K, X W^V: (n, d) @ (d, d), three times
-    scores = h * (n * n * d_k)  # per head Q_i K_iᵀ: (n, d_k) @ (d_k, n)
-    weighted = h * (n * n * d_k)  # per head weights_i V_i: (n, n) @ (n, d_k)
-    output = n * d_model * d_model  # Concat(head_i) W^O: (n, d) @ (d, d)
-    return projections + scores + weighted + output
+    projections = 3 * n * d_model * d_model  # X W^Q、X W^K、X W^V：三次 (n, d) @ (d, d)
+    scores = h * (n * n * d_k)  # 每个头 Q_i K_iᵀ：(n, d_k) @ (d_k, n)
+    weighted = h * (n * n * d_k)  # 每个头 weights_i V_i：(n, n) @ (n, d_k)
+    output = n * d_model * d_model  # 输出投影 Concat(head_i) W^O：(n, d) @ (d, d)
+    return projections + scores + weighted + output  # 与 h 无关：h 个窄头合起来和一个宽头一样多
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,8 +90,10 @@ class ExerciseResult:
     """A checker's verdict. Its repr is the Chinese message, so a notebook cell shows just that."""
 
     name: str
-    status: str  # passed, todo (stub), error (it raised), wrong, timeout, interrupted, borrowed (used lesson_lib's)
+    status: str  # passed, todo (stub), error (raised or crashed), wrong, timeout, interrupted
     message: str
+    source: str | None = field(default=None, repr=False, compare=False)  # the learner's code, when known
+    mistakes: tuple[str, ...] = field(default=(), repr=False, compare=False)  # named mistakes (class report)
 
     @property
     def passed(self) -> bool:
@@ -143,39 +129,43 @@ class _Exercise:
     learner_name: str  # the stub's name in the notebook
     spec: str
     solution: Callable
-    checker: Callable[[Callable], ExerciseResult]
+    checker: Callable[..., ExerciseResult]
 
 
 # ---------------------------------------------------------------------------------------------
-# Running learner code and reading what it returns
+# Calling the learner's function and reading what it returns (in the worker process)
 # ---------------------------------------------------------------------------------------------
 
 FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
 
-# numpy's functions as they were before any learner code ran: the comparisons use these, never np.<name>
-_allclose, _isfinite, _abs, _argmax, _unravel_index = np.allclose, np.isfinite, np.abs, np.argmax, np.unravel_index
-_asarray, _array = np.asarray, np.array
+
+class _Stop(Exception):
+    """Ends a check early with the result to report."""
+
+    def __init__(self, result: ExerciseResult):
+        self.result = result
 
 
-@dataclass(frozen=True)
-class _Digest:
-    """What the checker made of the learner's return value, inside the time budget: the checker's own objects."""
+def _stops(checker):
+    """A checker returns the result a _Stop carries."""
 
-    problem: str | None = None  # why it is not a usable answer
-    array: np.ndarray | None = None  # float64 copy of the result
-    low: bool = False  # the result was float32 / float16
-    number: float | int | None = None
-    none: bool = False  # it returned None
+    @functools.wraps(checker)
+    def run(fn, source: str = "") -> ExerciseResult:
+        try:
+            return checker(fn, source)
+        except _Stop as stop:
+            return stop.result
+
+    return run
 
 
 def _array_problem(result) -> str | None:
-    """Why ``result`` is not a real-valued array answer, or None when it is one (runs learner code: in budget)."""
+    """Why ``result`` is not a real-valued array answer, or None when it is one."""
     if callable(result):
         name = getattr(result, "__name__", type(result).__name__)
-        name = name if isinstance(name, str) else type(result).__name__
         return f"你返回的是一个函数（{name}），不是计算结果：是不是写成了 return {name}，忘了加括号调用它？"
     try:
-        arr = _asarray(result)
+        arr = np.asarray(result)
     except Exception:
         return f"返回值没法变成数组（是 {type(result).__name__}）：请返回一个 numpy 数组。"
     kind = arr.dtype.kind
@@ -186,50 +176,104 @@ def _array_problem(result) -> str | None:
                 "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。")  # fmt: skip
     if kind in "USV":
         return f"返回的是文字（dtype={arr.dtype}），不是数字数组：请返回计算出来的 numpy 数组。"
-    if kind not in "biuf":
-        return f"返回值不是数字数组（是 {type(result).__name__}，dtype={arr.dtype}）：请返回一个 numpy 数组。"
     if kind == "b":
         return "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。"
+    if kind not in "iuf":
+        return f"返回值不是数字数组（是 {type(result).__name__}，dtype={arr.dtype}）：请返回一个 numpy 数组。"
     return None
 
 
-def _digest_array(result, pair_ok: bool = False) -> _Digest:
-    """The learner's result as a float64 array (runs in the worker thread, inside the budget)."""
-    if result is None:
-        return _Digest(none=True)
+def _as_array(name, case, result, pair_ok=False) -> tuple[np.ndarray, bool]:
+    """(float64 copy, the result was float32/float16) or _Stop with what is wrong with it."""
     if pair_ok and type(result) is tuple and len(result) == 2:
         result = result[0]  # (output, weights), the kernel's convention
     if (why := _array_problem(result)) is not None:
-        return _Digest(problem=why)
+        raise _Stop(ExerciseResult(name, "wrong", f"{case}：{why}"))
     low = isinstance(result, np.ndarray) and result.dtype in (np.float32, np.float16)
-    return _Digest(array=_array(result, dtype=np.float64), low=low)  # a plain ndarray, never a subclass
+    return np.array(result, dtype=np.float64), low
 
 
-def _digest_number(result) -> _Digest:
-    if result is None:
-        return _Digest(none=True)
+def _as_number(name, case, result) -> int | float:
+    bad = ExerciseResult(name, "wrong", f"{case}：应当返回一个整数，你返回的是 {_short(result)}。")
     if isinstance(result, bool) or not isinstance(result, (int, float, np.integer, np.floating)):
-        return _Digest(problem=f"应当返回一个整数，你返回的是 {_short(result)}")
+        raise _Stop(bad)
     if isinstance(result, (int, np.integer)):
-        return _Digest(number=int(result))
-    value = float(result)
-    return _Digest(problem=f"应当返回一个整数，你返回的是 {_short(result)}") if not math.isfinite(value) else \
-        _Digest(number=int(value) if value == int(value) else value)  # fmt: skip
+        return int(result)
+    if not math.isfinite(value := float(result)):
+        raise _Stop(bad)
+    return int(value) if value == int(value) else value
 
 
-def _digest_pair(result) -> _Digest:
-    return _digest_array(result, pair_ok=True)
+_EXTRA_HINT = {  # what an exception usually means in these exercises
+    RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
+    MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？这里的例子都很小。",
+    SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
+}
+
+
+def _call(name, learner, case, hint, fn, args, arg_names, source) -> object:
+    """``fn(*args)`` on copies of the arrays: its return value, or _Stop with a message that teaches."""
+    given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    _calling[0] = True
+    try:
+        with np.errstate(all="ignore"):
+            value = fn(*given)
+    except NotImplementedError:
+        raise _Stop(_todo(name, learner)) from None
+    except BaseException as exc:  # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
+        extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), hint)
+        message = f"运行出错（{case} 这个例子）{_line(exc, fn, source)}：{_describe(exc)}。{extra}"
+        raise _Stop(ExerciseResult(name, "error", message)) from None
+    finally:
+        _calling[0] = False
+    changed = [arg_names[i] for i, (a, g) in enumerate(zip(args, given))
+               if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]  # fmt: skip
+    if changed:
+        raise _Stop(ExerciseResult(
+            name, "wrong", f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。调用者的数据"
+            "不该被改掉：请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。",
+            mistakes=("modifies_input",)))  # fmt: skip
+    if value is None:
+        raise _Stop(ExerciseResult(name, "wrong", f"{learner} 没有返回任何东西（返回了 None）：是不是忘了写 return？",
+                                   mistakes=("no_return",)))  # fmt: skip
+    return value
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _line(exc: BaseException, fn, source: str) -> str:
+    """「，在你的函数第 3 行「…」」: the learner's line the exception came from, when the source is known."""
+    code = getattr(fn, "__code__", None)
+    tb, lineno = exc.__traceback__, None
+    while tb is not None:
+        if code is not None and tb.tb_frame.f_code.co_filename == code.co_filename:
+            lineno = tb.tb_lineno
+        tb = tb.tb_next
+    if lineno is None:
+        return ""
+    lines = textwrap.dedent(source).splitlines()
+    index = lineno - 1 if code.co_filename == "<learner>" else lineno - code.co_firstlineno  # whole text or getsource
+    if not 0 <= index < len(lines):
+        return ""
+    return f"，在你的函数第 {lineno - code.co_firstlineno + 1} 行「{lines[index].strip()[:80]}」"
 
 
 def _same(a, b, low_precision: bool = False) -> bool:
     rtol, atol = (FLOAT32_RTOL, FLOAT32_ATOL) if low_precision else (1e-6, 1e-8)
-    return a.shape == b.shape and bool(_allclose(a, b, rtol=rtol, atol=atol))
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
 def _where_differs(got, want) -> str:
-    diff = _abs(got - want)
-    diff[~_isfinite(diff)] = np.inf
-    idx = tuple(int(i) for i in _unravel_index(int(_argmax(diff)), diff.shape))
+    diff = np.abs(got - want)
+    diff[~np.isfinite(diff)] = np.inf
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
     shown_want, shown_got = f"{want[idx]:.4f}", f"{got[idx]:.4f}"
     if shown_want == shown_got:  # a round-off difference: four decimals would print the same number twice
         return (f"例如位置 {idx}：应为 {want[idx]:.10g}，你的是 {got[idx]:.10g}，只差 {diff[idx]:.1e}。"
@@ -242,7 +286,7 @@ def _precision_problem(name, case, got, want, low) -> ExerciseResult | None:
     if low or not _same(got, want, low_precision=True):
         return None
     return ExerciseResult(name, "wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
-                          "公式本身是对的，差别来自中间用了 float32。")  # fmt: skip
+                          "公式本身是对的，差别来自中间用了 float32。", mistakes=("float32",))  # fmt: skip
 
 
 def _precision_note(low_precision: bool) -> str:
@@ -260,189 +304,6 @@ def _todo(name, learner_name) -> ExerciseResult:
     )
 
 
-def _tampered(name, learner, changed: list[str]) -> ExerciseResult:
-    shown = "、".join(changed[:3]) + ("等" if len(changed) > 3 else "")
-    return ExerciseResult(
-        name, "tampered", f"{learner} 运行时改动了 {shown}：检查器已经把它恢复原样，这次不算通过。"
-        "检查器用的是运行你的代码之前的 numpy 和自己的函数，改动它们骗不过检查，也不会留在笔记本里。"
-        "请只在函数里计算并返回结果。",
-    )  # fmt: skip
-
-
-def _stopped(name, learner, case, out) -> ExerciseResult:
-    """A call the watchdog had to stop: a loop, a loop that swallows the stop, or one long library call."""
-    where = f"（停在{out.where}）" if out.where else ""
-    if out.kind == "slow":
-        return ExerciseResult(
-            name, "timeout", f"{learner} 在 {case} 这个例子上耗时已超过 {out.seconds:.1f} 秒{where}，检查器不再等它："
-            "这是一次很慢的调用（例如创建或运算一个非常大的数组），不是死循环。"
-            "这个练习的例子都很小，正确的写法一眨眼就算完：检查数组的大小是不是写成了很大的数。",
-        )  # fmt: skip
-    if out.kind == "stubborn":
-        return ExerciseResult(
-            name, "timeout", f"{learner} 在 {case} 这个例子上运行了 {out.seconds:.1f} 秒还没有结束{where}，"
-            "而且它拦下了检查器的停止信号（except BaseException 或不带类型的 except:），只能留它在后台空转："
-            "是不是写了死循环？检查循环的退出条件；不要用 except: 拦下所有异常。如果笔记本变慢，请重启内核。",
-        )  # fmt: skip
-    return ExerciseResult(
-        name, "timeout",
-        f"{learner} 在 {case} 这个例子上运行了 {out.seconds:.1f} 秒还没有结束{where}，检查器把它停下了："
-        "是不是写了死循环？检查 while 循环的退出条件和 for 循环的范围。",
-    )  # fmt: skip
-
-
-def _run_case(name, learner, case, hint, fn, *args, digest, forbidden, arg_names=()):
-    """Call the learner's function once: (digest, None), or (None, feedback) for anything but a usable value."""
-    out = learner_code.call(fn, *args, digest=digest, forbidden=forbidden, tamper=_TAMPER)
-    if changed := out.tampered:
-        return None, _tampered(name, learner, changed)
-    if out.borrowed:
-        return None, _borrowed_result(name, out.borrowed, _ALLOWED[name])
-    problems = {
-        "todo": lambda: _todo(name, learner),
-        "raised": lambda: ExerciseResult(name, "error", f"运行出错（{case} 这个例子）：{out.error}。{hint}"),
-        "timeout": lambda: _stopped(name, learner, case, out),
-        "slow": lambda: _stopped(name, learner, case, out),
-        "stubborn": lambda: _stopped(name, learner, case, out),
-        "interrupted": lambda: ExerciseResult(
-            name, "interrupted", f"检查被中断了（{learner} 在 {case} 这个例子上还没算完）。如果是因为等得太久："
-            "是不是写了死循环？"),
-        "nested": lambda: ExerciseResult(
-            name, "error", f"{learner} 里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
-            "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。"),
-    }  # fmt: skip
-    if out.kind in problems:
-        return None, problems[out.kind]()
-    if out.changed_args:
-        which = "、".join(arg_names[i] if i < len(arg_names) else f"第 {i + 1} 个参数" for i in out.changed_args)
-        return None, ExerciseResult(
-            name, "wrong", f"{case}：你的函数改动了传进来的 {which}（原地修改了输入）。调用者的数据不该被改掉："
-            "请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。")  # fmt: skip
-    if out.value.none:
-        return None, ExerciseResult(name, "wrong", f"{learner} 没有返回任何东西（返回了 None）：是不是忘了写 return？")
-    return out.value, None
-
-
-# ---------------------------------------------------------------------------------------------
-# Borrowing the answer: the lesson's kernel (every variant) or a reference solution
-# ---------------------------------------------------------------------------------------------
-
-_ALLOWED = {  # what each exercise's spec lets the learner use, named in the message
-    "split_heads": " reshape 和 transpose ",
-    "multi_head_attention_loop": "矩阵乘法、切片、np.concatenate 和 softmax ",
-    "count_multiplies": "乘法和加法",
-}
-_KERNEL_ALLOWED = {"split_heads": {"head_width"}, "multi_head_attention_loop": {"softmax", "head_width"},
-                   "count_multiplies": set()}  # fmt: skip
-
-
-def _forbidden(name: str) -> dict:
-    """See ``_forbidden_codes``; cached while the set of loaded kernel modules stays the same."""
-    return dict(_forbidden_codes(name, any(m.rsplit(".", 1)[-1] == "attention_fast" for m in sys.modules)))
-
-
-@functools.lru_cache(maxsize=16)
-def _forbidden_codes(name: str, _fast_loaded: bool) -> dict:
-    """{code object: name} of every function that computes exercise ``name``'s answer: the kernel's (every
-    variant), flops' counters and the reference solutions; and {file: True} for the files every function of
-    which is an answer (attention_fast, also when the learner's body imports it; flops for the count)."""
-    files = {attention.__file__: _KERNEL_ALLOWED[name]}
-    for module_name, module in list(sys.modules.items()):  # the fast variant lives in benchmarks/, if loaded
-        if module_name.rsplit(".", 1)[-1] == "attention_fast" and getattr(module, "__file__", None):
-            files[module.__file__] = set()
-    if name == "count_multiplies":
-        files[flops.__file__] = set()
-    codes = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if path not in files:
-            continue
-        for obj in list(vars(module).values()):
-            obj = inspect.unwrap(obj) if inspect.isfunction(obj) else obj  # the kernel's checks wrap it (at_the_door)
-            code = getattr(obj, "__code__", None) if inspect.isfunction(obj) else None
-            if code is not None and code.co_filename == path and obj.__name__ not in files[path]:
-                codes[code] = obj.__name__
-    for exercise in EXERCISES.values():
-        codes[exercise.solution.__code__] = exercise.solution.__name__
-    codes.update({path: True for path, allowed in files.items() if not allowed and path != attention.__file__})
-    return codes
-
-
-def _borrowed(fn, codes: dict, depth: int = 3) -> str | None:
-    """The name of a forbidden function ``fn`` is, or names in its body, defaults or closure (read statically;
-    the worker also watches every call while it runs). Runs in the worker: it reads the learner's objects."""
-    seen: set[int] = set()
-
-    def visit(obj, level) -> str | None:
-        if id(obj) in seen or level < 0:
-            return None
-        seen.add(id(obj))
-        obj = getattr(obj, "func", obj)  # functools.partial
-        obj = getattr(obj, "__func__", obj)  # bound method
-        if inspect.isfunction(obj) and isinstance(vars(obj).get("__wrapped__"), FunctionType):
-            obj = vars(obj)["__wrapped__"]  # a checked kernel function: judge the function it wraps
-        code = getattr(obj, "__code__", None) if inspect.isfunction(obj) else None
-        if code is None:
-            return None
-        if code in codes or code.co_filename in codes:
-            return codes.get(code) or code.co_name
-        scope = obj.__globals__
-        names, stack = set(), [code]
-        while stack:
-            c = stack.pop()
-            names |= set(c.co_names)
-            stack += [k for k in c.co_consts if inspect.iscode(k)]
-        refs = [scope.get(n) for n in names] + list(obj.__defaults__ or ()) + list((obj.__kwdefaults__ or {}).values())
-        refs += [cell.cell_contents for cell in (obj.__closure__ or ()) if _has_contents(cell)]
-        for ref in refs:
-            if isinstance(ref, ModuleType):  # attention.split_heads, lesson_lib.attention.split_heads
-                for n in names:
-                    inner = vars(ref).get(n)
-                    found = visit(inner, level - 1) or (visit_module(inner, names, level - 1)
-                                                        if isinstance(inner, ModuleType) else None)  # fmt: skip
-                    if found:
-                        return found
-            elif (found := visit(ref, level - 1)) is not None:
-                return found
-        return None
-
-    def visit_module(module, names, level):
-        for n in names:
-            if (found := visit(vars(module).get(n), level)) is not None:
-                return found
-        return None
-
-    return visit(fn, depth)
-
-
-def _has_contents(cell) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018  (an empty cell raises)
-    except ValueError:
-        return False
-    return True
-
-
-def _refused(name, learner_name, fn, codes: dict) -> ExerciseResult | None:
-    """Why ``fn`` cannot be checked at all (not a function, or it uses the answer), or None to go on."""
-    if not callable(fn):
-        return ExerciseResult(
-            name, "error", f"收到的不是函数，而是 {type.__dict__['__name__'].__get__(type(fn))}：请把函数本身传进来，"
-            f"例如 check(\"{name}\", {learner_name})，函数名后面不要加括号。",
-        )  # fmt: skip
-    out = learner_code.run(lambda: _borrowed(fn, codes), budget=1.0, tamper=_TAMPER)
-    if out.kind == "ok" and out.value:
-        return _borrowed_result(name, out.value, _ALLOWED[name])
-    return None
-
-
-def _borrowed_result(name, used, allowed) -> ExerciseResult:
-    return ExerciseResult(
-        name, "borrowed", f"你的函数直接用了 lesson_lib 自己的 {used}：检查器等于拿答案和答案比，看不出你自己的写法，"
-        f"所以不算通过。请只用{allowed}自己写一遍。",
-    )  # fmt: skip
-
-
 # ---------------------------------------------------------------------------------------------
 # Exercise 1: split_heads
 # ---------------------------------------------------------------------------------------------
@@ -457,12 +318,10 @@ def _split_cases():
     return (first, *_SPLIT_CASES[1:])
 
 
-def check_split_heads(fn) -> ExerciseResult:
-    """Run ``fn(x, h)`` on several (n, d_model, h) and compare with the kernel's split_heads."""
+@_stops
+def check_split_heads(fn, source: str = "") -> ExerciseResult:
+    """Run ``fn(x, h)`` on several (n, d_model, h) and compare with the kernel's split_heads (in this process)."""
     name, learner = "split_heads", "my_split_heads"
-    codes = _forbidden(name)
-    if refused := _refused(name, learner, fn, codes):
-        return refused
     rng = np.random.default_rng(0)
     cases = _split_cases()
     low = False
@@ -470,36 +329,37 @@ def check_split_heads(fn) -> ExerciseResult:
         case = f"n={n}, d_model={d}, h={h}"
         x = rng.standard_normal((n, d))
         want = split_heads(x, h)
-        result, problem = _run_case(name, learner, case, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。",
-                                    fn, x, h, digest=_digest_array, forbidden=codes, arg_names=("x", "h"))
-        if problem is not None:
-            return problem
-        if result.problem is not None:
-            return ExerciseResult(name, "wrong", f"{case}：{result.problem}")
-        got, low = result.array, low or result.low
+        value = _call(name, learner, case, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。", fn, (x, h), ("x", "h"),
+                      source)  # fmt: skip
+        got, this_low = _as_array(name, case, value)
+        low = low or this_low
         if got.shape != want.shape:
             shape_hint = split_heads_shape_mistake(got.shape, n, h, d // h)
             message = f"{case}：形状应为 {tuple(want.shape)}，你的是 {tuple(got.shape)}：{shape_hint}"
-            return ExerciseResult(name, "wrong", message)
-        if not _isfinite(got).all():
+            mistake = "transpose" if got.shape == (n, h, d // h) else "shape"
+            return ExerciseResult(name, "wrong", message, mistakes=(mistake,))
+        if not np.isfinite(got).all():
             return ExerciseResult(name, "wrong", f"{case}：结果里有 NaN 或 inf，而输入都是有限的数。")
-        if not _same(got, want, result.low):
-            if (imprecise := _precision_problem(name, case, got, want, result.low)) is not None:
+        if not _same(got, want, this_low):
+            if (imprecise := _precision_problem(name, case, got, want, this_low)) is not None:
                 return imprecise
             d_k = d // h
+            mistake = "values"
             if _same(got, x.reshape(h, n, d_k)):
+                mistake = "reshape_without_transpose"
                 hint = (
                     f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征塞进同一个头。"
                     f"先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。"
                 )
             elif _same(got, x.reshape(n, d_k, h).transpose(2, 0, 1)):
+                mistake = "strided"
                 hint = (
                     f"第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列："
                     "reshape 的顺序是 (n, h, d_k)。"
                 )
             else:
                 hint = f"形状对了，但数值不对，{_where_differs(got, want)}。head i 应是 x[:, i·d_k:(i+1)·d_k]。"
-            return ExerciseResult(name, "wrong", f"{case}：{hint}")
+            return ExerciseResult(name, "wrong", f"{case}：{hint}", mistakes=(mistake,))
     n, d, h = cases[0]
     shape = split_heads(np.zeros((n, d)), h).shape
     message = (
@@ -559,12 +419,10 @@ def _mha_variants(x, w_q, w_k, w_v, w_o, h):
     return out
 
 
-def check_multi_head_attention_loop(fn) -> ExerciseResult:
+@_stops
+def check_multi_head_attention_loop(fn, source: str = "") -> ExerciseResult:
     """Run ``fn(x, w_q, w_k, w_v, w_o, h)`` on several cases and compare with the kernel's multi_head_attention."""
     name, learner = "multi_head_attention_loop", "my_multi_head_attention_loop"
-    codes = _forbidden(name)
-    if refused := _refused(name, learner, fn, codes):
-        return refused
     rng = np.random.default_rng(1)
     low = False
     for n, d, h in _MHA_CASES:
@@ -573,31 +431,29 @@ def check_multi_head_attention_loop(fn) -> ExerciseResult:
         ws = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)]
         want = multi_head_attention(x, *ws, h)[0]
         hint = "提示：head_i 用 W^Q[:, i·d_k:(i+1)·d_k] 等列块；可以调用 softmax(scores, axis=-1)。"
-        result, problem = _run_case(name, learner, case, hint, fn, x, *ws, h, digest=_digest_pair, forbidden=codes,
-                                    arg_names=("x", "w_q", "w_k", "w_v", "w_o", "h"))
-        if problem is not None:
-            return problem
-        if result.problem is not None:
-            return ExerciseResult(name, "wrong", f"{case}：{result.problem}")
-        got, low = result.array, low or result.low
+        value = _call(name, learner, case, hint, fn, (x, *ws, h), ("x", "w_q", "w_k", "w_v", "w_o", "h"), source)
+        got, this_low = _as_array(name, case, value, pair_ok=True)
+        low = low or this_low
         d_k = d // h
         if got.shape != want.shape:
+            mistake = {(h, n, d_k): "no_concat", (n, d_k): "one_head_only"}.get(got.shape, "shape")
             if got.shape == (h, n, d_k):
                 hint = f"这是 {h} 个头各自的输出：还要沿特征维度拼接（Concat）成 ({n}, {d})，再乘 W^O。"
             elif got.shape == (n, d_k):
                 hint = f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"
             else:
                 hint = "输出应当和输入 x 一样是 (n, d_model)。"
-            return ExerciseResult(name, "wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{hint}")
-        if not _isfinite(got).all():
+            return ExerciseResult(name, "wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{hint}",
+                                  mistakes=(mistake,))  # fmt: skip
+        if not np.isfinite(got).all():
             message = f"{case}：结果里有 NaN 或 inf：检查 softmax 是否先减去了每行的最大值。"
             return ExerciseResult(name, "wrong", message)
-        if not _same(got, want, result.low):
-            if (imprecise := _precision_problem(name, case, got, want, result.low)) is not None:
+        if not _same(got, want, this_low):
+            if (imprecise := _precision_problem(name, case, got, want, this_low)) is not None:
                 return imprecise
-            for variant, advice in _mha_variants(x, *ws, h).values():
-                if _same(got, variant, result.low):
-                    return ExerciseResult(name, "wrong", f"{case}：{advice}")
+            for mistake, (variant, advice) in _mha_variants(x, *ws, h).items():
+                if _same(got, variant, this_low):
+                    return ExerciseResult(name, "wrong", f"{case}：{advice}", mistakes=(mistake,))
             return ExerciseResult(
                 name, "wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
                 "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。",
@@ -615,27 +471,20 @@ def check_multi_head_attention_loop(fn) -> ExerciseResult:
 _COUNT_CASES = ((50, 512, 8), (50, 512, 16), (10, 64, 1), (7, 12, 3), (1, 8, 8))  # (n, d_model, h)
 
 
-def check_count_multiplies(fn) -> ExerciseResult:
-    """Run ``fn(n, d_model, h)`` and compare with lesson_lib.costs.count(...).matmul_total."""
+@_stops
+def check_count_multiplies(fn, source: str = "") -> ExerciseResult:
+    """Run ``fn(n, d_model, h)`` and compare with lesson_lib.sections.s04_costs.count(...).matmul_total."""
     name, learner = "count_multiplies", "my_count_multiplies"
-    codes = _forbidden(name)
-    if refused := _refused(name, learner, fn, codes):
-        return refused
-    answers = {}
     for n, d, h in _COUNT_CASES:
         case = f"n={n}, d_model={d}, h={h}"
         c = count(n, d, h)
-        result, problem = _run_case(name, learner, case, "提示：把四个矩阵乘法各自的乘法次数加起来。", fn, n, d, h,
-                                    digest=_digest_number, forbidden=codes)
-        if problem is not None:
-            return problem
-        if result.problem is not None:
-            return ExerciseResult(name, "wrong", f"{case}：{result.problem}。")
-        value = result.number
-        answers[(n, d, h)] = value
+        value = _call(name, learner, case, "提示：把四个矩阵乘法各自的乘法次数加起来。", fn, (n, d, h),
+                      ("n", "d_model", "h"), source)  # fmt: skip
+        value = _as_number(name, case, value)
         if value != c.matmul_total:
-            message = f"{case}：应为 {c.matmul_total:,}，你的是 {_fmt(value)}。{_count_hint(value, c)}"
-            return ExerciseResult(name, "wrong", message)
+            mistake, hint = _count_hint(value, c)
+            message = f"{case}：应为 {c.matmul_total:,}，你的是 {_fmt(value)}。{hint}"
+            return ExerciseResult(name, "wrong", message, mistakes=(mistake,))
     (n, d, h1), (_, _, h2) = _COUNT_CASES[:2]
     total = count(n, d, h1).matmul_total
     message = (
@@ -656,28 +505,29 @@ def _fmt(value: float | int) -> str:
     return f"{value:.6g}"
 
 
-def _count_hint(value: float, c) -> str:
+def _count_hint(value: float, c) -> tuple[str, str]:
+    """(mistake id, hint) for a wrong count."""
     parts = {
-        c.scores + c.weights_v: "只算了 QKᵀ 与 weights × V，漏了四个投影（3·n·d² 与 n·d²）。",
-        c.qkv_projections + c.output_projection: "只算了四个投影，漏了 QKᵀ 与 weights × V（各 n²·d）。",
-        c.matmul_total - c.output_projection: "漏了输出投影 W^O（n·d²）。",
-        c.matmul_total - c.qkv_projections: "漏了 Q、K、V 三个投影（3·n·d²）。",
-        c.matmul_total - c.weights_v: "漏了 weights × V（n²·d）。",
-        c.matmul_total - c.scores: "漏了打分 QKᵀ（n²·d）。",
-        c.scores: "只算了打分 QKᵀ 这一步。",
-        c.matmul_total + c.softmax_total: "多算了 softmax 的 exp、除法和缩放：本题只数矩阵乘法。",
-        c.matmul_total * c.h: "多乘了一个 h：每个头只有 d_k = d_model / h 宽，h 个头合起来和单头一样。",
+        c.scores + c.weights_v: ("no_projections", "只算了 QKᵀ 与 weights × V，漏了四个投影（3·n·d² 与 n·d²）。"),
+        c.qkv_projections + c.output_projection: ("no_scores", "只算了四个投影，漏了 QKᵀ 与 weights × V（各 n²·d）。"),
+        c.matmul_total - c.output_projection: ("no_w_o", "漏了输出投影 W^O（n·d²）。"),
+        c.matmul_total - c.qkv_projections: ("no_qkv", "漏了 Q、K、V 三个投影（3·n·d²）。"),
+        c.matmul_total - c.weights_v: ("no_weights_v", "漏了 weights × V（n²·d）。"),
+        c.matmul_total - c.scores: ("no_qk", "漏了打分 QKᵀ（n²·d）。"),
+        c.scores: ("scores_only", "只算了打分 QKᵀ 这一步。"),
+        c.matmul_total + c.softmax_total: ("softmax_counted", "多算了 softmax 的 exp、除法和缩放：本题只数矩阵乘法。"),
+        c.matmul_total * c.h: ("times_h", "多乘了一个 h：每个头只有 d_k = d_model / h 宽，h 个头合起来和单头一样。"),
         c.matmul_total - c.scores - c.weights_v + (c.scores + c.weights_v) // c.h:
-            "QKᵀ 与 weights × V 只算了一个头：要乘以 h。",
+            ("one_head", "QKᵀ 与 weights × V 只算了一个头：要乘以 h。"),
     }  # fmt: skip
-    return parts.get(value, "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。")
+    return parts.get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。"))
 
 
 # ---------------------------------------------------------------------------------------------
-# Registry and notebook helpers
+# The exercises, and what the notebook calls
 # ---------------------------------------------------------------------------------------------
 
-EXERCISES = MappingProxyType({  # read-only: a cell cannot swap in a checker that always passes
+EXERCISES = {
     "split_heads": _Exercise(
         "split_heads",
         "my_split_heads",
@@ -706,7 +556,7 @@ EXERCISES = MappingProxyType({  # read-only: a cell cannot swap in a checker tha
         count_multiplies_solution,
         check_count_multiplies,
     ),
-})
+}
 
 
 def _exercise(name: str) -> _Exercise:
@@ -715,26 +565,185 @@ def _exercise(name: str) -> _Exercise:
     return EXERCISES[name]
 
 
-def check(name: str, fn) -> ExerciseResult:
-    """Check the learner's function for exercise ``name``. Never raises for anything the function does, and
-    returns within the time budget (per call of ``fn``: learner_code.TIME_BUDGET_S, plus a short grace)."""
+def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
+    """Check the learner's function for exercise ``name`` in the checker's own process; record the result.
+    Never raises for anything the function does; returns within ``budget`` (BUDGET_S) once the process runs."""
     exercise = _exercise(name)
-    with learner_code.guard():  # a check called from inside the learner's function raises NestedCheck there
-        before = _TAMPER.restore()  # a patch made in a cell before the check: undone, then the check runs clean
-        try:
-            result = exercise.checker(fn)
-        except Exception as exc:  # a learner's result that defeats every guard above still gets an answer
-            result = ExerciseResult(name, "error",
-                                    f"检查时遇到意外情况：{type(exc).__name__}。请检查返回值的类型和形状。")
-        except KeyboardInterrupt:
-            result = ExerciseResult(name, "interrupted", "检查被中断了。如果是因为等得太久：是不是写了死循环？")
-        _TAMPER.restore()
-    if before:
-        shown = "、".join(before[:3]) + ("等" if len(before) > 3 else "")
-        result = ExerciseResult(result.name, result.status, f"（检查前发现 {shown} 被改动过，检查器已恢复原样，"
-                                f"用原来的函数检查。）{result.message}")  # fmt: skip
+    if _in_worker:  # called from inside the learner's function (or a re-checked cell's text)
+        if _calling[0]:
+            raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
+                               "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")  # fmt: skip
+        return None
+    if not callable(fn):
+        result = ExerciseResult(
+            name, "error", f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
+            f"例如 check(\"{name}\", {exercise.learner_name})，函数名后面不要加括号。",
+        )  # fmt: skip
+    else:
+        source = _source_of(fn)
+        result = _todo(name, exercise.learner_name) if _is_stub(source) else _in_process(name, fn, source, budget)
+        result = replace(result, source=source or None)
     _record(result)
     return result
+
+
+def check_source(name: str, source: str, *, budget: float | None = None, fresh: bool = False) -> ExerciseResult:
+    """Check code given as text (``ExerciseResult.source``, or a cell's text) in the checker's process; with
+    ``fresh=True`` in a new one. The code runs with ``np``, ``math`` and ``softmax`` defined, as in the notebook;
+    the function checked is ``my_<name>`` (the stub's name), else the last function it defines. Not recorded."""
+    _exercise(name)
+    if fresh:
+        worker.stop()
+    result = _todo(name, EXERCISES[name].learner_name) if _is_stub(source) else _in_process(name, None, source, budget)
+    return replace(result, source=source)
+
+
+def _source_of(fn) -> str:
+    try:
+        return textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
+    except (OSError, TypeError):
+        return ""
+
+
+def _is_stub(source: str) -> bool:
+    """The notebook's stub, untouched: one function whose body is only (a docstring and) raise NotImplementedError."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError):
+        return False
+    funcs = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    if not funcs:
+        return False
+    body = funcs[-1].body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+# ---------------------------------------------------------------------------------------------
+# Across the process boundary
+# ---------------------------------------------------------------------------------------------
+
+_in_worker = False  # True in the checker's process
+_calling = [False]  # True while the learner's function runs there
+
+
+def _in_process(name: str, fn, source: str, budget: float | None) -> ExerciseResult:
+    """Run the checker in the worker process; the Chinese message for whatever ended it."""
+    learner = EXERCISES[name].learner_name
+    budget = BUDGET_S if budget is None else budget
+    try:
+        payload = _pickled((name, fn, source), fn)
+    except Exception as exc:
+        return ExerciseResult(name, "error", f"{learner} 用到了无法交给检查器的东西（{_describe(exc)}）：检查器"
+                              "在另一个进程里运行你的函数，函数只应使用参数、numpy 和普通的数字与数组。")  # fmt: skip
+    reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(__name__, "cloudpickle"))
+    if reply.kind == "ok":
+        if reply.printed:
+            print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")  # the learner's own print()s
+        status, message, mistakes = reply.value
+        return ExerciseResult(name, status, message, mistakes=tuple(mistakes))
+    return ExerciseResult(name, *_ended(learner, reply, budget, _stuck_at(reply.stack, fn, source)))
+
+
+def _stuck_at(stack: str, fn, source: str) -> str:
+    """「（停在这一行：…）」: the learner's innermost line in faulthandler's dump (most recent call first)."""
+    code = getattr(fn, "__code__", None)
+    function, first = (code.co_name, code.co_firstlineno) if code is not None else (None, 1)
+    lines = textwrap.dedent(source).splitlines()
+    for path, lineno, name in re.findall(r'File "(.*)", line (\d+) in (\S+)', stack):
+        index = int(lineno) - first
+        if (name == function or path == "<learner>") and 0 <= index < len(lines):
+            return f"（停在这一行：「{lines[index].strip()[:80]}」）"
+    return ""
+
+
+_HUGE = {  # the likeliest huge computation in each exercise
+    "my_count_multiplies": "例如把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完。",
+    "my_split_heads": "例如创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）。",
+    "my_multi_head_attention_loop": "例如创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）。",
+}
+
+
+def _ended(learner: str, reply: worker.Reply, budget: float, where: str = "") -> tuple[str, str]:
+    """(status, message) for a check that did not come back."""
+    after = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
+    if reply.kind == "timeout":
+        return "timeout", (
+            f"{learner} 运行了 {budget:g} 秒还没有结束{where}，检查器把它停下了：是不是写了死循环？"
+            f"检查 while 循环的退出条件和 for 循环的范围。也可能是一次极大的计算：{_HUGE[learner]}"
+            f"这里的例子都很小，正确的写法一眨眼就算完。{after}")  # fmt: skip
+    if reply.kind == "interrupted":
+        return "interrupted", f"检查被中断了（{learner} 还没算完）。如果是因为等得太久：是不是写了死循环？{after}"
+    if reply.kind == "nostart":
+        why = reply.stack.strip().splitlines()[-1:] or [""]
+        return "error", (f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why[0]}），你的函数还没有被检查。"
+                         "请重启内核（Kernel → Restart）再运行；如果还是这样，把这条信息告诉老师。")  # fmt: skip
+    code = reply.exitcode
+    if code is not None and 0 <= code < 256:
+        return "error", (f"{learner} 让运行它的进程直接退出了（退出码 {code}）：是不是调用了 os._exit(…)？"
+                         f"函数只需要计算并 return 结果。{after}")  # fmt: skip
+    return "error", (
+        f"运行 {learner} 的进程崩溃了（退出码 {code}）。常见原因：调高了 sys.setrecursionlimit 之后递归太深，"
+        "把栈用光了；用 ctypes 读写了不该碰的内存；或者内存用得太多，被系统结束。这几个练习都不需要递归和 ctypes："
+        f"用 for 循环和 numpy 写。{after}")  # fmt: skip
+
+
+def _pickled(item, fn) -> bytes:
+    """cloudpickle: a function from ``__main__`` (the notebook) travels by value; so does one from any module
+    that is not lesson_lib's or a library's (a test file, the learner's own .py), which the worker may lack."""
+    import cloudpickle
+
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    where = str(getattr(module, "__file__", None) or "site-packages")
+    own = module is not None and module.__name__ != "__main__" and "site-packages" not in where \
+        and not module.__name__.startswith(("lesson_lib", "numpy"))  # fmt: skip
+    if own:
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        return cloudpickle.dumps(item)
+    finally:
+        if own:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
+    """In the worker: unpack the learner's function (or compile its text) and run the exercise's checker."""
+    global _in_worker
+    import cloudpickle
+
+    _in_worker = True
+    name = "?"
+    try:
+        name, fn, source = cloudpickle.loads(payload)
+        exercise = EXERCISES[name]
+        fn = fn if fn is not None else _compiled(exercise, source)
+    except BaseException as exc:  # a function that cannot be rebuilt here, or code given as text that does not run
+        return "error", (f"检查器没能拿到你的函数（{_describe(exc)}）：先单独运行定义函数的单元格，确认它不报错，"
+                         "再运行检查。"), ()  # fmt: skip
+    try:
+        result = exercise.checker(fn, source)
+    except BaseException as exc:  # what the learner returned defeated the checker's reading of it
+        result = ExerciseResult(name, "error", f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型"
+                                "和形状，应当返回一个普通的 numpy 数组（或整数）。")  # fmt: skip
+    return result.status, result.message, result.mistakes
+
+
+def _compiled(exercise: _Exercise, source: str):
+    from lesson_lib.practice import exercises
+
+    namespace = {"__name__": "__learner__", "np": np, "numpy": np, "math": math, "softmax": softmax,
+                 "exercises": exercises}  # fmt: skip
+    exec(compile(textwrap.dedent(source), "<learner>", "exec"), namespace)
+    if callable(namespace.get(exercise.learner_name)):
+        return namespace[exercise.learner_name]
+    functions = [v for v in namespace.values() if inspect.isfunction(v) and v.__module__ == "__learner__"]
+    if not functions:
+        raise ValueError(f"代码里没有定义函数 {exercise.learner_name}")
+    return functions[-1]
 
 
 def _record(result: ExerciseResult) -> None:
@@ -754,10 +763,5 @@ def show_solution(name: str) -> _Text:
     """The reference solution's source (read from lesson_lib by reflection, never a pasted copy)."""
     return _Text(inspect.getsource(_exercise(name).solution).rstrip(), "python")
 
-progress.declare(exercise_names=tuple(EXERCISES))  # the progress store counts the items its callers name
 
-# Everything a check relies on, as it was before any learner code ran (see learner_code.Tamper).
-_TAMPER = learner_code.Tamper(
-    [m for n, m in list(sys.modules.items()) if (n == "numpy" or n.startswith("numpy.")) and isinstance(m, ModuleType)]
-    + [math, builtins, attention, flops, validation, shape_mistakes, learner_code, sys.modules[__name__]]
-)
+progress.declare(exercise_names=tuple(EXERCISES))  # the progress store counts the items its callers name

@@ -38,7 +38,7 @@ from lesson_lib.practice.shape_mistakes import split_heads_shape_mistake
 
 __all__ = ["declare", "question", "questions", "question_ids", "facts",
            "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "TRANSFER_D_MODEL", "TRANSFER_HEADS",
-           "UNEVEN_HEADS"]  # fmt: skip
+           "UNEVEN_HEADS", "BATCH_EXAMPLE", "KV_GROUPS"]  # fmt: skip
 
 _DECLARED: dict[str, Callable[[], Question]] = {}
 
@@ -83,6 +83,8 @@ N_FLOPS_EXAMPLE = 50  # tokens in the §4 counting questions (the paper-facts ex
 H_FLOPS_EXAMPLE = 16  # head count in the §4 counting questions (a Table 3 (A) row)
 TRANSFER_D_MODEL, TRANSFER_HEADS = 768, 12  # another configuration (BERT-base's sizes) for a transfer question
 UNEVEN_HEADS = 6  # a head count that does not divide the base d_model
+BATCH_EXAMPLE = (2, 10)  # (B, n) of the §3 PyTorch batch question
+KV_GROUPS = 4  # key/value groups of the §10 grouped-query transfer question
 
 
 @cache
@@ -101,6 +103,7 @@ def facts() -> dict:
         uneven_refused = str(exc)
     one = count(1, d, h)  # at n = 1 every stage's count is its coefficient (each stage is one monomial)
     shape = split_heads(_zeros((N_SHAPE_EXAMPLE, d)), h).shape
+    batched = split_heads(_zeros((*BATCH_EXAMPLE, TRANSFER_D_MODEL)), TRANSFER_HEADS).shape
     table_a = [r for r in paper.TABLE3 if r["row"] in ("base", "A")]
     lab_heads = [c for c in range(1, d + 1) if d % c == 0 and c <= 64]
     return {
@@ -117,6 +120,7 @@ def facts() -> dict:
         "parameters": parameters,
         "head_width": head_width,
         "split_shape": tuple(int(s) for s in shape),
+        "batched_split_shape": tuple(int(s) for s in batched),
         "lab_heads": (lab_heads[0], lab_heads[-1]),
         "uneven_refused": uneven_refused,  # the kernel's own message for h = UNEVEN_HEADS ('' if it accepted)
     }
@@ -142,35 +146,36 @@ def _q1() -> Question:
     f = facts()
     d = f["d"]
     model = (
-        "参考答案：单头也可以把权重分给几个词（比如「小红」和「帮」各一半），它做不到的是把这些线索分开保存："
-        "对每个查询它只有一组权重，输出是这些词的 Value 按这组权重的加权平均——几条线索被加成同一个向量，"
-        "之后谁也没法从这个和里把「指代」和「语法角色」各自取回来（论文：averaging inhibits this）。"
+        "参考答案：单头也可以把权重分给几个词元（比如「小红」和「小明」），它做不到的是让每条线索都拿足："
+        "对每个查询它只有一组权重，加起来等于 1，输出是这些词元的值按这组权重加成的同一个向量——给小红多一分，"
+        "小明就少一分，两条线索都被冲淡，还混进了不相干的特征（第 2 节：0.65 和 0.29）。"
         "多头给每条线索一套自己的权重，每个头的结果占自己的 d_k 列，拼接后都还在，W^O 再把它们组合。"
     )
     rubric = Rubric(
         points=(
             RubricPoint("单头能分散，但只有一组权重",
-                        "单头可以把权重分给好几个词；但对每个查询只有一组（一行 softmax，总和为 1）。",
+                        "单头可以把权重分给好几个词元；但对每个查询只有一组（一行 softmax，总和为 1）。",
                         ("一组", "一行", "分散", "分给", "softmax")),
-            RubricPoint("输出是加权平均", "输出是这些词的 Value 按这组权重加起来的一个向量。",
+            RubricPoint("输出是加权平均", "输出是这些词元的值按这组权重加起来的一个向量。",
                         ("平均", "加权", "求和", "加起来")),
-            RubricPoint("线索混在一起、分不开", "几条线索被加进同一个向量，之后分不回来，互相冲淡。",
+            RubricPoint("线索互相冲淡", "几条线索共用总和为 1 的一组权重，都只拿到一部分，还混进不相干的特征。",
                         ("混", "分不开", "分开", "冲淡", "抹平", "同一个向量")),
             RubricPoint("多头各有一组权重", "每个头一组权重，各自的结果占自己的 d_k 列，拼接后都保留，W^O 再组合。",
                         ("多头", "每个头", "拼接", "W^O", "d_k")),
         ),
         misconceptions=(
             ("单头只能看一个词",
-             "单头可以把权重分给很多词（第 2 节的单头就分给了小红和小明）；问题是分出去的几份被平均成了一个向量。"),
+             ("单头可以把权重分给很多词元（第 2 节的单头就分给了小红和小明）；"
+              "问题是几份共用一个总和为 1 的预算，被平均成一个向量。")),
             ("把 d_model 加大就行",
-             f"加大 d_model（{d}）只让每个 Value 更长，权重仍然只有一组，平均照样把线索混在一起。"),
-            ("多头是为了算得更快", "多头的矩阵乘法总量和单头一样（第 4 节），它换来的是几组互不干扰的权重。"),
+             f"加大 d_model（{d}）只让每个值向量更长，权重仍然只有一组，平均照样把线索冲淡。"),
+            ("多头是为了算得更快", "多头的矩阵乘法总量和单头一样（第 4 节），它换来的是几组互不干扰的权重，不是速度。"),
         ),
         model_answer=model,
     )
     return Question(
         "Q1", "第 2 节", "self",
-        "Q1　单头注意力也能把权重分给好几个词。那它到底做不到什么？为什么要多个头？（用两三句话写下你的解释）",
+        "Q1　单头注意力也能把权重分给好几个词元。那它到底做不到什么？为什么要多个头？（用两三句话写下你的解释）",
         rubric.text() + "\n" + model, key=rubric,
         placeholder="先自己写：单头的权重是什么样的？输出是怎么算出来的？多个头多了什么？",
     )  # fmt: skip
@@ -242,7 +247,7 @@ def _q3() -> Question:
         if value.degree > 2:
             return "n 的次数太高了：乘法次数是 n² 个分数，乘以每个点积的长度。"
         if value.is_constant:
-            return "这一栏要一个含 n 的式子：n 个词的分数矩阵是 n × n。"
+            return "这一栏要一个含 n 的式子：n 个词元的分数矩阵是 n × n。"
         return ""
 
     def multi(value: Poly) -> str:
@@ -259,7 +264,8 @@ def _q3() -> Question:
 
     return Question(
         "Q3", "第 4 节", "form",
-        f"Q3　为什么 {h} 个 {d_k} 维的头与 1 个 {d} 维的头算力一样？用 n（词数）写出两边打分 QKᵀ 的乘法次数。",
+        f"Q3　打分 QKᵀ 这一步，{h} 个 {d_k} 维的头与 1 个 {d} 维的头的乘法次数为什么相等？"
+        "用 n（词元数）写出两边的次数。",
         explanation,
         key=FormKey((
             ExpressionBox("multi", f"{h} 个 {d_k} 维的头合计", target, symbols, multi, unit="次",
@@ -274,28 +280,31 @@ def _q3() -> Question:
 @declare("Q4")
 def _q4() -> Question:
     f = facts()
-    d, h, d_k = f["d"], f["h"], f["d_k"]
+    d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
+    d_k = f["head_width"](d, h)
     explanation = (
-        f"解析：先把 {h} 个头各自输出的 n × {d_k} 矩阵沿特征维度并排拼接（Concat），得到 n × {d} 的矩阵，"
-        f"再乘以输出投影矩阵 W^O（{d} × {d}，可学习的参数）做线性融合，得到最终的 n × {d} 输出。\n"
-        f"严格来说：Concat(head_1, …, head_{h}) W^O 等于 Σ_i head_i W^O_i（W^O_i 是 W^O 中对应第 i 个头的 {d_k} 行）。"
-        "所以在同一层里，各个头在打分和加权时互不通信，直到 W^O 这一步才把它们的结果混合起来；"
-        "不过下一层的每个头读到的输入，已经是上一层混合后的结果。"
+        f"解析：d_k = {d} / {h} = {d_k}。{h} 个头各自输出 n × {d_k}，沿特征维度并排拼接（Concat）成 n × {d}，"
+        f"再乘输出投影 W^O（{d} × {d}）。这一层的结果不替换词元原来的向量，而是加上去：新向量 = X + MultiHead(X)，"
+        "这条一路累加的向量就是残差流。\n"
+        f"严格来说：Concat(head_1, …, head_{h}) W^O = Σ_i head_i W^O_i（W^O_i 是 W^O 中第 i 个头的 {d_k} 行），"
+        "所以每个头都往残差流里写了自己的一份；同一层里各头直到 W^O 才混合，下一层的头读到的已是混合后的向量。"
     )
     options = (
-        ("A", f"把 {h} 个头的输出逐元素取平均，得到 n × {d_k}",
-         "取平均又回到了「加权平均抹平信息」的老问题，而且输出只剩 d_k 维，拼不回 d_model。"),
-        ("B", f"沿特征维度拼接成 n × {d}，再乘以输出矩阵 W^O（{d} × {d}）",
-         "拼接保留了每个头的结果，W^O 再把它们线性融合。"),
+        ("A", f"把 {h} 个头的输出逐元素取平均，得到 n × {d_k}，替换原来的词元向量",
+         f"取平均又回到了「加权平均抹平信息」的老问题，而且只剩 {d_k} 维，拼不回 d_model。"),
+        ("B", f"沿特征维度拼接成 n × {d}，乘 W^O（{d} × {d}），再加回每个词元原来的向量",
+         "拼接保留每个头的结果，W^O 融合，残差连接把它加进词元的向量。"),
         ("C", "只保留注意力分数最高的那个头，其余丢掉",
          "多头没有「选一个头」的步骤：每个头的输出都会进入 Concat，由 W^O 学习怎样组合。"),
-        ("D", f"沿词的方向（行）把它们首尾相接，得到 {h}n × {d_k}",
-         f"那样每个词会变成 {h} 行，词和词对不上了；拼接应当沿特征维度（列），每个词仍是一行。"),
+        ("D", f"沿词元的方向（行）把它们首尾相接，得到 {h}n × {d_k}",
+         f"那样每个词元会变成 {h} 行，词元和词元对不上了；拼接应当沿特征维度（列），每个词元仍是一行。"),
     )  # fmt: skip
     return Question(
-        "Q4", "第 3 节", "single", f"Q4　{h} 个头的输出是如何汇聚成最终结果的？", explanation,
+        "Q4", "第 3 节", "single",
+        f"Q4　一个 d_model = {d}、h = {h} 的模型：一层多头注意力里，{h} 个头的输出怎样变成每个词元的新向量？",
+        explanation,
         key=ChoiceKey(options, frozenset("B"),
-                      f"Concat 得到 n × {d}，再乘 W^O 融合。W^O 是各头第一次「交换信息」的地方。"),
+                      f"Concat 得到 n × {d}，乘 W^O 融合，再加回残差流。W^O 是各头第一次「交换信息」的地方。"),
     )  # fmt: skip
 
 
@@ -305,33 +314,94 @@ def _q5() -> Question:
     p = f["pages"]
     explanation = (
         f"解析：论文图 4（第 {p[4]} 页）画的是一个训练好的翻译模型编码器第 5 层的两个头（头 5、头 6），"
-        "只看从代词 \"its\" 出发的那一行：一个头几乎把全部权重给了 \"Law\"，另一个头把权重分给 \"Law\" 和 "
-        "\"application\"。同一个查询、两种分布：每个头有自己的一组权重，结果各占自己的 d_k 列，拼接后都还在。"
-        "换成一个头，它当然也能把权重分给这两个词，但两个词的 Value 会被加成一个向量，分不回来。\n"
+        "只看从代词「its」出发的那一行：一个头几乎把全部权重给了「Law」，另一个头把权重分给「Law」和"
+        "「application」。同一个查询、两种分布：每个头有自己的一组权重，结果各占自己的 d_k 列，拼接后都还在。"
+        "换成一个头，它也能把权重分给这两个词元，但两份共用一组总和为 1 的权重，被平均成一个向量，互相冲淡。\n"
         "严格来说：论文只说这两个头「看起来」参与了指代消解（apparently involved）；注意力权重高不等于模型"
         "「理解」了指代。这些分工是训练中自发出现的，没有人指定。"
     )
     options = (
-        ("A", "对同一个查询 \"its\"，两个头给出了不同的权重分布：一个词可以同时有几种「看法」",
+        ("A", "对同一个查询「its」，两个头给出了不同的权重分布：一个词元可以同时有几种「看法」",
          "多头让每个头各有一组权重。"),
-        ("B", "第二个头把权重分给了两个词，说明它没有学好",
-         "把权重分给几个词是注意力的正常用法（\"its application\" 本身就连着 \"application\"）；"
+        ("B", "第二个头把权重分给了两个词元，说明它没有学好",
+         "把权重分给几个词元是注意力的正常用法（「its application」本身就连着「application」）；"
          "图里没有证据说它没学好。"),
-        ("C", "一个头也能把权重分给 \"Law\" 和 \"application\"，但两个词的信息会被平均成一个向量；"
+        ("C", "一个头也能把权重分给「Law」和「application」，但两份共用一组权重、被平均成一个向量；"
               "两个头的结果各占自己的列，拼接后都还在",
-         "单头能分散权重，做不到的是把线索分开保存。"),
+         "单头能分散权重，做不到的是让每条线索各拿一整份权重、分开保存。"),
         ("D", "这两个头是事先被人为指定去做指代消解的",
          "没有人给头分配角色：分工是训练中自发出现的，论文只是事后把它们画出来。"),
-        ("E", "权重集中在 \"Law\" 上，就证明模型理解了 its 指的是 Law",
+        ("E", "权重集中在「Law」上，就证明模型理解了 its 指的是 Law",
          "论文只说这些头「看起来」参与了指代消解：权重高是一个线索，不是理解的证明。"),
     )  # fmt: skip
     return Question(
         "Q5", "第 6 节", "multi",
-        f"Q5　论文图 4（第 {p[4]} 页）：从代词 \"its\" 出发，一个头几乎全看 \"Law\"，另一个头分给 \"Law\" 和 "
-        "\"application\"。下面哪些说法有根据？（多选）",
+        f"Q5　论文图 4（第 {p[4]} 页）：从代词「its」出发，一个头几乎全看「Law」，另一个头分给「Law」和"
+        "「application」。下面哪些说法有根据？（多选）",
         explanation,
         key=ChoiceKey(options, frozenset({"A", "C"}),
-                      "两个头对同一个词给出两种分布，拼接后都保留；单头只能把它们平均成一个。"),
+                      "两个头对同一个词元给出两种分布，拼接后都保留；单头只能把它们平均成一个。"),
+    )  # fmt: skip
+
+
+@declare("Q6")
+def _q6() -> Question:
+    from lesson_lib.costs import kv_sharing
+
+    f = facts()
+    d, h, g = TRANSFER_D_MODEL, TRANSFER_HEADS, KV_GROUPS
+    d_k = f["head_width"](d, h)
+    mha, gqa = kv_sharing(d, h, h), kv_sharing(d, h, g)
+    explanation = (
+        f"解析：d_k = {d} / {h} = {d_k}。生成时每个词元每层要存下自己的键和值：多头时 {h} 个键头、{h} 个值头，"
+        f"2 × {h} × {d_k} = {mha.cache_per_token:,} 个数；分成 {g} 组、每组共用一组键和值时，"
+        f"2 × {g} × {d_k} = {gqa.cache_per_token:,} 个数，是多头的 {g}/{h}。查询头还是 {h} 个，"
+        "每个头仍有自己的一行注意力权重；省掉的只是键和值的份数（第 8 节的追问 2）。"
+    )
+    symbols = {"d_model": d, "h": h, "d_k": d_k, "g": g}
+    return Question(
+        "Q6", "第 8 节", "form",
+        f"Q6　一个 d_model = {d}、h = {h} 的模型改用分组查询注意力：{h} 个查询头分成 {g} 组，每组共用一组键和值。"
+        "每头宽度 d_k 是多少？生成文字时，每个词元每层要缓存多少个数（键和值合计）？",
+        explanation,
+        key=FormKey((
+            NumberBox("d_k", "每头宽度 d_k", d_k, unit="维", symbols=symbols,
+                      hints=((f["d_k"], f"{f['d_k']} 是基础模型的 d_k；这里是 {d} / {h}。"),),
+                      generic=f"提示：{d} 维平均分给 {h} 个查询头。"),
+            NumberBox("cache", "每个词元每层缓存", gqa.cache_per_token, unit="个数", symbols=symbols,
+                      hints=((mha.cache_per_token, f"这是不分组（{h} 组键和值）时的缓存；这里只有 {g} 组。"),
+                             (g * d_k, "这只是键；值也要存一份。"),
+                             (2 * d, "这是每个头都有自己的键和值时的数（2 · d_model）。")),
+                      generic="提示：g 组键 + g 组值，每组 d_k 个数。"),
+        ), f"d_k = {d_k}；缓存 2 · {g} · {d_k} = {gqa.cache_per_token:,} 个数，是多头的 {g}/{h}。"),
+    )  # fmt: skip
+
+
+@declare("Q7")
+def _q7() -> Question:
+    explanation = (
+        "解析：公式 (1) 的分数只看查询和键的内容，不看它们站在第几个位置。去掉位置编码后，一个词元的查询"
+        "和「前一个词元」的键之间的分数，与它和句中任何一个内容相同的词元的分数完全一样：头没有办法认出"
+        "「前一个」是谁。把句子倒过来排，每个词元的输出只是跟着换了位置，内容不变（第 3 节的验证）。"
+        "所以一个训练出来专看前一个词元的头，失去位置编码后就只能按内容找，找不回「前一个」。\n"
+        "严格来说：因果掩码会泄露一点位置信息（第 k 个词元能看到的键正好是 k 个），但它给不出「正前方是谁」。"
+    )
+    options = (
+        ("A", "头仍然能找到前一个词元：注意力本来就按顺序读句子",
+         "注意力同时看所有键，分数只取决于内容；顺序只能来自加进 X 的位置编码。"),
+        ("B", "这个头分不清「前一个词元」和句中其他内容相同的词元，只能按内容打分",
+         "没有位置编码，分数里没有「在我前面一格」这样的信息。"),
+        ("C", "把句子的词元倒过来排，每个词元的输出只是跟着换位置，内容不变",
+         "第 3 节用内核验证过：不加位置编码，倒序只让输出换位置。"),
+        ("D", "只要头数够多，总有一个头能代替位置编码找到前一个词元",
+         "每个头的分数都只看内容；多几个头也变不出位置信息。"),
+    )  # fmt: skip
+    return Question(
+        "Q7", "第 3 节", "multi",
+        "Q7　一个训练好的编码器里有一个头专看前一个词元。如果把输入里的位置编码去掉（别的都不变），"
+        "下面哪些说法对？（多选）",
+        explanation,
+        key=ChoiceKey(options, frozenset({"B", "C"}), "注意力只看内容；「前一个」要靠位置编码。"),
     )  # fmt: skip
 
 
@@ -339,22 +409,22 @@ def _q5() -> Question:
 @declare("S2")
 def _s2() -> Question:
     explanation = (
-        "解析：单头注意力对每个查询只有一组权重（softmax 的一行，总和为 1），它可以分给好几个词，"
-        "输出是各 Value 的加权平均。把更多权重给「小红」，就必须从别的词那里拿走；平均之后，也无法从输出里把"
-        "各个词的贡献无损地分回来——不同的权重组合可能得到同一个输出。加大 d_model 只会让每个 Value 更长，"
+        "解析：单头注意力对每个查询只有一组权重（softmax 的一行，总和为 1），它可以分给好几个词元，"
+        "输出是各值向量的加权平均。把更多权重给「小红」，就必须从别的词元那里拿走：第 2 节的单头读回小红 0.65、"
+        "小明 0.29，两条线索都在，但都打了折，还混进了不相干的特征。加大 d_model 只会让每个值向量更长，"
         "权重仍然只有一组。两个头则各有一组权重，可以一个尖锐地看「小红」（指代），一个看语法角色，拼接后两份信息都还在。\n"
         "严格来说：第 2 节里的百分比是简化的类比，真实的注意力在高维向量上做加权平均。"
     )
     options = (
         ("A", "对每个查询位置，单头只有一组注意力权重，它们加起来等于 1", "这正是单头的限制所在。"),
-        ("B", "只要把 d_model 加大，单头就能同时把注意力集中在两个不同的词上",
-         "加大 d_model 只让每个 Value 向量更长；权重仍是一组、总和仍是 1，集中给一个词就没法再集中给另一个。"),
+        ("B", "只要把 d_model 加大，单头就能同时把注意力集中在两个不同的词元上",
+         "加大 d_model 只让每个值向量更长；权重仍是一组、总和仍是 1，集中给一个词元就没法再集中给另一个。"),
         ("C", "两个头可以各自给出一个尖锐的分布（一个看「小红」，一个看语法角色），拼接后两份信息都保留",
          "这正是多头的做法。"),
-        ("D", "做完加权平均后，总能从输出里把每个词各自的贡献无损地分离出来",
-         "平均是多对一的：不同的权重组合可以得到同一个输出，信息一旦混合就分不回来。"),
-        ("E", "单头每次只能看一个词，所以需要多个头",
-         "单头可以把权重分给好几个词；它做不到的是把这几份分开保存——加权平均把它们混成了一个向量。"),
+        ("D", "做完加权平均后，总能从输出里把每个词元各自的贡献无损地分离出来",
+         "平均是多对一的：不同的权重组合可以得到同一个输出，所以一般没法从输出里把每个词元的贡献精确拆开。"),
+        ("E", "单头每次只能看一个词元，所以需要多个头",
+         "单头可以把权重分给好几个词元；它做不到的是让每份都拿足——加权平均把它们混成了一个向量。"),
     )  # fmt: skip
     return Question(
         "S2", "第 2 节", "multi",
@@ -375,7 +445,7 @@ def _s3() -> Question:
         f"就是第 i 个头；再交换前两个轴（transpose）得到 (h, n, d_k) = {expected}，每个头成为一个独立的 "
         f"({n}, {d_k}) 矩阵，才能对每个头做 Q Kᵀ。\n"
         f"常见错误：忘了 transpose，得到 ({n}, {h}, {d_k})；或者直接 reshape 成 ({h}, {n}, {d_k})——形状对了，"
-        "内容却错了：不同词的特征被塞进了同一个头。"
+        "内容却错了：不同词元的特征被塞进了同一个头。"
     )
     names = {"h": h, "n": n, "d_k": d_k, "d_v": d_k, "d_model": d}
     boxes = tuple(NumberBox(f"axis{i}", f"第 {i + 1} 维", size, symbols=names, placeholder="一个整数")
@@ -399,22 +469,26 @@ def _s3() -> Question:
 @declare("S3b")
 def _s3b() -> Question:
     f = facts()
-    h, d_k = f["h"], f["d_k"]
+    d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
+    d_k = f["head_width"](d, h)
+    b, n = BATCH_EXAMPLE
+    shape = f["batched_split_shape"]
     explanation = (
-        "解析：在同一层里，每个头用自己的 W_i^Q、W_i^K、W_i^V 独立打分、独立做 softmax、独立加权求和，"
-        f"彼此看不到对方的分数。直到 Concat 之后乘 W^O，各头的结果才被混合：Concat(head_1, …, head_{h}) W^O "
-        f"= Σ_i head_i W^O_i，其中 W^O_i 是 W^O 中属于第 i 个头的 {d_k} 行。\n"
-        "严格来说：这说的是一层之内；跨层时，下一层的每个头读到的输入已经混合了上一层所有头的信息。"
+        f"解析：d_k = {d} / {h} = {d_k}。view(B, n, h, d_k) 先把最后一维切成 {h} 段，得到 ({b}, {n}, {h}, {d_k})；"
+        f"transpose(1, 2) 再交换第 1、2 维（从 0 数），让「头」排在「词元」前面：{shape}。批次 B 一直留在最前面，"
+        "每句话、每个头各是一个 (n, d_k) 矩阵，这和第 3 节 split_heads 对 (B, n, d_model) 做的一样。"
     )
     options = (
-        ("A", "打分时：每个头会参考其他头的分数", "每个头只用自己的 Q_i、K_i 打分，看不到别的头。"),
-        ("B", "softmax 时：所有头的分数放在一起归一化", "softmax 是每个头、每一行各自做的，各头的权重各自和为 1。"),
-        ("C", "直到 Concat 之后乘 W^O，才把各头的结果混合起来", "W^O 是它们第一次混合的地方。"),
-        ("D", "从来不交换：各头的结果直接拼接就是最终输出", "拼接之后还要乘 W^O，它正是把各头结果线性混合的一步。"),
+        ("A", f"({b}, {n}, {h}, {d_k})", "这是 view 之后、transpose 之前的形状：头还排在词元后面。"),
+        ("B", f"({h}, {b}, {n}, {d_k})", "transpose(1, 2) 只交换第 1、2 维，批次 B 留在最前面。"),
+        ("C", f"{shape}", "批次在前，然后是头，每个头是一个 (n, d_k) 矩阵。"),
+        ("D", f"({b}, {h}, {n}, {d})", f"每个头只有 d_k = {d} / {h} = {d_k} 维，不是 d_model。"),
     )  # fmt: skip
     return Question(
-        "S3b", "第 3 节", "single", "S3b　在一层多头注意力里，各个头在哪一步才第一次「交换信息」？", explanation,
-        key=ChoiceKey(options, frozenset("C"), "Concat(head_i) W^O = Σ_i head_i W^O_i。"),
+        "S3b", "第 3 节", "single",
+        f"S3b　换成 PyTorch 和另一个模型：x 的形状是 (B, n, d_model) = ({b}, {n}, {d})，h = {h}。"
+        "x.view(B, n, h, d_k).transpose(1, 2) 的形状是什么？", explanation,
+        key=ChoiceKey(options, frozenset("C"), f"{shape}：批次、头、词元、每头宽度。"),
     )  # fmt: skip
 
 
@@ -491,7 +565,7 @@ def _s4() -> Question:
     )
     return Question(
         "S4", "第 4 节", "form",
-        f"S4　n = {n} 个词，d_model = {d}，h = {h} 个头（每个头 d_k = {d_k}）：打分 QKᵀ 这一步，"
+        f"S4　n = {n} 个词元，d_model = {d}，h = {h} 个头（每个头 d_k = {d_k}）：打分 QKᵀ 这一步，"
         f"一个头要做多少次乘法？{h} 个头合计多少次？",
         explanation,
         key=FormKey((
@@ -583,7 +657,7 @@ def _s5() -> Question:
         ("A", "参数量（W^Q、W^K、W^V、W^O）", lambda h: parameters(d, h)),
         ("B", f"矩阵乘法的总次数（n = {n}）", lambda h: count(n, d, h).matmul_total),
         ("C", f"softmax 的 exp 次数（n = {n}）", lambda h: count(n, d, h).softmax_exp),
-        ("D", "每个头的宽度 d_k", lambda h: head_width(d, h)),
+        ("D", "每头宽度 d_k", lambda h: head_width(d, h)),
         ("E", "注意力图的张数", lambda h: h),
     )
     options, answer = [], set()
@@ -597,7 +671,7 @@ def _s5() -> Question:
         f"解析：d_model = {d} 时，h 从 {lo} 拖到 {hi}：\n"
         + "\n".join(f"· {label}：{why}" for _, label, why in options)
         + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 的工作量和注意力图的数量，"
-        "变小的是每个头的宽度。"
+        "变小的是每头宽度。"
     )
     return Question(
         "S5", "第 5 节", "multi",
@@ -629,29 +703,31 @@ def _s7() -> Question:
     best_bleu = max(r["bleu"] for r in rows)
     best = [r for r in rows if r["bleu"] == best_bleu]
     single = next(r for r in rows if r["h"] == 1)
+    most = max(rows, key=lambda r: r["h"])
+    base = next(r for r in rows if r["row"] == "base")
+    tie = next(r for r in best if r is not base)
     drop = round(best_bleu - single["bleu"], 1)
-    options, answer = [], set()
-    for key, row in zip("ABCDEFG", sorted(rows, key=lambda r: r["h"])):
-        why = f"BLEU {row['bleu']}，比最高的 {best_bleu} 低 {round(best_bleu - row['bleu'], 1)}。"
-        if row["bleu"] == best_bleu:
-            answer.add(key)
-            why = f"BLEU {row['bleu']}，并列最高。"
-        options.append((key, _table_a_label(row), why))
-    ppl_best = min(best, key=lambda r: r["ppl"])
     by_h = sorted(rows, key=lambda r: r["h"])
     explanation = (
         f"解析：表 3 的 base 行与 (A) 行（d_model = {f['d']}，h × d_k 固定，计算量不变）：\n"
         + "\n".join(f"· {_table_a_label(r)}：BLEU {r['bleu']}，PPL {r['ppl']}" for r in by_h)
-        + f"\nBLEU 最高的是 {'、'.join(_table_a_label(r) for r in best)}（并列 {best_bleu}），"
-        f"困惑度 PPL 以 {_table_a_label(ppl_best)} 的 {ppl_best['ppl']} 略低。单头比最好的设置低 {drop} BLEU；"
-        "头太多时又会下滑。\n严格来说：这些是开发集上的结果，论文没有报告方差，也没有说每一行训练了几次，"
-        "0.1 的差别说明不了谁更好；结论是「适中的头数最好，太少和太多都差」，而不是「某一个 h 一定最好」。"
+        + f"\n单头比最好的设置低 {drop} BLEU；h = {most['h']} 又降到 {most['bleu']}，但那时 d_k 只有 {most['d_k']}，"
+        "头多和头窄绑在一起变（见 S7b）。\n严格来说：这些是开发集上的结果，论文没有报告方差，也没有说每一行训练了"
+        "几次，0.1 的差别说明不了谁更好；结论是「适中的头数最好，太少和太多都差」。"
     )
+    options = (
+        ("A", f"h = {base['h']} 是唯一最好的设置", f"h = {tie['h']} 的 BLEU 也是 {tie['bleu']}，和 base 并列。"),
+        ("B", "头越多越好", f"h = {most['h']} 的 BLEU 降到 {most['bleu']}。"),
+        ("C", f"单头（h = 1）比最好的设置低 {drop} BLEU", f"{best_bleu} − {single['bleu']} = {drop}。"),
+        ("D", f"h = {tie['h']} 和 h = {base['h']} 的 PPL 只差 {round(abs(tie['ppl'] - base['ppl']), 2)}，"
+              "表里没有方差，分不出谁更好", "没有方差，0.1 以内的差别不能当作结论。"),
+        ("E", f"h = {most['h']} 变差，证明头太多本身有害",
+         f"h = {most['h']} 时 d_k 也只剩 {most['d_k']}：头多和头窄分不开（见 S7b）。"),
+    )  # fmt: skip
     return Question(
         "S7", "第 7 节", "multi",
-        "S7　对照第 7 节的论文表 3（base 行和 (A) 行），按 BLEU，哪些设置最好？（多选：有并列）", explanation,
-        key=ChoiceKey(tuple(options), frozenset(answer),
-                      f"{'、'.join(_table_a_label(r) for r in best)} 并列 BLEU {best_bleu}；单头低 {drop}。"),
+        "S7　读论文表 3 的 base 行和 (A) 行，下面哪些结论站得住？（多选）", explanation,
+        key=ChoiceKey(options, frozenset({"C", "D"}), f"单头低 {drop} BLEU；适中的头数最好，0.1 的差别分不出高下。"),
     )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from importlib import metadata
 
-__all__ = ["WEIGHTS", "Check", "Weights", "prepare", "report_text", "run_checks"]
+__all__ = ["WEIGHTS", "Check", "Weights", "check", "prepare", "problems_text", "report_text", "run_checks"]
 
 MIN_PYTHON = (3, 10)
 # The floors declared in pyproject.toml and requirements.txt (a test keeps them equal).
@@ -147,7 +147,30 @@ def report_text(checks=None) -> str:
         lines.append(f"[{status}] {c.name}：{c.message}")
     broken = [c for c in checks if c.required and not c.ok]
     if broken:
-        lines.append(f"有 {len(broken)} 项需要处理：按上面的提示修好后，再 Restart & Run All。")
+        lines.append(f"有 {len(broken)} 项需要处理：按上面的提示修好后，"
+                     "用菜单「运行 → 重启内核并运行所有单元格」重新运行。")
     else:
         lines.append("环境检查通过：可以开始上课了。")
     return "\n".join(lines)
+
+
+def problems_text(checks=None) -> str:
+    """Only what needs fixing, in Chinese; empty when every required check passes (§0 prints nothing then).
+
+    Optional weights are left to §6, which says what it shows without them.
+    """
+    checks = run_checks() if checks is None else checks
+    broken = [c for c in checks if c.required and not c.ok]
+    if not broken:
+        return ""
+    lines = [f"[需要处理] {c.name}：{c.message}" for c in broken]
+    lines.append("修好后用菜单「运行 → 重启内核并运行所有单元格」（Run → Restart Kernel and Run All Cells）。")
+    return "\n".join(lines)
+
+
+def check() -> None:
+    """§0's one call: set up fonts and threads, then speak only if something is wrong."""
+    prepare()
+    text = problems_text()
+    if text:
+        print(text)

@@ -278,7 +278,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else np.array([2.1])
     for i, (j, y) in enumerate(zip(numbers, ys)):
         color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
-        box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\n$W_{{{j}}}^Q, W_{{{j}}}^K, W_{{{j}}}^V$", "#F7F7F7", 9)
+        box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\nW_{j}^Q,K,V", "#F7F7F7", 9)
         box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", color, 9)
         arrow(1.7, 2.1, 2.2, y)
         arrow(4.5, y, 5.0, y)
@@ -287,12 +287,12 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
             for x in (3.35, 5.85):
                 ax.text(x, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
     box(7.2, 1.35, 1.7, 1.5, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
-    box(9.3, 1.35, 1.65, 1.5, f"× $W^O$\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9", 9)
+    box(9.3, 1.35, 1.65, 1.5, f"× W^O\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9", 9)
     arrow(8.9, 2.1, 9.3, 2.1)
     ax.text(5.5, 4.7, f"图 11.1  多头自注意力：X 经 {h} 组投影切成 {h} 个头\n（每头宽度 d_k = {d_k}），"
             f"各算各的，最后拼回 d_model = {d_model}",
             ha="center", va="top", fontsize=10.5, linespacing=1.4)
-    ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 $W^O$ 才把它们的结果混合", ha="center", va="bottom",
+    ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 W^O 才把它们的结果混合", ha="center", va="bottom",
             fontsize=9.5, color="#555555", linespacing=1.4)
     from lesson_lib.show.plotting import describe
 

@@ -83,7 +83,7 @@ def plot_counts(n: int, d_model: int, heads):
     ax2.bar(x, soft, color="#C44E52")
     ax2.set_xticks(x, [str(h) for h in heads])
     ax2.set_xlabel("头数 h")
-    ax2.set_ylabel("逐元素运算（千次）")
+    ax2.set_ylabel("softmax 工作量（千次）")
     ax2.set_title("缩放 + exp + 除法 = $3hn^2$：随 h 线性增长")
     fig.tight_layout()
     matmul = [r.matmul_total for r in rows]
@@ -92,9 +92,9 @@ def plot_counts(n: int, d_model: int, heads):
     alt = (f"两张柱状图（n = {n}，d_model = {d_model}，h = {'、'.join(map(str, heads))}）。上图：矩阵乘法的乘法次数"
            + (f"每种头数都是 {matmul[0]:,} 次" if constant else f"从 {matmul[0]:,} 次变到 {matmul[-1]:,} 次")
            + f"，其中 Q/K/V 投影 {first.qkv_projections:,}、打分 {first.scores:,}、权重 × V {first.weights_v:,}、"
-           f"输出投影 {first.output_projection:,}。下图：softmax 的逐元素运算随 h 线性增长，"
+           f"输出投影 {first.output_projection:,}。下图：softmax 工作量 3·h·n² 随 h 线性增长，"
            f"从 h = {heads[0]} 的 {rows[0].softmax_total:,} 次到 h = {heads[-1]} 的 {rows[-1].softmax_total:,} 次。")
-    table = (["头数 h", "矩阵乘法（次）", "softmax 逐元素运算（次）"],
+    table = (["头数 h", "矩阵乘法（次）", "softmax 工作量（次）"],
              [[h, f"{r.matmul_total:,}", f"{r.softmax_total:,}"] for h, r in zip(heads, rows)])
     return describe(fig, alt, table)
 

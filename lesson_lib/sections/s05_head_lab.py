@@ -18,7 +18,7 @@ import numpy as np
 
 from lesson_lib import costs as flops
 from lesson_lib.attention import head_width, multi_head_attention
-from lesson_lib.checks import LessonInputError, LessonInputTypeError, at_the_door, check_heads, check_int
+from lesson_lib.checks import LessonInputError, LessonInputTypeError, check_heads, check_int
 from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
 
@@ -58,7 +58,6 @@ class LabState:
     reading: str  # one line in Chinese: what changed
 
 
-@at_the_door  # a redraw checks h, seed and tokens here once; the kernel and the counts it calls do not re-check
 def lab_state(h: int, seed: int = 0, d_model: int = BASE_D_MODEL, tokens=None) -> LabState:
     """Everything the lab shows for h heads."""
     tokens = _tokens(SENTENCE if tokens is None else tokens)

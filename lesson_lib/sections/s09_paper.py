@@ -24,7 +24,7 @@ SOFTMAX_TERMS = [
 ]
 
 SDPA_TERMS = [
-    ("check_qkv(q, k, v, mask)", f"{_CHECK}先检查 Q、K、V 和掩码：形状、类型、NaN/inf、打分会不会溢出、内存够不够"),
+    ("check_qkv(q, k, v, mask)", f"{_CHECK}先检查 Q、K、V 和掩码：形状、类型、有没有 NaN 或 inf"),
     ("q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)", "Q Kᵀ / √d_k（公式 (1) 的打分，除以 √d_k 防止点积过大）"),
     ("np.where(mask, scores, -np.inf)", "（可选）掩码：不许看的位置权重为 0"),
     ("softmax(scores, axis=-1)", "softmax(·)：每一行变成加起来为 1 的权重"),
@@ -32,7 +32,7 @@ SDPA_TERMS = [
 ]
 
 MHA_TERMS = [
-    ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", f"{_CHECK}先检查 X、四个权重矩阵、h 和掩码：每个版本都用这个检查"),
+    ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", f"{_CHECK}先检查 X、四个权重矩阵、h 和掩码"),
     ("split_heads(x @ w_q, h)", "Q W_i^Q（自注意力里 Q = K = V = X）：W^Q 是 h 个 d_model × d_k 的 W_i^Q 并排放"),
     ("split_heads(x @ w_k, h)", "K W_i^K（同上，第 i 个头拿第 i 块列）"),
     ("split_heads(x @ w_v, h)", "V W_i^V（d_v = d_k = d_model / h）"),

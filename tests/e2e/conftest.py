@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_NAME = "day11_multi_head_attention.ipynb"
@@ -141,7 +141,8 @@ def open_browser(playwright_api, chromium_path):
 @pytest.fixture(scope="session")
 def artifacts_dir(e2e_report) -> Path:
     """artifacts/e2e/<timestamp>/ (git-ignored): one screenshot per step of each run."""
-    folder = ROOT / "artifacts" / "e2e" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    # The process id keeps two sessions started in the same second (two suites side by side) apart.
+    folder = ROOT / "artifacts" / "e2e" / f"{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}"
     folder.mkdir(parents=True, exist_ok=True)
     e2e_report(f"screenshots: {folder}")
     return folder
@@ -167,6 +168,12 @@ class LabServer:
     theme: str = "light"  # a key of THEMES
     notebook: str = NOTEBOOK_NAME  # path relative to the server root
     allowed_hosts: frozenset = frozenset(ALLOWED_HOSTS)
+
+    @property
+    def progress_file(self) -> Path:
+        """This server's kernels' progress file: one per server, so flows running side by side never see each
+        other's answers."""
+        return self.base / "progress.json"
 
     def api(self, path: str, method: str = "GET"):
         req = urllib.request.Request(
@@ -211,18 +218,23 @@ class LabServer:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(values), encoding="utf-8")
 
-    def wait_ready(self, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
+    def wait_ready(self) -> None:
+        """Until the server answers (it exiting is a failure at once); a hang only fails after a load-scaled wait."""
+
+        def up():
             if self.process.poll() is not None:
                 pytest.fail(f"JupyterLab exited with {self.process.returncode}:\n{self.log_tail()}", pytrace=False)
             try:
-                self.api("/api/status")
-                return
+                return self.api("/api/status") or True
             except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not answer within {timeout} s:\n{self.log_tail()}", pytrace=False)
-                time.sleep(0.2)
+                return False
+
+        wait_for(up, f"JupyterLab answering ({self.log})", progress=lambda: self.log.stat().st_size, stall_s=60)
+
+    def wait_kernel_idle(self) -> None:
+        """Until the notebook's kernel exists and is idle (the toolbar says idle before a kernel exists)."""
+        wait_for(lambda: self.kernel_state(self.notebook) == "idle", f"{self.notebook}'s kernel idle",
+                 progress=lambda: self.kernel_state(self.notebook), stall_s=90)
 
     def stop(self) -> None:
         """Delete the sessions (their kernels run in their own process groups), then end the server's group."""
@@ -279,6 +291,7 @@ def _start_server(locale: str, theme: str = "light") -> LabServer:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "IPYTHON", "MPL"))}
     env.update({k: str(v) for k, v in dirs.items()})
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    env["LESSON_PROGRESS_FILE"] = str(base / "progress.json")  # LabServer.progress_file
     # Two kernels run side by side on a 2-core machine: one BLAS thread each instead of 2 x 2 fighting for the cores
     # (lesson_lib.runtime.blas documents the same setting for learners).
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -311,6 +324,17 @@ def _start_server(locale: str, theme: str = "light") -> LabServer:
     return server
 
 
+def _ready_or_port_lost(server: LabServer, last: bool) -> bool:
+    """Wait until ``server`` answers (True); False if it exited because its port was taken meanwhile."""
+    try:
+        server.wait_ready()
+        return True
+    except pytest.fail.Exception:
+        if last or server.process.poll() is None or "already in use" not in server.log_tail():
+            raise
+        return False
+
+
 @pytest.fixture(scope="session")
 def lab_servers(playwright_api, chromium_path):
     """``lab_servers(["en", "zh_CN"])`` -> {locale: LabServer}, or ``lab_servers({"name": ("zh_CN", "dark")})`` ->
@@ -324,8 +348,12 @@ def lab_servers(playwright_api, chromium_path):
             configs = {locale: (locale, "light") for locale in configs}
         servers = {name: _start_server(locale, theme) for name, (locale, theme) in configs.items()}
         started.extend(servers.values())
-        for server in servers.values():
-            server.wait_ready()
+        for name, (locale, theme) in configs.items():
+            for attempt in range(3):  # another suite on this machine may take the free port before the server binds
+                if _ready_or_port_lost(servers[name], last=attempt == 2):
+                    break
+                servers[name] = _start_server(locale, theme)
+                started.append(servers[name])
         return servers
 
     yield start

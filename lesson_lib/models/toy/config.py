@@ -16,7 +16,7 @@ from lesson_lib import checks as validation
 
 __all__ = [
     "TARGETS", "Task", "TrainConfig", "DEFAULT_TASK", "DEFAULT_CONFIG",
-    "check_heads", "check_head_list", "check_run", "seed_list",
+    "check_head_list", "check_run", "seed_list",
 ]
 
 TARGETS = ("prev", "next", "match")
@@ -63,16 +63,11 @@ def _is_int(x) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def check_heads(h, cfg: TrainConfig) -> int:
-    """h as an int, or a Chinese error: it must be a positive integer that divides d_model."""
-    return validation.check_heads(cfg.d_model, h)
-
-
 def check_head_list(heads, cfg: TrainConfig) -> list[int]:
     """A non-empty list of distinct valid head counts."""
     if isinstance(heads, (str, bytes)) or not hasattr(heads, "__iter__"):
         raise ValueError(f"heads（头数列表）应是整数的列表，例如 (1, 2, 4, 8)，收到的是 {heads!r}。")
-    heads = [check_heads(h, cfg) for h in heads]
+    heads = [validation.check_heads(cfg.d_model, h) for h in heads]
     if not heads:
         raise ValueError("heads（头数列表）是空的：请至少给一个头数，例如 heads=(1, 4, 32)。")
     if len(set(heads)) != len(heads):
@@ -102,9 +97,9 @@ def seed_list(seeds) -> list[int]:
 def check_run(task: Task, cfg: TrainConfig) -> None:
     """Sizes and schedule a run can use; a Chinese error naming the field otherwise."""
     if not isinstance(task, Task):
-        raise ValueError(f"task 应是 ablation.Task(...)，收到的是 {type(task).__name__}。")
+        raise ValueError(f"task 应是 Task(...)（lesson_lib.models.toy.config），收到的是 {type(task).__name__}。")
     if not isinstance(cfg, TrainConfig):
-        raise ValueError(f"cfg 应是 ablation.TrainConfig(...)，收到的是 {type(cfg).__name__}。")
+        raise ValueError(f"cfg 应是 TrainConfig(...)（lesson_lib.models.toy.config），收到的是 {type(cfg).__name__}。")
     for name in ("T", "V", "K"):
         if not _is_int(getattr(task, name)):
             raise ValueError(f"Task.{name} 应是整数，收到的是 {getattr(task, name)!r}。")

@@ -6,12 +6,12 @@ import time
 
 import numpy as np
 
+from lesson_lib.checks import check_heads
 from lesson_lib.models.toy.config import (
     DEFAULT_CONFIG,
     DEFAULT_TASK,
     Task,
     TrainConfig,
-    check_heads,
     check_run,
     seed_list,
 )
@@ -27,7 +27,7 @@ from lesson_lib.models.toy.model import (
 from lesson_lib.models.toy.optim import Adam
 from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 
-__all__ = ["train", "accuracy", "train_and_score", "finished_run", "remember_run", "forget_runs", "example_heads"]
+__all__ = ["train", "accuracy", "train_and_score", "example_heads"]
 
 # Identical runs give identical models, so this process never trains the same (h, seeds, task, cfg)
 # twice: §6's stand-in heads are §7's h = 4 model, and re-running §7's cell costs nothing.
@@ -43,7 +43,7 @@ def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_C
     ``progress_every`` steps, for a progress bar.
     """
     check_run(task, cfg)
-    h = check_heads(h, cfg)
+    h = check_heads(cfg.d_model, h)
     seeds = seed_list(seeds)
     flat, params = init_params(seeds, task, cfg)  # (S, P) and its named views
     grad_flat = np.zeros_like(flat)
@@ -81,37 +81,20 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
                     progress=None) -> tuple[dict, np.ndarray, float]:
     """(params, (S, 3) test accuracy, seconds of training and test) of one head count, trained once per process."""
     check_run(task, cfg)
-    h, seeds = check_heads(h, cfg), seed_list(seeds)
-    done = finished_run(h, seeds, task, cfg)
-    if done is not None:
-        if progress is not None:
-            progress(cfg.steps)
-        return done
-    t0 = time.perf_counter()
-    params = train(h, seeds, task, cfg, data=training_data(seeds, task, cfg), progress=progress)
-    acc = accuracy(params, h, held_out_data(task, cfg), task)  # (S, 3)
-    return remember_run(h, seeds, task, cfg, (params, acc, time.perf_counter() - t0))
-
-
-def finished_run(h, seeds, task, cfg):
-    """The outcome of an identical run finished earlier in this process, or None."""
-    return _FINISHED.get((h, tuple(seeds), task, cfg))
-
-
-def remember_run(h, seeds, task, cfg, outcome):
-    """Keep ``outcome`` (made read-only: it is shared by every caller) for identical runs; returns it."""
-    params, acc, _ = outcome
-    for array in (*params.values(), acc):
-        array.flags.writeable = False
-    if len(_FINISHED) >= _FINISHED_MAX:
-        _FINISHED.pop(next(iter(_FINISHED)))  # the oldest
-    _FINISHED[(h, tuple(seeds), task, cfg)] = outcome
-    return outcome
-
-
-def forget_runs() -> None:
-    """Drop every remembered run (tests use this to train afresh)."""
-    _FINISHED.clear()
+    h, seeds = check_heads(cfg.d_model, h), seed_list(seeds)
+    key = (h, tuple(seeds), task, cfg)
+    if key not in _FINISHED:
+        t0 = time.perf_counter()
+        params = train(h, seeds, task, cfg, data=training_data(seeds, task, cfg), progress=progress)
+        acc = accuracy(params, h, held_out_data(task, cfg), task)  # (S, 3)
+        for array in (*params.values(), acc):
+            array.flags.writeable = False  # shared by every caller of an identical run
+        if len(_FINISHED) >= _FINISHED_MAX:
+            _FINISHED.pop(next(iter(_FINISHED)))  # the oldest
+        _FINISHED[key] = (params, acc, time.perf_counter() - t0)
+    elif progress is not None:
+        progress(cfg.steps)
+    return _FINISHED[key]
 
 
 def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
@@ -122,7 +105,7 @@ def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
     for small h), then reuses the result.
     """
     check_run(task, cfg)
-    return _example_heads(check_heads(h, cfg), seed_list([seed])[0], task, cfg).copy()
+    return _example_heads(check_heads(cfg.d_model, h), seed_list([seed])[0], task, cfg).copy()
 
 
 def _example_heads(h, seed, task, cfg):

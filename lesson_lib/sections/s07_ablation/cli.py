@@ -1,10 +1,9 @@
-"""``python -m lesson_lib.sections.s07_ablation``: the sweep from the command line; the first Ctrl-C ends it."""
+"""``python -m lesson_lib.sections.s07_ablation``: §7's sweep from a terminal; Ctrl-C ends it, keeping what finished."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from dataclasses import asdict, replace
 
@@ -34,21 +33,19 @@ def main(argv=None) -> int:
     parser.add_argument("--heads", default="1,2,4,8,16,32", help="逗号分隔的头数，例如 1,2,4,8,16,32")
     parser.add_argument("--seeds", type=int, default=3, help="每个头数训练几个种子（默认 3）")
     parser.add_argument("--steps", type=int, default=TrainConfig.steps, help="训练步数（默认 700）")
-    parser.add_argument("--workers", type=int, default=None, help="最多同时训练几个头数（进程数，默认按可用 CPU）")
     parser.add_argument("--json", action="store_true", help="输出一个 JSON 对象而不是表格")
     args = parser.parse_args(argv)
     try:
         heads = parse_heads(args.heads)
-        result = sweep(heads, args.seeds, cfg=replace(TrainConfig(), steps=args.steps), workers=args.workers)
+        result = sweep(heads, args.seeds, cfg=replace(TrainConfig(), steps=args.steps))
     except ValueError as exc:
         parser.error(str(exc))
     except SweepInterrupted as stop:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # we are ending anyway: more Ctrl-C's change nothing
         done = [r["h"] for r in stop.result.results]
         if done:
             print(accuracy_numbers_text(stop.result.results))
         shown = f"训练完的头数 {done} 见上表" if done else "还没有哪个头数训练完"
-        print(f"训练被中断，所有训练进程都已停止：{shown}；没训练完的头数：{stop.missing}。", file=sys.stderr)
+        print(f"训练被中断：{shown}；没训练完的头数：{stop.missing}。", file=sys.stderr)
         return 130  # the shell's code for "ended by Ctrl-C"
     if args.json:
         out = result.as_json()
@@ -56,5 +53,5 @@ def main(argv=None) -> int:
         print(json.dumps(out, ensure_ascii=False))
     else:
         print(accuracy_numbers_text(result.results))
-        print(f"共 {result.total_seconds:.1f} 秒（{len(heads)} 个头数 × {args.seeds} 个种子，{result.workers} 个进程）")
+        print(f"共 {result.total_seconds:.1f} 秒（{len(heads)} 个头数 × {args.seeds} 个种子）")
     return 0

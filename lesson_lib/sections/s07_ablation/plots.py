@@ -64,17 +64,18 @@ def plot_table3():
     b16 = next(r for r in row_b if r["d_k"] == 16)
     axes[0, 1].text(0.03, 0.04, f"d_k = 16：\nh = 32 得 {h32['bleu']}，h = 8 得 {b16['bleu']}",
                     transform=axes[0, 1].transAxes, fontsize=MIN_FONT_PT, color="C3", va="bottom")
-    fig.suptitle("论文表 3：(A) 改变头数、总算力不变；\n(B) 只把 d_k 变窄", fontsize=11)
+    fig.suptitle("论文表 3：(A) 改变头数、总计算量不变；\n(B) 只把 d_k 变窄", fontsize=11)
     # one legend under all four panels: inside, it would cover a curve in every panel
     fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False,
                bbox_to_anchor=(0.5, 0.035))
     fig.text(0.99, 0.005, wrap_title(SOURCE_NOTE, 5.8, MIN_FONT_PT), ha="right", va="bottom", fontsize=MIN_FONT_PT,
              color="0.3")
     fig.tight_layout(rect=(0, 0.09, 1, 1))
-    best = max(row_a, key=lambda r: r["bleu"])
+    top = max(r["bleu"] for r in row_a)
+    best = "、".join(f"h = {r['h']}" for r in row_a if r["bleu"] == top)  # h = 8 and h = 16 tie
     single = next(r for r in row_a if r["h"] == 1)
     alt = (f"论文表 3 的四张折线图。(A) 行：头数 h 从 1 到 {row_a[-1]['h']}，BLEU 从 h = 1 的 {single['bleu']} 升到 "
-           f"h = {best['h']} 的最高 {best['bleu']}，h = {row_a[-1]['h']} 时回落到 {row_a[-1]['bleu']}；"
+           f"最高 {top}（{best}），h = {row_a[-1]['h']} 时回落到 {row_a[-1]['bleu']}；"
            f"困惑度在 h = 1 时最高（{single['ppl']}）。(B) 行：h = 8 不变、d_k 变窄到 16 时 BLEU 为 {b16['bleu']}，"
            f"而 h = 32（d_k = 16）为 {h32['bleu']}。")
     table = (["行", "h", "d_k", "BLEU", "PPL"], [[r["row"], r["h"], r["d_k"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"]
@@ -100,17 +101,19 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     sd = None if all(v is None for v in sds) else np.array([v or 0.0 for v in sds])
     right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2, label="三个目标的平均")
     for target, label, style in [("prev", "前一个 prev", ":"), ("next", "后一个 next", "--"),
-                                 ("match", "按键查找 match", "-.")]:
+                                 ("match", "配对查找 match", "-.")]:
         right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8, label=label)
     right.axhline(chance, color="0.5", lw=1, ls="--")
-    right.annotate("随机猜测", (heads[-1], chance), textcoords="offset points", xytext=(0, 4), ha="right",
+    right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4), ha="right",
                    va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")  # above the dashed line, not on it
     right.set_ylim(0, 1.05)
     right.set_ylabel("测试准确率")
     right.set_title(f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
     right.grid(alpha=0.3)
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
-    fig.text(0.99, 0.005, wrap_title(SOURCE_NOTE + "；下图为本课的种子化训练", 5.8, MIN_FONT_PT), ha="right",
+    n_seeds = len(results[0].get("accuracy_per_seed") or [0])
+    toy_note = f"；下图：每个头数 {n_seeds} 次训练（种子）的平均" if n_seeds > 1 else "；下图：每个头数训练一次"
+    fig.text(0.99, 0.005, wrap_title(SOURCE_NOTE + toy_note, 5.8, MIN_FONT_PT), ha="right",
              va="bottom", fontsize=MIN_FONT_PT, color="0.3")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     # The toy's accuracies differ in their last digits between machines (the lesson prints them only in an
@@ -120,8 +123,8 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验的平均测试准确率，"
-           + "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels)) + f"；随机猜测是 {chance:g}。")
-    table = (["头数 h", "平均", "前一个 prev", "后一个 next", "按键查找 match"],
+           + "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
+    table = (["头数 h", "平均", "前一个 prev", "后一个 next", "配对查找 match"],
              [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in ("prev", "next", "match"))]
               for r, lv in zip(results, levels)])
     return describe(fig, alt, table)

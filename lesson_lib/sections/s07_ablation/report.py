@@ -9,6 +9,10 @@ is labelled as machine-dependent. Tests hold the thresholds' distance from the c
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+from pathlib import Path
+
 import numpy as np
 
 from lesson_lib.head_stats import mean_pairwise_js, row_entropy
@@ -39,13 +43,18 @@ __all__ = [
     "crowded_keys",
     "crowded_keys_text",
     "TARGET_NAMES",
+    "STORED_SWEEP",
+    "STORED_SEEDS",
+    "stored_sweep",
+    "store_sweep",
+    "compare_to_stored",
 ]
 
 # (lower bound, label), highest first. Chance is 1/V = 0.125.
-ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"), (0.0, "接近瞎猜"))
+ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"), (0.0, "接近随机水平"))
 ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))  # bits; uniform over 12 keys is 3.58
 JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint keys
-ROLE_NAMES = {0: "前一个", 1: "后一个", 2: "按键查找"}
+ROLE_NAMES = {0: "前一个", 1: "后一个", 2: "配对查找"}
 TARGET_NAMES = dict(zip(TARGETS, ROLE_NAMES.values()))  # the column headers a learner reads
 LEAN_GAP = 0.005  # prev vs next: a head "leans" to one side only with this much more weight there
 MAIN_ROLE_WEIGHT = 0.6  # a head "mainly serves" a target only with this much of its weight there
@@ -68,14 +77,12 @@ def format_table(results) -> str:
     """Sweep rows as levels per target (the same on every machine), with the thresholds."""
     rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)] for r in results]
     table = text_table(["h", "每头宽度 d_k", *TARGET_NAMES.values()], rows)
-    return table.around(after=f"（测试准确率：{_bounds_text(ACCURACY_LEVELS)}；瞎猜是 1/8 = 0.125）")
+    return table.around(after=f"（测试准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 1/8 = 0.125）")
 
 
 def timing_text(result) -> str:
-    """Where and how long the sweep trained (wall time: differs between runs)."""
-    n = len(result.results)
-    where = f"分在 {result.workers} 个进程里一起训练" if result.workers > 1 else "在本进程里依次训练"
-    return f"{n} 个头数{where}，用时 {result.total_seconds:.1f} 秒"
+    """How long the sweep trained (wall time: differs between runs)."""
+    return f"{len(result.results)} 个头数在本进程里依次训练，用时 {result.total_seconds:.1f} 秒"
 
 
 def accuracy_numbers_text(results) -> str:
@@ -224,8 +231,9 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
 def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
     """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query points at one.
 
-    Every key can still win in 2-D, but the more keys share two dimensions, the closer the runner-up's
-    score comes to the winner's (the margin shrinks), and the less weight the winner gets.
+    ``sharpness`` is the query's length times the key's (the score of the winner): the weight the winner gets
+    depends on it as much as on the number of keys. Every key can still win in 2-D, but the more keys share two
+    dimensions, the closer the runner-up's score comes to the winner's (the margin shrinks).
     """
     from lesson_lib.attention import softmax
 
@@ -237,8 +245,67 @@ def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
     return out
 
 
-def crowded_keys_text(counts=(9, 64), sharpness: float = 4.0) -> str:
-    """``crowded_keys`` as the lines §7.4 prints (two decimals: far from a rounding boundary, tested)."""
-    won = crowded_keys(counts, sharpness)
-    return "\n".join(f"二维、{n} 个键排在一个圆上，查询指向第 1 个键：它是赢家，拿到 {w:.2f} 的权重"
-                      for n, w in won.items())
+CROWDED_SHARPNESS = (4.0, 16.0, 200.0)  # the query length × key length of §7.4's table (4: the earlier example)
+
+
+def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
+    """``crowded_keys`` for each length in ``sharpness``, as a text table (two decimals, far from a rounding
+    boundary: tested)."""
+    won = {s: crowded_keys(counts, s) for s in sharpness}
+    rows = [[f"{s:g}", *(f"{won[s][n]:.2f}" for n in counts)] for s in sharpness]
+    return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)], rows).around(
+        before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
+
+
+# ---------------------------------------------------------------------------------------------
+# The stored sweep: the run the lab makes (3 seeds), read by the core lesson without training
+# ---------------------------------------------------------------------------------------------
+
+STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")
+STORED_SEEDS = 3
+
+
+def store_sweep(result, path: Path = STORED_SWEEP) -> dict:
+    """Write a sweep's rows and settings (not its timings, which differ between runs) as the stored run."""
+    rows = [{k: v for k, v in r.items() if k != "seconds"} for r in result.results]
+    data = {"results": rows, "seeds": len(rows[0]["accuracy_per_seed"]),
+            "task": asdict(result.task), "train": asdict(result.config)}
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return data
+
+
+def stored_sweep(path: Path = STORED_SWEEP) -> dict:
+    """The stored run: {"results": rows as ``sweep`` returns them, "seeds", "task", "train"}."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
+    """One line per head count: this run's mean accuracy beside the stored run's, and whether they agree."""
+    stored = stored_sweep() if stored is None else stored
+    kept = {r["h"]: r for r in stored["results"]}
+    lines = []
+    for r in results:
+        old = kept.get(r["h"])
+        if old is None:
+            lines.append(f"h = {r['h']}：保存的结果里没有这个头数")
+            continue
+        same = abs(r["accuracy_mean"] - old["accuracy_mean"]) <= tolerance
+        verdict = "一致" if same else "不一致"
+        lines.append(f"h = {r['h']}：{level(r['accuracy_mean'], ACCURACY_LEVELS)}，"
+                     f"与保存的结果（{level(old['accuracy_mean'], ACCURACY_LEVELS)}）{verdict}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """``python -m lesson_lib.sections.s07_ablation.report``: train the stored run again and write it."""
+    from lesson_lib.models.toy.sweeping import sweep
+
+    result = sweep(heads=(1, 2, 4, 8, 16, 32), seeds=STORED_SEEDS)
+    store_sweep(result)
+    print(accuracy_numbers_text(result.results))
+    print(f"wrote {STORED_SWEEP}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""The labs' questions (lesson_lib.practice.lab_questions): declared as data with the bank's Question type,
+checked by the quiz like the core's, asked in the labs, and their numbers computed from lesson_lib."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from lesson_lib.practice import lab_questions, questions, quiz
+from lesson_lib.sections.s07_ablation.report import crowded_keys
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered():
+    lab_questions.register()
+    lab_questions.register()  # idempotent
+    yield
+    questions.clear_cache()
+
+
+@pytest.mark.parametrize("qid", lab_questions.BUILDERS)
+def test_the_right_choice_is_right_and_every_other_is_wrong(qid):
+    q = lab_questions.lab_question(qid)
+    assert q.id == qid and q.kind == "single" and len(q.key.answer) == 1
+    for key, _ in q.choices:
+        feedback = quiz.check(qid, key)
+        assert feedback.correct == (key in q.key.answer), (qid, key)
+
+
+def test_lab_ids_do_not_shadow_core_questions():
+    core = set(questions.question_ids()) - set(lab_questions.BUILDERS)
+    assert not core & set(lab_questions.BUILDERS)
+
+
+def test_unknown_id_names_the_lab_questions():
+    with pytest.raises(KeyError, match="L6a"):
+        lab_questions.lab_question("L9")
+
+
+def test_l7b_numbers_are_the_labs_softmax_weights():
+    q = lab_questions.lab_question("L7b")
+    assert f"{crowded_keys((64,), 4.0)[64]:.2f}" in q.prompt
+    assert f"{crowded_keys((64,), 200.0)[64]:.2f}" in q.explanation and crowded_keys((64,), 200.0)[64] > 0.5
+    for sharp in (4.0, 200.0):
+        assert lab_questions._winner_weight(64, sharp) == crowded_keys((64,), sharp)[64]
+
+
+def test_every_lab_question_is_asked_in_a_lab():
+    spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    asked = "".join(c["source"] for name, (src, _, _) in build.NOTEBOOKS.items() if name.startswith("lab_")
+                    for c in build.source_cells(src=src) if c["kind"] == "code")
+    assert all(f'ask("{qid}")' in asked for qid in lab_questions.BUILDERS)

@@ -264,6 +264,22 @@ def test_the_page_names_the_three_commonest_misconceptions_first(report):
     assert "student0" not in page  # anonymous: numbered, never a home folder's name
 
 
+def test_recheck_confirms_the_passes_from_the_code_the_kernels_stored(hub_class, tmp_path):
+    """--recheck runs each stored pass again in a fresh checker process: the three real passes repeat."""
+    tmp, _, _ = hub_class
+    files = sorted(glob.glob(str(tmp / PROGRESS_GLOB)))
+    sources = [json.loads(Path(f).read_text("utf-8"))["exercises"].get("split_heads", {}).get("source") for f in files]
+    assert sum("transpose(1, 0, 2)" in (s or "") for s in sources) == 3  # the kernel kept each learner's code
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "class_report.py"), *files, "--recheck",
+                           "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300 * SCALE)
+    assert done.returncode == 0, done.stderr
+    print(f"\n--recheck: {done.stdout.strip()}")
+    with open(tmp_path / "class-report.csv", encoding="utf-8-sig") as f:
+        rows = {r["measure"]: int(r["count"]) for r in csv.DictReader(f) if r["item"] == "split_heads"}
+    assert (rows["passed"], rows["unconfirmed"]) == (3, 0)
+
+
 # --------------------------------------------------------------------------------------------- the browser
 def _axe() -> Path:
     cache = ROOT / ".cache" / "e2e"
@@ -292,9 +308,8 @@ def test_the_page_passes_axe_in_light_and_dark(report):
     shots = ROOT / "artifacts" / "class-report"
     shots.mkdir(parents=True, exist_ok=True)
     axe, found = _axe(), {}
-    with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-        browser = p.chromium.launch(executable_path=chromium, args=[*CHROMIUM_ARGS, f"--user-data-dir={profile}"],
-                                    headless=True)  # fmt: skip
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)  # a fresh profile
         try:
             for scheme in ("light", "dark"):
                 context = browser.new_context(color_scheme=scheme, viewport={"width": 960, "height": 900},

@@ -226,6 +226,7 @@ class ExerciseRow:
     unconfirmed: int = 0
     mistakes: Counter = field(default_factory=Counter)
     results: Counter = field(default_factory=Counter)
+    said: dict = field(default_factory=dict)  # mistake id -> the checker's message the first time it was named
 
 
 def count_exercises(students, names, recheck=None):
@@ -245,7 +246,11 @@ def count_exercises(students, names, recheck=None):
                     row.unconfirmed += 1
             else:
                 row.failing += 1
-            row.mistakes.update(m for m in entry.get("mistakes") or [] if isinstance(m, str))
+            named = [m for m in entry.get("mistakes") or [] if isinstance(m, str)]
+            row.mistakes.update(named)
+            for m in named:
+                if isinstance(entry.get("message"), str):
+                    row.said.setdefault(m, entry["message"])
     return rows
 
 
@@ -339,8 +344,8 @@ def build(paths: list[str], names: bool = False, recheck: bool = False, warn=Non
     mis = [(count, qid, m, describe_mistake(qs[qid], m), qs[qid].section)
            for qid, row in rows.items() for m, count in row.mistakes.items()]  # fmt: skip
     ex = count_exercises(students, exercise_names, recheck_with(exercises) if recheck else None)
-    asked, names_of = asked_in(), getattr(exercises, "MISTAKES", {})
-    mis += [(count, name, m, names_of.get(m, m), f"第 {asked.get(name, 0)} 节")
+    asked = asked_in()
+    mis += [(count, name, m, exercise_mistake(m, row.said.get(m)), f"第 {asked.get(name, 0)} 节")
             for name, row in ex.items() for m, count in row.mistakes.items()]  # fmt: skip
     order = [*qs, *ex]
     mis.sort(key=lambda t: (-t[0], order.index(t[1]), t[2]))
@@ -502,6 +507,15 @@ def names_of(mistake: str) -> str:
     from lesson_lib.practice import exercises
 
     return getattr(exercises, "MISTAKES", {}).get(mistake, mistake)
+
+
+def exercise_mistake(mistake: str, message: str | None) -> str:
+    """The mistake's Chinese name, then what the checker told the learner (without the example it failed on)."""
+    name = names_of(mistake)
+    told = re.sub(r"^[^：]*=[^：]*：", "", message or "").strip()
+    if not told:
+        return name
+    return f"{name}：{_short(told, 80)}" if name != mistake else _short(told, 80)
 
 
 def write(r: Report, out_dir: Path) -> tuple[Path, Path]:

@@ -241,3 +241,107 @@ def test_importing_any_lesson_lib_module_does_not_import_matplotlib_or_ipywidget
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == "[]", result.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# Contrast of a figure's text in JupyterLab's three themes, from the CSS the figure's SVG carries
+# ---------------------------------------------------------------------------------------------
+# The variables theme_colour uses, as JupyterLab 4.6's theme packages set them (theme-light-extension,
+# theme-dark-extension, theme-dark-high-contrast-extension), and the page's --lesson-tint (plotting._PICTURE_CSS).
+PALETTES = {
+    "light": {"--jp-layout-color0": "#ffffff", "--jp-content-font-color1": "rgba(0,0,0,.87)",
+              "--jp-content-font-color2": "rgba(0,0,0,.54)", "--jp-border-color1": "#bdbdbd", "--lesson-tint": "100%"},
+    "dark": {"--jp-layout-color0": "#111111", "--jp-content-font-color1": "#ffffff",
+             "--jp-content-font-color2": "rgba(255,255,255,.7)", "--jp-border-color1": "#616161",
+             "--lesson-tint": "22%"},
+    "hc": {"--jp-layout-color0": "#111111", "--jp-content-font-color1": "#ffffff",
+           "--jp-content-font-color2": "rgba(255,255,255,.7)", "--jp-border-color1": "#ffffff", "--lesson-tint": "22%"},
+}
+
+
+def _css_colour(css: str, palette: dict) -> tuple:
+    """(r, g, b, a) of a CSS colour built from #hex, rgba(), var(--x,fallback) and color-mix(in srgb, A p%, B)."""
+    import re
+
+    css = css.strip()
+    if css.startswith("var("):
+        name, _, fallback = css[4:-1].partition(",")
+        return _css_colour(palette.get(name.strip(), fallback), palette)
+    if css.startswith("color-mix("):
+        inner = css[len("color-mix(in srgb,"):-1]
+        depth, parts, start = 0, [], 0
+        for i, ch in enumerate(inner):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                parts.append(inner[start:i])
+                start = i + 1
+        parts.append(inner[start:])
+        first, second = parts
+        colour, share = first.strip().rsplit(" ", 1)
+        p = float((_css_var(share, palette)).rstrip("%")) / 100
+        a, b = _css_colour(colour, palette), _css_colour(second, palette)
+        alpha = p * a[3] + (1 - p) * b[3]  # premultiplied, as CSS Color 5 mixes
+        return (*[(p * a[3] * a[i] + (1 - p) * b[3] * b[i]) / alpha for i in range(3)], alpha)
+    if css.startswith("rgba("):
+        r, g, b, a = (float(v) for v in re.split(r"\s*,\s*", css[5:-1]))
+        return r, g, b, a
+    return (*(int(css[i:i + 2], 16) for i in (1, 3, 5)), 1.0)
+
+
+def _css_var(css: str, palette: dict) -> str:
+    if css.startswith("var("):
+        name, _, fallback = css[4:-1].partition(",")
+        return palette.get(name.strip(), fallback)
+    return css
+
+
+def _over(top, under):
+    return tuple(top[i] * top[3] + under[i] * (1 - top[3]) for i in range(3)) + (1.0,)
+
+
+def _contrast(a, b) -> float:
+    def lum(c):
+        f = [(v / 255 / 12.92) if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in c[:3]]
+        return 0.2126 * f[0] + 0.7152 * f[1] + 0.0722 * f[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _text_on(text_css: str, fill_css: str | None, palette: dict) -> float:
+    page = _css_colour("var(--jp-layout-color0)", palette)
+    under = page if fill_css is None else _over(_css_colour(fill_css, palette), page)
+    return _contrast(_over(_css_colour(text_css, palette), under), under)
+
+
+def test_the_contrast_helpers_measure_what_wcag_says():
+    white = {"--jp-layout-color0": "#ffffff"}
+    assert _text_on("#000000", None, white) == pytest.approx(21.0)
+    assert _text_on("#767676", None, white) == pytest.approx(4.54, abs=0.01)  # the lightest grey AA allows on white
+
+
+@pytest.mark.parametrize("theme", sorted(PALETTES))
+@pytest.mark.parametrize("colour", ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                                    "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#4d4d4d", "#555555"])
+def test_text_in_any_matplotlib_colour_reads_on_every_theme_page(theme, colour):
+    """A figure's text colour (C0–C9, greys) after theme_colour: ≥ 4.5:1 on the page of light, dark and high
+    contrast (issue 30: §7's red note was 3.76:1 on the dark page)."""
+    css = plotting.theme_colour(colour, "fill", text=True)
+    assert _text_on(css, None, PALETTES[theme]) >= 4.5, (colour, css)
+
+
+@pytest.mark.parametrize("theme", sorted(PALETTES))
+def test_figure_11_1_labels_read_on_their_boxes_in_every_theme(plt, theme):
+    """Every box of Figure 11.1 holds text in the theme's text colour: the box's fill, as the themed SVG paints it,
+    keeps that text ≥ 4.5:1 (issue 30: 3.98:1 on blue in light, 2.80:1 in dark)."""
+    from matplotlib.colors import to_hex
+
+    from lesson_lib.sections.s03_heads import plot_figure_11_1
+
+    fig = plot_figure_11_1()
+    fills = {to_hex(p.get_facecolor()) for p in fig.axes[0].patches if p.get_fill() and p.get_facecolor()[3] > 0}
+    fills = {f for f in fills if f != "#555555"}  # the arrows' heads: no text on them
+    assert len(fills) >= 5
+    text = plotting.theme_colour("#000000", "fill", text=True)
+    low = {f: round(_text_on(text, plotting.theme_colour(f, "fill"), PALETTES[theme]), 2) for f in fills}
+    assert all(v >= 4.5 for v in low.values()), low

@@ -9,7 +9,8 @@ import sys
 import pytest
 from helpers import CJK
 
-from lesson_lib.practice import questions
+from lesson_lib.practice import feedback as practice_feedback
+from lesson_lib.practice import interview, questions, quiz, render
 from lesson_lib.practice import widgets as quiz_widgets
 from lesson_lib.practice.progress import Progress, ProgressFile
 
@@ -46,20 +47,25 @@ def _labelled(widget) -> list:
     return found
 
 
+def _shows_check(q) -> practice_feedback.Feedback:
+    """The feedback a question widget shows is the checker's verdict on what its controls hold, rendered."""
+    fb = quiz.check(q.question.id, q.value())
+    assert q.feedback.value == render.feedback_html(fb)
+    return fb
+
+
 def test_q2_wrong_then_right(progress):
     """A wrong value, then the right one; the radio part is its own choice."""
     q = quiz_widgets.ask("Q2", progress)
-    assert set(q.controls) == {"d_k", "params"} and q.submit.description == "提交"
+    assert set(q.controls) == {"d_k", "params"}
     assert isinstance(q.controls["params"], w.RadioButtons) and q.controls["params"].value is None
-    summary = quiz_widgets.progress_summary(progress)
     _fill(q, {"d_k": "64", "params": "不变"})
     q.submit.click()
-    assert "还不对" in q.feedback.value and "正确" not in q.feedback.value and "h = 8" in q.feedback.value
-    assert not q.explain_button.disabled and q.attempt_label.value == "已作答 1 次"
-    assert "做过但还没过：" in summary.value and "Q2" in summary.value
+    assert _shows_check(q).verdict == "wrong" and not progress.solved["Q2"]
+    assert not q.explain_button.disabled and q.attempts == progress.attempts["Q2"] == 1
     _fill(q, {"d_k": "d_k = d_v = 32"})  # Enter in the box commits the value: that submits
-    assert "正确" in q.feedback.value and q.attempt_label.value == "已作答 2 次"
-    assert "「64 | 不变」还不对" in q.earlier.value
+    assert _shows_check(q).verdict == "right" and progress.solved["Q2"] and q.attempts == 2
+    assert q.earlier.value == quiz_widgets.history_html([("64 | 不变", "wrong")])  # the first attempt, as typed
     q.submit.click()  # the same answer again is not another attempt
     assert q.attempts == 2 and progress.attempts["Q2"] == 2
 
@@ -70,40 +76,43 @@ def test_ticking_does_not_submit(progress):
     assert q.feedback.value == "" and progress.attempts["Q5"] == 0  # checked only on 提交
     q.controls["C"].value = True
     q.submit.click()
-    assert "正确" in q.feedback.value and progress.solved["Q5"]
+    assert _shows_check(q).verdict == "right" and progress.solved["Q5"]
 
 
 def test_unreadable_box_asks_for_a_form_and_is_not_an_attempt(progress):
     q = quiz_widgets.ask("S4b", progress)
     _fill(q, {"exp": "40000，不会", "grows": "会"})
     q.submit.click()
-    assert "请换个写法" in q.feedback.value and "正确" not in q.feedback.value and q.attempts == 0
+    fb = _shows_check(q)
+    assert fb.blank and fb.verdict != "right" and q.attempts == 0
     _fill(q, {"grows": "不会", "exp": "40000"})  # Enter in the box submits
-    assert "还不对" in q.feedback.value and q.attempts == 1 and not progress.solved["S4b"]
+    assert _shows_check(q).verdict == "wrong" and q.attempts == 1 and not progress.solved["S4b"]
 
 
 def test_shape_as_three_boxes(progress):
     q = quiz_widgets.ask("S3", progress)
-    assert [c.description for c in q.controls.values()] == ["第 1 维", "第 2 维", "第 3 维"]
+    assert [c.description for c in q.controls.values()] == [b.label for b in q.question.key.boxes]
     _fill(q, {"axis0": "（8，12，64）"})  # the whole tuple in the first box, Enter
-    assert "正确" in q.feedback.value
+    assert _shows_check(q).verdict == "right" and progress.solved["S3"]
 
 
 def test_explanation_toggles(progress):
     q = quiz_widgets.ask("S3b", progress)
     assert q.explain_button.disabled
+    closed = q.explain_button.description
     q.controls["choice"].value = "A"
     q.submit.click()
     q.explain_button.value = True
-    assert "解析" in q.explanation.value and q.explain_button.description == "隐藏解析"
+    assert q.explanation.value == render.box_html(q.question.explanation, "neutral", "lesson-explanation")
+    assert q.explain_button.description != closed
     q.explain_button.value = False
-    assert q.explanation.value == "" and q.explain_button.description == "显示解析"
+    assert q.explanation.value == "" and q.explain_button.description == closed
 
 
 def test_blank_submit_is_not_an_attempt(progress):
     q = quiz_widgets.ask("Q3", progress)
     q.submit.click()
-    assert "还没有作答" in q.feedback.value and q.attempts == 0 and q.explain_button.disabled
+    assert _shows_check(q).blank and q.attempts == 0 and q.explain_button.disabled
 
 
 @pytest.mark.parametrize("qid", questions.question_ids())
@@ -121,20 +130,21 @@ def test_self_explanation_writes_then_ticks(progress):
     assert q1.reveal.disabled and q1.model_answer.value == ""
     q1.answer.value = "单头只有一组权重，输出是加权平均——这种说法是错的。"
     q1.submit.click()
-    text = _plain(q1.feedback.value)
-    assert text.startswith("要点对照") and "正确" not in text and "「平均」" in text
-    assert q1.assess_box.layout.display is None and "常见的误解" in q1.rubric_html.value
+    fb = quiz.check("Q1", q1.answer.value)
+    assert q1.feedback.value == render.feedback_html(fb) and fb.verdict != "right"
+    assert q1.assess_box.layout.display is None
+    assert q1.rubric_html.value == render.box_html(q1.rubric.text(), "neutral", "lesson-rubric")
     assert not progress.solved["Q1"]  # written, never graded
     names = list(q1.ticks)
     q1.ticks[names[0]].value = True
     assert q1.assessment.value == ""  # ticking is not recording
     q1.record_button.click()
-    assert "自评" in q1.assessment.value and "1 / 4" in q1.assessment.value
+    assert q1.assessment.value == render.box_html(quiz.assess("Q1", [names[0]]).message, "review")
     entry = progress.question_entry("Q1")
-    assert entry["self"]["covered"] == [names[0]] and entry["last"] == "self" and not entry["solved"]
-    assert "已自评：Q1" in progress.summary() and "已答对 0 /" in progress.summary()
+    assert entry["self"] == {"covered": [names[0]], "of": len(q1.rubric.points)}
+    assert entry["last"] == "self" and not entry["solved"]
     q1.reveal.value = True
-    assert "参考答案" in q1.model_answer.value
+    assert q1.model_answer.value == render.box_html(q1.rubric.model_answer, "neutral", "lesson-reference-answer")
 
 
 def test_interview_asks_first_and_reveals_after(progress):
@@ -144,14 +154,15 @@ def test_interview_asks_first_and_reveals_after(progress):
     assert iv.model_answer.value == ""
     iv.reveal.value = False
     iv.submit.click()
-    assert "还没有作答" in iv.feedback.value and iv.reveal.disabled
+    assert interview.interview_check("").blank and iv.attempts == 0 and iv.reveal.disabled
     iv.answer.value = "单头做加权平均，会把指代和句法抹平。"
     iv.submit.click()
-    assert not iv.reveal.disabled and "正确" not in iv.feedback.value
+    fb = interview.interview_check(iv.answer.value)
+    assert iv.feedback.value == render.feedback_html(fb) and fb.verdict != "right" and not iv.reveal.disabled
     iv.reveal.value = True
-    assert "追问" in iv.model_answer.value and "MQA" in iv.model_answer.value
+    assert iv.model_answer.value == render.box_html(iv.rubric.model_answer, "neutral", "lesson-reference-answer")
     iv.record_button.click()
-    assert progress.interview_entry()["self"]["of"] == 3
+    assert progress.interview_entry()["self"]["of"] == len(iv.rubric.points)
 
 
 def test_html_is_escaped(progress):
@@ -166,7 +177,10 @@ def test_history_is_bounded(progress):
     for key in "ACDACDACDACDAC":
         q.controls["choice"].value = key
         q.submit.click()
-    assert q.earlier.value.count("第 ") <= quiz_widgets.MAX_HISTORY and "更早的" in q.earlier.value
+    assert len(q.history) == 13 and q.earlier.value == quiz_widgets.history_html(q.history)
+    shown = quiz_widgets.history_html([(str(i), "wrong") for i in range(13)])
+    assert all(f"「{i}」" in shown for i in range(3, 13)) and "「2」" not in shown  # the last MAX_HISTORY only
+    assert "3" in re.sub(r"「\d+」|第 \d+ 次", "", shown)  # and how many were left out
 
 
 def test_every_question_builds(progress):
@@ -299,3 +313,33 @@ def test_linked_submit_mode_checks_on_click_and_enter_only():
     text.value = "64"  # what Enter (or leaving the box) commits
     button.click()
     assert len(calls) == 3
+
+
+def _readers(box) -> list:
+    from lesson_lib.show.controls import _reader_class, _walk
+
+    return [x for x in _walk(box) if isinstance(x, _reader_class())]
+
+
+@pytest.mark.parametrize("qid", [*questions.question_ids(), "interview", "summary"])
+def test_every_quiz_box_names_its_controls_and_reads_out_its_feedback(progress, qid):
+    """One reader helper per shown box; a text box without a description gets a name of its own (ipywidgets' empty
+    label would hide the placeholder); the feedback and the export status are live regions; radio groups are named."""
+    from lesson_lib.show.controls import LIVE, unnamed_controls
+
+    if qid == "interview":
+        widget = quiz_widgets.InterviewWidget(progress)
+    elif qid == "summary":
+        widget = quiz_widgets.progress_summary(progress)
+    else:
+        widget = quiz_widgets.ask(qid, progress)
+    box = widget.box
+    assert "lesson-reader" in box._dom_classes and len(_readers(box)) == 1
+    assert unnamed_controls(box) == []
+    live = widget.status if qid == "summary" else widget.feedback
+    assert LIVE in live._dom_classes
+    names = dict((cls, name) for cls, name in _readers(box)[0].names)
+    for control in (c for c in _labelled(box) if isinstance(c[0], w.Textarea)):
+        assert any(cls in control[0]._dom_classes for cls in names), "a text box without a name"
+    for radio in (c for c, _ in _labelled(box) if isinstance(c, w.RadioButtons)):
+        assert radio.description.strip()  # the radio group's name (role=radiogroup, aria-label)

@@ -4,6 +4,7 @@ widget shows is compared with the pure lesson_lib function it wires to.
 
 from __future__ import annotations
 
+import html
 import math
 
 import pytest
@@ -42,7 +43,8 @@ def _shown(controls) -> tuple[str, str]:
 def test_head_lab_initial_shows_the_pure_functions_output():
     c = widgets.head_lab().controls
     state = lab.lab_state(8, seed=0)
-    assert c["summary"].value == lab.summary_html(state)
+    assert c["summary"].value.startswith(lab.summary_html(state))
+    assert html.escape(lab.overview_alt(state, 1)) in c["summary"].value  # what the pictures show, read out too
     assert "d_k = 64" in c["summary"].value
     assert _shown(c) == lab.lab_pictures(state)
     assert c["numbers"].value == lab.lab_table_html(state)
@@ -309,3 +311,35 @@ def test_the_sliders_stylesheet_carries_the_page_rules():
     for rule in ("::placeholder", "font-style: italic", ".widget-toggle-buttons", "flex-direction: row",
                  'mjx-container[display="true"]', "overflow-x: auto"):
         assert rule in PAGE_CSS, rule
+
+
+# ---------------------------------------------------------------------------------------------
+# What a screen reader gets: names, live regions, one reader helper per shown box
+# ---------------------------------------------------------------------------------------------
+def test_linked_box_carries_the_reader_helper_and_a_live_summary():
+    box = widgets.averaging_demo()
+    readers = [x for x in controls._walk(box) if isinstance(x, controls._reader_class())]
+    assert len(readers) == 1 and readers[0].layout.display == "none"
+    assert "lesson-reader" in box._dom_classes and controls.LIVE in box.controls["summary"]._dom_classes
+    inner = controls.linked({"x": controls.slider("x", 1, min=1, max=3)}, lambda s, p: None, reader=False)
+    assert "lesson-reader" not in inner._dom_classes
+    assert not [x for x in controls._walk(inner) if isinstance(x, controls._reader_class())]
+
+
+def test_named_gives_a_text_box_a_name_the_helper_sets():
+    import ipywidgets as w
+
+    bare = w.Textarea(placeholder="写在这里")
+    assert controls.unnamed_controls(w.VBox([bare]))  # a placeholder is not a name
+    box = controls.accessible(w.VBox([controls.named(w.Textarea(placeholder="写在这里"), "你的回答")]))
+    text = box.children[1]
+    assert controls.unnamed_controls(box) == []
+    (cls, name), = box.children[0].names
+    assert name == "你的回答" and cls in text._dom_classes
+    with pytest.raises(ValueError):
+        controls.named(w.Text(), " ")
+
+
+def test_screen_reader_only_text_is_escaped_and_hidden():
+    html_text = controls.screen_reader_only("<b>h = 8</b>")
+    assert "&lt;b&gt;h = 8&lt;/b&gt;" in html_text and "clip" in html_text and "<b>" not in html_text

@@ -16,7 +16,7 @@ import json
 from lesson_lib.practice import checkers, interview, questions, quiz, render
 from lesson_lib.practice import feedback as practice_feedback
 from lesson_lib.practice.progress import Progress, declare, default_progress
-from lesson_lib.show.controls import LABEL_BESIDE
+from lesson_lib.show.controls import LABEL_BESIDE, LIVE, accessible, named
 
 declare(question_ids=questions.question_ids())  # the progress store counts the items its callers name
 
@@ -139,8 +139,8 @@ class QuestionWidget:
         self.earlier = w.HTML("")
         self._ready = False
         self._clear()
-        answer = linked(self.controls, self._on_submit, submit=self.submit, picture=None)
-        explain = linked({"explain": self.explain_button}, self._on_explain, picture=None)
+        answer = linked(self.controls, self._on_submit, submit=self.submit, picture=None, reader=False)
+        explain = linked({"explain": self.explain_button}, self._on_explain, picture=None, reader=False)
         self.feedback, self.explanation = answer.controls["summary"], explain.controls["summary"]
         self._ready = True
         self._restore()
@@ -151,6 +151,7 @@ class QuestionWidget:
         )  # fmt: skip
         self.box.add_class("lesson-quiz")
         self.box.add_class(f"lesson-quiz-{q.id}")
+        accessible(self.box)
         self.progress.on_reset(self.reset)
 
     # ------------------------------------------------------------------ state
@@ -256,7 +257,8 @@ class SelfExplanationWidget:
         self.qid, self.rubric, self._check, self._assess = qid, rubric, check, assess
         self.progress = progress if progress is not None else default_progress()
         self.prompt = w.HTML(f"<b>{render.text_html(prompt)}</b>")
-        self.answer = w.Textarea(placeholder=placeholder, rows=rows, layout=w.Layout(width="100%"))
+        # named: ipywidgets' empty description <label> would otherwise hide the placeholder from a screen reader
+        self.answer = named(w.Textarea(placeholder=placeholder, rows=rows, layout=w.Layout(width="100%")), "你的回答")
         self.submit = w.Button(description="写好了，看要点", button_style="primary", layout=w.Layout(width="auto"))
         self.attempt_label = w.HTML("尚未作答")
         self.ticks = {p.name: w.Checkbox(value=False, description=p.name, indent=False, layout=w.Layout(width="auto"))
@@ -266,9 +268,9 @@ class SelfExplanationWidget:
                                      layout=w.Layout(width="auto", align_self="flex-start"))  # fmt: skip
         self.attempts = 0
         self._ready = False
-        written = linked({"answer": self.answer}, self._on_submit, submit=self.submit, picture=None)
-        assessed = linked(self.ticks, self._on_assess, submit=self.record_button, picture=None)
-        revealed = linked({"reveal": self.reveal}, self._on_reveal, picture=None)
+        written = linked({"answer": self.answer}, self._on_submit, submit=self.submit, picture=None, reader=False)
+        assessed = linked(self.ticks, self._on_assess, submit=self.record_button, picture=None, reader=False)
+        revealed = linked({"reveal": self.reveal}, self._on_reveal, picture=None, reader=False)
         self.feedback = written.controls["summary"]
         self.assessment = assessed.controls["summary"]
         self.model_answer = revealed.controls["summary"]
@@ -286,6 +288,7 @@ class SelfExplanationWidget:
         for name in ("lesson-quiz", f"lesson-quiz-{qid}" if qid.isascii() else "", css_class):
             if name:
                 self.box.add_class(name)
+        accessible(self.box)
         self.progress.on_reset(self.reset)
 
     def _entry(self) -> dict:
@@ -378,15 +381,16 @@ class SummaryWidget:
         self.text = w.HTML()
         self.export_button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
         self.reset_button = w.Button(description="清空进度", tooltip="点两次才会清空；旧的进度文件会改名保留")
-        self.status = w.HTML("")
+        self.status = w.HTML("").add_class(LIVE)  # 已导出 / 确认清空 is read out after the click
         self._armed = False
         self._ready = False  # linked calls each handler once while wiring: that is not a click
-        linked({}, self._on_export, submit=self.export_button, picture=None)
-        linked({}, self._on_reset, submit=self.reset_button, picture=None)
+        linked({}, self._on_export, submit=self.export_button, picture=None, reader=False)
+        linked({}, self._on_reset, submit=self.reset_button, picture=None, reader=False)
         self._ready = True
         self.box = w.VBox([self.text, w.HBox([self.export_button, self.reset_button]), self.status],
                           layout=_box_layout())  # fmt: skip
         self.box.add_class("lesson-quiz-progress")
+        accessible(self.box)
         self.refresh()
         self.progress.subscribe(self.refresh)
 

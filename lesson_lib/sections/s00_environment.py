@@ -21,7 +21,7 @@ PURPOSE = {
     "numpy": "矩阵运算",
     "matplotlib": "画注意力热力图",
     "ipywidgets": "滑块与自测题控件",
-    "jupyterlab_widgets": "让 JupyterLab 显示控件，而不是打印 IntSlider(...)",
+    "jupyterlab_widgets": "让 JupyterLab 把控件画出来，而不是只印出一行控件的名字",
     "anywidget": "能用键盘和读屏软件操作的滑块",
 }
 SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/setup.sh），然后重启内核。"

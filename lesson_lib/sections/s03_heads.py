@@ -249,6 +249,14 @@ def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) 
     return page
 
 
+def _pale(colour: str, share: float = 0.25) -> str:
+    """``colour`` mixed into white: a box the theme's text reads on (≥ 4.5:1), tinted into a dark page like every
+    pale fill (plotting.theme_colour); the head keeps its colour in the box's border."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    return to_hex([share * c + (1 - share) for c in to_rgb(colour)])
+
+
 def plot_figure_11_1(d_model: int = 512, h: int = 8):
     """Figure 11.1 redrawn: Q, K, V -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
     import matplotlib.pyplot as plt
@@ -265,9 +273,9 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     ax.set_ylim(-0.75, 4.75)
     ax.axis("off")
 
-    def box(x, y, w, hgt, text, color, size=9.5):
+    def box(x, y, w, hgt, text, color, size=9.5, edge="#333333"):
         ax.add_patch(FancyBboxPatch((x, y), w, hgt, boxstyle="round,pad=0.03,rounding_size=0.08",
-                                    facecolor=color, edgecolor="#333333", linewidth=1))
+                                    facecolor=color, edgecolor=edge, linewidth=1 if edge == "#333333" else 2))
         ax.text(x + w / 2, y + hgt / 2, text, ha="center", va="center", fontsize=size, linespacing=1.3)
 
     def arrow(x0, y0, x1, y1):
@@ -279,7 +287,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     for i, (j, y) in enumerate(zip(numbers, ys)):
         color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
         box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\nW_{j}^Q,K,V", "#F7F7F7", 9)
-        box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", color, 9)
+        box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", _pale(color), 9, edge=color)
         arrow(1.7, 2.1, 2.2, y)
         arrow(4.5, y, 5.0, y)
         arrow(6.7, y, 7.2, 2.1)

@@ -8,7 +8,7 @@ can set values and read what is shown.
 from __future__ import annotations
 
 from lesson_lib.checks import check_choice, check_int, check_number
-from lesson_lib.show.controls import LABEL_BESIDE, float_options, linked, slider
+from lesson_lib.show.controls import LABEL_BESIDE, float_options, linked, screen_reader_only, slider
 
 __all__ = ["averaging_demo", "head_lab", "progress_bar", "shape_stepper"]
 
@@ -31,7 +31,8 @@ def head_lab(seed: int = 0, initial: int = 8):
         zoom.disabled = heads.value == 1
         with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
             state = lab.lab_state(heads.value, seed=seed)
-        summary.value = lab.summary_html(state)
+        # One live summary: h, d_k and what the pictures now show (their alt text, for a screen reader only)
+        summary.value = lab.summary_html(state) + screen_reader_only(lab.overview_alt(state, zoom.value))
         shown = (*lab.lab_pictures(state, zoom=zoom.value), lab.lab_table_html(state, zoom=zoom.value))
         for picture, html in zip((*pictures, numbers), shown):
             if picture.value != html:

@@ -6,10 +6,13 @@ ipywidgets and anywidget are imported inside the functions, so importing lesson_
 
 from __future__ import annotations
 
-__all__ = ["LABEL_BESIDE", "float_options", "linked", "slider", "unnamed_controls"]
+__all__ = ["LABEL_BESIDE", "LIVE", "accessible", "float_options", "linked", "named", "screen_reader_only", "slider",
+           "unnamed_controls"]
 
 _CONTROL = {"min_width": "300px", "width": "380px"}  # a slider track stays draggable on a 1024 px screen
 LABEL_BESIDE = {"description_width": "initial"}  # a control's style: its whole Chinese label, beside it
+KEEP_HEIGHT = "lesson-keep-height"  # class of an output that never shrinks back while its controls move
+LIVE = "lesson-live"  # class of an output a screen reader reads out when it changes (feedback, a lab's summary)
 
 
 def _picture_html(margin: str = "0"):
@@ -19,7 +22,7 @@ def _picture_html(margin: str = "0"):
     return w.HTML(layout=w.Layout(max_width="100%", margin=margin))
 
 
-def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1):
+def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1, reader: bool = True):
     """Call ``show(summary, picture)`` now and whenever any control changes; lay the controls out over what it fills.
 
     ``show`` may adjust other controls (a slider's range); the changes that causes do not redraw again.
@@ -29,14 +32,18 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
     ``picture``: None (no picture: a question's form) or "html" (an HTML widget for ``plotting.picture_html``:
     themed SVG with its alt text); with ``pictures`` > 1 a tuple of them in one row, 8 px apart, that never
     wraps (each picture is sized so the row fits JupyterLab's 592 px output: the widget keeps its height).
-    The returned box's ``controls`` holds the controls, ``summary`` and ``picture``.
+    The returned box's ``controls`` holds the controls, ``summary`` (a live region) and ``picture``.
+    ``reader=False``: the caller lays the controls out in its own box (and makes that box ``accessible``).
     """
     import ipywidgets as w
 
     summary = w.HTML()
+    summary.add_class(LIVE)  # what a control changed is read out after the change (aria-live, by the helper)
     if picture not in (None, "html"):
         raise ValueError(f"picture 只能是 None 或 \"html\"，收到的是 {picture!r}。")
     images = [] if picture is None else [_picture_html("0" if i == 0 else "0 0 0 8px") for i in range(pictures)]
+    for shown in (summary, *images) if images else ():  # a picture's area keeps its tallest height: nothing jumps
+        shown.add_class(KEEP_HEIGHT)
     picture = images[0] if len(images) == 1 else (tuple(images) or None)
     busy = []
 
@@ -61,9 +68,148 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
                  layout=w.Layout(flex_flow="row wrap", align_items="center"))  # fmt: skip
     shown = images if len(images) < 2 else [w.HBox(images, layout=w.Layout(align_items="flex-start"))]
     box = w.VBox([bar, summary, *shown])
+    if reader:
+        accessible(box)
     box.controls = {**controls, "summary": summary, "picture": picture}
     if submit is not None:
         box.controls["submit"] = submit
+    return box
+
+
+# ---------------------------------------------------------------------------------------------
+# What ipywidgets leaves out for a screen reader and the keyboard, added to the page by one small helper
+# ---------------------------------------------------------------------------------------------
+# ipywidgets 8 names a text box only by its description's <label> (empty when there is none, hiding the
+# placeholder), gives a radio group no group name, toggle buttons no pressed state, and lets JupyterLab take the
+# arrow keys (ArrowDown on a radio selects the next cell). ``accessible(box)`` appends an invisible anywidget whose
+# script fixes that in the box's DOM (again whenever ipywidgets redraws part of it): names from ``named``,
+# role=radiogroup named by the description, aria-pressed on toggle buttons, aria-live="polite" on outputs marked
+# ``LIVE``, a ``KEEP_HEIGHT`` output's tallest height as its min-height, and keys kept inside the control
+# (``data-lm-suppress-shortcuts``: Lumino stops looking for a shortcut there). On the static page (no kernel:
+# scripts/build_static.py's note is on the page) every control is disabled.
+_READER_ESM = r"""
+const KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown"]);
+const STATIC_TITLE = "静态页面：在 JupyterLab 里运行笔记本后才能操作";
+function fix(root, names) {
+  for (const [cls, name] of names)
+    for (const el of root.querySelectorAll(`.${cls}`))
+      for (const c of el.matches("input, textarea, select") ? [el] : el.querySelectorAll("input, textarea, select"))
+        if (c.getAttribute("aria-label") !== name) c.setAttribute("aria-label", name);
+  for (const group of root.querySelectorAll(".widget-radio-box")) {
+    group.setAttribute("role", "radiogroup");
+    const label = group.parentElement && group.parentElement.querySelector(":scope > .widget-label");
+    const name = label ? label.textContent.trim() : "";
+    if (name && group.getAttribute("aria-label") !== name) group.setAttribute("aria-label", name);
+  }
+  for (const group of root.querySelectorAll(".widget-toggle-buttons")) {
+    const label = group.querySelector(":scope > .widget-label");
+    const first = group.querySelector(".widget-toggle-button"), buttons = first && first.parentElement;
+    if (buttons && label && label.textContent.trim()) {
+      buttons.setAttribute("role", "group");
+      buttons.setAttribute("aria-label", label.textContent.trim());
+    }
+  }
+  for (const b of root.querySelectorAll("button.widget-toggle-button")) {
+    const pressed = String(b.classList.contains("mod-active"));
+    if (b.getAttribute("aria-pressed") !== pressed) b.setAttribute("aria-pressed", pressed);
+  }
+  for (const el of root.querySelectorAll("input[type=radio], input[type=checkbox], select, .widget-radio-box"))
+    el.setAttribute("data-lm-suppress-shortcuts", "true");
+  for (const el of root.querySelectorAll(".lesson-live")) {
+    if (el.getAttribute("aria-live") !== "polite") el.setAttribute("aria-live", "polite");
+    el.setAttribute("aria-atomic", "true");
+  }
+  for (const el of root.querySelectorAll(".lesson-keep-height")) {  // what a control redraws never shrinks back
+    if (el.dataset.lessonKept) continue;
+    el.dataset.lessonKept = "0";
+    new ResizeObserver(() => {
+      const h = Math.ceil(el.getBoundingClientRect().height);
+      if (h > Number(el.dataset.lessonKept)) { el.dataset.lessonKept = String(h); el.style.minHeight = `${h}px`; }
+    }).observe(el);
+  }
+  if (document.querySelector(".lesson-static-note"))
+    for (const c of root.querySelectorAll("input, textarea, select, button")) {
+      if (!c.disabled) c.disabled = true;
+      c.title = STATIC_TITLE;
+    }
+}
+function render({ model, el }) {
+  let root = null, tries = 0, observer = null, queued = false;
+  const keep = (event) => {  // arrow keys act inside a control, never on the notebook's cells
+    if (KEYS.has(event.key) && event.target.closest("input, textarea, select, [role=radiogroup]"))
+      event.stopPropagation();
+  };
+  const apply = () => { queued = false; if (root) fix(root, model.get("names")); };
+  const attach = () => {  // the helper's view is put into its box after it renders
+    root = el.closest(".lesson-reader");
+    if (!root) { if (tries++ < 400) setTimeout(attach, 25); return; }
+    root.addEventListener("keydown", keep);
+    apply();
+    observer = new MutationObserver(() => { if (!queued) { queued = true; queueMicrotask(apply); } });
+    observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
+  };
+  attach();
+  model.on("change:names", apply);
+  return () => {
+    model.off("change:names", apply);
+    if (observer) observer.disconnect();
+    if (root) root.removeEventListener("keydown", keep);
+  };
+}
+export default { render };
+"""
+_READER_CLASS = []
+
+
+def _reader_class():
+    if _READER_CLASS:
+        return _READER_CLASS[0]
+    import anywidget
+    import traitlets as t
+
+    from lesson_lib.show.theme import PAGE_CSS
+
+    class Reader(anywidget.AnyWidget):
+        """Invisible: its script gives the controls of the box it sits in names, roles and states (see above)."""
+
+        _esm = _READER_ESM
+        _css = PAGE_CSS
+        names = t.List(t.List(t.Unicode())).tag(sync=True)  # [[css class, accessible name], ...]
+
+    _READER_CLASS.append(Reader)
+    return Reader
+
+
+def named(control, name: str):
+    """Give ``control`` an accessible name without a visible label (a text box under its own heading). Returns it."""
+    if not str(name).strip():
+        raise ValueError("控件的名字不能为空：读屏软件要靠它说出这是哪个控件。")
+    control._lesson_name = str(name)
+    return control
+
+
+def screen_reader_only(text: str) -> str:
+    """``text`` as HTML a screen reader reads and the page does not show (e.g. a live summary's picture description)."""
+    import html
+
+    return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:hidden;'
+            f'clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap">{html.escape(text)}</span>')
+
+
+def accessible(box):
+    """Append the reader helper to ``box`` (a VBox/HBox shown as one widget) and mark the box; returns ``box``."""
+    import ipywidgets as w
+
+    names = []
+    for widget in _walk(box):
+        name = getattr(widget, "_lesson_name", None)
+        if name:
+            cls = f"lesson-name-{len(names)}"
+            widget.add_class(cls)
+            names.append([cls, name])
+    box.add_class("lesson-reader")
+    # first: the box's own children keep their places (a caller may append more)
+    box.children = (_reader_class()(names=names, layout=w.Layout(display="none")), *box.children)
     return box
 
 
@@ -242,7 +388,8 @@ def float_options(low: float, high: float, step: float, places: int = 1):
 def unnamed_controls(root) -> list[str]:
     """Controls under ``root`` a screen reader could not name: an ipywidgets slider (its handle stays unnamed,
     ipywidgets#2650: use ``slider``), or a text box, number box, checkbox or dropdown without a ``description``
-    (ipywidgets ties the description's <label> to those). Buttons are named by their text, choices by their labels."""
+    (ipywidgets ties the description's <label> to those) or a ``named`` name. Buttons are named by their text, choices
+    by their labels."""
     import ipywidgets as w
 
     found = []
@@ -255,7 +402,8 @@ def unnamed_controls(root) -> list[str]:
             found.append("widgets.slider 没有 description")
         needs_description = (w.Text, w.Textarea, w.Checkbox, w.Dropdown, w.IntText, w.FloatText,
                              w.BoundedIntText, w.BoundedFloatText, w.Combobox, w.Password)
-        if isinstance(widget, needs_description) and not widget.description.strip():
+        if isinstance(widget, needs_description) and not (widget.description.strip()
+                                                          or getattr(widget, "_lesson_name", "")):
             found.append(f"{kind} 没有 description（placeholder={getattr(widget, 'placeholder', '')!r}）")
         if isinstance(widget, w.Button) and not (widget.description.strip() or widget.tooltip):
             found.append("Button 没有文字")

@@ -157,14 +157,18 @@ def plot_heads(
     if w.ndim != 3:
         raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
     h, n, m = w.shape
-    gap = tile_gap(h, n)
-    image, origins = tile_heads(w, cols=cols, gap=gap)
     row_tokens = _labels(tokens, n, "行")
     key_tokens = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
     titles = head_titles(titles, h)
-
     cell = (tile_inches or _tile_inches(h, max(n, m))) / max(n, m)  # inches per matrix cell
     fontsize = _label_fontsize(cell, h)
+    # Stacked maps (one column) each carry their key labels: the reader of the first map should not scroll past
+    # the others to learn what its columns are. The gap between maps then holds the labels and the next title.
+    stacked = cols == 1 and h > 1 and bool(fontsize)
+    gap = tile_gap(h, n)
+    if stacked:
+        gap = max(gap, math.ceil((_label_extent(key_tokens, fontsize, down=True) + 0.35) / cell))
+    image, origins = tile_heads(w, cols=cols, gap=gap)
     if ax is None:
         fig, ax, cax = _sized_figure(image.shape, gap, cell, fontsize, row_tokens, key_tokens, h, suptitle)
     else:
@@ -175,7 +179,7 @@ def plot_heads(
     ax.set_xlim(-0.5, image.shape[1] - 0.5)
     ax.set_ylim(image.shape[0] - 0.5, -gap - 0.5)  # room above the top row for its titles
     if fontsize:
-        _token_labels(ax, origins, row_tokens, key_tokens, fontsize)
+        _token_labels(ax, origins, row_tokens, key_tokens, fontsize, every_row=stacked)
     title_size = 9.5 if h <= MAX_LABELLED_HEADS else MIN_FONT_PT
     for (top, left), title in zip(origins, titles):
         if title:
@@ -272,8 +276,8 @@ def _labels(tokens, count, axis_name):
     return tokens
 
 
-def _token_labels(ax, origins, row_tokens, key_tokens, fontsize):
-    """Token names left of the first column of tiles and under the bottom row.
+def _token_labels(ax, origins, row_tokens, key_tokens, fontsize, every_row: bool = False):
+    """Token names left of the first column of tiles and under the bottom row (``every_row``: under every tile).
 
     Plain Text artists, not axis ticks: a tick builds lines and texts it never shows, and with
     hundreds of labels that is most of a redraw.
@@ -284,7 +288,7 @@ def _token_labels(ax, origins, row_tokens, key_tokens, fontsize):
         if left == 0:
             for j, token in enumerate(row_tokens):
                 ax.text(-0.8, top + j, token, fontsize=fontsize, ha="right", va="center")
-        if top == bottom:
+        if top == bottom or every_row:
             for j, token in enumerate(key_tokens):
                 if _is_cjk(token):  # Chinese reads top to bottom; a 90° turn would lay it on its side
                     ax.text(left + j, top + n - 0.2, "\n".join(token), fontsize=fontsize, ha="center", va="top",
@@ -441,6 +445,7 @@ def _recolour_element(match) -> str:
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:
     """A figure colour as CSS that reads on the learner's theme.
 
+    Coloured text is mixed with the theme's text colour (darker on a light page, lighter on a dark one).
     Text and dark lines in grey take the theme's text colours, light grey lines its border colour, white the
     page colour; pale fills (boxes behind text) are mixed into the page colour, less of them in a dark theme.
     Mid greys and strong colours that fill a shape (a head's box, a bar, a curve) stay as they are.
@@ -448,6 +453,8 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
     light = (max(r, g, b) + min(r, g, b)) / 510
     grey = max(r, g, b) - min(r, g, b) < 12
+    if text and not grey:  # coloured text (a red note): mixed with the theme's text colour, ≥ 4.5:1 on every page
+        return f"color-mix(in srgb,{hex_colour} 55%,var(--jp-content-font-color1,#000))"
     if text or role == "stroke":
         if not grey:
             return hex_colour

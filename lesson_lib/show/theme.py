@@ -101,6 +101,19 @@ PAGE_CSS = """
   color: var(--jp-ui-font-color2); font-style: italic; opacity: 0.7; }
 /* A row of toggle buttons has its label beside it, as every other control does (ipywidgets stacks it above). */
 .lm-Widget.widget-toggle-buttons { display: flex; flex-direction: row; align-items: center; gap: 8px; }
+/* A choice's whole text is read before answering: it wraps under itself instead of being cut with 「…」, and its
+   circle or box keeps its own room beside the first line. */
+.lesson-reader .widget-radio-box label, .lesson-reader .widget-checkbox label,
+.lesson-reader .widget-checkbox .widget-label-basic, .lesson-reader .widget-checkbox .widget-label-basic span {
+  white-space: normal; overflow: visible; text-overflow: clip; height: auto; line-height: 1.45; }
+.lesson-reader .widget-radio-box label, .lesson-reader .widget-checkbox .widget-label-basic {
+  display: flex; align-items: flex-start; gap: 6px; padding: 2px 0; }
+.lesson-reader .widget-radio-box input[type=radio], .lesson-reader .widget-checkbox input[type=checkbox] {
+  flex: 0 0 auto; order: -1; margin: 0.2em 0 0 0; height: auto; align-self: flex-start; }
+.lesson-reader .widget-checkbox { height: auto; min-height: var(--jp-widgets-inline-height, 28px); }
+/* Printed text wraps between words, never inside one (JupyterLab's word-break: break-all gave 「engi / ne」);
+   only an unbroken run longer than the line (a path) is broken. */
+.jp-Notebook .jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; }
 /* A display formula wider than the output scrolls inside its own line instead of being cut at the edge. */
 .jp-RenderedMarkdown mjx-container[display="true"], .jp-RenderedHTMLCommon mjx-container[display="true"],
 .jp-RenderedMarkdown .MathJax_Display, .jp-RenderedHTMLCommon .MathJax_Display {

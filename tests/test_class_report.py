@@ -153,3 +153,26 @@ def test_an_export_beside_its_progress_file_is_the_same_student(planted_class):
     assert report.n == 12 and report.questions["Q2"].answered == 10
     exports = class_report.build([str(p) for p in planted_class.rglob("progress-export.json")])
     assert exports.n == 3  # collected exports alone are read
+
+
+def test_the_checkers_named_slips_reach_the_page_by_their_chinese_names(tmp_path, monkeypatch):
+    from lesson_lib.practice import exercises
+
+    def forgets_transpose(x, h):
+        return x.reshape(x.shape[0], h, -1)
+
+    def reshapes_straight(x, h):
+        return x.reshape(h, x.shape[0], -1)
+
+    def takes_strided_columns(x, h):
+        return x.reshape(x.shape[0], -1, h).transpose(2, 0, 1)
+
+    named = set()
+    for i, slip in enumerate((forgets_transpose, reshapes_straight, takes_strided_columns)):
+        monkeypatch.setenv("LESSON_PROGRESS_FILE", str(tmp_path / f"s{i}" / "progress.json"))
+        named.update(exercises.check("split_heads", slip).mistakes)
+    assert named == {"transpose", "reshape_without_transpose", "strided"}
+    assert named <= set(exercises.MISTAKES)
+    report = class_report.build([str(tmp_path)])
+    shown = {m: text for _, item, m, text, _ in report.misconceptions if item == "split_heads"}
+    assert {m: text.split("：")[0] for m, text in shown.items()} == {m: exercises.MISTAKES[m] for m in named}

@@ -764,4 +764,3 @@ def show_solution(name: str) -> _Text:
     return _Text(inspect.getsource(_exercise(name).solution).rstrip(), "python")
 
 
-progress.declare(exercise_names=tuple(EXERCISES))  # the progress store counts the items its callers name

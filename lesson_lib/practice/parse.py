@@ -303,40 +303,6 @@ def _units(m: re.Match) -> str:
     return (str(value.numerator) if value.denominator == 1 else str(float(value))) + " "
 
 
-def _segments(text: str, names: Iterable[str]) -> list[str]:
-    """Cut normalised text into candidate expressions; prose (Chinese words, unknown names) separates them."""
-    known = set(names)
-
-    def keep_name(m):
-        word = ALIASES.get(m.group(), m.group())
-        if word in known:
-            return word
-        if len(word) <= 4 and all(ch in known for ch in word):
-            return "·".join(word)  # 4nd² means 4·n·d²
-        return " "
-
-    text = re.sub(r"\(([^()]*=[^()]*)\)", r"\n\1\n", text)  # 40000 (h=16): the remark is its own piece
-    text = re.sub(r"[a-z_][a-z0-9_]*", keep_name, text)
-    text = re.sub(r"(?<=[0-9)])\s+(?=[a-z_][a-z0-9_]*\s*=)", "\n", text)  # d_k=64 d_v=64 -> two claims
-    out = []
-    for ch in text:
-        if ch in "0123456789abcdefghijklmnopqrstuvwxyz_.+-*/^()×·= ":
-            out.append(ch)
-        elif unicodedata.category(ch)[0] == "L":
-            out.append(" ")  # a word inside an expression: 「8 个头 × 64 维」 -> 8 × 64
-        else:
-            out.append("\n")  # punctuation and line breaks end an expression
-    text = "".join(out)
-    text = re.sub(r"(?<!\d)\.|\.(?!\d)", "\n", text)  # a full stop, not a decimal point
-    text = re.sub(r"(?<=[0-9a-z_)])\s+(?=\d)", "\n", text)  # 「8 个头每个 64 维」 -> 8 | 64
-    pieces = []
-    for piece in text.split("\n"):
-        piece = piece.strip(" =")
-        if re.search(r"[0-9a-z]", piece):
-            pieces.append(piece)
-    return pieces
-
-
 class _Parser:
     """expr := term (± term)*; term := unary ((×|·|*|/)? unary)*; unary := ± unary | power;
     power := atom (^ unary)?; atom := number | name | ( expr ). Bounded in depth and tokens."""

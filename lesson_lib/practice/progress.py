@@ -278,11 +278,9 @@ def _clean(data: dict) -> tuple[dict, list[str], bool]:
         else:
             dropped.append(_short(_text(key, 30)))
     interview = data["interview"]
-    if not interview:
-        pass
-    elif (_v1_interview_ok if v1 else _item_ok)(interview):
+    if interview and (_v1_interview_ok if v1 else _item_ok)(interview):
         out["interview"] = _from_v1(interview) if v1 else interview
-    else:
+    elif interview:
         dropped.append("面试自检")
     return out, dropped, v1
 
@@ -645,6 +643,8 @@ class Progress:
         self._attempt(qid, _storable(answer), feedback.verdict, version, mistakes)
 
     def _attempt(self, qid: str | None, shown, verdict: str, version, mistake, self_check: dict | None = None):
+        if qid is None and not isinstance(shown, str):  # the interview's answer is one text
+            shown = "、".join(shown)
         attempt = {"answer": shown, "verdict": verdict, "mistake": _text(mistake, 200) if mistake else None,
                    "question_version": version}  # fmt: skip
         if self_check is not None:
@@ -670,12 +670,8 @@ class Progress:
         else:
             self_check, verdict = _self_check(entry), "self"
         mistake = entry.get("mistake") if isinstance(entry.get("mistake"), str) else None
-        if item_id == INTERVIEW:
-            self._attempt(None, shown if isinstance(shown, str) else "、".join(shown), verdict,
-                          self.version(INTERVIEW), mistake, self_check)  # fmt: skip
-            return
-        qid = self._id(item_id)
-        self._attempt(qid, shown, verdict, self.version(qid), mistake, self_check)
+        qid = None if item_id == INTERVIEW else self._id(item_id)
+        self._attempt(qid, shown, verdict, self.version(qid or INTERVIEW), mistake, self_check)
 
     def record_exercise(self, result) -> None:
         """An ExerciseResult (name, status, message; and ``mistakes`` / ``source`` when it has them). A stub
@@ -695,10 +691,9 @@ class Progress:
     def record_interview(self, feedback, answer) -> None:
         if feedback.blank:
             return
-        shown = _storable(answer)
         version = getattr(feedback, "version", "") or self.version(INTERVIEW)
         verdict = feedback.verdict if feedback.verdict in VERDICTS else "review"
-        self._attempt(None, shown if isinstance(shown, str) else "、".join(shown), verdict, version, None)
+        self._attempt(None, _storable(answer), verdict, version, None)
 
     # ------------------------------------------------------------------ reading
     def _current(self, entry: dict | None, item_id: str) -> bool:

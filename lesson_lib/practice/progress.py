@@ -65,7 +65,8 @@ MAX_CHOICES = 50  # items in a stored list answer
 MAX_ID_CHARS = 100
 LOCK_TIMEOUT_S = 10.0  # another kernel holds the lock for one small write; far longer means it is stuck
 VERDICTS = ("right", "wrong", "review", "self")
-EXERCISE_STATUSES = ("passed", "todo", "error", "wrong", "timeout", "interrupted", "borrowed", "tampered")
+EXERCISE_STATUSES = ("passed", "todo", "error", "wrong", "timeout", "interrupted")  # what exercises.check returns
+_READ_STATUSES = (*EXERCISE_STATUSES, "borrowed", "tampered")  # earlier checkers wrote these too: still read
 OLD_VERSION = "这是旧版题目的作答"  # the verdict word an answer to an earlier version of its question is shown with
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -200,7 +201,7 @@ def _item_ok(e) -> bool:
 
 
 def _exercise_ok(e) -> bool:
-    return (type(e) is dict and e.get("result") in EXERCISE_STATUSES and _is_str(e.get("message", ""))
+    return (type(e) is dict and e.get("result") in _READ_STATUSES and _is_str(e.get("message", ""))
             and _is_int(e.get("checks")) and _is_texts(e.get("mistakes", [])) and _opt(e.get("source"), _is_str))
 
 
@@ -215,7 +216,7 @@ def _v1_question_ok(e) -> bool:
 
 
 def _v1_exercise_ok(e) -> bool:
-    return (type(e) is dict and e.get("status") in EXERCISE_STATUSES and _is_str(e.get("message", ""))
+    return (type(e) is dict and e.get("status") in _READ_STATUSES and _is_str(e.get("message", ""))
             and _is_int(e.get("checks")))  # fmt: skip
 
 
@@ -586,12 +587,8 @@ def _self_check(entry: dict) -> dict:
 
 
 class Progress:
-    """What the learner has done. ``store=None`` keeps it in memory only (tests, previews).
-
-    ``question_ids`` / ``exercise_names``: the items counted as 还没做 until done (None: the lesson's,
-    ``lesson_items()``); an item recorded under another id joins them. ``versions``: each question's current
-    version digest (None: ``quiz.versions()``, computed from the question data when first needed); an answer
-    recorded for another version is an answer to an earlier version of its question, never counted."""
+    """What the learner has done; ``store=None`` keeps it in memory only. The items counted default to
+    ``lesson_items()`` (an item recorded under another id joins them); ``versions`` to ``quiz.versions()``."""
 
     def __init__(self, question_ids: Iterable[str] | None = None, exercise_names: Iterable[str] | None = None,
                  store: ProgressFile | None = None, interview: bool = True,

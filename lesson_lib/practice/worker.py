@@ -134,11 +134,16 @@ _lock = threading.Lock()
 _child: _Child | None = None
 
 
+@atexit.register  # an exiting kernel kills its child (no lock: a check in another thread must not hold up the exit)
+def _kill_own() -> None:
+    if _child is not None and _child.pid == os.getpid():  # a forked process's copy of _child is not its own
+        _child.kill()
+
+
 def _get(preload: tuple[str, ...]) -> _Child:
     global _child
     if _child is None or _child.pid != os.getpid() or _child.preload != preload or _child.process.poll() is not None:
-        if _child is not None and _child.pid == os.getpid():
-            _child.kill()
+        _kill_own()
         _child = _Child(preload)
     return _child
 
@@ -184,16 +189,8 @@ def stop() -> None:
     """Kill the child now (a re-check in a fresh process; tests)."""
     global _child
     with _lock:
-        if _child is not None and _child.pid == os.getpid():
-            _child.kill()
+        _kill_own()
         _child = None
-
-
-@atexit.register
-def _at_exit() -> None:
-    """An exiting kernel kills its child (without the lock: a check in another thread must not hold up the exit)."""
-    if _child is not None and _child.pid == os.getpid():
-        _child.kill()
 
 
 # ------------------------------------------------------------------------------------------ in the child

@@ -1,16 +1,10 @@
 """Code exercises (§3 split_heads, §10 the per-head loop and the multiply count): a spec, a stub in the
 notebook, a checker whose message teaches, a Chinese solution on request.
 
-``check(name, fn)`` runs the checker in a process of its own (``worker``): the learner's function is sent
-there by value (cloudpickle: it lives in the notebook's ``__main__``), called on several cases and compared
-with the lesson's kernel or FLOP counter. A loop, one endless C call (``n ** d_model ** h``), ``os._exit``,
-a segfault or a huge allocation ends the check at the budget with a Chinese message, and the kernel goes
-on. Known mistakes (a forgotten transpose, columns taken with a stride, no 1/√d_k, softmax on the wrong
-axis, no W^O, a count that misses a product) are named. A stub that still only raises NotImplementedError
-is recognised from its source, without starting the process. Every result is recorded in the learner's
-progress file; ``ExerciseResult.source`` keeps the learner's code, and ``check_source(name, code)`` checks
-code given as text (a class report re-checking an export in a fresh process).
-
+``check(name, fn)`` sends the learner's function (cloudpickle) to the ``worker`` process, which calls it on
+several cases and compares with the lesson's kernel or FLOP counter, naming known mistakes; an accident there
+ends at the budget with a Chinese message. An untouched stub is recognised from its source without the process.
+Results go to the progress file; ``check_source(name, code)`` checks code given as text (a class report).
 The kernel belongs to the learner: nothing here defends against a learner fooling their own check.
 """
 

@@ -1,12 +1,9 @@
 """Reading a learner's maths: polynomials in n with exact coefficients, and a bounded parser (never eval).
 
-Learner text is folded into one spelling (full-width forms, ², ×, Chinese numerals and units 万/亿,
-other scripts' digits, thin-space thousands, 「n 的平方」), cut into candidate expressions (prose
-separates them), and each expression is read by a small recursive-descent parser (numbers,
-+ − × · * / ^ ², n and a few named sizes, parentheses) with limits on length, token count, nesting
-depth, exponent and the size of every coefficient. ``read_value`` reads what one answer box holds:
-a number or a small expression, with a unit word, a name (``d_k =``) or an equal side note beside
-it; anything else is reported as unreadable, in Chinese, with the form the box wants.
+Text is folded into one spelling (full-width forms, ², ×, Chinese numerals, 万/亿, other scripts' digits) and
+read by a small recursive-descent parser with limits on length, tokens, depth, exponent and coefficient size.
+``read_value`` reads one answer box (a number or a small expression, with a unit, a name or a side note);
+anything else is reported as unreadable, in Chinese, with the form the box wants.
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ def _verdict(v) -> bool:
 def _attempt_ok(a) -> bool:
     return (type(a) is dict and _is_answer(a.get("answer")) and _verdict(a.get("verdict"))
             and _opt(a.get("mistake"), _is_str) and _opt(a.get("question_version"), lambda v: _is_str(v, 64))
-            and ("covered" not in a or (_is_texts(a["covered"]) and _is_int(a.get("of")))))  # fmt: skip
+            and ("covered" not in a or _is_self(a)))  # fmt: skip
 
 
 def _item_ok(e) -> bool:
@@ -505,8 +505,8 @@ class ProgressFile:
             self.folder.mkdir(parents=True, exist_ok=True)  # the lock file lives there too
             with self._lock():
                 data, notice = self._load()
-                if self.refused():
-                    return None, self.refused()
+                if refused := self.refused():  # something replaced the file while we read it
+                    return None, refused
                 change(data)
                 self._write(data)
         except (OSError, filelock.Timeout) as exc:

@@ -11,6 +11,7 @@ The kernel belongs to the learner: nothing here defends against a learner foolin
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import math
@@ -574,10 +575,14 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
             f"例如 check(\"{name}\", {exercise.learner_name})，函数名后面不要加括号。",
         )  # fmt: skip
     else:
-        source = _source_of(fn)
+        try:
+            source = textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
+        except (OSError, TypeError):
+            source = ""
         result = _todo(name, exercise.learner_name) if _is_stub(source) else _in_process(name, fn, source, budget)
         result = replace(result, source=source or None)
-    _record(result)
+    with contextlib.suppress(Exception):  # a failed save shows in the summary; the result matters more
+        progress.default_progress().record_exercise(result)
     return result
 
 
@@ -590,13 +595,6 @@ def check_source(name: str, source: str, *, budget: float | None = None, fresh: 
         worker.stop()
     result = _todo(name, EXERCISES[name].learner_name) if _is_stub(source) else _in_process(name, None, source, budget)
     return replace(result, source=source)
-
-
-def _source_of(fn) -> str:
-    try:
-        return textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
-    except (OSError, TypeError):
-        return ""
 
 
 def _is_stub(source: str) -> bool:
@@ -738,14 +736,6 @@ def _compiled(exercise: _Exercise, source: str):
     if not functions:
         raise ValueError(f"代码里没有定义函数 {exercise.learner_name}")
     return functions[-1]
-
-
-def _record(result: ExerciseResult) -> None:
-    """Save the result to the learner's progress (a problem saving is shown in the summary, never raised here)."""
-    try:
-        progress.default_progress().record_exercise(result)
-    except Exception:  # the learner's result matters more than its bookkeeping
-        pass
 
 
 def spec(name: str) -> _Text:

@@ -33,7 +33,7 @@ from lesson_lib.costs import count
 from lesson_lib.practice import progress, worker
 from lesson_lib.practice.shape_mistakes import split_heads_shape_mistake
 
-__all__ = ["ExerciseResult", "EXERCISES", "BUDGET_S", "check", "check_source", "spec", "show_solution",
+__all__ = ["ExerciseResult", "EXERCISES", "MISTAKES", "BUDGET_S", "check", "check_source", "spec", "show_solution",
            "check_split_heads", "check_multi_head_attention_loop", "check_count_multiplies",
            "split_heads_solution", "multi_head_attention_loop_solution", "count_multiplies_solution"]  # fmt: skip
 
@@ -526,6 +526,35 @@ def _count_hint(value: float, c) -> tuple[str, str]:
 # ---------------------------------------------------------------------------------------------
 # The exercises, and what the notebook calls
 # ---------------------------------------------------------------------------------------------
+
+# The named mistakes a checker gives (ExerciseResult.mistakes), in Chinese: the class report lists them by name.
+MISTAKES = {
+    "transpose": "忘了 transpose（停在 (n, h, d_k)）",
+    "reshape_without_transpose": "直接 reshape 成 (h, n, d_k)，没有转置",
+    "strided": "每隔 h 列取一列，而不是连续的 d_k 列",
+    "shape": "形状不对",
+    "values": "形状对了，数值不对",
+    "no_scale": "忘了除以 √d_k",
+    "scale_d_model": "除以 √d_model，而不是 √d_k",
+    "one_head": "只算了一个头",
+    "one_head_only": "只返回了一个头的结果",
+    "no_concat": "没有把各头拼接起来",
+    "no_w_o": "漏了输出投影 W^O",
+    "softmax_axis": "softmax 沿错了轴",
+    "no_softmax": "忘了 softmax",
+    "no_projections": "漏了四个投影",
+    "no_scores": "漏了 QKᵀ 与 weights × V",
+    "no_qkv": "漏了 Q、K、V 三个投影",
+    "no_weights_v": "漏了 weights × V",
+    "no_qk": "漏了打分 QKᵀ",
+    "scores_only": "只算了打分 QKᵀ",
+    "softmax_counted": "把 softmax 也算进了乘法",
+    "times_h": "多乘了一个 h",
+    "other": "数错了",
+    "modifies_input": "改动了输入数组",
+    "no_return": "没有返回结果",
+    "float32": "公式对，中间用了 float32",
+}
 
 EXERCISES = {
     "split_heads": _Exercise(

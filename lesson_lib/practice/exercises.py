@@ -1,22 +1,17 @@
 """Code exercises (§3 split_heads, §10 the per-head loop and the multiply count): a spec, a stub in the
 notebook, a checker whose message teaches, a Chinese solution on request.
 
-``check(name, fn)`` runs the checker in a process of its own (``worker``): the learner's function is sent
-there by value (cloudpickle: it lives in the notebook's ``__main__``), called on several cases and compared
-with the lesson's kernel or FLOP counter. A loop, one endless C call (``n ** d_model ** h``), ``os._exit``,
-a segfault or a huge allocation ends the check at the budget with a Chinese message, and the kernel goes
-on. Known mistakes (a forgotten transpose, columns taken with a stride, no 1/√d_k, softmax on the wrong
-axis, no W^O, a count that misses a product) are named. A stub that still only raises NotImplementedError
-is recognised from its source, without starting the process. Every result is recorded in the learner's
-progress file; ``ExerciseResult.source`` keeps the learner's code, and ``check_source(name, code)`` checks
-code given as text (a class report re-checking an export in a fresh process).
-
+``check(name, fn)`` sends the learner's function (cloudpickle) to the ``worker`` process, which calls it on
+several cases and compares with the lesson's kernel or FLOP counter, naming known mistakes; an accident there
+ends at the budget with a Chinese message. An untouched stub is recognised from its source without the process.
+Results go to the progress file; ``check_source(name, code)`` checks code given as text (a class report).
 The kernel belongs to the learner: nothing here defends against a learner fooling their own check.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import math
@@ -609,10 +604,14 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
             f"例如 check(\"{name}\", {exercise.learner_name})，函数名后面不要加括号。",
         )  # fmt: skip
     else:
-        source = _source_of(fn)
+        try:
+            source = textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
+        except (OSError, TypeError):
+            source = ""
         result = _todo(name, exercise.learner_name) if _is_stub(source) else _in_process(name, fn, source, budget)
         result = replace(result, source=source or None)
-    _record(result)
+    with contextlib.suppress(Exception):  # a failed save shows in the summary; the result matters more
+        progress.default_progress().record_exercise(result)
     return result
 
 
@@ -625,13 +624,6 @@ def check_source(name: str, source: str, *, budget: float | None = None, fresh: 
         worker.stop()
     result = _todo(name, EXERCISES[name].learner_name) if _is_stub(source) else _in_process(name, None, source, budget)
     return replace(result, source=source)
-
-
-def _source_of(fn) -> str:
-    try:
-        return textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
-    except (OSError, TypeError):
-        return ""
 
 
 def _is_stub(source: str) -> bool:
@@ -775,14 +767,6 @@ def _compiled(exercise: _Exercise, source: str):
     return functions[-1]
 
 
-def _record(result: ExerciseResult) -> None:
-    """Save the result to the learner's progress (a problem saving is shown in the summary, never raised here)."""
-    try:
-        progress.default_progress().record_exercise(result)
-    except Exception:  # the learner's result matters more than its bookkeeping
-        pass
-
-
 def spec(name: str) -> _Text:
     """The exercise's specification, in Chinese."""
     return _Text(_exercise(name).spec)
@@ -793,4 +777,3 @@ def show_solution(name: str) -> _Text:
     return _Text(inspect.getsource(_exercise(name).solution).rstrip(), "python")
 
 
-progress.declare(exercise_names=tuple(EXERCISES))  # the progress store counts the items its callers name

@@ -538,8 +538,9 @@ def _bare_clone(tmp: Path) -> tuple[str, str]:
     if branch == "HEAD":  # detached (as in some CI clones): name the commit on a branch of the bare clone
         branch = "lesson"
     target = tmp / "lesson.git"
-    subprocess.run(["git", "clone", "--quiet", "--bare", "--no-local", str(ROOT), str(target)], check=True)
+    # HEAD before the clone: a commit made meanwhile is then in the clone too (read after, it might not be).
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    subprocess.run(["git", "clone", "--quiet", "--bare", "--no-local", str(ROOT), str(target)], check=True)
     subprocess.run(["git", "--git-dir", str(target), "branch", "--force", branch, head.strip()], check=True,
                    capture_output=True)
     return f"file://{target}", branch

@@ -125,8 +125,8 @@ def static_cells(nb, questions: dict) -> None:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        if (m := QUIZ_CALL.search(cell.source)) and m.group(1) in questions:
-            cell.outputs = [_html_output(selfcheck.form_html(questions[m.group(1)]))]
+        if asked := [q for q in QUIZ_CALL.findall(cell.source) if q in questions]:  # display(ask("S4"), ask("S4b"))
+            cell.outputs = [_html_output(selfcheck.form_html(questions[q])) for q in asked]
         elif "interview_self_check(" in cell.source:
             from lesson_lib.practice.interview import INTERVIEW_QUESTION, interview_rubric, model_answer
 

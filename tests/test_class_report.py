@@ -100,11 +100,11 @@ def test_page_and_csv_say_the_same_numbers(planted_class, tmp_path):
     assert got[("exercise_mistake", "split_heads", "transpose")] == 3
     assert got[("stopped", "第 5 节", "students")] == 2
     page = (out / "class-report.html").read_text("utf-8")
-    assert "学生 1" not in page or "--names" not in page  # anonymous: numbered, no home folder names
-    assert "home00" not in page
+    assert "home00" not in page and "学生 1<" in page  # anonymous: numbered, no home folder names
+    assert got[("student", "学生 11", "last_section")] == 5
     named = tmp_path / "named"
     class_report.main([str(planted_class), "--out", str(named), "--names"])
-    assert "home00" not in (named / "class-report.html").read_text("utf-8")  # names appear only where shown
+    assert "home00" in (named / "class-report.html").read_text("utf-8")  # names only with --names
     for svg in page.split("<svg")[1:]:
         assert 'aria-label="' in svg.split(">", 1)[0]  # every picture says what it shows
 
@@ -143,3 +143,36 @@ def test_reading_never_changes_a_students_file(planted_class):
     before = [f.read_bytes() for f in files]
     class_report.build([str(planted_class)])
     assert [f.read_bytes() for f in files] == before
+
+
+def test_an_export_beside_its_progress_file_is_the_same_student(planted_class):
+    for live in sorted(planted_class.rglob("progress.json"))[:3]:  # three students pressed 「导出进度」
+        Progress(store=ProgressFile(live)).export()
+    assert len(list(planted_class.rglob("progress-export.json"))) == 3
+    report = class_report.build([str(planted_class)])
+    assert report.n == 12 and report.questions["Q2"].answered == 10
+    exports = class_report.build([str(p) for p in planted_class.rglob("progress-export.json")])
+    assert exports.n == 3  # collected exports alone are read
+
+
+def test_the_checkers_named_slips_reach_the_page_by_their_chinese_names(tmp_path, monkeypatch):
+    from lesson_lib.practice import exercises
+
+    def forgets_transpose(x, h):
+        return x.reshape(x.shape[0], h, -1)
+
+    def reshapes_straight(x, h):
+        return x.reshape(h, x.shape[0], -1)
+
+    def takes_strided_columns(x, h):
+        return x.reshape(x.shape[0], -1, h).transpose(2, 0, 1)
+
+    named = set()
+    for i, slip in enumerate((forgets_transpose, reshapes_straight, takes_strided_columns)):
+        monkeypatch.setenv("LESSON_PROGRESS_FILE", str(tmp_path / f"s{i}" / "progress.json"))
+        named.update(exercises.check("split_heads", slip).mistakes)
+    assert named == {"transpose", "reshape_without_transpose", "strided"}
+    assert named <= set(exercises.MISTAKES)
+    report = class_report.build([str(tmp_path)])
+    shown = {m: text for _, item, m, text, _ in report.misconceptions if item == "split_heads"}
+    assert {m: text.split("：")[0] for m, text in shown.items()} == {m: exercises.MISTAKES[m] for m in named}

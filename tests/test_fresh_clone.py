@@ -1,10 +1,13 @@
 """The README's first command, run as a learner runs it: a fresh clone, a path with spaces and Chinese, no flags.
 
-Once as root (a container, a cloud server) and once as a normal user (made with ``useradd`` when the suite runs as
-root, removed afterwards). Each run must end with JupyterLab serving the whole course and the learner's own copy,
-answering its contents API; then the server is stopped by its PID and its process group killed. ``BROWSER=true``
-makes the browser JupyterLab opens a no-op. Slow (an install into a fresh ``.venv``); pip's downloads are shared
-by both runs and kept between sessions in ``.test-cache/pip`` (git-ignored), so only the first ever downloads.
+One clone, two runs: first a normal user (made with ``useradd`` when the suite runs as root, removed afterwards)
+installs into a fresh ``.venv`` and opens JupyterLab; then root (a container, a cloud server) runs the same command
+in the same clone: the stamp skips the install (one install instead of two halves this file's cost) and root's own
+path -- the ``--allow-root`` notice, the settings, the personal copy, JupyterLab answering -- still runs. When no
+normal user can run first, root's run installs. Each run must end with JupyterLab serving the whole course and the
+learner's own copy, answering its contents API, and must write nothing in its home; then the server is stopped by
+its PID and its process group killed. ``BROWSER=true`` makes the browser JupyterLab opens a no-op. pip's downloads
+are kept between sessions in ``.test-cache/pip`` (git-ignored), so only the first ever downloads.
 Skips (CI fails instead): running as root is impossible (not root, no password-free sudo), or no normal user can
 be made.
 """
@@ -79,13 +82,24 @@ def _chown_tree(path: Path, uid: int, gid: int) -> None:
     os.lchown(path, uid, gid)
 
 
-def _clone(base: Path, who: str) -> Path:
+@pytest.fixture(scope="module")
+def clone(base):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
-    dest = base / f"我的 课程 {who}"
+    dest = base / "我的 课程"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(dest)], check=True, timeout=300)
     subprocess.run(["git", "-c", "advice.detachedHead=false", "checkout", "--quiet", head.stdout.strip()],
                    cwd=dest, check=True)
     return dest
+
+
+# What JupyterLab, IPython and npm (which JupyterLab asks for its registry) keep in a home of their own accord.
+TOOLS_OWN = (".ipython", ".jupyter", ".local/share/jupyter", ".npm")
+
+
+def _files(home: Path) -> set[str]:
+    """Files and folders under home, but for the tools' own folders (and the folders leading to them)."""
+    names = {str(p.relative_to(home)) for p in home.rglob("*")}
+    return {n for n in names if not any(n == t or n.startswith(t + "/") or t.startswith(n + "/") for t in TOOLS_OWN)}
 
 
 def _clean_env(home: Path, runtime: Path) -> dict:
@@ -177,21 +191,26 @@ def _wait_gone(pid: int) -> None:
     pytest.fail(f"process group {pid} is still running")
 
 
-def _run(base: Path, who: str, uid: int | None, gid: int | None, home: Path, report) -> dict:
-    clone = _clone(base, who)
+def _run(base: Path, clone: Path, who: str, uid: int | None, gid: int | None, home: Path, report) -> dict:
     runtime = base / f"runtime-{who}"
     runtime.mkdir()
     PIP_CACHE.mkdir(parents=True, exist_ok=True)
     if uid is not None:
         for path in (clone, runtime, PIP_CACHE):
             _chown_tree(path, uid, gid)
+    ours = home.is_relative_to(base)  # a home this test made (not the real home of whoever runs the suite)
+    before = _files(home) if ours else set()
     try:
         run = _serve(clone, _clean_env(home, runtime), runtime, uid, gid)
     finally:
         if uid is not None and os.geteuid() == 0:
             _chown_tree(PIP_CACHE, 0, 0)
     _wait_gone(run["pid"])
-    report(f"fresh clone as {who}: JupyterLab answered {run['seconds']:.0f} s after `{COMMAND}`")
+    run["installed"] = "==> 安装依赖" in run["output"]
+    report(f"fresh clone as {who}: JupyterLab answered {run['seconds']:.0f} s after `{COMMAND}` "
+           f"({'installed' if run['installed'] else 'install skipped: already done in this clone'})")
+    if ours:
+        assert _files(home) - before == set()  # the lesson wrote nothing outside the clone and its data folder
     return run
 
 
@@ -207,21 +226,22 @@ def report(pytestconfig):
                 terminal.write_line(line)
 
 
-def test_as_a_normal_user(base, learner, report):
+def test_as_a_normal_user(base, clone, learner, report):
     uid, gid, home = learner
     as_other = uid != os.getuid()
-    run = _run(base, "user", uid if as_other else None, gid if as_other else None, home, report)
-    _assert_serves_the_course(run, base / "我的 课程 user")
+    run = _run(base, clone, "user", uid if as_other else None, gid if as_other else None, home, report)
+    _assert_serves_the_course(run, clone)
+    assert run["installed"]  # a fresh clone: the first run installs
     assert "--allow-root" not in run["output"]
 
 
-def test_as_root(base, report):
+def test_as_root(base, clone, report):
     _require(os.geteuid() == 0, "不是 root：以 root 运行测试（例如 sudo bash scripts/test.sh）时才跑这一项 / "
                                 "not root: run the suite as root (e.g. in a container) for the root case")
     home = base / "root-home"
     home.mkdir()
-    run = _run(base, "root", None, None, home, report)
-    _assert_serves_the_course(run, base / "我的 课程 root")
+    run = _run(base, clone, "root", None, None, home, report)
+    _assert_serves_the_course(run, clone)
     notice = [line for line in run["output"].splitlines() if "--allow-root" in line]
     assert len(notice) == 1 and re.search(r"[\u4e00-\u9fff]", notice[0]) and "root" in notice[0], notice
     assert "Running as root is not recommended" not in run["output"]

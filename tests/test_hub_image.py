@@ -5,7 +5,7 @@ its build plan, printed without a Docker engine (``--no-build``), runs our files
 and the same steps, run in a fresh virtual environment, give an environment in which the whole
 lesson runs with nothing else installed, from a student's copy, after the build checkout is gone
 (a hub mounts each student's home over the image's). The second installs from the package index,
-so it takes a minute or two; it is marked ``hub_image``.
+so it takes a minute or two (its downloads are cached in ``.test-cache/pip``); it is marked ``hub_image``.
 """
 
 import json
@@ -20,6 +20,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 NOTEBOOK = "notebooks/day11_multi_head_attention.ipynb"
+# pip's downloads, shared with test_fresh_clone.py and kept between sessions (git-ignored): only the first run
+# ever downloads the image's packages.
+PIP_CACHE = ROOT / ".test-cache" / "pip"
 
 
 def _tool(name):
@@ -71,7 +74,7 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
             shutil.copy2(ROOT / rel, src / rel)
     subprocess.run([base_python, "-m", "venv", str(env)], check=True, timeout=120)
     build_env = {**os.environ, "PATH": f"{env / 'bin'}{os.pathsep}{os.environ['PATH']}",
-                 "NB_PYTHON_PREFIX": str(env), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+                 "NB_PYTHON_PREFIX": str(env), "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_CACHE_DIR": str(PIP_CACHE)}
     build_env.pop("VIRTUAL_ENV", None)
     subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", "binder/requirements.txt"],
                    cwd=src, env=build_env, check=True, timeout=1500)
@@ -136,7 +139,8 @@ def test_the_image_resolves_to_the_locked_versions(tmp_path):
     report = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
                            "--report", str(report), "-r", "binder/requirements.txt"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1500)
+                          cwd=ROOT, capture_output=True, text=True, timeout=1500,
+                          env={**os.environ, "PIP_CACHE_DIR": str(PIP_CACHE)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     chosen = {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"]
               for i in json.loads(report.read_text())["install"]}

@@ -1,18 +1,21 @@
 """The lesson's checked outputs are the same with the network cut and on other CPU code paths.
 
-Two runs of strict nbval against the stored notebook, each a whole Restart & Run All in a fresh kernel:
+One run of strict nbval against the stored notebook, a whole Restart & Run All in a fresh kernel, with every
+condition at once (``offline-prescott-blas-1-thread-baseline-simd``):
 
-* ``offline-prescott-blas-1-thread``: the network is cut, OpenBLAS uses its generic x86 kernel
-  (``OPENBLAS_CORETYPE=Prescott``) with one thread (where numpy's OpenBLAS crashes with that kernel, Nehalem, the
-  next oldest, and the Prescott item is reported as a skip with the reason);
-* ``baseline-simd-2-threads``: numpy's own SIMD loops are turned down to its baseline
-  (``NPY_DISABLE_CPU_FEATURES`` with every dispatch target the installed numpy offers on this CPU), two BLAS threads.
+* the network is cut;
+* OpenBLAS uses its generic x86 kernel (``OPENBLAS_CORETYPE=Prescott``; where numpy's OpenBLAS crashes with that
+  kernel, Nehalem, the next oldest, and a Prescott item is reported as a skip with the reason) with one thread;
+* numpy's own SIMD loops are turned down to its baseline (``NPY_DISABLE_CPU_FEATURES`` with every dispatch target
+  the installed numpy offers on this CPU).
 
-The default code path (this CPU's best kernel, default threads) is the suite's main nbval run, so together the three
-show on one machine that no checked output follows the BLAS kernel, the thread count or numpy's SIMD loops.
-A probe cell appended to each copy checks that the variant took effect (and, offline, that 192.0.2.1 -- TEST-NET-1 --
-could not be reached); the committed notebook is never modified. On a CPU that is not x86 the generic-kernel part is
-reported as a skip with its reason and the rest still runs.
+The default code path (this CPU's best kernel and SIMD loops, default threads) is the suite's main nbval run, so
+together the two show on one machine that no checked output follows the BLAS kernel, the thread count or numpy's
+SIMD loops (a difference between the runs is found; which condition caused it is found by re-running with one
+variable changed). One combined run instead of one per condition halves this file's cost (one Restart & Run All).
+Probe cells appended to the copy check that each condition took effect (kernel, thread count, SIMD targets off,
+and 192.0.2.1 -- TEST-NET-1 -- unreachable); the committed notebook is never modified. On a CPU that is not x86 the
+generic-kernel condition is reported as a skip with its reason and the rest still runs.
 
 How the network is cut, the first that works here:
 1. ``unshare -n`` (``unshare -rn`` when not root): pytest, nbval and the kernel live in a fresh network namespace with
@@ -188,11 +191,9 @@ def _variants():
         skip_reason = (f"numpy {numpy.__version__}'s OpenBLAS crashes on a float32 matmul with "
                        "OPENBLAS_CORETYPE=Prescott (upstream bug); the offline run uses Nehalem instead")
     kernel = generic.get("OPENBLAS_CORETYPE", "default").lower()
-    yield pytest.param("offline-blas-1-thread", True, {**generic, "OPENBLAS_NUM_THREADS": "1"},
-                       id=f"offline-{kernel}-blas-1-thread")
-    yield pytest.param("baseline-simd-2-threads", False, {"OPENBLAS_NUM_THREADS": "2"}, id="baseline-simd-2-threads")
+    yield pytest.param({**generic, "OPENBLAS_NUM_THREADS": "1"}, id=f"offline-{kernel}-blas-1-thread-baseline-simd")
     if skip_reason:
-        yield pytest.param("generic-blas", False, {}, id="prescott-blas", marks=pytest.mark.skip(reason=skip_reason))
+        yield pytest.param({}, id="prescott-blas", marks=pytest.mark.skip(reason=skip_reason))
 
 
 def openblas_facts(env: dict[str, str]) -> dict | None:
@@ -218,16 +219,14 @@ def _expected_probe(env: dict[str, str]) -> dict:
     return expected
 
 
-def _notebook_with_probes(src: Path, dst: Path, env: dict[str, str], offline: bool) -> None:
+def _notebook_with_probes(src: Path, dst: Path, env: dict[str, str]) -> None:
     """A copy of the stored notebook plus probe cells whose stored outputs are what the variant must print."""
     import nbformat
 
     nb = nbformat.read(src, as_version=4)
     expected = _expected_probe(env)
     probe = f"KEYS = {list(expected)!r}\n" + VARIANT_PROBE
-    cells = [(probe, json.dumps(expected) + "\n")]
-    if offline:
-        cells.append((OFFLINE_PROBE, f"{PROBE_MARK} blocked\n"))
+    cells = [(probe, json.dumps(expected) + "\n"), (OFFLINE_PROBE, f"{PROBE_MARK} blocked\n")]
     for source, text in cells:
         cell = nbformat.v4.new_code_cell(source, execution_count=1)  # nbval compares only cells that were run
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
@@ -235,10 +234,8 @@ def _notebook_with_probes(src: Path, dst: Path, env: dict[str, str], offline: bo
     nbformat.write(nb, dst)
 
 
-def _pytest_runner(offline: bool, tmp_path: Path) -> tuple[list[str], str]:
-    """The command prefix that starts pytest (with nbval) for a variant, and how the network is cut."""
-    if not offline:
-        return [sys.executable], "network not cut"
+def _pytest_runner(tmp_path: Path) -> tuple[list[str], str]:
+    """The command prefix that starts pytest (with nbval) with the network cut, and how it is cut."""
     prefix = _unshare_prefix()
     if prefix:
         here = str(Path(__file__).parent)
@@ -251,26 +248,26 @@ def _pytest_runner(offline: bool, tmp_path: Path) -> tuple[list[str], str]:
     return [sys.executable], "socket guard (IPython startup file)"
 
 
-@pytest.mark.parametrize(("name", "offline", "variant_env"), list(_variants()))
-def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_property, name, offline, variant_env):
+@pytest.mark.parametrize("variant_env", list(_variants()))
+def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_property, variant_env):
     assert NOTEBOOK.exists(), f"{NOTEBOOK} is missing"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("JUPYTER", "IPYTHON", "OPENBLAS_", "OMP_", "MKL_", "NPY_"))}
     env.update(variant_env)
-    if name == "baseline-simd-2-threads":
-        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(numpy_dispatch_targets())
+    env["NPY_DISABLE_CPU_FEATURES"] = " ".join(numpy_dispatch_targets())
+    name = "offline, generic BLAS kernel, 1 thread, baseline SIMD"
     env["JUPYTER_DATA_DIR"] = str(tmp_path / "jupyter-data")  # only this venv's python3 kernelspec is found
     env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "jupyter-runtime")
     env["IPYTHONDIR"] = str(tmp_path / "ipython")
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     env["MPLBACKEND"] = "Agg"
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    runner, method = _pytest_runner(offline, tmp_path)
+    runner, method = _pytest_runner(tmp_path)
     # A copy of notebooks/ is the kernel's working folder: whatever a cell writes stays out of the repository.
     work = tmp_path / "notebooks"
     shutil.copytree(NOTEBOOK.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     copy = work / NOTEBOOK.name
-    _notebook_with_probes(NOTEBOOK, copy, env, offline)
+    _notebook_with_probes(NOTEBOOK, copy, env)
     (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n", encoding="utf-8")
     args = ["-p", "no:cacheprovider", "-q", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
             "--nbval", "--nbval-current-env", "--nbval-cell-timeout", str(CELL_TIMEOUT_S),
@@ -293,7 +290,7 @@ def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_propert
 
 
 def test_numpy_names_its_dispatch_targets():
-    """The baseline-SIMD variant disables something on this CPU, with names the installed numpy reports."""
+    """The baseline-SIMD condition disables something on this CPU, with names the installed numpy reports."""
     targets = numpy_dispatch_targets()
     if not targets:
         pytest.skip("numpy has no SIMD dispatch targets above its baseline on this CPU: nothing to turn down")

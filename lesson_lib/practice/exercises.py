@@ -1,22 +1,17 @@
 """Code exercises (§3 split_heads, §10 the per-head loop and the multiply count): a spec, a stub in the
 notebook, a checker whose message teaches, a Chinese solution on request.
 
-``check(name, fn)`` runs the checker in a process of its own (``worker``): the learner's function is sent
-there by value (cloudpickle: it lives in the notebook's ``__main__``), called on several cases and compared
-with the lesson's kernel or FLOP counter. A loop, one endless C call (``n ** d_model ** h``), ``os._exit``,
-a segfault or a huge allocation ends the check at the budget with a Chinese message, and the kernel goes
-on. Known mistakes (a forgotten transpose, columns taken with a stride, no 1/√d_k, softmax on the wrong
-axis, no W^O, a count that misses a product) are named. A stub that still only raises NotImplementedError
-is recognised from its source, without starting the process. Every result is recorded in the learner's
-progress file; ``ExerciseResult.source`` keeps the learner's code, and ``check_source(name, code)`` checks
-code given as text (a class report re-checking an export in a fresh process).
-
+``check(name, fn)`` sends the learner's function (cloudpickle) to the ``worker`` process, which calls it on
+several cases and compares with the lesson's kernel or FLOP counter, naming known mistakes; an accident there
+ends at the budget with a Chinese message. An untouched stub is recognised from its source without the process.
+Results go to the progress file; ``check_source(name, code)`` checks code given as text (a class report).
 The kernel belongs to the learner: nothing here defends against a learner fooling their own check.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import math
@@ -33,7 +28,7 @@ from lesson_lib.costs import count
 from lesson_lib.practice import progress, worker
 from lesson_lib.practice.shape_mistakes import split_heads_shape_mistake
 
-__all__ = ["ExerciseResult", "EXERCISES", "BUDGET_S", "check", "check_source", "spec", "show_solution",
+__all__ = ["ExerciseResult", "EXERCISES", "MISTAKES", "BUDGET_S", "check", "check_source", "spec", "show_solution",
            "check_split_heads", "check_multi_head_attention_loop", "check_count_multiplies",
            "split_heads_solution", "multi_head_attention_loop_solution", "count_multiplies_solution"]  # fmt: skip
 
@@ -527,6 +522,35 @@ def _count_hint(value: float, c) -> tuple[str, str]:
 # The exercises, and what the notebook calls
 # ---------------------------------------------------------------------------------------------
 
+# The named mistakes a checker gives (ExerciseResult.mistakes), in Chinese: the class report lists them by name.
+MISTAKES = {
+    "transpose": "忘了 transpose（停在 (n, h, d_k)）",
+    "reshape_without_transpose": "直接 reshape 成 (h, n, d_k)，没有转置",
+    "strided": "每隔 h 列取一列，而不是连续的 d_k 列",
+    "shape": "形状不对",
+    "values": "形状对了，数值不对",
+    "no_scale": "忘了除以 √d_k",
+    "scale_d_model": "除以 √d_model，而不是 √d_k",
+    "one_head": "只算了一个头",
+    "one_head_only": "只返回了一个头的结果",
+    "no_concat": "没有把各头拼接起来",
+    "no_w_o": "漏了输出投影 W^O",
+    "softmax_axis": "softmax 沿错了轴",
+    "no_softmax": "忘了 softmax",
+    "no_projections": "漏了四个投影",
+    "no_scores": "漏了 QKᵀ 与 weights × V",
+    "no_qkv": "漏了 Q、K、V 三个投影",
+    "no_weights_v": "漏了 weights × V",
+    "no_qk": "漏了打分 QKᵀ",
+    "scores_only": "只算了打分 QKᵀ",
+    "softmax_counted": "把 softmax 也算进了乘法",
+    "times_h": "多乘了一个 h",
+    "other": "数错了",
+    "modifies_input": "改动了输入数组",
+    "no_return": "没有返回结果",
+    "float32": "公式对，中间用了 float32",
+}
+
 EXERCISES = {
     "split_heads": _Exercise(
         "split_heads",
@@ -580,10 +604,14 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
             f"例如 check(\"{name}\", {exercise.learner_name})，函数名后面不要加括号。",
         )  # fmt: skip
     else:
-        source = _source_of(fn)
+        try:
+            source = textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
+        except (OSError, TypeError):
+            source = ""
         result = _todo(name, exercise.learner_name) if _is_stub(source) else _in_process(name, fn, source, budget)
         result = replace(result, source=source or None)
-    _record(result)
+    with contextlib.suppress(Exception):  # a failed save shows in the summary; the result matters more
+        progress.default_progress().record_exercise(result)
     return result
 
 
@@ -596,13 +624,6 @@ def check_source(name: str, source: str, *, budget: float | None = None, fresh: 
         worker.stop()
     result = _todo(name, EXERCISES[name].learner_name) if _is_stub(source) else _in_process(name, None, source, budget)
     return replace(result, source=source)
-
-
-def _source_of(fn) -> str:
-    try:
-        return textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
-    except (OSError, TypeError):
-        return ""
 
 
 def _is_stub(source: str) -> bool:
@@ -746,14 +767,6 @@ def _compiled(exercise: _Exercise, source: str):
     return functions[-1]
 
 
-def _record(result: ExerciseResult) -> None:
-    """Save the result to the learner's progress (a problem saving is shown in the summary, never raised here)."""
-    try:
-        progress.default_progress().record_exercise(result)
-    except Exception:  # the learner's result matters more than its bookkeeping
-        pass
-
-
 def spec(name: str) -> _Text:
     """The exercise's specification, in Chinese."""
     return _Text(_exercise(name).spec)
@@ -764,4 +777,3 @@ def show_solution(name: str) -> _Text:
     return _Text(inspect.getsource(_exercise(name).solution).rstrip(), "python")
 
 
-progress.declare(exercise_names=tuple(EXERCISES))  # the progress store counts the items its callers name

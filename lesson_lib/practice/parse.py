@@ -1,12 +1,9 @@
 """Reading a learner's maths: polynomials in n with exact coefficients, and a bounded parser (never eval).
 
-Learner text is folded into one spelling (full-width forms, ², ×, Chinese numerals and units 万/亿,
-other scripts' digits, thin-space thousands, 「n 的平方」), cut into candidate expressions (prose
-separates them), and each expression is read by a small recursive-descent parser (numbers,
-+ − × · * / ^ ², n and a few named sizes, parentheses) with limits on length, token count, nesting
-depth, exponent and the size of every coefficient. ``read_value`` reads what one answer box holds:
-a number or a small expression, with a unit word, a name (``d_k =``) or an equal side note beside
-it; anything else is reported as unreadable, in Chinese, with the form the box wants.
+Text is folded into one spelling (full-width forms, ², ×, Chinese numerals, 万/亿, other scripts' digits) and
+read by a small recursive-descent parser with limits on length, tokens, depth, exponent and coefficient size.
+``read_value`` reads one answer box (a number or a small expression, with a unit, a name or a side note);
+anything else is reported as unreadable, in Chinese, with the form the box wants.
 """
 
 from __future__ import annotations
@@ -301,40 +298,6 @@ def _units(m: re.Match) -> str:
     if rest:
         value += Fraction(rest)
     return (str(value.numerator) if value.denominator == 1 else str(float(value))) + " "
-
-
-def _segments(text: str, names: Iterable[str]) -> list[str]:
-    """Cut normalised text into candidate expressions; prose (Chinese words, unknown names) separates them."""
-    known = set(names)
-
-    def keep_name(m):
-        word = ALIASES.get(m.group(), m.group())
-        if word in known:
-            return word
-        if len(word) <= 4 and all(ch in known for ch in word):
-            return "·".join(word)  # 4nd² means 4·n·d²
-        return " "
-
-    text = re.sub(r"\(([^()]*=[^()]*)\)", r"\n\1\n", text)  # 40000 (h=16): the remark is its own piece
-    text = re.sub(r"[a-z_][a-z0-9_]*", keep_name, text)
-    text = re.sub(r"(?<=[0-9)])\s+(?=[a-z_][a-z0-9_]*\s*=)", "\n", text)  # d_k=64 d_v=64 -> two claims
-    out = []
-    for ch in text:
-        if ch in "0123456789abcdefghijklmnopqrstuvwxyz_.+-*/^()×·= ":
-            out.append(ch)
-        elif unicodedata.category(ch)[0] == "L":
-            out.append(" ")  # a word inside an expression: 「8 个头 × 64 维」 -> 8 × 64
-        else:
-            out.append("\n")  # punctuation and line breaks end an expression
-    text = "".join(out)
-    text = re.sub(r"(?<!\d)\.|\.(?!\d)", "\n", text)  # a full stop, not a decimal point
-    text = re.sub(r"(?<=[0-9a-z_)])\s+(?=\d)", "\n", text)  # 「8 个头每个 64 维」 -> 8 | 64
-    pieces = []
-    for piece in text.split("\n"):
-        piece = piece.strip(" =")
-        if re.search(r"[0-9a-z]", piece):
-            pieces.append(piece)
-    return pieces
 
 
 class _Parser:

@@ -1,32 +1,12 @@
 """The learner's progress (questions, code exercises, the interview self-check) and the file that keeps it.
 
-Everything the learner does is recorded in a ``Progress`` and saved at once. A save takes the file's
-lock (``filelock``, ``progress.json.lock`` beside it), reads what is there, adds what this kernel did
-since its last save, and writes atomically (a new temporary file created in the same folder, then
-``os.replace``): two notebooks saving to the same file lose nothing, and each learns the other's answers.
-A kernel restart or a crash loses nothing: when the cells run again, the widgets and the summary are restored.
-
-The lesson's items are the question bank's ids and ``EXERCISE_IDS`` (a constant; a test holds it equal to the
-exercises module's list) plus the §8 interview; an item recorded under another id is counted too.
-
-Where the file lives: ``$LESSON_PROGRESS_FILE`` if set (the hub and the tests set it), otherwise the
-learner's data folder from ``platformdirs`` (``~/.local/share/day11-multi-head-attention/progress.json``
-on Linux, or under ``$XDG_DATA_HOME``; ``~/Library/Application Support/…`` on macOS; ``%LOCALAPPDATA%\\…``
-on Windows): the learner's own space, outside the repository. A file at the old place
-(``~/.local/share/…`` on every system) is still read, so an update loses no one's progress.
-
-The file and its folder (the *data folder* is the folder that holds the progress file):
-
-- Only a regular file is read or written. Anything else at the path (a symlink, a FIFO, a folder, a device)
-  is refused at once with a Chinese notice (opened O_NOFOLLOW | O_NONBLOCK, checked with lstat/fstat): the
-  progress stays in memory, nothing is renamed or written, nothing is followed out of the data folder.
-- A save writes a new temporary file inside the data folder (O_CREAT | O_EXCL | O_NOFOLLOW) and replaces the
-  progress file with it only when the path holds a regular file or nothing. A failed write (a full disk, a
-  read-only folder) leaves the old file as it was and tells the learner in Chinese.
-- A file over ``MAX_FILE_BYTES`` (5 MB; a real one is a few KB) is set aside, like an unreadable one: renamed to
-  ``progress.json.unreadable-<time>`` in the same folder (never deleted; only a regular file is renamed).
-- Every field is type-checked (``"version": true`` is not 1): a wrong top level sets the file aside, a wrong
-  entry is skipped; both with a notice, and the file as it was is kept.
+Every record is saved at once, under the file's lock (``progress.json.lock``): read, merge, write atomically
+(a temporary file in the same folder, then ``os.replace``), so two notebooks lose nothing and a restart restores
+everything. The file is ``$LESSON_PROGRESS_FILE`` or the learner's ``platformdirs`` data folder (an older file at
+``~/.local/share/…`` is still used). Only a regular file is read or written (opened O_NOFOLLOW | O_NONBLOCK: a
+symlink, FIFO, folder or device is refused, never followed); a file over ``MAX_FILE_BYTES``, unreadable or of the
+wrong shape is renamed aside, never deleted; a wrong entry is skipped with a notice. Messages are Chinese;
+nothing here raises for a bad file or a read-only or full folder.
 
 The file's format (JSON, UTF-8), version 2::
 
@@ -44,22 +24,11 @@ The file's format (JSON, UTF-8), version 2::
                    "n_attempts": 1, "question_version": "47b903bb24be", "first_try": "self", "final": "self",
                    "solved": false, "answer": "…", "complete": false}}
 
-Per item (a question, or the interview): ``attempts`` lists each submission, oldest first (the first one and
-the latest ``MAX_ATTEMPTS - 1`` are kept; ``n_attempts`` counts every attempt at the item's
-``question_version``): ``answer`` as typed (text; a form's boxes as a JSON list in box order; a choice
-question's sorted keys as a list), ``verdict`` (right, wrong, review: free text read but never judged, self:
-the learner's self-assessment, then with ``covered`` and ``of``), ``mistake`` (the named mistake id(s) a
-wrong answer made, ``;``-separated, or null) and ``question_version`` (the digest of the question's prompt
-and answer key it answered, computed from the question data by ``quiz``; null when unknown).
-``question_version`` / ``first_try`` / ``final`` / ``solved`` / ``answer`` of the item describe its latest
-version answered: the first and the latest verdict, whether it was ever right, the latest answer. An item
-whose version is not the question's current one is an answer to an earlier version (「这是旧版题目的作答」): kept and
-shown, never counted or shown as correct. Exercises: ``result`` (passed, todo, error, wrong, timeout,
-interrupted, borrowed, tampered), the checker's ``message``, the number of ``checks``, the named
-``mistakes`` and the learner's ``source`` when the exercise module gives them (else [] and null). A
-version-1 file (before question versions) is read: its answers are kept as answers to an earlier version.
-Text is stored as typed; a character UTF-8 cannot hold (a lone surrogate) is kept as its ``\\ud800`` escape.
-Every message is Chinese; nothing here raises for a bad file or a folder that is read-only or full.
+Per item: ``attempts`` (the first and the latest ``MAX_ATTEMPTS - 1``; ``n_attempts`` counts all at the item's
+version), each with the answer as typed (a form's boxes as a JSON list), ``verdict`` (right, wrong, review: read
+but never judged, self: self-assessed, with ``covered`` / ``of``), the named ``mistake``(s) and the
+``question_version`` digest it answered. An answer to an earlier version is kept and shown as 「这是旧版题目的作答」,
+never counted. A version-1 file is read with its answers as answers to an earlier version.
 """
 
 from __future__ import annotations
@@ -79,7 +48,7 @@ import filelock
 import platformdirs
 
 __all__ = ["ENV_VAR", "FORMAT", "VERSION", "APP_NAME", "VERDICTS", "EXERCISE_STATUSES", "EXERCISE_IDS", "OLD_VERSION",
-           "MAX_FILE_BYTES", "ProgressError", "default_path", "legacy_path", "lesson_items", "lesson_versions",
+           "MAX_FILE_BYTES", "ProgressError", "default_path", "legacy_path", "lesson_items",
            "ProgressFile", "Progress", "declare", "default_progress"]  # fmt: skip
 
 ENV_VAR = "LESSON_PROGRESS_FILE"
@@ -96,7 +65,8 @@ MAX_CHOICES = 50  # items in a stored list answer
 MAX_ID_CHARS = 100
 LOCK_TIMEOUT_S = 10.0  # another kernel holds the lock for one small write; far longer means it is stuck
 VERDICTS = ("right", "wrong", "review", "self")
-EXERCISE_STATUSES = ("passed", "todo", "error", "wrong", "timeout", "interrupted", "borrowed", "tampered")
+EXERCISE_STATUSES = ("passed", "todo", "error", "wrong", "timeout", "interrupted")  # what exercises.check returns
+_READ_STATUSES = (*EXERCISE_STATUSES, "borrowed", "tampered")  # earlier checkers wrote these too: still read
 OLD_VERSION = "这是旧版题目的作答"  # the verdict word an answer to an earlier version of its question is shown with
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -142,16 +112,8 @@ def lesson_items() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(question_ids()), EXERCISE_IDS
 
 
-def lesson_versions() -> dict[str, str]:
-    """Every question's version digest and the interview's, computed by ``quiz`` from the question data."""
-    from lesson_lib.practice.quiz import versions
-
-    return versions()
-
-
 def declare(question_ids: Iterable[str] = (), exercise_names: Iterable[str] = ()) -> None:
-    """Kept so that modules written before the item list became a constant still import; it registers nothing
-    (the lesson's items are ``lesson_items()``). Callers may drop their call."""
+    """Registers nothing (the items are ``lesson_items()``); only widgets.py still calls it: delete both together."""
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -226,7 +188,7 @@ def _verdict(v) -> bool:
 def _attempt_ok(a) -> bool:
     return (type(a) is dict and _is_answer(a.get("answer")) and _verdict(a.get("verdict"))
             and _opt(a.get("mistake"), _is_str) and _opt(a.get("question_version"), lambda v: _is_str(v, 64))
-            and ("covered" not in a or (_is_texts(a["covered"]) and _is_int(a.get("of")))))  # fmt: skip
+            and ("covered" not in a or _is_self(a)))  # fmt: skip
 
 
 def _item_ok(e) -> bool:
@@ -239,7 +201,7 @@ def _item_ok(e) -> bool:
 
 
 def _exercise_ok(e) -> bool:
-    return (type(e) is dict and e.get("result") in EXERCISE_STATUSES and _is_str(e.get("message", ""))
+    return (type(e) is dict and e.get("result") in _READ_STATUSES and _is_str(e.get("message", ""))
             and _is_int(e.get("checks")) and _is_texts(e.get("mistakes", [])) and _opt(e.get("source"), _is_str))
 
 
@@ -254,7 +216,7 @@ def _v1_question_ok(e) -> bool:
 
 
 def _v1_exercise_ok(e) -> bool:
-    return (type(e) is dict and e.get("status") in EXERCISE_STATUSES and _is_str(e.get("message", ""))
+    return (type(e) is dict and e.get("status") in _READ_STATUSES and _is_str(e.get("message", ""))
             and _is_int(e.get("checks")))  # fmt: skip
 
 
@@ -317,11 +279,9 @@ def _clean(data: dict) -> tuple[dict, list[str], bool]:
         else:
             dropped.append(_short(_text(key, 30)))
     interview = data["interview"]
-    if not interview:
-        pass
-    elif (_v1_interview_ok if v1 else _item_ok)(interview):
+    if interview and (_v1_interview_ok if v1 else _item_ok)(interview):
         out["interview"] = _from_v1(interview) if v1 else interview
-    else:
+    elif interview:
         dropped.append("面试自检")
     return out, dropped, v1
 
@@ -403,11 +363,6 @@ class ProgressFile:
     def __init__(self, path: Path | str | None = None):
         self.path = Path(path) if path is not None else default_path()
         self._written: tuple | None = None  # (device, inode, size, mtime) of the file this object last wrote
-
-    @property
-    def target(self) -> Path:
-        """The file written: the path itself (a link at the path is refused, never followed)."""
-        return self.path
 
     @property
     def folder(self) -> Path:
@@ -550,8 +505,8 @@ class ProgressFile:
             self.folder.mkdir(parents=True, exist_ok=True)  # the lock file lives there too
             with self._lock():
                 data, notice = self._load()
-                if self.refused():
-                    return None, self.refused()
+                if refused := self.refused():  # something replaced the file while we read it
+                    return None, refused
                 change(data)
                 self._write(data)
         except (OSError, filelock.Timeout) as exc:
@@ -632,12 +587,8 @@ def _self_check(entry: dict) -> dict:
 
 
 class Progress:
-    """What the learner has done. ``store=None`` keeps it in memory only (tests, previews).
-
-    ``question_ids`` / ``exercise_names``: the items counted as 还没做 until done (None: the lesson's,
-    ``lesson_items()``); an item recorded under another id joins them. ``versions``: each question's current
-    version digest (None: ``lesson_versions()``, computed from the question data when first needed); an answer
-    recorded for another version is an answer to an earlier version of its question, never counted."""
+    """What the learner has done; ``store=None`` keeps it in memory only. The items counted default to
+    ``lesson_items()`` (an item recorded under another id joins them); ``versions`` to ``quiz.versions()``."""
 
     def __init__(self, question_ids: Iterable[str] | None = None, exercise_names: Iterable[str] | None = None,
                  store: ProgressFile | None = None, interview: bool = True,
@@ -667,21 +618,16 @@ class Progress:
     def version(self, item_id: str) -> str | None:
         """The current version digest of a question (or the interview); None for an item the lesson does not ask."""
         if self._versions is None:
-            self._versions = lesson_versions()
+            from lesson_lib.practice.quiz import versions
+
+            self._versions = versions()
         return self._versions.get(item_id)
 
     # ------------------------------------------------------------------ recording
     def record(self, item, entry=None) -> None:
-        """Record one attempt at a question. Two forms:
-
-        - ``record(feedback, answer)``: a ``quiz.Feedback`` and the answer as submitted (blank ones are not
-          attempts); its verdict, named mistakes and question version are recorded.
-        - ``record(item_id, entry)``: ``entry`` is a dict with a ``kind``:
-          ``{"kind": "answer", "answer": …, "verdict": "right" | "wrong" | "review"}`` (optionally ``"mistake"``)
-          — a checked answer; ``{"kind": "self_assessment", "answer": text, "covered": [point, …], "of": n}`` —
-          free text the learner assessed against the rubric (recorded as such, never as correct);
-          ``item_id`` "面试" records §8's interview. A malformed entry raises ValueError (a programming error).
-        """
+        """Record one attempt: ``record(feedback, answer)`` (a ``quiz.Feedback``; blank ones are not attempts) or
+        ``record(item_id, {"kind": "answer" | "self_assessment", "answer": …, "verdict": … | "covered": […], "of": n})``
+        (``item_id`` "面试" is §8's interview); a malformed entry raises ValueError (a programming error)."""
         if isinstance(item, str):
             self._record_entry(item, entry)
             return
@@ -694,6 +640,8 @@ class Progress:
         self._attempt(qid, _storable(answer), feedback.verdict, version, mistakes)
 
     def _attempt(self, qid: str | None, shown, verdict: str, version, mistake, self_check: dict | None = None):
+        if qid is None and not isinstance(shown, str):  # the interview's answer is one text
+            shown = "、".join(shown)
         attempt = {"answer": shown, "verdict": verdict, "mistake": _text(mistake, 200) if mistake else None,
                    "question_version": version}  # fmt: skip
         if self_check is not None:
@@ -719,12 +667,8 @@ class Progress:
         else:
             self_check, verdict = _self_check(entry), "self"
         mistake = entry.get("mistake") if isinstance(entry.get("mistake"), str) else None
-        if item_id == INTERVIEW:
-            self._attempt(None, shown if isinstance(shown, str) else "、".join(shown), verdict,
-                          self.version(INTERVIEW), mistake, self_check)  # fmt: skip
-            return
-        qid = self._id(item_id)
-        self._attempt(qid, shown, verdict, self.version(qid), mistake, self_check)
+        qid = None if item_id == INTERVIEW else self._id(item_id)
+        self._attempt(qid, shown, verdict, self.version(qid or INTERVIEW), mistake, self_check)
 
     def record_exercise(self, result) -> None:
         """An ExerciseResult (name, status, message; and ``mistakes`` / ``source`` when it has them). A stub
@@ -744,10 +688,9 @@ class Progress:
     def record_interview(self, feedback, answer) -> None:
         if feedback.blank:
             return
-        shown = _storable(answer)
         version = getattr(feedback, "version", "") or self.version(INTERVIEW)
         verdict = feedback.verdict if feedback.verdict in VERDICTS else "review"
-        self._attempt(None, shown if isinstance(shown, str) else "、".join(shown), verdict, version, None)
+        self._attempt(None, _storable(answer), verdict, version, None)
 
     # ------------------------------------------------------------------ reading
     def _current(self, entry: dict | None, item_id: str) -> bool:

@@ -1,16 +1,10 @@
 """One process of its own for the learner's code: reused while it lives, killed at the budget, then replaced.
 
-The kernel belongs to the learner, and so do its accidents: a loop, a typo such as ``n ** d_model ** h``
-(one big-int power that never lets go of the interpreter), ``os._exit``, a segfault, a huge array. None of
-them can be stopped from inside the process they run in, so the checker runs them in another one. ``run``
-sends a job to that process (``python -c`` started with ``subprocess``, talking over its stdin/stdout: the
-same on Linux, macOS and Windows, and it never re-runs the caller's script the way multiprocessing's spawn
-does) and waits at most ``budget`` seconds; when time is up, or the child died, it is killed and reaped (no
-zombie), a new one is started at once for the next check, and the caller learns what happened.
-
-Nothing starts at import: the first ``run`` starts the process (Python, numpy and the ``preload`` modules;
-benchmarks/bench_exercises.py prints how long); later runs reuse it (milliseconds). The child ends with the
-kernel: a kernel that dies closes the pipe the child reads, and a kernel that exits kills it.
+A loop, ``n ** d_model ** h`` (one big-int power that holds the interpreter), ``os._exit``, a segfault or a huge
+array cannot be stopped from inside the process they run in. ``run`` sends a job to a ``python -c`` child over
+its stdin/stdout (the same on Linux, macOS and Windows; never re-runs the caller's script like multiprocessing's
+spawn) and waits at most ``budget`` seconds; then the child is killed and reaped and a new one started at once.
+Nothing starts at import; the child ends with the kernel (its stdin closes, or the exit hook kills it).
 """
 
 from __future__ import annotations
@@ -134,11 +128,16 @@ _lock = threading.Lock()
 _child: _Child | None = None
 
 
+@atexit.register  # an exiting kernel kills its child (no lock: a check in another thread must not hold up the exit)
+def _kill_own() -> None:
+    if _child is not None and _child.pid == os.getpid():  # a forked process's copy of _child is not its own
+        _child.kill()
+
+
 def _get(preload: tuple[str, ...]) -> _Child:
     global _child
     if _child is None or _child.pid != os.getpid() or _child.preload != preload or _child.process.poll() is not None:
-        if _child is not None and _child.pid == os.getpid():
-            _child.kill()
+        _kill_own()
         _child = _Child(preload)
     return _child
 
@@ -184,16 +183,8 @@ def stop() -> None:
     """Kill the child now (a re-check in a fresh process; tests)."""
     global _child
     with _lock:
-        if _child is not None and _child.pid == os.getpid():
-            _child.kill()
+        _kill_own()
         _child = None
-
-
-@atexit.register
-def _at_exit() -> None:
-    """An exiting kernel kills its child (without the lock: a check in another thread must not hold up the exit)."""
-    if _child is not None and _child.pid == os.getpid():
-        _child.kill()
 
 
 # ------------------------------------------------------------------------------------------ in the child

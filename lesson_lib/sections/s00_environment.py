@@ -128,13 +128,15 @@ def run_checks() -> list[Check]:
 def prepare() -> None:
     """What §0's first cell sets up before anything is drawn or timed, in one call the learner need not read.
 
-    Chinese glyphs in figures (the bundled font), and BLAS threads capped to this learner's CPU share (on a
-    shared hub a notebook must not take every core). Both are harmless to call again.
+    Chinese glyphs in figures (the bundled font), and BLAS limited to one thread: every matmul in the lesson is
+    small, and a second BLAS thread only spins waiting for the first (§6's three sentences cost about 2 CPU-s
+    with two threads, 0.15 with one), besides taking a neighbour's core on a shared hub. Both are harmless to
+    call again.
     """
     from lesson_lib.runtime.blas import fit_blas_to_cpus
     from lesson_lib.show.plotting import use_chinese_font
 
-    fit_blas_to_cpus()
+    fit_blas_to_cpus(1)
     use_chinese_font()
 
 

@@ -1,0 +1,331 @@
+"""The class report on a real JupyterHub (the classroom benchmark's, on loopback): 12 scripted students answer
+through the lesson's own API in their own kernels, and the report counts exactly what was planted.
+
+Each student's server is started by the hub (home ``<tmp>/home/<name>``); in its kernel the student answers as the
+notebook's widgets do (``quiz.check`` then ``default_progress().record``) and submits exercises through
+``exercises.check``, so every progress file lands where the lesson puts it on a hub. Then the instructor's command
+reads ``<tmp>/home/*/.local/share/day11-multi-head-attention/progress.json``; its CSV must hold the planted counts,
+and its page must pass axe-core (0 serious or critical) in light and dark. The report's time is printed, never
+asserted. Screenshots: artifacts/class-report/{light,dark}.png.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import glob
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import classroom  # noqa: E402
+
+pytestmark = pytest.mark.slow
+IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+NEEDED = [m for m in classroom.missing_tools(Path(sys.executable).parent) if not m.startswith(("nbgitpuller", "git"))]
+if NEEDED and not IN_CI:
+    pytest.skip(f"班级报告的 Hub 测试缺少：{'; '.join(NEEDED)}", allow_module_level=True)
+
+from lesson_lib.practice import questions, quiz  # noqa: E402
+from lesson_lib.practice.progress import APP_NAME  # noqa: E402
+
+STUDENTS = 12
+PROGRESS_GLOB = f"home/*/.local/share/{APP_NAME}/progress.json"
+AXE_VERSION = "4.14.1"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",  # e2e's flags
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]  # fmt: skip
+# A loaded machine stretches every wait (servers, kernels); nothing here is a timing claim.
+SCALE = min(4.0, max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)))
+GROUP = 4 if SCALE < 2 else 2  # students started at once
+
+RIGHT_Q2 = {"d_k": "32", "params": "不变"}
+WRONG_Q2 = {"d_k": "64", "params": "不变"}  # h = 8's d_k given for h = 16
+
+PRELUDE = textwrap.dedent('''
+    import json
+    from lesson_lib.practice import exercises, questions, quiz
+    from lesson_lib.practice.progress import default_progress
+    from lesson_lib.practice.widgets import stored_answer
+    verdicts = []
+
+    def answer(qid, value):  # what a question widget's 提交 does
+        fb = quiz.check(qid, value)
+        default_progress().record(fb, stored_answer(questions.question(qid), value))
+        verdicts.append([qid, fb.verdict])
+
+    def explain(qid, text, ticked):  # a self-explanation: 提交, then 记录自评 with the ticked points
+        fb = quiz.check(qid, text)
+        default_progress().record(fb, text)
+        points = questions.question(qid).key.points
+        fb = quiz.assess(qid, [points[i].name for i in ticked])
+        default_progress().record(qid, {"kind": "self_assessment", "answer": text, "covered": list(fb.covered),
+                                        "of": len(points)})
+        verdicts.append([qid, "self"])
+''')
+
+FORGETS_TRANSPOSE = textwrap.dedent('''
+    def my_split_heads(x, h):
+        n, d_model = x.shape
+        return x.reshape(n, h, d_model // h)  # 忘了 transpose：停在 (n, h, d_k)
+    verdicts.append(["split_heads", exercises.check("split_heads", my_split_heads).status])
+''')
+
+SPLITS_RIGHT = textwrap.dedent('''
+    def my_split_heads(x, h):
+        n, d_model = x.shape
+        return x.reshape(n, h, d_model // h).transpose(1, 0, 2)
+    verdicts.append(["split_heads", exercises.check("split_heads", my_split_heads).status])
+''')
+
+REPORT = 'print(json.dumps({"verdicts": verdicts, "file": str(default_progress().store.path)}))'
+
+
+def _right_choice(qid: str):
+    """The right answer to a choice question, found through the checker itself."""
+    q = questions.question(qid)
+    keys = [k for k, _ in q.choices]
+    if q.kind == "single":
+        return next(k for k in keys if quiz.check(qid, k).verdict == "right")
+    subsets = (set(c) for r in range(1, len(keys) + 1) for c in itertools.combinations(keys, r))
+    return next(s for s in subsets if quiz.check(qid, s).verdict == "right")
+
+
+def plan(i: int) -> tuple[str, list[list[str]]]:
+    """Student i's cell, and the verdicts it must produce.
+
+    All 12 answer S2 (§2), S3b (§3) and S5 (§5); 4 first pick S3b's option B; 3 forget the transpose in split_heads
+    and 3 pass it; the last 2 stop after §5; of the 10 who go on to the review, 7 first answer Q2 with 64 at h = 16;
+    5 write Q1's self-explanation and tick its first point (2 of them the second too)."""
+    s2, s5 = _right_choice("S2"), _right_choice("S5")
+    lines, want = [PRELUDE, f"answer('S2', {s2!r})"], [["S2", "right"]]
+    if i < 4:
+        lines.append("answer('S3b', 'B')")
+        want.append(["S3b", "wrong"])
+    lines.append("answer('S3b', 'C')")
+    want.append(["S3b", "right"])
+    if i < 3:
+        lines.append(FORGETS_TRANSPOSE)
+        want.append(["split_heads", "wrong"])
+    elif i < 6:
+        lines.append(SPLITS_RIGHT)
+        want.append(["split_heads", "passed"])
+    lines.append(f"answer('S5', {s5!r})")
+    want.append(["S5", "right"])
+    if i < 10:
+        if i < 7:
+            lines.append(f"answer('Q2', {WRONG_Q2!r})")
+            want.append(["Q2", "wrong"])
+        lines.append(f"answer('Q2', {RIGHT_Q2!r})")
+        want.append(["Q2", "right"])
+        if i < 5:
+            ticked = [0, 1] if i < 2 else [0]
+            lines.append(f"explain('Q1', '单头只有一组权重，输出是加权平均，线索混在一起。', {ticked})")
+            want.append(["Q1", "self"])
+    return "\n".join([*lines, REPORT]), want
+
+
+# --------------------------------------------------------------------------------------------- the hub
+async def _student(api: classroom.Api, name: str, code: str) -> dict:
+    """Start the student's server, run ``code`` in a fresh kernel there, stop both; the kernel's JSON line."""
+    from tornado.websocket import websocket_connect
+
+    await api.call("POST", f"/hub/api/users/{name}/server")
+    await api.wait_for_server(name, timeout=180 * SCALE)
+    kernel = await api.call("POST", f"/user/{name}/api/kernels", {"name": "python3"}, timeout=120 * SCALE)
+    session = uuid.uuid4().hex
+    ws = await websocket_connect(api.ws_request(f"/user/{name}/api/kernels/{kernel['id']}/channels"
+                                                f"?session_id={session}"))
+    try:
+        channel = classroom.KernelChannel(ws, session)
+        await channel.request("kernel_info_request", {}, timeout=120 * SCALE)
+        reply, outputs = await channel.request(
+            "execute_request", {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                                "allow_stdin": False, "stop_on_error": True}, timeout=180 * SCALE)
+    finally:
+        ws.close()
+    errors = [f"{c.get('ename')}: {c.get('evalue')}" for kind, c in outputs if kind == "error"]
+    assert reply.get("status") == "ok" and not errors, f"{name}: {errors or reply}"
+    text = "".join(c.get("text", "") for kind, c in outputs if kind == "stream" and c.get("name") == "stdout")
+    await api.call("DELETE", f"/user/{name}/api/kernels/{kernel['id']}", timeout=60 * SCALE)
+    await api.call("DELETE", f"/hub/api/users/{name}/server", timeout=60 * SCALE)
+    return json.loads(text.strip().splitlines()[-1])
+
+
+async def _class(hub: classroom.Hub, codes: dict[str, str]) -> dict[str, dict]:
+    api = classroom.Api(hub)
+    try:
+        await api.call("POST", "/hub/api/users", {"usernames": list(codes)})
+        done = {}
+        names = list(codes)
+        for start in range(0, len(names), GROUP):  # a few at a time: the machine may be shared
+            group = names[start:start + GROUP]
+            for name, out in zip(group, await asyncio.gather(*(_student(api, n, codes[n]) for n in group))):
+                done[name] = out
+            hub.remember_processes()
+        return done
+    finally:
+        api.close()
+
+
+@pytest.fixture(scope="module")
+def hub_class():
+    """The hub's tmp folder after 12 students answered, and what each kernel said; the hub is stopped."""
+    assert not NEEDED, f"CI must install: {NEEDED}"
+    tmp = Path(tempfile.mkdtemp(prefix="class-report-hub-"))
+    hub = classroom.Hub(tmp, Path(sys.executable).parent)
+    names = [f"student{i + 1:02d}" for i in range(STUDENTS)]
+    plans = {name: plan(i) for i, name in enumerate(names)}
+    leftovers = []
+    try:
+        hub.start(timeout=90 * SCALE)
+        start = time.perf_counter()
+        said = asyncio.run(asyncio.wait_for(_class(hub, {n: code for n, (code, _) in plans.items()}),
+                                            900 * SCALE))
+        print(f"\n{STUDENTS} students answered on the hub in {time.perf_counter() - start:.1f} s "
+              f"(groups of {GROUP}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    finally:
+        leftovers = hub.stop()
+    assert leftovers == [], f"processes left by the hub: {getattr(hub, 'leftover_names', leftovers)}"
+    yield tmp, said, {n: want for n, (_, want) in plans.items()}
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def report(hub_class, tmp_path_factory):
+    """The instructor's command over the students' progress files: its output folder and its CSV as a dict."""
+    tmp, _, _ = hub_class
+    files = sorted(glob.glob(str(tmp / PROGRESS_GLOB)))
+    out = tmp_path_factory.mktemp("class-report")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop(classroom.PROGRESS_ENV, None)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "class_report.py"), *files, "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300 * SCALE)
+    elapsed = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    print(f"\nclass_report.py over {len(files)} students' files: {elapsed:.2f} s wall, process start included; "
+          f"it says: {done.stdout.strip()}")
+    with open(out / "class-report.csv", encoding="utf-8-sig") as f:
+        rows = {(r["kind"], r["item"], r["measure"], r["detail"]): int(r["count"]) for r in csv.DictReader(f)}
+    return out, rows, done.stderr
+
+
+# --------------------------------------------------------------------------------------------- the tests
+def test_every_student_answered_as_planted(hub_class):
+    tmp, said, wanted = hub_class
+    assert sorted(said) == sorted(wanted)
+    for name, out in said.items():
+        assert out["verdicts"] == wanted[name], name
+        # The lesson's own default on a hub (no LESSON_PROGRESS_FILE): the student's data folder in their home.
+        assert out["file"] == str(tmp / "home" / name / ".local" / "share" / APP_NAME / "progress.json")
+    assert len(glob.glob(str(tmp / PROGRESS_GLOB))) == STUDENTS
+
+
+def test_the_report_counts_exactly_what_was_planted(report):
+    _, detailed, stderr = report
+    assert stderr == ""  # no file skipped
+    rows = {k[:3]: c for k, c in detailed.items() if k[2] != "ticked"}
+    assert [rows[("question", "Q2", m)] for m in ("answered", "first_right", "later_right", "never")] == [10, 3, 7, 0]
+    assert rows[("misconception", "Q2", "d_k=64")] == 7
+    assert [rows[("question", "S3b", m)] for m in ("answered", "first_right", "later_right")] == [12, 8, 4]
+    assert rows[("misconception", "S3b", "option=B")] == 4
+    assert [rows[("exercise", "split_heads", m)] for m in ("tried", "passed", "failing")] == [6, 3, 3]
+    assert rows[("exercise_mistake", "split_heads", "transpose")] == 3
+    assert rows[("stopped", "第 5 节", "students")] == 2
+    assert rows[("stopped", "第 10 节", "students")] == 10
+    assert sum(c for (kind, _, _), c in rows.items() if kind == "stopped") == STUDENTS
+    assert sorted(c for (kind, _, _), c in rows.items() if kind == "misconception") == [3, 4, 7]
+    points = [p.name for p in questions.question("Q1").key.points]
+    ticked = {point: c for (*item, point), c in detailed.items() if item == ["question", "Q1", "ticked"]}
+    assert ticked == {points[0]: 5, points[1]: 2}  # counted, never graded
+
+
+def test_the_page_names_the_three_commonest_misconceptions_first(report):
+    out, _, _ = report
+    page = (out / "class-report.html").read_text("utf-8")
+    top = page.split("<ol", 1)[1].split("</ol>", 1)[0]
+    order = [top.index(key) for key in ("7 人", "4 人", "3 人")]
+    assert order == sorted(order)
+    assert "Q2" in top and "S3b" in top and "split_heads" in top
+    assert "student0" not in page  # anonymous: numbered, never a home folder's name
+
+
+def test_recheck_confirms_the_passes_from_the_code_the_kernels_stored(hub_class, tmp_path):
+    """--recheck runs each stored pass again in a fresh checker process: the three real passes repeat."""
+    tmp, _, _ = hub_class
+    files = sorted(glob.glob(str(tmp / PROGRESS_GLOB)))
+    sources = [json.loads(Path(f).read_text("utf-8"))["exercises"].get("split_heads", {}).get("source") for f in files]
+    assert sum("transpose(1, 0, 2)" in (s or "") for s in sources) == 3  # the kernel kept each learner's code
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "class_report.py"), *files, "--recheck",
+                           "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300 * SCALE)
+    assert done.returncode == 0, done.stderr
+    print(f"\n--recheck: {done.stdout.strip()}")
+    with open(tmp_path / "class-report.csv", encoding="utf-8-sig") as f:
+        rows = {r["measure"]: int(r["count"]) for r in csv.DictReader(f) if r["item"] == "split_heads"}
+    assert (rows["passed"], rows["unconfirmed"]) == (3, 0)
+
+
+# --------------------------------------------------------------------------------------------- the browser
+def _axe() -> Path:
+    cache = ROOT / ".cache" / "e2e"
+    script = cache / f"axe-core-{AXE_VERSION}" / "package" / "axe.min.js"
+    if not script.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.fail("npm is needed once to fetch axe-core") if IN_CI else pytest.skip("npm 不在，取不到 axe-core")
+        cache.mkdir(parents=True, exist_ok=True)
+        name = subprocess.run([npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", str(cache), "--silent"],
+                              check=True, capture_output=True, text=True, timeout=300).stdout.strip().splitlines()[-1]
+        with tarfile.open(cache / name) as tar:
+            tar.extractall(script.parents[1], filter="data")
+    return script
+
+
+def test_the_page_passes_axe_in_light_and_dark(report):
+    out, _, _ = report
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is missing") if IN_CI else pytest.skip("没有 playwright")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.fail("chromium is missing") if IN_CI else pytest.skip("没有 chromium")
+    shots = ROOT / "artifacts" / "class-report"
+    shots.mkdir(parents=True, exist_ok=True)
+    axe, found = _axe(), {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)  # a fresh profile
+        try:
+            for scheme in ("light", "dark"):
+                context = browser.new_context(color_scheme=scheme, viewport={"width": 960, "height": 900},
+                                              locale="zh-CN")  # fmt: skip
+                page = context.new_page()
+                outside = []
+                page.on("request", lambda r, seen=outside: r.url.startswith("file://") or seen.append(r.url))
+                page.goto((out / "class-report.html").as_uri())
+                page.add_script_tag(path=str(axe))
+                result = page.evaluate("async () => await axe.run(document)")
+                found[scheme] = [(v["id"], v["impact"], len(v["nodes"])) for v in result["violations"]]
+                page.screenshot(path=str(shots / f"{scheme}.png"), full_page=True)
+                assert outside == [], f"the page fetched {outside}"
+                context.close()
+        finally:
+            browser.close()
+    print(f"\naxe-core {AXE_VERSION} violations: {found}")
+    for scheme, violations in found.items():
+        assert [v for v in violations if v[1] in ("serious", "critical")] == [], scheme

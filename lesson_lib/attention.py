@@ -82,7 +82,7 @@ def merge_heads(x):
     """Concat(head_1, …, head_h)：(..., h, n, d_k) -> (..., n, h·d_k)，split_heads 的逆运算。"""
     x = check_merge(x)  # (..., h, n, d_k)
     *lead, h, n, d_k = x.shape
-    x = np.swapaxes(x, -2, -3)  # (..., n, h, d_k) 词重新放到前面
+    x = np.swapaxes(x, -2, -3)  # (..., n, h, d_k) 词元重新放到前面
     return x.reshape(*lead, n, h * d_k)  # (..., n, d_model) 各个头左右并排
 
 

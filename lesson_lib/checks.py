@@ -131,7 +131,7 @@ def _as_float_array(a, name, min_ndim, what):
 
 def _not_empty(arr, name):
     if arr.size == 0:
-        raise AttentionInputError(f"{name} 的形状是 {arr.shape}：里面没有数。至少要有 1 个词、每个词至少 1 维。")
+        raise AttentionInputError(f"{name} 的形状是 {arr.shape}：里面没有数。至少要有 1 个词元、每个词元至少 1 维。")
     return arr
 
 

@@ -35,7 +35,7 @@ def interview_rubric() -> Rubric:
             RubricPoint("① 单头会把不同线索平均成一个向量",
                         "单头对每个查询只有一组权重（它可以分给几个词），输出是加权平均：指代、句法等线索被混进同一个"
                         "向量，分不开。", ("平均", "一组", "混", "加权")),
-            RubricPoint("② 切成 h 个子空间，算力相近",
+            RubricPoint("② 切成 h 个子空间，计算量相近",
                         f"W_i^Q、W_i^K、W_i^V 把 d_model 投影成 h 个 d_k 维子空间，各头一组权重；h × d_k = d_model"
                         f"（{h} × {d_k} = {d}），矩阵乘法总量与单头相同，只有 softmax 工作量 3·h·n² 随 h 增长，"
                         "所以是「相近」。",
@@ -46,7 +46,7 @@ def interview_rubric() -> Rubric:
         ),
         misconceptions=(
             ("头越多越好", f"表 3 里 h = {widest['h']}（d_k = {widest['d_k']}）的 BLEU 降到 {widest['bleu']}。"),
-            ("多头的算力是单头的 h 倍", "h × d_k = d_model：矩阵乘法总量与单头相同，并不按头数翻倍。"),
+            ("多头的计算量是单头的 h 倍", "h × d_k = d_model：矩阵乘法总量与单头相同，并不按头数翻倍。"),
             ("多头的参数更多", f"投影参数总是 4·d_model² = {f['parameters'](d, h):,} 个，与 h 无关。"),
             ("单头只能看一个词", "单头可以分散权重；做不到的是把几条线索分开保存。"),
         ),
@@ -67,7 +67,7 @@ def model_answer() -> str:
     total = f["count"](n, d, h).matmul_total
     mha, gqa, mqa = (kv_sharing(d, h, k) for k in (h, GQA_GROUPS, 1))
     return (
-        "参考答案（核心：用几乎不变的算力换来几组互不干扰的权重）\n"
+        "参考答案（核心：用几乎不变的计算量换来几组互不干扰的权重）\n"
         "① 单头注意力对每个查询只有一组权重。它可以把权重分给几个词，但输出是这些 Value 的加权平均："
         "指代、主谓、修饰等不同线索被加进同一个向量，分不回来（论文：averaging inhibits this）。\n"
         f"② 多头用 W_i^Q、W_i^K、W_i^V 把 d_model = {d} 投影成 h = {h} 个 d_k = {d_k} 维的子空间，各头独立打分，"
@@ -79,10 +79,11 @@ def model_answer() -> str:
         f"d_k = {narrow_b['d_k']} 也只有 {narrow_b['bleu']}，所以掉分可能有一部分要怪每个头太窄"
         f"（(B) 行也少了参数，只能说「部分」）。\n"
         "追问一「每个头都必不可少吗？」：不是。Michel 等（2019，Are Sixteen Heads Really Better than One?）发现，"
-        "训练好的模型在测试时去掉许多头、不少层甚至只留一个头，效果只小幅下降；Voita 等（2019）发现少数专门化的头"
+        "训练好的模型在使用时去掉许多头、不少层甚至只留一个头，效果只小幅下降；Voita 等（2019）发现少数专门化的头"
         "承担了主要工作，其余大多可以剪掉。这说明训练好的模型里有冗余，不等于一开始只训练一两个头也一样好。\n"
-        f"追问二「为什么今天的大模型让多个头共享 K 和 V？」：生成时要缓存每个词的 K 和 V。以 d_model = {d}、h = {h} 的"
-        f"一层为例，每个词元要缓存 2 × h × d_k = {mha.cache_per_token:,} 个数；MQA（Shazeer 2019）让所有查询头共用"
+        "追问二「为什么今天的大模型让多个头共享 K 和 V？」：生成时要缓存每个词元的 K 和 V。"
+        f"以 d_model = {d}、h = {h} 的一层为例，每个词元要缓存 2 × h × d_k = {mha.cache_per_token:,} 个数；"
+        "MQA（Shazeer 2019）让所有查询头共用"
         f"一组 K/V，只要 {mqa.cache_per_token:,} 个，注意力投影参数从 {mha.projection_params:,} 降到 "
         f"{mqa.projection_params:,}；GQA（Ainslie 等 2023）折中，{GQA_GROUPS} 组 K/V 时缓存 "
         f"{gqa.cache_per_token:,} 个、参数 {gqa.projection_params:,}。"

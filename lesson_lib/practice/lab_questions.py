@@ -3,7 +3,8 @@
 The core lesson's bank (``practice.questions``) holds S/Q questions; these L questions belong to the labs
 (``notebooks/lab_real_heads.ipynb``: L6…, ``notebooks/lab_ablation.ipynb``: L7…). Every number in a
 prompt or an option is computed from ``lesson_lib``. ``ask(id)`` adds the lab's questions to the bank the
-first time a lab asks one (so checking and progress work as for the core) and returns the quiz widget.
+first time a lab asks one (checking and recording work as for the core; the core's counts leave them out)
+and returns the quiz widget.
 """
 
 from __future__ import annotations
@@ -117,10 +118,11 @@ def lab_question(question_id: str) -> Question:
 
 
 def register() -> None:
-    """Add the lab questions to the bank (idempotent), so ``quiz.check`` and the widgets find them."""
+    """Add the lab questions to the bank (idempotent), so ``quiz.check`` and the widgets find them; they stay out
+    of ``bank.question_ids()``, so the core's progress counts the same whether or not a lab ran first."""
     for qid, build in BUILDERS.items():
-        if qid not in bank.question_ids():
-            bank.declare(qid)(build)
+        if qid not in bank.lab_question_ids():
+            bank.declare(qid, lab=True)(build)
 
 
 def ask(question_id: str):

@@ -36,18 +36,20 @@ from lesson_lib.practice.freetext import Rubric, RubricPoint
 from lesson_lib.practice.parse import Poly
 from lesson_lib.practice.shape_mistakes import split_heads_shape_mistake
 
-__all__ = ["declare", "question", "questions", "question_ids", "facts",
+__all__ = ["declare", "question", "questions", "question_ids", "lab_question_ids", "facts",
            "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "TRANSFER_D_MODEL", "TRANSFER_HEADS",
            "UNEVEN_HEADS", "BATCH_EXAMPLE", "KV_GROUPS"]  # fmt: skip
 
 _DECLARED: dict[str, Callable[[], Question]] = {}
+_LAB: dict[str, Callable[[], Question]] = {}  # the optional labs' questions: found by id, never counted as the core's
 
 
-def declare(question_id: str):
-    """Register a question's builder under its id (the notebook asks them in this order)."""
+def declare(question_id: str, *, lab: bool = False):
+    """Register a question's builder under its id (the notebook asks them in this order). ``lab=True``: a lab's
+    question, which ``question`` finds but ``question_ids`` (the core lesson's items) leaves out."""
 
     def register(build: Callable[[], Question]):
-        _DECLARED[question_id] = build
+        (_LAB if lab else _DECLARED)[question_id] = build
         return build
 
     return register
@@ -56,15 +58,22 @@ def declare(question_id: str):
 @cache
 def question(question_id: str) -> Question:
     """The question with this id, built on first use."""
-    if question_id not in _DECLARED:
+    build = _DECLARED.get(question_id) or _LAB.get(question_id)
+    if build is None:
         raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {', '.join(_DECLARED)}。")
-    q = _DECLARED[question_id]()
+    q = build()
     assert q.id == question_id, (q.id, question_id)
     return q
 
 
 def question_ids() -> tuple[str, ...]:
+    """The core lesson's question ids (what progress counts), whether or not a lab has registered its own."""
     return tuple(_DECLARED)
+
+
+def lab_question_ids() -> tuple[str, ...]:
+    """The lab questions registered so far (``practice.lab_questions.register``)."""
+    return tuple(_LAB)
 
 
 def questions() -> dict[str, Question]:
@@ -670,14 +679,14 @@ def _s5() -> Question:
     explanation = (
         f"解析：d_model = {d} 时，h 从 {lo} 拖到 {hi}：\n"
         + "\n".join(f"· {label}：{why}" for _, label, why in options)
-        + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 的工作量和注意力图的数量，"
+        + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 工作量和注意力图的数量，"
         "变小的是每头宽度。"
     )
     return Question(
         "S5", "第 5 节", "multi",
         f"S5　在第 5 节的实验台上，把头数 h 从 {lo} 拖到 {hi}（d_model = {d}），下面哪些量保持不变？（多选）",
         explanation,
-        key=ChoiceKey(tuple(options), frozenset(answer), "参数量和矩阵乘法守恒；softmax 的工作量与头数成正比。"),
+        key=ChoiceKey(tuple(options), frozenset(answer), "参数量和矩阵乘法守恒；softmax 工作量与头数成正比。"),
     )  # fmt: skip
 
 

@@ -103,10 +103,10 @@ def _reading(h, d_k, softmax_vs_base, diversity):
         return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置：{h} 张不同的注意力图，{spread}；"
                 "参数与矩阵乘法和 1 个头时完全一样。")
     if d_k <= 8:
-        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍，"
+        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 工作量是 8 头的 {softmax_vs_base:g} 倍，"
                 "而每个头用来打分的向量已经很短（论文表 3 里 d_k 过小时 BLEU 下降）。")
     return (f"{h} 个头、每头宽度 d_k = {d_k}：{h} 张不同的注意力图，{spread}；"
-            f"参数与矩阵乘法不变，softmax 的工作量是 8 头的 {softmax_vs_base:g} 倍。")
+            f"参数与矩阵乘法不变，softmax 工作量是 8 头的 {softmax_vs_base:g} 倍。")
 
 
 def summary_html(state: LabState) -> str:

@@ -123,6 +123,15 @@ function fix(root, names) {
     if (el.dataset.lessonKept) continue;
     el.dataset.lessonKept = "0";
     new ResizeObserver(() => {
+      // at a new width (a resized window, the file browser opened) the tallest height seen is measured afresh:
+      // a height kept from a narrower moment would leave a blank gap under the text for good
+      const w = Math.round(el.getBoundingClientRect().width);
+      if (!w) return;
+      if (String(w) !== el.dataset.lessonKeptWidth) {
+        el.dataset.lessonKeptWidth = String(w);
+        el.dataset.lessonKept = "0";
+        el.style.minHeight = "";
+      }
       const h = Math.ceil(el.getBoundingClientRect().height);
       if (h > Number(el.dataset.lessonKept)) { el.dataset.lessonKept = String(h); el.style.minHeight = `${h}px`; }
     }).observe(el);

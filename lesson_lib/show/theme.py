@@ -114,6 +114,17 @@ PAGE_CSS = """
 /* Printed text wraps between words, never inside one (JupyterLab's word-break: break-all gave 「engi / ne」);
    only an unbroken run longer than the line (a path) is broken. */
 .jp-Notebook .jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; }
+/* Code in the prose is highlighted with JupyterLab's editor palette, whose comment (dark) and bracket (light)
+   colours fall below 4.5:1: mixed with the text colour as show_source's listings are (the theme's value is read
+   one element up, so the variable does not refer to itself). */
+.jp-RenderedMarkdown {
+  --lesson-md-comment: color-mix(in srgb, var(--jp-mirror-editor-comment-color, #408080) 55%,
+                                 var(--jp-content-font-color1, #000));
+  --lesson-md-punctuation: color-mix(in srgb, var(--jp-mirror-editor-punctuation-color, #05a) 55%,
+                                     var(--jp-content-font-color1, #000)); }
+.jp-RenderedMarkdown pre {
+  --jp-mirror-editor-comment-color: var(--lesson-md-comment);
+  --jp-mirror-editor-punctuation-color: var(--lesson-md-punctuation); }
 /* A display formula wider than the output scrolls inside its own line instead of being cut at the edge. */
 .jp-RenderedMarkdown mjx-container[display="true"], .jp-RenderedHTMLCommon mjx-container[display="true"],
 .jp-RenderedMarkdown .MathJax_Display, .jp-RenderedHTMLCommon .MathJax_Display {

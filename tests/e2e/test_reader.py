@@ -5,26 +5,33 @@ configurations, and the static page with its request log.
 One JupyterLab server and one Restart & Run All for the whole module (themes and window sizes change on the running
 page); the tests run in file order on the same page.
 Run:  .venv/bin/python -m pytest tests/e2e/test_reader.py -v     (screenshots: artifacts/e2e/<timestamp>/reader/)
-axe-core comes from npm (``npm pack axe-core@AXE_VERSION`` once into .cache/e2e/, git-ignored).
+axe-core comes from npm (``scripts/build_static.py``'s ``npm_package``: ``npm pack`` once into .cache/static-page/,
+git-ignored, unpacked by its ``safe_extract``, which Debian 12's Python 3.11.2 needs: no ``extractall(filter=)``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
-import subprocess
-import tarfile
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from conftest import ROOT, require
-from test_browser_flow import JS_HOOK_KERNEL, JS_RUN_STATE, UPDATE_TIMEOUT_MS
+from helpers import scaled
+from test_browser_flow import JS_HOOK_KERNEL, JS_RUN_STATE, UPDATE_TIMEOUT_MS, run_all_finished
+
+sys.path.insert(0, str(ROOT / "scripts"))
+try:
+    import build_static  # npm_package / safe_extract (axe-core) and the static page itself
+finally:
+    sys.path.pop(0)
 
 AXE_VERSION = "4.14.1"
 SMALL, LARGE = (1024, 768), (1400, 1000)
 THEME_NAMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark", "hc": "JupyterLab Dark High Contrast"}
-RUN_TIMEOUT_S = 300  # a hang detector: Restart & Run All takes 60-110 s on a shared 2-core machine
 MIN_SCALE = 0.90  # a raster picture shown below 90 % of its pixels has labels too small to read (issue 24)
 
 # Every focusable control in the notebook's outputs, in document order (what Tab walks through).
@@ -83,6 +90,9 @@ JS_LAYOUT = """() => {
 }""".replace("MIN_SCALE", str(MIN_SCALE))
 
 JS_HEIGHT = "el => Math.round(el.getBoundingClientRect().height)"
+# Resolves once the browser has laid out and painted twice: after a resize, a theme's CSS or a widget's update,
+# what is measured next is what the learner sees (instead of a fixed sleep).
+JS_SETTLED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 # Every control in the outputs (what a screen reader lands on), each marked with data-lesson-control=i so the test can
 # ask Chromium's accessibility tree for its computed name.
@@ -201,18 +211,11 @@ JS_ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCell
 # --------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="session")
 def axe_script() -> Path:
-    """axe.min.js from npm, cached in .cache/e2e/ (the package is 3 MB: not committed)."""
-    cache = ROOT / ".cache" / "e2e"
-    script = cache / f"axe-core-{AXE_VERSION}" / "package" / "axe.min.js"
-    if not script.exists():
-        npm = shutil.which("npm")
-        require(npm is not None, "npm is missing (it fetches axe-core once): sudo apt-get install npm")
-        cache.mkdir(parents=True, exist_ok=True)
-        name = subprocess.run([npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", str(cache), "--silent"],
-                              check=True, capture_output=True, text=True, timeout=300).stdout.strip().splitlines()[-1]
-        with tarfile.open(cache / name) as tar:
-            tar.extractall(script.parents[1], filter="data")
-    return script
+    """axe.min.js from npm, cached in .cache/static-page/ (the package is 3 MB: not committed)."""
+    cached = build_static.CACHE / f"axe-core-{AXE_VERSION}" / "package" / "package.json"
+    require(cached.exists() or shutil.which("npm") is not None,
+            "npm is missing (it fetches axe-core once): sudo apt-get install npm")
+    return build_static.npm_package("axe-core", AXE_VERSION) / "axe.min.js"
 
 
 @pytest.fixture(scope="module")
@@ -223,13 +226,19 @@ def shots(artifacts_dir) -> Path:
 
 
 @pytest.fixture(scope="module")
-def lesson(lab_servers, open_browser, e2e_report):
+def reader_server(lab_servers):
+    """One JupyterLab (Chinese UI) for the module: the lesson and the real-heads lab are opened on it."""
+    return lab_servers({"reader": ("zh_CN", "light")})["reader"]
+
+
+@pytest.fixture(scope="module")
+def lesson(reader_server, open_browser, e2e_report):
     """The lesson after Restart & Run All at 1024×768 with the file browser open (light theme), on one page."""
-    server = lab_servers({"reader": ("zh_CN", "light")})["reader"]
+    server = reader_server
     with open_browser() as browser:
         context = browser.new_context(viewport={"width": SMALL[0], "height": SMALL[1]}, locale="zh-CN")
         page = context.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(scaled(60) * 1000)
         outside = []
         page.on("request", lambda r: urlsplit(r.url).hostname in server.allowed_hosts
                 or r.url.startswith(("data:", "blob:")) or outside.append(r.url))
@@ -237,26 +246,17 @@ def lesson(lab_servers, open_browser, e2e_report):
         run_all = page.locator("[data-command='notebook:restart-run-all']").first
         run_all.wait_for(state="visible")
         page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
-        deadline = time.monotonic() + 60
-        while server.kernel_state(server.notebook) != "idle":
-            assert time.monotonic() < deadline, "kernel not idle after 60 s"
-            time.sleep(0.2)
+        server.wait_kernel_idle()
         page.evaluate(JS_HOOK_KERNEL)
         started = time.perf_counter()
         run_all.click()
         page.locator(".jp-Dialog .jp-mod-accept").click()
-        deadline = time.monotonic() + RUN_TIMEOUT_S
-        while True:
-            state = page.evaluate(JS_RUN_STATE)
-            if state["queued"] and not state["running"] and state["counted"] == state["code"] \
-                    and server.kernel_state(server.notebook) == "idle":
-                break
-            assert time.monotonic() < deadline, f"Run All not finished after {RUN_TIMEOUT_S} s: {state}"
-            time.sleep(0.25)
+        state = run_all_finished(page, server, JS_RUN_STATE)
         assert not state["bad"], state["bad"]
         e2e_report(f"[reader] Run All {time.perf_counter() - started:.1f} s")
         page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:activate')")  # JupyterLab's default
-        page.wait_for_timeout(300)
+        page.locator("#filebrowser").wait_for(state="visible")
+        page.evaluate(JS_SETTLED)
         yield page
         assert not outside, f"requests to other hosts: {outside}"
         context.close()
@@ -266,7 +266,7 @@ def set_theme(page, theme: str) -> None:
     page.evaluate("name => window.jupyterapp.commands.execute('apputils:change-theme', {theme: name})",
                   THEME_NAMES[theme])
     page.wait_for_function("name => document.body.dataset.jpThemeName === name", arg=THEME_NAMES[theme])
-    page.wait_for_timeout(500)
+    page.evaluate(JS_SETTLED)  # JupyterLab names the theme once its CSS has loaded; then let the page repaint
 
 
 def slider(page, label: str):
@@ -476,7 +476,7 @@ def test_the_verdict_after_submit_is_read_from_a_polite_live_region(lesson):
     assert "d_k" in text and "个头" in text, text
 
 
-def test_arrow_keys_act_inside_a_quiz_radio_and_the_explorer_without_moving_the_notebook(lesson):
+def test_arrow_keys_act_inside_a_quiz_radio_without_moving_the_notebook(lesson):
     page = lesson
     quiz = page.locator(".jp-Notebook .lesson-quiz-S6")
     radios = quiz.locator("input[type=radio]")
@@ -488,9 +488,41 @@ def test_arrow_keys_act_inside_a_quiz_radio_and_the_explorer_without_moving_the_
     page.wait_for_function("el => el.checked", arg=radios.nth(1).element_handle(), timeout=UPDATE_TIMEOUT_MS)
     assert page.evaluate(JS_ACTIVE_CELL) == cell, "ArrowDown on a quiz radio moved the notebook's active cell"
     assert radios.nth(1).evaluate("el => document.activeElement === el"), "focus left the radio group"
+
+
+REAL_HEADS_LAB = "lab_real_heads.ipynb"
+
+
+@pytest.fixture(scope="module")
+def real_heads_lab(lesson, reader_server, e2e_report):
+    """The optional real-heads lab (the §6 explorer lives there) after its own Restart & Run All, in a second page of
+    the lesson's browser, on the same server (its own workspace, so the lesson's page keeps its layout)."""
+    server = dataclasses.replace(reader_server, notebook=REAL_HEADS_LAB)
+    page = lesson.context.new_page()
+    page.set_default_timeout(scaled(60) * 1000)
+    try:
+        page.goto(f"{server.url}/lab/workspaces/reader-lab/tree/{REAL_HEADS_LAB}?reset&token={server.token}")
+        run_all = page.locator("[data-command='notebook:restart-run-all']").first
+        run_all.wait_for(state="visible")
+        page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
+        server.wait_kernel_idle()
+        page.evaluate(JS_HOOK_KERNEL)
+        started = time.perf_counter()
+        run_all.click()
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        state = run_all_finished(page, server, JS_RUN_STATE)
+        assert not state["bad"], state["bad"]
+        e2e_report(f"[reader] {REAL_HEADS_LAB} Run All {time.perf_counter() - started:.1f} s")
+        yield page
+    finally:
+        page.close()
+
+
+def test_arrow_keys_drive_the_explorer_without_moving_the_notebook_and_it_never_shrinks(real_heads_lab, shots,
+                                                                                          e2e_report):
+    page = real_heads_lab
     layer = page.locator(".jp-Notebook .lesson-slider").filter(has=page.locator("label").get_by_text("层", exact=True))
-    if not layer.count():
-        pytest.skip("the §6 explorer needs the weights package")
+    assert layer.count() == 1, f"{REAL_HEADS_LAB}: expected the explorer's 层 slider, found {layer.count()}"
     out = output_of(page, layer)
     select = out.locator("select").first  # the sentence: new tokens, a new map, new bars
     select.scroll_into_view_if_needed()
@@ -504,10 +536,21 @@ def test_arrow_keys_act_inside_a_quiz_radio_and_the_explorer_without_moving_the_
     assert page.evaluate(JS_ACTIVE_CELL) == cell, "ArrowDown on the explorer moved the notebook's active cell"
     assert select.evaluate("el => document.activeElement === el"), "focus left the explorer's dropdown"
     # What a control drew never shrinks back (issue 30: 963 -> 723 px); a taller sentence seen for the first time may
-    # still add its rows once (measured: +16 px), reported until the explorer reserves its tallest sentence's height.
+    # still add its rows once (measured: +16 px).
+    page.evaluate(JS_SETTLED)
     after = out.evaluate(JS_HEIGHT)
-    print(f"[reader] explorer height {height} -> {after} px when the sentence changed")
+    # The layer and head sliders: arrow keys move them inside the widget, and the widget keeps its height.
+    jumps = []
+    for label in ("层", "头"):
+        moved, heights = _move_slider(page, label, ["ArrowRight", "End", "Home"])
+        assert moved >= 2, f"{label}: the keys moved the explorer only {moved} times: nothing was measured"
+        assert page.evaluate(JS_ACTIVE_CELL) == cell, f"arrow keys on the explorer's {label} moved the active cell"
+        if max(heights) - min(heights) > 1:
+            jumps.append(f"{label}: heights {sorted(heights)} px while it moved")
+    out.screenshot(path=str(shots / "lab_real_heads_explorer.png"))
+    e2e_report(f"[reader] explorer height {height} -> {after} px when the sentence changed; slider jumps: {jumps}")
     assert after >= height - 1, f"the explorer shrank from {height} to {after} px when the sentence changed"
+    assert not jumps, "\n".join(jumps)
 
 
 @pytest.mark.parametrize("theme", ["light", "dark", "hc"])
@@ -543,14 +586,34 @@ def test_no_choice_is_cut_and_every_circle_shows_at_1024(lesson, theme, shots, e
     assert not found["bad"], "\n".join(found["bad"])
 
 
-WIDGET_MOVES = [  # (label of a slider in the widget, keys pressed one after another)
+WIDGET_MOVES = [  # (label of a slider in the widget, keys pressed one after another); the explorer: its own test
     ("锐度", ["ArrowRight"] * 3 + ["Home", "End"]),
     ("第几步", ["ArrowRight"] * 7 + ["Home"]),
     ("头数 h", ["Home", "ArrowRight", "ArrowRight", "End", "ArrowLeft"]),
     ("放大第几个头", ["ArrowRight", "End", "Home"]),
-    ("层", ["ArrowRight", "End", "Home"]),
-    ("头", ["ArrowRight", "End", "Home"]),
 ]
+
+
+def _move_slider(page, label: str, keys) -> tuple[int, set]:
+    """Press ``keys`` on the slider labelled ``label``: how many changed its widget's output, and the heights seen."""
+    control = slider(page, label).locator("input")
+    out = output_of(page, slider(page, label))
+    control.scroll_into_view_if_needed()
+    control.focus()
+    heights, moved = {out.evaluate(JS_HEIGHT)}, 0
+    for key in keys:
+        before = out.evaluate("el => [...el.querySelectorAll('img')].map(i => i.src).join('|') + el.innerText")
+        page.keyboard.press(key)
+        try:
+            page.wait_for_function("([el, b]) => [...el.querySelectorAll('img')].map(i => i.src).join('|') "
+                                   "+ el.innerText !== b", arg=[out.element_handle(), before],
+                                   timeout=scaled(5) * 1000)
+            moved += 1
+        except Exception:  # at an end of the range a key changes nothing
+            pass
+        page.evaluate(JS_SETTLED)
+        heights.add(out.evaluate(JS_HEIGHT))
+    return moved, heights
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -559,30 +622,10 @@ def test_at_1024_with_the_file_browser_open_nothing_is_cut_scaled_or_jumps(lesso
     set_theme(page, theme)
     page.set_viewport_size({"width": SMALL[0], "height": SMALL[1]})
     assert page.locator("#filebrowser").is_visible(), "the file browser should be open (JupyterLab's default)"
-    page.wait_for_timeout(300)
+    page.evaluate(JS_SETTLED)
     jumps = []
     for label, keys in WIDGET_MOVES:
-        found = page.locator(".jp-Notebook .lesson-slider").filter(has=page.locator("label").get_by_text(label,
-                                                                                                          exact=True))
-        if not found.count():
-            assert label in ("层", "头"), f"slider {label!r} is missing"
-            continue  # the §6 explorer needs the weights package
-        control = found.locator("input")
-        out = output_of(page, found)
-        control.scroll_into_view_if_needed()
-        control.focus()
-        heights, moved = {out.evaluate(JS_HEIGHT)}, 0
-        for key in keys:
-            before = out.evaluate("el => [...el.querySelectorAll('img')].map(i => i.src).join('|') + el.innerText")
-            page.keyboard.press(key)
-            try:
-                page.wait_for_function("([el, b]) => [...el.querySelectorAll('img')].map(i => i.src).join('|') "
-                                       "+ el.innerText !== b", arg=[out.element_handle(), before], timeout=5000)
-                moved += 1
-            except Exception:  # at an end of the range a key changes nothing
-                pass
-            page.wait_for_timeout(150)
-            heights.add(out.evaluate(JS_HEIGHT))
+        moved, heights = _move_slider(page, label, keys)
         assert moved >= 2, f"{label}: the keys moved the widget only {moved} times: nothing was measured"
         if max(heights) - min(heights) > 1:
             jumps.append(f"{label}: heights {sorted(heights)} px while its controls moved")
@@ -604,7 +647,7 @@ def test_screenshots_in_four_configurations_and_placeholder_in_high_contrast(les
     for theme, size in SCREENS:
         set_theme(page, theme)
         page.set_viewport_size({"width": size[0], "height": size[1]})
-        page.wait_for_timeout(300)
+        page.evaluate(JS_SETTLED)
         cells = page.locator(".jp-Notebook .jp-CodeCell").filter(has=page.locator(".jp-OutputArea-output"))
         for i in range(cells.count()):
             cell = cells.nth(i)
@@ -624,13 +667,6 @@ def test_screenshots_in_four_configurations_and_placeholder_in_high_contrast(les
 
 
 def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(lesson, tmp_path, shots, e2e_report):
-    import sys
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import build_static
-    finally:
-        sys.path.pop(0)
     if shutil.which("npm") is None and not build_static.CACHE.exists():
         require(False, "npm is missing (the static page's scripts come from npm once)")
     site = tmp_path / "site"
@@ -653,8 +689,10 @@ def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(lesson,
     page = context.new_page()
     page.goto(page_path.as_uri())
     page.wait_for_function("() => document.querySelectorAll('.lesson-slider input[type=range]').length >= 5",
-                           timeout=30_000)
-    page.wait_for_timeout(1500)  # MathJax typesets after the widgets
+                           timeout=scaled(30) * 1000)
+    # MathJax typesets after the widgets
+    page.wait_for_function("() => document.querySelectorAll('.MathJax_Display, .MathJax').length > 5",
+                           timeout=scaled(30) * 1000)
     found = page.evaluate("""() => ({
       sliders: document.querySelectorAll('.lesson-slider input[type=range]').length,
       errors: document.body.innerText.split('Error displaying widget').length - 1,

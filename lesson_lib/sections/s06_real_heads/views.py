@@ -230,7 +230,7 @@ def explorer_view(enc, layer, head, query):
     ax_row.invert_yaxis()  # first token on top, as in the map
     ax_row.set_xlim(0, 1)
     ax_row.set_xlabel("注意力权重（这一行加起来等于 1）", fontsize=9.5)
-    ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词的权重", fontsize=10.5)
+    ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词元的权重", fontsize=10.5)
     order = np.argsort(-row, kind="stable")[:3]
     alt = (f"{pt.head_label(layer, head)} 的注意力图（{n} 个词）和「{enc.tokens[qi]}」这一行的条形图："
            + "，".join(f"给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "，其余更少。")

@@ -107,7 +107,7 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4), ha="right",
                    va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")  # above the dashed line, not on it
     right.set_ylim(0, 1.05)
-    right.set_ylabel("测试准确率")
+    right.set_ylabel("新序列上的准确率")
     right.set_title(f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
     right.grid(alpha=0.3)
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
@@ -122,7 +122,7 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
 
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
-           f"{max(r['bleu'] for r in row_a)}。下图：玩具实验的平均测试准确率，"
+           f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"
            + "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
     table = (["头数 h", "平均", "前一个 prev", "后一个 next", "配对查找 match"],
              [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in ("prev", "next", "match"))]

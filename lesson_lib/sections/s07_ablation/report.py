@@ -77,7 +77,7 @@ def format_table(results) -> str:
     """Sweep rows as levels per target (the same on every machine), with the thresholds."""
     rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)] for r in results]
     table = text_table(["h", "每头宽度 d_k", *TARGET_NAMES.values()], rows)
-    return table.around(after=f"（测试准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 1/8 = 0.125）")
+    return table.around(after=f"（新序列上的准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 1/8 = 0.125）")
 
 
 def timing_text(result) -> str:
@@ -291,8 +291,8 @@ def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
             continue
         same = abs(r["accuracy_mean"] - old["accuracy_mean"]) <= tolerance
         verdict = "一致" if same else "不一致"
-        lines.append(f"h = {r['h']}：{level(r['accuracy_mean'], ACCURACY_LEVELS)}，"
-                     f"与保存的结果（{level(old['accuracy_mean'], ACCURACY_LEVELS)}）{verdict}")
+        lines.append(f"h = {r['h']}：三项平均{level(r['accuracy_mean'], ACCURACY_LEVELS)}，"
+                     f"与存下的结果（{level(old['accuracy_mean'], ACCURACY_LEVELS)}）{verdict}")
     return "\n".join(lines)
 
 

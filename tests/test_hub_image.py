@@ -101,10 +101,11 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
     assert overrides["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"
 
     executed = tmp_path / "executed.ipynb"
-    subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-m", "nbconvert", "--to", "notebook",
-                    "--execute", "--ExecutePreprocessor.timeout=600", f"--output={executed}",
-                    str(home / "day11" / NOTEBOOK)],
-                   cwd=home / "day11" / "notebooks", env=run_env, check=True, timeout=900, capture_output=True)
+    run = subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-m", "nbconvert", "--to", "notebook",
+                          "--execute", "--ExecutePreprocessor.timeout=600", f"--output={executed}",
+                          str(home / "day11" / NOTEBOOK)],
+                         cwd=home / "day11" / "notebooks", env=run_env, timeout=900, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]  # which cell failed, and how
     nb = json.loads(executed.read_text())
     errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
     assert errors == []

@@ -49,7 +49,7 @@ import platformdirs
 
 __all__ = ["ENV_VAR", "FORMAT", "VERSION", "APP_NAME", "VERDICTS", "EXERCISE_STATUSES", "EXERCISE_IDS", "OLD_VERSION",
            "MAX_FILE_BYTES", "ProgressError", "default_path", "legacy_path", "lesson_items",
-           "ProgressFile", "Progress", "declare", "default_progress"]  # fmt: skip
+           "ProgressFile", "Progress", "default_progress"]  # fmt: skip
 
 ENV_VAR = "LESSON_PROGRESS_FILE"
 APP_NAME = "day11-multi-head-attention"
@@ -110,10 +110,6 @@ def lesson_items() -> tuple[tuple[str, ...], tuple[str, ...]]:
     from lesson_lib.practice.questions import question_ids
 
     return tuple(question_ids()), EXERCISE_IDS
-
-
-def declare(question_ids: Iterable[str] = (), exercise_names: Iterable[str] = ()) -> None:
-    """Registers nothing (the items are ``lesson_items()``); only widgets.py still calls it: delete both together."""
 
 
 # ---------------------------------------------------------------------------------------------- values

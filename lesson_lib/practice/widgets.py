@@ -15,10 +15,8 @@ import json
 
 from lesson_lib.practice import checkers, interview, questions, quiz, render
 from lesson_lib.practice import feedback as practice_feedback
-from lesson_lib.practice.progress import Progress, declare, default_progress
+from lesson_lib.practice.progress import Progress, default_progress
 from lesson_lib.show.controls import LABEL_BESIDE, LIVE, accessible, named
-
-declare(question_ids=questions.question_ids())  # the progress store counts the items its callers name
 
 __all__ = ["QuestionWidget", "SelfExplanationWidget", "InterviewWidget", "ask", "progress_summary",
            "interview_self_check", "default_progress", "stored_answer", "restored_answer"]  # fmt: skip

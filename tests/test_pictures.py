@@ -8,7 +8,6 @@ import re
 import numpy as np
 import pytest
 
-from lesson_lib import costs
 from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections import s03_heads as heads
 from lesson_lib.sections.s07_ablation import plots as ablation_plots
@@ -33,7 +32,7 @@ FIGURES = {  # name -> a call drawing it (built one at a time: each test closes 
     "retention": lambda: averaging.plot_retention(_S, averaging.retention_curve(_S)),
     "figure_11_1": lambda: heads.plot_figure_11_1(512, 8),
     "toy_vs_paper": lambda: ablation_plots.plot_toy_vs_paper(_toy_results()),
-    "head_maps": lambda: ablation_plots.plot_head_maps(_W, np.repeat(_W, 4, axis=0)),
+    "head_maps": lambda: ablation_plots.plot_head_maps(_W[0], np.repeat(_W, 4, axis=0), list("甲乙丙丁"), "标题"),
     "one_map": lambda: plotting.plot_heads(_W[0], tokens=["小", "明", "把", "苹果", "递给", "她"]),
 }
 

@@ -53,7 +53,8 @@ def _keys() -> np.ndarray:
 def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
     """The output of one head with the given weights: Σ_j w_j v_j, per named feature."""
     if not isinstance(weights_by_word, dict):
-        raise LessonInputTypeError(f"权重应是「词 → 权重」的字典，例如 {LESSON_WEIGHTS}，收到的是 {weights_by_word!r}。")
+        raise LessonInputTypeError(f"权重应是「词 → 权重」的字典，例如 {LESSON_WEIGHTS}，"
+                                   f"收到的是 {weights_by_word!r}。")
     w = np.zeros(len(TOKENS))  # (n,)
     for word, x in weights_by_word.items():
         if word not in TOKENS:

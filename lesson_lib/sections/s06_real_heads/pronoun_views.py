@@ -14,8 +14,7 @@ import numpy as np
 
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
-from lesson_lib.sections.s06_real_heads.explorer import head_label
-from lesson_lib.sections.s06_real_heads.views import describe_rows, skip_without_model
+from lesson_lib.sections.s06_real_heads.views import describe_rows, head_label, skip_without_model
 
 __all__ = [
     "WITHOUT_MODEL",

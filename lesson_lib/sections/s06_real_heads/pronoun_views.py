@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import html
 
-import numpy as np
-
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
-from lesson_lib.sections.s06_real_heads.views import describe_rows, head_label, skip_without_model
+from lesson_lib.sections.s06_real_heads.views import head_label, rows_figure, skip_without_model
 
 # What a learner without the package would have seen (the numbers are checked by a test against the model).
 WITHOUT_MODEL = (
@@ -70,22 +68,14 @@ def pronoun_rows_figure(sentence, heads, pronoun="她", names=("小红", "小明
     """The pronoun's row in each of ``heads`` (1-based (layer, head)), one row per head, side by side."""
     if sentence is None:
         return None
-    from lesson_lib.show.plotting import plot_heads
-
     tokens, att = sentence
     p0, _ = ph.word_span(tokens, pronoun)
-    rows = np.stack([att[layer - 1, head - 1, p0] for layer, head in heads])  # (k, T)
-    labels = [f"L{layer}·头{head}" for layer, head in heads]
     title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
-    fig = plot_heads(rows, tokens=labels, col_tokens=_shown(tokens), tile_inches=4.1, suptitle=title)
-    ax = fig.axes[0]
-    # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
-    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
     try:  # the alt text names what the lesson reads off: the weight on each (two-token) name
         named = ph.name_weights(att, tokens, pronoun, names)
     except ValueError:  # a learner's sentence without these names: each head's two largest weights instead
         named = None
-    return describe_rows(fig, title, rows, _shown(tokens), heads, pronoun, named)
+    return rows_figure(att, _shown(tokens), p0, heads, title, named)
 
 
 def top_heads_figure(sentence, ranked, k=3, pronoun="她", names=("小红", "小明")):

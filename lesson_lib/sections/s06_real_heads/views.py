@@ -120,32 +120,26 @@ def run_paper_sentences(model):
     return runs
 
 
-def _rows_figure(enc, query, heads, title, height=None):
-    """A (heads × tokens) strip: each row is where one head sends ``query``'s attention."""
-    from lesson_lib.show.plotting import plot_heads
+def rows_figure(att, tokens, qi, heads, title, named=None):
+    """A (heads × tokens) strip: each row is where one head ((layer, head), 1-based) sends token ``qi``'s attention.
 
-    qi = query_index(enc.tokens, query)
-    rows = np.stack([enc.attentions[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
+    Alt text and table: each head's weight on each of ``named`` ({name: (L, H) summed weights}, e.g. two-token
+    names), or else its two largest weights."""
+    from lesson_lib.show.plotting import describe, plot_heads, sentence
+
+    rows = np.stack([att[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
     labels = [f"L{layer}·头{head}" for layer, head in heads]
-    fig = plot_heads(rows, tokens=labels, col_tokens=enc.tokens, suptitle=title, tile_inches=height or 4.1)
+    fig = plot_heads(rows, tokens=labels, col_tokens=tokens, suptitle=title, tile_inches=4.1)
     ax = fig.axes[0]
     # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
     ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
-    return describe_rows(fig, title, rows, enc.tokens, heads, enc.tokens[qi])
-
-
-def describe_rows(fig, title, rows, tokens, heads, query, named=None):
-    """Alt text and table of a (heads × tokens) strip: what each head gives from ``query`` to each of ``named``
-    ({name: (layer, head) array of summed weights}, e.g. two-token names), or else its two largest weights."""
-    from lesson_lib.show.plotting import describe, sentence
-
     parts, table = [], []
     for (layer, head), row in zip(heads, rows):
         if named:
             cells = [(name, float(w[layer - 1, head - 1])) for name, w in named.items()]
         else:
             cells = [(tokens[k], float(row[k])) for k in np.argsort(-row, kind="stable")[:2]]
-        parts.append(f"{head_label(layer, head)}：「{query}」" + "，".join(f"给「{t}」{w:.2f}" for t, w in cells))
+        parts.append(f"{head_label(layer, head)}：「{tokens[qi]}」" + "，".join(f"给「{t}」{w:.2f}" for t, w in cells))
         table.append([head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
     headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重", "第二大的权重"]
     return describe(fig, sentence(title) + "；".join(parts) + "。", (headers, table))
@@ -160,7 +154,8 @@ def making_figure(runs, top=6):
     print("从 making 出发、落在 more + difficult 上的注意力最多的头：")
     print("  " + "；".join(f"{head_label(layer, head)} {s:.2f}" for layer, head, s in ranked))
     heads = [(layer, head) for layer, head, _ in ranked]
-    return _rows_figure(enc, "making", heads, "图 3 的问题：making 看向哪里？（每行一个头）")
+    qi = query_index(enc.tokens, "making")
+    return rows_figure(enc.attentions, enc.tokens, qi, heads, "图 3 的问题：making 看向哪里？（每行一个头）")
 
 
 @_needs_model
@@ -176,7 +171,8 @@ def its_figure(runs, layer=5):
         if tok in ("law", "application"):
             share = "超过一半" if w > 0.5 else "最高的一项，但不到一半"
             print(f"{head_label(layer, h)}：its → {tok} {w:.2f}（{share}）")
-    return _rows_figure(enc, "its", heads, f"图 4 的问题：第 {layer} 层的 12 个头，its 看向哪里？")
+    qi = query_index(enc.tokens, "its")
+    return rows_figure(enc.attentions, enc.tokens, qi, heads, f"图 4 的问题：第 {layer} 层的 12 个头，its 看向哪里？")
 
 
 @_needs_model

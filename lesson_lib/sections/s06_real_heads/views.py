@@ -111,7 +111,7 @@ def model_text(model, toy_h=4) -> str:
 @_needs_model
 def run_paper_sentences(model):
     """Both appendix sentences through the model: {'law': Encoding, 'making': Encoding}, with a summary."""
-    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
+    with one_blas_thread():
         runs = {name: model.encode(text) for name, text in minilm.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
     for name, enc in runs.items():
@@ -218,15 +218,20 @@ def coref_check(model, layer=4, head=2):
     return encs
 
 
+def _explored(enc, layer, head, query):
+    """(line, layer index, head index, query index, the query's row (T,)), arguments checked."""
+    li, hi = check_layer_head(enc.attentions, layer, head)
+    qi = query_index(enc.tokens, query)
+    return describe_row(enc.tokens, enc.attentions, layer, head, query), li, hi, qi, enc.attentions[li, hi, qi]
+
+
 def explorer_view(enc, layer, head, query):
     """(text line, Figure) for the explorer: the head's full map beside the query token's row."""
     import matplotlib.pyplot as plt
 
     from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, plot_heads, use_chinese_font
 
-    text = describe_row(enc.tokens, enc.attentions, layer, head, query)
-    li, hi = check_layer_head(enc.attentions, layer, head)
-    qi = query_index(enc.tokens, query)
+    text, li, hi, qi, row = _explored(enc, layer, head, query)
     use_chinese_font()
     n = len(enc.tokens)
     # The map above the row's bars: side by side, both would be shrunk to half size in a 592 px output.
@@ -236,7 +241,6 @@ def explorer_view(enc, layer, head, query):
     plot_heads(enc.attentions[li, hi], tokens=enc.tokens, ax=ax_map)
     ax_map.set_title(f"{head_label(layer, head)} 的注意力图", fontsize=10.5)
     ax_map.add_patch(plt.Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="red", linewidth=1.5))
-    row = enc.attentions[li, hi, qi]  # (T,)
     colors = ["tab:red" if j == int(np.argmax(row)) else "tab:blue" for j in range(n)]
     ax_row.barh(np.arange(n), row, color=colors)
     ax_row.set_yticks(np.arange(n), enc.tokens, fontsize=9)
@@ -273,18 +277,11 @@ def _sentence_choices():
 
 
 def explorer_frame(enc, layer, head, query):
-    """(summary HTML, map picture HTML) for the explorer widget: the map as themed SVG built directly, the
-    row as bars in HTML.
-
-    The matplotlib figure of ``explorer_view`` takes ~0.2 s to render; this takes a few ms, so a
-    slider move redraws within the widget's 150 ms budget.
-    """
+    """(summary HTML, map picture HTML) for the explorer widget: the map as SVG built directly, the row as HTML
+    bars (a few ms, where ``explorer_view``'s figure takes ~0.2 s: a slider move redraws within 150 ms)."""
     from lesson_lib.show.plotting import heads_svg_html
 
-    text = describe_row(enc.tokens, enc.attentions, layer, head, query)
-    li, hi = check_layer_head(enc.attentions, layer, head)
-    qi = query_index(enc.tokens, query)
-    row = enc.attentions[li, hi, qi]  # (T,) sums to 1
+    text, li, hi, qi, row = _explored(enc, layer, head, query)
     order = np.argsort(-row, kind="stable")[:3]
     alt = (f"{head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
            + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
@@ -324,8 +321,8 @@ def explorer_heights(encodings) -> tuple[int, int]:
 
 @_needs_model
 def explorer_widget(model, layer=5, head=12, query="its"):
-    """Sliders for layer and head, dropdowns for sentence and query token; logic in ``explorer_frame``. A layer,
-    head or query the first sentence does not have is a Chinese error, not a silent clamp."""
+    """Sliders for layer and head, dropdowns for sentence and query token (a Chinese error for a start the first
+    sentence does not have, not a silent clamp); logic in ``explorer_frame``."""
     import ipywidgets as w
 
     from lesson_lib.show.controls import linked, slider

@@ -49,7 +49,6 @@ def format_table(results) -> str:
     return table.around(after=f"（新序列上的准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 1/8 = 0.125）")
 
 
-
 def weight_on_targets(maps, batch: Batch) -> np.ndarray:
     """(h, 3): mean attention each head puts on prev, next and match, from one model's ``maps`` (B, h, T, T)
     on ``batch``; positions where a target does not exist (prev at 0, next at T−1) are left out."""
@@ -98,7 +97,6 @@ def _role_text(row) -> str:
 def main_roles(on_targets_h) -> list[str]:
     """The role each head mainly serves, from a (h, 3) weight_on_targets array ("分散" when none has 0.6)."""
     return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散" for row in on_targets_h]
-
 
 
 def diversity(result, batch: Batch) -> dict:

@@ -31,15 +31,6 @@ class Step:
     first_axis: str = ""  # for 3-D steps: what the first axis indexes ("头" or "词")
 
 
-def owner_map(n: int, d_model: int, h: int) -> tuple[np.ndarray, np.ndarray]:
-    """(n, d_model) arrays: the head that owns each column, and the token of each row."""
-    d_k = head_width(d_model, h)
-    n = check_int(n, "n（词数）", minimum=1)
-    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model)).copy()  # (n, d_model) column block -> head
-    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model)).copy()  # (n, d_model) row -> token
-    return owner, token
-
-
 def wrong_split(x, h):
     """The classic bug: reshape (n, d_model) straight to (h, n, d_k) without the transpose."""
     x, h = check_split(x, h)
@@ -60,7 +51,8 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bo
     """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
     x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed)
     n, d_k = len(x), head_width(d_model, h)
-    owner, token = owner_map(n, d_model, h)
+    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model)).copy()  # (n, d_model) column block -> head
+    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model)).copy()  # (n, d_model) row -> token
     split = wrong_split if forget_transpose else split_heads
     steps = [Step("输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）", "X", x.shape, owner, token)]
     q = x @ w_q  # (n, d_model)

@@ -287,23 +287,18 @@ def explorer_frame(enc, layer, head, query):
            + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
     picture = heads_svg_html(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
                              suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
-    return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), picture
-
-
-def _row_bars_html(tokens, row, qi):
-    """The query's row as horizontal bars, in the theme's colours (readable in light and dark)."""
-    top = int(np.argmax(row))
-    lines = []
-    for j, (tok, weight) in enumerate(zip(tokens, row)):
-        colour = "var(--jp-error-color1, #d62728)" if j == top else "var(--jp-brand-color1, #1f77b4)"
-        lines.append(
+    bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
+    for j, (tok, weight) in enumerate(zip(enc.tokens, row)):
+        colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else "var(--jp-brand-color1, #1f77b4)"
+        bars.append(
             f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
             f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
             f'<span style="display:inline-block;height:0.8em;width:{weight * 8:.2f}em;background:{colour}"></span>'
-            f"<span>{weight:.2f}</span></div>"
-        )
-    head = f"<div style='margin-top:4px'>「{html.escape(tokens[qi])}」（位置 {qi + 1}）这一行，红色是最高的一条：</div>"
-    return head + '<div style="columns:3 17em;column-gap:1.5em">' + "".join(lines) + "</div>"  # 3 columns fit 1024 px
+            f"<span>{weight:.2f}</span></div>")
+    head = (f"<div style='margin-top:4px'>「{html.escape(enc.tokens[qi])}」（位置 {qi + 1}）这一行，"
+            "红色是最高的一条：</div>")
+    columns = '<div style="columns:3 17em;column-gap:1.5em">'  # 3 columns at 1024 px, 2 in a 592 px output
+    return f"<b>{html.escape(text)}</b>{head}{columns}{''.join(bars)}</div>", picture
 
 
 EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px

@@ -13,13 +13,11 @@ TIMING_BUDGET = 0.02  # s per h: a run this long is steady, so it is not repeate
 
 
 def time_kernel(n: int, d_model: int, heads, repeat: int = 5, seed: int = 0) -> dict[int, float]:
-    """Median seconds of the readable kernel for each h, with one BLAS thread (part of what §4 states).
-
-    Each h runs ``repeat`` times, or fewer once its runs add up to TIMING_BUDGET: long runs are steady.
-    """
+    """Median seconds of the readable kernel for each h with one BLAS thread (as §4 states): ``repeat`` runs, or
+    fewer once they add up to TIMING_BUDGET."""
     import time
 
-    from lesson_lib.attention import multi_head_attention
+    from lesson_lib import attention
     from lesson_lib.runtime.blas import one_blas_thread
 
     n, d_model = check_int(n, "n", minimum=1), check_int(d_model, "d_model", minimum=1)
@@ -27,15 +25,15 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 5, seed: int = 0) -> 
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model), dtype=np.float32)  # (n, d_model)
     ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32) for _ in range(4)]
-    result = {}
+    result, heads = {}, list(heads)
     with one_blas_thread():
-        for i, h in enumerate(heads):
-            if i == 0:
-                multi_head_attention(x, *ws, h)  # one warm-up; the median of the repeats drops a slow first run
+        for h in heads[:1]:
+            attention.multi_head_attention(x, *ws, h)  # one warm-up: the first run is slow
+        for h in heads:
             times = []
             for _ in range(repeat):
                 start = time.perf_counter()
-                multi_head_attention(x, *ws, h)
+                attention.multi_head_attention(x, *ws, h)
                 times.append(time.perf_counter() - start)
                 if sum(times) >= TIMING_BUDGET:
                     break

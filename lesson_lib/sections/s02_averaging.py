@@ -23,10 +23,10 @@ IDENTITY_FEATURES = ["女性", "男性", "人物", "物品"]
 ROLE_FEATURES = ["主语", "宾语"]
 FEATURES = IDENTITY_FEATURES + ROLE_FEATURES
 
-_VALUE_ROWS = {  # word -> features it carries (1.0 = has it)
-    "小明": {"男性": 1, "人物": 1, "主语": 1},
-    "苹果": {"物品": 1, "宾语": 1},
-    "小红": {"女性": 1, "人物": 1},  # the receiver: neither the subject nor the thing handed over
+_VALUE_ROWS = {  # word -> 1 for each feature it carries, in FEATURES order: 女性 男性 人物 物品 主语 宾语
+    "小明": [0, 1, 1, 0, 1, 0],
+    "苹果": [0, 0, 0, 1, 0, 1],
+    "小红": [1, 0, 1, 0, 0, 0],  # the receiver: neither the subject nor the thing handed over
 }
 
 # The lesson's illustration of one head: 小红 40 %, 小明 30 %, 苹果 30 %.
@@ -39,11 +39,7 @@ _QUESTION = {"指代": np.array([1.0, 0.0]), "语法角色": np.array([0.0, 1.0]
 
 def values() -> np.ndarray:
     """(n, len(FEATURES)) value vectors of the sentence; function words carry nothing."""
-    v = np.zeros((len(TOKENS), len(FEATURES)))  # (n, 6)
-    for word, feats in _VALUE_ROWS.items():
-        for name, x in feats.items():
-            v[TOKENS.index(word), FEATURES.index(name)] = x
-    return v
+    return np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)  # (n, 6)
 
 
 def _keys() -> np.ndarray:

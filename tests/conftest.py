@@ -40,7 +40,6 @@ SLOW_FILES = {
 }
 SLOW_DIRS = {"tests/e2e": "JupyterLab driven by a real browser"}
 SLOW_TESTS = {  # node ids (a prefix covers every parameter)
-    "tests/test_ablation_sweep.py::test_cli_ends_on_ctrl_c_keeping_what_finished": "Ctrl-C into the §7 CLI",
     "tests/test_ablation_sweep.py::test_interrupting_a_jupyter_kernel": "a Jupyter kernel interrupted mid-sweep",
     # §7's sweep over two more seeds: ~42 CPU-s whenever lesson_lib changes (the cache key), i.e. in every inner loop
     "tests/test_ablation_claims.py::test_shape_of_the_sweep_holds_for_other_seeds": "§7 trained over two more seeds",

@@ -1,14 +1,8 @@
-"""The sweep over head counts, in the kernel's process: its rows, argument checks, interrupts and the CLI."""
+"""The sweep over head counts, in the kernel's process: its rows, argument checks, and interrupts."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -18,7 +12,6 @@ from lesson_lib.models.toy import model, training
 from lesson_lib.models.toy import task as toy_task
 from lesson_lib.models.toy.config import Task, TrainConfig
 from lesson_lib.models.toy.sweeping import SweepInterrupted, sweep
-from lesson_lib.sections.s07_ablation import cli, report
 
 TINY_TASK = Task(T=7, V=4, K=16)
 TINY_CFG = TrainConfig(d_model=8, steps=20, warmup=5, n_test=50)
@@ -51,7 +44,6 @@ def test_sweep_rows_have_the_promised_fields_and_do_not_depend_on_the_order():
 def test_one_seed_has_no_standard_deviation():
     result = sweep((2,), seeds=1, task=TINY_TASK, cfg=TINY_CFG)
     assert result.results[0]["accuracy_sd"] is None
-    assert "标准差" not in report.accuracy_numbers_text(result.results)
 
 
 def test_progress_reaches_the_total_in_order():
@@ -116,39 +108,6 @@ def test_sweep_rejects_bad_settings_in_chinese(kwargs, words):
         sweep(**args)
 
 
-@pytest.mark.parametrize(
-    ("argv", "words"),
-    [
-        (["--heads", ""], "--heads 不能为空"),
-        (["--heads", ",,,"], "--heads 不能为空"),
-        (["--heads", "1,x"], "逗号分隔的整数"),
-        (["--heads", "5", "--steps", "2"], "不能平均分给"),
-        (["--heads", "1", "--seeds", "0"], "至少为 1"),
-        (["--heads", "1", "--steps", "0"], "TrainConfig.steps"),
-    ],
-)
-def test_cli_rejects_bad_arguments_in_chinese(capsys, argv, words):
-    with pytest.raises(SystemExit) as stop:
-        cli.main(argv)
-    assert stop.value.code == 2
-    assert words in capsys.readouterr().err
-
-
-def test_cli_prints_one_json_object(capsys):
-    assert cli.main(["--heads", "1,2", "--seeds", "2", "--steps", "3", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert [r["h"] for r in out["results"]] == [1, 2]
-    assert [r["d_k"] for r in out["results"]] == [32, 16]
-    assert out["config"]["train"]["steps"] == 3 and out["config"]["seeds"] == 2
-    assert all(set(r["per_target"]) == {"prev", "next", "match"} for r in out["results"])
-
-
-def test_cli_table(capsys):
-    assert cli.main(["--heads", "4", "--seeds", "2", "--steps", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "平均准确率" in out and "标准差" in out and "秒" in out
-
-
 # ---------------------------------------------------------------------------------------------
 # Interrupts: Ctrl-C or Jupyter's ■ is a KeyboardInterrupt in this process; what finished is kept
 # ---------------------------------------------------------------------------------------------
@@ -169,25 +128,6 @@ def test_interrupt_raises_a_keyboard_interrupt_with_the_finished_rows(monkeypatc
     assert isinstance(stop.value, KeyboardInterrupt)
     assert [r["h"] for r in stop.value.result.results] == [2] and stop.value.missing == [1]
     assert "[2]" in str(stop.value) and "[1]" in str(stop.value)
-
-
-_CLI = [sys.executable, "-m", "lesson_lib.sections.s07_ablation", "--heads", "1,2,4,8", "--seeds", "1", "--steps",
-        "3000"]
-
-
-def test_cli_ends_on_ctrl_c_keeping_what_finished():
-    """A terminal's Ctrl-C (SIGINT to the process group) ends the CLI with the shell's 130, in Chinese."""
-    proc = subprocess.Popen(_CLI, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
-    try:
-        time.sleep(3)  # imported and training (no assertion on how long anything takes)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and "[1, 2, 4, 8]" not in err.split("没训练完")[0]
 
 
 def test_interrupting_a_jupyter_kernel_ends_the_cell_and_keeps_the_kernel(tmp_path):

@@ -228,6 +228,21 @@ def test_time_kernel_names_the_bad_argument():
     assert_chinese(excinfo, "repeat", "0")
 
 
+def test_time_kernel_repeats_only_short_runs(monkeypatch):
+    """A run that fills TIMING_BUDGET is steady and not repeated; short runs are repeated up to ``repeat``."""
+    from lesson_lib import attention
+
+    calls = []
+    monkeypatch.setattr(attention, "multi_head_attention", lambda x, *ws: calls.append(ws[-1]))
+    monkeypatch.setattr(flops, "TIMING_BUDGET", 0.0)  # every run fills it
+    flops.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=5)
+    assert calls == [1, 1, 2]  # the warm-up, then one run each
+    monkeypatch.setattr(flops, "TIMING_BUDGET", 1e9)
+    calls.clear()
+    flops.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=5)
+    assert calls == [1] * 6 + [2] * 5
+
+
 def test_h_must_divide_d_model():
     for call in (lambda: costs.count(50, 510, 8), lambda: costs.parameters(510, 8), lambda: measure(5, 510, 8)):
         with pytest.raises(ValueError) as excinfo:

@@ -11,7 +11,7 @@ import pytest
 from helpers import CJK
 
 from lesson_lib import attention
-from lesson_lib.sections.s09_paper import KERNELS, MHA_TERMS, SDPA_TERMS, SOFTMAX_TERMS, formula_table, line_map
+from lesson_lib.sections.s09_paper import KERNELS, MHA_TERMS, SDPA_TERMS, SOFTMAX_TERMS, formula_view, line_map
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION_9 = (ROOT / "notebooks" / "src" / "09_paper.md").read_text(encoding="utf-8")
@@ -65,7 +65,7 @@ def test_fragment_only_in_a_comment_is_not_found():
 
 
 def test_formula_table_lists_every_kernel_function():
-    table = formula_table()
+    table = str(formula_view())
     heads = ["softmax：", "scaled_dot_product_attention：", "multi_head_attention："]
     assert [table.index(h) for h in heads] == sorted(table.index(h) for h in heads)
     for _, terms in KERNELS:

@@ -117,7 +117,6 @@ def test_heads_mix_only_at_wo_single_head():
     lambda: heads.shape_steps(6, 512, 3),
     lambda: heads.shape_steps(6, 512, 3, forget_transpose=True),
     lambda: heads.heads_mix_only_at_wo(5, 512, 3),
-    lambda: heads.owner_map(6, 512, 3),
 ])
 def test_bad_head_count_raises_kernel_chinese_error(call):
     with pytest.raises(AttentionInputError, match=r"d_model=512 不能平均分给 h=3 个头") as exc:
@@ -214,10 +213,9 @@ def test_heads_mix_text_prints_bounds_not_round_off_digits(monkeypatch, check, l
     (lambda: heads.shape_steps(d_model=-512), ["d_model", "-512"]),
     (lambda: heads.shape_steps(seed=-1), ["seed", "-1"]),
     (lambda: heads.heads_mix_only_at_wo(n=2.5), ["n", "2.5"]),
-    (lambda: heads.owner_map(0, 512, 8), ["n", "0"]),
     (lambda: heads.plot_figure_11_1(d_model=0), ["d_model", "0"]),
     (lambda: heads.wrong_split(np.zeros((3, 8)), 0), ["h", "0"]),
-], ids=["shape_steps n=0", "d_model=-512", "seed=-1", "mix n=2.5", "owner_map n=0", "figure d_model=0",
+], ids=["shape_steps n=0", "d_model=-512", "seed=-1", "mix n=2.5", "figure d_model=0",
         "wrong_split h=0"])
 def test_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
     raises_chinese(call, *fragments)

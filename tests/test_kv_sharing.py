@@ -51,6 +51,14 @@ def test_table_prints_the_computed_values():
     assert text.splitlines()[-2].endswith("1/8") and text.splitlines()[-1].endswith("1/64")
 
 
+@pytest.mark.parametrize("args", [(512, 8, 2), (8192, 64, 8)])
+def test_table_fits_a_592_px_output(args):
+    """Printed text must fit 72 monospace columns (CJK characters count 2) so JupyterLab does not wrap it."""
+    from lesson_lib.show.tables import display_width
+
+    assert max(display_width(line) for line in s08_interview.table_text(*args).splitlines()) <= 72
+
+
 @pytest.mark.parametrize(("args", "fragments"), [
     ((512, 8, 3), ["kv_heads = 3", "h = 8", "约数"]),
     ((512, 8, 16), ["kv_heads", "16"]),

@@ -8,10 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from lesson_lib import costs
 from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections import s03_heads as heads
-from lesson_lib.sections import s04_costs as flops
 from lesson_lib.sections.s07_ablation import plots as ablation_plots
 from lesson_lib.show import plotting
 
@@ -33,10 +31,8 @@ _W = np.random.default_rng(1).dirichlet(np.ones(6), size=(1, 6))  # (1, 6, 6)
 FIGURES = {  # name -> a call drawing it (built one at a time: each test closes its figures)
     "retention": lambda: averaging.plot_retention(_S, averaging.retention_curve(_S)),
     "figure_11_1": lambda: heads.plot_figure_11_1(512, 8),
-    "counts": lambda: flops.plot_counts(50, 512, [1, 2, 4, 8, 16, 32, 64]),
-    "table3": ablation_plots.plot_table3,
     "toy_vs_paper": lambda: ablation_plots.plot_toy_vs_paper(_toy_results()),
-    "head_maps": lambda: ablation_plots.plot_head_maps(_W, np.repeat(_W, 4, axis=0)),
+    "head_maps": lambda: ablation_plots.plot_head_maps(_W[0], np.repeat(_W, 4, axis=0), list("甲乙丙丁"), "标题"),
     "one_map": lambda: plotting.plot_heads(_W[0], tokens=["小", "明", "把", "苹果", "递给", "她"]),
 }
 
@@ -74,17 +70,6 @@ def test_retention_alt_states_the_curves_numbers():
     assert f"8 时 {curves[2][-1, 0]:.2f}" in alt
 
 
-def test_counts_alt_and_table_follow_the_counts():
-    hs = [1, 2, 4, 8]
-    fig = flops.plot_counts(40, 256, hs)
-    rows = [costs.count(40, 256, h) for h in hs]
-    alt = plotting.alt_text(fig)
-    assert f"每种头数都是 {rows[0].matmul_total:,} 次" in alt
-    assert f"h = 8 的 {rows[-1].softmax_total:,} 次" in alt
-    _headers, table = fig.lesson_table
-    assert [r[2] for r in table] == [f"{r.softmax_total:,}" for r in rows]
-
-
 def test_heat_map_alt_names_the_largest_weights():
     w = np.array([[[0.55, 0.06, 0.39], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]]])
     fig = plotting.plot_heads(w, tokens=["她", "小红", "小明"], titles=["第 8 层 · 头 1"])
@@ -108,13 +93,13 @@ def test_chinese_key_labels_are_not_turned():
 
 
 def test_picture_html_names_the_svg_and_hides_it_until_styles_apply():
-    fig = FIGURES["counts"]()
+    fig = FIGURES["toy_vs_paper"]()
     page = plotting.picture_html(fig)
     alt = html.escape(plotting.alt_text(fig), quote=True)
     assert f'<svg role="img" aria-label="{alt}"' in page
     assert f'<img class="lesson-ras" alt="{alt}"' in page  # what a sanitized (untrusted) page keeps
     assert '<div class="lesson-vec" style="display:none">' in page and "display:block!important" in page
-    assert "<details><summary>" in page and "54,988,800" in page
+    assert "<details><summary>" in page and "配对查找 match" in page
     assert page == plotting.picture_html(fig)  # deterministic: ids and metadata fixed
     svg = page[page.index("<svg"):page.index("</svg>")]
     assert "<text" in svg  # text stays text

@@ -26,7 +26,7 @@ from lesson_lib.models.pretrained.files import WeightsFileError, WeightsMismatch
 from lesson_lib.models.pretrained.head_finder import SCORE_NAMES, head_scores, phrase_scores, rank_heads
 from lesson_lib.models.pretrained.safetensors import read_safetensors
 from lesson_lib.sections.s06_real_heads import views
-from lesson_lib.sections.s06_real_heads.explorer import (
+from lesson_lib.sections.s06_real_heads.views import (
     check_layer_head,
     describe_row,
     query_index,
@@ -481,6 +481,26 @@ def test_explorer_widget_wiring(model):
     c["sentence"].value = views.COREF_SENTENCES["fails"]  # new tokens; the query stays on "its"
     assert c["token"].value == 8 and ("8 · its", 8) in c["token"].options and "river" in line.value
     assert "（位置 8）" in line.value  # positions a learner reads are 1-based, like layers and heads
+
+
+def test_explorer_keeps_one_height_for_every_sentence(model):
+    """Issue 30: choosing a longer sentence never makes the explorer grow: both parts reserve the longest's height."""
+    import re
+
+    box = views.explorer_widget(model, layer=4, head=2, query="its")
+    c = box.controls
+    reserved = [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")]
+    line = views.EXPLORER_LINE_PX
+    for _, text in views._sentence_choices():
+        c["sentence"].value = text
+        assert [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")] == reserved
+        summary, picture = c["summary"].value, c["picture"].value
+        svg_px = float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1))
+        assert svg_px + 2 * line <= reserved[1]  # the map and its folded table's line
+        bars = summary.count("break-inside:avoid")  # one bar per token, two columns in a 592 px output
+        assert bars == len(model.encode(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
+    longest = max((model.encode(text) for _, text in views._sentence_choices()), key=lambda e: len(e.tokens))
+    assert (4 + -(-len(longest.tokens) // 2)) * line == reserved[0]  # no more than the longest needs
 
 
 def test_explorer_sliders_keep_a_usable_width(model):

@@ -52,8 +52,8 @@ def test_name_weights_and_ranking_on_synthetic_heads():
     assert w["小红"][1, 0] == pytest.approx(1.0) and w["小明"][1, 0] == pytest.approx(0.0)
     assert w["小红"][0, 0] == pytest.approx(2 / len(TOKENS))  # a uniform head: two tokens' share
     assert ph.rank_by_preference(synthetic(), TOKENS, top=1) == [(2, 1, pytest.approx(1.0), pytest.approx(0.0))]
-    he = ph.preference(synthetic(), TOKENS, "他", "小明", "小红")
-    assert he[1, 0] == pytest.approx(1.0)
+    he = ph.rank_by_preference(synthetic(), TOKENS, "他", "小明", "小红", top=1)
+    assert he[0][2] - he[0][3] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("top", [0, -1, 5, 1.5, True])

@@ -1,14 +1,7 @@
-"""Section 2: why one head must average, on the lesson's sentence 「小明把苹果递给了小红，因为她帮过他。」.
+"""§2: why one head must average, on 「小明把苹果递给了小红，因为她帮过他。」.
 
-The pronoun 她 needs two things from earlier words at once:
-- 指代 (reference): who is 她? -> 小红, the only female person before it;
-- 语法角色 (syntactic role): 她 is the subject of the new clause, so it lines up with the
-  subject of the first clause, 小明.
-
-Every word's value vector is a row of named, readable features. One head has one row of weights
-for 她, so its output is a weighted average of those rows; two heads each get their own row of
-weights and their own feature subspace, and the concatenation keeps both answers.
-All attention here goes through ``lesson_lib.attention.scaled_dot_product_attention``.
+她 needs two answers at once: who it is (指代 → 小红) and the subject it lines up with (语法角色 → 小明). Values
+are rows of named features; one head outputs one weighted average of them, two heads keep one answer each.
 """
 
 from __future__ import annotations
@@ -20,28 +13,6 @@ import numpy as np
 from lesson_lib.attention import scaled_dot_product_attention
 from lesson_lib.checks import LessonInputTypeError, check_choice, check_number
 
-__all__ = [
-    "blend_table",
-    "demo_text",
-    "summary_html",
-    "values_table",
-    "TOKENS",
-    "QUERY",
-    "FEATURES",
-    "IDENTITY_FEATURES",
-    "ROLE_FEATURES",
-    "LESSON_WEIGHTS",
-    "values",
-    "blend",
-    "Demo",
-    "demo",
-    "retention_curve",
-    "plot_demo",
-    "demo_alt",
-    "demo_html",
-    "plot_retention",
-]
-
 # The sentence up to the pronoun: attention only looks back, so these are all 她 can see.
 TOKENS = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她"]
 QUERY = TOKENS.index("她")
@@ -52,10 +23,10 @@ IDENTITY_FEATURES = ["女性", "男性", "人物", "物品"]
 ROLE_FEATURES = ["主语", "宾语"]
 FEATURES = IDENTITY_FEATURES + ROLE_FEATURES
 
-_VALUE_ROWS = {  # word -> features it carries (1.0 = has it)
-    "小明": {"男性": 1, "人物": 1, "主语": 1},
-    "苹果": {"物品": 1, "宾语": 1},
-    "小红": {"女性": 1, "人物": 1},  # the receiver: neither the subject nor the thing handed over
+_VALUE_ROWS = {  # word -> 1 for each feature it carries, in FEATURES order: 女性 男性 人物 物品 主语 宾语
+    "小明": [0, 1, 1, 0, 1, 0],
+    "苹果": [0, 0, 0, 1, 0, 1],
+    "小红": [1, 0, 1, 0, 0, 0],  # the receiver: neither the subject nor the thing handed over
 }
 
 # The lesson's illustration of one head: 小红 40 %, 小明 30 %, 苹果 30 %.
@@ -68,26 +39,18 @@ _QUESTION = {"指代": np.array([1.0, 0.0]), "语法角色": np.array([0.0, 1.0]
 
 def values() -> np.ndarray:
     """(n, len(FEATURES)) value vectors of the sentence; function words carry nothing."""
-    v = np.zeros((len(TOKENS), len(FEATURES)))  # (n, 6)
-    for word, feats in _VALUE_ROWS.items():
-        for name, x in feats.items():
-            v[TOKENS.index(word), FEATURES.index(name)] = x
-    return v
+    return np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)  # (n, 6)
 
 
 def _keys() -> np.ndarray:
-    k = np.zeros((len(TOKENS), 2))  # (n, 2)
-    for word, row in _KEY_ROWS.items():
-        k[TOKENS.index(word)] = row
-    return k
+    return np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS])  # (n, 2)
 
 
 def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
     """The output of one head with the given weights: Σ_j w_j v_j, per named feature."""
     if not isinstance(weights_by_word, dict):
-        raise LessonInputTypeError(
-            f"权重应是「词 → 权重」的字典，例如 {LESSON_WEIGHTS}，收到的是 {weights_by_word!r}。"
-        )
+        raise LessonInputTypeError(f"权重应是「词 → 权重」的字典，例如 {LESSON_WEIGHTS}，"
+                                   f"收到的是 {weights_by_word!r}。")
     w = np.zeros(len(TOKENS))  # (n,)
     for word, x in weights_by_word.items():
         if word not in TOKENS:
@@ -115,25 +78,17 @@ class Demo:
     subject_kept: float  # how much of 小明's subject role reaches the output (0..1)
 
 
-def _mask() -> np.ndarray:
-    allowed = np.zeros((1, len(TOKENS)), dtype=bool)  # (1, n) 她 sees only the words before it
-    allowed[0, :QUERY] = True
-    return allowed
-
-
 def demo(heads: int, sharpness: float = 4.0) -> Demo:
-    """Run 她's query through one head (both questions in one query) or two (one question each).
-
-    ``sharpness`` scales the query: higher means a more peaked softmax.
-    """
+    """她's query through one head (both questions in one query) or two (one each); ``sharpness`` scales it."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
     sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=MAX_SHARPNESS)
     k, v = _keys(), values()  # (n, 2), (n, 6)
+    mask = (np.arange(len(TOKENS)) < QUERY)[None]  # (1, n) 她 sees only the words before it
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
     if heads == 1:
         # One query asks both questions at once: one softmax, one weighted average of whole rows.
         q = scale * (_QUESTION["指代"] + 0.8 * _QUESTION["语法角色"])[None]  # (1, 2)
-        out, w = scaled_dot_product_attention(q, k, v, _mask())  # (1, 6), (1, n)
+        out, w = scaled_dot_product_attention(q, k, v, mask)  # (1, 6), (1, n)
         names = ["单头（两个问题挤在一起）"]
         output = out[0]
         referent, subject = w[0, REFERENT], w[0, SUBJECT]
@@ -143,34 +98,19 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         k2 = np.stack([k * [1, 0], k * [0, 1]])  # (2, n, 2) each head's key subspace
         n_id = len(IDENTITY_FEATURES)
         v2 = np.stack([v[:, :n_id], np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))])  # (2, n, 4)
-        heads_out, w = scaled_dot_product_attention(q, k2, v2, _mask())  # (2, 1, 4), (2, 1, n)
+        heads_out, w = scaled_dot_product_attention(q, k2, v2, mask)  # (2, 1, 4), (2, 1, n)
         output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])  # (6,) Concat
         w = w[:, 0]  # (2, n)
         names = ["头 1：指代", "头 2：语法角色"]
         referent, subject = w[0, REFERENT], w[1, SUBJECT]
-    return Demo(
-        heads=heads,
-        sharpness=float(sharpness),
-        names=names,
-        weights=np.atleast_2d(w),
-        output={name: float(x) for name, x in zip(FEATURES, output)},
-        referent_kept=float(referent),
-        subject_kept=float(subject),
-    )
+    return Demo(heads, float(sharpness), names, np.atleast_2d(w), dict(zip(FEATURES, map(float, output))),
+                float(referent), float(subject))
 
 
 def retention_curve(sharpness_values) -> dict[int, np.ndarray]:
     """For 1 and 2 heads: (len(s), 2) arrays of [referent_kept, subject_kept] against sharpness."""
-    curves = {}
-    for heads in (1, 2):
-        curves[heads] = np.array([[d.referent_kept, d.subject_kept] for d in map(lambda s: demo(heads, s),
-                                                                                   sharpness_values)])
-    return curves
-
-
-# ---------------------------------------------------------------------------------------------
-# Figures (matplotlib imported on use)
-# ---------------------------------------------------------------------------------------------
+    return {heads: np.array([[(d := demo(heads, s)).referent_kept, d.subject_kept] for s in sharpness_values])
+            for heads in (1, 2)}
 
 
 _DEMO_COLOURS = {1: ["#8172B2"], 2: ["#4C72B0", "#DD8452"]}
@@ -178,10 +118,7 @@ _demo_figures: dict = {}  # heads -> (figure, bar containers, feature bars): the
 
 
 def _demo_figure(heads: int):
-    """The demo's figure for 1 or 2 heads with every bar at 0, on a fixed layout (no tight_layout per redraw).
-
-    6 inches wide (shown at 100 % in a 592 px output), the two panels stacked, no text under 10 pt (13 px).
-    """
+    """The demo's figure for 1 or 2 heads, every bar at 0, on a fixed layout the widget redraws in place."""
     from matplotlib.figure import Figure
 
     from lesson_lib.show.plotting import FIGURE_MAX_INCHES, use_chinese_font
@@ -252,11 +189,9 @@ def plot_retention(sharpness_values, curves):
     """How much of each answer survives, against sharpness, for 1 head and 2 heads."""
     import matplotlib.pyplot as plt
 
-    from lesson_lib.show.plotting import use_chinese_font
+    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, use_chinese_font
 
     use_chinese_font()
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe
-
     fig, ax = plt.subplots(figsize=(FIGURE_MAX_INCHES, 4.2))
     styles = {1: "-", 2: "--"}
     for heads, c in curves.items():
@@ -283,11 +218,6 @@ def retention_alt(sharpness_values, curves) -> str:
             parts.append(f"{heads} 个头的{name}保留：锐度 {s[0]:g} 时 {y[0]:.2f}，{s[-1]:g} 时 {y[-1]:.2f}，"
                          f"最高 {y[top]:.2f}（锐度 {s[top]:g}）")
     return "折线图：横轴是查询的锐度，纵轴是能从输出读回的比例。" + "；".join(parts) + "。"
-
-
-# ---------------------------------------------------------------------------------------------
-# What section 2 prints
-# ---------------------------------------------------------------------------------------------
 
 
 def values_table() -> str:

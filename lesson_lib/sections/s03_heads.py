@@ -1,10 +1,7 @@
-"""Section 3: how d_model is cut into heads and glued back, step by step, on real arrays.
+"""§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions.
 
-``shape_steps`` runs the kernel's own functions (split_heads, scaled_dot_product_attention,
-merge_heads) and records every intermediate shape; alongside the numbers it tracks an "owner" array
-(which head's column block each number came from), so a figure can colour each head's block and
-show what reshaping without the transpose does: every "head" then holds a jumble of other heads'
-columns and of other tokens.
+Beside the numbers, ``owner`` records which head's columns each number came from, so a figure can colour the
+heads and show what reshaping without the transpose does: every "head" then holds other heads' columns.
 """
 
 from __future__ import annotations
@@ -23,24 +20,6 @@ from lesson_lib.attention import (
 )
 from lesson_lib.checks import check_int, check_split
 
-__all__ = [
-    "heads_mix_text",
-    "step_summary_html",
-    "steps_text",
-    "transpose_text",
-    "Step",
-    "shape_steps",
-    "wrong_split",
-    "owner_map",
-    "heads_mix_only_at_wo",
-    "order_and_position",
-    "order_text",
-    "plot_step",
-    "step_alt",
-    "step_html",
-    "plot_figure_11_1",
-]
-
 
 @dataclass(frozen=True)
 class Step:
@@ -52,15 +31,6 @@ class Step:
     first_axis: str = ""  # for 3-D steps: what the first axis indexes ("头" or "词")
 
 
-def owner_map(n: int, d_model: int, h: int) -> tuple[np.ndarray, np.ndarray]:
-    """(n, d_model) arrays: the head that owns each column, and the token of each row."""
-    d_k = head_width(d_model, h)
-    n = check_int(n, "n（词数）", minimum=1)
-    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model)).copy()  # (n, d_model) column block -> head
-    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model)).copy()  # (n, d_model) row -> token
-    return owner, token
-
-
 def wrong_split(x, h):
     """The classic bug: reshape (n, d_model) straight to (h, n, d_k) without the transpose."""
     x, h = check_split(x, h)
@@ -68,14 +38,21 @@ def wrong_split(x, h):
     return x.reshape(*x.shape[:-2], h, n, d_model // h)  # (..., h, n, d_k) but the wrong numbers
 
 
-def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bool = False, seed: int = 0):
-    """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
-    d_k = head_width(d_model, h)
-    n, seed = check_int(n, "n（词数）", minimum=1), check_int(seed, "seed", minimum=0)
+def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
+    """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng, arguments checked."""
+    head_width(d_model, h)
+    n, seed = check_int(n, name, minimum=minimum), check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model))  # (n, d_model)
-    w_q, w_k, w_v, w_o = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4))
-    owner, token = owner_map(n, d_model, h)
+    return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
+
+
+def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bool = False, seed: int = 0):
+    """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
+    x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed)
+    n, d_k = len(x), head_width(d_model, h)
+    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model)).copy()  # (n, d_model) column block -> head
+    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model)).copy()  # (n, d_model) row -> token
     split = wrong_split if forget_transpose else split_heads
     steps = [Step("输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）", "X", x.shape, owner, token)]
     q = x @ w_q  # (n, d_model)
@@ -111,16 +88,10 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bo
 
 
 def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
-    """Concat(head_i) W^O equals Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O).
-
-    Returns the two results' largest difference, and how much one head's output moves when another
-    head's query weights change (zero before W^O: heads do not talk while attending).
-    """
+    """Concat(head_i) W^O against Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O): their largest
+    difference, and how much each head's output moves when the other heads' W^Q changes (heads meet only at W^O)."""
+    x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed)
     d_k = head_width(d_model, h)
-    n, seed = check_int(n, "n（词数）", minimum=1), check_int(seed, "seed", minimum=0)
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d_model))  # (n, d_model)
-    w_q, w_k, w_v, w_o = (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4))
 
     def heads_of(wq):
         return scaled_dot_product_attention(split_heads(x @ wq, h), split_heads(x @ w_k, h),
@@ -140,18 +111,10 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int =
 
 
 def order_and_position(n: int = 6, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
-    """Self-attention ignores order unless X carries positions.
-
-    Reverse the tokens of X: without positions every token's output row is the same, only moved
-    (attention sees a bag of tokens). Add a position table P (one fixed row per position, what the
-    lesson's trained models add to X) and the same reversal changes what each token reads.
-    Returns the largest difference between "reverse, then attend" and "attend, then reverse", both ways.
-    """
-    head_width(d_model, h)
-    n, seed = check_int(n, "n（词元数）", minimum=2), check_int(seed, "seed", minimum=0)
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d_model))  # (n, d_model) token vectors
-    ws = [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]  # W^Q, W^K, W^V, W^O
+    """Self-attention ignores order unless X carries positions: the largest difference between "reverse the tokens,
+    then attend" and "attend, then reverse", without and with a position table P added to X."""
+    x, ws, rng = _layer(n, d_model, h, seed, "n（词元数）", minimum=2)
+    n = len(x)
     positions = rng.standard_normal((n, d_model))  # (n, d_model) row t is added to whatever token sits at t
     flip = np.arange(n)[::-1]
 
@@ -175,10 +138,6 @@ def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     ])
 
 
-# ---------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------
-
 _HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
 
 
@@ -191,10 +150,7 @@ def _colour(owner):
 
 
 def plot_step(step: Step):
-    """Draw one step: 2-D arrays as one wide block, 3-D as a row of slices, coloured by owning head.
-
-    Every step gets the same figure size and a fixed layout, so the stepper's picture keeps its size.
-    """
+    """One step: 2-D as one block, 3-D as a row of slices, coloured by owning head; one size for every step."""
     from matplotlib.figure import Figure
 
     from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, use_chinese_font, wrap_title
@@ -249,20 +205,13 @@ def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) 
     return page
 
 
-def _pale(colour: str, share: float = 0.25) -> str:
-    """``colour`` mixed into white: a box the theme's text reads on (≥ 4.5:1), tinted into a dark page like every
-    pale fill (plotting.theme_colour); the head keeps its colour in the box's border."""
-    from matplotlib.colors import to_hex, to_rgb
-
-    return to_hex([share * c + (1 - share) for c in to_rgb(colour)])
-
-
 def plot_figure_11_1(d_model: int = 512, h: int = 8):
     """Figure 11.1 redrawn: Q, K, V -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
     import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex, to_rgb
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    from lesson_lib.show.plotting import use_chinese_font
+    from lesson_lib.show.plotting import describe, use_chinese_font
 
     use_chinese_font()
     d_k = head_width(d_model, h)
@@ -287,7 +236,8 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     for i, (j, y) in enumerate(zip(numbers, ys)):
         color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
         box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\nW_{j}^Q,K,V", "#F7F7F7", 9)
-        box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", _pale(color), 9, edge=color)
+        pale = to_hex(0.25 * np.array(to_rgb(color)) + 0.75)  # the theme's text reads on it; the border keeps colour
+        box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", pale, 9, edge=color)
         arrow(1.7, 2.1, 2.2, y)
         arrow(4.5, y, 5.0, y)
         arrow(6.7, y, 7.2, 2.1)
@@ -302,8 +252,6 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
             ha="center", va="top", fontsize=10.5, linespacing=1.4)
     ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 W^O 才把它们的结果混合", ha="center", va="bottom",
             fontsize=9.5, color="#555555", linespacing=1.4)
-    from lesson_lib.show.plotting import describe
-
     shown = "、".join(f"头 {j}" for j in numbers)
     return describe(fig, f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
                          f"（图中画出{shown}），"

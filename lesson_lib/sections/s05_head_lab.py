@@ -1,12 +1,6 @@
-"""Section 5: the head-count lab. Pure functions; ``lesson_lib.sections.widgets`` only wires a slider to them.
+"""§5, the head-count lab: one sentence, one seeded set of parameters; only how the columns are cut changes with h.
 
-One fixed sentence, one fixed set of parameters (X and the four d_model × d_model matrices), and
-only the way the columns are cut into heads changes with h. For each h the lab reports d_k, every
-head's attention map, the parameter count (constant), the matmul multiplies (constant) and the
-softmax work (growing), plus a one-line reading of what changed.
-
-The weights are seeded random, not trained: the lab shows how cutting works and what it costs.
-What trained heads learn is sections 6 and 7.
+The weights are random, not trained: the lab shows how cutting works and what it costs (trained heads: §6, §7).
 """
 
 from __future__ import annotations
@@ -21,8 +15,6 @@ from lesson_lib.attention import head_width, multi_head_attention
 from lesson_lib.checks import LessonInputError, LessonInputTypeError, check_heads, check_int
 from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
-
-__all__ = ["SENTENCE", "LabState", "head_choices", "lab_pictures", "lab_state", "lab_table_html", "summary_html"]
 
 SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她", "帮过", "他", "。"]
 MAX_HEADS = 64
@@ -60,38 +52,22 @@ class LabState:
 
 def lab_state(h: int, seed: int = 0, d_model: int = BASE_D_MODEL, tokens=None) -> LabState:
     """Everything the lab shows for h heads."""
-    tokens = _tokens(SENTENCE if tokens is None else tokens)
+    tokens = SENTENCE if tokens is None else tokens
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise LessonInputTypeError(f"tokens 应是一串词（字符串的列表），例如 ['小明', '把', '苹果']，"
+                                   f"收到的是 {tokens!r}。")
+    tokens = list(tokens)
+    check_int(len(tokens), "tokens 的词数", minimum=1)
     h = check_heads(d_model, h)
     seed = check_int(seed, "seed", minimum=0)
     d_k = head_width(d_model, h)
     x, ws = _parameters(d_model, len(tokens), seed)
     _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
-    count = flops.count(len(tokens), d_model, h)
-    entropy = float(row_entropy(weights).mean())
+    count, base = flops.count(len(tokens), d_model, h), flops.count(len(tokens), d_model, BASE_HEADS)
     diversity = mean_pairwise_js(weights) if h > 1 else None
-    base = flops.count(len(tokens), d_model, BASE_HEADS)
-    return LabState(
-        h=h,
-        d_k=d_k,
-        tokens=tokens,
-        weights=weights,
-        parameters=flops.parameters(d_model, h),
-        matmul_multiplies=count.matmul_total,
-        softmax_ops=count.softmax_total,
-        mean_entropy_bits=entropy,
-        diversity_bits=diversity,
-        reading=_reading(h, d_k, count.softmax_total / base.softmax_total, diversity),
-    )
-
-
-def _tokens(tokens) -> list[str]:
-    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
-        raise LessonInputTypeError(
-            f"tokens 应是一串词（字符串的列表），例如 ['小明', '把', '苹果']，收到的是 {tokens!r}。"
-        )
-    tokens = list(tokens)
-    check_int(len(tokens), "tokens 的词数", minimum=1)
-    return tokens
+    return LabState(h, d_k, tokens, weights, flops.parameters(d_model, h), count.matmul_total, count.softmax_total,
+                    float(row_entropy(weights).mean()), diversity,
+                    _reading(h, d_k, count.softmax_total / base.softmax_total, diversity))
 
 
 def _reading(h, d_k, softmax_vs_base, diversity):
@@ -141,21 +117,11 @@ def check_zoom(state: LabState, zoom: int) -> int:
     return zoom
 
 
-def row_favourites(state: LabState, zoom: int) -> list[tuple[str, str, float]]:
-    """For every row of head ``zoom`` (1-based): (word, the word it gives most weight to, that weight)."""
-    w = state.weights[zoom - 1]  # (n, n)
-    best = np.argmax(w, axis=-1)  # (n,) first maximum of each row
-    return [(t, state.tokens[k], float(w[i, k])) for i, (t, k) in enumerate(zip(state.tokens, best))]
-
-
-def concentration(state: LabState) -> np.ndarray:
-    """(h,) each head's mean largest row weight: 1 = every row looks at one word, 1/n = spread evenly."""
-    return state.weights.max(axis=-1).mean(axis=-1)
-
-
 def zoom_alt(state: LabState, zoom: int) -> str:
     """What the zoomed picture shows, in Chinese, from the numbers it colours."""
-    rows = "；".join(f"「{t}」最看重「{k}」（{v:.2f}）" for t, k, v in row_favourites(state, zoom))
+    w = state.weights[zoom - 1]  # (n, n)
+    rows = "；".join(f"「{t}」最看重「{state.tokens[k]}」（{w[i, k]:.2f}）"
+                    for i, (t, k) in enumerate(zip(state.tokens, np.argmax(w, axis=-1))))
     return (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）的注意力热图，"
             f"行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。每行最大的权重：{rows}。")
 
@@ -164,18 +130,12 @@ def overview_alt(state: LabState, zoom: int) -> str:
     """What the overview of all heads shows, in Chinese: how many, which is framed, how concentrated they are."""
     if state.h == 1:
         return f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；每个词元只有这一行权重。"
-    c = concentration(state)
+    c = state.weights.max(axis=-1).mean(axis=-1)  # (h,) mean largest row weight: 1 = one word, 1/n = even
     most, least = int(np.argmax(c)), int(np.argmin(c))
     return (f"全部 {state.h} 个头的小图（每头 d_k = {state.d_k}），红框是放大的头 {zoom}。"
             f"每个头各行最大权重的平均：最集中的是头 {most + 1}（{c[most]:.2f}），"
             f"最分散的是头 {least + 1}（{c[least]:.2f}），{state.h} 个头平均 {c.mean():.2f}"
             f"（1 = 只看一个词元，{1 / len(state.tokens):.2f} = 平均分给每个词元）。")
-
-
-def zoom_table(state: LabState, zoom: int):
-    """(headers, rows): head ``zoom``'s weights, one row per word that attends."""
-    w = state.weights[zoom - 1]
-    return ["行（发出关注的词元）", *state.tokens], [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(state.tokens, w)]
 
 
 def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
@@ -195,12 +155,13 @@ def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
 
 
 def lab_table_html(state: LabState, zoom: int = 1) -> str:
-    """Head ``zoom``'s weights as a folded table, shown under both pictures: as wide as the output, so opening it
-    lengthens the lab but never squeezes the pictures beside each other."""
+    """Head ``zoom``'s weights as a folded table under both pictures (opening it never squeezes them)."""
     from lesson_lib.show.plotting import folded_table
 
     zoom = check_zoom(state, zoom)
-    return folded_table(zoom_table(state, zoom), f"图中的数字（表格）：放大的头 {zoom} 的全部权重")
+    table = (["行（发出关注的词元）", *state.tokens],
+             [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(state.tokens, state.weights[zoom - 1])])
+    return folded_table(table, f"图中的数字（表格）：放大的头 {zoom} 的全部权重")
 
 
 def comparison_table(heads=(1, 2, 8, 32, 64), seed: int = 0) -> str:

@@ -1,9 +1,7 @@
-"""Section 9: tie each line of the kernel to the term of the paper's formula it computes.
+"""§9: each line of the kernel beside the term of the paper's formula it computes.
 
-The map names code fragments; ``line_map`` finds them in the kernel's current source and fails
-loudly if one is gone, so the lesson's table cannot drift from the code it describes. The one line
-of each function that is not a formula term (handing the arguments to ``lesson_lib.checks``)
-is in the map too, marked as such, so the table accounts for every line a learner reads.
+``line_map`` finds each code fragment in the kernel's current source and fails loudly if one is gone, so the
+table cannot drift from the code; the line that checks the arguments is listed too, marked as outside the formula.
 """
 
 from __future__ import annotations
@@ -11,8 +9,6 @@ from __future__ import annotations
 import inspect
 
 from lesson_lib.attention import multi_head_attention, scaled_dot_product_attention, softmax
-
-__all__ = ["SOFTMAX_TERMS", "MHA_TERMS", "SDPA_TERMS", "KERNELS", "line_map", "formula_table", "formula_view"]
 
 _CHECK = "（公式之外）"  # marks the line that checks the arguments before the formula runs
 
@@ -57,19 +53,8 @@ def line_map(fn, terms) -> list[tuple[int, str, str]]:
     return rows
 
 
-def formula_table() -> str:
-    """Every kernel function's lines next to the formula terms, as text."""
-    from lesson_lib.show.tables import text_table
-
-    out = []
-    for fn, terms in KERNELS:
-        rows = [[code, term] for _, code, term in line_map(fn, terms)]
-        out.append(f"{fn.__name__}：\n" + text_table(["代码", "对应论文里的哪一项"], rows))
-    return "\n\n".join(out)
-
-
 def formula_view():
-    """The same tables as ``formula_table``, shown as HTML tables in JupyterLab (cells wrap between words)."""
+    """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text for nbval."""
     from lesson_lib.show.tables import Table, Tables
 
     return Tables(Table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],

@@ -1,16 +1,12 @@
-"""§2, §3 and §5's widgets: each one only links controls to pure lesson_lib functions and shows their results.
+"""§2, §3 and §5's widgets, and §7's progress bar: each builder links controls to pure section functions.
 
-ipywidgets is imported inside the functions, so importing lesson_lib stays light. Every builder
-returns the top-level widget; its controls are reachable as attributes (``.controls``) so tests
-can set values and read what is shown.
+Every builder returns the top-level widget, its controls in ``.controls`` (tests set values and read what shows).
 """
 
 from __future__ import annotations
 
 from lesson_lib.checks import check_choice, check_int, check_number
 from lesson_lib.show.controls import LABEL_BESIDE, float_options, linked, screen_reader_only, slider
-
-__all__ = ["averaging_demo", "head_lab", "progress_bar", "shape_stepper"]
 
 
 def head_lab(seed: int = 0, initial: int = 8):
@@ -38,20 +34,15 @@ def head_lab(seed: int = 0, initial: int = 8):
             if picture.value != html:
                 picture.value = html
 
-    # Zoomed head and overview side by side in 580 px (JupyterLab's output is 592 px at 1024 × 768 with the file
-    # browser open), both lab.LAB_HEIGHT tall for every h; the zoomed head's numbers folded under both, as wide as
-    # the output. The summary keeps the height of its longest reading, so nothing below jumps while the slider
-    # moves (only opening the folded table lengthens the lab).
+    # The two pictures side by side in 580 px, lab.LAB_HEIGHT tall for every h, the numbers folded under both; the
+    # summary keeps its longest reading's height, so nothing jumps while the slider moves.
     numbers = w.HTML(layout=w.Layout(margin="0"))
     box = linked({"slider": heads, "zoom": zoom}, show, picture="html", pictures=2)
-    box.controls["summary"].layout.min_height = _SUMMARY_MIN_HEIGHT
+    box.controls["summary"].layout.min_height = "250px"  # the longest reading (h = 64) in a 592 px output
     box.controls["zoomed"], box.controls["overview"] = box.controls["picture"]
     box.children = (*box.children, numbers)
     box.controls["numbers"] = numbers
     return box
-
-
-_SUMMARY_MIN_HEIGHT = "250px"  # the lab's summary at its longest reading (h = 64) in a 592 px output
 
 
 def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
@@ -64,7 +55,7 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
     initial_sharpness = check_number(initial_sharpness, "initial_sharpness（起始锐度）", *_SHARPNESS_RANGE)
     heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=initial_heads, description="头数",
                             style={**LABEL_BESIDE, "button_width": "80px"})
-    sharp = slider("锐度", _nearest_sharpness(initial_sharpness), options=float_options(*_SHARPNESS_RANGE, 0.5))
+    sharp = slider("锐度", round(initial_sharpness * 2) / 2, options=float_options(*_SHARPNESS_RANGE, 0.5))  # a notch
 
     def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)
@@ -75,11 +66,6 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
 
 
 _SHARPNESS_RANGE = (0.0, 10.0)  # the slider's range: a start outside it would be clamped without a word
-
-
-def _nearest_sharpness(value: float) -> float:
-    """The slider's notch nearest a start inside the range (its steps are 0.5 apart)."""
-    return round(value * 2) / 2
 _STEPPER_MAX = 16  # the stepper draws one panel per head or per token: more stop being readable
 
 

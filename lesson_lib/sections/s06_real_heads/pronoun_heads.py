@@ -1,11 +1,8 @@
 """§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun?
 
-Pure functions over a model's ``attend(text) -> (tokens, attentions (L, H, T, T))``. A name is
-usually two tokens (▁小 + 红); its weight is the sum over its tokens. A pronoun can merge with its
-neighbour into one token (「因为他」), and then no head can be asked about it alone:
-``word_span`` says so in Chinese instead of guessing.
-
-Layer and head numbers shown to learners are 1-based; arrays are 0-based.
+Pure functions over ``model.attend(text) -> (tokens, attentions (L, H, T, T))``. A name is usually two tokens
+(▁小 + 红): its weight is summed. A pronoun merged with its neighbour (「因为他」) cannot be asked about alone:
+``word_span`` says so in Chinese. Layers and heads shown to learners count from 1.
 """
 
 from __future__ import annotations
@@ -16,26 +13,6 @@ import numpy as np
 
 from lesson_lib.models.pretrained.head_finder import check_top
 from lesson_lib.models.pretrained.unigram import WORD_START
-
-__all__ = [
-    "DECOYS",
-    "LESSON_SENTENCE",
-    "MINIMAL_PAIRS",
-    "NAMES",
-    "PRONOUN_HEAD",
-    "Condition",
-    "MergedTokenError",
-    "clean",
-    "condition_scores",
-    "follow_table",
-    "heads_right_everywhere",
-    "nearest_name",
-    "right_counts",
-    "name_weights",
-    "preference",
-    "rank_by_preference",
-    "word_span",
-]
 
 LESSON_SENTENCE = "小明把苹果递给了小红，因为她帮过他。"
 NAMES = {"她": "小红", "他": "小明"}  # which name each pronoun agrees with in gender
@@ -53,11 +30,8 @@ def clean(token):
 
 
 def word_span(tokens, word, nth=0):
-    """(start, stop): the tokens that spell ``word`` exactly, e.g. 小红 -> ▁小 + 红.
-
-    Chinese ValueError when the word is absent; ``MergedTokenError`` when it only occurs inside a
-    token that also holds its neighbours.
-    """
+    """(start, stop) of the tokens that spell ``word`` exactly (小红 -> ▁小 + 红); a Chinese ValueError when it is
+    absent, ``MergedTokenError`` when it only occurs inside a token that also holds its neighbours."""
     if not isinstance(word, str) or not word:
         raise ValueError(f"要找的词应是非空字符串，收到的是 {word!r}。")
     texts = [clean(t) for t in tokens]
@@ -92,12 +66,6 @@ def name_weights(attentions, tokens, pronoun, names):
         n0, n1 = word_span(tokens, name)
         out[name] = att[:, :, p0:p1, n0:n1].sum(axis=-1).mean(axis=-1)  # (L, H) pronoun rows averaged
     return out
-
-
-def preference(attentions, tokens, pronoun, target, other):
-    """(L, H): weight pronoun → target minus pronoun → other, for every head."""
-    w = name_weights(attentions, tokens, pronoun, (target, other))
-    return w[target] - w[other]
 
 
 def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other="小明", top=5):
@@ -147,17 +115,15 @@ def nearest_name(condition):
     return max(NAMES.values(), key=before.rfind)
 
 
-def condition_scores(model, condition, heads):
-    """{(layer, head): (to expected name, to the other name)} for one condition."""
-    tokens, att = model.attend(condition.sentence)
-    w = name_weights(att, tokens, condition.pronoun, (condition.expected, condition.other))
-    return {(layer, head): (float(w[condition.expected][layer - 1, head - 1]),
-                            float(w[condition.other][layer - 1, head - 1])) for layer, head in heads}  # fmt: skip
-
-
 def follow_table(model, conditions=MINIMAL_PAIRS, heads=(PRONOUN_HEAD, *DECOYS)):
-    """[(condition, {(layer, head): (to expected, to other)})] for every condition."""
-    return [(c, condition_scores(model, c, heads)) for c in conditions]
+    """[(condition, {(layer, head): (to the expected name, to the other)})] for every condition."""
+    table = []
+    for c in conditions:
+        tokens, att = model.attend(c.sentence)
+        w = name_weights(att, tokens, c.pronoun, (c.expected, c.other))
+        table.append((c, {(layer, head): (float(w[c.expected][layer - 1, head - 1]),
+                                          float(w[c.other][layer - 1, head - 1])) for layer, head in heads}))
+    return table
 
 
 def right_counts(model, conditions=MINIMAL_PAIRS):

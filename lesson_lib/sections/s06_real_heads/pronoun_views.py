@@ -1,32 +1,16 @@
-"""What §6's Chinese part prints and draws from ``pronoun_heads`` (same folder), plus its widget's wiring.
+"""What §6's Chinese part prints and draws from ``pronoun_heads``, and its widget.
 
-Every function takes the model (``pretrained.e5.load_or_explain()``) first and accepts ``None``:
-without the package the cell says what it would have shown (``WITHOUT_MODEL``) and the notebook
-runs on. Printed weights use 2 decimals: the 4-bit model in float32 gives the same 2 decimals on
-every CPU (tests check that no printed value sits near a rounding boundary).
+Every function takes the model (``e5.load_or_explain()``) first and accepts ``None``: the cell then says what it
+would have shown (``WITHOUT_MODEL``). Weights print with 2 decimals: the 4-bit model gives the same 2 on every CPU.
 """
 
 from __future__ import annotations
 
 import html
 
-import numpy as np
-
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
-from lesson_lib.sections.s06_real_heads.explorer import head_label
-from lesson_lib.sections.s06_real_heads.views import describe_rows, skip_without_model
-
-__all__ = [
-    "WITHOUT_MODEL",
-    "lesson_sentence",
-    "minimal_pairs",
-    "model_text",
-    "pronoun_rows_figure",
-    "pronoun_widget",
-    "ranking",
-    "top_heads_figure",
-]
+from lesson_lib.sections.s06_real_heads.views import head_label, rows_figure, skip_without_model
 
 # What a learner without the package would have seen (the numbers are checked by a test against the model).
 WITHOUT_MODEL = (
@@ -84,22 +68,14 @@ def pronoun_rows_figure(sentence, heads, pronoun="她", names=("小红", "小明
     """The pronoun's row in each of ``heads`` (1-based (layer, head)), one row per head, side by side."""
     if sentence is None:
         return None
-    from lesson_lib.show.plotting import plot_heads
-
     tokens, att = sentence
     p0, _ = ph.word_span(tokens, pronoun)
-    rows = np.stack([att[layer - 1, head - 1, p0] for layer, head in heads])  # (k, T)
-    labels = [f"L{layer}·头{head}" for layer, head in heads]
     title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
-    fig = plot_heads(rows, tokens=labels, col_tokens=_shown(tokens), tile_inches=4.1, suptitle=title)
-    ax = fig.axes[0]
-    # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
-    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
     try:  # the alt text names what the lesson reads off: the weight on each (two-token) name
         named = ph.name_weights(att, tokens, pronoun, names)
     except ValueError:  # a learner's sentence without these names: each head's two largest weights instead
         named = None
-    return describe_rows(fig, title, rows, _shown(tokens), heads, pronoun, named)
+    return rows_figure(att, _shown(tokens), p0, heads, title, named)
 
 
 def top_heads_figure(sentence, ranked, k=3, pronoun="她", names=("小红", "小明")):
@@ -167,20 +143,18 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     from lesson_lib.show.controls import linked
 
     style = {"description_width": "4em"}
-    sentence = w.Text(value=text, description="句子", continuous_update=False, style=style,
-                      layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
+
+    def box(value, label, width):
+        return w.Text(value=value, description=label, continuous_update=False, style=style, layout={"width": width})
+
+    sentence = box(text, "句子", "min(520px, 100%)")
+    name_a, name_b = box("小红", "名字 1", "180px"), box("小明", "名字 2", "180px")
     pronoun = w.ToggleButtons(options=["她", "他"], value="她", description="代词",
                               style={**style, "button_width": "3.5em"})  # fmt: skip
-    name_a = w.Text(value="小红", description="名字 1", continuous_update=False, style=style,
-                    layout=w.Layout(width="180px"))  # fmt: skip
-    name_b = w.Text(value="小明", description="名字 2", continuous_update=False, style=style,
-                    layout=w.Layout(width="180px"))  # fmt: skip
-    heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
 
-    def show(summary, picture):
-        # nothing to draw: the summary says why and the old picture is cleared
+    def show(summary, picture):  # nothing to draw: the summary says why and the old picture is cleared
         summary.value, picture.value = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value,
-                                                        name_b.value, heads)
+                                                        name_b.value, (ph.PRONOUN_HEAD, *ph.DECOYS))
 
     return linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show,
                   picture="html")

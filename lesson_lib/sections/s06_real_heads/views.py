@@ -1,38 +1,24 @@
-"""What section 6 prints and draws from ``lesson_lib.models.pretrained``, plus the explorer widget's wiring.
+"""What §6's English lab prints and draws from ``lesson_lib.models.pretrained``, and the head explorer.
 
-Every function that needs the weights takes the model (or its encodings) as first argument and
-accepts ``None``: without the weights package the notebook still runs to the end, each cell saying
-in one line that it was skipped (the install command is printed once, by ``load_or_explain``).
-The numbers come from pure functions in ``pretrained`` (tested); this module only formats, plots
-and wires. matplotlib and ipywidgets are imported inside the functions.
+Every function that needs the weights takes the model (or its encodings) first and accepts ``None``: without
+the weights package each cell says in one line that it was skipped. Layers, heads and positions a learner
+reads count from 1.
 """
 
 from __future__ import annotations
 
 import functools
 import html
+import math
+import re
 
 import numpy as np
 
+from lesson_lib.checks import check_int
 from lesson_lib.models.pretrained import head_finder as pretrained_head_finder
 from lesson_lib.models.pretrained import minilm
+from lesson_lib.models.pretrained.head_finder import find_token
 from lesson_lib.runtime.blas import one_blas_thread
-from lesson_lib.sections.s06_real_heads import explorer as pt
-
-__all__ = [
-    "COREF_SENTENCES",
-    "explore",
-    "explorer_frame",
-    "explorer_view",
-    "explorer_widget",
-    "head_finder",
-    "coref_check",
-    "making_figure",
-    "its_figure",
-    "model_text",
-    "plot_toy_heads",
-    "run_paper_sentences",
-]
 
 # The its→law head on two more sentences: "its" = car (the head gets it), "its" = town (it does not).
 COREF_SENTENCES = {
@@ -48,10 +34,7 @@ def skip_without_model(message):
     def decorate(fn):
         @functools.wraps(fn)
         def wrapper(first, *args, **kwargs):
-            if first is None:
-                print(message)
-                return None
-            return fn(first, *args, **kwargs)
+            return print(message) if first is None else fn(first, *args, **kwargs)
 
         return wrapper
 
@@ -61,9 +44,53 @@ def skip_without_model(message):
 _needs_model = skip_without_model(SKIPPED)
 
 
-# ---------------------------------------------------------------------------------------------
-# Text cells
-# ---------------------------------------------------------------------------------------------
+def head_label(layer, head):
+    """'第 4 层 · 头 2' for 1-based layer and head."""
+    return f"第 {layer} 层 · 头 {head}"
+
+
+def check_layer_head(attentions, layer, head):
+    """1-based (layer, head) -> 0-based indices into ``attentions`` (L, H, T, T), with a Chinese error."""
+    n_layers, n_heads = np.shape(attentions)[:2]
+    layer = check_int(layer, "层号 layer（从 1 数起）", minimum=1, maximum=n_layers)
+    head = check_int(head, "头号 head（从 1 数起）", minimum=1, maximum=n_heads)
+    return layer - 1, head - 1
+
+
+def query_index(tokens, query):
+    """A query given as a 1-based position (int) or a token (str, first occurrence) -> its 0-based index."""
+    if isinstance(query, str):
+        return find_token(tokens, query)
+    if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 1 <= query <= len(tokens):
+        raise ValueError(
+            f"查询词元应是 1 到 {len(tokens)} 之间的位置（从 1 数起），或这句话里的一个词元（如「its」），"
+            f"收到的是 {query!r}。"
+        )
+    return int(query) - 1
+
+
+def token_options(tokens):
+    """Dropdown entries [('10 · its', 10), ...], 1-based: the position tells repeated tokens (be, ',') apart."""
+    return [(f"{i} · {t}", i) for i, t in enumerate(tokens, start=1)]
+
+
+def top_keys(tokens, row, k=3):
+    """The k most-attended tokens of one attention row: [(0-based index, token, weight)], heaviest first."""
+    row = np.asarray(row)
+    order = np.argsort(-row, kind="stable")[:k]
+    return [(int(j), tokens[j], float(row[j])) for j in order]
+
+
+def describe_row(tokens, attentions, layer, head, query, k=3):
+    """One Chinese line: where one head sends one token's attention (1-based layer/head, rounded weights)."""
+    li, hi = check_layer_head(attentions, layer, head)
+    qi = query_index(tokens, query)
+    row = np.asarray(attentions)[li, hi, qi]  # (T,) sums to 1
+    best = "、".join(f"{tok}（位置 {j + 1}）{w:.2f}" for j, tok, w in top_keys(tokens, row, k))
+    return (
+        f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 {best}；"
+        f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。"
+    )
 
 
 def model_text(model, toy_h=4) -> str:
@@ -84,7 +111,7 @@ def model_text(model, toy_h=4) -> str:
 @_needs_model
 def run_paper_sentences(model):
     """Both appendix sentences through the model: {'law': Encoding, 'making': Encoding}, with a summary."""
-    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
+    with one_blas_thread():
         runs = {name: model.encode(text) for name, text in minilm.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
     for name, enc in runs.items():
@@ -93,38 +120,27 @@ def run_paper_sentences(model):
     return runs
 
 
-# ---------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------
+def rows_figure(att, tokens, qi, heads, title, named=None):
+    """A (heads × tokens) strip: each row is where one head ((layer, head), 1-based) sends token ``qi``'s attention.
 
+    Alt text and table: each head's weight on each of ``named`` ({name: (L, H) summed weights}, e.g. two-token
+    names), or else its two largest weights."""
+    from lesson_lib.show.plotting import describe, plot_heads, sentence
 
-def _rows_figure(enc, query, heads, title, height=None):
-    """A (heads × tokens) strip: each row is where one head sends ``query``'s attention."""
-    from lesson_lib.show.plotting import plot_heads
-
-    qi = pt.query_index(enc.tokens, query)
-    rows = np.stack([enc.attentions[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
+    rows = np.stack([att[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
     labels = [f"L{layer}·头{head}" for layer, head in heads]
-    fig = plot_heads(rows, tokens=labels, col_tokens=enc.tokens, suptitle=title, tile_inches=height or 4.1)
+    fig = plot_heads(rows, tokens=labels, col_tokens=tokens, suptitle=title, tile_inches=4.1)
     ax = fig.axes[0]
     # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
     ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
-    return describe_rows(fig, title, rows, enc.tokens, heads, enc.tokens[qi])
-
-
-def describe_rows(fig, title, rows, tokens, heads, query, named=None):
-    """Alt text and table of a (heads × tokens) strip: what each head gives from ``query`` to each of ``named``
-    ({name: (layer, head) array of summed weights}, e.g. two-token names), or else its two largest weights."""
-    from lesson_lib.show.plotting import describe, sentence
-
     parts, table = [], []
     for (layer, head), row in zip(heads, rows):
         if named:
             cells = [(name, float(w[layer - 1, head - 1])) for name, w in named.items()]
         else:
             cells = [(tokens[k], float(row[k])) for k in np.argsort(-row, kind="stable")[:2]]
-        parts.append(f"{pt.head_label(layer, head)}：「{query}」" + "，".join(f"给「{t}」{w:.2f}" for t, w in cells))
-        table.append([pt.head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
+        parts.append(f"{head_label(layer, head)}：「{tokens[qi]}」" + "，".join(f"给「{t}」{w:.2f}" for t, w in cells))
+        table.append([head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
     headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重", "第二大的权重"]
     return describe(fig, sentence(title) + "；".join(parts) + "。", (headers, table))
 
@@ -136,9 +152,10 @@ def making_figure(runs, top=6):
     scores = pretrained_head_finder.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])  # (L, H)
     ranked = pretrained_head_finder.rank_heads({"making": scores}, top=top)["making"]
     print("从 making 出发、落在 more + difficult 上的注意力最多的头：")
-    print("  " + "；".join(f"{pt.head_label(layer, head)} {s:.2f}" for layer, head, s in ranked))
+    print("  " + "；".join(f"{head_label(layer, head)} {s:.2f}" for layer, head, s in ranked))
     heads = [(layer, head) for layer, head, _ in ranked]
-    return _rows_figure(enc, "making", heads, "图 3 的问题：making 看向哪里？（每行一个头）")
+    qi = query_index(enc.tokens, "making")
+    return rows_figure(enc.attentions, enc.tokens, qi, heads, "图 3 的问题：making 看向哪里？（每行一个头）")
 
 
 @_needs_model
@@ -146,15 +163,16 @@ def its_figure(runs, layer=5):
     """Figure 4's bottom half on our model: the 'its' row of every head of one layer."""
     enc = runs["law"]
     n_heads = enc.attentions.shape[1]
-    pt.check_layer_head(enc.attentions, layer, 1)
+    check_layer_head(enc.attentions, layer, 1)
     heads = [(layer, h) for h in range(1, n_heads + 1)]
     for h in range(1, n_heads + 1):
         row = enc.attentions[layer - 1, h - 1, pretrained_head_finder.find_token(enc.tokens, "its")]
-        _, tok, w = pt.top_keys(enc.tokens, row, 1)[0]
+        _, tok, w = top_keys(enc.tokens, row, 1)[0]
         if tok in ("law", "application"):
             share = "超过一半" if w > 0.5 else "最高的一项，但不到一半"
-            print(f"{pt.head_label(layer, h)}：its → {tok} {w:.2f}（{share}）")
-    return _rows_figure(enc, "its", heads, f"图 4 的问题：第 {layer} 层的 12 个头，its 看向哪里？")
+            print(f"{head_label(layer, h)}：its → {tok} {w:.2f}（{share}）")
+    qi = query_index(enc.tokens, "its")
+    return rows_figure(enc.attentions, enc.tokens, qi, heads, f"图 4 的问题：第 {layer} 层的 12 个头，its 看向哪里？")
 
 
 @_needs_model
@@ -172,11 +190,11 @@ def head_finder(runs, top=3):
         cells = []
         for layer, head, s in best:
             again = "" if name == "coref" else f"，图 3 句子上 {other[name][layer - 1, head - 1]:.2f}"
-            cells.append(f"{pt.head_label(layer, head)} {s:.2f}{again}")
+            cells.append(f"{head_label(layer, head)} {s:.2f}{again}")
         print(f"· {pretrained_head_finder.SCORE_NAMES[name]}：" + "；".join(cells))
     winners = [ranking[name][0] for name in pretrained_head_finder.SCORE_NAMES]
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])  # (4, T, T)
-    titles = [f"{short}：{pt.head_label(layer, head)}" for short, (layer, head, _) in
+    titles = [f"{short}：{head_label(layer, head)}" for short, (layer, head, _) in
               zip(("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇"), winners)]  # fmt: skip
     return plot_heads(  # one column: four 27-token maps side by side would need labels under 11 px
         maps,
@@ -196,13 +214,15 @@ def coref_check(model, layer=4, head=2):
     verdict = {"works": "「its」指 car，这个头也主要看 car", "fails": "「its」指 town，这个头却主要看 river"}
     for name, enc in encs.items():
         print(f"{verdict[name]}：{COREF_SENTENCES[name]}")
-        print("  " + pt.describe_row(enc.tokens, enc.attentions, layer, head, "its"))
+        print("  " + describe_row(enc.tokens, enc.attentions, layer, head, "its"))
     return encs
 
 
-# ---------------------------------------------------------------------------------------------
-# Explorer: one head's map and one token's row
-# ---------------------------------------------------------------------------------------------
+def _explored(enc, layer, head, query):
+    """(line, layer index, head index, query index, the query's row (T,)), arguments checked."""
+    li, hi = check_layer_head(enc.attentions, layer, head)
+    qi = query_index(enc.tokens, query)
+    return describe_row(enc.tokens, enc.attentions, layer, head, query), li, hi, qi, enc.attentions[li, hi, qi]
 
 
 def explorer_view(enc, layer, head, query):
@@ -211,9 +231,7 @@ def explorer_view(enc, layer, head, query):
 
     from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, plot_heads, use_chinese_font
 
-    text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
-    li, hi = pt.check_layer_head(enc.attentions, layer, head)
-    qi = pt.query_index(enc.tokens, query)
+    text, li, hi, qi, row = _explored(enc, layer, head, query)
     use_chinese_font()
     n = len(enc.tokens)
     # The map above the row's bars: side by side, both would be shrunk to half size in a 592 px output.
@@ -221,9 +239,8 @@ def explorer_view(enc, layer, head, query):
         2, 1, figsize=(FIGURE_MAX_INCHES, 0.32 * n + 2.6), height_ratios=[1.15, 1], layout="constrained"
     )
     plot_heads(enc.attentions[li, hi], tokens=enc.tokens, ax=ax_map)
-    ax_map.set_title(f"{pt.head_label(layer, head)} 的注意力图", fontsize=10.5)
+    ax_map.set_title(f"{head_label(layer, head)} 的注意力图", fontsize=10.5)
     ax_map.add_patch(plt.Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="red", linewidth=1.5))
-    row = enc.attentions[li, hi, qi]  # (T,)
     colors = ["tab:red" if j == int(np.argmax(row)) else "tab:blue" for j in range(n)]
     ax_row.barh(np.arange(n), row, color=colors)
     ax_row.set_yticks(np.arange(n), enc.tokens, fontsize=9)
@@ -232,7 +249,7 @@ def explorer_view(enc, layer, head, query):
     ax_row.set_xlabel("注意力权重（这一行加起来等于 1）", fontsize=9.5)
     ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词元的权重", fontsize=10.5)
     order = np.argsort(-row, kind="stable")[:3]
-    alt = (f"{pt.head_label(layer, head)} 的注意力图（{n} 个词）和「{enc.tokens[qi]}」这一行的条形图："
+    alt = (f"{head_label(layer, head)} 的注意力图（{n} 个词）和「{enc.tokens[qi]}」这一行的条形图："
            + "，".join(f"给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "，其余更少。")
     table = (["位置", "词", f"「{enc.tokens[qi]}」给它的权重"],
              [[j + 1, tok, f"{row[j]:.2f}"] for j, tok in enumerate(enc.tokens)])
@@ -260,91 +277,83 @@ def _sentence_choices():
 
 
 def explorer_frame(enc, layer, head, query):
-    """(summary HTML, map picture HTML) for the explorer widget: the map as themed SVG built directly, the
-    row as bars in HTML.
-
-    The matplotlib figure of ``explorer_view`` takes ~0.2 s to render; this takes a few ms, so a
-    slider move redraws within the widget's 150 ms budget.
-    """
+    """(summary HTML, map picture HTML) for the explorer widget: the map as SVG built directly, the row as HTML
+    bars (a few ms, where ``explorer_view``'s figure takes ~0.2 s: a slider move redraws within 150 ms)."""
     from lesson_lib.show.plotting import heads_svg_html
 
-    text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
-    li, hi = pt.check_layer_head(enc.attentions, layer, head)
-    qi = pt.query_index(enc.tokens, query)
-    row = enc.attentions[li, hi, qi]  # (T,) sums to 1
+    text, li, hi, qi, row = _explored(enc, layer, head, query)
     order = np.argsort(-row, kind="stable")[:3]
-    alt = (f"{pt.head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
+    alt = (f"{head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
            + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
     picture = heads_svg_html(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
-                             suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
-    return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), picture
-
-
-def _row_bars_html(tokens, row, qi):
-    """The query's row as horizontal bars, in the theme's colours (readable in light and dark)."""
-    top = int(np.argmax(row))
-    lines = []
-    for j, (tok, weight) in enumerate(zip(tokens, row)):
-        colour = "var(--jp-error-color1, #d62728)" if j == top else "var(--jp-brand-color1, #1f77b4)"
-        lines.append(
+                             suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
+    bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
+    for j, (tok, weight) in enumerate(zip(enc.tokens, row)):
+        colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else "var(--jp-brand-color1, #1f77b4)"
+        bars.append(
             f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
             f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
             f'<span style="display:inline-block;height:0.8em;width:{weight * 8:.2f}em;background:{colour}"></span>'
-            f"<span>{weight:.2f}</span></div>"
-        )
-    head = f"<div style='margin-top:4px'>「{html.escape(tokens[qi])}」（位置 {qi + 1}）这一行，红色是最高的一条：</div>"
-    return head + '<div style="columns:3 17em;column-gap:1.5em">' + "".join(lines) + "</div>"  # 3 columns fit 1024 px
+            f"<span>{weight:.2f}</span></div>")
+    head = (f"<div style='margin-top:4px'>「{html.escape(enc.tokens[qi])}」（位置 {qi + 1}）这一行，"
+            "红色是最高的一条：</div>")
+    columns = '<div style="columns:3 17em;column-gap:1.5em">'  # 3 columns at 1024 px, 2 in a 592 px output
+    return f"<b>{html.escape(text)}</b>{head}{columns}{''.join(bars)}</div>", picture
+
+
+EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px
+
+
+def explorer_heights(encodings) -> tuple[int, int]:
+    """(summary, picture) px the explorer reserves: the longest sentence's, so choosing it never makes the widget
+    grow. Summary: 3 lines of text, the bars' heading, the bars in 2 columns (a 592 px output); picture: the map's
+    SVG and the folded table's line under it."""
+    longest = max(encodings, key=lambda enc: len(enc.tokens))
+    _, picture = explorer_frame(longest, 1, 1, 1)
+    svg_px = math.ceil(float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1)))
+    return (4 + math.ceil(len(longest.tokens) / 2)) * EXPLORER_LINE_PX, svg_px + 2 * EXPLORER_LINE_PX
 
 
 @_needs_model
 def explorer_widget(model, layer=5, head=12, query="its"):
-    """Sliders for layer and head, dropdowns for sentence and query token; logic in ``explorer_frame``.
-
-    Arguments are checked the way the sliders would show them: a layer or head outside the model,
-    or a query token not in the first sentence, is a Chinese error rather than a silent clamp.
-    """
+    """Sliders for layer and head, dropdowns for sentence and query token (a Chinese error for a start the first
+    sentence does not have, not a silent clamp); logic in ``explorer_frame``."""
     import ipywidgets as w
 
     from lesson_lib.show.controls import linked, slider
 
     with one_blas_thread():
-        first = model.encode(minilm.PAPER_SENTENCES["law"])
-    pt.check_layer_head(first.attentions, layer, head)
-    start = pt.query_index(first.tokens, query) + 1
-    wide = {"style": {"description_width": "3em"}, "continuous_update": False}
+        encodings = {text: model.encode(text) for _, text in _sentence_choices()}
+    first = encodings[minilm.PAPER_SENTENCES["law"]]
+    check_layer_head(first.attentions, layer, head)
+    start = query_index(first.tokens, query) + 1
     # min widths: at 1024 px the row of controls wraps instead of squeezing the slider tracks
-    sentence = w.Dropdown(options=_sentence_choices(), description="句子", style=wide["style"],
+    sentence = w.Dropdown(options=_sentence_choices(), description="句子", style={"description_width": "3em"},
                           layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
     layer_s = slider("层", layer, min=1, max=model.n_layers, layout=w.Layout(min_width="260px", width="300px"))
     head_s = slider("头", head, min=1, max=model.n_heads, layout=w.Layout(min_width="260px", width="300px"))
-    token = w.Dropdown(options=pt.token_options(first.tokens), value=start, description="查询词元",
+    token = w.Dropdown(options=token_options(first.tokens), value=start, description="查询词元",
                        style={"description_width": "4em"}, layout=w.Layout(min_width="220px"))  # fmt: skip
-    state = {"text": sentence.value, "enc": first}
+    shown = {"text": sentence.value}
 
     def show(summary, picture):
-        if sentence.value != state["text"]:  # new tokens; linked does not redraw for the list change below
-            with one_blas_thread():
-                state["text"], state["enc"] = sentence.value, model.encode(sentence.value)
-            keep = query if query in state["enc"].tokens else state["enc"].tokens[1]
-            token.options = pt.token_options(state["enc"].tokens)
-            token.value = state["enc"].tokens.index(keep) + 1
-        summary.value, picture.value = explorer_frame(state["enc"], layer_s.value, head_s.value, token.value)
+        enc = encodings[sentence.value]
+        if sentence.value != shown["text"]:  # new tokens; linked does not redraw for the list change below
+            shown["text"] = sentence.value
+            keep = query if query in enc.tokens else enc.tokens[1]
+            token.options = token_options(enc.tokens)
+            token.value = enc.tokens.index(keep) + 1
+        summary.value, picture.value = explorer_frame(enc, layer_s.value, head_s.value, token.value)
 
-    return linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show, picture="html")
-
-
-# ---------------------------------------------------------------------------------------------
-# Without the weights package: the toy model's trained heads (from §7's lesson_lib.models.toy)
-# ---------------------------------------------------------------------------------------------
+    box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show, picture="html")
+    heights = explorer_heights(encodings.values())
+    box.controls["summary"].layout.min_height, box.controls["picture"].layout.min_height = (f"{px}px" for px in heights)
+    return box
 
 
 def plot_toy_heads(h=4, seed=0):
-    """Draw the trained heads of §7's toy model, via ``ablation.example_heads(h, seed) -> (h, T, T)``.
-
-    That one function name is the whole contract with ``lesson_lib.models.toy``. If it is missing,
-    say so and draw nothing: random-initialised heads would not be evidence of anything.
-    ``model_text(None)`` is the sentence that introduces this figure.
-    """
+    """Without the weights package: §7's toy model's trained heads (``training.example_heads``), introduced by
+    ``model_text(None)``; if that is missing, say so and draw nothing (random heads would show nothing)."""
     try:
         from lesson_lib.models.toy import training as ablation
 

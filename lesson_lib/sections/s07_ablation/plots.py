@@ -1,7 +1,6 @@
-"""Figures for §7: the paper's Table 3 rows (A)/(B), the toy sweep beside them, and h = 1 vs h = 4 maps.
+"""§7's figures and Table 3: the paper's row (A) beside the toy sweep, and h = 1 vs h = 4 maps.
 
-Every number about the paper comes from ``paper.TABLE3``; every label is Chinese. matplotlib is
-imported inside the functions, so importing this module costs only numpy.
+Every number about the paper comes from ``paper.TABLE3``.
 """
 
 from __future__ import annotations
@@ -9,17 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from lesson_lib.paper import TABLE3
-from lesson_lib.show.plotting import MIN_FONT_PT, describe, heads_description, sentence, wrap_title
-
-__all__ = [
-    "plot_head_maps",
-    "plot_one_vs_four",
-    "plot_table3",
-    "plot_toy_vs_paper",
-    "single_head_drop",
-    "table3_series",
-    "table3_text",
-]
+from lesson_lib.show.plotting import MIN_FONT_PT, describe, wrap_title
 
 SOURCE_NOTE = "数据：Vaswani et al. 2017，表 3（第 9 页），newstest2013 开发集"
 
@@ -37,50 +26,6 @@ def single_head_drop() -> float:
     row_a, _ = table3_series()
     single = next(r for r in row_a if r["h"] == 1)
     return round(max(r["bleu"] for r in row_a) - single["bleu"], 1)
-
-
-def plot_table3():
-    """2 × 2 panels: BLEU (top) and perplexity (bottom) against h (left) and against d_k (right)."""
-    plt = _pyplot()
-    row_a, row_b = table3_series()
-    fig, axes = plt.subplots(2, 2, figsize=(6.0, 6.8), dpi=100)  # 6 in: shown at 100 % in a 592 px output
-    for row, (key, label) in enumerate([("bleu", "BLEU（越高越好）"), ("ppl", "困惑度 PPL（越低越好）")]):
-        left, right = axes[row]
-        _log2_axis(left, [r["h"] for r in row_a], "头数 h（d_k = 512 / h）")
-        left.plot([r["h"] for r in row_a], [r[key] for r in row_a], "o-", color="C0", label="(A) 行 + 基础模型")
-        left.tick_params(axis="x", labelsize=9)
-        _log2_axis(right, sorted({r["d_k"] for r in row_a + row_b}), "每头宽度 d_k")
-        right.plot([r["d_k"] for r in row_a], [r[key] for r in row_a], "o-", color="C0", label="(A)：h = 512 / d_k")
-        right.plot([r["d_k"] for r in row_b], [r[key] for r in row_b], "s--", color="C3", label="(B)：h = 8 不变")
-        for ax in (left, right):
-            ax.set_ylabel(label)
-            ax.grid(alpha=0.3)
-        pad = 0.25 if key == "bleu" else 0.06
-        values = [r[key] for r in row_a + row_b]
-        for ax in (left, right):
-            ax.set_ylim(min(values) - pad, max(values) + pad)
-
-    h32 = next(r for r in row_a if r["h"] == 32)
-    b16 = next(r for r in row_b if r["d_k"] == 16)
-    axes[0, 1].text(0.03, 0.04, f"d_k = 16：\nh = 32 得 {h32['bleu']}，h = 8 得 {b16['bleu']}",
-                    transform=axes[0, 1].transAxes, fontsize=MIN_FONT_PT, color="C3", va="bottom")
-    fig.suptitle("论文表 3：(A) 改变头数、总计算量不变；\n(B) 只把 d_k 变窄", fontsize=11)
-    # one legend under all four panels: inside, it would cover a curve in every panel
-    fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False,
-               bbox_to_anchor=(0.5, 0.035))
-    fig.text(0.99, 0.005, wrap_title(SOURCE_NOTE, 5.8, MIN_FONT_PT), ha="right", va="bottom", fontsize=MIN_FONT_PT,
-             color="0.3")
-    fig.tight_layout(rect=(0, 0.09, 1, 1))
-    top = max(r["bleu"] for r in row_a)
-    best = "、".join(f"h = {r['h']}" for r in row_a if r["bleu"] == top)  # h = 8 and h = 16 tie
-    single = next(r for r in row_a if r["h"] == 1)
-    alt = (f"论文表 3 的四张折线图。(A) 行：头数 h 从 1 到 {row_a[-1]['h']}，BLEU 从 h = 1 的 {single['bleu']} 升到 "
-           f"最高 {top}（{best}），h = {row_a[-1]['h']} 时回落到 {row_a[-1]['bleu']}；"
-           f"困惑度在 h = 1 时最高（{single['ppl']}）。(B) 行：h = 8 不变、d_k 变窄到 16 时 BLEU 为 {b16['bleu']}，"
-           f"而 h = 32（d_k = 16）为 {h32['bleu']}。")
-    table = (["行", "h", "d_k", "BLEU", "PPL"], [[r["row"], r["h"], r["d_k"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"]
-                                                 for r in TABLE3 if r["row"] in ("base", "A", "B")])
-    return describe(fig, alt, table)
 
 
 def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
@@ -130,59 +75,42 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     return describe(fig, alt, table)
 
 
-def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None):
-    """One sequence's attention: the single head of h = 1 (left) beside the four heads of h = 4 (right)."""
+def plot_head_maps(map_h1, maps_h4, names, title):
+    """One sequence's attention: h = 1's single head (T, T) above h = 4's heads (4, T, T), named by their roles.
+
+    Trained weights (and the title's JS divergence) differ in their last digits between machines: the alt text gives
+    the roles §7 prints, not digits."""
     from lesson_lib.show.plotting import plot_heads
 
     plt = _pyplot()
-    maps_h1, maps_h4 = np.asarray(maps_h1), np.asarray(maps_h4)
-    if maps_h1.ndim == 3:
-        maps_h1 = maps_h1[0]  # (T, T) the one head
-    if maps_h4.ndim != 3:
-        raise ValueError(f"右边需要多个头的权重 (h, n, n)，收到的形状是 {maps_h4.shape}。")
-    if tokens is None:
-        tokens = [str(i + 1) for i in range(maps_h4.shape[-1])]  # positions counted from 1, as the learner counts
+    tokens = [str(i + 1) for i in range(map_h1.shape[-1])]  # positions counted from 1, as the learner counts
     # The single head above the four: side by side they would be shrunk to half size in a 592 px output.
     fig, (left, right) = plt.subplots(2, 1, figsize=(6.0, 9.6), dpi=100, layout="constrained",
                                       height_ratios=[1, 1.15])
-    plot_heads(maps_h1, tokens=tokens, titles=["h = 1：唯一的头"], ax=left)
-    names = head_names or [f"头 {i + 1}" for i in range(len(maps_h4))]
+    plot_heads(map_h1, tokens=tokens, titles=["h = 1：唯一的头"], ax=left)
     plot_heads(maps_h4, tokens=tokens, titles=[f"h = 4：{n}" for n in names], ax=right)
     left.set_xlabel("")
     left.set_ylabel("")
     # One note for all five maps (axis labels on the tiled right image land outside the figure).
     note = "每张图：第 i 行是位置 i 发出的注意力（查询），第 j 列是它放在位置 j 上的权重（键）"
     fig.supxlabel(wrap_title(note, 5.8, 9.5), fontsize=9.5)
-    if suptitle:
-        fig.suptitle(wrap_title(suptitle, 5.8, 11), fontsize=11)
-    alt1, table1 = heads_description(maps_h1, tokens, tokens, ["h = 1"])
-    alt4, table4 = heads_description(maps_h4, tokens, tokens, [f"h = 4 · {n}" for n in names])
-    heads_col = [["h = 1", *row] for row in table1[1]] + table4[1]
-    return describe(fig, (sentence(suptitle) if suptitle else "") + alt1 + alt4, (table4[0], heads_col))
+    fig.suptitle(wrap_title(title, 5.8, 11), fontsize=11)
+    return describe(fig, "同一条序列的注意力。上图：h = 1 的唯一一个头，每行的权重分在几个位置上。"
+                         f"下图：h = 4 的四个头，分别{'、'.join(names)}。"
+                         "每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
 
 
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
-    """plot_head_maps for trained models: h = 1 and h = 4 on one ``sequence``, heads named by their role,
-    the title giving h = 4's mean JS divergence between heads over ``batch``."""
+    """plot_head_maps of the trained h = 1 and h = 4 on one ``sequence``; the title gives h = 4's mean JS
+    divergence between heads over ``batch``."""
     from lesson_lib.head_stats import mean_pairwise_js
     from lesson_lib.models.toy.model import attention_maps
     from lesson_lib.sections.s07_ablation.report import main_roles
 
-    map_h1 = attention_maps(result.params[1], 1, sequence)[0]  # (1, T, T)
-    map_h4 = attention_maps(result.params[4], 4, sequence)[0]  # (4, T, T)
     js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))
-    names = main_roles(on_targets_h4)
-    fig = plot_head_maps(
-        map_h1, map_h4, head_names=names,
-        suptitle=(f"同一条序列：上面一个头两头兼顾，下面四个头各管一件事"
-                  f"（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）"),
-    )
-    # Trained weights (and the title's JS divergence) differ in their last digits between machines, and the one
-    # head splits each row almost evenly between two neighbours: the alt text says what the picture shows without
-    # digits; the role names are those §7's checked output prints.
-    return describe(fig, "同一条序列的注意力。上图：h = 1 的唯一一个头，每行的权重分在几个位置上。"
-                         "下图：h = 4 的四个头，"
-                         f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
+    title = f"同一条序列：上面一个头两头兼顾，下面四个头各管一件事（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）"
+    return plot_head_maps(attention_maps(result.params[1], 1, sequence)[0][0],
+                          attention_maps(result.params[4], 4, sequence)[0], main_roles(on_targets_h4), title)
 
 
 def _log2_axis(ax, ticks, label):

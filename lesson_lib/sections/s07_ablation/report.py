@@ -1,10 +1,7 @@
-"""What §7 prints about the trained models, at the precision that is the same on every machine.
+"""What §7 and its lab print about the trained toy models, at a precision that is the same on every machine.
 
-Training amplifies round-off: the BLAS kernel, the thread count and NumPy's SIMD loops move a
-trained model's accuracy by up to 0.01 and its entropy by up to 0.2 bits. So the checked outputs
-print levels (学会 / 大部分对 …) whose thresholds are far from every observed value, and weights to
-one decimal; the exact numbers are printed by the ``*_numbers`` functions, for a cell whose output
-is labelled as machine-dependent. Tests hold the thresholds' distance from the computed values.
+Training amplifies round-off (BLAS kernel, threads, SIMD): accuracy moves by up to 0.01 and entropy by up to
+0.2 bits, so outputs print levels (学会 / 大部分对 …) whose thresholds tests hold far from every value.
 """
 
 from __future__ import annotations
@@ -15,40 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from lesson_lib.attention import softmax
 from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 from lesson_lib.models.toy.config import TARGETS
 from lesson_lib.models.toy.model import attention_maps
 from lesson_lib.models.toy.task import Batch
 from lesson_lib.show.tables import text_table
-
-__all__ = [
-    "ACCURACY_LEVELS",
-    "ENTROPY_LEVELS",
-    "JS_LEVELS",
-    "ROLE_NAMES",
-    "MAIN_ROLE_WEIGHT",
-    "level",
-    "format_table",
-    "accuracy_numbers_text",
-    "timing_text",
-    "weight_on_targets",
-    "heads_on_targets",
-    "specialisation_text",
-    "weights_numbers_text",
-    "main_roles",
-    "diversity",
-    "diversity_text",
-    "diversity_numbers_text",
-    "monotone_score_text",
-    "crowded_keys",
-    "crowded_keys_text",
-    "TARGET_NAMES",
-    "STORED_SWEEP",
-    "STORED_SEEDS",
-    "stored_sweep",
-    "store_sweep",
-    "compare_to_stored",
-]
 
 # (lower bound, label), highest first. Chance is 1/V = 0.125.
 ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"), (0.0, "接近随机水平"))
@@ -80,34 +49,9 @@ def format_table(results) -> str:
     return table.around(after=f"（新序列上的准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 1/8 = 0.125）")
 
 
-def timing_text(result) -> str:
-    """How long the sweep trained (wall time: differs between runs)."""
-    return f"{len(result.results)} 个头数在本进程里依次训练，用时 {result.total_seconds:.1f} 秒"
-
-
-def accuracy_numbers_text(results) -> str:
-    """Sweep rows with accuracies to 3 places; the standard deviation only when there were several seeds."""
-    several = any(r.get("accuracy_sd") is not None for r in results)
-    head = ["h", "d_k", "平均准确率", *(["标准差"] if several else []), *TARGET_NAMES.values()]
-    rows = []
-    for r in results:
-        sd = [f"{r['accuracy_sd']:.3f}"] if several else []
-        rows.append([r["h"], r["d_k"], f"{r['accuracy_mean']:.3f}", *sd,
-                     *(f"{r['per_target'][t]:.3f}" for t in TARGETS)])
-    return text_table(head, rows)
-
-
-# ---------------------------------------------------------------------------------------------
-# Which target each head serves
-# ---------------------------------------------------------------------------------------------
-
-
 def weight_on_targets(maps, batch: Batch) -> np.ndarray:
-    """Mean attention each head puts on the three target positions: (h, 3) for prev, next, match.
-
-    ``maps`` (B, h, T, T) are one model's weights on ``batch`` (leading axis 1); positions where
-    a target does not exist (prev at 0, next at T−1) are left out of its mean.
-    """
+    """(h, 3): mean attention each head puts on prev, next and match, from one model's ``maps`` (B, h, T, T)
+    on ``batch``; positions where a target does not exist (prev at 0, next at T−1) are left out."""
     maps = np.asarray(maps, dtype=float)  # (B, h, T, T)
     B, h, T, _ = maps.shape
     i = np.arange(T)
@@ -126,11 +70,8 @@ def heads_on_targets(result, batch: Batch, heads=(1, 4)) -> dict:
 
 
 def specialisation_text(on_targets: dict) -> str:
-    """Per head: mean weight on the three target positions (one decimal) and its main role.
-
-    One decimal is what prints the same on every machine; a head without a main role also says which
-    neighbour gets more (trained gaps are ≈ 0.025–0.03, tests hold them far above LEAN_GAP), and
-    ``weights_numbers_text`` prints the exact weights in a cell marked as machine-dependent.
+    """Per head: mean weight on the three targets (one decimal: the same on every machine) and its main role;
+    a head without one says which neighbour gets more (trained gaps ≈ 0.025–0.03, tests hold them above LEAN_GAP).
     """
     names = " / ".join(ROLE_NAMES.values())
     lines = []
@@ -153,24 +94,9 @@ def _role_text(row) -> str:
     return f"没有主要目标：{shared}各占一部分{lean}"
 
 
-def weights_numbers_text(on_targets: dict, heads=(1,)) -> str:
-    """The exact mean weights (3 places) of the heads of each h in ``heads``: their last digits vary by machine."""
-    names = " / ".join(ROLE_NAMES.values())
-    lines = []
-    for h in heads:
-        for i, row in enumerate(on_targets[h]):
-            lines.append(f"h = {h} · 头 {i + 1}：{names} = {row[0]:.3f} / {row[1]:.3f} / {row[2]:.3f}")
-    return "\n".join(lines)
-
-
 def main_roles(on_targets_h) -> list[str]:
     """The role each head mainly serves, from a (h, 3) weight_on_targets array ("分散" when none has 0.6)."""
     return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散" for row in on_targets_h]
-
-
-# ---------------------------------------------------------------------------------------------
-# How sharp the heads are and how different from each other
-# ---------------------------------------------------------------------------------------------
 
 
 def diversity(result, batch: Batch) -> dict:
@@ -202,45 +128,31 @@ def diversity_text(div: dict) -> str:
     ])
 
 
-def diversity_numbers_text(div: dict, d_model: int = 32) -> str:
-    """Row entropy and mean pairwise JS of every trained head count to 2 places, as a text table."""
-    rows = [[h, d_model // h, f"{e:.2f}", "-" if j is None else f"{j:.2f}"] for h, (e, j) in div.items()]
-    return text_table(["h", "每头宽度", "行熵（比特）", "头间 JS（比特）"], rows)
+def _circle(n: int) -> np.ndarray:
+    angles = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
+    return np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (n, 2) unit keys on a circle
 
 
 def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
-    """Why a 1-dimensional head can only pick an end: q·k is monotone in k, unlike a 2-D dot product.
-
-    Keys in 1-D are spread on a line; in 2-D on a circle. For each query, report which key wins the
-    kernel's softmax. Keys are counted from 1, as the learner counts them.
-    """
-    from lesson_lib.attention import softmax
-
+    """Why a 1-dimensional head can only pick an end: q·k is monotone in k (keys on a line), unlike in 2-D
+    (keys on a circle). Which key wins the kernel's softmax for each query, counted from 1."""
     lines = []
     keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first
     for q in (-sharpness, -1.0, 1.0, sharpness):
         weights = softmax(q * keys_1d)  # in 1-D the score is just q × k
         lines.append(f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(weights.argmax()) + 1} 个键")
-    angles = np.linspace(0.0, 2 * np.pi, points, endpoint=False)
-    keys_2d = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (points, 2) keys on a circle
+    keys_2d = _circle(points)  # (points, 2)
     winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) + 1 for j in range(points)]
     lines.append(f"二维：让查询依次指向第 1…{points} 个键，得分最高的键依次是 {winners}")
     return "\n".join(lines)
 
 
 def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
-    """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query points at one.
-
-    ``sharpness`` is the query's length times the key's (the score of the winner): the weight the winner gets
-    depends on it as much as on the number of keys. Every key can still win in 2-D, but the more keys share two
-    dimensions, the closer the runner-up's score comes to the winner's (the margin shrinks).
-    """
-    from lesson_lib.attention import softmax
-
+    """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query points at one,
+    with ``sharpness`` = query length × key length: the more keys share two dimensions, the smaller the margin."""
     out = {}
     for n in counts:
-        angles = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
-        keys = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (n, 2) keys on a circle
+        keys = _circle(n)  # (n, 2)
         out[n] = float(softmax(sharpness * keys @ keys[0]).max())  # the query points at key 1
     return out
 
@@ -249,19 +161,14 @@ CROWDED_SHARPNESS = (4.0, 16.0, 200.0)  # the query length × key length of §7.
 
 
 def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
-    """``crowded_keys`` for each length in ``sharpness``, as a text table (two decimals, far from a rounding
-    boundary: tested)."""
+    """``crowded_keys`` for each length in ``sharpness`` as a table (two decimals, tested far from rounding)."""
     won = {s: crowded_keys(counts, s) for s in sharpness}
     rows = [[f"{s:g}", *(f"{won[s][n]:.2f}" for n in counts)] for s in sharpness]
     return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)], rows).around(
         before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
 
 
-# ---------------------------------------------------------------------------------------------
-# The stored sweep: the run the lab makes (3 seeds), read by the core lesson without training
-# ---------------------------------------------------------------------------------------------
-
-STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")
+STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")  # the lab's run (3 seeds), drawn by §7 without training
 STORED_SEEDS = 3
 
 
@@ -295,17 +202,3 @@ def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
                      f"与存下的结果（{level(old['accuracy_mean'], ACCURACY_LEVELS)}）{verdict}")
     return "\n".join(lines)
 
-
-def main(argv=None) -> int:
-    """``python -m lesson_lib.sections.s07_ablation.report``: train the stored run again and write it."""
-    from lesson_lib.models.toy.sweeping import sweep
-
-    result = sweep(heads=(1, 2, 4, 8, 16, 32), seeds=STORED_SEEDS)
-    store_sweep(result)
-    print(accuracy_numbers_text(result.results))
-    print(f"wrote {STORED_SWEEP}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

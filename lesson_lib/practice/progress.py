@@ -243,9 +243,7 @@ class ProgressFile:
     def update(self, change) -> tuple[dict | None, str]:
         """Under the lock: read the file, ``change`` its data, write it back. (merged data, notice), or (None, a
         Chinese message) when it could not be written (then the file is unchanged)."""
-        if refused := self.refused():
-            return None, refused
-        try:
+        try:  # a link or FIFO at the path: load() reads nothing and the write below refuses it
             self.folder.mkdir(parents=True, exist_ok=True)
             with self._lock():
                 data, notice = self.load()

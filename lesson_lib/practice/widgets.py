@@ -50,6 +50,20 @@ def _frame(children, *classes):
     return box
 
 
+def _wire(controls: dict, show, submit=None):
+    """``controls.linked`` calling ``show(summary)`` on the learner's actions only (not while wiring); the summary,
+    a live region, is returned."""
+    wired = []
+
+    def on(summary, _picture):
+        if wired:
+            show(summary)
+
+    summary = linked(controls, on, submit=submit, picture=None, reader=False).controls["summary"]
+    wired.append(True)
+    return summary
+
+
 class _Shown:
     box = None
 
@@ -93,12 +107,8 @@ class QuestionWidget(_Shown):
         self.submit = w.Button(description="提交", button_style="primary", tooltip="检查答案（在框里按回车也可以）")
         self.explain_button = w.ToggleButton(description="显示解析", disabled=True, tooltip="先提交一次答案，再看解析")
         self.attempt_label = w.HTML("尚未作答")
-        self._ready = False  # linked calls each handler once while wiring: that is not a submission
-        self.feedback = linked(self.controls, self._on_submit, submit=self.submit, picture=None,
-                               reader=False).controls["summary"]  # fmt: skip
-        self.explanation = linked({"explain": self.explain_button}, self._on_explain, picture=None,
-                                  reader=False).controls["summary"]  # fmt: skip
-        self._ready = True
+        self.feedback = _wire(self.controls, self._on_submit, self.submit)
+        self.explanation = _wire({"explain": self.explain_button}, self._on_explain)
         if self.attempts:
             self.set_value(restored_answer(q, self.progress.entry(q.id)["answer"]))
             self._show(quiz.check(q.id, self.value()), restored=True)
@@ -135,15 +145,12 @@ class QuestionWidget(_Shown):
             return {k for k, box in self.controls.items() if box.value}
         return self.controls["choice"].value
 
-    def _on_submit(self, _summary=None, _picture=None):
-        if not self._ready:
-            return None
+    def _on_submit(self, _summary) -> None:
         fb = quiz.check(self.question.id, self.value())
         stored = stored_answer(self.question, self.value())
         if not self.attempts or stored != self.progress.entry(self.question.id)["answer"]:  # Enter, then 提交: once
             self.progress.record(fb, stored)
         self._show(fb)
-        return fb
 
     def _show(self, fb, restored: bool = False) -> None:
         if self.attempts:
@@ -151,7 +158,7 @@ class QuestionWidget(_Shown):
             self.explain_button.disabled, self.explain_button.tooltip = False, ""
         self.feedback.value = feedback_html(fb)
 
-    def _on_explain(self, summary, _picture=None) -> None:
+    def _on_explain(self, summary) -> None:
         show = bool(self.explain_button.value) and self.attempts > 0
         summary.value = box_html(self.question.explanation, "neutral", "lesson-explanation") if show else ""
         self.explain_button.description = "隐藏解析" if show else "显示解析"
@@ -176,17 +183,12 @@ class SelfExplanationWidget(_Shown):
         self.record_button = w.Button(description="记录自评", tooltip="只记录你自己勾的要点，不打分")
         self.reveal = w.ToggleButton(description="看参考答案", disabled=True, tooltip="先写下你的回答，再看参考答案",
                                      layout=w.Layout(width="auto", align_self="flex-start"))  # fmt: skip
-        self._ready = False
-        self.feedback = linked({"answer": self.answer}, self._on_submit, submit=self.submit, picture=None,
-                               reader=False).controls["summary"]  # fmt: skip
-        self.assessment = linked(self.ticks, self._on_assess, submit=self.record_button, picture=None,
-                                 reader=False).controls["summary"]  # fmt: skip
-        self.model_answer = linked({"reveal": self.reveal}, self._on_reveal, picture=None,
-                                   reader=False).controls["summary"]  # fmt: skip
+        self.feedback = _wire({"answer": self.answer}, self._on_submit, self.submit)
+        self.assessment = _wire(self.ticks, self._on_assess, self.record_button)
+        self.model_answer = _wire({"reveal": self.reveal}, self._on_reveal)
         self.assess_box = w.VBox([self.rubric_html, w.Label("你的回答说到了哪几点？（自己勾，不打分）"),
                                   *self.ticks.values(), self.record_button, self.assessment])  # fmt: skip
         self.assess_box.layout.display = "none"
-        self._ready = True
         entry = self.progress.entry(qid)
         if self.attempts:
             self.answer.value = str(entry["answer"])
@@ -213,13 +215,10 @@ class SelfExplanationWidget(_Shown):
         self.assess_box.layout.display = "none"
         self.reveal.value, self.reveal.disabled = False, True
 
-    def _on_submit(self, _summary=None, _picture=None):
-        if not self._ready:
-            return None
+    def _on_submit(self, _summary) -> None:
         fb = self._check(self.answer.value)
         self.progress.record(fb, self.answer.value)
         self._show(fb)
-        return fb
 
     def _show(self, fb, restored: bool = False) -> None:
         self.feedback.value = feedback_html(fb)
@@ -229,15 +228,13 @@ class SelfExplanationWidget(_Shown):
             self.assess_box.layout.display = None
             self.reveal.disabled, self.reveal.tooltip = False, ""
 
-    def _on_assess(self, _summary=None, _picture=None):
-        if not self._ready or not self.attempts:
-            return None
-        fb = self._assess([name for name, box in self.ticks.items() if box.value])
-        self.progress.record(fb, self.answer.value, of=len(self.rubric.points))
-        self.assessment.value = box_html(fb.message, "review")
-        return fb
+    def _on_assess(self, summary) -> None:
+        if self.attempts:
+            fb = self._assess([name for name, box in self.ticks.items() if box.value])
+            self.progress.record(fb, self.answer.value, of=len(self.rubric.points))
+            summary.value = box_html(fb.message, "review")
 
-    def _on_reveal(self, summary, _picture=None) -> None:
+    def _on_reveal(self, summary) -> None:
         show = bool(self.reveal.value) and self.attempts > 0
         summary.value = box_html(self.rubric.model_answer, "neutral", "lesson-reference-answer") if show else ""
         self.reveal.description = "收起参考答案" if show else "看参考答案"
@@ -272,10 +269,9 @@ class ProgressSummary(_Shown):
         self.export_button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
         self.reset_button = w.Button(description="清空进度", tooltip="点两次才会清空；旧的进度文件会改名保留")
         self.status = w.HTML("").add_class(LIVE)  # 已导出 / 确认清空 is read out after the click
-        self._armed = self._ready = False
-        linked({}, self._on_export, submit=self.export_button, picture=None, reader=False)
-        linked({}, self._on_reset, submit=self.reset_button, picture=None, reader=False)
-        self._ready = True
+        self._armed = False
+        _wire({}, self._on_export, self.export_button)
+        _wire({}, self._on_reset, self.reset_button)
         self.box = _frame([self.text, w.HBox([self.export_button, self.reset_button]), self.status],
                           "lesson-quiz-progress")
         self.refresh()
@@ -289,22 +285,19 @@ class ProgressSummary(_Shown):
         tone = "right" if self.progress.all_done() else "neutral"
         self.text.value = box_html(self.progress.summary(), tone, "lesson-progress-summary")
 
-    def _on_export(self, _summary=None, _picture=None) -> None:
-        if self._ready:
-            try:
-                json_path, md_path = self.progress.export()
-                said, tone = f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。", "neutral"
-            except OSError as exc:
-                said, tone = f"导出失败：{exc}", "wrong"
-            self.status.value = box_html(said, tone)
+    def _on_export(self, _summary) -> None:
+        try:
+            json_path, md_path = self.progress.export()
+            said, tone = f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。", "neutral"
+        except OSError as exc:
+            said, tone = f"导出失败：{exc}", "wrong"
+        self.status.value = box_html(said, tone)
 
-    def _on_reset(self, _summary=None, _picture=None) -> None:
-        if self._ready:
-            self._armed = not self._armed
-            self.reset_button.description = "确认清空" if self._armed else "清空进度"
-            said = "再点一次「确认清空」会清空所有作答记录（旧文件会改名保留）。" if self._armed else \
-                self.progress.reset()
-            self.status.value = box_html(said, "wrong" if self._armed else "neutral")
+    def _on_reset(self, _summary) -> None:
+        self._armed = not self._armed
+        self.reset_button.description = "确认清空" if self._armed else "清空进度"
+        said = "再点一次「确认清空」会清空所有作答记录（旧文件会改名保留）。" if self._armed else self.progress.reset()
+        self.status.value = box_html(said, "wrong" if self._armed else "neutral")
 
 
 def progress_summary(progress: Progress | None = None) -> ProgressSummary:

@@ -51,7 +51,8 @@ EXERCISE_STATUSES = ("passed", "todo", "error", "wrong", "timeout", "interrupted
 
 
 class ProgressError(OSError):
-    """An export or reset that could not be done; its message is Chinese and says what to do."""
+    """What the lesson will not do with its files, in Chinese: a link or FIFO to touch, an export or reset that
+    the folder refuses."""
 
 
 def default_path() -> Path:
@@ -137,18 +138,14 @@ def _drop_outdated(data: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- the file
-class NotAFile(OSError):
-    """Something other than a regular file sits where one of the lesson's files should be."""
-
-
 def _refuse(path: Path) -> None:
-    """Raise NotAFile unless ``path`` is a regular file or free (looked at, never followed)."""
+    """Raise ProgressError unless ``path`` is a regular file or free (looked at, never followed)."""
     with contextlib.suppress(FileNotFoundError):
         mode = os.lstat(path).st_mode
         if not stat.S_ISREG(mode):
             kind = {stat.S_IFLNK: "符号链接", stat.S_IFIFO: "命名管道（FIFO）", stat.S_IFDIR: "文件夹"}.get(
                 stat.S_IFMT(mode), "特殊文件（设备或套接字）")
-            raise NotAFile(errno.EINVAL, f"{path} 是一个{kind}，不是普通文件，本课不读它、不写它、也不给它改名")
+            raise ProgressError(errno.EINVAL, f"{path} 是一个{kind}，不是普通文件，本课不读它、不写它、也不给它改名")
 
 
 def _why(exc: BaseException) -> str:
@@ -158,7 +155,9 @@ def _why(exc: BaseException) -> str:
     reasons = {errno.EROFS: "所在的文件夹是只读的", errno.EACCES: "没有写入这个文件夹的权限",
                errno.EPERM: "没有写入这个文件夹的权限", errno.ENOSPC: "磁盘已经满了", errno.EDQUOT: "磁盘配额已经用完",
                errno.ENOTDIR: "路径里有一段不是文件夹", errno.EEXIST: "路径里有一段不是文件夹"}  # fmt: skip
-    return exc.strerror if isinstance(exc, NotAFile) else reasons.get(exc.errno, f"系统报告「{type(exc).__name__}」")
+    if isinstance(exc, ProgressError):
+        return exc.strerror
+    return reasons.get(exc.errno, f"系统报告「{type(exc).__name__}」")
 
 
 def _replace_file(path: Path, text: str) -> None:

@@ -1,4 +1,4 @@
-"""The learner's progress file: atomic saves, restore after a restart, bad files kept aside, reset, export, summary."""
+"""The learner's progress file: atomic saves, restore after a restart, bad files kept aside, export, summary."""
 
 from __future__ import annotations
 
@@ -212,18 +212,6 @@ def test_an_unwritable_place_is_a_message_not_a_crash(tmp_path):
     assert CJK.search(p.notice) and _solved(p, "Q4")
 
 
-def test_reset_keeps_the_old_file(path):
-    p = _new(path)
-    p.record(quiz.check("Q4", "B"), "B")
-    calls = []
-    p.on_reset(lambda: calls.append("reset"))
-    message = p.reset()
-    kept = [f for f in path.parent.iterdir() if f.name.startswith("progress.json.reset-")]
-    assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8"))["questions"]["Q4"]["solved"]
-    assert str(kept[0]) in message and calls == ["reset"] and not _solved(p, "Q4")
-    assert not _solved(_new(path), "Q4")
-
-
 def test_summary_counts_questions_exercises_and_interview(path):
     p = _new(path)
     n_q, n_ex = len(qq.question_ids()), len(exercises.EXERCISES)
@@ -433,17 +421,6 @@ def test_a_wrong_entry_does_not_break_the_widgets(path):
     assert "Q2" in quiz_widgets.progress_summary(p).value
 
 
-def test_two_resets_in_one_second_keep_both_copies(path):
-    p = _new(path)
-    for answer in ("A", "C"):
-        p.record(quiz.check("Q4", answer), answer)
-        p.reset()
-    kept = sorted(f for f in path.parent.iterdir() if ".reset-" in f.name)
-    assert len(kept) == 2
-    answers = {json.loads(f.read_text(encoding="utf-8"))["questions"]["Q4"]["answer"] for f in kept}
-    assert answers == {"A", "C"}
-
-
 def _fail_with(monkeypatch, target, name, code):
     def failing(*args, **kwargs):
         raise OSError(code, os.strerror(code))
@@ -452,20 +429,17 @@ def _fail_with(monkeypatch, target, name, code):
 
 
 @pytest.mark.parametrize(("code", "words"), [(30, "只读"), (28, "磁盘已经满了"), (13, "没有写入")])
-def test_save_reset_and_export_say_in_chinese_when_the_folder_refuses(path, monkeypatch, code, words):
+def test_save_and_export_say_in_chinese_when_the_folder_refuses(path, monkeypatch, code, words):
     import errno
 
     assert code in (errno.EROFS, errno.ENOSPC, errno.EACCES)
     p = _new(path)
     p.record(quiz.check("Q2", ["32", "不变"]), "32")
     _fail_with(monkeypatch, os, "replace", code)
-    _fail_with(monkeypatch, os, "link", code)
-    _fail_with(monkeypatch, os, "rename", code)
     before = path.read_bytes()
     p.record(quiz.check("Q4", "A"), "A")  # save
     assert words in p.notice and path.read_bytes() == before  # the reason, from the errno; the file untouched
-    message = p.reset()  # 清空进度 in a folder that refuses: a message, and nothing cleared
-    assert words in message and _solved(p, "Q2") and path.read_bytes() == before
+    assert _solved(p, "Q2") and _tries(p, "Q4") == 1  # kept in memory
     with pytest.raises(progress.ProgressError, match=words) as caught:
         p.export()
     assert isinstance(caught.value, OSError)
@@ -545,7 +519,6 @@ def test_a_symlink_to_a_decoy_is_refused_and_the_decoy_is_unchanged(tmp_path):
     p.record(quiz.check("Q2", ["32", "不变"]), "32")  # kept in memory, never written through the link
     p.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
     assert _solved(p, "Q2") and CJK.search(p.notice)
-    p.reset()  # a reset renames nothing either
     assert decoy.read_bytes() == content and path.is_symlink() and os.readlink(path) == str(decoy)
     assert _tree(tmp_path / "elsewhere") == {"passwd": ("file", content)}  # nothing new beside the decoy
 
@@ -560,7 +533,6 @@ def test_a_symlink_beside_the_progress_file_is_never_written_through(tmp_path, n
     p.record(quiz.check("Q2", ["32", "不变"]), "32")
     with contextlib.suppress(progress.ProgressError):
         p.export()
-    p.reset()
     assert decoy.read_bytes() == content and (path.parent / name).is_symlink()
 
 

@@ -236,23 +236,6 @@ def test_widgets_restore_after_a_restart(tmp_path):
     assert q2.attempts == 3 and Progress(store=ProgressFile(path)).entry("Q2")["n_attempts"] == 3
 
 
-def test_reset_button_asks_twice_then_clears_every_widget(tmp_path):
-    p = Progress(store=ProgressFile(tmp_path / "progress.json"))
-    q = quiz_widgets.ask("Q2", p)
-    q1 = quiz_widgets.ask("Q1", p)
-    summary = quiz_widgets.progress_summary(p)
-    _fill(q, {"d_k": "32", "params": "不变"})
-    q.submit.click()
-    q1.answer.value = "平均"
-    q1.submit.click()
-    summary.reset_button.click()
-    assert p.entry("Q2")["solved"] and "确认清空" in summary.reset_button.description
-    summary.reset_button.click()
-    assert p.entry("Q2") == {} and q.controls["d_k"].value == "" and q.feedback.value == "" and q.attempts == 0
-    assert q1.answer.value == "" and q1.assess_box.layout.display == "none"
-    assert "已答对 0 / " in summary.value and "旧的进度保存在" in summary.status.value
-
-
 def test_export_button_writes_both_files(tmp_path):
     p = Progress(store=ProgressFile(tmp_path / "progress.json"))
     summary = quiz_widgets.progress_summary(p)

@@ -51,8 +51,7 @@ EXERCISE_STATUSES = ("passed", "todo", "error", "wrong", "timeout", "interrupted
 
 
 class ProgressError(OSError):
-    """What the lesson will not do with its files, in Chinese: a link or FIFO to touch, an export or reset that
-    the folder refuses."""
+    """What the lesson will not do with its files, in Chinese: touch a link or FIFO, export where it cannot."""
 
 
 def default_path() -> Path:
@@ -231,7 +230,7 @@ class ProgressFile:
         return data, f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答不再计入，请按现在的题目再答。" if old else ""
 
     def _free(self, why: str) -> Path:
-        """A name beside the file that nothing has (two in one second get -2, -3, …)."""
+        """A name beside the file that nothing has (a second one in the same second gets -2, -3, …)."""
         base = self.path.with_name(f"{self.path.name}.{why}-{_stamp()}")
         target, n = base, 1
         while os.path.lexists(target):
@@ -253,20 +252,6 @@ class ProgressFile:
             return None, (f"进度没能保存到 {self.path}：{_why(exc)}。这次的进度先留在内存里，下次保存时会一起补上；"
                           f"也可以设置环境变量 {ENV_VAR} 指向一个可写的位置。")  # fmt: skip
         return data, notice
-
-    def set_aside(self) -> Path | None:
-        """Rename the file to progress.json.reset-<time> (清空进度: kept, not deleted); None when there is none.
-        Raises ProgressError (a Chinese message) when the folder does not allow it."""
-        try:
-            _refuse(self.path)
-            with self._lock():
-                if not os.path.lexists(self.path):
-                    return None
-                os.rename(self.path, target := self._free("reset"))
-                return target
-        except (OSError, filelock.Timeout) as exc:
-            raise ProgressError(f"进度没有清空：{_why(exc)}（{self.path}）。你的作答都还在；换一个可写的位置"
-                                f"（环境变量 {ENV_VAR}）再试。") from None  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------- changes
@@ -300,7 +285,7 @@ class Progress:
         self.ids, self.exercise_names = lesson_items()
         self.data, self.notice = store.load() if store is not None else (empty(), "")
         self._pending = []  # changes not yet on disk (a failed save keeps them for the next one)
-        self._on_change, self._on_reset = [], []
+        self._on_change = []
 
     def record(self, fb, answer, of: int = 0) -> None:
         """One attempt: a quiz, interview or self-assessment ``Feedback`` (a blank one is not an attempt) and the
@@ -343,21 +328,6 @@ class Progress:
 
     def on_change(self, listener) -> None:
         self._on_change.append(listener)
-
-    def on_reset(self, listener) -> None:
-        self._on_reset.append(listener)
-
-    def reset(self) -> str:
-        """Start afresh; the old file is renamed aside, not deleted. A Chinese message (also when the folder does
-        not allow it: then nothing is cleared)."""
-        try:
-            kept = self.store.set_aside() if self.store is not None else None
-        except ProgressError as exc:
-            return str(exc)
-        self.data, self.notice, self._pending = empty(), "", []
-        for listener in self._on_reset + self._on_change:
-            listener()
-        return f"进度已清空。旧的进度保存在 {kept}。" if kept else "进度已清空。"
 
     def items(self) -> list[tuple[str, str, str]]:
         """(kind, name, state: done, tried or todo) for everything the learner can do. A question the learner

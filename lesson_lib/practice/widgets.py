@@ -98,7 +98,7 @@ def _answer_controls(q) -> tuple[dict, list]:
 class QuestionWidget(_Shown):
     """One question with one right answer: prompt, answer controls, 提交, feedback, 显示解析."""
 
-    def __init__(self, question_id: str, progress: Progress | None = None, show_prompt: bool = True):
+    def __init__(self, question_id: str, progress: Progress | None = None):
         import ipywidgets as w
 
         self.question = q = questions.question(question_id)
@@ -112,20 +112,13 @@ class QuestionWidget(_Shown):
         if self.attempts:
             self.set_value(restored_answer(q, self.progress.entry(q.id)["answer"]))
             self._show(quiz.check(q.id, self.value()), restored=True)
-        prompt = w.HTML(f"<b>{text_html(q.prompt)}</b>" if show_prompt else "")
-        self.box = _frame([prompt, w.VBox(rows), w.HBox([self.submit, self.explain_button, self.attempt_label]),
+        buttons = w.HBox([self.submit, self.explain_button, self.attempt_label])
+        self.box = _frame([w.HTML(f"<b>{text_html(q.prompt)}</b>"), w.VBox(rows), buttons,
                            self.feedback, self.explanation], "lesson-quiz", f"lesson-quiz-{q.id}")
-        self.progress.on_reset(self.reset)
 
     @property
     def attempts(self) -> int:
         return self.progress.entry(self.question.id).get("n_attempts", 0)
-
-    def reset(self) -> None:
-        self.set_value(None)
-        self.attempt_label.value = "尚未作答"
-        self.feedback.value = self.explanation.value = ""
-        self.explain_button.value, self.explain_button.disabled = False, True
 
     def set_value(self, answer) -> None:
         values = answer if isinstance(answer, dict) else {"choice": answer}
@@ -201,19 +194,10 @@ class SelfExplanationWidget(_Shown):
         self.box = _frame([w.HTML(f"<b>{text_html(prompt)}</b>"), w.Label("你的回答："), self.answer,
                            w.HBox([self.submit, self.attempt_label]), self.feedback, self.assess_box, self.reveal,
                            self.model_answer], "lesson-quiz", f"lesson-quiz-{qid}" if qid.isascii() else "", css_class)
-        self.progress.on_reset(self.reset)
 
     @property
     def attempts(self) -> int:
         return self.progress.entry(self.qid).get("n_attempts", 0)
-
-    def reset(self) -> None:
-        self.answer.value = self.feedback.value = self.assessment.value = self.model_answer.value = ""
-        self.rubric_html.value, self.attempt_label.value = "", "尚未作答"
-        for box in self.ticks.values():
-            box.value = False
-        self.assess_box.layout.display = "none"
-        self.reveal.value, self.reveal.disabled = False, True
 
     def _on_submit(self, _summary) -> None:
         fb = self._check(self.answer.value)
@@ -240,13 +224,13 @@ class SelfExplanationWidget(_Shown):
         self.reveal.description = "收起参考答案" if show else "看参考答案"
 
 
-def ask(question_id: str, progress: Progress | None = None, show_prompt: bool = True):
+def ask(question_id: str, progress: Progress | None = None):
     """The widget for one self-test question (it displays itself as a cell's last value)."""
     q = questions.question(question_id)
     if q.kind == "self":
         return SelfExplanationWidget(q.id, q.prompt, q.key, lambda a: quiz.check(q.id, a),
                                      lambda ticked: quiz.assess(q.id, ticked), progress, q.placeholder, rows=4)
-    return QuestionWidget(question_id, progress, show_prompt)
+    return QuestionWidget(question_id, progress)
 
 
 def interview_self_check(progress: Progress | None = None) -> SelfExplanationWidget:
@@ -259,7 +243,7 @@ def interview_self_check(progress: Progress | None = None) -> SelfExplanationWid
 
 
 class ProgressSummary(_Shown):
-    """The live progress summary, with 导出进度 (JSON + one-page Chinese summary) and 清空进度 (asks twice)."""
+    """The live progress summary, with 导出进度 (JSON + one-page Chinese summary)."""
 
     def __init__(self, progress: Progress | None = None):
         import ipywidgets as w
@@ -267,13 +251,9 @@ class ProgressSummary(_Shown):
         self.progress = progress if progress is not None else default_progress()
         self.text = w.HTML()
         self.export_button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
-        self.reset_button = w.Button(description="清空进度", tooltip="点两次才会清空；旧的进度文件会改名保留")
-        self.status = w.HTML("").add_class(LIVE)  # 已导出 / 确认清空 is read out after the click
-        self._armed = False
+        self.status = w.HTML("").add_class(LIVE)  # 已导出 is read out after the click
         _wire({}, self._on_export, self.export_button)
-        _wire({}, self._on_reset, self.reset_button)
-        self.box = _frame([self.text, w.HBox([self.export_button, self.reset_button]), self.status],
-                          "lesson-quiz-progress")
+        self.box = _frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
         self.refresh()
         self.progress.on_change(self.refresh)
 
@@ -292,12 +272,6 @@ class ProgressSummary(_Shown):
         except OSError as exc:
             said, tone = f"导出失败：{exc}", "wrong"
         self.status.value = box_html(said, tone)
-
-    def _on_reset(self, _summary) -> None:
-        self._armed = not self._armed
-        self.reset_button.description = "确认清空" if self._armed else "清空进度"
-        said = "再点一次「确认清空」会清空所有作答记录（旧文件会改名保留）。" if self._armed else self.progress.reset()
-        self.status.value = box_html(said, "wrong" if self._armed else "neutral")
 
 
 def progress_summary(progress: Progress | None = None) -> ProgressSummary:

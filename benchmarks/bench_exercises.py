@@ -194,13 +194,14 @@ def run() -> list[str]:
 
 
 def _progress_saves(folder: Path) -> list[str]:
+    from lesson_lib.practice.feedback import Feedback
     from lesson_lib.practice.progress import Progress, ProgressFile
 
-    p = Progress(("Q2",), store=ProgressFile(folder / "saves.json"))
+    p = Progress(store=ProgressFile(folder / "saves.json"))
     times = []
     for i in range(50):
         start = time.perf_counter()
-        p.record("Q2", {"kind": "answer", "answer": str(i), "verdict": "wrong"})
+        p.record(Feedback(False, "", question_id="Q2"), str(i))
         times.append(time.perf_counter() - start)
     return [f"progress save (lock, read, merge, atomic write): median {statistics.median(times) * 1000:.1f} ms"
             f" over 50"]  # fmt: skip

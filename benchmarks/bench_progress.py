@@ -21,6 +21,7 @@ from lesson_lib.practice import checkers as qc
 from lesson_lib.practice import interview as qi
 from lesson_lib.practice import progress
 from lesson_lib.practice import questions as qq
+from lesson_lib.practice.feedback import Feedback
 from lesson_lib.practice.progress import Progress, ProgressFile
 
 GOAL_MS = 20.0
@@ -45,12 +46,11 @@ def _answer(qid: str, chars: int, i: int):
 def _fill(p: Progress, attempts: int, chars: int, source_chars: int) -> None:
     for qid in qq.question_ids():
         for i in range(attempts):
-            p.record(qid, {"kind": "answer", "answer": _answer(qid, chars, i), "verdict": "wrong"})
+            p.record(Feedback(False, "", question_id=qid), _answer(qid, chars, i))
     for name in progress.EXERCISE_IDS:
         p.record_exercise(_Result(name, "wrong", "形状不对", "x" * source_chars))
     for _ in range(attempts):
-        p.record(progress.INTERVIEW, {"kind": "answer", "answer": "面" * min(chars, qi.MAX_INTERVIEW_CHARS),
-                                      "verdict": "review"})  # fmt: skip
+        p.record(qi.interview_check("面"), "面" * min(chars, qi.MAX_INTERVIEW_CHARS))
 
 
 def _time_saves(path: Path) -> tuple[float, float, float, float]:
@@ -58,11 +58,10 @@ def _time_saves(path: Path) -> tuple[float, float, float, float]:
     os.replace, no lock, no read) timed between them: the floor on this machine at the same moment; and the median
     CPU time of a save (this process's own work, which other processes on a busy machine barely change)."""
     p = Progress(store=ProgressFile(path))
-    p.version("Q2")  # the question versions are computed once per kernel, when the first widget is shown
     saves, bare, cpu = [], [], []
     for i in range(SAVES):
         start, start_cpu = time.perf_counter(), time.process_time()
-        p.record("Q2", {"kind": "answer", "answer": json.dumps([str(i), "不变"]), "verdict": "wrong"})
+        p.record(Feedback(False, "", question_id="Q2"), json.dumps([str(i), "不变"]))
         saves.append((time.perf_counter() - start) * 1000)
         cpu.append((time.process_time() - start_cpu) * 1000)
         data = path.read_bytes()
@@ -92,7 +91,7 @@ def run() -> list[str]:
             _fill(filler, attempts, max(chars, 4), source)
             path.parent.mkdir(parents=True)
             if attempts:
-                ProgressFile(path).save(filler.data)
+                ProgressFile(path).update(lambda data, filled=filler.data: data.update(filled))
             median, slowest, bare, cpu = _time_saves(path)
             base = base or median
             worst = max(worst, median)

@@ -71,9 +71,7 @@ PRELUDE = textwrap.dedent('''
         fb = quiz.check(qid, text)
         default_progress().record(fb, text)
         points = questions.question(qid).key.points
-        fb = quiz.assess(qid, [points[i].name for i in ticked])
-        default_progress().record(qid, {"kind": "self_assessment", "answer": text, "covered": list(fb.covered),
-                                        "of": len(points)})
+        default_progress().record(quiz.assess(qid, [points[i].name for i in ticked]), text, of=len(points))
         verdicts.append([qid, "self"])
 ''')
 

@@ -1,4 +1,4 @@
-"""The learner's progress file: atomic saves, restore after a restart, bad files kept aside, reset, export, summary."""
+"""The learner's progress file: atomic saves, restore after a restart, bad files kept aside, export, summary."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from lesson_lib.practice import feedback as qf
 from lesson_lib.practice import interview as qi
 from lesson_lib.practice import questions as qq
 from lesson_lib.practice.exercises import ExerciseResult
+from lesson_lib.practice.feedback import Feedback
 from lesson_lib.practice.progress import FORMAT, VERSION, Progress, ProgressFile
 
 
@@ -25,7 +26,20 @@ def path(tmp_path):
 
 def _new(path) -> Progress:
     """What a fresh kernel does when the cells run again: read the same file."""
-    return Progress(qq.question_ids(), tuple(exercises.EXERCISES), store=ProgressFile(path))
+    return Progress(store=ProgressFile(path))
+
+
+def _solved(p: Progress, qid: str) -> bool:
+    return p.entry(qid).get("solved", False)
+
+
+def _tries(p: Progress, qid: str) -> int:
+    return p.entry(qid).get("n_attempts", 0)
+
+
+def _verdict(qid: str, right: bool = False) -> Feedback:
+    """A judged attempt at any id (what a checker returns, without asking one)."""
+    return Feedback(right, "", question_id=qid)
 
 
 def _everything_right(p: Progress) -> None:
@@ -41,14 +55,13 @@ def _everything_right(p: Progress) -> None:
         p.record(quiz.check(qid, answer), answer)
     q1 = qq.question("Q1")
     p.record(quiz.check("Q1", "单头只有一组权重。"), "单头只有一组权重。")
-    ticked = quiz.assess("Q1", [q1.key.points[0].name]).covered  # a tick, not a grade
-    p.record("Q1", {"kind": "self_assessment", "answer": "…", "covered": list(ticked), "of": len(q1.key.points)})
+    p.record(quiz.assess("Q1", [q1.key.points[0].name]), "…", of=len(q1.key.points))  # a tick, not a grade
     for name in exercises.EXERCISES:
         p.record_exercise(ExerciseResult(name, "passed", "全部通过！"))
     good = ("单头只有一组权重，加权平均会抹平不同角色；多头拆成子空间，算力守恒；头数要适中，太多时 d_k 过窄。")
-    p.record_interview(qi.interview_check(good), good)
+    p.record(qi.interview_check(good), good)
     points = [point.name for point in qi.interview_rubric().points]
-    p.record(progress.INTERVIEW, {"kind": "self_assessment", "answer": good, "covered": points, "of": len(points)})
+    p.record(qi.interview_self_assess(points), good, of=len(points))
 
 
 def test_answers_survive_a_restart(path):
@@ -57,14 +70,14 @@ def test_answers_survive_a_restart(path):
     p.record(quiz.check("Q4", "B"), "B")
     p.record(quiz.check("Q5", {"A", "B"}), {"A", "B"})
     p.record_exercise(ExerciseResult("split_heads", "wrong", "形状不对"))
-    p.record_interview(qi.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
+    p.record(qi.interview_check("单头会把信息平均掉。"), "单头会把信息平均掉。")
     again = _new(path)
-    entry = again.question_entry("Q4")
-    assert (entry["attempts"], entry["solved"], entry["answer"], entry["last"]) == (2, True, "B", "right")
-    assert entry["history"] == [["A", "wrong"], ["B", "right"]] and entry["earlier"] == []
-    assert again.question_entry("Q5")["answer"] == ["A", "B"] and not again.solved["Q5"]
+    entry = again.entry("Q4")
+    assert (entry["n_attempts"], entry["solved"], entry["answer"], entry["final"]) == (2, True, "B", "right")
+    assert [(a["answer"], a["verdict"]) for a in entry["attempts"]] == [("A", "wrong"), ("B", "right")]
+    assert again.entry("Q5")["answer"] == ["A", "B"] and not _solved(again, "Q5")
     assert again.data["exercises"]["split_heads"]["result"] == "wrong"
-    assert again.interview_entry()["answer"] == "单头会把信息平均掉。" and again.notice == ""
+    assert again.entry(progress.INTERVIEW)["answer"] == "单头会把信息平均掉。" and again.notice == ""
 
 
 def test_each_attempt_records_verdict_mistake_and_question_version(path):
@@ -85,7 +98,7 @@ def test_file_format_is_documented_and_versioned(path):
     p = _new(path)
     p.record(quiz.check("Q4", "B"), "B")
     p.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
-    p.record_interview(qi.interview_check("单头会平均"), "单头会平均")
+    p.record(qi.interview_check("单头会平均"), "单头会平均")
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["format"] == FORMAT and data["version"] == VERSION and data["saved_at"]
     documented = _documented_example()
@@ -105,12 +118,12 @@ def _documented_example() -> dict:
 def test_the_documented_example_is_a_file_the_lesson_reads(path):
     path.parent.mkdir(parents=True)
     example = _documented_example()
+    for item in (example["questions"]["Q2"], example["interview"]):  # today's versions of the questions
+        version = qq.question("Q2").version if "complete" not in item else progress.current_version(progress.INTERVIEW)
+        item["question_version"] = item["attempts"][0]["question_version"] = version
     path.write_text(json.dumps(example, ensure_ascii=False), encoding="utf-8")
-    versions = {"Q2": example["questions"]["Q2"]["question_version"],
-                progress.INTERVIEW: example["interview"]["question_version"]}  # fmt: skip
-    p = Progress(("Q2",), tuple(progress.EXERCISE_IDS), store=ProgressFile(path), versions=versions)
-    assert p.notice == "" and path.exists()  # read as is: not renamed aside as unreadable
-    assert p.solved["Q2"] and p.question_entry("Q2")["attempts"] == 2
+    p = _new(path)
+    assert p.notice == "" and p.entry("Q2")["final"] == "wrong" and p.entry(progress.INTERVIEW)["n_attempts"] == 1
     assert p.data["exercises"]["split_heads"]["result"] == "passed"
 
 
@@ -131,7 +144,7 @@ def test_save_is_atomic(path, monkeypatch):
     assert replaced and replaced[0][0] == replaced[0][1]  # the temp file sits beside the target
     assert CJK.search(p.notice) and progress.ENV_VAR in p.notice
     assert sorted(f.name for f in path.parent.iterdir()) == ["progress.json", "progress.json.lock"]  # no temp file
-    assert p.solved["Q4"]  # the progress is still in memory
+    assert _solved(p, "Q4")  # the progress is still in memory
 
 
 def test_a_full_disk_mid_write_keeps_the_old_file(path, monkeypatch):
@@ -161,12 +174,13 @@ def test_a_full_disk_mid_write_keeps_the_old_file(path, monkeypatch):
     assert path.read_bytes() == before and CJK.search(p.notice)
     assert sorted(f.name for f in path.parent.iterdir()) == ["progress.json", "progress.json.lock"]
     p.record(quiz.check("Q4", "C"), "C")  # the next save carries both
-    assert _new(path).attempts["Q4"] == 2 and p.notice == ""
+    assert _tries(_new(path), "Q4") == 2 and p.notice == ""
 
 
 BAD_FILES = [
     "{not json", '["a list"]', '{"format": "other", "version": 2}', "",
     json.dumps({"format": FORMAT, "version": VERSION + 1, "questions": {}}),
+    json.dumps({"format": FORMAT, "version": 1, "questions": {}, "exercises": {}, "interview": {}}),  # before versions
     json.dumps({"format": FORMAT, "version": VERSION, "questions": [], "exercises": {}, "interview": {}}),
     json.dumps({"format": FORMAT, "version": True, "questions": {}, "exercises": {}, "interview": {}}),
     json.dumps({"format": FORMAT, "version": 2.0, "questions": {}, "exercises": {}, "interview": {}}),
@@ -187,7 +201,7 @@ def test_a_bad_file_is_kept_aside_and_the_learner_starts_afresh(path, content):
     assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == content and str(kept[0]) in p.notice
     assert p.notice in p.summary()  # the summary shows the notice
     p.record(quiz.check("Q4", "B"), "B")
-    assert _new(path).solved["Q4"]
+    assert _solved(_new(path), "Q4")
 
 
 def test_an_unwritable_place_is_a_message_not_a_crash(tmp_path):
@@ -195,19 +209,7 @@ def test_an_unwritable_place_is_a_message_not_a_crash(tmp_path):
     blocker.write_text("x")
     p = Progress(store=ProgressFile(blocker / "progress.json"))  # its folder is a file
     p.record(quiz.check("Q4", "B"), "B")
-    assert CJK.search(p.notice) and p.solved["Q4"]
-
-
-def test_reset_keeps_the_old_file(path):
-    p = _new(path)
-    p.record(quiz.check("Q4", "B"), "B")
-    calls = []
-    p.on_reset(lambda: calls.append("reset"))
-    message = p.reset()
-    kept = [f for f in path.parent.iterdir() if f.name.startswith("progress.json.reset-")]
-    assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8"))["questions"]["Q4"]["solved"]
-    assert str(kept[0]) in message and calls == ["reset"] and not p.solved["Q4"]
-    assert not _new(path).solved["Q4"]
+    assert CJK.search(p.notice) and _solved(p, "Q4")
 
 
 def test_summary_counts_questions_exercises_and_interview(path):
@@ -227,7 +229,7 @@ def test_never_all_done_while_something_failed_or_is_missing(path, spoil):
     if spoil == "exercise":
         p.record_exercise(ExerciseResult("split_heads", "wrong", "没有返回任何东西（返回了 None）"))
     elif spoil == "interview":  # written, and the learner's own tick says a point is missing
-        p.record(progress.INTERVIEW, {"kind": "self_assessment", "answer": "…", "covered": ["①"], "of": 3})
+        p.record(qi.interview_self_assess([qi.interview_rubric().points[0].name]), "…", of=3)
     elif spoil == "question":
         p.data["questions"]["S7b"]["solved"] = False
     else:
@@ -260,12 +262,15 @@ def test_export_json_and_instructor_summary(path, tmp_path):
     assert p.export()[0].parent == path.parent  # by default beside the progress file
 
 
-def test_default_path_follows_the_environment(monkeypatch, tmp_path):
+def test_default_path_follows_the_environment_or_platformdirs(monkeypatch, tmp_path):
+    import platformdirs
+
     monkeypatch.setenv(progress.ENV_VAR, str(tmp_path / "x.json"))
     assert progress.default_path() == tmp_path / "x.json"
     monkeypatch.delenv(progress.ENV_VAR)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    assert progress.default_path() == tmp_path / "data" / "day11-multi-head-attention" / "progress.json"
+    expected = Path(platformdirs.user_data_dir(progress.APP_NAME, appauthor=False)) / "progress.json"
+    assert progress.default_path() == expected == tmp_path / "data" / progress.APP_NAME / "progress.json"
 
 
 def test_exercise_checks_are_recorded_in_the_default_progress(monkeypatch, tmp_path):
@@ -296,10 +301,12 @@ import sys
 from lesson_lib.practice.progress import Progress, ProgressFile
 
 path, side, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-p = Progress(("Q2", "A", "B"), store=ProgressFile(path))
+from lesson_lib.practice.feedback import Feedback
+
+p = Progress(store=ProgressFile(path))
 for i in range(n):
-    p.record("Q2", {"kind": "answer", "answer": f"{side}{i}", "verdict": "wrong"})
-    p.record(side, {"kind": "answer", "answer": f"{side}{i}", "verdict": "right" if i == n - 1 else "wrong"})
+    p.record(Feedback(False, "", question_id="Q2"), f"{side}{i}")
+    p.record(Feedback(i == n - 1, "", question_id=side), f"{side}{i}")
 assert not p.notice, p.notice
 print(sorted(p.data["questions"]))
 """
@@ -326,38 +333,36 @@ def test_each_kernel_learns_the_others_answers(path):
     a, b = _new(path), _new(path)
     a.record(quiz.check("Q2", ["32", "不变"]), "32")
     b.record(quiz.check("Q4", "A"), "A")
-    assert b.solved["Q2"] and b.attempts["Q4"] == 1  # b's save merged a's answer in
+    assert _solved(b, "Q2") and _tries(b, "Q4") == 1  # b's save merged a's answer in
     a.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
-    assert a.attempts["Q4"] == 1 and a.solved["Q2"]
-    assert _new(path).attempts == b.attempts | {"Q4": 1}
+    assert _tries(a, "Q4") == 1 and _solved(a, "Q2")
+    assert _new(path).data["questions"] == a.data["questions"]
 
 
 def test_a_failed_save_is_retried_with_the_next_one(path, monkeypatch):
     p = _new(path)
-    real = ProgressFile._write
 
-    def full(self, data):
+    def full(path, text):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ProgressFile, "_write", full)
+    monkeypatch.setattr(progress, "_replace_file", full)
     p.record(quiz.check("Q2", ["32", "不变"]), "32")
-    assert CJK.search(p.notice) and p.solved["Q2"]
-    monkeypatch.setattr(ProgressFile, "_write", real)
+    assert CJK.search(p.notice) and _solved(p, "Q2")
+    monkeypatch.undo()
     p.record(quiz.check("Q4", "A"), "A")
     again = _new(path)
-    assert again.solved["Q2"] and again.attempts["Q4"] == 1 and p.notice == ""
+    assert _solved(again, "Q2") and _tries(again, "Q4") == 1 and p.notice == ""
 
 
 @pytest.mark.parametrize("answer", ["64\ud800", "\udfff", "a\ud83d", "😀\ud800中文"])
 def test_any_string_the_learner_can_type_is_saved(path, answer):
     p = _new(path)
-    p.record("Q2", {"kind": "answer", "answer": answer, "verdict": "wrong"})
+    p.record(_verdict("Q2"), answer)
     p.record(quiz.check("Q2", ["32", "不变"]), "32")  # a later save still works
     assert p.notice == ""
     again = _new(path)
-    assert again.attempts["Q2"] == 2 and again.solved["Q2"]
-    stored = again.data["questions"]["Q2"]["attempts"][0]["answer"]
-    assert "\\ud" in stored or "\\udfff" in stored  # the lone surrogate kept as its escape
+    assert _tries(again, "Q2") == 2 and _solved(again, "Q2")
+    assert again.data["questions"]["Q2"]["attempts"][0]["answer"] == answer  # kept exactly
     again.export(path.parent / "out")  # the export writes it too
 
 
@@ -389,19 +394,19 @@ WRONG_ENTRIES = [
 
 
 @pytest.mark.parametrize(("entries", "dropped"), WRONG_ENTRIES, ids=range(len(WRONG_ENTRIES)))
-def test_a_wrong_entry_is_set_aside_with_a_notice_never_a_crash(path, entries, dropped):
+def test_a_file_with_a_wrong_entry_is_set_aside_with_a_notice_never_a_crash(path, entries, dropped):
     data = {"format": FORMAT, "version": VERSION, "questions": {"Q4": _item()}, "exercises": {}, "interview": {}}
     for kind, value in entries.items():
         data[kind] = {**data[kind], **value} if kind != "interview" else value
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     p = _new(path)
-    assert dropped in p.notice and CJK.search(p.notice) and p.solved["Q4"]  # the good entries are kept
-    assert p.question_entry("Q2") is None
+    assert dropped in p.notice and CJK.search(p.notice) and p.entry("Q2") == {}  # named; the lesson starts afresh
     kept = [f for f in path.parent.iterdir() if ".unreadable-" in f.name]
     assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8")) == data  # the file as it was
+    assert str(kept[0]) in p.notice
     p.record(quiz.check("Q2", ["32", "不变"]), "32")
-    assert _new(path).solved["Q2"] and _new(path).notice == ""
+    assert _solved(_new(path), "Q2") and _new(path).notice == ""
 
 
 def test_a_wrong_entry_does_not_break_the_widgets(path):
@@ -416,17 +421,6 @@ def test_a_wrong_entry_does_not_break_the_widgets(path):
     assert "Q2" in quiz_widgets.progress_summary(p).value
 
 
-def test_two_resets_in_one_second_keep_both_copies(path):
-    p = _new(path)
-    for answer in ("A", "C"):
-        p.record(quiz.check("Q4", answer), answer)
-        p.reset()
-    kept = sorted(f for f in path.parent.iterdir() if ".reset-" in f.name)
-    assert len(kept) == 2
-    answers = {json.loads(f.read_text(encoding="utf-8"))["questions"]["Q4"]["answer"] for f in kept}
-    assert answers == {"A", "C"}
-
-
 def _fail_with(monkeypatch, target, name, code):
     def failing(*args, **kwargs):
         raise OSError(code, os.strerror(code))
@@ -435,54 +429,35 @@ def _fail_with(monkeypatch, target, name, code):
 
 
 @pytest.mark.parametrize(("code", "words"), [(30, "只读"), (28, "磁盘已经满了"), (13, "没有写入")])
-def test_save_reset_and_export_say_in_chinese_when_the_folder_refuses(path, monkeypatch, code, words):
+def test_save_and_export_say_in_chinese_when_the_folder_refuses(path, monkeypatch, code, words):
     import errno
 
     assert code in (errno.EROFS, errno.ENOSPC, errno.EACCES)
     p = _new(path)
     p.record(quiz.check("Q2", ["32", "不变"]), "32")
     _fail_with(monkeypatch, os, "replace", code)
-    _fail_with(monkeypatch, os, "link", code)
-    _fail_with(monkeypatch, os, "rename", code)
     before = path.read_bytes()
     p.record(quiz.check("Q4", "A"), "A")  # save
     assert words in p.notice and path.read_bytes() == before  # the reason, from the errno; the file untouched
-    message = p.reset()  # 清空进度 in a folder that refuses: a message, and nothing cleared
-    assert words in message and p.solved["Q2"] and path.read_bytes() == before
+    assert _solved(p, "Q2") and _tries(p, "Q4") == 1  # kept in memory
     with pytest.raises(progress.ProgressError, match=words) as caught:
         p.export()
     assert isinstance(caught.value, OSError)
 
 
-def _nested(depth):
-    value = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
-@pytest.mark.parametrize("answer", [_nested(100_000), {"a": _nested(50_000)}, (_nested(10), 3), object()])
-def test_a_deeply_nested_answer_is_stored_without_recursion(path, answer):
+def test_a_self_assessment_is_worked_through_never_right(path):
     p = _new(path)
-    p.record(quiz.check("Q5", "A"), answer)
-    p.record_interview(qi.interview_check("单头会平均"), answer)
-    p.record("Q1", {"kind": "self_assessment", "answer": answer, "covered": [], "of": 3})
-    assert p.notice == "" and isinstance(p.question_entry("Q5")["answer"], str)
-    assert _new(path).attempts["Q5"] == 1
-
-
-def test_entries_of_the_general_record_are_validated(path):
-    p = _new(path)
-    p.record("Q1", {"kind": "self_assessment", "answer": "多头分工", "covered": ["①", "②"], "of": 3})
-    entry = _new(path).question_entry("Q1")
-    assert entry["last"] == "self" and entry["self"] == {"covered": ["①", "②"], "of": 3} and not entry["solved"]
-    assert p.n_solved == 0 and ("题目", "Q1", "done") in p.items()  # worked through, never "right"
-    for bad in ({"kind": "verdict"}, {"kind": "answer", "verdict": "correct"}, "64",
-                {"kind": "self_assessment", "covered": ["①"] * 4, "of": 3}):
-        with pytest.raises(ValueError):
-            p.record("Q1", bad)
-    p.record(progress.INTERVIEW, {"kind": "self_assessment", "answer": "…", "covered": ["①", "②", "③"], "of": 3})
-    assert p.interview_entry()["complete"] and p.interview_entry()["self"]["of"] == 3
+    points = qq.question("Q1").key.points
+    p.record(quiz.assess("Q1", [points[0].name, points[1].name]), "多头分工", of=len(points))
+    entry = _new(path).entry("Q1")
+    assert entry["final"] == "self" and not entry["solved"]
+    assert entry["attempts"][-1]["covered"] == [points[0].name, points[1].name]
+    assert ("题目", "Q1", "done") in p.items()  # worked through, never "right"
+    names = [point.name for point in qi.interview_rubric().points]
+    p.record(qi.interview_self_assess(names[:2]), "…", of=len(names))
+    assert not p.entry(progress.INTERVIEW)["complete"]
+    p.record(qi.interview_self_assess(names), "…", of=len(names))
+    assert p.entry(progress.INTERVIEW)["complete"] and p.entry(progress.INTERVIEW)["attempts"][-1]["of"] == 3
 
 
 def test_the_item_list_is_data_not_an_import_time_registry():
@@ -496,30 +471,15 @@ def test_the_item_list_is_data_not_an_import_time_registry():
     assert p.ids == qq.question_ids() and p.exercise_names == tuple(exercises.EXERCISES)
     code = ("import sys, lesson_lib.practice.progress as p\n"
             "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n"
-            "assert p.Progress(interview=False).ids\n")  # fmt: skip
+            "assert p.Progress().ids\n")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-
-
-def test_the_data_folder_comes_from_platformdirs(monkeypatch, tmp_path):
-    import platformdirs
-
-    monkeypatch.delenv(progress.ENV_VAR)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    expected = Path(platformdirs.user_data_dir(progress.APP_NAME, appauthor=False)) / "progress.json"
-    assert progress.default_path() == expected == tmp_path / "xdg" / progress.APP_NAME / "progress.json"
-    # macOS / Windows: the platform's folder, unless the learner already has a file at the old place
-    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(tmp_path / "Library" / "App Support"))
-    assert progress.default_path() == tmp_path / "Library" / "App Support" / "progress.json"
-    progress.legacy_path().parent.mkdir(parents=True)
-    progress.legacy_path().write_text("{}", encoding="utf-8")
-    assert progress.default_path() == progress.legacy_path()  # nobody loses the progress they had
 
 
 def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
     """Each kind is named once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
     p = _new(path)
     bad = "头数越多越好。"
-    p.record_interview(qi.interview_check(bad), bad)
+    p.record(qi.interview_check(bad), bad)
     lines = p.summary().splitlines()
     interview = [line for line in lines if line.startswith("面试自检")]
     assert len(interview) == 1, lines
@@ -558,8 +518,7 @@ def test_a_symlink_to_a_decoy_is_refused_and_the_decoy_is_unchanged(tmp_path):
     assert CJK.search(p.notice) and str(path) in p.notice
     p.record(quiz.check("Q2", ["32", "不变"]), "32")  # kept in memory, never written through the link
     p.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
-    assert p.solved["Q2"] and CJK.search(p.notice)
-    p.reset()  # a reset renames nothing either
+    assert _solved(p, "Q2") and CJK.search(p.notice)
     assert decoy.read_bytes() == content and path.is_symlink() and os.readlink(path) == str(decoy)
     assert _tree(tmp_path / "elsewhere") == {"passwd": ("file", content)}  # nothing new beside the decoy
 
@@ -574,7 +533,6 @@ def test_a_symlink_beside_the_progress_file_is_never_written_through(tmp_path, n
     p.record(quiz.check("Q2", ["32", "不变"]), "32")
     with contextlib.suppress(progress.ProgressError):
         p.export()
-    p.reset()
     assert decoy.read_bytes() == content and (path.parent / name).is_symlink()
 
 
@@ -599,7 +557,7 @@ from lesson_lib.practice.progress import Progress, ProgressFile
 p = Progress(store=ProgressFile(sys.argv[1]))
 first = p.notice
 p.record(quiz.check("Q2", ["32", "不变"]), "32")
-print(json.dumps({"first": first, "after": p.notice, "solved": p.solved["Q2"]}, ensure_ascii=False))
+print(json.dumps({"first": first, "after": p.notice, "solved": p.entry("Q2")["solved"]}, ensure_ascii=False))
 """
 
 
@@ -651,56 +609,31 @@ def test_a_file_just_over_the_cap_is_set_aside_and_one_under_is_read(path):
     data = {"format": FORMAT, "version": VERSION, "questions": {"Q4": _item()}, "exercises": {}, "interview": {},
             "saved_at": "x" * (progress.MAX_FILE_BYTES - 2000)}  # fmt: skip
     path.write_text(json.dumps(data), encoding="utf-8")
-    assert _new(path).solved["Q4"] and _new(path).notice == ""
+    assert _solved(_new(path), "Q4") and _new(path).notice == ""
     data["saved_at"] = "x" * progress.MAX_FILE_BYTES
     path.write_text(json.dumps(data), encoding="utf-8")
     p = _new(path)
-    assert not p.solved["Q4"] and CJK.search(p.notice)
+    assert not _solved(p, "Q4") and CJK.search(p.notice)
 
 
 # ---------------------------------------------------------------------------------------------
 # Question versions: a course update never turns an old answer into a correct one
 # ---------------------------------------------------------------------------------------------
-def test_an_answer_to_an_old_version_of_q2_is_not_counted(path):
+def test_a_verdict_on_an_old_version_of_q2_is_dropped(path):
     path.parent.mkdir(parents=True)
     old = _item(question_version="0123456789ab", answer='["64", "不变"]')
     old["attempts"] = [{"answer": '["64", "不变"]', "verdict": "right", "mistake": None,
                         "question_version": "0123456789ab"}]  # fmt: skip
-    data = {"format": FORMAT, "version": VERSION, "questions": {"Q2": old}, "exercises": {}, "interview": {}}
+    data = {"format": FORMAT, "version": VERSION, "questions": {"Q2": old, "Q4": _item()}, "exercises": {},
+            "interview": {}}  # fmt: skip
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     p = _new(path)
-    assert not p.solved["Q2"] and p.attempts["Q2"] == 0 and p.n_solved == 0
-    entry = p.question_entry("Q2")
-    assert entry["earlier"] == ['["64", "不变"]'] and entry["history"][0][1] == progress.OLD_VERSION
-    assert ("题目", "Q2", "todo") in p.items() and p.earlier() == ["Q2"]
-    assert '["64", "不变"]' in p.earlier_note("Q2") and p.earlier_note("Q4") == ""  # the old answer, for a widget
-    assert progress.OLD_VERSION in p.summary()
-    p.record(quiz.check("Q2", ["32", "不变"]), '["32", "不变"]')  # answered again: counted, the old answer kept
-    again = _new(path)
-    assert again.solved["Q2"] and again.attempts["Q2"] == 1 and again.earlier() == []
-    assert [a["question_version"] for a in again.data["questions"]["Q2"]["attempts"]] == [
-        "0123456789ab", qq.question("Q2").version]
-
-
-def test_a_version_1_file_keeps_its_answers_as_answers_to_an_earlier_version(path):
-    """A file saved before question versions (Q1 keyword-graded, Q2's 64 for h = 8, Q5 solved) counts nothing."""
-    path.parent.mkdir(parents=True)
-    v1 = {"format": FORMAT, "version": 1, "saved_at": None,
-          "questions": {q: {"answer": a, "attempts": 1, "solved": True, "last": "right",
-                            "history": [[a if isinstance(a, str) else "、".join(a), "right"]]}
-                        for q, a in (("Q1", "单头会平均"), ("Q2", "64"), ("Q5", ["A", "B", "C"]))},
-          "exercises": {"split_heads": {"status": "passed", "message": "全部通过！", "checks": 1}},
-          "interview": {"answer": "…", "attempts": 1, "covered": ["①"], "complete": True}}  # fmt: skip
-    path.write_text(json.dumps(v1, ensure_ascii=False), encoding="utf-8")
-    p = _new(path)
-    assert p.n_solved == 0 and CJK.search(p.notice) and not p.all_done()
-    assert set(p.earlier()) == {"Q1", "Q2", "Q5", progress.INTERVIEW}
-    assert p.question_entry("Q2")["earlier"] == ["64"] and not p.question_entry("Q2")["solved"]
-    assert (p.interview_entry() or {}).get("complete") is False
-    assert p.data["exercises"]["split_heads"]["result"] == "passed"  # exercises do not depend on question text
-    p.record(quiz.check("Q4", "B"), "B")
-    saved = json.loads(path.read_text(encoding="utf-8"))
-    assert saved["version"] == VERSION and saved["questions"]["Q2"]["attempts"][0]["question_version"] is None
+    assert p.entry("Q2") == {} and _solved(p, "Q4") and "Q2" in p.notice and CJK.search(p.notice)
+    assert ("题目", "Q2", "todo") in p.items()
+    p.record(quiz.check("Q2", ["32", "不变"]), '["32", "不变"]')  # answered again: counted
+    saved = json.loads(path.read_text(encoding="utf-8"))["questions"]["Q2"]
+    assert [a["question_version"] for a in saved["attempts"]] == [qq.question("Q2").version]  # the old one is gone
+    assert _solved(_new(path), "Q2") and _new(path).notice == ""
 
 
 def test_exercise_results_keep_named_mistakes_and_source(path):
@@ -747,4 +680,4 @@ def test_the_widget_never_shows_an_old_version_answer_as_right(path):
     p = _new(path)
     widget = quiz_widgets.ask("Q2", p)
     assert widget.attempts == 0 and not widget.feedback.value.count(qf.RIGHT)  # not restored as a verdict
-    assert not p.solved["Q2"] and "Q2" in p.earlier()
+    assert not _solved(p, "Q2") and "Q2" in p.notice

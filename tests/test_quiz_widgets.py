@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -61,22 +62,22 @@ def test_q2_wrong_then_right(progress):
     assert isinstance(q.controls["params"], w.RadioButtons) and q.controls["params"].value is None
     _fill(q, {"d_k": "64", "params": "不变"})
     q.submit.click()
-    assert _shows_check(q).verdict == "wrong" and not progress.solved["Q2"]
-    assert not q.explain_button.disabled and q.attempts == progress.attempts["Q2"] == 1
+    assert _shows_check(q).verdict == "wrong" and not progress.entry("Q2")["solved"]
+    assert not q.explain_button.disabled and q.attempts == progress.entry("Q2")["n_attempts"] == 1
     _fill(q, {"d_k": "d_k = d_v = 32"})  # Enter in the box commits the value: that submits
-    assert _shows_check(q).verdict == "right" and progress.solved["Q2"] and q.attempts == 2
-    assert q.earlier.value == quiz_widgets.history_html([("64 | 不变", "wrong")])  # the first attempt, as typed
+    assert _shows_check(q).verdict == "right" and progress.entry("Q2")["solved"] and q.attempts == 2
+    assert json.loads(progress.entry("Q2")["attempts"][0]["answer"]) == ["64", "不变"]  # the first attempt, as typed
     q.submit.click()  # the same answer again is not another attempt
-    assert q.attempts == 2 and progress.attempts["Q2"] == 2
+    assert q.attempts == 2 and progress.entry("Q2")["n_attempts"] == 2
 
 
 def test_ticking_does_not_submit(progress):
     q = quiz_widgets.ask("Q5", progress)
     q.controls["A"].value = True
-    assert q.feedback.value == "" and progress.attempts["Q5"] == 0  # checked only on 提交
+    assert q.feedback.value == "" and progress.entry("Q5") == {}  # checked only on 提交
     q.controls["C"].value = True
     q.submit.click()
-    assert _shows_check(q).verdict == "right" and progress.solved["Q5"]
+    assert _shows_check(q).verdict == "right" and progress.entry("Q5")["solved"]
 
 
 def test_unreadable_box_asks_for_a_form_and_is_not_an_attempt(progress):
@@ -86,14 +87,14 @@ def test_unreadable_box_asks_for_a_form_and_is_not_an_attempt(progress):
     fb = _shows_check(q)
     assert fb.blank and fb.verdict != "right" and q.attempts == 0
     _fill(q, {"grows": "不会", "exp": "40000"})  # Enter in the box submits
-    assert _shows_check(q).verdict == "wrong" and q.attempts == 1 and not progress.solved["S4b"]
+    assert _shows_check(q).verdict == "wrong" and q.attempts == 1 and not progress.entry("S4b")["solved"]
 
 
 def test_shape_as_three_boxes(progress):
     q = quiz_widgets.ask("S3", progress)
     assert [c.description for c in q.controls.values()] == [b.label for b in q.question.key.boxes]
     _fill(q, {"axis0": "（8，12，64）"})  # the whole tuple in the first box, Enter
-    assert _shows_check(q).verdict == "right" and progress.solved["S3"]
+    assert _shows_check(q).verdict == "right" and progress.entry("S3")["solved"]
 
 
 def test_explanation_toggles(progress):
@@ -134,15 +135,15 @@ def test_self_explanation_writes_then_ticks(progress):
     assert q1.feedback.value == render.feedback_html(fb) and fb.verdict != "right"
     assert q1.assess_box.layout.display is None
     assert q1.rubric_html.value == render.box_html(q1.rubric.text(), "neutral", "lesson-rubric")
-    assert not progress.solved["Q1"]  # written, never graded
+    assert not progress.entry("Q1")["solved"]  # written, never graded
     names = list(q1.ticks)
     q1.ticks[names[0]].value = True
     assert q1.assessment.value == ""  # ticking is not recording
     q1.record_button.click()
     assert q1.assessment.value == render.box_html(quiz.assess("Q1", [names[0]]).message, "review")
-    entry = progress.question_entry("Q1")
-    assert entry["self"] == {"covered": [names[0]], "of": len(q1.rubric.points)}
-    assert entry["last"] == "self" and not entry["solved"]
+    entry = progress.entry("Q1")
+    assert (entry["attempts"][-1]["covered"], entry["attempts"][-1]["of"]) == ([names[0]], len(q1.rubric.points))
+    assert entry["final"] == "self" and not entry["solved"]
     q1.reveal.value = True
     assert q1.model_answer.value == render.box_html(q1.rubric.model_answer, "neutral", "lesson-reference-answer")
 
@@ -162,7 +163,7 @@ def test_interview_asks_first_and_reveals_after(progress):
     iv.reveal.value = True
     assert iv.model_answer.value == render.box_html(iv.rubric.model_answer, "neutral", "lesson-reference-answer")
     iv.record_button.click()
-    assert progress.interview_entry()["self"]["of"] == len(iv.rubric.points)
+    assert progress.entry(interview.INTERVIEW_ID)["attempts"][-1]["of"] == len(iv.rubric.points)
 
 
 def test_html_is_escaped(progress):
@@ -170,17 +171,6 @@ def test_html_is_escaped(progress):
     _fill(q, {"d_k": "<img src=x onerror=alert(1)>", "params": "不变"})
     q.submit.click()
     assert "<img" not in q.feedback.value
-
-
-def test_history_is_bounded(progress):
-    q = quiz_widgets.ask("Q4", progress)
-    for key in "ACDACDACDACDAC":
-        q.controls["choice"].value = key
-        q.submit.click()
-    assert len(q.history) == 13 and q.earlier.value == quiz_widgets.history_html(q.history)
-    shown = quiz_widgets.history_html([(str(i), "wrong") for i in range(13)])
-    assert all(f"「{i}」" in shown for i in range(3, 13)) and "「2」" not in shown  # the last MAX_HISTORY only
-    assert "3" in re.sub(r"「\d+」|第 \d+ 次", "", shown)  # and how many were left out
 
 
 def test_every_question_builds(progress):
@@ -192,10 +182,10 @@ def test_every_question_builds(progress):
 def test_default_progress_is_shared():
     a = quiz_widgets.ask("S3b")
     summary = quiz_widgets.progress_summary()
-    before = quiz_widgets.default_progress().attempts["S3b"]
+    before = a.attempts
     a.controls["choice"].value = "A" if a.controls["choice"].value != "A" else "B"
     a.submit.click()
-    assert quiz_widgets.default_progress().attempts["S3b"] == before + 1
+    assert quiz_widgets.default_progress().entry("S3b")["n_attempts"] == before + 1
     assert "S3b" in summary.value
 
 
@@ -243,24 +233,7 @@ def test_widgets_restore_after_a_restart(tmp_path):
     assert q1.answer.value == "单头只有一组权重。" and next(iter(q1.ticks.values())).value
     assert "自评" in q1.assessment.value
     _fill(q2, {"d_k": "128"})  # the restored widget keeps working
-    assert q2.attempts == 3 and Progress(store=ProgressFile(path)).attempts["Q2"] == 3
-
-
-def test_reset_button_asks_twice_then_clears_every_widget(tmp_path):
-    p = Progress(store=ProgressFile(tmp_path / "progress.json"))
-    q = quiz_widgets.ask("Q2", p)
-    q1 = quiz_widgets.ask("Q1", p)
-    summary = quiz_widgets.progress_summary(p)
-    _fill(q, {"d_k": "32", "params": "不变"})
-    q.submit.click()
-    q1.answer.value = "平均"
-    q1.submit.click()
-    summary.reset_button.click()
-    assert p.solved["Q2"] and "确认清空" in summary.reset_button.description
-    summary.reset_button.click()
-    assert not p.solved["Q2"] and q.controls["d_k"].value == "" and q.feedback.value == "" and q.attempts == 0
-    assert q1.answer.value == "" and q1.assess_box.layout.display == "none"
-    assert "已答对 0 / " in summary.value and "旧的进度保存在" in summary.status.value
+    assert q2.attempts == 3 and Progress(store=ProgressFile(path)).entry("Q2")["n_attempts"] == 3
 
 
 def test_export_button_writes_both_files(tmp_path):
@@ -328,7 +301,7 @@ def test_every_quiz_box_names_its_controls_and_reads_out_its_feedback(progress, 
     from lesson_lib.show.controls import LIVE, unnamed_controls
 
     if qid == "interview":
-        widget = quiz_widgets.InterviewWidget(progress)
+        widget = quiz_widgets.interview_self_check(progress)
     elif qid == "summary":
         widget = quiz_widgets.progress_summary(progress)
     else:

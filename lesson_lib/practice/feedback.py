@@ -1,21 +1,13 @@
-"""What a check returns (``Feedback``), what a question is (``Question``), and the message heads.
+"""What a check returns (``Feedback``), what a question is (``Question``), its version fingerprint, and the heads.
 
-A message starts with exactly one head: 「正确！」 when a checker is sure every part is right,
-「还不对：」 when it is sure something is wrong, 「请换个写法：」 when it could not read a box (the
-message says what form the box wants; not an attempt), 「还没填完：」 when a box is still empty,
-「还没有作答：」 when nothing was submitted at all (a prompt, never a verdict), and 「要点对照：」 for free
-text, which the lesson never grades: the learner compares it with the rubric and records a self-assessment.
-
-Tests and the progress file read the structured fields (``verdict``, ``parts``, ``mistakes``,
-``version``), never the sentences.
+A message starts with exactly one head: 「正确！」 only when every part is surely right, 「还不对：」 when something
+surely is wrong, 「请换个写法：」 / 「还没填完：」 / 「还没有作答：」 when a box could not be read or is empty (nothing
+judged, not an attempt), 「要点对照：」 for free text, which is never graded. Tests read the fields, not the words.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-__all__ = ["Feedback", "Question", "RIGHT", "WRONG", "FORM", "INCOMPLETE", "ANSWER_FIRST", "REVIEW", "SELF", "blank",
-           "unreadable", "echo", "question_version"]  # fmt: skip
 
 RIGHT = "正确！"  # a right answer's message starts with this; the word appears nowhere else
 WRONG = "还不对："  # a wrong answer's message starts with this
@@ -47,8 +39,7 @@ class Feedback:
 
     @property
     def verdict(self) -> str:
-        """"right", "wrong", "form" (unreadable), "blank" (nothing submitted), "review" (free text) or "self"
-        (a self-assessment)."""
+        """right, wrong, form (unreadable), blank (nothing submitted), review (free text) or self (self-assessed)."""
         if self.unread:
             return "form"
         if self.message.startswith(ANSWER_FIRST):
@@ -60,9 +51,8 @@ class Feedback:
 
 @dataclass(frozen=True)
 class Question:
-    """One self-test question, declared as data. ``kind`` picks its checker (see ``checkers.CHECKERS``):
-    ``form`` (answer boxes: numbers, expressions, a small choice), ``single``, ``multi`` or ``self``
-    (self-explanation); ``key`` is the kind's answer key (``FormKey``, ``ChoiceKey`` or a ``Rubric``)."""
+    """One self-test question as data: ``kind`` (form, single, multi or self) picks its checker, ``key`` is that
+    kind's answer key (``FormKey``, ``ChoiceKey`` or a ``Rubric``)."""
 
     id: str
     section: str  # where the question's idea is taught, e.g. "第 4 节"
@@ -80,12 +70,9 @@ class Question:
 
     @property
     def version(self) -> str:
-        """The digest of this question's prompt, kind and answer key (``question_version``)."""
-        cached = self.__dict__.get("_version")
-        if cached is None:
-            cached = question_version(self.prompt, self.key, self.kind)
-            object.__setattr__(self, "_version", cached)
-        return cached
+        if "_version" not in self.__dict__:  # computed once: the digest hashes the whole key
+            object.__setattr__(self, "_version", question_version(self.prompt, self.key, self.kind))
+        return self.__dict__["_version"]
 
 
 def blank(qid: str, explanation: str, what: str = "写下你的答案") -> Feedback:
@@ -137,9 +124,8 @@ def _canonical(value, depth: int = 0):
 
 
 def question_version(prompt: str, key, kind: str = "") -> str:
-    """A short digest of what a question asks and accepts: its prompt, kind and answer key (computed from the
-    question data, never maintained by hand). A saved answer carries it; when it changes, the answer was to an
-    earlier version of the question."""
+    """The fingerprint of what a question asks and accepts (prompt, kind, answer key), computed from the question
+    data: a saved verdict carries it, and is dropped when it no longer matches."""
     import hashlib
     import json
 

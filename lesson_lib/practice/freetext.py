@@ -1,17 +1,10 @@
-"""Self-explanation: a rubric the learner compares their own answer with, and the one small reader it keeps.
-
-Free prose is not graded. The learner writes, then sees the rubric (the points a good answer makes and
-the usual misconceptions) and ticks what they covered; that tick is recorded as a self-assessment. The
-only reading of the prose is ``noticed``: which of a few cue words appear literally in the answer, shown
-as a hint (「你写到了：「平均」「一组」」). A hint names words, never a point, a count or a verdict.
-"""
+"""Self-explanation: the rubric a learner compares their own answer with, and the one reader of prose it keeps:
+``noticed``, the cue words literally in the answer, shown as a hint that names words, never a point or a verdict."""
 
 from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-
-__all__ = ["RubricPoint", "Rubric", "noticed", "hint_text", "MAX_CUES_SHOWN"]
 
 MAX_CUES_SHOWN = 6  # a hint lists at most this many words
 

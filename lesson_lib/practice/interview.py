@@ -1,24 +1,16 @@
-"""The §8 interview: the learner answers first, then sees the rubric and the reference answer, and ticks it.
-
-Nothing here grades prose. ``interview_check`` returns the rubric (the lesson's three points ①②③ and the
-usual wrong claims) with a hint naming cue words literally in the answer; ``interview_self_assess``
-records the learner's own tick. The reference answer (``model_answer``) includes the two follow-ups an
-interviewer asks next (are all heads needed; why LLMs share keys and values), with every number computed
-from ``paper``, ``flops`` and ``kv_sharing``.
-"""
+"""§8's interview: its rubric (①②③ and the usual wrong claims) and the reference answer with the two follow-ups an
+interviewer asks next; every number is computed from lesson_lib. Nothing here grades prose."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cache
 
 from lesson_lib.costs import kv_sharing
 from lesson_lib.practice.checkers import rubric_feedback, self_assess
 from lesson_lib.practice.feedback import Feedback, question_version
 from lesson_lib.practice.freetext import Rubric, RubricPoint
 from lesson_lib.practice.questions import N_FLOPS_EXAMPLE, facts
-
-__all__ = ["INTERVIEW_ID", "INTERVIEW_QUESTION", "MAX_INTERVIEW_CHARS", "interview_rubric", "model_answer",
-           "interview_check", "interview_self_assess", "interview_version", "GQA_GROUPS"]  # fmt: skip
 
 INTERVIEW_ID = "面试"
 MAX_INTERVIEW_CHARS = 2000
@@ -91,6 +83,7 @@ def model_answer() -> str:
     )
 
 
+@cache  # the digest reads the question and the points' names, which never change in a running kernel
 def interview_version() -> str:
     """The interview's version digest: its question and the names of its rubric points."""
     return question_version(INTERVIEW_QUESTION, interview_rubric(), "self")

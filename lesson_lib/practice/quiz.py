@@ -1,10 +1,4 @@
-"""Checking one answer to one question of §8 and §10: ``check(question_id, answer)`` and ``assess``.
-
-The pieces live beside this module in ``lesson_lib.practice``: ``questions`` (the bank, as data), ``parse``
-(reading one answer box; learner text is never executed), ``checkers`` (one checker per kind), ``freetext``
-(a self-explanation's rubric), ``interview`` (§8's rubric and reference answer), ``feedback`` / ``render``
-(what a check returns and its theme-aware HTML). The learner's progress lives in ``practice.progress``.
-"""
+"""``check(question_id, answer)``: the question's kind picks its checker; ``assess``: a self-explanation's ticks."""
 
 from __future__ import annotations
 
@@ -19,8 +13,7 @@ _SAFETY_NET = True  # tests switch this off so that a bug surfaces instead of a 
 
 
 def check(question_id: str, answer) -> Feedback:
-    """Check a learner's answer: the question's kind picks the checker. Never raises for any answer. The
-    feedback carries the version of the question it answered (``Question.version``)."""
+    """Never raises for any answer; the feedback carries the version of the question it answered."""
     q = question(question_id)
     try:
         return replace(CHECKERS[q.kind](q, answer), version=q.version)

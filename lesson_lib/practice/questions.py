@@ -34,7 +34,6 @@ from lesson_lib.practice.checkers import ChoiceBox, ChoiceKey, ExpressionBox, Fo
 from lesson_lib.practice.feedback import Question
 from lesson_lib.practice.freetext import Rubric, RubricPoint
 from lesson_lib.practice.parse import Poly
-from lesson_lib.practice.shape_mistakes import split_heads_shape_mistake
 
 __all__ = ["declare", "question", "questions", "question_ids", "lab_question_ids", "facts",
            "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "TRANSFER_D_MODEL", "TRANSFER_HEADS",
@@ -465,6 +464,8 @@ def _s3() -> Question:
         if any(v.denominator != 1 for v in got):
             return "形状里的每一维都是整数。"
         got = tuple(int(v) for v in got)
+        from lesson_lib.practice.exercises import split_heads_shape_mistake
+
         return f"你填的是 {got}。" + split_heads_shape_mistake(got, n, h, d_k)
 
     return Question(

@@ -22,6 +22,7 @@ import numpy as np
 from lesson_lib.attention import merge_heads, multi_head_attention, softmax, split_heads
 from lesson_lib.costs import count
 from lesson_lib.practice import progress, worker
+from lesson_lib.practice.questions import split_heads_shape_mistake
 
 BUDGET_S = 5.0  # one whole check (every case); a right answer takes milliseconds
 FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
@@ -103,22 +104,6 @@ class _Text:
 
 class _Stop(Exception):
     """Ends a check early: (status, message, mistakes)."""
-
-
-def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) -> str:
-    """What a wrong split_heads shape most likely means (the §3 shape question and exercise 1 share it)."""
-    got, d_model = tuple(got), h * d_k
-    if got == (n, h, d_k):
-        return "是不是忘了 transpose？reshape 成 (n, h, d_k) 之后，还要把头的轴换到最前面。"
-    if got == (h, d_k, n):
-        return "后两个轴反了（那是 Kᵀ 的形状）：每个头应当是 (n, d_k)，一行一个词。"
-    if got == (n, d_model):
-        return f"这还是拆分之前 X 的形状：需要把最后一维切成 {h} 份，多出一个「头」的维度。"
-    if got in ((h, n, d_model), (n, h, d_model)):
-        return f"每个头只有 d_k = d_model / h = {d_k} 维，不是 {d_model} 维。"
-    if len(got) != 3:
-        return "结果应当有 3 个轴：(头数 h, 词数 n, 每个头的宽度 d_k)。"
-    return f"三个轴依次是头数 h、词数 n、每个头的宽度 d_k = d_model / h = {d_k}。"
 
 
 # ------------------------------------------------------------- calling the learner's function (in the worker)

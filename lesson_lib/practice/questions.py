@@ -148,6 +148,23 @@ def _yes_no(name: str, label: str, answer: str, why_yes: str, why_no: str) -> Ch
     return ChoiceBox(name, label, (("会", "会", why_yes), ("不会", "不会", why_no)), answer)
 
 
+def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) -> str:
+    """What a wrong split_heads shape most likely means (the §3 shape question and exercise 1)."""
+    got, d_model = tuple(got), h * d_k
+    if got == (n, h, d_k):
+        return "是不是忘了 transpose？reshape 成 (n, h, d_k) 之后，还要把头的轴换到最前面。"
+    if got == (h, d_k, n):
+        return "后两个轴反了（那是 Kᵀ 的形状）：每个头应当是 (n, d_k)，一行一个词。"
+    if got == (n, d_model):
+        return f"这还是拆分之前 X 的形状：需要把最后一维切成 {h} 份，多出一个「头」的维度。"
+    if got in ((h, n, d_model), (n, h, d_model)):
+        return f"每个头只有 d_k = d_model / h = {d_k} 维，不是 {d_model} 维。"
+    if len(got) != 3:
+        return "结果应当有 3 个轴：(头数 h, 词数 n, 每个头的宽度 d_k)。"
+    return f"三个轴依次是头数 h、词数 n、每个头的宽度 d_k = d_model / h = {d_k}。"
+
+
+
 # ============================================================================================ §10: the lesson's review
 @declare("Q1")
 def _q1() -> Question:
@@ -464,8 +481,6 @@ def _s3() -> Question:
         if any(v.denominator != 1 for v in got):
             return "形状里的每一维都是整数。"
         got = tuple(int(v) for v in got)
-        from lesson_lib.practice.exercises import split_heads_shape_mistake
-
         return f"你填的是 {got}。" + split_heads_shape_mistake(got, n, h, d_k)
 
     return Question(

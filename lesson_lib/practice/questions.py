@@ -30,10 +30,9 @@ from collections.abc import Callable
 from fractions import Fraction
 from functools import cache
 
-from lesson_lib.practice.checkers import ChoiceBox, ChoiceKey, ExpressionBox, FormKey, NumberBox
+from lesson_lib.practice.checkers import ChoiceBox, ChoiceKey, ExpressionBox, FormKey, NumberBox, Poly
 from lesson_lib.practice.feedback import Question
 from lesson_lib.practice.freetext import Rubric, RubricPoint
-from lesson_lib.practice.parse import Poly
 
 __all__ = ["declare", "question", "questions", "question_ids", "lab_question_ids", "facts",
            "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "TRANSFER_D_MODEL", "TRANSFER_HEADS",

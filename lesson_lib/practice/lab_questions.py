@@ -13,8 +13,6 @@ from lesson_lib.practice import questions as bank
 from lesson_lib.practice.checkers import ChoiceKey
 from lesson_lib.practice.feedback import Question
 
-__all__ = ["BUILDERS", "ask", "lab_question", "register"]
-
 
 def _l6a() -> Question:
     options = (
@@ -120,9 +118,7 @@ def lab_question(question_id: str) -> Question:
 def register() -> None:
     """Add the lab questions to the bank (idempotent), so ``quiz.check`` and the widgets find them; they stay out
     of ``bank.question_ids()``, so the core's progress counts the same whether or not a lab ran first."""
-    for qid, build in BUILDERS.items():
-        if qid not in bank.lab_question_ids():
-            bank.declare(qid, lab=True)(build)
+    bank.LAB.update(BUILDERS)
 
 
 def ask(question_id: str):

@@ -1,32 +1,12 @@
-"""The question bank of sections 8 and 10: every question declared once, as data.
+"""The question bank of sections 2 to 8 and 10, as data: one builder per question returns its ``Question``.
 
-Each question is one function decorated with ``@declare`` that returns a ``Question``: its id, the
-section that teaches it, its kind, the prompt, the 解析, and the kind's answer key: a ``FormKey`` of
-answer boxes (``NumberBox``, ``ExpressionBox``, ``ChoiceBox``), a ``ChoiceKey`` for radio buttons and
-checkboxes, or a ``Rubric`` for self-explanation (from ``checkers`` / ``freetext``). Nothing is built
-until a question is asked (``question(id)`` builds and caches that one), so the first check is fast.
-A question with one right value always asks for it in boxes: prose is never graded.
-
-Every number in a question or an answer key comes from ``lesson_lib``: the base model's sizes and
-Table 3 from ``paper``, d_k from ``attention.head_width``, multiply counts from ``flops``.
-
-Adding a question (e.g. one about a real Chinese pronoun head in §6)::
-
-    @declare("S6")
-    def _s6() -> Question:
-        options = (("A", "…", "why A is right or wrong"), ("B", "…", "…"))
-        return Question("S6", "第 6 节", "single", "S6　…？", "解析：…",
-                        key=ChoiceKey(options, frozenset("A"), "one line of praise"))
-
-then add ``ask("S6")`` at the end of its section's notebook source (``notebooks/src/06_real_heads.md``;
-the Q questions review the whole lesson in ``10_self_test.md``) and right and wrong answers for it to
-``tests/quiz_answers.py`` (a test checks every question has both). Prompts, choices and 解析 must not
-contain 「正确」 or 「还不对」.
+Every number in a prompt or an answer key is computed from ``lesson_lib`` (``paper``, ``attention.head_width``,
+``costs``), so prose and questions cannot drift. A question is built when first asked (``question(id)``), so the
+first check is fast. CONTRIBUTING.md says how to add one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from fractions import Fraction
 from functools import cache
 
@@ -34,49 +14,29 @@ from lesson_lib.practice.checkers import ChoiceBox, ChoiceKey, ExpressionBox, Fo
 from lesson_lib.practice.feedback import Question
 from lesson_lib.practice.freetext import Rubric, RubricPoint
 
-__all__ = ["declare", "question", "questions", "question_ids", "lab_question_ids", "facts",
-           "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "TRANSFER_D_MODEL", "TRANSFER_HEADS",
-           "UNEVEN_HEADS", "BATCH_EXAMPLE", "KV_GROUPS"]  # fmt: skip
-
-_DECLARED: dict[str, Callable[[], Question]] = {}
-_LAB: dict[str, Callable[[], Question]] = {}  # the optional labs' questions: found by id, never counted as the core's
-
-
-def declare(question_id: str, *, lab: bool = False):
-    """Register a question's builder under its id (the notebook asks them in this order). ``lab=True``: a lab's
-    question, which ``question`` finds but ``question_ids`` (the core lesson's items) leaves out."""
-
-    def register(build: Callable[[], Question]):
-        (_LAB if lab else _DECLARED)[question_id] = build
-        return build
-
-    return register
-
 
 @cache
 def question(question_id: str) -> Question:
-    """The question with this id, built on first use."""
-    build = _DECLARED.get(question_id) or _LAB.get(question_id)
+    """The question with this id, built on first use (a lab's too, once the lab has registered its own)."""
+    build = _BUILDERS.get(question_id) or LAB.get(question_id)
     if build is None:
-        raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {', '.join(_DECLARED)}。")
-    q = build()
-    assert q.id == question_id, (q.id, question_id)
-    return q
+        raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {', '.join(_BUILDERS)}。")
+    return build()
 
 
 def question_ids() -> tuple[str, ...]:
-    """The core lesson's question ids (what progress counts), whether or not a lab has registered its own."""
-    return tuple(_DECLARED)
+    """The core lesson's question ids in the order the notebook asks them (what progress counts; no lab's)."""
+    return tuple(_BUILDERS)
 
 
 def lab_question_ids() -> tuple[str, ...]:
     """The lab questions registered so far (``practice.lab_questions.register``)."""
-    return tuple(_LAB)
+    return tuple(LAB)
 
 
 def questions() -> dict[str, Question]:
-    """All questions by id, in the order the notebook asks them (builds every one)."""
-    return {qid: question(qid) for qid in _DECLARED}
+    """All core questions by id, in the notebook's order (builds every one)."""
+    return {qid: question(qid) for qid in _BUILDERS}
 
 
 def clear_cache() -> None:
@@ -165,7 +125,6 @@ def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) ->
 
 
 # ============================================================================================ §10: the lesson's review
-@declare("Q1")
 def _q1() -> Question:
     f = facts()
     d = f["d"]
@@ -205,7 +164,6 @@ def _q1() -> Question:
     )  # fmt: skip
 
 
-@declare("Q2")
 def _q2() -> Question:
     f = facts()
     d, h = f["d"], f["h"]
@@ -240,7 +198,6 @@ def _q2() -> Question:
     )  # fmt: skip
 
 
-@declare("Q3")
 def _q3() -> Question:
     f = facts()
     d, h, d_k = f["d"], f["h"], f["d_k"]
@@ -301,7 +258,6 @@ def _q3() -> Question:
     )  # fmt: skip
 
 
-@declare("Q4")
 def _q4() -> Question:
     f = facts()
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
@@ -332,7 +288,6 @@ def _q4() -> Question:
     )  # fmt: skip
 
 
-@declare("Q5")
 def _q5() -> Question:
     f = facts()
     p = f["pages"]
@@ -368,7 +323,6 @@ def _q5() -> Question:
     )  # fmt: skip
 
 
-@declare("Q6")
 def _q6() -> Question:
     from lesson_lib.costs import kv_sharing
 
@@ -401,7 +355,6 @@ def _q6() -> Question:
     )  # fmt: skip
 
 
-@declare("Q7")
 def _q7() -> Question:
     explanation = (
         "解析：公式 (1) 的分数只看查询和键的内容，不看它们站在第几个位置。去掉位置编码后，一个词元的查询"
@@ -430,7 +383,6 @@ def _q7() -> Question:
 
 
 # ============================================================================================ §2 … §7: one per section
-@declare("S2")
 def _s2() -> Question:
     explanation = (
         "解析：单头注意力对每个查询只有一组权重（softmax 的一行，总和为 1），它可以分给好几个词元，"
@@ -458,7 +410,6 @@ def _s2() -> Question:
     )  # fmt: skip
 
 
-@declare("S3")
 def _s3() -> Question:
     f = facts()
     d, h, d_k = f["d"], f["h"], f["d_k"]
@@ -490,7 +441,6 @@ def _s3() -> Question:
     )  # fmt: skip
 
 
-@declare("S3b")
 def _s3b() -> Question:
     f = facts()
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
@@ -516,7 +466,6 @@ def _s3b() -> Question:
     )  # fmt: skip
 
 
-@declare("S3c")
 def _s3c() -> Question:
     f = facts()
     d, h, d_k = f["d"], f["h"], f["d_k"]
@@ -542,7 +491,6 @@ def _s3c() -> Question:
     )  # fmt: skip
 
 
-@declare("S3d")
 def _s3d() -> Question:
     f = facts()
     d, d_k = f["d"], f["d_k"]
@@ -573,7 +521,6 @@ def _s3d() -> Question:
     )  # fmt: skip
 
 
-@declare("S4")
 def _s4() -> Question:
     f = facts()
     d, h0 = f["d"], f["h"]
@@ -607,7 +554,6 @@ def _s4() -> Question:
     )  # fmt: skip
 
 
-@declare("S4b")
 def _s4b() -> Question:
     f = facts()
     d, h0 = f["d"], f["h"]
@@ -637,7 +583,6 @@ def _s4b() -> Question:
     )  # fmt: skip
 
 
-@declare("S4c")
 def _s4c() -> Question:
     f = facts()
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
@@ -670,7 +615,6 @@ def _s4c() -> Question:
     )  # fmt: skip
 
 
-@declare("S5")
 def _s5() -> Question:
     f = facts()
     d = f["d"]
@@ -705,7 +649,6 @@ def _s5() -> Question:
     )  # fmt: skip
 
 
-@declare("S6")
 def _s6() -> Question:
     """§6's Chinese pronoun-head question, declared as data beside the experiment it asks about."""
     from lesson_lib.practice.pronoun_heads_question import QUESTION as q
@@ -720,7 +663,6 @@ def _table_a_label(row) -> str:
     return f"h = {row['h']}，d_k = {row['d_k']}"
 
 
-@declare("S7")
 def _s7() -> Question:
     f = facts()
     rows = f["table_a"]
@@ -755,7 +697,6 @@ def _s7() -> Question:
     )  # fmt: skip
 
 
-@declare("S7b")
 def _s7b() -> Question:
     f = facts()
     d = f["d"]
@@ -795,7 +736,6 @@ def _s7b() -> Question:
     )  # fmt: skip
 
 
-@declare("S7c")
 def _s7c() -> Question:
     explanation = (
         "解析：d_k = 1 时查询 q 和键 k 都是一个数，分数 q·k 是 k 的单调函数：q > 0 时 k 越大分越高，q < 0 时 k 越小"
@@ -818,3 +758,11 @@ def _s7c() -> Question:
         explanation,
         key=ChoiceKey(options, frozenset({"A", "B"}), "一维的分数对键是单调的：一个头只能挑两端。"),
     )  # fmt: skip
+
+
+_BUILDERS = {  # the notebook asks them in this order
+    "Q1": _q1, "Q2": _q2, "Q3": _q3, "Q4": _q4, "Q5": _q5, "Q6": _q6, "Q7": _q7, "S2": _s2, "S3": _s3, "S3b": _s3b,
+    "S3c": _s3c, "S3d": _s3d, "S4": _s4, "S4b": _s4b, "S4c": _s4c, "S5": _s5, "S6": _s6, "S7": _s7, "S7b": _s7b,
+    "S7c": _s7c,
+}
+LAB: dict = {}  # the optional labs' questions, added by ``lab_questions.register``: found by id, never counted

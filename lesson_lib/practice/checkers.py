@@ -43,7 +43,7 @@ class ExpressionError(ValueError):
 
 @dataclass(frozen=True)
 class Poly:
-    """A polynomial in n: ``terms`` maps each power of n to a nonzero Fraction, sorted by power."""
+    """A polynomial in n: ``terms`` are (power of n, nonzero Fraction), sorted by power; bounded in degree and size."""
 
     terms: tuple[tuple[int, Fraction], ...] = ()
 
@@ -52,10 +52,8 @@ class Poly:
         terms = tuple(sorted((p, Fraction(c)) for p, c in mapping.items() if c != 0))
         for p, c in terms:
             if p > MAX_DEGREE:
-                raise ExpressionError(
-                    f"式子里出现了 n 的 {p} 次方，超过了本题的上限 {MAX_DEGREE}：乘法次数不会这么高次。"
-                )
-            if _too_big(c):
+                raise ExpressionError(f"式子里出现了 n 的 {p} 次方，超过了本题的上限 {MAX_DEGREE}：次数太高了。")
+            if max(abs(c.numerator), c.denominator) >= 10**MAX_COEFFICIENT_DIGITS:
                 raise ExpressionError("式子里的数字太大了：请检查是不是多写了几位，或者指数写得太大。")
         return Poly(terms)
 
@@ -67,9 +65,6 @@ class Poly:
     def n() -> Poly:
         return Poly.make({1: Fraction(1)})
 
-    def mapping(self) -> dict[int, Fraction]:
-        return dict(self.terms)
-
     @property
     def degree(self) -> int:
         return self.terms[-1][0] if self.terms else 0
@@ -80,12 +75,12 @@ class Poly:
 
     @property
     def constant(self) -> Fraction:
-        return self.mapping().get(0, Fraction(0))
+        return dict(self.terms).get(0, Fraction(0))
 
     def __add__(self, other: Poly) -> Poly:
-        out = self.mapping()
+        out = dict(self.terms)
         for p, c in other.terms:
-            out[p] = out.get(p, Fraction(0)) + c
+            out[p] = out.get(p, 0) + c
         return Poly.make(out)
 
     def __neg__(self) -> Poly:
@@ -95,12 +90,12 @@ class Poly:
         return self + (-other)
 
     def __mul__(self, other: Poly) -> Poly:
-        if self.degree + other.degree > MAX_DEGREE:
+        if self.degree + other.degree > MAX_DEGREE:  # checked before computing
             raise ExpressionError(f"乘出来会有 n 的 {self.degree + other.degree} 次方，超过了上限 {MAX_DEGREE}。")
         out: dict[int, Fraction] = {}
         for p, a in self.terms:
             for q, b in other.terms:
-                out[p + q] = out.get(p + q, Fraction(0)) + a * b
+                out[p + q] = out.get(p + q, 0) + a * b
         return Poly.make(out)
 
     def divide(self, other: Poly) -> Poly:
@@ -111,14 +106,15 @@ class Poly:
         return Poly.make({p: c / other.constant for p, c in self.terms})
 
     def power(self, exponent: Poly) -> Poly:
+        """The exponent's size is checked before anything is computed: ``n ** d ** h`` is refused at once."""
         if not exponent.is_constant or exponent.constant.denominator != 1:
             raise ExpressionError("指数必须是整数，例如 n^2 或 n²。")
         k = int(exponent.constant)
         if abs(k) > MAX_EXPONENT:
             raise ExpressionError(f"指数 {k} 太大了（上限 {MAX_EXPONENT}）：乘法次数的式子里用不到这么高的次方。")
+        if k < 0 and (not self.is_constant or self.constant == 0):
+            raise ExpressionError("负指数只能用在非零常数上（例如 10^-3），不能用在 n 上。")
         if k < 0:
-            if not self.is_constant or self.constant == 0:
-                raise ExpressionError("负指数只能用在非零常数上（例如 10^-3），不能用在 n 上。")
             return Poly.const(Fraction(1) / self.constant).power(Poly.const(-k))
         if self.degree * k > MAX_DEGREE:
             raise ExpressionError(f"乘出来会有 n 的 {self.degree * k} 次方，超过了上限 {MAX_DEGREE}。")
@@ -131,26 +127,14 @@ class Poly:
         return sum((c * Fraction(n) ** p for p, c in self.terms), Fraction(0))
 
     def __str__(self) -> str:
-        if not self.terms:
-            return "0"
-        parts = []
+        text = ""
         for p, c in reversed(self.terms):
-            sign = "-" if c < 0 else "+"
-            mag = abs(c)
-            num = "" if (mag == 1 and p > 0) else fmt_number(mag)
-            if "/" in num and p > 0:
-                num = f"({num})"  # (1/3)n², not 1/3n²
-            var = "" if p == 0 else ("n" if p == 1 else "n" + str(p).translate(_TO_SUPERSCRIPT))
-            parts.append((sign, num + var))
-        text = ("-" if parts[0][0] == "-" else "") + parts[0][1]
-        for sign, body in parts[1:]:
-            text += f" {sign} {body}"
-        return text
-
-
-def _too_big(c: Fraction) -> bool:
-    limit = 10**MAX_COEFFICIENT_DIGITS
-    return abs(c.numerator) >= limit or c.denominator >= limit
+            num = "" if (abs(c) == 1 and p > 0) else fmt_number(abs(c))
+            num = f"({num})" if "/" in num and p > 0 else num  # (1/3)n², not 1/3n²
+            var = "" if p == 0 else "n" + ("" if p == 1 else str(p).translate(_TO_SUPERSCRIPT))
+            text += (" - " if text else "-") if c < 0 else (" + " if text else "")
+            text += num + var
+        return text or "0"
 
 
 def fmt_number(x) -> str:
@@ -312,36 +296,24 @@ def _units(m: re.Match) -> str:
 
 class _Parser:
     """expr := term (± term)*; term := unary ((×|·|*|/)? unary)*; unary := ± unary | power;
-    power := atom (^ unary)?; atom := number | name | ( expr ). Bounded in depth and tokens."""
+    power := atom (^ unary)?; atom := number | name | ( expr ). Bounded in length, tokens and depth."""
 
     def __init__(self, text: str, symbols: dict[str, Poly]):
         if len(text) > MAX_EXPRESSION_CHARS:
-            raise ExpressionError(
-                f"这个式子有 {len(text)} 个字符，太长了：请只写关键的一行（{MAX_EXPRESSION_CHARS} 字以内）。"
-            )
-        self.symbols = symbols
-        self.tokens = self._tokenize(text)
-        self.i = 0
-        self.depth = 0
-
-    @staticmethod
-    def _tokenize(text: str) -> list[tuple[str, str]]:
-        tokens, pos = [], 0
+            raise ExpressionError(f"这个式子有 {len(text)} 个字符，太长了：请只写关键的一行"
+                                  f"（{MAX_EXPRESSION_CHARS} 字以内）。")
+        self.symbols, self.tokens, self.i, self.depth = symbols, [], 0, 0
+        pos, text = 0, text.rstrip()
         while pos < len(text):
-            if text[pos:].strip() == "":
-                break
-            m = _TOKEN.match(text, pos)
-            if not m:
+            if not (m := _TOKEN.match(text, pos)):
                 bad = text[pos:].strip()[:1]
                 raise ExpressionError(f"式子里有看不懂的字符「{bad}」：只能用数字、n、+ − × · / ^ ² 和括号。")
-            kind = m.lastgroup or "op"
-            tokens.append((kind, m.group(kind)))
+            self.tokens.append((m.lastgroup, m.group(m.lastgroup)))
             pos = m.end()
-            if len(tokens) > MAX_TOKENS:
+            if len(self.tokens) > MAX_TOKENS:
                 raise ExpressionError(f"式子太长了（超过 {MAX_TOKENS} 个记号）：请只写关键的一行。")
-        if not tokens:
+        if not self.tokens:
             raise ExpressionError("式子是空的。")
-        return tokens
 
     def parse(self) -> Poly:
         result = self.expr()
@@ -353,21 +325,21 @@ class _Parser:
         return self.tokens[self.i] if self.i < len(self.tokens) else ("end", "")
 
     def take(self):
-        tok = self.peek()
         self.i += 1
-        return tok
+        return self.tokens[self.i - 1] if self.i <= len(self.tokens) else ("end", "")
 
-    def enter(self):
+    def nested(self, read):
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）：请把式子写得简单一些。")
+        result = read()
+        self.depth -= 1
+        return result
 
     def expr(self) -> Poly:
         result = self.term()
         while self.peek() in (("op", "+"), ("op", "-")):
-            op = self.take()[1]
-            rhs = self.term()
-            result = result + rhs if op == "+" else result - rhs
+            result = result + self.term() if self.take()[1] == "+" else result - self.term()
         return result
 
     def term(self) -> Poly:
@@ -376,33 +348,24 @@ class _Parser:
             kind, value = self.peek()
             if kind == "op" and value in "*×·/":
                 self.take()
-                rhs = self.unary()
-                result = result.divide(rhs) if value == "/" else result * rhs
+                result = result.divide(self.unary()) if value == "/" else result * self.unary()
             elif kind == "name" or (kind, value) == ("op", "("):
                 result = result * self.unary()  # 512n, 8(n·64·n)
             elif kind == "num":
-                pair = _fmt_token(self.tokens, self.i)
+                pair = " ".join(t[1] for t in self.tokens[max(0, self.i - 1) : self.i + 1])
                 raise ExpressionError(f"「{pair}」之间缺少运算符：请用 × 或 · 连起来（平方写成 n^2 或 n²）。")
             else:
                 return result
 
     def unary(self) -> Poly:
         if self.peek() in (("op", "-"), ("op", "+")):
-            op = self.take()[1]
-            self.enter()
-            inner = self.unary()
-            self.depth -= 1
-            return -inner if op == "-" else inner
-        return self.power()
-
-    def power(self) -> Poly:
+            sign = self.take()[1]
+            inner = self.nested(self.unary)
+            return -inner if sign == "-" else inner
         base = self.atom()
         if self.peek() == ("op", "^"):
             self.take()
-            self.enter()
-            exponent = self.unary()
-            self.depth -= 1
-            return base.power(exponent)
+            return base.power(self.nested(self.unary))
         return base
 
     def atom(self) -> Poly:
@@ -417,19 +380,13 @@ class _Parser:
                 raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。平方请写成 n^2 或 n²。")
             return self.symbols[value]
         if (kind, value) == ("op", "("):
-            self.enter()
-            inner = self.expr()
-            self.depth -= 1
+            inner = self.nested(self.expr)
             if self.take() != ("op", ")"):
                 raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
             return inner
         if kind == "end":
             raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？")
         raise ExpressionError(f"「{value}」出现的位置不对：请检查式子的写法。")
-
-
-def _fmt_token(tokens, i) -> str:
-    return " ".join(t[1] for t in tokens[max(0, i - 1) : i + 1])
 
 
 def parse_expression(text: str, symbols: dict[str, Poly] | None = None) -> Poly:

@@ -780,41 +780,30 @@ def _keys(answer, keys: tuple[str, ...]) -> list[str] | None:
     return sorted(set(items))
 
 
-def check_single(q: Question, answer) -> Feedback:
+def check_choice(q: Question, answer) -> Feedback:
+    """Radio buttons (``single``) or checkboxes (``multi``): each wrong key chosen is named with why it is wrong."""
     k: ChoiceKey = q.key
-    keys = tuple(key for key, _, _ in k.options)
+    keys, why, single = tuple(key for key, _, _ in k.options), {key: w for key, _, w in k.options}, q.kind == "single"
     if not as_text(answer).strip():
-        return blank(q.id, q.explanation, "选一个选项")
+        return blank(q.id, q.explanation, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
     chosen = _keys(answer, keys)
     if not chosen:
-        return unreadable(q.id, q.explanation, f"请点选一个选项（{'、'.join(keys)} 之一）。")
-    if len(chosen) > 1:
+        return unreadable(q.id, q.explanation, f"请点选一个选项（{'、'.join(keys)} 之一）。" if single else
+                          f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。")  # fmt: skip
+    if single and len(chosen) > 1:
         return unreadable(q.id, q.explanation, f"这道题只选一项，你选了 {'、'.join(chosen)}。")
-    if chosen[0] in k.answer:
+    if set(chosen) == k.answer or (single and chosen[0] in k.answer):
         return Feedback(True, RIGHT + k.praise, q.explanation, q.id)
-    why = dict((key, w) for key, _, w in k.options)[chosen[0]]
-    return Feedback(False, f"{WRONG}选项 {chosen[0]}：{why}", q.explanation, q.id, mistakes=(f"option={chosen[0]}",))
-
-
-def check_multi(q: Question, answer) -> Feedback:
-    k: ChoiceKey = q.key
-    keys = tuple(key for key, _, _ in k.options)
-    why = {key: w for key, _, w in k.options}
-    if not as_text(answer).strip():
-        return blank(q.id, q.explanation, "勾选你认为对的选项（可以多选）")
-    chosen = _keys(answer, keys)
-    if chosen is None:
-        return unreadable(q.id, q.explanation, f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。")
-    chosen = set(chosen)
-    if chosen == k.answer:
-        return Feedback(True, RIGHT + k.praise, q.explanation, q.id)
-    parts = []
-    if good := sorted(chosen & k.answer):
+    if single:
+        return Feedback(False, f"{WRONG}选项 {chosen[0]}：{why[chosen[0]]}", q.explanation, q.id,
+                        mistakes=(f"option={chosen[0]}",))  # fmt: skip
+    parts, wrong, missing = [], sorted(set(chosen) - k.answer), k.answer - set(chosen)
+    if good := sorted(set(chosen) & k.answer):
         parts.append(f"{'、'.join(good)} 选得对。")
-    parts += [f"{key} 不该选：{why[key]}" for key in sorted(chosen - k.answer)]
-    if missing := k.answer - chosen:
+    parts += [f"{key} 不该选：{why[key]}" for key in wrong]
+    if missing:
         parts.append(f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。")
-    mistakes = tuple(f"option={key}" for key in sorted(chosen - k.answer)) + (("missing",) if missing else ())
+    mistakes = tuple(f"option={key}" for key in wrong) + (("missing",) if missing else ())
     return Feedback(False, WRONG + "".join(parts), q.explanation, q.id, mistakes=mistakes)
 
 
@@ -853,7 +842,7 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
 
 CHECKERS: dict[str, Callable[[Question, object], Feedback]] = {
     "form": check_form,
-    "single": check_single,
-    "multi": check_multi,
+    "single": check_choice,
+    "multi": check_choice,
     "self": check_self,
 }

@@ -20,7 +20,7 @@ def question(question_id: str) -> Question:
     """The question with this id, built on first use (a lab's too, once the lab has registered its own)."""
     build = _BUILDERS.get(question_id) or LAB.get(question_id)
     if build is None:
-        raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {', '.join(_BUILDERS)}。")
+        raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {', '.join([*_BUILDERS, *LAB])}。")
     return build()
 
 

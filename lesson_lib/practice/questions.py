@@ -56,6 +56,8 @@ KV_GROUPS = 4  # key/value groups of the §10 grouped-query transfer question
 
 @cache
 def facts() -> dict:
+    import numpy as np
+
     from lesson_lib import paper
     from lesson_lib.attention import head_width, split_heads
     from lesson_lib.checks import LessonInputError
@@ -69,8 +71,8 @@ def facts() -> dict:
     except LessonInputError as exc:
         uneven_refused = str(exc)
     one = count(1, d, h)  # at n = 1 every stage's count is its coefficient (each stage is one monomial)
-    shape = split_heads(_zeros((N_SHAPE_EXAMPLE, d)), h).shape
-    batched = split_heads(_zeros((*BATCH_EXAMPLE, TRANSFER_D_MODEL)), TRANSFER_HEADS).shape
+    shape = split_heads(np.zeros((N_SHAPE_EXAMPLE, d)), h).shape
+    batched = split_heads(np.zeros((*BATCH_EXAMPLE, TRANSFER_D_MODEL)), TRANSFER_HEADS).shape
     table_a = [r for r in paper.TABLE3 if r["row"] in ("base", "A")]
     lab_heads = [c for c in range(1, d + 1) if d % c == 0 and c <= 64]
     return {
@@ -91,12 +93,6 @@ def facts() -> dict:
         "lab_heads": (lab_heads[0], lab_heads[-1]),
         "uneven_refused": uneven_refused,  # the kernel's own message for h = UNEVEN_HEADS ('' if it accepted)
     }
-
-
-def _zeros(shape):
-    import numpy as np
-
-    return np.zeros(shape)
 
 
 def _n2(coef) -> Poly:

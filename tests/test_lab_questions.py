@@ -24,7 +24,7 @@ def registered():
 
 @pytest.mark.parametrize("qid", lab_questions.BUILDERS)
 def test_the_right_choice_is_right_and_every_other_is_wrong(qid):
-    q = lab_questions.lab_question(qid)
+    q = questions.question(qid)
     assert q.id == qid and q.kind == "single" and len(q.key.answer) == 1
     for key, _ in q.choices:
         feedback = quiz.check(qid, key)
@@ -43,11 +43,11 @@ def test_lab_questions_are_found_but_not_counted_as_the_cores():
 
 def test_unknown_id_names_the_lab_questions():
     with pytest.raises(KeyError, match="L6a"):
-        lab_questions.lab_question("L9")
+        questions.question("L9")
 
 
 def test_l7b_numbers_are_the_labs_softmax_weights():
-    q = lab_questions.lab_question("L7b")
+    q = questions.question("L7b")
     assert f"{crowded_keys((64,), 4.0)[64]:.2f}" in q.prompt
     assert f"{crowded_keys((64,), 200.0)[64]:.2f}" in q.explanation and crowded_keys((64,), 200.0)[64] > 0.5
     for sharp in (4.0, 200.0):

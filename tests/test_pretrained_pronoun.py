@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lesson_lib.models.pretrained import e5
-from lesson_lib.practice import pronoun_heads_question as question
+from lesson_lib.practice import questions
 from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
 from lesson_lib.sections.s06_real_heads import pronoun_views as zh
 
@@ -125,11 +125,12 @@ def test_widget_wiring(zh_model):
 
 
 def test_question_is_data_and_agrees_with_the_experiment():
-    q = question.QUESTION
-    assert q["kind"] == "single" and q["answer"] in {k for k, _, _ in q["options"]}
-    assert len({k for k, _, _ in q["options"]}) == len(q["options"]) == 4
-    right = next(feedback for k, _, feedback in q["options"] if k == q["answer"])
-    assert f"{len(ph.MINIMAL_PAIRS)} 个条件" in right and "最小对比" in q["options"][1][1]
-    assert f"{len(ph.MINIMAL_PAIRS)} 个条件里全对" in q["explanation"] and "其中 4 个" in q["explanation"]
-    texts = [q["prompt"], q["explanation"], q["right_line"], *(t for option in q["options"] for t in option[1:])]
+    q = questions.question("S6")
+    options = q.key.options
+    assert q.kind == "single" and len(q.key.answer) == 1 and q.key.answer <= {k for k, _, _ in options}
+    assert len({k for k, _, _ in options}) == len(options) == 4
+    right = next(feedback for k, _, feedback in options if k in q.key.answer)
+    assert f"{len(ph.MINIMAL_PAIRS)} 个条件" in right and "最小对比" in options[1][1]
+    assert f"{len(ph.MINIMAL_PAIRS)} 个条件里全对" in q.explanation and "其中 4 个" in q.explanation
+    texts = [q.prompt, q.explanation, q.key.praise, *(t for option in options for t in option[1:])]
     assert all(t and "正确" not in t and "还不对" not in t for t in texts)  # the quiz adds its own verdict words

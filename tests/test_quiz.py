@@ -19,7 +19,6 @@ from lesson_lib.costs import count, parameters
 from lesson_lib.practice import checkers as qc
 from lesson_lib.practice import feedback as qf
 from lesson_lib.practice import interview as qi
-from lesson_lib.practice import parse as qp
 from lesson_lib.practice import questions as qq
 from lesson_lib.practice import quiz
 from lesson_lib.practice import render as qr
@@ -225,10 +224,10 @@ def test_any_input_yields_feedback(qid, a, b):
 @given(a=st.integers(-50, 50), b=st.integers(-50, 50), c=st.integers(1, 9), k=st.integers(0, 4))
 def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
     """(a·n + b)^k / c parsed equals the same polynomial built by hand; the value at n = 3 matches integers."""
-    poly = qp.parse_expression(f"({a}n + {b})^{k} / {c}")
+    poly = qc.parse_expression(f"({a}n + {b})^{k} / {c}")
     assert poly.value_at(3) == Fraction((3 * a + b) ** k, c)
-    assert poly == (qp.Poly.make({1: Fraction(a), 0: Fraction(b)}).power(qp.Poly.const(k))).divide(
-        qp.Poly.const(c)
+    assert poly == (qc.Poly.make({1: Fraction(a), 0: Fraction(b)}).power(qc.Poly.const(k))).divide(
+        qc.Poly.const(c)
     )
 
 
@@ -242,16 +241,16 @@ def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
      ("31.9999999", Fraction(319999999, 10**7))],
 )  # fmt: skip
 def test_read_value(text, value):
-    from lesson_lib.practice.parse import read_value
+    from lesson_lib.practice.checkers import read_value
 
     got, why = read_value(text, {}, ("d_k",))
-    assert why == "" and got == qp.Poly.const(value)
+    assert why == "" and got == qc.Poly.const(value)
 
 
 @pytest.mark.parametrize("text", ["不是64", "64，不是512", "64 64", "x", "64——才怪", "512/8 = 60", "64(512/9)", "一样",
                                   "64 (= 60)", "64 (2)", "64 是 60", "64m²", "k", "64kk"])
 def test_read_value_refuses_with_a_chinese_reason(text):
-    from lesson_lib.practice.parse import read_value
+    from lesson_lib.practice.checkers import read_value
 
     got, why = read_value(text, {}, ("d_k",))
     assert got is None and CJK.search(why)
@@ -259,8 +258,8 @@ def test_read_value_refuses_with_a_chinese_reason(text):
 
 @pytest.mark.parametrize("text", ["", "n 2", "2 3", "foo", "n^n", "n^0.5", "(n", "n)", "1/(n-n)", "n^13", "*", "1e"])
 def test_parse_expression_errors_are_chinese(text):
-    with pytest.raises(qp.ExpressionError) as err:
-        qp.parse_expression(text)
+    with pytest.raises(qc.ExpressionError) as err:
+        qc.parse_expression(text)
     assert CJK.search(str(err.value))
 
 

@@ -1,21 +1,17 @@
-"""One checker per kind of question, and the dispatch ``CHECKERS[kind](question, answer) -> Feedback``.
+"""Reading and checking one answer: a number or a polynomial in n read by a bounded parser (never eval), and one
+checker per question kind, ``CHECKERS[kind](question, answer) -> Feedback``.
 
-- ``form``: answer boxes, each holding one value: a number (``NumberBox``, the unit beside it), a small
-  expression in n (``ExpressionBox``), or one choice among a few (``ChoiceBox``, e.g. 会 / 不会). A box is
-  read by ``parse.read_value`` or not at all: an unreadable box is named with the form it wants, and only
-  boxes read for certain are diagnosed.
-- ``single`` / ``multi``: the keys of radio buttons or checkboxes.
-- ``self``: free text is not graded; the learner gets the rubric (``freetext``) and ticks it.
-
-The answer of a form is a dict {box name: text}; a list in box order, or for one box a plain string,
-is taken too. Every check answers in milliseconds whatever is typed (each box is capped).
+Text is folded into one spelling (full-width forms, ², ×, Chinese numerals, 万/亿, other scripts' digits, LaTeX)
+and parsed with limits on length, tokens, depth, exponent (checked before computing) and coefficient size. A form's
+boxes are read by ``read_value`` or not at all: an unreadable box is named with the form it wants (in Chinese),
+and only boxes read for certain are diagnosed. Free text is never graded: the learner gets a rubric and ticks it.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -32,10 +28,494 @@ from lesson_lib.practice.feedback import (
     unreadable,
 )
 from lesson_lib.practice.freetext import Rubric, hint_text
-from lesson_lib.practice.parse import Poly, as_text, clean, fmt_number, read_value
 
-__all__ = ["NumberBox", "ExpressionBox", "ChoiceBox", "FormKey", "ChoiceKey", "CHECKERS", "MAX_CHARS",
-           "form_values", "self_assess"]  # fmt: skip
+MAX_EXPRESSION_CHARS = 200  # one expression (a side of an equation chain)
+MAX_TOKENS = 100
+MAX_DEPTH = 16  # nested parentheses and signs
+MAX_EXPONENT = 30  # |k| in x^k
+MAX_DEGREE = 12  # highest power of n a result may reach
+MAX_COEFFICIENT_DIGITS = 60  # numerator and denominator of every coefficient
+
+
+class ExpressionError(ValueError):
+    """The learner's expression cannot be read; the message (Chinese) says why and what to write."""
+
+
+@dataclass(frozen=True)
+class Poly:
+    """A polynomial in n: ``terms`` are (power of n, nonzero Fraction), sorted by power; bounded in degree and size."""
+
+    terms: tuple[tuple[int, Fraction], ...] = ()
+
+    @staticmethod
+    def make(mapping: dict[int, Fraction]) -> Poly:
+        terms = tuple(sorted((p, Fraction(c)) for p, c in mapping.items() if c != 0))
+        for p, c in terms:
+            if p > MAX_DEGREE:
+                raise ExpressionError(f"式子里出现了 n 的 {p} 次方，超过了本题的上限 {MAX_DEGREE}：次数太高了。")
+            if max(abs(c.numerator), c.denominator) >= 10**MAX_COEFFICIENT_DIGITS:
+                raise ExpressionError("式子里的数字太大了：请检查是不是多写了几位，或者指数写得太大。")
+        return Poly(terms)
+
+    @staticmethod
+    def const(value) -> Poly:
+        return Poly.make({0: Fraction(value)})
+
+    @staticmethod
+    def n() -> Poly:
+        return Poly.make({1: Fraction(1)})
+
+    @property
+    def degree(self) -> int:
+        return self.terms[-1][0] if self.terms else 0
+
+    @property
+    def is_constant(self) -> bool:
+        return self.degree == 0
+
+    @property
+    def constant(self) -> Fraction:
+        return dict(self.terms).get(0, Fraction(0))
+
+    def __add__(self, other: Poly) -> Poly:
+        out = dict(self.terms)
+        for p, c in other.terms:
+            out[p] = out.get(p, 0) + c
+        return Poly.make(out)
+
+    def __neg__(self) -> Poly:
+        return Poly.make({p: -c for p, c in self.terms})
+
+    def __sub__(self, other: Poly) -> Poly:
+        return self + (-other)
+
+    def __mul__(self, other: Poly) -> Poly:
+        if self.degree + other.degree > MAX_DEGREE:  # checked before computing
+            raise ExpressionError(f"乘出来会有 n 的 {self.degree + other.degree} 次方，超过了上限 {MAX_DEGREE}。")
+        out: dict[int, Fraction] = {}
+        for p, a in self.terms:
+            for q, b in other.terms:
+                out[p + q] = out.get(p + q, 0) + a * b
+        return Poly.make(out)
+
+    def divide(self, other: Poly) -> Poly:
+        if not other.is_constant:
+            raise ExpressionError("这里只支持除以一个常数（例如 512 / 8），不支持除以含 n 的式子。")
+        if other.constant == 0:
+            raise ExpressionError("式子里出现了除以 0：请检查分母。")
+        return Poly.make({p: c / other.constant for p, c in self.terms})
+
+    def power(self, exponent: Poly) -> Poly:
+        """The exponent's size is checked before anything is computed: ``n ** d ** h`` is refused at once."""
+        if not exponent.is_constant or exponent.constant.denominator != 1:
+            raise ExpressionError("指数必须是整数，例如 n^2 或 n²。")
+        k = int(exponent.constant)
+        if abs(k) > MAX_EXPONENT:
+            raise ExpressionError(f"指数 {k} 太大了（上限 {MAX_EXPONENT}）：乘法次数的式子里用不到这么高的次方。")
+        if k < 0 and (not self.is_constant or self.constant == 0):
+            raise ExpressionError("负指数只能用在非零常数上（例如 10^-3），不能用在 n 上。")
+        if k < 0:
+            return Poly.const(Fraction(1) / self.constant).power(Poly.const(-k))
+        if self.degree * k > MAX_DEGREE:
+            raise ExpressionError(f"乘出来会有 n 的 {self.degree * k} 次方，超过了上限 {MAX_DEGREE}。")
+        result = Poly.const(1)
+        for _ in range(k):
+            result = result * self
+        return result
+
+    def value_at(self, n) -> Fraction:
+        return sum((c * Fraction(n) ** p for p, c in self.terms), Fraction(0))
+
+    def __str__(self) -> str:
+        text = ""
+        for p, c in reversed(self.terms):
+            num = "" if (abs(c) == 1 and p > 0) else fmt_number(abs(c))
+            num = f"({num})" if "/" in num and p > 0 else num  # (1/3)n², not 1/3n²
+            var = "" if p == 0 else "n" + ("" if p == 1 else str(p).translate(_TO_SUPERSCRIPT))
+            text += (" - " if text else "-") if c < 0 else (" + " if text else "")
+            text += num + var
+        return text or "0"
+
+
+def fmt_number(x) -> str:
+    """The exact value, never rounded: 1,048,576 for integers, every digit of a finite decimal
+    (31.9999999, 80,000.000001), a fraction otherwise (512/3). A wrong value never prints as a right one."""
+    x = Fraction(x)
+    if x.denominator == 1:
+        return f"{x.numerator:,}"
+    den, twos, fives = x.denominator, 0, 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    if den != 1:
+        return f"{x.numerator}/{x.denominator}"
+    places = max(twos, fives)
+    sign, scaled = ("-" if x < 0 else ""), abs(x) * 10**places
+    whole, frac = divmod(int(scaled), 10**places)
+    return f"{sign}{whole:,}.{frac:0{places}d}"
+
+
+_TO_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+_FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading learner text: normalise, cut into candidate expressions, parse (never eval)
+# ---------------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>[-+*/^()×·]))")
+ALIASES = {"dk": "d_k", "dv": "d_v", "dmodel": "d_model", "d_m": "d_model", "hidden": "d_model", "heads": "h"}
+_OPERATOR_VARIANTS = str.maketrans(
+    {
+        "−": "-", "–": "-", "—": "-", "﹣": "-", "‐": "-",
+        "⋅": "·", "∙": "·", "•": "·", "・": "·", "･": "·",
+        "✕": "×", "✖": "×", "⨯": "×", "∗": "*",
+        "÷": "/", "∕": "/",
+        "[": "(", "]": ")", "{": "(", "}": ")",
+    }
+)  # fmt: skip
+_CHINESE_DIGITS = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True))
+_CHINESE_SMALL_UNITS = {"十": 10, "百": 100, "千": 1000}
+_CHINESE_BIG_UNITS = {"万": 10**4, "亿": 10**8}
+MAX_READ_CHARS = 8000  # normalisation never looks further than this (callers cap answers far below it)
+
+
+def as_text(answer, depth: int = 3) -> str:
+    """Any object -> a str (a set or list of choice keys joined), unfiltered; '' for None or a broken __str__.
+
+    Containers are read ``depth`` levels deep: a widget hands in at most a list of keys, and a value nested
+    deeper (a learner calling the checker by hand) is unreadable, not a RecursionError."""
+    if answer is None:
+        return ""
+    if isinstance(answer, dict):
+        answer = list(answer.values())
+    if isinstance(answer, (set, frozenset, list, tuple)):
+        if depth <= 0:
+            return ""
+        return " ".join(sorted(as_text(item, depth - 1) for item in answer))
+    if isinstance(answer, str):
+        return answer
+    try:
+        return str(answer)
+    except Exception:  # an object whose __str__ fails is just an unreadable answer
+        return ""
+
+
+def clean(answer, limit: int = MAX_READ_CHARS) -> str:
+    """Any object -> a str without control characters (kept: newline and tab), at most ``limit`` characters read."""
+    text = as_text(answer)[:limit]
+    return "".join(ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else " " for ch in text)
+
+
+def _chinese_number(word: str) -> str:
+    """六十四 -> 64, 五百一十二 -> 512, 四万 -> 40000, 五千四百万 -> 54000000."""
+    total, section, digit = 0, 0, None
+    for ch in word:
+        if ch in _CHINESE_DIGITS:
+            digit = _CHINESE_DIGITS[ch]
+        elif ch in _CHINESE_SMALL_UNITS:
+            section += (1 if digit is None else digit) * _CHINESE_SMALL_UNITS[ch]
+            digit = None
+        else:
+            section += digit or 0
+            total = (total + section) * _CHINESE_BIG_UNITS[ch] if ch == "亿" else total + section * 10**4
+            section, digit = 0, None
+    return str(total + section + (digit or 0))
+
+
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])")
+
+
+def _ascii_digits(text: str) -> str:
+    """Digits of any script (٦٤, ६४, ６４) -> ASCII; superscripts are exponents and stay."""
+    return "".join(str(unicodedata.decimal(ch)) if ch.isdecimal() and not ch.isascii() else ch for ch in text)
+
+
+_LATEX = re.compile(r"\\(times|cdot|div|left|right|,|;|!| )|\$")
+_LATEX_WORDS = {"times": "×", "cdot": "·", "div": "/"}
+_FRAC = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
+
+
+def _unlatex(text: str) -> str:
+    """$8 \\times 64 n^{2}$ -> 8 × 64 n^{2}; \\frac{512}{8} -> (512)/(8) (braces are parentheses later)."""
+    text = _FRAC.sub(r"(\1)/(\2)", text)
+    return _LATEX.sub(lambda m: _LATEX_WORDS.get(m.group(1) or "", " "), text)
+
+
+def normalize_math(text: str, thousands: bool = True) -> str:
+    """Fold the ways people write maths into one ASCII-ish spelling: full-width, ², ×, 万, 5e7, d_{k}, 六十四,
+    LaTeX's \\times and \\frac …
+
+    ``thousands``: read 54,988,800 and 54 988 800 as one number (off for shapes, where (12,512) is two).
+    """
+    text = _ascii_digits(_unlatex(text[:MAX_READ_CHARS]))
+    text = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^(" + m.group().translate(_FROM_SUPERSCRIPT) + ") ", text)
+    if thousands:
+        text = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    text = re.sub(r"(?<![\d零〇一二两三四五六七八九十百千万亿])"
+                  r"[零〇一二两三四五六七八九十][零〇一二两三四五六七八九十百千万亿]*",
+                  lambda m: _chinese_number(m.group()) if re.search("[十百千万亿]", m.group()) else m.group(),
+                  text)  # fmt: skip
+    text = unicodedata.normalize("NFKC", text)[:MAX_READ_CHARS].lower()
+    text = text.translate(_OPERATOR_VARIANTS).replace("**", "^")
+    text = re.sub(r"_\(([a-z0-9]+)\)", r"_\1", text)  # d_{k} (braces became parentheses) -> d_k
+    if "万" in text or "亿" in text:  # these patterns backtrack over long digit runs: only run them when they can match
+        text = re.sub(r"(\d+(?:\.\d+)?)\s*([十百千])\s*(?=[万亿])",  # 5.5千万 -> 5500万
+                      lambda m: _plain(Fraction(m.group(1)) * _CHINESE_SMALL_UNITS[m.group(2)]), text)
+        text = re.sub(r"(\d+(?:\.\d+)?\s*亿\s*)?(\d+(?:\.\d+)?\s*万\s*)(\d{4}(?!\d))?"
+                      r"|\d+(?:\.\d+)?\s*亿(\s*\d{8}(?!\d))?", _units, text)  # fmt: skip
+    text = re.sub(r"(?<=\d)\s*千", "*1000 ", text)
+    text = re.sub(r"([a-z0-9_)])\s*的?\s*平方", r"\1^2 ", text)  # 512 n 的平方, n平方
+    text = re.sub(r"([a-z0-9_)])\s*的?\s*立方", r"\1^3 ", text)
+    text = re.sub(r"([a-z0-9_)])\s*的\s*(\d{1,2})\s*次方", r"\1^\2 ", text)
+    text = text.replace("除以", "/").replace("乘以", "×")
+    text = re.sub(r"(?<=\d)e([+-]?\d{1,3})(?![\d.])", r"*10^(\1)", text)  # 5.5e7
+    text = re.sub(r"(?<=[\d)\s])x(?=[\s\d(])", "×", text)  # 8 x 64 means 8 × 64
+    return text
+
+
+def _plain(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else str(float(value))
+
+
+def _units(m: re.Match) -> str:
+    """One number written with 亿/万 (5498万8800, 5.5亿, 1亿2000万): its value as digits."""
+    text = re.sub(r"\s", "", m.group())
+    value, rest = Fraction(0), text
+    if "亿" in rest:
+        head, rest = rest.split("亿", 1)
+        value += Fraction(head) * 10**8
+    if "万" in rest:
+        head, rest = rest.split("万", 1)
+        value += Fraction(head) * 10**4
+    if rest:
+        value += Fraction(rest)
+    return (str(value.numerator) if value.denominator == 1 else str(float(value))) + " "
+
+
+class _Parser:
+    """expr := term (± term)*; term := unary ((×|·|*|/)? unary)*; unary := ± unary | power;
+    power := atom (^ unary)?; atom := number | name | ( expr ). Bounded in length, tokens and depth."""
+
+    def __init__(self, text: str, symbols: dict[str, Poly]):
+        if len(text) > MAX_EXPRESSION_CHARS:
+            raise ExpressionError(f"这个式子有 {len(text)} 个字符，太长了：请只写关键的一行"
+                                  f"（{MAX_EXPRESSION_CHARS} 字以内）。")
+        self.symbols, self.tokens, self.i, self.depth = symbols, [], 0, 0
+        pos, text = 0, text.rstrip()
+        while pos < len(text):
+            if not (m := _TOKEN.match(text, pos)):
+                bad = text[pos:].strip()[:1]
+                raise ExpressionError(f"式子里有看不懂的字符「{bad}」：只能用数字、n、+ − × · / ^ ² 和括号。")
+            self.tokens.append((m.lastgroup, m.group(m.lastgroup)))
+            pos = m.end()
+            if len(self.tokens) > MAX_TOKENS:
+                raise ExpressionError(f"式子太长了（超过 {MAX_TOKENS} 个记号）：请只写关键的一行。")
+        if not self.tokens:
+            raise ExpressionError("式子是空的。")
+
+    def parse(self) -> Poly:
+        result = self.expr()
+        if self.i < len(self.tokens):
+            raise ExpressionError(f"读到「{self.tokens[self.i][1]}」时接不上了：是不是少了运算符或括号？")
+        return result
+
+    def peek(self):
+        return self.tokens[self.i] if self.i < len(self.tokens) else ("end", "")
+
+    def take(self):
+        self.i += 1
+        return self.tokens[self.i - 1] if self.i <= len(self.tokens) else ("end", "")
+
+    def nested(self, read):
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）：请把式子写得简单一些。")
+        result = read()
+        self.depth -= 1
+        return result
+
+    def expr(self) -> Poly:
+        result = self.term()
+        while self.peek() in (("op", "+"), ("op", "-")):
+            result = result + self.term() if self.take()[1] == "+" else result - self.term()
+        return result
+
+    def term(self) -> Poly:
+        result = self.unary()
+        while True:
+            kind, value = self.peek()
+            if kind == "op" and value in "*×·/":
+                self.take()
+                result = result.divide(self.unary()) if value == "/" else result * self.unary()
+            elif kind == "name" or (kind, value) == ("op", "("):
+                result = result * self.unary()  # 512n, 8(n·64·n)
+            elif kind == "num":
+                pair = " ".join(t[1] for t in self.tokens[max(0, self.i - 1) : self.i + 1])
+                raise ExpressionError(f"「{pair}」之间缺少运算符：请用 × 或 · 连起来（平方写成 n^2 或 n²）。")
+            else:
+                return result
+
+    def unary(self) -> Poly:
+        if self.peek() in (("op", "-"), ("op", "+")):
+            sign = self.take()[1]
+            inner = self.nested(self.unary)
+            return -inner if sign == "-" else inner
+        base = self.atom()
+        if self.peek() == ("op", "^"):
+            self.take()
+            return base.power(self.nested(self.unary))
+        return base
+
+    def atom(self) -> Poly:
+        kind, value = self.take()
+        if kind == "num":
+            if len(value) > 30:
+                raise ExpressionError("数字位数太多了：请检查是不是多打了几位。")
+            return Poly.const(Fraction(value))
+        if kind == "name":
+            if value not in self.symbols:
+                names = "、".join(sorted(self.symbols)) or "（无）"
+                raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。平方请写成 n^2 或 n²。")
+            return self.symbols[value]
+        if (kind, value) == ("op", "("):
+            inner = self.nested(self.expr)
+            if self.take() != ("op", ")"):
+                raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
+            return inner
+        if kind == "end":
+            raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？")
+        raise ExpressionError(f"「{value}」出现的位置不对：请检查式子的写法。")
+
+
+def parse_expression(text: str, symbols: dict[str, Poly] | None = None) -> Poly:
+    """Parse one expression (already normalised or not) into a Poly. Raises ExpressionError, never evaluates code."""
+    symbols = {"n": Poly.n()} if symbols is None else symbols
+    return _Parser(normalize_math(clean(text)).strip(), symbols).parse()
+
+
+# ---------------------------------------------------------------------------------------------
+# One answer box: a number or a small expression, and nothing else
+# ---------------------------------------------------------------------------------------------
+
+MAX_BOX_CHARS = 120  # what one answer box reads; a longer entry is refused before it is read
+# Words a learner writes around a value in a box: units, 「约」, 「答：」. Anything else in Chinese is prose,
+# which a box does not read. 「是」「等于」「为」 say "=" (「d_k 是 32」, 「512/16 等于 32」).
+_BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?")
+_EQUALS_WORDS = re.compile(r"等于|是|为")
+_LONE_DIGITS = re.compile(r"[零〇一二两三四五六七八九]+")
+_SUFFIX = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([km])(?=$|[\s)=])")  # 80k, 1.28M (lower-cased)
+_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def _lone_digits(m: re.Match) -> str:
+    return "".join(str(_CHINESE_DIGITS[ch]) for ch in m.group())
+
+
+def _suffix(m: re.Match) -> str:
+    return _plain(Fraction(m.group(1)) * {"k": 10**3, "m": 10**6}[m.group(2)])
+
+
+def _box_text(raw: str) -> str:
+    """One box's text in the parser's spelling: units and filler words gone, 「是」 as "=", 80k as 80000,
+    dmodel as d_model, a closing full stop or trailing decimal point (「32.」) dropped."""
+    t = normalize_math(raw)
+    t = re.sub(r"^\s*([a-z_][a-z0-9_]*)\s*[:：]\s*(?=\S)", r"\1 = ", t)  # d_k：32 names the value like d_k = 32
+    t = _BOX_WORDS.sub(" ", t)
+    t = _EQUALS_WORDS.sub("=", t)
+    t = _LONE_DIGITS.sub(_lone_digits, t)
+    t = re.sub(r"[。．!！?？;；:：,，、\s]+$", "", t.strip()).strip()
+    t = re.sub(r"(?<=\d)\.$", "", t)  # 32. -> 32
+    t = re.sub(r"^[:：]", "", t).strip()
+    t = t.replace("≈", "=").replace("~", "=")
+    t = re.sub(r"(?<=\d)\.(?=\s*[=)(]|\s+\S)", "", t)  # 「80000. (h=16)」, 「32. = 512/16」
+    t = _SUFFIX.sub(_suffix, t)
+    return _NAME.sub(lambda m: ALIASES.get(m.group(), m.group()), t)
+
+
+def _split_note(t: str) -> tuple[str, str] | None:
+    """「main (note)」: the last top-level parenthesised group at the end, with something before it that is not
+    an exponent (n^(2) is not a note). None when there is no such group."""
+    t = t.rstrip()
+    if not t.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(t) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(t[i], 0)
+        if depth == 0:
+            main = t[:i].rstrip()
+            if not main or main.endswith(("^", "(")) or main[-1] in "+-*/×·=":
+                return None
+            return main, t[i + 1 : -1].strip()
+    return None
+
+
+def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tuple[Poly | None, str]:
+    """What one box holds: (value, "") or (None, why it cannot be read, in Chinese). Never guesses.
+
+    Reads 64, ６４, 64维, 六十四, 6.4万, 80k, 1.28M, 5.5千万, 54,988,800, 5.5e7, 512/8, 8 \\times 64 n^2, ``d_k = 64``,
+    「d_k 是 64」, 512/8 等于 64, 「64.」, dmodel/h, and a side note in parentheses that agrees with the value:
+    「64（512/8）」, 「512n²（8·64n²）」, 「512n^2 (= 8·64·n^2)」, or a true remark about the question's sizes,
+    「1280000 (h=16)」. Every side of ``=`` must have the same value; a name in ``labels`` (the box's unknown)
+    may stand as a side. Words other than units make the box unreadable; so does a note that disagrees.
+    """
+    raw = as_text(text).strip()
+    if len(raw) > MAX_BOX_CHARS:
+        return None, f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子（{MAX_BOX_CHARS} 字以内）。"
+    t = _box_text(clean(raw))
+    if not t:
+        return None, "这一栏里没有读到数或式子。"
+    if re.search(r"[^\x00-\x7f×·]", t) or re.search(r"[,;:!?'\"]", t):
+        return None, "这一栏只读一个数或一个式子，读不了文字和标点：请只填数（单位已经写在框旁边）。"
+    labels = {ALIASES.get(x, x) for x in labels}
+    split = _split_note(t)
+    if split is not None:
+        main_text, note_text = split
+        main, _ = _read_sides(main_text, symbols, labels)
+        if main is not None:
+            verdict = _note(main, note_text, symbols, labels)
+            if verdict == "agrees":
+                return main, ""
+            if verdict == "differs":
+                return None, (f"括号外是 {main}，括号里的备注和它不是同一个值：请只填你的答案（算式可以写成 "
+                              "a / b = c，不要用括号做备注）。")
+    return _read_sides(t, symbols, labels)
+
+
+def _note(main: Poly, note: str, symbols: dict[str, Poly], labels: set[str]) -> str:
+    """How a parenthesised group after a value reads: "agrees" (a side note equal to it, or a true remark such
+    as h=16), "differs" (a note that says something else: not read), or "product" (8(n·64·n): multiply)."""
+    sides = [s.strip() for s in note.split("=")]
+    if len(sides) > 1 and _NAME.fullmatch(sides[0]) and sides[0] in symbols and sides[0] not in labels:
+        remark, _ = _read_sides(note, symbols, labels)  # 「(h=16)」: true of the question, says nothing of main
+        return "agrees" if remark is not None else "differs"
+    value, _ = _read_sides(note, symbols, labels)
+    if value is not None and value == main:
+        return "agrees"
+    if note.lstrip().startswith("=") or len(sides) > 1:
+        return "differs"  # 「(= 500n²)」 claims an equality that does not hold
+    if value is not None and main.is_constant and not value.is_constant:
+        return "product"  # 8(n·64·n): a coefficient times a bracket
+    return "differs"
+
+
+def _read_sides(text: str, symbols: dict[str, Poly], labels: set[str]) -> tuple[Poly | None, str]:
+    values = []
+    for side in text.split("="):
+        side = ALIASES.get(side.strip(), side.strip())
+        if not side or side in labels:
+            continue
+        try:
+            values.append(_Parser(side, symbols).parse())
+        except ExpressionError as exc:
+            return None, str(exc)
+    if not values:
+        return None, "这一栏里没有读到数或式子。"
+    if len(set(values)) > 1:
+        return None, f"这一栏的等式两边不相等（{' 和 '.join(str(v) for v in values)}）：请只填你算出的那一个。"
+    return values[0], ""
+
 
 MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}  # per box for forms
 
@@ -252,7 +732,7 @@ def check_form(q: Question, answer) -> Feedback:
     if problems:
         return unreadable(q.id, q.explanation, "".join(problems), parts=states)
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in k.boxes)
-    echoes = tuple((b.name, _echo(b, values[b.name])) for b in k.boxes)
+    echoes = tuple((b.name, b.shown(values[b.name])) for b in k.boxes)  # exact: never rounded to the answer
     if all(v == "right" for _, v in verdicts):
         return Feedback(True, RIGHT + k.praise, q.explanation, q.id, parts=verdicts, echoes=echoes)
     mistakes = tuple(f"{b.name}={_plain(values[b.name])}" for b in k.boxes if _named(b, values[b.name]))
@@ -285,15 +765,6 @@ def _plain(value) -> str:
     return str(value).replace(",", "")
 
 
-def _echo(box, value) -> str:
-    """The value read, exactly: never a spelling that equals the right one (31.9999999 is not echoed as 32)."""
-    shown = box.shown(value)
-    right = box.answer if isinstance(box, ChoiceBox) else box.target
-    if not box.right(value) and shown == box.shown(right):  # impossible with exact formatting; kept as a promise
-        return f"{shown}（与答案写出来一样，但不是同一个值：{value!r}）"
-    return shown
-
-
 # --------------------------------------------------------------------------------------------- choices
 def _keys(answer, keys: tuple[str, ...]) -> list[str] | None:
     """Chosen keys: a key, a set/list of keys, or a string of key letters ('AC', 'A, C', 'a、c'); else None."""
@@ -309,41 +780,30 @@ def _keys(answer, keys: tuple[str, ...]) -> list[str] | None:
     return sorted(set(items))
 
 
-def check_single(q: Question, answer) -> Feedback:
+def check_choice(q: Question, answer) -> Feedback:
+    """Radio buttons (``single``) or checkboxes (``multi``): each wrong key chosen is named with why it is wrong."""
     k: ChoiceKey = q.key
-    keys = tuple(key for key, _, _ in k.options)
+    keys, why, single = tuple(key for key, _, _ in k.options), {key: w for key, _, w in k.options}, q.kind == "single"
     if not as_text(answer).strip():
-        return blank(q.id, q.explanation, "选一个选项")
+        return blank(q.id, q.explanation, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
     chosen = _keys(answer, keys)
     if not chosen:
-        return unreadable(q.id, q.explanation, f"请点选一个选项（{'、'.join(keys)} 之一）。")
-    if len(chosen) > 1:
+        return unreadable(q.id, q.explanation, f"请点选一个选项（{'、'.join(keys)} 之一）。" if single else
+                          f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。")  # fmt: skip
+    if single and len(chosen) > 1:
         return unreadable(q.id, q.explanation, f"这道题只选一项，你选了 {'、'.join(chosen)}。")
-    if chosen[0] in k.answer:
+    if set(chosen) == k.answer or (single and chosen[0] in k.answer):
         return Feedback(True, RIGHT + k.praise, q.explanation, q.id)
-    why = dict((key, w) for key, _, w in k.options)[chosen[0]]
-    return Feedback(False, f"{WRONG}选项 {chosen[0]}：{why}", q.explanation, q.id, mistakes=(f"option={chosen[0]}",))
-
-
-def check_multi(q: Question, answer) -> Feedback:
-    k: ChoiceKey = q.key
-    keys = tuple(key for key, _, _ in k.options)
-    why = {key: w for key, _, w in k.options}
-    if not as_text(answer).strip():
-        return blank(q.id, q.explanation, "勾选你认为对的选项（可以多选）")
-    chosen = _keys(answer, keys)
-    if chosen is None:
-        return unreadable(q.id, q.explanation, f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。")
-    chosen = set(chosen)
-    if chosen == k.answer:
-        return Feedback(True, RIGHT + k.praise, q.explanation, q.id)
-    parts = []
-    if good := sorted(chosen & k.answer):
+    if single:
+        return Feedback(False, f"{WRONG}选项 {chosen[0]}：{why[chosen[0]]}", q.explanation, q.id,
+                        mistakes=(f"option={chosen[0]}",))  # fmt: skip
+    parts, wrong, missing = [], sorted(set(chosen) - k.answer), k.answer - set(chosen)
+    if good := sorted(set(chosen) & k.answer):
         parts.append(f"{'、'.join(good)} 选得对。")
-    parts += [f"{key} 不该选：{why[key]}" for key in sorted(chosen - k.answer)]
-    if missing := k.answer - chosen:
+    parts += [f"{key} 不该选：{why[key]}" for key in wrong]
+    if missing:
         parts.append(f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。")
-    mistakes = tuple(f"option={key}" for key in sorted(chosen - k.answer)) + (("missing",) if missing else ())
+    mistakes = tuple(f"option={key}" for key in wrong) + (("missing",) if missing else ())
     return Feedback(False, WRONG + "".join(parts), q.explanation, q.id, mistakes=mistakes)
 
 
@@ -382,7 +842,7 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
 
 CHECKERS: dict[str, Callable[[Question, object], Feedback]] = {
     "form": check_form,
-    "single": check_single,
-    "multi": check_multi,
+    "single": check_choice,
+    "multi": check_choice,
     "self": check_self,
 }

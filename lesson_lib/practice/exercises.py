@@ -1,18 +1,14 @@
-"""Code exercises (§3 split_heads, §10 the per-head loop and the multiply count): a spec, a stub in the
-notebook, a checker whose message teaches, a Chinese solution on request.
+"""Code exercises (§3 split_heads, §3 the per-head loop, §4 the multiply count): per exercise a spec, a stub in the
+notebook, a checker whose message names the learner's mistake, and a Chinese solution shown on request.
 
-``check(name, fn)`` sends the learner's function (cloudpickle) to the ``worker`` process, which calls it on
-several cases and compares with the lesson's kernel or FLOP counter, naming known mistakes; an accident there
-ends at the budget with a Chinese message. An untouched stub is recognised from its source without the process.
-Results go to the progress file; ``check_source(name, code)`` checks code given as text (a class report).
-The kernel belongs to the learner: nothing here defends against a learner fooling their own check.
+``check(name, fn)`` runs the checker in the ``worker`` process (an endless loop or a crash ends at the budget with
+a Chinese message); the result is saved to the progress file. ``check_source`` checks code given as text.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
-import functools
 import inspect
 import math
 import re
@@ -26,20 +22,13 @@ import numpy as np
 from lesson_lib.attention import merge_heads, multi_head_attention, softmax, split_heads
 from lesson_lib.costs import count
 from lesson_lib.practice import progress, worker
-from lesson_lib.practice.shape_mistakes import split_heads_shape_mistake
-
-__all__ = ["ExerciseResult", "EXERCISES", "MISTAKES", "BUDGET_S", "check", "check_source", "spec", "show_solution",
-           "check_split_heads", "check_multi_head_attention_loop", "check_count_multiplies",
-           "split_heads_solution", "multi_head_attention_loop_solution", "count_multiplies_solution"]  # fmt: skip
+from lesson_lib.practice.questions import split_heads_shape_mistake
 
 BUDGET_S = 5.0  # one whole check (every case); a right answer takes milliseconds
+FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
 
 
-# ---------------------------------------------------------------------------------------------
-# Reference solutions (shown on request, by reflection)
-# ---------------------------------------------------------------------------------------------
-
-
+# ------------------------------------------------------------------------- reference solutions (shown by reflection)
 def split_heads_solution(x, h):
     """(n, d_model) → (h, n, d_k)：特征的第 i 块连续的列，就是第 i 个头。"""
     n, d_model = x.shape
@@ -75,11 +64,7 @@ def count_multiplies_solution(n, d_model, h):
     return projections + scores + weighted + output  # 与 h 无关：h 个窄头合起来和一个宽头一样多
 
 
-# ---------------------------------------------------------------------------------------------
-# Results
-# ---------------------------------------------------------------------------------------------
-
-
+# ------------------------------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class ExerciseResult:
     """A checker's verdict. Its repr is the Chinese message, so a notebook cell shows just that."""
@@ -98,7 +83,6 @@ class ExerciseResult:
         return self.message
 
     def _repr_html_(self) -> str:
-        """Pass/fail colour in the theme's palette (the text is the same message)."""
         from lesson_lib.practice.render import box_html
 
         tone = {"passed": "right", "todo": "neutral"}.get(self.status, "wrong")
@@ -106,7 +90,7 @@ class ExerciseResult:
 
 
 class _Text:
-    """Text shown as itself in a notebook (Markdown code block where Markdown is rendered)."""
+    """Text shown as itself in a notebook (a Markdown code block when ``language`` is given)."""
 
     def __init__(self, text: str, language: str = ""):
         self.text, self.language = text, language
@@ -115,90 +99,14 @@ class _Text:
         return self.text
 
     def _repr_markdown_(self) -> str | None:
-        return f"```{self.language}\n{self.text}\n```" if self.language else None  # None: plain text only
-
-
-@dataclass(frozen=True)
-class _Exercise:
-    name: str
-    learner_name: str  # the stub's name in the notebook
-    spec: str
-    solution: Callable
-    checker: Callable[..., ExerciseResult]
-
-
-# ---------------------------------------------------------------------------------------------
-# Calling the learner's function and reading what it returns (in the worker process)
-# ---------------------------------------------------------------------------------------------
-
-FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
+        return f"```{self.language}\n{self.text}\n```" if self.language else None
 
 
 class _Stop(Exception):
-    """Ends a check early with the result to report."""
-
-    def __init__(self, result: ExerciseResult):
-        self.result = result
+    """Ends a check early: (status, message, mistakes)."""
 
 
-def _stops(checker):
-    """A checker returns the result a _Stop carries."""
-
-    @functools.wraps(checker)
-    def run(fn, source: str = "") -> ExerciseResult:
-        try:
-            return checker(fn, source)
-        except _Stop as stop:
-            return stop.result
-
-    return run
-
-
-def _array_problem(result) -> str | None:
-    """Why ``result`` is not a real-valued array answer, or None when it is one."""
-    if callable(result):
-        name = getattr(result, "__name__", type(result).__name__)
-        return f"你返回的是一个函数（{name}），不是计算结果：是不是写成了 return {name}，忘了加括号调用它？"
-    try:
-        arr = np.asarray(result)
-    except Exception:
-        return f"返回值没法变成数组（是 {type(result).__name__}）：请返回一个 numpy 数组。"
-    kind = arr.dtype.kind
-    if kind == "c":
-        return f"返回的数组是复数（dtype={arr.dtype}）：注意力的输出应当是实数。检查是不是用了会产生复数的运算。"
-    if kind == "O":
-        return ("返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
-                "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。")  # fmt: skip
-    if kind in "USV":
-        return f"返回的是文字（dtype={arr.dtype}），不是数字数组：请返回计算出来的 numpy 数组。"
-    if kind == "b":
-        return "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。"
-    if kind not in "iuf":
-        return f"返回值不是数字数组（是 {type(result).__name__}，dtype={arr.dtype}）：请返回一个 numpy 数组。"
-    return None
-
-
-def _as_array(name, case, result, pair_ok=False) -> tuple[np.ndarray, bool]:
-    """(float64 copy, the result was float32/float16) or _Stop with what is wrong with it."""
-    if pair_ok and type(result) is tuple and len(result) == 2:
-        result = result[0]  # (output, weights), the kernel's convention
-    if (why := _array_problem(result)) is not None:
-        raise _Stop(ExerciseResult(name, "wrong", f"{case}：{why}"))
-    low = isinstance(result, np.ndarray) and result.dtype in (np.float32, np.float16)
-    return np.array(result, dtype=np.float64), low
-
-
-def _as_number(name, case, result) -> int | float:
-    bad = ExerciseResult(name, "wrong", f"{case}：应当返回一个整数，你返回的是 {_short(result)}。")
-    if isinstance(result, bool) or not isinstance(result, (int, float, np.integer, np.floating)):
-        raise _Stop(bad)
-    if isinstance(result, (int, np.integer)):
-        return int(result)
-    if not math.isfinite(value := float(result)):
-        raise _Stop(bad)
-    return int(value) if value == int(value) else value
-
-
+# ------------------------------------------------------------- calling the learner's function (in the worker)
 _EXTRA_HINT = {  # what an exception usually means in these exercises
     RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
     MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？这里的例子都很小。",
@@ -206,7 +114,7 @@ _EXTRA_HINT = {  # what an exception usually means in these exercises
 }
 
 
-def _call(name, learner, case, hint, fn, args, arg_names, source) -> object:
+def _call(ex, case, hint, fn, args, arg_names, source) -> object:
     """``fn(*args)`` on copies of the arrays: its return value, or _Stop with a message that teaches."""
     given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     _calling[0] = True
@@ -214,24 +122,48 @@ def _call(name, learner, case, hint, fn, args, arg_names, source) -> object:
         with np.errstate(all="ignore"):
             value = fn(*given)
     except NotImplementedError:
-        raise _Stop(_todo(name, learner)) from None
+        raise _Stop("todo", _todo(ex)) from None
     except BaseException as exc:  # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
         extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), hint)
-        message = f"运行出错（{case} 这个例子）{_line(exc, fn, source)}：{_describe(exc)}。{extra}"
-        raise _Stop(ExerciseResult(name, "error", message)) from None
+        where = _line(exc, fn, source)
+        raise _Stop("error", f"运行出错（{case} 这个例子）{where}：{_describe(exc)}。{extra}") from None
     finally:
         _calling[0] = False
-    changed = [arg_names[i] for i, (a, g) in enumerate(zip(args, given))
+    changed = [name for name, a, g in zip(arg_names, args, given)
                if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]  # fmt: skip
     if changed:
-        raise _Stop(ExerciseResult(
-            name, "wrong", f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。调用者的数据"
-            "不该被改掉：请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。",
-            mistakes=("modifies_input",)))  # fmt: skip
+        raise _Stop("wrong", f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。调用者的数据"
+                    "不该被改掉：请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。", ("modifies_input",))
     if value is None:
-        raise _Stop(ExerciseResult(name, "wrong", f"{learner} 没有返回任何东西（返回了 None）：是不是忘了写 return？",
-                                   mistakes=("no_return",)))  # fmt: skip
+        raise _Stop("wrong", f"{ex.learner_name} 没有返回任何东西（返回了 None）：是不是忘了写 return？",
+                    ("no_return",))
     return value
+
+
+def _as_array(case, result, pair_ok=False) -> tuple[np.ndarray, bool]:
+    """(a float64 copy, whether the result was float32/float16), or _Stop saying why it is not a numeric array."""
+    if pair_ok and type(result) is tuple and len(result) == 2:
+        result = result[0]  # (output, weights), the kernel's convention
+    if callable(result):
+        name = getattr(result, "__name__", type(result).__name__)
+        raise _Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果：是不是写成了 return {name}，"
+                    "忘了加括号调用它？")  # fmt: skip
+    try:
+        kind = np.asarray(result).dtype
+    except Exception:
+        why = f"返回值没法变成数组（是 {type(result).__name__}）：请返回一个 numpy 数组。"
+        raise _Stop("wrong", f"{case}：{why}") from None
+    why = {"c": f"返回的数组是复数（dtype={kind}）：注意力的输出应当是实数。检查是不是用了会产生复数的运算。",
+           "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
+                "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
+           "U": f"返回的是文字（dtype={kind}），不是数字数组：请返回计算出来的 numpy 数组。",
+           "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。"}  # fmt: skip
+    why["S"] = why["V"] = why["U"]
+    if kind.kind not in "iuf":
+        raise _Stop("wrong", f"{case}：" + why.get(kind.kind, f"返回值不是数字数组（是 {type(result).__name__}，"
+                                                          f"dtype={kind}）：请返回一个 numpy 数组。"))
+    low = isinstance(result, np.ndarray) and result.dtype in (np.float32, np.float16)
+    return np.array(result, dtype=np.float64), low
 
 
 def _describe(exc: BaseException) -> str:
@@ -243,21 +175,22 @@ def _describe(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:200] + "…"
 
 
+def _source_line(code, source: str, lineno: int, whole_text: bool) -> str:
+    """The learner's line ``lineno`` of ``code`` (from a whole cell's text, or from getsource), '' if unknown."""
+    lines = textwrap.dedent(source).splitlines()
+    index = lineno - 1 if whole_text else lineno - code.co_firstlineno
+    return lines[index].strip()[:80] if 0 <= index < len(lines) else ""
+
+
 def _line(exc: BaseException, fn, source: str) -> str:
     """「，在你的函数第 3 行「…」」: the learner's line the exception came from, when the source is known."""
-    code = getattr(fn, "__code__", None)
-    tb, lineno = exc.__traceback__, None
+    code, tb, lineno = getattr(fn, "__code__", None), exc.__traceback__, None
     while tb is not None:
         if code is not None and tb.tb_frame.f_code.co_filename == code.co_filename:
             lineno = tb.tb_lineno
         tb = tb.tb_next
-    if lineno is None:
-        return ""
-    lines = textwrap.dedent(source).splitlines()
-    index = lineno - 1 if code.co_filename == "<learner>" else lineno - code.co_firstlineno  # whole text or getsource
-    if not 0 <= index < len(lines):
-        return ""
-    return f"，在你的函数第 {lineno - code.co_firstlineno + 1} 行「{lines[index].strip()[:80]}」"
+    text = _source_line(code, source, lineno, code.co_filename == "<learner>") if lineno else ""
+    return f"，在你的函数第 {lineno - code.co_firstlineno + 1} 行「{text}」" if text else ""
 
 
 def _same(a, b, low_precision: bool = False) -> bool:
@@ -269,240 +202,138 @@ def _where_differs(got, want) -> str:
     diff = np.abs(got - want)
     diff[~np.isfinite(diff)] = np.inf
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
-    shown_want, shown_got = f"{want[idx]:.4f}", f"{got[idx]:.4f}"
-    if shown_want == shown_got:  # a round-off difference: four decimals would print the same number twice
+    if f"{want[idx]:.4f}" == f"{got[idx]:.4f}":  # round-off: four decimals would print the same number twice
         return (f"例如位置 {idx}：应为 {want[idx]:.10g}，你的是 {got[idx]:.10g}，只差 {diff[idx]:.1e}。"
                 "这是舍入误差的量级")  # fmt: skip
-    return f"例如位置 {idx}：应为 {shown_want}，你的是 {shown_got}"
+    return f"例如位置 {idx}：应为 {want[idx]:.4f}，你的是 {got[idx]:.4f}"
 
 
-def _precision_problem(name, case, got, want, low) -> ExerciseResult | None:
-    """Right at float32 precision but held in float64: the float32 round-off, not a mistake in the formula."""
-    if low or not _same(got, want, low_precision=True):
-        return None
-    return ExerciseResult(name, "wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
-                          "公式本身是对的，差别来自中间用了 float32。", mistakes=("float32",))  # fmt: skip
+def _compare(case, got, want, low) -> bool:
+    """Whether ``got`` matches; _Stop when it is right only at float32 precision though held in float64."""
+    if _same(got, want, low):
+        return True
+    if not low and _same(got, want, low_precision=True):
+        raise _Stop("wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
+                    "公式本身是对的，差别来自中间用了 float32。", ("float32",))  # fmt: skip
+    return False
 
 
-def _precision_note(low_precision: bool) -> str:
-    if not low_precision:
-        return ""
-    return "（你的结果是 float32，按 float32 的精度比对；lesson_lib 用 float64，想和它逐位一致请用 float64。）"
+def _precision_note(low: bool) -> str:
+    return ("（你的结果是 float32，按 float32 的精度比对；lesson_lib 用 float64，想和它逐位一致请用 float64。）"
+            if low else "")
 
 
-def _todo(name, learner_name) -> ExerciseResult:
-    return ExerciseResult(
-        name,
-        "todo",
-        f"还没实现：{learner_name} 里还是 raise NotImplementedError。把它换成你的代码，再运行这个单元格。"
-        f"想看要求：exercises.spec(\"{name}\")；实在卡住了：exercises.show_solution(\"{name}\")。",
-    )
+def _todo(ex) -> str:
+    return (f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError。把它换成你的代码，再运行这个单元格。"
+            f"想看要求：exercises.spec(\"{ex.name}\")；实在卡住了：exercises.show_solution(\"{ex.name}\")。")
 
 
-# ---------------------------------------------------------------------------------------------
-# Exercise 1: split_heads
-# ---------------------------------------------------------------------------------------------
-
+# ------------------------------------------------------------------------------------------- the checkers
 _SPLIT_CASES = ((12, 512, 8), (5, 6, 3), (4, 8, 1), (3, 6, 6), (7, 12, 4))  # (n, d_model, h)
 
 
 def _split_cases():
     from lesson_lib import paper
 
-    first = (12, paper.BASE_D_MODEL, paper.BASE_HEADS)  # the lesson's base model: (12, 512) -> (8, 12, 64)
-    return (first, *_SPLIT_CASES[1:])
+    return ((12, paper.BASE_D_MODEL, paper.BASE_HEADS), *_SPLIT_CASES[1:])  # first: the base model's (12, 512)
 
 
-@_stops
-def check_split_heads(fn, source: str = "") -> ExerciseResult:
-    """Run ``fn(x, h)`` on several (n, d_model, h) and compare with the kernel's split_heads (in this process)."""
-    name, learner = "split_heads", "my_split_heads"
-    rng = np.random.default_rng(0)
-    cases = _split_cases()
-    low = False
-    for n, d, h in cases:
-        case = f"n={n}, d_model={d}, h={h}"
+def check_split_heads(fn, source: str = "") -> str:
+    """``fn(x, h)`` on several (n, d_model, h), compared with the kernel's split_heads."""
+    rng, low, ex = np.random.default_rng(0), False, EXERCISES["split_heads"]
+    for n, d, h in _split_cases():
+        case, d_k = f"n={n}, d_model={d}, h={h}", d // h
         x = rng.standard_normal((n, d))
         want = split_heads(x, h)
-        value = _call(name, learner, case, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。", fn, (x, h), ("x", "h"),
-                      source)  # fmt: skip
-        got, this_low = _as_array(name, case, value)
+        value = _call(ex, case, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。", fn, (x, h), ("x", "h"), source)
+        got, this_low = _as_array(case, value)
         low = low or this_low
         if got.shape != want.shape:
-            shape_hint = split_heads_shape_mistake(got.shape, n, h, d // h)
-            message = f"{case}：形状应为 {tuple(want.shape)}，你的是 {tuple(got.shape)}：{shape_hint}"
-            mistake = "transpose" if got.shape == (n, h, d // h) else "shape"
-            return ExerciseResult(name, "wrong", message, mistakes=(mistake,))
+            raise _Stop("wrong", f"{case}：形状应为 {tuple(want.shape)}，你的是 {tuple(got.shape)}："
+                        + split_heads_shape_mistake(got.shape, n, h, d_k),
+                        ("transpose" if got.shape == (n, h, d_k) else "shape",))  # fmt: skip
         if not np.isfinite(got).all():
-            return ExerciseResult(name, "wrong", f"{case}：结果里有 NaN 或 inf，而输入都是有限的数。")
-        if not _same(got, want, this_low):
-            if (imprecise := _precision_problem(name, case, got, want, this_low)) is not None:
-                return imprecise
-            d_k = d // h
-            mistake = "values"
-            if _same(got, x.reshape(h, n, d_k)):
-                mistake = "reshape_without_transpose"
-                hint = (
-                    f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征塞进同一个头。"
-                    f"先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。"
-                )
-            elif _same(got, x.reshape(n, d_k, h).transpose(2, 0, 1)):
-                mistake = "strided"
-                hint = (
-                    f"第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列："
-                    "reshape 的顺序是 (n, h, d_k)。"
-                )
-            else:
-                hint = f"形状对了，但数值不对，{_where_differs(got, want)}。head i 应是 x[:, i·d_k:(i+1)·d_k]。"
-            return ExerciseResult(name, "wrong", f"{case}：{hint}", mistakes=(mistake,))
-    n, d, h = cases[0]
-    shape = split_heads(np.zeros((n, d)), h).shape
-    message = (
-        f"全部通过！{len(cases)} 个例子都和 lesson_lib 的 split_heads 一致（包括 base 模型：({n}, {d}) → {shape}）。"
-        + _precision_note(low)
-    )
-    return ExerciseResult(name, "passed", message)
+            raise _Stop("wrong", f"{case}：结果里有 NaN 或 inf，而输入都是有限的数。")
+        if _compare(case, got, want, this_low):
+            continue
+        if _same(got, x.reshape(h, n, d_k)):
+            raise _Stop("wrong", f"{case}：形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征"
+                        f"塞进同一个头。先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。",
+                        ("reshape_without_transpose",))  # fmt: skip
+        if _same(got, x.reshape(n, d_k, h).transpose(2, 0, 1)):
+            raise _Stop("wrong", f"{case}：第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列："
+                        "reshape 的顺序是 (n, h, d_k)。", ("strided",))  # fmt: skip
+        raise _Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
+                    "head i 应是 x[:, i·d_k:(i+1)·d_k]。", ("values",))  # fmt: skip
+    n, d, h = _split_cases()[0]
+    return (f"全部通过！{len(_SPLIT_CASES)} 个例子都和 lesson_lib 的 split_heads 一致（包括 base 模型：({n}, {d}) → "
+            f"{split_heads(np.zeros((n, d)), h).shape}）。" + _precision_note(low))
 
-
-# ---------------------------------------------------------------------------------------------
-# Exercise 2: the per-head loop version of multi-head attention
-# ---------------------------------------------------------------------------------------------
 
 _MHA_CASES = ((5, 8, 2), (4, 12, 3), (6, 8, 1), (3, 16, 8), (12, 64, 8))  # (n, d_model, h)
 
 
-def _mha_variants(x, w_q, w_k, w_v, w_o, h):
-    """Outputs of common mistakes, computed with the kernel's functions, with the advice for each."""
+def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
+    """(mistake id, the output it gives, computed with the kernel, and the advice)."""
     d = x.shape[1]
-    d_k = d // h
-    sqrt = math.sqrt(d_k)
-    out = {}
-    out["no_scale"] = (
-        multi_head_attention(x, w_q * sqrt, w_k, w_v, w_o, h)[0],
-        "忘了除以 √d_k：打分应为 Q_i K_iᵀ / √d_k。",
-    )
-    if h > 1:
-        out["scale_d_model"] = (
-            multi_head_attention(x, w_q * sqrt / math.sqrt(d), w_k, w_v, w_o, h)[0],
-            f"缩放用的是 √d_model = √{d}；每个头应当除以自己的 √d_k = √{d_k}。",
-        )
-        out["one_head"] = (
-            multi_head_attention(x, w_q, w_k, w_v, w_o, 1)[0],
-            f"结果和单头（h = 1）一样：每个头只应使用 W^Q、W^K、W^V 的第 i 块 {d_k} 列，分别做注意力。",
-        )
-        perm = np.concatenate([np.arange(i, d, h) for i in range(h)])
-        out["strided"] = (
-            multi_head_attention(x, w_q[:, perm], w_k[:, perm], w_v[:, perm], w_o, h)[0],
-            f"第 i 个头应当取连续的列块 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列。",
-        )
-    out["no_w_o"] = (
-        multi_head_attention(x, w_q, w_k, w_v, np.eye(d), h)[0],
-        "忘了最后乘 W^O：Concat 之后还要乘输出投影矩阵。",
-    )
-    q = split_heads(x @ w_q, h)
-    k = split_heads(x @ w_k, h)
-    v = split_heads(x @ w_v, h)
+    d_k, sqrt = d // h, math.sqrt(d // h)
+    q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
     scores = q @ np.swapaxes(k, -1, -2) / sqrt
-    out["softmax_axis"] = (
-        merge_heads(softmax(scores, axis=-2) @ v) @ w_o,
-        "softmax 的方向不对：应当沿最后一个轴（对每个查询的所有键）归一化，softmax(scores, axis=-1)。",
-    )
-    out["no_softmax"] = (
-        merge_heads(scores @ v) @ w_o,
-        "忘了 softmax：分数要先变成每行和为 1 的权重，再乘 V。",
-    )
-    return out
+    perm = np.concatenate([np.arange(i, d, h) for i in range(h)])
+    yield ("no_scale", multi_head_attention(x, w_q * sqrt, w_k, w_v, w_o, h)[0],
+           "忘了除以 √d_k：打分应为 Q_i K_iᵀ / √d_k。")
+    if h > 1:
+        yield ("scale_d_model", multi_head_attention(x, w_q * sqrt / math.sqrt(d), w_k, w_v, w_o, h)[0],
+               f"缩放用的是 √d_model = √{d}；每个头应当除以自己的 √d_k = √{d_k}。")
+        yield ("one_head", multi_head_attention(x, w_q, w_k, w_v, w_o, 1)[0],
+               f"结果和单头（h = 1）一样：每个头只应使用 W^Q、W^K、W^V 的第 i 块 {d_k} 列，分别做注意力。")
+        yield ("strided", multi_head_attention(x, w_q[:, perm], w_k[:, perm], w_v[:, perm], w_o, h)[0],
+               f"第 i 个头应当取连续的列块 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列。")
+    yield ("no_w_o", multi_head_attention(x, w_q, w_k, w_v, np.eye(d), h)[0],
+           "忘了最后乘 W^O：Concat 之后还要乘输出投影矩阵。")
+    yield ("softmax_axis", merge_heads(softmax(scores, axis=-2) @ v) @ w_o,
+           "softmax 的方向不对：应当沿最后一个轴（对每个查询的所有键）归一化，softmax(scores, axis=-1)。")
+    yield "no_softmax", merge_heads(scores @ v) @ w_o, "忘了 softmax：分数要先变成每行和为 1 的权重，再乘 V。"
 
 
-@_stops
-def check_multi_head_attention_loop(fn, source: str = "") -> ExerciseResult:
-    """Run ``fn(x, w_q, w_k, w_v, w_o, h)`` on several cases and compare with the kernel's multi_head_attention."""
-    name, learner = "multi_head_attention_loop", "my_multi_head_attention_loop"
-    rng = np.random.default_rng(1)
-    low = False
+def check_multi_head_attention_loop(fn, source: str = "") -> str:
+    """``fn(x, w_q, w_k, w_v, w_o, h)`` on several cases, compared with the kernel's multi_head_attention."""
+    rng, low, ex = np.random.default_rng(1), False, EXERCISES["multi_head_attention_loop"]
     for n, d, h in _MHA_CASES:
-        case = f"n={n}, d_model={d}, h={h}"
+        case, d_k = f"n={n}, d_model={d}, h={h}", d // h
         x = rng.standard_normal((n, d))
         ws = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)]
         want = multi_head_attention(x, *ws, h)[0]
         hint = "提示：head_i 用 W^Q[:, i·d_k:(i+1)·d_k] 等列块；可以调用 softmax(scores, axis=-1)。"
-        value = _call(name, learner, case, hint, fn, (x, *ws, h), ("x", "w_q", "w_k", "w_v", "w_o", "h"), source)
-        got, this_low = _as_array(name, case, value, pair_ok=True)
+        value = _call(ex, case, hint, fn, (x, *ws, h), ("x", "w_q", "w_k", "w_v", "w_o", "h"), source)
+        got, this_low = _as_array(case, value, pair_ok=True)
         low = low or this_low
-        d_k = d // h
         if got.shape != want.shape:
-            mistake = {(h, n, d_k): "no_concat", (n, d_k): "one_head_only"}.get(got.shape, "shape")
-            if got.shape == (h, n, d_k):
-                hint = f"这是 {h} 个头各自的输出：还要沿特征维度拼接（Concat）成 ({n}, {d})，再乘 W^O。"
-            elif got.shape == (n, d_k):
-                hint = f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"
-            else:
-                hint = "输出应当和输入 x 一样是 (n, d_model)。"
-            return ExerciseResult(name, "wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{hint}",
-                                  mistakes=(mistake,))  # fmt: skip
+            mistake, hint = {
+                (h, n, d_k): ("no_concat",
+                              f"这是 {h} 个头各自的输出：还要沿特征维度拼接（Concat）成 ({n}, {d})，再乘 W^O。"),
+                (n, d_k): ("one_head_only", f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"),
+            }.get(got.shape, ("shape", "输出应当和输入 x 一样是 (n, d_model)。"))  # fmt: skip
+            raise _Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{hint}", (mistake,))
         if not np.isfinite(got).all():
-            message = f"{case}：结果里有 NaN 或 inf：检查 softmax 是否先减去了每行的最大值。"
-            return ExerciseResult(name, "wrong", message)
-        if not _same(got, want, this_low):
-            if (imprecise := _precision_problem(name, case, got, want, this_low)) is not None:
-                return imprecise
-            for mistake, (variant, advice) in _mha_variants(x, *ws, h).items():
-                if _same(got, variant, this_low):
-                    return ExerciseResult(name, "wrong", f"{case}：{advice}", mistakes=(mistake,))
-            return ExerciseResult(
-                name, "wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
-                "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。",
-            )  # fmt: skip
-    return ExerciseResult(
-        name, "passed", f"全部通过！{len(_MHA_CASES)} 个例子都和 lesson_lib 的 multi_head_attention 一致："
-        "逐头循环和一次性的批量计算，算的是同一个公式。" + _precision_note(low),
-    )  # fmt: skip
+            raise _Stop("wrong", f"{case}：结果里有 NaN 或 inf：检查 softmax 是否先减去了每行的最大值。")
+        if _compare(case, got, want, this_low):
+            continue
+        for mistake, variant, advice in _mha_mistakes(x, *ws, h):
+            if _same(got, variant, this_low):
+                raise _Stop("wrong", f"{case}：{advice}", (mistake,))
+        raise _Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
+                    "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。")  # fmt: skip
+    return (f"全部通过！{len(_MHA_CASES)} 个例子都和 lesson_lib 的 multi_head_attention 一致："
+            "逐头循环和一次性的批量计算，算的是同一个公式。" + _precision_note(low))
 
-
-# ---------------------------------------------------------------------------------------------
-# Exercise 3: count the multiplies of one layer
-# ---------------------------------------------------------------------------------------------
 
 _COUNT_CASES = ((50, 512, 8), (50, 512, 16), (10, 64, 1), (7, 12, 3), (1, 8, 8))  # (n, d_model, h)
 
 
-@_stops
-def check_count_multiplies(fn, source: str = "") -> ExerciseResult:
-    """Run ``fn(n, d_model, h)`` and compare with lesson_lib.sections.s04_costs.count(...).matmul_total."""
-    name, learner = "count_multiplies", "my_count_multiplies"
-    for n, d, h in _COUNT_CASES:
-        case = f"n={n}, d_model={d}, h={h}"
-        c = count(n, d, h)
-        value = _call(name, learner, case, "提示：把四个矩阵乘法各自的乘法次数加起来。", fn, (n, d, h),
-                      ("n", "d_model", "h"), source)  # fmt: skip
-        value = _as_number(name, case, value)
-        if value != c.matmul_total:
-            mistake, hint = _count_hint(value, c)
-            message = f"{case}：应为 {c.matmul_total:,}，你的是 {_fmt(value)}。{hint}"
-            return ExerciseResult(name, "wrong", message, mistakes=(mistake,))
-    (n, d, h1), (_, _, h2) = _COUNT_CASES[:2]
-    total = count(n, d, h1).matmul_total
-    message = (
-        f"全部通过！例如 n={n}, d_model={d} 时，h = {h1} 和 h = {h2} 都是 {total:,} 次："
-        "矩阵乘法的总量与头数无关（4·n·d² + 2·n²·d）。"
-    )
-    return ExerciseResult(name, "passed", message)
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:40] + "…"
-
-
-def _fmt(value: float | int) -> str:
-    if isinstance(value, int):  # exact, however large (str() of a huge int is refused by Python itself)
-        return f"{value:,}" if value.bit_length() < 64 else f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"
-    return f"{value:.6g}"
-
-
-def _count_hint(value: float, c) -> tuple[str, str]:
+def _count_hint(value, c) -> tuple[str, str]:
     """(mistake id, hint) for a wrong count."""
-    parts = {
+    return {
         c.scores + c.weights_v: ("no_projections", "只算了 QKᵀ 与 weights × V，漏了四个投影（3·n·d² 与 n·d²）。"),
         c.qkv_projections + c.output_projection: ("no_scores", "只算了四个投影，漏了 QKᵀ 与 weights × V（各 n²·d）。"),
         c.matmul_total - c.output_projection: ("no_w_o", "漏了输出投影 W^O（n·d²）。"),
@@ -514,73 +345,74 @@ def _count_hint(value: float, c) -> tuple[str, str]:
         c.matmul_total * c.h: ("times_h", "多乘了一个 h：每个头只有 d_k = d_model / h 宽，h 个头合起来和单头一样。"),
         c.matmul_total - c.scores - c.weights_v + (c.scores + c.weights_v) // c.h:
             ("one_head", "QKᵀ 与 weights × V 只算了一个头：要乘以 h。"),
-    }  # fmt: skip
-    return parts.get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。"))
+    }.get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。"))  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------------
-# The exercises, and what the notebook calls
-# ---------------------------------------------------------------------------------------------
+def check_count_multiplies(fn, source: str = "") -> str:
+    """``fn(n, d_model, h)`` compared with ``costs.count(...).matmul_total``."""
+    ex = EXERCISES["count_multiplies"]
+    for n, d, h in _COUNT_CASES:
+        case, c = f"n={n}, d_model={d}, h={h}", count(n, d, h)
+        hint = "提示：把四个矩阵乘法各自的乘法次数加起来。"
+        value = _call(ex, case, hint, fn, (n, d, h), ("n", "d_model", "h"), source)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or (isinstance(value, (float, np.floating)) and not math.isfinite(value)):  # fmt: skip
+            short = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+            raise _Stop("wrong", f"{case}：应当返回一个整数，你返回的是 {short}。")
+        value = int(value) if isinstance(value, (int, np.integer)) or value == int(value) else float(value)
+        if value != c.matmul_total:
+            mistake, hint = _count_hint(value, c)
+            shown = f"{value:.6g}" if isinstance(value, float) else f"{value:,}" if value.bit_length() < 64 else \
+                f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"  # str() of a huge int is refused
+            raise _Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {shown}。{hint}", (mistake,))
+    (n, d, h1), (_, _, h2) = _COUNT_CASES[:2]
+    return (f"全部通过！例如 n={n}, d_model={d} 时，h = {h1} 和 h = {h2} 都是 {count(n, d, h1).matmul_total:,} 次："
+            "矩阵乘法的总量与头数无关（4·n·d² + 2·n²·d）。")
+
+
+# ------------------------------------------------------------------------------------ what the notebook calls
+@dataclass(frozen=True)
+class _Exercise:
+    name: str
+    learner_name: str  # the stub's name in the notebook
+    spec: str
+    solution: Callable
+    checker: Callable[..., str]  # the passed message, or raises _Stop
+
 
 # The named mistakes a checker gives (ExerciseResult.mistakes), in Chinese: the class report lists them by name.
 MISTAKES = {
     "transpose": "忘了 transpose（停在 (n, h, d_k)）",
     "reshape_without_transpose": "直接 reshape 成 (h, n, d_k)，没有转置",
-    "strided": "每隔 h 列取一列，而不是连续的 d_k 列",
-    "shape": "形状不对",
-    "values": "形状对了，数值不对",
-    "no_scale": "忘了除以 √d_k",
-    "scale_d_model": "除以 √d_model，而不是 √d_k",
-    "one_head": "只算了一个头",
-    "one_head_only": "只返回了一个头的结果",
-    "no_concat": "没有把各头拼接起来",
-    "no_w_o": "漏了输出投影 W^O",
-    "softmax_axis": "softmax 沿错了轴",
-    "no_softmax": "忘了 softmax",
-    "no_projections": "漏了四个投影",
-    "no_scores": "漏了 QKᵀ 与 weights × V",
-    "no_qkv": "漏了 Q、K、V 三个投影",
-    "no_weights_v": "漏了 weights × V",
-    "no_qk": "漏了打分 QKᵀ",
-    "scores_only": "只算了打分 QKᵀ",
-    "softmax_counted": "把 softmax 也算进了乘法",
-    "times_h": "多乘了一个 h",
-    "other": "数错了",
-    "modifies_input": "改动了输入数组",
-    "no_return": "没有返回结果",
+    "strided": "每隔 h 列取一列，而不是连续的 d_k 列", "shape": "形状不对", "values": "形状对了，数值不对",
+    "no_scale": "忘了除以 √d_k", "scale_d_model": "除以 √d_model，而不是 √d_k", "one_head": "只算了一个头",
+    "one_head_only": "只返回了一个头的结果", "no_concat": "没有把各头拼接起来", "no_w_o": "漏了输出投影 W^O",
+    "softmax_axis": "softmax 沿错了轴", "no_softmax": "忘了 softmax", "no_projections": "漏了四个投影",
+    "no_scores": "漏了 QKᵀ 与 weights × V", "no_qkv": "漏了 Q、K、V 三个投影", "no_weights_v": "漏了 weights × V",
+    "no_qk": "漏了打分 QKᵀ", "scores_only": "只算了打分 QKᵀ", "softmax_counted": "把 softmax 也算进了乘法",
+    "times_h": "多乘了一个 h", "other": "数错了", "modifies_input": "改动了输入数组", "no_return": "没有返回结果",
     "float32": "公式对，中间用了 float32",
-}
+}  # fmt: skip
 
-EXERCISES = {
-    "split_heads": _Exercise(
-        "split_heads",
-        "my_split_heads",
-        "实现 my_split_heads(x, h)：输入 x 的形状是 (n, d_model)，h 整除 d_model。返回形状 (h, n, d_k) 的数组，"
-        "d_k = d_model / h；第 i 个头是 x 的第 i 块连续的列 x[:, i·d_k:(i+1)·d_k]。"
-        "只用 numpy 的 reshape 和 transpose。",
-        split_heads_solution,
-        check_split_heads,
-    ),
-    "multi_head_attention_loop": _Exercise(
-        "multi_head_attention_loop",
-        "my_multi_head_attention_loop",
-        "实现 my_multi_head_attention_loop(x, w_q, w_k, w_v, w_o, h)：x 是 (n, d_model)，四个权重都是 "
-        "(d_model, d_model)。用 for 循环逐个头计算：head_i = softmax(Q_i K_iᵀ / √d_k) V_i，其中 Q_i = x W^Q 的第 i 块 "
-        "d_k 列（K_i、V_i 同理）；把 h 个头沿特征维度拼接成 (n, d_model)，再乘 w_o，返回 (n, d_model) 的输出。"
-        "可以使用 softmax(scores, axis=-1)。",
-        multi_head_attention_loop_solution,
-        check_multi_head_attention_loop,
-    ),
-    "count_multiplies": _Exercise(
-        "count_multiplies",
-        "my_count_multiplies",
-        "实现 my_count_multiplies(n, d_model, h)：返回一层自注意力里所有矩阵乘法的乘法次数（整数）："
-        "Q、K、V 三个投影，每个头的 Q_i K_iᵀ 与 weights_i V_i，以及输出投影 W^O。softmax 不算。"
-        "(a × b) 矩阵乘 (b × c) 矩阵需要 a·b·c 次乘法。",
-        count_multiplies_solution,
-        check_count_multiplies,
-    ),
-}
+EXERCISES = {e.name: e for e in (
+    _Exercise("split_heads", "my_split_heads",
+              "实现 my_split_heads(x, h)：输入 x 的形状是 (n, d_model)，h 整除 d_model。返回形状 (h, n, d_k) 的数组，"
+              "d_k = d_model / h；第 i 个头是 x 的第 i 块连续的列 x[:, i·d_k:(i+1)·d_k]。"
+              "只用 numpy 的 reshape 和 transpose。",
+              split_heads_solution, check_split_heads),
+    _Exercise("multi_head_attention_loop", "my_multi_head_attention_loop",
+              "实现 my_multi_head_attention_loop(x, w_q, w_k, w_v, w_o, h)：x 是 (n, d_model)，四个权重都是 "
+              "(d_model, d_model)。用 for 循环逐个头计算：head_i = softmax(Q_i K_iᵀ / √d_k) V_i，"
+              "其中 Q_i = x W^Q 的第 i 块 d_k 列（K_i、V_i 同理）；把 h 个头沿特征维度拼接成 (n, d_model)，"
+              "再乘 w_o，返回 (n, d_model) 的输出。"
+              "可以使用 softmax(scores, axis=-1)。",
+              multi_head_attention_loop_solution, check_multi_head_attention_loop),
+    _Exercise("count_multiplies", "my_count_multiplies",
+              "实现 my_count_multiplies(n, d_model, h)：返回一层自注意力里所有矩阵乘法的乘法次数（整数）："
+              "Q、K、V 三个投影，每个头的 Q_i K_iᵀ 与 weights_i V_i，以及输出投影 W^O。softmax 不算。"
+              "(a × b) 矩阵乘 (b × c) 矩阵需要 a·b·c 次乘法。",
+              count_multiplies_solution, check_count_multiplies),
+)}  # fmt: skip
 
 
 def _exercise(name: str) -> _Exercise:
@@ -590,72 +422,63 @@ def _exercise(name: str) -> _Exercise:
 
 
 def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
-    """Check the learner's function for exercise ``name`` in the checker's own process; record the result.
-    Never raises for anything the function does; returns within ``budget`` (BUDGET_S) once the process runs."""
-    exercise = _exercise(name)
+    """Check the learner's function in the checker's process and record the result. Never raises for anything the
+    function does; returns within ``budget`` (BUDGET_S) once the process runs."""
+    ex = _exercise(name)
     if _in_worker:  # called from inside the learner's function (or a re-checked cell's text)
         if _calling[0]:
             raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
                                "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")  # fmt: skip
         return None
     if not callable(fn):
-        result = ExerciseResult(
-            name, "error", f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
-            f"例如 check(\"{name}\", {exercise.learner_name})，函数名后面不要加括号。",
-        )  # fmt: skip
+        result = ExerciseResult(name, "error", f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
+                                f"例如 check(\"{name}\", {ex.learner_name})，函数名后面不要加括号。")  # fmt: skip
     else:
         try:
             source = textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
         except (OSError, TypeError):
             source = ""
-        result = _todo(name, exercise.learner_name) if _is_stub(source) else _in_process(name, fn, source, budget)
-        result = replace(result, source=source or None)
+        result = replace(_in_process(ex, fn, source, budget), source=source or None)
     with contextlib.suppress(Exception):  # a failed save shows in the summary; the result matters more
         progress.default_progress().record_exercise(result)
     return result
 
 
 def check_source(name: str, source: str, *, budget: float | None = None, fresh: bool = False) -> ExerciseResult:
-    """Check code given as text (``ExerciseResult.source``, or a cell's text) in the checker's process; with
-    ``fresh=True`` in a new one. The code runs with ``np``, ``math`` and ``softmax`` defined, as in the notebook;
-    the function checked is ``my_<name>`` (the stub's name), else the last function it defines. Not recorded."""
-    _exercise(name)
+    """Check code given as text (a saved ``ExerciseResult.source``, a cell's text), ``fresh``: in a new process.
+    It runs with ``np``, ``math`` and ``softmax`` defined; the function checked is ``my_<name>``, else the last
+    one it defines. Not recorded."""
+    ex = _exercise(name)
     if fresh:
         worker.stop()
-    result = _todo(name, EXERCISES[name].learner_name) if _is_stub(source) else _in_process(name, None, source, budget)
-    return replace(result, source=source)
+    return replace(_in_process(ex, None, source, budget), source=source)
 
 
 def _is_stub(source: str) -> bool:
-    """The notebook's stub, untouched: one function whose body is only (a docstring and) raise NotImplementedError."""
+    """The notebook's stub, untouched: the last function's body is only (a docstring and) raise NotImplementedError."""
     try:
-        tree = ast.parse(textwrap.dedent(source))
+        funcs = [node for node in ast.parse(textwrap.dedent(source)).body if isinstance(node, ast.FunctionDef)]
     except (SyntaxError, ValueError):
         return False
-    funcs = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
-    if not funcs:
-        return False
-    body = funcs[-1].body
+    body = funcs[-1].body if funcs else []
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
+        body = body[1:]
     if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
         return False
     exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
-# ---------------------------------------------------------------------------------------------
-# Across the process boundary
-# ---------------------------------------------------------------------------------------------
-
 _in_worker = False  # True in the checker's process
 _calling = [False]  # True while the learner's function runs there
+_AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
 
 
-def _in_process(name: str, fn, source: str, budget: float | None) -> ExerciseResult:
-    """Run the checker in the worker process; the Chinese message for whatever ended it."""
-    learner = EXERCISES[name].learner_name
-    budget = BUDGET_S if budget is None else budget
+def _in_process(ex: _Exercise, fn, source: str, budget: float | None) -> ExerciseResult:
+    """Run the checker in the worker process (an untouched stub needs none); the Chinese message for how it ended."""
+    name, learner, budget = ex.name, ex.learner_name, BUDGET_S if budget is None else budget
+    if _is_stub(source):
+        return ExerciseResult(name, "todo", _todo(ex))
     try:
         payload = _pickled((name, fn, source), fn)
     except Exception as exc:
@@ -667,55 +490,43 @@ def _in_process(name: str, fn, source: str, budget: float | None) -> ExerciseRes
             print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")  # the learner's own print()s
         status, message, mistakes = reply.value
         return ExerciseResult(name, status, message, mistakes=tuple(mistakes))
-    return ExerciseResult(name, *_ended(learner, reply, budget, _stuck_at(reply.stack, fn, source)))
+    if reply.kind == "timeout":
+        huge = "把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完" if name == "count_multiplies" else \
+            "创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）"  # fmt: skip
+        where = _stuck_at(reply.stack, fn, source)
+        return ExerciseResult(name, "timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}"
+                              "，检查器把它停下了：是不是写了死循环？检查 while 循环的退出条件和 for 循环的范围。"
+                              f"也可能是一次极大的计算：例如{huge}。这里的例子都很小，正确的写法一眨眼就算完。{_AFTER}")
+    if reply.kind == "interrupted":
+        return ExerciseResult(name, "interrupted", f"检查被中断了（{learner} 还没算完）。如果是因为等得太久："
+                              f"是不是写了死循环？{_AFTER}")  # fmt: skip
+    if reply.kind == "nostart":
+        why = (reply.stack.strip().splitlines() or [""])[-1]
+        return ExerciseResult(name, "error", f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why}），"
+                              "你的函数还没有被检查。请重启内核（Kernel → Restart）再运行；"
+                              "如果还是这样，把这条信息告诉老师。")
+    if reply.exitcode is not None and 0 <= reply.exitcode < 256:
+        return ExerciseResult(name, "error", f"{learner} 让运行它的进程直接退出了（退出码 {reply.exitcode}）："
+                              f"是不是调用了 os._exit(…)？函数只需要计算并 return 结果。{_AFTER}")  # fmt: skip
+    return ExerciseResult(name, "error", f"运行 {learner} 的进程崩溃了（退出码 {reply.exitcode}）。常见原因：调高了 "
+                          "sys.setrecursionlimit 之后递归太深，把栈用光了；用 ctypes 读写了不该碰的内存；"
+                          "或者内存用得太多，被系统结束。这几个练习都不需要递归和 ctypes：用 for 循环和 numpy 写。"
+                          + _AFTER)
 
 
 def _stuck_at(stack: str, fn, source: str) -> str:
     """「（停在这一行：…）」: the learner's innermost line in faulthandler's dump (most recent call first)."""
     code = getattr(fn, "__code__", None)
-    function, first = (code.co_name, code.co_firstlineno) if code is not None else (None, 1)
-    lines = textwrap.dedent(source).splitlines()
     for path, lineno, name in re.findall(r'File "(.*)", line (\d+) in (\S+)', stack):
-        index = int(lineno) - first
-        if (name == function or path == "<learner>") and 0 <= index < len(lines):
-            return f"（停在这一行：「{lines[index].strip()[:80]}」）"
+        if path == "<learner>" or (code is not None and name == code.co_name):
+            if text := _source_line(code, source, int(lineno), path == "<learner>"):
+                return f"（停在这一行：「{text}」）"
     return ""
 
 
-_HUGE = {  # the likeliest huge computation in each exercise
-    "my_count_multiplies": "例如把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完。",
-    "my_split_heads": "例如创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）。",
-    "my_multi_head_attention_loop": "例如创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）。",
-}
-
-
-def _ended(learner: str, reply: worker.Reply, budget: float, where: str = "") -> tuple[str, str]:
-    """(status, message) for a check that did not come back."""
-    after = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
-    if reply.kind == "timeout":
-        return "timeout", (
-            f"{learner} 运行了 {budget:g} 秒还没有结束{where}，检查器把它停下了：是不是写了死循环？"
-            f"检查 while 循环的退出条件和 for 循环的范围。也可能是一次极大的计算：{_HUGE[learner]}"
-            f"这里的例子都很小，正确的写法一眨眼就算完。{after}")  # fmt: skip
-    if reply.kind == "interrupted":
-        return "interrupted", f"检查被中断了（{learner} 还没算完）。如果是因为等得太久：是不是写了死循环？{after}"
-    if reply.kind == "nostart":
-        why = reply.stack.strip().splitlines()[-1:] or [""]
-        return "error", (f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why[0]}），你的函数还没有被检查。"
-                         "请重启内核（Kernel → Restart）再运行；如果还是这样，把这条信息告诉老师。")  # fmt: skip
-    code = reply.exitcode
-    if code is not None and 0 <= code < 256:
-        return "error", (f"{learner} 让运行它的进程直接退出了（退出码 {code}）：是不是调用了 os._exit(…)？"
-                         f"函数只需要计算并 return 结果。{after}")  # fmt: skip
-    return "error", (
-        f"运行 {learner} 的进程崩溃了（退出码 {code}）。常见原因：调高了 sys.setrecursionlimit 之后递归太深，"
-        "把栈用光了；用 ctypes 读写了不该碰的内存；或者内存用得太多，被系统结束。这几个练习都不需要递归和 ctypes："
-        f"用 for 循环和 numpy 写。{after}")  # fmt: skip
-
-
 def _pickled(item, fn) -> bytes:
-    """cloudpickle: a function from ``__main__`` (the notebook) travels by value; so does one from any module
-    that is not lesson_lib's or a library's (a test file, the learner's own .py), which the worker may lack."""
+    """cloudpickle; a function from ``__main__`` travels by value, and so does one from any module that is not
+    lesson_lib's or a library's (a test file, the learner's own .py), which the worker may lack."""
     import cloudpickle
 
     module = sys.modules.get(getattr(fn, "__module__", None) or "")
@@ -732,39 +543,32 @@ def _pickled(item, fn) -> bytes:
 
 
 def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
-    """In the worker: unpack the learner's function (or compile its text) and run the exercise's checker."""
+    """In the worker: rebuild the learner's function (or compile its text) and run the exercise's checker."""
     global _in_worker
     import cloudpickle
 
     _in_worker = True
-    name = "?"
     try:
         name, fn, source = cloudpickle.loads(payload)
-        exercise = EXERCISES[name]
-        fn = fn if fn is not None else _compiled(exercise, source)
+        ex = EXERCISES[name]
+        if fn is None:
+            namespace = {"__name__": "__learner__", "np": np, "numpy": np, "math": math, "softmax": softmax,
+                         "exercises": sys.modules[__name__]}  # fmt: skip
+            exec(compile(textwrap.dedent(source), "<learner>", "exec"), namespace)
+            functions = [v for v in namespace.values() if inspect.isfunction(v) and v.__module__ == "__learner__"]
+            if not functions:
+                raise ValueError(f"代码里没有定义函数 {ex.learner_name}")
+            fn = namespace.get(ex.learner_name) if callable(namespace.get(ex.learner_name)) else functions[-1]
     except BaseException as exc:  # a function that cannot be rebuilt here, or code given as text that does not run
         return "error", (f"检查器没能拿到你的函数（{_describe(exc)}）：先单独运行定义函数的单元格，确认它不报错，"
                          "再运行检查。"), ()  # fmt: skip
     try:
-        result = exercise.checker(fn, source)
+        return "passed", ex.checker(fn, source), ()
+    except _Stop as stop:
+        return stop.args[0], stop.args[1], tuple(stop.args[2]) if len(stop.args) > 2 else ()
     except BaseException as exc:  # what the learner returned defeated the checker's reading of it
-        result = ExerciseResult(name, "error", f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型"
-                                "和形状，应当返回一个普通的 numpy 数组（或整数）。")  # fmt: skip
-    return result.status, result.message, result.mistakes
-
-
-def _compiled(exercise: _Exercise, source: str):
-    from lesson_lib.practice import exercises
-
-    namespace = {"__name__": "__learner__", "np": np, "numpy": np, "math": math, "softmax": softmax,
-                 "exercises": exercises}  # fmt: skip
-    exec(compile(textwrap.dedent(source), "<learner>", "exec"), namespace)
-    if callable(namespace.get(exercise.learner_name)):
-        return namespace[exercise.learner_name]
-    functions = [v for v in namespace.values() if inspect.isfunction(v) and v.__module__ == "__learner__"]
-    if not functions:
-        raise ValueError(f"代码里没有定义函数 {exercise.learner_name}")
-    return functions[-1]
+        return "error", (f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型和形状，应当返回一个普通的 "
+                         "numpy 数组（或整数）。"), ()  # fmt: skip
 
 
 def spec(name: str) -> _Text:
@@ -773,7 +577,5 @@ def spec(name: str) -> _Text:
 
 
 def show_solution(name: str) -> _Text:
-    """The reference solution's source (read from lesson_lib by reflection, never a pasted copy)."""
+    """The reference solution's source (read by reflection, never a pasted copy)."""
     return _Text(inspect.getsource(_exercise(name).solution).rstrip(), "python")
-
-

@@ -1,10 +1,5 @@
-"""The optional labs' own questions, declared as data with the quiz bank's ``Question`` type.
-
-The core lesson's bank (``practice.questions``) holds S/Q questions; these L questions belong to the labs
-(``notebooks/lab_real_heads.ipynb``: L6…, ``notebooks/lab_ablation.ipynb``: L7…). Every number in a
-prompt or an option is computed from ``lesson_lib``. ``ask(id)`` adds the lab's questions to the bank the
-first time a lab asks one (checking and recording work as for the core; the core's counts leave them out)
-and returns the quiz widget.
+"""The optional labs' own questions (L6… in lab_real_heads, L7… in lab_ablation), as data in the bank's types,
+their numbers computed from ``lesson_lib``. A lab's ``ask`` adds them to the bank; the core's counts leave them out.
 """
 
 from __future__ import annotations
@@ -12,8 +7,6 @@ from __future__ import annotations
 from lesson_lib.practice import questions as bank
 from lesson_lib.practice.checkers import ChoiceKey
 from lesson_lib.practice.feedback import Question
-
-__all__ = ["BUILDERS", "ask", "lab_question", "register"]
 
 
 def _l6a() -> Question:
@@ -110,19 +103,10 @@ def _l7b() -> Question:
 BUILDERS = {"L6a": _l6a, "L6b": _l6b, "L7a": _l7a, "L7b": _l7b}
 
 
-def lab_question(question_id: str) -> Question:
-    """One lab question, built now (a Chinese KeyError names the ids that exist)."""
-    if question_id not in BUILDERS:
-        raise KeyError(f"没有编号为 {question_id!r} 的选做实验题；可用的编号是 {', '.join(BUILDERS)}。")
-    return BUILDERS[question_id]()
-
-
 def register() -> None:
     """Add the lab questions to the bank (idempotent), so ``quiz.check`` and the widgets find them; they stay out
     of ``bank.question_ids()``, so the core's progress counts the same whether or not a lab ran first."""
-    for qid, build in BUILDERS.items():
-        if qid not in bank.lab_question_ids():
-            bank.declare(qid, lab=True)(build)
+    bank.LAB.update(BUILDERS)
 
 
 def ask(question_id: str):

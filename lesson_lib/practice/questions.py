@@ -1,84 +1,42 @@
-"""The question bank of sections 8 and 10: every question declared once, as data.
+"""The question bank of sections 2 to 8 and 10, as data: one builder per question returns its ``Question``.
 
-Each question is one function decorated with ``@declare`` that returns a ``Question``: its id, the
-section that teaches it, its kind, the prompt, the 解析, and the kind's answer key: a ``FormKey`` of
-answer boxes (``NumberBox``, ``ExpressionBox``, ``ChoiceBox``), a ``ChoiceKey`` for radio buttons and
-checkboxes, or a ``Rubric`` for self-explanation (from ``checkers`` / ``freetext``). Nothing is built
-until a question is asked (``question(id)`` builds and caches that one), so the first check is fast.
-A question with one right value always asks for it in boxes: prose is never graded.
-
-Every number in a question or an answer key comes from ``lesson_lib``: the base model's sizes and
-Table 3 from ``paper``, d_k from ``attention.head_width``, multiply counts from ``flops``.
-
-Adding a question (e.g. one about a real Chinese pronoun head in §6)::
-
-    @declare("S6")
-    def _s6() -> Question:
-        options = (("A", "…", "why A is right or wrong"), ("B", "…", "…"))
-        return Question("S6", "第 6 节", "single", "S6　…？", "解析：…",
-                        key=ChoiceKey(options, frozenset("A"), "one line of praise"))
-
-then add ``ask("S6")`` at the end of its section's notebook source (``notebooks/src/06_real_heads.md``;
-the Q questions review the whole lesson in ``10_self_test.md``) and right and wrong answers for it to
-``tests/quiz_answers.py`` (a test checks every question has both). Prompts, choices and 解析 must not
-contain 「正确」 or 「还不对」.
+Every number in a prompt or an answer key is computed from ``lesson_lib`` (``paper``, ``attention.head_width``,
+``costs``), so prose and questions cannot drift. A question is built when first asked (``question(id)``), so the
+first check is fast. CONTRIBUTING.md says how to add one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from fractions import Fraction
 from functools import cache
 
-from lesson_lib.practice.checkers import ChoiceBox, ChoiceKey, ExpressionBox, FormKey, NumberBox
+from lesson_lib.practice.checkers import ChoiceBox, ChoiceKey, ExpressionBox, FormKey, NumberBox, Poly
 from lesson_lib.practice.feedback import Question
 from lesson_lib.practice.freetext import Rubric, RubricPoint
-from lesson_lib.practice.parse import Poly
-from lesson_lib.practice.shape_mistakes import split_heads_shape_mistake
-
-__all__ = ["declare", "question", "questions", "question_ids", "lab_question_ids", "facts",
-           "N_SHAPE_EXAMPLE", "N_FLOPS_EXAMPLE", "H_FLOPS_EXAMPLE", "TRANSFER_D_MODEL", "TRANSFER_HEADS",
-           "UNEVEN_HEADS", "BATCH_EXAMPLE", "KV_GROUPS"]  # fmt: skip
-
-_DECLARED: dict[str, Callable[[], Question]] = {}
-_LAB: dict[str, Callable[[], Question]] = {}  # the optional labs' questions: found by id, never counted as the core's
-
-
-def declare(question_id: str, *, lab: bool = False):
-    """Register a question's builder under its id (the notebook asks them in this order). ``lab=True``: a lab's
-    question, which ``question`` finds but ``question_ids`` (the core lesson's items) leaves out."""
-
-    def register(build: Callable[[], Question]):
-        (_LAB if lab else _DECLARED)[question_id] = build
-        return build
-
-    return register
 
 
 @cache
 def question(question_id: str) -> Question:
-    """The question with this id, built on first use."""
-    build = _DECLARED.get(question_id) or _LAB.get(question_id)
+    """The question with this id, built on first use (a lab's too, once the lab has registered its own)."""
+    build = _BUILDERS.get(question_id) or LAB.get(question_id)
     if build is None:
-        raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {', '.join(_DECLARED)}。")
-    q = build()
-    assert q.id == question_id, (q.id, question_id)
-    return q
+        raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {', '.join([*_BUILDERS, *LAB])}。")
+    return build()
 
 
 def question_ids() -> tuple[str, ...]:
-    """The core lesson's question ids (what progress counts), whether or not a lab has registered its own."""
-    return tuple(_DECLARED)
+    """The core lesson's question ids in the order the notebook asks them (what progress counts; no lab's)."""
+    return tuple(_BUILDERS)
 
 
 def lab_question_ids() -> tuple[str, ...]:
     """The lab questions registered so far (``practice.lab_questions.register``)."""
-    return tuple(_LAB)
+    return tuple(LAB)
 
 
 def questions() -> dict[str, Question]:
-    """All questions by id, in the order the notebook asks them (builds every one)."""
-    return {qid: question(qid) for qid in _DECLARED}
+    """All core questions by id, in the notebook's order (builds every one)."""
+    return {qid: question(qid) for qid in _BUILDERS}
 
 
 def clear_cache() -> None:
@@ -98,6 +56,8 @@ KV_GROUPS = 4  # key/value groups of the §10 grouped-query transfer question
 
 @cache
 def facts() -> dict:
+    import numpy as np
+
     from lesson_lib import paper
     from lesson_lib.attention import head_width, split_heads
     from lesson_lib.checks import LessonInputError
@@ -111,8 +71,8 @@ def facts() -> dict:
     except LessonInputError as exc:
         uneven_refused = str(exc)
     one = count(1, d, h)  # at n = 1 every stage's count is its coefficient (each stage is one monomial)
-    shape = split_heads(_zeros((N_SHAPE_EXAMPLE, d)), h).shape
-    batched = split_heads(_zeros((*BATCH_EXAMPLE, TRANSFER_D_MODEL)), TRANSFER_HEADS).shape
+    shape = split_heads(np.zeros((N_SHAPE_EXAMPLE, d)), h).shape
+    batched = split_heads(np.zeros((*BATCH_EXAMPLE, TRANSFER_D_MODEL)), TRANSFER_HEADS).shape
     table_a = [r for r in paper.TABLE3 if r["row"] in ("base", "A")]
     lab_heads = [c for c in range(1, d + 1) if d % c == 0 and c <= 64]
     return {
@@ -135,12 +95,6 @@ def facts() -> dict:
     }
 
 
-def _zeros(shape):
-    import numpy as np
-
-    return np.zeros(shape)
-
-
 def _n2(coef) -> Poly:
     return Poly.make({2: Fraction(coef)})
 
@@ -149,8 +103,24 @@ def _yes_no(name: str, label: str, answer: str, why_yes: str, why_no: str) -> Ch
     return ChoiceBox(name, label, (("会", "会", why_yes), ("不会", "不会", why_no)), answer)
 
 
+def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) -> str:
+    """What a wrong split_heads shape most likely means (the §3 shape question and exercise 1)."""
+    got, d_model = tuple(got), h * d_k
+    if got == (n, h, d_k):
+        return "是不是忘了 transpose？reshape 成 (n, h, d_k) 之后，还要把头的轴换到最前面。"
+    if got == (h, d_k, n):
+        return "后两个轴反了（那是 Kᵀ 的形状）：每个头应当是 (n, d_k)，一行一个词。"
+    if got == (n, d_model):
+        return f"这还是拆分之前 X 的形状：需要把最后一维切成 {h} 份，多出一个「头」的维度。"
+    if got in ((h, n, d_model), (n, h, d_model)):
+        return f"每个头只有 d_k = d_model / h = {d_k} 维，不是 {d_model} 维。"
+    if len(got) != 3:
+        return "结果应当有 3 个轴：(头数 h, 词数 n, 每个头的宽度 d_k)。"
+    return f"三个轴依次是头数 h、词数 n、每个头的宽度 d_k = d_model / h = {d_k}。"
+
+
+
 # ============================================================================================ §10: the lesson's review
-@declare("Q1")
 def _q1() -> Question:
     f = facts()
     d = f["d"]
@@ -190,7 +160,6 @@ def _q1() -> Question:
     )  # fmt: skip
 
 
-@declare("Q2")
 def _q2() -> Question:
     f = facts()
     d, h = f["d"], f["h"]
@@ -225,7 +194,6 @@ def _q2() -> Question:
     )  # fmt: skip
 
 
-@declare("Q3")
 def _q3() -> Question:
     f = facts()
     d, h, d_k = f["d"], f["h"], f["d_k"]
@@ -286,7 +254,6 @@ def _q3() -> Question:
     )  # fmt: skip
 
 
-@declare("Q4")
 def _q4() -> Question:
     f = facts()
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
@@ -317,7 +284,6 @@ def _q4() -> Question:
     )  # fmt: skip
 
 
-@declare("Q5")
 def _q5() -> Question:
     f = facts()
     p = f["pages"]
@@ -353,7 +319,6 @@ def _q5() -> Question:
     )  # fmt: skip
 
 
-@declare("Q6")
 def _q6() -> Question:
     from lesson_lib.costs import kv_sharing
 
@@ -386,7 +351,6 @@ def _q6() -> Question:
     )  # fmt: skip
 
 
-@declare("Q7")
 def _q7() -> Question:
     explanation = (
         "解析：公式 (1) 的分数只看查询和键的内容，不看它们站在第几个位置。去掉位置编码后，一个词元的查询"
@@ -415,7 +379,6 @@ def _q7() -> Question:
 
 
 # ============================================================================================ §2 … §7: one per section
-@declare("S2")
 def _s2() -> Question:
     explanation = (
         "解析：单头注意力对每个查询只有一组权重（softmax 的一行，总和为 1），它可以分给好几个词元，"
@@ -443,7 +406,6 @@ def _s2() -> Question:
     )  # fmt: skip
 
 
-@declare("S3")
 def _s3() -> Question:
     f = facts()
     d, h, d_k = f["d"], f["h"], f["d_k"]
@@ -475,7 +437,6 @@ def _s3() -> Question:
     )  # fmt: skip
 
 
-@declare("S3b")
 def _s3b() -> Question:
     f = facts()
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
@@ -501,7 +462,6 @@ def _s3b() -> Question:
     )  # fmt: skip
 
 
-@declare("S3c")
 def _s3c() -> Question:
     f = facts()
     d, h, d_k = f["d"], f["h"], f["d_k"]
@@ -527,7 +487,6 @@ def _s3c() -> Question:
     )  # fmt: skip
 
 
-@declare("S3d")
 def _s3d() -> Question:
     f = facts()
     d, d_k = f["d"], f["d_k"]
@@ -558,7 +517,6 @@ def _s3d() -> Question:
     )  # fmt: skip
 
 
-@declare("S4")
 def _s4() -> Question:
     f = facts()
     d, h0 = f["d"], f["h"]
@@ -592,7 +550,6 @@ def _s4() -> Question:
     )  # fmt: skip
 
 
-@declare("S4b")
 def _s4b() -> Question:
     f = facts()
     d, h0 = f["d"], f["h"]
@@ -622,7 +579,6 @@ def _s4b() -> Question:
     )  # fmt: skip
 
 
-@declare("S4c")
 def _s4c() -> Question:
     f = facts()
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
@@ -655,7 +611,6 @@ def _s4c() -> Question:
     )  # fmt: skip
 
 
-@declare("S5")
 def _s5() -> Question:
     f = facts()
     d = f["d"]
@@ -690,14 +645,25 @@ def _s5() -> Question:
     )  # fmt: skip
 
 
-@declare("S6")
 def _s6() -> Question:
-    """§6's Chinese pronoun-head question, declared as data beside the experiment it asks about."""
-    from lesson_lib.practice.pronoun_heads_question import QUESTION as q
-
+    options = (
+        ("A", "把 144 个头按「她 → 小红」的权重排序，取第一名",
+         "排序只用了一句话：第 12 层的两个干扰头在这句话上同样排在前三，分不出来。"),
+        ("B", "做最小对比：换成「他」、对调名字、换后半句，看头的选择是否跟着代词变",
+         "这正是第 6 节做的：第 8 层 · 头 1 在 9 个条件里全部跟着代词走，干扰头一问「他」就照样看小红。"),
+        ("C", "看这个头在哪一层：越靠后的层越懂语义",
+         "层的位置不是证据：两个干扰头都在最后一层（第 12 层），恰恰不跟着代词走。"),
+        ("D", "把那一行的权重加起来，看是否等于 1",
+         "每一行的权重加起来总是 1（softmax 的性质），对任何头都成立，什么也分不出来。"),
+    )  # fmt: skip
     return Question(
-        q["id"], q["section"], q["kind"], f"{q['id']}　{q['prompt']}", q["explanation"],
-        key=ChoiceKey(tuple(q["options"]), frozenset(q["answer"]), q["right_line"]),
+        "S6", "第 6 节", "single",
+        "S6　在「小明把苹果递给了小红，因为她帮过他。」里，有三个头都让「她」偏向小红。"
+        "哪个实验最能分清真正跟着代词走的头和只是碰巧看向小红的干扰头？",
+        "解析：只看一句话，「偏向小红」可能只是「总看红这个字」或「总看最近的名字」。最小对比每次只改一处"
+        "（代词、名字的顺序、后半句），真正的代词头会跟着变，干扰头不会。第 8 层 · 头 1 在 9 个条件里全对，"
+        "「看最近的名字」只能解释其中 4 个。严格来说：它跟的是性别一致，并不说明模型理解了谁帮了谁。",
+        key=ChoiceKey(options, frozenset("B"), "最小对比能把跟着代词走的头和只是碰巧看向小红的干扰头分开。"),
     )  # fmt: skip
 
 
@@ -705,7 +671,6 @@ def _table_a_label(row) -> str:
     return f"h = {row['h']}，d_k = {row['d_k']}"
 
 
-@declare("S7")
 def _s7() -> Question:
     f = facts()
     rows = f["table_a"]
@@ -740,7 +705,6 @@ def _s7() -> Question:
     )  # fmt: skip
 
 
-@declare("S7b")
 def _s7b() -> Question:
     f = facts()
     d = f["d"]
@@ -780,7 +744,6 @@ def _s7b() -> Question:
     )  # fmt: skip
 
 
-@declare("S7c")
 def _s7c() -> Question:
     explanation = (
         "解析：d_k = 1 时查询 q 和键 k 都是一个数，分数 q·k 是 k 的单调函数：q > 0 时 k 越大分越高，q < 0 时 k 越小"
@@ -803,3 +766,11 @@ def _s7c() -> Question:
         explanation,
         key=ChoiceKey(options, frozenset({"A", "B"}), "一维的分数对键是单调的：一个头只能挑两端。"),
     )  # fmt: skip
+
+
+_BUILDERS = {  # the notebook asks them in this order
+    "Q1": _q1, "Q2": _q2, "Q3": _q3, "Q4": _q4, "Q5": _q5, "Q6": _q6, "Q7": _q7, "S2": _s2, "S3": _s3, "S3b": _s3b,
+    "S3c": _s3c, "S3d": _s3d, "S4": _s4, "S4b": _s4b, "S4c": _s4c, "S5": _s5, "S6": _s6, "S7": _s7, "S7b": _s7b,
+    "S7c": _s7c,
+}
+LAB: dict = {}  # the optional labs' questions, added by ``lab_questions.register``: found by id, never counted

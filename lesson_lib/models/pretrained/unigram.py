@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["UnigramTokenizer", "WORD_START"]
-
 WORD_START = "▁"
 
 

@@ -1,13 +1,8 @@
-"""The toy model and its hand-written backward pass: embeddings -> one multi-head self-attention layer -> read-out.
+"""The toy model: embeddings -> one multi-head self-attention layer (the kernel) -> read-out, and its backward pass.
 
-The attention layer calls the lesson's kernel (``split_heads``, ``scaled_dot_product_attention``,
-``merge_heads``); the parameter count is the same for every h. The backward pass is written by
-hand, because it is part of what the section teaches, and is checked against finite differences
-in the tests.
-
-Every parameter array has a leading seed axis S, so the seeds of one head count train as one batch
-of arrays (one NumPy call per operation for all of them). Each model still sees only its own
-numbers: a model is the same whether trained alone or beside others.
+The backward pass is written by hand because §7 teaches it (the tests check it against finite differences).
+Every parameter has a leading seed axis S: the seeds of one head count train as one batch of arrays, and each
+model still sees only its own numbers.
 """
 
 from __future__ import annotations
@@ -21,25 +16,13 @@ from lesson_lib.attention import merge_heads, scaled_dot_product_attention, spli
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig
 from lesson_lib.models.toy.task import Batch
 
-__all__ = ["param_shapes", "init_params", "views", "forward", "loss_and_grads", "attention_maps"]
-
 
 def param_shapes(task: Task, d_model: int) -> dict:
-    """Shape of each parameter of one model. None depends on h: every h has the same parameters.
-
-    ``E`` stacks four embedding tables (values V, keys K, query tags K, positions T): a token's
-    embedding is the sum of four of its rows.
-    """
+    """Shape of each parameter of one model; none depends on h, so every h has the same parameters."""
     D = d_model
-    return {
-        "E": (task.V + 2 * task.K + task.T, D),
-        "W_Q": (D, D),  # head i owns column block i, as in the kernel
-        "W_K": (D, D),
-        "W_V": (D, D),
-        "W_O": (D, D),
-        "R": (D, 3 * task.V),  # read-out: three V-way classifiers side by side
-        "b": (3 * task.V,),
-    }
+    return {"E": (task.V + 2 * task.K + task.T, D),  # four tables (values, keys, query tags, positions): 4 rows a token
+            "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),  # head i owns column block i, as in the kernel
+            "R": (D, 3 * task.V), "b": (3 * task.V,)}  # read-out: three V-way classifiers side by side
 
 
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG):
@@ -54,12 +37,8 @@ def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CON
     per_seed = []
     for seed in seeds:
         rng = np.random.default_rng([seed, 0])  # stream 0: weights (stream 1 is the training data)
-        per_seed.append(
-            np.concatenate(
-                [rng.normal(0.0, std.get(name, 1.0 / math.sqrt(cfg.d_model)), shape).ravel()
-                 for name, shape in shapes.items()]
-            )
-        )
+        per_seed.append(np.concatenate([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(cfg.d_model)), shape).ravel()
+                                        for name, shape in shapes.items()]))
     flat = np.stack(per_seed).astype(cfg.dtype)  # (S, P)
     return flat, views(flat, shapes)
 
@@ -71,8 +50,6 @@ def views(flat, shapes) -> dict:
         size = math.prod(shape)
         out[name] = flat[:, offset : offset + size].reshape(flat.shape[0], *shape)
         offset += size
-    if offset != flat.shape[-1]:
-        raise ValueError(f"参数缓冲区的长度 {flat.shape[-1]} 与各参数大小之和 {offset} 不符。")
     return out
 
 
@@ -85,15 +62,8 @@ SINGLE_THREAD_MNK = 2 * 4 * 65536
 def _embedding_rows(batch: Batch, task: Task) -> np.ndarray:
     """(S, B·T, 4): the rows of E holding each token's value, key, query tag and position."""
     S, B, T = batch.values.shape
-    columns = np.stack(
-        [
-            batch.values,
-            batch.keys + task.V,
-            batch.queries + task.V + task.K,
-            np.broadcast_to(np.arange(T) + task.V + 2 * task.K, (S, B, T)),
-        ],
-        axis=-1,
-    )  # (S, B, T, 4)
+    positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, (S, B, T))
+    columns = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)  # (S,B,T,4)
     return columns.reshape(S, B * T, 4)
 
 

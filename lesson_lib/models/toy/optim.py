@@ -8,8 +8,6 @@ import numpy as np
 
 from lesson_lib.models.toy.config import TrainConfig
 
-__all__ = ["learning_rate", "Adam"]
-
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
     """Linear warm-up over ``warmup`` steps, then cosine decay from lr to final_lr_frac·lr."""

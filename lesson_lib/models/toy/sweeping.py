@@ -22,8 +22,6 @@ from lesson_lib.models.toy.config import (
 )
 from lesson_lib.models.toy.training import train_and_score
 
-__all__ = ["SweepResult", "SweepInterrupted", "sweep"]
-
 
 @dataclass
 class SweepResult:

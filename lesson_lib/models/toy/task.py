@@ -14,8 +14,6 @@ import numpy as np
 
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig
 
-__all__ = ["Batch", "make_batch", "training_data", "held_out_data"]
-
 
 @dataclass(frozen=True)
 class Batch:

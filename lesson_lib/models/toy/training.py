@@ -7,14 +7,7 @@ import time
 import numpy as np
 
 from lesson_lib.checks import check_heads
-from lesson_lib.models.toy.config import (
-    DEFAULT_CONFIG,
-    DEFAULT_TASK,
-    Task,
-    TrainConfig,
-    check_run,
-    seed_list,
-)
+from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig, check_run, seed_list
 from lesson_lib.models.toy.model import (
     SINGLE_THREAD_MNK,
     attention_maps,
@@ -27,8 +20,6 @@ from lesson_lib.models.toy.model import (
 from lesson_lib.models.toy.optim import Adam
 from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 
-__all__ = ["train", "accuracy", "train_and_score", "example_heads"]
-
 # Identical runs give identical models, so this process never trains the same (h, seeds, task, cfg)
 # twice: §6's stand-in heads are §7's h = 4 model, and re-running §7's cell costs nothing.
 _FINISHED: dict = {}
@@ -39,8 +30,7 @@ def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_C
           progress=None, progress_every: int = 25) -> dict:
     """Train one model per seed with h heads, all seeds in the same arrays; returns (S, …) params.
 
-    ``data`` defaults to ``training_data(seeds)``. ``progress(steps_done)`` is called every
-    ``progress_every`` steps, for a progress bar.
+    ``progress(steps_done)`` is called every ``progress_every`` steps, for a progress bar.
     """
     check_run(task, cfg)
     h = check_heads(cfg.d_model, h)
@@ -101,13 +91,8 @@ def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
                   cfg: TrainConfig = DEFAULT_CONFIG) -> np.ndarray:
     """Attention maps (h, T, T) of a model trained with h heads (one seed) on held-out sequence 0.
 
-    §6 shows these when the pretrained weights are missing. Trains on first use (about a second
-    for small h), then reuses the result.
+    §6 shows these when the pretrained weights are missing; trained once per process.
     """
-    check_run(task, cfg)
-    return _example_heads(check_heads(cfg.d_model, h), seed_list([seed])[0], task, cfg).copy()
-
-
-def _example_heads(h, seed, task, cfg):
     params, _, _ = train_and_score(h, [seed], task, cfg)
-    return attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0]  # (h, T, T)
+    h = check_heads(cfg.d_model, h)
+    return attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0].copy()  # (h, T, T)

@@ -1,15 +1,6 @@
-"""How spread out one head's attention is, and how different the heads are from each other.
-
-Used by the head-count lab (section 5) and the trained toy models (section 7): row entropy in bits
-(0 = all weight on one key) and the mean Jensen–Shannon divergence between heads (0 = identical,
-1 = disjoint keys).
-"""
-
-from __future__ import annotations
+"""How spread out one head's attention is (row entropy), and how different the heads are (JS divergence); §5, §7."""
 
 import numpy as np
-
-__all__ = ["mean_pairwise_js", "row_entropy"]
 
 
 def row_entropy(weights) -> np.ndarray:

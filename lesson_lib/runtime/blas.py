@@ -5,8 +5,6 @@ Two BLAS threads on a small matmul mostly wait for each other on a shared 2-core
 while the student's quota may allow one. ``binder/start`` sets ``OPENBLAS_NUM_THREADS`` the same way in a hub image.
 """
 
-from __future__ import annotations
-
 import functools
 
 import numpy  # noqa: F401  (loads the BLAS that threadpoolctl must see)

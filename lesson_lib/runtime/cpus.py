@@ -1,7 +1,5 @@
 """How many CPUs this kernel may use: on a hub ``os.cpu_count()`` is the node's, the student's share is smaller."""
 
-from __future__ import annotations
-
 import math
 import os
 from pathlib import Path

@@ -5,8 +5,6 @@ it as the oracle). The layers are dequantised once at load (about 85 MB of float
 table stays packed and only the rows a sentence uses are dequantised.
 """
 
-from __future__ import annotations
-
 import struct
 
 import numpy as np

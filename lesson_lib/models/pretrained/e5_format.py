@@ -9,8 +9,6 @@ a float16 scale d, then 16 bytes (byte j: weight j in the low nibble, weight j +
 weight = (nibble − 8) × d.
 """
 
-from __future__ import annotations
-
 import struct
 from dataclasses import dataclass
 

@@ -6,8 +6,6 @@ A loader hands it ``tensors`` ({name: float32 (out, in)}: ``emb.pos``, ``emb.typ
 Shapes: T tokens, d model width, L layers, H heads, d_k = d / H, F feed-forward width.
 """
 
-from __future__ import annotations
-
 import math
 import warnings
 from dataclasses import dataclass

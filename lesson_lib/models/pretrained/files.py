@@ -1,7 +1,5 @@
 """Weights packages: find one, and turn a missing, different or broken file into a Chinese ``WeightsFileError``."""
 
-from __future__ import annotations
-
 import hashlib
 import importlib.util
 import json

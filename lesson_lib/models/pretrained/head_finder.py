@@ -3,8 +3,6 @@
 Layer and head numbers shown to learners are 1-based ("第 5 层 · 头 6"); arrays are 0-based.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from lesson_lib.checks import check_int

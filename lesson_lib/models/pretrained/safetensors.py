@@ -6,8 +6,6 @@ Format: u64 header length N, N bytes of JSON ``{name: {"dtype", "shape", "data_o
 then the tensors' bytes (offsets count from the end of the header).
 """
 
-from __future__ import annotations
-
 import json
 import math
 

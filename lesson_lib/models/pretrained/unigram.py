@@ -9,8 +9,6 @@
    float32, as there.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 WORD_START = "▁"

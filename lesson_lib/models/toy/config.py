@@ -1,7 +1,5 @@
 """What one run of §7's toy ablation is set by (``Task``, ``TrainConfig``), and the Chinese checks of each value."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import numpy as np

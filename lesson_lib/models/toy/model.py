@@ -5,8 +5,6 @@ Every parameter has a leading seed axis S: the seeds of one head count train as 
 model still sees only its own numbers.
 """
 
-from __future__ import annotations
-
 import functools
 import math
 

@@ -1,7 +1,5 @@
 """Adam with the paper's β₂ = 0.98 and ε = 1e-9, and its learning-rate schedule (warm-up, then cosine decay)."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np

@@ -5,8 +5,6 @@ NumPy calls; it becomes ``SweepInterrupted``, which keeps the head counts that f
 total)`` is called with the training steps done, for a progress bar.
 """
 
-from __future__ import annotations
-
 import time
 from dataclasses import dataclass
 

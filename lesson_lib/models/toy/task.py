@@ -5,8 +5,6 @@ Position i of a sequence outputs the value of its left neighbour (prev), of its 
 sit on one of those positions, or average them (§2); h heads can each take one.
 """
 
-from __future__ import annotations
-
 import functools
 from dataclasses import dataclass, fields
 
@@ -26,7 +24,7 @@ class Batch:
     targets: np.ndarray  # (S, B, T, 3) int  (prev, next, match) values
     mask: np.ndarray  # (S, B, T, 3) float  0 where a target does not exist (prev at 0, next at T−1)
 
-    def rows(self, index) -> Batch:
+    def rows(self, index) -> "Batch":
         """The same fields, sequences ``index`` only (a slice along B)."""
         return Batch(*(getattr(self, f.name)[:, index] for f in fields(self)))
 

@@ -1,7 +1,5 @@
 """Training one model per seed for a head count, and scoring it on the fixed test set."""
 
-from __future__ import annotations
-
 import time
 
 import numpy as np

@@ -24,11 +24,9 @@ def param_shapes(task: Task, d_model: int) -> dict:
 
 
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG):
-    """Initial parameters of one model per seed, as one flat buffer and named views into it.
+    """``(flat, params)``: one (S, P) buffer (Adam updates it whole) and named (S, *shape) views into it.
 
-    Returns ``(flat, params)``: ``flat`` is (S, P) and ``params[name]`` an (S, *shape) view into it,
-    so Adam updates every parameter of every model with a few whole-array operations. A seed gives
-    the same starting weights for every h, so runs with different head counts differ only in h.
+    A seed gives the same starting weights for every h, so runs with different head counts differ only in h.
     """
     shapes = param_shapes(task, cfg.d_model)
     std = {"E": cfg.emb_std, "b": 0.0}  # the rest N(0, 1/D), which keeps x W at x's scale
@@ -57,18 +55,13 @@ def views(flat, shapes) -> dict:
 SINGLE_THREAD_MNK = 2 * 4 * 65536
 
 
-def _embedding_rows(batch: Batch, task: Task) -> np.ndarray:
-    """(S, B·T, 4): the rows of E holding each token's value, key, query tag and position."""
+def _multi_hot(batch: Batch, task: Task, n_rows, dtype):
+    """(S, B·T, R) 0/1 matrix with four ones per token (its value, key, query tag and position rows of E)."""
     S, B, T = batch.values.shape
     positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, (S, B, T))
-    columns = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)  # (S,B,T,4)
-    return columns.reshape(S, B * T, 4)
-
-
-def _multi_hot(rows, n_rows, dtype):
-    """(S, N, R) 0/1 matrix with four ones per token (its rows of E), so x = hot @ E."""
-    hot = np.zeros(rows.shape[:2] + (n_rows,), dtype=dtype)
-    np.put_along_axis(hot, rows, 1.0, axis=-1)
+    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)  # (S,B,T,4)
+    hot = np.zeros((S, B * T, n_rows), dtype=dtype)
+    np.put_along_axis(hot, rows.reshape(S, B * T, 4), 1.0, axis=-1)
     return hot
 
 
@@ -101,7 +94,7 @@ def forward(params, batch: Batch, h: int, task: Task):
     S = params["W_Q"].shape[0]
     B, T = batch.values.shape[1:]
     D = params["W_Q"].shape[-1]
-    hot = _multi_hot(_embedding_rows(batch, task), params["E"].shape[1], params["E"].dtype)  # (S, B·T, R)
+    hot = _multi_hot(batch, task, params["E"].shape[1], params["E"].dtype)  # (S, B·T, R)
     x = _embed(params["E"], hot)  # (S, B·T, D)
     q = split_heads((x @ params["W_Q"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)  X W_i^Q, every i
     k = split_heads((x @ params["W_K"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)

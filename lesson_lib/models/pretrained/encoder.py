@@ -91,13 +91,6 @@ class Encoder:
         attentions, hidden = self.forward(ids)
         return Encoding(tokens, ids, attentions, hidden)
 
-    def embed_sentence(self, text):
-        """(d,) unit vector: the last layer's token vectors averaged, as sentence-embedding models are used."""
-        _, ids = self.tokenizer.encode(text)
-        last = self.forward(ids)[1][-1]  # (T, d)
-        mean = last.mean(axis=0)  # (d,)
-        return mean / np.linalg.norm(mean)
-
     def forward(self, ids, per_head=False):
         """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d)).
 

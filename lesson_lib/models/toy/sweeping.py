@@ -22,12 +22,6 @@ class SweepResult:
     def as_json(self) -> dict:
         return {"results": self.results, "total_seconds": round(self.total_seconds, 3)}
 
-    def row(self, h: int) -> dict:
-        for r in self.results:
-            if r["h"] == h:
-                return r
-        raise ValueError(f"这次扫描没有训练 h={h}：训练过的头数是 {[r['h'] for r in self.results]}。")
-
 
 class SweepInterrupted(KeyboardInterrupt):
     """The sweep was interrupted; ``result`` holds the head counts that finished (possibly none)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+from lesson_lib.checks import LessonInputError
 
 
 class UnknownTextWarning(UserWarning):
@@ -108,14 +109,14 @@ class Encoder:
     def _check_ids(self, ids):
         ids = np.asarray(ids)
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise ValueError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
+            raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
         if not 1 <= len(ids) <= self.max_tokens:
-            raise ValueError(
+            raise LessonInputError(
                 f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {self.max_tokens} 个：请换一句短一些的句子。"
             )
         vocab_size = self.tokenizer.vocab_size
         if ids.min() < 0 or ids.max() >= vocab_size:
-            raise ValueError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
+            raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
         return ids
 
     def _embed(self, ids):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from lesson_lib.checks import check_int
+from lesson_lib.checks import LessonInputError, check_int
 
 SCORE_NAMES = {"coref": "its → law（代词指回先行词）", "prev": "看前一个词元", "next": "看后一个词元",
                "cls": "汇到 [CLS]（「注意力汇」）"}
@@ -12,7 +12,7 @@ def find_token(tokens, word, nth=0):
     """Index of the nth occurrence of ``word`` in ``tokens``; a Chinese ValueError lists the tokens if absent."""
     hits = [i for i, t in enumerate(tokens) if t == word]
     if len(hits) <= nth:
-        raise ValueError(f"词元 {word!r} 在这句话里出现 {len(hits)} 次，取不到第 {nth + 1} 次。"
+        raise LessonInputError(f"词元 {word!r} 在这句话里出现 {len(hits)} 次，取不到第 {nth + 1} 次。"
                          f"这句话的词元是：{' '.join(tokens)}")
     return hits[nth]
 
@@ -23,7 +23,7 @@ def head_scores(attentions, tokens, source="its", target="law"):
     att = np.asarray(attentions)  # (L, H, T, T)
     L, H, _, t = att.shape
     if t < 2:
-        raise ValueError("至少要有 2 个词元才能计算「前一个词元 / 后一个词元」分数。")
+        raise LessonInputError("至少要有 2 个词元才能计算「前一个词元 / 后一个词元」分数。")
     idx = np.arange(t - 1)
     scores = {
         "prev": att[..., idx + 1, idx].mean(axis=-1),  # (L, H)  A[i, i-1] averaged over i = 1..T-1

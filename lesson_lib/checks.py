@@ -1,13 +1,9 @@
 """Checks on what a learner passes in, with a Chinese message that names the argument and says what to do.
 
-Each check converts and checks its arguments the same way whoever calls it (a learner, another lesson
-function, the kernel itself). Every error is a ``ValueError`` (the ``…TypeError`` ones a ``TypeError`` too).
-Overflow and ``MemoryError`` are not predicted: ``translated`` lets numpy report them and says them in
-Chinese. The one size guard is for what the OS kills instead of refusing: memory beyond MemAvailable or a
-JupyterHub cgroup limit is killed when touched (``ulimit -v`` makes numpy raise, which is translated).
+Each check converts the same way whoever calls it (a learner, another lesson function, the kernel itself). Overflow
+and ``MemoryError`` are not predicted: ``translated`` says numpy's report in Chinese. The one size guard is for what
+the OS kills instead of refusing (memory beyond MemAvailable or a cgroup limit).
 """
-
-from __future__ import annotations
 
 import contextlib
 import functools
@@ -31,9 +27,6 @@ class AttentionInputError(LessonInputError):
 
 class AttentionInputTypeError(AttentionInputError, LessonInputTypeError):
     """Attention input of the wrong type (None, text, objects; also a ``TypeError``)."""
-
-
-# --- Plain arguments: integers, numbers, choices, head counts ---
 
 
 def _check_scalar(value, name, minimum, maximum, error, kinds, noun, cast):
@@ -63,9 +56,8 @@ def check_number(value, name: str, minimum=None, maximum=None, error=LessonInput
 
 def check_choice(value, name: str, choices, why: str = "", error=LessonInputError):
     """``value`` if it is one of ``choices`` (integers match only integers); ``why``: 「（能整除 d_model 的头数）」."""
-    choices = list(choices)
+    choices, is_int = list(choices), isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     wants_int = all(isinstance(c, int) for c in choices)
-    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if (wants_int and not is_int) or value not in choices:
         raise error(f"{name} 只能取 {choices} 之一{why}，收到的是 {value!r}。")
     return int(value) if wants_int else value
@@ -82,13 +74,8 @@ def check_heads(d_model, h) -> int:
     return h
 
 
-# --- Arrays: type, dtype, emptiness, finiteness ---
-
-_FLOATS = (np.float16, np.float32, np.float64)
-
-
 def _as_array(a, name):
-    """``a`` as a real numeric ndarray (dtype unchanged): no None, text, objects, ragged rows or hidden entries."""
+    """``a`` as a non-empty real ndarray (dtype unchanged): no None, text, objects, ragged rows or hidden entries."""
     if a is None:
         raise AttentionInputTypeError(f"{name} 是 None：请传入数值数组，例如 np.array([[1.0, 2.0], [3.0, 4.0]])。")
     if isinstance(a, (str, bytes)):
@@ -99,19 +86,19 @@ def _as_array(a, name):
             raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} 个位置被遮住：注意力不会"
                                       "跳过它们。请用 .filled(值) 填上；想让某些词不被关注，请用 mask= 参数。")
         a = np.ma.getdata(a)
-    if isinstance(a, np.matrix):
-        a = np.asarray(a)  # np.matrix stays 2-D through every operation: use a plain array
-    try:
-        arr = np.asanyarray(a)  # other subclasses kept (tests count the kernel's work with one)
+    try:  # np.matrix stays 2-D through every operation: a plain array; other subclasses kept (tests count work)
+        arr = np.asarray(a) if isinstance(a, np.matrix) else np.asanyarray(a)
     except Exception:  # ragged lists and the like: numpy's own message is English
-        lengths = f"（各行的长度是 {[len(r) for r in a][:10]}）" if isinstance(a, (list, tuple)) and all(
-            hasattr(r, "__len__") for r in a) else ""
-        raise AttentionInputError(f"{name} 无法转换成数组{lengths}：请传入形状整齐的 numpy 数组（每行一样长）。"
-                                  ) from None
+        rows = isinstance(a, (list, tuple)) and all(hasattr(r, "__len__") for r in a)
+        lengths = f"（各行的长度是 {[len(r) for r in a][:10]}）" if rows else ""
+        raise AttentionInputError(f"{name} 无法转换成数组{lengths}："
+                                  "请传入形状整齐的 numpy 数组（每行一样长）。") from None
     if arr.dtype.kind not in "iubfc":
         raise AttentionInputTypeError(f"{name} 的元素类型是 {arr.dtype}，不是数值：请传入浮点数数组。")
     if arr.dtype.kind == "c":
         raise AttentionInputError(f"{name} 是复数数组：注意力只定义在实数上，请传入实数数组。")
+    if arr.size == 0:
+        raise AttentionInputError(f"{name} 的形状是 {arr.shape}：里面没有数。至少要有 1 个词元、每个词元至少 1 维。")
     return arr
 
 
@@ -120,18 +107,12 @@ def _as_float_array(a, name, min_ndim, what):
     arr = _as_array(a, name)
     if arr.dtype.kind in "iub":
         arr = arr.astype(np.float64)  # exact for integers up to 2**53, and no uint8 wraparound
-    elif arr.dtype not in _FLOATS:
+    elif arr.dtype not in (np.float16, np.float32, np.float64):
         raise AttentionInputTypeError(
             f"{name} 的类型是 {arr.dtype}：本课的内核只算 float16、float32、float64，请用 .astype(np.float64)。")
     if arr.ndim < min_ndim:
         got = f"标量 {arr.item()!r}" if arr.ndim == 0 else f"形状 {arr.shape}"
         raise AttentionInputError(f"{name} 需要至少 {min_ndim} 维的数组 {what}，收到的是{got}。")
-    return _not_empty(arr, name)
-
-
-def _not_empty(arr, name):
-    if arr.size == 0:
-        raise AttentionInputError(f"{name} 的形状是 {arr.shape}：里面没有数。至少要有 1 个词元、每个词元至少 1 维。")
     return arr
 
 
@@ -146,24 +127,25 @@ def _finite(arr, name):
 
 def _common_dtype(arrays):
     """Every array in their common float type, so all kernel variants agree on the dtype."""
-    dtype = np.result_type(*arrays)
-    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
+    return [a.astype(np.result_type(*arrays), copy=False) for a in arrays]
+
+
+def _heads_array(x, fn, min_ndim, shape):  # dtype kept: integers stay integers
+    x = _finite(_as_array(x, "x"), "x")
+    if x.ndim < min_ndim:
+        raise AttentionInputError(f"{fn} 需要形如 {shape} 的至少 {min_ndim} 维数组，收到的形状是 {x.shape}。")
+    return x
 
 
 def check_split(x, h):
-    """split_heads' input: a finite non-empty real (..., n, d_model) array, dtype kept, and h dividing d_model."""
-    x = _finite(_not_empty(_as_array(x, "x"), "x"), "x")
-    if x.ndim < 2:
-        raise AttentionInputError(f"split_heads 需要形如 (..., n, d_model) 的至少 2 维数组，收到的形状是 {x.shape}。")
+    """split_heads' input: a (..., n, d_model) array and h dividing d_model."""
+    x = _heads_array(x, "split_heads", 2, "(..., n, d_model)")
     return x, check_heads(x.shape[-1], h)
 
 
 def check_merge(x):
-    """merge_heads' input: a finite, non-empty real array of at least (h, n, d_k) (dtype kept)."""
-    x = _finite(_not_empty(_as_array(x, "x"), "x"), "x")
-    if x.ndim < 3:
-        raise AttentionInputError(f"merge_heads 需要形如 (..., h, n, d_k) 的至少 3 维数组，收到的形状是 {x.shape}。")
-    return x
+    """merge_heads' input: an (..., h, n, d_k) array."""
+    return _heads_array(x, "merge_heads", 3, "(..., h, n, d_k)")
 
 
 def check_logits(x, axis):
@@ -225,9 +207,8 @@ def check_qkv(q, k, v, mask=None):
 def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
     """Every multi-head variant's input: arrays in one float dtype, h an int, the mask broadcast to (…, h, n, n)."""
     x = _finite(_as_float_array(x, "X", 2, "(n, d_model)"), "X")
-    d = x.shape[-1]
+    d, weights = x.shape[-1], []
     h = check_heads(d, h)
-    weights = []
     for w, name in ((w_q, "W_Q"), (w_k, "W_K"), (w_v, "W_V"), (w_o, "W_O")):
         w = _as_float_array(w, name, 0, "")
         if w.shape != (d, d):
@@ -235,15 +216,11 @@ def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
                                       f"它把 {h} 个头各自的投影矩阵并排放在一起。")
         weights.append(_finite(w, name))
     x, *weights = _common_dtype([x, *weights])
-    *lead, n, _ = x.shape
-    scores_shape = (*lead, h, n, n)
+    scores_shape = (*x.shape[:-2], h, x.shape[-2], x.shape[-2])
     _check_memory(scores_shape, x.dtype, d // h)
     return (x, *weights, h, None if mask is None else check_mask(mask, scores_shape))
 
 
-# --- Size: a guard only for what the operating system kills instead of refusing ---
-
-_TEMPORARIES = 4  # the scores, the shifted scores, their exps and the weights live at the same time
 _ALWAYS_FITS = 256 << 20  # below this, do not read /proc on every call (the §7 sweep calls often)
 _MEMINFO, _CGROUP = Path("/proc/meminfo"), Path("/sys/fs/cgroup")  # Linux; a cgroup v2 limit on a JupyterHub
 
@@ -251,8 +228,7 @@ _MEMINFO, _CGROUP = Path("/proc/meminfo"), Path("/sys/fs/cgroup")  # Linux; a cg
 def _free_memory() -> int | None:
     """Bytes this process may still touch before being killed: MemAvailable, capped by a cgroup v2 limit."""
     try:
-        meminfo = _MEMINFO.read_text()
-        room = int(meminfo.split("MemAvailable:")[1].split()[0]) * 1024
+        room = int(_MEMINFO.read_text().split("MemAvailable:")[1].split()[0]) * 1024
     except (OSError, IndexError, ValueError):
         return None  # not Linux: the allocation raises MemoryError instead, which is translated
     with contextlib.suppress(OSError, ValueError):
@@ -262,13 +238,11 @@ def _free_memory() -> int | None:
 
 
 def _check_memory(scores_shape, dtype, d_v):
-    """Refuse sizes whose attention weights (and the temporaries beside them) do not fit in free memory."""
+    """Refuse sizes whose attention weights and the 3 temporaries beside them (shifted, exps) do not fit."""
     itemsize = np.dtype(dtype).itemsize
     weights = math.prod(scores_shape) * itemsize
-    need = _TEMPORARIES * weights + math.prod(scores_shape[:-1]) * d_v * itemsize
-    if need <= _ALWAYS_FITS:
-        return
-    free = _free_memory()
+    need = 4 * weights + math.prod(scores_shape[:-1]) * d_v * itemsize
+    free = None if need <= _ALWAYS_FITS else _free_memory()
     if free is not None and need > free:
         raise AttentionInputError(
             f"这次注意力要算形状为 {tuple(scores_shape)} 的权重（每行 n = {scores_shape[-1]:,} 个数）：权重本身就要 "
@@ -281,9 +255,6 @@ def _bytes(n: float) -> str:
     return f"{n / 1024 ** power:.1f} {('B', 'KB', 'MB', 'GB', 'TB')[power]}"
 
 
-# --- Overflow and MemoryError, reported by numpy and translated ---
-
-
 def _overflow_error(dtype) -> AttentionInputError:
     name, limit = dtype.name, float(np.finfo(dtype).max)
     wider = "" if dtype == np.float64 else "，或先改用更宽的类型 .astype(np.float64)"
@@ -293,11 +264,8 @@ def _overflow_error(dtype) -> AttentionInputError:
 
 
 def translated(fn):
-    """Run a kernel function with numpy's overflow reported, and say overflow and ``MemoryError`` in Chinese.
-
-    Its inputs are checked finite, so NaN or inf in its output can only be an overflow numpy did not see (in a
-    BLAS thread): reported too, never returned.
-    """
+    """``fn`` with numpy's overflow and ``MemoryError`` said in Chinese; its inputs are checked finite, so NaN or
+    inf in its output is an overflow numpy did not see (in a BLAS thread): reported too, never returned."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):

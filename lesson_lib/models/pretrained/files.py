@@ -1,30 +1,9 @@
-"""Weights files: find an installed package's folder, check every file the loaders read.
-
-Every file is either pinned by its sha256 (the weights) or parsed with a check that turns a
-broken file into ``WeightsFileError`` with a Chinese message saying which file and what to do
-(never a JSONDecodeError or UnicodeDecodeError from deep inside a loader).
-"""
-
-from __future__ import annotations
+"""Weights packages: find one, and turn a missing, different or broken file into a Chinese ``WeightsFileError``."""
 
 import hashlib
 import importlib.util
-import json
 import mmap
 from pathlib import Path
-
-__all__ = [
-    "WeightsFileError",
-    "WeightsMismatchError",
-    "check_folder_argument",
-    "load_or_explain",
-    "require_file",
-    "package_dir",
-    "read_json",
-    "read_lines",
-    "sha256_of",
-    "verify",
-]
 
 
 class WeightsFileError(ValueError):
@@ -36,10 +15,7 @@ class WeightsMismatchError(WeightsFileError):
 
 
 def load_or_explain(load, available, install_hint, model_name, path=None):
-    """``load(path)``, or None after printing in Chinese why not (package missing, or a file broken).
-
-    The notebook runs on to the end either way; a broken install is explained, not hidden.
-    """
+    """``load(path)``, or None after printing in Chinese why not: the notebook runs on to the end either way."""
     if path is None and not available():
         print(install_hint())
         return None
@@ -83,7 +59,9 @@ _VERIFIED = set()  # (path, size, mtime, inode, hash) of files already checked i
 
 
 def verify(path, expected, reinstall):
-    """Raise WeightsMismatchError unless the file hashes to ``expected``; each file version is hashed once."""
+    """The file must exist and hash to ``expected``; each version of a file is hashed once per process."""
+    if not Path(path).is_file():
+        raise WeightsFileError(f"找不到 {path}：权重包不完整。请重新安装：{reinstall}")
     stat = Path(path).stat()
     key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino, expected)
     if key in _VERIFIED:  # a rewritten file gets a new mtime, so it is hashed again
@@ -97,37 +75,6 @@ def verify(path, expected, reinstall):
     _VERIFIED.add(key)
 
 
-def require_file(path, reinstall):
-    if not Path(path).is_file():
-        raise WeightsFileError(f"找不到 {path}：权重包不完整。请重新安装：{reinstall}")
-
-
-def read_json(path, reinstall, required=()):
-    """A JSON object file, with a Chinese error when it is missing, not UTF-8, not JSON or lacks keys."""
-    require_file(path, reinstall)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WeightsFileError(f"{path} 不是有效的 JSON（{exc}）：文件已损坏。请重新安装：{reinstall}") from None
-    if not isinstance(data, dict):
-        raise WeightsFileError(
-            f"{path} 应是一个 JSON 对象（{{…}}），收到的是 {type(data).__name__}。请重新安装：{reinstall}"
-        )
-    missing = [key for key in required if key not in data]
-    if missing:
-        raise WeightsFileError(f"{path} 缺少这些设置：{', '.join(missing)}。文件已损坏，请重新安装：{reinstall}")
-    return data
-
-
-def read_lines(path, reinstall, must_contain=()):
-    """A UTF-8 text file as a list of lines, with a Chinese error when empty, not UTF-8 or lacking entries."""
-    require_file(path, reinstall)
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise WeightsFileError(f"{path} 不是 UTF-8 文本（{exc}）：文件已损坏。请重新安装：{reinstall}") from None
-    missing = [entry for entry in must_contain if entry not in lines]
-    if not lines or missing:
-        what = "是空的" if not lines else f"缺少 {', '.join(missing)}"
-        raise WeightsFileError(f"{path} {what}：词表已损坏。请重新安装：{reinstall}")
-    return lines
+def broken(path, exc, reinstall):
+    """The Chinese error for a file that does not parse (only without the sha256 check: a pinned file parses)."""
+    return WeightsFileError(f"{path} 无法读取（{type(exc).__name__}: {exc}）：文件已损坏。请重新安装：{reinstall}")

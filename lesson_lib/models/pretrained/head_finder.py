@@ -1,55 +1,37 @@
-"""The head finder: score every head of a model for a few recognisable behaviours, and rank them.
-
-Layer and head numbers shown to learners are 1-based ("第 5 层 · 头 6"); arrays are 0-based.
-"""
-
-from __future__ import annotations
+"""Score every head of a model for a few recognisable behaviours, and rank them (layers and heads 1-based)."""
 
 import numpy as np
 
-from lesson_lib.checks import check_int
+from lesson_lib.checks import LessonInputError, check_int
 
-__all__ = ["SCORE_NAMES", "check_top", "find_token", "head_scores", "phrase_scores", "rank_heads"]
-
-SCORE_NAMES = {
-    "coref": "its → law（代词指回先行词）",
-    "prev": "看前一个词元",
-    "next": "看后一个词元",
-    "cls": "汇到 [CLS]（「注意力汇」）",
-}
+SCORE_NAMES = {"coref": "its → law（代词指回先行词）", "prev": "看前一个词元", "next": "看后一个词元",
+               "cls": "汇到 [CLS]（「注意力汇」）"}
 
 
 def find_token(tokens, word, nth=0):
     """Index of the nth occurrence of ``word`` in ``tokens``; a Chinese ValueError lists the tokens if absent."""
     hits = [i for i, t in enumerate(tokens) if t == word]
     if len(hits) <= nth:
-        raise ValueError(
-            f"词元 {word!r} 在这句话里出现 {len(hits)} 次，取不到第 {nth + 1} 次。这句话的词元是：{' '.join(tokens)}"
-        )
+        raise LessonInputError(f"词元 {word!r} 在这句话里出现 {len(hits)} 次，取不到第 {nth + 1} 次。"
+                         f"这句话的词元是：{' '.join(tokens)}")
     return hits[nth]
 
 
 def head_scores(attentions, tokens, source="its", target="law"):
-    """{score name: (L, H) array} for every head of one sentence.
-
-    coref: weight from ``source`` to ``target`` (0 when either is missing);
-    prev / next: mean weight a token puts on its left / right neighbour (over all tokens that have one);
-    cls: mean weight every token puts on [CLS] at position 0.
-    """
+    """{score name: (L, H) array}: coref, the weight from ``source`` to ``target`` (0 when either is missing);
+    prev / next / cls, the mean weight a token puts on its left / right neighbour / [CLS] at position 0."""
     att = np.asarray(attentions)  # (L, H, T, T)
-    t = att.shape[-1]
+    L, H, _, t = att.shape
     if t < 2:
-        raise ValueError("至少要有 2 个词元才能计算「前一个词元 / 后一个词元」分数。")
+        raise LessonInputError("至少要有 2 个词元才能计算「前一个词元 / 后一个词元」分数。")
     idx = np.arange(t - 1)
     scores = {
         "prev": att[..., idx + 1, idx].mean(axis=-1),  # (L, H)  A[i, i-1] averaged over i = 1..T-1
         "next": att[..., idx, idx + 1].mean(axis=-1),  # (L, H)  A[i, i+1] averaged over i = 0..T-2
         "cls": att[..., :, 0].mean(axis=-1),  # (L, H)  A[i, 0] averaged over all i
     }
-    if source in tokens and target in tokens:
-        scores["coref"] = att[..., find_token(tokens, source), find_token(tokens, target)]  # (L, H)
-    else:
-        scores["coref"] = np.zeros(att.shape[:2])
+    found = source in tokens and target in tokens
+    scores["coref"] = att[..., find_token(tokens, source), find_token(tokens, target)] if found else np.zeros((L, H))
     return {name: scores[name] for name in SCORE_NAMES}
 
 
@@ -69,7 +51,6 @@ def phrase_scores(attentions, tokens, source, targets):
     att = np.asarray(attentions)  # (L, H, T, T)
     i = find_token(tokens, source)
     return sum(att[..., i, find_token(tokens, t)] for t in targets)  # (L, H)
-
 
 
 def check_top(top, limit):

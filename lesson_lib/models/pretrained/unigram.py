@@ -9,11 +9,9 @@
    float32, as there.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
-__all__ = ["UnigramTokenizer", "WORD_START"]
+from lesson_lib.checks import LessonInputError
 
 WORD_START = "▁"
 
@@ -71,8 +69,8 @@ class UnigramTokenizer:
     def encode(self, text):
         """(tokens, ids): ``<s>``, the pieces, ``</s>``."""
         if not isinstance(text, str):
-            raise ValueError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}：请传入一句话。")
+            raise LessonInputError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}：请传入一句话。")
         if not text.strip():
-            raise ValueError("句子是空的：请输入至少一个字。")
+            raise LessonInputError("句子是空的：请输入至少一个字。")
         ids = [self.bos, *self.tokenize(text), self.eos]
         return [self.pieces[i] for i in ids], np.array(ids, dtype=np.int64)

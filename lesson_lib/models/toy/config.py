@@ -1,35 +1,17 @@
-"""What one run of the toy ablation is set by, and which values are allowed.
+"""What one run of §7's toy ablation is set by (``Task``, ``TrainConfig``), and the Chinese checks of each value."""
 
-``Task`` sizes the 3-lookup task, ``TrainConfig`` the model width and the optimiser schedule. The
-checks below give every argument a learner or instructor passes a Chinese error that names the
-argument, the value and what is allowed, before any training starts.
-"""
-
-from __future__ import annotations
-
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from lesson_lib import checks as validation
-
-__all__ = [
-    "TARGETS", "Task", "TrainConfig", "DEFAULT_TASK", "DEFAULT_CONFIG",
-    "check_head_list", "check_run", "seed_list",
-]
+from lesson_lib.checks import LessonInputError, LessonInputTypeError, check_choice, check_heads, check_int, check_number
 
 TARGETS = ("prev", "next", "match")
-
-DTYPES = ("float32", "float64")
 
 
 @dataclass(frozen=True)
 class Task:
-    """Sizes of the 3-lookup task: T positions, V values, K key symbols.
-
-    K ≫ h matters: with few key symbols a d_k = 1 head can survive by serving a single key.
-    """
+    """T positions, V values, K key symbols; K ≫ h, or a d_k = 1 head survives by serving a single key."""
 
     T: int = 12
     V: int = 8
@@ -59,69 +41,47 @@ DEFAULT_TASK = Task()
 DEFAULT_CONFIG = TrainConfig()
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+def _int_list(values, name, example) -> list:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise LessonInputTypeError(f"{name} 应是整数的列表，例如 {example}，收到的是 {values!r}。")
+    values = list(values)
+    if not values:
+        raise LessonInputError(f"{name} 是空的：请至少给一个，例如 {example}。")
+    return values
 
 
 def check_head_list(heads, cfg: TrainConfig) -> list[int]:
-    """A non-empty list of distinct valid head counts."""
-    if isinstance(heads, (str, bytes)) or not hasattr(heads, "__iter__"):
-        raise ValueError(f"heads（头数列表）应是整数的列表，例如 (1, 2, 4, 8)，收到的是 {heads!r}。")
-    heads = [validation.check_heads(cfg.d_model, h) for h in heads]
-    if not heads:
-        raise ValueError("heads（头数列表）是空的：请至少给一个头数，例如 heads=(1, 4, 32)。")
+    """A non-empty list of distinct head counts that divide d_model."""
+    heads = [check_heads(cfg.d_model, h) for h in _int_list(heads, "heads（头数列表）", "heads=(1, 4, 32)")]
     if len(set(heads)) != len(heads):
-        raise ValueError(f"头数列表里有重复：{heads}。每个头数只需出现一次。")
+        raise LessonInputError(f"heads（头数列表）里有重复：{heads}。每个头数只需出现一次。")
     return heads
 
 
 def seed_list(seeds) -> list[int]:
     """``seeds`` as a list: a count n means seeds 0 … n−1; a list must hold non-negative integers."""
-    if _is_int(seeds):
-        if seeds < 1:
-            raise ValueError(f"种子个数 seeds 至少为 1，收到的是 {seeds}。")
-        return list(range(int(seeds)))
-    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
-        raise ValueError(
-            f"seeds 应是种子个数（正整数，例如 3）或种子列表（例如 [0, 1, 2]），收到的是 {seeds!r}。"
-        )
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("种子列表为空：请至少给一个种子，例如 seeds=3 或 seeds=[0, 1, 2]。")
-    bad = [s for s in seeds if not _is_int(s) or s < 0]
-    if bad:
-        raise ValueError(f"种子必须是非负整数（0、1、2……），种子列表 {seeds!r} 里的 {bad[0]!r} 不是。")
-    return [int(s) for s in seeds]
+    if isinstance(seeds, (int, np.integer)):
+        return list(range(check_int(seeds, "种子个数 seeds", minimum=1)))
+    example = "seeds=3 或 seeds=[0, 1, 2]"
+    return [check_int(s, "seeds 里的种子", minimum=0) for s in _int_list(seeds, "seeds（种子个数或列表）", example)]
 
 
 def check_run(task: Task, cfg: TrainConfig) -> None:
     """Sizes and schedule a run can use; a Chinese error naming the field otherwise."""
-    if not isinstance(task, Task):
-        raise ValueError(f"task 应是 Task(...)（lesson_lib.models.toy.config），收到的是 {type(task).__name__}。")
-    if not isinstance(cfg, TrainConfig):
-        raise ValueError(f"cfg 应是 TrainConfig(...)（lesson_lib.models.toy.config），收到的是 {type(cfg).__name__}。")
-    for name in ("T", "V", "K"):
-        if not _is_int(getattr(task, name)):
-            raise ValueError(f"Task.{name} 应是整数，收到的是 {getattr(task, name)!r}。")
-    if task.T < 5 or task.K < task.T or task.V < 2:
-        raise ValueError(
-            f"任务太小：需要 T ≥ 5 个位置、K ≥ T 个键符号、V ≥ 2 种值，收到 T={task.T}、K={task.K}、V={task.V}。"
-        )
+    for value, name, kind in ((task, "task", Task), (cfg, "cfg", TrainConfig)):
+        if not isinstance(value, kind):
+            raise LessonInputTypeError(f"{name} 应是 {kind.__name__}(...)（lesson_lib.models.toy.config），"
+                                       f"收到的是 {type(value).__name__}。")
+    T, V, K = (check_int(getattr(task, name), f"Task.{name}", minimum=1) for name in "TVK")
+    if T < 5 or K < T or V < 2:
+        raise LessonInputError(f"任务太小：需要 T ≥ 5 个位置、K ≥ T 个键符号、V ≥ 2 种值，收到 T={T}、K={K}、V={V}。")
     for name in ("d_model", "steps", "batch", "n_test", "warmup"):
-        value = getattr(cfg, name)
-        least = 0 if name == "warmup" else 1
-        if not _is_int(value) or value < least:
-            raise ValueError(f"TrainConfig.{name} 应是 ≥ {least} 的整数，收到的是 {value!r}。")
-    if cfg.dtype not in DTYPES:
-        raise ValueError(
-            f"TrainConfig.dtype 只能是 {' 或 '.join(DTYPES)}，收到的是 {cfg.dtype!r}："
-            "float16 的范围太小，Adam 的二阶矩会溢出，训练得不到有意义的结果。"
-        )
-    for name in ("lr", "eps", "emb_std"):
-        value = getattr(cfg, name)
-        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"TrainConfig.{name} 应是正的有限数，收到的是 {value!r}。")
-    for name, top in (("beta1", "< 1"), ("beta2", "< 1"), ("final_lr_frac", "≤ 1")):
-        value = getattr(cfg, name)
-        if not isinstance(value, (int, float)) or not (0 <= value < 1 or (top == "≤ 1" and value == 1)):
-            raise ValueError(f"TrainConfig.{name} 应满足 0 ≤ {name} {top}，收到的是 {value!r}。")
+        check_int(getattr(cfg, name), f"TrainConfig.{name}", minimum=0 if name == "warmup" else 1)
+    check_choice(cfg.dtype, "TrainConfig.dtype", ("float32", "float64"),
+                 "（float16 的范围太小，Adam 的二阶矩会溢出）")
+    for name in ("lr", "eps", "emb_std", "beta1", "beta2", "final_lr_frac"):
+        value = check_number(getattr(cfg, name), f"TrainConfig.{name}", minimum=0,
+                             maximum=1 if name in ("beta1", "beta2", "final_lr_frac") else None)
+        if value == (1 if name.startswith("beta") else 0) and name != "final_lr_frac":
+            raise LessonInputError(f"TrainConfig.{name} 不能等于 {value}：lr、eps、emb_std 要大于 0，"
+                                   "beta1、beta2 要小于 1（否则训练不动或除以零）。")

@@ -1,16 +1,9 @@
-"""The toy model and its hand-written backward pass: embeddings -> one multi-head self-attention layer -> read-out.
+"""The toy model: embeddings -> one multi-head self-attention layer (the kernel) -> read-out, and its backward pass.
 
-The attention layer calls the lesson's kernel (``split_heads``, ``scaled_dot_product_attention``,
-``merge_heads``); the parameter count is the same for every h. The backward pass is written by
-hand, because it is part of what the section teaches, and is checked against finite differences
-in the tests.
-
-Every parameter array has a leading seed axis S, so the seeds of one head count train as one batch
-of arrays (one NumPy call per operation for all of them). Each model still sees only its own
-numbers: a model is the same whether trained alone or beside others.
+The backward pass is written by hand because §7 teaches it (the tests check it against finite differences).
+Every parameter has a leading seed axis S: the seeds of one head count train as one batch of arrays, and each
+model still sees only its own numbers.
 """
-
-from __future__ import annotations
 
 import functools
 import math
@@ -21,45 +14,27 @@ from lesson_lib.attention import merge_heads, scaled_dot_product_attention, spli
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig
 from lesson_lib.models.toy.task import Batch
 
-__all__ = ["param_shapes", "init_params", "views", "forward", "loss_and_grads", "attention_maps"]
-
 
 def param_shapes(task: Task, d_model: int) -> dict:
-    """Shape of each parameter of one model. None depends on h: every h has the same parameters.
-
-    ``E`` stacks four embedding tables (values V, keys K, query tags K, positions T): a token's
-    embedding is the sum of four of its rows.
-    """
+    """Shape of each parameter of one model; none depends on h, so every h has the same parameters."""
     D = d_model
-    return {
-        "E": (task.V + 2 * task.K + task.T, D),
-        "W_Q": (D, D),  # head i owns column block i, as in the kernel
-        "W_K": (D, D),
-        "W_V": (D, D),
-        "W_O": (D, D),
-        "R": (D, 3 * task.V),  # read-out: three V-way classifiers side by side
-        "b": (3 * task.V,),
-    }
+    return {"E": (task.V + 2 * task.K + task.T, D),  # four tables (values, keys, query tags, positions): 4 rows a token
+            "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),  # head i owns column block i, as in the kernel
+            "R": (D, 3 * task.V), "b": (3 * task.V,)}  # read-out: three V-way classifiers side by side
 
 
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG):
-    """Initial parameters of one model per seed, as one flat buffer and named views into it.
+    """``(flat, params)``: one (S, P) buffer (Adam updates it whole) and named (S, *shape) views into it.
 
-    Returns ``(flat, params)``: ``flat`` is (S, P) and ``params[name]`` an (S, *shape) view into it,
-    so Adam updates every parameter of every model with a few whole-array operations. A seed gives
-    the same starting weights for every h, so runs with different head counts differ only in h.
+    A seed gives the same starting weights for every h, so runs with different head counts differ only in h.
     """
     shapes = param_shapes(task, cfg.d_model)
     std = {"E": cfg.emb_std, "b": 0.0}  # the rest N(0, 1/D), which keeps x W at x's scale
     per_seed = []
     for seed in seeds:
         rng = np.random.default_rng([seed, 0])  # stream 0: weights (stream 1 is the training data)
-        per_seed.append(
-            np.concatenate(
-                [rng.normal(0.0, std.get(name, 1.0 / math.sqrt(cfg.d_model)), shape).ravel()
-                 for name, shape in shapes.items()]
-            )
-        )
+        per_seed.append(np.concatenate([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(cfg.d_model)), shape).ravel()
+                                        for name, shape in shapes.items()]))
     flat = np.stack(per_seed).astype(cfg.dtype)  # (S, P)
     return flat, views(flat, shapes)
 
@@ -71,8 +46,6 @@ def views(flat, shapes) -> dict:
         size = math.prod(shape)
         out[name] = flat[:, offset : offset + size].reshape(flat.shape[0], *shape)
         offset += size
-    if offset != flat.shape[-1]:
-        raise ValueError(f"参数缓冲区的长度 {flat.shape[-1]} 与各参数大小之和 {offset} 不符。")
     return out
 
 
@@ -82,25 +55,13 @@ def views(flat, shapes) -> dict:
 SINGLE_THREAD_MNK = 2 * 4 * 65536
 
 
-def _embedding_rows(batch: Batch, task: Task) -> np.ndarray:
-    """(S, B·T, 4): the rows of E holding each token's value, key, query tag and position."""
+def _multi_hot(batch: Batch, task: Task, n_rows, dtype):
+    """(S, B·T, R) 0/1 matrix with four ones per token (its value, key, query tag and position rows of E)."""
     S, B, T = batch.values.shape
-    columns = np.stack(
-        [
-            batch.values,
-            batch.keys + task.V,
-            batch.queries + task.V + task.K,
-            np.broadcast_to(np.arange(T) + task.V + 2 * task.K, (S, B, T)),
-        ],
-        axis=-1,
-    )  # (S, B, T, 4)
-    return columns.reshape(S, B * T, 4)
-
-
-def _multi_hot(rows, n_rows, dtype):
-    """(S, N, R) 0/1 matrix with four ones per token (its rows of E), so x = hot @ E."""
-    hot = np.zeros(rows.shape[:2] + (n_rows,), dtype=dtype)
-    np.put_along_axis(hot, rows, 1.0, axis=-1)
+    positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, (S, B, T))
+    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)  # (S,B,T,4)
+    hot = np.zeros((S, B * T, n_rows), dtype=dtype)
+    np.put_along_axis(hot, rows.reshape(S, B * T, 4), 1.0, axis=-1)
     return hot
 
 
@@ -133,7 +94,7 @@ def forward(params, batch: Batch, h: int, task: Task):
     S = params["W_Q"].shape[0]
     B, T = batch.values.shape[1:]
     D = params["W_Q"].shape[-1]
-    hot = _multi_hot(_embedding_rows(batch, task), params["E"].shape[1], params["E"].dtype)  # (S, B·T, R)
+    hot = _multi_hot(batch, task, params["E"].shape[1], params["E"].dtype)  # (S, B·T, R)
     x = _embed(params["E"], hot)  # (S, B·T, D)
     q = split_heads((x @ params["W_Q"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)  X W_i^Q, every i
     k = split_heads((x @ params["W_K"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)

@@ -1,14 +1,10 @@
 """Adam with the paper's β₂ = 0.98 and ε = 1e-9, and its learning-rate schedule (warm-up, then cosine decay)."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np
 
 from lesson_lib.models.toy.config import TrainConfig
-
-__all__ = ["learning_rate", "Adam"]
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -23,23 +19,12 @@ class Adam:
     """Adam on one flat (S, P) buffer: every parameter of every model in a handful of whole-array operations."""
 
     def __init__(self, flat: np.ndarray, cfg: TrainConfig):
-        self.flat, self.cfg = flat, cfg
-        self.m, self.s, self.tmp = np.zeros_like(flat), np.zeros_like(flat), np.empty_like(flat)
+        self.flat, self.cfg, self.m, self.s = flat, cfg, np.zeros_like(flat), np.zeros_like(flat)
 
     def step(self, grad: np.ndarray, step: int) -> None:
         """Update ``flat`` in place from ``grad`` (same shape) at 0-based ``step``."""
-        cfg, m, s, tmp = self.cfg, self.m, self.s, self.tmp
-        np.multiply(grad, 1 - cfg.beta1, out=tmp)
-        m *= cfg.beta1
-        m += tmp  # first moment
-        np.multiply(grad, grad, out=tmp)
-        tmp *= 1 - cfg.beta2
-        s *= cfg.beta2
-        s += tmp  # second moment
+        cfg = self.cfg
+        self.m = self.m * cfg.beta1 + grad * (1 - cfg.beta1)  # first moment
+        self.s = self.s * cfg.beta2 + grad * grad * (1 - cfg.beta2)  # second moment
         c1, c2 = 1 - cfg.beta1 ** (step + 1), 1 - cfg.beta2 ** (step + 1)  # bias corrections
-        np.sqrt(s, out=tmp)
-        tmp *= 1 / math.sqrt(c2)
-        tmp += cfg.eps
-        np.divide(m, tmp, out=tmp)
-        tmp *= learning_rate(step, cfg) / c1
-        self.flat -= tmp
+        self.flat -= self.m / (np.sqrt(self.s) * (1 / math.sqrt(c2)) + cfg.eps) * (learning_rate(step, cfg) / c1)

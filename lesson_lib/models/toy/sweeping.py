@@ -1,28 +1,12 @@
-"""The sweep over head counts: train every h in this process, one after the other, and score it.
-
-A plain loop in the kernel's own process: Jupyter's ■ or Ctrl-C is a ``KeyboardInterrupt`` between two
-NumPy calls; it becomes ``SweepInterrupted``, which keeps the head counts that finished. ``progress(done,
-total)`` is called with the training steps done, for a progress bar.
-"""
-
-from __future__ import annotations
+"""The sweep over head counts, in this process: Jupyter's ■ or Ctrl-C becomes ``SweepInterrupted``, which keeps
+the head counts that finished; ``progress(done, total)`` gets the training steps done, for a progress bar."""
 
 import time
 from dataclasses import dataclass
 
-from lesson_lib.models.toy.config import (
-    DEFAULT_CONFIG,
-    DEFAULT_TASK,
-    TARGETS,
-    Task,
-    TrainConfig,
-    check_head_list,
-    check_run,
-    seed_list,
-)
+from lesson_lib.models.toy import config
+from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS, Task, TrainConfig
 from lesson_lib.models.toy.training import train_and_score
-
-__all__ = ["SweepResult", "SweepInterrupted", "sweep"]
 
 
 @dataclass
@@ -37,12 +21,6 @@ class SweepResult:
 
     def as_json(self) -> dict:
         return {"results": self.results, "total_seconds": round(self.total_seconds, 3)}
-
-    def row(self, h: int) -> dict:
-        for r in self.results:
-            if r["h"] == h:
-                return r
-        raise ValueError(f"这次扫描没有训练 h={h}：训练过的头数是 {[r['h'] for r in self.results]}。")
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -63,8 +41,8 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
     over the three targets), ``accuracy_sd`` (sample standard deviation over seeds; None for one seed),
     ``per_target`` (means over seeds), ``accuracy_per_seed`` and ``seconds`` (that h's training and test).
     """
-    check_run(task, cfg)
-    heads, seeds = check_head_list(heads, cfg), seed_list(seeds)
+    config.check_run(task, cfg)
+    heads, seeds = config.check_head_list(heads, cfg), config.seed_list(seeds)
     start, outcomes = time.perf_counter(), {}
     try:
         for i, h in enumerate(heads):
@@ -82,13 +60,9 @@ def _result(heads, outcomes, seeds, task, cfg, start) -> SweepResult:
     for h in heads:
         trained[h], acc, seconds = outcomes[h]
         per_seed = acc.mean(axis=1)  # (S,) mean over the three targets
-        rows.append({
-            "h": h,
-            "d_k": cfg.d_model // h,
-            "accuracy_mean": round(float(per_seed.mean()), 4),
-            "accuracy_sd": round(float(per_seed.std(ddof=1)), 4) if len(seeds) > 1 else None,
-            "per_target": {t: round(float(acc[:, i].mean()), 4) for i, t in enumerate(TARGETS)},
-            "accuracy_per_seed": [round(float(a), 4) for a in per_seed],
-            "seconds": round(seconds, 3),
-        })
+        sd = round(float(per_seed.std(ddof=1)), 4) if len(seeds) > 1 else None
+        per_target = {t: round(float(acc[:, i].mean()), 4) for i, t in enumerate(TARGETS)}
+        rows.append({"h": h, "d_k": cfg.d_model // h, "accuracy_mean": round(float(per_seed.mean()), 4),
+                     "accuracy_sd": sd, "per_target": per_target,
+                     "accuracy_per_seed": [round(float(a), 4) for a in per_seed], "seconds": round(seconds, 3)})
     return SweepResult(rows, time.perf_counter() - start, trained, task, cfg)

@@ -1,11 +1,7 @@
-"""The 3-lookup task: every position must output three values found in three different places.
-
-Position i of a sequence outputs the value of its left neighbour (prev), of its right neighbour
-(next) and of the position whose key equals its query tag (match). One attention distribution can
-sit on one of those positions, or average them (§2); h heads can each take one.
+"""The 3-lookup task: position i outputs the values of its left neighbour (prev), its right neighbour (next) and
+the position whose key equals its query tag (match). One attention distribution can sit on one of those, or average
+them (§2); h heads can each take one.
 """
-
-from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, fields
@@ -13,8 +9,6 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig
-
-__all__ = ["Batch", "make_batch", "training_data", "held_out_data"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +22,7 @@ class Batch:
     targets: np.ndarray  # (S, B, T, 3) int  (prev, next, match) values
     mask: np.ndarray  # (S, B, T, 3) float  0 where a target does not exist (prev at 0, next at T−1)
 
-    def rows(self, index) -> Batch:
+    def rows(self, index) -> "Batch":
         """The same fields, sequences ``index`` only (a slice along B)."""
         return Batch(*(getattr(self, f.name)[:, index] for f in fields(self)))
 
@@ -46,10 +40,8 @@ def _sequences(rng, n, task):
     offsets = rng.integers(0, T - 3, size=(n, T))  # (n, T) U{0..T−4}
     pointers = (np.arange(T) + 2 + offsets) % T  # (n, T) i+2 … i+T−2 (mod T)
     queries = np.take_along_axis(keys, pointers, axis=1)  # (n, T)
-    targets = np.stack(
-        [np.roll(values, 1, axis=1), np.roll(values, -1, axis=1), np.take_along_axis(values, pointers, axis=1)],
-        axis=-1,
-    )  # (n, T, 3) the rolled-around ends are masked out below
+    targets = np.stack([np.roll(values, 1, axis=1), np.roll(values, -1, axis=1),
+                        np.take_along_axis(values, pointers, axis=1)], axis=-1)  # (n, T, 3) ends masked out below
     mask = np.ones((n, T, 3))
     mask[:, 0, 0] = 0.0  # position 0 has no left neighbour
     mask[:, T - 1, 1] = 0.0  # position T−1 has no right neighbour
@@ -57,30 +49,18 @@ def _sequences(rng, n, task):
 
 
 def training_data(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
-    """All training sequences of every seed, (S, steps·batch, T): the same stream for every h.
-
-    Generated once per process and shared read-only, because every head count of a sweep trains on it.
-    """
-    return _training_data(tuple(seeds), task, cfg.steps, cfg.batch)
-
-
-@functools.lru_cache(maxsize=4)
-def _training_data(seeds, task, steps, batch):
-    data = make_batch([np.random.default_rng([seed, 1]) for seed in seeds], steps * batch, task)
-    return _read_only(data)
+    """All training sequences of every seed, (S, steps·batch, T): one stream, shared by every head count."""
+    return _cached(tuple((seed, 1) for seed in seeds), task, cfg.steps * cfg.batch)  # stream 1 of each seed
 
 
 def held_out_data(task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
     """The fixed test set: ``cfg.n_test`` sequences from ``cfg.test_seed``, shape (1, n_test, T)."""
-    return _held_out_data(task, cfg.n_test, cfg.test_seed)
+    return _cached((cfg.test_seed,), task, cfg.n_test)
 
 
-@functools.lru_cache(maxsize=4)
-def _held_out_data(task, n_test, test_seed):
-    return _read_only(make_batch([np.random.default_rng(test_seed)], n_test, task))
-
-
-def _read_only(batch: Batch) -> Batch:
-    for f in fields(batch):
-        getattr(batch, f.name).flags.writeable = False  # cached and shared: nobody may change it
-    return batch
+@functools.lru_cache(maxsize=8)
+def _cached(rng_seeds, task, n):
+    data = make_batch([np.random.default_rng(seed) for seed in rng_seeds], n, task)
+    for f in fields(data):
+        getattr(data, f.name).flags.writeable = False  # generated once per process and shared: nobody may change it
+    return data

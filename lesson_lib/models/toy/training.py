@@ -1,58 +1,33 @@
 """Training one model per seed for a head count, and scoring it on the fixed test set."""
 
-from __future__ import annotations
-
 import time
 
 import numpy as np
 
-from lesson_lib.checks import check_heads
-from lesson_lib.models.toy.config import (
-    DEFAULT_CONFIG,
-    DEFAULT_TASK,
-    Task,
-    TrainConfig,
-    check_run,
-    seed_list,
-)
-from lesson_lib.models.toy.model import (
-    SINGLE_THREAD_MNK,
-    attention_maps,
-    forward,
-    init_params,
-    loss_and_grads,
-    param_shapes,
-    views,
-)
+from lesson_lib.checks import LessonInputError, check_heads
+from lesson_lib.models.toy import model
+from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig, check_run, seed_list
 from lesson_lib.models.toy.optim import Adam
 from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 
-__all__ = ["train", "accuracy", "train_and_score", "example_heads"]
-
-# Identical runs give identical models, so this process never trains the same (h, seeds, task, cfg)
-# twice: §6's stand-in heads are §7's h = 4 model, and re-running §7's cell costs nothing.
+# Identical runs give identical models, so this process trains each (h, seeds, task, cfg) once: §6's stand-in
+# heads are §7's h = 4 model, and re-running §7's cell costs nothing. At most 64 are kept, the oldest dropped.
 _FINISHED: dict = {}
-_FINISHED_MAX = 64
 
 
 def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG, data: Batch | None = None,
           progress=None, progress_every: int = 25) -> dict:
-    """Train one model per seed with h heads, all seeds in the same arrays; returns (S, …) params.
-
-    ``data`` defaults to ``training_data(seeds)``. ``progress(steps_done)`` is called every
-    ``progress_every`` steps, for a progress bar.
-    """
+    """(S, …) params of one model per seed with h heads, trained in the same arrays; ``progress(steps_done)``."""
     check_run(task, cfg)
-    h = check_heads(cfg.d_model, h)
-    seeds = seed_list(seeds)
-    flat, params = init_params(seeds, task, cfg)  # (S, P) and its named views
+    h, seeds = check_heads(cfg.d_model, h), seed_list(seeds)
+    flat, params = model.init_params(seeds, task, cfg)  # (S, P) and its named views
     grad_flat = np.zeros_like(flat)
-    grad_views = views(grad_flat, param_shapes(task, cfg.d_model))
+    grad_views = model.views(grad_flat, model.param_shapes(task, cfg.d_model))
     adam = Adam(flat, cfg)
     data = training_data(seeds, task, cfg) if data is None else data
     for step in range(cfg.steps):
         batch = data.rows(slice(step * cfg.batch, (step + 1) * cfg.batch))
-        _, grads = loss_and_grads(params, batch, h, task)
+        _, grads = model.loss_and_grads(params, batch, h, task)
         for name, g in grads.items():
             grad_views[name][...] = g
         adam.step(grad_flat, step)
@@ -66,12 +41,12 @@ def accuracy(params, h: int, data: Batch, task: Task = DEFAULT_TASK) -> np.ndarr
     S, D = params["W_Q"].shape[0], params["W_Q"].shape[-1]
     counted = data.mask.sum(axis=(1, 2))  # (1 or S, 3)
     if (counted == 0).any():
-        raise ValueError("测试集里没有任何可以打分的目标：请用至少 1 条测试序列（TrainConfig.n_test ≥ 1）。")
-    chunk = max(1, (SINGLE_THREAD_MNK - 1) // (task.T * D * max(D, 3 * task.V)))  # sequences per batch
+        raise LessonInputError("测试集里没有任何可以打分的目标：请用至少 1 条测试序列（TrainConfig.n_test ≥ 1）。")
+    chunk = max(1, (model.SINGLE_THREAD_MNK - 1) // (task.T * D * max(D, 3 * task.V)))  # sequences per batch
     correct = np.zeros((S, 3))
     for start in range(0, data.values.shape[1], chunk):
         part = data.rows(slice(start, start + chunk))
-        logits, _ = forward(params, part, h, task)  # (S, b, T, 3, V)
+        logits, _ = model.forward(params, part, h, task)  # (S, b, T, 3, V)
         hit = logits.argmax(axis=-1) == part.targets  # (S, b, T, 3)
         correct += (hit * part.mask).sum(axis=(1, 2))
     return correct / counted
@@ -89,8 +64,8 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
         acc = accuracy(params, h, held_out_data(task, cfg), task)  # (S, 3)
         for array in (*params.values(), acc):
             array.flags.writeable = False  # shared by every caller of an identical run
-        if len(_FINISHED) >= _FINISHED_MAX:
-            _FINISHED.pop(next(iter(_FINISHED)))  # the oldest
+        if len(_FINISHED) >= 64:
+            _FINISHED.pop(next(iter(_FINISHED)))
         _FINISHED[key] = (params, acc, time.perf_counter() - t0)
     elif progress is not None:
         progress(cfg.steps)
@@ -99,15 +74,7 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
 
 def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
                   cfg: TrainConfig = DEFAULT_CONFIG) -> np.ndarray:
-    """Attention maps (h, T, T) of a model trained with h heads (one seed) on held-out sequence 0.
-
-    §6 shows these when the pretrained weights are missing. Trains on first use (about a second
-    for small h), then reuses the result.
-    """
-    check_run(task, cfg)
-    return _example_heads(check_heads(cfg.d_model, h), seed_list([seed])[0], task, cfg).copy()
-
-
-def _example_heads(h, seed, task, cfg):
+    """Attention maps (h, T, T) of an h-head model (one seed) on held-out sequence 0: §6's stand-in for its weights."""
     params, _, _ = train_and_score(h, [seed], task, cfg)
-    return attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0]  # (h, T, T)
+    h = check_heads(cfg.d_model, h)
+    return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0].copy()  # (h, T, T)

@@ -1,5 +1,5 @@
 """lesson_lib.sections.s05_head_lab (§5) and its two pictures (themed SVG through plotting.heads_svg_html and
-plotting.heads_overview_svg_html).
+plotting.heads_svg_html with box=).
 
 The lab's promises: the slider only offers head counts that divide d_model; for every h the
 parameters and matmul multiplies stay put while softmax work grows as 3·h·n²; one fixed set of

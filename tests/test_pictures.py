@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 
@@ -113,6 +114,10 @@ def test_picture_html_names_the_svg_and_hides_it_until_styles_apply():
     alt = html.escape(plotting.alt_text(fig), quote=True)
     assert f'<svg role="img" aria-label="{alt}"' in page
     assert f'<img class="lesson-ras" alt="{alt}"' in page  # what a sanitized (untrusted) page keeps
+    svg_text = page[page.index("<svg"):page.index("</svg>") + 6]
+    src = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', page).group(1)
+    assert base64.b64decode(src).decode("utf-8").strip() == svg_text  # the same drawing, not a second (PNG) rendering
+    assert "image/png" not in page
     assert '<div class="lesson-vec" style="display:none">' in page and "display:block!important" in page
     assert "<details><summary>" in page and "54,988,800" in page
     assert page == plotting.picture_html(fig)  # deterministic: ids and metadata fixed
@@ -194,6 +199,8 @@ def test_widget_heat_map_svg_text_sizes_labels_and_alt():
     width = int(re.search(r'<svg[^>]* width="(\d+)"', page).group(1))
     assert width <= 592
     assert "「她」给「小红」0.70" in page and 'aria-label="第 8 层 · 头 1。' in page
-    assert re.search(r'<text x="[\d.]+" y="[\d.]+" text-anchor="middle">小</text>', page)  # stacked, not turned
+    # one word, one <text> (its characters stacked, not turned): a label is never split into two
+    assert re.search(r'<text text-anchor="middle"><tspan x="[\d.]+" y="[\d.]+">小</tspan><tspan[^>]*>红</tspan></text>',
+                     page)
     assert re.search(r'rotate\(-90\)"[^>]*>law</text>', page)
     assert "stroke:#d62728" in page and "<details>" in page

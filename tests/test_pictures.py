@@ -37,8 +37,6 @@ FIGURES = {  # name -> a call drawing it (built one at a time: each test closes 
     "counts": lambda: flops.plot_counts(50, 512, [1, 2, 4, 8, 16, 32, 64]),
     "table3": ablation_plots.plot_table3,
     "toy_vs_paper": lambda: ablation_plots.plot_toy_vs_paper(_toy_results()),
-    "head_maps": lambda: ablation_plots.plot_head_maps(_W, np.repeat(_W, 4, axis=0)),
-    "one_map": lambda: plotting.plot_heads(_W[0], tokens=["小", "明", "把", "苹果", "递给", "她"]),
 }
 
 
@@ -88,7 +86,7 @@ def test_counts_alt_and_table_follow_the_counts():
 
 def test_heat_map_alt_names_the_largest_weights():
     w = np.array([[[0.55, 0.06, 0.39], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]]])
-    fig = plotting.plot_heads(w, tokens=["她", "小红", "小明"], titles=["第 8 层 · 头 1"])
+    fig = plotting.heat_map(w, tokens=["她", "小红", "小明"], titles=["第 8 层 · 头 1"])
     alt = plotting.alt_text(fig)
     assert "「她」给「她」0.55，给「小明」0.39" in alt
     _headers, table = fig.lesson_table
@@ -100,12 +98,6 @@ def test_toy_vs_paper_alt_gives_each_head_counts_level_not_machine_dependent_dig
     # accuracies 0.41, 0.52, 0.97, 0.96, 0.81, 0.66 for h = 1 … 32: levels as §7's checked table states them
     assert "h = 1：小部分对，h = 2：小部分对，h = 4：学会，h = 8：学会，h = 16：大部分对，h = 32：大部分对" in alt
     assert "0.97" not in alt
-
-
-def test_chinese_key_labels_are_not_turned():
-    fig = plotting.plot_heads(np.full((4, 4), 0.25), tokens=["小明", "把", "苹果", "it"])
-    turned = [t.get_text() for t in fig.axes[0].texts if t.get_rotation() == 90]
-    assert turned == ["it"]
 
 
 def test_picture_html_names_the_svg_and_hides_it_until_styles_apply():
@@ -193,14 +185,12 @@ def test_step_alt_says_which_heads_each_slice_holds():
 
 def test_widget_heat_map_svg_text_sizes_labels_and_alt():
     w = np.array([[0.1, 0.7, 0.2], [0.5, 0.25, 0.25], [0.2, 0.2, 0.6]])
-    page = plotting.heads_svg_html(w, ["她", "小红", "law"], cell_px=16, highlight_row=0, suptitle="第 8 层 · 头 1")
+    page = plotting.heat_map(w, ["她", "小红", "law"], cell_px=16, highlight_row=0, suptitle="第 8 层 · 头 1")
     sizes = [float(x) for x in re.findall(r"font-size:(\d+(?:\.\d+)?)px", page)]
     assert sizes and min(sizes) >= 12  # CSS px as drawn: the picture is never scaled (≤ 592 px wide)
     width = int(re.search(r'<svg[^>]* width="(\d+)"', page).group(1))
     assert width <= 592
     assert "「她」给「小红」0.70" in page and 'aria-label="第 8 层 · 头 1。' in page
-    # one word, one <text> (its characters stacked, not turned): a label is never split into two
-    assert re.search(r'<text text-anchor="middle"><tspan x="[\d.]+" y="[\d.]+">小</tspan><tspan[^>]*>红</tspan></text>',
-                     page)
+    assert re.search(r'rotate\(-90\)"[^>]*>小红</text>', page)  # a word on one line, never split (issue 30)
     assert re.search(r'rotate\(-90\)"[^>]*>law</text>', page)
     assert "stroke:#d62728" in page and "<details>" in page

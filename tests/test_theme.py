@@ -48,7 +48,7 @@ def test_html_table_escapes_and_does_not_break_words():
     html = theme.html_table(["代码", "项"], [["a < b & c", "head_i = Attention(Q W_i^Q)"]], code_columns=(0,))
     ET.fromstring(html)
     assert "a &lt; b &amp; c" in html
-    assert html.count("word-break:normal") == 4 and "white-space:nowrap" in html  # 2 headers + 2 cells
+    assert html.count("word-break:keep-all") == 4 and "white-space:nowrap" in html  # 2 headers + 2 cells
     long_code = theme.html_table(["代码"], [["shifted = x - x.max(axis=axis, keepdims=True)"]], code_columns=(0,))
     assert "white-space:pre-wrap" in long_code  # a long line wraps, at its spaces only
     assert "break-all" not in html and not HARD_COLOUR.search(html)

@@ -100,121 +100,6 @@ def tile_heads(weights, cols: int | None = None, gap: int = 1):
     return image, origins
 
 
-def plot_heads(
-    weights,
-    tokens=None,
-    titles=None,
-    ax=None,
-    cmap: str = "viridis",
-    vmax: float | None = 1.0,
-    suptitle: str | None = None,
-    col_tokens=None,
-    tile_inches: float | None = None,
-    cols: int | None = None,
-):
-    """Draw one attention map (n, m) or many heads (h, n, m) as a single tiled image.
-
-    ``tokens`` label the query rows (and the key columns unless ``col_tokens`` is given). Token
-    labels go left of the first column and under the bottom row of tiles, and are dropped when the
-    tiles get too small to read; each tile gets its title (default "头 i") above it.
-    Chinese key labels are written top to bottom, never turned 90°. ``cols`` fixes the number of
-    tile columns (1 stacks the heads, for a narrow output). A figure of its own gets alt text and a
-    table from ``heads_description``.
-    Returns the matplotlib Figure (sized so nothing is cut off without ``bbox_inches="tight"``).
-    """
-    import matplotlib.pyplot as plt
-
-    use_chinese_font()
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w
-    if w.ndim != 3:
-        raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
-    h, n, m = w.shape
-    row_tokens = _labels(tokens, n, "行")
-    key_tokens = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
-    titles = head_titles(titles, h)
-    cell = (tile_inches or _tile_inches(h, max(n, m))) / max(n, m)  # inches per matrix cell
-    fontsize = _label_fontsize(cell, h)
-    # Stacked maps (one column) each carry their key labels: the reader of the first map should not scroll past
-    # the others to learn what its columns are. The gap between maps then holds the labels and the next title.
-    stacked = cols == 1 and h > 1 and bool(fontsize)
-    gap = tile_gap(h, n)
-    if stacked:
-        gap = max(gap, math.ceil((_label_extent(key_tokens, fontsize, down=True) + 0.35) / cell))
-    image, origins = tile_heads(w, cols=cols, gap=gap)
-    if ax is None:
-        fig, ax, cax = _sized_figure(image.shape, gap, cell, fontsize, row_tokens, key_tokens, h, suptitle)
-    else:
-        fig, cax = ax.figure, None
-    cm = plt.get_cmap(cmap).with_extremes(bad=(0, 0, 0, 0))  # NaN = the separators between tiles: page colour
-    im = ax.imshow(image, cmap=cm, vmin=0.0, vmax=vmax, interpolation="nearest", aspect="equal")
-    ax.set_axis_off()
-    ax.set_xlim(-0.5, image.shape[1] - 0.5)
-    ax.set_ylim(image.shape[0] - 0.5, -gap - 0.5)  # room above the top row for its titles
-    if fontsize:
-        _token_labels(ax, origins, row_tokens, key_tokens, fontsize, every_row=stacked)
-    title_size = 9.5 if h <= MAX_LABELLED_HEADS else MIN_FONT_PT
-    for (top, left), title in zip(origins, titles):
-        if title:
-            ax.text(left - 0.5, top - 0.7, title, fontsize=title_size, va="bottom", ha="left")
-    if h == 1 and fontsize:
-        ax.set_axis_on()
-        ax.set_xticks([])
-        ax.set_yticks([])
-        for spine in ax.spines.values():
-            spine.set_visible(False)
-        gap_pt = 0.3 * cell * 72 + 2  # token labels end 0.3 cell from the image edge
-        ax.set_xlabel("被关注的词元（键）", fontsize=9.5,
-                      labelpad=_label_extent(key_tokens, fontsize, down=True) * 72 + gap_pt)
-        ax.set_ylabel("发出关注的词元（查询）", fontsize=9.5,
-                      labelpad=_label_extent(row_tokens, fontsize) * 72 + gap_pt)
-    if suptitle:
-        fig.suptitle(wrap_title(suptitle, fig.get_figwidth() - 0.3, 11), fontsize=11)
-    if cax is not None:
-        fig.colorbar(im, cax=cax, label="注意力权重")
-        describe(fig, *heads_description(w, row_tokens, key_tokens, titles, suptitle))
-    else:
-        fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02, label="注意力权重")
-    return fig
-
-
-def _sized_figure(shape, gap, cell, fontsize, row_tokens, key_tokens, h, suptitle):
-    """A figure whose axes hold the tiled image at ``cell`` inches per cell, margins fitted to labels."""
-    import matplotlib.pyplot as plt
-
-    grid_w, grid_h = shape[1] * cell, (shape[0] + gap) * cell
-    axis_titles = 0.3 if (h == 1 and fontsize) else 0.0
-    left = 0.15 + axis_titles + (_label_extent(row_tokens, fontsize) if fontsize else 0.0)
-    bottom = 0.15 + axis_titles + (_label_extent(key_tokens, fontsize, down=True) if fontsize else 0.0)
-    width = left + shape[1] * cell + 0.95
-    top = (0.12 + 0.24 * wrap_title(suptitle, width - 0.3, 11).count("\n") + 0.33) if suptitle else 0.12
-    right = 0.95  # colour bar and its label
-    width, height = left + grid_w + right, bottom + grid_h + top
-    fig = plt.figure(figsize=(width, height), dpi=100)
-    ax = fig.add_axes((left / width, bottom / height, grid_w / width, grid_h / height))
-    cax = fig.add_axes(((left + grid_w + 0.15) / width, bottom / height, 0.12 / width, grid_h / height))
-    return fig, ax, cax
-
-
-def _label_extent(tokens, fontsize, down: bool = False):
-    """Inches the longest label needs (CJK glyphs are about one em wide, Latin about half).
-
-    ``down``: a key label under the map, Chinese stacked one character a line (1.2 em each), Latin turned 90°.
-    """
-    if not fontsize:
-        return 0.0
-    if down and any(_is_cjk(t) for t in tokens):
-        ems = max(1.2 * len(t) if _is_cjk(t) else sum(1.0 if ord(ch) > 0x2E80 else 0.55 for ch in t)
-                  for t in tokens)
-    else:
-        ems = max(sum(1.0 if ord(ch) > 0x2E80 else 0.55 for ch in t) for t in tokens)
-    return ems * fontsize / 72 + 0.05
-
-
-def _is_cjk(token: str) -> bool:
-    return any(ord(ch) > 0x2E80 for ch in token)
-
-
 def wrap_title(title: str | None, width_inches: float, size: float) -> str:
     """Break a title into lines that fit ``width_inches`` at ``size`` pt (CJK 1 em, Latin ~0.55 em), at
     a space or after Chinese punctuation where one is near, so a long title is wrapped instead of cut."""
@@ -247,46 +132,6 @@ def _labels(tokens, count, axis_name):
     if len(tokens) != count:
         raise ValueError(f"给了 {len(tokens)} 个词，但注意力图的{axis_name}数是 {count}：两者应相同。")
     return tokens
-
-
-def _token_labels(ax, origins, row_tokens, key_tokens, fontsize, every_row: bool = False):
-    """Token names left of the first column of tiles and under the bottom row (``every_row``: under every tile).
-
-    Plain Text artists, not axis ticks: a tick builds lines and texts it never shows, and with
-    hundreds of labels that is most of a redraw.
-    """
-    n = len(row_tokens)
-    bottom = max(top for top, _ in origins)
-    for top, left in origins:
-        if left == 0:
-            for j, token in enumerate(row_tokens):
-                ax.text(-0.8, top + j, token, fontsize=fontsize, ha="right", va="center")
-        if top == bottom or every_row:
-            for j, token in enumerate(key_tokens):
-                if _is_cjk(token):  # Chinese reads top to bottom; a 90° turn would lay it on its side
-                    ax.text(left + j, top + n - 0.2, "\n".join(token), fontsize=fontsize, ha="center", va="top",
-                            linespacing=1.0)
-                else:
-                    ax.text(left + j, top + n - 0.2, token, fontsize=fontsize, ha="center", va="top", rotation=90)
-
-
-def _tile_inches(h, n):
-    """Tile side in inches: big enough for labels when few heads, small when many."""
-    if h == 1:
-        return min(4.6, max(2.6, 0.3 * n))  # with labels and colour bar: ≤ FIGURE_MAX_INCHES
-    if h <= 4:
-        return min(2.3, max(2.0, 0.22 * n))
-    if h <= 16:
-        return min(1.2, max(1.0, 0.15 * n))
-    return 0.6
-
-
-def _label_fontsize(cell, h):
-    """Token labels only when a matrix row is tall enough to read them (≥ MIN_FONT_PT, 11 px)."""
-    if h > MAX_LABELLED_HEADS:
-        return 0
-    size = min(10.0, 0.85 * cell * 72)
-    return size if size >= MIN_FONT_PT else 0
 
 
 _LUTS: dict = {}
@@ -337,9 +182,12 @@ _PICTURE_CSS = (
 
 
 def describe(fig, alt: str, table=None):
-    """Give ``fig`` the description a screen reader says and optionally ``table`` = (headers, rows) of its numbers."""
+    """Give ``fig`` (a Figure or a ``Picture``) the description a screen reader says and optionally ``table`` =
+    (headers, rows) of its numbers. Returns it (a Picture: a new one)."""
     if not alt or not isinstance(alt, str):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
+    if isinstance(fig, Picture):
+        return Picture(fig.svg, alt, table)
     fig.lesson_alt, fig.lesson_table = alt, table
     _install_display()
     return fig
@@ -437,6 +285,8 @@ def picture_html(fig, alt: str | None = None, table=None, fallback: bool = True)
     if not alt:
         raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
     table = table if table is not None else getattr(fig, "lesson_table", None)
+    if isinstance(fig, Picture):
+        return wrap_picture(fig.svg, alt, table, fallback)
     from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
     if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):  # after tight_layout: savefig would lay out
@@ -512,39 +362,67 @@ def _text_px(token: str, size: float) -> float:
     return sum(size if ord(ch) > 0x2E80 else 0.6 * size for ch in token)
 
 
-def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitle: str | None = None,
-                   cmap: str = "viridis", highlight_row: int | None = None, alt: str | None = None,
-                   table=None, height: int | None = None, box: tuple[int, int] | None = None,
-                   highlight_head: int | None = None, note: str | None = None) -> str:
-    """A tiled heat map as themed SVG for a widget: cells as embedded images scaled without smoothing, labels as
-    text in the theme's colour (each token one <text>: Chinese written top to bottom, Latin turned 90°), alt text
-    and table from ``heads_description`` unless given (``table=False``: none), ``highlight_row`` (0-based) framed.
-    ``height``: at least this tall (a widget that must not change height). ``box=(width, height)``: every head small
-    in a picture of exactly that size, numbered, head ``highlight_head`` (1-based) framed; one head shows ``note``."""
+class Picture(str):
+    """A picture's HTML: a widget's value as it is; shown by a notebook cell with its <img> copy for sanitized pages."""
+
+    def __new__(cls, svg: str, alt: str, table=None):
+        picture = super().__new__(cls, wrap_picture(svg, alt, table))
+        picture.svg, picture.lesson_alt, picture.lesson_table = svg, alt, table
+        return picture
+
+    def _repr_html_(self) -> str:
+        return wrap_picture(self.svg, self.lesson_alt, self.lesson_table, fallback=True)
+
+    def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
+        return f"<图：{self.lesson_alt}>"
+
+
+def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, col_tokens=None,
+             cols: int | None = None, cell_px: int | None = None, cmap: str = "viridis",
+             highlight_row: int | None = None, alt: str | None = None, table=None, height: int | None = None,
+             box: tuple[int, int] | None = None, highlight_head: int | None = None, note: str | None = None) -> Picture:
+    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, tiled, for a notebook cell or a widget.
+
+    Cells are one embedded image scaled without smoothing; labels are text in the theme's colour (rows by ``tokens``,
+    keys by ``col_tokens`` or ``tokens``, each a whole word on one line, keys turned 90°), left out
+    when a row is under 12 px. Alt text and the folded table come from ``heads_description`` unless given
+    (``table=False``: none). ``cols=1`` stacks the maps, each with its key labels; ``cell_px`` defaults to the size
+    that fits a 592 px output; ``highlight_row`` (0-based) is framed; ``height``: at least this tall (a widget that
+    must not change height). ``box=(width, height)``: every head small in exactly that size, numbered, head
+    ``highlight_head`` (1-based) framed, ``note`` instead of the tiles for a single head.
+    """
     w = np.asarray(weights, dtype=float)
     w = w[None] if w.ndim == 2 else w
+    if w.ndim != 3:
+        raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
     h, n, m = w.shape
-    esc = _html.escape
     if box is not None:
-        return wrap_picture(_overview_svg(w, box, highlight_head or 1, suptitle or "", note, cmap), alt or "")
+        return Picture(_overview_svg(w, box, highlight_head or 1, suptitle or "", note, cmap), alt or "")
     labels = _labels(tokens, n, "行")
-    keys = _labels(tokens, m, "列") if n == m else [str(i) for i in range(m)]
+    keys = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
     titles = head_titles(titles, h)
-    image, origins = tile_heads(w, gap=tile_gap(h, n))
-    size = max(12, min(14, cell_px - 1))  # label px: never under 12
+    stacked = cols == 1 and h > 1
+    size = 13
     left = round(max(_text_px(t, size) for t in labels)) + 10
-    bottom = round(max(1.15 * size * len(t) if _is_cjk(t) else _text_px(t, size) for t in keys)) + 10
+    down = round(max(_text_px(t, size) for t in keys)) + 10
+    if cell_px is None:  # as large as a 576 px picture allows, at most 28 px
+        tiles_w = (cols or grid_shape(h)[1]) * m + ((cols or grid_shape(h)[1]) - 1) * tile_gap(h, n)
+        cell_px = int(max(2, min(28, (576 - left - 70) // tiles_w)))
+    if h > MAX_LABELLED_HEADS or cell_px < 12:  # labels would be unreadably small: the alt text and table name them
+        labels, keys, left, down = [""] * n, [""] * m, 8, 6
+    gap = tile_gap(h, n) if not stacked else max(tile_gap(h, n), math.ceil((down + 24) / cell_px))
+    image, origins = tile_heads(w, cols=cols, gap=gap)
     grid_w, grid_h = image.shape[1] * cell_px, image.shape[0] * cell_px
     width = left + grid_w + 70
     title_lines = wrap_title(suptitle, (width - 8) / 96, 15 * 0.75).split("\n") if suptitle else []
     top = 8 + 20 * len(title_lines) + (18 if h > 1 else 0)
-    height = max(top + grid_h + bottom, height or 0)
-    cells = _png_href(colour_cells(image, cmap), np.where(np.isfinite(image), 255, 0).astype(np.uint8))
-    bar = _png_href(colormap_lut(cmap)[::-1][:, None, :])  # (256, 1, 3), top = 1.0
+    height = max(top + grid_h + down, height or 0)
+    esc = _html.escape
     out = [_svg_open(width, height, size)]
     out += [f'<text x="4" y="{22 + 20 * i}" style="font-size:15px">{esc(line)}</text>'
             for i, line in enumerate(title_lines)]
-    out.append(_image(left, top, grid_w, grid_h, cells))
+    out.append(_image(left, top, grid_w, grid_h, _png_href(colour_cells(image, cmap),
+                                                           np.where(np.isfinite(image), 255, 0).astype(np.uint8))))
     bottom_row = max(r for r, _ in origins)
     for (r, c), title in zip(origins, titles):
         x0, y0 = left + c * cell_px, top + r * cell_px
@@ -552,26 +430,23 @@ def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitl
             out.append(f'<text x="{x0}" y="{y0 - 5}" style="font-size:12px">{esc(title)}</text>')
         if c == 0:
             out += [f'<text x="{left - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
-                    f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
-        if r == bottom_row:
+                    f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels) if t]
+        if r == bottom_row or stacked:
             for j, t in enumerate(keys):
                 x, y = x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4
-                if _is_cjk(t):  # one word, one <text>: its characters stacked, never broken into two labels
-                    chars = "".join(f'<tspan x="{x}" y="{y + (k + 0.85) * 1.15 * size:.1f}">{esc(ch)}</tspan>'
-                                    for k, ch in enumerate(t))
-                    out.append(f'<text text-anchor="middle">{chars}</text>')
-                else:
+                if t:  # a whole word on one line, turned (stacked characters read across columns as wrapped words)
                     out.append(f'<text transform="translate({x},{y}) rotate(-90)" text-anchor="end" '
                                f'dominant-baseline="central">{esc(t)}</text>')
     if highlight_row is not None:
         out.append(_frame(left - 1, top + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
     bx = left + grid_w + 14
-    out.append(_image(bx, top, 12, grid_h, bar, smooth=True))
+    out.append(_image(bx, top, 12, grid_h, _png_href(colormap_lut(cmap)[::-1][:, None, :]), smooth=True))
     out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
             for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
-    described, table_described = heads_description(w, labels, keys, titles, suptitle)
+    described, table_described = heads_description(w, _labels(tokens, n, "行"), _labels(
+        col_tokens if col_tokens is not None else tokens, m, "列"), titles, suptitle)
     table = table_described if table is None else (table or None)
-    return wrap_picture("".join(out) + "</svg>", alt or described, table)
+    return Picture("".join(out) + "</svg>", alt or described, table)
 
 
 def overview_grid(h: int, width: int, height: int, top: int, n: int, numbered: bool):

@@ -58,13 +58,12 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
     (no 「工 / 作量」); code keeps its spaces and wraps only at them, so an identifier is never cut; numbers line up
     on the right. Wider than the output (a narrow window), the table scrolls inside its own box instead of being cut.
     """
-    cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:normal;overflow-wrap:normal;"
+    cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:keep-all;overflow-wrap:normal;"
     def align(i):
         return "text-align:right;font-variant-numeric:tabular-nums;" if i in numeric_columns else "text-align:left;"
 
-    head = "".join(f'<th scope="col" style="{cell}{align(i)}word-break:keep-all;'
-                   f'border-bottom:1px solid var(--jp-border-color1)">{_html.escape(str(h))}</th>'
-                   for i, h in enumerate(headers))
+    head = "".join(f'<th scope="col" style="{cell}{align(i)}border-bottom:1px solid var(--jp-border-color1)">'
+                   f"{_html.escape(str(h))}</th>" for i, h in enumerate(headers))
     body = []
     for row in rows:
         tds = "".join(f'<td style="{cell}{align(i)}{_code(cell_text(v)) if i in code_columns else ""}">'

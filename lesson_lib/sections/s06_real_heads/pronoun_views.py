@@ -84,17 +84,14 @@ def pronoun_rows_figure(sentence, heads, pronoun="她", names=("小红", "小明
     """The pronoun's row in each of ``heads`` (1-based (layer, head)), one row per head, side by side."""
     if sentence is None:
         return None
-    from lesson_lib.show.plotting import plot_heads
+    from lesson_lib.show.plotting import heat_map
 
     tokens, att = sentence
     p0, _ = ph.word_span(tokens, pronoun)
     rows = np.stack([att[layer - 1, head - 1, p0] for layer, head in heads])  # (k, T)
     labels = [f"L{layer}·头{head}" for layer, head in heads]
     title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
-    fig = plot_heads(rows, tokens=labels, col_tokens=_shown(tokens), tile_inches=4.1, suptitle=title)
-    ax = fig.axes[0]
-    # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
-    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
+    fig = heat_map(rows, tokens=labels, col_tokens=_shown(tokens), suptitle=title)
     try:  # the alt text names what the lesson reads off: the weight on each (two-token) name
         named = ph.name_weights(att, tokens, pronoun, names)
     except ValueError:  # a learner's sentence without these names: each head's two largest weights instead
@@ -136,8 +133,6 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
 
 def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
     """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
-    import matplotlib.pyplot as plt
-
     from lesson_lib.show.plotting import picture_html
 
     try:
@@ -154,9 +149,7 @@ def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
             f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
         )
     fig = pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b))
-    picture = picture_html(fig, fallback=False)
-    plt.close(fig)
-    return "<br>".join(lines), picture
+    return "<br>".join(lines), picture_html(fig, fallback=False)
 
 
 @_needs_model

@@ -100,15 +100,12 @@ def run_paper_sentences(model):
 
 def _rows_figure(enc, query, heads, title, height=None):
     """A (heads × tokens) strip: each row is where one head sends ``query``'s attention."""
-    from lesson_lib.show.plotting import plot_heads
+    from lesson_lib.show.plotting import heat_map
 
     qi = pt.query_index(enc.tokens, query)
     rows = np.stack([enc.attentions[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
     labels = [f"L{layer}·头{head}" for layer, head in heads]
-    fig = plot_heads(rows, tokens=labels, col_tokens=enc.tokens, suptitle=title, tile_inches=height or 4.1)
-    ax = fig.axes[0]
-    # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
-    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
+    fig = heat_map(rows, tokens=labels, col_tokens=enc.tokens, suptitle=title)
     return describe_rows(fig, title, rows, enc.tokens, heads, enc.tokens[qi])
 
 
@@ -160,7 +157,7 @@ def its_figure(runs, layer=5):
 @_needs_model
 def head_finder(runs, top=3):
     """Rank all heads on the 'Law' sentence by four behaviours; print the ranking, draw the winners."""
-    from lesson_lib.show.plotting import plot_heads
+    from lesson_lib.show.plotting import heat_map
 
     law, making = runs["law"], runs["making"]
     scores = pretrained_head_finder.head_scores(law.attentions, law.tokens)
@@ -178,14 +175,8 @@ def head_finder(runs, top=3):
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])  # (4, T, T)
     titles = [f"{short}：{pt.head_label(layer, head)}" for short, (layer, head, _) in
               zip(("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇"), winners)]  # fmt: skip
-    return plot_heads(  # one column: four 27-token maps side by side would need labels under 11 px
-        maps,
-        tokens=law.tokens,
-        titles=titles,
-        suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）",
-        tile_inches=3.9,
-        cols=1,
-    )
+    return heat_map(  # one column: four 27-token maps side by side would need labels under 12 px
+        maps, tokens=law.tokens, titles=titles, suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）", cols=1)
 
 
 @_needs_model
@@ -206,37 +197,20 @@ def coref_check(model, layer=4, head=2):
 
 
 def explorer_view(enc, layer, head, query):
-    """(text line, Figure) for the explorer: the head's full map beside the query token's row."""
-    import matplotlib.pyplot as plt
-
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, plot_heads, use_chinese_font
+    """(text line, Picture) for the explorer: the head's map with the query token's row framed, its numbers folded."""
+    from lesson_lib.show.plotting import heat_map
 
     text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
     li, hi = pt.check_layer_head(enc.attentions, layer, head)
     qi = pt.query_index(enc.tokens, query)
-    use_chinese_font()
-    n = len(enc.tokens)
-    # The map above the row's bars: side by side, both would be shrunk to half size in a 592 px output.
-    fig, (ax_map, ax_row) = plt.subplots(
-        2, 1, figsize=(FIGURE_MAX_INCHES, 0.32 * n + 2.6), height_ratios=[1.15, 1], layout="constrained"
-    )
-    plot_heads(enc.attentions[li, hi], tokens=enc.tokens, ax=ax_map)
-    ax_map.set_title(f"{pt.head_label(layer, head)} 的注意力图", fontsize=10.5)
-    ax_map.add_patch(plt.Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="red", linewidth=1.5))
     row = enc.attentions[li, hi, qi]  # (T,)
-    colors = ["tab:red" if j == int(np.argmax(row)) else "tab:blue" for j in range(n)]
-    ax_row.barh(np.arange(n), row, color=colors)
-    ax_row.set_yticks(np.arange(n), enc.tokens, fontsize=9)
-    ax_row.invert_yaxis()  # first token on top, as in the map
-    ax_row.set_xlim(0, 1)
-    ax_row.set_xlabel("注意力权重（这一行加起来等于 1）", fontsize=9.5)
-    ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词元的权重", fontsize=10.5)
     order = np.argsort(-row, kind="stable")[:3]
-    alt = (f"{pt.head_label(layer, head)} 的注意力图（{n} 个词）和「{enc.tokens[qi]}」这一行的条形图："
+    alt = (f"{pt.head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词），红框是「{enc.tokens[qi]}」这一行："
            + "，".join(f"给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "，其余更少。")
     table = (["位置", "词", f"「{enc.tokens[qi]}」给它的权重"],
              [[j + 1, tok, f"{row[j]:.2f}"] for j, tok in enumerate(enc.tokens)])
-    return text, describe(fig, alt, table)
+    return text, heat_map(enc.attentions[li, hi], tokens=enc.tokens, highlight_row=qi, alt=alt, table=table,
+                          suptitle=f"{pt.head_label(layer, head)} 的注意力图：红框那一行是「{enc.tokens[qi]}」")
 
 
 @_needs_model
@@ -266,7 +240,7 @@ def explorer_frame(enc, layer, head, query):
     The matplotlib figure of ``explorer_view`` takes ~0.2 s to render; this takes a few ms, so a
     slider move redraws within the widget's 150 ms budget.
     """
-    from lesson_lib.show.plotting import heads_svg_html
+    from lesson_lib.show.plotting import heat_map
 
     text = pt.describe_row(enc.tokens, enc.attentions, layer, head, query)
     li, hi = pt.check_layer_head(enc.attentions, layer, head)
@@ -275,8 +249,8 @@ def explorer_frame(enc, layer, head, query):
     order = np.argsort(-row, kind="stable")[:3]
     alt = (f"{pt.head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
            + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
-    picture = heads_svg_html(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
-                             suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
+    picture = heat_map(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
+                       suptitle=f"{pt.head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
     return f"<b>{html.escape(text)}</b>" + _row_bars_html(enc.tokens, row, qi), picture
 
 
@@ -352,6 +326,6 @@ def plot_toy_heads(h=4, seed=0):
     except (ImportError, AttributeError) as exc:
         print(f"也无法改用玩具模型的头（{type(exc).__name__}: {exc}）：请先按上面的命令安装权重包。")
         return None
-    from lesson_lib.show.plotting import plot_heads
+    from lesson_lib.show.plotting import heat_map
 
-    return plot_heads(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")
+    return heat_map(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")

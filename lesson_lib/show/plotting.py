@@ -59,16 +59,13 @@ def grid_shape(h: int, max_cols: int = 8) -> tuple[int, int]:
     return math.ceil(h / cols), cols
 
 
-MAX_LABELLED_HEADS = 16  # above this many heads, tiles are too small for token labels (both renderers)
-
-
 def tile_gap(h: int, n: int) -> int:
-    """Blank cells between tiles of n × n maps (both renderers): the tiles' titles sit in them."""
+    """Blank cells between tiles of n × n maps: the tiles' titles sit in them."""
     return 1 if h == 1 else max(2, round(0.25 * n))
 
 
 def head_titles(titles, h: int) -> list:
-    """Each tile's title (both renderers): "头 i" by default, none for a single map; checks the count."""
+    """Each tile's title: "头 i" by default, none for a single map; checks the count."""
     if titles is None:
         return [f"头 {i + 1}" for i in range(h)] if h > 1 else [None]
     titles = list(titles)
@@ -77,27 +74,12 @@ def head_titles(titles, h: int) -> list:
     return titles
 
 
-def tile_heads(weights, cols: int | None = None, gap: int = 1):
-    """Lay (h, n, m) maps out on a grid, NaN between tiles.
-
-    Returns ``(image, origins)``: image of shape (rows·n + (rows-1)·gap, cols·m + (cols-1)·gap)
-    and the (row, col) pixel origin of each head's tile.
-    """
+def _as_heads(weights) -> np.ndarray:
     w = np.asarray(weights, dtype=float)
-    if w.ndim == 2:
-        w = w[None]  # (1, n, m)
+    w = w[None] if w.ndim == 2 else w  # (1, n, m)
     if w.ndim != 3:
         raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
-    h, n, m = w.shape
-    rows, cols = grid_shape(h) if cols is None else (math.ceil(h / cols), cols)
-    image = np.full((rows * n + (rows - 1) * gap, cols * m + (cols - 1) * gap), np.nan)
-    origins = []
-    for i in range(h):
-        r, c = divmod(i, cols)
-        top, left = r * (n + gap), c * (m + gap)
-        image[top : top + n, left : left + m] = w[i]  # (n, m) head i's map
-        origins.append((top, left))
-    return image, origins
+    return w
 
 
 def wrap_title(title: str | None, width_inches: float, size: float) -> str:
@@ -328,8 +310,7 @@ def sentence(text: str) -> str:
 def heads_description(weights, row_tokens, key_tokens, titles=None, title=None, per_tile: int = 3):
     """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name each row's two
     largest weights, larger ones each tile's ``per_tile`` largest cells; the table gives each row's largest."""
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w
+    w = _as_heads(weights)
     h, n, m = w.shape
     titles = head_titles(titles, h)
     rows_txt, keys_txt = [str(t) for t in row_tokens], [str(t) for t in key_tokens]
@@ -381,110 +362,83 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
              cols: int | None = None, cell_px: int | None = None, cmap: str = "viridis",
              highlight_row: int | None = None, alt: str | None = None, table=None, height: int | None = None,
              box: tuple[int, int] | None = None, highlight_head: int | None = None, note: str | None = None) -> Picture:
-    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, tiled, for a notebook cell or a widget.
+    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget.
 
-    Cells are one embedded image scaled without smoothing; labels are text in the theme's colour (rows by ``tokens``,
-    keys by ``col_tokens`` or ``tokens``, each a whole word on one line, keys turned 90°), left out
-    when a row is under 12 px. Alt text and the folded table come from ``heads_description`` unless given
-    (``table=False``: none). ``cols=1`` stacks the maps, each with its key labels; ``cell_px`` defaults to the size
-    that fits a 592 px output; ``highlight_row`` (0-based) is framed; ``height``: at least this tall (a widget that
-    must not change height). ``box=(width, height)``: every head small in exactly that size, numbered, head
-    ``highlight_head`` (1-based) framed, ``note`` instead of the tiles for a single head.
+    Each head's cells are an embedded image scaled without smoothing; labels are text in the theme's colour (rows by
+    ``tokens``, keys by ``col_tokens`` or ``tokens``, each a whole word on one line, keys turned 90°), left out when a
+    row is under 12 px. Alt text and the folded table come from ``heads_description`` unless given (``table=False``:
+    none). ``cols=1`` stacks the maps, each with its key labels; ``cell_px`` defaults to what fits a 592 px output;
+    ``highlight_row`` (0-based) and ``highlight_head`` (1-based) are framed in red; ``height``: at least this tall.
+    ``box=(width, height)``: every head small and numbered in exactly that size (``note`` instead, for one head).
     """
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w
-    if w.ndim != 3:
-        raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
+    w = _as_heads(weights)
     h, n, m = w.shape
-    if box is not None:
-        return Picture(_overview_svg(w, box, highlight_head or 1, suptitle or "", note, cmap), alt or "")
-    labels = _labels(tokens, n, "行")
-    keys = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
-    titles = head_titles(titles, h)
-    stacked = cols == 1 and h > 1
-    size = 13
-    left = round(max(_text_px(t, size) for t in labels)) + 10
-    down = round(max(_text_px(t, size) for t in keys)) + 10
-    if cell_px is None:  # as large as a 576 px picture allows, at most 28 px
-        tiles_w = (cols or grid_shape(h)[1]) * m + ((cols or grid_shape(h)[1]) - 1) * tile_gap(h, n)
-        cell_px = int(max(2, min(28, (576 - left - 70) // tiles_w)))
-    if h > MAX_LABELLED_HEADS or cell_px < 12:  # labels would be unreadably small: the alt text and table name them
-        labels, keys, left, down = [""] * n, [""] * m, 8, 6
-    gap = tile_gap(h, n) if not stacked else max(tile_gap(h, n), math.ceil((down + 24) / cell_px))
-    image, origins = tile_heads(w, cols=cols, gap=gap)
-    grid_w, grid_h = image.shape[1] * cell_px, image.shape[0] * cell_px
-    width = left + grid_w + 70
-    title_lines = wrap_title(suptitle, (width - 8) / 96, 15 * 0.75).split("\n") if suptitle else []
-    top = 8 + 20 * len(title_lines) + (18 if h > 1 else 0)
-    height = max(top + grid_h + down, height or 0)
-    esc = _html.escape
+    row_tokens = _labels(tokens, n, "行")
+    key_tokens = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
+    small, numbered = box is not None, h <= MAX_LABELLED_HEADS
+    titles = [str(i + 1) if numbered else None for i in range(h)] if small else head_titles(titles, h)
+    stacked, size, esc = cols == 1 and h > 1, 13, _html.escape
+    labels = [] if small or not numbered else row_tokens
+    left = round(max(_text_px(t, size) for t in labels)) + 10 if labels else (3 if numbered else 25)
+    down = round(max(_text_px(t, size) for t in key_tokens)) + 10 if labels else 6
+    cols = math.ceil(math.sqrt(h)) if small else (cols or grid_shape(h)[1])
+    rows = math.ceil(h / cols)
+    title_px = 13 if small else 15
+    width = box[0] if small else None
+    if cell_px is None and not small:  # as large as a 576 px picture allows, at most 28 px
+        cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * tile_gap(h, n)))))
+    if not small and cell_px < 12:  # labels would be unreadably small: the alt text and table name them
+        labels, left, down = [], 8, 6
+    width = width or left + cols * m * cell_px + (cols - 1) * tile_gap(h, n) * cell_px + 70
+    lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
+    top = 8 + (title_px + 5) * len(lines) + (0 if small else 18 if h > 1 else 0)
+    if small:
+        caption, hgap = (15 if numbered else 0), 6
+        vgap = hgap + caption
+        cell_px = max(1, min((width - left - (cols - 1) * hgap) // (cols * m),
+                             (box[1] - top - rows * caption - (rows - 1) * hgap) // (rows * n)))
+        top += caption
+    else:
+        hgap = vgap = tile_gap(h, n) * cell_px
+        if stacked:
+            vgap = max(vgap, down + 24)
+    grid_h = rows * n * cell_px + (rows - 1) * vgap
+    height = box[1] if small else max(top + grid_h + (down if labels else 6), height or 0)
     out = [_svg_open(width, height, size)]
-    out += [f'<text x="4" y="{22 + 20 * i}" style="font-size:15px">{esc(line)}</text>'
-            for i, line in enumerate(title_lines)]
-    out.append(_image(left, top, grid_w, grid_h, _png_href(colour_cells(image, cmap),
-                                                           np.where(np.isfinite(image), 255, 0).astype(np.uint8))))
-    bottom_row = max(r for r, _ in origins)
-    for (r, c), title in zip(origins, titles):
-        x0, y0 = left + c * cell_px, top + r * cell_px
+    out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:{title_px}px">{esc(line)}</text>'
+            for i, line in enumerate(lines)]
+    if small and h == 1:
+        out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
+                for i, line in enumerate(wrap_title(note or "", (width - 8) / 96, 13 * 0.75).split("\n"))]
+    for i, title in enumerate(titles if not (small and h == 1) else []):
+        r, c = divmod(i, cols)
+        x0, y0 = left + c * (m * cell_px + hgap), top + r * (n * cell_px + vgap)
+        out.append(_image(x0, y0, m * cell_px, n * cell_px, _png_href(colour_cells(w[i], cmap))))
         if title:
-            out.append(f'<text x="{x0}" y="{y0 - 5}" style="font-size:12px">{esc(title)}</text>')
-        if c == 0:
-            out += [f'<text x="{left - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
-                    f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels) if t]
-        if r == bottom_row or stacked:
-            for j, t in enumerate(keys):
-                x, y = x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4
-                if t:  # a whole word on one line, turned (stacked characters read across columns as wrapped words)
-                    out.append(f'<text transform="translate({x},{y}) rotate(-90)" text-anchor="end" '
-                               f'dominant-baseline="central">{esc(t)}</text>')
-    if highlight_row is not None:
-        out.append(_frame(left - 1, top + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
-    bx = left + grid_w + 14
+            out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
+        elif small and c == 0:  # too many heads to number each: the first of each row is named at the left
+            out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" dominant-baseline="central"'
+                       f' style="font-size:11px">{i + 1}</text>')
+        if labels and c == 0:
+            out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
+                    f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
+        if labels and (r == rows - 1 or stacked or i + cols >= h):
+            # a whole word on one line, turned: stacked characters read across columns as wrapped words (issue 30)
+            out += [f'<text transform="translate({x0 + (j + 0.5) * cell_px},{y0 + n * cell_px + 4}) rotate(-90)" '
+                    f'text-anchor="end" dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(key_tokens)]
+        if i + 1 == highlight_head:
+            out.append(_frame(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
+        if i == 0 and highlight_row is not None:
+            out.append(_frame(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
+    if small:
+        return Picture("".join(out) + "</svg>", alt or "")
+    bx = width - 56
     out.append(_image(bx, top, 12, grid_h, _png_href(colormap_lut(cmap)[::-1][:, None, :]), smooth=True))
     out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
             for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
-    described, table_described = heads_description(w, _labels(tokens, n, "行"), _labels(
-        col_tokens if col_tokens is not None else tokens, m, "列"), titles, suptitle)
+    described, table_described = heads_description(w, row_tokens, key_tokens, titles, suptitle)
     table = table_described if table is None else (table or None)
     return Picture("".join(out) + "</svg>", alt or described, table)
-
-
-def overview_grid(h: int, width: int, height: int, top: int, n: int, numbered: bool):
-    """(cols, cell px, [(x, y) of each tile]) for h tiles of n × n in a width × height picture: nearly square, the
-    tiles as large as both sides allow."""
-    cols = math.ceil(math.sqrt(h))
-    rows = math.ceil(h / cols)
-    gap, caption = 6, (15 if numbered else 0)
-    left = 0 if numbered else 22  # unnumbered tiles: the first head of each row is named at the left
-    cell = max(1, min((width - left - (cols - 1) * gap) // (cols * n),
-                      (height - top - rows * caption - (rows - 1) * gap) // (rows * n)))
-    side = cell * n
-    return cols, cell, [(left + 3 + c * (side + gap), top + caption + r * (side + caption + gap))
-                        for r, c in (divmod(i, cols) for i in range(h))]
-
-
-def _overview_svg(w, box, highlight, title, note, cmap) -> str:
-    (h, n, _), (width, height), esc = w.shape, box, _html.escape
-    out = [_svg_open(width, height, 13)]
-    lines = wrap_title(title, (width - 8) / 96, 13 * 0.75).split("\n")
-    out += [f'<text x="3" y="{16 + 18 * i}">{esc(line)}</text>' for i, line in enumerate(lines)]
-    top = 8 + 18 * len(lines)
-    if h == 1:
-        out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
-                for i, line in enumerate(wrap_title(note or "", (width - 8) / 96, 13 * 0.75).split("\n"))]
-        return "".join(out) + "</svg>"
-    numbered = h <= MAX_LABELLED_HEADS
-    cols, cell, tiles = overview_grid(h, width, height, top, n, numbered)
-    side = cell * n
-    for i, (x, y) in enumerate(tiles):
-        out.append(_image(x, y, side, side, _png_href(colour_cells(w[i], cmap))))
-        if numbered:
-            out.append(f'<text x="{x}" y="{y - 3}" style="font-size:12px">{i + 1}</text>')
-        elif i % cols == 0:
-            out.append(f'<text x="{x - 4}" y="{y + side / 2}" text-anchor="end" dominant-baseline="central" '
-                       f'style="font-size:11px">{i + 1}</text>')
-    x, y = tiles[highlight - 1]
-    return "".join([*out, _frame(x - 2, y - 2, side + 4, side + 4), "</svg>"])
 
 
 def _svg_open(width: int, height: int, size: int) -> str:

@@ -96,7 +96,7 @@ def accessible(box):
     import ipywidgets as w
 
     names = []
-    for widget in _walk(box):
+    for widget in walk(box):
         if getattr(widget, "_lesson_name", None):
             names.append([f"lesson-name-{len(names)}", widget._lesson_name])
             widget.add_class(names[-1][0])
@@ -188,34 +188,7 @@ def float_options(low: float, high: float, step: float, places: int = 1):
     return [(f"{low + i * step:.{places}f}", round(low + i * step, 10)) for i in range(round((high - low) / step) + 1)]
 
 
-_NEEDS_NAME = ("Text", "Textarea", "Checkbox", "Dropdown", "IntText", "FloatText", "BoundedIntText",
-               "BoundedFloatText", "Combobox", "Password")  # ipywidgets ties a description's <label> to these
-
-
-def unnamed_controls(root) -> list[str]:
-    """Controls under ``root`` a screen reader could not name: an ipywidgets slider (use ``slider``), a text box,
-    checkbox or dropdown without a ``description`` or ``named`` name, a Button without text, an empty choice."""
-    import ipywidgets as w
-
-    found = []
-    for widget in _walk(root):
-        kind = type(widget).__name__
-        ours = isinstance(widget, _slider_class())
-        if "Slider" in kind and not ours:
-            found.append(f"{kind}（{widget.description!r}）：改用 widgets.slider")
-        if ours and not widget.description.strip():
-            found.append("widgets.slider 没有 description")
-        if (isinstance(widget, tuple(getattr(w, k) for k in _NEEDS_NAME))
-                and not (widget.description.strip() or getattr(widget, "_lesson_name", ""))):
-            found.append(f"{kind} 没有 description（placeholder={getattr(widget, 'placeholder', '')!r}）")
-        if isinstance(widget, w.Button) and not (widget.description.strip() or widget.tooltip):
-            found.append("Button 没有文字")
-        if isinstance(widget, (w.ToggleButtons, w.RadioButtons)) and not all(str(o).strip() for o in widget.options):
-            found.append(f"{kind} 有空的选项")
-    return found
-
-
-def _walk(widget):
+def walk(widget):
     yield widget
     for child in getattr(widget, "children", ()) or ():
-        yield from _walk(child)
+        yield from walk(child)

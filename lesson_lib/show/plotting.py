@@ -1,9 +1,10 @@
-"""Figures with alt text: the Chinese font for matplotlib, tiled heat maps (a matplotlib figure, or themed SVG built
-directly for widgets) and matplotlib figures shown as themed SVG. matplotlib is imported inside the functions."""
+"""Pictures with alt text: the Chinese font for matplotlib, matplotlib figures shown as themed SVG, and the one
+heat-map renderer (themed SVG built directly: the same for a cell and a widget). matplotlib is imported lazily."""
 
 from __future__ import annotations
 
 import base64
+import functools
 import html as _html
 import io
 import math
@@ -116,34 +117,25 @@ def _labels(tokens, count, axis_name):
     return tokens
 
 
-_LUTS: dict = {}
-
-
+@functools.cache
 def colormap_lut(cmap: str = "viridis") -> np.ndarray:
-    """(256, 3) uint8 colours of a matplotlib colormap (cached)."""
-    if cmap not in _LUTS:
-        import matplotlib
+    """(256, 3) uint8 colours of a matplotlib colormap."""
+    import matplotlib
 
-        _LUTS[cmap] = np.round(matplotlib.colormaps[cmap](np.linspace(0.0, 1.0, 256))[:, :3] * 255).astype(np.uint8)
-    return _LUTS[cmap]
+    return np.round(matplotlib.colormaps[cmap](np.linspace(0.0, 1.0, 256))[:, :3] * 255).astype(np.uint8)
 
 
-def colour_cells(image, cmap: str = "viridis", vmax: float = 1.0) -> np.ndarray:
-    """(H, W) values in [0, vmax] (NaN = background) -> (H, W, 3) uint8 RGB."""
-    finite = np.isfinite(image)
-    idx = np.clip(np.where(finite, image, 0.0) / vmax * 255.0 + 0.5, 0, 255).astype(np.intp)  # (H, W)
-    rgb = colormap_lut(cmap)[idx]  # (H, W, 3)
-    rgb[~finite] = 255
-    return rgb
+def colour_cells(values, cmap: str = "viridis", vmax: float = 1.0) -> np.ndarray:
+    """(H, W) values in [0, vmax] -> (H, W, 3) uint8 RGB."""
+    return colormap_lut(cmap)[np.clip(np.asarray(values) / vmax * 255.0 + 0.5, 0, 255).astype(np.intp)]
 
 
-def _png_href(rgb, alpha=None) -> str:
-    """(H, W, 3) uint8 (and an optional (H, W) alpha) as a PNG data URI for an SVG <image>."""
+def _png_href(rgb) -> str:
+    """(H, W, 3) uint8 as a PNG data URI for an SVG <image>."""
     from PIL import Image
 
-    a = np.full(rgb.shape[:2], 255, np.uint8) if alpha is None else alpha
     buf = io.BytesIO()
-    Image.fromarray(np.dstack([rgb, a])).save(buf, format="PNG", compress_level=1)
+    Image.fromarray(rgb).save(buf, format="PNG", compress_level=1)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 

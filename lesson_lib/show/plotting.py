@@ -15,7 +15,6 @@ import numpy as np
 
 CJK_FONT = "Noto Sans CJK SC"
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
-_registered = False
 MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
 FIGURE_MAX_INCHES = 6.0  # 6 in × 96 px = 576 px: fits JupyterLab's 592 px output at 1024 × 768 without scaling
 MAX_LABELLED_HEADS = 16  # above this many heads, tiles are too small for token labels
@@ -34,15 +33,18 @@ def font_path() -> Path:
     return path
 
 
-def use_chinese_font() -> str:
-    """Register Noto Sans CJK SC with matplotlib (once) and make it the default sans-serif font."""
-    global _registered
-    import matplotlib as mpl
+@functools.cache
+def _register_font() -> None:
     from matplotlib import font_manager
 
-    if not _registered:
-        font_manager.fontManager.addfont(str(font_path()))
-        _registered = True
+    font_manager.fontManager.addfont(str(font_path()))
+
+
+def use_chinese_font() -> str:
+    """Register Noto Sans CJK SC (shipped by mplfonts) with matplotlib and make it the default sans-serif font."""
+    import matplotlib as mpl
+
+    _register_font()
     mpl.rcParams["font.family"] = "sans-serif"
     mpl.rcParams["font.sans-serif"] = [CJK_FONT, "DejaVu Sans"]
     mpl.rcParams["axes.unicode_minus"] = False  # the CJK font's minus sign renders; the Unicode one may not
@@ -139,14 +141,11 @@ def _png_href(rgb) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-# ---------------------------------------------------------------------------------------------
-# How every picture reaches the page: inline SVG in the theme's colours, named by its alt text
-# ---------------------------------------------------------------------------------------------
-# JupyterLab's image/png renderer sets no alt and paints a white slab on a dark page, so a described figure is shown
-# as HTML: its SVG with text as text, greys as the theme's variables, role="img" named by the description, and the
-# numbers folded under it. A notebook opened untrusted is sanitized (no <svg>, no <style>, but <img> with a data
-# URI stays): the same SVG bytes as an <img> are what remains there, on a white ground (an <img> sees no theme).
-# The figure is drawn once: the <img> is the SVG base64-encoded, not a second (PNG) rendering.
+# How every picture reaches the page. JupyterLab's image/png renderer sets no alt and paints a white slab on a dark
+# page, so a described figure is shown as HTML: its SVG with text as text, greys as the theme's variables, role="img"
+# named by the description, and the numbers folded under it. A notebook opened untrusted is sanitized (no <svg>, no
+# <style>, but an <img> with a data URI stays): the same SVG bytes as an <img> remain there, on a white ground (an
+# <img> sees no theme). So a figure is drawn once (issue 29): the <img> is the SVG again, not a second PNG rendering.
 
 _PICTURE_CSS = (
     "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:none!important}"
@@ -324,11 +323,6 @@ def heads_description(weights, row_tokens, key_tokens, titles=None, title=None, 
     headers = [*(["头"] if h > 1 else []), "发出关注的词元（行）", "得到最多的词元（列）", "权重"]
     alt = (sentence(title) if title else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
     return alt, (headers, table)
-
-
-# ---------------------------------------------------------------------------------------------
-# Widgets' heat maps: themed SVG built directly (a few ms, no matplotlib)
-# ---------------------------------------------------------------------------------------------
 
 
 def _text_px(token: str, size: float) -> float:

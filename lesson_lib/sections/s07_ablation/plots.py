@@ -146,7 +146,7 @@ def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None
     alt1, table1 = heads_description(maps_h1, tokens, tokens, ["h = 1"])
     alt4, table4 = heads_description(maps_h4, tokens, tokens, [f"h = 4 · {n}" for n in names])
     heads_col = [["h = 1", *row] for row in table1[1]] + table4[1]
-    return heat_map(np.concatenate([maps_h1[None], maps_h4]), tokens=tokens,
+    return heat_map(np.concatenate([maps_h1[None], maps_h4]), tokens=tokens, cols=2,  # 2 wide: rows ≥ 12 px
                     titles=["h = 1：唯一的头", *(f"h = 4：{n}" for n in names)],
                     suptitle=f"{suptitle}\n{note}" if suptitle else note,
                     alt=(sentence(suptitle) if suptitle else "") + alt1 + alt4, table=(table4[0], heads_col))

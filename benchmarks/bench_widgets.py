@@ -40,12 +40,23 @@ def _toggle(control, a, b):
     return change
 
 
-def _old_demo_redraw(heads, sharpness):
-    """§2 before: a fresh figure per change, saved trimmed to its contents (two draws: measure, then render)."""
-    from lesson_lib.sections import s02_averaging as averaging
-    from lesson_lib.show.plotting import figure_png
+def _png(fig) -> bytes:
+    """The old redraw: a fresh figure saved trimmed to its contents as PNG (two draws: measure, then render)."""
+    import io
 
-    return figure_png(averaging.plot_demo(averaging.demo(heads, sharpness)))
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _old_demo_redraw(heads, sharpness):
+    """§2 before: a fresh figure per change."""
+    from lesson_lib.sections import s02_averaging as averaging
+
+    return _png(averaging.plot_demo(averaging.demo(heads, sharpness)))
 
 
 def _cases():
@@ -53,7 +64,6 @@ def _cases():
     from lesson_lib.sections import s03_heads as heads
     from lesson_lib.sections import s05_head_lab as head_lab
     from lesson_lib.sections import widgets
-    from lesson_lib.show.plotting import figure_png
 
     cases = []
     demo = widgets.averaging_demo().controls
@@ -64,9 +74,9 @@ def _cases():
     stepper = widgets.shape_stepper().controls
     steps = heads.shape_steps(6, 512, 8)
     cases.append(("§3 stepper: 步骤 3 ↔ 4", _toggle(stepper["step"], 3, 4),
-                  "uncached plot_step", lambda: figure_png(heads.plot_step(steps[3]))))
+                  "uncached plot_step", lambda: _png(heads.plot_step(steps[3]))))
     cases.append(("§3 stepper: 忘了 transpose", _toggle(stepper["forget"], False, True),
-                  "uncached plot_step", lambda: figure_png(heads.plot_step(steps[2]))))
+                  "uncached plot_step", lambda: _png(heads.plot_step(steps[2]))))
     lab = widgets.head_lab().controls
     cases.append(("§5 lab: h 8 ↔ 64", _toggle(lab["slider"], 8, 64), "static heat_map",
                   lambda: _lab_reference(head_lab.lab_state(64))))

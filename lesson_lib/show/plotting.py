@@ -241,16 +241,6 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     return hex_colour
 
 
-def figure_png(fig, dpi: int = 80) -> bytes:
-    """PNG bytes of a figure, trimmed, and the figure closed (the benchmarks' reference rendering)."""
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
-
-
 def picture_html(fig, alt: str | None = None, table=None, fallback: bool = True) -> str:
     """The HTML that shows ``fig`` (drawn once, as SVG): themed and named by its alt text, the numbers folded.
     ``fallback=False``: no <img> copy for sanitized pages (a widget's picture is never sanitized)."""

@@ -28,11 +28,6 @@ _PALETTE = (
 )
 
 
-def source_of(obj) -> str:
-    """The exact source text of a function, class or module."""
-    return inspect.getsource(obj)
-
-
 def _entry(kind: str):
     return next((e for e in _PALETTE if kind == e[0] or kind.startswith(e[0] + ".")), None)
 
@@ -100,7 +95,7 @@ class Listing:
 def show_source(obj, lines: tuple[int, int] | None = None, folded: str | None = None) -> Listing:
     """``obj``'s source as a highlighted listing (optionally only lines ``[a, b)``); with ``folded``, closed
     under that summary line until the learner opens it (an exercise's answer stays out of sight)."""
-    text = source_of(obj)
+    text = inspect.getsource(obj)
     if lines is not None:
         text = "\n".join(text.splitlines()[lines[0] : lines[1]])
     return Listing(text.rstrip("\n"), folded)

@@ -4,7 +4,7 @@ Goal: median redraw ≤ 100 ms at every h the slider offers (1 … 64).
 A redraw is what the slider's callback does: ``lab_state(h)`` (the kernel call, entropy and head
 diversity), ``summary_html``, ``lab_pictures`` (the two themed SVGs, drawn without matplotlib) and
 ``lab_table_html``. The baseline, measured in the same run and interleaved with it, is the matplotlib
-reference a static cell would use: ``lab_state(h)`` + ``plotting.plot_heads`` + ``figure_png``. A third
+reference a static cell would use: ``lab_state(h)`` + ``plotting.heat_map`` as a cell shows it. A third
 column sets the real widget's slider (ipywidgets in-process, no front end), so traitlets and the observer
 are included too.
 """
@@ -39,11 +39,11 @@ def _fast(h):
 
 
 def _reference(h):
-    from lesson_lib.show.plotting import figure_png, plot_heads
+    from lesson_lib.show.plotting import heat_map
 
     with one_blas_thread():
         state = head_lab.lab_state(h)
-    figure_png(plot_heads(state.weights, state.tokens, suptitle=f"h = {h}"))
+    heat_map(state.weights, state.tokens, suptitle=f"h = {h}")._repr_html_()
 
 
 def _seconds(fn, *args):

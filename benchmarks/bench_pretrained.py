@@ -77,7 +77,6 @@ def _explorer(model):
 
     matplotlib.use("Agg")
     from lesson_lib.sections.s06_real_heads import views
-    from lesson_lib.show.plotting import figure_png
 
     enc = model.encode(model_sentence())
     positions = iter(range(10**6))
@@ -88,7 +87,7 @@ def _explorer(model):
 
     def old_figure():
         i = next(positions)
-        figure_png(views.explorer_view(enc, 1 + i % 6, 1 + i % 12, "its")[1], dpi=80)
+        views.explorer_view(enc, 1 + i % 6, 1 + i % 12, "its")[1]._repr_html_()
 
     return {f"explorer_{k}": v for k, v in _interleaved({"frame": frame, "matplotlib": old_figure}, 15).items()}
 

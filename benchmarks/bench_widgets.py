@@ -8,8 +8,8 @@ so every one really redraws (a cached picture is reported as what a learner gets
 Baselines, measured in the same run and interleaved with the widget changes:
   §2 demo      the previous redraw: a new figure per change and a trimmed savefig (it draws twice);
   §3 stepper   the same picture drawn uncached (the first visit of a step);
-  §5 lab       the matplotlib reference picture (lab_state + plot_heads + figure_png);
-  §6 explorer  the explorer's own pure function (explorer_view + figure_png), without the widget.
+  §5 lab       the static picture a cell shows (lab_state + heat_map);
+  §6 explorer  the explorer's own pure function (explorer_view), without the widget.
 """
 
 from __future__ import annotations
@@ -40,12 +40,23 @@ def _toggle(control, a, b):
     return change
 
 
-def _old_demo_redraw(heads, sharpness):
-    """§2 before: a fresh figure per change, saved trimmed to its contents (two draws: measure, then render)."""
-    from lesson_lib.sections import s02_averaging as averaging
-    from lesson_lib.show.plotting import figure_png
+def _png(fig) -> bytes:
+    """The old redraw: a fresh figure saved trimmed to its contents as PNG (two draws: measure, then render)."""
+    import io
 
-    return figure_png(averaging.plot_demo(averaging.demo(heads, sharpness)))
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _old_demo_redraw(heads, sharpness):
+    """§2 before: a fresh figure per change."""
+    from lesson_lib.sections import s02_averaging as averaging
+
+    return _png(averaging.plot_demo(averaging.demo(heads, sharpness)))
 
 
 def _cases():
@@ -53,7 +64,6 @@ def _cases():
     from lesson_lib.sections import s03_heads as heads
     from lesson_lib.sections import s05_head_lab as head_lab
     from lesson_lib.sections import widgets
-    from lesson_lib.show.plotting import figure_png
 
     cases = []
     demo = widgets.averaging_demo().controls
@@ -64,30 +74,29 @@ def _cases():
     stepper = widgets.shape_stepper().controls
     steps = heads.shape_steps(6, 512, 8)
     cases.append(("§3 stepper: 步骤 3 ↔ 4", _toggle(stepper["step"], 3, 4),
-                  "uncached plot_step", lambda: figure_png(heads.plot_step(steps[3]))))
+                  "uncached plot_step", lambda: _png(heads.plot_step(steps[3]))))
     cases.append(("§3 stepper: 忘了 transpose", _toggle(stepper["forget"], False, True),
-                  "uncached plot_step", lambda: figure_png(heads.plot_step(steps[2]))))
+                  "uncached plot_step", lambda: _png(heads.plot_step(steps[2]))))
     lab = widgets.head_lab().controls
-    cases.append(("§5 lab: h 8 ↔ 64", _toggle(lab["slider"], 8, 64), "matplotlib plot_heads",
-                  lambda: figure_png(_lab_reference(head_lab.lab_state(64)))))
-    cases.append(("§5 lab: 放大头 1 ↔ 8", _toggle(lab["zoom"], 1, 8), "matplotlib plot_heads",
-                  lambda: figure_png(_lab_reference(head_lab.lab_state(8)))))
+    cases.append(("§5 lab: h 8 ↔ 64", _toggle(lab["slider"], 8, 64), "static heat_map",
+                  lambda: _lab_reference(head_lab.lab_state(64))))
+    cases.append(("§5 lab: 放大头 1 ↔ 8", _toggle(lab["zoom"], 1, 8), "static heat_map",
+                  lambda: _lab_reference(head_lab.lab_state(8))))
     cases.extend(_explorer_cases())
     return cases
 
 
 def _lab_reference(state):
-    """The lab's heads drawn by matplotlib (what a static cell would show)."""
-    from lesson_lib.show.plotting import plot_heads
+    """The lab's heads as a static cell shows them."""
+    from lesson_lib.show.plotting import heat_map
 
-    return plot_heads(state.weights, state.tokens, suptitle=f"h = {state.h}")
+    return heat_map(state.weights, state.tokens, suptitle=f"h = {state.h}")._repr_html_()
 
 
 def _explorer_cases():
     """§6: only where the weights package is installed (the explorer needs the real model)."""
     from lesson_lib.models.pretrained import minilm as pretrained
     from lesson_lib.sections.s06_real_heads import views
-    from lesson_lib.show.plotting import figure_png
 
     if not pretrained.available():
         return []
@@ -101,11 +110,10 @@ def _explorer_cases():
     query = enc.tokens.index("its")
 
     def pure():
-        _text, fig = views.explorer_view(enc, 5, 3, query)
-        return figure_png(fig, dpi=80)
+        return views.explorer_view(enc, 5, 3, query)[1]._repr_html_()
 
-    return [("§6 explorer: 层 4 ↔ 5", _toggle(layer, 4, 5), "explorer_view + figure_png", pure),
-            ("§6 explorer: 头 2 ↔ 3", _toggle(head, 2, 3), "explorer_view + figure_png", pure)]
+    return [("§6 explorer: 层 4 ↔ 5", _toggle(layer, 4, 5), "explorer_view as a cell", pure),
+            ("§6 explorer: 头 2 ↔ 3", _toggle(head, 2, 3), "explorer_view as a cell", pure)]
 
 
 def run() -> list[str]:

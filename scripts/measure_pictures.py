@@ -1,7 +1,7 @@
 """Measure the lesson's pictures in a real browser (developer tool, not a test; the browser tests are tests/e2e).
 
 Opens the stored notebook in JupyterLab at 1024×768 (file browser open) and 1400×1000, in the given themes
-(light, dark, hc), untrusted (sanitized: the PNG fallback shows) and trusted (the themed SVG shows); prints, for
+(light, dark, hc), untrusted (sanitized: the SVG's <img> copy shows) and trusted (the themed SVG shows); prints, for
 every picture, its natural and shown width and the smallest text in CSS px as drawn, and saves screenshots in
 artifacts/pictures/. RUN_ALL=1 first restarts and runs all cells (widgets' pictures too), ONLY_TRUSTED=1 skips
 the untrusted pass.

@@ -84,3 +84,32 @@ def wait_for(done, what: str, progress=lambda: None, stall_s: float = 60, poll_s
                         f"{load_factor():.1f}; {now - start:.0f} s in all); last progress: {seen!r}", pytrace=False)
         time.sleep(poll_s)
     return result
+
+
+_NEEDS_NAME = ("Text", "Textarea", "Checkbox", "Dropdown", "IntText", "FloatText", "BoundedIntText",
+               "BoundedFloatText", "Combobox", "Password")  # ipywidgets ties a description's <label> to these
+
+
+def unnamed_controls(root) -> list[str]:
+    """Controls under ``root`` a screen reader could not name: an ipywidgets slider (use ``slider``), a text box,
+    checkbox or dropdown without a ``description`` or ``named`` name, a Button without text, an empty choice."""
+    import ipywidgets as w
+
+    from lesson_lib.show import controls
+
+    found = []
+    for widget in controls.walk(root):
+        kind = type(widget).__name__
+        ours = isinstance(widget, controls._slider_class())
+        if "Slider" in kind and not ours:
+            found.append(f"{kind}（{widget.description!r}）：改用 widgets.slider")
+        if ours and not widget.description.strip():
+            found.append("widgets.slider 没有 description")
+        if (isinstance(widget, tuple(getattr(w, k) for k in _NEEDS_NAME))
+                and not (widget.description.strip() or getattr(widget, "_lesson_name", ""))):
+            found.append(f"{kind} 没有 description（placeholder={getattr(widget, 'placeholder', '')!r}）")
+        if isinstance(widget, w.Button) and not (widget.description.strip() or widget.tooltip):
+            found.append("Button 没有文字")
+        if isinstance(widget, (w.ToggleButtons, w.RadioButtons)) and not all(str(o).strip() for o in widget.options):
+            found.append(f"{kind} 有空的选项")
+    return found

@@ -277,18 +277,12 @@ def test_monotone_score_text_one_dimension_picks_only_ends():
 
 
 def test_head_maps_count_positions_from_1():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import re
 
     from lesson_lib.sections.s07_ablation import plots as ablation_plots
 
     n = 5
     maps = np.full((4, n, n), 1.0 / n)  # (h, n, n) uniform rows
-    fig = ablation_plots.plot_head_maps(maps[0], maps, ["甲", "乙", "丙", "丁"], "标题")
-    try:
-        labels = {t.get_text() for ax in fig.axes for t in ax.texts}
-    finally:
-        plt.close(fig)
+    picture = ablation_plots.plot_head_maps(maps[:1], maps)
+    labels = set(re.findall(r'dominant-baseline="central">([^<>]+)</text>', picture))  # row and key labels
     assert {str(i) for i in range(1, n + 1)} <= labels and "0" not in labels

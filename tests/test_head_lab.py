@@ -1,10 +1,10 @@
-"""lesson_lib.sections.s05_head_lab (§5) and its two pictures (themed SVG through plotting.heads_svg_html and
-plotting.heads_overview_svg_html).
+"""lesson_lib.sections.s05_head_lab (§5) and its two pictures (plotting.heat_map: the zoomed head, and every head
+in a fixed box=).
 
 The lab's promises: the slider only offers head counts that divide d_model; for every h the
 parameters and matmul multiplies stay put while softmax work grows as 3·h·n²; one fixed set of
 parameters is only cut differently; the pictures show each head's weights in the colours
-of the matplotlib reference ``plot_heads``, are named by alt text made from those numbers, keep one size and fit 592 px.
+of matplotlib's colormap, are named by alt text made from those numbers, keep one size and fit 592 px.
 """
 
 from __future__ import annotations
@@ -272,7 +272,7 @@ def test_overview_with_one_head_says_so_instead_of_repeating_the_map(states):
 
 
 def test_zoomed_colours_are_matplotlibs(states):
-    """The lab's cells are what plot_heads (the matplotlib reference) maps the same weights to, within a step."""
+    """The lab's cells are what matplotlib's viridis maps the same weights to, within a step."""
     from matplotlib import colormaps
 
     s = states[64]

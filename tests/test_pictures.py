@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 
@@ -32,8 +33,6 @@ FIGURES = {  # name -> a call drawing it (built one at a time: each test closes 
     "retention": lambda: averaging.plot_retention(_S, averaging.retention_curve(_S)),
     "figure_11_1": lambda: heads.plot_figure_11_1(512, 8),
     "toy_vs_paper": lambda: ablation_plots.plot_toy_vs_paper(_toy_results()),
-    "head_maps": lambda: ablation_plots.plot_head_maps(_W[0], np.repeat(_W, 4, axis=0), list("甲乙丙丁"), "标题"),
-    "one_map": lambda: plotting.plot_heads(_W[0], tokens=["小", "明", "把", "苹果", "递给", "她"]),
 }
 
 
@@ -72,7 +71,7 @@ def test_retention_alt_states_the_curves_numbers():
 
 def test_heat_map_alt_names_the_largest_weights():
     w = np.array([[[0.55, 0.06, 0.39], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]]])
-    fig = plotting.plot_heads(w, tokens=["她", "小红", "小明"], titles=["第 8 层 · 头 1"])
+    fig = plotting.heat_map(w, tokens=["她", "小红", "小明"], titles=["第 8 层 · 头 1"])
     alt = plotting.alt_text(fig)
     assert "「她」给「她」0.55，给「小明」0.39" in alt
     _headers, table = fig.lesson_table
@@ -86,18 +85,16 @@ def test_toy_vs_paper_alt_gives_each_head_counts_level_not_machine_dependent_dig
     assert "0.97" not in alt
 
 
-def test_chinese_key_labels_are_not_turned():
-    fig = plotting.plot_heads(np.full((4, 4), 0.25), tokens=["小明", "把", "苹果", "it"])
-    turned = [t.get_text() for t in fig.axes[0].texts if t.get_rotation() == 90]
-    assert turned == ["it"]
-
-
 def test_picture_html_names_the_svg_and_hides_it_until_styles_apply():
     fig = FIGURES["toy_vs_paper"]()
     page = plotting.picture_html(fig)
     alt = html.escape(plotting.alt_text(fig), quote=True)
     assert f'<svg role="img" aria-label="{alt}"' in page
     assert f'<img class="lesson-ras" alt="{alt}"' in page  # what a sanitized (untrusted) page keeps
+    svg_text = page[page.index("<svg"):page.index("</svg>") + 6]
+    src = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', page).group(1)
+    assert base64.b64decode(src).decode("utf-8").strip() == svg_text  # the same drawing, not a second (PNG) rendering
+    assert "image/png" not in page
     assert '<div class="lesson-vec" style="display:none">' in page and "display:block!important" in page
     assert "<details><summary>" in page and "配对查找 match" in page
     assert page == plotting.picture_html(fig)  # deterministic: ids and metadata fixed
@@ -173,12 +170,12 @@ def test_step_alt_says_which_heads_each_slice_holds():
 
 def test_widget_heat_map_svg_text_sizes_labels_and_alt():
     w = np.array([[0.1, 0.7, 0.2], [0.5, 0.25, 0.25], [0.2, 0.2, 0.6]])
-    page = plotting.heads_svg_html(w, ["她", "小红", "law"], cell_px=16, highlight_row=0, suptitle="第 8 层 · 头 1")
+    page = plotting.heat_map(w, ["她", "小红", "law"], cell_px=16, highlight_row=0, suptitle="第 8 层 · 头 1")
     sizes = [float(x) for x in re.findall(r"font-size:(\d+(?:\.\d+)?)px", page)]
     assert sizes and min(sizes) >= 12  # CSS px as drawn: the picture is never scaled (≤ 592 px wide)
     width = int(re.search(r'<svg[^>]* width="(\d+)"', page).group(1))
     assert width <= 592
     assert "「她」给「小红」0.70" in page and 'aria-label="第 8 层 · 头 1。' in page
-    assert re.search(r'<text x="[\d.]+" y="[\d.]+" text-anchor="middle">小</text>', page)  # stacked, not turned
+    assert re.search(r'rotate\(-90\)"[^>]*>小红</text>', page)  # a word on one line, never split (issue 30)
     assert re.search(r'rotate\(-90\)"[^>]*>law</text>', page)
     assert "stroke:#d62728" in page and "<details>" in page

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import subprocess
 import sys
 import warnings
@@ -11,25 +12,14 @@ import warnings
 import numpy as np
 import pytest
 from helpers import assert_chinese_message
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from lesson_lib.show import plotting
-from lesson_lib.show.plotting import grid_shape, head_titles, plot_heads, tile_gap, tile_heads
+from lesson_lib.show.plotting import grid_shape, head_titles, heat_map, tile_gap
 
 TOKENS = ["我", "喜欢", "注意力", "机制", "Law", "<EOS>", "，", "它的", "应用", "。"]
 
 
 pytestmark = pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
-
-
-def render(fig) -> bytes:
-    fig.canvas.draw()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    data = buf.getvalue()
-    assert data.startswith(b"\x89PNG")
-    return data
 
 
 def random_weights(h, n, m=None, seed=0):
@@ -71,58 +61,70 @@ def test_use_chinese_font_registers_noto_sans_cjk():
     assert plotting.use_chinese_font() == plotting.CJK_FONT  # calling again is harmless
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_of(picture):
+    import xml.etree.ElementTree as ET
+
+    return ET.fromstring(picture[picture.index("<svg"):picture.index("</svg>") + 6])
+
+
+def texts_of(svg) -> list[str]:
+    return ["".join(t.itertext()) for t in svg.iter(f"{SVG}text")]
+
+
 @pytest.mark.parametrize("h", [1, 4, 8, 16, 64])
-def test_chinese_figure_renders_without_missing_glyphs(h):
+def test_heat_map_labels_titles_and_text_sizes(h):
     n = len(TOKENS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # includes matplotlib's "Glyph … missing from font(s)" UserWarning
-        fig = plot_heads(random_weights(h, n, seed=h), tokens=TOKENS, suptitle="多头注意力：每个头一张图（第 5 层）")
-        png = render(fig)
-    assert len(png) > 1000
-    texts = {t.get_text().replace("\n", "") for ax in fig.axes for t in ax.texts}  # Chinese key labels: stacked
-    assert fig._suptitle.get_text().replace("\n", "") == "多头注意力：每个头一张图（第 5 层）"
+    title = "多头注意力：每个头一张图（第 5 层）"
+    picture = plotting.heat_map(random_weights(h, n, seed=h), tokens=TOKENS, suptitle=title)
+    svg = svg_of(picture)
+    texts = texts_of(svg)
+    assert "".join(texts).count("多头注意力") == 1
     if h > 1:
-        assert {f"头 {i + 1}" for i in range(h)} <= texts
+        assert {f"头 {i + 1}" for i in range(h)} <= set(texts)
     if h <= 4:
-        assert set(TOKENS) <= texts  # token labels drawn while tiles are big enough to read
-    # labels that would be under 11 px are left out rather than drawn unreadable
-    assert min(t.get_fontsize() for ax in fig.axes for t in ax.texts) >= plotting.MIN_FONT_PT
-    ax = fig.axes[0]
-    assert len(ax.images) == 1  # one tiled image, not h subplots
-    assert len(fig.axes) == 2  # the map and its colour bar
+        assert set(TOKENS) <= set(texts)  # each token one <text> (a word is never split into two labels)
+    sizes = [float(x) for x in re.findall(r"font-size:(\d+(?:\.\d+)?)px", picture)]
+    assert min(sizes) >= 12 and int(svg.get("width")) <= 592  # never scaled down in a 592 px output
+    assert len(list(svg.iter(f"{SVG}image"))) == h + 1  # one image per head, and the colour bar
 
 
-def test_chinese_titles_and_separate_key_tokens_render():
+def test_separate_key_tokens_and_titles():
     rows, cols = ["它", "的"], ["法律", "会", "完美"]
-    w = random_weights(2, 2, 3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        fig = plot_heads(w, tokens=rows, col_tokens=cols, titles=["头 5：指代", "头 6：指代"])
-        render(fig)
-        png = plotting.figure_png(plot_heads(w[0], tokens=rows, col_tokens=cols))
-    assert png.startswith(b"\x89PNG")
+    titles = ["头 5：指代", "头 6：指代"]
+    picture = plotting.heat_map(random_weights(2, 2, 3), tokens=rows, col_tokens=cols, titles=titles)
+    assert {"头 5：指代", "头 6：指代", *rows, *cols} <= set(texts_of(svg_of(picture)))
 
 
-def test_plot_heads_into_existing_axes(plt):
-    fig, ax = plt.subplots()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert plot_heads(random_weights(4, 5), tokens=TOKENS[:5], ax=ax) is fig
-        render(fig)
+def test_a_picture_is_html_for_a_widget_and_a_cell():
+    picture = plotting.heat_map(random_weights(1, 3), tokens=["她", "小红", "小明"])
+    assert picture.startswith("<style>") and 'role="img"' in picture and "<img" not in picture  # a widget's value
+    assert '<img class="lesson-ras"' in picture._repr_html_() and repr(picture).startswith("<图：注意力热图")
+    again = plotting.describe(picture, "另一句说明", (["a"], [["1"]]))
+    assert plotting.alt_text(again) == "另一句说明" and 'aria-label="另一句说明"' in again
 
 
-def test_sixty_four_heads_is_one_tiled_image():
+def test_sixty_four_heads_each_tile_is_that_heads_cells():
+    import base64
+
+    from PIL import Image
+
     h, n = 64, 12
     w = random_weights(h, n)
-    fig = plot_heads(w, tokens=[f"词{i}" for i in range(n)])
-    render(fig)
-    ax = fig.axes[0]
-    image = np.asarray(ax.images[0].get_array())
-    expected, origins = tile_heads(w, gap=tile_gap(h, n))
-    assert image.shape == expected.shape
-    np.testing.assert_array_equal(np.isnan(image), np.isnan(expected))
-    np.testing.assert_array_equal(image[~np.isnan(image)], expected[~np.isnan(expected)])
-    assert len(origins) == h
+    svg = svg_of(plotting.heat_map(w, tokens=[f"词{i}" for i in range(n)]))
+    images = list(svg.iter(f"{SVG}image"))[:-1]  # the last is the colour bar
+    assert len(images) == h
+    boxes = set()
+    for i, image in enumerate(images):
+        rgba = np.asarray(Image.open(io.BytesIO(base64.b64decode(image.get("href").split(",", 1)[1]))))
+        np.testing.assert_array_equal(rgba[..., :3], plotting.colour_cells(w[i]))
+        x, y, side = float(image.get("x")), float(image.get("y")), float(image.get("width"))
+        assert 0 <= x and x + side <= int(svg.get("width")) and 0 <= y
+        boxes.add((x, y))
+    assert len(boxes) == h  # no two heads on one spot
+    assert not any("词" in t for t in texts_of(svg))  # 64 tiles are too small to label: the alt text and table do
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,38 +149,6 @@ def test_grid_shape_values(h, shape):
     assert grid_shape(h) == shape
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    st.integers(1, 20),
-    st.integers(1, 5),
-    st.integers(1, 5),
-    st.integers(0, 3),
-    st.one_of(st.none(), st.integers(1, 6)),
-)
-def test_tile_heads_geometry(h, n, m, gap, cols_arg):
-    w = np.arange(1, h * n * m + 1, dtype=float).reshape(h, n, m)  # no NaN, every cell distinct
-    image, origins = tile_heads(w, cols=cols_arg, gap=gap)
-    rows, cols = grid_shape(h) if cols_arg is None else (math.ceil(h / cols_arg), cols_arg)
-    assert image.shape == (rows * n + (rows - 1) * gap, cols * m + (cols - 1) * gap)
-    assert len(origins) == h
-    for i, (top, left) in enumerate(origins):
-        r, c = divmod(i, cols)
-        assert (top, left) == (r * (n + gap), c * (m + gap))
-        np.testing.assert_array_equal(image[top : top + n, left : left + m], w[i])  # tile i holds head i
-    assert np.count_nonzero(~np.isnan(image)) == h * n * m  # everything else is a NaN separator
-    for r in range(1, rows):
-        assert np.all(np.isnan(image[r * (n + gap) - gap : r * (n + gap)]))  # separator rows
-    for c in range(1, cols):
-        assert np.all(np.isnan(image[:, c * (m + gap) - gap : c * (m + gap)]))  # separator columns
-
-
-def test_tile_heads_single_map():
-    w = np.arange(6.0).reshape(2, 3)
-    image, origins = tile_heads(w)
-    np.testing.assert_array_equal(image, w)
-    assert origins == [(0, 0)]
-
-
 # ---------------------------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------------------------
@@ -191,22 +161,22 @@ def assert_chinese(excinfo, *fragments):
 @pytest.mark.parametrize("count", [3, 5])
 def test_wrong_token_count(count):
     with pytest.raises(ValueError) as excinfo:
-        plot_heads(random_weights(2, 4), tokens=TOKENS[:count])
+        heat_map(random_weights(2, 4), tokens=TOKENS[:count])
     assert_chinese(excinfo, count, 4)
 
 
 def test_wrong_key_token_count():
     with pytest.raises(ValueError) as excinfo:
-        plot_heads(random_weights(2, 4, 6), tokens=TOKENS[:4], col_tokens=TOKENS[:5])
+        heat_map(random_weights(2, 4, 6), tokens=TOKENS[:4], col_tokens=TOKENS[:5])
     assert_chinese(excinfo, 5, 6)
     with pytest.raises(ValueError) as excinfo:
-        plot_heads(random_weights(2, 4, 6), tokens=TOKENS[:4])  # row tokens cannot label 6 key columns
+        heat_map(random_weights(2, 4, 6), tokens=TOKENS[:4])  # row tokens cannot label 6 key columns
     assert_chinese(excinfo, 4, 6)
 
 
 def test_wrong_title_count():
     with pytest.raises(ValueError) as excinfo:
-        plot_heads(random_weights(3, 4), titles=["头 1", "头 2"])
+        heat_map(random_weights(3, 4), titles=["头 1", "头 2"])
     assert_chinese(excinfo, 2, 3)
 
 
@@ -218,10 +188,9 @@ def test_one_gap_and_one_set_of_default_titles(h, n, gap):
 
 @pytest.mark.parametrize("shape", [(4,), (2, 2, 3, 3)])
 def test_wrong_weight_dimensions(shape):
-    for call in (plot_heads, tile_heads):
-        with pytest.raises(ValueError) as excinfo:
-            call(np.ones(shape))
-        assert_chinese(excinfo, shape)
+    with pytest.raises(ValueError) as excinfo:
+        heat_map(np.ones(shape))
+    assert_chinese(excinfo, shape)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import CJK
+from helpers import CJK, unnamed_controls
 
 from lesson_lib.practice import feedback as practice_feedback
 from lesson_lib.practice import interview, questions, quiz, render
@@ -289,16 +289,16 @@ def test_linked_submit_mode_checks_on_click_and_enter_only():
 
 
 def _readers(box) -> list:
-    from lesson_lib.show.controls import _reader_class, _walk
+    from lesson_lib.show.controls import _reader_class, walk
 
-    return [x for x in _walk(box) if isinstance(x, _reader_class())]
+    return [x for x in walk(box) if isinstance(x, _reader_class())]
 
 
 @pytest.mark.parametrize("qid", [*questions.question_ids(), "interview", "summary"])
 def test_every_quiz_box_names_its_controls_and_reads_out_its_feedback(progress, qid):
     """One reader helper per shown box; a text box without a description gets a name of its own (ipywidgets' empty
     label would hide the placeholder); the feedback and the export status are live regions; radio groups are named."""
-    from lesson_lib.show.controls import LIVE, unnamed_controls
+    from lesson_lib.show.controls import LIVE
 
     if qid == "interview":
         widget = quiz_widgets.interview_self_check(progress)

@@ -36,6 +36,14 @@ def test_listing_breaks_at_spaces_not_inside_words():
     assert "break-all" not in style
 
 
+def test_a_listing_wraps_only_at_spaces_never_inside_a_token():
+    """Issue 30: ``-np.inf`` wrapped after its minus sign at 592 px; each run without spaces is kept whole."""
+    page = source.Listing("scores = np.where(mask, scores, -np.inf)")._repr_html_()
+    whole = r'<span style="white-space:nowrap">((?:<span[^>]*>[^<]*</span>|[^<])*)</span>'
+    words = [re.sub(r"<[^>]+>", "", w) for w in re.findall(whole, page)]
+    assert words == ["scores", "=", "np.where(mask,", "scores,", "-np.inf)"]
+
+
 def test_a_docstring_spanning_lines_keeps_one_block_per_line():
     text = 'def f():\n    """Two\n    lines."""\n\n    return 1'
     lines = _lines(source.Listing(text)._repr_html_())

@@ -11,7 +11,7 @@ from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections import s03_heads as heads
 from lesson_lib.sections import s05_head_lab as head_lab
 from lesson_lib.sections.s09_paper import KERNELS, formula_view
-from lesson_lib.show import tables, theme
+from lesson_lib.show import theme
 from lesson_lib.show.tables import text_table
 
 HARD_COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}\b|\brgba?\(|\b(white|black|gr[ae]y)\b(?!-)")
@@ -48,7 +48,7 @@ def test_html_table_escapes_and_does_not_break_words():
     html = theme.html_table(["代码", "项"], [["a < b & c", "head_i = Attention(Q W_i^Q)"]], code_columns=(0,))
     ET.fromstring(html)
     assert "a &lt; b &amp; c" in html
-    assert html.count("word-break:normal") == 4 and "white-space:nowrap" in html  # 2 headers + 2 cells
+    assert html.count("word-break:keep-all") == 4 and "white-space:nowrap" in html  # 2 headers + 2 cells
     long_code = theme.html_table(["代码"], [["shifted = x - x.max(axis=axis, keepdims=True)"]], code_columns=(0,))
     assert "white-space:pre-wrap" in long_code  # a long line wraps, at its spaces only
     assert "break-all" not in html and not HARD_COLOUR.search(html)
@@ -56,7 +56,7 @@ def test_html_table_escapes_and_does_not_break_words():
 
 def test_table_text_is_the_text_table_and_html_holds_every_cell():
     rows = [["x @ w", "投影"], ["softmax(s)", "归一化"]]
-    t = tables.Table(["代码", "含义"], rows, caption="标题：")
+    t = text_table(["代码", "含义"], rows, code_columns=(0,)).around(before="标题：")
     assert str(t) == repr(t) == "标题：\n" + text_table(["代码", "含义"], rows)
     html = t._repr_html_()
     assert all(cell in html for row in rows for cell in row) and "标题：" in html

@@ -8,6 +8,7 @@ import html
 import math
 
 import pytest
+from helpers import unnamed_controls
 from traitlets import TraitError
 
 from lesson_lib.sections import s05_head_lab as lab
@@ -288,7 +289,7 @@ def test_slider_is_a_named_native_range_input_shipped_inline():
 def test_every_control_of_the_section_widgets_is_named():
     boxes = [widgets.head_lab(), widgets.averaging_demo(), widgets.shape_stepper()]
     for box in boxes:
-        assert controls.unnamed_controls(box) == []
+        assert unnamed_controls(box) == []
 
 
 def test_unnamed_controls_finds_what_a_screen_reader_could_not_name():
@@ -296,7 +297,7 @@ def test_unnamed_controls_finds_what_a_screen_reader_could_not_name():
 
     box = w.VBox([w.IntSlider(description="层"), w.Text(placeholder="答案"), w.Textarea(description="回答"),
                   w.Button(description="提交"), w.Button(), controls.slider("", 1, min=1, max=2)])
-    found = controls.unnamed_controls(box)
+    found = unnamed_controls(box)
     assert len(found) == 4, found
     assert "IntSlider" in found[0] and "Text 没有 description" in found[1] and "Button" in found[2]
 
@@ -318,22 +319,22 @@ def test_the_sliders_stylesheet_carries_the_page_rules():
 # ---------------------------------------------------------------------------------------------
 def test_linked_box_carries_the_reader_helper_and_a_live_summary():
     box = widgets.averaging_demo()
-    readers = [x for x in controls._walk(box) if isinstance(x, controls._reader_class())]
+    readers = [x for x in controls.walk(box) if isinstance(x, controls._reader_class())]
     assert len(readers) == 1 and readers[0].layout.display == "none"
     assert "lesson-reader" in box._dom_classes and controls.LIVE in box.controls["summary"]._dom_classes
     inner = controls.linked({"x": controls.slider("x", 1, min=1, max=3)}, lambda s, p: None, reader=False)
     assert "lesson-reader" not in inner._dom_classes
-    assert not [x for x in controls._walk(inner) if isinstance(x, controls._reader_class())]
+    assert not [x for x in controls.walk(inner) if isinstance(x, controls._reader_class())]
 
 
 def test_named_gives_a_text_box_a_name_the_helper_sets():
     import ipywidgets as w
 
     bare = w.Textarea(placeholder="写在这里")
-    assert controls.unnamed_controls(w.VBox([bare]))  # a placeholder is not a name
+    assert unnamed_controls(w.VBox([bare]))  # a placeholder is not a name
     box = controls.accessible(w.VBox([controls.named(w.Textarea(placeholder="写在这里"), "你的回答")]))
     text = box.children[1]
-    assert controls.unnamed_controls(box) == []
+    assert unnamed_controls(box) == []
     (cls, name), = box.children[0].names
     assert name == "你的回答" and cls in text._dom_classes
     with pytest.raises(ValueError):

@@ -141,16 +141,16 @@ def overview_alt(state: LabState, zoom: int) -> str:
 def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
     """The lab's two pictures as HTML (themed SVG named by its alt text): head ``zoom`` (1-based) large with
     its token labels, and every head small with the zoomed one framed. Their numbers: ``lab_table_html``."""
-    from lesson_lib.show.plotting import heads_overview_svg_html, heads_svg_html
+    from lesson_lib.show.plotting import heat_map
 
     zoom = check_zoom(state, zoom)
-    zoomed = heads_svg_html(state.weights[zoom - 1], state.tokens, cell_px=ZOOM_CELL_PX,
-                            suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
-                            alt=zoom_alt(state, zoom), table=False, height=LAB_HEIGHT)
+    zoomed = heat_map(state.weights[zoom - 1], state.tokens, cell_px=ZOOM_CELL_PX,
+                      suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
+                      alt=zoom_alt(state, zoom), table=False, height=LAB_HEIGHT)
     title = f"全部 {state.h} 个头" + (f"（红框 = 头 {zoom}）" if state.h > 1 else "")
     note = "h = 1：只有左边这一个头，每个词元只有这一行权重。把滑块拖到 2 或更多，这里会排出每个头的小图。"
-    overview = heads_overview_svg_html(state.weights, zoom, OVERVIEW_WIDTH, LAB_HEIGHT, overview_alt(state, zoom),
-                                       title, note=note)
+    overview = heat_map(state.weights, box=(OVERVIEW_WIDTH, LAB_HEIGHT), highlight_head=zoom,
+                        alt=overview_alt(state, zoom), suptitle=title, note=note)
     return zoomed, overview
 
 

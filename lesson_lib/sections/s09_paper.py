@@ -55,8 +55,8 @@ def line_map(fn, terms) -> list[tuple[int, str, str]]:
 
 def formula_view():
     """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text for nbval."""
-    from lesson_lib.show.tables import Table, Tables
+    from lesson_lib.show.tables import TextTable, text_table
 
-    return Tables(Table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
-                        caption=f"{fn.__name__}：")
-                  for fn, terms in KERNELS)
+    views = [text_table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
+                        code_columns=(0,)).around(before=f"{fn.__name__}：") for fn, terms in KERNELS]
+    return TextTable("\n\n".join(views), "".join(v.html for v in views))

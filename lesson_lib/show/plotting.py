@@ -1,45 +1,23 @@
-"""Chinese-ready matplotlib figures: font registration and the attention heat map.
-
-matplotlib's default font has no Chinese glyphs, so titles show as boxes. ``use_chinese_font()``
-registers Noto Sans CJK SC, shipped by the ``mplfonts`` package (so no system font and no download
-is needed). Every drawing function here calls it first. matplotlib itself is imported only inside
-the functions, so ``import lesson_lib.show.plotting`` stays cheap.
-"""
+"""Pictures with alt text: the Chinese font for matplotlib, matplotlib figures shown as themed SVG, and the one
+heat-map renderer (themed SVG built directly: the same for a cell and a widget). matplotlib is imported lazily."""
 
 from __future__ import annotations
 
+import base64
+import functools
+import html as _html
+import io
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 
-__all__ = [
-    "CJK_FONT",
-    "MAX_LABELLED_HEADS",
-    "font_path",
-    "colour_cells",
-    "alt_text",
-    "describe",
-    "figure_png",
-    "figure_svg",
-    "picture_html",
-    "theme_colour",
-    "grid_shape",
-    "heads_description",
-    "heads_svg_html",
-    "heads_overview_svg_html",
-    "folded_table",
-    "wrap_picture",
-    "head_titles",
-    "plot_heads",
-    "tile_gap",
-    "tile_heads",
-    "use_chinese_font",
-]
-
 CJK_FONT = "Noto Sans CJK SC"
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
-_registered = False
+MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
+FIGURE_MAX_INCHES = 6.0  # 6 in × 96 px = 576 px: fits JupyterLab's 592 px output at 1024 × 768 without scaling
+MAX_LABELLED_HEADS = 16  # above this many heads, tiles are too small for token labels
 
 
 def font_path() -> Path:
@@ -55,15 +33,18 @@ def font_path() -> Path:
     return path
 
 
-def use_chinese_font() -> str:
-    """Register Noto Sans CJK SC with matplotlib (once) and make it the default sans-serif font."""
-    global _registered
-    import matplotlib as mpl
+@functools.cache
+def _register_font() -> None:
     from matplotlib import font_manager
 
-    if not _registered:
-        font_manager.fontManager.addfont(str(font_path()))
-        _registered = True
+    font_manager.fontManager.addfont(str(font_path()))
+
+
+def use_chinese_font() -> str:
+    """Register Noto Sans CJK SC (shipped by mplfonts) with matplotlib and make it the default sans-serif font."""
+    import matplotlib as mpl
+
+    _register_font()
     mpl.rcParams["font.family"] = "sans-serif"
     mpl.rcParams["font.sans-serif"] = [CJK_FONT, "DejaVu Sans"]
     mpl.rcParams["axes.unicode_minus"] = False  # the CJK font's minus sign renders; the Unicode one may not
@@ -71,11 +52,6 @@ def use_chinese_font() -> str:
     mpl.rcParams.update({"font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
                          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11})
     return CJK_FONT
-
-
-# ---------------------------------------------------------------------------------------------
-# Tiling many heads into one image: one imshow redraws far faster than 64 subplots
-# ---------------------------------------------------------------------------------------------
 
 
 def grid_shape(h: int, max_cols: int = 8) -> tuple[int, int]:
@@ -86,16 +62,13 @@ def grid_shape(h: int, max_cols: int = 8) -> tuple[int, int]:
     return math.ceil(h / cols), cols
 
 
-MAX_LABELLED_HEADS = 16  # above this many heads, tiles are too small for token labels (both renderers)
-
-
 def tile_gap(h: int, n: int) -> int:
-    """Blank cells between tiles of n × n maps (both renderers): the tiles' titles sit in them."""
+    """Blank cells between tiles of n × n maps: the tiles' titles sit in them."""
     return 1 if h == 1 else max(2, round(0.25 * n))
 
 
 def head_titles(titles, h: int) -> list:
-    """Each tile's title (both renderers): "头 i" by default, none for a single map; checks the count."""
+    """Each tile's title: "头 i" by default, none for a single map; checks the count."""
     if titles is None:
         return [f"头 {i + 1}" for i in range(h)] if h > 1 else [None]
     titles = list(titles)
@@ -104,142 +77,12 @@ def head_titles(titles, h: int) -> list:
     return titles
 
 
-def tile_heads(weights, cols: int | None = None, gap: int = 1):
-    """Lay (h, n, m) maps out on a grid, NaN between tiles.
-
-    Returns ``(image, origins)``: image of shape (rows·n + (rows-1)·gap, cols·m + (cols-1)·gap)
-    and the (row, col) pixel origin of each head's tile.
-    """
+def _as_heads(weights) -> np.ndarray:
     w = np.asarray(weights, dtype=float)
-    if w.ndim == 2:
-        w = w[None]  # (1, n, m)
+    w = w[None] if w.ndim == 2 else w  # (1, n, m)
     if w.ndim != 3:
         raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
-    h, n, m = w.shape
-    rows, cols = grid_shape(h) if cols is None else (math.ceil(h / cols), cols)
-    image = np.full((rows * n + (rows - 1) * gap, cols * m + (cols - 1) * gap), np.nan)
-    origins = []
-    for i in range(h):
-        r, c = divmod(i, cols)
-        top, left = r * (n + gap), c * (m + gap)
-        image[top : top + n, left : left + m] = w[i]  # (n, m) head i's map
-        origins.append((top, left))
-    return image, origins
-
-
-def plot_heads(
-    weights,
-    tokens=None,
-    titles=None,
-    ax=None,
-    cmap: str = "viridis",
-    vmax: float | None = 1.0,
-    suptitle: str | None = None,
-    col_tokens=None,
-    tile_inches: float | None = None,
-    cols: int | None = None,
-):
-    """Draw one attention map (n, m) or many heads (h, n, m) as a single tiled image.
-
-    ``tokens`` label the query rows (and the key columns unless ``col_tokens`` is given). Token
-    labels go left of the first column and under the bottom row of tiles, and are dropped when the
-    tiles get too small to read; each tile gets its title (default "头 i") above it.
-    Chinese key labels are written top to bottom, never turned 90°. ``cols`` fixes the number of
-    tile columns (1 stacks the heads, for a narrow output). A figure of its own gets alt text and a
-    table from ``heads_description``.
-    Returns the matplotlib Figure (sized so nothing is cut off without ``bbox_inches="tight"``).
-    """
-    import matplotlib.pyplot as plt
-
-    use_chinese_font()
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w
-    if w.ndim != 3:
-        raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
-    h, n, m = w.shape
-    row_tokens = _labels(tokens, n, "行")
-    key_tokens = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
-    titles = head_titles(titles, h)
-    cell = (tile_inches or _tile_inches(h, max(n, m))) / max(n, m)  # inches per matrix cell
-    fontsize = _label_fontsize(cell, h)
-    # Stacked maps (one column) each carry their key labels: the reader of the first map should not scroll past
-    # the others to learn what its columns are. The gap between maps then holds the labels and the next title.
-    stacked = cols == 1 and h > 1 and bool(fontsize)
-    gap = tile_gap(h, n)
-    if stacked:
-        gap = max(gap, math.ceil((_label_extent(key_tokens, fontsize, down=True) + 0.35) / cell))
-    image, origins = tile_heads(w, cols=cols, gap=gap)
-    if ax is None:
-        fig, ax, cax = _sized_figure(image.shape, gap, cell, fontsize, row_tokens, key_tokens, h, suptitle)
-    else:
-        fig, cax = ax.figure, None
-    cm = plt.get_cmap(cmap).with_extremes(bad=(0, 0, 0, 0))  # NaN = the separators between tiles: page colour
-    im = ax.imshow(image, cmap=cm, vmin=0.0, vmax=vmax, interpolation="nearest", aspect="equal")
-    ax.set_axis_off()
-    ax.set_xlim(-0.5, image.shape[1] - 0.5)
-    ax.set_ylim(image.shape[0] - 0.5, -gap - 0.5)  # room above the top row for its titles
-    if fontsize:
-        _token_labels(ax, origins, row_tokens, key_tokens, fontsize, every_row=stacked)
-    title_size = 9.5 if h <= MAX_LABELLED_HEADS else MIN_FONT_PT
-    for (top, left), title in zip(origins, titles):
-        if title:
-            ax.text(left - 0.5, top - 0.7, title, fontsize=title_size, va="bottom", ha="left")
-    if h == 1 and fontsize:
-        ax.set_axis_on()
-        ax.set_xticks([])
-        ax.set_yticks([])
-        for spine in ax.spines.values():
-            spine.set_visible(False)
-        gap_pt = 0.3 * cell * 72 + 2  # token labels end 0.3 cell from the image edge
-        ax.set_xlabel("被关注的词元（键）", fontsize=9.5,
-                      labelpad=_label_extent(key_tokens, fontsize, down=True) * 72 + gap_pt)
-        ax.set_ylabel("发出关注的词元（查询）", fontsize=9.5,
-                      labelpad=_label_extent(row_tokens, fontsize) * 72 + gap_pt)
-    if suptitle:
-        fig.suptitle(wrap_title(suptitle, fig.get_figwidth() - 0.3, 11), fontsize=11)
-    if cax is not None:
-        fig.colorbar(im, cax=cax, label="注意力权重")
-        describe(fig, *heads_description(w, row_tokens, key_tokens, titles, suptitle))
-    else:
-        fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02, label="注意力权重")
-    return fig
-
-
-def _sized_figure(shape, gap, cell, fontsize, row_tokens, key_tokens, h, suptitle):
-    """A figure whose axes hold the tiled image at ``cell`` inches per cell, margins fitted to labels."""
-    import matplotlib.pyplot as plt
-
-    grid_w, grid_h = shape[1] * cell, (shape[0] + gap) * cell
-    axis_titles = 0.3 if (h == 1 and fontsize) else 0.0
-    left = 0.15 + axis_titles + (_label_extent(row_tokens, fontsize) if fontsize else 0.0)
-    bottom = 0.15 + axis_titles + (_label_extent(key_tokens, fontsize, down=True) if fontsize else 0.0)
-    width = left + shape[1] * cell + 0.95
-    top = (0.12 + 0.24 * wrap_title(suptitle, width - 0.3, 11).count("\n") + 0.33) if suptitle else 0.12
-    right = 0.95  # colour bar and its label
-    width, height = left + grid_w + right, bottom + grid_h + top
-    fig = plt.figure(figsize=(width, height), dpi=100)
-    ax = fig.add_axes((left / width, bottom / height, grid_w / width, grid_h / height))
-    cax = fig.add_axes(((left + grid_w + 0.15) / width, bottom / height, 0.12 / width, grid_h / height))
-    return fig, ax, cax
-
-
-def _label_extent(tokens, fontsize, down: bool = False):
-    """Inches the longest label needs (CJK glyphs are about one em wide, Latin about half).
-
-    ``down``: a key label under the map, Chinese stacked one character a line (1.2 em each), Latin turned 90°.
-    """
-    if not fontsize:
-        return 0.0
-    if down and any(_is_cjk(t) for t in tokens):
-        ems = max(1.2 * len(t) if _is_cjk(t) else sum(1.0 if ord(ch) > 0x2E80 else 0.55 for ch in t)
-                  for t in tokens)
-    else:
-        ems = max(sum(1.0 if ord(ch) > 0x2E80 else 0.55 for ch in t) for t in tokens)
-    return ems * fontsize / 72 + 0.05
-
-
-def _is_cjk(token: str) -> bool:
-    return any(ord(ch) > 0x2E80 for ch in token)
+    return w
 
 
 def wrap_title(title: str | None, width_inches: float, size: float) -> str:
@@ -276,94 +119,33 @@ def _labels(tokens, count, axis_name):
     return tokens
 
 
-def _token_labels(ax, origins, row_tokens, key_tokens, fontsize, every_row: bool = False):
-    """Token names left of the first column of tiles and under the bottom row (``every_row``: under every tile).
-
-    Plain Text artists, not axis ticks: a tick builds lines and texts it never shows, and with
-    hundreds of labels that is most of a redraw.
-    """
-    n = len(row_tokens)
-    bottom = max(top for top, _ in origins)
-    for top, left in origins:
-        if left == 0:
-            for j, token in enumerate(row_tokens):
-                ax.text(-0.8, top + j, token, fontsize=fontsize, ha="right", va="center")
-        if top == bottom or every_row:
-            for j, token in enumerate(key_tokens):
-                if _is_cjk(token):  # Chinese reads top to bottom; a 90° turn would lay it on its side
-                    ax.text(left + j, top + n - 0.2, "\n".join(token), fontsize=fontsize, ha="center", va="top",
-                            linespacing=1.0)
-                else:
-                    ax.text(left + j, top + n - 0.2, token, fontsize=fontsize, ha="center", va="top", rotation=90)
-
-
-def _tile_inches(h, n):
-    """Tile side in inches: big enough for labels when few heads, small when many."""
-    if h == 1:
-        return min(4.6, max(2.6, 0.3 * n))  # with labels and colour bar: ≤ FIGURE_MAX_INCHES
-    if h <= 4:
-        return min(2.3, max(2.0, 0.22 * n))
-    if h <= 16:
-        return min(1.2, max(1.0, 0.15 * n))
-    return 0.6
-
-
-def _label_fontsize(cell, h):
-    """Token labels only when a matrix row is tall enough to read them (≥ MIN_FONT_PT, 11 px)."""
-    if h > MAX_LABELLED_HEADS:
-        return 0
-    size = min(10.0, 0.85 * cell * 72)
-    return size if size >= MIN_FONT_PT else 0
-
-
-# ---------------------------------------------------------------------------------------------
-# Colours of heat-map cells straight from the colormap (no matplotlib figure: a widget redraws in ms)
-# ---------------------------------------------------------------------------------------------
-
-_LUTS: dict = {}
-
-
+@functools.cache
 def colormap_lut(cmap: str = "viridis") -> np.ndarray:
-    """(256, 3) uint8 colours of a matplotlib colormap (cached)."""
-    if cmap not in _LUTS:
-        import matplotlib
+    """(256, 3) uint8 colours of a matplotlib colormap."""
+    import matplotlib
 
-        lut = matplotlib.colormaps[cmap](np.linspace(0.0, 1.0, 256))[:, :3]  # (256, 3) floats
-        _LUTS[cmap] = np.round(lut * 255).astype(np.uint8)
-    return _LUTS[cmap]
+    return np.round(matplotlib.colormaps[cmap](np.linspace(0.0, 1.0, 256))[:, :3] * 255).astype(np.uint8)
 
 
-def colour_cells(image, cmap: str = "viridis", vmax: float = 1.0) -> np.ndarray:
-    """(H, W) values in [0, vmax] (NaN = background) -> (H, W, 3) uint8 RGB."""
-    lut = colormap_lut(cmap)
-    finite = np.isfinite(image)
-    idx = np.clip(np.where(finite, image, 0.0) / vmax * 255.0 + 0.5, 0, 255).astype(np.intp)  # (H, W)
-    rgb = lut[idx]  # (H, W, 3)
-    rgb[~finite] = 255  # separators: white
-    return rgb
+def colour_cells(values, cmap: str = "viridis", vmax: float = 1.0) -> np.ndarray:
+    """(H, W) values in [0, vmax] -> (H, W, 3) uint8 RGB."""
+    return colormap_lut(cmap)[np.clip(np.asarray(values) / vmax * 255.0 + 0.5, 0, 255).astype(np.intp)]
 
 
-def _png(image) -> bytes:
-    import io
+def _png_href(rgb) -> str:
+    """(H, W, 3) uint8 as a PNG data URI for an SVG <image>."""
+    from PIL import Image
 
     buf = io.BytesIO()
-    image.save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
+    Image.fromarray(rgb).save(buf, format="PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-# ---------------------------------------------------------------------------------------------
-# One way every static figure reaches the page: inline SVG in the theme's colours, with alt text
-# ---------------------------------------------------------------------------------------------
-# JupyterLab's image/png renderer sets no alt and paints a white slab on a dark page. A figure that
-# carries a description (``describe``) is shown instead as HTML: the SVG with its text as text, its
-# greys as JupyterLab's theme variables and its pale fills mixed into the page colour, ``role="img"``
-# and the description as its name, and the numbers in a folded table. A stored notebook opened
-# untrusted is sanitized (no <svg>, no <style>): the <style> below is what shows the SVG and hides
-# the PNG, so there the PNG (with the same alt) is what remains, and the SVG's text stays hidden.
-
-MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
-FIGURE_MAX_INCHES = 6.0  # 6 in × 96 px = 576 px: fits JupyterLab's 592 px output at 1024 × 768 without scaling
-_FALLBACK_DPI = 96  # the PNG shows at the SVG's size (1 pt = 4/3 px)
+# How every picture reaches the page. JupyterLab's image/png renderer sets no alt and paints a white slab on a dark
+# page, so a described figure is shown as HTML: its SVG with text as text, greys as the theme's variables, role="img"
+# named by the description, and the numbers folded under it. A notebook opened untrusted is sanitized (no <svg>, no
+# <style>, but an <img> with a data URI stays): the same SVG bytes as an <img> remain there, on a white ground (an
+# <img> sees no theme). So a figure is drawn once (issue 29): the <img> is the SVG again, not a second PNG rendering.
 
 _PICTURE_CSS = (
     "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:none!important}"
@@ -373,15 +155,13 @@ _PICTURE_CSS = (
 
 
 def describe(fig, alt: str, table=None):
-    """Give ``fig`` the description a screen reader says and, for heat maps, the numbers behind it.
-
-    ``table`` is ``(headers, rows)`` shown folded under the picture. Returns ``fig``. In a notebook the
-    figure is then displayed by ``picture_html`` (``plt.show()`` needs no change).
-    """
+    """Give ``fig`` (a Figure or a ``Picture``) the description a screen reader says and optionally ``table`` =
+    (headers, rows) of its numbers. Returns it (a Picture: a new one)."""
     if not alt or not isinstance(alt, str):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
-    fig.lesson_alt = alt
-    fig.lesson_table = table
+    if isinstance(fig, Picture):
+        return Picture(fig.svg, alt, table)
+    fig.lesson_alt, fig.lesson_table = alt, table
     _install_display()
     return fig
 
@@ -391,7 +171,7 @@ def alt_text(fig) -> str | None:
 
 
 def _install_display() -> None:
-    """In IPython, show described figures as ``picture_html`` instead of a bare PNG (others unchanged)."""
+    """In IPython, show described figures by ``picture_html`` instead of a bare PNG (others unchanged)."""
     import sys
 
     if "IPython" not in sys.modules:
@@ -410,32 +190,25 @@ def _install_display() -> None:
         inline_png = png.lookup_by_type(Figure)
     except KeyError:
         inline_png = None
-    if inline_png is not None:  # the PNG would only double the notebook: the HTML holds its own fallback
+    if inline_png is not None:  # a PNG beside the HTML would draw every figure twice
         png.for_type(Figure, lambda fig: None if alt_text(fig) else inline_png(fig))
     shell._lesson_pictures = True
 
 
 def figure_svg(fig) -> str:
     """``fig`` as an <svg> element: text as text, colours following the JupyterLab theme, deterministic ids."""
-    import io
-    import re
-
     import matplotlib as mpl
 
     buf = io.StringIO()
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
     svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]
-    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg[svg.index("<svg"):], flags=re.S)
     svg = re.sub(r"<(\w+)([^>]*?)style=\"([^\"]*)\"", _recolour_element, svg)
-    # unset fills (black text) take the theme's text colour
-    return svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)
+    return svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
 
 
 def _recolour_element(match) -> str:
-    import re
-
     tag, attrs, style = match.groups()
     style = re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
                    lambda m: f"{m.group(1)}: {theme_colour(m.group(2), m.group(1), text=tag == 'text')}", style)
@@ -443,17 +216,13 @@ def _recolour_element(match) -> str:
 
 
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:
-    """A figure colour as CSS that reads on the learner's theme.
-
-    Coloured text is mixed with the theme's text colour (darker on a light page, lighter on a dark one).
-    Text and dark lines in grey take the theme's text colours, light grey lines its border colour, white the
-    page colour; pale fills (boxes behind text) are mixed into the page colour, less of them in a dark theme.
-    Mid greys and strong colours that fill a shape (a head's box, a bar, a curve) stay as they are.
-    """
+    """A figure colour as CSS that reads on the learner's theme (≥ 4.5:1 for text in light, dark, high contrast):
+    coloured text mixed with the theme's text colour, grey text and lines the theme's text/border colours, white the
+    page colour, pale fills mixed into the page; mid greys and strong fills stay as they are."""
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
     light = (max(r, g, b) + min(r, g, b)) / 510
     grey = max(r, g, b) - min(r, g, b) < 12
-    if text and not grey:  # coloured text (a red note): mixed with the theme's text colour, ≥ 4.5:1 on every page
+    if text and not grey:
         return f"color-mix(in srgb,{hex_colour} 55%,var(--jp-content-font-color1,#000))"
     if text or role == "stroke":
         if not grey:
@@ -472,73 +241,42 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     return hex_colour
 
 
-def figure_png(fig, dpi: int = 80, keep: bool = False) -> bytes:
-    """Render a figure to PNG bytes (``picture_html``'s fallback for sanitized pages; the benchmarks' reference).
-
-    By default the figure is trimmed to its contents and closed. ``keep=True`` is for a figure a
-    widget redraws in place: its layout is fixed already, so it is drawn once, as it is, and kept open.
-    """
-    import io
-
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    if keep:
-        fig.savefig(buf, format="png", dpi=dpi)
-        return buf.getvalue()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
-
-
 def picture_html(fig, alt: str | None = None, table=None, fallback: bool = True) -> str:
-    """The HTML that shows ``fig``: themed SVG named by its alt text, a PNG for sanitized pages, the numbers folded."""
-
+    """The HTML that shows ``fig`` (drawn once, as SVG): themed and named by its alt text, the numbers folded.
+    ``fallback=False``: no <img> copy for sanitized pages (a widget's picture is never sanitized)."""
     alt = alt or alt_text(fig)
     if not alt:
         raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
     table = table if table is not None else getattr(fig, "lesson_table", None)
-    _drop_layout_placeholder(fig)
-    png = None
-    if fallback:  # drawn as laid out (keep=True): the SVG beside it is not trimmed either
-        png = (figure_png(fig, dpi=_FALLBACK_DPI, keep=True), round(fig.get_figwidth() * _FALLBACK_DPI))
-    return wrap_picture(figure_svg(fig), alt, table, png)
-
-
-def _drop_layout_placeholder(fig) -> None:
-    """After ``fig.tight_layout()`` a figure keeps a do-nothing layout engine, and every ``savefig`` then draws it
-    twice (once only to run the engine). The layout is done: without the placeholder the PNG and the SVG are the
-    same bytes, each drawn once (§7's figure: 0.57 -> 0.3 CPU-s)."""
+    if isinstance(fig, Picture):
+        return wrap_picture(fig.svg, alt, table, fallback)
     from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
-    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):
-        fig._layout_engine = None  # set_layout_engine("none") would install a new placeholder
+    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):  # after tight_layout: savefig would lay out
+        fig._layout_engine = None  # again for nothing (set_layout_engine("none") installs a new placeholder)
+    return wrap_picture(figure_svg(fig), alt, table, fallback)
 
 
-def wrap_picture(svg: str, alt: str, table=None, png=None) -> str:
-    """An <svg> as the lesson shows every picture: named by ``alt`` (role="img", <title>), the table folded
-    under it, and ``png`` = (bytes, width px) as the fallback a sanitized page keeps."""
-    import base64
-    import html as _html
-
+def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:
+    """An <svg> as the lesson shows every picture: named by ``alt`` (role="img", <title>), the table folded under it,
+    with ``fallback`` the same SVG as an <img> a sanitized page keeps."""
     name = _html.escape(alt, quote=True)
     svg = svg.replace("<svg ", f'<svg role="img" aria-label="{name}" ', 1)
     svg = svg.replace(">", f"><title>{_html.escape(alt)}</title>", 1)
     parts = [_PICTURE_CSS, '<div class="lesson-fig">', f'<div class="lesson-vec" style="display:none">{svg}</div>']
-    if png is not None:
-        data = base64.b64encode(png[0]).decode("ascii")
-        parts.append(f'<img class="lesson-ras" alt="{name}" width="{png[1]}" style="max-width:100%;height:auto" '
-                     f'src="data:image/png;base64,{data}">')
+    if fallback:
+        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        width = re.search(r'width="([\d.]+)(pt|px)?"', svg)
+        size = f' width="{round(float(width.group(1)) * (4 / 3 if width.group(2) == "pt" else 1))}"' if width else ""
+        parts.append(f'<img class="lesson-ras" alt="{name}"{size} style="max-width:100%;height:auto;background:#fff"'
+                     f' src="data:image/svg+xml;base64,{data}">')
     if table is not None:
         parts.append(folded_table(table))
-    parts.append("</div>")
-    return "".join(parts)
+    return "".join([*parts, "</div>"])
 
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
     """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers behind a picture)."""
-    import html as _html
-
     from lesson_lib.show.theme import html_table
 
     headers, rows = table
@@ -551,27 +289,19 @@ def sentence(text: str) -> str:
 
 
 def heads_description(weights, row_tokens, key_tokens, titles=None, title=None, per_tile: int = 3):
-    """(alt, table) for a tiled heat map, from the very numbers it colours.
-
-    Short maps (≤ 12 rows, e.g. one row per head) name each row's two largest weights
-    (「她」给「小红」0.55，给「小明」0.06); larger maps name each tile's ``per_tile`` largest cells.
-    The table lists, for every row of every tile, where its largest weight goes.
-    """
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w
+    """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name each row's two
+    largest weights, larger ones each tile's ``per_tile`` largest cells; the table gives each row's largest."""
+    w = _as_heads(weights)
     h, n, m = w.shape
     titles = head_titles(titles, h)
-    rows_txt = [str(t) for t in row_tokens]
-    keys_txt = [str(t) for t in key_tokens]
+    rows_txt, keys_txt = [str(t) for t in row_tokens], [str(t) for t in key_tokens]
     parts, table = [], []
     for i in range(h):
         name = titles[i] or ""
         if n <= 12:
-            cells = []
-            for r in range(n):
-                order = np.argsort(-w[i, r], kind="stable")[:2]
-                gives = "，".join(f"给「{keys_txt[k]}」{w[i, r, k]:.2f}" for k in order)
-                cells.append(f"「{rows_txt[r]}」{gives}")
+            cells = ["「{}」{}".format(rows_txt[r], "，".join(f"给「{keys_txt[k]}」{w[i, r, k]:.2f}"
+                                                             for k in np.argsort(-w[i, r], kind="stable")[:2]))
+                     for r in range(n)]
             parts.append(f"{name + '：' if name else ''}{'；'.join(cells)}")
         else:
             flat = np.argsort(-w[i].ravel(), kind="stable")[:per_tile]
@@ -585,93 +315,106 @@ def heads_description(weights, row_tokens, key_tokens, titles=None, title=None, 
     return alt, (headers, table)
 
 
-# ---------------------------------------------------------------------------------------------
-# Widgets' heat maps: the same SVG picture, built directly (a few ms, no matplotlib)
-# ---------------------------------------------------------------------------------------------
-
-
-def _png_rgba(rgba) -> bytes:
-    from PIL import Image
-
-    return _png(Image.fromarray(rgba))
-
-
 def _text_px(token: str, size: float) -> float:
     return sum(size if ord(ch) > 0x2E80 else 0.6 * size for ch in token)
 
 
-def heads_svg_html(weights, tokens=None, titles=None, cell_px: int = 14, suptitle: str | None = None,
-                   cmap: str = "viridis", highlight_row: int | None = None, alt: str | None = None,
-                   table=None, height: int | None = None) -> str:
-    """A tiled heat map as themed SVG for a widget: cells one embedded image scaled without smoothing,
-    labels as text in the theme's colour (Chinese stacked top to bottom, Latin turned 90°), alt text and
-    table from ``heads_description`` unless given (``table=False``: none); ``highlight_row`` (0-based) framed in red.
-    ``height``: at least this many px tall (a widget that must not change height as its title wraps)."""
-    import base64
-    import html as _html
+class Picture(str):
+    """A picture's HTML: a widget's value as it is; shown by a notebook cell with its <img> copy for sanitized pages."""
 
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w
+    def __new__(cls, svg: str, alt: str, table=None):
+        picture = super().__new__(cls, wrap_picture(svg, alt, table))
+        picture.svg, picture.lesson_alt, picture.lesson_table = svg, alt, table
+        return picture
+
+    def _repr_html_(self) -> str:
+        return wrap_picture(self.svg, self.lesson_alt, self.lesson_table, fallback=True)
+
+    def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
+        return f"<图：{self.lesson_alt}>"
+
+
+def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, col_tokens=None,
+             cols: int | None = None, cell_px: int | None = None, cmap: str = "viridis",
+             highlight_row: int | None = None, alt: str | None = None, table=None, height: int | None = None,
+             box: tuple[int, int] | None = None, highlight_head: int | None = None, note: str | None = None) -> Picture:
+    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget.
+
+    Each head's cells are an embedded image scaled without smoothing; labels are text in the theme's colour (rows by
+    ``tokens``, keys by ``col_tokens`` or ``tokens``, each a whole word on one line, keys turned 90°), left out when a
+    row is under 12 px. Alt text and the folded table come from ``heads_description`` unless given (``table=False``:
+    none). ``cols=1`` stacks the maps, each with its key labels; ``cell_px`` defaults to what fits a 592 px output;
+    ``highlight_row`` (0-based) and ``highlight_head`` (1-based) are framed in red; ``height``: at least this tall.
+    ``box=(width, height)``: every head small and numbered in exactly that size (``note`` instead, for one head).
+    """
+    w = _as_heads(weights)
     h, n, m = w.shape
-    labels = _labels(tokens, n, "行")
-    keys = _labels(tokens, m, "列") if n == m else [str(i) for i in range(m)]
-    titles = head_titles(titles, h)
-    gap = tile_gap(h, n)
-    image, origins = tile_heads(w, gap=gap)
-    size = max(12, min(14, cell_px - 1))  # label px: never under 12
-    left = round(max(_text_px(t, size) for t in labels)) + 10
-    def down(t):
-        return 1.15 * size * len(t) if _is_cjk(t) else _text_px(t, size)
-    bottom = round(max(down(t) for t in keys)) + 10
-    grid_w, grid_h = image.shape[1] * cell_px, image.shape[0] * cell_px
-    width = left + grid_w + 70
-    title_lines = wrap_title(suptitle, (width - 8) / 96, 15 * 0.75).split("\n") if suptitle else []
-    top = 8 + 20 * len(title_lines) + (18 if h > 1 else 0)
-    height = max(top + grid_h + bottom, height or 0)
-    rgba = np.zeros((*image.shape, 4), dtype=np.uint8)
-    rgba[..., :3] = colour_cells(image, cmap)
-    rgba[..., 3] = np.where(np.isfinite(image), 255, 0)  # separators: the page shows through
-    cells = base64.b64encode(_png_rgba(rgba)).decode("ascii")
-    bar = np.repeat(colormap_lut(cmap)[::-1][:, None, :], 1, axis=1)  # (256, 1, 3) top = 1.0
-    bar_png = base64.b64encode(_png_rgba(np.concatenate([bar, np.full((256, 1, 1), 255, np.uint8)], 2)))
-    esc = _html.escape
+    row_tokens = _labels(tokens, n, "行")
+    key_tokens = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
+    small, numbered = box is not None, h <= MAX_LABELLED_HEADS
+    titles = [str(i + 1) if numbered else None for i in range(h)] if small else head_titles(titles, h)
+    stacked, size, esc = cols == 1 and h > 1, 13, _html.escape
+    labels = [] if small or not numbered else row_tokens
+    left = round(max(_text_px(t, size) for t in labels)) + 10 if labels else (3 if numbered else 25)
+    down = round(max(_text_px(t, size) for t in key_tokens)) + 10 if labels else 6
+    cols = math.ceil(math.sqrt(h)) if small else (cols or grid_shape(h)[1])
+    rows = math.ceil(h / cols)
+    title_px = 13 if small else 15
+    width = box[0] if small else None
+    if cell_px is None and not small:  # as large as a 576 px picture allows, at most 28 px
+        cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * tile_gap(h, n)))))
+    if not small and cell_px < 12:  # labels would be unreadably small: the alt text and table name them
+        labels, left, down = [], 8, 6
+    width = width or left + cols * m * cell_px + (cols - 1) * tile_gap(h, n) * cell_px + 70
+    lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
+    top = 8 + (title_px + 5) * len(lines) + (0 if small else 18 if h > 1 else 0)
+    if small:
+        caption, hgap = (15 if numbered else 0), 6
+        vgap = hgap + caption
+        cell_px = max(1, min((width - left - (cols - 1) * hgap) // (cols * m),
+                             (box[1] - top - rows * caption - (rows - 1) * hgap) // (rows * n)))
+        top += caption
+    else:
+        hgap = vgap = tile_gap(h, n) * cell_px
+        if stacked:
+            vgap = max(vgap, down + 24)
+    grid_h = rows * n * cell_px + (rows - 1) * vgap
+    height = box[1] if small else max(top + grid_h + (down if labels else 6), height or 0)
     out = [_svg_open(width, height, size)]
-    for i, line in enumerate(title_lines):
-        out.append(f'<text x="4" y="{22 + 20 * i}" style="font-size:15px">{esc(line)}</text>')
-    out.append(f'<image x="{left}" y="{top}" width="{grid_w}" height="{grid_h}" preserveAspectRatio="none" '
-               f'style="image-rendering:pixelated" href="data:image/png;base64,{cells}"/>')
-    bottom_row = max(r for r, _ in origins)
-    for (r, c), title in zip(origins, titles):
-        x0, y0 = left + c * cell_px, top + r * cell_px
+    out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:{title_px}px">{esc(line)}</text>'
+            for i, line in enumerate(lines)]
+    if small and h == 1:
+        out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
+                for i, line in enumerate(wrap_title(note or "", (width - 8) / 96, 13 * 0.75).split("\n"))]
+    for i, title in enumerate(titles if not (small and h == 1) else []):
+        r, c = divmod(i, cols)
+        x0, y0 = left + c * (m * cell_px + hgap), top + r * (n * cell_px + vgap)
+        out.append(_image(x0, y0, m * cell_px, n * cell_px, _png_href(colour_cells(w[i], cmap))))
         if title:
-            out.append(f'<text x="{x0}" y="{y0 - 5}" style="font-size:12px">{esc(title)}</text>')
-        if c == 0:
-            for j, t in enumerate(labels):
-                out.append(f'<text x="{left - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
-                           f'dominant-baseline="central">{esc(t)}</text>')
-        if r == bottom_row:
-            for j, t in enumerate(keys):
-                x, y = x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4
-                if _is_cjk(t):
-                    for k, ch in enumerate(t):
-                        out.append(f'<text x="{x}" y="{y + (k + 0.85) * 1.15 * size}" text-anchor="middle">'
-                                   f"{esc(ch)}</text>")
-                else:
-                    out.append(f'<text transform="translate({x},{y}) rotate(-90)" text-anchor="end" '
-                               f'dominant-baseline="central">{esc(t)}</text>')
-    if highlight_row is not None:
-        out.append(f'<rect x="{left - 1}" y="{top + highlight_row * cell_px - 1}" width="{m * cell_px + 2}" '
-                   f'height="{cell_px + 2}" style="fill:none;stroke:#d62728;stroke-width:2"/>')
-    bx = left + grid_w + 14
-    out.append(f'<image x="{bx}" y="{top}" width="12" height="{grid_h}" preserveAspectRatio="none" '
-               f'href="data:image/png;base64,{bar_png.decode("ascii")}"/>')
-    out.append(f'<text x="{bx + 16}" y="{top + 10}" style="font-size:12px">1</text>')
-    out.append(f'<text x="{bx + 16}" y="{top + grid_h}" style="font-size:12px">0</text>')
-    out.append(f'<text x="{bx + 16}" y="{top + grid_h / 2}" style="font-size:12px">权重</text>')
-    out.append("</svg>")
-    described, table_described = heads_description(w, labels, keys, titles, suptitle)
+            out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
+        elif small and c == 0:  # too many heads to number each: the first of each row is named at the left
+            out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" dominant-baseline="central"'
+                       f' style="font-size:11px">{i + 1}</text>')
+        if labels and c == 0:
+            out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
+                    f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
+        if labels and (r == rows - 1 or stacked or i + cols >= h):
+            # a whole word on one line, turned: stacked characters read across columns as wrapped words (issue 30)
+            out += [f'<text transform="translate({x0 + (j + 0.5) * cell_px},{y0 + n * cell_px + 4}) rotate(-90)" '
+                    f'text-anchor="end" dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(key_tokens)]
+        if i + 1 == highlight_head:
+            out.append(_frame(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
+        if i == 0 and highlight_row is not None:
+            out.append(_frame(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
+    if small:
+        return Picture("".join(out) + "</svg>", alt or "")
+    bx = width - 56
+    out.append(_image(bx, top, 12, grid_h, _png_href(colormap_lut(cmap)[::-1][:, None, :]), smooth=True))
+    out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
+            for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
+    described, table_described = heads_description(w, row_tokens, key_tokens, titles, suptitle)
     table = table_described if table is None else (table or None)
-    return wrap_picture("".join(out), alt or described, table)
+    return Picture("".join(out) + "</svg>", alt or described, table)
 
 
 def _svg_open(width: int, height: int, size: int) -> str:
@@ -680,57 +423,11 @@ def _svg_open(width: int, height: int, size: int) -> str:
             f'font-family:var(--jp-ui-font-family,sans-serif);font-size:{size}px">')
 
 
-def overview_grid(h: int, width: int, height: int, top: int, n: int, numbered: bool):
-    """Where ``heads_overview_svg_html`` puts h tiles of n × n in a width × height picture:
-    (cols, cell px, [(x, y) of each tile]). Nearly square grid; the tiles as large as both sides allow."""
-    cols = math.ceil(math.sqrt(h))
-    rows = math.ceil(h / cols)
-    gap = 6
-    caption = 15 if numbered else 0
-    left = 0 if numbered else 22  # unnumbered tiles: the first head of each row is named at the left
-    cell = max(1, min((width - left - (cols - 1) * gap) // (cols * n),
-                      (height - top - rows * caption - (rows - 1) * gap) // (rows * n)))
-    side = cell * n
-    tiles = [(left + 3 + c * (side + gap), top + caption + r * (side + caption + gap))
-             for r, c in (divmod(i, cols) for i in range(h))]
-    return cols, cell, tiles
+def _image(x, y, width, height, href, smooth=False) -> str:
+    pixelated = "" if smooth else ' style="image-rendering:pixelated"'
+    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"{pixelated} '
+            f'href="{href}"/>')
 
 
-def heads_overview_svg_html(weights, highlight: int, width: int, height: int, alt: str, title: str,
-                            note: str | None = None, cmap: str = "viridis") -> str:
-    """Every head small, as themed SVG of a fixed width × height (a widget's picture must not change size):
-    each tile numbered when there is room (else the first head of each row is named at the left), head
-    ``highlight`` (1-based) framed in red. With one head, ``note`` (wrapped text) stands in for the tiles."""
-    import base64
-    import html as _html
-
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w
-    h, n, _ = w.shape
-    esc = _html.escape
-    out = [_svg_open(width, height, 13)]
-    lines = wrap_title(title, (width - 8) / 96, 13 * 0.75).split("\n")
-    out += [f'<text x="3" y="{16 + 18 * i}">{esc(line)}</text>' for i, line in enumerate(lines)]
-    top = 8 + 18 * len(lines)
-    if h == 1:
-        for i, line in enumerate(wrap_title(note or "", (width - 8) / 96, 13 * 0.75).split("\n")):
-            out.append(f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>')
-    else:
-        numbered = h <= MAX_LABELLED_HEADS
-        cols, cell, tiles = overview_grid(h, width, height, top, n, numbered)
-        side = cell * n
-        for i, (x, y) in enumerate(tiles):
-            rgb = colour_cells(w[i], cmap)  # (n, n, 3)
-            data = base64.b64encode(_png_rgba(np.concatenate([rgb, np.full((n, n, 1), 255, np.uint8)], 2)))
-            out.append(f'<image x="{x}" y="{y}" width="{side}" height="{side}" preserveAspectRatio="none" '
-                       f'style="image-rendering:pixelated" href="data:image/png;base64,{data.decode("ascii")}"/>')
-            if numbered:
-                out.append(f'<text x="{x}" y="{y - 3}" style="font-size:12px">{i + 1}</text>')
-            elif i % cols == 0:
-                out.append(f'<text x="{x - 4}" y="{y + side / 2}" text-anchor="end" dominant-baseline="central" '
-                           f'style="font-size:11px">{i + 1}</text>')
-        x, y = tiles[highlight - 1]
-        out.append(f'<rect x="{x - 2}" y="{y - 2}" width="{side + 4}" height="{side + 4}" '
-                   'style="fill:none;stroke:#d62728;stroke-width:2"/>')
-    out.append("</svg>")
-    return wrap_picture("".join(out), alt)
+def _frame(x, y, width, height) -> str:
+    return f'<rect x="{x}" y="{y}" width="{width}" height="{height}" style="fill:none;stroke:#d62728;stroke-width:2"/>'

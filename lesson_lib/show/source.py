@@ -1,22 +1,18 @@
 """Show library code in the notebook by reflection, so the lesson never pastes a copy that can drift.
 
-The listing is highlighted here rather than by JupyterLab's editor palette, whose bracket (light) and comment
-(dark) colours fall below 4.5:1 contrast: every token colour is a ``--jp-mirror-editor-…`` variable mixed with
-the theme's text colour, which keeps the theme's hues and lifts the contrast in light and dark themes alike.
+Highlighted here, not by JupyterLab's editor palette (its bracket and comment colours fall below 4.5:1): each token
+colour is the theme's ``--jp-mirror-editor-…`` variable mixed with its text colour, in light and dark themes alike.
 """
 
 from __future__ import annotations
 
 import html
 import inspect
+import re
 
-__all__ = ["Listing", "source_of", "show_source", "token_colour"]
-
-# How much of the editor's own colour a token keeps; the rest is --jp-content-font-color1 (black in light themes,
-# white in dark ones), so a token is never fainter than this share of the editor colour.
-_KEEP = 55
+_KEEP = 55  # % of the editor's colour a token keeps; the rest is the theme's text colour
 _TEXT = "var(--jp-content-font-color1, #000)"
-# (pygments token type name, short CSS property on the listing, JupyterLab variable, fallback): first prefix wins.
+# (pygments token type, short CSS property on the listing, JupyterLab variable, fallback): first prefix wins.
 _PALETTE = (
     ("Comment", "--ls-c", "--jp-mirror-editor-comment-color", "#408080"),
     ("Literal.String", "--ls-s", "--jp-mirror-editor-string-color", "#ba2121"),
@@ -32,79 +28,65 @@ _PALETTE = (
 )
 
 
-def source_of(obj) -> str:
-    """The exact source text of a function, class or module."""
-    return inspect.getsource(obj)
+def _entry(kind: str):
+    return next((e for e in _PALETTE if kind == e[0] or kind.startswith(e[0] + ".")), None)
 
 
 def token_colour(kind: str) -> str | None:
     """CSS colour for a pygments token type name such as ``"Comment.Single"`` (None: the plain text colour)."""
-    for prefix, _short, var, fallback in _PALETTE:
-        if kind == prefix or kind.startswith(prefix + "."):
-            return f"color-mix(in srgb, var({var}, {fallback}) {_KEEP}%, {_TEXT})"
-    return None
-
-
-def _short_property(kind: str) -> str | None:
-    for prefix, short, _var, _fallback in _PALETTE:
-        if kind == prefix or kind.startswith(prefix + "."):
-            return short
-    return None
-
-
-def _palette_css() -> str:
-    """The listing's own custom properties, one per token kind (so each span only says ``var(--ls-k)``)."""
-    seen = {}
-    for prefix, short, _var, _fallback in _PALETTE:
-        seen.setdefault(short, token_colour(prefix))
-    return "".join(f"{short}:{colour};" for short, colour in seen.items())
+    entry = _entry(kind)
+    return entry and f"color-mix(in srgb, var({entry[2]}, {entry[3]}) {_KEEP}%, {_TEXT})"
 
 
 def _highlight(text: str) -> str:
-    """Highlighted HTML, one block per source line with a hanging indent: a line too long for the output wraps
-    under its own indentation plus 4 columns (not back to column 0), so the code's structure stays visible."""
+    """Highlighted HTML, one block per source line with a hanging indent (a wrapped line continues under its own
+    indentation plus 4 columns); each run without spaces is kept whole, so a line wraps only at its spaces
+    (never after the minus of ``-np.inf``, issue 30)."""
     from pygments.lexers import PythonLexer
 
-    lines, spans = [], []
+    lines = [[]]
     for kind, value in PythonLexer(stripnl=False, ensurenl=False).get_tokens(text):
         name = str(kind).removeprefix("Token.")
-        short = _short_property(name)
-        italic = ";font-style:italic" if name.startswith("Comment") else ""
+        entry = _entry(name)
+        style = entry and f"color:var({entry[1]})" + (";font-style:italic" if name.startswith("Comment") else "")
         for i, piece in enumerate(value.split("\n")):  # a docstring token spans several lines
             if i:
-                lines.append(spans)
-                spans = []
-            if piece:
-                escaped = html.escape(piece)
-                spans.append(f'<span style="color:var({short}){italic}">{escaped}</span>' if short else escaped)
-    lines.append(spans)
-    return "".join(_line(text_line, parts) for text_line, parts in zip(text.split("\n"), lines))
+                lines.append([])
+            lines[-1] += [(part, style) for part in re.split(r"( +)", piece) if part]
+    return "".join(_line(src, parts) for src, parts in zip(text.split("\n"), lines))
 
 
-def _line(source_line: str, parts: list[str]) -> str:
+def _line(source_line: str, parts) -> str:
+    body, word = [], []
+    for part, style in [*parts, (" ", None)]:  # a closing space ends the last word
+        if part.isspace():
+            if word:
+                body.append(f'<span style="white-space:nowrap">{"".join(word)}</span>')
+            body.append(part)
+            word = []
+        else:
+            word.append(f'<span style="{style}">{html.escape(part)}</span>' if style else html.escape(part))
     hang = len(source_line) - len(source_line.lstrip(" ")) + 4
-    body = "".join(parts) or " "  # a blank line keeps its height (a preserved space)
-    return f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">{body}</span>'
+    content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
+    return f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">{content}</span>'
 
 
 class Listing:
     """A highlighted source listing: HTML in the notebook, the plain source as text (what nbval compares)."""
 
     def __init__(self, text: str, folded: str | None = None):
-        self.text = text
-        self.folded = folded
+        self.text, self.folded = text, folded
 
     def _repr_html_(self) -> str:
-        style = (f"{_palette_css()}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
+        palette = "".join(f"{short}:{token_colour(kind)};" for kind, short, _v, _f in _PALETTE)
+        style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
                  "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;margin:0;"
                  "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px);"
                  "line-height:var(--jp-code-line-height, 1.3846);"
-                 # JupyterLab's output <pre> breaks anywhere (word-break: break-all): wrap long lines at spaces
-                 "white-space:pre-wrap;word-break:normal;overflow-wrap:break-word")
+                 # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line scrolls
+                 "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto")
         listing = f'<pre class="lesson-source" style="{style}">{_highlight(self.text)}</pre>'
-        if self.folded:
-            return f"<details><summary>{html.escape(self.folded)}</summary>{listing}</details>"
-        return listing
+        return f"<details><summary>{html.escape(self.folded)}</summary>{listing}</details>" if self.folded else listing
 
     def __repr__(self) -> str:
         return self.text
@@ -113,7 +95,7 @@ class Listing:
 def show_source(obj, lines: tuple[int, int] | None = None, folded: str | None = None) -> Listing:
     """``obj``'s source as a highlighted listing (optionally only lines ``[a, b)``); with ``folded``, closed
     under that summary line until the learner opens it (an exercise's answer stays out of sight)."""
-    text = source_of(obj)
+    text = inspect.getsource(obj)
     if lines is not None:
         text = "\n".join(text.splitlines()[lines[0] : lines[1]])
     return Listing(text.rstrip("\n"), folded)

@@ -1,22 +1,14 @@
-"""Tables that line up in Chinese: a themed HTML table where the notebook shows them, the same rows as aligned
-text (CJK characters take two columns) wherever text is read.
-
-``text_table`` returns a ``TextTable``: a ``str`` (print it, search it, compare it) whose ``_repr_html_`` is the HTML
-table, so a cell that ends with the table (or calls ``show(table)``) shows HTML in JupyterLab and on the static page,
-while ``text/plain`` -- what strict nbval compares -- stays exactly the aligned text.
-"""
+"""Tables that line up in Chinese: aligned text (CJK characters two columns wide) as ``text/plain``, which strict
+nbval compares, and a themed HTML table where JupyterLab or the static page shows them."""
 
 from __future__ import annotations
 
-import html
 import numbers
 import unicodedata
 
 import numpy as np
 
-from lesson_lib.show.theme import TEXT_STYLE, cell_text, html_table, text_html
-
-__all__ = ["Table", "Tables", "TextTable", "cell_text", "display_width", "show", "text_table"]
+from lesson_lib.show.theme import cell_text, html_table, text_html
 
 
 def display_width(text: str) -> int:
@@ -69,52 +61,14 @@ def text_table(headers, rows, align_right_numbers: bool = True, code_columns=())
         out = []
         for i, (text, width) in enumerate(zip(values, widths)):
             pad = " " * (width - display_width(text))
-            numeric = raw is not None and isinstance(raw[i], numbers.Real) and not isinstance(raw[i], (bool, np.bool_))
-            out.append(pad + text if (numeric and align_right_numbers) else text + pad)
+            out.append(pad + text if (raw is not None and _is_number(raw[i]) and align_right_numbers) else text + pad)
         return "  ".join(out).rstrip()
 
     lines = [line(head), "  ".join("-" * w for w in widths)]
     lines += [line(c, r) for c, r in zip(cells, rows)]
-    numeric = [i for i in range(len(head)) if rows and all(_is_number(r[i]) for r in rows)]
-    numeric = numeric if align_right_numbers else []
+    numeric = [i for i in range(len(head)) if align_right_numbers and rows and all(_is_number(r[i]) for r in rows)]
     return TextTable("\n".join(lines), html_table(head, rows, code_columns=code_columns, numeric_columns=numeric))
 
 
 def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-
-
-class Table:
-    """Rows shown as a themed HTML table in JupyterLab, and as the same aligned text everywhere else.
-
-    The text form is what ``print`` and nbval see (``text/plain``), so stored outputs stay checkable.
-    """
-
-    def __init__(self, headers, rows, caption: str = "", code_columns=(0,)):
-        self.headers, self.rows, self.caption = list(headers), [list(r) for r in rows], caption
-        self.code_columns = tuple(code_columns)
-
-    def __str__(self) -> str:
-        table = text_table(self.headers, self.rows)
-        return f"{self.caption}\n{table}" if self.caption else table
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        caption = f'<div style="{TEXT_STYLE}font-weight:bold">{html.escape(self.caption)}</div>' if self.caption else ""
-        return caption + html_table(self.headers, self.rows, self.code_columns)
-
-
-class Tables:
-    """Several ``Table``s shown one after another (text form: separated by a blank line)."""
-
-    def __init__(self, tables):
-        self.tables = list(tables)
-
-    def __str__(self) -> str:
-        return "\n\n".join(str(t) for t in self.tables)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        return "".join(t._repr_html_() for t in self.tables)

@@ -66,7 +66,7 @@ JS_LAYOUT = """() => {
       if (!inside) out.clipped.push(`cell ${i}: <${el.tagName.toLowerCase()} class="${el.className}"> ends at ` +
                                     `${r.right.toFixed(0)} > ${right.toFixed(0)}`);
     }
-    // A picture the learner sees: a shown <img> (a trusted page hides the PNG fallback of a themed SVG) or an
+    // A picture the learner sees: a shown <img> (a trusted page hides the <img> copy of a themed SVG) or an
     // outermost <svg>, whose own size is its width attribute (matplotlib writes points: 1 pt = 4/3 px).
     const shown = el => el.getClientRects().length > 0;
     const own = el => el.tagName.toLowerCase() === 'img' ? el.naturalWidth

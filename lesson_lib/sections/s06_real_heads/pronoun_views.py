@@ -112,8 +112,6 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
 
 def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
     """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
-    import matplotlib.pyplot as plt
-
     from lesson_lib.show.plotting import picture_html
 
     try:
@@ -130,9 +128,7 @@ def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
             f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
         )
     fig = pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b))
-    picture = picture_html(fig, fallback=False)
-    plt.close(fig)
-    return "<br>".join(lines), picture
+    return "<br>".join(lines), picture_html(fig, fallback=False)
 
 
 @_needs_model

@@ -125,14 +125,11 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
 
     Alt text and table: each head's weight on each of ``named`` ({name: (L, H) summed weights}, e.g. two-token
     names), or else its two largest weights."""
-    from lesson_lib.show.plotting import describe, plot_heads, sentence
+    from lesson_lib.show.plotting import describe, heat_map, sentence
 
     rows = np.stack([att[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
     labels = [f"L{layer}·头{head}" for layer, head in heads]
-    fig = plot_heads(rows, tokens=labels, col_tokens=tokens, suptitle=title, tile_inches=4.1)
-    ax = fig.axes[0]
-    # plot_heads sizes the gap by an estimate of the labels' width; 「L6·头10」 is wider than estimated
-    ax.set_ylabel("每行一个头", fontsize=9.5, labelpad=ax.yaxis.labelpad + 12)
+    fig = heat_map(rows, tokens=labels, col_tokens=tokens, suptitle=title)
     parts, table = [], []
     for (layer, head), row in zip(heads, rows):
         if named:
@@ -178,7 +175,7 @@ def its_figure(runs, layer=5):
 @_needs_model
 def head_finder(runs, top=3):
     """Rank all heads on the 'Law' sentence by four behaviours; print the ranking, draw the winners."""
-    from lesson_lib.show.plotting import plot_heads
+    from lesson_lib.show.plotting import heat_map
 
     law, making = runs["law"], runs["making"]
     scores = pretrained_head_finder.head_scores(law.attentions, law.tokens)
@@ -196,14 +193,8 @@ def head_finder(runs, top=3):
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])  # (4, T, T)
     titles = [f"{short}：{head_label(layer, head)}" for short, (layer, head, _) in
               zip(("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇"), winners)]  # fmt: skip
-    return plot_heads(  # one column: four 27-token maps side by side would need labels under 11 px
-        maps,
-        tokens=law.tokens,
-        titles=titles,
-        suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）",
-        tile_inches=3.9,
-        cols=1,
-    )
+    return heat_map(  # one column: four 27-token maps side by side would need labels under 12 px
+        maps, tokens=law.tokens, titles=titles, suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）", cols=1)
 
 
 @_needs_model
@@ -226,34 +217,17 @@ def _explored(enc, layer, head, query):
 
 
 def explorer_view(enc, layer, head, query):
-    """(text line, Figure) for the explorer: the head's full map beside the query token's row."""
-    import matplotlib.pyplot as plt
-
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, plot_heads, use_chinese_font
+    """(text line, Picture) for the explorer: the head's map with the query token's row framed, its numbers folded."""
+    from lesson_lib.show.plotting import heat_map
 
     text, li, hi, qi, row = _explored(enc, layer, head, query)
-    use_chinese_font()
-    n = len(enc.tokens)
-    # The map above the row's bars: side by side, both would be shrunk to half size in a 592 px output.
-    fig, (ax_map, ax_row) = plt.subplots(
-        2, 1, figsize=(FIGURE_MAX_INCHES, 0.32 * n + 2.6), height_ratios=[1.15, 1], layout="constrained"
-    )
-    plot_heads(enc.attentions[li, hi], tokens=enc.tokens, ax=ax_map)
-    ax_map.set_title(f"{head_label(layer, head)} 的注意力图", fontsize=10.5)
-    ax_map.add_patch(plt.Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="red", linewidth=1.5))
-    colors = ["tab:red" if j == int(np.argmax(row)) else "tab:blue" for j in range(n)]
-    ax_row.barh(np.arange(n), row, color=colors)
-    ax_row.set_yticks(np.arange(n), enc.tokens, fontsize=9)
-    ax_row.invert_yaxis()  # first token on top, as in the map
-    ax_row.set_xlim(0, 1)
-    ax_row.set_xlabel("注意力权重（这一行加起来等于 1）", fontsize=9.5)
-    ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词元的权重", fontsize=10.5)
     order = np.argsort(-row, kind="stable")[:3]
-    alt = (f"{head_label(layer, head)} 的注意力图（{n} 个词）和「{enc.tokens[qi]}」这一行的条形图："
+    alt = (f"{head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词），红框是「{enc.tokens[qi]}」这一行："
            + "，".join(f"给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "，其余更少。")
     table = (["位置", "词", f"「{enc.tokens[qi]}」给它的权重"],
              [[j + 1, tok, f"{row[j]:.2f}"] for j, tok in enumerate(enc.tokens)])
-    return text, describe(fig, alt, table)
+    return text, heat_map(enc.attentions[li, hi], tokens=enc.tokens, highlight_row=qi, alt=alt, table=table,
+                          suptitle=f"{head_label(layer, head)} 的注意力图：红框那一行是「{enc.tokens[qi]}」")
 
 
 @_needs_model
@@ -278,15 +252,15 @@ def _sentence_choices():
 
 def explorer_frame(enc, layer, head, query):
     """(summary HTML, map picture HTML) for the explorer widget: the map as SVG built directly, the row as HTML
-    bars (a few ms, where ``explorer_view``'s figure takes ~0.2 s: a slider move redraws within 150 ms)."""
-    from lesson_lib.show.plotting import heads_svg_html
+    bars (a few ms: a slider move redraws within 150 ms)."""
+    from lesson_lib.show.plotting import heat_map
 
     text, li, hi, qi, row = _explored(enc, layer, head, query)
     order = np.argsort(-row, kind="stable")[:3]
     alt = (f"{head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
            + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
-    picture = heads_svg_html(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
-                             suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
+    picture = heat_map(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
+                       suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(enc.tokens, row)):
         colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else "var(--jp-brand-color1, #1f77b4)"
@@ -361,6 +335,6 @@ def plot_toy_heads(h=4, seed=0):
     except (ImportError, AttributeError) as exc:
         print(f"也无法改用玩具模型的头（{type(exc).__name__}: {exc}）：请先按上面的命令安装权重包。")
         return None
-    from lesson_lib.show.plotting import plot_heads
+    from lesson_lib.show.plotting import heat_map
 
-    return plot_heads(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")
+    return heat_map(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")

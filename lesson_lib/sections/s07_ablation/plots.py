@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from lesson_lib.paper import TABLE3
-from lesson_lib.show.plotting import MIN_FONT_PT, describe, wrap_title
+from lesson_lib.show.plotting import MIN_FONT_PT, describe, heads_description, sentence, wrap_title
 
 SOURCE_NOTE = "数据：Vaswani et al. 2017，表 3（第 9 页），newstest2013 开发集"
 
@@ -75,29 +75,26 @@ def plot_toy_vs_paper(results, d_model: int = 32, chance: float = 0.125):
     return describe(fig, alt, table)
 
 
-def plot_head_maps(map_h1, maps_h4, names, title):
-    """One sequence's attention: h = 1's single head (T, T) above h = 4's heads (4, T, T), named by their roles.
+def plot_head_maps(maps_h1, maps_h4, tokens=None, head_names=None, suptitle=None):
+    """One sequence's attention: the single head of h = 1 first, then the four heads of h = 4, as one tiled map."""
+    from lesson_lib.show.plotting import heat_map
 
-    Trained weights (and the title's JS divergence) differ in their last digits between machines: the alt text gives
-    the roles §7 prints, not digits."""
-    from lesson_lib.show.plotting import plot_heads
-
-    plt = _pyplot()
-    tokens = [str(i + 1) for i in range(map_h1.shape[-1])]  # positions counted from 1, as the learner counts
-    # The single head above the four: side by side they would be shrunk to half size in a 592 px output.
-    fig, (left, right) = plt.subplots(2, 1, figsize=(6.0, 9.6), dpi=100, layout="constrained",
-                                      height_ratios=[1, 1.15])
-    plot_heads(map_h1, tokens=tokens, titles=["h = 1：唯一的头"], ax=left)
-    plot_heads(maps_h4, tokens=tokens, titles=[f"h = 4：{n}" for n in names], ax=right)
-    left.set_xlabel("")
-    left.set_ylabel("")
-    # One note for all five maps (axis labels on the tiled right image land outside the figure).
+    maps_h1, maps_h4 = np.asarray(maps_h1), np.asarray(maps_h4)
+    if maps_h1.ndim == 3:
+        maps_h1 = maps_h1[0]  # (T, T) the one head
+    if maps_h4.ndim != 3:
+        raise ValueError(f"右边需要多个头的权重 (h, n, n)，收到的形状是 {maps_h4.shape}。")
+    if tokens is None:
+        tokens = [str(i + 1) for i in range(maps_h4.shape[-1])]  # positions counted from 1, as the learner counts
+    names = head_names or [f"头 {i + 1}" for i in range(len(maps_h4))]
     note = "每张图：第 i 行是位置 i 发出的注意力（查询），第 j 列是它放在位置 j 上的权重（键）"
-    fig.supxlabel(wrap_title(note, 5.8, 9.5), fontsize=9.5)
-    fig.suptitle(wrap_title(title, 5.8, 11), fontsize=11)
-    return describe(fig, "同一条序列的注意力。上图：h = 1 的唯一一个头，每行的权重分在几个位置上。"
-                         f"下图：h = 4 的四个头，分别{'、'.join(names)}。"
-                         "每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
+    alt1, table1 = heads_description(maps_h1, tokens, tokens, ["h = 1"])
+    alt4, table4 = heads_description(maps_h4, tokens, tokens, [f"h = 4 · {n}" for n in names])
+    heads_col = [["h = 1", *row] for row in table1[1]] + table4[1]
+    return heat_map(np.concatenate([maps_h1[None], maps_h4]), tokens=tokens, cols=2,  # 2 wide: rows ≥ 12 px
+                    titles=["h = 1：唯一的头", *(f"h = 4：{n}" for n in names)],
+                    suptitle=f"{suptitle}\n{note}" if suptitle else note,
+                    alt=(sentence(suptitle) if suptitle else "") + alt1 + alt4, table=(table4[0], heads_col))
 
 
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
@@ -107,10 +104,21 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     from lesson_lib.models.toy.model import attention_maps
     from lesson_lib.sections.s07_ablation.report import main_roles
 
+    map_h1 = attention_maps(result.params[1], 1, sequence)[0]  # (1, T, T)
+    map_h4 = attention_maps(result.params[4], 4, sequence)[0]  # (4, T, T)
     js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))
-    title = f"同一条序列：上面一个头两头兼顾，下面四个头各管一件事（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）"
-    return plot_head_maps(attention_maps(result.params[1], 1, sequence)[0][0],
-                          attention_maps(result.params[4], 4, sequence)[0], main_roles(on_targets_h4), title)
+    names = main_roles(on_targets_h4)
+    fig = plot_head_maps(
+        map_h1, map_h4, head_names=names,
+        suptitle=(f"同一条序列：第一张图的一个头两头兼顾，后四张的四个头各管一件事"
+                  f"（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）"),
+    )
+    # Trained weights (and the title's JS divergence) differ in their last digits between machines, and the one
+    # head splits each row almost evenly between two neighbours: the alt text says what the picture shows without
+    # digits; the role names are those §7's checked output prints.
+    return describe(fig, "同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。"
+                         "后四张：h = 4 的四个头，"
+                         f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
 
 
 def _log2_axis(ax, ticks, label):

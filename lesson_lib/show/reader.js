@@ -1,0 +1,84 @@
+// The reader helper ``controls.accessible(box)`` appends to a box: what ipywidgets 8 leaves out for a screen reader
+// and the keyboard, fixed in the box's DOM (again whenever ipywidgets redraws part of it): names from ``named``,
+// role=radiogroup named by the description, aria-pressed on toggle buttons, aria-live="polite" on outputs marked
+// LIVE, a KEEP_HEIGHT output's tallest height as its min-height, and keys kept inside the control
+// (data-lm-suppress-shortcuts: Lumino stops looking for a shortcut there; ArrowDown on a radio would select the
+// next cell). On the static page (no kernel: scripts/build_static.py's note is on the page) every control is disabled.
+const KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown"]);
+const STATIC_TITLE = "静态页面：在 JupyterLab 里运行笔记本后才能操作";
+function fix(root, names) {
+  for (const [cls, name] of names)
+    for (const el of root.querySelectorAll(`.${cls}`))
+      for (const c of el.matches("input, textarea, select") ? [el] : el.querySelectorAll("input, textarea, select"))
+        if (c.getAttribute("aria-label") !== name) c.setAttribute("aria-label", name);
+  for (const group of root.querySelectorAll(".widget-radio-box")) {
+    group.setAttribute("role", "radiogroup");
+    const label = group.parentElement && group.parentElement.querySelector(":scope > .widget-label");
+    const name = label ? label.textContent.trim() : "";
+    if (name && group.getAttribute("aria-label") !== name) group.setAttribute("aria-label", name);
+  }
+  for (const group of root.querySelectorAll(".widget-toggle-buttons")) {
+    const label = group.querySelector(":scope > .widget-label");
+    const first = group.querySelector(".widget-toggle-button"), buttons = first && first.parentElement;
+    if (buttons && label && label.textContent.trim()) {
+      buttons.setAttribute("role", "group");
+      buttons.setAttribute("aria-label", label.textContent.trim());
+    }
+  }
+  for (const b of root.querySelectorAll("button.widget-toggle-button")) {
+    const pressed = String(b.classList.contains("mod-active"));
+    if (b.getAttribute("aria-pressed") !== pressed) b.setAttribute("aria-pressed", pressed);
+  }
+  for (const el of root.querySelectorAll("input[type=radio], input[type=checkbox], select, .widget-radio-box"))
+    el.setAttribute("data-lm-suppress-shortcuts", "true");
+  for (const el of root.querySelectorAll(".lesson-live")) {
+    if (el.getAttribute("aria-live") !== "polite") el.setAttribute("aria-live", "polite");
+    el.setAttribute("aria-atomic", "true");
+  }
+  for (const el of root.querySelectorAll(".lesson-keep-height")) {  // what a control redraws never shrinks back
+    if (el.dataset.lessonKept) continue;
+    el.dataset.lessonKept = "0";
+    new ResizeObserver(() => {
+      // at a new width (a resized window, the file browser opened) the tallest height seen is measured afresh:
+      // a height kept from a narrower moment would leave a blank gap under the text for good
+      const w = Math.round(el.getBoundingClientRect().width);
+      if (!w) return;
+      if (String(w) !== el.dataset.lessonKeptWidth) {
+        el.dataset.lessonKeptWidth = String(w);
+        el.dataset.lessonKept = "0";
+        el.style.minHeight = "";
+      }
+      const h = Math.ceil(el.getBoundingClientRect().height);
+      if (h > Number(el.dataset.lessonKept)) { el.dataset.lessonKept = String(h); el.style.minHeight = `${h}px`; }
+    }).observe(el);
+  }
+  if (document.querySelector(".lesson-static-note"))
+    for (const c of root.querySelectorAll("input, textarea, select, button")) {
+      if (!c.disabled) c.disabled = true;
+      c.title = STATIC_TITLE;
+    }
+}
+function render({ model, el }) {
+  let root = null, tries = 0, observer = null, queued = false;
+  const keep = (event) => {  // arrow keys act inside a control, never on the notebook's cells
+    if (KEYS.has(event.key) && event.target.closest("input, textarea, select, [role=radiogroup]"))
+      event.stopPropagation();
+  };
+  const apply = () => { queued = false; if (root) fix(root, model.get("names")); };
+  const attach = () => {  // the helper's view is put into its box after it renders
+    root = el.closest(".lesson-reader");
+    if (!root) { if (tries++ < 400) setTimeout(attach, 25); return; }
+    root.addEventListener("keydown", keep);
+    apply();
+    observer = new MutationObserver(() => { if (!queued) { queued = true; queueMicrotask(apply); } });
+    observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
+  };
+  attach();
+  model.on("change:names", apply);
+  return () => {
+    model.off("change:names", apply);
+    if (observer) observer.disconnect();
+    if (root) root.removeEventListener("keydown", keep);
+  };
+}
+export default { render };

@@ -12,7 +12,6 @@ makes in general.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -192,12 +191,14 @@ def test_lean_is_only_said_for_a_real_gap():
 
 
 def test_core_table_reading_holds_for_the_paper_numbers():
-    """Core §7: 「h = 8 和 h = 16 并列最好」 and 「(B) 行 d_k = 16 时 BLEU 也只有 X」, read back from the prose."""
+    """Core §7: 「h = 8 和 h = 16 并列最好」, and h = 32 回落 beside a (B) row of the same d_k that is also lower
+    (why it drops is S7b's question, answered after it is asked)."""
     row_a, row_b = ablation_plots.table3_series()
     top = max(r["bleu"] for r in row_a)
     assert sorted(r["h"] for r in row_a if r["bleu"] == top) == [8, 16] and "h = 8 和 h = 16 并列最好" in SECTION_7
-    said = float(re.search(r"d_k = 16 时 BLEU 也只有 ([\d.]+)", SECTION_7).group(1))
-    assert said == next(r["bleu"] for r in row_b if r["d_k"] == 16)
+    h32 = next(r for r in row_a if r["h"] == 32)
+    assert f"h = 32（每头 d_k = {h32['d_k']}）又回落到 BLEU {h32['bleu']}" in SECTION_7 and h32["bleu"] < top
+    assert next(r["bleu"] for r in row_b if r["d_k"] == h32["d_k"]) < top
 
 
 def test_inputs_list_the_position_and_the_model_adds_it():

@@ -367,25 +367,25 @@ def test_section_2_demo_reading(markdown):
     assert "锐度**（这里固定为 4）" in markdown and "demo_text(sharpness=4.0)" in _code()
 
 
-def test_section_2_retention_curves(markdown):
-    """The figure's reading: one head trades 小明 for 小红 (peak near sharpness 3), never above 1 together;
-    two heads keep both, on one curve, towards 1."""
+def test_section_2_try_it_answer(markdown):
+    """§2's 试一试 answer, at the widget's sharpness notches (0.5 apart, as the prose says 0 to 10): one head trades
+    小明 for 小红 (peak at sharpness 3), never above 100% together; two heads keep both, towards 100%."""
     import numpy as np
 
     from lesson_lib.sections import s02_averaging as averaging
 
-    sharpness = np.linspace(0, 8, 33)  # the figure's grid
-    one, two = (averaging.retention_curve(sharpness)[h] for h in (1, 2))
+    low, high = map(int, _matches(r"把锐度从 (\d+) 拖到 (\d+)", markdown)[0].groups())
+    notches = np.arange(low, high + 0.25, 0.5)
+    one = np.array([[averaging.demo(1, s).referent_kept, averaging.demo(1, s).subject_kept] for s in notches])
+    two = np.array([[averaging.demo(2, s).referent_kept, averaging.demo(2, s).subject_kept] for s in notches])
     assert np.all(np.diff(one[:, 0]) > 0)  # 越尖，越只顾「小红」
     peak = int(one[:, 1].argmax())
-    m = _matches(r"小明最多 (\d\.\d\d) 左右", markdown)[0]
-    assert round(one[peak, 1], 2) == float(m.group(1))
-    fine = np.linspace(0, 8, 801)
-    assert averaging.retention_curve(fine)[1][:, 1].max() < float(m.group(1)) + 0.005  # the grid does not hide a peak
+    m = _matches(r"小明最多 (\d+)% 左右（锐度 (\d+) 时）", markdown)[0]
+    assert (round(100 * one[peak, 1]), notches[peak]) == (int(m.group(1)), float(m.group(2)))
     assert np.all(np.diff(one[peak:, 1]) < 0)  # 再尖反而越来越少
-    assert np.all(one.sum(axis=1) <= 1 + 1e-12)  # 两条线加起来永远不超过 1
-    np.testing.assert_allclose(two[:, 0], two[:, 1], atol=1e-12)  # 两条重合
-    assert np.all(np.diff(two[:, 0]) > 0) and two[-1, 0] > 0.99  # 一起趋近 1
+    assert np.all(one.sum(axis=1) <= 1 + 1e-12) and not np.any((one > 0.5).all(axis=1))  # 单头不能两个都过半
+    np.testing.assert_allclose(two[:, 0], two[:, 1], atol=1e-12)  # 两个头：两条线索一样多
+    assert np.all(np.diff(two[:, 0]) > 0) and round(100 * two[-1, 0]) == 100  # 一起趋近 100%
 
 
 def test_section_3_head_1_does_not_change():

@@ -4,6 +4,7 @@ import hashlib
 import os
 import pickle
 import platform
+import random
 import shutil
 import sys
 import tempfile
@@ -60,7 +61,19 @@ def pytest_configure(config):
                                        "deselect with -m 'not slow'")
 
 
+_E2E_LINES: list[str] = []  # what the browser tests report (tests/e2e/conftest.py: e2e_report), in order
+
+
+def pytest_runtest_logreport(report):
+    _E2E_LINES.extend(value for name, value in report.user_properties if name == "e2e")
+
+
 def pytest_terminal_summary(terminalreporter):
+    if _E2E_LINES:
+        terminalreporter.section("browser flow (e2e)")
+        for line in _E2E_LINES:
+            terminalreporter.write_line(line)
+
     """One line on what the session cost: CPU seconds (this process and its finished children) and the load, so a
     run on a shared machine can be compared with one on an idle machine (the wall time alone cannot)."""
     try:
@@ -72,6 +85,13 @@ def pytest_terminal_summary(terminalreporter):
     load = f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
     terminalreporter.write_line(f"cost: {used:.0f} CPU-s (pytest + finished child processes); load average now {load} "
                                 f"on {os.cpu_count()} CPUs")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    """Under pytest-xdist every worker must collect the same test ids, and some ids print a set: give the workers
+    one hash seed (drawn anew per session, so set order still varies from run to run)."""
+    os.environ.setdefault("PYTHONHASHSEED", str(random.randrange(1, 2**32)))
 
 
 def pytest_unconfigure(config):

@@ -107,6 +107,10 @@ def pytest_collection_modifyitems(items):
                 or any(node.startswith(n) for n in SLOW_TESTS)
                 or rel.endswith(".ipynb")):  # nbval's run of the notebook itself
             item.add_marker(pytest.mark.slow)
+    # Files with slow tests first (each file keeps its order): pytest-xdist hands whole files to its workers in this
+    # order, so the long ones start at once and the short ones fill the gaps instead of one long file ending last.
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
 
 
 # ------------------------------------------------------------------------------------------------

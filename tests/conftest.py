@@ -1,5 +1,6 @@
 """Fixtures shared by the unit tests (the browser test has its own conftest in tests/e2e)."""
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -59,6 +60,13 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: the slow set (notebook runs, browser, hub, fresh installs); "
                                        "deselect with -m 'not slow'")
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: one BLAS thread in this process (not its children):
+        import numpy  # noqa: F401  (threadpoolctl limits only the BLAS already loaded)
+
+        with contextlib.suppress(ImportError):  # two workers with two threads each wait on each other (+30 % CPU)
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(1, user_api="blas")
 
 
 _E2E_LINES: list[str] = []  # what the browser tests report (tests/e2e/conftest.py: e2e_report), in order

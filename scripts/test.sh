@@ -3,6 +3,7 @@
 # the offline and CPU-independence runs, the real-browser flow, the classroom hub, the hub image and the
 # README's first command on a fresh clone.   bash scripts/test.sh [extra pytest args]
 #   bash scripts/test.sh -m "not slow"        the fast set only (the inner loop; under a minute)
+#   bash scripts/test.sh -n 0                 everything in one process (pytest's last -n wins)
 # Installs requirements-dev.txt and benchmarks/classroom-requirements.txt at the versions in constraints.txt first
 # (scripts/setup.sh --dev), the hub's proxy from npm into the environment (when npm is there), and what only the
 # system's package manager has (chromium, fonts-noto-cjk, util-linux, python3-venv) when it may (root or sudo);
@@ -73,10 +74,17 @@ ruff check .
 echo "==> notebook source vs stored notebook (${SECONDS} s so far)"
 python scripts/build_notebook.py --check
 echo "==> pytest: unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone (${SECONDS} s so far)"
+# -n: one pytest worker per CPU, at most 2 (more would starve the browser and hub tests of a 2-core machine); each test
+# file stays in one worker (--dist loadfile), so a notebook's cells run in order and module fixtures start once.
+workers=$(python -c 'import os; print(min(2, os.cpu_count() or 1))')
+[ "$workers" -gt 1 ] || workers=0
+# Bytecode is cached (in git-ignored __pycache__/): the suite starts hundreds of Python processes (kernels, workers,
+# CLIs) that import lesson_lib, and compiling it anew in each cost ~13 CPU-s in the fast set alone.
+export PYTHONDONTWRITEBYTECODE=  # empty: Python writes bytecode
 # --durations: the slowest tests are listed at the end, so a run that grew slower shows where. Exit status 5 (no test
 # collected, e.g. a -k or -m that matches nothing) is a failure like any other non-zero status.
 status=0
-python -m pytest -p no:cacheprovider --durations=15 \
+python -m pytest -p no:cacheprovider --durations=15 -n "$workers" --dist loadfile \
   --nbval notebooks/day11_multi_head_attention.ipynb notebooks/lab_real_heads.ipynb notebooks/lab_ablation.ipynb \
   --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
   tests "$@" || status=$?

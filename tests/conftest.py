@@ -1,9 +1,11 @@
 """Fixtures shared by the unit tests (the browser test has its own conftest in tests/e2e)."""
 
+import contextlib
 import hashlib
 import os
 import pickle
 import platform
+import random
 import shutil
 import sys
 import tempfile
@@ -57,9 +59,28 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: the slow set (notebook runs, browser, hub, fresh installs); "
                                        "deselect with -m 'not slow'")
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: one BLAS thread in this process (not its children):
+        import numpy  # noqa: F401  (threadpoolctl limits only the BLAS already loaded)
+
+        with contextlib.suppress(ImportError):  # two workers with two threads each wait on each other (+30 % CPU)
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(1, user_api="blas")
+
+
+_E2E_LINES: list[str] = []  # what the browser tests report (tests/e2e/conftest.py: e2e_report), in order
+
+
+def pytest_runtest_logreport(report):
+    _E2E_LINES.extend(value for name, value in report.user_properties if name == "e2e")
 
 
 def pytest_terminal_summary(terminalreporter):
+    if _E2E_LINES:
+        terminalreporter.section("browser flow (e2e)")
+        for line in _E2E_LINES:
+            terminalreporter.write_line(line)
+
     """One line on what the session cost: CPU seconds (this process and its finished children) and the load, so a
     run on a shared machine can be compared with one on an idle machine (the wall time alone cannot)."""
     try:
@@ -71,6 +92,13 @@ def pytest_terminal_summary(terminalreporter):
     load = f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
     terminalreporter.write_line(f"cost: {used:.0f} CPU-s (pytest + finished child processes); load average now {load} "
                                 f"on {os.cpu_count()} CPUs")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    """Under pytest-xdist every worker must collect the same test ids, and some ids print a set: give the workers
+    one hash seed (drawn anew per session, so set order still varies from run to run)."""
+    os.environ.setdefault("PYTHONHASHSEED", str(random.randrange(1, 2**32)))
 
 
 def pytest_unconfigure(config):
@@ -86,6 +114,10 @@ def pytest_collection_modifyitems(items):
                 or any(node.startswith(n) for n in SLOW_TESTS)
                 or rel.endswith(".ipynb")):  # nbval's run of the notebook itself
             item.add_marker(pytest.mark.slow)
+    # Files with slow tests first (each file keeps its order): pytest-xdist hands whole files to its workers in this
+    # order, so the long ones start at once and the short ones fill the gaps instead of one long file ending last.
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
 
 
 # ------------------------------------------------------------------------------------------------

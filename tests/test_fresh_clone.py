@@ -28,6 +28,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -182,13 +183,14 @@ def _assert_serves_the_course(run: dict, clone: Path) -> None:
 
 
 def _wait_gone(pid: int) -> None:
-    for _ in range(50):
+    def gone() -> bool:
         try:
             os.killpg(pid, 0)
         except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    pytest.fail(f"process group {pid} is still running")
+            return True
+        return False
+
+    wait_for(gone, f"process group {pid} gone after SIGKILL", stall_s=10, poll_s=0.1)
 
 
 def _run(base: Path, clone: Path, who: str, uid: int | None, gid: int | None, home: Path, report) -> dict:

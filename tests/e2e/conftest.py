@@ -53,7 +53,7 @@ BASE_SETTINGS = {
 LOCALE_PLUGIN = "@jupyterlab/translation-extension:plugin"
 THEME_PLUGIN = "@jupyterlab/apputils-extension:themes"
 THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
-_REPORT_KEY = pytest.StashKey[list]()
+_PENDING_KEY = pytest.StashKey[list]()  # e2e_report lines not yet on a test report
 
 
 def in_ci() -> bool:
@@ -71,7 +71,17 @@ def require(condition: bool, reason: str) -> None:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: drives JupyterLab in a real browser (Chromium + Playwright)")
-    config.stash[_REPORT_KEY] = []
+    config.stash[_PENDING_KEY] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Lines reported since the last test phase ride on its report (user_properties "e2e"), so they reach the summary
+    (tests/conftest.py) from a pytest-xdist worker too, whose own terminal is never shown."""
+    outcome = yield
+    pending, properties = item.config.stash[_PENDING_KEY], outcome.get_result().user_properties
+    while pending:  # pop: a flow's thread may append meanwhile
+        properties.append(("e2e", pending.pop(0)))
 
 
 def pytest_collection_modifyitems(items):
@@ -81,21 +91,13 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.e2e)
 
 
-def pytest_terminal_summary(terminalreporter, config):
-    lines = config.stash.get(_REPORT_KEY, [])
-    if lines:
-        terminalreporter.section("browser flow (e2e)")
-        for line in lines:
-            terminalreporter.write_line(line)
-
-
 @pytest.fixture(scope="session")
 def e2e_report(pytestconfig):
     """Append a line to the e2e section of pytest's terminal summary (shown even without -s)."""
 
     def report(line: str) -> None:
         print(line)
-        pytestconfig.stash[_REPORT_KEY].append(line)
+        pytestconfig.stash[_PENDING_KEY].append(line)
 
     return report
 

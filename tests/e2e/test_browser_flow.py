@@ -32,9 +32,16 @@ THEME_NAMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 MIN_CONTRAST = 4.5  # WCAG 2 AA for body text
 # Hang detectors, not speed goals (the times are reported in the summary). Run All waits for its cells, failing only
 # when no cell has finished for RUN_STALL_S stretched by the machine's load (helpers.wait_for), or after
-# helpers.HANG_CEILING_S. One slider step / one quiz answer may take UPDATE_TIMEOUT_MS, stretched the same way.
+# helpers.HANG_CEILING_S. One slider step / one quiz answer may take UPDATE_S, stretched the same way (by the load
+# when the wait starts: update_ms()).
 RUN_STALL_S = 180  # the longest single cell (§7's training) with room for a machine running two suites
-UPDATE_TIMEOUT_MS = int(scaled(30) * 1000)
+UPDATE_S = 30
+
+
+def update_ms() -> int:
+    return int(scaled(UPDATE_S) * 1000)
+
+
 SLIDER_LABEL = "头数 h"
 # A widget's readout keeps its tallest height so nothing jumps as the controls move; what it keeps beyond its text
 # is at most a few lines (a height kept from before a window resize left 200-350 px of blank under the text).
@@ -62,6 +69,9 @@ IGNORED_KERNEL_STDERR: list[tuple[str, str]] = [
 ]
 
 # --- JavaScript run inside the page (window.jupyterapp is exposed by the server fixture) -------------------
+# Resolves once the browser has laid out and painted twice: after a resize, a theme's CSS or a widget's update,
+# what is measured next is what the learner sees (instead of a fixed sleep).
+JS_SETTLED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 JS_HOOK_KERNEL = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
   window.__e2e = {queued: false, iopub: []};
@@ -355,10 +365,10 @@ class Widgets:
         action()
         try:
             self.page.wait_for_function(JS_CHANGED, arg=[root.element_handle(), before, expect],
-                                        timeout=UPDATE_TIMEOUT_MS)
+                                        timeout=update_ms())
         except Exception as exc:
             raise AssertionError(f"{what}: the output did not change (to match {expect!r}) within "
-                                 f"{UPDATE_TIMEOUT_MS} ms; it shows:\n{root.inner_text()}") from exc
+                                 f"{update_ms()} ms; it shows:\n{root.inner_text()}") from exc
 
     def press(self, slider, key: str, root, what: str, expect: str = "") -> None:
         handle = slider.locator("input[type=range]")
@@ -439,7 +449,7 @@ def _drive_lab(flow: Flow, ui: Widgets) -> list[str]:
         page.keyboard.press(key)
         page.wait_for_function(
             "() => window.__e2eUpdate.text_ms !== null && window.__e2eUpdate.image_ms !== null",
-            timeout=UPDATE_TIMEOUT_MS,
+            timeout=update_ms(),
         )
         upd = page.evaluate("() => window.__e2eUpdate")
         assert ui.readout(slider) == str(h)
@@ -501,17 +511,17 @@ def _drive_quiz(flow: Flow) -> tuple[str, str]:
         box.fill(answer)
         submit.click()
         entry = wait_for(lambda n=n: _question_entry(flow.server.progress_file, QUIZ_QUESTION, n),
-                         f"{QUIZ_QUESTION}'s attempt {n} saved", stall_s=UPDATE_TIMEOUT_MS / 1000)
+                         f"{QUIZ_QUESTION}'s attempt {n} saved", stall_s=UPDATE_S)
         assert entry["final"] == expect, f"{QUIZ_QUESTION} {answer!r}: recorded {entry['final']!r}, not {expect!r}"
         shown = quiz.locator(f".lesson-feedback-{expect}")
-        shown.wait_for(state="visible", timeout=UPDATE_TIMEOUT_MS)
+        shown.wait_for(state="visible", timeout=update_ms())
         other = "right" if expect == "wrong" else "wrong"
         assert quiz.locator(f".lesson-feedback-{other}").count() == 0, f"{answer!r} shows a {other} verdict too"
         live = shown.evaluate("el => { const r = el.closest('[aria-live]'); return r && r.getAttribute('aria-live'); }")
         assert live == "polite", f"the verdict is not in a polite live region (aria-live={live!r})"
         flow.shot(f"quiz_{QUIZ_QUESTION}_{answer}", quiz)
     page.wait_for_function("([el, t]) => el.innerText !== t", arg=[progress.element_handle(), progress_before],
-                           timeout=UPDATE_TIMEOUT_MS)
+                           timeout=update_ms())
     flow.shot("progress_summary_after_Q2", progress)
     return progress_before, progress.inner_text()
 
@@ -527,7 +537,7 @@ def _drive_exercise(flow: Flow) -> None:
     assert page.evaluate(JS_RUN_CELL_WITH, [EXERCISE_MARKER, EXERCISE_WRONG]), "exercise cell not found"
     cell = page.locator("[data-e2e-exercise='1']")
     out = cell.locator(".jp-Cell-outputWrapper")
-    page.wait_for_function("el => /应为/.test(el.innerText)", arg=out.element_handle(), timeout=UPDATE_TIMEOUT_MS)
+    page.wait_for_function("el => /应为/.test(el.innerText)", arg=out.element_handle(), timeout=update_ms())
     assert "全部通过" not in out.inner_text(), "a wrong formula passed the checker"
     assert "54,988,800" in out.inner_text(), out.inner_text()
     flow.shot("exercise_count_multiplies_wrong", cell)
@@ -543,11 +553,11 @@ def _drive_interview(flow: Flow) -> None:
     assert "参考答案（" not in before, "§8 must ask before it shows the reference answer"
     box.get_by_role("button", name="写好了，看要点").click()
     page.wait_for_function("([el, t]) => el.innerText !== t && /已写 1 次/.test(el.innerText)",
-                           arg=[box.element_handle(), before], timeout=UPDATE_TIMEOUT_MS)
+                           arg=[box.element_handle(), before], timeout=update_ms())
     assert "正确！" not in box.inner_text(), "free-text feedback must not say 正确！"
     box.get_by_role("button", name="看参考答案").click()
     page.wait_for_function("el => /参考答案（/.test(el.innerText)", arg=box.element_handle(),
-                           timeout=UPDATE_TIMEOUT_MS)
+                           timeout=update_ms())
     flow.shot("interview_self_check", box)
 
 
@@ -667,7 +677,10 @@ def _flow(name: str, lab_server, browser, shots: Path, e2e_report) -> None:
         listing.scroll_into_view_if_needed()
         flow.shot(f"at_{sizes[0][0]}_s9_softmax_source", listing)
         page.set_viewport_size({"width": sizes[1][0], "height": sizes[1][1]})
-        page.wait_for_timeout(300)  # JupyterLab re-lays the panels out on resize
+        # JupyterLab re-lays the panels out on resize: wait for its shell to take the new width, then two paints
+        page.wait_for_function("w => window.jupyterapp.shell.node.getBoundingClientRect().width === w",
+                               arg=sizes[1][0])
+        page.evaluate(JS_SETTLED)
         _check_layout(flow, sizes[1])
         lab_fit.append(_check_lab_scale(flow, ui, sizes[1]))
         for label in ("锐度", "第几步", SLIDER_LABEL, *(["层"] if _has_explorer(flow) else [])):

@@ -18,10 +18,9 @@ import time
 from pathlib import Path
 
 from helpers import CJK, scaled, wait_for
-from test_browser_flow import run_all_finished
+from test_browser_flow import UPDATE_S, run_all_finished, update_ms
 
 ROOT = Path(__file__).resolve().parents[2]
-UPDATE_MS = int(scaled(30) * 1000)  # one answer's feedback: a hang detector stretched by the machine's load
 
 # Restart & Run All queues every cell at once ([*]); seeing that proves this run started (the restart clears the
 # previous run's execution counts only some time after the click). Re-armed before every run.
@@ -95,12 +94,12 @@ def _recorded(progress_file: Path, item: str, attempts: int) -> dict:
         got = data.get("interview") if item == "interview" else data.get("questions", {}).get(item)
         return got if got and got.get("n_attempts") == attempts else None
 
-    return wait_for(entry, f"{item}'s attempt {attempts} saved", stall_s=UPDATE_MS / 1000)
+    return wait_for(entry, f"{item}'s attempt {attempts} saved", stall_s=UPDATE_S)
 
 
 def _wait_changed(locator, before: str) -> None:
     locator.page.wait_for_function("([el, t]) => el.innerText !== t", arg=[locator.element_handle(), before],
-                                   timeout=UPDATE_MS)  # fmt: skip
+                                   timeout=update_ms())  # fmt: skip
 
 
 def test_progress_survives_a_restart(lab_servers, open_browser, artifacts_dir, e2e_report, tmp_path, monkeypatch):

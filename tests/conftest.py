@@ -5,7 +5,6 @@ import hashlib
 import os
 import pickle
 import platform
-import random
 import shutil
 import sys
 import tempfile
@@ -92,13 +91,6 @@ def pytest_terminal_summary(terminalreporter):
     load = f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
     terminalreporter.write_line(f"cost: {used:.0f} CPU-s (pytest + finished child processes); load average now {load} "
                                 f"on {os.cpu_count()} CPUs")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_setupnodes(config, specs):
-    """Under pytest-xdist every worker must collect the same test ids, and some ids print a set: give the workers
-    one hash seed (drawn anew per session, so set order still varies from run to run)."""
-    os.environ.setdefault("PYTHONHASHSEED", str(random.randrange(1, 2**32)))
 
 
 def pytest_unconfigure(config):

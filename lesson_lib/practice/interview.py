@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import cache
 
-from lesson_lib.costs import kv_sharing
+from lesson_lib.costs import count, kv_sharing, parameters
 from lesson_lib.practice.checkers import rubric_feedback, self_assess
 from lesson_lib.practice.feedback import Feedback, question_version
 from lesson_lib.practice.freetext import Rubric, RubricPoint
@@ -39,7 +39,7 @@ def interview_rubric() -> Rubric:
         misconceptions=(
             ("头越多越好", f"表 3 里 h = {widest['h']}（d_k = {widest['d_k']}）的 BLEU 降到 {widest['bleu']}。"),
             ("多头的计算量是单头的 h 倍", "h × d_k = d_model：矩阵乘法总量与单头相同，并不按头数翻倍。"),
-            ("多头的参数更多", f"投影参数总是 4·d_model² = {f['parameters'](d, h):,} 个，与 h 无关。"),
+            ("多头的参数更多", f"投影参数总是 4·d_model² = {parameters(d, h):,} 个，与 h 无关。"),
             ("单头只能看一个词", "单头可以分散权重；做不到的是把几条线索分开保存。"),
         ),
         model_answer=model_answer(),
@@ -56,7 +56,7 @@ def model_answer() -> str:
     single = next(r for r in rows if r["h"] == 1)
     widest = max(rows, key=lambda r: r["h"])
     narrow_b = next(r for r in f["table3"] if r["row"] == "B" and r["d_k"] == widest["d_k"])
-    total = f["count"](n, d, h).matmul_total
+    total = count(n, d, h).matmul_total
     mha, gqa, mqa = (kv_sharing(d, h, k) for k in (h, GQA_GROUPS, 1))
     return (
         "参考答案（核心：用几乎不变的计算量换来几组互不干扰的权重）\n"

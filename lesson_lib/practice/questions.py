@@ -74,7 +74,7 @@ def facts() -> dict:
             "split_shape": tuple(int(s) for s in shape)}
 
 
-def _choice(qid, section, kind, prompt, explanation, answer, praise, *options) -> Question:
+def choice(qid, section, kind, prompt, explanation, answer, praise, *options) -> Question:
     """A single or multiple choice question; ``options`` are (key, label, why it is right or wrong)."""
     return Question(qid, section, kind, prompt, explanation, key=ChoiceKey(options, frozenset(answer), praise))
 
@@ -221,7 +221,7 @@ def _q3() -> Question:
 def _q4() -> Question:
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
     d_k = head_width(d, h)
-    return _choice(
+    return choice(
         "Q4", "第 3 节", "single",
         f"Q4　一个 d_model = {d}、h = {h} 的模型：一层多头注意力里，{h} 个头的输出怎样变成每个词元的新向量？",
         f"解析：d_k = {d} / {h} = {d_k}。{h} 个头各自输出 n × {d_k}，沿特征维度并排拼接（Concat）成 n × {d}，"
@@ -242,7 +242,7 @@ def _q4() -> Question:
 
 def _q5() -> Question:
     page = paper.FIGURE_PAGES[4]
-    return _choice(
+    return choice(
         "Q5", "第 6 节", "multi",
         f"Q5　论文图 4（第 {page} 页）：从代词「its」出发，一个头几乎全看「Law」，另一个头分给「Law」和"
         "「application」。下面哪些说法有根据？（多选）",
@@ -292,7 +292,7 @@ def _q6() -> Question:
 
 
 def _q7() -> Question:
-    return _choice(
+    return choice(
         "Q7", "第 3 节", "multi",
         "Q7　一个训练好的编码器里有一个头专看前一个词元。如果把输入里的位置编码去掉（别的都不变），"
         "下面哪些说法对？（多选）",
@@ -314,7 +314,7 @@ def _q7() -> Question:
 
 # ============================================================================================ §2 … §7: one per section
 def _s2() -> Question:
-    return _choice(
+    return choice(
         "S2", "第 2 节", "multi",
         "S2　关于「小明把苹果递给了小红，因为她帮过他」这个例子，下面哪些说法对？（多选）",
         "解析：单头注意力对每个查询只有一组权重（softmax 的一行，总和为 1），它可以分给好几个词元，"
@@ -364,7 +364,7 @@ def _s3b() -> Question:
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
     d_k, (b, n) = head_width(d, h), BATCH_EXAMPLE
     shape = tuple(int(s) for s in split_heads(np.zeros((b, n, d)), h).shape)
-    return _choice(
+    return choice(
         "S3b", "第 3 节", "single",
         f"S3b　换成 PyTorch 和另一个模型：x 的形状是 (B, n, d_model) = ({b}, {n}, {d})，h = {h}。"
         "x.view(B, n, h, d_k).transpose(1, 2) 的形状是什么？",
@@ -380,7 +380,7 @@ def _s3b() -> Question:
 
 def _s3c() -> Question:
     d, h, d_k = _base()
-    return _choice(
+    return choice(
         "S3c", "第 3 节", "single",
         f"S3c　假如去掉 W^O，直接把 Concat(head_1, …, head_{h}) 当作这一层的输出，会怎样？",
         f"解析：Concat(head_1, …, head_{h}) 已经是 n × {h * d_k} = n × {d}，形状没问题。去掉 W^O 之后，"
@@ -401,7 +401,7 @@ def _s3d() -> Question:
     d, _, d_k = _base()
     h = UNEVEN_HEADS
     width, left = divmod(d, h)
-    return _choice(
+    return choice(
         "S3d", "第 3 节", "multi", f"S3d　d_model = {d} 时，能不能用 h = {h} 个头？（多选）",
         f"解析：{d} / {h} 不是整数（{h} × {width} = {h * width}，还差 {left}），没法把 {d} 列平均切成 {h} 块，"
         f"本课的 split_heads 会拒绝：「{facts()['uneven_refused']}」\n"
@@ -512,7 +512,7 @@ def _s5() -> Question:
         options.append((key, label, f"h = {lo} 时是 {a:,}，h = {hi} 时是 {b:,}：{verdict}。"))
         if a == b:
             answer.add(key)
-    return _choice(
+    return choice(
         "S5", "第 5 节", "multi",
         f"S5　在第 5 节的实验台上，把头数 h 从 {lo} 拖到 {hi}（d_model = {d}），下面哪些量保持不变？（多选）",
         f"解析：d_model = {d} 时，h 从 {lo} 拖到 {hi}：\n"
@@ -523,7 +523,7 @@ def _s5() -> Question:
 
 
 def _s6() -> Question:
-    return _choice(
+    return choice(
         "S6", "第 6 节", "single",
         "S6　在「小明把苹果递给了小红，因为她帮过他。」里，有三个头都让「她」偏向小红。"
         "哪个实验最能分清真正跟着代词走的头和只是碰巧看向小红的干扰头？",
@@ -550,7 +550,7 @@ def _s7() -> Question:
     base = next(r for r in rows if r["row"] == "base")
     tie = next(r for r in rows if r["bleu"] == best_bleu and r is not base)
     drop = round(best_bleu - single["bleu"], 1)
-    return _choice(
+    return choice(
         "S7", "第 7 节", "multi",
         "S7　读论文表 3 的 base 行和 (A) 行，下面哪些结论站得住？（多选）",
         f"解析：表 3 的 base 行与 (A) 行（d_model = {f['d']}，h × d_k 固定，计算量不变）：\n"
@@ -577,7 +577,7 @@ def _s7b() -> Question:
     params_same = parameters(d, h32["h"]) == parameters(d, base["h"])
     n = N_FLOPS_EXAMPLE
     matmul_same = count(n, d, h32["h"]).matmul_total == count(n, d, base["h"]).matmul_total
-    return _choice(
+    return choice(
         "S7b", "第 7 节", "single",
         f"S7b　表 3 里 h = {h32['h']}（d_k = {h32['d_k']}）的 BLEU 降到 {h32['bleu']}。最有根据的解释是哪一个？",
         f"解析：h = {h32['h']} 时每个头只有 d_k = {h32['d_k']} 维，BLEU {h32['bleu']}。表 3 的 (B) 行在 h = "
@@ -599,7 +599,7 @@ def _s7b() -> Question:
 
 
 def _s7c() -> Question:
-    return _choice(
+    return choice(
         "S7c", "第 7 节", "multi",
         "S7c　一个 d_k = 1 的头：查询 q 和每个键 k 都只是一个数，打分是 q·k。九个键的值各不相同，q 可以取任何非零的数。"
         "这个头的注意力能集中到哪些键上？（多选）",

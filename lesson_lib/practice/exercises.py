@@ -1,9 +1,5 @@
 """Code exercises (§3 split_heads, §3 the per-head loop, §4 the multiply count): per exercise a spec, a stub in the
-notebook, a checker whose message names the learner's mistake, and a Chinese solution shown on request.
-
-``check(name, fn)`` runs the checker in the ``worker`` process (an endless loop or a crash ends at the budget with
-a Chinese message); the result is saved to the progress file. ``check_source`` checks code given as text.
-"""
+notebook, a checker whose message names the mistake, a Chinese solution. Checks run in the ``worker`` process."""
 
 from __future__ import annotations
 
@@ -28,7 +24,7 @@ BUDGET_S = 5.0  # one whole check (every case); a right answer takes millisecond
 FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
 
 
-# ------------------------------------------------------------------------- reference solutions (shown by reflection)
+# ------------------------------------------------------------------------------ solutions (shown by reflection)
 def split_heads_solution(x, h):
     """(n, d_model) → (h, n, d_k)：特征的第 i 块连续的列，就是第 i 个头。"""
     n, d_model = x.shape
@@ -67,7 +63,7 @@ def count_multiplies_solution(n, d_model, h):
 # ------------------------------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class ExerciseResult:
-    """A checker's verdict. Its repr is the Chinese message, so a notebook cell shows just that."""
+    """A checker's verdict; its repr is the Chinese message, so a notebook cell shows just that."""
 
     name: str
     status: str  # passed, todo (stub), error (raised or crashed), wrong, timeout, interrupted
@@ -89,11 +85,12 @@ class ExerciseResult:
         return box_html(self.message, tone, f"lesson-exercise lesson-exercise-{self.status}")
 
 
+@dataclass(frozen=True)
 class _Text:
     """Text shown as itself in a notebook (a Markdown code block when ``language`` is given)."""
 
-    def __init__(self, text: str, language: str = ""):
-        self.text, self.language = text, language
+    text: str
+    language: str = ""
 
     def __repr__(self) -> str:
         return self.text
@@ -106,7 +103,7 @@ class _Stop(Exception):
     """Ends a check early: (status, message, mistakes)."""
 
 
-# ------------------------------------------------------------- calling the learner's function (in the worker)
+# ------------------------------------------------------------------ calling the learner's function (in the worker)
 _EXTRA_HINT = {  # what an exception usually means in these exercises
     RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
     MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？这里的例子都很小。",
@@ -130,7 +127,7 @@ def _call(ex, case, hint, fn, args, arg_names, source) -> object:
     finally:
         _calling[0] = False
     changed = [name for name, a, g in zip(arg_names, args, given)
-               if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]  # fmt: skip
+               if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]
     if changed:
         raise _Stop("wrong", f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。调用者的数据"
                     "不该被改掉：请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。", ("modifies_input",))
@@ -147,17 +144,17 @@ def _as_array(case, result, pair_ok=False) -> tuple[np.ndarray, bool]:
     if callable(result):
         name = getattr(result, "__name__", type(result).__name__)
         raise _Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果：是不是写成了 return {name}，"
-                    "忘了加括号调用它？")  # fmt: skip
+                    "忘了加括号调用它？")
     try:
         kind = np.asarray(result).dtype
     except Exception:
-        why = f"返回值没法变成数组（是 {type(result).__name__}）：请返回一个 numpy 数组。"
-        raise _Stop("wrong", f"{case}：{why}") from None
+        raise _Stop("wrong", f"{case}：返回值没法变成数组（是 {type(result).__name__}）："
+                    "请返回一个 numpy 数组。") from None
     why = {"c": f"返回的数组是复数（dtype={kind}）：注意力的输出应当是实数。检查是不是用了会产生复数的运算。",
            "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
                 "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
            "U": f"返回的是文字（dtype={kind}），不是数字数组：请返回计算出来的 numpy 数组。",
-           "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。"}  # fmt: skip
+           "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。"}
     why["S"] = why["V"] = why["U"]
     if kind.kind not in "iuf":
         raise _Stop("wrong", f"{case}：" + why.get(kind.kind, f"返回值不是数字数组（是 {type(result).__name__}，"
@@ -168,10 +165,9 @@ def _as_array(case, result, pair_ok=False) -> tuple[np.ndarray, bool]:
 
 def _describe(exc: BaseException) -> str:
     try:
-        text = str(exc)
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     except Exception:
-        text = ""
-    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        text = type(exc).__name__
     return text if len(text) <= 200 else text[:200] + "…"
 
 
@@ -193,8 +189,8 @@ def _line(exc: BaseException, fn, source: str) -> str:
     return f"，在你的函数第 {lineno - code.co_firstlineno + 1} 行「{text}」" if text else ""
 
 
-def _same(a, b, low_precision: bool = False) -> bool:
-    rtol, atol = (FLOAT32_RTOL, FLOAT32_ATOL) if low_precision else (1e-6, 1e-8)
+def _same(a, b, low: bool = False) -> bool:
+    rtol, atol = (FLOAT32_RTOL, FLOAT32_ATOL) if low else (1e-6, 1e-8)
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
@@ -204,7 +200,7 @@ def _where_differs(got, want) -> str:
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
     if f"{want[idx]:.4f}" == f"{got[idx]:.4f}":  # round-off: four decimals would print the same number twice
         return (f"例如位置 {idx}：应为 {want[idx]:.10g}，你的是 {got[idx]:.10g}，只差 {diff[idx]:.1e}。"
-                "这是舍入误差的量级")  # fmt: skip
+                "这是舍入误差的量级")
     return f"例如位置 {idx}：应为 {want[idx]:.4f}，你的是 {got[idx]:.4f}"
 
 
@@ -212,9 +208,9 @@ def _compare(case, got, want, low) -> bool:
     """Whether ``got`` matches; _Stop when it is right only at float32 precision though held in float64."""
     if _same(got, want, low):
         return True
-    if not low and _same(got, want, low_precision=True):
+    if not low and _same(got, want, low=True):
         raise _Stop("wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
-                    "公式本身是对的，差别来自中间用了 float32。", ("float32",))  # fmt: skip
+                    "公式本身是对的，差别来自中间用了 float32。", ("float32",))
     return False
 
 
@@ -251,7 +247,7 @@ def check_split_heads(fn, source: str = "") -> str:
         if got.shape != want.shape:
             raise _Stop("wrong", f"{case}：形状应为 {tuple(want.shape)}，你的是 {tuple(got.shape)}："
                         + split_heads_shape_mistake(got.shape, n, h, d_k),
-                        ("transpose" if got.shape == (n, h, d_k) else "shape",))  # fmt: skip
+                        ("transpose" if got.shape == (n, h, d_k) else "shape",))
         if not np.isfinite(got).all():
             raise _Stop("wrong", f"{case}：结果里有 NaN 或 inf，而输入都是有限的数。")
         if _compare(case, got, want, this_low):
@@ -259,12 +255,12 @@ def check_split_heads(fn, source: str = "") -> str:
         if _same(got, x.reshape(h, n, d_k)):
             raise _Stop("wrong", f"{case}：形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征"
                         f"塞进同一个头。先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。",
-                        ("reshape_without_transpose",))  # fmt: skip
+                        ("reshape_without_transpose",))
         if _same(got, x.reshape(n, d_k, h).transpose(2, 0, 1)):
             raise _Stop("wrong", f"{case}：第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列："
-                        "reshape 的顺序是 (n, h, d_k)。", ("strided",))  # fmt: skip
+                        "reshape 的顺序是 (n, h, d_k)。", ("strided",))
         raise _Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
-                    "head i 应是 x[:, i·d_k:(i+1)·d_k]。", ("values",))  # fmt: skip
+                    "head i 应是 x[:, i·d_k:(i+1)·d_k]。", ("values",))
     n, d, h = _split_cases()[0]
     return (f"全部通过！{len(_SPLIT_CASES)} 个例子都和 lesson_lib 的 split_heads 一致（包括 base 模型：({n}, {d}) → "
             f"{split_heads(np.zeros((n, d)), h).shape}）。" + _precision_note(low))
@@ -313,7 +309,7 @@ def check_multi_head_attention_loop(fn, source: str = "") -> str:
                 (h, n, d_k): ("no_concat",
                               f"这是 {h} 个头各自的输出：还要沿特征维度拼接（Concat）成 ({n}, {d})，再乘 W^O。"),
                 (n, d_k): ("one_head_only", f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"),
-            }.get(got.shape, ("shape", "输出应当和输入 x 一样是 (n, d_model)。"))  # fmt: skip
+            }.get(got.shape, ("shape", "输出应当和输入 x 一样是 (n, d_model)。"))
             raise _Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{hint}", (mistake,))
         if not np.isfinite(got).all():
             raise _Stop("wrong", f"{case}：结果里有 NaN 或 inf：检查 softmax 是否先减去了每行的最大值。")
@@ -323,7 +319,7 @@ def check_multi_head_attention_loop(fn, source: str = "") -> str:
             if _same(got, variant, this_low):
                 raise _Stop("wrong", f"{case}：{advice}", (mistake,))
         raise _Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
-                    "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。")  # fmt: skip
+                    "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。")
     return (f"全部通过！{len(_MHA_CASES)} 个例子都和 lesson_lib 的 multi_head_attention 一致："
             "逐头循环和一次性的批量计算，算的是同一个公式。" + _precision_note(low))
 
@@ -345,7 +341,7 @@ def _count_hint(value, c) -> tuple[str, str]:
         c.matmul_total * c.h: ("times_h", "多乘了一个 h：每个头只有 d_k = d_model / h 宽，h 个头合起来和单头一样。"),
         c.matmul_total - c.scores - c.weights_v + (c.scores + c.weights_v) // c.h:
             ("one_head", "QKᵀ 与 weights × V 只算了一个头：要乘以 h。"),
-    }.get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。"))  # fmt: skip
+    }.get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。"))
 
 
 def check_count_multiplies(fn, source: str = "") -> str:
@@ -356,7 +352,7 @@ def check_count_multiplies(fn, source: str = "") -> str:
         hint = "提示：把四个矩阵乘法各自的乘法次数加起来。"
         value = _call(ex, case, hint, fn, (n, d, h), ("n", "d_model", "h"), source)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                or (isinstance(value, (float, np.floating)) and not math.isfinite(value)):  # fmt: skip
+                or (isinstance(value, (float, np.floating)) and not math.isfinite(value)):
             short = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
             raise _Stop("wrong", f"{case}：应当返回一个整数，你返回的是 {short}。")
         value = int(value) if isinstance(value, (int, np.integer)) or value == int(value) else float(value)
@@ -374,10 +370,13 @@ def check_count_multiplies(fn, source: str = "") -> str:
 @dataclass(frozen=True)
 class _Exercise:
     name: str
-    learner_name: str  # the stub's name in the notebook
     spec: str
     solution: Callable
     checker: Callable[..., str]  # the passed message, or raises _Stop
+
+    @property
+    def learner_name(self) -> str:  # the stub's name in the notebook
+        return f"my_{self.name}"
 
 
 # The named mistakes a checker gives (ExerciseResult.mistakes), in Chinese: the class report lists them by name.
@@ -392,27 +391,26 @@ MISTAKES = {
     "no_qk": "漏了打分 QKᵀ", "scores_only": "只算了打分 QKᵀ", "softmax_counted": "把 softmax 也算进了乘法",
     "times_h": "多乘了一个 h", "other": "数错了", "modifies_input": "改动了输入数组", "no_return": "没有返回结果",
     "float32": "公式对，中间用了 float32",
-}  # fmt: skip
+}
 
 EXERCISES = {e.name: e for e in (
-    _Exercise("split_heads", "my_split_heads",
+    _Exercise("split_heads",
               "实现 my_split_heads(x, h)：输入 x 的形状是 (n, d_model)，h 整除 d_model。返回形状 (h, n, d_k) 的数组，"
               "d_k = d_model / h；第 i 个头是 x 的第 i 块连续的列 x[:, i·d_k:(i+1)·d_k]。"
               "只用 numpy 的 reshape 和 transpose。",
               split_heads_solution, check_split_heads),
-    _Exercise("multi_head_attention_loop", "my_multi_head_attention_loop",
+    _Exercise("multi_head_attention_loop",
               "实现 my_multi_head_attention_loop(x, w_q, w_k, w_v, w_o, h)：x 是 (n, d_model)，四个权重都是 "
               "(d_model, d_model)。用 for 循环逐个头计算：head_i = softmax(Q_i K_iᵀ / √d_k) V_i，"
               "其中 Q_i = x W^Q 的第 i 块 d_k 列（K_i、V_i 同理）；把 h 个头沿特征维度拼接成 (n, d_model)，"
-              "再乘 w_o，返回 (n, d_model) 的输出。"
-              "可以使用 softmax(scores, axis=-1)。",
+              "再乘 w_o，返回 (n, d_model) 的输出。可以使用 softmax(scores, axis=-1)。",
               multi_head_attention_loop_solution, check_multi_head_attention_loop),
-    _Exercise("count_multiplies", "my_count_multiplies",
+    _Exercise("count_multiplies",
               "实现 my_count_multiplies(n, d_model, h)：返回一层自注意力里所有矩阵乘法的乘法次数（整数）："
               "Q、K、V 三个投影，每个头的 Q_i K_iᵀ 与 weights_i V_i，以及输出投影 W^O。softmax 不算。"
               "(a × b) 矩阵乘 (b × c) 矩阵需要 a·b·c 次乘法。",
               count_multiplies_solution, check_count_multiplies),
-)}  # fmt: skip
+)}
 
 
 def _exercise(name: str) -> _Exercise:
@@ -422,17 +420,17 @@ def _exercise(name: str) -> _Exercise:
 
 
 def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
-    """Check the learner's function in the checker's process and record the result. Never raises for anything the
-    function does; returns within ``budget`` (BUDGET_S) once the process runs."""
+    """Check the learner's function in the checker's process and record the result; never raises for anything
+    the function does."""
     ex = _exercise(name)
     if _in_worker:  # called from inside the learner's function (or a re-checked cell's text)
         if _calling[0]:
             raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
-                               "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")  # fmt: skip
+                               "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
         return None
     if not callable(fn):
         result = ExerciseResult(name, "error", f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
-                                f"例如 check(\"{name}\", {ex.learner_name})，函数名后面不要加括号。")  # fmt: skip
+                                f"例如 check(\"{name}\", {ex.learner_name})，函数名后面不要加括号。")
     else:
         try:
             source = textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
@@ -445,13 +443,11 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
 
 
 def check_source(name: str, source: str, *, budget: float | None = None, fresh: bool = False) -> ExerciseResult:
-    """Check code given as text (a saved ``ExerciseResult.source``, a cell's text), ``fresh``: in a new process.
-    It runs with ``np``, ``math`` and ``softmax`` defined; the function checked is ``my_<name>``, else the last
-    one it defines. Not recorded."""
-    ex = _exercise(name)
+    """Check code given as text (a saved source, a cell's text; ``fresh``: in a new process), not recorded. The
+    function checked is ``my_<name>``, else the last one it defines."""
     if fresh:
         worker.stop()
-    return replace(_in_process(ex, None, source, budget), source=source)
+    return replace(_in_process(_exercise(name), None, source, budget), source=source)
 
 
 def _is_stub(source: str) -> bool:
@@ -483,7 +479,7 @@ def _in_process(ex: _Exercise, fn, source: str, budget: float | None) -> Exercis
         payload = _pickled((name, fn, source), fn)
     except Exception as exc:
         return ExerciseResult(name, "error", f"{learner} 用到了无法交给检查器的东西（{_describe(exc)}）：检查器"
-                              "在另一个进程里运行你的函数，函数只应使用参数、numpy 和普通的数字与数组。")  # fmt: skip
+                              "在另一个进程里运行你的函数，函数只应使用参数、numpy 和普通的数字与数组。")
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(__name__, "cloudpickle"))
     if reply.kind == "ok":
         if reply.printed:
@@ -492,14 +488,14 @@ def _in_process(ex: _Exercise, fn, source: str, budget: float | None) -> Exercis
         return ExerciseResult(name, status, message, mistakes=tuple(mistakes))
     if reply.kind == "timeout":
         huge = "把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完" if name == "count_multiplies" else \
-            "创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）"  # fmt: skip
+            "创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）"
         where = _stuck_at(reply.stack, fn, source)
         return ExerciseResult(name, "timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}"
                               "，检查器把它停下了：是不是写了死循环？检查 while 循环的退出条件和 for 循环的范围。"
                               f"也可能是一次极大的计算：例如{huge}。这里的例子都很小，正确的写法一眨眼就算完。{_AFTER}")
     if reply.kind == "interrupted":
         return ExerciseResult(name, "interrupted", f"检查被中断了（{learner} 还没算完）。如果是因为等得太久："
-                              f"是不是写了死循环？{_AFTER}")  # fmt: skip
+                              f"是不是写了死循环？{_AFTER}")
     if reply.kind == "nostart":
         why = (reply.stack.strip().splitlines() or [""])[-1]
         return ExerciseResult(name, "error", f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why}），"
@@ -507,7 +503,7 @@ def _in_process(ex: _Exercise, fn, source: str, budget: float | None) -> Exercis
                               "如果还是这样，把这条信息告诉老师。")
     if reply.exitcode is not None and 0 <= reply.exitcode < 256:
         return ExerciseResult(name, "error", f"{learner} 让运行它的进程直接退出了（退出码 {reply.exitcode}）："
-                              f"是不是调用了 os._exit(…)？函数只需要计算并 return 结果。{_AFTER}")  # fmt: skip
+                              f"是不是调用了 os._exit(…)？函数只需要计算并 return 结果。{_AFTER}")
     return ExerciseResult(name, "error", f"运行 {learner} 的进程崩溃了（退出码 {reply.exitcode}）。常见原因：调高了 "
                           "sys.setrecursionlimit 之后递归太深，把栈用光了；用 ctypes 读写了不该碰的内存；"
                           "或者内存用得太多，被系统结束。这几个练习都不需要递归和 ctypes：用 for 循环和 numpy 写。"
@@ -532,7 +528,7 @@ def _pickled(item, fn) -> bytes:
     module = sys.modules.get(getattr(fn, "__module__", None) or "")
     where = str(getattr(module, "__file__", None) or "site-packages")
     own = module is not None and module.__name__ != "__main__" and "site-packages" not in where \
-        and not module.__name__.startswith(("lesson_lib", "numpy"))  # fmt: skip
+        and not module.__name__.startswith(("lesson_lib", "numpy"))
     if own:
         cloudpickle.register_pickle_by_value(module)
     try:
@@ -553,7 +549,7 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
         ex = EXERCISES[name]
         if fn is None:
             namespace = {"__name__": "__learner__", "np": np, "numpy": np, "math": math, "softmax": softmax,
-                         "exercises": sys.modules[__name__]}  # fmt: skip
+                         "exercises": sys.modules[__name__]}
             exec(compile(textwrap.dedent(source), "<learner>", "exec"), namespace)
             functions = [v for v in namespace.values() if inspect.isfunction(v) and v.__module__ == "__learner__"]
             if not functions:
@@ -561,14 +557,14 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
             fn = namespace.get(ex.learner_name) if callable(namespace.get(ex.learner_name)) else functions[-1]
     except BaseException as exc:  # a function that cannot be rebuilt here, or code given as text that does not run
         return "error", (f"检查器没能拿到你的函数（{_describe(exc)}）：先单独运行定义函数的单元格，确认它不报错，"
-                         "再运行检查。"), ()  # fmt: skip
+                         "再运行检查。"), ()
     try:
         return "passed", ex.checker(fn, source), ()
     except _Stop as stop:
         return stop.args[0], stop.args[1], tuple(stop.args[2]) if len(stop.args) > 2 else ()
     except BaseException as exc:  # what the learner returned defeated the checker's reading of it
         return "error", (f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型和形状，应当返回一个普通的 "
-                         "numpy 数组（或整数）。"), ()  # fmt: skip
+                         "numpy 数组（或整数）。"), ()
 
 
 def spec(name: str) -> _Text:

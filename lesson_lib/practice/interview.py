@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import cache
 
-from lesson_lib.costs import kv_sharing
+from lesson_lib.costs import count, kv_sharing, parameters
 from lesson_lib.practice.checkers import rubric_feedback, self_assess
 from lesson_lib.practice.feedback import Feedback, question_version
 from lesson_lib.practice.freetext import Rubric, RubricPoint
@@ -22,41 +22,35 @@ def interview_rubric() -> Rubric:
     f = facts()
     d, h, d_k = f["d"], f["h"], f["d_k"]
     widest = max(f["table_a"], key=lambda r: r["h"])
-    return Rubric(
-        points=(
-            RubricPoint("① 单头会把不同线索平均成一个向量",
-                        "单头对每个查询只有一组权重（它可以分给几个词），输出是加权平均：指代、句法等线索被混进同一个"
-                        "向量，分不开。", ("平均", "一组", "混", "加权")),
-            RubricPoint("② 切成 h 个子空间，计算量相近",
-                        f"W_i^Q、W_i^K、W_i^V 把 d_model 投影成 h 个 d_k 维子空间，各头一组权重；h × d_k = d_model"
-                        f"（{h} × {d_k} = {d}），矩阵乘法总量与单头相同，只有 softmax 工作量 3·h·n² 随 h 增长，"
-                        "所以是「相近」。",
-                        ("子空间", "投影", "d_k", "算力", "计算量", "相近", "守恒", "softmax")),
-            RubricPoint("③ 头数要适中（表 3）",
-                        f"单头比最好的设置低；h = {widest['h']} 时每头只剩 d_k = {widest['d_k']}，BLEU 回落。"
-                        "头太多和头太窄在 (A) 行里绑在一起，分不开。", ("表 3", "太窄", "适中", "BLEU", "越多越好")),
-        ),
-        misconceptions=(
-            ("头越多越好", f"表 3 里 h = {widest['h']}（d_k = {widest['d_k']}）的 BLEU 降到 {widest['bleu']}。"),
-            ("多头的计算量是单头的 h 倍", "h × d_k = d_model：矩阵乘法总量与单头相同，并不按头数翻倍。"),
-            ("多头的参数更多", f"投影参数总是 4·d_model² = {f['parameters'](d, h):,} 个，与 h 无关。"),
-            ("单头只能看一个词", "单头可以分散权重；做不到的是把几条线索分开保存。"),
-        ),
-        model_answer=model_answer(),
-    )
+    return Rubric((
+        RubricPoint("① 单头会把不同线索平均成一个向量",
+                    "单头对每个查询只有一组权重（它可以分给几个词），输出是加权平均：指代、句法等线索被混进同一个"
+                    "向量，分不开。", ("平均", "一组", "混", "加权")),
+        RubricPoint("② 切成 h 个子空间，计算量相近",
+                    f"W_i^Q、W_i^K、W_i^V 把 d_model 投影成 h 个 d_k 维子空间，各头一组权重；h × d_k = d_model"
+                    f"（{h} × {d_k} = {d}），矩阵乘法总量与单头相同，只有 softmax 工作量 3·h·n² 随 h 增长，"
+                    "所以是「相近」。",
+                    ("子空间", "投影", "d_k", "算力", "计算量", "相近", "守恒", "softmax")),
+        RubricPoint("③ 头数要适中（表 3）",
+                    f"单头比最好的设置低；h = {widest['h']} 时每头只剩 d_k = {widest['d_k']}，BLEU 回落。"
+                    "头太多和头太窄在 (A) 行里绑在一起，分不开。", ("表 3", "太窄", "适中", "BLEU", "越多越好")),
+    ), (
+        ("头越多越好", f"表 3 里 h = {widest['h']}（d_k = {widest['d_k']}）的 BLEU 降到 {widest['bleu']}。"),
+        ("多头的计算量是单头的 h 倍", "h × d_k = d_model：矩阵乘法总量与单头相同，并不按头数翻倍。"),
+        ("多头的参数更多", f"投影参数总是 4·d_model² = {parameters(d, h):,} 个，与 h 无关。"),
+        ("单头只能看一个词", "单头可以分散权重；做不到的是把几条线索分开保存。"),
+    ), model_answer())
 
 
 def model_answer() -> str:
     """The lesson's answer ①②③ with the 严格来说 corrections and two follow-ups; numbers from lesson_lib."""
     f = facts()
-    d, h, d_k = f["d"], f["h"], f["d_k"]
-    n = N_FLOPS_EXAMPLE
-    rows = f["table_a"]
+    d, h, d_k, n, rows = f["d"], f["h"], f["d_k"], N_FLOPS_EXAMPLE, f["table_a"]
     best = max(r["bleu"] for r in rows)
     single = next(r for r in rows if r["h"] == 1)
     widest = max(rows, key=lambda r: r["h"])
     narrow_b = next(r for r in f["table3"] if r["row"] == "B" and r["d_k"] == widest["d_k"])
-    total = f["count"](n, d, h).matmul_total
+    total = count(n, d, h).matmul_total
     mha, gqa, mqa = (kv_sharing(d, h, k) for k in (h, GQA_GROUPS, 1))
     return (
         "参考答案（核心：用几乎不变的计算量换来几组互不干扰的权重）\n"
@@ -83,17 +77,15 @@ def model_answer() -> str:
     )
 
 
-@cache  # the digest reads the question and the points' names, which never change in a running kernel
+@cache  # the question and the points' names never change in a running kernel
 def interview_version() -> str:
-    """The interview's version digest: its question and the names of its rubric points."""
     return question_version(INTERVIEW_QUESTION, interview_rubric(), "self")
 
 
 def interview_check(answer) -> Feedback:
     """The rubric and reference answer to compare with; a hint names cue words in the answer; never a verdict."""
     rubric = interview_rubric()
-    fb = rubric_feedback(INTERVIEW_ID, rubric.text() + "\n" + rubric.model_answer, answer, rubric,
-                         MAX_INTERVIEW_CHARS)  # fmt: skip
+    fb = rubric_feedback(INTERVIEW_ID, rubric.text() + "\n" + rubric.model_answer, answer, rubric, MAX_INTERVIEW_CHARS)
     return replace(fb, version=interview_version())
 
 

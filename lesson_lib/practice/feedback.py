@@ -84,11 +84,6 @@ def unreadable(qid: str, explanation: str, message: str, head: str = FORM, parts
     return Feedback(False, head + message, explanation, qid, blank=True, unread=True, parts=tuple(parts))
 
 
-def echo(text: str, limit: int = 24) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 # ---------------------------------------------------------------------------------------------- versions
 _TEACHING_TEXT = {"hints", "generic", "praise", "placeholder", "misconceptions", "model_answer", "description",
                   "cues", "text", "explanation"}  # wording that may improve without changing what is asked or accepted

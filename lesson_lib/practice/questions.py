@@ -40,18 +40,8 @@ def question_ids() -> tuple[str, ...]:
     return tuple(_BUILDERS)
 
 
-def lab_question_ids() -> tuple[str, ...]:
-    return tuple(LAB)
-
-
 def questions() -> dict[str, Question]:
     return {qid: question(qid) for qid in _BUILDERS}
-
-
-def clear_cache() -> None:
-    """Forget built questions and facts (tests change the paper's numbers)."""
-    question.cache_clear()
-    facts.cache_clear()
 
 
 def _base() -> tuple[int, int, int]:

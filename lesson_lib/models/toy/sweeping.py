@@ -19,9 +19,6 @@ class SweepResult:
     task: Task
     config: TrainConfig
 
-    def as_json(self) -> dict:
-        return {"results": self.results, "total_seconds": round(self.total_seconds, 3)}
-
 
 class SweepInterrupted(KeyboardInterrupt):
     """The sweep was interrupted; ``result`` holds the head counts that finished (possibly none)."""

@@ -51,7 +51,8 @@ def check_int(value, name: str, minimum=None, maximum=None, error=LessonInputErr
 
 def check_number(value, name: str, minimum=None, maximum=None) -> float:
     """``value`` as a finite float in [minimum, maximum]; bool, text and NaN are refused."""
-    return _check_scalar(value, name, minimum, maximum, LessonInputError, (int, float, np.integer, np.floating), "数", float)
+    kinds = (int, float, np.integer, np.floating)
+    return _check_scalar(value, name, minimum, maximum, LessonInputError, kinds, "数", float)
 
 
 def check_choice(value, name: str, choices, why: str = ""):

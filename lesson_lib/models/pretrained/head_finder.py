@@ -11,7 +11,7 @@ SCORE_NAMES = {"coref": "its → law（代词指回先行词）", "prev": "看�
 def find_token(tokens, word):
     """Index of the first ``word`` in ``tokens``; a Chinese error lists the tokens if it is absent."""
     if word not in tokens:
-        raise LessonInputError(f"这句话里没有词元 {word!r}。这句话的词元是：{' '.join(tokens)}")
+        raise LessonInputError(f"词元 {word!r} 在这句话里出现 0 次。这句话的词元是：{' '.join(tokens)}")
     return list(tokens).index(word)
 
 

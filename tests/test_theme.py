@@ -31,11 +31,6 @@ def test_box_uses_only_theme_variables(tone):
     assert all("var(--jp-" in c or c.strip() in {"inherit", "collapse"} for c in colours(html)), colours(html)
 
 
-def test_box_rejects_an_unknown_tone():
-    with pytest.raises(ValueError, match="unknown tone"):
-        theme.box("x", "purple")
-
-
 def test_every_summary_box_of_sections_2_3_5_is_themed():
     for html in (averaging.summary_html(averaging.demo(2, 3.0)),
                  heads.step_summary_html(heads.shape_steps(6, 512, 8), 2),

@@ -1,7 +1,5 @@
 """Training one model per seed for a head count, and scoring it on the fixed test set."""
 
-import time
-
 import numpy as np
 
 from lesson_lib.checks import LessonInputError, check_heads
@@ -52,20 +50,19 @@ def accuracy(params, h: int, data: Batch, task: Task = DEFAULT_TASK) -> np.ndarr
 
 
 def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
-                    progress=None) -> tuple[dict, np.ndarray, float]:
-    """(params, (S, 3) test accuracy, seconds of training and test) of one head count, trained once per process."""
+                    progress=None) -> tuple[dict, np.ndarray]:
+    """(params, (S, 3) test accuracy) of one head count, trained once per process."""
     check_run(task, cfg)
     h, seeds = check_heads(cfg.d_model, h), seed_list(seeds)
     key = (h, tuple(seeds), task, cfg)
     if key not in _FINISHED:
-        t0 = time.perf_counter()
         params = train(h, seeds, task, cfg, progress=progress)
         acc = accuracy(params, h, held_out_data(task, cfg), task)  # (S, 3)
         for array in (*params.values(), acc):
             array.flags.writeable = False  # shared by every caller of an identical run
         if len(_FINISHED) >= 64:
             _FINISHED.pop(next(iter(_FINISHED)))
-        _FINISHED[key] = (params, acc, time.perf_counter() - t0)
+        _FINISHED[key] = (params, acc)
     elif progress is not None:
         progress(cfg.steps)
     return _FINISHED[key]
@@ -74,6 +71,6 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
 def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
                   cfg: TrainConfig = DEFAULT_CONFIG) -> np.ndarray:
     """Attention maps (h, T, T) of an h-head model (one seed) on held-out sequence 0: §6's stand-in for its weights."""
-    params, _, _ = train_and_score(h, [seed], task, cfg)
+    params, _ = train_and_score(h, [seed], task, cfg)
     h = check_heads(cfg.d_model, h)
     return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0].copy()  # (h, T, T)

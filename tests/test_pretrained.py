@@ -216,9 +216,10 @@ def test_load_rejects_a_path_that_is_not_a_path(bad):
         pt.load(bad)
 
 
-def test_broken_file_in_the_notebook_is_explained_and_skipped(package_copy, capsys):
+def test_broken_file_in_the_notebook_is_explained_and_skipped(package_copy, capsys, monkeypatch):
     (package_copy / "config.json").write_bytes(b"{broken")
-    assert pt.load_or_explain(package_copy) is None  # the notebook runs on; §7–§10 are not lost
+    monkeypatch.setattr(minilm, "model_dir", lambda: package_copy)
+    assert pt.load_or_explain() is None  # the notebook runs on; §7–§10 are not lost
     printed = capsys.readouterr().out
     assert "没有载入" in printed and pt.FILES_SHA256["config.json"] in printed and "照常运行" in printed
 

@@ -129,9 +129,9 @@ def install_hint():
     )
 
 
-def load_or_explain(path=None):
+def load_or_explain():
     """``load()``, or None after printing why not (package missing, or the file broken) and what to do."""
-    return files.load_or_explain(load, available, install_hint, "多语言模型 multilingual-e5-small ", path)
+    return files.load_or_explain(load, available, install_hint, "多语言模型 multilingual-e5-small ")
 
 
 def load(path=None, verify=True):

@@ -76,9 +76,9 @@ def install_hint():
     )
 
 
-def load_or_explain(path=None):
+def load_or_explain():
     """``load()``, or None after printing why not (package missing, or a file broken) and what to do."""
-    return files.load_or_explain(load, available, install_hint, "第 6 节的真实模型 all-MiniLM-L6-v2 ", path)
+    return files.load_or_explain(load, available, install_hint, "第 6 节的真实模型 all-MiniLM-L6-v2 ")
 
 
 class WordPieceTokenizer:

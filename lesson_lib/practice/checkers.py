@@ -10,18 +10,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from lesson_lib.practice.feedback import (
-    ANSWER_FIRST,
-    INCOMPLETE,
-    REVIEW,
-    RIGHT,
-    SELF,
-    WRONG,
-    Feedback,
-    Question,
-    blank,
-    unreadable,
-)
+from lesson_lib.practice import feedback as fb
+from lesson_lib.practice.feedback import Feedback, Question, blank, unreadable
 from lesson_lib.practice.freetext import Rubric, hint_text
 
 MAX_BOX_CHARS = 120  # one answer box; a longer entry is refused before it is read
@@ -73,32 +63,22 @@ class Poly:
         return dict(self.terms).get(0, Fraction(0))
 
     def __add__(self, other: Poly) -> Poly:
-        out = dict(self.terms)
-        for p, c in other.terms:
-            out[p] = out.get(p, 0) + c
-        return Poly.make(out)
+        return _collect(self.terms + other.terms)
 
     def __neg__(self) -> Poly:
         return Poly.make({p: -c for p, c in self.terms})
 
-    def __sub__(self, other: Poly) -> Poly:
-        return self + (-other)
-
     def __mul__(self, other: Poly) -> Poly:
         if self.degree + other.degree > MAX_DEGREE:  # checked before computing
             raise ExpressionError(f"乘出来会有 n 的 {self.degree + other.degree} 次方，超过了上限 {MAX_DEGREE}。")
-        out: dict[int, Fraction] = {}
-        for p, a in self.terms:
-            for q, b in other.terms:
-                out[p + q] = out.get(p + q, 0) + a * b
-        return Poly.make(out)
+        return _collect((p + q, a * b) for p, a in self.terms for q, b in other.terms)
 
     def divide(self, other: Poly) -> Poly:
         if not other.is_constant:
             raise ExpressionError("这里只支持除以一个常数（例如 512 / 8），不支持除以含 n 的式子。")
         if other.constant == 0:
             raise ExpressionError("式子里出现了除以 0：请检查分母。")
-        return Poly.make({p: c / other.constant for p, c in self.terms})
+        return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
         """The exponent's size is checked before anything is computed: ``n ** d ** h`` is refused at once."""
@@ -128,6 +108,13 @@ class Poly:
             text += (" - " if text else "-") if c < 0 else (" + " if text else "")
             text += num + var
         return text or "0"
+
+
+def _collect(terms) -> Poly:
+    out: dict[int, Fraction] = {}
+    for p, c in terms:
+        out[p] = out.get(p, 0) + c
+    return Poly.make(out)
 
 
 def fmt_number(x) -> str:
@@ -186,15 +173,10 @@ _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?
 
 
 def _chinese_number(m: re.Match) -> str:
-    """六十四 -> 64, 五百一十二 -> 512, 六四 -> 64 (万 and 亿 are multipliers, read later)."""
-    if not any(ch in _TENS for ch in m.group()):
-        return "".join(str(_DIGITS[ch]) for ch in m.group())
+    """六十四 -> 64, 五百零八 -> 508, 六四 -> 64 (万 and 亿 are multipliers, read later)."""
     total, digit = 0, 0
     for ch in m.group():
-        if ch in _TENS:
-            total, digit = total + (digit or 1) * _TENS[ch], 0
-        else:
-            digit = _DIGITS[ch]
+        total, digit = (total + (digit or 1) * _TENS[ch], 0) if ch in _TENS else (total, digit * 10 + _DIGITS[ch])
     return str(total + digit)
 
 
@@ -225,7 +207,7 @@ class _Parser:
     atom := number | name | ( expr ). Bounded in tokens and depth; builds a Poly, never evaluates code."""
 
     def __init__(self, text: str, symbols: dict[str, Poly]):
-        self.symbols, self.tokens, self.i, self.depth, pos, text = symbols, [], 0, 0, 0, text.rstrip()
+        self.symbols, self.tokens, self.i, pos, text = symbols, [], 0, 0, text.rstrip()
         while pos < len(text):
             if not (m := _TOKEN.match(text, pos)):
                 bad = text[pos:].strip()[:1]
@@ -236,77 +218,61 @@ class _Parser:
                 raise ExpressionError(f"式子太长了（超过 {MAX_TOKENS} 个记号）：请只写关键的一行。")
         if not self.tokens:
             raise ExpressionError("式子是空的。")
+        self.tokens.append(("end", ""))
 
     def parse(self) -> Poly:
-        result = self.expr()
-        if self.i < len(self.tokens):
+        result = self.expr(0)
+        if self.tokens[self.i][0] != "end":
             raise ExpressionError(f"读到「{self.tokens[self.i][1]}」时接不上了：是不是少了运算符或括号？")
         return result
 
-    def peek(self) -> tuple[str, str]:
-        return self.tokens[self.i] if self.i < len(self.tokens) else ("end", "")
-
     def take(self) -> tuple[str, str]:
         self.i += 1
-        return self.tokens[self.i - 1] if self.i <= len(self.tokens) else ("end", "")
+        return self.tokens[self.i - 1]
 
-    def nested(self, read) -> Poly:
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）：请把式子写得简单一些。")
-        result = read()
-        self.depth -= 1
+    def expr(self, depth: int) -> Poly:
+        result = self.term(depth)
+        while self.tokens[self.i] in (("op", "+"), ("op", "-")):
+            result = result + self.term(depth) if self.take()[1] == "+" else result + -self.term(depth)
         return result
 
-    def expr(self) -> Poly:
-        result = self.term()
-        while self.peek() in (("op", "+"), ("op", "-")):
-            result = result + self.term() if self.take()[1] == "+" else result - self.term()
-        return result
-
-    def term(self) -> Poly:
-        result = self.unary()
+    def term(self, depth: int) -> Poly:
+        result = self.unary(depth)
         while True:
-            kind, value = self.peek()
-            if kind == "op" and value in "*×·/":
-                self.take()
-                result = result.divide(self.unary()) if value == "/" else result * self.unary()
-            elif kind == "name" or (kind, value) == ("op", "("):
-                result = result * self.unary()  # 512n, 8(n·64·n)
-            elif kind == "num":
-                pair = " ".join(t[1] for t in self.tokens[max(0, self.i - 1) : self.i + 1])
+            kind, value = self.tokens[self.i]
+            if kind == "num":
+                pair = f"{self.tokens[self.i - 1][1]} {value}"
                 raise ExpressionError(f"「{pair}」之间缺少运算符：请用 × 或 · 连起来（平方写成 n^2 或 n²）。")
-            else:
+            if kind == "op" and value in "*×·/":
+                self.i += 1
+            elif kind != "name" and value != "(":  # 512n, 8(n·64·n) multiply
                 return result
+            result = result.divide(self.unary(depth)) if value == "/" else result * self.unary(depth)
 
-    def unary(self) -> Poly:
-        if self.peek() in (("op", "-"), ("op", "+")):
-            return self.nested(self.unary) if self.take()[1] == "+" else -self.nested(self.unary)
-        base = self.atom()
-        if self.peek() == ("op", "^"):
-            self.take()
-            return base.power(self.nested(self.unary))
-        return base
-
-    def atom(self) -> Poly:
+    def unary(self, depth: int) -> Poly:
+        if depth > MAX_DEPTH:
+            raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）：请把式子写得简单一些。")
         kind, value = self.take()
-        if kind == "num":
-            if len(value) > 30:
-                raise ExpressionError("数字位数太多了：请检查是不是多打了几位。")
-            return Poly.const(Fraction(value))
-        if kind == "name":
-            if value not in self.symbols:
-                names = "、".join(sorted(self.symbols)) or "（无）"
-                raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。平方请写成 n^2 或 n²。")
-            return self.symbols[value]
-        if (kind, value) == ("op", "("):
-            inner = self.nested(self.expr)
+        if value in ("+", "-"):
+            return self.unary(depth + 1) if value == "+" else -self.unary(depth + 1)
+        if kind == "num" and len(value) > 30:
+            raise ExpressionError("数字位数太多了：请检查是不是多打了几位。")
+        if kind == "name" and value not in self.symbols:
+            names = "、".join(sorted(self.symbols)) or "（无）"
+            raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。平方请写成 n^2 或 n²。")
+        if value == "(":
+            base = self.expr(depth + 1)
             if self.take() != ("op", ")"):
                 raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
-            return inner
-        if kind == "end":
-            raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？")
-        raise ExpressionError(f"「{value}」出现的位置不对：请检查式子的写法。")
+        elif kind in ("num", "name"):
+            base = Poly.const(Fraction(value)) if kind == "num" else self.symbols[value]
+        else:
+            raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？" if kind == "end" else
+                                  f"「{value}」出现的位置不对：请检查式子的写法。")  # fmt: skip
+        if self.tokens[self.i] == ("op", "^"):
+            self.i += 1
+            return base.power(self.unary(depth + 1))
+        return base
 
 
 def parse_expression(text: str, symbols: dict[str, Poly] | None = None) -> Poly:
@@ -418,13 +384,13 @@ class NumberBox:
 
 @dataclass(frozen=True)
 class ExpressionBox:
-    """A polynomial in n (symbols map names to Polys); ``diagnose`` explains a wrong one."""
+    """A polynomial in n (symbols map names to Polys)."""
 
     name: str
     label: str
     target: Poly
     symbols: dict
-    diagnose: Callable[[Poly], str]
+    wrong_why: Callable[[Poly], str]  # explains a wrong value
     unit: str = ""
     placeholder: str = ""
 
@@ -434,9 +400,6 @@ class ExpressionBox:
 
     def right(self, value: Poly) -> bool:
         return value == self.target
-
-    def wrong_why(self, value: Poly) -> str:
-        return self.diagnose(value)
 
     def shown(self, value: Poly) -> str:
         return str(value)
@@ -544,17 +507,18 @@ def check_form(q: Question, answer) -> Feedback:
         problems += [f"「{b.label}」{why}"] if values[b.name] is None else []
         states.append((b.name, "unread" if values[b.name] is None else "read"))
     if empty and not problems:
-        return unreadable(q.id, q.explanation, f"{'、'.join(empty)}还空着，全部填好再提交。", INCOMPLETE, states)
+        return unreadable(q.id, q.explanation, f"{'、'.join(empty)}还空着，全部填好再提交。", fb.INCOMPLETE, states)
     if problems:
         return unreadable(q.id, q.explanation, "".join(problems) + (f"{'、'.join(empty)}还空着。" if empty else ""),
                           parts=states)
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in k.boxes)
     echoes = tuple((b.name, b.shown(values[b.name])) for b in k.boxes)  # exact: never rounded to the answer
     if all(v == "right" for _, v in verdicts):
-        return Feedback(True, RIGHT + k.praise, q.explanation, q.id, parts=verdicts, echoes=echoes)
+        return Feedback(True, fb.RIGHT + k.praise, q.explanation, q.id, parts=verdicts, echoes=echoes)
     if k.whole is not None and (said := k.whole(values)):
         shape_id = "shape=(" + ", ".join(_plain(v) for v in values.values()) + ")"
-        return Feedback(False, WRONG + said, q.explanation, q.id, parts=verdicts, mistakes=(shape_id,), echoes=echoes)
+        return Feedback(False, fb.WRONG + said, q.explanation, q.id, parts=verdicts, mistakes=(shape_id,),
+                        echoes=echoes)
     wrong = [b for b in k.boxes if not b.right(values[b.name])]
     parts = [f"「{b.label}」你{'选' if isinstance(b, ChoiceBox) else '填'}的是 {dict(echoes)[b.name]}。"
              f"{b.wrong_why(values[b.name])}" for b in wrong]
@@ -562,7 +526,7 @@ def check_form(q: Question, answer) -> Feedback:
         parts.append(f"{'、'.join(f'「{b.label}」' for b in k.boxes if b not in wrong)}填得对。")
     named = [b for b in wrong if (any(Fraction(x) == values[b.name] for x, _ in b.hints) if isinstance(b, NumberBox)
                                   else b.wrong_why(values[b.name]))]  # a known mistake, not just any wrong value
-    return Feedback(False, WRONG + "".join(parts), q.explanation, q.id, parts=verdicts, echoes=echoes,
+    return Feedback(False, fb.WRONG + "".join(parts), q.explanation, q.id, parts=verdicts, echoes=echoes,
                     mistakes=tuple(f"{b.name}={_plain(values[b.name])}" for b in named))
 
 
@@ -595,16 +559,16 @@ def check_choice(q: Question, answer) -> Feedback:
     if single and len(chosen) > 1:
         return unreadable(q.id, q.explanation, f"这道题只选一项，你选了 {'、'.join(chosen)}。")
     if set(chosen) == k.answer or (single and chosen[0] in k.answer):
-        return Feedback(True, RIGHT + k.praise, q.explanation, q.id)
+        return Feedback(True, fb.RIGHT + k.praise, q.explanation, q.id)
     if single:
-        return Feedback(False, f"{WRONG}选项 {chosen[0]}：{why[chosen[0]]}", q.explanation, q.id,
+        return Feedback(False, f"{fb.WRONG}选项 {chosen[0]}：{why[chosen[0]]}", q.explanation, q.id,
                         mistakes=(f"option={chosen[0]}",))  # fmt: skip
     wrong, missing = sorted(set(chosen) - k.answer), k.answer - set(chosen)
     parts = [f"{'、'.join(good)} 选得对。"] if (good := sorted(set(chosen) & k.answer)) else []
     parts += [f"{key} 不该选：{why[key]}" for key in wrong]
     parts += [f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。"] if missing else []
     mistakes = tuple(f"option={key}" for key in wrong) + (("missing",) if missing else ())
-    return Feedback(False, WRONG + "".join(parts), q.explanation, q.id, mistakes=mistakes)
+    return Feedback(False, fb.WRONG + "".join(parts), q.explanation, q.id, mistakes=mistakes)
 
 
 # --------------------------------------------------------------------------------------------- self-explanation
@@ -616,9 +580,9 @@ def check_self(q: Question, answer) -> Feedback:
 def rubric_feedback(qid: str, explanation: str, answer, rubric: Rubric, cap: int) -> Feedback:
     text = clean(answer, cap + 1).strip()
     if not text:  # nothing to compare yet: a prompt, no verdict
-        return Feedback(False, f"{ANSWER_FIRST}先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
+        return Feedback(False, f"{fb.ANSWER_FIRST}先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
                                "就会出现要点清单和常见误解，由你自己对照。", explanation, qid, blank=True, judged=False)
-    head = f"{REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，再点「记录自评」。"
+    head = f"{fb.REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，再点「记录自评」。"
     if len(text) > cap:
         head += f"（回答超过 {cap} 字，提示只看了前 {cap} 字。）"
     hint = hint_text(text[:cap], rubric)
@@ -630,7 +594,7 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
     names = [p.name for p in rubric.points]
     chosen = tuple(n for n in names if n in set(ticked or ()))
     rest = [n for n in names if n not in chosen]
-    message = f"{SELF}你勾了 {len(chosen)} / {len(names)} 个要点。"
+    message = f"{fb.SELF}你勾了 {len(chosen)} / {len(names)} 个要点。"
     if rest:
         message += "没勾的：" + "；".join(rest) + "。可以改一改你的回答，再对照一次。"
     else:

@@ -82,22 +82,14 @@ class Poly:
 
     def power(self, exponent: Poly) -> Poly:
         """The exponent's size is checked before anything is computed: ``n ** d ** h`` is refused at once."""
-        if not exponent.is_constant or exponent.constant.denominator != 1:
-            raise ExpressionError("指数必须是整数，例如 n^2 或 n²。")
-        k = int(exponent.constant)
-        if abs(k) > MAX_EXPONENT:
+        if not exponent.is_constant or exponent.constant.denominator != 1 or exponent.constant < 0:
+            raise ExpressionError("指数必须是不小于 0 的整数，例如 n^2 或 n²。")
+        if (k := int(exponent.constant)) > MAX_EXPONENT:
             raise ExpressionError(f"指数 {k} 太大了（上限 {MAX_EXPONENT}）：乘法次数的式子里用不到这么高的次方。")
-        if k < 0 and (not self.is_constant or self.constant == 0):
-            raise ExpressionError("负指数只能用在非零常数上（例如 10^-3），不能用在 n 上。")
-        if self.degree * k > MAX_DEGREE:
-            raise ExpressionError(f"乘出来会有 n 的 {self.degree * k} 次方，超过了上限 {MAX_DEGREE}。")
-        result, base = Poly.const(1), (Poly.const(1 / self.constant) if k < 0 else self)
-        for _ in range(abs(k)):
-            result = result * base
+        result = Poly.const(1)
+        for _ in range(k):
+            result = result * self
         return result
-
-    def value_at(self, n) -> Fraction:
-        return sum((c * Fraction(n) ** p for p, c in self.terms), Fraction(0))
 
     def __str__(self) -> str:
         text = ""
@@ -191,7 +183,7 @@ def _box_text(raw: str) -> str:
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS).replace("**", "^")
     t = re.sub(r"_\(([a-z0-9]+)\)", r"_\1", t)  # d_{k} (braces became parentheses) -> d_k
     t = re.sub(r"(?<=[\d)千万亿])\s*([千万亿km])(?![a-z^(])", lambda m: f"*10^({_MULTIPLIERS[m.group(1)]}) ", t)
-    t = re.sub(r"(?<=\d)e([+-]?\d{1,3})(?![\d.])", r"*10^(\1)", t)  # 5.5e7
+    t = re.sub(r"(?<=\d)e([+-]?)(\d{1,3})(?![\d.])", lambda m: f"{'/' if m[1] == '-' else '*'}10^({m[2]}) ", t)
     t = re.sub(r"\s*的?\s*([平立])方", lambda m: "^2 " if m.group(1) == "平" else "^3 ", t)  # n 的平方
     t = t.replace("除以", "/").replace("乘以", "×")
     t = re.sub(r"(?<=[\d)\s])x(?=[\s\d(])", "×", t)  # 8 x 64 means 8 × 64
@@ -297,14 +289,15 @@ def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tu
     if re.search(r"[^\x00-\x7f×·]", t) or re.search(r"[,;:!?'\"]", t):
         return None, "这一栏只读一个数或一个式子，读不了文字和标点：请只填数（单位已经写在框旁边）。"
     labels = {ALIASES.get(x, x) for x in labels}
-    if (split := _split_note(t)) is not None:
-        main, _ = _read_sides(split[0], symbols, labels)
-        verdict = _note(main, split[1], symbols, labels) if main is not None else "product"
-        if verdict == "agrees":
-            return main, ""
-        if verdict == "differs":
-            return None, (f"括号外是 {main}，括号里的备注和它不是同一个值：请只填你的答案（算式可以写成 "
-                          "a / b = c，不要用括号做备注）。")
+    if split := _split_note(t):  # a note is one more side of the equation, unless it is a remark or a factor
+        main, note = split
+        remark = note.split("=")[0].strip()
+        if "=" in note and remark in symbols and remark not in labels:  # 「(h=16)」: true of the question?
+            if _read_sides(note, symbols, labels)[0] is None:
+                return None, f"括号里的「{note}」和本题不符：请只填你的答案，不要加备注。"
+            t = main
+        elif not _is_factor(main, note, symbols, labels):
+            t = f"{main} = {note}"
     return _read_sides(t, symbols, labels)
 
 
@@ -320,17 +313,10 @@ def _split_note(t: str) -> tuple[str, str] | None:
     return None
 
 
-def _note(main: Poly, note: str, symbols: dict[str, Poly], labels: set[str]) -> str:
-    """A note after a value: "agrees" (equal to it, or a true remark such as h=16), "differs" (says something else,
-    or claims an equality that does not hold), or "product" (8(n·64·n))."""
-    sides = [s.strip() for s in note.split("=")]
-    value, _ = _read_sides(note, symbols, labels)
-    if len(sides) > 1 and sides[0] in symbols and sides[0] not in labels:  # 「(h=16)」: says nothing of main
-        return "agrees" if value is not None else "differs"
-    if value == main:
-        return "agrees"
-    product = len(sides) == 1 and value is not None and main.is_constant and not value.is_constant
-    return "product" if product else "differs"
+def _is_factor(main: str, note: str, symbols: dict[str, Poly], labels: set[str]) -> bool:
+    """8(n·64·n): a number times a bracket in n is a product, not a note."""
+    a, b = _read_sides(main, symbols, labels)[0], _read_sides(note, symbols, labels)[0]
+    return "=" not in note and a is not None and b is not None and a.is_constant and not b.is_constant
 
 
 def _read_sides(text: str, symbols: dict[str, Poly], labels: set[str]) -> tuple[Poly | None, str]:

@@ -199,15 +199,12 @@ class _Parser:
     atom := number | name | ( expr ). Bounded in tokens and depth; builds a Poly, never evaluates code."""
 
     def __init__(self, text: str, symbols: dict[str, Poly]):
-        self.symbols, self.tokens, self.i, pos, text = symbols, [], 0, 0, text.rstrip()
-        while pos < len(text):
-            if not (m := _TOKEN.match(text, pos)):
-                bad = text[pos:].strip()[:1]
-                raise ExpressionError(f"式子里有看不懂的字符「{bad}」：只能用数字、n、+ − × · / ^ ² 和括号。")
-            self.tokens.append((m.lastgroup, m.group(m.lastgroup)))
-            pos = m.end()
-            if len(self.tokens) > MAX_TOKENS:
-                raise ExpressionError(f"式子太长了（超过 {MAX_TOKENS} 个记号）：请只写关键的一行。")
+        self.symbols, self.i = symbols, 0
+        if bad := _TOKEN.sub("", text).strip():
+            raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」：只能用数字、n、+ − × · / ^ ² 和括号。")
+        self.tokens = [(m.lastgroup, m.group(m.lastgroup)) for m in _TOKEN.finditer(text)]
+        if len(self.tokens) > MAX_TOKENS:
+            raise ExpressionError(f"式子太长了（超过 {MAX_TOKENS} 个记号）：请只写关键的一行。")
         if not self.tokens:
             raise ExpressionError("式子是空的。")
         self.tokens.append(("end", ""))
@@ -288,7 +285,7 @@ def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tu
         return None, "这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b（例如 512 / 16）。"
     if re.search(r"[^\x00-\x7f×·]", t) or re.search(r"[,;:!?'\"]", t):
         return None, "这一栏只读一个数或一个式子，读不了文字和标点：请只填数（单位已经写在框旁边）。"
-    labels = {ALIASES.get(x, x) for x in labels}
+    labels = set(labels)
     if split := _split_note(t):  # a note is one more side of the equation, unless it is a remark or a factor
         main, note = split
         remark = note.split("=")[0].strip()
@@ -322,8 +319,7 @@ def _is_factor(main: str, note: str, symbols: dict[str, Poly], labels: set[str])
 def _read_sides(text: str, symbols: dict[str, Poly], labels: set[str]) -> tuple[Poly | None, str]:
     values = []
     for side in text.split("="):
-        side = ALIASES.get(side.strip(), side.strip())
-        if side and side not in labels:
+        if (side := side.strip()) and side not in labels:
             try:
                 values.append(_Parser(side, symbols).parse())
             except ExpressionError as exc:
@@ -344,7 +340,6 @@ class NumberBox:
     label: str  # the visible label before the box
     target: Fraction | int
     unit: str = ""  # shown after the box
-    rel_tol: float = 0.0
     symbols: dict = field(default_factory=dict)  # names a learner may write in the box (d_model, h …) -> value
     hints: tuple = ()
     generic: str = ""
@@ -358,8 +353,7 @@ class NumberBox:
         return (None, why) if value is None else (value.constant, "")
 
     def right(self, value: Fraction) -> bool:
-        target = Fraction(self.target)
-        return abs(value - target) <= abs(target) * Fraction(self.rel_tol) if self.rel_tol else value == target
+        return value == self.target
 
     def wrong_why(self, value: Fraction) -> str:
         return next((hint for known, hint in self.hints if Fraction(known) == value), self.generic)
@@ -502,7 +496,7 @@ def check_form(q: Question, answer) -> Feedback:
     if all(v == "right" for _, v in verdicts):
         return Feedback(True, fb.RIGHT + k.praise, q.explanation, q.id, parts=verdicts, echoes=echoes)
     if k.whole is not None and (said := k.whole(values)):
-        shape_id = "shape=(" + ", ".join(_plain(v) for v in values.values()) + ")"
+        shape_id = "shape=(" + ", ".join(str(v) for v in values.values()) + ")"
         return Feedback(False, fb.WRONG + said, q.explanation, q.id, parts=verdicts, mistakes=(shape_id,),
                         echoes=echoes)
     wrong = [b for b in k.boxes if not b.right(values[b.name])]
@@ -513,12 +507,7 @@ def check_form(q: Question, answer) -> Feedback:
     named = [b for b in wrong if (any(Fraction(x) == values[b.name] for x, _ in b.hints) if isinstance(b, NumberBox)
                                   else b.wrong_why(values[b.name]))]  # a known mistake, not just any wrong value
     return Feedback(False, fb.WRONG + "".join(parts), q.explanation, q.id, parts=verdicts, echoes=echoes,
-                    mistakes=tuple(f"{b.name}={_plain(values[b.name])}" for b in named))
-
-
-def _plain(value) -> str:
-    """A value as a mistake id writes it: 8192, 1/3, 512n², 变多 (no thousands separators)."""
-    return str(value).replace(",", "")
+                    mistakes=tuple(f"{b.name}={str(values[b.name]).replace(',', '')}" for b in named))
 
 
 # --------------------------------------------------------------------------------------------- choices
@@ -558,12 +547,8 @@ def check_choice(q: Question, answer) -> Feedback:
 
 
 # --------------------------------------------------------------------------------------------- self-explanation
-def check_self(q: Question, answer) -> Feedback:
-    """Free text: never graded. Returns the rubric to compare with, and a hint naming words in the answer."""
-    return rubric_feedback(q.id, q.explanation, answer, q.key, MAX_CHARS["self"])
-
-
 def rubric_feedback(qid: str, explanation: str, answer, rubric: Rubric, cap: int) -> Feedback:
+    """Free text is never graded: the learner gets the rubric to compare with, and a hint naming words it used."""
     text = clean(answer, cap + 1).strip()
     if not text:  # nothing to compare yet: a prompt, no verdict
         return Feedback(False, f"{fb.ANSWER_FIRST}先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
@@ -579,15 +564,14 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
     """The learner's own tick of the rubric, recorded as a self-assessment (never as 正确)."""
     names = [p.name for p in rubric.points]
     chosen = tuple(n for n in names if n in set(ticked or ()))
-    rest = [n for n in names if n not in chosen]
-    message = f"{fb.SELF}你勾了 {len(chosen)} / {len(names)} 个要点。"
-    if rest:
-        message += "没勾的：" + "；".join(rest) + "。可以改一改你的回答，再对照一次。"
-    else:
-        message += "按你自己的对照，要点都说到了；再看一眼上面的误解，你的回答里没有吧？"
+    rest = "；".join(n for n in names if n not in chosen)
+    message = f"{fb.SELF}你勾了 {len(chosen)} / {len(names)} 个要点。" + (
+        f"没勾的：{rest}。可以改一改你的回答，再对照一次。" if rest else
+        "按你自己的对照，要点都说到了；再看一眼上面的误解，你的回答里没有吧？")  # fmt: skip
     return Feedback(False, message, "", qid, judged=False, covered=chosen)
 
 
 CHECKERS: dict[str, Callable[[Question, object], Feedback]] = {
-    "form": check_form, "single": check_choice, "multi": check_choice, "self": check_self,
+    "form": check_form, "single": check_choice, "multi": check_choice,
+    "self": lambda q, answer: rubric_feedback(q.id, q.explanation, answer, q.key, MAX_CHARS["self"]),
 }

@@ -161,6 +161,7 @@ _LATEX = re.compile(r"\\(times|cdot|div)|\\(left|right|[,;! ])|\$")
 # Words a learner writes around a value: units, 「约」, 「答：」; 「是」「等于」「为」 say "=". Other words are prose.
 _BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?")
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
+_NOTE = re.compile(r"(.*[^\s^(+\-*/×·=])\s*\(([^()]*)\)")  # 「main (note)」: n^(2) is no note
 _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>[-+*/^()×·]))")
 
 
@@ -177,7 +178,7 @@ def _box_text(raw: str) -> str:
     54,988,800, d_{k}, n 的平方 folded; units and filler words gone; 「是」 as "="; a closing full stop dropped."""
     t = _LATEX.sub(lambda m: {"times": "×", "cdot": "·", "div": "/"}.get(m.group(1) or "", " "), raw)
     t = "".join(str(unicodedata.decimal(c)) if c.isdecimal() and not c.isascii() else c for c in t)  # ٣٢, ６４
-    t = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^(" + m.group().translate(_FROM_SUPERSCRIPT) + ") ", t)
+    t = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^" + m.group().translate(_FROM_SUPERSCRIPT) + " ", t)
     t = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), t)
     t = re.sub(r"[零〇一二两三四五六七八九十][零〇一二两三四五六七八九十百千]*", _chinese_number, t)
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS).replace("**", "^")
@@ -189,9 +190,9 @@ def _box_text(raw: str) -> str:
     t = re.sub(r"(?<=[\d)\s])x(?=[\s\d(])", "×", t)  # 8 x 64 means 8 × 64
     t = re.sub(r"^\s*([a-z_][a-z0-9_]*)\s*[:：]\s*(?=\S)", r"\1 = ", t)  # d_k：32 reads like d_k = 32
     t = re.sub(r"等于|是|为", "=", _BOX_WORDS.sub(" ", t))
-    t = re.sub(r"[。．!！?？;；:：,，、\s]+$", "", t.strip())
+    t = re.sub(r"^[\s:]+|[。!?;:,、\s]+$", "", t)  # 「答：32。」 (full-width forms are ASCII by now)
     t = re.sub(r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", "", t)  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
-    return _NAME.sub(lambda m: ALIASES.get(m.group(), m.group()), re.sub(r"^[:：]", "", t).strip())
+    return _NAME.sub(lambda m: ALIASES.get(m.group(), m.group()), t)
 
 
 class _Parser:
@@ -244,8 +245,6 @@ class _Parser:
         kind, value = self.take()
         if value in ("+", "-"):
             return self.unary(depth + 1) if value == "+" else -self.unary(depth + 1)
-        if kind == "num" and len(value) > 30:
-            raise ExpressionError("数字位数太多了：请检查是不是多打了几位。")
         if kind == "name" and value not in self.symbols:
             names = "、".join(sorted(self.symbols)) or "（无）"
             raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。平方请写成 n^2 或 n²。")
@@ -286,8 +285,8 @@ def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tu
     if re.search(r"[^\x00-\x7f×·]", t) or re.search(r"[,;:!?'\"]", t):
         return None, "这一栏只读一个数或一个式子，读不了文字和标点：请只填数（单位已经写在框旁边）。"
     labels = set(labels)
-    if split := _split_note(t):  # a note is one more side of the equation, unless it is a remark or a factor
-        main, note = split
+    if m := _NOTE.fullmatch(t):  # a note is one more side of the equation, unless it is a remark or a factor
+        main, note = m.group(1), m.group(2).strip()
         remark = note.split("=")[0].strip()
         if "=" in note and remark in symbols and remark not in labels:  # 「(h=16)」: true of the question?
             if _read_sides(note, symbols, labels)[0] is None:
@@ -296,18 +295,6 @@ def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tu
         elif not _is_factor(main, note, symbols, labels):
             t = f"{main} = {note}"
     return _read_sides(t, symbols, labels)
-
-
-def _split_note(t: str) -> tuple[str, str] | None:
-    """「main (note)」: the last top-level parenthesised group, after something that is not an operator (n^(2) is no
-    note); None when there is none."""
-    depth = 0
-    for i in range(len(t) - 1, -1, -1) if t.endswith(")") else ():
-        depth += {")": 1, "(": -1}.get(t[i], 0)
-        if depth == 0:
-            main = t[:i].rstrip()
-            return None if not main or main[-1] in "^(+-*/×·=" else (main, t[i + 1 : -1].strip())
-    return None
 
 
 def _is_factor(main: str, note: str, symbols: dict[str, Poly], labels: set[str]) -> bool:

@@ -34,8 +34,12 @@ class Poly:
     terms: tuple[tuple[int, Fraction], ...] = ()
 
     @staticmethod
-    def make(mapping: dict[int, Fraction]) -> Poly:
-        terms = tuple(sorted((p, Fraction(c)) for p, c in mapping.items() if c != 0))
+    def make(pairs) -> Poly:
+        """(power, coefficient) pairs, or a {power: coefficient} dict, summed into a bounded Poly."""
+        out: dict[int, Fraction] = {}
+        for p, c in pairs.items() if isinstance(pairs, dict) else pairs:
+            out[p] = out.get(p, 0) + Fraction(c)
+        terms = tuple(sorted((p, c) for p, c in out.items() if c != 0))
         if terms and terms[-1][0] > MAX_DEGREE:
             raise ExpressionError(f"式子里出现了 n 的 {terms[-1][0]} 次方，超过了本题的上限 {MAX_DEGREE}：次数太高了。")
         if any(max(abs(c.numerator), c.denominator) >= 10**MAX_COEFFICIENT_DIGITS for _, c in terms):
@@ -63,15 +67,12 @@ class Poly:
         return dict(self.terms).get(0, Fraction(0))
 
     def __add__(self, other: Poly) -> Poly:
-        return _collect(self.terms + other.terms)
-
-    def __neg__(self) -> Poly:
-        return Poly.make({p: -c for p, c in self.terms})
+        return Poly.make(self.terms + other.terms)
 
     def __mul__(self, other: Poly) -> Poly:
         if self.degree + other.degree > MAX_DEGREE:  # checked before computing
             raise ExpressionError(f"乘出来会有 n 的 {self.degree + other.degree} 次方，超过了上限 {MAX_DEGREE}。")
-        return _collect((p + q, a * b) for p, a in self.terms for q, b in other.terms)
+        return Poly.make((p + q, a * b) for p, a in self.terms for q, b in other.terms)
 
     def divide(self, other: Poly) -> Poly:
         if not other.is_constant:
@@ -100,13 +101,6 @@ class Poly:
             text += (" - " if text else "-") if c < 0 else (" + " if text else "")
             text += num + var
         return text or "0"
-
-
-def _collect(terms) -> Poly:
-    out: dict[int, Fraction] = {}
-    for p, c in terms:
-        out[p] = out.get(p, 0) + c
-    return Poly.make(out)
 
 
 def fmt_number(x) -> str:
@@ -223,7 +217,8 @@ class _Parser:
     def expr(self, depth: int) -> Poly:
         result = self.term(depth)
         while self.tokens[self.i] in (("op", "+"), ("op", "-")):
-            result = result + self.term(depth) if self.take()[1] == "+" else result + -self.term(depth)
+            sign = Poly.const(1 if self.take()[1] == "+" else -1)
+            result = result + sign * self.term(depth)
         return result
 
     def term(self, depth: int) -> Poly:
@@ -244,7 +239,7 @@ class _Parser:
             raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）：请把式子写得简单一些。")
         kind, value = self.take()
         if value in ("+", "-"):
-            return self.unary(depth + 1) if value == "+" else -self.unary(depth + 1)
+            return Poly.const(1 if value == "+" else -1) * self.unary(depth + 1)
         if kind == "name" and value not in self.symbols:
             names = "、".join(sorted(self.symbols)) or "（无）"
             raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。平方请写成 n^2 或 n²。")
@@ -269,11 +264,8 @@ def parse_expression(text: str, symbols: dict[str, Poly] | None = None) -> Poly:
 
 
 def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tuple[Poly | None, str]:
-    """What one box holds: (value, "") or (None, why it cannot be read, in Chinese). Never guesses.
-
-    Every side of ``=`` must have the same value; a name in ``labels`` (the box's unknown) may stand as a side.
-    A note in parentheses at the end is read only if it agrees (「64（512/8）」) or is true of the question
-    (「1280000 (h=16)」); 8(n·64·n) is a product."""
+    """What one box holds: (value, "") or (None, why it cannot be read, in Chinese). Never guesses: every side of
+    ``=`` must agree (a name in ``labels``, the box's unknown, may stand as a side), and so must a note."""
     raw = as_text(text).strip()
     if len(raw) > MAX_BOX_CHARS:
         return None, f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子（{MAX_BOX_CHARS} 字以内）。"
@@ -464,20 +456,15 @@ def check_form(q: Question, answer) -> Feedback:
                if 1 < len(shape) != len(k.boxes) and all(p.isascii() for p in shape) else "")  # not 「(8,12,64) 不对」
     if crowded:
         return unreadable(q.id, q.explanation, crowded, parts=[(b.name, "unread") for b in k.boxes])
-    values, problems, empty, states = {}, [], [], []
-    for b in k.boxes:
-        if not texts[b.name].strip():
-            empty.append(f"「{b.label}」")
-            states.append((b.name, "empty"))
-            continue
-        values[b.name], why = b.read(texts[b.name])
-        problems += [f"「{b.label}」{why}"] if values[b.name] is None else []
-        states.append((b.name, "unread" if values[b.name] is None else "read"))
+    read = {b.name: b.read(texts[b.name]) if texts[b.name].strip() else (None, "") for b in k.boxes}
+    states = [(n, "empty" if not texts[n].strip() else "unread" if v is None else "read") for n, (v, _) in read.items()]
+    empty = "、".join(f"「{b.label}」" for b, (_, state) in zip(k.boxes, states) if state == "empty")
+    problems = "".join(f"「{b.label}」{read[b.name][1]}" for b, (_, state) in zip(k.boxes, states) if state == "unread")
     if empty and not problems:
-        return unreadable(q.id, q.explanation, f"{'、'.join(empty)}还空着，全部填好再提交。", fb.INCOMPLETE, states)
+        return unreadable(q.id, q.explanation, f"{empty}还空着，全部填好再提交。", fb.INCOMPLETE, states)
     if problems:
-        return unreadable(q.id, q.explanation, "".join(problems) + (f"{'、'.join(empty)}还空着。" if empty else ""),
-                          parts=states)
+        return unreadable(q.id, q.explanation, problems + (f"{empty}还空着。" if empty else ""), parts=states)
+    values = {name: value for name, (value, _) in read.items()}
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in k.boxes)
     echoes = tuple((b.name, b.shown(values[b.name])) for b in k.boxes)  # exact: never rounded to the answer
     if all(v == "right" for _, v in verdicts):

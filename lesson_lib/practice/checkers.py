@@ -258,11 +258,6 @@ class _Parser:
         return base
 
 
-def parse_expression(text: str, symbols: dict[str, Poly] | None = None) -> Poly:
-    """One expression in n -> a Poly; raises ExpressionError (Chinese)."""
-    return _Parser(_box_text(clean(text, MAX_BOX_CHARS)), symbols or {"n": Poly.n()}).parse()
-
-
 def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tuple[Poly | None, str]:
     """What one box holds: (value, "") or (None, why it cannot be read, in Chinese). Never guesses: every side of
     ``=`` must agree (a name in ``labels``, the box's unknown, may stand as a side), and so must a note."""
@@ -337,8 +332,7 @@ class NumberBox:
     def wrong_why(self, value: Fraction) -> str:
         return next((hint for known, hint in self.hints if Fraction(known) == value), self.generic)
 
-    def shown(self, value: Fraction) -> str:
-        return fmt_number(value)
+    shown = staticmethod(fmt_number)  # the echo: every digit, never rounded to the answer
 
 
 @dataclass(frozen=True)
@@ -360,8 +354,7 @@ class ExpressionBox:
     def right(self, value: Poly) -> bool:
         return value == self.target
 
-    def shown(self, value: Poly) -> str:
-        return str(value)
+    shown = staticmethod(str)
 
 
 @dataclass(frozen=True)

@@ -403,9 +403,10 @@ class ChoiceKey:
 
 
 # --------------------------------------------------------------------------------------------- form
-def _items(q: Question, answer) -> tuple[list, list]:
-    """The answer as (one raw item per box, the non-empty items past the last box): a dict, a list in box order, or
-    one string for a one-box form or a shape."""
+def _items(q: Question, answer) -> tuple[list, list, list[str]]:
+    """The answer (a dict, a list in box order, or one string for a one-box form or a shape) as: one item per box,
+    the non-empty items past the last box, and the parts of a shape typed into the first box (「（8，12，64）」,
+    8×12×64, torch.Size([8, 12, 64])), which fill the boxes when there are as many as boxes."""
     names = [b.name for b in q.key.boxes]
     if isinstance(answer, dict):
         items, extra = [answer.get(n) for n in names], [v for k, v in answer.items() if k not in names]
@@ -413,35 +414,27 @@ def _items(q: Question, answer) -> tuple[list, list]:
         items, extra = list(answer[: len(names)]), list(answer[len(names) :])
     else:
         items, extra = [answer] if len(names) == 1 or (q.key.spread and isinstance(answer, str)) else [], []
-    return items + [None] * (len(names) - len(items)), [v for v in extra if as_text(v).strip()]
-
-
-def _shape(q: Question, items: list) -> list[str]:
-    """A whole shape typed into a shape's first box, the rest empty: 「（8，12，64）」, 8×12×64,
-    torch.Size([8, 12, 64]) -> ["8", "12", "64"]; [] otherwise."""
-    if not q.key.spread or not isinstance(items[0], str) or any(as_text(v).strip() for v in items[1:]):
-        return []
-    inner = unicodedata.normalize("NFKC", clean(items[0], 200)).strip()
-    inner = re.sub(r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$", r"\1", inner, flags=re.IGNORECASE | re.DOTALL)
-    inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
-    return [p for p in re.split(r"\s*[,，、;；×xX*]\s*|\s+", inner) if p]
+    items, extra, shape = items + [None] * (len(names) - len(items)), [v for v in extra if as_text(v).strip()], []
+    if q.key.spread and isinstance(items[0], str) and not any(as_text(v).strip() for v in items[1:]):
+        inner = unicodedata.normalize("NFKC", clean(items[0], 200)).strip()
+        inner = re.sub(r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$", r"\1", inner, flags=re.IGNORECASE | re.DOTALL)
+        inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
+        shape = [p for p in re.split(r"\s*[,，、;；×xX*]\s*|\s+", inner) if p]
+    return (shape if len(shape) == len(names) else items), extra, shape
 
 
 def form_values(q: Question, answer) -> dict[str, str]:
     """The answer as {box name: text}, a shape typed into the first box spread over the boxes."""
-    items, _ = _items(q, answer)
-    if len(parts := _shape(q, items)) == len(items):
-        items = parts
-    return {b.name: as_text(v) for b, v in zip(q.key.boxes, items)}
+    return {b.name: as_text(v) for b, v in zip(q.key.boxes, _items(q, answer)[0])}
 
 
 def check_form(q: Question, answer) -> Feedback:
     k: FormKey = q.key
-    texts = form_values(q, answer)
+    items, extra, shape = _items(q, answer)
+    texts = {b.name: as_text(v) for b, v in zip(k.boxes, items)}
     if not any(t.strip() for t in texts.values()):
         return blank(q.id, q.explanation, "在框里填上答案")
-    items, extra = _items(q, answer)
-    want, shape = f"这道题有 {len(k.boxes)} 个框，每个框只填一个数", _shape(q, items)
+    want = f"这道题有 {len(k.boxes)} 个框，每个框只填一个数"
     lists = [(b, v) for b, v in zip(k.boxes, items) if isinstance(v, (list, tuple, set, dict)) and len(v) != 1]
     crowded = (f"{want}，收到的却有 {len(k.boxes) + len(extra)} 个值。" if extra else
                f"{want}：「{lists[0][0].label}」里放了 {len(lists[0][1])} 个值。" if lists else

@@ -272,15 +272,11 @@ def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tu
             if _read_sides(note, symbols, labels)[0] is None:
                 return None, f"括号里的「{note}」和本题不符：请只填你的答案，不要加备注。"
             t = main
-        elif not _is_factor(main, note, symbols, labels):
-            t = f"{main} = {note}"
+        else:
+            a, b = _read_sides(main, symbols, labels)[0], _read_sides(note, symbols, labels)[0]
+            if "=" in note or a is None or b is None or not a.is_constant or b.is_constant:  # 8(n·64·n) multiplies
+                t = f"{main} = {note}"
     return _read_sides(t, symbols, labels)
-
-
-def _is_factor(main: str, note: str, symbols: dict[str, Poly], labels: set[str]) -> bool:
-    """8(n·64·n): a number times a bracket in n is a product, not a note."""
-    a, b = _read_sides(main, symbols, labels)[0], _read_sides(note, symbols, labels)[0]
-    return "=" not in note and a is not None and b is not None and a.is_constant and not b.is_constant
 
 
 def _read_sides(text: str, symbols: dict[str, Poly], labels: set[str]) -> tuple[Poly | None, str]:
@@ -463,24 +459,18 @@ def check_form(q: Question, answer) -> Feedback:
 
 
 # --------------------------------------------------------------------------------------------- choices
-def _keys(answer, keys: tuple[str, ...]) -> list[str] | None:
-    """Chosen keys: a key, a set/list of keys, or a string of key letters ('AC', 'A, C', 'a、c'); else None."""
-    if len(as_text(answer)) > MAX_CHARS["multi"]:
-        return None
-    if isinstance(answer, (set, frozenset, list, tuple)):
-        items = [unicodedata.normalize("NFKC", as_text(a)).strip().upper() for a in answer]
-    else:
-        items = [ch for ch in unicodedata.normalize("NFKC", clean(answer, 400)).upper() if ch not in " ,、;/和\t\n"]
-    return sorted(set(items)) if items and all(i in keys for i in items) else None
-
-
 def check_choice(q: Question, answer) -> Feedback:
     """Radio buttons (``single``) or checkboxes (``multi``): each wrong key chosen is named with why it is wrong."""
     k: ChoiceKey = q.key
     keys, why, single = tuple(key for key, _, _ in k.options), {key: w for key, _, w in k.options}, q.kind == "single"
     if not as_text(answer).strip():
         return blank(q.id, q.explanation, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
-    if not (chosen := _keys(answer, keys)):
+    if isinstance(answer, (set, frozenset, list, tuple)):  # checkboxes, or a key list typed by hand
+        items = [unicodedata.normalize("NFKC", as_text(a)).strip().upper() for a in answer]
+    else:  # 'B', 'AC', 'a, c', 'A、C'
+        items = [ch for ch in unicodedata.normalize("NFKC", clean(answer, 400)).upper() if ch not in " ,、;/和\t\n"]
+    chosen = sorted(set(items))
+    if len(as_text(answer)) > MAX_CHARS["multi"] or not chosen or not set(chosen) <= set(keys):
         return unreadable(q.id, q.explanation, f"请点选一个选项（{'、'.join(keys)} 之一）。" if single else
                           f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。")  # fmt: skip
     if single and len(chosen) > 1:

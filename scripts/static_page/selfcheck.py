@@ -34,7 +34,7 @@ def _box_candidates(box, extra: set[int]) -> list[str] | None:
     kind = type(box).__name__
     if kind == "ChoiceBox":
         return [key for key, _, _ in box.options]
-    if kind != "NumberBox" or Fraction(box.target).denominator != 1 or box.rel_tol:
+    if kind != "NumberBox" or Fraction(box.target).denominator != 1:
         return None
     values = {int(box.target)} | {int(v) for v, _ in box.hints if Fraction(v).denominator == 1} | extra
     return [str(v) for v in sorted(values)] + [OTHER]

@@ -6,7 +6,7 @@ traitlets, the observer and the PNG encoding are all included. Changes alternate
 so every one really redraws (a cached picture is reported as what a learner gets on a revisit).
 
 Baselines, measured in the same run and interleaved with the widget changes:
-  §2 demo      the previous redraw: a new figure per change and a trimmed savefig (it draws twice);
+  §2 demo      the previous redraw: a matplotlib figure of the same bars per change, saved as PNG;
   §3 stepper   the same picture drawn uncached (the first visit of a step);
   §5 lab       the matplotlib reference picture (lab_state + plot_heads + figure_png);
   §6 explorer  the explorer's own pure function (explorer_view + figure_png), without the widget.
@@ -41,11 +41,18 @@ def _toggle(control, a, b):
 
 
 def _old_demo_redraw(heads, sharpness):
-    """§2 before: a fresh figure per change, saved trimmed to its contents (two draws: measure, then render)."""
+    """§2 before: the two bar charts as a matplotlib figure per change, saved as PNG."""
+    import matplotlib.pyplot as plt
+
     from lesson_lib.sections import s02_averaging as averaging
     from lesson_lib.show.plotting import figure_png
 
-    return figure_png(averaging.plot_demo(averaging.demo(heads, sharpness)))
+    d = averaging.demo(heads, sharpness)
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6, 5.8))
+    for i, row in enumerate(d.weights):
+        left.bar(np.arange(averaging.QUERY) + 0.4 * i, row[:averaging.QUERY], 0.4)
+    right.barh(list(d.output), list(d.output.values()))
+    return figure_png(fig)
 
 
 def _cases():
@@ -58,9 +65,9 @@ def _cases():
     cases = []
     demo = widgets.averaging_demo().controls
     cases.append(("§2 demo: 锐度", _toggle(demo["sharpness"], 4.0, 6.0),
-                  "new figure, trimmed save", lambda: _old_demo_redraw(1, 6.0)))
+                  "matplotlib figure + PNG", lambda: _old_demo_redraw(1, 6.0)))
     cases.append(("§2 demo: 1 ↔ 2 个头", _toggle(demo["heads"], 1, 2),
-                  "new figure, trimmed save", lambda: _old_demo_redraw(2, 4.0)))
+                  "matplotlib figure + PNG", lambda: _old_demo_redraw(2, 4.0)))
     stepper = widgets.shape_stepper().controls
     steps = heads.shape_steps(6, 512, 8)
     cases.append(("§3 stepper: 步骤 3 ↔ 4", _toggle(stepper["step"], 3, 4),

@@ -1,4 +1,5 @@
-"""§2, §3 and §5's widgets, and §7's progress bar: each builder links controls to pure section functions.
+"""§2, §3 and §5's widgets, §7's progress bar, §2 and §6's HTML bars: each builder links controls to pure
+section functions.
 
 Every builder returns the top-level widget, its controls in ``.controls`` (tests set values and read what shows).
 """
@@ -90,6 +91,12 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
         picture.value = heads_mod.step_html(n, d_model, h, forget.value, step.value - 1)
 
     return linked({"step": step, "forget": forget}, show, picture="html")
+
+
+def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
+    """One horizontal bar in a theme colour (a CSS variable) with its number beside it."""
+    return (f'<span style="display:inline-block;height:0.8em;width:{value * em_per_unit:.2f}em;background:{colour};'
+            f'vertical-align:middle"></span> {value:.2f}')
 
 
 def progress_bar(description: str = "训练中"):

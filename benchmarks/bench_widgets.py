@@ -9,7 +9,7 @@ Baselines, measured in the same run and interleaved with the widget changes:
   §2 demo      the previous redraw: a matplotlib figure of the same bars per change, saved as PNG;
   §3 stepper   the same picture drawn uncached (the first visit of a step);
   §5 lab       the matplotlib reference picture (lab_state + plot_heads + figure_png);
-  §6 explorer  the explorer's own pure function (explorer_view + figure_png), without the widget.
+  §6 explorer  the explorer's own pure function (explorer_frame), without the widget.
 """
 
 from __future__ import annotations
@@ -94,7 +94,6 @@ def _explorer_cases():
     """§6: only where the weights package is installed (the explorer needs the real model)."""
     from lesson_lib.models.pretrained import minilm as pretrained
     from lesson_lib.sections.s06_real_heads import views
-    from lesson_lib.show.plotting import figure_png
 
     if not pretrained.available():
         return []
@@ -108,11 +107,10 @@ def _explorer_cases():
     query = enc.tokens.index("its")
 
     def pure():
-        _text, fig = views.explorer_view(enc, 5, 3, query)
-        return figure_png(fig, dpi=80)
+        return views.explorer_frame(enc, 5, 3, query)
 
-    return [("§6 explorer: 层 4 ↔ 5", _toggle(layer, 4, 5), "explorer_view + figure_png", pure),
-            ("§6 explorer: 头 2 ↔ 3", _toggle(head, 2, 3), "explorer_view + figure_png", pure)]
+    return [("§6 explorer: 层 4 ↔ 5", _toggle(layer, 4, 5), "explorer_frame", pure),
+            ("§6 explorer: 头 2 ↔ 3", _toggle(head, 2, 3), "explorer_frame", pure)]
 
 
 def run() -> list[str]:

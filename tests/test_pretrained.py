@@ -460,14 +460,11 @@ def test_top_keys_and_describe_row():
     assert "0.17" in line  # 1/6, the uniform share, for comparison
 
 
-def test_explorer_view_figure(runs):
-    import matplotlib.pyplot as plt
-
-    text, fig = views.explorer_view(runs["law"], 5, 12, "its")
-    assert "第 5 层 · 头 12" in text and "law" in text
-    titles = [ax.get_title() for ax in fig.axes]
-    assert any("「its」" in t for t in titles)
-    plt.close(fig)
+def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys):
+    shown = views.explore(runs, "law", 5, 12, "its")
+    text = capsys.readouterr().out.strip()
+    assert text.startswith("第 5 层 · 头 12") and "law" in text
+    assert shown.data == "".join(views.explorer_frame(runs["law"], 5, 12, "its")[:0:-1])  # the map above the bars
 
 
 def test_explorer_widget_wiring(model):
@@ -530,8 +527,8 @@ def test_explore_unknown_sentence_and_top_zero(runs):
 
 
 def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
-    summary, picture = views.explorer_frame(runs["law"], 4, 2, "its")
-    assert "<b>第 4 层 · 头 2" in summary
+    line, summary, picture = views.explorer_frame(runs["law"], 4, 2, "its")
+    assert line.startswith("第 4 层 · 头 2")
     enc = runs["law"]
     row = enc.attentions[3, 1, enc.tokens.index("its")]
     # the picture's name is made from the row it frames: the largest weight first

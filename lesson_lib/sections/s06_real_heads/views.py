@@ -218,52 +218,16 @@ def coref_check(model, layer=4, head=2):
     return encs
 
 
-def _explored(enc, layer, head, query):
-    """(line, layer index, head index, query index, the query's row (T,)), arguments checked."""
-    li, hi = check_layer_head(enc.attentions, layer, head)
-    qi = query_index(enc.tokens, query)
-    return describe_row(enc.tokens, enc.attentions, layer, head, query), li, hi, qi, enc.attentions[li, hi, qi]
-
-
-def explorer_view(enc, layer, head, query):
-    """(text line, Figure) for the explorer: the head's full map beside the query token's row."""
-    import matplotlib.pyplot as plt
-
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, plot_heads, use_chinese_font
-
-    text, li, hi, qi, row = _explored(enc, layer, head, query)
-    use_chinese_font()
-    n = len(enc.tokens)
-    # The map above the row's bars: side by side, both would be shrunk to half size in a 592 px output.
-    fig, (ax_map, ax_row) = plt.subplots(
-        2, 1, figsize=(FIGURE_MAX_INCHES, 0.32 * n + 2.6), height_ratios=[1.15, 1], layout="constrained"
-    )
-    plot_heads(enc.attentions[li, hi], tokens=enc.tokens, ax=ax_map)
-    ax_map.set_title(f"{head_label(layer, head)} 的注意力图", fontsize=10.5)
-    ax_map.add_patch(plt.Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="red", linewidth=1.5))
-    colors = ["tab:red" if j == int(np.argmax(row)) else "tab:blue" for j in range(n)]
-    ax_row.barh(np.arange(n), row, color=colors)
-    ax_row.set_yticks(np.arange(n), enc.tokens, fontsize=9)
-    ax_row.invert_yaxis()  # first token on top, as in the map
-    ax_row.set_xlim(0, 1)
-    ax_row.set_xlabel("注意力权重（这一行加起来等于 1）", fontsize=9.5)
-    ax_row.set_title(f"红框那一行：「{enc.tokens[qi]}」看向每个词元的权重", fontsize=10.5)
-    order = np.argsort(-row, kind="stable")[:3]
-    alt = (f"{head_label(layer, head)} 的注意力图（{n} 个词）和「{enc.tokens[qi]}」这一行的条形图："
-           + "，".join(f"给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "，其余更少。")
-    table = (["位置", "词", f"「{enc.tokens[qi]}」给它的权重"],
-             [[j + 1, tok, f"{row[j]:.2f}"] for j, tok in enumerate(enc.tokens)])
-    return text, describe(fig, alt, table)
-
-
 @_needs_model
 def explore(runs, sentence, layer, head, query):
-    """Static explorer call for the notebook: print the line (deterministic) and return the figure."""
+    """Static explorer call for the notebook: print the line (deterministic) and return the widget's picture."""
+    from IPython.display import HTML
+
     if sentence not in runs:
         raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
-    text, fig = explorer_view(runs[sentence], layer, head, query)
+    text, bars, picture = explorer_frame(runs[sentence], layer, head, query)
     print(text)
-    return fig
+    return HTML(picture + bars)
 
 
 def _sentence_choices():
@@ -277,11 +241,14 @@ def _sentence_choices():
 
 
 def explorer_frame(enc, layer, head, query):
-    """(summary HTML, map picture HTML) for the explorer widget: the map as SVG built directly, the row as HTML
-    bars (a few ms, where ``explorer_view``'s figure takes ~0.2 s: a slider move redraws within 150 ms)."""
+    """(line, the query's row as HTML bars, map picture HTML) for the explorer: the map as SVG built directly, the
+    row as bars (a few ms, where a matplotlib figure took ~0.2 s: a slider move redraws within 150 ms)."""
+    from lesson_lib.sections.widgets import bar_html
     from lesson_lib.show.plotting import heads_svg_html
 
-    text, li, hi, qi, row = _explored(enc, layer, head, query)
+    li, hi = check_layer_head(enc.attentions, layer, head)
+    qi = query_index(enc.tokens, query)
+    text, row = describe_row(enc.tokens, enc.attentions, layer, head, query), enc.attentions[li, hi, qi]  # (T,)
     order = np.argsort(-row, kind="stable")[:3]
     alt = (f"{head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
            + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
@@ -290,15 +257,13 @@ def explorer_frame(enc, layer, head, query):
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(enc.tokens, row)):
         colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else "var(--jp-brand-color1, #1f77b4)"
-        bars.append(
-            f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
-            f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
-            f'<span style="display:inline-block;height:0.8em;width:{weight * 8:.2f}em;background:{colour}"></span>'
-            f"<span>{weight:.2f}</span></div>")
+        bars.append(f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
+                    f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
+                    f"<span>{bar_html(weight, colour)}</span></div>")
     head = (f"<div style='margin-top:4px'>「{html.escape(enc.tokens[qi])}」（位置 {qi + 1}）这一行，"
             "红色是最高的一条：</div>")
     columns = '<div style="columns:3 17em;column-gap:1.5em">'  # 3 columns at 1024 px, 2 in a 592 px output
-    return f"<b>{html.escape(text)}</b>{head}{columns}{''.join(bars)}</div>", picture
+    return text, f"{head}{columns}{''.join(bars)}</div>", picture
 
 
 EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px
@@ -309,7 +274,7 @@ def explorer_heights(encodings) -> tuple[int, int]:
     grow. Summary: 3 lines of text, the bars' heading, the bars in 2 columns (a 592 px output); picture: the map's
     SVG and the folded table's line under it."""
     longest = max(encodings, key=lambda enc: len(enc.tokens))
-    _, picture = explorer_frame(longest, 1, 1, 1)
+    picture = explorer_frame(longest, 1, 1, 1)[2]
     svg_px = math.ceil(float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1)))
     return (4 + math.ceil(len(longest.tokens) / 2)) * EXPLORER_LINE_PX, svg_px + 2 * EXPLORER_LINE_PX
 
@@ -343,7 +308,8 @@ def explorer_widget(model, layer=5, head=12, query="its"):
             keep = query if query in enc.tokens else enc.tokens[1]
             token.options = token_options(enc.tokens)
             token.value = enc.tokens.index(keep) + 1
-        summary.value, picture.value = explorer_frame(enc, layer_s.value, head_s.value, token.value)
+        text, bars, picture.value = explorer_frame(enc, layer_s.value, head_s.value, token.value)
+        summary.value = f"<b>{html.escape(text)}</b>{bars}"
 
     box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show, picture="html")
     heights = explorer_heights(encodings.values())

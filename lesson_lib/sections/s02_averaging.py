@@ -43,10 +43,6 @@ def values() -> np.ndarray:
     return np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)  # (n, 6)
 
 
-def _keys() -> np.ndarray:
-    return np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS])  # (n, 2)
-
-
 def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
     """The output of one head with the given weights: Σ_j w_j v_j, per named feature."""
     if not isinstance(weights_by_word, dict):
@@ -83,7 +79,7 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
     """她's query through one head (both questions in one query) or two (one each); ``sharpness`` scales it."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
     sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=MAX_SHARPNESS)
-    k, v = _keys(), values()  # (n, 2), (n, 6)
+    k, v = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS]), values()  # (n, 2), (n, 6)
     mask = (np.arange(len(TOKENS)) < QUERY)[None]  # (1, n) 她 sees only the words before it
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
     if heads == 1:

@@ -130,7 +130,7 @@ def demo_html(d: Demo) -> str:
     def table(headers, rows):
         head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>" for h in ("", *headers))
         body = "".join(f"<tr><td style='text-align:right;padding-right:0.6em'>{label}</td>"
-                       + "".join(f"<td style='padding-right:1em'>{bar}</td>" for bar in bars) + "</tr>"
+                       + "".join(f"<td style='padding-right:1em;min-width:11em'>{bar}</td>" for bar in bars) + "</tr>"
                        for label, bars in rows)
         return f"<table style='color:inherit;border-collapse:collapse;margin:2px 0 8px'><tr>{head}</tr>{body}</table>"
 

@@ -7,7 +7,7 @@ so every one really redraws (a cached picture is reported as what a learner gets
 
 Baselines, measured in the same run and interleaved with the widget changes:
   §2 demo      the previous redraw: a matplotlib figure of the same bars per change, saved as PNG;
-  §3 stepper   the same picture drawn uncached (the first visit of a step);
+  §3 stepper   the picture's own pure function (step_html), without the widget;
   §5 lab       the matplotlib reference picture (lab_state + plot_heads + figure_png);
   §6 explorer  the explorer's own pure function (explorer_frame), without the widget.
 """
@@ -69,11 +69,10 @@ def _cases():
     cases.append(("§2 demo: 1 ↔ 2 个头", _toggle(demo["heads"], 1, 2),
                   "matplotlib figure + PNG", lambda: _old_demo_redraw(2, 4.0)))
     stepper = widgets.shape_stepper().controls
-    steps = heads.shape_steps(6, 512, 8)
     cases.append(("§3 stepper: 步骤 3 ↔ 4", _toggle(stepper["step"], 3, 4),
-                  "uncached plot_step", lambda: figure_png(heads.plot_step(steps[3]))))
+                  "step_html", lambda: heads.step_html(6, 512, 8, False, 3)))
     cases.append(("§3 stepper: 忘了 transpose", _toggle(stepper["forget"], False, True),
-                  "uncached plot_step", lambda: figure_png(heads.plot_step(steps[2]))))
+                  "step_html", lambda: heads.step_html(6, 512, 8, True, 2)))
     lab = widgets.head_lab().controls
     cases.append(("§5 lab: h 8 ↔ 64", _toggle(lab["slider"], 8, 64), "matplotlib plot_heads",
                   lambda: figure_png(_lab_reference(head_lab.lab_state(64)))))

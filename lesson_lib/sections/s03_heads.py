@@ -6,8 +6,9 @@ heads and show what reshaping without the transpose does: every "head" then hold
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
-from functools import lru_cache
+from itertools import pairwise
 
 import numpy as np
 
@@ -141,41 +142,6 @@ def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
 _HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
 
 
-def _colour(owner):
-    from matplotlib.colors import to_rgb
-
-    palette = np.array([to_rgb(c) for c in _HEAD_COLORS] + [(0.93, 0.93, 0.93)])  # last: mixed
-    idx = np.where(owner < 0, len(_HEAD_COLORS), owner % len(_HEAD_COLORS))
-    return palette[idx]
-
-
-def plot_step(step: Step):
-    """One step: 2-D as one block, 3-D as a row of slices, coloured by owning head; one size for every step."""
-    from matplotlib.figure import Figure
-
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, use_chinese_font, wrap_title
-
-    use_chinese_font()
-    owner = step.owner
-    if owner.ndim == 2:
-        slices, names = [owner], [f"{owner.shape[0]} × {owner.shape[1]}"]
-    else:
-        slices = [owner[i] for i in range(owner.shape[0])]
-        names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
-    fig = Figure(figsize=(FIGURE_MAX_INCHES, 3.0), dpi=100)  # 6 in: shown at 100 % in a 592 px output
-    axes = fig.subplots(1, len(slices), squeeze=False,
-                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.56, "wspace": 0.15})
-    for ax, sl, name in zip(axes[0], slices, names):
-        ax.imshow(_colour(sl), aspect="auto", interpolation="nearest")  # every column, so all h bands show
-        ax.set_title(name.replace(f"{step.first_axis} ", step.first_axis) if len(slices) > 6 else name, fontsize=9.5)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    # the shape on a line of its own: a wrapped title never splits "(6, 8, 64)"
-    fig.suptitle(f"{wrap_title(step.title, FIGURE_MAX_INCHES - 0.3, 11)}\n形状 {step.shape}", fontsize=11, y=0.98,
-                 linespacing=1.3)
-    return describe(fig, step_alt(step))
-
-
 def step_alt(step: Step) -> str:
     """What a stepper picture shows: the step, its shape, and which heads' colours each slice holds."""
     owner = step.owner
@@ -192,17 +158,28 @@ def step_alt(step: Step) -> str:
     return f"{head}形状 {step.shape}：一整块，列按所属的头分成 {len(held[0])} 段颜色（头 1 到头 {held[0][-1]}）。"
 
 
-@lru_cache(maxsize=64)
 def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> str:
-    """Themed SVG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
-    import matplotlib.pyplot as plt
+    """Step ``index`` (0-based) for the stepper as themed HTML named by ``step_alt``: one block per slice, each row
+    striped by the heads its numbers came from (grey once heads are mixed); one height for every step."""
+    step = shape_steps(n, d_model, h, forget_transpose)[index]
+    owner = step.owner
+    slices = [owner] if owner.ndim == 2 else list(owner)
+    names = [f"{owner.shape[0]} × {owner.shape[1]}"] if owner.ndim == 2 else [
+        f"{step.first_axis}{'' if len(slices) > 6 else ' '}{i + 1}" for i in range(len(slices))]
 
-    from lesson_lib.show.plotting import picture_html
+    def stripes(row):  # (columns,) owners -> one CSS gradient, a band per run of one head's columns
+        cut = [0, *(np.flatnonzero(np.diff(row)) + 1).tolist(), len(row)]
+        return ",".join(f"{'var(--jp-layout-color3, #ddd)' if row[a] < 0 else _HEAD_COLORS[row[a] % 8]} "
+                        f"{100 * a / len(row):.2f}% {100 * b / len(row):.2f}%" for a, b in pairwise(cut))
 
-    fig = plot_step(shape_steps(n, d_model, h, forget_transpose)[index])
-    page = picture_html(fig, fallback=False)
-    plt.close(fig)
-    return page
+    blocks = "".join(
+        f"<div style='flex:1;min-width:0;text-align:center'><div style='font-size:0.9em'>{name}</div>"
+        "<div style='display:flex;flex-direction:column;gap:1px;height:110px'>"
+        + "".join(f"<div style='flex:1;background:linear-gradient(to right,{stripes(row)})'></div>" for row in sl)
+        + "</div></div>" for name, sl in zip(names, slices))
+    return (f'<div role="img" aria-label="{html.escape(step_alt(step))}" style="max-width:100%;height:190px">'
+            f"<div style='height:4em'><b>{html.escape(step.title)}</b><br>形状 {step.shape}</div>"
+            f"<div style='display:flex;gap:6px'>{blocks}</div></div>")
 
 
 def plot_figure_11_1(d_model: int = 512, h: int = 8):

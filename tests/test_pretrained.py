@@ -267,18 +267,6 @@ def test_fallback_draws_toy_heads(monkeypatch, capsys):
     plt.close(fig)
 
 
-@pytest.mark.parametrize("module", [None, types.ModuleType("lesson_lib.models.toy.training")],
-                         ids=["absent", "no-function"])
-def test_fallback_without_toy_heads_says_what_to_install(monkeypatch, capsys, module):
-    import matplotlib.pyplot as plt
-
-    monkeypatch.setitem(sys.modules, "lesson_lib.models.toy.training", module)  # None: import raises ImportError
-    monkeypatch.delattr(lesson_lib.models.toy, "training", raising=False)
-    assert views.plot_toy_heads() is None
-    assert "安装权重包" in capsys.readouterr().out
-    assert plt.get_fignums() == []  # no stand-in figure of untrained heads
-
-
 # ---------------------------------------------------------------------------------------------
 # Tokenizer
 # ---------------------------------------------------------------------------------------------

@@ -318,15 +318,10 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 
 
 def plot_toy_heads(h=4, seed=0):
-    """Without the weights package: §7's toy model's trained heads (``training.example_heads``), introduced by
-    ``model_text(None)``; if that is missing, say so and draw nothing (random heads would show nothing)."""
-    try:
-        from lesson_lib.models.toy import training as ablation
+    """Without the weights package: §7's toy model's trained heads, introduced by ``model_text(None)``."""
+    from lesson_lib.models.toy import training as ablation
 
-        maps = np.asarray(ablation.example_heads(h=h, seed=seed))  # (h, T, T), trained for a few seconds
-    except (ImportError, AttributeError) as exc:
-        print(f"也无法改用玩具模型的头（{type(exc).__name__}: {exc}）：请先按上面的命令安装权重包。")
-        return None
+    maps = np.asarray(ablation.example_heads(h=h, seed=seed))  # (h, T, T), trained for a few seconds
     from lesson_lib.show.plotting import plot_heads
 
     return plot_heads(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")

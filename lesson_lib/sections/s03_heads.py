@@ -1,7 +1,7 @@
 """§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions.
 
-Beside the numbers, ``owner`` records which head's columns each number came from, so a figure can colour the
-heads and show what reshaping without the transpose does: every "head" then holds other heads' columns.
+``owner`` records which head's columns each number came from, so the stepper can colour the heads and show what
+reshaping without the transpose does: every "head" then holds other heads' columns.
 """
 
 from __future__ import annotations

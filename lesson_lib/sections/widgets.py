@@ -1,8 +1,5 @@
-"""§2, §3 and §5's widgets, §7's progress bar, §2 and §6's HTML bars: each builder links controls to pure
-section functions.
-
-Every builder returns the top-level widget, its controls in ``.controls`` (tests set values and read what shows).
-"""
+"""§2, §3 and §5's widgets (controls linked to pure section functions; the top widget keeps them in ``.controls``),
+§7's progress bar, and the HTML bar §2 and §6 draw."""
 
 from __future__ import annotations
 

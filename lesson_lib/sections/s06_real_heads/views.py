@@ -1,8 +1,7 @@
 """What §6's English lab prints and draws from ``lesson_lib.models.pretrained``, and the head explorer.
 
-Every function that needs the weights takes the model (or its encodings) first and accepts ``None``: without
-the weights package each cell says in one line that it was skipped. Layers, heads and positions a learner
-reads count from 1.
+What needs the weights takes the model (or its encodings) first and accepts ``None``: each cell then says in one
+line that it was skipped. Layers, heads and positions a learner reads count from 1.
 """
 
 from __future__ import annotations

@@ -169,8 +169,8 @@ def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) 
 
     def stripes(row):  # (columns,) owners -> one CSS gradient, a band per run of one head's columns
         cut = [0, *(np.flatnonzero(np.diff(row)) + 1).tolist(), len(row)]
-        return ",".join(f"{'var(--jp-layout-color3, #ddd)' if row[a] < 0 else _HEAD_COLORS[row[a] % 8]} "
-                        f"{100 * a / len(row):.2f}% {100 * b / len(row):.2f}%" for a, b in pairwise(cut))
+        colours = ["var(--jp-layout-color3, #ddd)" if o < 0 else _HEAD_COLORS[o % len(_HEAD_COLORS)] for o in row]
+        return ",".join(f"{colours[a]} {100 * a / len(row):.2f}% {100 * b / len(row):.2f}%" for a, b in pairwise(cut))
 
     blocks = "".join(
         f"<div style='flex:1;min-width:0;text-align:center'><div style='font-size:0.9em'>{name}</div>"

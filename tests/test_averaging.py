@@ -227,7 +227,7 @@ def test_demo_html_draws_every_weight_and_feature_as_a_bar_named_by_its_numbers(
 
     d = averaging.demo(heads, 4.0)
     page = averaging.demo_html(d)
-    widths = [float(w) for w in re.findall(r"width:([\d.]+)em", page)]
+    widths = [float(w) for w in re.findall(r"height:0.8em;width:([\d.]+)em", page)]
     expected = [*d.weights[:, :VISIBLE].T.ravel(), *d.output.values()]  # row by row: each word's heads, then features
     assert widths == pytest.approx([8 * x for x in expected], abs=0.006)
     assert f'role="img" aria-label="{html.escape(averaging.demo_alt(d))}"' in page

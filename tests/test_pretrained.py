@@ -448,11 +448,15 @@ def test_top_keys_and_describe_row():
     assert "0.17" in line  # 1/6, the uniform share, for comparison
 
 
-def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys):
-    shown = views.explore(runs, "law", 5, 12, "its")
+def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys, monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    views.explore(runs, "law", 5, 12, "its")
     text = capsys.readouterr().out.strip()
     assert text.startswith("第 5 层 · 头 12") and "law" in text
-    assert shown.data == "".join(views.explorer_frame(runs["law"], 5, 12, "its")[:0:-1])  # the map above the bars
+    assert [s.data for s in shown] == ["".join(views.explorer_frame(runs["law"], 5, 12, "its")[:0:-1])]  # map, bars
 
 
 def test_explorer_widget_wiring(model):

@@ -219,14 +219,14 @@ def coref_check(model, layer=4, head=2):
 
 @_needs_model
 def explore(runs, sentence, layer, head, query):
-    """Static explorer call for the notebook: print the line (deterministic) and return the widget's picture."""
-    from IPython.display import HTML
+    """Static explorer call for the notebook: print the line (deterministic) and show the widget's picture."""
+    from IPython.display import HTML, display
 
     if sentence not in runs:
         raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
     text, bars, picture = explorer_frame(runs[sentence], layer, head, query)
     print(text)
-    return HTML(picture + bars)
+    display(HTML(picture + bars))
 
 
 def _sentence_choices():

@@ -122,11 +122,15 @@ def demo_alt(d: Demo) -> str:
     return f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{features}。"
 
 
+def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
+    """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and §6's bars)."""
+    return (f'<span style="display:inline-block;height:0.8em;width:{value * em_per_unit:.2f}em;background:{colour};'
+            f'vertical-align:middle"></span> {value:.2f}')
+
+
 def demo_html(d: Demo) -> str:
     """The widget's picture as themed HTML bars, named by ``demo_alt``: a click costs ~1 ms, not a figure's redraw.
     One column per head, so the picture keeps its height when the head count changes."""
-    from lesson_lib.sections.widgets import bar_html
-
     def table(headers, rows):
         head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>" for h in ("", *headers))
         body = "".join(f"<tr><td style='text-align:right;padding-right:0.6em'>{label}</td>"

@@ -1,5 +1,5 @@
 """§2, §3 and §5's widgets (controls linked to pure section functions; the top widget keeps them in ``.controls``),
-§7's progress bar, and the HTML bar §2 and §6 draw."""
+and §7's progress bar."""
 
 from __future__ import annotations
 
@@ -88,12 +88,6 @@ def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
         picture.value = heads_mod.step_html(n, d_model, h, forget.value, step.value - 1)
 
     return linked({"step": step, "forget": forget}, show, picture="html")
-
-
-def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
-    """One horizontal bar in a theme colour (a CSS variable) with its number beside it."""
-    return (f'<span style="display:inline-block;height:0.8em;width:{value * em_per_unit:.2f}em;background:{colour};'
-            f'vertical-align:middle"></span> {value:.2f}')
 
 
 def progress_bar(description: str = "训练中"):

@@ -242,7 +242,7 @@ def _sentence_choices():
 def explorer_frame(enc, layer, head, query):
     """(line, the query's row as HTML bars, map picture HTML) for the explorer: the map as SVG built directly, the
     row as bars (a few ms, where a matplotlib figure took ~0.2 s: a slider move redraws within 150 ms)."""
-    from lesson_lib.sections.widgets import bar_html
+    from lesson_lib.sections.s02_averaging import bar_html
     from lesson_lib.show.plotting import heads_svg_html
 
     li, hi = check_layer_head(enc.attentions, layer, head)

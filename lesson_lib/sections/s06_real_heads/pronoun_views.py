@@ -90,8 +90,7 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
     """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
     heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
     with one_blas_thread():
-        table = ph.follow_table(model, conditions, heads)
-        counts = ph.right_counts(model, conditions)
+        table, counts = ph.follow(model, conditions, heads)
     from lesson_lib.show.tables import show, text_table
 
     rows = []

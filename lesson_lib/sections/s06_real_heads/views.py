@@ -99,12 +99,13 @@ def model_text(model, toy_h=4) -> str:
             f"改为展示第 7 节玩具模型（1 层、{toy_h} 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
             "它不是真实语言模型，只用来说明「训练会让头各自分工」。"
         )
-    c = model.config
-    return (
-        f"all-MiniLM-L6-v2：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
-        f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
-        f"约 {model.n_parameters / 1e4:.0f} 万个参数。"
-    )
+    return f"all-MiniLM-L6-v2：{size_text(model.config)}，约 {model.n_parameters / 1e4:.0f} 万个参数。"
+
+
+def size_text(c) -> str:
+    """A model config's heads and widths, as §6's two models print them."""
+    return (f"{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
+            f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}")
 
 
 @_needs_model

@@ -45,8 +45,9 @@ def _old_demo_redraw(heads, sharpness):
     import matplotlib.pyplot as plt
 
     from lesson_lib.sections import s02_averaging as averaging
-    from lesson_lib.show.plotting import figure_png
+    from lesson_lib.show.plotting import figure_png, use_chinese_font
 
+    use_chinese_font()
     d = averaging.demo(heads, sharpness)
     fig, (left, right) = plt.subplots(2, 1, figsize=(6, 5.8))
     for i, row in enumerate(d.weights):

@@ -7,6 +7,7 @@ numpy's reshape, so the "忘了 transpose" picture is checked against an indepen
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -129,29 +130,20 @@ def test_bad_head_count_raises_kernel_chinese_error(call):
 # ---------------------------------------------------------------------------------------------
 
 
-def _panel_colours(ax):
-    rgb = np.asarray(ax.images[0].get_array())
-    return {tuple(np.round(c, 4)) for c in rgb.reshape(-1, 3)}
-
-
 @pytest.mark.parametrize("forget", [False, True])
-def test_plot_step_draws_every_step_coloured_by_owner(plt, forget):
+def test_step_html_draws_every_slice_striped_by_owner(forget):
     steps = heads.shape_steps(6, 512, 8, forget_transpose=forget)
-    drawn = {0, 2, 3} if not forget else {2}  # one of each kind: 2-D, per-token 3-D, per-head 3-D
     for i, s in enumerate(steps):
-        fig = heads.plot_step(s)
-        if i in drawn:
-            fig.canvas.draw()  # Chinese titles: a missing glyph warning is an error
-        panels = s.shape[0] if len(s.shape) == 3 else 1
-        assert len(fig.axes) == panels
-        assert str(s.shape) in fig._suptitle.get_text()
+        page = heads.step_html(6, 512, 8, forget, i)
+        blocks = page.split("<div style='flex:1;min-width:0")[1:]
+        assert len(blocks) == (s.shape[0] if len(s.shape) == 3 else 1) and f"形状 {s.shape}" in page
+        assert f'aria-label="{html.escape(heads.step_alt(s))}"' in page
         if s.first_axis == "头" and i == (2 if forget else 3):  # the split itself, (8, 6, 64)
-            colours = [_panel_colours(ax) for ax in fig.axes]
+            colours = [set(re.findall(r"#[0-9A-F]{6}", block)) for block in blocks]
             if forget:
                 assert len(colours[0]) == 6  # "head 1" shows six heads' columns
             else:
                 assert all(len(c) == 1 for c in colours) and len(set().union(*colours)) == 8
-        plt.close(fig)
 
 
 @pytest.mark.parametrize("h", [1, 2, 4, 8, 16, 32, 64])

@@ -161,7 +161,7 @@ def test_averaging_demo_heads_toggle_changes_numbers():
     from lesson_lib.sections import s02_averaging as averaging
 
     picture = c["picture"].value
-    assert picture == averaging.demo_html(averaging.demo(1, 4.0))  # themed SVG named by its alt text
+    assert picture == averaging.demo_html(averaging.demo(1, 4.0))  # themed HTML bars named by their alt text
     assert 'role="img"' in picture and "「她」给「小红」" in picture
 
     c["heads"].value = 2
@@ -210,11 +210,11 @@ def heads_html(*args):
 
 
 def test_html_pictures_fit_the_output():
-    """The demo's and the stepper's pictures are SVG that shrink with the output, never wider than it."""
-    for box in (widgets.averaging_demo(), widgets.shape_stepper()):
+    """The demo's bars and the stepper's blocks are HTML that shrinks with the output, never wider than it."""
+    for box, kind in ((widgets.averaging_demo(), "<table"), (widgets.shape_stepper(), "linear-gradient")):
         picture = box.controls["picture"]
         assert picture.layout.max_width == "100%"
-        assert "max-width:100%" in picture.value and "<svg" in picture.value
+        assert "max-width:100%" in picture.value and kind in picture.value
 
 
 def test_progress_bar_follows_the_callback():

@@ -1,13 +1,14 @@
 """§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions.
 
-Beside the numbers, ``owner`` records which head's columns each number came from, so a figure can colour the
-heads and show what reshaping without the transpose does: every "head" then holds other heads' columns.
+``owner`` records which head's columns each number came from, so the stepper can colour the heads and show what
+reshaping without the transpose does: every "head" then holds other heads' columns.
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
-from functools import lru_cache
+from itertools import pairwise
 
 import numpy as np
 
@@ -141,41 +142,6 @@ def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
 _HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
 
 
-def _colour(owner):
-    from matplotlib.colors import to_rgb
-
-    palette = np.array([to_rgb(c) for c in _HEAD_COLORS] + [(0.93, 0.93, 0.93)])  # last: mixed
-    idx = np.where(owner < 0, len(_HEAD_COLORS), owner % len(_HEAD_COLORS))
-    return palette[idx]
-
-
-def plot_step(step: Step):
-    """One step: 2-D as one block, 3-D as a row of slices, coloured by owning head; one size for every step."""
-    from matplotlib.figure import Figure
-
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, use_chinese_font, wrap_title
-
-    use_chinese_font()
-    owner = step.owner
-    if owner.ndim == 2:
-        slices, names = [owner], [f"{owner.shape[0]} × {owner.shape[1]}"]
-    else:
-        slices = [owner[i] for i in range(owner.shape[0])]
-        names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
-    fig = Figure(figsize=(FIGURE_MAX_INCHES, 3.0), dpi=100)  # 6 in: shown at 100 % in a 592 px output
-    axes = fig.subplots(1, len(slices), squeeze=False,
-                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.56, "wspace": 0.15})
-    for ax, sl, name in zip(axes[0], slices, names):
-        ax.imshow(_colour(sl), aspect="auto", interpolation="nearest")  # every column, so all h bands show
-        ax.set_title(name.replace(f"{step.first_axis} ", step.first_axis) if len(slices) > 6 else name, fontsize=9.5)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    # the shape on a line of its own: a wrapped title never splits "(6, 8, 64)"
-    fig.suptitle(f"{wrap_title(step.title, FIGURE_MAX_INCHES - 0.3, 11)}\n形状 {step.shape}", fontsize=11, y=0.98,
-                 linespacing=1.3)
-    return describe(fig, step_alt(step))
-
-
 def step_alt(step: Step) -> str:
     """What a stepper picture shows: the step, its shape, and which heads' colours each slice holds."""
     owner = step.owner
@@ -192,64 +158,67 @@ def step_alt(step: Step) -> str:
     return f"{head}形状 {step.shape}：一整块，列按所属的头分成 {len(held[0])} 段颜色（头 1 到头 {held[0][-1]}）。"
 
 
-@lru_cache(maxsize=64)
 def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> str:
-    """Themed SVG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
-    import matplotlib.pyplot as plt
+    """Step ``index`` (0-based) for the stepper as themed HTML named by ``step_alt``: one block per slice, each row
+    striped by the heads its numbers came from (grey once heads are mixed); one height for every step."""
+    step = shape_steps(n, d_model, h, forget_transpose)[index]
+    owner = step.owner
+    slices = [owner] if owner.ndim == 2 else list(owner)
+    names = [f"{owner.shape[0]} × {owner.shape[1]}"] if owner.ndim == 2 else [
+        f"{step.first_axis}{'' if len(slices) > 6 else ' '}{i + 1}" for i in range(len(slices))]
 
-    from lesson_lib.show.plotting import picture_html
+    def stripes(row):  # (columns,) owners -> one CSS gradient, a band per run of one head's columns
+        cut = [0, *(np.flatnonzero(np.diff(row)) + 1).tolist(), len(row)]
+        colours = ["var(--jp-layout-color3, #ddd)" if o < 0 else _HEAD_COLORS[o % len(_HEAD_COLORS)] for o in row]
+        return ",".join(f"{colours[a]} {100 * a / len(row):.2f}% {100 * b / len(row):.2f}%" for a, b in pairwise(cut))
 
-    fig = plot_step(shape_steps(n, d_model, h, forget_transpose)[index])
-    page = picture_html(fig, fallback=False)
-    plt.close(fig)
-    return page
+    blocks = "".join(
+        f"<div style='flex:1;min-width:0;text-align:center'><div style='font-size:0.9em'>{name}</div>"
+        "<div style='display:flex;flex-direction:column;gap:1px;height:110px'>"
+        + "".join(f"<div style='flex:1;background:linear-gradient(to right,{stripes(row)})'></div>" for row in sl)
+        + "</div></div>" for name, sl in zip(names, slices))
+    return (f'<div role="img" aria-label="{html.escape(step_alt(step))}" style="max-width:100%;height:190px">'
+            f"<div style='height:4em'><b>{html.escape(step.title)}</b><br>形状 {step.shape}</div>"
+            f"<div style='display:flex;gap:6px'>{blocks}</div></div>")
 
 
 def plot_figure_11_1(d_model: int = 512, h: int = 8):
-    """Figure 11.1 redrawn: Q, K, V -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
+    """Figure 11.1 redrawn: X -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_hex, to_rgb
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     from lesson_lib.show.plotting import describe, use_chinese_font
 
     use_chinese_font()
     d_k = head_width(d_model, h)
-    # 6 inches wide (no scaling in a 592 px output), every text ≥ 9 pt: labels go on two or three short lines.
-    fig, ax = plt.subplots(figsize=(6.0, 5.0))
+    fig, ax = plt.subplots(figsize=(6.0, 5.0))  # 6 in: no scaling in a 592 px output; every text ≥ 9 pt
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
-    ax.set_xlim(0, 11)
-    ax.set_ylim(-0.75, 4.75)
+    ax.set(xlim=(0, 11), ylim=(-0.75, 4.75))
     ax.axis("off")
 
-    def box(x, y, w, hgt, text, color, size=9.5, edge="#333333"):
-        ax.add_patch(FancyBboxPatch((x, y), w, hgt, boxstyle="round,pad=0.03,rounding_size=0.08",
-                                    facecolor=color, edgecolor=edge, linewidth=1 if edge == "#333333" else 2))
-        ax.text(x + w / 2, y + hgt / 2, text, ha="center", va="center", fontsize=size, linespacing=1.3)
+    def box(x, y, text, fill, edge="#333333", **kw):  # the theme's text reads on every (pale) fill
+        return ax.text(x, y, text, ha="center", va="center", fontsize=9.5, linespacing=1.3, **kw,
+                       bbox={"boxstyle": "round,pad=0.5", "facecolor": fill, "edgecolor": edge})
 
-    def arrow(x0, y0, x1, y1):
-        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=10, color="#555555"))
+    def arrow(a, b):  # from box a to box b, clipped at their borders
+        ax.annotate("", b.get_position(), a.get_position(), arrowprops={
+            "arrowstyle": "-|>", "color": "#555555", "patchA": a.get_bbox_patch(), "patchB": b.get_bbox_patch()})
 
-    box(0.05, 1.35, 1.65, 1.5, f"输入 X\nd_model\n= {d_model}\nQ=K=V=X", "#E8EEF7", 9)
+    x = box(0.85, 2.1, f"输入 X\nd_model\n= {d_model}\nQ=K=V=X", "#E8EEF7")
+    concat = box(8.05, 2.1, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
+    arrow(concat, box(10.1, 2.1, f"× W^O\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9"))
     numbers = list(range(1, h + 1)) if h <= 4 else [1, 2, 3, 4, h]  # many heads: the first four and the last
-    ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else np.array([2.1])
-    for i, (j, y) in enumerate(zip(numbers, ys)):
-        color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
-        box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\nW_{j}^Q,K,V", "#F7F7F7", 9)
-        pale = to_hex(0.25 * np.array(to_rgb(color)) + 0.75)  # the theme's text reads on it; the border keeps colour
-        box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", pale, 9, edge=color)
-        arrow(1.7, 2.1, 2.2, y)
-        arrow(4.5, y, 5.0, y)
-        arrow(6.7, y, 7.2, 2.1)
-        if i == 3 and h > 5:  # the heads left out, in both columns, inside the gap between two boxes
-            for x in (3.35, 5.85):
-                ax.text(x, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
-    box(7.2, 1.35, 1.7, 1.5, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
-    box(9.3, 1.35, 1.65, 1.5, f"× W^O\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9", 9)
-    arrow(8.9, 2.1, 9.3, 2.1)
+    ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else [2.1]
+    for j, y in zip(numbers, ys):
+        colour = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
+        projection = box(3.35, y, f"投影 {j}\nW_{j}^Q,K,V", "#F7F7F7")
+        head = box(5.85, y, f"头 {j}\nd_k = {d_k}", to_hex(0.25 * np.array(to_rgb(colour)) + 0.75), colour)
+        arrow(x, projection), arrow(projection, head), arrow(head, concat)
+    if h > 5:  # the heads left out, in both columns, between head 4 and head h
+        for col in (3.35, 5.85):
+            ax.text(col, (ys[3] + ys[4]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
     ax.text(5.5, 4.7, f"图 11.1  多头自注意力：X 经 {h} 组投影切成 {h} 个头\n（每头宽度 d_k = {d_k}），"
-            f"各算各的，最后拼回 d_model = {d_model}",
-            ha="center", va="top", fontsize=10.5, linespacing=1.4)
+            f"各算各的，最后拼回 d_model = {d_model}", ha="center", va="top", fontsize=10.5, linespacing=1.4)
     ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 W^O 才把它们的结果混合", ha="center", va="bottom",
             fontsize=9.5, color="#555555", linespacing=1.4)
     shown = "、".join(f"头 {j}" for j in numbers)

@@ -1,7 +1,5 @@
-"""§2, §3 and §5's widgets, and §7's progress bar: each builder links controls to pure section functions.
-
-Every builder returns the top-level widget, its controls in ``.controls`` (tests set values and read what shows).
-"""
+"""§2, §3 and §5's widgets (controls linked to pure section functions; the top widget keeps them in ``.controls``),
+and §7's progress bar."""
 
 from __future__ import annotations
 

@@ -204,17 +204,6 @@ def test_demo_rejects_bad_sharpness_in_chinese(s):
     assert CJK.search(str(exc.value))
 
 
-def test_retention_curve_matches_demo():
-    s = np.array([0.0, 2.0, 7.0])
-    curves = averaging.retention_curve(s)
-    assert set(curves) == {1, 2}
-    for heads, c in curves.items():
-        assert c.shape == (3, 2)
-        for row, x in zip(c, s):
-            d = averaging.demo(heads, x)
-            assert row.tolist() == [d.referent_kept, d.subject_kept]
-
-
 # ---------------------------------------------------------------------------------------------
 # Figures: drawing raises on any warning (missing CJK glyph included)
 # ---------------------------------------------------------------------------------------------
@@ -232,13 +221,6 @@ def test_demo_html_draws_every_weight_and_feature_as_a_bar_named_by_its_numbers(
     assert widths == pytest.approx([8 * x for x in expected], abs=0.006)
     assert f'role="img" aria-label="{html.escape(averaging.demo_alt(d))}"' in page
     assert all(name in page for name in d.names)
-
-
-def test_plot_retention_draws(plt):
-    s = np.linspace(0, 8, 9)
-    fig = averaging.plot_retention(s, averaging.retention_curve(s))
-    fig.canvas.draw()
-    assert len(fig.axes[0].lines) == 4
 
 
 def test_printed_tables_carry_the_numbers():

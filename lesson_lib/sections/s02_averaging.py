@@ -104,12 +104,6 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
                 float(referent), float(subject))
 
 
-def retention_curve(sharpness_values) -> dict[int, np.ndarray]:
-    """For 1 and 2 heads: (len(s), 2) arrays of [referent_kept, subject_kept] against sharpness."""
-    return {heads: np.array([[(d := demo(heads, s)).referent_kept, d.subject_kept] for s in sharpness_values])
-            for heads in (1, 2)}
-
-
 def demo_alt(d: Demo) -> str:
     """What the demo picture shows, from ``d``: each head's two largest weights, then the output features."""
     parts = []
@@ -146,41 +140,6 @@ def demo_html(d: Demo) -> str:
     alt = html.escape(demo_alt(d))
     return (f'<div role="img" aria-label="{alt}" style="max-width:100%;overflow-x:auto">'
             f"<b>「她」往回看时，每个头把注意力给了谁</b>{weights}{features}</div>")
-
-
-def plot_retention(sharpness_values, curves):
-    """How much of each answer survives, against sharpness, for 1 head and 2 heads."""
-    import matplotlib.pyplot as plt
-
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, use_chinese_font
-
-    use_chinese_font()
-    fig, ax = plt.subplots(figsize=(FIGURE_MAX_INCHES, 4.2))
-    styles = {1: "-", 2: "--"}
-    for heads, c in curves.items():
-        label = "1 个头" if heads == 1 else "2 个头"
-        ax.plot(sharpness_values, c[:, 0], styles[heads], color="#C44E52", label=f"{label}：指代（小红）保留")
-        ax.plot(sharpness_values, c[:, 1], styles[heads], color="#4C72B0", label=f"{label}：主语（小明）保留")
-    ax.set_xlabel("查询的锐度（越大，softmax 越尖）")
-    ax.set_ylabel("能从输出读回的比例")
-    ax.set_ylim(-0.02, 1.05)
-    ax.set_title("单头越尖就越只顾一头；\n两个头可以同时又尖又全")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)  # under the axes: no curve hidden
-    fig.tight_layout()
-    return describe(fig, retention_alt(sharpness_values, curves))
-
-
-def retention_alt(sharpness_values, curves) -> str:
-    """What the retention plot shows, from its own numbers: each curve's start, end and peak."""
-    s = np.asarray(sharpness_values, dtype=float)
-    parts = []
-    for heads, c in curves.items():
-        for col, name in ((0, "指代（小红）"), (1, "主语（小明）")):
-            y = c[:, col]
-            top = int(np.argmax(y))
-            parts.append(f"{heads} 个头的{name}保留：锐度 {s[0]:g} 时 {y[0]:.2f}，{s[-1]:g} 时 {y[-1]:.2f}，"
-                         f"最高 {y[top]:.2f}（锐度 {s[top]:g}）")
-    return "折线图：横轴是查询的锐度，纵轴是能从输出读回的比例。" + "；".join(parts) + "。"
 
 
 def values_table() -> str:

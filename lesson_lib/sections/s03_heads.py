@@ -6,9 +6,7 @@ reshaping without the transpose does: every "head" then holds other heads' colum
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
-from itertools import pairwise
 
 import numpy as np
 
@@ -29,7 +27,6 @@ class Step:
     shape: tuple[int, ...]
     owner: np.ndarray  # same shape (without the value axis): head index each number came from
     token: np.ndarray  # same shape: token index each number came from (-1 once heads mix tokens)
-    first_axis: str = ""  # for 3-D steps: what the first axis indexes ("头" or "词")
 
 
 def wrong_split(x, h):
@@ -62,21 +59,21 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bo
     if not forget_transpose:
         q4 = q.reshape(n, h, d_k)  # (n, h, d_k)
         steps.append(Step(f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}",
-                          "Q.reshape(n, h, d_k)", q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k), "词元"))
+                          "Q.reshape(n, h, d_k)", q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k)))
     qh, kh, vh = (split(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
     o3, t3 = split(owner, h), split(token, h)
     label = ("直接 reshape 成 (h, n, d_k)，忘了 transpose！" if forget_transpose
              else "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）")
     code = "split_heads(Q, h)" if not forget_transpose else "Q.reshape(h, n, d_k)"
-    steps.append(Step(label, code, qh.shape, o3, t3, "头"))
+    steps.append(Step(label, code, qh.shape, o3, t3))
     heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
     mixed_token = np.full(heads.shape, -1)  # each output row mixes all tokens' values
     steps.append(Step(f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵", "Attention(Q_i, K_i, V_i)", heads.shape, o3,
-                      mixed_token, "头"))
+                      mixed_token))
     if not forget_transpose:
         back = np.swapaxes(heads, 0, 1)  # (n, h, d_v) tokens first again, ready to be laid side by side
         steps.append(Step("转置回 (n, h, d_v)：词元重新放到最前面", "heads.swapaxes(0, 1)", back.shape,
-                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1), "词元"))
+                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1)))
     concat = merge_heads(heads)  # (n, h·d_v)
     title = "拼接 Concat(head_1, …, head_h)"
     title += "" if forget_transpose else "（上一步的转置加这一步，就是 merge_heads）"
@@ -142,46 +139,6 @@ def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
 _HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
 
 
-def step_alt(step: Step) -> str:
-    """What a stepper picture shows: the step, its shape, and which heads' colours each slice holds."""
-    owner = step.owner
-    head = step.title + ("" if step.title.endswith("！") else "，")
-    slices = [owner] if owner.ndim == 2 else list(owner)
-    held = [sorted({int(o) + 1 for o in sl.ravel() if o >= 0}) for sl in slices]
-    if owner.ndim == 3:
-        each = "；".join(f"{step.first_axis} {i + 1} 里是头 {'、'.join(map(str, hs))} 的数"
-                        for i, hs in enumerate(held[:4]))
-        more = f"……共 {len(slices)} 片" if len(slices) > 4 else ""
-        return f"{head}形状 {step.shape}：分成 {len(slices)} 片。{each}{more}。颜色表示每个数来自哪个头。"
-    if (owner < 0).all():
-        return f"{head}形状 {step.shape}：一整块灰色，各头的结果已经混在一起。"
-    return f"{head}形状 {step.shape}：一整块，列按所属的头分成 {len(held[0])} 段颜色（头 1 到头 {held[0][-1]}）。"
-
-
-def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> str:
-    """Step ``index`` (0-based) for the stepper as themed HTML named by ``step_alt``: one block per slice, each row
-    striped by the heads its numbers came from (grey once heads are mixed); one height for every step."""
-    step = shape_steps(n, d_model, h, forget_transpose)[index]
-    owner = step.owner
-    slices = [owner] if owner.ndim == 2 else list(owner)
-    names = [f"{owner.shape[0]} × {owner.shape[1]}"] if owner.ndim == 2 else [
-        f"{step.first_axis}{'' if len(slices) > 6 else ' '}{i + 1}" for i in range(len(slices))]
-
-    def stripes(row):  # (columns,) owners -> one CSS gradient, a band per run of one head's columns
-        cut = [0, *(np.flatnonzero(np.diff(row)) + 1).tolist(), len(row)]
-        colours = ["var(--jp-layout-color3, #ddd)" if o < 0 else _HEAD_COLORS[o % len(_HEAD_COLORS)] for o in row]
-        return ",".join(f"{colours[a]} {100 * a / len(row):.2f}% {100 * b / len(row):.2f}%" for a, b in pairwise(cut))
-
-    blocks = "".join(
-        f"<div style='flex:1;min-width:0;text-align:center'><div style='font-size:0.9em'>{name}</div>"
-        "<div style='display:flex;flex-direction:column;gap:1px;height:110px'>"
-        + "".join(f"<div style='flex:1;background:linear-gradient(to right,{stripes(row)})'></div>" for row in sl)
-        + "</div></div>" for name, sl in zip(names, slices))
-    return (f'<div role="img" aria-label="{html.escape(step_alt(step))}" style="max-width:100%;height:190px">'
-            f"<div style='height:4em'><b>{html.escape(step.title)}</b><br>形状 {step.shape}</div>"
-            f"<div style='display:flex;gap:6px'>{blocks}</div></div>")
-
-
 def plot_figure_11_1(d_model: int = 512, h: int = 8):
     """Figure 11.1 redrawn: X -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
     import matplotlib.pyplot as plt
@@ -234,14 +191,6 @@ def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
 
     rows = [[f"{i}.", s.code, str(s.shape), s.title] for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
-
-
-def step_summary_html(steps, index: int) -> str:
-    """The stepper's caption for step ``index`` (0-based) of ``steps``."""
-    from lesson_lib.show.theme import box
-
-    s = steps[index]
-    return box(f"第 {index + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b>")
 
 
 def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:

@@ -24,7 +24,7 @@ CELL, SOURCE, FIGURE, WIDGET, TRY = 1 / 3, 1.0, 0.5, 2.0, 1.0  # minutes
 QUESTION = {"single": 0.75, "multi": 1.0, "form": 1.5, "self": 3.0}
 EXERCISE = {"split_heads": 5, "multi_head_attention_loop": 8, "count_multiplies": 4}
 INTERVIEW = 5
-WIDGETS = ("averaging_demo(", "shape_stepper(", "head_lab(")
+WIDGETS = ("averaging_demo(", "head_lab(")
 
 
 def _build_module():

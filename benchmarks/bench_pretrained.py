@@ -12,7 +12,7 @@ OPENBLAS_NUM_THREADS before NumPy is imported. Baselines from the same run:
   forward vs the same encoder calling the kernel once per head (``per_head=True``, the paper's loop);
           and one BLAS thread vs two (the machine has 2 cores; other processes share them);
   e5 memory: the word rows a sentence dequantises vs the whole 250,037 × 384 table as float32;
-  explorer: the widget's frame (Pillow map + HTML row) vs a matplotlib figure of the same view (the baseline).
+  explorer: the widget's frame (Pillow map + HTML row), against the 150 ms goal.
 Timings are interleaved round by round, so a burst of load from another process hits every variant.
 """
 
@@ -73,9 +73,6 @@ def _minilm():
 
 
 def _explorer(model):
-    import matplotlib
-
-    matplotlib.use("Agg")
     from lesson_lib.sections.s06_real_heads import views
 
     enc = model.encode(model_sentence())
@@ -85,11 +82,7 @@ def _explorer(model):
         i = next(positions)
         views.explorer_frame(enc, 1 + i % 6, 1 + i % 12, "its")
 
-    def old_figure():
-        i = next(positions)
-        views.explorer_view(enc, 1 + i % 6, 1 + i % 12, "its")[1]._repr_html_()
-
-    return {f"explorer_{k}": v for k, v in _interleaved({"frame": frame, "matplotlib": old_figure}, 15).items()}
+    return {f"explorer_{k}": v for k, v in _interleaved({"frame": frame}, 15).items()}
 
 
 def model_sentence():
@@ -179,12 +172,10 @@ def _forward_lines(one, two=None):
 
 def _minilm_lines(one, two):
     frame, frame_p90 = _stats(one["explorer_frame"])
-    old, _ = _stats(one["explorer_matplotlib"])
     return [
         *_load_lines(one, 100),
         *_forward_lines(one, two),
-        f"  explorer redraw (Python side): median {frame:.1f} ms, p90 {frame_p90:.1f} ms (goal ≤ 150 ms); "
-        f"matplotlib figure + PNG {old:.1f} ms → {old / frame:.1f}× faster",
+        f"  explorer redraw (Python side): median {frame:.1f} ms, p90 {frame_p90:.1f} ms (goal ≤ 150 ms)",
     ]
 
 

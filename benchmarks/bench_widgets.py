@@ -6,10 +6,9 @@ traitlets, the observer and the PNG encoding are all included. Changes alternate
 so every one really redraws (a cached picture is reported as what a learner gets on a revisit).
 
 Baselines, measured in the same run and interleaved with the widget changes:
-  §2 demo      the previous redraw: a new figure per change and a trimmed savefig (it draws twice);
-  §3 stepper   the same picture drawn uncached (the first visit of a step);
+  §2 demo      the previous redraw: a matplotlib figure of the same bars per change, saved as PNG;
   §5 lab       the static picture a cell shows (lab_state + heat_map);
-  §6 explorer  the explorer's own pure function (explorer_view), without the widget.
+  §6 explorer  the explorer's own pure function (explorer_frame), without the widget.
 """
 
 from __future__ import annotations
@@ -53,30 +52,32 @@ def _png(fig) -> bytes:
 
 
 def _old_demo_redraw(heads, sharpness):
-    """§2 before: a fresh figure per change."""
-    from lesson_lib.sections import s02_averaging as averaging
+    """§2 before: the two bar charts as a matplotlib figure per change, saved as PNG."""
+    import matplotlib.pyplot as plt
 
-    return _png(averaging.plot_demo(averaging.demo(heads, sharpness)))
+    from lesson_lib.sections import s02_averaging as averaging
+    from lesson_lib.show.plotting import use_chinese_font
+
+    use_chinese_font()
+    d = averaging.demo(heads, sharpness)
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6, 5.8))
+    for i, row in enumerate(d.weights):
+        left.bar(np.arange(averaging.QUERY) + 0.4 * i, row[:averaging.QUERY], 0.4)
+    right.barh(list(d.output), list(d.output.values()))
+    return _png(fig)
 
 
 def _cases():
     """(name, change, baseline name, baseline) for every widget that can be built here."""
-    from lesson_lib.sections import s03_heads as heads
     from lesson_lib.sections import s05_head_lab as head_lab
     from lesson_lib.sections import widgets
 
     cases = []
     demo = widgets.averaging_demo().controls
     cases.append(("§2 demo: 锐度", _toggle(demo["sharpness"], 4.0, 6.0),
-                  "new figure, trimmed save", lambda: _old_demo_redraw(1, 6.0)))
+                  "matplotlib figure + PNG", lambda: _old_demo_redraw(1, 6.0)))
     cases.append(("§2 demo: 1 ↔ 2 个头", _toggle(demo["heads"], 1, 2),
-                  "new figure, trimmed save", lambda: _old_demo_redraw(2, 4.0)))
-    stepper = widgets.shape_stepper().controls
-    steps = heads.shape_steps(6, 512, 8)
-    cases.append(("§3 stepper: 步骤 3 ↔ 4", _toggle(stepper["step"], 3, 4),
-                  "uncached plot_step", lambda: _png(heads.plot_step(steps[3]))))
-    cases.append(("§3 stepper: 忘了 transpose", _toggle(stepper["forget"], False, True),
-                  "uncached plot_step", lambda: _png(heads.plot_step(steps[2]))))
+                  "matplotlib figure + PNG", lambda: _old_demo_redraw(2, 4.0)))
     lab = widgets.head_lab().controls
     cases.append(("§5 lab: h 8 ↔ 64", _toggle(lab["slider"], 8, 64), "static heat_map",
                   lambda: _lab_reference(head_lab.lab_state(64))))
@@ -110,10 +111,10 @@ def _explorer_cases():
     query = enc.tokens.index("its")
 
     def pure():
-        return views.explorer_view(enc, 5, 3, query)[1]._repr_html_()
+        return views.explorer_frame(enc, 5, 3, query)
 
-    return [("§6 explorer: 层 4 ↔ 5", _toggle(layer, 4, 5), "explorer_view as a cell", pure),
-            ("§6 explorer: 头 2 ↔ 3", _toggle(head, 2, 3), "explorer_view as a cell", pure)]
+    return [("§6 explorer: 层 4 ↔ 5", _toggle(layer, 4, 5), "explorer_frame", pure),
+            ("§6 explorer: 头 2 ↔ 3", _toggle(head, 2, 3), "explorer_frame", pure)]
 
 
 def run() -> list[str]:

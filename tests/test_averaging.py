@@ -204,56 +204,23 @@ def test_demo_rejects_bad_sharpness_in_chinese(s):
     assert CJK.search(str(exc.value))
 
 
-def test_retention_curve_matches_demo():
-    s = np.array([0.0, 2.0, 7.0])
-    curves = averaging.retention_curve(s)
-    assert set(curves) == {1, 2}
-    for heads, c in curves.items():
-        assert c.shape == (3, 2)
-        for row, x in zip(c, s):
-            d = averaging.demo(heads, x)
-            assert row.tolist() == [d.referent_kept, d.subject_kept]
-
-
 # ---------------------------------------------------------------------------------------------
 # Figures: drawing raises on any warning (missing CJK glyph included)
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("heads", [1, 2])
-def test_plot_demo_draws(plt, heads):
-    fig = averaging.plot_demo(averaging.demo(heads, 4.0))
-    fig.canvas.draw()
-    bars = fig.axes[0].patches
-    assert len(bars) == heads * VISIBLE
-
-
-@pytest.mark.parametrize("heads", [1, 2])
-def test_demo_picture_text_is_legible_and_inside(plt, heads):
-    import matplotlib.text
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+def test_demo_html_draws_every_weight_and_feature_as_a_bar_named_by_its_numbers(heads):
+    import html
+    import re
 
     d = averaging.demo(heads, 4.0)
-    fig = averaging.plot_demo(d)
-    assert fig.get_figwidth() * 96 <= 592  # shown at 100 % in a 592 px output (an inline SVG: 1 pt = 4/3 px)
-    px_per_pt = 96 / 72
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()  # lays out the ticks
-    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
-    assert len(texts) > 20  # titles, axis label, legend and every tick label
-    for t in texts:
-        assert t.get_fontsize() * px_per_pt >= 12, f"{t.get_text()!r} is {t.get_fontsize() * px_per_pt:.1f} px"
-    ticks = {id(t) for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()}
-    for t in texts:  # titles, labels and legend fit on the picture (ticks beyond the limits are not drawn)
-        if id(t) not in ticks:
-            assert fig.bbox.contains(*t.get_window_extent(canvas.get_renderer()).min), t
-            assert fig.bbox.contains(*t.get_window_extent(canvas.get_renderer()).max), t
-
-def test_plot_retention_draws(plt):
-    s = np.linspace(0, 8, 9)
-    fig = averaging.plot_retention(s, averaging.retention_curve(s))
-    fig.canvas.draw()
-    assert len(fig.axes[0].lines) == 4
+    page = averaging.demo_html(d)
+    widths = [float(w) for w in re.findall(r"height:0.8em;width:([\d.]+)em", page)]
+    expected = [*d.weights[:, :VISIBLE].T.ravel(), *d.output.values()]  # row by row: each word's heads, then features
+    assert widths == pytest.approx([8 * x for x in expected], abs=0.006)
+    assert f'role="img" aria-label="{html.escape(averaging.demo_alt(d))}"' in page
+    assert all(name in page for name in d.names)
 
 
 def test_printed_tables_carry_the_numbers():

@@ -101,3 +101,11 @@ def test_the_checks_catch_a_skip_and_a_vague_link():
     headings, links = outline(nb)
     assert [level for _w, level, _t in headings] == [1, 3, 1]
     assert [text for _w, _h, text in links] == ["这里", "链接"]
+
+
+def test_the_core_asks_exactly_the_questions_its_progress_counts(nb):
+    """The progress summary counts question_ids(): a question only a lab asks would keep the core from 100 %."""
+    from lesson_lib.practice.questions import question_ids
+
+    sources = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert sorted(re.findall(r'\bask\("(\w+)"\)', sources)) == sorted(question_ids())

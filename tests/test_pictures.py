@@ -30,7 +30,6 @@ def _toy_results():
 _S = np.linspace(0, 8, 33)
 _W = np.random.default_rng(1).dirichlet(np.ones(6), size=(1, 6))  # (1, 6, 6)
 FIGURES = {  # name -> a call drawing it (built one at a time: each test closes its figures)
-    "retention": lambda: averaging.plot_retention(_S, averaging.retention_curve(_S)),
     "figure_11_1": lambda: heads.plot_figure_11_1(512, 8),
     "toy_vs_paper": lambda: ablation_plots.plot_toy_vs_paper(_toy_results()),
 }
@@ -58,15 +57,6 @@ def test_figure_fits_the_output_and_every_text_is_at_least_11_px(name):
 def test_every_figure_carries_chinese_alt_text(name):
     alt = plotting.alt_text(FIGURES[name]())
     assert alt and re.search(r"[\u4e00-\u9fff]", alt) and len(alt) > 30
-
-
-def test_retention_alt_states_the_curves_numbers():
-    s = np.linspace(0, 8, 33)
-    curves = averaging.retention_curve(s)
-    alt = plotting.alt_text(averaging.plot_retention(s, curves))
-    one = curves[1][:, 1]  # one head's subject (小明): the lesson's "at most about 0.31 near sharpness 3"
-    assert f"最高 {one.max():.2f}（锐度 {s[np.argmax(one)]:g}）" in alt
-    assert f"8 时 {curves[2][-1, 0]:.2f}" in alt
 
 
 def test_heat_map_alt_names_the_largest_weights():
@@ -138,7 +128,7 @@ def test_ipython_shows_described_figures_as_html_only():
     try:
         png = shell.display_formatter.formatters["image/png"]
         png.for_type(Figure, lambda fig: b"\x89PNG")  # what matplotlib-inline registers
-        fig = plotting.describe(FIGURES["retention"](), "一张测试图的说明文字")
+        fig = plotting.describe(FIGURES["figure_11_1"](), "一张测试图的说明文字")
         plain = Figure()
         data, _ = shell.display_formatter.format(fig)
         assert "image/png" not in data and 'aria-label="一张测试图的说明文字"' in data["text/html"]
@@ -156,16 +146,6 @@ def test_demo_alt_states_each_heads_largest_weight_and_the_features(heads_):
         k = int(np.argmax(row[:averaging.QUERY]))
         assert f"{name}：「她」给「{averaging.TOKENS[k]}」{row[k]:.2f}" in alt
     assert all(f"{f} {v:.2f}" in alt for f, v in d.output.items())
-
-
-def test_step_alt_says_which_heads_each_slice_holds():
-    right = heads.shape_steps(6, 512, 8)
-    wrong = heads.shape_steps(6, 512, 8, forget_transpose=True)
-    split = next(s for s in right if s.shape == (8, 6, 64))
-    assert "头 2 里是头 2 的数" in heads.step_alt(split)
-    forgot = next(s for s in wrong if s.shape == (8, 6, 64))
-    held = sorted({int(o) + 1 for o in forgot.owner[0].ravel()})
-    assert f"头 1 里是头 {'、'.join(map(str, held))} 的数" in heads.step_alt(forgot) and len(held) > 1
 
 
 def test_widget_heat_map_svg_text_sizes_labels_and_alt():

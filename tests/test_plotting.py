@@ -308,8 +308,7 @@ def test_figure_11_1_labels_read_on_their_boxes_in_every_theme(plt, theme):
     from lesson_lib.sections.s03_heads import plot_figure_11_1
 
     fig = plot_figure_11_1()
-    fills = {to_hex(p.get_facecolor()) for p in fig.axes[0].patches if p.get_fill() and p.get_facecolor()[3] > 0}
-    fills = {f for f in fills if f != "#555555"}  # the arrows' heads: no text on them
+    fills = {to_hex(t.get_bbox_patch().get_facecolor()) for t in fig.axes[0].texts if t.get_bbox_patch()}
     assert len(fills) >= 5
     text = plotting.theme_colour("#000000", "fill", text=True)
     low = {f: round(_text_on(text, plotting.theme_colour(f, "fill"), PALETTES[theme]), 2) for f in fills}

@@ -265,18 +265,6 @@ def test_fallback_draws_toy_heads(monkeypatch, capsys):
     assert fig is not None and "玩具模型" in views.model_text(None) and capsys.readouterr().out == ""
 
 
-@pytest.mark.parametrize("module", [None, types.ModuleType("lesson_lib.models.toy.training")],
-                         ids=["absent", "no-function"])
-def test_fallback_without_toy_heads_says_what_to_install(monkeypatch, capsys, module):
-    import matplotlib.pyplot as plt
-
-    monkeypatch.setitem(sys.modules, "lesson_lib.models.toy.training", module)  # None: import raises ImportError
-    monkeypatch.delattr(lesson_lib.models.toy, "training", raising=False)
-    assert views.plot_toy_heads() is None
-    assert "安装权重包" in capsys.readouterr().out
-    assert plt.get_fignums() == []  # no stand-in figure of untrained heads
-
-
 # ---------------------------------------------------------------------------------------------
 # Tokenizer
 # ---------------------------------------------------------------------------------------------
@@ -458,9 +446,21 @@ def test_top_keys_and_describe_row():
     assert "0.17" in line  # 1/6, the uniform share, for comparison
 
 
-def test_explorer_view_figure(runs):
-    text, picture = views.explorer_view(runs["law"], 5, 12, "its")
-    assert "第 5 层 · 头 12" in text and "law" in text
+def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys, monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    views.explore(runs, "law", 5, 12, "its")
+    text = capsys.readouterr().out.strip()
+    assert text.startswith("第 5 层 · 头 12") and "law" in text
+    _, bars, picture = views.explorer_frame(runs["law"], 5, 12, "its")
+    (page,) = (s.data for s in shown)
+    assert page.startswith(picture.split("<details>")[0]) and page.endswith(bars)  # the map above the row's bars
+    assert "<details>" not in page  # stored: no table of the map's weights, some of which flip between CPUs
+    enc = runs["law"]
+    row = enc.attentions[3, 1, enc.tokens.index("its")]  # what the lab's stored call (第 4 层 · 头 2, its) prints
+    assert all(round(float(w) - 1e-4, 2) == round(float(w) + 1e-4, 2) for w in row)  # the same 2 decimals anywhere
     assert "红框是「its」这一行" in picture.lesson_alt and "stroke:#d62728" in picture  # the query's row framed
 
 
@@ -524,8 +524,8 @@ def test_explore_unknown_sentence_and_top_zero(runs):
 
 
 def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
-    summary, picture = views.explorer_frame(runs["law"], 4, 2, "its")
-    assert "<b>第 4 层 · 头 2" in summary
+    line, summary, picture = views.explorer_frame(runs["law"], 4, 2, "its")
+    assert line.startswith("第 4 层 · 头 2")
     enc = runs["law"]
     row = enc.attentions[3, 1, enc.tokens.index("its")]
     # the picture's name is made from the row it frames: the largest weight first

@@ -115,7 +115,7 @@ def test_printed_ranking_and_table_are_cpu_stable(zh_model, lesson):
     printed = []
     for _, _, a, b in ph.rank_by_preference(att, tokens, top=4):  # what zh.ranking prints
         printed += [a, b, a - b]
-    for _, scores in ph.follow_table(zh_model):
+    for _, scores in ph.follow(zh_model)[0]:
         printed += [v for pair in scores.values() for v in pair]
     unstable = [v for v in printed if not stable_2dp(v)]
     assert not unstable, unstable
@@ -126,7 +126,7 @@ def test_printed_ranking_and_table_are_cpu_stable(zh_model, lesson):
 
 def test_minimal_pairs_claims(zh_model):
     """Lab: the pronoun head is right in every condition, the only one of 144; nearest-name explains only some."""
-    counts = ph.right_counts(zh_model)
+    counts = ph.follow(zh_model)[1]
     n = len(ph.MINIMAL_PAIRS)
     assert counts[7, 0] == n and ph.heads_right_everywhere(counts, n) == [ph.PRONOUN_HEAD] and counts.size == 144
     assert [counts[layer - 1, head - 1] for layer, head in ph.DECOYS] == [6, 6]
@@ -136,7 +136,7 @@ def test_minimal_pairs_claims(zh_model):
 
 def test_decoys_look_at_xiaohong_for_ta_too(zh_model):
     """Lab: 「一问「他」，它们照样看小红」: the decoys are right exactly when the pronoun is 她."""
-    for c, s in ph.follow_table(zh_model):
+    for c, s in ph.follow(zh_model)[0]:
         for h in ph.DECOYS:
             assert (s[h][0] > s[h][1]) == (c.pronoun == "她")
 

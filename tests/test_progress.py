@@ -49,7 +49,7 @@ def _everything_right(p: Progress) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from quiz_answers import TABLE
 
-    right = {qid: answer for qid, answer, verdict, _ in TABLE if verdict == "right"}
+    right = {qid: answer for qid, answer, verdict, _ in TABLE if verdict == "right" and qid in qq.question_ids()}
     assert set(right) | {"Q1"} == set(qq.question_ids())
     for qid, answer in right.items():
         p.record(quiz.check(qid, answer), answer)

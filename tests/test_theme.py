@@ -8,7 +8,6 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from lesson_lib.sections import s02_averaging as averaging
-from lesson_lib.sections import s03_heads as heads
 from lesson_lib.sections import s05_head_lab as head_lab
 from lesson_lib.sections.s09_paper import KERNELS, formula_view
 from lesson_lib.show import theme
@@ -31,9 +30,8 @@ def test_box_uses_only_theme_variables(tone):
     assert all("var(--jp-" in c or c.strip() in {"inherit", "collapse"} for c in colours(html)), colours(html)
 
 
-def test_every_summary_box_of_sections_2_3_5_is_themed():
+def test_every_summary_box_of_sections_2_and_5_is_themed():
     for html in (averaging.summary_html(averaging.demo(2, 3.0)),
-                 heads.step_summary_html(heads.shape_steps(6, 512, 8), 2),
                  head_lab.summary_html(head_lab.lab_state(8))):
         assert 'class="lesson-box' in html and not HARD_COLOUR.search(html), html
         ET.fromstring(f"<div>{html}</div>")

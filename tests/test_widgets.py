@@ -120,12 +120,6 @@ BAD_BUILDER_ARGS = [
     ("averaging_demo", {"initial_heads": 3}, ["initial_heads", "3", "[1, 2]"]),
     ("averaging_demo", {"initial_sharpness": 11}, ["initial_sharpness", "11", "0.0 到 10.0"]),
     ("averaging_demo", {"initial_sharpness": float("nan")}, ["initial_sharpness", "nan"]),
-    ("shape_stepper", {"n": 0}, ["n", "0", "1 到 16"]),
-    ("shape_stepper", {"n": 100}, ["n", "100", "1 到 16"]),
-    ("shape_stepper", {"d_model": -512}, ["d_model", "-512", "≥ 1"]),
-    ("shape_stepper", {"d_model": "512"}, ["d_model", "'512'"]),
-    ("shape_stepper", {"h": 3}, ["d_model=512", "h=3", "[1, 2, 4, 8, 16, 32, 64]"]),
-    ("shape_stepper", {"h": 64}, ["h", "64", "1 到 16"]),
 ]
 
 
@@ -161,7 +155,7 @@ def test_averaging_demo_heads_toggle_changes_numbers():
     from lesson_lib.sections import s02_averaging as averaging
 
     picture = c["picture"].value
-    assert picture == averaging.demo_html(averaging.demo(1, 4.0))  # themed SVG named by its alt text
+    assert picture == averaging.demo_html(averaging.demo(1, 4.0))  # themed HTML bars named by their alt text
     assert 'role="img"' in picture and "「她」给「小红」" in picture
 
     c["heads"].value = 2
@@ -180,41 +174,12 @@ def test_averaging_demo_heads_toggle_changes_numbers():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_shape_stepper_forget_transpose_and_step():
-    c = widgets.shape_stepper(n=6, d_model=512, h=8).controls
-    # counted from 1: the slider's readout and the caption's 「第 k/8 步」 say the same number
-    assert (c["step"].min, c["step"].value, c["step"].max) == (1, 1, 8) and c["forget"].value is False
-    assert "第 1/8 步" in c["summary"].value and "<code>X</code>" in c["summary"].value
-    assert "(6, 512)" in c["summary"].value
-
-    c["step"].value = 8
-    assert "第 8/8 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
-    last = c["picture"].value
-
-    c["forget"].value = True  # the forgotten path has neither (n, h, d_k) step: two steps fewer
-    assert c["step"].max == 6 and c["step"].value == 6
-    assert "第 6/6 步" in c["summary"].value and "concat @ W_O" in c["summary"].value
-
-    c["step"].value = 3
-    s = c["summary"].value
-    assert "<code>Q.reshape(h, n, d_k)</code>" in s and "(8, 6, 64)" in s and "第 3/6 步" in s
-    assert c["picture"].value != last
-    assert c["picture"].value == heads_html(6, 512, 8, True, 2)
-    assert "忘了 transpose" in c["picture"].value and 'role="img"' in c["picture"].value
-
-
-def heads_html(*args):
-    from lesson_lib.sections import s03_heads as heads
-
-    return heads.step_html(*args)
-
-
 def test_html_pictures_fit_the_output():
-    """The demo's and the stepper's pictures are SVG that shrink with the output, never wider than it."""
-    for box in (widgets.averaging_demo(), widgets.shape_stepper()):
+    """The demo's bars are HTML that shrinks with the output, never wider than it."""
+    for box, kind in ((widgets.averaging_demo(), "<table"),):
         picture = box.controls["picture"]
         assert picture.layout.max_width == "100%"
-        assert "max-width:100%" in picture.value and "<svg" in picture.value
+        assert "max-width:100%" in picture.value and kind in picture.value
 
 
 def test_progress_bar_follows_the_callback():
@@ -243,13 +208,9 @@ def test_progress_bar_zero_of_zero_is_not_done_and_bad_counts_are_named():
 
 def test_summaries_are_the_pure_functions_output():
     from lesson_lib.sections import s02_averaging as averaging
-    from lesson_lib.sections import s03_heads as heads
 
     a = widgets.averaging_demo(initial_heads=2, initial_sharpness=3.0).controls
     assert a["summary"].value == averaging.summary_html(averaging.demo(2, 3.0))
-    s = widgets.shape_stepper(n=6, d_model=512, h=8).controls
-    s["step"].value = 4  # the 4th step: index 3
-    assert s["summary"].value == heads.step_summary_html(heads.shape_steps(6, 512, 8), 3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,7 +248,7 @@ def test_slider_is_a_named_native_range_input_shipped_inline():
 
 
 def test_every_control_of_the_section_widgets_is_named():
-    boxes = [widgets.head_lab(), widgets.averaging_demo(), widgets.shape_stepper()]
+    boxes = [widgets.head_lab(), widgets.averaging_demo()]
     for box in boxes:
         assert unnamed_controls(box) == []
 

@@ -13,7 +13,7 @@ from lesson_lib import paper
 from lesson_lib.attention import head_width, split_heads
 from lesson_lib.checks import LessonInputError
 from lesson_lib.costs import count, kv_sharing, parameters
-from lesson_lib.practice.checkers import ChoiceBox, ChoiceKey, ExpressionBox, FormKey, NumberBox, Poly
+from lesson_lib.practice.checkers import ChoiceBox, ChoiceKey, ExpressionBox, FormKey, NumberBox, Poly, fmt_number
 from lesson_lib.practice.feedback import Question
 from lesson_lib.practice.freetext import Rubric, RubricPoint
 
@@ -38,6 +38,11 @@ def question(question_id: str) -> Question:
 def question_ids() -> tuple[str, ...]:
     """The core lesson's question ids in the notebook's order (what progress counts; no lab's)."""
     return tuple(_BUILDERS)
+
+
+def lab_question_ids() -> tuple[str, ...]:
+    """The labs' question ids (the static page exports them too)."""
+    return tuple(LAB)
 
 
 def questions() -> dict[str, Question]:
@@ -333,8 +338,9 @@ def _s3() -> Question:
         got = tuple(values.values())
         if any(v.denominator != 1 for v in got):
             return "形状里的每一维都是整数。"
-        got = tuple(int(v) for v in got)
-        return f"你填的是 {got}。" + split_heads_shape_mistake(got, n, h, d_k)
+        got = tuple(int(v) for v in got)  # echoed as the boxes echo them (1,000 with its comma), one axis at a time
+        read = "、".join(f"第{'一二三'[i]}维 {fmt_number(v)}" for i, v in enumerate(got))
+        return f"你填的是{read}。" + split_heads_shape_mistake(got, n, h, d_k)
 
     return _form(
         "S3", "第 3 节",
@@ -607,9 +613,10 @@ def _s7c() -> Question:
 # fmt: on
 
 
-_BUILDERS = {  # the notebook asks them in this order
+_BUILDERS = {  # what the core notebook asks (what its progress counts)
     "Q1": _q1, "Q2": _q2, "Q3": _q3, "Q4": _q4, "Q5": _q5, "Q6": _q6, "Q7": _q7, "S2": _s2, "S3": _s3, "S3b": _s3b,
-    "S3c": _s3c, "S3d": _s3d, "S4": _s4, "S4b": _s4b, "S4c": _s4c, "S5": _s5, "S6": _s6, "S7": _s7, "S7b": _s7b,
-    "S7c": _s7c,
+    "S3c": _s3c, "S4b": _s4b, "S5": _s5, "S6": _s6, "S7b": _s7b,
 }
-LAB: dict = {}  # the optional labs' questions, added by ``lab_questions.register``: found by id, never counted
+# The labs' questions: found by id, never counted as the core's. lab_ablation asks these section questions; the
+# L questions join when a lab calls ``lab_questions.register``.
+LAB: dict = {"S3d": _s3d, "S4": _s4, "S4c": _s4c, "S7": _s7, "S7c": _s7c}

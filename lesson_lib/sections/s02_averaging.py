@@ -6,6 +6,7 @@ are rows of named features; one head outputs one weighted average of them, two h
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,10 +41,6 @@ _QUESTION = {"指代": np.array([1.0, 0.0]), "语法角色": np.array([0.0, 1.0]
 def values() -> np.ndarray:
     """(n, len(FEATURES)) value vectors of the sentence; function words carry nothing."""
     return np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)  # (n, 6)
-
-
-def _keys() -> np.ndarray:
-    return np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS])  # (n, 2)
 
 
 def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
@@ -82,7 +79,7 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
     """她's query through one head (both questions in one query) or two (one each); ``sharpness`` scales it."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
     sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=MAX_SHARPNESS)
-    k, v = _keys(), values()  # (n, 2), (n, 6)
+    k, v = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS]), values()  # (n, 2), (n, 6)
     mask = (np.arange(len(TOKENS)) < QUERY)[None]  # (1, n) 她 sees only the words before it
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
     if heads == 1:
@@ -107,62 +104,6 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
                 float(referent), float(subject))
 
 
-def retention_curve(sharpness_values) -> dict[int, np.ndarray]:
-    """For 1 and 2 heads: (len(s), 2) arrays of [referent_kept, subject_kept] against sharpness."""
-    return {heads: np.array([[(d := demo(heads, s)).referent_kept, d.subject_kept] for s in sharpness_values])
-            for heads in (1, 2)}
-
-
-_DEMO_COLOURS = {1: ["#8172B2"], 2: ["#4C72B0", "#DD8452"]}
-_demo_figures: dict = {}  # heads -> (figure, bar containers, feature bars): the widget redraws these in place
-
-
-def _demo_figure(heads: int):
-    """The demo's figure for 1 or 2 heads, every bar at 0, on a fixed layout the widget redraws in place."""
-    from matplotlib.figure import Figure
-
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, use_chinese_font
-
-    use_chinese_font()
-    visible = TOKENS[:QUERY]
-    fig = Figure(figsize=(FIGURE_MAX_INCHES, 5.8), dpi=100)
-    left = fig.add_axes((0.14, 0.55, 0.83, 0.32))
-    right = fig.add_axes((0.16, 0.07, 0.81, 0.3))
-    width = 0.8 / heads
-    x = np.arange(len(visible))
-    names = demo(heads).names
-    bars = [left.bar(x + (i - (heads - 1) / 2) * width, np.zeros(len(visible)), width, label=names[i],
-                     color=_DEMO_COLOURS[heads][i]) for i in range(heads)]
-    left.set_xticks(x, visible)
-    left.set_ylim(0, 1.05)
-    left.set_ylabel("「她」的注意力权重")
-    left.set_title("「她」往回看时，每个头把注意力给了谁", pad=30)
-    # Above the axes, not over them: a weight can reach 1, so no corner inside is always free.
-    left.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False, borderaxespad=0.1)
-    feats = FEATURES[::-1]
-    feature_bars = right.barh(feats, np.zeros(len(feats)), color="#55A868")
-    right.set_xlim(0, 1.05)
-    right.set_title("输出里读得出的特征（理想：女性=1、人物=1、主语=1）")
-    return fig, bars, feature_bars
-
-
-def _set_demo(parts, d: Demo):
-    fig, bars, feature_bars = parts
-    for container, row in zip(bars, d.weights):
-        for bar, weight in zip(container, row[:QUERY]):
-            bar.set_height(weight)
-    for bar, name in zip(feature_bars, FEATURES[::-1]):
-        bar.set_width(d.output[name])
-    return fig
-
-
-def plot_demo(d: Demo):
-    """She's attention row in each head (bars) above the output features (bars)."""
-    from lesson_lib.show.plotting import describe
-
-    return describe(_set_demo(_demo_figure(d.heads), d), demo_alt(d))
-
-
 def demo_alt(d: Demo) -> str:
     """What the demo picture shows, from ``d``: each head's two largest weights, then the output features."""
     parts = []
@@ -175,49 +116,30 @@ def demo_alt(d: Demo) -> str:
     return f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{features}。"
 
 
+def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
+    """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and §6's bars)."""
+    return (f'<span style="display:inline-block;height:0.8em;width:{value * em_per_unit:.2f}em;background:{colour};'
+            f'vertical-align:middle"></span> {value:.2f}')
+
+
 def demo_html(d: Demo) -> str:
-    """``plot_demo``'s picture as themed SVG for the widget: the figure is built once per head count and redrawn."""
-    from lesson_lib.show.plotting import picture_html, use_chinese_font
+    """The widget's picture as themed HTML bars, named by ``demo_alt``: a click costs ~1 ms, not a figure's redraw.
+    One column per head, so the picture keeps its height when the head count changes."""
+    def table(headers, rows):
+        head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>" for h in ("", *headers))
+        body = "".join(f"<tr><td style='text-align:right;padding-right:0.6em'>{label}</td>"
+                       + "".join(f"<td style='padding-right:1em;min-width:11em'>{bar}</td>" for bar in bars) + "</tr>"
+                       for label, bars in rows)
+        return f"<table style='color:inherit;border-collapse:collapse;margin:2px 0 8px'><tr>{head}</tr>{body}</table>"
 
-    use_chinese_font()  # a kept figure is drawn with today's rcParams: a cell may have reset the font since
-    if d.heads not in _demo_figures:
-        _demo_figures[d.heads] = _demo_figure(d.heads)
-    return picture_html(_set_demo(_demo_figures[d.heads], d), demo_alt(d), fallback=False)
-
-
-def plot_retention(sharpness_values, curves):
-    """How much of each answer survives, against sharpness, for 1 head and 2 heads."""
-    import matplotlib.pyplot as plt
-
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, use_chinese_font
-
-    use_chinese_font()
-    fig, ax = plt.subplots(figsize=(FIGURE_MAX_INCHES, 4.2))
-    styles = {1: "-", 2: "--"}
-    for heads, c in curves.items():
-        label = "1 个头" if heads == 1 else "2 个头"
-        ax.plot(sharpness_values, c[:, 0], styles[heads], color="#C44E52", label=f"{label}：指代（小红）保留")
-        ax.plot(sharpness_values, c[:, 1], styles[heads], color="#4C72B0", label=f"{label}：主语（小明）保留")
-    ax.set_xlabel("查询的锐度（越大，softmax 越尖）")
-    ax.set_ylabel("能从输出读回的比例")
-    ax.set_ylim(-0.02, 1.05)
-    ax.set_title("单头越尖就越只顾一头；\n两个头可以同时又尖又全")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)  # under the axes: no curve hidden
-    fig.tight_layout()
-    return describe(fig, retention_alt(sharpness_values, curves))
-
-
-def retention_alt(sharpness_values, curves) -> str:
-    """What the retention plot shows, from its own numbers: each curve's start, end and peak."""
-    s = np.asarray(sharpness_values, dtype=float)
-    parts = []
-    for heads, c in curves.items():
-        for col, name in ((0, "指代（小红）"), (1, "主语（小明）")):
-            y = c[:, col]
-            top = int(np.argmax(y))
-            parts.append(f"{heads} 个头的{name}保留：锐度 {s[0]:g} 时 {y[0]:.2f}，{s[-1]:g} 时 {y[-1]:.2f}，"
-                         f"最高 {y[top]:.2f}（锐度 {s[top]:g}）")
-    return "折线图：横轴是查询的锐度，纵轴是能从输出读回的比例。" + "；".join(parts) + "。"
+    colours = ("var(--jp-brand-color1, #1f77b4)", "var(--jp-warn-color1, #f57c00)")
+    weights = table(d.names, [(t, [bar_html(row[j], c) for row, c in zip(d.weights, colours)])
+                              for j, t in enumerate(TOKENS[:QUERY])])
+    features = table(["输出里读得出的特征（理想：女性=1、人物=1、主语=1）"],
+                     [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")]) for k, v in d.output.items()])
+    alt = html.escape(demo_alt(d))
+    return (f'<div role="img" aria-label="{alt}" style="max-width:100%;overflow-x:auto">'
+            f"<b>「她」往回看时，每个头把注意力给了谁</b>{weights}{features}</div>")
 
 
 def values_table() -> str:

@@ -1,13 +1,12 @@
 """§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions.
 
-Beside the numbers, ``owner`` records which head's columns each number came from, so a figure can colour the
-heads and show what reshaping without the transpose does: every "head" then holds other heads' columns.
+``owner`` records which head's columns each number came from, so the stepper can colour the heads and show what
+reshaping without the transpose does: every "head" then holds other heads' columns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -28,7 +27,6 @@ class Step:
     shape: tuple[int, ...]
     owner: np.ndarray  # same shape (without the value axis): head index each number came from
     token: np.ndarray  # same shape: token index each number came from (-1 once heads mix tokens)
-    first_axis: str = ""  # for 3-D steps: what the first axis indexes ("头" or "词")
 
 
 def wrong_split(x, h):
@@ -61,21 +59,21 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bo
     if not forget_transpose:
         q4 = q.reshape(n, h, d_k)  # (n, h, d_k)
         steps.append(Step(f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}",
-                          "Q.reshape(n, h, d_k)", q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k), "词元"))
+                          "Q.reshape(n, h, d_k)", q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k)))
     qh, kh, vh = (split(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
     o3, t3 = split(owner, h), split(token, h)
     label = ("直接 reshape 成 (h, n, d_k)，忘了 transpose！" if forget_transpose
              else "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）")
     code = "split_heads(Q, h)" if not forget_transpose else "Q.reshape(h, n, d_k)"
-    steps.append(Step(label, code, qh.shape, o3, t3, "头"))
+    steps.append(Step(label, code, qh.shape, o3, t3))
     heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
     mixed_token = np.full(heads.shape, -1)  # each output row mixes all tokens' values
     steps.append(Step(f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵", "Attention(Q_i, K_i, V_i)", heads.shape, o3,
-                      mixed_token, "头"))
+                      mixed_token))
     if not forget_transpose:
         back = np.swapaxes(heads, 0, 1)  # (n, h, d_v) tokens first again, ready to be laid side by side
         steps.append(Step("转置回 (n, h, d_v)：词元重新放到最前面", "heads.swapaxes(0, 1)", back.shape,
-                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1), "词元"))
+                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1)))
     concat = merge_heads(heads)  # (n, h·d_v)
     title = "拼接 Concat(head_1, …, head_h)"
     title += "" if forget_transpose else "（上一步的转置加这一步，就是 merge_heads）"
@@ -141,115 +139,43 @@ def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
 _HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
 
 
-def _colour(owner):
-    from matplotlib.colors import to_rgb
-
-    palette = np.array([to_rgb(c) for c in _HEAD_COLORS] + [(0.93, 0.93, 0.93)])  # last: mixed
-    idx = np.where(owner < 0, len(_HEAD_COLORS), owner % len(_HEAD_COLORS))
-    return palette[idx]
-
-
-def plot_step(step: Step):
-    """One step: 2-D as one block, 3-D as a row of slices, coloured by owning head; one size for every step."""
-    from matplotlib.figure import Figure
-
-    from lesson_lib.show.plotting import FIGURE_MAX_INCHES, describe, use_chinese_font, wrap_title
-
-    use_chinese_font()
-    owner = step.owner
-    if owner.ndim == 2:
-        slices, names = [owner], [f"{owner.shape[0]} × {owner.shape[1]}"]
-    else:
-        slices = [owner[i] for i in range(owner.shape[0])]
-        names = [f"{step.first_axis} {i + 1}" for i in range(owner.shape[0])]
-    fig = Figure(figsize=(FIGURE_MAX_INCHES, 3.0), dpi=100)  # 6 in: shown at 100 % in a 592 px output
-    axes = fig.subplots(1, len(slices), squeeze=False,
-                        gridspec_kw={"left": 0.01, "right": 0.99, "bottom": 0.04, "top": 0.56, "wspace": 0.15})
-    for ax, sl, name in zip(axes[0], slices, names):
-        ax.imshow(_colour(sl), aspect="auto", interpolation="nearest")  # every column, so all h bands show
-        ax.set_title(name.replace(f"{step.first_axis} ", step.first_axis) if len(slices) > 6 else name, fontsize=9.5)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    # the shape on a line of its own: a wrapped title never splits "(6, 8, 64)"
-    fig.suptitle(f"{wrap_title(step.title, FIGURE_MAX_INCHES - 0.3, 11)}\n形状 {step.shape}", fontsize=11, y=0.98,
-                 linespacing=1.3)
-    return describe(fig, step_alt(step))
-
-
-def step_alt(step: Step) -> str:
-    """What a stepper picture shows: the step, its shape, and which heads' colours each slice holds."""
-    owner = step.owner
-    head = step.title + ("" if step.title.endswith("！") else "，")
-    slices = [owner] if owner.ndim == 2 else list(owner)
-    held = [sorted({int(o) + 1 for o in sl.ravel() if o >= 0}) for sl in slices]
-    if owner.ndim == 3:
-        each = "；".join(f"{step.first_axis} {i + 1} 里是头 {'、'.join(map(str, hs))} 的数"
-                        for i, hs in enumerate(held[:4]))
-        more = f"……共 {len(slices)} 片" if len(slices) > 4 else ""
-        return f"{head}形状 {step.shape}：分成 {len(slices)} 片。{each}{more}。颜色表示每个数来自哪个头。"
-    if (owner < 0).all():
-        return f"{head}形状 {step.shape}：一整块灰色，各头的结果已经混在一起。"
-    return f"{head}形状 {step.shape}：一整块，列按所属的头分成 {len(held[0])} 段颜色（头 1 到头 {held[0][-1]}）。"
-
-
-@lru_cache(maxsize=64)
-def step_html(n: int, d_model: int, h: int, forget_transpose: bool, index: int) -> str:
-    """Themed SVG of step ``index`` (0-based) for the stepper: each of the few distinct pictures is drawn once."""
-    import matplotlib.pyplot as plt
-
-    from lesson_lib.show.plotting import picture_html
-
-    fig = plot_step(shape_steps(n, d_model, h, forget_transpose)[index])
-    page = picture_html(fig, fallback=False)
-    plt.close(fig)
-    return page
-
-
 def plot_figure_11_1(d_model: int = 512, h: int = 8):
-    """Figure 11.1 redrawn: Q, K, V -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
+    """Figure 11.1 redrawn: X -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_hex, to_rgb
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     from lesson_lib.show.plotting import describe, use_chinese_font
 
     use_chinese_font()
     d_k = head_width(d_model, h)
-    # 6 inches wide (no scaling in a 592 px output), every text ≥ 9 pt: labels go on two or three short lines.
-    fig, ax = plt.subplots(figsize=(6.0, 5.0))
+    fig, ax = plt.subplots(figsize=(6.0, 5.0))  # 6 in: no scaling in a 592 px output; every text ≥ 9 pt
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
-    ax.set_xlim(0, 11)
-    ax.set_ylim(-0.75, 4.75)
+    ax.set(xlim=(0, 11), ylim=(-0.75, 4.75))
     ax.axis("off")
 
-    def box(x, y, w, hgt, text, color, size=9.5, edge="#333333"):
-        ax.add_patch(FancyBboxPatch((x, y), w, hgt, boxstyle="round,pad=0.03,rounding_size=0.08",
-                                    facecolor=color, edgecolor=edge, linewidth=1 if edge == "#333333" else 2))
-        ax.text(x + w / 2, y + hgt / 2, text, ha="center", va="center", fontsize=size, linespacing=1.3)
+    def box(x, y, text, fill, edge="#333333", **kw):  # the theme's text reads on every (pale) fill
+        return ax.text(x, y, text, ha="center", va="center", fontsize=9.5, linespacing=1.3, **kw,
+                       bbox={"boxstyle": "round,pad=0.5", "facecolor": fill, "edgecolor": edge})
 
-    def arrow(x0, y0, x1, y1):
-        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=10, color="#555555"))
+    def arrow(a, b):  # from box a to box b, clipped at their borders
+        ax.annotate("", b.get_position(), a.get_position(), arrowprops={
+            "arrowstyle": "-|>", "color": "#555555", "patchA": a.get_bbox_patch(), "patchB": b.get_bbox_patch()})
 
-    box(0.05, 1.35, 1.65, 1.5, f"输入 X\nd_model\n= {d_model}\nQ=K=V=X", "#E8EEF7", 9)
+    x = box(0.85, 2.1, f"输入 X\nd_model\n= {d_model}\nQ=K=V=X", "#E8EEF7")
+    concat = box(8.05, 2.1, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
+    arrow(concat, box(10.1, 2.1, f"× W^O\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9"))
     numbers = list(range(1, h + 1)) if h <= 4 else [1, 2, 3, 4, h]  # many heads: the first four and the last
-    ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else np.array([2.1])
-    for i, (j, y) in enumerate(zip(numbers, ys)):
-        color = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
-        box(2.2, y - 0.33, 2.3, 0.66, f"投影 {j}\nW_{j}^Q,K,V", "#F7F7F7", 9)
-        pale = to_hex(0.25 * np.array(to_rgb(color)) + 0.75)  # the theme's text reads on it; the border keeps colour
-        box(5.0, y - 0.33, 1.7, 0.66, f"头 {j}\nd_k = {d_k}", pale, 9, edge=color)
-        arrow(1.7, 2.1, 2.2, y)
-        arrow(4.5, y, 5.0, y)
-        arrow(6.7, y, 7.2, 2.1)
-        if i == 3 and h > 5:  # the heads left out, in both columns, inside the gap between two boxes
-            for x in (3.35, 5.85):
-                ax.text(x, (ys[i] + ys[i + 1]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
-    box(7.2, 1.35, 1.7, 1.5, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
-    box(9.3, 1.35, 1.65, 1.5, f"× W^O\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9", 9)
-    arrow(8.9, 2.1, 9.3, 2.1)
+    ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else [2.1]
+    for j, y in zip(numbers, ys):
+        colour = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
+        projection = box(3.35, y, f"投影 {j}\nW_{j}^Q,K,V", "#F7F7F7")
+        head = box(5.85, y, f"头 {j}\nd_k = {d_k}", to_hex(0.25 * np.array(to_rgb(colour)) + 0.75), colour)
+        arrow(x, projection), arrow(projection, head), arrow(head, concat)
+    if h > 5:  # the heads left out, in both columns, between head 4 and head h
+        for col in (3.35, 5.85):
+            ax.text(col, (ys[3] + ys[4]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
     ax.text(5.5, 4.7, f"图 11.1  多头自注意力：X 经 {h} 组投影切成 {h} 个头\n（每头宽度 d_k = {d_k}），"
-            f"各算各的，最后拼回 d_model = {d_model}",
-            ha="center", va="top", fontsize=10.5, linespacing=1.4)
+            f"各算各的，最后拼回 d_model = {d_model}", ha="center", va="top", fontsize=10.5, linespacing=1.4)
     ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 W^O 才把它们的结果混合", ha="center", va="bottom",
             fontsize=9.5, color="#555555", linespacing=1.4)
     shown = "、".join(f"头 {j}" for j in numbers)
@@ -265,14 +191,6 @@ def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
 
     rows = [[f"{i}.", s.code, str(s.shape), s.title] for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
-
-
-def step_summary_html(steps, index: int) -> str:
-    """The stepper's caption for step ``index`` (0-based) of ``steps``."""
-    from lesson_lib.show.theme import box
-
-    s = steps[index]
-    return box(f"第 {index + 1}/{len(steps)} 步：<code>{s.code}</code> → 形状 <b>{s.shape}</b>")
 
 
 def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:

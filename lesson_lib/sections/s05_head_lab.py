@@ -12,7 +12,7 @@ import numpy as np
 
 from lesson_lib import costs as flops
 from lesson_lib.attention import head_width, multi_head_attention
-from lesson_lib.checks import LessonInputError, LessonInputTypeError, check_heads, check_int
+from lesson_lib.checks import LessonInputTypeError, check_heads, check_int
 from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
 
@@ -109,14 +109,6 @@ LAB_HEIGHT = 296  # px of both pictures, every h (the zoomed head, its one-line 
 OVERVIEW_WIDTH = 252  # px: the zoomed head is 320 px wide; 320 + 8 + 252 = 580 ≤ 592
 
 
-def check_zoom(state: LabState, zoom: int) -> int:
-    zoom = check_int(zoom, "zoom（放大第几个头）", minimum=1)
-    if zoom > state.h:
-        raise LessonInputError(
-            f"zoom（放大第几个头）应在 1 到 {state.h} 之间，收到的是 {zoom}：h = {state.h} 时只有 {state.h} 个头。")
-    return zoom
-
-
 def zoom_alt(state: LabState, zoom: int) -> str:
     """What the zoomed picture shows, in Chinese, from the numbers it colours."""
     w = state.weights[zoom - 1]  # (n, n)
@@ -143,7 +135,7 @@ def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
     its token labels, and every head small with the zoomed one framed. Their numbers: ``lab_table_html``."""
     from lesson_lib.show.plotting import heat_map
 
-    zoom = check_zoom(state, zoom)
+    zoom = check_int(zoom, f"zoom（放大第几个头；h = {state.h} 时只有 {state.h} 个）", minimum=1, maximum=state.h)
     zoomed = heat_map(state.weights[zoom - 1], state.tokens, cell_px=ZOOM_CELL_PX,
                       suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
                       alt=zoom_alt(state, zoom), table=False, height=LAB_HEIGHT)
@@ -158,7 +150,7 @@ def lab_table_html(state: LabState, zoom: int = 1) -> str:
     """Head ``zoom``'s weights as a folded table under both pictures (opening it never squeezes them)."""
     from lesson_lib.show.plotting import folded_table
 
-    zoom = check_zoom(state, zoom)
+    zoom = check_int(zoom, f"zoom（放大第几个头；h = {state.h} 时只有 {state.h} 个）", minimum=1, maximum=state.h)
     table = (["行（发出关注的词元）", *state.tokens],
              [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(state.tokens, state.weights[zoom - 1])])
     return folded_table(table, f"图中的数字（表格）：放大的头 {zoom} 的全部权重")

@@ -1,7 +1,5 @@
-"""§2, §3 and §5's widgets, and §7's progress bar: each builder links controls to pure section functions.
-
-Every builder returns the top-level widget, its controls in ``.controls`` (tests set values and read what shows).
-"""
+"""§2, §3 and §5's widgets (controls linked to pure section functions; the top widget keeps them in ``.controls``),
+and §7's progress bar."""
 
 from __future__ import annotations
 
@@ -66,30 +64,6 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
 
 
 _SHARPNESS_RANGE = (0.0, 10.0)  # the slider's range: a start outside it would be clamped without a word
-_STEPPER_MAX = 16  # the stepper draws one panel per head or per token: more stop being readable
-
-
-def shape_stepper(n: int = 6, d_model: int = 512, h: int = 8):
-    """Section 3: step through the shapes (counted from 1, like the caption); a checkbox forgets the transpose."""
-    import ipywidgets as w
-
-    from lesson_lib.attention import head_width
-    from lesson_lib.sections import s03_heads as heads_mod
-
-    n = check_int(n, "n（词数）", minimum=1, maximum=_STEPPER_MAX)
-    head_width(d_model, h)  # d_model and h: positive integers, h divides d_model
-    h = check_int(h, "h（头数）", minimum=1, maximum=_STEPPER_MAX)
-
-    forget = w.Checkbox(value=False, description="忘了 transpose", indent=False)
-    step = slider("第几步", 1, min=1, max=len(heads_mod.shape_steps(n, d_model, h)))
-
-    def show(summary, picture):
-        steps = heads_mod.shape_steps(n, d_model, h, forget_transpose=forget.value)
-        step.max = len(steps)  # the forgotten path has fewer steps; this may move step.value down
-        summary.value = heads_mod.step_summary_html(steps, step.value - 1)
-        picture.value = heads_mod.step_html(n, d_model, h, forget.value, step.value - 1)
-
-    return linked({"step": step, "forget": forget}, show, picture="html")
 
 
 def progress_bar(description: str = "训练中"):

@@ -34,7 +34,7 @@ def _box_candidates(box, extra: set[int]) -> list[str] | None:
     kind = type(box).__name__
     if kind == "ChoiceBox":
         return [key for key, _, _ in box.options]
-    if kind != "NumberBox" or Fraction(box.target).denominator != 1 or box.rel_tol:
+    if kind != "NumberBox" or Fraction(box.target).denominator != 1:
         return None
     values = {int(box.target)} | {int(v) for v, _ in box.hints if Fraction(v).denominator == 1} | extra
     return [str(v) for v in sorted(values)] + [OTHER]
@@ -90,11 +90,13 @@ def export_question(q, check) -> dict:
 
 
 def export_all() -> dict:
-    """Every question, by id (``lesson_lib.practice.questions``, the bank the kernel asks from)."""
-    from lesson_lib.practice.questions import question, question_ids
+    """Every question the core and the labs ask, by id (``lesson_lib.practice.questions``, the kernel's bank)."""
+    from lesson_lib.practice import lab_questions
+    from lesson_lib.practice.questions import lab_question_ids, question, question_ids
     from lesson_lib.practice.quiz import check
 
-    return {qid: export_question(question(qid), check) for qid in question_ids()}
+    lab_questions.register()
+    return {qid: export_question(question(qid), check) for qid in (*question_ids(), *lab_question_ids())}
 
 
 def _text(text: str) -> str:

@@ -115,26 +115,17 @@ def nearest_name(condition):
     return max(NAMES.values(), key=before.rfind)
 
 
-def follow_table(model, conditions=MINIMAL_PAIRS, heads=(PRONOUN_HEAD, *DECOYS)):
-    """[(condition, {(layer, head): (to the expected name, to the other)})] for every condition."""
-    table = []
+def follow(model, conditions=MINIMAL_PAIRS, heads=(PRONOUN_HEAD, *DECOYS)):
+    """One model run per condition: ([(condition, {(layer, head): (to the expected name, to the other)})], and (L, H)
+    counts of the conditions in which each head sends the pronoun more to the agreeing name)."""
+    table, counts = [], 0
     for c in conditions:
         tokens, att = model.attend(c.sentence)
         w = name_weights(att, tokens, c.pronoun, (c.expected, c.other))
+        counts = counts + (w[c.expected] > w[c.other])  # (L, H) ints
         table.append((c, {(layer, head): (float(w[c.expected][layer - 1, head - 1]),
                                           float(w[c.other][layer - 1, head - 1])) for layer, head in heads}))
-    return table
-
-
-def right_counts(model, conditions=MINIMAL_PAIRS):
-    """(L, H) int: in how many conditions each head sends the pronoun more to the agreeing name."""
-    counts = None
-    for c in conditions:
-        tokens, att = model.attend(c.sentence)
-        w = name_weights(att, tokens, c.pronoun, (c.expected, c.other))
-        right = (w[c.expected] > w[c.other]).astype(int)  # (L, H)
-        counts = right if counts is None else counts + right
-    return counts
+    return table, counts
 
 
 def heads_right_everywhere(counts, n_conditions):

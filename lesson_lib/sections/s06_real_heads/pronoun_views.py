@@ -10,7 +10,7 @@ import html
 
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
-from lesson_lib.sections.s06_real_heads.views import head_label, rows_figure, skip_without_model
+from lesson_lib.sections.s06_real_heads.views import head_label, rows_figure, size_text, skip_without_model
 
 # What a learner without the package would have seen (the numbers are checked by a test against the model).
 WITHOUT_MODEL = (
@@ -32,12 +32,8 @@ def model_text(model) -> str:
     """The model in numbers; without the package, what the section would have shown (``WITHOUT_MODEL``)."""
     if model is None:
         return WITHOUT_MODEL
-    c = model.config
-    return (
-        f"{c.name}：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
-        f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
-        f"词表 {model.tokenizer.vocab_size:,} 个词元，约 {model.n_parameters / 1e8:.1f} 亿个参数。"
-    )
+    return (f"{model.config.name}：{size_text(model.config)}，词表 {model.tokenizer.vocab_size:,} 个词元，"
+            f"约 {model.n_parameters / 1e8:.1f} 亿个参数。")
 
 
 @_needs_model
@@ -90,8 +86,7 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
     """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
     heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
     with one_blas_thread():
-        table = ph.follow_table(model, conditions, heads)
-        counts = ph.right_counts(model, conditions)
+        table, counts = ph.follow(model, conditions, heads)
     from lesson_lib.show.tables import show, text_table
 
     rows = []

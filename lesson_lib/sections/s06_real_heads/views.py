@@ -1,8 +1,7 @@
 """What §6's English lab prints and draws from ``lesson_lib.models.pretrained``, and the head explorer.
 
-Every function that needs the weights takes the model (or its encodings) first and accepts ``None``: without
-the weights package each cell says in one line that it was skipped. Layers, heads and positions a learner
-reads count from 1.
+What needs the weights takes the model (or its encodings) first and accepts ``None``: each cell then says in one
+line that it was skipped. Layers, heads and positions a learner reads count from 1.
 """
 
 from __future__ import annotations
@@ -100,12 +99,13 @@ def model_text(model, toy_h=4) -> str:
             f"改为展示第 7 节玩具模型（1 层、{toy_h} 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
             "它不是真实语言模型，只用来说明「训练会让头各自分工」。"
         )
-    c = model.config
-    return (
-        f"all-MiniLM-L6-v2：{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
-        f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}，"
-        f"约 {model.n_parameters / 1e4:.0f} 万个参数。"
-    )
+    return f"all-MiniLM-L6-v2：{size_text(model.config)}，约 {model.n_parameters / 1e4:.0f} 万个参数。"
+
+
+def size_text(c) -> str:
+    """A model config's heads and widths, as §6's two models print them."""
+    return (f"{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
+            f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}")
 
 
 @_needs_model
@@ -209,35 +209,18 @@ def coref_check(model, layer=4, head=2):
     return encs
 
 
-def _explored(enc, layer, head, query):
-    """(line, layer index, head index, query index, the query's row (T,)), arguments checked."""
-    li, hi = check_layer_head(enc.attentions, layer, head)
-    qi = query_index(enc.tokens, query)
-    return describe_row(enc.tokens, enc.attentions, layer, head, query), li, hi, qi, enc.attentions[li, hi, qi]
-
-
-def explorer_view(enc, layer, head, query):
-    """(text line, Picture) for the explorer: the head's map with the query token's row framed, its numbers folded."""
-    from lesson_lib.show.plotting import heat_map
-
-    text, li, hi, qi, row = _explored(enc, layer, head, query)
-    order = np.argsort(-row, kind="stable")[:3]
-    alt = (f"{head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词），红框是「{enc.tokens[qi]}」这一行："
-           + "，".join(f"给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "，其余更少。")
-    table = (["位置", "词", f"「{enc.tokens[qi]}」给它的权重"],
-             [[j + 1, tok, f"{row[j]:.2f}"] for j, tok in enumerate(enc.tokens)])
-    return text, heat_map(enc.attentions[li, hi], tokens=enc.tokens, highlight_row=qi, alt=alt, table=table,
-                          suptitle=f"{head_label(layer, head)} 的注意力图：红框那一行是「{enc.tokens[qi]}」")
-
-
 @_needs_model
 def explore(runs, sentence, layer, head, query):
-    """Static explorer call for the notebook: print the line (deterministic) and return the figure."""
+    """Static explorer call for the notebook: print the line (deterministic) and show the widget's picture."""
+    from IPython.display import HTML, display
+
     if sentence not in runs:
         raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
-    text, fig = explorer_view(runs[sentence], layer, head, query)
+    text, bars, picture = explorer_frame(runs[sentence], layer, head, query)
     print(text)
-    return fig
+    # Without the map's folded table: a stored output must be the same on every CPU, and some of the map's float32
+    # weights sit within 1e-4 of a rounding boundary; the row's bars (checked stable) carry the numbers read here.
+    display(HTML(re.sub(r"<details>.*</details>", "", picture, flags=re.S) + bars))
 
 
 def _sentence_choices():
@@ -251,11 +234,14 @@ def _sentence_choices():
 
 
 def explorer_frame(enc, layer, head, query):
-    """(summary HTML, map picture HTML) for the explorer widget: the map as SVG built directly, the row as HTML
-    bars (a few ms: a slider move redraws within 150 ms)."""
+    """(line, the query's row as HTML bars, map picture HTML) for the explorer: the map as SVG built directly, the
+    row as bars (a few ms, where a matplotlib figure took ~0.2 s: a slider move redraws within 150 ms)."""
+    from lesson_lib.sections.s02_averaging import bar_html
     from lesson_lib.show.plotting import heat_map
 
-    text, li, hi, qi, row = _explored(enc, layer, head, query)
+    li, hi = check_layer_head(enc.attentions, layer, head)
+    qi = query_index(enc.tokens, query)
+    text, row = describe_row(enc.tokens, enc.attentions, layer, head, query), enc.attentions[li, hi, qi]  # (T,)
     order = np.argsort(-row, kind="stable")[:3]
     alt = (f"{head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
            + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
@@ -264,15 +250,13 @@ def explorer_frame(enc, layer, head, query):
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(enc.tokens, row)):
         colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else "var(--jp-brand-color1, #1f77b4)"
-        bars.append(
-            f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
-            f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
-            f'<span style="display:inline-block;height:0.8em;width:{weight * 8:.2f}em;background:{colour}"></span>'
-            f"<span>{weight:.2f}</span></div>")
+        bars.append(f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
+                    f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
+                    f"<span>{bar_html(weight, colour)}</span></div>")
     head = (f"<div style='margin-top:4px'>「{html.escape(enc.tokens[qi])}」（位置 {qi + 1}）这一行，"
             "红色是最高的一条：</div>")
     columns = '<div style="columns:3 17em;column-gap:1.5em">'  # 3 columns at 1024 px, 2 in a 592 px output
-    return f"<b>{html.escape(text)}</b>{head}{columns}{''.join(bars)}</div>", picture
+    return text, f"{head}{columns}{''.join(bars)}</div>", picture
 
 
 EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px
@@ -283,7 +267,7 @@ def explorer_heights(encodings) -> tuple[int, int]:
     grow. Summary: 3 lines of text, the bars' heading, the bars in 2 columns (a 592 px output); picture: the map's
     SVG and the folded table's line under it."""
     longest = max(encodings, key=lambda enc: len(enc.tokens))
-    _, picture = explorer_frame(longest, 1, 1, 1)
+    picture = explorer_frame(longest, 1, 1, 1)[2]
     svg_px = math.ceil(float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1)))
     return (4 + math.ceil(len(longest.tokens) / 2)) * EXPLORER_LINE_PX, svg_px + 2 * EXPLORER_LINE_PX
 
@@ -317,7 +301,8 @@ def explorer_widget(model, layer=5, head=12, query="its"):
             keep = query if query in enc.tokens else enc.tokens[1]
             token.options = token_options(enc.tokens)
             token.value = enc.tokens.index(keep) + 1
-        summary.value, picture.value = explorer_frame(enc, layer_s.value, head_s.value, token.value)
+        text, bars, picture.value = explorer_frame(enc, layer_s.value, head_s.value, token.value)
+        summary.value = f"<b>{html.escape(text)}</b>{bars}"
 
     box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show, picture="html")
     heights = explorer_heights(encodings.values())
@@ -326,15 +311,10 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 
 
 def plot_toy_heads(h=4, seed=0):
-    """Without the weights package: §7's toy model's trained heads (``training.example_heads``), introduced by
-    ``model_text(None)``; if that is missing, say so and draw nothing (random heads would show nothing)."""
-    try:
-        from lesson_lib.models.toy import training as ablation
+    """Without the weights package: §7's toy model's trained heads, introduced by ``model_text(None)``."""
+    from lesson_lib.models.toy import training as ablation
 
-        maps = np.asarray(ablation.example_heads(h=h, seed=seed))  # (h, T, T), trained for a few seconds
-    except (ImportError, AttributeError) as exc:
-        print(f"也无法改用玩具模型的头（{type(exc).__name__}: {exc}）：请先按上面的命令安装权重包。")
-        return None
+    maps = np.asarray(ablation.example_heads(h=h, seed=seed))  # (h, T, T), trained for a few seconds
     from lesson_lib.show.plotting import heat_map
 
     return heat_map(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")

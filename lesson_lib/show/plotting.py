@@ -16,7 +16,6 @@ import numpy as np
 CJK_FONT = "Noto Sans CJK SC"
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
 MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
-FIGURE_MAX_INCHES = 6.0  # 6 in × 96 px = 576 px: fits JupyterLab's 592 px output at 1024 × 768 without scaling
 MAX_LABELLED_HEADS = 16  # above this many heads, tiles are too small for token labels
 
 

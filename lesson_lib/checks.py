@@ -49,17 +49,18 @@ def check_int(value, name: str, minimum=None, maximum=None, error=LessonInputErr
     return _check_scalar(value, name, minimum, maximum, error, (int, np.integer), "整数", int)
 
 
-def check_number(value, name: str, minimum=None, maximum=None, error=LessonInputError) -> float:
+def check_number(value, name: str, minimum=None, maximum=None) -> float:
     """``value`` as a finite float in [minimum, maximum]; bool, text and NaN are refused."""
-    return _check_scalar(value, name, minimum, maximum, error, (int, float, np.integer, np.floating), "数", float)
+    kinds = (int, float, np.integer, np.floating)
+    return _check_scalar(value, name, minimum, maximum, LessonInputError, kinds, "数", float)
 
 
-def check_choice(value, name: str, choices, why: str = "", error=LessonInputError):
+def check_choice(value, name: str, choices, why: str = ""):
     """``value`` if it is one of ``choices`` (integers match only integers); ``why``: 「（能整除 d_model 的头数）」."""
     choices, is_int = list(choices), isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     wants_int = all(isinstance(c, int) for c in choices)
     if (wants_int and not is_int) or value not in choices:
-        raise error(f"{name} 只能取 {choices} 之一{why}，收到的是 {value!r}。")
+        raise LessonInputError(f"{name} 只能取 {choices} 之一{why}，收到的是 {value!r}。")
     return int(value) if wants_int else value
 
 

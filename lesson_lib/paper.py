@@ -9,27 +9,11 @@ BASE_D_MODEL = 512
 BASE_HEADS = 8
 LAYERS = 6  # encoder and decoder stacks (§3.1); the appendix figures show encoder layer 5 of 6
 
-SECTION_322 = "§3.2.2 Multi-Head Attention (pp. 4–5)"
-# Brief quotes, with attribution wherever they are shown.
-QUOTE_SUBSPACES = (
-    "Multi-head attention allows the model to jointly attend to information from different representation "
-    "subspaces at different positions. With a single attention head, averaging inhibits this."
-)
-QUOTE_COST = (
-    "Due to the reduced dimension of each head, the total computational cost is similar to that of "
-    "single-head attention with full dimensionality."
-)
-
 # Appendix "Attention Visualizations": figure number -> page (the lesson text says 13–14; 5 is on 15).
 FIGURE_PAGES = {3: 13, 4: 14, 5: 15}
 
-TABLE3_SOURCE = (
-    "Vaswani et al. 2017, Attention Is All You Need, Table 3 (p. 9): English→German dev set newstest2013, "
-    "per-wordpiece perplexity, beam search, no checkpoint averaging; no variance reported, "
-    "and the paper does not say how many runs each row is."
-)
-
-# Table 3, rows "base", (A) and (B). d_model = 512 in every row.
+# Table 3 (p. 9; English→German newstest2013, per-wordpiece perplexity, no variance reported), rows "base",
+# (A) and (B). d_model = 512 in every row.
 # (A) varies h with d_k = d_v = 512 / h, so computation stays constant; the paper leaves its params
 # column blank ("same as base": 4·d_model² projection weights for any h), recorded here as None.
 # (B) keeps h = 8 and shrinks only d_k (d_v stays 64), so the parameter count drops.

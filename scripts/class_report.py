@@ -258,7 +258,7 @@ def recheck_with(exercises):
     def recheck(name: str, source) -> bool:
         if not isinstance(source, str) or not source.strip():
             return False
-        return exercises.check_source(name, source, fresh=True).passed
+        return exercises.check_source(name, source).passed
 
     return recheck
 

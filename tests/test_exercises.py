@@ -61,7 +61,7 @@ def test_the_shown_solution_passes_and_the_learners_code_is_kept(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_check_source_rechecks_code_given_as_text_in_a_fresh_worker(name):
-    assert ex.check_source(name, _solution_text(name), fresh=True).passed
+    assert ex.check_source(name, _solution_text(name)).passed
     wrong = _solution_text(name).replace("return", "return 2 *", 1) if name != "split_heads" else \
         "def my_split_heads(x, h):\n    return x.reshape(x.shape[0], h, -1)\n"  # fmt: skip
     assert ex.check_source(name, wrong).status == "wrong"

@@ -177,7 +177,7 @@ def embedded_png(image: ET.Element) -> np.ndarray:
 
 
 def viridis(w) -> np.ndarray:
-    return plotting.colormap_lut("viridis")[np.rint(np.asarray(w) * 255).astype(int)].astype(int)
+    return plotting.colormap_lut()[np.rint(np.asarray(w) * 255).astype(int)].astype(int)
 
 
 @pytest.fixture(scope="module")

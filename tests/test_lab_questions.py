@@ -19,7 +19,7 @@ def registered():
     lab_questions.register()
     lab_questions.register()  # idempotent
     yield
-    questions.clear_cache()
+    questions.question.cache_clear()
 
 
 @pytest.mark.parametrize("qid", lab_questions.BUILDERS)

@@ -158,7 +158,8 @@ def test_different_file_names_the_expected_hash(tmp_path):
 
 def test_load_or_explain_prints_and_returns_none(tmp_path, capsys, monkeypatch):
     path = write_tiny_model(tmp_path / "tiny.bin")
-    assert e5.load_or_explain(path) is None
+    monkeypatch.setattr(e5, "weights_path", lambda: path)
+    assert e5.load_or_explain() is None
     assert e5.WEIGHTS_SHA256 in capsys.readouterr().out
     monkeypatch.setattr(e5, "weights_path", lambda: None)
     assert e5.load_or_explain() is None

@@ -322,10 +322,16 @@ def test_q1_is_a_self_explanation_with_a_rubric():
 
 
 # ------------------------------------------------------------------------------------------ content
+def _rebuild_questions(bank):
+    """Forget built questions and facts, so a changed paper number reaches them."""
+    bank.question.cache_clear()
+    bank.facts.cache_clear()
+
+
 def test_numbers_come_from_lesson_lib(monkeypatch):
     """Change the paper's base model and the answer keys follow: no number is typed into the questions."""
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
-    qq.clear_cache()
+    _rebuild_questions(qq)
     try:
         d_k = head_width(D, 4)
         assert f"4 个 {d_k} 维的头" in qq.question("Q3").prompt
@@ -334,7 +340,7 @@ def test_numbers_come_from_lesson_lib(monkeypatch):
         assert quiz.check("S3", f"(4, {qq.N_SHAPE_EXAMPLE}, {d_k})").correct
     finally:
         monkeypatch.undo()
-        qq.clear_cache()
+        _rebuild_questions(qq)
     assert quiz.check("S3", f"({H}, {qq.N_SHAPE_EXAMPLE}, {D_K})").correct
 
 
@@ -452,12 +458,12 @@ def test_versions_are_computed_from_the_question_data(monkeypatch):
     assert quiz.check("Q2", ["32", "不变"]).version == before["Q2"]
     assert qi.interview_check("单头会平均").version == before[qi.INTERVIEW_ID]
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
-    qq.clear_cache()
+    _rebuild_questions(qq)
     try:
         after = quiz.versions()
     finally:
         monkeypatch.undo()
-        qq.clear_cache()
+        _rebuild_questions(qq)
     assert after["Q3"] != before["Q3"] and after["S3"] != before["S3"]  # their prompts and keys use h
     assert after["S6"] == before["S6"] and after["S3c"] != before["S3c"]  # S6 does not; S3c's options name h
     assert quiz.versions() == before  # deterministic

@@ -19,20 +19,6 @@ def restore_blas():
     blas.fit_blas_to_cpus(before)
 
 
-def test_fit_blas_follows_lesson_cpus(monkeypatch, restore_blas):
-    monkeypatch.setenv("LESSON_CPUS", "1")
-    assert blas.fit_blas_to_cpus() == 1
-    assert blas.blas_threads() == 1
-    assert {lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"} == {1}
-
-
-def test_default_fit_never_raises_a_chosen_thread_count(monkeypatch, restore_blas):
-    monkeypatch.delenv("LESSON_CPUS", raising=False)
-    blas.fit_blas_to_cpus(1)  # as OPENBLAS_NUM_THREADS=1 would have started it
-    assert blas.fit_blas_to_cpus() == 1
-    assert blas.blas_threads() == 1
-
-
 def test_one_blas_thread_restores_the_cap(monkeypatch, restore_blas):
     monkeypatch.delenv("LESSON_CPUS", raising=False)
     cap = blas.fit_blas_to_cpus(2)

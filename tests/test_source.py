@@ -49,14 +49,3 @@ def test_a_docstring_spanning_lines_keeps_one_block_per_line():
     lines = _lines(source.Listing(text)._repr_html_())
     assert [hang for hang, _ in lines] == [4, 8, 8, 4, 8]
     assert lines[3][1] == " " and lines[2][1].strip() == 'lines."""'
-
-
-def test_a_folded_listing_is_closed_under_its_summary():
-    """An exercise's answer can be shown folded: the HTML is a closed <details>, the text nbval reads unchanged."""
-    from lesson_lib.attention import split_heads
-    from lesson_lib.show.source import show_source
-
-    folded, plain = show_source(split_heads, folded="写完再点开"), show_source(split_heads)
-    html_ = folded._repr_html_()
-    assert html_.startswith("<details><summary>写完再点开</summary>") and " open" not in html_.split(">", 1)[0]
-    assert repr(folded) == repr(plain) and plain._repr_html_() in html_

@@ -60,9 +60,7 @@ def test_number_formatting(value, text):
     assert out.splitlines()[2].strip() == text
 
 
-def test_left_alignment_when_numbers_not_right_aligned():
-    out = text_table(["宽的表头"], [[1], [22]], align_right_numbers=False)
-    assert out.splitlines()[2:] == ["1", "22"]
+def test_numbers_align_right():
     out = text_table(["宽的表头"], [[1], [22]])
     assert out.splitlines()[2:] == ["       1", "      22"]
 

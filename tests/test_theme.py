@@ -30,11 +30,6 @@ def test_box_uses_only_theme_variables(tone):
     assert all("var(--jp-" in c or c.strip() in {"inherit", "collapse"} for c in colours(html)), colours(html)
 
 
-def test_box_rejects_an_unknown_tone():
-    with pytest.raises(ValueError, match="unknown tone"):
-        theme.box("x", "purple")
-
-
 def test_every_summary_box_of_sections_2_and_5_is_themed():
     for html in (averaging.summary_html(averaging.demo(2, 3.0)),
                  head_lab.summary_html(head_lab.lab_state(8))):

@@ -442,12 +442,11 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
     return result
 
 
-def check_source(name: str, source: str, *, budget: float | None = None, fresh: bool = False) -> ExerciseResult:
-    """Check code given as text (a saved source, a cell's text; ``fresh``: in a new process), not recorded. The
-    function checked is ``my_<name>``, else the last one it defines."""
-    if fresh:
-        worker.stop()
-    return replace(_in_process(_exercise(name), None, source, budget), source=source)
+def check_source(name: str, source: str) -> ExerciseResult:
+    """Check a saved source (the class report) in a new process, not recorded: its ``my_<name>``, else the last
+    function it defines."""
+    worker.stop()
+    return replace(_in_process(_exercise(name), None, source, None), source=source)
 
 
 def _is_stub(source: str) -> bool:

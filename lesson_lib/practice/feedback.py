@@ -1,9 +1,5 @@
-"""What a check returns (``Feedback``), what a question is (``Question``), its version fingerprint, and the heads.
-
-A message starts with exactly one head: 「正确！」 only when every part is surely right, 「还不对：」 when something
-surely is wrong, 「请换个写法：」 / 「还没填完：」 / 「还没有作答：」 when a box could not be read or is empty (nothing
-judged, not an attempt), 「要点对照：」 for free text, which is never graded. Tests read the fields, not the words.
-"""
+"""What a check returns (``Feedback``), what a question is (``Question``), its version fingerprint, and the one
+head a message starts with (「正确！」 only when every part is surely right). Tests read fields, not words."""
 
 from __future__ import annotations
 
@@ -82,11 +78,6 @@ def blank(qid: str, explanation: str, what: str = "写下你的答案") -> Feedb
 
 def unreadable(qid: str, explanation: str, message: str, head: str = FORM, parts=()) -> Feedback:
     return Feedback(False, head + message, explanation, qid, blank=True, unread=True, parts=tuple(parts))
-
-
-def echo(text: str, limit: int = 24) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 # ---------------------------------------------------------------------------------------------- versions

@@ -41,17 +41,12 @@ def question_ids() -> tuple[str, ...]:
 
 
 def lab_question_ids() -> tuple[str, ...]:
+    """The labs' question ids (the static page exports them too)."""
     return tuple(LAB)
 
 
 def questions() -> dict[str, Question]:
     return {qid: question(qid) for qid in _BUILDERS}
-
-
-def clear_cache() -> None:
-    """Forget built questions and facts (tests change the paper's numbers)."""
-    question.cache_clear()
-    facts.cache_clear()
 
 
 def _base() -> tuple[int, int, int]:

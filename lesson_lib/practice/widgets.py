@@ -1,9 +1,5 @@
-"""The self-test's widgets, wiring only: ``quiz`` decides, ``progress`` keeps (and restores when a cell runs again).
-
-Each builder makes named controls and hands them to ``controls.linked`` with a 提交 button, so an answer is checked
-on a click or on Enter in a box, never while the learner is still ticking; ``controls.accessible`` names the
-controls for a screen reader, makes the feedback a polite live region and keeps the arrow keys in the widget.
-"""
+"""The self-test's widgets, wiring only: ``quiz`` decides, ``progress`` keeps (and restores when a cell runs again);
+an answer is checked on 提交 or Enter, never while the learner is still ticking."""
 
 from __future__ import annotations
 

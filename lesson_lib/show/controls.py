@@ -22,8 +22,6 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
     ``reader=False``: the caller lays the controls out in its own box (and makes that box ``accessible``)."""
     import ipywidgets as w
 
-    if picture not in (None, "html"):
-        raise ValueError(f"picture 只能是 None 或 \"html\"，收到的是 {picture!r}。")
     summary = w.HTML().add_class(LIVE)
     margins = [] if picture is None else ["0", *["0 0 0 8px"] * (pictures - 1)]
     images = [w.HTML(layout=w.Layout(max_width="100%", margin=margin)) for margin in margins]
@@ -113,8 +111,8 @@ def _slider_class():
     from lesson_lib.show.theme import PAGE_CSS
 
     class Slider(anywidget.AnyWidget):
-        """A slider over ``(label, value)`` options, named for screen readers and driven by the keyboard; ``min`` /
-        ``max`` of an integer range rebuild the options and keep the value inside, as IntSlider does."""
+        """A slider over ``(label, value)`` options, named for screen readers and driven by the keyboard; setting
+        ``max`` of an integer range rebuilds the options and keeps the value inside, as IntSlider does."""
 
         _esm = (_HERE / "slider.js").read_text(encoding="utf-8")
         _css = (_HERE / "slider.css").read_text(encoding="utf-8") + PAGE_CSS
@@ -149,29 +147,21 @@ def _slider_class():
         def options(self):
             return list(zip(self.labels, self._values))
 
-        @options.setter
-        def options(self, options):
-            values = [v for _label, v in options]
-            keep = self.value if self.value in values else values[_nearest(values, self.value)]
-            self._values, self.labels = values, [str(label) for label, _v in options]
+        min = property(lambda self: self._values[0])
+
+        @property
+        def max(self):
+            return self._values[-1]
+
+        @max.setter
+        def max(self, high):  # an integer range's new end (§5's zoom, §3's steps): the value stays inside
+            values = list(range(self.min, int(high) + 1))
+            keep = values[-1] if self.value > values[-1] else self.value
+            self._values, self.labels = values, [str(v) for v in values]
             self.value = keep
             self.index = values.index(keep)
 
-        min = property(lambda self: self._values[0], lambda self, v: setattr(self, "options", _ints(v, self.max)))
-        max = property(lambda self: self._values[-1], lambda self, v: setattr(self, "options", _ints(self.min, v)))
-
     return Slider
-
-
-def _nearest(values, target) -> int:
-    try:
-        return min(range(len(values)), key=lambda i: abs(values[i] - target))
-    except TypeError:  # labels that are not numbers: start over at the first
-        return 0
-
-
-def _ints(low: int, high: int):
-    return [(str(v), v) for v in range(int(low), int(high) + 1)]
 
 
 def slider(description: str, value, *, options=None, min=None, max=None, layout=None):
@@ -179,13 +169,14 @@ def slider(description: str, value, *, options=None, min=None, max=None, layout=
     Chinese name a screen reader says and the label beside the track. Use it instead of ipywidgets' sliders."""
     import ipywidgets as w
 
-    return _slider_class()(_ints(min, max) if options is None else options, value, description,
-                           layout=layout or w.Layout(**_CONTROL))
+    if options is None:
+        options = [(str(v), v) for v in range(int(min), int(max) + 1)]
+    return _slider_class()(options, value, description, layout=layout or w.Layout(**_CONTROL))
 
 
-def float_options(low: float, high: float, step: float, places: int = 1):
-    """``(label, value)`` options from ``low`` to ``high`` in ``step``s, labels with ``places`` decimals."""
-    return [(f"{low + i * step:.{places}f}", round(low + i * step, 10)) for i in range(round((high - low) / step) + 1)]
+def float_options(low: float, high: float, step: float):
+    """``(label, value)`` options from ``low`` to ``high`` in ``step``s, labels with one decimal."""
+    return [(f"{low + i * step:.1f}", round(low + i * step, 10)) for i in range(round((high - low) / step) + 1)]
 
 
 def walk(widget):

@@ -16,7 +16,6 @@ import numpy as np
 CJK_FONT = "Noto Sans CJK SC"
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
 MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
-FIGURE_MAX_INCHES = 6.0  # 6 in × 96 px = 576 px: fits JupyterLab's 592 px output at 1024 × 768 without scaling
 MAX_LABELLED_HEADS = 16  # above this many heads, tiles are too small for token labels
 
 
@@ -54,11 +53,11 @@ def use_chinese_font() -> str:
     return CJK_FONT
 
 
-def grid_shape(h: int, max_cols: int = 8) -> tuple[int, int]:
-    """(rows, cols) for h tiles: near-square, at most ``max_cols`` wide."""
-    cols = min(h, max_cols, max(1, math.ceil(math.sqrt(h))))
+def grid_shape(h: int) -> tuple[int, int]:
+    """(rows, cols) for h tiles: near-square, at most 8 wide."""
+    cols = min(h, 8, max(1, math.ceil(math.sqrt(h))))
     if h > 4:
-        cols = min(max_cols, max(cols, 4))
+        cols = min(8, max(cols, 4))
     return math.ceil(h / cols), cols
 
 
@@ -120,16 +119,16 @@ def _labels(tokens, count, axis_name):
 
 
 @functools.cache
-def colormap_lut(cmap: str = "viridis") -> np.ndarray:
-    """(256, 3) uint8 colours of a matplotlib colormap."""
+def colormap_lut() -> np.ndarray:
+    """(256, 3) uint8 colours of viridis, the lesson's one colormap."""
     import matplotlib
 
-    return np.round(matplotlib.colormaps[cmap](np.linspace(0.0, 1.0, 256))[:, :3] * 255).astype(np.uint8)
+    return np.round(matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, 256))[:, :3] * 255).astype(np.uint8)
 
 
-def colour_cells(values, cmap: str = "viridis", vmax: float = 1.0) -> np.ndarray:
-    """(H, W) values in [0, vmax] -> (H, W, 3) uint8 RGB."""
-    return colormap_lut(cmap)[np.clip(np.asarray(values) / vmax * 255.0 + 0.5, 0, 255).astype(np.intp)]
+def colour_cells(values) -> np.ndarray:
+    """(H, W) weights in [0, 1] -> (H, W, 3) uint8 RGB in viridis."""
+    return colormap_lut()[np.clip(np.asarray(values) * 255.0 + 0.5, 0, 255).astype(np.intp)]
 
 
 def _png_href(rgb) -> str:
@@ -241,13 +240,13 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     return hex_colour
 
 
-def picture_html(fig, alt: str | None = None, table=None, fallback: bool = True) -> str:
+def picture_html(fig, alt: str | None = None, fallback: bool = True) -> str:
     """The HTML that shows ``fig`` (drawn once, as SVG): themed and named by its alt text, the numbers folded.
     ``fallback=False``: no <img> copy for sanitized pages (a widget's picture is never sanitized)."""
     alt = alt or alt_text(fig)
     if not alt:
         raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
-    table = table if table is not None else getattr(fig, "lesson_table", None)
+    table = getattr(fig, "lesson_table", None)
     if isinstance(fig, Picture):
         return wrap_picture(fig.svg, alt, table, fallback)
     from matplotlib.layout_engine import PlaceHolderLayoutEngine
@@ -288,9 +287,9 @@ def sentence(text: str) -> str:
     return text if text.endswith(("。", "？", "！")) else text + "。"
 
 
-def heads_description(weights, row_tokens, key_tokens, titles=None, title=None, per_tile: int = 3):
+def heads_description(weights, row_tokens, key_tokens, titles=None, title=None):
     """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name each row's two
-    largest weights, larger ones each tile's ``per_tile`` largest cells; the table gives each row's largest."""
+    largest weights, larger ones each tile's three largest cells; the table gives each row's largest."""
     w = _as_heads(weights)
     h, n, m = w.shape
     titles = head_titles(titles, h)
@@ -304,7 +303,7 @@ def heads_description(weights, row_tokens, key_tokens, titles=None, title=None, 
                      for r in range(n)]
             parts.append(f"{name + '：' if name else ''}{'；'.join(cells)}")
         else:
-            flat = np.argsort(-w[i].ravel(), kind="stable")[:per_tile]
+            flat = np.argsort(-w[i].ravel(), kind="stable")[:3]
             cells = [f"「{rows_txt[f // m]}」给「{keys_txt[f % m]}」{w[i].ravel()[f]:.2f}" for f in flat]
             parts.append(f"{name + '：' if name else ''}最大的权重是 " + "，".join(cells))
         for r in range(n):
@@ -335,7 +334,7 @@ class Picture(str):
 
 
 def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, col_tokens=None,
-             cols: int | None = None, cell_px: int | None = None, cmap: str = "viridis",
+             cols: int | None = None, cell_px: int | None = None,
              highlight_row: int | None = None, alt: str | None = None, table=None, height: int | None = None,
              box: tuple[int, int] | None = None, highlight_head: int | None = None, note: str | None = None) -> Picture:
     """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget.
@@ -389,7 +388,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     for i, title in enumerate(titles if not (small and h == 1) else []):
         r, c = divmod(i, cols)
         x0, y0 = left + c * (m * cell_px + hgap), top + r * (n * cell_px + vgap)
-        out.append(_image(x0, y0, m * cell_px, n * cell_px, _png_href(colour_cells(w[i], cmap))))
+        out.append(_image(x0, y0, m * cell_px, n * cell_px, _png_href(colour_cells(w[i]))))
         if title:
             out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
         elif small and c == 0:  # too many heads to number each: the first of each row is named at the left
@@ -409,7 +408,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if small:
         return Picture("".join(out) + "</svg>", alt or "")
     bx = width - 56
-    out.append(_image(bx, top, 12, grid_h, _png_href(colormap_lut(cmap)[::-1][:, None, :]), smooth=True))
+    out.append(_image(bx, top, 12, grid_h, _png_href(colormap_lut()[::-1][:, None, :]), smooth=True))
     out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
             for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
     described, table_described = heads_description(w, row_tokens, key_tokens, titles, suptitle)

@@ -74,8 +74,8 @@ def _line(source_line: str, parts) -> str:
 class Listing:
     """A highlighted source listing: HTML in the notebook, the plain source as text (what nbval compares)."""
 
-    def __init__(self, text: str, folded: str | None = None):
-        self.text, self.folded = text, folded
+    def __init__(self, text: str):
+        self.text = text
 
     def _repr_html_(self) -> str:
         palette = "".join(f"{short}:{token_colour(kind)};" for kind, short, _v, _f in _PALETTE)
@@ -85,17 +85,12 @@ class Listing:
                  "line-height:var(--jp-code-line-height, 1.3846);"
                  # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line scrolls
                  "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto")
-        listing = f'<pre class="lesson-source" style="{style}">{_highlight(self.text)}</pre>'
-        return f"<details><summary>{html.escape(self.folded)}</summary>{listing}</details>" if self.folded else listing
+        return f'<pre class="lesson-source" style="{style}">{_highlight(self.text)}</pre>'
 
     def __repr__(self) -> str:
         return self.text
 
 
-def show_source(obj, lines: tuple[int, int] | None = None, folded: str | None = None) -> Listing:
-    """``obj``'s source as a highlighted listing (optionally only lines ``[a, b)``); with ``folded``, closed
-    under that summary line until the learner opens it (an exercise's answer stays out of sight)."""
-    text = inspect.getsource(obj)
-    if lines is not None:
-        text = "\n".join(text.splitlines()[lines[0] : lines[1]])
-    return Listing(text.rstrip("\n"), folded)
+def show_source(obj) -> Listing:
+    """``obj``'s source as a highlighted listing."""
+    return Listing(inspect.getsource(obj).rstrip("\n"))

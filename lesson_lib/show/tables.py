@@ -48,7 +48,7 @@ def show(table) -> None:
         print(table)
 
 
-def text_table(headers, rows, align_right_numbers: bool = True, code_columns=()) -> TextTable:
+def text_table(headers, rows, code_columns=()) -> TextTable:
     """Render ``rows`` (sequences of values) under ``headers`` with columns padded to line up (``code_columns``:
     shown in the code font in HTML)."""
     cells = [[cell_text(v) for v in row] for row in rows]
@@ -61,12 +61,12 @@ def text_table(headers, rows, align_right_numbers: bool = True, code_columns=())
         out = []
         for i, (text, width) in enumerate(zip(values, widths)):
             pad = " " * (width - display_width(text))
-            out.append(pad + text if (raw is not None and _is_number(raw[i]) and align_right_numbers) else text + pad)
+            out.append(pad + text if (raw is not None and _is_number(raw[i])) else text + pad)
         return "  ".join(out).rstrip()
 
     lines = [line(head), "  ".join("-" * w for w in widths)]
     lines += [line(c, r) for c, r in zip(cells, rows)]
-    numeric = [i for i in range(len(head)) if align_right_numbers and rows and all(_is_number(r[i]) for r in rows)]
+    numeric = [i for i in range(len(head)) if rows and all(_is_number(r[i]) for r in rows)]
     return TextTable("\n".join(lines), html_table(head, rows, code_columns=code_columns, numeric_columns=numeric))
 
 

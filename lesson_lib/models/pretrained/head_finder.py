@@ -8,17 +8,15 @@ SCORE_NAMES = {"coref": "its → law（代词指回先行词）", "prev": "看�
                "cls": "汇到 [CLS]（「注意力汇」）"}
 
 
-def find_token(tokens, word, nth=0):
-    """Index of the nth occurrence of ``word`` in ``tokens``; a Chinese ValueError lists the tokens if absent."""
-    hits = [i for i, t in enumerate(tokens) if t == word]
-    if len(hits) <= nth:
-        raise LessonInputError(f"词元 {word!r} 在这句话里出现 {len(hits)} 次，取不到第 {nth + 1} 次。"
-                         f"这句话的词元是：{' '.join(tokens)}")
-    return hits[nth]
+def find_token(tokens, word):
+    """Index of the first ``word`` in ``tokens``; a Chinese error lists the tokens if it is absent."""
+    if word not in tokens:
+        raise LessonInputError(f"词元 {word!r} 在这句话里出现 0 次。这句话的词元是：{' '.join(tokens)}")
+    return list(tokens).index(word)
 
 
-def head_scores(attentions, tokens, source="its", target="law"):
-    """{score name: (L, H) array}: coref, the weight from ``source`` to ``target`` (0 when either is missing);
+def head_scores(attentions, tokens):
+    """{score name: (L, H) array}: coref, the weight from its to law (0 when either is missing);
     prev / next / cls, the mean weight a token puts on its left / right neighbour / [CLS] at position 0."""
     att = np.asarray(attentions)  # (L, H, T, T)
     L, H, _, t = att.shape
@@ -30,8 +28,8 @@ def head_scores(attentions, tokens, source="its", target="law"):
         "next": att[..., idx, idx + 1].mean(axis=-1),  # (L, H)  A[i, i+1] averaged over i = 0..T-2
         "cls": att[..., :, 0].mean(axis=-1),  # (L, H)  A[i, 0] averaged over all i
     }
-    found = source in tokens and target in tokens
-    scores["coref"] = att[..., find_token(tokens, source), find_token(tokens, target)] if found else np.zeros((L, H))
+    found = "its" in tokens and "law" in tokens
+    scores["coref"] = att[..., find_token(tokens, "its"), find_token(tokens, "law")] if found else np.zeros((L, H))
     return {name: scores[name] for name in SCORE_NAMES}
 
 

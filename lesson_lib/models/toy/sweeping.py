@@ -1,7 +1,6 @@
 """The sweep over head counts, in this process: Jupyter's ■ or Ctrl-C becomes ``SweepInterrupted``, which keeps
 the head counts that finished; ``progress(done, total)`` gets the training steps done, for a progress bar."""
 
-import time
 from dataclasses import dataclass
 
 from lesson_lib.models.toy import config
@@ -14,13 +13,9 @@ class SweepResult:
     """One row per head count (JSON-ready) and the trained parameters, keyed by h, for the plots."""
 
     results: list
-    total_seconds: float
     params: dict
     task: Task
     config: TrainConfig
-
-    def as_json(self) -> dict:
-        return {"results": self.results, "total_seconds": round(self.total_seconds, 3)}
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -39,11 +34,11 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
 
     ``seeds`` is a count (seeds 0 … seeds−1) or a list. Each row: ``accuracy_mean`` (over seeds of the mean
     over the three targets), ``accuracy_sd`` (sample standard deviation over seeds; None for one seed),
-    ``per_target`` (means over seeds), ``accuracy_per_seed`` and ``seconds`` (that h's training and test).
+    ``per_target`` (means over seeds) and ``accuracy_per_seed``.
     """
     config.check_run(task, cfg)
     heads, seeds = config.check_head_list(heads, cfg), config.seed_list(seeds)
-    start, outcomes = time.perf_counter(), {}
+    outcomes = {}
     try:
         for i, h in enumerate(heads):
             report = None if progress is None else (lambda steps, i=i: progress(i * cfg.steps + steps,
@@ -51,18 +46,18 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
             outcomes[h] = train_and_score(h, seeds, task, cfg, progress=report)
     except KeyboardInterrupt:
         done = [h for h in heads if h in outcomes]
-        raise SweepInterrupted(_result(done, outcomes, seeds, task, cfg, start), heads[len(done):]) from None
-    return _result(heads, outcomes, seeds, task, cfg, start)
+        raise SweepInterrupted(_result(done, outcomes, seeds, task, cfg), heads[len(done):]) from None
+    return _result(heads, outcomes, seeds, task, cfg)
 
 
-def _result(heads, outcomes, seeds, task, cfg, start) -> SweepResult:
+def _result(heads, outcomes, seeds, task, cfg) -> SweepResult:
     rows, trained = [], {}
     for h in heads:
-        trained[h], acc, seconds = outcomes[h]
+        trained[h], acc = outcomes[h]
         per_seed = acc.mean(axis=1)  # (S,) mean over the three targets
         sd = round(float(per_seed.std(ddof=1)), 4) if len(seeds) > 1 else None
         per_target = {t: round(float(acc[:, i].mean()), 4) for i, t in enumerate(TARGETS)}
         rows.append({"h": h, "d_k": cfg.d_model // h, "accuracy_mean": round(float(per_seed.mean()), 4),
                      "accuracy_sd": sd, "per_target": per_target,
-                     "accuracy_per_seed": [round(float(a), 4) for a in per_seed], "seconds": round(seconds, 3)})
-    return SweepResult(rows, time.perf_counter() - start, trained, task, cfg)
+                     "accuracy_per_seed": [round(float(a), 4) for a in per_seed]})
+    return SweepResult(rows, trained, task, cfg)

@@ -1,7 +1,5 @@
 """Training one model per seed for a head count, and scoring it on the fixed test set."""
 
-import time
-
 import numpy as np
 
 from lesson_lib.checks import LessonInputError, check_heads
@@ -15,8 +13,7 @@ from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 _FINISHED: dict = {}
 
 
-def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG, data: Batch | None = None,
-          progress=None, progress_every: int = 25) -> dict:
+def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG, progress=None) -> dict:
     """(S, …) params of one model per seed with h heads, trained in the same arrays; ``progress(steps_done)``."""
     check_run(task, cfg)
     h, seeds = check_heads(cfg.d_model, h), seed_list(seeds)
@@ -24,14 +21,14 @@ def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_C
     grad_flat = np.zeros_like(flat)
     grad_views = model.views(grad_flat, model.param_shapes(task, cfg.d_model))
     adam = Adam(flat, cfg)
-    data = training_data(seeds, task, cfg) if data is None else data
+    data = training_data(seeds, task, cfg)
     for step in range(cfg.steps):
         batch = data.rows(slice(step * cfg.batch, (step + 1) * cfg.batch))
         _, grads = model.loss_and_grads(params, batch, h, task)
         for name, g in grads.items():
             grad_views[name][...] = g
         adam.step(grad_flat, step)
-        if progress is not None and ((step + 1) % progress_every == 0 or step + 1 == cfg.steps):
+        if progress is not None and ((step + 1) % 25 == 0 or step + 1 == cfg.steps):
             progress(step + 1)
     return params
 
@@ -53,20 +50,19 @@ def accuracy(params, h: int, data: Batch, task: Task = DEFAULT_TASK) -> np.ndarr
 
 
 def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
-                    progress=None) -> tuple[dict, np.ndarray, float]:
-    """(params, (S, 3) test accuracy, seconds of training and test) of one head count, trained once per process."""
+                    progress=None) -> tuple[dict, np.ndarray]:
+    """(params, (S, 3) test accuracy) of one head count, trained once per process."""
     check_run(task, cfg)
     h, seeds = check_heads(cfg.d_model, h), seed_list(seeds)
     key = (h, tuple(seeds), task, cfg)
     if key not in _FINISHED:
-        t0 = time.perf_counter()
-        params = train(h, seeds, task, cfg, data=training_data(seeds, task, cfg), progress=progress)
+        params = train(h, seeds, task, cfg, progress=progress)
         acc = accuracy(params, h, held_out_data(task, cfg), task)  # (S, 3)
         for array in (*params.values(), acc):
             array.flags.writeable = False  # shared by every caller of an identical run
         if len(_FINISHED) >= 64:
             _FINISHED.pop(next(iter(_FINISHED)))
-        _FINISHED[key] = (params, acc, time.perf_counter() - t0)
+        _FINISHED[key] = (params, acc)
     elif progress is not None:
         progress(cfg.steps)
     return _FINISHED[key]
@@ -75,6 +71,6 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
 def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
                   cfg: TrainConfig = DEFAULT_CONFIG) -> np.ndarray:
     """Attention maps (h, T, T) of an h-head model (one seed) on held-out sequence 0: §6's stand-in for its weights."""
-    params, _, _ = train_and_score(h, [seed], task, cfg)
+    params, _ = train_and_score(h, [seed], task, cfg)
     h = check_heads(cfg.d_model, h)
     return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0].copy()  # (h, T, T)

@@ -156,6 +156,7 @@ def test_widget_heat_map_svg_text_sizes_labels_and_alt():
     width = int(re.search(r'<svg[^>]* width="(\d+)"', page).group(1))
     assert width <= 592
     assert "「她」给「小红」0.70" in page and 'aria-label="第 8 层 · 头 1。' in page
-    assert re.search(r'rotate\(-90\)"[^>]*>小红</text>', page)  # a word on one line, never split (issue 30)
+    # A key label is one <text> (a word is never split, issue 30): Chinese upright top to bottom, Latin turned
+    assert re.search(r'writing-mode:vertical-rl;text-orientation:upright"[^>]*>小红</text>', page)
     assert re.search(r'rotate\(-90\)"[^>]*>law</text>', page)
     assert "stroke:#d62728" in page and "<details>" in page

@@ -314,6 +314,16 @@ def heads_description(weights, row_tokens, key_tokens, titles=None, title=None):
     return alt, (headers, table)
 
 
+def _key_label(x: float, y: float, token: str) -> str:
+    """A column's label as one vertical line from (x, y) down, never wrapped inside a word (issue 30): Chinese
+    upright, top to bottom, as it is read; other words turned a quarter, as Latin labels usually are."""
+    if any(ord(ch) > 0x2E80 for ch in token):
+        return (f'<text x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright" '
+                f'dominant-baseline="central">{_html.escape(token)}</text>')
+    return (f'<text transform="translate({x},{y}) rotate(-90)" text-anchor="end" '
+            f'dominant-baseline="central">{_html.escape(token)}</text>')
+
+
 def _text_px(token: str, size: float) -> float:
     return sum(size if ord(ch) > 0x2E80 else 0.6 * size for ch in token)
 
@@ -398,9 +408,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
                     f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
         if labels and (r == rows - 1 or stacked or i + cols >= h):
-            # a whole word on one line, turned: stacked characters read across columns as wrapped words (issue 30)
-            out += [f'<text transform="translate({x0 + (j + 0.5) * cell_px},{y0 + n * cell_px + 4}) rotate(-90)" '
-                    f'text-anchor="end" dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(key_tokens)]
+            out += [_key_label(x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4, t) for j, t in enumerate(key_tokens)]
         if i + 1 == highlight_head:
             out.append(_frame(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
         if i == 0 and highlight_row is not None:

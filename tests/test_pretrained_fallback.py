@@ -29,9 +29,10 @@ def section_6_code():
 
 def run_section(capsys):
     import matplotlib.pyplot as plt
+    from IPython.display import display
 
     for cells in section_6_code():
-        namespace = {}
+        namespace = {"display": display}  # what IPython's namespace gives every notebook cell
         for source in cells:
             exec(compile(source, "<§6 cell>", "exec"), namespace)  # the lesson's own cells, not learner input
         plt.close("all")

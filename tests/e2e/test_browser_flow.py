@@ -390,19 +390,6 @@ def _drive_demo(flow: Flow, ui: Widgets) -> None:
     flow.shot("s2_demo_two_heads", cell)
 
 
-def _drive_stepper(flow: Flow, ui: Widgets) -> None:
-    """§3: one counting rule -- the readout and 「第 k/N 步」 say the same k; the transpose toggle drops 2 steps."""
-    slider = ui.slider("第几步")
-    cell = ui.cell_with(slider)
-    out = cell.locator(".jp-Cell-outputWrapper")
-    assert ui.readout(slider) == "1" and "第 1/8 步" in out.inner_text()
-    ui.press(slider, "ArrowRight", out, "§3 stepper, step 2", "第 2/8 步")
-    assert ui.readout(slider) == "2" and "第 2/8 步" in out.inner_text()
-    ui.change(out, lambda: cell.locator(".widget-checkbox input").check(), "§3 stepper, 忘了 transpose", "/6 步")
-    assert re.search(r"第 2/6 步", out.inner_text()), out.inner_text()
-    flow.shot("s3_stepper_forgot_transpose", cell)
-
-
 def _lab_box(pictures) -> list[tuple[int, int]]:
     """(width, height) of each lab picture as shown, rounded."""
     return [(round(b["width"]), round(b["height"])) for b in (pictures.nth(i).bounding_box()
@@ -660,7 +647,6 @@ def _flow(name: str, lab_server, browser, shots: Path, e2e_report) -> None:
 
         # 3. Every widget, each with what must change on screen.
         _drive_demo(flow, ui)
-        _drive_stepper(flow, ui)
         timings = _drive_lab(flow, ui)
         _drive_explorer(flow, ui)
         flow.assert_no_errors("after the section widgets")
@@ -673,9 +659,10 @@ def _flow(name: str, lab_server, browser, shots: Path, e2e_report) -> None:
         contrast = _check_contrast(flow, theme)
         _check_layout(flow, sizes[0])
         lab_fit = [_check_lab_scale(flow, ui, sizes[0])]
-        listing = page.locator(".jp-Notebook pre.lesson-source", has_text="def softmax").first  # §9's softmax
+        # the first show_source listing (§9 now maps the kernel in formula_view's tables, shot below)
+        listing = page.locator(".jp-Notebook pre.lesson-source").first
         listing.scroll_into_view_if_needed()
-        flow.shot(f"at_{sizes[0][0]}_s9_softmax_source", listing)
+        flow.shot(f"at_{sizes[0][0]}_source_listing", listing)
         page.set_viewport_size({"width": sizes[1][0], "height": sizes[1][1]})
         # JupyterLab re-lays the panels out on resize: wait for its shell to take the new width, then two paints
         page.wait_for_function("w => window.jupyterapp.shell.node.getBoundingClientRect().width === w",
@@ -683,7 +670,7 @@ def _flow(name: str, lab_server, browser, shots: Path, e2e_report) -> None:
         page.evaluate(JS_SETTLED)
         _check_layout(flow, sizes[1])
         lab_fit.append(_check_lab_scale(flow, ui, sizes[1]))
-        for label in ("锐度", "第几步", SLIDER_LABEL, *(["层"] if _has_explorer(flow) else [])):
+        for label in ("锐度", SLIDER_LABEL, *(["层"] if _has_explorer(flow) else [])):
             flow.shot(f"at_{sizes[1][0]}_{label}", ui.cell_with(ui.slider(label)))
         # §9's formula map: the output of the cell that calls formula_view() (§2 shows lesson tables first)
         formula = page.locator(".jp-Notebook .jp-CodeCell").filter(has_text="formula_view()").locator(
@@ -691,7 +678,7 @@ def _flow(name: str, lab_server, browser, shots: Path, e2e_report) -> None:
         formula.scroll_into_view_if_needed()
         flow.shot(f"at_{sizes[1][0]}_s9_formula_table", formula)
         listing.scroll_into_view_if_needed()
-        flow.shot(f"at_{sizes[1][0]}_s9_softmax_source", listing)
+        flow.shot(f"at_{sizes[1][0]}_source_listing", listing)
         contrast += f"; §5 lab: {', '.join(lab_fit)}"
     finally:
         if page.is_closed() is False:
@@ -730,6 +717,6 @@ def flows(request, lab_servers, open_browser, artifacts_dir, e2e_report):
 
 @pytest.mark.parametrize("name", list(FLOWS))
 def test_learner_flow(name, flows):
-    """open -> Restart & Run All -> every widget driven (§2 §3 §5 §6, quiz, exercise, interview, progress) ->
+    """open -> Restart & Run All -> every widget driven (§2 §5 §6, quiz, exercise, interview, progress) ->
     contrast ≥ 4.5:1 in this theme -> layout at both window sizes."""
     flows[name].result(timeout=2 * HANG_CEILING_S)  # each wait inside the flow has its own hang detector

@@ -6,7 +6,6 @@ claim is there, its number must be the computed one.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -37,12 +36,6 @@ def law_run():
     return pt.load().encode(pt.PAPER_SENTENCES["law"])
 
 
-def test_token_count_if_section_6_states_it(law_run):
-    """'这句话有 27 个词元（含 [CLS] 和 [SEP]）', while §6 says it."""
-    m = re.search(r"这句话有 (\d+) 个词元（含 `\[CLS\]` 和 `\[SEP\]`）", SECTION_6)
-    if m is None:
-        pytest.skip("§6 no longer states the token count")
-    assert len(law_run.tokens) == int(m.group(1)) and law_run.tokens[0] == "[CLS]" and law_run.tokens[-1] == "[SEP]"
 
 
 def test_only_timing_prints_unchecked_text():

@@ -216,11 +216,11 @@ def explore(runs, sentence, layer, head, query):
 
     if sentence not in runs:
         raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
-    text, bars, picture = explorer_frame(runs[sentence], layer, head, query)
-    print(text)
     # Without the map's folded table: a stored output must be the same on every CPU, and some of the map's float32
     # weights sit within 1e-4 of a rounding boundary; the row's bars (checked stable) carry the numbers read here.
-    display(HTML(re.sub(r"<details>.*</details>", "", picture, flags=re.S) + bars))
+    text, bars, picture = explorer_frame(runs[sentence], layer, head, query, table=False)
+    print(text)
+    display(HTML(picture + bars))
 
 
 def _sentence_choices():
@@ -233,9 +233,10 @@ def _sentence_choices():
     return choices
 
 
-def explorer_frame(enc, layer, head, query):
+def explorer_frame(enc, layer, head, query, table=None):
     """(line, the query's row as HTML bars, map picture HTML) for the explorer: the map as SVG built directly, the
-    row as bars (a few ms, where a matplotlib figure took ~0.2 s: a slider move redraws within 150 ms)."""
+    row as bars (a few ms, where a matplotlib figure took ~0.2 s: a slider move redraws within 150 ms).
+    ``table=False`` leaves out the map's folded numbers (heat_map's own switch)."""
     from lesson_lib.sections.s02_averaging import bar_html
     from lesson_lib.show.plotting import heat_map
 
@@ -245,7 +246,7 @@ def explorer_frame(enc, layer, head, query):
     order = np.argsort(-row, kind="stable")[:3]
     alt = (f"{head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
            + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
-    picture = heat_map(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt,
+    picture = heat_map(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt, table=table,
                        suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(enc.tokens, row)):
@@ -313,8 +314,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 def plot_toy_heads(h=4, seed=0):
     """Without the weights package: §7's toy model's trained heads, introduced by ``model_text(None)``."""
     from lesson_lib.models.toy import training as ablation
-
-    maps = np.asarray(ablation.example_heads(h=h, seed=seed))  # (h, T, T), trained for a few seconds
     from lesson_lib.show.plotting import heat_map
 
+    maps = np.asarray(ablation.example_heads(h=h, seed=seed))  # (h, T, T), trained for a few seconds
     return heat_map(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")

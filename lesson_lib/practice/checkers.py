@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from lesson_lib.practice import feedback as fb
 from lesson_lib.practice.feedback import Feedback, Question, blank, unreadable
-from lesson_lib.practice.freetext import Rubric, hint_text
+from lesson_lib.practice.freetext import MAX_CUES_SHOWN, Rubric, noticed
 
 MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}  # per box or answer: longer is refused unread
 MAX_DEPTH = 16  # nested parentheses and signs
@@ -454,8 +454,10 @@ def rubric_feedback(qid: str, explanation: str, answer, rubric: Rubric, cap: int
     head = f"{fb.REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，再点「记录自评」。"
     if len(text) > cap:
         head += f"（回答超过 {cap} 字，提示只看了前 {cap} 字。）"
-    hint = hint_text(text[:cap], rubric)
-    return Feedback(False, head + ("\n" + hint if hint else ""), explanation, qid, show_explanation=True, judged=False)
+    if words := noticed(text[:cap], rubric)[:MAX_CUES_SHOWN]:  # words, never a point: no reading of negation
+        quoted = "".join(f"「{w}」" for w in words)
+        head += f"\n你的回答里出现了：{quoted}。用了这些词不等于说到了要点，请对照下面的要点自己判断。"
+    return Feedback(False, head, explanation, qid, show_explanation=True, judged=False)
 
 
 def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:

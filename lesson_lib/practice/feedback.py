@@ -80,7 +80,7 @@ def unreadable(qid: str, explanation: str, message: str, head: str = FORM, parts
 
 
 # Wording that may improve without changing what is asked or accepted; an option's why teaches too.
-_TEACHING_TEXT = {"hints", "generic", "praise", "placeholder", "misconceptions", "model_answer", "description",
+_TEACHING_TEXT = {"hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer", "description",
                   "cues", "text", "explanation"}  # fmt: skip
 
 

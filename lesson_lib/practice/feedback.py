@@ -80,8 +80,8 @@ def unreadable(qid: str, explanation: str, message: str, head: str = FORM, parts
 
 
 # Wording that may improve without changing what is asked or accepted; an option's why teaches too.
-_TEACHING_TEXT = {"hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer", "description",
-                  "cues", "text", "explanation"}  # fmt: skip
+_TEACHING_TEXT = {"hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer",
+                  "description", "cues", "text", "explanation"}  # fmt: skip
 
 
 def _canonical(value, depth: int = 0):

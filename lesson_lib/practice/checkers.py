@@ -132,11 +132,7 @@ def clean(answer, limit: int) -> str:
 
 
 ALIASES = {"dk": "d_k", "dv": "d_v", "dmodel": "d_model", "d_m": "d_model", "hidden": "d_model", "heads": "h"}
-_OPERATORS = str.maketrans({
-    "−": "-", "–": "-", "—": "-", "﹣": "-", "‐": "-", "⋅": "·", "∙": "·", "•": "·", "・": "·", "･": "·",
-    "✕": "×", "✖": "×", "⨯": "×", "∗": "*", "÷": "/", "∕": "/", "[": "(", "]": ")", "{": "(", "}": ")", "≈": "=",
-    "~": "=",
-})  # fmt: skip
+_OPERATORS = str.maketrans("−–—﹣‐⋅∙•・･✕✖⨯∗÷∕[]{}≈~", "-----·····×××*//()()==")
 _MULTIPLIERS = {"千": 3, "万": 4, "亿": 8, "k": 3, "m": 6}
 _GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])")  # 54,988,800
 _LATEX = re.compile(r"\\(times|cdot|div)|\\(left|right|[,;! ])|\$")
@@ -230,8 +226,6 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
     if len(raw) > MAX_CHARS["form"]:
         return None, f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子（{MAX_CHARS['form']} 字以内）。"
     t = _box_text(raw := clean(raw, MAX_CHARS["form"]))
-    if not t:
-        return None, "这一栏里没有读到数或式子。"
     if "\\" in t:
         return None, "这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b（例如 512 / 16）。"
     if _CHINESE_NUMERAL.search(t):
@@ -433,10 +427,7 @@ def check_choice(q: Question, answer) -> Feedback:
         return unreadable(q.id, q.explanation, f"这道题只选一项，你选了 {'、'.join(chosen)}。")
     if set(chosen) == k.answer or (single and chosen[0] in k.answer):
         return Feedback(True, fb.RIGHT + k.praise, q.explanation, q.id)
-    if single:
-        return Feedback(False, f"{fb.WRONG}选项 {chosen[0]}：{why[chosen[0]]}", q.explanation, q.id,
-                        mistakes=(f"option={chosen[0]}",))  # fmt: skip
-    wrong, missing = sorted(set(chosen) - k.answer), k.answer - set(chosen)
+    wrong, missing = sorted(set(chosen) - k.answer), set() if single else k.answer - set(chosen)
     parts = [f"{'、'.join(good)} 选得对。"] if (good := sorted(set(chosen) & k.answer)) else []
     parts += [f"{key} 不该选：{why[key]}" for key in wrong]
     parts += [f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。"] if missing else []

@@ -343,9 +343,8 @@ class ChoiceKey:
 
 # --------------------------------------------------------------------------------------------- form
 def _items(q: Question, answer) -> tuple[list, list, list[str]]:
-    """The answer (a dict, a list in box order, or one string) as one item per box, the non-empty items past the
-    last box, and the parts of a shape typed into the first box (「（8，12，64）」, 8×12×64, torch.Size([8, 12, 64])),
-    which fill the boxes when there are as many as boxes."""
+    """One item per box, the non-empty items past the last box, and the parts of a shape typed into the first box
+    (「（8，12，64）」, 8×12×64, torch.Size([8, 12, 64])), which fill the boxes when there are as many."""
     names = [b.name for b in q.key.boxes]
     if isinstance(answer, dict):
         items, extra = [answer.get(n) for n in names], [v for k, v in answer.items() if k not in names]

@@ -347,13 +347,6 @@ def test_unfilled_stub_is_not_an_error(name):
     assert repr(result) == result.message  # what the notebook cell shows
 
 
-def _raise(exc):
-    def fn(*args):
-        raise exc
-
-    return fn
-
-
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize(
     "fn",
@@ -523,8 +516,6 @@ def test_count_accepts_numeric_types_but_not_text():
     assert ex.check("count_multiplies", lambda n, d, h: float(4 * n * d * d + 2 * n * n * d)).passed
     assert ex.check("count_multiplies", lambda n, d, h: np.int64(4 * n * d * d + 2 * n * n * d)).passed
     assert not ex.check("count_multiplies", lambda n, d, h: str(4 * n * d * d + 2 * n * n * d)).passed
-
-
 
 
 def test_unknown_exercise():

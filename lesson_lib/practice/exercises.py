@@ -92,18 +92,17 @@ class ExerciseResult:
         return box_html(self.message, tone, f"lesson-exercise lesson-exercise-{self.status}")
 
 
-@dataclass(frozen=True)
-class _Text:
-    """Text shown as itself in a notebook (a Markdown code block when ``language`` is given)."""
+class _Text(str):
+    """Text a notebook cell shows as itself (``spec``)."""
 
-    text: str
-    language: str = ""
+    __repr__ = str.__str__
 
-    def __repr__(self) -> str:
-        return self.text
 
-    def _repr_markdown_(self) -> str | None:
-        return f"```{self.language}\n{self.text}\n```" if self.language else None
+class _Code(_Text):
+    """Source shown as a Python block (``show_solution``)."""
+
+    def _repr_markdown_(self) -> str:
+        return f"```python\n{self}\n```"
 
 
 class _Stop(Exception):
@@ -534,6 +533,6 @@ def spec(name: str) -> _Text:
     return _Text(_exercise(name).spec)
 
 
-def show_solution(name: str) -> _Text:
+def show_solution(name: str) -> _Code:
     """The reference solution's source (read by reflection, never a pasted copy)."""
-    return _Text(inspect.getsource(_exercise(name).solution).rstrip(), "python")
+    return _Code(inspect.getsource(_exercise(name).solution).rstrip())

@@ -1,8 +1,8 @@
 """The learner's code runs in a child process of its own, reused while it lives, killed at the budget, replaced.
 
 A loop, a long C call (``n ** d_model ** h``), ``os._exit``, a segfault or a huge array cannot be stopped inside
-the process it runs in. The child is ``python -c`` exchanging pickles over stdin/stdout (the same on every OS,
-and it never re-runs the caller's script as multiprocessing's spawn does). Nothing starts at import.
+the process it runs in. The child is ``python -c`` exchanging pickles over stdin/stdout (the same on every OS, and
+it never re-runs the caller's script as multiprocessing's spawn does). Nothing starts at import.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import io
 import os
 import pickle
 import queue
-import struct
 import subprocess
 import sys
 import tempfile
@@ -24,29 +23,20 @@ from dataclasses import dataclass
 START_S = 60.0  # a cold start on a busy class hub may be slow; not counted in the learner's budget
 MEMORY_HEADROOM = 2 * 2**30  # bytes the learner's code may allocate (Linux): a huge array raises MemoryError
 OUTPUT_CHARS = 4000  # what the learner's print() calls may show, at most
-_HEADER = struct.Struct("<Q")  # each message: its length, then a pickle
 
 
 @dataclass(frozen=True)
 class Reply:
     kind: str  # ok, timeout, crashed, interrupted (Ctrl-C), nostart (a broken environment, not the learner's code)
-    value: object = None  # what the job returned (ok)
-    printed: str = ""  # what the job printed (ok)
+    value: object = None  # ok: what the job returned
+    printed: str = ""  # ok: what the job printed
     stack: str = ""  # timeout: faulthandler's dump of where the job was; nostart: the end of the child's stderr
-    exitcode: int | None = None  # crashed: the child's exit code (negative: the signal that ended it)
+    exitcode: int | None = None  # crashed, nostart: the child's exit code (negative: the signal that ended it)
 
 
 def _send(stream, obj) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
+    pickle.dump(obj, stream, protocol=pickle.HIGHEST_PROTOCOL)
     stream.flush()
-
-
-def _receive(stream):
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        raise EOFError
-    return pickle.loads(stream.read(_HEADER.unpack(header)[0]))
 
 
 class _Child:
@@ -60,12 +50,12 @@ class _Child:
                                         creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # fmt: skip
         self.messages: queue.Queue = queue.Queue()  # the child's answers, then None when its stdout closes
         threading.Thread(target=self._read, daemon=True, name="lesson-checker-reader").start()
-        self.pid, self.preload, self.ready = os.getpid(), preload, False
+        self.pid, self.preload, self.ready, self.tail = os.getpid(), preload, False, ""
 
     def _read(self) -> None:
         with contextlib.suppress(Exception):
             while True:
-                self.messages.put(_receive(self.process.stdout))
+                self.messages.put(pickle.load(self.process.stdout))
         self.messages.put(None)
 
     def stderr(self) -> str:
@@ -75,10 +65,10 @@ class _Child:
     def where(self) -> str:
         """faulthandler's last dump (written at 0.8 × budget; on a busy machine it may come a little late)."""
         for _ in range(10):
+            time.sleep(0.05)
             if (at := self.stderr().rfind("Timeout (")) >= 0:
                 time.sleep(0.05)  # the rest of the dump
                 return self.stderr()[at:]
-            time.sleep(0.05)
         return ""
 
     def kill(self, grace: float = 0.0) -> int | None:
@@ -121,12 +111,10 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
             _replace(preload)
             child = _child
         try:
+            with contextlib.suppress(queue.Empty):
+                child.ready = child.ready or child.messages.get(timeout=START_S) == "ready"
             if not child.ready:
-                with contextlib.suppress(queue.Empty):
-                    child.ready = child.messages.get(timeout=START_S) == "ready"
-            if not child.ready:
-                code = _replace(preload, grace=1.0)
-                return Reply("nostart", exitcode=code, stack=child.tail)
+                return Reply("nostart", exitcode=_replace(preload, grace=1.0), stack=child.tail)
             try:
                 _send(child.process.stdin, (target, payload, budget))
                 answer = child.messages.get(timeout=budget)
@@ -136,9 +124,7 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
                 stack = child.where()
                 _replace(preload)
                 return Reply("timeout", stack=stack)
-            if answer is None:
-                return Reply("crashed", exitcode=_replace(preload, grace=1.0))
-            return Reply("ok", *answer)
+            return Reply("ok", *answer) if answer is not None else Reply("crashed", exitcode=_replace(preload, 1.0))
         except KeyboardInterrupt:
             _replace(preload)
             return Reply("interrupted")
@@ -162,17 +148,6 @@ class _Printed(io.StringIO):
         return len(text)
 
 
-def _limit_memory() -> None:
-    """Linux: a huge allocation raises MemoryError instead of pushing the machine into the OOM killer."""
-    with contextlib.suppress(ImportError, AttributeError, OSError, ValueError):  # elsewhere the budget ends it
-        import resource
-
-        with open("/proc/self/statm") as f:
-            soft = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + MEMORY_HEADROOM
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-
-
 def _serve(preload: tuple[str, ...]) -> None:
     """The child's loop: a job from stdin, its answer on the original stdout (fd 1 then points at stderr, so a
     stray print from C cannot corrupt the answers; input() reads nothing, never the job pipe)."""
@@ -184,12 +159,18 @@ def _serve(preload: tuple[str, ...]) -> None:
     sys.stdin = io.StringIO()
     for name in preload:
         importlib.import_module(name)
-    _limit_memory()
+    with contextlib.suppress(ImportError, AttributeError, OSError, ValueError):  # elsewhere the budget ends it
+        import resource  # Linux: a huge allocation raises MemoryError instead of calling the OOM killer
+
+        with open("/proc/self/statm") as f:
+            soft = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + MEMORY_HEADROOM
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
     _send(answers, "ready")
     depth = sys.getrecursionlimit()
     while True:
         try:
-            target, payload, budget = _receive(jobs)
+            target, payload, budget = pickle.load(jobs)
         except (EOFError, OSError, KeyboardInterrupt):  # the kernel is gone (or Ctrl-C reached the group)
             return
         module, function = target.split(":")

@@ -94,18 +94,15 @@ def _reads(kind: str, e) -> bool:
 def _clean(data: dict) -> tuple[int, list[str]]:
     """Drop the entries that do not read and the verdicts given to an earlier version of their question:
     (how many did not read, the ids whose question changed)."""
+    questions = data["questions"]
+    if data["interview"]:
+        questions[INTERVIEW] = data["interview"]  # the interview is dropped as a question is
     bad = [(kind, k) for kind in ("questions", "exercises") for k, e in data[kind].items() if not _reads(kind, e)]
-    for kind, k in bad:
+    old = [q for q, e in questions.items() if _reads("questions", e)
+           and current_version(q) not in (None, e["question_version"])]  # fmt: skip
+    for kind, k in [*bad, *(("questions", q) for q in old)]:
         del data[kind][k]
-    if data["interview"] and not _reads("interview", data["interview"]):
-        data["interview"] = {}
-        bad.append(("interview", INTERVIEW))
-    old = [q for q, e in data["questions"].items() if current_version(q) not in (None, e["question_version"])]
-    for q in old:
-        del data["questions"][q]
-    if data["interview"] and data["interview"]["question_version"] != current_version(INTERVIEW):
-        data["interview"] = {}
-        old.append(INTERVIEW)
+    data["interview"] = questions.pop(INTERVIEW, {})
     return len(bad), old
 
 

@@ -252,7 +252,7 @@ class Progress:
         self.ids, self.exercise_names = lesson_items()
         self.data, self.notice = store.load() if store is not None else (empty(), "")
         self._pending = []  # changes not yet on disk (a failed save keeps them for the next one)
-        self._on_change = []
+        self.listeners = []  # called after every change (the summary widgets)
 
     def record(self, fb, answer, of: int = 0) -> None:
         """One attempt: a quiz, interview or self-assessment ``Feedback`` (a blank one is not an attempt) and the
@@ -286,15 +286,12 @@ class Progress:
                 self.data, self._pending = merged, []
                 self.notice = "" if self.notice.startswith("进度没能保存") else self.notice  # that failure is over
             self.notice = problem or self.notice
-        for listener in self._on_change:
+        for listener in self.listeners:
             listener()
 
     def entry(self, item_id: str) -> dict:
         """The stored record of a question, or of the interview (``INTERVIEW``); {} when there is none."""
         return (self.data["interview"] if item_id == INTERVIEW else self.data["questions"].get(item_id)) or {}
-
-    def on_change(self, listener) -> None:
-        self._on_change.append(listener)
 
     def items(self) -> list[tuple[str, str, str]]:
         """(kind, name, state: done, tried or todo) for everything the learner can do. A question the learner

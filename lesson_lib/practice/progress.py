@@ -47,6 +47,7 @@ LOCK_TIMEOUT_S = 10.0  # another kernel holds the lock for one small write; far 
 _ATTEMPT = {"answer": str | list, "verdict": str, "question_version": str | None, "covered": list | None}
 _ENTRY = {"attempts": list, "n_attempts": int, "question_version": str | None, "solved": bool, "answer": str | list}
 _EXERCISE = {"result": str, "checks": int}
+_KINDS = ("questions", "exercises", "interview")
 
 
 class ProgressError(OSError):
@@ -164,11 +165,10 @@ class ProgressFile:
             with os.fdopen(fd, "rb") as f:
                 raw = f.read(MAX_FILE_BYTES + 1)
             data = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_FILE_BYTES else None
-            problem = ("" if type(data) is dict and data.get("format") == FORMAT and all(
-                type(data.get(kind)) is dict for kind in ("questions", "exercises", "interview")) else
-                f"超过了 {MAX_FILE_BYTES // 2**20} MB（正常的只有几 KB）" if data is None else "不是本课的进度文件")
-            if not problem and (data["version"] != VERSION or type(data["version"]) is not int):
-                problem = f"的格式版本 {json.dumps(data.get('version'))[:20]} 不是本课认识的（{VERSION}）"
+            known = (type(data) is dict and data.get("format") == FORMAT and isinstance(data.get("version"), int)
+                     and data["version"] == VERSION and all(type(data.get(k)) is dict for k in _KINDS))  # fmt: skip
+            problem = "" if known else f"超过了 {MAX_FILE_BYTES // 2**20} MB（正常的只有几 KB）" if data is None else \
+                f"不是本课认识的进度文件（格式 {FORMAT}、版本 {VERSION}）"
         except FileNotFoundError:
             return empty(), ""
         except ProgressError as exc:
@@ -190,12 +190,8 @@ class ProgressFile:
         return data, notice
 
     def _set_aside(self, problem: str) -> str:
-        """Rename the file to a name beside it that nothing has; the notice."""
-        base = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}")
-        target, n = base, 1
-        while os.path.lexists(target):  # a second one in the same second gets -2, -3, …
-            n += 1
-            target = base.with_name(f"{base.name}-{n}")
+        """Rename the file to a fresh name beside it (never an existing one); the notice."""
+        target = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}-{secrets.token_hex(3)}")
         try:
             os.rename(self.path, target)
             kept = f"原文件已改名保存为 {target}，没有删除。"
@@ -270,10 +266,9 @@ class Progress:
         """An ExerciseResult; a stub never filled in is not saved (running the lesson writes nothing)."""
         if result.status == "todo" and result.name not in self.data["exercises"]:
             return
-        source = getattr(result, "source", None)
         self._apply(_add_check, result.name, {
             "result": result.status, "message": result.message[:500], "mistakes": list(result.mistakes or ()),
-            "source": source[:MAX_SOURCE_CHARS] if source else None})  # fmt: skip
+            "source": result.source[:MAX_SOURCE_CHARS] if result.source else None})  # fmt: skip
 
     def _apply(self, change, *args) -> None:
         """Change the progress in memory at once, then on disk under the lock, merged with what is there."""

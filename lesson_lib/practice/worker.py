@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 
 START_S = 60.0  # a cold start on a busy class hub may be slow; not counted in the learner's budget
@@ -50,7 +49,7 @@ class _Child:
                                         creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # fmt: skip
         self.messages: queue.Queue = queue.Queue()  # the child's answers, then None when its stdout closes
         threading.Thread(target=self._read, daemon=True, name="lesson-checker-reader").start()
-        self.pid, self.preload, self.ready, self.tail = os.getpid(), preload, False, ""
+        self.pid, self.preload, self.ready, self.log = os.getpid(), preload, False, ""
 
     def _read(self) -> None:
         with contextlib.suppress(Exception):
@@ -58,26 +57,14 @@ class _Child:
                 self.messages.put(pickle.load(self.process.stdout))
         self.messages.put(None)
 
-    def stderr(self) -> str:
-        self.errors.seek(0)
-        return self.errors.read().decode("utf-8", "replace")
-
-    def where(self) -> str:
-        """faulthandler's last dump (written at 0.8 × budget; on a busy machine it may come a little late)."""
-        for _ in range(10):
-            time.sleep(0.05)
-            if (at := self.stderr().rfind("Timeout (")) >= 0:
-                time.sleep(0.05)  # the rest of the dump
-                return self.stderr()[at:]
-        return ""
-
     def kill(self, grace: float = 0.0) -> int | None:
-        """Kill and reap; a child already exiting may end by itself within ``grace``, so its own exit code counts."""
+        """Kill and reap; within ``grace`` a child may end by itself (its own exit code counts) or finish a dump."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=grace)
         self.process.kill()
         code = self.process.wait()
-        self.tail = self.stderr()[-300:]  # why a child that could not start ended
+        self.errors.seek(0)
+        self.log = self.errors.read().decode("utf-8", "replace")  # a stack dump, or why it could not start
         for stream in (self.process.stdin, self.process.stdout, self.errors):
             with contextlib.suppress(OSError):
                 stream.close()
@@ -114,16 +101,17 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
             with contextlib.suppress(queue.Empty):
                 child.ready = child.ready or child.messages.get(timeout=START_S) == "ready"
             if not child.ready:
-                return Reply("nostart", exitcode=_replace(preload, grace=1.0), stack=child.tail)
+                code = _replace(preload, grace=1.0)
+                return Reply("nostart", exitcode=code, stack=child.log[-300:])
             try:
                 _send(child.process.stdin, (target, payload, budget))
                 answer = child.messages.get(timeout=budget)
             except (OSError, ValueError):  # a broken pipe: the child is gone
                 answer = None
-            except queue.Empty:
-                stack = child.where()
-                _replace(preload)
-                return Reply("timeout", stack=stack)
+            except queue.Empty:  # faulthandler's dump (at 0.8 × budget) may come a little late on a busy machine
+                _replace(preload, grace=0.3)
+                at = child.log.rfind("Timeout (")
+                return Reply("timeout", stack=child.log[at:] if at >= 0 else "")
             return Reply("ok", *answer) if answer is not None else Reply("crashed", exitcode=_replace(preload, 1.0))
         except KeyboardInterrupt:
             _replace(preload)

@@ -3,6 +3,7 @@ an answer is checked on 提交 or Enter, never while the learner is still tickin
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from lesson_lib.practice import checkers, interview, questions, quiz
@@ -25,11 +26,9 @@ def restored_answer(question, stored) -> dict:
     """The controls' values (by name) for a stored answer; anything unreadable restores nothing."""
     kind = question.kind if question is not None else "self"
     if kind == "form":
-        try:
-            items = json.loads(stored) if isinstance(stored, str) else None
-        except ValueError:
-            items = None
-        return {b.name: str(t) for b, t in zip(question.key.boxes, items)} if isinstance(items, list) else {}
+        with contextlib.suppress(ValueError, TypeError):
+            return dict(zip([b.name for b in question.key.boxes], map(str, json.loads(stored)), strict=False))
+        return {}
     if kind == "multi":
         return {str(k): True for k in stored} if isinstance(stored, list) else {}
     return {"choice" if kind == "single" else "answer": str(stored or "")}

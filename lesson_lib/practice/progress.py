@@ -155,7 +155,6 @@ class ProgressFile:
 
     def __init__(self, path: Path | str | None = None):
         self.path = Path(path) if path is not None else default_path()
-        self.folder = self.path.parent
 
     def load(self) -> tuple[dict, str]:
         """(data, notice): the saved progress (the entries that read), or a fresh one, and a Chinese notice."""
@@ -203,7 +202,7 @@ class ProgressFile:
         """Under the lock: read the file, ``change`` its data, write it back. (merged data, notice), or (None, a
         Chinese message) when it could not be written (then the file is unchanged)."""
         try:  # a link or FIFO at the path: load() reads nothing and the write below refuses it
-            self.folder.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             lock = self.path.with_name(self.path.name + ".lock")
             _refuse(lock)
             with filelock.FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
@@ -217,7 +216,6 @@ class ProgressFile:
         return data, notice
 
 
-# ---------------------------------------------------------------------------------------------- changes
 def _add_attempt(data: dict, item_id: str, attempt: dict) -> None:
     """One attempt at a question or at the interview; an entry for another version of the question starts afresh."""
     entry = data["interview"] if item_id == INTERVIEW else data["questions"].get(item_id)
@@ -327,7 +325,8 @@ class Progress:
     def export(self, folder: Path | str | None = None) -> tuple[Path, Path]:
         """Write progress-export.json (the file's format, for scripts/class_report.py) and progress-summary.md (one
         page for an instructor) beside the progress file, or into ``folder``. Raises ProgressError (Chinese)."""
-        folder = Path(folder) if folder is not None else self.store.folder if self.store is not None else Path.cwd()
+        here = self.store.path.parent if self.store is not None else Path.cwd()
+        folder = Path(folder) if folder is not None else here
         lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{_now()}", ""]
         lines += [f"- {line}" for line in self.summary().splitlines()]
         lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]

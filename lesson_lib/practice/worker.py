@@ -76,15 +76,18 @@ _child: _Child | None = None
 
 
 @atexit.register  # an exiting kernel kills its child (no lock: a check in another thread must not hold up the exit)
-def _kill_own() -> None:
-    if _child is not None and _child.pid == os.getpid():  # a forked process's copy of _child is not its own
-        _child.kill()
+def stop(grace: float = 0.0) -> int | None:
+    """Kill the child now (at exit; a re-check in a fresh process; tests): its exit code."""
+    global _child
+    own = _child is not None and _child.pid == os.getpid()  # a forked process's copy of _child is not its own
+    code, _child = _child.kill(grace) if own else None, None
+    return code
 
 
 def _replace(preload: tuple[str, ...], grace: float = 0.0) -> int | None:
     """Kill the child and start the next one now, so it is warm by the time the learner has fixed the code."""
     global _child
-    code = _child.kill(grace) if _child is not None and _child.pid == os.getpid() else None
+    code = stop(grace)
     _child = _Child(preload)
     return code
 
@@ -116,14 +119,6 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
         except KeyboardInterrupt:
             _replace(preload)
             return Reply("interrupted")
-
-
-def stop() -> None:
-    """Kill the child now (a re-check in a fresh process; tests)."""
-    global _child
-    with _lock:
-        _kill_own()
-        _child = None
 
 
 # ------------------------------------------------------------------------------------------ in the child

@@ -94,8 +94,8 @@ class SelfTestWidget(_Shown):
     behind a toggle. With a ``rubric`` (Q1, §8's interview: free text, never graded) the rubric and the learner's
     own ticks for a self-assessment come after the first attempt."""
 
-    def __init__(self, qid: str, prompt: str, check, reference: tuple[str, str], progress: Progress | None = None,
-                 question=None, rubric=None, assess=None, placeholder: str = "", rows: int = 5, css_class: str = ""):
+    def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None, question=None, rubric=None,
+                 assess=None, placeholder: str = "", rows: int = 5, css_class: str = ""):
         import ipywidgets as w
 
         self.qid, self.question, self.rubric, self._check, self._assess = qid, question, rubric, check, assess
@@ -104,7 +104,7 @@ class SelfTestWidget(_Shown):
         self.answer = self.controls.get("answer")
         self.submit = w.Button(description="写好了，看要点" if rubric else "提交", button_style="primary",
                                tooltip="" if rubric else "检查答案（在框里按回车也可以）")
-        self._reference, self._words = reference, ("看参考答案", "收起参考答案") if rubric else ("显示解析", "隐藏解析")
+        self._words = ("看参考答案", "收起参考答案") if rubric else ("显示解析", "隐藏解析")
         self.reveal = w.ToggleButton(description=self._words[0], disabled=True, layout=w.Layout(
             width="auto", align_self="flex-start"), tooltip=f"先作答一次，再{self._words[0]}")
         self.attempt_label = w.HTML("尚未作答")
@@ -179,28 +179,24 @@ class SelfTestWidget(_Shown):
 
     def _on_reveal(self, summary) -> None:
         show = bool(self.reveal.value) and self.attempts > 0
-        summary.value = box_html(self._reference[0], "neutral", self._reference[1]) if show else ""
+        shown = (self.rubric.model_answer, "lesson-reference-answer") if self.rubric else (
+            self.question.explanation, "lesson-explanation")
+        summary.value = box_html(shown[0], "neutral", shown[1]) if show else ""
         self.reveal.description = self._words[show]
 
 
 def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:
     """The widget for one self-test question (it displays itself as a cell's last value)."""
     q = questions.question(question_id)
-    if q.kind == "self":
-        return SelfTestWidget(q.id, q.prompt, lambda a: quiz.check(q.id, a), (q.key.model_answer,
-                              "lesson-reference-answer"), progress, q, q.key, lambda ticked: quiz.assess(q.id, ticked),
-                              q.placeholder, rows=4)  # fmt: skip
-    return SelfTestWidget(q.id, q.prompt, lambda a: quiz.check(q.id, a), (q.explanation, "lesson-explanation"),
-                          progress, q)
+    return SelfTestWidget(q.id, q.prompt, lambda a: quiz.check(q.id, a), progress, q, q.key if q.kind == "self" else
+                          None, lambda ticked: quiz.assess(q.id, ticked), q.placeholder, rows=4)  # fmt: skip
 
 
 def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     """§8: the learner answers first; then the rubric, a self-assessment, and the reference answer."""
-    rubric = interview.interview_rubric()
-    return SelfTestWidget(interview.INTERVIEW_ID, interview.INTERVIEW_QUESTION, interview.interview_check,
-                          (rubric.model_answer, "lesson-reference-answer"), progress, None, rubric,
-                          interview.interview_self_assess, "用自己的话回答面试官，写三五句即可……", rows=6,
-                          css_class="lesson-interview")  # fmt: skip
+    return SelfTestWidget(interview.INTERVIEW_ID, interview.INTERVIEW_QUESTION, interview.interview_check, progress,
+                          None, interview.interview_rubric(), interview.interview_self_assess,
+                          "用自己的话回答面试官，写三五句即可……", rows=6, css_class="lesson-interview")  # fmt: skip
 
 
 class ProgressSummary(_Shown):

@@ -418,7 +418,7 @@ def test_a_wrong_entry_does_not_break_the_widgets(path):
                                 "interview": {}}), encoding="utf-8")  # fmt: skip
     p = _new(path)
     quiz_widgets.ask("Q2", p)
-    assert "Q2" in quiz_widgets.progress_summary(p).value
+    assert "Q2" in quiz_widgets.progress_summary(p).text.value
 
 
 def _fail_with(monkeypatch, target, name, code):

@@ -186,7 +186,7 @@ def test_default_progress_is_shared():
     a.controls["choice"].value = "A" if a.controls["choice"].value != "A" else "B"
     a.submit.click()
     assert quiz_widgets.default_progress().entry("S3b")["n_attempts"] == before + 1
-    assert "S3b" in summary.value
+    assert "S3b" in summary.text.value
 
 
 def test_no_heavy_imports_at_import_time():
@@ -251,7 +251,7 @@ def test_feedback_boxes_use_theme_colours(progress):
     wrong = q.feedback.value
     _fill(q, {"d_k": "32"})
     q.reveal.value = True
-    for html_text in (wrong, q.feedback.value, q.reference.value, quiz_widgets.progress_summary(progress).value):
+    for html_text in (wrong, q.feedback.value, q.reference.value, quiz_widgets.progress_summary(progress).text.value):
         assert "var(--jp-" in html_text and "overflow-wrap" in html_text and "lesson-box" in html_text
     assert "--jp-warn-color" in wrong and "--jp-success-color" in q.feedback.value
     _fill(q, {"d_k": "不知道"})

@@ -93,8 +93,7 @@ def _reads(kind: str, e) -> bool:
 
 
 def _clean(data: dict) -> tuple[int, list[str]]:
-    """Drop the entries that do not read and the verdicts given to an earlier version of their question:
-    (how many did not read, the ids whose question changed)."""
+    """Drop entries that do not read, and verdicts on an earlier version: (how many did not read, ids changed)."""
     questions = data["questions"]
     if data["interview"]:
         questions[INTERVIEW] = data["interview"]  # the interview is dropped as a question is
@@ -150,8 +149,7 @@ def _now() -> str:
 
 
 class ProgressFile:
-    """One progress file: never raises for a bad file or a folder it cannot write, and never touches anything but
-    the file, its lock and the files it makes beside them."""
+    """One progress file: never raises for a bad file or place; touches only the file, its lock and files beside."""
 
     def __init__(self, path: Path | str | None = None):
         self.path = Path(path) if path is not None else default_path()
@@ -199,8 +197,7 @@ class ProgressFile:
         return f"进度文件 {self.path} {problem}。{kept}"
 
     def update(self, change) -> tuple[dict | None, str]:
-        """Under the lock: read the file, ``change`` its data, write it back. (merged data, notice), or (None, a
-        Chinese message) when it could not be written (then the file is unchanged)."""
+        """Under the lock: read, ``change``, write back: (merged data, notice), or (None, why not; file unchanged)."""
         try:  # a link or FIFO at the path: load() reads nothing and the write below refuses it
             self.path.parent.mkdir(parents=True, exist_ok=True)
             lock = self.path.with_name(self.path.name + ".lock")
@@ -249,8 +246,7 @@ class Progress:
         self.listeners = []  # called after every change (the summary widgets)
 
     def record(self, fb, answer, of: int = 0) -> None:
-        """One attempt: a quiz, interview or self-assessment ``Feedback`` (a blank one is not an attempt) and the
-        answer as stored (text, or a list of texts); ``of``: the rubric's points, for a self-assessment."""
+        """One attempt (a blank ``Feedback`` is none) with its answer as stored; ``of``: a rubric's points (self)."""
         if fb.blank:
             return
         attempt = {"answer": answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else sorted(map(str, answer)),
@@ -287,8 +283,7 @@ class Progress:
         return (self.data["interview"] if item_id == INTERVIEW else self.data["questions"].get(item_id)) or {}
 
     def items(self) -> list[tuple[str, str, str]]:
-        """(kind, name, state: done, tried or todo) for everything the learner can do. A question the learner
-        assessed themselves counts as done (worked through), never as right."""
+        """(kind, name, done/tried/todo) for everything; a self-assessed question is done, never right."""
         def state(done, tried):
             return "done" if done else "tried" if tried else "todo"
 
@@ -323,8 +318,8 @@ class Progress:
         return "\n".join(lines)
 
     def export(self, folder: Path | str | None = None) -> tuple[Path, Path]:
-        """Write progress-export.json (the file's format, for scripts/class_report.py) and progress-summary.md (one
-        page for an instructor) beside the progress file, or into ``folder``. Raises ProgressError (Chinese)."""
+        """progress-export.json (for scripts/class_report.py) and progress-summary.md (one page for an instructor)
+        beside the progress file, or in ``folder``. Raises ProgressError (Chinese)."""
         here = self.store.path.parent if self.store is not None else Path.cwd()
         folder = Path(folder) if folder is not None else here
         lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{_now()}", ""]

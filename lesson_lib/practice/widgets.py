@@ -35,8 +35,7 @@ def restored_answer(question, stored) -> dict:
 
 
 def _wire(controls: dict, show, submit=None):
-    """``controls.linked`` calling ``show(summary)`` on the learner's actions only (not while wiring); the summary,
-    a live region, is returned."""
+    """``controls.linked`` calling ``show(summary)`` on the learner's actions only; the summary is a live region."""
     wired = []
     summary = linked(controls, lambda s, _picture: wired and show(s), submit=submit, picture=None, reader=False)
     wired.append(True)
@@ -90,9 +89,8 @@ def _answer_controls(q, placeholder: str, rows: int) -> tuple[dict, list]:
 
 
 class SelfTestWidget(_Shown):
-    """One self-test item: answer controls, 提交, feedback, and after an attempt the explanation or reference answer
-    behind a toggle. With a ``rubric`` (Q1, §8's interview: free text, never graded) the rubric and the learner's
-    own ticks for a self-assessment come after the first attempt."""
+    """One self-test item: answer controls, 提交, feedback, then the explanation behind a toggle. A ``rubric`` (Q1,
+    the interview: free text, never graded) adds a self-assessment and the reference answer after the first attempt."""
 
     def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None, question=None, rubric=None,
                  assess=None, placeholder: str = "", rows: int = 5, css_class: str = ""):
@@ -213,10 +211,6 @@ class ProgressSummary(_Shown):
         self._frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
         self.refresh()
         self.progress.listeners.append(self.refresh)
-
-    @property
-    def value(self) -> str:
-        return self.text.value
 
     def refresh(self) -> None:
         tone = "right" if self.progress.all_done() else "neutral"

@@ -93,8 +93,8 @@ def _replace(preload: tuple[str, ...], grace: float = 0.0) -> int | None:
 
 
 def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
-    """``module:function(payload)`` in the child: its return value and print output, or how it ended.
-    Never waits longer than ``budget`` seconds once the child is ready; never raises for what the job does."""
+    """``module:function(payload)`` in the child: its value and prints, or how it ended; never waits longer than
+    ``budget`` seconds once the child is ready, never raises for what the job does."""
     with _lock:
         child = _child
         if child is None or child.pid != os.getpid() or child.preload != preload or child.process.poll() is not None:

@@ -7,15 +7,13 @@ FIFO or folder; a file the lesson cannot read is renamed aside, never overwritte
 
     {"format": "day11-progress", "version": 2, "saved_at": "2026-12-01T10:00:00+00:00",
      "questions": {"Q2": {"attempts": [{"answer": "[\\"64\\", \\"不变\\"]", "verdict": "wrong", "mistake": "d_k=64",
-                                        "question_version": "016aa98cd5ee"}],
-                          "n_attempts": 1, "question_version": "016aa98cd5ee", "first_try": "wrong",
-                          "final": "wrong", "solved": false, "answer": "[\\"64\\", \\"不变\\"]"}},
+        "question_version": "016aa98cd5ee"}], "n_attempts": 1, "question_version": "016aa98cd5ee", "first_try": "wrong",
+        "final": "wrong", "solved": false, "answer": "[\\"64\\", \\"不变\\"]"}},
      "exercises": {"split_heads": {"result": "passed", "message": "全部通过！", "checks": 3, "mistakes": [],
-                                   "source": "def split_heads(x, h): …"}},
-     "interview": {"attempts": [{"answer": "…", "verdict": "self", "mistake": null,
-                                 "question_version": "47b903bb24be", "covered": ["① …"], "of": 3}],
-                   "n_attempts": 1, "question_version": "47b903bb24be", "first_try": "self", "final": "self",
-                   "solved": false, "answer": "…", "complete": false}}
+        "source": "def split_heads(x, h): …"}},
+     "interview": {"attempts": [{"answer": "…", "verdict": "self", "mistake": null, "question_version": "47b903bb24be",
+        "covered": ["① …"], "of": 3}], "n_attempts": 1, "question_version": "47b903bb24be", "first_try": "self",
+        "final": "self", "solved": false, "answer": "…", "complete": false}}
 
 A verdict is right, wrong, review (free text, never judged) or self (``covered`` of ``of`` rubric points); one given
 to an earlier version of its question (``question_version``) is dropped on load.

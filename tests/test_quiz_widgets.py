@@ -199,14 +199,18 @@ def test_no_heavy_imports_at_import_time():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_stored_answers_round_trip():
+def test_stored_answers_round_trip(progress):
     for qid in questions.question_ids():
-        q = questions.question(qid)
+        q = quiz_widgets.ask(qid, progress)
         if q.kind == "form":
-            value = {b.name: f"{i}（x）" for i, b in enumerate(q.key.boxes)}
-            assert quiz_widgets.restored_answer(q, quiz_widgets.stored_answer(q, value)) == value
-    q2 = questions.question("Q2")
-    assert quiz_widgets.restored_answer(q2, "not json") == {} and quiz_widgets.restored_answer(q2, 5) == {}
+            value = {b.name: b.options[-1][0] if hasattr(b, "options") else f"{i}（x）"
+                     for i, b in enumerate(q.question.key.boxes)}  # fmt: skip
+            q.restore(quiz_widgets.stored_answer(q.question, value))
+            assert q.value() == value
+    q2 = quiz_widgets.ask("Q2", progress)
+    for junk in ("not json", 5, '"32"', "[1, 2, 3, 4]"):
+        q2.restore(junk)  # restores nothing it cannot read, and never raises
+    assert q2.controls["params"].value is None
 
 
 def test_widgets_restore_after_a_restart(tmp_path):

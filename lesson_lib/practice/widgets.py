@@ -22,18 +22,6 @@ def stored_answer(question, value):
     return "" if value is None else str(value)
 
 
-def restored_answer(question, stored) -> dict:
-    """The controls' values (by name) for a stored answer; anything unreadable restores nothing."""
-    kind = question.kind if question is not None else "self"
-    if kind == "form":
-        with contextlib.suppress(ValueError, TypeError):
-            return dict(zip([b.name for b in question.key.boxes], map(str, json.loads(stored)), strict=False))
-        return {}
-    if kind == "multi":
-        return {str(k): True for k in stored} if isinstance(stored, list) else {}
-    return {"choice" if kind == "single" else "answer": str(stored or "")}
-
-
 def _wire(controls: dict, show, submit=None):
     """``controls.linked`` calling ``show(summary)`` on the learner's actions only; the summary is a live region."""
     wired = []
@@ -59,11 +47,10 @@ class _Shown:
         return self.box._repr_mimebundle_(**kwargs)
 
 
-def _answer_controls(q, placeholder: str, rows: int) -> tuple[dict, list]:
+def _answer_controls(q, kind: str, placeholder: str, rows: int) -> tuple[dict, list]:
     """The answer controls by name, and the rows to lay them out in (a box with its unit beside it)."""
     import ipywidgets as w
 
-    kind = q.kind if q is not None else "self"
     if kind == "self":  # named: an empty description <label> would hide the placeholder from a screen reader
         answer = named(w.Textarea(placeholder=placeholder, rows=rows, layout=w.Layout(width="100%")), "你的回答")
         return {"answer": answer}, [w.Label("你的回答："), answer]
@@ -97,8 +84,9 @@ class SelfTestWidget(_Shown):
         import ipywidgets as w
 
         self.qid, self.question, self.rubric, self._check, self._assess = qid, question, rubric, check, assess
+        self.kind = question.kind if question is not None else "self"
         self.progress = progress if progress is not None else default_progress()
-        self.controls, answer_rows = _answer_controls(question, placeholder, rows)
+        self.controls, answer_rows = _answer_controls(question, self.kind, placeholder, rows)
         self.answer = self.controls.get("answer")
         self.submit = w.Button(description="写好了，看要点" if rubric else "提交", button_style="primary",
                                tooltip="" if rubric else "检查答案（在框里按回车也可以）")
@@ -122,7 +110,7 @@ class SelfTestWidget(_Shown):
                      self.reference]  # fmt: skip
         if self.attempts:
             entry = self.progress.entry(qid)
-            self.set_value(restored_answer(question, entry["answer"]))
+            self.restore(entry["answer"])
             self._show(self._check(self.value()), restored=True)
             marks = [a["covered"] for a in entry["attempts"] if a.get("covered") is not None]
             if rubric is not None and marks:
@@ -136,7 +124,14 @@ class SelfTestWidget(_Shown):
     def attempts(self) -> int:
         return self.progress.entry(self.qid).get("n_attempts", 0)
 
-    def set_value(self, values: dict) -> None:
+    def restore(self, stored) -> None:
+        """Set the controls from an answer as the progress file keeps it; anything unreadable restores nothing."""
+        values = {"choice": stored, "answer": stored}
+        if self.kind == "form":
+            with contextlib.suppress(ValueError, TypeError):
+                values = dict(zip(self.controls, map(str, json.loads(stored)), strict=False))  # in box order
+        elif self.kind == "multi":
+            values = dict.fromkeys(map(str, stored), True) if isinstance(stored, list) else {}
         for name, control in self.controls.items():
             v = values.get(name)
             if hasattr(control, "options"):  # a radio group: one of its keys, else none chosen
@@ -146,12 +141,11 @@ class SelfTestWidget(_Shown):
 
     def value(self):
         """The answer as the checker takes it: {box: text}, a choice key, the set of ticked keys, or text."""
-        kind = self.question.kind if self.question is not None else "self"
-        if kind == "form":
+        if self.kind == "form":
             return {name: "" if c.value is None else c.value for name, c in self.controls.items()}
-        if kind == "multi":
+        if self.kind == "multi":
             return {k for k, box in self.controls.items() if box.value}
-        return self.controls["choice" if kind == "single" else "answer"].value
+        return self.controls["choice" if self.kind == "single" else "answer"].value
 
     def _on_submit(self, _summary) -> None:
         fb = self._check(self.value())

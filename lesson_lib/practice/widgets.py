@@ -9,7 +9,7 @@ import json
 from lesson_lib.practice import checkers, interview, questions, quiz
 from lesson_lib.practice.progress import Progress, default_progress
 from lesson_lib.practice.render import box_html, feedback_html, text_html
-from lesson_lib.show.controls import LABEL_BESIDE, LIVE, accessible, linked, named
+from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
 
 
 def stored_answer(question, value):
@@ -200,8 +200,7 @@ class ProgressSummary(_Shown):
         self.progress = progress if progress is not None else default_progress()
         self.text = w.HTML()
         self.export_button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
-        self.status = w.HTML("").add_class(LIVE)  # 已导出 is read out after the click
-        _wire({}, self._on_export, self.export_button)
+        self.status = _wire({}, self._on_export, self.export_button)  # 已导出 is read out after the click
         self._frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
         self.refresh()
         self.progress.listeners.append(self.refresh)
@@ -210,13 +209,12 @@ class ProgressSummary(_Shown):
         tone = "right" if self.progress.all_done() else "neutral"
         self.text.value = box_html(self.progress.summary(), tone, "lesson-progress-summary")
 
-    def _on_export(self, _summary) -> None:
+    def _on_export(self, status) -> None:
         try:
             json_path, md_path = self.progress.export()
-            said, tone = f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。", "neutral"
+            status.value = box_html(f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。", "neutral")
         except OSError as exc:
-            said, tone = f"导出失败：{exc}", "wrong"
-        self.status.value = box_html(said, tone)
+            status.value = box_html(f"导出失败：{exc}", "wrong")
 
 
 progress_summary = ProgressSummary  # the notebook's name: the summary, updated as work comes in

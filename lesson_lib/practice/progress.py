@@ -297,21 +297,18 @@ class Progress:
 
     def summary(self) -> str:
         """The learner's summary in Chinese: one line per kind (with what to do next), then the total."""
-        items = self.items()
-        lines = [self.notice] if self.notice else []
+        items, lines = self.items(), [self.notice] if self.notice else []
         for kind, unit in (("题目", "题"), ("代码练习", "个"), ("面试自检", "项")):
-            mine = [(n, s) for k, n, s in items if k == kind]
-            selfs = [n for n, _ in mine if kind == "题目" and self.entry(n).get("final") == "self"]
-            done = [n for n, s in mine if s == "done" and n not in selfs]
-            line = f"{kind}：{'已答对' if kind == '题目' else '已完成'} {len(done)} / {len(mine)} {unit}。"
-            line += f"已自评：{'、'.join(selfs)}。" if selfs else ""
-            tried, todo = [n for n, s in mine if s == "tried"], [n for n, s in mine if s == "todo"]
-            if tried:
+            names = {s: [n for k, n, state in items if k == kind and state == s] for s in ("done", "tried", "todo")}
+            selfs = [n for n in names["done"] if kind == "题目" and self.entry(n).get("final") == "self"]
+            line = (f"{kind}：{'已答对' if kind == '题目' else '已完成'} {len(names['done']) - len(selfs)} / "
+                    f"{sum(map(len, names.values()))} {unit}。" + (f"已自评：{'、'.join(selfs)}。" if selfs else ""))
+            if names["tried"]:
                 line += ("你的自评还没有勾满三点：对照参考答案改一改，再自评一次。" if kind == "面试自检"
-                         else f"做过但还没过：{'、'.join(tried)}。")  # fmt: skip
-            lines.append(line + (f"还没做：{'、'.join(todo)}。" if todo else ""))
+                         else f"做过但还没过：{'、'.join(names['tried'])}。")  # fmt: skip
+            lines.append(line + (f"还没做：{'、'.join(names['todo'])}。" if names["todo"] else ""))
         done = sum(s == "done" for _, _, s in items)
-        lines.append(f"全部完成（{done} / {len(items)}），明天见！" if self.all_done() else
+        lines.append(f"全部完成（{done} / {len(items)}），明天见！" if done == len(items) else
                      f"合计完成 {done} / {len(items)} 项。")  # fmt: skip
         return "\n".join(lines)
 

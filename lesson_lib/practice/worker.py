@@ -40,9 +40,8 @@ def _send(stream, obj) -> None:
 
 class _Child:
     def __init__(self, preload: tuple[str, ...]):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # tiny arrays: one thread
-            env.setdefault(var, "1")
+        env = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")  # tiny arrays
+        env |= dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
         self.errors = tempfile.TemporaryFile()  # the child's stderr: a stack dump, or why it could not start
         self.process = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _serve; _serve({preload!r})"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, env=env,

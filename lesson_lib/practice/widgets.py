@@ -157,7 +157,8 @@ class SelfTestWidget(_Shown):
     def _show(self, fb, restored: bool = False) -> None:
         self.feedback.value = feedback_html(fb)
         if self.attempts:
-            self.attempt_label.value = f"已作答 {self.attempts} 次" + ("（已从进度文件恢复）" if restored else "")
+            done = f"{'已写' if self.rubric else '已作答'} {self.attempts} 次"
+            self.attempt_label.value = done + ("（已从进度文件恢复）" if restored else "")
             self.reveal.disabled, self.reveal.tooltip = False, ""
         if self.attempts and self.rubric is not None:
             self.rubric_html.value = box_html(self.rubric.text(), "neutral", "lesson-rubric")

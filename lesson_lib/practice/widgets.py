@@ -62,17 +62,12 @@ def _answer_controls(q, kind: str, placeholder: str, rows: int) -> tuple[dict, l
         ticks = {k: w.Checkbox(value=False, description=f"{k}. {label}", indent=False, layout=w.Layout(width="auto"))
                  for k, label in q.choices}  # fmt: skip
         return ticks, list(ticks.values())
-    controls, rows = {}, []
-    for b in q.key.boxes:
-        if hasattr(b, "options"):
-            controls[b.name] = w.RadioButtons(options=[(label, key) for key, label, _ in b.options], value=None,
-                                              description=b.label, style=LABEL_BESIDE)  # fmt: skip
-            rows.append(controls[b.name])
-        else:
-            controls[b.name] = w.Text(description=b.label, placeholder=b.placeholder or "填一个数或式子",
-                                      continuous_update=False, style=LABEL_BESIDE, layout=w.Layout(width="340px"))
-            rows.append(w.HBox([controls[b.name], w.Label(b.unit)]) if b.unit else controls[b.name])
-    return controls, rows
+    controls = {b.name: w.RadioButtons(options=[(label, key) for key, label, _ in b.options], value=None,
+                                       description=b.label, style=LABEL_BESIDE) if hasattr(b, "options") else
+                w.Text(description=b.label, placeholder=b.placeholder or "填一个数或式子", continuous_update=False,
+                       style=LABEL_BESIDE, layout=w.Layout(width="340px")) for b in q.key.boxes}  # fmt: skip
+    units = [getattr(b, "unit", "") for b in q.key.boxes]  # a number box's unit beside it
+    return controls, [w.HBox([c, w.Label(unit)]) if unit else c for c, unit in zip(controls.values(), units)]
 
 
 class SelfTestWidget(_Shown):

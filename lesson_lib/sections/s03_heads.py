@@ -1,12 +1,9 @@
-"""§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions.
-
-``owner`` records which head's columns each number came from, so the stepper can colour the heads and show what
-reshaping without the transpose does: every "head" then holds other heads' columns.
-"""
+"""§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions; what reshaping
+without the transpose does; heads that meet only at W^O; and why positions must be added to X."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,15 +15,13 @@ from lesson_lib.attention import (
     split_heads,
 )
 from lesson_lib.checks import check_int, check_split
+from lesson_lib.show.tables import text_table
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     title: str  # Chinese caption of the step
     code: str  # the expression that produces it
     shape: tuple[int, ...]
-    owner: np.ndarray  # same shape (without the value axis): head index each number came from
-    token: np.ndarray  # same shape: token index each number came from (-1 once heads mix tokens)
 
 
 def wrong_split(x, h):
@@ -45,44 +40,27 @@ def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
     return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
 
 
-def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bool = False, seed: int = 0):
+def shape_steps(n: int = 6, d_model: int = 512, h: int = 8) -> list[Step]:
     """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
-    x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed)
+    x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
     n, d_k = len(x), head_width(d_model, h)
-    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model)).copy()  # (n, d_model) column block -> head
-    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model)).copy()  # (n, d_model) row -> token
-    split = wrong_split if forget_transpose else split_heads
-    steps = [Step("输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）", "X", x.shape, owner, token)]
     q = x @ w_q  # (n, d_model)
-    steps.append(Step(f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）", "X @ W_Q",
-                      q.shape, owner, token))
-    if not forget_transpose:
-        q4 = q.reshape(n, h, d_k)  # (n, h, d_k)
-        steps.append(Step(f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}",
-                          "Q.reshape(n, h, d_k)", q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k)))
-    qh, kh, vh = (split(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
-    o3, t3 = split(owner, h), split(token, h)
-    label = ("直接 reshape 成 (h, n, d_k)，忘了 transpose！" if forget_transpose
-             else "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）")
-    code = "split_heads(Q, h)" if not forget_transpose else "Q.reshape(h, n, d_k)"
-    steps.append(Step(label, code, qh.shape, o3, t3))
+    qh, kh, vh = (split_heads(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
     heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
-    mixed_token = np.full(heads.shape, -1)  # each output row mixes all tokens' values
-    steps.append(Step(f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵", "Attention(Q_i, K_i, V_i)", heads.shape, o3,
-                      mixed_token))
-    if not forget_transpose:
-        back = np.swapaxes(heads, 0, 1)  # (n, h, d_v) tokens first again, ready to be laid side by side
-        steps.append(Step("转置回 (n, h, d_v)：词元重新放到最前面", "heads.swapaxes(0, 1)", back.shape,
-                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1)))
     concat = merge_heads(heads)  # (n, h·d_v)
-    title = "拼接 Concat(head_1, …, head_h)"
-    title += "" if forget_transpose else "（上一步的转置加这一步，就是 merge_heads）"
-    steps.append(Step(title, "merge_heads(heads)", concat.shape, merge_heads(o3),
-                      merge_heads(mixed_token)))
-    out = concat @ w_o  # (n, d_model)
-    steps.append(Step("乘 W^O：各头的结果第一次混在一起", "concat @ W_O", out.shape, np.full(out.shape, -1),
-                      np.full(out.shape, -1)))
-    return steps
+    return [
+        Step("输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）", "X", x.shape),
+        Step(f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）", "X @ W_Q", q.shape),
+        Step(f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}", "Q.reshape(n, h, d_k)",
+             q.reshape(n, h, d_k).shape),
+        Step("转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）", "split_heads(Q, h)",
+             qh.shape),
+        Step(f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵", "Attention(Q_i, K_i, V_i)", heads.shape),
+        Step("转置回 (n, h, d_v)：词元重新放到最前面", "heads.swapaxes(0, 1)", np.swapaxes(heads, 0, 1).shape),
+        Step("拼接 Concat(head_1, …, head_h)（上一步的转置加这一步，就是 merge_heads）", "merge_heads(heads)",
+             concat.shape),
+        Step("乘 W^O：各头的结果第一次混在一起", "concat @ W_O", (concat @ w_o).shape),
+    ]
 
 
 def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
@@ -186,24 +164,22 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
 
 
 def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
-    """Every step's code, shape and caption, one row each (the stepper's content as a table)."""
-    from lesson_lib.show.tables import text_table
-
+    """Every step's code, shape and caption, one row each."""
     rows = [[f"{i}.", s.code, str(s.shape), s.title] for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
 
 
 def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
-    """Where head 1's numbers come from with the correct split and with the forgotten transpose."""
-    right = next(s for s in shape_steps(n, d_model, h) if s.code == "split_heads(Q, h)")
-    wrong = next(s for s in shape_steps(n, d_model, h, forget_transpose=True) if s.code == "Q.reshape(h, n, d_k)")
-    def heads_of(owner):  # 1-based, as the lesson counts heads and words
-        return sorted({i + 1 for i in owner.ravel().tolist()})
-
+    """Whose columns and which tokens head 1 holds with the correct split and with the forgotten transpose
+    (1-based, as the lesson counts heads and words)."""
+    n, d_k = check_int(n, "n（词数）", minimum=1), head_width(d_model, h)
+    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model))  # (n, d_model) column -> its head
+    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model))  # (n, d_model) row -> its token
+    right, wrong = split_heads(owner, h)[0] + 1, wrong_split(owner, h)[0] + 1  # (n, d_k) head 1's owners
     return "\n".join([
-        f"正确切分时，头 1 里的数来自哪些头的列：头 {heads_of(right.owner[0])}",
-        f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {heads_of(wrong.owner[0])}",
-        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {(wrong.token[0][:, 0] + 1).tolist()}",
+        f"正确切分时，头 1 里的数来自哪些头的列：头 {np.unique(right).tolist()}",
+        f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {np.unique(wrong).tolist()}",
+        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {(wrong_split(token, h)[0][:, 0] + 1).tolist()}",
     ])
 
 

@@ -13,6 +13,8 @@ import numpy as np
 
 from lesson_lib.attention import scaled_dot_product_attention
 from lesson_lib.checks import LessonInputTypeError, check_choice, check_number
+from lesson_lib.show.tables import text_table
+from lesson_lib.show.theme import box
 
 # The sentence up to the pronoun: attention only looks back, so these are all 她 can see.
 TOKENS = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她"]
@@ -123,8 +125,8 @@ def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
 
 
 def demo_html(d: Demo) -> str:
-    """The widget's picture as themed HTML bars, named by ``demo_alt``: a click costs ~1 ms, not a figure's redraw.
-    One column per head, so the picture keeps its height when the head count changes."""
+    """The widget's picture: themed HTML bars named by ``demo_alt`` (a click costs ~1 ms, not a figure's redraw),
+    one column per head, so the picture keeps its height when the head count changes."""
     def table(headers, rows):
         head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>" for h in ("", *headers))
         body = "".join(f"<tr><td style='text-align:right;padding-right:0.6em'>{label}</td>"
@@ -144,8 +146,6 @@ def demo_html(d: Demo) -> str:
 
 def values_table() -> str:
     """The visible words' value vectors, one named feature per column."""
-    from lesson_lib.show.tables import text_table
-
     v = values()
     rows = [[word, *v[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
     return text_table(["词元", *FEATURES], rows)
@@ -153,18 +153,13 @@ def values_table() -> str:
 
 def blend_table(weights_by_word: dict[str, float]) -> str:
     """One head's output with the given weights, feature by feature."""
-    from lesson_lib.show.tables import text_table
-
     label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
     return text_table(["特征", f"单头输出（{label}）"], [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
 
 
 def summary_html(d: Demo) -> str:
     """One line for the widget: how much of each answer reaches the output."""
-    from lesson_lib.show.theme import box
-
-    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
-               f"<b>主语（小明）{d.subject_kept:.0%}</b>。")
+    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>主语（小明）{d.subject_kept:.0%}</b>。")
 
 
 def demo_text(sharpness: float = 4.0) -> str:

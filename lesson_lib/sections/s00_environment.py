@@ -3,10 +3,8 @@ numbers, so the stored output is the same wherever it passes; the optional weigh
 
 from __future__ import annotations
 
-import sys
 from importlib import metadata
 
-MIN_PYTHON = (3, 10)
 # dist: (the floor pyproject.toml and requirements.txt declare (a test keeps them equal), what the lesson uses it for)
 PACKAGES = {
     "numpy": ((1, 26), "矩阵运算"),
@@ -25,8 +23,6 @@ def problems() -> dict[str, str]:
     from lesson_lib.show.plotting import font_path
 
     found = {}
-    if sys.version_info[:2] < MIN_PYTHON:
-        found["Python"] = f"需要 Python ≥ {'.'.join(map(str, MIN_PYTHON))}：请用较新的 Python 重新创建虚拟环境。"
     for dist, (minimum, purpose) in PACKAGES.items():
         try:
             if Version(metadata.version(dist)).release[:3] < minimum:
@@ -44,13 +40,14 @@ def problems() -> dict[str, str]:
 
 
 def check() -> None:
-    """§0's one call: Chinese glyphs in figures and one BLAS thread (the lesson's matmuls are small; a second thread
-    only spins: §6's sentences take 2 CPU-s with two, 0.15 with one), then print only what needs fixing."""
+    """§0's one call: one BLAS thread (the lesson's matmuls are small; a second thread only spins: §6's sentences take
+    2 CPU-s with two, 0.15 with one) and Chinese glyphs in figures, or, when something is missing, what to fix."""
     from lesson_lib.runtime.blas import fit_blas_to_cpus
     from lesson_lib.show.plotting import use_chinese_font
 
     fit_blas_to_cpus(1)
-    use_chinese_font()
-    if found := problems():
+    if found := problems():  # the font needs matplotlib and mplfonts: set up only when nothing is missing
         print("\n".join(f"[需要处理] {name}：{message}" for name, message in found.items()))
         print("修好后用菜单「运行 → 重启内核并运行所有单元格」（Run → Restart Kernel and Run All Cells）。")
+    else:
+        use_chinese_font()

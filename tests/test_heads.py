@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 from helpers import CJK
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from lesson_lib.attention import AttentionInputError, split_heads
+from lesson_lib.attention import AttentionInputError
 from lesson_lib.sections import s03_heads as heads
 
 CASES = [(6, 512, 8), (4, 16, 4), (3, 12, 3), (5, 64, 1), (2, 64, 64), (7, 24, 6)]
@@ -28,18 +25,6 @@ def test_shape_steps_shapes(n, d, h):
     assert [s.shape for s in steps] == expected_shapes(n, d, h)
     assert all(s.title and s.code for s in steps)
     assert steps[0].code == "X" and steps[3].code == "split_heads(Q, h)" and steps[-1].code == "concat @ W_O"
-
-
-@settings(max_examples=40, deadline=None)
-@given(h=st.sampled_from([1, 2, 3, 4, 6, 8]), d_k=st.integers(1, 5), n=st.integers(2, 6), seed=st.integers(0, 99))
-def test_wrong_split_same_shape_other_numbers(h, d_k, n, seed):
-    x = np.random.default_rng(seed).standard_normal((n, h * d_k))
-    wrong, right = heads.wrong_split(x, h), split_heads(x, h)
-    assert wrong.shape == right.shape == (h, n, d_k)
-    for a in range(h):
-        assert (right[a] == x[:, a * d_k : (a + 1) * d_k]).all()  # head a = column block a
-        assert (wrong[a] == x.ravel()[a * n * d_k : (a + 1) * n * d_k].reshape(n, d_k)).all()  # next n·d_k numbers
-    assert np.array_equal(wrong, right) == (h == 1)
 
 
 @pytest.mark.parametrize(("d_model", "h"), [(512, 8), (64, 2), (64, 64), (48, 3)])
@@ -96,12 +81,20 @@ def test_steps_text_lists_every_step_with_its_shape():
     assert "(4, 5, 16)" in text
 
 
-def test_transpose_text_contrasts_the_two_splits():
-    lines = heads.transpose_text(n=6, d_model=512, h=8).splitlines()
+@pytest.mark.parametrize(("n", "d", "h", "owners", "tokens"), [
+    (6, 512, 8, [1, 2, 3, 4, 5, 6], [1] * 6),  # head 1 gets the first 6·64 numbers: six blocks of token 1
+    (6, 12, 3, [1, 2, 3], [1, 1, 1, 2, 2, 2]),  # 6·4 numbers: two whole tokens
+])
+def test_transpose_text_contrasts_the_two_splits(n, d, h, owners, tokens):
+    """The forgotten transpose, counted in C order (flat index r·d_k of head 1's row r), not by numpy's reshape."""
+    lines = heads.transpose_text(n=n, d_model=d, h=h).splitlines()
+    d_k = d // h
+    assert owners == sorted({(r * d_k % d) // d_k + 1 for r in range(n)})
+    assert tokens == [r * d_k // d + 1 for r in range(n)]
     # 1-based, as the lesson counts heads and words
     assert lines[0].endswith("头 [1]")  # correct: head 1 holds only its own columns
-    assert lines[1].endswith("头 [1, 2, 3, 4, 5, 6]")  # forgotten: six heads' columns (6·64 numbers = 6 blocks)
-    assert lines[2].endswith("词元 [1, 1, 1, 1, 1, 1]")  # ... all from the first token
+    assert lines[1].endswith(f"头 {owners}")  # forgotten: other heads' columns
+    assert lines[2].endswith(f"词元 {tokens}")  # ... from the first tokens only
 
 
 def test_heads_mix_text_states_the_identity():
@@ -132,8 +125,6 @@ def test_heads_mix_text_prints_bounds_not_round_off_digits(monkeypatch, check, l
     (lambda: heads.transpose_text(n=0), ["n", "0", "≥ 1"]),
     (lambda: heads.heads_mix_only_at_wo(n=2.5), ["n", "2.5"]),
     (lambda: heads.plot_figure_11_1(d_model=0), ["d_model", "0"]),
-    (lambda: heads.wrong_split(np.zeros((3, 8)), 0), ["h", "0"]),
-], ids=["shape_steps n=0", "d_model=-512", "transpose n=0", "mix n=2.5", "figure d_model=0",
-        "wrong_split h=0"])
+], ids=["shape_steps n=0", "d_model=-512", "transpose n=0", "mix n=2.5", "figure d_model=0"])
 def test_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
     raises_chinese(call, *fragments)

@@ -14,7 +14,7 @@ from lesson_lib.attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from lesson_lib.checks import check_int, check_split
+from lesson_lib.checks import check_int
 from lesson_lib.show.tables import text_table
 
 
@@ -22,13 +22,6 @@ class Step(NamedTuple):
     title: str  # Chinese caption of the step
     code: str  # the expression that produces it
     shape: tuple[int, ...]
-
-
-def wrong_split(x, h):
-    """The classic bug: reshape (n, d_model) straight to (h, n, d_k) without the transpose."""
-    x, h = check_split(x, h)
-    n, d_model = x.shape[-2:]
-    return x.reshape(*x.shape[:-2], h, n, d_model // h)  # (..., h, n, d_k) but the wrong numbers
 
 
 def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
@@ -170,16 +163,15 @@ def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
 
 
 def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
-    """Whose columns and which tokens head 1 holds with the correct split and with the forgotten transpose
-    (1-based, as the lesson counts heads and words)."""
+    """Whose columns and which tokens head 1 holds with the correct split and with the classic bug, reshaping
+    (n, d_model) straight to (h, n, d_k) without the transpose (1-based, as the lesson counts heads and words)."""
     n, d_k = check_int(n, "n（词数）", minimum=1), head_width(d_model, h)
-    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model))  # (n, d_model) column -> its head
-    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model))  # (n, d_model) row -> its token
-    right, wrong = split_heads(owner, h)[0] + 1, wrong_split(owner, h)[0] + 1  # (n, d_k) head 1's owners
+    owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))  # (n, d_model) column -> its head
+    token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))  # (n, d_model) row -> its token
     return "\n".join([
-        f"正确切分时，头 1 里的数来自哪些头的列：头 {np.unique(right).tolist()}",
-        f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {np.unique(wrong).tolist()}",
-        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {(wrong_split(token, h)[0][:, 0] + 1).tolist()}",
+        f"正确切分时，头 1 里的数来自哪些头的列：头 {np.unique(split_heads(owner, h)[0]).tolist()}",
+        f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {np.unique(owner.reshape(h, n, d_k)[0]).tolist()}",
+        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {token.reshape(h, n, d_k)[0][:, 0].tolist()}",
     ])
 
 

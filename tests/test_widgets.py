@@ -161,15 +161,10 @@ def test_progress_bar_follows_the_callback():
     assert (bar.value, bar.max, bar.description, bar.bar_style) == (0, 5, "训练中", "info")
 
 
-def test_progress_bar_zero_of_zero_is_not_done_and_bad_counts_are_named():
-    from lesson_lib.checks import LessonInputError
-
+def test_progress_bar_zero_of_zero_is_not_done():
     bar = widgets.progress_bar()
     bar.update(0, 0)
     assert bar.description == "训练中" and bar.bar_style == "info"
-    for done, total, fragment in ((6, 5, "done"), (-1, 5, "done"), (1, -2, "total"), (1.5, 5, "done")):
-        with pytest.raises(LessonInputError, match=fragment):
-            bar.update(done, total)
 
 
 def test_summaries_are_the_pure_functions_output():

@@ -1,7 +1,5 @@
 """§5, the head-count lab: one sentence, one seeded set of parameters; only how the columns are cut changes with h.
-
-The weights are random, not trained: the lab shows how cutting works and what it costs (trained heads: §6, §7).
-"""
+The weights are random, not trained: the lab shows how cutting works and what it costs (trained heads: §6, §7)."""
 
 from __future__ import annotations
 
@@ -20,8 +18,7 @@ from lesson_lib.show.tables import text_table
 from lesson_lib.show.theme import box
 
 SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她", "帮过", "他", "。"]
-MAX_HEADS = 64
-HEAD_CHOICES = [h for h in range(1, MAX_HEADS + 1) if BASE_D_MODEL % h == 0]  # the slider: h that cut d_model evenly
+HEAD_CHOICES = [h for h in range(1, 65) if BASE_D_MODEL % h == 0]  # the slider: h ≤ 64 that cut d_model evenly
 _SCORE_STD = 2.0  # std of q·k/√d_k for every h: maps neither flat nor one-hot
 
 

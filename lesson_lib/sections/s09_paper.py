@@ -1,8 +1,5 @@
-"""§9: each line of the kernel beside the term of the paper's formula it computes.
-
-``line_map`` finds each code fragment in the kernel's current source and fails loudly if one is gone, so the
-table cannot drift from the code; the line that checks the arguments is listed too, marked as outside the formula.
-"""
+"""§9: each line of the kernel beside the term of the paper's formula it computes, found in the kernel's current
+source (a fragment that is gone fails loudly, so the table cannot drift from the code)."""
 
 from __future__ import annotations
 
@@ -45,10 +42,9 @@ def line_map(fn, terms) -> list[tuple[int, str, str]]:
     lines = inspect.getsource(fn).splitlines()
     rows = []
     for fragment, term in terms:
-        hits = [i for i, line in enumerate(lines) if fragment in line.split("#")[0]]  # code, not comments
-        if not hits:
+        i = next((i for i, line in enumerate(lines) if fragment in line.split("#")[0]), None)  # code, not comments
+        if i is None:
             raise LookupError(f"{fn.__name__} 的源码里找不到 {fragment!r}：内核改了，请同步更新公式对照表。")
-        i = hits[0]
         rows.append((i + 1, lines[i].split("#")[0].strip(), term))
     return rows
 

@@ -1,9 +1,8 @@
-"""§2, §3 and §5's widgets (controls linked to pure section functions; the top widget keeps them in ``.controls``),
-and §7's progress bar."""
+"""§2 and §5's widgets (controls linked to pure section functions; the top widget keeps them in ``.controls``), and
+§7's progress bar."""
 
 from __future__ import annotations
 
-from lesson_lib.checks import check_int
 from lesson_lib.show.controls import LABEL_BESIDE, float_options, linked, screen_reader_only, slider
 
 
@@ -58,14 +57,12 @@ def averaging_demo():
 
 
 def progress_bar(description: str = "训练中"):
-    """A progress bar and the ``progress(done, total)`` callback that moves it (for long cells)."""
+    """A progress bar and the ``progress(done, total)`` callback the sweep moves it by."""
     import ipywidgets as w
 
     bar = w.IntProgress(value=0, min=0, max=1, description=description, bar_style="info")
 
     def update(done, total):
-        total = check_int(total, "total", minimum=0)
-        done = check_int(done, "done", minimum=0, maximum=total)
         bar.max, bar.value = max(1, total), done
         finished = total > 0 and done == total  # 0 of 0 is "nothing yet", not 完成
         bar.description, bar.bar_style = ("完成", "success") if finished else (description, "info")

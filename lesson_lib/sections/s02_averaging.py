@@ -1,8 +1,6 @@
-"""§2: why one head must average, on 「小明把苹果递给了小红，因为她帮过他。」.
-
-她 needs two answers at once: who it is (指代 → 小红) and the subject it lines up with (语法角色 → 小明). Values
-are rows of named features; one head outputs one weighted average of them, two heads keep one answer each.
-"""
+"""§2: why one head must average. In 「小明把苹果递给了小红，因为她帮过他。」 她 needs two answers at once, who it is
+(指代 → 小红) and the subject it lines up with (语法角色 → 小明); one head outputs one weighted average of the values'
+named features, two heads keep one answer each."""
 
 from __future__ import annotations
 
@@ -61,9 +59,6 @@ def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
     return {name: float(x) for name, x in zip(FEATURES, out)}
 
 
-MAX_SHARPNESS = 50.0  # beyond this the softmax is one-hot to every printed digit
-
-
 @dataclass(frozen=True)
 class Demo:
     """What 她 reads from the sentence with ``heads`` heads at a given sharpness."""
@@ -80,7 +75,7 @@ class Demo:
 def demo(heads: int, sharpness: float = 4.0) -> Demo:
     """她's query through one head (both questions in one query) or two (one each); ``sharpness`` scales it."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
-    sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=MAX_SHARPNESS)
+    sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=50.0)  # beyond: one-hot to every digit
     k, v = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS]), values()  # (n, 2), (n, 6)
     mask = (np.arange(len(TOKENS)) < QUERY)[None]  # (1, n) 她 sees only the words before it
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap

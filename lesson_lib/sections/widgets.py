@@ -46,7 +46,7 @@ def averaging_demo():
 
     heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=1, description="头数",
                             style={**LABEL_BESIDE, "button_width": "80px"})
-    sharp = slider("锐度", 4.0, options=float_options(0.0, 10.0, 0.5))  # demo() takes 0 … MAX_SHARPNESS
+    sharp = slider("锐度", 4.0, options=float_options(0.0, 10.0, 0.5))  # demo() takes 0 … 50
 
     def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)

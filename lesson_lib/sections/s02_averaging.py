@@ -29,6 +29,8 @@ _VALUE_ROWS = {  # word -> 1 for each feature it carries, in FEATURES order: 女
     "苹果": [0, 0, 0, 1, 0, 1],
     "小红": [1, 0, 1, 0, 0, 0],  # the receiver: neither the subject nor the thing handed over
 }
+VALUES = np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)  # (n, 6) others: nothing
+VALUES.flags.writeable = False
 
 # The lesson's illustration of one head: 小红 40 %, 小明 30 %, 苹果 30 %.
 LESSON_WEIGHTS = {"小红": 0.4, "小明": 0.3, "苹果": 0.3}
@@ -36,11 +38,6 @@ LESSON_WEIGHTS = {"小红": 0.4, "小明": 0.3, "苹果": 0.3}
 # Keys and queries, one dimension per question: [is a female person?, is a clause subject?]
 _KEY_ROWS = {"小明": [0.0, 1.0], "苹果": [0.0, 0.0], "小红": [1.0, 0.0], "她": [1.0, 1.0]}
 _QUESTION = {"指代": np.array([1.0, 0.0]), "语法角色": np.array([0.0, 1.0])}
-
-
-def values() -> np.ndarray:
-    """(n, len(FEATURES)) value vectors of the sentence; function words carry nothing."""
-    return np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)  # (n, 6)
 
 
 def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
@@ -55,7 +52,7 @@ def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
         w[TOKENS.index(word)] = check_number(x, f"「{word}」的权重")
     if not np.isclose(w.sum(), 1.0) or (w < 0).any():
         raise ValueError(f"注意力权重应非负且加起来等于 1，现在的和是 {w.sum():.3f}。")
-    out = w @ values()  # (6,) the weighted average the single head returns
+    out = w @ VALUES  # (6,) the weighted average the single head returns
     return {name: float(x) for name, x in zip(FEATURES, out)}
 
 
@@ -76,7 +73,7 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
     """她's query through one head (both questions in one query) or two (one each); ``sharpness`` scales it."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
     sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=50.0)  # beyond: one-hot to every digit
-    k, v = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS]), values()  # (n, 2), (n, 6)
+    k, v = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS]), VALUES  # (n, 2), (n, 6)
     mask = (np.arange(len(TOKENS)) < QUERY)[None]  # (1, n) 她 sees only the words before it
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
     if heads == 1:
@@ -141,8 +138,7 @@ def demo_html(d: Demo) -> str:
 
 def values_table() -> str:
     """The visible words' value vectors, one named feature per column."""
-    v = values()
-    rows = [[word, *v[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
+    rows = [[word, *VALUES[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
     return text_table(["词元", *FEATURES], rows)
 
 

@@ -75,15 +75,12 @@ def _reading(h, d_k, softmax_vs_base, diversity):
 
 def summary_html(state: LabState) -> str:
     """The lab's numbers as a small HTML block (plain HTML: renders in JupyterLab 4 without scripts)."""
-    rows = [
-        ("头数 h", f"{state.h}"),
-        ("每头宽度", f"d_k = {state.d_k}"),
-        ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
-        ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
-        (f"{flops.SOFTMAX_WORK}（缩放、exp、除法）",
-         f"{state.softmax_ops:,}（= {flops.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
-        ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）"),
-    ]
+    rows = [("头数 h", f"{state.h}"), ("每头宽度", f"d_k = {state.d_k}"),
+            ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
+            ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
+            (f"{flops.SOFTMAX_WORK}（缩放、exp、除法）",
+             f"{state.softmax_ops:,}（= {flops.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
+            ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）")]
     body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k, v in rows)
     return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px 0'>{state.reading}</p>")
 

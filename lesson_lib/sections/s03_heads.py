@@ -7,14 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lesson_lib.attention import (
-    head_width,
-    merge_heads,
-    multi_head_attention,
-    scaled_dot_product_attention,
-    split_heads,
-)
-from lesson_lib.checks import check_int
+from lesson_lib.attention import merge_heads, multi_head_attention, scaled_dot_product_attention, split_heads
+from lesson_lib.checks import check_heads, check_int
 from lesson_lib.show.tables import text_table
 
 
@@ -26,7 +20,7 @@ class Step(NamedTuple):
 
 def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
     """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng, arguments checked."""
-    head_width(d_model, h)
+    check_heads(d_model, h)
     n, seed = check_int(n, name, minimum=minimum), check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model))  # (n, d_model)
@@ -36,7 +30,7 @@ def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
 def shape_steps(n: int = 6, d_model: int = 512, h: int = 8) -> list[Step]:
     """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
     x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
-    n, d_k = len(x), head_width(d_model, h)
+    n, d_k = len(x), d_model // h
     q = x @ w_q  # (n, d_model)
     qh, kh, vh = (split_heads(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
     heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
@@ -60,7 +54,7 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int =
     """Concat(head_i) W^O against Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O): their largest
     difference, and how much each head's output moves when the other heads' W^Q changes (heads meet only at W^O)."""
     x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed)
-    d_k = head_width(d_model, h)
+    d_k = d_model // h
 
     def heads_of(wq):
         return scaled_dot_product_attention(split_heads(x @ wq, h), split_heads(x @ w_k, h),
@@ -118,7 +112,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     from lesson_lib.show.plotting import describe, use_chinese_font
 
     use_chinese_font()
-    d_k = head_width(d_model, h)
+    d_k = d_model // check_heads(d_model, h)
     fig, ax = plt.subplots(figsize=(6.0, 5.0))  # 6 in: no scaling in a 592 px output; every text ≥ 9 pt
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
     ax.set(xlim=(0, 11), ylim=(-0.75, 4.75))
@@ -165,7 +159,7 @@ def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
 def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     """Whose columns and which tokens head 1 holds with the correct split and with the classic bug, reshaping
     (n, d_model) straight to (h, n, d_k) without the transpose (1-based, as the lesson counts heads and words)."""
-    n, d_k = check_int(n, "n（词数）", minimum=1), head_width(d_model, h)
+    n, d_k = check_int(n, "n（词数）", minimum=1), d_model // check_heads(d_model, h)
     owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))  # (n, d_model) column -> its head
     token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))  # (n, d_model) row -> its token
     return "\n".join([

@@ -22,9 +22,9 @@ def expected_shapes(n, d, h):
 @pytest.mark.parametrize(("n", "d", "h"), CASES)
 def test_shape_steps_shapes(n, d, h):
     steps = heads.shape_steps(n, d, h)
-    assert [s.shape for s in steps] == expected_shapes(n, d, h)
-    assert all(s.title and s.code for s in steps)
-    assert steps[0].code == "X" and steps[3].code == "split_heads(Q, h)" and steps[-1].code == "concat @ W_O"
+    assert [shape for _, shape, _ in steps] == expected_shapes(n, d, h)
+    assert all(code and title for code, _, title in steps)
+    assert [steps[i][0] for i in (0, 3, -1)] == ["X", "split_heads(Q, h)", "concat @ W_O"]
 
 
 @pytest.mark.parametrize(("d_model", "h"), [(512, 8), (64, 2), (64, 64), (48, 3)])
@@ -76,8 +76,8 @@ def test_steps_text_lists_every_step_with_its_shape():
     steps = heads.shape_steps(n=5, d_model=64, h=4)
     lines = text.splitlines()[2:]  # under the header and its rule
     assert len(lines) == len(steps)
-    for line, s in zip(lines, steps):
-        assert s.code in line and str(s.shape) in line
+    for line, (code, shape, _) in zip(lines, steps):
+        assert code in line and str(shape) in line
     assert "(4, 5, 16)" in text
 
 

@@ -3,19 +3,11 @@ without the transpose does; heads that meet only at W^O; and why positions must 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from lesson_lib.attention import merge_heads, multi_head_attention, scaled_dot_product_attention, split_heads
 from lesson_lib.checks import check_heads, check_int
 from lesson_lib.show.tables import text_table
-
-
-class Step(NamedTuple):
-    title: str  # Chinese caption of the step
-    code: str  # the expression that produces it
-    shape: tuple[int, ...]
 
 
 def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
@@ -27,8 +19,8 @@ def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
     return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
 
 
-def shape_steps(n: int = 6, d_model: int = 512, h: int = 8) -> list[Step]:
-    """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
+def shape_steps(n: int = 6, d_model: int = 512, h: int = 8) -> list[tuple[str, tuple[int, ...], str]]:
+    """(code, shape, caption) of every step from X (n, d_model) to the output, computed with the kernel's functions."""
     x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
     n, d_k = len(x), d_model // h
     q = x @ w_q  # (n, d_model)
@@ -36,17 +28,16 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8) -> list[Step]:
     heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
     concat = merge_heads(heads)  # (n, h·d_v)
     return [
-        Step("输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）", "X", x.shape),
-        Step(f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）", "X @ W_Q", q.shape),
-        Step(f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}", "Q.reshape(n, h, d_k)",
-             q.reshape(n, h, d_k).shape),
-        Step("转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）", "split_heads(Q, h)",
-             qh.shape),
-        Step(f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵", "Attention(Q_i, K_i, V_i)", heads.shape),
-        Step("转置回 (n, h, d_v)：词元重新放到最前面", "heads.swapaxes(0, 1)", np.swapaxes(heads, 0, 1).shape),
-        Step("拼接 Concat(head_1, …, head_h)（上一步的转置加这一步，就是 merge_heads）", "merge_heads(heads)",
-             concat.shape),
-        Step("乘 W^O：各头的结果第一次混在一起", "concat @ W_O", (concat @ w_o).shape),
+        ("X", x.shape, "输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）"),
+        ("X @ W_Q", q.shape, f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）"),
+        ("Q.reshape(n, h, d_k)", (n, h, d_k), f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}"),
+        ("split_heads(Q, h)", qh.shape,
+         "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）"),
+        ("Attention(Q_i, K_i, V_i)", heads.shape, f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵"),
+        ("heads.swapaxes(0, 1)", np.swapaxes(heads, 0, 1).shape, "转置回 (n, h, d_v)：词元重新放到最前面"),
+        ("merge_heads(heads)", concat.shape,
+         "拼接 Concat(head_1, …, head_h)（上一步的转置加这一步，就是 merge_heads）"),
+        ("concat @ W_O", (concat @ w_o).shape, "乘 W^O：各头的结果第一次混在一起"),
     ]
 
 
@@ -152,7 +143,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
 
 def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
     """Every step's code, shape and caption, one row each."""
-    rows = [[f"{i}.", s.code, str(s.shape), s.title] for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1)]
+    rows = [[f"{i}.", code, str(shape), title] for i, (code, shape, title) in enumerate(shape_steps(n, d_model, h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
 
 

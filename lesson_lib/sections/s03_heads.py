@@ -9,6 +9,9 @@ from lesson_lib.attention import merge_heads, multi_head_attention, scaled_dot_p
 from lesson_lib.checks import check_heads, check_int
 from lesson_lib.show.tables import text_table
 
+ROUNDOFF = 1e-12  # float64 round-off of these sums is ~1e-15; its digits follow the BLAS kernel and thread count
+_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]  # Figure 11.1
+
 
 def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
     """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng, arguments checked."""
@@ -92,9 +95,6 @@ def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     ])
 
 
-_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
-
-
 def plot_figure_11_1(d_model: int = 512, h: int = 8):
     """Figure 11.1 redrawn: X -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
     import matplotlib.pyplot as plt
@@ -158,9 +158,6 @@ def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
         f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {np.unique(owner.reshape(h, n, d_k)[0]).tolist()}",
         f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {token.reshape(h, n, d_k)[0][:, 0].tolist()}",
     ])
-
-
-ROUNDOFF = 1e-12  # float64 round-off of these sums is ~1e-15; its digits follow the BLAS kernel and thread count
 
 
 def _difference_text(value: float) -> str:

@@ -14,6 +14,7 @@ from lesson_lib.paper import BASE_HEADS
 from lesson_lib.show.tables import text_table
 
 TIMING_BUDGET = 0.02  # s per h: a run this long is steady, so it is not repeated (the cell stays cheap)
+SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
 
 
 def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float]:
@@ -57,9 +58,6 @@ def scores_text(d_model: int, heads) -> str:
         per_head = count(1, head_width(d_model, h), 1).scores  # one head's QKᵀ with n = 1
         lines.append(f"h = {h}: 每个头打分 {per_head}n²，{h} 个头共 {count(1, d_model, h).scores}n²")
     return "\n".join(lines)
-
-
-SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
 
 
 def timing_reading_text(times: dict[int, float], n: int) -> str:

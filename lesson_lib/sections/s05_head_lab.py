@@ -20,6 +20,11 @@ from lesson_lib.show.theme import box
 SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她", "帮过", "他", "。"]
 HEAD_CHOICES = [h for h in range(1, 65) if BASE_D_MODEL % h == 0]  # the slider: h ≤ 64 that cut d_model evenly
 _SCORE_STD = 2.0  # std of q·k/√d_k for every h: maps neither flat nor one-hot
+# The lab's two pictures side by side fit JupyterLab's 592 px output (1024 × 768, file browser open) at 100 %,
+# and keep one size for every h and every zoomed head: the page does not jump while the slider moves.
+ZOOM_CELL_PX = 18  # the zoomed head's cells: one 14 px token label per row
+LAB_HEIGHT = 296  # px of both pictures, every h (the zoomed head, its one-line title and stacked column labels)
+OVERVIEW_WIDTH = 252  # px: the zoomed head is 320 px wide; 320 + 8 + 252 = 580 ≤ 592
 
 
 @cache
@@ -83,13 +88,6 @@ def summary_html(state: LabState) -> str:
             ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）")]
     body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k, v in rows)
     return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px 0'>{state.reading}</p>")
-
-
-# The lab's two pictures side by side fit JupyterLab's 592 px output (1024 × 768, file browser open) at 100 %,
-# and keep one size for every h and every zoomed head: the page does not jump while the slider moves.
-ZOOM_CELL_PX = 18  # the zoomed head's cells: one 14 px token label per row
-LAB_HEIGHT = 296  # px of both pictures, every h (the zoomed head, its one-line title and stacked column labels)
-OVERVIEW_WIDTH = 252  # px: the zoomed head is 320 px wide; 320 + 8 + 252 = 580 ≤ 592
 
 
 def overview_alt(state: LabState, zoom: int) -> str:

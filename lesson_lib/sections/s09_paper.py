@@ -7,17 +7,15 @@ import inspect
 
 from lesson_lib.attention import multi_head_attention, scaled_dot_product_attention, softmax
 
-_CHECK = "（公式之外）"  # marks the line that checks the arguments before the formula runs
-
 SOFTMAX_TERMS = [
-    ("check_logits(x, axis)", f"{_CHECK}先检查输入：类型、是否为空、axis、有没有 NaN 或 +inf"),
+    ("check_logits(x, axis)", "（公式之外）先检查输入：类型、是否为空、axis、有没有 NaN 或 +inf"),
     ("x - x.max(axis=axis, keepdims=True)", "减去每行的最大值：softmax 的值不变，exp 不会溢出"),
     ("np.exp(shifted)", "exp(x_j)：softmax 的分子"),
     ("e / e.sum(axis=axis, keepdims=True)", "÷ Σ_k exp(x_k)：每行加起来等于 1"),
 ]
 
 SDPA_TERMS = [
-    ("check_qkv(q, k, v, mask)", f"{_CHECK}先检查 Q、K、V 和掩码：形状、类型、有没有 NaN 或 inf"),
+    ("check_qkv(q, k, v, mask)", "（公式之外）先检查 Q、K、V 和掩码：形状、类型、有没有 NaN 或 inf"),
     ("q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)", "Q Kᵀ / √d_k（公式 (1) 的打分，除以 √d_k 防止点积过大）"),
     ("np.where(mask, scores, -np.inf)", "（可选）掩码：不许看的位置权重为 0"),
     ("softmax(scores, axis=-1)", "softmax(·)：每一行变成加起来为 1 的权重"),
@@ -25,14 +23,13 @@ SDPA_TERMS = [
 ]
 
 MHA_TERMS = [
-    ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", f"{_CHECK}先检查 X、四个权重矩阵、h 和掩码"),
+    ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", "（公式之外）先检查 X、四个权重矩阵、h 和掩码"),
     ("split_heads(x @ w_q, h)", "Q W_i^Q（自注意力里 Q = K = V = X）：W^Q 是 h 个 d_model × d_k 的 W_i^Q 并排放"),
     ("split_heads(x @ w_k, h)", "K W_i^K（同上，第 i 个头拿第 i 块列）"),
     ("split_heads(x @ w_v, h)", "V W_i^V（d_v = d_k = d_model / h）"),
     ("scaled_dot_product_attention(q, k, v, mask)", "head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)，h 个头一次算完"),
     ("merge_heads(heads) @ w_o", "Concat(head_1, …, head_h) W^O，W^O 是 (h·d_v) × d_model"),
 ]
-
 
 KERNELS = [(softmax, SOFTMAX_TERMS), (scaled_dot_product_attention, SDPA_TERMS), (multi_head_attention, MHA_TERMS)]
 

@@ -98,18 +98,6 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
                 float(referent), float(subject))
 
 
-def demo_alt(d: Demo) -> str:
-    """What the demo picture shows, from ``d``: each head's two largest weights, then the output features."""
-    parts = []
-    for name, row in zip(d.names, d.weights):
-        top = np.argsort(-row[:QUERY], kind="stable")[:2]
-        gives = "，".join(f"给「{TOKENS[k]}」{row[k]:.2f}" for k in top)
-        parts.append(f"{name}：「她」{gives}")
-    features = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
-    heads = "；".join(parts)
-    return f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{features}。"
-
-
 def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
     """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and §6's bars)."""
     return (f'<span style="display:inline-block;height:0.8em;width:{value * em_per_unit:.2f}em;background:{colour};'
@@ -117,8 +105,8 @@ def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
 
 
 def demo_html(d: Demo) -> str:
-    """The widget's picture: themed HTML bars named by ``demo_alt`` (a click costs ~1 ms, not a figure's redraw),
-    one column per head, so the picture keeps its height when the head count changes."""
+    """The widget's picture: themed HTML bars (a click costs ~1 ms, not a figure's redraw), one column per head, so
+    it keeps its height when the head count changes; named by each head's two largest weights and the features."""
     def table(headers, rows):
         head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>" for h in ("", *headers))
         body = "".join(f"<tr><td style='text-align:right;padding-right:0.6em'>{label}</td>"
@@ -131,7 +119,11 @@ def demo_html(d: Demo) -> str:
                               for j, t in enumerate(TOKENS[:QUERY])])
     features = table(["输出里读得出的特征（理想：女性=1、人物=1、主语=1）"],
                      [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")]) for k, v in d.output.items()])
-    alt = html.escape(demo_alt(d))
+    gives = ["，".join(f"给「{TOKENS[k]}」{row[k]:.2f}" for k in np.argsort(-row[:QUERY], kind="stable")[:2])
+             for row in d.weights]  # each head's two largest weights
+    heads = "；".join(f"{name}：「她」{top}" for name, top in zip(d.names, gives))
+    read = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
+    alt = html.escape(f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{read}。")
     return (f'<div role="img" aria-label="{alt}" style="max-width:100%;overflow-x:auto">'
             f"<b>「她」往回看时，每个头把注意力给了谁</b>{weights}{features}</div>")
 

@@ -160,22 +160,17 @@ def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     ])
 
 
-def _difference_text(value: float) -> str:
-    """A difference as what the computation can vouch for: exactly zero, round-off, or a real change."""
-    if value == 0.0:
-        return "0（一位都没变）"
-    if value < ROUNDOFF:
-        return f"< {ROUNDOFF:.0e}，只是浮点舍入"
-    return f"{value:.2f}"
-
-
 def heads_mix_text(n: int = 5, d_model: int = 512, h: int = 8) -> str:
     """heads_mix_only_at_wo as three sentences, with round-off printed as a bound, not as its digits."""
     check = heads_mix_only_at_wo(n=n, d_model=d_model, h=h)
-    difference = check["max_difference"]
-    same = f"< {ROUNDOFF:.0e}，只是浮点舍入" if difference < ROUNDOFF else f"{difference:.1e}，不止是浮点舍入！"
+    difference, roundoff = check["max_difference"], f"< {ROUNDOFF:.0e}，只是浮点舍入"
+    same = roundoff if difference < ROUNDOFF else f"{difference:.1e}，不止是浮点舍入！"
+
+    def change(value):  # what the computation can vouch for: exactly zero, round-off, or a real change
+        return "0（一位都没变）" if value == 0.0 else roundoff if value < ROUNDOFF else f"{value:.2f}"
+
     return "\n".join([
         f"Concat·W^O 与 Σ head_i·W^O_i 的最大差：{same}",
-        f"改动其他头的 W^Q 后，头 1 的输出变化：{_difference_text(check['head1_change'])}",
-        f"其他头自己的输出变化：{_difference_text(check['others_change'])}",
+        f"改动其他头的 W^Q 后，头 1 的输出变化：{change(check['head1_change'])}",
+        f"其他头自己的输出变化：{change(check['others_change'])}",
     ])

@@ -11,6 +11,7 @@ from lesson_lib.attention import head_width
 from lesson_lib.checks import check_int
 from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count
 from lesson_lib.paper import BASE_HEADS
+from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.show.tables import text_table
 
 TIMING_BUDGET = 0.02  # s per h: a run this long is steady, so it is not repeated (the cell stays cheap)
@@ -20,8 +21,6 @@ SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run
 def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float]:
     """Median seconds of the readable kernel for each h with one BLAS thread (as §4 states): ``repeat`` runs, or
     fewer once they add up to TIMING_BUDGET."""
-    from lesson_lib.runtime.blas import one_blas_thread
-
     n, d_model = check_int(n, "n", minimum=1), check_int(d_model, "d_model", minimum=1)
     repeat, heads = check_int(repeat, "repeat", minimum=1), list(heads)
     rng = np.random.default_rng(0)
@@ -53,11 +52,8 @@ def format_table(n: int, d_model: int, heads) -> str:
 
 def scores_text(d_model: int, heads) -> str:
     """The lesson's algebra for QKᵀ as the coefficient of n²: per head d_k·n², all heads d_model·n²."""
-    lines = []
-    for h in heads:
-        per_head = count(1, head_width(d_model, h), 1).scores  # one head's QKᵀ with n = 1
-        lines.append(f"h = {h}: 每个头打分 {per_head}n²，{h} 个头共 {count(1, d_model, h).scores}n²")
-    return "\n".join(lines)
+    return "\n".join(f"h = {h}: 每个头打分 {count(1, head_width(d_model, h), 1).scores}n²，"  # one head's QKᵀ at n = 1
+                     f"{h} 个头共 {count(1, d_model, h).scores}n²" for h in heads)
 
 
 def timing_reading_text(times: dict[int, float], n: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 
 from lesson_lib.attention import multi_head_attention, scaled_dot_product_attention, softmax
+from lesson_lib.show.tables import TextTable, text_table
 
 SOFTMAX_TERMS = [
     ("check_logits(x, axis)", "（公式之外）先检查输入：类型、是否为空、axis、有没有 NaN 或 +inf"),
@@ -48,8 +49,6 @@ def line_map(fn, terms) -> list[tuple[int, str, str]]:
 
 def formula_view():
     """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text for nbval."""
-    from lesson_lib.show.tables import TextTable, text_table
-
     views = [text_table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
                         code_columns=(0,)).around(before=f"{fn.__name__}：") for fn, terms in KERNELS]
     return TextTable("\n\n".join(views), "".join(v.html for v in views))

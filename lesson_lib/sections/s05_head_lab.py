@@ -9,7 +9,7 @@ from functools import cache
 import numpy as np
 
 from lesson_lib import costs as flops
-from lesson_lib.attention import head_width, multi_head_attention
+from lesson_lib.attention import multi_head_attention
 from lesson_lib.checks import check_heads, check_int
 from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
@@ -53,14 +53,13 @@ class LabState:
 def lab_state(h: int) -> LabState:
     """Everything the lab shows for h heads."""
     h, n = check_heads(BASE_D_MODEL, h), len(SENTENCE)
-    d_k = head_width(BASE_D_MODEL, h)
     x, ws = _parameters()
     _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
     count, base = flops.count(n, BASE_D_MODEL, h), flops.count(n, BASE_D_MODEL, BASE_HEADS)
     diversity = mean_pairwise_js(weights) if h > 1 else None
-    return LabState(h, d_k, SENTENCE, weights, flops.parameters(BASE_D_MODEL, h), count.matmul_total,
+    return LabState(h, BASE_D_MODEL // h, SENTENCE, weights, flops.parameters(BASE_D_MODEL, h), count.matmul_total,
                     count.softmax_total, float(row_entropy(weights).mean()), diversity,
-                    _reading(h, d_k, count.softmax_total / base.softmax_total, diversity))
+                    _reading(h, BASE_D_MODEL // h, count.softmax_total / base.softmax_total, diversity))
 
 
 def _reading(h, d_k, softmax_vs_base, diversity):

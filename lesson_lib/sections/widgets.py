@@ -32,7 +32,6 @@ def head_lab():
     numbers = w.HTML(layout=w.Layout(margin="0"))
     box = linked({"slider": heads, "zoom": zoom}, show, picture="html", pictures=2)
     box.controls["summary"].layout.min_height = "250px"  # the longest reading (h = 64) in a 592 px output
-    box.controls["zoomed"], box.controls["overview"] = box.controls["picture"]
     box.children = (*box.children, numbers)
     box.controls["numbers"] = numbers
     return box

@@ -135,9 +135,9 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 W^O 才把它们的结果混合", ha="center", va="bottom",
             fontsize=9.5, color="#555555", linespacing=1.4)
     shown = "、".join(f"头 {j}" for j in numbers)
-    return describe(fig, f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头（图中画出"
-                         f"{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，再乘 W^O "
-                         f"（{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
+    return describe(fig, f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
+                         f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，"
+                         f"再乘 W^O （{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
 
 
 def steps_text(n: int = 6, d_model: int = 512, h: int = 8):

@@ -11,7 +11,6 @@ from lesson_lib.attention import head_width
 from lesson_lib.checks import check_int
 from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count
 from lesson_lib.paper import BASE_HEADS
-from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.show.tables import text_table
 
 TIMING_BUDGET = 0.02  # s per h: a run this long is steady, so it is not repeated (the cell stays cheap)
@@ -21,6 +20,8 @@ SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run
 def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float]:
     """Median seconds of the readable kernel for each h with one BLAS thread (as §4 states): ``repeat`` runs, or
     fewer once they add up to TIMING_BUDGET."""
+    from lesson_lib.runtime.blas import one_blas_thread
+
     n, d_model = check_int(n, "n", minimum=1), check_int(d_model, "d_model", minimum=1)
     repeat, heads = check_int(repeat, "repeat", minimum=1), list(heads)
     rng = np.random.default_rng(0)

@@ -123,8 +123,9 @@ def test_heads_mix_text_prints_bounds_not_round_off_digits(monkeypatch, check, l
     (lambda: heads.shape_steps(n=0), ["n", "0", "≥ 1"]),
     (lambda: heads.shape_steps(d_model=-512), ["d_model", "-512"]),
     (lambda: heads.transpose_text(n=0), ["n", "0", "≥ 1"]),
+    (lambda: heads.order_and_position(seed=-1), ["seed", "-1"]),
     (lambda: heads.heads_mix_only_at_wo(n=2.5), ["n", "2.5"]),
     (lambda: heads.plot_figure_11_1(d_model=0), ["d_model", "0"]),
-], ids=["shape_steps n=0", "d_model=-512", "transpose n=0", "mix n=2.5", "figure d_model=0"])
+], ids=["shape_steps n=0", "d_model=-512", "transpose n=0", "seed=-1", "mix n=2.5", "figure d_model=0"])
 def test_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
     raises_chinese(call, *fragments)

@@ -22,7 +22,7 @@ CSS_PX_PER_INCH = 96  # an inline SVG's pt is 4/3 CSS px
 
 def _toy_results():
     rng = np.random.default_rng(0)
-    return [{"h": h, "accuracy_mean": float(a), "accuracy_sd": None,
+    return [{"h": h, "accuracy_mean": float(a), "accuracy_sd": None, "accuracy_per_seed": [float(a)],
              "per_target": {t: float(x) for t, x in zip(("prev", "next", "match"), rng.random(3))}}
             for h, a in zip((1, 2, 4, 8, 16, 32), (0.41, 0.52, 0.97, 0.96, 0.81, 0.66))]
 

@@ -1,13 +1,12 @@
 """§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun?
 
 Pure functions over ``model.attend(text) -> (tokens, attentions (L, H, T, T))``. A name is usually two tokens
-(▁小 + 红): its weight is summed. A pronoun merged with its neighbour (「因为他」) cannot be asked about alone:
-``word_span`` says so in Chinese. Layers and heads shown to learners count from 1.
+(▁小 + 红): its weight is summed. Layers and heads shown to learners count from 1.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,6 +17,7 @@ LESSON_SENTENCE = "小明把苹果递给了小红，因为她帮过他。"
 NAMES = {"她": "小红", "他": "小明"}  # which name each pronoun agrees with in gender
 PRONOUN_HEAD = (8, 1)  # 1-based (layer, head): the head that follows the pronoun
 DECOYS = ((12, 5), (12, 3))  # the next best heads on the lesson sentence, which do not
+HEADS = (PRONOUN_HEAD, *DECOYS)
 
 
 class MergedTokenError(ValueError):
@@ -29,23 +29,16 @@ def clean(token):
     return token.replace(WORD_START, "")
 
 
-def word_span(tokens, word, nth=0):
-    """(start, stop) of the tokens that spell ``word`` exactly (小红 -> ▁小 + 红); a Chinese ValueError when it is
-    absent, ``MergedTokenError`` when it only occurs inside a token that also holds its neighbours."""
+def word_span(tokens, word):
+    """(start, stop) of the first tokens that spell ``word`` exactly (小红 -> ▁小 + 红); a Chinese ValueError when it
+    is absent, ``MergedTokenError`` when it only occurs inside a token that also holds its neighbours."""
     if not isinstance(word, str) or not word:
         raise ValueError(f"要找的词应是非空字符串，收到的是 {word!r}。")
     texts = [clean(t) for t in tokens]
-    hits = []
     for start in range(len(texts)):
-        spelled = ""
-        for stop in range(start, len(texts)):
-            spelled += texts[stop]
-            if spelled == word:
-                hits.append((start, stop + 1))
-            if not word.startswith(spelled):
-                break
-    if len(hits) > nth:
-        return hits[nth]
+        for stop in range(start + 1, len(texts) + 1):
+            if "".join(texts[start:stop]) == word:
+                return start, stop
     inside = [t for t in texts if word in t and t != word]
     shown = " | ".join(texts)
     if inside:
@@ -54,7 +47,7 @@ def word_span(tokens, word, nth=0):
             f"注意力是按词元算的，所以没法单独看「{word}」这一行。换个说法试试（比如在它前面加个逗号）。"
             f"这句话的词元是：{shown}"
         )
-    raise ValueError(f"这句话里找不到「{word}」（第 {nth + 1} 次出现）。这句话的词元是：{shown}")
+    raise ValueError(f"这句话里找不到「{word}」。这句话的词元是：{shown}")
 
 
 def name_weights(attentions, tokens, pronoun, names):
@@ -79,9 +72,8 @@ def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other
             for i in order]  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Condition:
-    """One minimal-pair condition: a sentence, the pronoun asked about, and the two names."""
+class Condition(NamedTuple):
+    """One minimal-pair condition: a sentence and the pronoun asked about."""
 
     label: str  # shown to learners
     sentence: str
@@ -93,7 +85,7 @@ class Condition:
 
     @property
     def other(self):
-        return next(n for n in NAMES.values() if n != self.expected)
+        return NAMES["他" if self.pronoun == "她" else "她"]
 
 
 MINIMAL_PAIRS = (
@@ -115,19 +107,14 @@ def nearest_name(condition):
     return max(NAMES.values(), key=before.rfind)
 
 
-def follow(model, conditions=MINIMAL_PAIRS, heads=(PRONOUN_HEAD, *DECOYS)):
-    """One model run per condition: ([(condition, {(layer, head): (to the expected name, to the other)})], and (L, H)
-    counts of the conditions in which each head sends the pronoun more to the agreeing name)."""
+def follow(model):
+    """One model run per minimal pair: ([(condition, {(layer, head): (to the agreeing name, to the other)})] for
+    ``HEADS``, and (L, H) counts of the conditions in which each head sends the pronoun more to the agreeing name)."""
     table, counts = [], 0
-    for c in conditions:
+    for c in MINIMAL_PAIRS:
         tokens, att = model.attend(c.sentence)
         w = name_weights(att, tokens, c.pronoun, (c.expected, c.other))
         counts = counts + (w[c.expected] > w[c.other])  # (L, H) ints
         table.append((c, {(layer, head): (float(w[c.expected][layer - 1, head - 1]),
-                                          float(w[c.other][layer - 1, head - 1])) for layer, head in heads}))
+                                          float(w[c.other][layer - 1, head - 1])) for layer, head in HEADS}))
     return table, counts
-
-
-def heads_right_everywhere(counts, n_conditions):
-    """[(layer, head)] 1-based: the heads right in every condition."""
-    return [(int(i) + 1, int(j) + 1) for i, j in zip(*np.nonzero(counts == n_conditions))]

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
+
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
 from lesson_lib.sections.s06_real_heads.views import head_label, rows_figure, size_text, skip_without_model
+from lesson_lib.show.tables import show, text_table
 
 # What a learner without the package would have seen (the numbers are checked by a test against the model).
 WITHOUT_MODEL = (
@@ -24,10 +27,6 @@ WITHOUT_MODEL = (
 _needs_model = skip_without_model(WITHOUT_MODEL)
 
 
-def _shown(tokens):
-    return [ph.clean(t) for t in tokens]
-
-
 def model_text(model) -> str:
     """The model in numbers; without the package, what the section would have shown (``WITHOUT_MODEL``)."""
     if model is None:
@@ -37,12 +36,12 @@ def model_text(model) -> str:
 
 
 @_needs_model
-def lesson_sentence(model, text=ph.LESSON_SENTENCE):
-    """The sentence through the model: (tokens, attentions), with its tokens printed."""
+def lesson_sentence(model):
+    """The lesson's sentence through the model: (tokens, attentions), with its tokens printed."""
     with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
-        tokens, att = model.attend(text)
-    print(f"「{text}」切成 {len(tokens)} 个词元（▁ 表示词的开头，已去掉）：")
-    print("  " + " | ".join(_shown(tokens)))
+        tokens, att = model.attend(ph.LESSON_SENTENCE)
+    print(f"「{ph.LESSON_SENTENCE}」切成 {len(tokens)} 个词元（▁ 表示词的开头，已去掉）：")
+    print("  " + " | ".join(ph.clean(t) for t in tokens))
     print(f"注意力张量的形状：{att.shape}（层, 头, 查询, 键）")
     return tokens, att
 
@@ -60,74 +59,60 @@ def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
     return ranked
 
 
-def pronoun_rows_figure(sentence, heads, pronoun="她", names=("小红", "小明")):
-    """The pronoun's row in each of ``heads`` (1-based (layer, head)), one row per head, side by side."""
+def _rows(tokens, att, pronoun, named, heads):
+    """The pronoun's row in each of ``heads``, side by side; the alt text names the weight on each name of ``named``."""
+    title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
+    return rows_figure(att, [ph.clean(t) for t in tokens], ph.word_span(tokens, pronoun)[0], heads, title, named)
+
+
+def top_heads_figure(sentence, ranked, k=3):
+    """「她」's row in the first ``k`` heads of ``ranking``'s result (None without the model)."""
     if sentence is None:
         return None
     tokens, att = sentence
-    p0, _ = ph.word_span(tokens, pronoun)
-    title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
-    try:  # the alt text names what the lesson reads off: the weight on each (two-token) name
-        named = ph.name_weights(att, tokens, pronoun, names)
-    except ValueError:  # a learner's sentence without these names: each head's two largest weights instead
-        named = None
-    return rows_figure(att, _shown(tokens), p0, heads, title, named)
-
-
-def top_heads_figure(sentence, ranked, k=3, pronoun="她", names=("小红", "小明")):
-    """``pronoun_rows_figure`` for the first ``k`` heads of ``ranking``'s result (None without the model)."""
-    if sentence is None or ranked is None:
-        return None
-    return pronoun_rows_figure(sentence, [(layer, head) for layer, head, *_ in ranked[:k]], pronoun, names)
+    named = ph.name_weights(att, tokens, "她", ("小红", "小明"))
+    return _rows(tokens, att, "她", named, [(layer, head) for layer, head, *_ in ranked[:k]])
 
 
 @_needs_model
-def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
+def minimal_pairs(model):
     """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
-    heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
     with one_blas_thread():
-        table, counts = ph.follow(model, conditions, heads)
-    from lesson_lib.show.tables import show, text_table
-
-    rows = []
-    for condition, scores in table:
-        cells = (f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, heads))
-        rows.append([condition.label, *cells])
-    show(text_table(["条件", *(head_label(*h) for h in heads)], rows)
+        table, counts = ph.follow(model)
+    rows = [[c.label, *(f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, ph.HEADS))]
+            for c, scores in table]  # fmt: skip
+    show(text_table(["条件", *(head_label(*h) for h in ph.HEADS)], rows)
          .around(before="每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大"))
-    n = len(conditions)
-    for h in heads:
-        print(f"{head_label(*h)}：{n} 个条件里对了 {counts[h[0] - 1, h[1] - 1]} 个")
-    everywhere = ph.heads_right_everywhere(counts, n)
-    print(f"{counts.size} 个头里，{n} 个条件全对的：{'、'.join(head_label(*h) for h in everywhere) or '没有'}")
-    nearest = sum(ph.nearest_name(c) == c.expected for c in conditions)
+    n = len(table)
+    for layer, head in ph.HEADS:
+        print(f"{head_label(layer, head)}：{n} 个条件里对了 {counts[layer - 1, head - 1]} 个")
+    everywhere = "、".join(head_label(i + 1, j + 1) for i, j in np.argwhere(counts == n))
+    print(f"{counts.size} 个头里，{n} 个条件全对的：{everywhere or '没有'}")
+    nearest = sum(ph.nearest_name(c) == c.expected for c, _ in table)
     print(f"对照：「看前面最近的名字」只能解释 {nearest} / {n} 个条件。")
     return table
 
 
-def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
+def _pronoun_summary(model, text, pronoun, names):
     """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
     from lesson_lib.show.plotting import picture_html
 
     try:
         with one_blas_thread():
             tokens, att = model.attend(text)
-        w = ph.name_weights(att, tokens, pronoun, (name_a, name_b))
+        w = ph.name_weights(att, tokens, pronoun, names)
     except ValueError as exc:  # name missing, pronoun merged with a neighbour, empty text
         return f"<div>{html.escape(str(exc))}</div>", ""
-    lines = [f"词元：{html.escape(' | '.join(_shown(tokens)))}"]
-    for layer, head in heads:
-        a, b = w[name_a][layer - 1, head - 1], w[name_b][layer - 1, head - 1]
-        winner = name_a if a > b else name_b
-        lines.append(
-            f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
-        )
-    fig = pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b))
-    return "<br>".join(lines), picture_html(fig, fallback=False)
+    lines = [f"词元：{' | '.join(ph.clean(t) for t in tokens)}"]
+    for layer, head in ph.HEADS:
+        a, b = (w[name][layer - 1, head - 1] for name in names)
+        lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ {names[1]} {b:.2f}"
+                     f"（更偏向 {names[0] if a > b else names[1]}）")
+    return "<br>".join(map(html.escape, lines)), picture_html(_rows(tokens, att, pronoun, w, ph.HEADS), fallback=False)
 
 
 @_needs_model
-def pronoun_widget(model, text=ph.LESSON_SENTENCE):
+def pronoun_widget(model):
     """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
     import ipywidgets as w
 
@@ -138,15 +123,13 @@ def pronoun_widget(model, text=ph.LESSON_SENTENCE):
     def box(value, label, width):
         return w.Text(value=value, description=label, continuous_update=False, style=style, layout={"width": width})
 
-    sentence = box(text, "句子", "min(520px, 100%)")
-    name_a, name_b = box("小红", "名字 1", "180px"), box("小明", "名字 2", "180px")
-    pronoun = w.ToggleButtons(options=["她", "他"], value="她", description="代词",
-                              style={**style, "button_width": "3.5em"})  # fmt: skip
+    controls = {"sentence": box(ph.LESSON_SENTENCE, "句子", "min(520px, 100%)"),
+                "pronoun": w.ToggleButtons(options=["她", "他"], value="她", description="代词",
+                                           style={**style, "button_width": "3.5em"}),
+                "name_a": box("小红", "名字 1", "180px"), "name_b": box("小明", "名字 2", "180px")}  # fmt: skip
 
-    def show(summary, picture):  # nothing to draw: the summary says why and the old picture is cleared
-        summary.value, picture.value = _pronoun_summary(model, sentence.value, pronoun.value, name_a.value,
-                                                        name_b.value, (ph.PRONOUN_HEAD, *ph.DECOYS))
+    def redraw(summary, picture):  # nothing to draw: the summary says why and the old picture is cleared
+        v = {name: control.value for name, control in controls.items()}
+        summary.value, picture.value = _pronoun_summary(model, v["sentence"], v["pronoun"], (v["name_a"], v["name_b"]))
 
-    return linked({"sentence": sentence, "pronoun": pronoun, "name_a": name_a, "name_b": name_b}, show,
-                  picture="html")
-
+    return linked(controls, redraw, picture="html")

@@ -7,7 +7,6 @@ Training amplifies round-off (BLAS kernel, threads, SIMD): accuracy moves by up 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +22,7 @@ from lesson_lib.show.tables import text_table
 ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"), (0.0, "接近随机水平"))
 ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))  # bits; uniform over 12 keys is 3.58
 JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint keys
-ROLE_NAMES = {0: "前一个", 1: "后一个", 2: "配对查找"}
-TARGET_NAMES = dict(zip(TARGETS, ROLE_NAMES.values()))  # the column headers a learner reads
+ROLE_NAMES = ("前一个", "后一个", "配对查找")  # TARGETS as a learner reads them
 LEAN_GAP = 0.005  # prev vs next: a head "leans" to one side only with this much more weight there
 MAIN_ROLE_WEIGHT = 0.6  # a head "mainly serves" a target only with this much of its weight there
 
@@ -45,7 +43,7 @@ def _bounds_text(levels) -> str:
 def format_table(results) -> str:
     """Sweep rows as levels per target (the same on every machine), with the thresholds."""
     rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)] for r in results]
-    table = text_table(["h", "每头宽度 d_k", *TARGET_NAMES.values()], rows)
+    table = text_table(["h", "每头宽度 d_k", *ROLE_NAMES], rows)
     return table.around(after=f"（新序列上的准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 1/8 = 0.125）")
 
 
@@ -73,7 +71,7 @@ def specialisation_text(on_targets: dict) -> str:
     """Per head: mean weight on the three targets (one decimal: the same on every machine) and its main role;
     a head without one says which neighbour gets more (trained gaps ≈ 0.025–0.03, tests hold them above LEAN_GAP).
     """
-    names = " / ".join(ROLE_NAMES.values())
+    names = " / ".join(ROLE_NAMES)
     lines = []
     for h, rows in on_targets.items():
         lines.append(f"h = {h}：每个头放在 {names} 位置上的平均权重")
@@ -120,12 +118,10 @@ def diversity_text(div: dict) -> str:
     """Each h's entropy and JS as levels (the same on every machine), with the thresholds."""
     entropy = {h: e for h, (e, _) in div.items()}
     js = {h: j for h, (_, j) in div.items() if j is not None}
-    return "\n".join([
-        f"行熵：{_grouped(entropy, ENTROPY_LEVELS)}",
-        f"  （{_bounds_text(ENTROPY_LEVELS)} 比特）",
-        f"头间 JS：{_grouped(js, JS_LEVELS)}",
-        f"  （{_bounds_text(JS_LEVELS)} 比特）",
-    ])
+    lines = []
+    for name, values, levels in (("行熵", entropy, ENTROPY_LEVELS), ("头间 JS", js, JS_LEVELS)):
+        lines += [f"{name}：{_grouped(values, levels)}", f"  （{_bounds_text(levels)} 比特）"]
+    return "\n".join(lines)
 
 
 def _circle(n: int) -> np.ndarray:
@@ -150,11 +146,7 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
 def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
     """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query points at one,
     with ``sharpness`` = query length × key length: the more keys share two dimensions, the smaller the margin."""
-    out = {}
-    for n in counts:
-        keys = _circle(n)  # (n, 2)
-        out[n] = float(softmax(sharpness * keys @ keys[0]).max())  # the query points at key 1
-    return out
+    return {n: float(softmax(sharpness * _circle(n) @ _circle(n)[0]).max()) for n in counts}  # query at key 1
 
 
 CROWDED_SHARPNESS = (4.0, 16.0, 200.0)  # the query length × key length of §7.4's table (4: the earlier example)
@@ -168,37 +160,22 @@ def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
         before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
 
 
-STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")  # the lab's run (3 seeds), drawn by §7 without training
+STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")  # the lab's run, drawn by §7 without training
 STORED_SEEDS = 3
 
 
-def store_sweep(result, path: Path = STORED_SWEEP) -> dict:
-    """Write a sweep's rows and settings (not its timings, which differ between runs) as the stored run."""
-    rows = [{k: v for k, v in r.items() if k != "seconds"} for r in result.results]
-    data = {"results": rows, "seeds": len(rows[0]["accuracy_per_seed"]),
-            "task": asdict(result.task), "train": asdict(result.config)}
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    return data
-
-
-def stored_sweep(path: Path = STORED_SWEEP) -> dict:
-    """The stored run: {"results": rows as ``sweep`` returns them, "seeds", "task", "train"}."""
-    return json.loads(path.read_text(encoding="utf-8"))
+def stored_sweep() -> dict:
+    """The stored run (``python -m lesson_lib.sections.s07_ablation``): {"results": ``sweep``'s rows, "seeds", …}."""
+    return json.loads(STORED_SWEEP.read_text(encoding="utf-8"))
 
 
 def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
     """One line per head count: this run's mean accuracy beside the stored run's, and whether they agree."""
-    stored = stored_sweep() if stored is None else stored
-    kept = {r["h"]: r for r in stored["results"]}
+    kept = {r["h"]: r["accuracy_mean"] for r in (stored or stored_sweep())["results"]}
     lines = []
     for r in results:
-        old = kept.get(r["h"])
-        if old is None:
-            lines.append(f"h = {r['h']}：保存的结果里没有这个头数")
-            continue
-        same = abs(r["accuracy_mean"] - old["accuracy_mean"]) <= tolerance
-        verdict = "一致" if same else "不一致"
-        lines.append(f"h = {r['h']}：三项平均{level(r['accuracy_mean'], ACCURACY_LEVELS)}，"
-                     f"与存下的结果（{level(old['accuracy_mean'], ACCURACY_LEVELS)}）{verdict}")
+        new, old = r["accuracy_mean"], kept[r["h"]]
+        verdict = "一致" if abs(new - old) <= tolerance else "不一致"
+        lines.append(f"h = {r['h']}：三项平均{level(new, ACCURACY_LEVELS)}，"
+                     f"与存下的结果（{level(old, ACCURACY_LEVELS)}）{verdict}")
     return "\n".join(lines)
-

@@ -80,7 +80,7 @@ def _explorer(model):
 
     def frame():  # a different head each call, as a slider move gives
         i = next(positions)
-        views.explorer_frame(enc, 1 + i % 6, 1 + i % 12, "its")
+        views.explorer_frame(enc, 1 + i % 6, 1 + i % 12, enc.tokens.index("its"))
 
     return {f"explorer_{k}": v for k, v in _interleaved({"frame": frame}, 15).items()}
 

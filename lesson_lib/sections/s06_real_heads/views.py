@@ -27,6 +27,7 @@ EXPLORER_SENTENCES = (  # (the explorer's label, the sentence), the first one sh
     ("its = town（这个头猜错）", COREF_SENTENCES["fails"]),
 )
 SKIPPED = "（跳过：没有权重包，无法计算真实模型的注意力。安装方法见本节开头。）"
+EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px
 
 
 def skip_without_model(message):
@@ -216,9 +217,6 @@ def explorer_frame(enc, layer, head, qi, table=None):
                "红色是最高的一条：</div>")
     columns = '<div style="columns:3 17em;column-gap:1.5em">'  # 3 columns at 1024 px, 2 in a 592 px output
     return describe_row(tokens, enc.attentions, layer, head, qi), f"{heading}{columns}{''.join(bars)}</div>", picture
-
-
-EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px
 
 
 @_needs_model

@@ -28,6 +28,10 @@ JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint
 ROLE_NAMES = ("前一个", "后一个", "配对查找")  # TARGETS as a learner reads them
 LEAN_GAP = 0.005  # prev vs next: a head "leans" to one side only with this much more weight there
 MAIN_ROLE_WEIGHT = 0.6  # a head "mainly serves" a target only with this much of its weight there
+CROWDED_SHARPNESS = (4.0, 16.0, 200.0)  # the query length × key length of §7.4's table (4: the earlier example)
+STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")  # the lab's run, drawn by §7 without training
+STORED_SEEDS = 3
+SOURCE_NOTE = "数据：Vaswani et al. 2017，表 3（第 9 页），newstest2013 开发集"
 
 
 def level(value: float, levels) -> str:
@@ -107,21 +111,16 @@ def diversity(result, batch: Batch) -> dict:
     return out
 
 
-def _grouped(values: dict, levels) -> str:
-    groups = {}
-    for h, v in values.items():
-        groups.setdefault(level(v, levels), []).append(h)
-    order = sorted(groups, key=lambda label: min(groups[label]))  # the group with the smallest h first
-    return "；".join(f"h = {'、'.join(map(str, groups[label]))} {label}" for label in order)
-
-
 def diversity_text(div: dict) -> str:
-    """Each h's entropy and JS as levels (the same on every machine), with the thresholds."""
-    entropy = {h: e for h, (e, _) in div.items()}
-    js = {h: j for h, (_, j) in div.items() if j is not None}
+    """Each h's entropy and JS as levels (the same on every machine), h's of one level together, with the thresholds."""
     lines = []
-    for name, values, levels in (("行熵", entropy, ENTROPY_LEVELS), ("头间 JS", js, JS_LEVELS)):
-        lines += [f"{name}：{_grouped(values, levels)}", f"  （{_bounds_text(levels)} 比特）"]
+    for name, i, levels in (("行熵", 0, ENTROPY_LEVELS), ("头间 JS", 1, JS_LEVELS)):
+        groups = {}  # level -> the h's at it, the level of the smallest h first
+        for h, values in sorted(div.items()):
+            if values[i] is not None:  # no JS for h = 1
+                groups.setdefault(level(values[i], levels), []).append(str(h))
+        lines += [f"{name}：" + "；".join(f"h = {'、'.join(hs)} {label}" for label, hs in groups.items()),
+                  f"  （{_bounds_text(levels)} 比特）"]
     return "\n".join(lines)
 
 
@@ -133,11 +132,9 @@ def _circle(n: int) -> np.ndarray:
 def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     """Why a 1-dimensional head can only pick an end: q·k is monotone in k (keys on a line), unlike in 2-D
     (keys on a circle). Which key wins the kernel's softmax for each query, counted from 1."""
-    lines = []
-    keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first
-    for q in (-sharpness, -1.0, 1.0, sharpness):
-        weights = softmax(q * keys_1d)  # in 1-D the score is just q × k
-        lines.append(f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(weights.argmax()) + 1} 个键")
+    keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first; in 1-D the score is just q × k
+    lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} 个键"
+             for q in (-sharpness, -1.0, 1.0, sharpness)]
     keys_2d = _circle(points)  # (points, 2)
     winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) + 1 for j in range(points)]
     lines.append(f"二维：让查询依次指向第 1…{points} 个键，得分最高的键依次是 {winners}")
@@ -150,19 +147,12 @@ def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
     return {n: float(softmax(sharpness * _circle(n) @ _circle(n)[0]).max()) for n in counts}  # query at key 1
 
 
-CROWDED_SHARPNESS = (4.0, 16.0, 200.0)  # the query length × key length of §7.4's table (4: the earlier example)
-
-
 def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
     """``crowded_keys`` for each length in ``sharpness`` as a table (two decimals, tested far from rounding)."""
     won = {s: crowded_keys(counts, s) for s in sharpness}
     rows = [[f"{s:g}", *(f"{won[s][n]:.2f}" for n in counts)] for s in sharpness]
     return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)], rows).around(
         before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
-
-
-STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")  # the lab's run, drawn by §7 without training
-STORED_SEEDS = 3
 
 
 def stored_sweep() -> dict:
@@ -180,9 +170,6 @@ def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
         lines.append(f"h = {r['h']}：三项平均{level(new, ACCURACY_LEVELS)}，"
                      f"与存下的结果（{level(old, ACCURACY_LEVELS)}）{verdict}")
     return "\n".join(lines)
-
-
-SOURCE_NOTE = "数据：Vaswani et al. 2017，表 3（第 9 页），newstest2013 开发集"
 
 
 def table3_a():

@@ -156,7 +156,7 @@ def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
 
 
 def stored_sweep() -> dict:
-    """The stored run (``python -m lesson_lib.sections.s07_ablation``): {"results": ``sweep``'s rows, "seeds", …}."""
+    """The stored run (``scripts/store_toy_sweep.py``): {"results": ``sweep``'s rows, "seeds", "task", "train"}."""
     return json.loads(STORED_SWEEP.read_text(encoding="utf-8"))
 
 

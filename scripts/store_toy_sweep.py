@@ -1,4 +1,4 @@
-"""``python -m lesson_lib.sections.s07_ablation``: train the lab's sweep again and store it as toy_sweep.json."""
+"""`python scripts/store_toy_sweep.py` (maintainers): train the lab's sweep again, store it as §7's toy_sweep.json."""
 import json
 from dataclasses import asdict
 

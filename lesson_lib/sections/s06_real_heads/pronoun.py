@@ -1,9 +1,6 @@
-"""§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun?
-
-Pure functions over ``model.attend(text) -> (tokens, attentions (L, H, T, T))`` (a name's tokens, ▁小 + 红, summed),
-then what the cells print and draw and the widget; those take the model (``e5.load_or_explain()``) first and accept
-``None``. Weights print with 2 decimals: the 4-bit model gives the same 2 on every CPU.
-"""
+"""§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun? Pure functions over
+``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and draw (the model first, or None); the
+4-bit model's weights print the same 2 decimals on every CPU."""
 
 from __future__ import annotations
 
@@ -75,12 +72,8 @@ def word_span(tokens, word):
 def name_weights(attentions, tokens, pronoun, names):
     """{name: (L, H)}: the weight the pronoun's token sends to each name's tokens (summed)."""
     att = np.asarray(attentions)  # (L, H, T, T)
-    p0, p1 = word_span(tokens, pronoun)
-    out = {}
-    for name in names:
-        n0, n1 = word_span(tokens, name)
-        out[name] = att[:, :, p0:p1, n0:n1].sum(axis=-1).mean(axis=-1)  # (L, H) pronoun rows averaged
-    return out
+    p0, p1 = word_span(tokens, pronoun)  # each (L, H): the name's tokens summed, the pronoun's rows averaged
+    return {name: att[:, :, p0:p1, slice(*word_span(tokens, name))].sum(axis=-1).mean(axis=-1) for name in names}
 
 
 def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other="小明", top=5):
@@ -88,10 +81,8 @@ def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other
     w = name_weights(attentions, tokens, pronoun, (target, other))
     diff = w[target] - w[other]  # (L, H)
     top = check_top(top, diff.size)
-    order = np.argsort(-diff, axis=None, kind="stable")[:top]
-    n_heads = diff.shape[1]
-    return [(int(i // n_heads) + 1, int(i % n_heads) + 1, float(w[target].flat[i]), float(w[other].flat[i]))
-            for i in order]  # fmt: skip
+    order = np.unravel_index(np.argsort(-diff, axis=None, kind="stable")[:top], diff.shape)
+    return [(int(i) + 1, int(j) + 1, float(w[target][i, j]), float(w[other][i, j])) for i, j in zip(*order)]
 
 
 def nearest_name(sentence, pronoun):
@@ -100,9 +91,8 @@ def nearest_name(sentence, pronoun):
 
 
 def follow(model):
-    """One model run per minimal pair: ([(label, sentence, pronoun, {(layer, head): (to the agreeing name, to the
-    other)} for ``HEADS``)], and (L, H) counts of the pairs in which each head sends the pronoun more to the agreeing
-    name)."""
+    """One run per minimal pair: ([(label, sentence, pronoun, {head in HEADS: (to the agreeing name, to the other)})],
+    and (L, H) counts of the pairs in which each head sends the pronoun more to the agreeing name)."""
     table, counts = [], 0
     for label, sentence, pronoun in MINIMAL_PAIRS:
         tokens, att = model.attend(sentence)

@@ -264,9 +264,8 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 
 
 def plot_toy_heads():
-    """Without the weights package: §7's toy model's 4 trained heads, introduced by ``model_text(None)``."""
+    """Without the weights package: §7's toy model's 4 heads, trained here in a few seconds (see ``model_text``)."""
     from lesson_lib.models.toy import training
     from lesson_lib.show.plotting import heat_map
 
-    maps = np.asarray(training.example_heads(h=4, seed=0))  # (4, T, T), trained for a few seconds
-    return heat_map(maps, suptitle="玩具模型的 4 个头（训练后，种子 0）")
+    return heat_map(training.example_heads(h=4, seed=0), suptitle="玩具模型的 4 个头（训练后，种子 0）")

@@ -1,9 +1,6 @@
-"""What §7 and its lab print and draw about Table 3 and the trained toy models, the same on every machine.
-
-Training amplifies round-off (BLAS kernel, threads, SIMD): accuracy moves by up to 0.01 and entropy by up to
-0.2 bits, so outputs print levels (学会 / 大部分对 …) whose thresholds tests hold far from every value. Every number
-about the paper comes from ``paper.TABLE3``.
-"""
+"""What §7 and its lab print and draw about Table 3 (``paper.TABLE3``) and the trained toy models. Training amplifies
+round-off (accuracy moves by up to 0.01 between machines, entropy by 0.2 bits), so outputs print levels (学会 /
+大部分对 …) whose thresholds tests hold far from every value: the same on every machine."""
 
 from __future__ import annotations
 
@@ -41,10 +38,8 @@ def level(value: float, levels) -> str:
 
 def _bounds_text(levels) -> str:
     bounds = [b for b, _ in levels]
-    parts = [f"{levels[0][1]} ≥ {bounds[0]}"]
-    parts += [f"{label} {low}–{high}" for (low, label), high in zip(levels[1:-1], bounds)]
-    parts.append(f"{levels[-1][1]} < {bounds[-2]}")
-    return "，".join(parts)
+    middle = [f"{label} {low}–{high}" for (low, label), high in zip(levels[1:-1], bounds)]
+    return "，".join([f"{levels[0][1]} ≥ {bounds[0]}", *middle, f"{levels[-1][1]} < {bounds[-2]}"])
 
 
 def format_table(results) -> str:
@@ -209,9 +204,8 @@ def plot_toy_vs_paper(results):
     mean = np.array([r["accuracy_mean"] for r in results])
     sd = [r["accuracy_sd"] or 0.0 for r in results]  # None for a single seed
     right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2, label="三个目标的平均")
-    for target, label, style in [("prev", "前一个 prev", ":"), ("next", "后一个 next", "--"),
-                                 ("match", "配对查找 match", "-.")]:
-        right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8, label=label)
+    for target, name, style in zip(TARGETS, ROLE_NAMES, (":", "--", "-.")):  # labels: 前一个 prev, …
+        right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8, label=f"{name} {target}")
     right.axhline(chance, color="0.5", lw=1, ls="--")
     right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4), ha="right",
                    va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")  # above the dashed line, not on it

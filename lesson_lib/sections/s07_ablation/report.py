@@ -221,8 +221,8 @@ def plot_toy_vs_paper(results):
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"
            + "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
-    table = (["头数 h", "平均", "前一个 prev", "后一个 next", "配对查找 match"],
-             [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in ("prev", "next", "match"))]
+    table = (["头数 h", "平均", *(f"{name} {t}" for name, t in zip(ROLE_NAMES, TARGETS))],
+             [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)]
               for r, lv in zip(results, levels)])
     return describe(fig, alt, table)
 

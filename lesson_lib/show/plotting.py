@@ -1,5 +1,4 @@
-"""Pictures with alt text: the Chinese font for matplotlib, matplotlib figures shown as themed SVG, and the one
-heat-map renderer (themed SVG built directly: the same for a cell and a widget). matplotlib is imported lazily."""
+"""Pictures with alt text: matplotlib figures (Chinese font) shown as themed SVG, and the one heat-map renderer."""
 
 from __future__ import annotations
 
@@ -32,32 +31,24 @@ def font_path() -> Path:
     return path
 
 
-@functools.cache
-def _register_font() -> None:
-    from matplotlib import font_manager
-
-    font_manager.fontManager.addfont(str(font_path()))
-
-
 def use_chinese_font() -> str:
     """Register Noto Sans CJK SC (shipped by mplfonts) with matplotlib and make it the default sans-serif font."""
     import matplotlib as mpl
+    from matplotlib import font_manager
 
-    _register_font()
-    mpl.rcParams["font.family"] = "sans-serif"
-    mpl.rcParams["font.sans-serif"] = [CJK_FONT, "DejaVu Sans"]
-    mpl.rcParams["axes.unicode_minus"] = False  # the CJK font's minus sign renders; the Unicode one may not
+    if not any(f.fname == str(font_path()) for f in font_manager.fontManager.ttflist):
+        font_manager.fontManager.addfont(str(font_path()))
     # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends included.
-    mpl.rcParams.update({"font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
+    mpl.rcParams.update({"font.family": "sans-serif", "font.sans-serif": [CJK_FONT, "DejaVu Sans"],
+                         "axes.unicode_minus": False,  # the CJK font's minus sign renders; the Unicode one may not
+                         "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
                          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11})
     return CJK_FONT
 
 
 def grid_shape(h: int) -> tuple[int, int]:
     """(rows, cols) for h tiles: near-square, at most 8 wide."""
-    cols = min(h, 8, max(1, math.ceil(math.sqrt(h))))
-    if h > 4:
-        cols = min(8, max(cols, 4))
+    cols = min(8, max(4, math.ceil(math.sqrt(h)))) if h > 4 else math.ceil(math.sqrt(h))
     return math.ceil(h / cols), cols
 
 
@@ -70,8 +61,7 @@ def head_titles(titles, h: int) -> list:
     """Each tile's title: "头 i" by default, none for a single map; checks the count."""
     if titles is None:
         return [f"头 {i + 1}" for i in range(h)] if h > 1 else [None]
-    titles = list(titles)
-    if len(titles) != h:
+    if len(titles := list(titles)) != h:
         raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
     return titles
 
@@ -84,36 +74,32 @@ def _as_heads(weights) -> np.ndarray:
     return w
 
 
+def _ems(text: str, latin: float = 0.55) -> float:
+    return sum(1.0 if ord(ch) > 0x2E80 else latin for ch in text)
+
+
 def wrap_title(title: str | None, width_inches: float, size: float) -> str:
-    """Break a title into lines that fit ``width_inches`` at ``size`` pt (CJK 1 em, Latin ~0.55 em), at
-    a space or after Chinese punctuation where one is near, so a long title is wrapped instead of cut."""
-    if not title:
-        return title or ""
-    limit = width_inches * 72 / size  # ems per line
-    lines, line, ems = [], "", 0.0
-    for ch in title:
-        if ch == "\n":
-            lines.append(line)
-            line, ems = "", 0.0
-            continue
-        ems += 1.0 if ord(ch) > 0x2E80 else 0.55
-        line += ch
-        if ems > limit:
-            cut = max(line.rfind(p) for p in " ，：；（、")
-            cut = cut if cut > len(line) // 2 else len(line) - 1
-            keep = line[:cut + 1] if line[cut] != "（" else line[:cut]
-            lines.append(keep.rstrip())
-            line = line[len(keep):].lstrip()
-            ems = sum(1.0 if ord(c) > 0x2E80 else 0.55 for c in line)
-    lines.append(line)
+    """Break a title into lines that fit ``width_inches`` at ``size`` pt, at a space or after Chinese punctuation
+    where one is near, so a long title is wrapped instead of cut."""
+    limit, lines = width_inches * 72 / size, []  # ems per line
+    for part in (title or "").split("\n"):
+        line = ""
+        for ch in part:
+            line += ch
+            if _ems(line) > limit:
+                cut = max(line.rfind(p) for p in " ，：；（、")
+                cut = cut if cut > len(line) // 2 else len(line) - 1
+                keep = line[:cut + 1] if line[cut] != "（" else line[:cut]
+                lines.append(keep.rstrip())
+                line = line[len(keep):].lstrip()
+        lines.append(line)
     return "\n".join(lines)
 
 
 def _labels(tokens, count, axis_name):
     if tokens is None:
         return [str(i) for i in range(count)]
-    tokens = [str(t) for t in tokens]
-    if len(tokens) != count:
+    if len(tokens := [str(t) for t in tokens]) != count:
         raise ValueError(f"给了 {len(tokens)} 个词，但注意力图的{axis_name}数是 {count}：两者应相同。")
     return tokens
 
@@ -131,13 +117,16 @@ def colour_cells(values) -> np.ndarray:
     return colormap_lut()[np.clip(np.asarray(values) * 255.0 + 0.5, 0, 255).astype(np.intp)]
 
 
-def _png_href(rgb) -> str:
-    """(H, W, 3) uint8 as a PNG data URI for an SVG <image>."""
+def _image(x, y, width, height, rgb, smooth=False) -> str:
+    """(H, W, 3) uint8 as an SVG <image> (a PNG data URI), scaled without smoothing unless ``smooth``."""
     from PIL import Image
 
     buf = io.BytesIO()
     Image.fromarray(rgb).save(buf, format="PNG", compress_level=1)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    href = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    pixelated = "" if smooth else ' style="image-rendering:pixelated"'
+    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"{pixelated} '
+            f'href="{href}"/>')
 
 
 # How every picture reaches the page. JupyterLab's image/png renderer sets no alt and paints a white slab on a dark
@@ -184,34 +173,9 @@ def _install_display() -> None:
 
     formatters = shell.display_formatter.formatters
     formatters["text/html"].for_type(Figure, lambda fig: picture_html(fig) if alt_text(fig) else None)
-    png = formatters["image/png"]
-    try:
-        inline_png = png.lookup_by_type(Figure)
-    except KeyError:
-        inline_png = None
-    if inline_png is not None:  # a PNG beside the HTML would draw every figure twice
-        png.for_type(Figure, lambda fig: None if alt_text(fig) else inline_png(fig))
+    if inline_png := formatters["image/png"].type_printers.get(Figure):  # PNG beside HTML: every figure twice
+        formatters["image/png"].for_type(Figure, lambda fig: None if alt_text(fig) else inline_png(fig))
     shell._lesson_pictures = True
-
-
-def figure_svg(fig) -> str:
-    """``fig`` as an <svg> element: text as text, colours following the JupyterLab theme, deterministic ids."""
-    import matplotlib as mpl
-
-    buf = io.StringIO()
-    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
-        fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
-    svg = buf.getvalue()
-    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg[svg.index("<svg"):], flags=re.S)
-    svg = re.sub(r"<(\w+)([^>]*?)style=\"([^\"]*)\"", _recolour_element, svg)
-    return svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
-
-
-def _recolour_element(match) -> str:
-    tag, attrs, style = match.groups()
-    style = re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
-                   lambda m: f"{m.group(1)}: {theme_colour(m.group(2), m.group(1), text=tag == 'text')}", style)
-    return f'<{tag}{attrs}style="{style}"'
 
 
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:
@@ -240,20 +204,27 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     return hex_colour
 
 
-def picture_html(fig, alt: str | None = None, fallback: bool = True) -> str:
-    """The HTML that shows ``fig`` (drawn once, as SVG): themed and named by its alt text, the numbers folded.
-    ``fallback=False``: no <img> copy for sanitized pages (a widget's picture is never sanitized)."""
-    alt = alt or alt_text(fig)
-    if not alt:
-        raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
-    table = getattr(fig, "lesson_table", None)
-    if isinstance(fig, Picture):
-        return wrap_picture(fig.svg, alt, table, fallback)
-    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+def picture_html(fig) -> str:
+    """The HTML that shows a described matplotlib ``fig``: its SVG (text as text, colours by ``theme_colour``,
+    deterministic ids) named by its alt text, the numbers folded."""
+    import matplotlib as mpl
 
-    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):  # after tight_layout: savefig would lay out
-        fig._layout_engine = None  # again for nothing (set_layout_engine("none") installs a new placeholder)
-    return wrap_picture(figure_svg(fig), alt, table, fallback)
+    if not alt_text(fig):
+        raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
+    buf = io.StringIO()
+    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
+        fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):], flags=re.S)
+
+    def recolour(match) -> str:
+        tag, attrs, style = match.groups()
+        style = re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
+                       lambda m: f"{m[1]}: {theme_colour(m[2], m[1], text=tag == 'text')}", style)
+        return f'<{tag}{attrs}style="{style}"'
+
+    svg = re.sub(r"<(\w+)([^>]*?)style=\"([^\"]*)\"", recolour, svg)
+    svg = svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
+    return wrap_picture(svg, fig.lesson_alt, fig.lesson_table, fallback=True)
 
 
 def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:
@@ -266,7 +237,7 @@ def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:
     if fallback:
         data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
         width = re.search(r'width="([\d.]+)(pt|px)?"', svg)
-        size = f' width="{round(float(width.group(1)) * (4 / 3 if width.group(2) == "pt" else 1))}"' if width else ""
+        size = f' width="{round(float(width[1]) * (4 / 3 if width[2] == "pt" else 1))}"' if width else ""
         parts.append(f'<img class="lesson-ras" alt="{name}"{size} style="max-width:100%;height:auto;background:#fff"'
                      f' src="data:image/svg+xml;base64,{data}">')
     if table is not None:
@@ -278,8 +249,7 @@ def folded_table(table, summary: str = "图中的数字（表格）") -> str:
     """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers behind a picture)."""
     from lesson_lib.show.theme import html_table
 
-    headers, rows = table
-    return f"<details><summary>{_html.escape(summary)}</summary>{html_table(headers, rows, ())}</details>"
+    return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 
 def sentence(text: str) -> str:
@@ -324,8 +294,8 @@ def _key_label(x: float, y: float, token: str) -> str:
             f'dominant-baseline="central">{_html.escape(token)}</text>')
 
 
-def _text_px(token: str, size: float) -> float:
-    return sum(size if ord(ch) > 0x2E80 else 0.6 * size for ch in token)
+def _frame(x, y, width, height) -> str:
+    return f'<rect x="{x}" y="{y}" width="{width}" height="{height}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
 
 
 class Picture(str):
@@ -349,13 +319,10 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
              box: tuple[int, int] | None = None, highlight_head: int | None = None, note: str | None = None) -> Picture:
     """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget.
 
-    Each head's cells are an embedded image scaled without smoothing; labels are text in the theme's colour (rows by
-    ``tokens``, keys by ``col_tokens`` or ``tokens``, each a whole word on one line, keys turned 90°), left out when a
-    row is under 12 px. Alt text and the folded table come from ``heads_description`` unless given (``table=False``:
-    none). ``cols=1`` stacks the maps, each with its key labels; ``cell_px`` defaults to what fits a 592 px output;
-    ``highlight_row`` (0-based) and ``highlight_head`` (1-based) are framed in red; ``height``: at least this tall.
-    ``box=(width, height)``: every head small and numbered in exactly that size (``note`` instead, for one head).
-    """
+    Labels are text (keys by ``col_tokens`` or ``tokens``), left out under 12 px rows; alt text and table come from
+    ``heads_description`` unless given (``table=False``: none). ``cols=1`` stacks the maps; ``highlight_row``
+    (0-based) and ``highlight_head`` (1-based) are framed in red; ``height``: at least this tall. ``box=(width,
+    height)``: every head small and numbered in exactly that size (``note`` instead, for one head)."""
     w = _as_heads(weights)
     h, n, m = w.shape
     row_tokens = _labels(tokens, n, "行")
@@ -364,17 +331,16 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     titles = [str(i + 1) if numbered else None for i in range(h)] if small else head_titles(titles, h)
     stacked, size, esc = cols == 1 and h > 1, 13, _html.escape
     labels = [] if small or not numbered else row_tokens
-    left = round(max(_text_px(t, size) for t in labels)) + 10 if labels else (3 if numbered else 25)
-    down = round(max(_text_px(t, size) for t in key_tokens)) + 10 if labels else 6
+    left = round(max(_ems(t, 0.6) * size for t in labels)) + 10 if labels else (3 if numbered else 25)
+    down = round(max(_ems(t, 0.6) * size for t in key_tokens)) + 10 if labels else 6
     cols = math.ceil(math.sqrt(h)) if small else (cols or grid_shape(h)[1])
     rows = math.ceil(h / cols)
     title_px = 13 if small else 15
-    width = box[0] if small else None
     if cell_px is None and not small:  # as large as a 576 px picture allows, at most 28 px
         cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * tile_gap(h, n)))))
     if not small and cell_px < 12:  # labels would be unreadably small: the alt text and table name them
         labels, left, down = [], 8, 6
-    width = width or left + cols * m * cell_px + (cols - 1) * tile_gap(h, n) * cell_px + 70
+    width = box[0] if small else left + cols * m * cell_px + (cols - 1) * tile_gap(h, n) * cell_px + 70
     lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
     top = 8 + (title_px + 5) * len(lines) + (0 if small else 18 if h > 1 else 0)
     if small:
@@ -389,16 +355,18 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
             vgap = max(vgap, down + 24)
     grid_h = rows * n * cell_px + (rows - 1) * vgap
     height = box[1] if small else max(top + grid_h + (down if labels else 6), height or 0)
-    out = [_svg_open(width, height, size)]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
+           f' style="fill:var(--jp-content-font-color1,#000);font-family:var(--jp-ui-font-family,sans-serif);'
+           f'font-size:{size}px">']
     out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:{title_px}px">{esc(line)}</text>'
             for i, line in enumerate(lines)]
     if small and h == 1:
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
-                for i, line in enumerate(wrap_title(note or "", (width - 8) / 96, 13 * 0.75).split("\n"))]
+                for i, line in enumerate(wrap_title(note, (width - 8) / 96, 13 * 0.75).split("\n"))]
     for i, title in enumerate(titles if not (small and h == 1) else []):
         r, c = divmod(i, cols)
         x0, y0 = left + c * (m * cell_px + hgap), top + r * (n * cell_px + vgap)
-        out.append(_image(x0, y0, m * cell_px, n * cell_px, _png_href(colour_cells(w[i]))))
+        out.append(_image(x0, y0, m * cell_px, n * cell_px, colour_cells(w[i])))
         if title:
             out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
         elif small and c == 0:  # too many heads to number each: the first of each row is named at the left
@@ -416,25 +384,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if small:
         return Picture("".join(out) + "</svg>", alt or "")
     bx = width - 56
-    out.append(_image(bx, top, 12, grid_h, _png_href(colormap_lut()[::-1][:, None, :]), smooth=True))
+    out.append(_image(bx, top, 12, grid_h, colormap_lut()[::-1][:, None, :], smooth=True))
     out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
             for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
     described, table_described = heads_description(w, row_tokens, key_tokens, titles, suptitle)
-    table = table_described if table is None else (table or None)
-    return Picture("".join(out) + "</svg>", alt or described, table)
-
-
-def _svg_open(width: int, height: int, size: int) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" style="fill:var(--jp-content-font-color1,#000);'
-            f'font-family:var(--jp-ui-font-family,sans-serif);font-size:{size}px">')
-
-
-def _image(x, y, width, height, href, smooth=False) -> str:
-    pixelated = "" if smooth else ' style="image-rendering:pixelated"'
-    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"{pixelated} '
-            f'href="{href}"/>')
-
-
-def _frame(x, y, width, height) -> str:
-    return f'<rect x="{x}" y="{y}" width="{width}" height="{height}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
+    return Picture("".join(out) + "</svg>", alt or described, table_described if table is None else (table or None))

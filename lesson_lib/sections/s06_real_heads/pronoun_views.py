@@ -107,8 +107,6 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
 
 def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
     """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
-    from lesson_lib.show.plotting import picture_html
-
     try:
         with one_blas_thread():
             tokens, att = model.attend(text)
@@ -123,7 +121,7 @@ def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
             f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
         )
     fig = pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b))
-    return "<br>".join(lines), picture_html(fig, fallback=False)
+    return "<br>".join(lines), str(fig)  # a Picture: its HTML for the widget
 
 
 @_needs_model

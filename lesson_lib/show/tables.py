@@ -36,37 +36,22 @@ class TextTable(str):
         return TextTable(text, text_html(before) + self.html + text_html(after))
 
 
-def show(table) -> None:
-    """Display ``table`` (HTML in a notebook, its text elsewhere) from inside a function that prints."""
-    from IPython import get_ipython
-
-    if get_ipython() is not None:
-        from IPython.display import display
-
-        display(table)
-    else:
-        print(table)
-
-
 def text_table(headers, rows, code_columns=()) -> TextTable:
-    """Render ``rows`` (sequences of values) under ``headers`` with columns padded to line up (``code_columns``:
-    shown in the code font in HTML)."""
+    """``rows`` under ``headers``, columns padded to line up, numbers on the right (``code_columns``: the code font
+    in HTML)."""
     cells = [[cell_text(v) for v in row] for row in rows]
     head = [str(h) for h in headers]
     if any(len(r) != len(head) for r in cells):
         raise ValueError("每一行的列数都应与表头相同。")
     widths = [max(display_width(x) for x in col) for col in zip(head, *cells)]
+    numeric = [i for i in range(len(head)) if rows and all(_is_number(r[i]) for r in rows)]
 
     def line(values, raw=None):
-        out = []
-        for i, (text, width) in enumerate(zip(values, widths)):
-            pad = " " * (width - display_width(text))
-            out.append(pad + text if (raw is not None and _is_number(raw[i])) else text + pad)
-        return "  ".join(out).rstrip()
+        pads = [" " * (width - display_width(text)) for text, width in zip(values, widths)]
+        return "  ".join(pad + text if raw is not None and _is_number(raw[i]) else text + pad
+                         for i, (text, pad) in enumerate(zip(values, pads))).rstrip()
 
-    lines = [line(head), "  ".join("-" * w for w in widths)]
-    lines += [line(c, r) for c, r in zip(cells, rows)]
-    numeric = [i for i in range(len(head)) if rows and all(_is_number(r[i]) for r in rows)]
+    lines = [line(head), "  ".join("-" * w for w in widths), *(line(c, r) for c, r in zip(cells, rows))]
     return TextTable("\n".join(lines), html_table(head, rows, code_columns=code_columns, numeric_columns=numeric))
 
 

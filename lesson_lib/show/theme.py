@@ -12,6 +12,9 @@ import numpy as np
 # tone -> accent variable (border, and a 10 % tint of the background)
 TONES = {"note": "--jp-brand-color1", "ok": "--jp-success-color1", "warn": "--jp-warn-color1"}
 TEXT_STYLE = "color:var(--jp-content-font-color1);"
+SHORT_CODE = 32  # characters: (8, 6, 64) or Attention(Q_i, K_i, V_i) stays on one line; longer code wraps at spaces
+# Page-wide rules no inline style can express (page.css): in the widgets' stylesheets and on the static page.
+PAGE_CSS = (Path(__file__).parent / "page.css").read_text(encoding="utf-8")
 
 
 def box(inner_html: str, tone: str = "note") -> str:
@@ -35,42 +38,27 @@ def cell_text(value) -> str:
 
 
 def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
-    """A table whose cells wrap between words, never inside one (no 「A / ttention」); headers wrap only at spaces
-    (no 「工 / 作量」); code keeps its spaces and wraps only at them, so an identifier is never cut; numbers line up
-    on the right. Wider than the output (a narrow window), the table scrolls inside its own box instead of being cut.
-    """
+    """A table whose cells and headers wrap between words, never inside one (no 「A / ttention」, no 「工 / 作量」),
+    code in the code font wrapping only at its spaces, numbers on the right; too wide, it scrolls in its own box."""
     cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:keep-all;overflow-wrap:normal;"
     def align(i):
         return "text-align:right;font-variant-numeric:tabular-nums;" if i in numeric_columns else "text-align:left;"
 
+    code = "white-space:{};font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
     head = "".join(f'<th scope="col" style="{cell}{align(i)}border-bottom:1px solid var(--jp-border-color1)">'
                    f"{_html.escape(str(h))}</th>" for i, h in enumerate(headers))
     body = []
     for row in rows:
-        tds = "".join(f'<td style="{cell}{align(i)}{_code(cell_text(v)) if i in code_columns else ""}">'
-                      f"{_html.escape(cell_text(v))}</td>" for i, v in enumerate(row))
-        body.append(f"<tr>{tds}</tr>")
+        texts = [cell_text(v) for v in row]
+        wraps = [code.format("nowrap" if len(t) <= SHORT_CODE else "pre-wrap") if i in code_columns else ""
+                 for i, t in enumerate(texts)]
+        body.append("<tr>" + "".join(f'<td style="{cell}{align(i)}{wraps[i]}">{_html.escape(t)}</td>'
+                                     for i, t in enumerate(texts)) + "</tr>")
     return (f'<div class="lesson-table-wrap" style="max-width:100%;overflow-x:auto">'
             f'<table class="lesson-table" style="{TEXT_STYLE}border-collapse:collapse;margin:4px 0">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
-def _code(text: str) -> str:
-    """Code font; a short fragment (a shape, a call) stays on one line, a long line wraps only at its spaces."""
-    wrap = "nowrap" if len(text) <= _SHORT_CODE else "pre-wrap"
-    return f"white-space:{wrap};font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
-
-
-_SHORT_CODE = 32  # characters: (8, 6, 64) or Attention(Q_i, K_i, V_i) is read as one piece
-
-
 def text_html(text: str) -> str:
     """Plain lines of text as themed HTML (line breaks kept); empty text gives nothing."""
-    if not text:
-        return ""
-    return f'<div style="{TEXT_STYLE}white-space:pre-line;margin:4px 0">{_html.escape(text)}</div>'
-
-
-# Page-wide rules no inline style can express (page.css): in the widgets' stylesheets and on the static page.
-PAGE_CSS = (Path(__file__).parent / "page.css").read_text(encoding="utf-8")
-
+    return f'<div style="{TEXT_STYLE}white-space:pre-line;margin:4px 0">{_html.escape(text)}</div>' if text else ""

@@ -87,13 +87,15 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
     heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
     with one_blas_thread():
         table, counts = ph.follow(model, conditions, heads)
-    from lesson_lib.show.tables import show, text_table
+    from IPython.display import display
+
+    from lesson_lib.show.tables import text_table
 
     rows = []
     for condition, scores in table:
         cells = (f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, heads))
         rows.append([condition.label, *cells])
-    show(text_table(["条件", *(head_label(*h) for h in heads)], rows)
+    display(text_table(["条件", *(head_label(*h) for h in heads)], rows)
          .around(before="每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大"))
     n = len(conditions)
     for h in heads:

@@ -129,12 +129,9 @@ def _image(x, y, width, height, rgb, smooth=False) -> str:
             f'href="{href}"/>')
 
 
-# How every picture reaches the page. JupyterLab's image/png renderer sets no alt and paints a white slab on a dark
-# page, so a described figure is shown as HTML: its SVG with text as text, greys as the theme's variables, role="img"
-# named by the description, and the numbers folded under it. A notebook opened untrusted is sanitized (no <svg>, no
-# <style>, but an <img> with a data URI stays): the same SVG bytes as an <img> remain there, on a white ground (an
-# <img> sees no theme). So a figure is drawn once (issue 29): the <img> is the SVG again, not a second PNG rendering.
-
+# A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG, text as text, in the theme's
+# colours, named by its description, numbers folded under it. A sanitized (untrusted) page drops <svg> and <style>
+# but keeps an <img> with a data URI: the same SVG bytes, on white (issue 29: drawn once, not a second PNG).
 _PICTURE_CSS = (
     "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:none!important}"
     ".lesson-fig svg{max-width:100%;height:auto}"
@@ -143,8 +140,8 @@ _PICTURE_CSS = (
 
 
 def describe(fig, alt: str, table=None):
-    """Give ``fig`` (a Figure or a ``Picture``) the description a screen reader says and optionally ``table`` =
-    (headers, rows) of its numbers. Returns it (a Picture: a new one)."""
+    """Give ``fig`` (a Figure, or a ``Picture``: a new one) the sentence a screen reader says and the table =
+    (headers, rows) of its numbers."""
     if not alt or not isinstance(alt, str):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
     if isinstance(fig, Picture):
@@ -162,20 +159,15 @@ def _install_display() -> None:
     """In IPython, show described figures by ``picture_html`` instead of a bare PNG (others unchanged)."""
     import sys
 
-    if "IPython" not in sys.modules:
-        return
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is None or getattr(shell, "_lesson_pictures", False):
-        return
     from matplotlib.figure import Figure
 
-    formatters = shell.display_formatter.formatters
-    formatters["text/html"].for_type(Figure, lambda fig: picture_html(fig) if alt_text(fig) else None)
-    if inline_png := formatters["image/png"].type_printers.get(Figure):  # PNG beside HTML: every figure twice
-        formatters["image/png"].for_type(Figure, lambda fig: None if alt_text(fig) else inline_png(fig))
-    shell._lesson_pictures = True
+    shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()  # not imported outside a notebook
+    if shell and not getattr(shell, "_lesson_pictures", False):
+        formatters = shell.display_formatter.formatters
+        formatters["text/html"].for_type(Figure, lambda fig: picture_html(fig) if alt_text(fig) else None)
+        if inline_png := formatters["image/png"].type_printers.get(Figure):  # PNG beside HTML: every figure twice
+            formatters["image/png"].for_type(Figure, lambda fig: None if alt_text(fig) else inline_png(fig))
+        shell._lesson_pictures = True
 
 
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:
@@ -185,19 +177,16 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
     light = (max(r, g, b) + min(r, g, b)) / 510
     grey = max(r, g, b) - min(r, g, b) < 12
+    line = text or role == "stroke"
     if text and not grey:
         return f"color-mix(in srgb,{hex_colour} 55%,var(--jp-content-font-color1,#000))"
-    if text or role == "stroke":
-        if not grey:
-            return hex_colour
-        if light < 0.25:
-            return "var(--jp-content-font-color1,#000)"
-        if light < 0.6:
-            return "var(--jp-content-font-color2,#555)"
+    if grey and light < 0.25:
+        return "var(--jp-content-font-color1,#000)"
+    if grey and light < (0.6 if line else 0.4):  # grey text and lines, arrow heads and other dark marks
+        return "var(--jp-content-font-color2,#555)"
+    if line and grey:
         return "var(--jp-border-color1,#bdbdbd)" if light < 0.97 else "var(--jp-layout-color0,#fff)"
-    if grey and light < 0.4:  # arrow heads and other dark marks drawn as fills
-        return "var(--jp-content-font-color2,#555)" if light > 0.25 else "var(--jp-content-font-color1,#000)"
-    if light > 0.84:  # white and pale boxes behind text
+    if light > 0.84 and not line:  # white and pale boxes behind text
         if grey and light > 0.99:
             return "var(--jp-layout-color0,#fff)"
         return f"color-mix(in srgb,{hex_colour} var(--lesson-tint,100%),var(--jp-layout-color0,#fff))"
@@ -317,12 +306,9 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
              cols: int | None = None, cell_px: int | None = None,
              highlight_row: int | None = None, alt: str | None = None, table=None, height: int | None = None,
              box: tuple[int, int] | None = None, highlight_head: int | None = None, note: str | None = None) -> Picture:
-    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget.
-
-    Labels are text (keys by ``col_tokens`` or ``tokens``), left out under 12 px rows; alt text and table come from
-    ``heads_description`` unless given (``table=False``: none). ``cols=1`` stacks the maps; ``highlight_row``
-    (0-based) and ``highlight_head`` (1-based) are framed in red; ``height``: at least this tall. ``box=(width,
-    height)``: every head small and numbered in exactly that size (``note`` instead, for one head)."""
+    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget. Alt
+    text and table from ``heads_description`` unless given (``table=False``: none); ``highlight_row`` (0-based),
+    ``highlight_head`` (1-based) framed in red; ``box=(width, height)``: every head small, in exactly that size."""
     w = _as_heads(weights)
     h, n, m = w.shape
     row_tokens = _labels(tokens, n, "行")

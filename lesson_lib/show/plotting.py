@@ -46,17 +46,6 @@ def use_chinese_font() -> str:
     return CJK_FONT
 
 
-def grid_shape(h: int) -> tuple[int, int]:
-    """(rows, cols) for h tiles: near-square, at most 8 wide."""
-    cols = min(8, max(4, math.ceil(math.sqrt(h)))) if h > 4 else math.ceil(math.sqrt(h))
-    return math.ceil(h / cols), cols
-
-
-def tile_gap(h: int, n: int) -> int:
-    """Blank cells between tiles of n × n maps: the tiles' titles sit in them."""
-    return 1 if h == 1 else max(2, round(0.25 * n))
-
-
 def head_titles(titles, h: int) -> list:
     """Each tile's title: "头 i" by default, none for a single map; checks the count."""
     if titles is None:
@@ -273,20 +262,6 @@ def heads_description(weights, row_tokens, key_tokens, titles=None, title=None):
     return alt, (headers, table)
 
 
-def _key_label(x: float, y: float, token: str) -> str:
-    """A column's label as one vertical line from (x, y) down, never wrapped inside a word (issue 30): Chinese
-    upright, top to bottom, as it is read; other words turned a quarter, as Latin labels usually are."""
-    if any(ord(ch) > 0x2E80 for ch in token):
-        return (f'<text x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright" '
-                f'dominant-baseline="central">{_html.escape(token)}</text>')
-    return (f'<text transform="translate({x},{y}) rotate(-90)" text-anchor="end" '
-            f'dominant-baseline="central">{_html.escape(token)}</text>')
-
-
-def _frame(x, y, width, height) -> str:
-    return f'<rect x="{x}" y="{y}" width="{width}" height="{height}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
-
-
 class Picture(str):
     """A picture's HTML: a widget's value as it is; shown by a notebook cell with its <img> copy for sanitized pages."""
 
@@ -316,17 +291,18 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     small, numbered = box is not None, h <= MAX_LABELLED_HEADS
     titles = [str(i + 1) if numbered else None for i in range(h)] if small else head_titles(titles, h)
     stacked, size, esc = cols == 1 and h > 1, 13, _html.escape
+    frame = '<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
     labels = [] if small or not numbered else row_tokens
     left = round(max(_ems(t, 0.6) * size for t in labels)) + 10 if labels else (3 if numbered else 25)
     down = round(max(_ems(t, 0.6) * size for t in key_tokens)) + 10 if labels else 6
-    cols = math.ceil(math.sqrt(h)) if small else (cols or grid_shape(h)[1])
-    rows = math.ceil(h / cols)
-    title_px = 13 if small else 15
+    # Tiles near-square, at most 8 wide, a quarter of a map apart (their titles sit in the gap)
+    cols = math.ceil(math.sqrt(h)) if small else cols or min(8, max(math.ceil(math.sqrt(h)), 4 if h > 4 else 1))
+    rows, gap, title_px = math.ceil(h / cols), max(2, round(0.25 * n)), 13 if small else 15
     if cell_px is None and not small:  # as large as a 576 px picture allows, at most 28 px
-        cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * tile_gap(h, n)))))
+        cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * gap))))
     if not small and cell_px < 12:  # labels would be unreadably small: the alt text and table name them
         labels, left, down = [], 8, 6
-    width = box[0] if small else left + cols * m * cell_px + (cols - 1) * tile_gap(h, n) * cell_px + 70
+    width = box[0] if small else left + cols * m * cell_px + (cols - 1) * gap * cell_px + 70
     lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
     top = 8 + (title_px + 5) * len(lines) + (0 if small else 18 if h > 1 else 0)
     if small:
@@ -336,7 +312,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
                              (box[1] - top - rows * caption - (rows - 1) * hgap) // (rows * n)))
         top += caption
     else:
-        hgap = vgap = tile_gap(h, n) * cell_px
+        hgap = vgap = gap * cell_px
         if stacked:
             vgap = max(vgap, down + 24)
     grid_h = rows * n * cell_px + (rows - 1) * vgap
@@ -361,12 +337,16 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         if labels and c == 0:
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
                     f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
-        if labels and (r == rows - 1 or stacked or i + cols >= h):
-            out += [_key_label(x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4, t) for j, t in enumerate(key_tokens)]
+        for j, t in enumerate(key_tokens if labels and (r == rows - 1 or stacked or i + cols >= h) else []):
+            x, y = x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4  # one line down, never split (issue 30):
+            place = (f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'  # Chinese upright
+                     if any(ord(ch) > 0x2E80 for ch in t) else f'transform="translate({x},{y}) rotate(-90)" '
+                     'text-anchor="end"')  # Latin turned, as it usually is
+            out.append(f'<text {place} dominant-baseline="central">{esc(t)}</text>')
         if i + 1 == highlight_head:
-            out.append(_frame(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
+            out.append(frame.format(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
         if i == 0 and highlight_row is not None:
-            out.append(_frame(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
+            out.append(frame.format(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
     if small:
         return Picture("".join(out) + "</svg>", alt or "")
     bx = width - 56

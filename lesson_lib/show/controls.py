@@ -13,17 +13,13 @@ LIVE = "lesson-live"  # class of an output a screen reader reads out when it cha
 
 
 def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1, reader: bool = True):
-    """Call ``show(summary, picture)`` now and whenever a control changes (with ``submit``, a Button: on a click and
-    when a one-line text box commits); a redraw never re-enters itself. ``picture``: None, or "html" for an HTML
-    widget (``pictures`` > 1: a tuple of them in one row). ``reader=False``: the caller makes its box ``accessible``.
-    The box's ``controls`` holds the controls, ``summary`` (a live region) and ``picture``."""
+    """Call ``show(summary, picture)`` now and whenever a control changes (with a ``submit`` Button: on its click or
+    a one-line text box's commit), never re-entered; ``picture``: None or "html" (``pictures`` > 1: a row of them)."""
     import ipywidgets as w
 
-    summary = w.HTML().add_class(LIVE)
-    margins = [] if picture is None else ["0", *["0 0 0 8px"] * (pictures - 1)]
-    images = [w.HTML(layout=w.Layout(max_width="100%", margin=margin)) for margin in margins]
-    for shown in (summary, *images) if images else ():  # a picture's area keeps its tallest height: nothing jumps
-        shown.add_class(KEEP_HEIGHT)
+    images = [w.HTML(layout=w.Layout(max_width="100%", margin="0 0 0 8px" if i else "0")).add_class(KEEP_HEIGHT)
+              for i in range(pictures if picture else 0)]  # a picture's area keeps its tallest height: nothing jumps
+    summary = w.HTML().add_class(LIVE).add_class(KEEP_HEIGHT) if images else w.HTML().add_class(LIVE)
     picture = images[0] if len(images) == 1 else (tuple(images) or None)
     busy = []
 
@@ -54,7 +50,7 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
 
 
 def _widget_class(name: str, js: str, css: str = "", **traits):
-    """An anywidget class running ``js`` (shipped inline: no CDN), styled by ``css`` and the page rules."""
+    """An anywidget class running ``js`` (inline in its state: no CDN), styled by ``css`` and the page rules."""
     import anywidget
 
     from lesson_lib.show.theme import PAGE_CSS
@@ -80,7 +76,7 @@ def named(control, name: str):
 
 
 def screen_reader_only(text: str) -> str:
-    """``text`` as HTML a screen reader reads and the page does not show (e.g. a live summary's picture description)."""
+    """``text`` as HTML a screen reader reads and the page does not show."""
     import html
 
     return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:hidden;'
@@ -106,8 +102,7 @@ def _slider_class():
     import traitlets as t
 
     class Slider(_widget_class("SliderBase", "slider.js", (_HERE / "slider.css").read_text(encoding="utf-8"))):
-        """A slider over ``(label, value)`` options, named for screen readers and driven by the keyboard; setting
-        ``max`` of an integer range rebuilds the options and keeps the value inside, as IntSlider does."""
+        """A slider over ``(label, value)`` options, named for screen readers and driven by the keyboard."""
 
         description = t.Unicode("").tag(sync=True)
         labels = t.List(t.Unicode()).tag(sync=True)
@@ -143,7 +138,7 @@ def _slider_class():
             return self._values[-1]
 
         @max.setter
-        def max(self, high):  # an integer range's new end (§5's zoom): the value stays inside
+        def max(self, high):  # an integer range's new end (§5's zoom): the value stays inside, as in IntSlider
             values = list(range(self.min, int(high) + 1))
             keep = min(self.value, values[-1])
             self._values, self.labels = values, [str(v) for v in values]

@@ -21,9 +21,8 @@ _PALETTE = (
 
 
 def _highlight(text: str) -> str:
-    """Highlighted HTML, one block per source line with a hanging indent (a wrapped line continues under its own
-    indentation plus 4 columns); each run without spaces is kept whole, so a line wraps only at its spaces
-    (never after the minus of ``-np.inf``, issue 30)."""
+    """One block per source line, a wrapped line continuing under its own indentation plus 4 columns; each run
+    without spaces kept whole, so a line wraps only at its spaces (never after the minus of ``-np.inf``, issue 30)."""
     from pygments.lexers import PythonLexer
 
     lines = [[]]
@@ -35,22 +34,21 @@ def _highlight(text: str) -> str:
             if i:
                 lines.append([])
             lines[-1] += [(part, style) for part in re.split(r"( +)", piece) if part]
-    return "".join(_line(src, parts) for src, parts in zip(text.split("\n"), lines))
-
-
-def _line(source_line: str, parts) -> str:
-    body, word = [], []
-    for part, style in [*parts, (" ", None)]:  # a closing space ends the last word
-        if part.isspace():
-            if word:
-                body.append(f'<span style="white-space:nowrap">{"".join(word)}</span>')
-            body.append(part)
-            word = []
-        else:
-            word.append(f'<span style="{style}">{html.escape(part)}</span>' if style else html.escape(part))
-    hang = len(source_line) - len(source_line.lstrip(" ")) + 4
-    content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
-    return f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">{content}</span>'
+    out = []
+    for source_line, parts in zip(text.split("\n"), lines):
+        body, word = [], []
+        for part, style in [*parts, (" ", None)]:  # a closing space ends the last word
+            if part.isspace():
+                body += [f'<span style="white-space:nowrap">{"".join(word)}</span>'] if word else []
+                body.append(part)
+                word = []
+            else:
+                word.append(f'<span style="{style}">{html.escape(part)}</span>' if style else html.escape(part))
+        hang = len(source_line) - len(source_line.lstrip(" ")) + 4
+        content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
+        out.append(f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">'
+                   f"{content}</span>")
+    return "".join(out)
 
 
 class Listing:

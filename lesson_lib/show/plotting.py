@@ -15,7 +15,6 @@ import numpy as np
 CJK_FONT = "Noto Sans CJK SC"
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
 MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
-MAX_LABELLED_HEADS = 16  # above this many heads, tiles are too small for token labels
 
 
 def font_path() -> Path:
@@ -44,15 +43,6 @@ def use_chinese_font() -> str:
                          "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
                          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11})
     return CJK_FONT
-
-
-def head_titles(titles, h: int) -> list:
-    """Each tile's title: "头 i" by default, none for a single map; checks the count."""
-    if titles is None:
-        return [f"头 {i + 1}" for i in range(h)] if h > 1 else [None]
-    if len(titles := list(titles)) != h:
-        raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
-    return titles
 
 
 def _as_heads(weights) -> np.ndarray:
@@ -140,10 +130,6 @@ def describe(fig, alt: str, table=None):
     return fig
 
 
-def alt_text(fig) -> str | None:
-    return getattr(fig, "lesson_alt", None)
-
-
 def _install_display() -> None:
     """In IPython, show described figures by ``picture_html`` instead of a bare PNG (others unchanged)."""
     import sys
@@ -152,10 +138,10 @@ def _install_display() -> None:
 
     shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()  # not imported outside a notebook
     if shell and not getattr(shell, "_lesson_pictures", False):
-        formatters = shell.display_formatter.formatters
-        formatters["text/html"].for_type(Figure, lambda fig: picture_html(fig) if alt_text(fig) else None)
-        if inline_png := formatters["image/png"].type_printers.get(Figure):  # PNG beside HTML: every figure twice
-            formatters["image/png"].for_type(Figure, lambda fig: None if alt_text(fig) else inline_png(fig))
+        html, png = (shell.display_formatter.formatters[kind] for kind in ("text/html", "image/png"))
+        html.for_type(Figure, lambda fig: picture_html(fig) if hasattr(fig, "lesson_alt") else None)
+        if inline_png := png.type_printers.get(Figure):  # a PNG beside the HTML would show every figure twice
+            png.for_type(Figure, lambda fig: None if hasattr(fig, "lesson_alt") else inline_png(fig))
         shell._lesson_pictures = True
 
 
@@ -187,7 +173,7 @@ def picture_html(fig) -> str:
     deterministic ids) named by its alt text, the numbers folded."""
     import matplotlib as mpl
 
-    if not alt_text(fig):
+    if not getattr(fig, "lesson_alt", None):
         raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
     buf = io.StringIO()
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
@@ -235,12 +221,11 @@ def sentence(text: str) -> str:
     return text if text.endswith(("。", "？", "！")) else text + "。"
 
 
-def heads_description(weights, row_tokens, key_tokens, titles=None, title=None):
+def heads_description(weights, row_tokens, key_tokens, titles, title=None):
     """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name each row's two
     largest weights, larger ones each tile's three largest cells; the table gives each row's largest."""
     w = _as_heads(weights)
     h, n, m = w.shape
-    titles = head_titles(titles, h)
     rows_txt, keys_txt = [str(t) for t in row_tokens], [str(t) for t in key_tokens]
     parts, table = [], []
     for i in range(h):
@@ -288,8 +273,12 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     h, n, m = w.shape
     row_tokens = _labels(tokens, n, "行")
     key_tokens = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
-    small, numbered = box is not None, h <= MAX_LABELLED_HEADS
-    titles = [str(i + 1) if numbered else None for i in range(h)] if small else head_titles(titles, h)
+    small, numbered = box is not None, h <= 16  # more heads: tiles too small for token labels or numbers
+    if titles is not None and len(titles := list(titles)) != h:
+        raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
+    if small:
+        titles = [str(i + 1) if numbered else None for i in range(h)]
+    titles = titles or ([f"头 {i + 1}" for i in range(h)] if h > 1 else [None])
     stacked, size, esc = cols == 1 and h > 1, 13, _html.escape
     frame = '<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
     labels = [] if small or not numbered else row_tokens

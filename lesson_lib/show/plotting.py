@@ -8,6 +8,7 @@ import html as _html
 import io
 import math
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -125,17 +126,10 @@ def describe(fig, alt: str, table=None):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
     if isinstance(fig, Picture):
         return Picture(fig.svg, alt, table)
-    fig.lesson_alt, fig.lesson_table = alt, table
-    _install_display()
-    return fig
-
-
-def _install_display() -> None:
-    """In IPython, show described figures by ``picture_html`` instead of a bare PNG (others unchanged)."""
-    import sys
-
     from matplotlib.figure import Figure
 
+    fig.lesson_alt, fig.lesson_table = alt, table
+    # In IPython, described figures are shown by picture_html instead of a bare PNG (others unchanged)
     shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()  # not imported outside a notebook
     if shell and not getattr(shell, "_lesson_pictures", False):
         html, png = (shell.display_formatter.formatters[kind] for kind in ("text/html", "image/png"))
@@ -143,6 +137,7 @@ def _install_display() -> None:
         if inline_png := png.type_printers.get(Figure):  # a PNG beside the HTML would show every figure twice
             png.for_type(Figure, lambda fig: None if hasattr(fig, "lesson_alt") else inline_png(fig))
         shell._lesson_pictures = True
+    return fig
 
 
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:

@@ -7,7 +7,6 @@ import html
 import inspect
 import re
 
-_KEEP = 55  # % of the editor's colour a token keeps; the rest is the theme's text colour
 _TEXT = "var(--jp-content-font-color1, #000)"
 # pygments token type -> (short CSS property on the listing, --jp-mirror-editor-…-color, fallback): first prefix wins
 _PALETTE = (
@@ -58,7 +57,8 @@ class Listing:
         self.text = text
 
     def _repr_html_(self) -> str:
-        palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, {fallback}) {_KEEP}%, "
+        # each token keeps 55 % of the editor's colour, the rest is the theme's text colour
+        palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, {fallback}) 55%, "
                           f"{_TEXT});" for _kind, short, var, fallback in _PALETTE)
         style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
                  "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;margin:0;"

@@ -206,7 +206,7 @@ def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
     """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers behind a picture)."""
-    from lesson_lib.show.theme import html_table
+    from lesson_lib.show.tables import html_table
 
     return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 

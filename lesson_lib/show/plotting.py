@@ -76,14 +76,6 @@ def wrap_title(title: str | None, width_inches: float, size: float) -> str:
     return "\n".join(lines)
 
 
-def _labels(tokens, count, axis_name):
-    if tokens is None:
-        return [str(i) for i in range(count)]
-    if len(tokens := [str(t) for t in tokens]) != count:
-        raise ValueError(f"给了 {len(tokens)} 个词，但注意力图的{axis_name}数是 {count}：两者应相同。")
-    return tokens
-
-
 @functools.cache
 def colormap_lut() -> np.ndarray:
     """(256, 3) uint8 colours of viridis, the lesson's one colormap."""
@@ -266,8 +258,11 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     ``highlight_head`` (1-based) framed in red; ``box=(width, height)``: every head small, in exactly that size."""
     w = _as_heads(weights)
     h, n, m = w.shape
-    row_tokens = _labels(tokens, n, "行")
-    key_tokens = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
+    row_tokens, key_tokens = ([str(t) for t in given] if given is not None else [str(i) for i in range(count)]
+                              for given, count in ((tokens, n), (col_tokens if col_tokens is not None else tokens, m)))
+    for given, count, axis in ((row_tokens, n, "行"), (key_tokens, m, "列")):
+        if len(given) != count:
+            raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}：两者应相同。")
     small, numbered = box is not None, h <= 16  # more heads: tiles too small for token labels or numbers
     if titles is not None and len(titles := list(titles)) != h:
         raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")

@@ -156,12 +156,10 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
 
 
 def picture_html(fig) -> str:
-    """The HTML that shows a described matplotlib ``fig``: its SVG (text as text, colours by ``theme_colour``,
-    deterministic ids) named by its alt text, the numbers folded."""
+    """The HTML that shows a matplotlib ``fig`` given to ``describe``: its SVG (text as text, colours by
+    ``theme_colour``, deterministic ids) named by its alt text, the numbers folded."""
     import matplotlib as mpl
 
-    if not getattr(fig, "lesson_alt", None):
-        raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
     buf = io.StringIO()
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})

@@ -87,15 +87,13 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
     heads = (ph.PRONOUN_HEAD, *ph.DECOYS)
     with one_blas_thread():
         table, counts = ph.follow(model, conditions, heads)
-    from IPython.display import display
-
-    from lesson_lib.show.tables import text_table
+    from lesson_lib.show.tables import show, text_table
 
     rows = []
     for condition, scores in table:
         cells = (f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, heads))
         rows.append([condition.label, *cells])
-    display(text_table(["条件", *(head_label(*h) for h in heads)], rows)
+    show(text_table(["条件", *(head_label(*h) for h in heads)], rows)
          .around(before="每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大"))
     n = len(conditions)
     for h in heads:
@@ -109,6 +107,8 @@ def minimal_pairs(model, conditions=ph.MINIMAL_PAIRS):
 
 def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
     """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
+    from lesson_lib.show.plotting import picture_html
+
     try:
         with one_blas_thread():
             tokens, att = model.attend(text)
@@ -123,7 +123,7 @@ def _pronoun_summary(model, text, pronoun, name_a, name_b, heads):
             f"{head_label(layer, head)}：「{pronoun}」→ {name_a} {a:.2f}，→ {name_b} {b:.2f}（更偏向 {winner}）"
         )
     fig = pronoun_rows_figure((tokens, att), heads, pronoun, (name_a, name_b))
-    return "<br>".join(lines), str(fig)  # a Picture: its HTML for the widget
+    return "<br>".join(lines), picture_html(fig, fallback=False)
 
 
 @_needs_model

@@ -129,4 +129,3 @@ def test_every_printer_the_notebook_shows_as_a_table_gives_html():
                   flops.format_table(50, 512, [1, 8]), head_lab.comparison_table(heads=(1, 8)),
                   ablation_plots.table3_text()):
         assert "<table" in table._repr_html_()
-

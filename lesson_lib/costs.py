@@ -6,7 +6,7 @@ heads (g = h: MHA; 1 < g < h: GQA, Ainslie et al. 2023; g = 1: MQA, Shazeer 2019
 d × (g·d_k), so 2·d² + 2·d·g·d_k projection weights; a decoder caches 2·g·d_k numbers per earlier token.
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from lesson_lib.attention import head_width
 from lesson_lib.checks import LessonInputError, check_heads, check_int
@@ -50,11 +50,6 @@ class LayerCount:
         """Fraction of the matmul multiplies spent in the four projections."""
         return (self.qkv_projections + self.output_projection) / self.matmul_total
 
-    def as_dict(self) -> dict:
-        row = asdict(self)
-        row.update(d_k=self.d_k, matmul_total=self.matmul_total, softmax_total=self.softmax_total)
-        return row
-
 
 def count(n: int, d_model: int, h: int) -> LayerCount:
     """Closed-form per-stage counts of one self-attention layer (n tokens, width d_model, h heads)."""
@@ -68,12 +63,6 @@ def parameters(d_model: int, h: int) -> int:
     """Learnable weights of the layer: W^Q, W^K, W^V (h blocks of d_model × d_k each) and W^O."""
     d_k = head_width(d_model, check_heads(d_model, h))
     return h * 3 * d_model * d_k + (h * d_k) * d_model  # h·(W_i^Q, W_i^K, W_i^V) + W^O: 4·d_model² for any h
-
-
-def count_rows(n: int, d_model: int, heads) -> list[dict]:
-    """One dict per head count (every stage, d_k and the totals): the rows of format_table."""
-    return [count(n, d_model, h).as_dict() for h in heads]
-
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,7 @@ def test_ipython_shows_described_figures_as_html_only():
 @pytest.mark.parametrize("heads_", [1, 2])
 def test_demo_alt_states_each_heads_largest_weight_and_the_features(heads_):
     d = averaging.demo(heads_, 4.0)
-    alt = averaging.demo_alt(d)
+    alt = html.unescape(re.search(r'role="img" aria-label="([^"]*)"', averaging.demo_html(d)).group(1))
     for name, row in zip(d.names, d.weights):
         k = int(np.argmax(row[:averaging.QUERY]))
         assert f"{name}：「她」给「{averaging.TOKENS[k]}」{row[k]:.2f}" in alt

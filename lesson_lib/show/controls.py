@@ -148,20 +148,16 @@ def _slider_class():
     return Slider
 
 
-def slider(description: str, value, *, options=None, min=None, max=None, layout=None):
-    """The lesson's slider (not ipywidgets' unnamed ones): ``options=[(label, value), …]`` or an integer range
-    ``min…max``; ``description`` is the Chinese name a screen reader says and the label beside the track."""
+def slider(description: str, value, *, options=None, min=None, max=None, step=1, layout=None):
+    """The lesson's slider (not ipywidgets' unnamed ones): ``options=[(label, value), …]`` or ``min…max`` in
+    ``step``s (a fractional step: labels with one decimal); ``description`` is the Chinese name a screen reader says."""
     import ipywidgets as w
 
     if options is None:
-        options = [(str(v), v) for v in range(int(min), int(max) + 1)]
+        values = [round(min + i * step, 10) for i in range(round((max - min) / step) + 1)]
+        options = [(f"{v:.1f}" if step % 1 else str(v), v) for v in values]
     # 300 px at least: a slider track stays draggable on a 1024 px screen
     return _slider_class()(options, value, description, layout=layout or w.Layout(min_width="300px", width="380px"))
-
-
-def float_options(low: float, high: float, step: float):
-    """``(label, value)`` options from ``low`` to ``high`` in ``step``s, labels with one decimal."""
-    return [(f"{low + i * step:.1f}", round(low + i * step, 10)) for i in range(round((high - low) / step) + 1)]
 
 
 def walk(widget):

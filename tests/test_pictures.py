@@ -55,21 +55,21 @@ def test_figure_fits_the_output_and_every_text_is_at_least_11_px(name):
 
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_every_figure_carries_chinese_alt_text(name):
-    alt = plotting.alt_text(FIGURES[name]())
+    alt = FIGURES[name]().lesson_alt
     assert alt and re.search(r"[\u4e00-\u9fff]", alt) and len(alt) > 30
 
 
 def test_heat_map_alt_names_the_largest_weights():
     w = np.array([[[0.55, 0.06, 0.39], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]]])
     fig = plotting.heat_map(w, tokens=["她", "小红", "小明"], titles=["第 8 层 · 头 1"])
-    alt = plotting.alt_text(fig)
+    alt = fig.lesson_alt
     assert "「她」给「她」0.55，给「小明」0.39" in alt
     _headers, table = fig.lesson_table
     assert table[1][-3:] == ["小红", "小红", "0.70"]
 
 
 def test_toy_vs_paper_alt_gives_each_head_counts_level_not_machine_dependent_digits():
-    alt = plotting.alt_text(report.plot_toy_vs_paper(_toy_results()))
+    alt = report.plot_toy_vs_paper(_toy_results()).lesson_alt
     # accuracies 0.41, 0.52, 0.97, 0.96, 0.81, 0.66 for h = 1 … 32: levels as §7's checked table states them
     assert "h = 1：小部分对，h = 2：小部分对，h = 4：学会，h = 8：学会，h = 16：大部分对，h = 32：大部分对" in alt
     assert "0.97" not in alt
@@ -78,7 +78,7 @@ def test_toy_vs_paper_alt_gives_each_head_counts_level_not_machine_dependent_dig
 def test_picture_html_names_the_svg_and_hides_it_until_styles_apply():
     fig = FIGURES["toy_vs_paper"]()
     page = plotting.picture_html(fig)
-    alt = html.escape(plotting.alt_text(fig), quote=True)
+    alt = html.escape(fig.lesson_alt, quote=True)
     assert f'<svg role="img" aria-label="{alt}"' in page
     assert f'<img class="lesson-ras" alt="{alt}"' in page  # what a sanitized (untrusted) page keeps
     svg_text = page[page.index("<svg"):page.index("</svg>") + 6]

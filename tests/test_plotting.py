@@ -14,7 +14,7 @@ import pytest
 from helpers import assert_chinese_message
 
 from lesson_lib.show import plotting
-from lesson_lib.show.plotting import grid_shape, head_titles, heat_map, tile_gap
+from lesson_lib.show.plotting import heat_map
 
 TOKENS = ["我", "喜欢", "注意力", "机制", "Law", "<EOS>", "，", "它的", "应用", "。"]
 
@@ -102,8 +102,10 @@ def test_a_picture_is_html_for_a_widget_and_a_cell():
     picture = plotting.heat_map(random_weights(1, 3), tokens=["她", "小红", "小明"])
     assert picture.startswith("<style>") and 'role="img"' in picture and "<img" not in picture  # a widget's value
     assert '<img class="lesson-ras"' in picture._repr_html_() and repr(picture).startswith("<图：注意力热图")
+    assert plotting.picture_html(picture, fallback=False) == picture
+    assert plotting.picture_html(picture) == picture._repr_html_()
     again = plotting.describe(picture, "另一句说明", (["a"], [["1"]]))
-    assert plotting.alt_text(again) == "另一句说明" and 'aria-label="另一句说明"' in again
+    assert again.lesson_alt == "另一句说明" and 'aria-label="另一句说明"' in again
 
 
 def test_sixty_four_heads_each_tile_is_that_heads_cells():
@@ -132,9 +134,17 @@ def test_sixty_four_heads_each_tile_is_that_heads_cells():
 # ---------------------------------------------------------------------------------------------
 
 
+def tiles(h, n=4):
+    """(rows, cols, gap between tiles in cells) of a default heat map's tiles, read off its <image>s."""
+    images = list(svg_of(heat_map(random_weights(h, n))).iter(f"{SVG}image"))[:-1]  # the last is the colour bar
+    xs, ys = sorted({float(i.get("x")) for i in images}), sorted({float(i.get("y")) for i in images})
+    cell = float(images[0].get("width")) / n
+    return len(ys), len(xs), (xs[1] - xs[0] - n * cell) / cell if len(xs) > 1 else None
+
+
 @pytest.mark.parametrize("h", range(1, 65))
 def test_grid_shape(h):
-    rows, cols = grid_shape(h)
+    rows, cols, _gap = tiles(h)
     assert 1 <= cols <= 8
     assert rows * cols >= h  # room for every head
     assert (rows - 1) * cols < h  # no empty row
@@ -146,7 +156,7 @@ def test_grid_shape(h):
     ("h", "shape"), [(1, (1, 1)), (2, (1, 2)), (4, (2, 2)), (8, (2, 4)), (16, (4, 4)), (64, (8, 8))]
 )
 def test_grid_shape_values(h, shape):
-    assert grid_shape(h) == shape
+    assert tiles(h)[:2] == shape
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,10 +190,11 @@ def test_wrong_title_count():
     assert_chinese(excinfo, 2, 3)
 
 
-@pytest.mark.parametrize(("h", "n", "gap"), [(1, 12, 1), (8, 4, 2), (8, 12, 3), (64, 12, 3), (2, 30, 8)])
+@pytest.mark.parametrize(("h", "n", "gap"), [(1, 12, None), (8, 4, 2), (8, 12, 3), (64, 12, 3), (2, 30, 8)])
 def test_one_gap_and_one_set_of_default_titles(h, n, gap):
-    assert tile_gap(h, n) == gap  # a quarter of a map, at least 2 cells, 1 for a lone map
-    assert head_titles(None, h) == ([None] if h == 1 else [f"头 {i}" for i in range(1, h + 1)])
+    assert tiles(h, n)[2] == gap  # a quarter of a map, at least 2 cells
+    titles = {t for t in texts_of(svg_of(heat_map(random_weights(h, n)))) if t.startswith("头")}
+    assert titles == {f"头 {i}" for i in range(1, h + 1)} if h > 1 else not titles
 
 
 @pytest.mark.parametrize("shape", [(4,), (2, 2, 3, 3)])

@@ -10,7 +10,7 @@ import pytest
 from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections import s05_head_lab as head_lab
 from lesson_lib.sections.s09_paper import KERNELS, formula_view
-from lesson_lib.show import theme
+from lesson_lib.show import tables, theme
 from lesson_lib.show.tables import text_table
 
 HARD_COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}\b|\brgba?\(|\b(white|black|gr[ae]y)\b(?!-)")
@@ -38,11 +38,11 @@ def test_every_summary_box_of_sections_2_and_5_is_themed():
 
 
 def test_html_table_escapes_and_does_not_break_words():
-    html = theme.html_table(["代码", "项"], [["a < b & c", "head_i = Attention(Q W_i^Q)"]], code_columns=(0,))
+    html = tables.html_table(["代码", "项"], [["a < b & c", "head_i = Attention(Q W_i^Q)"]], code_columns=(0,))
     ET.fromstring(html)
     assert "a &lt; b &amp; c" in html
     assert html.count("word-break:keep-all") == 4 and "white-space:nowrap" in html  # 2 headers + 2 cells
-    long_code = theme.html_table(["代码"], [["shifted = x - x.max(axis=axis, keepdims=True)"]], code_columns=(0,))
+    long_code = tables.html_table(["代码"], [["shifted = x - x.max(axis=axis, keepdims=True)"]], code_columns=(0,))
     assert "white-space:pre-wrap" in long_code  # a long line wraps, at its spaces only
     assert "break-all" not in html and not HARD_COLOUR.search(html)
 

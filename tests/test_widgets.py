@@ -191,7 +191,7 @@ def test_slider_keeps_value_index_and_range_in_step():
     assert (s.value, s.index, s.labels) == (3, 2, ["1", "2", "3"])
     with pytest.raises(TraitError, match="层"):
         s.value = 7
-    f = controls.slider("锐度", 4.0, options=controls.float_options(0.0, 10.0, 0.5))
+    f = controls.slider("锐度", 4.0, min=0.0, max=10.0, step=0.5)
     assert f.labels[:3] == ["0.0", "0.5", "1.0"] and len(f.labels) == 21 and f.labels[f.index] == "4.0"
 
 

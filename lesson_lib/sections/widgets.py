@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from lesson_lib.show.controls import LABEL_BESIDE, float_options, linked, screen_reader_only, slider
+from lesson_lib.show.controls import LABEL_BESIDE, linked, screen_reader_only, slider
 
 
 def head_lab():
@@ -45,7 +45,7 @@ def averaging_demo():
 
     heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=1, description="头数",
                             style={**LABEL_BESIDE, "button_width": "80px"})
-    sharp = slider("锐度", 4.0, options=float_options(0.0, 10.0, 0.5))  # demo() takes 0 … 50
+    sharp = slider("锐度", 4.0, min=0.0, max=10.0, step=0.5)  # demo() takes 0 … 50
 
     def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)

@@ -1,6 +1,5 @@
-"""Controls every section and the self-test share: ``linked`` (observe controls, lay them out over what a pure
-function fills), ``slider`` (the one accessible slider) and ``accessible`` (names, roles and keys for a screen reader).
-ipywidgets and anywidget are imported inside the functions; the page scripts are reader.js and slider.js."""
+"""Controls the sections and the self-test share: ``linked`` wiring, the one accessible ``slider``, and ``accessible``
+(names, roles and keys for a screen reader, by reader.js). ipywidgets and anywidget are imported when first used."""
 
 from __future__ import annotations
 
@@ -8,25 +7,19 @@ import functools
 from pathlib import Path
 
 _HERE = Path(__file__).parent
-_CONTROL = {"min_width": "300px", "width": "380px"}  # a slider track stays draggable on a 1024 px screen
 LABEL_BESIDE = {"description_width": "initial"}  # a control's style: its whole Chinese label, beside it
 KEEP_HEIGHT = "lesson-keep-height"  # class of an output that never shrinks back while its controls move
 LIVE = "lesson-live"  # class of an output a screen reader reads out when it changes (feedback, a lab's summary)
 
 
 def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1, reader: bool = True):
-    """Call ``show(summary, picture)`` now and whenever a control changes (with ``submit``, a Button: on a click and
-    when a one-line text box commits); ``show`` may adjust other controls without redrawing again.
-    ``picture``: None or "html" (an HTML widget for ``plotting.picture_html``); ``pictures`` > 1: a tuple of them in
-    one row that never wraps. The box's ``controls`` holds the controls, ``summary`` (a live region) and ``picture``.
-    ``reader=False``: the caller lays the controls out in its own box (and makes that box ``accessible``)."""
+    """Call ``show(summary, picture)`` now and whenever a control changes (with a ``submit`` Button: on its click or
+    a one-line text box's commit), never re-entered; ``picture``: None or "html" (``pictures`` > 1: a row of them)."""
     import ipywidgets as w
 
-    summary = w.HTML().add_class(LIVE)
-    margins = [] if picture is None else ["0", *["0 0 0 8px"] * (pictures - 1)]
-    images = [w.HTML(layout=w.Layout(max_width="100%", margin=margin)) for margin in margins]
-    for shown in (summary, *images) if images else ():  # a picture's area keeps its tallest height: nothing jumps
-        shown.add_class(KEEP_HEIGHT)
+    images = [w.HTML(layout=w.Layout(max_width="100%", margin="0 0 0 8px" if i else "0")).add_class(KEEP_HEIGHT)
+              for i in range(pictures if picture else 0)]  # a picture's area keeps its tallest height: nothing jumps
+    summary = w.HTML().add_class(LIVE).add_class(KEEP_HEIGHT) if images else w.HTML().add_class(LIVE)
     picture = images[0] if len(images) == 1 else (tuple(images) or None)
     busy = []
 
@@ -56,21 +49,22 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
     return box
 
 
-@functools.cache
-def _reader_class():
+def _widget_class(name: str, js: str, css: str = "", **traits):
+    """An anywidget class running ``js`` (inline in its state: no CDN), styled by ``css`` and the page rules."""
     import anywidget
-    import traitlets as t
 
     from lesson_lib.show.theme import PAGE_CSS
 
-    class Reader(anywidget.AnyWidget):
-        """Invisible: its script (reader.js) gives the controls of the box it sits in names, roles and states."""
+    esm = (_HERE / js).read_text(encoding="utf-8")
+    return type(name, (anywidget.AnyWidget,), {"__module__": __name__, "_esm": esm, "_css": css + PAGE_CSS, **traits})
 
-        _esm = (_HERE / "reader.js").read_text(encoding="utf-8")
-        _css = PAGE_CSS
-        names = t.List(t.List(t.Unicode())).tag(sync=True)  # [[css class, accessible name], ...]
 
-    return Reader
+@functools.cache  # built on first use: anywidget and traitlets' metaclass work stay out of import time
+def _reader_class():
+    import traitlets as t
+
+    # Invisible: gives the controls of the box it sits in names, roles and states; [[css class, name], ...]
+    return _widget_class("Reader", "reader.js", names=t.List(t.List(t.Unicode())).tag(sync=True))
 
 
 def named(control, name: str):
@@ -82,7 +76,7 @@ def named(control, name: str):
 
 
 def screen_reader_only(text: str) -> str:
-    """``text`` as HTML a screen reader reads and the page does not show (e.g. a live summary's picture description)."""
+    """``text`` as HTML a screen reader reads and the page does not show."""
     import html
 
     return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:hidden;'
@@ -103,19 +97,13 @@ def accessible(box):
     return box
 
 
-@functools.cache  # built on first use: anywidget and traitlets' metaclass work stay out of import time
+@functools.cache
 def _slider_class():
-    import anywidget
     import traitlets as t
 
-    from lesson_lib.show.theme import PAGE_CSS
+    class Slider(_widget_class("SliderBase", "slider.js", (_HERE / "slider.css").read_text(encoding="utf-8"))):
+        """A slider over ``(label, value)`` options, named for screen readers and driven by the keyboard."""
 
-    class Slider(anywidget.AnyWidget):
-        """A slider over ``(label, value)`` options, named for screen readers and driven by the keyboard; setting
-        ``max`` of an integer range rebuilds the options and keeps the value inside, as IntSlider does."""
-
-        _esm = (_HERE / "slider.js").read_text(encoding="utf-8")
-        _css = (_HERE / "slider.css").read_text(encoding="utf-8") + PAGE_CSS
         description = t.Unicode("").tag(sync=True)
         labels = t.List(t.Unicode()).tag(sync=True)
         index = t.Int(0).tag(sync=True)
@@ -127,7 +115,6 @@ def _slider_class():
             self._values = [v for _label, v in options]
             super().__init__(description=description, labels=[str(label) for label, _v in options], **kwargs)
             self.value = value
-            self.index = self._values.index(value)
 
         @t.validate("value")
         def _known(self, proposal):
@@ -143,10 +130,7 @@ def _slider_class():
         def _from_index(self, change):
             self.value = self._values[min(max(change.new, 0), len(self._values) - 1)]
 
-        @property
-        def options(self):
-            return list(zip(self.labels, self._values))
-
+        options = property(lambda self: list(zip(self.labels, self._values)))
         min = property(lambda self: self._values[0])
 
         @property
@@ -154,9 +138,9 @@ def _slider_class():
             return self._values[-1]
 
         @max.setter
-        def max(self, high):  # an integer range's new end (§5's zoom, §3's steps): the value stays inside
+        def max(self, high):  # an integer range's new end (§5's zoom): the value stays inside, as in IntSlider
             values = list(range(self.min, int(high) + 1))
-            keep = values[-1] if self.value > values[-1] else self.value
+            keep = min(self.value, values[-1])
             self._values, self.labels = values, [str(v) for v in values]
             self.value = keep
             self.index = values.index(keep)
@@ -164,19 +148,16 @@ def _slider_class():
     return Slider
 
 
-def slider(description: str, value, *, options=None, min=None, max=None, layout=None):
-    """The lesson's slider: ``options=[(label, value), …]`` or an integer range ``min…max``; ``description`` is the
-    Chinese name a screen reader says and the label beside the track. Use it instead of ipywidgets' sliders."""
+def slider(description: str, value, *, options=None, min=None, max=None, step=1, layout=None):
+    """The lesson's slider (not ipywidgets' unnamed ones): ``options=[(label, value), …]`` or ``min…max`` in
+    ``step``s (a fractional step: labels with one decimal); ``description`` is the Chinese name a screen reader says."""
     import ipywidgets as w
 
     if options is None:
-        options = [(str(v), v) for v in range(int(min), int(max) + 1)]
-    return _slider_class()(options, value, description, layout=layout or w.Layout(**_CONTROL))
-
-
-def float_options(low: float, high: float, step: float):
-    """``(label, value)`` options from ``low`` to ``high`` in ``step``s, labels with one decimal."""
-    return [(f"{low + i * step:.1f}", round(low + i * step, 10)) for i in range(round((high - low) / step) + 1)]
+        values = [round(min + i * step, 10) for i in range(round((max - min) / step) + 1)]
+        options = [(f"{v:.1f}" if step % 1 else str(v), v) for v in values]
+    # 300 px at least: a slider track stays draggable on a 1024 px screen
+    return _slider_class()(options, value, description, layout=layout or w.Layout(min_width="300px", width="380px"))
 
 
 def walk(widget):

@@ -1,5 +1,4 @@
-"""Pictures with alt text: the Chinese font for matplotlib, matplotlib figures shown as themed SVG, and the one
-heat-map renderer (themed SVG built directly: the same for a cell and a widget). matplotlib is imported lazily."""
+"""Pictures with alt text: matplotlib figures (Chinese font) shown as themed SVG, and the one heat-map renderer."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ import html as _html
 import io
 import math
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,6 @@ import numpy as np
 CJK_FONT = "Noto Sans CJK SC"
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
 MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
-MAX_LABELLED_HEADS = 16  # above this many heads, tiles are too small for token labels
 
 
 def font_path() -> Path:
@@ -32,48 +31,19 @@ def font_path() -> Path:
     return path
 
 
-@functools.cache
-def _register_font() -> None:
-    from matplotlib import font_manager
-
-    font_manager.fontManager.addfont(str(font_path()))
-
-
 def use_chinese_font() -> str:
     """Register Noto Sans CJK SC (shipped by mplfonts) with matplotlib and make it the default sans-serif font."""
     import matplotlib as mpl
+    from matplotlib import font_manager
 
-    _register_font()
-    mpl.rcParams["font.family"] = "sans-serif"
-    mpl.rcParams["font.sans-serif"] = [CJK_FONT, "DejaVu Sans"]
-    mpl.rcParams["axes.unicode_minus"] = False  # the CJK font's minus sign renders; the Unicode one may not
+    if not any(f.fname == str(font_path()) for f in font_manager.fontManager.ttflist):
+        font_manager.fontManager.addfont(str(font_path()))
     # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends included.
-    mpl.rcParams.update({"font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
+    mpl.rcParams.update({"font.family": "sans-serif", "font.sans-serif": [CJK_FONT, "DejaVu Sans"],
+                         "axes.unicode_minus": False,  # the CJK font's minus sign renders; the Unicode one may not
+                         "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
                          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11})
     return CJK_FONT
-
-
-def grid_shape(h: int) -> tuple[int, int]:
-    """(rows, cols) for h tiles: near-square, at most 8 wide."""
-    cols = min(h, 8, max(1, math.ceil(math.sqrt(h))))
-    if h > 4:
-        cols = min(8, max(cols, 4))
-    return math.ceil(h / cols), cols
-
-
-def tile_gap(h: int, n: int) -> int:
-    """Blank cells between tiles of n × n maps: the tiles' titles sit in them."""
-    return 1 if h == 1 else max(2, round(0.25 * n))
-
-
-def head_titles(titles, h: int) -> list:
-    """Each tile's title: "头 i" by default, none for a single map; checks the count."""
-    if titles is None:
-        return [f"头 {i + 1}" for i in range(h)] if h > 1 else [None]
-    titles = list(titles)
-    if len(titles) != h:
-        raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
-    return titles
 
 
 def _as_heads(weights) -> np.ndarray:
@@ -84,38 +54,26 @@ def _as_heads(weights) -> np.ndarray:
     return w
 
 
+def _ems(text: str, latin: float = 0.55) -> float:
+    return sum(1.0 if ord(ch) > 0x2E80 else latin for ch in text)
+
+
 def wrap_title(title: str | None, width_inches: float, size: float) -> str:
-    """Break a title into lines that fit ``width_inches`` at ``size`` pt (CJK 1 em, Latin ~0.55 em), at
-    a space or after Chinese punctuation where one is near, so a long title is wrapped instead of cut."""
-    if not title:
-        return title or ""
-    limit = width_inches * 72 / size  # ems per line
-    lines, line, ems = [], "", 0.0
-    for ch in title:
-        if ch == "\n":
-            lines.append(line)
-            line, ems = "", 0.0
-            continue
-        ems += 1.0 if ord(ch) > 0x2E80 else 0.55
-        line += ch
-        if ems > limit:
-            cut = max(line.rfind(p) for p in " ，：；（、")
-            cut = cut if cut > len(line) // 2 else len(line) - 1
-            keep = line[:cut + 1] if line[cut] != "（" else line[:cut]
-            lines.append(keep.rstrip())
-            line = line[len(keep):].lstrip()
-            ems = sum(1.0 if ord(c) > 0x2E80 else 0.55 for c in line)
-    lines.append(line)
+    """Break a title into lines that fit ``width_inches`` at ``size`` pt, at a space or after Chinese punctuation
+    where one is near, so a long title is wrapped instead of cut."""
+    limit, lines = width_inches * 72 / size, []  # ems per line
+    for part in (title or "").split("\n"):
+        line = ""
+        for ch in part:
+            line += ch
+            if _ems(line) > limit:
+                cut = max(line.rfind(p) for p in " ，：；（、")
+                cut = cut if cut > len(line) // 2 else len(line) - 1
+                keep = line[:cut + 1] if line[cut] != "（" else line[:cut]
+                lines.append(keep.rstrip())
+                line = line[len(keep):].lstrip()
+        lines.append(line)
     return "\n".join(lines)
-
-
-def _labels(tokens, count, axis_name):
-    if tokens is None:
-        return [str(i) for i in range(count)]
-    tokens = [str(t) for t in tokens]
-    if len(tokens) != count:
-        raise ValueError(f"给了 {len(tokens)} 个词，但注意力图的{axis_name}数是 {count}：两者应相同。")
-    return tokens
 
 
 @functools.cache
@@ -131,21 +89,21 @@ def colour_cells(values) -> np.ndarray:
     return colormap_lut()[np.clip(np.asarray(values) * 255.0 + 0.5, 0, 255).astype(np.intp)]
 
 
-def _png_href(rgb) -> str:
-    """(H, W, 3) uint8 as a PNG data URI for an SVG <image>."""
+def _image(x, y, width, height, rgb, smooth=False) -> str:
+    """(H, W, 3) uint8 as an SVG <image> (a PNG data URI), scaled without smoothing unless ``smooth``."""
     from PIL import Image
 
     buf = io.BytesIO()
     Image.fromarray(rgb).save(buf, format="PNG", compress_level=1)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    href = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    pixelated = "" if smooth else ' style="image-rendering:pixelated"'
+    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"{pixelated} '
+            f'href="{href}"/>')
 
 
-# How every picture reaches the page. JupyterLab's image/png renderer sets no alt and paints a white slab on a dark
-# page, so a described figure is shown as HTML: its SVG with text as text, greys as the theme's variables, role="img"
-# named by the description, and the numbers folded under it. A notebook opened untrusted is sanitized (no <svg>, no
-# <style>, but an <img> with a data URI stays): the same SVG bytes as an <img> remain there, on a white ground (an
-# <img> sees no theme). So a figure is drawn once (issue 29): the <img> is the SVG again, not a second PNG rendering.
-
+# A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG, text as text, in the theme's
+# colours, named by its description, numbers folded under it. A sanitized (untrusted) page drops <svg> and <style>
+# but keeps an <img> with a data URI: the same SVG bytes, on white (issue 29: drawn once, not a second PNG).
 _PICTURE_CSS = (
     "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:none!important}"
     ".lesson-fig svg{max-width:100%;height:auto}"
@@ -154,64 +112,24 @@ _PICTURE_CSS = (
 
 
 def describe(fig, alt: str, table=None):
-    """Give ``fig`` (a Figure or a ``Picture``) the description a screen reader says and optionally ``table`` =
-    (headers, rows) of its numbers. Returns it (a Picture: a new one)."""
+    """Give ``fig`` (a Figure, or a ``Picture``: a new one) the sentence a screen reader says and the table =
+    (headers, rows) of its numbers."""
     if not alt or not isinstance(alt, str):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
     if isinstance(fig, Picture):
         return Picture(fig.svg, alt, table)
-    fig.lesson_alt, fig.lesson_table = alt, table
-    _install_display()
-    return fig
-
-
-def alt_text(fig) -> str | None:
-    return getattr(fig, "lesson_alt", None)
-
-
-def _install_display() -> None:
-    """In IPython, show described figures by ``picture_html`` instead of a bare PNG (others unchanged)."""
-    import sys
-
-    if "IPython" not in sys.modules:
-        return
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is None or getattr(shell, "_lesson_pictures", False):
-        return
     from matplotlib.figure import Figure
 
-    formatters = shell.display_formatter.formatters
-    formatters["text/html"].for_type(Figure, lambda fig: picture_html(fig) if alt_text(fig) else None)
-    png = formatters["image/png"]
-    try:
-        inline_png = png.lookup_by_type(Figure)
-    except KeyError:
-        inline_png = None
-    if inline_png is not None:  # a PNG beside the HTML would draw every figure twice
-        png.for_type(Figure, lambda fig: None if alt_text(fig) else inline_png(fig))
-    shell._lesson_pictures = True
-
-
-def figure_svg(fig) -> str:
-    """``fig`` as an <svg> element: text as text, colours following the JupyterLab theme, deterministic ids."""
-    import matplotlib as mpl
-
-    buf = io.StringIO()
-    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
-        fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
-    svg = buf.getvalue()
-    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg[svg.index("<svg"):], flags=re.S)
-    svg = re.sub(r"<(\w+)([^>]*?)style=\"([^\"]*)\"", _recolour_element, svg)
-    return svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
-
-
-def _recolour_element(match) -> str:
-    tag, attrs, style = match.groups()
-    style = re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
-                   lambda m: f"{m.group(1)}: {theme_colour(m.group(2), m.group(1), text=tag == 'text')}", style)
-    return f'<{tag}{attrs}style="{style}"'
+    fig.lesson_alt, fig.lesson_table = alt, table
+    # In IPython, described figures are shown by picture_html instead of a bare PNG (others unchanged)
+    shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()  # not imported outside a notebook
+    if shell and not getattr(shell, "_lesson_pictures", False):
+        html, png = (shell.display_formatter.formatters[kind] for kind in ("text/html", "image/png"))
+        html.for_type(Figure, lambda fig: picture_html(fig) if hasattr(fig, "lesson_alt") else None)
+        if inline_png := png.type_printers.get(Figure):  # a PNG beside the HTML would show every figure twice
+            png.for_type(Figure, lambda fig: None if hasattr(fig, "lesson_alt") else inline_png(fig))
+        shell._lesson_pictures = True
+    return fig
 
 
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:
@@ -221,39 +139,43 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
     light = (max(r, g, b) + min(r, g, b)) / 510
     grey = max(r, g, b) - min(r, g, b) < 12
+    line = text or role == "stroke"
     if text and not grey:
         return f"color-mix(in srgb,{hex_colour} 55%,var(--jp-content-font-color1,#000))"
-    if text or role == "stroke":
-        if not grey:
-            return hex_colour
-        if light < 0.25:
-            return "var(--jp-content-font-color1,#000)"
-        if light < 0.6:
-            return "var(--jp-content-font-color2,#555)"
+    if grey and light < 0.25:
+        return "var(--jp-content-font-color1,#000)"
+    if grey and light < (0.6 if line else 0.4):  # grey text and lines, arrow heads and other dark marks
+        return "var(--jp-content-font-color2,#555)"
+    if line and grey:
         return "var(--jp-border-color1,#bdbdbd)" if light < 0.97 else "var(--jp-layout-color0,#fff)"
-    if grey and light < 0.4:  # arrow heads and other dark marks drawn as fills
-        return "var(--jp-content-font-color2,#555)" if light > 0.25 else "var(--jp-content-font-color1,#000)"
-    if light > 0.84:  # white and pale boxes behind text
+    if light > 0.84 and not line:  # white and pale boxes behind text
         if grey and light > 0.99:
             return "var(--jp-layout-color0,#fff)"
         return f"color-mix(in srgb,{hex_colour} var(--lesson-tint,100%),var(--jp-layout-color0,#fff))"
     return hex_colour
 
 
-def picture_html(fig, alt: str | None = None, fallback: bool = True) -> str:
-    """The HTML that shows ``fig`` (drawn once, as SVG): themed and named by its alt text, the numbers folded.
-    ``fallback=False``: no <img> copy for sanitized pages (a widget's picture is never sanitized)."""
-    alt = alt or alt_text(fig)
-    if not alt:
-        raise ValueError("这张图没有说明文字：先用 plotting.describe(fig, alt) 写一句图里是什么。")
-    table = getattr(fig, "lesson_table", None)
-    if isinstance(fig, Picture):
-        return wrap_picture(fig.svg, alt, table, fallback)
-    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+def picture_html(fig, fallback: bool = True) -> str:
+    """The HTML that shows a ``fig`` given to ``describe``: its SVG (text as text, colours by ``theme_colour``,
+    deterministic ids) named by its alt text, the numbers folded; ``fallback=False``: no <img> (a widget's value)."""
+    import matplotlib as mpl
 
-    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):  # after tight_layout: savefig would lay out
-        fig._layout_engine = None  # again for nothing (set_layout_engine("none") installs a new placeholder)
-    return wrap_picture(figure_svg(fig), alt, table, fallback)
+    if isinstance(fig, Picture):
+        return fig._repr_html_() if fallback else str(fig)
+    buf = io.StringIO()
+    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
+        fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):], flags=re.S)
+
+    def recolour(match) -> str:
+        tag, attrs, style = match.groups()
+        style = re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
+                       lambda m: f"{m[1]}: {theme_colour(m[2], m[1], text=tag == 'text')}", style)
+        return f'<{tag}{attrs}style="{style}"'
+
+    svg = re.sub(r"<(\w+)([^>]*?)style=\"([^\"]*)\"", recolour, svg)
+    svg = svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
+    return wrap_picture(svg, fig.lesson_alt, fig.lesson_table, fallback)
 
 
 def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:
@@ -266,7 +188,7 @@ def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:
     if fallback:
         data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
         width = re.search(r'width="([\d.]+)(pt|px)?"', svg)
-        size = f' width="{round(float(width.group(1)) * (4 / 3 if width.group(2) == "pt" else 1))}"' if width else ""
+        size = f' width="{round(float(width[1]) * (4 / 3 if width[2] == "pt" else 1))}"' if width else ""
         parts.append(f'<img class="lesson-ras" alt="{name}"{size} style="max-width:100%;height:auto;background:#fff"'
                      f' src="data:image/svg+xml;base64,{data}">')
     if table is not None:
@@ -276,10 +198,9 @@ def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
     """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers behind a picture)."""
-    from lesson_lib.show.theme import html_table
+    from lesson_lib.show.tables import html_table
 
-    headers, rows = table
-    return f"<details><summary>{_html.escape(summary)}</summary>{html_table(headers, rows, ())}</details>"
+    return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 
 def sentence(text: str) -> str:
@@ -287,12 +208,11 @@ def sentence(text: str) -> str:
     return text if text.endswith(("。", "？", "！")) else text + "。"
 
 
-def heads_description(weights, row_tokens, key_tokens, titles=None, title=None):
+def heads_description(weights, row_tokens, key_tokens, titles, title=None):
     """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name each row's two
     largest weights, larger ones each tile's three largest cells; the table gives each row's largest."""
     w = _as_heads(weights)
     h, n, m = w.shape
-    titles = head_titles(titles, h)
     rows_txt, keys_txt = [str(t) for t in row_tokens], [str(t) for t in key_tokens]
     parts, table = [], []
     for i in range(h):
@@ -314,20 +234,6 @@ def heads_description(weights, row_tokens, key_tokens, titles=None, title=None):
     return alt, (headers, table)
 
 
-def _key_label(x: float, y: float, token: str) -> str:
-    """A column's label as one vertical line from (x, y) down, never wrapped inside a word (issue 30): Chinese
-    upright, top to bottom, as it is read; other words turned a quarter, as Latin labels usually are."""
-    if any(ord(ch) > 0x2E80 for ch in token):
-        return (f'<text x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright" '
-                f'dominant-baseline="central">{_html.escape(token)}</text>')
-    return (f'<text transform="translate({x},{y}) rotate(-90)" text-anchor="end" '
-            f'dominant-baseline="central">{_html.escape(token)}</text>')
-
-
-def _text_px(token: str, size: float) -> float:
-    return sum(size if ord(ch) > 0x2E80 else 0.6 * size for ch in token)
-
-
 class Picture(str):
     """A picture's HTML: a widget's value as it is; shown by a notebook cell with its <img> copy for sanitized pages."""
 
@@ -347,34 +253,35 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
              cols: int | None = None, cell_px: int | None = None,
              highlight_row: int | None = None, alt: str | None = None, table=None, height: int | None = None,
              box: tuple[int, int] | None = None, highlight_head: int | None = None, note: str | None = None) -> Picture:
-    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget.
-
-    Each head's cells are an embedded image scaled without smoothing; labels are text in the theme's colour (rows by
-    ``tokens``, keys by ``col_tokens`` or ``tokens``, each a whole word on one line, keys turned 90°), left out when a
-    row is under 12 px. Alt text and the folded table come from ``heads_description`` unless given (``table=False``:
-    none). ``cols=1`` stacks the maps, each with its key labels; ``cell_px`` defaults to what fits a 592 px output;
-    ``highlight_row`` (0-based) and ``highlight_head`` (1-based) are framed in red; ``height``: at least this tall.
-    ``box=(width, height)``: every head small and numbered in exactly that size (``note`` instead, for one head).
-    """
+    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget. Alt
+    text and table from ``heads_description`` unless given (``table=False``: none); ``highlight_row`` (0-based),
+    ``highlight_head`` (1-based) framed in red; ``box=(width, height)``: every head small, in exactly that size."""
     w = _as_heads(weights)
     h, n, m = w.shape
-    row_tokens = _labels(tokens, n, "行")
-    key_tokens = _labels(col_tokens if col_tokens is not None else tokens, m, "列")
-    small, numbered = box is not None, h <= MAX_LABELLED_HEADS
-    titles = [str(i + 1) if numbered else None for i in range(h)] if small else head_titles(titles, h)
+    row_tokens, key_tokens = ([str(t) for t in given] if given is not None else [str(i) for i in range(count)]
+                              for given, count in ((tokens, n), (col_tokens if col_tokens is not None else tokens, m)))
+    for given, count, axis in ((row_tokens, n, "行"), (key_tokens, m, "列")):
+        if len(given) != count:
+            raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}：两者应相同。")
+    small, numbered = box is not None, h <= 16  # more heads: tiles too small for token labels or numbers
+    if titles is not None and len(titles := list(titles)) != h:
+        raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
+    if small:
+        titles = [str(i + 1) if numbered else None for i in range(h)]
+    titles = titles or ([f"头 {i + 1}" for i in range(h)] if h > 1 else [None])
     stacked, size, esc = cols == 1 and h > 1, 13, _html.escape
+    frame = '<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
     labels = [] if small or not numbered else row_tokens
-    left = round(max(_text_px(t, size) for t in labels)) + 10 if labels else (3 if numbered else 25)
-    down = round(max(_text_px(t, size) for t in key_tokens)) + 10 if labels else 6
-    cols = math.ceil(math.sqrt(h)) if small else (cols or grid_shape(h)[1])
-    rows = math.ceil(h / cols)
-    title_px = 13 if small else 15
-    width = box[0] if small else None
+    left = round(max(_ems(t, 0.6) * size for t in labels)) + 10 if labels else (3 if numbered else 25)
+    down = round(max(_ems(t, 0.6) * size for t in key_tokens)) + 10 if labels else 6
+    # Tiles near-square, at most 8 wide, a quarter of a map apart (their titles sit in the gap)
+    cols = math.ceil(math.sqrt(h)) if small else cols or min(8, max(math.ceil(math.sqrt(h)), 4 if h > 4 else 1))
+    rows, gap, title_px = math.ceil(h / cols), max(2, round(0.25 * n)), 13 if small else 15
     if cell_px is None and not small:  # as large as a 576 px picture allows, at most 28 px
-        cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * tile_gap(h, n)))))
+        cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * gap))))
     if not small and cell_px < 12:  # labels would be unreadably small: the alt text and table name them
         labels, left, down = [], 8, 6
-    width = width or left + cols * m * cell_px + (cols - 1) * tile_gap(h, n) * cell_px + 70
+    width = box[0] if small else left + cols * m * cell_px + (cols - 1) * gap * cell_px + 70
     lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
     top = 8 + (title_px + 5) * len(lines) + (0 if small else 18 if h > 1 else 0)
     if small:
@@ -384,21 +291,23 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
                              (box[1] - top - rows * caption - (rows - 1) * hgap) // (rows * n)))
         top += caption
     else:
-        hgap = vgap = tile_gap(h, n) * cell_px
+        hgap = vgap = gap * cell_px
         if stacked:
             vgap = max(vgap, down + 24)
     grid_h = rows * n * cell_px + (rows - 1) * vgap
     height = box[1] if small else max(top + grid_h + (down if labels else 6), height or 0)
-    out = [_svg_open(width, height, size)]
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
+           f' style="fill:var(--jp-content-font-color1,#000);font-family:var(--jp-ui-font-family,sans-serif);'
+           f'font-size:{size}px">']
     out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:{title_px}px">{esc(line)}</text>'
             for i, line in enumerate(lines)]
     if small and h == 1:
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
-                for i, line in enumerate(wrap_title(note or "", (width - 8) / 96, 13 * 0.75).split("\n"))]
+                for i, line in enumerate(wrap_title(note, (width - 8) / 96, 13 * 0.75).split("\n"))]
     for i, title in enumerate(titles if not (small and h == 1) else []):
         r, c = divmod(i, cols)
         x0, y0 = left + c * (m * cell_px + hgap), top + r * (n * cell_px + vgap)
-        out.append(_image(x0, y0, m * cell_px, n * cell_px, _png_href(colour_cells(w[i]))))
+        out.append(_image(x0, y0, m * cell_px, n * cell_px, colour_cells(w[i])))
         if title:
             out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
         elif small and c == 0:  # too many heads to number each: the first of each row is named at the left
@@ -407,34 +316,21 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         if labels and c == 0:
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
                     f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
-        if labels and (r == rows - 1 or stacked or i + cols >= h):
-            out += [_key_label(x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4, t) for j, t in enumerate(key_tokens)]
+        for j, t in enumerate(key_tokens if labels and (r == rows - 1 or stacked or i + cols >= h) else []):
+            x, y = x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4  # one line down, never split (issue 30):
+            place = (f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'  # Chinese upright
+                     if any(ord(ch) > 0x2E80 for ch in t) else f'transform="translate({x},{y}) rotate(-90)" '
+                     'text-anchor="end"')  # Latin turned, as it usually is
+            out.append(f'<text {place} dominant-baseline="central">{esc(t)}</text>')
         if i + 1 == highlight_head:
-            out.append(_frame(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
+            out.append(frame.format(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
         if i == 0 and highlight_row is not None:
-            out.append(_frame(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
+            out.append(frame.format(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
     if small:
         return Picture("".join(out) + "</svg>", alt or "")
     bx = width - 56
-    out.append(_image(bx, top, 12, grid_h, _png_href(colormap_lut()[::-1][:, None, :]), smooth=True))
+    out.append(_image(bx, top, 12, grid_h, colormap_lut()[::-1][:, None, :], smooth=True))
     out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
             for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
     described, table_described = heads_description(w, row_tokens, key_tokens, titles, suptitle)
-    table = table_described if table is None else (table or None)
-    return Picture("".join(out) + "</svg>", alt or described, table)
-
-
-def _svg_open(width: int, height: int, size: int) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" style="fill:var(--jp-content-font-color1,#000);'
-            f'font-family:var(--jp-ui-font-family,sans-serif);font-size:{size}px">')
-
-
-def _image(x, y, width, height, href, smooth=False) -> str:
-    pixelated = "" if smooth else ' style="image-rendering:pixelated"'
-    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"{pixelated} '
-            f'href="{href}"/>')
-
-
-def _frame(x, y, width, height) -> str:
-    return f'<rect x="{x}" y="{y}" width="{width}" height="{height}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
+    return Picture("".join(out) + "</svg>", alt or described, table_described if table is None else (table or None))

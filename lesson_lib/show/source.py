@@ -1,8 +1,5 @@
-"""Show library code in the notebook by reflection, so the lesson never pastes a copy that can drift.
-
-Highlighted here, not by JupyterLab's editor palette (its bracket and comment colours fall below 4.5:1): each token
-colour is the theme's ``--jp-mirror-editor-…`` variable mixed with its text colour, in light and dark themes alike.
-"""
+"""Library code shown by reflection (never a pasted copy that can drift), highlighted here: JupyterLab's editor
+palette falls below 4.5:1, so each token colour is its ``--jp-mirror-editor-…`` variable mixed with the text colour."""
 
 from __future__ import annotations
 
@@ -10,65 +7,47 @@ import html
 import inspect
 import re
 
-_KEEP = 55  # % of the editor's colour a token keeps; the rest is the theme's text colour
 _TEXT = "var(--jp-content-font-color1, #000)"
-# (pygments token type, short CSS property on the listing, JupyterLab variable, fallback): first prefix wins.
+# pygments token type -> (short CSS property on the listing, --jp-mirror-editor-…-color, fallback): first prefix wins
 _PALETTE = (
-    ("Comment", "--ls-c", "--jp-mirror-editor-comment-color", "#408080"),
-    ("Literal.String", "--ls-s", "--jp-mirror-editor-string-color", "#ba2121"),
-    ("Literal.Number", "--ls-n", "--jp-mirror-editor-number-color", "#080"),
-    ("Keyword", "--ls-k", "--jp-mirror-editor-keyword-color", "#008000"),
-    ("Operator.Word", "--ls-k", "--jp-mirror-editor-keyword-color", "#008000"),
-    ("Operator", "--ls-o", "--jp-mirror-editor-operator-color", "#aa22ff"),
-    ("Punctuation", "--ls-p", "--jp-mirror-editor-punctuation-color", "#05a"),
-    ("Name.Builtin", "--ls-b", "--jp-mirror-editor-builtin-color", "#008000"),
-    ("Name.Function", "--ls-d", "--jp-mirror-editor-def-color", "#00f"),
-    ("Name.Class", "--ls-d", "--jp-mirror-editor-def-color", "#00f"),
-    ("Name.Decorator", "--ls-m", "--jp-mirror-editor-meta-color", "#aa22ff"),
+    ("Comment", "c", "comment", "#408080"), ("Literal.String", "s", "string", "#ba2121"),
+    ("Literal.Number", "n", "number", "#080"), ("Keyword", "k", "keyword", "#008000"),
+    ("Operator.Word", "k", "keyword", "#008000"), ("Operator", "o", "operator", "#aa22ff"),
+    ("Punctuation", "p", "punctuation", "#05a"), ("Name.Builtin", "b", "builtin", "#008000"),
+    ("Name.Function", "d", "def", "#00f"), ("Name.Class", "d", "def", "#00f"),
+    ("Name.Decorator", "m", "meta", "#aa22ff"),
 )
 
 
-def _entry(kind: str):
-    return next((e for e in _PALETTE if kind == e[0] or kind.startswith(e[0] + ".")), None)
-
-
-def token_colour(kind: str) -> str | None:
-    """CSS colour for a pygments token type name such as ``"Comment.Single"`` (None: the plain text colour)."""
-    entry = _entry(kind)
-    return entry and f"color-mix(in srgb, var({entry[2]}, {entry[3]}) {_KEEP}%, {_TEXT})"
-
-
 def _highlight(text: str) -> str:
-    """Highlighted HTML, one block per source line with a hanging indent (a wrapped line continues under its own
-    indentation plus 4 columns); each run without spaces is kept whole, so a line wraps only at its spaces
-    (never after the minus of ``-np.inf``, issue 30)."""
+    """One block per source line, a wrapped line continuing under its own indentation plus 4 columns; each run
+    without spaces kept whole, so a line wraps only at its spaces (never after the minus of ``-np.inf``, issue 30)."""
     from pygments.lexers import PythonLexer
 
     lines = [[]]
     for kind, value in PythonLexer(stripnl=False, ensurenl=False).get_tokens(text):
         name = str(kind).removeprefix("Token.")
-        entry = _entry(name)
-        style = entry and f"color:var({entry[1]})" + (";font-style:italic" if name.startswith("Comment") else "")
+        entry = next((e for e in _PALETTE if name == e[0] or name.startswith(e[0] + ".")), None)
+        style = entry and f"color:var(--ls-{entry[1]})" + (";font-style:italic" if name.startswith("Comment") else "")
         for i, piece in enumerate(value.split("\n")):  # a docstring token spans several lines
             if i:
                 lines.append([])
             lines[-1] += [(part, style) for part in re.split(r"( +)", piece) if part]
-    return "".join(_line(src, parts) for src, parts in zip(text.split("\n"), lines))
-
-
-def _line(source_line: str, parts) -> str:
-    body, word = [], []
-    for part, style in [*parts, (" ", None)]:  # a closing space ends the last word
-        if part.isspace():
-            if word:
-                body.append(f'<span style="white-space:nowrap">{"".join(word)}</span>')
-            body.append(part)
-            word = []
-        else:
-            word.append(f'<span style="{style}">{html.escape(part)}</span>' if style else html.escape(part))
-    hang = len(source_line) - len(source_line.lstrip(" ")) + 4
-    content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
-    return f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">{content}</span>'
+    out = []
+    for source_line, parts in zip(text.split("\n"), lines):
+        body, word = [], []
+        for part, style in [*parts, (" ", None)]:  # a closing space ends the last word
+            if part.isspace():
+                body += [f'<span style="white-space:nowrap">{"".join(word)}</span>'] if word else []
+                body.append(part)
+                word = []
+            else:
+                word.append(f'<span style="{style}">{html.escape(part)}</span>' if style else html.escape(part))
+        hang = len(source_line) - len(source_line.lstrip(" ")) + 4
+        content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
+        out.append(f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">'
+                   f"{content}</span>")
+    return "".join(out)
 
 
 class Listing:
@@ -78,7 +57,9 @@ class Listing:
         self.text = text
 
     def _repr_html_(self) -> str:
-        palette = "".join(f"{short}:{token_colour(kind)};" for kind, short, _v, _f in _PALETTE)
+        # each token keeps 55 % of the editor's colour, the rest is the theme's text colour
+        palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, {fallback}) 55%, "
+                          f"{_TEXT});" for _kind, short, var, fallback in _PALETTE)
         style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
                  "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;margin:0;"
                  "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px);"

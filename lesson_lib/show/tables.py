@@ -1,14 +1,17 @@
 """Tables that line up in Chinese: aligned text (CJK characters two columns wide) as ``text/plain``, which strict
-nbval compares, and a themed HTML table where JupyterLab or the static page shows them."""
+nbval compares, and a themed HTML table (``show.theme``'s colours) where JupyterLab or the static page shows them."""
 
 from __future__ import annotations
 
+import html as _html
 import numbers
 import unicodedata
 
 import numpy as np
 
-from lesson_lib.show.theme import cell_text, html_table, text_html
+from lesson_lib.show.theme import TEXT_STYLE
+
+SHORT_CODE = 32  # characters: (8, 6, 64) or Attention(Q_i, K_i, V_i) stays on one line; longer code wraps at spaces
 
 
 def display_width(text: str) -> int:
@@ -37,38 +40,69 @@ class TextTable(str):
 
 
 def show(table) -> None:
-    """Display ``table`` (HTML in a notebook, its text elsewhere) from inside a function that prints."""
-    from IPython import get_ipython
+    """Display ``table`` from inside a function that prints (outside IPython: its text)."""
+    from IPython.display import display
 
-    if get_ipython() is not None:
-        from IPython.display import display
-
-        display(table)
-    else:
-        print(table)
+    display(table)
 
 
 def text_table(headers, rows, code_columns=()) -> TextTable:
-    """Render ``rows`` (sequences of values) under ``headers`` with columns padded to line up (``code_columns``:
-    shown in the code font in HTML)."""
+    """``rows`` under ``headers``, columns padded to line up, numbers on the right (``code_columns``: the code font
+    in HTML)."""
     cells = [[cell_text(v) for v in row] for row in rows]
     head = [str(h) for h in headers]
     if any(len(r) != len(head) for r in cells):
         raise ValueError("每一行的列数都应与表头相同。")
     widths = [max(display_width(x) for x in col) for col in zip(head, *cells)]
+    numeric = [i for i in range(len(head)) if rows and all(_is_number(r[i]) for r in rows)]
 
     def line(values, raw=None):
-        out = []
-        for i, (text, width) in enumerate(zip(values, widths)):
-            pad = " " * (width - display_width(text))
-            out.append(pad + text if (raw is not None and _is_number(raw[i])) else text + pad)
-        return "  ".join(out).rstrip()
+        pads = [" " * (width - display_width(text)) for text, width in zip(values, widths)]
+        return "  ".join(pad + text if raw is not None and _is_number(raw[i]) else text + pad
+                         for i, (text, pad) in enumerate(zip(values, pads))).rstrip()
 
-    lines = [line(head), "  ".join("-" * w for w in widths)]
-    lines += [line(c, r) for c, r in zip(cells, rows)]
-    numeric = [i for i in range(len(head)) if rows and all(_is_number(r[i]) for r in rows)]
+    lines = [line(head), "  ".join("-" * w for w in widths), *(line(c, r) for c, r in zip(cells, rows))]
     return TextTable("\n".join(lines), html_table(head, rows, code_columns=code_columns, numeric_columns=numeric))
 
 
 def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def cell_text(value) -> str:
+    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing zeros."""
+    if isinstance(value, (bool, np.bool_)):
+        return "是" if value else "否"
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return f"{value:,.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:,.3f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
+    """A table whose cells and headers wrap between words, never inside one (no 「A / ttention」, no 「工 / 作量」),
+    code in the code font wrapping only at its spaces, numbers on the right; too wide, it scrolls in its own box."""
+    cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:keep-all;overflow-wrap:normal;"
+    def align(i):
+        return "text-align:right;font-variant-numeric:tabular-nums;" if i in numeric_columns else "text-align:left;"
+
+    code = "white-space:{};font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
+    head = "".join(f'<th scope="col" style="{cell}{align(i)}border-bottom:1px solid var(--jp-border-color1)">'
+                   f"{_html.escape(str(h))}</th>" for i, h in enumerate(headers))
+    body = []
+    for row in rows:
+        texts = [cell_text(v) for v in row]
+        wraps = [code.format("nowrap" if len(t) <= SHORT_CODE else "pre-wrap") if i in code_columns else ""
+                 for i, t in enumerate(texts)]
+        body.append("<tr>" + "".join(f'<td style="{cell}{align(i)}{wraps[i]}">{_html.escape(t)}</td>'
+                                     for i, t in enumerate(texts)) + "</tr>")
+    return (f'<div class="lesson-table-wrap" style="max-width:100%;overflow-x:auto">'
+            f'<table class="lesson-table" style="{TEXT_STYLE}border-collapse:collapse;margin:4px 0">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+
+
+def text_html(text: str) -> str:
+    """Plain lines of text as themed HTML (line breaks kept); empty text gives nothing."""
+    return f'<div style="{TEXT_STYLE}white-space:pre-line;margin:4px 0">{_html.escape(text)}</div>' if text else ""

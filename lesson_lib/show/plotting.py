@@ -155,13 +155,11 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     return hex_colour
 
 
-def picture_html(fig, fallback: bool = True) -> str:
+def picture_html(fig) -> str:
     """The HTML that shows a ``fig`` given to ``describe``: its SVG (text as text, colours by ``theme_colour``,
-    deterministic ids) named by its alt text, the numbers folded; ``fallback=False``: no <img> (a widget's value)."""
+    deterministic ids) named by its alt text, the numbers folded, and its <img> copy for a sanitized page."""
     import matplotlib as mpl
 
-    if isinstance(fig, Picture):
-        return fig._repr_html_() if fallback else str(fig)
     buf = io.StringIO()
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
@@ -175,7 +173,7 @@ def picture_html(fig, fallback: bool = True) -> str:
 
     svg = re.sub(r"<(\w+)([^>]*?)style=\"([^\"]*)\"", recolour, svg)
     svg = svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
-    return wrap_picture(svg, fig.lesson_alt, fig.lesson_table, fallback)
+    return wrap_picture(svg, fig.lesson_alt, fig.lesson_table, fallback=True)
 
 
 def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:

@@ -39,13 +39,6 @@ class TextTable(str):
         return TextTable(text, text_html(before) + self.html + text_html(after))
 
 
-def show(table) -> None:
-    """Display ``table`` from inside a function that prints (outside IPython: its text)."""
-    from IPython.display import display
-
-    display(table)
-
-
 def text_table(headers, rows, code_columns=()) -> TextTable:
     """``rows`` under ``headers``, columns padded to line up, numbers on the right (``code_columns``: the code font
     in HTML)."""

@@ -12,7 +12,7 @@ from lesson_lib.models.pretrained.head_finder import check_top
 from lesson_lib.models.pretrained.unigram import WORD_START
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s06_real_heads.views import head_label, rows_figure, size_text, skip_without_model
-from lesson_lib.show.tables import show, text_table
+from lesson_lib.show.tables import text_table
 
 LESSON_SENTENCE = "小明把苹果递给了小红，因为她帮过他。"
 NAMES = {"她": ("小红", "小明"), "他": ("小明", "小红")}  # pronoun: (the name it agrees with in gender, the other)
@@ -154,11 +154,13 @@ def top_heads_figure(sentence, ranked, k=3):
 @_needs_model
 def minimal_pairs(model):
     """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
+    from IPython.display import display
+
     with one_blas_thread():
         table, counts = follow(model)
     rows = [[label, *(f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, HEADS))]
             for label, *_, scores in table]  # fmt: skip
-    show(text_table(["条件", *(head_label(*h) for h in HEADS)], rows)
+    display(text_table(["条件", *(head_label(*h) for h in HEADS)], rows)
          .around(before="每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大"))
     n = len(table)
     for layer, head in HEADS:
@@ -172,8 +174,6 @@ def minimal_pairs(model):
 
 def _pronoun_summary(model, text, pronoun, names):
     """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
-    from lesson_lib.show.plotting import picture_html
-
     try:
         with one_blas_thread():
             tokens, att = model.attend(text)
@@ -185,7 +185,7 @@ def _pronoun_summary(model, text, pronoun, names):
         a, b = (w[name][layer - 1, head - 1] for name in names)
         lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ {names[1]} {b:.2f}"
                      f"（更偏向 {names[0] if a > b else names[1]}）")
-    return "<br>".join(map(html.escape, lines)), picture_html(_rows(tokens, att, pronoun, w, HEADS), fallback=False)
+    return "<br>".join(map(html.escape, lines)), str(_rows(tokens, att, pronoun, w, HEADS))
 
 
 @_needs_model

@@ -2,7 +2,7 @@
 
 The closed forms are written out here independently (weights of W^Q, W^K, W^V, W^O; g keys and g
 values of width d_k per token), evaluated on awkward sizes, and the sentences of the follow-up that
-read the printed tables are recomputed from ``kv_sharing``.
+read the printed tables are recomputed from ``kv_sharing_text``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from lesson_lib import costs as flops
 from lesson_lib import costs as kv
-from lesson_lib.sections import s08_interview
+from lesson_lib.sections.s04_costs import kv_sharing_text
 
 FOLLOW_UPS = (Path(__file__).parents[1] / "notebooks" / "src" / "08c_follow_ups.md").read_text(encoding="utf-8")
 
@@ -44,7 +44,7 @@ def test_variants_order_and_names():
 
 
 def test_table_prints_the_computed_values():
-    text = s08_interview.table_text(8192, 64, 8)
+    text = kv_sharing_text(8192, 64, 8)
     for v in kv.variants(8192, 64, 8):
         line = next(row for row in text.splitlines() if row.startswith(v.name))
         assert f"{v.projection_params:,}" in line and f"{v.cache_per_token:,}" in line
@@ -56,7 +56,7 @@ def test_table_fits_a_592_px_output(args):
     """Printed text must fit 72 monospace columns (CJK characters count 2) so JupyterLab does not wrap it."""
     from lesson_lib.show.tables import display_width
 
-    assert max(display_width(line) for line in s08_interview.table_text(*args).splitlines()) <= 72
+    assert max(display_width(line) for line in kv_sharing_text(*args).splitlines()) <= 72
 
 
 @pytest.mark.parametrize(("args", "fragments"), [
@@ -71,7 +71,7 @@ def test_bad_arguments_get_a_chinese_error(raises_chinese, args, fragments):
 
 
 def test_follow_up_cell_and_sentences_match_the_tables():
-    calls = re.findall(r"kv_sharing\.table_text\(d_model=(\d+), h=(\d+), groups=(\d+)\)", FOLLOW_UPS)
+    calls = re.findall(r"kv_sharing_text\(d_model=(\d+), h=(\d+), groups=(\d+)\)", FOLLOW_UPS)
     assert [tuple(map(int, c)) for c in calls] == [(512, 8, 2), (8192, 64, 8)]
     assert "d_model = 512，h = 8" in FOLLOW_UPS and "d_model = 8192，64 个查询头，8 组键和值" in FOLLOW_UPS
     mha, gqa, mqa = kv.variants(8192, 64, 8)

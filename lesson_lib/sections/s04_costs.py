@@ -1,4 +1,5 @@
-"""§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for several h."""
+"""§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for several h; §8's
+follow-up table of key/value sharing (MHA, GQA, MQA)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from lesson_lib import attention
 from lesson_lib.attention import head_width
 from lesson_lib.checks import check_int
-from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count
+from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count, variants
 from lesson_lib.paper import BASE_HEADS
 from lesson_lib.show.tables import text_table
 
@@ -79,3 +80,14 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
     if ns and (reading := timing_reading_text(times, ns[-1])):
         lines.append(reading)
     return "\n".join(lines)
+
+
+def kv_sharing_text(d_model: int, h: int, groups: int) -> str:
+    """§8: the three variants per layer: parameters, numbers cached per token, and that cache against MHA's (short
+    headers: within 72 monospace columns, a 592 px output)."""
+    rows = variants(d_model, h, groups)
+    full = rows[0].cache_per_token
+    body = [[r.name, r.kv_heads, r.projection_params, r.cache_per_token,
+             f"1/{full // r.cache_per_token}" if r.cache_per_token < full else "1"] for r in rows]
+    title = f"d_model = {d_model}，h = {h} 个查询头，每头宽度 d_k = {rows[0].d_k}（每一层）："
+    return title + "\n" + text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "缓存占多头"], body)

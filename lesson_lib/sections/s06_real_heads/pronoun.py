@@ -172,22 +172,6 @@ def minimal_pairs(model):
     return table
 
 
-def _pronoun_summary(model, text, pronoun, names):
-    """(HTML, picture HTML) for the widget: what each head sends from the pronoun to the two names, or why it cannot."""
-    try:
-        with one_blas_thread():
-            tokens, att = model.attend(text)
-        w = name_weights(att, tokens, pronoun, names)
-    except ValueError as exc:  # name missing, pronoun merged with a neighbour, empty text
-        return f"<div>{html.escape(str(exc))}</div>", ""
-    lines = [f"词元：{' | '.join(clean(t) for t in tokens)}"]
-    for layer, head in HEADS:
-        a, b = (w[name][layer - 1, head - 1] for name in names)
-        lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ {names[1]} {b:.2f}"
-                     f"（更偏向 {names[0] if a > b else names[1]}）")
-    return "<br>".join(map(html.escape, lines)), str(_rows(tokens, att, pronoun, w, HEADS))
-
-
 @_needs_model
 def pronoun_widget(model):
     """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
@@ -205,8 +189,20 @@ def pronoun_widget(model):
                                            style={**style, "button_width": "3.5em"}),
                 "name_a": box("小红", "名字 1", "180px"), "name_b": box("小明", "名字 2", "180px")}  # fmt: skip
 
-    def redraw(summary, picture):  # nothing to draw: the summary says why and the old picture is cleared
-        v = {name: control.value for name, control in controls.items()}
-        summary.value, picture.value = _pronoun_summary(model, v["sentence"], v["pronoun"], (v["name_a"], v["name_b"]))
+    def redraw(summary, picture):  # what each head sends from the pronoun to the two names, or why it cannot
+        pronoun, names = controls["pronoun"].value, (controls["name_a"].value, controls["name_b"].value)
+        try:
+            with one_blas_thread():
+                tokens, att = model.attend(controls["sentence"].value)
+            w = name_weights(att, tokens, pronoun, names)
+        except ValueError as exc:  # name missing, pronoun merged with a neighbour, empty text: the old picture goes
+            summary.value, picture.value = f"<div>{html.escape(str(exc))}</div>", ""
+            return
+        lines = [f"词元：{' | '.join(clean(t) for t in tokens)}"]
+        for layer, head in HEADS:
+            a, b = (w[name][layer - 1, head - 1] for name in names)
+            lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ {names[1]} {b:.2f}"
+                         f"（更偏向 {names[0] if a > b else names[1]}）")
+        summary.value, picture.value = "<br>".join(map(html.escape, lines)), str(_rows(tokens, att, pronoun, w, HEADS))
 
     return linked(controls, redraw, picture="html")

@@ -1,6 +1,5 @@
-"""§2: why one head must average. In 「小明把苹果递给了小红，因为她帮过他。」 她 needs two answers at once, who it is
-(指代 → 小红) and the subject it lines up with (语法角色 → 小明); one head outputs one weighted average of the values'
-named features, two heads keep one answer each."""
+"""§2: why one head must average. 她 needs two answers at once, who it is (指代 → 小红) and the subject it lines up
+with (语法角色 → 小明); one head returns one weighted average of the values' features, two keep one answer each."""
 
 from __future__ import annotations
 
@@ -96,9 +95,9 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
                 float(referent), float(subject))
 
 
-def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
+def bar_html(value: float, colour: str) -> str:
     """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and §6's bars)."""
-    return (f'<span style="display:inline-block;height:0.8em;width:{value * em_per_unit:.2f}em;background:{colour};'
+    return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;background:{colour};'
             f'vertical-align:middle"></span> {value:.2f}')
 
 

@@ -19,8 +19,7 @@ SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run
 
 
 def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float]:
-    """Median seconds of the readable kernel for each h with one BLAS thread (as §4 states): ``repeat`` runs, or
-    fewer once they add up to TIMING_BUDGET."""
+    """Median seconds of the readable kernel per h, one BLAS thread (as §4 says): ``repeat`` runs, ≤ TIMING_BUDGET."""
     from lesson_lib.runtime.blas import one_blas_thread
 
     n, d_model = check_int(n, "n", minimum=1), check_int(d_model, "d_model", minimum=1)

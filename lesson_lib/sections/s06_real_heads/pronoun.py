@@ -1,6 +1,5 @@
 """§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun? Pure functions over
-``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and draw (the model first, or None); the
-4-bit model's weights print the same 2 decimals on every CPU."""
+``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and draw (the model first, or None)."""
 
 from __future__ import annotations
 

@@ -128,8 +128,7 @@ def making_figure(runs):
 
 @_needs_model
 def its_figure(runs, layer=5):
-    """Figure 4's bottom half on our model: the 'its' row of every head of one layer; prints the heads whose
-    largest weight is on law or application."""
+    """Figure 4, bottom: the 'its' row of every head of one layer; prints those that peak on law or application."""
     enc = runs["law"]
     check_layer_head(enc.attentions, layer, 1)
     qi = finder.find_token(enc.tokens, "its")

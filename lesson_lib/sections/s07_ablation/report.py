@@ -1,6 +1,5 @@
-"""What §7 and its lab print and draw about Table 3 (``paper.TABLE3``) and the trained toy models. Training amplifies
-round-off (accuracy moves by up to 0.01 between machines, entropy by 0.2 bits), so outputs print levels (学会 /
-大部分对 …) whose thresholds tests hold far from every value: the same on every machine."""
+"""What §7 and its lab print and draw about Table 3 and the trained toy models: levels (学会 / 大部分对 …) whose
+thresholds tests hold far from every value, as training amplifies round-off (accuracy ±0.01 between machines)."""
 
 from __future__ import annotations
 
@@ -228,8 +227,7 @@ def plot_toy_vs_paper(results):
 
 
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
-    """One ``sequence``'s attention in the trained h = 1 (its one head) and h = 4 (its four, named by their roles);
-    the title gives h = 4's mean JS divergence between heads over ``batch``."""
+    """One ``sequence``'s attention in the trained h = 1 and h = 4 (heads named by roles, their JS over ``batch``)."""
     maps = np.concatenate([attention_maps(result.params[h], h, sequence)[0] for h in (1, 4)])  # (1 + 4, T, T)
     js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))
     names = main_roles(on_targets_h4)

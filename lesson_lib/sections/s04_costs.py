@@ -57,27 +57,20 @@ def scores_text(d_model: int, heads) -> str:
                      f"{h} 个头共 {count(1, d_model, h).scores}n²" for h in heads)
 
 
-def timing_reading_text(times: dict[int, float], n: int) -> str:
-    """What the measured times at one n say about "no extra cost": each h against the first, in words."""
-    first, *others = times
-    if not others:
-        return ""
-    ratios = "，".join(f"h = {h} 是 {times[h] / times[first]:.1f} 倍" for h in others)
-    line = f"n = {n} 时，以 h = {first} 为 1：{ratios}。"
-    base = BASE_HEADS if BASE_HEADS in others else others[0]
-    if times[base] / times[first] <= SIMILAR_TIME:
-        return line + f"在这台电脑上，h = {base} 和 h = {first} 差不多快：用时也基本守恒。"
-    return line + f"在这台电脑上，h = {base} 明显比 h = {first} 慢：守恒的是乘法次数，不是用时。"
-
-
 def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
-    """Measured kernel time for each n and h, one line per n, then the reading of the largest n."""
+    """Measured kernel time for each n and h, one line per n; then, at the largest n, each h against the first in
+    words: is "no extra cost" also true of time?"""
     lines, times = [], {}
     for n in ns:
         times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
         lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h, t in times.items()))
-    if ns and (reading := timing_reading_text(times, ns[-1])):
-        lines.append(reading)
+    first, *others = times or [None]
+    if others:
+        ratios = "，".join(f"h = {h} 是 {times[h] / times[first]:.1f} 倍" for h in others)
+        base = BASE_HEADS if BASE_HEADS in others else others[0]
+        verdict = (f"h = {base} 和 h = {first} 差不多快：用时也基本守恒" if times[base] / times[first] <= SIMILAR_TIME
+                   else f"h = {base} 明显比 h = {first} 慢：守恒的是乘法次数，不是用时")
+        lines.append(f"n = {ns[-1]} 时，以 h = {first} 为 1：{ratios}。在这台电脑上，{verdict}。")
     return "\n".join(lines)
 
 

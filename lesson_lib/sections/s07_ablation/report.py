@@ -52,15 +52,11 @@ def weight_on_targets(maps, batch: Batch) -> np.ndarray:
     """(h, 3): mean attention each head puts on prev, next and match, from one model's ``maps`` (B, h, T, T)
     on ``batch``; positions where a target does not exist (prev at 0, next at T−1) are left out."""
     maps = np.asarray(maps, dtype=float)  # (B, h, T, T)
-    B, h, T, _ = maps.shape
-    i = np.arange(T)
-    where = [np.broadcast_to((i - 1) % T, (B, T)), np.broadcast_to((i + 1) % T, (B, T)), batch.pointers[0]]
-    out = np.zeros((h, 3))
-    for t, keys in enumerate(where):  # keys (B, T): the position query i should read for target t
-        picked = np.take_along_axis(maps, keys[:, None, :, None], axis=-1)[..., 0]  # (B, h, T)
-        exists = batch.mask[0, :, :, t]  # (B, T)
-        out[:, t] = (picked * exists[:, None, :]).sum(axis=(0, 2)) / exists.sum()
-    return out
+    i = np.arange(maps.shape[-1])
+    keys = np.stack(np.broadcast_arrays((i - 1) % len(i), (i + 1) % len(i), batch.pointers[0]), axis=-1)  # (B, T, 3)
+    picked = np.take_along_axis(maps, keys[:, None], axis=-1)  # (B, h, T, 3): query i's weight on each target
+    exists = batch.mask[0]  # (B, T, 3)
+    return (picked * exists[:, None]).sum(axis=(0, 2)) / exists.sum(axis=(0, 1))
 
 
 def heads_on_targets(result, batch: Batch, heads=(1, 4)) -> dict:

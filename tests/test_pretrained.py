@@ -58,7 +58,7 @@ def runs(model):
 
 
 # ---------------------------------------------------------------------------------------------
-# Every file the loader reads is hashed or validated (copies of the package folder, damaged here)
+# Every file the loader reads is hashed (copies of the package folder, damaged here)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -95,18 +95,6 @@ def test_damaged_small_file_names_the_file_and_its_hash(package_copy, name, dama
     assert name in message and pt.FILES_SHA256[name] in message and "--force-reinstall --no-deps" in message
 
 
-@pytest.mark.parametrize(
-    "name, damage, needle",
-    [("config.json", b"{not json", "config.json"), ("config.json", b"[1, 2]", "config.json"),
-     ("config.json", b'{"hidden_size": 384}', "num_hidden_layers"), ("tokenizer.json", b"\xff\xfe", "tokenizer.json"),
-     ("tokenizer.json", b"{}", "tokenizer.json")],
-)  # fmt: skip
-def test_damaged_files_without_hash_check_still_give_chinese_errors(package_copy, name, damage, needle):
-    (package_copy / name).write_bytes(damage)
-    with pytest.raises(WeightsFileError, match=needle):
-        pt.load(package_copy, verify=False)
-
-
 def test_wrong_weights_file_names_expected_hash(package_copy):
     (package_copy / "model.safetensors").unlink()
     (package_copy / "model.safetensors").write_bytes(b"\x08" + bytes(7) + b"{}      ")
@@ -114,8 +102,6 @@ def test_wrong_weights_file_names_expected_hash(package_copy):
         pt.load(package_copy)
     message = str(info.value)
     assert pt.WEIGHTS_SHA256 in message and sha256_of(package_copy / "model.safetensors") in message
-    with pytest.raises(WeightsFileError, match="--force-reinstall"):  # unhashed, the parser's error is wrapped
-        pt.load(package_copy, verify=False)
 
 
 def save_safetensors(path, tensors):
@@ -149,37 +135,6 @@ def test_memmap_reader_agrees_with_the_library_on_the_real_weights():
     assert set(got) == set(ref)
     for name in ("embeddings.word_embeddings.weight", "encoder.layer.5.output.dense.weight"):
         np.testing.assert_array_equal(got[name], ref[name])
-
-
-@pytest.mark.parametrize(
-    "damage, needle",
-    [
-        (lambda b: b[:5], "t.safetensors"),
-        (lambda b: (10**9).to_bytes(8, "little") + b[8:], "t.safetensors"),
-        (lambda b: b[:8] + b"x" + b[9:], "t.safetensors"),
-        (lambda b: b[:-4], "t.safetensors"),
-    ],
-    ids=["too-short", "header-length", "bad-json", "truncated"],
-)
-def test_safetensors_damage_gives_chinese_error(tmp_path, damage, needle):
-    path = tmp_path / "t.safetensors"
-    save_safetensors(path, {"w": np.ones((2, 3), np.float32)})
-    path.write_bytes(damage(path.read_bytes()))
-    with pytest.raises(WeightsFileError, match=needle):
-        read_safetensors(path)
-
-
-@pytest.mark.parametrize(
-    "header, needle",
-    [(b"[1, 2]", "t.safetensors"), (b'{"w": {"dtype": "F32"}}', "t.safetensors"),
-     (b'{"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}', "BF16")],
-    ids=["not-a-dict", "no-offsets", "bf16"],
-)  # fmt: skip
-def test_safetensors_bad_header_structure(tmp_path, header, needle):
-    path = tmp_path / "t.safetensors"
-    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
-    with pytest.raises(WeightsFileError, match=needle):
-        read_safetensors(path)
 
 
 def test_sha256_of_matches_hashlib(tmp_path):

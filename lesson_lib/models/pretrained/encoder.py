@@ -76,7 +76,12 @@ class Encoder:
     def encode(self, text):
         """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown tokens."""
         tokens, ids = self.tokenizer.encode(text)
-        _warn_if_mostly_unknown(tokens, self.tokenizer.unk_token, self.config.name)
+        words, unk = tokens[1:-1], self.tokenizer.unk_token  # without the start and end tokens
+        if words and (unknown := sum(t == unk for t in words)) * 2 > len(words):
+            warnings.warn(UnknownTextWarning(
+                f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk}（{self.config.name} 的词表里没有这些字词）："
+                "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；中文句子请用本节后面的多语言模型。"
+            ), stacklevel=2)
         return Encoding(tokens, ids, self.forward(ids)[0])
 
     def forward(self, ids, per_head=False):
@@ -84,31 +89,22 @@ class Encoder:
 
         ``per_head=True`` calls the kernel once per head (the paper's loop, slower, the same numbers).
         """
-        ids = self._check_ids(ids)
-        x = self._embed(ids)  # (T, d)
+        ids, w = np.asarray(ids), self.w
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
+        if not 1 <= len(ids) <= (limit := self.config.max_tokens):
+            raise LessonInputError(f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {limit} 个："
+                                   "请换一句短一些的句子。")
+        if ids.min() < 0 or ids.max() >= (vocab_size := self.tokenizer.vocab_size):
+            raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
+        x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]  # (T, d) word + position 0..T-1 + type 0
+        x = layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.config.eps)  # (T, d)
         hidden, attentions = [x], []
         for layer in range(self.n_layers):  # layers run in sequence: each reads the one before
             x, weights = self._layer(x, layer, per_head)  # (T, d), (H, T, T)
             hidden.append(x)
             attentions.append(weights)
         return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
-
-    def _check_ids(self, ids):
-        ids = np.asarray(ids)
-        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
-        if not 1 <= len(ids) <= (limit := self.config.max_tokens):
-            raise LessonInputError(f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {limit} 个："
-                                   "请换一句短一些的句子。")
-        vocab_size = self.tokenizer.vocab_size
-        if ids.min() < 0 or ids.max() >= vocab_size:
-            raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
-        return ids
-
-    def _embed(self, ids):
-        w = self.w
-        x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]  # (T, d) word + position 0..T-1 + type 0
-        return layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.config.eps)
 
     def _layer(self, x, layer, per_head):
         """One post-LayerNorm block: x = LN(x + attention(x)); x = LN(x + FFN(x))."""
@@ -136,12 +132,3 @@ class Encoder:
             heads, weights = scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T)
         return merge_heads(heads), weights  # (T, d) 拼接, (H, T, T)
 
-
-def _warn_if_mostly_unknown(tokens, unk_token, model_name):
-    words = tokens[1:-1]  # without the start and end tokens
-    unknown = sum(t == unk_token for t in words)
-    if words and unknown * 2 > len(words):
-        warnings.warn(UnknownTextWarning(
-            f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk_token}（{model_name} 的词表里没有这些字词）："
-            "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；中文句子请用本节后面的多语言模型。"
-        ), stacklevel=3)

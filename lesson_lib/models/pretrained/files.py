@@ -1,4 +1,4 @@
-"""Weights packages: find one, and turn a missing, different or broken file into a Chinese ``WeightsFileError``."""
+"""Weights packages: find one, and turn a missing or different file into a Chinese ``WeightsFileError``."""
 
 import hashlib
 import importlib.util
@@ -7,11 +7,7 @@ from pathlib import Path
 
 
 class WeightsFileError(ValueError):
-    """A weights-package file is missing, unreadable or malformed; the message says how to reinstall."""
-
-
-class WeightsMismatchError(WeightsFileError):
-    """The weights file is not the one this lesson was checked against (corrupted or different)."""
+    """A weights-package file is missing or not the one this lesson was checked against; says how to reinstall."""
 
 
 def load_or_explain(load, available, install_hint, model_name):
@@ -41,10 +37,8 @@ def check_folder_argument(path, what):
     """``load(path)``'s argument as a Path, with a Chinese error for anything that is not a path."""
     if isinstance(path, (str, Path)) and str(path):
         return Path(path)
-    raise WeightsFileError(
-        f"load() 的参数 path 应是{what}的路径（字符串或 pathlib.Path），收到的是 {type(path).__name__} {path!r}。"
-        "不传参数时会自动使用已安装的权重包。"
-    )
+    raise WeightsFileError(f"load() 的参数 path 应是{what}的路径（字符串或 pathlib.Path），"
+                           f"收到的是 {type(path).__name__} {path!r}。不传参数时会自动使用已安装的权重包。")
 
 
 def sha256_of(path):
@@ -68,9 +62,7 @@ def verify(path, expected, reinstall):
         return
     actual = sha256_of(path)
     if actual != expected:
-        raise WeightsMismatchError(
-            f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 {expected} 不一致："
-            f"文件可能损坏，或者不是本课用的那个版本。\n请重新安装：{reinstall}"
-        )
+        raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 {expected} 不一致："
+                               f"文件可能损坏，或者不是本课用的那个版本。\n请重新安装：{reinstall}")
     _VERIFIED.add(key)
 

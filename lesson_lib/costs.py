@@ -3,8 +3,7 @@
 §4: ``count`` — multiplies per stage (d_k = d_v = d_model / h); ``parameters`` — learnable weights.
 §8: ``kv_sharing`` — what sharing keys and values across heads saves: h query heads of width d_k share g key/value
 heads (g = h: MHA; 1 < g < h: GQA, Ainslie et al. 2023; g = 1: MQA, Shazeer 2019). W^K and W^V shrink to
-d × (g·d_k), so 2·d² + 2·d·g·d_k projection weights; a decoder caches 2·g·d_k numbers per earlier token.
-"""
+d × (g·d_k), so 2·d² + 2·d·g·d_k projection weights; a decoder caches 2·g·d_k numbers per earlier token."""
 
 from dataclasses import asdict, dataclass
 

@@ -1,9 +1,6 @@
-"""The toy model: embeddings -> one multi-head self-attention layer (the kernel) -> read-out, and its backward pass.
-
-The backward pass is written by hand because §7 teaches it (the tests check it against finite differences).
-Every parameter has a leading seed axis S: the seeds of one head count train as one batch of arrays, and each
-model still sees only its own numbers.
-"""
+"""The toy model: embeddings -> one multi-head self-attention layer (the kernel) -> read-out, and its backward pass
+(by hand, as §7 teaches it; tests check it against finite differences). Every parameter has a leading seed axis S:
+the seeds of one head count train as one batch of arrays, each model seeing only its own numbers."""
 
 import math
 
@@ -62,11 +59,8 @@ def forward(params, batch: Batch, h: int, task: Task):
 
 
 def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
-    """Masked mean cross-entropy of every model, shape (S,), and its gradient for every parameter.
-
-    Each model's loss depends only on its own parameters, so the gradient of the sum over models
-    gives every model its own gradient at once.
-    """
+    """Masked mean cross-entropy of every model, shape (S,), and its gradient for every parameter (each model's loss
+    depends only on its own parameters, so the gradient of the sum gives every model its own)."""
     logits, c = forward(params, batch, h, task)
     S, B, T = logits.shape[:3]
     D = params["W_Q"].shape[-1]
@@ -111,10 +105,7 @@ def _t(a):
 
 
 def attention_maps(params, h: int, batch: Batch, seed_index: int = 0, task: Task = DEFAULT_TASK):
-    """Attention weights (B, h, T, T) of model ``seed_index`` of trained (S, …) params on ``batch``.
-
-    ``batch`` has one leading axis of size 1, e.g. ``held_out_data().rows(slice(0, 1))``.
-    """
+    """Attention weights (B, h, T, T) of model ``seed_index`` on ``batch`` (leading axis 1, e.g. held-out rows)."""
     single = {name: p[seed_index : seed_index + 1] for name, p in params.items()}
     _, cache = forward(single, batch, h, task)
     return cache["weights"][0]  # (B, h, T, T)

@@ -1,7 +1,6 @@
 """The 3-lookup task: position i outputs the values of its left neighbour (prev), its right neighbour (next) and
 the position whose key equals its query tag (match). One attention distribution can sit on one of those, or average
-them (§2); h heads can each take one.
-"""
+them (§2); h heads can each take one."""
 
 import functools
 from dataclasses import dataclass, fields

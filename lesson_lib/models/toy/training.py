@@ -2,22 +2,21 @@
 
 import numpy as np
 
-from lesson_lib.checks import LessonInputError, check_heads
+from lesson_lib.checks import check_heads
 from lesson_lib.models.toy import model
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig, check_run, seed_list
 from lesson_lib.models.toy.optim import Adam
 from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 from lesson_lib.runtime.blas import one_blas_thread
 
-# Identical runs give identical models, so this process trains each (h, seeds, task, cfg) once: §6's stand-in
-# heads are §7's h = 4 model, and re-running §7's cell costs nothing. At most 64 are kept, the oldest dropped.
+# Identical runs give identical models: each (h, seeds, task, cfg) is trained once per process (§6's stand-in heads
+# are §7's h = 4 model; re-running §7's cell costs nothing). At most 64 are kept, the oldest dropped.
 _FINISHED: dict = {}
 
 
 def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG, progress=None) -> dict:
-    """(S, …) params of one model per seed with h heads, trained in the same arrays; ``progress(steps_done)``."""
-    check_run(task, cfg)
-    h, seeds = check_heads(cfg.d_model, h), seed_list(seeds)
+    """(S, …) params of one model per seed with h heads, trained in the same arrays; ``progress(steps_done)``.
+    Arguments as ``train_and_score`` checked them."""
     params = model.init_params(seeds, task, cfg)  # {name: (S, *shape)}
     adam = Adam(params, cfg)
     data = training_data(seeds, task, cfg)
@@ -31,15 +30,12 @@ def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_C
 
 def accuracy(params, h: int, data: Batch, task: Task = DEFAULT_TASK) -> np.ndarray:
     """Fraction of existing targets predicted right: (S, 3) for prev, next, match."""
-    counted = data.mask.sum(axis=(1, 2))  # (1 or S, 3)
-    if (counted == 0).any():
-        raise LessonInputError("测试集里没有任何可以打分的目标：请用至少 1 条测试序列（TrainConfig.n_test ≥ 1）。")
     correct = 0
     for start in range(0, data.values.shape[1], 250):  # 250 sequences at a time: (S, 250, h, T, T) weights
         part = data.rows(slice(start, start + 250))
         logits, _ = model.forward(params, part, h, task)  # (S, b, T, 3, V)
         correct = correct + ((logits.argmax(axis=-1) == part.targets) * part.mask).sum(axis=(1, 2))  # (S, 3)
-    return correct / counted
+    return correct / data.mask.sum(axis=(1, 2))  # (S, 3) / (1 or S, 3) targets that exist
 
 
 def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
@@ -66,5 +62,4 @@ def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
                   cfg: TrainConfig = DEFAULT_CONFIG) -> np.ndarray:
     """Attention maps (h, T, T) of an h-head model (one seed) on held-out sequence 0: §6's stand-in for its weights."""
     params, _ = train_and_score(h, [seed], task, cfg)
-    h = check_heads(cfg.d_model, h)
     return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0].copy()  # (h, T, T)

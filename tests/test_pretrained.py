@@ -151,15 +151,6 @@ def test_empty_weights_file_is_a_mismatch_not_a_crash(tmp_path):
         files.verify(path, pt.WEIGHTS_SHA256, "reinstall")
 
 
-def test_hash_cache_notices_a_rewritten_file(tmp_path):
-    path = tmp_path / "blob"
-    path.write_bytes(b"original")
-    files.verify(path, hashlib.sha256(b"original").hexdigest(), "reinstall")  # passes and is remembered
-    path.write_bytes(b"tampered!")  # new size, new mtime: must be hashed again
-    with pytest.raises(WeightsFileError):
-        files.verify(path, hashlib.sha256(b"original").hexdigest(), "reinstall")
-
-
 def test_load_names_missing_file(tmp_path):
     with pytest.raises(WeightsFileError, match=r"找不到.*model.safetensors"):
         pt.load(tmp_path)
@@ -301,12 +292,8 @@ def test_shapes_and_rows(model, runs):
 def test_every_attention_call_goes_through_the_kernel(model, runs, kernel_calls):
     calls = kernel_calls(encoder)
     ids = runs["law"].ids
-    batched, _ = model.forward(ids)
+    model.forward(ids)
     assert calls == [(12, 27, 32)] * 6  # one call per layer, all heads at once
-    calls.clear()
-    looped, _ = model.forward(ids, per_head=True)
-    assert calls == [(27, 32)] * 72  # the paper's definition: one call per head
-    np.testing.assert_allclose(looped, batched, atol=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -83,11 +83,8 @@ class Encoder:
             ), stacklevel=2)
         return Encoding(tokens, ids, self.forward(ids)[0])
 
-    def forward(self, ids, per_head=False):
-        """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d)).
-
-        ``per_head=True`` calls the kernel once per head (the paper's loop, slower, the same numbers).
-        """
+    def forward(self, ids):
+        """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d))."""
         ids, w = np.asarray(ids), self.w
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
@@ -100,15 +97,15 @@ class Encoder:
         x = layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.config.eps)  # (T, d)
         hidden, attentions = [x], []
         for layer in range(self.n_layers):  # layers run in sequence: each reads the one before
-            x, weights = self._layer(x, layer, per_head)  # (T, d), (H, T, T)
+            x, weights = self._layer(x, layer)  # (T, d), (H, T, T)
             hidden.append(x)
             attentions.append(weights)
         return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
 
-    def _layer(self, x, layer, per_head):
+    def _layer(self, x, layer):
         """One post-LayerNorm block: x = LN(x + attention(x)); x = LN(x + FFN(x))."""
         w, p = self.w, f"l{layer}."
-        attn_out, weights = self._self_attention(x, p, per_head)  # (T, d), (H, T, T)
+        attn_out, weights = self._self_attention(x, p)  # (T, d), (H, T, T)
         attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])  # (T, d)  Concat(heads) W^O + b
         x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.config.eps)  # (T, d)
         inner = gelu(_linear(x, w[p + "fi.w"], w[p + "fi.b"]))  # (T, F)
@@ -116,18 +113,13 @@ class Encoder:
         x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.config.eps)  # (T, d)
         return x, weights
 
-    def _self_attention(self, x, p, per_head):
+    def _self_attention(self, x, p):
         """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课的内核。"""
         w = self.w
         q = _linear(x, w[p + "q.w"], w[p + "q.b"])  # (T, d)  X W^Q + b^Q：自注意力里 Q、K、V 都来自同一个 X
         k = _linear(x, w[p + "k.w"], w[p + "k.b"])  # (T, d)  X W^K + b^K
         v = _linear(x, w[p + "v.w"], w[p + "v.b"])  # (T, d)  X W^V + b^V
         q, k, v = (split_heads(a, self.n_heads) for a in (q, k, v))  # 3 × (H, T, d_k) 切成 H 个头
-        if per_head:  # 按论文的定义，一个头一个头地算
-            results = [scaled_dot_product_attention(q[i], k[i], v[i]) for i in range(self.n_heads)]
-            heads = np.stack([out for out, _ in results])  # (H, T, d_k)
-            weights = np.stack([wt for _, wt in results])  # (H, T, T)
-        else:  # H 个头一次算完，结果相同
-            heads, weights = scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T)
+        heads, weights = scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T) H 个头一次算完
         return merge_heads(heads), weights  # (T, d) 拼接, (H, T, T)
 

@@ -49,20 +49,12 @@ def sha256_of(path):
         return hashlib.sha256(view).hexdigest()
 
 
-_VERIFIED = set()  # (path, size, mtime, inode, hash) of files already checked in this process
-
-
 def verify(path, expected, reinstall):
-    """The file must exist and hash to ``expected``; each version of a file is hashed once per process."""
+    """The file must exist and hash to ``expected`` (a notebook loads each model once: no cache)."""
     if not Path(path).is_file():
         raise WeightsFileError(f"找不到 {path}：权重包不完整。请重新安装：{reinstall}")
-    stat = Path(path).stat()
-    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino, expected)
-    if key in _VERIFIED:  # a rewritten file gets a new mtime, so it is hashed again
-        return
     actual = sha256_of(path)
     if actual != expected:
         raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 {expected} 不一致："
                                f"文件可能损坏，或者不是本课用的那个版本。\n请重新安装：{reinstall}")
-    _VERIFIED.add(key)
 

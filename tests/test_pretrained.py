@@ -19,6 +19,7 @@ import pytest
 from helpers import load_npz, require
 
 import lesson_lib.models.toy
+from lesson_lib.checks import LessonInputError, LessonInputTypeError
 from lesson_lib.models.pretrained import encoder, files, minilm
 from lesson_lib.models.pretrained import minilm as pt
 from lesson_lib.models.pretrained.encoder import UnknownTextWarning, gelu
@@ -215,10 +216,10 @@ def test_fallback_draws_toy_heads(monkeypatch, capsys):
 # Tokenizer
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad, needle", [(42, "字符串"), ("  \t ", "一个词也没有")])
-def test_encode_rejects_bad_text(model, bad, needle):
-    with pytest.raises(ValueError, match=needle):
-        model.tokenizer.encode(bad)
+@pytest.mark.parametrize("bad, error", [(42, LessonInputTypeError), ("  \t ", LessonInputError)])
+def test_encode_rejects_bad_text(model, bad, error):
+    with pytest.raises(error, match="句子"):
+        model.attend(bad)
 
 
 def test_tokenizer_keeps_long_sentences_whole(model):

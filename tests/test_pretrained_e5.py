@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from helpers import load_npz, require
 
+from lesson_lib.checks import LessonInputError, LessonInputTypeError
 from lesson_lib.models.pretrained import e5, encoder, files
 from lesson_lib.models.pretrained.e5 import BLOCK_BYTES, dequantize_q4, read_e5, tensor_shapes
 from lesson_lib.models.pretrained.unigram import UnigramTokenizer
@@ -182,10 +183,10 @@ def test_viterbi_picks_the_best_total_score():
     assert tokens == ["<s>", "▁ab", ",", "<unk>", "</s>"] and ids.dtype == np.int64  # z is in no piece
 
 
-@pytest.mark.parametrize("bad, needle", [(7, "字符串"), ("   ", "空的")])
-def test_tokenizer_rejects_bad_text(bad, needle):
-    with pytest.raises(ValueError, match=needle):
-        tiny_tokenizer().encode(bad)
+@pytest.mark.parametrize("bad, error", [(7, LessonInputTypeError), ("   ", LessonInputError)])
+def test_encoder_rejects_bad_text(tmp_path, bad, error):
+    with pytest.raises(error, match="句子"):
+        e5.load(write_tiny_model(tmp_path / "tiny.bin"), verify=False).attend(bad)
 
 
 # ---------------------------------------------------------------------------------------------

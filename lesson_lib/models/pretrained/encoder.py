@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
-from lesson_lib.checks import LessonInputError
+from lesson_lib.checks import LessonInputError, LessonInputTypeError
 
 
 class UnknownTextWarning(UserWarning):
@@ -74,6 +74,10 @@ class Encoder:
 
     def encode(self, text):
         """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown tokens."""
+        if not isinstance(text, str):
+            raise LessonInputTypeError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}。")
+        if not text.strip():
+            raise LessonInputError("句子是空的：请输入至少一个字或词。")
         tokens, ids = self.tokenizer.encode(text)
         words, unk = tokens[1:-1], self.tokenizer.unk_token  # without the start and end tokens
         if words and (unknown := sum(t == unk for t in words)) * 2 > len(words):

@@ -15,7 +15,8 @@ from helpers import CJK
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib.attention import AttentionInputError, split_heads
+from lesson_lib.attention import split_heads
+from lesson_lib.checks import AttentionInputError
 from lesson_lib.sections import s03_heads as heads
 
 CASES = [(6, 512, 8), (4, 16, 4), (3, 12, 3), (5, 64, 1), (2, 64, 64), (7, 24, 6)]

@@ -1,21 +1,14 @@
 """The sweep over head counts, in this process: Jupyter's ■ or Ctrl-C becomes ``SweepInterrupted``, which keeps
 the head counts that finished; ``progress(done, total)`` gets the training steps done, for a progress bar."""
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from lesson_lib.models.toy import config
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS, Task, TrainConfig
 from lesson_lib.models.toy.training import train_and_score
 
-
-@dataclass
-class SweepResult:
-    """One row per head count (JSON-ready) and the trained parameters, keyed by h, for the plots."""
-
-    results: list
-    params: dict
-    task: Task
-    config: TrainConfig
+# One row per head count (JSON-ready), the trained parameters keyed by h (for the plots), the task and the config.
+SweepResult = namedtuple("SweepResult", "results params task config")
 
 
 class SweepInterrupted(KeyboardInterrupt):

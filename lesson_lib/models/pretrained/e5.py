@@ -111,10 +111,9 @@ def load_or_explain():
     return files.load_or_explain(load, available, install_hint, "多语言模型 multilingual-e5-small ")
 
 
-def load(path=None, verify=True):
-    """An ``Encoder`` from ``e5-small-q4.bin`` (the package's, or ``path``), its sha256 checked first if ``verify``."""
-    path = files.check_folder_argument(path, "模型文件") if path is not None else weights_path()
-    if path is None:
+def load(verify=True):
+    """An ``Encoder`` from the package's ``e5-small-q4.bin``, its sha256 checked first if ``verify``."""
+    if (path := weights_path()) is None:
         raise files.WeightsFileError(install_hint())
     if verify:
         files.verify(path, WEIGHTS_SHA256, REINSTALL_COMMAND)

@@ -33,14 +33,6 @@ def package_dir(module_name):
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def check_folder_argument(path, what):
-    """``load(path)``'s argument as a Path, with a Chinese error for anything that is not a path."""
-    if isinstance(path, (str, Path)) and str(path):
-        return Path(path)
-    raise WeightsFileError(f"load() 的参数 path 应是{what}的路径（字符串或 pathlib.Path），"
-                           f"收到的是 {type(path).__name__} {path!r}。不传参数时会自动使用已安装的权重包。")
-
-
 def sha256_of(path):
     """Hex sha256 of a file, hashed from a memory map (tens of ms for ~90 MB with SHA-NI)."""
     if Path(path).stat().st_size == 0:  # mmap refuses empty files; an empty file still has a hash

@@ -113,10 +113,9 @@ def _rename(checkpoint, n_layers):
     return t
 
 
-def load(path=None, verify=True):
-    """An ``Encoder`` from the weights package folder (or ``path``), the three files' sha256 checked if ``verify``."""
-    folder = files.check_folder_argument(path, "权重文件夹") if path is not None else model_dir()
-    if folder is None:
+def load(verify=True):
+    """An ``Encoder`` from the weights package's folder, the three files' sha256 checked first if ``verify``."""
+    if (folder := model_dir()) is None:
         raise files.WeightsFileError(install_hint())
     if verify:
         for name, digest in FILES_SHA256.items():

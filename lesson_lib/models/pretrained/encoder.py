@@ -5,6 +5,7 @@ tokenizer. Shapes: T tokens, d model width, L layers, H heads, d_k = d / H, F fe
 
 import math
 import warnings
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,11 +33,8 @@ class EncoderConfig:
         return self.d_model // self.n_heads
 
 
-@dataclass(frozen=True)
-class Encoding:
-    tokens: list  # T tokens, the start token first and the end token last
-    ids: np.ndarray  # (T,) vocabulary ids
-    attentions: np.ndarray  # (L, H, T, T) attention weights; rows are queries and sum to 1
+# One sentence's forward pass: T tokens (start and end token included), ids (T,), attentions (L, H, T, T).
+Encoding = namedtuple("Encoding", "tokens ids attentions")
 
 
 def gelu(x):

@@ -90,22 +90,17 @@ class WordPieceTokenizer:
         return list(out.tokens), np.array(out.ids, dtype=np.int64)
 
 
-# checkpoint name -> the shared encoder's name, for one layer's tensors
-_LAYER_NAMES = {
-    "attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
-    "attention.output.dense": "ao", "attention.output.LayerNorm": "aln",
-    "intermediate.dense": "fi", "output.dense": "fo", "output.LayerNorm": "oln",
-}  # fmt: skip
+# checkpoint name -> the shared encoder's name: the embeddings', and one layer's tensors
+_EMBEDDING_NAMES = {"position_embeddings.weight": "emb.pos", "token_type_embeddings.weight": "emb.type",
+                    "LayerNorm.weight": "emb.ln.w", "LayerNorm.bias": "emb.ln.b"}  # fmt: skip
+_LAYER_NAMES = {"attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
+                "attention.output.dense": "ao", "attention.output.LayerNorm": "aln",
+                "intermediate.dense": "fi", "output.dense": "fo", "output.LayerNorm": "oln"}  # fmt: skip
 
 
 def _rename(checkpoint, n_layers):
     """HF BertModel names -> the shared encoder's names (same arrays, no copies)."""
-    t = {
-        "emb.pos": checkpoint["embeddings.position_embeddings.weight"],
-        "emb.type": checkpoint["embeddings.token_type_embeddings.weight"],
-        "emb.ln.w": checkpoint["embeddings.LayerNorm.weight"],
-        "emb.ln.b": checkpoint["embeddings.LayerNorm.bias"],
-    }
+    t = {short: checkpoint[f"embeddings.{long}"] for long, short in _EMBEDDING_NAMES.items()}
     for i in range(n_layers):
         for long, short in _LAYER_NAMES.items():
             t[f"l{i}.{short}.w"] = checkpoint[f"encoder.layer.{i}.{long}.weight"]

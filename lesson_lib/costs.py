@@ -64,11 +64,6 @@ def parameters(d_model: int, h: int) -> int:
     return h * 3 * d_model * d_k + (h * d_k) * d_model  # h·(W_i^Q, W_i^K, W_i^V) + W^O: 4·d_model² for any h
 
 
-def count_rows(n: int, d_model: int, heads) -> list[dict]:
-    """One dict per head count (every stage, d_k and the totals): the rows of format_table."""
-    return [count(n, d_model, h).as_dict() for h in heads]
-
-
 @dataclass(frozen=True)
 class KVSharing:  # one way of sharing keys and values, for one layer
     name: str  # what the learner reads: 多头（MHA）…

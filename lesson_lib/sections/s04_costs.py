@@ -6,7 +6,7 @@ import numpy as np
 
 from lesson_lib.attention import head_width
 from lesson_lib.checks import check_int
-from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count, count_rows
+from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count
 from lesson_lib.paper import BASE_HEADS
 
 TIMING_BUDGET = 0.02  # s per h: a run this long is steady, so it is not repeated (the cell stays cheap)
@@ -49,7 +49,7 @@ def format_table(n: int, d_model: int, heads) -> str:
                f"{SOFTMAX_WORK} {SOFTMAX_WORK_FORMULA}"]
     fields = ["h", "d_k", "qkv_projections", "scores", "weights_v", "output_projection", "matmul_total",
               "softmax_total"]
-    return text_table(headers, [[r[f] for f in fields] for r in count_rows(n, d_model, heads)])
+    return text_table(headers, [[r[f] for f in fields] for r in (count(n, d_model, h).as_dict() for h in heads)])
 
 
 def scores_text(d_model: int, heads) -> str:

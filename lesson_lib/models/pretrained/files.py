@@ -1,5 +1,6 @@
 """Weights packages: find one, and turn a missing or different file into a Chinese ``WeightsFileError``."""
 
+import contextlib
 import hashlib
 import importlib.util
 import mmap
@@ -24,13 +25,11 @@ def load_or_explain(load, available, install_hint, model_name):
 
 def package_dir(module_name):
     """Folder of an installed package, found without importing it (None when it is not installed)."""
-    try:
+    with contextlib.suppress(ImportError, ValueError):
         spec = importlib.util.find_spec(module_name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+        if spec is not None and spec.submodule_search_locations:
+            return Path(next(iter(spec.submodule_search_locations)))
+    return None
 
 
 def sha256_of(path):

@@ -20,7 +20,7 @@ class Task:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Model width and the optimiser schedule (Adam, linear warm-up, cosine decay to FINAL_LR_FRAC·lr)."""
+    """Model width and the optimiser schedule (Adam, linear warm-up, cosine decay to optim.FINAL_LR_FRAC·lr)."""
 
     d_model: int = 32
     steps: int = 700
@@ -31,7 +31,6 @@ class TrainConfig:
     dtype: str = "float32"  # half the memory traffic of float64; the gradient check runs in float64
 
 
-FINAL_LR_FRAC = 0.1
 EMB_STD = 0.5  # the embeddings' initial scale; 1.0 stalls some seeds
 TEST_SEED = 20170612  # one fixed test set for every model (the paper's arXiv date)
 DEFAULT_TASK = Task()

@@ -47,9 +47,7 @@ def forward(params, batch: Batch, h: int, task: Task):
     B, T = batch.values.shape[1:]
     hot = _multi_hot(batch, task, n_rows, params["E"].dtype)  # (S or 1, B·T, R)
     x = hot @ params["E"]  # (S, B·T, D)  x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i]
-    q = split_heads((x @ params["W_Q"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)  X W_i^Q, every i
-    k = split_heads((x @ params["W_K"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)
-    v = split_heads((x @ params["W_V"]).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)
+    q, k, v = (split_heads((x @ params[w]).reshape(S, B, T, D), h) for w in ("W_Q", "W_K", "W_V"))  # (S, B, h, T, d_k)
     heads, weights = scaled_dot_product_attention(q, k, v)  # (S, B, h, T, d_k), (S, B, h, T, T)
     o = merge_heads(heads).reshape(S, B * T, D)  # (S, B·T, D)  Concat(head_i)
     y = o @ params["W_O"]  # (S, B·T, D)

@@ -4,9 +4,10 @@ import math
 
 import numpy as np
 
-from lesson_lib.models.toy.config import FINAL_LR_FRAC, TrainConfig
+from lesson_lib.models.toy.config import TrainConfig
 
 BETA1, BETA2, EPS = 0.9, 0.98, 1e-9  # the paper's (§5.3)
+FINAL_LR_FRAC = 0.1  # the schedule ends at a tenth of lr
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -27,10 +28,9 @@ class Adam:
 
     def step(self, grads: dict, step: int) -> None:
         """Update every parameter from its gradient at 0-based ``step``."""
-        cfg = self.cfg
         c1, c2 = 1 - BETA1 ** (step + 1), 1 - BETA2 ** (step + 1)  # bias corrections
+        rate = learning_rate(step, self.cfg) / c1
         for name, grad in grads.items():
             self.m[name] = self.m[name] * BETA1 + grad * (1 - BETA1)
             self.s[name] = self.s[name] * BETA2 + grad * grad * (1 - BETA2)
-            self.params[name] -= (self.m[name] / (np.sqrt(self.s[name]) * (1 / math.sqrt(c2)) + EPS)
-                                  * (learning_rate(step, cfg) / c1))  # fmt: skip
+            self.params[name] -= self.m[name] / (np.sqrt(self.s[name]) * (1 / math.sqrt(c2)) + EPS) * rate

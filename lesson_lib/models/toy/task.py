@@ -1,6 +1,5 @@
-"""The 3-lookup task: position i outputs the values of its left neighbour (prev), its right neighbour (next) and
-the position whose key equals its query tag (match). One attention distribution can sit on one of those, or average
-them (§2); h heads can each take one."""
+"""The 3-lookup task: position i outputs the values of its left neighbour, its right neighbour and the position whose
+key is its query tag. One attention distribution sits on one of them or averages them (§2); h heads take one each."""
 
 import functools
 from dataclasses import dataclass, fields

@@ -15,8 +15,7 @@ _FINISHED: dict = {}
 
 
 def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG, progress=None) -> dict:
-    """(S, …) params of one model per seed with h heads, trained in the same arrays; ``progress(steps_done)``.
-    Arguments as ``train_and_score`` checked them."""
+    """(S, …) params of one model per seed with h heads (train_and_score checks the arguments); ``progress(steps)``."""
     params = model.init_params(seeds, task, cfg)  # {name: (S, *shape)}
     adam = Adam(params, cfg)
     data = training_data(seeds, task, cfg)
@@ -56,8 +55,7 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
     return _FINISHED[key]
 
 
-def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
-                  cfg: TrainConfig = DEFAULT_CONFIG) -> np.ndarray:
+def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG):
     """Attention maps (h, T, T) of an h-head model (one seed) on held-out sequence 0: §6's stand-in for its weights."""
     params, _ = train_and_score(h, [seed], task, cfg)
     return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0].copy()  # (h, T, T)

@@ -110,14 +110,14 @@ def _bare(name: str, fn) -> float:
     calls = []
     if name == "split_heads":
         rng = np.random.default_rng(0)
-        calls = [(rng.standard_normal((n, d)), h) for n, d, h in exercises._split_cases()]
+        calls = [(rng.standard_normal((n, d)), h) for n, d, h in exercises.SPLIT_CASES]
     elif name == "multi_head_attention_loop":
         rng = np.random.default_rng(1)
-        for n, d, h in exercises._MHA_CASES:
+        for n, d, h in exercises.MHA_CASES:
             x = rng.standard_normal((n, d))
             calls.append((x, *[rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)], h))
     else:
-        calls = list(exercises._COUNT_CASES)
+        calls = list(exercises.COUNT_CASES)
     times = []
     for _ in range(15):
         start = time.perf_counter()

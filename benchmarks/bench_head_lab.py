@@ -2,8 +2,8 @@
 
 Goal: median redraw ≤ 100 ms at every h the slider offers (1 … 64).
 A redraw is what the slider's callback does: ``lab_state(h)`` (the kernel call, entropy and head
-diversity), ``summary_html``, ``lab_pictures`` (the two themed SVGs, drawn without matplotlib) and
-``lab_table_html``. The baseline, measured in the same run and interleaved with it, is the matplotlib
+diversity), ``summary_html`` and ``lab_pictures`` (the two themed SVGs, drawn without matplotlib, and the folded
+numbers). The baseline, measured in the same run and interleaved with it, is the matplotlib
 reference a static cell would use: ``lab_state(h)`` + ``plotting.heat_map`` as a cell shows it. A third
 column sets the real widget's slider (ipywidgets in-process, no front end), so traitlets and the observer
 are included too.
@@ -27,14 +27,13 @@ GOAL_MS = 100.0
 
 
 def _fast(h):
-    """One redraw; returns (seconds in lab_state, seconds in summary_html + lab_pictures + lab_table_html)."""
+    """One redraw; returns (seconds in lab_state, seconds in summary_html + lab_pictures)."""
     start = time.perf_counter()
     with one_blas_thread():
         state = head_lab.lab_state(h)
     mid = time.perf_counter()
     head_lab.summary_html(state)
     head_lab.lab_pictures(state)
-    head_lab.lab_table_html(state)
     return mid - start, time.perf_counter() - mid
 
 
@@ -58,7 +57,7 @@ def run() -> list[str]:
     matplotlib.use("Agg")
     from lesson_lib.sections import widgets
 
-    choices = head_lab.head_choices()
+    choices = head_lab.HEAD_CHOICES
     start = time.perf_counter()
     _fast(choices[0])  # cold: imports (PIL, threadpoolctl), font loading, parameter cache
     cold = time.perf_counter() - start

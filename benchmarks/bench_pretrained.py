@@ -74,7 +74,7 @@ def _explorer(model):
 
     def frame():  # a different head each call, as a slider move gives
         i = next(positions)
-        views.explorer_frame(enc, 1 + i % 6, 1 + i % 12, "its")
+        views.explorer_frame(enc, 1 + i % 6, 1 + i % 12, enc.tokens.index("its"))
 
     return {f"explorer_{k}": v for k, v in _interleaved({"frame": frame}, 15).items()}
 
@@ -87,7 +87,7 @@ def model_sentence():
 
 def _e5():
     from lesson_lib.models.pretrained import e5
-    from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
+    from lesson_lib.sections.s06_real_heads import pronoun as ph
 
     model = e5.load()
     ids = model.tokenizer.encode(ph.LESSON_SENTENCE)[1]

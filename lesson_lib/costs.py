@@ -5,7 +5,7 @@
 heads (g = h: MHA; 1 < g < h: GQA, Ainslie et al. 2023; g = 1: MQA, Shazeer 2019). W^K and W^V shrink to
 d × (g·d_k), so 2·d² + 2·d·g·d_k projection weights; a decoder caches 2·g·d_k numbers per earlier token."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from lesson_lib.attention import head_width
 from lesson_lib.checks import LessonInputError, check_heads, check_int
@@ -43,11 +43,6 @@ class LayerCount:  # multiplies (and softmax exps/divisions) of one self-attenti
     @property
     def projections_share(self) -> float:  # of the matmul multiplies, the four projections'
         return (self.qkv_projections + self.output_projection) / self.matmul_total
-
-    def as_dict(self) -> dict:
-        row = asdict(self)
-        row.update(d_k=self.d_k, matmul_total=self.matmul_total, softmax_total=self.softmax_total)
-        return row
 
 
 def count(n: int, d_model: int, h: int) -> LayerCount:

@@ -37,7 +37,7 @@ def two_head_closed_form(s):
 
 
 def test_values_rows_carry_the_named_features():
-    v = averaging.values()
+    v = averaging.VALUES
     assert v.shape == (len(TOKENS), len(FEATURES))
     expected = {
         "小明": {"男性", "人物", "主语"},
@@ -60,7 +60,7 @@ def test_blend_of_lesson_weights_is_the_hand_computed_average():
 
 
 def test_blend_one_hot_returns_that_words_row():
-    v = averaging.values()
+    v = averaging.VALUES
     for word in ("小明", "小红", "苹果", "把"):
         out = averaging.blend({word: 1.0})
         assert list(out.values()) == pytest.approx(v[TOKENS.index(word)].tolist())
@@ -166,7 +166,7 @@ def test_she_never_attends_to_herself_or_later(heads, s):
 def test_two_head_output_is_concat_of_each_heads_subspace_average(s):
     """Head 1 averages the identity features with its weights, head 2 the role features with its own."""
     d = averaging.demo(2, s)
-    v = averaging.values()
+    v = averaging.VALUES
     n_id = len(averaging.IDENTITY_FEATURES)
     # independent weights: softmax over the visible words with the matching key at logit s
     w_ref = np.zeros(len(TOKENS))
@@ -219,7 +219,8 @@ def test_demo_html_draws_every_weight_and_feature_as_a_bar_named_by_its_numbers(
     widths = [float(w) for w in re.findall(r"height:0.8em;width:([\d.]+)em", page)]
     expected = [*d.weights[:, :VISIBLE].T.ravel(), *d.output.values()]  # row by row: each word's heads, then features
     assert widths == pytest.approx([8 * x for x in expected], abs=0.006)
-    assert f'role="img" aria-label="{html.escape(averaging.demo_alt(d))}"' in page
+    alt = html.unescape(re.search(r'role="img" aria-label="([^"]*)"', page).group(1))
+    assert all(f"{v:.2f}" in alt for v in d.output.values())  # named by the numbers it draws
     assert all(name in page for name in d.names)
 
 

@@ -77,13 +77,13 @@ def test_check_source_runs_a_whole_cell_text():
 def test_solutions_are_in_chinese_and_shown_only_when_asked(name):
     shown = ex.show_solution(name)
     assert shown._repr_markdown_().startswith("```python\n")
-    tree = ast.parse(shown.text)
+    tree = ast.parse(shown)
     docstring = ast.get_docstring(tree.body[0])
-    comments = [line.split("#", 1)[1] for line in shown.text.splitlines() if "#" in line]
+    comments = [line.split("#", 1)[1] for line in shown.splitlines() if "#" in line]
     assert docstring and comments
     for text in [docstring, *comments]:
         assert re.search(r"[\u4e00-\u9fff]", text), text  # every comment and the docstring are Chinese
-    assert ex.spec(name).text.startswith(f"实现 {ex.EXERCISES[name].learner_name}(")
+    assert ex.spec(name).startswith(f"实现 {ex.EXERCISES[name].learner_name}(")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,13 +347,6 @@ def test_unfilled_stub_is_not_an_error(name):
     assert repr(result) == result.message  # what the notebook cell shows
 
 
-def _raise(exc):
-    def fn(*args):
-        raise exc
-
-    return fn
-
-
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize(
     "fn",
@@ -523,8 +516,6 @@ def test_count_accepts_numeric_types_but_not_text():
     assert ex.check("count_multiplies", lambda n, d, h: float(4 * n * d * d + 2 * n * n * d)).passed
     assert ex.check("count_multiplies", lambda n, d, h: np.int64(4 * n * d * d + 2 * n * n * d)).passed
     assert not ex.check("count_multiplies", lambda n, d, h: str(4 * n * d * d + 2 * n * n * d)).passed
-
-
 
 
 def test_unknown_exercise():

@@ -11,7 +11,7 @@ import pytest
 
 from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections import s03_heads as heads
-from lesson_lib.sections.s07_ablation import plots as ablation_plots
+from lesson_lib.sections.s07_ablation import report
 from lesson_lib.show import plotting
 
 pytestmark = pytest.mark.usefixtures("plt")
@@ -22,7 +22,7 @@ CSS_PX_PER_INCH = 96  # an inline SVG's pt is 4/3 CSS px
 
 def _toy_results():
     rng = np.random.default_rng(0)
-    return [{"h": h, "accuracy_mean": float(a), "accuracy_sd": None,
+    return [{"h": h, "accuracy_mean": float(a), "accuracy_sd": None, "accuracy_per_seed": [float(a)],
              "per_target": {t: float(x) for t, x in zip(("prev", "next", "match"), rng.random(3))}}
             for h, a in zip((1, 2, 4, 8, 16, 32), (0.41, 0.52, 0.97, 0.96, 0.81, 0.66))]
 
@@ -31,7 +31,7 @@ _S = np.linspace(0, 8, 33)
 _W = np.random.default_rng(1).dirichlet(np.ones(6), size=(1, 6))  # (1, 6, 6)
 FIGURES = {  # name -> a call drawing it (built one at a time: each test closes its figures)
     "figure_11_1": lambda: heads.plot_figure_11_1(512, 8),
-    "toy_vs_paper": lambda: ablation_plots.plot_toy_vs_paper(_toy_results()),
+    "toy_vs_paper": lambda: report.plot_toy_vs_paper(_toy_results()),
 }
 
 
@@ -69,7 +69,7 @@ def test_heat_map_alt_names_the_largest_weights():
 
 
 def test_toy_vs_paper_alt_gives_each_head_counts_level_not_machine_dependent_digits():
-    alt = plotting.alt_text(ablation_plots.plot_toy_vs_paper(_toy_results()))
+    alt = plotting.alt_text(report.plot_toy_vs_paper(_toy_results()))
     # accuracies 0.41, 0.52, 0.97, 0.96, 0.81, 0.66 for h = 1 … 32: levels as §7's checked table states them
     assert "h = 1：小部分对，h = 2：小部分对，h = 4：学会，h = 8：学会，h = 16：大部分对，h = 32：大部分对" in alt
     assert "0.97" not in alt
@@ -141,7 +141,7 @@ def test_ipython_shows_described_figures_as_html_only():
 @pytest.mark.parametrize("heads_", [1, 2])
 def test_demo_alt_states_each_heads_largest_weight_and_the_features(heads_):
     d = averaging.demo(heads_, 4.0)
-    alt = averaging.demo_alt(d)
+    alt = html.unescape(re.search(r'role="img" aria-label="([^"]*)"', averaging.demo_html(d)).group(1))
     for name, row in zip(d.names, d.weights):
         k = int(np.argmax(row[:averaging.QUERY]))
         assert f"{name}：「她」给「{averaging.TOKENS[k]}」{row[k]:.2f}" in alt

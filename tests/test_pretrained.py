@@ -27,13 +27,7 @@ from lesson_lib.models.pretrained.files import WeightsFileError, sha256_of
 from lesson_lib.models.pretrained.head_finder import SCORE_NAMES, head_scores, phrase_scores, rank_heads
 from lesson_lib.models.pretrained.minilm import read_safetensors
 from lesson_lib.sections.s06_real_heads import views
-from lesson_lib.sections.s06_real_heads.views import (
-    check_layer_head,
-    describe_row,
-    query_index,
-    token_options,
-    top_keys,
-)
+from lesson_lib.sections.s06_real_heads.views import check_layer_head, describe_row
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
@@ -202,8 +196,8 @@ def test_fallback_draws_toy_heads(monkeypatch, capsys):
     fake.example_heads = lambda h, seed: calls.append((h, seed)) or np.full((h, 5, 5), 0.2)
     monkeypatch.setitem(sys.modules, "lesson_lib.models.toy.training", fake)
     monkeypatch.setattr(lesson_lib.models.toy, "training", fake, raising=False)  # `from … import` reads this first
-    fig = views.plot_toy_heads(h=4, seed=3)
-    assert calls == [(4, 3)]
+    fig = views.plot_toy_heads()
+    assert calls == [(4, 0)]
     assert fig is not None and "玩具模型" in views.model_text(None) and capsys.readouterr().out == ""
 
 
@@ -363,23 +357,10 @@ def test_check_layer_head_rejects(layer, head):
         check_layer_head(synthetic_attentions(), layer, head)
 
 
-def test_query_and_options():
-    tokens = ["[CLS]", "be", ",", "be", "[SEP]"]
-    assert query_index(tokens, "be") == 1 and query_index(tokens, np.int64(4)) == 3  # 1-based in, index out
-    assert token_options(tokens)[3] == ("4 · be", 4)
-    with pytest.raises(ValueError, match="1 到 5"):
-        query_index(tokens, 0)
-    with pytest.raises(ValueError, match="1 到 5"):
-        query_index(tokens, 6)
-    with pytest.raises(ValueError, match=r"出现 0 次.*\[CLS\] be , be \[SEP\]"):
-        query_index(tokens, "its")
-
-
-def test_top_keys_and_describe_row():
+def test_describe_row():
     tokens = ["[CLS]", "law", "x", "its", "y", "[SEP]"]
     att = synthetic_attentions()
-    assert top_keys(tokens, [0.1, 0.6, 0.0, 0.3, 0.0, 0.0], k=2) == [(1, "law", 0.6), (3, "its", 0.3)]
-    line = describe_row(tokens, att, 2, 3, "its")
+    line = describe_row(tokens, att, 2, 3, 3)
     assert line.startswith("第 2 层 · 头 3：查询词元「its」（位置 4）") and "law（位置 2）1.00" in line
     assert "0.17" in line  # 1/6, the uniform share, for comparison
 
@@ -392,7 +373,7 @@ def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys, mon
     views.explore(runs, "law", 5, 12, "its")
     text = capsys.readouterr().out.strip()
     assert text.startswith("第 5 层 · 头 12") and "law" in text
-    _, bars, picture = views.explorer_frame(runs["law"], 5, 12, "its")
+    _, bars, picture = views.explorer_frame(runs["law"], 5, 12, runs["law"].tokens.index("its"))
     (page,) = (s.data for s in shown)
     assert page.startswith(picture.split("<details>")[0]) and page.endswith(bars)  # the map above the row's bars
     assert "<details>" not in page  # stored: no table of the map's weights, some of which flip between CPUs
@@ -411,7 +392,7 @@ def test_explorer_widget_wiring(model):
     assert "第 5 层 · 头 10" in line.value and "application" in line.value  # L5H10: its -> application
     c["layer"].value, c["head"].value = 4, 2
     c["sentence"].value = views.COREF_SENTENCES["fails"]  # new tokens; the query stays on "its"
-    assert c["token"].value == 8 and ("8 · its", 8) in c["token"].options and "river" in line.value
+    assert c["token"].value == 7 and ("8 · its", 7) in c["token"].options and "river" in line.value
     assert "（位置 8）" in line.value  # positions a learner reads are 1-based, like layers and heads
 
 
@@ -423,7 +404,7 @@ def test_explorer_keeps_one_height_for_every_sentence(model):
     c = box.controls
     reserved = [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")]
     line = views.EXPLORER_LINE_PX
-    for _, text in views._sentence_choices():
+    for _, text in views.EXPLORER_SENTENCES:
         c["sentence"].value = text
         assert [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")] == reserved
         summary, picture = c["summary"].value, c["picture"].value
@@ -431,7 +412,7 @@ def test_explorer_keeps_one_height_for_every_sentence(model):
         assert svg_px + 2 * line <= reserved[1]  # the map and its folded table's line
         bars = summary.count("break-inside:avoid")  # one bar per token, two columns in a 592 px output
         assert bars == len(model.encode(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
-    longest = max((model.encode(text) for _, text in views._sentence_choices()), key=lambda e: len(e.tokens))
+    longest = max((model.encode(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
     assert (4 + -(-len(longest.tokens) // 2)) * line == reserved[0]  # no more than the longest needs
 
 
@@ -453,16 +434,15 @@ def test_explorer_widget_rejects_bad_arguments(model, kwargs, needle):
         views.explorer_widget(model, **kwargs)
 
 
-def test_explore_unknown_sentence_and_top_zero(runs):
+def test_explore_names_an_unknown_sentence_or_query(runs):
     with pytest.raises(ValueError, match=r"没有名为 'nosuch' 的句子.*'law'"):
         views.explore(runs, "nosuch", 4, 2, "its")
-    for draw in (views.making_figure, views.head_finder):
-        with pytest.raises(ValueError, match=r"参数 top.*收到的是 0"):
-            draw(runs, top=0)
+    with pytest.raises(ValueError, match=r"词元 'itz' 在这句话里出现 0 次.*\[CLS\] the law"):
+        views.explore(runs, "law", 4, 2, "itz")
 
 
 def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
-    line, summary, picture = views.explorer_frame(runs["law"], 4, 2, "its")
+    line, summary, picture = views.explorer_frame(runs["law"], 4, 2, runs["law"].tokens.index("its"))
     assert line.startswith("第 4 层 · 头 2")
     enc = runs["law"]
     row = enc.attentions[3, 1, enc.tokens.index("its")]

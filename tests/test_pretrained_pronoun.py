@@ -1,4 +1,4 @@
-"""§6 pronoun heads: pronoun_heads (pure) and pronoun_views (printing, figure, widget wiring, fallback)."""
+"""§6 pronoun heads (sections.s06_real_heads.pronoun): the pure part, printing, figure, widget wiring, fallback."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 
 from lesson_lib.models.pretrained import e5
 from lesson_lib.practice import questions
-from lesson_lib.sections.s06_real_heads import pronoun_heads as ph
-from lesson_lib.sections.s06_real_heads import pronoun_views as zh
+from lesson_lib.sections.s06_real_heads import pronoun as zh
 
 TOKENS = ["<s>", "▁小", "明", "把", "苹果", "递", "给了", "小", "红", ",", "因为", "她", "帮", "过", "他", "。", "</s>"]
 
@@ -34,47 +33,46 @@ def synthetic():
 
 
 def test_word_span_finds_names_across_tokens():
-    assert ph.word_span(TOKENS, "小明") == (1, 3) and ph.word_span(TOKENS, "小红") == (7, 9)
-    assert ph.word_span(TOKENS, "她") == (11, 12) and ph.word_span(TOKENS, "小") == (1, 2)
-    assert ph.word_span(TOKENS, "小", nth=1) == (7, 8)
+    assert zh.word_span(TOKENS, "小明") == (1, 3) and zh.word_span(TOKENS, "小红") == (7, 9)
+    assert zh.word_span(TOKENS, "她") == (11, 12) and zh.word_span(TOKENS, "小") == (1, 2)
     with pytest.raises(ValueError, match="找不到「小华」"):
-        ph.word_span(TOKENS, "小华")
+        zh.word_span(TOKENS, "小华")
     with pytest.raises(ValueError, match="非空字符串"):
-        ph.word_span(TOKENS, "")
+        zh.word_span(TOKENS, "")
 
 
 def test_merged_pronoun_gets_its_own_error():
     merged = ["<s>", "▁小", "红", ",", "因为他", "帮", "</s>"]
-    with pytest.raises(ph.MergedTokenError, match=r"合成了「因为他」.*加个逗号"):
-        ph.word_span(merged, "他")
+    with pytest.raises(ValueError, match=r"「他」.*「因为他」"):  # the word asked about and the token holding it
+        zh.word_span(merged, "他")
 
 
 def test_name_weights_and_ranking_on_synthetic_heads():
-    w = ph.name_weights(synthetic(), TOKENS, "她", ("小红", "小明"))
+    w = zh.name_weights(synthetic(), TOKENS, "她", ("小红", "小明"))
     assert w["小红"][1, 0] == pytest.approx(1.0) and w["小明"][1, 0] == pytest.approx(0.0)
     assert w["小红"][0, 0] == pytest.approx(2 / len(TOKENS))  # a uniform head: two tokens' share
-    assert ph.rank_by_preference(synthetic(), TOKENS, top=1) == [(2, 1, pytest.approx(1.0), pytest.approx(0.0))]
-    he = ph.rank_by_preference(synthetic(), TOKENS, "他", "小明", "小红", top=1)
+    assert zh.rank_by_preference(synthetic(), TOKENS, top=1) == [(2, 1, pytest.approx(1.0), pytest.approx(0.0))]
+    he = zh.rank_by_preference(synthetic(), TOKENS, "他", "小明", "小红", top=1)
     assert he[0][2] - he[0][3] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("top", [0, -1, 5, 1.5, True])
 def test_rank_rejects_bad_top(top):
     with pytest.raises(ValueError, match="参数 top"):
-        ph.rank_by_preference(synthetic(), TOKENS, top=top)  # 2 × 2 heads: 1..4 allowed
+        zh.rank_by_preference(synthetic(), TOKENS, top=top)  # 2 × 2 heads: 1..4 allowed
 
 
 def test_conditions_are_well_formed():
-    for c in ph.MINIMAL_PAIRS:
-        assert set(ph.NAMES.values()) <= {n for n in ph.NAMES.values() if n in c.sentence}
-        assert c.expected == ph.NAMES[c.pronoun] and c.other != c.expected
-    assert ph.nearest_name(ph.MINIMAL_PAIRS[0]) == "小红" and ph.nearest_name(ph.MINIMAL_PAIRS[1]) == "小红"
+    for _, sentence, pronoun in zh.MINIMAL_PAIRS:
+        agree, other = zh.NAMES[pronoun]
+        assert agree in sentence and other in sentence and pronoun in sentence and agree != other
+    assert zh.nearest_name(zh.LESSON_SENTENCE, "她") == zh.nearest_name(zh.LESSON_SENTENCE, "他") == "小红"
 
 
 def test_every_condition_has_the_pronoun_as_its_own_token(zh_model):
-    for c in ph.MINIMAL_PAIRS:
-        tokens, _ = zh_model.attend(c.sentence)
-        start, stop = ph.word_span(tokens, c.pronoun)
+    for _, sentence, pronoun in zh.MINIMAL_PAIRS:
+        tokens, _ = zh_model.attend(sentence)
+        start, stop = zh.word_span(tokens, pronoun)
         assert stop - start == 1
 
 
@@ -99,8 +97,8 @@ def test_printed_cells(zh_model, capsys):
 
 
 def test_top_heads_figure(zh_model):
-    sentence = zh_model.attend(ph.LESSON_SENTENCE)
-    picture = zh.top_heads_figure(sentence, ph.rank_by_preference(sentence[1], sentence[0], top=3))
+    sentence = zh_model.attend(zh.LESSON_SENTENCE)
+    picture = zh.top_heads_figure(sentence, zh.rank_by_preference(sentence[1], sentence[0], top=3))
     labels = set(re.findall(r">([^<>]+)</text>", picture))
     assert {"L8·头1", "L12·头5", "L12·头3"} <= labels and any("红" in t for t in labels)
     assert not any("▁" in t for t in labels)
@@ -128,7 +126,7 @@ def test_question_is_data_and_agrees_with_the_experiment():
     assert q.kind == "single" and len(q.key.answer) == 1 and q.key.answer <= {k for k, _, _ in options}
     assert len({k for k, _, _ in options}) == len(options) == 4
     right = next(feedback for k, _, feedback in options if k in q.key.answer)
-    assert f"{len(ph.MINIMAL_PAIRS)} 个条件" in right and "最小对比" in options[1][1]
-    assert f"{len(ph.MINIMAL_PAIRS)} 个条件里全对" in q.explanation and "其中 4 个" in q.explanation
+    assert f"{len(zh.MINIMAL_PAIRS)} 个条件" in right and "最小对比" in options[1][1]
+    assert f"{len(zh.MINIMAL_PAIRS)} 个条件里全对" in q.explanation and "其中 4 个" in q.explanation
     texts = [q.prompt, q.explanation, q.key.praise, *(t for option in options for t in option[1:])]
     assert all(t and "正确" not in t and "还不对" not in t for t in texts)  # the quiz adds its own verdict words

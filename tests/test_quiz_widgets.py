@@ -63,7 +63,7 @@ def test_q2_wrong_then_right(progress):
     _fill(q, {"d_k": "64", "params": "不变"})
     q.submit.click()
     assert _shows_check(q).verdict == "wrong" and not progress.entry("Q2")["solved"]
-    assert not q.explain_button.disabled and q.attempts == progress.entry("Q2")["n_attempts"] == 1
+    assert not q.reveal.disabled and q.attempts == progress.entry("Q2")["n_attempts"] == 1
     _fill(q, {"d_k": "d_k = d_v = 32"})  # Enter in the box commits the value: that submits
     assert _shows_check(q).verdict == "right" and progress.entry("Q2")["solved"] and q.attempts == 2
     assert json.loads(progress.entry("Q2")["attempts"][0]["answer"]) == ["64", "不变"]  # the first attempt, as typed
@@ -99,21 +99,21 @@ def test_shape_as_three_boxes(progress):
 
 def test_explanation_toggles(progress):
     q = quiz_widgets.ask("S3b", progress)
-    assert q.explain_button.disabled
-    closed = q.explain_button.description
+    assert q.reveal.disabled
+    closed = q.reveal.description
     q.controls["choice"].value = "A"
     q.submit.click()
-    q.explain_button.value = True
-    assert q.explanation.value == render.box_html(q.question.explanation, "neutral", "lesson-explanation")
-    assert q.explain_button.description != closed
-    q.explain_button.value = False
-    assert q.explanation.value == "" and q.explain_button.description == closed
+    q.reveal.value = True
+    assert q.reference.value == render.box_html(q.question.explanation, "neutral", "lesson-explanation")
+    assert q.reveal.description != closed
+    q.reveal.value = False
+    assert q.reference.value == "" and q.reveal.description == closed
 
 
 def test_blank_submit_is_not_an_attempt(progress):
     q = quiz_widgets.ask("Q3", progress)
     q.submit.click()
-    assert _shows_check(q).blank and q.attempts == 0 and q.explain_button.disabled
+    assert _shows_check(q).blank and q.attempts == 0 and q.reveal.disabled
 
 
 @pytest.mark.parametrize("qid", questions.question_ids())
@@ -127,8 +127,8 @@ def test_every_control_has_a_chinese_label(progress, qid):
 
 def test_self_explanation_writes_then_ticks(progress):
     q1 = quiz_widgets.ask("Q1", progress)
-    assert isinstance(q1, quiz_widgets.SelfExplanationWidget) and q1.assess_box.layout.display == "none"
-    assert q1.reveal.disabled and q1.model_answer.value == ""
+    assert q1.rubric is not None and q1.assess_box.layout.display == "none"
+    assert q1.reveal.disabled and q1.reference.value == ""
     q1.answer.value = "单头只有一组权重，输出是加权平均——这种说法是错的。"
     q1.submit.click()
     fb = quiz.check("Q1", q1.answer.value)
@@ -145,14 +145,14 @@ def test_self_explanation_writes_then_ticks(progress):
     assert (entry["attempts"][-1]["covered"], entry["attempts"][-1]["of"]) == ([names[0]], len(q1.rubric.points))
     assert entry["final"] == "self" and not entry["solved"]
     q1.reveal.value = True
-    assert q1.model_answer.value == render.box_html(q1.rubric.model_answer, "neutral", "lesson-reference-answer")
+    assert q1.reference.value == render.box_html(q1.rubric.model_answer, "neutral", "lesson-reference-answer")
 
 
 def test_interview_asks_first_and_reveals_after(progress):
     iv = quiz_widgets.interview_self_check(progress)
-    assert iv.reveal.disabled and iv.model_answer.value == ""
+    assert iv.reveal.disabled and iv.reference.value == ""
     iv.reveal.value = True  # even if forced, nothing shows before an attempt
-    assert iv.model_answer.value == ""
+    assert iv.reference.value == ""
     iv.reveal.value = False
     iv.submit.click()
     assert interview.interview_check("").blank and iv.attempts == 0 and iv.reveal.disabled
@@ -161,7 +161,7 @@ def test_interview_asks_first_and_reveals_after(progress):
     fb = interview.interview_check(iv.answer.value)
     assert iv.feedback.value == render.feedback_html(fb) and fb.verdict != "right" and not iv.reveal.disabled
     iv.reveal.value = True
-    assert iv.model_answer.value == render.box_html(iv.rubric.model_answer, "neutral", "lesson-reference-answer")
+    assert iv.reference.value == render.box_html(iv.rubric.model_answer, "neutral", "lesson-reference-answer")
     iv.record_button.click()
     assert progress.entry(interview.INTERVIEW_ID)["attempts"][-1]["of"] == len(iv.rubric.points)
 
@@ -186,7 +186,7 @@ def test_default_progress_is_shared():
     a.controls["choice"].value = "A" if a.controls["choice"].value != "A" else "B"
     a.submit.click()
     assert quiz_widgets.default_progress().entry("S3b")["n_attempts"] == before + 1
-    assert "S3b" in summary.value
+    assert "S3b" in summary.text.value
 
 
 def test_no_heavy_imports_at_import_time():
@@ -199,14 +199,18 @@ def test_no_heavy_imports_at_import_time():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_stored_answers_round_trip():
+def test_stored_answers_round_trip(progress):
     for qid in questions.question_ids():
-        q = questions.question(qid)
+        q = quiz_widgets.ask(qid, progress)
         if q.kind == "form":
-            value = {b.name: f"{i}（x）" for i, b in enumerate(q.key.boxes)}
-            assert quiz_widgets.restored_answer(q, quiz_widgets.stored_answer(q, value)) == value
-    q2 = questions.question("Q2")
-    assert quiz_widgets.restored_answer(q2, "not json") == {} and quiz_widgets.restored_answer(q2, 5) == {}
+            value = {b.name: b.options[-1][0] if hasattr(b, "options") else f"{i}（x）"
+                     for i, b in enumerate(q.question.key.boxes)}  # fmt: skip
+            q.restore(quiz_widgets.stored_answer(q.question, value))
+            assert q.value() == value
+    q2 = quiz_widgets.ask("Q2", progress)
+    for junk in ("not json", 5, '"32"', "[1, 2, 3, 4]"):
+        q2.restore(junk)  # restores nothing it cannot read, and never raises
+    assert q2.controls["params"].value is None
 
 
 def test_widgets_restore_after_a_restart(tmp_path):
@@ -227,7 +231,7 @@ def test_widgets_restore_after_a_restart(tmp_path):
     after = Progress(store=ProgressFile(path))
     q2, q5, q1 = quiz_widgets.ask("Q2", after), quiz_widgets.ask("Q5", after), quiz_widgets.ask("Q1", after)
     assert q2.controls["d_k"].value == "32" and q2.controls["params"].value == "不变" and q2.attempts == 2
-    assert "恢复" in q2.attempt_label.value and "正确" in q2.feedback.value and not q2.explain_button.disabled
+    assert "恢复" in q2.attempt_label.value and "正确" in q2.feedback.value and not q2.reveal.disabled
     assert [c.value for c in q5.controls.values()] == [True, True, False, False, False]
     assert "还不对" in q5.feedback.value
     assert q1.answer.value == "单头只有一组权重。" and next(iter(q1.ticks.values())).value
@@ -250,8 +254,8 @@ def test_feedback_boxes_use_theme_colours(progress):
     q.submit.click()
     wrong = q.feedback.value
     _fill(q, {"d_k": "32"})
-    q.explain_button.value = True
-    for html_text in (wrong, q.feedback.value, q.explanation.value, quiz_widgets.progress_summary(progress).value):
+    q.reveal.value = True
+    for html_text in (wrong, q.feedback.value, q.reference.value, quiz_widgets.progress_summary(progress).text.value):
         assert "var(--jp-" in html_text and "overflow-wrap" in html_text and "lesson-box" in html_text
     assert "--jp-warn-color" in wrong and "--jp-success-color" in q.feedback.value
     _fill(q, {"d_k": "不知道"})

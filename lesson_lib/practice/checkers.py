@@ -1,57 +1,55 @@
-"""Reading and checking one answer: a number or a polynomial in n read by a small parser (never eval), and one
-checker per question kind, ``CHECKERS[kind](question, answer) -> Feedback``. A box that cannot be read for certain
-is named with the form it wants (in Chinese) and nothing is judged; free text is never graded."""
+"""Reading one answer box (a number or a polynomial in n, by a small parser: never eval) and one checker per question
+kind. A box that cannot be read for certain says what it wants (in Chinese), echoing what it read; nothing is judged."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from lesson_lib.practice import feedback as fb
 from lesson_lib.practice.feedback import Feedback, Question, blank, unreadable
-from lesson_lib.practice.freetext import Rubric, hint_text
+from lesson_lib.practice.freetext import MAX_CUES_SHOWN, Rubric, noticed
 
-MAX_BOX_CHARS = 120  # one answer box; a longer entry is refused before it is read
-MAX_CHARS = {"form": MAX_BOX_CHARS, "single": 200, "multi": 200, "self": 1000}
+MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}  # per box or answer: longer is refused unread
 MAX_DEPTH = 16  # nested parentheses and signs
-MAX_EXPONENT = 30  # |k| in x^k, checked before computing
+MAX_EXPONENT = 30  # k in x^k, checked before computing
 MAX_DEGREE = 12  # highest power of n a result may reach
-MAX_COEFFICIENT_DIGITS = 60  # numerator and denominator of every coefficient
+MAX_DIGITS = 60  # numerator and denominator of every coefficient
 
 
 class ExpressionError(ValueError):
-    """The learner's expression cannot be read; the message (Chinese) says why and what to write."""
+    """Why a box cannot be read, in Chinese."""
 
 
 @dataclass(frozen=True)
 class Poly:
-    """A polynomial in n: ``terms`` are (power of n, nonzero Fraction), sorted by power; bounded in degree and size."""
+    """A polynomial in n: (power, nonzero Fraction) terms sorted by power, bounded in degree and size."""
 
     terms: tuple[tuple[int, Fraction], ...] = ()
 
     @staticmethod
     def make(pairs) -> Poly:
-        """(power, coefficient) pairs, or a {power: coefficient} dict, summed into a bounded Poly."""
+        """(power, coefficient) pairs, or a {power: coefficient} dict, summed."""
         out: dict[int, Fraction] = {}
         for p, c in pairs.items() if isinstance(pairs, dict) else pairs:
             out[p] = out.get(p, 0) + Fraction(c)
         terms = tuple(sorted((p, c) for p, c in out.items() if c != 0))
         if terms and terms[-1][0] > MAX_DEGREE:
             raise ExpressionError(f"式子里出现了 n 的 {terms[-1][0]} 次方，超过了本题的上限 {MAX_DEGREE}：次数太高了。")
-        if any(max(abs(c.numerator), c.denominator) >= 10**MAX_COEFFICIENT_DIGITS for _, c in terms):
+        if any(max(abs(c.numerator), c.denominator) >= 10**MAX_DIGITS for _, c in terms):
             raise ExpressionError("式子里的数字太大了：请检查是不是多写了几位，或者指数写得太大。")
         return Poly(terms)
 
     @staticmethod
     def const(value) -> Poly:
-        return Poly.make({0: Fraction(value)})
+        return Poly.make({0: value})
 
     @staticmethod
     def n() -> Poly:
-        return Poly.make({1: Fraction(1)})
+        return Poly.make({1: 1})
 
     @property
     def degree(self) -> int:
@@ -72,20 +70,17 @@ class Poly:
         return Poly.make((p + q, a * b) for p, a in self.terms for q, b in other.terms)
 
     def divide(self, other: Poly) -> Poly:
-        if not other.is_constant:
-            raise ExpressionError("这里只支持除以一个常数（例如 512 / 8），不支持除以含 n 的式子。")
-        if other.constant == 0:
-            raise ExpressionError("式子里出现了除以 0：请检查分母。")
+        if not other.is_constant or other.constant == 0:
+            raise ExpressionError(f"不能除以「{other}」：只能除以不为 0 的常数（例如 512 / 8），不能除以含 n 的式子。")
         return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
-        """The exponent's size is checked before anything is computed: ``n ** d ** h`` is refused at once."""
-        if not exponent.is_constant or exponent.constant.denominator != 1 or exponent.constant < 0:
-            raise ExpressionError("指数必须是不小于 0 的整数，例如 n^2 或 n²。")
-        if (k := int(exponent.constant)) > MAX_EXPONENT:
-            raise ExpressionError(f"指数 {k} 太大了（上限 {MAX_EXPONENT}）：乘法次数的式子里用不到这么高的次方。")
+        """The exponent is checked before anything is computed: ``n ** d ** h`` is refused at once."""
+        k = exponent.constant
+        if not exponent.is_constant or k.denominator != 1 or not 0 <= k <= MAX_EXPONENT:
+            raise ExpressionError(f"指数「{exponent}」不行：指数要写 0 到 {MAX_EXPONENT} 的整数，例如 n^2 或 n²。")
         result = Poly.const(1)
-        for _ in range(k):
+        for _ in range(int(k)):
             result = result * self
         return result
 
@@ -101,12 +96,11 @@ class Poly:
 
 
 def fmt_number(x) -> str:
-    """The exact value, never rounded: 1,048,576; every digit of a finite decimal (31.9999999); else a fraction
-    (512/3). A wrong value never prints as a right one."""
+    """The exact value, never rounded (1,048,576; 31.9999999; 512/3): a wrong value never prints as a right one."""
     x = Fraction(x)
     if x.denominator == 1:
         return f"{x.numerator:,}"
-    places = next((p for p in range(1, 4 * MAX_COEFFICIENT_DIGITS) if 10**p % x.denominator == 0), None)
+    places = next((p for p in range(1, 4 * MAX_DIGITS) if 10**p % x.denominator == 0), None)
     if places is None:
         return f"{x.numerator}/{x.denominator}"
     whole, frac = divmod(abs(x.numerator) * 10**places // x.denominator, 10**places)
@@ -119,7 +113,7 @@ _FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-
 
 # --------------------------------------------------------------------------------------------- reading one box
 def as_text(answer, depth: int = 3) -> str:
-    """Any object -> a str (a collection's items joined, ``depth`` levels deep); '' for None or a broken __str__."""
+    """Any object as a str (a collection's items joined, ``depth`` levels deep); '' for None or a broken __str__."""
     if answer is None:
         return ""
     if isinstance(answer, dict):
@@ -133,45 +127,30 @@ def as_text(answer, depth: int = 3) -> str:
 
 
 def clean(answer, limit: int) -> str:
-    """Any object -> a str of at most ``limit`` characters, control characters (but newline and tab) as spaces."""
-    text = as_text(answer)[:limit]
-    return "".join(ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else " " for ch in text)
+    """At most ``limit`` characters of the answer, control characters (but newline and tab) as spaces."""
+    return "".join(c if c in "\n\t" or unicodedata.category(c)[0] != "C" else " " for c in as_text(answer)[:limit])
 
 
 ALIASES = {"dk": "d_k", "dv": "d_v", "dmodel": "d_model", "d_m": "d_model", "hidden": "d_model", "heads": "h"}
-_OPERATORS = str.maketrans({
-    "−": "-", "–": "-", "—": "-", "﹣": "-", "‐": "-", "⋅": "·", "∙": "·", "•": "·", "・": "·", "･": "·",
-    "✕": "×", "✖": "×", "⨯": "×", "∗": "*", "÷": "/", "∕": "/", "[": "(", "]": ")", "{": "(", "}": ")", "≈": "=",
-    "~": "=",
-})  # fmt: skip
-_DIGITS = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True))
-_TENS = {"十": 10, "百": 100, "千": 1000}
+_OPERATORS = str.maketrans("−–—﹣‐⋅∙•・･✕✖⨯∗÷∕[]{}≈~", "-----·····×××*//()()==")
 _MULTIPLIERS = {"千": 3, "万": 4, "亿": 8, "k": 3, "m": 6}
 _GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])")  # 54,988,800
 _LATEX = re.compile(r"\\(times|cdot|div)|\\(left|right|[,;! ])|\$")
 # Words a learner writes around a value: units, 「约」, 「答：」; 「是」「等于」「为」 say "=". Other words are prose.
 _BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?")
+_CHINESE_NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百]")
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _NOTE = re.compile(r"(.*[^\s^(+\-*/×·=])\s*\(([^()]*)\)")  # 「main (note)」: n^(2) is no note
 _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>[-+*/^()×·]))")
 
 
-def _chinese_number(m: re.Match) -> str:
-    """六十四 -> 64, 五百零八 -> 508, 六四 -> 64 (万 and 亿 are multipliers, read later)."""
-    total, digit = 0, 0
-    for ch in m.group():
-        total, digit = (total + (digit or 1) * _TENS[ch], 0) if ch in _TENS else (total, digit * 10 + _DIGITS[ch])
-    return str(total + digit)
-
-
 def _box_text(raw: str) -> str:
-    """One box's text in the parser's spelling: full-width forms, ², ×, LaTeX's \\times, 六十四, 8万, 80k, 5e7,
-    54,988,800, d_{k}, n 的平方 folded; units and filler words gone; 「是」 as "="; a closing full stop dropped."""
+    """One box in the parser's spelling: full-width forms, ², \\times, 8万, 80k, 5e7, 54,988,800, d_{k}, n 的平方
+    folded; units and filler words gone; 「是」 as "="; a closing full stop dropped."""
     t = _LATEX.sub(lambda m: {"times": "×", "cdot": "·", "div": "/"}.get(m.group(1) or "", " "), raw)
     t = "".join(str(unicodedata.decimal(c)) if c.isdecimal() and not c.isascii() else c for c in t)  # ٣٢, ６４
     t = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^" + m.group().translate(_FROM_SUPERSCRIPT) + " ", t)
     t = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), t)
-    t = re.sub(r"[零〇一二两三四五六七八九十][零〇一二两三四五六七八九十百千]*", _chinese_number, t)
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS).replace("**", "^")
     t = re.sub(r"_\(([a-z0-9]+)\)", r"_\1", t)  # d_{k} (braces became parentheses) -> d_k
     t = re.sub(r"(?<=[\d)千万亿])\s*([千万亿km])(?![a-z^(])", lambda m: f"*10^({_MULTIPLIERS[m.group(1)]}) ", t)
@@ -186,89 +165,76 @@ def _box_text(raw: str) -> str:
     return _NAME.sub(lambda m: ALIASES.get(m.group(), m.group()), t)
 
 
-class _Parser:
+def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     """expr := term (± term)*; term := unary ((×|·|*|/)? unary)*; unary := ± unary | atom (^ unary)?;
     atom := number | name | ( expr ). Bounded in depth; builds a Poly, never evaluates code."""
+    if bad := _TOKEN.sub("", text).strip():
+        raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」：只能用数字、n、+ − × · / ^ ² 和括号。")
+    tokens = [("end", ""), *reversed([(m.lastgroup, m[m.lastgroup]) for m in _TOKEN.finditer(text)])]  # popped
 
-    def __init__(self, text: str, symbols: dict[str, Poly]):
-        self.symbols, self.i = symbols, 0
-        if bad := _TOKEN.sub("", text).strip():
-            raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」：只能用数字、n、+ − × · / ^ ² 和括号。")
-        self.tokens = [(m.lastgroup, m.group(m.lastgroup)) for m in _TOKEN.finditer(text)]
-        self.tokens.append(("end", ""))  # a box holds at most MAX_BOX_CHARS characters, so few tokens
-
-    def parse(self) -> Poly:
-        result = self.expr(0)
-        if self.tokens[self.i][0] != "end":
-            raise ExpressionError(f"读到「{self.tokens[self.i][1]}」时接不上了：是不是少了运算符或括号？")
+    def expr(depth: int) -> Poly:
+        result = term(depth)
+        while tokens[-1] in (("op", "+"), ("op", "-")):
+            result = result + Poly.const(1 if tokens.pop()[1] == "+" else -1) * term(depth)
         return result
 
-    def take(self) -> tuple[str, str]:
-        self.i += 1
-        return self.tokens[self.i - 1]
-
-    def expr(self, depth: int) -> Poly:
-        result = self.term(depth)
-        while self.tokens[self.i] in (("op", "+"), ("op", "-")):
-            sign = Poly.const(1 if self.take()[1] == "+" else -1)
-            result = result + sign * self.term(depth)
-        return result
-
-    def term(self, depth: int) -> Poly:
-        result = self.unary(depth)
+    def term(depth: int) -> Poly:
+        result = unary(depth)
         while True:
-            kind, value = self.tokens[self.i]
+            kind, value = tokens[-1]
             if kind == "num":
-                pair = f"{self.tokens[self.i - 1][1]} {value}"
-                raise ExpressionError(f"「{pair}」之间缺少运算符：请用 × 或 · 连起来（平方写成 n^2 或 n²）。")
+                raise ExpressionError(f"「{value}」前面缺少运算符：请用 × 或 · 连起来（平方写成 n^2 或 n²）。")
             if kind == "op" and value in "*×·/":
-                self.i += 1
+                tokens.pop()
             elif kind != "name" and value != "(":  # 512n, 8(n·64·n) multiply
                 return result
-            result = result.divide(self.unary(depth)) if value == "/" else result * self.unary(depth)
+            result = result.divide(unary(depth)) if value == "/" else result * unary(depth)
 
-    def unary(self, depth: int) -> Poly:
+    def unary(depth: int) -> Poly:  # popping the end always raises, so the list never runs dry
         if depth > MAX_DEPTH:
             raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）：请把式子写得简单一些。")
-        kind, value = self.take()
+        kind, value = tokens.pop()
         if value in ("+", "-"):
-            return Poly.const(1 if value == "+" else -1) * self.unary(depth + 1)
-        if kind == "name" and value not in self.symbols:
-            names = "、".join(sorted(self.symbols)) or "（无）"
-            raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。平方请写成 n^2 或 n²。")
+            return Poly.const(1 if value == "+" else -1) * unary(depth + 1)
         if value == "(":
-            base = self.expr(depth + 1)
-            if self.take() != ("op", ")"):
+            base = expr(depth + 1)
+            if tokens.pop() != ("op", ")"):
                 raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
-        elif kind in ("num", "name"):
-            base = Poly.const(Fraction(value)) if kind == "num" else self.symbols[value]
+        elif kind == "num" or value in symbols:
+            base = Poly.const(Fraction(value)) if kind == "num" else symbols[value]
+        elif kind == "name":
+            names = "、".join(sorted(symbols)) or "（无）"
+            raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。平方请写成 n^2 或 n²。")
         else:
             raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？" if kind == "end" else
                                   f"「{value}」出现的位置不对：请检查式子的写法。")  # fmt: skip
-        if self.tokens[self.i] == ("op", "^"):
-            self.i += 1
-            return base.power(self.unary(depth + 1))
+        if tokens[-1] == ("op", "^"):
+            tokens.pop()
+            return base.power(unary(depth + 1))
         return base
 
+    result = expr(0)
+    if tokens[-1][0] != "end":
+        raise ExpressionError(f"读到「{tokens[-1][1]}」时接不上了：是不是少了运算符或括号？")
+    return result
 
-def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tuple[Poly | None, str]:
-    """What one box holds: (value, "") or (None, why it cannot be read, in Chinese). Never guesses: every side of
-    ``=`` must agree (a name in ``labels``, the box's unknown, may stand as a side), and so must a note."""
+
+def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
+    """(value, "") or (None, why not, in Chinese). Never guesses: every side of ``=`` must agree (the box's own name
+    in ``labels`` may stand as a side), and so must a note in parentheses (「(h=16)」 must hold for the question)."""
     raw = as_text(text).strip()
-    if len(raw) > MAX_BOX_CHARS:
-        return None, f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子（{MAX_BOX_CHARS} 字以内）。"
-    t = _box_text(clean(raw, MAX_BOX_CHARS))
-    if not t:
-        return None, "这一栏里没有读到数或式子。"
+    if len(raw) > MAX_CHARS["form"]:
+        return None, f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子（{MAX_CHARS['form']} 字以内）。"
+    t = _box_text(raw := clean(raw, MAX_CHARS["form"]))
     if "\\" in t:
         return None, "这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b（例如 512 / 16）。"
-    if re.search(r"[^\x00-\x7f×·]", t) or re.search(r"[,;:!?'\"]", t):
-        return None, "这一栏只读一个数或一个式子，读不了文字和标点：请只填数（单位已经写在框旁边）。"
-    labels = set(labels)
+    if _CHINESE_NUMERAL.search(t):
+        return None, f"这一栏读到的是「{raw}」，里面有中文数字：请用阿拉伯数字写，例如 32、8万、512/16。"
+    if re.search(r"[^\x00-\x7f×·]|[,;:!?'\"]", t):
+        return None, f"这一栏读到的是「{raw}」：只读一个数或式子，读不了文字和标点；请只填数（单位已经写在框旁边）。"
     if m := _NOTE.fullmatch(t):  # a note is one more side of the equation, unless it is a remark or a factor
         main, note = m.group(1), m.group(2).strip()
-        remark = note.split("=")[0].strip()
-        if "=" in note and remark in symbols and remark not in labels:  # 「(h=16)」: true of the question?
+        if "=" in note and note.split("=")[0].strip() in set(symbols) - set(labels):  # 「(h=16)」: true here?
             if _read_sides(note, symbols, labels)[0] is None:
                 return None, f"括号里的「{note}」和本题不符：请只填你的答案，不要加备注。"
             t = main
@@ -279,12 +245,12 @@ def read_value(text, symbols: dict[str, Poly], labels: Iterable[str] = ()) -> tu
     return _read_sides(t, symbols, labels)
 
 
-def _read_sides(text: str, symbols: dict[str, Poly], labels: set[str]) -> tuple[Poly | None, str]:
+def _read_sides(text: str, symbols: dict[str, Poly], labels) -> tuple[Poly | None, str]:
     values = []
-    for side in text.split("="):
-        if (side := side.strip()) and side not in labels:
+    for side in (s.strip() for s in text.split("=")):
+        if side and side not in labels:
             try:
-                values.append(_Parser(side, symbols).parse())
+                values.append(_parse(side, symbols))
             except ExpressionError as exc:
                 return None, str(exc)
     if not values:
@@ -297,66 +263,53 @@ def _read_sides(text: str, symbols: dict[str, Poly], labels: set[str]) -> tuple[
 # --------------------------------------------------------------------------------------------- answer keys
 @dataclass(frozen=True)
 class NumberBox:
-    """One number. ``hints`` map a wrong value to what it most likely means; ``generic`` is said otherwise."""
+    """One number; a wrong value is explained by ``hints`` (value -> what it most likely means), else ``generic``."""
 
     name: str
     label: str  # the visible label before the box
-    target: Fraction | int
-    unit: str = ""  # shown after the box
+    target: Fraction | int | Poly
     symbols: dict = field(default_factory=dict)  # names a learner may write in the box (d_model, h …) -> value
+    explain: Callable[[Poly], str] | None = None  # an ExpressionBox's explanation of a wrong value
+    unit: str = ""  # shown after the box
     hints: tuple = ()
     generic: str = ""
     placeholder: str = ""
-    labels: tuple[str, ...] = ()  # names the box's unknown goes by (d_k, d_v): 「d_k = d_v = 32」 reads as 32
+    labels: tuple[str, ...] = ()  # other names of the box's unknown: 「d_k = d_v = 32」 reads as 32
 
-    def read(self, text: str) -> tuple[Fraction | None, str]:
-        value, why = read_value(text, {k: Poly.const(v) for k, v in self.symbols.items()}, (self.name, *self.labels))
-        if value is not None and not value.is_constant:
-            return None, "这一栏要的是一个数，不含 n。"
-        return (None, why) if value is None else (value.constant, "")
+    def read(self, text: str) -> tuple[Fraction | Poly | None, str]:
+        symbols = {k: v if isinstance(v, Poly) else Poly.const(v) for k, v in self.symbols.items()}
+        value, why = read_value(text, symbols, (self.name, *self.labels))
+        if isinstance(self, ExpressionBox) or value is None:
+            return value, (why + " 例如写 n · 64 · n 或 64n²。" if value is None and self.explain else why)
+        return (value.constant, "") if value.is_constant else (None, "这一栏要的是一个数，不含 n。")
 
-    def right(self, value: Fraction) -> bool:
+    def right(self, value) -> bool:
         return value == self.target
 
-    def wrong_why(self, value: Fraction) -> str:
-        return next((hint for known, hint in self.hints if Fraction(known) == value), self.generic)
+    def wrong_why(self, value) -> str:
+        hint = next((hint for known, hint in self.hints if Fraction(known) == value), "")
+        return hint or (self.explain(value) if self.explain else self.generic)
 
-    shown = staticmethod(fmt_number)  # the echo: every digit, never rounded to the answer
+    def shown(self, value) -> str:  # the echo: every digit, never rounded to the answer
+        return str(value) if isinstance(value, Poly) else fmt_number(value)
 
 
-@dataclass(frozen=True)
-class ExpressionBox:
-    """A polynomial in n (symbols map names to Polys)."""
-
-    name: str
-    label: str
-    target: Poly
-    symbols: dict
-    wrong_why: Callable[[Poly], str]  # explains a wrong value
-    unit: str = ""
-    placeholder: str = ""
-
-    def read(self, text: str) -> tuple[Poly | None, str]:
-        value, why = read_value(text, self.symbols)
-        return value, (why + " 例如写 n · 64 · n 或 64n²。" if value is None and why else why)
-
-    def right(self, value: Poly) -> bool:
-        return value == self.target
-
-    shown = staticmethod(str)
+class ExpressionBox(NumberBox):
+    """A polynomial in n: ``target`` and ``symbols`` are Polys, ``explain`` says what a wrong one means."""
 
 
 @dataclass(frozen=True)
 class ChoiceBox:
-    """One choice among a few, shown as radio buttons: ``options`` are (key, label, why it is right or wrong)."""
+    """One choice among a few, as radio buttons: ``options`` are (key, label, why it is right or wrong)."""
 
     name: str
     label: str
     options: tuple[tuple[str, str, str], ...]
     answer: str
+    generic = ""
 
     def read(self, text: str) -> tuple[str | None, str]:
-        folded = unicodedata.normalize("NFKC", clean(text, MAX_BOX_CHARS)).strip()
+        folded = unicodedata.normalize("NFKC", clean(text, MAX_CHARS["form"])).strip()
         if key := next((key for key, label, _ in self.options if folded in (key, label)), None):
             return key, ""
         return None, f"请从 {'、'.join(label for _, label, _ in self.options)} 中选一个。"
@@ -373,7 +326,7 @@ class ChoiceBox:
 
 @dataclass(frozen=True)
 class FormKey:
-    """The boxes of a form, in order; ``whole`` may explain a wrong set of values at once (a shape)."""
+    """A form's boxes in order; ``whole`` may explain a wrong set of values at once (a shape)."""
 
     boxes: tuple
     praise: str
@@ -383,18 +336,15 @@ class FormKey:
 
 @dataclass(frozen=True)
 class ChoiceKey:
-    """``options``: (key, label, why) — ``why`` says why the option is right or what is wrong with it."""
-
-    options: tuple[tuple[str, str, str], ...]
+    options: tuple[tuple[str, str, str], ...]  # (key, label, why it is right or what is wrong with it)
     answer: frozenset
     praise: str
 
 
 # --------------------------------------------------------------------------------------------- form
 def _items(q: Question, answer) -> tuple[list, list, list[str]]:
-    """The answer (a dict, a list in box order, or one string for a one-box form or a shape) as: one item per box,
-    the non-empty items past the last box, and the parts of a shape typed into the first box (「（8，12，64）」,
-    8×12×64, torch.Size([8, 12, 64])), which fill the boxes when there are as many as boxes."""
+    """One item per box, the non-empty items past the last box, and the parts of a shape typed into the first box
+    (「（8，12，64）」, 8×12×64, torch.Size([8, 12, 64])), which fill the boxes when there are as many."""
     names = [b.name for b in q.key.boxes]
     if isinstance(answer, dict):
         items, extra = [answer.get(n) for n in names], [v for k, v in answer.items() if k not in names]
@@ -417,43 +367,42 @@ def form_values(q: Question, answer) -> dict[str, str]:
 
 
 def check_form(q: Question, answer) -> Feedback:
-    k: FormKey = q.key
+    boxes = q.key.boxes
     items, extra, shape = _items(q, answer)
-    texts = {b.name: as_text(v) for b, v in zip(k.boxes, items)}
-    if not any(t.strip() for t in texts.values()):
+    texts = {b.name: as_text(v).strip() for b, v in zip(boxes, items)}
+    if not any(texts.values()):
         return blank(q.id, q.explanation, "在框里填上答案")
-    want = f"这道题有 {len(k.boxes)} 个框，每个框只填一个数"
-    lists = [(b, v) for b, v in zip(k.boxes, items) if isinstance(v, (list, tuple, set, dict)) and len(v) != 1]
-    crowded = (f"{want}，收到的却有 {len(k.boxes) + len(extra)} 个值。" if extra else
+    want = f"这道题有 {len(boxes)} 个框，每个框只填一个数"
+    lists = [(b, v) for b, v in zip(boxes, items) if isinstance(v, (list, tuple, set, dict)) and len(v) != 1]
+    crowded = (f"{want}，收到的却有 {len(boxes) + len(extra)} 个值。" if extra else
                f"{want}：「{lists[0][0].label}」里放了 {len(lists[0][1])} 个值。" if lists else
-               f"{want}；你写的形状有 {len(shape)} 维，本题的形状有 {len(k.boxes)} 维。"
-               if 1 < len(shape) != len(k.boxes) and all(p.isascii() for p in shape) else "")  # not 「(8,12,64) 不对」
+               f"{want}；你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维。"
+               if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape) else "")  # not 「(8,12,64) 不对」
     if crowded:
-        return unreadable(q.id, q.explanation, crowded, parts=[(b.name, "unread") for b in k.boxes])
-    read = {b.name: b.read(texts[b.name]) if texts[b.name].strip() else (None, "") for b in k.boxes}
-    states = [(n, "empty" if not texts[n].strip() else "unread" if v is None else "read") for n, (v, _) in read.items()]
-    empty = "、".join(f"「{b.label}」" for b, (_, state) in zip(k.boxes, states) if state == "empty")
-    problems = "".join(f"「{b.label}」{read[b.name][1]}" for b, (_, state) in zip(k.boxes, states) if state == "unread")
+        return unreadable(q.id, q.explanation, crowded, parts=[(b.name, "unread") for b in boxes])
+    read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
+    states = [(n, "empty" if not texts[n] else "unread" if v is None else "read") for n, (v, _) in read.items()]
+    empty = "、".join(f"「{b.label}」" for b, (_, state) in zip(boxes, states) if state == "empty")
+    problems = "".join(f"「{b.label}」{read[b.name][1]}" for b, (_, state) in zip(boxes, states) if state == "unread")
     if empty and not problems:
         return unreadable(q.id, q.explanation, f"{empty}还空着，全部填好再提交。", fb.INCOMPLETE, states)
     if problems:
         return unreadable(q.id, q.explanation, problems + (f"{empty}还空着。" if empty else ""), parts=states)
     values = {name: value for name, (value, _) in read.items()}
-    verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in k.boxes)
-    echoes = tuple((b.name, b.shown(values[b.name])) for b in k.boxes)  # exact: never rounded to the answer
+    verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in boxes)
+    echoes = tuple((b.name, b.shown(values[b.name])) for b in boxes)  # exact: never rounded to the answer
     if all(v == "right" for _, v in verdicts):
-        return Feedback(True, fb.RIGHT + k.praise, q.explanation, q.id, parts=verdicts, echoes=echoes)
-    if k.whole is not None and (said := k.whole(values)):
+        return Feedback(True, fb.RIGHT + q.key.praise, q.explanation, q.id, parts=verdicts, echoes=echoes)
+    if q.key.whole is not None and (said := q.key.whole(values)):
         shape_id = "shape=(" + ", ".join(str(v) for v in values.values()) + ")"
         return Feedback(False, fb.WRONG + said, q.explanation, q.id, parts=verdicts, mistakes=(shape_id,),
                         echoes=echoes)
-    wrong = [b for b in k.boxes if not b.right(values[b.name])]
+    wrong = [b for b in boxes if not b.right(values[b.name])]
     parts = [f"「{b.label}」你{'选' if isinstance(b, ChoiceBox) else '填'}的是 {dict(echoes)[b.name]}。"
              f"{b.wrong_why(values[b.name])}" for b in wrong]
-    if len(wrong) < len(k.boxes) > 1:
-        parts.append(f"{'、'.join(f'「{b.label}」' for b in k.boxes if b not in wrong)}填得对。")
-    named = [b for b in wrong if (any(Fraction(x) == values[b.name] for x, _ in b.hints) if isinstance(b, NumberBox)
-                                  else b.wrong_why(values[b.name]))]  # a known mistake, not just any wrong value
+    if len(wrong) < len(boxes) > 1:
+        parts.append(f"{'、'.join(f'「{b.label}」' for b in boxes if b not in wrong)}填得对。")
+    named = [b for b in wrong if b.wrong_why(values[b.name]) not in ("", b.generic)]  # a known mistake
     return Feedback(False, fb.WRONG + "".join(parts), q.explanation, q.id, parts=verdicts, echoes=echoes,
                     mistakes=tuple(f"{b.name}={str(values[b.name]).replace(',', '')}" for b in named))
 
@@ -477,10 +426,7 @@ def check_choice(q: Question, answer) -> Feedback:
         return unreadable(q.id, q.explanation, f"这道题只选一项，你选了 {'、'.join(chosen)}。")
     if set(chosen) == k.answer or (single and chosen[0] in k.answer):
         return Feedback(True, fb.RIGHT + k.praise, q.explanation, q.id)
-    if single:
-        return Feedback(False, f"{fb.WRONG}选项 {chosen[0]}：{why[chosen[0]]}", q.explanation, q.id,
-                        mistakes=(f"option={chosen[0]}",))  # fmt: skip
-    wrong, missing = sorted(set(chosen) - k.answer), k.answer - set(chosen)
+    wrong, missing = sorted(set(chosen) - k.answer), set() if single else k.answer - set(chosen)
     parts = [f"{'、'.join(good)} 选得对。"] if (good := sorted(set(chosen) & k.answer)) else []
     parts += [f"{key} 不该选：{why[key]}" for key in wrong]
     parts += [f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。"] if missing else []
@@ -498,8 +444,10 @@ def rubric_feedback(qid: str, explanation: str, answer, rubric: Rubric, cap: int
     head = f"{fb.REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，再点「记录自评」。"
     if len(text) > cap:
         head += f"（回答超过 {cap} 字，提示只看了前 {cap} 字。）"
-    hint = hint_text(text[:cap], rubric)
-    return Feedback(False, head + ("\n" + hint if hint else ""), explanation, qid, show_explanation=True, judged=False)
+    if words := noticed(text[:cap], rubric)[:MAX_CUES_SHOWN]:  # words, never a point: no reading of negation
+        quoted = "".join(f"「{w}」" for w in words)
+        head += f"\n你的回答里出现了：{quoted}。用了这些词不等于说到了要点，请对照下面的要点自己判断。"
+    return Feedback(False, head, explanation, qid, show_explanation=True, judged=False)
 
 
 def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:

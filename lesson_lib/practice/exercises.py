@@ -10,11 +10,14 @@ import math
 import re
 import sys
 import textwrap
+import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
+from lesson_lib import paper
 from lesson_lib.attention import merge_heads, multi_head_attention, softmax, split_heads
 from lesson_lib.costs import count
 from lesson_lib.practice import progress, worker
@@ -22,6 +25,10 @@ from lesson_lib.practice.questions import split_heads_shape_mistake
 
 BUDGET_S = 5.0  # one whole check (every case); a right answer takes milliseconds
 FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
+# (n, d_model, h) of each check's cases; the first split is the base model's
+SPLIT_CASES = ((12, paper.BASE_D_MODEL, paper.BASE_HEADS), (5, 6, 3), (4, 8, 1), (3, 6, 6), (7, 12, 4))
+MHA_CASES = ((5, 8, 2), (4, 12, 3), (6, 8, 1), (3, 16, 8), (12, 64, 8))
+COUNT_CASES = ((50, 512, 8), (50, 512, 16), (10, 64, 1), (7, 12, 3), (1, 8, 8))
 
 
 # ------------------------------------------------------------------------------ solutions (shown by reflection)
@@ -68,8 +75,8 @@ class ExerciseResult:
     name: str
     status: str  # passed, todo (stub), error (raised or crashed), wrong, timeout, interrupted
     message: str
-    source: str | None = field(default=None, repr=False, compare=False)  # the learner's code, when known
-    mistakes: tuple[str, ...] = field(default=(), repr=False, compare=False)  # named mistakes (class report)
+    mistakes: tuple[str, ...] = field(default=(), repr=False)  # named mistakes (class report)
+    source: str | None = field(default=None, repr=False)  # the learner's code, when known
 
     @property
     def passed(self) -> bool:
@@ -85,22 +92,21 @@ class ExerciseResult:
         return box_html(self.message, tone, f"lesson-exercise lesson-exercise-{self.status}")
 
 
-@dataclass(frozen=True)
-class _Text:
-    """Text shown as itself in a notebook (a Markdown code block when ``language`` is given)."""
+class _Text(str):
+    """Text a notebook cell shows as itself (``spec``)."""
 
-    text: str
-    language: str = ""
+    __repr__ = str.__str__
 
-    def __repr__(self) -> str:
-        return self.text
 
-    def _repr_markdown_(self) -> str | None:
-        return f"```{self.language}\n{self.text}\n```" if self.language else None
+class _Code(_Text):
+    """Source shown as a Python block (``show_solution``)."""
+
+    def _repr_markdown_(self) -> str:
+        return f"```python\n{self}\n```"
 
 
 class _Stop(Exception):
-    """Ends a check early: (status, message, mistakes)."""
+    """Ends a check early: (status, message[, mistakes])."""
 
 
 # ------------------------------------------------------------------ calling the learner's function (in the worker)
@@ -111,7 +117,7 @@ _EXTRA_HINT = {  # what an exception usually means in these exercises
 }
 
 
-def _call(ex, case, hint, fn, args, arg_names, source) -> object:
+def _call(ex, case, hint, fn, args, source) -> object:
     """``fn(*args)`` on copies of the arrays: its return value, or _Stop with a message that teaches."""
     given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     _calling[0] = True
@@ -122,11 +128,13 @@ def _call(ex, case, hint, fn, args, arg_names, source) -> object:
         raise _Stop("todo", _todo(ex)) from None
     except BaseException as exc:  # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
         extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), hint)
-        where = _line(exc, fn, source)
+        frames = [(f.filename, f.lineno, f.name) for f in reversed(traceback.extract_tb(exc.__traceback__))]
+        line, text = _learner_line(frames, fn, source)
+        where = f"，在你的函数第 {line} 行「{text}」" if text else ""
         raise _Stop("error", f"运行出错（{case} 这个例子）{where}：{_describe(exc)}。{extra}") from None
     finally:
         _calling[0] = False
-    changed = [name for name, a, g in zip(arg_names, args, given)
+    changed = [name for name, a, g in zip(inspect.signature(ex.solution).parameters, args, given)
                if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]
     if changed:
         raise _Stop("wrong", f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。调用者的数据"
@@ -137,7 +145,7 @@ def _call(ex, case, hint, fn, args, arg_names, source) -> object:
     return value
 
 
-def _as_array(case, result, pair_ok=False) -> tuple[np.ndarray, bool]:
+def _as_array(case, result, pair_ok) -> tuple[np.ndarray, bool]:
     """(a float64 copy, whether the result was float32/float16), or _Stop saying why it is not a numeric array."""
     if pair_ok and type(result) is tuple and len(result) == 2:
         result = result[0]  # (output, weights), the kernel's convention
@@ -150,12 +158,11 @@ def _as_array(case, result, pair_ok=False) -> tuple[np.ndarray, bool]:
     except Exception:
         raise _Stop("wrong", f"{case}：返回值没法变成数组（是 {type(result).__name__}）："
                     "请返回一个 numpy 数组。") from None
+    text = f"返回的是文字（dtype={kind}），不是数字数组：请返回计算出来的 numpy 数组。"
     why = {"c": f"返回的数组是复数（dtype={kind}）：注意力的输出应当是实数。检查是不是用了会产生复数的运算。",
            "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
                 "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
-           "U": f"返回的是文字（dtype={kind}），不是数字数组：请返回计算出来的 numpy 数组。",
-           "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。"}
-    why["S"] = why["V"] = why["U"]
+           "U": text, "S": text, "V": text, "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。"}
     if kind.kind not in "iuf":
         raise _Stop("wrong", f"{case}：" + why.get(kind.kind, f"返回值不是数字数组（是 {type(result).__name__}，"
                                                           f"dtype={kind}）：请返回一个 numpy 数组。"))
@@ -164,29 +171,22 @@ def _as_array(case, result, pair_ok=False) -> tuple[np.ndarray, bool]:
 
 
 def _describe(exc: BaseException) -> str:
-    try:
+    with contextlib.suppress(Exception):  # str() of the learner's exception may itself raise
         text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    except Exception:
-        text = type(exc).__name__
-    return text if len(text) <= 200 else text[:200] + "…"
+        return text if len(text) <= 200 else text[:200] + "…"
+    return type(exc).__name__
 
 
-def _source_line(code, source: str, lineno: int, whole_text: bool) -> str:
-    """The learner's line ``lineno`` of ``code`` (from a whole cell's text, or from getsource), '' if unknown."""
-    lines = textwrap.dedent(source).splitlines()
-    index = lineno - 1 if whole_text else lineno - code.co_firstlineno
-    return lines[index].strip()[:80] if 0 <= index < len(lines) else ""
-
-
-def _line(exc: BaseException, fn, source: str) -> str:
-    """「，在你的函数第 3 行「…」」: the learner's line the exception came from, when the source is known."""
-    code, tb, lineno = getattr(fn, "__code__", None), exc.__traceback__, None
-    while tb is not None:
-        if code is not None and tb.tb_frame.f_code.co_filename == code.co_filename:
-            lineno = tb.tb_lineno
-        tb = tb.tb_next
-    text = _source_line(code, source, lineno, code.co_filename == "<learner>") if lineno else ""
-    return f"，在你的函数第 {lineno - code.co_firstlineno + 1} 行「{text}」" if text else ""
+def _learner_line(frames, fn, source: str) -> tuple[int, str]:
+    """(line number in ``source``, its text) of the innermost of ``frames`` ((file, line, function), innermost first)
+    in the learner's code: a whole cell's text (``<learner>``) or ``fn``'s file or name; (0, '') if none."""
+    lines, code = textwrap.dedent(source).splitlines(), getattr(fn, "__code__", None)
+    for path, lineno, function in frames:
+        if path == "<learner>" or (code is not None and (path == code.co_filename or function == code.co_name)):
+            index = lineno - 1 if path == "<learner>" else lineno - code.co_firstlineno
+            if 0 <= index < len(lines) and lines[index].strip():
+                return index + 1, lines[index].strip()[:80]
+    return 0, ""
 
 
 def _same(a, b, low: bool = False) -> bool:
@@ -204,14 +204,20 @@ def _where_differs(got, want) -> str:
     return f"例如位置 {idx}：应为 {want[idx]:.4f}，你的是 {got[idx]:.4f}"
 
 
-def _compare(case, got, want, low) -> bool:
-    """Whether ``got`` matches; _Stop when it is right only at float32 precision though held in float64."""
+def _values(case, got, want, low, nonfinite, variants, advice) -> None:
+    """_Stop naming the mistake unless ``got`` is ``want``: NaN or inf, float32 inside float64, one of
+    ``variants`` ((mistake, the output it gives, advice), made lazily), else where it differs."""
+    if not np.isfinite(got).all():
+        raise _Stop("wrong", f"{case}：结果里有 NaN 或 inf{nonfinite}")
     if _same(got, want, low):
-        return True
+        return
     if not low and _same(got, want, low=True):
         raise _Stop("wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
                     "公式本身是对的，差别来自中间用了 float32。", ("float32",))
-    return False
+    for mistake, variant, text in variants:
+        if _same(got, variant, low):
+            raise _Stop("wrong", f"{case}：{text}", (mistake,))
+    raise _Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。{advice}", ("values",))
 
 
 def _precision_note(low: bool) -> str:
@@ -225,48 +231,30 @@ def _todo(ex) -> str:
 
 
 # ------------------------------------------------------------------------------------------- the checkers
-_SPLIT_CASES = ((12, 512, 8), (5, 6, 3), (4, 8, 1), (3, 6, 6), (7, 12, 4))  # (n, d_model, h)
-
-
-def _split_cases():
-    from lesson_lib import paper
-
-    return ((12, paper.BASE_D_MODEL, paper.BASE_HEADS), *_SPLIT_CASES[1:])  # first: the base model's (12, 512)
-
-
 def check_split_heads(fn, source: str = "") -> str:
     """``fn(x, h)`` on several (n, d_model, h), compared with the kernel's split_heads."""
     rng, low, ex = np.random.default_rng(0), False, EXERCISES["split_heads"]
-    for n, d, h in _split_cases():
-        case, d_k = f"n={n}, d_model={d}, h={h}", d // h
-        x = rng.standard_normal((n, d))
+    for n, d, h in SPLIT_CASES:
+        case, d_k, x = f"n={n}, d_model={d}, h={h}", d // h, rng.standard_normal((n, d))
         want = split_heads(x, h)
-        value = _call(ex, case, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。", fn, (x, h), ("x", "h"), source)
-        got, this_low = _as_array(case, value)
+        value = _call(ex, case, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。", fn, (x, h), source)
+        got, this_low = _as_array(case, value, pair_ok=False)
         low = low or this_low
         if got.shape != want.shape:
             raise _Stop("wrong", f"{case}：形状应为 {tuple(want.shape)}，你的是 {tuple(got.shape)}："
                         + split_heads_shape_mistake(got.shape, n, h, d_k),
                         ("transpose" if got.shape == (n, h, d_k) else "shape",))
-        if not np.isfinite(got).all():
-            raise _Stop("wrong", f"{case}：结果里有 NaN 或 inf，而输入都是有限的数。")
-        if _compare(case, got, want, this_low):
-            continue
-        if _same(got, x.reshape(h, n, d_k)):
-            raise _Stop("wrong", f"{case}：形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征"
-                        f"塞进同一个头。先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。",
-                        ("reshape_without_transpose",))
-        if _same(got, x.reshape(n, d_k, h).transpose(2, 0, 1)):
-            raise _Stop("wrong", f"{case}：第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列："
-                        "reshape 的顺序是 (n, h, d_k)。", ("strided",))
-        raise _Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
-                    "head i 应是 x[:, i·d_k:(i+1)·d_k]。", ("values",))
-    n, d, h = _split_cases()[0]
-    return (f"全部通过！{len(_SPLIT_CASES)} 个例子都和 lesson_lib 的 split_heads 一致（包括 base 模型：({n}, {d}) → "
+        _values(case, got, want, this_low, "，而输入都是有限的数。", (
+            ("reshape_without_transpose", x.reshape(h, n, d_k),
+             f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征塞进同一个头。"
+             f"先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。"),
+            ("strided", x.reshape(n, d_k, h).transpose(2, 0, 1),
+             f"第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列："
+             "reshape 的顺序是 (n, h, d_k)。"),
+        ), "head i 应是 x[:, i·d_k:(i+1)·d_k]。")
+    n, d, h = SPLIT_CASES[0]
+    return (f"全部通过！{len(SPLIT_CASES)} 个例子都和 lesson_lib 的 split_heads 一致（包括 base 模型：({n}, {d}) → "
             f"{split_heads(np.zeros((n, d)), h).shape}）。" + _precision_note(low))
-
-
-_MHA_CASES = ((5, 8, 2), (4, 12, 3), (6, 8, 1), (3, 16, 8), (12, 64, 8))  # (n, d_model, h)
 
 
 def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
@@ -295,36 +283,24 @@ def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
 def check_multi_head_attention_loop(fn, source: str = "") -> str:
     """``fn(x, w_q, w_k, w_v, w_o, h)`` on several cases, compared with the kernel's multi_head_attention."""
     rng, low, ex = np.random.default_rng(1), False, EXERCISES["multi_head_attention_loop"]
-    for n, d, h in _MHA_CASES:
-        case, d_k = f"n={n}, d_model={d}, h={h}", d // h
-        x = rng.standard_normal((n, d))
+    hint = "提示：head_i 用 W^Q[:, i·d_k:(i+1)·d_k] 等列块；可以调用 softmax(scores, axis=-1)。"
+    for n, d, h in MHA_CASES:
+        case, d_k, x = f"n={n}, d_model={d}, h={h}", d // h, rng.standard_normal((n, d))
         ws = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)]
         want = multi_head_attention(x, *ws, h)[0]
-        hint = "提示：head_i 用 W^Q[:, i·d_k:(i+1)·d_k] 等列块；可以调用 softmax(scores, axis=-1)。"
-        value = _call(ex, case, hint, fn, (x, *ws, h), ("x", "w_q", "w_k", "w_v", "w_o", "h"), source)
-        got, this_low = _as_array(case, value, pair_ok=True)
+        got, this_low = _as_array(case, _call(ex, case, hint, fn, (x, *ws, h), source), pair_ok=True)
         low = low or this_low
         if got.shape != want.shape:
-            mistake, hint = {
+            mistake, why = {
                 (h, n, d_k): ("no_concat",
                               f"这是 {h} 个头各自的输出：还要沿特征维度拼接（Concat）成 ({n}, {d})，再乘 W^O。"),
                 (n, d_k): ("one_head_only", f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"),
             }.get(got.shape, ("shape", "输出应当和输入 x 一样是 (n, d_model)。"))
-            raise _Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{hint}", (mistake,))
-        if not np.isfinite(got).all():
-            raise _Stop("wrong", f"{case}：结果里有 NaN 或 inf：检查 softmax 是否先减去了每行的最大值。")
-        if _compare(case, got, want, this_low):
-            continue
-        for mistake, variant, advice in _mha_mistakes(x, *ws, h):
-            if _same(got, variant, this_low):
-                raise _Stop("wrong", f"{case}：{advice}", (mistake,))
-        raise _Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。"
-                    "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。")
-    return (f"全部通过！{len(_MHA_CASES)} 个例子都和 lesson_lib 的 multi_head_attention 一致："
+            raise _Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{why}", (mistake,))
+        _values(case, got, want, this_low, "：检查 softmax 是否先减去了每行的最大值。", _mha_mistakes(x, *ws, h),
+                "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。")
+    return (f"全部通过！{len(MHA_CASES)} 个例子都和 lesson_lib 的 multi_head_attention 一致："
             "逐头循环和一次性的批量计算，算的是同一个公式。" + _precision_note(low))
-
-
-_COUNT_CASES = ((50, 512, 8), (50, 512, 16), (10, 64, 1), (7, 12, 3), (1, 8, 8))  # (n, d_model, h)
 
 
 def _count_hint(value, c) -> tuple[str, str]:
@@ -347,10 +323,9 @@ def _count_hint(value, c) -> tuple[str, str]:
 def check_count_multiplies(fn, source: str = "") -> str:
     """``fn(n, d_model, h)`` compared with ``costs.count(...).matmul_total``."""
     ex = EXERCISES["count_multiplies"]
-    for n, d, h in _COUNT_CASES:
+    for n, d, h in COUNT_CASES:
         case, c = f"n={n}, d_model={d}, h={h}", count(n, d, h)
-        hint = "提示：把四个矩阵乘法各自的乘法次数加起来。"
-        value = _call(ex, case, hint, fn, (n, d, h), ("n", "d_model", "h"), source)
+        value = _call(ex, case, "提示：把四个矩阵乘法各自的乘法次数加起来。", fn, (n, d, h), source)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
                 or (isinstance(value, (float, np.floating)) and not math.isfinite(value)):
             short = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
@@ -361,7 +336,7 @@ def check_count_multiplies(fn, source: str = "") -> str:
             shown = f"{value:.6g}" if isinstance(value, float) else f"{value:,}" if value.bit_length() < 64 else \
                 f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"  # str() of a huge int is refused
             raise _Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {shown}。{hint}", (mistake,))
-    (n, d, h1), (_, _, h2) = _COUNT_CASES[:2]
+    (n, d, h1), (_, _, h2) = COUNT_CASES[:2]
     return (f"全部通过！例如 n={n}, d_model={d} 时，h = {h1} 和 h = {h2} 都是 {count(n, d, h1).matmul_total:,} 次："
             "矩阵乘法的总量与头数无关（4·n·d² + 2·n²·d）。")
 
@@ -420,10 +395,10 @@ def _exercise(name: str) -> _Exercise:
 
 
 def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
-    """Check the learner's function in the checker's process and record the result; never raises for anything
-    the function does."""
+    """Check the learner's function in the worker process and record the result; never raises for anything the
+    function does."""
     ex = _exercise(name)
-    if _in_worker:  # called from inside the learner's function (or a re-checked cell's text)
+    if _in_worker:  # called from inside the learner's function, or by a re-checked cell's text
         if _calling[0]:
             raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
                                "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
@@ -436,7 +411,7 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
             source = textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
         except (OSError, TypeError):
             source = ""
-        result = replace(_in_process(ex, fn, source, budget), source=source or None)
+        result = _run(ex, fn, source, BUDGET_S if budget is None else budget)
     with contextlib.suppress(Exception):  # a failed save shows in the summary; the result matters more
         progress.default_progress().record_exercise(result)
     return result
@@ -446,7 +421,7 @@ def check_source(name: str, source: str) -> ExerciseResult:
     """Check a saved source (the class report) in a new process, not recorded: its ``my_<name>``, else the last
     function it defines."""
     worker.stop()
-    return replace(_in_process(_exercise(name), None, source, None), source=source)
+    return _run(_exercise(name), None, source, BUDGET_S)
 
 
 def _is_stub(source: str) -> bool:
@@ -455,13 +430,8 @@ def _is_stub(source: str) -> bool:
         funcs = [node for node in ast.parse(textwrap.dedent(source)).body if isinstance(node, ast.FunctionDef)]
     except (SyntaxError, ValueError):
         return False
-    body = funcs[-1].body if funcs else []
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return False
-    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
-    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    body = [s for s in funcs[-1].body if not isinstance(getattr(s, "value", None), ast.Constant)] if funcs else []
+    return len(body) == 1 and bool(re.fullmatch(r"raise NotImplementedError(\(.*\))?", ast.unparse(body[0]), re.S))
 
 
 _in_worker = False  # True in the checker's process
@@ -469,54 +439,46 @@ _calling = [False]  # True while the learner's function runs there
 _AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
 
 
-def _in_process(ex: _Exercise, fn, source: str, budget: float | None) -> ExerciseResult:
+def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
     """Run the checker in the worker process (an untouched stub needs none); the Chinese message for how it ended."""
-    name, learner, budget = ex.name, ex.learner_name, BUDGET_S if budget is None else budget
+    name, learner = ex.name, ex.learner_name
+    result = partial(ExerciseResult, name, source=source or None)
     if _is_stub(source):
-        return ExerciseResult(name, "todo", _todo(ex))
+        return result("todo", _todo(ex))
     try:
         payload = _pickled((name, fn, source), fn)
     except Exception as exc:
-        return ExerciseResult(name, "error", f"{learner} 用到了无法交给检查器的东西（{_describe(exc)}）：检查器"
-                              "在另一个进程里运行你的函数，函数只应使用参数、numpy 和普通的数字与数组。")
+        return result("error", f"{learner} 用到了无法交给检查器的东西（{_describe(exc)}）：检查器"
+                      "在另一个进程里运行你的函数，函数只应使用参数、numpy 和普通的数字与数组。")
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(__name__, "cloudpickle"))
     if reply.kind == "ok":
         if reply.printed:
             print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")  # the learner's own print()s
         status, message, mistakes = reply.value
-        return ExerciseResult(name, status, message, mistakes=tuple(mistakes))
+        return result(status, message, tuple(mistakes))
     if reply.kind == "timeout":
         huge = "把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完" if name == "count_multiplies" else \
             "创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）"
-        where = _stuck_at(reply.stack, fn, source)
-        return ExerciseResult(name, "timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}"
-                              "，检查器把它停下了：是不是写了死循环？检查 while 循环的退出条件和 for 循环的范围。"
-                              f"也可能是一次极大的计算：例如{huge}。这里的例子都很小，正确的写法一眨眼就算完。{_AFTER}")
+        frames = [(path, int(line), function)
+                  for path, line, function in re.findall(r'File "(.*)", line (\d+) in (\S+)', reply.stack)]
+        text = _learner_line(frames, fn, source)[1]  # faulthandler's dump: the most recent call first
+        where = f"（停在这一行：「{text}」）" if text else ""
+        return result("timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}"
+                      "，检查器把它停下了：是不是写了死循环？检查 while 循环的退出条件和 for 循环的范围。"
+                      f"也可能是一次极大的计算：例如{huge}。这里的例子都很小，正确的写法一眨眼就算完。{_AFTER}")
     if reply.kind == "interrupted":
-        return ExerciseResult(name, "interrupted", f"检查被中断了（{learner} 还没算完）。如果是因为等得太久："
-                              f"是不是写了死循环？{_AFTER}")
+        return result("interrupted", f"检查被中断了（{learner} 还没算完）。"
+                      f"如果是因为等得太久：是不是写了死循环？{_AFTER}")
     if reply.kind == "nostart":
         why = (reply.stack.strip().splitlines() or [""])[-1]
-        return ExerciseResult(name, "error", f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why}），"
-                              "你的函数还没有被检查。请重启内核（Kernel → Restart）再运行；"
-                              "如果还是这样，把这条信息告诉老师。")
+        return result("error", f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why}），你的函数还没有被检查。"
+                      "请重启内核（Kernel → Restart）再运行；如果还是这样，把这条信息告诉老师。")
     if reply.exitcode is not None and 0 <= reply.exitcode < 256:
-        return ExerciseResult(name, "error", f"{learner} 让运行它的进程直接退出了（退出码 {reply.exitcode}）："
-                              f"是不是调用了 os._exit(…)？函数只需要计算并 return 结果。{_AFTER}")
-    return ExerciseResult(name, "error", f"运行 {learner} 的进程崩溃了（退出码 {reply.exitcode}）。常见原因：调高了 "
-                          "sys.setrecursionlimit 之后递归太深，把栈用光了；用 ctypes 读写了不该碰的内存；"
-                          "或者内存用得太多，被系统结束。这几个练习都不需要递归和 ctypes：用 for 循环和 numpy 写。"
-                          + _AFTER)
-
-
-def _stuck_at(stack: str, fn, source: str) -> str:
-    """「（停在这一行：…）」: the learner's innermost line in faulthandler's dump (most recent call first)."""
-    code = getattr(fn, "__code__", None)
-    for path, lineno, name in re.findall(r'File "(.*)", line (\d+) in (\S+)', stack):
-        if path == "<learner>" or (code is not None and name == code.co_name):
-            if text := _source_line(code, source, int(lineno), path == "<learner>"):
-                return f"（停在这一行：「{text}」）"
-    return ""
+        return result("error", f"{learner} 让运行它的进程直接退出了（退出码 {reply.exitcode}）："
+                      f"是不是调用了 os._exit(…)？函数只需要计算并 return 结果。{_AFTER}")
+    return result("error", f"运行 {learner} 的进程崩溃了（退出码 {reply.exitcode}）。常见原因：调高了 "
+                  "sys.setrecursionlimit 之后递归太深，把栈用光了；用 ctypes 读写了不该碰的内存；"
+                  "或者内存用得太多，被系统结束。这几个练习都不需要递归和 ctypes：用 for 循环和 numpy 写。" + _AFTER)
 
 
 def _pickled(item, fn) -> bytes:
@@ -571,6 +533,6 @@ def spec(name: str) -> _Text:
     return _Text(_exercise(name).spec)
 
 
-def show_solution(name: str) -> _Text:
+def show_solution(name: str) -> _Code:
     """The reference solution's source (read by reflection, never a pasted copy)."""
-    return _Text(inspect.getsource(_exercise(name).solution).rstrip(), "python")
+    return _Code(inspect.getsource(_exercise(name).solution).rstrip())

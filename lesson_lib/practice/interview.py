@@ -1,12 +1,12 @@
-"""§8's interview: its rubric (①②③ and the usual wrong claims) and the reference answer with the two follow-ups an
-interviewer asks next; every number is computed from lesson_lib. Nothing here grades prose."""
+"""§8's interview: its rubric (①②③ and the usual wrong claims) and the reference answer (the follow-ups are §8's
+own prose); every number is computed from lesson_lib. Nothing here grades prose."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from functools import cache
 
-from lesson_lib.costs import count, kv_sharing, parameters
+from lesson_lib.costs import count, parameters
 from lesson_lib.practice.checkers import rubric_feedback, self_assess
 from lesson_lib.practice.feedback import Feedback, question_version
 from lesson_lib.practice.freetext import Rubric, RubricPoint
@@ -15,7 +15,6 @@ from lesson_lib.practice.questions import N_FLOPS_EXAMPLE, facts
 INTERVIEW_ID = "面试"
 MAX_INTERVIEW_CHARS = 2000
 INTERVIEW_QUESTION = "面试官问：「Multi-Head Attention 的作用是什么？为什么不直接用单头？头数是不是越多越好？」"
-GQA_GROUPS = 2  # key/value groups in the GQA example (any divisor of h between 1 and h)
 
 
 def interview_rubric() -> Rubric:
@@ -43,7 +42,7 @@ def interview_rubric() -> Rubric:
 
 
 def model_answer() -> str:
-    """The lesson's answer ①②③ with the 严格来说 corrections and two follow-ups; numbers from lesson_lib."""
+    """The lesson's answer ①②③ with the 严格来说 corrections; numbers from lesson_lib."""
     f = facts()
     d, h, d_k, n, rows = f["d"], f["h"], f["d_k"], N_FLOPS_EXAMPLE, f["table_a"]
     best = max(r["bleu"] for r in rows)
@@ -51,7 +50,6 @@ def model_answer() -> str:
     widest = max(rows, key=lambda r: r["h"])
     narrow_b = next(r for r in f["table3"] if r["row"] == "B" and r["d_k"] == widest["d_k"])
     total = count(n, d, h).matmul_total
-    mha, gqa, mqa = (kv_sharing(d, h, k) for k in (h, GQA_GROUPS, 1))
     return (
         "参考答案（核心：用几乎不变的计算量换来几组互不干扰的权重）\n"
         "① 单头注意力对每个查询只有一组权重。它可以把权重分给几个词，但输出是这些 Value 的加权平均："
@@ -63,17 +61,7 @@ def model_answer() -> str:
         f"③ 头数并非越多越好：表 3 中单头比最好的设置低 {round(best - single['bleu'], 1)} BLEU；"
         f"h = {widest['h']}（d_k = {widest['d_k']}）降到 {widest['bleu']}。(B) 行 h = {narrow_b['h']}、"
         f"d_k = {narrow_b['d_k']} 也只有 {narrow_b['bleu']}，所以掉分可能有一部分要怪每个头太窄"
-        f"（(B) 行也少了参数，只能说「部分」）。\n"
-        "追问一「每个头都必不可少吗？」：不是。Michel 等（2019，Are Sixteen Heads Really Better than One?）发现，"
-        "训练好的模型在使用时去掉许多头、不少层甚至只留一个头，效果只小幅下降；Voita 等（2019）发现少数专门化的头"
-        "承担了主要工作，其余大多可以剪掉。这说明训练好的模型里有冗余，不等于一开始只训练一两个头也一样好。\n"
-        "追问二「为什么今天的大模型让多个头共享 K 和 V？」：生成时要缓存每个词元的 K 和 V。"
-        f"以 d_model = {d}、h = {h} 的一层为例，每个词元要缓存 2 × h × d_k = {mha.cache_per_token:,} 个数；"
-        "MQA（Shazeer 2019）让所有查询头共用"
-        f"一组 K/V，只要 {mqa.cache_per_token:,} 个，注意力投影参数从 {mha.projection_params:,} 降到 "
-        f"{mqa.projection_params:,}；GQA（Ainslie 等 2023）折中，{GQA_GROUPS} 组 K/V 时缓存 "
-        f"{gqa.cache_per_token:,} 个、参数 {gqa.projection_params:,}。"
-        "缓存越小，长文本生成越快、越省显存；查询头仍然是 h 个，每个头仍有自己的一组权重。"
+        "（(B) 行也少了参数，只能说「部分」）。"
     )
 
 

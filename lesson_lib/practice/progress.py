@@ -1,27 +1,22 @@
 """The learner's progress (questions, code exercises, the interview self-check) and the file that keeps it.
 
-Each record is saved at once under the file's lock: read, merge, write atomically (a new file beside it, then
-``os.replace``), so two notebooks lose nothing. The file is ``$LESSON_PROGRESS_FILE`` or the ``platformdirs`` data
-folder's; only a regular file there is read or replaced, never a link, FIFO or folder. A bad file is renamed aside,
-never deleted; a verdict whose question has changed since (its ``question_version`` fingerprint) is dropped. A
-read-only or full folder is one Chinese notice: the progress stays in memory and goes into the next save that works.
-
-The format (JSON), which ``scripts/class_report.py`` reads, as does the export::
+Each save reads, merges and atomically replaces the file under its lock, so two notebooks lose nothing. Only a
+regular file at ``$LESSON_PROGRESS_FILE`` (or the ``platformdirs`` data folder's) is read or replaced, never a link,
+FIFO or folder; a file the lesson cannot read is renamed aside, never overwritten. The format (JSON), which
+``scripts/class_report.py`` and the export read::
 
     {"format": "day11-progress", "version": 2, "saved_at": "2026-12-01T10:00:00+00:00",
      "questions": {"Q2": {"attempts": [{"answer": "[\\"64\\", \\"不变\\"]", "verdict": "wrong", "mistake": "d_k=64",
-                                        "question_version": "016aa98cd5ee"}],
-                          "n_attempts": 1, "question_version": "016aa98cd5ee", "first_try": "wrong",
-                          "final": "wrong", "solved": false, "answer": "[\\"64\\", \\"不变\\"]"}},
+        "question_version": "016aa98cd5ee"}], "n_attempts": 1, "question_version": "016aa98cd5ee", "first_try": "wrong",
+        "final": "wrong", "solved": false, "answer": "[\\"64\\", \\"不变\\"]"}},
      "exercises": {"split_heads": {"result": "passed", "message": "全部通过！", "checks": 3, "mistakes": [],
-                                   "source": "def split_heads(x, h): …"}},
-     "interview": {"attempts": [{"answer": "…", "verdict": "self", "mistake": null,
-                                 "question_version": "47b903bb24be", "covered": ["① …"], "of": 3}],
-                   "n_attempts": 1, "question_version": "47b903bb24be", "first_try": "self", "final": "self",
-                   "solved": false, "answer": "…", "complete": false}}
+        "source": "def split_heads(x, h): …"}},
+     "interview": {"attempts": [{"answer": "…", "verdict": "self", "mistake": null, "question_version": "47b903bb24be",
+        "covered": ["① …"], "of": 3}], "n_attempts": 1, "question_version": "47b903bb24be", "first_try": "self",
+        "final": "self", "solved": false, "answer": "…", "complete": false}}
 
-``attempts`` keeps the first and the latest ``MAX_ATTEMPTS - 1``; a verdict is right, wrong, review (free text,
-never judged) or self (a self-assessment: ``covered`` of ``of`` rubric points).
+A verdict is right, wrong, review (free text, never judged) or self (``covered`` of ``of`` rubric points); one given
+to an earlier version of its question (``question_version``) is dropped on load.
 """
 
 from __future__ import annotations
@@ -46,8 +41,11 @@ EXERCISE_IDS = ("split_heads", "multi_head_attention_loop", "count_multiplies") 
 MAX_FILE_BYTES = 5 * 1024 * 1024  # a real file is a few KB; a larger one is set aside, never parsed
 MAX_ATTEMPTS, MAX_ANSWER_CHARS, MAX_SOURCE_CHARS = 20, 4000, 20_000
 LOCK_TIMEOUT_S = 10.0  # another kernel holds the lock for one small write; far longer means it is stuck
-VERDICTS = ("right", "wrong", "review", "self")
-EXERCISE_STATUSES = ("passed", "todo", "error", "wrong", "timeout", "interrupted")  # what exercises.check returns
+# What an entry must hold to be read (the types the lesson relies on); an entry that does not is dropped on load.
+_ATTEMPT = {"answer": str | list, "verdict": str, "question_version": str | None, "covered": list | None}
+_ENTRY = {"attempts": list, "n_attempts": int, "question_version": str | None, "solved": bool, "answer": str | list}
+_EXERCISE = {"result": str, "checks": int}
+_KINDS = ("questions", "exercises", "interview")
 
 
 class ProgressError(OSError):
@@ -78,84 +76,51 @@ def current_version(item_id: str) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------------------------------------- reading a file
 def empty() -> dict:
     return {"format": FORMAT, "version": VERSION, "saved_at": None, "questions": {}, "exercises": {}, "interview": {}}
 
 
-def _texts(v) -> bool:
-    return type(v) is list and all(type(a) is str for a in v)
+def _fits(d, shape: dict) -> bool:
+    return type(d) is dict and all(isinstance(d.get(key), kind) for key, kind in shape.items())
 
 
-def _attempt_ok(a) -> bool:
-    return (type(a) is dict and (type(a.get("answer")) is str or _texts(a.get("answer")))
-            and a.get("verdict") in VERDICTS and isinstance(a.get("mistake"), str | None)
-            and isinstance(a.get("question_version"), str | None)
-            and ("covered" not in a or (_texts(a["covered"]) and _count(a.get("of")))))  # fmt: skip
-
-
-def _count(v) -> bool:
-    return type(v) is int and v >= 0  # True is not 1
-
-
-def _entry_ok(kind: str, e) -> bool:
+def _reads(kind: str, e) -> bool:
     if kind == "exercises":
-        return (type(e) is dict and e.get("result") in EXERCISE_STATUSES and type(e.get("message", "")) is str
-                and _count(e.get("checks")) and _texts(e.get("mistakes", []))
-                and isinstance(e.get("source"), str | None))  # fmt: skip
-    return (type(e) is dict and type(e.get("attempts")) is list and all(map(_attempt_ok, e["attempts"]))
-            and _count(e.get("n_attempts")) and isinstance(e.get("question_version"), str | None)
-            and e.get("first_try") in (None, *VERDICTS) and e.get("final") in (None, *VERDICTS)
-            and type(e.get("solved")) is bool and (type(e.get("answer", "")) is str or _texts(e["answer"]))
-            and type(e.get("complete", False)) is bool)  # fmt: skip
+        return _fits(e, _EXERCISE)
+    return _fits(e, _ENTRY) and all(_fits(a, _ATTEMPT) for a in e["attempts"])
 
 
-def _problem(data) -> str:
-    """Why the file is not this lesson's progress, in Chinese ('' when it is)."""
-    if type(data) is not dict or data.get("format") != FORMAT:
-        return "不是本课的进度文件"
-    if data.get("version") != VERSION or type(data["version"]) is not int:
-        return f"的格式版本 {json.dumps(data.get('version'))[:20]} 不是本课认识的（{VERSION}）"
-    if not all(type(data.get(kind)) is dict for kind in ("questions", "exercises", "interview")):
-        return "的 questions、exercises 或 interview 字段不是字典"
-    if not isinstance(data.get("saved_at"), str | None):
-        return "的 saved_at 字段不是文字"
-    bad = [key for kind in ("questions", "exercises") for key, e in data[kind].items() if not _entry_ok(kind, e)]
-    bad += ["面试自检"] if data["interview"] and not _entry_ok("interview", data["interview"]) else []
-    return f"里 {'、'.join(k[:30] for k in bad[:5])} 的记录格式不对（字段缺失或类型不对）" if bad else ""
+def _clean(data: dict) -> tuple[int, list[str]]:
+    """Drop entries that do not read, and verdicts on an earlier version: (how many did not read, ids changed)."""
+    questions = data["questions"]
+    if data["interview"]:
+        questions[INTERVIEW] = data["interview"]  # the interview is dropped as a question is
+    bad = [(kind, k) for kind in ("questions", "exercises") for k, e in data[kind].items() if not _reads(kind, e)]
+    old = [q for q, e in questions.items() if _reads("questions", e)
+           and current_version(q) not in (None, e["question_version"])]  # fmt: skip
+    for kind, k in [*bad, *(("questions", q) for q in old)]:
+        del data[kind][k]
+    data["interview"] = questions.pop(INTERVIEW, {})
+    return len(bad), old
 
 
-def _drop_outdated(data: dict) -> list[str]:
-    """Drop every verdict given to an earlier version of its question; the ids dropped."""
-    old = [q for q, e in data["questions"].items() if current_version(q) not in (None, e["question_version"])]
-    for q in old:
-        del data["questions"][q]
-    if data["interview"] and data["interview"]["question_version"] != current_version(INTERVIEW):
-        data["interview"] = {}
-        old.append(INTERVIEW)
-    return old
-
-
-# ---------------------------------------------------------------------------------------------- the file
 def _refuse(path: Path) -> None:
     """Raise ProgressError unless ``path`` is a regular file or free (looked at, never followed)."""
     with contextlib.suppress(FileNotFoundError):
-        mode = os.lstat(path).st_mode
-        if not stat.S_ISREG(mode):
-            kind = {stat.S_IFLNK: "符号链接", stat.S_IFIFO: "命名管道（FIFO）", stat.S_IFDIR: "文件夹"}.get(
-                stat.S_IFMT(mode), "特殊文件（设备或套接字）")
-            raise ProgressError(errno.EINVAL, f"{path} 是一个{kind}，不是普通文件，本课不读它、不写它、也不给它改名")
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise ProgressError(errno.EINVAL, f"{path} 不是普通文件（是符号链接、命名管道、文件夹或设备），"
+                                              "本课不读它、不写它、也不给它改名")  # fmt: skip
 
 
-def _why(exc: BaseException) -> str:
+def _why(exc: OSError) -> str:
     """An OSError in Chinese: what is wrong with the place."""
     if isinstance(exc, filelock.Timeout):
         return f"另一个笔记本正占着进度文件，等了 {LOCK_TIMEOUT_S:g} 秒还没轮到"
+    if isinstance(exc, ProgressError):
+        return exc.strerror
     reasons = {errno.EROFS: "所在的文件夹是只读的", errno.EACCES: "没有写入这个文件夹的权限",
                errno.EPERM: "没有写入这个文件夹的权限", errno.ENOSPC: "磁盘已经满了", errno.EDQUOT: "磁盘配额已经用完",
                errno.ENOTDIR: "路径里有一段不是文件夹", errno.EEXIST: "路径里有一段不是文件夹"}  # fmt: skip
-    if isinstance(exc, ProgressError):
-        return exc.strerror
     return reasons.get(exc.errno, f"系统报告「{type(exc).__name__}」")
 
 
@@ -182,79 +147,70 @@ def _now() -> str:
 
 
 class ProgressFile:
-    """One progress file: never raises for a bad file or a folder it cannot write, and never touches anything but
-    the file, its lock and the files it makes beside them."""
+    """One progress file: never raises for a bad file or place; touches only the file, its lock and files beside."""
 
     def __init__(self, path: Path | str | None = None):
         self.path = Path(path) if path is not None else default_path()
-        self.folder = self.path.parent
-
-    def refused(self) -> str:
-        """A Chinese notice when something other than a regular file is at the path ('' otherwise)."""
-        try:
-            _refuse(self.path)
-        except OSError as exc:
-            return (f"进度文件的位置不对：{_why(exc)}。这次的进度只留在内存里；请把它移走，"
-                    f"或设置环境变量 {ENV_VAR} 指向另一个位置。")  # fmt: skip
-        return ""
-
-    def _lock(self) -> filelock.BaseFileLock:
-        lock = self.path.with_name(self.path.name + ".lock")
-        _refuse(lock)
-        return filelock.FileLock(str(lock), timeout=LOCK_TIMEOUT_S)
 
     def load(self) -> tuple[dict, str]:
-        """(data, notice): the saved progress, or a fresh one and a Chinese notice when it was unusable."""
-        if refused := self.refused():
-            return empty(), refused
+        """(data, notice): the saved progress (the entries that read), or a fresh one, and a Chinese notice."""
         try:
+            _refuse(self.path)
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
             with os.fdopen(fd, "rb") as f:
                 raw = f.read(MAX_FILE_BYTES + 1)
             data = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_FILE_BYTES else None
-            problem = _problem(data) if data is not None else f"超过了 {MAX_FILE_BYTES // 2**20} MB（正常的只有几 KB）"
+            known = (type(data) is dict and data.get("format") == FORMAT and isinstance(data.get("version"), int)
+                     and data["version"] == VERSION and all(type(data.get(k)) is dict for k in _KINDS))  # fmt: skip
+            problem = "" if known else f"超过了 {MAX_FILE_BYTES // 2**20} MB（正常的只有几 KB）" if data is None else \
+                f"不是本课认识的进度文件（格式 {FORMAT}、版本 {VERSION}）"
         except FileNotFoundError:
             return empty(), ""
+        except ProgressError as exc:
+            return empty(), (f"进度文件的位置不对：{_why(exc)}。这次的进度只留在内存里；请把它移走，"
+                             f"或设置环境变量 {ENV_VAR} 指向另一个位置。")  # fmt: skip
         except OSError as exc:
             problem = f"读不了（{_why(exc)}）"
         except (ValueError, RecursionError):
             problem = "内容已损坏（不是完整的 JSON）"
         if problem:
-            try:
-                os.rename(self.path, target := self._free("unreadable"))
-                kept = f"旧文件已改名保存为 {target}，没有删除。"
-            except OSError:
-                kept = "旧文件原样留在那里（无法改名）。"
-            return empty(), f"进度文件 {self.path} {problem}，所以这次从头开始记录。{kept}"
-        old = _drop_outdated(data)
-        return data, f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答不再计入，请按现在的题目再答。" if old else ""
+            return empty(), self._set_aside(f"{problem}，所以这次从头开始记录")
+        n_bad, old = _clean(data)
+        notice = self._set_aside(f"里有 {n_bad} 条记录读不懂，已略去，其余照旧") if n_bad else ""
+        if n_bad and not os.path.lexists(self.path):  # set aside: what reads goes back at once
+            with contextlib.suppress(OSError):
+                _replace_file(self.path, json.dumps(data, separators=(",", ":")))
+        if old:
+            notice += f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答不再计入，请按现在的题目再答。"
+        return data, notice
 
-    def _free(self, why: str) -> Path:
-        """A name beside the file that nothing has (a second one in the same second gets -2, -3, …)."""
-        base = self.path.with_name(f"{self.path.name}.{why}-{_stamp()}")
-        target, n = base, 1
-        while os.path.lexists(target):
-            n += 1
-            target = base.with_name(f"{base.name}-{n}")
-        return target
+    def _set_aside(self, problem: str) -> str:
+        """Rename the file to a fresh name beside it (never an existing one); the notice."""
+        target = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}-{secrets.token_hex(3)}")
+        try:
+            os.rename(self.path, target)
+            kept = f"原文件已改名保存为 {target}，没有删除。"
+        except OSError:
+            kept = "旧文件原样留在那里（无法改名）。"
+        return f"进度文件 {self.path} {problem}。{kept}"
 
     def update(self, change) -> tuple[dict | None, str]:
-        """Under the lock: read the file, ``change`` its data, write it back. (merged data, notice), or (None, a
-        Chinese message) when it could not be written (then the file is unchanged)."""
+        """Under the lock: read, ``change``, write back: (merged data, notice), or (None, why not; file unchanged)."""
         try:  # a link or FIFO at the path: load() reads nothing and the write below refuses it
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with self._lock():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            lock = self.path.with_name(self.path.name + ".lock")
+            _refuse(lock)
+            with filelock.FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
                 data, notice = self.load()
                 change(data)
                 data["saved_at"] = _now()
                 _replace_file(self.path, json.dumps(data, separators=(",", ":")))  # \u escapes: any string fits
-        except (OSError, filelock.Timeout) as exc:
+        except OSError as exc:
             return None, (f"进度没能保存到 {self.path}：{_why(exc)}。这次的进度先留在内存里，下次保存时会一起补上；"
                           f"也可以设置环境变量 {ENV_VAR} 指向一个可写的位置。")  # fmt: skip
         return data, notice
 
 
-# ---------------------------------------------------------------------------------------------- changes
 def _add_attempt(data: dict, item_id: str, attempt: dict) -> None:
     """One attempt at a question or at the interview; an entry for another version of the question starts afresh."""
     entry = data["interview"] if item_id == INTERVIEW else data["questions"].get(item_id)
@@ -285,11 +241,10 @@ class Progress:
         self.ids, self.exercise_names = lesson_items()
         self.data, self.notice = store.load() if store is not None else (empty(), "")
         self._pending = []  # changes not yet on disk (a failed save keeps them for the next one)
-        self._on_change = []
+        self.listeners = []  # called after every change (the summary widgets)
 
     def record(self, fb, answer, of: int = 0) -> None:
-        """One attempt: a quiz, interview or self-assessment ``Feedback`` (a blank one is not an attempt) and the
-        answer as stored (text, or a list of texts); ``of``: the rubric's points, for a self-assessment."""
+        """One attempt (a blank ``Feedback`` is none) with its answer as stored; ``of``: a rubric's points (self)."""
         if fb.blank:
             return
         attempt = {"answer": answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else sorted(map(str, answer)),
@@ -303,10 +258,9 @@ class Progress:
         """An ExerciseResult; a stub never filled in is not saved (running the lesson writes nothing)."""
         if result.status == "todo" and result.name not in self.data["exercises"]:
             return
-        source = getattr(result, "source", None)
         self._apply(_add_check, result.name, {
             "result": result.status, "message": result.message[:500], "mistakes": list(result.mistakes or ()),
-            "source": source[:MAX_SOURCE_CHARS] if source else None})  # fmt: skip
+            "source": result.source[:MAX_SOURCE_CHARS] if result.source else None})  # fmt: skip
 
     def _apply(self, change, *args) -> None:
         """Change the progress in memory at once, then on disk under the lock, merged with what is there."""
@@ -319,19 +273,15 @@ class Progress:
                 self.data, self._pending = merged, []
                 self.notice = "" if self.notice.startswith("进度没能保存") else self.notice  # that failure is over
             self.notice = problem or self.notice
-        for listener in self._on_change:
+        for listener in self.listeners:
             listener()
 
     def entry(self, item_id: str) -> dict:
         """The stored record of a question, or of the interview (``INTERVIEW``); {} when there is none."""
         return (self.data["interview"] if item_id == INTERVIEW else self.data["questions"].get(item_id)) or {}
 
-    def on_change(self, listener) -> None:
-        self._on_change.append(listener)
-
     def items(self) -> list[tuple[str, str, str]]:
-        """(kind, name, state: done, tried or todo) for everything the learner can do. A question the learner
-        assessed themselves counts as done (worked through), never as right."""
+        """(kind, name, done/tried/todo) for everything; a self-assessed question is done, never right."""
         def state(done, tried):
             return "done" if done else "tried" if tried else "todo"
 
@@ -347,28 +297,26 @@ class Progress:
 
     def summary(self) -> str:
         """The learner's summary in Chinese: one line per kind (with what to do next), then the total."""
-        items = self.items()
-        lines = [self.notice] if self.notice else []
+        items, lines = self.items(), [self.notice] if self.notice else []
         for kind, unit in (("题目", "题"), ("代码练习", "个"), ("面试自检", "项")):
-            mine = [(n, s) for k, n, s in items if k == kind]
-            selfs = [n for n, _ in mine if kind == "题目" and self.entry(n).get("final") == "self"]
-            done = [n for n, s in mine if s == "done" and n not in selfs]
-            line = f"{kind}：{'已答对' if kind == '题目' else '已完成'} {len(done)} / {len(mine)} {unit}。"
-            line += f"已自评：{'、'.join(selfs)}。" if selfs else ""
-            tried, todo = [n for n, s in mine if s == "tried"], [n for n, s in mine if s == "todo"]
-            if tried:
+            names = {s: [n for k, n, state in items if k == kind and state == s] for s in ("done", "tried", "todo")}
+            selfs = [n for n in names["done"] if kind == "题目" and self.entry(n).get("final") == "self"]
+            line = (f"{kind}：{'已答对' if kind == '题目' else '已完成'} {len(names['done']) - len(selfs)} / "
+                    f"{sum(map(len, names.values()))} {unit}。" + (f"已自评：{'、'.join(selfs)}。" if selfs else ""))
+            if names["tried"]:
                 line += ("你的自评还没有勾满三点：对照参考答案改一改，再自评一次。" if kind == "面试自检"
-                         else f"做过但还没过：{'、'.join(tried)}。")  # fmt: skip
-            lines.append(line + (f"还没做：{'、'.join(todo)}。" if todo else ""))
+                         else f"做过但还没过：{'、'.join(names['tried'])}。")  # fmt: skip
+            lines.append(line + (f"还没做：{'、'.join(names['todo'])}。" if names["todo"] else ""))
         done = sum(s == "done" for _, _, s in items)
-        lines.append(f"全部完成（{done} / {len(items)}），明天见！" if self.all_done() else
+        lines.append(f"全部完成（{done} / {len(items)}），明天见！" if done == len(items) else
                      f"合计完成 {done} / {len(items)} 项。")  # fmt: skip
         return "\n".join(lines)
 
     def export(self, folder: Path | str | None = None) -> tuple[Path, Path]:
-        """Write progress-export.json (the file's format, for scripts/class_report.py) and progress-summary.md (one
-        page for an instructor) beside the progress file, or into ``folder``. Raises ProgressError (Chinese)."""
-        folder = Path(folder) if folder is not None else self.store.folder if self.store is not None else Path.cwd()
+        """progress-export.json (for scripts/class_report.py) and progress-summary.md (one page for an instructor)
+        beside the progress file, or in ``folder``. Raises ProgressError (Chinese)."""
+        here = self.store.path.parent if self.store is not None else Path.cwd()
+        folder = Path(folder) if folder is not None else here
         lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{_now()}", ""]
         lines += [f"- {line}" for line in self.summary().splitlines()]
         lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]

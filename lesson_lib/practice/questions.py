@@ -5,7 +5,7 @@ drift; a question is built when first asked."""
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import cache
+from functools import cache, partial
 
 import numpy as np
 
@@ -101,7 +101,6 @@ def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) ->
 # fmt: off
 # ============================================================================================ §10: the lesson's review
 def _q1() -> Question:
-    d = facts()["d"]
     model = (
         "参考答案：单头也可以把权重分给几个词元（比如「小红」和「小明」），它做不到的是让每条线索都拿足："
         "对每个查询它只有一组权重，加起来等于 1，输出是这些词元的值按这组权重加成的同一个向量——给小红多一分，"
@@ -119,11 +118,9 @@ def _q1() -> Question:
         RubricPoint("多头各有一组权重", "每个头一组权重，各自的结果占自己的 d_k 列，拼接后都保留，W^O 再组合。",
                     ("多头", "每个头", "拼接", "W^O", "d_k")),
     ), (
-        ("单头只能看一个词",
-         ("单头可以把权重分给很多词元（第 2 节的单头就分给了小红和小明）；"
-          "问题是几份共用一个总和为 1 的预算，被平均成一个向量。")),
-        ("把 d_model 加大就行",
-         f"加大 d_model（{d}）只让每个值向量更长，权重仍然只有一组，平均照样把线索冲淡。"),
+        ("单头只能看一个词", "单头可以把权重分给很多词元（第 2 节的单头就分给了小红和小明）；"
+                             "问题是几份共用一个总和为 1 的预算，被平均成一个向量。"),
+        ("把 d_model 加大就行", f"加大 d_model（{_base()[0]}）只让每个值向量更长，权重仍然只有一组。"),
         ("多头是为了算得更快", "多头的矩阵乘法总量和单头一样（第 4 节），它换来的是几组互不干扰的权重，不是速度。"),
     ), model)
     return Question(
@@ -133,26 +130,27 @@ def _q1() -> Question:
         placeholder="先自己写：单头的权重是什么样的？输出是怎么算出来的？多个头多了什么？")
 
 
+def _d_k_box(d: int, h: int, *hints, label="每个头的 d_k") -> NumberBox:
+    """The one d_k box of Q2, Q6 and S4c: d_model split among h heads."""
+    return NumberBox("d_k", label, head_width(d, h), unit="维", symbols={"d_model": d, "h": h}, labels=("d_v",),
+                     hints=hints, generic=f"提示：{d} 维平均分给 {h} 个头。")
+
+
 def _q2() -> Question:
     d, h, d_k = _base()
     h2 = H_FLOPS_EXAMPLE
-    d_k2 = head_width(d, h2)
-    params, params2 = parameters(d, h), parameters(d, h2)
+    d_k2, params, params2 = head_width(d, h2), parameters(d, h), parameters(d, h2)
     return _form(
         "Q2", "第 3 节",
         f"Q2　论文的基础模型 d_model = {d}、h = {h}。如果把头数改成 h = {h2}（d_model 不变）：每个头的 d_k 是多少？"
         "一层的投影参数（W^Q、W^K、W^V、W^O 合计）会怎样变？",
-        f"解析：d_k = d_model / h = {d} / {h2} = {d_k2}：头数加倍，每个头就减半（h = {h} 时是 {d_k}）。\n"
-        f"参数：每个头的 W_i^Q 是 {d} × {d_k2}，{h2} 个并排正好是一个 {d} × {d} 的矩阵；W^K、W^V 同理，W^O 也是 "
-        f"{d} × {d}。所以一层的投影参数总是 4 · d_model² = {params2:,} 个（h = {h} 时也是 {params:,}），"
-        "与 h 无关——这就是论文表 3 (A) 行改变头数时参数量不变的原因。",
-        f"d_k = {d} / {h2} = {d_k2}；投影参数仍是 4 · d_model² = {params2:,} 个：头多一倍，每个头窄一半。",
-        NumberBox("d_k", "每个头的 d_k", d_k2, unit="维", symbols={"d_model": d, "h": h2}, labels=("d_v",),
-                  hints=((d_k, f"{d_k} 是 h = {h} 时的宽度；h = {h2} 时 {d} 维要分给 {h2} 个头。"),
-                         (d, f"{d} 是 d_model，整个模型的宽度：它要平均分给 {h2} 个头。"),
-                         (d * h2, f"{d} × {h2} 把乘除弄反了：维度是被切分给各个头的，用除法。"),
-                         (h2, f"{h2} 是头数 h，问的是每个头有几维。")),
-                  generic=f"提示：{d} 维平均分给 {h2} 个头。"),
+        f"解析：d_k = {d} / {h2} = {d_k2}（h = {h} 时 {d_k}）。{h2} 个 {d} × {d_k2} 的 W_i^Q 并排正好是 {d} × {d}："
+        f"投影参数总是 4 · d_model² = {params2:,} 个（h = {h} 时也是 {params:,}），所以表 3 (A) 行的参数量不变。",
+        "头多一倍，每个头窄一半。",
+        _d_k_box(d, h2, (d_k, f"{d_k} 是 h = {h} 时的宽度；h = {h2} 时 {d} 维要分给 {h2} 个头。"),
+                 (d, f"{d} 是 d_model，整个模型的宽度：它要平均分给 {h2} 个头。"),
+                 (d * h2, f"{d} × {h2} 把乘除弄反了：维度是被切分给各个头的，用除法。"),
+                 (h2, f"{h2} 是头数 h，问的是每个头有几维。")),
         ChoiceBox("params", "投影参数", (
             ("变多", "变多", f"头多了，但每个头变窄了：{h2} 个 {d} × {d_k2} 的 W_i^Q 并排仍是 {d} × {d}。"),
             ("不变", "不变", "4 · d_model²，与 h 无关。"),
@@ -167,50 +165,39 @@ def _q3() -> Question:
     scores = count(1, d, h).scores  # n²·d_model: at n = 1 a stage's count is its coefficient
     symbols = {"n": Poly.n(), "d_model": Poly.const(d), "d": Poly.const(d), "h": Poly.const(h),
                "d_k": Poly.const(d_k), "d_v": Poly.const(d_k)}
+    known = {_n2(2 * scores): "这是打分和 weights × V 两步的合计；这一栏只问打分 QKᵀ。",
+             _n2(d * d): f"(n × {d}) 和 ({d} × n) 是两个矩阵的形状，不是乘法次数：n × n 个分数，每个做 {d} 次乘法。"}
 
-    def common(value: Poly) -> str:
-        if value == _n2(2 * scores):
-            return "这是打分和 weights × V 两步的合计；这一栏只问打分 QKᵀ。"
-        if value == _n2(d * d):
-            return (f"(n × {d}) 和 ({d} × n) 是两个矩阵的形状，不是乘法次数：结果有 n × n 个分数，"
-                    f"每个分数做 {d} 次乘法。")
-        if value.degree == 1:
-            return "式子里 n 只有一次方：分数矩阵是 n × n，有 n² 个分数，每个都要算一次点积。"
-        if value.degree > 2:
-            return "n 的次数太高了：乘法次数是 n² 个分数，乘以每个点积的长度。"
-        if value.is_constant:
-            return "这一栏要一个含 n 的式子：n 个词元的分数矩阵是 n × n。"
-        return ""
+    def why(value: Poly, per_head: str, narrow: str) -> str:
+        if value == _n2(d_k):
+            return narrow
+        if value in known:
+            return known[value]
+        if value.degree != 2:
+            return "式子里 n 的次数不对：n × n 个分数，每个都要算一次点积。"
+        return per_head
 
     def multi(value: Poly) -> str:
-        if value == _n2(d_k):
-            return f"这是一个头的乘法次数；{h} 个头要再乘以 {h}。"
         if value == _n2(d * h):
             return f"看起来每个头都用了 {d} 维：多头时每个头只有 d_k = {d_k} 维。"
-        return common(value) or f"每个头打分要 n · {d_k} · n 次，{h} 个头合计。"
-
-    def single(value: Poly) -> str:
-        if value == _n2(d_k):
-            return f"单头没有切分，它的点积长 {d} 维，不是 {d_k} 维。"
-        return common(value) or f"单头的点积长 {d} 维，n × n 个分数。"
+        return why(value, f"每个头打分要 n · {d_k} · n 次，{h} 个头合计。",
+                   f"这是一个头的乘法次数；{h} 个头要再乘以 {h}。")
 
     return _form(
         "Q3", "第 4 节",
         f"Q3　打分 QKᵀ 这一步，{h} 个 {d_k} 维的头与 1 个 {d} 维的头的乘法次数为什么相等？"
         "用 n（词元数）写出两边的次数。",
-        f"解析：打分 QKᵀ 时，单头是 (n × {d}) 乘 (n × {d})ᵀ，得到 n × n 个分数，每个分数要 {d} 次乘法，"
-        f"共 n · {d} · n = {d}n² 次。{h} 个头时，每个头是 (n × {d_k}) 乘 (n × {d_k})ᵀ，{d_k}n² 次，"
-        f"{h} 个头合计 {h} · {d_k}n² = {d}n²。关键在 h × d_k = d_model：头变多，每个头就同比例变窄。\n"
-        f"严格来说：{h} · {d_k}n² = {d}n² 只是 QKᵀ 这一步。weights × V 同样是 n²·d_model，也守恒；"
-        "Q/K/V 投影与 W^O 共 4·n·d_model² 次，与 h 无关；但 softmax 对每个头的 n × n 分数各做一次 exp 和一次除法，"
-        f"共 h·n² 次，会随 h 增长（n = {n} 时，h = 1 要 {exps[1]:,} 次 exp，h = {h} 要 {exps[h]:,} 次）。"
-        "它比矩阵乘法小得多，所以论文说总成本「相近」（similar），而不是完全相同。",
-        f"{h} · (n · {d_k} · n) = {h} · {d_k}n² = {d}n² = n · {d} · n：h × d_k = d_model，头变多、每头变窄，"
-        "乘法总量不变。",
+        f"解析：单头是 (n × {d}) 乘 (n × {d})ᵀ，n × n 个分数各 {d} 次乘法，共 {d}n² 次；{h} 个头各 {d_k}n² 次，"
+        f"合计 {h} · {d_k}n² = {d}n²。关键在 h × d_k = d_model：头变多，每个头就同比例变窄。\n"
+        "严格来说：weights × V 同样是 n²·d_model，Q/K/V 投影与 W^O 共 4·n·d_model²，都与 h 无关；但 softmax 对每个头的 "
+        f"n × n 分数各做一次 exp 和除法，共 h·n² 次，随 h 增长（n = {n} 时，h = 1 要 {exps[1]:,} 次 exp，h = {h} 要 "
+        f"{exps[h]:,} 次）。它比矩阵乘法小得多，所以论文说总成本「相近」（similar），而不是完全相同。",
+        "h × d_k = d_model：头变多、每头变窄，乘法总量不变。",
         ExpressionBox("multi", f"{h} 个 {d_k} 维的头合计", _n2(scores), symbols, multi, unit="次",
                       placeholder=f"例如 {h} · n · … · n"),
-        ExpressionBox("single", f"1 个 {d} 维的头", _n2(scores), symbols, single, unit="次",
-                      placeholder="例如 n · … · n"))
+        ExpressionBox("single", f"1 个 {d} 维的头", _n2(scores), symbols,
+                      lambda v: why(v, f"单头的点积长 {d} 维，n × n 个分数。", f"单头没有切分，它的点积长 {d} 维。"),
+                      unit="次", placeholder="例如 n · … · n"))
 
 
 def _q4() -> Question:
@@ -219,12 +206,9 @@ def _q4() -> Question:
     return choice(
         "Q4", "第 3 节", "single",
         f"Q4　一个 d_model = {d}、h = {h} 的模型：一层多头注意力里，{h} 个头的输出怎样变成每个词元的新向量？",
-        f"解析：d_k = {d} / {h} = {d_k}。{h} 个头各自输出 n × {d_k}，沿特征维度并排拼接（Concat）成 n × {d}，"
-        f"再乘输出投影 W^O（{d} × {d}）。这一层的结果不替换词元原来的向量，而是加上去：新向量 = X + MultiHead(X)，"
-        "这条一路累加的向量就是残差流。\n"
-        f"严格来说：Concat(head_1, …, head_{h}) W^O = Σ_i head_i W^O_i（W^O_i 是 W^O 中第 i 个头的 {d_k} 行），"
-        "所以每个头都往残差流里写了自己的一份；同一层里各头直到 W^O 才混合，下一层的头读到的已是混合后的向量。",
-        "B", f"Concat 得到 n × {d}，乘 W^O 融合，再加回残差流。W^O 是各头第一次「交换信息」的地方。",
+        f"解析：{h} 个 n × {d_k} 拼接成 n × {d}，乘 W^O 后加回词元原来的向量：新向量 = X + MultiHead(X)（残差流）。\n"
+        f"严格来说：Concat(head_1, …, head_{h}) W^O = Σ_i head_i W^O_i（W^O 第 i 个头的 {d_k} 行）：到 W^O 才混合。",
+        "B", "W^O 是各头第一次「交换信息」的地方。",
         ("A", f"把 {h} 个头的输出逐元素取平均，得到 n × {d_k}，替换原来的词元向量",
          f"取平均又回到了「加权平均抹平信息」的老问题，而且只剩 {d_k} 维，拼不回 d_model。"),
         ("B", f"沿特征维度拼接成 n × {d}，乘 W^O（{d} × {d}），再加回每个词元原来的向量",
@@ -235,100 +219,27 @@ def _q4() -> Question:
          f"那样每个词元会变成 {h} 行，词元和词元对不上了；拼接应当沿特征维度（列），每个词元仍是一行。"))
 
 
-def _q5() -> Question:
-    page = paper.FIGURE_PAGES[4]
-    return choice(
-        "Q5", "第 6 节", "multi",
-        f"Q5　论文图 4（第 {page} 页）：从代词「its」出发，一个头几乎全看「Law」，另一个头分给「Law」和"
-        "「application」。下面哪些说法有根据？（多选）",
-        f"解析：论文图 4（第 {page} 页）画的是一个训练好的翻译模型编码器第 5 层的两个头（头 5、头 6），"
-        "只看从代词「its」出发的那一行：一个头几乎把全部权重给了「Law」，另一个头把权重分给「Law」和"
-        "「application」。同一个查询、两种分布：每个头有自己的一组权重，结果各占自己的 d_k 列，拼接后都还在。"
-        "换成一个头，它也能把权重分给这两个词元，但两份共用一组总和为 1 的权重，被平均成一个向量，互相冲淡。\n"
-        "严格来说：论文只说这两个头「看起来」参与了指代消解（apparently involved）；注意力权重高不等于模型"
-        "「理解」了指代。这些分工是训练中自发出现的，没有人指定。",
-        "AC", "两个头对同一个词元给出两种分布，拼接后都保留；单头只能把它们平均成一个。",
-        ("A", "对同一个查询「its」，两个头给出了不同的权重分布：一个词元可以同时有几种「看法」",
-         "多头让每个头各有一组权重。"),
-        ("B", "第二个头把权重分给了两个词元，说明它没有学好",
-         "把权重分给几个词元是注意力的正常用法（「its application」本身就连着「application」）；"
-         "图里没有证据说它没学好。"),
-        ("C", "一个头也能把权重分给「Law」和「application」，但两份共用一组权重、被平均成一个向量；"
-              "两个头的结果各占自己的列，拼接后都还在",
-         "单头能分散权重，做不到的是让每条线索各拿一整份权重、分开保存。"),
-        ("D", "这两个头是事先被人为指定去做指代消解的",
-         "没有人给头分配角色：分工是训练中自发出现的，论文只是事后把它们画出来。"),
-        ("E", "权重集中在「Law」上，就证明模型理解了 its 指的是 Law",
-         "论文只说这些头「看起来」参与了指代消解：权重高是一个线索，不是理解的证明。"))
-
-
 def _q6() -> Question:
     d, h, g = TRANSFER_D_MODEL, TRANSFER_HEADS, KV_GROUPS
-    d_k, base_d_k = head_width(d, h), _base()[2]
+    d_k = head_width(d, h)
     mha, gqa = kv_sharing(d, h, h), kv_sharing(d, h, g)
-    symbols = {"d_model": d, "h": h, "d_k": d_k, "g": g}
     return _form(
         "Q6", "第 8 节",
         f"Q6　一个 d_model = {d}、h = {h} 的模型改用分组查询注意力：{h} 个查询头分成 {g} 组，每组共用一组键和值。"
         "每头宽度 d_k 是多少？生成文字时，每个词元每层要缓存多少个数（键和值合计）？",
-        f"解析：d_k = {d} / {h} = {d_k}。生成时每个词元每层要存下自己的键和值：多头时 {h} 个键头、{h} 个值头，"
-        f"2 × {h} × {d_k} = {mha.cache_per_token:,} 个数；分成 {g} 组、每组共用一组键和值时，"
-        f"2 × {g} × {d_k} = {gqa.cache_per_token:,} 个数，是多头的 {g}/{h}。查询头还是 {h} 个，"
-        "每个头仍有自己的一行注意力权重；省掉的只是键和值的份数（第 8 节的追问 2）。",
-        f"d_k = {d_k}；缓存 2 · {g} · {d_k} = {gqa.cache_per_token:,} 个数，是多头的 {g}/{h}。",
-        NumberBox("d_k", "每头宽度 d_k", d_k, unit="维", symbols=symbols,
-                  hints=((base_d_k, f"{base_d_k} 是基础模型的 d_k；这里是 {d} / {h}。"),),
-                  generic=f"提示：{d} 维平均分给 {h} 个查询头。"),
-        NumberBox("cache", "每个词元每层缓存", gqa.cache_per_token, unit="个数", symbols=symbols,
+        f"解析：d_k = {d} / {h} = {d_k}。多头时存 2 × {h} × {d_k} = {mha.cache_per_token:,} 个数；{g} 组时 "
+        f"2 × {g} × {d_k} = {gqa.cache_per_token:,} 个，是 {g}/{h}。查询头还是 {h} 个（第 8 节的追问 2）。",
+        "",
+        _d_k_box(d, h, label="每头宽度 d_k"),
+        NumberBox("cache", "每个词元每层缓存", gqa.cache_per_token, unit="个数",
+                  symbols={"d_model": d, "h": h, "d_k": d_k, "g": g},
                   hints=((mha.cache_per_token, f"这是不分组（{h} 组键和值）时的缓存；这里只有 {g} 组。"),
                          (g * d_k, "这只是键；值也要存一份。"),
                          (2 * d, "这是每个头都有自己的键和值时的数（2 · d_model）。")),
                   generic="提示：g 组键 + g 组值，每组 d_k 个数。"))
 
 
-def _q7() -> Question:
-    return choice(
-        "Q7", "第 3 节", "multi",
-        "Q7　一个训练好的编码器里有一个头专看前一个词元。如果把输入里的位置编码去掉（别的都不变），"
-        "下面哪些说法对？（多选）",
-        "解析：公式 (1) 的分数只看查询和键的内容，不看它们站在第几个位置。去掉位置编码后，一个词元的查询"
-        "和「前一个词元」的键之间的分数，与它和句中任何一个内容相同的词元的分数完全一样：头没有办法认出"
-        "「前一个」是谁。把句子倒过来排，每个词元的输出只是跟着换了位置，内容不变（第 3 节的验证）。"
-        "所以一个训练出来专看前一个词元的头，失去位置编码后就只能按内容找，找不回「前一个」。\n"
-        "严格来说：因果掩码会泄露一点位置信息（第 k 个词元能看到的键正好是 k 个），但它给不出「正前方是谁」。",
-        "BC", "注意力只看内容；「前一个」要靠位置编码。",
-        ("A", "头仍然能找到前一个词元：注意力本来就按顺序读句子",
-         "注意力同时看所有键，分数只取决于内容；顺序只能来自加进 X 的位置编码。"),
-        ("B", "这个头分不清「前一个词元」和句中其他内容相同的词元，只能按内容打分",
-         "没有位置编码，分数里没有「在我前面一格」这样的信息。"),
-        ("C", "把句子的词元倒过来排，每个词元的输出只是跟着换位置，内容不变",
-         "第 3 节用内核验证过：不加位置编码，倒序只让输出换位置。"),
-        ("D", "只要头数够多，总有一个头能代替位置编码找到前一个词元",
-         "每个头的分数都只看内容；多几个头也变不出位置信息。"))
-
-
 # ============================================================================================ §2 … §7: one per section
-def _s2() -> Question:
-    return choice(
-        "S2", "第 2 节", "multi",
-        "S2　关于「小明把苹果递给了小红，因为她帮过他」这个例子，下面哪些说法对？（多选）",
-        "解析：单头注意力对每个查询只有一组权重（softmax 的一行，总和为 1），它可以分给好几个词元，"
-        "输出是各值向量的加权平均。把更多权重给「小红」，就必须从别的词元那里拿走：第 2 节的单头读回小红 0.65、"
-        "小明 0.29，两条线索都在，但都打了折，还混进了不相干的特征。加大 d_model 只会让每个值向量更长，"
-        "权重仍然只有一组。两个头则各有一组权重，可以一个尖锐地看「小红」（指代），一个看语法角色，拼接后两份信息都还在。\n"
-        "严格来说：第 2 节里的百分比是简化的类比，真实的注意力在高维向量上做加权平均。",
-        "AC", "单头只有一组权重；多头让每条线索各有一组。",
-        ("A", "对每个查询位置，单头只有一组注意力权重，它们加起来等于 1", "这正是单头的限制所在。"),
-        ("B", "只要把 d_model 加大，单头就能同时把注意力集中在两个不同的词元上",
-         "加大 d_model 只让每个值向量更长；权重仍是一组、总和仍是 1，集中给一个词元就没法再集中给另一个。"),
-        ("C", "两个头可以各自给出一个尖锐的分布（一个看「小红」，一个看语法角色），拼接后两份信息都保留",
-         "这正是多头的做法。"),
-        ("D", "做完加权平均后，总能从输出里把每个词元各自的贡献无损地分离出来",
-         "平均是多对一的：不同的权重组合可以得到同一个输出，所以一般没法从输出里把每个词元的贡献精确拆开。"),
-        ("E", "单头每次只能看一个词元，所以需要多个头",
-         "单头可以把权重分给好几个词元；它做不到的是让每份都拿足——加权平均把它们混成了一个向量。"))
-
-
 def _s3() -> Question:
     d, h, d_k = _base()
     n, expected = N_SHAPE_EXAMPLE, facts()["split_shape"]
@@ -345,12 +256,9 @@ def _s3() -> Question:
     return _form(
         "S3", "第 3 节",
         f"S3　X 的形状是 (n, d_model) = ({n}, {d})，拆成 h = {h} 个头（split_heads）之后，形状是什么？",
-        f"解析：X 是 (n, d_model) = ({n}, {d})。先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，第 i 块连续的 {d_k} 列"
-        f"就是第 i 个头；再交换前两个轴（transpose）得到 (h, n, d_k) = {expected}，每个头成为一个独立的 "
-        f"({n}, {d_k}) 矩阵，才能对每个头做 Q Kᵀ。\n"
-        f"常见错误：忘了 transpose，得到 ({n}, {h}, {d_k})；或者直接 reshape 成 ({h}, {n}, {d_k})——形状对了，"
-        "内容却错了：不同词元的特征被塞进了同一个头。",
-        f"形状是 {expected}：头放在最前面，每个头是一个 (n, d_k) 矩阵。",
+        f"解析：先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，第 i 块连续的 {d_k} 列就是第 i 个头；再交换前两个轴"
+        f"得到 {expected}。直接 reshape 成 ({h}, {n}, {d_k}) 形状对了，内容却错了：不同词元的特征被塞进了同一个头。",
+        "头放在最前面，每个头是一个 (n, d_k) 矩阵。",
         *(NumberBox(f"axis{i}", f"第 {i + 1} 维", size, symbols=names, placeholder="一个整数")
           for i, size in enumerate(expected)),
         whole=whole, spread=True)
@@ -364,10 +272,8 @@ def _s3b() -> Question:
         "S3b", "第 3 节", "single",
         f"S3b　换成 PyTorch 和另一个模型：x 的形状是 (B, n, d_model) = ({b}, {n}, {d})，h = {h}。"
         "x.view(B, n, h, d_k).transpose(1, 2) 的形状是什么？",
-        f"解析：d_k = {d} / {h} = {d_k}。view(B, n, h, d_k) 先把最后一维切成 {h} 段，得到 ({b}, {n}, {h}, {d_k})；"
-        f"transpose(1, 2) 再交换第 1、2 维（从 0 数），让「头」排在「词元」前面：{shape}。批次 B 一直留在最前面，"
-        "每句话、每个头各是一个 (n, d_k) 矩阵，这和第 3 节 split_heads 对 (B, n, d_model) 做的一样。",
-        "C", f"{shape}：批次、头、词元、每头宽度。",
+        f"解析：view 得到 ({b}, {n}, {h}, {d_k})；transpose(1, 2) 交换第 1、2 维（从 0 数），头排到词元前面：{shape}。",
+        "C", "批次、头、词元、每头宽度。",
         ("A", f"({b}, {n}, {h}, {d_k})", "这是 view 之后、transpose 之前的形状：头还排在词元后面。"),
         ("B", f"({h}, {b}, {n}, {d_k})", "transpose(1, 2) 只交换第 1、2 维，批次 B 留在最前面。"),
         ("C", f"{shape}", "批次在前，然后是头，每个头是一个 (n, d_k) 矩阵。"),
@@ -379,12 +285,9 @@ def _s3c() -> Question:
     return choice(
         "S3c", "第 3 节", "single",
         f"S3c　假如去掉 W^O，直接把 Concat(head_1, …, head_{h}) 当作这一层的输出，会怎样？",
-        f"解析：Concat(head_1, …, head_{h}) 已经是 n × {h * d_k} = n × {d}，形状没问题。去掉 W^O 之后，"
-        f"输出的第 1 组 {d_k} 列只来自头 1，第 2 组只来自头 2……这一层里没有任何一步把各头的结果混合起来；"
-        f"W^O（{d} × {d}，{d * d:,} 个参数）正是学习「怎样组合各头」的那一步。各头的注意力权重在 W^O 之前就算好了，"
-        "去掉它不会改变权重。\n严格来说：后面的前馈层和下一层仍然会混合这些列，所以模型不至于完全失去组合能力，"
-        "但这一层自己不再做。",
-        "B", "形状不变，但各头的结果只是并排放着：混合它们的正是 W^O。",
+        f"解析：Concat 已经是 n × {d}，但第 i 组 {d_k} 列只来自头 i；W^O（{d * d:,} 个参数）学的正是怎样组合各头。\n"
+        "严格来说：后面的前馈层和下一层仍然会混合这些列，但这一层自己不再做。",
+        "B", "混合各头的正是 W^O。",
         ("A", f"形状对不上：输出不再是 n × {d}", f"Concat 之后已经是 n × {h} · {d_k} = n × {d}。"),
         ("B", f"形状仍是 n × {d}，但每一组 {d_k} 列只来自一个头：这一层里没有一步把各头的结果混合起来",
          "W^O 是这一层里唯一混合各头的地方。"),
@@ -399,12 +302,9 @@ def _s3d() -> Question:
     width, left = divmod(d, h)
     return choice(
         "S3d", "第 3 节", "multi", f"S3d　d_model = {d} 时，能不能用 h = {h} 个头？（多选）",
-        f"解析：{d} / {h} 不是整数（{h} × {width} = {h * width}，还差 {left}），没法把 {d} 列平均切成 {h} 块，"
-        f"本课的 split_heads 会拒绝：「{facts()['uneven_refused']}」\n"
-        f"但 h × d_k = d_model 是论文的选择，不是公式的要求：W^O 的形状是 (h · d_v) × d_model。比如让 {h} 个头"
-        f"各取 d_k = d_v = {d_k}，拼出 {h * d_k} 维，再用 {h * d_k} × {d} 的 W^O 变回 {d} 维。代价是计算量和参数"
-        "不再与单头相同。",
-        "AC", "平均切分要求 h 整除 d_model；换一种做法，就让每头的 d_k 与 W^O 的形状另定。",
+        f"解析：{h} × {width} = {h * width}，还差 {left}：本课的 split_heads 会拒绝：「{facts()['uneven_refused']}」\n"
+        "但 h × d_k = d_model 只是论文的选择；代价是计算量和参数不再与单头相同。",
+        "AC", "",
         ("A", f"本课的 split_heads 会报错：{d} / {h} 不是整数，没法把 {d} 列平均切成 {h} 块",
          "切分要求每个头一样宽。"),
         ("B", f"可以：每个头拿 {d / h:.2f} 维", "维数只能是整数：一列要么属于某个头，要么不属于。"),
@@ -425,11 +325,9 @@ def _s4() -> Question:
         "S4", "第 4 节",
         f"S4　n = {n} 个词元，d_model = {d}，h = {h} 个头（每个头 d_k = {d_k}）：打分 QKᵀ 这一步，"
         f"一个头要做多少次乘法？{h} 个头合计多少次？",
-        f"解析：每个头的分数矩阵是 n × n = {n} × {n}，每个分数是两个 {d_k} 维向量的点积，要 {d_k} 次乘法："
-        f"一个头 n² · d_k = {n * n:,} × {d_k} = {one:,} 次。{h} 个头合计 {h} × {one:,} = {total:,} = n² · d_model，"
-        f"和单头（一个 {d} 维的头：{n * n:,} × {d} = {total:,}）完全一样。h = {h0} 时每个头 {n * n * d_k0:,} 次，"
-        f"合计也是 {total:,}。",
-        f"一个头 {one:,} 次，{h} 个头合计 {total:,} = n² · d_model：和一个 {d} 维的头一样多。",
+        f"解析：一个头 n² · d_k = {n * n:,} × {d_k} = {one:,} 次；{h} 个头合计 {total:,} = n² · d_model，"
+        f"和一个 {d} 维的头一样多（h = {h0} 时每个头 {n * n * d_k0:,} 次，合计也是 {total:,}）。",
+        "和一个 d_model 维的头一样多。",
         NumberBox("one", "一个头", one, unit="次", symbols=symbols,
                   hints=((n * n * d, f"这是一个 {d} 维的头的次数；这里每个头只有 d_k = {d_k} 维。"),
                          (n * n * d_k0, f"这是 h = {h0}（d_k = {d_k0}）时一个头的次数。"),
@@ -451,11 +349,9 @@ def _s4b() -> Question:
     return _form(
         "S4b", "第 4 节",
         f"S4b　同样 n = {n}，d_model = {d}，h = {h}：softmax 一共要算多少次 exp？这个次数随 h 变化吗？",
-        f"解析：每个头都有自己的 n × n 分数矩阵，softmax 对每个分数做一次 exp，所以 exp 的次数是 h·n² = "
-        f"{h} × {n}² = {c.softmax_exp:,}。{growth}"
-        f"同样随 h 增长的还有除法和缩放（各 h·n²）。和矩阵乘法的 {c.matmul_total:,} 次相比它们很小，"
-        "所以论文说多头的总成本与单头「相近」，而不是「相同」；头很多、序列很长时，这部分以及大量小矩阵的开销就会显现。",
-        f"h·n² = {c.softmax_exp:,}，随 h 增长：所以论文说「相近」而不是「相同」。",
+        f"解析：每个头的 n × n 个分数各做一次 exp：h·n² = {h} × {n}² = {c.softmax_exp:,}。{growth}除法和缩放也各是"
+        f" h·n²，比矩阵乘法的 {c.matmul_total:,} 次小得多；头很多、序列很长时，这部分和大量小矩阵的开销才显现。",
+        "所以论文说「相近」而不是「相同」。",
         NumberBox("exp", "exp 次数", c.softmax_exp, unit="次", symbols={"n": n, "d_model": d, "d": d, "h": h},
                   hints=((c0.softmax_exp, f"这是 h = {h0} 时的次数；h = {h} 时要重新算。"),
                          (c1.softmax_exp, "这是单头（h = 1）的次数：每个头都有自己的 n × n 分数，都要做 exp。"),
@@ -466,27 +362,22 @@ def _s4b() -> Question:
 
 
 def _s4c() -> Question:
-    base, base_h, base_d_k = _base()
+    base, base_h = _base()[:2]
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
     d_k, params = head_width(d, h), parameters(d, h)
     return _form(
         "S4c", "第 4 节",
         f"S4c　换一个模型：d_model = {d}，h = {h}。每个头的 d_k 是多少？一层的投影参数（W^Q、W^K、W^V、W^O 合计）"
         "有多少个？",
-        f"解析：换一个配置，道理不变。d_k = d_model / h = {d} / {h} = {d_k}。每个 W_i^Q 是 {d} × {d_k}，{h} 个并排"
-        f"正好是 {d} × {d}；W^K、W^V、W^O 同理，所以投影参数是 4 · d_model² = 4 × {d}² = {params:,} 个，与 h 无关"
-        f"（d_model = {base} 时是 {parameters(base, base_h):,}）。",
-        f"d_k = {d_k}，投影参数 4 · {d}² = {params:,} 个：h 不影响参数量。",
-        NumberBox("d_k", "每个头的 d_k", d_k, unit="维", symbols={"d_model": d, "h": h}, labels=("d_v",),
-                  hints=((base_d_k, f"{base_d_k} 是基础模型的 d_k；这里是 {d} / {h}。"),
-                         (d * h, "乘除弄反了：维度是被切分给各个头的。")),
-                  generic=f"提示：{d} 维平均分给 {h} 个头。"),
+        f"解析：d_k = {d} / {h} = {d_k}；{h} 个 {d} × {d_k} 的 W_i^Q 并排是 {d} × {d}：投影参数 4 × {d}² = {params:,}"
+        f" 个，与 h 无关（d_model = {base} 时是 {parameters(base, base_h):,}）。",
+        "h 不影响参数量。",
+        _d_k_box(d, h, (d * h, "乘除弄反了：维度是被切分给各个头的。")),
         NumberBox("params", "投影参数", params, unit="个", symbols={"d_model": d, "h": h, "d_k": d_k},
                   hints=((3 * d * d, "这是 W^Q、W^K、W^V 三个；还有 W^O。"),
                          (d * d, "这是一个矩阵的参数；一共四个。"),
                          (4 * d * d_k, "这是每个头一块（d_model × d_k）；每个矩阵有 h 块。"),
-                         (4 * d * d * h,
-                          "每个头的矩阵只有 d_k 列，不是 d_model 列：h 个并排才是 d_model × d_model。")),
+                         (4 * d * d * h, "每个头的矩阵只有 d_k 列：h 个并排才是 d_model × d_model。")),
                   generic="提示：W^Q、W^K、W^V、W^O 各是 d_model × d_model。"))
 
 
@@ -501,45 +392,21 @@ def _s5() -> Question:
         ("D", "每头宽度 d_k", lambda h: head_width(d, h)),
         ("E", "注意力图的张数", lambda h: h),
     )
-    options, answer = [], set()
+    options = []
     for key, label, fn in measures:
         a, b = fn(lo), fn(hi)
-        verdict = "不变" if a == b else ("变大" if b > a else "变小")
-        options.append((key, label, f"h = {lo} 时是 {a:,}，h = {hi} 时是 {b:,}：{verdict}。"))
-        if a == b:
-            answer.add(key)
+        options.append((key, label, f"h = {lo} 时是 {a:,}，h = {hi} 时是 {b:,}："
+                                    + ("不变" if a == b else ("变大" if b > a else "变小")) + "。"))
     return choice(
         "S5", "第 5 节", "multi",
         f"S5　在第 5 节的实验台上，把头数 h 从 {lo} 拖到 {hi}（d_model = {d}），下面哪些量保持不变？（多选）",
-        f"解析：d_model = {d} 时，h 从 {lo} 拖到 {hi}：\n"
-        + "\n".join(f"· {label}：{why}" for _, label, why in options)
-        + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 工作量和注意力图的数量，"
-        "变小的是每头宽度。",
-        answer, "参数量和矩阵乘法守恒；softmax 工作量与头数成正比。", *options)
-
-
-def _s6() -> Question:
-    return choice(
-        "S6", "第 6 节", "single",
-        "S6　在「小明把苹果递给了小红，因为她帮过他。」里，有三个头都让「她」偏向小红。"
-        "哪个实验最能分清真正跟着代词走的头和只是碰巧看向小红的干扰头？",
-        "解析：只看一句话，「偏向小红」可能只是「总看红这个字」或「总看最近的名字」。最小对比每次只改一处"
-        "（代词、名字的顺序、后半句），真正的代词头会跟着变，干扰头不会。第 8 层 · 头 1 在 9 个条件里全对，"
-        "「看最近的名字」只能解释其中 4 个。严格来说：它跟的是性别一致，并不说明模型理解了谁帮了谁。",
-        "B", "最小对比能把跟着代词走的头和只是碰巧看向小红的干扰头分开。",
-        ("A", "把 144 个头按「她 → 小红」的权重排序，取第一名",
-         "排序只用了一句话：第 12 层的两个干扰头在这句话上同样排在前三，分不出来。"),
-        ("B", "做最小对比：换成「他」、对调名字、换后半句，看头的选择是否跟着代词变",
-         "这正是第 6 节做的：第 8 层 · 头 1 在 9 个条件里全部跟着代词走，干扰头一问「他」就照样看小红。"),
-        ("C", "看这个头在哪一层：越靠后的层越懂语义",
-         "层的位置不是证据：两个干扰头都在最后一层（第 12 层），恰恰不跟着代词走。"),
-        ("D", "把那一行的权重加起来，看是否等于 1",
-         "每一行的权重加起来总是 1（softmax 的性质），对任何头都成立，什么也分不出来。"))
+        "解析：\n" + "\n".join(f"· {label}：{why}" for _, label, why in options)
+        + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 工作量和注意力图的数量。",
+        {key for key, _, fn in measures if fn(lo) == fn(hi)}, "", *options)
 
 
 def _s7() -> Question:
-    f = facts()
-    rows = f["table_a"]
+    rows = facts()["table_a"]
     best_bleu = max(r["bleu"] for r in rows)
     single = next(r for r in rows if r["h"] == 1)
     most = max(rows, key=lambda r: r["h"])
@@ -549,13 +416,12 @@ def _s7() -> Question:
     return choice(
         "S7", "第 7 节", "multi",
         "S7　读论文表 3 的 base 行和 (A) 行，下面哪些结论站得住？（多选）",
-        f"解析：表 3 的 base 行与 (A) 行（d_model = {f['d']}，h × d_k 固定，计算量不变）：\n"
+        "解析：(A) 行的 h × d_k 固定，计算量不变：\n"
         + "\n".join(f"· h = {r['h']}，d_k = {r['d_k']}：BLEU {r['bleu']}，PPL {r['ppl']}"
                     for r in sorted(rows, key=lambda r: r["h"]))
-        + f"\n单头比最好的设置低 {drop} BLEU；h = {most['h']} 又降到 {most['bleu']}，但那时 d_k 只有 {most['d_k']}，"
-        "头多和头窄绑在一起变（见 S7b）。\n严格来说：这些是开发集上的结果，论文没有报告方差，也没有说每一行训练了"
-        "几次，0.1 的差别说明不了谁更好；结论是「适中的头数最好，太少和太多都差」。",
-        "CD", f"单头低 {drop} BLEU；适中的头数最好，0.1 的差别分不出高下。",
+        + f"\nh = {most['h']} 时 d_k 只有 {most['d_k']}，头多和头窄绑在一起变（见 S7b）。\n严格来说：这些是开发集上的"
+        "结果，论文没有报告方差，0.1 的差别说明不了谁更好；结论是「适中的头数最好，太少和太多都差」。",
+        "CD", "",
         ("A", f"h = {base['h']} 是唯一最好的设置", f"h = {tie['h']} 的 BLEU 也是 {tie['bleu']}，和 base 并列。"),
         ("B", "头越多越好", f"h = {most['h']} 的 BLEU 降到 {most['bleu']}。"),
         ("C", f"单头（h = 1）比最好的设置低 {drop} BLEU", f"{best_bleu} − {single['bleu']} = {drop}。"),
@@ -570,20 +436,17 @@ def _s7b() -> Question:
     h32 = max((r for r in rows if r["row"] == "A"), key=lambda r: r["h"])
     narrow_b = next(r for r in rows if r["row"] == "B" and r["d_k"] == h32["d_k"])
     base = next(r for r in rows if r["row"] == "base")
-    params_same = parameters(d, h32["h"]) == parameters(d, base["h"])
+    same = {True: "相同", False: "不同"}
     n = N_FLOPS_EXAMPLE
-    matmul_same = count(n, d, h32["h"]).matmul_total == count(n, d, base["h"]).matmul_total
     return choice(
         "S7b", "第 7 节", "single",
         f"S7b　表 3 里 h = {h32['h']}（d_k = {h32['d_k']}）的 BLEU 降到 {h32['bleu']}。最有根据的解释是哪一个？",
-        f"解析：h = {h32['h']} 时每个头只有 d_k = {h32['d_k']} 维，BLEU {h32['bleu']}。表 3 的 (B) 行在 h = "
-        f"{narrow_b['h']} 不变的情况下只把 d_k 缩到 {narrow_b['d_k']}，BLEU 只有 {narrow_b['bleu']}：窄 d_k 本身"
-        "就可能掉分，所以「头太多变差」可能有一部分要怪「每个头太窄」——两者在 (A) 行里是绑在一起变的。"
-        f"不过 (B) 行也不是纯粹的对照：它同时少了参数（{narrow_b['params_m']}M，base 是 {base['params_m']}M），"
-        f"d_v 仍是 {narrow_b['d_v']}，表 3 能支持的只是「部分原因」。"
-        f"\n参数量：(A) 行所有 h 的投影参数都是 4·d_model²（{'相同' if params_same else '不同'}）；"
-        f"矩阵乘法总量也{'相同' if matmul_same else '不同'}。",
-        "C", f"d_k = {h32['d_k']} 太窄；(B) 行说明窄 d_k 本身就可能掉分，头数多和头太窄在 (A) 行里是绑在一起的。",
+        f"解析：(B) 行 h = {narrow_b['h']} 不变、只把 d_k 缩到 {narrow_b['d_k']}，BLEU 也只有 {narrow_b['bleu']}："
+        f"窄 d_k 本身就可能掉分。不过 (B) 行也少了参数（{narrow_b['params_m']}M，base {base['params_m']}M），"
+        "只能说「部分原因」。"
+        f"\n(A) 行所有 h 的投影参数（4·d_model²）{same[parameters(d, h32['h']) == parameters(d, base['h'])]}，矩阵乘法"
+        f"总量也{same[count(n, d, h32['h']).matmul_total == count(n, d, base['h']).matmul_total]}。",
+        "C", "头数多和头太窄在 (A) 行里是绑在一起的。",
         ("A", "参数量变多了，模型过拟合", "(A) 行的参数量与 base 相同：投影参数总是 4·d_model²，与 h 无关。"),
         ("B", "计算量变成了原来的 4 倍，训练不充分",
          "矩阵乘法总量与 h 无关（h × d_k = d_model）；只有 softmax 这类小开销随 h 增长。"),
@@ -593,30 +456,89 @@ def _s7b() -> Question:
         ("D", f"{h32['h']} 个头全都学成了一模一样的注意力模式",
          "论文没有给出这样的证据；表 3 能支持的解释是每个头太窄。"))
 
-
-def _s7c() -> Question:
-    return choice(
-        "S7c", "第 7 节", "multi",
+# The questions with no computed number, as rows: (section, kind, prompt, explanation, answer, praise, *options).
+_CHOICES = {
+    "Q5": ("第 6 节", "multi",
+        f"Q5　论文图 4（第 {paper.FIGURE_PAGES[4]} 页）：从代词「its」出发，一个头几乎全看「Law」，"
+        "另一个头分给「Law」和「application」。下面哪些说法有根据？（多选）",
+        "解析：图 4 是编码器第 5 层的头 5、头 6：同一个查询、两种分布，各占自己的 d_k 列，拼接后都还在。\n"
+        "严格来说：论文只说它们「看起来」参与了指代消解（apparently involved）；分工是训练中自发出现的。",
+        "AC", "",
+        ("A", "对同一个查询「its」，两个头给出了不同的权重分布：一个词元可以同时有几种「看法」",
+         "多头让每个头各有一组权重。"),
+        ("B", "第二个头把权重分给了两个词元，说明它没有学好",
+         "把权重分给几个词元是注意力的正常用法（「its application」本身就连着「application」）；"
+         "图里没有证据说它没学好。"),
+        ("C", "一个头也能把权重分给「Law」和「application」，但两份共用一组权重、被平均成一个向量；"
+              "两个头的结果各占自己的列，拼接后都还在",
+         "单头能分散权重，做不到的是让每条线索各拿一整份权重、分开保存。"),
+        ("D", "这两个头是事先被人为指定去做指代消解的",
+         "没有人给头分配角色：分工是训练中自发出现的，论文只是事后把它们画出来。"),
+        ("E", "权重集中在「Law」上，就证明模型理解了 its 指的是 Law",
+         "论文只说这些头「看起来」参与了指代消解：权重高是一个线索，不是理解的证明。")),
+    "Q7": ("第 3 节", "multi",
+        "Q7　一个训练好的编码器里有一个头专看前一个词元。如果把输入里的位置编码去掉（别的都不变），"
+        "下面哪些说法对？（多选）",
+        "解析：公式 (1) 的分数只看查询和键的内容，不看位置：没有位置编码，头认不出「前一个」（第 3 节的验证）。\n"
+        "严格来说：因果掩码会泄露一点位置信息（第 k 个词元能看到 k 个键），但它给不出「正前方是谁」。",
+        "BC", "注意力只看内容；「前一个」要靠位置编码。",
+        ("A", "头仍然能找到前一个词元：注意力本来就按顺序读句子",
+         "注意力同时看所有键，分数只取决于内容；顺序只能来自加进 X 的位置编码。"),
+        ("B", "这个头分不清「前一个词元」和句中其他内容相同的词元，只能按内容打分",
+         "没有位置编码，分数里没有「在我前面一格」这样的信息。"),
+        ("C", "把句子的词元倒过来排，每个词元的输出只是跟着换位置，内容不变",
+         "第 3 节用内核验证过：不加位置编码，倒序只让输出换位置。"),
+        ("D", "只要头数够多，总有一个头能代替位置编码找到前一个词元",
+         "每个头的分数都只看内容；多几个头也变不出位置信息。")),
+    "S2": ("第 2 节", "multi",
+        "S2　关于「小明把苹果递给了小红，因为她帮过他」这个例子，下面哪些说法对？（多选）",
+        "解析：单头一组权重（总和为 1），多给「小红」就得从别处拿走：第 2 节读回小红 0.65、小明 0.29，都打了折。\n"
+        "严格来说：第 2 节里的百分比是简化的类比，真实的注意力在高维向量上做加权平均。",
+        "AC", "单头只有一组权重；多头让每条线索各有一组。",
+        ("A", "对每个查询位置，单头只有一组注意力权重，它们加起来等于 1", "这正是单头的限制所在。"),
+        ("B", "只要把 d_model 加大，单头就能同时把注意力集中在两个不同的词元上",
+         "加大 d_model 只让每个值向量更长；权重仍是一组、总和仍是 1，集中给一个词元就没法再集中给另一个。"),
+        ("C", "两个头可以各自给出一个尖锐的分布（一个看「小红」，一个看语法角色），拼接后两份信息都保留",
+         "这正是多头的做法。"),
+        ("D", "做完加权平均后，总能从输出里把每个词元各自的贡献无损地分离出来",
+         "平均是多对一的：不同的权重组合可以得到同一个输出，所以一般没法从输出里把每个词元的贡献精确拆开。"),
+        ("E", "单头每次只能看一个词元，所以需要多个头",
+         "单头可以把权重分给好几个词元；它做不到的是让每份都拿足——加权平均把它们混成了一个向量。")),
+    "S6": ("第 6 节", "single",
+        "S6　在「小明把苹果递给了小红，因为她帮过他。」里，有三个头都让「她」偏向小红。"
+        "哪个实验最能分清真正跟着代词走的头和只是碰巧看向小红的干扰头？",
+        "解析：只看一句话，「偏向小红」可能只是「总看红这个字」或「总看最近的名字」。最小对比每次只改一处"
+        "（代词、名字的顺序、后半句），真正的代词头会跟着变，干扰头不会。第 8 层 · 头 1 在 9 个条件里全对，"
+        "「看最近的名字」只能解释其中 4 个。严格来说：它跟的是性别一致，并不说明模型理解了谁帮了谁。",
+        "B", "最小对比能把跟着代词走的头和只是碰巧看向小红的干扰头分开。",
+        ("A", "把 144 个头按「她 → 小红」的权重排序，取第一名",
+         "排序只用了一句话：第 12 层的两个干扰头在这句话上同样排在前三，分不出来。"),
+        ("B", "做最小对比：换成「他」、对调名字、换后半句，看头的选择是否跟着代词变",
+         "这正是第 6 节做的：第 8 层 · 头 1 在 9 个条件里全部跟着代词走，干扰头一问「他」就照样看小红。"),
+        ("C", "看这个头在哪一层：越靠后的层越懂语义",
+         "层的位置不是证据：两个干扰头都在最后一层（第 12 层），恰恰不跟着代词走。"),
+        ("D", "把那一行的权重加起来，看是否等于 1",
+         "每一行的权重加起来总是 1（softmax 的性质），对任何头都成立，什么也分不出来。")),
+    "S7c": ("第 7 节", "multi",
         "S7c　一个 d_k = 1 的头：查询 q 和每个键 k 都只是一个数，打分是 q·k。九个键的值各不相同，q 可以取任何非零的数。"
         "这个头的注意力能集中到哪些键上？（多选）",
-        "解析：d_k = 1 时查询 q 和键 k 都是一个数，分数 q·k 是 k 的单调函数：q > 0 时 k 越大分越高，q < 0 时 k 越小"
-        "分越高。所以不管 q 取什么，得分最高的只能是值最大或最小的那个键；把 |q| 调大只会让分布更尖，赢家还是同一端。"
-        "排在中间的键永远比某一端得分低，这个头永远选不中它。只要有 2 维，键可以摆在一个圆上，查询指向哪个键，"
-        "哪个键就得分最高（第 7.4 节用 softmax 验证了这一点）。\n"
-        "严格来说：论文里 h = 32 时每头还有 d_k = 16，离这个极端很远；这个论证说的是「太窄会限制一个头能选中哪些键」。",
+        "解析：q·k 对 k 单调，得分最高的只能是最大或最小的键；有 2 维时键可以摆在圆上，哪个都能选中（第 7.4 节）。\n"
+        "严格来说：论文里 h = 32 时每头还有 d_k = 16，离这个极端很远；这说的是「太窄会限制一个头能选中哪些键」。",
         "AB", "一维的分数对键是单调的：一个头只能挑两端。",
         ("A", "值最大的那个键（q > 0 时）", "q > 0 时 q·k 随 k 增大，最大的键得分最高。"),
         ("B", "值最小的那个键（q < 0 时）", "q < 0 时 q·k 随 k 减小而增大，最小的键得分最高。"),
         ("C", "值排在中间的某个键——只要 q 选得合适",
          "q·k 对 k 是单调的：中间的键总比某一端的键得分低，任何 q 都选不中它。"),
-        ("D", "任何一个键，只要把 q 调得足够大", "|q| 越大只让分布越尖，赢家还是最大或最小的那一端。"))
+        ("D", "任何一个键，只要把 q 调得足够大", "|q| 越大只让分布越尖，赢家还是最大或最小的那一端。")),
+}
 # fmt: on
 
 
+_ROWS = {qid: partial(choice, qid, *row) for qid, row in _CHOICES.items()}
 _BUILDERS = {  # what the core notebook asks (what its progress counts)
-    "Q1": _q1, "Q2": _q2, "Q3": _q3, "Q4": _q4, "Q5": _q5, "Q6": _q6, "Q7": _q7, "S2": _s2, "S3": _s3, "S3b": _s3b,
-    "S3c": _s3c, "S4b": _s4b, "S5": _s5, "S6": _s6, "S7b": _s7b,
+    "Q1": _q1, "Q2": _q2, "Q3": _q3, "Q4": _q4, "Q5": _ROWS["Q5"], "Q6": _q6, "Q7": _ROWS["Q7"], "S2": _ROWS["S2"],
+    "S3": _s3, "S3b": _s3b, "S3c": _s3c, "S4b": _s4b, "S5": _s5, "S6": _ROWS["S6"], "S7b": _s7b,
 }
-# The labs' questions: found by id, never counted as the core's. lab_ablation asks these section questions; the
-# L questions join when a lab calls ``lab_questions.register``.
-LAB: dict = {"S3d": _s3d, "S4": _s4, "S4c": _s4c, "S7": _s7, "S7c": _s7c}
+# The labs' questions: found by id, never counted as the core's; the L questions join when a lab calls
+# ``lab_questions.register``.
+LAB: dict = {"S3d": _s3d, "S4": _s4, "S4c": _s4c, "S7": _s7, "S7c": _ROWS["S7c"]}

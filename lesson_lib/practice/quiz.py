@@ -25,14 +25,12 @@ def check(question_id: str, answer) -> Feedback:
 
 
 def versions() -> dict[str, str]:
-    """Every question's version digest, and the §8 interview's (computed from the question data)."""
-    out = {qid: question(qid).version for qid in question_ids()}
-    out[INTERVIEW_ID] = interview_version()
-    return out
+    """Every question's version, and the §8 interview's."""
+    return {**{qid: question(qid).version for qid in question_ids()}, INTERVIEW_ID: interview_version()}
 
 
 def assess(question_id: str, ticked) -> Feedback:
-    """A self-explanation question's self-assessment: the rubric points the learner ticked (never 正确)."""
+    """A self-explanation's self-assessment: the rubric points the learner ticked (never 正确)."""
     q = question(question_id)
     if q.kind != "self":
         raise KeyError(f"{question_id} 不是自我解释题，不需要自评。")

@@ -1,4 +1,4 @@
-"""HTML for the self-test's boxes: the lesson's themed boxes (``show.theme``), the text escaped, a tone per verdict."""
+"""HTML for the self-test: the lesson's themed boxes (``show.theme``), the text escaped, a tone per verdict."""
 
 from __future__ import annotations
 
@@ -6,19 +6,14 @@ import html
 
 from lesson_lib.show.theme import box
 
-# right: ok, wrong: warn; an unread box, a blank submission, free text and a self-assessment are no verdict: note
-TONES = {"right": "ok", "wrong": "warn", "form": "note", "blank": "note", "review": "note", "self": "note",
-         "neutral": "note"}
-
 
 def text_html(text: str) -> str:
-    """Plain text as safe HTML (escaped, line breaks kept)."""
     return html.escape(text).replace("\n", "<br>")
 
 
 def box_html(text: str, tone: str = "neutral", css_class: str = "") -> str:
-    """Escaped text in the lesson's themed box; ``tone`` is a verdict or neutral."""
-    inner = box(text_html(text), TONES[tone])
+    """Escaped text in a themed box: a right verdict is ok, a wrong one warn, anything else (no verdict) a note."""
+    inner = box(text_html(text), {"right": "ok", "wrong": "warn"}.get(tone, "note"))
     return f'<div class="{html.escape(css_class)}">{inner}</div>' if css_class else inner
 
 

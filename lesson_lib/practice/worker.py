@@ -1,8 +1,8 @@
 """The learner's code runs in a child process of its own, reused while it lives, killed at the budget, replaced.
 
 A loop, a long C call (``n ** d_model ** h``), ``os._exit``, a segfault or a huge array cannot be stopped inside
-the process it runs in. The child is ``python -c`` exchanging pickles over stdin/stdout (the same on every OS,
-and it never re-runs the caller's script as multiprocessing's spawn does). Nothing starts at import.
+the process it runs in. The child is ``python -c`` exchanging pickles over stdin/stdout (the same on every OS, and
+it never re-runs the caller's script as multiprocessing's spawn does). Nothing starts at import.
 """
 
 from __future__ import annotations
@@ -13,81 +13,57 @@ import io
 import os
 import pickle
 import queue
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 
 START_S = 60.0  # a cold start on a busy class hub may be slow; not counted in the learner's budget
 MEMORY_HEADROOM = 2 * 2**30  # bytes the learner's code may allocate (Linux): a huge array raises MemoryError
 OUTPUT_CHARS = 4000  # what the learner's print() calls may show, at most
-_HEADER = struct.Struct("<Q")  # each message: its length, then a pickle
 
 
 @dataclass(frozen=True)
 class Reply:
     kind: str  # ok, timeout, crashed, interrupted (Ctrl-C), nostart (a broken environment, not the learner's code)
-    value: object = None  # what the job returned (ok)
-    printed: str = ""  # what the job printed (ok)
+    value: object = None  # ok: what the job returned
+    printed: str = ""  # ok: what the job printed
     stack: str = ""  # timeout: faulthandler's dump of where the job was; nostart: the end of the child's stderr
-    exitcode: int | None = None  # crashed: the child's exit code (negative: the signal that ended it)
+    exitcode: int | None = None  # crashed, nostart: the child's exit code (negative: the signal that ended it)
 
 
 def _send(stream, obj) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
+    pickle.dump(obj, stream, protocol=pickle.HIGHEST_PROTOCOL)
     stream.flush()
-
-
-def _receive(stream):
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        raise EOFError
-    return pickle.loads(stream.read(_HEADER.unpack(header)[0]))
 
 
 class _Child:
     def __init__(self, preload: tuple[str, ...]):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # tiny arrays: one thread
-            env.setdefault(var, "1")
+        env = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")  # tiny arrays
+        env |= dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
         self.errors = tempfile.TemporaryFile()  # the child's stderr: a stack dump, or why it could not start
         self.process = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _serve; _serve({preload!r})"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, env=env,
                                         creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # fmt: skip
         self.messages: queue.Queue = queue.Queue()  # the child's answers, then None when its stdout closes
         threading.Thread(target=self._read, daemon=True, name="lesson-checker-reader").start()
-        self.pid, self.preload, self.ready = os.getpid(), preload, False
+        self.pid, self.preload, self.ready, self.log = os.getpid(), preload, False, ""
 
     def _read(self) -> None:
         with contextlib.suppress(Exception):
             while True:
-                self.messages.put(_receive(self.process.stdout))
+                self.messages.put(pickle.load(self.process.stdout))
         self.messages.put(None)
 
-    def stderr(self) -> str:
-        self.errors.seek(0)
-        return self.errors.read().decode("utf-8", "replace")
-
-    def where(self) -> str:
-        """faulthandler's last dump (written at 0.8 × budget; on a busy machine it may come a little late)."""
-        for _ in range(10):
-            if (at := self.stderr().rfind("Timeout (")) >= 0:
-                time.sleep(0.05)  # the rest of the dump
-                return self.stderr()[at:]
-            time.sleep(0.05)
-        return ""
-
     def kill(self, grace: float = 0.0) -> int | None:
-        """Kill and reap; a child already exiting may end by itself within ``grace``, so its own exit code counts."""
+        """Kill and reap; within ``grace`` a child may end by itself (its own exit code counts) or finish a dump."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=grace)
         self.process.kill()
         code = self.process.wait()
-        self.tail = self.stderr()[-300:]  # why a child that could not start ended
+        self.errors.seek(0)
+        self.log = self.errors.read().decode("utf-8", "replace")  # a stack dump, or why it could not start
         for stream in (self.process.stdin, self.process.stdout, self.errors):
             with contextlib.suppress(OSError):
                 stream.close()
@@ -99,57 +75,49 @@ _child: _Child | None = None
 
 
 @atexit.register  # an exiting kernel kills its child (no lock: a check in another thread must not hold up the exit)
-def _kill_own() -> None:
-    if _child is not None and _child.pid == os.getpid():  # a forked process's copy of _child is not its own
-        _child.kill()
+def stop(grace: float = 0.0) -> int | None:
+    """Kill the child now (at exit; a re-check in a fresh process; tests): its exit code."""
+    global _child
+    own = _child is not None and _child.pid == os.getpid()  # a forked process's copy of _child is not its own
+    code, _child = _child.kill(grace) if own else None, None
+    return code
 
 
 def _replace(preload: tuple[str, ...], grace: float = 0.0) -> int | None:
     """Kill the child and start the next one now, so it is warm by the time the learner has fixed the code."""
     global _child
-    code = _child.kill(grace) if _child is not None and _child.pid == os.getpid() else None
+    code = stop(grace)
     _child = _Child(preload)
     return code
 
 
 def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
-    """``module:function(payload)`` in the child: its return value and print output, or how it ended.
-    Never waits longer than ``budget`` seconds once the child is ready; never raises for what the job does."""
+    """``module:function(payload)`` in the child: its value and prints, or how it ended; never waits longer than
+    ``budget`` seconds once the child is ready, never raises for what the job does."""
     with _lock:
         child = _child
         if child is None or child.pid != os.getpid() or child.preload != preload or child.process.poll() is not None:
             _replace(preload)
             child = _child
         try:
-            if not child.ready:
-                with contextlib.suppress(queue.Empty):
-                    child.ready = child.messages.get(timeout=START_S) == "ready"
+            with contextlib.suppress(queue.Empty):
+                child.ready = child.ready or child.messages.get(timeout=START_S) == "ready"
             if not child.ready:
                 code = _replace(preload, grace=1.0)
-                return Reply("nostart", exitcode=code, stack=child.tail)
+                return Reply("nostart", exitcode=code, stack=child.log[-300:])
             try:
                 _send(child.process.stdin, (target, payload, budget))
                 answer = child.messages.get(timeout=budget)
             except (OSError, ValueError):  # a broken pipe: the child is gone
                 answer = None
-            except queue.Empty:
-                stack = child.where()
-                _replace(preload)
-                return Reply("timeout", stack=stack)
-            if answer is None:
-                return Reply("crashed", exitcode=_replace(preload, grace=1.0))
-            return Reply("ok", *answer)
+            except queue.Empty:  # faulthandler's dump (at 0.8 × budget) may come a little late on a busy machine
+                _replace(preload, grace=0.3)
+                at = child.log.rfind("Timeout (")
+                return Reply("timeout", stack=child.log[at:] if at >= 0 else "")
+            return Reply("ok", *answer) if answer is not None else Reply("crashed", exitcode=_replace(preload, 1.0))
         except KeyboardInterrupt:
             _replace(preload)
             return Reply("interrupted")
-
-
-def stop() -> None:
-    """Kill the child now (a re-check in a fresh process; tests)."""
-    global _child
-    with _lock:
-        _kill_own()
-        _child = None
 
 
 # ------------------------------------------------------------------------------------------ in the child
@@ -160,17 +128,6 @@ class _Printed(io.StringIO):
         if (room := OUTPUT_CHARS - self.tell()) > 0:
             super().write(text if len(text) <= room else text[:room] + "\n…（后面的输出省略了）\n")
         return len(text)
-
-
-def _limit_memory() -> None:
-    """Linux: a huge allocation raises MemoryError instead of pushing the machine into the OOM killer."""
-    with contextlib.suppress(ImportError, AttributeError, OSError, ValueError):  # elsewhere the budget ends it
-        import resource
-
-        with open("/proc/self/statm") as f:
-            soft = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + MEMORY_HEADROOM
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
 
 
 def _serve(preload: tuple[str, ...]) -> None:
@@ -184,12 +141,18 @@ def _serve(preload: tuple[str, ...]) -> None:
     sys.stdin = io.StringIO()
     for name in preload:
         importlib.import_module(name)
-    _limit_memory()
+    with contextlib.suppress(ImportError, AttributeError, OSError, ValueError):  # elsewhere the budget ends it
+        import resource  # Linux: a huge allocation raises MemoryError instead of calling the OOM killer
+
+        with open("/proc/self/statm") as f:
+            soft = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + MEMORY_HEADROOM
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
     _send(answers, "ready")
     depth = sys.getrecursionlimit()
     while True:
         try:
-            target, payload, budget = _receive(jobs)
+            target, payload, budget = pickle.load(jobs)
         except (EOFError, OSError, KeyboardInterrupt):  # the kernel is gone (or Ctrl-C reached the group)
             return
         module, function = target.split(":")

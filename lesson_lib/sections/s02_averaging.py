@@ -1,8 +1,6 @@
-"""§2: why one head must average, on 「小明把苹果递给了小红，因为她帮过他。」.
-
-她 needs two answers at once: who it is (指代 → 小红) and the subject it lines up with (语法角色 → 小明). Values
-are rows of named features; one head outputs one weighted average of them, two heads keep one answer each.
-"""
+"""§2: why one head must average. In 「小明把苹果递给了小红，因为她帮过他。」 她 needs two answers at once, who it is
+(指代 → 小红) and the subject it lines up with (语法角色 → 小明); one head outputs one weighted average of the values'
+named features, two heads keep one answer each."""
 
 from __future__ import annotations
 
@@ -13,6 +11,8 @@ import numpy as np
 
 from lesson_lib.attention import scaled_dot_product_attention
 from lesson_lib.checks import LessonInputTypeError, check_choice, check_number
+from lesson_lib.show.tables import text_table
+from lesson_lib.show.theme import box
 
 # The sentence up to the pronoun: attention only looks back, so these are all 她 can see.
 TOKENS = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她"]
@@ -29,6 +29,8 @@ _VALUE_ROWS = {  # word -> 1 for each feature it carries, in FEATURES order: 女
     "苹果": [0, 0, 0, 1, 0, 1],
     "小红": [1, 0, 1, 0, 0, 0],  # the receiver: neither the subject nor the thing handed over
 }
+VALUES = np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)  # (n, 6) others: nothing
+VALUES.flags.writeable = False
 
 # The lesson's illustration of one head: 小红 40 %, 小明 30 %, 苹果 30 %.
 LESSON_WEIGHTS = {"小红": 0.4, "小明": 0.3, "苹果": 0.3}
@@ -36,11 +38,6 @@ LESSON_WEIGHTS = {"小红": 0.4, "小明": 0.3, "苹果": 0.3}
 # Keys and queries, one dimension per question: [is a female person?, is a clause subject?]
 _KEY_ROWS = {"小明": [0.0, 1.0], "苹果": [0.0, 0.0], "小红": [1.0, 0.0], "她": [1.0, 1.0]}
 _QUESTION = {"指代": np.array([1.0, 0.0]), "语法角色": np.array([0.0, 1.0])}
-
-
-def values() -> np.ndarray:
-    """(n, len(FEATURES)) value vectors of the sentence; function words carry nothing."""
-    return np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)  # (n, 6)
 
 
 def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
@@ -55,11 +52,8 @@ def blend(weights_by_word: dict[str, float]) -> dict[str, float]:
         w[TOKENS.index(word)] = check_number(x, f"「{word}」的权重")
     if not np.isclose(w.sum(), 1.0) or (w < 0).any():
         raise ValueError(f"注意力权重应非负且加起来等于 1，现在的和是 {w.sum():.3f}。")
-    out = w @ values()  # (6,) the weighted average the single head returns
+    out = w @ VALUES  # (6,) the weighted average the single head returns
     return {name: float(x) for name, x in zip(FEATURES, out)}
-
-
-MAX_SHARPNESS = 50.0  # beyond this the softmax is one-hot to every printed digit
 
 
 @dataclass(frozen=True)
@@ -78,16 +72,15 @@ class Demo:
 def demo(heads: int, sharpness: float = 4.0) -> Demo:
     """她's query through one head (both questions in one query) or two (one each); ``sharpness`` scales it."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
-    sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=MAX_SHARPNESS)
-    k, v = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS]), values()  # (n, 2), (n, 6)
+    sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=50.0)  # beyond: one-hot to every digit
+    k, v = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS]), VALUES  # (n, 2), (n, 6)
     mask = (np.arange(len(TOKENS)) < QUERY)[None]  # (1, n) 她 sees only the words before it
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
     if heads == 1:
         # One query asks both questions at once: one softmax, one weighted average of whole rows.
         q = scale * (_QUESTION["指代"] + 0.8 * _QUESTION["语法角色"])[None]  # (1, 2)
         out, w = scaled_dot_product_attention(q, k, v, mask)  # (1, 6), (1, n)
-        names = ["单头（两个问题挤在一起）"]
-        output = out[0]
+        names, output = ["单头（两个问题挤在一起）"], out[0]
         referent, subject = w[0, REFERENT], w[0, SUBJECT]
     else:
         # Each head owns one question and one feature subspace (its slice of W^Q, W^K, W^V).
@@ -97,23 +90,10 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         v2 = np.stack([v[:, :n_id], np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))])  # (2, n, 4)
         heads_out, w = scaled_dot_product_attention(q, k2, v2, mask)  # (2, 1, 4), (2, 1, n)
         output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])  # (6,) Concat
-        w = w[:, 0]  # (2, n)
-        names = ["头 1：指代", "头 2：语法角色"]
+        names, w = ["头 1：指代", "头 2：语法角色"], w[:, 0]  # (2, n)
         referent, subject = w[0, REFERENT], w[1, SUBJECT]
     return Demo(heads, float(sharpness), names, np.atleast_2d(w), dict(zip(FEATURES, map(float, output))),
                 float(referent), float(subject))
-
-
-def demo_alt(d: Demo) -> str:
-    """What the demo picture shows, from ``d``: each head's two largest weights, then the output features."""
-    parts = []
-    for name, row in zip(d.names, d.weights):
-        top = np.argsort(-row[:QUERY], kind="stable")[:2]
-        gives = "，".join(f"给「{TOKENS[k]}」{row[k]:.2f}" for k in top)
-        parts.append(f"{name}：「她」{gives}")
-    features = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
-    heads = "；".join(parts)
-    return f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{features}。"
 
 
 def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
@@ -123,8 +103,8 @@ def bar_html(value: float, colour: str, em_per_unit: float = 8) -> str:
 
 
 def demo_html(d: Demo) -> str:
-    """The widget's picture as themed HTML bars, named by ``demo_alt``: a click costs ~1 ms, not a figure's redraw.
-    One column per head, so the picture keeps its height when the head count changes."""
+    """The widget's picture: themed HTML bars (a click costs ~1 ms, not a figure's redraw), one column per head, so
+    it keeps its height when the head count changes; named by each head's two largest weights and the features."""
     def table(headers, rows):
         head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>" for h in ("", *headers))
         body = "".join(f"<tr><td style='text-align:right;padding-right:0.6em'>{label}</td>"
@@ -137,34 +117,30 @@ def demo_html(d: Demo) -> str:
                               for j, t in enumerate(TOKENS[:QUERY])])
     features = table(["输出里读得出的特征（理想：女性=1、人物=1、主语=1）"],
                      [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")]) for k, v in d.output.items()])
-    alt = html.escape(demo_alt(d))
+    gives = ["，".join(f"给「{TOKENS[k]}」{row[k]:.2f}" for k in np.argsort(-row[:QUERY], kind="stable")[:2])
+             for row in d.weights]  # each head's two largest weights
+    heads = "；".join(f"{name}：「她」{top}" for name, top in zip(d.names, gives))
+    read = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
+    alt = html.escape(f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{read}。")
     return (f'<div role="img" aria-label="{alt}" style="max-width:100%;overflow-x:auto">'
             f"<b>「她」往回看时，每个头把注意力给了谁</b>{weights}{features}</div>")
 
 
 def values_table() -> str:
     """The visible words' value vectors, one named feature per column."""
-    from lesson_lib.show.tables import text_table
-
-    v = values()
-    rows = [[word, *v[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
+    rows = [[word, *VALUES[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
     return text_table(["词元", *FEATURES], rows)
 
 
 def blend_table(weights_by_word: dict[str, float]) -> str:
     """One head's output with the given weights, feature by feature."""
-    from lesson_lib.show.tables import text_table
-
     label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
     return text_table(["特征", f"单头输出（{label}）"], [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
 
 
 def summary_html(d: Demo) -> str:
     """One line for the widget: how much of each answer reaches the output."""
-    from lesson_lib.show.theme import box
-
-    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，"
-               f"<b>主语（小明）{d.subject_kept:.0%}</b>。")
+    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>主语（小明）{d.subject_kept:.0%}</b>。")
 
 
 def demo_text(sharpness: float = 4.0) -> str:

@@ -1,95 +1,54 @@
-"""§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions.
-
-``owner`` records which head's columns each number came from, so the stepper can colour the heads and show what
-reshaping without the transpose does: every "head" then holds other heads' columns.
-"""
+"""§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions; what reshaping
+without the transpose does; heads that meet only at W^O; and why positions must be added to X."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from lesson_lib.attention import (
-    head_width,
-    merge_heads,
-    multi_head_attention,
-    scaled_dot_product_attention,
-    split_heads,
-)
-from lesson_lib.checks import check_int, check_split
+from lesson_lib.attention import merge_heads, multi_head_attention, scaled_dot_product_attention, split_heads
+from lesson_lib.checks import check_heads, check_int
+from lesson_lib.show.tables import text_table
 
-
-@dataclass(frozen=True)
-class Step:
-    title: str  # Chinese caption of the step
-    code: str  # the expression that produces it
-    shape: tuple[int, ...]
-    owner: np.ndarray  # same shape (without the value axis): head index each number came from
-    token: np.ndarray  # same shape: token index each number came from (-1 once heads mix tokens)
-
-
-def wrong_split(x, h):
-    """The classic bug: reshape (n, d_model) straight to (h, n, d_k) without the transpose."""
-    x, h = check_split(x, h)
-    n, d_model = x.shape[-2:]
-    return x.reshape(*x.shape[:-2], h, n, d_model // h)  # (..., h, n, d_k) but the wrong numbers
+ROUNDOFF = 1e-12  # float64 round-off of these sums is ~1e-15; its digits follow the BLAS kernel and thread count
+_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]  # Figure 11.1
 
 
 def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
     """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng, arguments checked."""
-    head_width(d_model, h)
+    check_heads(d_model, h)
     n, seed = check_int(n, name, minimum=minimum), check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model))  # (n, d_model)
     return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
 
 
-def shape_steps(n: int = 6, d_model: int = 512, h: int = 8, forget_transpose: bool = False, seed: int = 0):
-    """Every shape on the way from X (n, d_model) to the output, computed with the kernel's functions."""
-    x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed)
-    n, d_k = len(x), head_width(d_model, h)
-    owner = np.broadcast_to(np.arange(d_model) // d_k, (n, d_model)).copy()  # (n, d_model) column block -> head
-    token = np.broadcast_to(np.arange(n)[:, None], (n, d_model)).copy()  # (n, d_model) row -> token
-    split = wrong_split if forget_transpose else split_heads
-    steps = [Step("输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）", "X", x.shape, owner, token)]
+def shape_steps(n: int = 6, d_model: int = 512, h: int = 8) -> list[tuple[str, tuple[int, ...], str]]:
+    """(code, shape, caption) of every step from X (n, d_model) to the output, computed with the kernel's functions."""
+    x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
+    n, d_k = len(x), d_model // h
     q = x @ w_q  # (n, d_model)
-    steps.append(Step(f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）", "X @ W_Q",
-                      q.shape, owner, token))
-    if not forget_transpose:
-        q4 = q.reshape(n, h, d_k)  # (n, h, d_k)
-        steps.append(Step(f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}",
-                          "Q.reshape(n, h, d_k)", q4.shape, owner.reshape(n, h, d_k), token.reshape(n, h, d_k)))
-    qh, kh, vh = (split(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
-    o3, t3 = split(owner, h), split(token, h)
-    label = ("直接 reshape 成 (h, n, d_k)，忘了 transpose！" if forget_transpose
-             else "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）")
-    code = "split_heads(Q, h)" if not forget_transpose else "Q.reshape(h, n, d_k)"
-    steps.append(Step(label, code, qh.shape, o3, t3))
+    qh, kh, vh = (split_heads(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
     heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
-    mixed_token = np.full(heads.shape, -1)  # each output row mixes all tokens' values
-    steps.append(Step(f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵", "Attention(Q_i, K_i, V_i)", heads.shape, o3,
-                      mixed_token))
-    if not forget_transpose:
-        back = np.swapaxes(heads, 0, 1)  # (n, h, d_v) tokens first again, ready to be laid side by side
-        steps.append(Step("转置回 (n, h, d_v)：词元重新放到最前面", "heads.swapaxes(0, 1)", back.shape,
-                          np.swapaxes(o3, 0, 1), np.swapaxes(mixed_token, 0, 1)))
     concat = merge_heads(heads)  # (n, h·d_v)
-    title = "拼接 Concat(head_1, …, head_h)"
-    title += "" if forget_transpose else "（上一步的转置加这一步，就是 merge_heads）"
-    steps.append(Step(title, "merge_heads(heads)", concat.shape, merge_heads(o3),
-                      merge_heads(mixed_token)))
-    out = concat @ w_o  # (n, d_model)
-    steps.append(Step("乘 W^O：各头的结果第一次混在一起", "concat @ W_O", out.shape, np.full(out.shape, -1),
-                      np.full(out.shape, -1)))
-    return steps
+    return [
+        ("X", x.shape, "输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）"),
+        ("X @ W_Q", q.shape, f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）"),
+        ("Q.reshape(n, h, d_k)", (n, h, d_k), f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}"),
+        ("split_heads(Q, h)", qh.shape,
+         "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）"),
+        ("Attention(Q_i, K_i, V_i)", heads.shape, f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵"),
+        ("heads.swapaxes(0, 1)", np.swapaxes(heads, 0, 1).shape, "转置回 (n, h, d_v)：词元重新放到最前面"),
+        ("merge_heads(heads)", concat.shape,
+         "拼接 Concat(head_1, …, head_h)（上一步的转置加这一步，就是 merge_heads）"),
+        ("concat @ W_O", (concat @ w_o).shape, "乘 W^O：各头的结果第一次混在一起"),
+    ]
 
 
 def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
     """Concat(head_i) W^O against Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O): their largest
     difference, and how much each head's output moves when the other heads' W^Q changes (heads meet only at W^O)."""
     x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed)
-    d_k = head_width(d_model, h)
+    d_k = d_model // h
 
     def heads_of(wq):
         return scaled_dot_product_attention(split_heads(x @ wq, h), split_heads(x @ w_k, h),
@@ -136,9 +95,6 @@ def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     ])
 
 
-_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
-
-
 def plot_figure_11_1(d_model: int = 512, h: int = 8):
     """Figure 11.1 redrawn: X -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
     import matplotlib.pyplot as plt
@@ -147,7 +103,7 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     from lesson_lib.show.plotting import describe, use_chinese_font
 
     use_chinese_font()
-    d_k = head_width(d_model, h)
+    d_k = d_model // check_heads(d_model, h)
     fig, ax = plt.subplots(figsize=(6.0, 5.0))  # 6 in: no scaling in a 592 px output; every text ≥ 9 pt
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
     ax.set(xlim=(0, 11), ylim=(-0.75, 4.75))
@@ -180,52 +136,40 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
             fontsize=9.5, color="#555555", linespacing=1.4)
     shown = "、".join(f"头 {j}" for j in numbers)
     return describe(fig, f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
-                         f"（图中画出{shown}），"
-                         f"每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，再乘 W^O "
-                         f"（{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
+                         f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，"
+                         f"再乘 W^O （{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
 
 
 def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
-    """Every step's code, shape and caption, one row each (the stepper's content as a table)."""
-    from lesson_lib.show.tables import text_table
-
-    rows = [[f"{i}.", s.code, str(s.shape), s.title] for i, s in enumerate(shape_steps(n=n, d_model=d_model, h=h), 1)]
+    """Every step's code, shape and caption, one row each."""
+    rows = [[f"{i}.", code, str(shape), title] for i, (code, shape, title) in enumerate(shape_steps(n, d_model, h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
 
 
 def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
-    """Where head 1's numbers come from with the correct split and with the forgotten transpose."""
-    right = next(s for s in shape_steps(n, d_model, h) if s.code == "split_heads(Q, h)")
-    wrong = next(s for s in shape_steps(n, d_model, h, forget_transpose=True) if s.code == "Q.reshape(h, n, d_k)")
-    def heads_of(owner):  # 1-based, as the lesson counts heads and words
-        return sorted({i + 1 for i in owner.ravel().tolist()})
-
+    """Whose columns and which tokens head 1 holds with the correct split and with the classic bug, reshaping
+    (n, d_model) straight to (h, n, d_k) without the transpose (1-based, as the lesson counts heads and words)."""
+    n, d_k = check_int(n, "n（词数）", minimum=1), d_model // check_heads(d_model, h)
+    owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))  # (n, d_model) column -> its head
+    token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))  # (n, d_model) row -> its token
     return "\n".join([
-        f"正确切分时，头 1 里的数来自哪些头的列：头 {heads_of(right.owner[0])}",
-        f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {heads_of(wrong.owner[0])}",
-        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {(wrong.token[0][:, 0] + 1).tolist()}",
+        f"正确切分时，头 1 里的数来自哪些头的列：头 {np.unique(split_heads(owner, h)[0]).tolist()}",
+        f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {np.unique(owner.reshape(h, n, d_k)[0]).tolist()}",
+        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {token.reshape(h, n, d_k)[0][:, 0].tolist()}",
     ])
-
-
-ROUNDOFF = 1e-12  # float64 round-off of these sums is ~1e-15; its digits follow the BLAS kernel and thread count
-
-
-def _difference_text(value: float) -> str:
-    """A difference as what the computation can vouch for: exactly zero, round-off, or a real change."""
-    if value == 0.0:
-        return "0（一位都没变）"
-    if value < ROUNDOFF:
-        return f"< {ROUNDOFF:.0e}，只是浮点舍入"
-    return f"{value:.2f}"
 
 
 def heads_mix_text(n: int = 5, d_model: int = 512, h: int = 8) -> str:
     """heads_mix_only_at_wo as three sentences, with round-off printed as a bound, not as its digits."""
     check = heads_mix_only_at_wo(n=n, d_model=d_model, h=h)
-    difference = check["max_difference"]
-    same = f"< {ROUNDOFF:.0e}，只是浮点舍入" if difference < ROUNDOFF else f"{difference:.1e}，不止是浮点舍入！"
+    difference, roundoff = check["max_difference"], f"< {ROUNDOFF:.0e}，只是浮点舍入"
+    same = roundoff if difference < ROUNDOFF else f"{difference:.1e}，不止是浮点舍入！"
+
+    def change(value):  # what the computation can vouch for: exactly zero, round-off, or a real change
+        return "0（一位都没变）" if value == 0.0 else roundoff if value < ROUNDOFF else f"{value:.2f}"
+
     return "\n".join([
         f"Concat·W^O 与 Σ head_i·W^O_i 的最大差：{same}",
-        f"改动其他头的 W^Q 后，头 1 的输出变化：{_difference_text(check['head1_change'])}",
-        f"其他头自己的输出变化：{_difference_text(check['others_change'])}",
+        f"改动其他头的 W^Q 后，头 1 的输出变化：{change(check['head1_change'])}",
+        f"其他头自己的输出变化：{change(check['others_change'])}",
     ])

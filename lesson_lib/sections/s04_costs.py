@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
+from lesson_lib import attention
 from lesson_lib.attention import head_width
 from lesson_lib.checks import check_int
 from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count
 from lesson_lib.paper import BASE_HEADS
+from lesson_lib.show.tables import text_table
 
 TIMING_BUDGET = 0.02  # s per h: a run this long is steady, so it is not repeated (the cell stays cheap)
+SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
 
 
-def time_kernel(n: int, d_model: int, heads, repeat: int = 5, seed: int = 0) -> dict[int, float]:
+def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float]:
     """Median seconds of the readable kernel for each h with one BLAS thread (as §4 states): ``repeat`` runs, or
     fewer once they add up to TIMING_BUDGET."""
-    import time
-
-    from lesson_lib import attention
     from lesson_lib.runtime.blas import one_blas_thread
 
     n, d_model = check_int(n, "n", minimum=1), check_int(d_model, "d_model", minimum=1)
-    repeat, seed = check_int(repeat, "repeat", minimum=1), check_int(seed, "seed", minimum=0)
-    rng = np.random.default_rng(seed)
+    repeat, heads = check_int(repeat, "repeat", minimum=1), list(heads)
+    rng = np.random.default_rng(0)
     x = rng.standard_normal((n, d_model), dtype=np.float32)  # (n, d_model)
     ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32) for _ in range(4)]
-    result, heads = {}, list(heads)
+    result = {}
     with one_blas_thread():
         for h in heads[:1]:
             attention.multi_head_attention(x, *ws, h)  # one warm-up: the first run is slow
@@ -43,25 +45,16 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 5, seed: int = 0) -> 
 
 def format_table(n: int, d_model: int, heads) -> str:
     """The per-stage counts as a text table, one row per h."""
-    from lesson_lib.show.tables import text_table
-
-    headers = ["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计",
-               f"{SOFTMAX_WORK} {SOFTMAX_WORK_FORMULA}"]
-    fields = ["h", "d_k", "qkv_projections", "scores", "weights_v", "output_projection", "matmul_total",
-              "softmax_total"]
-    return text_table(headers, [[r[f] for f in fields] for r in (count(n, d_model, h).as_dict() for h in heads)])
+    rows = [[c.h, c.d_k, c.qkv_projections, c.scores, c.weights_v, c.output_projection, c.matmul_total,
+             c.softmax_total] for c in (count(n, d_model, h) for h in heads)]
+    return text_table(["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计",
+                       f"{SOFTMAX_WORK} {SOFTMAX_WORK_FORMULA}"], rows)
 
 
 def scores_text(d_model: int, heads) -> str:
     """The lesson's algebra for QKᵀ as the coefficient of n²: per head d_k·n², all heads d_model·n²."""
-    lines = []
-    for h in heads:
-        per_head = count(1, head_width(d_model, h), 1).scores  # one head's QKᵀ with n = 1
-        lines.append(f"h = {h}: 每个头打分 {per_head}n²，{h} 个头共 {count(1, d_model, h).scores}n²")
-    return "\n".join(lines)
-
-
-SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
+    return "\n".join(f"h = {h}: 每个头打分 {count(1, head_width(d_model, h), 1).scores}n²，"  # one head's QKᵀ at n = 1
+                     f"{h} 个头共 {count(1, d_model, h).scores}n²" for h in heads)
 
 
 def timing_reading_text(times: dict[int, float], n: int) -> str:

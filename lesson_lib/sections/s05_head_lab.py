@@ -1,39 +1,39 @@
 """§5, the head-count lab: one sentence, one seeded set of parameters; only how the columns are cut changes with h.
-
-The weights are random, not trained: the lab shows how cutting works and what it costs (trained heads: §6, §7).
-"""
+The weights are random, not trained: the lab shows how cutting works and what it costs (trained heads: §6, §7)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 from lesson_lib import costs as flops
-from lesson_lib.attention import head_width, multi_head_attention
-from lesson_lib.checks import LessonInputTypeError, check_heads, check_int
+from lesson_lib.attention import multi_head_attention
+from lesson_lib.checks import check_heads, check_int
 from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
+from lesson_lib.show.plotting import folded_table, heat_map
+from lesson_lib.show.tables import text_table
+from lesson_lib.show.theme import box
 
 SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她", "帮过", "他", "。"]
-MAX_HEADS = 64
+HEAD_CHOICES = [h for h in range(1, 65) if BASE_D_MODEL % h == 0]  # the slider: h ≤ 64 that cut d_model evenly
 _SCORE_STD = 2.0  # std of q·k/√d_k for every h: maps neither flat nor one-hot
+# The lab's two pictures side by side fit JupyterLab's 592 px output (1024 × 768, file browser open) at 100 %,
+# and keep one size for every h and every zoomed head: the page does not jump while the slider moves.
+ZOOM_CELL_PX = 18  # the zoomed head's cells: one 14 px token label per row
+LAB_HEIGHT = 296  # px of both pictures, every h (the zoomed head, its one-line title and stacked column labels)
+OVERVIEW_WIDTH = 252  # px: the zoomed head is 320 px wide; 320 + 8 + 252 = 580 ≤ 592
 
 
-def head_choices(d_model: int = BASE_D_MODEL, max_heads: int = MAX_HEADS) -> list[int]:
-    """The head counts the slider offers: divisors of d_model up to ``max_heads`` (others cannot be cut evenly)."""
-    d_model, max_heads = check_int(d_model, "d_model", minimum=1), check_int(max_heads, "max_heads", minimum=1)
-    return [h for h in range(1, max_heads + 1) if d_model % h == 0]
-
-
-@lru_cache(maxsize=4)
-def _parameters(d_model: int, n: int, seed: int):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d_model))  # (n, d_model) fixed word vectors
-    sigma = np.sqrt(_SCORE_STD / d_model)  # entries of q, k then have variance _SCORE_STD
-    ws = [rng.standard_normal((d_model, d_model)) * sigma for _ in range(4)]  # W^Q, W^K, W^V, W^O
-    return x, ws
+@cache
+def _parameters():
+    """The lab's one seeded X (n, d_model) and W^Q, W^K, W^V, W^O, whatever h cuts them into."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((len(SENTENCE), BASE_D_MODEL))  # (n, d_model) fixed word vectors
+    sigma = np.sqrt(_SCORE_STD / BASE_D_MODEL)  # entries of q, k then have variance _SCORE_STD
+    return x, [rng.standard_normal((BASE_D_MODEL, BASE_D_MODEL)) * sigma for _ in range(4)]
 
 
 @dataclass(frozen=True)
@@ -50,24 +50,16 @@ class LabState:
     reading: str  # one line in Chinese: what changed
 
 
-def lab_state(h: int, seed: int = 0, d_model: int = BASE_D_MODEL, tokens=None) -> LabState:
+def lab_state(h: int) -> LabState:
     """Everything the lab shows for h heads."""
-    tokens = SENTENCE if tokens is None else tokens
-    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
-        raise LessonInputTypeError(f"tokens 应是一串词（字符串的列表），例如 ['小明', '把', '苹果']，"
-                                   f"收到的是 {tokens!r}。")
-    tokens = list(tokens)
-    check_int(len(tokens), "tokens 的词数", minimum=1)
-    h = check_heads(d_model, h)
-    seed = check_int(seed, "seed", minimum=0)
-    d_k = head_width(d_model, h)
-    x, ws = _parameters(d_model, len(tokens), seed)
+    h, n = check_heads(BASE_D_MODEL, h), len(SENTENCE)
+    x, ws = _parameters()
     _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
-    count, base = flops.count(len(tokens), d_model, h), flops.count(len(tokens), d_model, BASE_HEADS)
+    count, base = flops.count(n, BASE_D_MODEL, h), flops.count(n, BASE_D_MODEL, BASE_HEADS)
     diversity = mean_pairwise_js(weights) if h > 1 else None
-    return LabState(h, d_k, tokens, weights, flops.parameters(d_model, h), count.matmul_total, count.softmax_total,
-                    float(row_entropy(weights).mean()), diversity,
-                    _reading(h, d_k, count.softmax_total / base.softmax_total, diversity))
+    return LabState(h, BASE_D_MODEL // h, SENTENCE, weights, flops.parameters(BASE_D_MODEL, h), count.matmul_total,
+                    count.softmax_total, float(row_entropy(weights).mean()), diversity,
+                    _reading(h, BASE_D_MODEL // h, count.softmax_total / base.softmax_total, diversity))
 
 
 def _reading(h, d_k, softmax_vs_base, diversity):
@@ -87,35 +79,14 @@ def _reading(h, d_k, softmax_vs_base, diversity):
 
 def summary_html(state: LabState) -> str:
     """The lab's numbers as a small HTML block (plain HTML: renders in JupyterLab 4 without scripts)."""
-    rows = [
-        ("头数 h", f"{state.h}"),
-        ("每头宽度", f"d_k = {state.d_k}"),
-        ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
-        ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
-        (f"{flops.SOFTMAX_WORK}（缩放、exp、除法）",
-         f"{state.softmax_ops:,}（= {flops.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
-        ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）"),
-    ]
-    from lesson_lib.show.theme import box
-
+    rows = [("头数 h", f"{state.h}"), ("每头宽度", f"d_k = {state.d_k}"),
+            ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
+            ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
+            (f"{flops.SOFTMAX_WORK}（缩放、exp、除法）",
+             f"{state.softmax_ops:,}（= {flops.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
+            ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）")]
     body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k, v in rows)
     return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px 0'>{state.reading}</p>")
-
-
-# The lab's two pictures side by side fit JupyterLab's 592 px output (1024 × 768, file browser open) at 100 %,
-# and keep one size for every h and every zoomed head: the page does not jump while the slider moves.
-ZOOM_CELL_PX = 18  # the zoomed head's cells: one 14 px token label per row
-LAB_HEIGHT = 296  # px of both pictures, every h (the zoomed head, its one-line title and stacked column labels)
-OVERVIEW_WIDTH = 252  # px: the zoomed head is 320 px wide; 320 + 8 + 252 = 580 ≤ 592
-
-
-def zoom_alt(state: LabState, zoom: int) -> str:
-    """What the zoomed picture shows, in Chinese, from the numbers it colours."""
-    w = state.weights[zoom - 1]  # (n, n)
-    rows = "；".join(f"「{t}」最看重「{state.tokens[k]}」（{w[i, k]:.2f}）"
-                    for i, (t, k) in enumerate(zip(state.tokens, np.argmax(w, axis=-1))))
-    return (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）的注意力热图，"
-            f"行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。每行最大的权重：{rows}。")
 
 
 def overview_alt(state: LabState, zoom: int) -> str:
@@ -130,38 +101,27 @@ def overview_alt(state: LabState, zoom: int) -> str:
             f"（1 = 只看一个词元，{1 / len(state.tokens):.2f} = 平均分给每个词元）。")
 
 
-def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str]:
-    """The lab's two pictures as HTML (themed SVG named by its alt text): head ``zoom`` (1-based) large with
-    its token labels, and every head small with the zoomed one framed. Their numbers: ``lab_table_html``."""
-    from lesson_lib.show.plotting import heat_map
-
+def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str, str]:
+    """The lab's HTML: head ``zoom`` (1-based) large with its token labels, every head small with the zoomed one
+    framed (themed SVG named by alt text from the numbers), and the zoomed head's weights folded under both."""
     zoom = check_int(zoom, f"zoom（放大第几个头；h = {state.h} 时只有 {state.h} 个）", minimum=1, maximum=state.h)
-    zoomed = heat_map(state.weights[zoom - 1], state.tokens, cell_px=ZOOM_CELL_PX,
-                      suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
-                      alt=zoom_alt(state, zoom), table=False, height=LAB_HEIGHT)
+    w, tokens = state.weights[zoom - 1], state.tokens  # (n, n)
+    tops = "；".join(f"「{tokens[i]}」最看重「{tokens[k]}」（{w[i, k]:.2f}）" for i, k in enumerate(w.argmax(1)))
+    alt = (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）的注意力热图，"
+           f"行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。每行最大的权重：{tops}。")
+    zoomed = heat_map(w, tokens, cell_px=ZOOM_CELL_PX, suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
+                      alt=alt, table=False, height=LAB_HEIGHT)
     title = f"全部 {state.h} 个头" + (f"（红框 = 头 {zoom}）" if state.h > 1 else "")
     note = "h = 1：只有左边这一个头，每个词元只有这一行权重。把滑块拖到 2 或更多，这里会排出每个头的小图。"
     overview = heat_map(state.weights, box=(OVERVIEW_WIDTH, LAB_HEIGHT), highlight_head=zoom,
                         alt=overview_alt(state, zoom), suptitle=title, note=note)
-    return zoomed, overview
+    table = (["行（发出关注的词元）", *tokens], [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(tokens, w)])
+    numbers = folded_table(table, f"图中的数字（表格）：放大的头 {zoom} 的全部权重")
+    return zoomed, overview, numbers
 
 
-def lab_table_html(state: LabState, zoom: int = 1) -> str:
-    """Head ``zoom``'s weights as a folded table under both pictures (opening it never squeezes them)."""
-    from lesson_lib.show.plotting import folded_table
-
-    zoom = check_int(zoom, f"zoom（放大第几个头；h = {state.h} 时只有 {state.h} 个）", minimum=1, maximum=state.h)
-    table = (["行（发出关注的词元）", *state.tokens],
-             [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(state.tokens, state.weights[zoom - 1])])
-    return folded_table(table, f"图中的数字（表格）：放大的头 {zoom} 的全部权重")
-
-
-def comparison_table(heads=(1, 2, 8, 32, 64), seed: int = 0) -> str:
+def comparison_table(heads=(1, 2, 8, 32, 64)) -> str:
     """The lab's numbers for a few head counts side by side (the same lab_state the slider uses)."""
-    from lesson_lib.show.tables import text_table
-
-    rows = []
-    for h in heads:
-        s = lab_state(h, seed=seed)
-        rows.append([h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops, round(s.mean_entropy_bits, 2)])
+    rows = [[h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops, round(s.mean_entropy_bits, 2)]
+            for h, s in ((h, lab_state(h)) for h in heads)]
     return text_table(["h", "d_k", "参数", "矩阵乘法", flops.SOFTMAX_WORK, "平均熵（比特）"], rows)

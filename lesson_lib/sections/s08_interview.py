@@ -7,9 +7,8 @@ from lesson_lib.show.tables import text_table
 
 
 def table_text(d_model: int, h: int, groups: int) -> str:
-    """The three variants per layer: parameters, numbers cached per token, and that cache against MHA's.
-
-    Short headers keep the table within 72 monospace columns (a 592 px output)."""
+    """The three variants per layer: parameters, numbers cached per token, and that cache against MHA's (short
+    headers: within 72 monospace columns, a 592 px output)."""
     rows = variants(d_model, h, groups)
     full = rows[0].cache_per_token
     body = [[r.name, r.kv_heads, r.projection_params, r.cache_per_token,

@@ -1,26 +1,22 @@
-"""§9: each line of the kernel beside the term of the paper's formula it computes.
-
-``line_map`` finds each code fragment in the kernel's current source and fails loudly if one is gone, so the
-table cannot drift from the code; the line that checks the arguments is listed too, marked as outside the formula.
-"""
+"""§9: each line of the kernel beside the term of the paper's formula it computes, found in the kernel's current
+source (a fragment that is gone fails loudly, so the table cannot drift from the code)."""
 
 from __future__ import annotations
 
 import inspect
 
 from lesson_lib.attention import multi_head_attention, scaled_dot_product_attention, softmax
-
-_CHECK = "（公式之外）"  # marks the line that checks the arguments before the formula runs
+from lesson_lib.show.tables import TextTable, text_table
 
 SOFTMAX_TERMS = [
-    ("check_logits(x, axis)", f"{_CHECK}先检查输入：类型、是否为空、axis、有没有 NaN 或 +inf"),
+    ("check_logits(x, axis)", "（公式之外）先检查输入：类型、是否为空、axis、有没有 NaN 或 +inf"),
     ("x - x.max(axis=axis, keepdims=True)", "减去每行的最大值：softmax 的值不变，exp 不会溢出"),
     ("np.exp(shifted)", "exp(x_j)：softmax 的分子"),
     ("e / e.sum(axis=axis, keepdims=True)", "÷ Σ_k exp(x_k)：每行加起来等于 1"),
 ]
 
 SDPA_TERMS = [
-    ("check_qkv(q, k, v, mask)", f"{_CHECK}先检查 Q、K、V 和掩码：形状、类型、有没有 NaN 或 inf"),
+    ("check_qkv(q, k, v, mask)", "（公式之外）先检查 Q、K、V 和掩码：形状、类型、有没有 NaN 或 inf"),
     ("q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)", "Q Kᵀ / √d_k（公式 (1) 的打分，除以 √d_k 防止点积过大）"),
     ("np.where(mask, scores, -np.inf)", "（可选）掩码：不许看的位置权重为 0"),
     ("softmax(scores, axis=-1)", "softmax(·)：每一行变成加起来为 1 的权重"),
@@ -28,14 +24,13 @@ SDPA_TERMS = [
 ]
 
 MHA_TERMS = [
-    ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", f"{_CHECK}先检查 X、四个权重矩阵、h 和掩码"),
+    ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", "（公式之外）先检查 X、四个权重矩阵、h 和掩码"),
     ("split_heads(x @ w_q, h)", "Q W_i^Q（自注意力里 Q = K = V = X）：W^Q 是 h 个 d_model × d_k 的 W_i^Q 并排放"),
     ("split_heads(x @ w_k, h)", "K W_i^K（同上，第 i 个头拿第 i 块列）"),
     ("split_heads(x @ w_v, h)", "V W_i^V（d_v = d_k = d_model / h）"),
     ("scaled_dot_product_attention(q, k, v, mask)", "head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)，h 个头一次算完"),
     ("merge_heads(heads) @ w_o", "Concat(head_1, …, head_h) W^O，W^O 是 (h·d_v) × d_model"),
 ]
-
 
 KERNELS = [(softmax, SOFTMAX_TERMS), (scaled_dot_product_attention, SDPA_TERMS), (multi_head_attention, MHA_TERMS)]
 
@@ -45,18 +40,15 @@ def line_map(fn, terms) -> list[tuple[int, str, str]]:
     lines = inspect.getsource(fn).splitlines()
     rows = []
     for fragment, term in terms:
-        hits = [i for i, line in enumerate(lines) if fragment in line.split("#")[0]]  # code, not comments
-        if not hits:
+        i = next((i for i, line in enumerate(lines) if fragment in line.split("#")[0]), None)  # code, not comments
+        if i is None:
             raise LookupError(f"{fn.__name__} 的源码里找不到 {fragment!r}：内核改了，请同步更新公式对照表。")
-        i = hits[0]
         rows.append((i + 1, lines[i].split("#")[0].strip(), term))
     return rows
 
 
 def formula_view():
     """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text for nbval."""
-    from lesson_lib.show.tables import TextTable, text_table
-
     views = [text_table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
                         code_columns=(0,)).around(before=f"{fn.__name__}：") for fn, terms in KERNELS]
     return TextTable("\n\n".join(views), "".join(v.html for v in views))

@@ -1,34 +1,29 @@
-"""§2, §3 and §5's widgets (controls linked to pure section functions; the top widget keeps them in ``.controls``),
-and §7's progress bar."""
+"""§2 and §5's widgets (controls linked to pure section functions; the top widget keeps them in ``.controls``), and
+§7's progress bar."""
 
 from __future__ import annotations
 
-from lesson_lib.checks import check_choice, check_int, check_number
 from lesson_lib.show.controls import LABEL_BESIDE, float_options, linked, screen_reader_only, slider
 
 
-def head_lab(seed: int = 0, initial: int = 8):
+def head_lab():
     """Section 5: a slider over the divisors of d_model and a head to enlarge; shows d_k, the maps and the costs."""
     import ipywidgets as w
 
     from lesson_lib.runtime.blas import one_blas_thread
     from lesson_lib.sections import s05_head_lab as lab
 
-    seed = check_int(seed, "seed", minimum=0)
-    initial = check_choice(initial, "initial（起始头数）", lab.head_choices(),
-                           why=f"（滑块只提供能整除 d_model = {lab.BASE_D_MODEL} 的头数）")
-    heads = slider("头数 h", initial, options=[(str(h), h) for h in lab.head_choices()])
-    zoom = slider("放大第几个头", 1, min=1, max=initial)
+    heads = slider("头数 h", lab.BASE_HEADS, options=[(str(h), h) for h in lab.HEAD_CHOICES])
+    zoom = slider("放大第几个头", 1, min=1, max=lab.BASE_HEADS)
 
     def show(summary, pictures):
         zoom.max = heads.value  # fewer heads: the enlarged head moves down to the last one
         zoom.disabled = heads.value == 1
         with one_blas_thread():  # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
-            state = lab.lab_state(heads.value, seed=seed)
+            state = lab.lab_state(heads.value)
         # One live summary: h, d_k and what the pictures now show (their alt text, for a screen reader only)
         summary.value = lab.summary_html(state) + screen_reader_only(lab.overview_alt(state, zoom.value))
-        shown = (*lab.lab_pictures(state, zoom=zoom.value), lab.lab_table_html(state, zoom=zoom.value))
-        for picture, html in zip((*pictures, numbers), shown):
+        for picture, html in zip((*pictures, numbers), lab.lab_pictures(state, zoom=zoom.value)):
             if picture.value != html:
                 picture.value = html
 
@@ -37,23 +32,20 @@ def head_lab(seed: int = 0, initial: int = 8):
     numbers = w.HTML(layout=w.Layout(margin="0"))
     box = linked({"slider": heads, "zoom": zoom}, show, picture="html", pictures=2)
     box.controls["summary"].layout.min_height = "250px"  # the longest reading (h = 64) in a 592 px output
-    box.controls["zoomed"], box.controls["overview"] = box.controls["picture"]
     box.children = (*box.children, numbers)
     box.controls["numbers"] = numbers
     return box
 
 
-def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
+def averaging_demo():
     """Section 2: 1 vs 2 heads and the query's sharpness; shows 她's weights and what survives."""
     import ipywidgets as w
 
     from lesson_lib.sections import s02_averaging as averaging
 
-    initial_heads = check_choice(initial_heads, "initial_heads（起始头数）", [1, 2])
-    initial_sharpness = check_number(initial_sharpness, "initial_sharpness（起始锐度）", *_SHARPNESS_RANGE)
-    heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=initial_heads, description="头数",
+    heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=1, description="头数",
                             style={**LABEL_BESIDE, "button_width": "80px"})
-    sharp = slider("锐度", round(initial_sharpness * 2) / 2, options=float_options(*_SHARPNESS_RANGE, 0.5))  # a notch
+    sharp = slider("锐度", 4.0, options=float_options(0.0, 10.0, 0.5))  # demo() takes 0 … 50
 
     def show(summary, picture):
         d = averaging.demo(heads.value, sharp.value)
@@ -63,18 +55,13 @@ def averaging_demo(initial_heads: int = 1, initial_sharpness: float = 4.0):
     return linked({"heads": heads, "sharpness": sharp}, show, picture="html")
 
 
-_SHARPNESS_RANGE = (0.0, 10.0)  # the slider's range: a start outside it would be clamped without a word
-
-
 def progress_bar(description: str = "训练中"):
-    """A progress bar and the ``progress(done, total)`` callback that moves it (for long cells)."""
+    """A progress bar and the ``progress(done, total)`` callback the sweep moves it by."""
     import ipywidgets as w
 
     bar = w.IntProgress(value=0, min=0, max=1, description=description, bar_style="info")
 
     def update(done, total):
-        total = check_int(total, "total", minimum=0)
-        done = check_int(done, "done", minimum=0, maximum=total)
         bar.max, bar.value = max(1, total), done
         finished = total > 0 and done == total  # 0 of 0 is "nothing yet", not 完成
         bar.description, bar.bar_style = ("完成", "success") if finished else (description, "info")

@@ -46,7 +46,7 @@
     });
     if (unread.length) {
       return ["form", FORM + unread.join("、") + "里的写法这个静态页面读不了：这里只认整数（例如 40000）。" +
-              "要用算式、单位或中文数字作答，" + LAB];
+              "要用算式或单位作答，" + LAB];
     }
     if (filled.indexOf("") >= 0) return q.answers[filled.join("|")];
     var said = q.answers[tokens.join("|")];

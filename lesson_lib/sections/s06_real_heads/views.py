@@ -1,8 +1,5 @@
-"""What §6's English lab prints and draws from ``lesson_lib.models.pretrained``, and the head explorer.
-
-What needs the weights takes the model (or its encodings) first and accepts ``None``: each cell then says in one
-line that it was skipped. Layers, heads and positions a learner reads count from 1.
-"""
+"""What §6's English lab prints and draws from ``lesson_lib.models.pretrained``, and the head explorer. What needs
+the weights takes the model (or its encodings) first and accepts ``None`` (the cell says it was skipped)."""
 
 from __future__ import annotations
 
@@ -14,9 +11,8 @@ import re
 import numpy as np
 
 from lesson_lib.checks import check_int
-from lesson_lib.models.pretrained import head_finder as pretrained_head_finder
+from lesson_lib.models.pretrained import head_finder as finder
 from lesson_lib.models.pretrained import minilm
-from lesson_lib.models.pretrained.head_finder import find_token
 from lesson_lib.runtime.blas import one_blas_thread
 
 # The its→law head on two more sentences: "its" = car (the head gets it), "its" = town (it does not).
@@ -24,7 +20,14 @@ COREF_SENTENCES = {
     "works": "The company sold the car because its engine was broken.",
     "fails": "The river flooded the town and its streets were empty.",
 }
+EXPLORER_SENTENCES = (  # (the explorer's label, the sentence), the first one shown first
+    ("论文图 4/5：The Law … its application …", minilm.PAPER_SENTENCES["law"]),
+    ("论文图 3：… making … more difficult", minilm.PAPER_SENTENCES["making"]),
+    ("its = car（这个头猜对）", COREF_SENTENCES["works"]),
+    ("its = town（这个头猜错）", COREF_SENTENCES["fails"]),
+)
 SKIPPED = "（跳过：没有权重包，无法计算真实模型的注意力。安装方法见本节开头。）"
+EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px
 
 
 def skip_without_model(message):
@@ -56,49 +59,20 @@ def check_layer_head(attentions, layer, head):
     return layer - 1, head - 1
 
 
-def query_index(tokens, query):
-    """A query given as a 1-based position (int) or a token (str, first occurrence) -> its 0-based index."""
-    if isinstance(query, str):
-        return find_token(tokens, query)
-    if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 1 <= query <= len(tokens):
-        raise ValueError(
-            f"查询词元应是 1 到 {len(tokens)} 之间的位置（从 1 数起），或这句话里的一个词元（如「its」），"
-            f"收到的是 {query!r}。"
-        )
-    return int(query) - 1
-
-
-def token_options(tokens):
-    """Dropdown entries [('10 · its', 10), ...], 1-based: the position tells repeated tokens (be, ',') apart."""
-    return [(f"{i} · {t}", i) for i, t in enumerate(tokens, start=1)]
-
-
-def top_keys(tokens, row, k=3):
-    """The k most-attended tokens of one attention row: [(0-based index, token, weight)], heaviest first."""
-    row = np.asarray(row)
-    order = np.argsort(-row, kind="stable")[:k]
-    return [(int(j), tokens[j], float(row[j])) for j in order]
-
-
-def describe_row(tokens, attentions, layer, head, query, k=3):
-    """One Chinese line: where one head sends one token's attention (1-based layer/head, rounded weights)."""
+def describe_row(tokens, attentions, layer, head, qi):
+    """One Chinese line: where one head sends token ``qi``'s (0-based) attention, its 3 largest weights rounded."""
     li, hi = check_layer_head(attentions, layer, head)
-    qi = query_index(tokens, query)
     row = np.asarray(attentions)[li, hi, qi]  # (T,) sums to 1
-    best = "、".join(f"{tok}（位置 {j + 1}）{w:.2f}" for j, tok, w in top_keys(tokens, row, k))
-    return (
-        f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 {best}；"
-        f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。"
-    )
+    best = "、".join(f"{tokens[j]}（位置 {j + 1}）{row[j]:.2f}" for j in np.argsort(-row, kind="stable")[:3])
+    return (f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 {best}；"
+            f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。")
 
 
-def model_text(model, toy_h=4) -> str:
-    """The model's size; without the package, what ``plot_toy_heads(toy_h)`` draws instead."""
+def model_text(model) -> str:
+    """The model's size; without the package, what ``plot_toy_heads()`` draws instead."""
     if model is None:
-        return (
-            f"改为展示第 7 节玩具模型（1 层、{toy_h} 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
-            "它不是真实语言模型，只用来说明「训练会让头各自分工」。"
-        )
+        return ("改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
+                "它不是真实语言模型，只用来说明「训练会让头各自分工」。")
     return f"all-MiniLM-L6-v2：{size_text(model.config)}，约 {model.n_parameters / 1e4:.0f} 万个参数。"
 
 
@@ -122,14 +96,11 @@ def run_paper_sentences(model):
 
 def rows_figure(att, tokens, qi, heads, title, named=None):
     """A (heads × tokens) strip: each row is where one head ((layer, head), 1-based) sends token ``qi``'s attention.
-
-    Alt text and table: each head's weight on each of ``named`` ({name: (L, H) summed weights}, e.g. two-token
-    names), or else its two largest weights."""
+    Alt text and table: each head's weight on each of ``named`` ({name: (L, H) weights}), else its two largest."""
     from lesson_lib.show.plotting import describe, heat_map, sentence
 
     rows = np.stack([att[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
-    labels = [f"L{layer}·头{head}" for layer, head in heads]
-    fig = heat_map(rows, tokens=labels, col_tokens=tokens, suptitle=title)
+    fig = heat_map(rows, tokens=[f"L{layer}·头{head}" for layer, head in heads], col_tokens=tokens, suptitle=title)
     parts, table = [], []
     for (layer, head), row in zip(heads, rows):
         if named:
@@ -143,53 +114,52 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
 
 
 @_needs_model
-def making_figure(runs, top=6):
-    """Figure 3's question on our model: which heads link 'making' to 'more difficult'? Prints the top heads."""
+def making_figure(runs):
+    """Figure 3's question on our model: which heads link 'making' to 'more difficult'? Prints the top 6."""
     enc = runs["making"]
-    scores = pretrained_head_finder.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])  # (L, H)
-    ranked = pretrained_head_finder.rank_heads({"making": scores}, top=top)["making"]
+    scores = finder.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])  # (L, H)
+    ranked = finder.rank_heads({"making": scores}, top=6)["making"]
     print("从 making 出发、落在 more + difficult 上的注意力最多的头：")
     print("  " + "；".join(f"{head_label(layer, head)} {s:.2f}" for layer, head, s in ranked))
-    heads = [(layer, head) for layer, head, _ in ranked]
-    qi = query_index(enc.tokens, "making")
-    return rows_figure(enc.attentions, enc.tokens, qi, heads, "图 3 的问题：making 看向哪里？（每行一个头）")
+    qi = finder.find_token(enc.tokens, "making")
+    return rows_figure(enc.attentions, enc.tokens, qi, [(layer, head) for layer, head, _ in ranked],
+                       "图 3 的问题：making 看向哪里？（每行一个头）")
 
 
 @_needs_model
 def its_figure(runs, layer=5):
-    """Figure 4's bottom half on our model: the 'its' row of every head of one layer."""
+    """Figure 4's bottom half on our model: the 'its' row of every head of one layer; prints the heads whose
+    largest weight is on law or application."""
     enc = runs["law"]
-    n_heads = enc.attentions.shape[1]
     check_layer_head(enc.attentions, layer, 1)
-    heads = [(layer, h) for h in range(1, n_heads + 1)]
-    for h in range(1, n_heads + 1):
-        row = enc.attentions[layer - 1, h - 1, pretrained_head_finder.find_token(enc.tokens, "its")]
-        _, tok, w = top_keys(enc.tokens, row, 1)[0]
+    qi = finder.find_token(enc.tokens, "its")
+    heads = [(layer, h) for h in range(1, enc.attentions.shape[1] + 1)]
+    for _, h in heads:
+        row = enc.attentions[layer - 1, h - 1, qi]  # (T,)
+        tok, w = enc.tokens[int(row.argmax())], float(row.max())
         if tok in ("law", "application"):
             share = "超过一半" if w > 0.5 else "最高的一项，但不到一半"
             print(f"{head_label(layer, h)}：its → {tok} {w:.2f}（{share}）")
-    qi = query_index(enc.tokens, "its")
-    return rows_figure(enc.attentions, enc.tokens, qi, heads, f"图 4 的问题：第 {layer} 层的 12 个头，its 看向哪里？")
+    title = f"图 4 的问题：第 {layer} 层的 {len(heads)} 个头，its 看向哪里？"
+    return rows_figure(enc.attentions, enc.tokens, qi, heads, title)
 
 
 @_needs_model
-def head_finder(runs, top=3):
-    """Rank all heads on the 'Law' sentence by four behaviours; print the ranking, draw the winners."""
+def head_finder(runs):
+    """Rank all heads on the 'Law' sentence by four behaviours; print the top 3 of each, draw each winner's map."""
     from lesson_lib.show.plotting import heat_map
 
     law, making = runs["law"], runs["making"]
-    scores = pretrained_head_finder.head_scores(law.attentions, law.tokens)
-    other = pretrained_head_finder.head_scores(making.attentions, making.tokens)
-    ranking = pretrained_head_finder.rank_heads(scores, top=top)
+    ranking = finder.rank_heads(finder.head_scores(law.attentions, law.tokens), top=3)
+    other = finder.head_scores(making.attentions, making.tokens)
     n_heads = law.attentions.shape[0] * law.attentions.shape[1]
     print(f"在图 4/5 的句子上给全部 {n_heads} 个头打分（平均分配时每个词元得 {1 / len(law.tokens):.3f}）：")
     for name, best in ranking.items():
-        cells = []
-        for layer, head, s in best:
-            again = "" if name == "coref" else f"，图 3 句子上 {other[name][layer - 1, head - 1]:.2f}"
-            cells.append(f"{head_label(layer, head)} {s:.2f}{again}")
-        print(f"· {pretrained_head_finder.SCORE_NAMES[name]}：" + "；".join(cells))
-    winners = [ranking[name][0] for name in pretrained_head_finder.SCORE_NAMES]
+        cells = [f"{head_label(layer, head)} {s:.2f}"
+                 + ("" if name == "coref" else f"，图 3 句子上 {other[name][layer - 1, head - 1]:.2f}")
+                 for layer, head, s in best]  # fmt: skip
+        print(f"· {finder.SCORE_NAMES[name]}：" + "；".join(cells))
+    winners = [best[0] for best in ranking.values()]  # in SCORE_NAMES' order
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])  # (4, T, T)
     titles = [f"{short}：{head_label(layer, head)}" for short, (layer, head, _) in
               zip(("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇"), winners)]  # fmt: skip
@@ -205,7 +175,7 @@ def coref_check(model, layer=4, head=2):
     verdict = {"works": "「its」指 car，这个头也主要看 car", "fails": "「its」指 town，这个头却主要看 river"}
     for name, enc in encs.items():
         print(f"{verdict[name]}：{COREF_SENTENCES[name]}")
-        print("  " + describe_row(enc.tokens, enc.attentions, layer, head, "its"))
+        print("  " + describe_row(enc.tokens, enc.attentions, layer, head, finder.find_token(enc.tokens, "its")))
     return encs
 
 
@@ -216,61 +186,37 @@ def explore(runs, sentence, layer, head, query):
 
     if sentence not in runs:
         raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
+    enc = runs[sentence]
     # Without the map's folded table: a stored output must be the same on every CPU, and some of the map's float32
     # weights sit within 1e-4 of a rounding boundary; the row's bars (checked stable) carry the numbers read here.
-    text, bars, picture = explorer_frame(runs[sentence], layer, head, query, table=False)
+    text, bars, picture = explorer_frame(enc, layer, head, finder.find_token(enc.tokens, query), table=False)
     print(text)
     display(HTML(picture + bars))
 
 
-def _sentence_choices():
-    names = {"law": "论文图 4/5：The Law … its application …", "making": "论文图 3：… making … more difficult"}
-    choices = [(names[k], v) for k, v in minilm.PAPER_SENTENCES.items()]
-    choices += [
-        ("its = car（这个头猜对）", COREF_SENTENCES["works"]),
-        ("its = town（这个头猜错）", COREF_SENTENCES["fails"]),
-    ]
-    return choices
-
-
-def explorer_frame(enc, layer, head, query, table=None):
-    """(line, the query's row as HTML bars, map picture HTML) for the explorer: the map as SVG built directly, the
-    row as bars (a few ms, where a matplotlib figure took ~0.2 s: a slider move redraws within 150 ms).
-    ``table=False`` leaves out the map's folded numbers (heat_map's own switch)."""
+def explorer_frame(enc, layer, head, qi, table=None):
+    """(line, token ``qi``'s (0-based) row as HTML bars, map picture HTML) for the explorer, built as SVG and HTML
+    directly: a few ms, where a matplotlib figure took ~0.2 s. ``table=False``: without the map's folded numbers."""
     from lesson_lib.sections.s02_averaging import bar_html
     from lesson_lib.show.plotting import heat_map
 
     li, hi = check_layer_head(enc.attentions, layer, head)
-    qi = query_index(enc.tokens, query)
-    text, row = describe_row(enc.tokens, enc.attentions, layer, head, query), enc.attentions[li, hi, qi]  # (T,)
-    order = np.argsort(-row, kind="stable")[:3]
-    alt = (f"{head_label(layer, head)} 的注意力图（{len(enc.tokens)} 个词，红框是「{enc.tokens[qi]}」这一行）："
-           + "，".join(f"「{enc.tokens[qi]}」给「{enc.tokens[k]}」{row[k]:.2f}" for k in order) + "。")
-    picture = heat_map(enc.attentions[li, hi], tokens=enc.tokens, cell_px=15, highlight_row=qi, alt=alt, table=table,
+    tokens, row = enc.tokens, enc.attentions[li, hi, qi]  # (T,)
+    alt = (f"{head_label(layer, head)} 的注意力图（{len(tokens)} 个词，红框是「{tokens[qi]}」这一行）："
+           + "，".join(f"「{tokens[qi]}」给「{tokens[k]}」{row[k]:.2f}" for k in np.argsort(-row, kind="stable")[:3])
+           + "。")
+    picture = heat_map(enc.attentions[li, hi], tokens=tokens, cell_px=15, highlight_row=qi, alt=alt, table=table,
                        suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
-    for j, (tok, weight) in enumerate(zip(enc.tokens, row)):
+    for j, (tok, weight) in enumerate(zip(tokens, row)):
         colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else "var(--jp-brand-color1, #1f77b4)"
         bars.append(f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
                     f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
                     f"<span>{bar_html(weight, colour)}</span></div>")
-    head = (f"<div style='margin-top:4px'>「{html.escape(enc.tokens[qi])}」（位置 {qi + 1}）这一行，"
-            "红色是最高的一条：</div>")
+    heading = (f"<div style='margin-top:4px'>「{html.escape(tokens[qi])}」（位置 {qi + 1}）这一行，"
+               "红色是最高的一条：</div>")
     columns = '<div style="columns:3 17em;column-gap:1.5em">'  # 3 columns at 1024 px, 2 in a 592 px output
-    return text, f"{head}{columns}{''.join(bars)}</div>", picture
-
-
-EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px
-
-
-def explorer_heights(encodings) -> tuple[int, int]:
-    """(summary, picture) px the explorer reserves: the longest sentence's, so choosing it never makes the widget
-    grow. Summary: 3 lines of text, the bars' heading, the bars in 2 columns (a 592 px output); picture: the map's
-    SVG and the folded table's line under it."""
-    longest = max(encodings, key=lambda enc: len(enc.tokens))
-    picture = explorer_frame(longest, 1, 1, 1)[2]
-    svg_px = math.ceil(float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1)))
-    return (4 + math.ceil(len(longest.tokens) / 2)) * EXPLORER_LINE_PX, svg_px + 2 * EXPLORER_LINE_PX
+    return describe_row(tokens, enc.attentions, layer, head, qi), f"{heading}{columns}{''.join(bars)}</div>", picture
 
 
 @_needs_model
@@ -282,39 +228,44 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     from lesson_lib.show.controls import linked, slider
 
     with one_blas_thread():
-        encodings = {text: model.encode(text) for _, text in _sentence_choices()}
-    first = encodings[minilm.PAPER_SENTENCES["law"]]
+        encodings = {text: model.encode(text) for _, text in EXPLORER_SENTENCES}
+    first = encodings[EXPLORER_SENTENCES[0][1]]
     check_layer_head(first.attentions, layer, head)
-    start = query_index(first.tokens, query) + 1
+
+    def options(tokens):  # 1-based labels: the position tells repeated tokens (be, ',') apart
+        return [(f"{i + 1} · {t}", i) for i, t in enumerate(tokens)]
+
     # min widths: at 1024 px the row of controls wraps instead of squeezing the slider tracks
-    sentence = w.Dropdown(options=_sentence_choices(), description="句子", style={"description_width": "3em"},
+    sentence = w.Dropdown(options=EXPLORER_SENTENCES, description="句子", style={"description_width": "3em"},
                           layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
     layer_s = slider("层", layer, min=1, max=model.n_layers, layout=w.Layout(min_width="260px", width="300px"))
     head_s = slider("头", head, min=1, max=model.n_heads, layout=w.Layout(min_width="260px", width="300px"))
-    token = w.Dropdown(options=token_options(first.tokens), value=start, description="查询词元",
-                       style={"description_width": "4em"}, layout=w.Layout(min_width="220px"))  # fmt: skip
+    token = w.Dropdown(options=options(first.tokens), value=finder.find_token(first.tokens, query),
+                       description="查询词元", style={"description_width": "4em"}, layout=w.Layout(min_width="220px"))
     shown = {"text": sentence.value}
 
-    def show(summary, picture):
+    def redraw(summary, picture):
         enc = encodings[sentence.value]
         if sentence.value != shown["text"]:  # new tokens; linked does not redraw for the list change below
             shown["text"] = sentence.value
-            keep = query if query in enc.tokens else enc.tokens[1]
-            token.options = token_options(enc.tokens)
-            token.value = enc.tokens.index(keep) + 1
+            token.options = options(enc.tokens)
+            token.value = enc.tokens.index(query if query in enc.tokens else enc.tokens[1])
         text, bars, picture.value = explorer_frame(enc, layer_s.value, head_s.value, token.value)
         summary.value = f"<b>{html.escape(text)}</b>{bars}"
 
-    box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, show, picture="html")
-    heights = explorer_heights(encodings.values())
-    box.controls["summary"].layout.min_height, box.controls["picture"].layout.min_height = (f"{px}px" for px in heights)
+    box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, redraw, picture="html")
+    # Both parts reserve the longest sentence's height, so choosing it never makes the widget grow. Summary: 3 lines of
+    # text, the bars' heading, the bars in 2 columns (a 592 px output); picture: the map and its folded table's line.
+    longest = max(encodings.values(), key=lambda enc: len(enc.tokens))
+    svg_px = math.ceil(float(re.search(r' height="([\d.]+)"', explorer_frame(longest, 1, 1, 0)[2].svg)[1]))
+    box.controls["summary"].layout.min_height = f"{(4 + math.ceil(len(longest.tokens) / 2)) * EXPLORER_LINE_PX}px"
+    box.controls["picture"].layout.min_height = f"{svg_px + 2 * EXPLORER_LINE_PX}px"
     return box
 
 
-def plot_toy_heads(h=4, seed=0):
-    """Without the weights package: §7's toy model's trained heads, introduced by ``model_text(None)``."""
-    from lesson_lib.models.toy import training as ablation
+def plot_toy_heads():
+    """Without the weights package: §7's toy model's 4 heads, trained here in a few seconds (see ``model_text``)."""
+    from lesson_lib.models.toy import training
     from lesson_lib.show.plotting import heat_map
 
-    maps = np.asarray(ablation.example_heads(h=h, seed=seed))  # (h, T, T), trained for a few seconds
-    return heat_map(maps, suptitle=f"玩具模型的 {h} 个头（训练后，种子 {seed}）")
+    return heat_map(training.example_heads(h=4, seed=0), suptitle="玩具模型的 4 个头（训练后，种子 0）")

@@ -1,32 +1,34 @@
-"""What §7 and its lab print about the trained toy models, at a precision that is the same on every machine.
-
-Training amplifies round-off (BLAS kernel, threads, SIMD): accuracy moves by up to 0.01 and entropy by up to
-0.2 bits, so outputs print levels (学会 / 大部分对 …) whose thresholds tests hold far from every value.
-"""
+"""What §7 and its lab print and draw about Table 3 (``paper.TABLE3``) and the trained toy models. Training amplifies
+round-off (accuracy moves by up to 0.01 between machines, entropy by 0.2 bits), so outputs print levels (学会 /
+大部分对 …) whose thresholds tests hold far from every value: the same on every machine."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from lesson_lib.attention import softmax
 from lesson_lib.head_stats import mean_pairwise_js, row_entropy
-from lesson_lib.models.toy.config import TARGETS
+from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS
 from lesson_lib.models.toy.model import attention_maps
 from lesson_lib.models.toy.task import Batch
+from lesson_lib.paper import TABLE3
+from lesson_lib.show.plotting import MIN_FONT_PT, describe, heat_map, use_chinese_font, wrap_title
 from lesson_lib.show.tables import text_table
 
 # (lower bound, label), highest first. Chance is 1/V = 0.125.
 ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"), (0.0, "接近随机水平"))
 ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))  # bits; uniform over 12 keys is 3.58
 JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint keys
-ROLE_NAMES = {0: "前一个", 1: "后一个", 2: "配对查找"}
-TARGET_NAMES = dict(zip(TARGETS, ROLE_NAMES.values()))  # the column headers a learner reads
+ROLE_NAMES = ("前一个", "后一个", "配对查找")  # TARGETS as a learner reads them
 LEAN_GAP = 0.005  # prev vs next: a head "leans" to one side only with this much more weight there
 MAIN_ROLE_WEIGHT = 0.6  # a head "mainly serves" a target only with this much of its weight there
+CROWDED_SHARPNESS = (4.0, 16.0, 200.0)  # the query length × key length of §7.4's table (4: the earlier example)
+STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")  # the lab's run, drawn by §7 without training
+STORED_SEEDS = 3
+SOURCE_NOTE = "数据：Vaswani et al. 2017，表 3（第 9 页），newstest2013 开发集"
 
 
 def level(value: float, levels) -> str:
@@ -36,16 +38,14 @@ def level(value: float, levels) -> str:
 
 def _bounds_text(levels) -> str:
     bounds = [b for b, _ in levels]
-    parts = [f"{levels[0][1]} ≥ {bounds[0]}"]
-    parts += [f"{label} {low}–{high}" for (low, label), high in zip(levels[1:-1], bounds)]
-    parts.append(f"{levels[-1][1]} < {bounds[-2]}")
-    return "，".join(parts)
+    middle = [f"{label} {low}–{high}" for (low, label), high in zip(levels[1:-1], bounds)]
+    return "，".join([f"{levels[0][1]} ≥ {bounds[0]}", *middle, f"{levels[-1][1]} < {bounds[-2]}"])
 
 
 def format_table(results) -> str:
     """Sweep rows as levels per target (the same on every machine), with the thresholds."""
     rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)] for r in results]
-    table = text_table(["h", "每头宽度 d_k", *TARGET_NAMES.values()], rows)
+    table = text_table(["h", "每头宽度 d_k", *ROLE_NAMES], rows)
     return table.around(after=f"（新序列上的准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 1/8 = 0.125）")
 
 
@@ -70,15 +70,13 @@ def heads_on_targets(result, batch: Batch, heads=(1, 4)) -> dict:
 
 
 def specialisation_text(on_targets: dict) -> str:
-    """Per head: mean weight on the three targets (one decimal: the same on every machine) and its main role;
-    a head without one says which neighbour gets more (trained gaps ≈ 0.025–0.03, tests hold them above LEAN_GAP).
-    """
-    names = " / ".join(ROLE_NAMES.values())
+    """Per head: mean weight on the three targets (one decimal: the same on every machine) and its main role; a head
+    without one says which neighbour gets more (trained gaps ≈ 0.025–0.03, tests hold them above LEAN_GAP)."""
     lines = []
     for h, rows in on_targets.items():
-        lines.append(f"h = {h}：每个头放在 {names} 位置上的平均权重")
-        for i, row in enumerate(rows):
-            lines.append(f"  头 {i + 1}：{row[0]:.1f} / {row[1]:.1f} / {row[2]:.1f}  → {_role_text(row)}")
+        lines.append(f"h = {h}：每个头放在 {' / '.join(ROLE_NAMES)} 位置上的平均权重")
+        lines += [f"  头 {i + 1}：{row[0]:.1f} / {row[1]:.1f} / {row[2]:.1f}  → {_role_text(row)}"
+                  for i, row in enumerate(rows)]
     return "\n".join(lines)
 
 
@@ -108,24 +106,17 @@ def diversity(result, batch: Batch) -> dict:
     return out
 
 
-def _grouped(values: dict, levels) -> str:
-    groups = {}
-    for h, v in values.items():
-        groups.setdefault(level(v, levels), []).append(h)
-    order = sorted(groups, key=lambda label: min(groups[label]))  # the group with the smallest h first
-    return "；".join(f"h = {'、'.join(map(str, groups[label]))} {label}" for label in order)
-
-
 def diversity_text(div: dict) -> str:
-    """Each h's entropy and JS as levels (the same on every machine), with the thresholds."""
-    entropy = {h: e for h, (e, _) in div.items()}
-    js = {h: j for h, (_, j) in div.items() if j is not None}
-    return "\n".join([
-        f"行熵：{_grouped(entropy, ENTROPY_LEVELS)}",
-        f"  （{_bounds_text(ENTROPY_LEVELS)} 比特）",
-        f"头间 JS：{_grouped(js, JS_LEVELS)}",
-        f"  （{_bounds_text(JS_LEVELS)} 比特）",
-    ])
+    """Each h's entropy and JS as levels (the same on every machine), h's of one level together, with the thresholds."""
+    lines = []
+    for name, i, levels in (("行熵", 0, ENTROPY_LEVELS), ("头间 JS", 1, JS_LEVELS)):
+        groups = {}  # level -> the h's at it, the level of the smallest h first
+        for h, values in sorted(div.items()):
+            if values[i] is not None:  # no JS for h = 1
+                groups.setdefault(level(values[i], levels), []).append(str(h))
+        lines += [f"{name}：" + "；".join(f"h = {'、'.join(hs)} {label}" for label, hs in groups.items()),
+                  f"  （{_bounds_text(levels)} 比特）"]
+    return "\n".join(lines)
 
 
 def _circle(n: int) -> np.ndarray:
@@ -136,11 +127,9 @@ def _circle(n: int) -> np.ndarray:
 def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     """Why a 1-dimensional head can only pick an end: q·k is monotone in k (keys on a line), unlike in 2-D
     (keys on a circle). Which key wins the kernel's softmax for each query, counted from 1."""
-    lines = []
-    keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first
-    for q in (-sharpness, -1.0, 1.0, sharpness):
-        weights = softmax(q * keys_1d)  # in 1-D the score is just q × k
-        lines.append(f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(weights.argmax()) + 1} 个键")
+    keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first; in 1-D the score is just q × k
+    lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} 个键"
+             for q in (-sharpness, -1.0, 1.0, sharpness)]
     keys_2d = _circle(points)  # (points, 2)
     winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) + 1 for j in range(points)]
     lines.append(f"二维：让查询依次指向第 1…{points} 个键，得分最高的键依次是 {winners}")
@@ -150,14 +139,7 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
 def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
     """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query points at one,
     with ``sharpness`` = query length × key length: the more keys share two dimensions, the smaller the margin."""
-    out = {}
-    for n in counts:
-        keys = _circle(n)  # (n, 2)
-        out[n] = float(softmax(sharpness * keys @ keys[0]).max())  # the query points at key 1
-    return out
-
-
-CROWDED_SHARPNESS = (4.0, 16.0, 200.0)  # the query length × key length of §7.4's table (4: the earlier example)
+    return {n: float(softmax(sharpness * _circle(n) @ _circle(n)[0]).max()) for n in counts}  # query at key 1
 
 
 def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
@@ -168,37 +150,96 @@ def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
         before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
 
 
-STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")  # the lab's run (3 seeds), drawn by §7 without training
-STORED_SEEDS = 3
-
-
-def store_sweep(result, path: Path = STORED_SWEEP) -> dict:
-    """Write a sweep's rows and settings (not its timings, which differ between runs) as the stored run."""
-    rows = [{k: v for k, v in r.items() if k != "seconds"} for r in result.results]
-    data = {"results": rows, "seeds": len(rows[0]["accuracy_per_seed"]),
-            "task": asdict(result.task), "train": asdict(result.config)}
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    return data
-
-
-def stored_sweep(path: Path = STORED_SWEEP) -> dict:
-    """The stored run: {"results": rows as ``sweep`` returns them, "seeds", "task", "train"}."""
-    return json.loads(path.read_text(encoding="utf-8"))
+def stored_sweep() -> dict:
+    """The stored run (``scripts/store_toy_sweep.py``): {"results": ``sweep``'s rows, "seeds", "task", "train"}."""
+    return json.loads(STORED_SWEEP.read_text(encoding="utf-8"))
 
 
 def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
     """One line per head count: this run's mean accuracy beside the stored run's, and whether they agree."""
-    stored = stored_sweep() if stored is None else stored
-    kept = {r["h"]: r for r in stored["results"]}
+    kept = {r["h"]: r["accuracy_mean"] for r in (stored or stored_sweep())["results"]}
     lines = []
     for r in results:
-        old = kept.get(r["h"])
-        if old is None:
-            lines.append(f"h = {r['h']}：保存的结果里没有这个头数")
-            continue
-        same = abs(r["accuracy_mean"] - old["accuracy_mean"]) <= tolerance
-        verdict = "一致" if same else "不一致"
-        lines.append(f"h = {r['h']}：三项平均{level(r['accuracy_mean'], ACCURACY_LEVELS)}，"
-                     f"与存下的结果（{level(old['accuracy_mean'], ACCURACY_LEVELS)}）{verdict}")
+        new, old = r["accuracy_mean"], kept[r["h"]]
+        verdict = "一致" if abs(new - old) <= tolerance else "不一致"
+        lines.append(f"h = {r['h']}：三项平均{level(new, ACCURACY_LEVELS)}，"
+                     f"与存下的结果（{level(old, ACCURACY_LEVELS)}）{verdict}")
     return "\n".join(lines)
 
+
+def table3_a():
+    """Table 3's row (A) with the base model, by h (h varies, d_k = d_v = 512 / h)."""
+    return sorted((r for r in TABLE3 if r["row"] in ("base", "A")), key=lambda r: r["h"])
+
+
+def table3_text() -> str:
+    """Table 3 rows base, (A) and (B) as a text table, straight from paper.TABLE3."""
+    rows = [[r["row"], r["h"], r["d_k"], r["d_v"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"] for r in TABLE3]
+    return text_table(["行", "h", "d_k", "d_v", "BLEU", "PPL"], rows)
+
+
+def single_head_drop() -> float:
+    """BLEU of the best (A)/base setting minus BLEU with one head: the lesson's "0.9", computed."""
+    row_a = table3_a()
+    return round(max(r["bleu"] for r in row_a) - row_a[0]["bleu"], 1)
+
+
+def plot_toy_vs_paper(results):
+    """Paper's BLEU against h (above) beside the toy sweep's accuracy against h (below)."""
+    import matplotlib.pyplot as plt
+
+    use_chinese_font()
+    row_a, heads, d_model, chance = table3_a(), [r["h"] for r in results], DEFAULT_CONFIG.d_model, 1 / DEFAULT_TASK.V
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6.0, 7.4), dpi=100, height_ratios=[1, 1.3])
+    for ax, ticks, d in ((left, [r["h"] for r in row_a], 512), (right, heads, d_model)):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+        ax.margins(x=0.1)  # room for the labels of the end points
+        ax.set_xlabel(f"头数 h（d_k = {d} / h）")
+        ax.grid(alpha=0.3)
+    left.plot([r["h"] for r in row_a], [r["bleu"] for r in row_a], "o-", color="C0")
+    left.set(ylabel="BLEU（越高越好）", title="论文：Transformer base，英→德翻译")
+
+    mean = np.array([r["accuracy_mean"] for r in results])
+    sd = [r["accuracy_sd"] or 0.0 for r in results]  # None for a single seed
+    right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2, label="三个目标的平均")
+    for target, name, style in zip(TARGETS, ROLE_NAMES, (":", "--", "-.")):  # labels: 前一个 prev, …
+        right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8, label=f"{name} {target}")
+    right.axhline(chance, color="0.5", lw=1, ls="--")
+    right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4), ha="right",
+                   va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")  # above the dashed line, not on it
+    right.set(ylim=(0, 1.05), ylabel="新序列上的准确率", title=f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    note = f"{SOURCE_NOTE}；下图：每个头数 {len(results[0]['accuracy_per_seed'])} 次训练（种子）的平均"
+    fig.text(0.99, 0.005, wrap_title(note, 5.8, MIN_FONT_PT), ha="right", va="bottom", fontsize=MIN_FONT_PT,
+             color="0.3")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    # The toy's accuracies differ in their last digits between machines (the lesson prints them only in an
+    # unchecked cell): the alt text and table give each head count's level, as §7's checked table does.
+    levels = [level(m, ACCURACY_LEVELS) for m in mean]
+    alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
+           f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"
+           + "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
+    table = (["头数 h", "平均", *(f"{name} {t}" for name, t in zip(ROLE_NAMES, TARGETS))],
+             [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)]
+              for r, lv in zip(results, levels)])
+    return describe(fig, alt, table)
+
+
+def plot_one_vs_four(result, sequence, batch, on_targets_h4):
+    """One ``sequence``'s attention in the trained h = 1 (its one head) and h = 4 (its four, named by their roles);
+    the title gives h = 4's mean JS divergence between heads over ``batch``."""
+    maps = np.concatenate([attention_maps(result.params[h], h, sequence)[0] for h in (1, 4)])  # (1 + 4, T, T)
+    js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))
+    names = main_roles(on_targets_h4)
+    title = ("同一条序列：第一张图的一个头两头兼顾，后四张的四个头各管一件事"
+             f"（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）\n"
+             "每张图：第 i 行是位置 i 发出的注意力（查询），第 j 列是它放在位置 j 上的权重（键）")
+    # Trained weights (and the title's JS divergence) differ in their last digits between machines, and the one
+    # head splits each row almost evenly between two neighbours: no table, and an alt text without digits; the
+    # role names are those §7's checked output prints.
+    alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。后四张：h = 4 的四个头，"
+           f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
+    return heat_map(maps, tokens=[str(i + 1) for i in range(maps.shape[-1])], cols=2,  # 2 wide: rows ≥ 12 px
+                    titles=["h = 1：唯一的头", *(f"h = 4：{n}" for n in names)], suptitle=title, alt=alt, table=False)

@@ -1,0 +1,12 @@
+"""`python scripts/store_toy_sweep.py` (maintainers): train the lab's sweep again, store it as §7's toy_sweep.json."""
+import json
+from dataclasses import asdict
+
+from lesson_lib.models.toy.sweeping import sweep
+from lesson_lib.sections.s07_ablation.report import STORED_SEEDS, STORED_SWEEP, format_table
+
+result = sweep(heads=(1, 2, 4, 8, 16, 32), seeds=STORED_SEEDS)
+rows = [{k: v for k, v in r.items() if k != "seconds"} for r in result.results]  # timings differ between runs
+data = {"results": rows, "seeds": STORED_SEEDS, "task": asdict(result.task), "train": asdict(result.config)}
+STORED_SWEEP.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+print(format_table(result.results), f"\nwrote {STORED_SWEEP}")

@@ -324,14 +324,13 @@ def test_projection_shares_in_section_4(markdown):
         assert round(100 * flops.count(int(m.group(1)), D, H).projections_share) == int(m.group(2)), m.group(0)
 
 
-def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(markdown):
+def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(markdown, monkeypatch):
     """The timing differs on every machine: §4's prose states no ratio; the printed reading says either way."""
     section = markdown[markdown.index("## 4 "):markdown.index("## 5 ")]
     assert not re.search(r"\d(?:\.\d)?\s*(?:倍|×)(?!\s*\()", section.split("### 真实计时")[1])
     def reading(times):  # the line timing_text prints after the measured times
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(sections_s04_costs, "time_kernel", lambda **_: times)
-            return sections_s04_costs.timing_text(ns=[512], d_model=D, heads=list(times)).splitlines()[-1]
+        monkeypatch.setattr(sections_s04_costs, "time_kernel", lambda **_: times)
+        return sections_s04_costs.timing_text(ns=[512], d_model=D, heads=list(times)).splitlines()[-1]
 
     slow, fast = reading({1: 0.010, 8: 0.020, 64: 0.100}), reading({1: 0.010, 8: 0.011, 64: 0.100})
     assert slow.startswith("n = 512 时，以 h = 1 为 1：h = 8 是 2.0 倍，h = 64 是 10.0 倍。")

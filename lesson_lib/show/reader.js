@@ -43,10 +43,12 @@ function fix(root, names) {
       // a height kept from a narrower moment would leave a blank gap under the text for good
       const w = Math.round(el.getBoundingClientRect().width);
       if (!w) return;
+      // the height the lesson reserved itself (a widget's layout.min_height) is never given up
+      if (el.dataset.lessonBase === undefined) el.dataset.lessonBase = el.style.minHeight;
       if (String(w) !== el.dataset.lessonKeptWidth) {
         el.dataset.lessonKeptWidth = String(w);
         el.dataset.lessonKept = "0";
-        el.style.minHeight = "";
+        el.style.minHeight = el.dataset.lessonBase;
       }
       const h = Math.ceil(el.getBoundingClientRect().height);
       if (h > Number(el.dataset.lessonKept)) { el.dataset.lessonKept = String(h); el.style.minHeight = `${h}px`; }

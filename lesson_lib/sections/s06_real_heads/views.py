@@ -28,6 +28,7 @@ EXPLORER_SENTENCES = (  # (the explorer's label, the sentence), the first one sh
 )
 SKIPPED = "（跳过：没有权重包，无法计算真实模型的注意力。安装方法见本节开头。）"
 EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at JupyterLab's 13 px
+EXPLORER_FOLD_PX = 40  # the folded table's summary line under the map, with its margins (38 px in Chromium)
 
 
 def skip_without_model(message):
@@ -258,7 +259,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     longest = max(encodings.values(), key=lambda enc: len(enc.tokens))
     svg_px = math.ceil(float(re.search(r' height="([\d.]+)"', explorer_frame(longest, 1, 1, 0)[2].svg)[1]))
     box.controls["summary"].layout.min_height = f"{(4 + math.ceil(len(longest.tokens) / 2)) * EXPLORER_LINE_PX}px"
-    box.controls["picture"].layout.min_height = f"{svg_px + 2 * EXPLORER_LINE_PX}px"
+    box.controls["picture"].layout.min_height = f"{svg_px + EXPLORER_FOLD_PX}px"
     return box
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from lesson_lib.practice import feedback as fb
-from lesson_lib.practice.feedback import Feedback, Question, answer_first, unreadable
+from lesson_lib.practice.feedback import Feedback, Question, answer_first
 from lesson_lib.practice.freetext import MAX_CUES_SHOWN, Rubric, noticed
 
 MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}  # per box or answer: longer is refused unread
@@ -56,10 +56,6 @@ class Poly:
         return self.terms[-1][0] if self.terms else 0
 
     @property
-    def is_constant(self) -> bool:
-        return self.degree == 0
-
-    @property
     def constant(self) -> Fraction:
         return dict(self.terms).get(0, Fraction(0))
 
@@ -70,14 +66,14 @@ class Poly:
         return Poly.make((p + q, a * b) for p, a in self.terms for q, b in other.terms)
 
     def divide(self, other: Poly) -> Poly:
-        if not other.is_constant or other.constant == 0:
+        if other.degree > 0 or other.constant == 0:
             raise ExpressionError(f"不能除以「{other}」：只能除以不为 0 的常数（例如 512 / 8），不能除以含 n 的式子。")
         return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
         """The exponent is checked before anything is computed: ``n ** d ** h`` is refused at once."""
         k = exponent.constant
-        if not exponent.is_constant or k.denominator != 1 or not 0 <= k <= MAX_EXPONENT:
+        if exponent.degree > 0 or k.denominator != 1 or not 0 <= k <= MAX_EXPONENT:
             raise ExpressionError(f"指数「{exponent}」不行：指数要写 0 到 {MAX_EXPONENT} 的整数，例如 n^2 或 n²。")
         result = Poly.const(1)
         for _ in range(int(k)):
@@ -114,14 +110,11 @@ _FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-
 # --------------------------------------------------------------------------------------------- reading one box
 def as_text(answer, depth: int = 3) -> str:
     """Any object as a str (a collection's items joined, ``depth`` levels deep); '' for None or a broken __str__."""
-    if answer is None:
-        return ""
-    if isinstance(answer, dict):
-        answer = list(answer.values())
-    if isinstance(answer, (set, frozenset, list, tuple)):
-        return " ".join(sorted(as_text(item, depth - 1) for item in answer)) if depth > 0 else ""
+    if isinstance(answer, dict | set | frozenset | list | tuple):
+        items = answer.values() if isinstance(answer, dict) else answer
+        return " ".join(sorted(as_text(item, depth - 1) for item in items)) if depth > 0 else ""
     try:
-        return answer if isinstance(answer, str) else str(answer)
+        return "" if answer is None else str(answer)
     except Exception:  # an object whose __str__ fails is just an unreadable answer
         return ""
 
@@ -240,7 +233,7 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
             t = main
         else:
             a, b = _read_sides(main, symbols, labels)[0], _read_sides(note, symbols, labels)[0]
-            if "=" in note or a is None or b is None or not a.is_constant or b.is_constant:  # 8(n·64·n) multiplies
+            if "=" in note or a is None or b is None or a.degree > 0 or b.degree == 0:  # 8(n·64·n) multiplies
                 t = f"{main} = {note}"
     return _read_sides(t, symbols, labels)
 
@@ -281,7 +274,7 @@ class NumberBox:
         value, why = read_value(text, symbols, (self.name, *self.labels))
         if isinstance(self, ExpressionBox) or value is None:
             return value, (why + " 例如写 n · 64 · n 或 64n²。" if value is None and self.explain else why)
-        return (value.constant, "") if value.is_constant else (None, "这一栏要的是一个数，不含 n。")
+        return (value.constant, "") if value.degree == 0 else (None, "这一栏要的是一个数，不含 n。")
 
     def right(self, value) -> bool:
         return value == self.target
@@ -306,7 +299,6 @@ class ChoiceBox:
     label: str
     options: tuple[tuple[str, str, str], ...]
     answer: str
-    generic = ""
 
     def read(self, text: str) -> tuple[str | None, str]:
         folded = unicodedata.normalize("NFKC", clean(text, MAX_CHARS["form"])).strip()
@@ -379,15 +371,15 @@ def check_form(q: Question, answer) -> Feedback:
                f"{want}；你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维。"
                if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape) else "")  # not 「(8,12,64) 不对」
     if crowded:
-        return unreadable(q.id, crowded, parts=[(b.name, "unread") for b in boxes])
+        return Feedback(False, fb.FORM + crowded, q.id, parts=tuple((b.name, "unread") for b in boxes))
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
-    states = [(n, "empty" if not texts[n] else "unread" if v is None else "read") for n, (v, _) in read.items()]
+    states = tuple((n, "empty" if not texts[n] else "unread" if v is None else "read") for n, (v, _) in read.items())
     empty = "、".join(f"「{b.label}」" for b, (_, state) in zip(boxes, states) if state == "empty")
     problems = "".join(f"「{b.label}」{read[b.name][1]}" for b, (_, state) in zip(boxes, states) if state == "unread")
     if empty and not problems:
-        return unreadable(q.id, f"{empty}还空着，全部填好再提交。", fb.INCOMPLETE, states)
+        return Feedback(False, f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。", q.id, parts=states)
     if problems:
-        return unreadable(q.id, problems + (f"{empty}还空着。" if empty else ""), parts=states)
+        return Feedback(False, fb.FORM + problems + (f"{empty}还空着。" if empty else ""), q.id, parts=states)
     values = {name: value for name, (value, _) in read.items()}
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in boxes)
     echoes = tuple((b.name, b.shown(values[b.name])) for b in boxes)  # exact: never rounded to the answer
@@ -395,14 +387,13 @@ def check_form(q: Question, answer) -> Feedback:
         return Feedback(True, fb.RIGHT + q.key.praise, q.id, parts=verdicts, echoes=echoes)
     if q.key.whole is not None and (said := q.key.whole(values)):
         shape_id = "shape=(" + ", ".join(str(v) for v in values.values()) + ")"
-        return Feedback(False, fb.WRONG + said, q.id, parts=verdicts, mistakes=(shape_id,),
-                        echoes=echoes)
+        return Feedback(False, fb.WRONG + said, q.id, parts=verdicts, echoes=echoes, mistakes=(shape_id,))
     wrong = [b for b in boxes if not b.right(values[b.name])]
     parts = [f"「{b.label}」你{'选' if isinstance(b, ChoiceBox) else '填'}的是 {dict(echoes)[b.name]}。"
              f"{b.wrong_why(values[b.name])}" for b in wrong]
     if len(wrong) < len(boxes) > 1:
         parts.append(f"{'、'.join(f'「{b.label}」' for b in boxes if b not in wrong)}填得对。")
-    named = [b for b in wrong if b.wrong_why(values[b.name]) not in ("", b.generic)]  # a known mistake
+    named = [b for b in wrong if b.wrong_why(values[b.name]) not in ("", getattr(b, "generic", ""))]  # a known mistake
     return Feedback(False, fb.WRONG + "".join(parts), q.id, parts=verdicts, echoes=echoes,
                     mistakes=tuple(f"{b.name}={str(values[b.name]).replace(',', '')}" for b in named))
 
@@ -420,10 +411,10 @@ def check_choice(q: Question, answer) -> Feedback:
         items = [ch for ch in unicodedata.normalize("NFKC", clean(answer, 400)).upper() if ch not in " ,、;/和\t\n"]
     chosen = sorted(set(items))
     if len(as_text(answer)) > MAX_CHARS["multi"] or not chosen or not set(chosen) <= set(keys):
-        return unreadable(q.id, f"请点选一个选项（{'、'.join(keys)} 之一）。" if single else
-                          f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。")  # fmt: skip
+        return Feedback(False, fb.FORM + (f"请点选一个选项（{'、'.join(keys)} 之一）。" if single else
+                                          f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。"), q.id)  # fmt: skip
     if single and len(chosen) > 1:
-        return unreadable(q.id, f"这道题只选一项，你选了 {'、'.join(chosen)}。")
+        return Feedback(False, f"{fb.FORM}这道题只选一项，你选了 {'、'.join(chosen)}。", q.id)
     if set(chosen) == k.answer or (single and chosen[0] in k.answer):
         return Feedback(True, fb.RIGHT + k.praise, q.id)
     wrong, missing = sorted(set(chosen) - k.answer), set() if single else k.answer - set(chosen)

@@ -72,10 +72,6 @@ def answer_first(qid: str, what: str = "写下你的答案") -> Feedback:
     return Feedback(False, f"{ANSWER_FIRST}先{what}再提交，哪怕不确定也没关系，提交后会告诉你差在哪里。", qid)
 
 
-def unreadable(qid: str, message: str, head: str = FORM, parts=()) -> Feedback:
-    return Feedback(False, head + message, qid, parts=tuple(parts))
-
-
 # Wording that may improve without changing what is asked or accepted; an option's why teaches too.
 _TEACHING_TEXT = {"hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer",
                   "description", "cues", "text", "explanation"}  # fmt: skip

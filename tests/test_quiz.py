@@ -21,6 +21,7 @@ from lesson_lib.practice import feedback as qf
 from lesson_lib.practice import interview as qi
 from lesson_lib.practice import questions as qq
 from lesson_lib.practice import quiz
+from lesson_lib.practice.progress import current_version
 
 ROOT = Path(__file__).resolve().parents[1]
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
@@ -449,23 +450,27 @@ def test_deeply_nested_answers_are_unreadable_not_a_crash():
 
 
 # ------------------------------------------------------------------------------------------ question versions
+def _versions() -> dict[str, str]:
+    return {item: current_version(item) for item in (*qq.question_ids(), qi.INTERVIEW_ID)}
+
+
 def test_versions_are_computed_from_the_question_data(monkeypatch):
     """A question's version follows its prompt and answer key: change the paper's head count and the questions
     that ask about it get a new version; the others keep theirs. check() names the version it answered."""
-    before = quiz.versions()
+    before = _versions()
     assert set(before) == {*qq.question_ids(), qi.INTERVIEW_ID} and len(set(before.values())) == len(before)
     assert quiz.check("Q2", ["32", "不变"]).version == before["Q2"]
     assert qi.interview_check("单头会平均").version == before[qi.INTERVIEW_ID]
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
     _rebuild_questions(qq)
     try:
-        after = quiz.versions()
+        after = _versions()
     finally:
         monkeypatch.undo()
         _rebuild_questions(qq)
     assert after["Q3"] != before["Q3"] and after["S3"] != before["S3"]  # their prompts and keys use h
     assert after["S6"] == before["S6"] and after["S3c"] != before["S3c"]  # S6 does not; S3c's options name h
-    assert quiz.versions() == before  # deterministic
+    assert _versions() == before  # deterministic
 
 
 def test_a_version_ignores_teaching_text_but_not_the_key():

@@ -77,32 +77,26 @@ _TEACHING_TEXT = {"hints", "generic", "explain", "praise", "placeholder", "misco
                   "description", "cues", "text", "explanation"}  # fmt: skip
 
 
-def _canonical(value):
-    """A question key's data as JSON (targets, options, answers, box names, units): no teaching text, no functions."""
+def _key_data(value):
+    """What json cannot write of a question key: a dataclass's fields but its teaching text and functions."""
     if dataclasses.is_dataclass(value):
         out = {"type": type(value).__name__}
         for f in dataclasses.fields(value):
             if f.name == "options":
                 out[f.name] = [[str(o[0]), str(o[1])] for o in value.options]
             elif f.name not in _TEACHING_TEXT:
-                out[f.name] = _canonical(getattr(value, f.name))
+                out[f.name] = getattr(value, f.name)
         return out
-    if isinstance(value, dict):
-        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, frozenset | set):
-        return sorted(str(_canonical(v)) for v in value)
-    if isinstance(value, list | tuple):
-        return [_canonical(v) for v in value]
+        return sorted(map(str, value))
     if isinstance(value, Fraction):
         return f"{value.numerator}/{value.denominator}"
-    if callable(value):
-        return None
-    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
+    return None if callable(value) else str(value)
 
 
 def question_version(prompt: str, key, kind: str = "") -> str:
     """The fingerprint of what a question asks and accepts: a saved verdict is dropped when it no longer matches."""
-    data = json.dumps([kind, prompt, _canonical(key)], ensure_ascii=False, sort_keys=True)
+    data = json.dumps([kind, prompt, key], ensure_ascii=False, sort_keys=True, default=_key_data)
     return hashlib.sha256(data.encode("utf-8", "backslashreplace")).hexdigest()[:12]
 
 

@@ -3,6 +3,7 @@ kind. A box that cannot be read for certain says what it wants (in Chinese), ech
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Callable
@@ -75,10 +76,7 @@ class Poly:
         k = exponent.constant
         if exponent.degree > 0 or k.denominator != 1 or not 0 <= k <= MAX_EXPONENT:
             raise ExpressionError(f"指数「{exponent}」不行：指数要写 0 到 {MAX_EXPONENT} 的整数，例如 n^2 或 n²。")
-        result = Poly.const(1)
-        for _ in range(int(k)):
-            result = result * self
-        return result
+        return math.prod([self] * int(k), start=Poly.const(1))
 
     def __str__(self) -> str:
         text = ""
@@ -410,7 +408,7 @@ def check_choice(q: Question, answer) -> Feedback:
     else:  # 'B', 'AC', 'a, c', 'A、C'
         items = [ch for ch in unicodedata.normalize("NFKC", clean(answer, 400)).upper() if ch not in " ,、;/和\t\n"]
     chosen = sorted(set(items))
-    if len(as_text(answer)) > MAX_CHARS["multi"] or not chosen or not set(chosen) <= set(keys):
+    if len(as_text(answer)) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys):
         return Feedback(False, fb.FORM + (f"请点选一个选项（{'、'.join(keys)} 之一）。" if single else
                                           f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。"), q.id)  # fmt: skip
     if single and len(chosen) > 1:

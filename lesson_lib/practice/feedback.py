@@ -27,8 +27,7 @@ class Feedback:
     correct: bool  # every part right (never for free text or a self-assessment)
     message: str  # starts with one of the heads above, which says the verdict
     question_id: str = ""
-    parts: tuple[tuple[str, str], ...] = ()  # (box, "right" | "wrong") when every box was read, else
-    # (box, "read" | "unread" | "empty") and nothing is judged
+    parts: tuple[tuple[str, str], ...] = ()  # (box, right | wrong) if every box was read, else read | unread | empty
     echoes: tuple[tuple[str, str], ...] = ()  # (box, the value read, written exactly) for a judged form
     covered: tuple[str, ...] = ()  # a self-assessment: the rubric points ticked
     mistakes: tuple[str, ...] = ()  # ids of the named mistakes of a wrong answer ("d_k=64", "option=A")
@@ -60,7 +59,6 @@ class Question:
 
     @property
     def choices(self) -> tuple[tuple[str, str], ...]:
-        """(key, label) of a single/multi question's options."""
         return tuple((k, label) for k, label, _ in getattr(self.key, "options", ()))
 
     @cached_property

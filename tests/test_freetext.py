@@ -19,7 +19,7 @@ RUBRIC = Rubric(
 
 def _hint(answer: str, rubric: Rubric) -> str:
     """The hint line of the review a free-text answer gets ('' when it names no word)."""
-    message = rubric_feedback("Q", "", answer or " ", rubric, 1000).message
+    message = rubric_feedback("Q", answer or " ", rubric, 1000).message
     return message.split("\n", 1)[1] if "\n" in message else ""
 
 

@@ -10,8 +10,8 @@ import sys
 import pytest
 from helpers import CJK, unnamed_controls
 
-from lesson_lib.practice import feedback as practice_feedback
-from lesson_lib.practice import interview, questions, quiz, render
+from lesson_lib.practice import feedback as qf
+from lesson_lib.practice import interview, questions, quiz
 from lesson_lib.practice import widgets as quiz_widgets
 from lesson_lib.practice.progress import Progress, ProgressFile
 
@@ -48,10 +48,10 @@ def _labelled(widget) -> list:
     return found
 
 
-def _shows_check(q) -> practice_feedback.Feedback:
+def _shows_check(q) -> qf.Feedback:
     """The feedback a question widget shows is the checker's verdict on what its controls hold, rendered."""
     fb = quiz.check(q.question.id, q.value())
-    assert q.feedback.value == render.feedback_html(fb)
+    assert q.feedback.value == qf.feedback_html(fb)
     return fb
 
 
@@ -104,7 +104,7 @@ def test_explanation_toggles(progress):
     q.controls["choice"].value = "A"
     q.submit.click()
     q.reveal.value = True
-    assert q.reference.value == render.box_html(q.question.explanation, "neutral", "lesson-explanation")
+    assert q.reference.value == qf.box_html(q.question.explanation, "neutral", "lesson-explanation")
     assert q.reveal.description != closed
     q.reveal.value = False
     assert q.reference.value == "" and q.reveal.description == closed
@@ -132,20 +132,20 @@ def test_self_explanation_writes_then_ticks(progress):
     q1.answer.value = "单头只有一组权重，输出是加权平均——这种说法是错的。"
     q1.submit.click()
     fb = quiz.check("Q1", q1.answer.value)
-    assert q1.feedback.value == render.feedback_html(fb) and fb.verdict != "right"
+    assert q1.feedback.value == qf.feedback_html(fb) and fb.verdict != "right"
     assert q1.assess_box.layout.display is None
-    assert q1.rubric_html.value == render.box_html(q1.rubric.text(), "neutral", "lesson-rubric")
+    assert q1.rubric_html.value == qf.box_html(q1.rubric.text(), "neutral", "lesson-rubric")
     assert not progress.entry("Q1")["solved"]  # written, never graded
     names = list(q1.ticks)
     q1.ticks[names[0]].value = True
     assert q1.assessment.value == ""  # ticking is not recording
     q1.record_button.click()
-    assert q1.assessment.value == render.box_html(quiz.assess("Q1", [names[0]]).message, "review")
+    assert q1.assessment.value == qf.box_html(quiz.assess("Q1", [names[0]]).message, "review")
     entry = progress.entry("Q1")
     assert (entry["attempts"][-1]["covered"], entry["attempts"][-1]["of"]) == ([names[0]], len(q1.rubric.points))
     assert entry["final"] == "self" and not entry["solved"]
     q1.reveal.value = True
-    assert q1.reference.value == render.box_html(q1.rubric.model_answer, "neutral", "lesson-reference-answer")
+    assert q1.reference.value == qf.box_html(q1.rubric.model_answer, "neutral", "lesson-reference-answer")
 
 
 def test_interview_asks_first_and_reveals_after(progress):
@@ -159,9 +159,9 @@ def test_interview_asks_first_and_reveals_after(progress):
     iv.answer.value = "单头做加权平均，会把指代和句法抹平。"
     iv.submit.click()
     fb = interview.interview_check(iv.answer.value)
-    assert iv.feedback.value == render.feedback_html(fb) and fb.verdict != "right" and not iv.reveal.disabled
+    assert iv.feedback.value == qf.feedback_html(fb) and fb.verdict != "right" and not iv.reveal.disabled
     iv.reveal.value = True
-    assert iv.reference.value == render.box_html(iv.rubric.model_answer, "neutral", "lesson-reference-answer")
+    assert iv.reference.value == qf.box_html(iv.rubric.model_answer, "neutral", "lesson-reference-answer")
     iv.record_button.click()
     assert progress.entry(interview.INTERVIEW_ID)["attempts"][-1]["of"] == len(iv.rubric.points)
 

@@ -3,6 +3,7 @@ kind. A box that cannot be read for certain says what it wants (in Chinese), ech
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Callable
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from lesson_lib.practice import feedback as fb
-from lesson_lib.practice.feedback import Feedback, Question, blank, unreadable
+from lesson_lib.practice.feedback import Feedback, Question, answer_first
 from lesson_lib.practice.freetext import MAX_CUES_SHOWN, Rubric, noticed
 
 MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}  # per box or answer: longer is refused unread
@@ -56,10 +57,6 @@ class Poly:
         return self.terms[-1][0] if self.terms else 0
 
     @property
-    def is_constant(self) -> bool:
-        return self.degree == 0
-
-    @property
     def constant(self) -> Fraction:
         return dict(self.terms).get(0, Fraction(0))
 
@@ -70,19 +67,16 @@ class Poly:
         return Poly.make((p + q, a * b) for p, a in self.terms for q, b in other.terms)
 
     def divide(self, other: Poly) -> Poly:
-        if not other.is_constant or other.constant == 0:
+        if other.degree > 0 or other.constant == 0:
             raise ExpressionError(f"不能除以「{other}」：只能除以不为 0 的常数（例如 512 / 8），不能除以含 n 的式子。")
         return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
         """The exponent is checked before anything is computed: ``n ** d ** h`` is refused at once."""
         k = exponent.constant
-        if not exponent.is_constant or k.denominator != 1 or not 0 <= k <= MAX_EXPONENT:
+        if exponent.degree > 0 or k.denominator != 1 or not 0 <= k <= MAX_EXPONENT:
             raise ExpressionError(f"指数「{exponent}」不行：指数要写 0 到 {MAX_EXPONENT} 的整数，例如 n^2 或 n²。")
-        result = Poly.const(1)
-        for _ in range(int(k)):
-            result = result * self
-        return result
+        return math.prod([self] * int(k), start=Poly.const(1))
 
     def __str__(self) -> str:
         text = ""
@@ -114,14 +108,11 @@ _FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-
 # --------------------------------------------------------------------------------------------- reading one box
 def as_text(answer, depth: int = 3) -> str:
     """Any object as a str (a collection's items joined, ``depth`` levels deep); '' for None or a broken __str__."""
-    if answer is None:
-        return ""
-    if isinstance(answer, dict):
-        answer = list(answer.values())
-    if isinstance(answer, (set, frozenset, list, tuple)):
-        return " ".join(sorted(as_text(item, depth - 1) for item in answer)) if depth > 0 else ""
+    if isinstance(answer, dict | set | frozenset | list | tuple):
+        items = answer.values() if isinstance(answer, dict) else answer
+        return " ".join(sorted(as_text(item, depth - 1) for item in items)) if depth > 0 else ""
     try:
-        return answer if isinstance(answer, str) else str(answer)
+        return "" if answer is None else str(answer)
     except Exception:  # an object whose __str__ fails is just an unreadable answer
         return ""
 
@@ -240,7 +231,7 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
             t = main
         else:
             a, b = _read_sides(main, symbols, labels)[0], _read_sides(note, symbols, labels)[0]
-            if "=" in note or a is None or b is None or not a.is_constant or b.is_constant:  # 8(n·64·n) multiplies
+            if "=" in note or a is None or b is None or a.degree > 0 or b.degree == 0:  # 8(n·64·n) multiplies
                 t = f"{main} = {note}"
     return _read_sides(t, symbols, labels)
 
@@ -281,7 +272,7 @@ class NumberBox:
         value, why = read_value(text, symbols, (self.name, *self.labels))
         if isinstance(self, ExpressionBox) or value is None:
             return value, (why + " 例如写 n · 64 · n 或 64n²。" if value is None and self.explain else why)
-        return (value.constant, "") if value.is_constant else (None, "这一栏要的是一个数，不含 n。")
+        return (value.constant, "") if value.degree == 0 else (None, "这一栏要的是一个数，不含 n。")
 
     def right(self, value) -> bool:
         return value == self.target
@@ -306,7 +297,6 @@ class ChoiceBox:
     label: str
     options: tuple[tuple[str, str, str], ...]
     answer: str
-    generic = ""
 
     def read(self, text: str) -> tuple[str | None, str]:
         folded = unicodedata.normalize("NFKC", clean(text, MAX_CHARS["form"])).strip()
@@ -371,7 +361,7 @@ def check_form(q: Question, answer) -> Feedback:
     items, extra, shape = _items(q, answer)
     texts = {b.name: as_text(v).strip() for b, v in zip(boxes, items)}
     if not any(texts.values()):
-        return blank(q.id, q.explanation, "在框里填上答案")
+        return answer_first(q.id, "在框里填上答案")
     want = f"这道题有 {len(boxes)} 个框，每个框只填一个数"
     lists = [(b, v) for b, v in zip(boxes, items) if isinstance(v, (list, tuple, set, dict)) and len(v) != 1]
     crowded = (f"{want}，收到的却有 {len(boxes) + len(extra)} 个值。" if extra else
@@ -379,31 +369,30 @@ def check_form(q: Question, answer) -> Feedback:
                f"{want}；你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维。"
                if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape) else "")  # not 「(8,12,64) 不对」
     if crowded:
-        return unreadable(q.id, q.explanation, crowded, parts=[(b.name, "unread") for b in boxes])
+        return Feedback(False, fb.FORM + crowded, q.id, parts=tuple((b.name, "unread") for b in boxes))
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
-    states = [(n, "empty" if not texts[n] else "unread" if v is None else "read") for n, (v, _) in read.items()]
+    states = tuple((n, "empty" if not texts[n] else "unread" if v is None else "read") for n, (v, _) in read.items())
     empty = "、".join(f"「{b.label}」" for b, (_, state) in zip(boxes, states) if state == "empty")
     problems = "".join(f"「{b.label}」{read[b.name][1]}" for b, (_, state) in zip(boxes, states) if state == "unread")
     if empty and not problems:
-        return unreadable(q.id, q.explanation, f"{empty}还空着，全部填好再提交。", fb.INCOMPLETE, states)
+        return Feedback(False, f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。", q.id, parts=states)
     if problems:
-        return unreadable(q.id, q.explanation, problems + (f"{empty}还空着。" if empty else ""), parts=states)
+        return Feedback(False, fb.FORM + problems + (f"{empty}还空着。" if empty else ""), q.id, parts=states)
     values = {name: value for name, (value, _) in read.items()}
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in boxes)
     echoes = tuple((b.name, b.shown(values[b.name])) for b in boxes)  # exact: never rounded to the answer
     if all(v == "right" for _, v in verdicts):
-        return Feedback(True, fb.RIGHT + q.key.praise, q.explanation, q.id, parts=verdicts, echoes=echoes)
+        return Feedback(True, fb.RIGHT + q.key.praise, q.id, parts=verdicts, echoes=echoes)
     if q.key.whole is not None and (said := q.key.whole(values)):
         shape_id = "shape=(" + ", ".join(str(v) for v in values.values()) + ")"
-        return Feedback(False, fb.WRONG + said, q.explanation, q.id, parts=verdicts, mistakes=(shape_id,),
-                        echoes=echoes)
+        return Feedback(False, fb.WRONG + said, q.id, parts=verdicts, echoes=echoes, mistakes=(shape_id,))
     wrong = [b for b in boxes if not b.right(values[b.name])]
     parts = [f"「{b.label}」你{'选' if isinstance(b, ChoiceBox) else '填'}的是 {dict(echoes)[b.name]}。"
              f"{b.wrong_why(values[b.name])}" for b in wrong]
     if len(wrong) < len(boxes) > 1:
         parts.append(f"{'、'.join(f'「{b.label}」' for b in boxes if b not in wrong)}填得对。")
-    named = [b for b in wrong if b.wrong_why(values[b.name]) not in ("", b.generic)]  # a known mistake
-    return Feedback(False, fb.WRONG + "".join(parts), q.explanation, q.id, parts=verdicts, echoes=echoes,
+    named = [b for b in wrong if b.wrong_why(values[b.name]) not in ("", getattr(b, "generic", ""))]  # a known mistake
+    return Feedback(False, fb.WRONG + "".join(parts), q.id, parts=verdicts, echoes=echoes,
                     mistakes=tuple(f"{b.name}={str(values[b.name]).replace(',', '')}" for b in named))
 
 
@@ -413,41 +402,41 @@ def check_choice(q: Question, answer) -> Feedback:
     k: ChoiceKey = q.key
     keys, why, single = tuple(key for key, _, _ in k.options), {key: w for key, _, w in k.options}, q.kind == "single"
     if not as_text(answer).strip():
-        return blank(q.id, q.explanation, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
+        return answer_first(q.id, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
     if isinstance(answer, (set, frozenset, list, tuple)):  # checkboxes, or a key list typed by hand
         items = [unicodedata.normalize("NFKC", as_text(a)).strip().upper() for a in answer]
     else:  # 'B', 'AC', 'a, c', 'A、C'
         items = [ch for ch in unicodedata.normalize("NFKC", clean(answer, 400)).upper() if ch not in " ,、;/和\t\n"]
     chosen = sorted(set(items))
-    if len(as_text(answer)) > MAX_CHARS["multi"] or not chosen or not set(chosen) <= set(keys):
-        return unreadable(q.id, q.explanation, f"请点选一个选项（{'、'.join(keys)} 之一）。" if single else
-                          f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。")  # fmt: skip
+    if len(as_text(answer)) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys):
+        return Feedback(False, fb.FORM + (f"请点选一个选项（{'、'.join(keys)} 之一）。" if single else
+                                          f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。"), q.id)  # fmt: skip
     if single and len(chosen) > 1:
-        return unreadable(q.id, q.explanation, f"这道题只选一项，你选了 {'、'.join(chosen)}。")
+        return Feedback(False, f"{fb.FORM}这道题只选一项，你选了 {'、'.join(chosen)}。", q.id)
     if set(chosen) == k.answer or (single and chosen[0] in k.answer):
-        return Feedback(True, fb.RIGHT + k.praise, q.explanation, q.id)
+        return Feedback(True, fb.RIGHT + k.praise, q.id)
     wrong, missing = sorted(set(chosen) - k.answer), set() if single else k.answer - set(chosen)
     parts = [f"{'、'.join(good)} 选得对。"] if (good := sorted(set(chosen) & k.answer)) else []
     parts += [f"{key} 不该选：{why[key]}" for key in wrong]
     parts += [f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。"] if missing else []
     mistakes = tuple(f"option={key}" for key in wrong) + (("missing",) if missing else ())
-    return Feedback(False, fb.WRONG + "".join(parts), q.explanation, q.id, mistakes=mistakes)
+    return Feedback(False, fb.WRONG + "".join(parts), q.id, mistakes=mistakes)
 
 
 # --------------------------------------------------------------------------------------------- self-explanation
-def rubric_feedback(qid: str, explanation: str, answer, rubric: Rubric, cap: int) -> Feedback:
+def rubric_feedback(qid: str, answer, rubric: Rubric, cap: int) -> Feedback:
     """Free text is never graded: the learner gets the rubric to compare with, and a hint naming words it used."""
     text = clean(answer, cap + 1).strip()
     if not text:  # nothing to compare yet: a prompt, no verdict
         return Feedback(False, f"{fb.ANSWER_FIRST}先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
-                               "就会出现要点清单和常见误解，由你自己对照。", explanation, qid, blank=True, judged=False)
+                               "就会出现要点清单和常见误解，由你自己对照。", qid)
     head = f"{fb.REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，再点「记录自评」。"
     if len(text) > cap:
         head += f"（回答超过 {cap} 字，提示只看了前 {cap} 字。）"
     if words := noticed(text[:cap], rubric)[:MAX_CUES_SHOWN]:  # words, never a point: no reading of negation
         quoted = "".join(f"「{w}」" for w in words)
         head += f"\n你的回答里出现了：{quoted}。用了这些词不等于说到了要点，请对照下面的要点自己判断。"
-    return Feedback(False, head, explanation, qid, show_explanation=True, judged=False)
+    return Feedback(False, head, qid)
 
 
 def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
@@ -458,10 +447,10 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
     message = f"{fb.SELF}你勾了 {len(chosen)} / {len(names)} 个要点。" + (
         f"没勾的：{rest}。可以改一改你的回答，再对照一次。" if rest else
         "按你自己的对照，要点都说到了；再看一眼上面的误解，你的回答里没有吧？")  # fmt: skip
-    return Feedback(False, message, "", qid, judged=False, covered=chosen)
+    return Feedback(False, message, qid, covered=chosen)
 
 
 CHECKERS: dict[str, Callable[[Question, object], Feedback]] = {
     "form": check_form, "single": check_choice, "multi": check_choice,
-    "self": lambda q, answer: rubric_feedback(q.id, q.explanation, answer, q.key, MAX_CHARS["self"]),
+    "self": lambda q, answer: rubric_feedback(q.id, answer, q.key, MAX_CHARS["self"]),
 }

@@ -86,7 +86,7 @@ class ExerciseResult:
         return self.message
 
     def _repr_html_(self) -> str:
-        from lesson_lib.practice.render import box_html
+        from lesson_lib.practice.feedback import box_html
 
         tone = {"passed": "right", "todo": "neutral"}.get(self.status, "wrong")
         return box_html(self.message, tone, f"lesson-exercise lesson-exercise-{self.status}")

@@ -1,14 +1,17 @@
 """What a check returns, what a question is, and its version; a message's head says its verdict (「正确！」 only when
-every part is surely right). Tests read fields, not words."""
+every part is surely right), and its HTML, a themed box per verdict. Tests read fields, not words."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import html
 import json
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+
+from lesson_lib.show.theme import box
 
 RIGHT = "正确！"  # a right answer's message starts with this; the word appears nowhere else
 WRONG = "还不对："
@@ -22,15 +25,9 @@ SELF = "自评："  # the learner's own tick of the rubric
 @dataclass(frozen=True)
 class Feedback:
     correct: bool  # every part right (never for free text or a self-assessment)
-    message: str  # starts with one of the heads above
-    explanation: str = ""  # the question's 解析, shown on request
+    message: str  # starts with one of the heads above, which says the verdict
     question_id: str = ""
-    blank: bool = False  # nothing (or not everything) answered, or a box unreadable: not an attempt
-    show_explanation: bool = False  # free text reveals the rubric straight after writing
-    judged: bool = True  # False for free text and self-assessments
-    unread: bool = False  # a box could not be read (the message says what form it wants)
-    parts: tuple[tuple[str, str], ...] = ()  # (box, "right" | "wrong") when every box was read, else
-    # (box, "read" | "unread" | "empty") and nothing is judged
+    parts: tuple[tuple[str, str], ...] = ()  # (box, right | wrong) if every box was read, else read | unread | empty
     echoes: tuple[tuple[str, str], ...] = ()  # (box, the value read, written exactly) for a judged form
     covered: tuple[str, ...] = ()  # a self-assessment: the rubric points ticked
     mistakes: tuple[str, ...] = ()  # ids of the named mistakes of a wrong answer ("d_k=64", "option=A")
@@ -38,14 +35,14 @@ class Feedback:
 
     @property
     def verdict(self) -> str:
-        """right, wrong, form (unreadable), blank (nothing submitted), review (free text) or self (self-assessed)."""
-        if self.unread:
-            return "form"
-        if self.message.startswith(ANSWER_FIRST):
-            return "blank"
-        if not self.judged:
-            return "self" if self.message.startswith(SELF) else "review"
-        return "right" if self.correct else "wrong"
+        """right, wrong, form (a box unreadable or empty), blank (nothing submitted), review (free text) or self."""
+        heads = {FORM: "form", INCOMPLETE: "form", ANSWER_FIRST: "blank", REVIEW: "review", SELF: "self"}
+        return next((v for h, v in heads.items() if self.message.startswith(h)), "right" if self.correct else "wrong")
+
+    @property
+    def blank(self) -> bool:
+        """Not an attempt, so nothing is recorded: nothing submitted, or a box empty or unreadable."""
+        return self.verdict in ("blank", "form")
 
 
 @dataclass(frozen=True)
@@ -58,25 +55,19 @@ class Question:
     prompt: str
     explanation: str
     key: object = field(repr=False, compare=False)
-    choices: tuple[tuple[str, str], ...] = ()  # (key, label) for single/multi: taken from the key's options
     placeholder: str = ""
 
-    def __post_init__(self):
-        if getattr(self.key, "options", None) and not self.choices:
-            object.__setattr__(self, "choices", tuple((k, label) for k, label, _ in self.key.options))
+    @property
+    def choices(self) -> tuple[tuple[str, str], ...]:
+        return tuple((k, label) for k, label, _ in getattr(self.key, "options", ()))
 
     @cached_property
     def version(self) -> str:
         return question_version(self.prompt, self.key, self.kind)
 
 
-def blank(qid: str, explanation: str, what: str = "写下你的答案") -> Feedback:
-    message = f"{ANSWER_FIRST}先{what}再提交，哪怕不确定也没关系，提交后会告诉你差在哪里。"
-    return Feedback(False, message, explanation, qid, blank=True, judged=False)
-
-
-def unreadable(qid: str, explanation: str, message: str, head: str = FORM, parts=()) -> Feedback:
-    return Feedback(False, head + message, explanation, qid, blank=True, unread=True, parts=tuple(parts))
+def answer_first(qid: str, what: str = "写下你的答案") -> Feedback:
+    return Feedback(False, f"{ANSWER_FIRST}先{what}再提交，哪怕不确定也没关系，提交后会告诉你差在哪里。", qid)
 
 
 # Wording that may improve without changing what is asked or accepted; an option's why teaches too.
@@ -84,30 +75,38 @@ _TEACHING_TEXT = {"hints", "generic", "explain", "praise", "placeholder", "misco
                   "description", "cues", "text", "explanation"}  # fmt: skip
 
 
-def _canonical(value, depth: int = 0):
-    """A question key's data as JSON (targets, options, answers, box names, units): no teaching text, no functions."""
-    if depth > 8 or (callable(value) and not dataclasses.is_dataclass(value)):
-        return None
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+def _key_data(value):
+    """What json cannot write of a question key: a dataclass's fields but its teaching text and functions."""
+    if dataclasses.is_dataclass(value):
         out = {"type": type(value).__name__}
         for f in dataclasses.fields(value):
             if f.name == "options":
                 out[f.name] = [[str(o[0]), str(o[1])] for o in value.options]
             elif f.name not in _TEACHING_TEXT:
-                out[f.name] = _canonical(getattr(value, f.name), depth + 1)
+                out[f.name] = getattr(value, f.name)
         return out
-    if isinstance(value, dict):
-        return {str(k): _canonical(v, depth + 1) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, frozenset | set):
-        return sorted(str(_canonical(v, depth + 1)) for v in value)
-    if isinstance(value, list | tuple):
-        return [_canonical(v, depth + 1) for v in value]
+        return sorted(map(str, value))
     if isinstance(value, Fraction):
         return f"{value.numerator}/{value.denominator}"
-    return value if isinstance(value, str | int | float | bool) or value is None else str(value)  # a Poly: exact
+    return None if callable(value) else str(value)
 
 
 def question_version(prompt: str, key, kind: str = "") -> str:
     """The fingerprint of what a question asks and accepts: a saved verdict is dropped when it no longer matches."""
-    data = json.dumps([kind, prompt, _canonical(key)], ensure_ascii=False, sort_keys=True)
+    data = json.dumps([kind, prompt, key], ensure_ascii=False, sort_keys=True, default=_key_data)
     return hashlib.sha256(data.encode("utf-8", "backslashreplace")).hexdigest()[:12]
+
+
+def box_html(text: str, tone: str = "neutral", css_class: str = "") -> str:
+    """Escaped text in a themed box: a right verdict is ok, a wrong one warn, anything else (no verdict) a note."""
+    inner = box(text_html(text), {"right": "ok", "wrong": "warn"}.get(tone, "note"))
+    return f'<div class="{html.escape(css_class)}">{inner}</div>' if css_class else inner
+
+
+def text_html(text: str) -> str:
+    return html.escape(text).replace("\n", "<br>")
+
+
+def feedback_html(feedback: Feedback) -> str:
+    return box_html(feedback.message, feedback.verdict, f"lesson-feedback lesson-feedback-{feedback.verdict}")

@@ -73,7 +73,7 @@ def interview_version() -> str:
 def interview_check(answer) -> Feedback:
     """The rubric and reference answer to compare with; a hint names cue words in the answer; never a verdict."""
     rubric = interview_rubric()
-    fb = rubric_feedback(INTERVIEW_ID, rubric.text() + "\n" + rubric.model_answer, answer, rubric, MAX_INTERVIEW_CHARS)
+    fb = rubric_feedback(INTERVIEW_ID, answer, rubric, MAX_INTERVIEW_CHARS)
     return replace(fb, version=interview_version())
 
 

@@ -7,8 +7,8 @@ import contextlib
 import json
 
 from lesson_lib.practice import checkers, interview, questions, quiz
+from lesson_lib.practice.feedback import box_html, feedback_html, text_html
 from lesson_lib.practice.progress import Progress, default_progress
-from lesson_lib.practice.render import box_html, feedback_html, text_html
 from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
 
 

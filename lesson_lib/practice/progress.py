@@ -1,9 +1,8 @@
 """The learner's progress (questions, code exercises, the interview self-check) and the file that keeps it.
 
-Each save reads, merges and atomically replaces the file under its lock, so two notebooks lose nothing. Only a
-regular file at ``$LESSON_PROGRESS_FILE`` (or the ``platformdirs`` data folder's) is read or replaced, never a link,
-FIFO or folder; a file the lesson cannot read is renamed aside, never overwritten. The format (JSON), which
-``scripts/class_report.py`` and the export read::
+Each save reads, merges and atomically replaces the file under its lock (two notebooks lose nothing); only a regular
+file is read or replaced, never a link, FIFO or folder, and one the lesson cannot read is renamed aside, never
+overwritten. The format (JSON), which ``scripts/class_report.py`` and the export read::
 
     {"format": "day11-progress", "version": 2, "saved_at": "2026-12-01T10:00:00+00:00",
      "questions": {"Q2": {"attempts": [{"answer": "[\\"64\\", \\"不变\\"]", "verdict": "wrong", "mistake": "d_k=64",
@@ -257,8 +256,10 @@ class Progress:
             listener()
 
     def entry(self, item_id: str) -> dict:
-        """The stored record of a question, or of the interview (``INTERVIEW``); {} when there is none."""
-        return (self.data["interview"] if item_id == INTERVIEW else self.data["questions"].get(item_id)) or {}
+        """The stored record of a question, an exercise or the interview (``INTERVIEW``); {} when there is none."""
+        if item_id == INTERVIEW:
+            return self.data["interview"]
+        return self.data["questions"].get(item_id) or self.data["exercises"].get(item_id, {})
 
     def items(self) -> list[tuple[str, str, str]]:
         """(kind, name, done/tried/todo) for everything; a self-assessed question is done, never right."""
@@ -268,7 +269,7 @@ class Progress:
         out = [("题目", q, state(e.get("solved") or e.get("final") == "self", e.get("n_attempts")))
                for q in self.ids for e in [self.entry(q)]]
         out += [("代码练习", name, state(result == "passed", result not in (None, "todo")))
-                for name in EXERCISE_IDS for result in [self.data["exercises"].get(name, {}).get("result")]]
+                for name in EXERCISE_IDS for result in [self.entry(name).get("result")]]
         interview = self.entry(INTERVIEW)
         return [*out, ("面试自检", INTERVIEW, state(interview.get("complete"), interview.get("n_attempts")))]
 
@@ -300,8 +301,7 @@ class Progress:
         lines += [f"- {line}" for line in self.summary().splitlines()]
         lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]
         for kind, name, state in self.items():
-            tries = self.data["exercises"].get(name, {}).get("checks", 0) if kind == "代码练习" else \
-                self.entry(name).get("n_attempts", 0)
+            tries = self.entry(name).get("checks", self.entry(name).get("n_attempts", 0))
             lines.append(f"| {kind} | {name} | {dict(done='完成', tried='未通过', todo='未做')[state]} | {tries} |")
         json_path, md_path = folder / "progress-export.json", folder / "progress-summary.md"
         try:

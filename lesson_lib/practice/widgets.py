@@ -93,7 +93,7 @@ class SelfTestWidget(_Shown):
         self.reference = _wire({"reveal": self.reveal}, self._on_reveal)
         below = [w.HBox([self.submit, self.reveal, self.attempt_label]), self.feedback, self.reference]
         if rubric is not None:  # 写好了 beside the count; then the self-assessment; the reference answer last
-            self.rubric_html = w.HTML("")
+            self.rubric_html = w.HTML(box_html(rubric.text(), "neutral", "lesson-rubric"))  # shown after a first try
             self.ticks = {p.name: w.Checkbox(value=False, description=p.name, indent=False,
                                              layout=w.Layout(width="auto")) for p in rubric.points}  # fmt: skip
             self.record_button = w.Button(description="记录自评", tooltip="只记录你自己勾的要点，不打分")
@@ -155,15 +155,13 @@ class SelfTestWidget(_Shown):
             done = f"{'已写' if self.rubric else '已作答'} {self.attempts} 次"
             self.attempt_label.value = done + ("（已从进度文件恢复）" if restored else "")
             self.reveal.disabled, self.reveal.tooltip = False, ""
-        if self.attempts and self.rubric is not None:
-            self.rubric_html.value = box_html(self.rubric.text(), "neutral", "lesson-rubric")
-            self.assess_box.layout.display = None
+            if self.rubric is not None:
+                self.assess_box.layout.display = None
 
-    def _on_assess(self, summary) -> None:
-        if self.attempts:
-            fb = self._assess([name for name, box in self.ticks.items() if box.value])
-            self.progress.record(fb, self.answer.value, of=len(self.rubric.points))
-            summary.value = box_html(fb.message, "review")
+    def _on_assess(self, summary) -> None:  # its button shows after the first attempt
+        fb = self._assess([name for name, box in self.ticks.items() if box.value])
+        self.progress.record(fb, self.answer.value, of=len(self.rubric.points))
+        summary.value = box_html(fb.message, "review")
 
     def _on_reveal(self, summary) -> None:
         show = bool(self.reveal.value) and self.attempts > 0

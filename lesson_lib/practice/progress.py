@@ -26,6 +26,7 @@ import json
 import os
 import secrets
 import stat
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -119,8 +120,7 @@ def _why(exc: OSError) -> str:
 def _replace_file(path: Path, text: str) -> None:
     """Atomically make ``path`` (a regular file or free) hold ``text``: a new file beside it, then ``os.replace``."""
     _refuse(path)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # O_EXCL, never a link
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8", "backslashreplace"))  # a lone surrogate in a name cannot stop a save

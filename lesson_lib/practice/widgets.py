@@ -31,8 +31,6 @@ def _wire(controls: dict, show, submit=None):
 
 
 class _Shown:
-    box = None
-
     def _frame(self, children, *classes) -> None:
         """The outer box: bordered, as wide as the output, named and read out (``accessible``)."""
         import ipywidgets as w
@@ -75,7 +73,7 @@ class SelfTestWidget(_Shown):
     the interview: free text, never graded) adds a self-assessment and the reference answer after the first attempt."""
 
     def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None, question=None, rubric=None,
-                 assess=None, placeholder: str = "", rows: int = 5, css_class: str = ""):
+                 assess=None, placeholder: str = "", rows: int = 5):
         import ipywidgets as w
 
         self.qid, self.question, self.rubric, self._check, self._assess = qid, question, rubric, check, assess
@@ -99,8 +97,8 @@ class SelfTestWidget(_Shown):
             self.record_button = w.Button(description="记录自评", tooltip="只记录你自己勾的要点，不打分")
             self.assessment = _wire(self.ticks, self._on_assess, self.record_button)
             self.assess_box = w.VBox([self.rubric_html, w.Label("你的回答说到了哪几点？（自己勾，不打分）"),
-                                      *self.ticks.values(), self.record_button, self.assessment])  # fmt: skip
-            self.assess_box.layout.display = "none"
+                                      *self.ticks.values(), self.record_button, self.assessment],
+                                     layout=w.Layout(display="none"))  # fmt: skip
             below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.assess_box, self.reveal,
                      self.reference]  # fmt: skip
         if self.attempts:
@@ -113,7 +111,7 @@ class SelfTestWidget(_Shown):
                     box.value = name in marks[-1]
                 self.assessment.value = box_html(self._assess(marks[-1]).message, "review")
         self._frame([w.HTML(f"<b>{text_html(prompt)}</b>"), *answer_rows, *below],
-                    "lesson-quiz", f"lesson-quiz-{qid}" if qid.isascii() else "", css_class)
+                    "lesson-quiz", f"lesson-quiz-{qid}" if question else "lesson-interview")
 
     @property
     def attempts(self) -> int:
@@ -182,7 +180,7 @@ def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     """§8: the learner answers first; then the rubric, a self-assessment, and the reference answer."""
     return SelfTestWidget(interview.INTERVIEW_ID, interview.INTERVIEW_QUESTION, interview.interview_check, progress,
                           None, interview.interview_rubric(), interview.interview_self_assess,
-                          "用自己的话回答面试官，写三五句即可……", rows=6, css_class="lesson-interview")  # fmt: skip
+                          "用自己的话回答面试官，写三五句即可……", rows=6)  # fmt: skip
 
 
 class ProgressSummary(_Shown):

@@ -143,7 +143,7 @@ class SelfTestWidget(_Shown):
     def _on_submit(self, _summary) -> None:
         fb = self._check(self.value())
         stored = stored_answer(self.question, self.value())
-        if not self.attempts or stored != self.progress.entry(self.qid)["answer"]:  # Enter, then 提交: once
+        if stored != self.progress.entry(self.qid).get("answer"):  # Enter, then 提交: one attempt
             self.progress.record(fb, stored)
         self._show(fb)
 

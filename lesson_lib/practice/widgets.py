@@ -37,7 +37,7 @@ class _Shown:
 
         self.box = w.VBox(children, layout=w.Layout(border="1px solid var(--jp-border-color2, #ddd)", padding="8px",
                                                     margin="6px 0", width="100%", max_width="100%", overflow="hidden"))
-        for name in filter(None, classes):
+        for name in classes:
             self.box.add_class(name)
         accessible(self.box)
 

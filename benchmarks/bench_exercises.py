@@ -195,9 +195,9 @@ def run() -> list[str]:
 
 def _progress_saves(folder: Path) -> list[str]:
     from lesson_lib.practice.feedback import Feedback
-    from lesson_lib.practice.progress import Progress, ProgressFile
+    from lesson_lib.practice.progress import Progress
 
-    p = Progress(store=ProgressFile(folder / "saves.json"))
+    p = Progress(folder / "saves.json")
     times = []
     for i in range(50):
         start = time.perf_counter()

@@ -22,7 +22,7 @@ from lesson_lib.practice import interview as qi
 from lesson_lib.practice import progress
 from lesson_lib.practice import questions as qq
 from lesson_lib.practice.feedback import Feedback
-from lesson_lib.practice.progress import Progress, ProgressFile
+from lesson_lib.practice.progress import Progress
 
 GOAL_MS = 20.0
 SAVES = 40
@@ -57,7 +57,7 @@ def _time_saves(path: Path) -> tuple[float, float, float, float]:
     """(median, slowest) of SAVES saves, the median of a bare write of the same bytes (a temporary file and
     os.replace, no lock, no read) timed between them: the floor on this machine at the same moment; and the median
     CPU time of a save (this process's own work, which other processes on a busy machine barely change)."""
-    p = Progress(store=ProgressFile(path))
+    p = Progress(path)
     saves, bare, cpu = [], [], []
     for i in range(SAVES):
         start, start_cpu = time.perf_counter(), time.process_time()
@@ -87,11 +87,11 @@ def run() -> list[str]:
         worst = 0.0
         for label, (attempts, chars, source) in cases.items():
             path = Path(tmp) / label.replace(" ", "_").replace("'", "") / "progress.json"
-            filler = Progress(store=None)
+            filler = Progress()
             _fill(filler, attempts, max(chars, 4), source)
             path.parent.mkdir(parents=True)
             if attempts:
-                ProgressFile(path).update(lambda data, filled=filler.data: data.update(filled))
+                path.write_text(json.dumps(filler.data), encoding="utf-8")
             median, slowest, bare, cpu = _time_saves(path)
             base = base or median
             worst = max(worst, median)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from lesson_lib.practice import questions, quiz
-from lesson_lib.practice.progress import Progress, ProgressFile
+from lesson_lib.practice.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("class_report", ROOT / "scripts" / "class_report.py")
@@ -50,7 +50,7 @@ def planted_class(tmp_path):
     s5_right = next(a for q, a, right in _answers() if q == early and right)
     for i in range(12):
         path = tmp_path / f"home{i:02d}" / "progress.json"
-        progress = Progress(store=ProgressFile(path))
+        progress = Progress(path)
         if i < 3:
             _exercise(progress, "split_heads", "wrong", ["transpose"])
         elif i < 6:
@@ -126,7 +126,7 @@ def test_bad_files_are_skipped_with_a_line(planted_class, tmp_path, capsys):
 
 def test_answers_to_an_earlier_version_are_kept_apart(tmp_path):
     path = tmp_path / "s" / "progress.json"
-    _answer(Progress(store=ProgressFile(path)), "Q2", WRONG_Q2)
+    _answer(Progress(path), "Q2", WRONG_Q2)
     data = json.loads(path.read_text("utf-8"))  # as if the question changed after the student answered it
     entry = data["questions"]["Q2"]
     entry["question_version"] = "an-old-version"
@@ -147,7 +147,7 @@ def test_reading_never_changes_a_students_file(planted_class):
 
 def test_an_export_beside_its_progress_file_is_the_same_student(planted_class):
     for live in sorted(planted_class.rglob("progress.json"))[:3]:  # three students pressed 「导出进度」
-        Progress(store=ProgressFile(live)).export()
+        Progress(live).export()
     assert len(list(planted_class.rglob("progress-export.json"))) == 3
     report = class_report.build([str(planted_class)])
     assert report.n == 12 and report.questions["Q2"].answered == 10

@@ -89,7 +89,7 @@ SPLITS_RIGHT = textwrap.dedent('''
     verdicts.append(["split_heads", exercises.check("split_heads", my_split_heads).status])
 ''')
 
-REPORT = 'print(json.dumps({"verdicts": verdicts, "file": str(default_progress().store.path)}))'
+REPORT = 'print(json.dumps({"verdicts": verdicts, "file": str(default_progress().path)}))'
 
 
 def _right_choice(qid: str):

@@ -33,11 +33,11 @@ def test_the_right_choice_is_right_and_every_other_is_wrong(qid):
 
 def test_lab_questions_are_found_but_not_counted_as_the_cores():
     """Registered lab questions check like any other, yet the core's items (what progress counts) stay the same."""
-    from lesson_lib.practice.progress import lesson_items
+    from lesson_lib.practice.progress import Progress
 
     assert set(lab_questions.BUILDERS) <= set(questions.lab_question_ids())
     assert not set(questions.question_ids()) & set(lab_questions.BUILDERS)
-    assert not set(lesson_items()[0]) & set(lab_questions.BUILDERS)
+    assert not set(Progress().ids) & set(lab_questions.BUILDERS)
     assert all(questions.question(qid).id == qid for qid in lab_questions.BUILDERS)
 
 

@@ -16,7 +16,7 @@ from lesson_lib.practice import interview as qi
 from lesson_lib.practice import questions as qq
 from lesson_lib.practice.exercises import ExerciseResult
 from lesson_lib.practice.feedback import Feedback
-from lesson_lib.practice.progress import FORMAT, VERSION, Progress, ProgressFile
+from lesson_lib.practice.progress import FORMAT, VERSION, Progress
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def path(tmp_path):
 
 def _new(path) -> Progress:
     """What a fresh kernel does when the cells run again: read the same file."""
-    return Progress(store=ProgressFile(path))
+    return Progress(path)
 
 
 def _solved(p: Progress, qid: str) -> bool:
@@ -205,7 +205,7 @@ def test_a_bad_file_is_kept_aside_and_the_learner_starts_afresh(path, content):
 def test_an_unwritable_place_is_a_message_not_a_crash(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    p = Progress(store=ProgressFile(blocker / "progress.json"))  # its folder is a file
+    p = Progress(blocker / "progress.json")  # its folder is a file
     p.record(quiz.check("Q4", "B"), "B")
     assert CJK.search(p.notice) and _solved(p, "Q4")
 
@@ -296,12 +296,12 @@ def test_the_lesson_says_where_the_file_is(monkeypatch):
 
 _SAVER = """
 import sys
-from lesson_lib.practice.progress import Progress, ProgressFile
+from lesson_lib.practice.progress import Progress
 
 path, side, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 from lesson_lib.practice.feedback import Feedback
 
-p = Progress(store=ProgressFile(path))
+p = Progress(path)
 for i in range(n):
     p.record(Feedback(False, "", question_id="Q2"), f"{side}{i}")
     p.record(Feedback(i == n - 1, "", question_id=side), f"{side}{i}")
@@ -462,13 +462,11 @@ def test_a_self_assessment_is_worked_through_never_right(path):
 
 def test_the_item_list_is_data_not_an_import_time_registry():
     """The lesson's items: the question bank's ids and EXERCISE_IDS (equal to the exercises module's list);
-    importing the store imports no question or exercise, and nothing registers items at import."""
+    importing progress imports no question or exercise, and nothing registers items at import."""
     import subprocess
     import sys
 
-    assert progress.lesson_items() == (qq.question_ids(), tuple(exercises.EXERCISES))
-    p = Progress()
-    assert p.ids == qq.question_ids() and p.exercise_names == tuple(exercises.EXERCISES)
+    assert Progress().ids == qq.question_ids() and progress.EXERCISE_IDS == tuple(exercises.EXERCISES)
     code = ("import sys, lesson_lib.practice.progress as p\n"
             "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n"
             "assert p.Progress().ids\n")  # fmt: skip
@@ -553,9 +551,9 @@ def test_the_aside_name_is_never_a_link_followed(tmp_path, monkeypatch):
 _OPEN = """
 import json, sys
 from lesson_lib.practice import quiz
-from lesson_lib.practice.progress import Progress, ProgressFile
+from lesson_lib.practice.progress import Progress
 
-p = Progress(store=ProgressFile(sys.argv[1]))
+p = Progress(sys.argv[1])
 first = p.notice
 p.record(quiz.check("Q2", ["32", "不变"]), "32")
 print(json.dumps({"first": first, "after": p.notice, "solved": p.entry("Q2")["solved"]}, ensure_ascii=False))

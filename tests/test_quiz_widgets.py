@@ -13,7 +13,7 @@ from helpers import CJK, unnamed_controls
 from lesson_lib.practice import feedback as qf
 from lesson_lib.practice import interview, questions, quiz
 from lesson_lib.practice import widgets as quiz_widgets
-from lesson_lib.practice.progress import Progress, ProgressFile
+from lesson_lib.practice.progress import Progress
 
 w = pytest.importorskip("ipywidgets")
 
@@ -216,7 +216,7 @@ def test_stored_answers_round_trip(progress):
 def test_widgets_restore_after_a_restart(tmp_path):
     """Answer, then build the widgets again from the same file (what re-running the cells after a restart does)."""
     path = tmp_path / "progress.json"
-    before = Progress(store=ProgressFile(path))
+    before = Progress(path)
     q2, q5, q1 = quiz_widgets.ask("Q2", before), quiz_widgets.ask("Q5", before), quiz_widgets.ask("Q1", before)
     _fill(q2, {"d_k": "64", "params": "不变"})
     q2.submit.click()
@@ -228,7 +228,7 @@ def test_widgets_restore_after_a_restart(tmp_path):
     next(iter(q1.ticks.values())).value = True
     q1.record_button.click()
 
-    after = Progress(store=ProgressFile(path))
+    after = Progress(path)
     q2, q5, q1 = quiz_widgets.ask("Q2", after), quiz_widgets.ask("Q5", after), quiz_widgets.ask("Q1", after)
     assert q2.controls["d_k"].value == "32" and q2.controls["params"].value == "不变" and q2.attempts == 2
     assert "恢复" in q2.attempt_label.value and "正确" in q2.feedback.value and not q2.reveal.disabled
@@ -237,11 +237,11 @@ def test_widgets_restore_after_a_restart(tmp_path):
     assert q1.answer.value == "单头只有一组权重。" and next(iter(q1.ticks.values())).value
     assert "自评" in q1.assessment.value
     _fill(q2, {"d_k": "128"})  # the restored widget keeps working
-    assert q2.attempts == 3 and Progress(store=ProgressFile(path)).entry("Q2")["n_attempts"] == 3
+    assert q2.attempts == 3 and Progress(path).entry("Q2")["n_attempts"] == 3
 
 
 def test_export_button_writes_both_files(tmp_path):
-    p = Progress(store=ProgressFile(tmp_path / "progress.json"))
+    p = Progress(tmp_path / "progress.json")
     summary = quiz_widgets.progress_summary(p)
     summary.export_button.click()
     assert (tmp_path / "progress-export.json").exists() and (tmp_path / "progress-summary.md").exists()

@@ -1,9 +1,8 @@
 """The learner's progress (questions, code exercises, the interview self-check) and the file that keeps it.
 
-Each save reads, merges and atomically replaces the file under its lock, so two notebooks lose nothing. Only a
-regular file at ``$LESSON_PROGRESS_FILE`` (or the ``platformdirs`` data folder's) is read or replaced, never a link,
-FIFO or folder; a file the lesson cannot read is renamed aside, never overwritten. The format (JSON), which
-``scripts/class_report.py`` and the export read::
+Each save reads, merges and atomically replaces the file under its lock (two notebooks lose nothing); only a regular
+file is read or replaced, never a link, FIFO or folder, and one the lesson cannot read is renamed aside, never
+overwritten. The format (JSON), which ``scripts/class_report.py`` and the export read::
 
     {"format": "day11-progress", "version": 2, "saved_at": "2026-12-01T10:00:00+00:00",
      "questions": {"Q2": {"attempts": [{"answer": "[\\"64\\", \\"不变\\"]", "verdict": "wrong", "mistake": "d_k=64",
@@ -27,6 +26,7 @@ import json
 import os
 import secrets
 import stat
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -56,13 +56,6 @@ def default_path() -> Path:
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR]).expanduser()
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "progress.json"
-
-
-def lesson_items() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(question ids, exercise ids) the lesson counts: the core question bank's and ``EXERCISE_IDS``."""
-    from lesson_lib.practice.questions import question_ids
-
-    return tuple(question_ids()), EXERCISE_IDS
 
 
 def current_version(item_id: str) -> str | None:
@@ -127,8 +120,7 @@ def _why(exc: OSError) -> str:
 def _replace_file(path: Path, text: str) -> None:
     """Atomically make ``path`` (a regular file or free) hold ``text``: a new file beside it, then ``os.replace``."""
     _refuse(path)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # O_EXCL, never a link
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8", "backslashreplace"))  # a lone surrogate in a name cannot stop a save
@@ -144,71 +136,6 @@ def _stamp() -> str:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-class ProgressFile:
-    """One progress file: never raises for a bad file or place; touches only the file, its lock and files beside."""
-
-    def __init__(self, path: Path | str | None = None):
-        self.path = Path(path) if path is not None else default_path()
-
-    def load(self) -> tuple[dict, str]:
-        """(data, notice): the saved progress (the entries that read), or a fresh one, and a Chinese notice."""
-        try:
-            _refuse(self.path)
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-            with os.fdopen(fd, "rb") as f:
-                raw = f.read(MAX_FILE_BYTES + 1)
-            data = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_FILE_BYTES else None
-            known = (type(data) is dict and data.get("format") == FORMAT and isinstance(data.get("version"), int)
-                     and data["version"] == VERSION and all(type(data.get(k)) is dict for k in _KINDS))  # fmt: skip
-            problem = "" if known else f"超过了 {MAX_FILE_BYTES // 2**20} MB（正常的只有几 KB）" if data is None else \
-                f"不是本课认识的进度文件（格式 {FORMAT}、版本 {VERSION}）"
-        except FileNotFoundError:
-            return empty(), ""
-        except ProgressError as exc:
-            return empty(), (f"进度文件的位置不对：{_why(exc)}。这次的进度只留在内存里；请把它移走，"
-                             f"或设置环境变量 {ENV_VAR} 指向另一个位置。")  # fmt: skip
-        except OSError as exc:
-            problem = f"读不了（{_why(exc)}）"
-        except (ValueError, RecursionError):
-            problem = "内容已损坏（不是完整的 JSON）"
-        if problem:
-            return empty(), self._set_aside(f"{problem}，所以这次从头开始记录")
-        n_bad, old = _clean(data)
-        notice = self._set_aside(f"里有 {n_bad} 条记录读不懂，已略去，其余照旧") if n_bad else ""
-        if n_bad and not os.path.lexists(self.path):  # set aside: what reads goes back at once
-            with contextlib.suppress(OSError):
-                _replace_file(self.path, json.dumps(data, separators=(",", ":")))
-        if old:
-            notice += f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答不再计入，请按现在的题目再答。"
-        return data, notice
-
-    def _set_aside(self, problem: str) -> str:
-        """Rename the file to a fresh name beside it (never an existing one); the notice."""
-        target = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}-{secrets.token_hex(3)}")
-        try:
-            os.rename(self.path, target)
-            kept = f"原文件已改名保存为 {target}，没有删除。"
-        except OSError:
-            kept = "旧文件原样留在那里（无法改名）。"
-        return f"进度文件 {self.path} {problem}。{kept}"
-
-    def update(self, change) -> tuple[dict | None, str]:
-        """Under the lock: read, ``change``, write back: (merged data, notice), or (None, why not; file unchanged)."""
-        try:  # a link or FIFO at the path: load() reads nothing and the write below refuses it
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            lock = self.path.with_name(self.path.name + ".lock")
-            _refuse(lock)
-            with filelock.FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
-                data, notice = self.load()
-                change(data)
-                data["saved_at"] = _now()
-                _replace_file(self.path, json.dumps(data, separators=(",", ":")))  # \u escapes: any string fits
-        except OSError as exc:
-            return None, (f"进度没能保存到 {self.path}：{_why(exc)}。这次的进度先留在内存里，下次保存时会一起补上；"
-                          f"也可以设置环境变量 {ENV_VAR} 指向一个可写的位置。")  # fmt: skip
-        return data, notice
 
 
 def _add_attempt(data: dict, item_id: str, attempt: dict) -> None:
@@ -234,14 +161,57 @@ def _add_check(data: dict, name: str, result: dict) -> None:
 
 
 class Progress:
-    """What the learner has done, counted over the lesson's items; ``store=None`` keeps it in memory only."""
+    """What the learner has done, counted over the lesson's items, kept in the file at ``path`` (None: in memory
+    only). Never raises for a bad file or place; touches only that file, its lock and files beside it."""
 
-    def __init__(self, store: ProgressFile | None = None):
-        self.store = store
-        self.ids, self.exercise_names = lesson_items()
-        self.data, self.notice = store.load() if store is not None else (empty(), "")
+    def __init__(self, path: Path | str | None = None):
+        from lesson_lib.practice.questions import question_ids
+
+        self.path = Path(path) if path is not None else None
+        self.ids = question_ids()
+        self.data, self.notice = self._load() if path is not None else (empty(), "")
         self._pending = []  # changes not yet on disk (a failed save keeps them for the next one)
         self.listeners = []  # called after every change (the summary widgets)
+
+    def _load(self) -> tuple[dict, str]:
+        """(data, notice): the saved progress (the entries that read), or a fresh one, and a Chinese notice."""
+        try:
+            _refuse(self.path)
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as f:
+                data = json.loads(f.read(MAX_FILE_BYTES))  # a larger file is cut short: not JSON, never parsed whole
+            known = (type(data) is dict and data.get("format") == FORMAT and type(data.get("version")) is int
+                     and data["version"] == VERSION and all(type(data.get(k)) is dict for k in _KINDS))  # fmt: skip
+            problem = "" if known else f"不是本课认识的进度文件（格式 {FORMAT}、版本 {VERSION}）"
+        except FileNotFoundError:
+            return empty(), ""
+        except ProgressError as exc:
+            return empty(), (f"进度文件的位置不对：{_why(exc)}。这次的进度只留在内存里；请把它移走，"
+                             f"或设置环境变量 {ENV_VAR} 指向另一个位置。")  # fmt: skip
+        except OSError as exc:
+            problem = f"读不了（{_why(exc)}）"
+        except (ValueError, RecursionError):
+            problem = f"内容已损坏或超过了 {MAX_FILE_BYTES // 2**20} MB（正常的只有几 KB），不是完整的 JSON"
+        if problem:
+            return empty(), self._set_aside(f"{problem}，所以这次从头开始记录")
+        n_bad, old = _clean(data)
+        notice = self._set_aside(f"里有 {n_bad} 条记录读不懂，已略去，其余照旧") if n_bad else ""
+        if n_bad and not os.path.lexists(self.path):  # set aside: what reads goes back at once
+            with contextlib.suppress(OSError):
+                _replace_file(self.path, json.dumps(data, separators=(",", ":")))
+        if old:
+            notice += f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答不再计入，请按现在的题目再答。"
+        return data, notice
+
+    def _set_aside(self, problem: str) -> str:
+        """Rename the file to a fresh name beside it (never an existing one); the notice."""
+        target = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}-{secrets.token_hex(3)}")
+        try:
+            os.rename(self.path, target)
+            kept = f"原文件已改名保存为 {target}，没有删除。"
+        except OSError:
+            kept = "旧文件原样留在那里（无法改名）。"
+        return f"进度文件 {self.path} {problem}。{kept}"
 
     def record(self, fb, answer, of: int = 0) -> None:
         """One attempt (a blank ``Feedback`` is none) with its answer as stored; ``of``: a rubric's points (self)."""
@@ -263,22 +233,33 @@ class Progress:
             "source": result.source[:MAX_SOURCE_CHARS] if result.source else None})  # fmt: skip
 
     def _apply(self, change, *args) -> None:
-        """Change the progress in memory at once, then on disk under the lock, merged with what is there."""
+        """Change the progress in memory at once, then on disk: under the lock, read, merge, atomically replace."""
         change(self.data, *args)
-        self._pending.append(lambda data: change(data, *args))
-        if self.store is not None:
-            pending = list(self._pending)
-            merged, problem = self.store.update(lambda data: [step(data) for step in pending])
-            if merged is not None:
-                self.data, self._pending = merged, []
-                self.notice = "" if self.notice.startswith("进度没能保存") else self.notice  # that failure is over
-            self.notice = problem or self.notice
+        self._pending.append((change, args))
+        if self.path is not None:
+            try:  # a link or FIFO at the path: _load() reads nothing and _replace_file refuses it
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                lock = self.path.with_name(self.path.name + ".lock")
+                _refuse(lock)
+                with filelock.FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
+                    data, notice = self._load()
+                    for step, step_args in self._pending:
+                        step(data, *step_args)
+                    data["saved_at"] = _now()
+                    _replace_file(self.path, json.dumps(data, separators=(",", ":")))  # \u escapes: any string fits
+                self.data, self._pending = data, []
+                self.notice = notice or ("" if self.notice.startswith("进度没能保存") else self.notice)
+            except OSError as exc:
+                self.notice = (f"进度没能保存到 {self.path}：{_why(exc)}。这次的进度先留在内存里，"
+                               f"下次保存时会一起补上；也可以设置环境变量 {ENV_VAR} 指向一个可写的位置。")  # fmt: skip
         for listener in self.listeners:
             listener()
 
     def entry(self, item_id: str) -> dict:
-        """The stored record of a question, or of the interview (``INTERVIEW``); {} when there is none."""
-        return (self.data["interview"] if item_id == INTERVIEW else self.data["questions"].get(item_id)) or {}
+        """The stored record of a question, an exercise or the interview (``INTERVIEW``); {} when there is none."""
+        if item_id == INTERVIEW:
+            return self.data["interview"]
+        return self.data["questions"].get(item_id) or self.data["exercises"].get(item_id, {})
 
     def items(self) -> list[tuple[str, str, str]]:
         """(kind, name, done/tried/todo) for everything; a self-assessed question is done, never right."""
@@ -288,7 +269,7 @@ class Progress:
         out = [("题目", q, state(e.get("solved") or e.get("final") == "self", e.get("n_attempts")))
                for q in self.ids for e in [self.entry(q)]]
         out += [("代码练习", name, state(result == "passed", result not in (None, "todo")))
-                for name in self.exercise_names for result in [self.data["exercises"].get(name, {}).get("result")]]
+                for name in EXERCISE_IDS for result in [self.entry(name).get("result")]]
         interview = self.entry(INTERVIEW)
         return [*out, ("面试自检", INTERVIEW, state(interview.get("complete"), interview.get("n_attempts")))]
 
@@ -315,14 +296,12 @@ class Progress:
     def export(self, folder: Path | str | None = None) -> tuple[Path, Path]:
         """progress-export.json (for scripts/class_report.py) and progress-summary.md (one page for an instructor)
         beside the progress file, or in ``folder``. Raises ProgressError (Chinese)."""
-        here = self.store.path.parent if self.store is not None else Path.cwd()
-        folder = Path(folder) if folder is not None else here
+        folder = Path(folder) if folder is not None else self.path.parent if self.path else Path.cwd()
         lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{_now()}", ""]
         lines += [f"- {line}" for line in self.summary().splitlines()]
         lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]
         for kind, name, state in self.items():
-            tries = self.data["exercises"].get(name, {}).get("checks", 0) if kind == "代码练习" else \
-                self.entry(name).get("n_attempts", 0)
+            tries = self.entry(name).get("checks", self.entry(name).get("n_attempts", 0))
             lines.append(f"| {kind} | {name} | {dict(done='完成', tried='未通过', todo='未做')[state]} | {tries} |")
         json_path, md_path = folder / "progress-export.json", folder / "progress-summary.md"
         try:
@@ -341,6 +320,6 @@ _DEFAULT: Progress | None = None
 def default_progress() -> Progress:
     """The notebook's one progress record, saved to ``default_path()``; shared by every widget and exercise."""
     global _DEFAULT
-    if _DEFAULT is None or _DEFAULT.store.path != default_path():
-        _DEFAULT = Progress(store=ProgressFile(default_path()))
+    if _DEFAULT is None or _DEFAULT.path != default_path():
+        _DEFAULT = Progress(default_path())
     return _DEFAULT

@@ -31,15 +31,13 @@ def _wire(controls: dict, show, submit=None):
 
 
 class _Shown:
-    box = None
-
     def _frame(self, children, *classes) -> None:
         """The outer box: bordered, as wide as the output, named and read out (``accessible``)."""
         import ipywidgets as w
 
         self.box = w.VBox(children, layout=w.Layout(border="1px solid var(--jp-border-color2, #ddd)", padding="8px",
                                                     margin="6px 0", width="100%", max_width="100%", overflow="hidden"))
-        for name in filter(None, classes):
+        for name in classes:
             self.box.add_class(name)
         accessible(self.box)
 
@@ -75,7 +73,7 @@ class SelfTestWidget(_Shown):
     the interview: free text, never graded) adds a self-assessment and the reference answer after the first attempt."""
 
     def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None, question=None, rubric=None,
-                 assess=None, placeholder: str = "", rows: int = 5, css_class: str = ""):
+                 assess=None, placeholder: str = "", rows: int = 5):
         import ipywidgets as w
 
         self.qid, self.question, self.rubric, self._check, self._assess = qid, question, rubric, check, assess
@@ -93,14 +91,14 @@ class SelfTestWidget(_Shown):
         self.reference = _wire({"reveal": self.reveal}, self._on_reveal)
         below = [w.HBox([self.submit, self.reveal, self.attempt_label]), self.feedback, self.reference]
         if rubric is not None:  # 写好了 beside the count; then the self-assessment; the reference answer last
-            self.rubric_html = w.HTML("")
+            self.rubric_html = w.HTML(box_html(rubric.text(), "neutral", "lesson-rubric"))  # shown after a first try
             self.ticks = {p.name: w.Checkbox(value=False, description=p.name, indent=False,
                                              layout=w.Layout(width="auto")) for p in rubric.points}  # fmt: skip
             self.record_button = w.Button(description="记录自评", tooltip="只记录你自己勾的要点，不打分")
             self.assessment = _wire(self.ticks, self._on_assess, self.record_button)
             self.assess_box = w.VBox([self.rubric_html, w.Label("你的回答说到了哪几点？（自己勾，不打分）"),
-                                      *self.ticks.values(), self.record_button, self.assessment])  # fmt: skip
-            self.assess_box.layout.display = "none"
+                                      *self.ticks.values(), self.record_button, self.assessment],
+                                     layout=w.Layout(display="none"))  # fmt: skip
             below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.assess_box, self.reveal,
                      self.reference]  # fmt: skip
         if self.attempts:
@@ -113,7 +111,7 @@ class SelfTestWidget(_Shown):
                     box.value = name in marks[-1]
                 self.assessment.value = box_html(self._assess(marks[-1]).message, "review")
         self._frame([w.HTML(f"<b>{text_html(prompt)}</b>"), *answer_rows, *below],
-                    "lesson-quiz", f"lesson-quiz-{qid}" if qid.isascii() else "", css_class)
+                    "lesson-quiz", f"lesson-quiz-{qid}" if question else "lesson-interview")
 
     @property
     def attempts(self) -> int:
@@ -145,7 +143,7 @@ class SelfTestWidget(_Shown):
     def _on_submit(self, _summary) -> None:
         fb = self._check(self.value())
         stored = stored_answer(self.question, self.value())
-        if not self.attempts or stored != self.progress.entry(self.qid)["answer"]:  # Enter, then 提交: once
+        if stored != self.progress.entry(self.qid).get("answer"):  # Enter, then 提交: one attempt
             self.progress.record(fb, stored)
         self._show(fb)
 
@@ -155,15 +153,13 @@ class SelfTestWidget(_Shown):
             done = f"{'已写' if self.rubric else '已作答'} {self.attempts} 次"
             self.attempt_label.value = done + ("（已从进度文件恢复）" if restored else "")
             self.reveal.disabled, self.reveal.tooltip = False, ""
-        if self.attempts and self.rubric is not None:
-            self.rubric_html.value = box_html(self.rubric.text(), "neutral", "lesson-rubric")
-            self.assess_box.layout.display = None
+            if self.rubric is not None:
+                self.assess_box.layout.display = None
 
-    def _on_assess(self, summary) -> None:
-        if self.attempts:
-            fb = self._assess([name for name, box in self.ticks.items() if box.value])
-            self.progress.record(fb, self.answer.value, of=len(self.rubric.points))
-            summary.value = box_html(fb.message, "review")
+    def _on_assess(self, summary) -> None:  # its button shows after the first attempt
+        fb = self._assess([name for name, box in self.ticks.items() if box.value])
+        self.progress.record(fb, self.answer.value, of=len(self.rubric.points))
+        summary.value = box_html(fb.message, "review")
 
     def _on_reveal(self, summary) -> None:
         show = bool(self.reveal.value) and self.attempts > 0
@@ -184,7 +180,7 @@ def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     """§8: the learner answers first; then the rubric, a self-assessment, and the reference answer."""
     return SelfTestWidget(interview.INTERVIEW_ID, interview.INTERVIEW_QUESTION, interview.interview_check, progress,
                           None, interview.interview_rubric(), interview.interview_self_assess,
-                          "用自己的话回答面试官，写三五句即可……", rows=6, css_class="lesson-interview")  # fmt: skip
+                          "用自己的话回答面试官，写三五句即可……", rows=6)  # fmt: skip
 
 
 class ProgressSummary(_Shown):

@@ -75,19 +75,12 @@ _child: _Child | None = None
 
 
 @atexit.register  # an exiting kernel kills its child (no lock: a check in another thread must not hold up the exit)
-def stop(grace: float = 0.0) -> int | None:
-    """Kill the child now (at exit; a re-check in a fresh process; tests): its exit code."""
+def stop(grace: float = 0.0, restart: tuple[str, ...] | None = None) -> int | None:
+    """Kill the child now (at exit; a re-check in a fresh process; tests): its exit code. ``restart``: start the next
+    one now with that preload, so it is warm by the time the learner has fixed the code."""
     global _child
     own = _child is not None and _child.pid == os.getpid()  # a forked process's copy of _child is not its own
-    code, _child = _child.kill(grace) if own else None, None
-    return code
-
-
-def _replace(preload: tuple[str, ...], grace: float = 0.0) -> int | None:
-    """Kill the child and start the next one now, so it is warm by the time the learner has fixed the code."""
-    global _child
-    code = stop(grace)
-    _child = _Child(preload)
+    code, _child = _child.kill(grace) if own else None, None if restart is None else _Child(restart)
     return code
 
 
@@ -95,28 +88,26 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
     """``module:function(payload)`` in the child: its value and prints, or how it ended; never waits longer than
     ``budget`` seconds once the child is ready, never raises for what the job does."""
     with _lock:
+        if not (_child and _child.pid == os.getpid() and _child.preload == preload and _child.process.poll() is None):
+            stop(restart=preload)
         child = _child
-        if child is None or child.pid != os.getpid() or child.preload != preload or child.process.poll() is not None:
-            _replace(preload)
-            child = _child
         try:
             with contextlib.suppress(queue.Empty):
                 child.ready = child.ready or child.messages.get(timeout=START_S) == "ready"
             if not child.ready:
-                code = _replace(preload, grace=1.0)
-                return Reply("nostart", exitcode=code, stack=child.log[-300:])
+                return Reply("nostart", exitcode=stop(1.0, restart=preload), stack=child.log[-300:])  # kill, then read
             try:
                 _send(child.process.stdin, (target, payload, budget))
                 answer = child.messages.get(timeout=budget)
             except (OSError, ValueError):  # a broken pipe: the child is gone
                 answer = None
             except queue.Empty:  # faulthandler's dump (at 0.8 × budget) may come a little late on a busy machine
-                _replace(preload, grace=0.3)
+                stop(0.3, restart=preload)
                 at = child.log.rfind("Timeout (")
                 return Reply("timeout", stack=child.log[at:] if at >= 0 else "")
-            return Reply("ok", *answer) if answer is not None else Reply("crashed", exitcode=_replace(preload, 1.0))
+            return Reply("ok", *answer) if answer is not None else Reply("crashed", exitcode=stop(1.0, restart=preload))
         except KeyboardInterrupt:
-            _replace(preload)
+            stop(restart=preload)
             return Reply("interrupted")
 
 

@@ -423,8 +423,10 @@ def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
     result = partial(ExerciseResult, ex.name, source=source or None)
     if _is_stub(source):
         return result("todo", _todo(ex))
+    import cloudpickle  # a function from __main__ travels by value, one from a module the worker imports
+
     try:
-        payload = _pickled((ex.name, fn, source), fn)
+        payload = cloudpickle.dumps((ex.name, fn, source))
     except Exception as exc:
         return result("error", f"{learner} 用到了无法交给检查器的东西（{_describe(exc)}）：检查器"
                       "在另一个进程里运行你的函数，函数只应使用参数、numpy 和普通的数字与数组。")
@@ -456,24 +458,6 @@ def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
     return result("error", f"运行 {learner} 的进程崩溃了（退出码 {reply.exitcode}）。常见原因：调高了 "
                   "sys.setrecursionlimit 之后递归太深，把栈用光了；用 ctypes 读写了不该碰的内存；"
                   "或者内存用得太多，被系统结束。这几个练习都不需要递归和 ctypes：用 for 循环和 numpy 写。" + _AFTER)
-
-
-def _pickled(item, fn) -> bytes:
-    """cloudpickle; a function from ``__main__`` travels by value, and so does one from any module that is not
-    lesson_lib's or a library's (a test file, the learner's own .py), which the worker may lack."""
-    import cloudpickle
-
-    module = sys.modules.get(getattr(fn, "__module__", None) or "")
-    where = str(getattr(module, "__file__", None) or "site-packages")
-    own = module is not None and module.__name__ != "__main__" and "site-packages" not in where \
-        and not module.__name__.startswith(("lesson_lib", "numpy"))
-    if own:
-        cloudpickle.register_pickle_by_value(module)
-    try:
-        return cloudpickle.dumps(item)
-    finally:
-        if own:
-            cloudpickle.unregister_pickle_by_value(module)
 
 
 def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:

@@ -8,12 +8,12 @@ import contextlib
 import inspect
 import math
 import re
-import sys
 import textwrap
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -118,7 +118,6 @@ _EXTRA_HINT = {  # what an exception usually means in these exercises
 def _call(ex, case, fn, args, source) -> object:
     """``fn(*args)`` on copies of the arrays: its return value, or _Stop with a message that teaches."""
     given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    _calling[0] = True
     try:
         with np.errstate(all="ignore"):
             value = fn(*given)
@@ -130,8 +129,6 @@ def _call(ex, case, fn, args, source) -> object:
         line, text = _learner_line(frames, fn, source)
         where = f"，在你的函数第 {line} 行「{text}」" if text else ""
         raise _Stop("error", f"运行出错（{case} 这个例子）{where}：{_describe(exc)}。{extra}") from None
-    finally:
-        _calling[0] = False
     changed = [name for name, a, g in zip(inspect.signature(ex.solution).parameters, args, given)
                if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]
     if changed:
@@ -377,11 +374,9 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
     """Check the learner's function in the worker process and record the result; never raises for anything the
     function does."""
     ex = _exercise(name)
-    if _in_worker:  # called from inside the learner's function, or by a re-checked cell's text
-        if _calling[0]:
-            raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
-                               "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
-        return None
+    if _in_worker:  # called from inside the learner's function
+        raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
+                           "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
     if not callable(fn):
         result = ExerciseResult(name, "error", f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
                                 f"例如 check(\"{name}\", {ex.learner_name})，函数名后面不要加括号。")
@@ -413,7 +408,6 @@ def _is_stub(source: str) -> bool:
 
 
 _in_worker = False  # True in the checker's process
-_calling = [False]  # True while the learner's function runs there
 _AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
 
 
@@ -471,7 +465,7 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
         ex = EXERCISES[name]
         if fn is None:
             namespace = {"__name__": "__learner__", "np": np, "numpy": np, "math": math, "softmax": softmax,
-                         "exercises": sys.modules[__name__]}
+                         "exercises": SimpleNamespace(check=lambda *args, **kwargs: None)}  # a cell's own check line
             exec(compile(source, "<learner>", "exec"), namespace)
             fn = [v for v in namespace.values() if inspect.isfunction(v) and v.__module__ == "__learner__"][-1]
     except BaseException as exc:  # a function that cannot be rebuilt here, or code given as text that does not run

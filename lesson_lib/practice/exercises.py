@@ -22,6 +22,7 @@ from lesson_lib.attention import merge_heads, multi_head_attention, softmax, spl
 from lesson_lib.costs import count
 from lesson_lib.practice import progress, worker
 from lesson_lib.practice.questions import split_heads_shape_mistake
+from lesson_lib.practice.render import box_html
 
 BUDGET_S = 5.0  # one whole check (every case); a right answer takes milliseconds
 FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
@@ -86,8 +87,6 @@ class ExerciseResult:
         return self.message
 
     def _repr_html_(self) -> str:
-        from lesson_lib.practice.render import box_html
-
         tone = {"passed": "right", "todo": "neutral"}.get(self.status, "wrong")
         return box_html(self.message, tone, f"lesson-exercise lesson-exercise-{self.status}")
 
@@ -371,8 +370,7 @@ def _exercise(name: str) -> _Exercise:
 
 
 def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
-    """Check the learner's function in the worker process and record the result; never raises for anything the
-    function does."""
+    """Check the learner's function in the worker process and record the result; never raises for what it does."""
     ex = _exercise(name)
     if _in_worker:  # called from inside the learner's function
         raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
@@ -381,10 +379,9 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
         result = ExerciseResult(name, "error", f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
                                 f"例如 check(\"{name}\", {ex.learner_name})，函数名后面不要加括号。")
     else:
-        try:
-            source = textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
-        except (OSError, TypeError):
-            source = ""
+        source = ""
+        with contextlib.suppress(OSError, TypeError):  # IPython keeps each cell's text for getsource
+            source = textwrap.dedent(inspect.getsource(fn))[:20_000]
         result = _run(ex, fn, source, BUDGET_S if budget is None else budget)
     with contextlib.suppress(Exception):  # a failed save shows in the summary; the result matters more
         progress.default_progress().record_exercise(result)
@@ -399,12 +396,11 @@ def check_source(name: str, source: str) -> ExerciseResult:
 
 def _is_stub(source: str) -> bool:
     """The notebook's stub, untouched: the last function's body is only (a docstring and) raise NotImplementedError."""
-    try:
-        funcs = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)]
-    except (SyntaxError, ValueError):
-        return False
-    body = [s for s in funcs[-1].body if not isinstance(getattr(s, "value", None), ast.Constant)] if funcs else []
-    return len(body) == 1 and bool(re.fullmatch(r"raise NotImplementedError(\(.*\))?", ast.unparse(body[0]), re.S))
+    with contextlib.suppress(SyntaxError, ValueError, IndexError):
+        last = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)][-1]
+        body = [s for s in last.body if not isinstance(getattr(s, "value", None), ast.Constant)]
+        return len(body) == 1 and bool(re.fullmatch(r"raise NotImplementedError(\(.*\))?", ast.unparse(body[0]), re.S))
+    return False
 
 
 _in_worker = False  # True in the checker's process

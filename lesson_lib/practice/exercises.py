@@ -25,7 +25,6 @@ from lesson_lib.practice.questions import split_heads_shape_mistake
 from lesson_lib.practice.render import box_html
 
 BUDGET_S = 5.0  # one whole check (every case); a right answer takes milliseconds
-FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
 # (n, d_model, h) of each check's cases; the first split is the base model's
 SPLIT_CASES = ((12, paper.BASE_D_MODEL, paper.BASE_HEADS), (5, 6, 3), (4, 8, 1), (3, 6, 6), (7, 12, 4))
 MHA_CASES = ((5, 8, 2), (4, 12, 3), (6, 8, 1), (3, 16, 8), (12, 64, 8))
@@ -180,7 +179,7 @@ def _learner_line(frames, fn, source: str) -> tuple[int, str]:
 
 
 def _same(a, b, low: bool = False) -> bool:
-    rtol, atol = (FLOAT32_RTOL, FLOAT32_ATOL) if low else (1e-6, 1e-8)
+    rtol, atol = (1e-4, 1e-5) if low else (1e-6, 1e-8)  # float32 keeps ~7 significant digits; sums lose some
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
@@ -257,11 +256,11 @@ def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
     yield "no_softmax", merge_heads(scores @ v) @ w_o, "忘了 softmax：分数要先变成每行和为 1 的权重，再乘 V。"
 
 
-def _mha_verdict(case, value, x, *ws_h) -> bool:
+def _mha_verdict(case, value, *args) -> bool:  # args: x, w_q, w_k, w_v, w_o, h
     if type(value) is tuple and len(value) == 2:
         value = value[0]  # (output, weights), the kernel's convention
     got, low = _as_array(case, value)
-    (n, d), h, want = x.shape, ws_h[-1], multi_head_attention(x, *ws_h)[0]
+    (n, d), h, want = args[0].shape, args[-1], multi_head_attention(*args)[0]
     if got.shape != want.shape:
         mistake, why = {
             (h, n, d // h): ("no_concat",
@@ -269,7 +268,7 @@ def _mha_verdict(case, value, x, *ws_h) -> bool:
             (n, d // h): ("one_head_only", f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"),
         }.get(got.shape, ("shape", "输出应当和输入 x 一样是 (n, d_model)。"))
         raise _Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{why}", (mistake,))
-    _values(case, got, want, low, "：检查 softmax 是否先减去了每行的最大值。", _mha_mistakes(x, *ws_h),
+    _values(case, got, want, low, "：检查 softmax 是否先减去了每行的最大值。", _mha_mistakes(*args),
             "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。")
     return low
 

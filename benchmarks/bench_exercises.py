@@ -101,23 +101,12 @@ def _warm(check, fn, repeat: int = 15) -> tuple[float, float, float]:
 
 def _bare(name: str, fn) -> float:
     """The same learner function on the checker's cases, in this process, without the checker (the baseline)."""
-    import math
-
     import numpy as np
 
     from lesson_lib.practice import exercises
 
-    calls = []
-    if name == "split_heads":
-        rng = np.random.default_rng(0)
-        calls = [(rng.standard_normal((n, d)), h) for n, d, h in exercises.SPLIT_CASES]
-    elif name == "multi_head_attention_loop":
-        rng = np.random.default_rng(1)
-        for n, d, h in exercises.MHA_CASES:
-            x = rng.standard_normal((n, d))
-            calls.append((x, *[rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)], h))
-    else:
-        calls = list(exercises.COUNT_CASES)
+    ex, rng = exercises.EXERCISES[name], np.random.default_rng(0)  # the checker's inputs
+    calls = [ex.inputs(rng, *case) for case in ex.cases]
     times = []
     for _ in range(15):
         start = time.perf_counter()

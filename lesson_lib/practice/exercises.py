@@ -8,12 +8,12 @@ import contextlib
 import inspect
 import math
 import re
-import sys
 import textwrap
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -22,9 +22,9 @@ from lesson_lib.attention import merge_heads, multi_head_attention, softmax, spl
 from lesson_lib.costs import count
 from lesson_lib.practice import progress, worker
 from lesson_lib.practice.questions import split_heads_shape_mistake
+from lesson_lib.practice.feedback import box_html
 
 BUDGET_S = 5.0  # one whole check (every case); a right answer takes milliseconds
-FLOAT32_RTOL, FLOAT32_ATOL = 1e-4, 1e-5  # float32 keeps about 7 significant digits; sums of products lose some
 # (n, d_model, h) of each check's cases; the first split is the base model's
 SPLIT_CASES = ((12, paper.BASE_D_MODEL, paper.BASE_HEADS), (5, 6, 3), (4, 8, 1), (3, 6, 6), (7, 12, 4))
 MHA_CASES = ((5, 8, 2), (4, 12, 3), (6, 8, 1), (3, 16, 8), (12, 64, 8))
@@ -75,8 +75,8 @@ class ExerciseResult:
     name: str
     status: str  # passed, todo (stub), error (raised or crashed), wrong, timeout, interrupted
     message: str
-    mistakes: tuple[str, ...] = field(default=(), repr=False)  # named mistakes (class report)
-    source: str | None = field(default=None, repr=False)  # the learner's code, when known
+    mistakes: tuple[str, ...] = ()  # named mistakes (class report)
+    source: str | None = None  # the learner's code, when known
 
     @property
     def passed(self) -> bool:
@@ -86,21 +86,17 @@ class ExerciseResult:
         return self.message
 
     def _repr_html_(self) -> str:
-        from lesson_lib.practice.feedback import box_html
-
         tone = {"passed": "right", "todo": "neutral"}.get(self.status, "wrong")
         return box_html(self.message, tone, f"lesson-exercise lesson-exercise-{self.status}")
 
 
 class _Text(str):
-    """Text a notebook cell shows as itself (``spec``)."""
+    """Text a notebook cell shows as itself: the spec, and (``_Code``, as a Python block) the solution."""
 
     __repr__ = str.__str__
 
 
 class _Code(_Text):
-    """Source shown as a Python block (``show_solution``)."""
-
     def _repr_markdown_(self) -> str:
         return f"```python\n{self}\n```"
 
@@ -117,23 +113,20 @@ _EXTRA_HINT = {  # what an exception usually means in these exercises
 }
 
 
-def _call(ex, case, hint, fn, args, source) -> object:
+def _call(ex, case, fn, args, source) -> object:
     """``fn(*args)`` on copies of the arrays: its return value, or _Stop with a message that teaches."""
     given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    _calling[0] = True
     try:
         with np.errstate(all="ignore"):
             value = fn(*given)
     except NotImplementedError:
         raise _Stop("todo", _todo(ex)) from None
     except BaseException as exc:  # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
-        extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), hint)
+        extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), ex.hint)
         frames = [(f.filename, f.lineno, f.name) for f in reversed(traceback.extract_tb(exc.__traceback__))]
         line, text = _learner_line(frames, fn, source)
         where = f"，在你的函数第 {line} 行「{text}」" if text else ""
         raise _Stop("error", f"运行出错（{case} 这个例子）{where}：{_describe(exc)}。{extra}") from None
-    finally:
-        _calling[0] = False
     changed = [name for name, a, g in zip(inspect.signature(ex.solution).parameters, args, given)
                if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]
     if changed:
@@ -145,10 +138,8 @@ def _call(ex, case, hint, fn, args, source) -> object:
     return value
 
 
-def _as_array(case, result, pair_ok) -> tuple[np.ndarray, bool]:
+def _as_array(case, result) -> tuple[np.ndarray, bool]:
     """(a float64 copy, whether the result was float32/float16), or _Stop saying why it is not a numeric array."""
-    if pair_ok and type(result) is tuple and len(result) == 2:
-        result = result[0]  # (output, weights), the kernel's convention
     if callable(result):
         name = getattr(result, "__name__", type(result).__name__)
         raise _Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果：是不是写成了 return {name}，"
@@ -158,11 +149,11 @@ def _as_array(case, result, pair_ok) -> tuple[np.ndarray, bool]:
     except Exception:
         raise _Stop("wrong", f"{case}：返回值没法变成数组（是 {type(result).__name__}）："
                     "请返回一个 numpy 数组。") from None
-    text = f"返回的是文字（dtype={kind}），不是数字数组：请返回计算出来的 numpy 数组。"
     why = {"c": f"返回的数组是复数（dtype={kind}）：注意力的输出应当是实数。检查是不是用了会产生复数的运算。",
            "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
                 "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
-           "U": text, "S": text, "V": text, "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。"}
+           "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。",
+           **dict.fromkeys("USV", f"返回的是文字（dtype={kind}），不是数字数组：请返回计算出来的 numpy 数组。")}
     if kind.kind not in "iuf":
         raise _Stop("wrong", f"{case}：" + why.get(kind.kind, f"返回值不是数字数组（是 {type(result).__name__}，"
                                                           f"dtype={kind}）：请返回一个 numpy 数组。"))
@@ -171,16 +162,14 @@ def _as_array(case, result, pair_ok) -> tuple[np.ndarray, bool]:
 
 
 def _describe(exc: BaseException) -> str:
-    with contextlib.suppress(Exception):  # str() of the learner's exception may itself raise
-        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        return text if len(text) <= 200 else text[:200] + "…"
-    return type(exc).__name__
+    text = traceback.format_exception_only(type(exc), exc)[-1].strip()  # safe if str() of it raises
+    return text if len(text) <= 200 else text[:200] + "…"
 
 
 def _learner_line(frames, fn, source: str) -> tuple[int, str]:
     """(line number in ``source``, its text) of the innermost of ``frames`` ((file, line, function), innermost first)
     in the learner's code: a whole cell's text (``<learner>``) or ``fn``'s file or name; (0, '') if none."""
-    lines, code = textwrap.dedent(source).splitlines(), getattr(fn, "__code__", None)
+    lines, code = source.splitlines(), getattr(fn, "__code__", None)
     for path, lineno, function in frames:
         if path == "<learner>" or (code is not None and (path == code.co_filename or function == code.co_name)):
             index = lineno - 1 if path == "<learner>" else lineno - code.co_firstlineno
@@ -190,7 +179,7 @@ def _learner_line(frames, fn, source: str) -> tuple[int, str]:
 
 
 def _same(a, b, low: bool = False) -> bool:
-    rtol, atol = (FLOAT32_RTOL, FLOAT32_ATOL) if low else (1e-6, 1e-8)
+    rtol, atol = (1e-4, 1e-5) if low else (1e-6, 1e-8)  # float32 keeps ~7 significant digits; sums lose some
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
@@ -220,41 +209,28 @@ def _values(case, got, want, low, nonfinite, variants, advice) -> None:
     raise _Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。{advice}", ("values",))
 
 
-def _precision_note(low: bool) -> str:
-    return ("（你的结果是 float32，按 float32 的精度比对；lesson_lib 用 float64，想和它逐位一致请用 float64。）"
-            if low else "")
-
-
 def _todo(ex) -> str:
     return (f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError。把它换成你的代码，再运行这个单元格。"
             f"想看要求：exercises.spec(\"{ex.name}\")；实在卡住了：exercises.show_solution(\"{ex.name}\")。")
 
 
-# ------------------------------------------------------------------------------------------- the checkers
-def check_split_heads(fn, source: str = "") -> str:
-    """``fn(x, h)`` on several (n, d_model, h), compared with the kernel's split_heads."""
-    rng, low, ex = np.random.default_rng(0), False, EXERCISES["split_heads"]
-    for n, d, h in SPLIT_CASES:
-        case, d_k, x = f"n={n}, d_model={d}, h={h}", d // h, rng.standard_normal((n, d))
-        want = split_heads(x, h)
-        value = _call(ex, case, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。", fn, (x, h), source)
-        got, this_low = _as_array(case, value, pair_ok=False)
-        low = low or this_low
-        if got.shape != want.shape:
-            raise _Stop("wrong", f"{case}：形状应为 {tuple(want.shape)}，你的是 {tuple(got.shape)}："
-                        + split_heads_shape_mistake(got.shape, n, h, d_k),
-                        ("transpose" if got.shape == (n, h, d_k) else "shape",))
-        _values(case, got, want, this_low, "，而输入都是有限的数。", (
-            ("reshape_without_transpose", x.reshape(h, n, d_k),
-             f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征塞进同一个头。"
-             f"先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。"),
-            ("strided", x.reshape(n, d_k, h).transpose(2, 0, 1),
-             f"第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列："
-             "reshape 的顺序是 (n, h, d_k)。"),
-        ), "head i 应是 x[:, i·d_k:(i+1)·d_k]。")
-    n, d, h = SPLIT_CASES[0]
-    return (f"全部通过！{len(SPLIT_CASES)} 个例子都和 lesson_lib 的 split_heads 一致（包括 base 模型：({n}, {d}) → "
-            f"{split_heads(np.zeros((n, d)), h).shape}）。" + _precision_note(low))
+# ------------------------------------------------------- the verdicts: whether a right value was float32, or _Stop
+def _split_heads_verdict(case, value, x, h) -> bool:
+    got, low = _as_array(case, value)
+    (n, d), want = x.shape, split_heads(x, h)
+    d_k = d // h
+    if got.shape != want.shape:
+        raise _Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}："
+                    + split_heads_shape_mistake(got.shape, n, h, d_k),
+                    ("transpose" if got.shape == (n, h, d_k) else "shape",))
+    _values(case, got, want, low, "，而输入都是有限的数。", (
+        ("reshape_without_transpose", x.reshape(h, n, d_k),
+         f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征塞进同一个头。"
+         f"先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。"),
+        ("strided", x.reshape(n, d_k, h).transpose(2, 0, 1),
+         f"第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列：reshape 的顺序是 (n, h, d_k)。"),
+    ), "head i 应是 x[:, i·d_k:(i+1)·d_k]。")
+    return low
 
 
 def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
@@ -280,32 +256,33 @@ def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
     yield "no_softmax", merge_heads(scores @ v) @ w_o, "忘了 softmax：分数要先变成每行和为 1 的权重，再乘 V。"
 
 
-def check_multi_head_attention_loop(fn, source: str = "") -> str:
-    """``fn(x, w_q, w_k, w_v, w_o, h)`` on several cases, compared with the kernel's multi_head_attention."""
-    rng, low, ex = np.random.default_rng(1), False, EXERCISES["multi_head_attention_loop"]
-    hint = "提示：head_i 用 W^Q[:, i·d_k:(i+1)·d_k] 等列块；可以调用 softmax(scores, axis=-1)。"
-    for n, d, h in MHA_CASES:
-        case, d_k, x = f"n={n}, d_model={d}, h={h}", d // h, rng.standard_normal((n, d))
-        ws = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)]
-        want = multi_head_attention(x, *ws, h)[0]
-        got, this_low = _as_array(case, _call(ex, case, hint, fn, (x, *ws, h), source), pair_ok=True)
-        low = low or this_low
-        if got.shape != want.shape:
-            mistake, why = {
-                (h, n, d_k): ("no_concat",
-                              f"这是 {h} 个头各自的输出：还要沿特征维度拼接（Concat）成 ({n}, {d})，再乘 W^O。"),
-                (n, d_k): ("one_head_only", f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"),
-            }.get(got.shape, ("shape", "输出应当和输入 x 一样是 (n, d_model)。"))
-            raise _Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{why}", (mistake,))
-        _values(case, got, want, this_low, "：检查 softmax 是否先减去了每行的最大值。", _mha_mistakes(x, *ws, h),
-                "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。")
-    return (f"全部通过！{len(MHA_CASES)} 个例子都和 lesson_lib 的 multi_head_attention 一致："
-            "逐头循环和一次性的批量计算，算的是同一个公式。" + _precision_note(low))
+def _mha_verdict(case, value, *args) -> bool:  # args: x, w_q, w_k, w_v, w_o, h
+    if type(value) is tuple and len(value) == 2:
+        value = value[0]  # (output, weights), the kernel's convention
+    got, low = _as_array(case, value)
+    (n, d), h, want = args[0].shape, args[-1], multi_head_attention(*args)[0]
+    if got.shape != want.shape:
+        mistake, why = {
+            (h, n, d // h): ("no_concat",
+                             f"这是 {h} 个头各自的输出：还要沿特征维度拼接（Concat）成 ({n}, {d})，再乘 W^O。"),
+            (n, d // h): ("one_head_only", f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"),
+        }.get(got.shape, ("shape", "输出应当和输入 x 一样是 (n, d_model)。"))
+        raise _Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{why}", (mistake,))
+    _values(case, got, want, low, "：检查 softmax 是否先减去了每行的最大值。", _mha_mistakes(*args),
+            "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。")
+    return low
 
 
-def _count_hint(value, c) -> tuple[str, str]:
-    """(mistake id, hint) for a wrong count."""
-    return {
+def _count_verdict(case, value, n, d, h) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or (isinstance(value, (float, np.floating)) and not math.isfinite(value)):
+        short = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+        raise _Stop("wrong", f"{case}：应当返回一个整数，你返回的是 {short}。")
+    value = int(value) if isinstance(value, (int, np.integer)) or value == int(value) else float(value)
+    c = count(n, d, h)
+    if value == c.matmul_total:
+        return False
+    mistake, hint = {  # what the usual slips give
         c.scores + c.weights_v: ("no_projections", "只算了 QKᵀ 与 weights × V，漏了四个投影（3·n·d² 与 n·d²）。"),
         c.qkv_projections + c.output_projection: ("no_scores", "只算了四个投影，漏了 QKᵀ 与 weights × V（各 n²·d）。"),
         c.matmul_total - c.output_projection: ("no_w_o", "漏了输出投影 W^O（n·d²）。"),
@@ -318,27 +295,9 @@ def _count_hint(value, c) -> tuple[str, str]:
         c.matmul_total - c.scores - c.weights_v + (c.scores + c.weights_v) // c.h:
             ("one_head", "QKᵀ 与 weights × V 只算了一个头：要乘以 h。"),
     }.get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。"))
-
-
-def check_count_multiplies(fn, source: str = "") -> str:
-    """``fn(n, d_model, h)`` compared with ``costs.count(...).matmul_total``."""
-    ex = EXERCISES["count_multiplies"]
-    for n, d, h in COUNT_CASES:
-        case, c = f"n={n}, d_model={d}, h={h}", count(n, d, h)
-        value = _call(ex, case, "提示：把四个矩阵乘法各自的乘法次数加起来。", fn, (n, d, h), source)
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                or (isinstance(value, (float, np.floating)) and not math.isfinite(value)):
-            short = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
-            raise _Stop("wrong", f"{case}：应当返回一个整数，你返回的是 {short}。")
-        value = int(value) if isinstance(value, (int, np.integer)) or value == int(value) else float(value)
-        if value != c.matmul_total:
-            mistake, hint = _count_hint(value, c)
-            shown = f"{value:.6g}" if isinstance(value, float) else f"{value:,}" if value.bit_length() < 64 else \
-                f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"  # str() of a huge int is refused
-            raise _Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {shown}。{hint}", (mistake,))
-    (n, d, h1), (_, _, h2) = COUNT_CASES[:2]
-    return (f"全部通过！例如 n={n}, d_model={d} 时，h = {h1} 和 h = {h2} 都是 {count(n, d, h1).matmul_total:,} 次："
-            "矩阵乘法的总量与头数无关（4·n·d² + 2·n²·d）。")
+    shown = f"{value:.6g}" if isinstance(value, float) else f"{value:,}" if value.bit_length() < 64 else \
+        f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"  # str() of a huge int is refused
+    raise _Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {shown}。{hint}", (mistake,))
 
 
 # ------------------------------------------------------------------------------------ what the notebook calls
@@ -347,7 +306,11 @@ class _Exercise:
     name: str
     spec: str
     solution: Callable
-    checker: Callable[..., str]  # the passed message, or raises _Stop
+    cases: tuple[tuple[int, int, int], ...]  # (n, d_model, h)
+    inputs: Callable  # (rng, n, d_model, h) -> the arguments of one call
+    verdict: Callable[..., bool]  # (case, value, *arguments) -> whether a right value was float32, or _Stop
+    hint: str  # after an exception
+    passed: str
 
     @property
     def learner_name(self) -> str:  # the stub's name in the notebook
@@ -373,18 +336,29 @@ EXERCISES = {e.name: e for e in (
               "实现 my_split_heads(x, h)：输入 x 的形状是 (n, d_model)，h 整除 d_model。返回形状 (h, n, d_k) 的数组，"
               "d_k = d_model / h；第 i 个头是 x 的第 i 块连续的列 x[:, i·d_k:(i+1)·d_k]。"
               "只用 numpy 的 reshape 和 transpose。",
-              split_heads_solution, check_split_heads),
+              split_heads_solution, SPLIT_CASES, lambda rng, n, d, h: (rng.standard_normal((n, d)), h),
+              _split_heads_verdict, "提示：先 x.reshape(n, h, d_k)，再交换前两个轴。",
+              f"全部通过！{len(SPLIT_CASES)} 个例子都和 lesson_lib 的 split_heads 一致（包括 base 模型："
+              f"(12, {paper.BASE_D_MODEL}) → ({paper.BASE_HEADS}, 12, {paper.BASE_D_MODEL // paper.BASE_HEADS})）。"),
     _Exercise("multi_head_attention_loop",
               "实现 my_multi_head_attention_loop(x, w_q, w_k, w_v, w_o, h)：x 是 (n, d_model)，四个权重都是 "
               "(d_model, d_model)。用 for 循环逐个头计算：head_i = softmax(Q_i K_iᵀ / √d_k) V_i，"
               "其中 Q_i = x W^Q 的第 i 块 d_k 列（K_i、V_i 同理）；把 h 个头沿特征维度拼接成 (n, d_model)，"
               "再乘 w_o，返回 (n, d_model) 的输出。可以使用 softmax(scores, axis=-1)。",
-              multi_head_attention_loop_solution, check_multi_head_attention_loop),
+              multi_head_attention_loop_solution, MHA_CASES,
+              lambda rng, n, d, h: (rng.standard_normal((n, d)), *(rng.standard_normal((d, d)) / math.sqrt(d)
+                                                                   for _ in range(4)), h),
+              _mha_verdict, "提示：head_i 用 W^Q[:, i·d_k:(i+1)·d_k] 等列块；可以调用 softmax(scores, axis=-1)。",
+              f"全部通过！{len(MHA_CASES)} 个例子都和 lesson_lib 的 multi_head_attention 一致："
+              "逐头循环和一次性的批量计算，算的是同一个公式。"),
     _Exercise("count_multiplies",
               "实现 my_count_multiplies(n, d_model, h)：返回一层自注意力里所有矩阵乘法的乘法次数（整数）："
               "Q、K、V 三个投影，每个头的 Q_i K_iᵀ 与 weights_i V_i，以及输出投影 W^O。softmax 不算。"
               "(a × b) 矩阵乘 (b × c) 矩阵需要 a·b·c 次乘法。",
-              count_multiplies_solution, check_count_multiplies),
+              count_multiplies_solution, COUNT_CASES, lambda rng, n, d, h: (n, d, h),
+              _count_verdict, "提示：把四个矩阵乘法各自的乘法次数加起来。",
+              f"全部通过！例如 n=50, d_model=512 时，h = 8 和 h = 16 都是 {count(50, 512, 8).matmul_total:,} 次："
+              "矩阵乘法的总量与头数无关（4·n·d² + 2·n²·d）。"),
 )}
 
 
@@ -395,22 +369,18 @@ def _exercise(name: str) -> _Exercise:
 
 
 def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
-    """Check the learner's function in the worker process and record the result; never raises for anything the
-    function does."""
+    """Check the learner's function in the worker process and record the result; never raises for what it does."""
     ex = _exercise(name)
-    if _in_worker:  # called from inside the learner's function, or by a re-checked cell's text
-        if _calling[0]:
-            raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
-                               "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
-        return None
+    if _in_worker:  # called from inside the learner's function
+        raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
+                           "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
     if not callable(fn):
         result = ExerciseResult(name, "error", f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
                                 f"例如 check(\"{name}\", {ex.learner_name})，函数名后面不要加括号。")
     else:
-        try:
-            source = textwrap.dedent(inspect.getsource(fn))[:20_000]  # IPython keeps each cell's text for this
-        except (OSError, TypeError):
-            source = ""
+        source = ""
+        with contextlib.suppress(OSError, TypeError):  # IPython keeps each cell's text for getsource
+            source = textwrap.dedent(inspect.getsource(fn))[:20_000]
         result = _run(ex, fn, source, BUDGET_S if budget is None else budget)
     with contextlib.suppress(Exception):  # a failed save shows in the summary; the result matters more
         progress.default_progress().record_exercise(result)
@@ -418,35 +388,34 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
 
 
 def check_source(name: str, source: str) -> ExerciseResult:
-    """Check a saved source (the class report) in a new process, not recorded: its ``my_<name>``, else the last
-    function it defines."""
+    """Check a saved source (the class report) in a new process, not recorded: the last function it defines."""
     worker.stop()
-    return _run(_exercise(name), None, source, BUDGET_S)
+    return _run(_exercise(name), None, textwrap.dedent(source), BUDGET_S)
 
 
 def _is_stub(source: str) -> bool:
     """The notebook's stub, untouched: the last function's body is only (a docstring and) raise NotImplementedError."""
-    try:
-        funcs = [node for node in ast.parse(textwrap.dedent(source)).body if isinstance(node, ast.FunctionDef)]
-    except (SyntaxError, ValueError):
-        return False
-    body = [s for s in funcs[-1].body if not isinstance(getattr(s, "value", None), ast.Constant)] if funcs else []
-    return len(body) == 1 and bool(re.fullmatch(r"raise NotImplementedError(\(.*\))?", ast.unparse(body[0]), re.S))
+    with contextlib.suppress(SyntaxError, ValueError, IndexError):
+        last = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)][-1]
+        body = [s for s in last.body if not isinstance(getattr(s, "value", None), ast.Constant)]
+        return len(body) == 1 and bool(re.fullmatch(r"raise NotImplementedError(\(.*\))?", ast.unparse(body[0]), re.S))
+    return False
 
 
 _in_worker = False  # True in the checker's process
-_calling = [False]  # True while the learner's function runs there
 _AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
 
 
 def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
     """Run the checker in the worker process (an untouched stub needs none); the Chinese message for how it ended."""
-    name, learner = ex.name, ex.learner_name
-    result = partial(ExerciseResult, name, source=source or None)
+    learner = ex.learner_name
+    result = partial(ExerciseResult, ex.name, source=source or None)
     if _is_stub(source):
         return result("todo", _todo(ex))
+    import cloudpickle  # a function from __main__ travels by value, one from a module the worker imports
+
     try:
-        payload = _pickled((name, fn, source), fn)
+        payload = cloudpickle.dumps((ex.name, fn, source))
     except Exception as exc:
         return result("error", f"{learner} 用到了无法交给检查器的东西（{_describe(exc)}）：检查器"
                       "在另一个进程里运行你的函数，函数只应使用参数、numpy 和普通的数字与数组。")
@@ -454,10 +423,9 @@ def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
     if reply.kind == "ok":
         if reply.printed:
             print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")  # the learner's own print()s
-        status, message, mistakes = reply.value
-        return result(status, message, tuple(mistakes))
+        return result(*reply.value)
     if reply.kind == "timeout":
-        huge = "把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完" if name == "count_multiplies" else \
+        huge = "把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完" if ex.name == "count_multiplies" else \
             "创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）"
         frames = [(path, int(line), function)
                   for path, line, function in re.findall(r'File "(.*)", line (\d+) in (\S+)', reply.stack)]
@@ -481,26 +449,8 @@ def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
                   "或者内存用得太多，被系统结束。这几个练习都不需要递归和 ctypes：用 for 循环和 numpy 写。" + _AFTER)
 
 
-def _pickled(item, fn) -> bytes:
-    """cloudpickle; a function from ``__main__`` travels by value, and so does one from any module that is not
-    lesson_lib's or a library's (a test file, the learner's own .py), which the worker may lack."""
-    import cloudpickle
-
-    module = sys.modules.get(getattr(fn, "__module__", None) or "")
-    where = str(getattr(module, "__file__", None) or "site-packages")
-    own = module is not None and module.__name__ != "__main__" and "site-packages" not in where \
-        and not module.__name__.startswith(("lesson_lib", "numpy"))
-    if own:
-        cloudpickle.register_pickle_by_value(module)
-    try:
-        return cloudpickle.dumps(item)
-    finally:
-        if own:
-            cloudpickle.unregister_pickle_by_value(module)
-
-
 def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
-    """In the worker: rebuild the learner's function (or compile its text) and run the exercise's checker."""
+    """In the worker: rebuild the learner's function (or compile its text) and run every case of the exercise."""
     global _in_worker
     import cloudpickle
 
@@ -510,17 +460,19 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
         ex = EXERCISES[name]
         if fn is None:
             namespace = {"__name__": "__learner__", "np": np, "numpy": np, "math": math, "softmax": softmax,
-                         "exercises": sys.modules[__name__]}
-            exec(compile(textwrap.dedent(source), "<learner>", "exec"), namespace)
-            functions = [v for v in namespace.values() if inspect.isfunction(v) and v.__module__ == "__learner__"]
-            if not functions:
-                raise ValueError(f"代码里没有定义函数 {ex.learner_name}")
-            fn = namespace.get(ex.learner_name) if callable(namespace.get(ex.learner_name)) else functions[-1]
+                         "exercises": SimpleNamespace(check=lambda *args, **kwargs: None)}  # a cell's own check line
+            exec(compile(source, "<learner>", "exec"), namespace)
+            fn = [v for v in namespace.values() if inspect.isfunction(v) and v.__module__ == "__learner__"][-1]
     except BaseException as exc:  # a function that cannot be rebuilt here, or code given as text that does not run
         return "error", (f"检查器没能拿到你的函数（{_describe(exc)}）：先单独运行定义函数的单元格，确认它不报错，"
                          "再运行检查。"), ()
     try:
-        return "passed", ex.checker(fn, source), ()
+        rng, low = np.random.default_rng(0), False
+        for n, d, h in ex.cases:
+            case, args = f"n={n}, d_model={d}, h={h}", ex.inputs(rng, n, d, h)
+            low = ex.verdict(case, _call(ex, case, fn, args, source), *args) or low
+        return "passed", ex.passed + ("（你的结果是 float32，按 float32 的精度比对；lesson_lib 用 float64，"
+                                      "想和它逐位一致请用 float64。）" if low else ""), ()
     except _Stop as stop:
         return stop.args[0], stop.args[1], tuple(stop.args[2]) if len(stop.args) > 2 else ()
     except BaseException as exc:  # what the learner returned defeated the checker's reading of it
@@ -529,7 +481,6 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
 
 
 def spec(name: str) -> _Text:
-    """The exercise's specification, in Chinese."""
     return _Text(_exercise(name).spec)
 
 

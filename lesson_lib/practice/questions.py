@@ -40,33 +40,24 @@ def question_ids() -> tuple[str, ...]:
     return tuple(_BUILDERS)
 
 
-def lab_question_ids() -> tuple[str, ...]:
-    """The labs' question ids (the static page exports them too)."""
-    return tuple(LAB)
-
-
 def questions() -> dict[str, Question]:
     return {qid: question(qid) for qid in _BUILDERS}
 
 
-def _base() -> tuple[int, int, int]:
+def base_model() -> tuple[int, int, int]:
     """(d_model, h, d_k) of the paper's base model, read when a question is built."""
     return paper.BASE_D_MODEL, paper.BASE_HEADS, head_width(paper.BASE_D_MODEL, paper.BASE_HEADS)
 
 
-@cache
-def facts() -> dict:
-    """The numbers several questions and the interview share."""
-    d, h, d_k = _base()
-    try:
-        head_width(d, UNEVEN_HEADS)
-        uneven_refused = ""
-    except LessonInputError as exc:
-        uneven_refused = str(exc)  # the kernel's own message for h = UNEVEN_HEADS ('' if it accepted)
-    shape = split_heads(np.zeros((N_SHAPE_EXAMPLE, d)), h).shape
-    return {"d": d, "h": h, "d_k": d_k, "table3": list(paper.TABLE3), "uneven_refused": uneven_refused,
-            "table_a": [r for r in paper.TABLE3 if r["row"] in ("base", "A")],
-            "split_shape": tuple(int(s) for s in shape)}
+def table3() -> dict:
+    """The Table 3 rows S7, S7b and the interview read: base and (A), the widest h, the (B) row as narrow."""
+    rows = paper.TABLE3
+    table_a = [r for r in rows if r["row"] in ("base", "A")]
+    widest, best = max(table_a, key=lambda r: r["h"]), max(r["bleu"] for r in table_a)
+    single = next(r for r in table_a if r["h"] == 1)
+    return {"table_a": table_a, "widest": widest, "best": best, "single": single,
+            "drop": round(best - single["bleu"], 1), "base": next(r for r in rows if r["row"] == "base"),
+            "narrow_b": next(r for r in rows if r["row"] == "B" and r["d_k"] == widest["d_k"])}
 
 
 def choice(qid, section, kind, prompt, explanation, answer, praise, *options) -> Question:
@@ -116,7 +107,7 @@ def _q1() -> Question:
     ), (
         ("单头只能看一个词", "单头可以把权重分给很多词元（第 2 节的单头就分给了小红和小明）；"
                              "问题是几份共用一个总和为 1 的预算，被平均成一个向量。"),
-        ("把 d_model 加大就行", f"加大 d_model（{_base()[0]}）只让每个值向量更长，权重仍然只有一组。"),
+        ("把 d_model 加大就行", f"加大 d_model（{base_model()[0]}）只让每个值向量更长，权重仍然只有一组。"),
         ("多头是为了算得更快", "多头的矩阵乘法总量和单头一样（第 4 节），它换来的是几组互不干扰的权重，不是速度。"),
     ), model)
     return Question(
@@ -133,7 +124,7 @@ def _d_k_box(d: int, h: int, *hints, label="每个头的 d_k") -> NumberBox:
 
 
 def _q2() -> Question:
-    d, h, d_k = _base()
+    d, h, d_k = base_model()
     h2 = H_FLOPS_EXAMPLE
     d_k2, params, params2 = head_width(d, h2), parameters(d, h), parameters(d, h2)
     return _form(
@@ -155,7 +146,7 @@ def _q2() -> Question:
 
 
 def _q3() -> Question:
-    d, h, d_k = _base()
+    d, h, d_k = base_model()
     n = N_FLOPS_EXAMPLE
     exps = {hh: count(n, d, hh).softmax_exp for hh in (1, h)}
     scores = count(1, d, h).scores  # n²·d_model: at n = 1 a stage's count is its coefficient
@@ -237,8 +228,9 @@ def _q6() -> Question:
 
 # ============================================================================================ §2 … §7: one per section
 def _s3() -> Question:
-    d, h, d_k = _base()
-    n, expected = N_SHAPE_EXAMPLE, facts()["split_shape"]
+    d, h, d_k = base_model()
+    n = N_SHAPE_EXAMPLE
+    expected = tuple(int(s) for s in split_heads(np.zeros((n, d)), h).shape)
     names = {"h": h, "n": n, "d_k": d_k, "d_v": d_k, "d_model": d}
 
     def whole(values: dict) -> str:
@@ -277,7 +269,7 @@ def _s3b() -> Question:
 
 
 def _s3c() -> Question:
-    d, h, d_k = _base()
+    d, h, d_k = base_model()
     return choice(
         "S3c", "第 3 节", "single",
         f"S3c　假如去掉 W^O，直接把 Concat(head_1, …, head_{h}) 当作这一层的输出，会怎样？",
@@ -293,12 +285,17 @@ def _s3c() -> Question:
 
 
 def _s3d() -> Question:
-    d, _, d_k = _base()
+    d, _, d_k = base_model()
     h = UNEVEN_HEADS
     width, left = divmod(d, h)
+    try:
+        head_width(d, h)
+        refused = ""
+    except LessonInputError as exc:
+        refused = str(exc)  # the kernel's own message
     return choice(
         "S3d", "第 3 节", "multi", f"S3d　d_model = {d} 时，能不能用 h = {h} 个头？（多选）",
-        f"解析：{h} × {width} = {h * width}，还差 {left}：本课的 split_heads 会拒绝：「{facts()['uneven_refused']}」\n"
+        f"解析：{h} × {width} = {h * width}，还差 {left}：本课的 split_heads 会拒绝：「{refused}」\n"
         "但 h × d_k = d_model 只是论文的选择；代价是计算量和参数不再与单头相同。",
         "AC", "",
         ("A", f"本课的 split_heads 会报错：{d} / {h} 不是整数，没法把 {d} 列平均切成 {h} 块",
@@ -312,7 +309,7 @@ def _s3d() -> Question:
 
 
 def _s4() -> Question:
-    d, h0, d_k0 = _base()
+    d, h0, d_k0 = base_model()
     n, h = N_FLOPS_EXAMPLE, H_FLOPS_EXAMPLE
     d_k = head_width(d, h)
     one, total = n * n * d_k, count(n, d, h).scores
@@ -337,7 +334,7 @@ def _s4() -> Question:
 
 
 def _s4b() -> Question:
-    d, h0, _ = _base()
+    d, h0, _ = base_model()
     n, h = N_FLOPS_EXAMPLE, H_FLOPS_EXAMPLE
     c, c0, c1 = (count(n, d, hh) for hh in (h, h0, 1))
     growth = (f"exp 的次数是 h·n²：h = 1 时 {c1.softmax_exp:,}，h = {h0} 时 {c0.softmax_exp:,}，"
@@ -358,7 +355,7 @@ def _s4b() -> Question:
 
 
 def _s4c() -> Question:
-    base, base_h = _base()[:2]
+    base, base_h = base_model()[:2]
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
     d_k, params = head_width(d, h), parameters(d, h)
     return _form(
@@ -378,7 +375,7 @@ def _s4c() -> Question:
 
 
 def _s5() -> Question:
-    d = _base()[0]
+    d = base_model()[0]
     heads = [c for c in range(1, d + 1) if d % c == 0 and c <= 64]  # the §5 lab's slider range
     lo, hi, n = heads[0], heads[-1], N_FLOPS_EXAMPLE
     measures = (
@@ -402,13 +399,9 @@ def _s5() -> Question:
 
 
 def _s7() -> Question:
-    rows = facts()["table_a"]
-    best_bleu = max(r["bleu"] for r in rows)
-    single = next(r for r in rows if r["h"] == 1)
-    most = max(rows, key=lambda r: r["h"])
-    base = next(r for r in rows if r["row"] == "base")
-    tie = next(r for r in rows if r["bleu"] == best_bleu and r is not base)
-    drop = round(best_bleu - single["bleu"], 1)
+    t = table3()
+    rows, single, most, base, drop = t["table_a"], t["single"], t["widest"], t["base"], t["drop"]
+    tie = next(r for r in rows if r["bleu"] == t["best"] and r is not base)
     return choice(
         "S7", "第 7 节", "multi",
         "S7　读论文表 3 的 base 行和 (A) 行，下面哪些结论站得住？（多选）",
@@ -420,7 +413,7 @@ def _s7() -> Question:
         "CD", "",
         ("A", f"h = {base['h']} 是唯一最好的设置", f"h = {tie['h']} 的 BLEU 也是 {tie['bleu']}，和 base 并列。"),
         ("B", "头越多越好", f"h = {most['h']} 的 BLEU 降到 {most['bleu']}。"),
-        ("C", f"单头（h = 1）比最好的设置低 {drop} BLEU", f"{best_bleu} − {single['bleu']} = {drop}。"),
+        ("C", f"单头（h = 1）比最好的设置低 {drop} BLEU", f"{t['best']} − {single['bleu']} = {drop}。"),
         ("D", f"h = {tie['h']} 和 h = {base['h']} 的 PPL 只差 {round(abs(tie['ppl'] - base['ppl']), 2)}，"
               "表里没有方差，分不出谁更好", "没有方差，0.1 以内的差别不能当作结论。"),
         ("E", f"h = {most['h']} 变差，证明头太多本身有害",
@@ -428,10 +421,8 @@ def _s7() -> Question:
 
 
 def _s7b() -> Question:
-    d, rows = _base()[0], facts()["table3"]
-    h32 = max((r for r in rows if r["row"] == "A"), key=lambda r: r["h"])
-    narrow_b = next(r for r in rows if r["row"] == "B" and r["d_k"] == h32["d_k"])
-    base = next(r for r in rows if r["row"] == "base")
+    d, t = base_model()[0], table3()
+    h32, narrow_b, base = t["widest"], t["narrow_b"], t["base"]
     same = {True: "相同", False: "不同"}
     n = N_FLOPS_EXAMPLE
     return choice(

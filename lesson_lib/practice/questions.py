@@ -22,8 +22,6 @@ N_FLOPS_EXAMPLE = 50  # tokens in the §4 counting questions (the paper-facts ex
 H_FLOPS_EXAMPLE = 16  # head count in the §4 counting questions (a Table 3 (A) row)
 TRANSFER_D_MODEL, TRANSFER_HEADS = 768, 12  # another configuration (BERT-base's sizes) for a transfer question
 UNEVEN_HEADS = 6  # a head count that does not divide the base d_model
-BATCH_EXAMPLE = (2, 10)  # (B, n) of the §3 PyTorch batch question
-KV_GROUPS = 4  # key/value groups of the §10 grouped-query transfer question
 
 
 @cache
@@ -152,23 +150,13 @@ def _q3() -> Question:
     scores = count(1, d, h).scores  # n²·d_model: at n = 1 a stage's count is its coefficient
     symbols = {"n": Poly.n(), "d_model": Poly.const(d), "d": Poly.const(d), "h": Poly.const(h),
                "d_k": Poly.const(d_k), "d_v": Poly.const(d_k)}
-    known = {_n2(2 * scores): "这是打分和 weights × V 两步的合计；这一栏只问打分 QKᵀ。",
-             _n2(d * d): f"(n × {d}) 和 ({d} × n) 是两个矩阵的形状，不是乘法次数：n × n 个分数，每个做 {d} 次乘法。"}
+    shared = {_n2(2 * scores): "这是打分和 weights × V 两步的合计；这一栏只问打分 QKᵀ。",
+              _n2(d * d): f"(n × {d}) 和 ({d} × n) 是两个矩阵的形状，不是乘法次数：n × n 个分数，每个做 {d} 次乘法。"}
 
-    def why(value: Poly, per_head: str, narrow: str) -> str:
-        if value == _n2(d_k):
-            return narrow
-        if value in known:
-            return known[value]
-        if value.degree != 2:
-            return "式子里 n 的次数不对：n × n 个分数，每个都要算一次点积。"
-        return per_head
-
-    def multi(value: Poly) -> str:
-        if value == _n2(d * h):
-            return f"看起来每个头都用了 {d} 维：多头时每个头只有 d_k = {d_k} 维。"
-        return why(value, f"每个头打分要 n · {d_k} · n 次，{h} 个头合计。",
-                   f"这是一个头的乘法次数；{h} 个头要再乘以 {h}。")
+    def explain(own: dict, other: str):
+        """A wrong expression: this box's known slips, then both boxes', then a wrong power of n, else ``other``."""
+        slips, power = {**shared, **own}, "式子里 n 的次数不对：n × n 个分数，每个都要算一次点积。"
+        return lambda v: slips.get(v) or (other if v.degree == 2 else power)
 
     return _form(
         "Q3", "第 4 节",
@@ -180,10 +168,13 @@ def _q3() -> Question:
         f"n × n 分数各做一次 exp 和除法，共 h·n² 次，随 h 增长（n = {n} 时，h = 1 要 {exps[1]:,} 次 exp，h = {h} 要 "
         f"{exps[h]:,} 次）。它比矩阵乘法小得多，所以论文说总成本「相近」（similar），而不是完全相同。",
         "h × d_k = d_model：头变多、每头变窄，乘法总量不变。",
-        ExpressionBox("multi", f"{h} 个 {d_k} 维的头合计", _n2(scores), symbols, multi, unit="次",
-                      placeholder=f"例如 {h} · n · … · n"),
+        ExpressionBox("multi", f"{h} 个 {d_k} 维的头合计", _n2(scores), symbols,
+                      explain({_n2(d * h): f"看起来每个头都用了 {d} 维：多头时每个头只有 d_k = {d_k} 维。",
+                               _n2(d_k): f"这是一个头的乘法次数；{h} 个头要再乘以 {h}。"},
+                              f"每个头打分要 n · {d_k} · n 次，{h} 个头合计。"),
+                      unit="次", placeholder=f"例如 {h} · n · … · n"),
         ExpressionBox("single", f"1 个 {d} 维的头", _n2(scores), symbols,
-                      lambda v: why(v, f"单头的点积长 {d} 维，n × n 个分数。", f"单头没有切分，它的点积长 {d} 维。"),
+                      explain({_n2(d_k): f"单头没有切分，它的点积长 {d} 维。"}, f"单头的点积长 {d} 维，n × n 个分数。"),
                       unit="次", placeholder="例如 n · … · n"))
 
 
@@ -207,7 +198,7 @@ def _q4() -> Question:
 
 
 def _q6() -> Question:
-    d, h, g = TRANSFER_D_MODEL, TRANSFER_HEADS, KV_GROUPS
+    d, h, g = TRANSFER_D_MODEL, TRANSFER_HEADS, 4  # 4 key/value groups
     d_k = head_width(d, h)
     mha, gqa = kv_sharing(d, h, h), kv_sharing(d, h, g)
     return _form(
@@ -254,7 +245,7 @@ def _s3() -> Question:
 
 def _s3b() -> Question:
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
-    d_k, (b, n) = head_width(d, h), BATCH_EXAMPLE
+    d_k, b, n = head_width(d, h), 2, 10  # a PyTorch batch: B = 2 sentences of n = 10 tokens
     shape = tuple(int(s) for s in split_heads(np.zeros((b, n, d)), h).shape)
     return choice(
         "S3b", "第 3 节", "single",
@@ -385,17 +376,15 @@ def _s5() -> Question:
         ("D", "每头宽度 d_k", lambda h: head_width(d, h)),
         ("E", "注意力图的张数", lambda h: h),
     )
-    options = []
-    for key, label, fn in measures:
-        a, b = fn(lo), fn(hi)
-        options.append((key, label, f"h = {lo} 时是 {a:,}，h = {hi} 时是 {b:,}："
-                                    + ("不变" if a == b else ("变大" if b > a else "变小")) + "。"))
+    ends = {key: (label, fn(lo), fn(hi)) for key, label, fn in measures}
+    options = [(key, label, f"h = {lo} 时是 {a:,}，h = {hi} 时是 {b:,}："
+                + ("不变" if a == b else "变大" if b > a else "变小") + "。") for key, (label, a, b) in ends.items()]
     return choice(
         "S5", "第 5 节", "multi",
         f"S5　在第 5 节的实验台上，把头数 h 从 {lo} 拖到 {hi}（d_model = {d}），下面哪些量保持不变？（多选）",
         "解析：\n" + "\n".join(f"· {label}：{why}" for _, label, why in options)
         + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 工作量和注意力图的数量。",
-        {key for key, _, fn in measures if fn(lo) == fn(hi)}, "", *options)
+        {key for key, (_, a, b) in ends.items() if a == b}, "", *options)
 
 
 def _s7() -> Question:

@@ -121,9 +121,10 @@ def _name_of(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ the lesson's data
 def lesson():
     """The questions (current version digests, sections) and exercises, read from lesson_lib's own data."""
-    from lesson_lib.practice import exercises, questions, quiz
+    from lesson_lib.practice import exercises, quiz
+    from lesson_lib.practice.questions import question, question_ids
 
-    return questions.questions(), quiz.versions(), tuple(exercises.EXERCISES)
+    return {qid: question(qid) for qid in question_ids()}, quiz.versions(), tuple(exercises.EXERCISES)
 
 
 def asked_in() -> dict[str, int]:

@@ -281,7 +281,8 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
     def explode(*args, **kwargs):
         raise AssertionError("learner text reached eval/exec/compile")
 
-    qq.questions()  # built before the trap is set (dataclasses use exec while classes are created)
+    # built before the trap is set (dataclasses use exec while classes are created)
+    [qq.question(qid) for qid in qq.question_ids()]
     qi.interview_rubric()
     marker = tmp_path / "pwned"
     payloads = [

@@ -4,7 +4,6 @@ drift; a question is built when first asked."""
 
 from __future__ import annotations
 
-from fractions import Fraction
 from functools import cache, partial
 
 import numpy as np
@@ -38,10 +37,6 @@ def question_ids() -> tuple[str, ...]:
     return tuple(_BUILDERS)
 
 
-def questions() -> dict[str, Question]:
-    return {qid: question(qid) for qid in _BUILDERS}
-
-
 def base_model() -> tuple[int, int, int]:
     """(d_model, h, d_k) of the paper's base model, read when a question is built."""
     return paper.BASE_D_MODEL, paper.BASE_HEADS, head_width(paper.BASE_D_MODEL, paper.BASE_HEADS)
@@ -59,8 +54,7 @@ def table3() -> dict:
 
 
 def choice(qid, section, kind, prompt, explanation, answer, praise, *options) -> Question:
-    """A single or multiple choice question; ``options`` are (key, label, what is wrong with it: "" if right, as
-    a right choice is answered with ``praise`` and the explanation)."""
+    """A single or multiple choice question; ``options`` are (key, label, what is wrong with it: "" if right)."""
     return Question(qid, section, kind, prompt, explanation, key=ChoiceKey(options, frozenset(answer), praise))
 
 
@@ -69,7 +63,7 @@ def _form(qid, section, prompt, explanation, praise, *boxes, **key) -> Question:
 
 
 def _n2(coef) -> Poly:
-    return Poly.make({2: Fraction(coef)})
+    return Poly.make({2: coef})
 
 
 def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) -> str:

@@ -121,11 +121,12 @@ def _name_of(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ the lesson's data
 def lesson():
     """The questions (current version digests, sections) and exercises, read from lesson_lib's own data."""
-    from lesson_lib.practice import exercises, questions
+    from lesson_lib.practice import exercises
     from lesson_lib.practice.progress import current_version
+    from lesson_lib.practice.questions import question, question_ids
 
-    versions = {item: current_version(item) for item in (*questions.question_ids(), INTERVIEW)}
-    return questions.questions(), versions, tuple(exercises.EXERCISES)
+    versions = {item: current_version(item) for item in (*question_ids(), INTERVIEW)}
+    return {qid: question(qid) for qid in question_ids()}, versions, tuple(exercises.EXERCISES)
 
 
 def asked_in() -> dict[str, int]:

@@ -35,7 +35,7 @@ def test_lab_questions_are_found_but_not_counted_as_the_cores():
     """Registered lab questions check like any other, yet the core's items (what progress counts) stay the same."""
     from lesson_lib.practice.progress import Progress
 
-    assert set(lab_questions.BUILDERS) <= set(questions.lab_question_ids())
+    assert set(lab_questions.BUILDERS) <= set(questions.LAB)
     assert not set(questions.question_ids()) & set(lab_questions.BUILDERS)
     assert not set(Progress().ids) & set(lab_questions.BUILDERS)
     assert all(questions.question(qid).id == qid for qid in lab_questions.BUILDERS)

@@ -7,6 +7,7 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import CJK
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 from quiz_answers import MEANT_RIGHT, SELF, TABLE
 
 from lesson_lib import paper
-from lesson_lib.attention import head_width
+from lesson_lib.attention import head_width, split_heads
+from lesson_lib.checks import LessonInputError
 from lesson_lib.costs import count, parameters
 from lesson_lib.practice import checkers as qc
 from lesson_lib.practice import feedback as qf
@@ -279,7 +281,8 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
     def explode(*args, **kwargs):
         raise AssertionError("learner text reached eval/exec/compile")
 
-    qq.questions()  # built before the trap is set (dataclasses use exec while classes are created)
+    # built before the trap is set (dataclasses use exec while classes are created)
+    [qq.question(qid) for qid in qq.question_ids()]
     qi.interview_rubric()
     marker = tmp_path / "pwned"
     payloads = [
@@ -332,9 +335,8 @@ def test_q1_is_a_self_explanation_with_a_rubric():
 
 # ------------------------------------------------------------------------------------------ content
 def _rebuild_questions(bank):
-    """Forget built questions and facts, so a changed paper number reaches them."""
+    """Forget built questions, so a changed paper number reaches them."""
     bank.question.cache_clear()
-    bank.facts.cache_clear()
 
 
 def test_numbers_come_from_lesson_lib(monkeypatch):
@@ -372,7 +374,9 @@ def test_transfer_and_understanding_questions():
     assert f"d_model = {TRANSFER_D_MODEL}" in s4c.prompt and f"h = {TRANSFER_HEADS}" in s4c.prompt  # numbers read back
     s3d = qq.question("S3d")
     assert f"h = {UNEVEN_HEADS}" in s3d.prompt and D % UNEVEN_HEADS  # an h that does not divide d_model
-    assert qq.facts()["uneven_refused"] in s3d.explanation and qq.facts()["uneven_refused"]
+    with pytest.raises(LessonInputError) as refused:  # the kernel's own message, quoted
+        head_width(D, UNEVEN_HEADS)
+    assert str(refused.value) in s3d.explanation
     assert qq.question("S7c").key.answer == {"A", "B"}
 
 
@@ -510,7 +514,7 @@ def test_every_choice_subset_and_shape_permutation_is_judged_by_the_key():
                     answer = [*right[:i], option, *right[i + 1:]]
                     assert quiz.check(qid, answer).correct is (option == b.answer), (qid, answer)
                     seen += 1
-    shape = [str(v) for v in qq.facts()["split_shape"]]
+    shape = [str(v) for v in split_heads(np.zeros((qq.N_SHAPE_EXAMPLE, D)), H).shape]
     values = {*shape, *(str(int(v) + d) for v in shape for d in (-1, 1)), "512", "1"}
     for triple in permutations(sorted(values), 3):
         assert quiz.check("S3", list(triple)).correct is (list(triple) == shape), triple

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from lesson_lib.practice import feedback as fb
 from lesson_lib.practice.feedback import Feedback, Question, answer_first
-from lesson_lib.practice.freetext import MAX_CUES_SHOWN, Rubric, noticed
+from lesson_lib.practice.freetext import Rubric
 
 MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}  # per box or answer: longer is refused unread
 MAX_DEPTH = 16  # nested parentheses and signs
@@ -424,18 +424,15 @@ def check_choice(q: Question, answer) -> Feedback:
 
 
 # --------------------------------------------------------------------------------------------- self-explanation
-def rubric_feedback(qid: str, answer, rubric: Rubric, cap: int) -> Feedback:
-    """Free text is never graded: the learner gets the rubric to compare with, and a hint naming words it used."""
+def rubric_feedback(qid: str, answer, cap: int) -> Feedback:
+    """Free text is never read or graded: the learner gets the rubric to compare with."""
     text = clean(answer, cap + 1).strip()
     if not text:  # nothing to compare yet: a prompt, no verdict
         return Feedback(False, f"{fb.ANSWER_FIRST}先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
                                "就会出现要点清单和常见误解，由你自己对照。", qid)
     head = f"{fb.REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，再点「记录自评」。"
     if len(text) > cap:
-        head += f"（回答超过 {cap} 字，提示只看了前 {cap} 字。）"
-    if words := noticed(text[:cap], rubric)[:MAX_CUES_SHOWN]:  # words, never a point: no reading of negation
-        quoted = "".join(f"「{w}」" for w in words)
-        head += f"\n你的回答里出现了：{quoted}。用了这些词不等于说到了要点，请对照下面的要点自己判断。"
+        head += f"（回答超过 {cap} 字，写短一些更容易对照。）"
     return Feedback(False, head, qid)
 
 
@@ -452,5 +449,5 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
 
 CHECKERS: dict[str, Callable[[Question, object], Feedback]] = {
     "form": check_form, "single": check_choice, "multi": check_choice,
-    "self": lambda q, answer: rubric_feedback(q.id, answer, q.key, MAX_CHARS["self"]),
+    "self": lambda q, answer: rubric_feedback(q.id, answer, MAX_CHARS["self"]),
 }

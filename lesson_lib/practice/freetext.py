@@ -1,21 +1,16 @@
-"""Self-explanation: the rubric a learner compares their own answer with, and the one reader of prose kept: the
-rubric's cue words literally in the answer, named as a hint, never a point or a verdict."""
+"""Self-explanation: the rubric a learner compares their own answer with. Nothing reads the answer's prose."""
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
-
-MAX_CUES_SHOWN = 6  # a hint lists at most this many words
 
 
 @dataclass(frozen=True)
 class RubricPoint:
-    """One point of a good answer: a short ``name`` (the checkbox), what it says in full, and cue words."""
+    """One point of a good answer: a short ``name`` (the checkbox) and what it says in full."""
 
     name: str
     text: str
-    cues: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -33,12 +28,3 @@ class Rubric:
             lines.append("常见的误解（你的回答里有没有类似的说法？）：")
             lines += [f"✗ 「{claim}」——{why}" for claim, why in self.misconceptions]
         return "\n".join(lines)
-
-
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
-def noticed(text: str, rubric: Rubric) -> tuple[str, ...]:
-    """The rubric's cue words literally in ``text`` (full-width and case folded), each once, in rubric order."""
-    return tuple(c for c in dict.fromkeys(c for p in rubric.points for c in p.cues) if _fold(c) in _fold(text))

@@ -4,7 +4,6 @@ drift; a question is built when first asked."""
 
 from __future__ import annotations
 
-from fractions import Fraction
 from functools import cache, partial
 
 import numpy as np
@@ -22,8 +21,6 @@ N_FLOPS_EXAMPLE = 50  # tokens in the §4 counting questions (the paper-facts ex
 H_FLOPS_EXAMPLE = 16  # head count in the §4 counting questions (a Table 3 (A) row)
 TRANSFER_D_MODEL, TRANSFER_HEADS = 768, 12  # another configuration (BERT-base's sizes) for a transfer question
 UNEVEN_HEADS = 6  # a head count that does not divide the base d_model
-BATCH_EXAMPLE = (2, 10)  # (B, n) of the §3 PyTorch batch question
-KV_GROUPS = 4  # key/value groups of the §10 grouped-query transfer question
 
 
 @cache
@@ -40,37 +37,24 @@ def question_ids() -> tuple[str, ...]:
     return tuple(_BUILDERS)
 
 
-def lab_question_ids() -> tuple[str, ...]:
-    """The labs' question ids (the static page exports them too)."""
-    return tuple(LAB)
-
-
-def questions() -> dict[str, Question]:
-    return {qid: question(qid) for qid in _BUILDERS}
-
-
-def _base() -> tuple[int, int, int]:
+def base_model() -> tuple[int, int, int]:
     """(d_model, h, d_k) of the paper's base model, read when a question is built."""
     return paper.BASE_D_MODEL, paper.BASE_HEADS, head_width(paper.BASE_D_MODEL, paper.BASE_HEADS)
 
 
-@cache
-def facts() -> dict:
-    """The numbers several questions and the interview share."""
-    d, h, d_k = _base()
-    try:
-        head_width(d, UNEVEN_HEADS)
-        uneven_refused = ""
-    except LessonInputError as exc:
-        uneven_refused = str(exc)  # the kernel's own message for h = UNEVEN_HEADS ('' if it accepted)
-    shape = split_heads(np.zeros((N_SHAPE_EXAMPLE, d)), h).shape
-    return {"d": d, "h": h, "d_k": d_k, "table3": list(paper.TABLE3), "uneven_refused": uneven_refused,
-            "table_a": [r for r in paper.TABLE3 if r["row"] in ("base", "A")],
-            "split_shape": tuple(int(s) for s in shape)}
+def table3() -> dict:
+    """The Table 3 rows S7, S7b and the interview read: base and (A), the widest h, the (B) row as narrow."""
+    rows = paper.TABLE3
+    table_a = [r for r in rows if r["row"] in ("base", "A")]
+    widest, best = max(table_a, key=lambda r: r["h"]), max(r["bleu"] for r in table_a)
+    single = next(r for r in table_a if r["h"] == 1)
+    return {"table_a": table_a, "widest": widest, "best": best, "single": single,
+            "drop": round(best - single["bleu"], 1), "base": next(r for r in rows if r["row"] == "base"),
+            "narrow_b": next(r for r in rows if r["row"] == "B" and r["d_k"] == widest["d_k"])}
 
 
 def choice(qid, section, kind, prompt, explanation, answer, praise, *options) -> Question:
-    """A single or multiple choice question; ``options`` are (key, label, why it is right or wrong)."""
+    """A single or multiple choice question; ``options`` are (key, label, what is wrong with it: "" if right)."""
     return Question(qid, section, kind, prompt, explanation, key=ChoiceKey(options, frozenset(answer), praise))
 
 
@@ -79,7 +63,7 @@ def _form(qid, section, prompt, explanation, praise, *boxes, **key) -> Question:
 
 
 def _n2(coef) -> Poly:
-    return Poly.make({2: Fraction(coef)})
+    return Poly.make({2: coef})
 
 
 def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) -> str:
@@ -109,18 +93,14 @@ def _q1() -> Question:
     )
     rubric = Rubric((
         RubricPoint("单头能分散，但只有一组权重",
-                    "单头可以把权重分给好几个词元；但对每个查询只有一组（一行 softmax，总和为 1）。",
-                    ("一组", "一行", "分散", "分给", "softmax")),
-        RubricPoint("输出是加权平均", "输出是这些词元的值按这组权重加起来的一个向量。",
-                    ("平均", "加权", "求和", "加起来")),
-        RubricPoint("线索互相冲淡", "几条线索共用总和为 1 的一组权重，都只拿到一部分，还混进不相干的特征。",
-                    ("混", "分不开", "分开", "冲淡", "抹平", "同一个向量")),
-        RubricPoint("多头各有一组权重", "每个头一组权重，各自的结果占自己的 d_k 列，拼接后都保留，W^O 再组合。",
-                    ("多头", "每个头", "拼接", "W^O", "d_k")),
+                    "单头可以把权重分给好几个词元；但对每个查询只有一组（一行 softmax，总和为 1）。"),
+        RubricPoint("输出是加权平均", "输出是这些词元的值按这组权重加起来的一个向量。"),
+        RubricPoint("线索互相冲淡", "几条线索共用总和为 1 的一组权重，都只拿到一部分，还混进不相干的特征。"),
+        RubricPoint("多头各有一组权重", "每个头一组权重，各自的结果占自己的 d_k 列，拼接后都保留，W^O 再组合。"),
     ), (
         ("单头只能看一个词", "单头可以把权重分给很多词元（第 2 节的单头就分给了小红和小明）；"
                              "问题是几份共用一个总和为 1 的预算，被平均成一个向量。"),
-        ("把 d_model 加大就行", f"加大 d_model（{_base()[0]}）只让每个值向量更长，权重仍然只有一组。"),
+        ("把 d_model 加大就行", f"加大 d_model（{base_model()[0]}）只让每个值向量更长，权重仍然只有一组。"),
         ("多头是为了算得更快", "多头的矩阵乘法总量和单头一样（第 4 节），它换来的是几组互不干扰的权重，不是速度。"),
     ), model)
     return Question(
@@ -137,7 +117,7 @@ def _d_k_box(d: int, h: int, *hints, label="每个头的 d_k") -> NumberBox:
 
 
 def _q2() -> Question:
-    d, h, d_k = _base()
+    d, h, d_k = base_model()
     h2 = H_FLOPS_EXAMPLE
     d_k2, params, params2 = head_width(d, h2), parameters(d, h), parameters(d, h2)
     return _form(
@@ -159,29 +139,19 @@ def _q2() -> Question:
 
 
 def _q3() -> Question:
-    d, h, d_k = _base()
+    d, h, d_k = base_model()
     n = N_FLOPS_EXAMPLE
     exps = {hh: count(n, d, hh).softmax_exp for hh in (1, h)}
     scores = count(1, d, h).scores  # n²·d_model: at n = 1 a stage's count is its coefficient
     symbols = {"n": Poly.n(), "d_model": Poly.const(d), "d": Poly.const(d), "h": Poly.const(h),
                "d_k": Poly.const(d_k), "d_v": Poly.const(d_k)}
-    known = {_n2(2 * scores): "这是打分和 weights × V 两步的合计；这一栏只问打分 QKᵀ。",
-             _n2(d * d): f"(n × {d}) 和 ({d} × n) 是两个矩阵的形状，不是乘法次数：n × n 个分数，每个做 {d} 次乘法。"}
+    shared = {_n2(2 * scores): "这是打分和 weights × V 两步的合计；这一栏只问打分 QKᵀ。",
+              _n2(d * d): f"(n × {d}) 和 ({d} × n) 是两个矩阵的形状，不是乘法次数：n × n 个分数，每个做 {d} 次乘法。"}
 
-    def why(value: Poly, per_head: str, narrow: str) -> str:
-        if value == _n2(d_k):
-            return narrow
-        if value in known:
-            return known[value]
-        if value.degree != 2:
-            return "式子里 n 的次数不对：n × n 个分数，每个都要算一次点积。"
-        return per_head
-
-    def multi(value: Poly) -> str:
-        if value == _n2(d * h):
-            return f"看起来每个头都用了 {d} 维：多头时每个头只有 d_k = {d_k} 维。"
-        return why(value, f"每个头打分要 n · {d_k} · n 次，{h} 个头合计。",
-                   f"这是一个头的乘法次数；{h} 个头要再乘以 {h}。")
+    def explain(own: dict, other: str):
+        """A wrong expression: this box's known slips, then both boxes', then a wrong power of n, else ``other``."""
+        slips, power = {**shared, **own}, "式子里 n 的次数不对：n × n 个分数，每个都要算一次点积。"
+        return lambda v: slips.get(v) or (other if v.degree == 2 else power)
 
     return _form(
         "Q3", "第 4 节",
@@ -193,10 +163,13 @@ def _q3() -> Question:
         f"n × n 分数各做一次 exp 和除法，共 h·n² 次，随 h 增长（n = {n} 时，h = 1 要 {exps[1]:,} 次 exp，h = {h} 要 "
         f"{exps[h]:,} 次）。它比矩阵乘法小得多，所以论文说总成本「相近」（similar），而不是完全相同。",
         "h × d_k = d_model：头变多、每头变窄，乘法总量不变。",
-        ExpressionBox("multi", f"{h} 个 {d_k} 维的头合计", _n2(scores), symbols, multi, unit="次",
-                      placeholder=f"例如 {h} · n · … · n"),
+        ExpressionBox("multi", f"{h} 个 {d_k} 维的头合计", _n2(scores), symbols,
+                      explain({_n2(d * h): f"看起来每个头都用了 {d} 维：多头时每个头只有 d_k = {d_k} 维。",
+                               _n2(d_k): f"这是一个头的乘法次数；{h} 个头要再乘以 {h}。"},
+                              f"每个头打分要 n · {d_k} · n 次，{h} 个头合计。"),
+                      unit="次", placeholder=f"例如 {h} · n · … · n"),
         ExpressionBox("single", f"1 个 {d} 维的头", _n2(scores), symbols,
-                      lambda v: why(v, f"单头的点积长 {d} 维，n × n 个分数。", f"单头没有切分，它的点积长 {d} 维。"),
+                      explain({_n2(d_k): f"单头没有切分，它的点积长 {d} 维。"}, f"单头的点积长 {d} 维，n × n 个分数。"),
                       unit="次", placeholder="例如 n · … · n"))
 
 
@@ -211,8 +184,7 @@ def _q4() -> Question:
         "B", "W^O 是各头第一次「交换信息」的地方。",
         ("A", f"把 {h} 个头的输出逐元素取平均，得到 n × {d_k}，替换原来的词元向量",
          f"取平均又回到了「加权平均抹平信息」的老问题，而且只剩 {d_k} 维，拼不回 d_model。"),
-        ("B", f"沿特征维度拼接成 n × {d}，乘 W^O（{d} × {d}），再加回每个词元原来的向量",
-         "拼接保留每个头的结果，W^O 融合，残差连接把它加进词元的向量。"),
+        ("B", f"沿特征维度拼接成 n × {d}，乘 W^O（{d} × {d}），再加回每个词元原来的向量", ""),
         ("C", "只保留注意力分数最高的那个头，其余丢掉",
          "多头没有「选一个头」的步骤：每个头的输出都会进入 Concat，由 W^O 学习怎样组合。"),
         ("D", f"沿词元的方向（行）把它们首尾相接，得到 {h}n × {d_k}",
@@ -220,7 +192,7 @@ def _q4() -> Question:
 
 
 def _q6() -> Question:
-    d, h, g = TRANSFER_D_MODEL, TRANSFER_HEADS, KV_GROUPS
+    d, h, g = TRANSFER_D_MODEL, TRANSFER_HEADS, 4  # 4 key/value groups
     d_k = head_width(d, h)
     mha, gqa = kv_sharing(d, h, h), kv_sharing(d, h, g)
     return _form(
@@ -241,8 +213,9 @@ def _q6() -> Question:
 
 # ============================================================================================ §2 … §7: one per section
 def _s3() -> Question:
-    d, h, d_k = _base()
-    n, expected = N_SHAPE_EXAMPLE, facts()["split_shape"]
+    d, h, d_k = base_model()
+    n = N_SHAPE_EXAMPLE
+    expected = tuple(int(s) for s in split_heads(np.zeros((n, d)), h).shape)
     names = {"h": h, "n": n, "d_k": d_k, "d_v": d_k, "d_model": d}
 
     def whole(values: dict) -> str:
@@ -266,7 +239,7 @@ def _s3() -> Question:
 
 def _s3b() -> Question:
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
-    d_k, (b, n) = head_width(d, h), BATCH_EXAMPLE
+    d_k, b, n = head_width(d, h), 2, 10  # a PyTorch batch: B = 2 sentences of n = 10 tokens
     shape = tuple(int(s) for s in split_heads(np.zeros((b, n, d)), h).shape)
     return choice(
         "S3b", "第 3 节", "single",
@@ -276,12 +249,12 @@ def _s3b() -> Question:
         "C", "批次、头、词元、每头宽度。",
         ("A", f"({b}, {n}, {h}, {d_k})", "这是 view 之后、transpose 之前的形状：头还排在词元后面。"),
         ("B", f"({h}, {b}, {n}, {d_k})", "transpose(1, 2) 只交换第 1、2 维，批次 B 留在最前面。"),
-        ("C", f"{shape}", "批次在前，然后是头，每个头是一个 (n, d_k) 矩阵。"),
+        ("C", f"{shape}", ""),
         ("D", f"({b}, {h}, {n}, {d})", f"每个头只有 d_k = {d} / {h} = {d_k} 维，不是 d_model。"))
 
 
 def _s3c() -> Question:
-    d, h, d_k = _base()
+    d, h, d_k = base_model()
     return choice(
         "S3c", "第 3 节", "single",
         f"S3c　假如去掉 W^O，直接把 Concat(head_1, …, head_{h}) 当作这一层的输出，会怎样？",
@@ -289,34 +262,36 @@ def _s3c() -> Question:
         "严格来说：后面的前馈层和下一层仍然会混合这些列，但这一层自己不再做。",
         "B", "混合各头的正是 W^O。",
         ("A", f"形状对不上：输出不再是 n × {d}", f"Concat 之后已经是 n × {h} · {d_k} = n × {d}。"),
-        ("B", f"形状仍是 n × {d}，但每一组 {d_k} 列只来自一个头：这一层里没有一步把各头的结果混合起来",
-         "W^O 是这一层里唯一混合各头的地方。"),
+        ("B", f"形状仍是 n × {d}，但每一组 {d_k} 列只来自一个头：这一层里没有一步把各头的结果混合起来", ""),
         ("C", "什么都不变：W^O 只是为了把形状凑回 d_model",
          f"形状本来就对；W^O 是可学习的 {d} × {d} 矩阵，它在组合各头。"),
         ("D", "每个头的注意力权重会跟着改变", "权重在 W^O 之前就算好了，去掉 W^O 不改变它们，只改变怎样用各头的结果。"))
 
 
 def _s3d() -> Question:
-    d, _, d_k = _base()
+    d, _, d_k = base_model()
     h = UNEVEN_HEADS
     width, left = divmod(d, h)
+    try:
+        head_width(d, h)
+        refused = ""
+    except LessonInputError as exc:
+        refused = str(exc)  # the kernel's own message
     return choice(
         "S3d", "第 3 节", "multi", f"S3d　d_model = {d} 时，能不能用 h = {h} 个头？（多选）",
-        f"解析：{h} × {width} = {h * width}，还差 {left}：本课的 split_heads 会拒绝：「{facts()['uneven_refused']}」\n"
+        f"解析：{h} × {width} = {h * width}，还差 {left}：本课的 split_heads 会拒绝：「{refused}」\n"
         "但 h × d_k = d_model 只是论文的选择；代价是计算量和参数不再与单头相同。",
         "AC", "",
-        ("A", f"本课的 split_heads 会报错：{d} / {h} 不是整数，没法把 {d} 列平均切成 {h} 块",
-         "切分要求每个头一样宽。"),
+        ("A", f"本课的 split_heads 会报错：{d} / {h} 不是整数，没法把 {d} 列平均切成 {h} 块", ""),
         ("B", f"可以：每个头拿 {d / h:.2f} 维", "维数只能是整数：一列要么属于某个头，要么不属于。"),
         ("C", f"论文的公式并不要求 h × d_k = d_model：可以让每个头 d_k = d_v = {d_k}，{h} 个头拼出 {h * d_k} 维，"
-              f"再用 {h * d_k} × {d} 的 W^O 变回 {d} 维",
-         "W^O 的形状是 (h · d_v) × d_model，h × d_k = d_model 只是论文的选择。"),
+              f"再用 {h * d_k} × {d} 的 W^O 变回 {d} 维", ""),
         ("D", f"多出来的 {left} 维会被自动丢掉，其余照常",
          "没有这样的规则：丢掉一部分输入不是多头注意力的定义。"))
 
 
 def _s4() -> Question:
-    d, h0, d_k0 = _base()
+    d, h0, d_k0 = base_model()
     n, h = N_FLOPS_EXAMPLE, H_FLOPS_EXAMPLE
     d_k = head_width(d, h)
     one, total = n * n * d_k, count(n, d, h).scores
@@ -341,7 +316,7 @@ def _s4() -> Question:
 
 
 def _s4b() -> Question:
-    d, h0, _ = _base()
+    d, h0, _ = base_model()
     n, h = N_FLOPS_EXAMPLE, H_FLOPS_EXAMPLE
     c, c0, c1 = (count(n, d, hh) for hh in (h, h0, 1))
     growth = (f"exp 的次数是 h·n²：h = 1 时 {c1.softmax_exp:,}，h = {h0} 时 {c0.softmax_exp:,}，"
@@ -362,7 +337,7 @@ def _s4b() -> Question:
 
 
 def _s4c() -> Question:
-    base, base_h = _base()[:2]
+    base, base_h = base_model()[:2]
     d, h = TRANSFER_D_MODEL, TRANSFER_HEADS
     d_k, params = head_width(d, h), parameters(d, h)
     return _form(
@@ -382,7 +357,7 @@ def _s4c() -> Question:
 
 
 def _s5() -> Question:
-    d = _base()[0]
+    d = base_model()[0]
     heads = [c for c in range(1, d + 1) if d % c == 0 and c <= 64]  # the §5 lab's slider range
     lo, hi, n = heads[0], heads[-1], N_FLOPS_EXAMPLE
     measures = (
@@ -392,27 +367,21 @@ def _s5() -> Question:
         ("D", "每头宽度 d_k", lambda h: head_width(d, h)),
         ("E", "注意力图的张数", lambda h: h),
     )
-    options = []
-    for key, label, fn in measures:
-        a, b = fn(lo), fn(hi)
-        options.append((key, label, f"h = {lo} 时是 {a:,}，h = {hi} 时是 {b:,}："
-                                    + ("不变" if a == b else ("变大" if b > a else "变小")) + "。"))
+    ends = {key: (label, fn(lo), fn(hi)) for key, label, fn in measures}
+    options = [(key, label, f"h = {lo} 时是 {a:,}，h = {hi} 时是 {b:,}："
+                + ("不变" if a == b else "变大" if b > a else "变小") + "。") for key, (label, a, b) in ends.items()]
     return choice(
         "S5", "第 5 节", "multi",
         f"S5　在第 5 节的实验台上，把头数 h 从 {lo} 拖到 {hi}（d_model = {d}），下面哪些量保持不变？（多选）",
         "解析：\n" + "\n".join(f"· {label}：{why}" for _, label, why in options)
         + "\n参数量与矩阵乘法守恒，因为 h × d_k = d_model；随 h 增长的是 softmax 工作量和注意力图的数量。",
-        {key for key, _, fn in measures if fn(lo) == fn(hi)}, "", *options)
+        {key for key, (_, a, b) in ends.items() if a == b}, "", *options)
 
 
 def _s7() -> Question:
-    rows = facts()["table_a"]
-    best_bleu = max(r["bleu"] for r in rows)
-    single = next(r for r in rows if r["h"] == 1)
-    most = max(rows, key=lambda r: r["h"])
-    base = next(r for r in rows if r["row"] == "base")
-    tie = next(r for r in rows if r["bleu"] == best_bleu and r is not base)
-    drop = round(best_bleu - single["bleu"], 1)
+    t = table3()
+    rows, most, base, drop = t["table_a"], t["widest"], t["base"], t["drop"]
+    tie = next(r for r in rows if r["bleu"] == t["best"] and r is not base)
     return choice(
         "S7", "第 7 节", "multi",
         "S7　读论文表 3 的 base 行和 (A) 行，下面哪些结论站得住？（多选）",
@@ -424,18 +393,16 @@ def _s7() -> Question:
         "CD", "",
         ("A", f"h = {base['h']} 是唯一最好的设置", f"h = {tie['h']} 的 BLEU 也是 {tie['bleu']}，和 base 并列。"),
         ("B", "头越多越好", f"h = {most['h']} 的 BLEU 降到 {most['bleu']}。"),
-        ("C", f"单头（h = 1）比最好的设置低 {drop} BLEU", f"{best_bleu} − {single['bleu']} = {drop}。"),
+        ("C", f"单头（h = 1）比最好的设置低 {drop} BLEU", ""),
         ("D", f"h = {tie['h']} 和 h = {base['h']} 的 PPL 只差 {round(abs(tie['ppl'] - base['ppl']), 2)}，"
-              "表里没有方差，分不出谁更好", "没有方差，0.1 以内的差别不能当作结论。"),
+              "表里没有方差，分不出谁更好", ""),
         ("E", f"h = {most['h']} 变差，证明头太多本身有害",
          f"h = {most['h']} 时 d_k 也只剩 {most['d_k']}：头多和头窄分不开（见 S7b）。"))
 
 
 def _s7b() -> Question:
-    d, rows = _base()[0], facts()["table3"]
-    h32 = max((r for r in rows if r["row"] == "A"), key=lambda r: r["h"])
-    narrow_b = next(r for r in rows if r["row"] == "B" and r["d_k"] == h32["d_k"])
-    base = next(r for r in rows if r["row"] == "base")
+    d, t = base_model()[0], table3()
+    h32, narrow_b, base = t["widest"], t["narrow_b"], t["base"]
     same = {True: "相同", False: "不同"}
     n = N_FLOPS_EXAMPLE
     return choice(
@@ -451,8 +418,7 @@ def _s7b() -> Question:
         ("B", "计算量变成了原来的 4 倍，训练不充分",
          "矩阵乘法总量与 h 无关（h × d_k = d_model）；只有 softmax 这类小开销随 h 增长。"),
         ("C", f"每个头只剩 d_k = {h32['d_k']} 维，太窄了；(B) 行 h = {narrow_b['h']}、d_k = {narrow_b['d_k']} 也只有 "
-              f"BLEU {narrow_b['bleu']}",
-         "窄 d_k 本身就可能伤害效果（(B) 行还少了参数，所以只能说是部分原因）。"),
+              f"BLEU {narrow_b['bleu']}", ""),
         ("D", f"{h32['h']} 个头全都学成了一模一样的注意力模式",
          "论文没有给出这样的证据；表 3 能支持的解释是每个头太窄。"))
 
@@ -464,14 +430,12 @@ _CHOICES = {
         "解析：图 4 是编码器第 5 层的头 5、头 6：同一个查询、两种分布，各占自己的 d_k 列，拼接后都还在。\n"
         "严格来说：论文只说它们「看起来」参与了指代消解（apparently involved）；分工是训练中自发出现的。",
         "AC", "",
-        ("A", "对同一个查询「its」，两个头给出了不同的权重分布：一个词元可以同时有几种「看法」",
-         "多头让每个头各有一组权重。"),
+        ("A", "对同一个查询「its」，两个头给出了不同的权重分布：一个词元可以同时有几种「看法」", ""),
         ("B", "第二个头把权重分给了两个词元，说明它没有学好",
          "把权重分给几个词元是注意力的正常用法（「its application」本身就连着「application」）；"
          "图里没有证据说它没学好。"),
         ("C", "一个头也能把权重分给「Law」和「application」，但两份共用一组权重、被平均成一个向量；"
-              "两个头的结果各占自己的列，拼接后都还在",
-         "单头能分散权重，做不到的是让每条线索各拿一整份权重、分开保存。"),
+              "两个头的结果各占自己的列，拼接后都还在", ""),
         ("D", "这两个头是事先被人为指定去做指代消解的",
          "没有人给头分配角色：分工是训练中自发出现的，论文只是事后把它们画出来。"),
         ("E", "权重集中在「Law」上，就证明模型理解了 its 指的是 Law",
@@ -484,10 +448,8 @@ _CHOICES = {
         "BC", "注意力只看内容；「前一个」要靠位置编码。",
         ("A", "头仍然能找到前一个词元：注意力本来就按顺序读句子",
          "注意力同时看所有键，分数只取决于内容；顺序只能来自加进 X 的位置编码。"),
-        ("B", "这个头分不清「前一个词元」和句中其他内容相同的词元，只能按内容打分",
-         "没有位置编码，分数里没有「在我前面一格」这样的信息。"),
-        ("C", "把句子的词元倒过来排，每个词元的输出只是跟着换位置，内容不变",
-         "第 3 节用内核验证过：不加位置编码，倒序只让输出换位置。"),
+        ("B", "这个头分不清「前一个词元」和句中其他内容相同的词元，只能按内容打分", ""),
+        ("C", "把句子的词元倒过来排，每个词元的输出只是跟着换位置，内容不变", ""),
         ("D", "只要头数够多，总有一个头能代替位置编码找到前一个词元",
          "每个头的分数都只看内容；多几个头也变不出位置信息。")),
     "S2": ("第 2 节", "multi",
@@ -495,11 +457,10 @@ _CHOICES = {
         "解析：单头一组权重（总和为 1），多给「小红」就得从别处拿走：第 2 节读回小红 0.65、小明 0.29，都打了折。\n"
         "严格来说：第 2 节里的百分比是简化的类比，真实的注意力在高维向量上做加权平均。",
         "AC", "单头只有一组权重；多头让每条线索各有一组。",
-        ("A", "对每个查询位置，单头只有一组注意力权重，它们加起来等于 1", "这正是单头的限制所在。"),
+        ("A", "对每个查询位置，单头只有一组注意力权重，它们加起来等于 1", ""),
         ("B", "只要把 d_model 加大，单头就能同时把注意力集中在两个不同的词元上",
          "加大 d_model 只让每个值向量更长；权重仍是一组、总和仍是 1，集中给一个词元就没法再集中给另一个。"),
-        ("C", "两个头可以各自给出一个尖锐的分布（一个看「小红」，一个看语法角色），拼接后两份信息都保留",
-         "这正是多头的做法。"),
+        ("C", "两个头可以各自给出一个尖锐的分布（一个看「小红」，一个看语法角色），拼接后两份信息都保留", ""),
         ("D", "做完加权平均后，总能从输出里把每个词元各自的贡献无损地分离出来",
          "平均是多对一的：不同的权重组合可以得到同一个输出，所以一般没法从输出里把每个词元的贡献精确拆开。"),
         ("E", "单头每次只能看一个词元，所以需要多个头",
@@ -513,8 +474,7 @@ _CHOICES = {
         "B", "最小对比能把跟着代词走的头和只是碰巧看向小红的干扰头分开。",
         ("A", "把 144 个头按「她 → 小红」的权重排序，取第一名",
          "排序只用了一句话：第 12 层的两个干扰头在这句话上同样排在前三，分不出来。"),
-        ("B", "做最小对比：换成「他」、对调名字、换后半句，看头的选择是否跟着代词变",
-         "这正是第 6 节做的：第 8 层 · 头 1 在 9 个条件里全部跟着代词走，干扰头一问「他」就照样看小红。"),
+        ("B", "做最小对比：换成「他」、对调名字、换后半句，看头的选择是否跟着代词变", ""),
         ("C", "看这个头在哪一层：越靠后的层越懂语义",
          "层的位置不是证据：两个干扰头都在最后一层（第 12 层），恰恰不跟着代词走。"),
         ("D", "把那一行的权重加起来，看是否等于 1",
@@ -525,8 +485,8 @@ _CHOICES = {
         "解析：q·k 对 k 单调，得分最高的只能是最大或最小的键；有 2 维时键可以摆在圆上，哪个都能选中（第 7.4 节）。\n"
         "严格来说：论文里 h = 32 时每头还有 d_k = 16，离这个极端很远；这说的是「太窄会限制一个头能选中哪些键」。",
         "AB", "一维的分数对键是单调的：一个头只能挑两端。",
-        ("A", "值最大的那个键（q > 0 时）", "q > 0 时 q·k 随 k 增大，最大的键得分最高。"),
-        ("B", "值最小的那个键（q < 0 时）", "q < 0 时 q·k 随 k 减小而增大，最小的键得分最高。"),
+        ("A", "值最大的那个键（q > 0 时）", ""),
+        ("B", "值最小的那个键（q < 0 时）", ""),
         ("C", "值排在中间的某个键——只要 q 选得合适",
          "q·k 对 k 是单调的：中间的键总比某一端的键得分低，任何 q 都选不中它。"),
         ("D", "任何一个键，只要把 q 调得足够大", "|q| 越大只让分布越尖，赢家还是最大或最小的那一端。")),

@@ -119,7 +119,7 @@ def test_sixty_four_heads_each_tile_is_that_heads_cells():
     boxes = set()
     for i, image in enumerate(images):
         rgba = np.asarray(Image.open(io.BytesIO(base64.b64decode(image.get("href").split(",", 1)[1]))))
-        np.testing.assert_array_equal(rgba[..., :3], plotting.colour_cells(w[i]))
+        np.testing.assert_array_equal(rgba[..., :3], plotting.colormap_lut()[np.rint(w[i] * 255).astype(int)])
         x, y, side = float(image.get("x")), float(image.get("y")), float(image.get("width"))
         assert 0 <= x and x + side <= int(svg.get("width")) and 0 <= y
         boxes.add((x, y))

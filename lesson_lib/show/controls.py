@@ -139,11 +139,9 @@ def _slider_class():
 
         @max.setter
         def max(self, high):  # an integer range's new end (§5's zoom): the value stays inside, as in IntSlider
-            values = list(range(self.min, int(high) + 1))
-            keep = min(self.value, values[-1])
-            self._values, self.labels = values, [str(v) for v in values]
-            self.value = keep
-            self.index = values.index(keep)
+            self._values = list(range(self.min, int(high) + 1))
+            self.labels = [str(v) for v in self._values]
+            self.value = min(self.value, self._values[-1])  # an unchanged value keeps its index: the range starts alike
 
     return Slider
 

@@ -151,14 +151,9 @@ def picture_html(fig) -> str:
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):], flags=re.S)
-
-    def recolour(match) -> str:
-        tag, attrs, style = match.groups()
-        style = re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
-                       lambda m: f"{m[1]}: {theme_colour(m[2], m[1], text=tag == 'text')}", style)
-        return f'<{tag}{attrs}style="{style}"'
-
-    svg = re.sub(r"<(\w+)([^>]*?)style=\"([^\"]*)\"", recolour, svg)
+    # each element's fill and stroke in the theme's colours, text told from lines and shapes by its tag
+    svg = re.sub(r'<(\w+)[^>]*?style="[^"]*"', lambda tag: re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
+                 lambda m: f"{m[1]}: {theme_colour(m[2], m[1], tag[1] == 'text')}", tag[0]), svg)
     svg = svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
     return wrap_picture(svg, fig.lesson_alt, fig.lesson_table, fallback=True)
 

@@ -102,8 +102,8 @@ def test_a_picture_is_html_for_a_widget_and_a_cell():
     picture = plotting.heat_map(random_weights(1, 3), tokens=["她", "小红", "小明"])
     assert picture.startswith("<style>") and 'role="img"' in picture and "<img" not in picture  # a widget's value
     assert '<img class="lesson-ras"' in picture._repr_html_() and repr(picture).startswith("<图：注意力热图")
-    again = plotting.describe(picture, "另一句说明", (["a"], [["1"]]))
-    assert again.lesson_alt == "另一句说明" and 'aria-label="另一句说明"' in again
+    again = plotting.heat_map(random_weights(1, 3), alt="另一句说明", table=(["a"], [["1"]]))  # the caller's own words
+    assert again.lesson_alt == "另一句说明" and 'aria-label="另一句说明"' in again and "<details>" in again
 
 
 def test_sixty_four_heads_each_tile_is_that_heads_cells():

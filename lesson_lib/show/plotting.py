@@ -99,12 +99,9 @@ _PICTURE_CSS = (
 
 
 def describe(fig, alt: str, table=None):
-    """Give ``fig`` (a Figure, or a ``Picture``: a new one) the sentence a screen reader says and the table =
-    (headers, rows) of its numbers."""
+    """Give a matplotlib ``fig`` the sentence a screen reader says and the table = (headers, rows) of its numbers."""
     if not alt or not isinstance(alt, str):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
-    if isinstance(fig, Picture):
-        return Picture(fig.svg, alt, table)
     from matplotlib.figure import Figure
 
     fig.lesson_alt, fig.lesson_table = alt, table
@@ -184,7 +181,6 @@ def folded_table(table, summary: str = "图中的数字（表格）") -> str:
 
 
 def sentence(text: str) -> str:
-    """``text`` ending as a sentence: 「。」 added unless it already ends with 。？！."""
     return text if text.endswith(("。", "？", "！")) else text + "。"
 
 

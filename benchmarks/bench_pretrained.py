@@ -9,8 +9,7 @@ because without threadpoolctl the number of BLAS threads can only be set through
 OPENBLAS_NUM_THREADS before NumPy is imported. Baselines from the same run:
   load    vs reading the whole weights file into memory with np.fromfile; with the sha256 check (what
           the first ``load()`` in a process does) and without;
-  forward vs the same encoder calling the kernel once per head (``per_head=True``, the paper's loop);
-          and one BLAS thread vs two (the machine has 2 cores; other processes share them);
+  forward vs one BLAS thread vs two (the machine has 2 cores; other processes share them);
   e5 memory: the word rows a sentence dequantises vs the whole 250,037 × 384 table as float32;
   explorer: the widget's frame (Pillow map + HTML row), against the 150 ms goal.
 Timings are interleaved round by round, so a burst of load from another process hits every variant.
@@ -46,12 +45,8 @@ def _load_timings(load, path, repeat):
 
     from lesson_lib.models.pretrained import files
 
-    def fresh_load():
-        files._VERIFIED.clear()  # forget earlier checks: hash again, as the first load() in a process does
-        load()
-
     loads = {
-        "load_verified": fresh_load,
+        "load_verified": load,
         "load_unverified": lambda: load(verify=False),
         "sha256": lambda: files.sha256_of(path),
         "fromfile": lambda: np.fromfile(path, dtype=np.uint8),
@@ -66,8 +61,7 @@ def _minilm():
     ids = model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1]
     result = {"tokens": len(ids)}
     result.update(_load_timings(pt.load, pt.model_dir() / "model.safetensors", 11))
-    forwards = {"forward": lambda: model.forward(ids), "forward_per_head": lambda: model.forward(ids, per_head=True)}
-    result.update(_interleaved(forwards, 40))
+    result.update(_interleaved({"forward": lambda: model.forward(ids)}, 40))
     result.update(_explorer(model))
     return result
 
@@ -101,8 +95,7 @@ def _e5():
               "word_table_bytes": model.tokenizer.vocab_size * model.d_model * 4,
               "layer_bytes": sum(a.nbytes for a in model.w.values())}  # fmt: skip
     result.update(_load_timings(e5.load, e5.weights_path(), 9))
-    forwards = {"forward": lambda: model.forward(ids), "forward_per_head": lambda: model.forward(ids, per_head=True),
-                "attend": lambda: model.attend(ph.LESSON_SENTENCE)}  # fmt: skip
+    forwards = {"forward": lambda: model.forward(ids), "attend": lambda: model.attend(ph.LESSON_SENTENCE)}
     result.update(_interleaved(forwards, 40))
     return result
 
@@ -156,10 +149,8 @@ def _load_lines(r, goal):
 
 def _forward_lines(one, two=None):
     fwd, fwd_p90 = _stats(one["forward"])
-    loop, _ = _stats(one["forward_per_head"])
     lines = [
         f"  forward, {one['tokens']} tokens, 1 BLAS thread: median {fwd:.1f} ms, p90 {fwd_p90:.1f} ms (goal ≤ 30 ms)",
-        f"    kernel once per head (per_head=True): median {loop:.1f} ms → batched heads {loop / fwd:.2f}× faster",
     ]
     if two is not None:
         fwd2, fwd2_p90 = _stats(two["forward"])

@@ -1,9 +1,7 @@
 """Checks on what a learner passes in, with a Chinese message that names the argument and says what to do.
 
-Each check converts the same way whoever calls it (a learner, another lesson function, the kernel itself). Overflow
-and ``MemoryError`` are not predicted: ``translated`` says numpy's report in Chinese. The one size guard is for what
-the OS kills instead of refusing (memory beyond MemAvailable or a cgroup limit).
-"""
+Overflow and ``MemoryError`` are not predicted (``translated`` says numpy's report in Chinese); the one size guard is
+for what the OS kills instead of refusing (memory beyond MemAvailable or a cgroup limit)."""
 
 import contextlib
 import functools
@@ -14,19 +12,19 @@ import numpy as np
 
 
 class LessonInputError(ValueError):
-    """An argument a learner or instructor passed that the lesson cannot use; the message says what to change."""
+    """An argument the lesson cannot use; the message says what to change."""
 
 
 class LessonInputTypeError(LessonInputError, TypeError):
-    """An argument of the wrong type (also a ``TypeError``)."""
+    """An argument of the wrong type."""
 
 
 class AttentionInputError(LessonInputError):
-    """Input that the attention functions cannot use; the message says what to change."""
+    """Input the attention functions cannot use."""
 
 
 class AttentionInputTypeError(AttentionInputError, LessonInputTypeError):
-    """Attention input of the wrong type (None, text, objects; also a ``TypeError``)."""
+    """Attention input of the wrong type (None, text, objects)."""
 
 
 def _check_scalar(value, name, minimum, maximum, error, kinds, noun, cast):
@@ -103,8 +101,8 @@ def _as_array(a, name):
     return arr
 
 
-def _as_float_array(a, name, min_ndim, what):
-    """A non-empty float16/32/64 array of at least ``min_ndim`` dimensions; integers and booleans become float64."""
+def _as_float_array(a, name, min_ndim, what, finite=True):
+    """A non-empty float16/32/64 array, ≥ ``min_ndim`` dimensions, finite if ``finite``; integers become float64."""
     arr = _as_array(a, name)
     if arr.dtype.kind in "iub":
         arr = arr.astype(np.float64)  # exact for integers up to 2**53, and no uint8 wraparound
@@ -114,7 +112,7 @@ def _as_float_array(a, name, min_ndim, what):
     if arr.ndim < min_ndim:
         got = f"标量 {arr.item()!r}" if arr.ndim == 0 else f"形状 {arr.shape}"
         raise AttentionInputError(f"{name} 需要至少 {min_ndim} 维的数组 {what}，收到的是{got}。")
-    return arr
+    return _finite(arr, name) if finite else arr
 
 
 def _finite(arr, name):
@@ -151,7 +149,7 @@ def check_merge(x):
 
 def check_logits(x, axis):
     """softmax's input: a non-empty float array, an axis it has, no NaN or +inf, no row all −inf (−inf = masked)."""
-    x = _as_float_array(x, "x", 1, "（一行打分）")
+    x = _as_float_array(x, "x", 1, "（一行打分）", finite=False)
     axis = check_int(axis, "axis", minimum=-x.ndim, maximum=x.ndim - 1, error=AttentionInputError)
     if math.isfinite(float(x.max())) and math.isfinite(float(x.min())):
         return x, axis
@@ -187,7 +185,7 @@ def check_mask(mask, scores_shape):
 
 def check_qkv(q, k, v, mask=None):
     """Q, K, V that fit, in one float dtype, finite, with room in memory; the mask broadcast to the scores or None."""
-    q, k, v = (_finite(_as_float_array(a, name, 2, "(n, d)"), name) for a, name in ((q, "Q"), (k, "K"), (v, "V")))
+    q, k, v = (_as_float_array(a, name, 2, "(n, d)") for a, name in ((q, "Q"), (k, "K"), (v, "V")))
     try:
         lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except ValueError:
@@ -207,11 +205,11 @@ def check_qkv(q, k, v, mask=None):
 
 def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
     """Every multi-head variant's input: arrays in one float dtype, h an int, the mask broadcast to (…, h, n, n)."""
-    x = _finite(_as_float_array(x, "X", 2, "(n, d_model)"), "X")
+    x = _as_float_array(x, "X", 2, "(n, d_model)")
     d, weights = x.shape[-1], []
     h = check_heads(d, h)
     for w, name in ((w_q, "W_Q"), (w_k, "W_K"), (w_v, "W_V"), (w_o, "W_O")):
-        w = _as_float_array(w, name, 0, "")
+        w = _as_float_array(w, name, 0, "", finite=False)
         if w.shape != (d, d):
             raise AttentionInputError(f"{name} 的形状是 {w.shape}，应为 (d_model, d_model) = ({d}, {d})："
                                       f"它把 {h} 个头各自的投影矩阵并排放在一起。")

@@ -3,8 +3,7 @@
 §4: ``count`` — multiplies per stage (d_k = d_v = d_model / h); ``parameters`` — learnable weights.
 §8: ``kv_sharing`` — what sharing keys and values across heads saves: h query heads of width d_k share g key/value
 heads (g = h: MHA; 1 < g < h: GQA, Ainslie et al. 2023; g = 1: MQA, Shazeer 2019). W^K and W^V shrink to
-d × (g·d_k), so 2·d² + 2·d·g·d_k projection weights; a decoder caches 2·g·d_k numbers per earlier token.
-"""
+d × (g·d_k), so 2·d² + 2·d·g·d_k projection weights; a decoder caches 2·g·d_k numbers per earlier token."""
 
 from dataclasses import dataclass
 
@@ -17,9 +16,7 @@ SOFTMAX_WORK_FORMULA = "3·h·n²"  # h·n² scalings by 1/√d_k + h·n² exps 
 
 
 @dataclass(frozen=True)
-class LayerCount:
-    """Multiplies (and softmax exps/divisions) of one self-attention layer."""
-
+class LayerCount:  # multiplies (and softmax exps/divisions) of one self-attention layer
     n: int
     d_model: int
     h: int
@@ -36,18 +33,15 @@ class LayerCount:
         return self.d_model // self.h
 
     @property
-    def matmul_total(self) -> int:
-        """All matrix-multiply multiplies: 4·n·d² + 2·n²·d, the same for every h."""
+    def matmul_total(self) -> int:  # 4·n·d² + 2·n²·d, the same for every h
         return self.qkv_projections + self.scores + self.weights_v + self.output_projection
 
     @property
-    def softmax_total(self) -> int:
-        """The lesson's "softmax work" (SOFTMAX_WORK): scaling, exps and divisions, 3·h·n², growing with h."""
+    def softmax_total(self) -> int:  # SOFTMAX_WORK: scaling, exps and divisions, 3·h·n², growing with h
         return self.scaling + self.softmax_exp + self.softmax_div
 
     @property
-    def projections_share(self) -> float:
-        """Fraction of the matmul multiplies spent in the four projections."""
+    def projections_share(self) -> float:  # of the matmul multiplies, the four projections'
         return (self.qkv_projections + self.output_projection) / self.matmul_total
 
 
@@ -66,9 +60,7 @@ def parameters(d_model: int, h: int) -> int:
 
 
 @dataclass(frozen=True)
-class KVSharing:
-    """One way of sharing keys and values, for one layer."""
-
+class KVSharing:  # one way of sharing keys and values, for one layer
     name: str  # what the learner reads: 多头（MHA）…
     kv_heads: int  # g: how many different key/value heads
     d_k: int  # width of every query, key and value head

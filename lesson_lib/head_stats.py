@@ -12,11 +12,8 @@ def row_entropy(weights) -> np.ndarray:
 
 
 def mean_pairwise_js(weights) -> float:
-    """Mean Jensen–Shannon divergence (bits, 0…1) between the rows of every pair of heads.
-
-    ``weights`` is (..., h, n, n); each pair of heads is compared query row by query row, then
-    everything is averaged. 0 = the heads attend identically, 1 = to disjoint keys.
-    """
+    """Mean Jensen–Shannon divergence (bits) between every pair of heads of ``weights`` (..., h, n, n), query row by
+    query row: 0 = the heads attend identically, 1 = to disjoint keys."""
     w = _check_weights(weights)
     if w.ndim < 3 or w.shape[-3] < 2:
         raise LessonInputError(f"比较头与头之间的差异至少需要 2 个头，收到的权重形状是 {w.shape}："

@@ -206,7 +206,7 @@ def test_inputs_list_the_position_and_the_model_adds_it():
     from lesson_lib.models.toy import model
 
     task = config.Task()
-    _, params = model.init_params([0])
+    params = model.init_params([0])
     assert params["E"].shape[1] == task.V + 2 * task.K + task.T  # values, keys, query tags and T positions
 
 

@@ -44,7 +44,7 @@ def test_shared_data_cannot_be_changed_by_a_caller():
 
 
 def test_learning_rate_warms_up_then_decays_to_the_floor():
-    cfg = TrainConfig(steps=300, warmup=100, lr=0.03, final_lr_frac=0.1)
+    cfg = TrainConfig(steps=300, warmup=100, lr=0.03)
     rates = [learning_rate(step, cfg) for step in range(cfg.steps + 1)]
     assert rates[0] == pytest.approx(0.03 / 100)
     assert rates[99] == pytest.approx(0.03)
@@ -83,7 +83,7 @@ def tiny_problem():
 @pytest.mark.parametrize("h", [1, 2, 4, 8])
 def test_backward_matches_central_differences_along_random_directions(tiny_problem, h):
     cfg, batch = tiny_problem
-    _, params = init_params([0, 1], TINY_TASK, cfg)  # two models: gradients must not leak between them
+    params = init_params([0, 1], TINY_TASK, cfg)  # two models: gradients must not leak between them
     _, grads = loss_and_grads(params, batch, h, TINY_TASK)
     rng = np.random.default_rng(h)
     for name, p in params.items():
@@ -98,7 +98,7 @@ def test_backward_matches_central_differences_along_random_directions(tiny_probl
 @pytest.mark.parametrize("h", [1, 4])
 def test_backward_matches_central_differences_entry_by_entry(tiny_problem, h):
     cfg, batch = tiny_problem
-    _, params = init_params([0, 1], TINY_TASK, cfg)
+    params = init_params([0, 1], TINY_TASK, cfg)
     _, grads = loss_and_grads(params, batch, h, TINY_TASK)
     rng = np.random.default_rng(10 + h)
     for name, p in params.items():
@@ -113,7 +113,7 @@ def test_backward_matches_central_differences_entry_by_entry(tiny_problem, h):
 def test_a_wrong_gradient_fails_the_direction_check(tiny_problem):
     """The check above can fail: a gradient with one entry off by 1 % is caught."""
     cfg, batch = tiny_problem
-    _, params = init_params([0, 1], TINY_TASK, cfg)
+    params = init_params([0, 1], TINY_TASK, cfg)
     _, grads = loss_and_grads(params, batch, 2, TINY_TASK)
     index = np.unravel_index(np.abs(grads["W_Q"]).argmax(), grads["W_Q"].shape)
     grads["W_Q"][index] *= 1.01
@@ -126,7 +126,7 @@ def test_a_wrong_gradient_fails_the_direction_check(tiny_problem):
 
 def test_forward_pass_runs_through_the_lesson_kernel(kernel_calls):
     calls = kernel_calls(model)
-    _, params = init_params([0], TINY_TASK, TrainConfig(d_model=8))
+    params = init_params([0], TINY_TASK, TrainConfig(d_model=8))
     batch = make_batch([np.random.default_rng(0)], 3, TINY_TASK)
     loss_and_grads(params, batch, 4, TINY_TASK)
     assert calls == [(1, 3, 4, TINY_TASK.T, 2)]  # (S, B, h, T, d_k)
@@ -149,7 +149,7 @@ def test_seeds_trained_together_equal_seeds_trained_alone():
 def test_training_lowers_the_loss_and_a_trained_model_beats_chance():
     cfg = TrainConfig(d_model=8, steps=150, warmup=20, n_test=100)
     batch = make_batch([np.random.default_rng(99)], 64, TINY_TASK)
-    _, start = init_params([0], TINY_TASK, cfg)
+    start = init_params([0], TINY_TASK, cfg)
     trained = train(4, [0], TINY_TASK, cfg)
     assert loss_and_grads(trained, batch, 4, TINY_TASK)[0][0] < 0.7 * loss_and_grads(start, batch, 4, TINY_TASK)[0][0]
     acc = accuracy(trained, 4, held_out_data(TINY_TASK, cfg), TINY_TASK)
@@ -159,7 +159,7 @@ def test_training_lowers_the_loss_and_a_trained_model_beats_chance():
 def test_accuracy_counts_only_existing_targets():
     """A model that always answers value 0 scores exactly the share of 0s among the targets that exist."""
     cfg = TrainConfig(d_model=8, n_test=40)
-    _, params = init_params([0], TINY_TASK, cfg)
+    params = init_params([0], TINY_TASK, cfg)
     params["R"][...] = 0.0
     params["b"][...] = 0.0
     params["b"][0, 0 :: TINY_TASK.V] = 1.0  # logit of value 0 highest for all three read-outs
@@ -171,7 +171,7 @@ def test_accuracy_counts_only_existing_targets():
 
 def test_attention_maps_are_rows_of_probabilities():
     cfg = TrainConfig(d_model=8)
-    _, params = init_params([0, 1], TINY_TASK, cfg)
+    params = init_params([0, 1], TINY_TASK, cfg)
     one = held_out_data(TINY_TASK, cfg).rows(slice(0, 2))
     maps = attention_maps(params, 4, one, seed_index=1, task=TINY_TASK)
     assert maps.shape == (2, 4, TINY_TASK.T, TINY_TASK.T)

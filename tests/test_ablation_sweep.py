@@ -98,7 +98,6 @@ def test_identical_runs_are_trained_once_per_process(monkeypatch):
         (dict(cfg=replace(TINY_CFG, dtype="float16")), "TrainConfig.dtype"),
         (dict(cfg=replace(TINY_CFG, lr=float("nan"))), "TrainConfig.lr"),
         (dict(cfg=replace(TINY_CFG, lr=0.0)), "TrainConfig.lr"),
-        (dict(cfg=replace(TINY_CFG, beta2=1.0)), "TrainConfig.beta2"),
         (dict(cfg={"steps": 3}), "cfg"),
         (dict(task=Task(T=3)), "T=3"),
     ],

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from lesson_lib import attention as att
 from lesson_lib.attention import (
-    AttentionInputError,
     merge_heads,
     multi_head_attention,
     multi_head_attention_reference,
@@ -21,6 +20,7 @@ from lesson_lib.attention import (
     softmax,
     split_heads,
 )
+from lesson_lib.checks import AttentionInputError
 
 KERNELS = [multi_head_attention, multi_head_attention_reference, multi_head_attention_fast]
 KERNEL_IDS = ["readable", "reference", "fast"]

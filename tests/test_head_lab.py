@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from helpers import CJK
 
-from lesson_lib.attention import AttentionInputError
+from lesson_lib.checks import AttentionInputError
 from lesson_lib.sections import s05_head_lab as head_lab
 from lesson_lib.show import plotting
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from helpers import CJK
 
-from lesson_lib.attention import AttentionInputError
+from lesson_lib.checks import AttentionInputError
 from lesson_lib.sections import s03_heads as heads
 
 CASES = [(6, 512, 8), (4, 16, 4), (3, 12, 3), (5, 64, 1), (2, 64, 64), (7, 24, 6)]

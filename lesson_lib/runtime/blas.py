@@ -19,13 +19,10 @@ def one_blas_thread():
     return _blas().limit(limits=1)
 
 
-def fit_blas_to_cpus(cpus: int) -> int | None:
-    """Cap BLAS threads for the rest of this process to ``cpus``; the cap set, or None when no BLAS is loaded."""
-    if not _blas().lib_controllers:
-        return None
-    limit = max(1, int(cpus))
-    _blas().limit(limits=limit)  # not used as a context manager: the cap stays
-    return limit
+def fit_blas_to_cpus(cpus: int) -> int:
+    """Cap BLAS threads for the rest of this process to ``cpus`` (at least 1), and return the cap."""
+    _blas().limit(limits=max(1, int(cpus)))  # not used as a context manager: the cap stays
+    return max(1, int(cpus))
 
 
 def blas_threads() -> int | None:

@@ -4,19 +4,14 @@ import math
 import os
 from pathlib import Path
 
-
-def _affinity_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # macOS has no sched_getaffinity
-        return os.cpu_count() or 1
+CGROUP = Path("/sys/fs/cgroup")
 
 
-def usable_cpus(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
+def usable_cpus() -> int:
     """Whole CPUs: the smallest of the affinity mask, a cgroup v2 ``cpu.max`` quota and ``LESSON_CPUS``; at least 1."""
-    limits = [_affinity_cpus()]
+    limits = [len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1]  # not macOS
     try:
-        quota, period = (cgroup_root / "cpu.max").read_text().split()[:2]
+        quota, period = (CGROUP / "cpu.max").read_text().split()[:2]
         if quota != "max":
             limits.append(max(1, math.floor(int(quota) / int(period))))
     except (OSError, ValueError):

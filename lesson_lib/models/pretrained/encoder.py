@@ -1,19 +1,17 @@
 """The BERT / XLM-R encoder §6's two models share (post-LayerNorm, exact GELU), its attention run by the kernel.
 
-A loader hands it ``tensors`` ({name: float32 (out, in)}: ``emb.pos``, ``emb.type``, ``emb.ln.w/b``, per layer i
-``l{i}.q/k/v/ao/fi/fo.w/b`` and the LayerNorms ``l{i}.aln.w/b`` after attention, ``l{i}.oln.w/b`` after the FFN),
-``word_rows(ids) -> (T, d)`` and a tokenizer with ``encode(text) -> (tokens, ids)``, ``unk_token``, ``vocab_size``.
-Shapes: T tokens, d model width, L layers, H heads, d_k = d / H, F feed-forward width.
-"""
+Loaders hand it ``tensors`` ({name: float32 (out, in)}, names as in ``e5.tensor_shapes``), ``word_rows(ids)`` and a
+tokenizer. Shapes: T tokens, d model width, L layers, H heads, d_k = d / H, F feed-forward width."""
 
 import math
 import warnings
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
 
 from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
-from lesson_lib.checks import LessonInputError
+from lesson_lib.checks import LessonInputError, LessonInputTypeError
 
 
 class UnknownTextWarning(UserWarning):
@@ -22,13 +20,10 @@ class UnknownTextWarning(UserWarning):
 
 @dataclass(frozen=True)
 class EncoderConfig:
-    """The sizes that tell one BERT-style encoder from another."""
-
     name: str  # shown to learners
     n_layers: int
     n_heads: int
     d_model: int
-    d_ff: int
     eps: float
     max_tokens: int
 
@@ -37,21 +32,13 @@ class EncoderConfig:
         return self.d_model // self.n_heads
 
 
-@dataclass(frozen=True)
-class Encoding:
-    """Everything one forward pass produced for one sentence."""
-
-    tokens: list  # T tokens, the start token first and the end token last
-    ids: np.ndarray  # (T,) vocabulary ids
-    attentions: np.ndarray  # (L, H, T, T) attention weights; rows are queries and sum to 1
+# One sentence's forward pass: T tokens (start and end token included), ids (T,), attentions (L, H, T, T).
+Encoding = namedtuple("Encoding", "tokens ids attentions")
 
 
 def gelu(x):
-    """Exact GELU, x·Φ(x) = ½x(1 + erf(x/√2)), as BERT's "gelu" (not the tanh approximation).
-
-    NumPy has no vectorised erf, so it uses Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5e-7, below
-    float32 resolution near 1) on |x| and restores the sign, since erf is odd.
-    """
+    """Exact GELU, ½x(1 + erf(x/√2)), as BERT's "gelu"; erf by Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5e-7),
+    since NumPy has no vectorised erf."""
     z = np.abs(x) * np.float32(1 / math.sqrt(2))
     t = 1 / (1 + np.float32(0.3275911) * z)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
@@ -77,83 +64,63 @@ class Encoder:
     def __init__(self, config, tensors, word_rows, tokenizer):
         self.config, self.w, self.word_rows, self.tokenizer = config, tensors, word_rows, tokenizer
         self.n_layers, self.n_heads, self.d_model = config.n_layers, config.n_heads, config.d_model
-        self.eps, self.max_tokens = config.eps, config.max_tokens
 
     def attend(self, text):
-        """(tokens, attentions (L, H, T, T)) for one sentence."""
         enc = self.encode(text)
         return enc.tokens, enc.attentions
 
     def encode(self, text):
         """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown tokens."""
+        if not isinstance(text, str):
+            raise LessonInputTypeError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}。")
+        if not text.strip():
+            raise LessonInputError("句子是空的：请输入至少一个字或词。")
         tokens, ids = self.tokenizer.encode(text)
-        _warn_if_mostly_unknown(tokens, self.tokenizer.unk_token, self.config.name)
+        words, unk = tokens[1:-1], self.tokenizer.unk_token  # without the start and end tokens
+        if words and (unknown := sum(t == unk for t in words)) * 2 > len(words):
+            warnings.warn(UnknownTextWarning(
+                f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk}（{self.config.name} 的词表里没有这些字词）："
+                "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；中文句子请用本节后面的多语言模型。"
+            ), stacklevel=2)
         return Encoding(tokens, ids, self.forward(ids)[0])
 
-    def forward(self, ids, per_head=False):
-        """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d)).
-
-        ``per_head=True`` calls the kernel once per head (the paper's loop, slower, the same numbers).
-        """
-        ids = self._check_ids(ids)
-        x = self._embed(ids)  # (T, d)
+    def forward(self, ids):
+        """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d))."""
+        ids, w = np.asarray(ids), self.w
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
+        if not 1 <= len(ids) <= (limit := self.config.max_tokens):
+            raise LessonInputError(f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {limit} 个："
+                                   "请换一句短一些的句子。")
+        if ids.min() < 0 or ids.max() >= (vocab_size := self.tokenizer.vocab_size):
+            raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
+        x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]  # (T, d) word + position 0..T-1 + type 0
+        x = layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.config.eps)  # (T, d)
         hidden, attentions = [x], []
         for layer in range(self.n_layers):  # layers run in sequence: each reads the one before
-            x, weights = self._layer(x, layer, per_head)  # (T, d), (H, T, T)
+            x, weights = self._layer(x, layer)  # (T, d), (H, T, T)
             hidden.append(x)
             attentions.append(weights)
         return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
 
-    def _check_ids(self, ids):
-        ids = np.asarray(ids)
-        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
-        if not 1 <= len(ids) <= self.max_tokens:
-            raise LessonInputError(
-                f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {self.max_tokens} 个：请换一句短一些的句子。"
-            )
-        vocab_size = self.tokenizer.vocab_size
-        if ids.min() < 0 or ids.max() >= vocab_size:
-            raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
-        return ids
-
-    def _embed(self, ids):
-        w = self.w
-        x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]  # (T, d) word + position 0..T-1 + type 0
-        return layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.eps)
-
-    def _layer(self, x, layer, per_head):
+    def _layer(self, x, layer):
         """One post-LayerNorm block: x = LN(x + attention(x)); x = LN(x + FFN(x))."""
         w, p = self.w, f"l{layer}."
-        attn_out, weights = self._self_attention(x, p, per_head)  # (T, d), (H, T, T)
+        attn_out, weights = self._self_attention(x, p)  # (T, d), (H, T, T)
         attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])  # (T, d)  Concat(heads) W^O + b
-        x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.eps)  # (T, d)
+        x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.config.eps)  # (T, d)
         inner = gelu(_linear(x, w[p + "fi.w"], w[p + "fi.b"]))  # (T, F)
         ffn = _linear(inner, w[p + "fo.w"], w[p + "fo.b"])  # (T, d)
-        x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.eps)  # (T, d)
+        x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.config.eps)  # (T, d)
         return x, weights
 
-    def _self_attention(self, x, p, per_head):
+    def _self_attention(self, x, p):
         """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课的内核。"""
         w = self.w
         q = _linear(x, w[p + "q.w"], w[p + "q.b"])  # (T, d)  X W^Q + b^Q：自注意力里 Q、K、V 都来自同一个 X
         k = _linear(x, w[p + "k.w"], w[p + "k.b"])  # (T, d)  X W^K + b^K
         v = _linear(x, w[p + "v.w"], w[p + "v.b"])  # (T, d)  X W^V + b^V
         q, k, v = (split_heads(a, self.n_heads) for a in (q, k, v))  # 3 × (H, T, d_k) 切成 H 个头
-        if per_head:  # 按论文的定义，一个头一个头地算
-            results = [scaled_dot_product_attention(q[i], k[i], v[i]) for i in range(self.n_heads)]
-            heads = np.stack([out for out, _ in results])  # (H, T, d_k)
-            weights = np.stack([wt for _, wt in results])  # (H, T, T)
-        else:  # H 个头一次算完，结果相同
-            heads, weights = scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T)
+        heads, weights = scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T) H 个头一次算完
         return merge_heads(heads), weights  # (T, d) 拼接, (H, T, T)
 
-
-def _warn_if_mostly_unknown(tokens, unk_token, model_name):
-    words = tokens[1:-1]  # without the start and end tokens
-    unknown = sum(t == unk_token for t in words)
-    if words and unknown * 2 > len(words):
-        warnings.warn(UnknownTextWarning(
-            f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk_token}（{model_name} 的词表里没有这些字词）："
-            "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；中文句子请用本节后面的多语言模型。"
-        ), stacklevel=3)

@@ -1,5 +1,6 @@
-"""Weights packages: find one, and turn a missing, different or broken file into a Chinese ``WeightsFileError``."""
+"""Weights packages: find one, and turn a missing or different file into a Chinese ``WeightsFileError``."""
 
+import contextlib
 import hashlib
 import importlib.util
 import mmap
@@ -7,11 +8,7 @@ from pathlib import Path
 
 
 class WeightsFileError(ValueError):
-    """A weights-package file is missing, unreadable or malformed; the message says how to reinstall."""
-
-
-class WeightsMismatchError(WeightsFileError):
-    """The weights file is not the one this lesson was checked against (corrupted or different)."""
+    """A weights-package file is missing or not the one this lesson was checked against; says how to reinstall."""
 
 
 def load_or_explain(load, available, install_hint, model_name):
@@ -28,23 +25,11 @@ def load_or_explain(load, available, install_hint, model_name):
 
 def package_dir(module_name):
     """Folder of an installed package, found without importing it (None when it is not installed)."""
-    try:
+    with contextlib.suppress(ImportError, ValueError):
         spec = importlib.util.find_spec(module_name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def check_folder_argument(path, what):
-    """``load(path)``'s argument as a Path, with a Chinese error for anything that is not a path."""
-    if isinstance(path, (str, Path)) and str(path):
-        return Path(path)
-    raise WeightsFileError(
-        f"load() 的参数 path 应是{what}的路径（字符串或 pathlib.Path），收到的是 {type(path).__name__} {path!r}。"
-        "不传参数时会自动使用已安装的权重包。"
-    )
+        if spec is not None and spec.submodule_search_locations:
+            return Path(next(iter(spec.submodule_search_locations)))
+    return None
 
 
 def sha256_of(path):
@@ -55,26 +40,12 @@ def sha256_of(path):
         return hashlib.sha256(view).hexdigest()
 
 
-_VERIFIED = set()  # (path, size, mtime, inode, hash) of files already checked in this process
-
-
 def verify(path, expected, reinstall):
-    """The file must exist and hash to ``expected``; each version of a file is hashed once per process."""
+    """The file must exist and hash to ``expected`` (a notebook loads each model once: no cache)."""
     if not Path(path).is_file():
         raise WeightsFileError(f"找不到 {path}：权重包不完整。请重新安装：{reinstall}")
-    stat = Path(path).stat()
-    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino, expected)
-    if key in _VERIFIED:  # a rewritten file gets a new mtime, so it is hashed again
-        return
     actual = sha256_of(path)
     if actual != expected:
-        raise WeightsMismatchError(
-            f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 {expected} 不一致："
-            f"文件可能损坏，或者不是本课用的那个版本。\n请重新安装：{reinstall}"
-        )
-    _VERIFIED.add(key)
+        raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 {expected} 不一致："
+                               f"文件可能损坏，或者不是本课用的那个版本。\n请重新安装：{reinstall}")
 
-
-def broken(path, exc, reinstall):
-    """The Chinese error for a file that does not parse (only without the sha256 check: a pinned file parses)."""
-    return WeightsFileError(f"{path} 无法读取（{type(exc).__name__}: {exc}）：文件已损坏。请重新安装：{reinstall}")

@@ -19,9 +19,7 @@ def head_scores(attentions, tokens):
     """{score name: (L, H) array}: coref, the weight from its to law (0 when either is missing);
     prev / next / cls, the mean weight a token puts on its left / right neighbour / [CLS] at position 0."""
     att = np.asarray(attentions)  # (L, H, T, T)
-    L, H, _, t = att.shape
-    if t < 2:
-        raise LessonInputError("至少要有 2 个词元才能计算「前一个词元 / 后一个词元」分数。")
+    L, H, _, t = att.shape  # t ≥ 3: an encoding has its start and end tokens around at least one word
     idx = np.arange(t - 1)
     scores = {
         "prev": att[..., idx + 1, idx].mean(axis=-1),  # (L, H)  A[i, i-1] averaged over i = 1..T-1

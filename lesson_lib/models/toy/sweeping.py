@@ -1,21 +1,14 @@
 """The sweep over head counts, in this process: Jupyter's ■ or Ctrl-C becomes ``SweepInterrupted``, which keeps
 the head counts that finished; ``progress(done, total)`` gets the training steps done, for a progress bar."""
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from lesson_lib.models.toy import config
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS, Task, TrainConfig
 from lesson_lib.models.toy.training import train_and_score
 
-
-@dataclass
-class SweepResult:
-    """One row per head count (JSON-ready) and the trained parameters, keyed by h, for the plots."""
-
-    results: list
-    params: dict
-    task: Task
-    config: TrainConfig
+# One row per head count (JSON-ready), the trained parameters keyed by h (for the plots), the task and the config.
+SweepResult = namedtuple("SweepResult", "results params task config")
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -30,12 +23,8 @@ class SweepInterrupted(KeyboardInterrupt):
 
 def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
           progress=None) -> SweepResult:
-    """Train ``seeds`` models for every h in ``heads`` and measure them on the fixed test set.
-
-    ``seeds`` is a count (seeds 0 … seeds−1) or a list. Each row: ``accuracy_mean`` (over seeds of the mean
-    over the three targets), ``accuracy_sd`` (sample standard deviation over seeds; None for one seed),
-    ``per_target`` (means over seeds) and ``accuracy_per_seed``.
-    """
+    """Train ``seeds`` (a count or a list) models for every h in ``heads``, scored on the fixed test set. A row's
+    ``accuracy_mean`` / ``accuracy_sd`` (None for one seed) are over seeds of the mean over the three targets."""
     config.check_run(task, cfg)
     heads, seeds = config.check_head_list(heads, cfg), config.seed_list(seeds)
     outcomes = {}
@@ -45,8 +34,7 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
                                                                                 len(heads) * cfg.steps))
             outcomes[h] = train_and_score(h, seeds, task, cfg, progress=report)
     except KeyboardInterrupt:
-        done = [h for h in heads if h in outcomes]
-        raise SweepInterrupted(_result(done, outcomes, seeds, task, cfg), heads[len(done):]) from None
+        raise SweepInterrupted(_result(list(outcomes), outcomes, seeds, task, cfg), heads[len(outcomes):]) from None
     return _result(heads, outcomes, seeds, task, cfg)
 
 

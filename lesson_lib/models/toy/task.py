@@ -1,14 +1,12 @@
-"""The 3-lookup task: position i outputs the values of its left neighbour (prev), its right neighbour (next) and
-the position whose key equals its query tag (match). One attention distribution can sit on one of those, or average
-them (§2); h heads can each take one.
-"""
+"""The 3-lookup task: position i outputs the values of its left neighbour, its right neighbour and the position whose
+key is its query tag. One attention distribution sits on one of them or averages them (§2); h heads take one each."""
 
 import functools
 from dataclasses import dataclass, fields
 
 import numpy as np
 
-from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig
+from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TEST_SEED, Task, TrainConfig
 
 
 @dataclass(frozen=True)
@@ -54,8 +52,8 @@ def training_data(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_C
 
 
 def held_out_data(task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
-    """The fixed test set: ``cfg.n_test`` sequences from ``cfg.test_seed``, shape (1, n_test, T)."""
-    return _cached((cfg.test_seed,), task, cfg.n_test)
+    """The fixed test set: ``cfg.n_test`` sequences from ``TEST_SEED``, shape (1, n_test, T)."""
+    return _cached((TEST_SEED,), task, cfg.n_test)
 
 
 @functools.lru_cache(maxsize=8)

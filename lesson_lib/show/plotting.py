@@ -36,8 +36,8 @@ def use_chinese_font() -> str:
     import matplotlib as mpl
     from matplotlib import font_manager
 
-    if not any(f.fname == str(font_path()) for f in font_manager.fontManager.ttflist):
-        font_manager.fontManager.addfont(str(font_path()))
+    if (path := str(font_path())) not in {f.fname for f in font_manager.fontManager.ttflist}:
+        font_manager.fontManager.addfont(path)
     # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends included.
     mpl.rcParams.update({"font.family": "sans-serif", "font.sans-serif": [CJK_FONT, "DejaVu Sans"],
                          "axes.unicode_minus": False,  # the CJK font's minus sign renders; the Unicode one may not

@@ -152,25 +152,7 @@ def picture_html(fig) -> str:
     svg = re.sub(r'<(\w+)[^>]*?style="[^"]*"', lambda tag: re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
                  lambda m: f"{m[1]}: {theme_colour(m[2], m[1], tag[1] == 'text')}", tag[0]), svg)
     svg = svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
-    return wrap_picture(svg, fig.lesson_alt, fig.lesson_table, fallback=True)
-
-
-def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:
-    """An <svg> as the lesson shows every picture: named by ``alt`` (role="img", <title>), the table folded under it,
-    with ``fallback`` the same SVG as an <img> a sanitized page keeps."""
-    name = _html.escape(alt, quote=True)
-    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{name}" ', 1)
-    svg = svg.replace(">", f"><title>{_html.escape(alt)}</title>", 1)
-    parts = [_PICTURE_CSS, '<div class="lesson-fig">', f'<div class="lesson-vec" style="display:none">{svg}</div>']
-    if fallback:
-        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-        width = re.search(r'width="([\d.]+)(pt|px)?"', svg)
-        size = f' width="{round(float(width[1]) * (4 / 3 if width[2] == "pt" else 1))}"' if width else ""
-        parts.append(f'<img class="lesson-ras" alt="{name}"{size} style="max-width:100%;height:auto;background:#fff"'
-                     f' src="data:image/svg+xml;base64,{data}">')
-    if table is not None:
-        parts.append(folded_table(table))
-    return "".join([*parts, "</div>"])
+    return Picture(svg, fig.lesson_alt, fig.lesson_table)._repr_html_()
 
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
@@ -209,15 +191,25 @@ def heads_description(w, row_tokens, key_tokens, titles, title=None):
 
 
 class Picture(str):
-    """A picture's HTML: a widget's value as it is; shown by a notebook cell with its <img> copy for sanitized pages."""
+    """A picture's HTML: its SVG named by ``alt`` (role="img", <title>), ``table`` = (headers, rows) folded under it.
+    The str is a widget's value; a notebook cell adds the same SVG as an <img> a sanitized page keeps."""
 
     def __new__(cls, svg: str, alt: str, table=None):
-        picture = super().__new__(cls, wrap_picture(svg, alt, table))
-        picture.svg, picture.lesson_alt, picture.lesson_table = svg, alt, table
+        named = svg.replace("<svg ", f'<svg role="img" aria-label="{_html.escape(alt, quote=True)}" ', 1)
+        named = named.replace(">", f"><title>{_html.escape(alt)}</title>", 1)
+        vector = f'{_PICTURE_CSS}<div class="lesson-fig"><div class="lesson-vec" style="display:none">{named}</div>'
+        folded = (folded_table(table) if table is not None else "") + "</div>"
+        picture = super().__new__(cls, vector + folded)
+        picture.svg, picture.lesson_alt, picture.lesson_table, picture._parts = svg, alt, table, (vector, named, folded)
         return picture
 
     def _repr_html_(self) -> str:
-        return wrap_picture(self.svg, self.lesson_alt, self.lesson_table, fallback=True)
+        vector, named, folded = self._parts
+        width = re.search(r'width="([\d.]+)(pt|px)?"', named)
+        size = f' width="{round(float(width[1]) * (4 / 3 if width[2] == "pt" else 1))}"' if width else ""
+        data = base64.b64encode(named.encode("utf-8")).decode("ascii")
+        return (f'{vector}<img class="lesson-ras" alt="{_html.escape(self.lesson_alt, quote=True)}"{size} '
+                f'style="max-width:100%;height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">{folded}')
 
     def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
         return f"<图：{self.lesson_alt}>"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import html
 from pathlib import Path
 
 _HERE = Path(__file__).parent
@@ -77,8 +78,6 @@ def named(control, name: str):
 
 def screen_reader_only(text: str) -> str:
     """``text`` as HTML a screen reader reads and the page does not show."""
-    import html
-
     return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:hidden;'
             f'clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap">{html.escape(text)}</span>')
 

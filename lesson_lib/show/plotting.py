@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lesson_lib.show.tables import html_table
+
 CJK_FONT = "Noto Sans CJK SC"
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
 MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
@@ -157,8 +159,6 @@ def picture_html(fig) -> str:
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
     """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers behind a picture)."""
-    from lesson_lib.show.tables import html_table
-
     return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 

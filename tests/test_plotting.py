@@ -102,8 +102,8 @@ def test_a_picture_is_html_for_a_widget_and_a_cell():
     picture = plotting.heat_map(random_weights(1, 3), tokens=["她", "小红", "小明"])
     assert picture.startswith("<style>") and 'role="img"' in picture and "<img" not in picture  # a widget's value
     assert '<img class="lesson-ras"' in picture._repr_html_() and repr(picture).startswith("<图：注意力热图")
-    again = plotting.describe(picture, "另一句说明", (["a"], [["1"]]))
-    assert again.lesson_alt == "另一句说明" and 'aria-label="另一句说明"' in again
+    again = plotting.heat_map(random_weights(1, 3), alt="另一句说明", table=(["a"], [["1"]]))  # the caller's own words
+    assert again.lesson_alt == "另一句说明" and 'aria-label="另一句说明"' in again and "<details>" in again
 
 
 def test_sixty_four_heads_each_tile_is_that_heads_cells():
@@ -119,7 +119,7 @@ def test_sixty_four_heads_each_tile_is_that_heads_cells():
     boxes = set()
     for i, image in enumerate(images):
         rgba = np.asarray(Image.open(io.BytesIO(base64.b64decode(image.get("href").split(",", 1)[1]))))
-        np.testing.assert_array_equal(rgba[..., :3], plotting.colour_cells(w[i]))
+        np.testing.assert_array_equal(rgba[..., :3], plotting.colormap_lut()[np.rint(w[i] * 255).astype(int)])
         x, y, side = float(image.get("x")), float(image.get("y")), float(image.get("width"))
         assert 0 <= x and x + side <= int(svg.get("width")) and 0 <= y
         boxes.add((x, y))

@@ -22,7 +22,7 @@ def test_each_source_line_is_a_block_that_wraps_under_its_own_indentation():
     listing = source.show_source(attention.softmax)
     html = listing._repr_html_()
     lines = _lines(html)
-    text_lines = listing.text.splitlines()
+    text_lines = listing.splitlines()
     assert len(lines) == len(text_lines)
     for (hang, shown), original in zip(lines, text_lines):
         indent = len(original) - len(original.lstrip(" "))
@@ -31,14 +31,14 @@ def test_each_source_line_is_a_block_that_wraps_under_its_own_indentation():
 
 
 def test_listing_breaks_at_spaces_not_inside_words():
-    style = re.search(r'<pre class="lesson-source" style="([^"]*)"', source.Listing("x = 1")._repr_html_())[1]
+    style = re.search(r'<pre class="lesson-source" style="([^"]*)"', source.listing_html("x = 1"))[1]
     assert "white-space:pre-wrap" in style and "word-break:normal" in style
     assert "break-all" not in style
 
 
 def test_a_listing_wraps_only_at_spaces_never_inside_a_token():
     """Issue 30: ``-np.inf`` wrapped after its minus sign at 592 px; each run without spaces is kept whole."""
-    page = source.Listing("scores = np.where(mask, scores, -np.inf)")._repr_html_()
+    page = source.listing_html("scores = np.where(mask, scores, -np.inf)")
     whole = r'<span style="white-space:nowrap">((?:<span[^>]*>[^<]*</span>|[^<])*)</span>'
     words = [re.sub(r"<[^>]+>", "", w) for w in re.findall(whole, page)]
     assert words == ["scores", "=", "np.where(mask,", "scores,", "-np.inf)"]
@@ -46,6 +46,6 @@ def test_a_listing_wraps_only_at_spaces_never_inside_a_token():
 
 def test_a_docstring_spanning_lines_keeps_one_block_per_line():
     text = 'def f():\n    """Two\n    lines."""\n\n    return 1'
-    lines = _lines(source.Listing(text)._repr_html_())
+    lines = _lines(source.listing_html(text))
     assert [hang for hang, _ in lines] == [4, 8, 8, 4, 8]
     assert lines[3][1] == " " and lines[2][1].strip() == 'lines."""'

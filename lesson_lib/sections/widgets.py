@@ -24,8 +24,7 @@ def head_lab():
         # One live summary: h, d_k and what the pictures now show (their alt text, for a screen reader only)
         summary.value = lab.summary_html(state) + screen_reader_only(lab.overview_alt(state, zoom.value))
         for picture, html in zip((*pictures, numbers), lab.lab_pictures(state, zoom=zoom.value)):
-            if picture.value != html:
-                picture.value = html
+            picture.value = html  # an unchanged picture is not sent again (traitlets: no change, no message)
 
     # The two pictures side by side in 580 px, lab.LAB_HEIGHT tall for every h, the numbers folded under both; the
     # summary keeps its longest reading's height, so nothing jumps while the slider moves.

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import html
 from pathlib import Path
 
 _HERE = Path(__file__).parent
@@ -77,8 +78,6 @@ def named(control, name: str):
 
 def screen_reader_only(text: str) -> str:
     """``text`` as HTML a screen reader reads and the page does not show."""
-    import html
-
     return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:hidden;'
             f'clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap">{html.escape(text)}</span>')
 
@@ -139,11 +138,9 @@ def _slider_class():
 
         @max.setter
         def max(self, high):  # an integer range's new end (§5's zoom): the value stays inside, as in IntSlider
-            values = list(range(self.min, int(high) + 1))
-            keep = min(self.value, values[-1])
-            self._values, self.labels = values, [str(v) for v in values]
-            self.value = keep
-            self.index = values.index(keep)
+            self._values = list(range(self.min, int(high) + 1))
+            self.labels = [str(v) for v in self._values]
+            self.value = min(self.value, self._values[-1])  # an unchanged value keeps its index: the range starts alike
 
     return Slider
 

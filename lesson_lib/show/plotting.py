@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lesson_lib.show.tables import html_table
+
 CJK_FONT = "Noto Sans CJK SC"
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
 MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
@@ -36,22 +38,14 @@ def use_chinese_font() -> str:
     import matplotlib as mpl
     from matplotlib import font_manager
 
-    if not any(f.fname == str(font_path()) for f in font_manager.fontManager.ttflist):
-        font_manager.fontManager.addfont(str(font_path()))
+    if (path := str(font_path())) not in {f.fname for f in font_manager.fontManager.ttflist}:
+        font_manager.fontManager.addfont(path)
     # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends included.
     mpl.rcParams.update({"font.family": "sans-serif", "font.sans-serif": [CJK_FONT, "DejaVu Sans"],
                          "axes.unicode_minus": False,  # the CJK font's minus sign renders; the Unicode one may not
                          "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
                          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11})
     return CJK_FONT
-
-
-def _as_heads(weights) -> np.ndarray:
-    w = np.asarray(weights, dtype=float)
-    w = w[None] if w.ndim == 2 else w  # (1, n, m)
-    if w.ndim != 3:
-        raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
-    return w
 
 
 def _ems(text: str, latin: float = 0.55) -> float:
@@ -84,11 +78,6 @@ def colormap_lut() -> np.ndarray:
     return np.round(matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, 256))[:, :3] * 255).astype(np.uint8)
 
 
-def colour_cells(values) -> np.ndarray:
-    """(H, W) weights in [0, 1] -> (H, W, 3) uint8 RGB in viridis."""
-    return colormap_lut()[np.clip(np.asarray(values) * 255.0 + 0.5, 0, 255).astype(np.intp)]
-
-
 def _image(x, y, width, height, rgb, smooth=False) -> str:
     """(H, W, 3) uint8 as an SVG <image> (a PNG data URI), scaled without smoothing unless ``smooth``."""
     from PIL import Image
@@ -112,12 +101,9 @@ _PICTURE_CSS = (
 
 
 def describe(fig, alt: str, table=None):
-    """Give ``fig`` (a Figure, or a ``Picture``: a new one) the sentence a screen reader says and the table =
-    (headers, rows) of its numbers."""
+    """Give a matplotlib ``fig`` the sentence a screen reader says and the table = (headers, rows) of its numbers."""
     if not alt or not isinstance(alt, str):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
-    if isinstance(fig, Picture):
-        return Picture(fig.svg, alt, table)
     from matplotlib.figure import Figure
 
     fig.lesson_alt, fig.lesson_table = alt, table
@@ -164,148 +150,134 @@ def picture_html(fig) -> str:
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):], flags=re.S)
-
-    def recolour(match) -> str:
-        tag, attrs, style = match.groups()
-        style = re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
-                       lambda m: f"{m[1]}: {theme_colour(m[2], m[1], text=tag == 'text')}", style)
-        return f'<{tag}{attrs}style="{style}"'
-
-    svg = re.sub(r"<(\w+)([^>]*?)style=\"([^\"]*)\"", recolour, svg)
+    # each element's fill and stroke in the theme's colours, text told from lines and shapes by its tag
+    svg = re.sub(r'<(\w+)[^>]*?style="[^"]*"', lambda tag: re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
+                 lambda m: f"{m[1]}: {theme_colour(m[2], m[1], tag[1] == 'text')}", tag[0]), svg)
     svg = svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
-    return wrap_picture(svg, fig.lesson_alt, fig.lesson_table, fallback=True)
-
-
-def wrap_picture(svg: str, alt: str, table=None, fallback: bool = False) -> str:
-    """An <svg> as the lesson shows every picture: named by ``alt`` (role="img", <title>), the table folded under it,
-    with ``fallback`` the same SVG as an <img> a sanitized page keeps."""
-    name = _html.escape(alt, quote=True)
-    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{name}" ', 1)
-    svg = svg.replace(">", f"><title>{_html.escape(alt)}</title>", 1)
-    parts = [_PICTURE_CSS, '<div class="lesson-fig">', f'<div class="lesson-vec" style="display:none">{svg}</div>']
-    if fallback:
-        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
-        width = re.search(r'width="([\d.]+)(pt|px)?"', svg)
-        size = f' width="{round(float(width[1]) * (4 / 3 if width[2] == "pt" else 1))}"' if width else ""
-        parts.append(f'<img class="lesson-ras" alt="{name}"{size} style="max-width:100%;height:auto;background:#fff"'
-                     f' src="data:image/svg+xml;base64,{data}">')
-    if table is not None:
-        parts.append(folded_table(table))
-    return "".join([*parts, "</div>"])
+    return Picture(svg, fig.lesson_alt, fig.lesson_table)._repr_html_()
 
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
     """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers behind a picture)."""
-    from lesson_lib.show.tables import html_table
-
     return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 
 def sentence(text: str) -> str:
-    """``text`` ending as a sentence: 「。」 added unless it already ends with 。？！."""
     return text if text.endswith(("。", "？", "！")) else text + "。"
 
 
-def heads_description(weights, row_tokens, key_tokens, titles, title=None):
+def heads_description(w, row_tokens, key_tokens, titles, title=None):
     """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name each row's two
     largest weights, larger ones each tile's three largest cells; the table gives each row's largest."""
-    w = _as_heads(weights)
     h, n, m = w.shape
-    rows_txt, keys_txt = [str(t) for t in row_tokens], [str(t) for t in key_tokens]
     parts, table = [], []
     for i in range(h):
         name = titles[i] or ""
         if n <= 12:
-            cells = ["「{}」{}".format(rows_txt[r], "，".join(f"给「{keys_txt[k]}」{w[i, r, k]:.2f}"
+            cells = ["「{}」{}".format(row_tokens[r], "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}"
                                                              for k in np.argsort(-w[i, r], kind="stable")[:2]))
                      for r in range(n)]
             parts.append(f"{name + '：' if name else ''}{'；'.join(cells)}")
         else:
             flat = np.argsort(-w[i].ravel(), kind="stable")[:3]
-            cells = [f"「{rows_txt[f // m]}」给「{keys_txt[f % m]}」{w[i].ravel()[f]:.2f}" for f in flat]
+            cells = [f"「{row_tokens[f // m]}」给「{key_tokens[f % m]}」{w[i].ravel()[f]:.2f}" for f in flat]
             parts.append(f"{name + '：' if name else ''}最大的权重是 " + "，".join(cells))
         for r in range(n):
             k = int(np.argmax(w[i, r]))
-            table.append([*([name] if h > 1 else []), rows_txt[r], keys_txt[k], f"{w[i, r, k]:.2f}"])
+            table.append([*([name] if h > 1 else []), row_tokens[r], key_tokens[k], f"{w[i, r, k]:.2f}"])
     headers = [*(["头"] if h > 1 else []), "发出关注的词元（行）", "得到最多的词元（列）", "权重"]
     alt = (sentence(title) if title else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
     return alt, (headers, table)
 
 
 class Picture(str):
-    """A picture's HTML: a widget's value as it is; shown by a notebook cell with its <img> copy for sanitized pages."""
+    """A picture's HTML: its SVG named by ``alt`` (role="img", <title>), ``table`` = (headers, rows) folded under it.
+    The str is a widget's value; a notebook cell adds the same SVG as an <img> a sanitized page keeps."""
 
     def __new__(cls, svg: str, alt: str, table=None):
-        picture = super().__new__(cls, wrap_picture(svg, alt, table))
-        picture.svg, picture.lesson_alt, picture.lesson_table = svg, alt, table
+        named = svg.replace("<svg ", f'<svg role="img" aria-label="{_html.escape(alt, quote=True)}" ', 1)
+        named = named.replace(">", f"><title>{_html.escape(alt)}</title>", 1)
+        vector = f'{_PICTURE_CSS}<div class="lesson-fig"><div class="lesson-vec" style="display:none">{named}</div>'
+        folded = (folded_table(table) if table is not None else "") + "</div>"
+        picture = super().__new__(cls, vector + folded)
+        picture.svg, picture.lesson_alt, picture.lesson_table, picture._parts = svg, alt, table, (vector, named, folded)
         return picture
 
     def _repr_html_(self) -> str:
-        return wrap_picture(self.svg, self.lesson_alt, self.lesson_table, fallback=True)
+        vector, named, folded = self._parts
+        width = re.search(r'width="([\d.]+)(pt|px)?"', named)
+        size = f' width="{round(float(width[1]) * (4 / 3 if width[2] == "pt" else 1))}"' if width else ""
+        data = base64.b64encode(named.encode("utf-8")).decode("ascii")
+        return (f'{vector}<img class="lesson-ras" alt="{_html.escape(self.lesson_alt, quote=True)}"{size} '
+                f'style="max-width:100%;height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">{folded}')
 
     def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
         return f"<图：{self.lesson_alt}>"
 
 
 def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, col_tokens=None,
-             cols: int | None = None, cell_px: int | None = None,
-             highlight_row: int | None = None, alt: str | None = None, table=None, height: int | None = None,
-             box: tuple[int, int] | None = None, highlight_head: int | None = None, note: str | None = None) -> Picture:
+             cols: int | None = None, cell_px: int | None = None, highlight_row: int | None = None,
+             alt: str | None = None, table=None, height: int | None = None, box: tuple[int, int] | None = None,
+             highlight_head: int | None = None, note: str | None = None) -> Picture:
     """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget. Alt
     text and table from ``heads_description`` unless given (``table=False``: none); ``highlight_row`` (0-based),
     ``highlight_head`` (1-based) framed in red; ``box=(width, height)``: every head small, in exactly that size."""
-    w = _as_heads(weights)
+    w = np.asarray(weights, dtype=float)
+    w = w[None] if w.ndim == 2 else w  # (h, n, m)
+    if w.ndim != 3:
+        raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
     h, n, m = w.shape
     row_tokens, key_tokens = ([str(t) for t in given] if given is not None else [str(i) for i in range(count)]
                               for given, count in ((tokens, n), (col_tokens if col_tokens is not None else tokens, m)))
     for given, count, axis in ((row_tokens, n, "行"), (key_tokens, m, "列")):
         if len(given) != count:
             raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}：两者应相同。")
-    small, numbered = box is not None, h <= 16  # more heads: tiles too small for token labels or numbers
     if titles is not None and len(titles := list(titles)) != h:
         raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
-    if small:
-        titles = [str(i + 1) if numbered else None for i in range(h)]
-    titles = titles or ([f"头 {i + 1}" for i in range(h)] if h > 1 else [None])
-    stacked, size, esc = cols == 1 and h > 1, 13, _html.escape
-    frame = '<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
-    labels = [] if small or not numbered else row_tokens
-    left = round(max(_ems(t, 0.6) * size for t in labels)) + 10 if labels else (3 if numbered else 25)
-    down = round(max(_ems(t, 0.6) * size for t in key_tokens)) + 10 if labels else 6
-    # Tiles near-square, at most 8 wide, a quarter of a map apart (their titles sit in the gap)
+    small, numbered, esc = box is not None, h <= 16, _html.escape  # more heads: too small for token labels or numbers
+    # Tiles near-square (in a box: as many columns as rows), at most 8 wide
     cols = math.ceil(math.sqrt(h)) if small else cols or min(8, max(math.ceil(math.sqrt(h)), 4 if h > 4 else 1))
-    rows, gap, title_px = math.ceil(h / cols), max(2, round(0.25 * n)), 13 if small else 15
-    if cell_px is None and not small:  # as large as a 576 px picture allows, at most 28 px
-        cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * gap))))
-    if not small and cell_px < 12:  # labels would be unreadably small: the alt text and table name them
-        labels, left, down = [], 8, 6
-    width = box[0] if small else left + cols * m * cell_px + (cols - 1) * gap * cell_px + 70
-    lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
-    top = 8 + (title_px + 5) * len(lines) + (0 if small else 18 if h > 1 else 0)
-    if small:
-        caption, hgap = (15 if numbered else 0), 6
-        vgap = hgap + caption
+    rows = math.ceil(h / cols)
+    if small:  # tiles numbered above (more than 16: each row's first, at its left), cells as large as the box allows
+        (width, height), title_px, labels, left = box, 13, [], 3 if numbered else 25
+        titles, caption = [str(i + 1) if numbered else None for i in range(h)], 15 if numbered else 0
+        hgap, vgap = 6, 6 + caption
+        lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
+        top = 8 + (title_px + 5) * len(lines) + caption
         cell_px = max(1, min((width - left - (cols - 1) * hgap) // (cols * m),
-                             (box[1] - top - rows * caption - (rows - 1) * hgap) // (rows * n)))
-        top += caption
+                             (height - top - (rows - 1) * vgap) // (rows * n)))
     else:
+        titles = titles or ([f"头 {i + 1}" for i in range(h)] if h > 1 else [None])
+        labels, title_px = row_tokens if numbered else [], 15
+        left = round(max(_ems(t, 0.6) * 13 for t in labels)) + 10 if labels else (3 if numbered else 25)
+        down = round(max(_ems(t, 0.6) * 13 for t in key_tokens)) + 10 if labels else 6
+        gap = max(2, round(0.25 * n))  # a quarter of a map between maps: their titles sit in the gap
+        if cell_px is None:  # as large as a 576 px picture allows, at most 28 px
+            cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * gap))))
+        if cell_px < 12:  # labels would be unreadably small: the alt text and table name them
+            labels, left, down = [], 8, 6
+        width = left + (cols * m + (cols - 1) * gap) * cell_px + 70
+        lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
+        top = 8 + (title_px + 5) * len(lines) + (18 if h > 1 else 0)
         hgap = vgap = gap * cell_px
-        if stacked:
+        if cols == 1 and h > 1:  # stacked: key labels under every map
             vgap = max(vgap, down + 24)
-    grid_h = rows * n * cell_px + (rows - 1) * vgap
-    height = box[1] if small else max(top + grid_h + (down if labels else 6), height or 0)
+        grid_h = rows * n * cell_px + (rows - 1) * vgap
+        height = max(top + grid_h + down, height or 0)
+    frame = '<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
            f' style="fill:var(--jp-content-font-color1,#000);font-family:var(--jp-ui-font-family,sans-serif);'
-           f'font-size:{size}px">']
+           f'font-size:13px">']
     out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:{title_px}px">{esc(line)}</text>'
             for i, line in enumerate(lines)]
-    if small and h == 1:
+    if small and h == 1:  # one head, no tiles: the note says what more heads would show
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
                 for i, line in enumerate(wrap_title(note, (width - 8) / 96, 13 * 0.75).split("\n"))]
     for i, title in enumerate(titles if not (small and h == 1) else []):
         r, c = divmod(i, cols)
         x0, y0 = left + c * (m * cell_px + hgap), top + r * (n * cell_px + vgap)
-        out.append(_image(x0, y0, m * cell_px, n * cell_px, colour_cells(w[i])))
+        cells = colormap_lut()[np.clip(w[i] * 255 + 0.5, 0, 255).astype(np.intp)]
+        out.append(_image(x0, y0, m * cell_px, n * cell_px, cells))
         if title:
             out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
         elif small and c == 0:  # too many heads to number each: the first of each row is named at the left
@@ -314,7 +286,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         if labels and c == 0:
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
                     f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
-        for j, t in enumerate(key_tokens if labels and (r == rows - 1 or stacked or i + cols >= h) else []):
+        for j, t in enumerate(key_tokens if labels and (cols == 1 or i + cols >= h) else []):  # no map below
             x, y = x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4  # one line down, never split (issue 30):
             place = (f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'  # Chinese upright
                      if any(ord(ch) > 0x2E80 for ch in t) else f'transform="translate({x},{y}) rotate(-90)" '

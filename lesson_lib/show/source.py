@@ -7,6 +7,8 @@ import html
 import inspect
 import re
 
+from lesson_lib.show.tables import TextTable
+
 _TEXT = "var(--jp-content-font-color1, #000)"
 # pygments token type -> (short CSS property on the listing, --jp-mirror-editor-…-color, fallback): first prefix wins
 _PALETTE = (
@@ -19,8 +21,8 @@ _PALETTE = (
 )
 
 
-def _highlight(text: str) -> str:
-    """One block per source line, a wrapped line continuing under its own indentation plus 4 columns; each run
+def listing_html(text: str) -> str:
+    """Source as a highlighted <pre>, a block per line, wrapped under its own indentation plus 4 columns; each run
     without spaces kept whole, so a line wraps only at its spaces (never after the minus of ``-np.inf``, issue 30)."""
     from pygments.lexers import PythonLexer
 
@@ -47,31 +49,19 @@ def _highlight(text: str) -> str:
         content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
         out.append(f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">'
                    f"{content}</span>")
-    return "".join(out)
+    # each token keeps 55 % of the editor's colour, the rest is the theme's text colour
+    palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, {fallback}) 55%, "
+                      f"{_TEXT});" for _kind, short, var, fallback in _PALETTE)
+    style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
+             "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;margin:0;"
+             "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px);"
+             "line-height:var(--jp-code-line-height, 1.3846);"
+             # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line scrolls
+             "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto")
+    return f'<pre class="lesson-source" style="{style}">{"".join(out)}</pre>'
 
 
-class Listing:
-    """A highlighted source listing: HTML in the notebook, the plain source as text (what nbval compares)."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def _repr_html_(self) -> str:
-        # each token keeps 55 % of the editor's colour, the rest is the theme's text colour
-        palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, {fallback}) 55%, "
-                          f"{_TEXT});" for _kind, short, var, fallback in _PALETTE)
-        style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
-                 "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;margin:0;"
-                 "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px);"
-                 "line-height:var(--jp-code-line-height, 1.3846);"
-                 # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line scrolls
-                 "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto")
-        return f'<pre class="lesson-source" style="{style}">{_highlight(self.text)}</pre>'
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def show_source(obj) -> Listing:
-    """``obj``'s source as a highlighted listing."""
-    return Listing(inspect.getsource(obj).rstrip("\n"))
+def show_source(obj) -> TextTable:
+    """``obj``'s source: highlighted in JupyterLab, the plain text where nbval compares."""
+    text = inspect.getsource(obj).rstrip("\n")
+    return TextTable(text, listing_html(text))

@@ -20,7 +20,8 @@ def display_width(text: str) -> int:
 
 
 class TextTable(str):
-    """Aligned text (the ``str`` itself, and ``text/plain``) that JupyterLab shows as a themed HTML table."""
+    """Text (the ``str`` itself, and ``text/plain``) that JupyterLab shows as ``html``: an aligned table as a themed
+    HTML table, library source (``show.source``) highlighted."""
 
     def __new__(cls, text: str, html: str):
         table = super().__new__(cls, text)
@@ -30,7 +31,7 @@ class TextTable(str):
     def _repr_html_(self) -> str:
         return self.html
 
-    def __repr__(self) -> str:  # text/plain: the table itself, not a quoted string
+    def __repr__(self) -> str:  # text/plain: the text itself, not a quoted string
         return str.__str__(self)
 
     def around(self, before: str = "", after: str = "") -> TextTable:

@@ -98,10 +98,9 @@ def run_paper_sentences(model):
 def rows_figure(att, tokens, qi, heads, title, named=None):
     """A (heads × tokens) strip: each row is where one head ((layer, head), 1-based) sends token ``qi``'s attention.
     Alt text and table: each head's weight on each of ``named`` ({name: (L, H) weights}), else its two largest."""
-    from lesson_lib.show.plotting import describe, heat_map, sentence
+    from lesson_lib.show.plotting import heat_map, sentence
 
     rows = np.stack([att[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
-    fig = heat_map(rows, tokens=[f"L{layer}·头{head}" for layer, head in heads], col_tokens=tokens, suptitle=title)
     parts, table = [], []
     for (layer, head), row in zip(heads, rows):
         if named:
@@ -111,7 +110,8 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
         parts.append(f"{head_label(layer, head)}：「{tokens[qi]}」" + "，".join(f"给「{t}」{w:.2f}" for t, w in cells))
         table.append([head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
     headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重", "第二大的权重"]
-    return describe(fig, sentence(title) + "；".join(parts) + "。", (headers, table))
+    return heat_map(rows, tokens=[f"L{layer}·头{head}" for layer, head in heads], col_tokens=tokens, suptitle=title,
+                    alt=sentence(title) + "；".join(parts) + "。", table=(headers, table))
 
 
 @_needs_model

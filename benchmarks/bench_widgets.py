@@ -99,7 +99,7 @@ def _explorer_cases():
     from lesson_lib.models.pretrained import minilm as pretrained
     from lesson_lib.sections.s06_real_heads import views
 
-    if not pretrained.available():
+    if not pretrained.PACKAGE.available():
         return []
     model = pretrained.load()
     box = views.explorer_widget(model, layer=4, head=2, query="its")

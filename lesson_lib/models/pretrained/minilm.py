@@ -56,22 +56,12 @@ class WordPieceTokenizer:
         return list(out.tokens), np.array(out.ids, dtype=np.int64)
 
 
-# checkpoint name -> the shared encoder's name: the embeddings', and one layer's tensors
+# checkpoint name -> the shared encoder's name (the same arrays, no copies): the embeddings', and one layer's tensors
 _EMBEDDING_NAMES = {"position_embeddings.weight": "emb.pos", "token_type_embeddings.weight": "emb.type",
                     "LayerNorm.weight": "emb.ln.w", "LayerNorm.bias": "emb.ln.b"}  # fmt: skip
 _LAYER_NAMES = {"attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
                 "attention.output.dense": "ao", "attention.output.LayerNorm": "aln",
                 "intermediate.dense": "fi", "output.dense": "fo", "output.LayerNorm": "oln"}  # fmt: skip
-
-
-def _rename(checkpoint, n_layers):
-    """HF BertModel names -> the shared encoder's names (same arrays, no copies)."""
-    t = {short: checkpoint[f"embeddings.{long}"] for long, short in _EMBEDDING_NAMES.items()}
-    for i in range(n_layers):
-        for long, short in _LAYER_NAMES.items():
-            t[f"l{i}.{short}.w"] = checkpoint[f"encoder.layer.{i}.{long}.weight"]
-            t[f"l{i}.{short}.b"] = checkpoint[f"encoder.layer.{i}.{long}.bias"]
-    return t
 
 
 def load(verify=True):
@@ -81,7 +71,11 @@ def load(verify=True):
     cfg = EncoderConfig("all-MiniLM-L6-v2", config["num_hidden_layers"], config["num_attention_heads"],
                         config["hidden_size"], config["layer_norm_eps"], config["max_position_embeddings"])
     checkpoint = read_safetensors(folder / "model.safetensors")
-    tensors = _rename(checkpoint, cfg.n_layers)
+    tensors = {short: checkpoint[f"embeddings.{long}"] for long, short in _EMBEDDING_NAMES.items()}
+    for i in range(cfg.n_layers):
+        for long, short in _LAYER_NAMES.items():
+            tensors[f"l{i}.{short}.w"] = checkpoint[f"encoder.layer.{i}.{long}.weight"]
+            tensors[f"l{i}.{short}.b"] = checkpoint[f"encoder.layer.{i}.{long}.bias"]
     words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)
     from tokenizers import Tokenizer
 

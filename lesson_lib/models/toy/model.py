@@ -31,21 +31,15 @@ def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CON
     return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype) for i, name in enumerate(shapes)}
 
 
-def _multi_hot(batch: Batch, task: Task, n_rows, dtype):
-    """(S, B·T, R) 0/1 matrix with four ones per token (its value, key, query tag and position rows of E)."""
-    S, B, T = batch.values.shape
-    positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, (S, B, T))
-    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)  # (S,B,T,4)
-    hot = np.zeros((S, B * T, n_rows), dtype=dtype)
-    np.put_along_axis(hot, rows.reshape(S, B * T, 4), 1.0, axis=-1)
-    return hot
-
-
 def forward(params, batch: Batch, h: int, task: Task):
     """Logits (S, B, T, 3, V) and what the backward pass needs. S models, B sequences, T tokens."""
     S, n_rows, D = params["E"].shape
     B, T = batch.values.shape[1:]
-    hot = _multi_hot(batch, task, n_rows, params["E"].dtype)  # (S or 1, B·T, R)
+    # (S or 1, B·T, R) 0/1 matrix with four ones per token: its value, key, query tag and position rows of E
+    positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, batch.values.shape)
+    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)  # (S,B,T,4)
+    hot = np.zeros((len(rows), B * T, n_rows), dtype=params["E"].dtype)
+    np.put_along_axis(hot, rows.reshape(len(rows), B * T, 4), 1.0, axis=-1)
     x = hot @ params["E"]  # (S, B·T, D)  x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i]
     q, k, v = (split_heads((x @ params[w]).reshape(S, B, T, D), h) for w in ("W_Q", "W_K", "W_V"))  # (S, B, h, T, d_k)
     heads, weights = scaled_dot_product_attention(q, k, v)  # (S, B, h, T, d_k), (S, B, h, T, T)

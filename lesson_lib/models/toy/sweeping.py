@@ -3,8 +3,7 @@ the head counts that finished; ``progress(done, total)`` gets the training steps
 
 from collections import namedtuple
 
-from lesson_lib.models.toy import config
-from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS, Task, TrainConfig
+from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS, Task, TrainConfig, check_sweep
 from lesson_lib.models.toy.training import train_and_score
 
 # One row per head count (JSON-ready), and the trained parameters keyed by h (for the plots).
@@ -25,8 +24,7 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
           progress=None) -> SweepResult:
     """Train ``seeds`` (a count or a list) models for every h in ``heads``, scored on the fixed test set. A row's
     ``accuracy_mean`` / ``accuracy_sd`` (None for one seed) are over seeds of the mean over the three targets."""
-    config.check_run(task, cfg)
-    heads, seeds = config.check_head_list(heads, cfg), config.seed_list(seeds)
+    heads, seeds = check_sweep(heads, seeds, task, cfg)
     outcomes = {}
     try:
         for i, h in enumerate(heads):

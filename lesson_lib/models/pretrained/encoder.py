@@ -6,7 +6,6 @@ tokenizer. Shapes: T tokens, d model width, L layers, H heads, d_k = d / H, F fe
 import math
 import warnings
 from collections import namedtuple
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,22 +17,16 @@ class UnknownTextWarning(UserWarning):
     """Most of a text is unknown to the model's vocabulary: its attention says little about the words."""
 
 
-@dataclass(frozen=True)
-class EncoderConfig:
-    name: str  # shown to learners
-    n_layers: int
-    n_heads: int
-    d_model: int
-    eps: float
-    max_tokens: int
+class EncoderConfig(namedtuple("EncoderConfig", "name n_layers n_heads d_model eps max_tokens")):
+    """A model's shape, and its name as learners read it."""
 
     @property
     def d_k(self):
         return self.d_model // self.n_heads
 
 
-# One sentence's forward pass: T tokens (start and end token included), ids (T,), attentions (L, H, T, T).
-Encoding = namedtuple("Encoding", "tokens ids attentions")
+# One sentence's forward pass: T tokens (start and end token included), attentions (L, H, T, T).
+Encoding = namedtuple("Encoding", "tokens attentions")
 
 
 def gelu(x):
@@ -59,17 +52,13 @@ def _linear(x, weight, bias):
 
 
 class Encoder:
-    """A BERT-style encoder: ``attend(text)`` -> (tokens, attentions (L, H, T, T))."""
+    """A BERT-style encoder: ``attend(text)`` -> ``Encoding`` (tokens, attentions (L, H, T, T))."""
 
     def __init__(self, config, tensors, word_rows, tokenizer):
         self.config, self.w, self.word_rows, self.tokenizer = config, tensors, word_rows, tokenizer
         self.n_layers, self.n_heads, self.d_model = config.n_layers, config.n_heads, config.d_model
 
     def attend(self, text):
-        enc = self.encode(text)
-        return enc.tokens, enc.attentions
-
-    def encode(self, text):
         """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown tokens."""
         if not isinstance(text, str):
             raise LessonInputTypeError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}。")
@@ -82,7 +71,7 @@ class Encoder:
                 f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk}（{self.config.name} 的词表里没有这些字词）："
                 "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；中文句子请用本节后面的多语言模型。"
             ), stacklevel=2)
-        return Encoding(tokens, ids, self.forward(ids)[0])
+        return Encoding(tokens, self.forward(ids)[0])
 
     def forward(self, ids):
         """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d))."""
@@ -97,22 +86,17 @@ class Encoder:
         x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]  # (T, d) word + position 0..T-1 + type 0
         x = layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.config.eps)  # (T, d)
         hidden, attentions = [x], []
-        for layer in range(self.n_layers):  # layers run in sequence: each reads the one before
-            x, weights = self._layer(x, layer)  # (T, d), (H, T, T)
+        for layer in range(self.n_layers):  # post-LayerNorm blocks: x = LN(x + attention(x)); x = LN(x + FFN(x))
+            p = f"l{layer}."
+            attn_out, weights = self._self_attention(x, p)  # (T, d), (H, T, T)
+            attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])  # (T, d)  Concat(heads) W^O + b
+            x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.config.eps)  # (T, d)
+            inner = gelu(_linear(x, w[p + "fi.w"], w[p + "fi.b"]))  # (T, F)
+            ffn = _linear(inner, w[p + "fo.w"], w[p + "fo.b"])  # (T, d)
+            x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.config.eps)  # (T, d)
             hidden.append(x)
             attentions.append(weights)
         return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
-
-    def _layer(self, x, layer):
-        """One post-LayerNorm block: x = LN(x + attention(x)); x = LN(x + FFN(x))."""
-        w, p = self.w, f"l{layer}."
-        attn_out, weights = self._self_attention(x, p)  # (T, d), (H, T, T)
-        attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])  # (T, d)  Concat(heads) W^O + b
-        x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.config.eps)  # (T, d)
-        inner = gelu(_linear(x, w[p + "fi.w"], w[p + "fi.b"]))  # (T, F)
-        ffn = _linear(inner, w[p + "fo.w"], w[p + "fo.b"])  # (T, d)
-        x = layer_norm(x + ffn, w[p + "oln.w"], w[p + "oln.b"], self.config.eps)  # (T, d)
-        return x, weights
 
     def _self_attention(self, x, p):
         """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课的内核。"""

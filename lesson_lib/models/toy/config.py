@@ -46,24 +46,9 @@ def _int_list(values, name, example) -> list:
     return values
 
 
-def check_head_list(heads, cfg: TrainConfig) -> list[int]:
-    """A non-empty list of distinct head counts that divide d_model."""
-    heads = [check_heads(cfg.d_model, h) for h in _int_list(heads, "heads（头数列表）", "heads=(1, 4, 32)")]
-    if len(set(heads)) != len(heads):
-        raise LessonInputError(f"heads（头数列表）里有重复：{heads}。每个头数只需出现一次。")
-    return heads
-
-
-def seed_list(seeds) -> list[int]:
-    """``seeds`` as a list: a count n means seeds 0 … n−1; a list must hold non-negative integers."""
-    if isinstance(seeds, (int, np.integer)):
-        return list(range(check_int(seeds, "种子个数 seeds", minimum=1)))
-    example = "seeds=3 或 seeds=[0, 1, 2]"
-    return [check_int(s, "seeds 里的种子", minimum=0) for s in _int_list(seeds, "seeds（种子个数或列表）", example)]
-
-
-def check_run(task: Task, cfg: TrainConfig) -> None:
-    """Sizes and schedule a run can use; a Chinese error naming the field otherwise."""
+def check_sweep(heads, seeds, task: Task, cfg: TrainConfig) -> tuple[list[int], list[int]]:
+    """``heads`` and ``seeds`` as lists (a seed count n means seeds 0 … n−1), once every setting is one a run can use;
+    a Chinese error naming the field otherwise."""
     for value, name, kind in ((task, "task", Task), (cfg, "cfg", TrainConfig)):
         if not isinstance(value, kind):
             raise LessonInputTypeError(f"{name} 应是 {kind.__name__}(...)（lesson_lib.models.toy.config），"
@@ -77,3 +62,10 @@ def check_run(task: Task, cfg: TrainConfig) -> None:
                  "（float16 的范围太小，Adam 的二阶矩会溢出）")
     if check_number(cfg.lr, "TrainConfig.lr", minimum=0) == 0:
         raise LessonInputError("TrainConfig.lr 不能等于 0：学习率为 0 时训练不动。")
+    heads = [check_heads(cfg.d_model, h) for h in _int_list(heads, "heads（头数列表）", "heads=(1, 4, 32)")]
+    if len(set(heads)) != len(heads):
+        raise LessonInputError(f"heads（头数列表）里有重复：{heads}。每个头数只需出现一次。")
+    if isinstance(seeds, (int, np.integer)):
+        return heads, list(range(check_int(seeds, "种子个数 seeds", minimum=1)))
+    seeds = _int_list(seeds, "seeds（种子个数或列表）", "seeds=3 或 seeds=[0, 1, 2]")
+    return heads, [check_int(s, "seeds 里的种子", minimum=0) for s in seeds]

@@ -11,41 +11,29 @@ from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, EMB_STD, 
 from lesson_lib.models.toy.task import Batch
 
 
-def param_shapes(task: Task, d_model: int) -> dict:
-    """Shape of each parameter of one model; none depends on h, so every h has the same parameters."""
-    D = d_model
-    return {"E": (task.V + 2 * task.K + task.T, D),  # four tables (values, keys, query tags, positions): 4 rows a token
-            "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),  # head i owns column block i, as in the kernel
-            "R": (D, 3 * task.V), "b": (3 * task.V,)}  # read-out: three V-way classifiers side by side
-
-
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> dict:
-    """Named (S, *shape) parameters; a seed gives the same starting weights for every h, so runs differ only in h."""
-    shapes = param_shapes(task, cfg.d_model)
+    """Named (S, *shape) parameters; none depends on h, and a seed gives the same starting weights for every h."""
+    D = cfg.d_model
+    shapes = {"E": (task.V + 2 * task.K + task.T, D),  # tables of values, keys, query tags, positions
+              "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),  # head i: column block i, as in the kernel
+              "R": (D, 3 * task.V), "b": (3 * task.V,)}  # read-out: three V-way classifiers side by side
     std = {"E": EMB_STD, "b": 0.0}  # the rest N(0, 1/D), which keeps x W at x's scale
     per_seed = []
     for seed in seeds:
         rng = np.random.default_rng([seed, 0])  # stream 0: weights (stream 1 is the training data)
-        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(cfg.d_model)), shape) for name, shape in
-                         shapes.items()])  # fmt: skip
+        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(D)), shape) for name, shape in shapes.items()])
     return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype) for i, name in enumerate(shapes)}
-
-
-def _multi_hot(batch: Batch, task: Task, n_rows, dtype):
-    """(S, B·T, R) 0/1 matrix with four ones per token (its value, key, query tag and position rows of E)."""
-    S, B, T = batch.values.shape
-    positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, (S, B, T))
-    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)  # (S,B,T,4)
-    hot = np.zeros((S, B * T, n_rows), dtype=dtype)
-    np.put_along_axis(hot, rows.reshape(S, B * T, 4), 1.0, axis=-1)
-    return hot
 
 
 def forward(params, batch: Batch, h: int, task: Task):
     """Logits (S, B, T, 3, V) and what the backward pass needs. S models, B sequences, T tokens."""
     S, n_rows, D = params["E"].shape
     B, T = batch.values.shape[1:]
-    hot = _multi_hot(batch, task, n_rows, params["E"].dtype)  # (S or 1, B·T, R)
+    # (S or 1, B·T, R) 0/1 matrix with four ones per token: its value, key, query tag and position rows of E
+    positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, batch.values.shape)
+    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)  # (S,B,T,4)
+    hot = np.zeros((len(rows), B * T, n_rows), dtype=params["E"].dtype)
+    np.put_along_axis(hot, rows.reshape(len(rows), B * T, 4), 1.0, axis=-1)
     x = hot @ params["E"]  # (S, B·T, D)  x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i]
     q, k, v = (split_heads((x @ params[w]).reshape(S, B, T, D), h) for w in ("W_Q", "W_K", "W_V"))  # (S, B, h, T, d_k)
     heads, weights = scaled_dot_product_attention(q, k, v)  # (S, B, h, T, d_k), (S, B, h, T, T)

@@ -3,12 +3,11 @@ the head counts that finished; ``progress(done, total)`` gets the training steps
 
 from collections import namedtuple
 
-from lesson_lib.models.toy import config
-from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS, Task, TrainConfig
+from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS, Task, TrainConfig, check_sweep
 from lesson_lib.models.toy.training import train_and_score
 
-# One row per head count (JSON-ready), the trained parameters keyed by h (for the plots), the task and the config.
-SweepResult = namedtuple("SweepResult", "results params task config")
+# One row per head count (JSON-ready), and the trained parameters keyed by h (for the plots).
+SweepResult = namedtuple("SweepResult", "results params")
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -25,8 +24,7 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
           progress=None) -> SweepResult:
     """Train ``seeds`` (a count or a list) models for every h in ``heads``, scored on the fixed test set. A row's
     ``accuracy_mean`` / ``accuracy_sd`` (None for one seed) are over seeds of the mean over the three targets."""
-    config.check_run(task, cfg)
-    heads, seeds = config.check_head_list(heads, cfg), config.seed_list(seeds)
+    heads, seeds = check_sweep(heads, seeds, task, cfg)
     outcomes = {}
     try:
         for i, h in enumerate(heads):
@@ -34,18 +32,16 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: T
                                                                                 len(heads) * cfg.steps))
             outcomes[h] = train_and_score(h, seeds, task, cfg, progress=report)
     except KeyboardInterrupt:
-        raise SweepInterrupted(_result(list(outcomes), outcomes, seeds, task, cfg), heads[len(outcomes):]) from None
-    return _result(heads, outcomes, seeds, task, cfg)
+        raise SweepInterrupted(_result(outcomes, cfg), heads[len(outcomes) :]) from None
+    return _result(outcomes, cfg)
 
 
-def _result(heads, outcomes, seeds, task, cfg) -> SweepResult:
-    rows, trained = [], {}
-    for h in heads:
-        trained[h], acc = outcomes[h]
+def _result(outcomes, cfg) -> SweepResult:
+    rows = []
+    for h, (_, acc) in outcomes.items():
         per_seed = acc.mean(axis=1)  # (S,) mean over the three targets
-        sd = round(float(per_seed.std(ddof=1)), 4) if len(seeds) > 1 else None
-        per_target = {t: round(float(acc[:, i].mean()), 4) for i, t in enumerate(TARGETS)}
         rows.append({"h": h, "d_k": cfg.d_model // h, "accuracy_mean": round(float(per_seed.mean()), 4),
-                     "accuracy_sd": sd, "per_target": per_target,
+                     "accuracy_sd": round(float(per_seed.std(ddof=1)), 4) if len(per_seed) > 1 else None,
+                     "per_target": {t: round(float(acc[:, i].mean()), 4) for i, t in enumerate(TARGETS)},
                      "accuracy_per_seed": [round(float(a), 4) for a in per_seed]})
-    return SweepResult(rows, trained, task, cfg)
+    return SweepResult(rows, {h: params for h, (params, _) in outcomes.items()})

@@ -25,25 +25,23 @@ class Batch:
         return Batch(*(getattr(self, f.name)[:, index] for f in fields(self)))
 
 
-def make_batch(rngs, batch: int, task: Task = DEFAULT_TASK) -> Batch:
-    """``batch`` fresh sequences per generator in ``rngs`` (one generator per seed, so S = len(rngs))."""
-    parts = [_sequences(rng, batch, task) for rng in rngs]
-    return Batch(*(np.stack(arrays) for arrays in zip(*parts)))
-
-
-def _sequences(rng, n, task):
+def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
+    """``n`` fresh sequences per generator in ``rngs`` (one generator per seed, so S = len(rngs))."""
     T, V, K = task.T, task.V, task.K
-    values = rng.integers(0, V, size=(n, T))  # (n, T)
-    keys = np.argsort(rng.random((n, K)), axis=1)[:, :T]  # (n, T) T distinct keys out of K
-    offsets = rng.integers(0, T - 3, size=(n, T))  # (n, T) U{0..T−4}
-    pointers = (np.arange(T) + 2 + offsets) % T  # (n, T) i+2 … i+T−2 (mod T)
-    queries = np.take_along_axis(keys, pointers, axis=1)  # (n, T)
-    targets = np.stack([np.roll(values, 1, axis=1), np.roll(values, -1, axis=1),
-                        np.take_along_axis(values, pointers, axis=1)], axis=-1)  # (n, T, 3) ends masked out below
-    mask = np.ones((n, T, 3))
-    mask[:, 0, 0] = 0.0  # position 0 has no left neighbour
-    mask[:, T - 1, 1] = 0.0  # position T−1 has no right neighbour
-    return values, keys, queries, pointers, targets, mask
+    parts = []
+    for rng in rngs:
+        values = rng.integers(0, V, size=(n, T))  # (n, T)
+        keys = np.argsort(rng.random((n, K)), axis=1)[:, :T]  # (n, T) T distinct keys out of K
+        offsets = rng.integers(0, T - 3, size=(n, T))  # (n, T) U{0..T−4}
+        pointers = (np.arange(T) + 2 + offsets) % T  # (n, T) i+2 … i+T−2 (mod T)
+        parts.append((values, keys, np.take_along_axis(keys, pointers, axis=1), pointers))  # query tag: key at ptr(i)
+    values, keys, queries, pointers = (np.stack(arrays) for arrays in zip(*parts))  # (S, n, T) each
+    targets = np.stack([np.roll(values, 1, axis=-1), np.roll(values, -1, axis=-1),
+                        np.take_along_axis(values, pointers, axis=-1)], axis=-1)  # (S, n, T, 3) ends masked out below
+    mask = np.ones(targets.shape)
+    mask[:, :, 0, 0] = 0.0  # position 0 has no left neighbour
+    mask[:, :, T - 1, 1] = 0.0  # position T−1 has no right neighbour
+    return Batch(values, keys, queries, pointers, targets, mask)
 
 
 def training_data(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:

@@ -2,9 +2,8 @@
 
 import numpy as np
 
-from lesson_lib.checks import check_heads
 from lesson_lib.models.toy import model
-from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig, check_run, seed_list
+from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, Task, TrainConfig
 from lesson_lib.models.toy.optim import Adam
 from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 from lesson_lib.runtime.blas import one_blas_thread
@@ -15,7 +14,7 @@ _FINISHED: dict = {}
 
 
 def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG, progress=None) -> dict:
-    """(S, …) params of one model per seed with h heads (train_and_score checks the arguments); ``progress(steps)``."""
+    """(S, …) params of one model per seed with h heads (``sweep`` checks the arguments); ``progress(steps)``."""
     params = model.init_params(seeds, task, cfg)  # {name: (S, *shape)}
     adam = Adam(params, cfg)
     data = training_data(seeds, task, cfg)
@@ -40,8 +39,6 @@ def accuracy(params, h: int, data: Batch, task: Task = DEFAULT_TASK) -> np.ndarr
 def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
                     progress=None) -> tuple[dict, np.ndarray]:
     """(params, (S, 3) test accuracy) of one head count, trained once per process."""
-    check_run(task, cfg)
-    h, seeds = check_heads(cfg.d_model, h), seed_list(seeds)
     key = (h, tuple(seeds), task, cfg)
     if key not in _FINISHED:
         with one_blas_thread():  # a product split over threads on a busy 2-core machine waits: 6× the CPU time

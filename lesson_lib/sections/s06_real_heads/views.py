@@ -87,7 +87,7 @@ def size_text(c) -> str:
 def run_paper_sentences(model):
     """Both appendix sentences through the model: {'law': Encoding, 'making': Encoding}, with a summary."""
     with one_blas_thread():
-        runs = {name: model.encode(text) for name, text in minilm.PAPER_SENTENCES.items()}
+        runs = {name: model.attend(text) for name, text in minilm.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
     for name, enc in runs.items():
         print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {enc.attentions.shape}（层, 头, 查询, 键）")
@@ -171,7 +171,7 @@ def head_finder(runs):
 def coref_check(model, layer=4, head=2):
     """The best its→law head on a sentence where it finds the owner of 'its' and one where it does not."""
     with one_blas_thread():
-        encs = {name: model.encode(text) for name, text in COREF_SENTENCES.items()}
+        encs = {name: model.attend(text) for name, text in COREF_SENTENCES.items()}
     verdict = {"works": "「its」指 car，这个头也主要看 car", "fails": "「its」指 town，这个头却主要看 river"}
     for name, enc in encs.items():
         print(f"{verdict[name]}：{COREF_SENTENCES[name]}")
@@ -228,7 +228,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     from lesson_lib.show.controls import linked, slider
 
     with one_blas_thread():
-        encodings = {text: model.encode(text) for _, text in EXPLORER_SENTENCES}
+        encodings = {text: model.attend(text) for _, text in EXPLORER_SENTENCES}
     first = encodings[EXPLORER_SENTENCES[0][1]]
     check_layer_head(first.attentions, layer, head)
 

@@ -1,7 +1,9 @@
-"""How spread out one head's attention is (row entropy), and how different the heads are (JS divergence); §5, §7."""
+"""How spread out one head's attention is (row entropy), how different the heads are (JS divergence), and how
+little a narrow head's winner keeps when many keys share its dimensions; §5, §7."""
 
 import numpy as np
 
+from lesson_lib.attention import softmax
 from lesson_lib.checks import LessonInputError
 
 
@@ -44,3 +46,14 @@ def _check_weights(weights):
     if not np.allclose(w.sum(axis=-1), 1.0, atol=1e-4):
         raise LessonInputError("注意力权重的每一行加起来应为 1：请传入 softmax 之后的权重，而不是打分。")
     return w
+
+
+def circle_keys(n: int) -> np.ndarray:
+    angles = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
+    return np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (n, 2) unit keys on a circle
+
+
+def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
+    """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query points at one,
+    with ``sharpness`` = query length × key length: the more keys share two dimensions, the smaller the margin."""
+    return {n: float(softmax(sharpness * circle_keys(n) @ circle_keys(n)[0]).max()) for n in counts}  # at key 1

@@ -5,22 +5,12 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
-from lesson_lib.attention import head_width, softmax
+from lesson_lib.attention import head_width
+from lesson_lib.head_stats import crowded_keys
 from lesson_lib.practice import questions as bank
 
-
-def _winner_weight(n: int, sharpness: float) -> float:
-    """The softmax weight of the key a query points at, among n unit keys on a circle (d_k = 2); the number §7's
-    lab prints (``sections.s07_ablation.report.crowded_keys``; a test holds them equal)."""
-    angles = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
-    keys = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (n, 2)
-    return float(softmax(sharpness * keys @ keys[0]).max())
-
-
 _D_K = head_width(64, 64)  # L7a: d_model = h = 64
-_SHORT, _LONG = _winner_weight(64, 4.0), _winner_weight(64, 200.0)  # L7b: the winner's weight at two lengths
+_SHORT, _LONG = (crowded_keys((64,), s)[64] for s in (4.0, 200.0))  # L7b: the winner's weight at two lengths
 
 # fmt: off
 _ROWS = {  # (section, kind, prompt, explanation, answer, praise, *options), as questions._CHOICES

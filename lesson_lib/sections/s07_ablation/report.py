@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from lesson_lib.attention import softmax
-from lesson_lib.head_stats import mean_pairwise_js, row_entropy
+from lesson_lib.head_stats import circle_keys, crowded_keys, mean_pairwise_js, row_entropy
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS
 from lesson_lib.models.toy.model import attention_maps
 from lesson_lib.models.toy.task import Batch
@@ -114,27 +114,16 @@ def diversity_text(div: dict) -> str:
     return "\n".join(lines)
 
 
-def _circle(n: int) -> np.ndarray:
-    angles = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
-    return np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (n, 2) unit keys on a circle
-
-
 def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     """Why a 1-dimensional head can only pick an end: q·k is monotone in k (keys on a line), unlike in 2-D
     (keys on a circle). Which key wins the kernel's softmax for each query, counted from 1."""
     keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first; in 1-D the score is just q × k
     lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} 个键"
              for q in (-sharpness, -1.0, 1.0, sharpness)]
-    keys_2d = _circle(points)  # (points, 2)
+    keys_2d = circle_keys(points)  # (points, 2)
     winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) + 1 for j in range(points)]
     lines.append(f"二维：让查询依次指向第 1…{points} 个键，得分最高的键依次是 {winners}")
     return "\n".join(lines)
-
-
-def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
-    """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query points at one,
-    with ``sharpness`` = query length × key length: the more keys share two dimensions, the smaller the margin."""
-    return {n: float(softmax(sharpness * _circle(n) @ _circle(n)[0]).max()) for n in counts}  # query at key 1
 
 
 def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:

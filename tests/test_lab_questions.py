@@ -1,4 +1,4 @@
-"""The labs' questions (lesson_lib.practice.lab_questions): declared as data with the bank's Question type,
+"""The labs' questions (the L rows of lesson_lib.practice.questions): declared as data with the bank's Question type,
 checked by the quiz like the core's, asked in the labs, and their numbers computed from lesson_lib."""
 
 from __future__ import annotations
@@ -8,21 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from lesson_lib.practice import lab_questions, questions, quiz
+from lesson_lib.practice import questions, quiz
 from lesson_lib.sections.s07_ablation.report import crowded_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def registered():
-    lab_questions.register()
-    lab_questions.register()  # idempotent
-    yield
-    questions.question.cache_clear()
+LAB_OWN = [qid for qid in questions.LAB if qid.startswith("L")]  # the labs' own, beside core questions they ask again
 
 
-@pytest.mark.parametrize("qid", lab_questions.BUILDERS)
+@pytest.mark.parametrize("qid", LAB_OWN)
 def test_the_right_choice_is_right_and_every_other_is_wrong(qid):
     q = questions.question(qid)
     assert q.id == qid and q.kind == "single" and len(q.key.answer) == 1
@@ -32,13 +27,13 @@ def test_the_right_choice_is_right_and_every_other_is_wrong(qid):
 
 
 def test_lab_questions_are_found_but_not_counted_as_the_cores():
-    """Registered lab questions check like any other, yet the core's items (what progress counts) stay the same."""
+    """Lab questions check like any other, yet the core's items (what progress counts) stay the same."""
     from lesson_lib.practice.progress import Progress
 
-    assert set(lab_questions.BUILDERS) <= set(questions.LAB)
-    assert not set(questions.question_ids()) & set(lab_questions.BUILDERS)
-    assert not set(Progress().ids) & set(lab_questions.BUILDERS)
-    assert all(questions.question(qid).id == qid for qid in lab_questions.BUILDERS)
+    assert set(LAB_OWN) <= set(questions.LAB)
+    assert not set(questions.question_ids()) & set(LAB_OWN)
+    assert not set(Progress().ids) & set(LAB_OWN)
+    assert all(questions.question(qid).id == qid for qid in LAB_OWN)
 
 
 def test_unknown_id_names_the_lab_questions():
@@ -58,4 +53,4 @@ def test_every_lab_question_is_asked_in_a_lab():
     spec.loader.exec_module(build)
     asked = "".join(c["source"] for name, (src, _, _) in build.NOTEBOOKS.items() if name.startswith("lab_")
                     for c in build.source_cells(src=src) if c["kind"] == "code")
-    assert all(f'ask("{qid}")' in asked for qid in lab_questions.BUILDERS)
+    assert all(f'ask("{qid}")' in asked for qid in LAB_OWN)

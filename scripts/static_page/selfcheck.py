@@ -91,11 +91,9 @@ def export_question(q, check) -> dict:
 
 def export_all() -> dict:
     """Every question the core and the labs ask, by id (``lesson_lib.practice.questions``, the kernel's bank)."""
-    from lesson_lib.practice import lab_questions
     from lesson_lib.practice.questions import LAB, question, question_ids
     from lesson_lib.practice.quiz import check
 
-    lab_questions.register()
     return {qid: export_question(question(qid), check) for qid in (*question_ids(), *LAB)}
 
 

@@ -195,7 +195,8 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
             base = Poly.const(Fraction(value)) if kind == "num" else symbols[value]
         elif kind == "name":
             names = "、".join(sorted(symbols)) or "（无）"
-            raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。平方请写成 n^2 或 n²。")
+            square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""  # only where n may be written
+            raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。{square}")
         else:
             raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？" if kind == "end" else
                                   f"「{value}」出现的位置不对：请检查式子的写法。")  # fmt: skip

@@ -1,28 +1,25 @@
-"""§5 head-count lab: Python-side redraw time per slider value, against the matplotlib reference.
+"""§5 head-count lab: Python-side redraw time per slider value, against the picture a static cell shows.
 
 Goal: median redraw ≤ 100 ms at every h the slider offers (1 … 64).
 A redraw is what the slider's callback does: ``lab_state(h)`` (the kernel call, entropy and head
 diversity), ``summary_html`` and ``lab_pictures`` (the two themed SVGs, drawn without matplotlib, and the folded
-numbers). The baseline, measured in the same run and interleaved with it, is the matplotlib
-reference a static cell would use: ``lab_state(h)`` + ``plotting.heat_map`` as a cell shows it. A third
+numbers). The baseline, measured in the same run and interleaved with it, is what a static cell would show:
+``lab_state(h)`` + ``plotting.heat_map`` with its <img> copy. A third
 column sets the real widget's slider (ipywidgets in-process, no front end), so traitlets and the observer
 are included too.
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
-
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 from lesson_lib.runtime.blas import one_blas_thread  # the widget's callback runs lab_state with one BLAS thread
 from lesson_lib.sections import s05_head_lab as head_lab
 
 REPEAT = 7  # fast path and widget: median of 7
-REF_REPEAT = 3  # matplotlib reference: median of 3 (it is 5–20× slower)
+REF_REPEAT = 3  # the static cell's picture: median of 3
 GOAL_MS = 100.0
 
 
@@ -52,9 +49,6 @@ def _seconds(fn, *args):
 
 
 def run() -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
     from lesson_lib.sections import widgets
 
     choices = head_lab.HEAD_CHOICES
@@ -91,9 +85,9 @@ def run() -> list[str]:
     med_widget = {h: float(np.median(v)) * 1e3 for h, v in widget.items()}
     lines = [
         f"median of {REPEAT} redraws (reference: {REF_REPEAT}), n = {len(head_lab.SENTENCE)} tokens, "
-        f"d_model = 512; first call after import (matplotlib loaded) {cold * 1e3:.0f} ms",
+        f"d_model = 512; first call after import {cold * 1e3:.0f} ms",
         f"{'h':>3}  {'fast redraw':>11}  {'= lab_state':>11}  {'+ html/svg':>10}  {'worst':>7}  {'via slider':>10}  "
-        f"{'matplotlib ref':>14}  {'ref / fast':>10}",
+        f"{'static cell':>14}  {'ref / fast':>10}",
     ]
     for h in choices:
         lines.append(
@@ -109,6 +103,6 @@ def run() -> list[str]:
         f"{verdict} the ≤ {GOAL_MS:.0f} ms goal"
     )
     ratios = [med_ref[h] / med[h] for h in choices]
-    lines.append(f"matplotlib reference / fast path: {min(ratios):.1f}× … {max(ratios):.1f}× "
+    lines.append(f"static cell / fast path: {min(ratios):.1f}× … {max(ratios):.1f}× "
                  f"(max reference median {max(med_ref.values()):.0f} ms)")
     return lines

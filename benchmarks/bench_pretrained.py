@@ -8,7 +8,7 @@ Each set of figures is measured in a fresh subprocess (``python bench_pretrained
 because without threadpoolctl the number of BLAS threads can only be set through
 OPENBLAS_NUM_THREADS before NumPy is imported. Baselines from the same run:
   load    vs reading the whole weights file into memory with np.fromfile; with the sha256 check (what
-          the first ``load()`` in a process does) and without;
+          every ``load()`` does) and without;
   forward vs one BLAS thread vs two (the machine has 2 cores; other processes share them);
   e5 memory: the word rows a sentence dequantises vs the whole 250,037 × 384 table as float32;
   explorer: the widget's frame (Pillow map + HTML row), against the 150 ms goal.

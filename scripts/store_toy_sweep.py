@@ -7,7 +7,6 @@ from lesson_lib.models.toy.sweeping import sweep
 from lesson_lib.sections.s07_ablation.report import STORED_SEEDS, STORED_SWEEP, format_table
 
 result = sweep(heads=(1, 2, 4, 8, 16, 32), seeds=STORED_SEEDS)
-rows = [{k: v for k, v in r.items() if k != "seconds"} for r in result.results]  # timings differ between runs
-data = {"results": rows, "seeds": STORED_SEEDS, "task": asdict(DEFAULT_TASK), "train": asdict(DEFAULT_CONFIG)}
+data = {"results": result.results, "seeds": STORED_SEEDS, "task": asdict(DEFAULT_TASK), "train": asdict(DEFAULT_CONFIG)}
 STORED_SWEEP.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 print(format_table(result.results), f"\nwrote {STORED_SWEEP}")

@@ -8,8 +8,8 @@ from lesson_lib.models.toy.optim import Adam
 from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 from lesson_lib.runtime.blas import one_blas_thread
 
-# Identical runs give identical models: each (h, seeds, task, cfg) is trained once per process (§6's stand-in heads
-# are §7's h = 4 model; re-running §7's cell costs nothing). A run's models take tens of KB.
+# Identical runs give identical models: each (h, seeds, task, cfg) is trained once per process (re-running the lab's
+# training cell costs nothing). A run's models take tens of KB.
 _FINISHED: dict = {}
 
 

@@ -1,1 +1,1 @@
-"""§7 · 头数消融: what the toy sweep reports (report) and draws (plots)."""
+"""§7 · 头数消融: what the toy sweep reports and draws (report)."""

@@ -379,6 +379,7 @@ def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys, mon
     (page,) = (s.data for s in shown)
     assert page.startswith(picture.split("<details>")[0]) and page.endswith(bars)  # the map above the row's bars
     assert "<details>" not in page  # stored: no table of the map's weights, some of which flip between CPUs
+    assert '<img class="lesson-ras"' in page  # the map's copy a sanitized page (untrusted, static) keeps
     enc = runs["law"]
     row = enc.attentions[3, 1, enc.tokens.index("its")]  # what the lab's stored call (第 4 层 · 头 2, its) prints
     assert all(round(float(w) - 1e-4, 2) == round(float(w) + 1e-4, 2) for w in row)  # the same 2 decimals anywhere

@@ -9,7 +9,7 @@ from pathlib import Path
 
 _HERE = Path(__file__).parent
 LABEL_BESIDE = {"description_width": "initial"}  # a control's style: its whole Chinese label, beside it
-KEEP_HEIGHT = "lesson-keep-height"  # class of an output that never shrinks back while its controls move
+KEEP_HEIGHT = "lesson-keep-height"  # class of an output that never shrinks back while its controls move (at one width)
 LIVE = "lesson-live"  # class of an output a screen reader reads out when it changes (feedback, a lab's summary)
 
 

@@ -191,7 +191,7 @@ def explore(runs, sentence, layer, head, query):
     # weights sit within 1e-4 of a rounding boundary; the row's bars (checked stable) carry the numbers read here.
     text, bars, picture = explorer_frame(enc, layer, head, finder.find_token(enc.tokens, query), table=False)
     print(text)
-    display(HTML(picture + bars))
+    display(HTML(picture._repr_html_() + bars))  # with the map's <img> copy, which a sanitized page keeps
 
 
 def explorer_frame(enc, layer, head, qi, table=None):

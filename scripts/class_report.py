@@ -537,6 +537,11 @@ def main(argv=None) -> int:
     ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")
     ap.add_argument("--recheck", action="store_true", help="在干净的检查进程里重跑学生通过的代码练习")
     args = ap.parse_args(argv)
+    if args.recheck and hasattr(os, "geteuid") and os.geteuid() == 0:
+        print("不以管理员（root）身份重跑学生的代码：--recheck 会执行学生交来的代码，以 root 运行等于把整台机器交给它。"
+              "请换一个普通用户运行带 --recheck 的报告，或去掉 --recheck（报告照样统计，只是不重跑代码）。",
+              file=sys.stderr)
+        return 2
     start, cpu = time.perf_counter(), time.process_time()
     report = build(args.paths, names=args.names, recheck=args.recheck,
                    warn=lambda line: print(line, file=sys.stderr))  # fmt: skip

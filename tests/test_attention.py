@@ -1,4 +1,4 @@
-"""kernel.attention: parity of the three kernels, the paper's identities as properties, Chinese input errors."""
+"""lesson_lib.attention: parity of the three kernels, the paper's identities as properties, Chinese input errors."""
 
 from __future__ import annotations
 

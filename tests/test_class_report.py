@@ -176,3 +176,13 @@ def test_the_checkers_named_slips_reach_the_page_by_their_chinese_names(tmp_path
     report = class_report.build([str(tmp_path)])
     shown = {m: text for _, item, m, text, _ in report.misconceptions if item == "split_heads"}
     assert {m: text.split("：")[0] for m, text in shown.items()} == {m: exercises.MISTAKES[m] for m in named}
+
+
+def test_recheck_as_root_refuses_and_runs_no_students_code(planted_class, tmp_path, monkeypatch):
+    """Students' files are untrusted: --recheck started as root stops before it reads a file or runs a line."""
+    ran = []
+    monkeypatch.setattr(class_report.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: ran.append(a))
+    out = tmp_path / "report"
+    assert class_report.main([str(planted_class), "--recheck", "--out", str(out)]) == 2
+    assert ran == [] and not out.exists()

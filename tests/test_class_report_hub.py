@@ -278,6 +278,9 @@ def test_recheck_confirms_the_passes_from_the_code_the_kernels_stored(hub_class,
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "class_report.py"), *files, "--recheck",
                            "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=scaled(300))
+    if os.geteuid() == 0:  # students' code is never run with root's rights: the report refuses and writes nothing
+        assert done.returncode == 2 and not any(tmp_path.iterdir())
+        pytest.skip("running as root: --recheck refuses (held above); the confirmation needs a normal user")
     assert done.returncode == 0, done.stderr
     print(f"\n--recheck: {done.stdout.strip()}")
     with open(tmp_path / "class-report.csv", encoding="utf-8-sig") as f:

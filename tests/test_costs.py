@@ -1,4 +1,4 @@
-"""kernel.flops: the closed form equals the paper-facts table and the counts observed from the kernel's own work."""
+"""lesson_lib.costs: the closed form equals the paper-facts table and the counts observed from the kernel's own work."""
 
 from __future__ import annotations
 

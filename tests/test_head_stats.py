@@ -1,4 +1,4 @@
-"""kernel.attention_stats: row entropy and the JS divergence between heads, on maps whose answers are known."""
+"""lesson_lib.head_stats: row entropy and the JS divergence between heads, on maps whose answers are known."""
 
 from __future__ import annotations
 

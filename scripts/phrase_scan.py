@@ -7,8 +7,9 @@ An AST scan of every ``*.py`` under the folder. A *finding* is an operand that i
 - an ``assert`` statement's test (``assert text.startswith("……")``), a comparison, an ``in`` / ``not in``;
 - a regex call (``re.search/match/fullmatch/findall/finditer``, a compiled pattern's methods,
   ``pytest.raises(match=…)``);
-- a call to a helper that puts one of its parameters into one of the above (``assert_chinese_message``,
-  ``raises_chinese`` or any test's own helper), at the call site.
+- a call, by its bare name, to a test helper (a module-level function, or the nested function a fixture
+  hands out) that puts one of its parameters into one of the above (``assert_chinese_message``,
+  ``raises_chinese``, any test's own helper), at the call site.
 
 An operand is Chinese text when it is a string literal with a Chinese character (CJK U+4E00–U+9FFF or
 Chinese punctuation), an f-string, ``+``/``%`` or ``.format`` with such a part, a tuple/list/set of them,
@@ -38,6 +39,9 @@ from pathlib import Path
 CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff01-\uff5e「」『』【】、，。：；！？（）—…]")
 KEEP = re.compile(r"#\s*phrase kept:\s*(.+)")
 REGEX_FUNCS = {"search", "match", "fullmatch", "findall", "finditer"}
+NOT_INPUT = {"str", "repr", "len", "sorted", "set", "list", "tuple", "dict", "print", "escape", "any",
+             "all", "isinstance", "format", "join", "compile", "split", "strip", "replace", "count",
+             "startswith", "endswith", "find", "index", "append", "add", "extend", "zip", "enumerate"}
 TEXT_METHODS = {"startswith", "endswith", "count", "find", "index", "rfind", "rindex"}
 
 
@@ -87,6 +91,17 @@ class Scanner:
         self.module_names: dict[Path, set[str]] = {}
         self.local_names: dict[ast.AST, set[str]] = {}
         self.local_assigned: dict[ast.AST, set[str]] = {}
+        self.exclude: set[str] = set()  # names taken as the learner's own input (an echo)
+        self.row_columns: dict[tuple, set[int]] = {}  # a loop variable over a table's rows: its text columns
+        self.scope = None  # the function (or module) whose statements are being read
+        # module-level assignments by name: a parametrize table's rows
+        self.tables: dict[str, list] = {}
+        for tree in self.trees.values():
+            for n in tree.body:
+                if isinstance(n, ast.Assign):
+                    for t in n.targets:
+                        if isinstance(t, ast.Name):
+                            self.tables.setdefault(t.id, []).append(n.value)
 
     # ---- what is Chinese text ---------------------------------------------------------
     def is_text(self, node, names: set[str], local: set[str]) -> bool:
@@ -104,10 +119,18 @@ class Scanner:
         if isinstance(node, ast.Dict):
             return any(self.is_text(v, names, local) for v in node.values)
         if isinstance(node, ast.Name):
+            if node.id in self.exclude:
+                return False
             if node.id in local:
                 return node.id in names
             return node.id in names or node.id in self.b.globals
         if isinstance(node, ast.Subscript):
+            columns = self.row_columns.get((self.scope, getattr(node.value, "id", None)))
+            if columns is not None:
+                index = node.slice
+                if isinstance(index, ast.Constant) and isinstance(index.value, int):
+                    return index.value in columns
+                return bool(columns)
             return self.is_text(node.value, names, local)
         if isinstance(node, ast.Starred):
             return self.is_text(node.value, names, local)
@@ -144,6 +167,20 @@ class Scanner:
     def bind_targets(self, target, value, names, local, iterating=False) -> bool:
         """Mark the names in ``target`` if ``value`` (or its items when iterating) is Chinese text."""
         changed = False
+        rows = self.rows_of(value) if iterating else None
+        if rows is not None and all(isinstance(r, (ast.Tuple, ast.List)) for r in rows):
+            if isinstance(target, ast.Name):     # a row: only its Chinese columns are text
+                columns = {i for r in rows for i, e in enumerate(r.elts) if self.is_text(e, names, local)}
+                key = (self.scope, target.id)
+                if self.row_columns.get(key) != columns:
+                    self.row_columns[key] = columns
+                    changed = True
+                return changed
+            if isinstance(target, (ast.Tuple, ast.List)):
+                for r in rows:
+                    for t, v in zip(target.elts, r.elts):
+                        changed |= self.bind_targets(t, v, names, local)
+                return changed
         if isinstance(target, ast.Name):
             if self.is_text(value, names, local) and target.id not in names:
                 names.add(target.id)
@@ -189,15 +226,21 @@ class Scanner:
         for dec in func.decorator_list:
             if not (isinstance(dec, ast.Call) and ast.unparse(dec.func).endswith("parametrize")):
                 continue
-            if len(dec.args) < 2 or not isinstance(dec.args[0], ast.Constant):
+            if len(dec.args) < 2:
                 continue
-            argnames = [s.strip() for s in str(dec.args[0].value).split(",") if s.strip()]
-            data = dec.args[1]
-            if isinstance(data, ast.Name) or not isinstance(data, (ast.List, ast.Tuple)):
-                if self.is_text(data, set(), set()):
+            first = dec.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                argnames = [s.strip() for s in first.value.split(",") if s.strip()]
+            elif isinstance(first, (ast.Tuple, ast.List)):
+                argnames = [e.value for e in first.elts if isinstance(e, ast.Constant)]
+            else:
+                continue
+            rows = self.rows_of(dec.args[1])
+            if rows is None:
+                if self.is_text(dec.args[1], set(), set()):
                     names.update(argnames)
                 continue
-            for row in data.elts:
+            for row in rows:
                 if isinstance(row, ast.Call) and ast.unparse(row.func).endswith("param"):
                     row = ast.Tuple(elts=row.args) if len(argnames) > 1 else row.args[0]
                 if len(argnames) == 1:
@@ -207,6 +250,21 @@ class Scanner:
                     for n, v in zip(argnames, row.elts):
                         if self.is_text(v, set(), set()):
                             names.add(n)
+
+    def rows_of(self, node, depth=0):
+        """A parametrize table's rows: a literal list, a module constant, or their sum; None if unknown."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return list(node.elts)
+        if isinstance(node, ast.Name) and depth < 10:
+            for value in self.tables.get(node.id, ()):    # one name may be a table in several files
+                rows = self.rows_of(value, depth + 1)
+                if rows is not None:
+                    return rows
+            return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.rows_of(node.left, depth + 1), self.rows_of(node.right, depth + 1)
+            return None if left is None or right is None else left + right
+        return None
 
     def functions(self):
         for path, tree in self.trees.items():
@@ -253,21 +311,23 @@ class Scanner:
 
     def resolve(self) -> None:
         """Bind names to a fixpoint: module constants, locals, returns, helper parameters."""
-        self.sigs = {}
-        for _path, func in self.functions():
-            self.sigs.setdefault(func.name, self.signature(func))
-            inner = {n.name: n for n in func.body if isinstance(n, ast.FunctionDef)}
-            for n in func.body:       # a fixture that hands out a nested helper
-                if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) \
-                        and n.value.id in inner:
-                    self.sigs[func.name] = self.signature(inner[n.value.id])
-                    self.alias = getattr(self, "alias", {})
-                    self.alias[func.name] = n.value.id
+        self.by_name = {}   # a helper called by its bare name: a module-level function, or a fixture's
+        for tree in self.trees.values():
+            for func in tree.body:
+                if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                self.by_name.setdefault(func.name, func)
+                inner = {n.name: n for n in func.body if isinstance(n, ast.FunctionDef)}
+                for n in func.body:       # a fixture that hands out a nested helper
+                    if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) \
+                            and n.value.id in inner:
+                        self.by_name[func.name] = inner[n.value.id]
         changed = True
         while changed:
             changed = False
             for path, tree in self.trees.items():
                 names = self.module_names.setdefault(path, set())
+                self.scope = tree
                 if self.bind_scope(scope_names(tree), names, set()):
                     changed = True
                 new = names - self.b.globals
@@ -277,6 +337,7 @@ class Scanner:
             for _path, func in self.functions():
                 local = self.assigned(func)
                 names = self.local_names.setdefault(func, set())
+                self.scope = func
                 before = len(names)
                 self.function_params(func, names)
                 self.bind_scope(scope_names(func), names, local)
@@ -290,7 +351,7 @@ class Scanner:
                             changed = True
                             break
                 taint = self.tainted(func)
-                hits = self.b.asserting.setdefault(func.name, set())
+                hits = self.b.asserting.setdefault(func, set())
                 for operand, _ in self.operands(func):
                     for n in ast.walk(operand):
                         if isinstance(n, ast.Name) and n.id in taint:
@@ -298,11 +359,6 @@ class Scanner:
                             if new:
                                 hits |= new
                                 changed = True
-            for outer, inner in getattr(self, "alias", {}).items():
-                extra = self.b.asserting.get(inner, set()) - self.b.asserting.get(outer, set())
-                if extra:
-                    self.b.asserting.setdefault(outer, set()).update(extra)
-                    changed = True
 
     # ---- where an operand is tested ---------------------------------------------------
     def operands(self, func):
@@ -333,12 +389,10 @@ class Scanner:
             for k in call.keywords:
                 if k.arg == "match":
                     yield k.value, call
-        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-        hits = self.b.asserting.get(name, set())
+        helper = self.by_name.get(f.id) if isinstance(f, ast.Name) else None
+        hits = self.b.asserting.get(helper, set())
         if hits:
-            positional, vararg = self.sigs.get(name, ([], ""))
-            if positional and positional[0] in {"self", "cls"} and isinstance(f, ast.Attribute):
-                positional = positional[1:]
+            positional, vararg = self.signature(helper)
             for i, a in enumerate(call.args):
                 param = positional[i] if i < len(positional) else vararg
                 if param in hits:
@@ -365,7 +419,8 @@ class Scanner:
                 continue
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            if name in REGEX_FUNCS or self.b.asserting.get(name):
+            helper = self.by_name.get(f.id) if isinstance(f, ast.Name) else None
+            if name in REGEX_FUNCS or name in NOT_INPUT or self.b.asserting.get(helper):
                 continue
             for a in list(node.args) + [k.value for k in node.keywords]:
                 if isinstance(a, ast.Name):
@@ -379,6 +434,7 @@ class Scanner:
         for path, func in self.functions():
             names = self.local_names.get(func, set())
             local = self.assigned(func)
+            self.scope = func
             fed = self.inputs(func)
             params = {a.arg for a in func.args.args}
             for operand, node in self.operands(func):
@@ -391,8 +447,9 @@ class Scanner:
                 if key in seen:
                     continue
                 seen.add(key)
-                echo = isinstance(operand, ast.Name) and operand.id in fed \
-                    and operand.id in names
+                self.exclude = fed & (names | self.b.globals)      # Chinese text only through what went in: an echo
+                echo = not self.is_text(operand, names, local)
+                self.exclude = set()
                 end = getattr(node, "end_lineno", node.lineno)
                 found.append(Finding(
                     path=str(path.relative_to(self.root)), line=operand.lineno,

@@ -94,14 +94,18 @@ class Scanner:
         self.exclude: set[str] = set()  # names taken as the learner's own input (an echo)
         self.row_columns: dict[tuple, set[int]] = {}  # a loop variable over a table's rows: its text columns
         self.scope = None  # the function (or module) whose statements are being read
+        self.path = None  # and its file
+        self.module_assigned = {path: {n.id for n in scope_names(tree)
+                                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                                for path, tree in self.trees.items()}
         # module-level assignments by name: a parametrize table's rows
         self.tables: dict[str, list] = {}
-        for tree in self.trees.values():
+        for path, tree in self.trees.items():
             for n in tree.body:
                 if isinstance(n, ast.Assign):
                     for t in n.targets:
                         if isinstance(t, ast.Name):
-                            self.tables.setdefault(t.id, []).append(n.value)
+                            self.tables.setdefault(t.id, []).append((path, n.value))
 
     # ---- what is Chinese text ---------------------------------------------------------
     def is_text(self, node, names: set[str], local: set[str]) -> bool:
@@ -123,7 +127,11 @@ class Scanner:
                 return False
             if node.id in local:
                 return node.id in names
-            return node.id in names or node.id in self.b.globals
+            if node.id in names:
+                return True
+            if self.path is not None and node.id in self.module_assigned[self.path]:
+                return node.id in self.module_names.get(self.path, set())   # this module's own name
+            return node.id in self.b.globals                               # imported from another test file
         if isinstance(node, ast.Subscript):
             columns = self.row_columns.get((self.scope, getattr(node.value, "id", None)))
             if columns is not None:
@@ -256,7 +264,11 @@ class Scanner:
         if isinstance(node, (ast.List, ast.Tuple)):
             return list(node.elts)
         if isinstance(node, ast.Name) and depth < 10:
-            for value in self.tables.get(node.id, ()):    # one name may be a table in several files
+            candidates = self.tables.get(node.id, [])  # this file's own first, then an imported one
+            own = [value for path, value in candidates if path == self.path]
+            if not own and node.id in self.module_assigned.get(self.path, ()):
+                return None                             # built here some other way: unknown rows
+            for value in own or [value for _, value in candidates]:
                 rows = self.rows_of(value, depth + 1)
                 if rows is not None:
                     return rows
@@ -327,17 +339,17 @@ class Scanner:
             changed = False
             for path, tree in self.trees.items():
                 names = self.module_names.setdefault(path, set())
-                self.scope = tree
+                self.scope, self.path = tree, path
                 if self.bind_scope(scope_names(tree), names, set()):
                     changed = True
                 new = names - self.b.globals
                 if new:
                     self.b.globals |= new
                     changed = True
-            for _path, func in self.functions():
+            for path, func in self.functions():
                 local = self.assigned(func)
                 names = self.local_names.setdefault(func, set())
-                self.scope = func
+                self.scope, self.path = func, path
                 before = len(names)
                 self.function_params(func, names)
                 self.bind_scope(scope_names(func), names, local)
@@ -434,7 +446,7 @@ class Scanner:
         for path, func in self.functions():
             names = self.local_names.get(func, set())
             local = self.assigned(func)
-            self.scope = func
+            self.scope, self.path = func, path
             fed = self.inputs(func)
             params = {a.arg for a in func.args.args}
             for operand, node in self.operands(func):

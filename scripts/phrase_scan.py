@@ -424,9 +424,13 @@ class Scanner:
         return ""
 
     def inputs(self, func) -> set[str]:
-        """Names the function passes into calls that are not assertions (the code under test)."""
+        """Names the function passes into the code under test: call arguments (not assertions), values
+        set on an object (a widget's box)."""
         out = set()
         for node in scope_names(func):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
+                    and any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets):
+                out.add(node.value.id)           # typed into a widget: box.value = typed
             if not isinstance(node, ast.Call):
                 continue
             f = node.func

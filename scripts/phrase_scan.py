@@ -81,6 +81,17 @@ def scope_names(func) -> dict[str, ast.AST]:
     return out
 
 
+def imported_names(tree, test_modules: set[str]) -> set[str]:
+    """Names a file imports from anywhere but the tests themselves: not test text."""
+    out = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] not in test_modules:
+            out |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return out
+
+
 class Scanner:
     def __init__(self, files: list[Path], root: Path):
         self.files = files
@@ -95,8 +106,10 @@ class Scanner:
         self.row_columns: dict[tuple, set[int]] = {}  # a loop variable over a table's rows: its text columns
         self.scope = None  # the function (or module) whose statements are being read
         self.path = None  # and its file
+        stems = {path.stem for path in self.trees}
         self.module_assigned = {path: {n.id for n in scope_names(tree)
                                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                                | imported_names(tree, stems)
                                 for path, tree in self.trees.items()}
         # module-level assignments by name: a parametrize table's rows
         self.tables: dict[str, list] = {}

@@ -81,6 +81,19 @@ def scope_names(func) -> dict[str, ast.AST]:
     return out
 
 
+def names_inside(node) -> set[str]:
+    """A bare name, or the names inside a literal list, tuple, set or dict (not inside a call)."""
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.Starred):
+        return names_inside(node.value)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return set().union(*(names_inside(e) for e in node.elts))
+    if isinstance(node, ast.Dict):
+        return set().union(*(names_inside(v) for v in node.values))
+    return set()
+
+
 def imported_names(tree, test_modules: set[str]) -> set[str]:
     """Names a file imports from anywhere but the tests themselves: not test text."""
     out = set()
@@ -452,8 +465,16 @@ class Scanner:
             if name in REGEX_FUNCS or name in NOT_INPUT or self.b.asserting.get(helper):
                 continue
             for a in list(node.args) + [k.value for k in node.keywords]:
-                if isinstance(a, ast.Name):
-                    out.add(a.id)
+                out |= names_inside(a)
+        changed = True
+        while changed:                            # for cell in row for row in rows: rows went in
+            changed = False
+            for node in scope_names(func):
+                if isinstance(node, (ast.For, ast.comprehension)) and names_inside(node.iter) & out:
+                    new = names_inside(node.target) - out
+                    if new:
+                        out |= new
+                        changed = True
         return out
 
     def scan(self) -> list[Finding]:

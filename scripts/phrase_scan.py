@@ -115,6 +115,7 @@ class Scanner:
         self.module_names: dict[Path, set[str]] = {}
         self.local_names: dict[ast.AST, set[str]] = {}
         self.local_assigned: dict[ast.AST, set[str]] = {}
+        self._file_inputs: dict = {}
         self.exclude: set[str] = set()  # names taken as the learner's own input (an echo)
         self.row_columns: dict[tuple, set[int]] = {}  # a loop variable over a table's rows: its text columns
         self.scope = None  # the function (or module) whose statements are being read
@@ -477,6 +478,16 @@ class Scanner:
                         changed = True
         return out
 
+    def file_inputs(self, path) -> set[str]:
+        """Module constants this file passes in somewhere (a fixture builds with them): an echo."""
+        if path not in self._file_inputs:
+            fed = set()
+            for other, func in self.functions():
+                if other == path:
+                    fed |= self.inputs(func)
+            self._file_inputs[path] = fed & self.module_names.get(path, set())
+        return self._file_inputs[path]
+
     def scan(self) -> list[Finding]:
         self.resolve()
         found = []
@@ -485,7 +496,7 @@ class Scanner:
             names = self.local_names.get(func, set())
             local = self.assigned(func)
             self.scope, self.path = func, path
-            fed = self.inputs(func)
+            fed = self.inputs(func) | self.file_inputs(path)
             params = {a.arg for a in func.args.args}
             for operand, node in self.operands(func):
                 if isinstance(operand, ast.Name) and operand.id in params \

@@ -144,6 +144,8 @@ class Scanner:
             return any(self.is_text(v, names, local) for v in node.values
                        if isinstance(v, ast.Constant))
         if isinstance(node, ast.BinOp):
+            if not isinstance(node.op, (ast.Add, ast.Mod, ast.Mult)):
+                return False                       # base / "我的 课程" is a path, not text
             return self.is_text(node.left, names, local) or self.is_text(node.right, names, local)
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             return any(self.is_text(e, names, local) for e in node.elts)

@@ -132,11 +132,11 @@ def test_every_printer_the_notebook_shows_as_a_table_gives_html():
     """The cells that show tables (§2, §3, §4, §5, §7) get HTML tables, not plain text that zig-zags in Chinese."""
     from lesson_lib.sections import s02_averaging as averaging
     from lesson_lib.sections import s03_heads as heads
-    from lesson_lib.sections import s04_costs as flops
+    from lesson_lib.sections import s04_costs
     from lesson_lib.sections import s05_head_lab as head_lab
     from lesson_lib.sections.s07_ablation import report
 
     for table in (averaging.values_table(), averaging.blend_table(averaging.LESSON_WEIGHTS), heads.steps_text(),
-                  flops.format_table(50, 512, [1, 8]), head_lab.comparison_table(heads=(1, 8)),
+                  s04_costs.format_table(50, 512, [1, 8]), head_lab.comparison_table(heads=(1, 8)),
                   report.table3_text()):
         assert "<table" in table._repr_html_()

@@ -81,6 +81,39 @@ def scope_names(func) -> dict[str, ast.AST]:
     return out
 
 
+STRING_CALLS = {"str", "repr", "sorted", "list", "tuple", "set", "escape", "compile"}
+STRING_METHODS = {"format", "join", "strip", "lstrip", "rstrip", "lower", "upper", "casefold", "replace",
+                  "split", "escape", "compile"}
+
+
+def text_names(node) -> set[str]:
+    """The names whose text an expression carries on (x, f"{x}", x + "…", str(x), x[0], re.escape(x)),
+    not names it only uses (page.locator(x).count() is about the page, not the text x)."""
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.FormattedValue):
+        return text_names(node.value)
+    if isinstance(node, (ast.JoinedStr, ast.Tuple, ast.List, ast.Set)):
+        parts = node.values if isinstance(node, ast.JoinedStr) else node.elts
+        return set().union(*(text_names(v) for v in parts))
+    if isinstance(node, ast.Dict):
+        return set().union(*(text_names(v) for v in node.values))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod, ast.Mult)):
+        return text_names(node.left) | text_names(node.right)
+    if isinstance(node, (ast.Subscript, ast.Starred)):
+        return text_names(node.value)
+    if isinstance(node, ast.IfExp):
+        return text_names(node.body) | text_names(node.orelse)
+    if isinstance(node, ast.Call):
+        f = node.func
+        args = set().union(*(text_names(a) for a in node.args))
+        if isinstance(f, ast.Name) and f.id in STRING_CALLS:
+            return args
+        if isinstance(f, ast.Attribute) and f.attr in STRING_METHODS:
+            return text_names(f.value) | args
+    return set()
+
+
 def names_inside(node) -> set[str]:
     """A bare name, or the names inside a literal list, tuple, set or dict (not inside a call)."""
     if isinstance(node, ast.Name):
@@ -341,9 +374,8 @@ class Scanner:
                     pairs = [(n.target, n.iter)]
                 for target, value in pairs:
                     origin = set()
-                    for m in ast.walk(value):
-                        if isinstance(m, ast.Name) and m.id in taint:
-                            origin |= taint[m.id]
+                    for name in text_names(value):
+                        origin |= taint.get(name, set())
                     for t in ast.walk(target):
                         if isinstance(t, ast.Name) and origin - taint.get(t.id, set()):
                             taint.setdefault(t.id, set()).update(origin)
@@ -394,9 +426,9 @@ class Scanner:
                 taint = self.tainted(func)
                 hits = self.b.asserting.setdefault(func, set())
                 for operand, _ in self.operands(func):
-                    for n in ast.walk(operand):
-                        if isinstance(n, ast.Name) and n.id in taint:
-                            new = taint[n.id] - hits
+                    for name in text_names(operand):
+                        if name in taint:
+                            new = taint[name] - hits
                             if new:
                                 hits |= new
                                 changed = True

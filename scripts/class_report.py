@@ -187,10 +187,10 @@ class QuestionRow:
 
 def count_questions(students, qs, versions):
     rows = {qid: QuestionRow(qid, q.section) for qid, q in qs.items()}
+    points = {qid: {p.name for p in getattr(q.key, "points", ())} for qid, q in qs.items()}  # a rubric's own
     for s in students:
         for qid, row in rows.items():
-            points = {p.name for p in getattr(qs[qid].key, "points", ())}
-            _count_item(row, s.data["questions"].get(qid), qid in s.data["earlier"], versions.get(qid), points)
+            _count_item(row, s.data["questions"].get(qid), qid in s.data["earlier"], versions.get(qid), points[qid])
     return rows
 
 

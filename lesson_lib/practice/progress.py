@@ -101,9 +101,9 @@ def _texts(v) -> bool:
     return type(v) is list and len(v) <= MAX_LIST and all(map(_text, v))
 
 
-def _typed(v, limit: int = MAX_ANSWER_CHARS) -> bool:
+def _typed(v) -> bool:
     """What the learner typed: a bounded string (a lone surrogate is kept as typed), or chosen keys."""
-    return (type(v) is str and len(v) <= limit) or _texts(v)
+    return (type(v) is str and len(v) <= MAX_ANSWER_CHARS) or _texts(v)
 
 
 def _source(v) -> bool:
@@ -114,8 +114,32 @@ def _count(v) -> bool:
     return type(v) is int and 0 <= v < 2**31
 
 
-def _or_none(check, v) -> bool:
-    return v is None or check(v)
+def _flag(v) -> bool:
+    return type(v) is bool
+
+
+def _maybe(check):
+    return lambda v: v is None or check(v)
+
+
+# Each field a reader relies on, and its check; covered/of (a self-assessment) and complete (the interview) are
+# kept only where present.
+_ATTEMPT = {"answer": _typed, "verdict": _text, "mistake": _maybe(_text), "question_version": _maybe(_text),
+            "covered": _maybe(_texts), "of": _maybe(_count)}  # fmt: skip
+_ITEM = {"n_attempts": _count, "question_version": _maybe(_text), "first_try": _maybe(_text),
+         "final": _maybe(_text), "solved": _flag, "answer": _typed, "complete": _maybe(_flag)}  # fmt: skip
+_CHECK = {"result": _text, "mistakes": _texts, "at": _maybe(_text)}
+_EXERCISE = {"n_checks": _count, "passed": _flag, "result": _text, "message": _text, "mistakes": _texts,
+             "source": _source, "passed_source": _source}  # fmt: skip
+_OPTIONAL = ("covered", "of", "complete")
+
+
+def _read(d, shape: dict) -> dict | None:
+    """The fields of ``shape`` in ``d``, each checked; None when one has a wrong type or size."""
+    if type(d) is not dict:
+        return None
+    out = {key: d.get(key) for key in shape if key not in _OPTIONAL or d.get(key) is not None}
+    return out if all(shape[key](value) for key, value in out.items()) else None
 
 
 def _bounded(items: list, limit: int) -> list:
@@ -123,32 +147,16 @@ def _bounded(items: list, limit: int) -> list:
     return items if len(items) <= limit else [items[0], *items[1 - limit:]]
 
 
-def _attempt(a) -> dict | None:
-    """One attempt's known fields, or None when one has a wrong type or size."""
-    if type(a) is not dict:
-        return None
-    out = {key: a.get(key) for key in ("answer", "verdict", "mistake", "question_version")}
-    if a.get("covered") is not None:
-        out.update(covered=a["covered"], of=a.get("of"))
-    ok = (_typed(out["answer"]) and _text(out["verdict"]) and _or_none(_text, out["mistake"])
-          and _or_none(_text, out["question_version"])
-          and ("covered" not in out or (_texts(out["covered"]) and _count(out["of"]))))  # fmt: skip
-    return out if ok else None
+def _with_list(d, name: str, shape: dict, item_shape: dict) -> dict | None:
+    """``d`` read by ``shape``, with its list ``name`` of ``item_shape`` (bounded); None when anything is wrong."""
+    out = _read(d, shape)
+    items = [_read(i, item_shape) for i in d[name]] if out and type(d.get(name)) is list else [None]
+    return None if None in items else {name: _bounded(items, MAX_ATTEMPTS), **out}
 
 
 def _item(e) -> dict | None:
-    """A question's or the interview's entry (versions 2 and 3), or None when a field has a wrong type or size."""
-    if type(e) is not dict or type(e.get("attempts")) is not list:
-        return None
-    attempts = [_attempt(a) for a in e["attempts"]]
-    keys = ("n_attempts", "question_version", "first_try", "final", "solved", "answer")
-    out = {"attempts": _bounded(attempts, MAX_ATTEMPTS), **{key: e.get(key) for key in keys}}
-    if "complete" in e:
-        out["complete"] = e["complete"]
-    ok = (None not in attempts and _count(out["n_attempts"]) and _or_none(_text, out["question_version"])
-          and _or_none(_text, out["first_try"]) and _or_none(_text, out["final"]) and type(out["solved"]) is bool
-          and _typed(out["answer"]) and type(out.get("complete", False)) is bool)  # fmt: skip
-    return out if ok else None
+    """A question's or the interview's entry (versions 2 and 3)."""
+    return _with_list(e, "attempts", _ITEM, _ATTEMPT)
 
 
 def _item_v1(e) -> dict | None:
@@ -162,39 +170,19 @@ def _item_v1(e) -> dict | None:
     marks = e.get("self")
     if type(marks) is dict and pairs[-1][1] == "self":
         attempts[-1].update(covered=marks.get("covered"), of=marks.get("of"))
-    entry = {"attempts": attempts, "n_attempts": e.get("attempts"), "question_version": None,
-             "first_try": pairs[0][1], "final": pairs[-1][1], "solved": e.get("solved", False),
-             "answer": e.get("answer", "")}  # fmt: skip
-    if "complete" in e:
-        entry["complete"] = e["complete"]
-    return _item(entry)
-
-
-def _check(c) -> dict | None:
-    if type(c) is not dict:
-        return None
-    out = {"result": c.get("result"), "mistakes": c.get("mistakes", []), "at": c.get("at")}
-    return out if _text(out["result"]) and _texts(out["mistakes"]) and _or_none(_text, out["at"]) else None
+    return _item({"attempts": attempts, "n_attempts": e.get("attempts"), "question_version": None,
+                  "first_try": pairs[0][1], "final": pairs[-1][1], "solved": e.get("solved", False),
+                  "answer": e.get("answer", ""), "complete": e.get("complete")})  # fmt: skip
 
 
 def _exercise(e, version: int) -> dict | None:
-    """An exercise's entry as version 3 (before it, only the last check was kept), or None when a field is wrong."""
-    if type(e) is not dict:
-        return None
-    if version < 3:
-        last = e.get("result", e.get("status"))  # version 1 said "status"
-        e = {**e, "checks": [{"result": last, "mistakes": e.get("mistakes", [])}], "n_checks": e.get("checks"),
-             "passed": last == "passed", "result": last, "passed_source": e.get("source") if last == "passed" else None}
-    if type(e.get("checks")) is not list:
-        return None
-    checks = [_check(c) for c in e["checks"]]
-    out = {"checks": _bounded(checks, MAX_ATTEMPTS), "n_checks": e.get("n_checks"), "passed": e.get("passed"),
-           "result": e.get("result"), "message": e.get("message", ""), "mistakes": e.get("mistakes", []),
-           "source": e.get("source"), "passed_source": e.get("passed_source")}  # fmt: skip
-    ok = (None not in checks and _count(out["n_checks"]) and type(out["passed"]) is bool and _text(out["result"])
-          and _text(out["message"]) and _texts(out["mistakes"]) and _source(out["source"])
-          and _source(out["passed_source"]))  # fmt: skip
-    return out if ok else None
+    """An exercise's entry as version 3: before it only the last check was kept (version 1 said "status")."""
+    if version < 3 and type(e) is dict:
+        last = e.get("result", e.get("status"))
+        e = {"message": "", "mistakes": [], "source": None, **e, "n_checks": e.get("checks"), "result": last,
+             "checks": [{"result": last, "mistakes": e.get("mistakes", [])}], "passed": last == "passed",
+             "passed_source": e.get("source") if last == "passed" else None}  # fmt: skip
+    return _with_list(e, "checks", _EXERCISE, _CHECK)
 
 
 def _earlier(entries) -> list | None:
@@ -212,7 +200,7 @@ def migrate(raw) -> tuple[dict, list[str]]:
     if type(version) is not int or not 1 <= version <= VERSION:
         raise ValueError(f"格式版本是 {str(version)[:20]}，本课认识 1 到 {VERSION}（更新的版本请先更新课程）")
     parts = {kind: raw.get(kind, {}) for kind in _KINDS}
-    if not all(type(part) is dict for part in parts.values()) or not _or_none(_text, raw.get("saved_at")):
+    if not all(type(part) is dict for part in parts.values()) or not _maybe(_text)(raw.get("saved_at")):
         raise ValueError("顶层的栏目类型不对")
     data, bad = empty(), []
     data["saved_at"] = raw.get("saved_at")

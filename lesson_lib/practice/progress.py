@@ -28,8 +28,8 @@ result (passed, todo: the stub, error, wrong, timeout, interrupted) and named mi
 a check passed (a later stub run never un-passes it), ``source`` is the last code seen and ``passed_source`` the
 code that passed. Answers to an earlier version of a question (its ``question_version`` is not the lesson's now)
 move to ``earlier`` (per id, the first and the last ``MAX_EARLIER`` kept): never shown or counted as right.
-``migrate`` reads every version the lesson has written: 1 (no question versions: all its answers go to
-``earlier``), 2 (an exercise kept only its last check) and 3.
+``migrate`` reads every version the lesson has written: 1 (no question versions: its answers are an earlier
+version's), 2 (an exercise kept only its last check) and 3.
 """
 
 from __future__ import annotations

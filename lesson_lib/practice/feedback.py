@@ -56,6 +56,11 @@ class Question:
     explanation: str
     key: object = field(repr=False, compare=False)
     placeholder: str = ""
+    # The question's own test cases, written as learners write them (not part of its version): a right answer is
+    # accepted or, at worst, asked to be rewritten; a wrong one is never accepted. Arabic digits only: an answer
+    # in Chinese numerals belongs in the adversarial table, where being asked for digits is what it expects.
+    right_answers: tuple = field(default=(), repr=False, compare=False)
+    wrong_answers: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def choices(self) -> tuple[tuple[str, str], ...]:

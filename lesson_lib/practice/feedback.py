@@ -31,6 +31,7 @@ class Feedback:
     echoes: tuple[tuple[str, str], ...] = ()  # (box, the value read, written exactly) for a judged form
     covered: tuple[str, ...] = ()  # a self-assessment: the rubric points ticked
     mistakes: tuple[str, ...] = ()  # ids of the named mistakes of a wrong answer ("d_k=64", "option=A")
+    reasons: tuple[tuple[str, str], ...] = ()  # (box, why it was not read: numeral, several, disowned …)
     version: str = ""  # the version of the question answered, set by ``quiz.check``
 
     @property

@@ -23,7 +23,7 @@ MAX_DIGITS = 60  # numerator and denominator of every coefficient
 
 
 class ExpressionError(ValueError):
-    """Why a box cannot be read, in Chinese, and ``reason``, its id (what tests and reports read)."""
+    """Why a box cannot be read, in Chinese, and ``reason``, its id (what tests read)."""
 
     def __init__(self, message: str, reason: str = "expression"):
         super().__init__(message)
@@ -31,7 +31,7 @@ class ExpressionError(ValueError):
 
 
 class Unread(str):
-    """Why a box was not read, in Chinese (a str, as the message shows it), with ``reason``, its id."""
+    """Why a box was not read, in Chinese (a str, as the message shows it), and its id."""
 
     reason: str
 
@@ -149,7 +149,8 @@ _BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左
 _NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
 _NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]+|一(?=[样下共起致般定些点边切])|[统唯万]一|之一"
                             r"|两(?=[边者])|十分|(?<=[\d.])\s*[千万亿]+")
-# Words beside a number are read around, unless they disown it (不是 32) or change it (32 的两倍, 32 或 64).
+# Words beside a number are read around, unless they disown it (不是 32) or change it
+# (32 的两倍, 32 或 64).
 _WORD = r"[^\x00-\x7f×·]|[,;:!?'\"]"
 _WORDS = re.compile(rf"(?:{_WORD})(?:\s*(?:{_WORD}))*")
 _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为")
@@ -242,8 +243,9 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
 
 
 def chinese_numeral(raw: str) -> str:
-    """The first Chinese numeral written as a number in the box, exactly as written; '' if none. A lone 一 is one
-    only when nothing else in the box could be the answer (「一个」, not 「80000（一个头）」)."""
+    """The first Chinese numeral written as a number in the box, exactly as written; '' if none.
+    A lone 一 is one only when nothing else in the box could be the answer (「一个」, not
+    「80000（一个头）」)."""
     runs = _NUMERAL.findall(_NOT_A_NUMERAL.sub(" ", raw))
     alone = not re.search(r"\d|[a-z]", raw, re.IGNORECASE)
     return next((run for run in runs if run != "一" or alone), "")
@@ -255,20 +257,21 @@ def _several(raw: str) -> ExpressionError:
 
 
 def _holds(piece: str, symbols: dict[str, Poly], labels) -> bool | None:
-    """Whether ``piece`` says truly what one of the question's symbols is (「h = 16」, 「d_model = 512」);
-    None when it says nothing of the kind."""
+    """Whether ``piece`` says truly what one of the question's symbols is (「h = 16」,
+    「d_model = 512」); None when it says nothing of the kind."""
     if "=" not in piece or piece.split("=")[0].strip() not in set(symbols) - set(labels):
         return None
     return _read_sides(piece, symbols, labels)[0] is not None
 
 
-def _pieces(text: str, raw: str, symbols: dict[str, Poly], labels, remark=False) -> tuple[str, bool]:
+def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> tuple[str, bool]:
     """The math between the words of ``text``, and whether words between two pieces were bridged.
 
-    Words before the first piece and after the last are dropped (「可能是 32 吧」). A true remark on a symbol
-    (「h = 16」) is dropped beside another piece, a false one refused; in a ``remark`` (a note), so is a piece
-    with no digit that does not start with "=" (「随 h 增长」). Between two pieces the words must stand beside an "="
-    (「512/16，也就是 32」) or part two sayings of the box's own name (「d_k：32；d_v：32」)."""
+    Words before the first piece and after the last are dropped (「可能是 32 吧」). A true remark
+    on a symbol (「h = 16」) is dropped beside another piece, a false one refused; in a ``remark``
+    (a note), so is a piece with no digit that does not start with "=" (「随 h 增长」). Between two
+    pieces the words must stand beside an "=" (「512/16，也就是 32」) or part two sayings of the
+    box's own name (「d_k：32；d_v：32」)."""
     pieces = [piece.strip() for piece in _WORDS.split(text) if piece.strip()]
     kept = []
     for piece in pieces:
@@ -293,9 +296,10 @@ def _pieces(text: str, raw: str, symbols: dict[str, Poly], labels, remark=False)
 
 
 def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[str, bool]:
-    """The one number or expression that the words stand around (see ``_pieces``). A note in parentheses
-    that holds words is dropped (「(一个头)」) or kept as "= …" (「(即 512/16)」); one with another number
-    is refused (「(16 个头合计)」). Nothing is read past a word that disowns or changes the number."""
+    """The one number or expression that the words stand around (see ``_pieces``). A note in
+    parentheses that holds words is dropped (「(一个头)」) or kept as "= …" (「(即 512/16)」); one
+    with another number is refused (「(16 个头合计)」), but 「(16 个头)」 says h = 16. Nothing is
+    read past a word that disowns or changes the number."""
     if word := _DISOWN.search(t) or _CHANGES.search(t):
         raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{word.group().strip()}」会改变这个数的意思，"
                               "这一栏判断不了；请只填你的答案。", "disowned")
@@ -304,7 +308,9 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
     def note(m: re.Match) -> str:
         if not _WORDS.search(m.group(1)):
             return m.group()
-        inner = _HEADS.sub(r"h = \1 ", m.group(1)) if "h" in symbols else m.group(1)  # 「16 个头」: h = 16
+        inner = m.group(1)
+        if "h" in symbols:
+            inner = _HEADS.sub(r"h = \1 ", inner)
         body, _ = _pieces(inner, raw, symbols, labels, remark=True)
         if not body.strip("= "):
             return " "
@@ -316,9 +322,10 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
 
 
 def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
-    """(value, "") or (None, why not: an ``Unread``). Never guesses: every side of ``=`` must agree (the box's own
-    name in ``labels`` may stand as a side), and so must a note in parentheses (「(h=16)」 must hold for the
-    question); words may stand around the one number, never disown it, change it or hold another."""
+    """(value, "") or (None, why not: an ``Unread``). Never guesses: every side of ``=`` must agree
+    (the box's own name in ``labels`` may stand as a side), and so must a note in parentheses
+    (「(h=16)」 must hold for the question); words may stand around the one number, never disown
+    it, change it or hold another."""
     raw = as_text(text).strip()
     if len(raw) > MAX_CHARS["form"]:
         return None, Unread(f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
@@ -338,7 +345,7 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
         if not t:
             return None, Unread(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。", "no_number")
     value, why = _read_noted(t, symbols, labels)
-    if bridged and why and why.reason == "unequal":  # words between two numbers: no "=" was written for certain
+    if bridged and why and why.reason == "unequal":  # words between two numbers: no "=" for certain
         return None, Unread(str(_several(raw)), "several")
     return value, why
 
@@ -476,8 +483,8 @@ def _items(q: Question, answer) -> tuple[list, list, list[str]]:
 
 
 def _shape_alone(text: str) -> str:
-    """A bracketed shape without the words before and after it (「形状是 (8, 12, 64)」, 「(8, 12, 64)，头在前」),
-    unless a word disowns or changes it (「(8, 12, 64) 不对」)."""
+    """A bracketed shape without the words before and after it (「形状是 (8, 12, 64)」,
+    「(8, 12, 64)，头在前」), unless a word disowns or changes it (「(8, 12, 64) 不对」)."""
     if _DISOWN.search(text) or _CHANGES.search(text):
         return text
     text = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", text)
@@ -502,8 +509,9 @@ def check_form(q: Question, answer) -> Feedback:
                f"{want}；你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维。"
                if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape) else "")  # not 「(8,12,64) 不对」
     if crowded:
-        return Feedback(False, fb.FORM + crowded, q.id, parts=tuple((b.name, "unread") for b in boxes),
-                        reasons=tuple((b.name, "crowded") for b in boxes))
+        unread = tuple((b.name, "unread") for b in boxes)
+        crowds = tuple((b.name, "crowded") for b in boxes)
+        return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
     states = tuple((n, "empty" if not texts[n] else "unread" if v is None else "read") for n, (v, _) in read.items())
     empty = "、".join(f"「{b.label}」" for b, (_, state) in zip(boxes, states) if state == "empty")
@@ -512,8 +520,8 @@ def check_form(q: Question, answer) -> Feedback:
         return Feedback(False, f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。", q.id, parts=states)
     if problems:
         reasons = tuple((name, read[name][1].reason) for name, state in states if state == "unread")
-        return Feedback(False, fb.FORM + problems + (f"{empty}还空着。" if empty else ""), q.id, parts=states,
-                        reasons=reasons)
+        message = fb.FORM + problems + (f"{empty}还空着。" if empty else "")
+        return Feedback(False, message, q.id, parts=states, reasons=reasons)
     values = {name: value for name, (value, _) in read.items()}
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in boxes)
     echoes = tuple((b.name, b.shown(values[b.name])) for b in boxes)  # exact: never rounded to the answer

@@ -31,7 +31,7 @@ class Feedback:
     echoes: tuple[tuple[str, str], ...] = ()  # (box, the value read, written exactly) for a judged form
     covered: tuple[str, ...] = ()  # a self-assessment: the rubric points ticked
     mistakes: tuple[str, ...] = ()  # ids of the named mistakes of a wrong answer ("d_k=64", "option=A")
-    reasons: tuple[tuple[str, str], ...] = ()  # (box, why it was not read: numeral, several, disowned …)
+    reasons: tuple[tuple[str, str], ...] = ()  # (box, why not read: numeral, several, disowned …)
     version: str = ""  # the version of the question answered, set by ``quiz.check``
 
     @property
@@ -57,9 +57,9 @@ class Question:
     explanation: str
     key: object = field(repr=False, compare=False)
     placeholder: str = ""
-    # The question's own test cases, written as learners write them (not part of its version): a right answer is
-    # accepted or, at worst, asked to be rewritten; a wrong one is never accepted. Arabic digits only: an answer
-    # in Chinese numerals belongs in the adversarial table, where being asked for digits is what it expects.
+    # The question's own test cases, written as learners write them (not part of its version): a
+    # right answer is accepted or, at worst, asked to be rewritten; a wrong one is never accepted.
+    # Arabic digits only: one in Chinese numerals belongs in the adversarial table.
     right_answers: tuple = field(default=(), repr=False, compare=False)
     wrong_answers: tuple = field(default=(), repr=False, compare=False)
 

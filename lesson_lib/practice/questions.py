@@ -147,7 +147,8 @@ def _q2() -> Question:
             ("不变", "不变", "4 · d_model²，与 h 无关。"),
             ("变少", "变少", f"每个头变窄了，但头多了：{h2} 个 {d} × {d_k2} 并排仍是 {d} × {d}。"),
         ), change),
-        right=tuple([a, change] for a in right), wrong=(*([a, change] for a in wrong), [str(d_k2), "变多"]))
+        right=tuple([a, change] for a in right),
+        wrong=(*([a, change] for a in wrong), [str(d_k2), "变多"]))
 
 
 def _q3() -> Question:
@@ -190,7 +191,8 @@ def _q3() -> Question:
                (f"= {d}n²", f"n·{d}·n（单头）"), (f"{h} × {d_k}n²，即 {d}n²", f"{d}n²，因为 d_model = {d}"),
                ("h·n²·d_k（多头）", "d_model·n²（单头）"), (f"{h}·{d_k}n²（{h} 个头合计）", f"{d}n²，一样")),
         wrong=((f"{d}n² 不对", f"{d}n²"), (f"{d_k}n²（每个头）", f"{d}n²"), (f"{d}n² 的两倍", f"{d}n²"),
-               (f"{h}·{d_k}n² ≠ {d}n²", f"{d}n²"), (f"{d}n²", f"{h * d}n²（{h} 倍）"), (f"不是 {d}n²", f"{d}n²")))
+               (f"{h}·{d_k}n² ≠ {d}n²", f"{d}n²"), (f"{d}n²", f"{h * d}n²（{h} 倍）"),
+               (f"不是 {d}n²", f"{d}n²")))
 
 
 def _q4() -> Question:
@@ -272,9 +274,11 @@ def _s3() -> Question:
                [str(h), str(n), f"{d_k}（{d}/{h}）"], [f"h={h}", f"n={n}", f"d_k={d}/{h}={d_k}"],
                [f"{h} 吧", str(n), f"{d_k} 维"], [f"第一维 {h}", f"第二维 {n}", f"第三维 {d_k}"],
                [f"{h}（h）", f"{n}（n）", f"{d_k}（d_model/h）"], [f"{h}（一共 {h} 个头）", f"{n}", f"{d_k}"],
-               [f"{h} 个", f"{n} 个", f"{d_k} 个"], f"形状是 ({h}, {n}, {d_k})", f"({h}, {n}, {d_k})，头在前"),
+               [f"{h} 个", f"{n} 个", f"{d_k} 个"], f"形状是 ({h}, {n}, {d_k})",
+               f"({h}, {n}, {d_k})，头在前"),
         wrong=([f"{n}（词数）", f"{h}（头数）", str(d_k)], [str(h), str(n), f"{d}（不是 {d_k}）"],
-               [f"不是 {h}", str(n), str(d_k)], f"({h}, {n}, {d_k}) 不对", [str(h), str(n), f"{d_k} 的两倍"]))
+               [f"不是 {h}", str(n), str(d_k)], f"({h}, {n}, {d_k}) 不对",
+               [str(h), str(n), f"{d_k} 的两倍"]))
 
 
 def _s3b() -> Question:
@@ -354,16 +358,20 @@ def _s4() -> Question:
                          (h * n * n * d, f"每个头只有 d_k = {d_k} 维，不是 {d} 维。")),
                   generic=f"提示：{h} 个头，每个头 n² · d_k 次。"),
         right=([f"{one}（一个头）", f"{total}（{h} 个头合计）"], [f"{one} 次", f"一共 {total} 次"],
-               [f"{n} × {n} × {d_k} = {one}", f"{h} × {one} = {total}"], [f"可能是 {one}", f"{total} 吧"],
+               [f"{n} × {n} × {d_k} = {one}", f"{h} × {one} = {total}"],
+               [f"可能是 {one}", f"{total} 吧"],
                [f"{one // 10**4}万（每个头）", f"{total // 10**4}万（所有头）"],
-               [f"每个头 {one} 次", f"合计 {total} 次"], [f"n²·d_k = {n * n} × {d_k} = {one}", f"h·n²·d_k = {total}"],
+               [f"每个头 {one} 次", f"合计 {total} 次"],
+               [f"n²·d_k = {n * n} × {d_k} = {one}", f"h·n²·d_k = {total}"],
                [f"答：{one}", f"答：{total}"], [f"{one} 次乘法", f"{total} 次乘法，和单头一样"],
                [f"应该是 {one:,}", f"{total:,}（和一个 {d} 维的头一样）"],
                [f"{one} 次（n² × d_k）", f"{total} 次（{h} × {one}）"],
                [f"大约 {one // 10**4} 万", f"约 {total // 10**4} 万"],
                [str(one), f"{total}（和 h={h0} 一样）"]),
-        wrong=([str(one), f"{total}（h={h0}）"], [f"{2 * one}（一个头）", str(total)], [f"{one} 不对", str(total)],
-               [f"{one} 的 {h} 倍", str(total)], [str(one), f"不到 {total}"], [f"{one}（一个头）", f"{one}（合计）"]))
+        wrong=([str(one), f"{total}（h={h0}）"], [f"{2 * one}（一个头）", str(total)],
+               [f"{one} 不对", str(total)],
+               [f"{one} 的 {h} 倍", str(total)], [str(one), f"不到 {total}"],
+               [f"{one}（一个头）", f"{one}（合计）"]))
 
 
 def _s4b() -> Question:
@@ -386,11 +394,15 @@ def _s4b() -> Question:
                   generic="提示：每个头都有一个 n × n 的分数矩阵，每个分数做一次 exp。"),
         ChoiceBox("grows", "随 h 变化吗？", (("会", "会", growth), ("不会", "不会", growth)), "会"),
         right=tuple([a, "会"] for a in (
-            f"{c.softmax_exp}（每个分数一次）", f"h·n² = {h} × {n * n} = {c.softmax_exp}", f"{c.softmax_exp} 次 exp",
+            f"{c.softmax_exp}（每个分数一次）", f"h·n² = {h} × {n * n} = {c.softmax_exp}",
+            f"{c.softmax_exp} 次 exp",
             f"可能是 {c.softmax_exp // 10**4} 万", f"一共 {c.softmax_exp} 次", f"{c.softmax_exp}（随 h 增长）",
-            f"{h} × {n}² = {c.softmax_exp} 次", f"{c.softmax_exp // 10**4}万次吧", f"应该是 {c.softmax_exp}",
-            f"答案：{c.softmax_exp}", f"{c.softmax_exp}（h = {h}）", f"每个头 {n * n} 次，合计 {c.softmax_exp}")),
-        wrong=([str(c.softmax_exp), "不会"], [f"{c.softmax_exp}，和头数无关", "会"], [f"不是 {c.softmax_exp}", "会"],
+            f"{h} × {n}² = {c.softmax_exp} 次", f"{c.softmax_exp // 10**4}万次吧",
+            f"应该是 {c.softmax_exp}",
+            f"答案：{c.softmax_exp}", f"{c.softmax_exp}（h = {h}）",
+            f"每个头 {n * n} 次，合计 {c.softmax_exp}")),
+        wrong=([str(c.softmax_exp), "不会"], [f"{c.softmax_exp}，和头数无关", "会"],
+               [f"不是 {c.softmax_exp}", "会"],
                [f"{c0.softmax_exp}（h = {h0}）", "会"], [f"{c.softmax_exp} 的一半", "会"]))
 
 
@@ -415,11 +427,13 @@ def _s4c() -> Question:
         right=([f"{d_k}（{d}/{h}）", f"4 × {d}² = {params}"], [f"d_k：{d_k}", f"{params} 个参数"],
                [f"每个头 {d_k} 维", f"一共 {params} 个"], [f"可能 {d_k} 吧", f"4·{d}²（和 h 无关）"],
                [f"{d} ÷ {h} = {d_k}", f"{params:,}"], [f"d_k = {d_k}", f"{params / 10**4}万"],
-               [f"答：{d_k}", f"{params}（W^Q、W^K、W^V、W^O 合计）"], [f"{d_k}，每个头", f"4 d_model² = {params} 个"],
+               [f"答：{d_k}", f"{params}（W^Q、W^K、W^V、W^O 合计）"],
+               [f"{d_k}，每个头", f"4 d_model² = {params} 个"],
                [f"应该是 {d_k}", f"{params} 吧"], [f"{d_k}（即 {d} ÷ {h}）", f"4 × {d} × {d}"],
                [f"{d_k}（每头）", f"4 个 {d} × {d} 矩阵"], [f"{d_k} 维吧", f"参数：{params}"]),
         wrong=([f"{d_k}", f"{3 * d * d}（W^Q、W^K、W^V）"], [f"不是 {d_k}", str(params)],
-               [str(d_k), f"{params}，不对"], [f"{d * h}（{d} × {h}）", str(params)], [str(d_k), f"{d * d} 的 4 倍"]))
+               [str(d_k), f"{params}，不对"], [f"{d * h}（{d} × {h}）", str(params)],
+               [str(d_k), f"{d * d} 的 4 倍"]))
 
 
 def _s5() -> Question:

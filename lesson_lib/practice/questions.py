@@ -60,8 +60,10 @@ def choice(qid, section, kind, prompt, explanation, answer, praise, *options) ->
     return Question(qid, section, kind, prompt, explanation, key=ChoiceKey(options, frozenset(answer), praise))
 
 
-def _form(qid, section, prompt, explanation, praise, *boxes, **key) -> Question:
-    return Question(qid, section, "form", prompt, explanation, key=FormKey(boxes, praise, **key))
+def _form(qid, section, prompt, explanation, praise, *boxes, right=(), wrong=(), **key) -> Question:
+    """A form of boxes; ``right`` and ``wrong`` are its test answers, as learners write them."""
+    return Question(qid, section, "form", prompt, explanation, key=FormKey(boxes, praise, **key),
+                    right_answers=right, wrong_answers=wrong)
 
 
 def _n2(coef) -> Poly:
@@ -122,6 +124,13 @@ def _q2() -> Question:
     d, h, d_k = base_model()
     h2 = H_FLOPS_EXAMPLE
     d_k2, params, params2 = head_width(d, h2), parameters(d, h), parameters(d, h2)
+    change = "不变" if params == params2 else ("变多" if params2 > params else "变少")
+    right = (f"{d_k2}（即 {d}/{h2}）", f"可能是 {d_k2} 吧", f"d_k：{d_k2}；d_v：{d_k2}", f"每个头 {d_k2} 维",
+             f"应该是 {d_k2}", f"答案是 {d_k2} 维", f"{d_k2}（每个头的宽度）", f"{d} ÷ {h2}，也就是 {d_k2}",
+             f"d_k = d_v = {d_k2}（每头）", f"{d_k2} 维吧？", f"大约 {d_k2}", f"{d_k2}（和 h 成反比）",
+             f"{d_k2}（一个头）", f"d_k = {d}/{h2} = {d_k2}，一样宽")
+    wrong = (f"不是 {d_k2}", f"{d_k2} 不对", f"{d_k}（和 h={h} 一样）", f"{d_k2} 的两倍", f"{d_k2} 或 {d_k}",
+             f"≠ {d_k2}", f"{d} × {h2}", f"可能是 {d_k} 吧", f"{d_k2} 多", f"以为是 {d_k2}", f"{d_k2} ✗")
     return _form(
         "Q2", "第 3 节",
         f"Q2　论文的基础模型 d_model = {d}、h = {h}。如果把头数改成 h = {h2}（d_model 不变）：每个头的 d_k 是多少？"
@@ -137,7 +146,9 @@ def _q2() -> Question:
             ("变多", "变多", f"头多了，但每个头变窄了：{h2} 个 {d} × {d_k2} 的 W_i^Q 并排仍是 {d} × {d}。"),
             ("不变", "不变", "4 · d_model²，与 h 无关。"),
             ("变少", "变少", f"每个头变窄了，但头多了：{h2} 个 {d} × {d_k2} 并排仍是 {d} × {d}。"),
-        ), "不变" if params == params2 else ("变多" if params2 > params else "变少")))
+        ), change),
+        right=tuple([a, change] for a in right),
+        wrong=(*([a, change] for a in wrong), [str(d_k2), "变多"]))
 
 
 def _q3() -> Question:
@@ -172,7 +183,16 @@ def _q3() -> Question:
                       unit="次", placeholder=f"例如 {h} · n · … · n"),
         ExpressionBox("single", f"1 个 {d} 维的头", _n2(scores), symbols,
                       explain({_n2(d_k): f"单头没有切分，它的点积长 {d} 维。"}, f"单头的点积长 {d} 维，n × n 个分数。"),
-                      unit="次", placeholder="例如 n · … · n"))
+                      unit="次", placeholder="例如 n · … · n"),
+        right=((f"{h}*{d_k}n^2 和 {d}n^2 一样", f"{d}n^2"), (f"{h} × {d_k} × n²，一共 {d}n²", f"{d}n²"),
+               (f"{h}·{d_k}n²（每个头 {d_k}n²）", f"{d}n²"), (f"h·d_k·n² = {d}n²", "d_model·n²，和多头一样"),
+               (f"{d}n²（一样多）", f"{d}n²（一样多）"), (f"应该是 {h}·{d_k}·n²", f"{d}·n² 吧"),
+               (f"合计 {d}n²", f"n²·{d}"), (f"{d} n^2 次乘法", f"{d} n^2 次"),
+               (f"= {d}n²", f"n·{d}·n（单头）"), (f"{h} × {d_k}n²，即 {d}n²", f"{d}n²，因为 d_model = {d}"),
+               ("h·n²·d_k（多头）", "d_model·n²（单头）"), (f"{h}·{d_k}n²（{h} 个头合计）", f"{d}n²，一样")),
+        wrong=((f"{d}n² 不对", f"{d}n²"), (f"{d_k}n²（每个头）", f"{d}n²"), (f"{d}n² 的两倍", f"{d}n²"),
+               (f"{h}·{d_k}n² ≠ {d}n²", f"{d}n²"), (f"{d}n²", f"{h * d}n²（{h} 倍）"),
+               (f"不是 {d}n²", f"{d}n²")))
 
 
 def _q4() -> Question:
@@ -197,6 +217,7 @@ def _q6() -> Question:
     d, h, g = TRANSFER_D_MODEL, TRANSFER_HEADS, 4  # 4 key/value groups
     d_k = head_width(d, h)
     mha, gqa = kv_sharing(d, h, h), kv_sharing(d, h, g)
+    cache, full = gqa.cache_per_token, mha.cache_per_token
     return _form(
         "Q6", "第 8 节",
         f"Q6　一个 d_model = {d}、h = {h} 的模型改用分组查询注意力：{h} 个查询头分成 {g} 组，每组共用一组键和值。"
@@ -210,7 +231,18 @@ def _q6() -> Question:
                   hints=((mha.cache_per_token, f"这是不分组（{h} 组键和值）时的缓存；这里只有 {g} 组。"),
                          (g * d_k, "这只是键；值也要存一份。"),
                          (2 * d, "这是每个头都有自己的键和值时的数（2 · d_model）。")),
-                  generic="提示：g 组键 + g 组值，每组 d_k 个数。"))
+                  generic="提示：g 组键 + g 组值，每组 d_k 个数。"),
+        right=((f"{d_k}（即 {d}/{h}）", f"2 × {g} × {d_k} = {cache}"),
+               (f"d_k：{d_k}", f"{cache} 个数（键和值合计）"),
+               (f"每头 {d_k} 维", f"缓存 {cache} 个"),
+               (f"{d} ÷ {h} = {d_k}", f"{cache}（{g} 组键 + {g} 组值）"),
+               (f"可能是 {d_k}", f"2·g·d_k = {cache}"), (f"{d_k} 吧", f"约 {cache}"),
+               (f"d_k = d_v = {d_k}", f"一共 {cache} 个"),
+               (f"{d_k} 维，每个头", f"{cache} 个数。"), (f"d_model/h = {d_k}", f"2*{g}*{d_k}"),
+               (f"大概 {d_k}", f"应该是 {cache} 吧"), (f"{d_k}（每个头）", f"{cache}（每个词元每层）")),
+        wrong=((str(d_k), f"{full}（不分组）"), (str(d_k), f"不是 {cache}"),
+               (str(d_k), f"{cache} 的一半"), (str(d_k), f"{g * d_k}（只算键）"),
+               (f"{d_k} 不对", str(cache))))
 
 
 # ============================================================================================ §2 … §7: one per section
@@ -236,7 +268,17 @@ def _s3() -> Question:
         "头放在最前面，每个头是一个 (n, d_k) 矩阵。",
         *(NumberBox(f"axis{i}", f"第 {i + 1} 维", size, symbols=names, placeholder="一个整数")
           for i, size in enumerate(expected)),
-        whole=whole, spread=True)
+        whole=whole, spread=True,
+        right=([f"{h}（头数）", f"{n}（词数）", f"{d_k}（d_k）"], [f"h = {h}", f"n = {n}", f"d_k = {d_k}"],
+               [f"{h} 个头", f"{n} 个词", f"{d_k} 维"], [f"头数 {h}", f"词数 {n}", f"每头 {d_k} 维"],
+               [str(h), str(n), f"{d_k}（{d}/{h}）"], [f"h={h}", f"n={n}", f"d_k={d}/{h}={d_k}"],
+               [f"{h} 吧", str(n), f"{d_k} 维"], [f"第一维 {h}", f"第二维 {n}", f"第三维 {d_k}"],
+               [f"{h}（h）", f"{n}（n）", f"{d_k}（d_model/h）"], [f"{h}（一共 {h} 个头）", f"{n}", f"{d_k}"],
+               [f"{h} 个", f"{n} 个", f"{d_k} 个"], f"形状是 ({h}, {n}, {d_k})",
+               f"({h}, {n}, {d_k})，头在前"),
+        wrong=([f"{n}（词数）", f"{h}（头数）", str(d_k)], [str(h), str(n), f"{d}（不是 {d_k}）"],
+               [f"不是 {h}", str(n), str(d_k)], f"({h}, {n}, {d_k}) 不对",
+               [str(h), str(n), f"{d_k} 的两倍"]))
 
 
 def _s3b() -> Question:
@@ -314,7 +356,22 @@ def _s4() -> Question:
         NumberBox("all", f"{h} 个头合计", total, unit="次", symbols=symbols,
                   hints=((one, f"这是一个头的次数，还要乘以 {h}。"),
                          (h * n * n * d, f"每个头只有 d_k = {d_k} 维，不是 {d} 维。")),
-                  generic=f"提示：{h} 个头，每个头 n² · d_k 次。"))
+                  generic=f"提示：{h} 个头，每个头 n² · d_k 次。"),
+        right=([f"{one}（一个头）", f"{total}（{h} 个头合计）"], [f"{one} 次", f"一共 {total} 次"],
+               [f"{n} × {n} × {d_k} = {one}", f"{h} × {one} = {total}"],
+               [f"可能是 {one}", f"{total} 吧"],
+               [f"{one // 10**4}万（每个头）", f"{total // 10**4}万（所有头）"],
+               [f"每个头 {one} 次", f"合计 {total} 次"],
+               [f"n²·d_k = {n * n} × {d_k} = {one}", f"h·n²·d_k = {total}"],
+               [f"答：{one}", f"答：{total}"], [f"{one} 次乘法", f"{total} 次乘法，和单头一样"],
+               [f"应该是 {one:,}", f"{total:,}（和一个 {d} 维的头一样）"],
+               [f"{one} 次（n² × d_k）", f"{total} 次（{h} × {one}）"],
+               [f"大约 {one // 10**4} 万", f"约 {total // 10**4} 万"],
+               [str(one), f"{total}（和 h={h0} 一样）"]),
+        wrong=([str(one), f"{total}（h={h0}）"], [f"{2 * one}（一个头）", str(total)],
+               [f"{one} 不对", str(total)],
+               [f"{one} 的 {h} 倍", str(total)], [str(one), f"不到 {total}"],
+               [f"{one}（一个头）", f"{one}（合计）"]))
 
 
 def _s4b() -> Question:
@@ -335,7 +392,18 @@ def _s4b() -> Question:
                          (c.scores, "n²·d 是打分的乘法次数，不是 exp 的次数：每个分数只做一次 exp。"),
                          (c.softmax_total, "这是 exp、除法和缩放三者的总和；这一栏只问 exp。")),
                   generic="提示：每个头都有一个 n × n 的分数矩阵，每个分数做一次 exp。"),
-        ChoiceBox("grows", "随 h 变化吗？", (("会", "会", growth), ("不会", "不会", growth)), "会"))
+        ChoiceBox("grows", "随 h 变化吗？", (("会", "会", growth), ("不会", "不会", growth)), "会"),
+        right=tuple([a, "会"] for a in (
+            f"{c.softmax_exp}（每个分数一次）", f"h·n² = {h} × {n * n} = {c.softmax_exp}",
+            f"{c.softmax_exp} 次 exp",
+            f"可能是 {c.softmax_exp // 10**4} 万", f"一共 {c.softmax_exp} 次", f"{c.softmax_exp}（随 h 增长）",
+            f"{h} × {n}² = {c.softmax_exp} 次", f"{c.softmax_exp // 10**4}万次吧",
+            f"应该是 {c.softmax_exp}",
+            f"答案：{c.softmax_exp}", f"{c.softmax_exp}（h = {h}）",
+            f"每个头 {n * n} 次，合计 {c.softmax_exp}")),
+        wrong=([str(c.softmax_exp), "不会"], [f"{c.softmax_exp}，和头数无关", "会"],
+               [f"不是 {c.softmax_exp}", "会"],
+               [f"{c0.softmax_exp}（h = {h0}）", "会"], [f"{c.softmax_exp} 的一半", "会"]))
 
 
 def _s4c() -> Question:
@@ -355,7 +423,17 @@ def _s4c() -> Question:
                          (d * d, "这是一个矩阵的参数；一共四个。"),
                          (4 * d * d_k, "这是每个头一块（d_model × d_k）；每个矩阵有 h 块。"),
                          (4 * d * d * h, "每个头的矩阵只有 d_k 列：h 个并排才是 d_model × d_model。")),
-                  generic="提示：W^Q、W^K、W^V、W^O 各是 d_model × d_model。"))
+                  generic="提示：W^Q、W^K、W^V、W^O 各是 d_model × d_model。"),
+        right=([f"{d_k}（{d}/{h}）", f"4 × {d}² = {params}"], [f"d_k：{d_k}", f"{params} 个参数"],
+               [f"每个头 {d_k} 维", f"一共 {params} 个"], [f"可能 {d_k} 吧", f"4·{d}²（和 h 无关）"],
+               [f"{d} ÷ {h} = {d_k}", f"{params:,}"], [f"d_k = {d_k}", f"{params / 10**4}万"],
+               [f"答：{d_k}", f"{params}（W^Q、W^K、W^V、W^O 合计）"],
+               [f"{d_k}，每个头", f"4 d_model² = {params} 个"],
+               [f"应该是 {d_k}", f"{params} 吧"], [f"{d_k}（即 {d} ÷ {h}）", f"4 × {d} × {d}"],
+               [f"{d_k}（每头）", f"4 个 {d} × {d} 矩阵"], [f"{d_k} 维吧", f"参数：{params}"]),
+        wrong=([f"{d_k}", f"{3 * d * d}（W^Q、W^K、W^V）"], [f"不是 {d_k}", str(params)],
+               [str(d_k), f"{params}，不对"], [f"{d * h}（{d} × {h}）", str(params)],
+               [str(d_k), f"{d * d} 的 4 倍"]))
 
 
 def _s5() -> Question:

@@ -311,3 +311,85 @@ def test_the_first_run_opens_the_trusted_copy_with_one_url_line_and_no_english(t
     assert urls == [url]  # one URL, the copy's, token included
     english = [line for line in shown.splitlines() if ENGLISH_SENTENCE.search(line.replace(url, ""))]
     assert english == []
+
+
+def test_lab_settings_choose_the_legacy_kernel_websocket_protocol(tmp_path):
+    """Restart & Run All after a reconnect: the served stack reads the page's frames with the protocol it chose."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+
+    lab_settings.write(tmp_path)
+    server = json.loads((tmp_path / "etc/jupyter/jupyter_server_config.json").read_text(encoding="utf-8"))
+    assert server["ZMQChannelsWebsocketConnection"]["kernel_ws_protocol"] == ""
+    from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+    from traitlets.config import Config
+
+    config = Config(server)
+    connection = ZMQChannelsWebsocketConnection(config=config)
+    assert connection.kernel_ws_protocol == ""  # the trait the server reads, set by the file
+
+
+def test_a_kernel_restart_writes_nothing_to_stderr_the_lesson_can_prevent(tmp_path):
+    """The kernel of the lesson's spec, started and sent JupyterLab's widget-control comm_open (what a restart
+    does): no stderr stream on iopub (debugpy's frozen-modules warning, the unknown comm target)."""
+    import json
+
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+
+    spec = Path(sys.prefix) / "share/jupyter/kernels/python3/kernel.json"
+    target = tmp_path / "share/jupyter/kernels/python3/kernel.json"
+    target.parent.mkdir(parents=True)
+    original = json.loads(spec.read_text(encoding="utf-8"))
+    original["argv"] = [a for a in original["argv"] if a != "-Xfrozen_modules=off"]
+    original.pop("env", None)
+    target.write_text(json.dumps(original), encoding="utf-8")
+    lab_settings.write(tmp_path)
+    written = json.loads(target.read_text(encoding="utf-8"))
+    assert written["env"]["PYDEVD_DISABLE_FILE_VALIDATION"] == "1" and "-Xfrozen_modules=off" in written["argv"]
+    ipython = tmp_path / "ipython" / "profile_default"
+    ipython.mkdir(parents=True)
+    (ipython / "ipython_kernel_config.py").write_text(lab_settings.KERNEL_CONFIG, encoding="utf-8")
+
+    specs = KernelSpecManager(kernel_dirs=[str(target.parent.parent)])
+    manager = KernelManager(kernel_name="python3", kernel_spec_manager=specs)
+    env = {k: v for k, v in os.environ.items() if k != "PYDEVD_DISABLE_FILE_VALIDATION"}
+    manager.start_kernel(env={**env, "IPYTHONDIR": str(tmp_path / "ipython")})
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=scaled_timeout(60))
+        # JupyterLab's debugger asks for debugInfo on every (re)start; the widget manager opens its control comm.
+        debug = client.session.msg("debug_request", {"type": "request", "seq": 1, "command": "debugInfo",
+                                                      "arguments": {}})
+        client.control_channel.send(debug)
+        assert client.get_control_msg(timeout=scaled_timeout(60))["msg_type"] == "debug_reply"
+        msg = client.session.msg("comm_open", {"comm_id": "c1", "target_name": "jupyter.widget.control", "data": {}})
+        client.shell_channel.send(msg)
+        client.execute("pass")  # its idle status comes after the comm_open was handled
+        streams, seen_execute = [], False
+        while True:
+            reply = client.get_iopub_msg(timeout=scaled_timeout(60))
+            if reply["msg_type"] == "stream":
+                streams.append((reply["content"]["name"], reply["content"]["text"]))
+            if reply["msg_type"] == "execute_input":
+                seen_execute = True
+            if (reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle"
+                    and reply["parent_header"].get("msg_type") == "execute_request"):
+                break
+        assert seen_execute
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert [text for name, text in streams if name == "stderr"] == []
+
+
+def scaled_timeout(seconds: float) -> float:
+    from helpers import scaled
+
+    return scaled(seconds)

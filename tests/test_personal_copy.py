@@ -174,10 +174,16 @@ def test_on_a_hub_the_copy_is_made_in_the_home_and_kept_until_the_course_changes
 def test_on_a_hub_a_course_update_gives_a_new_copy_and_keeps_the_old(tmp_path, monkeypatch):
     image = _real_repo(tmp_path, monkeypatch)
     home = tmp_path / "home"
+    progress = home / ".local/share/day11-multi-head-attention/progress.json"  # the student's answers
+    progress.parent.mkdir(parents=True)
+    progress.write_text('{"questions": {"Q1": {"answer": "B"}}}', encoding="utf-8")
+    monkeypatch.setenv("LESSON_PROGRESS_FILE", str(progress))
     path, _ = personal_copy.update_copy(image, home)
     _edit(path, "the student's own note")
     _edit(image / personal_copy.LESSON, "a course update")
     new, _ = personal_copy.update_copy(image, home)
+    # the update touches no answer: progress.py keeps answers to changed questions as an earlier version's
+    assert progress.read_text(encoding="utf-8") == '{"questions": {"Q1": {"answer": "B"}}}'
     assert new == path and "a course update" in new.read_text(encoding="utf-8") and _trusted(new)
     (old,) = path.parent.glob("day11_multi_head_attention-*.ipynb")
     assert "the student's own note" in old.read_text(encoding="utf-8")  # nothing of the student's is lost

@@ -1,9 +1,11 @@
-"""How many CPUs this kernel may use: on a hub ``os.cpu_count()`` is the node's, the student's share is smaller.
+"""How many CPUs this kernel may use: on a hub ``os.cpu_count()`` is the node's, the student's
+share is smaller.
 
-The share is the smallest CPU quota on the way from the process's own cgroup (``/proc/self/cgroup``) up to the
-top of its hierarchy: a hub's per-user limit sits in a nested group (The Littlest JupyterHub's
-``user.slice/…``, a container's ``/docker/<id>``), not at the root. cgroup v2 keeps it in ``cpu.max``,
-cgroup v1 in ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` under the ``cpu`` controller's mount.
+The share is the smallest CPU quota on the way from the process's own cgroup (``/proc/self/cgroup``)
+up to the top of its hierarchy: a hub's per-user limit sits in a nested group (The Littlest
+JupyterHub's ``user.slice/…``, a container's ``/docker/<id>``), not at the root. cgroup v2 keeps it
+in ``cpu.max``, cgroup v1 in ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` under the ``cpu``
+controller's mount.
 """
 
 import math
@@ -11,11 +13,12 @@ import os
 from pathlib import Path
 
 ROOT = Path("/")  # the tests pass a fixture tree instead
-V2_DEFAULT = ("/", "/sys/fs/cgroup")  # (mount root, mount point) when mountinfo names no cgroup2 mount
+# (mount root, mount point) when mountinfo names no cgroup2 mount
+V2_DEFAULT = ("/", "/sys/fs/cgroup")
 
 
 def _cgroup_mounts(root: Path) -> list[tuple[str, str, str, set[str]]]:
-    """(fstype, mount root, mount point, super options) of each cgroup file system in ``/proc/self/mountinfo``."""
+    """(fstype, mount root, mount point, super options) of each cgroup file system mounted."""
     try:
         text = (root / "proc/self/mountinfo").read_text()
     except OSError:
@@ -30,14 +33,14 @@ def _cgroup_mounts(root: Path) -> list[tuple[str, str, str, set[str]]]:
 
 
 def _places(version: str, mounts: list) -> list[tuple[str, str]]:
-    """(mount root, mount point) of the v2 hierarchy, or of the v1 hierarchy that holds the cpu controller."""
+    """(mount root, mount point) of the v2 hierarchy, or of v1's that holds the cpu controller."""
     if version == "v2":
         return [(m[1], m[2]) for m in mounts if m[0] == "cgroup2"] or [V2_DEFAULT]
     return [(m[1], m[2]) for m in mounts if m[0] == "cgroup" and "cpu" in m[3]]
 
 
 def cgroup_folders(root: Path = ROOT) -> list[tuple[str, Path, Path]]:
-    """(version, this process's cgroup folder, the top of its hierarchy) for cgroup v2 and v1's cpu controller."""
+    """(version, this process's cgroup folder, the top of its hierarchy): cgroup v2, v1's cpu."""
     try:
         lines = (root / "proc/self/cgroup").read_text().splitlines()
     except OSError:
@@ -75,7 +78,7 @@ def _share(version: str, folder: Path) -> float | None:
 
 
 def cgroup_cpus(root: Path = ROOT) -> float | None:
-    """The smallest CPU quota on the way from this process's cgroup up to the top; None when none is set."""
+    """The smallest CPU quota from this process's cgroup up to the top; None when none is set."""
     shares = []
     for version, folder, top in cgroup_folders(root):
         while True:
@@ -88,7 +91,7 @@ def cgroup_cpus(root: Path = ROOT) -> float | None:
 
 
 def usable_cpus(root: Path = ROOT) -> int:
-    """Whole CPUs: the smallest of the affinity mask, the cgroup quota and ``LESSON_CPUS``; at least 1."""
+    """Whole CPUs: the smallest of the affinity mask, the cgroup quota and ``LESSON_CPUS``; >= 1."""
     if hasattr(os, "sched_getaffinity"):  # not on macOS
         limits = [len(os.sched_getaffinity(0))]
     else:

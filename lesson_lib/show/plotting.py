@@ -16,19 +16,21 @@ import numpy as np
 from lesson_lib.show.tables import html_table
 
 CJK_FONT = "Noto Sans CJK SC"
-# Noto Sans CJK Regular (SIL Open Font License), whole: one collection file whose faces share every glyph; the SC
-# face is CJK_FONT. The same file is the system's where a CJK font package is installed (Debian/Ubuntu
-# fonts-noto-cjk, Fedora, Arch); otherwise it comes from the PyPI package noto-cjk-sans-otc (19.5 MB).
+# Noto Sans CJK Regular (SIL Open Font License), whole: one collection file whose faces share every
+# glyph; the SC face is CJK_FONT. The same file is the system's where a CJK font package is installed
+# (Debian/Ubuntu fonts-noto-cjk, Fedora, Arch); else the PyPI package noto-cjk-sans-otc (19.5 MB).
 _FONT_FILE = "NotoSansCJK-Regular.ttc"
-SYSTEM_FONT_DIRS = (Path("/usr/share/fonts/opentype/noto"), Path("/usr/share/fonts/google-noto-cjk"),
+SYSTEM_FONT_DIRS = (Path("/usr/share/fonts/opentype/noto"),
+                    Path("/usr/share/fonts/google-noto-cjk"),
                     Path("/usr/share/fonts/noto-cjk"))
-# matplotlib < 3.11 reads only a collection's first face (the Japanese one): same glyphs, for figures on Python 3.10.
+# matplotlib < 3.11 reads only a collection's first face (the Japanese one): the same glyphs, so
+# figures on Python 3.10 still have every Chinese character.
 _FIRST_FACE = "Noto Sans CJK JP"
 MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
 
 
 def font_path() -> Path:
-    """The Noto Sans CJK collection: the system's copy when there is one, else the one pip installed."""
+    """The Noto Sans CJK collection: the system's copy when there is one, else pip's."""
     for folder in SYSTEM_FONT_DIRS:
         if (folder / _FONT_FILE).is_file():
             return folder / _FONT_FILE
@@ -47,7 +49,7 @@ def font_path() -> Path:
 
 
 def use_chinese_font() -> str:
-    """Register Noto Sans CJK (its SC face) with matplotlib and make it the default sans-serif font."""
+    """Register Noto Sans CJK (its SC face) with matplotlib as the default sans-serif font."""
     import matplotlib as mpl
     from matplotlib import font_manager
 

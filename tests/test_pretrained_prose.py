@@ -73,9 +73,9 @@ CORE_CASES = [("小明把苹果递给了小红，因为她帮过他。", "她"),
 
 
 def test_core_scoring_reads_as_the_prose_says(zh_model):
-    """Core §6: 「把「她」的 0.55 给了小红，只给小明 0.06」 and 「他饿了 … 转向小明（0.43 对 0.06）」."""
-    she = to_names(zh_model, *CORE_CASES[0], zh.PRONOUN_HEAD)
-    assert said(r"把「她」的 ([\d.]+) 给了小红，只给小明 ([\d.]+)") == [f"{v:.2f}" for v in she]
+    """Core §6, the minimal pair: 「在「她饿了」里给小红 0.38、小明 0.12」 and 「他饿了 … 转向小明（0.43 对 0.06）」."""
+    she = to_names(zh_model, *CORE_CASES[1], zh.PRONOUN_HEAD)
+    assert said(r"在「她饿了」里给小红 ([\d.]+)、小明 ([\d.]+)") == [f"{v:.2f}" for v in she]
     he = to_names(zh_model, *CORE_CASES[2], zh.PRONOUN_HEAD)
     assert said(r"转向小明（([\d.]+) 对 ([\d.]+)）") == [f"{he[1]:.2f}", f"{he[0]:.2f}"] and he[1] > he[0]
     assert to_names(zh_model, *CORE_CASES[1], zh.PRONOUN_HEAD)[0] > to_names(zh_model, *CORE_CASES[1],

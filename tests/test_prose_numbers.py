@@ -108,7 +108,7 @@ def test_every_h_and_d_k_pair_fits_d_model(lines):
 
 def test_ablation_lab_sizes_are_the_toys(ablation_lab):
     """The lab's toy is narrower than the paper: 「h = 16（每头 2 维）」 and 「d_k = 1」 are d_model = 32 divided by h;
-    「12 个位置、32 个头」 and 「64 个键符号」 are the task's T, the d_k = 1 model's h and K."""
+    「h = 32 时」 and 「64 个键符号」 are the d_k = 1 model's h and the task's K."""
     from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK
 
     toy_d = DEFAULT_CONFIG.d_model
@@ -117,8 +117,8 @@ def test_ablation_lab_sizes_are_the_toys(ablation_lab):
     for m in _matches(r"d_k = (\d+)", ablation_lab):
         assert int(m.group(1)) in {head_width(toy_d, h) for h in range(1, toy_d + 1) if toy_d % h == 0} | {
             r["d_k"] for r in TABLE3}, m.group(0)
-    m = _matches(r"(\d+) 个位置、(\d+) 个头", ablation_lab)[0]
-    assert (int(m.group(1)), int(m.group(2))) == (DEFAULT_TASK.T, toy_d // 1)
+    m = _matches(r"h = (\d+) 时前一个、后一个照样学会了", ablation_lab)[0]
+    assert int(m.group(1)) == toy_d // 1  # the d_k = 1 model
     assert int(_matches(r"(\d+) 个键符号", ablation_lab)[0].group(1)) == DEFAULT_TASK.K
 
 

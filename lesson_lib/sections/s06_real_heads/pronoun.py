@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import html
 
 import numpy as np
 
+from lesson_lib.models.pretrained import e5
 from lesson_lib.models.pretrained.head_finder import check_top
 from lesson_lib.models.pretrained.unigram import WORD_START
 from lesson_lib.runtime.blas import one_blas_thread
@@ -102,6 +104,12 @@ def follow(model):
                   for layer, head in HEADS}  # fmt: skip
         table.append((label, sentence, pronoun, scores))
     return table, counts
+
+
+@functools.cache  # §6 and §10 share one copy per kernel; §10's cell also runs on its own (Restart & Run §10)
+def chinese_model():
+    """The Chinese model (multilingual-e5-small), read once; None, with the reason printed, without its package."""
+    return e5.load_or_explain()
 
 
 def model_text(model) -> str:

@@ -51,7 +51,7 @@ def model_answer() -> str:
         f"② 多头用 W_i^Q、W_i^K、W_i^V 把 d_model = {d} 投影成 h = {h} 个 d_k = {d_k} 维的子空间，各头独立打分，"
         f"Concat 之后由 W^O 融合。因为 h × d_k = d_model，矩阵乘法总量与单头相同（n = {n} 时都是 {total:,} 次），"
         "投影参数都是 4·d_model²。严格来说 softmax 工作量 3·h·n²（缩放、exp、除法各 h·n²）随 h 增长，"
-        "所以论文说总成本「相近」。\n"
+        "这是论文说「相近」而不是「相同」的一个原因。\n"
         f"③ 头数并非越多越好：表 3 中单头比最好的设置低 {t['drop']} BLEU；"
         f"h = {widest['h']}（d_k = {widest['d_k']}）降到 {widest['bleu']}。(B) 行 h = {narrow_b['h']}、"
         f"d_k = {narrow_b['d_k']} 也只有 {narrow_b['bleu']}，所以掉分可能有一部分要怪每个头太窄"

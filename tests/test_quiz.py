@@ -519,7 +519,7 @@ def test_versions_are_computed_from_the_question_data(monkeypatch):
     finally:
         monkeypatch.undo()
         _rebuild_questions(qq)
-    assert after["Q3"] != before["Q3"] and after["S3"] != before["S3"]  # their prompts and keys use h
+    assert after["Q2"] != before["Q2"] and after["S3"] != before["S3"]  # their prompts and keys use h
     assert after["S6"] == before["S6"] and after["S3c"] != before["S3c"]  # S6 does not; S3c's options name h
     assert _versions() == before  # deterministic
 

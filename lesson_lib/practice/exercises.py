@@ -225,7 +225,7 @@ def _split_heads_verdict(case, value, x, h) -> bool:
                     ("transpose" if got.shape == (n, h, d_k) else "shape",))
     _values(case, got, want, low, "，而输入都是有限的数。", (
         ("reshape_without_transpose", x.reshape(h, n, d_k),
-         f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征塞进同一个头。"
+         f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词元的特征塞进同一个头。"
          f"先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。"),
         ("strided", x.reshape(n, d_k, h).transpose(2, 0, 1),
          f"第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列：reshape 的顺序是 (n, h, d_k)。"),

@@ -48,6 +48,7 @@ class _Child:
         env = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")  # tiny arrays
         env |= dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
         env["PYTHONIOENCODING"] = "utf-8"  # the learner's prints travel as UTF-8 bytes on every OS
+        env.pop("PYTHONUNBUFFERED", None)  # a print loop writes to the output pipe 8 KB at a time, not line by line
         # Linux kills the child when the THREAD that started it ends: asked for only from the main thread
         watched = os.getpid() if threading.current_thread() is threading.main_thread() else 0
         self.errors = tempfile.TemporaryFile()  # the child's stderr: a stack dump, or why it could not start
@@ -175,7 +176,8 @@ class _Output:
             self.changed.wait_for(lambda: not self.mark)
             text, dropped, self.dropped = self.taken.decode("utf-8", "replace"), self.dropped, False
         if dropped or len(text) > OUTPUT_CHARS:
-            text = "…（前面的输出省略了）\n" + text[-OUTPUT_CHARS:]
+            text = text[-OUTPUT_CHARS:]
+            text = "…（前面的输出省略了）\n" + text[text.find("\n") + 1 :]  # from the first whole line
         return text
 
 
@@ -243,13 +245,13 @@ def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
     output, inbox = _Output(), queue.Queue()
-    sys.stdout.reconfigure(line_buffering=True)  # prints and warnings come out in the order they were made
     threading.Thread(target=_watch, args=(jobs, inbox), daemon=True).start()
     threads, depth = threading.active_count(), sys.getrecursionlimit()
     _answer(answers, "ready")
     while True:
         target, payload, budget = inbox.get()
         module, function = target.split(":")
+        sys.stderr = sys.stdout  # one buffer: prints and warnings come out in the order they were made
         faulthandler.dump_traceback_later(0.8 * budget, file=dumps)  # where a loop or a C call is stuck
         try:
             value = getattr(importlib.import_module(module), function)(payload)

@@ -169,6 +169,9 @@ class _Output:
     def take(self) -> str:
         """The end of what the last job wrote: a mark written now comes out of the pipe after all of it."""
         self.mend()
+        for stream in (sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(Exception):  # a job may have closed it: then the worker is replaced
+                stream.flush()
         with self.changed:
             self.mark = b"\0" + os.urandom(8).hex().encode() + b"\0"
         os.write(self.write, self.mark)
@@ -228,7 +231,8 @@ def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
     import importlib
 
     if LINUX:
-        _die_with(parent)
+        with contextlib.suppress(ImportError, OSError, AttributeError):  # no ctypes: the end of input still ends it
+            _die_with(parent)
     jobs, answers = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "w", encoding="ascii")
     dumps = os.fdopen(os.dup(2), "w")  # the parent's log file, for faulthandler: never mixed with the job's output
     null = os.open(os.devnull, os.O_RDONLY)
@@ -259,7 +263,5 @@ def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
             faulthandler.cancel_dump_traceback_later()
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
             sys.setrecursionlimit(depth)  # a learner's setrecursionlimit stays with that check
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        _answer(answers, {"value": value, "printed": output.take(), "left": _left_behind(threads)})
+        left = _left_behind(threads) or sys.__stdout__.closed
+        _answer(answers, {"value": value, "printed": output.take(), "left": left})

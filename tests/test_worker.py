@@ -182,10 +182,13 @@ def never_ends(x, h):
     with open(pid_file + ".part", "w") as f:
         f.write(str(os.getpid()))
     os.replace(pid_file + ".part", pid_file)
+    if held:
+        return 7 ** 10**12  # one C call that never lets go of the GIL: no thread of the worker's can run
     while True:
         pass
 
 
+held = sys.argv[3] == "the GIL held"
 check = lambda: ex.check("split_heads", never_ends, budget=10**6)
 if sys.argv[2] == "main thread":
     check()
@@ -196,12 +199,17 @@ else:
 """
 
 
+ENDINGS = [("another thread", "a loop")]  # the end of input: a thread of the worker's sees it
+if LINUX:  # the parent death signal (asked for by a kernel's main thread): nothing in the worker needs to run
+    ENDINGS.append(("main thread", "the GIL held"))
+
+
 @pytest.mark.skipif(not POSIX, reason="SIGKILL is POSIX")
-@pytest.mark.parametrize("caller", ["main thread", "another thread"])  # Linux's parent death signal, end of input
-def test_the_worker_ends_when_its_kernel_is_killed(tmp_path, strays, caller):
+@pytest.mark.parametrize("caller,learner", ENDINGS)
+def test_the_worker_ends_when_its_kernel_is_killed(tmp_path, strays, caller, learner):
     pid_file = tmp_path / "worker.pid"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    kernel = subprocess.Popen([sys.executable, "-c", KERNEL, str(pid_file), caller], env=env)
+    kernel = subprocess.Popen([sys.executable, "-c", KERNEL, str(pid_file), caller, learner], env=env)
     strays.append(kernel.pid)
     child = _read_pid(pid_file, "the worker's pid, written by the learner's code", lambda: kernel.poll() is None)
     strays.append(child)

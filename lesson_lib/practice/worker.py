@@ -3,10 +3,11 @@
 A loop, a long C call (``n ** d_model ** h``), ``os._exit``, a segfault or a huge array cannot be stopped inside
 the process it runs in. The child is ``python -c`` taking pickled jobs on stdin and answering one JSON line each on
 stdout (the same on every OS, and it never re-runs the caller's script as multiprocessing's spawn does). It moves
-both pipes off fds 0 and 1 at once, so the learner's code writes to a pipe of its own and never to the answers.
-It starts in a session of its own: a kill ends its whole process group, the learner's own children too. It is
-replaced after a job that left a thread or a child process running, and it ends when its kernel ends (end of input;
-on Linux also the parent death signal). Nothing starts at import.
+both pipes off fds 0 and 1 at once: what the learner's code writes to fd 1 or 2 goes to a pipe of its own, of which
+only the end is kept, and the answers are data (JSON), never code. It starts in a session of its own: a kill ends
+its whole process group, the learner's own children too. It is replaced after a job that left a thread or a child
+process running, and it ends when its kernel ends: at the end of input, and on Linux (a check from the kernel's main
+thread) by the parent death signal, even while a C call holds the GIL. Nothing starts at import.
 """
 
 from __future__ import annotations

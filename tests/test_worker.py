@@ -123,23 +123,24 @@ def test_a_process_the_learner_starts_ends_with_the_checks_kill(tmp_path, strays
 
 
 # ------------------------------------------------------------- 2. something left running: a new worker
-def _leaves_a_thread(daemon: bool):
+def _leaves_a_thread(folder: Path, daemon: bool):
     import threading
     import time
 
     threading.Thread(target=time.sleep, args=(10**6,), daemon=daemon).start()
 
 
-def _leaves_a_process():
+def _leaves_a_process(folder: Path):
     import subprocess
     import sys
 
-    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(10**6)"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(10**6)"])
+    _write_pid(folder / f"child-{child.pid}", child.pid)
 
 
 LEFT = {
-    "a thread": lambda: _leaves_a_thread(False),
-    "a daemon thread": lambda: _leaves_a_thread(True),
+    "a thread": lambda folder: _leaves_a_thread(folder, False),
+    "a daemon thread": lambda folder: _leaves_a_thread(folder, True),
     "a child process": _leaves_a_process,
 }
 
@@ -159,13 +160,16 @@ def _reports_its_worker(path: Path, start=lambda: None):
 def test_a_check_that_leaves_something_running_gets_a_new_worker(tmp_path, strays, left):
     first, second, third = (tmp_path / name for name in ("first", "second", "third"))
     assert ex.check("split_heads", _reports_its_worker(first)).passed
-    assert ex.check("split_heads", _reports_its_worker(second, LEFT[left])).passed
+    assert ex.check("split_heads", _reports_its_worker(second, lambda: LEFT[left](tmp_path))).passed
     assert ex.check("split_heads", _reports_its_worker(third)).passed
+    children = [int(path.read_text()) for path in tmp_path.glob("child-*")]  # one a case
+    assert bool(children) == (left == "a child process")
     first, second, third = (int(path.read_text()) for path in (first, second, third))
-    strays.append(second)
+    strays.extend([second, *children])
     assert first == second, "a worker with nothing left running is reused"
     assert third != second, f"{left} left running, and the next check ran in the same worker"
     assert _ends(second), f"the worker that ran the check that left {left} running still runs"
+    assert all(_ends(child) for child in children), "a child the learner's code left running outlived its worker"
 
 
 # ------------------------------------------------------------------------ 3. the worker ends with its kernel

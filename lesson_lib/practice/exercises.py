@@ -423,7 +423,8 @@ def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
     if reply.kind == "ok":
         if reply.printed:
             print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")  # the learner's own print()s
-        return result(*reply.value)
+        status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
+        return result(status, message, tuple(mistakes))
     if reply.kind == "timeout":
         huge = "把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完" if ex.name == "count_multiplies" else \
             "创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）"

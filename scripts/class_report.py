@@ -6,8 +6,9 @@
 
 It only reads: a student's file is never renamed, rewritten or followed through a link. Students are numbered
 (学生 1, 2, …, in path order) unless ``--names`` is given. ``--recheck`` runs each exercise a student passed again
-from the stored source in a fresh checker process (killed at the budget); a pass that does not repeat is marked
-「未确认」. Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped.
+from the stored source in scripts/recheck_sandbox.py (an unprivileged user, namespaces, limits, killed at the
+budget; only a JSON verdict comes back); a pass that does not repeat is marked 「未确认」.
+Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped.
 Answers to an earlier version of a question are counted apart, never mixed with the current version's.
 """
 
@@ -17,6 +18,7 @@ import argparse
 import csv
 import glob
 import html
+import importlib.util
 import json
 import os
 import re
@@ -257,13 +259,18 @@ def count_exercises(students, names, recheck=None):
     return rows
 
 
-def recheck_with(exercises):
-    def recheck(name: str, source) -> bool:
-        if not isinstance(source, str) or not source.strip():
-            return False
-        return exercises.check_source(name, source).passed
+def recheck_with(box):
+    """The stored source's pass, confirmed in the sandbox (scripts/recheck_sandbox.py) or not."""
+    sandbox = _sandbox_module()
+    return lambda name, source: sandbox.confirm(box, name, source)
 
-    return recheck
+
+def _sandbox_module():
+    if "recheck_sandbox" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("recheck_sandbox", Path(__file__).with_name("recheck_sandbox.py"))
+        sys.modules["recheck_sandbox"] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
+        spec.loader.exec_module(sys.modules["recheck_sandbox"])
+    return sys.modules["recheck_sandbox"]
 
 
 def last_section(s: Student, asked: dict[str, int]) -> int:
@@ -331,7 +338,8 @@ class Report:
         return f"第 {number} 节「{title}」" if title else f"第 {number} 节"
 
 
-def build(paths: list[str], names: bool = False, recheck: bool = False, warn=None) -> Report:
+def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Report:
+    """``recheck``: None, or the sandbox (recheck_sandbox.prepare) in which passes are run again."""
     skipped: list[str] = []
 
     def note(line: str) -> None:
@@ -341,12 +349,10 @@ def build(paths: list[str], names: bool = False, recheck: bool = False, warn=Non
 
     students = load_class(paths, names, note)
     qs, versions, exercise_names = lesson()
-    from lesson_lib.practice import exercises
-
     rows = count_questions(students, qs, versions)
     mis = [(count, qid, m, describe_mistake(qs[qid], m), qs[qid].section)
            for qid, row in rows.items() for m, count in row.mistakes.items()]  # fmt: skip
-    ex = count_exercises(students, exercise_names, recheck_with(exercises) if recheck else None)
+    ex = count_exercises(students, exercise_names, recheck_with(recheck) if recheck else None)
     asked = asked_in()
     mis += [(count, name, m, exercise_mistake(m, row.said.get(m)), f"第 {asked.get(name, 0)} 节")
             for name, row in ex.items() for m, count in row.mistakes.items()]  # fmt: skip
@@ -484,7 +490,7 @@ def page(r: Report) -> str:
               "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
              for name, row in r.exercises.items()]  # fmt: skip
     out.append(table(("练习", "提交过", "通过", "仍未通过", "通过但未确认", "具名错误（人数）"), erows,
-                     "「未确认」：用 --recheck 在干净的检查进程里重跑学生的代码，没有再次通过"))
+                     "「未确认」：用 --recheck 在隔离的检查进程里重跑学生的代码，没有再次通过"))
 
     out.append("<h2>自我解释（只计数，不评分）</h2>")
     for qid, row in r.questions.items():
@@ -535,15 +541,22 @@ def main(argv=None) -> int:
     ap.add_argument("paths", nargs="*", help=f"进度文件、导出文件或装着它们的文件夹（默认：{HUB_GLOB}）")
     ap.add_argument("--out", default="class-report", help="报告写到这个文件夹（默认 class-report/）")
     ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")
-    ap.add_argument("--recheck", action="store_true", help="在干净的检查进程里重跑学生通过的代码练习")
+    ap.add_argument("--recheck", action="store_true",
+                    help="在隔离的检查进程里重跑学生通过的代码练习（会执行学生的代码，见 README）")
+    ap.add_argument("--recheck-user", metavar="NAME",
+                    help="以 root 运行时，重跑学生代码所用的普通用户（默认 nobody）")
     args = ap.parse_args(argv)
-    if args.recheck and hasattr(os, "geteuid") and os.geteuid() == 0:
-        print("不以管理员（root）身份重跑学生的代码：--recheck 会执行学生交来的代码，以 root 运行等于把整台机器交给它。"
-              "请换一个普通用户运行带 --recheck 的报告，或去掉 --recheck（报告照样统计，只是不重跑代码）。",
-              file=sys.stderr)
-        return 2
+    box = None
+    if args.recheck:
+        from lesson_lib.practice.exercises import BUDGET_S  # the checker's own budget for one exercise
+
+        try:
+            box = _sandbox_module().prepare(args.recheck_user, BUDGET_S, lambda line: print(line, file=sys.stderr))
+        except ValueError as exc:
+            print(f"--recheck 没有开始：{exc}", file=sys.stderr)
+            return 2
     start, cpu = time.perf_counter(), time.process_time()
-    report = build(args.paths, names=args.names, recheck=args.recheck,
+    report = build(args.paths, names=args.names, recheck=box,
                    warn=lambda line: print(line, file=sys.stderr))  # fmt: skip
     if not report.n:
         print("没有找到可读的进度文件：请给出文件或文件夹的路径（在 Hub 上请以管理员身份运行）。", file=sys.stderr)

@@ -4,11 +4,16 @@ import csv
 import importlib.util
 import json
 import os
+import select
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from helpers import scaled
 
 from lesson_lib.practice import questions, quiz
 from lesson_lib.practice.progress import Progress
@@ -178,11 +183,147 @@ def test_the_checkers_named_slips_reach_the_page_by_their_chinese_names(tmp_path
     assert {m: text.split("：")[0] for m, text in shown.items()} == {m: exercises.MISTAKES[m] for m in named}
 
 
-def test_recheck_as_root_refuses_and_runs_no_students_code(planted_class, tmp_path, monkeypatch):
-    """Students' files are untrusted: --recheck started as root stops before it reads a file or runs a line."""
-    ran = []
-    monkeypatch.setattr(class_report.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(class_report, "build", lambda *a, **k: ran.append(a))
-    out = tmp_path / "report"
-    assert class_report.main([str(planted_class), "--recheck", "--out", str(out)]) == 2
-    assert ran == [] and not out.exists()
+# ------------------------------------------------------------------------------------------ --recheck's sandbox
+AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="these hold the sandbox's root path (CI runs as root); "
+                             "not root here, so there is no user switch to test")
+RIGHT_SPLIT = """
+def split_heads(x, h):
+    n, d_model = x.shape
+    return x.reshape(n, h, d_model // h).transpose(1, 0, 2)
+"""
+
+
+def _isolated() -> bool:
+    """The machine lets the sandbox make its namespaces (else the report says so in one line)."""
+    sandbox = class_report._sandbox_module()
+    return subprocess.run([*sandbox.namespaces(), "true"], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def shared(tmp_path):
+    """A folder under the system temp dir that any user can enter (tmp_path's parents are root's only), with
+    ``guarded`` (root's, 0755: only root can write there) and ``open`` (0777)."""
+    base = Path(tempfile.mkdtemp())
+    base.chmod(0o755)
+    (base / "guarded").mkdir(mode=0o755)
+    (base / "open").mkdir()
+    (base / "open").chmod(0o777)
+    yield base
+    shutil.rmtree(base)
+
+
+def _recheck(tmp_path, source: str) -> dict:
+    """One student whose stored split_heads 'passed' with ``source``; the report's CSV counts after --recheck."""
+    result = SimpleNamespace(name="split_heads", status="passed", message="…", mistakes=(), source=source)
+    Progress(tmp_path / "class" / "s1" / "progress.json").record_exercise(result)
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "class"), "--recheck", "--out", str(out)]) == 0
+    return {r["measure"]: int(r["count"]) for r in _rows(out) if r["item"] == "split_heads"}
+
+
+@AS_ROOT
+def test_recheck_confirms_a_real_pass_and_not_a_wrong_one(tmp_path):
+    assert _recheck(tmp_path / "right", RIGHT_SPLIT) == {"tried": 1, "passed": 1, "failing": 0, "unconfirmed": 0}
+    wrong = "def split_heads(x, h):\n    return x\n"
+    assert _recheck(tmp_path / "wrong", wrong)["unconfirmed"] == 1
+
+
+@AS_ROOT
+def test_a_students_code_runs_as_nobody_with_limits_in_an_empty_folder(tmp_path, shared):
+    seen = shared / "open" / "seen.json"
+    planted = f"""
+import json, os, resource  # only modules the supervisor imported: its user may not read the stdlib's folder
+for target in ({str(shared / "guarded" / "planted.txt")!r}, {str(shared / "open" / "planted.txt")!r}):
+    try:
+        with open(target, "w") as f:
+            f.write("planted")
+    except OSError:
+        pass
+limits = [resource.getrlimit(r)[0] for r in (resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_NPROC,
+                                             resource.RLIMIT_FSIZE)]
+with open({str(seen)!r}, "w") as f:
+    json.dump({{"uid": os.getuid(), "cwd": os.getcwd(), "files": os.listdir("."), "env": dict(os.environ),
+               "limits": limits, "interfaces": [line.split(":")[0].strip() for line in open("/proc/net/dev")][2:]}}, f)
+""" + RIGHT_SPLIT
+    assert _recheck(tmp_path, planted)["unconfirmed"] == 0  # it ran, and passed
+    assert not (shared / "guarded" / "planted.txt").exists()  # root's folder: not written
+    assert (shared / "open" / "planted.txt").stat().st_uid != 0  # written, but not as root
+    got = json.loads(seen.read_text("utf-8"))
+    assert got["uid"] != 0 and got["files"] == [] and not Path(got["cwd"]).exists()  # empty, then removed
+    assert set(got["env"]) <= {"PATH", "LANG", "PYTHONPATH", "HOME", "TMPDIR", "OPENBLAS_NUM_THREADS",
+                               "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LC_CTYPE"}
+    assert got["env"]["HOME"] == got["cwd"] and got["env"]["PYTHONPATH"] == str(ROOT)
+    assert -1 not in got["limits"]  # RLIM_INFINITY: each of the four is limited
+    if _isolated():
+        assert got["interfaces"] == ["lo"]  # a network namespace of its own
+
+
+@AS_ROOT
+def test_a_detached_process_does_not_outlive_the_report(tmp_path, shared):
+    """The planted code double-forks a process that leaves the session and holds a FIFO open for writing: the
+    FIFO reads to its end (every writer gone) once the report has returned."""
+    if not _isolated():
+        pytest.skip("this machine does not allow the sandbox's pid namespace (the report says so in one line)")
+    fifo = shared / "open" / "alive"
+    os.mkfifo(fifo, 0o666)
+    fifo.chmod(0o666)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    planted = f"""
+import os, signal
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        fd = os.open({str(fifo)!r}, os.O_WRONLY)
+        os.write(fd, b"started\\n")
+        while True:
+            signal.pause()
+    os._exit(0)
+""" + RIGHT_SPLIT
+    try:
+        _recheck(tmp_path, planted)
+        said = b""
+        while select.select([reader], [], [], scaled(30))[0]:
+            chunk = os.read(reader, 4096)
+            if not chunk:
+                break
+            said += chunk
+        else:
+            pytest.fail("the planted process still holds the FIFO after the report ended")
+    finally:
+        os.close(reader)
+    assert said == b"started\n"  # it did start
+
+
+@AS_ROOT
+@pytest.mark.parametrize("forged", ["verdict", "pickle"])
+def test_forged_answers_on_every_fd_neither_run_nor_confirm(tmp_path, forged):
+    """A wrong function whose module writes a forged JSON verdict, or a crafted pickle, to every fd it can reach,
+    then waits (so that nothing would follow the forgery on a channel it reached)."""
+    marker = tmp_path / "pickle-ran"  # tmp_path is root's alone: only the report's own process could make it
+    payload = {"verdict": b'{"passed": true}\n', "pickle": f"cos\nsystem\n(S'touch {marker}'\ntR.".encode()}
+    planted = f"""
+import os, signal
+for fd in range(256):
+    try:
+        os.write(fd, {payload[forged]!r})
+    except OSError:
+        pass
+for folder in ("/proc/self/fd", f"/proc/{{os.getppid()}}/fd", "/proc/1/fd"):
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        continue
+    for name in names:
+        try:
+            fd = os.open(f"{{folder}}/{{name}}", os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, {payload[forged]!r})
+            os.close(fd)
+        except OSError:
+            pass
+signal.pause()
+
+def split_heads(x, h):
+    return x
+"""
+    assert _recheck(tmp_path, planted)["unconfirmed"] == 1
+    assert not marker.exists()

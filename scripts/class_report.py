@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import glob
+import hashlib
 import html
 import importlib.util
 import json
@@ -49,21 +50,52 @@ class Student:
     notes: list[str] = field(default_factory=list)
 
 
-def candidate_files(paths: list[str]) -> list[Path]:
-    """Every .json under the given folders and the given files; the hub's home folders when none is given."""
+def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
+    """Every .json under the given folders (never entering a linked folder) and the given files; the hub's home
+    folders when none is given (not through a link: ``~/.local`` may be a student's link to anywhere)."""
     if not paths:
         env = os.environ.get("LESSON_PROGRESS_FILE")
-        found = sorted(glob.glob(HUB_GLOB)) + ([env] if env else [])
-        return [Path(p) for p in dict.fromkeys(found)]
+        found = []
+        for p in sorted(glob.glob(HUB_GLOB)):
+            if os.path.realpath(os.path.dirname(p)) != os.path.dirname(os.path.abspath(p)):
+                warn(f"跳过 {p}：所在的文件夹经过一个链接，不跟随。")
+            else:
+                found.append(p)
+        return [Path(p) for p in dict.fromkeys(found + ([env] if env else []))]
     out = []
     for p in map(Path, paths):
-        if p.is_dir() and not p.is_symlink():
-            out += sorted(q for q in p.rglob("*.json") if not q.name.endswith(".lock"))
-        else:
-            out.append(p)
+        out += _search(p) if p.is_dir() and not p.is_symlink() else [p]
     out = list(dict.fromkeys(out))
     # 「导出进度」 writes progress-export.json beside progress.json: the same student, read once (the live file).
     return [p for p in out if not (p.name == EXPORT and p.with_name(LIVE) in out)]
+
+
+def _search(top: Path) -> list[Path]:
+    found = []
+    for folder, dirs, files in os.walk(top, followlinks=False):  # a link to a folder is listed, never entered
+        dirs.sort()
+        found += [Path(folder, f) for f in sorted(files) if f.endswith(".json")]
+    return found
+
+
+def _seen_before(path: Path, seen: dict) -> str:
+    """Where this file was read already: the same file (device and inode: a hard link) or the same bytes in the
+    same folder (a copy handed in twice, ``alice (1).json``); "" for a file not seen (or not a regular file:
+    read_progress says why). Identical bytes in two students' own folders are two students who did the same
+    thing in the same second (the file holds no student id), not a copy."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return ""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            content = hashlib.sha256(f.read(MAX_BYTES + 1)).digest()
+        keys = ((st.st_dev, st.st_ino), (os.path.dirname(os.path.abspath(path)), content))
+    except OSError:
+        return ""
+    earlier = next((seen[k] for k in keys if k in seen), "")
+    seen.update(dict.fromkeys(keys, path))
+    return str(earlier)
 
 
 def read_progress(path: Path) -> tuple[dict | None, str]:
@@ -98,9 +130,13 @@ def read_progress(path: Path) -> tuple[dict | None, str]:
 
 
 def load_class(paths: list[str], names: bool, warn) -> list[Student]:
-    students = []
-    for path in candidate_files(paths):
-        data, why = read_progress(path)
+    students, seen = [], {}
+    for path in candidate_files(paths, warn):
+        try:  # one file, whatever it holds, never stops the report for the others
+            earlier = _seen_before(path, seen)
+            data, why = (None, f"和 {earlier} 是同一个文件或内容相同，只算一次") if earlier else read_progress(path)
+        except Exception as exc:
+            data, why = None, f"读的时候出错（{type(exc).__name__}）"
         if data is None:
             warn(f"跳过 {path}：{why}。")
             continue

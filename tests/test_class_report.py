@@ -129,6 +129,37 @@ def test_bad_files_are_skipped_with_a_line(planted_class, tmp_path, capsys):
     assert decoy.read_text("utf-8") == "not yours"
 
 
+def test_a_copy_or_a_hard_link_is_one_student_and_a_linked_folder_is_not_entered(planted_class, tmp_path_factory):
+    first = sorted(planted_class.rglob("progress.json"))[0]
+    shutil.copy(first, first.with_name("alice (1).json"))  # the same export handed in twice
+    os.link(first, first.with_name("alice (2).json"))  # a hard link to the same file
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "progress.json"  # a file outside the class folder
+    Progress(elsewhere).record_exercise(SimpleNamespace(name="split_heads", status="passed", message="…",
+                                                        mistakes=(), source=None))
+    os.symlink(elsewhere.parent, planted_class / "home00" / "linked")  # a link out of the folder
+    lines = []
+    report = class_report.build([str(planted_class)], warn=lines.append)
+    assert report.n == 12 and report.exercises["split_heads"].passed == 3
+    assert len(lines) == 2 and all("alice (" in line for line in lines)
+
+
+def test_one_malformed_file_never_stops_the_report(planted_class, tmp_path, capsys):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    deep = {"format": "day11-progress", "version": 2, "questions": {}, "exercises": {}}
+    (bad / "deep.json").write_text(json.dumps(deep)[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    (bad / "latin1.json").write_bytes(b'{"format": "day11-progress", "name": "\xe9"}')
+    os.mkfifo(bad / "fifo.json")  # reading it would block for ever
+    os.mkdir(bad / "folder.json")
+    out = tmp_path / "out"
+    assert class_report.main([str(planted_class), str(bad), "--out", str(out)]) == 0
+    assert (out / "class-report.html").is_file() and len(_rows(out)) > 1
+    lines = capsys.readouterr().err.splitlines()
+    assert sorted(name for name in ("deep.json", "latin1.json", "fifo.json") if any(name in x for x in lines)) == [
+        "deep.json", "fifo.json", "latin1.json"]
+    assert len(lines) == 3  # one line each; a folder named *.json is searched, not read
+
+
 def test_answers_to_an_earlier_version_are_kept_apart(tmp_path):
     path = tmp_path / "s" / "progress.json"
     _answer(Progress(path), "Q2", WRONG_Q2)

@@ -563,12 +563,20 @@ def exercise_mistake(mistake: str, message: str | None) -> str:
     return f"{name}：{_short(told, 80)}" if name != mistake else _short(told, 80)
 
 
+def inert(cell):
+    """A text cell that a spreadsheet would read as a formula gets a leading ' (OWASP's advice on CSV injection);
+    the report's own numbers stay numbers."""
+    if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + cell
+    return cell
+
+
 def write(r: Report, out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path, csv_path = out_dir / "class-report.html", out_dir / "class-report.csv"
     html_path.write_text(page(r), encoding="utf-8")
     with open(csv_path, "w", newline="", encoding="utf-8-sig") as f:  # utf-8-sig: Excel reads the Chinese
-        csv.writer(f).writerows(csv_rows(r))
+        csv.writer(f).writerows([inert(cell) for cell in row] for row in csv_rows(r))
     return html_path, csv_path
 
 

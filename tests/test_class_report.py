@@ -79,7 +79,7 @@ def _answers():
 
 
 def _rows(out: Path):
-    with open(out / "class-report.csv", encoding="utf-8-sig") as f:
+    with open(out / "class-report.csv", newline="", encoding="utf-8-sig") as f:
         return list(csv.DictReader(f))
 
 
@@ -158,6 +158,20 @@ def test_one_malformed_file_never_stops_the_report(planted_class, tmp_path, caps
     assert sorted(name for name in ("deep.json", "latin1.json", "fifo.json") if any(name in x for x in lines)) == [
         "deep.json", "fifo.json", "latin1.json"]
     assert len(lines) == 3  # one line each; a folder named *.json is searched, not read
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_neutralised(planted_class, tmp_path):
+    first = sorted(planted_class.rglob("progress.json"))[0]
+    names = ["=1+2", "+1", "-1", "@SUM(1)", "\tA", "\rB"]
+    for i, name in enumerate(names):  # files named by the student (--names shows the file's name)
+        (tmp_path / "handed" / str(i)).mkdir(parents=True)
+        shutil.copy(first, tmp_path / "handed" / str(i) / f"{name}.json")
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "handed"), "--names", "--out", str(out)]) == 0
+    rows = _rows(out)
+    labels = {r["item"] for r in rows if r["kind"] == "student"}
+    assert labels == {"'" + name for name in names}
+    assert all(r["count"].isdigit() for r in rows)  # the report's own numbers are left as numbers
 
 
 def test_answers_to_an_earlier_version_are_kept_apart(tmp_path):

@@ -18,7 +18,6 @@ import argparse
 import csv
 import glob
 import hashlib
-import html
 import importlib.util
 import json
 import os
@@ -195,22 +194,17 @@ def describe_mistake(q, mistake: str) -> str:
     if name == "option":
         for k, label, why in getattr(key, "options", ()):
             if k == value:
-                return f"选了 {k}「{_short(label)}」：{_short(why, 60)}"
+                return f"选了 {k}「{' '.join(str(label).split())}」：{why}"
     if name == "missing":
         return "漏选了该选的选项"
     for box in getattr(key, "boxes", ()):
         if box.name == name:
             read, _ = box.read(value)
             why = box.wrong_why(read) if read is not None else ""
-            return f"{box.label} 填 {value}" + (f"：{_short(why, 60)}" if why else "")
+            return f"{box.label} 填 {value}" + (f"：{why}" if why else "")
     if name == "shape":
         return f"形状写成 {value}"
     return mistake
-
-
-def _short(text: str, limit: int = 24) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ------------------------------------------------------------------------------------------ counting
@@ -428,123 +422,43 @@ def csv_rows(r: Report):
         yield ("interview", INTERVIEW, "ticked", c, point)
 
 
-CSS = """
-:root { color-scheme: light dark; --fg:#1f2328; --bg:#ffffff; --muted:#57606a; --bar:#0b5cad; --line:#d0d7de;
-        --warn:#9a3412; }
-@media (prefers-color-scheme: dark) {
-  :root { --fg:#e6edf3; --bg:#0d1117; --muted:#9da7b3; --bar:#58a6ff; --line:#30363d; --warn:#fdba74; } }
-body { font-family: "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif; color: var(--fg);
-       background: var(--bg); max-width: 60rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.6; }
-table { border-collapse: collapse; margin: .5rem 0 1.5rem; } th { white-space: nowrap; }
-th, td { border: 1px solid var(--line);
-        padding: .25rem .6rem; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.muted { color: var(--muted); } .warn { color: var(--warn); }
-figure { margin: .5rem 0; } svg text { fill: var(--fg); font-size: 13px; } svg rect { fill: var(--bar); }
-.pair { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
-ul.glance { border-left: 4px solid var(--bar); padding: .3rem .5rem .3rem 1.6rem; }
-"""
-
-
-def bar_svg(items: list[tuple[str, int]], total: int, alt: str) -> str:
-    """Horizontal bars, named by ``alt`` (what the picture shows, from the same numbers as the table beside it)."""
-    width, label_w, row_h = 520, 250, 24
-    height = row_h * max(len(items), 1) + 8
-    parts = [f'<svg role="img" aria-label="{html.escape(alt)}" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}"><title>{html.escape(alt)}</title>']  # fmt: skip
-    scale = (width - label_w - 40) / max(total, 1)
-    for i, (label, count) in enumerate(items):
-        y = 4 + i * row_h
-        parts.append(f'<text x="0" y="{y + 16}">{html.escape(_short(label, 18))}</text>'
-                     f'<rect x="{label_w}" y="{y + 4}" width="{count * scale:.1f}" height="{row_h - 8}"/>'
-                     f'<text x="{label_w + count * scale + 6:.1f}" y="{y + 16}">{count}</text>')  # fmt: skip
-    return "".join(parts) + "</svg>"
-
-
-def table(head: tuple, rows: list[tuple], caption: str = "") -> str:
-    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    th = "".join(f"<th scope='col'>{html.escape(str(h))}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td class='num'>{c}</td>" if isinstance(c, int)
-                                    else f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
-                   for row in rows)  # fmt: skip
-    return f"<table>{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _first_wrong(row: QuestionRow) -> int:
     """Students not right on their first try (self-explanations are never judged, so never counted here)."""
     return row.later_right + row.never
 
 
 def page(r: Report) -> str:
-    e = html.escape
+    """The page, from class_report.html.j2 (jinja2 escapes every value; nothing here is escaped by hand)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True,
+                             undefined=jinja2.StrictUndefined)  # fmt: skip
     stops = [(r.section(s), c) for s, c in sorted(r.stopped.items(), key=lambda t: -t[0])]
     missed = sorted(((_first_wrong(row), qid) for qid, row in r.questions.items() if _first_wrong(row)),
                     key=lambda t: -t[0])  # fmt: skip
-    anonymous = not r.names or r.names[0].startswith("学生 ")
-    out = [f"<!doctype html><html lang='zh-CN'><head><meta charset='utf-8'><title>Day 11 班级报告</title>"
-           f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style></head><body>"
-           f"<main><h1>Day 11 · 多头注意力：班级报告</h1>"
-           f"<p>{r.n} 名学生的进度（{'匿名编号' if anonymous else '显示姓名'}）。"
-           "只统计每道题<strong>当前版本</strong>的作答；旧版题目的作答单独列出。</p>"]  # fmt: skip
-    glance = ["全班停在：" + "；".join(f"{label} <strong>{c} 人</strong>" for label, c in stops)]
-    if missed:
-        glance.append("第一次没答对最多的题：" + "、".join(f"{e(q)}（{n} 人）" for n, q in missed[:3]))
-    nobody = [name for name, row in r.exercises.items() if row.tried and not row.passed]
-    if nobody:
-        glance.append("提交过但没人通过的练习：" + "、".join(map(e, nobody)))
-    out.append("<ul class='glance'>" + "".join(f"<li>{g}</li>" for g in glance) + "</ul>")
-
-    out.append("<h2>最常见的误解</h2>")
-    if r.misconceptions:
-        out.append("<ol class='top'>" + "".join(
-            f"<li><strong>{c} 人</strong>　{e(qid)}：{e(text)}"
-            f"<span class='muted'>（讲解：{e(r.titled(sec))}）</span></li>"
-            for c, qid, _, text, sec in r.misconceptions[:3]) + "</ol>")  # fmt: skip
-        out.append(table(("人数", "题目", "误解", "讲解它的地方"),
-                         [(c, qid, text, r.titled(sec)) for c, qid, _, text, sec in r.misconceptions],
-                         "全部误解，按人数排序"))
-    else:
-        out.append("<p class='muted'>还没有记录到具名的错误。</p>")
-
-    out.append("<h2>学生停在哪里</h2><p class='muted'>每名学生最后一次作答所在的节（题目或代码练习）。</p>")
-    alt = "最后作答所在的节，学生人数：" + "；".join(f"{label} {c} 人" for label, c in stops)
-    out.append(f"<div class='pair'><figure>{bar_svg(stops, r.n, alt)}</figure>"
-               f"{table(('最后作答的节', '人数'), stops)}</div>")
-
-    out.append("<h2>每道题</h2>")
-    qrows = [(qid, _short(r.prompts.get(qid, ""), 30), row.section, row.answered, row.first_right, row.later_right,
-              row.never, row.old) for qid, row in r.questions.items()]  # fmt: skip
-    out.append(table(("题号", "题目", "讲解的节", "作答", "一次答对", "后来答对", "一直没对", "旧版作答"), qrows,
-                     "自我解释题（自由作答）不评对错，只在下文统计勾选的要点"))
-    if missed:
-        items = [(qid, n) for n, qid in missed[:8]]
-        alt = "第一次没答对的人数最多的题：" + "；".join(f"{q} {n} 人" for q, n in items)
-        caption = "<figcaption class='muted'>第一次没答对的人数（与上表的「后来答对」＋「一直没对」相同）</figcaption>"
-        out.append(f"<figure>{bar_svg(items, r.n, alt)}{caption}</figure>")
-
-    out.append("<h2>代码练习</h2>")
-    erows = [(name, row.tried, row.passed, row.failing, row.unconfirmed,
-              "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
-             for name, row in r.exercises.items()]  # fmt: skip
-    out.append(table(("练习", "提交过", "通过", "仍未通过", "通过但未确认", "具名错误（人数）"), erows,
-                     "「未确认」：用 --recheck 在隔离的检查进程里重跑学生的代码，没有再次通过"))
-
-    out.append("<h2>自我解释（只计数，不评分）</h2>")
-    for qid, row in r.questions.items():
-        if row.covered:
-            points = sorted(row.covered.items(), key=lambda t: -t[1])
-            out.append(table(("勾选的要点", "人数"), points, f"{qid}：{row.answered} 人写过，自己勾选的要点"))
+    misconceptions = [{"count": c, "item": item, "text": text, "where": r.titled(sec)}
+                      for c, item, _, text, sec in r.misconceptions]  # fmt: skip
+    explained = [(f"{qid}：{row.answered} 人写过，自己勾选的要点", sorted(row.covered.items(), key=lambda t: -t[1]))
+                 for qid, row in r.questions.items() if row.covered]  # fmt: skip
     took, ticked = r.interview
     if took:
-        out.append(table(("勾选的要点", "人数"), sorted(ticked.items(), key=lambda t: -t[1]),
-                         f"第 8 节面试自检：{took} 人写过"))
-    out.append("<h2>每名学生</h2>")
-    out.append(table(("学生", "最后作答的节", "作答的题", "一次答对", "通过的练习"),
-                     [(label, r.section(last), *counts) for label, last, *counts in r.students],
-                     "匿名时按文件路径编号；加 --names 显示家目录名或文件名" if anonymous else "按文件路径排序"))
-    if r.skipped:
-        out.append("<h2>跳过的文件</h2><ul>" + "".join(f"<li class='warn'>{e(s)}</li>" for s in r.skipped) + "</ul>")
-    out.append("</main></body></html>")
-    return "".join(out)
+        explained.append((f"第 8 节面试自检：{took} 人写过", sorted(ticked.items(), key=lambda t: -t[1])))
+    return env.get_template("class_report.html.j2").render(
+        n=r.n, anonymous=not r.names or r.names[0].startswith("学生 "), stops=stops, missed=missed,
+        nobody=[name for name, row in r.exercises.items() if row.tried and not row.passed],
+        misconceptions=misconceptions,
+        misconceptions_rows=[(m["count"], m["item"], m["text"], m["where"]) for m in misconceptions],
+        stops_alt="最后作答所在的节，学生人数：" + "；".join(f"{label} {c} 人" for label, c in stops),
+        question_rows=[(qid, r.prompts.get(qid, ""), row.section, row.answered, row.first_right, row.later_right,
+                        row.never, row.old) for qid, row in r.questions.items()],
+        missed_items=[(qid, c) for c, qid in missed[:8]],
+        missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
+        exercise_rows=[(name, row.tried, row.passed, row.failing, row.unconfirmed,
+                        "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
+                       for name, row in r.exercises.items()],
+        explained=explained,
+        student_rows=[(label, r.section(last), *counts) for label, last, *counts in r.students],
+        skipped=r.skipped)  # fmt: skip
 
 
 def names_of(mistake: str) -> str:
@@ -560,7 +474,7 @@ def exercise_mistake(mistake: str, message: str | None) -> str:
     told = re.sub(r"^[^：]*=[^：]*：", "", message or "").strip()
     if not told:
         return name
-    return f"{name}：{_short(told, 80)}" if name != mistake else _short(told, 80)
+    return f"{name}：{told}" if name != mistake else told
 
 
 def inert(cell):

@@ -110,8 +110,8 @@ def test_page_and_csv_say_the_same_numbers(planted_class, tmp_path):
     named = tmp_path / "named"
     class_report.main([str(planted_class), "--out", str(named), "--names"])
     assert "home00" in (named / "class-report.html").read_text("utf-8")  # names only with --names
-    for svg in page.split("<svg")[1:]:
-        assert 'aria-label="' in svg.split(">", 1)[0]  # every picture says what it shows
+    pictures = _dom(page).select("[role=img]")
+    assert len(pictures) == 2 and all(p.get("aria-label", "").strip() for p in pictures)  # each says what it shows
 
 
 def test_bad_files_are_skipped_with_a_line(planted_class, tmp_path, capsys):
@@ -172,6 +172,75 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(planted_class, tmp_pa
     labels = {r["item"] for r in rows if r["kind"] == "student"}
     assert labels == {"'" + name for name in names}
     assert all(r["count"].isdigit() for r in rows)  # the report's own numbers are left as numbers
+
+
+def _dom(page: str):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(page, "html.parser")
+
+
+def _sections(page: str) -> dict:
+    """Each h2's text -> the elements after it, up to the next h2."""
+    out, current = {}, None
+    for node in _dom(page).main.find_all(recursive=False):
+        if node.name == "h2":
+            current = out.setdefault(node.get_text(), [])
+        elif current is not None:
+            current.append(node)
+    return out
+
+
+def test_the_page_shows_whole_stems_and_choice_texts_and_says_when_a_section_is_empty(tmp_path):
+    path = tmp_path / "s" / "progress.json"
+    _answer(Progress(path), "Q2", RIGHT_Q2)  # one student, one right answer: most sections have nothing
+    report = class_report.build([str(path)])
+    dom = _dom(class_report.page(report))
+    cells = [td.get_text() for td in dom.find_all("td")]
+    for qid in questions.question_ids():  # every stem whole, as the question bank holds it
+        assert questions.question(qid).prompt.removeprefix(qid).strip() in cells
+    for qid in questions.question_ids():  # every choice whole, and why it is wrong
+        for key, label, why in getattr(questions.question(qid).key, "options", ()):
+            text = class_report.describe_mistake(questions.question(qid), f"option={key}")
+            assert " ".join(label.split()) in text and why in text
+    for heading, nodes in _sections(class_report.page(report)).items():
+        assert any(n.get_text(strip=True) for n in nodes), heading  # a sentence, a table or a list
+    assert not dom.find("svg") and dom.find_all("caption")  # captions kept
+
+
+def test_a_students_file_name_is_text_on_the_page_never_markup(planted_class, tmp_path):
+    first = sorted(planted_class.rglob("progress.json"))[0]
+    (tmp_path / "handed").mkdir()
+    shutil.copy(first, tmp_path / "handed" / "<img src=x onerror=alert(1)>.json")
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "handed"), "--names", "--out", str(out)]) == 0
+    dom = _dom((out / "class-report.html").read_text("utf-8"))
+    assert dom.find("img") is None and "<img src=x onerror=alert(1)>" in dom.get_text()
+
+
+def test_the_page_reads_at_390px_without_sideways_scrolling(planted_class, tmp_path):
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("没有 playwright")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("没有 chromium")
+    out = tmp_path / "out"
+    assert class_report.main([str(planted_class), "--out", str(out)]) == 0
+    widths = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"], headless=True)
+        try:
+            for scheme in ("light", "dark"):
+                context = browser.new_context(color_scheme=scheme, viewport={"width": 390, "height": 844})
+                page = context.new_page()
+                page.goto((out / "class-report.html").as_uri())
+                widths[scheme] = page.evaluate("document.documentElement.scrollWidth")
+                context.close()
+        finally:
+            browser.close()
+    assert widths == {"light": 390, "dark": 390}
 
 
 def test_answers_to_an_earlier_version_are_kept_apart(tmp_path):

@@ -105,7 +105,9 @@ def test_page_and_csv_say_the_same_numbers(planted_class, tmp_path):
     assert got[("exercise_mistake", "split_heads", "transpose")] == 3
     assert got[("stopped", "第 5 节", "students")] == 2
     page = (out / "class-report.html").read_text("utf-8")
-    assert "home00" not in page and "学生 1<" in page  # anonymous: numbered, no home folder names
+    students = _dom(page).find_all("table")[-1].tbody.find_all("tr")  # the last table: one row per student
+    labels = [row.td.get_text() for row in students]
+    assert labels == class_report.build([str(planted_class)]).names and "home00" not in page  # numbered only
     assert got[("student", "学生 11", "last_section")] == 5
     named = tmp_path / "named"
     class_report.main([str(planted_class), "--out", str(named), "--names"])
@@ -193,7 +195,8 @@ def _sections(page: str) -> dict:
 
 def test_the_page_shows_whole_stems_and_choice_texts_and_says_when_a_section_is_empty(tmp_path):
     path = tmp_path / "s" / "progress.json"
-    _answer(Progress(path), "Q2", RIGHT_Q2)  # one student, one right answer: most sections have nothing
+    right = next(a for q, a, is_right in _answers() if q == "Q2" and is_right)
+    _answer(Progress(path), "Q2", right)  # one student, one right answer: most sections have nothing
     report = class_report.build([str(path)])
     dom = _dom(class_report.page(report))
     cells = [td.get_text() for td in dom.find_all("td")]

@@ -346,6 +346,16 @@ def test_recheck_confirms_a_real_pass_and_not_a_wrong_one(tmp_path):
 
 
 @AS_ROOT
+@pytest.mark.parametrize("user", ["no-such-user-here", "root"])
+def test_recheck_with_a_user_it_cannot_use_stops_before_reading_a_file(planted_class, tmp_path, user, monkeypatch):
+    read = []
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
+    out = tmp_path / "report"
+    assert class_report.main([str(planted_class), "--recheck", "--recheck-user", user, "--out", str(out)]) == 2
+    assert read == [] and not out.exists()
+
+
+@AS_ROOT
 def test_a_students_code_runs_as_nobody_with_limits_in_an_empty_folder(tmp_path, shared):
     seen = shared / "open" / "seen.json"
     planted = f"""

@@ -35,7 +35,6 @@ if str(ROOT) not in sys.path:
 
 HUB_GLOB = "/home/*/.local/share/day11-multi-head-attention/progress.json"
 LIVE, EXPORT = "progress.json", "progress-export.json"
-FORMAT = "day11-progress"
 MAX_BYTES = 5 * 1024 * 1024  # the progress store's own cap: a real file is a few KB
 INTERVIEW = "面试"
 
@@ -78,10 +77,11 @@ def _search(top: Path) -> list[Path]:
 
 
 def _seen_before(path: Path, seen: dict) -> str:
-    """Where this file was read already: the same file (device and inode: a hard link) or the same bytes in the
-    same folder (a copy handed in twice, ``alice (1).json``); "" for a file not seen (or not a regular file:
-    read_progress says why). Identical bytes in two students' own folders are two students who did the same
-    thing in the same second (the file holds no student id), not a copy."""
+    """Where this file was read already: the same file (device and inode: a hard link), or the same bytes as a
+    file handed in under another name (``alice (1).json``: a copy); "" for a file not seen (or not a regular
+    file: read_progress says why). Two files under the lesson's own names (progress.json, progress-export.json,
+    each in its student's folder) are two students even with the same bytes: the file holds no student id, and
+    two students who did the same in the same second write the same bytes."""
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return ""
@@ -89,16 +89,23 @@ def _seen_before(path: Path, seen: dict) -> str:
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
             content = hashlib.sha256(f.read(MAX_BYTES + 1)).digest()
-        keys = ((st.st_dev, st.st_ino), (os.path.dirname(os.path.abspath(path)), content))
     except OSError:
         return ""
-    earlier = next((seen[k] for k in keys if k in seen), "")
-    seen.update(dict.fromkeys(keys, path))
+    own_name = path.name in (LIVE, EXPORT)
+    # A renamed copy stands for one file of the lesson's name (the first met): it is used up when that one is met.
+    copy_of = seen.pop(("renamed", content), "") if own_name else seen.get(("any", content), "")
+    earlier = seen.get((st.st_dev, st.st_ino)) or copy_of
+    recorded = [(st.st_dev, st.st_ino), ("any", content)] + ([] if own_name or earlier else [("renamed", content)])
+    seen.update(dict.fromkeys(recorded, path))
     return str(earlier)
 
 
 def read_progress(path: Path) -> tuple[dict | None, str]:
-    """(data, "") for a readable progress file or export, else (None, why) in Chinese. Never follows a link."""
+    """(data, "") for a progress file or export of any format the lesson has written, read as the current one
+    (``progress.migrate``: every field the report reads checked for type and size), else (None, why) in Chinese.
+    Never follows a link."""
+    from lesson_lib.practice.progress import migrate
+
     try:
         st = os.lstat(path)
     except OSError as exc:
@@ -112,19 +119,15 @@ def read_progress(path: Path) -> tuple[dict | None, str]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as f:
-            data = json.loads(f.read(MAX_BYTES + 1).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raw = json.loads(f.read(MAX_BYTES + 1).decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         return None, f"不是可读的 JSON（{type(exc).__name__}）"
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return None, "不是本课（Day 11）的进度文件"
-    version = data.get("version")
-    if type(version) is not int or version < 1:
-        return None, "格式版本无法识别"
-    if version > 2:
-        return None, f"是更新的格式（版本 {version}），请先更新课程仓库"
-    for part in ("questions", "exercises"):
-        if not isinstance(data.get(part, {}), dict):
-            return None, f"「{part}」一栏格式不对"
+    try:
+        data, bad = migrate(raw)
+    except ValueError as exc:
+        return None, str(exc)
+    if bad:
+        return None, bad[0] + (f"（另有 {len(bad) - 1} 处不对）" if len(bad) > 1 else "")
     return data, ""
 
 
@@ -140,10 +143,7 @@ def load_class(paths: list[str], names: bool, warn) -> list[Student]:
             warn(f"跳过 {path}：{why}。")
             continue
         label = _name_of(path) if names else f"学生 {len(students) + 1}"
-        s = Student(label, path, data)
-        if data["version"] == 1:
-            s.notes.append("旧格式（版本 1）：它的作答都算作旧版题目的作答")
-        students.append(s)
+        students.append(Student(label, path, data))
     return students
 
 
@@ -223,69 +223,72 @@ class QuestionRow:
 
 def count_questions(students, qs, versions):
     rows = {qid: QuestionRow(qid, q.section) for qid, q in qs.items()}
+    points = {qid: {p.name for p in getattr(q.key, "points", ())} for qid, q in qs.items()}  # a rubric's own
     for s in students:
-        for qid, entry in s.data.get("questions", {}).items():
-            if qid in rows and isinstance(entry, dict):
-                _count_item(rows[qid], entry, versions.get(qid), s.data["version"])
+        for qid, row in rows.items():
+            _count_item(row, s.data["questions"].get(qid), qid in s.data["earlier"], versions.get(qid), points[qid])
     return rows
 
 
-def _count_item(row: QuestionRow, entry: dict, version, file_version: int) -> None:
-    current = file_version >= 2 and entry.get("question_version") == version
-    if not current:
+def _count_item(row: QuestionRow, entry: dict | None, earlier: bool, version, points: set) -> None:
+    """One student's answers to one question: this version's first try and later ones, each named mistake once
+    (at any try), only the rubric's own ticked points; answers to an earlier version counted apart, never right."""
+    current = bool(entry) and entry["question_version"] == version
+    if earlier or (entry and not current):
         row.old += 1
-        return
-    attempts = [a for a in entry.get("attempts", []) if isinstance(a, dict) and a.get("question_version") == version]
+    attempts = [a for a in entry["attempts"] if a["question_version"] == version] if current else []
     if not attempts:
         return
     row.answered += 1
-    verdicts = [a.get("verdict") for a in attempts]
+    verdicts = [a["verdict"] for a in attempts]
     if verdicts[0] == "right":
         row.first_right += 1
     elif "right" in verdicts:
         row.later_right += 1
-    elif verdicts[0] in ("wrong",):
+    elif verdicts[0] == "wrong":
         row.never += 1
-    mistakes = {m for a in attempts for m in str(a.get("mistake") or "").split(";") if m}
-    row.mistakes.update(mistakes)
-    ticked = {p for a in attempts if a.get("verdict") == "self" for p in a.get("covered") or [] if isinstance(p, str)}
-    row.covered.update(ticked)
+    row.mistakes.update({m for a in attempts for m in (a["mistake"] or "").split(";") if m})
+    row.covered.update({p for a in attempts if a["verdict"] == "self" for p in a.get("covered", ()) if p in points})
 
 
 @dataclass
 class ExerciseRow:
     name: str
     tried: int = 0
-    passed: int = 0
+    first_right: int = 0
+    later_right: int = 0
     failing: int = 0
     unconfirmed: int = 0
-    mistakes: Counter = field(default_factory=Counter)
-    results: Counter = field(default_factory=Counter)
+    mistakes: Counter = field(default_factory=Counter)  # mistake id -> students who made it at any check
     said: dict = field(default_factory=dict)  # mistake id -> the checker's message the first time it was named
+
+    @property
+    def passed(self) -> int:
+        return self.first_right + self.later_right
 
 
 def count_exercises(students, names, recheck=None):
+    """Per exercise: students who tried it, passed at the first check or later (a pass stays a pass), never; each
+    named mistake once per student who made it at any check. ``recheck`` gets the code that passed."""
     rows = {n: ExerciseRow(n) for n in names}
     for s in students:
-        for name, entry in s.data.get("exercises", {}).items():
-            if name not in rows or not isinstance(entry, dict):
-                continue
-            row, result = rows[name], entry.get("result") or entry.get("status")
-            if result in (None, "todo"):
+        for name, row in rows.items():
+            entry = s.data["exercises"].get(name)
+            tried = [c["result"] for c in entry["checks"] if c["result"] != "todo"] if entry else []
+            if not tried and not (entry and entry["passed"]):
                 continue
             row.tried += 1
-            row.results[result] += 1
-            if result == "passed":
-                row.passed += 1
-                if recheck and not recheck(name, entry.get("source")):
-                    row.unconfirmed += 1
-            else:
+            if not entry["passed"]:
                 row.failing += 1
-            named = [m for m in entry.get("mistakes") or [] if isinstance(m, str)]
-            row.mistakes.update(named)
-            for m in named:
-                if isinstance(entry.get("message"), str):
-                    row.said.setdefault(m, entry["message"])
+            elif tried[:1] in ([], ["passed"]):
+                row.first_right += 1
+            else:
+                row.later_right += 1
+            if entry["passed"] and recheck and not recheck(name, entry["passed_source"] or entry["source"]):
+                row.unconfirmed += 1
+            row.mistakes.update({m for c in entry["checks"] for m in c["mistakes"]})
+            for m in entry["mistakes"]:
+                row.said.setdefault(m, entry["message"])
     return rows
 
 
@@ -305,9 +308,9 @@ def _sandbox_module():
 
 def last_section(s: Student, asked: dict[str, int]) -> int:
     """The last section of the notebook in which the student answered anything (0: nothing answered)."""
-    done = [qid for qid, e in s.data.get("questions", {}).items() if isinstance(e, dict) and e.get("attempts")]
-    done += [name for name, e in s.data.get("exercises", {}).items()
-             if isinstance(e, dict) and (e.get("result") or e.get("status")) not in (None, "todo")]  # fmt: skip
+    done = [qid for qid, e in s.data["questions"].items() if e["attempts"]] + list(s.data["earlier"])
+    done += [name for name, e in s.data["exercises"].items()
+             if e["passed"] or any(c["result"] != "todo" for c in e["checks"])]  # fmt: skip
     return max((asked.get(item, 0) for item in done), default=0)
 
 
@@ -328,15 +331,20 @@ def each_student(students, asked, qs, versions, exercise_names) -> list[tuple]:
 
 
 def interview_points(students, version) -> tuple[int, Counter]:
+    """Students who self-assessed this version of the interview, and how many ticked each of the rubric's points
+    (a ticked point whose text is not the rubric's is not counted)."""
+    from lesson_lib.practice.interview import interview_rubric
+
+    points = {p.name for p in interview_rubric().points}
     took, ticked = 0, Counter()
     for s in students:
-        entry = s.data.get("interview")
-        if not isinstance(entry, dict) or entry.get("question_version") != version:
+        entry = s.data["interview"]
+        if not entry or entry["question_version"] != version:
             continue
-        attempts = [a for a in entry.get("attempts", []) if isinstance(a, dict) and a.get("verdict") == "self"]
+        attempts = [a for a in entry["attempts"] if a["verdict"] == "self"]
         if attempts:
             took += 1
-            ticked.update({p for a in attempts for p in a.get("covered") or [] if isinstance(p, str)})
+            ticked.update({p for a in attempts for p in a.get("covered", ()) if p in points})
     return took, ticked
 
 
@@ -405,7 +413,7 @@ def csv_rows(r: Report):
     for count, qid, m, text, _section in r.misconceptions:
         yield ("misconception", qid, m, count, text)
     for name, row in r.exercises.items():
-        for measure in ("tried", "passed", "failing", "unconfirmed"):
+        for measure in ("tried", "passed", "first_right", "later_right", "failing", "unconfirmed"):
             yield ("exercise", name, measure, getattr(row, measure), "")
         for m, c in row.mistakes.items():
             yield ("exercise_mistake", name, m, c, "")
@@ -453,7 +461,7 @@ def page(r: Report) -> str:
                         row.never, row.old) for qid, row in r.questions.items()],
         missed_items=[(qid, c) for c, qid in missed[:8]],
         missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
-        exercise_rows=[(name, row.tried, row.passed, row.failing, row.unconfirmed,
+        exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing, row.unconfirmed,
                         "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
                        for name, row in r.exercises.items()],
         explained=explained,

@@ -1,6 +1,7 @@
 """The class report counts what the students' own progress files hold, planted through the lesson's real checker."""
 
 import csv
+import dataclasses
 import importlib.util
 import json
 import os
@@ -133,7 +134,8 @@ def test_bad_files_are_skipped_with_a_line(planted_class, tmp_path, capsys):
 
 def test_a_copy_or_a_hard_link_is_one_student_and_a_linked_folder_is_not_entered(planted_class, tmp_path_factory):
     first = sorted(planted_class.rglob("progress.json"))[0]
-    shutil.copy(first, first.with_name("alice (1).json"))  # the same export handed in twice
+    (planted_class / "handed").mkdir()
+    shutil.copy(first, planted_class / "handed" / "alice (1).json")  # the same file handed in again, renamed
     os.link(first, first.with_name("alice (2).json"))  # a hard link to the same file
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "progress.json"  # a file outside the class folder
     Progress(elsewhere).record_exercise(SimpleNamespace(name="split_heads", status="passed", message="…",
@@ -167,7 +169,8 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(planted_class, tmp_pa
     names = ["=1+2", "+1", "-1", "@SUM(1)", "\tA", "\rB"]
     for i, name in enumerate(names):  # files named by the student (--names shows the file's name)
         (tmp_path / "handed" / str(i)).mkdir(parents=True)
-        shutil.copy(first, tmp_path / "handed" / str(i) / f"{name}.json")
+        copy = first.read_bytes() + b" " * i  # six students, not one file handed in six times
+        (tmp_path / "handed" / str(i) / f"{name}.json").write_bytes(copy)
     out = tmp_path / "out"
     assert class_report.main([str(tmp_path / "handed"), "--names", "--out", str(out)]) == 0
     rows = _rows(out)
@@ -340,7 +343,8 @@ def _recheck(tmp_path, source: str) -> dict:
 
 @AS_ROOT
 def test_recheck_confirms_a_real_pass_and_not_a_wrong_one(tmp_path):
-    assert _recheck(tmp_path / "right", RIGHT_SPLIT) == {"tried": 1, "passed": 1, "failing": 0, "unconfirmed": 0}
+    right = _recheck(tmp_path / "right", RIGHT_SPLIT)
+    assert (right["tried"], right["passed"], right["unconfirmed"]) == (1, 1, 0)
     wrong = "def split_heads(x, h):\n    return x\n"
     assert _recheck(tmp_path / "wrong", wrong)["unconfirmed"] == 1
 
@@ -454,3 +458,119 @@ def split_heads(x, h):
 """
     assert _recheck(tmp_path, planted)["unconfirmed"] == 1
     assert not marker.exists()
+
+
+# ------------------------------------------------------------------------------------- what a real class hands in
+def _retried_class(folder: Path) -> None:
+    """3 forget the transpose, then fix it; 2 pass, then run the stub again (Restart & Run All, or a fresh copy);
+    1 never passes. The interview: one ticks a point of the rubric and a text of their own."""
+    for i in range(6):
+        progress = Progress(folder / f"s{i}" / "progress.json")
+        if i < 3:
+            _exercise(progress, "split_heads", "wrong", ["transpose"])
+            _exercise(progress, "split_heads", "passed")
+        elif i < 5:
+            _exercise(progress, "split_heads", "passed")
+            _exercise(progress, "split_heads", "todo")
+        else:
+            _exercise(progress, "split_heads", "wrong", ["strided"])
+
+
+def test_a_mistake_fixed_later_is_counted_once_per_student_and_a_pass_stays(tmp_path):
+    _retried_class(tmp_path)
+    report = class_report.build([str(tmp_path)])
+    ex = report.exercises["split_heads"]
+    assert (ex.tried, ex.first_right, ex.later_right, ex.failing) == (6, 2, 3, 1)
+    assert (ex.mistakes["transpose"], ex.mistakes["strided"]) == (3, 1)
+    assert (3, "split_heads", "transpose") in [m[:3] for m in report.misconceptions]
+    assert [passed for *_, passed in report.students] == [1, 1, 1, 1, 1, 0]
+
+
+def test_only_the_rubrics_own_points_are_counted(tmp_path):
+    from lesson_lib.practice import interview
+
+    points = [p.name for p in interview.interview_rubric().points]
+    progress = Progress(tmp_path / "s" / "progress.json")
+    progress.record(interview.interview_self_assess(points[:1]), "…", of=len(points))
+    data = json.loads(progress.path.read_text("utf-8"))
+    data["interview"]["attempts"][-1]["covered"].append("我自己加的一点")  # ticked text the rubric never had
+    q1 = questions.question("Q1")
+    progress.path.write_text(json.dumps(data), "utf-8")
+    other = Progress(tmp_path / "t" / "progress.json")
+    other.record(quiz.assess("Q1", [q1.key.points[0].name]), "…", of=len(q1.key.points))
+    data = json.loads(other.path.read_text("utf-8"))
+    data["questions"]["Q1"]["attempts"][-1]["covered"].append("不是要点")
+    other.path.write_text(json.dumps(data), "utf-8")
+    report = class_report.build([str(tmp_path)])
+    assert report.interview == (1, {points[0]: 1})
+    assert dict(report.questions["Q1"].covered) == {q1.key.points[0].name: 1}
+
+
+def test_answers_to_an_earlier_version_kept_in_format_3_are_counted_apart_never_right(tmp_path):
+    path = tmp_path / "s" / "progress.json"
+    progress = Progress(path)
+    progress.record(dataclasses.replace(quiz.check("Q2", RIGHT_Q2), version="an-old-version"), "32")
+    progress.record(quiz.check("Q2", WRONG_Q2), "64")  # the question changed: the right answer is an earlier one's
+    assert json.loads(path.read_text("utf-8"))["earlier"]["Q2"][0]["solved"]
+    q2 = class_report.build([str(path)]).questions["Q2"]
+    assert (q2.answered, q2.first_right, q2.later_right, q2.never, q2.old) == (1, 0, 0, 1, 1)
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_every_format_the_lesson_has_written_is_read(tmp_path):
+    v1 = {"format": "day11-progress", "version": 1, "questions": {"Q2": {"answer": "32", "attempts": 1,
+          "solved": True, "last": "right", "history": [["32", "right"]]}},
+          "exercises": {"split_heads": {"status": "passed", "message": "全部通过！", "checks": 1}}, "interview": {}}
+    (tmp_path / "v1.json").write_text(json.dumps(v1), "utf-8")
+    (tmp_path / "v2.json").write_bytes((FIXTURES / "progress-v2.json").read_bytes())  # the lesson's own, 41abdf7
+    _answer(Progress(tmp_path / "v3" / "progress.json"), "Q2", RIGHT_Q2)
+    report = class_report.build([str(tmp_path)], warn=pytest.fail)
+    assert report.n == 3 and report.exercises["split_heads"].passed == 2
+    assert report.questions["Q2"].old + report.questions["Q2"].answered == 3  # v1's answer: an earlier version's
+
+
+def _deep(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+def _malformed() -> dict[str, bytes]:
+    """File name -> content: each a student's file with one field of the wrong type or size."""
+    base = {"format": "day11-progress", "version": 3, "questions": {}, "exercises": {}, "interview": {}}
+    attempt = {"answer": "32", "verdict": "right", "mistake": None, "question_version": None}
+    item = {"attempts": [attempt], "n_attempts": 1, "question_version": None, "first_try": "right",
+            "final": "right", "solved": True, "answer": "32"}  # fmt: skip
+    check = {"checks": [{"result": "passed", "mistakes": []}], "n_checks": 1, "passed": True, "result": "passed",
+             "message": "", "mistakes": [], "source": None, "passed_source": None}  # fmt: skip
+    bad = {
+        "number-for-list": {"questions": {"Q2": {**item, "attempts": 5}}},
+        "list-for-string": {"questions": {"Q2": {**item, "attempts": [{**attempt, "verdict": ["right"]}]}}},
+        "huge-string": {"exercises": {"split_heads": {**check, "mistakes": ["x" * 1_000_000]}}},
+        "lone-surrogate": {"questions": {"Q2": {**item, "attempts": [{**attempt, "mistake": "d_k=\ud800"}]}}},
+        "v2-number-for-list": {"version": 2, "exercises": {"split_heads": {"result": "wrong", "checks": 1,
+                                                                           "mistakes": 7}}},
+        "bool-for-count": {"exercises": {"split_heads": {**check, "n_checks": True}}},
+        "earlier-not-a-list": {"earlier": {"Q2": item}},
+    }
+    out = {name: json.dumps({**base, **fields}) for name, fields in bad.items()}
+    out["deep"] = json.dumps(base)[:-1] + f', "x": {_deep(100_000)}}}'  # RecursionError in json.loads
+    out["root-is-a-list"] = "[]"
+    out = {name: text.encode() for name, text in out.items()}
+    out["not-utf8"] = b'{"format": "day11-progress", "version": 3, "x": "\xff"}'
+    return out
+
+
+def test_each_malformed_file_is_one_line_and_the_rest_are_counted(planted_class, tmp_path, capsys):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name, content in _malformed().items():
+        (bad / f"{name}.json").write_bytes(content)
+    out = tmp_path / "out"
+    assert class_report.main([str(planted_class), str(bad), "--out", str(out)]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    named = [[name for name in _malformed() if str(bad / f"{name}.json") in line] for line in lines]
+    assert sorted(names[0] for names in named) == sorted(_malformed()) and all(len(n) == 1 for n in named)
+    assert (out / "class-report.html").exists() and _rows(out)  # the page and the CSV, for the rest
+    report = class_report.build([str(planted_class), str(bad)])
+    assert report.n == 12 and report.questions["Q2"].answered == 10

@@ -96,7 +96,8 @@ def _seen_before(path: Path, seen: dict) -> str:
     copy_of = seen.pop(("renamed", content), "") if own_name else seen.get(("any", content), "")
     earlier = seen.get((st.st_dev, st.st_ino)) or copy_of
     recorded = [(st.st_dev, st.st_ino), ("any", content)] + ([] if own_name or earlier else [("renamed", content)])
-    seen.update(dict.fromkeys(recorded, path))
+    for key in recorded:
+        seen.setdefault(key, path)  # the first file read under each key is the one a later copy names
     return str(earlier)
 
 

@@ -147,6 +147,21 @@ def test_a_copy_or_a_hard_link_is_one_student_and_a_linked_folder_is_not_entered
     assert len(lines) == 2 and all("alice (" in line for line in lines)
 
 
+def test_an_anonymous_page_lists_no_skipped_path(planted_class, tmp_path_factory):
+    """A skipped file's path names its student (home00/…): the anonymous page counts the skipped files, the
+    named page lists them."""
+    handed = tmp_path_factory.mktemp("handed")
+    shutil.copy(sorted(planted_class.rglob("progress.json"))[0], handed / "copy.json")
+    pages = []
+    for names in ((), ("--names",)):
+        out = tmp_path_factory.mktemp("out")
+        assert class_report.main([str(planted_class), str(handed), "--out", str(out), *names]) == 0
+        pages.append(_dom((out / "class-report.html").read_text("utf-8")))
+    anonymous, named = (_sections(str(p)) for p in pages)
+    assert not any(str(planted_class) in n.get_text() for nodes in anonymous.values() for n in nodes)
+    assert any(str(planted_class) in n.get_text() and "copy.json" in n.get_text() for n in list(named.values())[-1])
+
+
 def test_one_malformed_file_never_stops_the_report(planted_class, tmp_path, capsys):
     bad = tmp_path / "bad"
     bad.mkdir()

@@ -304,8 +304,8 @@ def test_the_page_names_the_three_commonest_misconceptions_first(report):
 
 
 def test_recheck_confirms_the_passes_from_the_code_the_kernels_stored(hub_class, tmp_path):
-    """--recheck runs each stored pass again in the sandbox (scripts/recheck_sandbox.py): the three real passes
-    repeat."""
+    """--recheck runs each stored pass again in the sandbox (scripts/recheck_sandbox.py), as root too: the six
+    real passes repeat."""
     tmp, _, _ = hub_class
     files = sorted(glob.glob(str(tmp / PROGRESS_GLOB)))
     kept = [json.loads(Path(f).read_text("utf-8"))["exercises"].get("split_heads", {}) for f in files]

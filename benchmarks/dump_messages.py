@@ -23,8 +23,8 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks"), str(ROOT)]
 import test_checks as t  # noqa: E402  (the tables of bad inputs)
 
 from lesson_lib import attention, costs  # noqa: E402
-from lesson_lib.sections import s05_head_lab  # noqa: E402
 from lesson_lib.checks import check_choice, check_int, check_number  # noqa: E402
+from lesson_lib.sections import s05_head_lab  # noqa: E402
 
 
 def _digest(value):
@@ -62,7 +62,7 @@ def cases():
             yield f"sdpa {'QKV'[which]} {bad_name}", lambda a=arrays: attention.scaled_dot_product_attention(*a)
     for name, mask, *_ in t.BAD_MASKS:
         q = np.ones((4, 3))
-        yield f"sdpa mask {name}", lambda m=mask: attention.scaled_dot_product_attention(q, q, q, mask=m)
+        yield f"sdpa mask {name}", lambda m=mask, q=q: attention.scaled_dot_product_attention(q, q, q, mask=m)
         x, ws = t.inputs(n=4)
         for kname, kernel in lesson.items():
             yield f"{kname} mask {name}", lambda k=kernel, m=mask, x=x, ws=ws: k(x, *ws, t.H, mask=m)

@@ -92,7 +92,7 @@ def _merge_heads(x):
 def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     """h 个头的自注意力：(..., n, d_model) -> (out (..., n, d_model), weights (..., h, n, n))。"""
     x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # X (..., n, d_model)；W (d, d)
-    return _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask)  # (..., n, d_model), (..., h, n, n)
+    return _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask)  # out, weights (..., h, n, n)
 
 
 def _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
@@ -100,7 +100,7 @@ def _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     q = _split_heads(x @ w_q, h)  # (..., h, n, d_k)   一次算出每个 i 的 Q W_i^Q
     k = _split_heads(x @ w_k, h)  # (..., h, n, d_k)   K W_i^K
     v = _split_heads(x @ w_v, h)  # (..., h, n, d_v)   V W_i^V
-    heads, weights = _scaled_dot_product_attention(q, k, v, mask)  # (..., h, n, d_v), (..., h, n, n)
+    heads, weights = _scaled_dot_product_attention(q, k, v, mask)  # (..., h, n, d_v), (.., h, n, n)
     return _merge_heads(heads) @ w_o, weights  # (..., n, d_model)  Concat(head_i) W^O
 
 
@@ -108,7 +108,7 @@ def _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
 def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
     """论文的定义，一次算一个头：放在批量版本旁边的朴素循环。"""
     x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # 掩码 (..., h, n, n) 或 None
-    return _multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask)  # (..., n, d_model), (..., h, n, n)
+    return _multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask)  # out, weights
 
 
 def _multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):

@@ -85,7 +85,8 @@ def _module_defs():
 
 
 DOORS = {"softmax": "check_logits", "scaled_dot_product_attention": "check_qkv", "split_heads": "check_split",
-         "merge_heads": "check_merge", "multi_head_attention": "check_mha", "multi_head_attention_reference": "check_mha"}
+         "merge_heads": "check_merge", "multi_head_attention": "check_mha",
+         "multi_head_attention_reference": "check_mha"}
 
 
 def test_kernel_file_defines_only_the_formulas_section_9_names():

@@ -51,7 +51,7 @@ class LabState:
 
 
 def lab_state(h: int) -> LabState:
-    """Everything the lab shows for h heads (multi_head_attention checks h, once, like every public function)."""
+    """Everything the lab shows for h heads (multi_head_attention checks h: once, at its door)."""
     x, ws = _parameters()
     _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
     h, n = len(weights), len(SENTENCE)  # h as the int the kernel checked

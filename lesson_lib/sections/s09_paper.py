@@ -32,15 +32,17 @@ MHA_TERMS = [
     ("merge_heads(heads) @ w_o", "Concat(head_1, …, head_h) W^O，W^O 是 (h·d_v) × d_model"),
 ]
 
-# Each public function (its check at the door) and the formula function it hands the checked input to.
-KERNELS = [((attention.softmax, attention._softmax), SOFTMAX_TERMS),
-           ((attention.scaled_dot_product_attention, attention._scaled_dot_product_attention), SDPA_TERMS),
-           ((attention.multi_head_attention, attention._multi_head_attention), MHA_TERMS)]
+# Each public function (its check at the door), then the formula function it hands the input to.
+KERNELS = [
+    ((attention.softmax, attention._softmax), SOFTMAX_TERMS),
+    ((attention.scaled_dot_product_attention, attention._scaled_dot_product_attention), SDPA_TERMS),
+    ((attention.multi_head_attention, attention._multi_head_attention), MHA_TERMS),
+]
 
 
 def line_map(fns, terms) -> list[tuple[int, str, str]]:
-    """(line number within the listing of ``fns``, one after another, code line, formula term) for every fragment
-    in ``terms``."""
+    """(line number in the listing of ``fns``, one after another; code line; formula term) for every
+    fragment in ``terms``."""
     lines = [line for fn in fns for line in inspect.getsource(fn).splitlines()]
     rows = []
     for fragment, term in terms:
@@ -53,6 +55,9 @@ def line_map(fns, terms) -> list[tuple[int, str, str]]:
 
 def formula_view():
     """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text for nbval."""
-    views = [text_table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fns, terms)],
-                        code_columns=(0,)).around(before=f"{fns[0].__name__}：") for fns, terms in KERNELS]
+    views = []
+    for fns, terms in KERNELS:
+        rows = [[code, term] for _, code, term in line_map(fns, terms)]
+        table = text_table(["代码", "对应论文里的哪一项"], rows, code_columns=(0,))
+        views.append(table.around(before=f"{fns[0].__name__}："))
     return TextTable("\n\n".join(views), "".join(v.html for v in views))

@@ -62,7 +62,7 @@ def listing_html(text: str) -> str:
 
 
 def show_source(*objs) -> TextTable:
-    """The source of each of ``objs`` in turn (e.g. a kernel function and the formula it hands its checked input
-    to): highlighted in JupyterLab, the plain text where nbval compares."""
+    """The source of each of ``objs`` in turn (a kernel function, then the formula it hands its
+    checked input to): highlighted in JupyterLab, the plain text where nbval compares."""
     text = "\n\n\n".join(inspect.getsource(obj).rstrip("\n") for obj in objs)
     return TextTable(text, listing_html(text))

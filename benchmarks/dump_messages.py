@@ -1,4 +1,6 @@
 """Dump every bad-input message of the public kernel functions: python benchmarks/dump_messages.py OUT.json
+(``--diff BEFORE.json AFTER.json`` lists the cases whose outcome changed; ``DUMP_ROOT=<checkout>`` dumps another
+checkout, e.g. main, with this script)
 
 Runs each bad input of tests/test_checks.py's tables (and a few more: overflows, the size guard, MemoryError)
 through the public functions of lesson_lib.attention, and writes {case: [exception type, message]}; good inputs
@@ -112,5 +114,24 @@ def main(out: str) -> None:
     print(f"{len(dump)} cases ({errors} errors) -> {out}")
 
 
+def diff(before: str, after: str) -> int:
+    """Print every case whose exception type or text (or output digest) changed; the free memory the size guard
+    reports is the machine's state, not the message, so it is masked."""
+    import re
+
+    def load(path):
+        return {k: re.sub(r"可用的内存约 [\d.]+ [KMGT]?B", "可用的内存约 … B", " | ".join(v))
+                for k, v in json.loads(Path(path).read_text(encoding="utf-8")).items()}
+
+    a, b = load(before), load(after)
+    changed = [k for k in a.keys() | b.keys() if a.get(k) != b.get(k)]
+    for k in sorted(changed):
+        print(f"{k}\n  before: {a.get(k)}\n  after:  {b.get(k)}")
+    print(f"{len(a)} cases before, {len(b)} after, {len(changed)} changed")
+    return 1 if changed else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--diff"]:
+        sys.exit(diff(*sys.argv[2:4]))
     main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/door-messages.json")

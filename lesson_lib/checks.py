@@ -1,14 +1,14 @@
 """Checks on what a learner passes in, with a Chinese message that names the argument and says what to do.
 
-Overflow and ``MemoryError`` are not predicted (``translated`` says numpy's report in Chinese); the one size guard is
-for what the OS kills instead of refusing (memory beyond MemAvailable or a cgroup limit)."""
+Overflow and ``MemoryError`` are not predicted (``translated`` says numpy's report in Chinese);
+the one size guard is for what the OS kills instead of refusing (free memory: runtime.memory)."""
 
-import contextlib
 import functools
 import math
-from pathlib import Path
 
 import numpy as np
+
+from lesson_lib.runtime.memory import free_memory
 
 
 class LessonInputError(ValueError):
@@ -220,20 +220,7 @@ def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
     return (x, *weights, h, None if mask is None else check_mask(mask, scores_shape))
 
 
-_ALWAYS_FITS = 256 << 20  # below this, do not read /proc on every call (the §7 sweep calls often)
-_MEMINFO, _CGROUP = Path("/proc/meminfo"), Path("/sys/fs/cgroup")  # Linux; a cgroup v2 limit on a JupyterHub
-
-
-def _free_memory() -> int | None:
-    """Bytes this process may still touch before being killed: MemAvailable, capped by a cgroup v2 limit."""
-    try:
-        room = int(_MEMINFO.read_text().split("MemAvailable:")[1].split()[0]) * 1024
-    except (OSError, IndexError, ValueError):
-        return None  # not Linux: the allocation raises MemoryError instead, which is translated
-    with contextlib.suppress(OSError, ValueError):
-        limit = (_CGROUP / "memory.max").read_text().strip()
-        room = room if limit == "max" else min(room, int(limit) - int((_CGROUP / "memory.current").read_text()))
-    return room
+_ALWAYS_FITS = 256 << 20  # below this, do not ask the OS on every call (the §7 sweep calls often)
 
 
 def _check_memory(scores_shape, dtype, d_v):
@@ -241,7 +228,7 @@ def _check_memory(scores_shape, dtype, d_v):
     itemsize = np.dtype(dtype).itemsize
     weights = math.prod(scores_shape) * itemsize
     need = 4 * weights + math.prod(scores_shape[:-1]) * d_v * itemsize
-    free = None if need <= _ALWAYS_FITS else _free_memory()
+    free = None if need <= _ALWAYS_FITS else free_memory()
     if free is not None and need > free:
         raise AttentionInputError(
             f"这次注意力要算形状为 {tuple(scores_shape)} 的权重（每行 n = {scores_shape[-1]:,} 个数）：权重本身就要 "

@@ -55,7 +55,7 @@ def count(n: int, d_model: int, h: int) -> LayerCount:
 
 def parameters(d_model: int, h: int) -> int:
     """Learnable weights of the layer: W^Q, W^K, W^V (h blocks of d_model × d_k each) and W^O."""
-    d_k = head_width(d_model, check_heads(d_model, h))
+    d_k = head_width(d_model, h)  # checks h: it must divide d_model
     return h * 3 * d_model * d_k + (h * d_k) * d_model  # h·(W_i^Q, W_i^K, W_i^V) + W^O: 4·d_model² for any h
 
 

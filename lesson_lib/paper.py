@@ -10,6 +10,8 @@ LAYERS = 6  # encoder and decoder stacks (§3.1); the appendix figures show enco
 
 # Appendix "Attention Visualizations": figure number -> page (the lesson text says 13–14; 5 is on 15).
 FIGURE_PAGES = {3: 13, 4: 14, 5: 15}
+APPENDIX_LAYER = 5  # every appendix figure is encoder self-attention at layer 5 of LAYERS
+FIGURE_4_HEADS = (5, 6)  # the two heads Figure 4 numbers ("apparently involved in anaphora resolution")
 
 # Table 3 (p. 9; English→German newstest2013, per-wordpiece perplexity, no variance reported), rows "base",
 # (A) and (B). d_model = 512 in every row.

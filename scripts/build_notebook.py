@@ -55,6 +55,8 @@ def parse_cells(text: str, origin: str = "<section>") -> list[dict]:
         if cell.source.strip():
             out.append({"kind": "md" if cell.cell_type == "markdown" else "code",
                         "source": cell.source, "tags": list(cell.metadata.get("tags", []))})
+            if cell.metadata.get("jupyter"):  # e.g. {"source_hidden": true}: §0's check, out of the learner's way
+                out[-1]["jupyter"] = dict(cell.metadata["jupyter"])
     return out
 
 
@@ -83,6 +85,8 @@ def assemble(only: list[str] | None = None, src: Path = SRC):
         nb_cell["id"] = f"c{index:03d}-" + hashlib.sha1(cell["source"].encode()).hexdigest()[:8]
         if cell["tags"]:
             nb_cell.metadata["tags"] = cell["tags"]
+        if cell.get("jupyter"):
+            nb_cell.metadata["jupyter"] = cell["jupyter"]
         nb.cells.append(nb_cell)
     return nb
 
@@ -130,6 +134,9 @@ def execute(nb, notebook: Path = NOTEBOOK):
 
     env_before = dict(os.environ)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # scripts/test.sh exports MPLBACKEND=Agg: a kernel started under it draws nothing on plt.show() unless its
+    # notebook says %matplotlib inline (lab_ablation's stored figure was empty for this reason)
+    os.environ.pop("MPLBACKEND", None)
     # A fresh progress file: the stored outputs and widget state never carry a developer's own answers.
     os.environ["LESSON_PROGRESS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="day11-build-"), "progress.json")
     try:
@@ -160,8 +167,8 @@ def _check_one(src: Path, notebook: Path) -> int:
         return 1
     stored = nbformat.read(notebook, as_version=4)
     built = assemble(src=src)
-    got = [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in stored.cells]
-    want = [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in built.cells]
+    got = [(c.cell_type, c.source, c.metadata.get("tags", []), c.metadata.get("jupyter", {})) for c in stored.cells]
+    want = [(c.cell_type, c.source, c.metadata.get("tags", []), c.metadata.get("jupyter", {})) for c in built.cells]
     if got != want:
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:

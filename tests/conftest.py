@@ -171,18 +171,19 @@ def plt():
 
 @pytest.fixture
 def kernel_calls(monkeypatch):
-    """``kernel_calls(module)`` wraps that module's scaled_dot_product_attention and returns the list of
-    query shapes it is called with, to prove a model's attention goes through the lesson's kernel."""
+    """``kernel_calls(module)`` wraps that module's _scaled_dot_product_attention (the kernel's formula: a
+    model calls the formula, not the checked door, in its loop) and returns the list of query shapes it is
+    called with, to prove a model's attention goes through the lesson's kernel."""
 
     def spy_on(module):
         calls = []
-        kernel = module.scaled_dot_product_attention
+        kernel = module._scaled_dot_product_attention
 
         def spy(q, k, v, mask=None):
             calls.append(q.shape)
             return kernel(q, k, v, mask)
 
-        monkeypatch.setattr(module, "scaled_dot_product_attention", spy)
+        monkeypatch.setattr(module, "_scaled_dot_product_attention", spy)
         return calls
 
     return spy_on

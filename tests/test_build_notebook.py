@@ -354,3 +354,25 @@ def test_lab_cells_tag_exactly_their_widget_and_training_cells(name):
         if cell["kind"] == "code":
             volatile = bool(VOLATILE.search(cell["source"])) or "ablation.sweep(" in cell["source"]
             assert (IGNORE in cell["tags"]) == volatile, cell["source"]
+
+
+def test_every_notebook_that_shows_a_figure_sets_the_inline_backend():
+    """plt.show() draws nothing under MPLBACKEND=Agg (what scripts/test.sh exports) unless the notebook sets
+    %matplotlib inline before it: lab_ablation's stored training figure was empty."""
+    for name, (src, _, _) in bn.NOTEBOOKS.items():
+        code = [c["source"] for c in bn.source_cells(src=src) if c["kind"] == "code"]
+        shows = next((i for i, s in enumerate(code) if "plt.show()" in s), None)
+        if shows is not None:
+            assert any("%matplotlib inline" in s for s in code[:shows + 1]), name
+
+
+@pytest.mark.parametrize("name", list(bn.NOTEBOOKS))
+def test_every_stored_figure_cell_shows_its_figure(name):
+    """A stored cell that calls plt.show() carries the picture it drew (an SVG page or an image)."""
+    import nbformat
+
+    nb = nbformat.read(bn.NOTEBOOKS[name][1], as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "plt.show()" in cell.source:
+            shown = [o for o in cell.outputs if {"text/html", "image/png"} & set(o.get("data", {}))]
+            assert shown, f"{name}: {cell.source[:60]!r} has no stored figure"

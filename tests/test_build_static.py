@@ -213,6 +213,64 @@ def test_every_built_notebook_gets_a_page_the_core_lesson_first(tmp_path):
     assert 'href="index.html"' in nav and '<a href="lab_a.html" aria-current="page">' in nav
 
 
+# ------------------------------------------------------------------------- --out: what a build may replace
+@pytest.fixture
+def quick_build(monkeypatch, tmp_path):
+    """build() into a folder with its slow parts stood in for: one script, a page that is its notebook's name."""
+    monkeypatch.setattr(build_static, "vendor", lambda static: (static / "lesson.css").write_text("p {}"))
+    monkeypatch.setattr(build_static, "export", lambda book, questions: f"<p>{book.stem}</p>")
+    monkeypatch.setattr(build_static, "finish", lambda html, questions, nav: html)
+    monkeypatch.setattr(selfcheck, "export_all", dict)
+    notebook = tmp_path / "lesson.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), notebook)
+    return lambda out: build_static.main(["--out", str(out), "--notebook", str(notebook)])
+
+
+def _tree(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("kind", ["folder of other files", "file"])
+def test_out_refuses_what_is_not_an_earlier_build_and_leaves_it_as_it_was(tmp_path, quick_build, kind):
+    out = tmp_path / "place"
+    if kind == "file":
+        out.write_text("notes")
+    else:
+        (out / "sub").mkdir(parents=True)
+        (out / "sub" / "notes.txt").write_text("notes")
+    before, beside = (_tree(out) if out.is_dir() else out.read_text()), sorted(tmp_path.iterdir())
+    with pytest.raises(SystemExit) as stopped:
+        quick_build(out)
+    assert stopped.value.code not in (0, None)  # a message, exit status 1
+    assert (_tree(out) if out.is_dir() else out.read_text()) == before
+    assert sorted(tmp_path.iterdir()) == beside
+
+
+def test_out_replaces_an_empty_folder_or_an_earlier_build_whole(tmp_path, quick_build):
+    out = tmp_path / "site"
+    out.mkdir()
+    assert quick_build(out) == 0
+    (out / "stale.html").write_text("from a build of an older lesson")
+    assert quick_build(out) == 0
+    assert set(_tree(out)) == {"index.html", "static/lesson.css", build_static.MARKER}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lesson.ipynb", "site"]  # nothing left beside it
+
+
+def test_a_failed_build_leaves_the_earlier_build_as_it_was(tmp_path, quick_build, monkeypatch):
+    out = tmp_path / "site"
+    quick_build(out)
+    before = _tree(out)
+
+    def fails(book, questions):
+        raise RuntimeError("nbconvert failed")
+
+    monkeypatch.setattr(build_static, "export", fails)
+    with pytest.raises(RuntimeError):
+        quick_build(out)
+    assert _tree(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lesson.ipynb", "site"]
+
+
 # --------------------------------------------------------------------------------------------- the real page
 AXE_VERSION = "4.14.1"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -259,26 +259,12 @@ def test_size_guard_compares_with_the_free_memory(monkeypatch):
     x, ws = inputs(n=64)
     weights_bytes = 2 * 64 * 64 * 8  # (h, n, n) float64
     monkeypatch.setattr(checks, "_ALWAYS_FITS", 0)  # look at the free memory even for small sizes
-    monkeypatch.setattr(checks, "_free_memory", lambda: weights_bytes)  # room for the weights only
+    monkeypatch.setattr(checks, "free_memory", lambda: weights_bytes)  # room for the weights only
     assert_chinese(run_all(x, ws), AttentionInputError, "(2, 64, 64)", "64.0 KB")
-    monkeypatch.setattr(checks, "_free_memory", lambda: 100 * weights_bytes)
+    monkeypatch.setattr(checks, "free_memory", lambda: 100 * weights_bytes)
     assert run_all(x, ws)[0] == "ok"
-    monkeypatch.setattr(checks, "_free_memory", lambda: None)  # unknown (not Linux): no guard, MemoryError translated
+    monkeypatch.setattr(checks, "free_memory", lambda: None)  # unknown (not Linux): no guard, MemoryError translated
     assert run_all(x, ws)[0] == "ok"
-
-
-def test_free_memory_is_capped_by_a_cgroup_v2_limit(tmp_path, monkeypatch):
-    """On a JupyterHub the cgroup kills the kernel at its limit while MemAvailable shows the host's memory."""
-    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\nMemAvailable:   8388608 kB\n")
-    (tmp_path / "memory.max").write_text("1073741824\n")
-    (tmp_path / "memory.current").write_text("73741824\n")
-    monkeypatch.setattr(checks, "_MEMINFO", tmp_path / "meminfo")
-    monkeypatch.setattr(checks, "_CGROUP", tmp_path)
-    assert checks._free_memory() == 1_000_000_000
-    (tmp_path / "memory.max").write_text("max\n")
-    assert checks._free_memory() == 8 << 30
-    monkeypatch.setattr(checks, "_CGROUP", tmp_path / "absent")  # no cgroup v2: MemAvailable alone
-    assert checks._free_memory() == 8 << 30
 
 
 # ---------------------------------------------------------------------------------------------

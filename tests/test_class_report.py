@@ -1,14 +1,20 @@
 """The class report counts what the students' own progress files hold, planted through the lesson's real checker."""
 
 import csv
+import dataclasses
 import importlib.util
 import json
 import os
+import select
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from helpers import scaled
 
 from lesson_lib.practice import questions, quiz
 from lesson_lib.practice.progress import Progress
@@ -74,7 +80,7 @@ def _answers():
 
 
 def _rows(out: Path):
-    with open(out / "class-report.csv", encoding="utf-8-sig") as f:
+    with open(out / "class-report.csv", newline="", encoding="utf-8-sig") as f:
         return list(csv.DictReader(f))
 
 
@@ -100,13 +106,15 @@ def test_page_and_csv_say_the_same_numbers(planted_class, tmp_path):
     assert got[("exercise_mistake", "split_heads", "transpose")] == 3
     assert got[("stopped", "第 5 节", "students")] == 2
     page = (out / "class-report.html").read_text("utf-8")
-    assert "home00" not in page and "学生 1<" in page  # anonymous: numbered, no home folder names
+    students = _dom(page).find_all("table")[-1].tbody.find_all("tr")  # the last table: one row per student
+    labels = [row.td.get_text() for row in students]
+    assert labels == class_report.build([str(planted_class)]).names and "home00" not in page  # numbered only
     assert got[("student", "学生 11", "last_section")] == 5
     named = tmp_path / "named"
     class_report.main([str(planted_class), "--out", str(named), "--names"])
     assert "home00" in (named / "class-report.html").read_text("utf-8")  # names only with --names
-    for svg in page.split("<svg")[1:]:
-        assert 'aria-label="' in svg.split(">", 1)[0]  # every picture says what it shows
+    pictures = _dom(page).select("[role=img]")
+    assert len(pictures) == 2 and all(p.get("aria-label", "").strip() for p in pictures)  # each says what it shows
 
 
 def test_bad_files_are_skipped_with_a_line(planted_class, tmp_path, capsys):
@@ -122,6 +130,138 @@ def test_bad_files_are_skipped_with_a_line(planted_class, tmp_path, capsys):
     assert report.n == 12
     assert len(report.skipped) == 4
     assert decoy.read_text("utf-8") == "not yours"
+
+
+def test_a_copy_or_a_hard_link_is_one_student_and_a_linked_folder_is_not_entered(planted_class, tmp_path_factory):
+    first = sorted(planted_class.rglob("progress.json"))[0]
+    (planted_class / "handed").mkdir()
+    shutil.copy(first, planted_class / "handed" / "alice (1).json")  # the same file handed in again, renamed
+    os.link(first, first.with_name("alice (2).json"))  # a hard link to the same file
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "progress.json"  # a file outside the class folder
+    Progress(elsewhere).record_exercise(SimpleNamespace(name="split_heads", status="passed", message="…",
+                                                        mistakes=(), source=None))
+    os.symlink(elsewhere.parent, planted_class / "home00" / "linked")  # a link out of the folder
+    lines = []
+    report = class_report.build([str(planted_class)], warn=lines.append)
+    assert report.n == 12 and report.exercises["split_heads"].passed == 3
+    assert len(lines) == 2 and all("alice (" in line for line in lines)
+
+
+def test_an_anonymous_page_lists_no_skipped_path(planted_class, tmp_path_factory):
+    """A skipped file's path names its student (home00/…): the anonymous page counts the skipped files, the
+    named page lists them."""
+    handed = tmp_path_factory.mktemp("handed")
+    shutil.copy(sorted(planted_class.rglob("progress.json"))[0], handed / "copy.json")
+    pages = []
+    for names in ((), ("--names",)):
+        out = tmp_path_factory.mktemp("out")
+        assert class_report.main([str(planted_class), str(handed), "--out", str(out), *names]) == 0
+        pages.append(_dom((out / "class-report.html").read_text("utf-8")))
+    anonymous, named = (_sections(str(p)) for p in pages)
+    assert not any(str(planted_class) in n.get_text() for nodes in anonymous.values() for n in nodes)
+    assert any(str(planted_class) in n.get_text() and "copy.json" in n.get_text() for n in list(named.values())[-1])
+
+
+def test_one_malformed_file_never_stops_the_report(planted_class, tmp_path, capsys):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    deep = {"format": "day11-progress", "version": 2, "questions": {}, "exercises": {}}
+    (bad / "deep.json").write_text(json.dumps(deep)[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    (bad / "latin1.json").write_bytes(b'{"format": "day11-progress", "name": "\xe9"}')
+    os.mkfifo(bad / "fifo.json")  # reading it would block for ever
+    os.mkdir(bad / "folder.json")
+    out = tmp_path / "out"
+    assert class_report.main([str(planted_class), str(bad), "--out", str(out)]) == 0
+    assert (out / "class-report.html").is_file() and len(_rows(out)) > 1
+    lines = capsys.readouterr().err.splitlines()
+    assert sorted(name for name in ("deep.json", "latin1.json", "fifo.json") if any(name in x for x in lines)) == [
+        "deep.json", "fifo.json", "latin1.json"]
+    assert len(lines) == 3  # one line each; a folder named *.json is searched, not read
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_neutralised(planted_class, tmp_path):
+    first = sorted(planted_class.rglob("progress.json"))[0]
+    names = ["=1+2", "+1", "-1", "@SUM(1)", "\tA", "\rB"]
+    for i, name in enumerate(names):  # files named by the student (--names shows the file's name)
+        (tmp_path / "handed" / str(i)).mkdir(parents=True)
+        copy = first.read_bytes() + b" " * i  # six students, not one file handed in six times
+        (tmp_path / "handed" / str(i) / f"{name}.json").write_bytes(copy)
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "handed"), "--names", "--out", str(out)]) == 0
+    rows = _rows(out)
+    labels = {r["item"] for r in rows if r["kind"] == "student"}
+    assert labels == {"'" + name for name in names}
+    assert all(r["count"].isdigit() for r in rows)  # the report's own numbers are left as numbers
+
+
+def _dom(page: str):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(page, "html.parser")
+
+
+def _sections(page: str) -> dict:
+    """Each h2's text -> the elements after it, up to the next h2."""
+    out, current = {}, None
+    for node in _dom(page).main.find_all(recursive=False):
+        if node.name == "h2":
+            current = out.setdefault(node.get_text(), [])
+        elif current is not None:
+            current.append(node)
+    return out
+
+
+def test_the_page_shows_whole_stems_and_choice_texts_and_says_when_a_section_is_empty(tmp_path):
+    path = tmp_path / "s" / "progress.json"
+    right = next(a for q, a, is_right in _answers() if q == "Q2" and is_right)
+    _answer(Progress(path), "Q2", right)  # one student, one right answer: most sections have nothing
+    report = class_report.build([str(path)])
+    dom = _dom(class_report.page(report))
+    cells = [td.get_text() for td in dom.find_all("td")]
+    for qid in questions.question_ids():  # every stem whole, as the question bank holds it
+        assert questions.question(qid).prompt.removeprefix(qid).strip() in cells
+    for qid in questions.question_ids():  # every choice whole, and why it is wrong
+        for key, label, why in getattr(questions.question(qid).key, "options", ()):
+            text = class_report.describe_mistake(questions.question(qid), f"option={key}")
+            assert " ".join(label.split()) in text and why in text
+    for heading, nodes in _sections(class_report.page(report)).items():
+        assert any(n.get_text(strip=True) for n in nodes), heading  # a sentence, a table or a list
+    assert not dom.find("svg") and dom.find_all("caption")  # captions kept
+
+
+def test_a_students_file_name_is_text_on_the_page_never_markup(planted_class, tmp_path):
+    first = sorted(planted_class.rglob("progress.json"))[0]
+    (tmp_path / "handed").mkdir()
+    shutil.copy(first, tmp_path / "handed" / "<img src=x onerror=alert(1)>.json")
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "handed"), "--names", "--out", str(out)]) == 0
+    dom = _dom((out / "class-report.html").read_text("utf-8"))
+    assert dom.find("img") is None and "<img src=x onerror=alert(1)>" in dom.get_text()
+
+
+def test_the_page_reads_at_390px_without_sideways_scrolling(planted_class, tmp_path):
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("没有 playwright")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("没有 chromium")
+    out = tmp_path / "out"
+    assert class_report.main([str(planted_class), "--out", str(out)]) == 0
+    widths = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"], headless=True)
+        try:
+            for scheme in ("light", "dark"):
+                context = browser.new_context(color_scheme=scheme, viewport={"width": 390, "height": 844})
+                page = context.new_page()
+                page.goto((out / "class-report.html").as_uri())
+                widths[scheme] = page.evaluate("document.documentElement.scrollWidth")
+                context.close()
+        finally:
+            browser.close()
+    assert widths == {"light": 390, "dark": 390}
 
 
 def test_answers_to_an_earlier_version_are_kept_apart(tmp_path):
@@ -178,11 +318,274 @@ def test_the_checkers_named_slips_reach_the_page_by_their_chinese_names(tmp_path
     assert {m: text.split("：")[0] for m, text in shown.items()} == {m: exercises.MISTAKES[m] for m in named}
 
 
-def test_recheck_as_root_refuses_and_runs_no_students_code(planted_class, tmp_path, monkeypatch):
-    """Students' files are untrusted: --recheck started as root stops before it reads a file or runs a line."""
-    ran = []
-    monkeypatch.setattr(class_report.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(class_report, "build", lambda *a, **k: ran.append(a))
+# ------------------------------------------------------------------------------------------ --recheck's sandbox
+AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="these hold the sandbox's root path (CI runs as root); "
+                             "not root here, so there is no user switch to test")
+RIGHT_SPLIT = """
+def split_heads(x, h):
+    n, d_model = x.shape
+    return x.reshape(n, h, d_model // h).transpose(1, 0, 2)
+"""
+
+
+def _isolated() -> bool:
+    """The machine lets the sandbox make its namespaces (else the report says so in one line)."""
+    sandbox = class_report._sandbox_module()
+    return subprocess.run([*sandbox.namespaces(), "true"], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def shared(tmp_path):
+    """A folder under the system temp dir that any user can enter (tmp_path's parents are root's only), with
+    ``guarded`` (root's, 0755: only root can write there) and ``open`` (0777)."""
+    base = Path(tempfile.mkdtemp())
+    base.chmod(0o755)
+    (base / "guarded").mkdir(mode=0o755)
+    (base / "open").mkdir()
+    (base / "open").chmod(0o777)
+    yield base
+    shutil.rmtree(base)
+
+
+def _recheck(tmp_path, source: str) -> dict:
+    """One student whose stored split_heads 'passed' with ``source``; the report's CSV counts after --recheck."""
+    result = SimpleNamespace(name="split_heads", status="passed", message="…", mistakes=(), source=source)
+    Progress(tmp_path / "class" / "s1" / "progress.json").record_exercise(result)
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "class"), "--recheck", "--out", str(out)]) == 0
+    return {r["measure"]: int(r["count"]) for r in _rows(out) if r["item"] == "split_heads"}
+
+
+@AS_ROOT
+def test_recheck_confirms_a_real_pass_and_not_a_wrong_one(tmp_path):
+    right = _recheck(tmp_path / "right", RIGHT_SPLIT)
+    assert (right["tried"], right["passed"], right["unconfirmed"]) == (1, 1, 0)
+    wrong = "def split_heads(x, h):\n    return x\n"
+    assert _recheck(tmp_path / "wrong", wrong)["unconfirmed"] == 1
+
+
+@AS_ROOT
+@pytest.mark.parametrize("user", ["no-such-user-here", "root"])
+def test_recheck_with_a_user_it_cannot_use_stops_before_reading_a_file(planted_class, tmp_path, user, monkeypatch):
+    read = []
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
     out = tmp_path / "report"
-    assert class_report.main([str(planted_class), "--recheck", "--out", str(out)]) == 2
-    assert ran == [] and not out.exists()
+    assert class_report.main([str(planted_class), "--recheck", "--recheck-user", user, "--out", str(out)]) == 2
+    assert read == [] and not out.exists()
+
+
+@AS_ROOT
+def test_a_students_code_runs_as_nobody_with_limits_in_an_empty_folder(tmp_path, shared):
+    seen = shared / "open" / "seen.json"
+    planted = f"""
+import json, os, resource  # only modules the supervisor imported: its user may not read the stdlib's folder
+for target in ({str(shared / "guarded" / "planted.txt")!r}, {str(shared / "open" / "planted.txt")!r}):
+    try:
+        with open(target, "w") as f:
+            f.write("planted")
+    except OSError:
+        pass
+limits = [resource.getrlimit(r)[0] for r in (resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_NPROC,
+                                             resource.RLIMIT_FSIZE)]
+with open({str(seen)!r}, "w") as f:
+    json.dump({{"uid": os.getuid(), "cwd": os.getcwd(), "files": os.listdir("."), "env": dict(os.environ),
+               "limits": limits, "interfaces": [line.split(":")[0].strip() for line in open("/proc/net/dev")][2:]}}, f)
+""" + RIGHT_SPLIT
+    assert _recheck(tmp_path, planted)["unconfirmed"] == 0  # it ran, and passed
+    assert not (shared / "guarded" / "planted.txt").exists()  # root's folder: not written
+    assert (shared / "open" / "planted.txt").stat().st_uid != 0  # written, but not as root
+    got = json.loads(seen.read_text("utf-8"))
+    assert got["uid"] != 0 and got["files"] == [] and not Path(got["cwd"]).exists()  # empty, then removed
+    assert set(got["env"]) <= {"PATH", "LANG", "PYTHONPATH", "HOME", "TMPDIR", "OPENBLAS_NUM_THREADS",
+                               "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LC_CTYPE"}
+    assert got["env"]["HOME"] == got["cwd"] and got["env"]["PYTHONPATH"] == str(ROOT)
+    assert -1 not in got["limits"]  # RLIM_INFINITY: each of the four is limited
+    if _isolated():
+        assert got["interfaces"] == ["lo"]  # a network namespace of its own
+
+
+@AS_ROOT
+def test_a_detached_process_does_not_outlive_the_report(tmp_path, shared):
+    """The planted code double-forks a process that leaves the session and holds a FIFO open for writing: the
+    FIFO reads to its end (every writer gone) once the report has returned."""
+    if not _isolated():
+        pytest.skip("this machine does not allow the sandbox's pid namespace (the report says so in one line)")
+    fifo = shared / "open" / "alive"
+    os.mkfifo(fifo, 0o666)
+    fifo.chmod(0o666)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    planted = f"""
+import os, signal
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        fd = os.open({str(fifo)!r}, os.O_WRONLY)
+        os.write(fd, b"started\\n")
+        while True:
+            signal.pause()
+    os._exit(0)
+""" + RIGHT_SPLIT
+    try:
+        _recheck(tmp_path, planted)
+        said = b""
+        while select.select([reader], [], [], scaled(30))[0]:
+            chunk = os.read(reader, 4096)
+            if not chunk:
+                break
+            said += chunk
+        else:
+            pytest.fail("the planted process still holds the FIFO after the report ended")
+    finally:
+        os.close(reader)
+    assert said == b"started\n"  # it did start
+
+
+@AS_ROOT
+@pytest.mark.parametrize("forged", ["verdict", "pickle"])
+def test_forged_answers_on_every_fd_neither_run_nor_confirm(tmp_path, forged):
+    """A wrong function whose module writes a forged JSON verdict, or a crafted pickle, to every fd it can reach,
+    then waits (so that nothing would follow the forgery on a channel it reached)."""
+    marker = tmp_path / "pickle-ran"  # tmp_path is root's alone: only the report's own process could make it
+    payload = {"verdict": b'{"passed": true}\n', "pickle": f"cos\nsystem\n(S'touch {marker}'\ntR.".encode()}
+    planted = f"""
+import os, signal
+for fd in range(256):
+    try:
+        os.write(fd, {payload[forged]!r})
+    except OSError:
+        pass
+for folder in ("/proc/self/fd", f"/proc/{{os.getppid()}}/fd", "/proc/1/fd"):
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        continue
+    for name in names:
+        try:
+            fd = os.open(f"{{folder}}/{{name}}", os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, {payload[forged]!r})
+            os.close(fd)
+        except OSError:
+            pass
+signal.pause()
+
+def split_heads(x, h):
+    return x
+"""
+    assert _recheck(tmp_path, planted)["unconfirmed"] == 1
+    assert not marker.exists()
+
+
+# ------------------------------------------------------------------------------------- what a real class hands in
+def _retried_class(folder: Path) -> None:
+    """3 forget the transpose, then fix it; 2 pass, then run the stub again (Restart & Run All, or a fresh copy);
+    1 never passes. The interview: one ticks a point of the rubric and a text of their own."""
+    for i in range(6):
+        progress = Progress(folder / f"s{i}" / "progress.json")
+        if i < 3:
+            _exercise(progress, "split_heads", "wrong", ["transpose"])
+            _exercise(progress, "split_heads", "passed")
+        elif i < 5:
+            _exercise(progress, "split_heads", "passed")
+            _exercise(progress, "split_heads", "todo")
+        else:
+            _exercise(progress, "split_heads", "wrong", ["strided"])
+
+
+def test_a_mistake_fixed_later_is_counted_once_per_student_and_a_pass_stays(tmp_path):
+    _retried_class(tmp_path)
+    report = class_report.build([str(tmp_path)])
+    ex = report.exercises["split_heads"]
+    assert (ex.tried, ex.first_right, ex.later_right, ex.failing) == (6, 2, 3, 1)
+    assert (ex.mistakes["transpose"], ex.mistakes["strided"]) == (3, 1)
+    assert (3, "split_heads", "transpose") in [m[:3] for m in report.misconceptions]
+    assert [passed for *_, passed in report.students] == [1, 1, 1, 1, 1, 0]
+
+
+def test_only_the_rubrics_own_points_are_counted(tmp_path):
+    from lesson_lib.practice import interview
+
+    points = [p.name for p in interview.interview_rubric().points]
+    progress = Progress(tmp_path / "s" / "progress.json")
+    progress.record(interview.interview_self_assess(points[:1]), "…", of=len(points))
+    data = json.loads(progress.path.read_text("utf-8"))
+    data["interview"]["attempts"][-1]["covered"].append("我自己加的一点")  # ticked text the rubric never had
+    q1 = questions.question("Q1")
+    progress.path.write_text(json.dumps(data), "utf-8")
+    other = Progress(tmp_path / "t" / "progress.json")
+    other.record(quiz.assess("Q1", [q1.key.points[0].name]), "…", of=len(q1.key.points))
+    data = json.loads(other.path.read_text("utf-8"))
+    data["questions"]["Q1"]["attempts"][-1]["covered"].append("不是要点")
+    other.path.write_text(json.dumps(data), "utf-8")
+    report = class_report.build([str(tmp_path)])
+    assert report.interview == (1, {points[0]: 1})
+    assert dict(report.questions["Q1"].covered) == {q1.key.points[0].name: 1}
+
+
+def test_answers_to_an_earlier_version_kept_in_format_3_are_counted_apart_never_right(tmp_path):
+    path = tmp_path / "s" / "progress.json"
+    progress = Progress(path)
+    progress.record(dataclasses.replace(quiz.check("Q2", RIGHT_Q2), version="an-old-version"), "32")
+    progress.record(quiz.check("Q2", WRONG_Q2), "64")  # the question changed: the right answer is an earlier one's
+    assert json.loads(path.read_text("utf-8"))["earlier"]["Q2"][0]["solved"]
+    q2 = class_report.build([str(path)]).questions["Q2"]
+    assert (q2.answered, q2.first_right, q2.later_right, q2.never, q2.old) == (1, 0, 0, 1, 1)
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_every_format_the_lesson_has_written_is_read(tmp_path):
+    v1 = {"format": "day11-progress", "version": 1, "questions": {"Q2": {"answer": "32", "attempts": 1,
+          "solved": True, "last": "right", "history": [["32", "right"]]}},
+          "exercises": {"split_heads": {"status": "passed", "message": "全部通过！", "checks": 1}}, "interview": {}}
+    (tmp_path / "v1.json").write_text(json.dumps(v1), "utf-8")
+    (tmp_path / "v2.json").write_bytes((FIXTURES / "progress-v2.json").read_bytes())  # the lesson's own, 41abdf7
+    _answer(Progress(tmp_path / "v3" / "progress.json"), "Q2", RIGHT_Q2)
+    report = class_report.build([str(tmp_path)], warn=pytest.fail)
+    assert report.n == 3 and report.exercises["split_heads"].passed == 2
+    assert report.questions["Q2"].old + report.questions["Q2"].answered == 3  # v1's answer: an earlier version's
+
+
+def _deep(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+def _malformed() -> dict[str, bytes]:
+    """File name -> content: each a student's file with one field of the wrong type or size."""
+    base = {"format": "day11-progress", "version": 3, "questions": {}, "exercises": {}, "interview": {}}
+    attempt = {"answer": "32", "verdict": "right", "mistake": None, "question_version": None}
+    item = {"attempts": [attempt], "n_attempts": 1, "question_version": None, "first_try": "right",
+            "final": "right", "solved": True, "answer": "32"}  # fmt: skip
+    check = {"checks": [{"result": "passed", "mistakes": []}], "n_checks": 1, "passed": True, "result": "passed",
+             "message": "", "mistakes": [], "source": None, "passed_source": None}  # fmt: skip
+    bad = {
+        "number-for-list": {"questions": {"Q2": {**item, "attempts": 5}}},
+        "list-for-string": {"questions": {"Q2": {**item, "attempts": [{**attempt, "verdict": ["right"]}]}}},
+        "huge-string": {"exercises": {"split_heads": {**check, "mistakes": ["x" * 1_000_000]}}},
+        "lone-surrogate": {"questions": {"Q2": {**item, "attempts": [{**attempt, "mistake": "d_k=\ud800"}]}}},
+        "v2-number-for-list": {"version": 2, "exercises": {"split_heads": {"result": "wrong", "checks": 1,
+                                                                           "mistakes": 7}}},
+        "bool-for-count": {"exercises": {"split_heads": {**check, "n_checks": True}}},
+        "earlier-not-a-list": {"earlier": {"Q2": item}},
+    }
+    out = {name: json.dumps({**base, **fields}) for name, fields in bad.items()}
+    out["deep"] = json.dumps(base)[:-1] + f', "x": {_deep(100_000)}}}'  # RecursionError in json.loads
+    out["root-is-a-list"] = "[]"
+    out = {name: text.encode() for name, text in out.items()}
+    out["not-utf8"] = b'{"format": "day11-progress", "version": 3, "x": "\xff"}'
+    return out
+
+
+def test_each_malformed_file_is_one_line_and_the_rest_are_counted(planted_class, tmp_path, capsys):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name, content in _malformed().items():
+        (bad / f"{name}.json").write_bytes(content)
+    out = tmp_path / "out"
+    assert class_report.main([str(planted_class), str(bad), "--out", str(out)]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    named = [[name for name in _malformed() if str(bad / f"{name}.json") in line] for line in lines]
+    assert sorted(names[0] for names in named) == sorted(_malformed()) and all(len(n) == 1 for n in named)
+    assert (out / "class-report.html").exists() and _rows(out)  # the page and the CSV, for the rest
+    report = class_report.build([str(planted_class), str(bad)])
+    assert report.n == 12 and report.questions["Q2"].answered == 10

@@ -70,9 +70,12 @@ def test_unreadable_version_is_named_not_crashed(healthy):
 
 
 def test_missing_font_package(healthy):
-    healthy.setitem(sys.modules, "mplfonts", None)  # `import mplfonts` now raises ImportError
+    from lesson_lib.show import plotting
+
+    healthy.setattr(plotting, "SYSTEM_FONT_DIRS", ())  # no system copy of the font
+    healthy.setitem(sys.modules, "noto_cjk_sans_otc", None)  # `import noto_cjk_sans_otc` now raises ImportError
     found = env.problems()
-    assert len(found) == 1 and "pip install mplfonts" in next(iter(found.values()))  # one problem: the font
+    assert len(found) == 1 and "pip install noto-cjk-sans-otc" in next(iter(found.values()))  # one problem: the font
 
 
 def test_check_prints_only_what_is_wrong(monkeypatch, capsys):
@@ -92,7 +95,7 @@ def test_check_prints_only_what_is_wrong(monkeypatch, capsys):
 
 
 def test_check_with_matplotlib_missing_prints_instead_of_raising(healthy, capsys):
-    """The font is set up through matplotlib and mplfonts: with one missing, §0 still prints what to install."""
+    """The font is set up through matplotlib and the font package: with one missing, §0 still prints what to install."""
     from lesson_lib.runtime import blas
 
     healthy.setattr(blas, "fit_blas_to_cpus", lambda cpus=None: None)

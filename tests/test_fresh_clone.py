@@ -172,6 +172,12 @@ def _assert_serves_the_course(run: dict, clone: Path) -> None:
     out = run["output"]
     # nothing pip or the build backend says in English to a learner who cannot act on it
     assert "BuildBackendWarning" not in out and "DEPRECATION" not in out and "Traceback" not in out
+    # no English sentence in the terminal before the lesson opens (pip's output goes to a log; the server logs
+    # warnings only), and the one URL is the copy's, token included
+    english = re.compile(r"[A-Za-z]{2,}(?:[ ,']+[A-Za-z]{2,}){3,}")
+    assert [line for line in out.splitlines() if english.search(re.sub(r"https?://\S+", "", line))] == []
+    assert re.findall(r"https?://\S+", out) == [re.search(r"http://localhost:\d+/lab/tree/my_lesson/\S+\?token=\w+",
+                                                           out).group(0)]
     settings = json.loads((clone / ".venv/share/jupyter/lab/settings/overrides.json").read_text(encoding="utf-8"))
     assert settings["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"  # JupyterLab's own menus
     assert settings["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"

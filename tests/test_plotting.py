@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,17 +49,36 @@ def test_missing_glyph_warning_is_what_we_guard_against(plt):
 
 
 def test_use_chinese_font_registers_noto_sans_cjk():
-    """The font shipped by mplfonts is registered (so no system font is needed) and is the default sans-serif."""
+    """Noto Sans CJK (the system's or the pip package's) is registered and its SC face is the default sans-serif."""
     from matplotlib import font_manager
 
     assert plotting.use_chinese_font() == plotting.CJK_FONT == "Noto Sans CJK SC"
     shipped = str(plotting.font_path())
-    assert shipped.endswith("NotoSansCJKsc-Regular.otf")
+    assert shipped.endswith("NotoSansCJK-Regular.ttc")
     assert any(f.fname == shipped and f.name == plotting.CJK_FONT for f in font_manager.fontManager.ttflist)
     path = font_manager.findfont(font_manager.FontProperties(family=["sans-serif"]), fallback_to_default=False)
     names = {f.name for f in font_manager.fontManager.ttflist if f.fname == str(path)}
     assert plotting.CJK_FONT in names  # the shipped file, or an identical system copy of the same face
     assert plotting.use_chinese_font() == plotting.CJK_FONT  # calling again is harmless
+
+
+def test_the_systems_copy_of_the_font_is_used_where_there_is_one(tmp_path, monkeypatch):
+    (tmp_path / "NotoSansCJK-Regular.ttc").write_bytes(b"")
+    monkeypatch.setattr(plotting, "SYSTEM_FONT_DIRS", (tmp_path / "absent", tmp_path))
+    assert plotting.font_path() == tmp_path / "NotoSansCJK-Regular.ttc"
+
+
+def test_the_environment_has_one_free_cjk_font_file_and_no_more_than_20_mb_of_fonts():
+    """No mplfonts and no non-free font (SimHei) in the lesson's environment: its font files over 1 MB are the
+    one Noto Sans CJK collection (OFL), under 20 MB (the small ones are matplotlib's and JupyterLab's own)."""
+    from importlib import metadata
+
+    fonts = [p for p in Path(sys.prefix).rglob("*") if p.suffix.lower() in {".ttf", ".otf", ".ttc"} and p.is_file()]
+    large = [p for p in fonts if p.stat().st_size > 1_000_000]
+    assert {p.name for p in large} <= {"NotoSansCJK-Regular.ttc"}
+    assert sum(p.stat().st_size for p in large) <= 20_000_000
+    with pytest.raises(metadata.PackageNotFoundError):
+        metadata.version("mplfonts")
 
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -216,7 +236,7 @@ def test_importing_any_lesson_lib_module_does_not_import_matplotlib_or_ipywidget
         "for mod in pkgutil.iter_modules(lesson_lib.__path__):\n"
         "    importlib.import_module('lesson_lib.' + mod.name)\n"
         "heavy = sorted(m for m in sys.modules\n"
-        "               if m.split('.')[0] in ('matplotlib', 'ipywidgets', 'mplfonts', 'IPython', 'PIL'))\n"
+        "               if m.split('.')[0] in ('matplotlib', 'ipywidgets', 'noto_cjk_sans_otc', 'IPython', 'PIL'))\n"
         "print(heavy)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

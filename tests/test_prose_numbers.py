@@ -108,7 +108,7 @@ def test_every_h_and_d_k_pair_fits_d_model(lines):
 
 def test_ablation_lab_sizes_are_the_toys(ablation_lab):
     """The lab's toy is narrower than the paper: 「h = 16（每头 2 维）」 and 「d_k = 1」 are d_model = 32 divided by h;
-    「12 个位置、32 个头」 and 「64 个键符号」 are the task's T, the d_k = 1 model's h and K."""
+    「h = 32 时」 and 「64 个键符号」 are the d_k = 1 model's h and the task's K."""
     from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK
 
     toy_d = DEFAULT_CONFIG.d_model
@@ -117,8 +117,8 @@ def test_ablation_lab_sizes_are_the_toys(ablation_lab):
     for m in _matches(r"d_k = (\d+)", ablation_lab):
         assert int(m.group(1)) in {head_width(toy_d, h) for h in range(1, toy_d + 1) if toy_d % h == 0} | {
             r["d_k"] for r in TABLE3}, m.group(0)
-    m = _matches(r"(\d+) 个位置、(\d+) 个头", ablation_lab)[0]
-    assert (int(m.group(1)), int(m.group(2))) == (DEFAULT_TASK.T, toy_d // 1)
+    m = _matches(r"h = (\d+) 时前一个、后一个照样学会了", ablation_lab)[0]
+    assert int(m.group(1)) == toy_d // 1  # the d_k = 1 model
     assert int(_matches(r"(\d+) 个键符号", ablation_lab)[0].group(1)) == DEFAULT_TASK.K
 
 
@@ -238,7 +238,6 @@ def test_figure_pages(markdown, real_heads_lab):
     m = _matches(r"一共(.)张图[^。]*?（第 (\d+)–(\d+) 页）", real_heads_lab)[0]
     assert "一二三四五"[len(pages) - 1] == m.group(1)
     assert (int(m.group(2)), int(m.group(3))) == (min(pages.values()), max(pages.values()))
-    assert "严格来说" in markdown
 
 
 QUOTES = (  # the paper's words, verbatim (§3.2.2 and §3.2.2's last sentence)
@@ -273,9 +272,13 @@ BIG_D_MODEL, BIG_HEADS = 1024, 16  # the paper's Table 3 "big" row (not in lesso
 
 def test_minilm_table_in_the_real_heads_lab(real_heads_lab):
     """The lab's comparison table: the paper's base (or big) model beside MiniLM's config; 72 heads = 6 × 12."""
-    assert f"| d_model | {D}（若是基础模型；大模型是 {BIG_D_MODEL}） | {MINILM_WIDTH} |" in real_heads_lab
-    assert f"| 每层头数 | {H}（若是基础模型；大模型是 {BIG_HEADS}） | {MINILM_HEADS} |" in real_heads_lab
-    assert f"| 层数 | {paper.LAYERS} | {MINILM_LAYERS} |" in real_heads_lab
+    def row(name):  # the numbers of one table row, in order
+        line = next(x for x in real_heads_lab.splitlines() if x.startswith(f"| {name} |"))
+        return [int(v) for v in re.findall(r"\d+", line.removeprefix(f"| {name} |"))]
+
+    assert row("d_model") == [D, BIG_D_MODEL, MINILM_WIDTH]
+    assert row("每层头数") == [H, BIG_HEADS, MINILM_HEADS]
+    assert row("层数") == [paper.LAYERS, MINILM_LAYERS]
     assert head_width(BIG_D_MODEL, BIG_HEADS) == D_K
     assert _matches(rf"{MINILM_LAYERS * MINILM_HEADS} 个头", real_heads_lab)
 

@@ -69,8 +69,12 @@ def test_attention_ignores_order_until_positions_are_added():
     for n, d, h in [(6, 512, 8), (5, 12, 3), (9, 16, 1)]:
         check = heads.order_and_position(n=n, d_model=d, h=h, seed=n)
         assert check["without_position"] < heads.ROUNDOFF and check["with_position"] > 0.1
-    lines = heads.order_text(n=6, d_model=512, h=8).splitlines()
-    assert lines[0].endswith("最大差 < 1e-12，每个词元读到的内容一样") and "内容变了" in lines[1]
+    import re
+
+    check = heads.order_and_position(n=6, d_model=512, h=8)
+    printed = [re.search(r"最大差 (< \S+?|[\d.]+)，", line).group(1) for line in
+               heads.order_text(n=6, d_model=512, h=8).splitlines()]
+    assert printed == [f"< {heads.ROUNDOFF:.0e}", f"{check['with_position']:.2f}"]
 
 
 def test_every_trained_model_of_the_lesson_adds_positions():
@@ -133,3 +137,29 @@ def test_section_3_residual_stream_keeps_the_token_and_adds_each_head():
     shares = [heads_out[i] @ w_o[i * d // h:(i + 1) * d // h] for i in range(h)]  # head_i W^O_i, (n, d) each
     np.testing.assert_allclose(out, sum(shares), atol=1e-12)
     np.testing.assert_allclose((x + out) - x, sum(shares), atol=1e-12)
+
+
+def test_section_6_appendix_facts_are_the_papers():
+    """§6's three appendix figures: each page, the layer (of how many) and Figure 4's two heads, read back."""
+    import re
+
+    from lesson_lib import paper
+
+    pages = {int(f): int(p) for f, p in re.findall(r"\*\*图 (\d)（第 (\d+) 页）\*\*", SECTION_6)}
+    assert pages == paper.FIGURE_PAGES
+    first, last = map(int, re.search(r"（第 (\d+)–(\d+) 页）", SECTION_6).groups())
+    assert (first, last) == (min(paper.FIGURE_PAGES.values()), max(paper.FIGURE_PAGES.values()))
+    layer, of = map(int, re.search(r"第 (\d+) 层（共 (\d+) 层）", SECTION_6).groups())
+    assert (layer, of) == (paper.APPENDIX_LAYER, paper.LAYERS)
+    heads = tuple(map(int, re.search(r"头 (\d+) 和头 (\d+) 从代词 its", SECTION_6).groups()))
+    assert heads == paper.FIGURE_4_HEADS
+
+
+def test_every_link_to_an_anchor_finds_it():
+    """Open item 2.10: each [text](#anchor) of the core lands on an <a id="anchor"> of the same notebook."""
+    import re
+
+    text = "\n".join(c["source"] for c in _source_cells() if c["kind"] == "md")
+    targets = set(re.findall(r'<a id="([\w-]+)"></a>', text))
+    links = re.findall(r"\]\(#([\w-]+)\)", text)
+    assert links and set(links) <= targets, set(links) - targets

@@ -24,7 +24,7 @@ INSTALL_FILES = ["requirements.txt", "requirements-dev.txt", "benchmarks/classro
 # sha1sum, sha256sum, readlink -f and GNU-only options are what break on a Mac.
 PORTABLE = {"cat", "cut", "grep", "mkdir", "rm", "echo", "cd", "exec", "exit", "set", "case", "esac", "for", "do",
             "done", "if", "then", "else", "fi", "shift", "export", "dirname", "printf", "true", "false", "command",
-            "[", "test", "uv", "ruff", "python", "bash", ".", "local", "return", "!", "id", "env", "sudo"}
+            "[", "test", "uv", "ruff", "python", "bash", ".", "local", "return", "!", "id", "env", "sudo", "tail"}
 # Debian-only tools scripts/test.sh may call, each only after ``command -v`` found it (absent on a Mac: skipped).
 GUARDED = {"apt-get", "npm", "fc-list"}
 
@@ -91,7 +91,7 @@ def test_learner_setup_installs_requirements_txt_with_the_tested_versions(tmp_pa
     calls, proc = _setup(repo)
     assert "-m pip install --quiet -r requirements.txt -c constraints.txt" in calls
     assert not any("requirements-dev" in c for c in calls)
-    assert "environment ready (.venv" in proc.stdout
+    assert ".venv" in proc.stdout.splitlines()[-1]  # the last line names the environment
     assert any("requirements-dev.txt" in c for c in _setup(repo, "--dev")[0])  # dev needs more: installs
 
 
@@ -145,6 +145,7 @@ def test_scripts_use_only_tools_stock_macos_has(script):
     for tool in commands & GUARDED:
         assert f"command -v {tool} >/dev/null" in text, f"{script} runs {tool} without checking it is there"
     commands -= GUARDED
+    commands -= set(re.findall(r"^(\w+)\(\) \{", text, flags=re.M))  # the script's own functions
     assert commands <= PORTABLE, f"{script} runs {sorted(commands - PORTABLE)}, which stock macOS may lack"
     assert "sha1sum" not in text and "sha256sum" not in text and "readlink -f" not in text
 
@@ -247,3 +248,148 @@ def test_an_old_python_is_told_how_to_get_a_supported_one(tmp_path):
     for way in ("apt-get install python3", "uv python install", "pyenv install", "python.org"):
         assert way in proc.stderr
     assert "PYTHON=python3.12 bash scripts/setup.sh" in proc.stderr  # and how to use it once installed
+
+
+# An English sentence: four or more ASCII words in a row (JupyterLab's log lines, pip's notices, tracebacks).
+ENGLISH_SENTENCE = re.compile(r"[A-Za-z]{2,}(?:[ ,']+[A-Za-z]{2,}){3,}")
+
+
+@pytest.mark.slow
+def test_the_first_run_opens_the_trusted_copy_with_one_url_line_and_no_english(tmp_path):
+    """setup.sh's launch, for real (JupyterLab from this environment): what the terminal shows before the lesson
+    opens has no English sentence, the URL it prints (token included) opens the personal copy, which is trusted."""
+    import json
+    import signal
+    import urllib.request
+
+    from helpers import wait_for
+
+    repo = _repo_copy(tmp_path)
+    for name in ["scripts/personal_copy.py", "notebooks/day11_multi_head_attention.ipynb",
+                 "notebooks/lab_real_heads.ipynb", "notebooks/lab_ablation.ipynb"]:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, repo / name)
+    _fake_venv(repo)
+    home, jupyter = tmp_path / "home", tmp_path / "jupyter"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LESSON_", "JUPYTER", "BROWSER"))}
+    env.update(PIP_LOG=str(repo / "pip.log"), PYTHON=sys.executable, HOME=str(home),
+               JUPYTER_RUNTIME_DIR=str(jupyter / "runtime"), JUPYTER_DATA_DIR=str(jupyter / "data"),
+               JUPYTER_CONFIG_DIR=str(jupyter / "config"), LANG="C.UTF-8")
+    out_file = tmp_path / "terminal.txt"
+    with open(out_file, "wb") as out:
+        proc = subprocess.Popen(["bash", str(repo / "scripts" / "setup.sh")], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        def terminal() -> str:
+            assert proc.poll() is None, out_file.read_text(errors="replace")
+            return out_file.read_text(errors="replace")
+
+        url = wait_for(lambda: re.search(r"http://localhost:\d+/lab/tree/\S+\?token=\w+", terminal()),
+                       "the line with the copy's URL").group(0)
+
+        def served():
+            base, _, query = url.partition("/lab/tree/")
+            path, _, token = query.partition("?token=")
+            request = urllib.request.Request(f"{base}/api/contents/{path}?content=1",
+                                             headers={"Authorization": f"token {token}"})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    return json.load(response)
+            except OSError:
+                return None
+
+        copy = wait_for(served, "JupyterLab answering at the printed URL", progress=terminal)
+        shown = terminal()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert copy["path"] == "my_lesson/day11_multi_head_attention.ipynb" and copy["type"] == "notebook"
+    code = [c for c in copy["content"]["cells"] if c["cell_type"] == "code"]
+    assert code and all(c["metadata"].get("trusted") for c in code)  # the server finds the copy signed
+    urls = re.findall(r"https?://\S+", shown)
+    assert urls == [url]  # one URL, the copy's, token included
+    english = [line for line in shown.splitlines() if ENGLISH_SENTENCE.search(line.replace(url, ""))]
+    assert english == []
+
+
+def test_lab_settings_choose_the_legacy_kernel_websocket_protocol(tmp_path):
+    """Restart & Run All after a reconnect: the served stack reads the page's frames with the protocol it chose."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+
+    lab_settings.write(tmp_path)
+    server = json.loads((tmp_path / "etc/jupyter/jupyter_server_config.json").read_text(encoding="utf-8"))
+    assert server["ZMQChannelsWebsocketConnection"]["kernel_ws_protocol"] == ""
+    from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+    from traitlets.config import Config
+
+    config = Config(server)
+    connection = ZMQChannelsWebsocketConnection(config=config)
+    assert connection.kernel_ws_protocol == ""  # the trait the server reads, set by the file
+
+
+def test_a_kernel_restart_writes_nothing_to_stderr_the_lesson_can_prevent(tmp_path):
+    """The kernel of the lesson's spec, started and sent JupyterLab's widget-control comm_open (what a restart
+    does): no stderr stream on iopub (debugpy's frozen-modules warning, the unknown comm target)."""
+    import json
+
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+
+    spec = Path(sys.prefix) / "share/jupyter/kernels/python3/kernel.json"
+    target = tmp_path / "share/jupyter/kernels/python3/kernel.json"
+    target.parent.mkdir(parents=True)
+    original = json.loads(spec.read_text(encoding="utf-8"))
+    original["argv"] = [a for a in original["argv"] if a != "-Xfrozen_modules=off"]
+    original.pop("env", None)
+    target.write_text(json.dumps(original), encoding="utf-8")
+    lab_settings.write(tmp_path)
+    written = json.loads(target.read_text(encoding="utf-8"))
+    assert written["env"]["PYDEVD_DISABLE_FILE_VALIDATION"] == "1" and "-Xfrozen_modules=off" in written["argv"]
+    ipython = tmp_path / "ipython" / "profile_default"
+    ipython.mkdir(parents=True)
+    (ipython / "ipython_kernel_config.py").write_text(lab_settings.KERNEL_CONFIG, encoding="utf-8")
+
+    specs = KernelSpecManager(kernel_dirs=[str(target.parent.parent)])
+    manager = KernelManager(kernel_name="python3", kernel_spec_manager=specs)
+    env = {k: v for k, v in os.environ.items() if k != "PYDEVD_DISABLE_FILE_VALIDATION"}
+    manager.start_kernel(env={**env, "IPYTHONDIR": str(tmp_path / "ipython")})
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=scaled_timeout(60))
+        # JupyterLab's debugger asks for debugInfo on every (re)start; the widget manager opens its control comm.
+        debug = client.session.msg("debug_request", {"type": "request", "seq": 1, "command": "debugInfo",
+                                                      "arguments": {}})
+        client.control_channel.send(debug)
+        assert client.get_control_msg(timeout=scaled_timeout(60))["msg_type"] == "debug_reply"
+        msg = client.session.msg("comm_open", {"comm_id": "c1", "target_name": "jupyter.widget.control", "data": {}})
+        client.shell_channel.send(msg)
+        client.execute("pass")  # its idle status comes after the comm_open was handled
+        streams, seen_execute = [], False
+        while True:
+            reply = client.get_iopub_msg(timeout=scaled_timeout(60))
+            if reply["msg_type"] == "stream":
+                streams.append((reply["content"]["name"], reply["content"]["text"]))
+            if reply["msg_type"] == "execute_input":
+                seen_execute = True
+            if (reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle"
+                    and reply["parent_header"].get("msg_type") == "execute_request"):
+                break
+        assert seen_execute
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert [text for name, text in streams if name == "stderr"] == []
+
+
+def scaled_timeout(seconds: float) -> float:
+    from helpers import scaled
+
+    return scaled(seconds)

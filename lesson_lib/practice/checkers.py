@@ -9,6 +9,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import pairwise
 
 from lesson_lib.practice import feedback as fb
 from lesson_lib.practice.feedback import Feedback, Question, answer_first
@@ -22,7 +23,22 @@ MAX_DIGITS = 60  # numerator and denominator of every coefficient
 
 
 class ExpressionError(ValueError):
-    """Why a box cannot be read, in Chinese."""
+    """Why a box cannot be read, in Chinese, and ``reason``, its id (what tests read)."""
+
+    def __init__(self, message: str, reason: str = "expression"):
+        super().__init__(message)
+        self.reason = reason
+
+
+class Unread(str):
+    """Why a box was not read, in Chinese (a str, as the message shows it), and its id."""
+
+    reason: str
+
+    def __new__(cls, message: str, reason: str) -> Unread:
+        why = super().__new__(cls, message)
+        why.reason = reason
+        return why
 
 
 @dataclass(frozen=True)
@@ -129,7 +145,20 @@ _GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(
 _LATEX = re.compile(r"\\(times|cdot|div)|\\(left|right|[,;! ])|\$")
 # Words a learner writes around a value: units, 「约」, 「答：」; 「是」「等于」「为」 say "=". Other words are prose.
 _BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?")
-_CHINESE_NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百]")
+# A Chinese numeral written as a number (三十二, 八万); 一 in 一样、一共、一个头、第一维, 两 in 两边 are words.
+_NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
+_NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]+|一(?=[样下共起致般定些点边切])|[统唯万]一|之一"
+                            r"|两(?=[边者])|十分|(?<=[\d.])\s*[千万亿]+")
+# Words beside a number are read around, unless they disown it (不是 32) or change it
+# (32 的两倍, 32 或 64).
+_WORD = r"[^\x00-\x7f×·]|[,;:!?'\"]"
+_WORDS = re.compile(rf"(?:{_WORD})(?:\s*(?:{_WORD}))*")
+_DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为")
+_CHANGES = re.compile(r"[倍半乘除加减方根到千万亿]|或(?!许)|分之|[大小多少]于|超过|至[少多]|最[多少]"
+                      r"|以[上下内]|之间|还是|如果|假如|要是|若|除了|(?<=[\d)])\s*多")
+_HEADS = re.compile(r"(?<![\w.^])(\d+)\s*(?=头)")  # 「(16 个头)」 in a note says h = 16
+# 「A 和 B 一样」 says A = B
+_SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _NOTE = re.compile(r"(.*[^\s^(+\-*/×·=])\s*\(([^()]*)\)")  # 「main (note)」: n^(2) is no note
 _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>[-+*/^()×·]))")
@@ -144,13 +173,15 @@ def _box_text(raw: str) -> str:
     t = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), t)
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS).replace("**", "^")
     t = re.sub(r"_\(([a-z0-9]+)\)", r"_\1", t)  # d_{k} (braces became parentheses) -> d_k
-    t = re.sub(r"(?<=[\d)千万亿])\s*([千万亿km])(?![a-z^(])", lambda m: f"*10^({_MULTIPLIERS[m.group(1)]}) ", t)
+    t = re.sub(r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(]))",
+               lambda m: f"*10^({_MULTIPLIERS[m.group(1)]}) ", t)
     t = re.sub(r"(?<=\d)e([+-]?)(\d{1,3})(?![\d.])", lambda m: f"{'/' if m[1] == '-' else '*'}10^({m[2]}) ", t)
     t = re.sub(r"\s*的?\s*([平立])方", lambda m: "^2 " if m.group(1) == "平" else "^3 ", t)  # n 的平方
     t = t.replace("除以", "/").replace("乘以", "×")
     t = re.sub(r"(?<=[\d)\s])x(?=[\s\d(])", "×", t)  # 8 x 64 means 8 × 64
-    t = re.sub(r"^\s*([a-z_][a-z0-9_]*)\s*[:：]\s*(?=\S)", r"\1 = ", t)  # d_k：32 reads like d_k = 32
-    t = re.sub(r"等于|是|为", "=", _BOX_WORDS.sub(" ", t))
+    t = re.sub(r"([a-z_][a-z0-9_]*)\s*[:：]\s*(?=\S)", r"\1 = ", t)  # d_k：32 reads like d_k = 32
+    # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
+    t = re.sub(r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "=", _BOX_WORDS.sub(" ", t))
     t = re.sub(r"^[\s:]+|[。!?;:,、\s]+$", "", t)  # 「答：32。」 (full-width forms are ASCII by now)
     t = re.sub(r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", "", t)  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
     return _NAME.sub(lambda m: ALIASES.get(m.group(), m.group()), t)
@@ -211,24 +242,120 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     return result
 
 
+def chinese_numeral(raw: str) -> str:
+    """The first Chinese numeral written as a number in the box, exactly as written; '' if none.
+    A lone 一 is one only when nothing else in the box could be the answer (「一个」, not
+    「80000（一个头）」)."""
+    runs = _NUMERAL.findall(_NOT_A_NUMERAL.sub(" ", raw))
+    alone = not re.search(r"\d|[a-z]", raw, re.IGNORECASE)
+    return next((run for run in runs if run != "一" or alone), "")
+
+
+def _several(raw: str) -> ExpressionError:
+    return ExpressionError(f"这一栏读到的是「{raw}」：除了答案还有别的数或式子，文字里的说法这一栏"
+                           "判断不了；请只填你的答案。", "several")
+
+
+def _holds(piece: str, symbols: dict[str, Poly], labels) -> bool | None:
+    """Whether ``piece`` says truly what one of the question's symbols is (「h = 16」,
+    「d_model = 512」); None when it says nothing of the kind."""
+    if "=" not in piece or piece.split("=")[0].strip() not in set(symbols) - set(labels):
+        return None
+    return _read_sides(piece, symbols, labels)[0] is not None
+
+
+def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> tuple[str, bool]:
+    """The math between the words of ``text``, and whether words between two pieces were bridged.
+
+    Words before the first piece and after the last are dropped (「可能是 32 吧」). A true remark
+    on a symbol (「h = 16」) is dropped beside another piece, a false one refused; in a ``remark``
+    (a note), so is a piece with no digit that does not start with "=" (「随 h 增长」). Between two
+    pieces the words must stand beside an "=" (「512/16，也就是 32」) or part two sayings of the
+    box's own name (「d_k：32；d_v：32」)."""
+    pieces = [piece.strip() for piece in _WORDS.split(text) if piece.strip()]
+    kept = []
+    for piece in pieces:
+        held = _holds(piece, symbols, labels)
+        if held is False:
+            name = piece.split("=")[0].strip()
+            raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的 {name} 不是本题的 {name} = {symbols[name]}，"
+                                  "请只填你的答案。", "note")
+        named = remark and not re.search(r"\d", piece) and not piece.startswith("=")
+        if not (held or named):
+            kept.append(piece)
+    kept = kept or [piece for piece in pieces if _holds(piece, symbols, labels)]  # 「h = 16（头数）」
+    out = kept[0] if kept else ""
+    for last, piece in pairwise(kept):
+        if out.endswith("=") or piece.startswith("="):
+            out = f"{out} {piece}"
+        elif {last.split("=")[0].strip(), piece.split("=")[0].strip()} <= set(labels):
+            out = f"{out} = {piece}"
+        else:
+            raise _several(raw)
+    return out, len(kept) > 1
+
+
+def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[str, bool]:
+    """The one number or expression that the words stand around (see ``_pieces``). A note in
+    parentheses that holds words is dropped (「(一个头)」) or kept as "= …" (「(即 512/16)」); one
+    with another number is refused (「(16 个头合计)」), but 「(16 个头)」 says h = 16. Nothing is
+    read past a word that disowns or changes the number."""
+    if word := _DISOWN.search(t) or _CHANGES.search(t):
+        raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{word.group().strip()}」会改变这个数的意思，"
+                              "这一栏判断不了；请只填你的答案。", "disowned")
+    t = _SAME_AS.sub(r"= \1", t)
+
+    def note(m: re.Match) -> str:
+        if not _WORDS.search(m.group(1)):
+            return m.group()
+        inner = m.group(1)
+        if "h" in symbols:
+            inner = _HEADS.sub(r"h = \1 ", inner)
+        body, _ = _pieces(inner, raw, symbols, labels, remark=True)
+        if not body.strip("= "):
+            return " "
+        if not body.startswith("="):
+            raise _several(raw)
+        return f"({body})"
+
+    return _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels)
+
+
 def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
-    """(value, "") or (None, why not, in Chinese). Never guesses: every side of ``=`` must agree (the box's own name
-    in ``labels`` may stand as a side), and so must a note in parentheses (「(h=16)」 must hold for the question)."""
+    """(value, "") or (None, why not: an ``Unread``). Never guesses: every side of ``=`` must agree
+    (the box's own name in ``labels`` may stand as a side), and so must a note in parentheses
+    (「(h=16)」 must hold for the question); words may stand around the one number, never disown
+    it, change it or hold another."""
     raw = as_text(text).strip()
     if len(raw) > MAX_CHARS["form"]:
-        return None, f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子（{MAX_CHARS['form']} 字以内）。"
+        return None, Unread(f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
+                            f"（{MAX_CHARS['form']} 字以内）。", "long")
     t = _box_text(raw := clean(raw, MAX_CHARS["form"]))
     if "\\" in t:
-        return None, "这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b（例如 512 / 16）。"
-    if _CHINESE_NUMERAL.search(t):
-        return None, f"这一栏读到的是「{raw}」，里面有中文数字：请用阿拉伯数字写，例如 32、8万、512/16。"
-    if re.search(r"[^\x00-\x7f×·]|[,;:!?'\"]", t):
-        return None, f"这一栏读到的是「{raw}」：只读一个数或式子，读不了文字和标点；请只填数（单位已经写在框旁边）。"
+        return None, Unread("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b（例如 512 / 16）。", "latex")
+    if numeral := chinese_numeral(raw):
+        return None, Unread(f"这一栏读到的是「{raw}」，其中「{numeral}」是中文数字：请用阿拉伯数字写，"
+                            "例如 32、8万、512/16。", "numeral")
+    bridged = False
+    if _WORDS.search(t):
+        try:
+            t, bridged = _around_words(t, raw, symbols, labels)
+        except ExpressionError as exc:
+            return None, Unread(str(exc), exc.reason)
+        if not t:
+            return None, Unread(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。", "no_number")
+    value, why = _read_noted(t, symbols, labels)
+    if bridged and why and why.reason == "unequal":  # words between two numbers: no "=" for certain
+        return None, Unread(str(_several(raw)), "several")
+    return value, why
+
+
+def _read_noted(t: str, symbols: dict[str, Poly], labels) -> tuple[Poly | None, str]:
     if m := _NOTE.fullmatch(t):  # a note is one more side of the equation, unless it is a remark or a factor
         main, note = m.group(1), m.group(2).strip()
         if "=" in note and note.split("=")[0].strip() in set(symbols) - set(labels):  # 「(h=16)」: true here?
             if _read_sides(note, symbols, labels)[0] is None:
-                return None, f"括号里的「{note}」和本题不符：请只填你的答案，不要加备注。"
+                return None, Unread(f"括号里的「{note}」和本题不符：请只填你的答案，不要加备注。", "note")
             t = main
         else:
             a, b = _read_sides(main, symbols, labels)[0], _read_sides(note, symbols, labels)[0]
@@ -244,11 +371,12 @@ def _read_sides(text: str, symbols: dict[str, Poly], labels) -> tuple[Poly | Non
             try:
                 values.append(_parse(side, symbols))
             except ExpressionError as exc:
-                return None, str(exc)
+                return None, Unread(str(exc), exc.reason)
     if not values:
-        return None, "这一栏里没有读到数或式子。"
+        return None, Unread("这一栏里没有读到数或式子。", "no_number")
     if len(set(values)) > 1:
-        return None, f"这一栏的等式两边不相等（{' 和 '.join(str(v) for v in values)}）：请只填你算出的那一个。"
+        return None, Unread(f"这一栏的等式两边不相等（{' 和 '.join(str(v) for v in values)}）："
+                            "请只填你算出的那一个。", "unequal")
     return values[0], ""
 
 
@@ -271,9 +399,11 @@ class NumberBox:
     def read(self, text: str) -> tuple[Fraction | Poly | None, str]:
         symbols = {k: v if isinstance(v, Poly) else Poly.const(v) for k, v in self.symbols.items()}
         value, why = read_value(text, symbols, (self.name, *self.labels))
+        if value is None and self.explain:
+            return None, Unread(why + " 例如写 n · 64 · n 或 64n²。", why.reason)
         if isinstance(self, ExpressionBox) or value is None:
-            return value, (why + " 例如写 n · 64 · n 或 64n²。" if value is None and self.explain else why)
-        return (value.constant, "") if value.degree == 0 else (None, "这一栏要的是一个数，不含 n。")
+            return value, why
+        return (value.constant, "") if value.degree == 0 else (None, Unread("这一栏要的是一个数，不含 n。", "n"))
 
     def right(self, value) -> bool:
         return value == self.target
@@ -303,7 +433,7 @@ class ChoiceBox:
         folded = unicodedata.normalize("NFKC", clean(text, MAX_CHARS["form"])).strip()
         if key := next((key for key, label, _ in self.options if folded in (key, label)), None):
             return key, ""
-        return None, f"请从 {'、'.join(label for _, label, _ in self.options)} 中选一个。"
+        return None, Unread(f"请从 {'、'.join(label for _, label, _ in self.options)} 中选一个。", "choice")
 
     def right(self, value: str) -> bool:
         return value == self.answer
@@ -345,11 +475,20 @@ def _items(q: Question, answer) -> tuple[list, list, list[str]]:
         items, extra = [answer] if len(names) == 1 or (q.key.spread and isinstance(answer, str)) else [], []
     items, extra, shape = items + [None] * (len(names) - len(items)), [v for v in extra if as_text(v).strip()], []
     if q.key.spread and isinstance(items[0], str) and not any(as_text(v).strip() for v in items[1:]):
-        inner = unicodedata.normalize("NFKC", clean(items[0], 200)).strip()
+        inner = _shape_alone(unicodedata.normalize("NFKC", clean(items[0], 200)).strip())
         inner = re.sub(r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$", r"\1", inner, flags=re.IGNORECASE | re.DOTALL)
         inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
         shape = [p for p in re.split(r"\s*[,，、;；×xX*]\s*|\s+", inner) if p]
     return (shape if len(shape) == len(names) else items), extra, shape
+
+
+def _shape_alone(text: str) -> str:
+    """A bracketed shape without the words before and after it (「形状是 (8, 12, 64)」,
+    「(8, 12, 64)，头在前」), unless a word disowns or changes it (「(8, 12, 64) 不对」)."""
+    if _DISOWN.search(text) or _CHANGES.search(text):
+        return text
+    text = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", text)
+    return re.sub(r"(?<=[)\]])[\s,.;]*[^\x00-\x7f][^()\[\]]*$", "", text)
 
 
 def form_values(q: Question, answer) -> dict[str, str]:
@@ -370,7 +509,9 @@ def check_form(q: Question, answer) -> Feedback:
                f"{want}；你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维。"
                if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape) else "")  # not 「(8,12,64) 不对」
     if crowded:
-        return Feedback(False, fb.FORM + crowded, q.id, parts=tuple((b.name, "unread") for b in boxes))
+        unread = tuple((b.name, "unread") for b in boxes)
+        crowds = tuple((b.name, "crowded") for b in boxes)
+        return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
     states = tuple((n, "empty" if not texts[n] else "unread" if v is None else "read") for n, (v, _) in read.items())
     empty = "、".join(f"「{b.label}」" for b, (_, state) in zip(boxes, states) if state == "empty")
@@ -378,7 +519,9 @@ def check_form(q: Question, answer) -> Feedback:
     if empty and not problems:
         return Feedback(False, f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。", q.id, parts=states)
     if problems:
-        return Feedback(False, fb.FORM + problems + (f"{empty}还空着。" if empty else ""), q.id, parts=states)
+        reasons = tuple((name, read[name][1].reason) for name, state in states if state == "unread")
+        message = fb.FORM + problems + (f"{empty}还空着。" if empty else "")
+        return Feedback(False, message, q.id, parts=states, reasons=reasons)
     values = {name: value for name, (value, _) in read.items()}
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in boxes)
     echoes = tuple((b.name, b.shown(values[b.name])) for b in boxes)  # exact: never rounded to the answer

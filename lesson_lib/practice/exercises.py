@@ -225,7 +225,7 @@ def _split_heads_verdict(case, value, x, h) -> bool:
                     ("transpose" if got.shape == (n, h, d_k) else "shape",))
     _values(case, got, want, low, "，而输入都是有限的数。", (
         ("reshape_without_transpose", x.reshape(h, n, d_k),
-         f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词的特征塞进同一个头。"
+         f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) 会把好几个词元的特征塞进同一个头。"
          f"先 reshape 成 (n, h, d_k) = ({n}, {h}, {d_k})，再交换前两个轴（transpose）。"),
         ("strided", x.reshape(n, d_k, h).transpose(2, 0, 1),
          f"第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列：reshape 的顺序是 (n, h, d_k)。"),
@@ -423,7 +423,8 @@ def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
     if reply.kind == "ok":
         if reply.printed:
             print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")  # the learner's own print()s
-        return result(*reply.value)
+        status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
+        return result(status, message, tuple(mistakes))
     if reply.kind == "timeout":
         huge = "把乘法写成了幂，n ** d_model ** h 的位数多到永远算不完" if ex.name == "count_multiplies" else \
             "创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）"

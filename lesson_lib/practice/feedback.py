@@ -31,6 +31,7 @@ class Feedback:
     echoes: tuple[tuple[str, str], ...] = ()  # (box, the value read, written exactly) for a judged form
     covered: tuple[str, ...] = ()  # a self-assessment: the rubric points ticked
     mistakes: tuple[str, ...] = ()  # ids of the named mistakes of a wrong answer ("d_k=64", "option=A")
+    reasons: tuple[tuple[str, str], ...] = ()  # (box, why not read: numeral, several, disowned …)
     version: str = ""  # the version of the question answered, set by ``quiz.check``
 
     @property
@@ -56,6 +57,11 @@ class Question:
     explanation: str
     key: object = field(repr=False, compare=False)
     placeholder: str = ""
+    # The question's own test cases, written as learners write them (not part of its version): a
+    # right answer is accepted or, at worst, asked to be rewritten; a wrong one is never accepted.
+    # Arabic digits only: one in Chinese numerals belongs in the adversarial table.
+    right_answers: tuple = field(default=(), repr=False, compare=False)
+    wrong_answers: tuple = field(default=(), repr=False, compare=False)
 
     @property
     def choices(self) -> tuple[tuple[str, str], ...]:

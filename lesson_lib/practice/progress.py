@@ -1,21 +1,35 @@
 """The learner's progress (questions, code exercises, the interview self-check) and the file that keeps it.
 
 Each save reads, merges and atomically replaces the file under its lock (two notebooks lose nothing); only a regular
-file is read or replaced, never a link, FIFO or folder, and one the lesson cannot read is renamed aside, never
-overwritten. The format (JSON), which ``scripts/class_report.py`` and the export read::
+file is read or replaced, never a link, FIFO, folder or device, and such a path is refused before any lock is taken
+(the lock, ``<file>.lock``, lives beside the file, inside the data folder). A file the lesson cannot read is renamed
+aside, never overwritten. The format (JSON), which ``scripts/class_report.py`` and the export read, version 3::
 
-    {"format": "day11-progress", "version": 2, "saved_at": "2026-12-01T10:00:00+00:00",
+    {"format": "day11-progress", "version": 3, "saved_at": "2026-12-07T10:00:00+00:00",
      "questions": {"Q2": {"attempts": [{"answer": "[\\"64\\", \\"不变\\"]", "verdict": "wrong", "mistake": "d_k=64",
         "question_version": "016aa98cd5ee"}], "n_attempts": 1, "question_version": "016aa98cd5ee", "first_try": "wrong",
         "final": "wrong", "solved": false, "answer": "[\\"64\\", \\"不变\\"]"}},
-     "exercises": {"split_heads": {"result": "passed", "message": "全部通过！", "checks": 3, "mistakes": [],
-        "source": "def split_heads(x, h): …"}},
+     "exercises": {"split_heads": {"checks": [{"result": "wrong", "mistakes": ["transpose"],
+        "at": "2026-12-07T09:58:00+00:00"}, {"result": "passed", "mistakes": [], "at": "2026-12-07T09:59:00+00:00"},
+        {"result": "todo", "mistakes": [], "at": "2026-12-07T10:00:00+00:00"}], "n_checks": 3, "passed": true,
+        "result": "todo", "message": "还没实现：…", "mistakes": [], "source": "def my_split_heads(x, h): …",
+        "passed_source": "def my_split_heads(x, h): …"}},
      "interview": {"attempts": [{"answer": "…", "verdict": "self", "mistake": null, "question_version": "47b903bb24be",
         "covered": ["① …"], "of": 3}], "n_attempts": 1, "question_version": "47b903bb24be", "first_try": "self",
-        "final": "self", "solved": false, "answer": "…", "complete": false}}
+        "final": "self", "solved": false, "answer": "…", "complete": false},
+     "earlier": {"S3b": [{"attempts": [{"answer": "C", "verdict": "right", "mistake": null,
+        "question_version": "9f1c0ffee123"}], "n_attempts": 1, "question_version": "9f1c0ffee123", "first_try": "right",
+        "final": "right", "solved": true, "answer": "C"}]}}
 
-A verdict is right, wrong, review (free text, never judged) or self (``covered`` of ``of`` rubric points); one given
-to an earlier version of its question (``question_version``) is dropped on load.
+A question (or the interview) keeps its ``attempts`` (the first and the last, ``MAX_ATTEMPTS`` in all; ``n_attempts``
+counts every one): the answer as typed, a verdict (right, wrong, review: free text never judged, self: ``covered`` of
+``of`` rubric points) and the named mistake(s), ``;``-joined. An exercise keeps its ``checks`` the same way: each
+result (passed, todo: the stub, error, wrong, timeout, interrupted) and named mistakes; ``passed`` stays true once
+a check passed (a later stub run never un-passes it), ``source`` is the last code seen and ``passed_source`` the
+code that passed. Answers to an earlier version of a question (its ``question_version`` is not the lesson's now)
+move to ``earlier`` (per id, the first and the last ``MAX_EARLIER`` kept): never shown or counted as right.
+``migrate`` reads every version the lesson has written: 1 (no question versions: its answers are an earlier
+version's), 2 (an exercise kept only its last check) and 3.
 """
 
 from __future__ import annotations
@@ -24,6 +38,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import secrets
 import stat
 import tempfile
@@ -35,17 +50,20 @@ import platformdirs
 
 ENV_VAR = "LESSON_PROGRESS_FILE"
 APP_NAME = "day11-multi-head-attention"
-FORMAT, VERSION = "day11-progress", 2
+FORMAT = "day11-progress"
+VERSION = 3
 INTERVIEW = "面试"
 EXERCISE_IDS = ("split_heads", "multi_head_attention_loop", "count_multiplies")  # = exercises.EXERCISES (a test)
 MAX_FILE_BYTES = 5 * 1024 * 1024  # a real file is a few KB; a larger one is set aside, never parsed
-MAX_ATTEMPTS, MAX_ANSWER_CHARS, MAX_SOURCE_CHARS = 20, 4000, 20_000
+MAX_ATTEMPTS = 20  # attempts (and checks) kept per item: the first and the last 19
+MAX_EARLIER = 5  # earlier versions kept per question: the first and the last 4
+MAX_ANSWER_CHARS = 4000
+MAX_SOURCE_CHARS = 20_000
+MAX_TEXT_CHARS = 500  # a message, a mistake, a rubric point, a version: what the lesson writes is far shorter
+MAX_LIST = 50  # chosen keys, ticked points, named mistakes
 LOCK_TIMEOUT_S = 10.0  # another kernel holds the lock for one small write; far longer means it is stuck
-# What an entry must hold to be read (the types the lesson relies on); an entry that does not is dropped on load.
-_ATTEMPT = {"answer": str | list, "verdict": str, "question_version": str | None, "covered": list | None}
-_ENTRY = {"attempts": list, "n_attempts": int, "question_version": str | None, "solved": bool, "answer": str | list}
-_EXERCISE = {"result": str, "checks": int}
-_KINDS = ("questions", "exercises", "interview")
+_KINDS = ("questions", "exercises", "interview", "earlier")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ProgressError(OSError):
@@ -70,31 +88,153 @@ def current_version(item_id: str) -> str | None:
 
 
 def empty() -> dict:
-    return {"format": FORMAT, "version": VERSION, "saved_at": None, "questions": {}, "exercises": {}, "interview": {}}
+    return {"format": FORMAT, "version": VERSION, "saved_at": None, **{kind: {} for kind in _KINDS}}
 
 
-def _fits(d, shape: dict) -> bool:
-    return type(d) is dict and all(isinstance(d.get(key), kind) for key, kind in shape.items())
+# ------------------------------------------------------------- reading any version (pure: the class report's too)
+def _text(v, limit: int = MAX_TEXT_CHARS) -> bool:
+    """Text the lesson writes and a report shows: a bounded string UTF-8 can hold (no lone surrogate)."""
+    return type(v) is str and len(v) <= limit and not _SURROGATE.search(v)
 
 
-def _reads(kind: str, e) -> bool:
-    if kind == "exercises":
-        return _fits(e, _EXERCISE)
-    return _fits(e, _ENTRY) and all(_fits(a, _ATTEMPT) for a in e["attempts"])
+def _texts(v) -> bool:
+    return type(v) is list and len(v) <= MAX_LIST and all(map(_text, v))
 
 
-def _clean(data: dict) -> tuple[int, list[str]]:
-    """Drop entries that do not read, and verdicts on an earlier version: (how many did not read, ids changed)."""
-    questions = data["questions"]
-    if data["interview"]:
-        questions[INTERVIEW] = data["interview"]  # the interview is dropped as a question is
-    bad = [(kind, k) for kind in ("questions", "exercises") for k, e in data[kind].items() if not _reads(kind, e)]
-    old = [q for q, e in questions.items() if _reads("questions", e)
-           and current_version(q) not in (None, e["question_version"])]  # fmt: skip
-    for kind, k in [*bad, *(("questions", q) for q in old)]:
-        del data[kind][k]
-    data["interview"] = questions.pop(INTERVIEW, {})
-    return len(bad), old
+def _typed(v) -> bool:
+    """What the learner typed: a bounded string (a lone surrogate is kept as typed), or chosen keys."""
+    return (type(v) is str and len(v) <= MAX_ANSWER_CHARS) or _texts(v)
+
+
+def _source(v) -> bool:
+    return v is None or (type(v) is str and len(v) <= MAX_SOURCE_CHARS)
+
+
+def _count(v) -> bool:
+    return type(v) is int and 0 <= v < 2**31
+
+
+def _flag(v) -> bool:
+    return type(v) is bool
+
+
+def _maybe(check):
+    return lambda v: v is None or check(v)
+
+
+# Each field a reader relies on, and its check; covered/of (a self-assessment) and complete (the interview) are
+# kept only where present.
+_ATTEMPT = {"answer": _typed, "verdict": _text, "mistake": _maybe(_text), "question_version": _maybe(_text),
+            "covered": _maybe(_texts), "of": _maybe(_count)}  # fmt: skip
+_ITEM = {"n_attempts": _count, "question_version": _maybe(_text), "first_try": _maybe(_text),
+         "final": _maybe(_text), "solved": _flag, "answer": _typed, "complete": _maybe(_flag)}  # fmt: skip
+_CHECK = {"result": _text, "mistakes": _texts, "at": _maybe(_text)}
+_EXERCISE = {"n_checks": _count, "passed": _flag, "result": _text, "message": _text, "mistakes": _texts,
+             "source": _source, "passed_source": _source}  # fmt: skip
+_OPTIONAL = ("covered", "of", "complete")
+
+
+def _read(d, shape: dict) -> dict | None:
+    """The fields of ``shape`` in ``d``, each checked; None when one has a wrong type or size."""
+    if type(d) is not dict:
+        return None
+    out = {key: d.get(key) for key in shape if key not in _OPTIONAL or d.get(key) is not None}
+    return out if all(shape[key](value) for key, value in out.items()) else None
+
+
+def _bounded(items: list, limit: int) -> list:
+    """The first item and the last ``limit - 1``."""
+    return items if len(items) <= limit else [items[0], *items[1 - limit:]]
+
+
+def _with_list(d, name: str, shape: dict, item_shape: dict) -> dict | None:
+    """``d`` read by ``shape``, with its list ``name`` of ``item_shape`` (bounded); None when anything is wrong."""
+    out = _read(d, shape)
+    items = [_read(i, item_shape) for i in d[name]] if out and type(d.get(name)) is list else [None]
+    return None if None in items else {name: _bounded(items, MAX_ATTEMPTS), **out}
+
+
+def _item(e) -> dict | None:
+    """A question's or the interview's entry (versions 2 and 3)."""
+    return _with_list(e, "attempts", _ITEM, _ATTEMPT)
+
+
+def _item_v1(e) -> dict | None:
+    """A version-1 entry (``history`` of [answer, verdict], no question version): an earlier version's answers."""
+    if type(e) is not dict:
+        return None
+    pairs = e.get("history") or [[e.get("answer", ""), "self" if "self" in e else "review"]]
+    if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
+        return None
+    attempts = [{"answer": a, "verdict": v, "mistake": None, "question_version": None} for a, v in pairs]
+    marks = e.get("self")
+    if type(marks) is dict and pairs[-1][1] == "self":
+        attempts[-1].update(covered=marks.get("covered"), of=marks.get("of"))
+    return _item({"attempts": attempts, "n_attempts": e.get("attempts"), "question_version": None,
+                  "first_try": pairs[0][1], "final": pairs[-1][1], "solved": e.get("solved", False),
+                  "answer": e.get("answer", ""), "complete": e.get("complete")})  # fmt: skip
+
+
+def _exercise(e, version: int) -> dict | None:
+    """An exercise's entry as version 3: before it only the last check was kept (version 1 said "status")."""
+    if version < 3 and type(e) is dict:
+        last = e.get("result", e.get("status"))
+        e = {"message": "", "mistakes": [], "source": None, **e, "n_checks": e.get("checks"), "result": last,
+             "checks": [{"result": last, "mistakes": e.get("mistakes", [])}], "passed": last == "passed",
+             "passed_source": e.get("source") if last == "passed" else None}  # fmt: skip
+    return _with_list(e, "checks", _EXERCISE, _CHECK)
+
+
+def _earlier(entries) -> list | None:
+    olds = [_item(e) for e in entries] if type(entries) is list else [None]
+    return None if None in olds else _bounded(olds, MAX_EARLIER)
+
+
+def migrate(raw) -> tuple[dict, list[str]]:
+    """A parsed progress file of any version the lesson has written (1, 2, 3) as version 3, and the entries left out
+    because a field has a wrong type or size (Chinese, one each). Pure; raises ValueError (Chinese) for a file
+    that is not one at all. Nothing is dropped for being old: an earlier version's answers stay (see ``_retire``)."""
+    if type(raw) is not dict or raw.get("format") != FORMAT:
+        raise ValueError(f"不是本课的进度文件（格式不是 {FORMAT}）")
+    version = raw.get("version")
+    if type(version) is not int or not 1 <= version <= VERSION:
+        raise ValueError(f"格式版本是 {str(version)[:20]}，本课认识 1 到 {VERSION}（更新的版本请先更新课程）")
+    parts = {kind: raw.get(kind, {}) for kind in _KINDS}
+    if not all(type(part) is dict for part in parts.values()) or not _maybe(_text)(raw.get("saved_at")):
+        raise ValueError("顶层的栏目类型不对")
+    data, bad = empty(), []
+    data["saved_at"] = raw.get("saved_at")
+    read = _item if version > 1 else _item_v1
+    found = [("questions", key, read(e)) for key, e in parts["questions"].items()]
+    found += [("exercises", key, _exercise(e, version)) for key, e in parts["exercises"].items()]
+    found += [("earlier", key, _earlier(e)) for key, e in parts["earlier"].items()]
+    if parts["interview"]:
+        found.append(("interview", INTERVIEW, read(parts["interview"])))
+    for kind, key, entry in found:
+        if entry is None or not _text(key, 100):
+            bad.append(f"「{kind}」里的 {key[:40]!r} 有一项类型或长度不对")
+        elif kind == "interview":
+            data["interview"] = entry
+        else:
+            data[kind][key] = entry
+    return data, bad
+
+
+def _retire(data: dict, item_id: str) -> None:
+    """Move the item's entry to ``earlier``: the answers to an earlier version of its question, kept apart."""
+    entry = data["interview"] if item_id == INTERVIEW else data["questions"].pop(item_id)
+    if item_id == INTERVIEW:
+        data["interview"] = {}
+    data["earlier"][item_id] = _bounded([*data["earlier"].get(item_id, []), entry], MAX_EARLIER)
+
+
+def _retire_old(data: dict) -> list[str]:
+    """Retire every entry whose question has changed since (the lesson's version differs): the ids."""
+    items = {**data["questions"], INTERVIEW: data["interview"]}
+    old = [q for q, e in items.items() if e and current_version(q) not in (None, e["question_version"])]
+    for q in old:
+        _retire(data, q)
+    return old
 
 
 def _refuse(path: Path) -> None:
@@ -138,10 +278,18 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _shown(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """Text a report shows, as UTF-8 can hold it (a lone surrogate becomes U+FFFD)."""
+    return _SURROGATE.sub("\ufffd", text[:limit])
+
+
 def _add_attempt(data: dict, item_id: str, attempt: dict) -> None:
-    """One attempt at a question or at the interview; an entry for another version of the question starts afresh."""
+    """One attempt at a question or at the interview; the entry of another version of the question is retired."""
     entry = data["interview"] if item_id == INTERVIEW else data["questions"].get(item_id)
-    if not entry or entry["question_version"] != attempt["question_version"]:
+    if entry and entry["question_version"] != attempt["question_version"]:
+        _retire(data, item_id)
+        entry = None
+    if not entry:
         entry = {"attempts": [], "n_attempts": 0, "question_version": attempt["question_version"],
                  "first_try": attempt["verdict"], "final": None, "solved": False, "answer": ""}  # fmt: skip
     if item_id == INTERVIEW:
@@ -151,13 +299,21 @@ def _add_attempt(data: dict, item_id: str, attempt: dict) -> None:
         data["questions"][item_id] = entry
     attempts = [*entry["attempts"], attempt]
     entry.update(n_attempts=entry["n_attempts"] + 1, final=attempt["verdict"], answer=attempt["answer"],
-                 solved=entry["solved"] or attempt["verdict"] == "right",
-                 attempts=attempts if len(attempts) <= MAX_ATTEMPTS else [attempts[0], *attempts[1 - MAX_ATTEMPTS:]])
+                 solved=entry["solved"] or attempt["verdict"] == "right", attempts=_bounded(attempts, MAX_ATTEMPTS))
 
 
 def _add_check(data: dict, name: str, result: dict) -> None:
-    entry = data["exercises"].setdefault(name, {"checks": 0})
-    entry.update(result, checks=entry["checks"] + 1, source=result["source"] or entry.get("source"))
+    """One check of an exercise, kept in its history; once passed, it stays passed (a stub run says todo)."""
+    entry = data["exercises"].get(name) or {"checks": [], "n_checks": 0, "passed": False, "source": None,
+                                            "passed_source": None}  # fmt: skip
+    passed = result["result"] == "passed"
+    check = {"result": result["result"], "mistakes": result["mistakes"], "at": result["at"]}
+    entry.update(checks=_bounded([*entry["checks"], check], MAX_ATTEMPTS), n_checks=entry["n_checks"] + 1,
+                 passed=entry["passed"] or passed, result=result["result"], message=result["message"],
+                 mistakes=result["mistakes"], source=result["source"] or entry["source"])
+    if passed and result["source"]:
+        entry["passed_source"] = result["source"]
+    data["exercises"][name] = entry
 
 
 class Progress:
@@ -179,10 +335,9 @@ class Progress:
             _refuse(self.path)
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
             with os.fdopen(fd, "rb") as f:
-                data = json.loads(f.read(MAX_FILE_BYTES))  # a larger file is cut short: not JSON, never parsed whole
-            known = (type(data) is dict and data.get("format") == FORMAT and type(data.get("version")) is int
-                     and data["version"] == VERSION and all(type(data.get(k)) is dict for k in _KINDS))  # fmt: skip
-            problem = "" if known else f"不是本课认识的进度文件（格式 {FORMAT}、版本 {VERSION}）"
+                raw = json.loads(f.read(MAX_FILE_BYTES))  # a larger file is cut short: not JSON, never parsed whole
+            data, bad = migrate(raw)  # an older version is read as this one; the next save writes this one
+            problem = ""
         except FileNotFoundError:
             return empty(), ""
         except ProgressError as exc:
@@ -190,17 +345,20 @@ class Progress:
                              f"或设置环境变量 {ENV_VAR} 指向另一个位置。")  # fmt: skip
         except OSError as exc:
             problem = f"读不了（{_why(exc)}）"
-        except (ValueError, RecursionError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             problem = f"内容已损坏或超过了 {MAX_FILE_BYTES // 2**20} MB（正常的只有几 KB），不是完整的 JSON"
+        except ValueError as exc:  # migrate's: not this lesson's progress file
+            problem = str(exc)
         if problem:
             return empty(), self._set_aside(f"{problem}，所以这次从头开始记录")
-        n_bad, old = _clean(data)
-        notice = self._set_aside(f"里有 {n_bad} 条记录读不懂，已略去，其余照旧") if n_bad else ""
-        if n_bad and not os.path.lexists(self.path):  # set aside: what reads goes back at once
+        old = _retire_old(data)
+        notice = self._set_aside(f"里有 {len(bad)} 条记录读不懂，已略去，其余照旧") if bad else ""
+        if bad and not os.path.lexists(self.path):  # set aside: what reads goes back at once
             with contextlib.suppress(OSError):
                 _replace_file(self.path, json.dumps(data, separators=(",", ":")))
         if old:
-            notice += f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答不再计入，请按现在的题目再答。"
+            notice += (f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答保留为旧版题目的作答（不计入），"
+                       "请按现在的题目再答。")  # fmt: skip
         return data, notice
 
     def _set_aside(self, problem: str) -> str:
@@ -218,7 +376,7 @@ class Progress:
         if fb.blank:
             return
         attempt = {"answer": answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else sorted(map(str, answer)),
-                   "verdict": fb.verdict, "mistake": ";".join(fb.mistakes) or None,
+                   "verdict": fb.verdict, "mistake": _shown(";".join(fb.mistakes)) or None,
                    "question_version": fb.version or current_version(fb.question_id)}  # fmt: skip
         if fb.verdict == "self":
             attempt.update(covered=list(fb.covered), of=of)
@@ -229,17 +387,18 @@ class Progress:
         if result.status == "todo" and result.name not in self.data["exercises"]:
             return
         self._apply(_add_check, result.name, {
-            "result": result.status, "message": result.message[:500], "mistakes": list(result.mistakes or ()),
-            "source": result.source[:MAX_SOURCE_CHARS] if result.source else None})  # fmt: skip
+            "result": result.status, "message": _shown(result.message), "mistakes": list(result.mistakes or ()),
+            "source": result.source[:MAX_SOURCE_CHARS] if result.source else None, "at": _now()})  # fmt: skip
 
     def _apply(self, change, *args) -> None:
         """Change the progress in memory at once, then on disk: under the lock, read, merge, atomically replace."""
         change(self.data, *args)
         self._pending.append((change, args))
         if self.path is not None:
-            try:  # a link or FIFO at the path: _load() reads nothing and _replace_file refuses it
+            try:
+                _refuse(self.path)  # a folder, FIFO or device: refused before a lock is made beside it
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                lock = self.path.with_name(self.path.name + ".lock")
+                lock = self.path.with_name(self.path.name + ".lock")  # in the data folder, the file's own
                 _refuse(lock)
                 with filelock.FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
                     data, notice = self._load()
@@ -268,8 +427,8 @@ class Progress:
 
         out = [("题目", q, state(e.get("solved") or e.get("final") == "self", e.get("n_attempts")))
                for q in self.ids for e in [self.entry(q)]]
-        out += [("代码练习", name, state(result == "passed", result not in (None, "todo")))
-                for name in EXERCISE_IDS for result in [self.entry(name).get("result")]]
+        out += [("代码练习", name, state(e.get("passed"), any(c["result"] != "todo" for c in e.get("checks", ()))))
+                for name in EXERCISE_IDS for e in [self.entry(name)]]
         interview = self.entry(INTERVIEW)
         return [*out, ("面试自检", INTERVIEW, state(interview.get("complete"), interview.get("n_attempts")))]
 
@@ -288,6 +447,8 @@ class Progress:
                 line += ("你的自评还没有勾满三点：对照参考答案改一改，再自评一次。" if kind == "面试自检"
                          else f"做过但还没过：{'、'.join(names['tried'])}。")  # fmt: skip
             lines.append(line + (f"还没做：{'、'.join(names['todo'])}。" if names["todo"] else ""))
+        if self.data["earlier"]:
+            lines.append(f"另有旧版题目的作答，保留着、不计入：{'、'.join(self.data['earlier'])}。")
         done = sum(s == "done" for _, _, s in items)
         lines.append(f"全部完成（{done} / {len(items)}），明天见！" if done == len(items) else
                      f"合计完成 {done} / {len(items)} 项。")  # fmt: skip
@@ -301,7 +462,7 @@ class Progress:
         lines += [f"- {line}" for line in self.summary().splitlines()]
         lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]
         for kind, name, state in self.items():
-            tries = self.entry(name).get("checks", self.entry(name).get("n_attempts", 0))
+            tries = self.entry(name).get("n_checks", self.entry(name).get("n_attempts", 0))
             lines.append(f"| {kind} | {name} | {dict(done='完成', tried='未通过', todo='未做')[state]} | {tries} |")
         json_path, md_path = folder / "progress-export.json", folder / "progress-summary.md"
         try:

@@ -60,8 +60,10 @@ def choice(qid, section, kind, prompt, explanation, answer, praise, *options) ->
     return Question(qid, section, kind, prompt, explanation, key=ChoiceKey(options, frozenset(answer), praise))
 
 
-def _form(qid, section, prompt, explanation, praise, *boxes, **key) -> Question:
-    return Question(qid, section, "form", prompt, explanation, key=FormKey(boxes, praise, **key))
+def _form(qid, section, prompt, explanation, praise, *boxes, right=(), wrong=(), **key) -> Question:
+    """A form of boxes; ``right`` and ``wrong`` are its test answers, as learners write them."""
+    return Question(qid, section, "form", prompt, explanation, key=FormKey(boxes, praise, **key),
+                    right_answers=right, wrong_answers=wrong)
 
 
 def _n2(coef) -> Poly:
@@ -74,14 +76,14 @@ def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) ->
     if got == (n, h, d_k):
         return "是不是忘了 transpose？reshape 成 (n, h, d_k) 之后，还要把头的轴换到最前面。"
     if got == (h, d_k, n):
-        return "后两个轴反了（那是 Kᵀ 的形状）：每个头应当是 (n, d_k)，一行一个词。"
+        return "后两个轴反了（那是 Kᵀ 的形状）：每个头应当是 (n, d_k)，一行一个词元。"
     if got == (n, d_model):
         return f"这还是拆分之前 X 的形状：需要把最后一维切成 {h} 份，多出一个「头」的维度。"
     if got in ((h, n, d_model), (n, h, d_model)):
         return f"每个头只有 d_k = d_model / h = {d_k} 维，不是 {d_model} 维。"
     if len(got) != 3:
-        return "结果应当有 3 个轴：(头数 h, 词数 n, 每个头的宽度 d_k)。"
-    return f"三个轴依次是头数 h、词数 n、每个头的宽度 d_k = d_model / h = {d_k}。"
+        return "结果应当有 3 个轴：(头数 h, 词元数 n, 每个头的宽度 d_k)。"
+    return f"三个轴依次是头数 h、词元数 n、每个头的宽度 d_k = d_model / h = {d_k}。"
 
 
 # fmt: off
@@ -122,6 +124,13 @@ def _q2() -> Question:
     d, h, d_k = base_model()
     h2 = H_FLOPS_EXAMPLE
     d_k2, params, params2 = head_width(d, h2), parameters(d, h), parameters(d, h2)
+    change = "不变" if params == params2 else ("变多" if params2 > params else "变少")
+    right = (f"{d_k2}（即 {d}/{h2}）", f"可能是 {d_k2} 吧", f"d_k：{d_k2}；d_v：{d_k2}", f"每个头 {d_k2} 维",
+             f"应该是 {d_k2}", f"答案是 {d_k2} 维", f"{d_k2}（每个头的宽度）", f"{d} ÷ {h2}，也就是 {d_k2}",
+             f"d_k = d_v = {d_k2}（每头）", f"{d_k2} 维吧？", f"大约 {d_k2}", f"{d_k2}（和 h 成反比）",
+             f"{d_k2}（一个头）", f"d_k = {d}/{h2} = {d_k2}，一样宽")
+    wrong = (f"不是 {d_k2}", f"{d_k2} 不对", f"{d_k}（和 h={h} 一样）", f"{d_k2} 的两倍", f"{d_k2} 或 {d_k}",
+             f"≠ {d_k2}", f"{d} × {h2}", f"可能是 {d_k} 吧", f"{d_k2} 多", f"以为是 {d_k2}", f"{d_k2} ✗")
     return _form(
         "Q2", "第 3 节",
         f"Q2　论文的基础模型 d_model = {d}、h = {h}。如果把头数改成 h = {h2}（d_model 不变）：每个头的 d_k 是多少？"
@@ -137,7 +146,9 @@ def _q2() -> Question:
             ("变多", "变多", f"头多了，但每个头变窄了：{h2} 个 {d} × {d_k2} 的 W_i^Q 并排仍是 {d} × {d}。"),
             ("不变", "不变", "4 · d_model²，与 h 无关。"),
             ("变少", "变少", f"每个头变窄了，但头多了：{h2} 个 {d} × {d_k2} 并排仍是 {d} × {d}。"),
-        ), "不变" if params == params2 else ("变多" if params2 > params else "变少")))
+        ), change),
+        right=tuple([a, change] for a in right),
+        wrong=(*([a, change] for a in wrong), [str(d_k2), "变多"]))
 
 
 def _q3() -> Question:
@@ -163,7 +174,7 @@ def _q3() -> Question:
         f"合计 {h} · {d_k}n² = {d}n²。关键在 h × d_k = d_model：头变多，每个头就同比例变窄。\n"
         "严格来说：weights × V 同样是 n²·d_model，Q/K/V 投影与 W^O 共 4·n·d_model²，都与 h 无关；但 softmax 对每个头的 "
         f"n × n 分数各做一次 exp 和除法，共 h·n² 次，随 h 增长（n = {n} 时，h = 1 要 {exps[1]:,} 次 exp，h = {h} 要 "
-        f"{exps[h]:,} 次）。它比矩阵乘法小得多，所以论文说总成本「相近」（similar），而不是完全相同。",
+        f"{exps[h]:,} 次）。它比矩阵乘法小得多；这是论文说「相近」（similar）而不是「相同」的一个原因。",
         "h × d_k = d_model：头变多、每头变窄，乘法总量不变。",
         ExpressionBox("multi", f"{h} 个 {d_k} 维的头合计", _n2(scores), symbols,
                       explain({_n2(d * h): f"看起来每个头都用了 {d} 维：多头时每个头只有 d_k = {d_k} 维。",
@@ -172,7 +183,16 @@ def _q3() -> Question:
                       unit="次", placeholder=f"例如 {h} · n · … · n"),
         ExpressionBox("single", f"1 个 {d} 维的头", _n2(scores), symbols,
                       explain({_n2(d_k): f"单头没有切分，它的点积长 {d} 维。"}, f"单头的点积长 {d} 维，n × n 个分数。"),
-                      unit="次", placeholder="例如 n · … · n"))
+                      unit="次", placeholder="例如 n · … · n"),
+        right=((f"{h}*{d_k}n^2 和 {d}n^2 一样", f"{d}n^2"), (f"{h} × {d_k} × n²，一共 {d}n²", f"{d}n²"),
+               (f"{h}·{d_k}n²（每个头 {d_k}n²）", f"{d}n²"), (f"h·d_k·n² = {d}n²", "d_model·n²，和多头一样"),
+               (f"{d}n²（一样多）", f"{d}n²（一样多）"), (f"应该是 {h}·{d_k}·n²", f"{d}·n² 吧"),
+               (f"合计 {d}n²", f"n²·{d}"), (f"{d} n^2 次乘法", f"{d} n^2 次"),
+               (f"= {d}n²", f"n·{d}·n（单头）"), (f"{h} × {d_k}n²，即 {d}n²", f"{d}n²，因为 d_model = {d}"),
+               ("h·n²·d_k（多头）", "d_model·n²（单头）"), (f"{h}·{d_k}n²（{h} 个头合计）", f"{d}n²，一样")),
+        wrong=((f"{d}n² 不对", f"{d}n²"), (f"{d_k}n²（每个头）", f"{d}n²"), (f"{d}n² 的两倍", f"{d}n²"),
+               (f"{h}·{d_k}n² ≠ {d}n²", f"{d}n²"), (f"{d}n²", f"{h * d}n²（{h} 倍）"),
+               (f"不是 {d}n²", f"{d}n²")))
 
 
 def _q4() -> Question:
@@ -197,6 +217,7 @@ def _q6() -> Question:
     d, h, g = TRANSFER_D_MODEL, TRANSFER_HEADS, 4  # 4 key/value groups
     d_k = head_width(d, h)
     mha, gqa = kv_sharing(d, h, h), kv_sharing(d, h, g)
+    cache, full = gqa.cache_per_token, mha.cache_per_token
     return _form(
         "Q6", "第 8 节",
         f"Q6　一个 d_model = {d}、h = {h} 的模型改用分组查询注意力：{h} 个查询头分成 {g} 组，每组共用一组键和值。"
@@ -210,7 +231,18 @@ def _q6() -> Question:
                   hints=((mha.cache_per_token, f"这是不分组（{h} 组键和值）时的缓存；这里只有 {g} 组。"),
                          (g * d_k, "这只是键；值也要存一份。"),
                          (2 * d, "这是每个头都有自己的键和值时的数（2 · d_model）。")),
-                  generic="提示：g 组键 + g 组值，每组 d_k 个数。"))
+                  generic="提示：g 组键 + g 组值，每组 d_k 个数。"),
+        right=((f"{d_k}（即 {d}/{h}）", f"2 × {g} × {d_k} = {cache}"),
+               (f"d_k：{d_k}", f"{cache} 个数（键和值合计）"),
+               (f"每头 {d_k} 维", f"缓存 {cache} 个"),
+               (f"{d} ÷ {h} = {d_k}", f"{cache}（{g} 组键 + {g} 组值）"),
+               (f"可能是 {d_k}", f"2·g·d_k = {cache}"), (f"{d_k} 吧", f"约 {cache}"),
+               (f"d_k = d_v = {d_k}", f"一共 {cache} 个"),
+               (f"{d_k} 维，每个头", f"{cache} 个数。"), (f"d_model/h = {d_k}", f"2*{g}*{d_k}"),
+               (f"大概 {d_k}", f"应该是 {cache} 吧"), (f"{d_k}（每个头）", f"{cache}（每个词元每层）")),
+        wrong=((str(d_k), f"{full}（不分组）"), (str(d_k), f"不是 {cache}"),
+               (str(d_k), f"{cache} 的一半"), (str(d_k), f"{g * d_k}（只算键）"),
+               (f"{d_k} 不对", str(cache))))
 
 
 # ============================================================================================ §2 … §7: one per section
@@ -236,7 +268,17 @@ def _s3() -> Question:
         "头放在最前面，每个头是一个 (n, d_k) 矩阵。",
         *(NumberBox(f"axis{i}", f"第 {i + 1} 维", size, symbols=names, placeholder="一个整数")
           for i, size in enumerate(expected)),
-        whole=whole, spread=True)
+        whole=whole, spread=True,
+        right=([f"{h}（头数）", f"{n}（词数）", f"{d_k}（d_k）"], [f"h = {h}", f"n = {n}", f"d_k = {d_k}"],
+               [f"{h} 个头", f"{n} 个词", f"{d_k} 维"], [f"头数 {h}", f"词数 {n}", f"每头 {d_k} 维"],
+               [str(h), str(n), f"{d_k}（{d}/{h}）"], [f"h={h}", f"n={n}", f"d_k={d}/{h}={d_k}"],
+               [f"{h} 吧", str(n), f"{d_k} 维"], [f"第一维 {h}", f"第二维 {n}", f"第三维 {d_k}"],
+               [f"{h}（h）", f"{n}（n）", f"{d_k}（d_model/h）"], [f"{h}（一共 {h} 个头）", f"{n}", f"{d_k}"],
+               [f"{h} 个", f"{n} 个", f"{d_k} 个"], f"形状是 ({h}, {n}, {d_k})",
+               f"({h}, {n}, {d_k})，头在前"),
+        wrong=([f"{n}（词数）", f"{h}（头数）", str(d_k)], [str(h), str(n), f"{d}（不是 {d_k}）"],
+               [f"不是 {h}", str(n), str(d_k)], f"({h}, {n}, {d_k}) 不对",
+               [str(h), str(n), f"{d_k} 的两倍"]))
 
 
 def _s3b() -> Question:
@@ -261,7 +303,7 @@ def _s3c() -> Question:
         "S3c", "第 3 节", "single",
         f"S3c　假如去掉 W^O，直接把 Concat(head_1, …, head_{h}) 当作这一层的输出，会怎样？",
         f"解析：Concat 已经是 n × {d}，但第 i 组 {d_k} 列只来自头 i；W^O（{d * d:,} 个参数）学的正是怎样组合各头。\n"
-        "严格来说：后面的前馈层和下一层仍然会混合这些列，但这一层自己不再做。",
+        "严格来说：后面的层仍然会混合这些列，但这一层自己不再做。",
         "B", "混合各头的正是 W^O。",
         ("A", f"形状对不上：输出不再是 n × {d}", f"Concat 之后已经是 n × {h} · {d_k} = n × {d}。"),
         ("B", f"形状仍是 n × {d}，但每一组 {d_k} 列只来自一个头：这一层里没有一步把各头的结果混合起来", ""),
@@ -314,7 +356,22 @@ def _s4() -> Question:
         NumberBox("all", f"{h} 个头合计", total, unit="次", symbols=symbols,
                   hints=((one, f"这是一个头的次数，还要乘以 {h}。"),
                          (h * n * n * d, f"每个头只有 d_k = {d_k} 维，不是 {d} 维。")),
-                  generic=f"提示：{h} 个头，每个头 n² · d_k 次。"))
+                  generic=f"提示：{h} 个头，每个头 n² · d_k 次。"),
+        right=([f"{one}（一个头）", f"{total}（{h} 个头合计）"], [f"{one} 次", f"一共 {total} 次"],
+               [f"{n} × {n} × {d_k} = {one}", f"{h} × {one} = {total}"],
+               [f"可能是 {one}", f"{total} 吧"],
+               [f"{one // 10**4}万（每个头）", f"{total // 10**4}万（所有头）"],
+               [f"每个头 {one} 次", f"合计 {total} 次"],
+               [f"n²·d_k = {n * n} × {d_k} = {one}", f"h·n²·d_k = {total}"],
+               [f"答：{one}", f"答：{total}"], [f"{one} 次乘法", f"{total} 次乘法，和单头一样"],
+               [f"应该是 {one:,}", f"{total:,}（和一个 {d} 维的头一样）"],
+               [f"{one} 次（n² × d_k）", f"{total} 次（{h} × {one}）"],
+               [f"大约 {one // 10**4} 万", f"约 {total // 10**4} 万"],
+               [str(one), f"{total}（和 h={h0} 一样）"]),
+        wrong=([str(one), f"{total}（h={h0}）"], [f"{2 * one}（一个头）", str(total)],
+               [f"{one} 不对", str(total)],
+               [f"{one} 的 {h} 倍", str(total)], [str(one), f"不到 {total}"],
+               [f"{one}（一个头）", f"{one}（合计）"]))
 
 
 def _s4b() -> Question:
@@ -328,14 +385,25 @@ def _s4b() -> Question:
         f"S4b　同样 n = {n}，d_model = {d}，h = {h}：softmax 一共要算多少次 exp？这个次数随 h 变化吗？",
         f"解析：每个头的 n × n 个分数各做一次 exp：h·n² = {h} × {n}² = {c.softmax_exp:,}。{growth}除法和缩放也各是"
         f" h·n²，比矩阵乘法的 {c.matmul_total:,} 次小得多；头很多、序列很长时，这部分和大量小矩阵的开销才显现。",
-        "所以论文说「相近」而不是「相同」。",
+        "这是「相近」而不是「相同」的一个原因。",
         NumberBox("exp", "exp 次数", c.softmax_exp, unit="次", symbols={"n": n, "d_model": d, "d": d, "h": h},
                   hints=((c0.softmax_exp, f"这是 h = {h0} 时的次数；h = {h} 时要重新算。"),
                          (c1.softmax_exp, "这是单头（h = 1）的次数：每个头都有自己的 n × n 分数，都要做 exp。"),
                          (c.scores, "n²·d 是打分的乘法次数，不是 exp 的次数：每个分数只做一次 exp。"),
                          (c.softmax_total, "这是 exp、除法和缩放三者的总和；这一栏只问 exp。")),
                   generic="提示：每个头都有一个 n × n 的分数矩阵，每个分数做一次 exp。"),
-        ChoiceBox("grows", "随 h 变化吗？", (("会", "会", growth), ("不会", "不会", growth)), "会"))
+        ChoiceBox("grows", "随 h 变化吗？", (("会", "会", growth), ("不会", "不会", growth)), "会"),
+        right=tuple([a, "会"] for a in (
+            f"{c.softmax_exp}（每个分数一次）", f"h·n² = {h} × {n * n} = {c.softmax_exp}",
+            f"{c.softmax_exp} 次 exp",
+            f"可能是 {c.softmax_exp // 10**4} 万", f"一共 {c.softmax_exp} 次", f"{c.softmax_exp}（随 h 增长）",
+            f"{h} × {n}² = {c.softmax_exp} 次", f"{c.softmax_exp // 10**4}万次吧",
+            f"应该是 {c.softmax_exp}",
+            f"答案：{c.softmax_exp}", f"{c.softmax_exp}（h = {h}）",
+            f"每个头 {n * n} 次，合计 {c.softmax_exp}")),
+        wrong=([str(c.softmax_exp), "不会"], [f"{c.softmax_exp}，和头数无关", "会"],
+               [f"不是 {c.softmax_exp}", "会"],
+               [f"{c0.softmax_exp}（h = {h0}）", "会"], [f"{c.softmax_exp} 的一半", "会"]))
 
 
 def _s4c() -> Question:
@@ -355,7 +423,17 @@ def _s4c() -> Question:
                          (d * d, "这是一个矩阵的参数；一共四个。"),
                          (4 * d * d_k, "这是每个头一块（d_model × d_k）；每个矩阵有 h 块。"),
                          (4 * d * d * h, "每个头的矩阵只有 d_k 列：h 个并排才是 d_model × d_model。")),
-                  generic="提示：W^Q、W^K、W^V、W^O 各是 d_model × d_model。"))
+                  generic="提示：W^Q、W^K、W^V、W^O 各是 d_model × d_model。"),
+        right=([f"{d_k}（{d}/{h}）", f"4 × {d}² = {params}"], [f"d_k：{d_k}", f"{params} 个参数"],
+               [f"每个头 {d_k} 维", f"一共 {params} 个"], [f"可能 {d_k} 吧", f"4·{d}²（和 h 无关）"],
+               [f"{d} ÷ {h} = {d_k}", f"{params:,}"], [f"d_k = {d_k}", f"{params / 10**4}万"],
+               [f"答：{d_k}", f"{params}（W^Q、W^K、W^V、W^O 合计）"],
+               [f"{d_k}，每个头", f"4 d_model² = {params} 个"],
+               [f"应该是 {d_k}", f"{params} 吧"], [f"{d_k}（即 {d} ÷ {h}）", f"4 × {d} × {d}"],
+               [f"{d_k}（每头）", f"4 个 {d} × {d} 矩阵"], [f"{d_k} 维吧", f"参数：{params}"]),
+        wrong=([f"{d_k}", f"{3 * d * d}（W^Q、W^K、W^V）"], [f"不是 {d_k}", str(params)],
+               [str(d_k), f"{params}，不对"], [f"{d * h}（{d} × {h}）", str(params)],
+               [str(d_k), f"{d * d} 的 4 倍"]))
 
 
 def _s5() -> Question:
@@ -430,21 +508,23 @@ _SHORT, _LONG = (crowded_keys((64,), s)[64] for s in (4.0, 200.0))  # L7b: the w
 
 _CHOICES = {
     "Q5": ("第 6 节", "multi",
-        f"Q5　论文图 4（第 {paper.FIGURE_PAGES[4]} 页）：从代词「its」出发，一个头几乎全看「Law」，"
-        "另一个头分给「Law」和「application」。下面哪些说法有根据？（多选）",
-        "解析：图 4 是编码器第 5 层的头 5、头 6：同一个查询、两种分布，各占自己的 d_k 列，拼接后都还在。\n"
-        "严格来说：论文只说它们「看起来」参与了指代消解（apparently involved）；分工是训练中自发出现的。",
-        "AC", "",
-        ("A", "对同一个查询「its」，两个头给出了不同的权重分布：一个词元可以同时有几种「看法」", ""),
-        ("B", "第二个头把权重分给了两个词元，说明它没有学好",
-         "把权重分给几个词元是注意力的正常用法（「its application」本身就连着「application」）；"
-         "图里没有证据说它没学好。"),
-        ("C", "一个头也能把权重分给「Law」和「application」，但两份共用一组权重、被平均成一个向量；"
-              "两个头的结果各占自己的列，拼接后都还在", ""),
-        ("D", "这两个头是事先被人为指定去做指代消解的",
-         "没有人给头分配角色：分工是训练中自发出现的，论文只是事后把它们画出来。"),
-        ("E", "权重集中在「Law」上，就证明模型理解了 its 指的是 Law",
-         "论文只说这些头「看起来」参与了指代消解：权重高是一个线索，不是理解的证明。")),
+        "Q5　上面是第 6 节那个中文模型的第 3 层 · 头 7 在「小明把苹果递给了小红，因为她帮过他。」上的注意力图"
+        "（每一行是一个查询词元，它的权重分给各列的键词元，颜色越亮越多）。从图上读得出哪些？（多选）",
+        "解析：几乎每一行都把约 1.00 的权重压在对角线右上方紧挨着的一格，也就是第 i 行看第 i + 1 个词元："
+        "这是一个看「后一个词元」的位置头，「她」那一行也只看紧跟的「帮」，不管它是不是名字。"
+        "这种图和第 8 层 · 头 1 不同：那个头只有代词那一行看名字，其余各行停在句首、句尾的特殊词元上。\n"
+        "严格来说：一张图、一句话只说明这个头在这句话上的行为；编码器前后都看，它能找到「后一个」，靠的是加进 X 的"
+        "位置编码（第 3 节「方向与位置」）。",
+        "AC", "先看亮格沿什么走：一条斜线是位置，一整列是停放处，只有一行亮才是在找特定的词。",
+        ("A", "这是一个位置头：几乎每一行的亮格都在对角线右上方紧挨着的一格，即每个词元看它后面那一个", ""),
+        ("B", "这是一个看前一个词元的头：亮格都紧挨着对角线",
+         "看清在对角线的哪一边：第 i 行亮在第 i + 1 列（右上方），是后一个词元；看前一个的头亮在左下方。"),
+        ("C", "「她」这一行亮在紧跟的「帮」上、不在小红上：这个头按相对位置看，不按内容找名字", ""),
+        ("D", "这是一个注意力汇：所有行都把权重停在句首的特殊词元上",
+         "注意力汇的图是一整列亮（句首那一列）；这里亮格沿一条斜线走，每一行亮在不同的列。"),
+        ("E", "这个头的权重是随机的，没学到东西",
+         "随机参数的头（第 5 节的实验台）每一行都散开；这里几乎每一行把 1.00 压在一格上，"
+         "这种规整的模式是训练出来的。")),
     "Q7": ("第 3 节", "multi",
         "Q7　一个训练好的编码器里有一个头专看前一个词元。如果把输入里的位置编码去掉（别的都不变），"
         "下面哪些说法对？（多选）",
@@ -465,29 +545,31 @@ _CHOICES = {
         ("A", "对每个查询位置，单头只有一组注意力权重，它们加起来等于 1", ""),
         ("B", "只要把 d_model 加大，单头就能同时把注意力集中在两个不同的词元上",
          "加大 d_model 只让每个值向量更长；权重仍是一组、总和仍是 1，集中给一个词元就没法再集中给另一个。"),
-        ("C", "两个头可以各自给出一个尖锐的分布（一个看「小红」，一个看语法角色），拼接后两份信息都保留", ""),
+        ("C", "两个头可以各自给出一个尖锐的分布（一个看「小红」，一个看主语「小明」），拼接后两份信息都保留", ""),
         ("D", "做完加权平均后，总能从输出里把每个词元各自的贡献无损地分离出来",
          "平均是多对一的：不同的权重组合可以得到同一个输出，所以一般没法从输出里把每个词元的贡献精确拆开。"),
         ("E", "单头每次只能看一个词元，所以需要多个头",
          "单头可以把权重分给好几个词元；它做不到的是让每份都拿足——加权平均把它们混成了一个向量。")),
     "S6": ("第 6 节", "single",
-        "S6　在「小明把苹果递给了小红，因为她帮过他。」里，有三个头都让「她」偏向小红。"
+        "S6　在原句「小明把苹果递给了小红，因为她帮过他。」上，第 8 层 · 头 1 和第 12 层 · 头 5 都让「她」偏向小红。"
         "哪个实验最能分清真正跟着代词走的头和只是碰巧看向小红的干扰头？",
-        "解析：只看一句话，「偏向小红」可能只是「总看红这个字」或「总看最近的名字」。最小对比每次只改一处"
-        "（代词、名字的顺序、后半句），真正的代词头会跟着变，干扰头不会。第 8 层 · 头 1 在 9 个条件里全对，"
-        "「看最近的名字」只能解释其中 4 个。严格来说：它跟的是性别一致，并不说明模型理解了谁帮了谁。",
+        "解析：只看一句话，「偏向小红」可能只是「总看红这个字」。最小对比只改一处："
+        "第 8 层 · 头 1 在「他饿了」里转向小明（0.43 对 0.06），"
+        "第 12 层 · 头 5 仍把「他」的 0.33 给小红、只给小明 0.02（第 6 节的试一试）。"
+        "严格来说：它跟的是性别一致，并不说明模型理解了谁帮了谁。",
         "B", "最小对比能把跟着代词走的头和只是碰巧看向小红的干扰头分开。",
-        ("A", "把 144 个头按「她 → 小红」的权重排序，取第一名",
-         "排序只用了一句话：第 12 层的两个干扰头在这句话上同样排在前三，分不出来。"),
-        ("B", "做最小对比：换成「他」、对调名字、换后半句，看头的选择是否跟着代词变", ""),
+        ("A", "在原句上比一比，看哪个头给小红的权重更大",
+         "两个头在原句上都偏向小红：一句话分不出它是跟着代词走，还是只要有小红就看小红。"),
+        ("B", "做最小对比：只把「她」换成「他」，看头的选择是否跟着代词变", ""),
         ("C", "看这个头在哪一层：越靠后的层越懂语义",
-         "层的位置不是证据：两个干扰头都在最后一层（第 12 层），恰恰不跟着代词走。"),
+         "层的位置不是证据：第 12 层 · 头 5 在最后一层，恰恰不跟着代词走。"),
         ("D", "把那一行的权重加起来，看是否等于 1",
          "每一行的权重加起来总是 1（softmax 的性质），对任何头都成立，什么也分不出来。")),
     "S7c": ("第 7 节", "multi",
         "S7c　一个 d_k = 1 的头：查询 q 和每个键 k 都只是一个数，打分是 q·k。九个键的值各不相同，q 可以取任何非零的数。"
         "这个头的注意力能集中到哪些键上？（多选）",
-        "解析：q·k 对 k 单调，得分最高的只能是最大或最小的键；有 2 维时键可以摆在圆上，哪个都能选中（第 7.4 节）。\n"
+        "解析：q·k 对 k 单调，得分最高的只能是最大或最小的键；有 2 维时键可以摆在圆上，哪个都能选中"
+        "（选做实验第 3 节）。\n"
         "严格来说：论文里 h = 32 时每头还有 d_k = 16，离这个极端很远；这说的是「太窄会限制一个头能选中哪些键」。",
         "AB", "一维的分数对键是单调的：一个头只能挑两端。",
         ("A", "值最大的那个键（q > 0 时）", ""),
@@ -504,7 +586,7 @@ _CHOICES = {
         ("A", "每个词元的向量里加了它的位置编码（每个位置学出来的一行向量），头学会了「看位置比我小 1 的那个」", ""),
         ("B", "注意力打分 Q Kᵀ 本身就按词元的先后排序",
          "Q Kᵀ 只是两两点积：把词元打乱，分数跟着打乱，不会按先后排好。"),
-        ("C", "因果掩码只让它看前面的词元", "这是编码器，没有因果掩码：第 2 层 · 头 9 就主要看**后**一个词元。"),
+        ("C", "因果掩码只让它看前面的词元", "这是编码器，没有因果掩码：第 2 层 · 头 9 就主要看后一个词元。"),
         ("D", "句首的 [CLS] 告诉每个词元它在第几个",
          "[CLS] 只是一个特殊词元，很多头把它当作注意力汇，不带别的词元的位置。")),
     "L6b": ("选做实验 · 真实模型", "single",
@@ -544,9 +626,10 @@ _CHOICES = {
 
 _ROWS = {qid: partial(choice, qid, *row) for qid, row in _CHOICES.items()}
 _BUILDERS = {  # what the core notebook asks (what its progress counts)
-    "Q1": _q1, "Q2": _q2, "Q3": _q3, "Q4": _q4, "Q5": _ROWS["Q5"], "Q6": _q6, "Q7": _ROWS["Q7"], "S2": _ROWS["S2"],
+    "Q1": _q1, "Q2": _q2, "Q4": _q4, "Q5": _ROWS["Q5"], "Q6": _q6, "Q7": _ROWS["Q7"], "S2": _ROWS["S2"],
     "S3": _s3, "S3b": _s3b, "S3c": _s3c, "S4b": _s4b, "S5": _s5, "S6": _ROWS["S6"], "S7b": _s7b,
 }
 # The labs' questions: found by id, never counted as the core's
-LAB: dict = {"S3d": _s3d, "S4": _s4, "S4c": _s4c, "S7": _s7,
+# Q3 (the 512n² recall of §4, issue 40: the map-reading Q5 took its place in the core) is asked in lab_ablation.
+LAB: dict = {"Q3": _q3, "S3d": _s3d, "S4": _s4, "S4c": _s4c, "S7": _s7,
              **{qid: _ROWS[qid] for qid in ("S7c", "L6a", "L6b", "L7a", "L7b")}}

@@ -46,7 +46,7 @@ def check() -> None:
     from lesson_lib.show.plotting import use_chinese_font
 
     fit_blas_to_cpus(1)
-    if found := problems():  # the font needs matplotlib and mplfonts: set up only when nothing is missing
+    if found := problems():  # the font needs matplotlib and its font package: set up only when nothing is missing
         print("\n".join(f"[需要处理] {name}：{message}" for name, message in found.items()))
         print("修好后用菜单「运行 → 重启内核并运行所有单元格」（Run → Restart Kernel and Run All Cells）。")
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 
-from lesson_lib.attention import multi_head_attention, scaled_dot_product_attention, softmax
+from lesson_lib import attention
 from lesson_lib.show.tables import TextTable, text_table
 
 SOFTMAX_TERMS = [
@@ -32,23 +32,32 @@ MHA_TERMS = [
     ("merge_heads(heads) @ w_o", "Concat(head_1, …, head_h) W^O，W^O 是 (h·d_v) × d_model"),
 ]
 
-KERNELS = [(softmax, SOFTMAX_TERMS), (scaled_dot_product_attention, SDPA_TERMS), (multi_head_attention, MHA_TERMS)]
+# Each public function (its check at the door), then the formula function it hands the input to.
+KERNELS = [
+    ((attention.softmax, attention._softmax), SOFTMAX_TERMS),
+    ((attention.scaled_dot_product_attention, attention._scaled_dot_product_attention), SDPA_TERMS),
+    ((attention.multi_head_attention, attention._multi_head_attention), MHA_TERMS),
+]
 
 
-def line_map(fn, terms) -> list[tuple[int, str, str]]:
-    """(line number within fn, code line, formula term) for every fragment in ``terms``."""
-    lines = inspect.getsource(fn).splitlines()
+def line_map(fns, terms) -> list[tuple[int, str, str]]:
+    """(line number in the listing of ``fns``, one after another; code line; formula term) for every
+    fragment in ``terms``."""
+    lines = [line for fn in fns for line in inspect.getsource(fn).splitlines()]
     rows = []
     for fragment, term in terms:
         i = next((i for i, line in enumerate(lines) if fragment in line.split("#")[0]), None)  # code, not comments
         if i is None:
-            raise LookupError(f"{fn.__name__} 的源码里找不到 {fragment!r}：内核改了，请同步更新公式对照表。")
+            raise LookupError(f"{fns[0].__name__} 的源码里找不到 {fragment!r}：内核改了，请同步更新公式对照表。")
         rows.append((i + 1, lines[i].split("#")[0].strip(), term))
     return rows
 
 
 def formula_view():
     """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text for nbval."""
-    views = [text_table(["代码", "对应论文里的哪一项"], [[code, term] for _, code, term in line_map(fn, terms)],
-                        code_columns=(0,)).around(before=f"{fn.__name__}：") for fn, terms in KERNELS]
+    views = []
+    for fns, terms in KERNELS:
+        rows = [[code, term] for _, code, term in line_map(fns, terms)]
+        table = text_table(["代码", "对应论文里的哪一项"], rows, code_columns=(0,))
+        views.append(table.around(before=f"{fns[0].__name__}："))
     return TextTable("\n\n".join(views), "".join(v.html for v in views))

@@ -16,32 +16,47 @@ import numpy as np
 from lesson_lib.show.tables import html_table
 
 CJK_FONT = "Noto Sans CJK SC"
-_FONT_FILE = "NotoSansCJKsc-Regular.otf"
+# Noto Sans CJK Regular (SIL Open Font License), whole: one collection file whose faces share every
+# glyph; the SC face is CJK_FONT. The same file is the system's where a CJK font package is installed
+# (Debian/Ubuntu fonts-noto-cjk, Fedora, Arch); else the PyPI package noto-cjk-sans-otc (19.5 MB).
+_FONT_FILE = "NotoSansCJK-Regular.ttc"
+SYSTEM_FONT_DIRS = (Path("/usr/share/fonts/opentype/noto"),
+                    Path("/usr/share/fonts/google-noto-cjk"),
+                    Path("/usr/share/fonts/noto-cjk"))
+# matplotlib < 3.11 reads only a collection's first face (the Japanese one): the same glyphs, so
+# figures on Python 3.10 still have every Chinese character.
+_FIRST_FACE = "Noto Sans CJK JP"
 MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at 100 %
 
 
 def font_path() -> Path:
+    """The Noto Sans CJK collection: the system's copy when there is one, else pip's."""
+    for folder in SYSTEM_FONT_DIRS:
+        if (folder / _FONT_FILE).is_file():
+            return folder / _FONT_FILE
     try:
-        import mplfonts
+        import noto_cjk_sans_otc
     except ImportError:
         raise RuntimeError(
-            "缺少中文字体包 mplfonts：图里的中文会显示成方框。请在课程环境里运行 pip install mplfonts 后重启内核。"
+            "缺少中文字体包 noto-cjk-sans-otc：图里的中文会显示成方框。"
+            "请在课程环境里运行 pip install noto-cjk-sans-otc 后重启内核。"
         ) from None
-    path = Path(mplfonts.__file__).parent / "fonts" / _FONT_FILE
-    if not path.exists():
-        raise RuntimeError(f"mplfonts 里找不到字体文件 {_FONT_FILE}（查找位置 {path.parent}）：请重新安装 mplfonts。")
+    path = Path(noto_cjk_sans_otc.__file__).parent / _FONT_FILE
+    if not path.is_file():
+        raise RuntimeError(f"noto-cjk-sans-otc 里找不到字体文件 {_FONT_FILE}（查找位置 {path.parent}）："
+                           "请重新安装 noto-cjk-sans-otc。")
     return path
 
 
 def use_chinese_font() -> str:
-    """Register Noto Sans CJK SC (shipped by mplfonts) with matplotlib and make it the default sans-serif font."""
+    """Register Noto Sans CJK (its SC face) with matplotlib as the default sans-serif font."""
     import matplotlib as mpl
     from matplotlib import font_manager
 
     if (path := str(font_path())) not in {f.fname for f in font_manager.fontManager.ttflist}:
         font_manager.fontManager.addfont(path)
     # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends included.
-    mpl.rcParams.update({"font.family": "sans-serif", "font.sans-serif": [CJK_FONT, "DejaVu Sans"],
+    mpl.rcParams.update({"font.family": "sans-serif", "font.sans-serif": [CJK_FONT, _FIRST_FACE, "DejaVu Sans"],
                          "axes.unicode_minus": False,  # the CJK font's minus sign renders; the Unicode one may not
                          "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
                          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11})

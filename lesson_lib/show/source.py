@@ -61,7 +61,8 @@ def listing_html(text: str) -> str:
     return f'<pre class="lesson-source" style="{style}">{"".join(out)}</pre>'
 
 
-def show_source(obj) -> TextTable:
-    """``obj``'s source: highlighted in JupyterLab, the plain text where nbval compares."""
-    text = inspect.getsource(obj).rstrip("\n")
+def show_source(*objs) -> TextTable:
+    """The source of each of ``objs`` in turn (a kernel function, then the formula it hands its
+    checked input to): highlighted in JupyterLab, the plain text where nbval compares."""
+    text = "\n\n\n".join(inspect.getsource(obj).rstrip("\n") for obj in objs)
     return TextTable(text, listing_html(text))

@@ -90,7 +90,7 @@ def load(verify=True):
                for name, (dtype, raw) in f.tensors.items() if name != "emb.word"}  # fmt: skip
     words = f.tensors["emb.word"][1].reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)  # (vocab, 216) packed rows
     tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation, vocab_size=h.vocab)
-    config = EncoderConfig(name="multilingual-e5-small（4 位量化）", n_layers=h.layers, n_heads=h.heads,
+    config = EncoderConfig(name="multilingual-e5-small", n_layers=h.layers, n_heads=h.heads,
                            d_model=h.hidden, eps=h.eps, max_tokens=h.max_positions)  # fmt: skip
     model = Encoder(config, tensors, lambda ids: dequantize_q4(words[ids]).reshape(len(ids), h.hidden), tokenizer)
     model.n_parameters = sum(int(np.prod(s)) for s in shapes.values())

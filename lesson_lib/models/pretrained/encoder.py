@@ -9,7 +9,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+from lesson_lib.attention import _merge_heads, _scaled_dot_product_attention, _split_heads
 from lesson_lib.checks import LessonInputError, LessonInputTypeError
 
 
@@ -99,12 +99,13 @@ class Encoder:
         return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
 
     def _self_attention(self, x, p):
-        """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课的内核。"""
+        """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课内核的公式函数
+        （不再检查：模型自己的数组，形状在加载时已经核对过）。"""
         w = self.w
         q = _linear(x, w[p + "q.w"], w[p + "q.b"])  # (T, d)  X W^Q + b^Q：自注意力里 Q、K、V 都来自同一个 X
         k = _linear(x, w[p + "k.w"], w[p + "k.b"])  # (T, d)  X W^K + b^K
         v = _linear(x, w[p + "v.w"], w[p + "v.b"])  # (T, d)  X W^V + b^V
-        q, k, v = (split_heads(a, self.n_heads) for a in (q, k, v))  # 3 × (H, T, d_k) 切成 H 个头
-        heads, weights = scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T) H 个头一次算完
-        return merge_heads(heads), weights  # (T, d) 拼接, (H, T, T)
+        q, k, v = (_split_heads(a, self.n_heads) for a in (q, k, v))  # 3 × (H, T, d_k) 切成 H 个头
+        heads, weights = _scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T) H 个头一次算完
+        return _merge_heads(heads), weights  # (T, d) 拼接, (H, T, T)
 

@@ -1,12 +1,14 @@
-"""The toy model: embeddings -> one multi-head self-attention layer (the kernel) -> read-out, and its backward pass
-(by hand, as §7 teaches it; tests check it against finite differences). Every parameter has a leading seed axis S:
-the seeds of one head count train as one batch of arrays, each model seeing only its own numbers."""
+"""The toy model: embeddings -> one multi-head self-attention layer -> read-out, and its
+backward pass (by hand, as §7 teaches it; tests check it against finite differences). Every
+parameter has a leading seed axis S: the seeds of one head count train as one batch of arrays,
+each model seeing only its own numbers. The attention is the kernel's formula functions: the
+model's own arrays, from arguments ``config.check_sweep`` checked once, need no check each step."""
 
 import math
 
 import numpy as np
 
-from lesson_lib.attention import merge_heads, scaled_dot_product_attention, split_heads
+from lesson_lib.attention import _merge_heads, _scaled_dot_product_attention, _split_heads
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, EMB_STD, Task, TrainConfig
 from lesson_lib.models.toy.task import Batch
 
@@ -35,9 +37,10 @@ def forward(params, batch: Batch, h: int, task: Task):
     hot = np.zeros((len(rows), B * T, n_rows), dtype=params["E"].dtype)
     np.put_along_axis(hot, rows.reshape(len(rows), B * T, 4), 1.0, axis=-1)
     x = hot @ params["E"]  # (S, B·T, D)  x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i]
-    q, k, v = (split_heads((x @ params[w]).reshape(S, B, T, D), h) for w in ("W_Q", "W_K", "W_V"))  # (S, B, h, T, d_k)
-    heads, weights = scaled_dot_product_attention(q, k, v)  # (S, B, h, T, d_k), (S, B, h, T, T)
-    o = merge_heads(heads).reshape(S, B * T, D)  # (S, B·T, D)  Concat(head_i)
+    q, k, v = (_split_heads((x @ params[w]).reshape(S, B, T, D), h)  # 3 × (S, B, h, T, d_k)
+               for w in ("W_Q", "W_K", "W_V"))
+    heads, weights = _scaled_dot_product_attention(q, k, v)  # (S, B, h, T, d_k), (S, B, h, T, T)
+    o = _merge_heads(heads).reshape(S, B * T, D)  # (S, B·T, D)  Concat(head_i)
     y = o @ params["W_O"]  # (S, B·T, D)
     logits = y @ params["R"] + params["b"][:, None, :]  # (S, B·T, 3·V)
     logits = logits.reshape(S, B, T, 3, task.V)  # (S, B, T, 3, V) three V-way read-outs
@@ -63,7 +66,7 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
     grads = {"R": _t(c["y"]) @ d_logits, "b": d_logits.sum(axis=1)}  # (S, D, 3V), (S, 3V)
     d_y = d_logits @ _t(params["R"])  # (S, B·T, D)
     grads["W_O"] = _t(c["o"]) @ d_y  # (S, D, D)
-    d_heads = split_heads((d_y @ _t(params["W_O"])).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)
+    d_heads = _split_heads((d_y @ _t(params["W_O"])).reshape(S, B, T, D), h)  # (S, B, h, T, d_k)
 
     # Attention: out = A V with A = softmax(Q Kᵀ / √d_k).
     a = c["weights"]  # (S, B, h, T, T)
@@ -78,7 +81,7 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
     x = c["x"]  # (S, B·T, D)
     d_x = np.zeros_like(x)
     for name, d_part in (("W_Q", d_q), ("W_K", d_k), ("W_V", d_v)):
-        d_part = merge_heads(d_part).reshape(S, B * T, D)  # (S, B·T, D)
+        d_part = _merge_heads(d_part).reshape(S, B * T, D)  # (S, B·T, D)
         grads[name] = _t(x) @ d_part  # (S, D, D)
         d_x += d_part @ _t(params[name])  # (S, B·T, D)
     grads["E"] = _t(c["hot"]) @ d_x  # (S, R, D)  each token's d_x added to its four rows

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import html
 
 import numpy as np
 
+from lesson_lib.models.pretrained import e5
 from lesson_lib.models.pretrained.head_finder import check_top
 from lesson_lib.models.pretrained.unigram import WORD_START
 from lesson_lib.runtime.blas import one_blas_thread
@@ -18,6 +20,7 @@ NAMES = {"她": ("小红", "小明"), "他": ("小明", "小红")}  # pronoun: (
 PRONOUN_HEAD = (8, 1)  # 1-based (layer, head): the head that follows the pronoun
 DECOYS = ((12, 5), (12, 3))  # the next best heads on the lesson sentence, which do not
 HEADS = (PRONOUN_HEAD, *DECOYS)
+MAP_HEAD = (3, 7)  # 1-based (layer, head): §10's map to read (a positional head: each token looks at the next)
 # The minimal pairs: (label shown to learners, sentence, pronoun asked about), every one where the pronoun is its own
 # token (「因为他」 merges, so those are left out).
 MINIMAL_PAIRS = (
@@ -103,6 +106,12 @@ def follow(model):
     return table, counts
 
 
+@functools.cache  # §6 and §10 share one copy per kernel; §10's cell also runs on its own (Restart & Run §10)
+def chinese_model():
+    """The Chinese model (multilingual-e5-small), read once; None, with the reason printed, without its package."""
+    return e5.load_or_explain()
+
+
 def model_text(model) -> str:
     """The model in numbers; without the package, what the section would have shown (``WITHOUT_MODEL``)."""
     if model is None:
@@ -148,6 +157,23 @@ def top_heads_figure(sentence, ranked, k=3):
     tokens, att = sentence
     named = name_weights(att, tokens, "她", NAMES["她"])
     return _rows(tokens, att, "她", named, [(layer, head) for layer, head, *_ in ranked[:k]])
+
+
+def head_map_of(tokens, att, layer, head):
+    """One head's whole map on a sentence: rows are queries, columns keys (the §10 question reads it)."""
+    from lesson_lib.show.plotting import heat_map
+
+    names = [clean(t) for t in tokens]
+    return heat_map(att[layer - 1, head - 1], tokens=names, cell_px=18,
+                    suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")
+
+
+@_needs_model
+def head_map(model, layer=MAP_HEAD[0], head=MAP_HEAD[1]):
+    """``head_map_of`` on the lesson sentence (without the package: what §6 would have shown)."""
+    with one_blas_thread():
+        tokens, att = model.attend(LESSON_SENTENCE)
+    return head_map_of(tokens, att, layer, head)
 
 
 @_needs_model

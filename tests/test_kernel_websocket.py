@@ -1,0 +1,71 @@
+"""Restart & Run All after a reconnect: the protocol the server reads a page's frames with is the one it chose.
+
+On a kernel restart JupyterLab opens a new websocket with the same session id; jupyter_server logs "Replacing
+stale connection" and closes the old handler, which sets tornado's ``ws_connection`` to None at once while the
+socket still delivers the page's frames. ``ZMQChannelsWebsocketConnection.subprotocol`` then fails and falls
+back to the legacy protocol: with the default (v1) protocol the page's binary frames are misread
+(``struct.error: unpack requires a buffer of 402653184 bytes``), the channel drops and the queued cells never
+run. The lesson's server settings (scripts/lab_settings.py) choose the legacy protocol from the start, so the
+fallback agrees with what the page sends. These tests run jupyter_server's own code with those settings; the
+browser test tests/e2e/test_restart_run_all.py runs ten Restart & Run Alls in a row.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+V1 = "v1.kernel.websocket.jupyter.org"
+channels = pytest.importorskip("jupyter_server.services.kernels.connection.channels")
+from jupyter_server.services.kernels.connection.base import (  # noqa: E402
+    deserialize_binary_message,
+    serialize_msg_to_ws_v1,
+)
+from jupyter_server.services.kernels.websocket import KernelWebsocketHandler  # noqa: E402
+from traitlets.config import Config  # noqa: E402
+
+
+def _lesson_config(tmp_path) -> Config:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+
+    lab_settings.write(tmp_path)
+    return Config(json.loads((tmp_path / "etc/jupyter/jupyter_server_config.json").read_text(encoding="utf-8")))
+
+
+class _ClosedHandler:
+    """What tornado's handler is after ``close()``: ``selected_subprotocol`` asserts a live connection."""
+
+    @property
+    def selected_subprotocol(self):
+        raise AssertionError("ws_connection is None")
+
+
+def _negotiated(config: Config) -> str | None:
+    connection = channels.ZMQChannelsWebsocketConnection(config=config)
+    return KernelWebsocketHandler.select_subprotocol(SimpleNamespace(connection=connection), [V1])
+
+
+def _after_close() -> str | None:
+    """The protocol a connection reads frames with once its handler was closed (jupyter_server's property)."""
+    return channels.ZMQChannelsWebsocketConnection.subprotocol.fget(SimpleNamespace(websocket_handler=_ClosedHandler()))
+
+
+def test_the_default_reads_a_replaced_sockets_v1_frames_as_legacy():
+    """The cause, in jupyter_server's code: v1 chosen, legacy after close, a v1 frame misread."""
+    assert _negotiated(Config()) == V1 and _after_close() is None
+    frame = serialize_msg_to_ws_v1([b"{}", b"{}", b"{}", b"{}"], "shell")
+    with pytest.raises(struct.error):
+        deserialize_binary_message(frame)
+
+
+def test_with_the_lessons_settings_the_protocol_is_the_same_before_and_after_close(tmp_path):
+    config = _lesson_config(tmp_path)
+    assert _negotiated(config) is None  # legacy, chosen at the handshake
+    assert _after_close() is None  # and legacy is what a closed handler's frames are read with

@@ -1,0 +1,83 @@
+"""The lesson-time estimator follows the instructor's model (issue 40): each kind of cell, in a tiny synthetic
+notebook, costs the minutes the model gives it, in class or after class (cells tagged ``homework``)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_lesson_time", ROOT / "benchmarks" / "bench_lesson_time.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def md(text, tags=()):
+    return {"cell_type": "markdown", "source": text, "metadata": {"tags": list(tags)}}
+
+
+def code(source, outputs=(), tags=()):
+    return {"cell_type": "code", "source": source, "outputs": list(outputs), "metadata": {"tags": list(tags)}}
+
+
+def stream(text):
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+def minutes(bench, *cells):
+    """In-class and after-class minutes of a notebook made of one section holding ``cells``."""
+    sections = bench.estimate({"cells": [md("## 1 节"), *cells]})
+    assert list(sections) == ["1 节"]
+    return sections["1 节"]["class"] - 1 / 350, sections["1 节"]["home"]  # less the heading's one 字 (节)
+
+
+HAN = "字"
+
+
+@pytest.mark.parametrize("cell, expected", [
+    (md(HAN * 700), 2.0),  # prose: 350 字 a minute
+    (md("<details><summary>答案</summary>" + HAN * 350 + "</details>"), 1.0 + 2 / 350),  # a fold is read
+    (md("<details><summary>给好奇的你</summary>" + HAN * 350 + "</details>"), 0.0),  # … unless for the curious
+    (md("**试一试**"), 1.5 + 3 / 350),
+    (code("x = 1"), 0.25),  # a plain cell
+    (code("print(1)", [stream(HAN * 500)]), 0.25 + 2.0),  # output text: 250 字 a minute
+    (code("show_source(f)"), 0.25 + 1.5),  # a cell that shows source
+    (code("plot()", [{"output_type": "display_data", "data": {"image/png": ""}}]), 0.25 + 0.5),  # one figure
+    (code("widgets.head_lab()"), 3.0),
+    (code('ask("S6")'), 1.25),  # single choice
+    (code('ask("S2")'), 1.75),  # multiple choice
+    (code('ask("S3")'), 2.0),  # a form
+    (code('ask("Q1")'), 4.0),  # free text
+    (code('exercises.check("split_heads", f)'), 6.5),
+    (code('exercises.check("multi_head_attention_loop", f)'), 12.5),
+    (code('exercises.check("count_multiplies", f)'), 6.5),
+    (code("interview_self_check()"), 8.0),
+])
+def test_each_kind_costs_the_models_minutes(bench, cell, expected):
+    in_class, home = minutes(bench, cell)
+    assert in_class == pytest.approx(expected) and home == 0
+
+
+def test_a_homework_cell_counts_after_class(bench):
+    in_class, home = minutes(bench, code('exercises.check("multi_head_attention_loop", f)', tags=["homework"]))
+    assert in_class == pytest.approx(0) and home == pytest.approx(12.5)
+
+
+def test_sections_split_at_level_2_headings(bench):
+    nb = {"cells": [md("# 标题\n\n## 0 导读"), code("x = 1"), md("### 小节"), md("## 1 起点"), code("y = 2")]}
+    assert list(bench.estimate(nb)) == ["0 导读", "1 起点"]
+
+
+def test_the_stored_core_fits_one_class(bench):
+    """By the model, the built core takes at most 75 minutes in class and at most 30 after (issue 40)."""
+    import json
+
+    in_class, home = bench.totals(bench.estimate(json.loads(bench.NOTEBOOK.read_text(encoding="utf-8"))))
+    assert in_class <= 75 and 0 < home <= 30

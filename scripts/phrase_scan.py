@@ -124,6 +124,8 @@ def names_inside(node) -> set[str]:
         return set().union(*(names_inside(e) for e in node.elts))
     if isinstance(node, ast.Dict):
         return set().union(*(names_inside(v) for v in node.values))
+    if isinstance(node, ast.JoinedStr):                  # md(f"## {title}"): title went in
+        return text_names(node)
     return set()
 
 

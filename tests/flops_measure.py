@@ -28,6 +28,7 @@ class _Tally:
         self.matmuls: list[tuple[tuple[int, ...], tuple[int, ...], int]] = []
         self.exps = 0
         self.divisions = 0
+        self.scalings = 0  # the divisions by one number (1/√d_k), apart from softmax's row sums
 
 
 class _Counted(np.ndarray):
@@ -64,13 +65,16 @@ def _record(tally, ufunc, inputs, result):
         tally.exps += int(np.size(result))
     elif ufunc in (np.true_divide, np.divide):
         tally.divisions += int(np.size(result))
+        if np.ndim(inputs[1]) == 0:
+            tally.scalings += int(np.size(result))
 
 
 def measure(n: int, d_model: int, h: int, kernel=None, seed: int = 0) -> dict:
     """Run ``kernel`` (default: the lesson's multi_head_attention) and count what it executed.
 
     Returns ``matmul_multiplies`` (total), ``matmul_shapes`` (each call's operand shapes and
-    multiplies), ``exps`` and ``divisions``. In-place operations (``out=``) are counted too.
+    multiplies), ``exps``, ``divisions`` and ``scalings`` (the divisions by one number).
+    In-place operations (``out=``) are counted too.
     """
     from lesson_lib.attention import multi_head_attention
 
@@ -96,4 +100,5 @@ def measure(n: int, d_model: int, h: int, kernel=None, seed: int = 0) -> dict:
         "matmul_shapes": list(tally.matmuls),
         "exps": tally.exps,
         "divisions": tally.divisions,
+        "scalings": tally.scalings,
     }

@@ -12,6 +12,7 @@ makes in general.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +69,13 @@ def _levels(acc):
     return {t: report.level(a, report.ACCURACY_LEVELS) for t, a in acc.items()}
 
 
+# the printers' own words for a level and a role: the tests compare verdicts, not wording
+LEARNED, MOSTLY, PARTLY, RANDOM = (label for _, label in report.ACCURACY_LEVELS)
+SPREAD, LOOSE, SHARP = (label for _, label in report.ENTROPY_LEVELS)
+APART, ALIKE = (label for _, label in report.JS_LEVELS)
+PREV, NEXT, MATCH = report.ROLE_NAMES
+
+
 # ---------------------------------------------------------------------------------------------
 # The notebook's checked outputs are far from every boundary, so they print the same everywhere
 # ---------------------------------------------------------------------------------------------
@@ -105,11 +113,11 @@ def test_entropy_and_js_are_far_from_their_level_thresholds(lesson):
 def test_the_table_shows_the_shape_the_prose_describes(lesson):
     result, _ = lesson
     levels = {row["h"]: _levels(row["per_target"]) for row in result.results}
-    assert levels[1] == {"prev": "大部分对", "next": "小部分对", "match": "接近随机水平"}
-    assert levels[2] == {"prev": "学会", "next": "学会", "match": "接近随机水平"}
-    assert levels[4] == levels[8] == {"prev": "学会", "next": "学会", "match": "学会"}
-    assert levels[16] == {"prev": "学会", "next": "学会", "match": "大部分对"}
-    assert levels[32] == {"prev": "学会", "next": "学会", "match": "小部分对"}
+    assert levels[1] == {"prev": MOSTLY, "next": PARTLY, "match": RANDOM}
+    assert levels[2] == {"prev": LEARNED, "next": LEARNED, "match": RANDOM}
+    assert levels[4] == levels[8] == {"prev": LEARNED, "next": LEARNED, "match": LEARNED}
+    assert levels[16] == {"prev": LEARNED, "next": LEARNED, "match": MOSTLY}
+    assert levels[32] == {"prev": LEARNED, "next": LEARNED, "match": PARTLY}
     text = ablation.format_table(result.results)
     assert len(text.splitlines()) == 2 + len(HEADS) + 1
 
@@ -118,13 +126,15 @@ def test_specialisation_text_and_figure_roles(lesson):
     result, many = lesson
     on = ablation.heads_on_targets(result, many, heads=(1, 2, 4))
     text = ablation.specialisation_text(on)
-    assert text.count("  头 ") == 7
-    assert sorted(ablation.main_roles(on[2])) == ["前一个", "后一个"]  # 「h = 2 的两个头分别拿下前一个和后一个」
+    assert len(re.findall(r"^  \S+ \d+\W", text, re.M)) == 7  # one line per head: 1 + 2 + 4
+    assert sorted(ablation.main_roles(on[2])) == sorted([PREV, NEXT])  # 「h = 2 的两个头分别拿下前一个和后一个」
     one = on[1][0]
     assert abs(one[0] - 0.5) < 0.05 and abs(one[1] - 0.5) < 0.05 and one[2] < 0.05  # 「劈成两半」
-    assert "没有主要目标：「前一个」「后一个」各占一部分" in text
+    single = text.splitlines()[1]  # h = 1's head: no main role, the two neighbours share it
+    assert PREV in single and single.count(NEXT) == 1 and MATCH not in single
+    assert ablation.main_roles(on[1]) == [ablation.main_roles(np.full((1, 3), 1 / 3))[0]]  # no main role
     roles = ablation.main_roles(on[4])
-    assert set(roles) == {"前一个", "后一个", "配对查找"} and len(roles) == 4  # one extra head repeats a role
+    assert set(roles) == {PREV, NEXT, MATCH} and len(roles) == 4  # one extra head repeats a role
     assert on[4].max(axis=1).min() > 0.9  # 「每行一个亮格」
 
 
@@ -136,7 +146,15 @@ def test_diversity_text_matches_the_prose(lesson):
     assert div[2][1] > 0.7 and div[4][1] > 0.7
     assert div[16][0] > 1.0 and div[32][0] > 2.5
     assert div[4][1] > div[8][1] > div[16][1] > div[32][1] and div[32][1] < 0.4
-    assert "h = 2、4、8 尖" in text and "h = 32 接近平均分配" in text and "h = 32 彼此很像" in text
+    entropy, js = text.splitlines()[0], text.splitlines()[2]  # each followed by its thresholds
+    assert _grouped(entropy, SHARP) == [2, 4, 8] and _grouped(entropy, SPREAD) == [32]
+    assert _grouped(js, ALIKE) == [32]
+
+
+def _grouped(line, label):
+    """The h's a diversity line puts at ``label`` ('h = 2、4、8 <label>')."""
+    found = re.search(rf"h = ((?:\d+\W)*\d+) {label}(?:\W|$)", line)
+    return [int(h) for h in re.findall(r"\d+", found.group(1))] if found else []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,13 +166,13 @@ def test_diversity_text_matches_the_prose(lesson):
 def test_shape_of_the_sweep_holds_for_other_seeds(seeds, s):
     acc, on, div = seeds[s]
     levels = {h: _levels(acc[h]) for h in HEADS}
-    assert sorted([levels[1]["prev"], levels[1]["next"]]) == ["学会", "小部分对"]
-    assert levels[1]["match"] == levels[2]["match"] == "接近随机水平"
-    assert all(levels[h][t] == "学会" for h in (4, 8) for t in config.TARGETS)
-    assert levels[16]["match"] == "大部分对" and levels[32]["match"] == "小部分对"
-    assert all(levels[h][t] == "学会" for h in (16, 32) for t in ("prev", "next"))
+    assert sorted([levels[1]["prev"], levels[1]["next"]]) == sorted([LEARNED, PARTLY])
+    assert levels[1]["match"] == levels[2]["match"] == RANDOM
+    assert all(levels[h][t] == LEARNED for h in (4, 8) for t in config.TARGETS)
+    assert levels[16]["match"] == MOSTLY and levels[32]["match"] == PARTLY
+    assert all(levels[h][t] == LEARNED for h in (16, 32) for t in ("prev", "next"))
     assert np.allclose(on[1][0, :2], 0.5, atol=0.05)  # the single head splits between the neighbours
-    assert set(ablation.main_roles(on[4])) == {"前一个", "后一个", "配对查找"}
+    assert set(ablation.main_roles(on[4])) == {PREV, NEXT, MATCH}
     assert div[1][0] > 1.0 and div[2][0] < 0.8 and div[4][0] < 0.8
     assert div[2][1] > 0.7 and div[4][1] > 0.7
     assert div[16][0] > 1.0 and div[32][0] > 2.5
@@ -178,15 +196,16 @@ def test_single_head_leans_to_the_neighbour_it_learned(lesson):
     acc = next(r for r in result.results if r["h"] == 1)["per_target"]
     assert acc["prev"] - acc["next"] > ACC_MARGIN
     assert prev - nxt > report.LEAN_GAP + LEAN_MARGIN
-    assert "「前一个」略多" in ablation.specialisation_text({1: one})
+    head = ablation.specialisation_text({1: one}).splitlines()[1]
+    assert head.count(PREV) == 2 and head.count(NEXT) == 1  # named once more: the side it leans to
     assert match < 0.05  # 「配对查找则几乎分不到权重」
 
 
 def test_lean_is_only_said_for_a_real_gap():
-    even = report.specialisation_text({1: np.array([[0.49, 0.49, 0.01]])})
-    assert "略多" not in even and "各占一部分" in even
-    right = report.specialisation_text({1: np.array([[0.45, 0.50, 0.01]])})
-    assert "「后一个」略多" in right
+    even = report.specialisation_text({1: np.array([[0.49, 0.49, 0.01]])}).splitlines()[1]
+    assert even.count(PREV) == even.count(NEXT) == 1  # both share it, neither named again
+    right = report.specialisation_text({1: np.array([[0.45, 0.50, 0.01]])}).splitlines()[1]
+    assert right.count(PREV) == 1 and right.count(NEXT) == 2  # the lean names the right-hand neighbour
 
 
 def test_core_table_reading_holds_for_the_paper_numbers():
@@ -196,9 +215,12 @@ def test_core_table_reading_holds_for_the_paper_numbers():
 
     row_a, row_b = report.table3_a(), [r for r in TABLE3 if r["row"] == "B"]
     top = max(r["bleu"] for r in row_a)
-    assert sorted(r["h"] for r in row_a if r["bleu"] == top) == [8, 16] and "h = 8 和 h = 16 并列最好" in SECTION_7
+    assert sorted(r["h"] for r in row_a if r["bleu"] == top) == [8, 16]
+    pairs = re.findall(r"h = (\d+) \w h = (\d+) ", SECTION_7)  # 'h = 8 和 h = 16 …'
+    assert ("8", "16") in pairs
     h32 = next(r for r in row_a if r["h"] == 32)
-    assert f"h = 32（每头 d_k = {h32['d_k']}）又回落到 BLEU {h32['bleu']}" in SECTION_7 and h32["bleu"] < top
+    said = re.findall(r"h = 32\W+\w+ d_k = (\d+)\W+\w*\s*BLEU (\d+\.\d)", SECTION_7)
+    assert said == [(str(h32["d_k"]), str(h32["bleu"]))] and h32["bleu"] < top
     assert next(r["bleu"] for r in row_b if r["d_k"] == h32["d_k"]) < top
 
 
@@ -241,23 +263,24 @@ def test_stored_run_is_the_labs_run(lesson):
     assert all("seconds" not in r for r in stored["results"])  # timings differ between runs: not stored
     for fresh, kept in zip(result.results, stored["results"]):
         assert abs(fresh["accuracy_mean"] - kept["accuracy_mean"]) < 0.02, (fresh, kept)
-    assert report.compare_to_stored(result.results, stored).count("不一致") == 0
+    lines = report.compare_to_stored(result.results, stored).splitlines()
+    assert not any(line.endswith(report.DIFFER) for line in lines)
 
 
 def test_core_reading_of_the_stored_curve():
     """Core §7: h = 1 配对查找接近随机水平; h = 4、8 三项全对; h = 32 配对查找又做不好 (stored, same everywhere)."""
     rows = {r["h"]: _levels(r["per_target"]) for r in report.stored_sweep()["results"]}
-    assert rows[1]["match"] == "接近随机水平"
-    assert all(rows[h][t] == "学会" for h in (4, 8) for t in config.TARGETS)
-    assert rows[32]["match"] in ("小部分对", "接近随机水平")
+    assert rows[1]["match"] == RANDOM
+    assert all(rows[h][t] == LEARNED for h in (4, 8) for t in config.TARGETS)
+    assert rows[32]["match"] in (PARTLY, RANDOM)
     means = [r["accuracy_mean"] for r in report.stored_sweep()["results"]]
     assert means[0] < means[2] and means[-1] < means[3]  # 「两头低、中间高」
 
 
 def test_compare_to_stored_says_when_a_run_differs():
     stored = {"results": [{"h": 1, "accuracy_mean": 0.45}]}
-    assert "不一致" in report.compare_to_stored([{"h": 1, "accuracy_mean": 0.9}], stored)
-    assert "不一致" not in report.compare_to_stored([{"h": 1, "accuracy_mean": 0.46}], stored)
+    assert report.compare_to_stored([{"h": 1, "accuracy_mean": 0.9}], stored).endswith(report.DIFFER)
+    assert report.compare_to_stored([{"h": 1, "accuracy_mean": 0.46}], stored).endswith(report.AGREE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,10 +288,9 @@ def test_compare_to_stored_says_when_a_run_differs():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("value", "label"), [(1.0, "学会"), (0.95, "学会"), (0.9, "大部分对"), (0.3, "小部分对"),
-                                              (0.125, "接近随机水平")])
-def test_accuracy_levels(value, label):
-    assert report.level(value, report.ACCURACY_LEVELS) == label
+@pytest.mark.parametrize(("value", "rank"), [(1.0, 0), (0.95, 0), (0.9, 1), (0.3, 2), (0.125, 3)])
+def test_accuracy_levels(value, rank):
+    assert report.level(value, report.ACCURACY_LEVELS) == report.ACCURACY_LEVELS[rank][1]
 
 
 def test_monotone_score_text_one_dimension_picks_only_ends():
@@ -279,12 +301,10 @@ def test_monotone_score_text_one_dimension_picks_only_ends():
 
 
 def test_one_vs_four_counts_positions_from_1_and_names_roles_without_digits(lesson):
-    import re
-
     result, many = lesson
     one = toy_task.held_out_data().rows(slice(0, 1))
     picture = report.plot_one_vs_four(result, one, many, ablation.heads_on_targets(result, many)[4])
     labels = set(re.findall(r'dominant-baseline="central">([^<>]+)</text>', picture))  # row and key labels
     assert {str(i) for i in range(1, config.Task().T + 1)} <= labels and "0" not in labels
-    assert "配对查找" in picture.lesson_alt and not re.search(r"\d\.\d", picture.lesson_alt)
+    assert MATCH in picture.lesson_alt and not re.search(r"\d\.\d", picture.lesson_alt)
     assert picture.lesson_table is None  # trained weights differ in their last digits between machines

@@ -1,4 +1,4 @@
-"""lesson_lib.attention_fast: the blocked, threaded path gives the readable kernel's numbers on every branch.
+"""benchmarks/attention_fast.py: the blocked, threaded path gives the readable kernel's numbers on every branch.
 
 The contract tests every variant shares (same checks, errors, dtypes, masks) are parametrised over all
 three kernels in tests/test_attention.py; these force the fast path's own branches on small inputs.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -68,9 +69,10 @@ def test_blend_one_hot_returns_that_words_row():
 
 @pytest.mark.parametrize("weights", [{"小绿": 1.0}, {"小红": 0.5, "香蕉": 0.5}])
 def test_blend_rejects_unknown_word_in_chinese(weights):
-    with pytest.raises(ValueError, match="不在句子里") as exc:
+    unknown = next(word for word in weights if word not in TOKENS)
+    with pytest.raises(ValueError, match=unknown) as exc:  # the word, then the words there are
         averaging.blend(weights)
-    assert CJK.search(str(exc.value))
+    assert CJK.search(str(exc.value)) and str(TOKENS) in str(exc.value)
 
 
 @pytest.mark.parametrize(
@@ -78,18 +80,22 @@ def test_blend_rejects_unknown_word_in_chinese(weights):
     [{"小红": 0.5, "小明": 0.3}, {"小红": 0.6, "小明": 0.6}, {"小红": 1.5, "小明": -0.5}, {}],
 )
 def test_blend_rejects_weights_that_are_not_a_distribution(weights):
-    with pytest.raises(ValueError, match="加起来等于 1"):
+    with pytest.raises(ValueError) as exc:
         averaging.blend(weights)
+    assert re.findall(r"\d+(?:\.\d+)?", str(exc.value)) == ["1", f"{sum(weights.values()):.3f}"]  # must be 1; is
 
 
 @pytest.mark.parametrize(("weights", "fragment"), [
-    ({"小红": float("nan")}, "「小红」的权重"), ({"小红": "0.4"}, "'0.4'"), ({"小红": None}, "None"),
-    ([("小红", 1.0)], "字典"), ("小红", "字典"),
+    ({"小红": float("nan")}, "nan"), ({"小红": "0.4"}, "'0.4'"), ({"小红": None}, "None"),
+    ([("小红", 1.0)], None), ("小红", None),
 ], ids=repr)
 def test_blend_names_a_weight_that_is_not_a_number(weights, fragment):
+    """It quotes what it got (the value, or the whole argument when it is not a dict)."""
     with pytest.raises(ValueError) as exc:
         averaging.blend(weights)
-    assert fragment in str(exc.value) and CJK.search(str(exc.value))
+    assert (fragment or repr(weights)) in str(exc.value) and CJK.search(str(exc.value))
+    if isinstance(weights, dict):
+        assert next(iter(weights)) in str(exc.value)  # and whose weight it is
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,9 +205,9 @@ def test_demo_rejects_other_head_counts_in_chinese(heads):
 
 @pytest.mark.parametrize("s", [float("nan"), float("inf"), -0.1, -5.0, 50.5, 1e6, "4", None])
 def test_demo_rejects_bad_sharpness_in_chinese(s):
-    with pytest.raises(ValueError, match="锐度") as exc:
+    with pytest.raises(ValueError, match=r"\bsharpness\b") as exc:
         averaging.demo(1, s)
-    assert CJK.search(str(exc.value))
+    assert CJK.search(str(exc.value)) and repr(s) in str(exc.value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,7 +232,7 @@ def test_demo_html_draws_every_weight_and_feature_as_a_bar_named_by_its_numbers(
 
 def test_printed_tables_carry_the_numbers():
     table = averaging.values_table()
-    assert table.splitlines()[0].split() == ["词元", *averaging.FEATURES]
+    assert table.splitlines()[0].split()[1:] == averaging.FEATURES
     assert len(table.splitlines()) == 2 + averaging.QUERY  # header, rule, one row per visible word
     blended = averaging.blend_table(averaging.LESSON_WEIGHTS)
     assert "40% / 30% / 30%" in blended
@@ -238,6 +244,6 @@ def test_demo_text_matches_demo():
     text = averaging.demo_text(sharpness=4.0)
     for heads in (1, 2):
         d = averaging.demo(heads, 4.0)
-        assert f"能读回的指代（小红）= {d.referent_kept:.2f}，主语（小明）= {d.subject_kept:.2f}" in text
+        assert re.search(rf"= {d.referent_kept:.2f}\W+\w+\W+\w+\W+= {d.subject_kept:.2f}", text)  # referent, subject
         for name in d.names:
             assert name in text

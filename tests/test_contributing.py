@@ -10,7 +10,7 @@ PACKAGE = ROOT / "lesson_lib"
 
 
 def tree() -> list[str]:
-    """'attention', 'practice/', 'practice/parse', …: every module and package, without __init__ / __main__."""
+    """'attention', 'practice/', 'practice/quiz', …: every module and package, without __init__ / __main__."""
     names = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE)

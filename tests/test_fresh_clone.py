@@ -214,7 +214,7 @@ def _run(base: Path, clone: Path, who: str, uid: int | None, gid: int | None, ho
         if uid is not None and os.geteuid() == 0:
             _chown_tree(PIP_CACHE, 0, 0)
     _wait_gone(run["pid"])
-    run["installed"] = "==> 安装依赖" in run["output"]
+    run["installed"] = "/ installing " in run["output"]  # setup.sh's install step (its English half)
     report(f"fresh clone as {who}: JupyterLab answered {run['seconds']:.0f} s after `{COMMAND}` "
            f"({'installed' if run['installed'] else 'install skipped: already done in this clone'})")
     if ours:

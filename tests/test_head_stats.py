@@ -58,11 +58,11 @@ def test_js_is_symmetric_and_between_zero_and_one():
 @pytest.mark.parametrize(
     ("call", "fragment"),
     [
-        (lambda: mean_pairwise_js(np.full((1, 3, 3), 1 / 3)), "至少需要 2 个头"),
-        (lambda: row_entropy(np.array([[0.5, 0.6]])), "加起来应为 1"),
-        (lambda: row_entropy(np.array([[1.5, -0.5]])), "非负有限数"),
-        (lambda: row_entropy(np.array([[np.nan, 1.0]])), "非负有限数"),
-        (lambda: row_entropy(np.array([0.5, 0.5])), "至少 2 维"),
+        (lambda: mean_pairwise_js(np.full((1, 3, 3), 1 / 3)), "(1, 3, 3)"),  # the shape it got: one head
+        (lambda: row_entropy(np.array([[0.5, 0.6]])), "softmax"),  # scores, not weights: pass softmax's output
+        (lambda: row_entropy(np.array([[1.5, -0.5]])), "(1, 2)"),
+        (lambda: row_entropy(np.array([[np.nan, 1.0]])), "(1, 2)"),
+        (lambda: row_entropy(np.array([0.5, 0.5])), "(2,)"),
     ],
     ids=["one-head", "scores-not-weights", "negative", "nan", "1-d"],
 )

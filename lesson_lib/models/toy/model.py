@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from lesson_lib.attention import _merge_heads, _scaled_dot_product_attention, _split_heads
+from lesson_lib.attention import _merge_heads, _split_heads
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, EMB_STD, Task, TrainConfig
 from lesson_lib.models.toy.task import Batch
 
@@ -39,7 +39,7 @@ def forward(params, batch: Batch, h: int, task: Task):
     x = hot @ params["E"]  # (S, B·T, D)  x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i]
     q, k, v = (_split_heads((x @ params[w]).reshape(S, B, T, D), h)  # 3 × (S, B, h, T, d_k)
                for w in ("W_Q", "W_K", "W_V"))
-    heads, weights = _scaled_dot_product_attention(q, k, v)  # (S, B, h, T, d_k), (S, B, h, T, T)
+    heads, weights = _attention(q, k, v)  # (S, B, h, T, d_k), (S, B, h, T, T)
     o = _merge_heads(heads).reshape(S, B * T, D)  # (S, B·T, D)  Concat(head_i)
     y = o @ params["W_O"]  # (S, B·T, D)
     logits = y @ params["R"] + params["b"][:, None, :]  # (S, B·T, 3·V)
@@ -53,8 +53,8 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
     logits, c = forward(params, batch, h, task)
     S, B, T = logits.shape[:3]
     D = params["W_Q"].shape[-1]
-    shifted = logits - logits.max(axis=-1, keepdims=True)  # (S, B, T, 3, V) largest entry 0: exp never overflows
-    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (S, B, T, 3, V) log softmax
+    shifted = logits - _row_max(logits)[..., None]  # (S, B, T, 3, V) largest entry 0: exp never overflows
+    log_p = shifted - np.log(_row_sum(np.exp(shifted)))[..., None]  # (S, B, T, 3, V) log softmax
     p = np.exp(log_p)  # (S, B, T, 3, V)
     mask = batch.mask.astype(logits.dtype, copy=False)  # (S, B, T, 3)
     weight = (mask / mask.sum(axis=(1, 2, 3), keepdims=True))[..., None]  # (S, B, T, 3, 1) 1/count or 0
@@ -86,6 +86,36 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
         d_x += d_part @ _t(params[name])  # (S, B·T, D)
     grads["E"] = _t(c["hot"]) @ d_x  # (S, R, D)  each token's d_x added to its four rows
     return loss, grads
+
+
+def _attention(q, k, v):
+    """The kernel's formula ``_scaled_dot_product_attention(q, k, v)``, bit for bit (a test compares them), with
+    the softmax's row max and row sum taken by ``_row_max`` / ``_row_sum``: rows here are only T = 12 long."""
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., n_q, n_k)
+    e = np.exp(scores - _row_max(scores)[..., None])  # (..., n_q, n_k) largest entry 1
+    return (weights := e / _row_sum(e)[..., None]) @ v, weights  # (..., n_q, d_v), (..., n_q, n_k)
+
+
+def _row_max(x):
+    """``x.max(axis=-1)``, taken one column at a time across all rows: numpy reduces each row in its own inner
+    loop, and over rows this short (T = 12, V = 8) that loop's start-up is most of the softmax's cost."""
+    out = x[..., 0].copy()  # (...)
+    for j in range(1, x.shape[-1]):
+        np.maximum(out, x[..., j], out=out)
+    return out
+
+
+def _row_sum(x):
+    """``x.sum(axis=-1)`` bit for bit, one column at a time (see ``_row_max``): for 8–15 entries numpy adds
+    the first eight pairwise, then the rest one by one (a test checks the bits); other lengths ask numpy."""
+    n = x.shape[-1]
+    if not 8 <= n <= 15:
+        return x.sum(axis=-1)
+    c = [x[..., j] for j in range(n)]  # n × (...)
+    out = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]))  # (...)
+    for j in range(8, n):
+        out += c[j]
+    return out
 
 
 def _t(a):

@@ -73,7 +73,7 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
     d_v = _t(a) @ d_heads  # (S, B, h, T, d_k)
     d_a = d_heads @ _t(c["v"])  # (S, B, h, T, T)  d loss / d A
     # Softmax backward: dS = A ∘ (dA − Σ_j A_ij dA_ij), and Σ_j A_ij dA_ij = dOut_i · Out_i.
-    d_scores = a * (d_a - (d_heads * c["heads"]).sum(axis=-1, keepdims=True))  # d loss / d (Q Kᵀ / √d_k)
+    d_scores = a * (d_a - _row_sum(d_heads * c["heads"])[..., None])  # d loss / d (Q Kᵀ / √d_k)
     scale = 1.0 / math.sqrt(D // h)
     d_q = (d_scores @ c["k"]) * scale  # (S, B, h, T, d_k)
     d_k = (_t(d_scores) @ c["q"]) * scale  # (S, B, h, T, d_k)
@@ -106,15 +106,18 @@ def _row_max(x):
 
 
 def _row_sum(x):
-    """``x.sum(axis=-1)`` bit for bit, one column at a time (see ``_row_max``): for 8–15 entries numpy adds
-    the first eight pairwise, then the rest one by one (a test checks the bits); other lengths ask numpy."""
+    """``x.sum(axis=-1)`` bit for bit, one column at a time (see ``_row_max``): numpy adds up to 7 entries one by
+    one, and 8–15 the first eight pairwise, then the rest one by one (tests check the bits); longer rows ask numpy."""
     n = x.shape[-1]
-    if not 8 <= n <= 15:
+    if n > 15:
         return x.sum(axis=-1)
     c = [x[..., j] for j in range(n)]  # n × (...)
-    out = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]))  # (...)
-    for j in range(8, n):
-        out += c[j]
+    if n < 8:
+        out, rest = c[0].copy(), c[1:]  # (...)
+    else:
+        out, rest = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7])), c[8:]  # (...)
+    for column in rest:
+        out += column
     return out
 
 

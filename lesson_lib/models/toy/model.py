@@ -1,7 +1,8 @@
 """The toy model: embeddings -> one multi-head self-attention layer -> read-out, and its
 backward pass (by hand, as §7 teaches it; tests check it against finite differences). Every
 parameter has a leading seed axis S: the seeds of one head count train as one batch of arrays,
-each model seeing only its own numbers. The attention is the kernel's formula functions: the
+each model seeing only its own numbers. The attention is the kernel's formula functions (its
+scaled dot-product's numbers bit for bit, by ``_attention``, cheaper on these short rows): the
 model's own arrays, from arguments ``config.check_sweep`` checked once, need no check each step."""
 
 import math

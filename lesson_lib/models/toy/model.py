@@ -54,7 +54,7 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
     logits, c = forward(params, batch, h, task)
     S, B, T = logits.shape[:3]
     D = params["W_Q"].shape[-1]
-    shifted = logits - _row_max(logits)[..., None]  # (S, B, T, 3, V) largest entry 0: exp never overflows
+    shifted = logits - _row_max(logits)[..., None]  # (S, B, T, 3, V) largest entry 0: exp can't overflow
     log_p = shifted - np.log(_row_sum(np.exp(shifted)))[..., None]  # (S, B, T, 3, V) log softmax
     p = np.exp(log_p)  # (S, B, T, 3, V)
     mask = batch.mask.astype(logits.dtype, copy=False)  # (S, B, T, 3)
@@ -90,15 +90,15 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
 
 
 def _attention(q, k, v):
-    """The kernel's formula ``_scaled_dot_product_attention(q, k, v)``, bit for bit (a test compares them), with
-    the softmax's row max and row sum taken by ``_row_max`` / ``_row_sum``: rows here are only T = 12 long."""
+    """The kernel's formula ``_scaled_dot_product_attention(q, k, v)``, bit for bit (a test compares
+    them), with the softmax's row max and sum by ``_row_max`` / ``_row_sum``: rows here are T = 12 long."""
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., n_q, n_k)
     e = np.exp(scores - _row_max(scores)[..., None])  # (..., n_q, n_k) largest entry 1
     return (weights := e / _row_sum(e)[..., None]) @ v, weights  # (..., n_q, d_v), (..., n_q, n_k)
 
 
 def _row_max(x):
-    """``x.max(axis=-1)``, taken one column at a time across all rows: numpy reduces each row in its own inner
+    """``x.max(axis=-1)``, one column at a time across all rows: numpy reduces each row in its own inner
     loop, and over rows this short (T = 12, V = 8) that loop's start-up is most of the softmax's cost."""
     out = x[..., 0].copy()  # (...)
     for j in range(1, x.shape[-1]):
@@ -107,8 +107,9 @@ def _row_max(x):
 
 
 def _row_sum(x):
-    """``x.sum(axis=-1)`` bit for bit, one column at a time (see ``_row_max``): numpy adds up to 7 entries one by
-    one, and 8–15 the first eight pairwise, then the rest one by one (tests check the bits); longer rows ask numpy."""
+    """``x.sum(axis=-1)`` bit for bit, one column at a time (see ``_row_max``): numpy adds up to 7 entries
+    one by one, and 8–15 the first eight pairwise, then the rest one by one (tests check the bits); longer
+    rows ask numpy."""
     n = x.shape[-1]
     if n > 15:
         return x.sum(axis=-1)
@@ -116,7 +117,8 @@ def _row_sum(x):
     if n < 8:
         out, rest = c[0].copy(), c[1:]  # (...)
     else:
-        out, rest = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7])), c[8:]  # (...)
+        out = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]))  # (...)
+        rest = c[8:]
     for column in rest:
         out += column
     return out

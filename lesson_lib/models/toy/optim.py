@@ -19,15 +19,16 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 
 
 class Adam:
-    """Adam on a dict of (S, …) arrays, updated in place. The arrays become views of one flat buffer, so a step
-    is a few operations on every number at once, not a few per parameter (each number's update is the same)."""
+    """Adam on a dict of (S, …) arrays, updated in place. The arrays become views of one flat buffer, so
+    a step is a few operations on every number at once, not a few per parameter (each number's update is
+    the same)."""
 
     def __init__(self, params: dict, cfg: TrainConfig):
         self.cfg, self.names = cfg, list(params)
-        self.flat = np.concatenate([p.ravel() for p in params.values()])  # (n,) every parameter's numbers
+        self.flat = np.concatenate([p.ravel() for p in params.values()])  # (n,) every parameter
         start = 0
         for name, p in params.items():
-            params[name] = self.flat[start : start + p.size].reshape(p.shape)  # a view: updating flat updates it
+            params[name] = self.flat[start : start + p.size].reshape(p.shape)  # a view of flat
             start += p.size
         self.m = np.zeros_like(self.flat)  # (n,) first moments
         self.s = np.zeros_like(self.flat)  # (n,) second moments

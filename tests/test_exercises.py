@@ -15,9 +15,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
+import cloudpickle
 import numpy as np
 import pytest
+from helpers import scaled
 
 from lesson_lib import paper
 from lesson_lib.attention import head_width, softmax
@@ -28,6 +31,9 @@ D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)
 LINUX = sys.platform.startswith("linux")  # the worker's memory limit (elsewhere the budget ends a huge array)
 BUDGET_S = 0.5  # the budget in the accident tests (the notebook's is ex.BUDGET_S)
+# This file's functions travel to the worker by value, as a notebook's do (from __main__): by reference the
+# worker would first import this module and pytest, inside the check's budget, and a busy machine could time it out.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def stub(*args):
@@ -161,9 +167,9 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
 
 
 def test_a_stopped_check_names_the_line_it_was_stuck_on():
-    result = ex.check("count_multiplies", _big_power, budget=2)  # stuck in one C call
+    result = ex.check("count_multiplies", _big_power, budget=scaled(2))  # stuck in one C call
     assert result.status == "timeout" and "停在这一行：「return n ** d_model ** h" in result.message
-    result = ex.check("split_heads", _forever, budget=2)  # stuck in a loop
+    result = ex.check("split_heads", _forever, budget=scaled(2))  # stuck in a loop
     assert result.status == "timeout" and re.search("停在这一行：「(pass|while True:)", result.message)
 
 
@@ -209,15 +215,32 @@ def test_nothing_starts_at_import_or_for_an_unfilled_stub():
 
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
-def test_interrupting_a_check_stops_it():
-    ex.check("split_heads", _retyped("split_heads"))  # warm: the interrupt lands while the loop runs
+def _forever_once_started(started):
+    """_forever that first creates the file ``started``: the event that says the worker is running the job."""
+
+    def forever(x, h):
+        started.touch()
+        while True:
+            pass
+
+    return forever
+
+
+def test_interrupting_a_check_stops_it(tmp_path):
+    started, wait_s = tmp_path / "started", scaled(60)
     main = threading.get_ident()
-    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
-    timer.start()
-    try:
-        result = ex.check("split_heads", _forever, budget=30)
-    finally:
-        timer.cancel()
+
+    def interrupt_once_started():  # Ctrl-C while the job runs, not before the worker has it (the budget is far off)
+        deadline = time.monotonic() + wait_s
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if started.exists():
+            signal.pthread_kill(main, signal.SIGINT)
+
+    interrupter = threading.Thread(target=interrupt_once_started)
+    interrupter.start()
+    result = ex.check("split_heads", _forever_once_started(started), budget=2 * wait_s)
+    interrupter.join()
     assert result.status == "interrupted" and "是不是写了死循环？" in result.message
     assert ex.check("split_heads", _retyped("split_heads")).passed
 

@@ -27,6 +27,14 @@ case "${LESSON_DEPS:-locked}" in
 esac
 export LESSON_VENV="${LESSON_VENV:-$default_venv}"
 
+# The Chinese fonts (fonts-noto-cjk) are installed? The list is read whole, then matched: `fc-list | grep -q` fails
+# under pipefail whenever grep exits at the first match and fc-list dies of SIGPIPE (the fonts "missing" at random).
+have_cjk_fonts() {
+  local fonts
+  fonts=$(fc-list 2>/dev/null) || return 1
+  grep -qi "Noto Sans CJK" <<<"$fonts"
+}
+
 # What only the system's package manager has (Debian / Ubuntu names).
 apt_need=()
 python=${PYTHON:-python3}
@@ -36,7 +44,7 @@ fi
 if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   apt_need+=(chromium)  # the browser test
 fi
-if ! command -v fc-list >/dev/null || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; then
+if ! have_cjk_fonts; then
   apt_need+=(fonts-noto-cjk fontconfig)  # Chinese in the browser test's pages and screenshots
 fi
 command -v unshare >/dev/null || apt_need+=(util-linux)  # unshare -n: the offline run

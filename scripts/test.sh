@@ -31,6 +31,7 @@ export LESSON_VENV="${LESSON_VENV:-$default_venv}"
 # under pipefail whenever grep exits at the first match and fc-list dies of SIGPIPE (the fonts "missing" at random).
 have_cjk_fonts() {
   local fonts
+  command -v fc-list >/dev/null || return 1
   fonts=$(fc-list 2>/dev/null) || return 1
   grep -qi "Noto Sans CJK" <<<"$fonts"
 }

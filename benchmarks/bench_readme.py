@@ -1,7 +1,8 @@
 """Every figure the README states, measured in one run:   python benchmarks/run.py readme
 
 On a fresh clone of this checkout (its committed state, in a temporary folder) with an empty pip cache:
-  - setup: ``bash scripts/setup.sh --no-open --dev`` builds the clone's .venv (wall time and CPU-seconds);
+  - setup: ``bash scripts/setup.sh --no-open`` builds the clone's .venv, as a learner's first command (wall time and
+    CPU-seconds); then ``--dev`` adds the test tools;
   - tests collected: ``pytest --collect-only`` over what ``bash scripts/test.sh`` runs;
   - the fast set: ``bash scripts/test.sh -m "not slow"``'s pytest command, CPU-seconds of pytest and every child it
     reaps (the xdist workers, the kernels and workers they start), and whether it passed;
@@ -61,9 +62,12 @@ def run() -> list[str]:
         env = dict(os.environ, PIP_CACHE_DIR=str(Path(tmp) / "pip-cache"), MPLBACKEND="Agg",
                    PYTHONDONTWRITEBYTECODE="")  # as scripts/test.sh: bytecode cached
         env.pop("VIRTUAL_ENV", None)
-        status, wall, cpu, out = _timed(["bash", "scripts/setup.sh", "--no-open", "--dev"], clone, env)
-        lines.append(f"setup (bash scripts/setup.sh --no-open --dev, fresh clone, empty pip cache): {wall:.0f} s wall, "
+        status, wall, cpu, out = _timed(["bash", "scripts/setup.sh", "--no-open"], clone, env)
+        lines.append(f"setup (bash scripts/setup.sh --no-open, fresh clone, empty pip cache): {wall:.0f} s wall, "
                      f"{cpu:.0f} CPU-s, exit {status}; {_load()}")
+        if not status:  # the test tools on top (what scripts/test.sh installs first); not a README figure
+            status, wall, cpu, out = _timed(["bash", "scripts/setup.sh", "--no-open", "--dev"], clone, env)
+            lines.append(f"  then --dev (the test tools): {wall:.0f} s wall, {cpu:.0f} CPU-s, exit {status}")
         if status:
             return [*lines, out[-2000:]]
         python = str(clone / ".venv" / "bin" / "python")

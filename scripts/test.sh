@@ -2,7 +2,7 @@
 # Run every test: lint, notebook drift check, unit and property tests, strict nbval on the lesson,
 # the offline and CPU-independence runs, the real-browser flow, the classroom hub, the hub image and the
 # README's first command on a fresh clone.   bash scripts/test.sh [extra pytest args]
-#   bash scripts/test.sh -m "not slow"        the fast set only (the inner loop; under a minute)
+#   bash scripts/test.sh -m "not slow"        the fast set only (the inner loop; its cost: see the README)
 #   bash scripts/test.sh -n 0                 everything in one process (pytest's last -n wins)
 # Installs requirements-dev.txt and benchmarks/classroom-requirements.txt at the versions in constraints.txt first
 # (scripts/setup.sh --dev), the hub's proxy from npm into the environment (when npm is there), and what only the

@@ -32,7 +32,8 @@ _PROGRESS_DIR = Path(tempfile.mkdtemp(prefix="day11-progress-"))
 os.environ["LESSON_PROGRESS_FILE"] = str(_PROGRESS_DIR / "progress.json")
 
 # The slow set: whole-notebook runs, real browsers, a real hub, fresh installs, long trainings. The inner loop is
-# ``python -m pytest -m "not slow" tests`` (under a minute); ``bash scripts/test.sh`` runs both sets.
+# ``python -m pytest -m "not slow" tests`` (it trains nothing; its cost: ``python benchmarks/run.py readme``);
+# ``bash scripts/test.sh`` runs both sets.
 SLOW_FILES = {
     "tests/test_offline.py": "the notebook re-run twice under nbval (offline, other CPU code paths)",
     "tests/test_classroom.py": "a real JupyterHub with two students",

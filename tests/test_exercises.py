@@ -237,10 +237,16 @@ def test_interrupting_a_check_stops_it(tmp_path):
         if started.exists():
             signal.pthread_kill(main, signal.SIGINT)
 
+    # Ctrl-C raises KeyboardInterrupt, as in a kernel: a process started in the background by a non-interactive
+    # shell (CI, a second copy of the suite) inherits SIGINT ignored, and then no interrupt would ever land.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     interrupter = threading.Thread(target=interrupt_once_started)
     interrupter.start()
-    result = ex.check("split_heads", _forever_once_started(started), budget=2 * wait_s)
-    interrupter.join()
+    try:
+        result = ex.check("split_heads", _forever_once_started(started), budget=2 * wait_s)
+    finally:
+        interrupter.join()
+        signal.signal(signal.SIGINT, previous)
     assert result.status == "interrupted" and "是不是写了死循环？" in result.message
     assert ex.check("split_heads", _retyped("split_heads")).passed
 

@@ -2,7 +2,7 @@
 # Run every test: lint, notebook drift check, unit and property tests, strict nbval on the lesson,
 # the offline and CPU-independence runs, the real-browser flow, the classroom hub, the hub image and the
 # README's first command on a fresh clone.   bash scripts/test.sh [extra pytest args]
-#   bash scripts/test.sh -m "not slow"        the fast set only (the inner loop; under a minute)
+#   bash scripts/test.sh -m "not slow"        the fast set only (the inner loop; its cost: see the README)
 #   bash scripts/test.sh -n 0                 everything in one process (pytest's last -n wins)
 # Installs requirements-dev.txt and benchmarks/classroom-requirements.txt at the versions in constraints.txt first
 # (scripts/setup.sh --dev), the hub's proxy from npm into the environment (when npm is there), and what only the
@@ -27,6 +27,15 @@ case "${LESSON_DEPS:-locked}" in
 esac
 export LESSON_VENV="${LESSON_VENV:-$default_venv}"
 
+# The Chinese fonts (fonts-noto-cjk) are installed? The list is read whole, then matched: `fc-list | grep -q` fails
+# under pipefail whenever grep exits at the first match and fc-list dies of SIGPIPE (the fonts "missing" at random).
+have_cjk_fonts() {
+  local fonts
+  command -v fc-list >/dev/null || return 1
+  fonts=$(fc-list 2>/dev/null) || return 1
+  grep -qi "Noto Sans CJK" <<<"$fonts"
+}
+
 # What only the system's package manager has (Debian / Ubuntu names).
 apt_need=()
 python=${PYTHON:-python3}
@@ -36,7 +45,7 @@ fi
 if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   apt_need+=(chromium)  # the browser test
 fi
-if ! command -v fc-list >/dev/null || ! fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; then
+if ! have_cjk_fonts; then
   apt_need+=(fonts-noto-cjk fontconfig)  # Chinese in the browser test's pages and screenshots
 fi
 command -v unshare >/dev/null || apt_need+=(util-linux)  # unshare -n: the offline run

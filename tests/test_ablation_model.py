@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+from lesson_lib.attention import _scaled_dot_product_attention, _split_heads
 from lesson_lib.models.toy import model
 from lesson_lib.models.toy.config import Task, TrainConfig
 from lesson_lib.models.toy.model import attention_maps, init_params, loss_and_grads
@@ -124,12 +125,22 @@ def test_a_wrong_gradient_fails_the_direction_check(tiny_problem):
     assert float((grads["W_Q"] * u).sum()) != pytest.approx(numeric, rel=1e-6, abs=1e-9)
 
 
-def test_forward_pass_runs_through_the_lesson_kernel(kernel_calls):
-    calls = kernel_calls(model)
-    params = init_params([0], TINY_TASK, TrainConfig(d_model=8))
-    batch = make_batch([np.random.default_rng(0)], 3, TINY_TASK)
-    loss_and_grads(params, batch, 4, TINY_TASK)
-    assert calls == [(1, 3, 4, TINY_TASK.T, 2)]  # (S, B, h, T, d_k)
+@pytest.mark.parametrize("T", [7, 12])  # 7: numpy sums the rows itself; 12: the sweep's rows, summed by column
+@pytest.mark.parametrize("h", [1, 4, 32])
+def test_attention_gives_the_kernel_formulas_numbers_bit_for_bit(T, h):
+    rng = np.random.default_rng(h)
+    x = (3 * rng.standard_normal((2, 5, T, 32))).astype(np.float32)  # (S, B, T, D) wide scores: exp matters
+    q, k, v = (_split_heads(x @ rng.standard_normal((32, 32)).astype(np.float32), h) for _ in range(3))
+    for ours, kernels in zip(model._attention(q, k, v), _scaled_dot_product_attention(q, k, v)):
+        assert ours.dtype == kernels.dtype and np.array_equal(ours, kernels)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 7, 8, 12, 15, 16])
+def test_row_max_and_row_sum_equal_numpys_bit_for_bit(n):
+    signed = (4 * np.random.default_rng(n).standard_normal((3, 32, 12, n))).astype(np.float32)
+    for x in (signed, np.exp(signed)):  # both signs (a gradient's products), positive (a softmax's exps)
+        assert np.array_equal(model._row_max(x), x.max(axis=-1))
+        assert np.array_equal(model._row_sum(x), x.sum(axis=-1))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers import scaled
 
 from lesson_lib.checks import LessonInputError
 from lesson_lib.models.toy import model, training
@@ -139,7 +140,7 @@ def test_interrupting_a_jupyter_kernel_ends_the_cell_and_keeps_the_kernel(tmp_pa
     kc = km.client()
     kc.start_channels()
     try:
-        kc.wait_for_ready(timeout=60)
+        kc.wait_for_ready(timeout=scaled(60))
         code = textwrap.dedent("""
             from lesson_lib.models.toy.config import Task, TrainConfig
             from lesson_lib.models.toy.sweeping import sweep
@@ -149,16 +150,16 @@ def test_interrupting_a_jupyter_kernel_ends_the_cell_and_keeps_the_kernel(tmp_pa
         # stop_on_error=False: otherwise ipykernel aborts what arrives just after the error, and the check races it
         msg_id = kc.execute(code, stop_on_error=False)
         while True:  # wait until it trains
-            msg = kc.get_iopub_msg(timeout=120)
+            msg = kc.get_iopub_msg(timeout=scaled(120))
             if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
                 break
         km.interrupt_kernel()
-        reply = kc.get_shell_msg(timeout=120)
+        reply = kc.get_shell_msg(timeout=scaled(120))
         while reply["parent_header"].get("msg_id") != msg_id:  # a late kernel_info reply
-            reply = kc.get_shell_msg(timeout=120)
+            reply = kc.get_shell_msg(timeout=scaled(120))
         assert reply["content"]["status"] == "error"
         assert reply["content"]["ename"] == "SweepInterrupted"
-        assert kc.execute_interactive("x = 1 + 1", timeout=60)["content"]["status"] == "ok"  # the kernel lives
+        assert kc.execute_interactive("x = 1 + 1", timeout=scaled(60))["content"]["status"] == "ok"  # the kernel lives
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

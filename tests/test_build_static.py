@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from helpers import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -312,7 +313,7 @@ def browser_page(site):
 
         page.route("**/*", only_files)
         page.goto(site.as_uri())
-        page.wait_for_function(f"document.querySelectorAll('{SLIDER}').length > 0", timeout=60_000)
+        page.wait_for_function(f"document.querySelectorAll('{SLIDER}').length > 0", timeout=scaled(60) * 1000)
         yield page, axe, outside
         browser.close()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from attention_fast import multi_head_attention_fast
-from helpers import assert_chinese_message
+from helpers import assert_chinese_message, scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -512,7 +512,7 @@ def test_ulimit_v_refuses_n_12000_in_chinese_instead_of_crashing(tmp_path):
     )
     env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin",
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(120), env=env)
     assert done.returncode == 0, done.stderr
     assert_chinese_message(done.stdout, "12000")  # the size that did not fit, n
 

@@ -7,6 +7,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from helpers import scaled
 
 from lesson_lib.sections import s00_environment as env
 
@@ -129,7 +130,7 @@ def test_first_cell_without_lesson_lib_speaks_chinese(tmp_path, monkeypatch):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(first["source"]), nbformat.v4.new_code_cell("print('later cell ran')")]
     with pytest.raises(CellExecutionError):
-        NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+        NotebookClient(nb, timeout=int(scaled(60)), kernel_name="python3").execute()
     [error] = nb.cells[0].outputs
     assert error["output_type"] == "error"
     text = "\n".join(error["traceback"])  # what JupyterLab shows

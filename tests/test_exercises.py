@@ -15,9 +15,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
+import cloudpickle
 import numpy as np
 import pytest
+from helpers import scaled
 
 from lesson_lib import paper
 from lesson_lib.attention import head_width, softmax
@@ -29,6 +32,9 @@ D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)
 LINUX = sys.platform.startswith("linux")  # the worker's memory limit (elsewhere the budget ends a huge array)
 BUDGET_S = 0.5  # the budget in the accident tests (the notebook's is ex.BUDGET_S)
+# This file's functions travel to the worker by value, as a notebook's do (from __main__): by reference the
+# worker would first import this module and pytest, inside the check's budget, and a busy machine could time it out.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def stub(*args):
@@ -162,9 +168,9 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
 
 
 def test_a_stopped_check_names_the_line_it_was_stuck_on():
-    result = ex.check("count_multiplies", _big_power, budget=2)  # stuck in one C call
+    result = ex.check("count_multiplies", _big_power, budget=scaled(2))  # stuck in one C call
     assert result.status == "timeout" and "return n ** d_model ** h" in result.message  # the learner's line
-    result = ex.check("split_heads", _forever, budget=2)  # stuck in a loop
+    result = ex.check("split_heads", _forever, budget=scaled(2))  # stuck in a loop
     assert result.status == "timeout" and re.search(r"\W(pass|while True:)\W", result.message)
 
 
@@ -210,16 +216,39 @@ def test_nothing_starts_at_import_or_for_an_unfilled_stub():
     assert worker._child is None
 
 
+def _forever_once_started(started):
+    """_forever that first creates the file ``started``: the event that says the worker is running the job."""
+
+    def forever(x, h):
+        started.touch()
+        while True:
+            pass
+
+    return forever
+
+
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
-def test_interrupting_a_check_stops_it():
-    ex.check("split_heads", _retyped("split_heads"))  # warm: the interrupt lands while the loop runs
+def test_interrupting_a_check_stops_it(tmp_path):
+    started, wait_s = tmp_path / "started", scaled(60)
     main = threading.get_ident()
-    timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
-    timer.start()
+
+    def interrupt_once_started():  # Ctrl-C while the job runs, not before the worker has it (the budget is far off)
+        deadline = time.monotonic() + wait_s
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if started.exists():
+            signal.pthread_kill(main, signal.SIGINT)
+
+    # Ctrl-C raises KeyboardInterrupt, as in a kernel: a process started in the background by a non-interactive
+    # shell (CI, a second copy of the suite) inherits SIGINT ignored, and then no interrupt would ever land.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupter = threading.Thread(target=interrupt_once_started)
+    interrupter.start()
     try:
-        result = ex.check("split_heads", _forever, budget=30)
+        result = ex.check("split_heads", _forever_once_started(started), budget=2 * wait_s)
     finally:
-        timer.cancel()
+        interrupter.join()
+        signal.signal(signal.SIGINT, previous)
     assert result.status == "interrupted"
     assert ex.check("split_heads", _retyped("split_heads")).passed
 

@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import wait_for
+from helpers import scaled, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -124,7 +124,7 @@ def _serve(clone: Path, env: dict, runtime: Path, uid: int | None, gid: int | No
                                 start_new_session=True, user=uid, group=gid, extra_groups=[] if uid else None)
     try:
         server = None
-        while time.monotonic() - started < START_TIMEOUT_S:
+        while time.monotonic() - started < scaled(START_TIMEOUT_S):
             assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
             for info in runtime.glob("jpserver-*.json"):
                 server = json.loads(info.read_text())

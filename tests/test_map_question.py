@@ -38,3 +38,32 @@ def test_the_prompt_names_the_head_the_cell_draws():
 
     layer, head = map(int, re.search(r"(\d+) \w \W \w (\d+)", questions.question("Q5").prompt).groups())  # layer · head
     assert (layer, head) == pronoun.MAP_HEAD
+
+
+def test_random_heads_have_sharp_rows_but_not_on_the_next_token():
+    """Option E's feedback: §5's random heads also have a few sharp rows (one token above 0.9), but no random head
+    puts most of its rows on the next token, as the map's trained head does."""
+    import numpy as np
+
+    from lesson_lib.sections import s05_head_lab as lab
+
+    for h in lab.HEAD_CHOICES:
+        weights = lab.lab_state(h).weights  # (h, n, n)
+        n = weights.shape[1]
+        assert (weights.max(axis=-1) > 0.9).any(), h
+        on_next = (weights.argmax(axis=-1)[:, :-1] == np.arange(1, n)).sum(axis=-1)  # (h,) rows per head
+        assert (on_next < (n - 1) / 2).all(), h
+
+
+def test_the_map_cells_name_the_heads_the_lesson_describes():
+    """§6's and §10's map cells spell out layer and head (a learner reads them); they are the module's two heads."""
+    import re
+    from pathlib import Path
+
+    from lesson_lib.sections.s06_real_heads import pronoun
+
+    src = Path(__file__).parents[1] / "notebooks" / "src"
+    drawn = {name: re.findall(r"head_map\(.*?layer=(\d+), head=(\d+)\)", (src / name).read_text(encoding="utf-8"))
+             for name in ("06_real_heads.md", "10_self_test.md")}
+    assert drawn == {"06_real_heads.md": [tuple(map(str, pronoun.PRONOUN_HEAD))],
+                     "10_self_test.md": [tuple(map(str, pronoun.MAP_HEAD))]}

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import psutil
-from helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -22,17 +21,18 @@ def test_cpu_of_a_finished_child_is_counted():
 
 
 def test_cpu_and_memory_of_a_running_child_are_counted():
-    child = subprocess.Popen([sys.executable, "-c", BURN + "b = bytearray(200 * 2**20)\nimport time\ntime.sleep(30)"])
-    try:
-        with cost.PeakSampler(os.getpid(), interval=0.01) as sampler:  # it samples once more on leaving
-            wait_for(lambda: cost.tree_rss_bytes(child.pid) >= 150 * 2**20, "the child's 200 MB", stall_s=20,
-                     poll_s=0.05)
-        assert cost.tree_cpu_seconds(child.pid) >= 0.25
-        own = psutil.Process().memory_info().rss
-        assert sampler.peak >= own + 150 * 2**20  # the child's 200 MB are in the tree's peak
-    finally:
-        child.kill()
-        child.wait()
+    # The child burns, fills 200 MB, says so, then lives until its stdin closes (no sleep that a busy machine outlasts).
+    hold = BURN + "b = bytearray(200 * 2**20)\nprint('filled', flush=True)\nimport sys\nsys.stdin.read()\n"
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
+    with subprocess.Popen([sys.executable, "-c", hold], **pipes) as child:
+        try:
+            with cost.PeakSampler(os.getpid(), interval=0.01) as sampler:  # it samples once more on leaving
+                assert child.stdout.readline() == "filled\n"  # the event: the 200 MB are the child's now
+            assert cost.tree_cpu_seconds(child.pid) >= 0.25
+            own = psutil.Process().memory_info().rss
+            assert sampler.peak >= own + 150 * 2**20  # the child's 200 MB are in the tree's peak
+        finally:
+            child.kill()
 
 
 def test_missing_process_counts_nothing():

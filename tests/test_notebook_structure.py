@@ -110,3 +110,12 @@ def test_the_core_asks_exactly_the_questions_its_progress_counts(nb):
 
     sources = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert sorted(re.findall(r'\bask\("(\w+)"\)', sources)) == sorted(question_ids())
+
+
+def test_the_review_asks_in_the_order_of_its_numbers(nb):
+    """§10 shows its questions by number (Q1, the summary in the learner's own words, last): the number a learner
+    sees never goes back."""
+    start = next(i for i, c in enumerate(nb["cells"]) if "".join(c["source"]).startswith("## 10 "))
+    sources = "\n".join("".join(c["source"]) for c in nb["cells"][start:] if c["cell_type"] == "code")
+    asked = re.findall(r'\bask\("(Q\d)"\)', sources)
+    assert asked == sorted(asked, key=lambda q: (q == "Q1", q)) and asked[-1] == "Q1"

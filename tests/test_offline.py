@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "day11_multi_head_attention.ipynb"
@@ -145,7 +146,8 @@ def _unshare_prefix() -> list[str] | None:
     probe = f"import sys; sys.path.insert(0, {here!r}); import test_offline as t; t._loopback_up()"
     for prefix in (["unshare", "-n"], ["unshare", "-rn"]):
         try:
-            ok = subprocess.run([*prefix, sys.executable, "-c", probe], capture_output=True, timeout=30).returncode == 0
+            ok = subprocess.run([*prefix, sys.executable, "-c", probe], capture_output=True,
+                                timeout=scaled(30)).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             ok = False
         if ok:
@@ -173,7 +175,7 @@ def forced_kernel_works(coretype: str) -> bool:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
     try:
         return subprocess.run([sys.executable, "-c", probe], env={**env, "OPENBLAS_CORETYPE": coretype},
-                              capture_output=True, timeout=60).returncode == 0
+                              capture_output=True, timeout=scaled(60)).returncode == 0
     except subprocess.TimeoutExpired:
         return False
 
@@ -203,7 +205,8 @@ def openblas_facts(env: dict[str, str]) -> dict | None:
              "b = [p for p in threadpool_info() if p['internal_api'] == 'openblas']; "
              "print(json.dumps(b and {'blas_architecture': sorted({str(p.get('architecture')) for p in b}), "
              "'blas_threads': sorted({p['num_threads'] for p in b})}))")
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=scaled(60),
+                         check=True)
     return json.loads(out.stdout) or None
 
 
@@ -296,7 +299,7 @@ def test_numpy_names_its_dispatch_targets():
         pytest.skip("numpy has no SIMD dispatch targets above its baseline on this CPU: nothing to turn down")
     probe = "import numpy; print('ok')"
     env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(targets)}
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=scaled(60))
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
@@ -329,5 +332,5 @@ def test_socket_guard_blocks_outside_hosts_only(tmp_path, monkeypatch):
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    NotebookClient(nb, timeout=int(scaled(60)), kernel_name="python3").execute()
     assert nb.cells[0].outputs[0]["text"].strip() == "['blocked', 'blocked', 'blocked']"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_chinese_message
+from helpers import assert_chinese_message, scaled
 
 from lesson_lib.show import plotting
 from lesson_lib.show.plotting import heat_map
@@ -239,7 +239,8 @@ def test_importing_any_lesson_lib_module_does_not_import_matplotlib_or_ipywidget
         "               if m.split('.')[0] in ('matplotlib', 'ipywidgets', 'noto_cjk_sans_otc', 'IPython', 'PIL'))\n"
         "print(heavy)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(60),
+                            check=True)
     assert result.stdout.strip() == "[]", result.stdout
 
 

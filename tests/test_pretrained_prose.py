@@ -201,16 +201,60 @@ def test_the_map_question_reads_a_next_token_head(lesson):
 
 
 def test_the_pronoun_heads_map_reads_as_section_6_says(lesson):
-    """§6 and Q5's explanation: in 8·1 only the pronoun rows look at a name; every other row is parked on the start
-    or end token."""
+    """§6 and Q5's explanation: in 8·1 the two pronoun rows' brightest cells are on a name; every other row's two
+    brightest are the start and end tokens; §6 names the other row that sends most to a name, with its weight to
+    one decimal (「给了」, about 0.2 to 小明)."""
     tokens, att = lesson
     w = att[zh.PRONOUN_HEAD[0] - 1, zh.PRONOUN_HEAD[1] - 1]
-    names = {j for name in ("小红", "小明") for j in range(*zh.word_span(tokens, name))}
-    pronouns = {zh.word_span(tokens, p)[0] for p in ("她", "他")}
+    names = {j for name in zh.NAMES["她"] for j in range(*zh.word_span(tokens, name))}
+    pronouns = {zh.word_span(tokens, p)[0] for p in zh.NAMES}
     looks_at_name = {i for i in range(len(tokens)) if int(np.argmax(w[i])) in names}
-    assert looks_at_name and looks_at_name <= pronouns
-    parked = [int(np.argmax(w[i])) for i in range(len(tokens)) if i not in pronouns]
-    assert set(parked) <= {0, len(tokens) - 1}
+    assert looks_at_name == pronouns
+    ends = {0, len(tokens) - 1}
+    assert all(set(np.argsort(-w[i])[:2]) == ends for i in range(len(tokens)) if i not in pronouns)
+    others = [(i, n) for i in range(len(tokens)) if i not in pronouns for n in zh.NAMES["她"]]
+    row, name = max(others, key=lambda pair: zh.name_weight(tokens, w, *pair))
+    share = re.search(re.escape(zh.clean(tokens[row])) + r"\W\D*?(\d\.\d)\D*?" + re.escape(name), SECTION)
+    assert share and share.group(1) == f"{zh.name_weight(tokens, w, row, name):.1f}"
+
+
+def numbers(text):
+    """Every number a text states, as printed."""
+    return re.findall(r"\d+(?:\.\d+)?", text)
+
+
+def test_the_pronoun_maps_text_alternative_is_its_weights(lesson):
+    """The 8·1 map's alt text (and plain text): each pronoun's weight on its name, how many other rows and their
+    special-token share, and the other row that sends most to a name, as computed here; stable on any CPU."""
+    tokens, att = lesson
+    w = att[zh.PRONOUN_HEAD[0] - 1, zh.PRONOUN_HEAD[1] - 1]
+    text = zh.head_map_of(tokens, att, *zh.PRONOUN_HEAD).lesson_alt
+    she, he = (zh.word_span(tokens, p)[0] for p in zh.NAMES)
+    others = [i for i in range(len(tokens)) if i not in (she, he)]
+    shares = [w[i, 0] + w[i, -1] for i in others]
+    gave = zh.name_weight(tokens, w, zh.word_span(tokens, "给了")[0], "小明")
+    pairs = [zh.name_weight(tokens, w, she, "小红"), zh.name_weight(tokens, w, he, "小明")]
+    assert numbers(text) == [*map(str, zh.PRONOUN_HEAD), *(f"{v:.2f}" for v in pairs), str(len(others)),
+                             *(f"{v:.2f}" for v in (min(shares), max(shares), gave))]
+    assert all(stable_2dp(v) for v in (*pairs, min(shares), max(shares), gave))
+
+
+def test_the_map_questions_text_alternative_is_its_weights(lesson):
+    """§10's map (3·7): the rows between <s> and </s> that give the next token their most, at least how much
+    (rounded down), 她 → the next token, the first row's largest cell and the last row's weight on itself."""
+    tokens, att = lesson
+    w = att[zh.MAP_HEAD[0] - 1, zh.MAP_HEAD[1] - 1]
+    text = zh.head_map_of(tokens, att, *zh.MAP_HEAD).lesson_alt
+    between = range(1, len(tokens) - 1)
+    nxt = [w[i, i + 1] for i in between if int(np.argmax(w[i])) == i + 1]
+    assert len(nxt) == len(between)
+    least = int(min(nxt) * 100) / 100  # rounded down, the same on any CPU:
+    assert int((min(nxt) - MARGIN) * 100) == int((min(nxt) + MARGIN) * 100)
+    she = zh.word_span(tokens, "她")[0]
+    stated = (w[she, she + 1], w[0].max(), w[-1, -1])
+    assert numbers(text) == [*map(str, zh.MAP_HEAD), str(len(nxt)), f"{least:.2f}", *(f"{v:.2f}" for v in stated)]
+    assert all(stable_2dp(v) for v in stated)
+    assert zh.clean(tokens[she + 1]) in text and zh.clean(tokens[int(np.argmax(w[0]))]) in text
 
 
 def test_s6_explanation_numbers_are_the_models(zh_model):

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import CJK
+from helpers import CJK, scaled
 
 from lesson_lib.practice import exercises, progress, quiz
 from lesson_lib.practice import feedback as qf
@@ -326,7 +326,7 @@ def test_two_processes_saving_200_times_each_lose_nothing(path):
     n = 200
     procs = [subprocess.Popen([sys.executable, "-c", _SAVER, str(path), side, str(n)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for side in ("A", "B")]  # fmt: skip
-    outs = [p.communicate(timeout=300) for p in procs]
+    outs = [p.communicate(timeout=scaled(300)) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     saved = json.loads(path.read_text(encoding="utf-8"))["questions"]
     assert saved["Q2"]["n_attempts"] == 2 * n  # both sides' attempts at the shared question, none lost
@@ -485,7 +485,7 @@ def test_the_item_list_is_data_not_an_import_time_registry():
     code = ("import sys, lesson_lib.practice.progress as p\n"
             "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n"
             "assert p.Progress().ids\n")  # fmt: skip
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=scaled(120))
 
 
 def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
@@ -581,7 +581,7 @@ def _open_in_a_subprocess(path: Path) -> dict:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _OPEN, str(path)], capture_output=True, text=True, timeout=120,
+    done = subprocess.run([sys.executable, "-c", _OPEN, str(path)], capture_output=True, text=True, timeout=scaled(120),
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -159,3 +159,29 @@ def test_every_link_to_an_anchor_finds_it():
     targets = set(re.findall(r'<a id="([\w-]+)"></a>', text))
     links = re.findall(r"\]\(#([\w-]+)\)", text)
     assert links and set(links) <= targets, set(links) - targets
+
+
+def test_the_exercise_scaffolds_run_once_uncommented_as_the_prose_says():
+    """Exercise 2's scaffold and every exercise's last line (the solution): deleting each line's leading 「# 」, as
+    the prose says, leaves code that Python reads; deleting only 「#」 (the old instruction) would not."""
+    import re
+
+    cells = [c["source"] for c in _source_cells() if c["kind"] == "code" and "exercises.show_solution" in c["source"]]
+    assert len(cells) == 3
+    for source in cells:
+        compile(re.sub(r"^# (exercises\.show_solution)", r"\1", source, flags=re.M), "<solution line>", "exec")
+    loop = next(s for s in cells if "multi_head_attention_loop" in s)
+    scaffold = re.sub(r"^(    )# ", r"\1", loop, flags=re.M).replace("……", "None")
+    compile(scaffold, "<uncommented scaffold>", "exec")
+    with pytest.raises(SyntaxError):  # 「去掉 `#`」 left one space too many
+        compile(re.sub(r"^(    )#", r"\1", loop, flags=re.M).replace("……", "None"), "<old>", "exec")
+
+
+def test_section_2_names_its_second_cue_as_the_demo_prints_it():
+    """§2's cue 2 and the two-head demo's second head carry one name."""
+    import re
+
+    from lesson_lib.sections import s02_averaging as averaging
+
+    cue = re.search(r"^2\. \*\*(\w+)", _section("02"), flags=re.M).group(1)  # the cue's bold name
+    assert averaging.demo(2).names[1].endswith(cue)

@@ -89,7 +89,7 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         v2 = np.stack([v[:, :n_id], np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))])  # (2, n, 4)
         heads_out, w = scaled_dot_product_attention(q, k2, v2, mask)  # (2, 1, 4), (2, 1, n)
         output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])  # (6,) Concat
-        names, w = ["头 1：指代", "头 2：语法角色"], w[:, 0]  # (2, n)
+        names, w = ["头 1：指代", "头 2：句法"], w[:, 0]  # (2, n)
         referent, subject = w[0, REFERENT], w[1, SUBJECT]
     return Demo(heads, float(sharpness), names, np.atleast_2d(w), dict(zip(FEATURES, map(float, output))),
                 float(referent), float(subject))

@@ -1,14 +1,15 @@
 """The toy model: embeddings -> one multi-head self-attention layer -> read-out, and its
 backward pass (by hand, as §7 teaches it; tests check it against finite differences). Every
 parameter has a leading seed axis S: the seeds of one head count train as one batch of arrays,
-each model seeing only its own numbers. The attention is the kernel's formula functions: the
+each model seeing only its own numbers. The attention is the kernel's formula functions (its
+scaled dot-product's numbers bit for bit, by ``_attention``, cheaper on these short rows): the
 model's own arrays, from arguments ``config.check_sweep`` checked once, need no check each step."""
 
 import math
 
 import numpy as np
 
-from lesson_lib.attention import _merge_heads, _scaled_dot_product_attention, _split_heads
+from lesson_lib.attention import _merge_heads, _split_heads
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, EMB_STD, Task, TrainConfig
 from lesson_lib.models.toy.task import Batch
 
@@ -39,7 +40,7 @@ def forward(params, batch: Batch, h: int, task: Task):
     x = hot @ params["E"]  # (S, B·T, D)  x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i]
     q, k, v = (_split_heads((x @ params[w]).reshape(S, B, T, D), h)  # 3 × (S, B, h, T, d_k)
                for w in ("W_Q", "W_K", "W_V"))
-    heads, weights = _scaled_dot_product_attention(q, k, v)  # (S, B, h, T, d_k), (S, B, h, T, T)
+    heads, weights = _attention(q, k, v)  # (S, B, h, T, d_k), (S, B, h, T, T)
     o = _merge_heads(heads).reshape(S, B * T, D)  # (S, B·T, D)  Concat(head_i)
     y = o @ params["W_O"]  # (S, B·T, D)
     logits = y @ params["R"] + params["b"][:, None, :]  # (S, B·T, 3·V)
@@ -53,8 +54,8 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
     logits, c = forward(params, batch, h, task)
     S, B, T = logits.shape[:3]
     D = params["W_Q"].shape[-1]
-    shifted = logits - logits.max(axis=-1, keepdims=True)  # (S, B, T, 3, V) largest entry 0: exp never overflows
-    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (S, B, T, 3, V) log softmax
+    shifted = logits - _row_max(logits)[..., None]  # (S, B, T, 3, V) largest entry 0: exp can't overflow
+    log_p = shifted - np.log(_row_sum(np.exp(shifted)))[..., None]  # (S, B, T, 3, V) log softmax
     p = np.exp(log_p)  # (S, B, T, 3, V)
     mask = batch.mask.astype(logits.dtype, copy=False)  # (S, B, T, 3)
     weight = (mask / mask.sum(axis=(1, 2, 3), keepdims=True))[..., None]  # (S, B, T, 3, 1) 1/count or 0
@@ -73,7 +74,7 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
     d_v = _t(a) @ d_heads  # (S, B, h, T, d_k)
     d_a = d_heads @ _t(c["v"])  # (S, B, h, T, T)  d loss / d A
     # Softmax backward: dS = A ∘ (dA − Σ_j A_ij dA_ij), and Σ_j A_ij dA_ij = dOut_i · Out_i.
-    d_scores = a * (d_a - (d_heads * c["heads"]).sum(axis=-1, keepdims=True))  # d loss / d (Q Kᵀ / √d_k)
+    d_scores = a * (d_a - _row_sum(d_heads * c["heads"])[..., None])  # d loss / d (Q Kᵀ / √d_k)
     scale = 1.0 / math.sqrt(D // h)
     d_q = (d_scores @ c["k"]) * scale  # (S, B, h, T, d_k)
     d_k = (_t(d_scores) @ c["q"]) * scale  # (S, B, h, T, d_k)
@@ -86,6 +87,41 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
         d_x += d_part @ _t(params[name])  # (S, B·T, D)
     grads["E"] = _t(c["hot"]) @ d_x  # (S, R, D)  each token's d_x added to its four rows
     return loss, grads
+
+
+def _attention(q, k, v):
+    """The kernel's formula ``_scaled_dot_product_attention(q, k, v)``, bit for bit (a test compares
+    them), with the softmax's row max and sum by ``_row_max`` / ``_row_sum``: rows here are T = 12 long."""
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., n_q, n_k)
+    e = np.exp(scores - _row_max(scores)[..., None])  # (..., n_q, n_k) largest entry 1
+    return (weights := e / _row_sum(e)[..., None]) @ v, weights  # (..., n_q, d_v), (..., n_q, n_k)
+
+
+def _row_max(x):
+    """``x.max(axis=-1)``, one column at a time across all rows: numpy reduces each row in its own inner
+    loop, and over rows this short (T = 12, V = 8) that loop's start-up is most of the softmax's cost."""
+    out = x[..., 0].copy()  # (...)
+    for j in range(1, x.shape[-1]):
+        np.maximum(out, x[..., j], out=out)
+    return out
+
+
+def _row_sum(x):
+    """``x.sum(axis=-1)`` bit for bit, one column at a time (see ``_row_max``): numpy adds up to 7 entries
+    one by one, and 8–15 the first eight pairwise, then the rest one by one (tests check the bits); longer
+    rows ask numpy."""
+    n = x.shape[-1]
+    if n > 15:
+        return x.sum(axis=-1)
+    c = [x[..., j] for j in range(n)]  # n × (...)
+    if n < 8:
+        out, rest = c[0].copy(), c[1:]  # (...)
+    else:
+        out = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]))  # (...)
+        rest = c[8:]
+    for column in rest:
+        out += column
+    return out
 
 
 def _t(a):

@@ -19,18 +19,25 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 
 
 class Adam:
-    """Adam on a dict of (S, …) arrays, updated in place."""
+    """Adam on a dict of (S, …) arrays, updated in place. The arrays become views of one flat buffer, so
+    a step is a few operations on every number at once, not a few per parameter (each number's update is
+    the same)."""
 
     def __init__(self, params: dict, cfg: TrainConfig):
-        self.params, self.cfg = params, cfg
-        self.m = {name: np.zeros_like(p) for name, p in params.items()}  # first moments
-        self.s = {name: np.zeros_like(p) for name, p in params.items()}  # second moments
+        self.cfg, self.names = cfg, list(params)
+        self.flat = np.concatenate([p.ravel() for p in params.values()])  # (n,) every parameter
+        start = 0
+        for name, p in params.items():
+            params[name] = self.flat[start : start + p.size].reshape(p.shape)  # a view of flat
+            start += p.size
+        self.m = np.zeros_like(self.flat)  # (n,) first moments
+        self.s = np.zeros_like(self.flat)  # (n,) second moments
 
     def step(self, grads: dict, step: int) -> None:
         """Update every parameter from its gradient at 0-based ``step``."""
         c1, c2 = 1 - BETA1 ** (step + 1), 1 - BETA2 ** (step + 1)  # bias corrections
         rate = learning_rate(step, self.cfg) / c1
-        for name, grad in grads.items():
-            self.m[name] = self.m[name] * BETA1 + grad * (1 - BETA1)
-            self.s[name] = self.s[name] * BETA2 + grad * grad * (1 - BETA2)
-            self.params[name] -= self.m[name] / (np.sqrt(self.s[name]) * (1 / math.sqrt(c2)) + EPS) * rate
+        grad = np.concatenate([grads[name].ravel() for name in self.names])  # (n,) in flat's order
+        self.m = self.m * BETA1 + grad * (1 - BETA1)
+        self.s = self.s * BETA2 + grad * grad * (1 - BETA2)
+        self.flat -= self.m / (np.sqrt(self.s) * (1 / math.sqrt(c2)) + EPS) * rate

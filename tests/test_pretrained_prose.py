@@ -246,6 +246,18 @@ def test_the_pronoun_heads_map_reads_as_section_6_says(lesson):
     assert share and share.group(1) == f"{zh.name_weight(tokens, w, row, name):.1f}"
 
 
+def test_most_heads_park_on_the_special_tokens(lesson):
+    """§6's 注意力汇: after the Clark et al. 2019 citation, 「most of this model's 144 heads do it too」: in more
+    than half of the heads, most rows of the lesson sentence put their largest weight on <s> or </s> (126 of 144
+    today, far from the 72 line)."""
+    tokens, att = lesson
+    total = int(said(r"Clark\D*2019\D*(\d+)")[0])  # the head count after the citation
+    assert total == att.shape[0] * att.shape[1]
+    on_ends = np.isin(att.argmax(-1), (0, len(tokens) - 1))  # (layer, head, query): the row's top is <s>/</s>
+    parking = int((on_ends.mean(-1) > 0.5).sum())
+    assert parking > total / 2 and parking - total / 2 > 0.2 * total
+
+
 def numbers(text):
     """Every number a text states, as printed."""
     return re.findall(r"\d+(?:\.\d+)?", text)

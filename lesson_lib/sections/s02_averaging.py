@@ -139,7 +139,7 @@ def blend_table(weights_by_word: dict[str, float]) -> str:
 
 def summary_html(d: Demo) -> str:
     """One line for the widget: how much of each answer reaches the output."""
-    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>主语（小明）{d.subject_kept:.0%}</b>。")
+    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>句法（主语小明）{d.subject_kept:.0%}</b>。")
 
 
 def demo_text(sharpness: float = 4.0) -> str:
@@ -150,5 +150,5 @@ def demo_text(sharpness: float = 4.0) -> str:
         lines.append(f"{heads} 个头：")
         for name, row in zip(d.names, d.weights):
             lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}" for t, w in zip(TOKENS, row[:QUERY])))
-        lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，主语（小明）= {d.subject_kept:.2f}")
+        lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，句法（主语小明）= {d.subject_kept:.2f}")
     return "\n".join(lines)

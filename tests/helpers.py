@@ -113,3 +113,90 @@ def unnamed_controls(root) -> list[str]:
         if isinstance(widget, (w.ToggleButtons, w.RadioButtons)) and not all(str(o).strip() for o in widget.options):
             found.append(f"{kind} 有空的选项")
     return found
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading numbers back from the lesson's prose, found by structure (a cell, a section, an ASCII token), not wording.
+# ---------------------------------------------------------------------------------------------------------------
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?")  # 7, 0.65, 1,048,576, 1e-12; 31% -> 31
+
+
+def numbers_in(text: str) -> list[float]:
+    """Every number written in ``text``, in order (thousands commas dropped; a percent is its figure)."""
+    return [float(m.replace(",", "")) for m in NUMBER.findall(text)]
+
+
+def numerals_in(text: str) -> list[float]:
+    """The Chinese numerals of ``text`` (四成 -> 4, 三张图 -> 3), one character each, in order."""
+    import unicodedata
+
+    return [unicodedata.numeric(ch) for ch in text if CJK.match(ch) and unicodedata.numeric(ch, None) is not None]
+
+
+def in_order(found, expected) -> bool:
+    """``expected`` is an ordered subsequence of ``found`` (numbers compared to 1e-9)."""
+    rest = iter(found)
+    return all(any(abs(x - want) <= 1e-9 for x in rest) for want in expected)
+
+
+def assert_numbers(text: str, *expected) -> str:
+    """``text`` states the ``expected`` numbers in this order (others may sit between them); returns it."""
+    found = numbers_in(text)
+    assert in_order(found, [float(x) for x in expected]), f"expected {list(expected)} in order, read {found}: {text!r}"
+    return text
+
+
+BRACKET = r"[(\uff08]"  # an opening bracket, ASCII or full-width: "h = 16（每头 2 维）" reads h, then its width
+SENTENCE_END = re.compile("(?<=[\u3002\uff1b\uff01\uff1f])|\n")  # after a full stop, semicolon, ! or ?; a line break
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in SENTENCE_END.split(text) if s.strip()]
+
+
+def sentence_with(text: str, *tokens) -> str:
+    """The first sentence of ``text`` that holds every token (ASCII words, or numbers as written)."""
+    for s in sentences(text):
+        if all(str(t) in s for t in tokens):
+            return s
+    raise AssertionError(f"no sentence holds all of {tokens!r}")
+
+
+def _build_notebook():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "build_notebook.py"
+    spec = importlib.util.spec_from_file_location("build_notebook", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lesson_cells(notebook: str | None = None) -> list[dict]:
+    """The source cells ({'kind', 'source', 'tags'}) of the core lesson, or of the lab named ``notebook``."""
+    build = _build_notebook()
+    return build.source_cells() if notebook is None else build.source_cells(src=build.NOTEBOOKS[notebook][0])
+
+
+def prose_after(cells: list[dict], code: str) -> str:
+    """The Markdown cell right after the code cell whose source holds ``code``: what the lesson says it printed."""
+    at = next(i for i, c in enumerate(cells) if c["kind"] == "code" and code in c["source"])
+    following = cells[at + 1]
+    assert following["kind"] == "md", f"no prose follows the cell with {code!r}"
+    return following["source"]
+
+
+def prose_before(cells: list[dict], code: str) -> str:
+    """The Markdown cell right before the code cell whose source holds ``code``: what the lesson says it will do."""
+    at = next(i for i, c in enumerate(cells) if c["kind"] == "code" and code in c["source"])
+    assert at > 0 and cells[at - 1]["kind"] == "md", f"no prose comes before the cell with {code!r}"
+    return cells[at - 1]["source"]
+
+
+def section_prose(cells: list[dict], number: int) -> str:
+    """The Markdown of section ``number`` (from its '## N ' heading to the next '## ' heading)."""
+    text = "\n\n".join(c["source"] for c in cells if c["kind"] == "md")
+    start = text.index(f"\n## {number} ") if not text.startswith(f"## {number} ") else 0
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]

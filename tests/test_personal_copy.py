@@ -22,11 +22,13 @@ def _repo(tmp_path) -> Path:
 
 def test_first_open_makes_the_copy_and_later_opens_keep_it(tmp_path):
     root = _repo(tmp_path)
-    path, line = personal_copy.ensure_copy(root)
-    assert path == root / "my_lesson" / "day11_multi_head_attention.ipynb" and "已为你建好个人副本" in line
+    path, made = personal_copy.ensure_copy(root)
+    assert path == root / "my_lesson" / "day11_multi_head_attention.ipynb" and path.is_file()
+    reopen = personal_copy.REOPEN_LINE.format(copy=path.relative_to(root))
+    assert str(path.relative_to(root)) in made and made != reopen  # names the copy it made
     path.write_text("the learner's own run", encoding="utf-8")
     again, line = personal_copy.ensure_copy(root)
-    assert again == path and path.read_text(encoding="utf-8") == "the learner's own run" and "--fresh" not in line
+    assert again == path and path.read_text(encoding="utf-8") == "the learner's own run" and line == reopen
 
 
 def test_an_updated_lesson_is_announced_not_forced(tmp_path):
@@ -35,7 +37,9 @@ def test_an_updated_lesson_is_announced_not_forced(tmp_path):
     path.write_text("mine", encoding="utf-8")
     (root / personal_copy.LESSON).write_text('{"cells": [1]}', encoding="utf-8")
     _, line = personal_copy.ensure_copy(root)
-    assert "更新" in line and "--fresh" in line and path.read_text(encoding="utf-8") == "mine"
+    reopen = personal_copy.REOPEN_LINE.format(copy=path.relative_to(root))
+    assert line.startswith(reopen) and line != reopen  # the reopen line, and a notice after it
+    assert "scripts/personal_copy.py --fresh" in line and path.read_text(encoding="utf-8") == "mine"
 
 
 def test_fresh_copy_keeps_the_old_one(tmp_path):
@@ -82,11 +86,11 @@ def test_lab_serves_the_whole_course_and_opens_the_copy(tmp_path):
 def test_as_root_it_says_why_in_one_chinese_line_and_allows_root(tmp_path):
     root = _repo(tmp_path)
     path, _ = personal_copy.ensure_copy(root)
-    argv, lines = personal_copy.lab_command(path, root, as_root=True)
+    argv, lines = personal_copy.lab_command(path, root, as_root=True, port=8765)
     assert argv[-1] == "--allow-root" and argv.count("--allow-root") == 1
     notice = lines[0]
-    assert "\n" not in notice and "root" in notice and "--allow-root" in notice
-    assert "容器" in notice and "普通账户" in notice  # why it is allowed, and what is safer on a shared machine
+    assert len(lines) == 2 and "\n" not in notice and "root" in notice and "--allow-root" in notice
+    assert personal_copy.lab_command(path, root, as_root=False, port=8765)[1] == lines[1:]  # not root: no notice
 
 
 def test_readme_says_what_opens_and_keeps_the_pip_path_safe():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import assert_numbers, lesson_cells, numbers_in, numerals_in, prose_after, sentence_with, sentences
 
 from lesson_lib.models.pretrained import e5
 from lesson_lib.models.pretrained import minilm as pt
@@ -21,7 +22,6 @@ from lesson_lib.sections.s06_real_heads import pronoun as zh
 SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
 LAB = "".join(p.read_text(encoding="utf-8") for p in
               sorted((Path(__file__).parents[1] / "notebooks" / "labs_src" / "lab_real_heads").glob("*.md")))
-SECTION_2 = (Path(__file__).parents[1] / "notebooks" / "src" / "02_averaging.md").read_text(encoding="utf-8")
 MARGIN = 1e-4  # far above cross-CPU float32 noise, far below the printed 0.01
 
 
@@ -49,19 +49,25 @@ def law():
     return pt.load().attend(pt.PAPER_SENTENCES["law"])
 
 
-def test_section_2_points_to_the_section_that_runs_the_real_head():
-    """§2's pointer names a section number; that section's cells run the pronoun head on the lesson's sentence."""
-    number = int(re.findall(r"第 (\d+) 节给你看", SECTION_2)[-1])
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    return lesson_cells()
+
+
+@pytest.fixture(scope="module")
+def lab_cells() -> list[dict]:
+    return lesson_cells("lab_real_heads")
+
+
+def test_section_2_points_to_the_section_that_runs_the_real_head(cells):
+    """§2's closing paragraph (after the 试一试 answer and the caveat) names a section number; that section's cells
+    run the pronoun head on the lesson's sentence."""
+    paragraphs = prose_after(cells, "averaging_demo()").split("\n\n")
+    plain = [p for p in paragraphs if p.strip() and not p.startswith((">", "<", "**"))]  # not a quote, fold, prompt
+    (number,) = map(int, numbers_in(plain[-1]))
     target = "".join(p.read_text(encoding="utf-8") for p in
                      (Path(__file__).parents[1] / "notebooks" / "src").glob(f"{number:02d}_*.md"))
     assert "zh_model.attend(" in target and zh.LESSON_SENTENCE in target
-
-
-def said(pattern, text=SECTION):
-    """The numbers a sentence of the prose states (as printed strings)."""
-    match = re.search(pattern, text)
-    assert match, pattern
-    return list(match.groups())
 
 
 def to_names(model, sentence, pronoun, head):
@@ -74,31 +80,44 @@ CORE_CASES = [("小明把苹果递给了小红，因为她帮过他。", "她"),
               ("小明把苹果递给了小红，他饿了。", "他")]
 
 
-def test_core_scoring_reads_as_the_prose_says(zh_model):
-    """Core §6, the minimal pair: 「在「她饿了」里给小红 0.38、小明 0.12」 and 「他饿了 … 转向小明（0.43 对 0.06）」."""
+def minimal_pair_prose(cells) -> str:
+    """§6's prose after the minimal-pair cell: the reading, the caveat, the 试一试 and its folded answer."""
+    return prose_after(cells, "for sentence, pronoun in")
+
+
+def test_core_scoring_reads_as_the_prose_says(zh_model, cells):
+    """Core §6, the minimal pair: 「第 8 层 · 头 1 在「她饿了」里给小红 0.38、小明 0.12」 and 「他饿了 … 转向小明
+    （0.43 对 0.06）」: the head, then each weight as printed, in that order."""
     she = to_names(zh_model, *CORE_CASES[1], zh.PRONOUN_HEAD)
-    assert said(r"在「她饿了」里给小红 ([\d.]+)、小明 ([\d.]+)") == [f"{v:.2f}" for v in she]
     he = to_names(zh_model, *CORE_CASES[2], zh.PRONOUN_HEAD)
-    assert said(r"转向小明（([\d.]+) 对 ([\d.]+)）") == [f"{he[1]:.2f}", f"{he[0]:.2f}"] and he[1] > he[0]
+    reading = minimal_pair_prose(cells).split("\n\n")[0]
+    assert numbers_in(reading) == [*zh.PRONOUN_HEAD, *(round(v, 2) for v in (she[0], she[1], he[1], he[0]))], reading
+    assert he[1] > he[0]
     assert to_names(zh_model, *CORE_CASES[1], zh.PRONOUN_HEAD)[0] > to_names(zh_model, *CORE_CASES[1],
                                                                               zh.PRONOUN_HEAD)[1]
 
 
-def test_core_try_it_answer_and_stable_digits(zh_model):
-    """The 试一试 answer: layer 12 · head 5 still sends 他 to 小红 in 「他饿了」; every printed value is stable."""
+def test_core_try_it_answer_and_stable_digits(zh_model, cells):
+    """The 试一试 (try layer 12 · head 5) and its answer: that head still sends 他 to 小红 in 「他饿了」 (0.33 to
+    小红, 0.02 to 小明); every printed value is stable."""
     hong, ming = to_names(zh_model, *CORE_CASES[2], zh.DECOYS[0])
-    assert said(r"仍把「他」的 ([\d.]+) 给小红、只给小明 ([\d.]+)") == [f"{hong:.2f}", f"{ming:.2f}"]
+    prose = minimal_pair_prose(cells)
+    assert numbers_in(sentence_with(prose, "`layer, head`")) == [*zh.DECOYS[0]]
+    answer = prose.split("</summary>")[1].split("</details>")[0]
+    assert numbers_in(answer) == [*zh.DECOYS[0], round(hong, 2), round(ming, 2)], answer
     assert zh.DECOYS[0] == (12, 5) and hong > ming
     for head in (zh.PRONOUN_HEAD, zh.DECOYS[0]):
         for case in CORE_CASES:
             assert all(stable_2dp(v) for v in to_names(zh_model, *case, head)), (case, head)
 
 
-def test_core_model_numbers(zh_model):
+def test_core_model_numbers(zh_model, cells):
+    """「12 层、每层 12 个头，共 144 个头，每头宽度 d_k = 32」 and the caveat's 「后面还有 4 层继续加工」."""
     c = zh_model.config
-    layers, heads, total, d_k = said(r"(\d+) 层、每层 (\d+) 个头，共 (\d+) 个头，每头宽度 d_k = (\d+)")
-    assert (int(layers), int(heads), int(total), int(d_k)) == (c.n_layers, c.n_heads, c.n_layers * c.n_heads, c.d_k)
-    assert said(r"后面还有 (\d+) 层继续加工") == [str(c.n_layers - zh.PRONOUN_HEAD[0])]
+    sizes = numbers_in(sentence_with(SECTION, "multilingual-e5-small", "d_k = "))[:4]
+    assert sizes == [c.n_layers, c.n_heads, c.n_layers * c.n_heads, c.d_k]
+    caveat = next(p for p in minimal_pair_prose(cells).split("\n\n") if p.startswith("> **"))
+    assert numbers_in(caveat)[0] == c.n_layers - zh.PRONOUN_HEAD[0], caveat  # the layers after this one
 
 
 def test_pronoun_head_tops_the_ranking(lesson):
@@ -137,54 +156,62 @@ def test_minimal_pairs_claims(zh_model):
 
 def test_decoys_look_at_xiaohong_for_ta_too(zh_model):
     """Lab: 「一问「他」，它们照样看小红」: the decoys are right exactly when the pronoun is 她."""
-    for _, _, pronoun, s in zh.follow(zh_model)[0]:
-        for h in zh.DECOYS:
-            assert (s[h][0] > s[h][1]) == (pronoun == "她")
+    table = zh.follow(zh_model)[0]
+    for h in zh.DECOYS:  # the name each decoy prefers, whatever the pronoun: always the same one
+        preferred = {zh.NAMES[pronoun][0 if s[h][0] > s[h][1] else 1] for _, _, pronoun, s in table}
+        assert len(preferred) == 1, (h, preferred)
+    assert len({pronoun for _, _, pronoun, _ in table}) == 2  # and the table asks both pronouns
 
 
 def test_merged_pronoun_is_explained_not_hidden(zh_model):
-    tokens, _ = zh_model.attend("小红把苹果递给了小明，因为他帮过她。")
-    assert "▁因为他" in tokens or "因为他" in [zh.clean(t) for t in tokens]
-    with pytest.raises(ValueError, match="因为他"):  # the error names the merged token
-        zh.word_span(tokens, "他")
+    sentence, pronoun = "小红把苹果递给了小明，因为他帮过她。", "他"
+    tokens, _ = zh_model.attend(sentence)
+    merged = [zh.clean(t) for t in tokens if pronoun in zh.clean(t)]  # the pronoun only inside a longer token
+    assert len(merged) == 1 and len(merged[0]) > len(pronoun)
+    with pytest.raises(ValueError, match=re.escape(merged[0])):  # the error names the merged token
+        zh.word_span(tokens, pronoun)
 
 
 def test_without_model_text_matches_the_model(zh_model, lesson):
     tokens, att = lesson
     w = zh.name_weights(att, tokens, "她", ("小红", "小明"))
-    assert f"0.55 给了小红、{w['小明'][7, 0]:.2f} 给了小明" in zh.WITHOUT_MODEL
-    assert f"{len(zh.MINIMAL_PAIRS)} 个条件" in zh.WITHOUT_MODEL
+    layer, head = (i - 1 for i in zh.PRONOUN_HEAD)
+    assert_numbers(zh.WITHOUT_MODEL, *zh.PRONOUN_HEAD, round(float(w["小红"][layer, head]), 2),
+                   round(float(w["小明"][layer, head]), 2), len(zh.MINIMAL_PAIRS))
 
 
-def test_layer_5_its_claims(law):
+def test_layer_5_its_claims(law, lab_cells):
     """Lab: 「只有头 12 把一半以上（0.56）给了 law」, heads 2 and 5 「只有 0.21 和 0.29」,
     head 10 「把 0.83 给了紧挨着的 application」."""
     its = law.tokens.index("its")
     rows = law.attentions[4, :, its]  # (12, T) layer 5
     top = {h + 1: (law.tokens[int(np.argmax(r))], float(r.max())) for h, r in enumerate(rows)}
-    assert said(r"只有\*\*头 (\d+)\*\* 把一半以上（([\d.]+)）给了 law", LAB) == ["12", f"{top[12][1]:.2f}"]
+    reading = sentences(prose_after(lab_cells, "views.its_figure("))  # the sentences after the layer-5 cell
+    law_ones = [i for i, s in enumerate(reading) if "law" in s]  # 只有**头 12** …（0.56）给了 law；头 2、头 5 …
+    assert numbers_in(reading[law_ones[0]])[:2] == [12, round(top[12][1], 2)], reading
     assert [h for h, (tok, w) in top.items() if tok == "law" and w > 0.5] == [12]
-    assert said(r"头 (\d+)、头 (\d+) 最高的一项也是 law，却只有 ([\d.]+) 和 ([\d.]+)", LAB) == \
-        ["2", "5", f"{top[2][1]:.2f}", f"{top[5][1]:.2f}"]
+    assert numbers_in(reading[law_ones[1]]) == [2, 5, round(top[2][1], 2), round(top[5][1], 2)], reading
     assert top[2][0] == top[5][0] == "law"
-    assert said(r"\*\*头 (\d+)\*\* 把 ([\d.]+) 给了紧挨着的 application", LAB) == ["10", f"{top[10][1]:.2f}"]
+    assert numbers_in(sentence_with("\n".join(reading), "application")) == [10, round(top[10][1], 2)]
     assert top[10][0] == "application"
 
 
 def test_lab_law_sentence_token_count_and_uniform_share(law):
     """Lab: 「这句话有 27 个词元，平均分配时每个只得 0.037」."""
-    n, share = said(r"这句话有 (\d+) 个词元，平均分配时每个只得 ([\d.]+)", LAB)
-    assert int(n) == len(law.tokens) and law.tokens[0] == "[CLS]" and law.tokens[-1] == "[SEP]"
-    assert share == f"{1 / len(law.tokens):.3f}"
+    share = f"{1 / len(law.tokens):.3f}"
+    assert numbers_in(sentence_with(LAB, share)) == [len(law.tokens), float(share)]  # the tokens, the even share
+    assert law.tokens[0] == "[CLS]" and law.tokens[-1] == "[SEP]"
 
 
-def test_lab_making_gap_is_five_words_and_difficult_ends_the_sentence():
+def test_lab_making_gap_is_five_words_and_difficult_ends_the_sentence(lab_cells):
     """Lab: 「中间隔着 the registration or voting process 五个词」, 「difficult 恰好是句号前的最后一个词」."""
     if pt.PACKAGE.folder() is None:
         pytest.skip(f"weights package missing ({pt.PACKAGE.install_command})")
     tokens = pt.load().attend(pt.PAPER_SENTENCES["making"]).tokens
-    gap = said(r"中间隔着 ([a-z ]+) 五个词", LAB)[0].split()
-    assert tokens[tokens.index("more") - len(gap):tokens.index("more")] == gap and len(gap) == 5
+    reading = sentences(prose_after(lab_cells, "views.making_figure("))[0]  # … making … more difficult … 五个词
+    gap = tokens[tokens.index("making") + 1:tokens.index("more")]
+    assert " ".join(gap) in re.findall(r"[a-z]+(?: [a-z]+)*", reading) and len(gap) == 5
+    assert numerals_in(reading)[-1] == len(gap), reading
     assert tokens[tokens.index("difficult") + 1] == "."  # 「difficult 恰好是句号前的最后一个词」
 
 
@@ -197,7 +224,8 @@ def test_the_map_question_reads_a_next_token_head(lesson):
     assert all(int(np.argmax(w[i])) == i + 1 for i in rows)
     assert sum(f"{w[i, i + 1]:.2f}" == "1.00" for i in rows) >= len(tokens) - 4
     she = zh.word_span(tokens, "她")[0]
-    assert zh.clean(tokens[int(np.argmax(w[she]))]) == "帮"
+    names = {j for name in zh.NAMES["她"] for j in range(*zh.word_span(tokens, name))}
+    assert int(np.argmax(w[she])) == she + 1 and she + 1 not in names  # the next token (帮), not a name
 
 
 def test_the_pronoun_heads_map_reads_as_section_6_says(lesson):
@@ -223,7 +251,8 @@ def test_most_heads_park_on_the_special_tokens(lesson):
     than half of the heads, most rows of the lesson sentence put their largest weight on <s> or </s> (126 of 144
     today, far from the 72 line)."""
     tokens, att = lesson
-    total = int(said(r"Clark\D*2019\D*(\d+)")[0])  # the head count after the citation
+    cited = numbers_in(next(p for p in SECTION.split("\n\n") if "Clark" in p))  # the paragraph that cites it
+    total = int(cited[cited.index(2019) + 1])  # the head count after the citation
     assert total == att.shape[0] * att.shape[1]
     on_ends = np.isin(att.argmax(-1), (0, len(tokens) - 1))  # (layer, head, query): the row's top is <s>/</s>
     parking = int((on_ends.mean(-1) > 0.5).sum())
@@ -275,6 +304,6 @@ def test_s6_explanation_numbers_are_the_models(zh_model):
 
     text = question("S6").explanation
     hong, ming = to_names(zh_model, *CORE_CASES[2], zh.PRONOUN_HEAD)
-    assert said(r"转向小明（([\d.]+) 对 ([\d.]+)）", text) == [f"{ming:.2f}", f"{hong:.2f}"]
-    hong, ming = to_names(zh_model, *CORE_CASES[2], zh.DECOYS[0])
-    assert said(r"仍把「他」的 ([\d.]+) 给小红、只给小明 ([\d.]+)", text) == [f"{hong:.2f}", f"{ming:.2f}"]
+    decoy = to_names(zh_model, *CORE_CASES[2], zh.DECOYS[0])  # (to 小红, to 小明)
+    assert_numbers(text, *zh.PRONOUN_HEAD, round(ming, 2), round(hong, 2),  # 8·1 转向小明（0.43 对 0.06）
+                   *zh.DECOYS[0], *(round(v, 2) for v in decoy))  # 12·5 仍把 0.33 给小红、只给小明 0.02

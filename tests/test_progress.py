@@ -91,13 +91,14 @@ def test_each_attempt_records_verdict_mistake_and_question_version(path):
     question version; per item the first-try and the final result."""
     p = _new(path)
     typed = [["64", "不变"], ["33", "不变"], ["32", "不变"]]
-    for answer in typed:
-        p.record(quiz.check("Q2", answer), json.dumps(answer, ensure_ascii=False))
+    sent = [json.dumps(answer, ensure_ascii=False) for answer in typed]
+    for answer, text in zip(typed, sent):
+        p.record(quiz.check("Q2", answer), text)
     saved = json.loads(path.read_text(encoding="utf-8"))["questions"]["Q2"]
     version = qq.question("Q2").version
     assert [(a["verdict"], a["mistake"], a["question_version"]) for a in saved["attempts"]] == [
         ("wrong", "d_k=64", version), ("wrong", None, version), ("right", None, version)]
-    assert json.loads(saved["attempts"][0]["answer"]) == typed[0]  # as typed
+    assert [a["answer"] for a in saved["attempts"]] == sent  # each as typed
     assert (saved["first_try"], saved["final"], saved["n_attempts"], saved["solved"]) == ("wrong", "right", 3, True)
 
 

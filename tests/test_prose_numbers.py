@@ -1,8 +1,9 @@
 """Hold the lesson's prose to lesson_lib: every number the markdown states about shapes, counts and the
 paper is recomputed here from lesson_lib (or lesson_lib.paper, the cited table) and compared.
 
-Each claim also requires at least one match, so deleting or rewording a sentence cannot make the
-check pass vacuously; rewording means updating the pattern here, on purpose.
+A sentence is found by structure (the prose after the cell that prints its numbers, a section, an ASCII token
+it holds), not by its Chinese words, and its numbers are compared in order (tests/helpers.py: numbers_in,
+assert_numbers); each claim requires its sentence, so deleting one cannot make the check pass vacuously.
 """
 
 from __future__ import annotations
@@ -13,6 +14,19 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from helpers import (
+    BRACKET,
+    assert_numbers,
+    in_order,
+    lesson_cells,
+    numbers_in,
+    numerals_in,
+    prose_after,
+    prose_before,
+    section_prose,
+    sentence_with,
+    sentences,
+)
 
 from lesson_lib import costs as flops
 from lesson_lib import paper
@@ -57,6 +71,16 @@ def ablation_lab() -> str:
     return _lab_markdown("lab_ablation")
 
 
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    return lesson_cells()
+
+
+@pytest.fixture(scope="module")
+def ablation_cells() -> list[dict]:
+    return lesson_cells("lab_ablation")
+
+
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 D_K = head_width(D, H)
 TABLE3 = paper.TABLE3
@@ -69,10 +93,6 @@ MODERN_WIDTH = 8192  # §8's follow-up: today's model size; tests/test_kv_sharin
 
 def _num(text: str) -> int:
     return int(text.replace(",", ""))
-
-
-def _code() -> str:
-    return "\n\n".join(c["source"] for c in _build_module().source_cells() if c["kind"] == "code")
 
 
 def _matches(pattern, text):
@@ -94,32 +114,32 @@ def test_base_width_and_heads(markdown):
         assert D % h == 0, f"the prose mentions h = {h}, which does not divide d_model = {D}"
 
 
-def test_every_h_and_d_k_pair_fits_d_model(lines):
-    """'h = 32 … d_k = 16' on one line: d_k must be d_model / h (or a Table 3 row (B) pair, which varies d_k alone)."""
+def test_every_h_and_d_k_pair_fits_d_model(markdown):
+    """'h = 32 … d_k = 16' in one sentence: d_k must be d_model / h (or a Table 3 row (B) pair, which varies d_k
+    alone)."""
     table_pairs = {(r["h"], r["d_k"]) for r in TABLE3}
     pairs = 0
-    for line in lines:
-        for m in re.finditer(r"\bh\s*=\s*(\d+)[^。\n]{0,40}?d_k\s*=\s*(\d+)", line):
+    for sentence in sentences(markdown):
+        for m in re.finditer(r"\bh\s*=\s*(\d+).{0,40}?d_k\s*=\s*(\d+)", sentence):
             h, d_k = _num(m.group(1)), _num(m.group(2))
             pairs += 1
             assert d_k == head_width(D, h) or (h, d_k) in table_pairs, f"{m.group(0)!r}: d_k should be {D // h}"
     assert pairs >= 1
 
 
-def test_ablation_lab_sizes_are_the_toys(ablation_lab):
+def test_ablation_lab_sizes_are_the_toys(ablation_lab, ablation_cells):
     """The lab's toy is narrower than the paper: 「h = 16（每头 2 维）」 and 「d_k = 1」 are d_model = 32 divided by h;
-    「h = 32 时」 and 「64 个键符号」 are the d_k = 1 model's h and the task's K."""
+    the prose after the 1-wide cell names the task's K (64 key symbols) and the d_k = 1 model's h (32)."""
     from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK
 
     toy_d = DEFAULT_CONFIG.d_model
-    for m in _matches(r"\bh = (\d+)（每头 (\d+) 维）", ablation_lab):
+    for m in _matches(rf"\bh = (\d+){BRACKET}\D*?(\d+)", ablation_lab):  # h = 16 and its width in brackets
         assert head_width(toy_d, int(m.group(1))) == int(m.group(2)), m.group(0)
     for m in _matches(r"d_k = (\d+)", ablation_lab):
         assert int(m.group(1)) in {head_width(toy_d, h) for h in range(1, toy_d + 1) if toy_d % h == 0} | {
             r["d_k"] for r in TABLE3}, m.group(0)
-    m = _matches(r"h = (\d+) 时前一个、后一个照样学会了", ablation_lab)[0]
-    assert int(m.group(1)) == toy_d // 1  # the d_k = 1 model
-    assert int(_matches(r"(\d+) 个键符号", ablation_lab)[0].group(1)) == DEFAULT_TASK.K
+    said = prose_after(ablation_cells, "monotone_score_text()")
+    assert_numbers(said, DEFAULT_TASK.K, toy_d // 1)  # K key symbols; h = 32, the d_k = 1 model
 
 
 def test_base_head_width_is_computed(markdown):
@@ -147,7 +167,7 @@ def test_arithmetic_in_prose_is_right(markdown, real_heads_lab, ablation_lab):
     assert checked >= 1
 
 
-def test_section_3_says_what_the_batch_cell_prints(markdown):
+def test_section_3_says_what_the_batch_cell_prints(markdown, cells):
     """§3: 「(B, n, d_model)」 and the PyTorch view(B, n, h, d_k).transpose(1, 2) give the kernel's batched shapes."""
     import numpy as np
 
@@ -156,8 +176,8 @@ def test_section_3_says_what_the_batch_cell_prints(markdown):
     assert "(B, n, d_model)" in markdown and ".view(B, n, h, d_k).transpose(1, 2)" in markdown
     x = np.zeros((2, 6, D))
     assert split_heads(x, H).shape == (2, H, 6, D_K) and merge_heads(split_heads(x, H)).shape == x.shape
-    m = _matches(r"改动其他 (\d+) 个头的查询矩阵", markdown)[0]
-    assert int(m.group(1)) == H - 1
+    said = sentences(prose_before(cells, "heads_mix_text("))[-1]  # 再改动其他 7 个头的查询矩阵，看头 1 变不变
+    assert numbers_in(said) == [H - 1, 1], said
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,7 +232,7 @@ def test_single_head_bleu_gap(markdown):
     from lesson_lib.practice import interview
 
     gap = round(BEST_BLEU - SINGLE["bleu"], 1)
-    for m in _matches(r"(\d+\.\d)\s*(?:个\s*)?BLEU", markdown + "\n" + interview.model_answer()):
+    for m in _matches(r"(\d+\.\d)\s*(?:[^\x00-\x7f]\s*)?BLEU", markdown + "\n" + interview.model_answer()):
         assert float(m.group(1)) == gap, m.group(0)
 
 
@@ -225,7 +245,7 @@ def test_bleu_and_perplexity_values_come_from_table3(lines):
             for m in re.finditer(r"(?<![\d.])(2\d\.\d)(?![\d])", line):
                 assert float(m.group(1)) in bleus, f"{m.group(0)} in {line[:60]!r}"
                 seen += 1
-        if "困惑度" in line or "PPL" in line:
+        if "PPL" in line:
             for m in re.finditer(r"(?<![\d.])([45]\.\d\d)(?![\d])", line):
                 assert float(m.group(1)) in ppls, f"{m.group(0)} in {line[:60]!r}"
                 seen += 1
@@ -235,9 +255,9 @@ def test_bleu_and_perplexity_values_come_from_table3(lines):
 def test_figure_pages(markdown, real_heads_lab):
     """The real-heads lab gives the appendix's three figures one page range: the first to the last figure's page."""
     pages = paper.FIGURE_PAGES
-    m = _matches(r"一共(.)张图[^。]*?（第 (\d+)–(\d+) 页）", real_heads_lab)[0]
-    assert "一二三四五"[len(pages) - 1] == m.group(1)
-    assert (int(m.group(2)), int(m.group(3))) == (min(pages.values()), max(pages.values()))
+    said = sentence_with(real_heads_lab, "Attention Visualizations")  # the appendix's title
+    assert len(pages) in numerals_in(said)  # 三张图
+    assert_numbers(said, paper.APPENDIX_LAYER, paper.LAYERS, min(pages.values()), max(pages.values()))
 
 
 QUOTES = (  # the paper's words, verbatim (§3.2.2 and §3.2.2's last sentence)
@@ -250,7 +270,7 @@ QUOTES = (  # the paper's words, verbatim (§3.2.2 and §3.2.2's last sentence)
 
 def test_paper_quotes_are_verbatim_and_attributed(markdown):
     for quote in QUOTES:
-        assert f"「{quote}」" in markdown
+        assert quote in markdown
     assert markdown.count("Vaswani et al., 2017") >= 3
 
 
@@ -280,13 +300,13 @@ def test_minilm_table_in_the_real_heads_lab(real_heads_lab):
     assert row("每层头数") == [H, BIG_HEADS, MINILM_HEADS]
     assert row("层数") == [paper.LAYERS, MINILM_LAYERS]
     assert head_width(BIG_D_MODEL, BIG_HEADS) == D_K
-    assert _matches(rf"{MINILM_LAYERS * MINILM_HEADS} 个头", real_heads_lab)
+    assert MINILM_LAYERS * MINILM_HEADS in numbers_in(real_heads_lab)  # 72 heads screened
 
 
 def test_e5_sizes_in_section_6(markdown):
     """§6: 「12 层、每层 12 个头，共 144 个头，每头宽度 d_k = 32」 is multilingual-e5-small's config."""
-    m = _matches(r"(\d+) 层、每层 (\d+) 个头，共 (\d+) 个头，每头宽度 d_k = (\d+)", markdown)[0]
-    layers, heads, total, d_k = map(int, m.groups())
+    said = sentence_with(markdown, "multilingual-e5-small", "d_k = ")
+    layers, heads, total, d_k = numbers_in(said)[:4]
     assert layers * heads == total and d_k == MINILM_WIDTH // heads  # e5-small is 384 wide, like MiniLM
 
 
@@ -299,17 +319,18 @@ def test_formula_1_is_shown_numbered_before_it_is_cited(markdown):
     display = re.search(
         r"\$\$\\mathrm\{Attention\}\(Q, K, V\) = \\mathrm\{softmax\}.*?\\sqrt\{d_k\}.*?V \\qquad \(1\)\$\$", markdown)
     assert display, "the paper's formula (1) should be displayed with its number"
-    cited = [m.start() for m in re.finditer(r"公式 \(1\)", markdown)]
+    cited = [m.start() for m in re.finditer(r"(?<!\\qquad )\(1\)", markdown)]  # every (1) but the display's
     assert cited and min(cited) > display.start() - 40  # cited no earlier than the sentence that introduces it
 
 
 def test_softmax_work_has_one_definition_used_everywhere(markdown):
     """§4 defines 'softmax 工作量' once as 3·h·n² (flops.count's softmax_total); later uses give the same formula."""
     name, formula = flops.SOFTMAX_WORK, flops.SOFTMAX_WORK_FORMULA
-    assert len(_matches(rf"\*\*{name}\*\*，共 {re.escape(formula)}", markdown)) == 1
+    defined = [s for s in sentences(markdown) if f"**{name}**" in s]
+    assert len(defined) == 1 and formula in defined[0], defined
     c = flops.count(7, 12, 3)
     assert c.softmax_total == c.scaling + c.softmax_exp + c.softmax_div == 3 * 3 * 7 * 7
-    uses = _matches(rf"{name}[^。；\n]{{0,30}}?(\d·h·n²|h·n²)", markdown)
+    uses = [m for s in sentences(markdown) for m in re.finditer(rf"{name}.{{0,30}}?(\d·h·n²|h·n²)", s)]
     assert len(uses) >= 2 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
     assert sections_s04_costs.format_table(50, 512, [8]).splitlines()[0].endswith(f"{name} {formula}")
     from lesson_lib.sections import s05_head_lab as head_lab
@@ -317,85 +338,91 @@ def test_softmax_work_has_one_definition_used_everywhere(markdown):
     assert name in head_lab.comparison_table(heads=(8,)).splitlines()[0]
 
 
-def test_projection_shares_in_section_4(markdown):
+def test_projection_shares_in_section_4(cells):
     """'n = 32 时……占矩阵乘法的 97%' / 'n = 256 时投影只占 80%': projections_share at the timing cell's two n."""
-    source = (ROOT / "notebooks" / "src" / "04_flops.md").read_text(encoding="utf-8")
+    source = "\n".join(c["source"] for c in cells if c["kind"] == "code")
     timed = [int(n) for n in re.search(r"timing_text\(ns=\[(\d+), (\d+)\]", source).groups()]
-    found = _matches(r"n = (\d+) 时[^。；]{0,20}?(?:占矩阵乘法的|投影只占) (\d+)%", markdown)
-    assert sorted(int(m.group(1)) for m in found) == timed
-    for m in found:
-        assert round(100 * flops.count(int(m.group(1)), D, H).projections_share) == int(m.group(2)), m.group(0)
+    said = prose_after(cells, "timing_text(ns=")
+    found = [numbers_in(s) for s in sentences(said) if s.startswith("n = ") and "%" in s]
+    assert [int(f[0]) for f in found] == timed, found
+    for n, *_, share in found:
+        assert round(100 * flops.count(int(n), D, H).projections_share) == share, found
 
 
-def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(markdown, monkeypatch):
+def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(cells, monkeypatch):
     """The timing differs on every machine: §4's prose states no ratio; the printed reading says either way."""
-    section = markdown[markdown.index("## 4 "):markdown.index("## 5 ")]
-    assert not re.search(r"\d(?:\.\d)?\s*(?:倍|×)(?!\s*\()", section.split("### 真实计时")[1])
+    said = prose_after(cells, "timing_text(ns=").split("\n\n")[0]  # its numbers: the two n and their shares only
+    assert numbers_in(said) == [32, round(100 * flops.count(32, D, H).projections_share),
+                                256, round(100 * flops.count(256, D, H).projections_share)]
+    after = section_prose(cells, 4).split(said)[1]
+    assert not re.search(r"\d(?:\.\d)?\s*×(?!\s*\()", after)
     def reading(times):  # the line timing_text prints after the measured times
         monkeypatch.setattr(sections_s04_costs, "time_kernel", lambda **_: times)
         return sections_s04_costs.timing_text(ns=[512], d_model=D, heads=list(times)).splitlines()[-1]
 
     slow, fast = reading({1: 0.010, 8: 0.020, 64: 0.100}), reading({1: 0.010, 8: 0.011, 64: 0.100})
-    assert slow.startswith("n = 512 时，以 h = 1 为 1：h = 8 是 2.0 倍，h = 64 是 10.0 倍。")
-    assert "h = 8 明显比 h = 1 慢" in slow and "差不多快" in fast
+    assert numbers_in(slow) == [512, 1, 1, 8, 2.0, 64, 10.0, 8, 1]  # n; h = 1 is 1; each h's ratio; the verdict's h
+    assert numbers_in(fast) == [512, 1, 1, 8, 1.1, 64, 10.0, 8, 1]
+    verdict = [sentences(r)[-1] for r in (slow, fast)]  # "在这台电脑上，h = 8 …" names the two h either way
+    assert verdict[0] != verdict[1] and all("h = 8" in v and "h = 1" in v for v in verdict), verdict
 
 
 def test_interview_asks_before_it_shows_an_answer(markdown):
-    """§8 asks first: no answer is printed above the self-check; the prose before it names the widget's buttons."""
+    """§8 asks first: no sentence of the answer is printed above the self-check; the prose before it names each of
+    the widget's buttons."""
+    from lesson_lib.practice import interview
     from lesson_lib.practice import widgets as quiz_widgets
     from lesson_lib.practice.progress import Progress
 
     text = "\n\n".join(c["source"] for c in _build_module().source_cells())
-    assert "interview_self_check()" in text and "合上" not in markdown
     ask = text.index("interview_self_check()")
     section = text[text.index("## 8 ") : ask]
-    assert "**这一课的答法**" not in section and "八股" not in section
-    for button in ("「写好了，看要点」", "「记录自评」", "「看参考答案」"):
-        assert button in section
+    answer = [s for s in sentences(interview.model_answer()) if len(s) > 8]
+    assert answer and not [s for s in answer if s in section]
     widget = quiz_widgets.interview_self_check(Progress())
-    assert [widget.submit.description, widget.record_button.description, widget.reveal.description] == [
-        "写好了，看要点", "记录自评", "看参考答案"]
+    buttons = [widget.submit.description, widget.record_button.description, widget.reveal.description]
+    assert all(b.strip() and b in section for b in buttons), buttons
 
 
-def test_section_2_blend_reading(markdown):
+def test_section_2_blend_reading(cells):
     """'四成像女人、三成像男人、三成像一只苹果，主语只剩 0.3' is the single head's blend that §2 prints."""
     from lesson_lib.sections import s02_averaging as averaging
 
     blend = averaging.blend(averaging.LESSON_WEIGHTS)
-    tenths = {"四": 0.4, "三": 0.3}
-    said = _matches(r"有(.)成像女人、(.)成像男人、(.)成像一只苹果，主语只剩 (\d\.\d)", markdown)[0]
-    assert [tenths[g] for g in said.groups()[:3]] == [round(blend[f], 1) for f in ("女性", "男性", "物品")]
-    assert float(said.group(4)) == round(blend["主语"], 1)
+    said = sentences(prose_after(cells, "blend_table(averaging.LESSON_WEIGHTS)"))[0]
+    tenths = [round(10 * blend[f]) for f in ("女性", "男性", "物品")]  # the order the sentence reads them
+    assert in_order(numerals_in(said), tenths), said  # 四成、三成、三成
+    assert numbers_in(said) == [round(blend["主语"], 1)]
 
 
-def test_section_2_demo_reading(markdown):
-    """'单头读回了小红 0.65、小明 0.29 …… 两个头各拿 0.90' is what demo_text(sharpness=4.0) prints."""
+def test_section_2_demo_reading(cells):
+    """'单头读回了小红 0.65、小明 0.29 …… 两个头各拿 0.90' is what demo_text(sharpness=4.0) prints; the prose
+    before the cell states that sharpness (锐度固定为 4)."""
     from lesson_lib.sections import s02_averaging as averaging
 
-    m = _matches(r"单头读回了小红 (\d\.\d\d)、小明 (\d\.\d\d)", markdown)[0]
-    one = averaging.demo(1, 4.0)
-    assert (round(one.referent_kept, 2), round(one.subject_kept, 2)) == (float(m.group(1)), float(m.group(2)))
-    two = averaging.demo(2, 4.0)
-    m2 = _matches(r"两个头各拿 (\d\.\d\d)", markdown)[0]
-    assert round(two.referent_kept, 2) == round(two.subject_kept, 2) == float(m2.group(1))
-    assert "锐度**（这里固定为 4）" in markdown and "demo_text(sharpness=4.0)" in _code()
+    one, two = averaging.demo(1, 4.0), averaging.demo(2, 4.0)
+    said = prose_after(cells, "demo_text(sharpness=4.0)")
+    assert round(two.referent_kept, 2) == round(two.subject_kept, 2)
+    assert_numbers(said, round(one.referent_kept, 2), round(one.subject_kept, 2), round(two.referent_kept, 2))
+    before = sentence_with(prose_before(cells, "demo_text(sharpness=4.0)"), "softmax")
+    assert numbers_in(before) == [4.0], before
 
 
-def test_section_2_try_it_answer(markdown):
+def test_section_2_try_it_answer(cells):
     """§2's 试一试 answer, at the widget's sharpness notches (0.5 apart, as the prose says 0 to 10): one head trades
     小明 for 小红 (peak at sharpness 3), never above 100% together; two heads keep both, towards 100%."""
     import numpy as np
 
     from lesson_lib.sections import s02_averaging as averaging
 
-    low, high = map(int, _matches(r"把锐度从 (\d+) 拖到 (\d+)", markdown)[0].groups())
+    low, high = numbers_in(sentence_with(prose_after(cells, "demo_text(sharpness=4.0)"), " / "))[-2:]  # 0 to 10
     notches = np.arange(low, high + 0.25, 0.5)
     one = np.array([[averaging.demo(1, s).referent_kept, averaging.demo(1, s).subject_kept] for s in notches])
     two = np.array([[averaging.demo(2, s).referent_kept, averaging.demo(2, s).subject_kept] for s in notches])
     assert np.all(np.diff(one[:, 0]) > 0)  # 越尖，越只顾「小红」
     peak = int(one[:, 1].argmax())
-    m = _matches(r"小明最多 (\d+)% 左右（锐度 (\d+) 时）", markdown)[0]
-    assert (round(100 * one[peak, 1]), notches[peak]) == (int(m.group(1)), float(m.group(2)))
+    answer = sentence_with(prose_after(cells, "averaging_demo()"), "%")  # 小明最多 31% 左右（锐度 3 时）
+    assert_numbers(answer, round(100 * one[peak, 1]), notches[peak])
     assert np.all(np.diff(one[peak:, 1]) < 0)  # 再尖反而越来越少
     assert np.all(one.sum(axis=1) <= 1 + 1e-12) and not np.any((one > 0.5).all(axis=1))  # 单头不能两个都过半
     np.testing.assert_allclose(two[:, 0], two[:, 1], atol=1e-12)  # 两个头：两条线索一样多
@@ -406,22 +433,28 @@ def test_section_3_head_1_does_not_change():
     from lesson_lib.sections import s03_heads as heads
 
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
-    assert "头 1 的输出变化：0（一位都没变）" in heads.heads_mix_text(n=5, d_model=D, h=H)
+    line = sentence_with(heads.heads_mix_text(n=5, d_model=D, h=H), "W^Q")  # after changing the others' W^Q
+    assert numbers_in(line) == [1, 0.0], line  # head 1 changed by 0
 
 
-def test_ablation_lab_one_dimension_picks_an_end(ablation_lab):
-    """The lab: a 1-wide head picks 「最大或最小的那一端」 of 「9 个键」; with 2 dims any key can win, as printed."""
+def _keys_and_sharpness(ablation_cells) -> list[float]:
+    """「（9 个键，查询长度 × 键长度取 4）」: the sentence that introduces the 1-wide cell."""
+    return numbers_in(sentence_with(prose_before(ablation_cells, "monotone_score_text()"), "`softmax`"))
+
+
+def test_ablation_lab_one_dimension_picks_an_end(ablation_cells):
+    """The lab: a 1-wide head picks the largest or the smallest of 「9 个键」; with 2 dims any key can win, as
+    printed."""
     from lesson_lib.sections.s07_ablation import report as ablation
 
     printed = ablation.monotone_score_text()
-    n_keys = int(_matches(r"（(\d+) 个键，查询长度 × 键长度取 (\d+)）", ablation_lab)[0].group(1))
-    ends = sorted({int(n) for n in re.findall(r"一维：.*第 (\d+) 个键", printed)})
-    assert ends == [1, n_keys]  # counted from 1: the two ends
-    assert "只能挑所有键里最大或最小的那一端" in ablation_lab
-    assert f"依次是 {list(range(1, n_keys + 1))}" in printed
+    n_keys = int(_keys_and_sharpness(ablation_cells)[0])
+    one_wide = [numbers_in(line) for line in printed.splitlines() if "q = " in line]  # q = ±4, ±1 -> a key
+    assert len(one_wide) == 4 and sorted({int(n[-1]) for n in one_wide}) == [1, n_keys]  # from 1: the two ends
+    assert str(list(range(1, n_keys + 1))) in printed  # two dims: each key in turn wins
 
 
-def test_section_5_defines_entropy_and_js_where_it_prints_them(markdown):
+def test_section_5_defines_entropy_and_js_where_it_prints_them(cells):
     """§5 prints 熵（比特） and JS 散度: its prose defines both with their ends, which attention_stats computes."""
     import numpy as np
 
@@ -429,51 +462,51 @@ def test_section_5_defines_entropy_and_js_where_it_prints_them(markdown):
     from lesson_lib.sections import s05_head_lab as head_lab
 
     n = len(head_lab.SENTENCE)
-    m = _matches(r"平均分给 (\d+) 个词元是 log₂(\d+) ≈ (\d\.\d\d)", markdown)[0]
-    assert int(m.group(1)) == int(m.group(2)) == n
-    assert round(float(row_entropy(np.full((1, n), 1 / n))[0]), 2) == float(m.group(3))
-    assert "全压在一个词元上是 0" in markdown and row_entropy(np.eye(n)[:1])[0] == 0
-    assert "完全一样是 0" in markdown and "毫不重叠是 1" in markdown
+    section = section_prose(cells, 5)
+    ends = sentence_with(section, "log₂")  # 全压在一个词元上是 0，平均分给 n 个词元是 log₂n ≈ …
+    uniform = round(float(row_entropy(np.full((1, n), 1 / n))[0]), 2)
+    assert numbers_in(ends)[-4:] == [row_entropy(np.eye(n)[:1])[0], n, n, uniform], ends
+    assert numbers_in(sentence_with(section, "**JS")) == [0, 1]  # 完全一样是 0，毫不重叠是 1
     same, apart = np.eye(n)[None, :2].repeat(2, axis=0), np.stack([np.eye(n)[:2], np.eye(n)[2:4]])  # (2, 2, n)
     assert mean_pairwise_js(same) == 0 and mean_pairwise_js(apart) == 1
 
 
-def test_section_5_try_it_answers(markdown):
+def test_section_5_try_it_answers(cells):
     """The folded answers to §5's 「试一试」 are lab_state's numbers (the cell prints h = 2 and h = 64)."""
     from lesson_lib.sections import s05_head_lab as head_lab
 
     s2, s8, s64 = (head_lab.lab_state(h) for h in (2, 8, 64))
-    m = _matches(r"h = 64 的平均 JS 散度（(\d\.\d\d) 比特）反而比 h = 2（(\d\.\d\d) 比特）小", markdown)[0]
-    assert (round(s64.diversity_bits, 2), round(s2.diversity_bits, 2)) == (float(m.group(1)), float(m.group(2)))
+    answers = prose_after(cells, ".reading)")  # the folded answers after the cell that prints h = 2 and h = 64
+    said = sentence_with(answers, "JS")
+    assert_numbers(said, 64, round(s64.diversity_bits, 2), 2, round(s2.diversity_bits, 2))
     assert s64.diversity_bits < s2.diversity_bits
-    m = _matches(r"是 8 头的 (\d+) 倍（([\d,]+) 对 ([\d,]+)）", markdown)[0]
-    assert (_num(m.group(2)), _num(m.group(3))) == (s64.softmax_ops, s8.softmax_ops)
-    assert s64.softmax_ops == int(m.group(1)) * s8.softmax_ops
+    said = sentence_with(answers, "3·h·n²")  # … 是 8 头的 8 倍（23,232 对 2,904）
+    assert_numbers(said, 8, s64.softmax_ops // s8.softmax_ops, s64.softmax_ops, s8.softmax_ops)
+    assert s64.softmax_ops % s8.softmax_ops == 0
     assert s64.d_k == D // 64 and s8.parameters == s64.parameters == flops.parameters(D, H)
     assert len({head_lab.lab_state(h).matmul_multiplies for h in (1, 2, 8, 32, 64)}) == 1
 
 
-def test_no_multiply_is_added_by_more_heads(markdown):
+def test_no_multiply_is_added_by_more_heads():
     """§0: 「矩阵乘法一次也不多做」: matmul_total is the same for every h (and for awkward sizes)."""
-    assert "矩阵乘法一次也不多做" in markdown
     for n, d in [(7, 12), (50, 512)]:
         assert len({flops.count(n, d, h).matmul_total for h in range(1, d + 1) if d % h == 0}) == 1
 
 
-def test_ablation_lab_crowded_keys_reading(ablation_lab):
+def test_ablation_lab_crowded_keys_reading(ablation_cells):
     """「长度乘积为 4 时，64 个键的赢家只拿到很小的权重；要让它集中到一半以上，长度乘积得拉到 200 左右」:
     the printed table's rows at 4 and 200, with the crossing of one half between the rows 16 and 200."""
     import inspect
 
     from lesson_lib.sections.s07_ablation import report as ablation
 
-    said = r"长度乘积为 (\d+) 时，(\d+) 个键的赢家只拿到很小的权重；要让它集中到一半以上，长度乘积得拉到 (\d+) 左右"
-    m = _matches(said, ablation_lab)[0]
-    low, keys, high = map(int, m.groups())
+    said = sentences(prose_after(ablation_cells, "crowded_keys_text()"))[:2]  # 4 时，64 个键…；…拉到 200 左右
+    low, keys = map(int, numbers_in(said[0]))
+    (high,) = map(int, numbers_in(said[1]))
     assert low == inspect.signature(ablation.crowded_keys).parameters["sharpness"].default
     assert ablation.crowded_keys((keys,), low)[keys] < 0.1
     assert ablation.crowded_keys((keys,), 16)[keys] < 0.5 < ablation.crowded_keys((keys,), high)[keys] < 0.6
     assert f"{high} " in ablation.crowded_keys_text()
-    n_keys, sharp = map(int, _matches(r"（(\d+) 个键，查询长度 × 键长度取 (\d+)）", ablation_lab)[0].groups())
+    n_keys, sharp = map(int, _keys_and_sharpness(ablation_cells))
     assert sharp == inspect.signature(ablation.monotone_score_text).parameters["sharpness"].default
     assert n_keys == inspect.signature(ablation.monotone_score_text).parameters["points"].default

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import assert_numbers, numbers_in, sentence_with
 
 from lesson_lib.models.pretrained import minilm as pt
 
@@ -69,12 +70,10 @@ def test_attention_ignores_order_until_positions_are_added():
     for n, d, h in [(6, 512, 8), (5, 12, 3), (9, 16, 1)]:
         check = heads.order_and_position(n=n, d_model=d, h=h, seed=n)
         assert check["without_position"] < heads.ROUNDOFF and check["with_position"] > 0.1
-    import re
-
     check = heads.order_and_position(n=6, d_model=512, h=8)
-    printed = [re.search(r"最大差 (< \S+?|[\d.]+)，", line).group(1) for line in
-               heads.order_text(n=6, d_model=512, h=8).splitlines()]
-    assert printed == [f"< {heads.ROUNDOFF:.0e}", f"{check['with_position']:.2f}"]
+    reversed_only, with_position = heads.order_text(n=6, d_model=512, h=8).splitlines()
+    assert numbers_in(reversed_only) == [6, heads.ROUNDOFF] and f"< {heads.ROUNDOFF:.0e}" in reversed_only
+    assert numbers_in(with_position) == [round(check["with_position"], 2)]
 
 
 def test_every_trained_model_of_the_lesson_adds_positions():
@@ -141,18 +140,15 @@ def test_section_3_residual_stream_keeps_the_token_and_adds_each_head():
 
 def test_section_6_appendix_facts_are_the_papers():
     """§6's three appendix figures: each page, the layer (of how many) and Figure 4's two heads, read back."""
-    import re
-
     from lesson_lib import paper
 
-    pages = {int(f): int(p) for f, p in re.findall(r"\*\*图 (\d)（第 (\d+) 页）\*\*", SECTION_6)}
-    assert pages == paper.FIGURE_PAGES
-    first, last = map(int, re.search(r"（第 (\d+)–(\d+) 页）", SECTION_6).groups())
-    assert (first, last) == (min(paper.FIGURE_PAGES.values()), max(paper.FIGURE_PAGES.values()))
-    layer, of = map(int, re.search(r"第 (\d+) 层（共 (\d+) 层）", SECTION_6).groups())
-    assert (layer, of) == (paper.APPENDIX_LAYER, paper.LAYERS)
-    heads = tuple(map(int, re.search(r"头 (\d+) 和头 (\d+) 从代词 its", SECTION_6).groups()))
-    assert heads == paper.FIGURE_4_HEADS
+    figures = [numbers_in(line) for line in SECTION_6.splitlines() if line.startswith("- **")]  # one per figure
+    assert {int(n[0]): int(n[1]) for n in figures} == paper.FIGURE_PAGES  # 图 3（第 13 页）…
+    pages = paper.FIGURE_PAGES.values()
+    said = sentence_with(SECTION_6, "Attention Visualizations")  # （第 13–15 页）…第 5 层（共 6 层）
+    assert_numbers(said, min(pages), max(pages), paper.APPENDIX_LAYER, paper.LAYERS)
+    its = sentence_with(SECTION_6, "- **", " its ")  # 图 4（第 14 页）：头 5 和头 6 从代词 its …
+    assert numbers_in(its)[:4] == [4, paper.FIGURE_PAGES[4], *paper.FIGURE_4_HEADS], its
 
 
 def test_every_link_to_an_anchor_finds_it():

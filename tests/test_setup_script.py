@@ -316,24 +316,6 @@ def test_the_first_run_opens_the_trusted_copy_with_one_url_line_and_no_english(t
     assert english == []
 
 
-def test_lab_settings_choose_the_legacy_kernel_websocket_protocol(tmp_path):
-    """Restart & Run All after a reconnect: the served stack reads the page's frames with the protocol it chose."""
-    import json
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import lab_settings
-
-    lab_settings.write(tmp_path)
-    server = json.loads((tmp_path / "etc/jupyter/jupyter_server_config.json").read_text(encoding="utf-8"))
-    assert server["ZMQChannelsWebsocketConnection"]["kernel_ws_protocol"] == ""
-    from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
-    from traitlets.config import Config
-
-    config = Config(server)
-    connection = ZMQChannelsWebsocketConnection(config=config)
-    assert connection.kernel_ws_protocol == ""  # the trait the server reads, set by the file
-
-
 def test_a_kernel_restart_writes_nothing_to_stderr_the_lesson_can_prevent(tmp_path):
     """The kernel of the lesson's spec, started and sent JupyterLab's widget-control comm_open (what a restart
     does): no stderr stream on iopub (debugpy's frozen-modules warning, the unknown comm target)."""

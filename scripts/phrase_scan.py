@@ -162,6 +162,7 @@ class Scanner:
         self.local_assigned: dict[ast.AST, set[str]] = {}
         self._file_inputs: dict = {}
         self._functions: list | None = None
+        self._inputs: dict = {}
         self.exclude: set[str] = set()  # names taken as the learner's own input (an echo)
         self.row_columns: dict[tuple, set[int]] = {}  # a loop variable over a table's rows: its text columns
         self.scope = None  # the function (or module) whose statements are being read
@@ -501,7 +502,12 @@ class Scanner:
 
     def inputs(self, func) -> set[str]:
         """Names the function passes into the code under test: call arguments (not assertions), values
-        set on an object (a widget's box)."""
+        set on an object (a widget's box). Remembered: asked again for every file's module constants."""
+        if func not in self._inputs:
+            self._inputs[func] = self._own_inputs(func)
+        return self._inputs[func]
+
+    def _own_inputs(self, func) -> set[str]:
         out = set()
         for node in scope_names(func):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \

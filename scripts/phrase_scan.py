@@ -68,8 +68,18 @@ class Bindings:
         self.asserting: dict[str, set] = {}   # helper name -> positions/names of parameters it asserts on
 
 
-def scope_names(func) -> dict[str, ast.AST]:
-    """The function's own statements, not nested functions' (they are scanned on their own)."""
+_SCOPES: dict[ast.AST, list[ast.AST]] = {}
+
+
+def scope_names(func) -> list[ast.AST]:
+    """The function's own statements, not nested functions' (they are scanned on their own).
+    Remembered per node: the scan asks for the same function's nodes many times (a quadratic walk)."""
+    if func not in _SCOPES:
+        _SCOPES[func] = _own_nodes(func)
+    return _SCOPES[func]
+
+
+def _own_nodes(func) -> list[ast.AST]:
     out = []
     stack = list(ast.iter_child_nodes(func))
     while stack:
@@ -151,6 +161,8 @@ class Scanner:
         self.local_names: dict[ast.AST, set[str]] = {}
         self.local_assigned: dict[ast.AST, set[str]] = {}
         self._file_inputs: dict = {}
+        self._functions: list | None = None
+        self._inputs: dict = {}
         self.exclude: set[str] = set()  # names taken as the learner's own input (an echo)
         self.row_columns: dict[tuple, set[int]] = {}  # a loop variable over a table's rows: its text columns
         self.scope = None  # the function (or module) whose statements are being read
@@ -343,10 +355,12 @@ class Scanner:
         return None
 
     def functions(self):
-        for path, tree in self.trees.items():
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    yield path, node
+        """Every (file, function) pair, walked once: the scan loops over them many times."""
+        if self._functions is None:
+            self._functions = [(path, node) for path, tree in self.trees.items()
+                               for node in ast.walk(tree)
+                               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        return self._functions
 
     def assigned(self, func) -> set[str]:
         if func not in self.local_assigned:
@@ -488,7 +502,12 @@ class Scanner:
 
     def inputs(self, func) -> set[str]:
         """Names the function passes into the code under test: call arguments (not assertions), values
-        set on an object (a widget's box)."""
+        set on an object (a widget's box). Remembered: asked again for every file's module constants."""
+        if func not in self._inputs:
+            self._inputs[func] = self._own_inputs(func)
+        return self._inputs[func]
+
+    def _own_inputs(self, func) -> set[str]:
         out = set()
         for node in scope_names(func):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \

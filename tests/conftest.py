@@ -15,6 +15,14 @@ from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# Bytecode is cached (in git-ignored __pycache__/) even where the environment turns it off (PYTHONDONTWRITEBYTECODE=1,
+# common in containers), as scripts/test.sh does: the suite starts hundreds of Python processes (xdist workers,
+# kernels, check workers, report sandboxes, CLIs) that import lesson_lib and the tests, and compiling them anew in
+# each process cost about a quarter of the fast set's CPU-seconds. Set before the test modules are rewritten and
+# compiled here, and before any child inherits the environment.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 # The benchmarks' fast attention path is tested for parity with the lesson's kernel; it is not part of lesson_lib.
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

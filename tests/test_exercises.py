@@ -168,9 +168,9 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
 
 
 def test_a_stopped_check_names_the_line_it_was_stuck_on():
-    result = ex.check("count_multiplies", _big_power, budget=scaled(2))  # stuck in one C call
+    result = ex.check("count_multiplies", _big_power, budget=scaled(BUDGET_S))  # stuck in one C call
     assert result.status == "timeout" and "return n ** d_model ** h" in result.message  # the learner's line
-    result = ex.check("split_heads", _forever, budget=scaled(2))  # stuck in a loop
+    result = ex.check("split_heads", _forever, budget=scaled(BUDGET_S))  # stuck in a loop
     assert result.status == "timeout" and re.search(r"\W(pass|while True:)\W", result.message)
 
 

@@ -90,11 +90,12 @@ def test_a_process_the_learner_starts_ends_with_the_checks_kill(tmp_path, strays
     def starts_a_child(x, h):
         import subprocess
         import sys
+        import time
 
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(10**6)"])
         _write_pid(pid_file, child.pid)
-        while True:
-            pass
+        while True:  # stuck until the budget or the interrupt (asleep: a spinning loop only burns the suite's CPU)
+            time.sleep(0.05)
 
     if ending == "interrupt":  # Ctrl-C in the kernel once the learner's child runs
         main, done = threading.get_ident(), threading.Event()

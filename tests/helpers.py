@@ -1,7 +1,9 @@
 """Checks the unit tests share: ``from helpers import …`` (pytest puts tests/ on sys.path for these files)."""
 
+import contextlib
 import os
 import re
+import signal
 
 import numpy as np
 import pytest
@@ -200,3 +202,14 @@ def section_prose(cells: list[dict], number: int) -> str:
     start = text.index(f"\n## {number} ") if not text.startswith(f"## {number} ") else 0
     end = text.find("\n## ", start + 1)
     return text[start:] if end < 0 else text[start:end]
+
+
+@contextlib.contextmanager
+def ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt while the block runs, as in a kernel: a test process started in the background
+    by a non-interactive shell (CI, a second copy of the suite) inherits SIGINT ignored, and no interrupt would land."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

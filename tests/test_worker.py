@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import scaled, wait_for
+from helpers import ctrl_c_raises, scaled, wait_for
 
 from lesson_lib.practice import exercises as ex
 
@@ -107,12 +107,13 @@ def test_a_process_the_learner_starts_ends_with_the_checks_kill(tmp_path, strays
                 signal.pthread_kill(main, signal.SIGINT)
 
         waiter = threading.Thread(target=interrupt)
-        waiter.start()
-        try:
-            result = ex.check("split_heads", starts_a_child, budget=NEVER_S)
-        finally:
-            done.set()
-            waiter.join()
+        with ctrl_c_raises():
+            waiter.start()
+            try:
+                result = ex.check("split_heads", starts_a_child, budget=NEVER_S)
+            finally:
+                done.set()
+                waiter.join()
     else:
         result = ex.check("split_heads", starts_a_child, budget=scaled(3))
     assert result.status == ("interrupted" if ending == "interrupt" else "timeout"), result.message

@@ -86,6 +86,7 @@ def run() -> list[str]:
                        "?")
         lines.append(f"fast set (pytest -m 'not slow', {workers} workers): {cpu:.0f} CPU-s of pytest and its children, "
                      f"{wall:.0f} s wall, exit {status} ({summary}); {_load()}")
+        lines += [f"  {line}" for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]  # which, if any
         lines += _run_all(clone, python, env)
     return lines
 

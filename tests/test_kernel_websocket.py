@@ -5,9 +5,9 @@ stale connection" and closes the old handler, which sets tornado's ``ws_connecti
 socket still delivers the page's frames. ``ZMQChannelsWebsocketConnection.subprotocol`` then fails and falls
 back to the legacy protocol: with the default (v1) protocol the page's binary frames are misread
 (``struct.error: unpack requires a buffer of 402653184 bytes``), the channel drops and the queued cells never
-run. The lesson's server settings (scripts/lab_settings.py) name a connection class that keeps the protocol chosen
-at the handshake. These tests run jupyter_server's own code with those settings; the
-browser test tests/e2e/test_restart_run_all.py runs ten Restart & Run Alls in a row.
+run. The first test shows that cause with jupyter_server's own code; the lesson's settings keep jupyter_server's
+own connection (a legacy protocol for every socket made Chromium fail each first handshake), so the fix is open
+work. The browser test tests/e2e/test_restart_run_all.py runs ten Restart & Run Alls in a row.
 """
 
 from __future__ import annotations
@@ -67,22 +67,10 @@ def test_the_default_reads_a_replaced_sockets_v1_frames_as_legacy():
         deserialize_binary_message(frame)
 
 
-def test_with_the_lessons_settings_a_closed_handlers_frames_are_read_with_the_chosen_protocol(tmp_path):
-    from traitlets.utils.importstring import import_item
-
-    connection_class = import_item(_lesson_config(tmp_path).ServerApp.kernel_websocket_connection_class)
-    assert issubclass(connection_class, channels.ZMQChannelsWebsocketConnection)
-    assert _negotiated(Config()) == V1  # the page is offered v1, as with jupyter_server's own class
-    read = connection_class.subprotocol.fget
-    connection = SimpleNamespace(websocket_handler=SimpleNamespace(selected_subprotocol=V1), _kept=None)
-    assert read(connection) == V1  # live: the handshake's choice
-    connection.websocket_handler = _ClosedHandler()  # "Replacing stale connection" closed it
-    assert read(connection) == V1  # still v1: the page's binary frames are read as what they are
-
-
 def test_the_lessons_settings_replace_an_earlier_legacy_setting(tmp_path):
     config_file = tmp_path / "etc/jupyter/jupyter_server_config.json"
     config_file.parent.mkdir(parents=True)
     config_file.write_text(json.dumps({"ZMQChannelsWebsocketConnection": {"kernel_ws_protocol": ""}}))
     config = _lesson_config(tmp_path)
     assert "ZMQChannelsWebsocketConnection" not in config  # legacy for every socket failed each first handshake
+    assert "kernel_websocket_connection_class" not in config.get("ServerApp", {})  # jupyter_server's own

@@ -20,7 +20,7 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
-from helpers import scaled
+from helpers import ctrl_c_raises, scaled
 
 from lesson_lib import paper
 from lesson_lib.attention import head_width, softmax
@@ -239,16 +239,13 @@ def test_interrupting_a_check_stops_it(tmp_path):
         if started.exists():
             signal.pthread_kill(main, signal.SIGINT)
 
-    # Ctrl-C raises KeyboardInterrupt, as in a kernel: a process started in the background by a non-interactive
-    # shell (CI, a second copy of the suite) inherits SIGINT ignored, and then no interrupt would ever land.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     interrupter = threading.Thread(target=interrupt_once_started)
-    interrupter.start()
-    try:
-        result = ex.check("split_heads", _forever_once_started(started), budget=2 * wait_s)
-    finally:
-        interrupter.join()
-        signal.signal(signal.SIGINT, previous)
+    with ctrl_c_raises():  # a suite started in the background inherits SIGINT ignored
+        interrupter.start()
+        try:
+            result = ex.check("split_heads", _forever_once_started(started), budget=2 * wait_s)
+        finally:
+            interrupter.join()
     assert result.status == "interrupted"
     assert ex.check("split_heads", _retyped("split_heads")).passed
 

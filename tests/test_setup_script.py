@@ -219,7 +219,11 @@ def _kernel_log(tmp_path: Path, config: str | None) -> str:
     deadline = time.monotonic() + scaled(60)
     try:  # the event: ipykernel writes the ports after init_sockets, which logs the notice (or not) before that
         while time.monotonic() < deadline and proc.poll() is None:
-            if json.loads(conn.read_text()).get("shell_port"):  # written once the sockets are bound
+            try:  # ipykernel rewrites the file in place: a read can land between its truncation and its write
+                ports = json.loads(conn.read_text())
+            except ValueError:
+                ports = {}
+            if ports.get("shell_port"):  # written once the sockets are bound
                 break
             time.sleep(0.2)
     finally:

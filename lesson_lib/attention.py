@@ -22,7 +22,15 @@ import math
 
 import numpy as np
 
-from lesson_lib.checks import check_heads, check_logits, check_merge, check_mha, check_qkv, check_split, translated
+from lesson_lib.checks import (
+    check_heads,
+    check_logits,
+    check_merge,
+    check_mha,
+    check_qkv,
+    check_split,
+    translated,
+)
 
 
 @translated
@@ -46,7 +54,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     ``mask`` 是布尔数组（True = 可以关注），要能广播到打分的形状 ``(..., n_q, n_k)``。
     返回形状为 ``(..., n_q, d_v)`` 的 ``out`` 和形状为 ``(..., n_q, n_k)`` 的 ``weights``。
     """
-    q, k, v, mask = check_qkv(q, k, v, mask)  # (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v), 掩码或 None
+    q, k, v, mask = check_qkv(q, k, v, mask)  # (…, n_q, d_k), (…, n_k, d_k), (…, n_k, d_v), 掩码
     return _scaled_dot_product_attention(q, k, v, mask)  # (..., n_q, d_v), (..., n_q, n_k)
 
 
@@ -91,7 +99,7 @@ def _merge_heads(x):
 @translated
 def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     """h 个头的自注意力：(..., n, d_model) -> (out (..., n, d_model), weights (..., h, n, n))。"""
-    x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # X (..., n, d_model)；W (d, d)
+    x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # X (…, n, d_model)
     return _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask)  # out, weights (..., h, n, n)
 
 
@@ -107,14 +115,15 @@ def _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
 @translated
 def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
     """论文的定义，一次算一个头：放在批量版本旁边的朴素循环。"""
-    x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # 掩码 (..., h, n, n) 或 None
+    x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # 掩码 (…, h, n, n)
     return _multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask)  # out, weights
 
 
 def _multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
     """head_i = Attention(X W_i^Q, X W_i^K, X W_i^V)，一个 i 一个 i 地算。"""
     d_k = x.shape[-1] // h
-    heads, weights = [], []
+    heads = []
+    weights = []
     for i in range(h):
         block = slice(i * d_k, (i + 1) * d_k)  # 第 i 个头拥有第 [i·d_k, (i+1)·d_k) 列
         mask_i = None if mask is None else mask[..., i, :, :]  # (..., n, n)

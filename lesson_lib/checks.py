@@ -1,4 +1,5 @@
-"""Checks on what a learner passes in, with a Chinese message that names the argument and says what to do.
+"""Checks on what a learner passes in, with a Chinese message that names the argument and says what
+to do.
 
 Overflow and ``MemoryError`` are not predicted (``translated`` says numpy's report in Chinese);
 the one size guard is for what the OS kills instead of refusing (free memory: runtime.memory)."""
@@ -27,10 +28,20 @@ class AttentionInputTypeError(AttentionInputError, LessonInputTypeError):
     """Attention input of the wrong type (None, text, objects)."""
 
 
+def _bounds(minimum, maximum) -> str:
+    """The words for the allowed range, empty when there is none."""
+    if minimum is not None and maximum is not None:
+        return f" {minimum} 到 {maximum} 之间的"
+    if minimum is not None:
+        return f" ≥ {minimum} 的"
+    if maximum is not None:
+        return f" ≤ {maximum} 的"
+    return ""
+
+
 def _check_scalar(value, name, minimum, maximum, error, kinds, noun, cast):
     """``cast(value)`` within the bounds; bool is refused, and so is any type outside ``kinds``."""
-    bounds = (f" {minimum} 到 {maximum} 之间的" if minimum is not None and maximum is not None else
-              f" ≥ {minimum} 的" if minimum is not None else f" ≤ {maximum} 的" if maximum is not None else "")
+    bounds = _bounds(minimum, maximum)
     allowed = f"{bounds}{noun}" if bounds or noun == "整数" else "有限的数"
     if isinstance(value, bool) or not isinstance(value, kinds):
         wrong = AttentionInputTypeError if issubclass(error, AttentionInputError) else LessonInputTypeError
@@ -43,7 +54,8 @@ def _check_scalar(value, name, minimum, maximum, error, kinds, noun, cast):
 
 
 def check_int(value, name: str, minimum=None, maximum=None, error=LessonInputError) -> int:
-    """``value`` as an int in [minimum, maximum] (either bound may be None); bool and 2.0 are refused."""
+    """``value`` as an int in [minimum, maximum] (either bound may be None); bool and 2.0 are
+    refused."""
     return _check_scalar(value, name, minimum, maximum, error, (int, np.integer), "整数", int)
 
 
@@ -54,8 +66,10 @@ def check_number(value, name: str, minimum=None, maximum=None) -> float:
 
 
 def check_choice(value, name: str, choices, why: str = ""):
-    """``value`` if it is one of ``choices`` (integers match only integers); ``why``: 「（能整除 d_model 的头数）」."""
-    choices, is_int = list(choices), isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    """``value`` if it is one of ``choices`` (integers match only integers); ``why``: 「（能整除 d_model
+    的头数）」."""
+    choices = list(choices)
+    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     wants_int = all(isinstance(c, int) for c in choices)
     if (wants_int and not is_int) or value not in choices:
         raise LessonInputError(f"{name} 只能取 {choices} 之一{why}，收到的是 {value!r}。")
@@ -74,7 +88,8 @@ def check_heads(d_model, h) -> int:
 
 
 def _as_array(a, name):
-    """``a`` as a non-empty real ndarray (dtype unchanged): no None, text, objects, ragged rows or hidden entries."""
+    """``a`` as a non-empty real ndarray (dtype unchanged): no None, text, objects, ragged rows or
+    hidden entries."""
     if a is None:
         raise AttentionInputTypeError(f"{name} 是 None：请传入数值数组，例如 np.array([[1.0, 2.0], [3.0, 4.0]])。")
     if isinstance(a, (str, bytes)):
@@ -85,7 +100,9 @@ def _as_array(a, name):
             raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} 个位置被遮住：注意力不会"
                                       "跳过它们。请用 .filled(值) 填上；想让某些词不被关注，请用 mask= 参数。")
         a = np.ma.getdata(a)
-    try:  # np.matrix stays 2-D through every operation: a plain array; other subclasses kept (tests count work)
+    # np.matrix stays 2-D through every operation: a plain array; other subclasses kept (tests count
+    # work)
+    try:
         arr = np.asarray(a) if isinstance(a, np.matrix) else np.asanyarray(a)
     except Exception:  # ragged lists and the like: numpy's own message is English
         rows = isinstance(a, (list, tuple)) and all(hasattr(r, "__len__") for r in a)
@@ -102,7 +119,8 @@ def _as_array(a, name):
 
 
 def _as_float_array(a, name, min_ndim, what, finite=True):
-    """A non-empty float16/32/64 array, ≥ ``min_ndim`` dimensions, finite if ``finite``; integers become float64."""
+    """A non-empty float16/32/64 array, ≥ ``min_ndim`` dimensions, finite if ``finite``; integers
+    become float64."""
     arr = _as_array(a, name)
     if arr.dtype.kind in "iub":
         arr = arr.astype(np.float64)  # exact for integers up to 2**53, and no uint8 wraparound
@@ -116,7 +134,8 @@ def _as_float_array(a, name, min_ndim, what, finite=True):
 
 
 def _finite(arr, name):
-    """``arr`` if it has no NaN or ±inf; two reductions (max and min cannot overflow), no temporary array."""
+    """``arr`` if it has no NaN or ±inf; two reductions (max and min cannot overflow), no temporary
+    array."""
     if arr.dtype.kind == "f" and not (math.isfinite(float(arr.max())) and math.isfinite(float(arr.min()))):
         bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
         raise AttentionInputError(f"{name} 里有 {bad} 个 NaN 或 inf：注意力会把它们传播到每个输出。"
@@ -148,7 +167,8 @@ def check_merge(x):
 
 
 def check_logits(x, axis):
-    """softmax's input: a non-empty float array, an axis it has, no NaN or +inf, no row all −inf (−inf = masked)."""
+    """softmax's input: a non-empty float array, an axis it has, no NaN or +inf, no row all −inf
+    (−inf = masked)."""
     x = _as_float_array(x, "x", 1, "（一行打分）", finite=False)
     axis = check_int(axis, "axis", minimum=-x.ndim, maximum=x.ndim - 1, error=AttentionInputError)
     if math.isfinite(float(x.max())) and math.isfinite(float(x.min())):
@@ -184,7 +204,8 @@ def check_mask(mask, scores_shape):
 
 
 def check_qkv(q, k, v, mask=None):
-    """Q, K, V that fit, in one float dtype, finite, with room in memory; the mask broadcast to the scores or None."""
+    """Q, K, V that fit, in one float dtype, finite, with room in memory; the mask broadcast to the
+    scores or None."""
     q, k, v = (_as_float_array(a, name, 2, "(n, d)") for a, name in ((q, "Q"), (k, "K"), (v, "V")))
     try:
         lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -204,9 +225,11 @@ def check_qkv(q, k, v, mask=None):
 
 
 def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
-    """Every multi-head variant's input: arrays in one float dtype, h an int, the mask broadcast to (…, h, n, n)."""
+    """Every multi-head variant's input: arrays in one float dtype, h an int, the mask broadcast to
+    (…, h, n, n)."""
     x = _as_float_array(x, "X", 2, "(n, d_model)")
-    d, weights = x.shape[-1], []
+    d = x.shape[-1]
+    weights = []
     h = check_heads(d, h)
     for w, name in ((w_q, "W_Q"), (w_k, "W_K"), (w_v, "W_V"), (w_o, "W_O")):
         w = _as_float_array(w, name, 0, "", finite=False)
@@ -224,7 +247,8 @@ _ALWAYS_FITS = 256 << 20  # below this, do not ask the OS on every call (the §7
 
 
 def _check_memory(scores_shape, dtype, d_v):
-    """Refuse sizes whose attention weights and the 3 temporaries beside them (shifted, exps) do not fit."""
+    """Refuse sizes whose attention weights and the 3 temporaries beside them (shifted, exps) do not
+    fit."""
     itemsize = np.dtype(dtype).itemsize
     weights = math.prod(scores_shape) * itemsize
     need = 4 * weights + math.prod(scores_shape[:-1]) * d_v * itemsize
@@ -242,7 +266,8 @@ def _bytes(n: float) -> str:
 
 
 def _overflow_error(dtype) -> AttentionInputError:
-    name, limit = dtype.name, float(np.finfo(dtype).max)
+    name = dtype.name
+    limit = float(np.finfo(dtype).max)
     wider = "" if dtype == np.float64 else "，或先改用更宽的类型 .astype(np.float64)"
     return AttentionInputError(f"输入都是有限的数，但按 {name} 计算时，中间结果超过了 {name} 能表示的最大值 "
                                f"{limit:.3g}，结果会变成 inf 和 NaN。请把输入缩小（例如除以它的最大绝对值，"
@@ -250,8 +275,9 @@ def _overflow_error(dtype) -> AttentionInputError:
 
 
 def translated(fn):
-    """``fn`` with numpy's overflow and ``MemoryError`` said in Chinese; its inputs are checked finite, so NaN or
-    inf in its output is an overflow numpy did not see (in a BLAS thread): reported too, never returned."""
+    """``fn`` with numpy's overflow and ``MemoryError`` said in Chinese; its inputs are checked
+    finite, so NaN or inf in its output is an overflow numpy did not see (in a BLAS thread):
+    reported too, never returned."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):

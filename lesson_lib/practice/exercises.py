@@ -1,5 +1,6 @@
-"""Code exercises (§3 split_heads, §3 the per-head loop, §4 the multiply count): per exercise a spec, a stub in the
-notebook, a checker whose message names the mistake, a Chinese solution. Checks run in the ``worker`` process."""
+"""Code exercises (§3 split_heads, §3 the per-head loop, §4 the multiply count): per exercise a
+spec, a stub in the notebook, a checker whose message names the mistake, a Chinese solution. Checks
+run in the ``worker`` process."""
 
 from __future__ import annotations
 
@@ -28,10 +29,25 @@ BUDGET_S = 5.0  # one whole check (every case); a right answer takes millisecond
 # (n, d_model, h) of each check's cases; the first split is the base model's
 SPLIT_CASES = ((12, paper.BASE_D_MODEL, paper.BASE_HEADS), (5, 6, 3), (4, 8, 1), (3, 6, 6), (7, 12, 4))
 MHA_CASES = ((5, 8, 2), (4, 12, 3), (6, 8, 1), (3, 16, 8), (12, 64, 8))
-COUNT_CASES = ((50, 512, 8), (50, 512, 16), (10, 64, 1), (7, 12, 3), (1, 8, 8))
+COUNT_CASES = (
+    (50, paper.BASE_D_MODEL, paper.BASE_HEADS),
+    (50, paper.BASE_D_MODEL, 2 * paper.BASE_HEADS),
+    (10, 64, 1),
+    (7, 12, 3),
+    (1, 8, 8),
+)
 
 
-# ------------------------------------------------------------------------------ solutions (shown by reflection)
+def _count_passed() -> str:
+    """The count exercise's praise, with the base model's numbers."""
+    (n, d_model, h), (_, _, h2) = COUNT_CASES[:2]
+    total = count(n, d_model, h).matmul_total
+    return (f"全部通过！例如 n={n}, d_model={d_model} 时，h = {h} 和 h = {h2} 都是 {total:,} 次："
+            "矩阵乘法的总量与头数无关（4·n·d² + 2·n²·d）。")
+
+
+# ------------------------------------------------------------------------------ solutions (shown by
+# reflection)
 def split_heads_solution(x, h):
     """(n, d_model) → (h, n, d_k)：特征的第 i 块连续的列，就是第 i 个头。"""
     n, d_model = x.shape
@@ -67,7 +83,8 @@ def count_multiplies_solution(n, d_model, h):
     return projections + scores + weighted + output  # 与 h 无关：h 个窄头合起来和一个宽头一样多
 
 
-# ------------------------------------------------------------------------------------------------- results
+# -------------------------------------------------------------------------------------------------
+# results
 @dataclass(frozen=True)
 class ExerciseResult:
     """A checker's verdict; its repr is the Chinese message, so a notebook cell shows just that."""
@@ -91,7 +108,8 @@ class ExerciseResult:
 
 
 class _Text(str):
-    """Text a notebook cell shows as itself: the spec, and (``_Code``, as a Python block) the solution."""
+    """Text a notebook cell shows as itself: the spec, and (``_Code``, as a Python block) the
+    solution."""
 
     __repr__ = str.__str__
 
@@ -105,7 +123,8 @@ class _Stop(Exception):
     """Ends a check early: (status, message[, mistakes])."""
 
 
-# ------------------------------------------------------------------ calling the learner's function (in the worker)
+# ------------------------------------------------------------------ calling the learner's function
+# (in the worker)
 _EXTRA_HINT = {  # what an exception usually means in these exercises
     RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
     MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？这里的例子都很小。",
@@ -114,14 +133,16 @@ _EXTRA_HINT = {  # what an exception usually means in these exercises
 
 
 def _call(ex, case, fn, args, source) -> object:
-    """``fn(*args)`` on copies of the arrays: its return value, or _Stop with a message that teaches."""
+    """``fn(*args)`` on copies of the arrays: its return value, or _Stop with a message that
+    teaches."""
     given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     try:
         with np.errstate(all="ignore"):
             value = fn(*given)
     except NotImplementedError:
         raise _Stop("todo", _todo(ex)) from None
-    except BaseException as exc:  # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
+    # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
+    except BaseException as exc:
         extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), ex.hint)
         frames = [(f.filename, f.lineno, f.name) for f in reversed(traceback.extract_tb(exc.__traceback__))]
         line, text = _learner_line(frames, fn, source)
@@ -139,7 +160,8 @@ def _call(ex, case, fn, args, source) -> object:
 
 
 def _as_array(case, result) -> tuple[np.ndarray, bool]:
-    """(a float64 copy, whether the result was float32/float16), or _Stop saying why it is not a numeric array."""
+    """(a float64 copy, whether the result was float32/float16), or _Stop saying why it is not a
+    numeric array."""
     if callable(result):
         name = getattr(result, "__name__", type(result).__name__)
         raise _Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果：是不是写成了 return {name}，"
@@ -167,9 +189,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def _learner_line(frames, fn, source: str) -> tuple[int, str]:
-    """(line number in ``source``, its text) of the innermost of ``frames`` ((file, line, function), innermost first)
-    in the learner's code: a whole cell's text (``<learner>``) or ``fn``'s file or name; (0, '') if none."""
-    lines, code = source.splitlines(), getattr(fn, "__code__", None)
+    """(line number in ``source``, its text) of the innermost of ``frames`` ((file, line, function),
+    innermost first) in the learner's code: a whole cell's text (``<learner>``) or ``fn``'s file or
+    name; (0, '') if none."""
+    lines = source.splitlines()
+    code = getattr(fn, "__code__", None)
     for path, lineno, function in frames:
         if path == "<learner>" or (code is not None and (path == code.co_filename or function == code.co_name)):
             index = lineno - 1 if path == "<learner>" else lineno - code.co_firstlineno
@@ -179,7 +203,8 @@ def _learner_line(frames, fn, source: str) -> tuple[int, str]:
 
 
 def _same(a, b, low: bool = False) -> bool:
-    rtol, atol = (1e-4, 1e-5) if low else (1e-6, 1e-8)  # float32 keeps ~7 significant digits; sums lose some
+    # float32 keeps ~7 significant digits; sums lose some
+    rtol, atol = (1e-4, 1e-5) if low else (1e-6, 1e-8)
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
@@ -187,15 +212,16 @@ def _where_differs(got, want) -> str:
     diff = np.abs(got - want)
     diff[~np.isfinite(diff)] = np.inf
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
-    if f"{want[idx]:.4f}" == f"{got[idx]:.4f}":  # round-off: four decimals would print the same number twice
+    # round-off: four decimals would print the same number twice
+    if f"{want[idx]:.4f}" == f"{got[idx]:.4f}":
         return (f"例如位置 {idx}：应为 {want[idx]:.10g}，你的是 {got[idx]:.10g}，只差 {diff[idx]:.1e}。"
                 "这是舍入误差的量级")
     return f"例如位置 {idx}：应为 {want[idx]:.4f}，你的是 {got[idx]:.4f}"
 
 
 def _values(case, got, want, low, nonfinite, variants, advice) -> None:
-    """_Stop naming the mistake unless ``got`` is ``want``: NaN or inf, float32 inside float64, one of
-    ``variants`` ((mistake, the output it gives, advice), made lazily), else where it differs."""
+    """_Stop naming the mistake unless ``got`` is ``want``: NaN or inf, float32 inside float64, one
+    of ``variants`` ((mistake, the output it gives, advice), made lazily), else where it differs."""
     if not np.isfinite(got).all():
         raise _Stop("wrong", f"{case}：结果里有 NaN 或 inf{nonfinite}")
     if _same(got, want, low):
@@ -214,10 +240,12 @@ def _todo(ex) -> str:
             f"想看要求：exercises.spec(\"{ex.name}\")；实在卡住了：exercises.show_solution(\"{ex.name}\")。")
 
 
-# ------------------------------------------------------- the verdicts: whether a right value was float32, or _Stop
+# ------------------------------------------------------- the verdicts: whether a right value was
+# float32, or _Stop
 def _split_heads_verdict(case, value, x, h) -> bool:
     got, low = _as_array(case, value)
-    (n, d), want = x.shape, split_heads(x, h)
+    (n, d) = x.shape
+    want = split_heads(x, h)
     d_k = d // h
     if got.shape != want.shape:
         raise _Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}："
@@ -236,7 +264,8 @@ def _split_heads_verdict(case, value, x, h) -> bool:
 def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
     """(mistake id, the output it gives, computed with the kernel, and the advice)."""
     d = x.shape[1]
-    d_k, sqrt = d // h, math.sqrt(d // h)
+    d_k = d // h
+    sqrt = math.sqrt(d // h)
     q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
     scores = q @ np.swapaxes(k, -1, -2) / sqrt
     perm = np.concatenate([np.arange(i, d, h) for i in range(h)])
@@ -260,7 +289,9 @@ def _mha_verdict(case, value, *args) -> bool:  # args: x, w_q, w_k, w_v, w_o, h
     if type(value) is tuple and len(value) == 2:
         value = value[0]  # (output, weights), the kernel's convention
     got, low = _as_array(case, value)
-    (n, d), h, want = args[0].shape, args[-1], multi_head_attention(*args)[0]
+    (n, d) = args[0].shape
+    h = args[-1]
+    want = multi_head_attention(*args)[0]
     if got.shape != want.shape:
         mistake, why = {
             (h, n, d // h): ("no_concat",
@@ -295,12 +326,17 @@ def _count_verdict(case, value, n, d, h) -> bool:
         c.matmul_total - c.scores - c.weights_v + (c.scores + c.weights_v) // c.h:
             ("one_head", "QKᵀ 与 weights × V 只算了一个头：要乘以 h。"),
     }.get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。"))
-    shown = f"{value:.6g}" if isinstance(value, float) else f"{value:,}" if value.bit_length() < 64 else \
-        f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"  # str() of a huge int is refused
+    if isinstance(value, float):
+        shown = f"{value:.6g}"
+    elif value.bit_length() < 64:
+        shown = f"{value:,}"
+    else:  # str() of a huge int is refused
+        shown = f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"
     raise _Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {shown}。{hint}", (mistake,))
 
 
-# ------------------------------------------------------------------------------------ what the notebook calls
+# ------------------------------------------------------------------------------------ what the
+# notebook calls
 @dataclass(frozen=True)
 class _Exercise:
     name: str
@@ -308,7 +344,8 @@ class _Exercise:
     solution: Callable
     cases: tuple[tuple[int, int, int], ...]  # (n, d_model, h)
     inputs: Callable  # (rng, n, d_model, h) -> the arguments of one call
-    verdict: Callable[..., bool]  # (case, value, *arguments) -> whether a right value was float32, or _Stop
+    # (case, value, *arguments) -> whether a right value was float32, or _Stop
+    verdict: Callable[..., bool]
     hint: str  # after an exception
     passed: str
 
@@ -317,7 +354,8 @@ class _Exercise:
         return f"my_{self.name}"
 
 
-# The named mistakes a checker gives (ExerciseResult.mistakes), in Chinese: the class report lists them by name.
+# The named mistakes a checker gives (ExerciseResult.mistakes), in Chinese: the class report lists
+# them by name.
 MISTAKES = {
     "transpose": "忘了 transpose（停在 (n, h, d_k)）",
     "reshape_without_transpose": "直接 reshape 成 (h, n, d_k)，没有转置",
@@ -357,8 +395,7 @@ EXERCISES = {e.name: e for e in (
               "(a × b) 矩阵乘 (b × c) 矩阵需要 a·b·c 次乘法。",
               count_multiplies_solution, COUNT_CASES, lambda rng, n, d, h: (n, d, h),
               _count_verdict, "提示：把四个矩阵乘法各自的乘法次数加起来。",
-              f"全部通过！例如 n=50, d_model=512 时，h = 8 和 h = 16 都是 {count(50, 512, 8).matmul_total:,} 次："
-              "矩阵乘法的总量与头数无关（4·n·d² + 2·n²·d）。"),
+              _count_passed()),
 )}
 
 
@@ -369,7 +406,8 @@ def _exercise(name: str) -> _Exercise:
 
 
 def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
-    """Check the learner's function in the worker process and record the result; never raises for what it does."""
+    """Check the learner's function in the worker process and record the result; never raises for
+    what it does."""
     ex = _exercise(name)
     if _in_worker:  # called from inside the learner's function
         raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，你的函数里不要再调用检查器。"
@@ -379,22 +417,26 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
                                 f"例如 check(\"{name}\", {ex.learner_name})，函数名后面不要加括号。")
     else:
         source = ""
-        with contextlib.suppress(OSError, TypeError):  # IPython keeps each cell's text for getsource
+        # IPython keeps each cell's text for getsource
+        with contextlib.suppress(OSError, TypeError):
             source = textwrap.dedent(inspect.getsource(fn))[:20_000]
         result = _run(ex, fn, source, BUDGET_S if budget is None else budget)
-    with contextlib.suppress(Exception):  # a failed save shows in the summary; the result matters more
+    # a failed save shows in the summary; the result matters more
+    with contextlib.suppress(Exception):
         progress.default_progress().record_exercise(result)
     return result
 
 
 def check_source(name: str, source: str) -> ExerciseResult:
-    """Check a saved source (the class report) in a new process, not recorded: the last function it defines."""
+    """Check a saved source (the class report) in a new process, not recorded: the last function it
+    defines."""
     worker.stop()
     return _run(_exercise(name), None, textwrap.dedent(source), BUDGET_S)
 
 
 def _is_stub(source: str) -> bool:
-    """The notebook's stub, untouched: the last function's body is only (a docstring and) raise NotImplementedError."""
+    """The notebook's stub, untouched: the last function's body is only (a docstring and) raise
+    NotImplementedError."""
     with contextlib.suppress(SyntaxError, ValueError, IndexError):
         last = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)][-1]
         body = [s for s in last.body if not isinstance(getattr(s, "value", None), ast.Constant)]
@@ -407,12 +449,14 @@ _AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就�
 
 
 def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
-    """Run the checker in the worker process (an untouched stub needs none); the Chinese message for how it ended."""
+    """Run the checker in the worker process (an untouched stub needs none); the Chinese message for
+    how it ended."""
     learner = ex.learner_name
     result = partial(ExerciseResult, ex.name, source=source or None)
     if _is_stub(source):
         return result("todo", _todo(ex))
-    import cloudpickle  # a function from __main__ travels by value, one from a module the worker imports
+    # a function from __main__ travels by value, one from a module the worker imports
+    import cloudpickle
 
     try:
         payload = cloudpickle.dumps((ex.name, fn, source))
@@ -422,7 +466,8 @@ def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(__name__, "cloudpickle"))
     if reply.kind == "ok":
         if reply.printed:
-            print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")  # the learner's own print()s
+            # the learner's own print()s
+            print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")
         status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
         return result(status, message, tuple(mistakes))
     if reply.kind == "timeout":
@@ -430,7 +475,8 @@ def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
             "创建了一个巨大的数组（形状里写成了 n ** d_model 之类的数）"
         frames = [(path, int(line), function)
                   for path, line, function in re.findall(r'File "(.*)", line (\d+) in (\S+)', reply.stack)]
-        text = _learner_line(frames, fn, source)[1]  # faulthandler's dump: the most recent call first
+        # faulthandler's dump: the most recent call first
+        text = _learner_line(frames, fn, source)[1]
         where = f"（停在这一行：「{text}」）" if text else ""
         return result("timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}"
                       "，检查器把它停下了：是不是写了死循环？检查 while 循环的退出条件和 for 循环的范围。"
@@ -451,7 +497,8 @@ def _run(ex: _Exercise, fn, source: str, budget: float) -> ExerciseResult:
 
 
 def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
-    """In the worker: rebuild the learner's function (or compile its text) and run every case of the exercise."""
+    """In the worker: rebuild the learner's function (or compile its text) and run every case of the
+    exercise."""
     global _in_worker
     import cloudpickle
 
@@ -461,16 +508,20 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
         ex = EXERCISES[name]
         if fn is None:
             namespace = {"__name__": "__learner__", "np": np, "numpy": np, "math": math, "softmax": softmax,
-                         "exercises": SimpleNamespace(check=lambda *args, **kwargs: None)}  # a cell's own check line
+                         # a cell's own check line
+                         "exercises": SimpleNamespace(check=lambda *args, **kwargs: None)}
             exec(compile(source, "<learner>", "exec"), namespace)
             fn = [v for v in namespace.values() if inspect.isfunction(v) and v.__module__ == "__learner__"][-1]
-    except BaseException as exc:  # a function that cannot be rebuilt here, or code given as text that does not run
+    # a function that cannot be rebuilt here, or code given as text that does not run
+    except BaseException as exc:
         return "error", (f"检查器没能拿到你的函数（{_describe(exc)}）：先单独运行定义函数的单元格，确认它不报错，"
                          "再运行检查。"), ()
     try:
-        rng, low = np.random.default_rng(0), False
+        rng = np.random.default_rng(0)
+        low = False
         for n, d, h in ex.cases:
-            case, args = f"n={n}, d_model={d}, h={h}", ex.inputs(rng, n, d, h)
+            case = f"n={n}, d_model={d}, h={h}"
+            args = ex.inputs(rng, n, d, h)
             low = ex.verdict(case, _call(ex, case, fn, args, source), *args) or low
         return "passed", ex.passed + ("（你的结果是 float32，按 float32 的精度比对；lesson_lib 用 float64，"
                                       "想和它逐位一致请用 float64。）" if low else ""), ()

@@ -1,5 +1,6 @@
-"""§8's interview: its rubric (①②③ and the usual wrong claims) and the reference answer (the follow-ups are §8's
-own prose); every number is computed from lesson_lib. Nothing here grades prose."""
+"""§8's interview: its rubric (①②③ and the usual wrong claims) and the reference answer (the
+follow-ups are §8's own prose); every number is computed from lesson_lib. Nothing here grades
+prose."""
 
 from __future__ import annotations
 
@@ -41,8 +42,12 @@ def interview_rubric() -> Rubric:
 
 def model_answer() -> str:
     """The lesson's answer ①②③ with the 严格来说 corrections; numbers from lesson_lib."""
-    (d, h, d_k), n, t = base_model(), N_FLOPS_EXAMPLE, table3()
-    widest, narrow_b, total = t["widest"], t["narrow_b"], count(n, d, h).matmul_total
+    (d, h, d_k) = base_model()
+    n = N_FLOPS_EXAMPLE
+    t = table3()
+    widest = t["widest"]
+    narrow_b = t["narrow_b"]
+    total = count(n, d, h).matmul_total
     return (
         "参考答案（核心：用几乎不变的计算量换来几组互不干扰的权重）\n"
         "① 单头注意力对每个查询只有一组权重。它可以把权重分给几个词元，但输出是这些值向量的加权平均："

@@ -1,5 +1,5 @@
-"""The self-test's widgets, wiring only: ``quiz`` decides, ``progress`` keeps (and restores when a cell runs again);
-an answer is checked on 提交 or Enter, never while the learner is still ticking."""
+"""The self-test's widgets, wiring only: ``quiz`` decides, ``progress`` keeps (and restores when a
+cell runs again); an answer is checked on 提交 or Enter, never while the learner is still ticking."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
 
 
 def stored_answer(question, value):
-    """The answer as the progress file keeps it: a form's boxes as a JSON list (in box order), keys, or text."""
+    """The answer as the progress file keeps it: a form's boxes as a JSON list (in box order), keys,
+    or text."""
     if question is not None and question.kind == "form":
         texts = checkers.form_values(question, value)
         return json.dumps([texts[b.name] for b in question.key.boxes], ensure_ascii=False)
@@ -23,7 +24,8 @@ def stored_answer(question, value):
 
 
 def _wire(controls: dict, show, submit=None):
-    """``controls.linked`` calling ``show(summary)`` on the learner's actions only; the summary is a live region."""
+    """``controls.linked`` calling ``show(summary)`` on the learner's actions only; the summary is a
+    live region."""
     wired = []
     summary = linked(controls, lambda s, _picture: wired and show(s), submit=submit, picture=None, reader=False)
     wired.append(True)
@@ -46,10 +48,12 @@ class _Shown:
 
 
 def _answer_controls(q, kind: str, placeholder: str, rows: int) -> tuple[dict, list]:
-    """The answer controls by name, and the rows to lay them out in (a box with its unit beside it)."""
+    """The answer controls by name, and the rows to lay them out in (a box with its unit beside
+    it)."""
     import ipywidgets as w
 
-    if kind == "self":  # named: an empty description <label> would hide the placeholder from a screen reader
+    # named: an empty description <label> would hide the placeholder from a screen reader
+    if kind == "self":
         answer = named(w.Textarea(placeholder=placeholder, rows=rows, layout=w.Layout(width="100%")), "你的回答")
         return {"answer": answer}, [w.Label("你的回答："), answer]
     if kind == "single":  # a named radio group whose choices wrap
@@ -69,14 +73,19 @@ def _answer_controls(q, kind: str, placeholder: str, rows: int) -> tuple[dict, l
 
 
 class SelfTestWidget(_Shown):
-    """One self-test item: answer controls, 提交, feedback, then the explanation behind a toggle. A ``rubric`` (Q1,
-    the interview: free text, never graded) adds a self-assessment and the reference answer after the first attempt."""
+    """One self-test item: answer controls, 提交, feedback, then the explanation behind a toggle. A
+    ``rubric`` (Q1, the interview: free text, never graded) adds a self-assessment and the reference
+    answer after the first attempt."""
 
     def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None, question=None, rubric=None,
                  assess=None, placeholder: str = "", rows: int = 5):
         import ipywidgets as w
 
-        self.qid, self.question, self.rubric, self._check, self._assess = qid, question, rubric, check, assess
+        self.qid = qid
+        self.question = question
+        self.rubric = rubric
+        self._check = check
+        self._assess = assess
         self.kind = question.kind if question is not None else "self"
         self.progress = progress if progress is not None else default_progress()
         self.controls, answer_rows = _answer_controls(question, self.kind, placeholder, rows)
@@ -90,8 +99,10 @@ class SelfTestWidget(_Shown):
         self.feedback = _wire(self.controls, self._on_submit, self.submit)
         self.reference = _wire({"reveal": self.reveal}, self._on_reveal)
         below = [w.HBox([self.submit, self.reveal, self.attempt_label]), self.feedback, self.reference]
-        if rubric is not None:  # 写好了 beside the count; then the self-assessment; the reference answer last
-            self.rubric_html = w.HTML(box_html(rubric.text(), "neutral", "lesson-rubric"))  # shown after a first try
+        # 写好了 beside the count; then the self-assessment; the reference answer last
+        if rubric is not None:
+            # shown after a first try
+            self.rubric_html = w.HTML(box_html(rubric.text(), "neutral", "lesson-rubric"))
             self.ticks = {p.name: w.Checkbox(value=False, description=p.name, indent=False,
                                              layout=w.Layout(width="auto")) for p in rubric.points}  # fmt: skip
             self.record_button = w.Button(description="记录自评", tooltip="只记录你自己勾的要点，不打分")
@@ -118,11 +129,13 @@ class SelfTestWidget(_Shown):
         return self.progress.entry(self.qid).get("n_attempts", 0)
 
     def restore(self, stored) -> None:
-        """Set the controls from an answer as the progress file keeps it; anything unreadable restores nothing."""
+        """Set the controls from an answer as the progress file keeps it; anything unreadable
+        restores nothing."""
         values = {"choice": stored, "answer": stored}
         if self.kind == "form":
             with contextlib.suppress(ValueError, TypeError):
-                values = dict(zip(self.controls, map(str, json.loads(stored)), strict=False))  # in box order
+                # in box order
+                values = dict(zip(self.controls, map(str, json.loads(stored)), strict=False))
         elif self.kind == "multi":
             values = dict.fromkeys(map(str, stored), True) if isinstance(stored, list) else {}
         for name, control in self.controls.items():
@@ -133,7 +146,8 @@ class SelfTestWidget(_Shown):
                 control.value = bool(v) if isinstance(control.value, bool) else str(v or "")
 
     def value(self):
-        """The answer as the checker takes it: {box: text}, a choice key, the set of ticked keys, or text."""
+        """The answer as the checker takes it: {box: text}, a choice key, the set of ticked keys, or
+        text."""
         if self.kind == "form":
             return {name: "" if c.value is None else c.value for name, c in self.controls.items()}
         if self.kind == "multi":
@@ -152,7 +166,8 @@ class SelfTestWidget(_Shown):
         if self.attempts:
             done = f"{'已写' if self.rubric else '已作答'} {self.attempts} 次"
             self.attempt_label.value = done + ("（已从进度文件恢复）" if restored else "")
-            self.reveal.disabled, self.reveal.tooltip = False, ""
+            self.reveal.disabled = False
+            self.reveal.tooltip = ""
             if self.rubric is not None:
                 self.assess_box.layout.display = None
 
@@ -177,7 +192,8 @@ def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:
 
 
 def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
-    """§8: the learner answers first; then the rubric, a self-assessment, and the reference answer."""
+    """§8: the learner answers first; then the rubric, a self-assessment, and the reference
+    answer."""
     return SelfTestWidget(interview.INTERVIEW_ID, interview.INTERVIEW_QUESTION, interview.interview_check, progress,
                           None, interview.interview_rubric(), interview.interview_self_assess,
                           "用自己的话回答面试官，写三五句即可……", rows=6)  # fmt: skip
@@ -192,7 +208,8 @@ class ProgressSummary(_Shown):
         self.progress = progress if progress is not None else default_progress()
         self.text = w.HTML()
         self.export_button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
-        self.status = _wire({}, self._on_export, self.export_button)  # 已导出 is read out after the click
+        # 已导出 is read out after the click
+        self.status = _wire({}, self._on_export, self.export_button)
         self._frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
         self.refresh()
         self.progress.listeners.append(self.refresh)

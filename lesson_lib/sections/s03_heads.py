@@ -1,34 +1,48 @@
-"""§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions; what reshaping
-without the transpose does; heads that meet only at W^O; and why positions must be added to X."""
+"""§3: how d_model is cut into heads and glued back, step by step, by the kernel's own functions;
+what reshaping without the transpose does; heads that meet only at W^O; and why positions must be
+added to X."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from lesson_lib.attention import merge_heads, multi_head_attention, scaled_dot_product_attention, split_heads
+from lesson_lib.attention import (
+    merge_heads,
+    multi_head_attention,
+    scaled_dot_product_attention,
+    split_heads,
+)
 from lesson_lib.checks import check_heads, check_int
+from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
 from lesson_lib.show.tables import text_table
 
-ROUNDOFF = 1e-12  # float64 round-off of these sums is ~1e-15; its digits follow the BLAS kernel and thread count
-_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]  # Figure 11.1
+# float64 round-off of these sums is ~1e-15; its digits follow the BLAS kernel and thread count
+ROUNDOFF = 1e-12
+# Figure 11.1
+_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
 
 
 def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
-    """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng, arguments checked."""
+    """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng, arguments
+    checked."""
     check_heads(d_model, h)
-    n, seed = check_int(n, name, minimum=minimum), check_int(seed, "seed", minimum=0)
+    n = check_int(n, name, minimum=minimum)
+    seed = check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, d_model))  # (n, d_model)
     return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
 
 
-def shape_steps(n: int = 6, d_model: int = 512, h: int = 8) -> list[tuple[str, tuple[int, ...], str]]:
-    """(code, shape, caption) of every step from X (n, d_model) to the output, computed with the kernel's functions."""
+def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> list[tuple[str, tuple[int, ...], str]]:
+    """(code, shape, caption) of every step from X (n, d_model) to the output, computed with the
+    kernel's functions."""
     x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
-    n, d_k = len(x), d_model // h
+    n = len(x)
+    d_k = d_model // h
     q = x @ w_q  # (n, d_model)
     qh, kh, vh = (split_heads(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
-    heads, _ = scaled_dot_product_attention(qh, kh, vh)  # (h, n, d_v); the weights are section 5's topic
+    # (h, n, d_v); the weights are section 5's topic
+    heads, _ = scaled_dot_product_attention(qh, kh, vh)
     concat = merge_heads(heads)  # (n, h·d_v)
     return [
         ("X", x.shape, "输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）"),
@@ -44,9 +58,10 @@ def shape_steps(n: int = 6, d_model: int = 512, h: int = 8) -> list[tuple[str, t
     ]
 
 
-def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
-    """Concat(head_i) W^O against Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O): their largest
-    difference, and how much each head's output moves when the other heads' W^Q changes (heads meet only at W^O)."""
+def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS, seed: int = 0) -> dict:
+    """Concat(head_i) W^O against Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O): their
+    largest difference, and how much each head's output moves when the other heads' W^Q changes
+    (heads meet only at W^O)."""
     x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed)
     d_k = d_model // h
 
@@ -58,7 +73,8 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int =
     concat_then_wo = merge_heads(heads) @ w_o  # (n, d_model)
     sum_of_heads = sum(heads[i] @ w_o[i * d_k:(i + 1) * d_k] for i in range(h))  # Σ_i head_i W^O_i
     w_q_changed = w_q.copy()
-    w_q_changed[:, d_k:] += rng.standard_normal((d_model, d_model - d_k))  # change every head but head 1
+    # change every head but head 1
+    w_q_changed[:, d_k:] += rng.standard_normal((d_model, d_model - d_k))
     heads_changed = heads_of(w_q_changed)
     return {
         "max_difference": float(np.abs(concat_then_wo - sum_of_heads).max()),
@@ -67,26 +83,31 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = 512, h: int = 8, seed: int =
     }
 
 
-def order_and_position(n: int = 6, d_model: int = 512, h: int = 8, seed: int = 0) -> dict:
-    """Self-attention ignores order unless X carries positions: the largest difference between "reverse the tokens,
-    then attend" and "attend, then reverse", without and with a position table P added to X."""
+def order_and_position(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS, seed: int = 0) -> dict:
+    """Self-attention ignores order unless X carries positions: the largest difference between
+    "reverse the tokens, then attend" and "attend, then reverse", without and with a position table
+    P added to X."""
     x, ws, rng = _layer(n, d_model, h, seed, "n（词元数）", minimum=2)
     n = len(x)
-    positions = rng.standard_normal((n, d_model))  # (n, d_model) row t is added to whatever token sits at t
+    # (n, d_model) row t is added to whatever token sits at t
+    positions = rng.standard_normal((n, d_model))
     flip = np.arange(n)[::-1]
 
     def moved_only(p):
         out = multi_head_attention(x + p, *ws, h)[0]  # (n, d_model)
-        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]  # (n, d_model) the reversed sentence
+        # (n, d_model) the reversed sentence
+        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]
         return float(np.abs(out_reversed - out[flip]).max())
 
     return {"without_position": moved_only(0.0), "with_position": moved_only(positions)}
 
 
-def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
-    """order_and_position in two sentences; round-off printed as a bound, since its digits follow the CPU."""
+def order_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
+    """order_and_position in two sentences; round-off printed as a bound, since its digits follow
+    the CPU."""
     check = order_and_position(n=n, d_model=d_model, h=h)
-    without, with_position = check["without_position"], check["with_position"]
+    without = check["without_position"]
+    with_position = check["with_position"]
     same = f"< {ROUNDOFF:.0e}，每个词元读到的内容一样" if without < ROUNDOFF else f"{without:.2f}，内容变了！"
     changed = f"{with_position:.2f}，每个词元读到的内容变了" if with_position >= ROUNDOFF else "< 1e-12，内容没变！"
     return "\n".join([
@@ -95,7 +116,7 @@ def order_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     ])
 
 
-def plot_figure_11_1(d_model: int = 512, h: int = 8):
+def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
     """Figure 11.1 redrawn: X -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_hex, to_rgb
@@ -104,7 +125,8 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
 
     use_chinese_font()
     d_k = d_model // check_heads(d_model, h)
-    fig, ax = plt.subplots(figsize=(6.0, 5.0))  # 6 in: no scaling in a 592 px output; every text ≥ 9 pt
+    # 6 in: no scaling in a 592 px output; every text ≥ 9 pt
+    fig, ax = plt.subplots(figsize=(6.0, 5.0))
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
     ax.set(xlim=(0, 11), ylim=(-0.75, 4.75))
     ax.axis("off")
@@ -120,7 +142,8 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
     x = box(0.85, 2.1, f"输入 X\nd_model\n= {d_model}\nQ=K=V=X", "#E8EEF7")
     concat = box(8.05, 2.1, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
     arrow(concat, box(10.1, 2.1, f"× W^O\n{h * d_k} × {d_model}\n输出\n{d_model} 维", "#E2F0D9"))
-    numbers = list(range(1, h + 1)) if h <= 4 else [1, 2, 3, 4, h]  # many heads: the first four and the last
+    # many heads: the first four and the last
+    numbers = list(range(1, h + 1)) if h <= 4 else [1, 2, 3, 4, h]
     ys = np.linspace(3.55, 0.3, len(numbers)) if len(numbers) > 1 else [2.1]
     for j, y in zip(numbers, ys):
         colour = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
@@ -140,18 +163,22 @@ def plot_figure_11_1(d_model: int = 512, h: int = 8):
                          f"再乘 W^O （{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
 
 
-def steps_text(n: int = 6, d_model: int = 512, h: int = 8):
+def steps_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
     """Every step's code, shape and caption, one row each."""
     rows = [[f"{i}.", code, str(shape), title] for i, (code, shape, title) in enumerate(shape_steps(n, d_model, h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
 
 
-def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
-    """Whose columns and which tokens head 1 holds with the correct split and with the classic bug, reshaping
-    (n, d_model) straight to (h, n, d_k) without the transpose (1-based, as the lesson counts heads and words)."""
-    n, d_k = check_int(n, "n（词数）", minimum=1), d_model // check_heads(d_model, h)
-    owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))  # (n, d_model) column -> its head
-    token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))  # (n, d_model) row -> its token
+def transpose_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
+    """Whose columns and which tokens head 1 holds with the correct split and with the classic bug,
+    reshaping (n, d_model) straight to (h, n, d_k) without the transpose (1-based, as the lesson
+    counts heads and words)."""
+    n = check_int(n, "n（词数）", minimum=1)
+    d_k = d_model // check_heads(d_model, h)
+    # (n, d_model) column -> its head
+    owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))
+    # (n, d_model) row -> its token
+    token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))
     return "\n".join([
         f"正确切分时，头 1 里的数来自哪些头的列：头 {np.unique(split_heads(owner, h)[0]).tolist()}",
         f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {np.unique(owner.reshape(h, n, d_k)[0]).tolist()}",
@@ -159,14 +186,19 @@ def transpose_text(n: int = 6, d_model: int = 512, h: int = 8) -> str:
     ])
 
 
-def heads_mix_text(n: int = 5, d_model: int = 512, h: int = 8) -> str:
-    """heads_mix_only_at_wo as three sentences, with round-off printed as a bound, not as its digits."""
+def heads_mix_text(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
+    """heads_mix_only_at_wo as three sentences, with round-off printed as a bound, not as its
+    digits."""
     check = heads_mix_only_at_wo(n=n, d_model=d_model, h=h)
-    difference, roundoff = check["max_difference"], f"< {ROUNDOFF:.0e}，只是浮点舍入"
+    difference = check["max_difference"]
+    roundoff = f"< {ROUNDOFF:.0e}，只是浮点舍入"
     same = roundoff if difference < ROUNDOFF else f"{difference:.1e}，不止是浮点舍入！"
 
-    def change(value):  # what the computation can vouch for: exactly zero, round-off, or a real change
-        return "0（一位都没变）" if value == 0.0 else roundoff if value < ROUNDOFF else f"{value:.2f}"
+    # what the computation can vouch for: exactly zero, round-off, or a real change
+    def change(value):
+        if value == 0.0:
+            return "0（一位都没变）"
+        return roundoff if value < ROUNDOFF else f"{value:.2f}"
 
     return "\n".join([
         f"Concat·W^O 与 Σ head_i·W^O_i 的最大差：{same}",

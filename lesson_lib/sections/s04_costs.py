@@ -1,5 +1,5 @@
-"""§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for several h; §8's
-follow-up table of key/value sharing (MHA, GQA, MQA)."""
+"""§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for
+several h; §8's follow-up table of key/value sharing (MHA, GQA, MQA)."""
 
 from __future__ import annotations
 
@@ -14,16 +14,21 @@ from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count, variants
 from lesson_lib.paper import BASE_HEADS
 from lesson_lib.show.tables import text_table
 
-TIMING_BUDGET = 0.02  # s per h: a run this long is steady, so it is not repeated (the cell stays cheap)
-SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
+# s per h: a run this long is steady, so it is not repeated (the cell stays cheap)
+TIMING_BUDGET = 0.02
+# "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
+SIMILAR_TIME = 1.25
 
 
 def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float]:
-    """Median seconds of the readable kernel per h, one BLAS thread (as §4 says): ``repeat`` runs, ≤ TIMING_BUDGET."""
+    """Median seconds of the readable kernel per h, one BLAS thread (as §4 says): ``repeat`` runs, ≤
+    TIMING_BUDGET."""
     from lesson_lib.runtime.blas import one_blas_thread
 
-    n, d_model = check_int(n, "n", minimum=1), check_int(d_model, "d_model", minimum=1)
-    repeat, heads = check_int(repeat, "repeat", minimum=1), list(heads)
+    n = check_int(n, "n", minimum=1)
+    d_model = check_int(d_model, "d_model", minimum=1)
+    repeat = check_int(repeat, "repeat", minimum=1)
+    heads = list(heads)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, d_model), dtype=np.float32)  # (n, d_model)
     ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32) for _ in range(4)]
@@ -52,15 +57,18 @@ def format_table(n: int, d_model: int, heads) -> str:
 
 
 def scores_text(d_model: int, heads) -> str:
-    """The lesson's algebra for QKᵀ as the coefficient of n²: per head d_k·n², all heads d_model·n²."""
-    return "\n".join(f"h = {h}: 每个头打分 {count(1, head_width(d_model, h), 1).scores}n²，"  # one head's QKᵀ at n = 1
+    """The lesson's algebra for QKᵀ as the coefficient of n²: per head d_k·n², all heads
+    d_model·n²."""
+    # one head's QKᵀ at n = 1
+    return "\n".join(f"h = {h}: 每个头打分 {count(1, head_width(d_model, h), 1).scores}n²，"
                      f"{h} 个头共 {count(1, d_model, h).scores}n²" for h in heads)
 
 
 def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
-    """Measured kernel time for each n and h, one line per n; then, at the largest n, each h against the first in
-    words: is "no extra cost" also true of time?"""
-    lines, times = [], {}
+    """Measured kernel time for each n and h, one line per n; then, at the largest n, each h against
+    the first in words: is "no extra cost" also true of time?"""
+    lines = []
+    times = {}
     for n in ns:
         times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
         lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h, t in times.items()))
@@ -75,8 +83,8 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
 
 
 def kv_sharing_text(d_model: int, h: int, groups: int) -> str:
-    """§8: the three variants per layer: parameters, numbers cached per token, and that cache against MHA's (short
-    headers: within 72 monospace columns, a 592 px output)."""
+    """§8: the three variants per layer: parameters, numbers cached per token, and that cache
+    against MHA's (short headers: within 72 monospace columns, a 592 px output)."""
     rows = variants(d_model, h, groups)
     full = rows[0].cache_per_token
     body = [[r.name, r.kv_heads, r.projection_params, r.cache_per_token,

@@ -1,5 +1,6 @@
-"""§9: each line of the kernel beside the term of the paper's formula it computes, found in the kernel's current
-source (a fragment that is gone fails loudly, so the table cannot drift from the code)."""
+"""§9: each line of the kernel beside the term of the paper's formula it computes, found in the
+kernel's current source (a fragment that is gone fails loudly, so the table cannot drift from the
+code)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def line_map(fns, terms) -> list[tuple[int, str, str]]:
     lines = [line for fn in fns for line in inspect.getsource(fn).splitlines()]
     rows = []
     for fragment, term in terms:
-        i = next((i for i, line in enumerate(lines) if fragment in line.split("#")[0]), None)  # code, not comments
+        # code, not comments
+        i = next((i for i, line in enumerate(lines) if fragment in line.split("#")[0]), None)
         if i is None:
             raise LookupError(f"{fns[0].__name__} 的源码里找不到 {fragment!r}：内核改了，请同步更新公式对照表。")
         rows.append((i + 1, lines[i].split("#")[0].strip(), term))
@@ -54,7 +56,8 @@ def line_map(fns, terms) -> list[tuple[int, str, str]]:
 
 
 def formula_view():
-    """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text for nbval."""
+    """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text
+    for nbval."""
     views = []
     for fns, terms in KERNELS:
         rows = [[code, term] for _, code, term in line_map(fns, terms)]

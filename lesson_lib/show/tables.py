@@ -1,5 +1,6 @@
-"""Tables that line up in Chinese: aligned text (CJK characters two columns wide) as ``text/plain``, which strict
-nbval compares, and a themed HTML table (``show.theme``'s colours) where JupyterLab or the static page shows them."""
+"""Tables that line up in Chinese: aligned text (CJK characters two columns wide) as ``text/plain``,
+which strict nbval compares, and a themed HTML table (``show.theme``'s colours) where JupyterLab or
+the static page shows them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 
 from lesson_lib.show.theme import TEXT_STYLE
 
-SHORT_CODE = 32  # characters: (8, 6, 64) or Attention(Q_i, K_i, V_i) stays on one line; longer code wraps at spaces
+# characters: (8, 6, 64) or Attention(Q_i, K_i, V_i) stays on one line; longer code wraps at spaces
+SHORT_CODE = 32
 
 
 def display_width(text: str) -> int:
@@ -20,8 +22,8 @@ def display_width(text: str) -> int:
 
 
 class TextTable(str):
-    """Text (the ``str`` itself, and ``text/plain``) that JupyterLab shows as ``html``: an aligned table as a themed
-    HTML table, library source (``show.source``) highlighted."""
+    """Text (the ``str`` itself, and ``text/plain``) that JupyterLab shows as ``html``: an aligned
+    table as a themed HTML table, library source (``show.source``) highlighted."""
 
     def __new__(cls, text: str, html: str):
         table = super().__new__(cls, text)
@@ -41,8 +43,8 @@ class TextTable(str):
 
 
 def text_table(headers, rows, code_columns=()) -> TextTable:
-    """``rows`` under ``headers``, columns padded to line up, numbers on the right (``code_columns``: the code font
-    in HTML)."""
+    """``rows`` under ``headers``, columns padded to line up, numbers on the right
+    (``code_columns``: the code font in HTML)."""
     cells = [[cell_text(v) for v in row] for row in rows]
     head = [str(h) for h in headers]
     if any(len(r) != len(head) for r in cells):
@@ -64,7 +66,8 @@ def _is_number(value) -> bool:
 
 
 def cell_text(value) -> str:
-    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing zeros."""
+    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing
+    zeros."""
     if isinstance(value, (bool, np.bool_)):
         return "是" if value else "否"
     if isinstance(value, numbers.Integral):
@@ -76,8 +79,9 @@ def cell_text(value) -> str:
 
 
 def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
-    """A table whose cells and headers wrap between words, never inside one (no 「A / ttention」, no 「工 / 作量」),
-    code in the code font wrapping only at its spaces, numbers on the right; too wide, it scrolls in its own box."""
+    """A table whose cells and headers wrap between words, never inside one (no 「A / ttention」, no
+    「工 / 作量」), code in the code font wrapping only at its spaces, numbers on the right; too wide, it
+    scrolls in its own box."""
     cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:keep-all;overflow-wrap:normal;"
     def align(i):
         return "text-align:right;font-variant-numeric:tabular-nums;" if i in numeric_columns else "text-align:left;"

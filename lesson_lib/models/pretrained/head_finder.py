@@ -1,4 +1,5 @@
-"""Score every head of a model for a few recognisable behaviours, and rank them (layers and heads 1-based)."""
+"""Score every head of a model for a few recognisable behaviours, and rank them (layers and heads
+1-based)."""
 
 import numpy as np
 
@@ -9,7 +10,8 @@ SCORE_NAMES = {"coref": "its → law（代词指回先行词）", "prev": "看�
 
 
 def find_token(tokens, word):
-    """Index of the first ``word`` in ``tokens``; a Chinese error lists the tokens if it is absent."""
+    """Index of the first ``word`` in ``tokens``; a Chinese error lists the tokens if it is
+    absent."""
     if word not in tokens:
         raise LessonInputError(f"词元 {word!r} 在这句话里出现 0 次。这句话的词元是：{' '.join(tokens)}")
     return list(tokens).index(word)
@@ -17,9 +19,11 @@ def find_token(tokens, word):
 
 def head_scores(attentions, tokens):
     """{score name: (L, H) array}: coref, the weight from its to law (0 when either is missing);
-    prev / next / cls, the mean weight a token puts on its left / right neighbour / [CLS] at position 0."""
+    prev / next / cls, the mean weight a token puts on its left / right neighbour / [CLS] at
+    position 0."""
     att = np.asarray(attentions)  # (L, H, T, T)
-    L, H, _, t = att.shape  # t ≥ 3: an encoding has its start and end tokens around at least one word
+    # t ≥ 3: an encoding has its start and end tokens around at least one word
+    L, H, _, t = att.shape
     idx = np.arange(t - 1)
     found = "its" in tokens and "law" in tokens
     return {  # in SCORE_NAMES' order
@@ -30,7 +34,8 @@ def head_scores(attentions, tokens):
     }
 
 def rank_heads(scores, top=3):
-    """{score name: [(layer, head, score), ...]} best first; layer and head are 1-based as shown to learners."""
+    """{score name: [(layer, head, score), ...]} best first; layer and head are 1-based as shown to
+    learners."""
     ranking = {}
     for name, table in scores.items():
         top = check_top(top, table.size)
@@ -41,7 +46,8 @@ def rank_heads(scores, top=3):
 
 
 def phrase_scores(attentions, tokens, source, targets):
-    """(L, H) weight from token ``source`` to the tokens ``targets`` together (e.g. making → more + difficult)."""
+    """(L, H) weight from token ``source`` to the tokens ``targets`` together (e.g. making → more +
+    difficult)."""
     att = np.asarray(attentions)  # (L, H, T, T)
     i = find_token(tokens, source)
     return sum(att[..., i, find_token(tokens, t)] for t in targets)  # (L, H)

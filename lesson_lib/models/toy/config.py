@@ -1,17 +1,26 @@
-"""What one run of §7's toy ablation is set by (``Task``, ``TrainConfig``), and the Chinese checks of each value."""
+"""What one run of §7's toy ablation is set by (``Task``, ``TrainConfig``), and the Chinese checks
+of each value."""
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from lesson_lib.checks import LessonInputError, LessonInputTypeError, check_choice, check_heads, check_int, check_number
+from lesson_lib.checks import (
+    LessonInputError,
+    LessonInputTypeError,
+    check_choice,
+    check_heads,
+    check_int,
+    check_number,
+)
 
 TARGETS = ("prev", "next", "match")
 
 
 @dataclass(frozen=True)
 class Task:
-    """T positions, V values, K key symbols; K ≫ h, or a d_k = 1 head survives by serving a single key."""
+    """T positions, V values, K key symbols; K ≫ h, or a d_k = 1 head survives by serving a single
+    key."""
 
     T: int = 12
     V: int = 8
@@ -20,7 +29,8 @@ class Task:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Model width and the optimiser schedule (Adam, linear warm-up, cosine decay to optim.FINAL_LR_FRAC·lr)."""
+    """Model width and the optimiser schedule (Adam, linear warm-up, cosine decay to
+    optim.FINAL_LR_FRAC·lr)."""
 
     d_model: int = 32
     steps: int = 700
@@ -47,8 +57,8 @@ def _int_list(values, name, example) -> list:
 
 
 def check_sweep(heads, seeds, task: Task, cfg: TrainConfig) -> tuple[list[int], list[int]]:
-    """``heads`` and ``seeds`` as lists (a seed count n means seeds 0 … n−1), once every setting is one a run can use;
-    a Chinese error naming the field otherwise."""
+    """``heads`` and ``seeds`` as lists (a seed count n means seeds 0 … n−1), once every setting is
+    one a run can use; a Chinese error naming the field otherwise."""
     for value, name, kind in ((task, "task", Task), (cfg, "cfg", TrainConfig)):
         if not isinstance(value, kind):
             raise LessonInputTypeError(f"{name} 应是 {kind.__name__}(...)（lesson_lib.models.toy.config），"

@@ -1,9 +1,17 @@
-"""The sweep over head counts, in this process: Jupyter's ■ or Ctrl-C becomes ``SweepInterrupted``, which keeps
-the head counts that finished; ``progress(done, total)`` gets the training steps done, for a progress bar."""
+"""The sweep over head counts, in this process: Jupyter's ■ or Ctrl-C becomes ``SweepInterrupted``,
+which keeps the head counts that finished; ``progress(done, total)`` gets the training steps done,
+for a progress bar."""
 
 from collections import namedtuple
 
-from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS, Task, TrainConfig, check_sweep
+from lesson_lib.models.toy.config import (
+    DEFAULT_CONFIG,
+    DEFAULT_TASK,
+    TARGETS,
+    Task,
+    TrainConfig,
+    check_sweep,
+)
 from lesson_lib.models.toy.training import train_and_score
 
 # One row per head count (JSON-ready), and the trained parameters keyed by h (for the plots).
@@ -14,7 +22,8 @@ class SweepInterrupted(KeyboardInterrupt):
     """The sweep was interrupted; ``result`` holds the head counts that finished (possibly none)."""
 
     def __init__(self, result: SweepResult, missing: list):
-        self.result, self.missing = result, missing
+        self.result = result
+        self.missing = missing
         done = [r["h"] for r in result.results]
         finished = f"已经训练完的头数：{done}（在这个异常的 .result 里）" if done else "还没有哪个头数训练完"
         super().__init__(f"训练被中断了。{finished}；没训练完的头数：{missing}。")
@@ -22,8 +31,9 @@ class SweepInterrupted(KeyboardInterrupt):
 
 def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
           progress=None) -> SweepResult:
-    """Train ``seeds`` (a count or a list) models for every h in ``heads``, scored on the fixed test set. A row's
-    ``accuracy_mean`` / ``accuracy_sd`` (None for one seed) are over seeds of the mean over the three targets."""
+    """Train ``seeds`` (a count or a list) models for every h in ``heads``, scored on the fixed test
+    set. A row's ``accuracy_mean`` / ``accuracy_sd`` (None for one seed) are over seeds of the mean
+    over the three targets."""
     heads, seeds = check_sweep(heads, seeds, task, cfg)
     outcomes = {}
     try:

@@ -44,7 +44,8 @@ def _check_scalar(value, name, minimum, maximum, error, kinds, noun, cast):
     bounds = _bounds(minimum, maximum)
     allowed = f"{bounds}{noun}" if bounds or noun == "整数" else "有限的数"
     if isinstance(value, bool) or not isinstance(value, kinds):
-        wrong = AttentionInputTypeError if issubclass(error, AttentionInputError) else LessonInputTypeError
+        wrong = AttentionInputTypeError if issubclass(error,
+                                                      AttentionInputError) else LessonInputTypeError
         raise wrong(f"{name} 必须是{allowed}，收到的是 {value!r}（类型 {type(value).__name__}）。")
     value = cast(value)
     outside = (minimum is not None and value < minimum) or (maximum is not None and value > maximum)
@@ -66,8 +67,8 @@ def check_number(value, name: str, minimum=None, maximum=None) -> float:
 
 
 def check_choice(value, name: str, choices, why: str = ""):
-    """``value`` if it is one of ``choices`` (integers match only integers); ``why``: 「（能整除 d_model
-    的头数）」."""
+    """``value`` if it is one of ``choices`` (integers match only integers); ``why``: 「（能整除
+    d_model 的头数）」."""
     choices = list(choices)
     is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     wants_int = all(isinstance(c, int) for c in choices)
@@ -82,7 +83,8 @@ def check_heads(d_model, h) -> int:
     h = check_int(h, "头数 h", minimum=1, error=AttentionInputError)
     if d_model % h != 0:
         divisors = [c for c in range(1, min(d_model, 64) + 1) if d_model % c == 0]
-        raise AttentionInputError(f"d_model={d_model} 不能平均分给 h={h} 个头（{d_model} / {h} 不是整数）。"
+        raise AttentionInputError(f"d_model={d_model} 不能平均分给 h={h} 个头（{d_model} / {h} "
+                                  "不是整数）。"
                                   f"请选一个能整除 {d_model} 的头数，例如 {divisors}。")
     return h
 
@@ -91,14 +93,17 @@ def _as_array(a, name):
     """``a`` as a non-empty real ndarray (dtype unchanged): no None, text, objects, ragged rows or
     hidden entries."""
     if a is None:
-        raise AttentionInputTypeError(f"{name} 是 None：请传入数值数组，例如 np.array([[1.0, 2.0], [3.0, 4.0]])。")
+        raise AttentionInputTypeError(f"{name} 是 None：请传入数值数组，例如 np.array([[1.0, 2.0], "
+                                      "[3.0, 4.0]])。")
     if isinstance(a, (str, bytes)):
         raise AttentionInputTypeError(f"{name} 是文字 {a!r}，不是数值数组：请传入 numpy 数组。")
     if isinstance(a, np.ma.MaskedArray):
         hidden = int(np.ma.count_masked(a))
         if hidden:
-            raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} 个位置被遮住：注意力不会"
-                                      "跳过它们。请用 .filled(值) 填上；想让某些词不被关注，请用 mask= 参数。")
+            raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} "
+                                      "个位置被遮住：注意力不会"
+                                      "跳过它们。请用 .filled(值) 填上；想让某些词不被关注，请用 "
+                                      "mask= 参数。")
         a = np.ma.getdata(a)
     # np.matrix stays 2-D through every operation: a plain array; other subclasses kept (tests count
     # work)
@@ -110,11 +115,13 @@ def _as_array(a, name):
         raise AttentionInputError(f"{name} 无法转换成数组{lengths}："
                                   "请传入形状整齐的 numpy 数组（每行一样长）。") from None
     if arr.dtype.kind not in "iubfc":
-        raise AttentionInputTypeError(f"{name} 的元素类型是 {arr.dtype}，不是数值：请传入浮点数数组。")
+        raise AttentionInputTypeError(f"{name} 的元素类型是 {arr.dtype}，不是数值："
+                                      "请传入浮点数数组。")
     if arr.dtype.kind == "c":
         raise AttentionInputError(f"{name} 是复数数组：注意力只定义在实数上，请传入实数数组。")
     if arr.size == 0:
-        raise AttentionInputError(f"{name} 的形状是 {arr.shape}：里面没有数。至少要有 1 个词元、每个词元至少 1 维。")
+        raise AttentionInputError(f"{name} 的形状是 {arr.shape}：里面没有数。至少要有 1 个词元、"
+                                  "每个词元至少 1 维。")
     return arr
 
 
@@ -126,7 +133,8 @@ def _as_float_array(a, name, min_ndim, what, finite=True):
         arr = arr.astype(np.float64)  # exact for integers up to 2**53, and no uint8 wraparound
     elif arr.dtype not in (np.float16, np.float32, np.float64):
         raise AttentionInputTypeError(
-            f"{name} 的类型是 {arr.dtype}：本课的内核只算 float16、float32、float64，请用 .astype(np.float64)。")
+            f"{name} 的类型是 {arr.dtype}：本课的内核只算 float16、float32、float64，请用 "
+            ".astype(np.float64)。")
     if arr.ndim < min_ndim:
         got = f"标量 {arr.item()!r}" if arr.ndim == 0 else f"形状 {arr.shape}"
         raise AttentionInputError(f"{name} 需要至少 {min_ndim} 维的数组 {what}，收到的是{got}。")
@@ -136,7 +144,8 @@ def _as_float_array(a, name, min_ndim, what, finite=True):
 def _finite(arr, name):
     """``arr`` if it has no NaN or ±inf; two reductions (max and min cannot overflow), no temporary
     array."""
-    if arr.dtype.kind == "f" and not (math.isfinite(float(arr.max())) and math.isfinite(float(arr.min()))):
+    if arr.dtype.kind == "f" and not (math.isfinite(float(arr.max()))
+                                      and math.isfinite(float(arr.min()))):
         bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
         raise AttentionInputError(f"{name} 里有 {bad} 个 NaN 或 inf：注意力会把它们传播到每个输出。"
                                   "请先检查上一步的计算。")
@@ -151,7 +160,8 @@ def _common_dtype(arrays):
 def _heads_array(x, fn, min_ndim, shape):  # dtype kept: integers stay integers
     x = _finite(_as_array(x, "x"), "x")
     if x.ndim < min_ndim:
-        raise AttentionInputError(f"{fn} 需要形如 {shape} 的至少 {min_ndim} 维数组，收到的形状是 {x.shape}。")
+        raise AttentionInputError(f"{fn} 需要形如 {shape} 的至少 {min_ndim} 维数组，收到的形状是 "
+                                  f"{x.shape}。")
     return x
 
 
@@ -173,13 +183,16 @@ def check_logits(x, axis):
     axis = check_int(axis, "axis", minimum=-x.ndim, maximum=x.ndim - 1, error=AttentionInputError)
     if math.isfinite(float(x.max())) and math.isfinite(float(x.min())):
         return x, axis
-    for count, what in ((np.count_nonzero(np.isnan(x)), "NaN"), (np.count_nonzero(np.isposinf(x)), "+inf")):
+    for count, what in ((np.count_nonzero(np.isnan(x)), "NaN"),
+                        (np.count_nonzero(np.isposinf(x)), "+inf")):
         if count:
-            raise AttentionInputError(f"softmax 的输入里有 {count} 个 {what}：结果会是 NaN。请先检查上一步的计算。")
+            raise AttentionInputError(f"softmax 的输入里有 {count} 个 {what}：结果会是 NaN。"
+                                      "请先检查上一步的计算。")
     empty = np.isneginf(x).all(axis=axis)
     if empty.any():
         where = tuple(int(i) for i in np.argwhere(np.atleast_1d(empty))[0])
-        raise AttentionInputError(f"softmax 的输入在位置 {where} 的一行全是 −inf：这一行没有可以分配的权重"
+        raise AttentionInputError(f"softmax 的输入在位置 {where} 的一行全是 −inf："
+                                  "这一行没有可以分配的权重"
                                   "（0/0 = NaN）。每行至少要有一个有限的数。")
     return x, axis
 
@@ -188,17 +201,20 @@ def check_mask(mask, scores_shape):
     """A boolean mask broadcast to the scores' shape, leaving every query at least one key."""
     mask = _as_array(mask, "mask")
     if mask.dtype != bool:
-        raise AttentionInputError(f"mask 应是布尔数组（True = 可以关注），收到的类型是 {mask.dtype}："
+        raise AttentionInputError("mask 应是布尔数组（True = 可以关注），收到的类型是 "
+                                  f"{mask.dtype}："
                                   "请用 mask.astype(bool) 或比较运算得到它。")
     try:
         full = np.broadcast_to(mask, scores_shape)
     except ValueError:
-        raise AttentionInputError(f"mask 的形状 {mask.shape} 无法广播到注意力分数的形状 {tuple(scores_shape)}："
+        raise AttentionInputError(f"mask 的形状 {mask.shape} 无法广播到注意力分数的形状 "
+                                  f"{tuple(scores_shape)}："
                                   "最后两维应是 (n_q, n_k)。") from None
     empty_rows = ~full.any(axis=-1)
     if empty_rows.any():
         where = tuple(int(i) for i in np.argwhere(empty_rows)[0])
-        raise AttentionInputError(f"mask 在位置 {where} 的这一行不允许关注任何键：softmax 会得到 0/0 = NaN。"
+        raise AttentionInputError(f"mask 在位置 {where} 的这一行不允许关注任何键：softmax 会得到 "
+                                  "0/0 = NaN。"
                                   "每个查询至少要能看到一个位置（例如它自己）。")
     return full
 
@@ -210,13 +226,16 @@ def check_qkv(q, k, v, mask=None):
     try:
         lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except ValueError:
-        raise AttentionInputError(f"Q、K、V 前面的批量维度 {q.shape[:-2]}、{k.shape[:-2]}、{v.shape[:-2]} 对不上："
+        raise AttentionInputError(f"Q、K、V 前面的批量维度 {q.shape[:-2]}、{k.shape[:-2]}、"
+                                  f"{v.shape[:-2]} 对不上："
                                   "它们要么相同，要么是 1（可以广播）。") from None
     if q.shape[-1] != k.shape[-1]:
-        raise AttentionInputError(f"Q 的最后一维 d_k={q.shape[-1]} 与 K 的最后一维 {k.shape[-1]} 不同："
+        raise AttentionInputError(f"Q 的最后一维 d_k={q.shape[-1]} 与 K 的最后一维 {k.shape[-1]} "
+                                  "不同："
                                   "Q Kᵀ 要求两者相同。")
     if k.shape[-2] != v.shape[-2]:
-        raise AttentionInputError(f"K 有 {k.shape[-2]} 个位置而 V 有 {v.shape[-2]} 个：每个键必须对应一个值，"
+        raise AttentionInputError(f"K 有 {k.shape[-2]} 个位置而 V 有 {v.shape[-2]} 个："
+                                  "每个键必须对应一个值，"
                                   "请让两者的 n 相同。")
     q, k, v = _common_dtype([q, k, v])
     scores_shape = (*lead, q.shape[-2], k.shape[-2])
@@ -234,7 +253,8 @@ def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
     for w, name in ((w_q, "W_Q"), (w_k, "W_K"), (w_v, "W_V"), (w_o, "W_O")):
         w = _as_float_array(w, name, 0, "", finite=False)
         if w.shape != (d, d):
-            raise AttentionInputError(f"{name} 的形状是 {w.shape}，应为 (d_model, d_model) = ({d}, {d})："
+            raise AttentionInputError(f"{name} 的形状是 {w.shape}，应为 (d_model, d_model) = ({d}, "
+                                      f"{d})："
                                       f"它把 {h} 个头各自的投影矩阵并排放在一起。")
         weights.append(_finite(w, name))
     x, *weights = _common_dtype([x, *weights])
@@ -255,8 +275,10 @@ def _check_memory(scores_shape, dtype, d_v):
     free = None if need <= _ALWAYS_FITS else free_memory()
     if free is not None and need > free:
         raise AttentionInputError(
-            f"这次注意力要算形状为 {tuple(scores_shape)} 的权重（每行 n = {scores_shape[-1]:,} 个数）：权重本身就要 "
-            f"{_bytes(weights)}，连同中间结果约需 {_bytes(need)}，而这台机器现在可用的内存约 {_bytes(free)}。"
+            f"这次注意力要算形状为 {tuple(scores_shape)} 的权重（每行 n = {scores_shape[-1]:,} "
+            "个数）：权重本身就要 "
+            f"{_bytes(weights)}，连同中间结果约需 {_bytes(need)}，而这台机器现在可用的内存约 "
+            f"{_bytes(free)}。"
             "请减少词数 n（或批量大小）后再试。")
 
 
@@ -269,8 +291,10 @@ def _overflow_error(dtype) -> AttentionInputError:
     name = dtype.name
     limit = float(np.finfo(dtype).max)
     wider = "" if dtype == np.float64 else "，或先改用更宽的类型 .astype(np.float64)"
-    return AttentionInputError(f"输入都是有限的数，但按 {name} 计算时，中间结果超过了 {name} 能表示的最大值 "
-                               f"{limit:.3g}，结果会变成 inf 和 NaN。请把输入缩小（例如除以它的最大绝对值，"
+    return AttentionInputError(f"输入都是有限的数，但按 {name} 计算时，中间结果超过了 {name} "
+                               "能表示的最大值 "
+                               f"{limit:.3g}，结果会变成 inf 和 NaN。"
+                               "请把输入缩小（例如除以它的最大绝对值，"
                                f"或先做层归一化）{wider}。")
 
 
@@ -286,10 +310,12 @@ def translated(fn):
                 result = fn(*args, **kwargs)
         except FloatingPointError:
             floats = [a.dtype for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
-            raise _overflow_error(np.result_type(*floats) if floats else np.dtype(np.float64)) from None
+            raise _overflow_error(np.result_type(*floats) if floats
+                                  else np.dtype(np.float64)) from None
         except MemoryError:
             shape = next((a.shape for a in args if isinstance(a, np.ndarray)), "?")
-            raise AttentionInputError(f"这次计算需要的内存超过了这台机器能分配的（输入形状 {shape}）："
+            raise AttentionInputError("这次计算需要的内存超过了这台机器能分配的（输入形状 "
+                                      f"{shape}）："
                                       "请减少词数 n（或批量大小）后再试。") from None
         out = result[0] if isinstance(result, tuple) else result
         if isinstance(out, np.ndarray) and out.dtype.kind == "f" and not np.isfinite(out).all():

@@ -55,7 +55,8 @@ def count(n: int, d_model: int, h: int) -> LayerCount:
     d = check_int(d_model, "d_model", minimum=1)
     h = check_heads(d, h)  # the learner-facing error when h does not divide d_model
     return LayerCount(n, d, h, qkv_projections=3 * n * d * d, scores=n * n * d, scaling=h * n * n,
-                      softmax_exp=h * n * n, softmax_div=h * n * n, weights_v=n * n * d, output_projection=n * d * d)
+                      softmax_exp=h * n * n, softmax_div=h * n * n, weights_v=n * n * d,
+                      output_projection=n * d * d)
 
 
 def parameters(d_model: int, h: int) -> int:
@@ -81,7 +82,8 @@ def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
     d_k = head_width(d_model, check_int(h, "h", minimum=1))
     g = check_int(kv_heads, "kv_heads（键/值头的个数）", minimum=1, maximum=h)
     if h % g:
-        raise LessonInputError(f"kv_heads = {g} 不能整除 h = {h}：每组要有同样多的查询头，请选 h 的一个约数。")
+        raise LessonInputError(f"kv_heads = {g} 不能整除 h = {h}：每组要有同样多的查询头，请选 h "
+                               "的一个约数。")
     if g == h:
         name = "多头（MHA）"
     elif g == 1:

@@ -139,13 +139,16 @@ def _maybe(check):
 # Each field a reader relies on, and its check; covered/of (a self-assessment) and complete (the
 # interview) are
 # kept only where present.
-_ATTEMPT = {"answer": _typed, "verdict": _text, "mistake": _maybe(_text), "question_version": _maybe(_text),
-            "covered": _maybe(_texts), "of": _maybe(_count)}  # fmt: skip
+_ATTEMPT = {"answer": _typed, "verdict": _text, "mistake": _maybe(_text),
+            "question_version": _maybe(_text),
+            "covered": _maybe(_texts), "of": _maybe(_count)}
 _ITEM = {"n_attempts": _count, "question_version": _maybe(_text), "first_try": _maybe(_text),
-         "final": _maybe(_text), "solved": _flag, "answer": _typed, "complete": _maybe(_flag)}  # fmt: skip
+         "final": _maybe(_text), "solved": _flag, "answer": _typed,
+         "complete": _maybe(_flag)}
 _CHECK = {"result": _text, "mistakes": _texts, "at": _maybe(_text)}
-_EXERCISE = {"n_checks": _count, "passed": _flag, "result": _text, "message": _text, "mistakes": _texts,
-             "source": _source, "passed_source": _source}  # fmt: skip
+_EXERCISE = {"n_checks": _count, "passed": _flag, "result": _text, "message": _text,
+             "mistakes": _texts,
+             "source": _source, "passed_source": _source}
 _OPTIONAL = ("covered", "of", "complete")
 
 
@@ -183,13 +186,14 @@ def _item_v1(e) -> dict | None:
     pairs = e.get("history") or [[e.get("answer", ""), "self" if "self" in e else "review"]]
     if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
         return None
-    attempts = [{"answer": a, "verdict": v, "mistake": None, "question_version": None} for a, v in pairs]
+    attempts = [{"answer": a, "verdict": v, "mistake": None, "question_version": None} for a,
+                v in pairs]
     marks = e.get("self")
     if type(marks) is dict and pairs[-1][1] == "self":
         attempts[-1].update(covered=marks.get("covered"), of=marks.get("of"))
     return _item({"attempts": attempts, "n_attempts": e.get("attempts"), "question_version": None,
                   "first_try": pairs[0][1], "final": pairs[-1][1], "solved": e.get("solved", False),
-                  "answer": e.get("answer", ""), "complete": e.get("complete")})  # fmt: skip
+                  "answer": e.get("answer", ""), "complete": e.get("complete")})
 
 
 def _exercise(e, version: int) -> dict | None:
@@ -197,9 +201,11 @@ def _exercise(e, version: int) -> dict | None:
     "status")."""
     if version < 3 and type(e) is dict:
         last = e.get("result", e.get("status"))
-        e = {"message": "", "mistakes": [], "source": None, **e, "n_checks": e.get("checks"), "result": last,
-             "checks": [{"result": last, "mistakes": e.get("mistakes", [])}], "passed": last == "passed",
-             "passed_source": e.get("source") if last == "passed" else None}  # fmt: skip
+        e = {"message": "", "mistakes": [], "source": None, **e, "n_checks": e.get("checks"),
+             "result": last,
+             "checks": [{"result": last, "mistakes": e.get("mistakes", [])}],
+             "passed": last == "passed",
+             "passed_source": e.get("source") if last == "passed" else None}
     return _with_list(e, "checks", _EXERCISE, _CHECK)
 
 
@@ -217,9 +223,11 @@ def migrate(raw) -> tuple[dict, list[str]]:
         raise ValueError(f"不是本课的进度文件（格式不是 {FORMAT}）")
     version = raw.get("version")
     if type(version) is not int or not 1 <= version <= VERSION:
-        raise ValueError(f"格式版本是 {str(version)[:20]}，本课认识 1 到 {VERSION}（更新的版本请先更新课程）")
+        raise ValueError(f"格式版本是 {str(version)[:20]}，本课认识 1 到 "
+                         f"{VERSION}（更新的版本请先更新课程）")
     parts = {kind: raw.get(kind, {}) for kind in _KINDS}
-    if not all(type(part) is dict for part in parts.values()) or not _maybe(_text)(raw.get("saved_at")):
+    if not all(type(part) is dict
+               for part in parts.values()) or not _maybe(_text)(raw.get("saved_at")):
         raise ValueError("顶层的栏目类型不对")
     data = empty()
     bad = []
@@ -253,7 +261,8 @@ def _retire_old(data: dict) -> list[str]:
     """Retire every entry whose question has changed since (the lesson's version differs): the
     ids."""
     items = {**data["questions"], INTERVIEW: data["interview"]}
-    old = [q for q, e in items.items() if e and current_version(q) not in (None, e["question_version"])]
+    old = [q for q, e in items.items() if e
+           and current_version(q) not in (None, e["question_version"])]
     for q in old:
         _retire(data, q)
     return old
@@ -263,8 +272,9 @@ def _refuse(path: Path) -> None:
     """Raise ProgressError unless ``path`` is a regular file or free (looked at, never followed)."""
     with contextlib.suppress(FileNotFoundError):
         if not stat.S_ISREG(os.lstat(path).st_mode):
-            raise ProgressError(errno.EINVAL, f"{path} 不是普通文件（是符号链接、命名管道、文件夹或设备），"
-                                              "本课不读它、不写它、也不给它改名")  # fmt: skip
+            raise ProgressError(errno.EINVAL,
+                                f"{path} 不是普通文件（是符号链接、命名管道、文件夹或设备），"
+                                              "本课不读它、不写它、也不给它改名")
 
 
 def _why(exc: OSError) -> str:
@@ -274,8 +284,10 @@ def _why(exc: OSError) -> str:
     if isinstance(exc, ProgressError):
         return exc.strerror
     reasons = {errno.EROFS: "所在的文件夹是只读的", errno.EACCES: "没有写入这个文件夹的权限",
-               errno.EPERM: "没有写入这个文件夹的权限", errno.ENOSPC: "磁盘已经满了", errno.EDQUOT: "磁盘配额已经用完",
-               errno.ENOTDIR: "路径里有一段不是文件夹", errno.EEXIST: "路径里有一段不是文件夹"}  # fmt: skip
+               errno.EPERM: "没有写入这个文件夹的权限", errno.ENOSPC: "磁盘已经满了",
+               errno.EDQUOT: "磁盘配额已经用完",
+               errno.ENOTDIR: "路径里有一段不是文件夹",
+               errno.EEXIST: "路径里有一段不是文件夹"}
     return reasons.get(exc.errno, f"系统报告「{type(exc).__name__}」")
 
 
@@ -317,26 +329,33 @@ def _add_attempt(data: dict, item_id: str, attempt: dict) -> None:
         entry = None
     if not entry:
         entry = {"attempts": [], "n_attempts": 0, "question_version": attempt["question_version"],
-                 "first_try": attempt["verdict"], "final": None, "solved": False, "answer": ""}  # fmt: skip
+                 "first_try": attempt["verdict"], "final": None, "solved": False,
+                 "answer": ""}
     if item_id == INTERVIEW:
         data["interview"] = entry
-        entry["complete"] = attempt["verdict"] == "self" and len(attempt["covered"]) == attempt["of"]
+        all_covered = len(attempt["covered"]) == attempt["of"]
+        entry["complete"] = attempt["verdict"] == "self" and all_covered
     else:
         data["questions"][item_id] = entry
     attempts = [*entry["attempts"], attempt]
-    entry.update(n_attempts=entry["n_attempts"] + 1, final=attempt["verdict"], answer=attempt["answer"],
-                 solved=entry["solved"] or attempt["verdict"] == "right", attempts=_bounded(attempts, MAX_ATTEMPTS))
+    entry.update(n_attempts=entry["n_attempts"] + 1, final=attempt["verdict"],
+                 answer=attempt["answer"],
+                 solved=entry["solved"] or attempt["verdict"] == "right",
+                 attempts=_bounded(attempts, MAX_ATTEMPTS))
 
 
 def _add_check(data: dict, name: str, result: dict) -> None:
     """One check of an exercise, kept in its history; once passed, it stays passed (a stub run says
     todo)."""
-    entry = data["exercises"].get(name) or {"checks": [], "n_checks": 0, "passed": False, "source": None,
-                                            "passed_source": None}  # fmt: skip
+    entry = data["exercises"].get(name) or {"checks": [], "n_checks": 0, "passed": False,
+                                            "source": None,
+                                            "passed_source": None}
     passed = result["result"] == "passed"
     check = {"result": result["result"], "mistakes": result["mistakes"], "at": result["at"]}
-    entry.update(checks=_bounded([*entry["checks"], check], MAX_ATTEMPTS), n_checks=entry["n_checks"] + 1,
-                 passed=entry["passed"] or passed, result=result["result"], message=result["message"],
+    entry.update(checks=_bounded([*entry["checks"], check], MAX_ATTEMPTS),
+                 n_checks=entry["n_checks"] + 1,
+                 passed=entry["passed"] or passed, result=result["result"],
+                 message=result["message"],
                  mistakes=result["mistakes"], source=result["source"] or entry["source"])
     if passed and result["source"]:
         entry["passed_source"] = result["source"]
@@ -362,7 +381,8 @@ class Progress:
         notice."""
         try:
             _refuse(self.path)
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            fd = os.open(self.path,
+                         os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
             with os.fdopen(fd, "rb") as f:
                 # a larger file is cut short: not JSON, never parsed whole
                 raw = json.loads(f.read(MAX_FILE_BYTES))
@@ -372,12 +392,14 @@ class Progress:
         except FileNotFoundError:
             return empty(), ""
         except ProgressError as exc:
-            return empty(), (f"进度文件的位置不对：{_why(exc)}。这次的进度只留在内存里；请把它移走，"
-                             f"或设置环境变量 {ENV_VAR} 指向另一个位置。")  # fmt: skip
+            return empty(), (f"进度文件的位置不对：{_why(exc)}。这次的进度只留在内存里；"
+                             "请把它移走，"
+                             f"或设置环境变量 {ENV_VAR} 指向另一个位置。")
         except OSError as exc:
             problem = f"读不了（{_why(exc)}）"
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            problem = f"内容已损坏或超过了 {MAX_FILE_BYTES // 2**20} MB（正常的只有几 KB），不是完整的 JSON"
+            problem = (f"内容已损坏或超过了 {MAX_FILE_BYTES // 2**20} MB（正常的只有几 KB），"
+                       "不是完整的 JSON")
         except ValueError as exc:  # migrate's: not this lesson's progress file
             problem = str(exc)
         if problem:
@@ -388,13 +410,15 @@ class Progress:
             with contextlib.suppress(OSError):
                 _replace_file(self.path, json.dumps(data, separators=(",", ":")))
         if old:
-            notice += (f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答保留为旧版题目的作答（不计入），"
-                       "请按现在的题目再答。")  # fmt: skip
+            notice += (f"课程更新后 {'、'.join(old)} 的题目变了："
+                       "之前的作答保留为旧版题目的作答（不计入），"
+                       "请按现在的题目再答。")
         return data, notice
 
     def _set_aside(self, problem: str) -> str:
         """Rename the file to a fresh name beside it (never an existing one); the notice."""
-        target = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}-{secrets.token_hex(3)}")
+        target = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}-"
+                                     f"{secrets.token_hex(3)}")
         try:
             os.rename(self.path, target)
             kept = f"原文件已改名保存为 {target}，没有删除。"
@@ -407,9 +431,10 @@ class Progress:
         points (self)."""
         if fb.blank:
             return
-        attempt = {"answer": answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else sorted(map(str, answer)),
+        attempt = {"answer": answer[:MAX_ANSWER_CHARS] if isinstance(answer, str)
+                   else sorted(map(str, answer)),
                    "verdict": fb.verdict, "mistake": _shown(";".join(fb.mistakes)) or None,
-                   "question_version": fb.version or current_version(fb.question_id)}  # fmt: skip
+                   "question_version": fb.version or current_version(fb.question_id)}
         if fb.verdict == "self":
             attempt.update(covered=list(fb.covered), of=of)
         self._apply(_add_attempt, fb.question_id, attempt)
@@ -420,8 +445,10 @@ class Progress:
         if result.status == "todo" and result.name not in self.data["exercises"]:
             return
         self._apply(_add_check, result.name, {
-            "result": result.status, "message": _shown(result.message), "mistakes": list(result.mistakes or ()),
-            "source": result.source[:MAX_SOURCE_CHARS] if result.source else None, "at": _now()})  # fmt: skip
+            "result": result.status, "message": _shown(result.message),
+            "mistakes": list(result.mistakes or ()),
+            "source": result.source[:MAX_SOURCE_CHARS] if result.source else None,
+            "at": _now()})
 
     def _apply(self, change, *args) -> None:
         """Change the progress in memory at once, then on disk: under the lock, read, merge,
@@ -445,10 +472,12 @@ class Progress:
                     _replace_file(self.path, json.dumps(data, separators=(",", ":")))
                 self.data = data
                 self._pending = []
-                self.notice = notice or ("" if self.notice.startswith("进度没能保存") else self.notice)
+                self.notice = notice or ("" if self.notice.startswith("进度没能保存")
+                                         else self.notice)
             except OSError as exc:
                 self.notice = (f"进度没能保存到 {self.path}：{_why(exc)}。这次的进度先留在内存里，"
-                               f"下次保存时会一起补上；也可以设置环境变量 {ENV_VAR} 指向一个可写的位置。")  # fmt: skip
+                               f"下次保存时会一起补上；也可以设置环境变量 {ENV_VAR} "
+                               "指向一个可写的位置。")
         for listener in self.listeners:
             listener()
 
@@ -469,10 +498,13 @@ class Progress:
 
         out = [("题目", q, state(e.get("solved") or e.get("final") == "self", e.get("n_attempts")))
                for q in self.ids for e in [self.entry(q)]]
-        out += [("代码练习", name, state(e.get("passed"), any(c["result"] != "todo" for c in e.get("checks", ()))))
+        out += [("代码练习", name,
+                 state(e.get("passed"), any(c["result"] != "todo" for c in e.get("checks", ()))))
                 for name in EXERCISE_IDS for e in [self.entry(name)]]
         interview = self.entry(INTERVIEW)
-        return [*out, ("面试自检", INTERVIEW, state(interview.get("complete"), interview.get("n_attempts")))]
+        return [*out,
+                ("面试自检", INTERVIEW,
+                 state(interview.get("complete"), interview.get("n_attempts")))]
 
     def all_done(self) -> bool:
         return all(state == "done" for _, _, state in self.items())
@@ -483,19 +515,24 @@ class Progress:
         items = self.items()
         lines = [self.notice] if self.notice else []
         for kind, unit in (("题目", "题"), ("代码练习", "个"), ("面试自检", "项")):
-            names = {s: [n for k, n, state in items if k == kind and state == s] for s in ("done", "tried", "todo")}
-            selfs = [n for n in names["done"] if kind == "题目" and self.entry(n).get("final") == "self"]
-            line = (f"{kind}：{'已答对' if kind == '题目' else '已完成'} {len(names['done']) - len(selfs)} / "
-                    f"{sum(map(len, names.values()))} {unit}。" + (f"已自评：{'、'.join(selfs)}。" if selfs else ""))
+            names = {s: [n for k, n, state in items if k == kind and state == s]
+                     for s in ("done", "tried", "todo")}
+            selfs = [n for n in names["done"] if kind == "题目"
+                     and self.entry(n).get("final") == "self"]
+            line = (f"{kind}：{'已答对' if kind == '题目' else '已完成'} "
+                    f"{len(names['done']) - len(selfs)} / "
+                    f"{sum(map(len, names.values()))} {unit}。" + (f"已自评：{'、'.join(selfs)}。"
+                                                                  if selfs else ""))
             if names["tried"]:
-                line += ("你的自评还没有勾满三点：对照参考答案改一改，再自评一次。" if kind == "面试自检"
-                         else f"做过但还没过：{'、'.join(names['tried'])}。")  # fmt: skip
+                line += ("你的自评还没有勾满三点：对照参考答案改一改，再自评一次。"
+                         if kind == "面试自检"
+                         else f"做过但还没过：{'、'.join(names['tried'])}。")
             lines.append(line + (f"还没做：{'、'.join(names['todo'])}。" if names["todo"] else ""))
         if self.data["earlier"]:
             lines.append(f"另有旧版题目的作答，保留着、不计入：{'、'.join(self.data['earlier'])}。")
         done = sum(s == "done" for _, _, s in items)
         lines.append(f"全部完成（{done} / {len(items)}），明天见！" if done == len(items) else
-                     f"合计完成 {done} / {len(items)} 项。")  # fmt: skip
+                     f"合计完成 {done} / {len(items)} 项。")
         return "\n".join(lines)
 
     def export(self, folder: Path | str | None = None) -> tuple[Path, Path]:
@@ -510,7 +547,8 @@ class Progress:
         lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]
         for kind, name, state in self.items():
             tries = self.entry(name).get("n_checks", self.entry(name).get("n_attempts", 0))
-            lines.append(f"| {kind} | {name} | {dict(done='完成', tried='未通过', todo='未做')[state]} | {tries} |")
+            lines.append(f"| {kind} | {name} | "
+                         f"{dict(done='完成', tried='未通过', todo='未做')[state]} | {tries} |")
         json_path = folder / "progress-export.json"
         md_path = folder / "progress-summary.md"
         try:
@@ -519,7 +557,7 @@ class Progress:
             _replace_file(md_path, "\n".join(lines) + "\n")
         except OSError as exc:
             raise ProgressError(f"没能导出到 {folder}：{_why(exc)}。你的进度没有受影响；"
-                                "换一个可写的文件夹再导出（export(folder=…)）。") from None  # fmt: skip
+                                "换一个可写的文件夹再导出（export(folder=…)）。") from None
         return json_path, md_path
 
 

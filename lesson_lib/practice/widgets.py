@@ -1,5 +1,6 @@
 """The self-test's widgets, wiring only: ``quiz`` decides, ``progress`` keeps (and restores when a
-cell runs again); an answer is checked on 提交 or Enter, never while the learner is still ticking."""
+cell runs again); an answer is checked on 提交 or Enter, never while the learner is still
+ticking."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def _wire(controls: dict, show, submit=None):
     """``controls.linked`` calling ``show(summary)`` on the learner's actions only; the summary is a
     live region."""
     wired = []
-    summary = linked(controls, lambda s, _picture: wired and show(s), submit=submit, picture=None, reader=False)
+    summary = linked(controls, lambda s, _picture: wired and show(s), submit=submit, picture=None,
+                     reader=False)
     wired.append(True)
     return summary.controls["summary"]
 
@@ -37,8 +39,11 @@ class _Shown:
         """The outer box: bordered, as wide as the output, named and read out (``accessible``)."""
         import ipywidgets as w
 
-        self.box = w.VBox(children, layout=w.Layout(border="1px solid var(--jp-border-color2, #ddd)", padding="8px",
-                                                    margin="6px 0", width="100%", max_width="100%", overflow="hidden"))
+        self.box = w.VBox(children,
+                          layout=w.Layout(border="1px solid var(--jp-border-color2, #ddd)",
+                                          padding="8px",
+                                                    margin="6px 0", width="100%", max_width="100%",
+                                                    overflow="hidden"))
         for name in classes:
             self.box.add_class(name)
         accessible(self.box)
@@ -54,22 +59,31 @@ def _answer_controls(q, kind: str, placeholder: str, rows: int) -> tuple[dict, l
 
     # named: an empty description <label> would hide the placeholder from a screen reader
     if kind == "self":
-        answer = named(w.Textarea(placeholder=placeholder, rows=rows, layout=w.Layout(width="100%")), "你的回答")
+        answer = named(w.Textarea(placeholder=placeholder, rows=rows,
+                                  layout=w.Layout(width="100%")), "你的回答")
         return {"answer": answer}, [w.Label("你的回答："), answer]
     if kind == "single":  # a named radio group whose choices wrap
-        choice = w.RadioButtons(options=[(f"{k}. {label}", k) for k, label in q.choices], value=None,
-                                description="选一项", style=LABEL_BESIDE, layout=w.Layout(width="100%"))
+        choice = w.RadioButtons(options=[(f"{k}. {label}", k) for k, label in q.choices],
+                                value=None,
+                                description="选一项", style=LABEL_BESIDE,
+                                layout=w.Layout(width="100%"))
         return {"choice": choice}, [choice]
     if kind == "multi":  # width auto: 100% would overflow by the margins
-        ticks = {k: w.Checkbox(value=False, description=f"{k}. {label}", indent=False, layout=w.Layout(width="auto"))
-                 for k, label in q.choices}  # fmt: skip
+        ticks = {k: w.Checkbox(value=False, description=f"{k}. {label}", indent=False,
+                               layout=w.Layout(width="auto"))
+                 for k, label in q.choices}
         return ticks, list(ticks.values())
-    controls = {b.name: w.RadioButtons(options=[(label, key) for key, label, _ in b.options], value=None,
-                                       description=b.label, style=LABEL_BESIDE) if hasattr(b, "options") else
-                w.Text(description=b.label, placeholder=b.placeholder or "填一个数或式子", continuous_update=False,
-                       style=LABEL_BESIDE, layout=w.Layout(width="340px")) for b in q.key.boxes}  # fmt: skip
+    controls = {b.name: w.RadioButtons(options=[(label, key) for key, label, _ in b.options],
+                                       value=None,
+                                       description=b.label, style=LABEL_BESIDE)
+                if hasattr(b, "options") else
+                w.Text(description=b.label, placeholder=b.placeholder or "填一个数或式子",
+                       continuous_update=False,
+                       style=LABEL_BESIDE, layout=w.Layout(width="340px"))
+                for b in q.key.boxes}
     units = [getattr(b, "unit", "") for b in q.key.boxes]  # a number box's unit beside it
-    return controls, [w.HBox([c, w.Label(unit)]) if unit else c for c, unit in zip(controls.values(), units)]
+    return controls, [w.HBox([c, w.Label(unit)]) if unit else c for c,
+                      unit in zip(controls.values(), units)]
 
 
 class SelfTestWidget(_Shown):
@@ -77,7 +91,8 @@ class SelfTestWidget(_Shown):
     ``rubric`` (Q1, the interview: free text, never graded) adds a self-assessment and the reference
     answer after the first attempt."""
 
-    def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None, question=None, rubric=None,
+    def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None,
+                 question=None, rubric=None,
                  assess=None, placeholder: str = "", rows: int = 5):
         import ipywidgets as w
 
@@ -90,7 +105,8 @@ class SelfTestWidget(_Shown):
         self.progress = progress if progress is not None else default_progress()
         self.controls, answer_rows = _answer_controls(question, self.kind, placeholder, rows)
         self.answer = self.controls.get("answer")
-        self.submit = w.Button(description="写好了，看要点" if rubric else "提交", button_style="primary",
+        self.submit = w.Button(description="写好了，看要点" if rubric else "提交",
+                               button_style="primary",
                                tooltip="" if rubric else "检查答案（在框里按回车也可以）")
         self._words = ("看参考答案", "收起参考答案") if rubric else ("显示解析", "隐藏解析")
         self.reveal = w.ToggleButton(description=self._words[0], disabled=True, layout=w.Layout(
@@ -98,20 +114,25 @@ class SelfTestWidget(_Shown):
         self.attempt_label = w.HTML("尚未作答")
         self.feedback = _wire(self.controls, self._on_submit, self.submit)
         self.reference = _wire({"reveal": self.reveal}, self._on_reveal)
-        below = [w.HBox([self.submit, self.reveal, self.attempt_label]), self.feedback, self.reference]
+        below = [w.HBox([self.submit, self.reveal, self.attempt_label]), self.feedback,
+                 self.reference]
         # 写好了 beside the count; then the self-assessment; the reference answer last
         if rubric is not None:
             # shown after a first try
             self.rubric_html = w.HTML(box_html(rubric.text(), "neutral", "lesson-rubric"))
             self.ticks = {p.name: w.Checkbox(value=False, description=p.name, indent=False,
-                                             layout=w.Layout(width="auto")) for p in rubric.points}  # fmt: skip
-            self.record_button = w.Button(description="记录自评", tooltip="只记录你自己勾的要点，不打分")
+                                             layout=w.Layout(width="auto"))
+                          for p in rubric.points}
+            self.record_button = w.Button(description="记录自评",
+                                          tooltip="只记录你自己勾的要点，不打分")
             self.assessment = _wire(self.ticks, self._on_assess, self.record_button)
-            self.assess_box = w.VBox([self.rubric_html, w.Label("你的回答说到了哪几点？（自己勾，不打分）"),
+            self.assess_box = w.VBox([self.rubric_html,
+                                      w.Label("你的回答说到了哪几点？（自己勾，不打分）"),
                                       *self.ticks.values(), self.record_button, self.assessment],
-                                     layout=w.Layout(display="none"))  # fmt: skip
-            below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.assess_box, self.reveal,
-                     self.reference]  # fmt: skip
+                                     layout=w.Layout(display="none"))
+            below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.assess_box,
+                     self.reveal,
+                     self.reference]
         if self.attempts:
             entry = self.progress.entry(qid)
             self.restore(entry["answer"])
@@ -187,16 +208,19 @@ class SelfTestWidget(_Shown):
 def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:
     """The widget for one self-test question (it displays itself as a cell's last value)."""
     q = questions.question(question_id)
-    return SelfTestWidget(q.id, q.prompt, lambda a: quiz.check(q.id, a), progress, q, q.key if q.kind == "self" else
-                          None, lambda ticked: quiz.assess(q.id, ticked), q.placeholder, rows=4)  # fmt: skip
+    return SelfTestWidget(q.id, q.prompt, lambda a: quiz.check(q.id, a), progress, q, q.key
+                          if q.kind == "self" else
+                          None, lambda ticked: quiz.assess(q.id, ticked), q.placeholder,
+                          rows=4)
 
 
 def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     """§8: the learner answers first; then the rubric, a self-assessment, and the reference
     answer."""
-    return SelfTestWidget(interview.INTERVIEW_ID, interview.INTERVIEW_QUESTION, interview.interview_check, progress,
+    return SelfTestWidget(interview.INTERVIEW_ID, interview.INTERVIEW_QUESTION,
+                          interview.interview_check, progress,
                           None, interview.interview_rubric(), interview.interview_self_assess,
-                          "用自己的话回答面试官，写三五句即可……", rows=6)  # fmt: skip
+                          "用自己的话回答面试官，写三五句即可……", rows=6)
 
 
 class ProgressSummary(_Shown):
@@ -207,7 +231,8 @@ class ProgressSummary(_Shown):
 
         self.progress = progress if progress is not None else default_progress()
         self.text = w.HTML()
-        self.export_button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
+        self.export_button = w.Button(description="导出进度",
+                                      tooltip="写出 JSON 和一页中文汇总，交给老师")
         # 已导出 is read out after the click
         self.status = _wire({}, self._on_export, self.export_button)
         self._frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
@@ -221,7 +246,8 @@ class ProgressSummary(_Shown):
     def _on_export(self, status) -> None:
         try:
             json_path, md_path = self.progress.export()
-            status.value = box_html(f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。", "neutral")
+            status.value = box_html(f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。",
+                                    "neutral")
         except OSError as exc:
             status.value = box_html(f"导出失败：{exc}", "wrong")
 

@@ -71,9 +71,11 @@ class _Child:
         # the child's stderr: a stack dump, or why it could not start
         self.errors = tempfile.TemporaryFile()
         code = f"from {__name__} import _serve; _serve({preload!r}, {watched})"
-        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE,
                                         stderr=self.errors, env=env, start_new_session=True,
-                                        creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # fmt: skip
+                                        creationflags=getattr(subprocess, "CREATE_NO_WINDOW",
+                                                              0))
         # the child's answers, then None when its answers end
         self.messages: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True, name="lesson-checker-reader").start()
@@ -138,7 +140,8 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
     ended; never waits longer than ``budget`` seconds once the child is ready, never raises for what
     the job does."""
     with _lock:
-        if not (_child and _child.pid == os.getpid() and _child.preload == preload and _child.process.poll() is None):
+        if not (_child and _child.pid == os.getpid() and _child.preload == preload
+                and _child.process.poll() is None):
             stop(restart=preload)
         child = _child
         try:
@@ -148,7 +151,8 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
                 # kill, then read
                 return Reply("nostart", exitcode=stop(1.0, restart=preload), stack=child.log[-300:])
             try:
-                pickle.dump((target, payload, budget), child.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((target, payload, budget), child.process.stdin,
+                            protocol=pickle.HIGHEST_PROTOCOL)
                 child.process.stdin.flush()
                 answer = child.messages.get(timeout=budget)
             except (OSError, ValueError):  # a broken pipe: the child is gone
@@ -222,7 +226,8 @@ class _Output:
             self.dropped = False
         if dropped or len(text) > OUTPUT_CHARS:
             text = text[-OUTPUT_CHARS:]
-            text = "…（前面的输出省略了）\n" + text[text.find("\n") + 1 :]  # from the first whole line
+            # from the first whole line
+            text = "…（前面的输出省略了）\n" + text[text.find("\n") + 1 :]
         return text
 
 
@@ -298,7 +303,8 @@ def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
         with open("/proc/self/statm") as f:
             soft = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + MEMORY_HEADROOM
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+        resource.setrlimit(resource.RLIMIT_AS,
+                           (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
     output = _Output()
     inbox = queue.Queue()
     threading.Thread(target=_watch, args=(jobs, inbox), daemon=True).start()

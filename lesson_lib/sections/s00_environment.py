@@ -34,7 +34,8 @@ def problems() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             found[dist] = f"没有安装 {dist}（{purpose}）。{SETUP_HINT}"
         except InvalidVersion:
-            found[dist] = f"{dist} 的版本号 {metadata.version(dist)!r} 无法识别（{purpose}）。{SETUP_HINT}"
+            found[dist] = (f"{dist} 的版本号 {metadata.version(dist)!r} 无法识别（{purpose}）。"
+                           f"{SETUP_HINT}")
     try:
         font_path()
     except RuntimeError as exc:
@@ -53,6 +54,7 @@ def check() -> None:
     # the font needs matplotlib and its font package: set up only when nothing is missing
     if found := problems():
         print("\n".join(f"[需要处理] {name}：{message}" for name, message in found.items()))
-        print("修好后用菜单「运行 → 重启内核并运行所有单元格」（Run → Restart Kernel and Run All Cells）。")
+        print("修好后用菜单「运行 → 重启内核并运行所有单元格」（Run → Restart Kernel and Run All "
+              "Cells）。")
     else:
         use_chinese_font()

@@ -1,6 +1,6 @@
-"""§2: why one head must average. 她 needs two answers at once, who it is (指代 → 小红) and the subject
-it lines up with (语法角色 → 小明); one head returns one weighted average of the values' features, two
-keep one answer each."""
+"""§2: why one head must average. 她 needs two answers at once, who it is (指代 → 小红) and the
+subject it lines up with (语法角色 → 小明); one head returns one weighted average of the values'
+features, two keep one answer each."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ IDENTITY_FEATURES = ["女性", "男性", "人物", "物品"]
 ROLE_FEATURES = ["主语", "宾语"]
 FEATURES = IDENTITY_FEATURES + ROLE_FEATURES
 
-_VALUE_ROWS = {  # word -> 1 for each feature it carries, in FEATURES order: 女性 男性 人物 物品 主语 宾语
+# word -> 1 for each feature it carries, in FEATURES order: 女性 男性 人物 物品 主语 宾语
+_VALUE_ROWS = {
     "小明": [0, 1, 1, 0, 1, 0],
     "苹果": [0, 0, 0, 1, 0, 1],
     "小红": [1, 0, 1, 0, 0, 0],  # the receiver: neither the subject nor the thing handed over
@@ -92,7 +93,8 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         subject = w[0, SUBJECT]
     else:
         # Each head owns one question and one feature subspace (its slice of W^Q, W^K, W^V).
-        q = np.stack([scale * _QUESTION["指代"], scale * _QUESTION["语法角色"]])[:, None]  # (2, 1, 2)
+        # (2, 1, 2)
+        q = np.stack([scale * _QUESTION["指代"], scale * _QUESTION["语法角色"]])[:, None]
         k2 = np.stack([k * [1, 0], k * [0, 1]])  # (2, n, 2) each head's key subspace
         n_id = len(IDENTITY_FEATURES)
         # (2, n, 4)
@@ -104,14 +106,16 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         w = w[:, 0]
         referent = w[0, REFERENT]
         subject = w[1, SUBJECT]
-    return Demo(heads, float(sharpness), names, np.atleast_2d(w), dict(zip(FEATURES, map(float, output))),
+    return Demo(heads, float(sharpness), names, np.atleast_2d(w),
+                dict(zip(FEATURES, map(float, output))),
                 float(referent), float(subject))
 
 
 def bar_html(value: float, colour: str) -> str:
     """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and
     §6's bars)."""
-    return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;background:{colour};'
+    return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;background:'
+            f'{colour};'
             f'vertical-align:middle"></span> {value:.2f}')
 
 
@@ -120,22 +124,28 @@ def demo_html(d: Demo) -> str:
     column per head, so it keeps its height when the head count changes; named by each head's two
     largest weights and the features."""
     def table(headers, rows):
-        head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>" for h in ("", *headers))
+        head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>"
+                       for h in ("", *headers))
         body = "".join(f"<tr><td style='text-align:right;padding-right:0.6em'>{label}</td>"
-                       + "".join(f"<td style='padding-right:1em;min-width:11em'>{bar}</td>" for bar in bars) + "</tr>"
+                       + "".join(f"<td style='padding-right:1em;min-width:11em'>{bar}</td>"
+                                 for bar in bars) + "</tr>"
                        for label, bars in rows)
-        return f"<table style='color:inherit;border-collapse:collapse;margin:2px 0 8px'><tr>{head}</tr>{body}</table>"
+        return ("<table style='color:inherit;border-collapse:collapse;margin:2px 0 "
+                f"8px'><tr>{head}</tr>{body}</table>")
 
     colours = ("var(--jp-brand-color1, #1f77b4)", "var(--jp-warn-color1, #f57c00)")
     weights = table(d.names, [(t, [bar_html(row[j], c) for row, c in zip(d.weights, colours)])
                               for j, t in enumerate(TOKENS[:QUERY])])
     features = table(["输出里读得出的特征（理想：女性=1、人物=1、主语=1）"],
-                     [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")]) for k, v in d.output.items()])
-    gives = ["，".join(f"给「{TOKENS[k]}」{row[k]:.2f}" for k in np.argsort(-row[:QUERY], kind="stable")[:2])
+                     [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")]) for k,
+                      v in d.output.items()])
+    gives = ["，".join(f"给「{TOKENS[k]}」{row[k]:.2f}"
+                      for k in np.argsort(-row[:QUERY], kind="stable")[:2])
              for row in d.weights]  # each head's two largest weights
     heads = "；".join(f"{name}：「她」{top}" for name, top in zip(d.names, gives))
     read = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
-    alt = html.escape(f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{read}。")
+    alt = html.escape(f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。"
+                      f"输出里读得出的特征：{read}。")
     return (f'<div role="img" aria-label="{alt}" style="max-width:100%;overflow-x:auto">'
             f"<b>「她」往回看时，每个头把注意力给了谁</b>{weights}{features}</div>")
 
@@ -149,12 +159,14 @@ def values_table() -> str:
 def blend_table(weights_by_word: dict[str, float]) -> str:
     """One head's output with the given weights, feature by feature."""
     label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
-    return text_table(["特征", f"单头输出（{label}）"], [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
+    return text_table(["特征", f"单头输出（{label}）"],
+                      [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
 
 
 def summary_html(d: Demo) -> str:
     """One line for the widget: how much of each answer reaches the output."""
-    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>句法（主语小明）{d.subject_kept:.0%}</b>。")
+    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>句法（主语小明）"
+               f"{d.subject_kept:.0%}</b>。")
 
 
 def demo_text(sharpness: float = 4.0) -> str:
@@ -164,8 +176,10 @@ def demo_text(sharpness: float = 4.0) -> str:
         d = demo(heads, sharpness)
         lines.append(f"{heads} 个头：")
         for name, row in zip(d.names, d.weights):
-            lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}" for t, w in zip(TOKENS, row[:QUERY])))
-        lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，句法（主语小明）= {d.subject_kept:.2f}")
+            lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}" for t,
+                                                        w in zip(TOKENS, row[:QUERY])))
+        lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，句法（主语小明）= "
+                     f"{d.subject_kept:.2f}")
     return "\n".join(lines)
 
 

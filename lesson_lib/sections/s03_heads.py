@@ -19,7 +19,8 @@ from lesson_lib.show.tables import text_table
 # float64 round-off of these sums is ~1e-15; its digits follow the BLAS kernel and thread count
 ROUNDOFF = 1e-12
 # Figure 11.1
-_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C"]
+_HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3",
+                "#8C8C8C"]
 
 
 def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
@@ -33,7 +34,8 @@ def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
     return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
 
 
-def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> list[tuple[str, tuple[int, ...], str]]:
+def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
+                h: int = BASE_HEADS) -> list[tuple[str, tuple[int, ...], str]]:
     """(code, shape, caption) of every step from X (n, d_model) to the output, computed with the
     kernel's functions."""
     x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
@@ -46,19 +48,23 @@ def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) ->
     concat = merge_heads(heads)  # (n, h·d_v)
     return [
         ("X", x.shape, "输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）"),
-        ("X @ W_Q", q.shape, f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）"),
-        ("Q.reshape(n, h, d_k)", (n, h, d_k), f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}"),
+        ("X @ W_Q", q.shape,
+         f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）"),
+        ("Q.reshape(n, h, d_k)", (n, h, d_k),
+         f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}"),
         ("split_heads(Q, h)", qh.shape,
          "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）"),
         ("Attention(Q_i, K_i, V_i)", heads.shape, f"每个头各自做注意力：{h} 个 (n × n) 权重矩阵"),
-        ("heads.swapaxes(0, 1)", np.swapaxes(heads, 0, 1).shape, "转置回 (n, h, d_v)：词元重新放到最前面"),
+        ("heads.swapaxes(0, 1)", np.swapaxes(heads, 0, 1).shape,
+         "转置回 (n, h, d_v)：词元重新放到最前面"),
         ("merge_heads(heads)", concat.shape,
          "拼接 Concat(head_1, …, head_h)（上一步的转置加这一步，就是 merge_heads）"),
         ("concat @ W_O", (concat @ w_o).shape, "乘 W^O：各头的结果第一次混在一起"),
     ]
 
 
-def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS, seed: int = 0) -> dict:
+def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS,
+                         seed: int = 0) -> dict:
     """Concat(head_i) W^O against Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O): their
     largest difference, and how much each head's output moves when the other heads' W^Q changes
     (heads meet only at W^O)."""
@@ -83,7 +89,8 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_
     }
 
 
-def order_and_position(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS, seed: int = 0) -> dict:
+def order_and_position(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS,
+                       seed: int = 0) -> dict:
     """Self-attention ignores order unless X carries positions: the largest difference between
     "reverse the tokens, then attend" and "attend, then reverse", without and with a position table
     P added to X."""
@@ -108,8 +115,12 @@ def order_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> 
     check = order_and_position(n=n, d_model=d_model, h=h)
     without = check["without_position"]
     with_position = check["with_position"]
-    same = f"< {ROUNDOFF:.0e}，每个词元读到的内容一样" if without < ROUNDOFF else f"{without:.2f}，内容变了！"
-    changed = f"{with_position:.2f}，每个词元读到的内容变了" if with_position >= ROUNDOFF else "< 1e-12，内容没变！"
+    same = f"< {ROUNDOFF:.0e}，每个词元读到的内容一样" if without < ROUNDOFF else (f"{without:.2f}"
+                                                                       "，"
+                                                                       "内容变了！")
+    changed = "< 1e-12，内容没变！"
+    if with_position >= ROUNDOFF:
+        changed = f"{with_position:.2f}，每个词元读到的内容变了"
     return "\n".join([
         f"不加位置编码，把 {n} 个词元倒过来排：输出也只是倒过来，同一个词元的输出最大差 {same}",
         f"X 加上位置编码再倒过来排：同一个词元的输出最大差 {changed}",
@@ -137,7 +148,8 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
 
     def arrow(a, b):  # from box a to box b, clipped at their borders
         ax.annotate("", b.get_position(), a.get_position(), arrowprops={
-            "arrowstyle": "-|>", "color": "#555555", "patchA": a.get_bbox_patch(), "patchB": b.get_bbox_patch()})
+            "arrowstyle": "-|>", "color": "#555555", "patchA": a.get_bbox_patch(),
+            "patchB": b.get_bbox_patch()})
 
     x = box(0.85, 2.1, f"输入 X\nd_model\n= {d_model}\nQ=K=V=X", "#E8EEF7")
     concat = box(8.05, 2.1, f"Concat\n{h} × {d_k}\n= {h * d_k}", "#FFF2CC")
@@ -148,24 +160,34 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
     for j, y in zip(numbers, ys):
         colour = _HEAD_COLORS[(j - 1) % len(_HEAD_COLORS)]
         projection = box(3.35, y, f"投影 {j}\nW_{j}^Q,K,V", "#F7F7F7")
-        head = box(5.85, y, f"头 {j}\nd_k = {d_k}", to_hex(0.25 * np.array(to_rgb(colour)) + 0.75), colour)
+        head = box(5.85, y, f"头 {j}\nd_k = {d_k}", to_hex(0.25 * np.array(to_rgb(colour)) + 0.75),
+                   colour)
         arrow(x, projection), arrow(projection, head), arrow(head, concat)
     if h > 5:  # the heads left out, in both columns, between head 4 and head h
         for col in (3.35, 5.85):
-            ax.text(col, (ys[3] + ys[4]) / 2, "…", ha="center", va="center", fontsize=10, rotation=90)
-    ax.text(5.5, 4.7, f"图 11.1  多头自注意力：X 经 {h} 组投影切成 {h} 个头\n（每头宽度 d_k = {d_k}），"
-            f"各算各的，最后拼回 d_model = {d_model}", ha="center", va="top", fontsize=10.5, linespacing=1.4)
-    ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 W^O 才把它们的结果混合", ha="center", va="bottom",
+            ax.text(col, (ys[3] + ys[4]) / 2, "…", ha="center", va="center", fontsize=10,
+                    rotation=90)
+    ax.text(5.5, 4.7,
+            f"图 11.1  多头自注意力：X 经 {h} 组投影切成 {h} 个头\n（每头宽度 d_k = {d_k}），"
+            f"各算各的，最后拼回 d_model = {d_model}", ha="center", va="top", fontsize=10.5,
+            linespacing=1.4)
+    ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 W^O 才把它们的结果混合",
+            ha="center", va="bottom",
             fontsize=9.5, color="#555555", linespacing=1.4)
     shown = "、".join(f"头 {j}" for j in numbers)
-    return describe(fig, f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
-                         f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，"
-                         f"再乘 W^O （{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
+    return describe(fig,
+                    f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 "
+                    f"{h} 个头"
+                         f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = "
+                         f"{h * d_k} 维，"
+                         f"再乘 W^O （{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O "
+                         "之前互不通信。")
 
 
 def steps_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
     """Every step's code, shape and caption, one row each."""
-    rows = [[f"{i}.", code, str(shape), title] for i, (code, shape, title) in enumerate(shape_steps(n, d_model, h), 1)]
+    rows = [[f"{i}.", code, str(shape), title] for i,
+            (code, shape, title) in enumerate(shape_steps(n, d_model, h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
 
 
@@ -181,8 +203,10 @@ def transpose_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS)
     token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))
     return "\n".join([
         f"正确切分时，头 1 里的数来自哪些头的列：头 {np.unique(split_heads(owner, h)[0]).tolist()}",
-        f"忘了 transpose 时，头 1 里的数来自哪些头的列：头 {np.unique(owner.reshape(h, n, d_k)[0]).tolist()}",
-        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 {token.reshape(h, n, d_k)[0][:, 0].tolist()}",
+        "忘了 transpose 时，头 1 里的数来自哪些头的列：头 "
+        f"{np.unique(owner.reshape(h, n, d_k)[0]).tolist()}",
+        f"忘了 transpose 时，头 1 的 {n} 行分别来自哪些词元：词元 "
+        f"{token.reshape(h, n, d_k)[0][:, 0].tolist()}",
     ])
 
 

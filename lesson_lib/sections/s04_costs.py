@@ -31,7 +31,8 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float
     heads = list(heads)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, d_model), dtype=np.float32)  # (n, d_model)
-    ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32) for _ in range(4)]
+    ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32)
+          for _ in range(4)]
     result = {}
     with one_blas_thread():
         for h in heads[:1]:
@@ -50,7 +51,8 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float
 
 def format_table(n: int, d_model: int, heads) -> str:
     """The per-stage counts as a text table, one row per h."""
-    rows = [[c.h, c.d_k, c.qkv_projections, c.scores, c.weights_v, c.output_projection, c.matmul_total,
+    rows = [[c.h, c.d_k, c.qkv_projections, c.scores, c.weights_v, c.output_projection,
+             c.matmul_total,
              c.softmax_total] for c in (count(n, d_model, h) for h in heads)]
     return text_table(["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计",
                        f"{SOFTMAX_WORK} {SOFTMAX_WORK_FORMULA}"], rows)
@@ -71,12 +73,14 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
     times = {}
     for n in ns:
         times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
-        lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h, t in times.items()))
+        lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h,
+                                                t in times.items()))
     first, *others = times or [None]
     if others:
         ratios = "，".join(f"h = {h} 是 {times[h] / times[first]:.1f} 倍" for h in others)
         base = BASE_HEADS if BASE_HEADS in others else others[0]
-        verdict = (f"h = {base} 和 h = {first} 差不多快：用时也基本守恒" if times[base] / times[first] <= SIMILAR_TIME
+        verdict = (f"h = {base} 和 h = {first} 差不多快：用时也基本守恒"
+                   if times[base] / times[first] <= SIMILAR_TIME
                    else f"h = {base} 明显比 h = {first} 慢：守恒的是乘法次数，不是用时")
         lines.append(f"n = {ns[-1]} 时，以 h = {first} 为 1：{ratios}。在这台电脑上，{verdict}。")
     return "\n".join(lines)
@@ -90,4 +94,5 @@ def kv_sharing_text(d_model: int, h: int, groups: int) -> str:
     body = [[r.name, r.kv_heads, r.projection_params, r.cache_per_token,
              f"1/{full // r.cache_per_token}" if r.cache_per_token < full else "1"] for r in rows]
     title = f"d_model = {d_model}，h = {h} 个查询头，每头宽度 d_k = {rows[0].d_k}（每一层）："
-    return title + "\n" + text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "缓存占多头"], body)
+    return title + "\n" + text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "缓存占多头"],
+                                     body)

@@ -64,9 +64,11 @@ def lab_state(h: int) -> LabState:
     count = costs.count(n, BASE_D_MODEL, h)
     base = costs.count(n, BASE_D_MODEL, BASE_HEADS)
     diversity = mean_pairwise_js(weights) if h > 1 else None
-    return LabState(h, BASE_D_MODEL // h, SENTENCE, weights, costs.parameters(BASE_D_MODEL, h), count.matmul_total,
+    return LabState(h, BASE_D_MODEL // h, SENTENCE, weights, costs.parameters(BASE_D_MODEL, h),
+                    count.matmul_total,
                     count.softmax_total, float(row_entropy(weights).mean()), diversity,
-                    _reading(h, BASE_D_MODEL // h, count.softmax_total / base.softmax_total, diversity))
+                    _reading(h, BASE_D_MODEL // h, count.softmax_total / base.softmax_total,
+                             diversity))
 
 
 def _reading(h, d_k, softmax_vs_base, diversity):
@@ -75,10 +77,12 @@ def _reading(h, d_k, softmax_vs_base, diversity):
                 "参数和矩阵乘法与 8 头完全相同。")
     spread = f"头与头之间的平均差异（JS 散度）{diversity:.2f} 比特"
     if h == BASE_HEADS:
-        return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置：{h} 张不同的注意力图，{spread}；"
+        return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置：{h} "
+                f"张不同的注意力图，{spread}；"
                 "参数与矩阵乘法和 1 个头时完全一样。")
     if d_k <= 8:
-        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 工作量是 8 头的 {softmax_vs_base:g} 倍，"
+        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 工作量是 8 头的 "
+                f"{softmax_vs_base:g} 倍，"
                 "而每个头用来打分的向量已经很短（论文表 3 里 d_k 过小时 BLEU 下降）。")
     return (f"{h} 个头、每头宽度 d_k = {d_k}：{h} 张不同的注意力图，{spread}；"
             f"参数与矩阵乘法不变，softmax 工作量是 8 头的 {softmax_vs_base:g} 倍。")
@@ -93,15 +97,18 @@ def summary_html(state: LabState) -> str:
             (f"{costs.SOFTMAX_WORK}（缩放、exp、除法）",
              f"{state.softmax_ops:,}（= {costs.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
             ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）")]
-    body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k, v in rows)
-    return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px 0'>{state.reading}</p>")
+    body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k,
+                   v in rows)
+    return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px "
+               f"0'>{state.reading}</p>")
 
 
 def overview_alt(state: LabState, zoom: int) -> str:
     """What the overview of all heads shows, in Chinese: how many, which is framed, how concentrated
     they are."""
     if state.h == 1:
-        return f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；每个词元只有这一行权重。"
+        return (f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；"
+                "每个词元只有这一行权重。")
     # (h,) mean largest row weight: 1 = one word, 1/n = even
     c = state.weights.max(axis=-1).mean(axis=-1)
     most = int(np.argmax(c))
@@ -116,26 +123,33 @@ def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str, str]:
     """The lab's HTML: head ``zoom`` (1-based) large with its token labels, every head small with
     the zoomed one framed (themed SVG named by alt text from the numbers), and the zoomed head's
     weights folded under both."""
-    zoom = check_int(zoom, f"zoom（放大第几个头；h = {state.h} 时只有 {state.h} 个）", minimum=1, maximum=state.h)
+    zoom = check_int(zoom, f"zoom（放大第几个头；h = {state.h} 时只有 {state.h} 个）", minimum=1,
+                     maximum=state.h)
     w = state.weights[zoom - 1]
     tokens = state.tokens  # (n, n)
-    tops = "；".join(f"「{tokens[i]}」最看重「{tokens[k]}」（{w[i, k]:.2f}）" for i, k in enumerate(w.argmax(1)))
-    alt = (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）的注意力热图，"
+    tops = "；".join(f"「{tokens[i]}」最看重「{tokens[k]}」（{w[i, k]:.2f}）" for i,
+                    k in enumerate(w.argmax(1)))
+    alt = (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）"
+           "的注意力热图，"
            f"行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。每行最大的权重：{tops}。")
-    zoomed = heat_map(w, tokens, cell_px=ZOOM_CELL_PX, suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
+    zoomed = heat_map(w, tokens, cell_px=ZOOM_CELL_PX,
+                      suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
                       alt=alt, table=False, height=LAB_HEIGHT)
     title = f"全部 {state.h} 个头" + (f"（红框 = 头 {zoom}）" if state.h > 1 else "")
-    note = "h = 1：只有左边这一个头，每个词元只有这一行权重。把滑块拖到 2 或更多，这里会排出每个头的小图。"
+    note = ("h = 1：只有左边这一个头，每个词元只有这一行权重。把滑块拖到 2 或更多，"
+            "这里会排出每个头的小图。")
     overview = heat_map(state.weights, box=(OVERVIEW_WIDTH, LAB_HEIGHT), highlight_head=zoom,
                         alt=overview_alt(state, zoom), suptitle=title, note=note)
-    table = (["行（发出关注的词元）", *tokens], [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(tokens, w)])
+    table = (["行（发出关注的词元）", *tokens],
+             [[t, *(f"{v:.2f}" for v in row)] for t, row in zip(tokens, w)])
     numbers = folded_table(table, f"图中的数字（表格）：放大的头 {zoom} 的全部权重")
     return zoomed, overview, numbers
 
 
 def comparison_table(heads=(1, 2, 8, 32, 64)) -> str:
     """The lab's numbers for a few head counts side by side (the same lab_state the slider uses)."""
-    rows = [[h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops, round(s.mean_entropy_bits, 2)]
+    rows = [[h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops,
+             round(s.mean_entropy_bits, 2)]
             for h, s in ((h, lab_state(h)) for h in heads)]
     return text_table(["h", "d_k", "参数", "矩阵乘法", costs.SOFTMAX_WORK, "平均熵（比特）"], rows)
 

@@ -17,16 +17,20 @@ KEEP_HEIGHT = "lesson-keep-height"
 LIVE = "lesson-live"
 
 
-def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1, reader: bool = True):
+def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1,
+           reader: bool = True):
     """Call ``show(summary, picture)`` now and whenever a control changes (with a ``submit`` Button:
     on its click or a one-line text box's commit), never re-entered; ``picture``: None or "html"
     (``pictures`` > 1: a row of them)."""
     import ipywidgets as w
 
-    images = [w.HTML(layout=w.Layout(max_width="100%", margin="0 0 0 8px" if i else "0")).add_class(KEEP_HEIGHT)
+    images = [w.HTML(layout=w.Layout(max_width="100%", margin="0 0 0 8px" if i
+                                     else "0")).add_class(KEEP_HEIGHT)
               # a picture's area keeps its tallest height: nothing jumps
               for i in range(pictures if picture else 0)]
-    summary = w.HTML().add_class(LIVE).add_class(KEEP_HEIGHT) if images else w.HTML().add_class(LIVE)
+    summary = w.HTML().add_class(LIVE)
+    if images:
+        summary.add_class(KEEP_HEIGHT)
     picture = images[0] if len(images) == 1 else (tuple(images) or None)
     busy = []
 
@@ -49,11 +53,13 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
     redraw()
     bar = w.HBox([*controls.values(), *([submit] if submit is not None else [])],
                  layout=w.Layout(flex_flow="row wrap", align_items="center"))
-    shown = images if len(images) < 2 else [w.HBox(images, layout=w.Layout(align_items="flex-start"))]
+    shown = images if len(images) < 2 else [w.HBox(images,
+                                                   layout=w.Layout(align_items="flex-start"))]
     box = w.VBox([bar, summary, *shown])
     if reader:
         accessible(box)
-    box.controls = {**controls, "summary": summary, "picture": picture, **({"submit": submit} if submit else {})}
+    box.controls = {**controls, "summary": summary, "picture": picture,
+                    **({"submit": submit} if submit else {})}
     return box
 
 
@@ -65,7 +71,8 @@ def _widget_class(name: str, js: str, css: str = "", **traits):
     from lesson_lib.show.theme import PAGE_CSS
 
     esm = (_HERE / js).read_text(encoding="utf-8")
-    return type(name, (anywidget.AnyWidget,), {"__module__": __name__, "_esm": esm, "_css": css + PAGE_CSS, **traits})
+    return type(name, (anywidget.AnyWidget,),
+                {"__module__": __name__, "_esm": esm, "_css": css + PAGE_CSS, **traits})
 
 
 # built on first use: anywidget and traitlets' metaclass work stay out of import time
@@ -89,8 +96,10 @@ def named(control, name: str):
 
 def screen_reader_only(text: str) -> str:
     """``text`` as HTML a screen reader reads and the page does not show."""
-    return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:hidden;'
-            f'clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap">{html.escape(text)}</span>')
+    return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:'
+            'hidden;'
+            f'clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap">{html.escape(text)}</span'
+            '>')
 
 
 def accessible(box):
@@ -112,7 +121,8 @@ def accessible(box):
 def _slider_class():
     import traitlets as t
 
-    class Slider(_widget_class("SliderBase", "slider.js", (_HERE / "slider.css").read_text(encoding="utf-8"))):
+    class Slider(_widget_class("SliderBase", "slider.js",
+                               (_HERE / "slider.css").read_text(encoding="utf-8"))):
         """A slider over ``(label, value)`` options, named for screen readers and driven by the
         keyboard."""
 
@@ -125,13 +135,15 @@ def _slider_class():
 
         def __init__(self, options, value, description, **kwargs):
             self._values = [v for _label, v in options]
-            super().__init__(description=description, labels=[str(label) for label, _v in options], **kwargs)
+            super().__init__(description=description, labels=[str(label) for label, _v in options],
+                             **kwargs)
             self.value = value
 
         @t.validate("value")
         def _known(self, proposal):
             if proposal.value not in self._values:
-                raise t.TraitError(f"滑块「{self.description}」没有 {proposal.value!r} 这一档；可选：{self._values}")
+                raise t.TraitError(f"滑块「{self.description}」没有 {proposal.value!r} 这一档；"
+                                   f"可选：{self._values}")
             return proposal.value
 
         @t.observe("value")
@@ -170,7 +182,8 @@ def slider(description: str, value, *, options=None, min=None, max=None, step=1,
         values = [round(min + i * step, 10) for i in range(round((max - min) / step) + 1)]
         options = [(f"{v:.1f}" if step % 1 else str(v), v) for v in values]
     # 300 px at least: a slider track stays draggable on a 1024 px screen
-    return _slider_class()(options, value, description, layout=layout or w.Layout(min_width="300px", width="380px"))
+    return _slider_class()(options, value, description, layout=layout
+                           or w.Layout(min_width="300px", width="380px"))
 
 
 def walk(widget):

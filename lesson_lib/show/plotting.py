@@ -45,7 +45,8 @@ def font_path() -> Path:
         ) from None
     path = Path(noto_cjk_sans_otc.__file__).parent / _FONT_FILE
     if not path.is_file():
-        raise RuntimeError(f"noto-cjk-sans-otc 里找不到字体文件 {_FONT_FILE}（查找位置 {path.parent}）："
+        raise RuntimeError(f"noto-cjk-sans-otc 里找不到字体文件 {_FONT_FILE}（查找位置 "
+                           f"{path.parent}）："
                            "请重新安装 noto-cjk-sans-otc。")
     return path
 
@@ -59,10 +60,12 @@ def use_chinese_font() -> str:
         font_manager.fontManager.addfont(path)
     # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends
     # included.
-    mpl.rcParams.update({"font.family": "sans-serif", "font.sans-serif": [CJK_FONT, _FIRST_FACE, "DejaVu Sans"],
+    mpl.rcParams.update({"font.family": "sans-serif",
+                         "font.sans-serif": [CJK_FONT, _FIRST_FACE, "DejaVu Sans"],
                          # the CJK font's minus sign renders; the Unicode one may not
                          "axes.unicode_minus": False,
-                         "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
+                         "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10,
+                         "xtick.labelsize": 9.5,
                          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11})
     return CJK_FONT
 
@@ -95,7 +98,8 @@ def colormap_lut() -> np.ndarray:
     """(256, 3) uint8 colours of viridis, the lesson's one colormap."""
     import matplotlib
 
-    return np.round(matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, 256))[:, :3] * 255).astype(np.uint8)
+    rgba = matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, 256))
+    return np.round(rgba[:, :3] * 255).astype(np.uint8)
 
 
 def _image(x, y, width, height, rgb, smooth=False) -> str:
@@ -107,7 +111,8 @@ def _image(x, y, width, height, rgb, smooth=False) -> str:
     Image.fromarray(rgb).save(buf, format="PNG", compress_level=1)
     href = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
     pixelated = "" if smooth else ' style="image-rendering:pixelated"'
-    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"{pixelated} '
+    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"'
+            f'{pixelated} '
             f'href="{href}"/>')
 
 
@@ -118,7 +123,8 @@ def _image(x, y, width, height, rgb, smooth=False) -> str:
 # but keeps an <img> with a data URI: the same SVG bytes, on white (issue 29: drawn once, not a
 # second PNG).
 _PICTURE_CSS = (
-    "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:none!important}"
+    "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:"
+    "none!important}"
     ".lesson-fig svg{max-width:100%;height:auto}"
     'body[data-jp-theme-light="false"] .lesson-fig{--lesson-tint:22%}</style>'
 )
@@ -138,11 +144,13 @@ def describe(fig, alt: str, table=None):
     # not imported outside a notebook
     shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()
     if shell and not getattr(shell, "_lesson_pictures", False):
-        html, png = (shell.display_formatter.formatters[kind] for kind in ("text/html", "image/png"))
+        html, png = (shell.display_formatter.formatters[kind]
+                     for kind in ("text/html", "image/png"))
         html.for_type(Figure, lambda fig: picture_html(fig) if hasattr(fig, "lesson_alt") else None)
         # a PNG beside the HTML would show every figure twice
         if inline_png := png.type_printers.get(Figure):
-            png.for_type(Figure, lambda fig: None if hasattr(fig, "lesson_alt") else inline_png(fig))
+            png.for_type(Figure, lambda fig: None if hasattr(fig, "lesson_alt")
+                         else inline_png(fig))
         shell._lesson_pictures = True
     return fig
 
@@ -168,7 +176,8 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
     if light > 0.84 and not line:  # white and pale boxes behind text
         if grey and light > 0.99:
             return "var(--jp-layout-color0,#fff)"
-        return f"color-mix(in srgb,{hex_colour} var(--lesson-tint,100%),var(--jp-layout-color0,#fff))"
+        return (f"color-mix(in srgb,{hex_colour} var(--lesson-tint,100%),var(--jp-layout-color0,"
+                "#fff))")
     return hex_colour
 
 
@@ -179,12 +188,15 @@ def picture_html(fig) -> str:
     import matplotlib as mpl
 
     buf = io.StringIO()
-    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
+    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson",
+                         "svg.image_inline": True}):
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
-    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):], flags=re.S)
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):],
+                 flags=re.S)
     # each element's fill and stroke in the theme's colours, text told from lines and shapes by its
     # tag
-    svg = re.sub(r'<(\w+)[^>]*?style="[^"]*"', lambda tag: re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
+    svg = re.sub(r'<(\w+)[^>]*?style="[^"]*"',
+                 lambda tag: re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
                  lambda m: f"{m[1]}: {theme_colour(m[2], m[1], tag[1] == 'text')}", tag[0]), svg)
     # unset fills: text
     svg = svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)
@@ -211,19 +223,24 @@ def heads_description(w, row_tokens, key_tokens, titles, title=None):
     for i in range(h):
         name = titles[i] or ""
         if n <= 12:
-            cells = ["「{}」{}".format(row_tokens[r], "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}"
-                                                             for k in np.argsort(-w[i, r], kind="stable")[:2]))
+            cells = ["「{}」{}".format(row_tokens[r],
+                                     "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}"
+                                                             for k in np.argsort(-w[i, r],
+                                                                                 kind="stable")[:2]))
                      for r in range(n)]
             parts.append(f"{name + '：' if name else ''}{'；'.join(cells)}")
         else:
             flat = np.argsort(-w[i].ravel(), kind="stable")[:3]
-            cells = [f"「{row_tokens[f // m]}」给「{key_tokens[f % m]}」{w[i].ravel()[f]:.2f}" for f in flat]
+            cells = [f"「{row_tokens[f // m]}」给「{key_tokens[f % m]}」{w[i].ravel()[f]:.2f}"
+                     for f in flat]
             parts.append(f"{name + '：' if name else ''}最大的权重是 " + "，".join(cells))
         for r in range(n):
             k = int(np.argmax(w[i, r]))
-            table.append([*([name] if h > 1 else []), row_tokens[r], key_tokens[k], f"{w[i, r, k]:.2f}"])
+            table.append([*([name] if h > 1 else []), row_tokens[r], key_tokens[k],
+                          f"{w[i, r, k]:.2f}"])
     headers = [*(["头"] if h > 1 else []), "发出关注的词元（行）", "得到最多的词元（列）", "权重"]
-    alt = (sentence(title) if title else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
+    alt = (sentence(title) if title
+           else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
     return alt, (headers, table)
 
 
@@ -233,9 +250,11 @@ class Picture(str):
     sanitized page keeps."""
 
     def __new__(cls, svg: str, alt: str, table=None):
-        named = svg.replace("<svg ", f'<svg role="img" aria-label="{_html.escape(alt, quote=True)}" ', 1)
+        named = svg.replace("<svg ",
+                            f'<svg role="img" aria-label="{_html.escape(alt, quote=True)}" ', 1)
         named = named.replace(">", f"><title>{_html.escape(alt)}</title>", 1)
-        vector = f'{_PICTURE_CSS}<div class="lesson-fig"><div class="lesson-vec" style="display:none">{named}</div>'
+        vector = (f'{_PICTURE_CSS}<div class="lesson-fig"><div class="lesson-vec" style="display:'
+                  f'none">{named}</div>')
         folded = (folded_table(table) if table is not None else "") + "</div>"
         picture = super().__new__(cls, vector + folded)
         picture.svg = svg
@@ -247,10 +266,15 @@ class Picture(str):
     def _repr_html_(self) -> str:
         vector, named, folded = self._parts
         width = re.search(r'width="([\d.]+)(pt|px)?"', named)
-        size = f' width="{round(float(width[1]) * (4 / 3 if width[2] == "pt" else 1))}"' if width else ""
+        size = ""
+        if width:
+            px = float(width[1]) * (4 / 3 if width[2] == "pt" else 1)
+            size = f' width="{round(px)}"'
         data = base64.b64encode(named.encode("utf-8")).decode("ascii")
-        return (f'{vector}<img class="lesson-ras" alt="{_html.escape(self.lesson_alt, quote=True)}"{size} '
-                f'style="max-width:100%;height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">{folded}')
+        return (f'{vector}<img class="lesson-ras" alt="{_html.escape(self.lesson_alt, quote=True)}"'
+                f'{size} '
+                'style="max-width:100%;height:auto;background:#fff" src="data:image/svg+xml;'
+                f'base64,{data}">{folded}')
 
     def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
         return f"<图：{self.lesson_alt}>"
@@ -258,7 +282,8 @@ class Picture(str):
 
 def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, col_tokens=None,
              cols: int | None = None, cell_px: int | None = None, highlight_row: int | None = None,
-             alt: str | None = None, table=None, height: int | None = None, box: tuple[int, int] | None = None,
+             alt: str | None = None, table=None, height: int | None = None,
+             box: tuple[int, int] | None = None,
              highlight_head: int | None = None, note: str | None = None) -> Picture:
     """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or
     a widget. Alt text and table from ``heads_description`` unless given (``table=False``: none);
@@ -269,18 +294,24 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if w.ndim != 3:
         raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
     h, n, m = w.shape
-    row_tokens, key_tokens = ([str(t) for t in given] if given is not None else [str(i) for i in range(count)]
-                              for given, count in ((tokens, n), (col_tokens if col_tokens is not None else tokens, m)))
+    row_tokens, key_tokens = ([str(t) for t in given] if given is not None
+                              else [str(i) for i in range(count)]
+                              for given,
+                              count in ((tokens, n),
+                                        (col_tokens if col_tokens is not None else tokens, m)))
     for given, count, axis in ((row_tokens, n, "行"), (key_tokens, m, "列")):
         if len(given) != count:
-            raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}：两者应相同。")
+            raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}："
+                             "两者应相同。")
     if titles is not None and len(titles := list(titles)) != h:
         raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
     small = box is not None
     numbered = h <= 16
     esc = _html.escape  # more heads: too small for token labels or numbers
     # Tiles near-square (in a box: as many columns as rows), at most 8 wide
-    cols = math.ceil(math.sqrt(h)) if small else cols or min(8, max(math.ceil(math.sqrt(h)), 4 if h > 4 else 1))
+    cols = math.ceil(math.sqrt(h)) if small else cols or min(8,
+                                                             max(math.ceil(math.sqrt(h)), 4
+                                                                 if h > 4 else 1))
     rows = math.ceil(h / cols)
     # tiles numbered above (more than 16: each row's first, at its left), cells as large as the box
     # allows
@@ -293,7 +324,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         caption = 15 if numbered else 0
         hgap = 6
         vgap = 6 + caption
-        lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
+        lines = wrap_title(suptitle, (width - 8) / 96,
+                           title_px * 0.75).split("\n") if suptitle else []
         top = 8 + (title_px + 5) * len(lines) + caption
         cell_px = max(1, min((width - left - (cols - 1) * hgap) // (cols * m),
                              (height - top - (rows - 1) * vgap) // (rows * n)))
@@ -315,18 +347,23 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
             left = 8
             down = 6
         width = left + (cols * m + (cols - 1) * gap) * cell_px + 70
-        lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
+        lines = wrap_title(suptitle, (width - 8) / 96,
+                           title_px * 0.75).split("\n") if suptitle else []
         top = 8 + (title_px + 5) * len(lines) + (18 if h > 1 else 0)
         hgap = vgap = gap * cell_px
         if cols == 1 and h > 1:  # stacked: key labels under every map
             vgap = max(vgap, down + 24)
         grid_h = rows * n * cell_px + (rows - 1) * vgap
         height = max(top + grid_h + down, height or 0)
-    frame = '<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
-           f' style="fill:var(--jp-content-font-color1,#000);font-family:var(--jp-ui-font-family,sans-serif);'
+    frame = ('<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;'
+             'stroke-width:2"/>')
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 '
+           f'0 {width} {height}"'
+           ' style="fill:var(--jp-content-font-color1,#000);font-family:var(--jp-ui-font-family,'
+           'sans-serif);'
            f'font-size:13px">']
-    out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:{title_px}px">{esc(line)}</text>'
+    out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:'
+            f'{title_px}px">{esc(line)}</text>'
             for i, line in enumerate(lines)]
     if small and h == 1:  # one head, no tiles: the note says what more heads would show
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
@@ -341,7 +378,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
             out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
         # too many heads to number each: the first of each row is named at the left
         elif small and c == 0:
-            out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" dominant-baseline="central"'
+            out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" '
+                       'dominant-baseline="central"'
                        f' style="font-size:11px">{i + 1}</text>')
         if labels and c == 0:
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
@@ -352,13 +390,15 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
             y = y0 + n * cell_px + 4  # one line down, never split (issue 30):
             # Chinese upright
             place = (f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'
-                     if any(ord(ch) > 0x2E80 for ch in t) else f'transform="translate({x},{y}) rotate(-90)" '
+                     if any(ord(ch) > 0x2E80 for ch in t)
+                     else f'transform="translate({x},{y}) rotate(-90)" '
                      'text-anchor="end"')  # Latin turned, as it usually is
             out.append(f'<text {place} dominant-baseline="central">{esc(t)}</text>')
         if i + 1 == highlight_head:
             out.append(frame.format(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
         if i == 0 and highlight_row is not None:
-            out.append(frame.format(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
+            out.append(frame.format(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2,
+                                    cell_px + 2))
     if small:
         return Picture("".join(out) + "</svg>", alt or "")
     bx = width - 56
@@ -366,4 +406,5 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
             for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
     described, table_described = heads_description(w, row_tokens, key_tokens, titles, suptitle)
-    return Picture("".join(out) + "</svg>", alt or described, table_described if table is None else (table or None))
+    return Picture("".join(out) + "</svg>", alt or described, table_described if table is None
+                   else (table or None))

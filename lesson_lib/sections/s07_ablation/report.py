@@ -1,6 +1,6 @@
-"""What §7 and its lab print and draw about Table 3 and the trained toy models: levels (学会 / 大部分对 …)
-whose thresholds tests hold far from every value, as training amplifies round-off (accuracy ±0.01
-between machines)."""
+"""What §7 and its lab print and draw about Table 3 and the trained toy models: levels (学会 / 大部
+分对 …) whose thresholds tests hold far from every value, as training amplifies round-off (accuracy
+±0.01 between machines)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from lesson_lib.show.tables import text_table
 
 # (lower bound, label), highest first. Chance is 1/V = 0.125.
 ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"), (0.0, "接近随机水平"))
-ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))  # bits; uniform over 12 keys is 3.58
+# bits; uniform over 12 keys is 3.58
+ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))
 JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint keys
 ROLE_NAMES = ("前一个", "后一个", "配对查找")  # TARGETS as a learner reads them
 LEAN_GAP = 0.005  # prev vs next: a head "leans" to one side only with this much more weight there
@@ -49,9 +50,11 @@ def _bounds_text(levels) -> str:
 
 def format_table(results) -> str:
     """Sweep rows as levels per target (the same on every machine), with the thresholds."""
-    rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)] for r in results]
+    rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)]
+            for r in results]
     table = text_table(["h", "每头宽度 d_k", *ROLE_NAMES], rows)
-    return table.around(after=f"（新序列上的准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 1/8 = 0.125）")
+    return table.around(after=f"（新序列上的准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 "
+                              "1/8 = 0.125）")
 
 
 def weight_on_targets(maps, batch: Batch) -> np.ndarray:
@@ -61,7 +64,8 @@ def weight_on_targets(maps, batch: Batch) -> np.ndarray:
     maps = np.asarray(maps, dtype=float)  # (B, h, T, T)
     i = np.arange(maps.shape[-1])
     # (B, T, 3)
-    keys = np.stack(np.broadcast_arrays((i - 1) % len(i), (i + 1) % len(i), batch.pointers[0]), axis=-1)
+    keys = np.stack(np.broadcast_arrays((i - 1) % len(i), (i + 1) % len(i), batch.pointers[0]),
+                    axis=-1)
     # (B, h, T, 3): query i's weight on each target
     picked = np.take_along_axis(maps, keys[:, None], axis=-1)
     exists = batch.mask[0]  # (B, T, 3)
@@ -100,7 +104,8 @@ def _role_text(row) -> str:
 def main_roles(on_targets_h) -> list[str]:
     """The role each head mainly serves, from a (h, 3) weight_on_targets array ("分散" when none has
     0.6)."""
-    return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散" for row in on_targets_h]
+    return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散"
+            for row in on_targets_h]
 
 
 def diversity(result, batch: Batch) -> dict:
@@ -122,7 +127,8 @@ def diversity_text(div: dict) -> str:
         for h, values in sorted(div.items()):
             if values[i] is not None:  # no JS for h = 1
                 groups.setdefault(level(values[i], levels), []).append(str(h))
-        lines += [f"{name}：" + "；".join(f"h = {'、'.join(hs)} {label}" for label, hs in groups.items()),
+        lines += [f"{name}：" + "；".join(f"h = {'、'.join(hs)} {label}" for label,
+                                        hs in groups.items()),
                   f"  （{_bounds_text(levels)} 比特）"]
     return "\n".join(lines)
 
@@ -133,7 +139,8 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     1."""
     # (points,) smallest first; in 1-D the score is just q × k
     keys_1d = np.linspace(-1.0, 1.0, points)
-    lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} 个键"
+    lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} "
+             "个键"
              for q in (-sharpness, -1.0, 1.0, sharpness)]
     keys_2d = circle_keys(points)  # (points, 2)
     winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) + 1 for j in range(points)]
@@ -146,7 +153,8 @@ def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
     rounding)."""
     won = {s: crowded_keys(counts, s) for s in sharpness}
     rows = [[f"{s:g}", *(f"{won[s][n]:.2f}" for n in counts)] for s in sharpness]
-    return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)], rows).around(
+    return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)],
+                      rows).around(
         before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
 
 
@@ -177,7 +185,8 @@ def table3_a():
 
 def table3_text() -> str:
     """Table 3 rows base, (A) and (B) as a text table, straight from paper.TABLE3."""
-    rows = [[r["row"], r["h"], r["d_k"], r["d_v"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"] for r in TABLE3]
+    rows = [[r["row"], r["h"], r["d_k"], r["d_v"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"]
+            for r in TABLE3]
     return text_table(["行", "h", "d_k", "d_v", "BLEU", "PPL"], rows)
 
 
@@ -209,17 +218,24 @@ def plot_toy_vs_paper(results):
 
     mean = np.array([r["accuracy_mean"] for r in results])
     sd = [r["accuracy_sd"] or 0.0 for r in results]  # None for a single seed
-    right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2, label="三个目标的平均")
-    for target, name, style in zip(TARGETS, ROLE_NAMES, (":", "--", "-.")):  # labels: 前一个 prev, …
-        right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8, label=f"{name} {target}")
+    right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2,
+                   label="三个目标的平均")
+    # labels: 前一个 prev, …
+    for target, name, style in zip(TARGETS, ROLE_NAMES, (":", "--", "-.")):
+        right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8,
+                   label=f"{name} {target}")
     right.axhline(chance, color="0.5", lw=1, ls="--")
-    right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4), ha="right",
+    right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4),
+                   ha="right",
                    # above the dashed line, not on it
                    va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")
-    right.set(ylim=(0, 1.05), ylabel="新序列上的准确率", title=f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
+    right.set(ylim=(0, 1.05), ylabel="新序列上的准确率",
+              title=f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
-    note = f"{SOURCE_NOTE}；下图：每个头数 {len(results[0]['accuracy_per_seed'])} 次训练（种子）的平均"
-    fig.text(0.99, 0.005, wrap_title(note, 5.8, MIN_FONT_PT), ha="right", va="bottom", fontsize=MIN_FONT_PT,
+    note = (f"{SOURCE_NOTE}；下图：每个头数 {len(results[0]['accuracy_per_seed'])} 次训练（种子）"
+            "的平均")
+    fig.text(0.99, 0.005, wrap_title(note, 5.8, MIN_FONT_PT), ha="right", va="bottom",
+             fontsize=MIN_FONT_PT,
              color="0.3")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     # The toy's accuracies differ in their last digits between machines (the lesson prints them only
@@ -229,7 +245,8 @@ def plot_toy_vs_paper(results):
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"
-           + "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
+           + "，".join(f"h = {h}：{lv}" for h,
+                      lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
     table = (["头数 h", "平均", *(f"{name} {t}" for name, t in zip(ROLE_NAMES, TARGETS))],
              [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)]
               for r, lv in zip(results, levels)])
@@ -251,11 +268,14 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     # head splits each row almost evenly between two neighbours: no table, and an alt text without
     # digits; the
     # role names are those §7's checked output prints.
-    alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。后四张：h = 4 的四个头，"
+    alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。后四张：h = "
+           "4 的四个头，"
            f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
     # 2 wide: rows ≥ 12 px
     return heat_map(maps, tokens=[str(i + 1) for i in range(maps.shape[-1])], cols=2,
-                    titles=["h = 1：唯一的头", *(f"h = 4：{n}" for n in names)], suptitle=title, alt=alt, table=False)
+                    titles=["h = 1：唯一的头", *(f"h = 4：{n}" for n in names)], suptitle=title,
+                    alt=alt,
+                    table=False)
 
 
 def progress_bar(description: str = "训练中"):

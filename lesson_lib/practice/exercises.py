@@ -47,8 +47,7 @@ def _count_passed() -> str:
             "矩阵乘法的总量与头数无关（4·n·d² + 2·n²·d）。")
 
 
-# ------------------------------------------------------------------------------ solutions (shown by
-# reflection)
+# --- solutions (shown by reflection)
 def split_heads_solution(x, h):
     """(n, d_model) → (h, n, d_k)：特征的第 i 块连续的列，就是第 i 个头。"""
     n, d_model = x.shape
@@ -85,8 +84,7 @@ def count_multiplies_solution(n, d_model, h):
     return projections + scores + weighted + output  # 与 h 无关：h 个窄头合起来和一个宽头一样多
 
 
-# -------------------------------------------------------------------------------------------------
-# results
+# --- results
 @dataclass(frozen=True)
 class ExerciseResult:
     """A checker's verdict; its repr is the Chinese message, so a notebook cell shows just that."""
@@ -125,8 +123,7 @@ class _Stop(Exception):
     """Ends a check early: (status, message[, mistakes])."""
 
 
-# ------------------------------------------------------------------ calling the learner's function
-# (in the worker)
+# --- calling the learner's function (in the worker)
 _EXTRA_HINT = {  # what an exception usually means in these exercises
     RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
     MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
@@ -262,8 +259,7 @@ def _todo(ex) -> str:
             f"{ex.name}\")。")
 
 
-# ------------------------------------------------------- the verdicts: whether a right value was
-# float32, or _Stop
+# --- the verdicts: whether a right value was float32, or _Stop
 def _split_heads_verdict(case, value, x, h) -> bool:
     got, low = _as_array(case, value)
     (n, d) = x.shape
@@ -374,8 +370,7 @@ def _count_verdict(case, value, n, d, h) -> bool:
     raise _Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {shown}。{hint}", (mistake,))
 
 
-# ------------------------------------------------------------------------------------ what the
-# notebook calls
+# --- what the notebook calls
 @dataclass(frozen=True)
 class _Exercise:
     name: str

@@ -102,8 +102,7 @@ def empty() -> dict:
     return {"format": FORMAT, "version": VERSION, "saved_at": None, **{kind: {} for kind in _KINDS}}
 
 
-# ------------------------------------------------------------- reading any version (pure: the class
-# report's too)
+# --- reading any version (pure: the class report's too)
 def _text(v, limit: int = MAX_TEXT_CHARS) -> bool:
     """Text the lesson writes and a report shows: a bounded string UTF-8 can hold (no lone
     surrogate)."""

@@ -173,8 +173,7 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
             return Reply("interrupted")
 
 
-# ------------------------------------------------------------------------------------------ in the
-# child
+# --- in the child
 class _Output:
     """The child's fds 1 and 2: a pipe that a thread empties, keeping only its last OUTPUT_BYTES (a
     job that writes without end fills no memory and no disk), whoever writes: print, sys.__stdout__,

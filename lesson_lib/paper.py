@@ -18,11 +18,10 @@ APPENDIX_LAYER = 5  # every appendix figure is encoder self-attention at layer 5
 FIGURE_4_HEADS = (5, 6)
 
 # Table 3 (p. 9; English→German newstest2013, per-wordpiece perplexity, no variance reported), rows
-# "base",
-# (A) and (B). d_model = 512 in every row.
-# (A) varies h with d_k = d_v = 512 / h, so computation stays constant; the paper leaves its params
-# column blank ("same as base": 4·d_model² projection weights for any h), recorded here as None.
-# (B) keeps h = 8 and shrinks only d_k (d_v stays 64), so the parameter count drops.
+# "base", (A) and (B). d_model = 512 in every row. (A) varies h with d_k = d_v = 512 / h, so
+# computation stays constant; the paper leaves its params column blank ("same as base": 4·d_model²
+# projection weights for any h), recorded here as None. (B) keeps h = 8 and shrinks only d_k (d_v
+# stays 64), so the parameter count drops.
 TABLE3 = [
     dict(row="base", h=8, d_k=64, d_v=64, ppl=4.92, bleu=25.8, params_m=65),
     dict(row="A", h=1, d_k=512, d_v=512, ppl=5.29, bleu=24.9, params_m=None),

@@ -136,8 +136,7 @@ def _maybe(check):
 
 
 # Each field a reader relies on, and its check; covered/of (a self-assessment) and complete (the
-# interview) are
-# kept only where present.
+# interview) are kept only where present.
 _ATTEMPT = {"answer": _typed, "verdict": _text, "mistake": _maybe(_text),
             "question_version": _maybe(_text),
             "covered": _maybe(_texts), "of": _maybe(_count)}

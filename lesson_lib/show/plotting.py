@@ -19,8 +19,8 @@ from lesson_lib.show.tables import html_table
 CJK_FONT = "Noto Sans CJK SC"
 # Noto Sans CJK Regular (SIL Open Font License), whole: one collection file whose faces share every
 # glyph; the SC face is CJK_FONT. The same file is the system's where a CJK font package is
-# installed
-# (Debian/Ubuntu fonts-noto-cjk, Fedora, Arch); else the PyPI package noto-cjk-sans-otc (19.5 MB).
+# installed (Debian/Ubuntu fonts-noto-cjk, Fedora, Arch); else the PyPI package noto-cjk-sans-otc
+# (19.5 MB).
 _FONT_FILE = "NotoSansCJK-Regular.ttc"
 SYSTEM_FONT_DIRS = (Path("/usr/share/fonts/opentype/noto"),
                     Path("/usr/share/fonts/google-noto-cjk"),
@@ -117,11 +117,9 @@ def _image(x, y, width, height, rgb, smooth=False) -> str:
 
 
 # A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG, text as text, in
-# the theme's
-# colours, named by its description, numbers folded under it. A sanitized (untrusted) page drops
-# <svg> and <style>
-# but keeps an <img> with a data URI: the same SVG bytes, on white (issue 29: drawn once, not a
-# second PNG).
+# the theme's colours, named by its description, numbers folded under it. A sanitized (untrusted)
+# page drops <svg> and <style> but keeps an <img> with a data URI: the same SVG bytes, on white
+# (issue 29: drawn once, not a second PNG).
 _PICTURE_CSS = (
     "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:"
     "none!important}"
@@ -140,8 +138,7 @@ def describe(fig, alt: str, table=None):
     fig.lesson_alt = alt
     fig.lesson_table = table
     # In IPython, described figures are shown by picture_html instead of a bare PNG (others
-    # unchanged)
-    # not imported outside a notebook
+    # unchanged); IPython is not imported outside a notebook.
     shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()
     if shell and not getattr(shell, "_lesson_pictures", False):
         html, png = (shell.display_formatter.formatters[kind]

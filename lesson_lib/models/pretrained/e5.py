@@ -22,9 +22,8 @@ PACKAGE = files.WeightsPackage(
 BLOCK_BYTES = 2 + 32 // 2  # a 4-bit block: float16 scale + 16 bytes of nibbles
 Header = namedtuple("Header", "hidden layers heads ffn vocab max_positions type_vocab eps block")
 # pieces: "▁" marks a word start; scores: (n_pieces,) float32 log-probabilities; specials: {"bos",
-# …} -> piece id;
-# normalisation: {character: replacement}; tensors: {name: (1 if 4-bit else 0, uint8 view into the
-# memmap)}
+# …} -> piece id; normalisation: {character: replacement}; tensors: {name: (1 if 4-bit else 0, uint8
+# view into the memmap)}
 E5File = namedtuple("E5File", "header pieces scores specials normalisation tensors")
 
 

@@ -9,8 +9,7 @@ from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 from lesson_lib.runtime.blas import one_blas_thread
 
 # Identical runs give identical models: each (h, seeds, task, cfg) is trained once per process
-# (re-running the lab's
-# training cell costs nothing). A run's models take tens of KB.
+# (re-running the lab's training cell costs nothing). A run's models take tens of KB.
 _FINISHED: dict = {}
 
 

@@ -31,8 +31,7 @@ HEADS = (PRONOUN_HEAD, *DECOYS)
 # 1-based (layer, head): §10's map to read (a positional head: each token looks at the next)
 MAP_HEAD = (3, 7)
 # The minimal pairs: (label shown to learners, sentence, pronoun asked about), every one where the
-# pronoun is its own
-# token (「因为他」 merges, so those are left out).
+# pronoun is its own token (「因为他」 merges, so those are left out).
 MINIMAL_PAIRS = (
     ("原句，问「她」", LESSON_SENTENCE, "她"),
     ("原句，问「他」", LESSON_SENTENCE, "他"),

@@ -221,9 +221,8 @@ def explore(runs, sentence, layer, head, query):
         raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
     enc = runs[sentence]
     # Without the map's folded table: a stored output must be the same on every CPU, and some of the
-    # map's float32
-    # weights sit within 1e-4 of a rounding boundary; the row's bars (checked stable) carry the
-    # numbers read here.
+    # map's float32 weights sit within 1e-4 of a rounding boundary; the row's bars (checked stable)
+    # carry the numbers read here.
     text, bars, picture = explorer_frame(enc, layer, head, finder.find_token(enc.tokens, query),
                                          table=False)
     print(text)
@@ -310,9 +309,8 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, redraw,
                  picture="html")
     # Both parts reserve the longest sentence's height, so choosing it never makes the widget grow.
-    # Summary: 3 lines of
-    # text, the bars' heading, the bars in 2 columns (a 592 px output); picture: the map and its
-    # folded table's line.
+    # Summary: 3 lines of text, the bars' heading, the bars in 2 columns (a 592 px output); picture:
+    # the map and its folded table's line.
     longest = max(encodings.values(), key=lambda enc: len(enc.tokens))
     svg_px = math.ceil(float(re.search(r' height="([\d.]+)"',
                                        explorer_frame(longest, 1, 1, 0)[2].svg)[1]))

@@ -239,9 +239,8 @@ def plot_toy_vs_paper(results):
              color="0.3")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     # The toy's accuracies differ in their last digits between machines (the lesson prints them only
-    # in an
-    # unchecked cell): the alt text and table give each head count's level, as §7's checked table
-    # does.
+    # in an unchecked cell): the alt text and table give each head count's level, as §7's checked
+    # table does.
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"
@@ -264,10 +263,8 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
              f"（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）\n"
              "每张图：第 i 行是位置 i 发出的注意力（查询），第 j 列是它放在位置 j 上的权重（键）")
     # Trained weights (and the title's JS divergence) differ in their last digits between machines,
-    # and the one
-    # head splits each row almost evenly between two neighbours: no table, and an alt text without
-    # digits; the
-    # role names are those §7's checked output prints.
+    # and the one head splits each row almost evenly between two neighbours: no table, and an alt
+    # text without digits; the role names are those §7's checked output prints.
     alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。后四张：h = "
            "4 的四个头，"
            f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")

@@ -310,8 +310,8 @@ def translated(fn):
                 result = fn(*args, **kwargs)
         except FloatingPointError:
             floats = [a.dtype for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
-            raise _overflow_error(np.result_type(*floats) if floats
-                                  else np.dtype(np.float64)) from None
+            raise _overflow_error(np.result_type(*floats)
+                                  if floats else np.dtype(np.float64)) from None
         except MemoryError:
             shape = next((a.shape for a in args if isinstance(a, np.ndarray)), "?")
             raise AttentionInputError("这次计算需要的内存超过了这台机器能分配的（输入形状 "

@@ -184,8 +184,8 @@ def _item_v1(e) -> dict | None:
     pairs = e.get("history") or [[e.get("answer", ""), "self" if "self" in e else "review"]]
     if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
         return None
-    attempts = [{"answer": a, "verdict": v, "mistake": None, "question_version": None} for a,
-                v in pairs]
+    attempts = [{"answer": a, "verdict": v, "mistake": None, "question_version": None}
+                for a, v in pairs]
     marks = e.get("self")
     if type(marks) is dict and pairs[-1][1] == "self":
         attempts[-1].update(covered=marks.get("covered"), of=marks.get("of"))

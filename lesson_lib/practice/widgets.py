@@ -82,8 +82,8 @@ def _answer_controls(q, kind: str, placeholder: str, rows: int) -> tuple[dict, l
                        style=LABEL_BESIDE, layout=w.Layout(width="340px"))
                 for b in q.key.boxes}
     units = [getattr(b, "unit", "") for b in q.key.boxes]  # a number box's unit beside it
-    return controls, [w.HBox([c, w.Label(unit)]) if unit else c for c,
-                      unit in zip(controls.values(), units)]
+    return controls, [w.HBox([c, w.Label(unit)]) if unit else c
+                      for c, unit in zip(controls.values(), units)]
 
 
 class SelfTestWidget(_Shown):

@@ -137,8 +137,8 @@ def demo_html(d: Demo) -> str:
     weights = table(d.names, [(t, [bar_html(row[j], c) for row, c in zip(d.weights, colours)])
                               for j, t in enumerate(TOKENS[:QUERY])])
     features = table(["输出里读得出的特征（理想：女性=1、人物=1、主语=1）"],
-                     [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")]) for k,
-                      v in d.output.items()])
+                     [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")])
+                      for k, v in d.output.items()])
     gives = ["，".join(f"给「{TOKENS[k]}」{row[k]:.2f}"
                       for k in np.argsort(-row[:QUERY], kind="stable")[:2])
              for row in d.weights]  # each head's two largest weights
@@ -176,8 +176,8 @@ def demo_text(sharpness: float = 4.0) -> str:
         d = demo(heads, sharpness)
         lines.append(f"{heads} 个头：")
         for name, row in zip(d.names, d.weights):
-            lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}" for t,
-                                                        w in zip(TOKENS, row[:QUERY])))
+            lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}"
+                                                        for t, w in zip(TOKENS, row[:QUERY])))
         lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，句法（主语小明）= "
                      f"{d.subject_kept:.2f}")
     return "\n".join(lines)

@@ -73,8 +73,8 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
     times = {}
     for n in ns:
         times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
-        lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h,
-                                                t in times.items()))
+        lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms"
+                                                for h, t in times.items()))
     first, *others = times or [None]
     if others:
         ratios = "，".join(f"h = {h} 是 {times[h] / times[first]:.1f} 倍" for h in others)

@@ -96,8 +96,8 @@ def summary_html(state: LabState) -> str:
             (f"{costs.SOFTMAX_WORK}（缩放、exp、除法）",
              f"{state.softmax_ops:,}（= {costs.SOFTMAX_WORK_FORMULA}，随 h 增长）"),
             ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）")]
-    body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>" for k,
-                   v in rows)
+    body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>"
+                   for k, v in rows)
     return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px "
                f"0'>{state.reading}</p>")
 
@@ -126,8 +126,8 @@ def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str, str]:
                      maximum=state.h)
     w = state.weights[zoom - 1]
     tokens = state.tokens  # (n, n)
-    tops = "；".join(f"「{tokens[i]}」最看重「{tokens[k]}」（{w[i, k]:.2f}）" for i,
-                    k in enumerate(w.argmax(1)))
+    tops = "；".join(f"「{tokens[i]}」最看重「{tokens[k]}」（{w[i, k]:.2f}）"
+                    for i, k in enumerate(w.argmax(1)))
     alt = (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）"
            "的注意力热图，"
            f"行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。每行最大的权重：{tops}。")

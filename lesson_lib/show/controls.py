@@ -24,10 +24,12 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
     (``pictures`` > 1: a row of them)."""
     import ipywidgets as w
 
-    images = [w.HTML(layout=w.Layout(max_width="100%", margin="0 0 0 8px" if i
-                                     else "0")).add_class(KEEP_HEIGHT)
-              # a picture's area keeps its tallest height: nothing jumps
-              for i in range(pictures if picture else 0)]
+    images = []
+    for i in range(pictures if picture else 0):
+        margin = "0 0 0 8px" if i else "0"
+        image = w.HTML(layout=w.Layout(max_width="100%", margin=margin))
+        # a picture's area keeps its tallest height: nothing jumps
+        images.append(image.add_class(KEEP_HEIGHT))
     summary = w.HTML().add_class(LIVE)
     if images:
         summary.add_class(KEEP_HEIGHT)

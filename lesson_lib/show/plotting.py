@@ -236,8 +236,8 @@ def heads_description(w, row_tokens, key_tokens, titles, title=None):
             table.append([*([name] if h > 1 else []), row_tokens[r], key_tokens[k],
                           f"{w[i, r, k]:.2f}"])
     headers = [*(["头"] if h > 1 else []), "发出关注的词元（行）", "得到最多的词元（列）", "权重"]
-    alt = (sentence(title) if title
-           else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
+    alt = (sentence(title)
+           if title else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
     return alt, (headers, table)
 
 
@@ -291,11 +291,9 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if w.ndim != 3:
         raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
     h, n, m = w.shape
-    row_tokens, key_tokens = ([str(t) for t in given] if given is not None
-                              else [str(i) for i in range(count)]
-                              for given,
-                              count in ((tokens, n),
-                                        (col_tokens if col_tokens is not None else tokens, m)))
+    keys = col_tokens if col_tokens is not None else tokens
+    row_tokens = [str(t) for t in tokens] if tokens is not None else [str(i) for i in range(n)]
+    key_tokens = [str(t) for t in keys] if keys is not None else [str(i) for i in range(m)]
     for given, count, axis in ((row_tokens, n, "行"), (key_tokens, m, "列")):
         if len(given) != count:
             raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}："

@@ -49,8 +49,8 @@ def listing_html(text: str) -> str:
                 body.append(part)
                 word = []
             else:
-                word.append(f'<span style="{style}">{html.escape(part)}</span>' if style
-                            else html.escape(part))
+                word.append(f'<span style="{style}">{html.escape(part)}</span>'
+                            if style else html.escape(part))
         hang = len(source_line) - len(source_line.lstrip(" ")) + 4
         content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
         out.append(f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:'

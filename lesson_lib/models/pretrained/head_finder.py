@@ -29,8 +29,8 @@ def head_scores(attentions, tokens):
     idx = np.arange(t - 1)
     found = "its" in tokens and "law" in tokens
     return {  # in SCORE_NAMES' order
-        "coref": att[..., find_token(tokens, "its"), find_token(tokens, "law")] if found
-        else np.zeros((L, H)),
+        "coref": att[..., find_token(tokens, "its"), find_token(tokens, "law")]
+        if found else np.zeros((L, H)),
         "prev": att[..., idx + 1, idx].mean(axis=-1),  # (L, H)  A[i, i-1] averaged over i = 1..T-1
         "next": att[..., idx, idx + 1].mean(axis=-1),  # (L, H)  A[i, i+1] averaged over i = 0..T-2
         "cls": att[..., :, 0].mean(axis=-1),  # (L, H)  A[i, 0] averaged over all i

@@ -28,10 +28,10 @@ def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CON
     per_seed = []
     for seed in seeds:
         rng = np.random.default_rng([seed, 0])  # stream 0: weights (stream 1 is the training data)
-        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(D)), shape) for name,
-                         shape in shapes.items()])
-    return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype) for i,
-            name in enumerate(shapes)}
+        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(D)), shape)
+                         for name, shape in shapes.items()])
+    return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype)
+            for i, name in enumerate(shapes)}
 
 
 def forward(params, batch: Batch, h: int, task: Task):

@@ -58,7 +58,7 @@ def _result(outcomes, cfg) -> SweepResult:
                      "accuracy_mean": round(float(per_seed.mean()), 4),
                      "accuracy_sd": round(float(per_seed.std(ddof=1)), 4) if len(per_seed) > 1
                      else None,
-                     "per_target": {t: round(float(acc[:, i].mean()), 4) for i,
-                                    t in enumerate(TARGETS)},
+                     "per_target": {t: round(float(acc[:, i].mean()), 4)
+                                    for i, t in enumerate(TARGETS)},
                      "accuracy_per_seed": [round(float(a), 4) for a in per_seed]})
     return SweepResult(rows, {h: params for h, (params, _) in outcomes.items()})

@@ -102,8 +102,8 @@ def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other
     diff = w[target] - w[other]  # (L, H)
     top = check_top(top, diff.size)
     order = np.unravel_index(np.argsort(-diff, axis=None, kind="stable")[:top], diff.shape)
-    return [(int(i) + 1, int(j) + 1, float(w[target][i, j]), float(w[other][i, j])) for i,
-            j in zip(*order)]
+    return [(int(i) + 1, int(j) + 1, float(w[target][i, j]), float(w[other][i, j]))
+            for i, j in zip(*order)]
 
 
 def nearest_name(sentence, pronoun):

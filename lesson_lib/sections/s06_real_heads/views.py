@@ -121,9 +121,8 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
             cells = [(name, float(w[layer - 1, head - 1])) for name, w in named.items()]
         else:
             cells = [(tokens[k], float(row[k])) for k in np.argsort(-row, kind="stable")[:2]]
-        parts.append(f"{head_label(layer, head)}：「{tokens[qi]}」" + "，".join(f"给「{t}」{w:.2f}"
-                                                                            for t,
-                                                                            w in cells))
+        given = "，".join(f"给「{t}」{w:.2f}" for t, w in cells)
+        parts.append(f"{head_label(layer, head)}：「{tokens[qi]}」{given}")
         table.append([head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
     headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重",
                                                                       "第二大的权重"]

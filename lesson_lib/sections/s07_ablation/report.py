@@ -127,8 +127,8 @@ def diversity_text(div: dict) -> str:
         for h, values in sorted(div.items()):
             if values[i] is not None:  # no JS for h = 1
                 groups.setdefault(level(values[i], levels), []).append(str(h))
-        lines += [f"{name}：" + "；".join(f"h = {'、'.join(hs)} {label}" for label,
-                                        hs in groups.items()),
+        lines += [f"{name}：" + "；".join(f"h = {'、'.join(hs)} {label}"
+                                        for label, hs in groups.items()),
                   f"  （{_bounds_text(levels)} 比特）"]
     return "\n".join(lines)
 
@@ -244,8 +244,8 @@ def plot_toy_vs_paper(results):
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"
-           + "，".join(f"h = {h}：{lv}" for h,
-                      lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
+           + "，".join(f"h = {h}：{lv}"
+                      for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
     table = (["头数 h", "平均", *(f"{name} {t}" for name, t in zip(ROLE_NAMES, TARGETS))],
              [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)]
               for r, lv in zip(results, levels)])

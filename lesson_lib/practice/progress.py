@@ -331,8 +331,8 @@ def _add_attempt(data: dict, item_id: str, attempt: dict) -> None:
                  "answer": ""}
     if item_id == INTERVIEW:
         data["interview"] = entry
-        all_covered = len(attempt["covered"]) == attempt["of"]
-        entry["complete"] = attempt["verdict"] == "self" and all_covered
+        self_assessed = attempt["verdict"] == "self"
+        entry["complete"] = self_assessed and len(attempt["covered"]) == attempt["of"]
     else:
         data["questions"][item_id] = entry
     attempts = [*entry["attempts"], attempt]

@@ -142,8 +142,8 @@ def model_text(model) -> str:
     (``WITHOUT_MODEL``)."""
     if model is None:
         return WITHOUT_MODEL
-    return (f"{model.config.name}：{size_text(model.config)}，词表 {model.tokenizer.vocab_size:,} "
-            "个词元，"
+    return (f"{model.config.name}：{size_text(model.config)}，"
+            f"词表 {model.tokenizer.vocab_size:,} 个词元，"
             f"约 {model.n_parameters / 1e8:.1f} 亿个参数。")
 
 
@@ -165,9 +165,8 @@ def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
         return None
     tokens, att = sentence
     ranked = rank_by_preference(att, tokens, pronoun, target, other, top=top)
-    print(f"全部 {att.shape[0] * att.shape[1]} 个头按「{pronoun} → {target}」减「{pronoun} → "
-          f"{other}」排序，"
-          f"前 {len(ranked)} 名：")
+    print(f"全部 {att.shape[0] * att.shape[1]} 个头"
+          f"按「{pronoun} → {target}」减「{pronoun} → {other}」排序，前 {len(ranked)} 名：")
     for rank, (layer, head, to_t, to_o) in enumerate(ranked, start=1):
         print(f"  {rank}. {head_label(layer, head)}：→ {target} {to_t:.2f}，→ {other} {to_o:.2f}，"
               f"差 {to_t - to_o:.2f}")
@@ -283,8 +282,8 @@ def minimal_pairs(model):
         print(f"{head_label(layer, head)}：{n} 个条件里对了 {counts[layer - 1, head - 1]} 个")
     everywhere = "、".join(head_label(i + 1, j + 1) for i, j in np.argwhere(counts == n))
     print(f"{counts.size} 个头里，{n} 个条件全对的：{everywhere or '没有'}")
-    nearest = sum(nearest_name(sentence, pronoun) == NAMES[pronoun][0] for _, sentence,
-                  pronoun in MINIMAL_PAIRS)
+    nearest = sum(nearest_name(sentence, pronoun) == NAMES[pronoun][0]
+                  for _, sentence, pronoun in MINIMAL_PAIRS)
     print(f"对照：「看前面最近的名字」只能解释 {nearest} / {n} 个条件。")
     return table
 

@@ -420,7 +420,7 @@ def test_section_2_try_it_answer(cells):
     two = np.array([[averaging.demo(2, s).referent_kept, averaging.demo(2, s).subject_kept] for s in notches])
     assert np.all(np.diff(one[:, 0]) > 0)  # 越尖，越只顾「小红」
     peak = int(one[:, 1].argmax())
-    answer = sentence_with(prose_after(cells, "averaging_demo()"), "%")  # 小明最多 31% 左右（锐度 3 时）
+    answer = sentence_with(prose_after(cells, "demo_widget()"), "%")  # 小明最多 31% 左右（锐度 3 时）
     assert_numbers(answer, round(100 * one[peak, 1]), notches[peak])
     assert np.all(np.diff(one[peak:, 1]) < 0)  # 再尖反而越来越少
     assert np.all(one.sum(axis=1) <= 1 + 1e-12) and not np.any((one > 0.5).all(axis=1))  # 单头不能两个都过半

@@ -38,8 +38,8 @@ class LayerCount:  # multiplies (and softmax exps/divisions) of one self-attenti
     def matmul_total(self) -> int:  # 4·n·d² + 2·n²·d, the same for every h
         return self.qkv_projections + self.scores + self.weights_v + self.output_projection
 
-    @property
     # SOFTMAX_WORK: scaling, exps and divisions, 3·h·n², growing with h
+    @property
     def softmax_total(self) -> int:
         return self.scaling + self.softmax_exp + self.softmax_div
 

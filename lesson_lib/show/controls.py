@@ -163,8 +163,8 @@ def _slider_class():
         def max(self):
             return self._values[-1]
 
-        @max.setter
         # an integer range's new end (§5's zoom): the value stays inside, as in IntSlider
+        @max.setter
         def max(self, high):
             self._values = list(range(self.min, int(high) + 1))
             self.labels = [str(v) for v in self._values]

@@ -18,7 +18,7 @@ def test_a_progress_file_saved_before_the_move_reads_with_every_answer_current(t
     stored = json.loads(SAVED_BEFORE_THE_MOVE.read_text(encoding="utf-8"))["questions"]
     progress = Progress(path)
     assert progress.data["earlier"] == {}
-    assert set(stored) == {*questions.question_ids(), *questions.LAB}
+    assert set(stored) == {*questions.question_ids(), *questions.lab_ids()}
     for qid, saved in stored.items():
         entry = progress.entry(qid)
         assert entry["question_version"] == saved["question_version"] == current_version(qid), qid

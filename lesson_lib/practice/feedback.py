@@ -62,6 +62,8 @@ class Question:
     # Arabic digits only: one in Chinese numerals belongs in the adversarial table.
     right_answers: tuple = field(default=(), repr=False, compare=False)
     wrong_answers: tuple = field(default=(), repr=False, compare=False)
+    values: dict = field(default_factory=dict, repr=False, compare=False)  # the named values its data computed
+    picture: dict = field(default_factory=dict, repr=False, compare=False)  # the section function that draws it
 
     @property
     def choices(self) -> tuple[tuple[str, str], ...]:

@@ -6,15 +6,32 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import cache
 
+from lesson_lib import paper
+from lesson_lib.attention import head_width
 from lesson_lib.costs import count, parameters
 from lesson_lib.practice.checkers import rubric_feedback, self_assess
 from lesson_lib.practice.feedback import Feedback, question_version
 from lesson_lib.practice.freetext import Rubric, RubricPoint
-from lesson_lib.practice.questions import N_FLOPS_EXAMPLE, base_model, table3
 
 INTERVIEW_ID = "面试"
 MAX_INTERVIEW_CHARS = 2000
+N_FLOPS_EXAMPLE = 50  # tokens in the matmul count the answer quotes (the paper-facts example)
 INTERVIEW_QUESTION = "面试官问：「Multi-Head Attention 的作用是什么？为什么不直接用单头？头数是不是越多越好？」"
+
+
+def base_model() -> tuple[int, int, int]:
+    """(d_model, h, d_k) of the paper's base model."""
+    return paper.BASE_D_MODEL, paper.BASE_HEADS, head_width(paper.BASE_D_MODEL, paper.BASE_HEADS)
+
+
+def table3() -> dict:
+    """The Table 3 rows the answer reads: (A)'s widest h, the (B) row as narrow, the drop of a single head."""
+    table_a = [r for r in paper.TABLE3 if r["row"] in ("base", "A")]
+    widest = max(table_a, key=lambda r: r["h"])
+    best = max(r["bleu"] for r in table_a)
+    single = next(r for r in table_a if r["h"] == 1)
+    narrow_b = next(r for r in paper.TABLE3 if r["row"] == "B" and r["d_k"] == widest["d_k"])
+    return {"widest": widest, "narrow_b": narrow_b, "drop": round(best - single["bleu"], 1)}
 
 
 def interview_rubric() -> Rubric:

@@ -243,7 +243,7 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
 
 
 def parse_expression(text: str, symbols: dict[str, Poly]) -> Poly:
-    """An expression in the parser's own spelling (the question files' numbers): 512 * 16, d_model / h, n^2."""
+    """An expression in the parser's own spelling (a question file's numbers): d_model / h, n^2."""
     return _parse(text.strip().lower(), symbols)
 
 
@@ -601,7 +601,7 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
     return Feedback(False, message, qid, covered=chosen)
 
 
-# --------------------------------------------------------------------------------------------- named checkers
+# ------------------------------------------------------------------------------ named checkers
 def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) -> str:
     """What a wrong split_heads shape most likely means (the §3 shape question and exercise 1)."""
     got = tuple(got)
@@ -620,24 +620,26 @@ def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) ->
 
 
 def split_heads_shape(targets: tuple, values: dict) -> str:
-    """A form whose boxes are split_heads' (h, n, d_k): the shape read, axis by axis, and what it most likely means."""
+    """A form whose boxes are split_heads' (h, n, d_k): the shape read, axis by axis, and what
+    it most likely means."""
     got = tuple(values.values())
     if any(v.denominator != 1 for v in got):
         return "形状里的每一维都是整数。"
-    got = tuple(int(v) for v in got)  # echoed as the boxes echo them (1,000 with its comma), one axis at a time
+    got = tuple(int(v) for v in got)  # echoed as the boxes echo them (1,000), axis by axis
     read = "、".join(f"第{'一二三'[i]}维 {fmt_number(v)}" for i, v in enumerate(got))
     h, n, d_k = targets
     return f"你填的是{read}。" + split_heads_shape_mistake(got, n, h, d_k)
 
 
 def power_of_n(target: Poly, generic: str, value: Poly) -> str:
-    """An expression box's wrong value: ``generic`` when n's power is right, else that the power is wrong."""
+    """An expression box's wrong value: ``generic`` when n's power is right, else that it is not."""
     if value.degree == target.degree:
         return generic
     return "式子里 n 的次数不对：n × n 个分数，每个都要算一次点积。"
 
 
-NAMED = {  # the checkers a question file may name (``whole`` of a form, ``explain`` of an expression box)
+# The checkers a question file may name: a form's ``whole``, an expression box's ``explain``.
+NAMED = {
     "split_heads_shape": split_heads_shape,
     "power_of_n": power_of_n,
 }

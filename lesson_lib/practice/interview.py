@@ -25,7 +25,7 @@ def base_model() -> tuple[int, int, int]:
 
 
 def table3() -> dict:
-    """The Table 3 rows the answer reads: (A)'s widest h, the (B) row as narrow, the drop of a single head."""
+    """The Table 3 rows the answer reads: (A)'s widest h, the (B) row as narrow, one head's drop."""
     table_a = [r for r in paper.TABLE3 if r["row"] in ("base", "A")]
     widest = max(table_a, key=lambda r: r["h"])
     best = max(r["bleu"] for r in table_a)

@@ -478,8 +478,7 @@ def test_each_section_question_ends_its_own_section():
         q = qq.question(qid)
         if f'ask("{qid}")' in labs:  # moved with its section's depth into an optional lab
             continue
-        if qid.startswith("Q"):
-            assert f'ask("{qid}")' in review, qid
+        if qid.startswith("Q") and f'ask("{qid}")' in review:  # else asked in its own section, like Q5 (§6)
             continue
         section = int(re.search(r"\d+", q.section).group())
         text = (src / f"{SECTION_FILES[section]}.md").read_text(encoding="utf-8")

@@ -2,6 +2,7 @@
 before the move reads with every answer intact)."""
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 SAVED_BEFORE_THE_MOVE = FIXTURES / "progress-v3-questions.json"  # tests/fixtures/make_progress_v3.py at f08f78d
 
@@ -158,6 +160,19 @@ def test_an_id_in_two_files_is_refused(tmp_path, monkeypatch):
 
 def test_every_section_file_is_packaged():
     """An installed lesson_lib (the hub image) finds its question files: pyproject ships *.toml."""
-    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "*.toml" in pyproject["tool"]["setuptools"]["package-data"]["*"]
     assert {p.parent for p in questions.SECTIONS.glob("*.toml")} == {questions.SECTIONS}
+
+
+def test_a_question_s_picture_is_the_last_one_drawn_before_it_is_asked():
+    """Q5 names the §6 function and arguments that draw the map it reads; §6 draws exactly that before asking."""
+    src = "".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "notebooks" / "src").glob("*.md")))
+    pictured = [qid for qid in questions.question_ids() if questions.question(qid).picture]
+    assert "Q5" in pictured
+    for qid in pictured:
+        picture = dict(questions.question(qid).picture)
+        function = picture.pop("draw").rsplit(".", 1)[1]
+        before = src.split(f'ask("{qid}")')[0]
+        drawn = re.findall(rf"\b{function}\(([^)]*)\)", before)[-1]
+        assert drawn.endswith(", ".join(f"{k}={v}" for k, v in picture.items())), (qid, drawn)

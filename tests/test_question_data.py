@@ -112,6 +112,7 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
     "duplicate id": (('id = "X2"', 'id = "X1"'), "X1", "id"),
     "a wrong option without why": ((', why = "那是 d_model。"', ""), "X1", "options"),
     "an answer not an option": (('answer = "B"', 'answer = "C"'), "X1", "answer"),
+    "a key of two characters": (('{ key = "B", label', '{ key = "BB", label'), "X1", "options"),
     "a bad expression": (('target = "scores"', 'target = "scores +"'), "X2", "boxes[1].target"),
     "a file value with no function": (('{ call = "paper.base_d_model" }', '{ call = "paper.d_model" }'), "",
                                       "values.d_model.call"),

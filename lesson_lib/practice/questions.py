@@ -304,6 +304,9 @@ class _Reader:
 
     def choices(self, q: dict, praise: str) -> ChoiceKey:
         options = self.options(q["options"], "options")
+        for key, _, _ in options:  # a learner may type 「AC」: one character a key
+            if len(key) != 1:
+                raise self.fail("options", f"里的 key「{key}」应当是一个字符（A、B、C……）。")
         answer = frozenset(q["answer"])
         keys = {key for key, _, _ in options}
         if not answer <= keys or (q["kind"] == "single" and len(answer) != 1):

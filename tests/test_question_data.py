@@ -11,7 +11,7 @@ import pytest
 
 from lesson_lib.practice import questions
 from lesson_lib.practice.checkers import CHECKERS
-from lesson_lib.practice.progress import Progress, current_version
+from lesson_lib.practice.progress import INTERVIEW, Progress, current_version
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -20,7 +20,7 @@ else:
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
-SAVED_BEFORE_THE_MOVE = FIXTURES / "progress-v3-questions.json"  # tests/fixtures/make_progress_v3.py at f08f78d
+SAVED_BEFORE_THE_MOVE = FIXTURES / "progress-v3-questions.json"  # tests/fixtures/make_progress_v3.py, bf99d1e
 
 
 def test_a_progress_file_saved_before_the_move_reads_with_every_answer_current(tmp_path):
@@ -35,6 +35,8 @@ def test_a_progress_file_saved_before_the_move_reads_with_every_answer_current(t
         assert entry["question_version"] == saved["question_version"] == current_version(qid), qid
         assert entry["attempts"] == saved["attempts"], qid
         assert entry["final"] == saved["final"], qid
+    saved = json.loads(SAVED_BEFORE_THE_MOVE.read_text(encoding="utf-8"))["interview"]  # §8's, moved to data too
+    assert progress.entry(INTERVIEW) == saved and saved["question_version"] == current_version(INTERVIEW)
 
 
 # ------------------------------------------------------------------------------------------ the loader

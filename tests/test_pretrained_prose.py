@@ -216,7 +216,7 @@ def test_lab_making_gap_is_five_words_and_difficult_ends_the_sentence(lab_cells)
 
 
 def test_the_map_question_reads_a_next_token_head(lesson):
-    """Q5's right options hold on the map §10 draws (zh.MAP_HEAD): each row's largest weight is on the next token,
+    """Q5's right options hold on the map §6 draws for it (zh.MAP_HEAD): each row's largest weight is on the next token,
     about 1.00 in nearly every row, and 她's row goes to 帮, not to a name."""
     tokens, att = lesson
     w = att[zh.MAP_HEAD[0] - 1, zh.MAP_HEAD[1] - 1]

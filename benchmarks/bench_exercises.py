@@ -69,7 +69,7 @@ COLD = BODIES + '''
 import sys, time
 name, body = sys.argv[1], sys.argv[2]
 t = time.perf_counter()
-from lesson_lib.practice import exercises
+from lesson_lib.sections import exercises
 imported = time.perf_counter() - t
 t = time.perf_counter()
 result = exercises.check(name, globals()[body])
@@ -103,7 +103,7 @@ def _bare(name: str, fn) -> float:
     """The same learner function on the checker's cases, in this process, without the checker (the baseline)."""
     import numpy as np
 
-    from lesson_lib.practice import exercises
+    from lesson_lib.sections import exercises
 
     ex, rng = exercises.EXERCISES[name], np.random.default_rng(0)  # the checker's inputs
     calls = [ex.inputs(rng, *case) for case in ex.cases]
@@ -150,7 +150,7 @@ def run() -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     namespace: dict = {"__name__": "__main__"}  # as in a notebook: the learner's functions live in __main__
     exec(BODIES + ACCIDENTS, namespace)
-    from lesson_lib.practice import exercises
+    from lesson_lib.sections import exercises
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = ["check times (ms), goal warm < 50: cold = first check in a fresh process (starts the worker; median of",

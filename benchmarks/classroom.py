@@ -55,7 +55,7 @@ PROGRESS_ENV = "LESSON_PROGRESS_FILE"
 # After Restart & Run All each student submits one exercise attempt, so the lesson has progress to save:
 # the classic slip of section 3, a reshape without the transpose (wrong, and recorded as such).
 STUDENT_ATTEMPT = (
-    "from lesson_lib.practice import exercises\n"
+    "from lesson_lib.sections import exercises\n"
     "_ = exercises.check('split_heads', lambda x, h: x.reshape(h, x.shape[0], -1))"
 )
 # Printed by each kernel at the end: the CPUs the lesson sized itself to, and the BLAS threads it runs.

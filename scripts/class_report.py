@@ -159,9 +159,9 @@ def _name_of(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ the lesson's data
 def lesson():
     """The questions (current version digests, sections) and exercises, read from lesson_lib's own data."""
-    from lesson_lib.practice import exercises
     from lesson_lib.practice.progress import current_version
     from lesson_lib.practice.questions import question, question_ids
+    from lesson_lib.sections import exercises
 
     versions = {item: current_version(item) for item in (*question_ids(), INTERVIEW)}
     return {qid: question(qid) for qid in question_ids()}, versions, tuple(exercises.EXERCISES)
@@ -472,7 +472,7 @@ def page(r: Report) -> str:
 
 def names_of(mistake: str) -> str:
     """An exercise's named mistake in Chinese (the exercise module's MISTAKES), else its id."""
-    from lesson_lib.practice import exercises
+    from lesson_lib.sections import exercises
 
     return getattr(exercises, "MISTAKES", {}).get(mistake, mistake)
 

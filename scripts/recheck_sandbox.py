@@ -73,7 +73,7 @@ def prepare(user: str | None, budget: float, warn) -> Sandbox:
     box = Sandbox(uid, gid, probe.returncode == 0, budget)
     import inspect
 
-    from lesson_lib.practice import exercises
+    from lesson_lib.sections import exercises
 
     if not confirm(box, "split_heads", inspect.getsource(exercises.EXERCISES["split_heads"].solution)):
         who = f"用户 {user or 'nobody'}" if uid is not None else "当前用户"
@@ -190,7 +190,7 @@ def supervise(verdict_fd: int, uid: int | None, gid: int | None, nproc: int, bud
     import resource
 
     sys.path.insert(0, str(ROOT))
-    from lesson_lib.practice import exercises  # the lesson's own code, imported before the user switch
+    from lesson_lib.sections import exercises  # the lesson's own code, imported before the user switch
 
     job = json.loads(sys.stdin.buffer.read(MAX_JOB) or b"{}")
     verdict = os.fdopen(verdict_fd, "w")

@@ -5,7 +5,7 @@ total=$(find lesson_lib -name '*.py' | xargs cat | wc -l)
 # lesson code: the kernel, what sections compute/draw/print, the models they run, the questions and exercises' content
 lesson=$(find lesson_lib/attention.py lesson_lib/costs.py lesson_lib/head_stats.py lesson_lib/paper.py \
   lesson_lib/sections lesson_lib/models lesson_lib/practice/questions.py \
-  lesson_lib/practice/exercises.py lesson_lib/practice/interview.py \
+  lesson_lib/practice/interview.py \
   -name '*.py' 2>/dev/null | xargs cat | wc -l)
 echo "lesson_lib: $total lines of Python in $(find lesson_lib -name '*.py' | wc -l) files"
 echo "  lesson code (kernel, costs, head_stats, paper, sections, models, questions, exercises): $lesson"

@@ -297,7 +297,7 @@ def test_an_export_beside_its_progress_file_is_the_same_student(planted_class):
 
 
 def test_the_checkers_named_slips_reach_the_page_by_their_chinese_names(tmp_path, monkeypatch):
-    from lesson_lib.practice import exercises
+    from lesson_lib.sections import exercises
 
     def forgets_transpose(x, h):
         return x.reshape(x.shape[0], h, -1)

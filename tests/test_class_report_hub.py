@@ -57,7 +57,8 @@ WRONG_Q2 = {"d_k": "64", "params": "不变"}  # h = 8's d_k given for h = 16
 
 PRELUDE = textwrap.dedent('''
     import json
-    from lesson_lib.practice import exercises, questions, quiz
+    from lesson_lib.practice import questions, quiz
+    from lesson_lib.sections import exercises
     from lesson_lib.practice.progress import default_progress
     from lesson_lib.practice.widgets import stored_answer
     verdicts = []

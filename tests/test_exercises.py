@@ -24,9 +24,9 @@ from helpers import ctrl_c_raises, scaled
 
 from lesson_lib import paper
 from lesson_lib.attention import head_width, softmax
-from lesson_lib.practice import exercises as ex
 from lesson_lib.practice import worker
 from lesson_lib.practice.checkers import split_heads_shape_mistake
+from lesson_lib.sections import exercises as ex
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)
@@ -207,7 +207,7 @@ def _state(pid: int) -> str:
 
 
 def test_nothing_starts_at_import_or_for_an_unfilled_stub():
-    code = ("import sys\nfrom lesson_lib.practice import exercises, worker\n"
+    code = ("import sys\nfrom lesson_lib.practice import worker\nfrom lesson_lib.sections import exercises\n"
             "assert worker._child is None and 'cloudpickle' not in sys.modules")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     worker.stop()

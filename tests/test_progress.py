@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from helpers import CJK, scaled
 
-from lesson_lib.practice import exercises, progress, quiz
 from lesson_lib.practice import feedback as qf
 from lesson_lib.practice import interview as qi
+from lesson_lib.practice import progress, quiz
 from lesson_lib.practice import questions as qq
 from lesson_lib.practice.exercises import ExerciseResult
 from lesson_lib.practice.feedback import Feedback
 from lesson_lib.practice.progress import FORMAT, VERSION, Progress
+from lesson_lib.sections import exercises
 
 
 @pytest.fixture

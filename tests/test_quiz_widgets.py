@@ -192,7 +192,7 @@ def test_default_progress_is_shared():
 
 def test_no_heavy_imports_at_import_time():
     code = (
-        "import sys, lesson_lib.practice.quiz, lesson_lib.practice.widgets, lesson_lib.practice.exercises\n"
+        "import sys, lesson_lib.practice.quiz, lesson_lib.practice.widgets, lesson_lib.sections.exercises\n"
         "lesson_lib.practice.quiz.check('Q2', ['32', '不变'])\n"
         "heavy = [m for m in ('ipywidgets', 'matplotlib', 'IPython') if m in sys.modules]\n"
         "assert not heavy, heavy\n"

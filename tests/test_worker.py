@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from helpers import ctrl_c_raises, scaled, wait_for
 
-from lesson_lib.practice import exercises as ex
+from lesson_lib.sections import exercises as ex
 
 ROOT = Path(__file__).resolve().parents[1]
 POSIX = hasattr(os, "killpg")
@@ -177,7 +177,7 @@ def test_a_check_that_leaves_something_running_gets_a_new_worker(tmp_path, stray
 # ------------------------------------------------------------------------ 3. the worker ends with its kernel
 KERNEL = """
 import os, sys, threading
-from lesson_lib.practice import exercises as ex
+from lesson_lib.sections import exercises as ex
 
 pid_file = sys.argv[1]
 
@@ -227,7 +227,7 @@ def test_the_worker_ends_when_its_kernel_is_killed(tmp_path, strays, caller, lea
 # --------------------------------------------------------------------------------- 4. the output is capped
 FLOOD = """
 import contextlib, io, json, os, resource, sys
-from lesson_lib.practice import exercises as ex
+from lesson_lib.sections import exercises as ex
 
 then = sys.argv[1]
 

@@ -1,5 +1,6 @@
-"""What a check returns, what a question is, and its version; a message's head says its verdict (「正确！」 only when
-every part is surely right), and its HTML, a themed box per verdict. Tests read fields, not words."""
+"""What a check returns, what a question is, and its version; a message's head says its
+verdict (「正确！」 only when every part is surely right), and its HTML, a themed box per verdict.
+Tests read fields, not words."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ INCOMPLETE = "还没填完："  # some boxes are still empty: nothing is judged
 ANSWER_FIRST = "还没有作答："  # nothing submitted: a prompt to answer, never a verdict
 REVIEW = "要点对照："  # free text: the rubric, never a verdict
 SELF = "自评："  # the learner's own tick of the rubric
+_HEADS = {FORM: "form", INCOMPLETE: "form", ANSWER_FIRST: "blank", REVIEW: "review", SELF: "self"}
 
 
 @dataclass(frozen=True)
@@ -27,28 +29,36 @@ class Feedback:
     correct: bool  # every part right (never for free text or a self-assessment)
     message: str  # starts with one of the heads above, which says the verdict
     question_id: str = ""
-    parts: tuple[tuple[str, str], ...] = ()  # (box, right | wrong) if every box was read, else read | unread | empty
-    echoes: tuple[tuple[str, str], ...] = ()  # (box, the value read, written exactly) for a judged form
+    # (box, right | wrong) if every box was read, else (box, read | unread | empty)
+    parts: tuple[tuple[str, str], ...] = ()
+    # (box, the value read, written exactly) for a judged form
+    echoes: tuple[tuple[str, str], ...] = ()
     covered: tuple[str, ...] = ()  # a self-assessment: the rubric points ticked
-    mistakes: tuple[str, ...] = ()  # ids of the named mistakes of a wrong answer ("d_k=64", "option=A")
+    # ids of the named mistakes of a wrong answer ("d_k=64", "option=A")
+    mistakes: tuple[str, ...] = ()
     reasons: tuple[tuple[str, str], ...] = ()  # (box, why not read: numeral, several, disowned …)
     version: str = ""  # the version of the question answered, set by ``quiz.check``
 
     @property
     def verdict(self) -> str:
-        """right, wrong, form (a box unreadable or empty), blank (nothing submitted), review (free text) or self."""
-        heads = {FORM: "form", INCOMPLETE: "form", ANSWER_FIRST: "blank", REVIEW: "review", SELF: "self"}
-        return next((v for h, v in heads.items() if self.message.startswith(h)), "right" if self.correct else "wrong")
+        """right, wrong, form (a box unreadable or empty), blank (nothing submitted), review (free
+        text) or self."""
+        for head, verdict in _HEADS.items():
+            if self.message.startswith(head):
+                return verdict
+        return "right" if self.correct else "wrong"
 
     @property
     def blank(self) -> bool:
-        """Not an attempt, so nothing is recorded: nothing submitted, or a box empty or unreadable."""
+        """Not an attempt, so nothing is recorded: nothing submitted, or a box empty or
+        unreadable."""
         return self.verdict in ("blank", "form")
 
 
 @dataclass(frozen=True)
 class Question:
-    """One question as data: ``kind`` (form, single, multi or self) picks its checker, ``key`` is its answer key."""
+    """One question as data: ``kind`` (form, single, multi or self) picks its checker, ``key`` is
+    its answer key."""
 
     id: str
     section: str  # where the question's idea is taught, e.g. "第 4 节"
@@ -76,16 +86,20 @@ class Question:
 
 
 def answer_first(qid: str, what: str = "写下你的答案") -> Feedback:
-    return Feedback(False, f"{ANSWER_FIRST}先{what}再提交，哪怕不确定也没关系，提交后会告诉你差在哪里。", qid)
+    message = f"{ANSWER_FIRST}先{what}再提交，哪怕不确定也没关系，提交后会告诉你差在哪里。"
+    return Feedback(False, message, qid)
 
 
 # Wording that may improve without changing what is asked or accepted; an option's why teaches too.
-_TEACHING_TEXT = {"hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer",
-                  "description", "text", "explanation"}  # fmt: skip
+_TEACHING_TEXT = {
+    "hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer",
+    "description", "text", "explanation",
+}
 
 
 def _key_data(value):
-    """What json cannot write of a question key: a dataclass's fields but its teaching text and functions."""
+    """What json cannot write of a question key: a dataclass's fields but its teaching text and
+    functions."""
     if dataclasses.is_dataclass(value):
         out = {"type": type(value).__name__}
         for f in dataclasses.fields(value):
@@ -102,13 +116,15 @@ def _key_data(value):
 
 
 def question_version(prompt: str, key, kind: str = "") -> str:
-    """The fingerprint of what a question asks and accepts: a saved verdict is dropped when it no longer matches."""
+    """The fingerprint of what a question asks and accepts: a saved verdict is dropped when it no
+    longer matches."""
     data = json.dumps([kind, prompt, key], ensure_ascii=False, sort_keys=True, default=_key_data)
     return hashlib.sha256(data.encode("utf-8", "backslashreplace")).hexdigest()[:12]
 
 
 def box_html(text: str, tone: str = "neutral", css_class: str = "") -> str:
-    """Escaped text in a themed box: a right verdict is ok, a wrong one warn, anything else (no verdict) a note."""
+    """Escaped text in a themed box: a right verdict is ok, a wrong one warn, anything else (no
+    verdict) a note."""
     inner = box(text_html(text), {"right": "ok", "wrong": "warn"}.get(tone, "note"))
     return f'<div class="{html.escape(css_class)}">{inner}</div>' if css_class else inner
 
@@ -118,4 +134,5 @@ def text_html(text: str) -> str:
 
 
 def feedback_html(feedback: Feedback) -> str:
-    return box_html(feedback.message, feedback.verdict, f"lesson-feedback lesson-feedback-{feedback.verdict}")
+    css_class = f"lesson-feedback lesson-feedback-{feedback.verdict}"
+    return box_html(feedback.message, feedback.verdict, css_class)

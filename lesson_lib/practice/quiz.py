@@ -1,4 +1,5 @@
-"""``check(question_id, answer)``: the question's kind picks its checker; ``assess``: a self-explanation's ticks."""
+"""``check(question_id, answer)``: the question's kind picks its checker; ``assess``: a
+self-explanation's ticks."""
 
 from __future__ import annotations
 
@@ -12,15 +13,16 @@ _SAFETY_NET = True  # tests switch this off so that a bug surfaces instead of a 
 
 
 def check(question_id: str, answer) -> Feedback:
-    """Never raises for any answer; the feedback carries the version of the question it answered."""
+    """Never raises for any answer; the feedback carries the version of the question it
+    answered."""
     q = question(question_id)
     try:
         return replace(CHECKERS[q.kind](q, answer), version=q.version)
     except Exception:
         if not _SAFETY_NET:
             raise
-        return Feedback(False, f"{FORM}这个答案我没能读懂。请在每个框里只填一个数或一个式子，或者点选选项。",
-                        q.id, version=q.version)  # fmt: skip
+        message = f"{FORM}这个答案我没能读懂。请在每个框里只填一个数或一个式子，或者点选选项。"
+        return Feedback(False, message, q.id, version=q.version)
 
 
 def assess(question_id: str, ticked) -> Feedback:

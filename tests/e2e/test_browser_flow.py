@@ -536,7 +536,7 @@ def _drive_exercise(flow: Flow) -> None:
     cell = page.locator("[data-e2e-exercise='1']")
     out = cell.locator(".jp-Cell-outputWrapper")
     page.wait_for_function("el => /应为/.test(el.innerText)", arg=out.element_handle(), timeout=update_ms())
-    from lesson_lib.practice import exercises
+    from lesson_lib.sections import exercises
 
     passed = exercises.EXERCISES["count_multiplies"].passed.split("！")[0]  # how a pass begins
     assert passed not in out.inner_text(), "a wrong formula passed the checker"

@@ -1,5 +1,6 @@
-"""Reading one answer box (a number or a polynomial in n, by a small parser: never eval) and one checker per question
-kind. A box that cannot be read for certain says what it wants (in Chinese), echoing what it read; nothing is judged."""
+"""Reading one answer box (a number or a polynomial in n, by a small parser: never eval) and one
+checker per question kind. A box that cannot be read for certain says what it wants (in Chinese),
+echoing what it read; nothing is judged."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from itertools import pairwise
 
 from lesson_lib.practice import feedback as fb
 from lesson_lib.practice.feedback import Feedback, Question, answer_first
 from lesson_lib.practice.freetext import Rubric
 
-MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}  # per box or answer: longer is refused unread
+# per box or answer: longer is refused unread
+MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}
 MAX_DEPTH = 16  # nested parentheses and signs
 MAX_EXPONENT = 30  # k in x^k, checked before computing
 MAX_DEGREE = 12  # highest power of n a result may reach
@@ -43,7 +46,8 @@ class Unread(str):
 
 @dataclass(frozen=True)
 class Poly:
-    """A polynomial in n: (power, nonzero Fraction) terms sorted by power, bounded in degree and size."""
+    """A polynomial in n: (power, nonzero Fraction) terms sorted by power, bounded in degree and
+    size."""
 
     terms: tuple[tuple[int, Fraction], ...] = ()
 
@@ -55,7 +59,8 @@ class Poly:
             out[p] = out.get(p, 0) + Fraction(c)
         terms = tuple(sorted((p, c) for p, c in out.items() if c != 0))
         if terms and terms[-1][0] > MAX_DEGREE:
-            raise ExpressionError(f"式子里出现了 n 的 {terms[-1][0]} 次方，超过了本题的上限 {MAX_DEGREE}：次数太高了。")
+            raise ExpressionError(f"式子里出现了 n 的 {terms[-1][0]} 次方，"
+                                  f"超过了本题的上限 {MAX_DEGREE}：次数太高了。")
         if any(max(abs(c.numerator), c.denominator) >= 10**MAX_DIGITS for _, c in terms):
             raise ExpressionError("式子里的数字太大了：请检查是不是多写了几位，或者指数写得太大。")
         return Poly(terms)
@@ -84,29 +89,49 @@ class Poly:
 
     def divide(self, other: Poly) -> Poly:
         if other.degree > 0 or other.constant == 0:
-            raise ExpressionError(f"不能除以「{other}」：只能除以不为 0 的常数（例如 512 / 8），不能除以含 n 的式子。")
+            raise ExpressionError(f"不能除以「{other}」：只能除以不为 0 的常数（例如 512 / 8），"
+                                  "不能除以含 n 的式子。")
         return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
-        """The exponent is checked before anything is computed: ``n ** d ** h`` is refused at once."""
+        """The exponent is checked before anything is computed: ``n ** d ** h`` is refused at
+        once."""
         k = exponent.constant
         if exponent.degree > 0 or k.denominator != 1 or not 0 <= k <= MAX_EXPONENT:
-            raise ExpressionError(f"指数「{exponent}」不行：指数要写 0 到 {MAX_EXPONENT} 的整数，例如 n^2 或 n²。")
+            raise ExpressionError(f"指数「{exponent}」不行：指数要写 0 到 {MAX_EXPONENT} 的整数，"
+                                  "例如 n^2 或 n²。")
         return math.prod([self] * int(k), start=Poly.const(1))
 
     def __str__(self) -> str:
         text = ""
         for p, c in reversed(self.terms):
-            num = "" if (abs(c) == 1 and p > 0) else fmt_number(abs(c))
-            num = f"({num})" if "/" in num and p > 0 else num  # (1/3)n², not 1/3n²
-            var = "" if p == 0 else "n" + ("" if p == 1 else str(p).translate(_TO_SUPERSCRIPT))
-            text += (" - " if text else "-") if c < 0 else (" + " if text else "")
-            text += num + var
+            text += _sign(c, first=not text) + _term(p, c)
         return text or "0"
 
 
+def _sign(c: Fraction, first: bool) -> str:
+    if first:
+        return "-" if c < 0 else ""
+    return " - " if c < 0 else " + "
+
+
+def _term(p: int, c: Fraction) -> str:
+    """|c|·nᵖ as the echo writes it: 3n², n, (1/3)n², 512."""
+    num = fmt_number(abs(c))
+    if p == 0:
+        return num
+    if abs(c) == 1:
+        num = ""
+    if "/" in num:
+        num = f"({num})"  # (1/3)n², not 1/3n²
+    if p == 1:
+        return num + "n"
+    return num + "n" + str(p).translate(_TO_SUPERSCRIPT)
+
+
 def fmt_number(x) -> str:
-    """The exact value, never rounded (1,048,576; 31.9999999; 512/3): a wrong value never prints as a right one."""
+    """The exact value, never rounded (1,048,576; 31.9999999; 512/3): a wrong value never prints
+    as a right one."""
     x = Fraction(x)
     if x.denominator == 1:
         return f"{x.numerator:,}"
@@ -121,78 +146,124 @@ _TO_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 
 
-# --------------------------------------------------------------------------------------------- reading one box
+# ------------------------------------------------------------------------------ reading one box
 def as_text(answer, depth: int = 3) -> str:
-    """Any object as a str (a collection's items joined, ``depth`` levels deep); '' for None or a broken __str__."""
+    """Any object as a str (a collection's items joined, ``depth`` levels deep); '' for None or a
+    broken __str__."""
     if isinstance(answer, dict | set | frozenset | list | tuple):
+        if depth <= 0:
+            return ""
         items = answer.values() if isinstance(answer, dict) else answer
-        return " ".join(sorted(as_text(item, depth - 1) for item in items)) if depth > 0 else ""
+        return " ".join(sorted(as_text(item, depth - 1) for item in items))
+    if answer is None:
+        return ""
     try:
-        return "" if answer is None else str(answer)
+        return str(answer)
     except Exception:  # an object whose __str__ fails is just an unreadable answer
         return ""
 
 
 def clean(answer, limit: int) -> str:
-    """At most ``limit`` characters of the answer, control characters (but newline and tab) as spaces."""
-    return "".join(c if c in "\n\t" or unicodedata.category(c)[0] != "C" else " " for c in as_text(answer)[:limit])
+    """At most ``limit`` characters of the answer, control characters (but newline and tab) as
+    spaces."""
+    return "".join(_printable(c) for c in as_text(answer)[:limit])
 
 
-ALIASES = {"dk": "d_k", "dv": "d_v", "dmodel": "d_model", "d_m": "d_model", "hidden": "d_model", "heads": "h"}
+def _printable(c: str) -> str:
+    if c in "\n\t" or unicodedata.category(c)[0] != "C":
+        return c
+    return " "
+
+
+ALIASES = {
+    "dk": "d_k", "dv": "d_v", "dmodel": "d_model", "d_m": "d_model", "hidden": "d_model",
+    "heads": "h",
+}
 _OPERATORS = str.maketrans("−–—﹣‐⋅∙•・･✕✖⨯∗÷∕[]{}≈~", "-----·····×××*//()()==")
 _MULTIPLIERS = {"千": 3, "万": 4, "亿": 8, "k": 3, "m": 6}
-_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])")  # 54,988,800
+# 54,988,800 (and with thin spaces, apostrophes)
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])")
 _LATEX = re.compile(r"\\(times|cdot|div)|\\(left|right|[,;! ])|\$")
-# Words a learner writes around a value: units, 「约」, 「答：」; 「是」「等于」「为」 say "=". Other words are prose.
+# Words a learner writes around a value: units, 「约」, 「答：」; 「是」「等于」「为」 say "=".
+# Other words are prose.
 _BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?")
-# A Chinese numeral written as a number (三十二, 八万); 一 in 一样、一共、一个头、第一维, 两 in 两边 are words.
+# A Chinese numeral written as a number (三十二, 八万); 一 in 一样、一共、一个头、第一维, 两 in 两边
+# are words.
 _NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
-_NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]+|一(?=[样下共起致般定些点边切])|[统唯万]一|之一"
-                            r"|两(?=[边者])|十分|(?<=[\d.])\s*[千万亿]+")
+_NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]+|一(?=[样下共起致般定些点边切])"
+                            r"|[统唯万]一|之一|两(?=[边者])|十分|(?<=[\d.])\s*[千万亿]+")
 # Words beside a number are read around, unless they disown it (不是 32) or change it
 # (32 的两倍, 32 或 64).
 _WORD = r"[^\x00-\x7f×·]|[,;:!?'\"]"
 _WORDS = re.compile(rf"(?:{_WORD})(?:\s*(?:{_WORD}))*")
 _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为")
-_CHANGES = re.compile(r"[倍半乘除加减方根到千万亿]|或(?!许)|分之|[大小多少]于|超过|至[少多]|最[多少]"
-                      r"|以[上下内]|之间|还是|如果|假如|要是|若|除了|(?<=[\d)])\s*多")
+_CHANGES = re.compile(r"[倍半乘除加减方根到千万亿]|或(?!许)|分之|[大小多少]于|超过|至[少多]"
+                      r"|最[多少]|以[上下内]|之间|还是|如果|假如|要是|若|除了|(?<=[\d)])\s*多")
 _HEADS = re.compile(r"(?<![\w.^])(\d+)\s*(?=头)")  # 「(16 个头)」 in a note says h = 16
 # 「A 和 B 一样」 says A = B
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _NOTE = re.compile(r"(.*[^\s^(+\-*/×·=])\s*\(([^()]*)\)")  # 「main (note)」: n^(2) is no note
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>[-+*/^()×·]))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>[-+*/^()×·]))")
+_LATEX_WORDS = {"times": "×", "cdot": "·", "div": "/"}
+# 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
+_EQUALS = re.compile(r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计")
+
+
+def _exponent(m: re.Match) -> str:
+    """5e7 -> *10^(7), 5e-3 -> /10^(3)."""
+    operator = "/" if m[1] == "-" else "*"
+    return f"{operator}10^({m[2]}) "
+
+
+def _square_or_cube(m: re.Match) -> str:
+    if m.group(1) == "平":
+        return "^2 "
+    return "^3 "
+
+
+def _native_digit(c: str) -> str:
+    """٣٢, ６４ as ASCII digits."""
+    if c.isdecimal() and not c.isascii():
+        return str(unicodedata.decimal(c))
+    return c
 
 
 def _box_text(raw: str) -> str:
-    """One box in the parser's spelling: full-width forms, ², \\times, 8万, 80k, 5e7, 54,988,800, d_{k}, n 的平方
-    folded; units and filler words gone; 「是」 as "="; a closing full stop dropped."""
-    t = _LATEX.sub(lambda m: {"times": "×", "cdot": "·", "div": "/"}.get(m.group(1) or "", " "), raw)
-    t = "".join(str(unicodedata.decimal(c)) if c.isdecimal() and not c.isascii() else c for c in t)  # ٣٢, ６４
+    """One box in the parser's spelling: full-width forms, ², \\times, 8万, 80k, 5e7, 54,988,800,
+    d_{k}, n 的平方 folded; units and filler words gone; 「是」 as "="; a closing full stop
+    dropped."""
+    t = _LATEX.sub(lambda m: _LATEX_WORDS.get(m.group(1) or "", " "), raw)
+    t = "".join(_native_digit(c) for c in t)
     t = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^" + m.group().translate(_FROM_SUPERSCRIPT) + " ", t)
     t = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), t)
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS).replace("**", "^")
     t = re.sub(r"_\(([a-z0-9]+)\)", r"_\1", t)  # d_{k} (braces became parentheses) -> d_k
     t = re.sub(r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(]))",
                lambda m: f"*10^({_MULTIPLIERS[m.group(1)]}) ", t)
-    t = re.sub(r"(?<=\d)e([+-]?)(\d{1,3})(?![\d.])", lambda m: f"{'/' if m[1] == '-' else '*'}10^({m[2]}) ", t)
-    t = re.sub(r"\s*的?\s*([平立])方", lambda m: "^2 " if m.group(1) == "平" else "^3 ", t)  # n 的平方
+    t = re.sub(r"(?<=\d)e([+-]?)(\d{1,3})(?![\d.])", _exponent, t)
+    t = re.sub(r"\s*的?\s*([平立])方", _square_or_cube, t)  # n 的平方
     t = t.replace("除以", "/").replace("乘以", "×")
     t = re.sub(r"(?<=[\d)\s])x(?=[\s\d(])", "×", t)  # 8 x 64 means 8 × 64
     t = re.sub(r"([a-z_][a-z0-9_]*)\s*[:：]\s*(?=\S)", r"\1 = ", t)  # d_k：32 reads like d_k = 32
-    # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
-    t = re.sub(r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "=", _BOX_WORDS.sub(" ", t))
-    t = re.sub(r"^[\s:]+|[。!?;:,、\s]+$", "", t)  # 「答：32。」 (full-width forms are ASCII by now)
-    t = re.sub(r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", "", t)  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
+    t = _EQUALS.sub("=", _BOX_WORDS.sub(" ", t))
+    # 「答：32。」 (full-width forms are ASCII by now)
+    t = re.sub(r"^[\s:]+|[。!?;:,、\s]+$", "", t)
+    # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
+    t = re.sub(r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", "", t)
     return _NAME.sub(lambda m: ALIASES.get(m.group(), m.group()), t)
 
 
 def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
-    """expr := term (± term)*; term := unary ((×|·|*|/)? unary)*; unary := ± unary | atom (^ unary)?;
-    atom := number | name | ( expr ). Bounded in depth; builds a Poly, never evaluates code."""
+    """expr := term (± term)*; term := unary ((×|·|*|/)? unary)*;
+    unary := ± unary | atom (^ unary)?; atom := number | name | ( expr ).
+    Bounded in depth; builds a Poly, never evaluates code."""
     if bad := _TOKEN.sub("", text).strip():
-        raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」：只能用数字、n、+ − × · / ^ ² 和括号。")
-    tokens = [("end", ""), *reversed([(m.lastgroup, m[m.lastgroup]) for m in _TOKEN.finditer(text)])]  # popped
+        raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」："
+                              "只能用数字、n、+ − × · / ^ ² 和括号。")
+    read = [(m.lastgroup, m[m.lastgroup]) for m in _TOKEN.finditer(text)]
+    tokens = [("end", ""), *reversed(read)]  # popped from the end
 
     def expr(depth: int) -> Poly:
         result = term(depth)
@@ -205,16 +276,21 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
         while True:
             kind, value = tokens[-1]
             if kind == "num":
-                raise ExpressionError(f"「{value}」前面缺少运算符：请用 × 或 · 连起来（平方写成 n^2 或 n²）。")
+                raise ExpressionError(f"「{value}」前面缺少运算符：请用 × 或 · 连起来"
+                                      "（平方写成 n^2 或 n²）。")
             if kind == "op" and value in "*×·/":
                 tokens.pop()
             elif kind != "name" and value != "(":  # 512n, 8(n·64·n) multiply
                 return result
-            result = result.divide(unary(depth)) if value == "/" else result * unary(depth)
+            if value == "/":
+                result = result.divide(unary(depth))
+            else:
+                result = result * unary(depth)
 
     def unary(depth: int) -> Poly:  # popping the end always raises, so the list never runs dry
         if depth > MAX_DEPTH:
-            raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）：请把式子写得简单一些。")
+            raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）："
+                                  "请把式子写得简单一些。")
         kind, value = tokens.pop()
         if value in ("+", "-"):
             return Poly.const(1 if value == "+" else -1) * unary(depth + 1)
@@ -222,15 +298,19 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
             base = expr(depth + 1)
             if tokens.pop() != ("op", ")"):
                 raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
-        elif kind == "num" or value in symbols:
-            base = Poly.const(Fraction(value)) if kind == "num" else symbols[value]
+        elif kind == "num":
+            base = Poly.const(Fraction(value))
+        elif value in symbols:
+            base = symbols[value]
         elif kind == "name":
             names = "、".join(sorted(symbols)) or "（无）"
-            square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""  # only where n may be written
+            # only where n may be written
+            square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""
             raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。{square}")
+        elif kind == "end":
+            raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？")
         else:
-            raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？" if kind == "end" else
-                                  f"「{value}」出现的位置不对：请检查式子的写法。")  # fmt: skip
+            raise ExpressionError(f"「{value}」出现的位置不对：请检查式子的写法。")
         if tokens[-1] == ("op", "^"):
             tokens.pop()
             return base.power(unary(depth + 1))
@@ -238,7 +318,8 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
 
     result = expr(0)
     if tokens[-1][0] != "end":
-        raise ExpressionError(f"读到「{tokens[-1][1]}」时接不上了：是不是少了运算符或括号？")
+        raise ExpressionError(f"读到「{tokens[-1][1]}」时接不上了："
+                              "是不是少了运算符或括号？")
     return result
 
 
@@ -283,12 +364,13 @@ def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> tuple[s
         held = _holds(piece, symbols, labels)
         if held is False:
             name = piece.split("=")[0].strip()
-            raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的 {name} 不是本题的 {name} = {symbols[name]}，"
-                                  "请只填你的答案。", "note")
+            raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的 {name} 不是本题的 "
+                                  f"{name} = {symbols[name]}，请只填你的答案。", "note")
         named = remark and not re.search(r"\d", piece) and not piece.startswith("=")
         if not (held or named):
             kept.append(piece)
-    kept = kept or [piece for piece in pieces if _holds(piece, symbols, labels)]  # 「h = 16（头数）」
+    if not kept:  # 「h = 16（头数）」
+        kept = [piece for piece in pieces if _holds(piece, symbols, labels)]
     out = kept[0] if kept else ""
     for last, piece in pairwise(kept):
         if out.endswith("=") or piece.startswith("="):
@@ -306,8 +388,8 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
     with another number is refused (「(16 个头合计)」), but 「(16 个头)」 says h = 16. Nothing is
     read past a word that disowns or changes the number."""
     if word := _DISOWN.search(t) or _CHANGES.search(t):
-        raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{word.group().strip()}」会改变这个数的意思，"
-                              "这一栏判断不了；请只填你的答案。", "disowned")
+        raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{word.group().strip()}」"
+                              "会改变这个数的意思，这一栏判断不了；请只填你的答案。", "disowned")
     t = _SAME_AS.sub(r"= \1", t)
 
     def note(m: re.Match) -> str:
@@ -335,12 +417,14 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
     if len(raw) > MAX_CHARS["form"]:
         return None, Unread(f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
                             f"（{MAX_CHARS['form']} 字以内）。", "long")
-    t = _box_text(raw := clean(raw, MAX_CHARS["form"]))
+    raw = clean(raw, MAX_CHARS["form"])
+    t = _box_text(raw)
     if "\\" in t:
-        return None, Unread("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b（例如 512 / 16）。", "latex")
+        return None, Unread("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
+                            "（例如 512 / 16）。", "latex")
     if numeral := chinese_numeral(raw):
-        return None, Unread(f"这一栏读到的是「{raw}」，其中「{numeral}」是中文数字：请用阿拉伯数字写，"
-                            "例如 32、8万、512/16。", "numeral")
+        return None, Unread(f"这一栏读到的是「{raw}」，其中「{numeral}」是中文数字："
+                            "请用阿拉伯数字写，例如 32、8万、512/16。", "numeral")
     bridged = False
     if _WORDS.search(t):
         try:
@@ -348,24 +432,33 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
         except ExpressionError as exc:
             return None, Unread(str(exc), exc.reason)
         if not t:
-            return None, Unread(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。", "no_number")
+            return None, Unread(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。",
+                                "no_number")
     value, why = _read_noted(t, symbols, labels)
-    if bridged and why and why.reason == "unequal":  # words between two numbers: no "=" for certain
+    # words between two numbers: no "=" for certain
+    if bridged and why and why.reason == "unequal":
         return None, Unread(str(_several(raw)), "several")
     return value, why
 
 
 def _read_noted(t: str, symbols: dict[str, Poly], labels) -> tuple[Poly | None, str]:
-    if m := _NOTE.fullmatch(t):  # a note is one more side of the equation, unless it is a remark or a factor
-        main, note = m.group(1), m.group(2).strip()
-        if "=" in note and note.split("=")[0].strip() in set(symbols) - set(labels):  # 「(h=16)」: true here?
-            if _read_sides(note, symbols, labels)[0] is None:
-                return None, Unread(f"括号里的「{note}」和本题不符：请只填你的答案，不要加备注。", "note")
-            t = main
-        else:
-            a, b = _read_sides(main, symbols, labels)[0], _read_sides(note, symbols, labels)[0]
-            if "=" in note or a is None or b is None or a.degree > 0 or b.degree == 0:  # 8(n·64·n) multiplies
-                t = f"{main} = {note}"
+    """A note in parentheses is one more side of the equation, unless it is a remark on a symbol
+    (「(h=16)」, which must hold here) or a factor (8(n·64·n) multiplies)."""
+    m = _NOTE.fullmatch(t)
+    if not m:
+        return _read_sides(t, symbols, labels)
+    main = m.group(1)
+    note = m.group(2).strip()
+    if "=" in note and note.split("=")[0].strip() in set(symbols) - set(labels):
+        if _read_sides(note, symbols, labels)[0] is None:
+            return None, Unread(f"括号里的「{note}」和本题不符：请只填你的答案，不要加备注。",
+                                "note")
+        return _read_sides(main, symbols, labels)
+    a = _read_sides(main, symbols, labels)[0]
+    b = _read_sides(note, symbols, labels)[0]
+    factor = a is not None and b is not None and a.degree == 0 and b.degree > 0
+    if "=" in note or not factor:
+        t = f"{main} = {note}"
     return _read_sides(t, symbols, labels)
 
 
@@ -385,40 +478,56 @@ def _read_sides(text: str, symbols: dict[str, Poly], labels) -> tuple[Poly | Non
     return values[0], ""
 
 
-# --------------------------------------------------------------------------------------------- answer keys
+# ------------------------------------------------------------------------------ answer keys
 @dataclass(frozen=True)
 class NumberBox:
-    """One number; a wrong value is explained by ``hints`` (value -> what it most likely means), else ``generic``."""
+    """One number; a wrong value is explained by ``hints`` (value -> what it most likely means),
+    else ``generic``."""
 
     name: str
     label: str  # the visible label before the box
     target: Fraction | int | Poly
-    symbols: dict = field(default_factory=dict)  # names a learner may write in the box (d_model, h …) -> value
-    explain: Callable[[Poly], str] | None = None  # an ExpressionBox's explanation of a wrong value
+    # names a learner may write in the box (d_model, h …) -> value
+    symbols: dict = field(default_factory=dict)
+    # an ExpressionBox's explanation of a wrong value
+    explain: Callable[[Poly], str] | None = None
     unit: str = ""  # shown after the box
     hints: tuple = ()
     generic: str = ""
     placeholder: str = ""
-    labels: tuple[str, ...] = ()  # other names of the box's unknown: 「d_k = d_v = 32」 reads as 32
+    # other names of the box's unknown: 「d_k = d_v = 32」 reads as 32
+    labels: tuple[str, ...] = ()
 
     def read(self, text: str) -> tuple[Fraction | Poly | None, str]:
-        symbols = {k: v if isinstance(v, Poly) else Poly.const(v) for k, v in self.symbols.items()}
+        symbols = {name: _as_poly(v) for name, v in self.symbols.items()}
         value, why = read_value(text, symbols, (self.name, *self.labels))
         if value is None and self.explain:
             return None, Unread(why + " 例如写 n · 64 · n 或 64n²。", why.reason)
         if isinstance(self, ExpressionBox) or value is None:
             return value, why
-        return (value.constant, "") if value.degree == 0 else (None, Unread("这一栏要的是一个数，不含 n。", "n"))
+        if value.degree > 0:
+            return None, Unread("这一栏要的是一个数，不含 n。", "n")
+        return value.constant, ""
 
     def right(self, value) -> bool:
         return value == self.target
 
     def wrong_why(self, value) -> str:
         hint = next((hint for known, hint in self.hints if _same(known, value)), "")
-        return hint or (self.explain(value) if self.explain else self.generic)
+        if hint:
+            return hint
+        if self.explain:
+            return self.explain(value)
+        return self.generic
 
     def shown(self, value) -> str:  # the echo: every digit, never rounded to the answer
         return str(value) if isinstance(value, Poly) else fmt_number(value)
+
+
+def _as_poly(value) -> Poly:
+    if isinstance(value, Poly):
+        return value
+    return Poly.const(value)
 
 
 def _same(known, value) -> bool:
@@ -427,12 +536,14 @@ def _same(known, value) -> bool:
 
 
 class ExpressionBox(NumberBox):
-    """A polynomial in n: ``target`` and ``symbols`` are Polys, ``explain`` says what a wrong one means."""
+    """A polynomial in n: ``target`` and ``symbols`` are Polys, ``explain`` says what a wrong one
+    means."""
 
 
 @dataclass(frozen=True)
 class ChoiceBox:
-    """One choice among a few, as radio buttons: ``options`` are (key, label, why it is right or wrong)."""
+    """One choice among a few, as radio buttons: ``options`` are (key, label, why it is right or
+    wrong)."""
 
     name: str
     label: str
@@ -441,9 +552,11 @@ class ChoiceBox:
 
     def read(self, text: str) -> tuple[str | None, str]:
         folded = unicodedata.normalize("NFKC", clean(text, MAX_CHARS["form"])).strip()
-        if key := next((key for key, label, _ in self.options if folded in (key, label)), None):
-            return key, ""
-        return None, Unread(f"请从 {'、'.join(label for _, label, _ in self.options)} 中选一个。", "choice")
+        for key, label, _ in self.options:
+            if folded in (key, label):
+                return key, ""
+        labels = "、".join(label for _, label, _ in self.options)
+        return None, Unread(f"请从 {labels} 中选一个。", "choice")
 
     def right(self, value: str) -> bool:
         return value == self.answer
@@ -462,34 +575,57 @@ class FormKey:
     boxes: tuple
     praise: str
     whole: Callable[[dict], str] | None = None
-    spread: bool = False  # a shape: 「(8, 12, 64)」 typed into the first box (or given as one string) fills all boxes
+    # a shape: 「(8, 12, 64)」 typed into the first box (or given as one string) fills all boxes
+    spread: bool = False
 
 
 @dataclass(frozen=True)
 class ChoiceKey:
-    options: tuple[tuple[str, str, str], ...]  # (key, label, why it is right or what is wrong with it)
+    # (key, label, why it is right or what is wrong with it)
+    options: tuple[tuple[str, str, str], ...]
     answer: frozenset
     praise: str
 
 
-# --------------------------------------------------------------------------------------------- form
-def _items(q: Question, answer) -> tuple[list, list, list[str]]:
-    """One item per box, the non-empty items past the last box, and the parts of a shape typed into the first box
-    (「（8，12，64）」, 8×12×64, torch.Size([8, 12, 64])), which fill the boxes when there are as many."""
+# ------------------------------------------------------------------------------ form
+def _split(q: Question, answer) -> tuple[list, list]:
+    """The answer as one item per box (some may be missing) and what it holds past the boxes."""
     names = [b.name for b in q.key.boxes]
     if isinstance(answer, dict):
-        items, extra = [answer.get(n) for n in names], [v for k, v in answer.items() if k not in names]
-    elif isinstance(answer, (list, tuple)):
-        items, extra = list(answer[: len(names)]), list(answer[len(names) :])
-    else:
-        items, extra = [answer] if len(names) == 1 or (q.key.spread and isinstance(answer, str)) else [], []
-    items, extra, shape = items + [None] * (len(names) - len(items)), [v for v in extra if as_text(v).strip()], []
-    if q.key.spread and isinstance(items[0], str) and not any(as_text(v).strip() for v in items[1:]):
-        inner = _shape_alone(unicodedata.normalize("NFKC", clean(items[0], 200)).strip())
-        inner = re.sub(r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$", r"\1", inner, flags=re.IGNORECASE | re.DOTALL)
-        inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
-        shape = [p for p in re.split(r"\s*[,，、;；×xX*]\s*|\s+", inner) if p]
-    return (shape if len(shape) == len(names) else items), extra, shape
+        items = [answer.get(n) for n in names]
+        extra = [v for k, v in answer.items() if k not in names]
+        return items, extra
+    if isinstance(answer, (list, tuple)):
+        return list(answer[: len(names)]), list(answer[len(names) :])
+    if len(names) == 1 or (q.key.spread and isinstance(answer, str)):
+        return [answer], []
+    return [], []
+
+
+def _shape(text) -> list[str]:
+    """The parts of a shape typed into one box: 「（8，12，64）」, 8×12×64,
+    torch.Size([8, 12, 64])."""
+    inner = _shape_alone(unicodedata.normalize("NFKC", clean(text, 200)).strip())
+    torch_size = r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$"
+    inner = re.sub(torch_size, r"\1", inner, flags=re.IGNORECASE | re.DOTALL)
+    inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
+    return [p for p in re.split(r"\s*[,，、;；×xX*]\s*|\s+", inner) if p]
+
+
+def _items(q: Question, answer) -> tuple[list, list, list[str]]:
+    """One item per box, the non-empty items past the last box, and the parts of a shape typed
+    into the first box, which fill the boxes when there are as many."""
+    n_boxes = len(q.key.boxes)
+    items, extra = _split(q, answer)
+    items = items + [None] * (n_boxes - len(items))
+    extra = [v for v in extra if as_text(v).strip()]
+    shape = []
+    first_alone = not any(as_text(v).strip() for v in items[1:])
+    if q.key.spread and isinstance(items[0], str) and first_alone:
+        shape = _shape(items[0])
+    if len(shape) == n_boxes:
+        return shape, extra, shape
+    return items, extra, shape
 
 
 def _shape_alone(text: str) -> str:
@@ -506,85 +642,135 @@ def form_values(q: Question, answer) -> dict[str, str]:
     return {b.name: as_text(v) for b, v in zip(q.key.boxes, _items(q, answer)[0])}
 
 
+def _crowded(boxes, items, extra, shape) -> str:
+    """Why the answer holds more values than the form has boxes; '' if it does not."""
+    want = f"这道题有 {len(boxes)} 个框，每个框只填一个数"
+    if extra:
+        return f"{want}，收到的却有 {len(boxes) + len(extra)} 个值。"
+    for b, v in zip(boxes, items):
+        if isinstance(v, (list, tuple, set, dict)) and len(v) != 1:
+            return f"{want}：「{b.label}」里放了 {len(v)} 个值。"
+    # a shape of another length, written in digits only (not 「(8,12,64) 不对」)
+    if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape):
+        return f"{want}；你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维。"
+    return ""
+
+
+def _state(text: str, value) -> str:
+    if not text:
+        return "empty"
+    if value is None:
+        return "unread"
+    return "read"
+
+
 def check_form(q: Question, answer) -> Feedback:
     boxes = q.key.boxes
     items, extra, shape = _items(q, answer)
     texts = {b.name: as_text(v).strip() for b, v in zip(boxes, items)}
     if not any(texts.values()):
         return answer_first(q.id, "在框里填上答案")
-    want = f"这道题有 {len(boxes)} 个框，每个框只填一个数"
-    lists = [(b, v) for b, v in zip(boxes, items) if isinstance(v, (list, tuple, set, dict)) and len(v) != 1]
-    crowded = (f"{want}，收到的却有 {len(boxes) + len(extra)} 个值。" if extra else
-               f"{want}：「{lists[0][0].label}」里放了 {len(lists[0][1])} 个值。" if lists else
-               f"{want}；你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维。"
-               if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape) else "")  # not 「(8,12,64) 不对」
-    if crowded:
+    if crowded := _crowded(boxes, items, extra, shape):
         unread = tuple((b.name, "unread") for b in boxes)
         crowds = tuple((b.name, "crowded") for b in boxes)
         return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
-    states = tuple((n, "empty" if not texts[n] else "unread" if v is None else "read") for n, (v, _) in read.items())
-    empty = "、".join(f"「{b.label}」" for b, (_, state) in zip(boxes, states) if state == "empty")
-    problems = "".join(f"「{b.label}」{read[b.name][1]}" for b, (_, state) in zip(boxes, states) if state == "unread")
+    states = tuple((name, _state(texts[name], value)) for name, (value, _) in read.items())
+    state = dict(states)
+    empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty")
+    unread = [b for b in boxes if state[b.name] == "unread"]
+    problems = "".join(f"「{b.label}」{read[b.name][1]}" for b in unread)
     if empty and not problems:
-        return Feedback(False, f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。", q.id, parts=states)
+        message = f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。"
+        return Feedback(False, message, q.id, parts=states)
     if problems:
-        reasons = tuple((name, read[name][1].reason) for name, state in states if state == "unread")
+        reasons = tuple((b.name, read[b.name][1].reason) for b in unread)
         message = fb.FORM + problems + (f"{empty}还空着。" if empty else "")
         return Feedback(False, message, q.id, parts=states, reasons=reasons)
     values = {name: value for name, (value, _) in read.items()}
+    return _judge(q, values)
+
+
+def _judge(q: Question, values: dict) -> Feedback:
+    """Every box read: right, or what each wrong value most likely means."""
+    boxes = q.key.boxes
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in boxes)
-    echoes = tuple((b.name, b.shown(values[b.name])) for b in boxes)  # exact: never rounded to the answer
+    # exact: never rounded to the answer
+    echoes = tuple((b.name, b.shown(values[b.name])) for b in boxes)
+    judged = partial(Feedback, question_id=q.id, parts=verdicts, echoes=echoes)
     if all(v == "right" for _, v in verdicts):
-        return Feedback(True, fb.RIGHT + q.key.praise, q.id, parts=verdicts, echoes=echoes)
+        return judged(True, fb.RIGHT + q.key.praise)
     if q.key.whole is not None and (said := q.key.whole(values)):
         shape_id = "shape=(" + ", ".join(str(v) for v in values.values()) + ")"
-        return Feedback(False, fb.WRONG + said, q.id, parts=verdicts, echoes=echoes, mistakes=(shape_id,))
+        return judged(False, fb.WRONG + said, mistakes=(shape_id,))
     wrong = [b for b in boxes if not b.right(values[b.name])]
-    parts = [f"「{b.label}」你{'选' if isinstance(b, ChoiceBox) else '填'}的是 {dict(echoes)[b.name]}。"
-             f"{b.wrong_why(values[b.name])}" for b in wrong]
+    parts = [_wrong_part(b, values[b.name]) for b in wrong]
     if len(wrong) < len(boxes) > 1:
-        parts.append(f"{'、'.join(f'「{b.label}」' for b in boxes if b not in wrong)}填得对。")
-    named = [b for b in wrong if b.wrong_why(values[b.name]) not in ("", getattr(b, "generic", ""))]  # a known mistake
-    return Feedback(False, fb.WRONG + "".join(parts), q.id, parts=verdicts, echoes=echoes,
-                    mistakes=tuple(f"{b.name}={str(values[b.name]).replace(',', '')}" for b in named))
+        right = "、".join(f"「{b.label}」" for b in boxes if b not in wrong)
+        parts.append(f"{right}填得对。")
+    # a known mistake: a hint, or an expression box's explanation, not the generic word
+    named = [b for b in wrong if b.wrong_why(values[b.name]) not in ("", getattr(b, "generic", ""))]
+    mistakes = tuple(f"{b.name}={str(values[b.name]).replace(',', '')}" for b in named)
+    return judged(False, fb.WRONG + "".join(parts), mistakes=mistakes)
 
 
-# --------------------------------------------------------------------------------------------- choices
+def _wrong_part(box, value) -> str:
+    verb = "选" if isinstance(box, ChoiceBox) else "填"
+    return f"「{box.label}」你{verb}的是 {box.shown(value)}。{box.wrong_why(value)}"
+
+
+# ------------------------------------------------------------------------------ choices
+def _chosen(answer) -> list[str]:
+    """The keys chosen, sorted: checkboxes or a key list typed by hand, or 'B', 'AC', 'A、C'."""
+    if isinstance(answer, (set, frozenset, list, tuple)):
+        items = [unicodedata.normalize("NFKC", as_text(a)).strip().upper() for a in answer]
+    else:
+        typed = unicodedata.normalize("NFKC", clean(answer, 400)).upper()
+        items = [ch for ch in typed if ch not in " ,、;/和\t\n"]
+    return sorted(set(items))
+
+
 def check_choice(q: Question, answer) -> Feedback:
-    """Radio buttons (``single``) or checkboxes (``multi``): each wrong key chosen is named with why it is wrong."""
+    """Radio buttons (``single``) or checkboxes (``multi``): each wrong key chosen is named with
+    why it is wrong."""
     k: ChoiceKey = q.key
-    keys, why, single = tuple(key for key, _, _ in k.options), {key: w for key, _, w in k.options}, q.kind == "single"
+    keys = tuple(key for key, _, _ in k.options)
+    why = {key: w for key, _, w in k.options}
+    single = q.kind == "single"
     if not as_text(answer).strip():
         return answer_first(q.id, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
-    if isinstance(answer, (set, frozenset, list, tuple)):  # checkboxes, or a key list typed by hand
-        items = [unicodedata.normalize("NFKC", as_text(a)).strip().upper() for a in answer]
-    else:  # 'B', 'AC', 'a, c', 'A、C'
-        items = [ch for ch in unicodedata.normalize("NFKC", clean(answer, 400)).upper() if ch not in " ,、;/和\t\n"]
-    chosen = sorted(set(items))
+    chosen = _chosen(answer)
     if len(as_text(answer)) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys):
-        return Feedback(False, fb.FORM + (f"请点选一个选项（{'、'.join(keys)} 之一）。" if single else
-                                          f"请勾选选项（{'、'.join(keys)} 中的一个或几个）。"), q.id)  # fmt: skip
+        if single:
+            return Feedback(False, f"{fb.FORM}请点选一个选项（{'、'.join(keys)} 之一）。", q.id)
+        return Feedback(False, f"{fb.FORM}请勾选选项（{'、'.join(keys)} 中的一个或几个）。", q.id)
     if single and len(chosen) > 1:
         return Feedback(False, f"{fb.FORM}这道题只选一项，你选了 {'、'.join(chosen)}。", q.id)
     if set(chosen) == k.answer or (single and chosen[0] in k.answer):
         return Feedback(True, fb.RIGHT + k.praise, q.id)
-    wrong, missing = sorted(set(chosen) - k.answer), set() if single else k.answer - set(chosen)
-    parts = [f"{'、'.join(good)} 选得对。"] if (good := sorted(set(chosen) & k.answer)) else []
+    wrong = sorted(set(chosen) - k.answer)
+    missing = set() if single else k.answer - set(chosen)
+    parts = []
+    if good := sorted(set(chosen) & k.answer):
+        parts.append(f"{'、'.join(good)} 选得对。")
     parts += [f"{key} 不该选：{why[key]}" for key in wrong]
-    parts += [f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。"] if missing else []
-    mistakes = tuple(f"option={key}" for key in wrong) + (("missing",) if missing else ())
+    mistakes = tuple(f"option={key}" for key in wrong)
+    if missing:
+        parts.append(f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。")
+        mistakes += ("missing",)
     return Feedback(False, fb.WRONG + "".join(parts), q.id, mistakes=mistakes)
 
 
-# --------------------------------------------------------------------------------------------- self-explanation
+# ------------------------------------------------------------------------------ self-explanation
 def rubric_feedback(qid: str, answer, cap: int) -> Feedback:
     """Free text is never read or graded: the learner gets the rubric to compare with."""
     text = clean(answer, cap + 1).strip()
     if not text:  # nothing to compare yet: a prompt, no verdict
-        return Feedback(False, f"{fb.ANSWER_FIRST}先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
-                               "就会出现要点清单和常见误解，由你自己对照。", qid)
-    head = f"{fb.REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，再点「记录自评」。"
+        prompt = (f"{fb.ANSWER_FIRST}先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
+                  "就会出现要点清单和常见误解，由你自己对照。")
+        return Feedback(False, prompt, qid)
+    head = (f"{fb.REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，"
+            "再点「记录自评」。")
     if len(text) > cap:
         head += f"（回答超过 {cap} 字，写短一些更容易对照。）"
     return Feedback(False, head, qid)

@@ -5,37 +5,8 @@ Each save reads, merges and atomically replaces the file under its lock (two not
 nothing); only a regular file is read or replaced, never a link, FIFO, folder or device, and such a
 path is refused before any lock is taken (the lock, ``<file>.lock``, lives beside the file, inside
 the data folder). A file the lesson cannot read is renamed aside, never overwritten. The format
-(JSON), which ``scripts/class_report.py`` and the export read, version 3::
-
-    {"format": "day11-progress", "version": 3, "saved_at": "2026-12-07T10:00:00+00:00",
-     "questions": {"Q2": {"attempts": [{"answer": "[\\"64\\", \\"不变\\"]", "verdict": "wrong",
-        "mistake": "d_k=64", "question_version": "016aa98cd5ee"}], "n_attempts": 1,
-        "question_version": "016aa98cd5ee", "first_try": "wrong", "final": "wrong", "solved": false,
-        "answer": "[\\"64\\", \\"不变\\"]"}},
-     "exercises": {"split_heads": {"checks": [{"result": "wrong", "mistakes": ["transpose"],
-        "at": "2026-12-07T09:58:00+00:00"}, {"result": "passed", "mistakes": [],
-        "at": "2026-12-07T09:59:00+00:00"}, {"result": "todo", "mistakes": [],
-        "at": "2026-12-07T10:00:00+00:00"}], "n_checks": 3, "passed": true, "result": "todo",
-        "message": "还没实现：…", "mistakes": [], "source": "def my_split_heads(x, h): …",
-        "passed_source": "def my_split_heads(x, h): …"}},
-     "interview": {"attempts": [{"answer": "…", "verdict": "self", "mistake": null,
-        "question_version": "47b903bb24be", "covered": ["① …"], "of": 3}], "n_attempts": 1,
-        "question_version": "47b903bb24be", "first_try": "self", "final": "self", "solved": false,
-        "answer": "…", "complete": false},
-     "earlier": {"S3b": [{"attempts": [{"answer": "C", "verdict": "right", "mistake": null,
-        "question_version": "9f1c0ffee123"}], "n_attempts": 1, "question_version": "9f1c0ffee123",
-        "first_try": "right", "final": "right", "solved": true, "answer": "C"}]}}
-
-A question (or the interview) keeps its ``attempts`` (the first and the last, ``MAX_ATTEMPTS`` in
-all; ``n_attempts`` counts every one): the answer as typed, a verdict (right, wrong, review: free
-text never judged, self: ``covered`` of ``of`` rubric points) and the named mistake(s),
-``;``-joined. An exercise keeps its ``checks`` the same way: each result (passed, todo: the stub,
-error, wrong, timeout, interrupted) and named mistakes; ``passed`` stays true once a check passed (a
-later stub run never un-passes it), ``source`` is the last code seen and ``passed_source`` the code
-that passed. Answers to an earlier version of a question (its ``question_version`` is not the
-lesson's now) move to ``earlier`` (per id, the first and the last ``MAX_EARLIER`` kept): never shown
-or counted as right. ``migrate`` reads every version the lesson has written: 1 (no question
-versions: its answers are an earlier version's), 2 (an exercise kept only its last check) and 3.
+(JSON, version 3, with what each field keeps) is ``docs/progress-format.md``; ``migrate`` reads
+every version the lesson has written.
 """
 
 from __future__ import annotations

@@ -341,8 +341,11 @@ class _Reader:
         parts = draw.split(".") if isinstance(draw, str) else []
         found = False
         if len(parts) > 1:
-            path = SECTIONS.joinpath(*parts[:-1]).with_suffix(".py")
-            found = path.is_file() and f"def {parts[-1]}(" in path.read_text(encoding="utf-8")
+            module = SECTIONS.joinpath(*parts[:-1])
+            # a module, or a package's __init__ (s03_heads/)
+            for path in (module.with_suffix(".py"), module / "__init__.py"):
+                if path.is_file() and f"def {parts[-1]}(" in path.read_text(encoding="utf-8"):
+                    found = True
         if not found:
             problem = f"「{draw}」不是 lesson_lib/sections 里的函数（写成 模块.函数）。"
             raise self.fail("picture.draw", problem)

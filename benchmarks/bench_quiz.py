@@ -81,7 +81,7 @@ def _table_counts() -> str:
 
 def _kept_counts() -> str:
     """Issue 38's done-when over the right and wrong answers each question keeps in its data."""
-    ids = (*questions.question_ids(), *questions.LAB)
+    ids = (*questions.question_ids(), *questions.lab_ids())
     right = [(q, a) for q in ids for a in questions.question(q).right_answers]
     wrong = [(q, a) for q in ids for a in questions.question(q).wrong_answers]
     feedback = [quiz.check(q, a) for q, a in right]

@@ -12,6 +12,10 @@ Usage:
     python scripts/build_notebook.py --check            # exit 1 if any .ipynb's cells differ from its source
     python scripts/build_notebook.py --no-execute
     python scripts/build_notebook.py --only 06 --out /tmp/draft.ipynb   # draft core sections (+ 00)
+
+Every run first reads the question files (``lesson_lib/sections/*.toml``) and checks each question against its own
+right and wrong answers (``check_questions``): a mistake in a file, or a right answer the lesson would call wrong,
+stops it with a Chinese message naming the file, the question and the field or answer (README「改编这节课」).
 """
 
 from __future__ import annotations
@@ -139,6 +143,8 @@ def execute(nb, notebook: Path = NOTEBOOK):
     os.environ.pop("MPLBACKEND", None)
     # A fresh progress file: the stored outputs and widget state never carry a developer's own answers.
     os.environ["LESSON_PROGRESS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="day11-build-"), "progress.json")
+    # The kernel imports this checkout's lesson_lib (and its question files), whichever one the venv installed.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env_before.get("PYTHONPATH")) if p)
     try:
         client = NotebookClient(
             nb,
@@ -154,9 +160,37 @@ def execute(nb, notebook: Path = NOTEBOOK):
     return widget_placeholders(_merge_streams(_strip_volatile(nb)))
 
 
+def check_questions() -> int:
+    """0 when every question file reads and every question takes its own test answers as they say: a right answer
+    right (or, at worst, asked to be rewritten), a wrong one never right; else 1, with what is wrong in Chinese."""
+    if str(ROOT) not in sys.path:  # this checkout's lesson_lib, with its question files
+        sys.path.insert(0, str(ROOT))
+    from lesson_lib.practice import questions, quiz
+
+    try:
+        ids = (*questions.question_ids(), *questions.lab_ids())
+    except questions.QuestionDataError as exc:
+        print(exc)
+        return 1
+    problems = []
+    for qid in ids:
+        q = questions.question(qid)
+        problems += [f"题目 {qid} 的 right_answers 里的 {a!r} 被判成了「{fb.verdict}」：{fb.message}"
+                     for a in q.right_answers if (fb := quiz.check(qid, a)).verdict not in ("right", "form")]
+        problems += [f"题目 {qid} 的 wrong_answers 里的 {a!r} 被判成了对的"
+                     for a in q.wrong_answers if quiz.check(qid, a).correct]
+    for problem in problems:
+        print(problem)
+    if not problems:
+        print(f"{len(ids)} questions read from lesson_lib/sections/*.toml; each takes its own right and wrong answers")
+    return 1 if problems else 0
+
+
 def check(names=None) -> int:
-    """0 when every named notebook (default: all) matches its source and has stored outputs, else 1."""
-    return max(_check_one(*NOTEBOOKS[name][:2]) for name in (names or NOTEBOOKS))
+    """0 when every question checks and every named notebook (default: all) matches its source and has stored
+    outputs, else 1."""
+    questions_ok = check_questions()
+    return max(questions_ok, *(_check_one(*NOTEBOOKS[name][:2]) for name in (names or NOTEBOOKS)))
 
 
 def _check_one(src: Path, notebook: Path) -> int:
@@ -209,6 +243,8 @@ def main(argv=None) -> int:
         parser.error("--only builds a draft: give --out too, so the lesson notebook stays whole")
     if args.out and len(args.names) > 1:
         parser.error("--out writes one notebook: name at most one")
+    if check_questions():
+        return 1
     for name in args.names or ([NOTEBOOK.stem] if args.out else NOTEBOOKS):
         src, notebook, _ = NOTEBOOKS[name]
         out = args.out or notebook

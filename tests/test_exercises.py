@@ -26,7 +26,7 @@ from lesson_lib import paper
 from lesson_lib.attention import head_width, softmax
 from lesson_lib.practice import exercises as ex
 from lesson_lib.practice import worker
-from lesson_lib.practice.questions import split_heads_shape_mistake
+from lesson_lib.practice.checkers import split_heads_shape_mistake
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
 NAMES = list(ex.EXERCISES)

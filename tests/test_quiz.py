@@ -160,13 +160,13 @@ def test_forms_read_each_box_on_its_own(qid):
 
 
 # ------------------------------------------------------------------------------------------ the questions' own answers
-KEPT_RIGHT = [(q, a) for q in (*qq.question_ids(), *qq.LAB) for a in qq.question(q).right_answers]
-KEPT_WRONG = [(q, a) for q in (*qq.question_ids(), *qq.LAB) for a in qq.question(q).wrong_answers]
+KEPT_RIGHT = [(q, a) for q in (*qq.question_ids(), *qq.lab_ids()) for a in qq.question(q).right_answers]
+KEPT_WRONG = [(q, a) for q in (*qq.question_ids(), *qq.lab_ids()) for a in qq.question(q).wrong_answers]
 
 
 def test_every_number_box_keeps_ten_right_answers_as_learners_write_them():
     boxes = 0
-    for qid in (*qq.question_ids(), *qq.LAB):
+    for qid in (*qq.question_ids(), *qq.lab_ids()):
         q = qq.question(qid)
         for box in (b for b in getattr(q.key, "boxes", ()) if isinstance(b, qc.NumberBox)):
             written = [qc.form_values(q, a)[box.name] for a in q.right_answers]
@@ -390,9 +390,12 @@ def test_q1_is_a_self_explanation_with_a_rubric():
 
 
 # ------------------------------------------------------------------------------------------ content
+SHAPE_N = qq.question("S3").values["n"]  # tokens in S3's shape question
+
+
 def _rebuild_questions(bank):
     """Forget built questions, so a changed paper number reaches them."""
-    bank.question.cache_clear()
+    bank.read_again()
 
 
 def test_numbers_come_from_lesson_lib(monkeypatch):
@@ -404,27 +407,27 @@ def test_numbers_come_from_lesson_lib(monkeypatch):
         assert re.search(rf"\b4\D+{d_k}\D", qq.question("Q3").prompt)  # 4 heads of d_k each
         assert quiz.check("Q3", [f"4 · {d_k}n²", f"{D}n²"]).correct
         assert not quiz.check("Q3", [f"{H} · {D_K}n²", f"{D_K}n²"]).correct
-        assert quiz.check("S3", f"(4, {qq.N_SHAPE_EXAMPLE}, {d_k})").correct
+        assert quiz.check("S3", f"(4, {SHAPE_N}, {d_k})").correct
     finally:
         monkeypatch.undo()
         _rebuild_questions(qq)
-    assert quiz.check("S3", f"({H}, {qq.N_SHAPE_EXAMPLE}, {D_K})").correct
+    assert quiz.check("S3", f"({H}, {SHAPE_N}, {D_K})").correct
 
 
 def test_answer_keys_match_the_flop_counter_and_the_kernel():
-    n, h = qq.N_FLOPS_EXAMPLE, qq.H_FLOPS_EXAMPLE
+    n, h = qq.question("S4").values["n"], qq.question("S4").values["h16"]
     c = count(n, D, h)
     assert quiz.check("S4", [str(c.scores // h), str(c.scores)]).correct
     assert quiz.check("S4b", [str(c.softmax_exp), "会"]).correct
     assert quiz.check("Q2", [str(head_width(D, h)), "不变" if parameters(D, h) == parameters(D, H) else "变多"]).correct
-    from lesson_lib.practice.questions import TRANSFER_D_MODEL, TRANSFER_HEADS
-
+    TRANSFER_D_MODEL, TRANSFER_HEADS = qq.question("S4c").values["d_t"], qq.question("S4c").values["h_t"]
     assert quiz.check("S4c", [str(head_width(TRANSFER_D_MODEL, TRANSFER_HEADS)),
                               str(parameters(TRANSFER_D_MODEL, TRANSFER_HEADS))]).correct  # fmt: skip
 
 
 def test_transfer_and_understanding_questions():
-    from lesson_lib.practice.questions import TRANSFER_D_MODEL, TRANSFER_HEADS, UNEVEN_HEADS
+    TRANSFER_D_MODEL, TRANSFER_HEADS = qq.question("S4c").values["d_t"], qq.question("S4c").values["h_t"]
+    UNEVEN_HEADS = qq.question("S3d").values["h6"]
 
     s4c = qq.question("S4c")
     assert f"d_model = {TRANSFER_D_MODEL}" in s4c.prompt and f"h = {TRANSFER_HEADS}" in s4c.prompt  # numbers read back
@@ -437,7 +440,7 @@ def test_transfer_and_understanding_questions():
 
 
 def test_s4_does_not_repeat_code_exercise_3():
-    n, h = qq.N_FLOPS_EXAMPLE, qq.H_FLOPS_EXAMPLE
+    n, h = qq.question("S4").values["n"], qq.question("S4").values["h16"]
     total = count(n, D, h).matmul_total
     for qid in ("S4", "S4b"):
         assert all(Fraction(total) != Fraction(b.target) for b in qq.question(qid).key.boxes if hasattr(b, "hints"))
@@ -445,13 +448,13 @@ def test_s4_does_not_repeat_code_exercise_3():
 
 def test_explanations_carry_the_computed_numbers():
     q3 = qq.question("Q3").explanation
-    assert f"{H} · {D_K}n² = {D}n²" in q3 and f"{count(qq.N_FLOPS_EXAMPLE, D, H).softmax_exp:,}" in q3
+    assert f"{H} · {D_K}n² = {D}n²" in q3 and f"{count(qq.question('Q3').values['n'], D, H).softmax_exp:,}" in q3
 
 
 def test_model_answer_comes_from_lesson_lib():
     text = qi.model_answer()
     assert f"d_model = {D}" in text and f"d_k = {D_K}" in text
-    assert f"{count(qq.N_FLOPS_EXAMPLE, D, H).matmul_total:,}" in text
+    assert f"{count(qi.interview().values['n'], D, H).matmul_total:,}" in text
 
 
 def test_unknown_question_id():
@@ -570,7 +573,7 @@ def test_every_choice_subset_and_shape_permutation_is_judged_by_the_key():
                     answer = [*right[:i], option, *right[i + 1:]]
                     assert quiz.check(qid, answer).correct is (option == b.answer), (qid, answer)
                     seen += 1
-    shape = [str(v) for v in split_heads(np.zeros((qq.N_SHAPE_EXAMPLE, D)), H).shape]
+    shape = [str(v) for v in split_heads(np.zeros((SHAPE_N, D)), H).shape]
     values = {*shape, *(str(int(v) + d) for v in shape for d in (-1, 1)), "512", "1"}
     for triple in permutations(sorted(values), 3):
         assert quiz.check("S3", list(triple)).correct is (list(triple) == shape), triple

@@ -242,6 +242,11 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     return result
 
 
+def parse_expression(text: str, symbols: dict[str, Poly]) -> Poly:
+    """An expression in the parser's own spelling (a question file's numbers): d_model / h, n^2."""
+    return _parse(text.strip().lower(), symbols)
+
+
 def chinese_numeral(raw: str) -> str:
     """The first Chinese numeral written as a number in the box, exactly as written; '' if none.
     A lone 一 is one only when nothing else in the box could be the answer (「一个」, not
@@ -409,11 +414,16 @@ class NumberBox:
         return value == self.target
 
     def wrong_why(self, value) -> str:
-        hint = next((hint for known, hint in self.hints if Fraction(known) == value), "")
+        hint = next((hint for known, hint in self.hints if _same(known, value)), "")
         return hint or (self.explain(value) if self.explain else self.generic)
 
     def shown(self, value) -> str:  # the echo: every digit, never rounded to the answer
         return str(value) if isinstance(value, Poly) else fmt_number(value)
+
+
+def _same(known, value) -> bool:
+    """A hint's value (a number, or a Poly in an expression box) is the value read."""
+    return known == value if isinstance(known, Poly) else Fraction(known) == value
 
 
 class ExpressionBox(NumberBox):
@@ -590,6 +600,49 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
         "按你自己的对照，要点都说到了；再看一眼上面的误解，你的回答里没有吧？")  # fmt: skip
     return Feedback(False, message, qid, covered=chosen)
 
+
+# ------------------------------------------------------------------------------ named checkers
+def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) -> str:
+    """What a wrong split_heads shape most likely means (the §3 shape question and exercise 1)."""
+    got = tuple(got)
+    d_model = h * d_k
+    if got == (n, h, d_k):
+        return "是不是忘了 transpose？reshape 成 (n, h, d_k) 之后，还要把头的轴换到最前面。"
+    if got == (h, d_k, n):
+        return "后两个轴反了（那是 Kᵀ 的形状）：每个头应当是 (n, d_k)，一行一个词元。"
+    if got == (n, d_model):
+        return f"这还是拆分之前 X 的形状：需要把最后一维切成 {h} 份，多出一个「头」的维度。"
+    if got in ((h, n, d_model), (n, h, d_model)):
+        return f"每个头只有 d_k = d_model / h = {d_k} 维，不是 {d_model} 维。"
+    if len(got) != 3:
+        return "结果应当有 3 个轴：(头数 h, 词元数 n, 每个头的宽度 d_k)。"
+    return f"三个轴依次是头数 h、词元数 n、每个头的宽度 d_k = d_model / h = {d_k}。"
+
+
+def split_heads_shape(targets: tuple, values: dict) -> str:
+    """A form whose boxes are split_heads' (h, n, d_k): the shape read, axis by axis, and what
+    it most likely means."""
+    got = tuple(values.values())
+    if any(v.denominator != 1 for v in got):
+        return "形状里的每一维都是整数。"
+    got = tuple(int(v) for v in got)  # echoed as the boxes echo them (1,000), axis by axis
+    read = "、".join(f"第{'一二三'[i]}维 {fmt_number(v)}" for i, v in enumerate(got))
+    h, n, d_k = targets
+    return f"你填的是{read}。" + split_heads_shape_mistake(got, n, h, d_k)
+
+
+def power_of_n(target: Poly, generic: str, value: Poly) -> str:
+    """An expression box's wrong value: ``generic`` when n's power is right, else that it is not."""
+    if value.degree == target.degree:
+        return generic
+    return "式子里 n 的次数不对：n × n 个分数，每个都要算一次点积。"
+
+
+# The checkers a question file may name: a form's ``whole``, an expression box's ``explain``.
+NAMED = {
+    "split_heads_shape": split_heads_shape,
+    "power_of_n": power_of_n,
+}
 
 CHECKERS: dict[str, Callable[[Question, object], Feedback]] = {
     "form": check_form, "single": check_choice, "multi": check_choice,

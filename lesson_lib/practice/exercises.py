@@ -21,8 +21,8 @@ from lesson_lib import paper
 from lesson_lib.attention import merge_heads, multi_head_attention, softmax, split_heads
 from lesson_lib.costs import count
 from lesson_lib.practice import progress, worker
+from lesson_lib.practice.checkers import split_heads_shape_mistake
 from lesson_lib.practice.feedback import box_html
-from lesson_lib.practice.questions import split_heads_shape_mistake
 
 BUDGET_S = 5.0  # one whole check (every case); a right answer takes milliseconds
 # (n, d_model, h) of each check's cases; the first split is the base model's

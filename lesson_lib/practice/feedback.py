@@ -62,6 +62,9 @@ class Question:
     # Arabic digits only: one in Chinese numerals belongs in the adversarial table.
     right_answers: tuple = field(default=(), repr=False, compare=False)
     wrong_answers: tuple = field(default=(), repr=False, compare=False)
+    # The named values its data computed, and the section function that draws its picture
+    values: dict = field(default_factory=dict, repr=False, compare=False)
+    picture: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def choices(self) -> tuple[tuple[str, str], ...]:

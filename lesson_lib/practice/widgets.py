@@ -178,9 +178,9 @@ def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:
 
 def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     """§8: the learner answers first; then the rubric, a self-assessment, and the reference answer."""
-    return SelfTestWidget(interview.INTERVIEW_ID, interview.INTERVIEW_QUESTION, interview.interview_check, progress,
-                          None, interview.interview_rubric(), interview.interview_self_assess,
-                          "用自己的话回答面试官，写三五句即可……", rows=6)  # fmt: skip
+    q = interview.interview()
+    return SelfTestWidget(q.id, q.prompt, interview.interview_check, progress, None, q.key,
+                          interview.interview_self_assess, q.placeholder, rows=6)  # fmt: skip
 
 
 class ProgressSummary(_Shown):

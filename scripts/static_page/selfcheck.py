@@ -91,10 +91,10 @@ def export_question(q, check) -> dict:
 
 def export_all() -> dict:
     """Every question the core and the labs ask, by id (``lesson_lib.practice.questions``, the kernel's bank)."""
-    from lesson_lib.practice.questions import LAB, question, question_ids
+    from lesson_lib.practice.questions import lab_ids, question, question_ids
     from lesson_lib.practice.quiz import check
 
-    return {qid: export_question(question(qid), check) for qid in (*question_ids(), *LAB)}
+    return {qid: export_question(question(qid), check) for qid in (*question_ids(), *lab_ids())}
 
 
 def _text(text: str) -> str:

@@ -1,0 +1,124 @@
+"""README「改编这节课」, done as an instructor does it, on a copy of the repository: change the number in one
+question and add a choice question to §5 (its right and wrong answers with it) in §5's question file, ask it with
+one line of §5's notebook source, run the one command. Two files a person edits; nothing else."""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import scaled
+
+from lesson_lib.practice.progress import current_version
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = Path("lesson_lib/sections/s05_head_lab.toml")
+SOURCE = Path("notebooks/src/05_head_lab.md")
+NEW_N = 100  # the number the instructor changes: S5's n = 50
+
+NEW_QUESTION = '''
+[[questions]]
+id = "S5b"
+kind = "single"
+section = "第 5 节"
+prompt = "S5b　把 h 从 {lo} 拖到 {hi} 时，每个头的 d_k 从 {d_k_lo} 变成多少？"
+explanation = "解析：d_k = d_model / h = {d_model} / {hi} = {d_k_hi}。"
+answer = "B"
+right_answers = ["B", "b"]
+wrong_answers = ["A", "C"]
+
+[[questions.options]]
+key = "A"
+label = "{d_k_lo}"
+why = "那是 h = {lo} 时的宽度。"
+
+[[questions.options]]
+key = "B"
+label = "{d_k_hi}"
+
+[[questions.options]]
+key = "C"
+label = "{d_model}"
+why = "那是 d_model：它要平均分给 {hi} 个头。"
+'''
+
+ANSWER = """
+import json, sys
+from lesson_lib.practice import questions, quiz
+from lesson_lib.practice.progress import Progress
+from lesson_lib.practice.widgets import stored_answer
+
+progress = Progress(sys.argv[1])
+out = {}
+for qid, answer in (("S5b", "A"), ("S5b", "B"), ("S5", "AB")):
+    fb = quiz.check(qid, answer)
+    progress.record(fb, stored_answer(questions.question(qid), answer))
+    out.setdefault(qid, []).append([fb.verdict, list(fb.mistakes)])
+out["ids"] = list(questions.question_ids())
+out["S5.n"] = questions.question("S5").values["n"]
+out["S5.version"] = questions.question("S5").version
+out["entry"] = Progress(sys.argv[1]).entry("S5b")
+print(json.dumps(out))
+"""
+
+
+def _copy(dest: Path) -> Path:
+    """The parts of the repository the command and the class report read."""
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", ".ipynb_checkpoints")
+    for part in ("lesson_lib", "notebooks", "scripts"):
+        shutil.copytree(ROOT / part, dest / part, ignore=skip)
+    return dest
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, (path, old)
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def _run(args, cwd: Path, timeout_s: float) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(cwd)}  # the copy's lesson_lib, whichever one the venv installed
+    env.pop("LESSON_PROGRESS_FILE", None)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=scaled(timeout_s))  # fmt: skip
+
+
+@pytest.mark.slow
+def test_an_instructor_changes_a_number_and_adds_a_question_with_one_command(tmp_path):
+    copy = _copy(tmp_path / "课程 copy")
+    before = {path: path.read_bytes() for path in copy.rglob("*") if path.is_file()}
+    _edit(copy / QUESTIONS, "n = 50  # tokens", f"n = {NEW_N}  # tokens")
+    with (copy / QUESTIONS).open("a", encoding="utf-8") as f:
+        f.write(NEW_QUESTION)
+    _edit(copy / SOURCE, 'ask("S5")\n', 'display(ask("S5"), ask("S5b"))\n')
+    edited = {path for path in before if path.read_bytes() != before[path]}
+    assert edited == {copy / QUESTIONS, copy / SOURCE}  # two files a person edits
+
+    built = _run(["scripts/build_notebook.py", "day11_multi_head_attention"], copy, 900)
+    assert built.returncode == 0, built.stdout + built.stderr
+
+    notebook = json.loads((copy / "notebooks" / "day11_multi_head_attention.ipynb").read_text(encoding="utf-8"))
+    asking = [c for c in notebook["cells"] if c["cell_type"] == "code" and 'ask("S5b")' in "".join(c["source"])]
+    assert len(asking) == 1 and asking[0]["outputs"]  # the new question's cell ran and shows a widget
+    assert "S5b" in json.dumps(notebook["metadata"]["widgets"])  # its prompt is in the stored widget state
+
+    progress = tmp_path / "progress.json"
+    answered = _run(["-c", ANSWER, str(progress)], copy, 120)
+    assert answered.returncode == 0, answered.stderr
+    got = json.loads(answered.stdout)
+    assert got["S5b"] == [["wrong", ["option=A"]], ["right", []]]  # checked by the engine
+    assert got["ids"].index("S5b") == got["ids"].index("S5") + 1  # counted by progress, after S5
+    assert got["S5.n"] == NEW_N and got["S5.version"] != current_version("S5")  # the changed number is asked
+    assert got["S5"] == [["right", []]]
+    assert [a["verdict"] for a in got["entry"]["attempts"]] == ["wrong", "right"]  # the progress file records it
+
+    report = _run(["scripts/class_report.py", str(progress), "--out", str(tmp_path / "report")], copy, 120)
+    assert report.returncode == 0, report.stdout + report.stderr
+    with (tmp_path / "report" / "class-report.csv").open(encoding="utf-8-sig") as f:  # Excel's BOM
+        rows = {(r["item"], r["measure"]): r["count"] for r in csv.DictReader(f) if r["kind"] == "question"}
+    assert rows[("S5b", "answered")] == "1" and rows[("S5b", "later_right")] == "1"
+    assert rows[("S5", "first_right")] == "1"

@@ -1,0 +1,181 @@
+"""The questions as data: the move from Python builders keeps every question's version (a progress file saved
+before the move reads with every answer intact)."""
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from lesson_lib.practice import questions
+from lesson_lib.practice.checkers import CHECKERS
+from lesson_lib.practice.progress import INTERVIEW, Progress, current_version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+SAVED_BEFORE_THE_MOVE = FIXTURES / "progress-v3-questions.json"  # tests/fixtures/make_progress_v3.py, bf99d1e
+
+
+def test_a_progress_file_saved_before_the_move_reads_with_every_answer_current(tmp_path):
+    path = tmp_path / "progress.json"
+    shutil.copy(SAVED_BEFORE_THE_MOVE, path)
+    stored = json.loads(SAVED_BEFORE_THE_MOVE.read_text(encoding="utf-8"))["questions"]
+    progress = Progress(path)
+    assert progress.data["earlier"] == {}
+    assert set(stored) == {*questions.question_ids(), *questions.lab_ids()}
+    for qid, saved in stored.items():
+        entry = progress.entry(qid)
+        assert entry["question_version"] == saved["question_version"] == current_version(qid), qid
+        assert entry["attempts"] == saved["attempts"], qid
+        assert entry["final"] == saved["final"], qid
+    saved = json.loads(SAVED_BEFORE_THE_MOVE.read_text(encoding="utf-8"))["interview"]  # §8's, moved to data too
+    assert progress.entry(INTERVIEW) == saved and saved["question_version"] == current_version(INTERVIEW)
+
+
+# ------------------------------------------------------------------------------------------ the loader
+GOOD = '''
+[values]
+d_model = { call = "paper.base_d_model" }
+h = 16
+
+[[questions]]
+id = "X1"
+kind = "single"
+section = "第 5 节"
+prompt = "X1　d_model = {d_model}、h = {h}：每个头几维？"
+explanation = "解析：{d_model} / {h} = {d_k}。"
+answer = "B"
+right_answers = ["B"]
+wrong_answers = ["A"]
+values = { d_k = { call = "attention.head_width", d_model = "d_model", h = "h" } }
+options = [{ key = "A", label = "{d_model}", why = "那是 d_model。" }, { key = "B", label = "{d_k}" }]
+
+[[questions]]
+id = "X2"
+kind = "form"
+section = "第 4 节"
+prompt = "X2　一个头打分几次？"
+explanation = "解析。"
+right_answers = [["{d_model}n^2", "{scores}"]]
+wrong_answers = [["{d_model}n^2", "{h}"]]
+values = { scores = "d_model * 4" }
+
+[[questions.boxes]]
+kind = "expression"
+name = "poly"
+label = "式子"
+target = "d_model * n^2"
+hints = [{ value = "2 * d_model * n^2", says = "两步合计了。" }]
+
+[[questions.boxes]]
+name = "count"
+label = "次数"
+target = "scores"
+symbols = { d_model = "d_model" }
+hints = [{ value = "h", says = "那是头数。" }]
+'''
+
+
+def _file(tmp_path, text, name="s05_test.toml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_good_file_reads_and_its_questions_are_checked_by_the_engine(tmp_path):
+    x1, x2 = questions.read_file(_file(tmp_path, GOOD))
+    assert x1.choices == (("A", "512"), ("B", "32")) and x1.key.answer == {"B"}
+    assert CHECKERS["single"](x1, "B").correct
+    wrong = CHECKERS["single"](x1, "A")
+    assert wrong.mistakes == ("option=A",)
+    assert CHECKERS["form"](x2, x2.right_answers[0]).correct
+    slip = CHECKERS["form"](x2, ["1024n^2", "16"])
+    assert dict(slip.parts) == {"poly": "wrong", "count": "wrong"}
+    assert slip.mistakes == ("poly=1024n²", "count=16")  # both hints name the mistake
+    assert x2.values["scores"] == 2048
+
+
+BAD = {  # what is wrong -> (the change to GOOD, the question and the field the error names)
+    "unknown field": (('id = "X1"', 'id = "X1"\ncolour = "red"'), "X1", "colour"),
+    "missing field": (('prompt = "X1　d_model = {d_model}、h = {h}：每个头几维？"\n', ""), "X1", "prompt"),
+    "wrong type": (('answer = "B"', "answer = 2"), "X1", "answer"),
+    "unknown function": (('call = "attention.head_width"', 'call = "attention.width"'), "X1", "values.d_k.call"),
+    "unknown argument": (('h = "h" }', 'heads = "h" }'), "X1", "values.d_k.heads"),
+    "unknown checker": (('kind = "expression"', 'kind = "expression"\nexplain = "guess"'), "X2",
+                        "boxes[0].explain"),
+    "unknown placeholder": (("解析：{d_model}", "解析：{d_ff}"), "X1", "explanation"),
+    "duplicate id": (('id = "X2"', 'id = "X1"'), "X1", "id"),
+    "a wrong option without why": ((', why = "那是 d_model。"', ""), "X1", "options"),
+    "an answer not an option": (('answer = "B"', 'answer = "C"'), "X1", "answer"),
+    "a key of two characters": (('{ key = "B", label', '{ key = "BB", label'), "X1", "options"),
+    "a bad expression": (('target = "scores"', 'target = "scores +"'), "X2", "boxes[1].target"),
+    "a file value with no function": (('{ call = "paper.base_d_model" }', '{ call = "paper.d_model" }'), "",
+                                      "values.d_model.call"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_a_bad_file_names_its_file_question_and_field(tmp_path, case):
+    (old, new), qid, field = BAD[case]
+    assert old in GOOD
+    path = _file(tmp_path, GOOD.replace(old, new, 1))
+    with pytest.raises(questions.QuestionDataError) as err:
+        questions.read_file(path)
+    assert (err.value.file, err.value.question, err.value.field) == (path, qid, field)
+
+
+def test_a_toml_syntax_error_names_the_file(tmp_path):
+    path = _file(tmp_path, GOOD + "\n[[questions]\n")
+    with pytest.raises(questions.QuestionDataError) as err:
+        questions.read_file(path)
+    assert err.value.file == path and err.value.question == ""
+
+
+def test_the_picture_names_a_section_function_that_exists(tmp_path):
+    drawn = GOOD.replace('id = "X1"', 'id = "X1"\npicture = { draw = "s06_real_heads.pronoun.head_map" }')
+    assert questions.read_file(_file(tmp_path, drawn))[0].picture["draw"].endswith("head_map")
+    missing = drawn.replace("pronoun.head_map", "pronoun.no_such_map")
+    with pytest.raises(questions.QuestionDataError) as err:
+        questions.read_file(_file(tmp_path, missing))
+    assert (err.value.question, err.value.field) == ("X1", "picture.draw")
+
+
+def test_an_id_in_two_files_is_refused(tmp_path, monkeypatch):
+    _file(tmp_path, GOOD, "s04_a.toml")
+    second = _file(tmp_path, GOOD.replace('id = "X2"', 'id = "X3"'), "s05_b.toml")
+    monkeypatch.setattr(questions, "SECTIONS", tmp_path)
+    questions.read_again()
+    try:
+        with pytest.raises(questions.QuestionDataError) as err:
+            questions.question_ids()
+    finally:
+        monkeypatch.undo()
+        questions.read_again()
+    assert (err.value.file, err.value.question, err.value.field) == (second, "X1", "id")
+
+
+def test_every_section_file_is_packaged():
+    """An installed lesson_lib (the hub image) finds its question files: pyproject ships *.toml."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "*.toml" in pyproject["tool"]["setuptools"]["package-data"]["*"]
+    assert {p.parent for p in questions.SECTIONS.glob("*.toml")} == {questions.SECTIONS}
+
+
+def test_a_question_s_picture_is_the_last_one_drawn_before_it_is_asked():
+    """Q5 names the §6 function and arguments that draw the map it reads; §6 draws exactly that before asking."""
+    src = "".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "notebooks" / "src").glob("*.md")))
+    pictured = [qid for qid in questions.question_ids() if questions.question(qid).picture]
+    assert "Q5" in pictured
+    for qid in pictured:
+        picture = dict(questions.question(qid).picture)
+        function = picture.pop("draw").rsplit(".", 1)[1]
+        before = src.split(f'ask("{qid}")')[0]
+        drawn = re.findall(rf"\b{function}\(([^)]*)\)", before)[-1]
+        assert drawn.endswith(", ".join(f"{k}={v}" for k, v in picture.items())), (qid, drawn)

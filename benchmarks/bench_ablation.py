@@ -24,7 +24,7 @@ SEEDS = 3
 STEPS_COMPARED = 100
 REPEATS = 3
 
-_PRELUDE = "import matplotlib\nmatplotlib.use('Agg')\nfrom lesson_lib import widgets\n"
+_PRELUDE = "import matplotlib\nmatplotlib.use('Agg')\n"
 _RUSAGE = (
     "import json, resource\n"
     "s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"

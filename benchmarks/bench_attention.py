@@ -12,7 +12,7 @@ import time
 import numpy as np
 from attention_fast import multi_head_attention_fast
 
-from lesson_lib import costs as flops
+from lesson_lib import costs
 from lesson_lib.attention import multi_head_attention, multi_head_attention_reference
 
 N, D = 1024, 512
@@ -70,7 +70,7 @@ def _figures(threads) -> list[str]:
     matmul = _matmul_gflops(rng)
     lines = [f"NumPy float32 matmul baseline: {matmul:.1f} GFLOP/s"]
     for h in HEADS:
-        work = 2 * flops.count(N, D, h).matmul_total
+        work = 2 * costs.count(N, D, h).matmul_total
         row = [f"h={h:>2}"]
         for name, kernel in (("readable", multi_head_attention), ("fast", multi_head_attention_fast),
                              ("per-head loop", multi_head_attention_reference)):

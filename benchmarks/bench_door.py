@@ -120,9 +120,9 @@ def encoder_lines():
 
 
 def callback_lines():
-    from lesson_lib.sections import s05_head_lab, widgets
+    from lesson_lib.sections import s05_head_lab
 
-    box = widgets.head_lab()
+    box = s05_head_lab.lab_widget()
     slider = box.controls["slider"]
     lines = []
     for h in (s05_head_lab.BASE_HEADS, s05_head_lab.HEAD_CHOICES[-1]):

@@ -49,8 +49,6 @@ def _seconds(fn, *args):
 
 
 def run() -> list[str]:
-    from lesson_lib.sections import widgets
-
     choices = head_lab.HEAD_CHOICES
     start = time.perf_counter()
     _fast(choices[0])  # cold: imports (PIL, threadpoolctl), font loading, parameter cache
@@ -58,7 +56,7 @@ def run() -> list[str]:
     for h in choices:  # warm every path once
         _fast(h)
         _reference(h)
-    box = widgets.head_lab()
+    box = head_lab.lab_widget()
     slider = box.controls["slider"]
 
     def via_widget(h):

@@ -69,16 +69,16 @@ def _old_demo_redraw(heads, sharpness):
 
 def _cases():
     """(name, change, baseline name, baseline) for every widget that can be built here."""
+    from lesson_lib.sections import s02_averaging as averaging
     from lesson_lib.sections import s05_head_lab as head_lab
-    from lesson_lib.sections import widgets
 
     cases = []
-    demo = widgets.averaging_demo().controls
+    demo = averaging.demo_widget().controls
     cases.append(("§2 demo: 锐度", _toggle(demo["sharpness"], 4.0, 6.0),
                   "matplotlib figure + PNG", lambda: _old_demo_redraw(1, 6.0)))
     cases.append(("§2 demo: 1 ↔ 2 个头", _toggle(demo["heads"], 1, 2),
                   "matplotlib figure + PNG", lambda: _old_demo_redraw(2, 4.0)))
-    lab = widgets.head_lab().controls
+    lab = head_lab.lab_widget().controls
     cases.append(("§5 lab: h 8 ↔ 64", _toggle(lab["slider"], 8, 64), "static heat_map",
                   lambda: _lab_reference(head_lab.lab_state(64))))
     cases.append(("§5 lab: 放大头 1 ↔ 8", _toggle(lab["zoom"], 1, 8), "static heat_map",

@@ -8,10 +8,10 @@ MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,
 论文的写法是行向量乘权重（``X W``）；第 i 个头拥有每个 (d_model, d_model) 投影矩阵的第 i 块列。
 
 每个公开的函数都是一道门：第一行把参数交给 ``lesson_lib.checks`` 检查一次（输入有问题时抛出
-``AttentionInputError``，它是带中文说明的 ``ValueError``），第二行交给同名的公式函数（名字以 ``_`` 开头）。
-公式函数里只有公式，什么也不检查：它们互相调用时，输入早在门口查过了。所以不管是你直接调用，还是本课
-别的代码调用，检查都只做一次，结果也一样。``@translated`` 把 numpy 报告的溢出和内存不足换成中文说明。
-更快的版本在 ``benchmarks/attention_fast.py``，结果相同，课程不调用它。
+``AttentionInputError``，它是带中文说明的 ``ValueError``），第二行交给同名的公式函数（名字以 ``_``
+开头）。公式函数里只有公式，什么也不检查：它们互相调用时，输入早在门口查过了。所以不管是你直接调用，
+还是本课别的代码调用，检查都只做一次，结果也一样。``@translated`` 把 numpy 报告的溢出和内存不足换成
+中文说明。更快的版本在 ``benchmarks/attention_fast.py``，结果相同，课程不调用它。
 
 每个注意力函数都返回 ``(输出, 权重)``，画图和小部件读的权重就是算出这个输出的那一份。
 """
@@ -22,7 +22,15 @@ import math
 
 import numpy as np
 
-from lesson_lib.checks import check_heads, check_logits, check_merge, check_mha, check_qkv, check_split, translated
+from lesson_lib.checks import (
+    check_heads,
+    check_logits,
+    check_merge,
+    check_mha,
+    check_qkv,
+    check_split,
+    translated,
+)
 
 
 @translated
@@ -41,12 +49,12 @@ def _softmax(x, axis=-1):
 
 @translated
 def scaled_dot_product_attention(q, k, v, mask=None):
-    """softmax(Q Kᵀ / √d_k) V。  [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> (out, weights)。
+    """softmax(Q Kᵀ / √d_k) V。[…, n_q, d_k], […, n_k, d_k], […, n_k, d_v] -> (out, weights)。
 
     ``mask`` 是布尔数组（True = 可以关注），要能广播到打分的形状 ``(..., n_q, n_k)``。
     返回形状为 ``(..., n_q, d_v)`` 的 ``out`` 和形状为 ``(..., n_q, n_k)`` 的 ``weights``。
     """
-    q, k, v, mask = check_qkv(q, k, v, mask)  # (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v), 掩码或 None
+    q, k, v, mask = check_qkv(q, k, v, mask)  # (…, n_q, d_k), (…, n_k, d_k), (…, n_k, d_v), 掩码
     return _scaled_dot_product_attention(q, k, v, mask)  # (..., n_q, d_v), (..., n_q, n_k)
 
 
@@ -91,7 +99,7 @@ def _merge_heads(x):
 @translated
 def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     """h 个头的自注意力：(..., n, d_model) -> (out (..., n, d_model), weights (..., h, n, n))。"""
-    x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # X (..., n, d_model)；W (d, d)
+    x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # X (…, n, d_model)
     return _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask)  # out, weights (..., h, n, n)
 
 
@@ -107,14 +115,15 @@ def _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
 @translated
 def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
     """论文的定义，一次算一个头：放在批量版本旁边的朴素循环。"""
-    x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # 掩码 (..., h, n, n) 或 None
+    x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # 掩码 (…, h, n, n)
     return _multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask)  # out, weights
 
 
 def _multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
     """head_i = Attention(X W_i^Q, X W_i^K, X W_i^V)，一个 i 一个 i 地算。"""
     d_k = x.shape[-1] // h
-    heads, weights = [], []
+    heads = []
+    weights = []
     for i in range(h):
         block = slice(i * d_k, (i + 1) * d_k)  # 第 i 个头拥有第 [i·d_k, (i+1)·d_k) 列
         mask_i = None if mask is None else mask[..., i, :, :]  # (..., n, n)

@@ -1,9 +1,11 @@
-"""Closed-form costs of one self-attention layer, pure functions of n, d_model and h (the tests measure the kernel).
+"""Closed-form costs of one self-attention layer, pure functions of n, d_model and h (the tests
+measure the kernel).
 
 §4: ``count`` — multiplies per stage (d_k = d_v = d_model / h); ``parameters`` — learnable weights.
-§8: ``kv_sharing`` — what sharing keys and values across heads saves: h query heads of width d_k share g key/value
-heads (g = h: MHA; 1 < g < h: GQA, Ainslie et al. 2023; g = 1: MQA, Shazeer 2019). W^K and W^V shrink to
-d × (g·d_k), so 2·d² + 2·d·g·d_k projection weights; a decoder caches 2·g·d_k numbers per earlier token."""
+§8: ``kv_sharing`` — what sharing keys and values across heads saves: h query heads of width d_k
+share g key/value heads (g = h: MHA; 1 < g < h: GQA, Ainslie et al. 2023; g = 1: MQA, Shazeer 2019).
+W^K and W^V shrink to d × (g·d_k), so 2·d² + 2·d·g·d_k projection weights; a decoder caches 2·g·d_k
+numbers per earlier token."""
 
 from dataclasses import dataclass
 
@@ -36,8 +38,9 @@ class LayerCount:  # multiplies (and softmax exps/divisions) of one self-attenti
     def matmul_total(self) -> int:  # 4·n·d² + 2·n²·d, the same for every h
         return self.qkv_projections + self.scores + self.weights_v + self.output_projection
 
+    # SOFTMAX_WORK: scaling, exps and divisions, 3·h·n², growing with h
     @property
-    def softmax_total(self) -> int:  # SOFTMAX_WORK: scaling, exps and divisions, 3·h·n², growing with h
+    def softmax_total(self) -> int:
         return self.scaling + self.softmax_exp + self.softmax_div
 
     @property
@@ -46,17 +49,21 @@ class LayerCount:  # multiplies (and softmax exps/divisions) of one self-attenti
 
 
 def count(n: int, d_model: int, h: int) -> LayerCount:
-    """Closed-form per-stage counts of one self-attention layer (n tokens, width d_model, h heads)."""
-    n, d = check_int(n, "n", minimum=1), check_int(d_model, "d_model", minimum=1)
+    """Closed-form per-stage counts of one self-attention layer (n tokens, width d_model, h
+    heads)."""
+    n = check_int(n, "n", minimum=1)
+    d = check_int(d_model, "d_model", minimum=1)
     h = check_heads(d, h)  # the learner-facing error when h does not divide d_model
     return LayerCount(n, d, h, qkv_projections=3 * n * d * d, scores=n * n * d, scaling=h * n * n,
-                      softmax_exp=h * n * n, softmax_div=h * n * n, weights_v=n * n * d, output_projection=n * d * d)
+                      softmax_exp=h * n * n, softmax_div=h * n * n, weights_v=n * n * d,
+                      output_projection=n * d * d)
 
 
 def parameters(d_model: int, h: int) -> int:
     """Learnable weights of the layer: W^Q, W^K, W^V (h blocks of d_model × d_k each) and W^O."""
     d_k = head_width(d_model, h)  # checks h: it must divide d_model
-    return h * 3 * d_model * d_k + (h * d_k) * d_model  # h·(W_i^Q, W_i^K, W_i^V) + W^O: 4·d_model² for any h
+    # h·(W_i^Q, W_i^K, W_i^V) + W^O: 4·d_model² for any h
+    return h * 3 * d_model * d_k + (h * d_k) * d_model
 
 
 @dataclass(frozen=True)
@@ -69,17 +76,25 @@ class KVSharing:  # one way of sharing keys and values, for one layer
 
 
 def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
-    """Parameters and cache per token of one attention layer whose h query heads share ``kv_heads`` key/value heads."""
+    """Parameters and cache per token of one attention layer whose h query heads share ``kv_heads``
+    key/value heads."""
     d_model = check_int(d_model, "d_model", minimum=1)
     d_k = head_width(d_model, check_int(h, "h", minimum=1))
     g = check_int(kv_heads, "kv_heads（键/值头的个数）", minimum=1, maximum=h)
     if h % g:
-        raise LessonInputError(f"kv_heads = {g} 不能整除 h = {h}：每组要有同样多的查询头，请选 h 的一个约数。")
-    name = "多头（MHA）" if g == h else "多查询（MQA）" if g == 1 else f"分组查询（GQA，{g} 组）"
+        raise LessonInputError(f"kv_heads = {g} 不能整除 h = {h}：每组要有同样多的查询头，请选 h "
+                               "的一个约数。")
+    if g == h:
+        name = "多头（MHA）"
+    elif g == 1:
+        name = "多查询（MQA）"
+    else:
+        name = f"分组查询（GQA，{g} 组）"
     return KVSharing(name, g, d_k, projection_params=2 * d_model * d_model + 2 * d_model * g * d_k,
                      cache_per_token=2 * g * d_k)
 
 
 def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:
-    """Multi-head, grouped-query with ``groups`` key/value heads, and multi-query attention, in that order."""
+    """Multi-head, grouped-query with ``groups`` key/value heads, and multi-query attention, in that
+    order."""
     return [kv_sharing(d_model, h, g) for g in (h, groups, 1)]

@@ -1,5 +1,6 @@
-"""How spread out one head's attention is (row entropy), how different the heads are (JS divergence), and how
-little a narrow head's winner keeps when many keys share its dimensions; §5, §7."""
+"""How spread out one head's attention is (row entropy), how different the heads are (JS
+divergence), and how little a narrow head's winner keeps when many keys share its dimensions; §5,
+§7."""
 
 import numpy as np
 
@@ -14,14 +15,15 @@ def row_entropy(weights) -> np.ndarray:
 
 
 def mean_pairwise_js(weights) -> float:
-    """Mean Jensen–Shannon divergence (bits) between every pair of heads of ``weights`` (..., h, n, n), query row by
-    query row: 0 = the heads attend identically, 1 = to disjoint keys."""
+    """Mean Jensen–Shannon divergence (bits) between every pair of heads of ``weights`` (..., h, n,
+    n), query row by query row: 0 = the heads attend identically, 1 = to disjoint keys."""
     w = _check_weights(weights)
     if w.ndim < 3 or w.shape[-3] < 2:
         raise LessonInputError(f"比较头与头之间的差异至少需要 2 个头，收到的权重形状是 {w.shape}："
                                "请传入 (h, n, n) 且 h ≥ 2。")
     h = w.shape[-3]
-    total, pairs = 0.0, 0
+    total = 0.0
+    pairs = 0
     for i in range(h - 1):  # head i against every later head at once: h − 1 steps, not h²/2
         p = w[..., i : i + 1, :, :]  # (..., 1, n, n)
         q = w[..., i + 1 :, :, :]  # (..., h−i−1, n, n)
@@ -41,10 +43,12 @@ def _kl_bits(p, q):
 def _check_weights(weights):
     w = np.asarray(weights, dtype=float)
     if w.ndim < 2 or not np.isfinite(w).all() or (w < 0).any():
-        raise LessonInputError(f"注意力权重应是非负有限数、至少 2 维 (…, n, n)，收到的形状是 {w.shape}："
+        raise LessonInputError("注意力权重应是非负有限数、至少 2 维 (…, n, n)，收到的形状是 "
+                               f"{w.shape}："
                                "请传入 softmax 的输出。")
     if not np.allclose(w.sum(axis=-1), 1.0, atol=1e-4):
-        raise LessonInputError("注意力权重的每一行加起来应为 1：请传入 softmax 之后的权重，而不是打分。")
+        raise LessonInputError("注意力权重的每一行加起来应为 1：请传入 softmax 之后的权重，"
+                               "而不是打分。")
     return w
 
 
@@ -54,6 +58,8 @@ def circle_keys(n: int) -> np.ndarray:
 
 
 def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
-    """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query points at one,
-    with ``sharpness`` = query length × key length: the more keys share two dimensions, the smaller the margin."""
-    return {n: float(softmax(sharpness * circle_keys(n) @ circle_keys(n)[0]).max()) for n in counts}  # at key 1
+    """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query
+    points at one, with ``sharpness`` = query length × key length: the more keys share two
+    dimensions, the smaller the margin."""
+    # at key 1
+    return {n: float(softmax(sharpness * circle_keys(n) @ circle_keys(n)[0]).max()) for n in counts}

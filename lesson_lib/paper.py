@@ -1,6 +1,8 @@
-"""Facts from "Attention Is All You Need" (Vaswani et al. 2017, arXiv 1706.03762) that the lesson states.
+"""Facts from "Attention Is All You Need" (Vaswani et al. 2017, arXiv 1706.03762) that the lesson
+states.
 
-Every paper number the prose and plots show has its one home here; checked against the arXiv v5 and v7 PDFs."""
+Every paper number the prose and plots show has its one home here; checked against the arXiv v5 and
+v7 PDFs."""
 
 # The base model (§3.2.2, Table 3 row "base"). d_k = d_v = d_model / h is computed, never stored:
 # lesson_lib.attention.head_width(BASE_D_MODEL, BASE_HEADS).
@@ -8,16 +10,18 @@ BASE_D_MODEL = 512
 BASE_HEADS = 8
 LAYERS = 6  # encoder and decoder stacks (§3.1); the appendix figures show encoder layer 5 of 6
 
-# Appendix "Attention Visualizations": figure number -> page (the lesson text says 13–14; 5 is on 15).
+# Appendix "Attention Visualizations": figure number -> page (the lesson text says 13–14; 5 is on
+# 15).
 FIGURE_PAGES = {3: 13, 4: 14, 5: 15}
 APPENDIX_LAYER = 5  # every appendix figure is encoder self-attention at layer 5 of LAYERS
-FIGURE_4_HEADS = (5, 6)  # the two heads Figure 4 numbers ("apparently involved in anaphora resolution")
+# the two heads Figure 4 numbers ("apparently involved in anaphora resolution")
+FIGURE_4_HEADS = (5, 6)
 
-# Table 3 (p. 9; English→German newstest2013, per-wordpiece perplexity, no variance reported), rows "base",
-# (A) and (B). d_model = 512 in every row.
-# (A) varies h with d_k = d_v = 512 / h, so computation stays constant; the paper leaves its params
-# column blank ("same as base": 4·d_model² projection weights for any h), recorded here as None.
-# (B) keeps h = 8 and shrinks only d_k (d_v stays 64), so the parameter count drops.
+# Table 3 (p. 9; English→German newstest2013, per-wordpiece perplexity, no variance reported), rows
+# "base", (A) and (B). d_model = 512 in every row. (A) varies h with d_k = d_v = 512 / h, so
+# computation stays constant; the paper leaves its params column blank ("same as base": 4·d_model²
+# projection weights for any h), recorded here as None. (B) keeps h = 8 and shrinks only d_k (d_v
+# stays 64), so the parameter count drops.
 TABLE3 = [
     dict(row="base", h=8, d_k=64, d_v=64, ppl=4.92, bleu=25.8, params_m=65),
     dict(row="A", h=1, d_k=512, d_v=512, ppl=5.29, bleu=24.9, params_m=None),

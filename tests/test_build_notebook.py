@@ -234,7 +234,7 @@ def test_only_learner_stubs_define_functions(code_cells):
 
 
 VOLATILE = re.compile(
-    r"\bwidgets\.\w+\(|\bask\(|\bprogress_summary\(|\binterview_self_check\(|_widget\(|\btime_kernel\("
+    r"\bwidgets\.\w+\(|\bask\(|\bprogress_summary\(|\binterview_self_check\(|_widget\(|\bprogress_bar\(|\btime_kernel\("
     r"|perf_counter|%%?timeit|\btime\.time\(|total_seconds|\btiming_text\("
     r"|\b\w+_numbers_text\("  # trained models' exact digits (§7): their last digits follow the CPU
 )
@@ -244,7 +244,7 @@ def test_nbval_ignore_exactly_on_widget_and_timing_cells(tagged_code_cells):
     marked = [s for s, tags in tagged_code_cells if IGNORE in tags]
     for source, tags in tagged_code_cells:
         assert (IGNORE in tags) == bool(VOLATILE.search(source)), source
-    assert any("widgets.head_lab()" in s for s in marked)
+    assert any("head_lab.lab_widget()" in s for s in marked)
 
 
 def test_learner_cells_carry_no_test_machinery(code_cells):

@@ -51,7 +51,7 @@ HAN = "字"
     (code("print(1)", [stream(HAN * 500)]), 0.25 + 2.0),  # output text: 250 字 a minute
     (code("show_source(f)"), 0.25 + 1.5),  # a cell that shows source
     (code("plot()", [{"output_type": "display_data", "data": {"image/png": ""}}]), 0.25 + 0.5),  # one figure
-    (code("widgets.head_lab()"), 3.0),
+    (code("head_lab.lab_widget()"), 3.0),
     (code('ask("S6")'), 1.25),  # single choice
     (code('ask("S2")'), 1.75),  # multiple choice
     (code('ask("S3")'), 2.0),  # a form

@@ -62,7 +62,7 @@ def lab_cells() -> list[dict]:
 def test_section_2_points_to_the_section_that_runs_the_real_head(cells):
     """§2's closing paragraph (after the 试一试 answer and the caveat) names a section number; that section's cells
     run the pronoun head on the lesson's sentence."""
-    paragraphs = prose_after(cells, "averaging_demo()").split("\n\n")
+    paragraphs = prose_after(cells, "demo_widget()").split("\n\n")
     plain = [p for p in paragraphs if p.strip() and not p.startswith((">", "<", "**"))]  # not a quote, fold, prompt
     (number,) = map(int, numbers_in(plain[-1]))
     target = "".join(p.read_text(encoding="utf-8") for p in

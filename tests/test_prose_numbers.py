@@ -28,8 +28,7 @@ from helpers import (
     sentences,
 )
 
-from lesson_lib import costs as flops
-from lesson_lib import paper
+from lesson_lib import costs, paper
 from lesson_lib.attention import head_width
 from lesson_lib.sections import s04_costs as sections_s04_costs
 
@@ -187,8 +186,8 @@ def test_section_3_says_what_the_batch_cell_prints(markdown, cells):
 
 def test_512_n_squared(markdown):
     """The lesson's 512n² and 8 × 64n² are the scores step of lesson_lib.sections.s04_costs."""
-    one_head = flops.count(1, D, 1).scores  # multiplies of QKᵀ with n = 1: the coefficient of n²
-    per_head = flops.count(1, D_K, 1).scores
+    one_head = costs.count(1, D, 1).scores  # multiplies of QKᵀ with n = 1: the coefficient of n²
+    per_head = costs.count(1, D_K, 1).scores
     assert one_head == D and per_head == D_K and H * per_head == one_head
     for m in _matches(r"(\d+)n²", markdown):
         assert _num(m.group(1)) in (one_head, per_head), m.group(0)
@@ -211,12 +210,12 @@ def test_closed_forms_in_prose_match_flops(markdown, formula):
     assert formula in markdown
     field, closed = FORMULAS[formula]
     for n, d, h in [(7, 12, 3), (50, 512, 8), (3, 64, 64)]:
-        assert getattr(flops.count(n, d, h), field) == closed(n, d, h)
+        assert getattr(costs.count(n, d, h), field) == closed(n, d, h)
 
 
 def test_parameter_count_in_prose(markdown):
-    params = flops.parameters(D, H)
-    assert all(flops.parameters(D, h) == params for h in (1, 2, 4, 8, 16, 32, 64))
+    params = costs.parameters(D, H)
+    assert all(costs.parameters(D, h) == params for h in (1, 2, 4, 8, 16, 32, 64))
     found = _matches(r"(\d{1,3}(?:,\d{3})+) = 4 × (\d+)²", markdown)
     for m in found:
         assert _num(m.group(1)) == params == 4 * _num(m.group(2)) ** 2
@@ -324,11 +323,11 @@ def test_formula_1_is_shown_numbered_before_it_is_cited(markdown):
 
 
 def test_softmax_work_has_one_definition_used_everywhere(markdown):
-    """§4 defines 'softmax 工作量' once as 3·h·n² (flops.count's softmax_total); later uses give the same formula."""
-    name, formula = flops.SOFTMAX_WORK, flops.SOFTMAX_WORK_FORMULA
+    """§4 defines 'softmax 工作量' once as 3·h·n² (costs.count's softmax_total); later uses give the same formula."""
+    name, formula = costs.SOFTMAX_WORK, costs.SOFTMAX_WORK_FORMULA
     defined = [s for s in sentences(markdown) if f"**{name}**" in s]
     assert len(defined) == 1 and formula in defined[0], defined
-    c = flops.count(7, 12, 3)
+    c = costs.count(7, 12, 3)
     assert c.softmax_total == c.scaling + c.softmax_exp + c.softmax_div == 3 * 3 * 7 * 7
     uses = [m for s in sentences(markdown) for m in re.finditer(rf"{name}.{{0,30}}?(\d·h·n²|h·n²)", s)]
     assert len(uses) >= 2 and all(m.group(1) == formula for m in uses), [m.group(0) for m in uses]
@@ -346,14 +345,14 @@ def test_projection_shares_in_section_4(cells):
     found = [numbers_in(s) for s in sentences(said) if s.startswith("n = ") and "%" in s]
     assert [int(f[0]) for f in found] == timed, found
     for n, *_, share in found:
-        assert round(100 * flops.count(int(n), D, H).projections_share) == share, found
+        assert round(100 * costs.count(int(n), D, H).projections_share) == share, found
 
 
 def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(cells, monkeypatch):
     """The timing differs on every machine: §4's prose states no ratio; the printed reading says either way."""
     said = prose_after(cells, "timing_text(ns=").split("\n\n")[0]  # its numbers: the two n and their shares only
-    assert numbers_in(said) == [32, round(100 * flops.count(32, D, H).projections_share),
-                                256, round(100 * flops.count(256, D, H).projections_share)]
+    assert numbers_in(said) == [32, round(100 * costs.count(32, D, H).projections_share),
+                                256, round(100 * costs.count(256, D, H).projections_share)]
     after = section_prose(cells, 4).split(said)[1]
     assert not re.search(r"\d(?:\.\d)?\s*×(?!\s*\()", after)
     def reading(times):  # the line timing_text prints after the measured times
@@ -421,7 +420,7 @@ def test_section_2_try_it_answer(cells):
     two = np.array([[averaging.demo(2, s).referent_kept, averaging.demo(2, s).subject_kept] for s in notches])
     assert np.all(np.diff(one[:, 0]) > 0)  # 越尖，越只顾「小红」
     peak = int(one[:, 1].argmax())
-    answer = sentence_with(prose_after(cells, "averaging_demo()"), "%")  # 小明最多 31% 左右（锐度 3 时）
+    answer = sentence_with(prose_after(cells, "demo_widget()"), "%")  # 小明最多 31% 左右（锐度 3 时）
     assert_numbers(answer, round(100 * one[peak, 1]), notches[peak])
     assert np.all(np.diff(one[peak:, 1]) < 0)  # 再尖反而越来越少
     assert np.all(one.sum(axis=1) <= 1 + 1e-12) and not np.any((one > 0.5).all(axis=1))  # 单头不能两个都过半
@@ -483,14 +482,14 @@ def test_section_5_try_it_answers(cells):
     said = sentence_with(answers, "3·h·n²")  # … 是 8 头的 8 倍（23,232 对 2,904）
     assert_numbers(said, 8, s64.softmax_ops // s8.softmax_ops, s64.softmax_ops, s8.softmax_ops)
     assert s64.softmax_ops % s8.softmax_ops == 0
-    assert s64.d_k == D // 64 and s8.parameters == s64.parameters == flops.parameters(D, H)
+    assert s64.d_k == D // 64 and s8.parameters == s64.parameters == costs.parameters(D, H)
     assert len({head_lab.lab_state(h).matmul_multiplies for h in (1, 2, 8, 32, 64)}) == 1
 
 
 def test_no_multiply_is_added_by_more_heads():
     """§0: 「矩阵乘法一次也不多做」: matmul_total is the same for every h (and for awkward sizes)."""
     for n, d in [(7, 12), (50, 512)]:
-        assert len({flops.count(n, d, h).matmul_total for h in range(1, d + 1) if d % h == 0}) == 1
+        assert len({costs.count(n, d, h).matmul_total for h in range(1, d + 1) if d % h == 0}) == 1
 
 
 def test_ablation_lab_crowded_keys_reading(ablation_cells):

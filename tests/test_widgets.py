@@ -1,5 +1,6 @@
-"""lesson_lib.sections.widgets: in-kernel ipywidgets (no browser). Controls are set from Python and what the
-widget shows is compared with the pure lesson_lib function it wires to.
+"""The sections' widgets (s02_averaging, s05_head_lab, s07_ablation.report): in-kernel ipywidgets (no
+browser). Controls are set from Python and what the widget shows is compared with the pure lesson_lib
+function it wires to.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import pytest
 from helpers import unnamed_controls
 from traitlets import TraitError
 
+from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections import s05_head_lab as lab
-from lesson_lib.sections import widgets
+from lesson_lib.sections.s07_ablation import report
 from lesson_lib.show import controls
 
 pytestmark = pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
@@ -25,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored,
 
 
 def test_head_lab_slider_offers_only_divisors():
-    c = widgets.head_lab().controls
+    c = lab.lab_widget().controls
     slider = c["slider"]
     assert [v for _, v in slider.options] == lab.HEAD_CHOICES == [1, 2, 4, 8, 16, 32, 64]
     assert [label for label, _ in slider.options] == ["1", "2", "4", "8", "16", "32", "64"]
@@ -43,7 +45,7 @@ def _shown(controls) -> tuple[str, str, str]:
 
 
 def test_head_lab_initial_shows_the_pure_functions_output():
-    c = widgets.head_lab().controls
+    c = lab.lab_widget().controls
     state = lab.lab_state(8)
     assert c["summary"].value.startswith(lab.summary_html(state))
     assert html.escape(lab.overview_alt(state, 1)) in c["summary"].value  # what the pictures show, read out too
@@ -53,7 +55,7 @@ def test_head_lab_initial_shows_the_pure_functions_output():
 
 
 def test_head_lab_slider_redraws():
-    c = widgets.head_lab().controls
+    c = lab.lab_widget().controls
     before = _shown(c)
     c["slider"].value = 4
     assert "d_k = 128" in c["summary"].value
@@ -65,7 +67,7 @@ def test_head_lab_slider_redraws():
 
 
 def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
-    c = widgets.head_lab().controls
+    c = lab.lab_widget().controls
     zoom = c["zoom"]
     assert (zoom.min, zoom.max, zoom.value) == (1, 8, 1)  # counted from 1, like the picture's 头 1 … 头 8
     zoom.value = 6
@@ -86,7 +88,7 @@ def test_head_lab_keeps_its_size_while_the_slider_moves():
     1024 × 768 with the file browser open); the summary keeps the height of its longest reading."""
     import re
 
-    box = widgets.head_lab()
+    box = lab.lab_widget()
     c = box.controls
     row = box.children[-2]
     assert box.children[-1] is c["numbers"]  # the numbers folded under both pictures, as wide as the output
@@ -113,7 +115,7 @@ def _percent(x):
 
 
 def test_averaging_demo_heads_toggle_changes_numbers():
-    box = widgets.averaging_demo()
+    box = averaging.demo_widget()
     c = box.controls
     assert [v for _, v in c["heads"].options] == [1, 2]
     assert c["heads"].value == 1 and c["sharpness"].value == 4.0
@@ -124,7 +126,6 @@ def test_averaging_demo_heads_toggle_changes_numbers():
     one = c["summary"].value
     bold = re.findall(r"<b>\D*(\d+%)</b>", one)  # 小红, then 小明
     assert bold == [_percent(math.exp(4) / z), _percent(math.exp(3.2) / z)]
-    from lesson_lib.sections import s02_averaging as averaging
 
     picture = c["picture"].value
     assert picture == averaging.demo_html(averaging.demo(1, 4.0))  # themed HTML bars named by their alt text
@@ -145,17 +146,15 @@ def test_averaging_demo_heads_toggle_changes_numbers():
 
 def test_html_pictures_fit_the_output():
     """The demo's bars are HTML that shrinks with the output, never wider than it."""
-    for box, kind in ((widgets.averaging_demo(), "<table"),):
+    for box, kind in ((averaging.demo_widget(), "<table"),):
         picture = box.controls["picture"]
         assert picture.layout.max_width == "100%"
         assert "max-width:100%" in picture.value and kind in picture.value
 
 
 def test_progress_bar_follows_the_callback():
-    from lesson_lib.sections import widgets
-
     label = "训练中"
-    bar = widgets.progress_bar(label)
+    bar = report.progress_bar(label)
     assert bar.description == label and bar.value == 0
     bar.update(3, 10)
     assert (bar.value, bar.max) == (3, 10) and bar.bar_style == "info"
@@ -166,16 +165,15 @@ def test_progress_bar_follows_the_callback():
 
 
 def test_progress_bar_zero_of_zero_is_not_done():
-    bar = widgets.progress_bar()
+    bar = report.progress_bar()
     label = bar.description
     bar.update(0, 0)
     assert bar.description == label and bar.bar_style == "info"
 
 
 def test_summaries_are_the_pure_functions_output():
-    from lesson_lib.sections import s02_averaging as averaging
 
-    a = widgets.averaging_demo().controls
+    a = averaging.demo_widget().controls
     a["heads"].value, a["sharpness"].value = 2, 3.0
     assert a["summary"].value == averaging.summary_html(averaging.demo(2, 3.0))
 
@@ -217,7 +215,7 @@ def test_slider_is_a_named_native_range_input_shipped_inline():
 
 
 def test_every_control_of_the_section_widgets_is_named():
-    boxes = [widgets.head_lab(), widgets.averaging_demo()]
+    boxes = [lab.lab_widget(), averaging.demo_widget()]
     for box in boxes:
         assert unnamed_controls(box) == []
 
@@ -248,7 +246,7 @@ def test_the_sliders_stylesheet_carries_the_page_rules():
 # What a screen reader gets: names, live regions, one reader helper per shown box
 # ---------------------------------------------------------------------------------------------
 def test_linked_box_carries_the_reader_helper_and_a_live_summary():
-    box = widgets.averaging_demo()
+    box = averaging.demo_widget()
     readers = [x for x in controls.walk(box) if isinstance(x, controls._reader_class())]
     assert len(readers) == 1 and readers[0].layout.display == "none"
     assert "lesson-reader" in box._dom_classes and controls.LIVE in box.controls["summary"]._dom_classes

@@ -1,1 +1,2 @@
-"""The self-test: questions as data, their checkers, code exercises, and the learner's progress file."""
+"""The self-test: questions as data, their checkers, code exercises, and the learner's progress
+file."""

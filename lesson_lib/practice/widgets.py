@@ -1,5 +1,6 @@
-"""The self-test's widgets, wiring only: ``quiz`` decides, ``progress`` keeps (and restores when a cell runs again);
-an answer is checked on 提交 or Enter, never while the learner is still ticking."""
+"""The self-test's widgets, wiring only: ``quiz`` decides, ``progress`` keeps (and restores when a
+cell runs again); an answer is checked on 提交 or Enter, never while the learner is still
+ticking."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
 
 
 def stored_answer(question, value):
-    """The answer as the progress file keeps it: a form's boxes as a JSON list (in box order), keys, or text."""
+    """The answer as the progress file keeps it: a form's boxes as a JSON list (in box order), keys,
+    or text."""
     if question is not None and question.kind == "form":
         texts = checkers.form_values(question, value)
         return json.dumps([texts[b.name] for b in question.key.boxes], ensure_ascii=False)
@@ -23,9 +25,11 @@ def stored_answer(question, value):
 
 
 def _wire(controls: dict, show, submit=None):
-    """``controls.linked`` calling ``show(summary)`` on the learner's actions only; the summary is a live region."""
+    """``controls.linked`` calling ``show(summary)`` on the learner's actions only; the summary is a
+    live region."""
     wired = []
-    summary = linked(controls, lambda s, _picture: wired and show(s), submit=submit, picture=None, reader=False)
+    summary = linked(controls, lambda s, _picture: wired and show(s), submit=submit, picture=None,
+                     reader=False)
     wired.append(True)
     return summary.controls["summary"]
 
@@ -35,8 +39,11 @@ class _Shown:
         """The outer box: bordered, as wide as the output, named and read out (``accessible``)."""
         import ipywidgets as w
 
-        self.box = w.VBox(children, layout=w.Layout(border="1px solid var(--jp-border-color2, #ddd)", padding="8px",
-                                                    margin="6px 0", width="100%", max_width="100%", overflow="hidden"))
+        self.box = w.VBox(children,
+                          layout=w.Layout(border="1px solid var(--jp-border-color2, #ddd)",
+                                          padding="8px",
+                                                    margin="6px 0", width="100%", max_width="100%",
+                                                    overflow="hidden"))
         for name in classes:
             self.box.add_class(name)
         accessible(self.box)
@@ -46,42 +53,60 @@ class _Shown:
 
 
 def _answer_controls(q, kind: str, placeholder: str, rows: int) -> tuple[dict, list]:
-    """The answer controls by name, and the rows to lay them out in (a box with its unit beside it)."""
+    """The answer controls by name, and the rows to lay them out in (a box with its unit beside
+    it)."""
     import ipywidgets as w
 
-    if kind == "self":  # named: an empty description <label> would hide the placeholder from a screen reader
-        answer = named(w.Textarea(placeholder=placeholder, rows=rows, layout=w.Layout(width="100%")), "你的回答")
+    # named: an empty description <label> would hide the placeholder from a screen reader
+    if kind == "self":
+        answer = named(w.Textarea(placeholder=placeholder, rows=rows,
+                                  layout=w.Layout(width="100%")), "你的回答")
         return {"answer": answer}, [w.Label("你的回答："), answer]
     if kind == "single":  # a named radio group whose choices wrap
-        choice = w.RadioButtons(options=[(f"{k}. {label}", k) for k, label in q.choices], value=None,
-                                description="选一项", style=LABEL_BESIDE, layout=w.Layout(width="100%"))
+        choice = w.RadioButtons(options=[(f"{k}. {label}", k) for k, label in q.choices],
+                                value=None,
+                                description="选一项", style=LABEL_BESIDE,
+                                layout=w.Layout(width="100%"))
         return {"choice": choice}, [choice]
     if kind == "multi":  # width auto: 100% would overflow by the margins
-        ticks = {k: w.Checkbox(value=False, description=f"{k}. {label}", indent=False, layout=w.Layout(width="auto"))
-                 for k, label in q.choices}  # fmt: skip
+        ticks = {k: w.Checkbox(value=False, description=f"{k}. {label}", indent=False,
+                               layout=w.Layout(width="auto"))
+                 for k, label in q.choices}
         return ticks, list(ticks.values())
-    controls = {b.name: w.RadioButtons(options=[(label, key) for key, label, _ in b.options], value=None,
-                                       description=b.label, style=LABEL_BESIDE) if hasattr(b, "options") else
-                w.Text(description=b.label, placeholder=b.placeholder or "填一个数或式子", continuous_update=False,
-                       style=LABEL_BESIDE, layout=w.Layout(width="340px")) for b in q.key.boxes}  # fmt: skip
+    controls = {b.name: w.RadioButtons(options=[(label, key) for key, label, _ in b.options],
+                                       value=None,
+                                       description=b.label, style=LABEL_BESIDE)
+                if hasattr(b, "options") else
+                w.Text(description=b.label, placeholder=b.placeholder or "填一个数或式子",
+                       continuous_update=False,
+                       style=LABEL_BESIDE, layout=w.Layout(width="340px"))
+                for b in q.key.boxes}
     units = [getattr(b, "unit", "") for b in q.key.boxes]  # a number box's unit beside it
-    return controls, [w.HBox([c, w.Label(unit)]) if unit else c for c, unit in zip(controls.values(), units)]
+    return controls, [w.HBox([c, w.Label(unit)]) if unit else c
+                      for c, unit in zip(controls.values(), units)]
 
 
 class SelfTestWidget(_Shown):
-    """One self-test item: answer controls, 提交, feedback, then the explanation behind a toggle. A ``rubric`` (Q1,
-    the interview: free text, never graded) adds a self-assessment and the reference answer after the first attempt."""
+    """One self-test item: answer controls, 提交, feedback, then the explanation behind a toggle. A
+    ``rubric`` (Q1, the interview: free text, never graded) adds a self-assessment and the reference
+    answer after the first attempt."""
 
-    def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None, question=None, rubric=None,
+    def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None,
+                 question=None, rubric=None,
                  assess=None, placeholder: str = "", rows: int = 5):
         import ipywidgets as w
 
-        self.qid, self.question, self.rubric, self._check, self._assess = qid, question, rubric, check, assess
+        self.qid = qid
+        self.question = question
+        self.rubric = rubric
+        self._check = check
+        self._assess = assess
         self.kind = question.kind if question is not None else "self"
         self.progress = progress if progress is not None else default_progress()
         self.controls, answer_rows = _answer_controls(question, self.kind, placeholder, rows)
         self.answer = self.controls.get("answer")
-        self.submit = w.Button(description="写好了，看要点" if rubric else "提交", button_style="primary",
+        self.submit = w.Button(description="写好了，看要点" if rubric else "提交",
+                               button_style="primary",
                                tooltip="" if rubric else "检查答案（在框里按回车也可以）")
         self._words = ("看参考答案", "收起参考答案") if rubric else ("显示解析", "隐藏解析")
         self.reveal = w.ToggleButton(description=self._words[0], disabled=True, layout=w.Layout(
@@ -89,18 +114,25 @@ class SelfTestWidget(_Shown):
         self.attempt_label = w.HTML("尚未作答")
         self.feedback = _wire(self.controls, self._on_submit, self.submit)
         self.reference = _wire({"reveal": self.reveal}, self._on_reveal)
-        below = [w.HBox([self.submit, self.reveal, self.attempt_label]), self.feedback, self.reference]
-        if rubric is not None:  # 写好了 beside the count; then the self-assessment; the reference answer last
-            self.rubric_html = w.HTML(box_html(rubric.text(), "neutral", "lesson-rubric"))  # shown after a first try
+        below = [w.HBox([self.submit, self.reveal, self.attempt_label]), self.feedback,
+                 self.reference]
+        # 写好了 beside the count; then the self-assessment; the reference answer last
+        if rubric is not None:
+            # shown after a first try
+            self.rubric_html = w.HTML(box_html(rubric.text(), "neutral", "lesson-rubric"))
             self.ticks = {p.name: w.Checkbox(value=False, description=p.name, indent=False,
-                                             layout=w.Layout(width="auto")) for p in rubric.points}  # fmt: skip
-            self.record_button = w.Button(description="记录自评", tooltip="只记录你自己勾的要点，不打分")
+                                             layout=w.Layout(width="auto"))
+                          for p in rubric.points}
+            self.record_button = w.Button(description="记录自评",
+                                          tooltip="只记录你自己勾的要点，不打分")
             self.assessment = _wire(self.ticks, self._on_assess, self.record_button)
-            self.assess_box = w.VBox([self.rubric_html, w.Label("你的回答说到了哪几点？（自己勾，不打分）"),
+            self.assess_box = w.VBox([self.rubric_html,
+                                      w.Label("你的回答说到了哪几点？（自己勾，不打分）"),
                                       *self.ticks.values(), self.record_button, self.assessment],
-                                     layout=w.Layout(display="none"))  # fmt: skip
-            below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.assess_box, self.reveal,
-                     self.reference]  # fmt: skip
+                                     layout=w.Layout(display="none"))
+            below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.assess_box,
+                     self.reveal,
+                     self.reference]
         if self.attempts:
             entry = self.progress.entry(qid)
             self.restore(entry["answer"])
@@ -118,11 +150,13 @@ class SelfTestWidget(_Shown):
         return self.progress.entry(self.qid).get("n_attempts", 0)
 
     def restore(self, stored) -> None:
-        """Set the controls from an answer as the progress file keeps it; anything unreadable restores nothing."""
+        """Set the controls from an answer as the progress file keeps it; anything unreadable
+        restores nothing."""
         values = {"choice": stored, "answer": stored}
         if self.kind == "form":
             with contextlib.suppress(ValueError, TypeError):
-                values = dict(zip(self.controls, map(str, json.loads(stored)), strict=False))  # in box order
+                # in box order
+                values = dict(zip(self.controls, map(str, json.loads(stored)), strict=False))
         elif self.kind == "multi":
             values = dict.fromkeys(map(str, stored), True) if isinstance(stored, list) else {}
         for name, control in self.controls.items():
@@ -133,7 +167,8 @@ class SelfTestWidget(_Shown):
                 control.value = bool(v) if isinstance(control.value, bool) else str(v or "")
 
     def value(self):
-        """The answer as the checker takes it: {box: text}, a choice key, the set of ticked keys, or text."""
+        """The answer as the checker takes it: {box: text}, a choice key, the set of ticked keys, or
+        text."""
         if self.kind == "form":
             return {name: "" if c.value is None else c.value for name, c in self.controls.items()}
         if self.kind == "multi":
@@ -152,7 +187,8 @@ class SelfTestWidget(_Shown):
         if self.attempts:
             done = f"{'已写' if self.rubric else '已作答'} {self.attempts} 次"
             self.attempt_label.value = done + ("（已从进度文件恢复）" if restored else "")
-            self.reveal.disabled, self.reveal.tooltip = False, ""
+            self.reveal.disabled = False
+            self.reveal.tooltip = ""
             if self.rubric is not None:
                 self.assess_box.layout.display = None
 
@@ -172,15 +208,18 @@ class SelfTestWidget(_Shown):
 def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:
     """The widget for one self-test question (it displays itself as a cell's last value)."""
     q = questions.question(question_id)
-    return SelfTestWidget(q.id, q.prompt, lambda a: quiz.check(q.id, a), progress, q, q.key if q.kind == "self" else
-                          None, lambda ticked: quiz.assess(q.id, ticked), q.placeholder, rows=4)  # fmt: skip
+    return SelfTestWidget(q.id, q.prompt, lambda a: quiz.check(q.id, a), progress, q, q.key
+                          if q.kind == "self" else
+                          None, lambda ticked: quiz.assess(q.id, ticked), q.placeholder,
+                          rows=4)
 
 
 def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
-    """§8: the learner answers first; then the rubric, a self-assessment, and the reference answer."""
+    """§8: the learner answers first; then the rubric, a self-assessment, and the reference
+    answer."""
     q = interview.interview()
     return SelfTestWidget(q.id, q.prompt, interview.interview_check, progress, None, q.key,
-                          interview.interview_self_assess, q.placeholder, rows=6)  # fmt: skip
+                          interview.interview_self_assess, q.placeholder, rows=6)
 
 
 class ProgressSummary(_Shown):
@@ -191,8 +230,10 @@ class ProgressSummary(_Shown):
 
         self.progress = progress if progress is not None else default_progress()
         self.text = w.HTML()
-        self.export_button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
-        self.status = _wire({}, self._on_export, self.export_button)  # 已导出 is read out after the click
+        self.export_button = w.Button(description="导出进度",
+                                      tooltip="写出 JSON 和一页中文汇总，交给老师")
+        # 已导出 is read out after the click
+        self.status = _wire({}, self._on_export, self.export_button)
         self._frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
         self.refresh()
         self.progress.listeners.append(self.refresh)
@@ -204,7 +245,8 @@ class ProgressSummary(_Shown):
     def _on_export(self, status) -> None:
         try:
             json_path, md_path = self.progress.export()
-            status.value = box_html(f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。", "neutral")
+            status.value = box_html(f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。",
+                                    "neutral")
         except OSError as exc:
             status.value = box_html(f"导出失败：{exc}", "wrong")
 

@@ -1,13 +1,16 @@
-"""The learner's code runs in a child process of its own, reused while it lives, killed at the budget, replaced.
+"""The learner's code runs in a child process of its own, reused while it lives, killed at the
+budget, replaced.
 
-A loop, a long C call (``n ** d_model ** h``), ``os._exit``, a segfault or a huge array cannot be stopped inside
-the process it runs in. The child is ``python -c`` taking pickled jobs on stdin and answering one JSON line each on
-stdout (the same on every OS, and it never re-runs the caller's script as multiprocessing's spawn does). It moves
-both pipes off fds 0 and 1 at once: what the learner's code writes to fd 1 or 2 goes to a pipe of its own, of which
-only the end is kept, and the answers are data (JSON), never code. It starts in a session of its own: a kill ends
-its whole process group, the learner's own children too. It is replaced after a job that left a thread or a child
-process running, and it ends when its kernel ends: at the end of input, and on Linux (a check from the kernel's main
-thread) by the parent death signal, even while a C call holds the GIL. Nothing starts at import.
+A loop, a long C call (``n ** d_model ** h``), ``os._exit``, a segfault or a huge array cannot be
+stopped inside the process it runs in. The child is ``python -c`` taking pickled jobs on stdin and
+answering one JSON line each on stdout (the same on every OS, and it never re-runs the caller's
+script as multiprocessing's spawn does). It moves both pipes off fds 0 and 1 at once: what the
+learner's code writes to fd 1 or 2 goes to a pipe of its own, of which only the end is kept, and the
+answers are data (JSON), never code. It starts in a session of its own: a kill ends its whole
+process group, the learner's own children too. It is replaced after a job that left a thread or a
+child process running, and it ends when its kernel ends: at the end of input, and on Linux (a check
+from the kernel's main thread) by the parent death signal, even while a C call holds the GIL.
+Nothing starts at import.
 """
 
 from __future__ import annotations
@@ -27,39 +30,59 @@ import threading
 from dataclasses import dataclass
 
 START_S = 60.0  # a cold start on a busy class hub may be slow; not counted in the learner's budget
-MEMORY_HEADROOM = 2 * 2**30  # bytes the learner's code may allocate (Linux): a huge array raises MemoryError
-OUTPUT_CHARS = 4000  # what the learner's code writes to stdout and stderr: its last characters are shown
-OUTPUT_BYTES = 4 * OUTPUT_CHARS  # kept by the child while a job writes (UTF-8: up to 4 bytes a character)
-LOG_BYTES = 64 * 1024  # read from the end of the child's stderr file (a stack dump, or why it could not start)
+# bytes the learner's code may allocate (Linux): a huge array raises MemoryError
+MEMORY_HEADROOM = 2 * 2**30
+# what the learner's code writes to stdout and stderr: its last characters are shown
+OUTPUT_CHARS = 4000
+# kept by the child while a job writes (UTF-8: up to 4 bytes a character)
+OUTPUT_BYTES = 4 * OUTPUT_CHARS
+# read from the end of the child's stderr file (a stack dump, or why it could not start)
+LOG_BYTES = 64 * 1024
 ANSWER_BYTES = 2**20  # a longer answer line is not an answer: the child is treated as crashed
 LINUX = sys.platform.startswith("linux")
 
 
 @dataclass(frozen=True)
 class Reply:
-    kind: str  # ok, timeout, crashed, interrupted (Ctrl-C), nostart (a broken environment, not the learner's code)
-    value: object = None  # ok: what the job returned (as JSON gives it back: a tuple comes back as a list)
+    # ok, timeout, crashed, interrupted (Ctrl-C), nostart (a broken environment, not the learner's
+    # code)
+    kind: str
+    # ok: what the job returned (as JSON gives it back: a tuple comes back as a list)
+    value: object = None
     printed: str = ""  # ok: the end of what the job wrote to stdout and stderr
-    stack: str = ""  # timeout: faulthandler's dump of where the job was; nostart: the end of the child's stderr
-    exitcode: int | None = None  # crashed, nostart: the child's exit code (negative: the signal that ended it)
+    # timeout: faulthandler's dump of where the job was; nostart: the end of the child's stderr
+    stack: str = ""
+    # crashed, nostart: the child's exit code (negative: the signal that ended it)
+    exitcode: int | None = None
 
 
 class _Child:
     def __init__(self, preload: tuple[str, ...]):
-        env = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")  # tiny arrays
-        env |= dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the kernel's lesson_lib
+        # tiny arrays
+        env = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
+        # the kernel's lesson_lib
+        env |= dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         env["PYTHONIOENCODING"] = "utf-8"  # the learner's prints travel as UTF-8 bytes on every OS
-        env.pop("PYTHONUNBUFFERED", None)  # a print loop writes to the output pipe 8 KB at a time, not line by line
-        # Linux kills the child when the THREAD that started it ends: asked for only from the main thread
+        # a print loop writes to the output pipe 8 KB at a time, not line by line
+        env.pop("PYTHONUNBUFFERED", None)
+        # Linux kills the child when the THREAD that started it ends: asked for only from the main
+        # thread
         watched = os.getpid() if threading.current_thread() is threading.main_thread() else 0
-        self.errors = tempfile.TemporaryFile()  # the child's stderr: a stack dump, or why it could not start
+        # the child's stderr: a stack dump, or why it could not start
+        self.errors = tempfile.TemporaryFile()
         code = f"from {__name__} import _serve; _serve({preload!r}, {watched})"
-        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE,
                                         stderr=self.errors, env=env, start_new_session=True,
-                                        creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # fmt: skip
-        self.messages: queue.Queue = queue.Queue()  # the child's answers, then None when its answers end
+                                        creationflags=getattr(subprocess, "CREATE_NO_WINDOW",
+                                                              0))
+        # the child's answers, then None when its answers end
+        self.messages: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True, name="lesson-checker-reader").start()
-        self.pid, self.preload, self.ready, self.log = os.getpid(), preload, False, ""
+        self.pid = os.getpid()
+        self.preload = preload
+        self.ready = False
+        self.log = ""
 
     def _read(self) -> None:
         """JSON lines only (data, never code); a line too long or not JSON ends the reading."""
@@ -69,17 +92,19 @@ class _Child:
         self.messages.put(None)
 
     def kill(self, grace: float = 0.0) -> int | None:
-        """Kill the child's whole process group and reap the child; within ``grace`` it may end by itself (its own
-        exit code counts) or finish a dump."""
+        """Kill the child's whole process group and reap the child; within ``grace`` it may end by
+        itself (its own exit code counts) or finish a dump."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=grace)
-        if hasattr(os, "killpg"):  # the group outlives its leader: the learner's children are killed too
+        # the group outlives its leader: the learner's children are killed too
+        if hasattr(os, "killpg"):
             with contextlib.suppress(OSError):
                 os.killpg(self.process.pid, signal.SIGKILL)
         self.process.kill()  # elsewhere (Windows); nothing once the child is reaped
         code = self.process.wait()
         self.errors.seek(max(0, self.errors.seek(0, os.SEEK_END) - LOG_BYTES))
-        self.log = self.errors.read().decode("utf-8", "replace")  # a stack dump, or why it could not start
+        # a stack dump, or why it could not start
+        self.log = self.errors.read().decode("utf-8", "replace")
         for stream in (self.process.stdin, self.process.stdout, self.errors):
             with contextlib.suppress(OSError):
                 stream.close()
@@ -90,13 +115,17 @@ _lock = threading.Lock()
 _child: _Child | None = None
 
 
-@atexit.register  # an exiting kernel kills its child (no lock: a check in another thread must not hold up the exit)
+# an exiting kernel kills its child (no lock: a check in another thread must not hold up the exit)
+@atexit.register
 def stop(grace: float = 0.0, restart: tuple[str, ...] | None = None) -> int | None:
-    """Kill the child now (at exit; a re-check in a fresh process; tests): its exit code. ``restart``: start the next
-    one now with that preload, so it is warm by the time the learner has fixed the code."""
+    """Kill the child now (at exit; a re-check in a fresh process; tests): its exit code.
+    ``restart``: start the next one now with that preload, so it is warm by the time the learner has
+    fixed the code."""
     global _child
-    own = _child is not None and _child.pid == os.getpid()  # a forked process's copy of _child is not its own
-    code, _child = _child.kill(grace) if own else None, None if restart is None else _Child(restart)
+    # a forked process's copy of _child is not its own
+    own = _child is not None and _child.pid == os.getpid()
+    code = _child.kill(grace) if own else None
+    _child = None if restart is None else _Child(restart)
     return code
 
 
@@ -107,30 +136,36 @@ def pid() -> int | None:
 
 
 def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
-    """``module:function(payload)`` in the child: its value (JSON) and what it wrote, or how it ended; never waits
-    longer than ``budget`` seconds once the child is ready, never raises for what the job does."""
+    """``module:function(payload)`` in the child: its value (JSON) and what it wrote, or how it
+    ended; never waits longer than ``budget`` seconds once the child is ready, never raises for what
+    the job does."""
     with _lock:
-        if not (_child and _child.pid == os.getpid() and _child.preload == preload and _child.process.poll() is None):
+        if not (_child and _child.pid == os.getpid() and _child.preload == preload
+                and _child.process.poll() is None):
             stop(restart=preload)
         child = _child
         try:
             with contextlib.suppress(queue.Empty):
                 child.ready = child.ready or child.messages.get(timeout=START_S) == "ready"
             if not child.ready:
-                return Reply("nostart", exitcode=stop(1.0, restart=preload), stack=child.log[-300:])  # kill, then read
+                # kill, then read
+                return Reply("nostart", exitcode=stop(1.0, restart=preload), stack=child.log[-300:])
             try:
-                pickle.dump((target, payload, budget), child.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((target, payload, budget), child.process.stdin,
+                            protocol=pickle.HIGHEST_PROTOCOL)
                 child.process.stdin.flush()
                 answer = child.messages.get(timeout=budget)
             except (OSError, ValueError):  # a broken pipe: the child is gone
                 answer = None
-            except queue.Empty:  # faulthandler's dump (at 0.8 × budget) may come a little late on a busy machine
+            # faulthandler's dump (at 0.8 × budget) may come a little late on a busy machine
+            except queue.Empty:
                 stop(0.3, restart=preload)
                 at = child.log.rfind("Timeout (")
                 return Reply("timeout", stack=child.log[at:] if at >= 0 else "")
             if not isinstance(answer, dict):
                 return Reply("crashed", exitcode=stop(1.0, restart=preload))
-            if answer.get("left"):  # a thread or a process still runs: it must not share the next job's worker
+            # a thread or a process still runs: it must not share the next job's worker
+            if answer.get("left"):
                 stop(restart=preload)
             return Reply("ok", answer.get("value"), str(answer.get("printed", "")))
         except KeyboardInterrupt:
@@ -138,14 +173,18 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
             return Reply("interrupted")
 
 
-# ------------------------------------------------------------------------------------------ in the child
+# --- in the child
 class _Output:
-    """The child's fds 1 and 2: a pipe that a thread empties, keeping only its last OUTPUT_BYTES (a job that
-    writes without end fills no memory and no disk), whoever writes: print, sys.__stdout__, os.write, a child."""
+    """The child's fds 1 and 2: a pipe that a thread empties, keeping only its last OUTPUT_BYTES (a
+    job that writes without end fills no memory and no disk), whoever writes: print, sys.__stdout__,
+    os.write, a child."""
 
     def __init__(self):
         read, self.write = os.pipe()  # self.write: a spare copy, to mend fds 1 and 2 after a job
-        self.kept, self.dropped, self.mark, self.taken = bytearray(), False, b"", b""
+        self.kept = bytearray()
+        self.dropped = False
+        self.mark = b""
+        self.taken = b""
         self.changed = threading.Condition()
         self.mend()
         threading.Thread(target=self._drain, args=(read,), daemon=True).start()
@@ -159,7 +198,8 @@ class _Output:
         while chunk := os.read(fd, 2**16):
             with self.changed:
                 self.kept += chunk
-                if self.mark and (at := self.kept.find(self.mark)) >= 0:  # all the job wrote has come through
+                # all the job wrote has come through
+                if self.mark and (at := self.kept.find(self.mark)) >= 0:
                     self.taken = bytes(self.kept[:at])
                     del self.kept[: at + len(self.mark)]
                     self.mark = b""
@@ -168,20 +208,25 @@ class _Output:
                 del self.kept[:-OUTPUT_BYTES]
 
     def take(self) -> str:
-        """The end of what the last job wrote: a mark written now comes out of the pipe after all of it."""
+        """The end of what the last job wrote: a mark written now comes out of the pipe after all of
+        it."""
         self.mend()
         for stream in (sys.__stdout__, sys.__stderr__):
-            with contextlib.suppress(Exception):  # a job may have closed it: then the worker is replaced
+            # a job may have closed it: then the worker is replaced
+            with contextlib.suppress(Exception):
                 stream.flush()
         with self.changed:
             self.mark = b"\0" + os.urandom(8).hex().encode() + b"\0"
         os.write(self.write, self.mark)
         with self.changed:
             self.changed.wait_for(lambda: not self.mark)
-            text, dropped, self.dropped = self.taken.decode("utf-8", "replace"), self.dropped, False
+            text = self.taken.decode("utf-8", "replace")
+            dropped = self.dropped
+            self.dropped = False
         if dropped or len(text) > OUTPUT_CHARS:
             text = text[-OUTPUT_CHARS:]
-            text = "…（前面的输出省略了）\n" + text[text.find("\n") + 1 :]  # from the first whole line
+            # from the first whole line
+            text = "…（前面的输出省略了）\n" + text[text.find("\n") + 1 :]
         return text
 
 
@@ -191,8 +236,9 @@ def _answer(stream, obj) -> None:
 
 
 def _watch(jobs, inbox: queue.Queue) -> None:
-    """Hand each job to the main thread; at the end of input (the kernel is gone, however it ended) end this
-    process and its group at once, whatever threads the learner left or whatever the main thread is doing."""
+    """Hand each job to the main thread; at the end of input (the kernel is gone, however it ended)
+    end this process and its group at once, whatever threads the learner left or whatever the main
+    thread is doing."""
     with contextlib.suppress(Exception):
         while True:
             inbox.put(pickle.load(jobs))
@@ -202,7 +248,8 @@ def _watch(jobs, inbox: queue.Queue) -> None:
 
 
 def _left_behind(threads: int) -> bool:
-    """A thread or a child process the job started still runs (the ended children are reaped here)."""
+    """A thread or a child process the job started still runs (the ended children are reaped
+    here)."""
     if threading.active_count() > threads:
         return True
     with contextlib.suppress(ChildProcessError, AttributeError):  # no child; no WNOHANG (Windows)
@@ -213,8 +260,9 @@ def _left_behind(threads: int) -> bool:
 
 
 def _die_with(parent: int) -> None:
-    """Linux: the kernel kills this process when its parent goes, even while a C call holds the GIL; orphans of
-    the learner's children become this process's children, so they are seen (and the worker replaced)."""
+    """Linux: the kernel kills this process when its parent goes, even while a C call holds the GIL;
+    orphans of the learner's children become this process's children, so they are seen (and the
+    worker replaced)."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -226,43 +274,55 @@ def _die_with(parent: int) -> None:
 
 
 def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
-    """The child's loop: a job from the jobs pipe, its answer on the answers pipe. Both are moved off fds 0 and 1
-    (their copies are not inherited by the learner's children); fd 0 reads nothing, so input() cannot take a job."""
+    """The child's loop: a job from the jobs pipe, its answer on the answers pipe. Both are moved
+    off fds 0 and 1 (their copies are not inherited by the learner's children); fd 0 reads nothing,
+    so input() cannot take a job."""
     import faulthandler
     import importlib
 
     if LINUX:
-        with contextlib.suppress(ImportError, OSError, AttributeError):  # no ctypes: the end of input still ends it
+        # no ctypes: the end of input still ends it
+        with contextlib.suppress(ImportError, OSError, AttributeError):
             _die_with(parent)
-    jobs, answers = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "w", encoding="ascii")
-    dumps = os.fdopen(os.dup(2), "w")  # the parent's log file, for faulthandler: never mixed with the job's output
+    jobs = os.fdopen(os.dup(0), "rb")
+    answers = os.fdopen(os.dup(1), "w", encoding="ascii")
+    # the parent's log file, for faulthandler: never mixed with the job's output
+    dumps = os.fdopen(os.dup(2), "w")
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     sys.stdin = io.StringIO()
     for name in preload:
         importlib.import_module(name)
-    with contextlib.suppress(ImportError, AttributeError, OSError, ValueError):  # elsewhere the budget ends it
-        import resource  # Linux: a huge allocation raises MemoryError instead of calling the OOM killer
+    # elsewhere the budget ends it
+    with contextlib.suppress(ImportError, AttributeError, OSError, ValueError):
+        # Linux: a huge allocation raises MemoryError instead of calling the OOM killer
+        import resource
 
         with open("/proc/self/statm") as f:
             soft = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + MEMORY_HEADROOM
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        resource.setrlimit(resource.RLIMIT_AS, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
-    output, inbox = _Output(), queue.Queue()
+        resource.setrlimit(resource.RLIMIT_AS,
+                           (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+    output = _Output()
+    inbox = queue.Queue()
     threading.Thread(target=_watch, args=(jobs, inbox), daemon=True).start()
-    threads, depth = threading.active_count(), sys.getrecursionlimit()
+    threads = threading.active_count()
+    depth = sys.getrecursionlimit()
     _answer(answers, "ready")
     while True:
         target, payload, budget = inbox.get()
         module, function = target.split(":")
-        sys.stderr = sys.stdout  # one buffer: prints and warnings come out in the order they were made
-        faulthandler.dump_traceback_later(0.8 * budget, file=dumps)  # where a loop or a C call is stuck
+        # one buffer: prints and warnings come out in the order they were made
+        sys.stderr = sys.stdout
+        # where a loop or a C call is stuck
+        faulthandler.dump_traceback_later(0.8 * budget, file=dumps)
         try:
             value = getattr(importlib.import_module(module), function)(payload)
         finally:
             faulthandler.cancel_dump_traceback_later()
-            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+            sys.stdout = sys.__stdout__
+            sys.stderr = sys.__stderr__
             sys.setrecursionlimit(depth)  # a learner's setrecursionlimit stays with that check
         left = _left_behind(threads) or sys.__stdout__.closed
         _answer(answers, {"value": value, "printed": output.take(), "left": left})

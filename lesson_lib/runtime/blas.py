@@ -1,5 +1,5 @@
-"""BLAS threads: two on a small matmul mostly wait for each other on a shared 2-core machine (§6's encoder: median
-30 ms with one thread, 230 ms with two, under load), so the lesson runs one."""
+"""BLAS threads: two on a small matmul mostly wait for each other on a shared 2-core machine (§6's
+encoder: median 30 ms with one thread, 230 ms with two, under load), so the lesson runs one."""
 
 import functools
 
@@ -8,7 +8,8 @@ import numpy  # noqa: F401  (loads the BLAS that threadpoolctl must see)
 
 @functools.cache
 def _blas():
-    """threadpoolctl's view of the loaded BLAS libraries (scanning them takes milliseconds: once)."""
+    """threadpoolctl's view of the loaded BLAS libraries (scanning them takes milliseconds:
+    once)."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController().select(user_api="blas")
@@ -20,7 +21,8 @@ def one_blas_thread():
 
 
 def fit_blas_to_cpus(cpus: int) -> int:
-    """Cap BLAS threads for the rest of this process to ``cpus`` (at least 1), and return the cap."""
+    """Cap BLAS threads for the rest of this process to ``cpus`` (at least 1), and return the
+    cap."""
     _blas().limit(limits=max(1, int(cpus)))  # not used as a context manager: the cap stays
     return max(1, int(cpus))
 

@@ -26,7 +26,8 @@ def _cgroup_mounts(root: Path) -> list[tuple[str, str, str, set[str]]]:
     mounts = []
     for line in text.splitlines():
         left, _, right = line.partition(" - ")
-        fields, tail = left.split(), right.split()
+        fields = left.split()
+        tail = right.split()
         if len(fields) >= 5 and len(tail) >= 3 and tail[0] in ("cgroup", "cgroup2"):
             mounts.append((tail[0], fields[3], fields[4], set(tail[2].split(","))))
     return mounts

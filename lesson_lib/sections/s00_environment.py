@@ -1,11 +1,13 @@
-"""§0's check: set up fonts and BLAS threads, and speak only when something the lesson needs is missing (no version
-numbers, so the stored output is the same wherever it passes; the optional weights packages are §6's)."""
+"""§0's check: set up fonts and BLAS threads, and speak only when something the lesson needs is
+missing (no version numbers, so the stored output is the same wherever it passes; the optional
+weights packages are §6's)."""
 
 from __future__ import annotations
 
 from importlib import metadata
 
-# dist: (the floor pyproject.toml and requirements.txt declare (a test keeps them equal), what the lesson uses it for)
+# dist: (the floor pyproject.toml and requirements.txt declare (a test keeps them equal), what the
+# lesson uses it for)
 PACKAGES = {
     "numpy": ((1, 26), "矩阵运算"),
     "matplotlib": ((3, 10, 7), "画注意力热力图"),
@@ -17,7 +19,8 @@ SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/
 
 
 def problems() -> dict[str, str]:
-    """{what: how to fix it} for everything the lesson needs that is missing; empty when all is well."""
+    """{what: how to fix it} for everything the lesson needs that is missing; empty when all is
+    well."""
     from packaging.version import InvalidVersion, Version
 
     from lesson_lib.show.plotting import font_path
@@ -31,7 +34,8 @@ def problems() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             found[dist] = f"没有安装 {dist}（{purpose}）。{SETUP_HINT}"
         except InvalidVersion:
-            found[dist] = f"{dist} 的版本号 {metadata.version(dist)!r} 无法识别（{purpose}）。{SETUP_HINT}"
+            found[dist] = (f"{dist} 的版本号 {metadata.version(dist)!r} 无法识别（{purpose}）。"
+                           f"{SETUP_HINT}")
     try:
         font_path()
     except RuntimeError as exc:
@@ -40,14 +44,17 @@ def problems() -> dict[str, str]:
 
 
 def check() -> None:
-    """§0's one call: one BLAS thread (the lesson's matmuls are small; a second thread only spins: §6's sentences take
-    2 CPU-s with two, 0.15 with one) and Chinese glyphs in figures, or, when something is missing, what to fix."""
+    """§0's one call: one BLAS thread (the lesson's matmuls are small; a second thread only spins:
+    §6's sentences take 2 CPU-s with two, 0.15 with one) and Chinese glyphs in figures, or, when
+    something is missing, what to fix."""
     from lesson_lib.runtime.blas import fit_blas_to_cpus
     from lesson_lib.show.plotting import use_chinese_font
 
     fit_blas_to_cpus(1)
-    if found := problems():  # the font needs matplotlib and its font package: set up only when nothing is missing
+    # the font needs matplotlib and its font package: set up only when nothing is missing
+    if found := problems():
         print("\n".join(f"[需要处理] {name}：{message}" for name, message in found.items()))
-        print("修好后用菜单「运行 → 重启内核并运行所有单元格」（Run → Restart Kernel and Run All Cells）。")
+        print("修好后用菜单「运行 → 重启内核并运行所有单元格」（Run → Restart Kernel and Run All "
+              "Cells）。")
     else:
         use_chinese_font()

@@ -1,5 +1,6 @@
-"""§2: why one head must average. 她 needs two answers at once, who it is (指代 → 小红) and the subject it lines up
-with (语法角色 → 小明); one head returns one weighted average of the values' features, two keep one answer each."""
+"""§2: why one head must average. 她 needs two answers at once, who it is (指代 → 小红) and the
+subject it lines up with (语法角色 → 小明); one head returns one weighted average of the values'
+features, two keep one answer each."""
 
 from __future__ import annotations
 
@@ -16,19 +17,23 @@ from lesson_lib.show.theme import box
 # The sentence up to the pronoun: attention only looks back, so these are all 她 can see.
 TOKENS = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "她"]
 QUERY = TOKENS.index("她")
-REFERENT, SUBJECT = TOKENS.index("小红"), TOKENS.index("小明")
+REFERENT = TOKENS.index("小红")
+SUBJECT = TOKENS.index("小明")
 
-# Value features. Identity features answer "who is it"; role features answer "what role does it play".
+# Value features. Identity features answer "who is it"; role features answer "what role does it
+# play".
 IDENTITY_FEATURES = ["女性", "男性", "人物", "物品"]
 ROLE_FEATURES = ["主语", "宾语"]
 FEATURES = IDENTITY_FEATURES + ROLE_FEATURES
 
-_VALUE_ROWS = {  # word -> 1 for each feature it carries, in FEATURES order: 女性 男性 人物 物品 主语 宾语
+# word -> 1 for each feature it carries, in FEATURES order: 女性 男性 人物 物品 主语 宾语
+_VALUE_ROWS = {
     "小明": [0, 1, 1, 0, 1, 0],
     "苹果": [0, 0, 0, 1, 0, 1],
     "小红": [1, 0, 1, 0, 0, 0],  # the receiver: neither the subject nor the thing handed over
 }
-VALUES = np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)  # (n, 6) others: nothing
+# (n, 6) others: nothing
+VALUES = np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)
 VALUES.flags.writeable = False
 
 # The lesson's illustration of one head: 小红 40 %, 小明 30 %, 苹果 30 %.
@@ -69,58 +74,78 @@ class Demo:
 
 
 def demo(heads: int, sharpness: float = 4.0) -> Demo:
-    """她's query through one head (both questions in one query) or two (one each); ``sharpness`` scales it."""
+    """她's query through one head (both questions in one query) or two (one each); ``sharpness``
+    scales it."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
-    sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=50.0)  # beyond: one-hot to every digit
-    k, v = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS]), VALUES  # (n, 2), (n, 6)
+    # beyond: one-hot to every digit
+    sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=50.0)
+    k = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS])
+    v = VALUES  # (n, 2), (n, 6)
     mask = (np.arange(len(TOKENS)) < QUERY)[None]  # (1, n) 她 sees only the words before it
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
     if heads == 1:
         # One query asks both questions at once: one softmax, one weighted average of whole rows.
         q = scale * (_QUESTION["指代"] + 0.8 * _QUESTION["语法角色"])[None]  # (1, 2)
         out, w = scaled_dot_product_attention(q, k, v, mask)  # (1, 6), (1, n)
-        names, output = ["单头（两个问题挤在一起）"], out[0]
-        referent, subject = w[0, REFERENT], w[0, SUBJECT]
+        names = ["单头（两个问题挤在一起）"]
+        output = out[0]
+        referent = w[0, REFERENT]
+        subject = w[0, SUBJECT]
     else:
         # Each head owns one question and one feature subspace (its slice of W^Q, W^K, W^V).
-        q = np.stack([scale * _QUESTION["指代"], scale * _QUESTION["语法角色"]])[:, None]  # (2, 1, 2)
+        # (2, 1, 2)
+        q = np.stack([scale * _QUESTION["指代"], scale * _QUESTION["语法角色"]])[:, None]
         k2 = np.stack([k * [1, 0], k * [0, 1]])  # (2, n, 2) each head's key subspace
         n_id = len(IDENTITY_FEATURES)
-        v2 = np.stack([v[:, :n_id], np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))])  # (2, n, 4)
+        # (2, n, 4)
+        v2 = np.stack([v[:, :n_id], np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))])
         heads_out, w = scaled_dot_product_attention(q, k2, v2, mask)  # (2, 1, 4), (2, 1, n)
-        output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])  # (6,) Concat
-        names, w = ["头 1：指代", "头 2：句法"], w[:, 0]  # (2, n)
-        referent, subject = w[0, REFERENT], w[1, SUBJECT]
-    return Demo(heads, float(sharpness), names, np.atleast_2d(w), dict(zip(FEATURES, map(float, output))),
+        # (6,) Concat
+        output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])
+        names = ["头 1：指代", "头 2：句法"]
+        w = w[:, 0]
+        referent = w[0, REFERENT]
+        subject = w[1, SUBJECT]
+    return Demo(heads, float(sharpness), names, np.atleast_2d(w),
+                dict(zip(FEATURES, map(float, output))),
                 float(referent), float(subject))
 
 
 def bar_html(value: float, colour: str) -> str:
-    """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and §6's bars)."""
-    return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;background:{colour};'
+    """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and
+    §6's bars)."""
+    return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;background:'
+            f'{colour};'
             f'vertical-align:middle"></span> {value:.2f}')
 
 
 def demo_html(d: Demo) -> str:
-    """The widget's picture: themed HTML bars (a click costs ~1 ms, not a figure's redraw), one column per head, so
-    it keeps its height when the head count changes; named by each head's two largest weights and the features."""
+    """The widget's picture: themed HTML bars (a click costs ~1 ms, not a figure's redraw), one
+    column per head, so it keeps its height when the head count changes; named by each head's two
+    largest weights and the features."""
     def table(headers, rows):
-        head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>" for h in ("", *headers))
+        head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>"
+                       for h in ("", *headers))
         body = "".join(f"<tr><td style='text-align:right;padding-right:0.6em'>{label}</td>"
-                       + "".join(f"<td style='padding-right:1em;min-width:11em'>{bar}</td>" for bar in bars) + "</tr>"
+                       + "".join(f"<td style='padding-right:1em;min-width:11em'>{bar}</td>"
+                                 for bar in bars) + "</tr>"
                        for label, bars in rows)
-        return f"<table style='color:inherit;border-collapse:collapse;margin:2px 0 8px'><tr>{head}</tr>{body}</table>"
+        return ("<table style='color:inherit;border-collapse:collapse;margin:2px 0 "
+                f"8px'><tr>{head}</tr>{body}</table>")
 
     colours = ("var(--jp-brand-color1, #1f77b4)", "var(--jp-warn-color1, #f57c00)")
     weights = table(d.names, [(t, [bar_html(row[j], c) for row, c in zip(d.weights, colours)])
                               for j, t in enumerate(TOKENS[:QUERY])])
     features = table(["输出里读得出的特征（理想：女性=1、人物=1、主语=1）"],
-                     [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")]) for k, v in d.output.items()])
-    gives = ["，".join(f"给「{TOKENS[k]}」{row[k]:.2f}" for k in np.argsort(-row[:QUERY], kind="stable")[:2])
+                     [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")])
+                      for k, v in d.output.items()])
+    gives = ["，".join(f"给「{TOKENS[k]}」{row[k]:.2f}"
+                      for k in np.argsort(-row[:QUERY], kind="stable")[:2])
              for row in d.weights]  # each head's two largest weights
     heads = "；".join(f"{name}：「她」{top}" for name, top in zip(d.names, gives))
     read = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
-    alt = html.escape(f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。输出里读得出的特征：{read}。")
+    alt = html.escape(f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。"
+                      f"输出里读得出的特征：{read}。")
     return (f'<div role="img" aria-label="{alt}" style="max-width:100%;overflow-x:auto">'
             f"<b>「她」往回看时，每个头把注意力给了谁</b>{weights}{features}</div>")
 
@@ -134,12 +159,14 @@ def values_table() -> str:
 def blend_table(weights_by_word: dict[str, float]) -> str:
     """One head's output with the given weights, feature by feature."""
     label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
-    return text_table(["特征", f"单头输出（{label}）"], [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
+    return text_table(["特征", f"单头输出（{label}）"],
+                      [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
 
 
 def summary_html(d: Demo) -> str:
     """One line for the widget: how much of each answer reaches the output."""
-    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>句法（主语小明）{d.subject_kept:.0%}</b>。")
+    return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>句法（主语小明）"
+               f"{d.subject_kept:.0%}</b>。")
 
 
 def demo_text(sharpness: float = 4.0) -> str:
@@ -149,6 +176,27 @@ def demo_text(sharpness: float = 4.0) -> str:
         d = demo(heads, sharpness)
         lines.append(f"{heads} 个头：")
         for name, row in zip(d.names, d.weights):
-            lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}" for t, w in zip(TOKENS, row[:QUERY])))
-        lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，句法（主语小明）= {d.subject_kept:.2f}")
+            lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}"
+                                                        for t, w in zip(TOKENS, row[:QUERY])))
+        lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，句法（主语小明）= "
+                     f"{d.subject_kept:.2f}")
     return "\n".join(lines)
+
+
+def demo_widget():
+    """1 vs 2 heads and the query's sharpness; shows 她's weights and what survives."""
+    import ipywidgets as w
+
+    from lesson_lib.show.controls import LABEL_BESIDE, linked, slider
+
+    style = {**LABEL_BESIDE, "button_width": "80px"}
+    options = [("1 个头", 1), ("2 个头", 2)]
+    heads = w.ToggleButtons(options=options, value=1, description="头数", style=style)
+    sharp = slider("锐度", 4.0, min=0.0, max=10.0, step=0.5)  # demo() takes 0 … 50
+
+    def show(summary, picture):
+        d = demo(heads.value, sharp.value)
+        summary.value = summary_html(d)
+        picture.value = demo_html(d)
+
+    return linked({"heads": heads, "sharpness": sharp}, show, picture="html")

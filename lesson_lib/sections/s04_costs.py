@@ -1,5 +1,5 @@
-"""§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for several h; §8's
-follow-up table of key/value sharing (MHA, GQA, MQA)."""
+"""§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for
+several h; §8's follow-up table of key/value sharing (MHA, GQA, MQA)."""
 
 from __future__ import annotations
 
@@ -14,19 +14,25 @@ from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count, variants
 from lesson_lib.paper import BASE_HEADS
 from lesson_lib.show.tables import text_table
 
-TIMING_BUDGET = 0.02  # s per h: a run this long is steady, so it is not repeated (the cell stays cheap)
-SIMILAR_TIME = 1.25  # "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
+# s per h: a run this long is steady, so it is not repeated (the cell stays cheap)
+TIMING_BUDGET = 0.02
+# "about as fast": within 25 %, well outside the run-to-run noise of a median of a few runs
+SIMILAR_TIME = 1.25
 
 
 def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float]:
-    """Median seconds of the readable kernel per h, one BLAS thread (as §4 says): ``repeat`` runs, ≤ TIMING_BUDGET."""
+    """Median seconds of the readable kernel per h, one BLAS thread (as §4 says): ``repeat`` runs, ≤
+    TIMING_BUDGET."""
     from lesson_lib.runtime.blas import one_blas_thread
 
-    n, d_model = check_int(n, "n", minimum=1), check_int(d_model, "d_model", minimum=1)
-    repeat, heads = check_int(repeat, "repeat", minimum=1), list(heads)
+    n = check_int(n, "n", minimum=1)
+    d_model = check_int(d_model, "d_model", minimum=1)
+    repeat = check_int(repeat, "repeat", minimum=1)
+    heads = list(heads)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, d_model), dtype=np.float32)  # (n, d_model)
-    ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32) for _ in range(4)]
+    ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32)
+          for _ in range(4)]
     result = {}
     with one_blas_thread():
         for h in heads[:1]:
@@ -45,41 +51,48 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float
 
 def format_table(n: int, d_model: int, heads) -> str:
     """The per-stage counts as a text table, one row per h."""
-    rows = [[c.h, c.d_k, c.qkv_projections, c.scores, c.weights_v, c.output_projection, c.matmul_total,
+    rows = [[c.h, c.d_k, c.qkv_projections, c.scores, c.weights_v, c.output_projection,
+             c.matmul_total,
              c.softmax_total] for c in (count(n, d_model, h) for h in heads)]
     return text_table(["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计",
                        f"{SOFTMAX_WORK} {SOFTMAX_WORK_FORMULA}"], rows)
 
 
 def scores_text(d_model: int, heads) -> str:
-    """The lesson's algebra for QKᵀ as the coefficient of n²: per head d_k·n², all heads d_model·n²."""
-    return "\n".join(f"h = {h}: 每个头打分 {count(1, head_width(d_model, h), 1).scores}n²，"  # one head's QKᵀ at n = 1
+    """The lesson's algebra for QKᵀ as the coefficient of n²: per head d_k·n², all heads
+    d_model·n²."""
+    # one head's QKᵀ at n = 1
+    return "\n".join(f"h = {h}: 每个头打分 {count(1, head_width(d_model, h), 1).scores}n²，"
                      f"{h} 个头共 {count(1, d_model, h).scores}n²" for h in heads)
 
 
 def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
-    """Measured kernel time for each n and h, one line per n; then, at the largest n, each h against the first in
-    words: is "no extra cost" also true of time?"""
-    lines, times = [], {}
+    """Measured kernel time for each n and h, one line per n; then, at the largest n, each h against
+    the first in words: is "no extra cost" also true of time?"""
+    lines = []
+    times = {}
     for n in ns:
         times = time_kernel(n=n, d_model=d_model, heads=heads, repeat=repeat)
-        lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms" for h, t in times.items()))
+        lines.append(f"n = {n:>3}: " + "，".join(f"h = {h}: {t * 1e3:.1f} ms"
+                                                for h, t in times.items()))
     first, *others = times or [None]
     if others:
         ratios = "，".join(f"h = {h} 是 {times[h] / times[first]:.1f} 倍" for h in others)
         base = BASE_HEADS if BASE_HEADS in others else others[0]
-        verdict = (f"h = {base} 和 h = {first} 差不多快：用时也基本守恒" if times[base] / times[first] <= SIMILAR_TIME
+        verdict = (f"h = {base} 和 h = {first} 差不多快：用时也基本守恒"
+                   if times[base] / times[first] <= SIMILAR_TIME
                    else f"h = {base} 明显比 h = {first} 慢：守恒的是乘法次数，不是用时")
         lines.append(f"n = {ns[-1]} 时，以 h = {first} 为 1：{ratios}。在这台电脑上，{verdict}。")
     return "\n".join(lines)
 
 
 def kv_sharing_text(d_model: int, h: int, groups: int) -> str:
-    """§8: the three variants per layer: parameters, numbers cached per token, and that cache against MHA's (short
-    headers: within 72 monospace columns, a 592 px output)."""
+    """§8: the three variants per layer: parameters, numbers cached per token, and that cache
+    against MHA's (short headers: within 72 monospace columns, a 592 px output)."""
     rows = variants(d_model, h, groups)
     full = rows[0].cache_per_token
     body = [[r.name, r.kv_heads, r.projection_params, r.cache_per_token,
              f"1/{full // r.cache_per_token}" if r.cache_per_token < full else "1"] for r in rows]
     title = f"d_model = {d_model}，h = {h} 个查询头，每头宽度 d_k = {rows[0].d_k}（每一层）："
-    return title + "\n" + text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "缓存占多头"], body)
+    return title + "\n" + text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "缓存占多头"],
+                                     body)

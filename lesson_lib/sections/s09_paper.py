@@ -1,5 +1,6 @@
-"""§9: each line of the kernel beside the term of the paper's formula it computes, found in the kernel's current
-source (a fragment that is gone fails loudly, so the table cannot drift from the code)."""
+"""§9: each line of the kernel beside the term of the paper's formula it computes, found in the
+kernel's current source (a fragment that is gone fails loudly, so the table cannot drift from the
+code)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ SOFTMAX_TERMS = [
 ]
 
 SDPA_TERMS = [
-    ("check_qkv(q, k, v, mask)", "（公式之外）先检查 Q、K、V 和掩码：形状、类型、有没有 NaN 或 inf"),
-    ("q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)", "Q Kᵀ / √d_k（公式 (1) 的打分，除以 √d_k 防止点积过大）"),
+    ("check_qkv(q, k, v, mask)",
+     "（公式之外）先检查 Q、K、V 和掩码：形状、类型、有没有 NaN 或 inf"),
+    ("q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)",
+     "Q Kᵀ / √d_k（公式 (1) 的打分，除以 √d_k 防止点积过大）"),
     ("np.where(mask, scores, -np.inf)", "（可选）掩码：不许看的位置权重为 0"),
     ("softmax(scores, axis=-1)", "softmax(·)：每一行变成加起来为 1 的权重"),
     ("weights @ v", "· V：按权重对值向量加权求和"),
@@ -25,10 +28,12 @@ SDPA_TERMS = [
 
 MHA_TERMS = [
     ("check_mha(x, w_q, w_k, w_v, w_o, h, mask)", "（公式之外）先检查 X、四个权重矩阵、h 和掩码"),
-    ("split_heads(x @ w_q, h)", "Q W_i^Q（自注意力里 Q = K = V = X）：W^Q 是 h 个 d_model × d_k 的 W_i^Q 并排放"),
+    ("split_heads(x @ w_q, h)",
+     "Q W_i^Q（自注意力里 Q = K = V = X）：W^Q 是 h 个 d_model × d_k 的 W_i^Q 并排放"),
     ("split_heads(x @ w_k, h)", "K W_i^K（同上，第 i 个头拿第 i 块列）"),
     ("split_heads(x @ w_v, h)", "V W_i^V（d_v = d_k = d_model / h）"),
-    ("scaled_dot_product_attention(q, k, v, mask)", "head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)，h 个头一次算完"),
+    ("scaled_dot_product_attention(q, k, v, mask)",
+     "head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)，h 个头一次算完"),
     ("merge_heads(heads) @ w_o", "Concat(head_1, …, head_h) W^O，W^O 是 (h·d_v) × d_model"),
 ]
 
@@ -46,15 +51,18 @@ def line_map(fns, terms) -> list[tuple[int, str, str]]:
     lines = [line for fn in fns for line in inspect.getsource(fn).splitlines()]
     rows = []
     for fragment, term in terms:
-        i = next((i for i, line in enumerate(lines) if fragment in line.split("#")[0]), None)  # code, not comments
+        # code, not comments
+        i = next((i for i, line in enumerate(lines) if fragment in line.split("#")[0]), None)
         if i is None:
-            raise LookupError(f"{fns[0].__name__} 的源码里找不到 {fragment!r}：内核改了，请同步更新公式对照表。")
+            raise LookupError(f"{fns[0].__name__} 的源码里找不到 {fragment!r}：内核改了，"
+                              "请同步更新公式对照表。")
         rows.append((i + 1, lines[i].split("#")[0].strip(), term))
     return rows
 
 
 def formula_view():
-    """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text for nbval."""
+    """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text
+    for nbval."""
     views = []
     for fns, terms in KERNELS:
         rows = [[code, term] for _, code, term in line_map(fns, terms)]

@@ -1,1 +1,2 @@
-"""How the lesson shows things: Chinese-ready figures, theme-aware HTML, tables, code by reflection."""
+"""How the lesson shows things: Chinese-ready figures, theme-aware HTML, tables, code by
+reflection."""

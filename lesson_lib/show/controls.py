@@ -1,5 +1,6 @@
-"""Controls the sections and the self-test share: ``linked`` wiring, the one accessible ``slider``, and ``accessible``
-(names, roles and keys for a screen reader, by reader.js). ipywidgets and anywidget are imported when first used."""
+"""Controls the sections and the self-test share: ``linked`` wiring, the one accessible ``slider``,
+and ``accessible`` (names, roles and keys for a screen reader, by reader.js). ipywidgets and
+anywidget are imported when first used."""
 
 from __future__ import annotations
 
@@ -8,19 +9,30 @@ import html
 from pathlib import Path
 
 _HERE = Path(__file__).parent
-LABEL_BESIDE = {"description_width": "initial"}  # a control's style: its whole Chinese label, beside it
-KEEP_HEIGHT = "lesson-keep-height"  # class of an output that never shrinks back while its controls move (at one width)
-LIVE = "lesson-live"  # class of an output a screen reader reads out when it changes (feedback, a lab's summary)
+# a control's style: its whole Chinese label, beside it
+LABEL_BESIDE = {"description_width": "initial"}
+# class of an output that never shrinks back while its controls move (at one width)
+KEEP_HEIGHT = "lesson-keep-height"
+# class of an output a screen reader reads out when it changes (feedback, a lab's summary)
+LIVE = "lesson-live"
 
 
-def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1, reader: bool = True):
-    """Call ``show(summary, picture)`` now and whenever a control changes (with a ``submit`` Button: on its click or
-    a one-line text box's commit), never re-entered; ``picture``: None or "html" (``pictures`` > 1: a row of them)."""
+def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1,
+           reader: bool = True):
+    """Call ``show(summary, picture)`` now and whenever a control changes (with a ``submit`` Button:
+    on its click or a one-line text box's commit), never re-entered; ``picture``: None or "html"
+    (``pictures`` > 1: a row of them)."""
     import ipywidgets as w
 
-    images = [w.HTML(layout=w.Layout(max_width="100%", margin="0 0 0 8px" if i else "0")).add_class(KEEP_HEIGHT)
-              for i in range(pictures if picture else 0)]  # a picture's area keeps its tallest height: nothing jumps
-    summary = w.HTML().add_class(LIVE).add_class(KEEP_HEIGHT) if images else w.HTML().add_class(LIVE)
+    images = []
+    for i in range(pictures if picture else 0):
+        margin = "0 0 0 8px" if i else "0"
+        image = w.HTML(layout=w.Layout(max_width="100%", margin=margin))
+        # a picture's area keeps its tallest height: nothing jumps
+        images.append(image.add_class(KEEP_HEIGHT))
+    summary = w.HTML().add_class(LIVE)
+    if images:
+        summary.add_class(KEEP_HEIGHT)
     picture = images[0] if len(images) == 1 else (tuple(images) or None)
     busy = []
 
@@ -35,41 +47,49 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
     for control in controls.values():
         if submit is None or (isinstance(control, w.Text) and not control.continuous_update):
             control.observe(redraw, names="value")
-        if not control.layout.flex:  # squeezed, a row of buttons wraps its label above it (「头数」 over 「1 个头」)
+        # squeezed, a row of buttons wraps its label above it (「头数」 over 「1 个头」)
+        if not control.layout.flex:
             control.layout.flex = "0 0 auto"
     if submit is not None:
         submit.on_click(redraw)
     redraw()
     bar = w.HBox([*controls.values(), *([submit] if submit is not None else [])],
                  layout=w.Layout(flex_flow="row wrap", align_items="center"))
-    shown = images if len(images) < 2 else [w.HBox(images, layout=w.Layout(align_items="flex-start"))]
+    shown = images if len(images) < 2 else [w.HBox(images,
+                                                   layout=w.Layout(align_items="flex-start"))]
     box = w.VBox([bar, summary, *shown])
     if reader:
         accessible(box)
-    box.controls = {**controls, "summary": summary, "picture": picture, **({"submit": submit} if submit else {})}
+    box.controls = {**controls, "summary": summary, "picture": picture,
+                    **({"submit": submit} if submit else {})}
     return box
 
 
 def _widget_class(name: str, js: str, css: str = "", **traits):
-    """An anywidget class running ``js`` (inline in its state: no CDN), styled by ``css`` and the page rules."""
+    """An anywidget class running ``js`` (inline in its state: no CDN), styled by ``css`` and the
+    page rules."""
     import anywidget
 
     from lesson_lib.show.theme import PAGE_CSS
 
     esm = (_HERE / js).read_text(encoding="utf-8")
-    return type(name, (anywidget.AnyWidget,), {"__module__": __name__, "_esm": esm, "_css": css + PAGE_CSS, **traits})
+    return type(name, (anywidget.AnyWidget,),
+                {"__module__": __name__, "_esm": esm, "_css": css + PAGE_CSS, **traits})
 
 
-@functools.cache  # built on first use: anywidget and traitlets' metaclass work stay out of import time
+# built on first use: anywidget and traitlets' metaclass work stay out of import time
+@functools.cache
 def _reader_class():
     import traitlets as t
 
-    # Invisible: gives the controls of the box it sits in names, roles and states; [[css class, name], ...]
+    # Invisible: gives the controls of the box it sits in names, roles and states; [[css class,
+    # name], ...]
     return _widget_class("Reader", "reader.js", names=t.List(t.List(t.Unicode())).tag(sync=True))
 
 
 def named(control, name: str):
-    """Give ``control`` an accessible name without a visible label (a text box under its own heading). Returns it."""
+    """Give ``control`` an accessible name without a visible label (a text box under its own
+    heading). Returns it."""
     if not str(name).strip():
         raise ValueError("控件的名字不能为空：读屏软件要靠它说出这是哪个控件。")
     control._lesson_name = str(name)
@@ -78,12 +98,15 @@ def named(control, name: str):
 
 def screen_reader_only(text: str) -> str:
     """``text`` as HTML a screen reader reads and the page does not show."""
-    return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:hidden;'
-            f'clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap">{html.escape(text)}</span>')
+    return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:'
+            'hidden;'
+            f'clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap">{html.escape(text)}</span'
+            '>')
 
 
 def accessible(box):
-    """Put the reader helper first in ``box`` (shown as one widget) and mark the box; returns ``box``."""
+    """Put the reader helper first in ``box`` (shown as one widget) and mark the box; returns
+    ``box``."""
     import ipywidgets as w
 
     names = []
@@ -100,8 +123,10 @@ def accessible(box):
 def _slider_class():
     import traitlets as t
 
-    class Slider(_widget_class("SliderBase", "slider.js", (_HERE / "slider.css").read_text(encoding="utf-8"))):
-        """A slider over ``(label, value)`` options, named for screen readers and driven by the keyboard."""
+    class Slider(_widget_class("SliderBase", "slider.js",
+                               (_HERE / "slider.css").read_text(encoding="utf-8"))):
+        """A slider over ``(label, value)`` options, named for screen readers and driven by the
+        keyboard."""
 
         description = t.Unicode("").tag(sync=True)
         labels = t.List(t.Unicode()).tag(sync=True)
@@ -112,13 +137,15 @@ def _slider_class():
 
         def __init__(self, options, value, description, **kwargs):
             self._values = [v for _label, v in options]
-            super().__init__(description=description, labels=[str(label) for label, _v in options], **kwargs)
+            super().__init__(description=description, labels=[str(label) for label, _v in options],
+                             **kwargs)
             self.value = value
 
         @t.validate("value")
         def _known(self, proposal):
             if proposal.value not in self._values:
-                raise t.TraitError(f"滑块「{self.description}」没有 {proposal.value!r} 这一档；可选：{self._values}")
+                raise t.TraitError(f"滑块「{self.description}」没有 {proposal.value!r} 这一档；"
+                                   f"可选：{self._values}")
             return proposal.value
 
         @t.observe("value")
@@ -136,25 +163,29 @@ def _slider_class():
         def max(self):
             return self._values[-1]
 
+        # an integer range's new end (§5's zoom): the value stays inside, as in IntSlider
         @max.setter
-        def max(self, high):  # an integer range's new end (§5's zoom): the value stays inside, as in IntSlider
+        def max(self, high):
             self._values = list(range(self.min, int(high) + 1))
             self.labels = [str(v) for v in self._values]
-            self.value = min(self.value, self._values[-1])  # an unchanged value keeps its index: the range starts alike
+            # an unchanged value keeps its index: the range starts alike
+            self.value = min(self.value, self._values[-1])
 
     return Slider
 
 
 def slider(description: str, value, *, options=None, min=None, max=None, step=1, layout=None):
-    """The lesson's slider (not ipywidgets' unnamed ones): ``options=[(label, value), …]`` or ``min…max`` in
-    ``step``s (a fractional step: labels with one decimal); ``description`` is the Chinese name a screen reader says."""
+    """The lesson's slider (not ipywidgets' unnamed ones): ``options=[(label, value), …]`` or
+    ``min…max`` in ``step``s (a fractional step: labels with one decimal); ``description`` is the
+    Chinese name a screen reader says."""
     import ipywidgets as w
 
     if options is None:
         values = [round(min + i * step, 10) for i in range(round((max - min) / step) + 1)]
         options = [(f"{v:.1f}" if step % 1 else str(v), v) for v in values]
     # 300 px at least: a slider track stays draggable on a 1024 px screen
-    return _slider_class()(options, value, description, layout=layout or w.Layout(min_width="300px", width="380px"))
+    return _slider_class()(options, value, description, layout=layout
+                           or w.Layout(min_width="300px", width="380px"))
 
 
 def walk(widget):

@@ -1,4 +1,5 @@
-"""Pictures with alt text: matplotlib figures (Chinese font) shown as themed SVG, and the one heat-map renderer."""
+"""Pictures with alt text: matplotlib figures (Chinese font) shown as themed SVG, and the one
+heat-map renderer."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from lesson_lib.show.tables import html_table
 
 CJK_FONT = "Noto Sans CJK SC"
 # Noto Sans CJK Regular (SIL Open Font License), whole: one collection file whose faces share every
-# glyph; the SC face is CJK_FONT. The same file is the system's where a CJK font package is installed
-# (Debian/Ubuntu fonts-noto-cjk, Fedora, Arch); else the PyPI package noto-cjk-sans-otc (19.5 MB).
+# glyph; the SC face is CJK_FONT. The same file is the system's where a CJK font package is
+# installed (Debian/Ubuntu fonts-noto-cjk, Fedora, Arch); else the PyPI package noto-cjk-sans-otc
+# (19.5 MB).
 _FONT_FILE = "NotoSansCJK-Regular.ttc"
 SYSTEM_FONT_DIRS = (Path("/usr/share/fonts/opentype/noto"),
                     Path("/usr/share/fonts/google-noto-cjk"),
@@ -43,7 +45,8 @@ def font_path() -> Path:
         ) from None
     path = Path(noto_cjk_sans_otc.__file__).parent / _FONT_FILE
     if not path.is_file():
-        raise RuntimeError(f"noto-cjk-sans-otc 里找不到字体文件 {_FONT_FILE}（查找位置 {path.parent}）："
+        raise RuntimeError(f"noto-cjk-sans-otc 里找不到字体文件 {_FONT_FILE}（查找位置 "
+                           f"{path.parent}）："
                            "请重新安装 noto-cjk-sans-otc。")
     return path
 
@@ -55,10 +58,14 @@ def use_chinese_font() -> str:
 
     if (path := str(font_path())) not in {f.fname for f in font_manager.fontManager.ttflist}:
         font_manager.fontManager.addfont(path)
-    # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends included.
-    mpl.rcParams.update({"font.family": "sans-serif", "font.sans-serif": [CJK_FONT, _FIRST_FACE, "DejaVu Sans"],
-                         "axes.unicode_minus": False,  # the CJK font's minus sign renders; the Unicode one may not
-                         "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "xtick.labelsize": 9.5,
+    # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends
+    # included.
+    mpl.rcParams.update({"font.family": "sans-serif",
+                         "font.sans-serif": [CJK_FONT, _FIRST_FACE, "DejaVu Sans"],
+                         # the CJK font's minus sign renders; the Unicode one may not
+                         "axes.unicode_minus": False,
+                         "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10,
+                         "xtick.labelsize": 9.5,
                          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11})
     return CJK_FONT
 
@@ -68,9 +75,10 @@ def _ems(text: str, latin: float = 0.55) -> float:
 
 
 def wrap_title(title: str | None, width_inches: float, size: float) -> str:
-    """Break a title into lines that fit ``width_inches`` at ``size`` pt, at a space or after Chinese punctuation
-    where one is near, so a long title is wrapped instead of cut."""
-    limit, lines = width_inches * 72 / size, []  # ems per line
+    """Break a title into lines that fit ``width_inches`` at ``size`` pt, at a space or after
+    Chinese punctuation where one is near, so a long title is wrapped instead of cut."""
+    limit = width_inches * 72 / size
+    lines = []  # ems per line
     for part in (title or "").split("\n"):
         line = ""
         for ch in part:
@@ -90,53 +98,65 @@ def colormap_lut() -> np.ndarray:
     """(256, 3) uint8 colours of viridis, the lesson's one colormap."""
     import matplotlib
 
-    return np.round(matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, 256))[:, :3] * 255).astype(np.uint8)
+    rgba = matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, 256))
+    return np.round(rgba[:, :3] * 255).astype(np.uint8)
 
 
 def _image(x, y, width, height, rgb, smooth=False) -> str:
-    """(H, W, 3) uint8 as an SVG <image> (a PNG data URI), scaled without smoothing unless ``smooth``."""
+    """(H, W, 3) uint8 as an SVG <image> (a PNG data URI), scaled without smoothing unless
+    ``smooth``."""
     from PIL import Image
 
     buf = io.BytesIO()
     Image.fromarray(rgb).save(buf, format="PNG", compress_level=1)
     href = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
     pixelated = "" if smooth else ' style="image-rendering:pixelated"'
-    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"{pixelated} '
+    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"'
+            f'{pixelated} '
             f'href="{href}"/>')
 
 
-# A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG, text as text, in the theme's
-# colours, named by its description, numbers folded under it. A sanitized (untrusted) page drops <svg> and <style>
-# but keeps an <img> with a data URI: the same SVG bytes, on white (issue 29: drawn once, not a second PNG).
+# A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG, text as text, in
+# the theme's colours, named by its description, numbers folded under it. A sanitized (untrusted)
+# page drops <svg> and <style> but keeps an <img> with a data URI: the same SVG bytes, on white
+# (issue 29: drawn once, not a second PNG).
 _PICTURE_CSS = (
-    "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:none!important}"
+    "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:"
+    "none!important}"
     ".lesson-fig svg{max-width:100%;height:auto}"
     'body[data-jp-theme-light="false"] .lesson-fig{--lesson-tint:22%}</style>'
 )
 
 
 def describe(fig, alt: str, table=None):
-    """Give a matplotlib ``fig`` the sentence a screen reader says and the table = (headers, rows) of its numbers."""
+    """Give a matplotlib ``fig`` the sentence a screen reader says and the table = (headers, rows)
+    of its numbers."""
     if not alt or not isinstance(alt, str):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
     from matplotlib.figure import Figure
 
-    fig.lesson_alt, fig.lesson_table = alt, table
-    # In IPython, described figures are shown by picture_html instead of a bare PNG (others unchanged)
-    shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()  # not imported outside a notebook
+    fig.lesson_alt = alt
+    fig.lesson_table = table
+    # In IPython, described figures are shown by picture_html instead of a bare PNG (others
+    # unchanged); IPython is not imported outside a notebook.
+    shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()
     if shell and not getattr(shell, "_lesson_pictures", False):
-        html, png = (shell.display_formatter.formatters[kind] for kind in ("text/html", "image/png"))
+        html, png = (shell.display_formatter.formatters[kind]
+                     for kind in ("text/html", "image/png"))
         html.for_type(Figure, lambda fig: picture_html(fig) if hasattr(fig, "lesson_alt") else None)
-        if inline_png := png.type_printers.get(Figure):  # a PNG beside the HTML would show every figure twice
-            png.for_type(Figure, lambda fig: None if hasattr(fig, "lesson_alt") else inline_png(fig))
+        # a PNG beside the HTML would show every figure twice
+        if inline_png := png.type_printers.get(Figure):
+            png.for_type(Figure, lambda fig: None if hasattr(fig, "lesson_alt")
+                         else inline_png(fig))
         shell._lesson_pictures = True
     return fig
 
 
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:
-    """A figure colour as CSS that reads on the learner's theme (≥ 4.5:1 for text in light, dark, high contrast):
-    coloured text mixed with the theme's text colour, grey text and lines the theme's text/border colours, white the
-    page colour, pale fills mixed into the page; mid greys and strong fills stay as they are."""
+    """A figure colour as CSS that reads on the learner's theme (≥ 4.5:1 for text in light, dark,
+    high contrast): coloured text mixed with the theme's text colour, grey text and lines the
+    theme's text/border colours, white the page colour, pale fills mixed into the page; mid greys
+    and strong fills stay as they are."""
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
     light = (max(r, g, b) + min(r, g, b)) / 510
     grey = max(r, g, b) - min(r, g, b) < 12
@@ -145,35 +165,44 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
         return f"color-mix(in srgb,{hex_colour} 55%,var(--jp-content-font-color1,#000))"
     if grey and light < 0.25:
         return "var(--jp-content-font-color1,#000)"
-    if grey and light < (0.6 if line else 0.4):  # grey text and lines, arrow heads and other dark marks
+    # grey text and lines, arrow heads and other dark marks
+    if grey and light < (0.6 if line else 0.4):
         return "var(--jp-content-font-color2,#555)"
     if line and grey:
         return "var(--jp-border-color1,#bdbdbd)" if light < 0.97 else "var(--jp-layout-color0,#fff)"
     if light > 0.84 and not line:  # white and pale boxes behind text
         if grey and light > 0.99:
             return "var(--jp-layout-color0,#fff)"
-        return f"color-mix(in srgb,{hex_colour} var(--lesson-tint,100%),var(--jp-layout-color0,#fff))"
+        return (f"color-mix(in srgb,{hex_colour} var(--lesson-tint,100%),var(--jp-layout-color0,"
+                "#fff))")
     return hex_colour
 
 
 def picture_html(fig) -> str:
-    """The HTML that shows a ``fig`` given to ``describe``: its SVG (text as text, colours by ``theme_colour``,
-    deterministic ids) named by its alt text, the numbers folded, and its <img> copy for a sanitized page."""
+    """The HTML that shows a ``fig`` given to ``describe``: its SVG (text as text, colours by
+    ``theme_colour``, deterministic ids) named by its alt text, the numbers folded, and its <img>
+    copy for a sanitized page."""
     import matplotlib as mpl
 
     buf = io.StringIO()
-    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson", "svg.image_inline": True}):
+    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "lesson",
+                         "svg.image_inline": True}):
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
-    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):], flags=re.S)
-    # each element's fill and stroke in the theme's colours, text told from lines and shapes by its tag
-    svg = re.sub(r'<(\w+)[^>]*?style="[^"]*"', lambda tag: re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):],
+                 flags=re.S)
+    # each element's fill and stroke in the theme's colours, text told from lines and shapes by its
+    # tag
+    svg = re.sub(r'<(\w+)[^>]*?style="[^"]*"',
+                 lambda tag: re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
                  lambda m: f"{m[1]}: {theme_colour(m[2], m[1], tag[1] == 'text')}", tag[0]), svg)
-    svg = svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)  # unset fills: text
+    # unset fills: text
+    svg = svg.replace("<svg ", '<svg style="fill:var(--jp-content-font-color1,#000)" ', 1)
     return Picture(svg, fig.lesson_alt, fig.lesson_table)._repr_html_()
 
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
-    """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers behind a picture)."""
+    """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers
+    behind a picture)."""
     return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 
@@ -182,49 +211,67 @@ def sentence(text: str) -> str:
 
 
 def heads_description(w, row_tokens, key_tokens, titles, title=None):
-    """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name each row's two
-    largest weights, larger ones each tile's three largest cells; the table gives each row's largest."""
+    """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name
+    each row's two largest weights, larger ones each tile's three largest cells; the table gives
+    each row's largest."""
     h, n, m = w.shape
-    parts, table = [], []
+    parts = []
+    table = []
     for i in range(h):
         name = titles[i] or ""
         if n <= 12:
-            cells = ["「{}」{}".format(row_tokens[r], "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}"
-                                                             for k in np.argsort(-w[i, r], kind="stable")[:2]))
+            cells = ["「{}」{}".format(row_tokens[r],
+                                     "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}"
+                                                             for k in np.argsort(-w[i, r],
+                                                                                 kind="stable")[:2]))
                      for r in range(n)]
             parts.append(f"{name + '：' if name else ''}{'；'.join(cells)}")
         else:
             flat = np.argsort(-w[i].ravel(), kind="stable")[:3]
-            cells = [f"「{row_tokens[f // m]}」给「{key_tokens[f % m]}」{w[i].ravel()[f]:.2f}" for f in flat]
+            cells = [f"「{row_tokens[f // m]}」给「{key_tokens[f % m]}」{w[i].ravel()[f]:.2f}"
+                     for f in flat]
             parts.append(f"{name + '：' if name else ''}最大的权重是 " + "，".join(cells))
         for r in range(n):
             k = int(np.argmax(w[i, r]))
-            table.append([*([name] if h > 1 else []), row_tokens[r], key_tokens[k], f"{w[i, r, k]:.2f}"])
+            table.append([*([name] if h > 1 else []), row_tokens[r], key_tokens[k],
+                          f"{w[i, r, k]:.2f}"])
     headers = [*(["头"] if h > 1 else []), "发出关注的词元（行）", "得到最多的词元（列）", "权重"]
-    alt = (sentence(title) if title else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
+    alt = (sentence(title)
+           if title else "注意力热图（颜色越亮权重越大）。") + "。".join(parts) + "。"
     return alt, (headers, table)
 
 
 class Picture(str):
-    """A picture's HTML: its SVG named by ``alt`` (role="img", <title>), ``table`` = (headers, rows) folded under it.
-    The str is a widget's value; a notebook cell adds the same SVG as an <img> a sanitized page keeps."""
+    """A picture's HTML: its SVG named by ``alt`` (role="img", <title>), ``table`` = (headers, rows)
+    folded under it. The str is a widget's value; a notebook cell adds the same SVG as an <img> a
+    sanitized page keeps."""
 
     def __new__(cls, svg: str, alt: str, table=None):
-        named = svg.replace("<svg ", f'<svg role="img" aria-label="{_html.escape(alt, quote=True)}" ', 1)
+        named = svg.replace("<svg ",
+                            f'<svg role="img" aria-label="{_html.escape(alt, quote=True)}" ', 1)
         named = named.replace(">", f"><title>{_html.escape(alt)}</title>", 1)
-        vector = f'{_PICTURE_CSS}<div class="lesson-fig"><div class="lesson-vec" style="display:none">{named}</div>'
+        vector = (f'{_PICTURE_CSS}<div class="lesson-fig"><div class="lesson-vec" style="display:'
+                  f'none">{named}</div>')
         folded = (folded_table(table) if table is not None else "") + "</div>"
         picture = super().__new__(cls, vector + folded)
-        picture.svg, picture.lesson_alt, picture.lesson_table, picture._parts = svg, alt, table, (vector, named, folded)
+        picture.svg = svg
+        picture.lesson_alt = alt
+        picture.lesson_table = table
+        picture._parts = (vector, named, folded)
         return picture
 
     def _repr_html_(self) -> str:
         vector, named, folded = self._parts
         width = re.search(r'width="([\d.]+)(pt|px)?"', named)
-        size = f' width="{round(float(width[1]) * (4 / 3 if width[2] == "pt" else 1))}"' if width else ""
+        size = ""
+        if width:
+            px = float(width[1]) * (4 / 3 if width[2] == "pt" else 1)
+            size = f' width="{round(px)}"'
         data = base64.b64encode(named.encode("utf-8")).decode("ascii")
-        return (f'{vector}<img class="lesson-ras" alt="{_html.escape(self.lesson_alt, quote=True)}"{size} '
-                f'style="max-width:100%;height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">{folded}')
+        return (f'{vector}<img class="lesson-ras" alt="{_html.escape(self.lesson_alt, quote=True)}"'
+                f'{size} '
+                'style="max-width:100%;height:auto;background:#fff" src="data:image/svg+xml;'
+                f'base64,{data}">{folded}')
 
     def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
         return f"<图：{self.lesson_alt}>"
@@ -232,85 +279,121 @@ class Picture(str):
 
 def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, col_tokens=None,
              cols: int | None = None, cell_px: int | None = None, highlight_row: int | None = None,
-             alt: str | None = None, table=None, height: int | None = None, box: tuple[int, int] | None = None,
+             alt: str | None = None, table=None, height: int | None = None,
+             box: tuple[int, int] | None = None,
              highlight_head: int | None = None, note: str | None = None) -> Picture:
-    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or a widget. Alt
-    text and table from ``heads_description`` unless given (``table=False``: none); ``highlight_row`` (0-based),
-    ``highlight_head`` (1-based) framed in red; ``box=(width, height)``: every head small, in exactly that size."""
+    """The lesson's one heat map: (n, m) or (h, n, m) weights as themed SVG, for a notebook cell or
+    a widget. Alt text and table from ``heads_description`` unless given (``table=False``: none);
+    ``highlight_row`` (0-based), ``highlight_head`` (1-based) framed in red; ``box=(width,
+    height)``: every head small, in exactly that size."""
     w = np.asarray(weights, dtype=float)
     w = w[None] if w.ndim == 2 else w  # (h, n, m)
     if w.ndim != 3:
         raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
     h, n, m = w.shape
-    row_tokens, key_tokens = ([str(t) for t in given] if given is not None else [str(i) for i in range(count)]
-                              for given, count in ((tokens, n), (col_tokens if col_tokens is not None else tokens, m)))
+    keys = col_tokens if col_tokens is not None else tokens
+    row_tokens = [str(t) for t in tokens] if tokens is not None else [str(i) for i in range(n)]
+    key_tokens = [str(t) for t in keys] if keys is not None else [str(i) for i in range(m)]
     for given, count, axis in ((row_tokens, n, "行"), (key_tokens, m, "列")):
         if len(given) != count:
-            raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}：两者应相同。")
+            raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}："
+                             "两者应相同。")
     if titles is not None and len(titles := list(titles)) != h:
         raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
-    small, numbered, esc = box is not None, h <= 16, _html.escape  # more heads: too small for token labels or numbers
+    small = box is not None
+    numbered = h <= 16
+    esc = _html.escape  # more heads: too small for token labels or numbers
     # Tiles near-square (in a box: as many columns as rows), at most 8 wide
-    cols = math.ceil(math.sqrt(h)) if small else cols or min(8, max(math.ceil(math.sqrt(h)), 4 if h > 4 else 1))
+    cols = math.ceil(math.sqrt(h)) if small else cols or min(8,
+                                                             max(math.ceil(math.sqrt(h)), 4
+                                                                 if h > 4 else 1))
     rows = math.ceil(h / cols)
-    if small:  # tiles numbered above (more than 16: each row's first, at its left), cells as large as the box allows
-        (width, height), title_px, labels, left = box, 13, [], 3 if numbered else 25
-        titles, caption = [str(i + 1) if numbered else None for i in range(h)], 15 if numbered else 0
-        hgap, vgap = 6, 6 + caption
-        lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
+    # tiles numbered above (more than 16: each row's first, at its left), cells as large as the box
+    # allows
+    if small:
+        (width, height) = box
+        title_px = 13
+        labels = []
+        left = 3 if numbered else 25
+        titles = [str(i + 1) if numbered else None for i in range(h)]
+        caption = 15 if numbered else 0
+        hgap = 6
+        vgap = 6 + caption
+        lines = wrap_title(suptitle, (width - 8) / 96,
+                           title_px * 0.75).split("\n") if suptitle else []
         top = 8 + (title_px + 5) * len(lines) + caption
         cell_px = max(1, min((width - left - (cols - 1) * hgap) // (cols * m),
                              (height - top - (rows - 1) * vgap) // (rows * n)))
     else:
         titles = titles or ([f"头 {i + 1}" for i in range(h)] if h > 1 else [None])
-        labels, title_px = row_tokens if numbered else [], 15
-        left = round(max(_ems(t, 0.6) * 13 for t in labels)) + 10 if labels else (3 if numbered else 25)
+        labels = row_tokens if numbered else []
+        title_px = 15
+        if labels:
+            left = round(max(_ems(t, 0.6) * 13 for t in labels)) + 10
+        else:
+            left = 3 if numbered else 25
         down = round(max(_ems(t, 0.6) * 13 for t in key_tokens)) + 10 if labels else 6
-        gap = max(2, round(0.25 * n))  # a quarter of a map between maps: their titles sit in the gap
+        # a quarter of a map between maps: their titles sit in the gap
+        gap = max(2, round(0.25 * n))
         if cell_px is None:  # as large as a 576 px picture allows, at most 28 px
             cell_px = int(max(2, min(28, (576 - left - 70) // (cols * m + (cols - 1) * gap))))
         if cell_px < 12:  # labels would be unreadably small: the alt text and table name them
-            labels, left, down = [], 8, 6
+            labels = []
+            left = 8
+            down = 6
         width = left + (cols * m + (cols - 1) * gap) * cell_px + 70
-        lines = wrap_title(suptitle, (width - 8) / 96, title_px * 0.75).split("\n") if suptitle else []
+        lines = wrap_title(suptitle, (width - 8) / 96,
+                           title_px * 0.75).split("\n") if suptitle else []
         top = 8 + (title_px + 5) * len(lines) + (18 if h > 1 else 0)
         hgap = vgap = gap * cell_px
         if cols == 1 and h > 1:  # stacked: key labels under every map
             vgap = max(vgap, down + 24)
         grid_h = rows * n * cell_px + (rows - 1) * vgap
         height = max(top + grid_h + down, height or 0)
-    frame = '<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;stroke-width:2"/>'
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
-           f' style="fill:var(--jp-content-font-color1,#000);font-family:var(--jp-ui-font-family,sans-serif);'
+    frame = ('<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;'
+             'stroke-width:2"/>')
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 '
+           f'0 {width} {height}"'
+           ' style="fill:var(--jp-content-font-color1,#000);font-family:var(--jp-ui-font-family,'
+           'sans-serif);'
            f'font-size:13px">']
-    out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:{title_px}px">{esc(line)}</text>'
+    out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:'
+            f'{title_px}px">{esc(line)}</text>'
             for i, line in enumerate(lines)]
     if small and h == 1:  # one head, no tiles: the note says what more heads would show
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
                 for i, line in enumerate(wrap_title(note, (width - 8) / 96, 13 * 0.75).split("\n"))]
     for i, title in enumerate(titles if not (small and h == 1) else []):
         r, c = divmod(i, cols)
-        x0, y0 = left + c * (m * cell_px + hgap), top + r * (n * cell_px + vgap)
+        x0 = left + c * (m * cell_px + hgap)
+        y0 = top + r * (n * cell_px + vgap)
         cells = colormap_lut()[np.clip(w[i] * 255 + 0.5, 0, 255).astype(np.intp)]
         out.append(_image(x0, y0, m * cell_px, n * cell_px, cells))
         if title:
             out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
-        elif small and c == 0:  # too many heads to number each: the first of each row is named at the left
-            out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" dominant-baseline="central"'
+        # too many heads to number each: the first of each row is named at the left
+        elif small and c == 0:
+            out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" '
+                       'dominant-baseline="central"'
                        f' style="font-size:11px">{i + 1}</text>')
         if labels and c == 0:
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
                     f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
-        for j, t in enumerate(key_tokens if labels and (cols == 1 or i + cols >= h) else []):  # no map below
-            x, y = x0 + (j + 0.5) * cell_px, y0 + n * cell_px + 4  # one line down, never split (issue 30):
-            place = (f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'  # Chinese upright
-                     if any(ord(ch) > 0x2E80 for ch in t) else f'transform="translate({x},{y}) rotate(-90)" '
+        # no map below
+        for j, t in enumerate(key_tokens if labels and (cols == 1 or i + cols >= h) else []):
+            x = x0 + (j + 0.5) * cell_px
+            y = y0 + n * cell_px + 4  # one line down, never split (issue 30):
+            # Chinese upright
+            place = (f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'
+                     if any(ord(ch) > 0x2E80 for ch in t)
+                     else f'transform="translate({x},{y}) rotate(-90)" '
                      'text-anchor="end"')  # Latin turned, as it usually is
             out.append(f'<text {place} dominant-baseline="central">{esc(t)}</text>')
         if i + 1 == highlight_head:
             out.append(frame.format(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
         if i == 0 and highlight_row is not None:
-            out.append(frame.format(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2, cell_px + 2))
+            out.append(frame.format(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2,
+                                    cell_px + 2))
     if small:
         return Picture("".join(out) + "</svg>", alt or "")
     bx = width - 56
@@ -318,4 +401,5 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
             for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
     described, table_described = heads_description(w, row_tokens, key_tokens, titles, suptitle)
-    return Picture("".join(out) + "</svg>", alt or described, table_described if table is None else (table or None))
+    return Picture("".join(out) + "</svg>", alt or described, table_described if table is None
+                   else (table or None))

@@ -1,5 +1,6 @@
-"""Library code shown by reflection (never a pasted copy that can drift), highlighted here: JupyterLab's editor
-palette falls below 4.5:1, so each token colour is its ``--jp-mirror-editor-…`` variable mixed with the text colour."""
+"""Library code shown by reflection (never a pasted copy that can drift), highlighted here:
+JupyterLab's editor palette falls below 4.5:1, so each token colour is its ``--jp-mirror-editor-…``
+variable mixed with the text colour."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import re
 from lesson_lib.show.tables import TextTable
 
 _TEXT = "var(--jp-content-font-color1, #000)"
-# pygments token type -> (short CSS property on the listing, --jp-mirror-editor-…-color, fallback): first prefix wins
+# pygments token type -> (short CSS property on the listing, --jp-mirror-editor-…-color, fallback):
+# first prefix wins
 _PALETTE = (
     ("Comment", "c", "comment", "#408080"), ("Literal.String", "s", "string", "#ba2121"),
     ("Literal.Number", "n", "number", "#080"), ("Keyword", "k", "keyword", "#008000"),
@@ -22,41 +24,50 @@ _PALETTE = (
 
 
 def listing_html(text: str) -> str:
-    """Source as a highlighted <pre>, a block per line, wrapped under its own indentation plus 4 columns; each run
-    without spaces kept whole, so a line wraps only at its spaces (never after the minus of ``-np.inf``, issue 30)."""
+    """Source as a highlighted <pre>, a block per line, wrapped under its own indentation plus 4
+    columns; each run without spaces kept whole, so a line wraps only at its spaces (never after the
+    minus of ``-np.inf``, issue 30)."""
     from pygments.lexers import PythonLexer
 
     lines = [[]]
     for kind, value in PythonLexer(stripnl=False, ensurenl=False).get_tokens(text):
         name = str(kind).removeprefix("Token.")
         entry = next((e for e in _PALETTE if name == e[0] or name.startswith(e[0] + ".")), None)
-        style = entry and f"color:var(--ls-{entry[1]})" + (";font-style:italic" if name.startswith("Comment") else "")
+        style = entry and f"color:var(--ls-{entry[1]})" + (";font-style:italic"
+                                                           if name.startswith("Comment") else "")
         for i, piece in enumerate(value.split("\n")):  # a docstring token spans several lines
             if i:
                 lines.append([])
             lines[-1] += [(part, style) for part in re.split(r"( +)", piece) if part]
     out = []
     for source_line, parts in zip(text.split("\n"), lines):
-        body, word = [], []
+        body = []
+        word = []
         for part, style in [*parts, (" ", None)]:  # a closing space ends the last word
             if part.isspace():
                 body += [f'<span style="white-space:nowrap">{"".join(word)}</span>'] if word else []
                 body.append(part)
                 word = []
             else:
-                word.append(f'<span style="{style}">{html.escape(part)}</span>' if style else html.escape(part))
+                word.append(f'<span style="{style}">{html.escape(part)}</span>'
+                            if style else html.escape(part))
         hang = len(source_line) - len(source_line.lstrip(" ")) + 4
         content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
-        out.append(f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:-{hang}ch">'
+        out.append(f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:'
+                   f'-{hang}ch">'
                    f"{content}</span>")
     # each token keeps 55 % of the editor's colour, the rest is the theme's text colour
-    palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, {fallback}) 55%, "
+    palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, "
+                      f"{fallback}) 55%, "
                       f"{_TEXT});" for _kind, short, var, fallback in _PALETTE)
     style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
-             "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;margin:0;"
-             "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, 13px);"
+             "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;"
+             "margin:0;"
+             "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, "
+             "13px);"
              "line-height:var(--jp-code-line-height, 1.3846);"
-             # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line scrolls
+             # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line
+             # scrolls
              "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto")
     return f'<pre class="lesson-source" style="{style}">{"".join(out)}</pre>'
 

@@ -1,5 +1,6 @@
-"""Tables that line up in Chinese: aligned text (CJK characters two columns wide) as ``text/plain``, which strict
-nbval compares, and a themed HTML table (``show.theme``'s colours) where JupyterLab or the static page shows them."""
+"""Tables that line up in Chinese: aligned text (CJK characters two columns wide) as ``text/plain``,
+which strict nbval compares, and a themed HTML table (``show.theme``'s colours) where JupyterLab or
+the static page shows them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 
 from lesson_lib.show.theme import TEXT_STYLE
 
-SHORT_CODE = 32  # characters: (8, 6, 64) or Attention(Q_i, K_i, V_i) stays on one line; longer code wraps at spaces
+# characters: (8, 6, 64) or Attention(Q_i, K_i, V_i) stays on one line; longer code wraps at spaces
+SHORT_CODE = 32
 
 
 def display_width(text: str) -> int:
@@ -20,8 +22,8 @@ def display_width(text: str) -> int:
 
 
 class TextTable(str):
-    """Text (the ``str`` itself, and ``text/plain``) that JupyterLab shows as ``html``: an aligned table as a themed
-    HTML table, library source (``show.source``) highlighted."""
+    """Text (the ``str`` itself, and ``text/plain``) that JupyterLab shows as ``html``: an aligned
+    table as a themed HTML table, library source (``show.source``) highlighted."""
 
     def __new__(cls, text: str, html: str):
         table = super().__new__(cls, text)
@@ -41,8 +43,8 @@ class TextTable(str):
 
 
 def text_table(headers, rows, code_columns=()) -> TextTable:
-    """``rows`` under ``headers``, columns padded to line up, numbers on the right (``code_columns``: the code font
-    in HTML)."""
+    """``rows`` under ``headers``, columns padded to line up, numbers on the right
+    (``code_columns``: the code font in HTML)."""
     cells = [[cell_text(v) for v in row] for row in rows]
     head = [str(h) for h in headers]
     if any(len(r) != len(head) for r in cells):
@@ -55,8 +57,10 @@ def text_table(headers, rows, code_columns=()) -> TextTable:
         return "  ".join(pad + text if raw is not None and _is_number(raw[i]) else text + pad
                          for i, (text, pad) in enumerate(zip(values, pads))).rstrip()
 
-    lines = [line(head), "  ".join("-" * w for w in widths), *(line(c, r) for c, r in zip(cells, rows))]
-    return TextTable("\n".join(lines), html_table(head, rows, code_columns=code_columns, numeric_columns=numeric))
+    lines = [line(head), "  ".join("-" * w for w in widths),
+             *(line(c, r) for c, r in zip(cells, rows))]
+    return TextTable("\n".join(lines),
+                     html_table(head, rows, code_columns=code_columns, numeric_columns=numeric))
 
 
 def _is_number(value) -> bool:
@@ -64,39 +68,52 @@ def _is_number(value) -> bool:
 
 
 def cell_text(value) -> str:
-    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing zeros."""
+    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing
+    zeros."""
     if isinstance(value, (bool, np.bool_)):
         return "是" if value else "否"
     if isinstance(value, numbers.Integral):
         return f"{int(value):,}"
     if isinstance(value, numbers.Real):
         value = float(value)
-        return f"{value:,.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:,.3f}".rstrip("0").rstrip(".")
+        if abs(value) < 1e-3 and value != 0:
+            return f"{value:,.3g}"
+        return f"{value:,.3f}".rstrip("0").rstrip(".")
     return str(value)
 
 
 def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
-    """A table whose cells and headers wrap between words, never inside one (no 「A / ttention」, no 「工 / 作量」),
-    code in the code font wrapping only at its spaces, numbers on the right; too wide, it scrolls in its own box."""
+    """A table whose cells and headers wrap between words, never inside one (no 「A / ttention」, no
+    「工 / 作量」), code in the code font wrapping only at its spaces, numbers on the right; too
+    wide, it scrolls in its own box."""
     cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:keep-all;overflow-wrap:normal;"
     def align(i):
-        return "text-align:right;font-variant-numeric:tabular-nums;" if i in numeric_columns else "text-align:left;"
+        if i in numeric_columns:
+            return "text-align:right;font-variant-numeric:tabular-nums;"
+        return "text-align:left;"
 
-    code = "white-space:{};font-family:var(--jp-code-font-family);font-size:var(--jp-code-font-size);"
-    head = "".join(f'<th scope="col" style="{cell}{align(i)}border-bottom:1px solid var(--jp-border-color1)">'
+    code = ("white-space:{};font-family:var(--jp-code-font-family);font-size:"
+            "var(--jp-code-font-size);")
+    head = "".join(f'<th scope="col" style="{cell}{align(i)}border-bottom:1px solid '
+                   'var(--jp-border-color1)">'
                    f"{_html.escape(str(h))}</th>" for i, h in enumerate(headers))
     body = []
     for row in rows:
         texts = [cell_text(v) for v in row]
-        wraps = [code.format("nowrap" if len(t) <= SHORT_CODE else "pre-wrap") if i in code_columns else ""
+        wraps = [code.format("nowrap" if len(t) <= SHORT_CODE else "pre-wrap") if i in code_columns
+                 else ""
                  for i, t in enumerate(texts)]
-        body.append("<tr>" + "".join(f'<td style="{cell}{align(i)}{wraps[i]}">{_html.escape(t)}</td>'
+        body.append("<tr>" + "".join(f'<td style="{cell}{align(i)}{wraps[i]}">{_html.escape(t)}</td'
+                                     '>'
                                      for i, t in enumerate(texts)) + "</tr>")
     return (f'<div class="lesson-table-wrap" style="max-width:100%;overflow-x:auto">'
-            f'<table class="lesson-table" style="{TEXT_STYLE}border-collapse:collapse;margin:4px 0">'
+            f'<table class="lesson-table" style="{TEXT_STYLE}border-collapse:collapse;margin:4px '
+            '0">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
 def text_html(text: str) -> str:
     """Plain lines of text as themed HTML (line breaks kept); empty text gives nothing."""
-    return f'<div style="{TEXT_STYLE}white-space:pre-line;margin:4px 0">{_html.escape(text)}</div>' if text else ""
+    if not text:
+        return ""
+    return f'<div style="{TEXT_STYLE}white-space:pre-line;margin:4px 0">{_html.escape(text)}</div>'

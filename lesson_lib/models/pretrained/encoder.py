@@ -1,7 +1,9 @@
-"""The BERT / XLM-R encoder §6's two models share (post-LayerNorm, exact GELU), its attention run by the kernel.
+"""The BERT / XLM-R encoder §6's two models share (post-LayerNorm, exact GELU), its attention run by
+the kernel.
 
-Loaders hand it ``tensors`` ({name: float32 (out, in)}, names as in ``e5.tensor_shapes``), ``word_rows(ids)`` and a
-tokenizer. Shapes: T tokens, d model width, L layers, H heads, d_k = d / H, F feed-forward width."""
+Loaders hand it ``tensors`` ({name: float32 (out, in)}, names as in ``e5.tensor_shapes``),
+``word_rows(ids)`` and a tokenizer. Shapes: T tokens, d model width, L layers, H heads, d_k = d / H,
+F feed-forward width."""
 
 import math
 import warnings
@@ -14,7 +16,8 @@ from lesson_lib.checks import LessonInputError, LessonInputTypeError
 
 
 class UnknownTextWarning(UserWarning):
-    """Most of a text is unknown to the model's vocabulary: its attention says little about the words."""
+    """Most of a text is unknown to the model's vocabulary: its attention says little about the
+    words."""
 
 
 class EncoderConfig(namedtuple("EncoderConfig", "name n_layers n_heads d_model eps max_tokens")):
@@ -30,11 +33,12 @@ Encoding = namedtuple("Encoding", "tokens attentions")
 
 
 def gelu(x):
-    """Exact GELU, ½x(1 + erf(x/√2)), as BERT's "gelu"; erf by Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5e-7),
-    since NumPy has no vectorised erf."""
+    """Exact GELU, ½x(1 + erf(x/√2)), as BERT's "gelu"; erf by Abramowitz & Stegun 7.1.26 (|error| ≤
+    1.5e-7), since NumPy has no vectorised erf."""
     z = np.abs(x) * np.float32(1 / math.sqrt(2))
     t = 1 / (1 + np.float32(0.3275911) * z)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    inner = -1.453152027 + t * 1.061405429
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * inner)))
     erf_abs = 1 - poly * np.exp(-z * z)  # erf(|x|/√2)
     return (0.5 * x * (1 + np.sign(x) * erf_abs)).astype(x.dtype, copy=False)
 
@@ -55,41 +59,59 @@ class Encoder:
     """A BERT-style encoder: ``attend(text)`` -> ``Encoding`` (tokens, attentions (L, H, T, T))."""
 
     def __init__(self, config, tensors, word_rows, tokenizer):
-        self.config, self.w, self.word_rows, self.tokenizer = config, tensors, word_rows, tokenizer
-        self.n_layers, self.n_heads, self.d_model = config.n_layers, config.n_heads, config.d_model
+        self.config = config
+        self.w = tensors
+        self.word_rows = word_rows
+        self.tokenizer = tokenizer
+        self.n_layers = config.n_layers
+        self.n_heads = config.n_heads
+        self.d_model = config.d_model
 
     def attend(self, text):
-        """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown tokens."""
+        """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown
+        tokens."""
         if not isinstance(text, str):
-            raise LessonInputTypeError(f"要分析的句子必须是字符串（str），收到的是 {type(text).__name__}。")
+            raise LessonInputTypeError("要分析的句子必须是字符串（str），收到的是 "
+                                       f"{type(text).__name__}。")
         if not text.strip():
             raise LessonInputError("句子是空的：请输入至少一个字或词。")
         tokens, ids = self.tokenizer.encode(text)
-        words, unk = tokens[1:-1], self.tokenizer.unk_token  # without the start and end tokens
+        words = tokens[1:-1]
+        unk = self.tokenizer.unk_token  # without the start and end tokens
         if words and (unknown := sum(t == unk for t in words)) * 2 > len(words):
             warnings.warn(UnknownTextWarning(
-                f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk}（{self.config.name} 的词表里没有这些字词）："
-                "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；中文句子请用本节后面的多语言模型。"
+                f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk}（{self.config.name} "
+                "的词表里没有这些字词）："
+                "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；"
+                "中文句子请用本节后面的多语言模型。"
             ), stacklevel=2)
         return Encoding(tokens, self.forward(ids)[0])
 
     def forward(self, ids):
         """ids (T,) -> (attentions (L, H, T, T), hidden_states (L + 1, T, d))."""
-        ids, w = np.asarray(ids), self.w
+        ids = np.asarray(ids)
+        w = self.w
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、类型 {ids.dtype}。")
+            raise LessonInputError(f"ids 应是一维整数数组（词表编号），收到的形状是 {ids.shape}、"
+                                   f"类型 {ids.dtype}。")
         if not 1 <= len(ids) <= (limit := self.config.max_tokens):
-            raise LessonInputError(f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {limit} 个："
+            raise LessonInputError(f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {limit} "
+                                   "个："
                                    "请换一句短一些的句子。")
         if ids.min() < 0 or ids.max() >= (vocab_size := self.tokenizer.vocab_size):
-            raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 encode() 得到的编号。")
-        x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]  # (T, d) word + position 0..T-1 + type 0
+            raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 "
+                                   "encode() 得到的编号。")
+        # (T, d) word + position 0..T-1 + type 0
+        x = self.word_rows(ids) + w["emb.pos"][: len(ids)] + w["emb.type"][0]
         x = layer_norm(x, w["emb.ln.w"], w["emb.ln.b"], self.config.eps)  # (T, d)
-        hidden, attentions = [x], []
-        for layer in range(self.n_layers):  # post-LayerNorm blocks: x = LN(x + attention(x)); x = LN(x + FFN(x))
+        hidden = [x]
+        attentions = []
+        # post-LayerNorm blocks: x = LN(x + attention(x)); x = LN(x + FFN(x))
+        for layer in range(self.n_layers):
             p = f"l{layer}."
             attn_out, weights = self._self_attention(x, p)  # (T, d), (H, T, T)
-            attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])  # (T, d)  Concat(heads) W^O + b
+            # (T, d)  Concat(heads) W^O + b
+            attn_out = _linear(attn_out, w[p + "ao.w"], w[p + "ao.b"])
             x = layer_norm(x + attn_out, w[p + "aln.w"], w[p + "aln.b"], self.config.eps)  # (T, d)
             inner = gelu(_linear(x, w[p + "fi.w"], w[p + "fi.b"]))  # (T, F)
             ffn = _linear(inner, w[p + "fo.w"], w[p + "fo.b"])  # (T, d)
@@ -99,13 +121,15 @@ class Encoder:
         return np.stack(attentions), np.stack(hidden)  # (L, H, T, T), (L + 1, T, d)
 
     def _self_attention(self, x, p):
-        """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课内核的公式函数
-        （不再检查：模型自己的数组，形状在加载时已经核对过）。"""
+        """乘 W^O 之前的 Concat(head_1..head_H)，以及 (H, T, T) 的注意力权重；注意力本身交给本课内核
+        的公式函数 （不再检查：模型自己的数组，形状在加载时已经核对过）。"""
         w = self.w
-        q = _linear(x, w[p + "q.w"], w[p + "q.b"])  # (T, d)  X W^Q + b^Q：自注意力里 Q、K、V 都来自同一个 X
+        # (T, d) X W^Q + b^Q：自注意力里 Q、K、V 都来自同一个 X
+        q = _linear(x, w[p + "q.w"], w[p + "q.b"])
         k = _linear(x, w[p + "k.w"], w[p + "k.b"])  # (T, d)  X W^K + b^K
         v = _linear(x, w[p + "v.w"], w[p + "v.b"])  # (T, d)  X W^V + b^V
         q, k, v = (_split_heads(a, self.n_heads) for a in (q, k, v))  # 3 × (H, T, d_k) 切成 H 个头
-        heads, weights = _scaled_dot_product_attention(q, k, v)  # (H, T, d_k), (H, T, T) H 个头一次算完
+        # (H, T, d_k), (H, T, T) H 个头一次算完
+        heads, weights = _scaled_dot_product_attention(q, k, v)
         return _merge_heads(heads), weights  # (T, d) 拼接, (H, T, T)
 

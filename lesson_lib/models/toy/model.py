@@ -15,26 +15,35 @@ from lesson_lib.models.toy.task import Batch
 
 
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> dict:
-    """Named (S, *shape) parameters; none depends on h, and a seed gives the same starting weights for every h."""
+    """Named (S, *shape) parameters; none depends on h, and a seed gives the same starting weights
+    for every h."""
     D = cfg.d_model
-    shapes = {"E": (task.V + 2 * task.K + task.T, D),  # tables of values, keys, query tags, positions
-              "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),  # head i: column block i, as in the kernel
-              "R": (D, 3 * task.V), "b": (3 * task.V,)}  # read-out: three V-way classifiers side by side
+    # tables of values, keys, query tags, positions
+    shapes = {"E": (task.V + 2 * task.K + task.T, D),
+              # head i: column block i, as in the kernel
+              "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),
+              # read-out: three V-way classifiers side by side
+              "R": (D, 3 * task.V), "b": (3 * task.V,)}
     std = {"E": EMB_STD, "b": 0.0}  # the rest N(0, 1/D), which keeps x W at x's scale
     per_seed = []
     for seed in seeds:
         rng = np.random.default_rng([seed, 0])  # stream 0: weights (stream 1 is the training data)
-        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(D)), shape) for name, shape in shapes.items()])
-    return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype) for i, name in enumerate(shapes)}
+        per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(D)), shape)
+                         for name, shape in shapes.items()])
+    return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype)
+            for i, name in enumerate(shapes)}
 
 
 def forward(params, batch: Batch, h: int, task: Task):
     """Logits (S, B, T, 3, V) and what the backward pass needs. S models, B sequences, T tokens."""
     S, n_rows, D = params["E"].shape
     B, T = batch.values.shape[1:]
-    # (S or 1, B·T, R) 0/1 matrix with four ones per token: its value, key, query tag and position rows of E
+    # (S or 1, B·T, R) 0/1 matrix with four ones per token: its value, key, query tag and position
+    # rows of E
     positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, batch.values.shape)
-    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions], -1)  # (S,B,T,4)
+    # (S,B,T,4)
+    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions],
+                    -1)
     hot = np.zeros((len(rows), B * T, n_rows), dtype=params["E"].dtype)
     np.put_along_axis(hot, rows.reshape(len(rows), B * T, 4), 1.0, axis=-1)
     x = hot @ params["E"]  # (S, B·T, D)  x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i]
@@ -49,16 +58,19 @@ def forward(params, batch: Batch, h: int, task: Task):
 
 
 def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
-    """Masked mean cross-entropy of every model, shape (S,), and its gradient for every parameter (each model's loss
-    depends only on its own parameters, so the gradient of the sum gives every model its own)."""
+    """Masked mean cross-entropy of every model, shape (S,), and its gradient for every parameter
+    (each model's loss depends only on its own parameters, so the gradient of the sum gives every
+    model its own)."""
     logits, c = forward(params, batch, h, task)
     S, B, T = logits.shape[:3]
     D = params["W_Q"].shape[-1]
-    shifted = logits - _row_max(logits)[..., None]  # (S, B, T, 3, V) largest entry 0: exp can't overflow
+    # (S, B, T, 3, V) largest entry 0: exp can't overflow
+    shifted = logits - _row_max(logits)[..., None]
     log_p = shifted - np.log(_row_sum(np.exp(shifted)))[..., None]  # (S, B, T, 3, V) log softmax
     p = np.exp(log_p)  # (S, B, T, 3, V)
     mask = batch.mask.astype(logits.dtype, copy=False)  # (S, B, T, 3)
-    weight = (mask / mask.sum(axis=(1, 2, 3), keepdims=True))[..., None]  # (S, B, T, 3, 1) 1/count or 0
+    # (S, B, T, 3, 1) 1/count or 0
+    weight = (mask / mask.sum(axis=(1, 2, 3), keepdims=True))[..., None]
     target_weight = (batch.targets[..., None] == np.arange(task.V)) * weight  # (S, B, T, 3, V)
     loss = -(log_p * target_weight).sum(axis=(1, 2, 3, 4))  # (S,)
 
@@ -91,15 +103,17 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
 
 def _attention(q, k, v):
     """The kernel's formula ``_scaled_dot_product_attention(q, k, v)``, bit for bit (a test compares
-    them), with the softmax's row max and sum by ``_row_max`` / ``_row_sum``: rows here are T = 12 long."""
+    them), with the softmax's row max and sum by ``_row_max`` / ``_row_sum``: rows here are T = 12
+    long."""
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., n_q, n_k)
     e = np.exp(scores - _row_max(scores)[..., None])  # (..., n_q, n_k) largest entry 1
     return (weights := e / _row_sum(e)[..., None]) @ v, weights  # (..., n_q, d_v), (..., n_q, n_k)
 
 
 def _row_max(x):
-    """``x.max(axis=-1)``, one column at a time across all rows: numpy reduces each row in its own inner
-    loop, and over rows this short (T = 12, V = 8) that loop's start-up is most of the softmax's cost."""
+    """``x.max(axis=-1)``, one column at a time across all rows: numpy reduces each row in its own
+    inner loop, and over rows this short (T = 12, V = 8) that loop's start-up is most of the
+    softmax's cost."""
     out = x[..., 0].copy()  # (...)
     for j in range(1, x.shape[-1]):
         np.maximum(out, x[..., j], out=out)
@@ -107,15 +121,16 @@ def _row_max(x):
 
 
 def _row_sum(x):
-    """``x.sum(axis=-1)`` bit for bit, one column at a time (see ``_row_max``): numpy adds up to 7 entries
-    one by one, and 8–15 the first eight pairwise, then the rest one by one (tests check the bits); longer
-    rows ask numpy."""
+    """``x.sum(axis=-1)`` bit for bit, one column at a time (see ``_row_max``): numpy adds up to 7
+    entries one by one, and 8–15 the first eight pairwise, then the rest one by one (tests check the
+    bits); longer rows ask numpy."""
     n = x.shape[-1]
     if n > 15:
         return x.sum(axis=-1)
     c = [x[..., j] for j in range(n)]  # n × (...)
     if n < 8:
-        out, rest = c[0].copy(), c[1:]  # (...)
+        out = c[0].copy()
+        rest = c[1:]  # (...)
     else:
         out = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]))  # (...)
         rest = c[8:]
@@ -130,7 +145,8 @@ def _t(a):
 
 
 def attention_maps(params, h: int, batch: Batch, seed_index: int = 0, task: Task = DEFAULT_TASK):
-    """Attention weights (B, h, T, T) of model ``seed_index`` on ``batch`` (leading axis 1, e.g. held-out rows)."""
+    """Attention weights (B, h, T, T) of model ``seed_index`` on ``batch`` (leading axis 1, e.g.
+    held-out rows)."""
     single = {name: p[seed_index : seed_index + 1] for name, p in params.items()}
     _, cache = forward(single, batch, h, task)
     return cache["weights"][0]  # (B, h, T, T)

@@ -1,4 +1,5 @@
-"""Adam with the paper's β₂ = 0.98 and ε = 1e-9, and its learning-rate schedule (warm-up, then cosine decay)."""
+"""Adam with the paper's β₂ = 0.98 and ε = 1e-9, and its learning-rate schedule (warm-up, then
+cosine decay)."""
 
 import math
 
@@ -6,7 +7,9 @@ import numpy as np
 
 from lesson_lib.models.toy.config import TrainConfig
 
-BETA1, BETA2, EPS = 0.9, 0.98, 1e-9  # the paper's (§5.3)
+BETA1 = 0.9
+BETA2 = 0.98
+EPS = 1e-9  # the paper's (§5.3)
 FINAL_LR_FRAC = 0.1  # the schedule ends at a tenth of lr
 
 
@@ -19,12 +22,13 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 
 
 class Adam:
-    """Adam on a dict of (S, …) arrays, updated in place. The arrays become views of one flat buffer, so
-    a step is a few operations on every number at once, not a few per parameter (each number's update is
-    the same)."""
+    """Adam on a dict of (S, …) arrays, updated in place. The arrays become views of one flat
+    buffer, so a step is a few operations on every number at once, not a few per parameter (each
+    number's update is the same)."""
 
     def __init__(self, params: dict, cfg: TrainConfig):
-        self.cfg, self.names = cfg, list(params)
+        self.cfg = cfg
+        self.names = list(params)
         self.flat = np.concatenate([p.ravel() for p in params.values()])  # (n,) every parameter
         start = 0
         for name, p in params.items():
@@ -35,7 +39,8 @@ class Adam:
 
     def step(self, grads: dict, step: int) -> None:
         """Update every parameter from its gradient at 0-based ``step``."""
-        c1, c2 = 1 - BETA1 ** (step + 1), 1 - BETA2 ** (step + 1)  # bias corrections
+        c1 = 1 - BETA1 ** (step + 1)
+        c2 = 1 - BETA2 ** (step + 1)  # bias corrections
         rate = learning_rate(step, self.cfg) / c1
         grad = np.concatenate([grads[name].ravel() for name in self.names])  # (n,) in flat's order
         self.m = self.m * BETA1 + grad * (1 - BETA1)

@@ -1,5 +1,6 @@
-"""The 3-lookup task: position i outputs the values of its left neighbour, its right neighbour and the position whose
-key is its query tag. One attention distribution sits on one of them or averages them (§2); h heads take one each."""
+"""The 3-lookup task: position i outputs the values of its left neighbour, its right neighbour and
+the position whose key is its query tag. One attention distribution sits on one of them or averages
+them (§2); h heads take one each."""
 
 import functools
 from dataclasses import dataclass, fields
@@ -11,7 +12,8 @@ from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TEST_SEED
 
 @dataclass(frozen=True)
 class Batch:
-    """3-lookup sequences; arrays have leading axes (S, B) = (seeds, sequences); S may be 1 (shared)."""
+    """3-lookup sequences; arrays have leading axes (S, B) = (seeds, sequences); S may be 1
+    (shared)."""
 
     values: np.ndarray  # (S, B, T) int  value v_i in [0, V)
     keys: np.ndarray  # (S, B, T) int  key k_i in [0, K), distinct within a sequence
@@ -26,18 +28,23 @@ class Batch:
 
 
 def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
-    """``n`` fresh sequences per generator in ``rngs`` (one generator per seed, so S = len(rngs))."""
-    T, V, K = task.T, task.V, task.K
+    """``n`` fresh sequences per generator in ``rngs`` (one generator per seed, so S =
+    len(rngs))."""
+    T = task.T
+    V = task.V
+    K = task.K
     parts = []
     for rng in rngs:
         values = rng.integers(0, V, size=(n, T))  # (n, T)
         keys = np.argsort(rng.random((n, K)), axis=1)[:, :T]  # (n, T) T distinct keys out of K
         offsets = rng.integers(0, T - 3, size=(n, T))  # (n, T) U{0..T−4}
         pointers = (np.arange(T) + 2 + offsets) % T  # (n, T) i+2 … i+T−2 (mod T)
-        parts.append((values, keys, np.take_along_axis(keys, pointers, axis=1), pointers))  # query tag: key at ptr(i)
+        # query tag: key at ptr(i)
+        parts.append((values, keys, np.take_along_axis(keys, pointers, axis=1), pointers))
     values, keys, queries, pointers = (np.stack(arrays) for arrays in zip(*parts))  # (S, n, T) each
     targets = np.stack([np.roll(values, 1, axis=-1), np.roll(values, -1, axis=-1),
-                        np.take_along_axis(values, pointers, axis=-1)], axis=-1)  # (S, n, T, 3) ends masked out below
+                        # (S, n, T, 3) ends masked out below
+                        np.take_along_axis(values, pointers, axis=-1)], axis=-1)
     mask = np.ones(targets.shape)
     mask[:, :, 0, 0] = 0.0  # position 0 has no left neighbour
     mask[:, :, T - 1, 1] = 0.0  # position T−1 has no right neighbour
@@ -45,8 +52,10 @@ def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
 
 
 def training_data(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
-    """All training sequences of every seed, (S, steps·batch, T): one stream, shared by every head count."""
-    return _cached(tuple((seed, 1) for seed in seeds), task, cfg.steps * cfg.batch)  # stream 1 of each seed
+    """All training sequences of every seed, (S, steps·batch, T): one stream, shared by every head
+    count."""
+    # stream 1 of each seed
+    return _cached(tuple((seed, 1) for seed in seeds), task, cfg.steps * cfg.batch)
 
 
 def held_out_data(task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
@@ -58,5 +67,6 @@ def held_out_data(task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) 
 def _cached(rng_seeds, task, n):
     data = make_batch([np.random.default_rng(seed) for seed in rng_seeds], n, task)
     for f in fields(data):
-        getattr(data, f.name).flags.writeable = False  # generated once per process and shared: nobody may change it
+        # generated once per process and shared: nobody may change it
+        getattr(data, f.name).flags.writeable = False
     return data

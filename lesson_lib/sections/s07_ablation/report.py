@@ -1,5 +1,6 @@
-"""What §7 and its lab print and draw about Table 3 and the trained toy models: levels (学会 / 大部分对 …) whose
-thresholds tests hold far from every value, as training amplifies round-off (accuracy ±0.01 between machines)."""
+"""What §7 and its lab print and draw about Table 3 and the trained toy models: levels (学会 / 大部
+分对 …) whose thresholds tests hold far from every value, as training amplifies round-off (accuracy
+±0.01 between machines)."""
 
 from __future__ import annotations
 
@@ -13,20 +14,25 @@ from lesson_lib.head_stats import circle_keys, crowded_keys, mean_pairwise_js, r
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TARGETS
 from lesson_lib.models.toy.model import attention_maps
 from lesson_lib.models.toy.task import Batch
-from lesson_lib.paper import TABLE3
+from lesson_lib.paper import BASE_D_MODEL, TABLE3
 from lesson_lib.show.plotting import MIN_FONT_PT, describe, heat_map, use_chinese_font, wrap_title
 from lesson_lib.show.tables import text_table
 
 # (lower bound, label), highest first. Chance is 1/V = 0.125.
 ACCURACY_LEVELS = ((0.95, "学会"), (0.6, "大部分对"), (0.2, "小部分对"), (0.0, "接近随机水平"))
-ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))  # bits; uniform over 12 keys is 3.58
+# bits; uniform over 12 keys is 3.58
+ENTROPY_LEVELS = ((2.5, "接近平均分配"), (0.8, "较散"), (0.0, "尖"))
 JS_LEVELS = ((0.4, "各看各的"), (0.0, "彼此很像"))  # bits; 1 = disjoint keys
 ROLE_NAMES = ("前一个", "后一个", "配对查找")  # TARGETS as a learner reads them
 LEAN_GAP = 0.005  # prev vs next: a head "leans" to one side only with this much more weight there
-AGREE, DIFFER = "一致", "不一致"  # compare_to_stored's verdict, the last words of each line
+# compare_to_stored's verdict, the last words of each line
+AGREE = "一致"
+DIFFER = "不一致"
 MAIN_ROLE_WEIGHT = 0.6  # a head "mainly serves" a target only with this much of its weight there
-CROWDED_SHARPNESS = (4.0, 16.0, 200.0)  # the query length × key length of §7.4's table (4: the earlier example)
-STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")  # the lab's run, drawn by §7 without training
+# the query length × key length of §7.4's table (4: the earlier example)
+CROWDED_SHARPNESS = (4.0, 16.0, 200.0)
+# the lab's run, drawn by §7 without training
+STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")
 STORED_SEEDS = 3
 SOURCE_NOTE = "数据：Vaswani et al. 2017，表 3（第 9 页），newstest2013 开发集"
 
@@ -44,18 +50,24 @@ def _bounds_text(levels) -> str:
 
 def format_table(results) -> str:
     """Sweep rows as levels per target (the same on every machine), with the thresholds."""
-    rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)] for r in results]
+    rows = [[r["h"], r["d_k"], *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)]
+            for r in results]
     table = text_table(["h", "每头宽度 d_k", *ROLE_NAMES], rows)
-    return table.around(after=f"（新序列上的准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 1/8 = 0.125）")
+    return table.around(after=f"（新序列上的准确率：{_bounds_text(ACCURACY_LEVELS)}；随机水平是 "
+                              "1/8 = 0.125）")
 
 
 def weight_on_targets(maps, batch: Batch) -> np.ndarray:
-    """(h, 3): mean attention each head puts on prev, next and match, from one model's ``maps`` (B, h, T, T)
-    on ``batch``; positions where a target does not exist (prev at 0, next at T−1) are left out."""
+    """(h, 3): mean attention each head puts on prev, next and match, from one model's ``maps`` (B,
+    h, T, T) on ``batch``; positions where a target does not exist (prev at 0, next at T−1) are left
+    out."""
     maps = np.asarray(maps, dtype=float)  # (B, h, T, T)
     i = np.arange(maps.shape[-1])
-    keys = np.stack(np.broadcast_arrays((i - 1) % len(i), (i + 1) % len(i), batch.pointers[0]), axis=-1)  # (B, T, 3)
-    picked = np.take_along_axis(maps, keys[:, None], axis=-1)  # (B, h, T, 3): query i's weight on each target
+    # (B, T, 3)
+    keys = np.stack(np.broadcast_arrays((i - 1) % len(i), (i + 1) % len(i), batch.pointers[0]),
+                    axis=-1)
+    # (B, h, T, 3): query i's weight on each target
+    picked = np.take_along_axis(maps, keys[:, None], axis=-1)
     exists = batch.mask[0]  # (B, T, 3)
     return (picked * exists[:, None]).sum(axis=(0, 2)) / exists.sum(axis=(0, 1))
 
@@ -66,8 +78,9 @@ def heads_on_targets(result, batch: Batch, heads=(1, 4)) -> dict:
 
 
 def specialisation_text(on_targets: dict) -> str:
-    """Per head: mean weight on the three targets (one decimal: the same on every machine) and its main role; a head
-    without one says which neighbour gets more (trained gaps ≈ 0.025–0.03, tests hold them above LEAN_GAP)."""
+    """Per head: mean weight on the three targets (one decimal: the same on every machine) and its
+    main role; a head without one says which neighbour gets more (trained gaps ≈ 0.025–0.03, tests
+    hold them above LEAN_GAP)."""
     lines = []
     for h, rows in on_targets.items():
         lines.append(f"h = {h}：每个头放在 {' / '.join(ROLE_NAMES)} 位置上的平均权重")
@@ -89,12 +102,15 @@ def _role_text(row) -> str:
 
 
 def main_roles(on_targets_h) -> list[str]:
-    """The role each head mainly serves, from a (h, 3) weight_on_targets array ("分散" when none has 0.6)."""
-    return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散" for row in on_targets_h]
+    """The role each head mainly serves, from a (h, 3) weight_on_targets array ("分散" when none has
+    0.6)."""
+    return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散"
+            for row in on_targets_h]
 
 
 def diversity(result, batch: Batch) -> dict:
-    """{h: (mean row entropy in bits, mean pairwise JS in bits or None for h = 1)} of every trained h."""
+    """{h: (mean row entropy in bits, mean pairwise JS in bits or None for h = 1)} of every trained
+    h."""
     out = {}
     for h in sorted(result.params):
         maps = attention_maps(result.params[h], h, batch)  # (B, h, T, T)
@@ -103,23 +119,28 @@ def diversity(result, batch: Batch) -> dict:
 
 
 def diversity_text(div: dict) -> str:
-    """Each h's entropy and JS as levels (the same on every machine), h's of one level together, with the thresholds."""
+    """Each h's entropy and JS as levels (the same on every machine), h's of one level together,
+    with the thresholds."""
     lines = []
     for name, i, levels in (("行熵", 0, ENTROPY_LEVELS), ("头间 JS", 1, JS_LEVELS)):
         groups = {}  # level -> the h's at it, the level of the smallest h first
         for h, values in sorted(div.items()):
             if values[i] is not None:  # no JS for h = 1
                 groups.setdefault(level(values[i], levels), []).append(str(h))
-        lines += [f"{name}：" + "；".join(f"h = {'、'.join(hs)} {label}" for label, hs in groups.items()),
+        lines += [f"{name}：" + "；".join(f"h = {'、'.join(hs)} {label}"
+                                        for label, hs in groups.items()),
                   f"  （{_bounds_text(levels)} 比特）"]
     return "\n".join(lines)
 
 
 def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
-    """Why a 1-dimensional head can only pick an end: q·k is monotone in k (keys on a line), unlike in 2-D
-    (keys on a circle). Which key wins the kernel's softmax for each query, counted from 1."""
-    keys_1d = np.linspace(-1.0, 1.0, points)  # (points,) smallest first; in 1-D the score is just q × k
-    lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} 个键"
+    """Why a 1-dimensional head can only pick an end: q·k is monotone in k (keys on a line), unlike
+    in 2-D (keys on a circle). Which key wins the kernel's softmax for each query, counted from
+    1."""
+    # (points,) smallest first; in 1-D the score is just q × k
+    keys_1d = np.linspace(-1.0, 1.0, points)
+    lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} "
+             "个键"
              for q in (-sharpness, -1.0, 1.0, sharpness)]
     keys_2d = circle_keys(points)  # (points, 2)
     winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) + 1 for j in range(points)]
@@ -128,24 +149,29 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
 
 
 def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
-    """``crowded_keys`` for each length in ``sharpness`` as a table (two decimals, tested far from rounding)."""
+    """``crowded_keys`` for each length in ``sharpness`` as a table (two decimals, tested far from
+    rounding)."""
     won = {s: crowded_keys(counts, s) for s in sharpness}
     rows = [[f"{s:g}", *(f"{won[s][n]:.2f}" for n in counts)] for s in sharpness]
-    return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)], rows).around(
+    return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)],
+                      rows).around(
         before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
 
 
 def stored_sweep() -> dict:
-    """The stored run (``scripts/store_toy_sweep.py``): {"results": ``sweep``'s rows, "seeds", "task", "train"}."""
+    """The stored run (``scripts/store_toy_sweep.py``): {"results": ``sweep``'s rows, "seeds",
+    "task", "train"}."""
     return json.loads(STORED_SWEEP.read_text(encoding="utf-8"))
 
 
 def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
-    """One line per head count: this run's mean accuracy beside the stored run's, and whether they agree."""
+    """One line per head count: this run's mean accuracy beside the stored run's, and whether they
+    agree."""
     kept = {r["h"]: r["accuracy_mean"] for r in (stored or stored_sweep())["results"]}
     lines = []
     for r in results:
-        new, old = r["accuracy_mean"], kept[r["h"]]
+        new = r["accuracy_mean"]
+        old = kept[r["h"]]
         verdict = AGREE if abs(new - old) <= tolerance else DIFFER
         lines.append(f"h = {r['h']}：三项平均{level(new, ACCURACY_LEVELS)}，"
                      f"与存下的结果（{level(old, ACCURACY_LEVELS)}）{verdict}")
@@ -153,13 +179,14 @@ def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
 
 
 def table3_a():
-    """Table 3's row (A) with the base model, by h (h varies, d_k = d_v = 512 / h)."""
+    """Table 3's row (A) with the base model, by h (h varies, d_k = d_v = d_model / h)."""
     return sorted((r for r in TABLE3 if r["row"] in ("base", "A")), key=lambda r: r["h"])
 
 
 def table3_text() -> str:
     """Table 3 rows base, (A) and (B) as a text table, straight from paper.TABLE3."""
-    rows = [[r["row"], r["h"], r["d_k"], r["d_v"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"] for r in TABLE3]
+    rows = [[r["row"], r["h"], r["d_k"], r["d_v"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"]
+            for r in TABLE3]
     return text_table(["行", "h", "d_k", "d_v", "BLEU", "PPL"], rows)
 
 
@@ -174,9 +201,12 @@ def plot_toy_vs_paper(results):
     import matplotlib.pyplot as plt
 
     use_chinese_font()
-    row_a, heads, d_model, chance = table3_a(), [r["h"] for r in results], DEFAULT_CONFIG.d_model, 1 / DEFAULT_TASK.V
+    row_a = table3_a()
+    heads = [r["h"] for r in results]
+    d_model = DEFAULT_CONFIG.d_model
+    chance = 1 / DEFAULT_TASK.V
     fig, (left, right) = plt.subplots(2, 1, figsize=(6.0, 7.4), dpi=100, height_ratios=[1, 1.3])
-    for ax, ticks, d in ((left, [r["h"] for r in row_a], 512), (right, heads, d_model)):
+    for ax, ticks, d in ((left, [r["h"] for r in row_a], BASE_D_MODEL), (right, heads, d_model)):
         ax.set_xscale("log", base=2)
         ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.minorticks_off()
@@ -188,24 +218,34 @@ def plot_toy_vs_paper(results):
 
     mean = np.array([r["accuracy_mean"] for r in results])
     sd = [r["accuracy_sd"] or 0.0 for r in results]  # None for a single seed
-    right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2, label="三个目标的平均")
-    for target, name, style in zip(TARGETS, ROLE_NAMES, (":", "--", "-.")):  # labels: 前一个 prev, …
-        right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8, label=f"{name} {target}")
+    right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2,
+                   label="三个目标的平均")
+    # labels: 前一个 prev, …
+    for target, name, style in zip(TARGETS, ROLE_NAMES, (":", "--", "-.")):
+        right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8,
+                   label=f"{name} {target}")
     right.axhline(chance, color="0.5", lw=1, ls="--")
-    right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4), ha="right",
-                   va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")  # above the dashed line, not on it
-    right.set(ylim=(0, 1.05), ylabel="新序列上的准确率", title=f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
+    right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4),
+                   ha="right",
+                   # above the dashed line, not on it
+                   va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")
+    right.set(ylim=(0, 1.05), ylabel="新序列上的准确率",
+              title=f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
-    note = f"{SOURCE_NOTE}；下图：每个头数 {len(results[0]['accuracy_per_seed'])} 次训练（种子）的平均"
-    fig.text(0.99, 0.005, wrap_title(note, 5.8, MIN_FONT_PT), ha="right", va="bottom", fontsize=MIN_FONT_PT,
+    note = (f"{SOURCE_NOTE}；下图：每个头数 {len(results[0]['accuracy_per_seed'])} 次训练（种子）"
+            "的平均")
+    fig.text(0.99, 0.005, wrap_title(note, 5.8, MIN_FONT_PT), ha="right", va="bottom",
+             fontsize=MIN_FONT_PT,
              color="0.3")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    # The toy's accuracies differ in their last digits between machines (the lesson prints them only in an
-    # unchecked cell): the alt text and table give each head count's level, as §7's checked table does.
+    # The toy's accuracies differ in their last digits between machines (the lesson prints them only
+    # in an unchecked cell): the alt text and table give each head count's level, as §7's checked
+    # table does.
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"
-           + "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
+           + "，".join(f"h = {h}：{lv}"
+                      for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
     table = (["头数 h", "平均", *(f"{name} {t}" for name, t in zip(ROLE_NAMES, TARGETS))],
              [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)]
               for r, lv in zip(results, levels)])
@@ -213,17 +253,40 @@ def plot_toy_vs_paper(results):
 
 
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
-    """One ``sequence``'s attention in the trained h = 1 and h = 4 (heads named by roles, their JS over ``batch``)."""
-    maps = np.concatenate([attention_maps(result.params[h], h, sequence)[0] for h in (1, 4)])  # (1 + 4, T, T)
+    """One ``sequence``'s attention in the trained h = 1 and h = 4 (heads named by roles, their JS
+    over ``batch``)."""
+    # (1 + 4, T, T)
+    maps = np.concatenate([attention_maps(result.params[h], h, sequence)[0] for h in (1, 4)])
     js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))
     names = main_roles(on_targets_h4)
     title = ("同一条序列：第一张图的一个头两头兼顾，后四张的四个头各管一件事"
              f"（h = 4 的头两两之间平均 JS 散度 {js:.2f} 比特）\n"
              "每张图：第 i 行是位置 i 发出的注意力（查询），第 j 列是它放在位置 j 上的权重（键）")
-    # Trained weights (and the title's JS divergence) differ in their last digits between machines, and the one
-    # head splits each row almost evenly between two neighbours: no table, and an alt text without digits; the
-    # role names are those §7's checked output prints.
-    alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。后四张：h = 4 的四个头，"
+    # Trained weights (and the title's JS divergence) differ in their last digits between machines,
+    # and the one head splits each row almost evenly between two neighbours: no table, and an alt
+    # text without digits; the role names are those §7's checked output prints.
+    alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。后四张：h = "
+           "4 的四个头，"
            f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
-    return heat_map(maps, tokens=[str(i + 1) for i in range(maps.shape[-1])], cols=2,  # 2 wide: rows ≥ 12 px
-                    titles=["h = 1：唯一的头", *(f"h = 4：{n}" for n in names)], suptitle=title, alt=alt, table=False)
+    # 2 wide: rows ≥ 12 px
+    return heat_map(maps, tokens=[str(i + 1) for i in range(maps.shape[-1])], cols=2,
+                    titles=["h = 1：唯一的头", *(f"h = 4：{n}" for n in names)], suptitle=title,
+                    alt=alt,
+                    table=False)
+
+
+def progress_bar(description: str = "训练中"):
+    """A progress bar and the ``progress(done, total)`` callback the sweep moves it by."""
+    import ipywidgets as w
+
+    bar = w.IntProgress(value=0, min=0, max=1, description=description, bar_style="info")
+
+    def update(done, total):
+        bar.max = max(1, total)
+        bar.value = done
+        finished = total > 0 and done == total  # 0 of 0 is "nothing yet", not 完成
+        bar.description = "完成" if finished else description
+        bar.bar_style = "success" if finished else "info"
+
+    bar.update = update
+    return bar

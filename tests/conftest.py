@@ -40,8 +40,8 @@ _PROGRESS_DIR = Path(tempfile.mkdtemp(prefix="day11-progress-"))
 os.environ["LESSON_PROGRESS_FILE"] = str(_PROGRESS_DIR / "progress.json")
 
 # The slow set: whole-notebook runs, real browsers, a real hub, fresh installs, long trainings. The inner loop is
-# ``python -m pytest -m "not slow" tests`` (it trains nothing; its cost: ``python benchmarks/run.py readme``);
-# ``bash scripts/test.sh`` runs both sets.
+# ``python -m pytest -p no:nbval -m "not slow" tests`` (it trains nothing; its cost:
+# ``python benchmarks/run.py readme``); ``bash scripts/test.sh`` runs both sets.
 SLOW_FILES = {
     "tests/test_offline.py": "the notebook re-run twice under nbval (offline, other CPU code paths)",
     "tests/test_classroom.py": "a real JupyterHub with two students",
@@ -105,6 +105,16 @@ def pytest_terminal_summary(terminalreporter):
 
 def pytest_unconfigure(config):
     shutil.rmtree(_PROGRESS_DIR, ignore_errors=True)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """The fast set (``-m "not slow"``) leaves the slow-only files unimported: their imports (nbformat's schema
+    grammars, the browser driver, nbclient) cost CPU-seconds in every xdist worker, for tests it deselects."""
+    if config.getoption("markexpr", "") != "not slow":
+        return None
+    rel = Path(collection_path).resolve()
+    rel = rel.relative_to(ROOT).as_posix() if ROOT in rel.parents else ""
+    return (rel in SLOW_FILES or rel in SLOW_DIRS) or None
 
 
 def pytest_collection_modifyitems(items):

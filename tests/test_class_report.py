@@ -240,6 +240,12 @@ def test_a_students_file_name_is_text_on_the_page_never_markup(planted_class, tm
     assert dom.find("img") is None and "<img src=x onerror=alert(1)>" in dom.get_text()
 
 
+# Headless Chromium without its background work (network fetches, component updates, sync, GPU process): what the
+# page looks like is the same, and the browser's start costs less CPU.
+QUIET_CHROMIUM = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--disable-extensions"]
+
+
 def test_the_page_reads_at_390px_without_sideways_scrolling(planted_class, tmp_path):
     try:
         from playwright.sync_api import sync_playwright
@@ -252,7 +258,7 @@ def test_the_page_reads_at_390px_without_sideways_scrolling(planted_class, tmp_p
     assert class_report.main([str(planted_class), "--out", str(out)]) == 0
     widths = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"], headless=True)
+        browser = p.chromium.launch(executable_path=chromium, args=[*QUIET_CHROMIUM], headless=True)
         try:
             for scheme in ("light", "dark"):
                 context = browser.new_context(color_scheme=scheme, viewport={"width": 390, "height": 844})

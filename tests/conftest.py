@@ -47,6 +47,7 @@ SLOW_FILES = {
     "tests/test_classroom.py": "a real JupyterHub with two students",
     "tests/test_fresh_clone.py": "the README's first command on a fresh clone, as root and as a normal user",
     "tests/test_self_test_notebook.py": "runs the notebook's self-test cells in a kernel",
+    "tests/test_class_report_hub.py": "the class report over a real hub's twelve students",  # (its pytestmark too)
 }
 SLOW_DIRS = {"tests/e2e": "JupyterLab driven by a real browser"}
 SLOW_TESTS = {  # node ids (a prefix covers every parameter)

@@ -23,6 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# jsonschema (under nbformat, jupytext, jupyter_server) imports rfc3987_syntax, when installed, for its "iri" format
+# check, and that module compiles 38 Earley grammars on import: 1.2 CPU-s in every pytest process that reads a
+# notebook (0.17 s without). No test checks an IRI's format and nbformat validates without format checks (its
+# verdicts are the same), so the pytest processes go without it; kernels, servers and other children import it as
+# usual.
+sys.modules.setdefault("rfc3987_syntax", None)
+
 # The benchmarks' fast attention path is tested for parity with the lesson's kernel; it is not part of lesson_lib.
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

@@ -84,8 +84,7 @@ def check_heads(d_model, h) -> int:
     if d_model % h != 0:
         divisors = [c for c in range(1, min(d_model, 64) + 1) if d_model % c == 0]
         raise AttentionInputError(f"d_model={d_model} 不能平均分给 h={h} 个头（{d_model} / {h} "
-                                  "不是整数）。"
-                                  f"请选一个能整除 {d_model} 的头数，例如 {divisors}。")
+                                  f"不是整数）。请选一个能整除 {d_model} 的头数，例如 {divisors}。")
     return h
 
 
@@ -207,9 +206,8 @@ def check_mask(mask, scores_shape):
     try:
         full = np.broadcast_to(mask, scores_shape)
     except ValueError:
-        raise AttentionInputError(f"mask 的形状 {mask.shape} 无法广播到注意力分数的形状 "
-                                  f"{tuple(scores_shape)}："
-                                  "最后两维应是 (n_q, n_k)。") from None
+        raise AttentionInputError(f"mask 的形状 {mask.shape} 无法广播到注意力分数的形"
+                                  f"状 {tuple(scores_shape)}：最后两维应是 (n_q, n_k)。") from None
     empty_rows = ~full.any(axis=-1)
     if empty_rows.any():
         where = tuple(int(i) for i in np.argwhere(empty_rows)[0])
@@ -231,12 +229,10 @@ def check_qkv(q, k, v, mask=None):
                                   "它们要么相同，要么是 1（可以广播）。") from None
     if q.shape[-1] != k.shape[-1]:
         raise AttentionInputError(f"Q 的最后一维 d_k={q.shape[-1]} 与 K 的最后一维 {k.shape[-1]} "
-                                  "不同："
-                                  "Q Kᵀ 要求两者相同。")
+                                  "不同：Q Kᵀ 要求两者相同。")
     if k.shape[-2] != v.shape[-2]:
         raise AttentionInputError(f"K 有 {k.shape[-2]} 个位置而 V 有 {v.shape[-2]} 个："
-                                  "每个键必须对应一个值，"
-                                  "请让两者的 n 相同。")
+                                  "每个键必须对应一个值，请让两者的 n 相同。")
     q, k, v = _common_dtype([q, k, v])
     scores_shape = (*lead, q.shape[-2], k.shape[-2])
     _check_memory(scores_shape, q.dtype, v.shape[-1])
@@ -253,9 +249,8 @@ def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
     for w, name in ((w_q, "W_Q"), (w_k, "W_K"), (w_v, "W_V"), (w_o, "W_O")):
         w = _as_float_array(w, name, 0, "", finite=False)
         if w.shape != (d, d):
-            raise AttentionInputError(f"{name} 的形状是 {w.shape}，应为 (d_model, d_model) = ({d}, "
-                                      f"{d})："
-                                      f"它把 {h} 个头各自的投影矩阵并排放在一起。")
+            raise AttentionInputError(f"{name} 的形状是 {w.shape}，应为 (d_model, d_model) = "
+                                      f"({d}, {d})：它把 {h} 个头各自的投影矩阵并排放在一起。")
         weights.append(_finite(w, name))
     x, *weights = _common_dtype([x, *weights])
     scores_shape = (*x.shape[:-2], h, x.shape[-2], x.shape[-2])
@@ -276,10 +271,8 @@ def _check_memory(scores_shape, dtype, d_v):
     if free is not None and need > free:
         raise AttentionInputError(
             f"这次注意力要算形状为 {tuple(scores_shape)} 的权重（每行 n = {scores_shape[-1]:,} "
-            "个数）：权重本身就要 "
-            f"{_bytes(weights)}，连同中间结果约需 {_bytes(need)}，而这台机器现在可用的内存约 "
-            f"{_bytes(free)}。"
-            "请减少词数 n（或批量大小）后再试。")
+            f"个数）：权重本身就要 {_bytes(weights)}，连同中间结果约需 {_bytes(need)}，"
+            f"而这台机器现在可用的内存约 {_bytes(free)}。请减少词数 n（或批量大小）后再试。")
 
 
 def _bytes(n: float) -> str:
@@ -291,10 +284,9 @@ def _overflow_error(dtype) -> AttentionInputError:
     name = dtype.name
     limit = float(np.finfo(dtype).max)
     wider = "" if dtype == np.float64 else "，或先改用更宽的类型 .astype(np.float64)"
-    return AttentionInputError(f"输入都是有限的数，但按 {name} 计算时，中间结果超过了 {name} "
-                               "能表示的最大值 "
-                               f"{limit:.3g}，结果会变成 inf 和 NaN。"
-                               "请把输入缩小（例如除以它的最大绝对值，"
+    return AttentionInputError(f"输入都是有限的数，但按 {name} 计算时，"
+                               f"中间结果超过了 {name} 能表示的最大值 {limit:.3g}，"
+                               "结果会变成 inf 和 NaN。请把输入缩小（例如除以它的最大绝对值，"
                                f"或先做层归一化）{wider}。")
 
 
@@ -315,8 +307,7 @@ def translated(fn):
         except MemoryError:
             shape = next((a.shape for a in args if isinstance(a, np.ndarray)), "?")
             raise AttentionInputError("这次计算需要的内存超过了这台机器能分配的（输入形状 "
-                                      f"{shape}）："
-                                      "请减少词数 n（或批量大小）后再试。") from None
+                                      f"{shape}）：请减少词数 n（或批量大小）后再试。") from None
         out = result[0] if isinstance(result, tuple) else result
         if isinstance(out, np.ndarray) and out.dtype.kind == "f" and not np.isfinite(out).all():
             raise _overflow_error(out.dtype)

@@ -114,9 +114,8 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
 def bar_html(value: float, colour: str) -> str:
     """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and
     §6's bars)."""
-    return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;background:'
-            f'{colour};'
-            f'vertical-align:middle"></span> {value:.2f}')
+    return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;'
+            f'background:{colour};vertical-align:middle"></span> {value:.2f}')
 
 
 def demo_html(d: Demo) -> str:

@@ -76,9 +76,8 @@ def _reading(h, d_k, softmax_vs_base, diversity):
                 "参数和矩阵乘法与 8 头完全相同。")
     spread = f"头与头之间的平均差异（JS 散度）{diversity:.2f} 比特"
     if h == BASE_HEADS:
-        return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置：{h} "
-                f"张不同的注意力图，{spread}；"
-                "参数与矩阵乘法和 1 个头时完全一样。")
+        return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置："
+                f"{h} 张不同的注意力图，{spread}；参数与矩阵乘法和 1 个头时完全一样。")
     if d_k <= 8:
         return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 工作量是 8 头的 "
                 f"{softmax_vs_base:g} 倍，"

@@ -98,10 +98,9 @@ def named(control, name: str):
 
 def screen_reader_only(text: str) -> str:
     """``text`` as HTML a screen reader reads and the page does not show."""
-    return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:'
-            'hidden;'
-            f'clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap">{html.escape(text)}</span'
-            '>')
+    return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;'
+            'overflow:hidden;clip:rect(0 0 0 0);clip-path:inset(50%);'
+            f'white-space:nowrap">{html.escape(text)}</span>')
 
 
 def accessible(box):

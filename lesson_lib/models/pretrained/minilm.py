@@ -22,8 +22,7 @@ PAPER_SENTENCES = {
     "law": "The Law will never be perfect, but its application should be just - "
     "this is what we are missing, in my opinion.",
     "making": "It is in this spirit that a majority of American governments have passed new laws "
-              "since 2009 "
-    "making the registration or voting process more difficult.",
+              "since 2009 making the registration or voting process more difficult.",
 }
 
 # what MiniLM's file holds, and the reader's test

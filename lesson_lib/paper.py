@@ -10,8 +10,7 @@ BASE_D_MODEL = 512
 BASE_HEADS = 8
 LAYERS = 6  # encoder and decoder stacks (§3.1); the appendix figures show encoder layer 5 of 6
 
-# Appendix "Attention Visualizations": figure number -> page (the lesson text says 13–14; 5 is on
-# 15).
+# Appendix "Attention Visualizations": figure number -> page (the lesson says 13–14; 5 is on 15)
 FIGURE_PAGES = {3: 13, 4: 14, 5: 15}
 APPENDIX_LAYER = 5  # every appendix figure is encoder self-attention at layer 5 of LAYERS
 # the two heads Figure 4 numbers ("apparently involved in anaphora resolution")

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-# dist: (the floor pyproject.toml and requirements.txt declare (a test keeps them equal), what the
-# lesson uses it for)
+# dist: (the floor pyproject.toml and requirements.txt declare, what the lesson uses it for)
 PACKAGES = {
     "numpy": ((1, 26), "矩阵运算"),
     "matplotlib": ((3, 10, 7), "画注意力热力图"),

@@ -20,8 +20,7 @@ QUERY = TOKENS.index("她")
 REFERENT = TOKENS.index("小红")
 SUBJECT = TOKENS.index("小明")
 
-# Value features. Identity features answer "who is it"; role features answer "what role does it
-# play".
+# Value features: identity answers "who is it", role "what role does it play".
 IDENTITY_FEATURES = ["女性", "男性", "人物", "物品"]
 ROLE_FEATURES = ["主语", "宾语"]
 FEATURES = IDENTITY_FEATURES + ROLE_FEATURES

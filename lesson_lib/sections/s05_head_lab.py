@@ -22,9 +22,8 @@ SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "
 # the slider: h ≤ 64 that cut d_model evenly
 HEAD_CHOICES = [h for h in range(1, 65) if BASE_D_MODEL % h == 0]
 _SCORE_STD = 2.0  # std of q·k/√d_k for every h: maps neither flat nor one-hot
-# The lab's two pictures side by side fit JupyterLab's 592 px output (1024 × 768, file browser open)
-# at 100 %, and keep one size for every h and every zoomed head: the page does not jump while the
-# slider moves.
+# The lab's two pictures side by side fit a 592 px output (1024 × 768, file browser open) and keep
+# one size for every h and zoomed head: the page does not jump while the slider moves.
 ZOOM_CELL_PX = 18  # the zoomed head's cells: one 14 px token label per row
 # px of both pictures, every h (the zoomed head, its one-line title and stacked column labels)
 LAB_HEIGHT = 296

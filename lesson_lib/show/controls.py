@@ -82,8 +82,7 @@ def _widget_class(name: str, js: str, css: str = "", **traits):
 def _reader_class():
     import traitlets as t
 
-    # Invisible: gives the controls of the box it sits in names, roles and states; [[css class,
-    # name], ...]
+    # Invisible: names, roles and states for the controls of its box; names: [[css class, name]]
     return _widget_class("Reader", "reader.js", names=t.List(t.List(t.Unicode())).tag(sync=True))
 
 

@@ -58,8 +58,7 @@ def use_chinese_font() -> str:
 
     if (path := str(font_path())) not in {f.fname for f in font_manager.fontManager.ttflist}:
         font_manager.fontManager.addfont(path)
-    # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends
-    # included.
+    # a 6-inch figure at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends included
     mpl.rcParams.update({"font.family": "sans-serif",
                          "font.sans-serif": [CJK_FONT, _FIRST_FACE, "DejaVu Sans"],
                          # the CJK font's minus sign renders; the Unicode one may not
@@ -189,8 +188,7 @@ def picture_html(fig) -> str:
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):],
                  flags=re.S)
-    # each element's fill and stroke in the theme's colours, text told from lines and shapes by its
-    # tag
+    # each element's fill and stroke in the theme's colours; text told from shapes by its tag
     svg = re.sub(r'<(\w+)[^>]*?style="[^"]*"',
                  lambda tag: re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
                  lambda m: f"{m[1]}: {theme_colour(m[2], m[1], tag[1] == 'text')}", tag[0]), svg)
@@ -306,8 +304,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
                                                              max(math.ceil(math.sqrt(h)), 4
                                                                  if h > 4 else 1))
     rows = math.ceil(h / cols)
-    # tiles numbered above (more than 16: each row's first, at its left), cells as large as the box
-    # allows
+    # tiles numbered above (over 16: each row's first, at its left), cells as large as fits
     if small:
         (width, height) = box
         title_px = 13

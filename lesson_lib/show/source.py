@@ -11,8 +11,7 @@ import re
 from lesson_lib.show.tables import TextTable
 
 _TEXT = "var(--jp-content-font-color1, #000)"
-# pygments token type -> (short CSS property on the listing, --jp-mirror-editor-…-color, fallback):
-# first prefix wins
+# pygments token type (first prefix wins) -> (short CSS property, --jp-mirror-editor-…, fallback)
 _PALETTE = (
     ("Comment", "c", "comment", "#408080"), ("Literal.String", "s", "string", "#ba2121"),
     ("Literal.Number", "n", "number", "#080"), ("Keyword", "k", "keyword", "#008000"),
@@ -65,8 +64,7 @@ def listing_html(text: str) -> str:
              "padding:6px 8px;margin:0;font-family:var(--jp-code-font-family, monospace);"
              "font-size:var(--jp-code-font-size, 13px);line-height:var(--jp-code-line-height, "
              "1.3846);"
-             # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line
-             # scrolls
+             # JupyterLab's <pre> breaks anywhere (break-all); a word wider than the line scrolls
              "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto")
     return f'<pre class="lesson-source" style="{style}">{"".join(out)}</pre>'
 

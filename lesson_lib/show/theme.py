@@ -9,8 +9,7 @@ from pathlib import Path
 # tone -> accent variable (border, and a 10 % tint of the background)
 TONES = {"note": "--jp-brand-color1", "ok": "--jp-success-color1", "warn": "--jp-warn-color1"}
 TEXT_STYLE = "color:var(--jp-content-font-color1);"
-# Page-wide rules no inline style can express (page.css): in the widgets' stylesheets and on the
-# static page.
+# Page-wide rules no inline style can express: in the widgets' stylesheets and the static page
 PAGE_CSS = (Path(__file__).parent / "page.css").read_text(encoding="utf-8")
 
 

@@ -71,8 +71,7 @@ def read_e5(path):
     scores = np.frombuffer(buffer, "<f4", n_pieces, pos + offsets.nbytes)
     pos += offsets.nbytes + scores.nbytes + blob_bytes
     blob = buffer[pos - blob_bytes : pos]
-    # one NUL between pieces, then one decode and one split: 250,002 slices in Python would take ~50
-    # ms
+    # one NUL between pieces, one decode, one split: 250,002 slices in Python take ~50 ms
     pieces = np.insert(blob, offsets[1:-1].astype(np.intp), 0).tobytes().decode("utf-8").split("\0")
     n_entries, n_bytes = take("<iI")
     normalisation = {}

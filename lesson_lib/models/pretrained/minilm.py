@@ -62,8 +62,7 @@ class WordPieceTokenizer:
         return list(out.tokens), np.array(out.ids, dtype=np.int64)
 
 
-# checkpoint name -> the shared encoder's name (the same arrays, no copies): the embeddings', and
-# one layer's tensors
+# checkpoint name -> the shared encoder's name (the same arrays, no copies)
 _EMBEDDING_NAMES = {"position_embeddings.weight": "emb.pos",
                     "token_type_embeddings.weight": "emb.type",
                     "LayerNorm.weight": "emb.ln.w", "LayerNorm.bias": "emb.ln.b"}

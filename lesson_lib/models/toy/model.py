@@ -38,8 +38,7 @@ def forward(params, batch: Batch, h: int, task: Task):
     """Logits (S, B, T, 3, V) and what the backward pass needs. S models, B sequences, T tokens."""
     S, n_rows, D = params["E"].shape
     B, T = batch.values.shape[1:]
-    # (S or 1, B·T, R) 0/1 matrix with four ones per token: its value, key, query tag and position
-    # rows of E
+    # (S or 1, B·T, R) 0/1: four ones per token, its value, key, query tag and position rows of E
     positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, batch.values.shape)
     # (S,B,T,4)
     rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions],

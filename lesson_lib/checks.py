@@ -99,10 +99,9 @@ def _as_array(a, name):
     if isinstance(a, np.ma.MaskedArray):
         hidden = int(np.ma.count_masked(a))
         if hidden:
-            raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} "
-                                      "个位置被遮住：注意力不会"
-                                      "跳过它们。请用 .filled(值) 填上；想让某些词不被关注，请用 "
-                                      "mask= 参数。")
+            raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} 个位置被遮"
+                                      "住：注意力不会跳过它们。请用 .filled(值) 填上；"
+                                      "想让某些词不被关注，请用 mask= 参数。")
         a = np.ma.getdata(a)
     # np.matrix stays 2-D through everything: a plain array; other subclasses kept (tests count)
     try:
@@ -189,9 +188,8 @@ def check_logits(x, axis):
     empty = np.isneginf(x).all(axis=axis)
     if empty.any():
         where = tuple(int(i) for i in np.argwhere(np.atleast_1d(empty))[0])
-        raise AttentionInputError(f"softmax 的输入在位置 {where} 的一行全是 −inf："
-                                  "这一行没有可以分配的权重"
-                                  "（0/0 = NaN）。每行至少要有一个有限的数。")
+        raise AttentionInputError(f"softmax 的输入在位置 {where} 的一行全是 −inf：这一行没有可以"
+                                  "分配的权重（0/0 = NaN）。每行至少要有一个有限的数。")
     return x, axis
 
 
@@ -200,8 +198,7 @@ def check_mask(mask, scores_shape):
     mask = _as_array(mask, "mask")
     if mask.dtype != bool:
         raise AttentionInputError("mask 应是布尔数组（True = 可以关注），收到的类型是 "
-                                  f"{mask.dtype}："
-                                  "请用 mask.astype(bool) 或比较运算得到它。")
+                                  f"{mask.dtype}：请用 mask.astype(bool) 或比较运算得到它。")
     try:
         full = np.broadcast_to(mask, scores_shape)
     except ValueError:
@@ -211,8 +208,7 @@ def check_mask(mask, scores_shape):
     if empty_rows.any():
         where = tuple(int(i) for i in np.argwhere(empty_rows)[0])
         raise AttentionInputError(f"mask 在位置 {where} 的这一行不允许关注任何键：softmax 会得到 "
-                                  "0/0 = NaN。"
-                                  "每个查询至少要能看到一个位置（例如它自己）。")
+                                  "0/0 = NaN。每个查询至少要能看到一个位置（例如它自己）。")
     return full
 
 
@@ -283,10 +279,9 @@ def _overflow_error(dtype) -> AttentionInputError:
     name = dtype.name
     limit = float(np.finfo(dtype).max)
     wider = "" if dtype == np.float64 else "，或先改用更宽的类型 .astype(np.float64)"
-    return AttentionInputError(f"输入都是有限的数，但按 {name} 计算时，"
-                               f"中间结果超过了 {name} 能表示的最大值 {limit:.3g}，"
-                               "结果会变成 inf 和 NaN。请把输入缩小（例如除以它的最大绝对值，"
-                               f"或先做层归一化）{wider}。")
+    return AttentionInputError(f"输入都是有限的数，但按 {name} 计算时，中间结果超过了 {name} "
+                               f"能表示的最大值 {limit:.3g}，结果会变成 inf 和 NaN。请把输入缩小"
+                               f"（例如除以它的最大绝对值，或先做层归一化）{wider}。")
 
 
 def translated(fn):

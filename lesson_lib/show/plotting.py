@@ -45,9 +45,8 @@ def font_path() -> Path:
         ) from None
     path = Path(noto_cjk_sans_otc.__file__).parent / _FONT_FILE
     if not path.is_file():
-        raise RuntimeError(f"noto-cjk-sans-otc 里找不到字体文件 {_FONT_FILE}（查找位置 "
-                           f"{path.parent}）："
-                           "请重新安装 noto-cjk-sans-otc。")
+        raise RuntimeError(f"noto-cjk-sans-otc 里找不到字体文件 {_FONT_FILE}（查找位"
+                           f"置 {path.parent}）：请重新安装 noto-cjk-sans-otc。")
     return path
 
 

@@ -78,9 +78,8 @@ def describe_row(tokens, attentions, layer, head, qi):
 def model_text(model) -> str:
     """The model's size; without the package, what ``plot_toy_heads()`` draws instead."""
     if model is None:
-        return ("改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的值）"
-                "训练后的注意力。"
-                "它不是真实语言模型，只用来说明「训练会让头各自分工」。")
+        return ("改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的"
+                "值）训练后的注意力。它不是真实语言模型，只用来说明「训练会让头各自分工」。")
     return (f"all-MiniLM-L6-v2：{size_text(model.config)}，约 {model.n_parameters / 1e4:.0f} "
             "万个参数。")
 

@@ -55,8 +55,7 @@ def _check_scalar(value, name, minimum, maximum, error, kinds, noun, cast):
 
 
 def check_int(value, name: str, minimum=None, maximum=None, error=LessonInputError) -> int:
-    """``value`` as an int in [minimum, maximum] (either bound may be None); bool and 2.0 are
-    refused."""
+    """``value`` as an int in [minimum, maximum] (None: no bound); bool and 2.0 are refused."""
     return _check_scalar(value, name, minimum, maximum, error, (int, np.integer), "整数", int)
 
 
@@ -67,8 +66,7 @@ def check_number(value, name: str, minimum=None, maximum=None) -> float:
 
 
 def check_choice(value, name: str, choices, why: str = ""):
-    """``value`` if it is one of ``choices`` (integers match only integers); ``why``: 「（能整除
-    d_model 的头数）」."""
+    """``value`` if it is one of ``choices`` (integers match only integers); ``why`` says why."""
     choices = list(choices)
     is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     wants_int = all(isinstance(c, int) for c in choices)
@@ -89,8 +87,7 @@ def check_heads(d_model, h) -> int:
 
 
 def _as_array(a, name):
-    """``a`` as a non-empty real ndarray (dtype unchanged): no None, text, objects, ragged rows or
-    hidden entries."""
+    """``a`` as a non-empty real ndarray, dtype kept: no None, text, objects, ragged rows, masks."""
     if a is None:
         raise AttentionInputTypeError(f"{name} 是 None：请传入数值数组，例如 np.array([[1.0, 2.0], "
                                       "[3.0, 4.0]])。")
@@ -123,8 +120,7 @@ def _as_array(a, name):
 
 
 def _as_float_array(a, name, min_ndim, what, finite=True):
-    """A non-empty float16/32/64 array, ≥ ``min_ndim`` dimensions, finite if ``finite``; integers
-    become float64."""
+    """A non-empty float16/32/64 array, ≥ ``min_ndim`` dims, finite if ``finite``; ints: float64."""
     arr = _as_array(a, name)
     if arr.dtype.kind in "iub":
         arr = arr.astype(np.float64)  # exact for integers up to 2**53, and no uint8 wraparound
@@ -139,8 +135,7 @@ def _as_float_array(a, name, min_ndim, what, finite=True):
 
 
 def _finite(arr, name):
-    """``arr`` if it has no NaN or ±inf; two reductions (max and min cannot overflow), no temporary
-    array."""
+    """``arr`` if it has no NaN or ±inf: max and min (they cannot overflow), no temporary array."""
     if arr.dtype.kind == "f" and not (math.isfinite(float(arr.max()))
                                       and math.isfinite(float(arr.min()))):
         bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
@@ -174,8 +169,7 @@ def check_merge(x):
 
 
 def check_logits(x, axis):
-    """softmax's input: a non-empty float array, an axis it has, no NaN or +inf, no row all −inf
-    (−inf = masked)."""
+    """softmax's input: a non-empty float array, an axis it has, no NaN, +inf or all −inf row."""
     x = _as_float_array(x, "x", 1, "（一行打分）", finite=False)
     axis = check_int(axis, "axis", minimum=-x.ndim, maximum=x.ndim - 1, error=AttentionInputError)
     if math.isfinite(float(x.max())) and math.isfinite(float(x.min())):
@@ -213,8 +207,7 @@ def check_mask(mask, scores_shape):
 
 
 def check_qkv(q, k, v, mask=None):
-    """Q, K, V that fit, in one float dtype, finite, with room in memory; the mask broadcast to the
-    scores or None."""
+    """Q, K, V that fit, in one float dtype, finite, with room in memory; the mask broadcast."""
     q, k, v = (_as_float_array(a, name, 2, "(n, d)") for a, name in ((q, "Q"), (k, "K"), (v, "V")))
     try:
         lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -235,8 +228,7 @@ def check_qkv(q, k, v, mask=None):
 
 
 def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
-    """Every multi-head variant's input: arrays in one float dtype, h an int, the mask broadcast to
-    (…, h, n, n)."""
+    """Every multi-head variant's input: one float dtype, h an int, the mask (…, h, n, n)."""
     x = _as_float_array(x, "X", 2, "(n, d_model)")
     d = x.shape[-1]
     weights = []
@@ -257,8 +249,7 @@ _ALWAYS_FITS = 256 << 20  # below this, do not ask the OS on every call (the §7
 
 
 def _check_memory(scores_shape, dtype, d_v):
-    """Refuse sizes whose attention weights and the 3 temporaries beside them (shifted, exps) do not
-    fit."""
+    """Refuse sizes whose weights and the 3 temporaries beside them (shifted, exps) do not fit."""
     itemsize = np.dtype(dtype).itemsize
     weights = math.prod(scores_shape) * itemsize
     need = 4 * weights + math.prod(scores_shape[:-1]) * d_v * itemsize

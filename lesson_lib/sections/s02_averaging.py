@@ -73,8 +73,7 @@ class Demo:
 
 
 def demo(heads: int, sharpness: float = 4.0) -> Demo:
-    """她's query through one head (both questions in one query) or two (one each); ``sharpness``
-    scales it."""
+    """她's query, times ``sharpness``, through one head (both questions) or two (one each)."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
     # beyond: one-hot to every digit
     sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=50.0)
@@ -111,8 +110,7 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
 
 
 def bar_html(value: float, colour: str) -> str:
-    """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and
-    §6's bars)."""
+    """One bar in a theme colour (a CSS variable) with its number beside it (§2's and §6's)."""
     return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;'
             f'background:{colour};vertical-align:middle"></span> {value:.2f}')
 

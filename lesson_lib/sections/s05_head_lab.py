@@ -86,8 +86,7 @@ def _reading(h, d_k, softmax_vs_base, diversity):
 
 
 def summary_html(state: LabState) -> str:
-    """The lab's numbers as a small HTML block (plain HTML: renders in JupyterLab 4 without
-    scripts)."""
+    """The lab's numbers as plain HTML (renders in JupyterLab 4 without scripts)."""
     rows = [("头数 h", f"{state.h}"), ("每头宽度", f"d_k = {state.d_k}"),
             ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
             ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
@@ -101,8 +100,7 @@ def summary_html(state: LabState) -> str:
 
 
 def overview_alt(state: LabState, zoom: int) -> str:
-    """What the overview of all heads shows, in Chinese: how many, which is framed, how concentrated
-    they are."""
+    """What the overview of all heads shows: how many, which is framed, how concentrated."""
     if state.h == 1:
         return (f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；"
                 "每个词元只有这一行权重。")
@@ -152,8 +150,7 @@ def comparison_table(heads=(1, 2, 8, 32, 64)) -> str:
 
 
 def lab_widget():
-    """The lab's widget: a slider over the divisors of d_model and a head to enlarge; shows d_k, the
-    maps and the costs."""
+    """A slider over the divisors of d_model and a head to enlarge; shows d_k, maps and costs."""
     import ipywidgets as w
 
     from lesson_lib.runtime.blas import one_blas_thread

@@ -66,8 +66,7 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
 
 
 def _widget_class(name: str, js: str, css: str = "", **traits):
-    """An anywidget class running ``js`` (inline in its state: no CDN), styled by ``css`` and the
-    page rules."""
+    """An anywidget class running ``js`` (inline: no CDN), styled by ``css`` and the page rules."""
     import anywidget
 
     from lesson_lib.show.theme import PAGE_CSS
@@ -87,8 +86,7 @@ def _reader_class():
 
 
 def named(control, name: str):
-    """Give ``control`` an accessible name without a visible label (a text box under its own
-    heading). Returns it."""
+    """An accessible name for ``control`` without a visible label (a text box under a heading)."""
     if not str(name).strip():
         raise ValueError("控件的名字不能为空：读屏软件要靠它说出这是哪个控件。")
     control._lesson_name = str(name)
@@ -103,8 +101,7 @@ def screen_reader_only(text: str) -> str:
 
 
 def accessible(box):
-    """Put the reader helper first in ``box`` (shown as one widget) and mark the box; returns
-    ``box``."""
+    """Put the reader helper first in ``box`` and mark it; returns ``box``."""
     import ipywidgets as w
 
     names = []
@@ -123,8 +120,7 @@ def _slider_class():
 
     class Slider(_widget_class("SliderBase", "slider.js",
                                (_HERE / "slider.css").read_text(encoding="utf-8"))):
-        """A slider over ``(label, value)`` options, named for screen readers and driven by the
-        keyboard."""
+        """A slider over ``(label, value)`` options, named for screen readers, keyboard-driven."""
 
         description = t.Unicode("").tag(sync=True)
         labels = t.List(t.Unicode()).tag(sync=True)

@@ -101,8 +101,7 @@ def colormap_lut() -> np.ndarray:
 
 
 def _image(x, y, width, height, rgb, smooth=False) -> str:
-    """(H, W, 3) uint8 as an SVG <image> (a PNG data URI), scaled without smoothing unless
-    ``smooth``."""
+    """(H, W, 3) uint8 as an SVG <image> (a PNG data URI), unsmoothed unless ``smooth``."""
     from PIL import Image
 
     buf = io.BytesIO()
@@ -126,8 +125,7 @@ _PICTURE_CSS = (
 
 
 def describe(fig, alt: str, table=None):
-    """Give a matplotlib ``fig`` the sentence a screen reader says and the table = (headers, rows)
-    of its numbers."""
+    """Give ``fig`` the sentence a screen reader says and its numbers' (headers, rows)."""
     if not alt or not isinstance(alt, str):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
     from matplotlib.figure import Figure
@@ -197,8 +195,7 @@ def picture_html(fig) -> str:
 
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
-    """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers
-    behind a picture)."""
+    """``table`` = (headers, rows) as themed HTML folded under ``summary``."""
     return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 

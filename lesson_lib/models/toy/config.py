@@ -29,8 +29,7 @@ class Task:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Model width and the optimiser schedule (Adam, linear warm-up, cosine decay to
-    optim.FINAL_LR_FRAC·lr)."""
+    """Model width and Adam's schedule: linear warm-up, cosine decay to optim.FINAL_LR_FRAC·lr."""
 
     d_model: int = 32
     steps: int = 700

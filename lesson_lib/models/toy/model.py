@@ -15,8 +15,7 @@ from lesson_lib.models.toy.task import Batch
 
 
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> dict:
-    """Named (S, *shape) parameters; none depends on h, and a seed gives the same starting weights
-    for every h."""
+    """Named (S, *shape) parameters, none depending on h: a seed starts every h alike."""
     D = cfg.d_model
     # tables of values, keys, query tags, positions
     shapes = {"E": (task.V + 2 * task.K + task.T, D),
@@ -144,8 +143,7 @@ def _t(a):
 
 
 def attention_maps(params, h: int, batch: Batch, seed_index: int = 0, task: Task = DEFAULT_TASK):
-    """Attention weights (B, h, T, T) of model ``seed_index`` on ``batch`` (leading axis 1, e.g.
-    held-out rows)."""
+    """Attention weights (B, h, T, T) of model ``seed_index`` on ``batch`` (leading axis 1)."""
     single = {name: p[seed_index : seed_index + 1] for name, p in params.items()}
     _, cache = forward(single, batch, h, task)
     return cache["weights"][0]  # (B, h, T, T)

@@ -93,8 +93,7 @@ def name_weights(attentions, tokens, pronoun, names):
 
 
 def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other="小明", top=5):
-    """[(layer, head, to target, to other)] for the ``top`` heads by target − other, 1-based, best
-    first."""
+    """[(layer, head, to target, to other)], 1-based, of the ``top`` heads by target − other."""
     w = name_weights(attentions, tokens, pronoun, (target, other))
     diff = w[target] - w[other]  # (L, H)
     top = check_top(top, diff.size)
@@ -104,8 +103,7 @@ def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other
 
 
 def nearest_name(sentence, pronoun):
-    """The name closest before the pronoun: what a head that just looks back to the last name would
-    pick."""
+    """The name closest before the pronoun: what a head looking back to the last name picks."""
     return max(NAMES[pronoun], key=sentence[: sentence.index(pronoun)].rfind)  # of both names
 
 
@@ -129,14 +127,12 @@ def follow(model):
 # §6 and §10 share one copy per kernel; §10's cell also runs on its own (Restart & Run §10)
 @functools.cache
 def chinese_model():
-    """The Chinese model (multilingual-e5-small), read once; None, with the reason printed, without
-    its package."""
+    """multilingual-e5-small, read once; None (the reason printed) without its package."""
     return e5.load_or_explain()
 
 
 def model_text(model) -> str:
-    """The model in numbers; without the package, what the section would have shown
-    (``WITHOUT_MODEL``)."""
+    """The model in numbers; without the package, ``WITHOUT_MODEL``."""
     if model is None:
         return WITHOUT_MODEL
     return (f"{model.config.name}：{size_text(model.config)}，词表 "
@@ -170,8 +166,7 @@ def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
 
 
 def _rows(tokens, att, pronoun, named, heads):
-    """The pronoun's row in each of ``heads``, side by side; the alt text names the weight on each
-    name of ``named``."""
+    """The pronoun's row in each of ``heads``; the alt text names its weight on each ``named``."""
     title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
     return rows_figure(att, [clean(t) for t in tokens], word_span(tokens, pronoun)[0], heads, title,
                        named)
@@ -251,8 +246,7 @@ def map_skipped(layer, head):
 
 
 def head_map(model, layer, head):
-    """``head_map_of`` on the lesson sentence (1-based layer and head); without the package, one
-    line (``map_skipped``)."""
+    """``head_map_of`` on the lesson sentence; without the package, ``map_skipped``'s line."""
     if model is None:
         return print(map_skipped(layer, head))
     with one_blas_thread():
@@ -262,8 +256,7 @@ def head_map(model, layer, head):
 
 @_needs_model
 def minimal_pairs(model):
-    """The scientific test: does each head send the pronoun to the name it agrees with, in every
-    condition?"""
+    """Does each head send the pronoun to the name it agrees with, in every condition?"""
     from IPython.display import display
 
     with one_blas_thread():
@@ -286,8 +279,7 @@ def minimal_pairs(model):
 
 @_needs_model
 def pronoun_widget(model):
-    """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send
-    it."""
+    """A sentence with two names and a pronoun: where the pronoun head and the decoys send it."""
     import ipywidgets as w
 
     from lesson_lib.show.controls import linked

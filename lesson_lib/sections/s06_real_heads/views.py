@@ -34,8 +34,7 @@ EXPLORER_FOLD_PX = 40
 
 
 def skip_without_model(message):
-    """Decorator: when the first argument (the model or its results) is None, print ``message``,
-    return None."""
+    """Decorator: print ``message`` and return None when the first argument is None."""
 
     def decorate(fn):
         @functools.wraps(fn)
@@ -56,8 +55,7 @@ def head_label(layer, head):
 
 
 def check_layer_head(attentions, layer, head):
-    """1-based (layer, head) -> 0-based indices into ``attentions`` (L, H, T, T), with a Chinese
-    error."""
+    """1-based (layer, head) -> 0-based indices into ``attentions`` (L, H, T, T)."""
     n_layers, n_heads = np.shape(attentions)[:2]
     layer = check_int(layer, "层号 layer（从 1 数起）", minimum=1, maximum=n_layers)
     head = check_int(head, "头号 head（从 1 数起）", minimum=1, maximum=n_heads)
@@ -65,8 +63,7 @@ def check_layer_head(attentions, layer, head):
 
 
 def describe_row(tokens, attentions, layer, head, qi):
-    """One Chinese line: where one head sends token ``qi``'s (0-based) attention, its 3 largest
-    weights rounded."""
+    """One Chinese line: the 3 largest weights of token ``qi``'s (0-based) row in one head."""
     li, hi = check_layer_head(attentions, layer, head)
     row = np.asarray(attentions)[li, hi, qi]  # (T,) sums to 1
     best = "、".join(f"{tokens[j]}（位置 {j + 1}）{row[j]:.2f}"
@@ -92,8 +89,7 @@ def size_text(c) -> str:
 
 @_needs_model
 def run_paper_sentences(model):
-    """Both appendix sentences through the model: {'law': Encoding, 'making': Encoding}, with a
-    summary."""
+    """Both appendix sentences through the model, {'law': Encoding, 'making': …}."""
     with one_blas_thread():
         runs = {name: model.attend(text) for name, text in minilm.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
@@ -130,8 +126,7 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
 
 @_needs_model
 def making_figure(runs):
-    """Figure 3's question on our model: which heads link 'making' to 'more difficult'? Prints the
-    top 6."""
+    """Figure 3's question: which heads link 'making' to 'more difficult'? Prints the top 6."""
     enc = runs["making"]
     # (L, H)
     scores = finder.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])
@@ -145,8 +140,7 @@ def making_figure(runs):
 
 @_needs_model
 def its_figure(runs, layer=5):
-    """Figure 4, bottom: the 'its' row of every head of one layer; prints those that peak on law or
-    application."""
+    """Figure 4: 'its' in every head of one layer; prints those peaking on law or application."""
     enc = runs["law"]
     check_layer_head(enc.attentions, layer, 1)
     qi = finder.find_token(enc.tokens, "its")
@@ -164,8 +158,7 @@ def its_figure(runs, layer=5):
 
 @_needs_model
 def head_finder(runs):
-    """Rank all heads on the 'Law' sentence by four behaviours; print the top 3 of each, draw each
-    winner's map."""
+    """All heads on the 'Law' sentence ranked by four behaviours: top 3 each, winners drawn."""
     from lesson_lib.show.plotting import heat_map
 
     law = runs["law"]
@@ -194,8 +187,7 @@ def head_finder(runs):
 
 @_needs_model
 def coref_check(model, layer=4, head=2):
-    """The best its→law head on a sentence where it finds the owner of 'its' and one where it does
-    not."""
+    """The best its→law head where it finds the owner of 'its' and where it does not."""
     with one_blas_thread():
         encs = {name: model.attend(text) for name, text in COREF_SENTENCES.items()}
     verdict = {"works": "「its」指 car，这个头也主要看 car",
@@ -209,8 +201,7 @@ def coref_check(model, layer=4, head=2):
 
 @_needs_model
 def explore(runs, sentence, layer, head, query):
-    """Static explorer call for the notebook: print the line (deterministic) and show the widget's
-    picture."""
+    """The explorer in a notebook cell: its line printed (deterministic), its picture shown."""
     from IPython.display import HTML, display
 
     if sentence not in runs:
@@ -315,8 +306,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 
 
 def plot_toy_heads():
-    """Without the weights package: §7's toy model's 4 heads, trained here in a few seconds (see
-    ``model_text``)."""
+    """Without the weights: §7's toy model's 4 heads, trained here in seconds (``model_text``)."""
     from lesson_lib.models.toy import training
     from lesson_lib.show.plotting import heat_map
 

@@ -102,15 +102,13 @@ def _role_text(row) -> str:
 
 
 def main_roles(on_targets_h) -> list[str]:
-    """The role each head mainly serves, from a (h, 3) weight_on_targets array ("分散" when none has
-    0.6)."""
+    """Each head's main role from (h, 3) ``weight_on_targets`` ("分散" when none has 0.6)."""
     return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散"
             for row in on_targets_h]
 
 
 def diversity(result, batch: Batch) -> dict:
-    """{h: (mean row entropy in bits, mean pairwise JS in bits or None for h = 1)} of every trained
-    h."""
+    """{h: (mean row entropy, mean pairwise JS or None for h = 1)} in bits, every trained h."""
     out = {}
     for h in sorted(result.params):
         maps = attention_maps(result.params[h], h, batch)  # (B, h, T, T)
@@ -119,8 +117,7 @@ def diversity(result, batch: Batch) -> dict:
 
 
 def diversity_text(div: dict) -> str:
-    """Each h's entropy and JS as levels (the same on every machine), h's of one level together,
-    with the thresholds."""
+    """Each h's entropy and JS as levels (the same on every machine), with the thresholds."""
     lines = []
     for name, i, levels in (("行熵", 0, ENTROPY_LEVELS), ("头间 JS", 1, JS_LEVELS)):
         groups = {}  # level -> the h's at it, the level of the smallest h first
@@ -149,8 +146,7 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
 
 
 def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
-    """``crowded_keys`` for each length in ``sharpness`` as a table (two decimals, tested far from
-    rounding)."""
+    """``crowded_keys`` per length in ``sharpness`` as a table (2 decimals, far from rounding)."""
     won = {s: crowded_keys(counts, s) for s in sharpness}
     rows = [[f"{s:g}", *(f"{won[s][n]:.2f}" for n in counts)] for s in sharpness]
     return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)],
@@ -159,14 +155,12 @@ def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
 
 
 def stored_sweep() -> dict:
-    """The stored run (``scripts/store_toy_sweep.py``): {"results": ``sweep``'s rows, "seeds",
-    "task", "train"}."""
+    """The stored run (scripts/store_toy_sweep.py): {"results", "seeds", "task", "train"}."""
     return json.loads(STORED_SWEEP.read_text(encoding="utf-8"))
 
 
 def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
-    """One line per head count: this run's mean accuracy beside the stored run's, and whether they
-    agree."""
+    """Per head count: this run's mean accuracy beside the stored run's, and if they agree."""
     kept = {r["h"]: r["accuracy_mean"] for r in (stored or stored_sweep())["results"]}
     lines = []
     for r in results:
@@ -251,8 +245,7 @@ def plot_toy_vs_paper(results):
 
 
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
-    """One ``sequence``'s attention in the trained h = 1 and h = 4 (heads named by roles, their JS
-    over ``batch``)."""
+    """One ``sequence`` in the trained h = 1 and h = 4 (heads named by role, JS over ``batch``)."""
     # (1 + 4, T, T)
     maps = np.concatenate([attention_maps(result.params[h], h, sequence)[0] for h in (1, 4)])
     js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))

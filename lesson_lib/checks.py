@@ -276,9 +276,8 @@ def _overflow_error(dtype) -> AttentionInputError:
 
 
 def translated(fn):
-    """``fn`` with numpy's overflow and ``MemoryError`` said in Chinese; its inputs are checked
-    finite, so NaN or inf in its output is an overflow numpy did not see (in a BLAS thread):
-    reported too, never returned."""
+    """``fn`` with numpy's overflow and ``MemoryError`` said in Chinese; its inputs are finite, so
+    NaN or inf in its output is an overflow numpy did not see (in a BLAS thread): reported too."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):

@@ -57,8 +57,7 @@ def circle_keys(n: int) -> np.ndarray:
 
 
 def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
-    """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query
-    points at one, with ``sharpness`` = query length × key length: the more keys share two
-    dimensions, the smaller the margin."""
+    """{n: the winner's softmax weight} when n unit keys share a circle (d_k = 2), the query points
+    at one, ``sharpness`` = query length × key length: more keys in two dimensions, less margin."""
     # at key 1
     return {n: float(softmax(sharpness * circle_keys(n) @ circle_keys(n)[0]).max()) for n in counts}

@@ -42,9 +42,8 @@ def problems() -> dict[str, str]:
 
 
 def check() -> None:
-    """§0's one call: one BLAS thread (the lesson's matmuls are small; a second thread only spins:
-    §6's sentences take 2 CPU-s with two, 0.15 with one) and Chinese glyphs in figures, or, when
-    something is missing, what to fix."""
+    """§0's one call: one BLAS thread (§6's sentences take 2 CPU-s with two threads, 0.15 with one)
+    and Chinese glyphs in figures, or, when something is missing, what to fix."""
     from lesson_lib.runtime.blas import fit_blas_to_cpus
     from lesson_lib.show.plotting import use_chinese_font
 

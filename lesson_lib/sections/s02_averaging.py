@@ -116,9 +116,8 @@ def bar_html(value: float, colour: str) -> str:
 
 
 def demo_html(d: Demo) -> str:
-    """The widget's picture: themed HTML bars (a click costs ~1 ms, not a figure's redraw), one
-    column per head, so it keeps its height when the head count changes; named by each head's two
-    largest weights and the features."""
+    """The widget's picture as themed HTML bars (a click costs ~1 ms, not a figure's redraw), one
+    column per head: its height stays when h changes; named by each head's two largest weights."""
     def table(headers, rows):
         head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>"
                        for h in ("", *headers))

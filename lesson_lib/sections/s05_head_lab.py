@@ -116,8 +116,7 @@ def overview_alt(state: LabState, zoom: int) -> str:
 
 def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str, str]:
     """The lab's HTML: head ``zoom`` (1-based) large with its token labels, every head small with
-    the zoomed one framed (themed SVG named by alt text from the numbers), and the zoomed head's
-    weights folded under both."""
+    the zoomed one framed, alt text from the numbers, the zoomed head's weights folded under."""
     zoom = check_int(zoom, f"zoom（放大第几个头；h = {state.h} 时只有 {state.h} 个）", minimum=1,
                      maximum=state.h)
     w = state.weights[zoom - 1]

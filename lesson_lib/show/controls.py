@@ -19,9 +19,8 @@ LIVE = "lesson-live"
 
 def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1,
            reader: bool = True):
-    """Call ``show(summary, picture)`` now and whenever a control changes (with a ``submit`` Button:
-    on its click or a one-line text box's commit), never re-entered; ``picture``: None or "html"
-    (``pictures`` > 1: a row of them)."""
+    """Call ``show(summary, picture)`` now and on each change (with a ``submit`` Button: its click
+    or a text box's commit), never re-entered; ``picture``: None or "html" (``pictures`` > 1)."""
     import ipywidgets as w
 
     images = []
@@ -169,9 +168,8 @@ def _slider_class():
 
 
 def slider(description: str, value, *, options=None, min=None, max=None, step=1, layout=None):
-    """The lesson's slider (not ipywidgets' unnamed ones): ``options=[(label, value), …]`` or
-    ``min…max`` in ``step``s (a fractional step: labels with one decimal); ``description`` is the
-    Chinese name a screen reader says."""
+    """The lesson's slider (ipywidgets' have no name): ``options=[(label, value), …]`` or
+    ``min…max`` in ``step``s (fractional: one decimal); ``description``: a screen reader says it."""
     import ipywidgets as w
 
     if options is None:

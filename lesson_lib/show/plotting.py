@@ -149,9 +149,8 @@ def describe(fig, alt: str, table=None):
 
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:
     """A figure colour as CSS that reads on the learner's theme (≥ 4.5:1 for text in light, dark,
-    high contrast): coloured text mixed with the theme's text colour, grey text and lines the
-    theme's text/border colours, white the page colour, pale fills mixed into the page; mid greys
-    and strong fills stay as they are."""
+    high contrast): coloured text mixed with the theme's text, grey text and lines the theme's
+    text/border colours, white the page, pale fills mixed into it; mid greys, strong fills kept."""
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
     light = (max(r, g, b) + min(r, g, b)) / 510
     grey = max(r, g, b) - min(r, g, b) < 12
@@ -174,9 +173,8 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
 
 
 def picture_html(fig) -> str:
-    """The HTML that shows a ``fig`` given to ``describe``: its SVG (text as text, colours by
-    ``theme_colour``, deterministic ids) named by its alt text, the numbers folded, and its <img>
-    copy for a sanitized page."""
+    """The HTML of a ``fig`` given to ``describe``: its SVG (text as text, ``theme_colour``s, fixed
+    ids) named by its alt text, the numbers folded, and an <img> copy for a sanitized page."""
     import matplotlib as mpl
 
     buf = io.StringIO()
@@ -204,9 +202,8 @@ def sentence(text: str) -> str:
 
 
 def heads_description(w, row_tokens, key_tokens, titles, title=None):
-    """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name
-    each row's two largest weights, larger ones each tile's three largest cells; the table gives
-    each row's largest."""
+    """(alt, table) for a tiled heat map, from its numbers: up to 12 rows, each row's two largest
+    weights, else each tile's three largest cells; the table gives each row's largest."""
     h, n, m = w.shape
     parts = []
     table = []
@@ -235,9 +232,8 @@ def heads_description(w, row_tokens, key_tokens, titles, title=None):
 
 
 class Picture(str):
-    """A picture's HTML: its SVG named by ``alt`` (role="img", <title>), ``table`` = (headers, rows)
-    folded under it. The str is a widget's value; a notebook cell adds the same SVG as an <img> a
-    sanitized page keeps."""
+    """A picture's HTML: its SVG named by ``alt`` (role="img", <title>), ``table`` folded under.
+    The str is a widget's value; a notebook cell adds the SVG as an <img> a sanitized page keeps."""
 
     def __new__(cls, svg: str, alt: str, table=None):
         named = svg.replace("<svg ",

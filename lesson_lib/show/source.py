@@ -23,9 +23,8 @@ _PALETTE = (
 
 
 def listing_html(text: str) -> str:
-    """Source as a highlighted <pre>, a block per line, wrapped under its own indentation plus 4
-    columns; each run without spaces kept whole, so a line wraps only at its spaces (never after the
-    minus of ``-np.inf``, issue 30)."""
+    """Source as a highlighted <pre>, a block per line, wrapped under its indentation plus 4; a run
+    without spaces kept whole: never a wrap after the minus of ``-np.inf`` (issue 30)."""
     from pygments.lexers import PythonLexer
 
     lines = [[]]

@@ -81,9 +81,8 @@ def cell_text(value) -> str:
 
 
 def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
-    """A table whose cells and headers wrap between words, never inside one (no 「A / ttention」, no
-    「工 / 作量」), code in the code font wrapping only at its spaces, numbers on the right; too
-    wide, it scrolls in its own box."""
+    """A table whose cells wrap between words, never inside one (「A / ttention」, 「工 / 作量」),
+    code wrapping only at its spaces, numbers right; too wide, it scrolls in its own box."""
     cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:keep-all;overflow-wrap:normal;"
     def align(i):
         if i in numeric_columns:

@@ -15,8 +15,7 @@ class WeightsFileError(ValueError):
 class WeightsPackage:
     def __init__(self, name, version, inside, sha256, model, note):
         """``inside``: the files' folder in the package; ``sha256``: {file name: hex digest};
-        ``model``: the model's name in Chinese messages; ``note``: the install hint's line about
-        this package."""
+        ``model``: its name in Chinese messages; ``note``: the install hint's line about it."""
         self.name = name
         self.inside = inside
         self.sha256 = sha256

@@ -19,9 +19,8 @@ def find_token(tokens, word):
 
 
 def head_scores(attentions, tokens):
-    """{score name: (L, H) array}: coref, the weight from its to law (0 when either is missing);
-    prev / next / cls, the mean weight a token puts on its left / right neighbour / [CLS] at
-    position 0."""
+    """{score name: (L, H)}: coref, the weight from its to law (0 when either is missing); prev /
+    next / cls, the mean weight on the left / right neighbour / [CLS] at position 0."""
     att = np.asarray(attentions)  # (L, H, T, T)
     # t ≥ 3: an encoding has its start and end tokens around at least one word
     L, H, _, t = att.shape

@@ -56,9 +56,8 @@ def forward(params, batch: Batch, h: int, task: Task):
 
 
 def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
-    """Masked mean cross-entropy of every model, shape (S,), and its gradient for every parameter
-    (each model's loss depends only on its own parameters, so the gradient of the sum gives every
-    model its own)."""
+    """Masked mean cross-entropy of every model, (S,), and its gradient for every parameter (a
+    model's loss depends only on its own parameters: the sum's gradient gives each its own)."""
     logits, c = forward(params, batch, h, task)
     S, B, T = logits.shape[:3]
     D = params["W_Q"].shape[-1]
@@ -100,9 +99,8 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
 
 
 def _attention(q, k, v):
-    """The kernel's formula ``_scaled_dot_product_attention(q, k, v)``, bit for bit (a test compares
-    them), with the softmax's row max and sum by ``_row_max`` / ``_row_sum``: rows here are T = 12
-    long."""
+    """The kernel's ``_scaled_dot_product_attention(q, k, v)``, bit for bit (a test compares them),
+    with the softmax's row max and sum by ``_row_max`` / ``_row_sum``: rows here are T = 12 long."""
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., n_q, n_k)
     e = np.exp(scores - _row_max(scores)[..., None])  # (..., n_q, n_k) largest entry 1
     return (weights := e / _row_sum(e)[..., None]) @ v, weights  # (..., n_q, d_v), (..., n_q, n_k)
@@ -110,8 +108,7 @@ def _attention(q, k, v):
 
 def _row_max(x):
     """``x.max(axis=-1)``, one column at a time across all rows: numpy reduces each row in its own
-    inner loop, and over rows this short (T = 12, V = 8) that loop's start-up is most of the
-    softmax's cost."""
+    loop, whose start-up is most of the softmax's cost over rows this short (T = 12, V = 8)."""
     out = x[..., 0].copy()  # (...)
     for j in range(1, x.shape[-1]):
         np.maximum(out, x[..., j], out=out)

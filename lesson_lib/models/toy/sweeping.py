@@ -35,8 +35,7 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK,
           cfg: TrainConfig = DEFAULT_CONFIG,
           progress=None) -> SweepResult:
     """Train ``seeds`` (a count or a list) models for every h in ``heads``, scored on the fixed test
-    set. A row's ``accuracy_mean`` / ``accuracy_sd`` (None for one seed) are over seeds of the mean
-    over the three targets."""
+    set; ``accuracy_mean`` / ``accuracy_sd`` (None for one seed): over seeds, of 3 targets' mean."""
     heads, seeds = check_sweep(heads, seeds, task, cfg)
     outcomes = {}
     try:

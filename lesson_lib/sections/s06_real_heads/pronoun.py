@@ -61,8 +61,7 @@ def clean(token):
 
 def word_span(tokens, word):
     """(start, stop) of the first tokens that spell ``word`` exactly (小红 -> ▁小 + 红); a Chinese
-    ValueError when it is absent or only inside a token that also holds its neighbours (no head
-    attends from it alone)."""
+    ValueError when it is absent or merged with a neighbour (no head attends from it alone)."""
     if not isinstance(word, str) or not word:
         raise ValueError(f"要找的词应是非空字符串，收到的是 {word!r}。")
     texts = [clean(t) for t in tokens]
@@ -108,9 +107,8 @@ def nearest_name(sentence, pronoun):
 
 
 def follow(model):
-    """One run per minimal pair: ([(label, sentence, pronoun, {head in HEADS: (to the agreeing name,
-    to the other)})], and (L, H) counts of the pairs in which each head sends the pronoun more to
-    the agreeing name)."""
+    """One run per minimal pair: ([(label, sentence, pronoun, {head: (to the agreeing name, to the
+    other)})], (L, H) counts of pairs where a head sends the pronoun more to the agreeing name)."""
     table = []
     counts = 0
     for label, sentence, pronoun in MINIMAL_PAIRS:
@@ -187,9 +185,8 @@ def name_weight(tokens, w, row, name):
 
 
 def pronoun_map_text(tokens, w):
-    """The pronoun head's map in words, from its weights ``w`` (T, T): each pronoun's weight on its
-    name, the special tokens as the other rows' two largest cells, the other row that sends most to
-    a name."""
+    """The pronoun head's map ``w`` (T, T) in words: each pronoun's weight on its name, the special
+    tokens as the other rows' two largest cells, the other row that sends most to a name."""
     pronoun_rows = {word_span(tokens, p)[0]: p for p in NAMES}
     said = "，".join(f"「{p}」→ {NAMES[p][0]} {name_weight(tokens, w, i, NAMES[p][0]):.2f}"
                      for i, p in pronoun_rows.items())
@@ -207,9 +204,8 @@ def pronoun_map_text(tokens, w):
 
 
 def next_token_map_text(tokens, w):
-    """§10's map in words, from its weights ``w`` (T, T): the rows between the special tokens whose
-    largest weight is on the next token (at least how much, rounded down so that it stays true),
-    她's row, the first and the last row."""
+    """§10's map ``w`` (T, T) in words: the rows whose largest weight is on the next token (at least
+    how much, rounded down: it stays true), 她's row, the first and the last row."""
     between = range(1, len(tokens) - 1)
     rows = [i for i in between if int(np.argmax(w[i])) == i + 1]
     who = f"首尾之间的 {len(between)} 行"

@@ -101,9 +101,8 @@ def run_paper_sentences(model):
 
 
 def rows_figure(att, tokens, qi, heads, title, named=None):
-    """A (heads × tokens) strip: each row is where one head ((layer, head), 1-based) sends token
-    ``qi``'s attention. Alt text and table: each head's weight on each of ``named`` ({name: (L, H)
-    weights}), else its two largest."""
+    """A (heads × tokens) strip: where each head ((layer, head), 1-based) sends token ``qi``'s
+    attention. Alt text and table: its weight on each ``named`` ({name: (L, H)}), else its top 2."""
     from lesson_lib.show.plotting import heat_map, sentence
 
     rows = np.stack([att[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
@@ -217,9 +216,8 @@ def explore(runs, sentence, layer, head, query):
 
 
 def explorer_frame(enc, layer, head, qi, table=None):
-    """(line, token ``qi``'s (0-based) row as HTML bars, map picture HTML) for the explorer, built
-    as SVG and HTML directly: a few ms, where a matplotlib figure took ~0.2 s. ``table=False``:
-    without the map's folded numbers."""
+    """(line, token ``qi``'s row as HTML bars, map picture) for the explorer, as SVG and HTML: a
+    few ms, where a matplotlib figure took ~0.2 s. ``table=False``: no folded numbers."""
     from lesson_lib.sections.s02_averaging import bar_html
     from lesson_lib.show.plotting import heat_map
 

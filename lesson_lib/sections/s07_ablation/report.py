@@ -58,9 +58,8 @@ def format_table(results) -> str:
 
 
 def weight_on_targets(maps, batch: Batch) -> np.ndarray:
-    """(h, 3): mean attention each head puts on prev, next and match, from one model's ``maps`` (B,
-    h, T, T) on ``batch``; positions where a target does not exist (prev at 0, next at T−1) are left
-    out."""
+    """(h, 3): mean attention each head puts on prev, next and match, from ``maps`` (B, h, T, T) on
+    ``batch``; positions without a target (prev at 0, next at T−1) are left out."""
     maps = np.asarray(maps, dtype=float)  # (B, h, T, T)
     i = np.arange(maps.shape[-1])
     # (B, T, 3)
@@ -79,8 +78,7 @@ def heads_on_targets(result, batch: Batch, heads=(1, 4)) -> dict:
 
 def specialisation_text(on_targets: dict) -> str:
     """Per head: mean weight on the three targets (one decimal: the same on every machine) and its
-    main role; a head without one says which neighbour gets more (trained gaps ≈ 0.025–0.03, tests
-    hold them above LEAN_GAP)."""
+    role; one without says which neighbour gets more (gaps ≈ 0.025–0.03, tests: above LEAN_GAP)."""
     lines = []
     for h, rows in on_targets.items():
         lines.append(f"h = {h}：每个头放在 {' / '.join(ROLE_NAMES)} 位置上的平均权重")
@@ -132,8 +130,7 @@ def diversity_text(div: dict) -> str:
 
 def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     """Why a 1-dimensional head can only pick an end: q·k is monotone in k (keys on a line), unlike
-    in 2-D (keys on a circle). Which key wins the kernel's softmax for each query, counted from
-    1."""
+    in 2-D (keys on a circle). Which key (from 1) wins the kernel's softmax for each query."""
     # (points,) smallest first; in 1-D the score is just q × k
     keys_1d = np.linspace(-1.0, 1.0, points)
     lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} "

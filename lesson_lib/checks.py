@@ -1,8 +1,6 @@
 """Checks on what a learner passes in, with a Chinese message that names the argument and says what
-to do.
-
-Overflow and ``MemoryError`` are not predicted (``translated`` says numpy's report in Chinese);
-the one size guard is for what the OS kills instead of refusing (free memory: runtime.memory)."""
+to do. Overflow and ``MemoryError`` are not predicted (``translated`` says numpy's report in
+Chinese); the one size guard is for what the OS kills instead of refusing (runtime.memory)."""
 
 import functools
 import math

@@ -1,8 +1,5 @@
-"""Facts from "Attention Is All You Need" (Vaswani et al. 2017, arXiv 1706.03762) that the lesson
-states.
-
-Every paper number the prose and plots show has its one home here; checked against the arXiv v5 and
-v7 PDFs."""
+"""Facts from "Attention Is All You Need" (Vaswani et al. 2017, arXiv 1706.03762): every paper
+number the prose and plots show has its one home here; checked against the arXiv v5 and v7 PDFs."""
 
 # The base model (§3.2.2, Table 3 row "base"). d_k = d_v = d_model / h is computed, never stored:
 # lesson_lib.attention.head_width(BASE_D_MODEL, BASE_HEADS).

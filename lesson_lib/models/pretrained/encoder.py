@@ -1,9 +1,7 @@
 """The BERT / XLM-R encoder §6's two models share (post-LayerNorm, exact GELU), its attention run by
-the kernel.
-
-Loaders hand it ``tensors`` ({name: float32 (out, in)}, names as in ``e5.tensor_shapes``),
-``word_rows(ids)`` and a tokenizer. Shapes: T tokens, d model width, L layers, H heads, d_k = d / H,
-F feed-forward width."""
+the kernel. Loaders hand it ``tensors`` ({name: float32 (out, in)}, ``e5.tensor_shapes``' names),
+``word_rows(ids)`` and a tokenizer. Shapes: T tokens, d width, L layers, H heads, d_k = d / H, F
+feed-forward width."""
 
 import math
 import warnings

@@ -194,4 +194,4 @@ def demo_widget():
         summary.value = summary_html(d)
         picture.value = demo_html(d)
 
-    return linked({"heads": heads, "sharpness": sharp}, show, picture="html")
+    return linked({"heads": heads, "sharpness": sharp}, show)

@@ -175,7 +175,7 @@ def lab_widget():
     # The two pictures side by side in 580 px, LAB_HEIGHT tall for every h, the numbers folded under
     # both; the summary keeps its longest reading's height, so nothing jumps while the slider moves.
     numbers = w.HTML(layout=w.Layout(margin="0"))
-    box = linked({"slider": heads, "zoom": zoom}, show, picture="html", pictures=2)
+    box = linked({"slider": heads, "zoom": zoom}, show, pictures=2)
     # the longest reading (h = 64) in a 592 px output
     box.controls["summary"].layout.min_height = "250px"
     box.children = (*box.children, numbers)

@@ -91,21 +91,21 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
 
     code = ("white-space:{};font-family:var(--jp-code-font-family);font-size:"
             "var(--jp-code-font-size);")
-    head = "".join(f'<th scope="col" style="{cell}{align(i)}border-bottom:1px solid '
-                   'var(--jp-border-color1)">'
-                   f"{_html.escape(str(h))}</th>" for i, h in enumerate(headers))
+    border = "border-bottom:1px solid var(--jp-border-color1)"
+    head = "".join(f'<th scope="col" style="{cell}{align(i)}{border}">{_html.escape(str(h))}</th>'
+                   for i, h in enumerate(headers))
     body = []
     for row in rows:
-        texts = [cell_text(v) for v in row]
-        wraps = [code.format("nowrap" if len(t) <= SHORT_CODE else "pre-wrap") if i in code_columns
-                 else ""
-                 for i, t in enumerate(texts)]
-        body.append("<tr>" + "".join(f'<td style="{cell}{align(i)}{wraps[i]}">{_html.escape(t)}</td'
-                                     '>'
-                                     for i, t in enumerate(texts)) + "</tr>")
+        tds = []
+        for i, text in enumerate(cell_text(v) for v in row):
+            wrap = ""
+            if i in code_columns:
+                wrap = code.format("nowrap" if len(text) <= SHORT_CODE else "pre-wrap")
+            tds.append(f'<td style="{cell}{align(i)}{wrap}">{_html.escape(text)}</td>')
+        body.append(f"<tr>{''.join(tds)}</tr>")
+    table_style = f"{TEXT_STYLE}border-collapse:collapse;margin:4px 0"
     return (f'<div class="lesson-table-wrap" style="max-width:100%;overflow-x:auto">'
-            f'<table class="lesson-table" style="{TEXT_STYLE}border-collapse:collapse;margin:4px '
-            '0">'
+            f'<table class="lesson-table" style="{table_style}">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 

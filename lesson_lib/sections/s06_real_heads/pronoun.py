@@ -313,4 +313,4 @@ def pronoun_widget(model):
         summary.value = "<br>".join(map(html.escape, lines))
         picture.value = str(_rows(tokens, att, pronoun, w, HEADS))
 
-    return linked(controls, redraw, picture="html")
+    return linked(controls, redraw)

@@ -289,8 +289,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
         text, bars, picture.value = explorer_frame(enc, layer_s.value, head_s.value, token.value)
         summary.value = f"<b>{html.escape(text)}</b>{bars}"
 
-    box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, redraw,
-                 picture="html")
+    box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, redraw)
     # Both parts reserve the longest sentence's height, so choosing it never makes the widget grow.
     # Summary: 3 lines of text, the bars' heading, the bars in 2 columns (a 592 px output); picture:
     # the map and its folded table's line.

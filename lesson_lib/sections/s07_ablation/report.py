@@ -146,9 +146,8 @@ def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
     """``crowded_keys`` per length in ``sharpness`` as a table (2 decimals, far from rounding)."""
     won = {s: crowded_keys(counts, s) for s in sharpness}
     rows = [[f"{s:g}", *(f"{won[s][n]:.2f}" for n in counts)] for s in sharpness]
-    return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)],
-                      rows).around(
-        before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
+    table = text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)], rows)
+    return table.around(before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
 
 
 def stored_sweep() -> dict:
@@ -216,18 +215,16 @@ def plot_toy_vs_paper(results):
         right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8,
                    label=f"{name} {target}")
     right.axhline(chance, color="0.5", lw=1, ls="--")
+    # above the dashed line, not on it
     right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4),
-                   ha="right",
-                   # above the dashed line, not on it
-                   va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")
+                   ha="right", va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")
     right.set(ylim=(0, 1.05), ylabel="新序列上的准确率",
               title=f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
-    note = (f"{SOURCE_NOTE}；下图：每个头数 {len(results[0]['accuracy_per_seed'])} 次训练（种子）"
-            "的平均")
+    seeds = len(results[0]["accuracy_per_seed"])
+    note = f"{SOURCE_NOTE}；下图：每个头数 {seeds} 次训练（种子）的平均"
     fig.text(0.99, 0.005, wrap_title(note, 5.8, MIN_FONT_PT), ha="right", va="bottom",
-             fontsize=MIN_FONT_PT,
-             color="0.3")
+             fontsize=MIN_FONT_PT, color="0.3")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     # accuracies differ in their last digits between machines: alt text and table give levels
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
@@ -253,14 +250,13 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     # Trained weights (and the title's JS divergence) differ in their last digits between machines,
     # and the one head splits each row almost evenly between two neighbours: no table, and an alt
     # text without digits; the role names are those §7's checked output prints.
-    alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。后四张：h = "
-           "4 的四个头，"
-           f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
+    alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。"
+           f"后四张：h = 4 的四个头，分别{'、'.join(names)}。"
+           "每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
     # 2 wide: rows ≥ 12 px
     return heat_map(maps, tokens=[str(i + 1) for i in range(maps.shape[-1])], cols=2,
                     titles=["h = 1：唯一的头", *(f"h = 4：{n}" for n in names)], suptitle=title,
-                    alt=alt,
-                    table=False)
+                    alt=alt, table=False)
 
 
 def progress_bar(description: str = "训练中"):

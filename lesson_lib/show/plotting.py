@@ -209,18 +209,19 @@ def heads_description(w, row_tokens, key_tokens, titles, title=None):
     table = []
     for i in range(h):
         name = titles[i] or ""
+        label = f"{name}：" if name else ""
         if n <= 12:
-            cells = ["「{}」{}".format(row_tokens[r],
-                                     "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}"
-                                                             for k in np.argsort(-w[i, r],
-                                                                                 kind="stable")[:2]))
-                     for r in range(n)]
-            parts.append(f"{name + '：' if name else ''}{'；'.join(cells)}")
+            cells = []
+            for r in range(n):
+                top = np.argsort(-w[i, r], kind="stable")[:2]
+                given = "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}" for k in top)
+                cells.append(f"「{row_tokens[r]}」{given}")
+            parts.append(label + "；".join(cells))
         else:
             flat = np.argsort(-w[i].ravel(), kind="stable")[:3]
             cells = [f"「{row_tokens[f // m]}」给「{key_tokens[f % m]}」{w[i].ravel()[f]:.2f}"
                      for f in flat]
-            parts.append(f"{name + '：' if name else ''}最大的权重是 " + "，".join(cells))
+            parts.append(f"{label}最大的权重是 " + "，".join(cells))
         for r in range(n):
             k = int(np.argmax(w[i, r]))
             table.append([*([name] if h > 1 else []), row_tokens[r], key_tokens[k],

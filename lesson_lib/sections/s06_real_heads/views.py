@@ -116,11 +116,12 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
         given = "，".join(f"给「{t}」{w:.2f}" for t, w in cells)
         parts.append(f"{head_label(layer, head)}：「{tokens[qi]}」{given}")
         table.append([head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
-    headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重",
-                                                                      "第二大的权重"]
+    headers = ["头", "最大的权重", "第二大的权重"]
+    if named:
+        headers = ["头", *(f"给「{name}」" for name in named)]
     return heat_map(rows, tokens=[f"L{layer}·头{head}" for layer, head in heads], col_tokens=tokens,
-                    suptitle=title,
-                    alt=sentence(title) + "；".join(parts) + "。", table=(headers, table))
+                    suptitle=title, alt=sentence(title) + "；".join(parts) + "。",
+                    table=(headers, table))
 
 
 @_needs_model
@@ -224,14 +225,13 @@ def explorer_frame(enc, layer, head, qi, table=None):
     li, hi = check_layer_head(enc.attentions, layer, head)
     tokens = enc.tokens
     row = enc.attentions[li, hi, qi]  # (T,)
-    alt = (f"{head_label(layer, head)} 的注意力图（{len(tokens)} 个词，红框是「{tokens[qi]}」"
-           "这一行）："
-           + "，".join(f"「{tokens[qi]}」给「{tokens[k]}」{row[k]:.2f}"
-                      for k in np.argsort(-row, kind="stable")[:3])
-           + "。")
+    top = np.argsort(-row, kind="stable")[:3]
+    given = "，".join(f"「{tokens[qi]}」给「{tokens[k]}」{row[k]:.2f}" for k in top)
+    alt = (f"{head_label(layer, head)} 的注意力图（{len(tokens)} 个词，"
+           f"红框是「{tokens[qi]}」这一行）：{given}。")
+    title = f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）"
     picture = heat_map(enc.attentions[li, hi], tokens=tokens, cell_px=15, highlight_row=qi, alt=alt,
-                       table=table,
-                       suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")
+                       table=table, suptitle=title)
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(tokens, row)):
         colour = "var(--jp-brand-color1, #1f77b4)"

@@ -290,12 +290,13 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if titles is not None and len(titles := list(titles)) != h:
         raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
     small = box is not None
-    numbered = h <= 16
-    esc = _html.escape  # more heads: too small for token labels or numbers
+    numbered = h <= 16  # more heads: too small for token labels or numbers
+    esc = _html.escape
     # Tiles near-square (in a box: as many columns as rows), at most 8 wide
-    cols = math.ceil(math.sqrt(h)) if small else cols or min(8,
-                                                             max(math.ceil(math.sqrt(h)), 4
-                                                                 if h > 4 else 1))
+    if small:
+        cols = math.ceil(math.sqrt(h))
+    elif not cols:
+        cols = min(8, max(math.ceil(math.sqrt(h)), 4 if h > 4 else 1))
     rows = math.ceil(h / cols)
     # tiles numbered above (over 16: each row's first, at its left), cells as large as fits
     if small:

@@ -57,16 +57,16 @@ def lab_state(h: int) -> LabState:
     """Everything the lab shows for h heads (multi_head_attention checks h: once, at its door)."""
     x, ws = _parameters()
     _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
-    h = len(weights)
-    n = len(SENTENCE)  # h as the int the kernel checked
-    count = costs.count(n, BASE_D_MODEL, h)
-    base = costs.count(n, BASE_D_MODEL, BASE_HEADS)
+    h = len(weights)  # h as the int the kernel checked
+    d_k = BASE_D_MODEL // h
+    count = costs.count(len(SENTENCE), BASE_D_MODEL, h)
+    base = costs.count(len(SENTENCE), BASE_D_MODEL, BASE_HEADS)
     diversity = mean_pairwise_js(weights) if h > 1 else None
-    return LabState(h, BASE_D_MODEL // h, SENTENCE, weights, costs.parameters(BASE_D_MODEL, h),
-                    count.matmul_total,
-                    count.softmax_total, float(row_entropy(weights).mean()), diversity,
-                    _reading(h, BASE_D_MODEL // h, count.softmax_total / base.softmax_total,
-                             diversity))
+    reading = _reading(h, d_k, count.softmax_total / base.softmax_total, diversity)
+    parameters = costs.parameters(BASE_D_MODEL, h)
+    entropy = float(row_entropy(weights).mean())
+    return LabState(h, d_k, SENTENCE, weights, parameters, count.matmul_total, count.softmax_total,
+                    entropy, diversity, reading)
 
 
 def _reading(h, d_k, softmax_vs_base, diversity):
@@ -78,8 +78,8 @@ def _reading(h, d_k, softmax_vs_base, diversity):
         return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置："
                 f"{h} 张不同的注意力图，{spread}；参数与矩阵乘法和 1 个头时完全一样。")
     if d_k <= 8:
-        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 工作量是 8 头的 "
-                f"{softmax_vs_base:g} 倍，"
+        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；"
+                f"softmax 工作量是 8 头的 {softmax_vs_base:g} 倍，"
                 "而每个头用来打分的向量已经很短（论文表 3 里 d_k 过小时 BLEU 下降）。")
     return (f"{h} 个头、每头宽度 d_k = {d_k}：{h} 张不同的注意力图，{spread}；"
             f"参数与矩阵乘法不变，softmax 工作量是 8 头的 {softmax_vs_base:g} 倍。")
@@ -95,8 +95,8 @@ def summary_html(state: LabState) -> str:
             ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）")]
     body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>"
                    for k, v in rows)
-    return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px "
-               f"0'>{state.reading}</p>")
+    return box(f"<table style='color:inherit'>{body}</table>"
+               f"<p style='margin:6px 0'>{state.reading}</p>")
 
 
 def overview_alt(state: LabState, zoom: int) -> str:
@@ -119,13 +119,13 @@ def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str, str]:
     the zoomed one framed, alt text from the numbers, the zoomed head's weights folded under."""
     zoom = check_int(zoom, f"zoom（放大第几个头；h = {state.h} 时只有 {state.h} 个）", minimum=1,
                      maximum=state.h)
-    w = state.weights[zoom - 1]
-    tokens = state.tokens  # (n, n)
+    w = state.weights[zoom - 1]  # (n, n)
+    tokens = state.tokens
     tops = "；".join(f"「{tokens[i]}」最看重「{tokens[k]}」（{w[i, k]:.2f}）"
                     for i, k in enumerate(w.argmax(1)))
     alt = (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）"
-           "的注意力热图，"
-           f"行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。每行最大的权重：{tops}。")
+           f"的注意力热图，行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。"
+           f"每行最大的权重：{tops}。")
     zoomed = heat_map(w, tokens, cell_px=ZOOM_CELL_PX,
                       suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
                       alt=alt, table=False, height=LAB_HEIGHT)

@@ -32,8 +32,7 @@ class SweepInterrupted(KeyboardInterrupt):
 
 
 def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK,
-          cfg: TrainConfig = DEFAULT_CONFIG,
-          progress=None) -> SweepResult:
+          cfg: TrainConfig = DEFAULT_CONFIG, progress=None) -> SweepResult:
     """Train ``seeds`` (a count or a list) models for every h in ``heads``, scored on the fixed test
     set; ``accuracy_mean`` / ``accuracy_sd`` (None for one seed): over seeds, of 3 targets' mean."""
     heads, seeds = check_sweep(heads, seeds, task, cfg)

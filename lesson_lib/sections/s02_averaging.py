@@ -104,9 +104,9 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         w = w[:, 0]
         referent = w[0, REFERENT]
         subject = w[1, SUBJECT]
-    return Demo(heads, float(sharpness), names, np.atleast_2d(w),
-                dict(zip(FEATURES, map(float, output))),
-                float(referent), float(subject))
+    output = dict(zip(FEATURES, map(float, output)))
+    return Demo(heads, float(sharpness), names, np.atleast_2d(w), output, float(referent),
+                float(subject))
 
 
 def bar_html(value: float, colour: str) -> str:

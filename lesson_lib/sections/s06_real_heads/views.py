@@ -177,9 +177,8 @@ def head_finder(runs):
     winners = [best[0] for best in ranking.values()]  # in SCORE_NAMES' order
     # (4, T, T)
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])
-    titles = [f"{short}：{head_label(layer, head)}" for short, (layer, head, _) in
-              zip(("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇"),
-                  winners)]
+    shorts = ("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇")
+    titles = [f"{short}：{head_label(*best[:2])}" for short, best in zip(shorts, winners)]
     return heat_map(  # one column: four 27-token maps side by side would need labels under 12 px
         maps, tokens=law.tokens, titles=titles,
         suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）", cols=1)

@@ -161,7 +161,7 @@ def _serve(clone: Path, env: dict, runtime: Path, uid: int | None, gid: int | No
 def _get(server: dict, path: str) -> dict:
     url = f"{server['url'].rstrip('/')}/api/contents/{urllib.request.quote(path, safe='/?=')}"
     request = urllib.request.Request(url, headers={"Authorization": f"token {server['token']}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=scaled(10)) as response:
         return json.load(response)
 
 

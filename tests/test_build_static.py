@@ -305,6 +305,7 @@ def browser_page(site):
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1024, "height": 900})
+        page.set_default_timeout(scaled(60) * 1000)  # the whole lesson's page: loading it is slow on a busy machine
         outside = []
 
         def only_files(route):

@@ -4,8 +4,9 @@ On a fresh clone of this checkout (its committed state, in a temporary folder) w
   - setup: ``bash scripts/setup.sh --no-open`` builds the clone's .venv, as a learner's first command (wall time and
     CPU-seconds); then ``--dev`` adds the test tools;
   - tests collected: ``pytest --collect-only`` over what ``bash scripts/test.sh`` runs;
-  - the fast set: ``bash scripts/test.sh -m "not slow"``'s pytest command, CPU-seconds of pytest and every child it
-    reaps (the xdist workers, the kernels and workers they start), and whether it passed;
+  - the fast set: ``bash scripts/test.sh -m "not slow"``'s pytest command (no notebook, nbval unloaded),
+    CPU-seconds of pytest and every child it reaps (the xdist workers, the kernels and workers they start), and
+    whether it passed;
   - Restart & Run All: one student's fresh kernel running the core notebook (bench_notebook_cost: CPU-seconds of the
     kernel and its children, peak memory as PSS of the process tree).
 CPU-seconds come from the OS (getrusage of reaped children; psutil for the kernel's tree), so a busy machine changes
@@ -29,6 +30,7 @@ NOTEBOOKS = ["notebooks/day11_multi_head_attention.ipynb", "notebooks/lab_real_h
              "notebooks/lab_ablation.ipynb"]
 PYTEST = ["-m", "pytest", "-p", "no:cacheprovider", "--nbval", *NOTEBOOKS,
           "--nbval-sanitize-with", "notebooks/nbval_sanitize.cfg", "tests"]  # as scripts/test.sh runs it
+FAST = ["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:nbval", "tests", "-m", "not slow"]  # test.sh -m "not slow"
 
 
 def _children_cpu() -> float:
@@ -80,7 +82,7 @@ def run() -> list[str]:
         workers = subprocess.run([python, "-c", "from lesson_lib.runtime.cpus import usable_cpus; "
                                   "print(min(2, usable_cpus()))"], cwd=clone, env=env, capture_output=True,
                                  text=True, check=True).stdout.strip()
-        fast = [python, *PYTEST, "-n", workers if int(workers) > 1 else "0", "--dist", "loadfile", "-m", "not slow"]
+        fast = [python, *FAST, "-n", workers if int(workers) > 1 else "0", "--dist", "loadfile"]
         status, wall, cpu, out = _timed(fast, clone, env)
         summary = next((line.strip("= ") for line in reversed(out.splitlines()) if " in " in line and "=" in line),
                        "?")

@@ -1,20 +1,28 @@
 """A class on one machine: a real JupyterHub, N students, Restart & Run All at the same moment.
 
-    .venv/bin/python benchmarks/classroom.py [--students 8] [--no-solo] [--json out.json]
+    .venv/bin/python benchmarks/classroom.py [--students 8] [--no-solo] [--no-update] [--json out.json]
 
 Needs ``pip install -r benchmarks/classroom-requirements.txt`` in the lesson's environment and the
 hub's proxy (``npm install -g configurable-http-proxy``). What it does, all on loopback, in a
 temporary directory that is removed afterwards:
 
-1. Starts JupyterHub (dummy authenticator with a random shared password, SimpleLocalProcessSpawner:
+1. Lays out an "image" from this repository's committed HEAD, as binder/postBuild does: the course's notebooks and
+   scripts/personal_copy.py in ``<tmp>/image/share/day11-multi-head-attention/``, and ``lesson_lib`` (which the
+   students' kernels import, through PYTHONPATH) in ``<tmp>/image/lib/``.
+2. Starts JupyterHub (dummy authenticator with a random shared password, SimpleLocalProcessSpawner:
    one ``jupyterhub-singleuser`` process per student, home ``<tmp>/home/<name>``), on random free ports.
-2. Creates N students through the hub's REST API and starts their servers.
-3. Each student gets a personal copy through nbgitpuller's pull API (the pull link the README gives
-   instructors), from a bare clone of this repository's committed HEAD.
-4. Each opens the lesson (a session, as JupyterLab does), then all press Restart & Run All together:
+   Every server starts through ``binder/start``, which makes the student's own copy
+   ``~/my_lesson/day11_multi_head_attention.ipynb`` from the image (the README's hub link opens it).
+3. Creates N students through the hub's REST API and starts their servers.
+4. Each opens their copy (a session, as JupyterLab does), then all press Restart & Run All together:
    the kernel is restarted and every code cell is executed over the kernel websocket, in order; then each
    submits one (wrong) exercise attempt, which the lesson saves to the student's progress file.
 5. While they run, a prober fetches the hub's login page and a student's file listing every 0.5 s.
+6. A course update (``--no-update`` skips it): each student answers two questions; the image gets a new
+   version of the lesson in which one of them (``UPDATED_QUESTION``) is asked differently and the notebook
+   says so; every server restarts (binder/start renews the copy), and each student runs the new copy. Each
+   progress file is read before and after: the other answer must be kept as it was, and the changed
+   question's answer as an earlier version's.
 
 It prints, per student: wall time, CPU-seconds (the kernel with its children, and the student's
 server), peak memory of the kernel's process tree (PSS: shared pages split between processes), error
@@ -30,6 +38,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -42,14 +51,19 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_notebook_cost import PeakSampler, kernel_peak_rss_bytes, tree_cpu_seconds  # noqa: E402
 
 NOTEBOOK = "notebooks/day11_multi_head_attention.ipynb"
-COPY_DIR = "day11"  # where the pull link puts each student's copy, inside their home
+COPY_DIR = "my_lesson"  # where binder/start puts each student's own copy, inside their home
+COPY = f"{COPY_DIR}/{Path(NOTEBOOK).name}"
+# What binder/postBuild puts into the image (the course folder and the library the kernels import).
+IMAGE_FILES = ("notebooks/day11_multi_head_attention.ipynb", "notebooks/lab_real_heads.ipynb",
+               "notebooks/lab_ablation.ipynb", "scripts/personal_copy.py", "lesson_lib")
+COURSE = "share/day11-multi-head-attention"  # binder/start's course folder under NB_PYTHON_PREFIX
 # The progress file's location can be set per student; the lesson's default puts it in the student's space.
 PROGRESS_ENV = "LESSON_PROGRESS_FILE"
 # After Restart & Run All each student submits one exercise attempt, so the lesson has progress to save:
@@ -58,6 +72,15 @@ STUDENT_ATTEMPT = (
     "from lesson_lib.sections import exercises\n"
     "_ = exercises.check('split_heads', lambda x, h: x.reshape(h, x.shape[0], -1))"
 )
+# Before the course update each student answers two questions; the update then asks UPDATED_QUESTION differently.
+STUDENT_ANSWERS = (("Q2", ["32", "不变"]), ("Q4", ["B"]))
+UPDATED_QUESTION = "Q4"
+ANSWER_CODE = (
+    "from lesson_lib.practice import progress as _p, quiz as _q\n"
+    "for _id, _a in {answers!r}:\n"
+    "    _p.default_progress().record(_q.check(_id, _a), _a)"
+)
+UPDATE_NOTE = "（课程更新：这一版换了一道题的问法。）"
 # Printed by each kernel at the end: the CPUs the lesson sized itself to, and the BLAS threads it runs.
 THREADS_PROBE = (
     "import json as _j; from lesson_lib.runtime.cpus import usable_cpus as _u\n"
@@ -80,10 +103,6 @@ def missing_tools(venv_bin: Path) -> list[str]:
         missing.append("jupyterhub (pip install -r benchmarks/classroom-requirements.txt)")
     if shutil.which("configurable-http-proxy") is None:
         missing.append("configurable-http-proxy (npm install -g configurable-http-proxy)")
-    try:
-        import nbgitpuller  # noqa: F401
-    except ImportError:
-        missing.append("nbgitpuller (pip install -r benchmarks/classroom-requirements.txt)")
     if shutil.which("git") is None:
         missing.append("git")
     return missing
@@ -104,9 +123,13 @@ def hub_config(tmp: Path, port: int, hub_port: int, api_port: int, token: str, p
                lesson_cpus: int | None = None) -> str:
     """jupyterhub_config.py: loopback only, students' homes under ``tmp``, a service token for the driver.
 
-    Each server starts through ``binder/start``, as in a hub image; ``lesson_cpus`` sets LESSON_CPUS for every
-    student (an instructor's cap on a server without per-student quotas).
+    Each server starts through ``binder/start``, as in a hub image, with ``<tmp>/image`` as the image's prefix
+    (its course folder and ``lesson_lib``); ``lesson_cpus`` sets LESSON_CPUS for every student (an instructor's
+    cap on a server without per-student quotas).
     """
+    environment = {"NB_PYTHON_PREFIX": str(tmp / "image"), "PYTHONPATH": str(tmp / "image" / "lib")}
+    if lesson_cpus:
+        environment["LESSON_CPUS"] = str(lesson_cpus)
     return textwrap.dedent(f"""
         c = get_config()  # noqa
         c.JupyterHub.bind_url = "http://{LOOPBACK}:{port}"
@@ -129,7 +152,7 @@ def hub_config(tmp: Path, port: int, hub_port: int, api_port: int, token: str, p
         c.JupyterHub.spawner_class = "simple"
         c.SimpleLocalProcessSpawner.home_dir_template = {str(tmp / "home" / "{username}")!r}
         c.Spawner.cmd = [{str(ROOT / "binder" / "start")!r}, {str(venv_bin / "jupyterhub-singleuser")!r}]
-        c.Spawner.environment = {({"LESSON_CPUS": str(lesson_cpus)} if lesson_cpus else {})!r}
+        c.Spawner.environment = {environment!r}
         c.Spawner.args = ["--allow-root"]  # harmless for other users; CI runs as root
         c.Spawner.ip = "{LOOPBACK}"
         c.Spawner.default_url = "/lab"
@@ -280,15 +303,6 @@ class Api:
             await asyncio.sleep(0.3)
         raise ClassroomError(f"{name}'s server was not ready within {timeout:.0f} s:\n{self.hub.log_tail()}")
 
-    async def pull_copy(self, name, repo_url, branch):
-        """nbgitpuller's pull API (what a pull link's page calls): clone the lesson into the student's home."""
-        query = urlencode({"repo": repo_url, "branch": branch, "targetpath": COPY_DIR})
-        text = await self.call("GET", f"/user/{name}/git-pull/api?{query}", timeout=180)
-        events = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
-        phases = [e.get("phase") for e in events]
-        if "finished" not in phases:
-            raise ClassroomError(f"nbgitpuller did not finish for {name}: {events[-3:]}")
-
     def ws_request(self, path):
         from tornado.httpclient import HTTPRequest
 
@@ -410,17 +424,39 @@ class Student:
         self.kernel_id = None
         self.code = []
 
-    async def open_lesson(self, repo_url, branch):
+    async def open_lesson(self):
+        """Start the server (binder/start makes the student's copy first) and open the copy in a session."""
         await self.api.call("POST", f"/hub/api/users/{self.name}/server")
         await self.api.wait_for_server(self.name)
-        await self.api.pull_copy(self.name, repo_url, branch)
-        path = f"{COPY_DIR}/{NOTEBOOK}"
-        model = await self.api.call("GET", f"/user/{self.name}/api/contents/{quote(path)}?content=1")
+        model = await self.api.call("GET", f"/user/{self.name}/api/contents/{quote(COPY)}?content=1")
         self.code = [c["source"] for c in model["content"]["cells"] if c["cell_type"] == "code" and c["source"].strip()]
         self.code.append(STUDENT_ATTEMPT)
         session = await self.api.call("POST", f"/user/{self.name}/api/sessions",
-                                      {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}})
+                                      {"path": COPY, "type": "notebook", "name": "", "kernel": {"name": "python3"}})
         self.kernel_id = session["kernel"]["id"]
+
+    async def execute(self, code: str, timeout: float = 120) -> list:
+        """Run ``code`` in the open kernel (as a cell the student adds); its error outputs."""
+        from tornado.websocket import websocket_connect
+
+        session = uuid.uuid4().hex
+        ws = await websocket_connect(self.api.ws_request(
+            f"/user/{self.name}/api/kernels/{self.kernel_id}/channels?session_id={session}"))
+        try:
+            reply, outputs = await KernelChannel(ws, session).request(
+                "execute_request", {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                                    "allow_stdin": False}, timeout=timeout)
+        finally:
+            ws.close()
+        errors = [f"{c.get('ename')}: {c.get('evalue')}" for kind, c in outputs if kind == "error"]
+        return errors or ([] if reply.get("status") == "ok" else [f"reply status {reply.get('status')}"])
+
+    def progress(self) -> dict:
+        """The student's progress file (wherever in their home the lesson keeps it by default); {} if none."""
+        for path in self.home.rglob("progress.json"):
+            with contextlib.suppress(OSError, ValueError):
+                return json.loads(path.read_text(encoding="utf-8"))
+        return {}
 
     async def close(self):
         """Shut the kernel down, then the server, as a student logging out would; wait until it is gone."""
@@ -531,19 +567,66 @@ class Prober:
                 await asyncio.wait_for(stop.wait(), PROBE_EVERY_S)
 
 
-def _bare_clone(tmp: Path) -> tuple[str, str]:
-    """A bare clone of this repository's committed HEAD: what students pull from, like a course's remote."""
-    branch = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout.strip()
-    if branch == "HEAD":  # detached (as in some CI clones): name the commit on a branch of the bare clone
-        branch = "lesson"
-    target = tmp / "lesson.git"
-    # HEAD before the clone: a commit made meanwhile is then in the clone too (read after, it might not be).
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    subprocess.run(["git", "clone", "--quiet", "--bare", "--no-local", str(ROOT), str(target)], check=True)
-    subprocess.run(["git", "--git-dir", str(target), "branch", "--force", branch, head.strip()], check=True,
-                   capture_output=True)
-    return f"file://{target}", branch
+def build_image(tmp: Path) -> Path:
+    """``<tmp>/image`` from this repository's committed HEAD, laid out as binder/postBuild lays out a hub image:
+    the course folder binder/start makes each student's copy from, and ``lib/lesson_lib`` for the kernels."""
+    src, image = tmp / "src", tmp / "image"
+    src.mkdir()
+    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD", *IMAGE_FILES], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    course = image / COURSE
+    (course / "notebooks").mkdir(parents=True)
+    for name in IMAGE_FILES[:3]:
+        shutil.copy(src / name, course / "notebooks")
+    shutil.copy(src / "scripts" / "personal_copy.py", course)
+    (image / "lib").mkdir()
+    shutil.move(src / "lesson_lib", image / "lib" / "lesson_lib")
+    shutil.rmtree(src)
+    return image
+
+
+def _in_image(image: Path, code: str, *args: str) -> str:
+    """What ``code`` prints when run with the image's lesson_lib (as the students' kernels import it)."""
+    env = {**os.environ, "PYTHONPATH": str(image / "lib")}
+    # cwd: ``-c`` puts it first on sys.path, and this repository's own lesson_lib must not shadow the image's
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=image, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+_PROMPT = "import sys; from lesson_lib.practice.questions import question as q; print(q(sys.argv[1]).{})"
+
+
+def change_question(image: Path, question_id: str) -> tuple[str, str]:
+    """A course update that asks ``question_id`` differently: a note appended to the longest run of Chinese text in
+    its prompt, in whichever file of the image's lesson_lib holds it (the question bank, as Python or as data).
+    Returns the question's (old, new) version; ClassroomError if the text is not in exactly one place."""
+    before = _in_image(image, _PROMPT.format("version"), question_id)
+    prompt = _in_image(image, _PROMPT.format("prompt"), question_id)
+    fragment = max(re.findall(r"[\u4e00-\u9fff，、：；？]+", prompt), key=len)
+    places = [(path, path.read_text(encoding="utf-8")) for path in (image / "lib" / "lesson_lib").rglob("*")
+              if path.suffix in (".py", ".toml", ".json")]
+    places = [(path, text) for path, text in places if fragment in text]
+    if len(places) != 1 or places[0][1].count(fragment) != 1:
+        raise ClassroomError(f"{question_id} 的题面片段 {fragment!r} 不止一处或找不到：{[str(p) for p, _ in places]}")
+    path, text = places[0]
+    path.write_text(text.replace(fragment, fragment + "（新问法）"), encoding="utf-8")
+    after = _in_image(image, _PROMPT.format("version"), question_id)
+    if after == before:
+        raise ClassroomError(f"改了 {path} 里 {question_id} 的题面，题目的版本却没变")
+    return before, after
+
+
+def update_course(image: Path, question_id: str) -> tuple[str, str]:
+    """The new image: ``question_id`` asked differently and the notebook saying so (in its first cell)."""
+    import nbformat
+
+    versions = change_question(image, question_id)
+    notebook = image / COURSE / NOTEBOOK
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells[0].source += "\n\n" + UPDATE_NOTE
+    nbformat.write(nb, notebook)
+    return versions
 
 
 async def _class_run(api, students, prober) -> tuple[list[StudentRun], float]:
@@ -561,16 +644,35 @@ async def _class_run(api, students, prober) -> tuple[list[StudentRun], float]:
     return runs, time.perf_counter() - start
 
 
-async def _classroom(hub: Hub, n: int, solo: bool) -> dict:
+async def _course_update(hub: Hub, students: list[Student]) -> dict:
+    """Students answer, the course changes one question, every server restarts, each student runs the new copy;
+    each progress file before and after, and whether each copy is the new version."""
+    for student in students:
+        errors = await student.execute(ANSWER_CODE.format(answers=STUDENT_ANSWERS))
+        if errors:
+            raise ClassroomError(f"{student.name} could not answer: {errors}")
+    before = {s.name: s.progress() for s in students}
+    versions = update_course(hub.tmp / "image", UPDATED_QUESTION)
+    await asyncio.gather(*(s.close() for s in students))  # a new image: every server starts again
+    await asyncio.gather(*(s.open_lesson() for s in students))
+    go = asyncio.Event()
+    go.set()
+    runs = await asyncio.gather(*(s.restart_and_run_all(go) for s in students))
+    return {"question": UPDATED_QUESTION, "versions": versions, "answers": dict(STUDENT_ANSWERS),
+            "errors": {r.name: r.errors for r in runs}, "cells": {r.name: r.cells for r in runs},
+            "before": before, "after": {s.name: s.progress() for s in students},
+            "copy_updated": {s.name: UPDATE_NOTE in (s.home / COPY).read_text(encoding="utf-8") for s in students}}
+
+
+async def _classroom(hub: Hub, n: int, solo: bool, update: bool = True) -> dict:
     api = Api(hub)
     students = []
     try:
-        repo_url, branch = _bare_clone(hub.tmp)
         names = [f"student{i + 1:02d}" for i in range(n)]
         await api.call("POST", "/hub/api/users", {"usernames": names})
         students = [Student(api, name, hub.tmp / "home" / name) for name in names]
         spawn_start = time.perf_counter()
-        await asyncio.gather(*(s.open_lesson(repo_url, branch) for s in students))
+        await asyncio.gather(*(s.open_lesson() for s in students))
         spawn_s = time.perf_counter() - spawn_start
         hub.remember_processes()
         idle = Prober(api, names[0])
@@ -583,13 +685,14 @@ async def _classroom(hub: Hub, n: int, solo: bool) -> dict:
         sampler_task = asyncio.ensure_future(_remember_while(hub, prober))
         runs, wall = await _class_run(api, students, prober)
         sampler_task.cancel()
+        update_result = await _course_update(hub, students) if update else None
         shared_writes = _repository_writes(since=time.time() - (time.perf_counter() - spawn_start))
-        return {"students": n, "spawn_and_pull_s": spawn_s, "class_wall_s": wall, "runs": [asdict(r) for r in runs],
+        return {"students": n, "update": update_result,
+                "spawn_and_copy_s": spawn_s, "class_wall_s": wall, "runs": [asdict(r) for r in runs],
                 "solo": None if solo_run is None else asdict(solo_run),
                 "idle_latency_s": idle.latencies, "load_latency_s": prober.latencies,
                 "probe_failures": prober.failures, "repository_written": shared_writes,
-                "copies": [str(s.home / COPY_DIR / NOTEBOOK) for s in students
-                           if (s.home / COPY_DIR / NOTEBOOK).exists()]}
+                "copies": [str(s.home / COPY) for s in students if (s.home / COPY).exists()]}
     finally:
         hub.remember_processes()
         await asyncio.gather(*(s.close() for s in students))
@@ -626,7 +729,7 @@ async def _bounded(coro, seconds):
 
 
 def run_classroom(n: int = 8, solo: bool = True, venv_bin: Path | None = None, keep: Path | None = None,
-                  deadline_s: float = 1800.0, lesson_cpus: int | None = None) -> dict:
+                  deadline_s: float = 1800.0, lesson_cpus: int | None = None, update: bool = True) -> dict:
     """Start a hub, run the class, stop everything; the figures as a dict (``leftover_pids`` should be empty).
 
     The class is abandoned (ClassroomError) after ``deadline_s``; the hub and its processes are stopped either way.
@@ -640,7 +743,8 @@ def run_classroom(n: int = 8, solo: bool = True, venv_bin: Path | None = None, k
     result = {}
     try:
         hub.start()
-        result = asyncio.run(_bounded(_classroom(hub, n, solo), deadline_s))
+        build_image(tmp)
+        result = asyncio.run(_bounded(_classroom(hub, n, solo, update), deadline_s))
         result["lesson_cpus"] = lesson_cpus
     finally:
         result["leftover_pids"] = hub.stop()
@@ -648,7 +752,7 @@ def run_classroom(n: int = 8, solo: bool = True, venv_bin: Path | None = None, k
         result["tmp"] = str(tmp)
         result["hub_log_tail"] = hub.log_tail(15)
         if keep is not None:
-            shutil.copytree(tmp / "home", keep, dirs_exist_ok=True, ignore=shutil.ignore_patterns("lesson.git"))
+            shutil.copytree(tmp / "home", keep, dirs_exist_ok=True, symlinks=True)
         shutil.rmtree(tmp, ignore_errors=True)
     return result
 
@@ -660,11 +764,35 @@ def _stats(values):
     return f"median {values[len(values) // 2] * 1e3:.0f} ms, max {values[-1] * 1e3:.0f} ms over {len(values)}"
 
 
+def update_kept(update: dict, name: str) -> dict:
+    """For one student: were the unchanged question's answers kept as they were, the changed one's kept as an
+    earlier version's (and no longer counted), the copy renewed, every cell of the new copy run without error?"""
+    changed = update["question"]
+    before, after = update["before"][name], update["after"][name]
+    others = [q for q in update["answers"] if q != changed]
+    return {"others_kept": bool(others) and all(after["questions"].get(q) == before["questions"].get(q) is not None
+                                                 for q in others),
+            "changed_as_earlier": changed not in after["questions"]
+            and after["earlier"].get(changed, [None])[-1] == before["questions"].get(changed) is not None,
+            "copy_updated": update["copy_updated"][name], "ran_clean": not update["errors"][name]}
+
+
+def update_line(update: dict) -> str:
+    names = sorted(update["after"])
+    checks = {name: update_kept(update, name) for name in names}
+    good = [name for name in names if all(checks[name].values())]
+    bad = {name: [k for k, v in checks[name].items() if not v] for name in names if name not in good}
+    return (f"course update ({update['question']} asked differently, version {update['versions'][0]} → "
+            f"{update['versions'][1]}): {len(good)}/{len(names)} students got the new copy, kept their other "
+            f"answers as they were and the changed question's answer as an earlier version's"
+            + (f"; NOT for {bad}" if bad else ""))
+
+
 def report(result: dict) -> list[str]:
     runs = result["runs"]
     cap = f", LESSON_CPUS={result['lesson_cpus']}" if result.get("lesson_cpus") else ""
-    lines = [f"{result['students']} students{cap}; servers started and copies pulled in "
-             f"{result['spawn_and_pull_s']:.1f} s",
+    lines = [f"{result['students']} students{cap}; servers started (each making its own copy) in "
+             f"{result['spawn_and_copy_s']:.1f} s",
              f"{'student':<10} {'wall s':>7} {'kernel CPU s':>12} {'server CPU s':>12} {'peak MB':>8} "
              f"{'cells':>5} {'errors':>6} {'CPUs/BLAS':>9}  written in own home"]
     for r in runs:
@@ -693,6 +821,8 @@ def report(result: dict) -> list[str]:
     for r in runs:
         for e in r["errors"][:3]:
             lines.append(f"  {r['name']}: {e}")
+    if result.get("update"):
+        lines.append(update_line(result["update"]))
     if result["repository_written"]:
         lines.append(f"WRITTEN INTO THE SHARED REPOSITORY during the class: {result['repository_written']}")
     if result["leftover_pids"]:
@@ -707,6 +837,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=8)
     parser.add_argument("--no-solo", action="store_true", help="skip the one-student baseline run")
+    parser.add_argument("--no-update", action="store_true", help="skip the course update after the class")
     parser.add_argument("--lesson-cpus", type=int, metavar="N",
                         help="set LESSON_CPUS=N for every student (BLAS threads and worker processes follow it)")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
@@ -716,7 +847,8 @@ def main(argv=None) -> int:
     if args.lesson_cpus is not None and args.lesson_cpus < 1:
         parser.error("--lesson-cpus must be at least 1")
     try:
-        result = run_classroom(args.students, solo=not args.no_solo, lesson_cpus=args.lesson_cpus)
+        result = run_classroom(args.students, solo=not args.no_solo, lesson_cpus=args.lesson_cpus,
+                               update=not args.no_update)
     except ClassroomError as exc:
         print(f"classroom: {exc}", file=sys.stderr)
         return 1

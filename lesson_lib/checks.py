@@ -1,8 +1,6 @@
 """Checks on what a learner passes in, with a Chinese message that names the argument and says what
-to do.
-
-Overflow and ``MemoryError`` are not predicted (``translated`` says numpy's report in Chinese);
-the one size guard is for what the OS kills instead of refusing (free memory: runtime.memory)."""
+to do. Overflow and ``MemoryError`` are not predicted (``translated`` says numpy's report in
+Chinese); the one size guard is for what the OS kills instead of refusing (runtime.memory)."""
 
 import functools
 import math
@@ -55,8 +53,7 @@ def _check_scalar(value, name, minimum, maximum, error, kinds, noun, cast):
 
 
 def check_int(value, name: str, minimum=None, maximum=None, error=LessonInputError) -> int:
-    """``value`` as an int in [minimum, maximum] (either bound may be None); bool and 2.0 are
-    refused."""
+    """``value`` as an int in [minimum, maximum] (None: no bound); bool and 2.0 are refused."""
     return _check_scalar(value, name, minimum, maximum, error, (int, np.integer), "整数", int)
 
 
@@ -67,8 +64,7 @@ def check_number(value, name: str, minimum=None, maximum=None) -> float:
 
 
 def check_choice(value, name: str, choices, why: str = ""):
-    """``value`` if it is one of ``choices`` (integers match only integers); ``why``: 「（能整除
-    d_model 的头数）」."""
+    """``value`` if it is one of ``choices`` (integers match only integers); ``why`` says why."""
     choices = list(choices)
     is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     wants_int = all(isinstance(c, int) for c in choices)
@@ -84,14 +80,12 @@ def check_heads(d_model, h) -> int:
     if d_model % h != 0:
         divisors = [c for c in range(1, min(d_model, 64) + 1) if d_model % c == 0]
         raise AttentionInputError(f"d_model={d_model} 不能平均分给 h={h} 个头（{d_model} / {h} "
-                                  "不是整数）。"
-                                  f"请选一个能整除 {d_model} 的头数，例如 {divisors}。")
+                                  f"不是整数）。请选一个能整除 {d_model} 的头数，例如 {divisors}。")
     return h
 
 
 def _as_array(a, name):
-    """``a`` as a non-empty real ndarray (dtype unchanged): no None, text, objects, ragged rows or
-    hidden entries."""
+    """``a`` as a non-empty real ndarray, dtype kept: no None, text, objects, ragged rows, masks."""
     if a is None:
         raise AttentionInputTypeError(f"{name} 是 None：请传入数值数组，例如 np.array([[1.0, 2.0], "
                                       "[3.0, 4.0]])。")
@@ -100,13 +94,11 @@ def _as_array(a, name):
     if isinstance(a, np.ma.MaskedArray):
         hidden = int(np.ma.count_masked(a))
         if hidden:
-            raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} "
-                                      "个位置被遮住：注意力不会"
-                                      "跳过它们。请用 .filled(值) 填上；想让某些词不被关注，请用 "
-                                      "mask= 参数。")
+            raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} 个位置被遮"
+                                      "住：注意力不会跳过它们。请用 .filled(值) 填上；"
+                                      "想让某些词不被关注，请用 mask= 参数。")
         a = np.ma.getdata(a)
-    # np.matrix stays 2-D through every operation: a plain array; other subclasses kept (tests count
-    # work)
+    # np.matrix stays 2-D through everything: a plain array; other subclasses kept (tests count)
     try:
         arr = np.asarray(a) if isinstance(a, np.matrix) else np.asanyarray(a)
     except Exception:  # ragged lists and the like: numpy's own message is English
@@ -126,8 +118,7 @@ def _as_array(a, name):
 
 
 def _as_float_array(a, name, min_ndim, what, finite=True):
-    """A non-empty float16/32/64 array, ≥ ``min_ndim`` dimensions, finite if ``finite``; integers
-    become float64."""
+    """A non-empty float16/32/64 array, ≥ ``min_ndim`` dims, finite if ``finite``; ints: float64."""
     arr = _as_array(a, name)
     if arr.dtype.kind in "iub":
         arr = arr.astype(np.float64)  # exact for integers up to 2**53, and no uint8 wraparound
@@ -142,8 +133,7 @@ def _as_float_array(a, name, min_ndim, what, finite=True):
 
 
 def _finite(arr, name):
-    """``arr`` if it has no NaN or ±inf; two reductions (max and min cannot overflow), no temporary
-    array."""
+    """``arr`` if it has no NaN or ±inf: max and min (they cannot overflow), no temporary array."""
     if arr.dtype.kind == "f" and not (math.isfinite(float(arr.max()))
                                       and math.isfinite(float(arr.min()))):
         bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
@@ -177,8 +167,7 @@ def check_merge(x):
 
 
 def check_logits(x, axis):
-    """softmax's input: a non-empty float array, an axis it has, no NaN or +inf, no row all −inf
-    (−inf = masked)."""
+    """softmax's input: a non-empty float array, an axis it has, no NaN, +inf or all −inf row."""
     x = _as_float_array(x, "x", 1, "（一行打分）", finite=False)
     axis = check_int(axis, "axis", minimum=-x.ndim, maximum=x.ndim - 1, error=AttentionInputError)
     if math.isfinite(float(x.max())) and math.isfinite(float(x.min())):
@@ -191,9 +180,8 @@ def check_logits(x, axis):
     empty = np.isneginf(x).all(axis=axis)
     if empty.any():
         where = tuple(int(i) for i in np.argwhere(np.atleast_1d(empty))[0])
-        raise AttentionInputError(f"softmax 的输入在位置 {where} 的一行全是 −inf："
-                                  "这一行没有可以分配的权重"
-                                  "（0/0 = NaN）。每行至少要有一个有限的数。")
+        raise AttentionInputError(f"softmax 的输入在位置 {where} 的一行全是 −inf：这一行没有可以"
+                                  "分配的权重（0/0 = NaN）。每行至少要有一个有限的数。")
     return x, axis
 
 
@@ -202,26 +190,22 @@ def check_mask(mask, scores_shape):
     mask = _as_array(mask, "mask")
     if mask.dtype != bool:
         raise AttentionInputError("mask 应是布尔数组（True = 可以关注），收到的类型是 "
-                                  f"{mask.dtype}："
-                                  "请用 mask.astype(bool) 或比较运算得到它。")
+                                  f"{mask.dtype}：请用 mask.astype(bool) 或比较运算得到它。")
     try:
         full = np.broadcast_to(mask, scores_shape)
     except ValueError:
-        raise AttentionInputError(f"mask 的形状 {mask.shape} 无法广播到注意力分数的形状 "
-                                  f"{tuple(scores_shape)}："
-                                  "最后两维应是 (n_q, n_k)。") from None
+        raise AttentionInputError(f"mask 的形状 {mask.shape} 无法广播到注意力分数的形"
+                                  f"状 {tuple(scores_shape)}：最后两维应是 (n_q, n_k)。") from None
     empty_rows = ~full.any(axis=-1)
     if empty_rows.any():
         where = tuple(int(i) for i in np.argwhere(empty_rows)[0])
         raise AttentionInputError(f"mask 在位置 {where} 的这一行不允许关注任何键：softmax 会得到 "
-                                  "0/0 = NaN。"
-                                  "每个查询至少要能看到一个位置（例如它自己）。")
+                                  "0/0 = NaN。每个查询至少要能看到一个位置（例如它自己）。")
     return full
 
 
 def check_qkv(q, k, v, mask=None):
-    """Q, K, V that fit, in one float dtype, finite, with room in memory; the mask broadcast to the
-    scores or None."""
+    """Q, K, V that fit, in one float dtype, finite, with room in memory; the mask broadcast."""
     q, k, v = (_as_float_array(a, name, 2, "(n, d)") for a, name in ((q, "Q"), (k, "K"), (v, "V")))
     try:
         lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -231,12 +215,10 @@ def check_qkv(q, k, v, mask=None):
                                   "它们要么相同，要么是 1（可以广播）。") from None
     if q.shape[-1] != k.shape[-1]:
         raise AttentionInputError(f"Q 的最后一维 d_k={q.shape[-1]} 与 K 的最后一维 {k.shape[-1]} "
-                                  "不同："
-                                  "Q Kᵀ 要求两者相同。")
+                                  "不同：Q Kᵀ 要求两者相同。")
     if k.shape[-2] != v.shape[-2]:
         raise AttentionInputError(f"K 有 {k.shape[-2]} 个位置而 V 有 {v.shape[-2]} 个："
-                                  "每个键必须对应一个值，"
-                                  "请让两者的 n 相同。")
+                                  "每个键必须对应一个值，请让两者的 n 相同。")
     q, k, v = _common_dtype([q, k, v])
     scores_shape = (*lead, q.shape[-2], k.shape[-2])
     _check_memory(scores_shape, q.dtype, v.shape[-1])
@@ -244,8 +226,7 @@ def check_qkv(q, k, v, mask=None):
 
 
 def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
-    """Every multi-head variant's input: arrays in one float dtype, h an int, the mask broadcast to
-    (…, h, n, n)."""
+    """Every multi-head variant's input: one float dtype, h an int, the mask (…, h, n, n)."""
     x = _as_float_array(x, "X", 2, "(n, d_model)")
     d = x.shape[-1]
     weights = []
@@ -253,9 +234,8 @@ def check_mha(x, w_q, w_k, w_v, w_o, h, mask=None):
     for w, name in ((w_q, "W_Q"), (w_k, "W_K"), (w_v, "W_V"), (w_o, "W_O")):
         w = _as_float_array(w, name, 0, "", finite=False)
         if w.shape != (d, d):
-            raise AttentionInputError(f"{name} 的形状是 {w.shape}，应为 (d_model, d_model) = ({d}, "
-                                      f"{d})："
-                                      f"它把 {h} 个头各自的投影矩阵并排放在一起。")
+            raise AttentionInputError(f"{name} 的形状是 {w.shape}，应为 (d_model, d_model) = "
+                                      f"({d}, {d})：它把 {h} 个头各自的投影矩阵并排放在一起。")
         weights.append(_finite(w, name))
     x, *weights = _common_dtype([x, *weights])
     scores_shape = (*x.shape[:-2], h, x.shape[-2], x.shape[-2])
@@ -267,8 +247,7 @@ _ALWAYS_FITS = 256 << 20  # below this, do not ask the OS on every call (the §7
 
 
 def _check_memory(scores_shape, dtype, d_v):
-    """Refuse sizes whose attention weights and the 3 temporaries beside them (shifted, exps) do not
-    fit."""
+    """Refuse sizes whose weights and the 3 temporaries beside them (shifted, exps) do not fit."""
     itemsize = np.dtype(dtype).itemsize
     weights = math.prod(scores_shape) * itemsize
     need = 4 * weights + math.prod(scores_shape[:-1]) * d_v * itemsize
@@ -276,10 +255,8 @@ def _check_memory(scores_shape, dtype, d_v):
     if free is not None and need > free:
         raise AttentionInputError(
             f"这次注意力要算形状为 {tuple(scores_shape)} 的权重（每行 n = {scores_shape[-1]:,} "
-            "个数）：权重本身就要 "
-            f"{_bytes(weights)}，连同中间结果约需 {_bytes(need)}，而这台机器现在可用的内存约 "
-            f"{_bytes(free)}。"
-            "请减少词数 n（或批量大小）后再试。")
+            f"个数）：权重本身就要 {_bytes(weights)}，连同中间结果约需 {_bytes(need)}，"
+            f"而这台机器现在可用的内存约 {_bytes(free)}。请减少词数 n（或批量大小）后再试。")
 
 
 def _bytes(n: float) -> str:
@@ -292,16 +269,13 @@ def _overflow_error(dtype) -> AttentionInputError:
     limit = float(np.finfo(dtype).max)
     wider = "" if dtype == np.float64 else "，或先改用更宽的类型 .astype(np.float64)"
     return AttentionInputError(f"输入都是有限的数，但按 {name} 计算时，中间结果超过了 {name} "
-                               "能表示的最大值 "
-                               f"{limit:.3g}，结果会变成 inf 和 NaN。"
-                               "请把输入缩小（例如除以它的最大绝对值，"
-                               f"或先做层归一化）{wider}。")
+                               f"能表示的最大值 {limit:.3g}，结果会变成 inf 和 NaN。请把输入缩小"
+                               f"（例如除以它的最大绝对值，或先做层归一化）{wider}。")
 
 
 def translated(fn):
-    """``fn`` with numpy's overflow and ``MemoryError`` said in Chinese; its inputs are checked
-    finite, so NaN or inf in its output is an overflow numpy did not see (in a BLAS thread):
-    reported too, never returned."""
+    """``fn`` with numpy's overflow and ``MemoryError`` said in Chinese; its inputs are finite, so
+    NaN or inf in its output is an overflow numpy did not see (in a BLAS thread): reported too."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
@@ -315,8 +289,7 @@ def translated(fn):
         except MemoryError:
             shape = next((a.shape for a in args if isinstance(a, np.ndarray)), "?")
             raise AttentionInputError("这次计算需要的内存超过了这台机器能分配的（输入形状 "
-                                      f"{shape}）："
-                                      "请减少词数 n（或批量大小）后再试。") from None
+                                      f"{shape}）：请减少词数 n（或批量大小）后再试。") from None
         out = result[0] if isinstance(result, tuple) else result
         if isinstance(out, np.ndarray) and out.dtype.kind == "f" and not np.isfinite(out).all():
             raise _overflow_error(out.dtype)

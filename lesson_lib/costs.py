@@ -49,8 +49,7 @@ class LayerCount:  # multiplies (and softmax exps/divisions) of one self-attenti
 
 
 def count(n: int, d_model: int, h: int) -> LayerCount:
-    """Closed-form per-stage counts of one self-attention layer (n tokens, width d_model, h
-    heads)."""
+    """Closed-form per-stage counts of one self-attention layer."""
     n = check_int(n, "n", minimum=1)
     d = check_int(d_model, "d_model", minimum=1)
     h = check_heads(d, h)  # the learner-facing error when h does not divide d_model
@@ -76,8 +75,7 @@ class KVSharing:  # one way of sharing keys and values, for one layer
 
 
 def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
-    """Parameters and cache per token of one attention layer whose h query heads share ``kv_heads``
-    key/value heads."""
+    """Parameters and cache per token when h query heads share ``kv_heads`` key/value heads."""
     d_model = check_int(d_model, "d_model", minimum=1)
     d_k = head_width(d_model, check_int(h, "h", minimum=1))
     g = check_int(kv_heads, "kv_heads（键/值头的个数）", minimum=1, maximum=h)
@@ -95,6 +93,5 @@ def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
 
 
 def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:
-    """Multi-head, grouped-query with ``groups`` key/value heads, and multi-query attention, in that
-    order."""
+    """MHA, GQA with ``groups`` key/value heads, and MQA, in that order."""
     return [kv_sharing(d_model, h, g) for g in (h, groups, 1)]

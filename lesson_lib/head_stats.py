@@ -43,9 +43,8 @@ def _kl_bits(p, q):
 def _check_weights(weights):
     w = np.asarray(weights, dtype=float)
     if w.ndim < 2 or not np.isfinite(w).all() or (w < 0).any():
-        raise LessonInputError("注意力权重应是非负有限数、至少 2 维 (…, n, n)，收到的形状是 "
-                               f"{w.shape}："
-                               "请传入 softmax 的输出。")
+        raise LessonInputError("注意力权重应是非负有限数、至少 2 维 (…, n, n)，"
+                               f"收到的形状是 {w.shape}：请传入 softmax 的输出。")
     if not np.allclose(w.sum(axis=-1), 1.0, atol=1e-4):
         raise LessonInputError("注意力权重的每一行加起来应为 1：请传入 softmax 之后的权重，"
                                "而不是打分。")
@@ -58,8 +57,7 @@ def circle_keys(n: int) -> np.ndarray:
 
 
 def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
-    """{n keys: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query
-    points at one, with ``sharpness`` = query length × key length: the more keys share two
-    dimensions, the smaller the margin."""
+    """{n: the winner's softmax weight} when n unit keys share a circle (d_k = 2), the query points
+    at one, ``sharpness`` = query length × key length: more keys in two dimensions, less margin."""
     # at key 1
     return {n: float(softmax(sharpness * circle_keys(n) @ circle_keys(n)[0]).max()) for n in counts}

@@ -1,8 +1,5 @@
-"""Facts from "Attention Is All You Need" (Vaswani et al. 2017, arXiv 1706.03762) that the lesson
-states.
-
-Every paper number the prose and plots show has its one home here; checked against the arXiv v5 and
-v7 PDFs."""
+"""Facts from "Attention Is All You Need" (Vaswani et al. 2017, arXiv 1706.03762): every paper
+number the prose and plots show has its one home here; checked against the arXiv v5 and v7 PDFs."""
 
 # The base model (§3.2.2, Table 3 row "base"). d_k = d_v = d_model / h is computed, never stored:
 # lesson_lib.attention.head_width(BASE_D_MODEL, BASE_HEADS).
@@ -10,8 +7,7 @@ BASE_D_MODEL = 512
 BASE_HEADS = 8
 LAYERS = 6  # encoder and decoder stacks (§3.1); the appendix figures show encoder layer 5 of 6
 
-# Appendix "Attention Visualizations": figure number -> page (the lesson text says 13–14; 5 is on
-# 15).
+# Appendix "Attention Visualizations": figure number -> page (the lesson says 13–14; 5 is on 15)
 FIGURE_PAGES = {3: 13, 4: 14, 5: 15}
 APPENDIX_LAYER = 5  # every appendix figure is encoder self-attention at layer 5 of LAYERS
 # the two heads Figure 4 numbers ("apparently involved in anaphora resolution")

@@ -10,11 +10,17 @@ binder/postBuild (a hub image) all call it. It writes, under the environment's p
   way out; the toast is an English box a learner cannot act on). An earlier choice of language is kept unless
   ``--locale`` is given.
 - ``etc/jupyter/jupyter_server_config.json`` (merged): the file browser hides ``*.egg-info`` (what pip's
-  install of ``lesson_lib`` leaves in the course folder) beside JupyterLab's own hidden patterns; and the kernel
-  websocket is jupyter_server's own, with no protocol setting (an earlier version's legacy setting, which made
-  Chromium fail every first handshake, is removed). Restart & Run All after a reconnect can still meet jupyter_server's
-  fallback to the legacy protocol for a closed handler's frames (tests/test_kernel_websocket.py shows it); a fix is
-  open work.
+  install of ``lesson_lib`` leaves in the course folder) beside JupyterLab's own hidden patterns, and no protocol
+  setting for the kernel websocket (an earlier version's legacy setting, which made Chromium fail every first
+  handshake, is removed).
+- ``etc/jupyter/jupyter_server_config.py``: the kernel websocket reads a page's frames with the protocol chosen at
+  its handshake (``SERVER_CONFIG``). jupyter_server 2.21.1 (the newest) reads it from tornado's live
+  ``ws_connection`` each time and falls back to the legacy protocol when that is gone. On a restart's reconnect the
+  new socket's handshake can reach the server before the old socket's close: jupyter_server logs "Replacing stale
+  connection" and closes the old handler, which drops its ``ws_connection`` at once while tornado still hands it the
+  frames the page sent before closing; those v1 frames were read as legacy (``struct.error``), the socket aborted
+  and the frames lost, and about one Restart & Run All in three ran nothing (tests/test_kernel_websocket.py,
+  tests/e2e/test_restart_run_all.py).
 - ``etc/ipython/ipython_kernel_config.py``: the kernel does not log ipykernel's English "Kernel is running over
   TCP without encryption" notice (the kernel listens on 127.0.0.1 of the learner's own machine), nor "No such
   comm target registered: jupyter.widget.control" (JupyterLab's widget manager asks for it on every restart,
@@ -55,6 +61,32 @@ for _name in ("Comm", "ipykernel.comm"):
 '''
 
 
+SERVER_CONFIG = '''\
+# Written by the lesson's scripts/lab_settings.py (see its docstring): the kernel websocket reads every frame with the
+# protocol chosen at its handshake, also after the server closed a stale handler that still delivers the page's frames.
+from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+
+_LIVE = ZMQChannelsWebsocketConnection.subprotocol.fget  # None once tornado dropped the handler's ws_connection
+
+
+class HandshakeProtocolConnection(ZMQChannelsWebsocketConnection):
+    _handshake = None
+
+    def connect(self):
+        self._handshake = _LIVE(self)  # open() calls this after the handshake, before tornado reads any frame
+        return super().connect()
+
+    @property
+    def subprotocol(self):
+        live = _LIVE(self)
+        return self._handshake if live is None else live
+
+
+c = get_config()  # noqa: F821 (traitlets provides it)
+c.ServerApp.kernel_websocket_connection_class = HandshakeProtocolConnection
+'''
+
+
 def current_locale(prefix: Path) -> str | None:
     try:
         data = json.loads((prefix / "share/jupyter/lab/settings/overrides.json").read_text(encoding="utf-8"))
@@ -83,10 +115,11 @@ def write(prefix: Path, locale: str | None = None) -> str:
     if not earlier:
         config.pop("ZMQChannelsWebsocketConnection", None)
     server_app = config.get("ServerApp", {})
-    server_app.pop("kernel_websocket_connection_class", None)  # jupyter_server's own connection (see the docstring)
+    server_app.pop("kernel_websocket_connection_class", None)  # an earlier version's name: SERVER_CONFIG sets it
     if not server_app:
         config.pop("ServerApp", None)
     server.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    server.with_suffix(".py").write_text(SERVER_CONFIG, encoding="utf-8")
     ipython = prefix / "etc/ipython"
     ipython.mkdir(parents=True, exist_ok=True)
     (ipython / "ipython_kernel_config.py").write_text(KERNEL_CONFIG, encoding="utf-8")

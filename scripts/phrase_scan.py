@@ -79,6 +79,19 @@ def scope_names(func) -> list[ast.AST]:
     return _SCOPES[func]
 
 
+_KINDS: dict[tuple, list[ast.AST]] = {}
+BINDING = (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.comprehension)
+TESTING = (ast.Compare, ast.Assert, ast.Call)
+
+
+def scope_nodes_of(func, kinds: tuple) -> list[ast.AST]:
+    """``scope_names(func)``'s nodes of those kinds, in order; remembered, as resolve() reads them every round."""
+    key = (func, kinds)
+    if key not in _KINDS:
+        _KINDS[key] = [node for node in scope_names(func) if isinstance(node, kinds)]
+    return _KINDS[key]
+
+
 def _own_nodes(func) -> list[ast.AST]:
     out = []
     stack = list(ast.iter_child_nodes(func))
@@ -163,6 +176,7 @@ class Scanner:
         self._file_inputs: dict = {}
         self._functions: list | None = None
         self._inputs: dict = {}
+        self._taint: dict = {}
         self.exclude: set[str] = set()  # names taken as the learner's own input (an echo)
         self.row_columns: dict[tuple, set[int]] = {}  # a loop variable over a table's rows: its text columns
         self.scope = None  # the function (or module) whose statements are being read
@@ -375,7 +389,13 @@ class Scanner:
         return [a.arg for a in func.args.args], func.args.vararg.arg if func.args.vararg else ""
 
     def tainted(self, func) -> dict[str, set[str]]:
-        """Local names that carry a parameter's value (``for f in fragments``), by parameter."""
+        """Local names that carry a parameter's value (``for f in fragments``), by parameter. It reads only the
+        function's own tree: worked out once per function, not once per round of resolve()."""
+        if func not in self._taint:
+            self._taint[func] = self._tainted(func)
+        return self._taint[func]
+
+    def _tainted(self, func) -> dict[str, set[str]]:
         positional, vararg = self.signature(func)
         params = positional + [a.arg for a in func.args.kwonlyargs] + ([vararg] if vararg else [])
         taint = {p: {p} for p in params}
@@ -417,7 +437,7 @@ class Scanner:
             for path, tree in self.trees.items():
                 names = self.module_names.setdefault(path, set())
                 self.scope, self.path = tree, path
-                if self.bind_scope(scope_names(tree), names, set()):
+                if self.bind_scope(scope_nodes_of(tree, BINDING), names, set()):
                     changed = True
                 new = names - self.b.globals
                 if new:
@@ -429,7 +449,7 @@ class Scanner:
                 self.scope, self.path = func, path
                 before = len(names)
                 self.function_params(func, names)
-                self.bind_scope(scope_names(func), names, local)
+                self.bind_scope(scope_nodes_of(func, BINDING), names, local)
                 if len(names) != before:
                     changed = True
                 if func.name not in self.b.returning:
@@ -452,7 +472,7 @@ class Scanner:
     # ---- where an operand is tested ---------------------------------------------------
     def operands(self, func):
         """(operand, node) pairs in the function's own statements that a test holds as text."""
-        for node in scope_names(func):
+        for node in scope_nodes_of(func, TESTING):
             if isinstance(node, ast.Compare):
                 for op in [node.left] + node.comparators:
                     yield op, node

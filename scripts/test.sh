@@ -92,10 +92,17 @@ workers=$(python -c 'from lesson_lib.runtime.cpus import usable_cpus; print(min(
 export PYTHONDONTWRITEBYTECODE=  # empty: Python writes bytecode
 # --durations: the slowest tests are listed at the end, so a run that grew slower shows where. Exit status 5 (no test
 # collected, e.g. a -k or -m that matches nothing) is a failure like any other non-zero status.
+# The notebooks run under strict nbval, all in the slow set: the fast set (-m "not slow") leaves nbval unloaded, whose
+# import (nbformat, jsonschema's format grammars, jupyter_client) cost ~2.5 CPU-s in pytest and again in each worker.
+notebooks=(--nbval notebooks/day11_multi_head_attention.ipynb notebooks/lab_real_heads.ipynb
+           notebooks/lab_ablation.ipynb --nbval-sanitize-with notebooks/nbval_sanitize.cfg)
+previous=""
+for arg in "$@"; do
+  [ "$previous" != "-m" ] || [ "$arg" != "not slow" ] || notebooks=(-p no:nbval)
+  previous=$arg
+done
 status=0
-python -m pytest -p no:cacheprovider --durations=15 -n "$workers" --dist loadfile \
-  --nbval notebooks/day11_multi_head_attention.ipynb notebooks/lab_real_heads.ipynb notebooks/lab_ablation.ipynb \
-  --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
+python -m pytest -p no:cacheprovider --durations=15 -n "$workers" --dist loadfile "${notebooks[@]}" \
   tests "$@" || status=$?
 [ "$status" -ne 5 ] || echo "pytest collected no test (exit 5): that is a failure / 没有收集到任何测试，按失败处理" >&2
 exit "$status"

@@ -23,6 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# jsonschema (under nbformat, jupytext, jupyter_server) imports rfc3987_syntax, when installed, for its "iri" format
+# check, and that module compiles 38 Earley grammars on import: 1.2 CPU-s in every pytest process that reads a
+# notebook (0.17 s without). No test checks an IRI's format and nbformat validates without format checks (its
+# verdicts are the same), so the pytest processes go without it; kernels, servers and other children import it as
+# usual.
+sys.modules.setdefault("rfc3987_syntax", None)
+
 # The benchmarks' fast attention path is tested for parity with the lesson's kernel; it is not part of lesson_lib.
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -40,13 +47,14 @@ _PROGRESS_DIR = Path(tempfile.mkdtemp(prefix="day11-progress-"))
 os.environ["LESSON_PROGRESS_FILE"] = str(_PROGRESS_DIR / "progress.json")
 
 # The slow set: whole-notebook runs, real browsers, a real hub, fresh installs, long trainings. The inner loop is
-# ``python -m pytest -m "not slow" tests`` (it trains nothing; its cost: ``python benchmarks/run.py readme``);
-# ``bash scripts/test.sh`` runs both sets.
+# ``python -m pytest -p no:nbval -m "not slow" tests`` (it trains nothing; its cost:
+# ``python benchmarks/run.py readme``); ``bash scripts/test.sh`` runs both sets.
 SLOW_FILES = {
     "tests/test_offline.py": "the notebook re-run twice under nbval (offline, other CPU code paths)",
     "tests/test_classroom.py": "a real JupyterHub with two students",
     "tests/test_fresh_clone.py": "the README's first command on a fresh clone, as root and as a normal user",
     "tests/test_self_test_notebook.py": "runs the notebook's self-test cells in a kernel",
+    "tests/test_class_report_hub.py": "the class report over a real hub's twelve students",  # (its pytestmark too)
 }
 SLOW_DIRS = {"tests/e2e": "JupyterLab driven by a real browser"}
 SLOW_TESTS = {  # node ids (a prefix covers every parameter)
@@ -105,6 +113,16 @@ def pytest_terminal_summary(terminalreporter):
 
 def pytest_unconfigure(config):
     shutil.rmtree(_PROGRESS_DIR, ignore_errors=True)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """The fast set (``-m "not slow"``) leaves the slow-only files unimported: their imports (nbformat's schema
+    grammars, the browser driver, nbclient) cost CPU-seconds in every xdist worker, for tests it deselects."""
+    if config.getoption("markexpr", "") != "not slow":
+        return None
+    rel = Path(collection_path).resolve()
+    rel = rel.relative_to(ROOT).as_posix() if ROOT in rel.parents else ""
+    return (rel in SLOW_FILES or rel in SLOW_DIRS) or None
 
 
 def pytest_collection_modifyitems(items):

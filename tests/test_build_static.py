@@ -14,7 +14,6 @@ import tarfile
 from html.parser import HTMLParser
 from pathlib import Path
 
-import nbformat
 import pytest
 from helpers import scaled
 
@@ -41,6 +40,7 @@ ALT = "「她」给「小红」0.55"  # a picture's description, as the lesson w
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> str:
+    import nbformat  # here, not at import: only the worker that runs these pays for its schema
     nb = nbformat.v4.new_notebook()
     slider = {"model_name": "IntSliderModel", "model_module": "@jupyter-widgets/controls",
               "model_module_version": "2.0.0", "state": {}}
@@ -96,6 +96,7 @@ def test_the_anywidget_loader_renders_from_saved_state_only():
 
 
 def test_build_refuses_a_notebook_whose_widgets_have_no_saved_state(tmp_path):
+    import nbformat  # here, not at import: only the worker that runs these pays for its schema
     path = tmp_path / "bare.ipynb"
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("widgets.head_lab()", outputs=[nbformat.v4.new_output(
@@ -218,6 +219,7 @@ def test_every_built_notebook_gets_a_page_the_core_lesson_first(tmp_path):
 @pytest.fixture
 def quick_build(monkeypatch, tmp_path):
     """build() into a folder with its slow parts stood in for: one script, a page that is its notebook's name."""
+    import nbformat  # here, not at import: only the worker that runs these pays for its schema
     monkeypatch.setattr(build_static, "vendor", lambda static: (static / "lesson.css").write_text("p {}"))
     monkeypatch.setattr(build_static, "export", lambda book, questions: f"<p>{book.stem}</p>")
     monkeypatch.setattr(build_static, "finish", lambda html, questions, nav: html)
@@ -303,6 +305,7 @@ def browser_page(site):
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1024, "height": 900})
+        page.set_default_timeout(scaled(60) * 1000)  # the whole lesson's page: loading it is slow on a busy machine
         outside = []
 
         def only_files(route):

@@ -1,7 +1,10 @@
-"""Two students on a real JupyterHub (loopback), Restart & Run All at the same moment.
+"""Two students on a real JupyterHub (loopback), Restart & Run All at the same moment, then a course update.
 
 The full class (8 students, with figures) is ``benchmarks/classroom.py``; this runs the same driver with
-two students and checks what must hold whatever the machine's speed. No timing is asserted.
+two students and checks what must hold whatever the machine's speed. No timing is asserted. The course update
+goes through the hub's own path (binder/start and scripts/personal_copy.py): the students answer two questions,
+the image's lesson asks one of them differently (``classroom.change_question`` edits whichever file of the
+question bank holds its prompt), every server restarts, and each student runs the new copy.
 """
 
 import importlib.util
@@ -53,7 +56,20 @@ def test_each_kernel_sized_its_threads_to_the_students_cpus(result):
 def test_each_student_has_their_own_copy(result):
     copies = result["copies"]
     assert len(copies) == 2 and len(set(copies)) == 2
-    assert all(f"/home/student0{i + 1}/{classroom.COPY_DIR}/" in c for i, c in enumerate(copies))
+    assert all(c.endswith(f"/home/student0{i + 1}/{classroom.COPY}") for i, c in enumerate(copies))
+
+
+def test_a_course_update_keeps_other_answers_and_the_changed_ones_as_an_earlier_versions(result):
+    update = result["update"]
+    old, new = update["versions"]
+    assert old != new and update["question"] in update["answers"] and len(update["answers"]) > 1
+    for name in ("student01", "student02"):
+        before, after = update["before"][name], update["after"][name]
+        assert set(before["questions"]) == set(update["answers"])  # both answered before the update
+        assert before["questions"][update["question"]]["question_version"] == old
+        assert classroom.update_kept(update, name) == {"others_kept": True, "changed_as_earlier": True,
+                                                       "copy_updated": True, "ran_clean": True}, (before, after)
+        assert update["cells"][name] == _code_cells() + 1  # the new copy ran through
 
 
 def test_student_work_stays_in_their_own_space(result):

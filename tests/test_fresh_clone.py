@@ -127,7 +127,10 @@ def _serve(clone: Path, env: dict, runtime: Path, uid: int | None, gid: int | No
         while time.monotonic() - started < scaled(START_TIMEOUT_S):
             assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
             for info in runtime.glob("jpserver-*.json"):
-                server = json.loads(info.read_text())
+                try:  # jupyter_server truncates then writes this file: a read can land between the two
+                    server = json.loads(info.read_text())
+                except ValueError:
+                    pass
             if server:
                 try:
                     listing = _get(server, "")
@@ -158,7 +161,7 @@ def _serve(clone: Path, env: dict, runtime: Path, uid: int | None, gid: int | No
 def _get(server: dict, path: str) -> dict:
     url = f"{server['url'].rstrip('/')}/api/contents/{urllib.request.quote(path, safe='/?=')}"
     request = urllib.request.Request(url, headers={"Authorization": f"token {server['token']}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=scaled(10)) as response:
         return json.load(response)
 
 

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -115,7 +116,7 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
         if (ROOT / rel).is_file():
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, src / rel)
-    subprocess.run([base_python, "-m", "venv", str(env)], check=True, timeout=120)
+    subprocess.run([base_python, "-m", "venv", str(env)], check=True, timeout=scaled(120))
     build_env = {**os.environ, "PATH": f"{env / 'bin'}{os.pathsep}{os.environ['PATH']}",
                  "NB_PYTHON_PREFIX": str(env), "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_CACHE_DIR": str(PIP_CACHE)}
     build_env.pop("VIRTUAL_ENV", None)
@@ -125,10 +126,10 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
     pytest.importorskip("repo2docker")
     # repo2docker's base environment first (--no-deps: exactly its lock), then binder/'s own steps.
     subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-                    *repo2docker_base_pins()], env=build_env, check=True, timeout=1500)
+                    *repo2docker_base_pins()], env=build_env, check=True, timeout=scaled(1500))
     subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", "binder/requirements.txt"],
-                   cwd=src, env=build_env, check=True, timeout=1500)
-    subprocess.run(["bash", "binder/postBuild"], cwd=src, env=build_env, check=True, timeout=600)
+                   cwd=src, env=build_env, check=True, timeout=scaled(1500))
+    subprocess.run(["bash", "binder/postBuild"], cwd=src, env=build_env, check=True, timeout=scaled(600))
     assert pip_check_problems(env / "bin" / "python") == []
 
     # A fresh home; the build checkout is gone. binder/start makes the student's own copy in it.
@@ -143,22 +144,22 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
              "print(json.dumps({'blas': os.environ.get('OPENBLAS_NUM_THREADS'), 'cpus': usable_cpus(),"
              "'lesson_lib': lesson_lib.__file__, 'zh': m.version('jupyterlab-language-pack-zh-CN')}))")
     out = subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-c", probe], cwd=home, env=run_env,
-                         capture_output=True, text=True, check=True, timeout=120)
+                         capture_output=True, text=True, check=True, timeout=scaled(120))
     facts = json.loads(out.stdout)
     assert facts["blas"] == str(facts["cpus"])  # start sized BLAS to the student's CPUs
     assert facts["lesson_lib"].startswith(str(env))  # installed into the image, not a path into the checkout
     overrides = json.loads((env / "share" / "jupyter" / "lab" / "settings" / "overrides.json").read_text())
     assert overrides["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"
     copy = home / COPY  # what the README's hub link opens: made by start, signed, so it opens trusted
-    trusted = subprocess.run([str(env / "bin" / "python"), "-c", TRUSTED, str(copy)], env=run_env, timeout=120,
+    trusted = subprocess.run([str(env / "bin" / "python"), "-c", TRUSTED, str(copy)], env=run_env, timeout=scaled(120),
                              capture_output=True, text=True)
     assert trusted.returncode == 0, trusted.stderr[-2000:]
 
     executed = tmp_path / "executed.ipynb"
     run = subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-m", "nbconvert", "--to", "notebook",
-                          "--execute", "--ExecutePreprocessor.timeout=600", f"--output={executed}",
+                          "--execute", f"--ExecutePreprocessor.timeout={scaled(600):.0f}", f"--output={executed}",
                           str(copy)],
-                         cwd=copy.parent, env=run_env, timeout=900, capture_output=True, text=True)
+                         cwd=copy.parent, env=run_env, timeout=scaled(900), capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]  # which cell failed, and how
     nb = json.loads(executed.read_text())
     errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]

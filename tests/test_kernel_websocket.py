@@ -1,13 +1,13 @@
 """Restart & Run All after a reconnect: the protocol the server reads a page's frames with is the one it chose.
 
-On a kernel restart JupyterLab opens a new websocket with the same session id; jupyter_server logs "Replacing
-stale connection" and closes the old handler, which sets tornado's ``ws_connection`` to None at once while the
-socket still delivers the page's frames. ``ZMQChannelsWebsocketConnection.subprotocol`` then fails and falls
-back to the legacy protocol: with the default (v1) protocol the page's binary frames are misread
-(``struct.error: unpack requires a buffer of 402653184 bytes``), the channel drops and the queued cells never
-run. The first test shows that cause with jupyter_server's own code; the lesson's settings keep jupyter_server's
-own connection (a legacy protocol for every socket made Chromium fail each first handshake), so the fix is open
-work. The browser test tests/e2e/test_restart_run_all.py runs ten Restart & Run Alls in a row.
+On a kernel restart JupyterLab opens a new websocket with the same session id; when its handshake reaches the server
+before the old socket's close, jupyter_server logs "Replacing stale connection" and closes the old handler, which
+sets tornado's ``ws_connection`` to None at once while the socket still delivers the frames the page sent before
+closing it. ``ZMQChannelsWebsocketConnection.subprotocol`` then fails and falls back to the legacy protocol: with
+the default (v1) protocol the page's binary frames are misread (``struct.error: unpack requires a buffer of
+402653184 bytes``), the socket aborts and the frames are lost. The first test shows that cause with
+jupyter_server's own code; the others show that the connection the lesson's server config names keeps the
+handshake's protocol. The browser test tests/e2e/test_restart_run_all.py runs ten Restart & Run Alls in a row.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from jupyter_server.services.kernels.connection.base import (  # noqa: E402
 )
 from jupyter_server.services.kernels.websocket import KernelWebsocketHandler  # noqa: E402
 from traitlets.config import Config  # noqa: E402
+from traitlets.config.loader import PyFileConfigLoader  # noqa: E402
 
 
 def _lesson_config(tmp_path) -> Config:
@@ -37,6 +38,13 @@ def _lesson_config(tmp_path) -> Config:
 
     lab_settings.write(tmp_path)
     return Config(json.loads((tmp_path / "etc/jupyter/jupyter_server_config.json").read_text(encoding="utf-8")))
+
+
+class _LiveHandler:
+    """What tornado's handler is while its socket is open: the protocol chosen at the handshake."""
+
+    def __init__(self, protocol):
+        self.selected_subprotocol = protocol
 
 
 class _ClosedHandler:
@@ -73,4 +81,30 @@ def test_the_lessons_settings_replace_an_earlier_legacy_setting(tmp_path):
     config_file.write_text(json.dumps({"ZMQChannelsWebsocketConnection": {"kernel_ws_protocol": ""}}))
     config = _lesson_config(tmp_path)
     assert "ZMQChannelsWebsocketConnection" not in config  # legacy for every socket failed each first handshake
-    assert "kernel_websocket_connection_class" not in config.get("ServerApp", {})  # jupyter_server's own
+    assert "kernel_websocket_connection_class" not in config.get("ServerApp", {})  # named by the .py config
+
+
+def _lesson_connection(tmp_path, handshake, monkeypatch):
+    """The connection class the lesson's server config names, connected over a handshake that chose ``handshake``
+    (jupyter_server's own connect() stubbed: no kernel), then its handler closed as for a stale socket."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+
+    lab_settings.write(tmp_path)
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(tmp_path / "etc/jupyter")).load_config()
+    cls = config.ServerApp.kernel_websocket_connection_class
+    assert issubclass(cls, channels.ZMQChannelsWebsocketConnection)
+    monkeypatch.setattr(channels.ZMQChannelsWebsocketConnection, "connect", lambda self: None)
+    connection = cls(config=Config())
+    connection._trait_values["websocket_handler"] = _LiveHandler(handshake)  # (a tornado handler needs a server)
+    connection.connect()
+    connection._trait_values["websocket_handler"] = _ClosedHandler()
+    return connection
+
+
+def test_the_lessons_connection_reads_a_replaced_sockets_frames_with_the_handshakes_protocol(tmp_path, monkeypatch):
+    assert _lesson_connection(tmp_path, V1, monkeypatch).subprotocol == V1
+
+
+def test_the_lessons_connection_keeps_a_legacy_handshake_legacy(tmp_path, monkeypatch):
+    assert _lesson_connection(tmp_path, None, monkeypatch).subprotocol is None

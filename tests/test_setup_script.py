@@ -292,8 +292,9 @@ def test_the_first_run_opens_the_trusted_copy_with_one_url_line_and_no_english(t
             assert proc.poll() is None, out_file.read_text(errors="replace")
             return out_file.read_text(errors="replace")
 
-        url = wait_for(lambda: re.search(r"http://localhost:\d+/lab/tree/\S+\?token=\w+", terminal()),
-                       "the line with the copy's URL").group(0)
+        # (?=\s): the whole token, not the part a read landed in the middle of the line's write
+        url = wait_for(lambda: re.search(r"http://localhost:\d+/lab/tree/\S+\?token=\w+(?=\s)", terminal()),
+                       "the line with the copy's URL", progress=terminal).group(0)
 
         def served():
             base, _, query = url.partition("/lab/tree/")

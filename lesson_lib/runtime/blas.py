@@ -8,8 +8,7 @@ import numpy  # noqa: F401  (loads the BLAS that threadpoolctl must see)
 
 @functools.cache
 def _blas():
-    """threadpoolctl's view of the loaded BLAS libraries (scanning them takes milliseconds:
-    once)."""
+    """threadpoolctl's view of the loaded BLAS libraries, scanned once (it takes milliseconds)."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController().select(user_api="blas")
@@ -21,8 +20,7 @@ def one_blas_thread():
 
 
 def fit_blas_to_cpus(cpus: int) -> int:
-    """Cap BLAS threads for the rest of this process to ``cpus`` (at least 1), and return the
-    cap."""
+    """Cap BLAS threads to ``cpus`` (at least 1) for the rest of this process; return the cap."""
     _blas().limit(limits=max(1, int(cpus)))  # not used as a context manager: the cap stays
     return max(1, int(cpus))
 

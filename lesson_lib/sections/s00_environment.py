@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-# dist: (the floor pyproject.toml and requirements.txt declare (a test keeps them equal), what the
-# lesson uses it for)
+# dist: (the floor pyproject.toml and requirements.txt declare, what the lesson uses it for)
 PACKAGES = {
     "numpy": ((1, 26), "矩阵运算"),
     "matplotlib": ((3, 10, 7), "画注意力热力图"),
@@ -19,8 +18,7 @@ SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/
 
 
 def problems() -> dict[str, str]:
-    """{what: how to fix it} for everything the lesson needs that is missing; empty when all is
-    well."""
+    """{what: how to fix it} for everything the lesson needs that is missing."""
     from packaging.version import InvalidVersion, Version
 
     from lesson_lib.show.plotting import font_path
@@ -44,9 +42,8 @@ def problems() -> dict[str, str]:
 
 
 def check() -> None:
-    """§0's one call: one BLAS thread (the lesson's matmuls are small; a second thread only spins:
-    §6's sentences take 2 CPU-s with two, 0.15 with one) and Chinese glyphs in figures, or, when
-    something is missing, what to fix."""
+    """§0's one call: one BLAS thread (§6's sentences take 2 CPU-s with two threads, 0.15 with one)
+    and Chinese glyphs in figures, or, when something is missing, what to fix."""
     from lesson_lib.runtime.blas import fit_blas_to_cpus
     from lesson_lib.show.plotting import use_chinese_font
 

@@ -20,8 +20,7 @@ QUERY = TOKENS.index("她")
 REFERENT = TOKENS.index("小红")
 SUBJECT = TOKENS.index("小明")
 
-# Value features. Identity features answer "who is it"; role features answer "what role does it
-# play".
+# Value features: identity answers "who is it", role "what role does it play".
 IDENTITY_FEATURES = ["女性", "男性", "人物", "物品"]
 ROLE_FEATURES = ["主语", "宾语"]
 FEATURES = IDENTITY_FEATURES + ROLE_FEATURES
@@ -74,8 +73,7 @@ class Demo:
 
 
 def demo(heads: int, sharpness: float = 4.0) -> Demo:
-    """她's query through one head (both questions in one query) or two (one each); ``sharpness``
-    scales it."""
+    """她's query, times ``sharpness``, through one head (both questions) or two (one each)."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
     # beyond: one-hot to every digit
     sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=50.0)
@@ -106,23 +104,20 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         w = w[:, 0]
         referent = w[0, REFERENT]
         subject = w[1, SUBJECT]
-    return Demo(heads, float(sharpness), names, np.atleast_2d(w),
-                dict(zip(FEATURES, map(float, output))),
-                float(referent), float(subject))
+    output = dict(zip(FEATURES, map(float, output)))
+    return Demo(heads, float(sharpness), names, np.atleast_2d(w), output, float(referent),
+                float(subject))
 
 
 def bar_html(value: float, colour: str) -> str:
-    """One horizontal bar in a theme colour (a CSS variable) with its number beside it (§2's and
-    §6's bars)."""
-    return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;background:'
-            f'{colour};'
-            f'vertical-align:middle"></span> {value:.2f}')
+    """One bar in a theme colour (a CSS variable) with its number beside it (§2's and §6's)."""
+    return (f'<span style="display:inline-block;height:0.8em;width:{value * 8:.2f}em;'
+            f'background:{colour};vertical-align:middle"></span> {value:.2f}')
 
 
 def demo_html(d: Demo) -> str:
-    """The widget's picture: themed HTML bars (a click costs ~1 ms, not a figure's redraw), one
-    column per head, so it keeps its height when the head count changes; named by each head's two
-    largest weights and the features."""
+    """The widget's picture as themed HTML bars (a click costs ~1 ms, not a figure's redraw), one
+    column per head: its height stays when h changes; named by each head's two largest weights."""
     def table(headers, rows):
         head = "".join(f"<th style='text-align:left;padding:0 1em 0 0'>{h}</th>"
                        for h in ("", *headers))
@@ -199,4 +194,4 @@ def demo_widget():
         summary.value = summary_html(d)
         picture.value = demo_html(d)
 
-    return linked({"heads": heads, "sharpness": sharp}, show, picture="html")
+    return linked({"heads": heads, "sharpness": sharp}, show)

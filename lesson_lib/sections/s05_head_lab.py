@@ -22,9 +22,8 @@ SENTENCE = ["小明", "把", "苹果", "递给了", "小红", "，", "因为", "
 # the slider: h ≤ 64 that cut d_model evenly
 HEAD_CHOICES = [h for h in range(1, 65) if BASE_D_MODEL % h == 0]
 _SCORE_STD = 2.0  # std of q·k/√d_k for every h: maps neither flat nor one-hot
-# The lab's two pictures side by side fit JupyterLab's 592 px output (1024 × 768, file browser open)
-# at 100 %, and keep one size for every h and every zoomed head: the page does not jump while the
-# slider moves.
+# The lab's two pictures side by side fit a 592 px output (1024 × 768, file browser open) and keep
+# one size for every h and zoomed head: the page does not jump while the slider moves.
 ZOOM_CELL_PX = 18  # the zoomed head's cells: one 14 px token label per row
 # px of both pictures, every h (the zoomed head, its one-line title and stacked column labels)
 LAB_HEIGHT = 296
@@ -58,16 +57,16 @@ def lab_state(h: int) -> LabState:
     """Everything the lab shows for h heads (multi_head_attention checks h: once, at its door)."""
     x, ws = _parameters()
     _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
-    h = len(weights)
-    n = len(SENTENCE)  # h as the int the kernel checked
-    count = costs.count(n, BASE_D_MODEL, h)
-    base = costs.count(n, BASE_D_MODEL, BASE_HEADS)
+    h = len(weights)  # h as the int the kernel checked
+    d_k = BASE_D_MODEL // h
+    count = costs.count(len(SENTENCE), BASE_D_MODEL, h)
+    base = costs.count(len(SENTENCE), BASE_D_MODEL, BASE_HEADS)
     diversity = mean_pairwise_js(weights) if h > 1 else None
-    return LabState(h, BASE_D_MODEL // h, SENTENCE, weights, costs.parameters(BASE_D_MODEL, h),
-                    count.matmul_total,
-                    count.softmax_total, float(row_entropy(weights).mean()), diversity,
-                    _reading(h, BASE_D_MODEL // h, count.softmax_total / base.softmax_total,
-                             diversity))
+    reading = _reading(h, d_k, count.softmax_total / base.softmax_total, diversity)
+    parameters = costs.parameters(BASE_D_MODEL, h)
+    entropy = float(row_entropy(weights).mean())
+    return LabState(h, d_k, SENTENCE, weights, parameters, count.matmul_total, count.softmax_total,
+                    entropy, diversity, reading)
 
 
 def _reading(h, d_k, softmax_vs_base, diversity):
@@ -76,20 +75,18 @@ def _reading(h, d_k, softmax_vs_base, diversity):
                 "参数和矩阵乘法与 8 头完全相同。")
     spread = f"头与头之间的平均差异（JS 散度）{diversity:.2f} 比特"
     if h == BASE_HEADS:
-        return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置：{h} "
-                f"张不同的注意力图，{spread}；"
-                "参数与矩阵乘法和 1 个头时完全一样。")
+        return (f"{h} 个头、每头宽度 d_k = {d_k}，正是论文基础模型（base）的设置："
+                f"{h} 张不同的注意力图，{spread}；参数与矩阵乘法和 1 个头时完全一样。")
     if d_k <= 8:
-        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；softmax 工作量是 8 头的 "
-                f"{softmax_vs_base:g} 倍，"
+        return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；"
+                f"softmax 工作量是 8 头的 {softmax_vs_base:g} 倍，"
                 "而每个头用来打分的向量已经很短（论文表 3 里 d_k 过小时 BLEU 下降）。")
     return (f"{h} 个头、每头宽度 d_k = {d_k}：{h} 张不同的注意力图，{spread}；"
             f"参数与矩阵乘法不变，softmax 工作量是 8 头的 {softmax_vs_base:g} 倍。")
 
 
 def summary_html(state: LabState) -> str:
-    """The lab's numbers as a small HTML block (plain HTML: renders in JupyterLab 4 without
-    scripts)."""
+    """The lab's numbers as plain HTML (renders in JupyterLab 4 without scripts)."""
     rows = [("头数 h", f"{state.h}"), ("每头宽度", f"d_k = {state.d_k}"),
             ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
             ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
@@ -98,13 +95,12 @@ def summary_html(state: LabState) -> str:
             ("平均每行注意力的熵", f"{state.mean_entropy_bits:.2f} 比特（0 = 只看一个词元）")]
     body = "".join(f"<tr><td style='padding:2px 12px 2px 0'>{k}</td><td><b>{v}</b></td></tr>"
                    for k, v in rows)
-    return box(f"<table style='color:inherit'>{body}</table><p style='margin:6px "
-               f"0'>{state.reading}</p>")
+    return box(f"<table style='color:inherit'>{body}</table>"
+               f"<p style='margin:6px 0'>{state.reading}</p>")
 
 
 def overview_alt(state: LabState, zoom: int) -> str:
-    """What the overview of all heads shows, in Chinese: how many, which is framed, how concentrated
-    they are."""
+    """What the overview of all heads shows: how many, which is framed, how concentrated."""
     if state.h == 1:
         return (f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；"
                 "每个词元只有这一行权重。")
@@ -120,17 +116,16 @@ def overview_alt(state: LabState, zoom: int) -> str:
 
 def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str, str]:
     """The lab's HTML: head ``zoom`` (1-based) large with its token labels, every head small with
-    the zoomed one framed (themed SVG named by alt text from the numbers), and the zoomed head's
-    weights folded under both."""
+    the zoomed one framed, alt text from the numbers, the zoomed head's weights folded under."""
     zoom = check_int(zoom, f"zoom（放大第几个头；h = {state.h} 时只有 {state.h} 个）", minimum=1,
                      maximum=state.h)
-    w = state.weights[zoom - 1]
-    tokens = state.tokens  # (n, n)
+    w = state.weights[zoom - 1]  # (n, n)
+    tokens = state.tokens
     tops = "；".join(f"「{tokens[i]}」最看重「{tokens[k]}」（{w[i, k]:.2f}）"
                     for i, k in enumerate(w.argmax(1)))
     alt = (f"实验台放大的头 {zoom}（共 {state.h} 个头，每头 d_k = {state.d_k}，随机初始化、未训练）"
-           "的注意力热图，"
-           f"行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。每行最大的权重：{tops}。")
+           f"的注意力热图，行 = 发出关注的词元，列 = 被关注的词元，颜色越亮权重越大。"
+           f"每行最大的权重：{tops}。")
     zoomed = heat_map(w, tokens, cell_px=ZOOM_CELL_PX,
                       suptitle=f"头 {zoom}（放大）：每行是一个词元分出的权重",
                       alt=alt, table=False, height=LAB_HEIGHT)
@@ -154,8 +149,7 @@ def comparison_table(heads=(1, 2, 8, 32, 64)) -> str:
 
 
 def lab_widget():
-    """The lab's widget: a slider over the divisors of d_model and a head to enlarge; shows d_k, the
-    maps and the costs."""
+    """A slider over the divisors of d_model and a head to enlarge; shows d_k, maps and costs."""
     import ipywidgets as w
 
     from lesson_lib.runtime.blas import one_blas_thread
@@ -181,7 +175,7 @@ def lab_widget():
     # The two pictures side by side in 580 px, LAB_HEIGHT tall for every h, the numbers folded under
     # both; the summary keeps its longest reading's height, so nothing jumps while the slider moves.
     numbers = w.HTML(layout=w.Layout(margin="0"))
-    box = linked({"slider": heads, "zoom": zoom}, show, picture="html", pictures=2)
+    box = linked({"slider": heads, "zoom": zoom}, show, pictures=2)
     # the longest reading (h = 64) in a 592 px output
     box.controls["summary"].layout.min_height = "250px"
     box.children = (*box.children, numbers)

@@ -46,8 +46,7 @@ KERNELS = [
 
 
 def line_map(fns, terms) -> list[tuple[int, str, str]]:
-    """(line number in the listing of ``fns``, one after another; code line; formula term) for every
-    fragment in ``terms``."""
+    """(line number in the listing of ``fns``, code line, formula term) for each of ``terms``."""
     lines = [line for fn in fns for line in inspect.getsource(fn).splitlines()]
     rows = []
     for fragment, term in terms:
@@ -61,8 +60,7 @@ def line_map(fns, terms) -> list[tuple[int, str, str]]:
 
 
 def formula_view():
-    """One table per kernel function: HTML in JupyterLab (cells wrap between words), aligned text
-    for nbval."""
+    """One table per kernel function: HTML in JupyterLab (wraps between words), text for nbval."""
     views = []
     for fns, terms in KERNELS:
         rows = [[code, term] for _, code, term in line_map(fns, terms)]

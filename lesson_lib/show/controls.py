@@ -19,9 +19,8 @@ LIVE = "lesson-live"
 
 def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1,
            reader: bool = True):
-    """Call ``show(summary, picture)`` now and whenever a control changes (with a ``submit`` Button:
-    on its click or a one-line text box's commit), never re-entered; ``picture``: None or "html"
-    (``pictures`` > 1: a row of them)."""
+    """Call ``show(summary, picture)`` now and on each change (with a ``submit`` Button: its click
+    or a text box's commit), never re-entered; ``picture``: None or "html" (``pictures`` > 1)."""
     import ipywidgets as w
 
     images = []
@@ -66,8 +65,7 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
 
 
 def _widget_class(name: str, js: str, css: str = "", **traits):
-    """An anywidget class running ``js`` (inline in its state: no CDN), styled by ``css`` and the
-    page rules."""
+    """An anywidget class running ``js`` (inline: no CDN), styled by ``css`` and the page rules."""
     import anywidget
 
     from lesson_lib.show.theme import PAGE_CSS
@@ -82,14 +80,12 @@ def _widget_class(name: str, js: str, css: str = "", **traits):
 def _reader_class():
     import traitlets as t
 
-    # Invisible: gives the controls of the box it sits in names, roles and states; [[css class,
-    # name], ...]
+    # Invisible: names, roles and states for the controls of its box; names: [[css class, name]]
     return _widget_class("Reader", "reader.js", names=t.List(t.List(t.Unicode())).tag(sync=True))
 
 
 def named(control, name: str):
-    """Give ``control`` an accessible name without a visible label (a text box under its own
-    heading). Returns it."""
+    """An accessible name for ``control`` without a visible label (a text box under a heading)."""
     if not str(name).strip():
         raise ValueError("控件的名字不能为空：读屏软件要靠它说出这是哪个控件。")
     control._lesson_name = str(name)
@@ -98,15 +94,13 @@ def named(control, name: str):
 
 def screen_reader_only(text: str) -> str:
     """``text`` as HTML a screen reader reads and the page does not show."""
-    return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;overflow:'
-            'hidden;'
-            f'clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap">{html.escape(text)}</span'
-            '>')
+    return ('<span class="lesson-sr-only" style="position:absolute;width:1px;height:1px;'
+            'overflow:hidden;clip:rect(0 0 0 0);clip-path:inset(50%);'
+            f'white-space:nowrap">{html.escape(text)}</span>')
 
 
 def accessible(box):
-    """Put the reader helper first in ``box`` (shown as one widget) and mark the box; returns
-    ``box``."""
+    """Put the reader helper first in ``box`` and mark it; returns ``box``."""
     import ipywidgets as w
 
     names = []
@@ -125,8 +119,7 @@ def _slider_class():
 
     class Slider(_widget_class("SliderBase", "slider.js",
                                (_HERE / "slider.css").read_text(encoding="utf-8"))):
-        """A slider over ``(label, value)`` options, named for screen readers and driven by the
-        keyboard."""
+        """A slider over ``(label, value)`` options, named for screen readers, keyboard-driven."""
 
         description = t.Unicode("").tag(sync=True)
         labels = t.List(t.Unicode()).tag(sync=True)
@@ -175,9 +168,8 @@ def _slider_class():
 
 
 def slider(description: str, value, *, options=None, min=None, max=None, step=1, layout=None):
-    """The lesson's slider (not ipywidgets' unnamed ones): ``options=[(label, value), …]`` or
-    ``min…max`` in ``step``s (a fractional step: labels with one decimal); ``description`` is the
-    Chinese name a screen reader says."""
+    """The lesson's slider (ipywidgets' have no name): ``options=[(label, value), …]`` or
+    ``min…max`` in ``step``s (fractional: one decimal); ``description``: a screen reader says it."""
     import ipywidgets as w
 
     if options is None:

@@ -45,9 +45,8 @@ def font_path() -> Path:
         ) from None
     path = Path(noto_cjk_sans_otc.__file__).parent / _FONT_FILE
     if not path.is_file():
-        raise RuntimeError(f"noto-cjk-sans-otc 里找不到字体文件 {_FONT_FILE}（查找位置 "
-                           f"{path.parent}）："
-                           "请重新安装 noto-cjk-sans-otc。")
+        raise RuntimeError(f"noto-cjk-sans-otc 里找不到字体文件 {_FONT_FILE}（查找位"
+                           f"置 {path.parent}）：请重新安装 noto-cjk-sans-otc。")
     return path
 
 
@@ -58,8 +57,7 @@ def use_chinese_font() -> str:
 
     if (path := str(font_path())) not in {f.fname for f in font_manager.fontManager.ttflist}:
         font_manager.fontManager.addfont(path)
-    # Sizes for a 6-inch figure shown at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends
-    # included.
+    # a 6-inch figure at 100 %: nothing under MIN_FONT_PT (11 px), ticks and legends included
     mpl.rcParams.update({"font.family": "sans-serif",
                          "font.sans-serif": [CJK_FONT, _FIRST_FACE, "DejaVu Sans"],
                          # the CJK font's minus sign renders; the Unicode one may not
@@ -103,17 +101,15 @@ def colormap_lut() -> np.ndarray:
 
 
 def _image(x, y, width, height, rgb, smooth=False) -> str:
-    """(H, W, 3) uint8 as an SVG <image> (a PNG data URI), scaled without smoothing unless
-    ``smooth``."""
+    """(H, W, 3) uint8 as an SVG <image> (a PNG data URI), unsmoothed unless ``smooth``."""
     from PIL import Image
 
     buf = io.BytesIO()
     Image.fromarray(rgb).save(buf, format="PNG", compress_level=1)
     href = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
     pixelated = "" if smooth else ' style="image-rendering:pixelated"'
-    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" preserveAspectRatio="none"'
-            f'{pixelated} '
-            f'href="{href}"/>')
+    return (f'<image x="{x}" y="{y}" width="{width}" height="{height}" '
+            f'preserveAspectRatio="none"{pixelated} href="{href}"/>')
 
 
 # A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG, text as text, in
@@ -129,8 +125,7 @@ _PICTURE_CSS = (
 
 
 def describe(fig, alt: str, table=None):
-    """Give a matplotlib ``fig`` the sentence a screen reader says and the table = (headers, rows)
-    of its numbers."""
+    """Give ``fig`` the sentence a screen reader says and its numbers' (headers, rows)."""
     if not alt or not isinstance(alt, str):
         raise ValueError("每张图都要有一句说明图里是什么的文字（alt）。")
     from matplotlib.figure import Figure
@@ -154,9 +149,8 @@ def describe(fig, alt: str, table=None):
 
 def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str:
     """A figure colour as CSS that reads on the learner's theme (≥ 4.5:1 for text in light, dark,
-    high contrast): coloured text mixed with the theme's text colour, grey text and lines the
-    theme's text/border colours, white the page colour, pale fills mixed into the page; mid greys
-    and strong fills stay as they are."""
+    high contrast): coloured text mixed with the theme's text, grey text and lines the theme's
+    text/border colours, white the page, pale fills mixed into it; mid greys, strong fills kept."""
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
     light = (max(r, g, b) + min(r, g, b)) / 510
     grey = max(r, g, b) - min(r, g, b) < 12
@@ -179,9 +173,8 @@ def theme_colour(hex_colour: str, role: str = "fill", text: bool = False) -> str
 
 
 def picture_html(fig) -> str:
-    """The HTML that shows a ``fig`` given to ``describe``: its SVG (text as text, colours by
-    ``theme_colour``, deterministic ids) named by its alt text, the numbers folded, and its <img>
-    copy for a sanitized page."""
+    """The HTML of a ``fig`` given to ``describe``: its SVG (text as text, ``theme_colour``s, fixed
+    ids) named by its alt text, the numbers folded, and an <img> copy for a sanitized page."""
     import matplotlib as mpl
 
     buf = io.StringIO()
@@ -190,8 +183,7 @@ def picture_html(fig) -> str:
         fig.savefig(buf, format="svg", transparent=True, metadata={"Date": None, "Creator": None})
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", buf.getvalue()[buf.getvalue().index("<svg"):],
                  flags=re.S)
-    # each element's fill and stroke in the theme's colours, text told from lines and shapes by its
-    # tag
+    # each element's fill and stroke in the theme's colours; text told from shapes by its tag
     svg = re.sub(r'<(\w+)[^>]*?style="[^"]*"',
                  lambda tag: re.sub(r"(fill|stroke): (#[0-9a-fA-F]{6})\b",
                  lambda m: f"{m[1]}: {theme_colour(m[2], m[1], tag[1] == 'text')}", tag[0]), svg)
@@ -201,8 +193,7 @@ def picture_html(fig) -> str:
 
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
-    """``table`` = (headers, rows) as a themed HTML table folded under ``summary`` (the numbers
-    behind a picture)."""
+    """``table`` = (headers, rows) as themed HTML folded under ``summary``."""
     return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 
@@ -211,26 +202,26 @@ def sentence(text: str) -> str:
 
 
 def heads_description(w, row_tokens, key_tokens, titles, title=None):
-    """(alt, table) for a tiled heat map, from the numbers it colours: short maps (≤ 12 rows) name
-    each row's two largest weights, larger ones each tile's three largest cells; the table gives
-    each row's largest."""
+    """(alt, table) for a tiled heat map, from its numbers: up to 12 rows, each row's two largest
+    weights, else each tile's three largest cells; the table gives each row's largest."""
     h, n, m = w.shape
     parts = []
     table = []
     for i in range(h):
         name = titles[i] or ""
+        label = f"{name}：" if name else ""
         if n <= 12:
-            cells = ["「{}」{}".format(row_tokens[r],
-                                     "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}"
-                                                             for k in np.argsort(-w[i, r],
-                                                                                 kind="stable")[:2]))
-                     for r in range(n)]
-            parts.append(f"{name + '：' if name else ''}{'；'.join(cells)}")
+            cells = []
+            for r in range(n):
+                top = np.argsort(-w[i, r], kind="stable")[:2]
+                given = "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}" for k in top)
+                cells.append(f"「{row_tokens[r]}」{given}")
+            parts.append(label + "；".join(cells))
         else:
             flat = np.argsort(-w[i].ravel(), kind="stable")[:3]
             cells = [f"「{row_tokens[f // m]}」给「{key_tokens[f % m]}」{w[i].ravel()[f]:.2f}"
                      for f in flat]
-            parts.append(f"{name + '：' if name else ''}最大的权重是 " + "，".join(cells))
+            parts.append(f"{label}最大的权重是 " + "，".join(cells))
         for r in range(n):
             k = int(np.argmax(w[i, r]))
             table.append([*([name] if h > 1 else []), row_tokens[r], key_tokens[k],
@@ -242,9 +233,8 @@ def heads_description(w, row_tokens, key_tokens, titles, title=None):
 
 
 class Picture(str):
-    """A picture's HTML: its SVG named by ``alt`` (role="img", <title>), ``table`` = (headers, rows)
-    folded under it. The str is a widget's value; a notebook cell adds the same SVG as an <img> a
-    sanitized page keeps."""
+    """A picture's HTML: its SVG named by ``alt`` (role="img", <title>), ``table`` folded under.
+    The str is a widget's value; a notebook cell adds the SVG as an <img> a sanitized page keeps."""
 
     def __new__(cls, svg: str, alt: str, table=None):
         named = svg.replace("<svg ",
@@ -268,10 +258,9 @@ class Picture(str):
             px = float(width[1]) * (4 / 3 if width[2] == "pt" else 1)
             size = f' width="{round(px)}"'
         data = base64.b64encode(named.encode("utf-8")).decode("ascii")
-        return (f'{vector}<img class="lesson-ras" alt="{_html.escape(self.lesson_alt, quote=True)}"'
-                f'{size} '
-                'style="max-width:100%;height:auto;background:#fff" src="data:image/svg+xml;'
-                f'base64,{data}">{folded}')
+        return (f'{vector}<img class="lesson-ras" '
+                f'alt="{_html.escape(self.lesson_alt, quote=True)}"{size} style="max-width:100%;'
+                f'height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">{folded}')
 
     def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
         return f"<图：{self.lesson_alt}>"
@@ -301,15 +290,15 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if titles is not None and len(titles := list(titles)) != h:
         raise ValueError(f"titles 有 {len(titles)} 个，但有 {h} 个头：请给每个头一个标题。")
     small = box is not None
-    numbered = h <= 16
-    esc = _html.escape  # more heads: too small for token labels or numbers
+    numbered = h <= 16  # more heads: too small for token labels or numbers
+    esc = _html.escape
     # Tiles near-square (in a box: as many columns as rows), at most 8 wide
-    cols = math.ceil(math.sqrt(h)) if small else cols or min(8,
-                                                             max(math.ceil(math.sqrt(h)), 4
-                                                                 if h > 4 else 1))
+    if small:
+        cols = math.ceil(math.sqrt(h))
+    elif not cols:
+        cols = min(8, max(math.ceil(math.sqrt(h)), 4 if h > 4 else 1))
     rows = math.ceil(h / cols)
-    # tiles numbered above (more than 16: each row's first, at its left), cells as large as the box
-    # allows
+    # tiles numbered above (over 16: each row's first, at its left), cells as large as fits
     if small:
         (width, height) = box
         title_px = 13
@@ -353,10 +342,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     frame = ('<rect x="{}" y="{}" width="{}" height="{}" style="fill:none;stroke:#d62728;'
              'stroke-width:2"/>')
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 '
-           f'0 {width} {height}"'
-           ' style="fill:var(--jp-content-font-color1,#000);font-family:var(--jp-ui-font-family,'
-           'sans-serif);'
-           f'font-size:13px">']
+           f'0 {width} {height}" style="fill:var(--jp-content-font-color1,#000);'
+           'font-family:var(--jp-ui-font-family,sans-serif);font-size:13px">']
     out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:'
             f'{title_px}px">{esc(line)}</text>'
             for i, line in enumerate(lines)]
@@ -374,8 +361,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         # too many heads to number each: the first of each row is named at the left
         elif small and c == 0:
             out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" '
-                       'dominant-baseline="central"'
-                       f' style="font-size:11px">{i + 1}</text>')
+                       f'dominant-baseline="central" style="font-size:11px">{i + 1}</text>')
         if labels and c == 0:
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
                     f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]

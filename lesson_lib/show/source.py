@@ -11,8 +11,7 @@ import re
 from lesson_lib.show.tables import TextTable
 
 _TEXT = "var(--jp-content-font-color1, #000)"
-# pygments token type -> (short CSS property on the listing, --jp-mirror-editor-…-color, fallback):
-# first prefix wins
+# pygments token type (first prefix wins) -> (short CSS property, --jp-mirror-editor-…, fallback)
 _PALETTE = (
     ("Comment", "c", "comment", "#408080"), ("Literal.String", "s", "string", "#ba2121"),
     ("Literal.Number", "n", "number", "#080"), ("Keyword", "k", "keyword", "#008000"),
@@ -24,9 +23,8 @@ _PALETTE = (
 
 
 def listing_html(text: str) -> str:
-    """Source as a highlighted <pre>, a block per line, wrapped under its own indentation plus 4
-    columns; each run without spaces kept whole, so a line wraps only at its spaces (never after the
-    minus of ``-np.inf``, issue 30)."""
+    """Source as a highlighted <pre>, a block per line, wrapped under its indentation plus 4; a run
+    without spaces kept whole: never a wrap after the minus of ``-np.inf`` (issue 30)."""
     from pygments.lexers import PythonLexer
 
     lines = [[]]
@@ -61,13 +59,11 @@ def listing_html(text: str) -> str:
                       f"{fallback}) 55%, "
                       f"{_TEXT});" for _kind, short, var, fallback in _PALETTE)
     style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
-             "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;padding:6px 8px;"
-             "margin:0;"
-             "font-family:var(--jp-code-font-family, monospace);font-size:var(--jp-code-font-size, "
-             "13px);"
-             "line-height:var(--jp-code-line-height, 1.3846);"
-             # JupyterLab's output <pre> breaks anywhere (break-all); a word longer than the line
-             # scrolls
+             "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;"
+             "padding:6px 8px;margin:0;font-family:var(--jp-code-font-family, monospace);"
+             "font-size:var(--jp-code-font-size, 13px);line-height:var(--jp-code-line-height, "
+             "1.3846);"
+             # JupyterLab's <pre> breaks anywhere (break-all); a word wider than the line scrolls
              "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto")
     return f'<pre class="lesson-source" style="{style}">{"".join(out)}</pre>'
 

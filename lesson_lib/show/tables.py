@@ -43,8 +43,7 @@ class TextTable(str):
 
 
 def text_table(headers, rows, code_columns=()) -> TextTable:
-    """``rows`` under ``headers``, columns padded to line up, numbers on the right
-    (``code_columns``: the code font in HTML)."""
+    """``rows`` under ``headers``, padded to line up, numbers right; ``code_columns``: code font."""
     cells = [[cell_text(v) for v in row] for row in rows]
     head = [str(h) for h in headers]
     if any(len(r) != len(head) for r in cells):
@@ -68,8 +67,7 @@ def _is_number(value) -> bool:
 
 
 def cell_text(value) -> str:
-    """One table cell as text: 是/否 for booleans, thousands separators, 3 places without trailing
-    zeros."""
+    """A cell as text: 是/否 for booleans, thousands separators, 3 places, no trailing zeros."""
     if isinstance(value, (bool, np.bool_)):
         return "是" if value else "否"
     if isinstance(value, numbers.Integral):
@@ -83,9 +81,8 @@ def cell_text(value) -> str:
 
 
 def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
-    """A table whose cells and headers wrap between words, never inside one (no 「A / ttention」, no
-    「工 / 作量」), code in the code font wrapping only at its spaces, numbers on the right; too
-    wide, it scrolls in its own box."""
+    """A table whose cells wrap between words, never inside one (「A / ttention」, 「工 / 作量」),
+    code wrapping only at its spaces, numbers right; too wide, it scrolls in its own box."""
     cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:keep-all;overflow-wrap:normal;"
     def align(i):
         if i in numeric_columns:
@@ -94,21 +91,21 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
 
     code = ("white-space:{};font-family:var(--jp-code-font-family);font-size:"
             "var(--jp-code-font-size);")
-    head = "".join(f'<th scope="col" style="{cell}{align(i)}border-bottom:1px solid '
-                   'var(--jp-border-color1)">'
-                   f"{_html.escape(str(h))}</th>" for i, h in enumerate(headers))
+    border = "border-bottom:1px solid var(--jp-border-color1)"
+    head = "".join(f'<th scope="col" style="{cell}{align(i)}{border}">{_html.escape(str(h))}</th>'
+                   for i, h in enumerate(headers))
     body = []
     for row in rows:
-        texts = [cell_text(v) for v in row]
-        wraps = [code.format("nowrap" if len(t) <= SHORT_CODE else "pre-wrap") if i in code_columns
-                 else ""
-                 for i, t in enumerate(texts)]
-        body.append("<tr>" + "".join(f'<td style="{cell}{align(i)}{wraps[i]}">{_html.escape(t)}</td'
-                                     '>'
-                                     for i, t in enumerate(texts)) + "</tr>")
+        tds = []
+        for i, text in enumerate(cell_text(v) for v in row):
+            wrap = ""
+            if i in code_columns:
+                wrap = code.format("nowrap" if len(text) <= SHORT_CODE else "pre-wrap")
+            tds.append(f'<td style="{cell}{align(i)}{wrap}">{_html.escape(text)}</td>')
+        body.append(f"<tr>{''.join(tds)}</tr>")
+    table_style = f"{TEXT_STYLE}border-collapse:collapse;margin:4px 0"
     return (f'<div class="lesson-table-wrap" style="max-width:100%;overflow-x:auto">'
-            f'<table class="lesson-table" style="{TEXT_STYLE}border-collapse:collapse;margin:4px '
-            '0">'
+            f'<table class="lesson-table" style="{table_style}">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 

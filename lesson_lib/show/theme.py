@@ -9,14 +9,12 @@ from pathlib import Path
 # tone -> accent variable (border, and a 10 % tint of the background)
 TONES = {"note": "--jp-brand-color1", "ok": "--jp-success-color1", "warn": "--jp-warn-color1"}
 TEXT_STYLE = "color:var(--jp-content-font-color1);"
-# Page-wide rules no inline style can express (page.css): in the widgets' stylesheets and on the
-# static page.
+# Page-wide rules no inline style can express: in the widgets' stylesheets and the static page
 PAGE_CSS = (Path(__file__).parent / "page.css").read_text(encoding="utf-8")
 
 
 def box(inner_html: str, tone: str = "note") -> str:
-    """A themed box around ready-made HTML: accent border on the left, tinted background, theme text
-    colour."""
+    """A themed box around ready-made HTML: accent border on the left, tinted background."""
     background = f"color-mix(in srgb, var({TONES[tone]}) 10%, var(--jp-layout-color1))"
     return (f'<div class="lesson-box lesson-box-{tone}" style="{TEXT_STYLE}background:{background};'
             f"border-left:3px solid var({TONES[tone]});padding:6px 10px;margin:4px 0;line-height:"

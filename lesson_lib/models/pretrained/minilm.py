@@ -22,8 +22,7 @@ PAPER_SENTENCES = {
     "law": "The Law will never be perfect, but its application should be just - "
     "this is what we are missing, in my opinion.",
     "making": "It is in this spirit that a majority of American governments have passed new laws "
-              "since 2009 "
-    "making the registration or voting process more difficult.",
+              "since 2009 making the registration or voting process more difficult.",
 }
 
 # what MiniLM's file holds, and the reader's test
@@ -31,8 +30,7 @@ _DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
 
 
 def read_safetensors(path):
-    """{name: read-only array} backed by one memmap of the file (the sha256 pin vouches for its
-    layout)."""
+    """{name: read-only array} over one memmap of the file (its sha256 pin vouches for it)."""
     buffer = np.memmap(path, dtype=np.uint8, mode="r")  # (size,) bytes; pages load on first touch
     body = 8 + int(buffer[:8].view("<u8")[0])
     header = json.loads(bytes(buffer[8:body]))
@@ -63,8 +61,7 @@ class WordPieceTokenizer:
         return list(out.tokens), np.array(out.ids, dtype=np.int64)
 
 
-# checkpoint name -> the shared encoder's name (the same arrays, no copies): the embeddings', and
-# one layer's tensors
+# checkpoint name -> the shared encoder's name (the same arrays, no copies)
 _EMBEDDING_NAMES = {"position_embeddings.weight": "emb.pos",
                     "token_type_embeddings.weight": "emb.type",
                     "LayerNorm.weight": "emb.ln.w", "LayerNorm.bias": "emb.ln.b"}
@@ -75,8 +72,7 @@ _LAYER_NAMES = {"attention.self.query": "q", "attention.self.key": "k", "attenti
 
 
 def load(verify=True):
-    """An ``Encoder`` from the weights package's folder, the three files' sha256 checked first if
-    ``verify``."""
+    """An ``Encoder`` from the weights package (the files' sha256 checked first if ``verify``)."""
     folder = PACKAGE.checked_folder(verify)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     cfg = EncoderConfig("all-MiniLM-L6-v2", config["num_hidden_layers"],

@@ -29,8 +29,7 @@ class UnigramTokenizer:
         self.vocab_size = vocab_size
 
     def normalise(self, text):
-        """The text the Viterbi search cuts: table applied, spaces collapsed, "▁" for every
-        space."""
+        """The text the Viterbi search cuts: table applied, spaces collapsed, each space "▁"."""
         chars = re.sub(" {2,}", " ", text.translate(self.table))
         return (chars if chars.startswith(" ") else " " + chars).replace(" ", WORD_START)
 

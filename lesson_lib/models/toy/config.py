@@ -19,8 +19,7 @@ TARGETS = ("prev", "next", "match")
 
 @dataclass(frozen=True)
 class Task:
-    """T positions, V values, K key symbols; K ≫ h, or a d_k = 1 head survives by serving a single
-    key."""
+    """T positions, V values, K key symbols; K ≫ h, or a d_k = 1 head survives serving one key."""
 
     T: int = 12
     V: int = 8
@@ -29,8 +28,7 @@ class Task:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Model width and the optimiser schedule (Adam, linear warm-up, cosine decay to
-    optim.FINAL_LR_FRAC·lr)."""
+    """Model width and Adam's schedule: linear warm-up, cosine decay to optim.FINAL_LR_FRAC·lr."""
 
     d_model: int = 32
     steps: int = 700
@@ -61,9 +59,8 @@ def check_sweep(heads, seeds, task: Task, cfg: TrainConfig) -> tuple[list[int], 
     one a run can use; a Chinese error naming the field otherwise."""
     for value, name, kind in ((task, "task", Task), (cfg, "cfg", TrainConfig)):
         if not isinstance(value, kind):
-            raise LessonInputTypeError(f"{name} 应是 {kind.__name__}(...)（lesson_lib.models.toy."
-                                       "config），"
-                                       f"收到的是 {type(value).__name__}。")
+            raise LessonInputTypeError(f"{name} 应是 {kind.__name__}(...)（lesson_lib.models.toy"
+                                       f".config），收到的是 {type(value).__name__}。")
     T, V, K = (check_int(getattr(task, name), f"Task.{name}", minimum=1) for name in "TVK")
     if T < 5 or K < T or V < 2:
         raise LessonInputError("任务太小：需要 T ≥ 5 个位置、K ≥ T 个键符号、V ≥ 2 种值，收到 "

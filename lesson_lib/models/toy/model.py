@@ -15,8 +15,7 @@ from lesson_lib.models.toy.task import Batch
 
 
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> dict:
-    """Named (S, *shape) parameters; none depends on h, and a seed gives the same starting weights
-    for every h."""
+    """Named (S, *shape) parameters, none depending on h: a seed starts every h alike."""
     D = cfg.d_model
     # tables of values, keys, query tags, positions
     shapes = {"E": (task.V + 2 * task.K + task.T, D),
@@ -38,8 +37,7 @@ def forward(params, batch: Batch, h: int, task: Task):
     """Logits (S, B, T, 3, V) and what the backward pass needs. S models, B sequences, T tokens."""
     S, n_rows, D = params["E"].shape
     B, T = batch.values.shape[1:]
-    # (S or 1, B·T, R) 0/1 matrix with four ones per token: its value, key, query tag and position
-    # rows of E
+    # (S or 1, B·T, R) 0/1: four ones per token, its value, key, query tag and position rows of E
     positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, batch.values.shape)
     # (S,B,T,4)
     rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions],
@@ -58,9 +56,8 @@ def forward(params, batch: Batch, h: int, task: Task):
 
 
 def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
-    """Masked mean cross-entropy of every model, shape (S,), and its gradient for every parameter
-    (each model's loss depends only on its own parameters, so the gradient of the sum gives every
-    model its own)."""
+    """Masked mean cross-entropy of every model, (S,), and its gradient for every parameter (a
+    model's loss depends only on its own parameters: the sum's gradient gives each its own)."""
     logits, c = forward(params, batch, h, task)
     S, B, T = logits.shape[:3]
     D = params["W_Q"].shape[-1]
@@ -102,9 +99,8 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
 
 
 def _attention(q, k, v):
-    """The kernel's formula ``_scaled_dot_product_attention(q, k, v)``, bit for bit (a test compares
-    them), with the softmax's row max and sum by ``_row_max`` / ``_row_sum``: rows here are T = 12
-    long."""
+    """The kernel's ``_scaled_dot_product_attention(q, k, v)``, bit for bit (a test compares them),
+    with the softmax's row max and sum by ``_row_max`` / ``_row_sum``: rows here are T = 12 long."""
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])  # (..., n_q, n_k)
     e = np.exp(scores - _row_max(scores)[..., None])  # (..., n_q, n_k) largest entry 1
     return (weights := e / _row_sum(e)[..., None]) @ v, weights  # (..., n_q, d_v), (..., n_q, n_k)
@@ -112,8 +108,7 @@ def _attention(q, k, v):
 
 def _row_max(x):
     """``x.max(axis=-1)``, one column at a time across all rows: numpy reduces each row in its own
-    inner loop, and over rows this short (T = 12, V = 8) that loop's start-up is most of the
-    softmax's cost."""
+    loop, whose start-up is most of the softmax's cost over rows this short (T = 12, V = 8)."""
     out = x[..., 0].copy()  # (...)
     for j in range(1, x.shape[-1]):
         np.maximum(out, x[..., j], out=out)
@@ -145,8 +140,7 @@ def _t(a):
 
 
 def attention_maps(params, h: int, batch: Batch, seed_index: int = 0, task: Task = DEFAULT_TASK):
-    """Attention weights (B, h, T, T) of model ``seed_index`` on ``batch`` (leading axis 1, e.g.
-    held-out rows)."""
+    """Attention weights (B, h, T, T) of model ``seed_index`` on ``batch`` (leading axis 1)."""
     single = {name: p[seed_index : seed_index + 1] for name, p in params.items()}
     _, cache = forward(single, batch, h, task)
     return cache["weights"][0]  # (B, h, T, T)

@@ -22,9 +22,8 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 
 
 class Adam:
-    """Adam on a dict of (S, …) arrays, updated in place. The arrays become views of one flat
-    buffer, so a step is a few operations on every number at once, not a few per parameter (each
-    number's update is the same)."""
+    """Adam on a dict of (S, …) arrays, updated in place. They become views of one flat buffer:
+    a step is a few operations on every number at once, not a few per parameter."""
 
     def __init__(self, params: dict, cfg: TrainConfig):
         self.cfg = cfg

@@ -32,11 +32,9 @@ class SweepInterrupted(KeyboardInterrupt):
 
 
 def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK,
-          cfg: TrainConfig = DEFAULT_CONFIG,
-          progress=None) -> SweepResult:
+          cfg: TrainConfig = DEFAULT_CONFIG, progress=None) -> SweepResult:
     """Train ``seeds`` (a count or a list) models for every h in ``heads``, scored on the fixed test
-    set. A row's ``accuracy_mean`` / ``accuracy_sd`` (None for one seed) are over seeds of the mean
-    over the three targets."""
+    set; ``accuracy_mean`` / ``accuracy_sd`` (None for one seed): over seeds, of 3 targets' mean."""
     heads, seeds = check_sweep(heads, seeds, task, cfg)
     outcomes = {}
     try:
@@ -54,10 +52,10 @@ def _result(outcomes, cfg) -> SweepResult:
     rows = []
     for h, (_, acc) in outcomes.items():
         per_seed = acc.mean(axis=1)  # (S,) mean over the three targets
+        sd = round(float(per_seed.std(ddof=1)), 4) if len(per_seed) > 1 else None
         rows.append({"h": h, "d_k": cfg.d_model // h,
                      "accuracy_mean": round(float(per_seed.mean()), 4),
-                     "accuracy_sd": round(float(per_seed.std(ddof=1)), 4) if len(per_seed) > 1
-                     else None,
+                     "accuracy_sd": sd,
                      "per_target": {t: round(float(acc[:, i].mean()), 4)
                                     for i, t in enumerate(TARGETS)},
                      "accuracy_per_seed": [round(float(a), 4) for a in per_seed]})

@@ -12,8 +12,7 @@ from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, TEST_SEED
 
 @dataclass(frozen=True)
 class Batch:
-    """3-lookup sequences; arrays have leading axes (S, B) = (seeds, sequences); S may be 1
-    (shared)."""
+    """3-lookup sequences; arrays lead with (S, B) = (seeds, sequences); S may be 1 (shared)."""
 
     values: np.ndarray  # (S, B, T) int  value v_i in [0, V)
     keys: np.ndarray  # (S, B, T) int  key k_i in [0, K), distinct within a sequence
@@ -28,8 +27,7 @@ class Batch:
 
 
 def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
-    """``n`` fresh sequences per generator in ``rngs`` (one generator per seed, so S =
-    len(rngs))."""
+    """``n`` fresh sequences per generator in ``rngs`` (one per seed: S = len(rngs))."""
     T = task.T
     V = task.V
     K = task.K
@@ -52,8 +50,7 @@ def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
 
 
 def training_data(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
-    """All training sequences of every seed, (S, steps·batch, T): one stream, shared by every head
-    count."""
+    """Every seed's training sequences, (S, steps·batch, T): one stream shared by every h."""
     # stream 1 of each seed
     return _cached(tuple((seed, 1) for seed in seeds), task, cfg.steps * cfg.batch)
 

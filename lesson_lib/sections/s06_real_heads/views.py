@@ -16,8 +16,7 @@ from lesson_lib.models.pretrained import head_finder as finder
 from lesson_lib.models.pretrained import minilm
 from lesson_lib.runtime.blas import one_blas_thread
 
-# The its→law head on two more sentences: "its" = car (the head gets it), "its" = town (it does
-# not).
+# The its→law head on two more sentences: "its" = car (it gets it), "its" = town (it does not)
 COREF_SENTENCES = {
     "works": "The company sold the car because its engine was broken.",
     "fails": "The river flooded the town and its streets were empty.",
@@ -35,8 +34,7 @@ EXPLORER_FOLD_PX = 40
 
 
 def skip_without_model(message):
-    """Decorator: when the first argument (the model or its results) is None, print ``message``,
-    return None."""
+    """Decorator: print ``message`` and return None when the first argument is None."""
 
     def decorate(fn):
         @functools.wraps(fn)
@@ -57,8 +55,7 @@ def head_label(layer, head):
 
 
 def check_layer_head(attentions, layer, head):
-    """1-based (layer, head) -> 0-based indices into ``attentions`` (L, H, T, T), with a Chinese
-    error."""
+    """1-based (layer, head) -> 0-based indices into ``attentions`` (L, H, T, T)."""
     n_layers, n_heads = np.shape(attentions)[:2]
     layer = check_int(layer, "层号 layer（从 1 数起）", minimum=1, maximum=n_layers)
     head = check_int(head, "头号 head（从 1 数起）", minimum=1, maximum=n_heads)
@@ -66,23 +63,20 @@ def check_layer_head(attentions, layer, head):
 
 
 def describe_row(tokens, attentions, layer, head, qi):
-    """One Chinese line: where one head sends token ``qi``'s (0-based) attention, its 3 largest
-    weights rounded."""
+    """One Chinese line: the 3 largest weights of token ``qi``'s (0-based) row in one head."""
     li, hi = check_layer_head(attentions, layer, head)
     row = np.asarray(attentions)[li, hi, qi]  # (T,) sums to 1
     best = "、".join(f"{tokens[j]}（位置 {j + 1}）{row[j]:.2f}"
                     for j in np.argsort(-row, kind="stable")[:3])
-    return (f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）的注意力最多给了 "
-            f"{best}；"
-            f"平均分配的话每个词元只有 {1 / len(tokens):.2f}。")
+    return (f"{head_label(layer, head)}：查询词元「{tokens[qi]}」（位置 {qi + 1}）"
+            f"的注意力最多给了 {best}；平均分配的话每个词元只有 {1 / len(tokens):.2f}。")
 
 
 def model_text(model) -> str:
     """The model's size; without the package, what ``plot_toy_heads()`` draws instead."""
     if model is None:
-        return ("改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的值）"
-                "训练后的注意力。"
-                "它不是真实语言模型，只用来说明「训练会让头各自分工」。")
+        return ("改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的"
+                "值）训练后的注意力。它不是真实语言模型，只用来说明「训练会让头各自分工」。")
     return (f"all-MiniLM-L6-v2：{size_text(model.config)}，约 {model.n_parameters / 1e4:.0f} "
             "万个参数。")
 
@@ -95,8 +89,7 @@ def size_text(c) -> str:
 
 @_needs_model
 def run_paper_sentences(model):
-    """Both appendix sentences through the model: {'law': Encoding, 'making': Encoding}, with a
-    summary."""
+    """Both appendix sentences through the model, {'law': Encoding, 'making': …}."""
     with one_blas_thread():
         runs = {name: model.attend(text) for name, text in minilm.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
@@ -108,9 +101,8 @@ def run_paper_sentences(model):
 
 
 def rows_figure(att, tokens, qi, heads, title, named=None):
-    """A (heads × tokens) strip: each row is where one head ((layer, head), 1-based) sends token
-    ``qi``'s attention. Alt text and table: each head's weight on each of ``named`` ({name: (L, H)
-    weights}), else its two largest."""
+    """A (heads × tokens) strip: where each head ((layer, head), 1-based) sends token ``qi``'s
+    attention. Alt text and table: its weight on each ``named`` ({name: (L, H)}), else its top 2."""
     from lesson_lib.show.plotting import heat_map, sentence
 
     rows = np.stack([att[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
@@ -124,17 +116,17 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
         given = "，".join(f"给「{t}」{w:.2f}" for t, w in cells)
         parts.append(f"{head_label(layer, head)}：「{tokens[qi]}」{given}")
         table.append([head_label(layer, head), *(f"{w:.2f}（{t}）" for t, w in cells)])
-    headers = ["头", *(f"给「{name}」" for name in named)] if named else ["头", "最大的权重",
-                                                                      "第二大的权重"]
+    headers = ["头", "最大的权重", "第二大的权重"]
+    if named:
+        headers = ["头", *(f"给「{name}」" for name in named)]
     return heat_map(rows, tokens=[f"L{layer}·头{head}" for layer, head in heads], col_tokens=tokens,
-                    suptitle=title,
-                    alt=sentence(title) + "；".join(parts) + "。", table=(headers, table))
+                    suptitle=title, alt=sentence(title) + "；".join(parts) + "。",
+                    table=(headers, table))
 
 
 @_needs_model
 def making_figure(runs):
-    """Figure 3's question on our model: which heads link 'making' to 'more difficult'? Prints the
-    top 6."""
+    """Figure 3's question: which heads link 'making' to 'more difficult'? Prints the top 6."""
     enc = runs["making"]
     # (L, H)
     scores = finder.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])
@@ -148,8 +140,7 @@ def making_figure(runs):
 
 @_needs_model
 def its_figure(runs, layer=5):
-    """Figure 4, bottom: the 'its' row of every head of one layer; prints those that peak on law or
-    application."""
+    """Figure 4: 'its' in every head of one layer; prints those peaking on law or application."""
     enc = runs["law"]
     check_layer_head(enc.attentions, layer, 1)
     qi = finder.find_token(enc.tokens, "its")
@@ -167,8 +158,7 @@ def its_figure(runs, layer=5):
 
 @_needs_model
 def head_finder(runs):
-    """Rank all heads on the 'Law' sentence by four behaviours; print the top 3 of each, draw each
-    winner's map."""
+    """All heads on the 'Law' sentence ranked by four behaviours: top 3 each, winners drawn."""
     from lesson_lib.show.plotting import heat_map
 
     law = runs["law"]
@@ -187,9 +177,8 @@ def head_finder(runs):
     winners = [best[0] for best in ranking.values()]  # in SCORE_NAMES' order
     # (4, T, T)
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])
-    titles = [f"{short}：{head_label(layer, head)}" for short, (layer, head, _) in
-              zip(("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇"),
-                  winners)]
+    shorts = ("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇")
+    titles = [f"{short}：{head_label(*best[:2])}" for short, best in zip(shorts, winners)]
     return heat_map(  # one column: four 27-token maps side by side would need labels under 12 px
         maps, tokens=law.tokens, titles=titles,
         suptitle="四种分工，各自得分最高的头（行 = 查询，列 = 键）", cols=1)
@@ -197,8 +186,7 @@ def head_finder(runs):
 
 @_needs_model
 def coref_check(model, layer=4, head=2):
-    """The best its→law head on a sentence where it finds the owner of 'its' and one where it does
-    not."""
+    """The best its→law head where it finds the owner of 'its' and where it does not."""
     with one_blas_thread():
         encs = {name: model.attend(text) for name, text in COREF_SENTENCES.items()}
     verdict = {"works": "「its」指 car，这个头也主要看 car",
@@ -212,16 +200,14 @@ def coref_check(model, layer=4, head=2):
 
 @_needs_model
 def explore(runs, sentence, layer, head, query):
-    """Static explorer call for the notebook: print the line (deterministic) and show the widget's
-    picture."""
+    """The explorer in a notebook cell: its line printed (deterministic), its picture shown."""
     from IPython.display import HTML, display
 
     if sentence not in runs:
         raise ValueError(f"没有名为 {sentence!r} 的句子：可选的是 {'、'.join(map(repr, runs))}。")
     enc = runs[sentence]
-    # Without the map's folded table: a stored output must be the same on every CPU, and some of the
-    # map's float32 weights sit within 1e-4 of a rounding boundary; the row's bars (checked stable)
-    # carry the numbers read here.
+    # No folded table: some float32 weights sit within 1e-4 of a rounding boundary, and a stored
+    # output must be the same on every CPU; the row's bars (checked stable) carry the numbers.
     text, bars, picture = explorer_frame(enc, layer, head, finder.find_token(enc.tokens, query),
                                          table=False)
     print(text)
@@ -230,29 +216,26 @@ def explore(runs, sentence, layer, head, query):
 
 
 def explorer_frame(enc, layer, head, qi, table=None):
-    """(line, token ``qi``'s (0-based) row as HTML bars, map picture HTML) for the explorer, built
-    as SVG and HTML directly: a few ms, where a matplotlib figure took ~0.2 s. ``table=False``:
-    without the map's folded numbers."""
+    """(line, token ``qi``'s row as HTML bars, map picture) for the explorer, as SVG and HTML: a
+    few ms, where a matplotlib figure took ~0.2 s. ``table=False``: no folded numbers."""
     from lesson_lib.sections.s02_averaging import bar_html
     from lesson_lib.show.plotting import heat_map
 
     li, hi = check_layer_head(enc.attentions, layer, head)
     tokens = enc.tokens
     row = enc.attentions[li, hi, qi]  # (T,)
-    alt = (f"{head_label(layer, head)} 的注意力图（{len(tokens)} 个词，红框是「{tokens[qi]}」"
-           "这一行）："
-           + "，".join(f"「{tokens[qi]}」给「{tokens[k]}」{row[k]:.2f}"
-                      for k in np.argsort(-row, kind="stable")[:3])
-           + "。")
+    top = np.argsort(-row, kind="stable")[:3]
+    given = "，".join(f"「{tokens[qi]}」给「{tokens[k]}」{row[k]:.2f}" for k in top)
+    alt = (f"{head_label(layer, head)} 的注意力图（{len(tokens)} 个词，"
+           f"红框是「{tokens[qi]}」这一行）：{given}。")
+    title = f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）"
     picture = heat_map(enc.attentions[li, hi], tokens=tokens, cell_px=15, highlight_row=qi, alt=alt,
-                       table=table,
-                       suptitle=f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）")
+                       table=table, suptitle=title)
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(tokens, row)):
-        colour = "var(--jp-error-color1, #d62728)" if j == int(np.argmax(row)) else ("var(--jp-"
-                                                                                     "brand"
-                                                                                     "-color1, "
-                                                                                     "#1f77b4)")
+        colour = "var(--jp-brand-color1, #1f77b4)"
+        if j == int(np.argmax(row)):
+            colour = "var(--jp-error-color1, #d62728)"
         bars.append('<div style="display:flex;align-items:center;gap:6px;line-height:1.3;'
                     'break-inside:avoid">'
                     f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · '
@@ -305,8 +288,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
         text, bars, picture.value = explorer_frame(enc, layer_s.value, head_s.value, token.value)
         summary.value = f"<b>{html.escape(text)}</b>{bars}"
 
-    box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, redraw,
-                 picture="html")
+    box = linked({"sentence": sentence, "layer": layer_s, "head": head_s, "token": token}, redraw)
     # Both parts reserve the longest sentence's height, so choosing it never makes the widget grow.
     # Summary: 3 lines of text, the bars' heading, the bars in 2 columns (a 592 px output); picture:
     # the map and its folded table's line.
@@ -320,8 +302,7 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 
 
 def plot_toy_heads():
-    """Without the weights package: §7's toy model's 4 heads, trained here in a few seconds (see
-    ``model_text``)."""
+    """Without the weights: §7's toy model's 4 heads, trained here in seconds (``model_text``)."""
     from lesson_lib.models.toy import training
     from lesson_lib.show.plotting import heat_map
 

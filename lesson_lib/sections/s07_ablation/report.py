@@ -58,9 +58,8 @@ def format_table(results) -> str:
 
 
 def weight_on_targets(maps, batch: Batch) -> np.ndarray:
-    """(h, 3): mean attention each head puts on prev, next and match, from one model's ``maps`` (B,
-    h, T, T) on ``batch``; positions where a target does not exist (prev at 0, next at T−1) are left
-    out."""
+    """(h, 3): mean attention each head puts on prev, next and match, from ``maps`` (B, h, T, T) on
+    ``batch``; positions without a target (prev at 0, next at T−1) are left out."""
     maps = np.asarray(maps, dtype=float)  # (B, h, T, T)
     i = np.arange(maps.shape[-1])
     # (B, T, 3)
@@ -79,8 +78,7 @@ def heads_on_targets(result, batch: Batch, heads=(1, 4)) -> dict:
 
 def specialisation_text(on_targets: dict) -> str:
     """Per head: mean weight on the three targets (one decimal: the same on every machine) and its
-    main role; a head without one says which neighbour gets more (trained gaps ≈ 0.025–0.03, tests
-    hold them above LEAN_GAP)."""
+    role; one without says which neighbour gets more (gaps ≈ 0.025–0.03, tests: above LEAN_GAP)."""
     lines = []
     for h, rows in on_targets.items():
         lines.append(f"h = {h}：每个头放在 {' / '.join(ROLE_NAMES)} 位置上的平均权重")
@@ -102,15 +100,13 @@ def _role_text(row) -> str:
 
 
 def main_roles(on_targets_h) -> list[str]:
-    """The role each head mainly serves, from a (h, 3) weight_on_targets array ("分散" when none has
-    0.6)."""
+    """Each head's main role from (h, 3) ``weight_on_targets`` ("分散" when none has 0.6)."""
     return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散"
             for row in on_targets_h]
 
 
 def diversity(result, batch: Batch) -> dict:
-    """{h: (mean row entropy in bits, mean pairwise JS in bits or None for h = 1)} of every trained
-    h."""
+    """{h: (mean row entropy, mean pairwise JS or None for h = 1)} in bits, every trained h."""
     out = {}
     for h in sorted(result.params):
         maps = attention_maps(result.params[h], h, batch)  # (B, h, T, T)
@@ -119,8 +115,7 @@ def diversity(result, batch: Batch) -> dict:
 
 
 def diversity_text(div: dict) -> str:
-    """Each h's entropy and JS as levels (the same on every machine), h's of one level together,
-    with the thresholds."""
+    """Each h's entropy and JS as levels (the same on every machine), with the thresholds."""
     lines = []
     for name, i, levels in (("行熵", 0, ENTROPY_LEVELS), ("头间 JS", 1, JS_LEVELS)):
         groups = {}  # level -> the h's at it, the level of the smallest h first
@@ -135,8 +130,7 @@ def diversity_text(div: dict) -> str:
 
 def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     """Why a 1-dimensional head can only pick an end: q·k is monotone in k (keys on a line), unlike
-    in 2-D (keys on a circle). Which key wins the kernel's softmax for each query, counted from
-    1."""
+    in 2-D (keys on a circle). Which key (from 1) wins the kernel's softmax for each query."""
     # (points,) smallest first; in 1-D the score is just q × k
     keys_1d = np.linspace(-1.0, 1.0, points)
     lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} "
@@ -149,24 +143,20 @@ def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
 
 
 def crowded_keys_text(counts=(9, 64), sharpness=CROWDED_SHARPNESS) -> str:
-    """``crowded_keys`` for each length in ``sharpness`` as a table (two decimals, tested far from
-    rounding)."""
+    """``crowded_keys`` per length in ``sharpness`` as a table (2 decimals, far from rounding)."""
     won = {s: crowded_keys(counts, s) for s in sharpness}
     rows = [[f"{s:g}", *(f"{won[s][n]:.2f}" for n in counts)] for s in sharpness]
-    return text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)],
-                      rows).around(
-        before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
+    table = text_table(["查询长度 × 键长度", *(f"{n} 个键时赢家的权重" for n in counts)], rows)
+    return table.around(before="二维的键排在一个圆上，查询指向第 1 个键（它总是赢家）：")
 
 
 def stored_sweep() -> dict:
-    """The stored run (``scripts/store_toy_sweep.py``): {"results": ``sweep``'s rows, "seeds",
-    "task", "train"}."""
+    """The stored run (scripts/store_toy_sweep.py): {"results", "seeds", "task", "train"}."""
     return json.loads(STORED_SWEEP.read_text(encoding="utf-8"))
 
 
 def compare_to_stored(results, stored=None, tolerance: float = 0.03) -> str:
-    """One line per head count: this run's mean accuracy beside the stored run's, and whether they
-    agree."""
+    """Per head count: this run's mean accuracy beside the stored run's, and if they agree."""
     kept = {r["h"]: r["accuracy_mean"] for r in (stored or stored_sweep())["results"]}
     lines = []
     for r in results:
@@ -225,22 +215,18 @@ def plot_toy_vs_paper(results):
         right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8,
                    label=f"{name} {target}")
     right.axhline(chance, color="0.5", lw=1, ls="--")
+    # above the dashed line, not on it
     right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4),
-                   ha="right",
-                   # above the dashed line, not on it
-                   va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")
+                   ha="right", va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")
     right.set(ylim=(0, 1.05), ylabel="新序列上的准确率",
               title=f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
-    note = (f"{SOURCE_NOTE}；下图：每个头数 {len(results[0]['accuracy_per_seed'])} 次训练（种子）"
-            "的平均")
+    seeds = len(results[0]["accuracy_per_seed"])
+    note = f"{SOURCE_NOTE}；下图：每个头数 {seeds} 次训练（种子）的平均"
     fig.text(0.99, 0.005, wrap_title(note, 5.8, MIN_FONT_PT), ha="right", va="bottom",
-             fontsize=MIN_FONT_PT,
-             color="0.3")
+             fontsize=MIN_FONT_PT, color="0.3")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    # The toy's accuracies differ in their last digits between machines (the lesson prints them only
-    # in an unchecked cell): the alt text and table give each head count's level, as §7's checked
-    # table does.
+    # accuracies differ in their last digits between machines: alt text and table give levels
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"
@@ -253,8 +239,7 @@ def plot_toy_vs_paper(results):
 
 
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
-    """One ``sequence``'s attention in the trained h = 1 and h = 4 (heads named by roles, their JS
-    over ``batch``)."""
+    """One ``sequence`` in the trained h = 1 and h = 4 (heads named by role, JS over ``batch``)."""
     # (1 + 4, T, T)
     maps = np.concatenate([attention_maps(result.params[h], h, sequence)[0] for h in (1, 4)])
     js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))
@@ -265,14 +250,13 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     # Trained weights (and the title's JS divergence) differ in their last digits between machines,
     # and the one head splits each row almost evenly between two neighbours: no table, and an alt
     # text without digits; the role names are those §7's checked output prints.
-    alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。后四张：h = "
-           "4 的四个头，"
-           f"分别{'、'.join(names)}。每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
+    alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。"
+           f"后四张：h = 4 的四个头，分别{'、'.join(names)}。"
+           "每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
     # 2 wide: rows ≥ 12 px
     return heat_map(maps, tokens=[str(i + 1) for i in range(maps.shape[-1])], cols=2,
                     titles=["h = 1：唯一的头", *(f"h = 4：{n}" for n in names)], suptitle=title,
-                    alt=alt,
-                    table=False)
+                    alt=alt, table=False)
 
 
 def progress_bar(description: str = "训练中"):

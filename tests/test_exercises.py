@@ -577,3 +577,22 @@ def test_results_show_pass_and_fail_colours():
     assert "--jp-success-color1" not in todo and "--jp-warn-color1" not in todo and "lesson-exercise-todo" in todo
 
 
+
+
+def test_switching_exercises_keeps_the_warm_worker():
+    """§3's and §4's exercises live in different modules: after one restart that loads both, going back
+    and forth between them reuses the same worker (each restart cost the learner a fresh interpreter)."""
+    ex.check("split_heads", stub_wrong_split)
+    ex.check("count_multiplies", stub_wrong_count)
+    first = worker.pid()
+    for name, fn in [("split_heads", stub_wrong_split), ("count_multiplies", stub_wrong_count)] * 2:
+        assert ex.check(name, fn).status == "wrong"
+        assert worker.pid() == first
+
+
+def stub_wrong_split(x, h):
+    return x
+
+
+def stub_wrong_count(n, d_model, h):
+    return 0

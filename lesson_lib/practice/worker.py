@@ -140,8 +140,11 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
     ended; never waits longer than ``budget`` seconds once the child is ready, never raises for what
     the job does."""
     with _lock:
-        if not (_child and _child.pid == os.getpid() and _child.preload == preload
-                and _child.process.poll() is None):
+        own = _child is not None and _child.pid == os.getpid()
+        if own and _child.ready:
+            # keep what a working child has warm: a new exercise restarts it once, not every switch
+            preload = tuple(dict.fromkeys((*_child.preload, *preload)))
+        if not (own and _child.preload == preload and _child.process.poll() is None):
             stop(restart=preload)
         child = _child
         try:

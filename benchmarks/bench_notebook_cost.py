@@ -16,6 +16,7 @@ one trivial cell (what any notebook costs before the lesson does anything).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -82,6 +83,34 @@ def tree_pss_bytes(pid: int) -> int:
     return int(_sum_over_tree(pid, _pss))
 
 
+def _rss_and_pss(proc) -> tuple[int, int]:
+    """Both from one read of smaps_rollup (Linux): a process that grows between two separate reads
+    could show more PSS than RSS."""
+    try:
+        lines = Path(f"/proc/{proc.pid}/smaps_rollup").read_text().splitlines()
+        kb = {line.split(":")[0]: int(line.split()[1]) for line in lines if line.startswith(("Rss:", "Pss:"))}
+        return kb["Rss"] * 1024, kb["Pss"] * 1024
+    except (OSError, KeyError, ValueError, IndexError):
+        return proc.memory_info().rss, _pss(proc)
+
+
+def tree_rss_and_pss_bytes(pid: int) -> tuple[int, int]:
+    """Summed RSS and summed PSS of the tree, each process's pair read at one moment."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0, 0
+    pairs = []
+    for proc in procs:
+        # a process that ended since the list was taken counts 0
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+            pairs.append(_rss_and_pss(proc))
+    return sum(rss for rss, _ in pairs), sum(pss for _, pss in pairs)
+
+
 def kernel_peak_rss_bytes(pid: int) -> int | None:
     """The kernel process's own high-water mark of resident memory (Linux), or None where unknown."""
     try:
@@ -101,10 +130,14 @@ class PeakSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
+    def _sample(self):
+        rss, pss = tree_rss_and_pss_bytes(self.pid)
+        self.peak = max(self.peak, rss)
+        self.peak_pss = max(self.peak_pss, pss)
+
     def _loop(self):
         while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss_bytes(self.pid))
-            self.peak_pss = max(self.peak_pss, tree_pss_bytes(self.pid))
+            self._sample()
             self._stop.wait(self.interval)
 
     def __enter__(self):
@@ -114,8 +147,7 @@ class PeakSampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, tree_rss_bytes(self.pid))
-        self.peak_pss = max(self.peak_pss, tree_pss_bytes(self.pid))
+        self._sample()
 
 
 def _first_line(source: str) -> str:

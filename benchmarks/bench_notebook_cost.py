@@ -38,22 +38,20 @@ def _build_module():
     return module
 
 
-def _sum_over_tree(pid: int, value) -> float:
-    """``value(process)`` summed over a process and its live descendants; vanished processes count 0."""
+def _over_tree(pid: int, value) -> list:
+    """``value(process)`` for a process and each live descendant; vanished processes are left out."""
     import psutil
 
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0
-    total = 0
+        return []
+    values = []
     for proc in procs:
-        try:
-            total += value(proc)
-        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
-            continue
-    return total
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+            values.append(value(proc))
+    return values
 
 
 def _cpu(proc) -> float:
@@ -63,12 +61,7 @@ def _cpu(proc) -> float:
 
 def tree_cpu_seconds(pid: int) -> float:
     """User + system CPU of a process, its live descendants and the children they have reaped."""
-    return float(_sum_over_tree(pid, _cpu))
-
-
-def tree_rss_bytes(pid: int) -> int:
-    """Summed RSS: counts pages the processes share (libraries, mapped weights) once per process."""
-    return int(_sum_over_tree(pid, lambda proc: proc.memory_info().rss))
+    return float(sum(_over_tree(pid, _cpu)))
 
 
 def _pss(proc) -> int:
@@ -76,11 +69,6 @@ def _pss(proc) -> int:
         return proc.memory_full_info().pss  # Linux: each shared page split between the processes that map it
     except AttributeError:
         return proc.memory_info().rss
-
-
-def tree_pss_bytes(pid: int) -> int:
-    """Summed proportional set size (Linux; RSS elsewhere): the tree's own share of memory."""
-    return int(_sum_over_tree(pid, _pss))
 
 
 def _rss_and_pss(proc) -> tuple[int, int]:
@@ -95,19 +83,9 @@ def _rss_and_pss(proc) -> tuple[int, int]:
 
 
 def tree_rss_and_pss_bytes(pid: int) -> tuple[int, int]:
-    """Summed RSS and summed PSS of the tree, each process's pair read at one moment."""
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0, 0
-    pairs = []
-    for proc in procs:
-        # a process that ended since the list was taken counts 0
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
-            pairs.append(_rss_and_pss(proc))
+    """Summed RSS (shared pages once per process) and summed PSS (the tree's own share) of the tree,
+    each process's pair read at one moment."""
+    pairs = _over_tree(pid, _rss_and_pss)
     return sum(rss for rss, _ in pairs), sum(pss for _, pss in pairs)
 
 

@@ -41,4 +41,4 @@ def test_missing_process_counts_nothing():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     assert cost.tree_cpu_seconds(child.pid) == 0.0
-    assert cost.tree_rss_bytes(child.pid) == 0
+    assert cost.tree_rss_and_pss_bytes(child.pid) == (0, 0)

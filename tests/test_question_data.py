@@ -11,7 +11,7 @@ import pytest
 
 from lesson_lib.practice import questions
 from lesson_lib.practice.checkers import CHECKERS
-from lesson_lib.practice.progress import INTERVIEW, Progress, current_version
+from lesson_lib.practice.progress import Progress, current_version
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,7 +21,7 @@ else:
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 SAVED_BEFORE_THE_MOVE = FIXTURES / "progress-v3-questions.json"  # tests/fixtures/make_progress_v3.py, bf99d1e
-
+INTERVIEW = "面试"  # §8's, a question of the bank outside the quiz's count
 
 # Asked differently since the fixture was saved (a course update): their answers must stay, as an earlier version's.
 CHANGED_SINCE_THE_MOVE = {"Q5": "asked inside §6 now: its prompt no longer points to §6 from outside (cold read)"}

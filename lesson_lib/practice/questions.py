@@ -468,3 +468,8 @@ def question_ids() -> tuple[str, ...]:
 def lab_ids() -> tuple[str, ...]:
     """The optional labs' question ids: found by id, never counted as the core's."""
     return tuple(_bank()["lab"])
+
+
+def apart_ids() -> tuple[str, ...]:
+    """The ids of questions outside the quiz's count (``counted = false``: §8's interview)."""
+    return tuple(_bank()["apart"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 
-from lesson_lib.practice import checkers, interview, questions, quiz
+from lesson_lib.practice import checkers, questions, quiz
 from lesson_lib.practice.feedback import box_html, feedback_html, text_html
 from lesson_lib.practice.progress import Progress, default_progress
 from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
@@ -217,18 +217,19 @@ def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:
 def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     """§8: the learner answers first; then the rubric, a self-assessment, and the reference
     answer."""
-    q = interview.interview()
-    return SelfTestWidget(q.id, q.prompt, interview.interview_check, progress, None, q.key,
-                          interview.interview_self_assess, q.placeholder, rows=6)
+    q = questions.question(questions.apart_ids()[0])
+    return SelfTestWidget(q.id, q.prompt, lambda a: quiz.check(q.id, a), progress, None, q.key,
+                          lambda ticked: quiz.assess(q.id, ticked), q.placeholder, rows=6)
 
 
 class ProgressSummary(_Shown):
     """The live progress summary, with 导出进度 (JSON + one-page Chinese summary)."""
 
-    def __init__(self, progress: Progress | None = None):
+    def __init__(self, progress: Progress | None = None, exercise_ids=()):
         import ipywidgets as w
 
-        self.progress = progress if progress is not None else default_progress()
+        # the exercises to count: the sections' list, handed in by the notebook
+        self.progress = progress if progress is not None else default_progress(exercise_ids)
         self.text = w.HTML()
         self.export_button = w.Button(description="导出进度",
                                       tooltip="写出 JSON 和一页中文汇总，交给老师")

@@ -228,10 +228,11 @@ def test_parameter_count_in_prose(markdown):
 
 def test_single_head_bleu_gap(markdown):
     """Every 「x.y BLEU」 gap a learner reads (prose, and §8's reference answer the widget reveals) is Table 3's."""
-    from lesson_lib.practice import interview
+    from lesson_lib.practice import questions
 
     gap = round(BEST_BLEU - SINGLE["bleu"], 1)
-    for m in _matches(r"(\d+\.\d)\s*(?:[^\x00-\x7f]\s*)?BLEU", markdown + "\n" + interview.model_answer()):
+    answer = questions.question("面试").key.model_answer
+    for m in _matches(r"(\d+\.\d)\s*(?:[^\x00-\x7f]\s*)?BLEU", markdown + "\n" + answer):
         assert float(m.group(1)) == gap, m.group(0)
 
 
@@ -369,14 +370,14 @@ def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(c
 def test_interview_asks_before_it_shows_an_answer(markdown):
     """§8 asks first: no sentence of the answer is printed above the self-check; the prose before it names each of
     the widget's buttons."""
-    from lesson_lib.practice import interview
+    from lesson_lib.practice import questions
     from lesson_lib.practice import widgets as quiz_widgets
     from lesson_lib.practice.progress import Progress
 
     text = "\n\n".join(c["source"] for c in _build_module().source_cells())
     ask = text.index("interview_self_check()")
     section = text[text.index("## 8 ") : ask]
-    answer = [s for s in sentences(interview.model_answer()) if len(s) > 8]
+    answer = [s for s in sentences(questions.question("面试").key.model_answer) if len(s) > 8]
     assert answer and not [s for s in answer if s in section]
     widget = quiz_widgets.interview_self_check(Progress())
     buttons = [widget.submit.description, widget.record_button.description, widget.reveal.description]

@@ -103,30 +103,32 @@ _SHAPES = {
 }
 
 
-def _ok(check: str, v) -> bool:
-    return (v is None and check.endswith("?")) or _CHECKS[check.strip("?*")](v)
-
-
 def _bounded(items: list, limit: int) -> list:
     """The first item and the last ``limit - 1``."""
     return items if len(items) <= limit else [items[0], *items[1 - limit:]]
 
 
-def _read(d, shape: str):
-    """``d`` as a ``shape`` record, each field checked, its list bounded; None if one is wrong."""
+def _list(v, shape: str, limit: int = MAX_ATTEMPTS) -> list | None:
+    """Each item read as a ``shape`` record, the list bounded; None if one is wrong."""
+    items = [_read(i, shape) for i in v] if type(v) is list else [None]
+    return None if None in items else _bounded(items, limit)
+
+
+def _read(d, shape: str) -> dict | None:
+    """``d`` read as a ``shape`` record, each field checked; None if one is wrong."""
     if type(d) is not dict:
         return None
     out = {}
     for key, check in _SHAPES[shape].items():
         v = d.get(key)
         if check in _SHAPES:  # the record's list
-            v = [_read(i, check) for i in v] if type(v) is list else [None]
-            if None in v:
-                return None
-            out[key] = _bounded(v, MAX_ATTEMPTS)
-        elif not check.endswith("*") or v is not None:
-            if not _ok(check, v):
-                return None
+            v = _list(v, check)
+            ok = v is not None
+        else:
+            ok = (v is None and check[-1] in "?*") or _CHECKS[check.strip("?*")](v)
+        if not ok:
+            return None
+        if v is not None or not check.endswith("*"):
             out[key] = v
     return out
 
@@ -171,7 +173,8 @@ def migrate(raw) -> tuple[dict, list[str]]:
                          f"{VERSION}（更新的版本请先更新课程）")
     parts = {kind: raw.get(kind, {}) for kind in ("questions", "exercises", "earlier", "interview")}
     saved_at = raw.get("saved_at")
-    if not all(type(part) is dict for part in parts.values()) or not _ok("text?", saved_at):
+    fields_ok = all(type(part) is dict for part in parts.values())
+    if not fields_ok or not (saved_at is None or _text(saved_at)):
         raise ValueError("顶层的栏目类型不对")
 
     def question(e):
@@ -180,7 +183,8 @@ def migrate(raw) -> tuple[dict, list[str]]:
     found = [("questions", q, question(e)) for q, e in parts["questions"].items()]
     found += [("exercises", name, _read(_exercise_v2(e) if version < 3 else e, "exercise"))
               for name, e in parts["exercises"].items()]
-    found += [("earlier", q, _earlier(e)) for q, e in parts["earlier"].items()]
+    found += [("earlier", q, _list(e, "question", MAX_EARLIER))
+              for q, e in parts["earlier"].items()]
     if parts["interview"]:
         found.append(("interview", _apart()[0], question(parts["interview"])))
     data = {**empty(), "saved_at": saved_at}
@@ -191,11 +195,6 @@ def migrate(raw) -> tuple[dict, list[str]]:
         else:
             data["questions" if kind == "interview" else kind][key] = entry
     return data, bad
-
-
-def _earlier(entries) -> list | None:
-    olds = [_read(e, "question") for e in entries] if type(entries) is list else [None]
-    return None if None in olds else _bounded(olds, MAX_EARLIER)
 
 
 def to_file(data: dict) -> dict:
@@ -303,6 +302,10 @@ def _state(done, tried) -> str:
     return "tried" if tried else "todo"
 
 
+# The summary's lines: a kind of item, what "done" says, its unit
+_KINDS = (("题目", "已答对", "题"), ("代码练习", "已完成", "个"), ("面试自检", "已完成", "项"))
+
+
 class Progress:
     """What the learner has done: the lesson's questions and the exercises named by
     ``exercise_ids`` (the sections' list), kept in the file at ``path`` (None: in memory only).
@@ -315,10 +318,7 @@ class Progress:
         self.ids = question_ids()
         self.apart = _apart()
         self.exercise_ids = tuple(exercise_ids)
-        self.data = empty()
-        self.notice = ""
-        if path is not None:
-            self.data, self.notice = self._load()
+        self.data, self.notice = self._load() if path is not None else (empty(), "")
         self._pending = []  # changes not yet on disk (a failed save keeps them for the next one)
         self.listeners = []  # called after every change (the summary widgets)
 
@@ -375,11 +375,8 @@ class Progress:
         points (self)."""
         if fb.blank:
             return
-        if isinstance(answer, str):
-            answer = answer[:MAX_ANSWER_CHARS]
-        else:
-            answer = sorted(map(str, answer))
-        attempt = {"answer": answer, "verdict": fb.verdict,
+        kept = answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else sorted(map(str, answer))
+        attempt = {"answer": kept, "verdict": fb.verdict,
                    "mistake": _shown(";".join(fb.mistakes)) or None,
                    "question_version": fb.version or current_version(fb.question_id)}
         if fb.verdict == "self":
@@ -434,19 +431,14 @@ class Progress:
     def items(self) -> list[tuple[str, str, str]]:
         """(kind, name, done/tried/todo) for everything; a self-assessed question is done, never
         right; an uncounted one (the interview) once every point is ticked."""
-        out = []
-        for q in self.ids:
-            e = self.entry(q)
-            done = e.get("solved") or e.get("final") == "self"
-            out.append(("题目", q, _state(done, e.get("n_attempts"))))
-        for name in self.exercise_ids:
-            e = self.entry(name)
-            tried = any(c["result"] != "todo" for c in e.get("checks", ()))
-            out.append(("代码练习", name, _state(e.get("passed"), tried)))
-        for q in self.apart:
-            e = self.entry(q)
-            out.append(("面试自检", q, _state(e.get("complete"), e.get("n_attempts"))))
-        return out
+        entries = {name: self.entry(name) for name in (*self.ids, *self.exercise_ids, *self.apart)}
+        out = [("题目", q, _state(e.get("solved") or e.get("final") == "self", e.get("n_attempts")))
+               for q, e in entries.items() if q in self.ids]
+        out += [("代码练习", name, _state(e.get("passed"),
+                                          any(c["result"] != "todo" for c in e.get("checks", ()))))
+                for name, e in entries.items() if name in self.exercise_ids]
+        return out + [("面试自检", q, _state(e.get("complete"), e.get("n_attempts")))
+                      for q, e in entries.items() if q in self.apart]
 
     def all_done(self) -> bool:
         return all(state == "done" for _, _, state in self.items())
@@ -456,13 +448,12 @@ class Progress:
         total."""
         items = self.items()
         lines = [self.notice] if self.notice else []
-        for kind, done_word, unit in (("题目", "已答对", "题"), ("代码练习", "已完成", "个"),
-                                      ("面试自检", "已完成", "项")):
+        for kind, done_says, unit in _KINDS:
             names = {s: [n for k, n, state in items if k == kind and state == s]
                      for s in ("done", "tried", "todo")}
             selfs = [n for n in names["done"] if kind == "题目"
                      and self.entry(n).get("final") == "self"]
-            line = (f"{kind}：{done_word} {len(names['done']) - len(selfs)} / "
+            line = (f"{kind}：{done_says} {len(names['done']) - len(selfs)} / "
                     f"{sum(map(len, names.values()))} {unit}。")
             if selfs:
                 line += f"已自评：{'、'.join(selfs)}。"
@@ -477,10 +468,8 @@ class Progress:
             lines.append(f"另有旧版题目的作答，保留着、不计入：{'、'.join(self.data['earlier'])}。")
         done = sum(s == "done" for _, _, s in items)
         if done == len(items):
-            lines.append(f"全部完成（{done} / {len(items)}），明天见！")
-        else:
-            lines.append(f"合计完成 {done} / {len(items)} 项。")
-        return "\n".join(lines)
+            return "\n".join([*lines, f"全部完成（{done} / {len(items)}），明天见！"])
+        return "\n".join([*lines, f"合计完成 {done} / {len(items)} 项。"])
 
     def export(self, folder: Path | str | None = None) -> tuple[Path, Path]:
         """progress-export.json (for scripts/class_report.py) and progress-summary.md (one page for
@@ -497,9 +486,9 @@ class Progress:
             lines.append(f"| {kind} | {name} | {words[state]} | {tries} |")
         json_path = folder / "progress-export.json"
         md_path = folder / "progress-summary.md"
-        exported = dict(to_file(self.data), exported_at=_now())
         try:
             folder.mkdir(parents=True, exist_ok=True)
+            exported = dict(to_file(self.data), exported_at=_now())
             _replace_file(json_path, json.dumps(exported, indent=1))
             _replace_file(md_path, "\n".join(lines) + "\n")
         except OSError as exc:

@@ -134,8 +134,7 @@ def _read(d, shape: str) -> dict | None:
 
 
 def _question_v1(e):
-    """A version-1 question (``history`` of [answer, verdict], no question version): an earlier
-    version's answers."""
+    """A version-1 question (``history`` of [answer, verdict]): an earlier version's answers."""
     if type(e) is not dict:
         return e
     pairs = e.get("history") or [[e.get("answer", ""), "self" if "self" in e else "review"]]
@@ -162,9 +161,8 @@ def _exercise_v2(e):
 
 def migrate(raw) -> tuple[dict, list[str]]:
     """A parsed progress file of any version the lesson has written (1, 2, 3) as this version in
-    memory, and the entries left out because a field has a wrong type or size (Chinese, one each).
-    Pure; raises ValueError (Chinese) for a file that is not one at all. An earlier version's
-    answers are kept (``_retire``)."""
+    memory, and the entries left out for a field of a wrong type or size (Chinese, one each). Pure;
+    raises ValueError (Chinese) for a file that is not one at all."""
     if type(raw) is not dict or raw.get("format") != FORMAT:
         raise ValueError(f"不是本课的进度文件（格式不是 {FORMAT}）")
     version = raw.get("version")
@@ -371,8 +369,7 @@ class Progress:
         return f"进度文件 {self.path} {problem}。{kept}"
 
     def record(self, fb, answer, of: int = 0) -> None:
-        """One attempt (a blank ``Feedback`` is none) with its answer as stored; ``of``: a rubric's
-        points (self)."""
+        """One attempt (a blank ``Feedback`` is none); ``of``: a self-assessed rubric's points."""
         if fb.blank:
             return
         kept = answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else sorted(map(str, answer))
@@ -384,8 +381,7 @@ class Progress:
         self._apply(_add_attempt, fb.question_id, attempt, fb.question_id in self.apart)
 
     def record_exercise(self, result) -> None:
-        """An ExerciseResult; a stub never filled in is not saved (running the lesson writes
-        nothing)."""
+        """An ExerciseResult; a stub never filled in is not saved (a plain run saves nothing)."""
         if result.status == "todo" and result.name not in self.data["exercises"]:
             return
         check = {"result": result.status, "mistakes": list(result.mistakes or ()), "at": _now()}
@@ -393,8 +389,7 @@ class Progress:
         self._apply(_add_check, result.name, check, _shown(result.message), source)
 
     def _apply(self, change, *args) -> None:
-        """Change the progress in memory at once, then on disk: under the lock, read, merge,
-        atomically replace."""
+        """Change the progress in memory at once, then on disk (``_save``)."""
         change(self.data, *args)
         self._pending.append((change, args))
         if self.path is not None:
@@ -408,6 +403,7 @@ class Progress:
             listener()
 
     def _save(self) -> None:
+        """Under the lock: read the file, apply every pending change, atomically replace it."""
         _refuse(self.path)  # a folder, FIFO or device: refused before a lock is made beside it
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock = self.path.with_name(self.path.name + ".lock")
@@ -444,8 +440,7 @@ class Progress:
         return all(state == "done" for _, _, state in self.items())
 
     def summary(self) -> str:
-        """The learner's summary in Chinese: one line per kind (with what to do next), then the
-        total."""
+        """The learner's summary in Chinese: a line per kind (with what to do next), the total."""
         items = self.items()
         lines = [self.notice] if self.notice else []
         for kind, done_says, unit in _KINDS:

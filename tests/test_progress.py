@@ -762,6 +762,16 @@ def test_a_file_written_by_the_version_2_lesson_reads_with_every_answer_and_chec
         assert new["passed"] == (old["result"] == "passed") and new["checks"][-1]["result"] == old["result"]
 
 
+def test_a_version_3_file_reads_and_writes_back_field_for_field():
+    """tests/fixtures/progress-v3-full.json holds every kind of record the lesson writes, written through its API at
+    b4e9411 (tests/fixtures/make_progress_v3_full.py): read (pure, whatever the questions ask now) and written back,
+    it is the same file."""
+    raw = json.loads((FIXTURES / "progress-v3-full.json").read_text(encoding="utf-8"))
+    data, bad = progress.migrate(raw)
+    assert bad == [] and progress.to_file(data) == raw
+    assert list(progress.to_file(data)) == list(raw)  # the fields in the order the lesson writes them
+
+
 def test_a_version_1_file_is_migrated_its_answers_kept_as_an_earlier_versions(path):
     """Format 1 (before question versions; the lesson wrote it on 2026-12-01): every answer is kept, apart."""
     v1 = {"format": FORMAT, "version": 1, "saved_at": "2026-12-01T10:00:00+00:00",

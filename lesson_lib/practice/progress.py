@@ -57,11 +57,16 @@ def current_version(item_id: str) -> str | None:
 
 
 def _apart() -> tuple[str, ...]:
-    """The questions outside the quiz's count (§8's interview): done once every point is ticked.
-    The file keeps the first one's entry in a field of its own, ``interview``."""
+    """The questions outside the quiz's count (§8's interview): done once every point is ticked."""
     from lesson_lib.practice import questions
 
-    return questions.apart_ids() or ("interview",)
+    return questions.apart_ids()
+
+
+def _own_field_id() -> str:
+    """The question whose entry the file keeps in a field of its own, ``interview`` (format 3): the
+    first uncounted one."""
+    return next(iter(_apart()), "interview")
 
 
 def empty() -> dict:
@@ -184,7 +189,7 @@ def migrate(raw) -> tuple[dict, list[str]]:
     found += [("earlier", q, _list(e, "question", MAX_EARLIER))
               for q, e in parts["earlier"].items()]
     if parts["interview"]:
-        found.append(("interview", _apart()[0], question(parts["interview"])))
+        found.append(("interview", _own_field_id(), question(parts["interview"])))
     data = {**empty(), "saved_at": saved_at}
     bad = []
     for kind, key, entry in found:
@@ -198,7 +203,7 @@ def migrate(raw) -> tuple[dict, list[str]]:
 def to_file(data: dict) -> dict:
     """The progress as the file keeps it: the first uncounted question's entry in its own field."""
     questions = dict(data["questions"])
-    out = dict(data, questions=questions, interview=questions.pop(_apart()[0], {}))
+    out = dict(data, questions=questions, interview=questions.pop(_own_field_id(), {}))
     out["earlier"] = out.pop("earlier")  # the fields in the order the lesson has always written
     return out
 
@@ -446,6 +451,8 @@ class Progress:
         for kind, done_says, unit in _KINDS:
             names = {s: [n for k, n, state in items if k == kind and state == s]
                      for s in ("done", "tried", "todo")}
+            if not any(names.values()):  # none of this kind in the lesson
+                continue
             selfs = [n for n in names["done"] if kind == "题目"
                      and self.entry(n).get("final") == "self"]
             line = (f"{kind}：{done_says} {len(names['done']) - len(selfs)} / "

@@ -460,7 +460,7 @@ class Progress:
             if selfs:
                 line += f"已自评：{'、'.join(selfs)}。"
             if names["tried"] and kind == "面试自检":
-                line += "你的自评还没有勾满三点：对照参考答案改一改，再自评一次。"
+                line += "你的自评还没有勾满全部要点：对照参考答案改一改，再自评一次。"
             elif names["tried"]:
                 line += f"做过但还没过：{'、'.join(names['tried'])}。"
             if names["todo"]:

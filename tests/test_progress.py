@@ -501,6 +501,13 @@ def test_the_item_list_is_data_not_an_import_time_registry():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=scaled(120))
 
 
+def test_a_lesson_without_an_uncounted_question_counts_no_interview(path, monkeypatch):
+    """An instructor who drops §8's interview: no phantom item to finish, and no summary line for a kind with none."""
+    monkeypatch.setattr(qq, "apart_ids", lambda: ())
+    p = _new(path)
+    assert {kind for kind, _, _ in p.items()} == {"题目", "代码练习"} and len(p.summary().splitlines()) == 3
+
+
 def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
     """Each kind is named once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
     p = _new(path)

@@ -73,6 +73,7 @@ def test_conditions_are_well_formed():
     assert nearest == zh.nearest_name(zh.LESSON_SENTENCE, "他") == zh.NAMES["她"][0]
 
 
+@pytest.mark.slow  # e5, every condition (moved here from conftest.SLOW_TESTS with its file)
 def test_every_condition_has_the_pronoun_as_its_own_token(zh_model):
     for _, sentence, pronoun in zh.MINIMAL_PAIRS:
         tokens, _ = zh_model.attend(sentence)

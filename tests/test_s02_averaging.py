@@ -6,13 +6,14 @@ documents (指代 asks "female person?", 语法角色 asks "clause subject?"), n
 
 from __future__ import annotations
 
+import html
 import itertools
 import math
 import re
 
 import numpy as np
 import pytest
-from helpers import CJK
+from helpers import CJK, unnamed_controls
 
 from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections.s02_averaging import FEATURES, TOKENS
@@ -217,7 +218,6 @@ def test_demo_rejects_bad_sharpness_in_chinese(s):
 
 @pytest.mark.parametrize("heads", [1, 2])
 def test_demo_html_draws_every_weight_and_feature_as_a_bar_named_by_its_numbers(heads):
-    import html
     import re
 
     d = averaging.demo(heads, 4.0)
@@ -247,3 +247,65 @@ def test_demo_text_matches_demo():
         assert re.search(rf"= {d.referent_kept:.2f}\W+\w+\W+\w+\W+= {d.subject_kept:.2f}", text)  # referent, subject
         for name in d.names:
             assert name in text
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget (demo_widget): what it shows is the pure functions' output
+# ---------------------------------------------------------------------------------------------
+
+
+def _percent(x):
+    return f"{x:.0%}"
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_averaging_demo_heads_toggle_changes_numbers():
+    box = averaging.demo_widget()
+    c = box.controls
+    assert [v for _, v in c["heads"].options] == [1, 2]
+    assert c["heads"].value == 1 and c["sharpness"].value == 4.0
+    # only sharpness values demo() accepts can be chosen
+    assert 0 <= c["sharpness"].min and c["sharpness"].max <= 50
+    # one head at sharpness 4: 小红 e^4 / (e^4 + e^3.2 + 5), 小明 e^3.2 / (…)
+    z = math.exp(4) + math.exp(3.2) + 5
+    one = c["summary"].value
+    bold = re.findall(r"<b>\D*(\d+%)</b>", one)  # 小红, then 小明
+    assert bold == [_percent(math.exp(4) / z), _percent(math.exp(3.2) / z)]
+
+    picture = c["picture"].value
+    assert picture == averaging.demo_html(averaging.demo(1, 4.0))  # themed HTML bars named by their alt text
+    alt = re.search(r'aria-label="([^"]*)"', picture).group(1)
+    query, target = averaging.TOKENS[averaging.QUERY], averaging.TOKENS[4]  # 她 gives 小红 the most
+    assert 'role="img"' in picture and alt.index(query) < alt.index(target) < alt.index(f"{math.exp(4) / z:.2f}")
+
+    c["heads"].value = 2
+    two = c["summary"].value
+    both = _percent(math.exp(4) / (math.exp(4) + 6))  # each head: its word at logit 4, six at 0
+    assert two != one
+    assert re.findall(r"<b>\D*(\d+%)</b>", two) == [both, both]
+    assert c["picture"].value != picture
+
+    c["sharpness"].value = 0.0
+    assert c["summary"].value.count(_percent(1 / 7)) == 2  # uniform over the seven earlier words
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_html_pictures_fit_the_output():
+    """The demo's bars are HTML that shrinks with the output, never wider than it."""
+    for box, kind in ((averaging.demo_widget(), "<table"),):
+        picture = box.controls["picture"]
+        assert picture.layout.max_width == "100%"
+        assert "max-width:100%" in picture.value and kind in picture.value
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_summaries_are_the_pure_functions_output():
+
+    a = averaging.demo_widget().controls
+    a["heads"].value, a["sharpness"].value = 2, 3.0
+    assert a["summary"].value == averaging.summary_html(averaging.demo(2, 3.0))
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_every_control_of_the_widget_is_named():
+    assert unnamed_controls(averaging.demo_widget()) == []

@@ -9,6 +9,7 @@ of matplotlib's colormap, are named by alt text made from those numbers, keep on
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import re
@@ -16,7 +17,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from helpers import CJK
+from helpers import CJK, unnamed_controls
+from traitlets import TraitError
 
 from lesson_lib.checks import AttentionInputError
 from lesson_lib.sections import s05_head_lab as head_lab
@@ -182,8 +184,8 @@ def test_pictures_one_size_for_every_h_and_fit_592_px(pictures):
 
 def test_pictures_text_is_at_least_11_px(pictures):
     for key, pair in pictures.items():
-        for html in pair:
-            sizes = font_px(svg_of(html))
+        for page in pair:
+            sizes = font_px(svg_of(page))
             assert sizes and None not in sizes and min(sizes) >= 11, (key, sorted(set(sizes)))
 
 
@@ -278,3 +280,97 @@ def test_comparison_table_uses_lab_state():
     for row, h in zip(rows, (1, 64)):
         s = head_lab.lab_state(h)
         assert row[:5] == [str(h), str(s.d_k), f"{s.parameters:,}", f"{s.matmul_multiplies:,}", f"{s.softmax_ops:,}"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget (lab_widget): in-kernel ipywidgets, compared with the pure functions it wires to
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_slider_offers_only_divisors():
+    c = head_lab.lab_widget().controls
+    slider = c["slider"]
+    assert [v for _, v in slider.options] == head_lab.HEAD_CHOICES == [1, 2, 4, 8, 16, 32, 64]
+    assert [label for label, _ in slider.options] == ["1", "2", "4", "8", "16", "32", "64"]
+    assert slider.value == 8
+    assert slider.continuous_update is False  # redraw on release, not on every step of a drag
+    for bad in (3, 5, 12, 128, 0):
+        with pytest.raises(TraitError):
+            slider.value = bad
+    assert slider.value == 8
+
+
+def _shown(controls) -> tuple[str, str, str]:
+    """The lab's two pictures (zoomed head, overview) and the numbers under them, as shown."""
+    return (*(picture.value for picture in controls["picture"]), controls["numbers"].value)
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_initial_shows_the_pure_functions_output():
+    c = head_lab.lab_widget().controls
+    state = head_lab.lab_state(8)
+    assert c["summary"].value.startswith(head_lab.summary_html(state))
+    assert html.escape(head_lab.overview_alt(state, 1)) in c["summary"].value  # what the pictures show, read out too
+    assert "d_k = 64" in c["summary"].value
+    assert _shown(c) == head_lab.lab_pictures(state)
+    assert all('role="img" aria-label="' in html for html in _shown(c)[:2])  # named pictures, not bare PNGs
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_slider_redraws():
+    c = head_lab.lab_widget().controls
+    before = _shown(c)
+    c["slider"].value = 4
+    assert "d_k = 128" in c["summary"].value
+    assert "d_k = 64" not in c["summary"].value
+    assert _shown(c) != before
+    assert _shown(c) == head_lab.lab_pictures(head_lab.lab_state(4))
+    c["slider"].value = 64
+    assert "d_k = 8" in c["summary"].value and f"{3 * 64 * 121:,}" in c["summary"].value
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
+    c = head_lab.lab_widget().controls
+    zoom = c["zoom"]
+    assert (zoom.min, zoom.max, zoom.value) == (1, 8, 1)  # counted from 1, like the picture's 头 1 … 头 8
+    zoom.value = 6
+    assert _shown(c) == head_lab.lab_pictures(head_lab.lab_state(8), zoom=6)
+    c["slider"].value = 4  # head 6 is gone: the last head is enlarged instead
+    assert (zoom.max, zoom.value) == (4, 4)
+    assert _shown(c) == head_lab.lab_pictures(head_lab.lab_state(4), zoom=4)
+    c["slider"].value = 1
+    assert zoom.value == 1 and zoom.disabled
+    c["slider"].value = 64
+    assert zoom.max == 64 and not zoom.disabled
+    zoom.value = 64
+    assert _shown(c) == head_lab.lab_pictures(head_lab.lab_state(64), zoom=64)
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_keeps_its_size_while_the_slider_moves():
+    """Both pictures keep one size for every h and sit side by side (580 px ≤ JupyterLab's 592 px output at
+    1024 × 768 with the file browser open); the summary keeps the height of its longest reading."""
+    import re
+
+    box = head_lab.lab_widget()
+    c = box.controls
+    row = box.children[-2]
+    assert box.children[-1] is c["numbers"]  # the numbers folded under both pictures, as wide as the output
+    assert row.children == c["picture"]
+    assert row.layout.flex_flow in (None, "row")  # never wraps: the lab's height stays put
+    assert c["summary"].layout.min_height
+    assert [picture.layout.margin for picture in c["picture"]] == ["0", "0 0 0 8px"]  # zoomed, then overview
+    sizes = set()
+    for h in head_lab.HEAD_CHOICES:
+        c["slider"].value = h
+        sizes.add(tuple(re.search(r'<svg[^>]* width="(\d+)" height="(\d+)"', html).groups() for html in _shown(c)[:2]))
+    assert len(sizes) == 1, sizes
+    (zw, _), (ow, _) = (tuple(map(int, wh)) for wh in sizes.pop())
+    assert zw + 8 + ow <= 592
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_every_control_of_the_widget_is_named():
+    assert unnamed_controls(head_lab.lab_widget()) == []

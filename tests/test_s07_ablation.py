@@ -336,3 +336,29 @@ def test_one_vs_four_counts_positions_from_1_and_names_roles_without_digits(less
     assert {str(i) for i in range(1, config.Task().T + 1)} <= labels and "0" not in labels
     assert MATCH in picture.lesson_alt and not re.search(r"\d\.\d", picture.lesson_alt)
     assert picture.lesson_table is None  # trained weights differ in their last digits between machines
+
+
+# ---------------------------------------------------------------------------------------------
+# The training progress bar (report.progress_bar)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_progress_bar_follows_the_callback():
+    label = "训练中"
+    bar = report.progress_bar(label)
+    assert bar.description == label and bar.value == 0
+    bar.update(3, 10)
+    assert (bar.value, bar.max) == (3, 10) and bar.bar_style == "info"
+    bar.update(10, 10)
+    assert bar.value == 10 and bar.description != label and bar.bar_style == "success"
+    bar.update(0, 5)  # reused for a second run: no longer done
+    assert (bar.value, bar.max, bar.description, bar.bar_style) == (0, 5, label, "info")
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_progress_bar_zero_of_zero_is_not_done():
+    bar = report.progress_bar()
+    label = bar.description
+    bar.update(0, 0)
+    assert bar.description == label and bar.bar_style == "info"

@@ -13,7 +13,19 @@ import re
 
 import numpy as np
 import pytest
-from helpers import CJK, unnamed_controls
+from helpers import (
+    CJK,
+    assert_numbers,
+    in_order,
+    lesson_cells,
+    numbers_in,
+    numerals_in,
+    prose_after,
+    prose_before,
+    sentence_with,
+    sentences,
+    unnamed_controls,
+)
 
 from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections.s02_averaging import FEATURES, TOKENS
@@ -309,3 +321,58 @@ def test_summaries_are_the_pure_functions_output():
 @pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
 def test_every_control_of_the_widget_is_named():
     assert unnamed_controls(averaging.demo_widget()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The prose: numbers read back from the section's sentences (found by structure) and recomputed
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    return lesson_cells()
+
+
+def test_section_2_blend_reading(cells):
+    """'四成像女人、三成像男人、三成像一只苹果，主语只剩 0.3' is the single head's blend that §2 prints."""
+    from lesson_lib.sections import s02_averaging as averaging
+
+    blend = averaging.blend(averaging.LESSON_WEIGHTS)
+    said = sentences(prose_after(cells, "blend_table(averaging.LESSON_WEIGHTS)"))[0]
+    tenths = [round(10 * blend[f]) for f in ("女性", "男性", "物品")]  # the order the sentence reads them
+    assert in_order(numerals_in(said), tenths), said  # 四成、三成、三成
+    assert numbers_in(said) == [round(blend["主语"], 1)]
+
+
+def test_section_2_demo_reading(cells):
+    """'单头读回了小红 0.65、小明 0.29 …… 两个头各拿 0.90' is what demo_text(sharpness=4.0) prints; the prose
+    before the cell states that sharpness (锐度固定为 4)."""
+    from lesson_lib.sections import s02_averaging as averaging
+
+    one, two = averaging.demo(1, 4.0), averaging.demo(2, 4.0)
+    said = prose_after(cells, "demo_text(sharpness=4.0)")
+    assert round(two.referent_kept, 2) == round(two.subject_kept, 2)
+    assert_numbers(said, round(one.referent_kept, 2), round(one.subject_kept, 2), round(two.referent_kept, 2))
+    before = sentence_with(prose_before(cells, "demo_text(sharpness=4.0)"), "softmax")
+    assert numbers_in(before) == [4.0], before
+
+
+def test_section_2_try_it_answer(cells):
+    """§2's 试一试 answer, at the widget's sharpness notches (0.5 apart, as the prose says 0 to 10): one head trades
+    小明 for 小红 (peak at sharpness 3), never above 100% together; two heads keep both, towards 100%."""
+    import numpy as np
+
+    from lesson_lib.sections import s02_averaging as averaging
+
+    low, high = numbers_in(sentence_with(prose_after(cells, "demo_text(sharpness=4.0)"), " / "))[-2:]  # 0 to 10
+    notches = np.arange(low, high + 0.25, 0.5)
+    one = np.array([[averaging.demo(1, s).referent_kept, averaging.demo(1, s).subject_kept] for s in notches])
+    two = np.array([[averaging.demo(2, s).referent_kept, averaging.demo(2, s).subject_kept] for s in notches])
+    assert np.all(np.diff(one[:, 0]) > 0)  # 越尖，越只顾「小红」
+    peak = int(one[:, 1].argmax())
+    answer = sentence_with(prose_after(cells, "demo_widget()"), "%")  # 小明最多 31% 左右（锐度 3 时）
+    assert_numbers(answer, round(100 * one[peak, 1]), notches[peak])
+    assert np.all(np.diff(one[peak:, 1]) < 0)  # 再尖反而越来越少
+    assert np.all(one.sum(axis=1) <= 1 + 1e-12) and not np.any((one > 0.5).all(axis=1))  # 单头不能两个都过半
+    np.testing.assert_allclose(two[:, 0], two[:, 1], atol=1e-12)  # 两个头：两条线索一样多
+    assert np.all(np.diff(two[:, 0]) > 0) and round(100 * two[-1, 0]) == 100  # 一起趋近 100%

@@ -6,8 +6,17 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import CJK
+from helpers import (
+    CJK,
+    lesson_cells,
+    numbers_in,
+    prose_before,
+    sentence_with,
+    sentences,
+)
 
+from lesson_lib import paper
+from lesson_lib.attention import head_width
 from lesson_lib.checks import AttentionInputError
 from lesson_lib.sections import s03_heads as heads
 
@@ -140,3 +149,45 @@ def test_a_real_difference_is_not_called_round_off(monkeypatch):
 ], ids=["shape_steps n=0", "d_model=-512", "transpose n=0", "seed=-1", "mix n=2.5", "figure d_model=0"])
 def test_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
     raises_chinese(call, *fragments)
+
+
+# ---------------------------------------------------------------------------------------------
+# The prose: numbers read back from the section's sentences (found by structure) and recomputed
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    return lesson_cells()
+
+
+@pytest.fixture(scope="module")
+def markdown(cells) -> str:
+    return "\n\n".join(c["source"] for c in cells if c["kind"] == "md")
+
+
+D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
+
+
+D_K = head_width(D, H)
+
+
+def test_section_3_says_what_the_batch_cell_prints(markdown, cells):
+    """§3: 「(B, n, d_model)」 and the PyTorch view(B, n, h, d_k).transpose(1, 2) give the kernel's batched shapes."""
+    import numpy as np
+
+    from lesson_lib.attention import merge_heads, split_heads
+
+    assert "(B, n, d_model)" in markdown and ".view(B, n, h, d_k).transpose(1, 2)" in markdown
+    x = np.zeros((2, 6, D))
+    assert split_heads(x, H).shape == (2, H, 6, D_K) and merge_heads(split_heads(x, H)).shape == x.shape
+    said = sentences(prose_before(cells, "heads_mix_text("))[-1]  # 再改动其他 7 个头的查询矩阵，看头 1 变不变
+    assert numbers_in(said) == [H - 1, 1], said
+
+
+def test_section_3_head_1_does_not_change():
+    from lesson_lib.sections import s03_heads as heads
+
+    assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
+    line = sentence_with(heads.heads_mix_text(n=5, d_model=D, h=H), "W^Q")  # after changing the others' W^Q
+    assert numbers_in(line) == [1, 0.0], line  # head 1 changed by 0

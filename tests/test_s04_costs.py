@@ -11,36 +11,21 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import (
+    assert_chinese_message,
+    lesson_cells,
+    numbers_in,
+    prose_after,
+    section_prose,
+    sentences,
+)
 
-from lesson_lib import costs
+from lesson_lib import costs, paper
+from lesson_lib.sections import s04_costs
+from lesson_lib.sections import s04_costs as sections_s04_costs
 from lesson_lib.sections.s04_costs import kv_sharing_text
 
 FOLLOW_UPS = (Path(__file__).parents[1] / "notebooks" / "src" / "08c_follow_ups.md").read_text(encoding="utf-8")
-
-
-@pytest.mark.parametrize(("d", "h", "g"), [(512, 8, 8), (512, 8, 2), (512, 8, 1), (12, 6, 3), (8192, 64, 8), (7, 1, 1)])
-def test_closed_forms(d, h, g):
-    d_k = d // h
-    r = costs.kv_sharing(d, h, g)
-    w_q = w_o = d * d  # queries keep h heads; W^O reads h·d_v = d columns
-    w_k = w_v = d * g * d_k  # g key and g value heads
-    assert r.projection_params == w_q + w_k + w_v + w_o
-    assert r.cache_per_token == g * d_k + g * d_k  # keys + values
-    assert (r.kv_heads, r.d_k) == (g, d_k)
-
-
-@pytest.mark.parametrize("h", [1, 2, 8, 16, 64])
-def test_multi_head_is_the_lesson_count(h):
-    """g = h is plain multi-head attention: 4·d_model² weights, whatever h (costs.parameters)."""
-    assert costs.kv_sharing(512, h, h).projection_params == costs.parameters(512, h) == 4 * 512**2
-
-
-def test_variants_order_and_names():
-    mha, gqa, mqa = costs.variants(512, 8, 2)
-    assert [v.kv_heads for v in (mha, gqa, mqa)] == [8, 2, 1]
-    assert "MHA" in mha.name and "GQA" in gqa.name and "MQA" in mqa.name
-    assert re.findall(r"\d+", gqa.name) == ["2"]  # its number of key/value groups
-    assert mha.cache_per_token == 4 * gqa.cache_per_token == 8 * mqa.cache_per_token
 
 
 def test_table_prints_the_computed_values():
@@ -57,17 +42,6 @@ def test_table_fits_a_592_px_output(args):
     from lesson_lib.show.tables import display_width
 
     assert max(display_width(line) for line in kv_sharing_text(*args).splitlines()) <= 72
-
-
-@pytest.mark.parametrize(("args", "fragments"), [
-    ((512, 8, 3), ["kv_heads = 3", "h = 8"]),
-    ((512, 8, 16), ["kv_heads", "16"]),
-    ((512, 8, 0), ["kv_heads", "0"]),
-    ((512, 3, 1), ["3"]),
-    ((512, 8, True), ["kv_heads"]),
-])
-def test_bad_arguments_get_a_chinese_error(raises_chinese, args, fragments):
-    raises_chinese(lambda: costs.kv_sharing(*args), *fragments)
 
 
 def test_follow_up_cell_and_sentences_match_the_tables():
@@ -89,3 +63,109 @@ def test_follow_up_cites_the_papers():
     assert "Are Sixteen Heads Really Better than One?" in FOLLOW_UPS
     # Voita et al. 2019, abstract (En–Ru WMT): 38 of 48 heads pruned, BLEU down 0.15
     assert re.search(r"\b48\D+38\D+BLEU\D+0\.15\b", FOLLOW_UPS)
+
+
+def assert_chinese(excinfo, *fragments):
+    assert isinstance(excinfo.value, ValueError)
+    assert_chinese_message(str(excinfo.value), *fragments)
+
+
+def test_time_kernel_names_the_bad_argument():
+    with pytest.raises(ValueError) as excinfo:
+        s04_costs.time_kernel(n=4, d_model=8, heads=[2], repeat=0)
+    assert_chinese(excinfo, "repeat", "0")
+
+
+def test_time_kernel_repeats_only_short_runs(monkeypatch):
+    """Every h gets MIN_RUNS runs; more only while they stay under TIMING_BUDGET, up to ``repeat``."""
+    from lesson_lib import attention
+
+    calls = []
+    monkeypatch.setattr(attention, "multi_head_attention", lambda x, *ws: calls.append(ws[-1]))
+    monkeypatch.setattr(s04_costs, "TIMING_BUDGET", 0.0)  # every run fills it
+    s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=5)
+    assert calls == [1] + [1] * s04_costs.MIN_RUNS + [2] * s04_costs.MIN_RUNS  # the warm-up, then the floor
+    monkeypatch.setattr(s04_costs, "TIMING_BUDGET", 1e9)
+    calls.clear()
+    s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=5)
+    assert calls == [1] * 6 + [2] * 5
+
+
+def test_scores_text_states_the_lessons_algebra():
+    text = s04_costs.scores_text(512, heads=[1, 8])
+    numbers = [[int(x) for x in re.findall(r"\d+", line)] for line in text.splitlines()]
+    assert numbers == [[1, 512, 1, 512], [8, 64, 8, 512]]  # h, per head, heads, in all: 512n² for every h
+
+
+def test_timing_text_has_one_line_per_n_then_the_reading():
+    text = s04_costs.timing_text(ns=[4, 8], d_model=16, heads=[1, 4], repeat=1)
+    lines = text.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("n =   4") and "h = 4:" in lines[1] and "ms" in lines[1]
+    assert re.match(r"n = 8\D+h = 1\D+1\D+h = 4\D+[\d.]+", lines[2])
+
+
+def test_timing_reading_is_computed_from_the_times_it_prints(monkeypatch):
+    times = {32: {1: 0.001, 8: 0.0011, 64: 0.0015}, 512: {1: 0.012, 8: 0.0318, 64: 0.1285}}
+    monkeypatch.setattr(s04_costs, "time_kernel", lambda n, d_model, heads, repeat: times[n])
+    lines = s04_costs.timing_text(ns=[32, 512], d_model=512, heads=[1, 8, 64]).splitlines()
+    assert re.findall(r"h = (\d+): ([\d.]+) ms", lines[1]) == [("1", "12.0"), ("8", "31.8"), ("64", "128.5")]
+    ratios = re.findall(r"h = (\d+) \D+ ([\d.]+) ", lines[2].split("。")[0])
+    assert ratios == [("8", "2.6"), ("64", "10.7")]  # 31.8 / 12.0 and 128.5 / 12.0
+
+
+def test_timing_reading_threshold(monkeypatch):
+    """Up to SIMILAR_TIME (1.25) the reading is the 'about as fast' one; above it, the other one."""
+    def reading(ratio):
+        monkeypatch.setattr(s04_costs, "time_kernel", lambda n, d_model, heads, repeat: {1: 0.01, 8: 0.01 * ratio})
+        line = s04_costs.timing_text(ns=[64], d_model=512, heads=[1, 8]).splitlines()[-1]
+        return re.sub(r"[\d.]+", "#", line)  # the verdict, without the numbers it quotes
+
+    assert s04_costs.SIMILAR_TIME == 1.25
+    assert reading(1.0) == reading(1.25) != reading(1.26)
+
+
+def test_timing_of_one_head_count_has_no_reading():
+    assert len(s04_costs.timing_text(ns=[4], d_model=16, heads=[1], repeat=1).splitlines()) == 1
+    assert s04_costs.timing_text(ns=[], d_model=16, heads=[1, 8]) == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The prose: numbers read back from the section's sentences (found by structure) and recomputed
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    return lesson_cells()
+
+
+D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
+
+
+def test_projection_shares_in_section_4(cells):
+    """'n = 32 时……占矩阵乘法的 97%' / 'n = 256 时投影只占 80%': projections_share at the timing cell's two n."""
+    source = "\n".join(c["source"] for c in cells if c["kind"] == "code")
+    timed = [int(n) for n in re.search(r"timing_text\(ns=\[(\d+), (\d+)\]", source).groups()]
+    said = prose_after(cells, "timing_text(ns=")
+    found = [numbers_in(s) for s in sentences(said) if s.startswith("n = ") and "%" in s]
+    assert [int(f[0]) for f in found] == timed, found
+    for n, *_, share in found:
+        assert round(100 * costs.count(int(n), D, H).projections_share) == share, found
+
+
+def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(cells, monkeypatch):
+    """The timing differs on every machine: §4's prose states no ratio; the printed reading says either way."""
+    said = prose_after(cells, "timing_text(ns=").split("\n\n")[0]  # its numbers: the two n and their shares only
+    assert numbers_in(said) == [32, round(100 * costs.count(32, D, H).projections_share),
+                                256, round(100 * costs.count(256, D, H).projections_share)]
+    after = section_prose(cells, 4).split(said)[1]
+    assert not re.search(r"\d(?:\.\d)?\s*×(?!\s*\()", after)
+    def reading(times):  # the line timing_text prints after the measured times
+        monkeypatch.setattr(sections_s04_costs, "time_kernel", lambda **_: times)
+        return sections_s04_costs.timing_text(ns=[512], d_model=D, heads=list(times)).splitlines()[-1]
+
+    slow, fast = reading({1: 0.010, 8: 0.020, 64: 0.100}), reading({1: 0.010, 8: 0.011, 64: 0.100})
+    assert numbers_in(slow) == [512, 1, 1, 8, 2.0, 64, 10.0, 8, 1]  # n; h = 1 is 1; each h's ratio; the verdict's h
+    assert numbers_in(fast) == [512, 1, 1, 8, 1.1, 64, 10.0, 8, 1]
+    verdict = [sentences(r)[-1] for r in (slow, fast)]  # "在这台电脑上，h = 8 …" names the two h either way
+    assert verdict[0] != verdict[1] and all("h = 8" in v and "h = 1" in v for v in verdict), verdict

@@ -6,7 +6,16 @@ import re
 
 import numpy as np
 import pytest
+from helpers import (
+    assert_numbers,
+    lesson_cells,
+    numbers_in,
+    numerals_in,
+    sentence_with,
+)
 
+from lesson_lib import paper
+from lesson_lib.attention import head_width
 from lesson_lib.models.pretrained import e5
 from lesson_lib.practice import feedback as qf
 from lesson_lib.practice import questions
@@ -153,3 +162,77 @@ def test_question_is_data_and_agrees_with_the_experiment():
              *(why for k, _, why in options if k not in q.key.answer)]  # a right option has no why: praise answers it
     verdicts = (qf.RIGHT.rstrip("！"), qf.WRONG.rstrip("："))  # the quiz adds its own verdict words
     assert all(t and not any(v in t for v in verdicts) for t in texts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The prose of §6 and of lab_real_heads: sizes and tables read back and recomputed
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def markdown(cells) -> str:
+    return "\n\n".join(c["source"] for c in cells if c["kind"] == "md")
+
+
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    return lesson_cells()
+
+
+@pytest.fixture(scope="module")
+def real_heads_lab() -> str:
+    """The prose of the optional lab (notebooks/labs_src/lab_real_heads)."""
+    return "\n\n".join(c["source"] for c in lesson_cells("lab_real_heads") if c["kind"] == "md")
+
+
+D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
+
+
+D_K = head_width(D, H)
+
+
+MINILM_WIDTH, MINILM_HEADS, MINILM_LAYERS = 384, 12, 6  # config.json of the weights package; checked below
+
+
+def test_figure_pages(markdown, real_heads_lab):
+    """The real-heads lab gives the appendix's three figures one page range: the first to the last figure's page."""
+    pages = paper.FIGURE_PAGES
+    said = sentence_with(real_heads_lab, "Attention Visualizations")  # the appendix's title
+    assert len(pages) in numerals_in(said)  # 三张图
+    assert_numbers(said, paper.APPENDIX_LAYER, paper.LAYERS, min(pages.values()), max(pages.values()))
+
+
+def test_minilm_facts_match_its_config():
+    import json
+
+    from lesson_lib.models.pretrained import minilm as pretrained
+
+    folder = pretrained.PACKAGE.folder()
+    if folder is None:
+        pytest.skip("weights package not installed (its config is where these numbers come from)")
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["hidden_size"], config["num_attention_heads"], config["num_hidden_layers"]) == (
+        MINILM_WIDTH, MINILM_HEADS, MINILM_LAYERS)
+
+
+BIG_D_MODEL, BIG_HEADS = 1024, 16  # the paper's Table 3 "big" row (not in lesson_lib.paper, which keeps base/(A)/(B))
+
+
+def test_minilm_table_in_the_real_heads_lab(real_heads_lab):
+    """The lab's comparison table: the paper's base (or big) model beside MiniLM's config; 72 heads = 6 × 12."""
+    def row(name):  # the numbers of one table row, in order
+        line = next(x for x in real_heads_lab.splitlines() if x.startswith(f"| {name} |"))
+        return [int(v) for v in re.findall(r"\d+", line.removeprefix(f"| {name} |"))]
+
+    assert row("d_model") == [D, BIG_D_MODEL, MINILM_WIDTH]
+    assert row("每层头数") == [H, BIG_HEADS, MINILM_HEADS]
+    assert row("层数") == [paper.LAYERS, MINILM_LAYERS]
+    assert head_width(BIG_D_MODEL, BIG_HEADS) == D_K
+    assert MINILM_LAYERS * MINILM_HEADS in numbers_in(real_heads_lab)  # 72 heads screened
+
+
+def test_e5_sizes_in_section_6(markdown):
+    """§6: 「12 层、每层 12 个头，共 144 个头，每头宽度 d_k = 32」 is multilingual-e5-small's config."""
+    said = sentence_with(markdown, "multilingual-e5-small", "d_k = ")
+    layers, heads, total, d_k = numbers_in(said)[:4]
+    assert layers * heads == total and d_k == MINILM_WIDTH // heads  # e5-small is 384 wide, like MiniLM

@@ -18,8 +18,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import load_npz
+from helpers import (
+    BRACKET,
+    assert_numbers,
+    lesson_cells,
+    load_npz,
+    numbers_in,
+    prose_after,
+    prose_before,
+    sentence_with,
+    sentences,
+)
 
+from lesson_lib import paper
+from lesson_lib.attention import head_width
 from lesson_lib.models.toy import config, training
 from lesson_lib.models.toy import model as toy_model
 from lesson_lib.models.toy import task as toy_task
@@ -362,3 +374,79 @@ def test_progress_bar_zero_of_zero_is_not_done():
     label = bar.description
     bar.update(0, 0)
     assert bar.description == label and bar.bar_style == "info"
+
+
+# ---------------------------------------------------------------------------------------------
+# lab_ablation's prose: numbers read back from its sentences (found by structure) and recomputed
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ablation_cells() -> list[dict]:
+    return lesson_cells("lab_ablation")
+
+
+@pytest.fixture(scope="module")
+def ablation_lab(ablation_cells) -> str:
+    """The prose of the optional lab (notebooks/labs_src/lab_ablation)."""
+    return "\n\n".join(c["source"] for c in ablation_cells if c["kind"] == "md")
+
+
+TABLE3 = paper.TABLE3
+
+
+def _matches(pattern, text):
+    found = list(re.finditer(pattern, text))
+    assert found, f"the prose no longer contains {pattern!r}: update the claim in this test on purpose"
+    return found
+
+
+def test_ablation_lab_sizes_are_the_toys(ablation_lab, ablation_cells):
+    """The lab's toy is narrower than the paper: 「h = 16（每头 2 维）」 and 「d_k = 1」 are d_model = 32 divided by h;
+    the prose after the 1-wide cell names the task's K (64 key symbols) and the d_k = 1 model's h (32)."""
+    from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK
+
+    toy_d = DEFAULT_CONFIG.d_model
+    for m in _matches(rf"\bh = (\d+){BRACKET}\D*?(\d+)", ablation_lab):  # h = 16 and its width in brackets
+        assert head_width(toy_d, int(m.group(1))) == int(m.group(2)), m.group(0)
+    for m in _matches(r"d_k = (\d+)", ablation_lab):
+        assert int(m.group(1)) in {head_width(toy_d, h) for h in range(1, toy_d + 1) if toy_d % h == 0} | {
+            r["d_k"] for r in TABLE3}, m.group(0)
+    said = prose_after(ablation_cells, "monotone_score_text()")
+    assert_numbers(said, DEFAULT_TASK.K, toy_d // 1)  # K key symbols; h = 32, the d_k = 1 model
+
+
+def _keys_and_sharpness(ablation_cells) -> list[float]:
+    """「（9 个键，查询长度 × 键长度取 4）」: the sentence that introduces the 1-wide cell."""
+    return numbers_in(sentence_with(prose_before(ablation_cells, "monotone_score_text()"), "`softmax`"))
+
+
+def test_ablation_lab_one_dimension_picks_an_end(ablation_cells):
+    """The lab: a 1-wide head picks the largest or the smallest of 「9 个键」; with 2 dims any key can win, as
+    printed."""
+    from lesson_lib.sections.s07_ablation import report as ablation
+
+    printed = ablation.monotone_score_text()
+    n_keys = int(_keys_and_sharpness(ablation_cells)[0])
+    one_wide = [numbers_in(line) for line in printed.splitlines() if "q = " in line]  # q = ±4, ±1 -> a key
+    assert len(one_wide) == 4 and sorted({int(n[-1]) for n in one_wide}) == [1, n_keys]  # from 1: the two ends
+    assert str(list(range(1, n_keys + 1))) in printed  # two dims: each key in turn wins
+
+
+def test_ablation_lab_crowded_keys_reading(ablation_cells):
+    """「长度乘积为 4 时，64 个键的赢家只拿到很小的权重；要让它集中到一半以上，长度乘积得拉到 200 左右」:
+    the printed table's rows at 4 and 200, with the crossing of one half between the rows 16 and 200."""
+    import inspect
+
+    from lesson_lib.sections.s07_ablation import report as ablation
+
+    said = sentences(prose_after(ablation_cells, "crowded_keys_text()"))[:2]  # 4 时，64 个键…；…拉到 200 左右
+    low, keys = map(int, numbers_in(said[0]))
+    (high,) = map(int, numbers_in(said[1]))
+    assert low == inspect.signature(ablation.crowded_keys).parameters["sharpness"].default
+    assert ablation.crowded_keys((keys,), low)[keys] < 0.1
+    assert ablation.crowded_keys((keys,), 16)[keys] < 0.5 < ablation.crowded_keys((keys,), high)[keys] < 0.6
+    assert f"{high} " in ablation.crowded_keys_text()
+    n_keys, sharp = map(int, _keys_and_sharpness(ablation_cells))
+    assert sharp == inspect.signature(ablation.monotone_score_text).parameters["sharpness"].default
+    assert n_keys == inspect.signature(ablation.monotone_score_text).parameters["points"].default

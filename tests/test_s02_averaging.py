@@ -10,6 +10,7 @@ import html
 import itertools
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -376,3 +377,35 @@ def test_section_2_try_it_answer(cells):
     assert np.all(one.sum(axis=1) <= 1 + 1e-12) and not np.any((one > 0.5).all(axis=1))  # 单头不能两个都过半
     np.testing.assert_allclose(two[:, 0], two[:, 1], atol=1e-12)  # 两个头：两条线索一样多
     assert np.all(np.diff(two[:, 0]) > 0) and round(100 * two[-1, 0]) == 100  # 一起趋近 100%
+
+
+SRC = Path(__file__).parents[1] / "notebooks" / "src"
+
+
+def _section(number: str) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(SRC.glob(f"{number}_*.md")))
+
+
+def test_section_2_demo_hides_the_pronoun_and_what_follows():
+    """§2: the demo's mask hides 「她」 itself and everything after it; the causal rule lets a token see itself."""
+    import numpy as np
+
+    from lesson_lib.attention import scaled_dot_product_attention
+    from lesson_lib.sections import s02_averaging as averaging
+
+    for heads in (1, 2):
+        d = averaging.demo(heads, sharpness=4.0)
+        assert (d.weights[:, averaging.QUERY:] == 0).all() and (d.weights[:, : averaging.QUERY] > 0).all()
+    causal = np.tril(np.ones((4, 4), dtype=bool))  # the causal rule: itself and before
+    _, w = scaled_dot_product_attention(np.ones((4, 2)), np.ones((4, 2)), np.eye(4, 2), causal)
+    assert (np.diag(w) > 0).all() and (np.triu(w, k=1) == 0).all()
+
+
+def test_section_2_names_its_second_cue_as_the_demo_prints_it():
+    """§2's cue 2 and the two-head demo's second head carry one name."""
+    import re
+
+    from lesson_lib.sections import s02_averaging as averaging
+
+    cue = re.search(r"^2\. \*\*(\w+)", _section("02"), flags=re.M).group(1)  # the cue's bold name
+    assert averaging.demo(2).names[1].endswith(cue)

@@ -191,3 +191,33 @@ def test_section_3_head_1_does_not_change():
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
     line = sentence_with(heads.heads_mix_text(n=5, d_model=D, h=H), "W^Q")  # after changing the others' W^Q
     assert numbers_in(line) == [1, 0.0], line  # head 1 changed by 0
+
+
+def test_attention_ignores_order_until_positions_are_added():
+    """§3 「方向与位置」: reversing the tokens only reverses the outputs; with a position table it does not."""
+    from lesson_lib.sections import s03_heads as heads
+
+    for n, d, h in [(6, 512, 8), (5, 12, 3), (9, 16, 1)]:
+        check = heads.order_and_position(n=n, d_model=d, h=h, seed=n)
+        assert check["without_position"] < heads.ROUNDOFF and check["with_position"] > 0.1
+    check = heads.order_and_position(n=6, d_model=512, h=8)
+    reversed_only, with_position = heads.order_text(n=6, d_model=512, h=8).splitlines()
+    assert numbers_in(reversed_only) == [6, heads.ROUNDOFF] and f"< {heads.ROUNDOFF:.0e}" in reversed_only
+    assert numbers_in(with_position) == [round(check["with_position"], 2)]
+
+
+def test_section_3_residual_stream_keeps_the_token_and_adds_each_head():
+    """§3: 新向量 = X + MultiHead(X), and MultiHead(X) = Σ_i head_i W^O_i: each head writes its own share."""
+    import numpy as np
+
+    from lesson_lib.attention import multi_head_attention, split_heads
+
+    rng = np.random.default_rng(0)
+    n, d, h = 5, 16, 4
+    x = rng.standard_normal((n, d))
+    w_q, w_k, w_v, w_o = (rng.standard_normal((d, d)) / 4 for _ in range(4))
+    out, weights = multi_head_attention(x, w_q, w_k, w_v, w_o, h)
+    heads_out = weights @ split_heads(x @ w_v, h)  # (h, n, d_k)
+    shares = [heads_out[i] @ w_o[i * d // h:(i + 1) * d // h] for i in range(h)]  # head_i W^O_i, (n, d) each
+    np.testing.assert_allclose(out, sum(shares), atol=1e-12)
+    np.testing.assert_allclose((x + out) - x, sum(shares), atol=1e-12)

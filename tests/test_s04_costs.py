@@ -169,3 +169,22 @@ def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(c
     assert numbers_in(fast) == [512, 1, 1, 8, 1.1, 64, 10.0, 8, 1]
     verdict = [sentences(r)[-1] for r in (slow, fast)]  # "在这台电脑上，h = 8 …" names the two h either way
     assert verdict[0] != verdict[1] and all("h = 8" in v and "h = 1" in v for v in verdict), verdict
+
+
+def test_timing_runs_on_one_blas_thread(monkeypatch):
+    """§4 compares head counts under the same conditions: one BLAS thread while timing."""
+    import contextlib
+
+    from lesson_lib.runtime import blas
+    from lesson_lib.sections import s04_costs
+
+    entered = []
+
+    @contextlib.contextmanager
+    def recording():
+        entered.append(True)
+        yield
+
+    monkeypatch.setattr(blas, "one_blas_thread", recording)
+    s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=1)
+    assert entered == [True]

@@ -865,3 +865,16 @@ def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
     assert re.findall(r"\d+", picture.lesson_alt)[:2] == ["4", "2"] and "<details>" in picture
     assert "var(--jp-error-color1" in summary and summary.count("var(--jp-error-color1") == 1
     assert "10 · its" in summary  # 1-based positions
+
+
+def test_section_6_appendix_facts_are_the_papers():
+    """§6's three appendix figures: each page, the layer (of how many) and Figure 4's two heads, read back."""
+    from lesson_lib import paper
+
+    figures = [numbers_in(line) for line in SECTION.splitlines() if line.startswith("- **")]  # one per figure
+    assert {int(n[0]): int(n[1]) for n in figures} == paper.FIGURE_PAGES  # 图 3（第 13 页）…
+    pages = paper.FIGURE_PAGES.values()
+    said = sentence_with(SECTION, "Attention Visualizations")  # （第 13–15 页）…第 5 层（共 6 层）
+    assert_numbers(said, min(pages), max(pages), paper.APPENDIX_LAYER, paper.LAYERS)
+    its = sentence_with(SECTION, "- **", " its ")  # 图 4（第 14 页）：头 5 和头 6 从代词 its …
+    assert numbers_in(its)[:4] == [4, paper.FIGURE_PAGES[4], *paper.FIGURE_4_HEADS], its

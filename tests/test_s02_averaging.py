@@ -27,6 +27,7 @@ from helpers import (
     sentences,
     unnamed_controls,
 )
+from own_answers import misjudged, section_questions
 
 from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections.s02_averaging import FEATURES, TOKENS
@@ -409,3 +410,13 @@ def test_section_2_names_its_second_cue_as_the_demo_prints_it():
 
     cue = re.search(r"^2\. \*\*(\w+)", _section("02"), flags=re.M).group(1)  # the cue's bold name
     assert averaging.demo(2).names[1].endswith(cue)
+
+
+# ---------------------------------------------------------------------------------------------
+# The section's questions (sections/s02_averaging.toml), each against the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s02_averaging.toml"), ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

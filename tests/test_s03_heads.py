@@ -14,6 +14,7 @@ from helpers import (
     sentence_with,
     sentences,
 )
+from own_answers import misjudged, section_questions
 
 from lesson_lib import paper
 from lesson_lib.attention import head_width
@@ -221,3 +222,13 @@ def test_section_3_residual_stream_keeps_the_token_and_adds_each_head():
     shares = [heads_out[i] @ w_o[i * d // h:(i + 1) * d // h] for i in range(h)]  # head_i W^O_i, (n, d) each
     np.testing.assert_allclose(out, sum(shares), atol=1e-12)
     np.testing.assert_allclose((x + out) - x, sum(shares), atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# The section's questions (sections/s03_heads.toml), each against the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s03_heads.toml"), ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

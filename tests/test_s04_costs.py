@@ -19,6 +19,7 @@ from helpers import (
     section_prose,
     sentences,
 )
+from own_answers import misjudged, section_questions
 
 from lesson_lib import costs, paper
 from lesson_lib.sections import s04_costs
@@ -188,3 +189,13 @@ def test_timing_runs_on_one_blas_thread(monkeypatch):
     monkeypatch.setattr(blas, "one_blas_thread", recording)
     s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=1)
     assert entered == [True]
+
+
+# ---------------------------------------------------------------------------------------------
+# The section's questions (sections/s04_costs.toml), each against the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s04_costs.toml"), ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

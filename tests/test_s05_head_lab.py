@@ -27,6 +27,7 @@ from helpers import (
     sentence_with,
     unnamed_controls,
 )
+from own_answers import misjudged, section_questions
 from traitlets import TraitError
 
 from lesson_lib import costs, paper
@@ -428,3 +429,13 @@ def test_section_5_try_it_answers(cells):
     assert s64.softmax_ops % s8.softmax_ops == 0
     assert s64.d_k == D // 64 and s8.parameters == s64.parameters == costs.parameters(D, H)
     assert len({head_lab.lab_state(h).matmul_multiplies for h in (1, 2, 8, 32, 64)}) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The section's questions (sections/s05_head_lab.toml), each against the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s05_head_lab.toml"), ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

@@ -29,6 +29,7 @@ from helpers import (
     sentence_with,
     sentences,
 )
+from own_answers import misjudged, section_questions
 
 import lesson_lib.models.toy
 from lesson_lib import paper
@@ -878,3 +879,15 @@ def test_section_6_appendix_facts_are_the_papers():
     assert_numbers(said, min(pages), max(pages), paper.APPENDIX_LAYER, paper.LAYERS)
     its = sentence_with(SECTION, "- **", " its ")  # 图 4（第 14 页）：头 5 和头 6 从代词 its …
     assert numbers_in(its)[:4] == [4, paper.FIGURE_PAGES[4], *paper.FIGURE_4_HEADS], its
+
+
+# ---------------------------------------------------------------------------------------------
+# The questions of the section and its lab (sections/s06_real_heads.toml, sections/lab_real_heads.toml), each against
+# the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s06_real_heads.toml", "lab_real_heads.toml"),
+                         ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

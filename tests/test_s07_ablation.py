@@ -29,6 +29,7 @@ from helpers import (
     sentence_with,
     sentences,
 )
+from own_answers import misjudged, section_questions
 
 from lesson_lib import paper
 from lesson_lib.attention import head_width
@@ -36,8 +37,10 @@ from lesson_lib.models.toy import config, training
 from lesson_lib.models.toy import model as toy_model
 from lesson_lib.models.toy import task as toy_task
 from lesson_lib.models.toy.sweeping import SweepResult
+from lesson_lib.practice import questions
 from lesson_lib.sections.s07_ablation import report
 from lesson_lib.sections.s07_ablation import report as ablation
+from lesson_lib.sections.s07_ablation.report import crowded_keys
 
 SECTION_7 = (Path(__file__).parents[1] / "notebooks" / "src" / "07_ablation.md").read_text(encoding="utf-8")
 SEEDS = report.STORED_SEEDS
@@ -450,3 +453,21 @@ def test_ablation_lab_crowded_keys_reading(ablation_cells):
     n_keys, sharp = map(int, _keys_and_sharpness(ablation_cells))
     assert sharp == inspect.signature(ablation.monotone_score_text).parameters["sharpness"].default
     assert n_keys == inspect.signature(ablation.monotone_score_text).parameters["points"].default
+
+
+def test_l7b_numbers_are_the_labs_softmax_weights():
+    q = questions.question("L7b")
+    assert f"{crowded_keys((64,), 4.0)[64]:.2f}" in q.prompt
+    assert f"{crowded_keys((64,), 200.0)[64]:.2f}" in q.explanation and crowded_keys((64,), 200.0)[64] > 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# The questions of the section and its lab (sections/s07_ablation.toml, sections/lab_ablation.toml), each against
+# the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s07_ablation.toml", "lab_ablation.toml"),
+                         ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

@@ -1,4 +1,5 @@
-"""lesson_lib.sections.s02_averaging (§2): the sentence's value vectors, the lesson's 40/30/30 blend, 1 vs 2 heads.
+"""lesson_lib.sections.s02_averaging (§2): the sentence's value vectors, the lesson's 40/30/30 blend, 1 vs 2 heads;
+then, each under its own heading, its widget, the numbers its prose states and its question (s02_averaging.toml).
 
 Expected numbers come from the closed forms worked out by hand from the keys and queries the module
 documents (指代 asks "female person?", 语法角色 asks "clause subject?"), not from a run.

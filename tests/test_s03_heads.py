@@ -1,5 +1,6 @@
 """lesson_lib.sections.s03_heads (§3): every shape on the way through multi-head attention, the forgotten
-transpose (checked against C order, not numpy's reshape), and heads that only mix at W^O."""
+transpose (checked against C order, not numpy's reshape), and heads that only mix at W^O; then, each under its own
+heading, the numbers its prose states and its questions (s03_heads.toml). Its code exercises: test_exercises."""
 
 from __future__ import annotations
 

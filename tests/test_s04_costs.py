@@ -1,8 +1,9 @@
-"""§8's second follow-up: parameters and key/value cache of MHA, GQA and MQA, held to their closed forms.
+"""lesson_lib.sections.s04_costs (§4, and §8's follow-up table of K/V sharing): what the section prints (the scores
+step, the timing and its reading, the MHA/GQA/MQA table), the numbers its prose and the follow-up's state, and its
+question (s04_costs.toml). The closed forms it prints are lesson_lib.costs's, tested in test_costs; its code
+exercise in test_exercises.
 
-The closed forms are written out here independently (weights of W^Q, W^K, W^V, W^O; g keys and g
-values of width d_k per token), evaluated on awkward sizes, and the sentences of the follow-up that
-read the printed tables are recomputed from ``kv_sharing_text``.
+The follow-up's sentences that read the printed tables are recomputed from ``kv_sharing_text``.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ The lab's promises: the slider only offers head counts that divide d_model; for 
 parameters and matmul multiplies stay put while softmax work grows as 3·h·n²; one fixed set of
 parameters is only cut differently; the pictures show each head's weights in the colours
 of matplotlib's colormap, are named by alt text made from those numbers, keep one size and fit 592 px.
+Then, each under its own heading: the widget, the numbers the prose states, and the question (s05_head_lab.toml).
 """
 
 from __future__ import annotations

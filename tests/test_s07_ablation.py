@@ -1,4 +1,6 @@
-"""§7 (core) and lab_ablation: printed outputs and prose claims, held to the computed values.
+"""lesson_lib.sections.s07_ablation (§7, core) and lab_ablation: printed outputs and prose claims, held to the
+computed values; the training progress bar; the questions of both (s07_ablation.toml, lab_ablation.toml). The toy
+model and its sweep are tested in test_toy_model and test_toy_sweep.
 
 ``lesson`` is the lab's own sweep (3 seeds, every head count) as stored: ``toy_sweep.json``, which the core
 lesson draws, and seed 0's trained weights in tests/fixtures/toy_sweep_params.npz (both written by

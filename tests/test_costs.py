@@ -1,4 +1,5 @@
-"""lesson_lib.costs: the closed form equals the counts observed from the kernel's own work (tests/flops_measure.py)."""
+"""lesson_lib.costs: the closed form equals the counts observed from the kernel's own work (tests/flops_measure.py);
+§8's K/V sharing against its closed forms. What §4 prints from them is tested in test_s04_costs."""
 
 from __future__ import annotations
 
@@ -196,6 +197,12 @@ def test_h_must_divide_d_model():
             call()
         assert isinstance(excinfo.value, AttentionInputError)
         assert_chinese(excinfo, "d_model=510", "h=8")
+
+
+# ---------------------------------------------------------------------------------------------
+# §8's K/V sharing (kv_sharing, variants): parameters and cache of MHA, GQA and MQA, against closed forms written
+# out here independently (weights of W^Q, W^K, W^V, W^O; g keys and g values of width d_k per token)
+# ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("d", "h", "g"), [(512, 8, 8), (512, 8, 2), (512, 8, 1), (12, 6, 3), (8192, 64, 8), (7, 1, 1)])

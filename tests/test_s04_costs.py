@@ -24,47 +24,11 @@ from own_answers import misjudged, section_questions
 
 from lesson_lib import costs, paper
 from lesson_lib.sections import s04_costs
-from lesson_lib.sections import s04_costs as sections_s04_costs
 from lesson_lib.sections.s04_costs import kv_sharing_text
 
-FOLLOW_UPS = (Path(__file__).parents[1] / "notebooks" / "src" / "08c_follow_ups.md").read_text(encoding="utf-8")
-
-
-def test_table_prints_the_computed_values():
-    text = kv_sharing_text(8192, 64, 8)
-    for v in costs.variants(8192, 64, 8):
-        line = next(row for row in text.splitlines() if row.startswith(v.name))
-        assert f"{v.projection_params:,}" in line and f"{v.cache_per_token:,}" in line
-    assert text.splitlines()[-2].endswith("1/8") and text.splitlines()[-1].endswith("1/64")
-
-
-@pytest.mark.parametrize("args", [(512, 8, 2), (8192, 64, 8)])
-def test_table_fits_a_592_px_output(args):
-    """Printed text must fit 72 monospace columns (CJK characters count 2) so JupyterLab does not wrap it."""
-    from lesson_lib.show.tables import display_width
-
-    assert max(display_width(line) for line in kv_sharing_text(*args).splitlines()) <= 72
-
-
-def test_follow_up_cell_and_sentences_match_the_tables():
-    calls = re.findall(r"kv_sharing_text\(d_model=(\d+), h=(\d+), groups=(\d+)\)", FOLLOW_UPS)
-    assert [tuple(map(int, c)) for c in calls] == [(512, 8, 2), (8192, 64, 8)]
-    assert re.search(r"d_model = 512\W+h = 8\b", FOLLOW_UPS)  # the two settings the cells print, as the prose says
-    assert re.search(r"d_model = 8192\W+64\D+8\D", FOLLOW_UPS)
-    mha, gqa, mqa = costs.variants(8192, 64, 8)
-    ratios = [mha.cache_per_token // gqa.cache_per_token, mha.cache_per_token // mqa.cache_per_token]
-    said = [int(x) for x in re.findall(r"\b1/(\d+)", FOLLOW_UPS)]
-    assert any(said[i:i + 2] == ratios for i in range(len(said)))  # grouped 1/8, multi-query 1/64 of the cache
-    assert mha.projection_params > gqa.projection_params > mqa.projection_params  # 「投影参数也少了一些」
-    assert "2·d² + 2·d·g·d_k" in FOLLOW_UPS and "2·g·d_k" in FOLLOW_UPS and "4·d²" in FOLLOW_UPS
-
-
-def test_follow_up_cites_the_papers():
-    for authors, year in (("Michel", 2019), ("Voita", 2019), ("Shazeer", 2019), ("Ainslie", 2023)):
-        assert re.search(rf"{authors}\b.{{0,30}}\b{year}\b", FOLLOW_UPS, re.S), authors
-    assert "Are Sixteen Heads Really Better than One?" in FOLLOW_UPS
-    # Voita et al. 2019, abstract (En–Ru WMT): 38 of 48 heads pruned, BLEU down 0.15
-    assert re.search(r"\b48\D+38\D+BLEU\D+0\.15\b", FOLLOW_UPS)
+# ---------------------------------------------------------------------------------------------
+# What §4 prints: the scores step, and the kernel timed for several h with its reading
+# ---------------------------------------------------------------------------------------------
 
 
 def assert_chinese(excinfo, *fragments):
@@ -91,6 +55,25 @@ def test_time_kernel_repeats_only_short_runs(monkeypatch):
     calls.clear()
     s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=5)
     assert calls == [1] * 6 + [2] * 5
+
+
+def test_timing_runs_on_one_blas_thread(monkeypatch):
+    """§4 compares head counts under the same conditions: one BLAS thread while timing."""
+    import contextlib
+
+    from lesson_lib.runtime import blas
+    from lesson_lib.sections import s04_costs
+
+    entered = []
+
+    @contextlib.contextmanager
+    def recording():
+        entered.append(True)
+        yield
+
+    monkeypatch.setattr(blas, "one_blas_thread", recording)
+    s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=1)
+    assert entered == [True]
 
 
 def test_scores_text_states_the_lessons_algebra():
@@ -132,6 +115,51 @@ def test_timing_of_one_head_count_has_no_reading():
 
 
 # ---------------------------------------------------------------------------------------------
+# §8's follow-up: the table of K/V sharing (kv_sharing_text) and the sentences that read it
+# ---------------------------------------------------------------------------------------------
+
+
+FOLLOW_UPS = (Path(__file__).parents[1] / "notebooks" / "src" / "08c_follow_ups.md").read_text(encoding="utf-8")
+
+
+def test_table_prints_the_computed_values():
+    text = kv_sharing_text(8192, 64, 8)
+    for v in costs.variants(8192, 64, 8):
+        line = next(row for row in text.splitlines() if row.startswith(v.name))
+        assert f"{v.projection_params:,}" in line and f"{v.cache_per_token:,}" in line
+    assert text.splitlines()[-2].endswith("1/8") and text.splitlines()[-1].endswith("1/64")
+
+
+@pytest.mark.parametrize("args", [(512, 8, 2), (8192, 64, 8)])
+def test_table_fits_a_592_px_output(args):
+    """Printed text must fit 72 monospace columns (CJK characters count 2) so JupyterLab does not wrap it."""
+    from lesson_lib.show.tables import display_width
+
+    assert max(display_width(line) for line in kv_sharing_text(*args).splitlines()) <= 72
+
+
+def test_follow_up_cell_and_sentences_match_the_tables():
+    calls = re.findall(r"kv_sharing_text\(d_model=(\d+), h=(\d+), groups=(\d+)\)", FOLLOW_UPS)
+    assert [tuple(map(int, c)) for c in calls] == [(512, 8, 2), (8192, 64, 8)]
+    assert re.search(r"d_model = 512\W+h = 8\b", FOLLOW_UPS)  # the two settings the cells print, as the prose says
+    assert re.search(r"d_model = 8192\W+64\D+8\D", FOLLOW_UPS)
+    mha, gqa, mqa = costs.variants(8192, 64, 8)
+    ratios = [mha.cache_per_token // gqa.cache_per_token, mha.cache_per_token // mqa.cache_per_token]
+    said = [int(x) for x in re.findall(r"\b1/(\d+)", FOLLOW_UPS)]
+    assert any(said[i:i + 2] == ratios for i in range(len(said)))  # grouped 1/8, multi-query 1/64 of the cache
+    assert mha.projection_params > gqa.projection_params > mqa.projection_params  # 「投影参数也少了一些」
+    assert "2·d² + 2·d·g·d_k" in FOLLOW_UPS and "2·g·d_k" in FOLLOW_UPS and "4·d²" in FOLLOW_UPS
+
+
+def test_follow_up_cites_the_papers():
+    for authors, year in (("Michel", 2019), ("Voita", 2019), ("Shazeer", 2019), ("Ainslie", 2023)):
+        assert re.search(rf"{authors}\b.{{0,30}}\b{year}\b", FOLLOW_UPS, re.S), authors
+    assert "Are Sixteen Heads Really Better than One?" in FOLLOW_UPS
+    # Voita et al. 2019, abstract (En–Ru WMT): 38 of 48 heads pruned, BLEU down 0.15
+    assert re.search(r"\b48\D+38\D+BLEU\D+0\.15\b", FOLLOW_UPS)
+
+
+# ---------------------------------------------------------------------------------------------
 # The prose: numbers read back from the section's sentences (found by structure) and recomputed
 # ---------------------------------------------------------------------------------------------
 
@@ -163,33 +191,14 @@ def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(c
     after = section_prose(cells, 4).split(said)[1]
     assert not re.search(r"\d(?:\.\d)?\s*×(?!\s*\()", after)
     def reading(times):  # the line timing_text prints after the measured times
-        monkeypatch.setattr(sections_s04_costs, "time_kernel", lambda **_: times)
-        return sections_s04_costs.timing_text(ns=[512], d_model=D, heads=list(times)).splitlines()[-1]
+        monkeypatch.setattr(s04_costs, "time_kernel", lambda **_: times)
+        return s04_costs.timing_text(ns=[512], d_model=D, heads=list(times)).splitlines()[-1]
 
     slow, fast = reading({1: 0.010, 8: 0.020, 64: 0.100}), reading({1: 0.010, 8: 0.011, 64: 0.100})
     assert numbers_in(slow) == [512, 1, 1, 8, 2.0, 64, 10.0, 8, 1]  # n; h = 1 is 1; each h's ratio; the verdict's h
     assert numbers_in(fast) == [512, 1, 1, 8, 1.1, 64, 10.0, 8, 1]
     verdict = [sentences(r)[-1] for r in (slow, fast)]  # "在这台电脑上，h = 8 …" names the two h either way
     assert verdict[0] != verdict[1] and all("h = 8" in v and "h = 1" in v for v in verdict), verdict
-
-
-def test_timing_runs_on_one_blas_thread(monkeypatch):
-    """§4 compares head counts under the same conditions: one BLAS thread while timing."""
-    import contextlib
-
-    from lesson_lib.runtime import blas
-    from lesson_lib.sections import s04_costs
-
-    entered = []
-
-    @contextlib.contextmanager
-    def recording():
-        entered.append(True)
-        yield
-
-    monkeypatch.setattr(blas, "one_blas_thread", recording)
-    s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=1)
-    assert entered == [True]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -108,7 +108,6 @@ def test_conditions_are_well_formed():
     assert nearest == zh.nearest_name(zh.LESSON_SENTENCE, "他") == zh.NAMES["她"][0]
 
 
-@pytest.mark.slow  # e5, every condition (moved here from conftest.SLOW_TESTS with its file)
 def test_every_condition_has_the_pronoun_as_its_own_token(zh_model):
     for _, sentence, pronoun in zh.MINIMAL_PAIRS:
         tokens, _ = zh_model.attend(sentence)
@@ -626,7 +625,6 @@ def test_pronoun_head_tops_the_ranking(lesson):
     assert ranked[2][2] - ranked[2][3] > ranked[3][2] - ranked[3][3] + 0.05  # rank 3 vs 4: a clear gap
 
 
-@pytest.mark.slow  # §6 under other CPU code paths (moved here from conftest.SLOW_TESTS with its file)
 def test_printed_ranking_and_table_are_cpu_stable(zh_model, lesson):
     import inspect
 
@@ -644,7 +642,6 @@ def test_printed_ranking_and_table_are_cpu_stable(zh_model, lesson):
     assert all(x - y > MARGIN for x, y in itertools.pairwise(diffs))  # the printed order cannot swap
 
 
-@pytest.mark.slow  # e5 over every minimal pair (moved here from conftest.SLOW_TESTS with its file)
 def test_minimal_pairs_claims(zh_model):
     """Lab: the pronoun head is right in every condition, the only one of 144; nearest-name explains only some."""
     counts = zh.follow(zh_model)[1]
@@ -655,7 +652,6 @@ def test_minimal_pairs_claims(zh_model):
     assert 0 < nearest < n  # 「只能解释其中一部分条件」
 
 
-@pytest.mark.slow  # e5 over every decoy sentence (moved here from conftest.SLOW_TESTS with its file)
 def test_decoys_look_at_xiaohong_for_ta_too(zh_model):
     """Lab: 「一问「他」，它们照样看小红」: the decoys are right exactly when the pronoun is 她."""
     table = zh.follow(zh_model)[0]

@@ -194,7 +194,6 @@ def _grouped(line, label):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow  # §7 trained again, seed by seed (moved here from conftest.SLOW_TESTS with its file)
 @pytest.mark.parametrize("s", range(SEEDS))
 def test_shape_of_the_sweep_holds_for_other_seeds(seeds, s):
     acc, on, div = seeds[s]
@@ -301,7 +300,6 @@ def test_stored_run_is_the_labs_run(lesson):
         assert abs(seed_0 - kept) < 0.01, (h, seed_0, kept)  # 0.01: round-off between machines
 
 
-@pytest.mark.slow  # §7 trained again (moved here from conftest.SLOW_TESTS with its file)
 def test_training_again_gives_the_stored_run(cached_sweep):
     """The lab trains the same run again and says it agrees with the stored one (slow set: it trains)."""
     stored = report.stored_sweep()

@@ -132,7 +132,6 @@ def test_interrupt_raises_a_keyboard_interrupt_with_the_finished_rows(monkeypatc
     assert "[2]" in str(stop.value) and "[1]" in str(stop.value)
 
 
-@pytest.mark.slow  # a Jupyter kernel interrupted mid-sweep (moved here from conftest.SLOW_TESTS with its file)
 def test_interrupting_a_jupyter_kernel_ends_the_cell_and_keeps_the_kernel(tmp_path):
     """Jupyter's ■ (interrupt_kernel): the cell ends with SweepInterrupted, and the kernel goes on."""
     jupyter_client = pytest.importorskip("jupyter_client")

@@ -14,11 +14,8 @@ from fractions import Fraction
 from functools import cache, partial
 from pathlib import Path
 
-from lesson_lib import paper
-from lesson_lib.attention import head_width
+from lesson_lib import attention, costs, head_stats, paper
 from lesson_lib.checks import LessonInputError
-from lesson_lib.costs import count, kv_sharing, parameters
-from lesson_lib.head_stats import crowded_keys
 from lesson_lib.practice import checkers
 from lesson_lib.practice.checkers import Poly
 from lesson_lib.practice.feedback import Question, Rubric, RubricPoint
@@ -56,7 +53,7 @@ def _table3(row: str, column: str, h=None, d_k=None):
 def _refusal(d_model: int, h: int) -> str:
     """What the kernel says when h does not divide d_model (its own Chinese message)."""
     try:
-        head_width(d_model, h)
+        attention.head_width(d_model, h)
     except LessonInputError as exc:
         return str(exc)
     return ""
@@ -67,12 +64,14 @@ FUNCTIONS = {
     "paper.base_d_model": lambda: paper.BASE_D_MODEL,
     "paper.base_heads": lambda: paper.BASE_HEADS,
     "paper.table3": _table3,
-    "attention.head_width": head_width,
+    "attention.head_width": attention.head_width,
     "attention.refusal": _refusal,
-    "costs.count": lambda n, d_model, h, part: getattr(count(n, d_model, h), part),
-    "costs.parameters": parameters,
-    "costs.kv_cache": lambda d_model, h, groups: kv_sharing(d_model, h, groups).cache_per_token,
-    "head_stats.winner_weight": lambda keys, length: crowded_keys((keys,), length)[keys],
+    "costs.count": lambda n, d_model, h, part: getattr(costs.count(n, d_model, h), part),
+    "costs.parameters": costs.parameters,
+    "costs.kv_cache": (
+        lambda d_model, h, groups: costs.kv_sharing(d_model, h, groups).cache_per_token
+    ),
+    "head_stats.winner_weight": lambda keys, length: head_stats.crowded_keys((keys,), length)[keys],
     "floor": lambda of: math.floor(of),
 }
 # arguments taken as written (a table's row or column, a part of the count); any other argument
@@ -89,14 +88,13 @@ _QUESTION = {
     "placeholder": TEXT, "picture": dict, "points": list, "misconceptions": list,
     "model_answer": TEXT, "counted": bool,
 }  # fmt: skip
-_CHOICE_NEEDS = ("id", "kind", "section", "prompt", "explanation", "answer", "options")
-_FORM_NEEDS = ("id", "kind", "section", "prompt", "explanation", "boxes")
+_ALWAYS = ("id", "kind", "section", "prompt")
 _TESTS = ("right_answers", "wrong_answers")  # every question but a self-explanation has its own
-_NEEDS = {
-    "single": (*_CHOICE_NEEDS, *_TESTS),
-    "multi": (*_CHOICE_NEEDS, *_TESTS),
-    "form": (*_FORM_NEEDS, *_TESTS),
-    "self": ("id", "kind", "section", "prompt", "points", "misconceptions", "model_answer"),
+_NEEDS = {  # by kind, the fields a question must have
+    "single": (*_ALWAYS, "explanation", "answer", "options", *_TESTS),
+    "multi": (*_ALWAYS, "explanation", "answer", "options", *_TESTS),
+    "form": (*_ALWAYS, "explanation", "boxes", *_TESTS),
+    "self": (*_ALWAYS, "points", "misconceptions", "model_answer"),
 }
 _OPTION = {"key": str, "label": TEXT, "why": TEXT}
 _BOX = {
@@ -227,10 +225,10 @@ class _Reader:
 
     # ---- a question
     def question(self, raw) -> Question:
-        self.qid = ""
-        if isinstance(raw, dict):
-            self.qid = str(raw.get("id", ""))
-        kind = raw.get("kind") if isinstance(raw, dict) else None
+        if not isinstance(raw, dict):
+            raw = {}  # then its kind is missing: said first
+        self.qid = str(raw.get("id", ""))
+        kind = raw.get("kind")
         if kind not in _NEEDS:
             raise self.fail("kind", f"应当是 {'、'.join(_NEEDS)} 之一。")
         file_values = dict(self.values)
@@ -340,9 +338,8 @@ class _Reader:
                 raise self.fail(f"{where}.answer", "应当是一个选项的 key。")
             return checkers.ChoiceBox(b["name"], b["label"], options, b["answer"])
         unknown = {"n": Poly.n()} if kind == "expression" else None
-        symbols = {}
-        for name, value in b.get("symbols", {}).items():
-            symbols[name] = self.number(value, f"{where}.symbols.{name}")
+        written = b.get("symbols", {})
+        symbols = {k: self.number(v, f"{where}.symbols.{k}") for k, v in written.items()}
         target = self.number(b["target"], f"{where}.target", unknown)
         hints = []
         rows = self.rows(b.get("hints", []), _HINT, ("value", "says"), f"{where}.hints")

@@ -241,15 +241,11 @@ class _Reader:
     def build(self, q: dict) -> Question:
         if "picture" in q:
             self.picture(q["picture"])
-        if q["kind"] == "self":
-            key = self.rubric(q)
+        build_key = {"self": self.rubric, "form": self.form}.get(q["kind"], self.choices)
+        key = build_key(q)
+        explanation = q["explanation"]
+        if q["kind"] == "self":  # what a self-explanation shows after the first answer
             explanation = key.text() + "\n" + key.model_answer
-        elif q["kind"] == "form":
-            key = self.form(q)
-            explanation = q["explanation"]
-        else:
-            key = self.choices(q)
-            explanation = q["explanation"]
         return Question(
             q["id"], q["section"], q["kind"], q["prompt"], explanation, key=key,
             placeholder=q["placeholder"],

@@ -299,7 +299,7 @@ class _Reader:
         boxes = tuple(self.box(raw, f"boxes[{i}]") for i, raw in enumerate(q["boxes"]))
         self.unique([b.name for b in boxes], "boxes", "name")
         whole = None
-        if "whole" in q:  # told the boxes' targets: a shape checker knows (h, n, d_k)
+        if "whole" in q:  # a checker of the whole form, told the boxes' targets in box order
             whole = partial(self.named(q["whole"], "whole"), tuple(b.target for b in boxes))
         return checkers.FormKey(boxes, q["praise"], whole=whole, spread=q.get("spread", False))
 
@@ -312,7 +312,7 @@ class _Reader:
     def picture(self, table: dict) -> None:
         """``draw``: the section function (module.function under sections/) that draws the
         question's picture, with its arguments. Checked without importing the section."""
-        draw = table.get("draw")
+        draw = table.get("draw", "")
         parts = draw.split(".") if isinstance(draw, str) else [""]
         module = SECTIONS.joinpath(*parts[:-1])
         defines = f"def {parts[-1]}("

@@ -125,7 +125,7 @@ def answer_first(qid: str, what: str = "写下你的答案") -> Feedback:
 # Wording that may improve without changing what is asked or accepted; an option's why teaches too.
 _TEACHING_TEXT = {
     "hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer",
-    "description", "text", "explanation",
+    "text",  # a rubric point's full wording (its name is what the learner ticks)
 }
 
 

@@ -59,15 +59,16 @@ def _refusal(d_model: int, h: int) -> str:
     return ""
 
 
-# name in a file -> the function; its arguments are the function's own
+# name in a file -> the function; its arguments are the ones a file may write (each spelled out,
+# so that a lesson function's own signature or decorator never widens the format)
 FUNCTIONS = {
     "paper.base_d_model": lambda: paper.BASE_D_MODEL,
     "paper.base_heads": lambda: paper.BASE_HEADS,
     "paper.table3": _table3,
-    "attention.head_width": attention.head_width,
+    "attention.head_width": lambda d_model, h: attention.head_width(d_model, h),
     "attention.refusal": _refusal,
     "costs.count": lambda n, d_model, h, part: getattr(costs.count(n, d_model, h), part),
-    "costs.parameters": costs.parameters,
+    "costs.parameters": lambda d_model, h: costs.parameters(d_model, h),
     "costs.kv_cache": (
         lambda d_model, h, groups: costs.kv_sharing(d_model, h, groups).cache_per_token
     ),

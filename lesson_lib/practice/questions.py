@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import string
 import sys
 from fractions import Fraction
 from functools import cache, partial
@@ -153,15 +152,14 @@ class _Reader:
     def text(self, template: str, field: str) -> str:
         """A text with {name} or {name:format} placeholders, filled from the values."""
         try:
-            names = [name for _, name, _, _ in string.Formatter().parse(template)]
-            missing = [name for name in names if name is not None and name not in self.values]
-            if not missing:
-                return template.format_map(self.values)
-        except (ValueError, TypeError) as exc:
+            return template.format_map(self.values)
+        except KeyError as exc:  # a name the values do not have
+            known = "、".join(self.values) or "（无）"
+            problem = f"里的占位符 {{{exc.args[0]}}} 不在 values 里：可用的是 {known}。"
+            raise self.fail(field, problem) from None
+        except (ValueError, TypeError, IndexError, AttributeError) as exc:
             problem = f"的占位符写法不对（{exc}）；花括号本身写成 {{{{ 和 }}}}。"
             raise self.fail(field, problem) from None
-        known = "、".join(self.values) or "（无）"
-        raise self.fail(field, f"里的占位符 {{{missing[0]}}} 不在 values 里：可用的是 {known}。")
 
     def number(self, value, field: str, unknown: dict | None = None):
         """A number, a value's name or an expression of them (``d_model / h``); with ``unknown``

@@ -4,6 +4,7 @@ echoing what it read; nothing is judged."""
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 import unicodedata
@@ -256,71 +257,60 @@ def _box_text(raw: str) -> str:
 
 
 def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
-    """expr := term (± term)*; term := unary ((×|·|*|/)? unary)*;
-    unary := ± unary | atom (^ unary)?; atom := number | name | ( expr ).
-    Bounded in depth; builds a Poly, never evaluates code."""
+    """Python's own parser (a syntax tree only, never code) on the box's spelling, then a whitelist
+    of nodes evaluated into a Poly: numbers, names, + - × / ^, signs and parentheses."""
     if bad := _TOKEN.sub("", text).strip():
         raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」："
                               "只能用数字、n、+ − × · / ^ ² 和括号。")
-    read = [(m.lastgroup, m[m.lastgroup]) for m in _TOKEN.finditer(text)]
-    tokens = [("end", ""), *reversed(read)]  # popped from the end
+    if text.count("(") != text.count(")"):
+        raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
+    python = _LEADING_ZEROS.sub("", _IMPLICIT.sub(r"\1*", text)).translate(_TO_PYTHON)
+    python = " ".join(python.split())  # Python refuses a leading space
+    try:
+        tree = ast.parse(python, mode="eval")
+    except SyntaxError:
+        raise ExpressionError(_UNREADABLE) from None
+    return _evaluate(tree.body, python, symbols, 0)
 
-    def expr(depth: int) -> Poly:
-        result = term(depth)
-        while tokens[-1] in (("op", "+"), ("op", "-")):
-            result = result + Poly.const(1 if tokens.pop()[1] == "+" else -1) * term(depth)
-        return result
 
-    def term(depth: int) -> Poly:
-        result = unary(depth)
-        while True:
-            kind, value = tokens[-1]
-            if kind == "num":
-                raise ExpressionError(f"「{value}」前面缺少运算符：请用 × 或 · 连起来"
-                                      "（平方写成 n^2 或 n²）。")
-            if kind == "op" and value in "*×·/":
-                tokens.pop()
-            elif kind != "name" and value != "(":  # 512n, 8(n·64·n) multiply
-                return result
-            if value == "/":
-                result = result.divide(unary(depth))
-            else:
-                result = result * unary(depth)
+# a whole number, name or ")" before a name or "(": 512n, h d_k, 8(n·64·n), (h)n
+_IMPLICIT = re.compile(r"((?<![\w.])(?:\d+(?:\.\d+)?(?![\d.])|[a-z_]\w*(?!\w))|\))\s*(?=[a-z_(])")
+_LEADING_ZEROS = re.compile(r"(?<![\w.])0+(?=\d)")  # 08 is 8 (Python refuses 08)
+_TO_PYTHON = str.maketrans({"×": " * ", "·": " * ", "^": " ** "})  # 5 ×* 2 is no power
+_UNREADABLE = ("这个式子读不通：两个数或符号之间要用 + − × · / ^ 连起来，运算符后面要跟一个数"
+               "（平方写成 n^2 或 n²）。")
+_OPERATIONS = {
+    ast.Add: Poly.__add__,
+    ast.Sub: lambda a, b: a + Poly.const(-1) * b,
+    ast.Mult: Poly.__mul__,
+    ast.Div: Poly.divide,
+    ast.Pow: Poly.power,
+}
 
-    def unary(depth: int) -> Poly:  # popping the end always raises, so the list never runs dry
-        if depth > MAX_DEPTH:
-            raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）："
-                                  "请把式子写得简单一些。")
-        kind, value = tokens.pop()
-        if value in ("+", "-"):
-            return Poly.const(1 if value == "+" else -1) * unary(depth + 1)
-        if value == "(":
-            base = expr(depth + 1)
-            if tokens.pop() != ("op", ")"):
-                raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
-        elif kind == "num":
-            base = Poly.const(Fraction(value))
-        elif value in symbols:
-            base = symbols[value]
-        elif kind == "name":
-            names = "、".join(sorted(symbols)) or "（无）"
-            # only where n may be written
-            square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""
-            raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。{square}")
-        elif kind == "end":
-            raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？")
-        else:
-            raise ExpressionError(f"「{value}」出现的位置不对：请检查式子的写法。")
-        if tokens[-1] == ("op", "^"):
-            tokens.pop()
-            return base.power(unary(depth + 1))
-        return base
 
-    result = expr(0)
-    if tokens[-1][0] != "end":
-        raise ExpressionError(f"读到「{tokens[-1][1]}」时接不上了："
-                              "是不是少了运算符或括号？")
-    return result
+def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int) -> Poly:
+    """One whitelisted node as a Poly; any other node (a call, a comparison, not …) is refused.
+    Nesting on the right (signs, exponents, parentheses) is bounded; a left chain (1+1+1) is not
+    nesting."""
+    if depth > MAX_DEPTH:
+        raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）："
+                              "请把式子写得简单一些。")
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATIONS:
+        left = _evaluate(node.left, source, symbols, depth)
+        right = _evaluate(node.right, source, symbols, depth + 1)
+        return _OPERATIONS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd | ast.USub):
+        sign = Poly.const(-1 if isinstance(node.op, ast.USub) else 1)
+        return sign * _evaluate(node.operand, source, symbols, depth + 1)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return Poly.const(Fraction(ast.get_source_segment(source, node)))  # exact: 31.9999999
+    if isinstance(node, ast.Name) and node.id in symbols:
+        return symbols[node.id]
+    if isinstance(node, ast.Name):
+        names = "、".join(sorted(symbols)) or "（无）"
+        square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""  # only where n may be written
+        raise ExpressionError(f"不认识「{node.id}」：本题能用的符号有 {names}。{square}")
+    raise ExpressionError(_UNREADABLE)
 
 
 def parse_expression(text: str, symbols: dict[str, Poly]) -> Poly:

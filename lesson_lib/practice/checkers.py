@@ -104,30 +104,21 @@ class Poly:
         return math.prod([self] * int(k), start=Poly.const(1))
 
     def __str__(self) -> str:
-        text = ""
-        for p, c in reversed(self.terms):
-            text += _sign(c, first=not text) + _term(p, c)
-        return text or "0"
-
-
-def _sign(c: Fraction, first: bool) -> str:
-    if first:
-        return "-" if c < 0 else ""
-    return " - " if c < 0 else " + "
+        text = " ".join(_term(p, c) for p, c in reversed(self.terms))  # "+ 3n² - n"
+        if text.startswith("- "):
+            text = "-" + text[2:]
+        return text.removeprefix("+ ") or "0"
 
 
 def _term(p: int, c: Fraction) -> str:
-    """|c|·nᵖ as the echo writes it: 3n², n, (1/3)n², 512."""
+    """±|c|·nᵖ as the echo writes it: + 3n², - n, + (1/3)n², + 512/3."""
     num = fmt_number(abs(c))
-    if p == 0:
-        return num
-    if abs(c) == 1:
+    if p > 0 and abs(c) == 1:
         num = ""
-    if "/" in num:
+    if p > 0 and "/" in num:
         num = f"({num})"  # (1/3)n², not 1/3n²
-    if p == 1:
-        return num + "n"
-    return num + "n" + str(p).translate(_TO_SUPERSCRIPT)
+    power = {0: "", 1: "n"}.get(p, "n" + str(p).translate(_TO_SUPERSCRIPT))
+    return f"{'-' if c < 0 else '+'} {num}{power}"
 
 
 def fmt_number(x) -> str:
@@ -167,13 +158,9 @@ def as_text(answer, depth: int = 3) -> str:
 def clean(answer, limit: int) -> str:
     """At most ``limit`` characters of the answer, control characters (but newline and tab) as
     spaces."""
-    return "".join(_printable(c) for c in as_text(answer)[:limit])
-
-
-def _printable(c: str) -> str:
-    if c in "\n\t" or unicodedata.category(c)[0] != "C":
-        return c
-    return " "
+    text = as_text(answer)[:limit]
+    control = [unicodedata.category(c)[0] == "C" and c not in "\n\t" for c in text]
+    return "".join(" " if bad else c for c, bad in zip(text, control))
 
 
 ALIASES = {
@@ -212,48 +199,44 @@ _LATEX_WORDS = {"times": "×", "cdot": "·", "div": "/"}
 _EQUALS = re.compile(r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计")
 
 
-def _exponent(m: re.Match) -> str:
-    """5e7 -> *10^(7), 5e-3 -> /10^(3)."""
-    operator = "/" if m[1] == "-" else "*"
-    return f"{operator}10^({m[2]}) "
-
-
-def _square_or_cube(m: re.Match) -> str:
-    if m.group(1) == "平":
-        return "^2 "
-    return "^3 "
-
-
-def _native_digit(c: str) -> str:
-    """٣٢, ６４ as ASCII digits."""
-    if c.isdecimal() and not c.isascii():
-        return str(unicodedata.decimal(c))
-    return c
+# One box in the parser's spelling, one habit of writing per row (pattern, replacement), in order.
+_UNFOLDED = [  # before NFKC folds the full-width forms
+    (_LATEX, lambda m: _LATEX_WORDS.get(m[1] or "", " ")),  # \times, \left(, $
+    (r"\d", lambda m: str(unicodedata.decimal(m[0]))),  # ٣٢ (an Arabic-Indic 32)
+    (r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^" + m[0].translate(_FROM_SUPERSCRIPT) + " "),  # n²
+    (_GROUPED, lambda m: re.sub(r"\D", "", m[0])),  # 54,988,800
+]
+_FOLDED = [
+    (r"\*\*", "^"),
+    (r"_\(([a-z0-9]+)\)", r"_\1"),  # d_{k} (braces became parentheses) -> d_k
+    (r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(]))",
+     lambda m: f"*10^({_MULTIPLIERS[m[1]]}) "),  # 8万, 80k
+    (r"(?<=\d)e\+?(\d{1,3})(?![\d.])", r"*10^(\1) "),  # 5e7
+    (r"(?<=\d)e-(\d{1,3})(?![\d.])", r"/10^(\1) "),  # 5e-3
+    (r"\s*的?\s*平方", "^2 "),  # n 的平方
+    (r"\s*的?\s*立方", "^3 "),
+    ("除以", "/"),
+    ("乘以", "×"),
+    (r"(?<=[\d)\s])x(?=[\s\d(])", "×"),  # 8 x 64 means 8 × 64
+    (r"([a-z_][a-z0-9_]*)\s*:\s*(?=\S)", r"\1 = "),  # d_k：32 reads like d_k = 32
+    (_BOX_WORDS, " "),
+    (_EQUALS, "="),
+    (r"^[\s:]+|[。!?;:,、\s]+$", ""),  # 「答：32。」 (full-width forms are ASCII by now)
+    (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
+    (_NAME, lambda m: ALIASES.get(m[0], m[0])),
+]
 
 
 def _box_text(raw: str) -> str:
     """One box in the parser's spelling: full-width forms, ², \\times, 8万, 80k, 5e7, 54,988,800,
     d_{k}, n 的平方 folded; units and filler words gone; 「是」 as "="; a closing full stop
     dropped."""
-    t = _LATEX.sub(lambda m: _LATEX_WORDS.get(m.group(1) or "", " "), raw)
-    t = "".join(_native_digit(c) for c in t)
-    t = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^" + m.group().translate(_FROM_SUPERSCRIPT) + " ", t)
-    t = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), t)
-    t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS).replace("**", "^")
-    t = re.sub(r"_\(([a-z0-9]+)\)", r"_\1", t)  # d_{k} (braces became parentheses) -> d_k
-    t = re.sub(r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(]))",
-               lambda m: f"*10^({_MULTIPLIERS[m.group(1)]}) ", t)
-    t = re.sub(r"(?<=\d)e([+-]?)(\d{1,3})(?![\d.])", _exponent, t)
-    t = re.sub(r"\s*的?\s*([平立])方", _square_or_cube, t)  # n 的平方
-    t = t.replace("除以", "/").replace("乘以", "×")
-    t = re.sub(r"(?<=[\d)\s])x(?=[\s\d(])", "×", t)  # 8 x 64 means 8 × 64
-    t = re.sub(r"([a-z_][a-z0-9_]*)\s*[:：]\s*(?=\S)", r"\1 = ", t)  # d_k：32 reads like d_k = 32
-    t = _EQUALS.sub("=", _BOX_WORDS.sub(" ", t))
-    # 「答：32。」 (full-width forms are ASCII by now)
-    t = re.sub(r"^[\s:]+|[。!?;:,、\s]+$", "", t)
-    # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
-    t = re.sub(r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", "", t)
-    return _NAME.sub(lambda m: ALIASES.get(m.group(), m.group()), t)
+    for pattern, replacement in _UNFOLDED:
+        raw = re.sub(pattern, replacement, raw)
+    text = unicodedata.normalize("NFKC", raw).lower().translate(_OPERATORS)
+    for pattern, replacement in _FOLDED:
+        text = re.sub(pattern, replacement, text)
+    return text
 
 
 def _parse(text: str, symbols: dict[str, Poly]) -> Poly:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import partial
-from itertools import pairwise
 
 from lesson_lib.practice import feedback as fb
 from lesson_lib.practice.feedback import Feedback, Question, answer_first
@@ -344,15 +343,7 @@ def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> tuple[s
             kept.append(piece)
     if not kept:  # 「h = 16（头数）」
         kept = [piece for piece in pieces if _holds(piece, symbols, labels)]
-    out = kept[0] if kept else ""
-    for last, piece in pairwise(kept):
-        if out.endswith("=") or piece.startswith("="):
-            out = f"{out} {piece}"
-        elif {last.split("=")[0].strip(), piece.split("=")[0].strip()} <= set(labels):
-            out = f"{out} = {piece}"
-        else:
-            raise _several(raw)
-    return out, len(kept) > 1
+    return " = ".join(kept), len(kept) > 1
 
 
 def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[str, bool]:
@@ -374,11 +365,12 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
         body, _ = _pieces(inner, raw, symbols, labels, remark=True)
         if not body.strip("= "):
             return " "
-        if not body.startswith("="):
-            raise _several(raw)
-        return f"({body})"
+        bridged.append(body)
+        return f"(= {body})"
 
-    return _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels)
+    bridged = []
+    out, several = _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels)
+    return out, several or bool(bridged)
 
 
 def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
@@ -408,8 +400,8 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
             return None, Unread(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。",
                                 "no_number")
     value, why = _read_noted(t, symbols, labels)
-    # words between two numbers: no "=" for certain
-    if bridged and why and why.reason == "unequal":
+    # words between two sayings that do not agree (or do not read): no "=" for certain
+    if bridged and why and why.reason in ("unequal", "expression"):
         return None, Unread(str(_several(raw)), "several")
     return value, why
 

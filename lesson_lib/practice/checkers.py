@@ -464,7 +464,7 @@ class NumberBox:
     labels: tuple[str, ...] = ()
 
     def read(self, text: str) -> tuple[Fraction | Poly | None, str]:
-        symbols = {name: _as_poly(v) for name, v in self.symbols.items()}
+        symbols = {k: v if isinstance(v, Poly) else Poly.const(v) for k, v in self.symbols.items()}
         value, why = read_value(text, symbols, (self.name, *self.labels))
         if value is None and self.explain:
             return None, Unread(why + " 例如写 n · 64 · n 或 64n²。", why.reason)
@@ -478,7 +478,8 @@ class NumberBox:
         return value == self.target
 
     def wrong_why(self, value) -> str:
-        hint = next((hint for known, hint in self.hints if _same(known, value)), "")
+        # a hint's value is a number, or a Poly in an expression box
+        hint = next((hint for known, hint in self.hints if known == value), "")
         if hint:
             return hint
         if self.explain:
@@ -487,17 +488,6 @@ class NumberBox:
 
     def shown(self, value) -> str:  # the echo: every digit, never rounded to the answer
         return str(value) if isinstance(value, Poly) else fmt_number(value)
-
-
-def _as_poly(value) -> Poly:
-    if isinstance(value, Poly):
-        return value
-    return Poly.const(value)
-
-
-def _same(known, value) -> bool:
-    """A hint's value (a number, or a Poly in an expression box) is the value read."""
-    return known == value if isinstance(known, Poly) else Fraction(known) == value
 
 
 class ExpressionBox(NumberBox):
@@ -553,20 +543,6 @@ class ChoiceKey:
 
 
 # ------------------------------------------------------------------------------ form
-def _split(q: Question, answer) -> tuple[list, list]:
-    """The answer as one item per box (some may be missing) and what it holds past the boxes."""
-    names = [b.name for b in q.key.boxes]
-    if isinstance(answer, dict):
-        items = [answer.get(n) for n in names]
-        extra = [v for k, v in answer.items() if k not in names]
-        return items, extra
-    if isinstance(answer, (list, tuple)):
-        return list(answer[: len(names)]), list(answer[len(names) :])
-    if len(names) == 1 or (q.key.spread and isinstance(answer, str)):
-        return [answer], []
-    return [], []
-
-
 def _shape(text) -> list[str]:
     """The parts of a shape typed into one box: 「（8，12，64）」, 8×12×64,
     torch.Size([8, 12, 64])."""
@@ -580,8 +556,18 @@ def _shape(text) -> list[str]:
 def _items(q: Question, answer) -> tuple[list, list, list[str]]:
     """One item per box, the non-empty items past the last box, and the parts of a shape typed
     into the first box, which fill the boxes when there are as many."""
-    n_boxes = len(q.key.boxes)
-    items, extra = _split(q, answer)
+    names = [b.name for b in q.key.boxes]
+    n_boxes = len(names)
+    items = []
+    extra = []
+    if isinstance(answer, dict):
+        items = [answer.get(n) for n in names]
+        extra = [v for k, v in answer.items() if k not in names]
+    elif isinstance(answer, (list, tuple)):
+        items = list(answer[:n_boxes])
+        extra = list(answer[n_boxes:])
+    elif n_boxes == 1 or (q.key.spread and isinstance(answer, str)):
+        items = [answer]
     items = items + [None] * (n_boxes - len(items))
     extra = [v for v in extra if as_text(v).strip()]
     shape = []
@@ -621,14 +607,6 @@ def _crowded(boxes, items, extra, shape) -> str:
     return ""
 
 
-def _state(text: str, value) -> str:
-    if not text:
-        return "empty"
-    if value is None:
-        return "unread"
-    return "read"
-
-
 def check_form(q: Question, answer) -> Feedback:
     boxes = q.key.boxes
     items, extra, shape = _items(q, answer)
@@ -640,8 +618,9 @@ def check_form(q: Question, answer) -> Feedback:
         crowds = tuple((b.name, "crowded") for b in boxes)
         return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
-    states = tuple((name, _state(texts[name], value)) for name, (value, _) in read.items())
-    state = dict(states)
+    state = {name: "unread" if value is None else "read" for name, (value, _) in read.items()}
+    state.update((name, "empty") for name, text in texts.items() if not text)
+    states = tuple(state.items())
     empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty")
     unread = [b for b in boxes if state[b.name] == "unread"]
     problems = "".join(f"「{b.label}」{read[b.name][1]}" for b in unread)
@@ -669,7 +648,9 @@ def _judge(q: Question, values: dict) -> Feedback:
         shape_id = "shape=(" + ", ".join(str(v) for v in values.values()) + ")"
         return judged(False, fb.WRONG + said, mistakes=(shape_id,))
     wrong = [b for b in boxes if not b.right(values[b.name])]
-    parts = [_wrong_part(b, values[b.name]) for b in wrong]
+    verb = {b.name: "选" if isinstance(b, ChoiceBox) else "填" for b in wrong}
+    parts = [f"「{b.label}」你{verb[b.name]}的是 {b.shown(values[b.name])}。"
+             f"{b.wrong_why(values[b.name])}" for b in wrong]
     if len(wrong) < len(boxes) > 1:
         right = "、".join(f"「{b.label}」" for b in boxes if b not in wrong)
         parts.append(f"{right}填得对。")
@@ -677,11 +658,6 @@ def _judge(q: Question, values: dict) -> Feedback:
     named = [b for b in wrong if b.wrong_why(values[b.name]) not in ("", getattr(b, "generic", ""))]
     mistakes = tuple(f"{b.name}={str(values[b.name]).replace(',', '')}" for b in named)
     return judged(False, fb.WRONG + "".join(parts), mistakes=mistakes)
-
-
-def _wrong_part(box, value) -> str:
-    verb = "选" if isinstance(box, ChoiceBox) else "填"
-    return f"「{box.label}」你{verb}的是 {box.shown(value)}。{box.wrong_why(value)}"
 
 
 # ------------------------------------------------------------------------------ choices

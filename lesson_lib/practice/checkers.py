@@ -309,52 +309,44 @@ def chinese_numeral(raw: str) -> str:
     return next((run for run in runs if run != "一" or alone), "")
 
 
-def _several(raw: str) -> ExpressionError:
-    return ExpressionError(f"这一栏读到的是「{raw}」：除了答案还有别的数或式子，文字里的说法这一栏"
-                           "判断不了；请只填你的答案。", "several")
+def _remark(piece: str, raw: str, symbols: dict[str, Poly], labels) -> bool:
+    """Whether ``piece`` is a true remark on one of the question's symbols (「h = 16」,
+    「d_model = 512」); a false one is refused."""
+    name = piece.split("=")[0].strip()
+    if "=" not in piece or name not in set(symbols) - set(labels):
+        return False
+    if _maybe(piece, symbols, labels) is None:
+        raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的 {name} 不是本题的 "
+                              f"{name} = {symbols[name]}，请只填你的答案。", "note")
+    return True
 
 
-def _holds(piece: str, symbols: dict[str, Poly], labels) -> bool | None:
-    """Whether ``piece`` says truly what one of the question's symbols is (「h = 16」,
-    「d_model = 512」); None when it says nothing of the kind."""
-    if "=" not in piece or piece.split("=")[0].strip() not in set(symbols) - set(labels):
-        return None
-    return _read_sides(piece, symbols, labels)[0] is not None
-
-
-def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> tuple[str, bool]:
-    """The math between the words of ``text``, and whether words between two pieces were bridged.
-
-    Words before the first piece and after the last are dropped (「可能是 32 吧」). A true remark
-    on a symbol (「h = 16」) is dropped beside another piece, a false one refused; in a ``remark``
-    (a note), so is a piece with no digit that does not start with "=" (「随 h 增长」). Between two
-    pieces the words must stand beside an "=" (「512/16，也就是 32」) or part two sayings of the
-    box's own name (「d_k：32；d_v：32」)."""
+def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> list[str]:
+    """The math between the words of ``text``, to be read as one equation: every saying must
+    agree. Words before the first piece and after the last are dropped (「可能是 32 吧」), and so
+    is a true remark on a symbol beside another piece (「h = 16」); in a ``remark`` (a note), so
+    is a piece with no digit that does not start with "=" (「随 h 增长」)."""
     pieces = [piece.strip() for piece in _WORDS.split(text) if piece.strip()]
     kept = []
     for piece in pieces:
-        held = _holds(piece, symbols, labels)
-        if held is False:
-            name = piece.split("=")[0].strip()
-            raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的 {name} 不是本题的 "
-                                  f"{name} = {symbols[name]}，请只填你的答案。", "note")
         named = remark and not re.search(r"\d", piece) and not piece.startswith("=")
-        if not (held or named):
+        if not (_remark(piece, raw, symbols, labels) or named):
             kept.append(piece)
     if not kept:  # 「h = 16（头数）」
-        kept = [piece for piece in pieces if _holds(piece, symbols, labels)]
-    return " = ".join(kept), len(kept) > 1
+        kept = [piece for piece in pieces if _remark(piece, raw, symbols, labels)]
+    return kept
 
 
 def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[str, bool]:
-    """The one number or expression that the words stand around (see ``_pieces``). A note in
-    parentheses that holds words is dropped (「(一个头)」) or kept as "= …" (「(即 512/16)」); one
-    with another number is refused (「(16 个头合计)」), but 「(16 个头)」 says h = 16. Nothing is
-    read past a word that disowns or changes the number."""
+    """The one number or expression that the words stand around (see ``_pieces``), and whether
+    words parted two sayings. A note in parentheses that holds words is dropped (「(一个头)」) or
+    kept as "= …" (「(即 512/16)」), and 「(16 个头)」 says h = 16. Nothing is read past a word
+    that disowns or changes the number."""
     if word := _DISOWN.search(t) or _CHANGES.search(t):
         raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{word.group().strip()}」"
                               "会改变这个数的意思，这一栏判断不了；请只填你的答案。", "disowned")
     t = _SAME_AS.sub(r"= \1", t)
+    notes = []
 
     def note(m: re.Match) -> str:
         if not _WORDS.search(m.group(1)):
@@ -362,15 +354,17 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
         inner = m.group(1)
         if "h" in symbols:
             inner = _HEADS.sub(r"h = \1 ", inner)
-        body, _ = _pieces(inner, raw, symbols, labels, remark=True)
+        body = " = ".join(_pieces(inner, raw, symbols, labels, remark=True))
         if not body.strip("= "):
             return " "
-        bridged.append(body)
+        notes.append(body)
         return f"(= {body})"
 
-    bridged = []
-    out, several = _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels)
-    return out, several or bool(bridged)
+    kept = _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels)
+    if not kept:
+        raise ExpressionError(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。",
+                              "no_number")
+    return " = ".join(kept), len(kept) > 1 or bool(notes)
 
 
 def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
@@ -378,69 +372,70 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
     (the box's own name in ``labels`` may stand as a side), and so must a note in parentheses
     (「(h=16)」 must hold for the question); words may stand around the one number, never disown
     it, change it or hold another."""
-    raw = as_text(text).strip()
+    try:
+        return _read(as_text(text).strip(), symbols, labels), ""
+    except ExpressionError as exc:
+        return None, Unread(str(exc), exc.reason)
+
+
+def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     if len(raw) > MAX_CHARS["form"]:
-        return None, Unread(f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
-                            f"（{MAX_CHARS['form']} 字以内）。", "long")
+        raise ExpressionError(f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
+                              f"（{MAX_CHARS['form']} 字以内）。", "long")
     raw = clean(raw, MAX_CHARS["form"])
     t = _box_text(raw)
     if "\\" in t:
-        return None, Unread("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
-                            "（例如 512 / 16）。", "latex")
+        raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
+                              "（例如 512 / 16）。", "latex")
     if numeral := chinese_numeral(raw):
-        return None, Unread(f"这一栏读到的是「{raw}」，其中「{numeral}」是中文数字："
-                            "请用阿拉伯数字写，例如 32、8万、512/16。", "numeral")
-    bridged = False
-    if _WORDS.search(t):
-        try:
-            t, bridged = _around_words(t, raw, symbols, labels)
-        except ExpressionError as exc:
-            return None, Unread(str(exc), exc.reason)
-        if not t:
-            return None, Unread(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。",
-                                "no_number")
-    value, why = _read_noted(t, symbols, labels)
-    # words between two sayings that do not agree (or do not read): no "=" for certain
-    if bridged and why and why.reason in ("unequal", "expression"):
-        return None, Unread(str(_several(raw)), "several")
-    return value, why
+        raise ExpressionError(f"这一栏读到的是「{raw}」，其中「{numeral}」是中文数字："
+                              "请用阿拉伯数字写，例如 32、8万、512/16。", "numeral")
+    if not _WORDS.search(t):
+        return _read_noted(t, raw, symbols, labels)
+    t, parted = _around_words(t, raw, symbols, labels)
+    try:
+        return _read_noted(t, raw, symbols, labels)
+    except ExpressionError as exc:  # words parted two sayings that disagree or do not read
+        if not parted or exc.reason not in ("unequal", "expression"):
+            raise
+    raise ExpressionError(f"这一栏读到的是「{raw}」：除了答案还有别的数或式子，文字里的说法这一栏"
+                          "判断不了；请只填你的答案。", "several")
 
 
-def _read_noted(t: str, symbols: dict[str, Poly], labels) -> tuple[Poly | None, str]:
-    """A note in parentheses is one more side of the equation, unless it is a remark on a symbol
-    (「(h=16)」, which must hold here) or a factor (8(n·64·n) multiplies)."""
+def _read_noted(t: str, raw: str, symbols: dict[str, Poly], labels) -> Poly:
+    """A note in parentheses at the end is one more side of the equation, unless it is a true
+    remark on a symbol (「(h=16)」) or a factor (8(n·64·n) multiplies)."""
     m = _NOTE.fullmatch(t)
     if not m:
         return _read_sides(t, symbols, labels)
     main = m.group(1)
     note = m.group(2).strip()
-    if "=" in note and note.split("=")[0].strip() in set(symbols) - set(labels):
-        if _read_sides(note, symbols, labels)[0] is None:
-            return None, Unread(f"括号里的「{note}」和本题不符：请只填你的答案，不要加备注。",
-                                "note")
+    if _remark(note, raw, symbols, labels):
         return _read_sides(main, symbols, labels)
-    a = _read_sides(main, symbols, labels)[0]
-    b = _read_sides(note, symbols, labels)[0]
+    a = _maybe(main, symbols, labels)
+    b = _maybe(note, symbols, labels)
     factor = a is not None and b is not None and a.degree == 0 and b.degree > 0
     if "=" in note or not factor:
         t = f"{main} = {note}"
     return _read_sides(t, symbols, labels)
 
 
-def _read_sides(text: str, symbols: dict[str, Poly], labels) -> tuple[Poly | None, str]:
-    values = []
-    for side in (s.strip() for s in text.split("=")):
-        if side and side not in labels:
-            try:
-                values.append(_parse(side, symbols))
-            except ExpressionError as exc:
-                return None, Unread(str(exc), exc.reason)
+def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
+    try:
+        return _read_sides(text, symbols, labels)
+    except ExpressionError:
+        return None
+
+
+def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
+    sides = [side.strip() for side in text.split("=")]
+    values = [_parse(side, symbols) for side in sides if side and side not in labels]
     if not values:
-        return None, Unread("这一栏里没有读到数或式子。", "no_number")
+        raise ExpressionError("这一栏里没有读到数或式子。", "no_number")
     if len(set(values)) > 1:
-        return None, Unread(f"这一栏的等式两边不相等（{' 和 '.join(str(v) for v in values)}）："
-                            "请只填你算出的那一个。", "unequal")
-    return values[0], ""
+        raise ExpressionError(f"这一栏的等式两边不相等（{' 和 '.join(str(v) for v in values)}）："
+                              "请只填你算出的那一个。", "unequal")
+    return values[0]
 
 
 # ------------------------------------------------------------------------------ answer keys

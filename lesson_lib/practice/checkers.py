@@ -168,12 +168,6 @@ ALIASES = {
 }
 _OPERATORS = str.maketrans("−–—﹣‐⋅∙•・･✕✖⨯∗÷∕[]{}≈~", "-----·····×××*//()()==")
 _MULTIPLIERS = {"千": 3, "万": 4, "亿": 8, "k": 3, "m": 6}
-# 54,988,800 (and with thin spaces, apostrophes)
-_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])")
-_LATEX = re.compile(r"\\(times|cdot|div)|\\(left|right|[,;! ])|\$")
-# Words a learner writes around a value: units, 「约」, 「答：」; 「是」「等于」「为」 say "=".
-# Other words are prose.
-_BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?")
 # A Chinese numeral written as a number (三十二, 八万); 一 in 一样、一共、一个头、第一维, 两 in 两边
 # are words.
 _NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
@@ -191,19 +185,17 @@ _HEADS = re.compile(r"(?<![\w.^])(\d+)\s*(?=头)")  # 「(16 个头)」 in a not
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _NOTE = re.compile(r"(.*[^\s^(+\-*/×·=])\s*\(([^()]*)\)")  # 「main (note)」: n^(2) is no note
-_TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>[-+*/^()×·]))")
-_LATEX_WORDS = {"times": "×", "cdot": "·", "div": "/"}
-# 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
-_EQUALS = re.compile(r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计")
+_TOKEN = re.compile(r"\s*(?:\d+(?:\.\d+)?|[a-z_][a-z0-9_]*|[-+*/^()×·])")  # what the parser reads
 
 
 # One box in the parser's spelling, one habit of writing per row (pattern, replacement), in order.
 _UNFOLDED = [  # before NFKC folds the full-width forms
-    (_LATEX, lambda m: _LATEX_WORDS.get(m[1] or "", " ")),  # \times, \left(, $
+    (r"\\(times|cdot|div)", lambda m: {"times": "×", "cdot": "·", "div": "/"}[m[1]]),
+    (r"\\(left|right|[,;! ])|\$", " "),  # \left(, $
     (r"\d", lambda m: str(unicodedata.decimal(m[0]))),  # ٣٢ (an Arabic-Indic 32)
     (r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^" + m[0].translate(_FROM_SUPERSCRIPT) + " "),  # n²
-    (_GROUPED, lambda m: re.sub(r"\D", "", m[0])),  # 54,988,800
+    (r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])",
+     lambda m: re.sub(r"\D", "", m[0])),  # 54,988,800 (and with thin spaces, apostrophes)
 ]
 _FOLDED = [
     (r"\*\*", "^"),
@@ -218,8 +210,10 @@ _FOLDED = [
     ("乘以", "×"),
     (r"(?<=[\d)\s])x(?=[\s\d(])", "×"),  # 8 x 64 means 8 × 64
     (r"([a-z_][a-z0-9_]*)\s*:\s*(?=\S)", r"\1 = "),  # d_k：32 reads like d_k = 32
-    (_BOX_WORDS, " "),
-    (_EQUALS, "="),
+    # words around a value: units, 「约」, 「答：」
+    (r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?", " "),
+    # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
+    (r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "="),
     (r"^[\s:]+|[。!?;:,、\s]+$", ""),  # 「答：32。」 (full-width forms are ASCII by now)
     (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
     (_NAME, lambda m: ALIASES.get(m[0], m[0])),

@@ -221,9 +221,7 @@ _FOLDED = [
 
 
 def _box_text(raw: str) -> str:
-    """One box in the parser's spelling: full-width forms, ², \\times, 8万, 80k, 5e7, 54,988,800,
-    d_{k}, n 的平方 folded; units and filler words gone; 「是」 as "="; a closing full stop
-    dropped."""
+    """One box in the parser's spelling, by the rewrites above."""
     for pattern, replacement in _UNFOLDED:
         raw = re.sub(pattern, replacement, raw)
     text = unicodedata.normalize("NFKC", raw).lower().translate(_OPERATORS)
@@ -533,9 +531,13 @@ class ChoiceKey:
 
 # ------------------------------------------------------------------------------ form
 def _shape(text) -> list[str]:
-    """The parts of a shape typed into one box: 「（8，12，64）」, 8×12×64,
-    torch.Size([8, 12, 64])."""
-    inner = _shape_alone(unicodedata.normalize("NFKC", clean(text, 200)).strip())
+    """The parts of a shape typed into one box: 「（8，12，64）」, 8×12×64, torch.Size([8, 12, 64]);
+    words before and after a bracketed shape are dropped (「形状是 (8, 12, 64)」,
+    「(8, 12, 64)，头在前」) unless one disowns or changes it (「(8, 12, 64) 不对」)."""
+    inner = unicodedata.normalize("NFKC", clean(text, 200)).strip()
+    if not (_DISOWN.search(inner) or _CHANGES.search(inner)):
+        inner = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", inner)
+        inner = re.sub(r"(?<=[)\]])[\s,.;]*[^\x00-\x7f][^()\[\]]*$", "", inner)
     torch_size = r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$"
     inner = re.sub(torch_size, r"\1", inner, flags=re.IGNORECASE | re.DOTALL)
     inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
@@ -566,15 +568,6 @@ def _items(q: Question, answer) -> tuple[list, list, list[str]]:
     if len(shape) == n_boxes:
         return shape, extra, shape
     return items, extra, shape
-
-
-def _shape_alone(text: str) -> str:
-    """A bracketed shape without the words before and after it (「形状是 (8, 12, 64)」,
-    「(8, 12, 64)，头在前」), unless a word disowns or changes it (「(8, 12, 64) 不对」)."""
-    if _DISOWN.search(text) or _CHANGES.search(text):
-        return text
-    text = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", text)
-    return re.sub(r"(?<=[)\]])[\s,.;]*[^\x00-\x7f][^()\[\]]*$", "", text)
 
 
 def form_values(q: Question, answer) -> dict[str, str]:

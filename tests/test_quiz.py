@@ -326,6 +326,17 @@ def test_expression_errors_are_chinese(text):
     assert got is None and CJK.search(why)
 
 
+DEEP = ["(" * 10_000 + "1" + ")" * 10_000, "-" * 10_000 + "1", "1+" * 20_000 + "1", "9^9^9^9"]
+
+
+@pytest.mark.parametrize("text", DEEP, ids=range(len(DEEP)))
+def test_a_question_files_expression_is_refused_at_any_depth(text):
+    """A question file's numbers are not capped in length: too deep is an ExpressionError (which the loader
+    reports with the file and field), never Python's MemoryError or RecursionError."""
+    with pytest.raises(qc.ExpressionError):
+        qc.parse_expression(text, {"n": qc.Poly.n()})
+
+
 def test_learner_text_is_never_executed(monkeypatch, tmp_path):
     """eval/exec explode if called, and so does compile unless it stops at the syntax tree (ast.parse, which
     the box reader uses); code-looking answers still get feedback and leave no trace."""

@@ -240,11 +240,10 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
         raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
     python = _LEADING_ZEROS.sub("", _IMPLICIT.sub(r"\1*", text)).translate(_TO_PYTHON)
     python = " ".join(python.split())  # Python refuses a leading space
-    try:
-        tree = ast.parse(python, mode="eval")
-    except SyntaxError:
+    try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
+        return _evaluate(ast.parse(python, mode="eval").body, python, symbols, 0)
+    except (SyntaxError, MemoryError, RecursionError):
         raise ExpressionError(_UNREADABLE) from None
-    return _evaluate(tree.body, python, symbols, 0)
 
 
 # a whole number, name or ")" before a name or "(": 512n, h d_k, 8(n·64·n), (h)n

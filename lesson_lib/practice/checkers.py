@@ -1,6 +1,7 @@
-"""Reading one answer box (a number or a polynomial in n, by a small parser: never eval) and one
-checker per question kind. A box that cannot be read for certain says what it wants (in Chinese),
-echoing what it read; nothing is judged."""
+"""Reading one answer box (a number or a polynomial in n: Python's parser gives a syntax tree, never
+code, and a whitelist of its nodes becomes a Poly) and one checker per question kind. A box that
+cannot be read for certain says what it wants (in Chinese), echoing what it read; nothing is
+judged."""
 
 from __future__ import annotations
 

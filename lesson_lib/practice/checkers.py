@@ -277,7 +277,8 @@ def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int)
         sign = Poly.const(-1 if isinstance(node.op, ast.USub) else 1)
         return sign * _evaluate(node.operand, source, symbols, depth + 1)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return Poly.const(Fraction(ast.get_source_segment(source, node)))  # exact: 31.9999999
+        # exact, from the literal as written (one ASCII line): 31.9999999 is no float
+        return Poly.const(Fraction(source[node.col_offset : node.end_col_offset]))
     if isinstance(node, ast.Name) and node.id in symbols:
         return symbols[node.id]
     if isinstance(node, ast.Name):

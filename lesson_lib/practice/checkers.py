@@ -237,8 +237,15 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     if bad := _TOKEN.sub("", text).strip():
         raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」："
                               "只能用数字、n、+ − × · / ^ ² 和括号。")
+    if unknown := [name for name in _NAME.findall(text) if name not in symbols]:  # is, not too
+        names = "、".join(sorted(symbols)) or "（无）"
+        square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""  # only where n may be written
+        raise ExpressionError(f"不认识「{unknown[0]}」：本题能用的符号有 {names}。{square}")
     if text.count("(") != text.count(")"):
         raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
+    if m := _NUMBER_AFTER.search(text):  # 32 64, 4 768: a number right after a value
+        raise ExpressionError(f"「{m[1]}」前面缺少运算符：请用 × 或 · 连起来"
+                              "（平方写成 n^2 或 n²）。")
     python = _LEADING_ZEROS.sub("", _IMPLICIT.sub(r"\1*", text)).translate(_TO_PYTHON)
     python = " ".join(python.split())  # Python refuses a leading space
     try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
@@ -247,8 +254,10 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
         raise ExpressionError(_UNREADABLE) from None
 
 
-# a whole number, name or ")" before a name or "(": 512n, h d_k, 8(n·64·n), (h)n
-_IMPLICIT = re.compile(r"((?<![\w.])(?:\d+(?:\.\d+)?(?![\d.])|[a-z_]\w*(?!\w))|\))\s*(?=[a-z_(])")
+_VALUE = r"(?:(?<![\w.])\d+(?:\.\d+)?(?![\d.])|[a-z_]\w*(?!\w)|\))"  # a whole number, name, ")"
+# a value before a name or "(" multiplies it: 512n, h d_k, 8(n·64·n), (h)n
+_IMPLICIT = re.compile(f"({_VALUE})" + r"\s*(?=[a-z_(])")
+_NUMBER_AFTER = re.compile(_VALUE + r"\s*(\d+(?:\.\d+)?)")
 _LEADING_ZEROS = re.compile(r"(?<![\w.])0+(?=\d)")  # 08 is 8 (Python refuses 08)
 _TO_PYTHON = str.maketrans({"×": " * ", "·": " * ", "^": " ** "})  # 5 ×* 2 is no power
 _UNREADABLE = ("这个式子读不通：两个数或符号之间要用 + − × · / ^ 连起来，运算符后面要跟一个数"
@@ -279,12 +288,8 @@ def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         # exact, from the literal as written (one ASCII line): 31.9999999 is no float
         return Poly.const(Fraction(source[node.col_offset : node.end_col_offset]))
-    if isinstance(node, ast.Name) and node.id in symbols:
+    if isinstance(node, ast.Name):  # every name is a symbol by now
         return symbols[node.id]
-    if isinstance(node, ast.Name):
-        names = "、".join(sorted(symbols)) or "（无）"
-        square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""  # only where n may be written
-        raise ExpressionError(f"不认识「{node.id}」：本题能用的符号有 {names}。{square}")
     raise ExpressionError(_UNREADABLE)
 
 

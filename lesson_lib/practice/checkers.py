@@ -20,7 +20,7 @@ from lesson_lib.practice.freetext import Rubric
 
 # per box or answer: longer is refused unread
 MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}
-MAX_DEPTH = 16  # nested parentheses and signs
+MAX_DEPTH = 16  # nested signs, exponents and right-hand operands (a left chain 1+1+1 is flat)
 MAX_EXPONENT = 30  # k in x^k, checked before computing
 MAX_DEGREE = 12  # highest power of n a result may reach
 MAX_DIGITS = 60  # numerator and denominator of every coefficient

@@ -426,7 +426,7 @@ def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
 
 
 def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
-    sides = [side.strip() for side in text.split("=")]
+    sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
     values = [_parse(side, symbols) for side in sides if side and side not in labels]
     if not values:
         raise ExpressionError("这一栏里没有读到数或式子。", "no_number")

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from lesson_lib.practice import interview, questions
 from lesson_lib.practice.checkers import rubric_feedback
-from lesson_lib.practice.freetext import Rubric, RubricPoint
+from lesson_lib.practice.feedback import Rubric, RubricPoint
 
 RUBRIC = Rubric(
     points=(RubricPoint("一组权重", "…"), RubricPoint("平均", "…")),

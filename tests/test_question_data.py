@@ -124,6 +124,8 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
     "an answer not an option": (('answer = "B"', 'answer = "C"'), "X1", "answer"),
     "a key of two characters": (('{ key = "B", label', '{ key = "BB", label'), "X1", "options"),
     "a bad expression": (('target = "scores"', 'target = "scores +"'), "X2", "boxes[1].target"),
+    "a missing argument": ((', h = "h" }', " }"), "X1", "values.d_k"),
+    "an unclosed placeholder": (("解析：{d_model}", "解析：{d_model"), "X1", "explanation"),
     "a file value with no function": (('{ call = "paper.base_d_model" }', '{ call = "paper.d_model" }'), "",
                                       "values.d_model.call"),
 }  # fmt: skip

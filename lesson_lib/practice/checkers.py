@@ -15,8 +15,7 @@ from fractions import Fraction
 from functools import partial
 
 from lesson_lib.practice import feedback as fb
-from lesson_lib.practice.feedback import Feedback, Question, answer_first
-from lesson_lib.practice.freetext import Rubric
+from lesson_lib.practice.feedback import Feedback, Question, Rubric, answer_first
 
 # per box or answer: longer is refused unread
 MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}

@@ -8,8 +8,7 @@ from dataclasses import replace
 
 from lesson_lib.practice import questions
 from lesson_lib.practice.checkers import rubric_feedback, self_assess
-from lesson_lib.practice.feedback import Feedback, Question
-from lesson_lib.practice.freetext import Rubric
+from lesson_lib.practice.feedback import Feedback, Question, Rubric
 
 INTERVIEW_ID = "面试"
 MAX_INTERVIEW_CHARS = 2000

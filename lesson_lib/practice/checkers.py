@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import partial
+from itertools import pairwise
 
 from lesson_lib.practice import feedback as fb
 from lesson_lib.practice.feedback import Feedback, Question, Rubric, answer_first
@@ -318,32 +319,45 @@ def _remark(piece: str, raw: str, symbols: dict[str, Poly], labels) -> bool:
     return True
 
 
+def _several(raw: str) -> ExpressionError:
+    return ExpressionError(f"这一栏读到的是「{raw}」：除了答案还有别的数或式子，文字里的说法这一栏"
+                           "判断不了；请只填你的答案。", "several")
+
+
 def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> list[str]:
-    """The math between the words of ``text``, to be read as one equation: every saying must
-    agree. Words before the first piece and after the last are dropped (「可能是 32 吧」), and so
-    is a true remark on a symbol beside another piece (「h = 16」); in a ``remark`` (a note), so
-    is a piece with no digit that does not start with "=" (「随 h 增长」)."""
+    """The math between the words of ``text``, to be read as one equation.
+
+    Words before the first piece and after the last are dropped (「可能是 32 吧」). A true remark
+    on a symbol (「h = 16」) is dropped beside another piece; in a ``remark`` (a note), so is a
+    piece with no digit that does not start with "=" (「随 h 增长」). Between two pieces the words
+    must stand beside an "=" (「512/16，也就是 32」) or part two sayings of the box's own name
+    (「d_k：32；d_v：32」): another number is not read (「32 个头，32 维」)."""
     pieces = [piece.strip() for piece in _WORDS.split(text) if piece.strip()]
     kept = []
     for piece in pieces:
-        named = remark and not re.search(r"\d", piece) and not piece.startswith("=")
-        if not (_remark(piece, raw, symbols, labels) or named):
+        vague = remark and not re.search(r"\d", piece) and not piece.startswith("=")
+        if not (_remark(piece, raw, symbols, labels) or vague):
             kept.append(piece)
     if not kept:  # 「h = 16（头数）」
         kept = [piece for piece in pieces if _remark(piece, raw, symbols, labels)]
+    for last, piece in pairwise(kept):
+        joined = last.endswith("=") or piece.startswith("=")
+        named = {last.split("=")[0].strip(), piece.split("=")[0].strip()} <= set(labels)
+        if not (joined or named):
+            raise _several(raw)
     return kept
 
 
 def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[str, bool]:
     """The one number or expression that the words stand around (see ``_pieces``), and whether
-    words parted two sayings. A note in parentheses that holds words is dropped (「(一个头)」) or
-    kept as "= …" (「(即 512/16)」), and 「(16 个头)」 says h = 16. Nothing is read past a word
-    that disowns or changes the number."""
+    words stood between two sayings. A note in parentheses that holds words is dropped
+    (「(一个头)」) or kept as "= …" (「(即 512/16)」); one with another number is refused
+    (「(16 个头合计)」), but 「(16 个头)」 says h = 16. Nothing is read past a word that disowns
+    or changes the number."""
     if word := _DISOWN.search(t) or _CHANGES.search(t):
         raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{word.group().strip()}」"
                               "会改变这个数的意思，这一栏判断不了；请只填你的答案。", "disowned")
     t = _SAME_AS.sub(r"= \1", t)
-    notes = []
 
     def note(m: re.Match) -> str:
         if not _WORDS.search(m.group(1)):
@@ -354,14 +368,14 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
         body = " = ".join(_pieces(inner, raw, symbols, labels, remark=True))
         if not body.strip("= "):
             return " "
-        notes.append(body)
-        return f"(= {body})"
+        if not body.startswith("="):
+            raise _several(raw)
+        return f"({body})"
 
-    kept = _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels)
-    if not kept:
-        raise ExpressionError(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。",
-                              "no_number")
-    return " = ".join(kept), len(kept) > 1 or bool(notes)
+    if kept := _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels):
+        return " = ".join(kept), len(kept) > 1
+    raise ExpressionError(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。",
+                          "no_number")
 
 
 def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
@@ -392,11 +406,10 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     t, parted = _around_words(t, raw, symbols, labels)
     try:
         return _read_noted(t, raw, symbols, labels)
-    except ExpressionError as exc:  # words parted two sayings that disagree or do not read
-        if not parted or exc.reason not in ("unequal", "expression"):
-            raise
-    raise ExpressionError(f"这一栏读到的是「{raw}」：除了答案还有别的数或式子，文字里的说法这一栏"
-                          "判断不了；请只填你的答案。", "several")
+    except ExpressionError as exc:  # words between two numbers: no "=" for certain
+        if parted and exc.reason == "unequal":
+            raise _several(raw) from None
+        raise
 
 
 def _read_noted(t: str, raw: str, symbols: dict[str, Poly], labels) -> Poly:

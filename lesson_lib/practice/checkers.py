@@ -237,7 +237,7 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     if bad := _TOKEN.sub("", text).strip():
         raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」："
                               "只能用数字、n、+ − × · / ^ ² 和括号。")
-    if unknown := [name for name in _NAME.findall(text) if name not in symbols]:  # is, not too
+    if unknown := [name for name in _NAME.findall(text) if name not in symbols]:  # is, not: words
         names = "、".join(sorted(symbols)) or "（无）"
         square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""  # only where n may be written
         raise ExpressionError(f"不认识「{unknown[0]}」：本题能用的符号有 {names}。{square}")

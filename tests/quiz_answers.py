@@ -355,6 +355,7 @@ ISSUE_38 = [
     ("S4", ["80000", "1280000（和 h=8 一样）"], F, "all"),
     ("S4b", ["40000，和头数无关", "会"], F, "exp"), ("S4b", ["一共 40000 次", "会"], R, ""),
     ("S4c", ["12 个头 64 维", "2359296"], F, "d_k"),
+    ("Q2", ["32 个头，32 维", "不变"], F, "d_k"),  # another number that only happens to agree is no "="
 ]
 
 TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + CHOICES + SELF

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import re
 from fractions import Fraction
@@ -326,11 +327,30 @@ def test_expression_errors_are_chinese(text):
     assert got is None and CJK.search(why)
 
 
+DEEP = ["(" * 10_000 + "1" + ")" * 10_000, "-" * 10_000 + "1", "1+" * 20_000 + "1", "9^9^9^9"]
+
+
+@pytest.mark.parametrize("text", DEEP, ids=range(len(DEEP)))
+def test_a_question_files_expression_is_refused_at_any_depth(text):
+    """A question file's numbers are not capped in length: too deep is an ExpressionError (which the loader
+    reports with the file and field), never Python's MemoryError or RecursionError."""
+    with pytest.raises(qc.ExpressionError):
+        qc.parse_expression(text, {"n": qc.Poly.n()})
+
+
 def test_learner_text_is_never_executed(monkeypatch, tmp_path):
-    """eval/exec/compile explode if called; code-looking answers still get feedback and leave no trace."""
+    """eval/exec explode if called, and so does compile unless it stops at the syntax tree (ast.parse, which
+    the box reader uses); code-looking answers still get feedback and leave no trace."""
+    tree_only = ast.PyCF_ONLY_AST
+    real_compile = builtins.compile
 
     def explode(*args, **kwargs):
         raise AssertionError("learner text reached eval/exec/compile")
+
+    def parse_only(source, filename, mode, flags=0, *args, **kwargs):
+        if not flags & tree_only:
+            explode()
+        return real_compile(source, filename, mode, flags, *args, **kwargs)
 
     # built before the trap is set (dataclasses use exec while classes are created)
     [qq.question(qid) for qid in qq.question_ids()]
@@ -339,12 +359,13 @@ def test_learner_text_is_never_executed(monkeypatch, tmp_path):
     payloads = [
         "__import__('os').system('x')", f"__import__('pathlib').Path({str(marker)!r}).touch()",
         f"open({str(marker)!r}, 'w').write('32')", "(lambda: 32)()", "[].__class__.__base__.__subclasses__()",
-        "exec('x=32')", "eval('32')", "int('3' + '2')", "len('x' * 32) + 0",
+        "exec('x=32')", "eval('32')", "int('3' + '2')", "len('x' * 32) + 0", "d_model / h", "n not in h",
     ]  # fmt: skip
     results = []
     with monkeypatch.context() as trap:  # undone before asserting: pytest's own reporting uses compile
-        for name in ("eval", "exec", "compile"):
+        for name in ("eval", "exec"):
             trap.setattr(builtins, name, explode)
+        trap.setattr(builtins, "compile", parse_only)
         for text in payloads:
             for qid in qq.question_ids():
                 q = qq.question(qid)

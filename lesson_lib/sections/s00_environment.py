@@ -2,8 +2,6 @@
 missing (no version numbers, so the stored output is the same wherever it passes; the optional
 weights packages are §6's)."""
 
-from __future__ import annotations
-
 from importlib import metadata
 
 # dist: (the floor pyproject.toml and requirements.txt declare, what the lesson uses it for)

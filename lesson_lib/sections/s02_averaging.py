@@ -2,8 +2,6 @@
 subject it lines up with (语法角色 → 小明); one head returns one weighted average of the values'
 features, two keep one answer each."""
 
-from __future__ import annotations
-
 import html
 from dataclasses import dataclass
 

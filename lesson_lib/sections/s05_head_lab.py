@@ -2,8 +2,6 @@
 changes with h. The weights are random, not trained: the lab shows how cutting works and what it
 costs (trained heads: §6, §7)."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from functools import cache
 

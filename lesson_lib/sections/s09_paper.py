@@ -2,8 +2,6 @@
 kernel's current source (a fragment that is gone fails loudly, so the table cannot drift from the
 code)."""
 
-from __future__ import annotations
-
 import inspect
 
 from lesson_lib import attention

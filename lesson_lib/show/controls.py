@@ -2,8 +2,6 @@
 and ``accessible`` (names, roles and keys for a screen reader, by reader.js). ipywidgets and
 anywidget are imported when first used."""
 
-from __future__ import annotations
-
 import functools
 import html
 from pathlib import Path

@@ -1,8 +1,6 @@
 """Pictures with alt text: matplotlib figures (Chinese font) shown as themed SVG, and the one
 heat-map renderer."""
 
-from __future__ import annotations
-
 import base64
 import functools
 import html as _html

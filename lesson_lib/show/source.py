@@ -2,8 +2,6 @@
 JupyterLab's editor palette falls below 4.5:1, so each token colour is its ``--jp-mirror-editor-…``
 variable mixed with the text colour."""
 
-from __future__ import annotations
-
 import html
 import inspect
 import re

@@ -2,8 +2,6 @@
 backgrounds mix a little accent into its page colour, so the contrast stays the theme's own (≥
 4.5:1); the page-wide rules."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 # tone -> accent variable (border, and a 10 % tint of the background)

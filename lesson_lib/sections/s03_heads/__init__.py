@@ -2,8 +2,6 @@
 what reshaping without the transpose does; heads that meet only at W^O; and why positions must be
 added to X."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from lesson_lib.attention import (

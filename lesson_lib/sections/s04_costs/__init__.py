@@ -1,8 +1,6 @@
 """§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for
 several h; §8's follow-up table of key/value sharing (MHA, GQA, MQA)."""
 
-from __future__ import annotations
-
 import time
 
 import numpy as np

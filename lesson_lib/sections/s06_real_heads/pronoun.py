@@ -2,8 +2,6 @@
 Pure functions over ``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and
 draw (the model first, or None)."""
 
-from __future__ import annotations
-
 import functools
 import html
 import math

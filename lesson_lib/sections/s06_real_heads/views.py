@@ -2,8 +2,6 @@
 explorer. What needs the weights takes the model (or its encodings) first and accepts ``None`` (the
 cell says it was skipped)."""
 
-from __future__ import annotations
-
 import functools
 import html
 import math

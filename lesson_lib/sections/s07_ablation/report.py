@@ -2,8 +2,6 @@
 分对 …) whose thresholds tests hold far from every value, as training amplifies round-off (accuracy
 ±0.01 between machines)."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 

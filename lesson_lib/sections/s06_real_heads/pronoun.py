@@ -1,6 +1,5 @@
 """§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun?
-Pure functions over ``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and
-draw (the model first, or None)."""
+Pure functions over ``model.attend(text)``, then what the cells print and draw."""
 
 import functools
 import html
@@ -53,7 +52,6 @@ _needs_model = skip_without_model(WITHOUT_MODEL)
 
 
 def clean(token):
-    """A token as a learner reads it: without the word-start mark "▁" (``<s>`` / ``</s>`` stay)."""
     return token.replace(WORD_START, "")
 
 
@@ -81,9 +79,8 @@ def word_span(tokens, word):
 
 
 def name_weights(attentions, tokens, pronoun, names):
-    """{name: (L, H)}: the weight the pronoun's token sends to each name's tokens (summed)."""
+    """{name: (L, H)}: the weight the pronoun's tokens (averaged) send to the name's (summed)."""
     att = np.asarray(attentions)  # (L, H, T, T)
-    # each (L, H): the name's tokens summed, the pronoun's rows averaged
     p0, p1 = word_span(tokens, pronoun)
     return {name: att[:, :, p0:p1, slice(*word_span(tokens, name))].sum(axis=-1).mean(axis=-1)
             for name in names}
@@ -128,7 +125,6 @@ def chinese_model():
 
 
 def model_text(model) -> str:
-    """The model in numbers; without the package, ``WITHOUT_MODEL``."""
     if model is None:
         return WITHOUT_MODEL
     return (f"{model.config.name}：{size_text(model.config)}，词表 "
@@ -138,7 +134,6 @@ def model_text(model) -> str:
 @_needs_model
 def lesson_sentence(model):
     """The lesson's sentence through the model: (tokens, attentions), with its tokens printed."""
-    # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
     with one_blas_thread():
         tokens, att = model.attend(LESSON_SENTENCE)
     print(f"「{LESSON_SENTENCE}」切成 {len(tokens)} 个词元（▁ 表示词的开头，已去掉）：")

@@ -22,8 +22,7 @@ _HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860"
 
 
 def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
-    """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng, arguments
-    checked."""
+    """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng."""
     check_heads(d_model, h)
     n = check_int(n, name, minimum=minimum)
     seed = check_int(seed, "seed", minimum=0)
@@ -34,8 +33,7 @@ def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
 
 def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
                 h: int = BASE_HEADS) -> list[tuple[str, tuple[int, ...], str]]:
-    """(code, shape, caption) of every step from X (n, d_model) to the output, computed with the
-    kernel's functions."""
+    """(code, shape, caption) of every step from X (n, d_model) to the output."""
     x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
     n = len(x)
     d_k = d_model // h
@@ -93,32 +91,29 @@ def order_and_position(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HE
     "reverse the tokens, then attend" and "attend, then reverse", without and with a position table
     P added to X."""
     x, ws, rng = _layer(n, d_model, h, seed, "n（词元数）", minimum=2)
-    n = len(x)
-    # (n, d_model) row t is added to whatever token sits at t
-    positions = rng.standard_normal((n, d_model))
-    flip = np.arange(n)[::-1]
+    positions = rng.standard_normal(x.shape)  # row t is added to whatever token sits at t
+    flip = np.arange(len(x))[::-1]
 
     def moved_only(p):
         out = multi_head_attention(x + p, *ws, h)[0]  # (n, d_model)
-        # (n, d_model) the reversed sentence
-        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]
+        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]  # the reversed sentence
         return float(np.abs(out_reversed - out[flip]).max())
 
     return {"without_position": moved_only(0.0), "with_position": moved_only(positions)}
 
 
+def _bound(value, small: str, large: str, digits: str = ".2f") -> str:
+    """``value`` below ROUNDOFF as that bound (its digits follow the CPU), else its digits."""
+    if value < ROUNDOFF:
+        return f"< {ROUNDOFF:.0e}，{small}"
+    return f"{value:{digits}}{large}"
+
+
 def order_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
-    """order_and_position in two sentences; round-off printed as a bound, since its digits follow
-    the CPU."""
+    """order_and_position in two sentences."""
     check = order_and_position(n=n, d_model=d_model, h=h)
-    without = check["without_position"]
-    with_position = check["with_position"]
-    same = f"< {ROUNDOFF:.0e}，每个词元读到的内容一样" if without < ROUNDOFF else (f"{without:.2f}"
-                                                                       "，"
-                                                                       "内容变了！")
-    changed = "< 1e-12，内容没变！"
-    if with_position >= ROUNDOFF:
-        changed = f"{with_position:.2f}，每个词元读到的内容变了"
+    same = _bound(check["without_position"], "每个词元读到的内容一样", "，内容变了！")
+    changed = _bound(check["with_position"], "内容没变！", "，每个词元读到的内容变了")
     return "\n".join([
         f"不加位置编码，把 {n} 个词元倒过来排：输出也只是倒过来，同一个词元的输出最大差 {same}",
         f"X 加上位置编码再倒过来排：同一个词元的输出最大差 {changed}",
@@ -173,13 +168,10 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
             ha="center", va="bottom",
             fontsize=9.5, color="#555555", linespacing=1.4)
     shown = "、".join(f"头 {j}" for j in numbers)
-    return describe(fig,
-                    f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 "
-                    f"{h} 个头"
-                         f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = "
-                         f"{h * d_k} 维，"
-                         f"再乘 W^O （{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O "
-                         "之前互不通信。")
+    alt = (f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
+           f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，"
+           f"再乘 W^O （{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
+    return describe(fig, alt)
 
 
 def steps_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
@@ -209,18 +201,15 @@ def transpose_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS)
 
 
 def heads_mix_text(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
-    """heads_mix_only_at_wo as three sentences, with round-off printed as a bound, not as its
-    digits."""
+    """heads_mix_only_at_wo as three sentences."""
     check = heads_mix_only_at_wo(n=n, d_model=d_model, h=h)
-    difference = check["max_difference"]
-    roundoff = f"< {ROUNDOFF:.0e}，只是浮点舍入"
-    same = roundoff if difference < ROUNDOFF else f"{difference:.1e}，不止是浮点舍入！"
+    same = _bound(check["max_difference"], "只是浮点舍入", "，不止是浮点舍入！", ".1e")
 
     # what the computation can vouch for: exactly zero, round-off, or a real change
     def change(value):
         if value == 0.0:
             return "0（一位都没变）"
-        return roundoff if value < ROUNDOFF else f"{value:.2f}"
+        return _bound(value, "只是浮点舍入", "")
 
     return "\n".join([
         f"Concat·W^O 与 Σ head_i·W^O_i 的最大差：{same}",

@@ -15,10 +15,8 @@ import numpy as np
 from lesson_lib.show.tables import html_table
 
 CJK_FONT = "Noto Sans CJK SC"
-# Noto Sans CJK Regular (SIL Open Font License), whole: one collection file whose faces share every
-# glyph; the SC face is CJK_FONT. The same file is the system's where a CJK font package is
-# installed (Debian/Ubuntu fonts-noto-cjk, Fedora, Arch); else the PyPI package noto-cjk-sans-otc
-# (19.5 MB).
+# Noto Sans CJK Regular (OFL): one collection whose faces share every glyph. The system's copy
+# where a CJK font package is installed (Debian/Ubuntu, Fedora, Arch), else noto-cjk-sans-otc's.
 _FONT_FILE = "NotoSansCJK-Regular.ttc"
 SYSTEM_FONT_DIRS = (Path("/usr/share/fonts/opentype/noto"),
                     Path("/usr/share/fonts/google-noto-cjk"),
@@ -30,7 +28,6 @@ MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at
 
 
 def font_path() -> Path:
-    """The Noto Sans CJK collection: the system's copy when there is one, else pip's."""
     for folder in SYSTEM_FONT_DIRS:
         if (folder / _FONT_FILE).is_file():
             return folder / _FONT_FILE
@@ -49,7 +46,7 @@ def font_path() -> Path:
 
 
 def use_chinese_font() -> str:
-    """Register Noto Sans CJK (its SC face) with matplotlib as the default sans-serif font."""
+    """Register Noto Sans CJK with matplotlib as the default sans-serif font."""
     import matplotlib as mpl
     from matplotlib import font_manager
 
@@ -90,8 +87,7 @@ def wrap_title(title: str | None, width_inches: float, size: float) -> str:
 
 
 @functools.cache
-def colormap_lut() -> np.ndarray:
-    """(256, 3) uint8 colours of viridis, the lesson's one colormap."""
+def colormap_lut() -> np.ndarray:  # (256, 3) uint8: viridis, the lesson's one colormap
     import matplotlib
 
     rgba = matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, 256))
@@ -110,10 +106,9 @@ def _image(x, y, width, height, rgb, smooth=False) -> str:
             f'preserveAspectRatio="none"{pixelated} href="{href}"/>')
 
 
-# A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG, text as text, in
-# the theme's colours, named by its description, numbers folded under it. A sanitized (untrusted)
-# page drops <svg> and <style> but keeps an <img> with a data URI: the same SVG bytes, on white
-# (issue 29: drawn once, not a second PNG).
+# A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG in the theme's
+# colours, named by its description, numbers folded under it. A sanitized (untrusted) page drops
+# <svg> and <style> but keeps an <img> with a data URI: the same SVG bytes, on white.
 _PICTURE_CSS = (
     "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:"
     "none!important}"
@@ -130,8 +125,7 @@ def describe(fig, alt: str, table=None):
 
     fig.lesson_alt = alt
     fig.lesson_table = table
-    # In IPython, described figures are shown by picture_html instead of a bare PNG (others
-    # unchanged); IPython is not imported outside a notebook.
+    # In IPython (never imported here), described figures are shown by picture_html, not a PNG
     shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()
     if shell and not getattr(shell, "_lesson_pictures", False):
         html, png = (shell.display_formatter.formatters[kind]
@@ -191,7 +185,7 @@ def picture_html(fig) -> str:
 
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
-    """``table`` = (headers, rows) as themed HTML folded under ``summary``."""
+    """``table`` = (headers, rows) folded under ``summary``."""
     return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 
@@ -279,8 +273,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
     h, n, m = w.shape
     keys = col_tokens if col_tokens is not None else tokens
-    row_tokens = [str(t) for t in tokens] if tokens is not None else [str(i) for i in range(n)]
-    key_tokens = [str(t) for t in keys] if keys is not None else [str(i) for i in range(m)]
+    row_tokens = [str(t) for t in (tokens if tokens is not None else range(n))]
+    key_tokens = [str(t) for t in (keys if keys is not None else range(m))]
     for given, count, axis in ((row_tokens, n, "行"), (key_tokens, m, "列")):
         if len(given) != count:
             raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}："

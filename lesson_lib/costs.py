@@ -49,7 +49,6 @@ class LayerCount:  # multiplies (and softmax exps/divisions) of one self-attenti
 
 
 def count(n: int, d_model: int, h: int) -> LayerCount:
-    """Closed-form per-stage counts of one self-attention layer."""
     n = check_int(n, "n", minimum=1)
     d = check_int(d_model, "d_model", minimum=1)
     h = check_heads(d, h)  # the learner-facing error when h does not divide d_model
@@ -92,6 +91,5 @@ def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
                      cache_per_token=2 * g * d_k)
 
 
-def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:
-    """MHA, GQA with ``groups`` key/value heads, and MQA, in that order."""
+def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:  # MHA, GQA, MQA
     return [kv_sharing(d_model, h, g) for g in (h, groups, 1)]

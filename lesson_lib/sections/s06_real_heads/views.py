@@ -88,8 +88,8 @@ def run_paper_sentences(model):
         runs = {name: model.attend(text) for name, text in minilm.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
     for name, enc in runs.items():
-        shape = enc.attentions.shape
-        print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {shape}（层, 头, 查询, 键）")
+        shape = f"{enc.attentions.shape}（层, 头, 查询, 键）"
+        print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {shape}")
         print("  " + " ".join(enc.tokens))
     return runs
 

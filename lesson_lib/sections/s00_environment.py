@@ -16,7 +16,7 @@ SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/
 
 
 def problems() -> dict[str, str]:
-    """{what: how to fix it} for everything the lesson needs that is missing."""
+    """{what: how to fix it} for everything missing."""
     from packaging.version import InvalidVersion, Version
 
     from lesson_lib.show.plotting import font_path

@@ -58,7 +58,7 @@ def line_map(fns, terms) -> list[tuple[int, str, str]]:
 
 
 def formula_view():
-    """One table per kernel function: HTML in JupyterLab (wraps between words), text for nbval."""
+    """One table per kernel function."""
     views = []
     for fns, terms in KERNELS:
         rows = [[code, term] for _, code, term in line_map(fns, terms)]

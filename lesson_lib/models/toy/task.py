@@ -31,7 +31,7 @@ def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
     T = task.T
     parts = []
     for rng in rngs:
-        values = rng.integers(0, task.V, size=(n, T))  # (n, T)
+        values = rng.integers(0, task.V, size=(n, T))
         keys = np.argsort(rng.random((n, task.K)), axis=1)[:, :T]  # (n, T) T distinct of K keys
         offsets = rng.integers(0, T - 3, size=(n, T))  # (n, T) U{0..T−4}
         pointers = (np.arange(T) + 2 + offsets) % T  # (n, T) i+2 … i+T−2 (mod T)

@@ -27,7 +27,7 @@ def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
     n = check_int(n, name, minimum=minimum)
     seed = check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d_model))  # (n, d_model)
+    x = rng.standard_normal((n, d_model))
     return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
 
 

@@ -29,7 +29,7 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 5) -> dict[int, float
     repeat = check_int(repeat, "repeat", minimum=1)
     heads = list(heads)
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((n, d_model), dtype=np.float32)  # (n, d_model)
+    x = rng.standard_normal((n, d_model), dtype=np.float32)
     ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32)
           for _ in range(4)]
     result = {}

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from lesson_lib.models.pretrained import e5
-from lesson_lib.models.pretrained.head_finder import check_top
+from lesson_lib.models.pretrained.head_finder import rank_heads
 from lesson_lib.models.pretrained.unigram import WORD_START
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s06_real_heads.views import (
@@ -89,11 +89,9 @@ def name_weights(attentions, tokens, pronoun, names):
 def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other="小明", top=5):
     """[(layer, head, to target, to other)], 1-based, of the ``top`` heads by target − other."""
     w = name_weights(attentions, tokens, pronoun, (target, other))
-    diff = w[target] - w[other]  # (L, H)
-    top = check_top(top, diff.size)
-    order = np.unravel_index(np.argsort(-diff, axis=None, kind="stable")[:top], diff.shape)
-    return [(int(i) + 1, int(j) + 1, float(w[target][i, j]), float(w[other][i, j]))
-            for i, j in zip(*order)]
+    ranked = rank_heads({"diff": w[target] - w[other]}, top)["diff"]
+    return [(layer, head, *(float(w[name][layer - 1, head - 1]) for name in (target, other)))
+            for layer, head, _ in ranked]
 
 
 def nearest_name(sentence, pronoun):

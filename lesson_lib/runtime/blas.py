@@ -25,5 +25,4 @@ def fit_blas_to_cpus(cpus: int) -> int:
 
 
 def blas_threads() -> int | None:
-    """The largest thread count among the loaded BLAS libraries, or None when none is loaded."""
     return max((lib.num_threads for lib in _blas().lib_controllers), default=None)

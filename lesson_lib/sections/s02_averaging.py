@@ -142,7 +142,6 @@ def demo_html(d: Demo) -> str:
 
 
 def values_table() -> str:
-    """The visible words' value vectors."""
     rows = [[word, *VALUES[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
     return text_table(["词元", *FEATURES], rows)
 
@@ -154,7 +153,6 @@ def blend_table(weights_by_word: dict[str, float]) -> str:
 
 
 def summary_html(d: Demo) -> str:
-    """One line for the widget: how much of each answer reaches the output."""
     return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>句法（主语小明）"
                f"{d.subject_kept:.0%}</b>。")
 

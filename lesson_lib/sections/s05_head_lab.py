@@ -137,7 +137,6 @@ def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str, str]:
 
 
 def comparison_table(heads=(1, 2, 8, 32, 64)) -> str:
-    """The lab's numbers for a few head counts side by side."""
     states = [lab_state(h) for h in heads]
     rows = [[s.h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops,
              round(s.mean_entropy_bits, 2)] for s in states]

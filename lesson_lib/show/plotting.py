@@ -185,7 +185,6 @@ def picture_html(fig) -> str:
 
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
-    """``table`` = (headers, rows) folded under ``summary``."""
     return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 

@@ -37,7 +37,6 @@ class TextTable(str):
         return str.__str__(self)
 
     def around(self, before: str = "", after: str = "") -> TextTable:
-        """The table with a line of text above and/or below."""
         text = "\n".join(part for part in (before, str.__str__(self), after) if part)
         return TextTable(text, text_html(before) + self.html + text_html(after))
 

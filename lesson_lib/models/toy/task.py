@@ -22,7 +22,6 @@ class Batch:
     mask: np.ndarray  # (S, B, T, 3) float  0 where a target does not exist (prev at 0, next at T−1)
 
     def rows(self, index) -> "Batch":
-        """The same fields, sequences ``index`` only (a slice along B)."""
         return Batch(*(getattr(self, f.name)[:, index] for f in fields(self)))
 
 

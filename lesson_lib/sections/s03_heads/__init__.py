@@ -175,7 +175,6 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
 
 
 def steps_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
-    """Every step's code, shape and caption, one row each."""
     rows = [[f"{i}.", code, str(shape), title]
             for i, (code, shape, title) in enumerate(shape_steps(n, d_model, h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))

@@ -171,7 +171,6 @@ def top_heads_figure(sentence, ranked, k=3):
 
 
 def name_weight(tokens, w, row, name):
-    """What row ``row`` of one head's map ``w`` (T, T) sends to ``name``'s tokens, summed."""
     return float(w[row, slice(*word_span(tokens, name))].sum())
 
 

@@ -95,7 +95,6 @@ def _role_text(row) -> str:
 
 
 def main_roles(on_targets_h) -> list[str]:
-    """Each head's main role from (h, 3) ``weight_on_targets``."""
     return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散"
             for row in on_targets_h]
 

@@ -5,6 +5,7 @@ added to X."""
 import numpy as np
 
 from lesson_lib.attention import (
+    head_width,
     merge_heads,
     multi_head_attention,
     scaled_dot_product_attention,
@@ -128,7 +129,7 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
     from lesson_lib.show.plotting import describe, use_chinese_font
 
     use_chinese_font()
-    d_k = d_model // check_heads(d_model, h)
+    d_k = head_width(d_model, h)
     # 6 in: no scaling in a 592 px output; every text ≥ 9 pt
     fig, ax = plt.subplots(figsize=(6.0, 5.0))
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
@@ -185,7 +186,7 @@ def transpose_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS)
     reshaping (n, d_model) straight to (h, n, d_k) without the transpose (1-based, as the lesson
     counts heads and words)."""
     n = check_int(n, "n（词数）", minimum=1)
-    d_k = d_model // check_heads(d_model, h)
+    d_k = head_width(d_model, h)
     # (n, d_model) column -> its head
     owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))
     # (n, d_model) row -> its token

@@ -283,6 +283,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     small = box is not None
     numbered = h <= 16  # more heads: too small for token labels or numbers
     esc = _html.escape
+    labels = []
+    left = 3 if numbered else 25
     # Tiles near-square (in a box: as many columns as rows), at most 8 wide
     if small:
         cols = math.ceil(math.sqrt(h))
@@ -293,8 +295,6 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if small:
         (width, height) = box
         title_px = 13
-        labels = []
-        left = 3 if numbered else 25
         titles = [str(i + 1) if numbered else None for i in range(h)]
         caption = 15 if numbered else 0
         hgap = 6
@@ -306,12 +306,10 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
                              (height - top - (rows - 1) * vgap) // (rows * n)))
     else:
         titles = titles or ([f"头 {i + 1}" for i in range(h)] if h > 1 else [None])
-        labels = row_tokens if numbered else []
         title_px = 15
-        if labels:
+        if numbered:
+            labels = row_tokens
             left = round(max(_ems(t, 0.6) * 13 for t in labels)) + 10
-        else:
-            left = 3 if numbered else 25
         down = round(max(_ems(t, 0.6) * 13 for t in key_tokens)) + 10 if labels else 6
         # a quarter of a map between maps: their titles sit in the gap
         gap = max(2, round(0.25 * n))
@@ -341,36 +339,36 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if small and h == 1:  # one head, no tiles: the note says what more heads would show
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
                 for i, line in enumerate(wrap_title(note, (width - 8) / 96, 13 * 0.75).split("\n"))]
+    tile_w = m * cell_px
+    tile_h = n * cell_px
     for i, title in enumerate(titles if not (small and h == 1) else []):
         r, c = divmod(i, cols)
-        x0 = left + c * (m * cell_px + hgap)
-        y0 = top + r * (n * cell_px + vgap)
+        x0 = left + c * (tile_w + hgap)
+        y0 = top + r * (tile_h + vgap)
         cells = colormap_lut()[np.clip(w[i] * 255 + 0.5, 0, 255).astype(np.intp)]
-        out.append(_image(x0, y0, m * cell_px, n * cell_px, cells))
+        out.append(_image(x0, y0, tile_w, tile_h, cells))
         if title:
             out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
         # too many heads to number each: the first of each row is named at the left
         elif small and c == 0:
-            out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" '
+            out.append(f'<text x="{x0 - 4}" y="{y0 + tile_h / 2}" text-anchor="end" '
                        f'dominant-baseline="central" style="font-size:11px">{i + 1}</text>')
         if labels and c == 0:
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
                     f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
-        # no map below
+        # under a map with no map below: one line each, never split, Chinese upright, Latin turned
         for j, t in enumerate(key_tokens if labels and (cols == 1 or i + cols >= h) else []):
             x = x0 + (j + 0.5) * cell_px
-            y = y0 + n * cell_px + 4  # one line down, never split (issue 30):
-            # Chinese upright
-            place = (f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'
-                     if any(ord(ch) > 0x2E80 for ch in t)
-                     else f'transform="translate({x},{y}) rotate(-90)" '
-                     'text-anchor="end"')  # Latin turned, as it usually is
+            y = y0 + tile_h + 4
+            place = f'transform="translate({x},{y}) rotate(-90)" text-anchor="end"'
+            if any(ord(ch) > 0x2E80 for ch in t):
+                place = f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'
             out.append(f'<text {place} dominant-baseline="central">{esc(t)}</text>')
         if i + 1 == highlight_head:
-            out.append(frame.format(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
+            out.append(frame.format(x0 - 2, y0 - 2, tile_w + 4, tile_h + 4))
         if i == 0 and highlight_row is not None:
-            out.append(frame.format(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2,
-                                    cell_px + 2))
+            row_y = y0 + highlight_row * cell_px
+            out.append(frame.format(x0 - 1, row_y - 1, tile_w + 2, cell_px + 2))
     if small:
         return Picture("".join(out) + "</svg>", alt or "")
     bx = width - 56
@@ -378,5 +376,6 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
             for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
     described, table_described = heads_description(w, row_tokens, key_tokens, titles, suptitle)
-    return Picture("".join(out) + "</svg>", alt or described, table_described if table is None
-                   else (table or None))
+    if table is None:
+        table = table_described
+    return Picture("".join(out) + "</svg>", alt or described, table or None)

@@ -156,7 +156,6 @@ def lab_widget():
     def show(summary, pictures):
         zoom.max = heads.value  # fewer heads: the enlarged head moves down to the last one
         zoom.disabled = heads.value == 1
-        # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
         with one_blas_thread():
             state = lab_state(heads.value)
         # One live summary: h, d_k and what the pictures show (their alt text, for a screen reader)
@@ -167,8 +166,7 @@ def lab_widget():
             # an unchanged picture is not sent again (traitlets: no change, no message)
             picture.value = html
 
-    # The two pictures side by side in 580 px, LAB_HEIGHT tall for every h, the numbers folded under
-    # both; the summary keeps its longest reading's height, so nothing jumps while the slider moves.
+    # the numbers folded under both pictures; the summary keeps its longest reading's height
     numbers = w.HTML(layout=w.Layout(margin="0"))
     box = linked({"slider": heads, "zoom": zoom}, show, pictures=2)
     # the longest reading (h = 64) in a 592 px output

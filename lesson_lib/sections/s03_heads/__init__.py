@@ -62,9 +62,8 @@ def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
 
 def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS,
                          seed: int = 0) -> dict:
-    """Concat(head_i) W^O against Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O): their
-    largest difference, and how much each head's output moves when the other heads' W^Q changes
-    (heads meet only at W^O)."""
+    """The largest difference between Concat(head_i) W^O and Σ_i head_i W^O_i (W^O_i: rows i·d_v …
+    (i+1)·d_v), and how much each head's output moves when only the other heads' W^Q changes."""
     x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed)
     d_k = d_model // h
 
@@ -88,9 +87,8 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_
 
 def order_and_position(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS,
                        seed: int = 0) -> dict:
-    """Self-attention ignores order unless X carries positions: the largest difference between
-    "reverse the tokens, then attend" and "attend, then reverse", without and with a position table
-    P added to X."""
+    """The largest difference between "reverse the tokens, then attend" and "attend, then reverse",
+    without and with positions added to X: self-attention sees order only through them."""
     x, ws, rng = _layer(n, d_model, h, seed, "n（词元数）", minimum=2)
     positions = rng.standard_normal(x.shape)  # row t is added to whatever token sits at t
     flip = np.arange(len(x))[::-1]
@@ -182,9 +180,8 @@ def steps_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
 
 
 def transpose_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
-    """Whose columns and which tokens head 1 holds with the correct split and with the classic bug,
-    reshaping (n, d_model) straight to (h, n, d_k) without the transpose (1-based, as the lesson
-    counts heads and words)."""
+    """Whose columns and tokens head 1 holds, split correctly and with the classic bug of reshaping
+    (n, d_model) straight to (h, n, d_k) (1-based, as the lesson counts heads and words)."""
     n = check_int(n, "n（词数）", minimum=1)
     d_k = head_width(d_model, h)
     # (n, d_model) column -> its head

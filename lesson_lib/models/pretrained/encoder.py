@@ -59,6 +59,7 @@ class Encoder:
         self.tokenizer = tokenizer
         self.n_layers = config.n_layers
         self.n_heads = config.n_heads
+        self.d_model = config.d_model
 
     def attend(self, text):
         """An ``Encoding``; a Chinese ``UnknownTextWarning`` when most words are unknown."""

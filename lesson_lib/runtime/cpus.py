@@ -77,12 +77,11 @@ def cgroup_cpus(root: Path = ROOT) -> float | None:
     """The smallest CPU quota from this process's cgroup up to the top; None when none is set."""
     shares = []
     for version, folder, top in cgroup_folders(root):
-        while True:
-            if (share := _share(version, folder)) is not None:
+        for place in (folder, *folder.parents):
+            if (share := _share(version, place)) is not None:
                 shares.append(share)
-            if folder == top or top not in folder.parents:
+            if place == top or top not in place.parents:
                 break
-            folder = folder.parent
     return min(shares, default=None)
 
 

@@ -84,8 +84,6 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         out, w = scaled_dot_product_attention(q, k, v, mask)  # (1, 6), (1, n)
         names = ["单头（两个问题挤在一起）"]
         output = out[0]
-        referent = w[0, REFERENT]
-        subject = w[0, SUBJECT]
     else:
         # Each head owns one question and one feature subspace (its slice of W^Q, W^K, W^V).
         q = scale * np.stack([_QUESTION["指代"], _QUESTION["语法角色"]])[:, None]  # (2, 1, 2)
@@ -97,12 +95,11 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         # (6,) Concat
         output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])
         names = ["头 1：指代", "头 2：句法"]
-        w = w[:, 0]
-        referent = w[0, REFERENT]
-        subject = w[1, SUBJECT]
+        w = w[:, 0]  # (2, n)
     output = dict(zip(FEATURES, map(float, output)))
-    return Demo(heads, float(sharpness), names, np.atleast_2d(w), output, float(referent),
-                float(subject))
+    # the first head answers 指代, the last one 语法角色 (one head: the same head)
+    return Demo(heads, float(sharpness), names, w, output, float(w[0, REFERENT]),
+                float(w[-1, SUBJECT]))
 
 
 def bar_html(value: float, colour: str) -> str:

@@ -49,10 +49,9 @@ class LayerCount:  # multiplies (and softmax exps/divisions) of one self-attenti
 
 
 def count(n: int, d_model: int, h: int) -> LayerCount:
-    """Closed-form per-stage counts of one self-attention layer."""
     n = check_int(n, "n", minimum=1)
-    d = check_int(d_model, "d_model", minimum=1)
-    h = check_heads(d, h)  # the learner-facing error when h does not divide d_model
+    h = check_heads(d_model, h)  # d_model a positive int, h one of its divisors
+    d = int(d_model)
     return LayerCount(n, d, h, qkv_projections=3 * n * d * d, scores=n * n * d, scaling=h * n * n,
                       softmax_exp=h * n * n, softmax_div=h * n * n, weights_v=n * n * d,
                       output_projection=n * d * d)
@@ -76,8 +75,9 @@ class KVSharing:  # one way of sharing keys and values, for one layer
 
 def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
     """Parameters and cache per token when h query heads share ``kv_heads`` key/value heads."""
-    d_model = check_int(d_model, "d_model", minimum=1)
-    d_k = head_width(d_model, check_int(h, "h", minimum=1))
+    h = check_heads(d_model, h)  # one door for both, with the divisors to choose from
+    d_model = int(d_model)
+    d_k = d_model // h
     g = check_int(kv_heads, "kv_heads（键/值头的个数）", minimum=1, maximum=h)
     if h % g:
         raise LessonInputError(f"kv_heads = {g} 不能整除 h = {h}：每组要有同样多的查询头，请选 h "
@@ -92,6 +92,5 @@ def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
                      cache_per_token=2 * g * d_k)
 
 
-def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:
-    """MHA, GQA with ``groups`` key/value heads, and MQA, in that order."""
+def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:  # MHA, GQA, MQA
     return [kv_sharing(d_model, h, g) for g in (h, groups, 1)]

@@ -298,6 +298,14 @@ def test_exercise_checks_are_recorded_in_the_default_progress(monkeypatch, tmp_p
     assert saved["exercises"]["split_heads"]["n_checks"] == 1 and not saved["exercises"]["split_heads"]["passed"]
 
 
+def test_the_default_progress_counts_the_exercises_handed_in(monkeypatch, tmp_path):
+    """The notebook's summary hands in the sections' exercises; a widget asking later without them keeps them."""
+    monkeypatch.setenv(progress.ENV_VAR, str(tmp_path / "p.json"))
+    progress.default_progress(tuple(exercises.EXERCISES))
+    named = [name for kind, name, _ in progress.default_progress().items() if kind == "代码练习"]
+    assert named == list(exercises.EXERCISES)
+
+
 def test_the_lesson_says_where_the_file_is(monkeypatch):
     from pathlib import Path
 

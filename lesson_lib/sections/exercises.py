@@ -25,10 +25,6 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
     return engine.check(exercise(name), fn, budget=budget)
 
 
-def check_source(name: str, source: str) -> ExerciseResult:
-    return engine.check_source(exercise(name), source)
-
-
 def spec(name: str):
     return engine.spec(exercise(name))
 

@@ -19,7 +19,6 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
-from helpers import scaled
 
 from lesson_lib import paper
 from lesson_lib.attention import head_width, softmax
@@ -128,8 +127,9 @@ def _huge_touched(x, h):
 
 
 # name: (exercise, function, the statuses that say what happened, for a timeout the line it was stuck on). The ones
-# that never end get the short budget (stretched by the load: the line comes from the dump at the budget); the ones
-# that end at once get the notebook's, so that a busy machine cannot turn them into a timeout.
+# that never end get the short budget (the worker's dump of the stuck line and its end are one event, at the budget:
+# no race to stretch by the load); the ones that end at once get the notebook's, so that a busy machine cannot turn
+# them into a timeout.
 ACCIDENTS = {
     "endless loop": ("split_heads", _forever, {"timeout"}, r"\W(pass|while True:)\W"),
     "loop swallowing every exception": ("split_heads", _swallowing_loop, {"timeout"}, r"time\.sleep\(1\)"),
@@ -150,7 +150,7 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
     name, fn, statuses, stuck = ACCIDENTS[accident]
     assert ex.check(name, _retyped(name)).passed
     before = worker._child.process
-    result = ex.check(name, fn, budget=scaled(BUDGET_S) if statuses == {"timeout"} else None)
+    result = ex.check(name, fn, budget=BUDGET_S if statuses == {"timeout"} else None)
     assert result.status in statuses, result.message
     assert ex.EXERCISES[name].learner_name in result.message or result.message.startswith("运行出错"), result.message
     assert "Traceback" not in result.message

@@ -122,7 +122,7 @@ def _ask(child: _Child, job: tuple) -> Reply:
     try:
         pickle.dump(job, child.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         child.process.stdin.flush()
-        answer = child.answers.get(timeout=job[2] + 1.0)  # the child ends itself at the budget
+        answer = child.answers.get(timeout=job[2] + 5.0)  # the child ends itself at the budget
     except (OSError, ValueError):  # a broken pipe: the child is gone
         answer = None
     except queue.Empty:  # the child's own alarm did not go off (the learner's code cancelled it)

@@ -164,6 +164,21 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
     assert ex.check(name, _retyped(name)).passed  # the kernel, and the checker, go on as before
 
 
+def _forever_unwatched(x, h):
+    import faulthandler
+    import time
+
+    faulthandler.cancel_dump_traceback_later()  # the worker's own alarm, turned off
+    while True:
+        time.sleep(0.05)
+
+
+def test_a_check_that_turns_off_the_workers_alarm_is_still_stopped():
+    result = ex.check("split_heads", _forever_unwatched, budget=0.2)
+    assert result.status == "timeout", result.message
+    assert ex.check("split_heads", _retyped("split_heads")).passed
+
+
 def test_a_worker_that_cannot_start_says_why_and_the_next_check_works(monkeypatch):
     worker.stop()  # a running worker keeps running: only a new one loads the preload
     run = worker.run

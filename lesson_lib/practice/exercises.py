@@ -80,8 +80,7 @@ class Exercise:
         return f"my_{self.name}"
 
 
-# The mistakes the engine itself names (ExerciseResult.mistakes), in Chinese; each exercise adds
-# its own. The class report lists them by name.
+# The mistakes the engine names (each exercise adds its own; the class report lists them)
 MISTAKES = {
     "shape": "形状不对",
     "values": "形状对了，数值不对",
@@ -101,8 +100,7 @@ _EXTRA_HINT = {  # what an exception usually means in these exercises
 
 
 def _call(ex, case, fn, args, source) -> object:
-    """``fn(*args)`` on copies of the arrays: its return value, or Stop with a message that
-    teaches."""
+    """``fn(*args)`` on copies of the arrays: its value, or Stop with a message that teaches."""
     given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     try:
         with np.errstate(all="ignore"):
@@ -145,8 +143,7 @@ _NOT_NUMBERS = {  # an array's dtype kind -> what it usually means
 
 
 def as_array(case, result) -> tuple[np.ndarray, bool]:
-    """(a float64 copy, whether the result was float32/float16), or Stop saying why it is not a
-    numeric array."""
+    """(a float64 copy, whether it was float32/float16), or Stop saying why it is not numbers."""
     if callable(result):
         name = getattr(result, "__name__", type(result).__name__)
         raise Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果："
@@ -216,6 +213,12 @@ def values(case, got, want, low, nonfinite, variants, advice) -> None:
                ("values",))
 
 
+def _cannot_travel(exc: BaseException) -> str:
+    return (f"检查器没能拿到你的函数（{_describe(exc)}）：检查器在另一个进程里运行它，"
+            "函数只应使用参数、numpy 和普通的数字与数组。"
+            "先单独运行定义函数的单元格，确认它不报错，再运行检查。")
+
+
 def _todo(ex) -> str:
     return (f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError。"
             "把它换成你的代码，再运行这个单元格。"
@@ -236,8 +239,7 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
         (home, name, fn, source) = cloudpickle.loads(payload)
         ex = importlib.import_module(home).EXERCISES[name]
     except BaseException as exc:  # a function that cannot be rebuilt here
-        return "error", (f"检查器没能拿到你的函数（{_describe(exc)}）：先单独运行定义函数的单元格，"
-                         "确认它不报错，再运行检查。"), ()
+        return "error", _cannot_travel(exc), ()
     try:
         rng = np.random.default_rng(0)
         low = False
@@ -258,8 +260,7 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
 
 # --- in the notebook
 def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
-    """Check the learner's function in the worker process and record the result; never raises
-    for what it does."""
+    """Check the learner's function in the worker and record the result; never raises for it."""
     if _in_worker:  # called from inside the learner's function
         raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，"
                            "你的函数里不要再调用检查器。"
@@ -278,8 +279,7 @@ def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
 
 
 def _is_stub(source: str) -> bool:
-    """The notebook's stub, untouched: the function's body is only (a docstring and) raise
-    NotImplementedError."""
+    """The notebook's stub, untouched: only (a docstring and) raise NotImplementedError."""
     with contextlib.suppress(SyntaxError, ValueError, IndexError, AttributeError):
         body = ast.parse(source).body[0].body
         body = [s for s in body if not isinstance(getattr(s, "value", None), ast.Constant)]
@@ -292,8 +292,7 @@ _AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就�
 
 
 def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
-    """Run the checker in the worker process (an untouched stub needs none); the Chinese message for
-    how it ended."""
+    """Run the checker in the worker (a stub needs none); a Chinese message for how it ended."""
     source = ""
     with contextlib.suppress(OSError, TypeError):  # IPython keeps each cell's text for getsource
         source = textwrap.dedent(inspect.getsource(fn))[:20_000]
@@ -307,8 +306,7 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
     try:
         payload = cloudpickle.dumps((home, ex.name, fn, source))
     except Exception as exc:
-        return result("error", f"{learner} 用到了无法交给检查器的东西（{_describe(exc)}）：检查器"
-                      "在另一个进程里运行你的函数，函数只应使用参数、numpy 和普通的数字与数组。")
+        return result("error", _cannot_travel(exc))
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))
     if reply.kind == "ok":
         if reply.text:  # the learner's own print()s

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import io
 import json
 import os
 import pickle
@@ -119,23 +118,24 @@ def _ask(child: _Child, job: tuple) -> Reply:
         child.ready = child.ready or child.answers.get(timeout=START_S) == "ready"
     if not child.ready:  # the next run starts another child, as it would after a kernel restart
         return Reply("nostart", exitcode=stop(1.0), text=child.log[-300:])
+    late = False
     try:
         pickle.dump(job, child.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         child.process.stdin.flush()
-        answer = child.answers.get(timeout=job[2] + 5.0)  # the child ends itself at the budget
+        answer = child.answers.get(timeout=job[2] + 1.0)  # the child ends itself at the budget
     except (OSError, ValueError):  # a broken pipe: the child is gone
         answer = None
-    except queue.Empty:  # the child's own alarm did not go off (the learner's code cancelled it)
-        stop(restart=child.preload)
-        return Reply("timeout")
+    except queue.Empty:  # its alarm is late, or the learner's code turned it off
+        answer = None
+        late = True
     if isinstance(answer, dict):
         if answer.get("left"):  # a thread or a process still runs: not in the next job's child
             stop(restart=child.preload)
         return Reply("ok", answer.get("value"), str(answer.get("printed", "")))
-    code = stop(1.0, restart=child.preload)
+    code = stop(0.0 if late else 1.0, restart=child.preload)  # a crash may still be ending
     at = child.log.rfind("Timeout (")  # faulthandler's dump, then its exit, at the budget
-    if at >= 0:
-        return Reply("timeout", text=child.log[at:])
+    if late or at >= 0:
+        return Reply("timeout", text=child.log[max(0, at) :])
     return Reply("crashed", exitcode=code)
 
 
@@ -205,7 +205,7 @@ def _limit(kind: int, soft: int) -> None:
 
 def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
     """The child's loop. The jobs and answers pipes move off fds 0 and 1 (the learner's children do
-    not inherit them); fd 0 reads nothing, so input() cannot take a job; fds 1 and 2 write to a
+    not inherit them); fd 0 reads nothing, so input() raises EOFError; fds 1 and 2 write to a
     file of at most FILE_BYTES, so a job that writes without end fills no memory and no disk."""
     import faulthandler
     import importlib
@@ -221,7 +221,6 @@ def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    sys.stdin = io.StringIO()
     out = tempfile.TemporaryFile(buffering=0)
     for name in preload:
         importlib.import_module(name)

@@ -106,6 +106,7 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
     with _lock:
         if not (_own() and _child.process.poll() is None):
             stop(restart=preload)
+        _child.preload = preload  # what its replacement loads, should this job end it
         try:
             return _ask(_child, (target, payload, budget))
         except KeyboardInterrupt:

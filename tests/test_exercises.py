@@ -182,7 +182,7 @@ def test_a_check_that_turns_off_the_workers_alarm_is_still_stopped():
 def test_a_worker_that_cannot_start_says_why_and_the_next_check_works(monkeypatch):
     worker.stop()  # a running worker keeps running: only a new one loads the preload
     run = worker.run
-    monkeypatch.setattr(worker, "run", lambda *a, preload=(): run(*a, preload=(*preload, "no_such_module_here")))
+    monkeypatch.setattr(worker, "run", lambda *a, preload=(): run(*a, preload=("no_such_module_here", *preload)))
     result = ex.check("split_heads", _retyped("split_heads"))
     assert result.status == "error" and "no_such_module_here" in result.message
     monkeypatch.undo()
@@ -197,14 +197,30 @@ def _state(pid: int) -> str:
         return ""
 
 
-def test_nothing_starts_at_import_or_for_an_unfilled_stub():
-    code = ("import sys\nfrom lesson_lib.practice import worker\nfrom lesson_lib.sections import exercises\n"
-            "assert worker._child is None and 'cloudpickle' not in sys.modules")  # fmt: skip
-    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
-    worker.stop()
-    for name in NAMES:
-        assert ex.check(name, stub).status == "todo"
-    assert worker._child is None
+STUBS = """
+import sys
+from lesson_lib.practice import worker
+from lesson_lib.sections import exercises
+
+assert worker._child is None and "cloudpickle" not in sys.modules
+
+
+def stub(*args):
+    \"\"\"The notebook's stub.\"\"\"
+    raise NotImplementedError("写你的代码")
+
+
+for name in exercises.EXERCISES:
+    assert exercises.check(name, stub).status == "todo"
+assert worker._child is None and "cloudpickle" not in sys.modules
+"""
+
+
+def test_nothing_starts_at_import_or_for_an_unfilled_stub(tmp_path):
+    """In a fresh kernel of its own (a file: the stub's source is read back, as IPython keeps a cell's)."""
+    (tmp_path / "kernel.py").write_text(STUBS, encoding="utf-8")
+    subprocess.run([sys.executable, str(tmp_path / "kernel.py")], check=True,
+                   env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))  # fmt: skip
 
 
 def test_the_learners_prints_are_shown(capsys):

@@ -46,17 +46,6 @@ class ExerciseResult:
         return box_html(self.message, tone, f"lesson-exercise lesson-exercise-{self.status}")
 
 
-class _Text(str):
-    """Text a notebook cell shows as itself (the spec); ``_Code`` as a Python block (a solution)."""
-
-    __repr__ = str.__str__
-
-
-class _Code(_Text):
-    def _repr_markdown_(self) -> str:
-        return f"```python\n{self}\n```"
-
-
 class Stop(Exception):
     """Ends a check early: (status, message[, mistakes])."""
 
@@ -334,12 +323,3 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
                   "了 os._exit(…)？或者调高了 sys.setrecursionlimit 之后递归太深、用 ctypes 读写了"
                   "不该碰的内存、内存用得太多？这几个练习只需要用 for 循环和 numpy 计算，再 return "
                   f"结果。{_AFTER}")
-
-
-def spec(ex: Exercise) -> _Text:
-    return _Text(ex.spec)
-
-
-def show_solution(ex: Exercise) -> _Code:
-    """The reference solution's source (read by reflection, never a pasted copy)."""
-    return _Code(inspect.getsource(ex.solution).rstrip())

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import errno
-import importlib
 import inspect
 import re
 import textwrap
@@ -225,8 +224,7 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
 
     _in_worker = True
     try:
-        (home, name, fn, source) = cloudpickle.loads(payload)
-        ex = importlib.import_module(home).EXERCISES[name]
+        (ex, fn, source) = cloudpickle.loads(payload)
     except BaseException as exc:  # a function that cannot be rebuilt here
         return "error", _cannot_travel(exc), ()
     try:
@@ -291,9 +289,9 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
         return result("todo", _todo(ex))
     import cloudpickle  # a function from __main__ travels by value, one from a module by reference
 
-    home = ex.solution.__module__  # the worker finds the exercise there by name
+    home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
     try:
-        payload = cloudpickle.dumps((home, ex.name, fn, source))
+        payload = cloudpickle.dumps((ex, fn, source))
     except Exception as exc:
         return result("error", _cannot_travel(exc))
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))

@@ -126,7 +126,8 @@ _NOT_NUMBERS = {  # an array's dtype kind -> what it usually means
     "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
          "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
     "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。",
-    **dict.fromkeys("USV", "返回的是文字（dtype={kind}），不是数字数组：请返回计算出来的数组。"),
+    **dict.fromkeys("USV", "返回的是文字（dtype={kind}），不是数字数组："
+                           "请返回计算出来的 numpy 数组。"),
 }
 
 

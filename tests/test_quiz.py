@@ -321,6 +321,18 @@ def test_an_unread_box_echoes_what_it_read(text):
     assert fb.verdict == "form" and text in fb.message
 
 
+@pytest.mark.parametrize(
+    ("qid", "answer", "typed"),
+    [("Q2", ["HEAD=32", "不变"], "HEAD"), ("Q3", ["O(n^2 d)", "512n²"], "O"), ("Q2", ["32 64", "不变"], "32 64"),
+     ("Q2", ["32)", "不变"], "32)"), ("Q2", ["32 (64)", "不变"], "32 (64)"),
+     ("Q6", ["64", "1536（不分组）"], "不分组")],
+)  # fmt: skip
+def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
+    """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""
+    fb = quiz.check(qid, answer)
+    assert fb.verdict == "form" and f"「{typed}」" in fb.message, fb.message
+
+
 @pytest.mark.parametrize("text", ["", "n 2", "2 3", "foo", "n^n", "n^0.5", "(n", "n)", "1/(n-n)", "n^13", "*", "1e"])
 def test_expression_errors_are_chinese(text):
     got, why = qc.read_value(text, {"n": qc.Poly.n()})

@@ -205,7 +205,7 @@ _FOLDED = [
      lambda m: f"*10^({_MULTIPLIERS[m[1]]}) "),  # 8万, 80k
     (r"(?<=\d)e\+?(\d{1,3})(?![\d.])", r"*10^(\1) "),  # 5e7
     (r"(?<=\d)e-(\d{1,3})(?![\d.])", r"/10^(\1) "),  # 5e-3
-    (r"\s*的?\s*平方", "^2 "),  # n 的平方
+    (r"\s*的?\s*平方|(?<![a-z_]n)(?<=n)\s*方", "^2 "),  # n 的平方, n 方
     (r"\s*的?\s*立方", "^3 "),
     ("除以", "/"),
     ("乘以", "×"),
@@ -234,24 +234,29 @@ def _box_text(raw: str) -> str:
 def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     """Python's own parser (a syntax tree only, never code) on the box's spelling, then a whitelist
     of nodes evaluated into a Poly: numbers, names, + - × / ^, signs and parentheses."""
+    listed = "".join(f"{name}、" for name in sorted(symbols))  # the box's own symbols
+    square = "（平方写成 n^2 或 n²）" if "n" in symbols else ""  # only where n may be written
     if bad := _TOKEN.sub("", text).strip():
-        raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」："
-                              "只能用数字、n、+ − × · / ^ ² 和括号。")
+        raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」：只能用数字、{listed}"
+                              f"+ − × · / ^{' ²' if square else ''} 和括号。")
     if unknown := [name for name in _NAME.findall(text) if name not in symbols]:  # is, not: words
         names = "、".join(sorted(symbols)) or "（无）"
-        square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""  # only where n may be written
-        raise ExpressionError(f"不认识「{unknown[0]}」：本题能用的符号有 {names}。{square}")
+        raise ExpressionError(f"不认识「{unknown[0]}」：本题能用的符号有 {names}{square}。")
+    if "//" in text:  # Python's floor division
+        one_slash = re.sub(r"\s*//\s*", " / ", text.strip())
+        raise ExpressionError(f"「//」是 Python 的整除，这里写一个 / 即可（{one_slash}）。")
     if text.count("(") != text.count(")"):
-        raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
-    if m := _NUMBER_AFTER.search(text):  # 32 64, 4 768: a number right after a value
-        raise ExpressionError(f"「{m[1]}」前面缺少运算符：请用 × 或 · 连起来"
-                              "（平方写成 n^2 或 n²）。")
+        raise ExpressionError(f"括号没有配对：「{text.strip()}」里有 {text.count('(')} 个「(」、"
+                              f"{text.count(')')} 个「)」。")
+    if _NUMBER_AFTER.search(text):  # 32 64, 4 768: a number right after a value
+        raise ExpressionError(f"读到「{text.strip()}」：两个数或符号之间没有运算符。若是一个式子，"
+                              f"用 × 连起来{square}；若是两个答案，请只填一个。")
     python = _LEADING_ZEROS.sub("", _IMPLICIT.sub(r"\1*", text)).translate(_TO_PYTHON)
     python = " ".join(python.split())  # Python refuses a leading space
     try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
         return _evaluate(ast.parse(python, mode="eval").body, python, symbols, 0)
     except (SyntaxError, MemoryError, RecursionError):
-        raise ExpressionError(_UNREADABLE) from None
+        raise ExpressionError(f"「{text.strip()}」{_UNREADABLE}{square}。") from None
 
 
 _VALUE = r"(?:(?<![\w.])\d+(?:\.\d+)?(?![\d.])|[a-z_]\w*(?!\w)|\))"  # a whole number, name, ")"
@@ -260,8 +265,7 @@ _IMPLICIT = re.compile(f"({_VALUE})" + r"\s*(?=[a-z_(])")
 _NUMBER_AFTER = re.compile(_VALUE + r"\s*(\d+(?:\.\d+)?)")
 _LEADING_ZEROS = re.compile(r"(?<![\w.])0+(?=\d)")  # 08 is 8 (Python refuses 08)
 _TO_PYTHON = str.maketrans({"×": " * ", "·": " * ", "^": " ** "})  # 5 ×* 2 is no power
-_UNREADABLE = ("这个式子读不通：两个数或符号之间要用 + − × · / ^ 连起来，运算符后面要跟一个数"
-               "（平方写成 n^2 或 n²）。")
+_UNREADABLE = "这个式子读不通：两个数或符号之间要用 + − × · / ^ 连起来，运算符后面要跟一个数"
 _OPERATIONS = {
     ast.Add: Poly.__add__,
     ast.Sub: lambda a, b: a + Poly.const(-1) * b,
@@ -276,7 +280,7 @@ def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int)
     Nesting on the right (signs, exponents, parentheses) is bounded; a left chain (1+1+1) is not
     nesting."""
     if depth > MAX_DEPTH:
-        raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）："
+        raise ExpressionError(f"括号、正负号或 ^ 套得太深了（超过 {MAX_DEPTH} 层）："
                               "请把式子写得简单一些。")
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATIONS:
         left = _evaluate(node.left, source, symbols, depth)
@@ -290,7 +294,7 @@ def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int)
         return Poly.const(Fraction(source[node.col_offset : node.end_col_offset]))
     if isinstance(node, ast.Name):  # every name is a symbol by now
         return symbols[node.id]
-    raise ExpressionError(_UNREADABLE)
+    raise ExpressionError(f"{_UNREADABLE}。")
 
 
 def parse_expression(text: str, symbols: dict[str, Poly]) -> Poly:
@@ -355,8 +359,10 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
     (「(16 个头合计)」), but 「(16 个头)」 says h = 16. Nothing is read past a word that disowns
     or changes the number."""
     if word := _DISOWN.search(t) or _CHANGES.search(t):
-        raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{word.group().strip()}」"
-                              "会改变这个数的意思，这一栏判断不了；请只填你的答案。", "disowned")
+        said = word[0].strip()  # quoted whole, as typed: 「不分组」, not 「不」
+        said = (re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw) or [said])[0]
+        raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{said}」可能会改变这个数的意思，"
+                              "这一栏判断不了；请只填你的答案。", "disowned")
     t = _SAME_AS.sub(r"= \1", t)
 
     def note(m: re.Match) -> str:
@@ -366,7 +372,7 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
         if "h" in symbols:
             inner = _HEADS.sub(r"h = \1 ", inner)
         body = " = ".join(_pieces(inner, raw, symbols, labels, remark=True))
-        if not body.strip("= "):
+        if not body.strip("= ") or _remark(body, raw, symbols, labels):
             return " "
         if not body.startswith("="):
             raise _several(raw)
@@ -385,8 +391,11 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
     it, change it or hold another."""
     try:
         return _read(as_text(text).strip(), symbols, labels), ""
-    except ExpressionError as exc:
-        return None, Unread(str(exc), exc.reason)
+    except ExpressionError as exc:  # a quote as typed: 「HEAD」, not the parser's 「head」
+        typed = as_text(text)
+        quoted = re.sub(r"(?<=「)[^「」]+(?=」)",
+                        lambda m: (re.search(re.escape(m[0]), typed, re.I) or m)[0], str(exc))
+        return None, Unread(quoted, exc.reason)
 
 
 def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
@@ -424,7 +433,10 @@ def _read_noted(t: str, raw: str, symbols: dict[str, Poly], labels) -> Poly:
         return _read_sides(main, symbols, labels)
     a = _maybe(main, symbols, labels)
     b = _maybe(note, symbols, labels)
-    factor = a is not None and b is not None and a.degree == 0 and b.degree > 0
+    factor = None not in (a, b) and a.degree == 0 and b.degree > 0
+    if None not in (a, b) and "=" not in note and a != b and not factor:  # 32 (64): no equation
+        raise ExpressionError(f"这一栏读到的是「{raw}」：括号里的 {b} 和前面的 {a} 不一样；"
+                              "若是相乘，请写 ×，否则请只填你算出的那一个。", "unequal")
     if "=" in note or not factor:
         t = f"{main} = {note}"
     return _read_sides(t, symbols, labels)
@@ -440,6 +452,9 @@ def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
 def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
     values = [_parse(side, symbols) for side in sides if side and side not in labels]
+    if not values and (named := [side for side in sides if side in labels]):
+        some = f"一个数，或用 {'、'.join(sorted(symbols))} 写出的式子" if symbols else "一个数"
+        raise ExpressionError(f"{named[0]} 就是要填的量：请填它的值（{some}）。", "no_number")
     if not values:
         raise ExpressionError("这一栏里没有读到数或式子。", "no_number")
     if len(set(values)) > 1:
@@ -471,8 +486,8 @@ class NumberBox:
     def read(self, text: str) -> tuple[Fraction | Poly | None, str]:
         symbols = {k: v if isinstance(v, Poly) else Poly.const(v) for k, v in self.symbols.items()}
         value, why = read_value(text, symbols, (self.name, *self.labels))
-        if value is None and self.explain:
-            return None, Unread(why + " 例如写 n · 64 · n 或 64n²。", why.reason)
+        if value is None and self.placeholder:
+            return None, Unread(f"{why}（{self.placeholder}）", why.reason)
         if isinstance(self, ExpressionBox) or value is None:
             return value, why
         if value.degree > 0:
@@ -607,6 +622,19 @@ def _crowded(boxes, items, extra, shape) -> str:
     return ""
 
 
+def _unread_why(box, why: str, text: str, boxes) -> str:
+    """Why one box was not read, after its label; another box's choice in it (「32；不变」)
+    is sent there."""
+    said = f"「{box.label}」这一栏" + (why.removeprefix("这一栏") if why.startswith("这一栏")
+                                        else f"：{why}")
+    typed = [(len(label), label, b.label) for b in boxes if b is not box
+             for _, label, _ in getattr(b, "options", ()) if label in text]
+    if typed:
+        _, label, where = max(typed)
+        said += f"「{label}」请在「{where}」里选。"
+    return said
+
+
 def check_form(q: Question, answer) -> Feedback:
     boxes = q.key.boxes
     items, extra, shape = _items(q, answer)
@@ -623,7 +651,7 @@ def check_form(q: Question, answer) -> Feedback:
     states = tuple(state.items())
     empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty")
     unread = [b for b in boxes if state[b.name] == "unread"]
-    problems = "".join(f"「{b.label}」{read[b.name][1]}" for b in unread)
+    problems = "".join(_unread_why(b, read[b.name][1], texts[b.name], boxes) for b in unread)
     if empty and not problems:
         message = f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。"
         return Feedback(False, message, q.id, parts=states)

@@ -126,6 +126,11 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
     "a bad expression": (('target = "scores"', 'target = "scores +"'), "X2", "boxes[1].target"),
     "a missing argument": ((', h = "h" }', " }"), "X1", "values.d_k"),
     "an unclosed placeholder": (("解析：{d_model}", "解析：{d_model"), "X1", "explanation"),
+    "a lone closing brace": (("解析：{d_model}", "解析：d_model}"), "X1", "explanation"),
+    "an empty placeholder": (("解析：{d_model}", "解析：{}"), "X1", "explanation"),
+    "a bad format": (("解析：{d_model}", "解析：{d_model:,.q}"), "X1", "explanation"),
+    "a function written as a value": (('{ call = "attention.head_width", d_model = "d_model", h = "h" }',
+                                       '"attention.head_width"'), "X1", "values.d_k"),
     "a file value with no function": (('{ call = "paper.base_d_model" }', '{ call = "paper.d_model" }'), "",
                                       "values.d_model.call"),
 }  # fmt: skip

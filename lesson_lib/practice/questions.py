@@ -447,6 +447,13 @@ def question(question_id: str) -> Question:
     return found[1]
 
 
+def asked_in(question_id: str) -> str:
+    """Where the lesson asks a question: 「第 N 节」 by its file (sNN_…), else its section field."""
+    path, q = _bank()[question_id]
+    number = path.name[1:3]
+    return f"第 {int(number)} 节" if number.isdigit() else q.section
+
+
 def _counted(lab: bool) -> tuple[str, ...]:
     bank = _bank().items()
     return tuple(i for i, (path, q) in bank if q.counted and path.name.startswith("lab_") == lab)

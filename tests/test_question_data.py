@@ -24,7 +24,10 @@ SAVED_BEFORE_THE_MOVE = FIXTURES / "progress-v3-questions.json"  # tests/fixture
 INTERVIEW = "面试"  # §8's, a question of the bank outside the quiz's count
 
 # Asked differently since the fixture was saved (a course update): their answers must stay, as an earlier version's.
-CHANGED_SINCE_THE_MOVE = {"Q5": "asked inside §6 now: its prompt no longer points to §6 from outside (cold read)"}
+CHANGED_SINCE_THE_MOVE = {
+    "Q5": "asked inside §6 now: its prompt no longer points to §6 from outside (cold read)",
+    "Q6": "its cache box says 个, not 个数, and lost a hint the full-cache hint always shadowed",
+}
 
 
 def test_a_progress_file_saved_before_the_move_reads_with_every_answer_current(tmp_path):

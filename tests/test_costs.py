@@ -231,11 +231,11 @@ def test_variants_order_and_names():
 
 
 @pytest.mark.parametrize(("args", "fragments"), [
-    ((512, 8, 3), ["kv_heads = 3", "h = 8"]),
-    ((512, 8, 16), ["kv_heads", "16"]),
-    ((512, 8, 0), ["kv_heads", "0"]),
+    ((512, 8, 3), ["groups", "[1, 2, 4, 8]", "3"]),  # the name §8's cell passes, the divisors of h
+    ((512, 8, 16), ["groups", "[1, 2, 4, 8]", "16"]),
+    ((512, 8, 0), ["groups", "0"]),
     ((512, 3, 1), ["3"]),
-    ((512, 8, True), ["kv_heads"]),
+    ((512, 8, True), ["groups"]),
 ])
 def test_bad_arguments_get_a_chinese_error(raises_chinese, args, fragments):
     raises_chinese(lambda: costs.kv_sharing(*args), *fragments)

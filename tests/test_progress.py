@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -245,8 +246,8 @@ def test_never_all_done_while_something_failed_or_is_missing(path, spoil):
     _everything_right(p)
     if spoil == "exercise":
         p.data["exercises"]["split_heads"]["passed"] = False
-    elif spoil == "interview":  # written, and the learner's own tick says a point is missing
-        p.record(_interview_assess([qq.question(INTERVIEW).key.points[0].name]), "…", of=3)
+    elif spoil == "interview":  # written again after its self-assessment, not yet self-assessed
+        p.record(_interview_check("单头会平均"), "单头会平均")
     elif spoil == "question":
         p.data["questions"]["S7b"]["solved"] = False
     else:
@@ -275,6 +276,11 @@ def test_export_json_and_instructor_summary(path, tmp_path):
     states = {state: word for (kind, name, state) in p.items() for word in [rows[name][0]]}
     assert rows["Q4"][1] == "1" and rows["split_heads"][1] == "1" and rows[INTERVIEW][1] == "0"
     assert len(set(states.values())) == 3  # done, tried and todo each have their own word
+    p.record(_interview_check("单头会平均"), "单头会平均")  # written, not self-assessed: never graded
+    rows = {line.split("|")[2].strip(): line.split("|")[3].strip()
+            for line in p.export(tmp_path / "out")[1].read_text(encoding="utf-8").splitlines()
+            if line.startswith("| ")}  # fmt: skip
+    assert rows[INTERVIEW] not in {rows["Q4"], rows["split_heads"], rows["S2"]}
     assert len(page.splitlines()) < 60  # one page
     assert p.export()[0].parent == path.parent  # by default beside the progress file
 
@@ -489,8 +495,23 @@ def test_a_self_assessment_is_worked_through_never_right(path):
     names = [point.name for point in qq.question(INTERVIEW).key.points]
     p.record(_interview_assess(names[:2]), "…", of=len(names))
     assert not p.entry(INTERVIEW)["complete"]
+    assert (INTERVIEW, "done") in _states(p)  # one rule with Q1: self-assessed, never graded
     p.record(_interview_assess(names), "…", of=len(names))
     assert p.entry(INTERVIEW)["complete"] and p.entry(INTERVIEW)["attempts"][-1]["of"] == 3
+
+
+def test_the_summary_names_where_each_question_is_asked():
+    """「S7b（第 7 节）」: the section of the file that asks it (Q2 is §10's, about §3)."""
+    asked = [int(re.search(r"\d+", qq.asked_in(q))[0]) for q in ("S2", "S7b", "Q2", INTERVIEW)]
+    assert asked == [2, 7, 10, 8]
+
+
+def test_an_answer_longer_than_the_file_keeps_is_said(path):
+    p = _new(path)
+    long = "单头只有一组权重。" * (progress.MAX_ANSWER_CHARS // 9 + 1)
+    p.record(quiz.check("Q1", long), long)
+    assert len(_new(path).entry("Q1")["answer"]) == progress.MAX_ANSWER_CHARS
+    assert str(len(long)) in p.notice and p.notice in p.summary()  # the learner is told
 
 
 def test_the_item_list_is_data_not_an_import_time_registry():

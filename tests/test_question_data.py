@@ -27,6 +27,7 @@ INTERVIEW = "面试"  # §8's, a question of the bank outside the quiz's count
 CHANGED_SINCE_THE_MOVE = {
     "Q5": "asked inside §6 now: its prompt no longer points to §6 from outside (cold read)",
     "Q3": "its single-head box reads h = 1, d_k = d_model: a note (h=8) there was accepted, (h=1) refused",
+    "Q6": "its cache box says 个, not 个数, and lost a hint the full-cache hint always shadowed",
 }
 
 
@@ -129,6 +130,11 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
     "a bad expression": (('target = "scores"', 'target = "scores +"'), "X2", "boxes[1].target"),
     "a missing argument": ((', h = "h" }', " }"), "X1", "values.d_k"),
     "an unclosed placeholder": (("解析：{d_model}", "解析：{d_model"), "X1", "explanation"),
+    "a lone closing brace": (("解析：{d_model}", "解析：d_model}"), "X1", "explanation"),
+    "an empty placeholder": (("解析：{d_model}", "解析：{}"), "X1", "explanation"),
+    "a bad format": (("解析：{d_model}", "解析：{d_model:,.q}"), "X1", "explanation"),
+    "a function written as a value": (('{ call = "attention.head_width", d_model = "d_model", h = "h" }',
+                                       '"attention.head_width"'), "X1", "values.d_k"),
     "a file value with no function": (('{ call = "paper.base_d_model" }', '{ call = "paper.d_model" }'), "",
                                       "values.d_model.call"),
 }  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import os
 import re
@@ -57,7 +58,7 @@ def current_version(item_id: str) -> str | None:
 
 
 def _apart() -> tuple[str, ...]:
-    """The questions outside the quiz's count (§8's interview): done once every point is ticked."""
+    """The questions outside the quiz's count (§8's interview): done once self-assessed."""
     from lesson_lib.practice import questions
 
     return questions.apart_ids()
@@ -305,8 +306,28 @@ def _state(done, tried) -> str:
     return "tried" if tried else "todo"
 
 
+def _unticked(entry: dict) -> bool:
+    """A self-assessment that left points unticked (said in the summary; done all the same)."""
+    last = entry.get("attempts", [{}])[-1]  # an exercise's entry has none
+    return last.get("verdict") == "self" and len(last.get("covered") or ()) < (last.get("of") or 0)
+
+
+def _named(ids) -> str:
+    """Ids with where the lesson asks them: 「S3、S3b（第 3 节）、S7b（第 7 节）」 (an exercise's
+    name as it is)."""
+    from lesson_lib.practice import questions
+
+    def where(i):
+        return f"（{questions.asked_in(i)}）" if current_version(i) else ""
+
+    return "、".join("、".join(run) + w for w, run in itertools.groupby(ids, key=where))
+
+
 # The summary's lines: a kind of item, what "done" says, its unit
 _KINDS = (("题目", "已答对", "题"), ("代码练习", "已完成", "个"), ("面试自检", "已完成", "项"))
+# A tried item by its last verdict: the summary's words, what to do, the export's word
+_TRIED = {"review": ("写了还没自评", "勾出说到的要点，点「记录自评」。", "未自评")}
+_NOT_PASSED = ("做过但还没过", "", "未通过")
 
 
 class Progress:
@@ -378,6 +399,9 @@ class Progress:
         if fb.blank:
             return
         kept = answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else sorted(map(str, answer))
+        if len(kept) < len(answer):  # the file keeps a bounded answer: said, never silently lost
+            self.notice = (f"{fb.question_id} 的回答有 {len(answer)} 字，进度里只保存了前 "
+                           f"{MAX_ANSWER_CHARS} 字；请写短一些，或自己另存全文。")
         attempt = {"answer": kept, "verdict": fb.verdict,
                    "mistake": _shown(";".join(fb.mistakes)) or None,
                    "question_version": fb.version or current_version(fb.question_id)}
@@ -430,16 +454,19 @@ class Progress:
         return self.data["questions"].get(item_id) or self.data["exercises"].get(item_id, {})
 
     def items(self) -> list[tuple[str, str, str]]:
-        """(kind, name, done/tried/todo) for everything; a self-assessed question is done, never
-        right; an uncounted one (the interview) once every point is ticked."""
+        """(kind, name, done/tried/todo) for everything. A self-explanation (Q1, the interview) is
+        done once self-assessed, however many points were ticked: it is never graded."""
         entries = {name: self.entry(name) for name in (*self.ids, *self.exercise_ids, *self.apart)}
-        out = [("题目", q, _state(e.get("solved") or e.get("final") == "self", e.get("n_attempts")))
-               for q, e in entries.items() if q in self.ids]
+        states = {q: _state(e.get("solved") or e.get("final") == "self", e.get("n_attempts"))
+                  for q, e in entries.items()}
+        out = [("题目", q, states[q]) for q in self.ids]
         out += [("代码练习", name, _state(e.get("passed"),
                                           any(c["result"] != "todo" for c in e.get("checks", ()))))
                 for name, e in entries.items() if name in self.exercise_ids]
-        return out + [("面试自检", q, _state(e.get("complete"), e.get("n_attempts")))
-                      for q, e in entries.items() if q in self.apart]
+        return out + [("面试自检", q, states[q]) for q in self.apart]
+
+    def _tried(self, name: str) -> tuple[str, str, str]:
+        return _TRIED.get(self.entry(name).get("final"), _NOT_PASSED)
 
     def all_done(self) -> bool:
         return all(state == "done" for _, _, state in self.items())
@@ -458,13 +485,17 @@ class Progress:
             line = (f"{kind}：{done_says} {len(names['done']) - len(selfs)} / "
                     f"{sum(map(len, names.values()))} {unit}。")
             if selfs:
-                line += f"已自评：{'、'.join(selfs)}。"
-            if names["tried"] and kind == "面试自检":
-                line += "你的自评还没有勾满全部要点：对照参考答案改一改，再自评一次。"
-            elif names["tried"]:
-                line += f"做过但还没过：{'、'.join(names['tried'])}。"
+                line += f"已自评：{_named(selfs)}。"
+            if unticked := [n for n in names["done"] if _unticked(self.entry(n))]:
+                line += (f"自评还有没勾的要点：{_named(unticked)}。"
+                         "对照参考答案补一补，再点「记录自评」。")
+            tried = {}
+            for name in names["tried"]:
+                tried.setdefault(self._tried(name), []).append(name)
+            for (says, todo, _), ids in tried.items():
+                line += f"{says}：{_named(ids)}。{todo}"
             if names["todo"]:
-                line += f"还没做：{'、'.join(names['todo'])}。"
+                line += f"还没做：{_named(names['todo'])}。"
             lines.append(line)
         if self.data["earlier"]:
             lines.append(f"另有旧版题目的作答，保留着、不计入：{'、'.join(self.data['earlier'])}。")
@@ -482,10 +513,11 @@ class Progress:
         lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{_now()}", ""]
         lines += [f"- {line}" for line in self.summary().splitlines()]
         lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]
-        words = {"done": "完成", "tried": "未通过", "todo": "未做"}
+        words = {"done": "完成", "todo": "未做"}
         for kind, name, state in self.items():
             tries = self.entry(name).get("n_checks", self.entry(name).get("n_attempts", 0))
-            lines.append(f"| {kind} | {name} | {words[state]} | {tries} |")
+            word = words.get(state) or self._tried(name)[2]
+            lines.append(f"| {kind} | {name} | {word} | {tries} |")
         json_path = folder / "progress-export.json"
         md_path = folder / "progress-summary.md"
         try:

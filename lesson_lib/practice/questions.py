@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
+import string
 import sys
 from fractions import Fraction
 from functools import cache, partial
@@ -136,9 +138,10 @@ class _Reader:
             want = str if spec[name] == TEXT else spec[name]
             if want is not object and not isinstance(value, want):
                 raise self.fail(where + name, f"应当是{_TYPE_NAMES[want]}。")
+        kind = f"{raw['kind']} 题" if not where and "kind" in raw else ""  # a question's kind
         for name in needs:
             if name not in raw:
-                raise self.fail(where + name, "缺少这个字段。")
+                raise self.fail(where + name, f"没有写（{kind}必须有这个字段）。")
         out = dict(raw)
         for name, want in spec.items():
             if want == TEXT:
@@ -157,9 +160,28 @@ class _Reader:
             known = "、".join(self.values) or "（无）"
             problem = f"里的占位符 {{{exc.args[0]}}} 不在 values 里：可用的是 {known}。"
             raise self.fail(field, problem) from None
-        except (ValueError, TypeError, IndexError, AttributeError) as exc:
-            problem = f"的占位符写法不对（{exc}）；花括号本身写成 {{{{ 和 }}}}。"
-            raise self.fail(field, problem) from None
+        except (ValueError, TypeError, IndexError, AttributeError):
+            raise self.fail(field, self.placeholder_problem(template)) from None
+
+    def placeholder_problem(self, template: str) -> str:
+        """What is wrong with a text's braces or placeholders (Python says it in English)."""
+        pairs = template.replace("{{", "  ").replace("}}", "  ")  # a brace written as itself
+        left = re.sub(r"\{[^{}]*\}", lambda m: " " * len(m[0]), pairs)  # the closed placeholders
+        for i, brace in enumerate(left):
+            if brace == "{":
+                start = template[i:].split()[0][:10]
+                return f"里从「{start}」开始的「{{」没有配对的「}}」：占位符写成 {{名字}}。"
+            if brace == "}":
+                return (f"里「{template[max(0, i - 9):i + 1]}」的「}}」前面没有「{{」："
+                        "要显示花括号本身，写成 {{ 和 }}。")
+        for _, name, spec, _ in string.Formatter().parse(template):
+            if name is not None and not name.isidentifier():
+                return f"里的 {{{name}}} 要写 values 里的一个名字，例如 {{d_k}}。"
+            try:
+                format(self.values.get(name, 0), spec)
+            except (ValueError, TypeError):
+                return f"里 {{{name}:{spec}}} 的格式写错了：可以写 {{x:,}}（千分位）、{{x:.2f}}。"
+        return "里的占位符写法不对：写成 {名字} 或 {名字:格式}。"
 
     def number(self, value, field: str, unknown: dict | None = None):
         """A number, a value's name or an expression of them (``d_model / h``); with ``unknown``
@@ -174,12 +196,21 @@ class _Reader:
                 known[name] = Poly.const(Fraction(str(v)))  # the exact number it prints as
         try:
             poly = checkers.parse_expression(value, {**known, **(unknown or {})})
-        except checkers.ExpressionError as exc:
-            raise self.fail(field, f"读不懂「{value}」：{exc}") from None
+        except checkers.ExpressionError:
+            raise self.fail(field, self.unreadable(value, [*known, *(unknown or {})])) from None
         if unknown is not None:
             return poly
         constant = poly.constant
         return int(constant) if constant.denominator == 1 else float(constant)
+
+    def unreadable(self, value: str, names: list) -> str:
+        """Why a number field cannot be read; a lesson function's name says how to call it."""
+        call = value.split("(")[0].strip()
+        if call in FUNCTIONS:
+            args = "".join(f", {a} = …" for a in inspect.signature(FUNCTIONS[call]).parameters)
+            return f"里的「{value}」是函数：在 values 里写成 {{ call = \"{call}\"{args} }}。"
+        known = "、".join(names) or "（还没有）"
+        return f"读不懂「{value}」，能写的是数、+ - * / ^、括号和这些名字：{known}。"
 
     # ---- values
     def read_values(self, table, where: str) -> None:
@@ -220,7 +251,7 @@ class _Reader:
         try:
             return function(**args)
         except Exception as exc:  # a wrong row, an h the kernel refuses: said with the field
-            raise self.fail(field, f"算不出来：{name} 说「{exc}」。") from None
+            raise self.fail(field, f"算不出来：{name} 说「{str(exc).rstrip('。')}」。") from None
 
     # ---- a question
     def question(self, raw) -> Question:
@@ -384,8 +415,10 @@ def read_file(path: Path, bank: dict | None = None) -> list[Question]:
     for raw in data["questions"]:
         q = reader.question(raw)
         if q.id in bank:
-            where = bank[q.id][0].name
-            raise reader.fail("id", f"已经在 {where} 里用过了：每道题的编号只能有一个。")
+            first = bank[q.id][0]
+            number = [i for i, (p, _) in bank.items() if p == first].index(q.id) + 1
+            problem = f"已经被 {first.name} 里的第 {number} 道题用了：一个编号只能给一道题"
+            raise reader.fail("id", problem + "，请换一个。")
         bank[q.id] = (path, q)
         out.append(q)
     return out
@@ -412,6 +445,13 @@ def question(question_id: str) -> Question:
         known = ", ".join(_bank())
         raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {known}。")
     return found[1]
+
+
+def asked_in(question_id: str) -> str:
+    """Where the lesson asks a question: 「第 N 节」 by its file (sNN_…), else its section field."""
+    path, q = _bank()[question_id]
+    number = path.name[1:3]
+    return f"第 {int(number)} 节" if number.isdigit() else q.section
 
 
 def _counted(lab: bool) -> tuple[str, ...]:

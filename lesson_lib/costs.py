@@ -80,7 +80,7 @@ def kv_sharing(d_model: int, h: int, groups: int) -> KVSharing:
     d_model = int(d_model)
     d_k = d_model // h
     divisors = [g for g in range(1, h + 1) if h % g == 0]
-    why = f"（键/值头的组数要整除 h = {h}：每组的查询头一样多）"
+    why = f"（写整数；键/值头的组数要整除 h = {h}：每组的查询头一样多）"
     g = check_choice(groups, "groups", divisors, why)
     if g == h:
         name = "多头（MHA）"

@@ -130,6 +130,12 @@ def test_table_prints_the_computed_values():
     assert text.splitlines()[-2].endswith("1/8") and text.splitlines()[-1].endswith("1/64")
 
 
+@pytest.mark.parametrize("groups", [8, 1])
+def test_a_choice_of_g_that_is_mha_or_mqa_prints_each_row_once(groups):
+    body = kv_sharing_text(512, 8, groups).splitlines()[3:]
+    assert [int(row.split()[1]) for row in body] == [8, 1]  # g of each row: MHA, MQA
+
+
 @pytest.mark.parametrize("args", [(512, 8, 2), (8192, 64, 8)])
 def test_table_fits_a_592_px_output(args):
     """Printed text must fit 72 monospace columns (CJK characters count 2) so JupyterLab does not wrap it."""

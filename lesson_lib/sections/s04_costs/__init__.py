@@ -86,10 +86,10 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
 def kv_sharing_text(d_model: int, h: int, groups: int) -> str:
     """§8: parameters, numbers cached per token and that cache against MHA's, per layer (short
     headers: 72 monospace columns fit a 592 px output)."""
-    rows = variants(d_model, h, groups)
+    rows = list({r.kv_heads: r for r in variants(d_model, h, groups)}.values())  # g = h or 1: once
     full = rows[0].cache_per_token
     body = [[r.name, r.kv_heads, r.projection_params, r.cache_per_token,
              f"1/{full // r.cache_per_token}" if r.cache_per_token < full else "1"] for r in rows]
     title = f"d_model = {d_model}，h = {h} 个查询头，每头宽度 d_k = {rows[0].d_k}（每一层）："
-    return title + "\n" + text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "缓存占多头"],
+    return title + "\n" + text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "占多头缓存"],
                                      body)

@@ -98,14 +98,16 @@ def _call(ex, case, fn, args, source) -> object:
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
         extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), ex.hint)
-        if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES
-            extra = "输出太多了：函数打印或写入的内容超过了 1 MB。请删掉循环里的 print。"
+        said = _describe(exc)
+        if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
+            said = "输出太多了，函数打印或写入的内容超过了 1 MB"
+            extra = "请删掉或减少 print（特别是循环里的）。"
         frames = [(f.filename, f.lineno, f.name)
                   for f in reversed(traceback.extract_tb(exc.__traceback__))]
         line, text = _learner_line(frames, fn, source)
         where = f"，在你的函数第 {line} 行「{text}」" if text else ""
         raise Stop("error",
-                   f"运行出错（{case} 这个例子）{where}：{_describe(exc)}。{extra}") from None
+                   f"运行出错（{case} 这个例子）{where}：{said}。{extra}") from None
     changed = [name for name, a, g in zip(inspect.signature(ex.solution).parameters, args, given)
                if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]
     if changed:
@@ -203,9 +205,9 @@ def values(case, got, want, low, nonfinite, variants, advice) -> None:
 
 
 def _cannot_travel(exc: BaseException) -> str:
-    return (f"检查器没能拿到你的函数（{_describe(exc)}）：检查器在另一个进程里运行它，"
-            "函数只应使用参数、numpy 和普通的数字与数组。"
-            "先单独运行定义函数的单元格，确认它不报错，再运行检查。")
+    return (f"检查器没能拿到你的函数（{_describe(exc)}）：你的函数用到了函数外面的一个对象"
+            "（例如线程锁、生成器、打开的文件），检查器在另一个进程里运行函数，拿不过去；"
+            "函数里只用参数和 numpy。")
 
 
 def _todo(ex) -> str:
@@ -319,6 +321,5 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
                       "你的函数还没有被检查。请重启内核（Kernel → Restart）再运行；"
                       "如果还是这样，把这条信息告诉老师。")
     return result("error", f"运行 {learner} 的进程意外结束了（退出码 {reply.exitcode}）：是不是调用"
-                  "了 os._exit(…)？或者调高了 sys.setrecursionlimit 之后递归太深、用 ctypes 读写了"
-                  "不该碰的内存、内存用得太多？这几个练习只需要用 for 循环和 numpy 计算，再 return "
+                  "了 os._exit(…)、递归太深，或者内存用得太多？函数只需要用参数计算，再 return "
                   f"结果。{_AFTER}")

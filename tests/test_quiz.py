@@ -122,6 +122,13 @@ def test_the_echo_is_the_value_read_exactly(qid, answer):
                 assert echoes[box.name] in fb.message
 
 
+@pytest.mark.parametrize("typed", ["512/8", "512*16", "1e3", "2^6", "64 维"])
+def test_a_wrong_value_is_echoed_as_typed(typed):
+    """What the learner typed comes back word for word beside the value read (512/8 is not shown as 64 only)."""
+    fb = quiz.check("Q2", [typed, "不变"])
+    assert fb.verdict == "wrong" and f"「{typed}」" in fb.message, fb.message
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.decimals(min_value=-10**6, max_value=10**7, places=9, allow_nan=False, allow_infinity=False))
 def test_a_number_near_the_answer_is_echoed_apart_from_it(value):
@@ -325,7 +332,8 @@ def test_an_unread_box_echoes_what_it_read(text):
     ("qid", "answer", "typed"),
     [("Q2", ["HEAD=32", "不变"], "HEAD"), ("Q3", ["O(n^2 d)", "512n²"], "O"), ("Q2", ["32 64", "不变"], "32 64"),
      ("Q2", ["32)", "不变"], "32)"), ("Q2", ["32 (64)", "不变"], "32 (64)"),
-     ("Q6", ["64", "1536（不分组）"], "不分组")],
+     ("Q6", ["64", "1536（不分组）"], "不分组"), ("Q2", ["32（8 个头）", "不变"], "8 个头"),
+     ("Q3", ["512n²", "512n² (h=8)"], "h=8")],
 )  # fmt: skip
 def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
     """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""

@@ -90,8 +90,8 @@ class Poly:
 
     def divide(self, other: Poly) -> Poly:
         if other.degree > 0 or other.constant == 0:
-            raise ExpressionError(f"不能除以「{other}」：只能除以不为 0 的常数（例如 512 / 8），"
-                                  "不能除以含 n 的式子。")
+            with_n = "，不能除以含 n 的式子" if other.degree > 0 else ""
+            raise ExpressionError(f"不能除以「{other}」：只能除以不为 0 的数{with_n}。")
         return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
@@ -231,7 +231,7 @@ def _box_text(raw: str) -> str:
     return text
 
 
-def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
+def _parse(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
     """Python's own parser (a syntax tree only, never code) on the box's spelling, then a whitelist
     of nodes evaluated into a Poly: numbers, names, + - × / ^, signs and parentheses."""
     listed = "".join(f"{name}、" for name in sorted(symbols))  # the box's own symbols
@@ -241,7 +241,11 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
                               f"+ − × · / ^{' ²' if square else ''} 和括号。")
     if unknown := [name for name in _NAME.findall(text) if name not in symbols]:  # is, not: words
         names = "、".join(sorted(symbols)) or "（无）"
-        raise ExpressionError(f"不认识「{unknown[0]}」：本题能用的符号有 {names}{square}。")
+        if unknown[0] == "n":  # a number box: its answer has no n
+            raise ExpressionError("这一栏要的是一个数，不含 n。", "n")
+        if unknown[0] in labels:  # 「d_v 64」: the box's own quantity
+            raise ExpressionError(f"「{unknown[0]}」就是这一栏要填的量：请只填它的值。")
+        raise ExpressionError(f"不认识「{unknown[0]}」：这一栏能用的符号有 {names}{square}。")
     if "//" in text:  # Python's floor division
         one_slash = re.sub(r"\s*//\s*", " / ", text.strip())
         raise ExpressionError(f"「//」是 Python 的整除，这里写一个 / 即可（{one_slash}）。")
@@ -318,14 +322,17 @@ def _remark(piece: str, raw: str, symbols: dict[str, Poly], labels) -> bool:
     if "=" not in piece or name not in set(symbols) - set(labels):
         return False
     if _maybe(piece, symbols, labels) is None:
-        raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的 {name} 不是本题的 "
-                              f"{name} = {symbols[name]}，请只填你的答案。", "note")
+        number = piece.split("=")[-1].strip()  # quoted as typed: 「8 个头」, 「h=8」
+        said = next((n for n in re.findall(r"[(（]([^()（）]*)", raw) if number in n), piece)
+        raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的「{said}」和这一栏的 "
+                              f"{name} = {symbols[name]} 不一致，请只填你的答案。", "note")
     return True
 
 
 def _several(raw: str) -> ExpressionError:
-    return ExpressionError(f"这一栏读到的是「{raw}」：除了答案还有别的数或式子，文字里的说法这一栏"
-                           "判断不了；请只填你的答案。", "several")
+    numbers = re.findall(r"\d+(?:[.,]\d+)*", raw)
+    what = f"不止一个数（{'、'.join(numbers)}）" if len(numbers) > 1 else "不止一个数或式子"
+    return ExpressionError(f"这一栏读到的是「{raw}」：读到了{what}，这一栏只填一个。", "several")
 
 
 def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> list[str]:
@@ -451,7 +458,7 @@ def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
 
 def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
-    values = [_parse(side, symbols) for side in sides if side and side not in labels]
+    values = [_parse(side, symbols, labels) for side in sides if side and side not in labels]
     if not values and (named := [side for side in sides if side in labels]):
         some = f"一个数，或用 {'、'.join(sorted(symbols))} 写出的式子" if symbols else "一个数"
         raise ExpressionError(f"{named[0]} 就是要填的量：请填它的值（{some}）。", "no_number")
@@ -625,14 +632,13 @@ def _crowded(boxes, items, extra, shape) -> str:
 def _unread_why(box, why: str, text: str, boxes) -> str:
     """Why one box was not read, after its label; another box's choice in it (「32；不变」)
     is sent there."""
-    said = f"「{box.label}」这一栏" + (why.removeprefix("这一栏") if why.startswith("这一栏")
-                                        else f"：{why}")
     typed = [(len(label), label, b.label) for b in boxes if b is not box
              for _, label, _ in getattr(b, "options", ()) if label in text]
-    if typed:
+    if typed:  # what the box says of the word is moot: it is another question's answer
         _, label, where = max(typed)
-        said += f"「{label}」请在「{where}」里选。"
-    return said
+        why = f"「{label}」是「{where}」这一问的答案；这一栏只填一个数。"
+    return f"「{box.label}」这一栏" + (why.removeprefix("这一栏") if why.startswith("这一栏")
+                                      else f"：{why}")
 
 
 def check_form(q: Question, answer) -> Feedback:
@@ -660,10 +666,17 @@ def check_form(q: Question, answer) -> Feedback:
         message = fb.FORM + problems + (f"{empty}还空着。" if empty else "")
         return Feedback(False, message, q.id, parts=states, reasons=reasons)
     values = {name: value for name, (value, _) in read.items()}
-    return _judge(q, values)
+    return _judge(q, values, texts)
 
 
-def _judge(q: Question, values: dict) -> Feedback:
+def _said(text: str, shown: str) -> str:
+    """What the box holds, as typed, with the value read when they differ: 「512/8」（= 64）."""
+    if re.sub(r"[,\s]", "", text) == shown.replace(",", ""):
+        return f" {shown}"
+    return f"「{text}」（= {shown}）"
+
+
+def _judge(q: Question, values: dict, texts: dict) -> Feedback:
     """Every box read: right, or what each wrong value most likely means."""
     boxes = q.key.boxes
     verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in boxes)
@@ -677,7 +690,7 @@ def _judge(q: Question, values: dict) -> Feedback:
         return judged(False, fb.WRONG + said, mistakes=(shape_id,))
     wrong = [b for b in boxes if not b.right(values[b.name])]
     verb = {b.name: "选" if isinstance(b, ChoiceBox) else "填" for b in wrong}
-    parts = [f"「{b.label}」你{verb[b.name]}的是 {b.shown(values[b.name])}。"
+    parts = [f"「{b.label}」你{verb[b.name]}的是{_said(texts[b.name], b.shown(values[b.name]))}。"
              f"{b.wrong_why(values[b.name])}" for b in wrong]
     if len(wrong) < len(boxes) > 1:
         right = "、".join(f"「{b.label}」" for b in boxes if b not in wrong)

@@ -241,10 +241,8 @@ def _parse(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
                               f"+ − × · / ^{' ²' if square else ''} 和括号。")
     if unknown := [name for name in _NAME.findall(text) if name not in symbols]:  # is, not: words
         names = "、".join(sorted(symbols)) or "（无）"
-        if unknown[0] == "n":  # a number box: its answer has no n
-            raise ExpressionError("这一栏要的是一个数，不含 n。", "n")
-        if unknown[0] in labels:  # 「d_v 64」: the box's own quantity
-            raise ExpressionError(f"「{unknown[0]}」就是这一栏要填的量：请只填它的值。")
+        if unknown[0] == "n" or unknown[0] in labels:  # a number box: 512 n 方, d_v 64
+            raise ExpressionError(f"这一栏只填一个数，不写「{unknown[0]}」。")
         raise ExpressionError(f"不认识「{unknown[0]}」：这一栏能用的符号有 {names}{square}。")
     if "//" in text:  # Python's floor division
         one_slash = re.sub(r"\s*//\s*", " / ", text.strip())
@@ -630,8 +628,7 @@ def _crowded(boxes, items, extra, shape) -> str:
 
 
 def _unread_why(box, why: str, text: str, boxes) -> str:
-    """Why one box was not read, after its label; another box's choice in it (「32；不变」)
-    is sent there."""
+    """Why one box was not read, after its label; another box's answer in it is sent there."""
     typed = [(len(label), label, b.label) for b in boxes if b is not box
              for _, label, _ in getattr(b, "options", ()) if label in text]
     if typed:  # what the box says of the word is moot: it is another question's answer
@@ -669,11 +666,9 @@ def check_form(q: Question, answer) -> Feedback:
     return _judge(q, values, texts)
 
 
-def _said(text: str, shown: str) -> str:
-    """What the box holds, as typed, with the value read when they differ: 「512/8」（= 64）."""
-    if re.sub(r"[,\s]", "", text) == shown.replace(",", ""):
-        return f" {shown}"
-    return f"「{text}」（= {shown}）"
+def _said(text: str, shown: str) -> str:  # as typed, beside the value read: 「512/8」（= 64）
+    same = re.sub(r"[,\s]", "", text) == shown.replace(",", "")
+    return f" {shown}" if same else f"「{text}」（= {shown}）"
 
 
 def _judge(q: Question, values: dict, texts: dict) -> Feedback:

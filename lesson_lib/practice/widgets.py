@@ -86,11 +86,8 @@ def _answer_controls(q, rows: int) -> tuple[dict, list]:
         ticks = {k: _tick(f"{k}. {label}") for k, label in q.choices}
         return ticks, list(ticks.values())
     controls = {b.name: _box_control(b) for b in q.key.boxes}
-    laid_out = []
-    for b, control in zip(q.key.boxes, controls.values()):
-        unit = getattr(b, "unit", "")  # a number box's unit beside it
-        laid_out.append(w.HBox([control, w.Label(unit)]) if unit else control)
-    return controls, laid_out
+    units = [getattr(b, "unit", "") for b in q.key.boxes]  # a number box's unit beside it
+    return controls, [w.HBox([c, w.Label(u)]) if u else c for c, u in zip(controls.values(), units)]
 
 
 class SelfTestWidget:
@@ -111,10 +108,13 @@ class SelfTestWidget:
         self.submit = w.Button(description="提交", button_style="primary",
                                tooltip="检查答案（在框里按回车也可以）")
         self._words = ("显示解析", "隐藏解析")
+        self._reference = box_html(question.explanation, "neutral", "lesson-explanation")
         if self.rubric is not None:
             self.submit.description = "写好了，看要点"
             self.submit.tooltip = ""
             self._words = ("看参考答案", "收起参考答案")
+            self._reference = box_html(self.rubric.model_answer, "neutral",
+                                       "lesson-reference-answer")
         self.reveal = w.ToggleButton(description=self._words[0], disabled=True,
                                      tooltip=f"先作答一次，再{self._words[0]}",
                                      layout=w.Layout(width="auto", align_self="flex-start"))
@@ -215,12 +215,7 @@ class SelfTestWidget:
     def _on_reveal(self, summary) -> None:
         show = bool(self.reveal.value) and self.attempts > 0
         self.reveal.description = self._words[show]
-        if not show:
-            summary.value = ""
-        elif self.rubric is not None:
-            summary.value = box_html(self.rubric.model_answer, "neutral", "lesson-reference-answer")
-        else:
-            summary.value = box_html(self.question.explanation, "neutral", "lesson-explanation")
+        summary.value = self._reference if show else ""
 
 
 def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:

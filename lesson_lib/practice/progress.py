@@ -115,10 +115,13 @@ def _list(v, shape: str, limit: int = MAX_ATTEMPTS) -> list | None:
     return None if None in items else _bounded(items, limit)
 
 
-def _read(d, shape: str) -> dict | None:
-    """``d`` read as a ``shape`` record, each field checked; None if one is wrong."""
+def _read(d, shape: str, upgrade=None) -> dict | None:
+    """``d`` read as a ``shape`` record (first ``upgrade``-d from an older version), each field
+    checked; None if one is wrong."""
     if type(d) is not dict:
         return None
+    if upgrade:
+        d = upgrade(d)
     out = {}
     for key, check in _SHAPES[shape].items():
         v = d.get(key)
@@ -136,8 +139,6 @@ def _read(d, shape: str) -> dict | None:
 
 def _question_v1(e):
     """A version-1 question (``history`` of [answer, verdict]): an earlier version's answers."""
-    if type(e) is not dict:
-        return e
     pairs = e.get("history") or [[e.get("answer", ""), "self" if "self" in e else "review"]]
     if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
         return None
@@ -151,8 +152,6 @@ def _question_v1(e):
 
 def _exercise_v2(e):
     """A version-1 or 2 exercise: only its last check was kept (version 1 said "status")."""
-    if type(e) is not dict:
-        return e
     last = e.get("result", e.get("status"))
     passed = last == "passed"
     return {"message": "", "mistakes": [], "source": None, **e, "n_checks": e.get("checks"),
@@ -177,10 +176,10 @@ def migrate(raw) -> tuple[dict, list[str]]:
         raise ValueError("顶层的栏目类型不对")
 
     def question(e):
-        return _read(_question_v1(e) if version == 1 else e, "question")
+        return _read(e, "question", _question_v1 if version == 1 else None)
 
     found = [("questions", q, question(e)) for q, e in parts["questions"].items()]
-    found += [("exercises", name, _read(_exercise_v2(e) if version < 3 else e, "exercise"))
+    found += [("exercises", name, _read(e, "exercise", _exercise_v2 if version < 3 else None))
               for name, e in parts["exercises"].items()]
     found += [("earlier", q, _list(e, "question", MAX_EARLIER))
               for q, e in parts["earlier"].items()]

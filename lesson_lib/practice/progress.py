@@ -58,8 +58,7 @@ def current_version(item_id: str) -> str | None:
 
 
 def _own_field_id() -> str:
-    """The question whose entry the file keeps in a field of its own, ``interview`` (format 3): the
-    first uncounted one."""
+    """The question the file keeps in a field of its own, ``interview``: the first uncounted."""
     from lesson_lib.practice import questions
 
     return next(iter(questions.apart_ids()), "interview")
@@ -268,8 +267,7 @@ def _why(exc: OSError) -> str:
 
 
 def _replace_file(path: Path, text: str) -> None:
-    """Make ``path`` (a regular file or free) hold ``text`` at once: a new file beside it (O_EXCL,
-    never a link), then ``os.replace``."""
+    """Make ``path`` hold ``text`` at once: a new file beside it (O_EXCL), then ``os.replace``."""
     _refuse(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -301,8 +299,7 @@ def _unticked(entry: dict) -> bool:
 
 
 def _named(ids) -> str:
-    """Ids with where the lesson asks them: 「S3、S3b（第 3 节）、S7b（第 7 节）」 (an exercise's
-    name as it is)."""
+    """Ids with where the lesson asks them: 「S3、S3b（第 3 节）、S7b（第 7 节）」."""
     from lesson_lib.practice import questions
 
     def where(i):

@@ -14,8 +14,7 @@ from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
 
 
 def stored_answer(question, value):
-    """The answer as the progress file keeps it: a form's boxes as a JSON list (in box order), keys,
-    or text."""
+    """The answer as the progress file keeps it: text, sorted keys, or a JSON list of boxes."""
     if question.kind == "form":
         texts = checkers.form_values(question, value)
         return json.dumps([texts[b.name] for b in question.key.boxes], ensure_ascii=False)
@@ -25,8 +24,7 @@ def stored_answer(question, value):
 
 
 def _wire(controls: dict, show, submit=None):
-    """``controls.linked`` calling ``show(summary)`` on the learner's actions only; the summary is a
-    live region."""
+    """``controls.linked`` calling ``show(summary)`` (a live region) on the learner's actions."""
     wired = []
     summary = linked(controls, lambda s, _picture: wired and show(s), submit=submit, picture=None,
                      reader=False)
@@ -68,8 +66,7 @@ def _box_control(box):
 
 
 def _answer_controls(q, rows: int) -> tuple[dict, list]:
-    """The answer controls by name, and the rows to lay them out in (a box with its unit beside
-    it)."""
+    """The answer controls by name, and the rows they are laid out in (a unit beside its box)."""
     import ipywidgets as w
 
     if q.kind == "self":
@@ -165,8 +162,7 @@ class SelfTestWidget:
             self.assessment.value = box_html(quiz.assess(self.qid, marks[-1]).message, "review")
 
     def restore(self, stored) -> None:
-        """Set the controls from an answer as the progress file keeps it; anything unreadable
-        restores nothing."""
+        """Set the controls from a stored answer (``stored_answer``); an unreadable one: none."""
         values = {"choice": stored, "answer": stored}
         if self.kind == "form":
             with contextlib.suppress(ValueError, TypeError):
@@ -182,8 +178,7 @@ class SelfTestWidget:
                 control.value = bool(v) if isinstance(control.value, bool) else str(v or "")
 
     def value(self):
-        """The answer as the checker takes it: {box: text}, a choice key, the set of ticked keys, or
-        text."""
+        """The answer as the checker takes it: {box: text}, a key, the ticked keys, or text."""
         if self.kind == "form":
             return {name: "" if c.value is None else c.value for name, c in self.controls.items()}
         if self.kind == "multi":

@@ -41,8 +41,7 @@ class Feedback:
 
     @property
     def verdict(self) -> str:
-        """right, wrong, form (a box unreadable or empty), blank (nothing submitted), review (free
-        text) or self."""
+        """right, wrong, form (a box unreadable or empty), blank (nothing sent), review or self."""
         for head, verdict in _HEADS.items():
             if self.message.startswith(head):
                 return verdict
@@ -50,15 +49,13 @@ class Feedback:
 
     @property
     def blank(self) -> bool:
-        """Not an attempt, so nothing is recorded: nothing submitted, or a box empty or
-        unreadable."""
+        """Not an attempt, so not recorded: nothing submitted, or a box empty or unreadable."""
         return self.verdict in ("blank", "form")
 
 
 @dataclass(frozen=True)
 class Question:
-    """One question as data: ``kind`` (form, single, multi or self) picks its checker, ``key`` is
-    its answer key."""
+    """One question as data: its ``kind`` (form, single, multi, self) reads its ``key``."""
 
     id: str
     section: str  # where the question's idea is taught
@@ -96,8 +93,7 @@ class RubricPoint:
 
 @dataclass(frozen=True)
 class Rubric:
-    """A self-explanation's key: what a learner compares their own answer with (nothing reads
-    the answer's prose)."""
+    """A self-explanation's key: what learners compare their answer with (no prose is read)."""
 
     points: tuple[RubricPoint, ...]
     misconceptions: tuple[tuple[str, str], ...]  # (the wrong claim, why it is wrong)
@@ -130,8 +126,7 @@ _TEACHING_TEXT = {
 
 
 def _key_data(value):
-    """What json cannot write of a question key: a dataclass's fields but its teaching text and
-    functions."""
+    """What json cannot write of a key: a dataclass's fields but teaching text and functions."""
     if dataclasses.is_dataclass(value):
         out = {"type": type(value).__name__}
         for f in dataclasses.fields(value):
@@ -148,15 +143,13 @@ def _key_data(value):
 
 
 def question_version(prompt: str, key, kind: str = "") -> str:
-    """The fingerprint of what a question asks and accepts: a saved verdict is dropped when it no
-    longer matches."""
+    """The fingerprint of what a question asks and accepts; a saved verdict must match it."""
     data = json.dumps([kind, prompt, key], ensure_ascii=False, sort_keys=True, default=_key_data)
     return hashlib.sha256(data.encode("utf-8", "backslashreplace")).hexdigest()[:12]
 
 
 def box_html(text: str, tone: str = "neutral", css_class: str = "") -> str:
-    """Escaped text in a themed box: a right verdict is ok, a wrong one warn, anything else (no
-    verdict) a note."""
+    """Escaped text in a themed box: ok for a right verdict, warn for a wrong one, else a note."""
     inner = box(text_html(text), {"right": "ok", "wrong": "warn"}.get(tone, "note"))
     return f'<div class="{html.escape(css_class)}">{inner}</div>' if css_class else inner
 

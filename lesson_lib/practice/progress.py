@@ -57,17 +57,11 @@ def current_version(item_id: str) -> str | None:
     return None
 
 
-def _apart() -> tuple[str, ...]:
-    """The questions outside the quiz's count (§8's interview): done once self-assessed."""
+def _own_field_id() -> str:
+    """The question the file keeps in a field of its own, ``interview``: the first uncounted."""
     from lesson_lib.practice import questions
 
-    return questions.apart_ids()
-
-
-def _own_field_id() -> str:
-    """The question whose entry the file keeps in a field of its own, ``interview`` (format 3): the
-    first uncounted one."""
-    return next(iter(_apart()), "interview")
+    return next(iter(questions.apart_ids()), "interview")
 
 
 def empty() -> dict:
@@ -120,10 +114,13 @@ def _list(v, shape: str, limit: int = MAX_ATTEMPTS) -> list | None:
     return None if None in items else _bounded(items, limit)
 
 
-def _read(d, shape: str) -> dict | None:
-    """``d`` read as a ``shape`` record, each field checked; None if one is wrong."""
+def _read(d, shape: str, upgrade=None) -> dict | None:
+    """``d`` read as a ``shape`` record (first ``upgrade``-d from an older version), each field
+    checked; None if one is wrong."""
     if type(d) is not dict:
         return None
+    if upgrade:
+        d = upgrade(d)
     out = {}
     for key, check in _SHAPES[shape].items():
         v = d.get(key)
@@ -141,8 +138,6 @@ def _read(d, shape: str) -> dict | None:
 
 def _question_v1(e):
     """A version-1 question (``history`` of [answer, verdict]): an earlier version's answers."""
-    if type(e) is not dict:
-        return e
     pairs = e.get("history") or [[e.get("answer", ""), "self" if "self" in e else "review"]]
     if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
         return None
@@ -156,8 +151,6 @@ def _question_v1(e):
 
 def _exercise_v2(e):
     """A version-1 or 2 exercise: only its last check was kept (version 1 said "status")."""
-    if type(e) is not dict:
-        return e
     last = e.get("result", e.get("status"))
     passed = last == "passed"
     return {"message": "", "mistakes": [], "source": None, **e, "n_checks": e.get("checks"),
@@ -182,10 +175,10 @@ def migrate(raw) -> tuple[dict, list[str]]:
         raise ValueError("顶层的栏目类型不对")
 
     def question(e):
-        return _read(_question_v1(e) if version == 1 else e, "question")
+        return _read(e, "question", _question_v1 if version == 1 else None)
 
     found = [("questions", q, question(e)) for q, e in parts["questions"].items()]
-    found += [("exercises", name, _read(_exercise_v2(e) if version < 3 else e, "exercise"))
+    found += [("exercises", name, _read(e, "exercise", _exercise_v2 if version < 3 else None))
               for name, e in parts["exercises"].items()]
     found += [("earlier", q, _list(e, "question", MAX_EARLIER))
               for q, e in parts["earlier"].items()]
@@ -274,8 +267,7 @@ def _why(exc: OSError) -> str:
 
 
 def _replace_file(path: Path, text: str) -> None:
-    """Make ``path`` (a regular file or free) hold ``text`` at once: a new file beside it (O_EXCL,
-    never a link), then ``os.replace``."""
+    """Make ``path`` hold ``text`` at once: a new file beside it (O_EXCL), then ``os.replace``."""
     _refuse(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -300,12 +292,6 @@ def _shown(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text[:MAX_TEXT_CHARS])
 
 
-def _state(done, tried) -> str:
-    if done:
-        return "done"
-    return "tried" if tried else "todo"
-
-
 def _unticked(entry: dict) -> bool:
     """A self-assessment that left points unticked (said in the summary; done all the same)."""
     last = entry.get("attempts", [{}])[-1]  # an exercise's entry has none
@@ -313,8 +299,7 @@ def _unticked(entry: dict) -> bool:
 
 
 def _named(ids) -> str:
-    """Ids with where the lesson asks them: 「S3、S3b（第 3 节）、S7b（第 7 节）」 (an exercise's
-    name as it is)."""
+    """Ids with where the lesson asks them: 「S3、S3b（第 3 节）、S7b（第 7 节）」."""
     from lesson_lib.practice import questions
 
     def where(i):
@@ -325,9 +310,11 @@ def _named(ids) -> str:
 
 # The summary's lines: a kind of item, what "done" says, its unit
 _KINDS = (("题目", "已答对", "题"), ("代码练习", "已完成", "个"), ("面试自检", "已完成", "项"))
-# A tried item by its last verdict: the summary's words, what to do, the export's word
-_TRIED = {"review": ("写了还没自评", "勾出说到的要点，点「记录自评」。", "未自评")}
-_NOT_PASSED = ("做过但还没过", "", "未通过")
+# An item not done by its state (a tried question by its last verdict): the summary's words, what
+# to do, the export's word
+_NOT_DONE = {"todo": ("还没做", "", "未做"), "tried": ("做过但还没过", "", "未通过"),
+             "review": ("写了还没自评", "勾出说到的要点，点「记录自评」。", "未自评"),
+             "done": ("", "", "完成")}
 
 
 class Progress:
@@ -336,11 +323,11 @@ class Progress:
     Never raises for a bad file or place; touches only that file, its lock and files beside it."""
 
     def __init__(self, path: Path | str | None = None, exercise_ids=()):
-        from lesson_lib.practice.questions import question_ids
+        from lesson_lib.practice import questions
 
         self.path = Path(path) if path is not None else None
-        self.ids = question_ids()
-        self.apart = _apart()
+        self.ids = questions.question_ids()
+        self.apart = questions.apart_ids()  # outside the quiz's count: done once self-assessed
         self.exercise_ids = tuple(exercise_ids)
         self.data, self.notice = self._load() if path is not None else (empty(), "")
         self._pending = []  # changes not yet on disk (a failed save keeps them for the next one)
@@ -454,19 +441,23 @@ class Progress:
         return self.data["questions"].get(item_id) or self.data["exercises"].get(item_id, {})
 
     def items(self) -> list[tuple[str, str, str]]:
-        """(kind, name, done/tried/todo) for everything. A self-explanation (Q1, the interview) is
-        done once self-assessed, however many points were ticked: it is never graded."""
-        entries = {name: self.entry(name) for name in (*self.ids, *self.exercise_ids, *self.apart)}
-        states = {q: _state(e.get("solved") or e.get("final") == "self", e.get("n_attempts"))
-                  for q, e in entries.items()}
-        out = [("题目", q, states[q]) for q in self.ids]
-        out += [("代码练习", name, _state(e.get("passed"),
-                                          any(c["result"] != "todo" for c in e.get("checks", ()))))
-                for name, e in entries.items() if name in self.exercise_ids]
-        return out + [("面试自检", q, states[q]) for q in self.apart]
+        """(kind, name, done/tried/todo) for everything, in the summary's order."""
+        kinds = zip(_KINDS, (self.ids, self.exercise_ids, self.apart), strict=True)
+        return [(kind, name, self._state(name)) for (kind, _, _), ids in kinds for name in ids]
 
-    def _tried(self, name: str) -> tuple[str, str, str]:
-        return _TRIED.get(self.entry(name).get("final"), _NOT_PASSED)
+    def _state(self, name: str) -> str:
+        """A self-explanation (Q1, the interview) is done once self-assessed, however many points
+        were ticked: it is never graded. An exercise is tried once its code ran."""
+        e = self.entry(name)
+        if e.get("solved") or e.get("passed") or e.get("final") == "self":
+            return "done"
+        tried = e.get("n_attempts") or any(c["result"] != "todo" for c in e.get("checks", ()))
+        return "tried" if tried else "todo"
+
+    def _said(self, name: str, state: str) -> tuple[str, str, str]:
+        if state == "tried" and self.entry(name).get("final") == "review":
+            return _NOT_DONE["review"]
+        return _NOT_DONE[state]
 
     def all_done(self) -> bool:
         return all(state == "done" for _, _, state in self.items())
@@ -476,26 +467,23 @@ class Progress:
         items = self.items()
         lines = [self.notice] if self.notice else []
         for kind, done_says, unit in _KINDS:
-            names = {s: [n for k, n, state in items if k == kind and state == s]
-                     for s in ("done", "tried", "todo")}
-            if not any(names.values()):  # none of this kind in the lesson
+            mine = [(n, state) for k, n, state in items if k == kind]
+            if not mine:  # none of this kind in the lesson
                 continue
-            selfs = [n for n in names["done"] if kind == "题目"
-                     and self.entry(n).get("final") == "self"]
-            line = (f"{kind}：{done_says} {len(names['done']) - len(selfs)} / "
-                    f"{sum(map(len, names.values()))} {unit}。")
+            done = [n for n, state in mine if state == "done"]
+            selfs = [n for n in done if kind == "题目" and self.entry(n).get("final") == "self"]
+            line = f"{kind}：{done_says} {len(done) - len(selfs)} / {len(mine)} {unit}。"
             if selfs:
                 line += f"已自评：{_named(selfs)}。"
-            if unticked := [n for n in names["done"] if _unticked(self.entry(n))]:
+            if unticked := [n for n in done if _unticked(self.entry(n))]:
                 line += (f"自评还有没勾的要点：{_named(unticked)}。"
                          "对照参考答案补一补，再点「记录自评」。")
-            tried = {}
-            for name in names["tried"]:
-                tried.setdefault(self._tried(name), []).append(name)
-            for (says, todo, _), ids in tried.items():
+            not_done = {}
+            for name, state in sorted(mine, key=lambda m: m[1] == "todo"):  # the tried ones first
+                if state != "done":
+                    not_done.setdefault(self._said(name, state), []).append(name)
+            for (says, todo, _), ids in not_done.items():
                 line += f"{says}：{_named(ids)}。{todo}"
-            if names["todo"]:
-                line += f"还没做：{_named(names['todo'])}。"
             lines.append(line)
         if self.data["earlier"]:
             lines.append(f"另有旧版题目的作答，保留着、不计入：{'、'.join(self.data['earlier'])}。")
@@ -513,10 +501,9 @@ class Progress:
         lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{_now()}", ""]
         lines += [f"- {line}" for line in self.summary().splitlines()]
         lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]
-        words = {"done": "完成", "todo": "未做"}
         for kind, name, state in self.items():
             tries = self.entry(name).get("n_checks", self.entry(name).get("n_attempts", 0))
-            word = words.get(state) or self._tried(name)[2]
+            word = self._said(name, state)[2]
             lines.append(f"| {kind} | {name} | {word} | {tries} |")
         json_path = folder / "progress-export.json"
         md_path = folder / "progress-summary.md"

@@ -190,10 +190,9 @@ class _Reader:
             raise self.fail(field, "应当是一个数、一个 values 里的名字或它们的算式。")
         if not isinstance(value, str):
             return value
-        known = {}
-        for name, v in self.values.items():
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                known[name] = Poly.const(Fraction(str(v)))  # the exact number it prints as
+        known = {name: Poly.const(Fraction(str(v)))  # the exact number it prints as
+                 for name, v in self.values.items()
+                 if isinstance(v, int | float) and not isinstance(v, bool)}
         try:
             poly = checkers.parse_expression(value, {**known, **(unknown or {})})
         except checkers.ExpressionError:
@@ -241,10 +240,7 @@ class _Reader:
             if arg not in arguments:
                 known = "、".join(arguments) or "（无）"
                 raise self.fail(f"{field}.{arg}", f"{name} 没有这个参数：它的参数是 {known}。")
-            if arg in WORDS:
-                args[arg] = value
-            else:
-                args[arg] = self.number(value, f"{field}.{arg}")
+            args[arg] = value if arg in WORDS else self.number(value, f"{field}.{arg}")
         missing = [a for a, p in arguments.items() if p.default is p.empty and a not in spec]
         if missing:
             raise self.fail(field, f"缺少 {name} 的参数 {'、'.join(missing)}。")
@@ -271,8 +267,7 @@ class _Reader:
     def build(self, q: dict) -> Question:
         if "picture" in q:
             self.picture(q["picture"])
-        build_key = {"self": self.rubric, "form": self.form}.get(q["kind"], self.choices)
-        key = build_key(q)
+        key = {"self": self.rubric, "form": self.form}.get(q["kind"], self.choices)(q)
         explanation = q["explanation"]
         if q["kind"] == "self":  # what a self-explanation shows after the first answer
             explanation = key.text() + "\n" + key.model_answer
@@ -367,17 +362,11 @@ class _Reader:
         written = b.get("symbols", {})
         symbols = {k: self.number(v, f"{where}.symbols.{k}") for k, v in written.items()}
         target = self.number(b["target"], f"{where}.target", unknown)
-        hints = []
         rows = self.rows(b.get("hints", []), _HINT, ("value", "says"), f"{where}.hints")
-        for i, h in enumerate(rows):
-            value = self.number(h["value"], f"{where}.hints[{i}].value", unknown)
-            hints.append((value, h["says"]))
-        extra = {
-            "unit": b["unit"],
-            "hints": tuple(hints),
-            "placeholder": b["placeholder"],
-            "labels": tuple(b.get("labels", ())),
-        }
+        hints = tuple((self.number(h["value"], f"{where}.hints[{i}].value", unknown), h["says"])
+                      for i, h in enumerate(rows))
+        extra = dict(unit=b["unit"], hints=hints, placeholder=b["placeholder"],
+                     labels=tuple(b.get("labels", ())))
         if kind == "number":
             extra["generic"] = b["generic"]
             return checkers.NumberBox(b["name"], b["label"], target, symbols, **extra)

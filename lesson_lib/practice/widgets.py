@@ -14,8 +14,7 @@ from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
 
 
 def stored_answer(question, value):
-    """The answer as the progress file keeps it: a form's boxes as a JSON list (in box order), keys,
-    or text."""
+    """The answer as the progress file keeps it: text, sorted keys, or a JSON list of boxes."""
     if question.kind == "form":
         texts = checkers.form_values(question, value)
         return json.dumps([texts[b.name] for b in question.key.boxes], ensure_ascii=False)
@@ -25,8 +24,7 @@ def stored_answer(question, value):
 
 
 def _wire(controls: dict, show, submit=None):
-    """``controls.linked`` calling ``show(summary)`` on the learner's actions only; the summary is a
-    live region."""
+    """``controls.linked`` calling ``show(summary)`` (a live region) on the learner's actions."""
     wired = []
     summary = linked(controls, lambda s, _picture: wired and show(s), submit=submit, picture=None,
                      reader=False)
@@ -68,8 +66,7 @@ def _box_control(box):
 
 
 def _answer_controls(q, rows: int) -> tuple[dict, list]:
-    """The answer controls by name, and the rows to lay them out in (a box with its unit beside
-    it)."""
+    """The answer controls by name, and the rows they are laid out in (a unit beside its box)."""
     import ipywidgets as w
 
     if q.kind == "self":
@@ -86,11 +83,8 @@ def _answer_controls(q, rows: int) -> tuple[dict, list]:
         ticks = {k: _tick(f"{k}. {label}") for k, label in q.choices}
         return ticks, list(ticks.values())
     controls = {b.name: _box_control(b) for b in q.key.boxes}
-    laid_out = []
-    for b, control in zip(q.key.boxes, controls.values()):
-        unit = getattr(b, "unit", "")  # a number box's unit beside it
-        laid_out.append(w.HBox([control, w.Label(unit)]) if unit else control)
-    return controls, laid_out
+    units = [getattr(b, "unit", "") for b in q.key.boxes]  # a number box's unit beside it
+    return controls, [w.HBox([c, w.Label(u)]) if u else c for c, u in zip(controls.values(), units)]
 
 
 class SelfTestWidget:
@@ -111,10 +105,13 @@ class SelfTestWidget:
         self.submit = w.Button(description="提交", button_style="primary",
                                tooltip="检查答案（在框里按回车也可以）")
         self._words = ("显示解析", "隐藏解析")
+        self._reference = box_html(question.explanation, "neutral", "lesson-explanation")
         if self.rubric is not None:
             self.submit.description = "写好了，看要点"
             self.submit.tooltip = ""
             self._words = ("看参考答案", "收起参考答案")
+            self._reference = box_html(self.rubric.model_answer, "neutral",
+                                       "lesson-reference-answer")
         self.reveal = w.ToggleButton(description=self._words[0], disabled=True,
                                      tooltip=f"先作答一次，再{self._words[0]}",
                                      layout=w.Layout(width="auto", align_self="flex-start"))
@@ -165,8 +162,7 @@ class SelfTestWidget:
             self.assessment.value = box_html(quiz.assess(self.qid, marks[-1]).message, "review")
 
     def restore(self, stored) -> None:
-        """Set the controls from an answer as the progress file keeps it; anything unreadable
-        restores nothing."""
+        """Set the controls from a stored answer (``stored_answer``); an unreadable one: none."""
         values = {"choice": stored, "answer": stored}
         if self.kind == "form":
             with contextlib.suppress(ValueError, TypeError):
@@ -182,8 +178,7 @@ class SelfTestWidget:
                 control.value = bool(v) if isinstance(control.value, bool) else str(v or "")
 
     def value(self):
-        """The answer as the checker takes it: {box: text}, a choice key, the set of ticked keys, or
-        text."""
+        """The answer as the checker takes it: {box: text}, a key, the ticked keys, or text."""
         if self.kind == "form":
             return {name: "" if c.value is None else c.value for name, c in self.controls.items()}
         if self.kind == "multi":
@@ -215,12 +210,7 @@ class SelfTestWidget:
     def _on_reveal(self, summary) -> None:
         show = bool(self.reveal.value) and self.attempts > 0
         self.reveal.description = self._words[show]
-        if not show:
-            summary.value = ""
-        elif self.rubric is not None:
-            summary.value = box_html(self.rubric.model_answer, "neutral", "lesson-reference-answer")
-        else:
-            summary.value = box_html(self.question.explanation, "neutral", "lesson-explanation")
+        summary.value = self._reference if show else ""
 
 
 def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:

@@ -150,11 +150,24 @@ def test_a_bad_file_names_its_file_question_and_field(tmp_path, case):
     assert (err.value.file, err.value.question, err.value.field) == (path, qid, field)
 
 
-def test_a_toml_syntax_error_names_the_file(tmp_path):
-    path = _file(tmp_path, GOOD + "\n[[questions]\n")
+@pytest.mark.parametrize("bad", ["hi = twelve", "[[questions]"])
+def test_a_toml_syntax_error_names_the_file_line_and_column(tmp_path, bad):
+    text = GOOD.replace('id = "X1"', f'id = "X1"\n{bad}', 1)
+    path = _file(tmp_path, text, "bad.toml")  # no digit in the name: the message's first are the place
     with pytest.raises(questions.QuestionDataError) as err:
         questions.read_file(path)
-    assert err.value.file == path and err.value.question == ""
+    assert (err.value.file, err.value.question, err.value.field) == (path, "", "")
+    line = text.splitlines().index(bad) + 1
+    assert re.findall(r"\d+", str(err.value))[0] == str(line)
+
+
+@pytest.mark.parametrize("text, named", [("{}", "d_model"), ("d_model}", "{d_model}"),
+                                         ("{d_model:,.q}", "{d_model:,}")])
+def test_a_placeholder_error_shows_this_files_own_names(tmp_path, text, named):
+    path = _file(tmp_path, GOOD.replace("解析：{d_model}", f"解析：{text}", 1))
+    with pytest.raises(questions.QuestionDataError) as err:
+        questions.read_file(path)
+    assert named in str(err.value)
 
 
 def test_the_picture_names_a_section_function_that_exists(tmp_path):

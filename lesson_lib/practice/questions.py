@@ -38,8 +38,10 @@ class QuestionDataError(ValueError):
         self.question = question
         self.field = field
         where = f"题目 {question} 的" if question else ""
+        if field:  # "" for the file's TOML itself
+            where += f"字段「{field}」"
         guide = "（格式见 README「改编这节课」）"
-        super().__init__(f"题目文件 {self.file.name}：{where}字段「{field}」{problem}{guide}")
+        super().__init__(f"题目文件 {self.file.name}：{where}{problem}{guide}")
 
 
 # ------------------------------------------------------------------ the allowed lesson functions
@@ -172,15 +174,18 @@ class _Reader:
                 start = template[i:].split()[0][:10]
                 return f"里从「{start}」开始的「{{」没有配对的「}}」：占位符写成 {{名字}}。"
             if brace == "}":
-                return (f"里「{template[max(0, i - 9):i + 1]}」的「}}」前面没有「{{」："
-                        "要显示花括号本身，写成 {{ 和 }}。")
+                name = re.search(r"\w*$", template[:i])[0] or "名字"  # a placeholder missing its {
+                return (f"里「{template[max(0, i - 9):i + 1]}」的「}}」前面没有「{{」：若是占位符，"
+                        f"补上「{{」：{{{name}}}；要显示花括号本身，写成 {{{{ 和 }}}}。")
         for _, name, spec, _ in string.Formatter().parse(template):
             if name is not None and not name.isidentifier():
-                return f"里的 {{{name}}} 要写 values 里的一个名字，例如 {{d_k}}。"
+                known = "、".join(self.values) or "（这个文件没有 values）"
+                return f"里的 {{{name}}} 要写 values 里的一个名字：{known}。"
             try:
                 format(self.values.get(name, 0), spec)
             except (ValueError, TypeError):
-                return f"里 {{{name}:{spec}}} 的格式写错了：可以写 {{x:,}}（千分位）、{{x:.2f}}。"
+                return (f"里 {{{name}:{spec}}} 的格式写错了：可以写 {{{name}:,}}（千分位）、"
+                        f"{{{name}:.2f}}（两位小数）。")
         return "里的占位符写法不对：写成 {名字} 或 {名字:格式}。"
 
     def number(self, value, field: str, unknown: dict | None = None):
@@ -387,6 +392,22 @@ class _Reader:
         )
 
 
+# TOML's common complaints (in English) by how they start, said in Chinese with what to do
+_TOML_SAYS = {"Invalid value": "值读不了：文字要用英文双引号括起来，数字直接写",
+              "Expected '='": "缺「=」：每项写成 名字 = 值",
+              "Un": "引号或括号没有配对：文字前后各一个英文双引号，[ 要有 ]，{ 要有 }",
+              "Cannot": "名字重复了：同一个表里每个名字只写一次"}
+
+
+def _toml_problem(message: str) -> str:
+    """tomllib's error in Chinese: where (its line and column, when it says) and what to do."""
+    place = re.search(r"at line (\d+), column (\d+)", message)
+    where = f"第 {place[1]} 行第 {place[2]} 列的" if place else "文件里"
+    general = "写法不对：文字用英文双引号括起来，数字直接写，表头写成 [[questions]]"
+    says = next((s for start, s in _TOML_SAYS.items() if message.startswith(start)), general)
+    return f"{where}{says}。"
+
+
 def read_file(path: Path, bank: dict | None = None) -> list[Question]:
     """One file's questions, checked whole (``QuestionDataError`` names what is wrong). ``bank``
     ({id: (file, question)} of the files read before) refuses an id used again, and gains them."""
@@ -397,7 +418,7 @@ def read_file(path: Path, bank: dict | None = None) -> list[Question]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise reader.fail("（TOML 写法）", f"读不了：{exc}") from None
+        raise reader.fail("", _toml_problem(str(exc))) from None
     reader.table(data, _FILE, ("questions",), "")
     reader.read_values(data.get("values", {}), "values")
     out = []

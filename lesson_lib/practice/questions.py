@@ -38,8 +38,7 @@ class QuestionDataError(ValueError):
         self.question = question
         self.field = field
         where = f"题目 {question} 的" if question else ""
-        if field:  # "" for the file's TOML itself
-            where += f"字段「{field}」"
+        where += f"字段「{field}」" if field else ""  # "" for the file's TOML itself
         guide = "（格式见 README「改编这节课」）"
         super().__init__(f"题目文件 {self.file.name}：{where}{problem}{guide}")
 
@@ -396,16 +395,8 @@ class _Reader:
 _TOML_SAYS = {"Invalid value": "值读不了：文字要用英文双引号括起来，数字直接写",
               "Expected '='": "缺「=」：每项写成 名字 = 值",
               "Un": "引号或括号没有配对：文字前后各一个英文双引号，[ 要有 ]，{ 要有 }",
-              "Cannot": "名字重复了：同一个表里每个名字只写一次"}
-
-
-def _toml_problem(message: str) -> str:
-    """tomllib's error in Chinese: where (its line and column, when it says) and what to do."""
-    place = re.search(r"at line (\d+), column (\d+)", message)
-    where = f"第 {place[1]} 行第 {place[2]} 列的" if place else "文件里"
-    general = "写法不对：文字用英文双引号括起来，数字直接写，表头写成 [[questions]]"
-    says = next((s for start, s in _TOML_SAYS.items() if message.startswith(start)), general)
-    return f"{where}{says}。"
+              "Cannot": "名字重复了：同一个表里每个名字只写一次",
+              "": "写法不对：文字用英文双引号括起来，数字直接写，表头写成 [[questions]]"}  # others
 
 
 def read_file(path: Path, bank: dict | None = None) -> list[Question]:
@@ -417,8 +408,11 @@ def read_file(path: Path, bank: dict | None = None) -> list[Question]:
     reader = _Reader(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise reader.fail("", _toml_problem(str(exc))) from None
+    except tomllib.TOMLDecodeError as exc:  # its English said in Chinese, at its line and column
+        place = re.search(r"at line (\d+), column (\d+)", str(exc))
+        where = f"第 {place[1]} 行第 {place[2]} 列的" if place else "文件里"
+        says = next(said for start, said in _TOML_SAYS.items() if str(exc).startswith(start))
+        raise reader.fail("", where + says + "。") from None
     reader.table(data, _FILE, ("questions",), "")
     reader.read_values(data.get("values", {}), "values")
     out = []

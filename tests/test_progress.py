@@ -492,6 +492,12 @@ def test_a_self_assessment_is_worked_through_never_right(path):
     assert entry["final"] == "self" and not entry["solved"]
     assert entry["attempts"][-1]["covered"] == [points[0].name, points[1].name]
     assert ("Q1", "done") in _states(p)  # worked through, never "right"
+    counted = re.search(r"(\d+) / (\d+)", p.summary().splitlines()[0]).groups()
+    assert counted == ("1", str(len(qq.question_ids())))  # the question line counts it done
+    page = p.export(path.parent / "out")[1].read_text(encoding="utf-8")
+    state = {cells[2].strip(): cells[3] for cells in (line.split("|") for line in page.splitlines())
+             if len(cells) == 6}  # fmt: skip
+    assert re.findall(r"\d+", state["Q1"]) == ["2", str(len(points))]  # how much it ticked, said
     names = [point.name for point in qq.question(INTERVIEW).key.points]
     p.record(_interview_assess(names[:2]), "…", of=len(names))
     assert not p.entry(INTERVIEW)["complete"]
@@ -504,6 +510,12 @@ def test_the_summary_names_where_each_question_is_asked():
     """「S7b（第 7 节）」: the section of the file that asks it (Q2 is §10's, about §3)."""
     asked = [int(re.search(r"\d+", qq.asked_in(q))[0]) for q in ("S2", "S7b", "Q2", INTERVIEW)]
     assert asked == [2, 7, 10, 8]
+
+
+def test_the_summary_names_each_exercise_with_its_section():
+    """The sections' registry handed in: 「count_multiplies（第 4 节）」, by the module defining it."""
+    line = Progress(None, exercises.EXERCISES).summary().splitlines()[1]
+    assert re.findall(r"\d+", line) == ["0", str(len(exercises.EXERCISES)), "3", "4"]
 
 
 def test_an_answer_longer_than_the_file_keeps_is_said(path):

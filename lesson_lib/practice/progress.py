@@ -298,21 +298,31 @@ def _unticked(entry: dict) -> bool:
     return last.get("verdict") == "self" and len(last.get("covered") or ()) < (last.get("of") or 0)
 
 
-def _named(ids) -> str:
-    """Ids with where the lesson asks them: 「S3、S3b（第 3 节）、S7b（第 7 节）」."""
+def _places(exercises) -> dict[str, str]:
+    """{name: 「第 N 节」} of the sections' {name: Exercise}, by the module that defines each."""
+    modules = {n: e.solution.__module__ for n, e in getattr(exercises, "items", dict)()}  # or names
+    numbers = {n: re.search(r"\.s(\d+)_", module) for n, module in modules.items()}
+    return {n: f"第 {int(m[1])} 节" for n, m in numbers.items() if m}
+
+
+def _named(ids, places: dict) -> str:
+    """Ids with where the lesson asks them (exercises': ``places``): 「S3、S3b（第 3 节）」."""
     from lesson_lib.practice import questions
 
     def where(i):
-        return f"（{questions.asked_in(i)}）" if current_version(i) else ""
+        place = places.get(i) or (current_version(i) and questions.asked_in(i))
+        return f"（{place}）" if place else ""
 
     return "、".join("、".join(run) + w for w, run in itertools.groupby(ids, key=where))
 
 
-# The summary's lines: a kind of item, what "done" says, its unit
-_KINDS = (("题目", "已答对", "题"), ("代码练习", "已完成", "个"), ("面试自检", "已完成", "项"))
+_SHORTER = "请写短一些，或自己另存全文。"  # the learner's to-do after an answer cut short
+# The summary's lines: a kind of item, its unit
+_KINDS = (("题目", "题"), ("代码练习", "个"), ("面试自检", "项"))
 # An item not done by its state (a tried question by its last verdict): the summary's words, what
-# to do, the export's word
-_NOT_DONE = {"todo": ("还没做", "", "未做"), "tried": ("做过但还没过", "", "未通过"),
+# to do (the learner's summary only), the export's word
+_NOT_DONE = {"todo": ("还没做", "", "未做"),
+             "tried": ("做过但还没过", "看提示再试一次。", "未通过"),
              "review": ("写了还没自评", "勾出说到的要点，点「记录自评」。", "未自评"),
              "done": ("", "", "完成")}
 
@@ -329,6 +339,7 @@ class Progress:
         self.ids = questions.question_ids()
         self.apart = questions.apart_ids()  # outside the quiz's count: done once self-assessed
         self.exercise_ids = tuple(exercise_ids)
+        self.places = _places(exercise_ids)  # where each exercise is, when the caller says
         self.data, self.notice = self._load() if path is not None else (empty(), "")
         self._pending = []  # changes not yet on disk (a failed save keeps them for the next one)
         self.listeners = []  # called after every change (the summary widgets)
@@ -387,8 +398,8 @@ class Progress:
             return
         kept = answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else sorted(map(str, answer))
         if len(kept) < len(answer):  # the file keeps a bounded answer: said, never silently lost
-            self.notice = (f"{fb.question_id} 的回答有 {len(answer)} 字，进度里只保存了前 "
-                           f"{MAX_ANSWER_CHARS} 字；请写短一些，或自己另存全文。")
+            self.notice = (f"{fb.question_id} 的回答超长（{len(answer)} 字），只保存了前 "
+                           f"{MAX_ANSWER_CHARS} 字。{_SHORTER}")
         attempt = {"answer": kept, "verdict": fb.verdict,
                    "mistake": _shown(";".join(fb.mistakes)) or None,
                    "question_version": fb.version or current_version(fb.question_id)}
@@ -443,7 +454,7 @@ class Progress:
     def items(self) -> list[tuple[str, str, str]]:
         """(kind, name, done/tried/todo) for everything, in the summary's order."""
         kinds = zip(_KINDS, (self.ids, self.exercise_ids, self.apart), strict=True)
-        return [(kind, name, self._state(name)) for (kind, _, _), ids in kinds for name in ids]
+        return [(kind, name, self._state(name)) for (kind, _), ids in kinds for name in ids]
 
     def _state(self, name: str) -> str:
         """A self-explanation (Q1, the interview) is done once self-assessed, however many points
@@ -462,28 +473,30 @@ class Progress:
     def all_done(self) -> bool:
         return all(state == "done" for _, _, state in self.items())
 
-    def summary(self) -> str:
-        """The learner's summary in Chinese: a line per kind (with what to do next), the total."""
+    def summary(self, teacher: bool = False) -> str:
+        """The summary in Chinese: a line per kind (the learner's with what to do), the total."""
         items = self.items()
-        lines = [self.notice] if self.notice else []
-        for kind, done_says, unit in _KINDS:
+        notice = self.notice.removesuffix(_SHORTER) if teacher else self.notice
+        lines = [notice] if notice else []
+        for kind, unit in _KINDS:
             mine = [(n, state) for k, n, state in items if k == kind]
             if not mine:  # none of this kind in the lesson
                 continue
             done = [n for n, state in mine if state == "done"]
             selfs = [n for n in done if kind == "题目" and self.entry(n).get("final") == "self"]
-            line = f"{kind}：{done_says} {len(done) - len(selfs)} / {len(mine)} {unit}。"
-            if selfs:
-                line += f"已自评：{_named(selfs)}。"
+            line = f"{kind}：已完成 {len(done)} / {len(mine)} {unit}。"
+            if selfs:  # a self-explanation is never 答对: done once self-assessed
+                line += f"其中答对 {len(done) - len(selfs)} {unit}，"
+                line += f"自评 {len(selfs)} {unit}：{_named(selfs, self.places)}。"
             if unticked := [n for n in done if _unticked(self.entry(n))]:
-                line += (f"自评还有没勾的要点：{_named(unticked)}。"
-                         "对照参考答案补一补，再点「记录自评」。")
+                line += f"自评还有没勾的要点：{_named(unticked, self.places)}。"
+                line += "" if teacher else "对照参考答案补一补，再点「记录自评」。"
             not_done = {}
             for name, state in sorted(mine, key=lambda m: m[1] == "todo"):  # the tried ones first
                 if state != "done":
                     not_done.setdefault(self._said(name, state), []).append(name)
             for (says, todo, _), ids in not_done.items():
-                line += f"{says}：{_named(ids)}。{todo}"
+                line += f"{says}：{_named(ids, self.places)}。{'' if teacher else todo}"
             lines.append(line)
         if self.data["earlier"]:
             lines.append(f"另有旧版题目的作答，保留着、不计入：{'、'.join(self.data['earlier'])}。")
@@ -499,11 +512,14 @@ class Progress:
             folder = self.path.parent if self.path else Path.cwd()
         folder = Path(folder)
         lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{_now()}", ""]
-        lines += [f"- {line}" for line in self.summary().splitlines()]
-        lines += ["", "| 类别 | 项目 | 状态 | 尝试次数 |", "| --- | --- | --- | --- |"]
+        lines += [f"- {line}" for line in self.summary(teacher=True).splitlines()]
+        lines += ["", "| 类别 | 项目 | 状态 | 提交次数（含自评） |", "| --- | --- | --- | --- |"]
         for kind, name, state in self.items():
             tries = self.entry(name).get("n_checks", self.entry(name).get("n_attempts", 0))
             word = self._said(name, state)[2]
+            last = self.entry(name).get("attempts", [{}])[-1]
+            if state == "done" and last.get("verdict") == "self":  # how much it ticked, said
+                word += f"（自评 {len(last.get('covered') or ())}/{last.get('of') or 0}）"
             lines.append(f"| {kind} | {name} | {word} | {tries} |")
         json_path = folder / "progress-export.json"
         md_path = folder / "progress-summary.md"
@@ -528,4 +544,5 @@ def default_progress(exercise_ids=()) -> Progress:
     if _DEFAULT is None or _DEFAULT.path != default_path():
         _DEFAULT = Progress(default_path())
     _DEFAULT.exercise_ids = tuple(dict.fromkeys((*_DEFAULT.exercise_ids, *exercise_ids)))
+    _DEFAULT.places.update(_places(exercise_ids))
     return _DEFAULT

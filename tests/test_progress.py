@@ -494,6 +494,7 @@ def test_a_self_assessment_is_worked_through_never_right(path):
     assert ("Q1", "done") in _states(p)  # worked through, never "right"
     counted = re.search(r"(\d+) / (\d+)", p.summary().splitlines()[0]).groups()
     assert counted == ("1", str(len(qq.question_ids())))  # the question line counts it done
+    assert "0" not in re.findall(r"\d+", p.summary().splitlines()[0])  # no count of none right
     page = p.export(path.parent / "out")[1].read_text(encoding="utf-8")
     state = {cells[2].strip(): cells[3] for cells in (line.split("|") for line in page.splitlines())
              if len(cells) == 6}  # fmt: skip
@@ -524,6 +525,9 @@ def test_an_answer_longer_than_the_file_keeps_is_said(path):
     p.record(quiz.check("Q1", long), long)
     assert len(_new(path).entry("Q1")["answer"]) == progress.MAX_ANSWER_CHARS
     assert str(len(long)) in p.notice and p.notice in p.summary()  # the learner is told
+    page = _new(path).export(path.parent / "out")[1].read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith("| 题目 | Q1 |"))
+    assert str(progress.MAX_ANSWER_CHARS) in row  # a later session's export still says the cut
 
 
 def test_the_item_list_is_data_not_an_import_time_registry():

@@ -486,7 +486,8 @@ class Progress:
             selfs = [n for n in done if kind == "题目" and self.entry(n).get("final") == "self"]
             line = f"{kind}：已完成 {len(done)} / {len(mine)} {unit}。"
             if selfs:  # a self-explanation is never 答对: done once self-assessed
-                line += f"其中答对 {len(done) - len(selfs)} {unit}，"
+                right = len(done) - len(selfs)
+                line += f"其中答对 {right} {unit}，" if right else "其中"  # no 「答对 0 题」
                 line += f"自评 {len(selfs)} {unit}：{_named(selfs, self.places)}。"
             if unticked := [n for n in done if _unticked(self.entry(n))]:
                 line += f"自评还有没勾的要点：{_named(unticked, self.places)}。"
@@ -520,6 +521,9 @@ class Progress:
             last = self.entry(name).get("attempts", [{}])[-1]
             if state == "done" and last.get("verdict") == "self":  # how much it ticked, said
                 word += f"（自评 {len(last.get('covered') or ())}/{last.get('of') or 0}）"
+            cut = isinstance(last.get("answer"), str) and len(last["answer"]) == MAX_ANSWER_CHARS
+            if cut:  # the file keeps no sign of a cut: a later export says it may be one
+                word += f"（已到 {MAX_ANSWER_CHARS} 字上限，可能被截断）"
             lines.append(f"| {kind} | {name} | {word} | {tries} |")
         json_path = folder / "progress-export.json"
         md_path = folder / "progress-summary.md"

@@ -91,5 +91,7 @@ def kv_sharing_text(d_model: int, h: int, groups: int) -> str:
     body = [[r.name, r.kv_heads, r.projection_params, r.cache_per_token,
              f"1/{full // r.cache_per_token}" if r.cache_per_token < full else "1"] for r in rows]
     title = f"d_model = {d_model}，h = {h} 个查询头，每头宽度 d_k = {rows[0].d_k}（每一层）："
-    return title + "\n" + text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "占多头缓存"],
-                                     body)
+    table = text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "占多头缓存"], body)
+    # a g that is one of the two rows says so, where its own row would be
+    same = {h: f"groups = {h} = h：就是多头本身", 1: "groups = 1：就是多查询"}.get(groups)
+    return f"{title}\n{table}" + (f"\n{same}" if same else "")

@@ -384,9 +384,13 @@ COLD_READER = [
     # round 40: a wrong value's echo quotes what was typed; a note false of this box (its own h); two numbers named;
     # 0 as a divisor; the box's own other name with no "="; n in a box whose answer has none
     ("Q2", ["512/8", "不变"], W, "d_k=64"), ("Q2", ["1e3", "不变"], W, ""),
-    ("Q3", ["512n² (h=1)", "512n²"], F, "multi"), ("Q6", ["64", "512 个（4 组）"], F, "cache"),
-    ("Q2", ["512/0", "不变"], F, "d_k"), ("Q6", ["64 (d_v 64)", "512"], F, "d_k"),
+    ("Q3", ["512n² (h=1)", "512n²"], F, "multi"), ("Q6", ["64", "512 个（4 组）"], R, ""),
+    ("Q2", ["512/0", "不变"], F, "d_k"), ("Q6", ["64 (d_v 64)", "512"], R, ""),
     ("Q6", ["64 (d_v = 64)", "512"], R, ""), ("Q6", ["64", "512 n 方"], F, "cache"),
+    # round 41: 「(d_v N)」 and 「, d_v=N」 say the box's other name; 「(N 组)」 is a remark on g, as 「(N 个头)」 on h
+    ("Q2", ["32 (d_v 32)", "不变"], R, ""), ("Q2", ["32, d_v=32", "不变"], R, ""),
+    ("Q2", ["64 (d_v 64)", "不变"], W, "d_k=64"), ("Q2", ["32 (d_v 64)", "不变"], F, "d_k"),
+    ("Q6", ["64", "512（4 组键值）"], R, ""), ("Q6", ["64", "512 个（12 组）"], F, "cache"),
 ]
 
 TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + COLD_READER + CHOICES + SELF
@@ -407,5 +411,5 @@ MEANT_RIGHT = [
     ("S3", ["八", "十二", "六十四"]), ("S4", ["八万", "一百二十八万"]), ("S4b", ["四万", "会"]),
     ("S4c", ["六十四", "235.9296万"]),
     ("Q2", ["512//16", "不变"]), ("Q2", ["32)", "不变"]), ("Q2", ["32；不变", "不变"]), ("Q2", ["32；不变", ""]),
-    ("Q6", ["64", "512 个（4 组）"]), ("Q6", ["64 (d_v 64)", "512"]),
+    ("Q2", ["32 (d_v 64)", "不变"]),
 ]

@@ -333,7 +333,8 @@ def test_an_unread_box_echoes_what_it_read(text):
     [("Q2", ["HEAD=32", "不变"], "HEAD"), ("Q3", ["O(n^2 d)", "512n²"], "O"), ("Q2", ["32 64", "不变"], "32 64"),
      ("Q2", ["32)", "不变"], "32)"), ("Q2", ["32 (64)", "不变"], "32 (64)"),
      ("Q6", ["64", "1536（不分组）"], "不分组"), ("Q2", ["32（8 个头）", "不变"], "8 个头"),
-     ("Q3", ["512n²", "512n² (h=8)"], "h=8")],
+     ("Q3", ["512n²", "512n² (h=8)"], "h=8"), ("Q2", ["512/0", "不变"], "512/0"),
+     ("Q6", ["64", "512 个（12 组）"], "12 组")],
 )  # fmt: skip
 def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
     """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""

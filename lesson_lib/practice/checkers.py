@@ -89,9 +89,10 @@ class Poly:
         return Poly.make((p + q, a * b) for p, a in self.terms for q, b in other.terms)
 
     def divide(self, other: Poly) -> Poly:
-        if other.degree > 0 or other.constant == 0:
-            with_n = "，不能除以含 n 的式子" if other.degree > 0 else ""
-            raise ExpressionError(f"不能除以「{other}」：只能除以不为 0 的数{with_n}。")
+        if other.degree > 0:
+            raise ExpressionError(f"不能除以「{other}」：只能除以一个数，不能除以含 n 的式子。")
+        if other.constant == 0:  # read_value quotes the box and says what to do
+            raise ExpressionError("除数是 0", "zero")
         return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
@@ -181,7 +182,9 @@ _WORDS = re.compile(rf"(?:{_WORD})(?:\s*(?:{_WORD}))*")
 _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为")
 _CHANGES = re.compile(r"[倍半乘除加减方根到千万亿]|或(?!许)|分之|[大小多少]于|超过|至[少多]"
                       r"|最[多少]|以[上下内]|之间|还是|如果|假如|要是|若|除了|(?<=[\d)])\s*多")
-_HEADS = re.compile(r"(?<![\w.^])(\d+)\s*(?=头)")  # 「(16 个头)」 in a note says h = 16
+# 「(16 个头)」 in a note says h = 16, 「(4 组)」 says g = 4 (where the box has that symbol)
+_COUNTED = {name: re.compile(rf"(?<![\w.^])(\d+)\s*(?={unit})")
+            for name, unit in (("h", "头"), ("g", "组"))}
 # 「A 和 B 一样」 says A = B
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
@@ -218,6 +221,7 @@ _FOLDED = [
     (r"^[\s:]+|[。!?;:,、\s]+$", ""),  # 「答：32。」 (full-width forms are ASCII by now)
     (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
     (_NAME, lambda m: ALIASES.get(m[0], m[0])),
+    (r"(?<=\()\s*(d_[a-z]+|h)\s+(?=\d+(?:\.\d+)?\s*\))", r"\1 = "),  # (d_v 32) says d_v = 32
 ]
 
 
@@ -351,7 +355,7 @@ def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> list[st
         kept = [piece for piece in pieces if _remark(piece, raw, symbols, labels)]
     for last, piece in pairwise(kept):
         joined = last.endswith("=") or piece.startswith("=")
-        named = {last.split("=")[0].strip(), piece.split("=")[0].strip()} <= set(labels)
+        named = piece.split("=")[0].strip() in labels  # 「32, d_v=32」, 「d_k：32；d_v：32」
         if not (joined or named):
             raise _several(raw)
     return kept
@@ -374,8 +378,9 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
         if not _WORDS.search(m.group(1)):
             return m.group()
         inner = m.group(1)
-        if "h" in symbols:
-            inner = _HEADS.sub(r"h = \1 ", inner)
+        for name in set(_COUNTED) & set(symbols):
+            said, times = _COUNTED[name].subn(rf"{name} = \1 ", inner)
+            inner = said if times == 1 else inner  # 「4 组键 + 4 组值」 is a sum, not a remark
         body = " = ".join(_pieces(inner, raw, symbols, labels, remark=True))
         if not body.strip("= ") or _remark(body, raw, symbols, labels):
             return " "
@@ -398,6 +403,9 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
         return _read(as_text(text).strip(), symbols, labels), ""
     except ExpressionError as exc:  # a quote as typed: 「HEAD」, not the parser's 「head」
         typed = as_text(text)
+        if exc.reason == "zero":
+            said = f"这一栏读到的是「{typed.strip()}」：{exc}；请填{_wanted(symbols)}。"
+            exc = ExpressionError(said, "zero")
         quoted = re.sub(r"(?<=「)[^「」]+(?=」)",
                         lambda m: (re.search(re.escape(m[0]), typed, re.I) or m)[0], str(exc))
         return None, Unread(quoted, exc.reason)
@@ -454,12 +462,17 @@ def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
         return None
 
 
+def _wanted(symbols: dict) -> str:
+    """What a box takes, said to the learner: 一个数，或用 d_model、h 写出的式子."""
+    return f"一个数，或用 {'、'.join(sorted(symbols))} 写出的式子" if symbols else "一个数"
+
+
 def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
     values = [_parse(side, symbols, labels) for side in sides if side and side not in labels]
     if not values and (named := [side for side in sides if side in labels]):
-        some = f"一个数，或用 {'、'.join(sorted(symbols))} 写出的式子" if symbols else "一个数"
-        raise ExpressionError(f"{named[0]} 就是要填的量：请填它的值（{some}）。", "no_number")
+        raise ExpressionError(f"{named[0]} 就是要填的量：请填它的值（{_wanted(symbols)}）。",
+                              "no_number")
     if not values:
         raise ExpressionError("这一栏里没有读到数或式子。", "no_number")
     if len(set(values)) > 1:

@@ -27,7 +27,8 @@ INTERVIEW = "面试"  # §8's, a question of the bank outside the quiz's count
 CHANGED_SINCE_THE_MOVE = {
     "Q5": "asked inside §6 now: its prompt no longer points to §6 from outside (cold read)",
     "Q3": "its single-head box reads h = 1, d_k = d_model: a note (h=8) there was accepted, (h=1) refused",
-    "Q6": "its cache box says 个, not 个数, and lost a hint the full-cache hint always shadowed; its prompt glosses 键值缓存",
+    "Q6": "its cache box says 个, not 个数, and lost a hint the full-cache hint always shadowed; "
+          "its prompt glosses 键值缓存",
 }
 
 

@@ -205,9 +205,11 @@ def values(case, got, want, low, nonfinite, variants, advice) -> None:
 
 
 def _cannot_travel(exc: BaseException) -> str:
-    return (f"检查器没能拿到你的函数（{_describe(exc)}）：你的函数用到了函数外面的一个对象"
-            "（例如线程锁、生成器、打开的文件），检查器在另一个进程里运行函数，拿不过去；"
-            "函数里只用参数和 numpy。")
+    """Pickle's English is dropped, the type it names kept (cannot pickle '_thread.lock')."""
+    named = re.search(r"'([\w.]+)'", str(exc))
+    kind = f"（类型 {named[1]}）" if named else ""
+    return (f"检查器没能拿到你的函数：它用到了函数外面的一个对象{kind}，例如线程锁、生成器、"
+            "打开的文件；检查器在另一个进程里运行函数，拿不过去。函数里只用参数和 numpy。")
 
 
 def _todo(ex) -> str:
@@ -286,7 +288,8 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
     source = ""
     with contextlib.suppress(OSError, TypeError):  # IPython keeps each cell's text for getsource
         source = textwrap.dedent(inspect.getsource(fn))[:20_000]
-    learner = ex.learner_name
+    named = getattr(fn, "__name__", "")  # the learner's own name for it, in what the checker says
+    learner = named if named.isidentifier() else ex.learner_name
     result = partial(ExerciseResult, ex.name, source=source or None)
     if _is_stub(source):
         return result("todo", _todo(ex))

@@ -160,6 +160,7 @@ def test_a_toml_syntax_error_names_the_file_line_and_column(tmp_path, bad):
     assert (err.value.file, err.value.question, err.value.field) == (path, "", "")
     line = text.splitlines().index(bad) + 1
     assert re.findall(r"\d+", str(err.value))[0] == str(line)
+    assert f"「{bad}」" in str(err.value)  # the line quoted as typed
 
 
 @pytest.mark.parametrize("text, named", [("{}", "d_model"), ("d_model}", "{d_model}"),

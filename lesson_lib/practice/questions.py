@@ -396,6 +396,7 @@ _TOML_SAYS = {"Invalid value": "值读不了：文字要用英文双引号括起
               "Expected '='": "缺「=」：每项写成 名字 = 值",
               "Un": "引号或括号没有配对：文字前后各一个英文双引号，[ 要有 ]，{ 要有 }",
               "Cannot": "名字重复了：同一个表里每个名字只写一次",
+              "Expected ']": "表头没写完：写成 [[questions]] 或 [values]，方括号成对",
               "": "写法不对：文字用英文双引号括起来，数字直接写，表头写成 [[questions]]"}  # others
 
 
@@ -406,11 +407,15 @@ def read_file(path: Path, bank: dict | None = None) -> list[Question]:
     if bank is None:
         bank = {}
     reader = _Reader(path)
+    text = path.read_text(encoding="utf-8")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # its English said in Chinese, at its line and column
         place = re.search(r"at line (\d+), column (\d+)", str(exc))
-        where = f"第 {place[1]} 行第 {place[2]} 列的" if place else "文件里"
+        where = "文件里"
+        if place:  # the line quoted as written (tomllib counts lines by \n)
+            line = text.split("\n")[int(place[1]) - 1].strip()[:60]
+            where = f"第 {place[1]} 行「{line}」第 {place[2]} 列的"
         says = next(said for start, said in _TOML_SAYS.items() if str(exc).startswith(start))
         raise reader.fail("", where + says + "。") from None
     reader.table(data, _FILE, ("questions",), "")

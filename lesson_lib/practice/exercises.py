@@ -205,8 +205,7 @@ def values(case, got, want, low, nonfinite, variants, advice) -> None:
 
 
 def _cannot_travel(exc: BaseException) -> str:
-    """Pickle's English is dropped, the type it names kept (cannot pickle '_thread.lock')."""
-    named = re.search(r"'([\w.]+)'", str(exc))
+    named = re.search(r"'([\w.]+)'", str(exc))  # pickle's English dropped, its type kept
     kind = f"（类型 {named[1]}）" if named else ""
     return (f"检查器没能拿到你的函数：它用到了函数外面的一个对象{kind}，例如线程锁、生成器、"
             "打开的文件；检查器在另一个进程里运行函数，拿不过去。函数里只用参数和 numpy。")

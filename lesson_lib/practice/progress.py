@@ -521,9 +521,8 @@ class Progress:
             last = self.entry(name).get("attempts", [{}])[-1]
             if state == "done" and last.get("verdict") == "self":  # how much it ticked, said
                 word += f"（自评 {len(last.get('covered') or ())}/{last.get('of') or 0}）"
-            cut = isinstance(last.get("answer"), str) and len(last["answer"]) == MAX_ANSWER_CHARS
-            if cut:  # the file keeps no sign of a cut: a later export says it may be one
-                word += f"（已到 {MAX_ANSWER_CHARS} 字上限，可能被截断）"
+            if isinstance(last.get("answer"), str) and len(last["answer"]) == MAX_ANSWER_CHARS:
+                word += f"（已到 {MAX_ANSWER_CHARS} 字上限，可能被截断）"  # the file keeps no sign
             lines.append(f"| {kind} | {name} | {word} | {tries} |")
         json_path = folder / "progress-export.json"
         md_path = folder / "progress-summary.md"

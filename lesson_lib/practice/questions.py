@@ -412,10 +412,8 @@ def read_file(path: Path, bank: dict | None = None) -> list[Question]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # its English said in Chinese, at its line and column
         place = re.search(r"at line (\d+), column (\d+)", str(exc))
-        where = "文件里"
-        if place:  # the line quoted as written (tomllib counts lines by \n)
-            line = text.split("\n")[int(place[1]) - 1].strip()[:60]
-            where = f"第 {place[1]} 行「{line}」第 {place[2]} 列的"
+        line = text.split("\n")[int(place[1]) - 1].strip()[:60] if place else ""  # quoted as typed
+        where = f"第 {place[1]} 行「{line}」第 {place[2]} 列的" if place else "文件里"
         says = next(said for start, said in _TOML_SAYS.items() if str(exc).startswith(start))
         raise reader.fail("", where + says + "。") from None
     reader.table(data, _FILE, ("questions",), "")

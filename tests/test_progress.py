@@ -308,6 +308,7 @@ def test_the_default_progress_counts_the_exercises_handed_in(monkeypatch, tmp_pa
     """The notebook's summary hands in the sections' exercises; a widget asking later without them keeps them."""
     monkeypatch.setenv(progress.ENV_VAR, str(tmp_path / "p.json"))
     progress.default_progress(tuple(exercises.EXERCISES))
+    # phrase kept: the item kind progress.items() returns (an id the export uses), not a sentence
     named = [name for kind, name, _ in progress.default_progress().items() if kind == "代码练习"]
     assert named == list(exercises.EXERCISES)
 
@@ -537,6 +538,7 @@ def test_the_item_list_is_data_not_an_import_time_registry():
     import subprocess
     import sys
 
+    # phrase kept: the item kind, as above
     named = [name for kind, name, _ in Progress(None, tuple(exercises.EXERCISES)).items() if kind == "代码练习"]
     assert Progress().ids == qq.question_ids() and named == list(exercises.EXERCISES)
     assert not hasattr(progress, "EXERCISE_IDS")
@@ -550,6 +552,7 @@ def test_a_lesson_without_an_uncounted_question_counts_no_interview(path, monkey
     """An instructor who drops §8's interview: no phantom item to finish, and no summary line for a kind with none."""
     monkeypatch.setattr(qq, "apart_ids", lambda: ())
     p = _new(path)
+    # phrase kept: the item kinds, as above
     assert {kind for kind, _, _ in p.items()} == {"题目", "代码练习"} and len(p.summary().splitlines()) == 3
 
 

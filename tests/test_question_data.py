@@ -37,9 +37,11 @@ def test_a_progress_file_saved_before_the_move_reads_with_every_answer_current(t
     shutil.copy(SAVED_BEFORE_THE_MOVE, path)
     stored = json.loads(SAVED_BEFORE_THE_MOVE.read_text(encoding="utf-8"))["questions"]
     progress = Progress(path)
+    # phrase kept: question ids (the dict's values are reasons, never compared)
     assert set(progress.data["earlier"]) == set(CHANGED_SINCE_THE_MOVE)
     assert set(stored) == {*questions.question_ids(), *questions.lab_ids()}
     for qid, saved in stored.items():
+        # phrase kept: question ids, as above
         if qid in CHANGED_SINCE_THE_MOVE:
             (kept,) = progress.data["earlier"][qid]
             assert kept["attempts"] == saved["attempts"] and saved["question_version"] != current_version(qid), qid
@@ -148,6 +150,7 @@ def test_a_bad_file_names_its_file_question_and_field(tmp_path, case):
     path = _file(tmp_path, GOOD.replace(old, new, 1))
     with pytest.raises(questions.QuestionDataError) as err:
         questions.read_file(path)
+    # phrase kept: the error's file, question id and field name, not words
     assert (err.value.file, err.value.question, err.value.field) == (path, qid, field)
 
 
@@ -160,6 +163,7 @@ def test_a_toml_syntax_error_names_the_file_line_and_column(tmp_path, bad):
     assert (err.value.file, err.value.question, err.value.field) == (path, "", "")
     line = text.splitlines().index(bad) + 1
     assert re.findall(r"\d+", str(err.value))[0] == str(line)
+    # phrase kept: the message must quote the learner's own line as typed
     assert f"「{bad}」" in str(err.value)  # the line quoted as typed
 
 

@@ -126,6 +126,7 @@ def test_the_echo_is_the_value_read_exactly(qid, answer):
 def test_a_wrong_value_is_echoed_as_typed(typed):
     """What the learner typed comes back word for word beside the value read (512/8 is not shown as 64 only)."""
     fb = quiz.check("Q2", [typed, "不变"])
+    # phrase kept: feedback must quote exactly what the learner typed
     assert fb.verdict == "wrong" and f"「{typed}」" in fb.message, fb.message
 
 
@@ -339,6 +340,7 @@ def test_an_unread_box_echoes_what_it_read(text):
 def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
     """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""
     fb = quiz.check(qid, answer)
+    # phrase kept: feedback must quote exactly what the learner typed
     assert fb.verdict == "form" and f"「{typed}」" in fb.message, fb.message
 
 

@@ -1,0 +1,64 @@
+"""A pytest plugin: where a run's CPU-seconds go, per test phase, into a TSV (every xdist worker appends to it).
+
+    PYTHONPATH=benchmarks python -m pytest -p pytest_cpu -p no:nbval -m "not slow" tests
+    PYTEST_CPU_TSV=cpu.tsv (default pytest-cpu.tsv in the current folder)
+
+Columns: process (main or the xdist worker), test id, phase, CPU-seconds of the process itself, CPU-seconds of the
+children it reaped during the phase (kernels, check workers, CLIs; a module fixture's child is counted in the
+teardown that stops it). The phase "start" is what the process cost before its first test (Python, pytest, the
+plugins, the conftest and the test modules' imports); "end" is everything after its last test.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import resource
+
+import pytest
+
+_OUT = os.environ.get("PYTEST_CPU_TSV", "pytest-cpu.tsv")
+_WHO = os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+def _cpu() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+_last = (0.0, 0.0)  # the process's CPU when the previous row was written (0: the process's start)
+
+
+def _row(test: str, phase: str) -> None:
+    global _last
+    now = _cpu()
+    with open(_OUT, "a", encoding="utf-8") as out:  # one short write per row: whole lines from every worker
+        out.write(f"{_WHO}\t{test}\t{phase}\t{now[0] - _last[0]:.3f}\t{now[1] - _last[1]:.3f}\n")
+    _last = now
+
+
+def _phase(name: str):
+    @pytest.hookimpl(hookwrapper=True)
+    def hook(item, *args):
+        if name == "setup":
+            _row(item.nodeid, "before")  # between tests: the previous teardown's leftovers, xdist's messages
+        yield
+        _row(item.nodeid, name)
+
+    return hook
+
+
+pytest_runtest_setup = _phase("setup")
+pytest_runtest_call = _phase("call")
+pytest_runtest_teardown = _phase("teardown")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    _row("", "start")
+
+
+def pytest_sessionfinish(session):
+    _row("", "end")
+    atexit.register(_row, "", "exit")  # the process's shutdown: plugins' unconfigure, atexit handlers, the GC

@@ -82,15 +82,32 @@ def run() -> list[str]:
         workers = subprocess.run([python, "-c", "from lesson_lib.runtime.cpus import usable_cpus; "
                                   "print(min(2, usable_cpus()))"], cwd=clone, env=env, capture_output=True,
                                  text=True, check=True).stdout.strip()
-        fast = [python, *FAST, "-n", workers if int(workers) > 1 else "0", "--dist", "loadfile"]
-        status, wall, cpu, out = _timed(fast, clone, env)
+        # The fast set with benchmarks/pytest_cpu.py loaded: its costliest files are listed under the figure.
+        fast = [python, *FAST, "-n", workers if int(workers) > 1 else "0", "--dist", "loadfile",
+                "-p", "benchmarks.pytest_cpu"]
+        tsv = Path(tmp) / "fast-cpu.tsv"
+        status, wall, cpu, out = _timed(fast, clone, env | {"PYTEST_CPU_TSV": str(tsv)})
         summary = next((line.strip("= ") for line in reversed(out.splitlines()) if " in " in line and "=" in line),
                        "?")
         lines.append(f"fast set (pytest -m 'not slow', {workers} workers): {cpu:.0f} CPU-s of pytest and its children, "
                      f"{wall:.0f} s wall, exit {status} ({summary}); {_load()}")
         lines += [f"  {line}" for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]  # which, if any
+        lines += _costliest(tsv)
         lines += _run_all(clone, python, env)
     return lines
+
+
+def _costliest(tsv: Path, count: int = 8) -> list[str]:
+    """The fast set's costliest test files (CPU-s of the xdist worker that ran each and of its children)."""
+    if not tsv.exists():
+        return []
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from pytest_cpu import by_file
+
+    files = by_file(tsv)
+    files.pop("(main end)", None)  # the workers themselves, reaped by the main process: counted in their rows
+    top = sorted(files.items(), key=lambda item: -item[1])[:count]
+    return ["  costliest: " + ", ".join(f"{name.removeprefix('tests/')} {cpu:.1f}" for name, cpu in top)]
 
 
 def _run_all(clone: Path, python: str, env: dict) -> list[str]:

@@ -1,12 +1,13 @@
 """A pytest plugin: where a run's CPU-seconds go, per test phase, into a TSV (every xdist worker appends to it).
 
-    PYTHONPATH=benchmarks python -m pytest -p pytest_cpu -p no:nbval -m "not slow" tests
+    python -m pytest -p benchmarks.pytest_cpu -p no:nbval -m "not slow" tests   (from the repository's root)
     PYTEST_CPU_TSV=cpu.tsv (default pytest-cpu.tsv in the current folder)
 
 Columns: process (main or the xdist worker), test id, phase, CPU-seconds of the process itself, CPU-seconds of the
 children it reaped during the phase (kernels, check workers, CLIs; a module fixture's child is counted in the
 teardown that stops it). The phase "start" is what the process cost before its first test (Python, pytest, the
-plugins, the conftest and the test modules' imports); "end" is everything after its last test.
+plugins, the conftest and the test modules' imports); "before" is what passed between two tests; "end" is
+what followed the last test (for the main process of an xdist run: its workers, reaped); "exit" the shutdown.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import resource
+from pathlib import Path
 
 import pytest
 
@@ -28,14 +30,25 @@ def _cpu() -> tuple[float, float]:
 
 
 _last = (0.0, 0.0)  # the process's CPU when the previous row was written (0: the process's start)
+# Opened once, line-buffered in append mode: each row is one short write, whole lines from every worker.
+_out = open(_OUT, "a", buffering=1, encoding="utf-8")  # closed by _exit
 
 
 def _row(test: str, phase: str) -> None:
     global _last
     now = _cpu()
-    with open(_OUT, "a", encoding="utf-8") as out:  # one short write per row: whole lines from every worker
-        out.write(f"{_WHO}\t{test}\t{phase}\t{now[0] - _last[0]:.3f}\t{now[1] - _last[1]:.3f}\n")
+    _out.write(f"{_WHO}\t{test}\t{phase}\t{now[0] - _last[0]:.3f}\t{now[1] - _last[1]:.3f}\n")
     _last = now
+
+
+def by_file(tsv) -> dict[str, float]:
+    """CPU-seconds per test file (own and children's, every phase), and per process its start and end."""
+    totals: dict[str, float] = {}
+    for line in Path(tsv).read_text(encoding="utf-8").splitlines():
+        who, test, phase, own, kids = line.split("\t")
+        key = test.split("::")[0] if test and phase != "before" else f"({who} {phase})"
+        totals[key] = totals.get(key, 0.0) + float(own) + float(kids)
+    return totals
 
 
 def _phase(name: str):
@@ -61,4 +74,9 @@ def pytest_runtestloop(session):
 
 def pytest_sessionfinish(session):
     _row("", "end")
-    atexit.register(_row, "", "exit")  # the process's shutdown: plugins' unconfigure, atexit handlers, the GC
+    atexit.register(_exit)
+
+
+def _exit() -> None:
+    _row("", "exit")  # the process's shutdown: plugins' unconfigure, other atexit handlers
+    _out.close()

@@ -30,13 +30,14 @@ def _cpu() -> tuple[float, float]:
 
 
 _last = (0.0, 0.0)  # the process's CPU when the previous row was written (0: the process's start)
-# Opened once, line-buffered in append mode: each row is one short write, whole lines from every worker.
-_out = open(_OUT, "a", buffering=1, encoding="utf-8")  # closed by _exit
+_out = None  # the TSV, opened at the first row (importing by_file writes nothing)
 
 
 def _row(test: str, phase: str) -> None:
-    global _last
+    global _last, _out
     now = _cpu()
+    if _out is None:  # line-buffered, appending: each row is one short write, whole lines from every worker
+        _out = open(_OUT, "a", buffering=1, encoding="utf-8")  # closed by _exit
     _out.write(f"{_WHO}\t{test}\t{phase}\t{now[0] - _last[0]:.3f}\t{now[1] - _last[1]:.3f}\n")
     _last = now
 

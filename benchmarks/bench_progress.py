@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 
 from lesson_lib.practice import checkers as qc
-from lesson_lib.practice import interview as qi
-from lesson_lib.practice import progress
+from lesson_lib.practice import progress, quiz
 from lesson_lib.practice import questions as qq
 from lesson_lib.practice.feedback import Feedback
 from lesson_lib.practice.progress import Progress
+from lesson_lib.sections.exercises import EXERCISES
 
 GOAL_MS = 20.0
 SAVES = 40
@@ -47,10 +47,10 @@ def _fill(p: Progress, attempts: int, chars: int, source_chars: int) -> None:
     for qid in qq.question_ids():
         for i in range(attempts):
             p.record(Feedback(False, "", question_id=qid), _answer(qid, chars, i))
-    for name in progress.EXERCISE_IDS:
+    for name in EXERCISES:
         p.record_exercise(_Result(name, "wrong", "形状不对", "x" * source_chars))
     for _ in range(attempts):
-        p.record(qi.interview_check("面"), "面" * min(chars, qi.MAX_INTERVIEW_CHARS))
+        p.record(quiz.check("面试", "面"), "面" * min(chars, qc.MAX_CHARS["self"]))
 
 
 def _time_saves(path: Path) -> tuple[float, float, float, float]:
@@ -91,7 +91,7 @@ def run() -> list[str]:
             _fill(filler, attempts, max(chars, 4), source)
             path.parent.mkdir(parents=True)
             if attempts:
-                path.write_text(json.dumps(filler.data), encoding="utf-8")
+                path.write_text(json.dumps(progress.to_file(filler.data)), encoding="utf-8")
             median, slowest, bare, cpu = _time_saves(path)
             base = base or median
             worst = max(worst, median)

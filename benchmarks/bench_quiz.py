@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from lesson_lib.practice import checkers, interview, questions, quiz
+from lesson_lib.practice import checkers, questions, quiz
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from quiz_answers import MEANT_RIGHT, TABLE
@@ -61,7 +61,7 @@ def _cold_ms(call: str) -> float:
     # §2 runs the kernel (its averaging demo) before the first question is asked: so does the fresh process here.
     code = ("import time, numpy, lesson_lib.attention as a, lesson_lib.sections.s04_costs, lesson_lib.paper; "
             "a.scaled_dot_product_attention(*[numpy.ones((2, 4))] * 3); "
-            "import lesson_lib.practice.quiz as q, lesson_lib.practice.interview as i; "
+            "import lesson_lib.practice.quiz as q; "
             f"t = time.perf_counter(); {call}; "
             "print((time.perf_counter() - t) * 1000)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -110,8 +110,8 @@ def run() -> list[str]:
                      f"{which!r}…)  cold {cold:6.2f} ms")  # fmt: skip
     ticks = [p.name for p in questions.question("Q1").key.points]
     assess = _median_ms(quiz.assess, "Q1", ticks)
-    iv = max(_median_ms(interview.interview_check, a) for a in _hostile(interview.MAX_INTERVIEW_CHARS))
-    iv_cold = _cold_ms("i.interview_check('单头只有一组权重')")
+    iv = max(_median_ms(quiz.check, "面试", a) for a in _hostile(checkers.MAX_CHARS["self"]))
+    iv_cold = _cold_ms("q.check('面试', '单头只有一组权重')")
     worst_all = max(worst_all, assess, iv, iv_cold)
     lines.append(f"Q1 self-assessment {assess:6.2f} ms;  面试 rubric worst {iv:6.2f} ms  cold {iv_cold:6.2f} ms")
     lines.append(_table_counts())

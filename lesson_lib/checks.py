@@ -27,7 +27,6 @@ class AttentionInputTypeError(AttentionInputError, LessonInputTypeError):
 
 
 def _bounds(minimum, maximum) -> str:
-    """The words for the allowed range, empty when there is none."""
     if minimum is not None and maximum is not None:
         return f" {minimum} 到 {maximum} 之间的"
     if minimum is not None:
@@ -156,13 +155,11 @@ def _heads_array(x, fn, min_ndim, shape):  # dtype kept: integers stay integers
 
 
 def check_split(x, h):
-    """split_heads' input: a (..., n, d_model) array and h dividing d_model."""
     x = _heads_array(x, "split_heads", 2, "(..., n, d_model)")
     return x, check_heads(x.shape[-1], h)
 
 
 def check_merge(x):
-    """merge_heads' input: an (..., h, n, d_k) array."""
     return _heads_array(x, "merge_heads", 3, "(..., h, n, d_k)")
 
 
@@ -259,7 +256,7 @@ def _check_memory(scores_shape, dtype, d_v):
             f"而这台机器现在可用的内存约 {_bytes(free)}。请减少词数 n（或批量大小）后再试。")
 
 
-def _bytes(n: float) -> str:
+def _bytes(n: float) -> str:  # 1536 -> "1.5 KB"
     power = min(4, max(0, int(math.log(max(n, 1), 1024))))
     return f"{n / 1024 ** power:.1f} {('B', 'KB', 'MB', 'GB', 'TB')[power]}"
 

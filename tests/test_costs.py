@@ -1,4 +1,5 @@
-"""lesson_lib.costs: the closed form equals the counts observed from the kernel's own work (tests/flops_measure.py)."""
+"""lesson_lib.costs: the closed form equals the counts observed from the kernel's own work (tests/flops_measure.py);
+§8's K/V sharing against its closed forms. What §4 prints from them is tested in test_s04_costs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from helpers import assert_chinese_message
 from lesson_lib import costs
 from lesson_lib.attention import multi_head_attention_reference
 from lesson_lib.checks import AttentionInputError, LessonInputTypeError
-from lesson_lib.sections import s04_costs
 
 
 def divisors(d):
@@ -191,27 +191,6 @@ def test_measure_names_the_bad_argument(kwargs, fragment):
     assert_chinese(excinfo, fragment)
 
 
-def test_time_kernel_names_the_bad_argument():
-    with pytest.raises(ValueError) as excinfo:
-        s04_costs.time_kernel(n=4, d_model=8, heads=[2], repeat=0)
-    assert_chinese(excinfo, "repeat", "0")
-
-
-def test_time_kernel_repeats_only_short_runs(monkeypatch):
-    """Every h gets MIN_RUNS runs; more only while they stay under TIMING_BUDGET, up to ``repeat``."""
-    from lesson_lib import attention
-
-    calls = []
-    monkeypatch.setattr(attention, "multi_head_attention", lambda x, *ws: calls.append(ws[-1]))
-    monkeypatch.setattr(s04_costs, "TIMING_BUDGET", 0.0)  # every run fills it
-    s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=5)
-    assert calls == [1] + [1] * s04_costs.MIN_RUNS + [2] * s04_costs.MIN_RUNS  # the warm-up, then the floor
-    monkeypatch.setattr(s04_costs, "TIMING_BUDGET", 1e9)
-    calls.clear()
-    s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=5)
-    assert calls == [1] * 6 + [2] * 5
-
-
 def test_h_must_divide_d_model():
     for call in (lambda: costs.count(50, 510, 8), lambda: costs.parameters(510, 8), lambda: measure(5, 510, 8)):
         with pytest.raises(ValueError) as excinfo:
@@ -220,39 +199,43 @@ def test_h_must_divide_d_model():
         assert_chinese(excinfo, "d_model=510", "h=8")
 
 
-def test_scores_text_states_the_lessons_algebra():
-    text = s04_costs.scores_text(512, heads=[1, 8])
-    numbers = [[int(x) for x in re.findall(r"\d+", line)] for line in text.splitlines()]
-    assert numbers == [[1, 512, 1, 512], [8, 64, 8, 512]]  # h, per head, heads, in all: 512n² for every h
+# ---------------------------------------------------------------------------------------------
+# §8's K/V sharing (kv_sharing, variants): parameters and cache of MHA, GQA and MQA, against closed forms written
+# out here independently (weights of W^Q, W^K, W^V, W^O; g keys and g values of width d_k per token)
+# ---------------------------------------------------------------------------------------------
 
 
-def test_timing_text_has_one_line_per_n_then_the_reading():
-    text = s04_costs.timing_text(ns=[4, 8], d_model=16, heads=[1, 4], repeat=1)
-    lines = text.splitlines()
-    assert len(lines) == 3 and lines[0].startswith("n =   4") and "h = 4:" in lines[1] and "ms" in lines[1]
-    assert re.match(r"n = 8\D+h = 1\D+1\D+h = 4\D+[\d.]+", lines[2])
+@pytest.mark.parametrize(("d", "h", "g"), [(512, 8, 8), (512, 8, 2), (512, 8, 1), (12, 6, 3), (8192, 64, 8), (7, 1, 1)])
+def test_closed_forms(d, h, g):
+    d_k = d // h
+    r = costs.kv_sharing(d, h, g)
+    w_q = w_o = d * d  # queries keep h heads; W^O reads h·d_v = d columns
+    w_k = w_v = d * g * d_k  # g key and g value heads
+    assert r.projection_params == w_q + w_k + w_v + w_o
+    assert r.cache_per_token == g * d_k + g * d_k  # keys + values
+    assert (r.kv_heads, r.d_k) == (g, d_k)
 
 
-def test_timing_reading_is_computed_from_the_times_it_prints(monkeypatch):
-    times = {32: {1: 0.001, 8: 0.0011, 64: 0.0015}, 512: {1: 0.012, 8: 0.0318, 64: 0.1285}}
-    monkeypatch.setattr(s04_costs, "time_kernel", lambda n, d_model, heads, repeat: times[n])
-    lines = s04_costs.timing_text(ns=[32, 512], d_model=512, heads=[1, 8, 64]).splitlines()
-    assert re.findall(r"h = (\d+): ([\d.]+) ms", lines[1]) == [("1", "12.0"), ("8", "31.8"), ("64", "128.5")]
-    ratios = re.findall(r"h = (\d+) \D+ ([\d.]+) ", lines[2].split("。")[0])
-    assert ratios == [("8", "2.6"), ("64", "10.7")]  # 31.8 / 12.0 and 128.5 / 12.0
+@pytest.mark.parametrize("h", [1, 2, 8, 16, 64])
+def test_multi_head_is_the_lesson_count(h):
+    """g = h is plain multi-head attention: 4·d_model² weights, whatever h (costs.parameters)."""
+    assert costs.kv_sharing(512, h, h).projection_params == costs.parameters(512, h) == 4 * 512**2
 
 
-def test_timing_reading_threshold(monkeypatch):
-    """Up to SIMILAR_TIME (1.25) the reading is the 'about as fast' one; above it, the other one."""
-    def reading(ratio):
-        monkeypatch.setattr(s04_costs, "time_kernel", lambda n, d_model, heads, repeat: {1: 0.01, 8: 0.01 * ratio})
-        line = s04_costs.timing_text(ns=[64], d_model=512, heads=[1, 8]).splitlines()[-1]
-        return re.sub(r"[\d.]+", "#", line)  # the verdict, without the numbers it quotes
-
-    assert s04_costs.SIMILAR_TIME == 1.25
-    assert reading(1.0) == reading(1.25) != reading(1.26)
+def test_variants_order_and_names():
+    mha, gqa, mqa = costs.variants(512, 8, 2)
+    assert [v.kv_heads for v in (mha, gqa, mqa)] == [8, 2, 1]
+    assert "MHA" in mha.name and "GQA" in gqa.name and "MQA" in mqa.name
+    assert re.findall(r"\d+", gqa.name) == ["2"]  # its number of key/value groups
+    assert mha.cache_per_token == 4 * gqa.cache_per_token == 8 * mqa.cache_per_token
 
 
-def test_timing_of_one_head_count_has_no_reading():
-    assert len(s04_costs.timing_text(ns=[4], d_model=16, heads=[1], repeat=1).splitlines()) == 1
-    assert s04_costs.timing_text(ns=[], d_model=16, heads=[1, 8]) == ""
+@pytest.mark.parametrize(("args", "fragments"), [
+    ((512, 8, 3), ["groups", "[1, 2, 4, 8]", "3"]),  # the name §8's cell passes, the divisors of h
+    ((512, 8, 16), ["groups", "[1, 2, 4, 8]", "16"]),
+    ((512, 8, 0), ["groups", "0"]),
+    ((512, 3, 1), ["3"]),
+    ((512, 8, True), ["groups"]),
+])
+def test_bad_arguments_get_a_chinese_error(raises_chinese, args, fragments):
+    raises_chinese(lambda: costs.kv_sharing(*args), *fragments)

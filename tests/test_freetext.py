@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lesson_lib.practice import interview, questions
+from lesson_lib.practice import questions
 from lesson_lib.practice.checkers import rubric_feedback
-from lesson_lib.practice.freetext import Rubric, RubricPoint
+from lesson_lib.practice.feedback import Rubric, RubricPoint
 
 RUBRIC = Rubric(
     points=(RubricPoint("一组权重", "…"), RubricPoint("平均", "…")),
@@ -31,5 +31,5 @@ def test_rubric_text_lists_points_then_misconceptions():
 
 
 def test_lesson_rubrics_have_points_misconceptions_and_a_model_answer():
-    for rubric in (questions.question("Q1").key, interview.interview_rubric()):
+    for rubric in (questions.question("Q1").key, questions.question("面试").key):
         assert len(rubric.points) >= 3 and len(rubric.misconceptions) >= 3 and rubric.model_answer

@@ -1,4 +1,5 @@
-"""lesson_lib.models.pretrained: safetensors reader, hash pin, tokenizer, encoder parity, head finder, explorer.
+"""lesson_lib.models.pretrained: safetensors reader, hash pin, tokenizer, encoder parity, head finder (§6's views
+and explorer, which run on them, are tested in test_s06_real_heads).
 
 Parity numbers come from tests/fixtures/minilm_reference.npz, made once with the reference framework
 by tests/fixtures/make_minilm_fixture.py (see its docstring). Tests that need the real weights skip
@@ -10,15 +11,12 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers import load_npz, require
 
-import lesson_lib.models.toy
 from lesson_lib.checks import LessonInputError, LessonInputTypeError
 from lesson_lib.models.pretrained import encoder, minilm
 from lesson_lib.models.pretrained import minilm as pt
@@ -26,8 +24,6 @@ from lesson_lib.models.pretrained.encoder import UnknownTextWarning, gelu
 from lesson_lib.models.pretrained.files import WeightsFileError, sha256_of
 from lesson_lib.models.pretrained.head_finder import SCORE_NAMES, head_scores, phrase_scores, rank_heads
 from lesson_lib.models.pretrained.minilm import read_safetensors
-from lesson_lib.sections.s06_real_heads import views
-from lesson_lib.sections.s06_real_heads.views import check_layer_head, describe_row
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
@@ -185,25 +181,6 @@ def test_missing_weights_skip_locally_but_fail_in_ci(monkeypatch, ci, outcome):
         require_weights()
 
 
-def test_views_skip_politely_without_model(capsys):
-    assert views.run_paper_sentences(None) is None
-    assert views.head_finder(None) is None
-    assert views.explorer_widget(None) is None
-    assert capsys.readouterr().out.count(views.SKIPPED) == 3
-
-
-def test_fallback_draws_toy_heads(monkeypatch, capsys):
-    calls = []
-    fake = types.ModuleType("lesson_lib.models.toy.training")
-    fake.example_heads = lambda h, seed: calls.append((h, seed)) or np.full((h, 5, 5), 0.2)
-    monkeypatch.setitem(sys.modules, "lesson_lib.models.toy.training", fake)
-    monkeypatch.setattr(lesson_lib.models.toy, "training", fake, raising=False)  # `from … import` reads this first
-    fig = views.plot_toy_heads()
-    assert calls == [(4, 0)]
-    assert fig is not None and capsys.readouterr().out == ""
-    assert re.findall(r"\d+", views.model_text(None))[:3] == ["7", "1", "4"]  # §7's toy: 1 layer, the 4 heads drawn
-
-
 # ---------------------------------------------------------------------------------------------
 # Tokenizer
 # ---------------------------------------------------------------------------------------------
@@ -342,136 +319,9 @@ def test_real_heads_found(runs):
     assert making_scores.max() > 0.8 and (making_scores > 0.3).sum() >= 5  # several heads, as in Figure 3
 
 
-def test_coreference_like_head_works_once_and_fails_once(model, capsys):
-    encs = views.coref_check(model, layer=4, head=2)
-    for name, expected in (("works", "car"), ("fails", "river")):
-        enc = encs[name]
-        row = enc.attentions[3, 1, enc.tokens.index("its")]
-        assert enc.tokens[int(np.argmax(row))] == expected
-    assert "town" in capsys.readouterr().out
-
-
 # ---------------------------------------------------------------------------------------------
-# Explorer logic (pure) and its wiring
+# The parity fixture: how it was made
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("layer, head, argument", [(0, 1, "layer"), (3, 4, "layer"), (1, 0, "head"),
-                                                   (1.0, 1, "layer"), (True, 1, "layer")])
-def test_check_layer_head_rejects(layer, head, argument):
-    """It names the argument, its 1-based range in the (2 layers, 3 heads) attentions, and the value it got."""
-    with pytest.raises(ValueError, match=rf"\b{argument}\b") as excinfo:
-        check_layer_head(synthetic_attentions(), layer, head)
-    top = {"layer": "2", "head": "3"}[argument]
-    assert re.findall(r"[\d.]+", str(excinfo.value))[1:3] == ["1", top]  # (counted from 1) 1 .. top
-    assert repr({"layer": layer, "head": head}[argument]) in str(excinfo.value)
-
-
-def test_describe_row():
-    tokens = ["[CLS]", "law", "x", "its", "y", "[SEP]"]
-    att = synthetic_attentions()
-    line = describe_row(tokens, att, 2, 3, 3)
-    numbers = re.findall(r"\d+(?:\.\d+)?", line)
-    assert numbers[:5] == ["2", "3", "4", "2", "1.00"]  # layer 2, head 3, its at position 4: law (position 2) 1.00
-    assert line.index("its") < line.index("law")
-    assert numbers[-1] == "0.17"  # 1/6, the uniform share, for comparison
-
-
-def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys, monkeypatch):
-    import IPython.display
-
-    shown = []
-    monkeypatch.setattr(IPython.display, "display", shown.append)
-    views.explore(runs, "law", 5, 12, "its")
-    text = capsys.readouterr().out.strip()
-    assert re.findall(r"\d+", text)[:2] == ["5", "12"] and "law" in text
-    _, bars, picture = views.explorer_frame(runs["law"], 5, 12, runs["law"].tokens.index("its"))
-    (page,) = (s.data for s in shown)
-    assert page.startswith(picture.split("<details>")[0]) and page.endswith(bars)  # the map above the row's bars
-    assert "<details>" not in page  # stored: no table of the map's weights, some of which flip between CPUs
-    assert '<img class="lesson-ras"' in page  # the map's copy a sanitized page (untrusted, static) keeps
-    enc = runs["law"]
-    row = enc.attentions[3, 1, enc.tokens.index("its")]  # what the lab's stored call (第 4 层 · 头 2, its) prints
-    assert all(round(float(w) - 1e-4, 2) == round(float(w) + 1e-4, 2) for w in row)  # the same 2 decimals anywhere
-    alt = picture.lesson_alt
-    assert re.findall(r"\d+", alt)[:3] == ["5", "12", str(len(enc.tokens))] and "its" in alt  # the framed row's word
-    assert "stroke:#d62728" in picture  # the query's row framed
-
-
-def test_explorer_widget_wiring(model):
-    box = views.explorer_widget(model, layer=5, head=12, query="its")
-    c = box.controls
-    line, image = c["summary"], c["picture"]
-    def numbers():
-        return re.findall(r"\d+", line.value)
-
-    assert numbers()[:2] == ["5", "12"] and 'role="img"' in image.value
-    c["head"].value = 10
-    assert numbers()[:2] == ["5", "10"] and "application" in line.value  # L5H10: its -> application
-    c["layer"].value, c["head"].value = 4, 2
-    c["sentence"].value = views.COREF_SENTENCES["fails"]  # new tokens; the query stays on "its"
-    assert c["token"].value == 7 and ("8 · its", 7) in c["token"].options and "river" in line.value
-    assert numbers()[:3] == ["4", "2", "8"]  # positions a learner reads are 1-based, like layers and heads
-
-
-def test_explorer_keeps_one_height_for_every_sentence(model):
-    """Issue 30: choosing a longer sentence never makes the explorer grow: both parts reserve the longest's height."""
-    import re
-
-    box = views.explorer_widget(model, layer=4, head=2, query="its")
-    c = box.controls
-    reserved = [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")]
-    line = views.EXPLORER_LINE_PX
-    for _, text in views.EXPLORER_SENTENCES:
-        c["sentence"].value = text
-        assert [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")] == reserved
-        summary, picture = c["summary"].value, c["picture"].value
-        svg_px = float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1))
-        assert svg_px + 2 * line <= reserved[1]  # the map and its folded table's line
-        bars = summary.count("break-inside:avoid")  # one bar per token, two columns in a 592 px output
-        assert bars == len(model.attend(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
-    longest = max((model.attend(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
-    assert (4 + -(-len(longest.tokens) // 2)) * line == reserved[0]  # no more than the longest needs
-
-
-def test_explorer_sliders_keep_a_usable_width(model):
-    c = views.explorer_widget(model).controls
-    for name in ("layer", "head"):
-        assert int(c[name].layout.min_width.removesuffix("px")) >= 250  # a 3.5 px track at 1024 px otherwise
-    assert c["layer"].continuous_update is False
-
-
-@pytest.mark.parametrize(
-    "kwargs, named, numbers",
-    [({"layer": 9}, "layer", ["1", "1", "6", "9"]),  # counted from 1; 1 to 6; got 9
-     ({"head": 0}, "head", ["1", "1", "12", "0"]),
-     ({"query": "nosuch"}, "'nosuch'", ["0"])],  # found 0 times
-)  # fmt: skip
-def test_explorer_widget_rejects_bad_arguments(model, kwargs, named, numbers):
-    with pytest.raises(ValueError) as excinfo:
-        views.explorer_widget(model, **kwargs)
-    message = str(excinfo.value)
-    assert named in message and re.findall(r"\d+", message.split("[CLS]")[0]) == numbers
-
-
-def test_explore_names_an_unknown_sentence_or_query(runs):
-    with pytest.raises(ValueError, match=r"'nosuch'.*'law'"):  # the name asked for, then the ones there are
-        views.explore(runs, "nosuch", 4, 2, "its")
-    with pytest.raises(ValueError, match=r"'itz'\D+\b0\b.*\[CLS\] the law"):  # found 0 times; the tokens there are
-        views.explore(runs, "law", 4, 2, "itz")
-
-
-def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
-    line, summary, picture = views.explorer_frame(runs["law"], 4, 2, runs["law"].tokens.index("its"))
-    assert re.findall(r"\d+", line)[:2] == ["4", "2"]
-    enc = runs["law"]
-    row = enc.attentions[3, 1, enc.tokens.index("its")]
-    # the picture's name is made from the row it frames: the largest weight first
-    top = re.escape(enc.tokens[int(row.argmax())])
-    assert re.search(rf"its\W+\w*\W+{top}\W+{row.max():.2f}", picture.lesson_alt)
-    assert re.findall(r"\d+", picture.lesson_alt)[:2] == ["4", "2"] and "<details>" in picture
-    assert "var(--jp-error-color1" in summary and summary.count("var(--jp-error-color1") == 1
-    assert "10 · its" in summary  # 1-based positions
 
 
 def test_fixture_script_documents_how_it_was_made():

@@ -5,19 +5,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 from helpers import CJK, scaled
 
 from lesson_lib.practice import feedback as qf
-from lesson_lib.practice import interview as qi
 from lesson_lib.practice import progress, quiz
 from lesson_lib.practice import questions as qq
 from lesson_lib.practice.exercises import ExerciseResult
 from lesson_lib.practice.feedback import Feedback
 from lesson_lib.practice.progress import FORMAT, VERSION, Progress
 from lesson_lib.sections import exercises
+
+INTERVIEW = "面试"  # §8's self-explanation: a question of the bank outside the quiz's count
 
 
 @pytest.fixture
@@ -27,7 +29,15 @@ def path(tmp_path):
 
 def _new(path) -> Progress:
     """What a fresh kernel does when the cells run again: read the same file."""
-    return Progress(path)
+    return Progress(path, tuple(exercises.EXERCISES))
+
+
+def _interview_check(answer) -> Feedback:
+    return quiz.check(INTERVIEW, answer)
+
+
+def _interview_assess(ticked) -> Feedback:
+    return quiz.assess(INTERVIEW, ticked)
 
 
 def _solved(p: Progress, qid: str) -> bool:
@@ -65,9 +75,9 @@ def _everything_right(p: Progress) -> None:
     for name in exercises.EXERCISES:
         p.record_exercise(ExerciseResult(name, "passed", "全部通过！"))
     good = ("单头只有一组权重，加权平均会抹平不同角色；多头拆成子空间，算力守恒；头数要适中，太多时 d_k 过窄。")
-    p.record(qi.interview_check(good), good)
-    points = [point.name for point in qi.interview_rubric().points]
-    p.record(qi.interview_self_assess(points), good, of=len(points))
+    p.record(_interview_check(good), good)
+    points = [point.name for point in qq.question(INTERVIEW).key.points]
+    p.record(_interview_assess(points), good, of=len(points))
 
 
 def test_answers_survive_a_restart(path):
@@ -77,14 +87,14 @@ def test_answers_survive_a_restart(path):
     p.record(quiz.check("Q5", {"A", "B"}), {"A", "B"})
     p.record_exercise(ExerciseResult("split_heads", "wrong", "形状不对"))
     said = "单头会把信息平均掉。"
-    p.record(qi.interview_check(said), said)
+    p.record(_interview_check(said), said)
     again = _new(path)
     entry = again.entry("Q4")
     assert (entry["n_attempts"], entry["solved"], entry["answer"], entry["final"]) == (2, True, "B", "right")
     assert [(a["answer"], a["verdict"]) for a in entry["attempts"]] == [("A", "wrong"), ("B", "right")]
     assert again.entry("Q5")["answer"] == ["A", "B"] and not _solved(again, "Q5")
     assert again.data["exercises"]["split_heads"]["result"] == "wrong"
-    assert again.entry(progress.INTERVIEW)["answer"] == said and again.notice == ""
+    assert again.entry(INTERVIEW)["answer"] == said and again.notice == ""
 
 
 def test_each_attempt_records_verdict_mistake_and_question_version(path):
@@ -107,7 +117,7 @@ def test_file_format_is_documented_and_versioned(path):
     p = _new(path)
     p.record(quiz.check("Q4", "B"), "B")
     p.record_exercise(ExerciseResult("split_heads", "passed", "全部通过！"))
-    p.record(qi.interview_check("单头会平均"), "单头会平均")
+    p.record(_interview_check("单头会平均"), "单头会平均")
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["format"] == FORMAT and data["version"] == VERSION and data["saved_at"]
     documented = _documented_example()
@@ -128,11 +138,11 @@ def test_the_documented_example_is_a_file_the_lesson_reads(path):
     path.parent.mkdir(parents=True)
     example = _documented_example()
     for item in (example["questions"]["Q2"], example["interview"]):  # today's versions of the questions
-        version = qq.question("Q2").version if "complete" not in item else progress.current_version(progress.INTERVIEW)
+        version = qq.question("Q2").version if "complete" not in item else progress.current_version(INTERVIEW)
         item["question_version"] = item["attempts"][0]["question_version"] = version
     path.write_text(json.dumps(example, ensure_ascii=False), encoding="utf-8")
     p = _new(path)
-    assert p.notice == "" and p.entry("Q2")["final"] == "wrong" and p.entry(progress.INTERVIEW)["n_attempts"] == 1
+    assert p.notice == "" and p.entry("Q2")["final"] == "wrong" and p.entry(INTERVIEW)["n_attempts"] == 1
     split = p.data["exercises"]["split_heads"]
     assert (split["result"], split["passed"], split["n_checks"]) == ("todo", True, 3)  # a stub run after the pass
     assert ("split_heads", "done") in _states(p) and p.data["earlier"]["S3b"][0]["solved"]
@@ -236,8 +246,8 @@ def test_never_all_done_while_something_failed_or_is_missing(path, spoil):
     _everything_right(p)
     if spoil == "exercise":
         p.data["exercises"]["split_heads"]["passed"] = False
-    elif spoil == "interview":  # written, and the learner's own tick says a point is missing
-        p.record(qi.interview_self_assess([qi.interview_rubric().points[0].name]), "…", of=3)
+    elif spoil == "interview":  # written again after its self-assessment, not yet self-assessed
+        p.record(_interview_check("单头会平均"), "单头会平均")
     elif spoil == "question":
         p.data["questions"]["S7b"]["solved"] = False
     else:
@@ -264,8 +274,13 @@ def test_export_json_and_instructor_summary(path, tmp_path):
     rows = {cells[1]: (cells[2], cells[3]) for line in page.splitlines() if line.startswith("| ")
             for cells in [[c.strip() for c in line.strip("|").split("|")]] if len(cells) == 4}  # fmt: skip
     states = {state: word for (kind, name, state) in p.items() for word in [rows[name][0]]}
-    assert rows["Q4"][1] == "1" and rows["split_heads"][1] == "1" and rows[progress.INTERVIEW][1] == "0"
+    assert rows["Q4"][1] == "1" and rows["split_heads"][1] == "1" and rows[INTERVIEW][1] == "0"
     assert len(set(states.values())) == 3  # done, tried and todo each have their own word
+    p.record(_interview_check("单头会平均"), "单头会平均")  # written, not self-assessed: never graded
+    rows = {line.split("|")[2].strip(): line.split("|")[3].strip()
+            for line in p.export(tmp_path / "out")[1].read_text(encoding="utf-8").splitlines()
+            if line.startswith("| ")}  # fmt: skip
+    assert rows[INTERVIEW] not in {rows["Q4"], rows["split_heads"], rows["S2"]}
     assert len(page.splitlines()) < 60  # one page
     assert p.export()[0].parent == path.parent  # by default beside the progress file
 
@@ -287,6 +302,14 @@ def test_exercise_checks_are_recorded_in_the_default_progress(monkeypatch, tmp_p
     assert progress.default_progress().data["exercises"]["split_heads"]["result"] == "wrong"
     saved = json.loads((tmp_path / "p.json").read_text(encoding="utf-8"))
     assert saved["exercises"]["split_heads"]["n_checks"] == 1 and not saved["exercises"]["split_heads"]["passed"]
+
+
+def test_the_default_progress_counts_the_exercises_handed_in(monkeypatch, tmp_path):
+    """The notebook's summary hands in the sections' exercises; a widget asking later without them keeps them."""
+    monkeypatch.setenv(progress.ENV_VAR, str(tmp_path / "p.json"))
+    progress.default_progress(tuple(exercises.EXERCISES))
+    named = [name for kind, name, _ in progress.default_progress().items() if kind == "代码练习"]
+    assert named == list(exercises.EXERCISES)
 
 
 def test_the_lesson_says_where_the_file_is(monkeypatch):
@@ -396,7 +419,7 @@ WRONG_ENTRIES = [
     ({"questions": {"Q2": _item(attempts=[{"answer": 32, "verdict": "right", "question_version": None}])}}, "Q2"),
     ({"exercises": {"split_heads": {"result": "passed", "checks": 1.0}}}, "split_heads"),
     ({"exercises": {"split_heads": []}}, "split_heads"),
-    ({"interview": {"attempts": "many"}}, progress.INTERVIEW),
+    ({"interview": {"attempts": "many"}}, INTERVIEW),
 ]  # fmt: skip
 
 
@@ -469,36 +492,61 @@ def test_a_self_assessment_is_worked_through_never_right(path):
     assert entry["final"] == "self" and not entry["solved"]
     assert entry["attempts"][-1]["covered"] == [points[0].name, points[1].name]
     assert ("Q1", "done") in _states(p)  # worked through, never "right"
-    names = [point.name for point in qi.interview_rubric().points]
-    p.record(qi.interview_self_assess(names[:2]), "…", of=len(names))
-    assert not p.entry(progress.INTERVIEW)["complete"]
-    p.record(qi.interview_self_assess(names), "…", of=len(names))
-    assert p.entry(progress.INTERVIEW)["complete"] and p.entry(progress.INTERVIEW)["attempts"][-1]["of"] == 3
+    names = [point.name for point in qq.question(INTERVIEW).key.points]
+    p.record(_interview_assess(names[:2]), "…", of=len(names))
+    assert not p.entry(INTERVIEW)["complete"]
+    assert (INTERVIEW, "done") in _states(p)  # one rule with Q1: self-assessed, never graded
+    p.record(_interview_assess(names), "…", of=len(names))
+    assert p.entry(INTERVIEW)["complete"] and p.entry(INTERVIEW)["attempts"][-1]["of"] == 3
+
+
+def test_the_summary_names_where_each_question_is_asked():
+    """「S7b（第 7 节）」: the section of the file that asks it (Q2 is §10's, about §3)."""
+    asked = [int(re.search(r"\d+", qq.asked_in(q))[0]) for q in ("S2", "S7b", "Q2", INTERVIEW)]
+    assert asked == [2, 7, 10, 8]
+
+
+def test_an_answer_longer_than_the_file_keeps_is_said(path):
+    p = _new(path)
+    long = "单头只有一组权重。" * (progress.MAX_ANSWER_CHARS // 9 + 1)
+    p.record(quiz.check("Q1", long), long)
+    assert len(_new(path).entry("Q1")["answer"]) == progress.MAX_ANSWER_CHARS
+    assert str(len(long)) in p.notice and p.notice in p.summary()  # the learner is told
 
 
 def test_the_item_list_is_data_not_an_import_time_registry():
-    """The lesson's items: the question bank's ids and EXERCISE_IDS (equal to the exercises module's list);
-    importing progress imports no question or exercise, and nothing registers items at import."""
+    """The lesson's items: the question bank's ids and the exercises its caller names (the sections' list; the
+    engine keeps no copy); importing progress imports no question or exercise, and nothing registers items at
+    import."""
     import subprocess
     import sys
 
-    assert Progress().ids == qq.question_ids() and progress.EXERCISE_IDS == tuple(exercises.EXERCISES)
+    named = [name for kind, name, _ in Progress(None, tuple(exercises.EXERCISES)).items() if kind == "代码练习"]
+    assert Progress().ids == qq.question_ids() and named == list(exercises.EXERCISES)
+    assert not hasattr(progress, "EXERCISE_IDS")
     code = ("import sys, lesson_lib.practice.progress as p\n"
             "assert not [m for m in sys.modules if 'exercises' in m or 'quiz' in m]\n"
             "assert p.Progress().ids\n")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, timeout=scaled(120))
 
 
+def test_a_lesson_without_an_uncounted_question_counts_no_interview(path, monkeypatch):
+    """An instructor who drops §8's interview: no phantom item to finish, and no summary line for a kind with none."""
+    monkeypatch.setattr(qq, "apart_ids", lambda: ())
+    p = _new(path)
+    assert {kind for kind, _, _ in p.items()} == {"题目", "代码练习"} and len(p.summary().splitlines()) == 3
+
+
 def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
     """Each kind is named once: a tried interview adds its hint to the 「面试自检：」 line, not a second one."""
     p = _new(path)
     bad = "头数越多越好。"
-    p.record(qi.interview_check(bad), bad)
+    p.record(_interview_check(bad), bad)
     lines = p.summary().splitlines()
     kinds = [kind for kind, *_ in p.items()]
     starts = [line.split("：")[0] for line in lines]
     assert [starts.count(kind) for kind in dict.fromkeys(kinds)] == [1, 1, 1], lines
-    assert (progress.INTERVIEW, "tried") in _states(p)
+    assert (INTERVIEW, "tried") in _states(p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -646,20 +694,20 @@ def test_an_answer_to_an_earlier_version_is_kept_never_shown_or_counted(path):
     old = _old_version(_item(answer='["32", "不变"]'))
     old["attempts"][0]["answer"] = '["32", "不变"]'
     p = _new(path)
-    p.record(qi.interview_check("单头会平均"), "单头会平均")
-    interview = _old_version(p.entry(progress.INTERVIEW))
+    p.record(_interview_check("单头会平均"), "单头会平均")
+    interview = _old_version(p.entry(INTERVIEW))
     data = {"format": FORMAT, "version": VERSION, "questions": {"Q2": old, "Q4": _item()}, "exercises": {},
             "interview": interview}  # fmt: skip
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     p = _new(path)
-    assert p.entry("Q2") == {} and p.entry(progress.INTERVIEW) == {} and _solved(p, "Q4")  # never shown
-    assert ("Q2", "todo") in _states(p) and (progress.INTERVIEW, "todo") in _states(p)  # never counted
-    assert "Q2" in p.notice and progress.INTERVIEW in p.notice
-    assert p.data["earlier"] == {"Q2": [old], progress.INTERVIEW: [interview]}  # kept, as it was
+    assert p.entry("Q2") == {} and p.entry(INTERVIEW) == {} and _solved(p, "Q4")  # never shown
+    assert ("Q2", "todo") in _states(p) and (INTERVIEW, "todo") in _states(p)  # never counted
+    assert "Q2" in p.notice and INTERVIEW in p.notice
+    assert p.data["earlier"] == {"Q2": [old], INTERVIEW: [interview]}  # kept, as it was
     assert "Q2" in p.summary().splitlines()[-2]  # the summary says they are kept, apart
     p.record(quiz.check("Q2", ["64", "不变"]), '["64", "不变"]')  # answered again: this version's first try
     saved = json.loads(path.read_text(encoding="utf-8"))
-    assert saved["version"] == VERSION and saved["earlier"] == {"Q2": [old], progress.INTERVIEW: [interview]}
+    assert saved["version"] == VERSION and saved["earlier"] == {"Q2": [old], INTERVIEW: [interview]}
     assert [a["question_version"] for a in saved["questions"]["Q2"]["attempts"]] == [qq.question("Q2").version]
     again = _new(path)
     assert again.notice == "" and not _solved(again, "Q2") and again.data["earlier"] == saved["earlier"]
@@ -725,7 +773,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def _answers(data: dict) -> list:
     """Every attempt a file holds, current or earlier, as (id, answer, verdict, mistake)."""
-    items = [*data["questions"].items(), (progress.INTERVIEW, data["interview"])]
+    items = [*data["questions"].items(), (INTERVIEW, data["interview"])]
     items += [(q, e) for q, entries in data.get("earlier", {}).items() for e in entries]
     return sorted((q, json.dumps(a["answer"]), a["verdict"], str(a["mistake"])) for q, e in items if e
                   for a in e["attempts"])  # fmt: skip
@@ -750,6 +798,16 @@ def test_a_file_written_by_the_version_2_lesson_reads_with_every_answer_and_chec
         assert new["passed"] == (old["result"] == "passed") and new["checks"][-1]["result"] == old["result"]
 
 
+def test_a_version_3_file_reads_and_writes_back_field_for_field():
+    """tests/fixtures/progress-v3-full.json holds every kind of record the lesson writes, written through its API at
+    b4e9411 (tests/fixtures/make_progress_v3_full.py): read (pure, whatever the questions ask now) and written back,
+    it is the same file."""
+    raw = json.loads((FIXTURES / "progress-v3-full.json").read_text(encoding="utf-8"))
+    data, bad = progress.migrate(raw)
+    assert bad == [] and progress.to_file(data) == raw
+    assert list(progress.to_file(data)) == list(raw)  # the fields in the order the lesson writes them
+
+
 def test_a_version_1_file_is_migrated_its_answers_kept_as_an_earlier_versions(path):
     """Format 1 (before question versions; the lesson wrote it on 2026-12-01): every answer is kept, apart."""
     v1 = {"format": FORMAT, "version": 1, "saved_at": "2026-12-01T10:00:00+00:00",
@@ -767,7 +825,7 @@ def test_a_version_1_file_is_migrated_its_answers_kept_as_an_earlier_versions(pa
     earlier = p.data["earlier"]
     assert [(a["answer"], a["verdict"]) for a in earlier["Q2"][0]["attempts"]] == [("32", "wrong"), ("64", "right")]
     assert earlier["Q1"][0]["attempts"][0]["covered"] == v1["questions"]["Q1"]["self"]["covered"]
-    assert earlier[progress.INTERVIEW][0]["answer"] == v1["interview"]["answer"]
+    assert earlier[INTERVIEW][0]["answer"] == v1["interview"]["answer"]
     assert p.data["exercises"]["split_heads"]["n_checks"] == 3
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
 import re
 from fractions import Fraction
@@ -20,10 +21,11 @@ from lesson_lib.checks import LessonInputError
 from lesson_lib.costs import count, parameters
 from lesson_lib.practice import checkers as qc
 from lesson_lib.practice import feedback as qf
-from lesson_lib.practice import interview as qi
 from lesson_lib.practice import questions as qq
 from lesson_lib.practice import quiz
 from lesson_lib.practice.progress import current_version
+
+INTERVIEW = "面试"  # §8's self-explanation, a question of the bank outside the quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
@@ -230,7 +232,7 @@ def test_odd_strings_give_feedback(answer):
         for a in answers:
             fb = quiz.check(qid, a)
             assert isinstance(fb, qf.Feedback) and isinstance(fb.correct, bool) and fb.message
-    assert qi.interview_check(answer).message
+    assert quiz.check(INTERVIEW, answer).message
 
 
 def test_every_box_caps_the_length():
@@ -319,36 +321,68 @@ def test_an_unread_box_echoes_what_it_read(text):
     assert fb.verdict == "form" and text in fb.message
 
 
+@pytest.mark.parametrize(
+    ("qid", "answer", "typed"),
+    [("Q2", ["HEAD=32", "不变"], "HEAD"), ("Q3", ["O(n^2 d)", "512n²"], "O"), ("Q2", ["32 64", "不变"], "32 64"),
+     ("Q2", ["32)", "不变"], "32)"), ("Q2", ["32 (64)", "不变"], "32 (64)"),
+     ("Q6", ["64", "1536（不分组）"], "不分组")],
+)  # fmt: skip
+def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
+    """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""
+    fb = quiz.check(qid, answer)
+    assert fb.verdict == "form" and f"「{typed}」" in fb.message, fb.message
+
+
 @pytest.mark.parametrize("text", ["", "n 2", "2 3", "foo", "n^n", "n^0.5", "(n", "n)", "1/(n-n)", "n^13", "*", "1e"])
 def test_expression_errors_are_chinese(text):
     got, why = qc.read_value(text, {"n": qc.Poly.n()})
     assert got is None and CJK.search(why)
 
 
+DEEP = ["(" * 10_000 + "1" + ")" * 10_000, "-" * 10_000 + "1", "1+" * 20_000 + "1", "9^9^9^9"]
+
+
+@pytest.mark.parametrize("text", DEEP, ids=range(len(DEEP)))
+def test_a_question_files_expression_is_refused_at_any_depth(text):
+    """A question file's numbers are not capped in length: too deep is an ExpressionError (which the loader
+    reports with the file and field), never Python's MemoryError or RecursionError."""
+    with pytest.raises(qc.ExpressionError):
+        qc.parse_expression(text, {"n": qc.Poly.n()})
+
+
 def test_learner_text_is_never_executed(monkeypatch, tmp_path):
-    """eval/exec/compile explode if called; code-looking answers still get feedback and leave no trace."""
+    """eval/exec explode if called, and so does compile unless it stops at the syntax tree (ast.parse, which
+    the box reader uses); code-looking answers still get feedback and leave no trace."""
+    tree_only = ast.PyCF_ONLY_AST
+    real_compile = builtins.compile
 
     def explode(*args, **kwargs):
         raise AssertionError("learner text reached eval/exec/compile")
 
+    def parse_only(source, filename, mode, flags=0, *args, **kwargs):
+        if not flags & tree_only:
+            explode()
+        return real_compile(source, filename, mode, flags, *args, **kwargs)
+
     # built before the trap is set (dataclasses use exec while classes are created)
     [qq.question(qid) for qid in qq.question_ids()]
-    qi.interview_rubric()
+    qq.question(INTERVIEW)
     marker = tmp_path / "pwned"
     payloads = [
         "__import__('os').system('x')", f"__import__('pathlib').Path({str(marker)!r}).touch()",
         f"open({str(marker)!r}, 'w').write('32')", "(lambda: 32)()", "[].__class__.__base__.__subclasses__()",
-        "exec('x=32')", "eval('32')", "int('3' + '2')", "len('x' * 32) + 0",
+        "exec('x=32')", "eval('32')", "int('3' + '2')", "len('x' * 32) + 0", "d_model / h", "n not in h",
     ]  # fmt: skip
     results = []
     with monkeypatch.context() as trap:  # undone before asserting: pytest's own reporting uses compile
-        for name in ("eval", "exec", "compile"):
+        for name in ("eval", "exec"):
             trap.setattr(builtins, name, explode)
+        trap.setattr(builtins, "compile", parse_only)
         for text in payloads:
             for qid in qq.question_ids():
                 q = qq.question(qid)
                 results.append(quiz.check(qid, [text] * len(q.key.boxes) if q.kind == "form" else text))
-            results.append(qi.interview_check(text))
+            results.append(quiz.check(INTERVIEW, text))
     assert all(isinstance(fb, qf.Feedback) and fb.message for fb in results)
     assert not marker.exists()
     assert not quiz.check("Q2", ["int('3' + '2')", "不变"]).correct  # the call is not made
@@ -378,7 +412,7 @@ def test_self_assessment_is_recorded_as_such():
     fb = quiz.assess("Q1", names[:2] + ["not a point"])
     assert fb.covered == tuple(names[:2]) and not fb.correct and fb.verdict == "self"
     assert f"2 / {len(names)}" in fb.message and not fb.message.startswith(qf.RIGHT)
-    assert qi.interview_self_assess([]).covered == ()
+    assert quiz.assess(INTERVIEW, []).covered == ()
     with pytest.raises(KeyError):
         quiz.assess("Q2", [])
 
@@ -452,9 +486,9 @@ def test_explanations_carry_the_computed_numbers():
 
 
 def test_model_answer_comes_from_lesson_lib():
-    text = qi.model_answer()
+    text = qq.question(INTERVIEW).key.model_answer
     assert f"d_model = {D}" in text and f"d_k = {D_K}" in text
-    assert f"{count(qi.interview().values['n'], D, H).matmul_total:,}" in text
+    assert f"{count(qq.question(INTERVIEW).values['n'], D, H).matmul_total:,}" in text
 
 
 def test_unknown_question_id():
@@ -487,7 +521,7 @@ def test_each_section_question_ends_its_own_section():
         assert "\n## " not in tail and "\n### " not in tail  # nothing of the section comes after its questions
     interview = (src / "08_interview.md").read_text(encoding="utf-8")
     assert "interview_self_check()" in interview  # ask first, reveal after: no point of the answer shown before
-    assert not any(p.name in interview or p.text in interview for p in qi.interview_rubric().points)
+    assert not any(p.name in interview or p.text in interview for p in qq.question(INTERVIEW).key.points)
 
 
 @settings(max_examples=300, deadline=None)
@@ -507,23 +541,23 @@ def test_deeply_nested_answers_are_unreadable_not_a_crash():
     for _ in range(100_000):
         deep = [deep]
     for value in (deep, {"a": deep}, (deep, "64")):
-        feedback = qi.interview_check(value)
+        feedback = quiz.check(INTERVIEW, value)
         assert feedback.verdict in ("blank", "review") and not feedback.message.startswith(qf.RIGHT)
         assert not quiz.check("Q2", value).correct  # feedback (it asks for a readable form) instead of raising
 
 
 # ------------------------------------------------------------------------------------------ question versions
 def _versions() -> dict[str, str]:
-    return {item: current_version(item) for item in (*qq.question_ids(), qi.INTERVIEW_ID)}
+    return {item: current_version(item) for item in (*qq.question_ids(), INTERVIEW)}
 
 
 def test_versions_are_computed_from_the_question_data(monkeypatch):
     """A question's version follows its prompt and answer key: change the paper's head count and the questions
     that ask about it get a new version; the others keep theirs. check() names the version it answered."""
     before = _versions()
-    assert set(before) == {*qq.question_ids(), qi.INTERVIEW_ID} and len(set(before.values())) == len(before)
+    assert set(before) == {*qq.question_ids(), INTERVIEW} and len(set(before.values())) == len(before)
     assert quiz.check("Q2", ["32", "不变"]).version == before["Q2"]
-    assert qi.interview_check("单头会平均").version == before[qi.INTERVIEW_ID]
+    assert quiz.check(INTERVIEW, "单头会平均").version == before[INTERVIEW]
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
     _rebuild_questions(qq)
     try:

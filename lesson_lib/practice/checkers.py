@@ -1,9 +1,11 @@
-"""Reading one answer box (a number or a polynomial in n, by a small parser: never eval) and one
-checker per question kind. A box that cannot be read for certain says what it wants (in Chinese),
-echoing what it read; nothing is judged."""
+"""Reading one answer box (a number or a polynomial in n: Python's parser gives a syntax tree, never
+code, and a whitelist of its nodes becomes a Poly) and one checker per question kind. A box that
+cannot be read for certain says what it wants (in Chinese), echoing what it read; nothing is
+judged."""
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 import unicodedata
@@ -14,12 +16,11 @@ from functools import partial
 from itertools import pairwise
 
 from lesson_lib.practice import feedback as fb
-from lesson_lib.practice.feedback import Feedback, Question, answer_first
-from lesson_lib.practice.freetext import Rubric
+from lesson_lib.practice.feedback import Feedback, Question, Rubric, answer_first
 
 # per box or answer: longer is refused unread
 MAX_CHARS = {"form": 120, "single": 200, "multi": 200, "self": 1000}
-MAX_DEPTH = 16  # nested parentheses and signs
+MAX_DEPTH = 16  # nested signs, exponents and right-hand operands (a left chain 1+1+1 is flat)
 MAX_EXPONENT = 30  # k in x^k, checked before computing
 MAX_DEGREE = 12  # highest power of n a result may reach
 MAX_DIGITS = 60  # numerator and denominator of every coefficient
@@ -103,30 +104,21 @@ class Poly:
         return math.prod([self] * int(k), start=Poly.const(1))
 
     def __str__(self) -> str:
-        text = ""
-        for p, c in reversed(self.terms):
-            text += _sign(c, first=not text) + _term(p, c)
-        return text or "0"
-
-
-def _sign(c: Fraction, first: bool) -> str:
-    if first:
-        return "-" if c < 0 else ""
-    return " - " if c < 0 else " + "
+        text = " ".join(_term(p, c) for p, c in reversed(self.terms))  # "+ 3n² - n"
+        if text.startswith("- "):
+            text = "-" + text[2:]
+        return text.removeprefix("+ ") or "0"
 
 
 def _term(p: int, c: Fraction) -> str:
-    """|c|·nᵖ as the echo writes it: 3n², n, (1/3)n², 512."""
+    """±|c|·nᵖ as the echo writes it: + 3n², - n, + (1/3)n², + 512/3."""
     num = fmt_number(abs(c))
-    if p == 0:
-        return num
-    if abs(c) == 1:
+    if p > 0 and abs(c) == 1:
         num = ""
-    if "/" in num:
+    if p > 0 and "/" in num:
         num = f"({num})"  # (1/3)n², not 1/3n²
-    if p == 1:
-        return num + "n"
-    return num + "n" + str(p).translate(_TO_SUPERSCRIPT)
+    power = {0: "", 1: "n"}.get(p, "n" + str(p).translate(_TO_SUPERSCRIPT))
+    return f"{'-' if c < 0 else '+'} {num}{power}"
 
 
 def fmt_number(x) -> str:
@@ -166,13 +158,9 @@ def as_text(answer, depth: int = 3) -> str:
 def clean(answer, limit: int) -> str:
     """At most ``limit`` characters of the answer, control characters (but newline and tab) as
     spaces."""
-    return "".join(_printable(c) for c in as_text(answer)[:limit])
-
-
-def _printable(c: str) -> str:
-    if c in "\n\t" or unicodedata.category(c)[0] != "C":
-        return c
-    return " "
+    text = as_text(answer)[:limit]
+    control = [unicodedata.category(c)[0] == "C" and c not in "\n\t" for c in text]
+    return "".join(" " if bad else c for c, bad in zip(text, control))
 
 
 ALIASES = {
@@ -181,12 +169,6 @@ ALIASES = {
 }
 _OPERATORS = str.maketrans("−–—﹣‐⋅∙•・･✕✖⨯∗÷∕[]{}≈~", "-----·····×××*//()()==")
 _MULTIPLIERS = {"千": 3, "万": 4, "亿": 8, "k": 3, "m": 6}
-# 54,988,800 (and with thin spaces, apostrophes)
-_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])")
-_LATEX = re.compile(r"\\(times|cdot|div)|\\(left|right|[,;! ])|\$")
-# Words a learner writes around a value: units, 「约」, 「答：」; 「是」「等于」「为」 say "=".
-# Other words are prose.
-_BOX_WORDS = re.compile(r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?")
 # A Chinese numeral written as a number (三十二, 八万); 一 in 一样、一共、一个头、第一维, 两 in 两边
 # are words.
 _NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
@@ -204,123 +186,115 @@ _HEADS = re.compile(r"(?<![\w.^])(\d+)\s*(?=头)")  # 「(16 个头)」 in a not
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _NOTE = re.compile(r"(.*[^\s^(+\-*/×·=])\s*\(([^()]*)\)")  # 「main (note)」: n^(2) is no note
-_TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>[-+*/^()×·]))")
-_LATEX_WORDS = {"times": "×", "cdot": "·", "div": "/"}
-# 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
-_EQUALS = re.compile(r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计")
+_TOKEN = re.compile(r"\s*(?:\d+(?:\.\d+)?|[a-z_][a-z0-9_]*|[-+*/^()×·])")  # what the parser reads
 
 
-def _exponent(m: re.Match) -> str:
-    """5e7 -> *10^(7), 5e-3 -> /10^(3)."""
-    operator = "/" if m[1] == "-" else "*"
-    return f"{operator}10^({m[2]}) "
-
-
-def _square_or_cube(m: re.Match) -> str:
-    if m.group(1) == "平":
-        return "^2 "
-    return "^3 "
-
-
-def _native_digit(c: str) -> str:
-    """٣٢, ６４ as ASCII digits."""
-    if c.isdecimal() and not c.isascii():
-        return str(unicodedata.decimal(c))
-    return c
+# One box in the parser's spelling, one habit of writing per row (pattern, replacement), in order.
+_UNFOLDED = [  # before NFKC folds the full-width forms
+    (r"\\(times|cdot|div)", lambda m: {"times": "×", "cdot": "·", "div": "/"}[m[1]]),
+    (r"\\(left|right|[,;! ])|\$", " "),  # \left(, $
+    (r"\d", lambda m: str(unicodedata.decimal(m[0]))),  # ٣٢ (an Arabic-Indic 32)
+    (r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^" + m[0].translate(_FROM_SUPERSCRIPT) + " "),  # n²
+    (r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])",
+     lambda m: re.sub(r"\D", "", m[0])),  # 54,988,800 (and with thin spaces, apostrophes)
+]
+_FOLDED = [
+    (r"\*\*", "^"),
+    (r"_\(([a-z0-9]+)\)", r"_\1"),  # d_{k} (braces became parentheses) -> d_k
+    (r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(]))",
+     lambda m: f"*10^({_MULTIPLIERS[m[1]]}) "),  # 8万, 80k
+    (r"(?<=\d)e\+?(\d{1,3})(?![\d.])", r"*10^(\1) "),  # 5e7
+    (r"(?<=\d)e-(\d{1,3})(?![\d.])", r"/10^(\1) "),  # 5e-3
+    (r"\s*的?\s*平方|(?<![a-z_]n)(?<=n)\s*方", "^2 "),  # n 的平方, n 方
+    (r"\s*的?\s*立方", "^3 "),
+    ("除以", "/"),
+    ("乘以", "×"),
+    (r"(?<=[\d)\s])x(?=[\s\d(])", "×"),  # 8 x 64 means 8 × 64
+    (r"([a-z_][a-z0-9_]*)\s*:\s*(?=\S)", r"\1 = "),  # d_k：32 reads like d_k = 32
+    # words around a value: units, 「约」, 「答：」
+    (r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?", " "),
+    # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
+    (r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "="),
+    (r"^[\s:]+|[。!?;:,、\s]+$", ""),  # 「答：32。」 (full-width forms are ASCII by now)
+    (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
+    (_NAME, lambda m: ALIASES.get(m[0], m[0])),
+]
 
 
 def _box_text(raw: str) -> str:
-    """One box in the parser's spelling: full-width forms, ², \\times, 8万, 80k, 5e7, 54,988,800,
-    d_{k}, n 的平方 folded; units and filler words gone; 「是」 as "="; a closing full stop
-    dropped."""
-    t = _LATEX.sub(lambda m: _LATEX_WORDS.get(m.group(1) or "", " "), raw)
-    t = "".join(_native_digit(c) for c in t)
-    t = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^" + m.group().translate(_FROM_SUPERSCRIPT) + " ", t)
-    t = _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group()), t)
-    t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS).replace("**", "^")
-    t = re.sub(r"_\(([a-z0-9]+)\)", r"_\1", t)  # d_{k} (braces became parentheses) -> d_k
-    t = re.sub(r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(]))",
-               lambda m: f"*10^({_MULTIPLIERS[m.group(1)]}) ", t)
-    t = re.sub(r"(?<=\d)e([+-]?)(\d{1,3})(?![\d.])", _exponent, t)
-    t = re.sub(r"\s*的?\s*([平立])方", _square_or_cube, t)  # n 的平方
-    t = t.replace("除以", "/").replace("乘以", "×")
-    t = re.sub(r"(?<=[\d)\s])x(?=[\s\d(])", "×", t)  # 8 x 64 means 8 × 64
-    t = re.sub(r"([a-z_][a-z0-9_]*)\s*[:：]\s*(?=\S)", r"\1 = ", t)  # d_k：32 reads like d_k = 32
-    t = _EQUALS.sub("=", _BOX_WORDS.sub(" ", t))
-    # 「答：32。」 (full-width forms are ASCII by now)
-    t = re.sub(r"^[\s:]+|[。!?;:,、\s]+$", "", t)
-    # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
-    t = re.sub(r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", "", t)
-    return _NAME.sub(lambda m: ALIASES.get(m.group(), m.group()), t)
+    """One box in the parser's spelling, by the rewrites above."""
+    for pattern, replacement in _UNFOLDED:
+        raw = re.sub(pattern, replacement, raw)
+    text = unicodedata.normalize("NFKC", raw).lower().translate(_OPERATORS)
+    for pattern, replacement in _FOLDED:
+        text = re.sub(pattern, replacement, text)
+    return text
 
 
 def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
-    """expr := term (± term)*; term := unary ((×|·|*|/)? unary)*;
-    unary := ± unary | atom (^ unary)?; atom := number | name | ( expr ).
-    Bounded in depth; builds a Poly, never evaluates code."""
+    """Python's own parser (a syntax tree only, never code) on the box's spelling, then a whitelist
+    of nodes evaluated into a Poly: numbers, names, + - × / ^, signs and parentheses."""
+    listed = "".join(f"{name}、" for name in sorted(symbols))  # the box's own symbols
+    square = "（平方写成 n^2 或 n²）" if "n" in symbols else ""  # only where n may be written
     if bad := _TOKEN.sub("", text).strip():
-        raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」："
-                              "只能用数字、n、+ − × · / ^ ² 和括号。")
-    read = [(m.lastgroup, m[m.lastgroup]) for m in _TOKEN.finditer(text)]
-    tokens = [("end", ""), *reversed(read)]  # popped from the end
+        raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」：只能用数字、{listed}"
+                              f"+ − × · / ^{' ²' if square else ''} 和括号。")
+    if unknown := [name for name in _NAME.findall(text) if name not in symbols]:  # is, not: words
+        names = "、".join(sorted(symbols)) or "（无）"
+        raise ExpressionError(f"不认识「{unknown[0]}」：本题能用的符号有 {names}{square}。")
+    if "//" in text:  # Python's floor division
+        one_slash = re.sub(r"\s*//\s*", " / ", text.strip())
+        raise ExpressionError(f"「//」是 Python 的整除，这里写一个 / 即可（{one_slash}）。")
+    if text.count("(") != text.count(")"):
+        raise ExpressionError(f"括号没有配对：「{text.strip()}」里有 {text.count('(')} 个「(」、"
+                              f"{text.count(')')} 个「)」。")
+    if _NUMBER_AFTER.search(text):  # 32 64, 4 768: a number right after a value
+        raise ExpressionError(f"读到「{text.strip()}」：两个数或符号之间没有运算符。若是一个式子，"
+                              f"用 × 连起来{square}；若是两个答案，请只填一个。")
+    python = _LEADING_ZEROS.sub("", _IMPLICIT.sub(r"\1*", text)).translate(_TO_PYTHON)
+    python = " ".join(python.split())  # Python refuses a leading space
+    try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
+        return _evaluate(ast.parse(python, mode="eval").body, python, symbols, 0)
+    except (SyntaxError, MemoryError, RecursionError):
+        raise ExpressionError(f"「{text.strip()}」{_UNREADABLE}{square}。") from None
 
-    def expr(depth: int) -> Poly:
-        result = term(depth)
-        while tokens[-1] in (("op", "+"), ("op", "-")):
-            result = result + Poly.const(1 if tokens.pop()[1] == "+" else -1) * term(depth)
-        return result
 
-    def term(depth: int) -> Poly:
-        result = unary(depth)
-        while True:
-            kind, value = tokens[-1]
-            if kind == "num":
-                raise ExpressionError(f"「{value}」前面缺少运算符：请用 × 或 · 连起来"
-                                      "（平方写成 n^2 或 n²）。")
-            if kind == "op" and value in "*×·/":
-                tokens.pop()
-            elif kind != "name" and value != "(":  # 512n, 8(n·64·n) multiply
-                return result
-            if value == "/":
-                result = result.divide(unary(depth))
-            else:
-                result = result * unary(depth)
+_VALUE = r"(?:(?<![\w.])\d+(?:\.\d+)?(?![\d.])|[a-z_]\w*(?!\w)|\))"  # a whole number, name, ")"
+# a value before a name or "(" multiplies it: 512n, h d_k, 8(n·64·n), (h)n
+_IMPLICIT = re.compile(f"({_VALUE})" + r"\s*(?=[a-z_(])")
+_NUMBER_AFTER = re.compile(_VALUE + r"\s*(\d+(?:\.\d+)?)")
+_LEADING_ZEROS = re.compile(r"(?<![\w.])0+(?=\d)")  # 08 is 8 (Python refuses 08)
+_TO_PYTHON = str.maketrans({"×": " * ", "·": " * ", "^": " ** "})  # 5 ×* 2 is no power
+_UNREADABLE = "这个式子读不通：两个数或符号之间要用 + − × · / ^ 连起来，运算符后面要跟一个数"
+_OPERATIONS = {
+    ast.Add: Poly.__add__,
+    ast.Sub: lambda a, b: a + Poly.const(-1) * b,
+    ast.Mult: Poly.__mul__,
+    ast.Div: Poly.divide,
+    ast.Pow: Poly.power,
+}
 
-    def unary(depth: int) -> Poly:  # popping the end always raises, so the list never runs dry
-        if depth > MAX_DEPTH:
-            raise ExpressionError(f"括号或正负号套得太深了（超过 {MAX_DEPTH} 层）："
-                                  "请把式子写得简单一些。")
-        kind, value = tokens.pop()
-        if value in ("+", "-"):
-            return Poly.const(1 if value == "+" else -1) * unary(depth + 1)
-        if value == "(":
-            base = expr(depth + 1)
-            if tokens.pop() != ("op", ")"):
-                raise ExpressionError("括号没有配对：请检查每个「(」都有对应的「)」。")
-        elif kind == "num":
-            base = Poly.const(Fraction(value))
-        elif value in symbols:
-            base = symbols[value]
-        elif kind == "name":
-            names = "、".join(sorted(symbols)) or "（无）"
-            # only where n may be written
-            square = "平方请写成 n^2 或 n²。" if "n" in symbols else ""
-            raise ExpressionError(f"不认识「{value}」：本题能用的符号有 {names}。{square}")
-        elif kind == "end":
-            raise ExpressionError("式子在运算符后面就结束了：是不是少写了一个数？")
-        else:
-            raise ExpressionError(f"「{value}」出现的位置不对：请检查式子的写法。")
-        if tokens[-1] == ("op", "^"):
-            tokens.pop()
-            return base.power(unary(depth + 1))
-        return base
 
-    result = expr(0)
-    if tokens[-1][0] != "end":
-        raise ExpressionError(f"读到「{tokens[-1][1]}」时接不上了："
-                              "是不是少了运算符或括号？")
-    return result
+def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int) -> Poly:
+    """One whitelisted node as a Poly; any other node (a call, a comparison, not …) is refused.
+    Nesting on the right (signs, exponents, parentheses) is bounded; a left chain (1+1+1) is not
+    nesting."""
+    if depth > MAX_DEPTH:
+        raise ExpressionError(f"括号、正负号或 ^ 套得太深了（超过 {MAX_DEPTH} 层）："
+                              "请把式子写得简单一些。")
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATIONS:
+        left = _evaluate(node.left, source, symbols, depth)
+        right = _evaluate(node.right, source, symbols, depth + 1)
+        return _OPERATIONS[type(node.op)](left, right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd | ast.USub):
+        sign = Poly.const(-1 if isinstance(node.op, ast.USub) else 1)
+        return sign * _evaluate(node.operand, source, symbols, depth + 1)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        # exact, from the literal as written (one ASCII line): 31.9999999 is no float
+        return Poly.const(Fraction(source[node.col_offset : node.end_col_offset]))
+    if isinstance(node, ast.Name):  # every name is a symbol by now
+        return symbols[node.id]
+    raise ExpressionError(f"{_UNREADABLE}。")
 
 
 def parse_expression(text: str, symbols: dict[str, Poly]) -> Poly:
@@ -337,59 +311,58 @@ def chinese_numeral(raw: str) -> str:
     return next((run for run in runs if run != "一" or alone), "")
 
 
+def _remark(piece: str, raw: str, symbols: dict[str, Poly], labels) -> bool:
+    """Whether ``piece`` is a true remark on one of the question's symbols (「h = 16」,
+    「d_model = 512」); a false one is refused."""
+    name = piece.split("=")[0].strip()
+    if "=" not in piece or name not in set(symbols) - set(labels):
+        return False
+    if _maybe(piece, symbols, labels) is None:
+        raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的 {name} 不是本题的 "
+                              f"{name} = {symbols[name]}，请只填你的答案。", "note")
+    return True
+
+
 def _several(raw: str) -> ExpressionError:
     return ExpressionError(f"这一栏读到的是「{raw}」：除了答案还有别的数或式子，文字里的说法这一栏"
                            "判断不了；请只填你的答案。", "several")
 
 
-def _holds(piece: str, symbols: dict[str, Poly], labels) -> bool | None:
-    """Whether ``piece`` says truly what one of the question's symbols is (「h = 16」,
-    「d_model = 512」); None when it says nothing of the kind."""
-    if "=" not in piece or piece.split("=")[0].strip() not in set(symbols) - set(labels):
-        return None
-    return _read_sides(piece, symbols, labels)[0] is not None
-
-
-def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> tuple[str, bool]:
-    """The math between the words of ``text``, and whether words between two pieces were bridged.
+def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> list[str]:
+    """The math between the words of ``text``, to be read as one equation.
 
     Words before the first piece and after the last are dropped (「可能是 32 吧」). A true remark
-    on a symbol (「h = 16」) is dropped beside another piece, a false one refused; in a ``remark``
-    (a note), so is a piece with no digit that does not start with "=" (「随 h 增长」). Between two
-    pieces the words must stand beside an "=" (「512/16，也就是 32」) or part two sayings of the
-    box's own name (「d_k：32；d_v：32」)."""
+    on a symbol (「h = 16」) is dropped beside another piece; in a ``remark`` (a note), so is a
+    piece with no digit that does not start with "=" (「随 h 增长」). Between two pieces the words
+    must stand beside an "=" (「512/16，也就是 32」) or part two sayings of the box's own name
+    (「d_k：32；d_v：32」): another number is not read (「32 个头，32 维」)."""
     pieces = [piece.strip() for piece in _WORDS.split(text) if piece.strip()]
     kept = []
     for piece in pieces:
-        held = _holds(piece, symbols, labels)
-        if held is False:
-            name = piece.split("=")[0].strip()
-            raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的 {name} 不是本题的 "
-                                  f"{name} = {symbols[name]}，请只填你的答案。", "note")
-        named = remark and not re.search(r"\d", piece) and not piece.startswith("=")
-        if not (held or named):
+        vague = remark and not re.search(r"\d", piece) and not piece.startswith("=")
+        if not (_remark(piece, raw, symbols, labels) or vague):
             kept.append(piece)
     if not kept:  # 「h = 16（头数）」
-        kept = [piece for piece in pieces if _holds(piece, symbols, labels)]
-    out = kept[0] if kept else ""
+        kept = [piece for piece in pieces if _remark(piece, raw, symbols, labels)]
     for last, piece in pairwise(kept):
-        if out.endswith("=") or piece.startswith("="):
-            out = f"{out} {piece}"
-        elif {last.split("=")[0].strip(), piece.split("=")[0].strip()} <= set(labels):
-            out = f"{out} = {piece}"
-        else:
+        joined = last.endswith("=") or piece.startswith("=")
+        named = {last.split("=")[0].strip(), piece.split("=")[0].strip()} <= set(labels)
+        if not (joined or named):
             raise _several(raw)
-    return out, len(kept) > 1
+    return kept
 
 
 def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[str, bool]:
-    """The one number or expression that the words stand around (see ``_pieces``). A note in
-    parentheses that holds words is dropped (「(一个头)」) or kept as "= …" (「(即 512/16)」); one
-    with another number is refused (「(16 个头合计)」), but 「(16 个头)」 says h = 16. Nothing is
-    read past a word that disowns or changes the number."""
+    """The one number or expression that the words stand around (see ``_pieces``), and whether
+    words stood between two sayings. A note in parentheses that holds words is dropped
+    (「(一个头)」) or kept as "= …" (「(即 512/16)」); one with another number is refused
+    (「(16 个头合计)」), but 「(16 个头)」 says h = 16. Nothing is read past a word that disowns
+    or changes the number."""
     if word := _DISOWN.search(t) or _CHANGES.search(t):
-        raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{word.group().strip()}」"
-                              "会改变这个数的意思，这一栏判断不了；请只填你的答案。", "disowned")
+        said = word[0].strip()  # quoted whole, as typed: 「不分组」, not 「不」
+        said = (re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw) or [said])[0]
+        raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{said}」可能会改变这个数的意思，"
+                              "这一栏判断不了；请只填你的答案。", "disowned")
     t = _SAME_AS.sub(r"= \1", t)
 
     def note(m: re.Match) -> str:
@@ -398,14 +371,17 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
         inner = m.group(1)
         if "h" in symbols:
             inner = _HEADS.sub(r"h = \1 ", inner)
-        body, _ = _pieces(inner, raw, symbols, labels, remark=True)
-        if not body.strip("= "):
+        body = " = ".join(_pieces(inner, raw, symbols, labels, remark=True))
+        if not body.strip("= ") or _remark(body, raw, symbols, labels):
             return " "
         if not body.startswith("="):
             raise _several(raw)
         return f"({body})"
 
-    return _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels)
+    if kept := _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels):
+        return " = ".join(kept), len(kept) > 1
+    raise ExpressionError(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。",
+                          "no_number")
 
 
 def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
@@ -413,69 +389,78 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
     (the box's own name in ``labels`` may stand as a side), and so must a note in parentheses
     (「(h=16)」 must hold for the question); words may stand around the one number, never disown
     it, change it or hold another."""
-    raw = as_text(text).strip()
+    try:
+        return _read(as_text(text).strip(), symbols, labels), ""
+    except ExpressionError as exc:  # a quote as typed: 「HEAD」, not the parser's 「head」
+        typed = as_text(text)
+        quoted = re.sub(r"(?<=「)[^「」]+(?=」)",
+                        lambda m: (re.search(re.escape(m[0]), typed, re.I) or m)[0], str(exc))
+        return None, Unread(quoted, exc.reason)
+
+
+def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     if len(raw) > MAX_CHARS["form"]:
-        return None, Unread(f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
-                            f"（{MAX_CHARS['form']} 字以内）。", "long")
+        raise ExpressionError(f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
+                              f"（{MAX_CHARS['form']} 字以内）。", "long")
     raw = clean(raw, MAX_CHARS["form"])
     t = _box_text(raw)
     if "\\" in t:
-        return None, Unread("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
-                            "（例如 512 / 16）。", "latex")
+        raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
+                              "（例如 512 / 16）。", "latex")
     if numeral := chinese_numeral(raw):
-        return None, Unread(f"这一栏读到的是「{raw}」，其中「{numeral}」是中文数字："
-                            "请用阿拉伯数字写，例如 32、8万、512/16。", "numeral")
-    bridged = False
-    if _WORDS.search(t):
-        try:
-            t, bridged = _around_words(t, raw, symbols, labels)
-        except ExpressionError as exc:
-            return None, Unread(str(exc), exc.reason)
-        if not t:
-            return None, Unread(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。",
-                                "no_number")
-    value, why = _read_noted(t, symbols, labels)
-    # words between two numbers: no "=" for certain
-    if bridged and why and why.reason == "unequal":
-        return None, Unread(str(_several(raw)), "several")
-    return value, why
+        raise ExpressionError(f"这一栏读到的是「{raw}」，其中「{numeral}」是中文数字："
+                              "请用阿拉伯数字写，例如 32、8万、512/16。", "numeral")
+    if not _WORDS.search(t):
+        return _read_noted(t, raw, symbols, labels)
+    t, parted = _around_words(t, raw, symbols, labels)
+    try:
+        return _read_noted(t, raw, symbols, labels)
+    except ExpressionError as exc:  # words between two numbers: no "=" for certain
+        if parted and exc.reason == "unequal":
+            raise _several(raw) from None
+        raise
 
 
-def _read_noted(t: str, symbols: dict[str, Poly], labels) -> tuple[Poly | None, str]:
-    """A note in parentheses is one more side of the equation, unless it is a remark on a symbol
-    (「(h=16)」, which must hold here) or a factor (8(n·64·n) multiplies)."""
+def _read_noted(t: str, raw: str, symbols: dict[str, Poly], labels) -> Poly:
+    """A note in parentheses at the end is one more side of the equation, unless it is a true
+    remark on a symbol (「(h=16)」) or a factor (8(n·64·n) multiplies)."""
     m = _NOTE.fullmatch(t)
     if not m:
         return _read_sides(t, symbols, labels)
     main = m.group(1)
     note = m.group(2).strip()
-    if "=" in note and note.split("=")[0].strip() in set(symbols) - set(labels):
-        if _read_sides(note, symbols, labels)[0] is None:
-            return None, Unread(f"括号里的「{note}」和本题不符：请只填你的答案，不要加备注。",
-                                "note")
+    if _remark(note, raw, symbols, labels):
         return _read_sides(main, symbols, labels)
-    a = _read_sides(main, symbols, labels)[0]
-    b = _read_sides(note, symbols, labels)[0]
-    factor = a is not None and b is not None and a.degree == 0 and b.degree > 0
+    a = _maybe(main, symbols, labels)
+    b = _maybe(note, symbols, labels)
+    factor = None not in (a, b) and a.degree == 0 and b.degree > 0
+    if None not in (a, b) and "=" not in note and a != b and not factor:  # 32 (64): no equation
+        raise ExpressionError(f"这一栏读到的是「{raw}」：括号里的 {b} 和前面的 {a} 不一样；"
+                              "若是相乘，请写 ×，否则请只填你算出的那一个。", "unequal")
     if "=" in note or not factor:
         t = f"{main} = {note}"
     return _read_sides(t, symbols, labels)
 
 
-def _read_sides(text: str, symbols: dict[str, Poly], labels) -> tuple[Poly | None, str]:
-    values = []
-    for side in (s.strip() for s in text.split("=")):
-        if side and side not in labels:
-            try:
-                values.append(_parse(side, symbols))
-            except ExpressionError as exc:
-                return None, Unread(str(exc), exc.reason)
+def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
+    try:
+        return _read_sides(text, symbols, labels)
+    except ExpressionError:
+        return None
+
+
+def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
+    sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
+    values = [_parse(side, symbols) for side in sides if side and side not in labels]
+    if not values and (named := [side for side in sides if side in labels]):
+        some = f"一个数，或用 {'、'.join(sorted(symbols))} 写出的式子" if symbols else "一个数"
+        raise ExpressionError(f"{named[0]} 就是要填的量：请填它的值（{some}）。", "no_number")
     if not values:
-        return None, Unread("这一栏里没有读到数或式子。", "no_number")
+        raise ExpressionError("这一栏里没有读到数或式子。", "no_number")
     if len(set(values)) > 1:
-        return None, Unread(f"这一栏的等式两边不相等（{' 和 '.join(str(v) for v in values)}）："
-                            "请只填你算出的那一个。", "unequal")
-    return values[0], ""
+        raise ExpressionError(f"这一栏的等式两边不相等（{' 和 '.join(str(v) for v in values)}）："
+                              "请只填你算出的那一个。", "unequal")
+    return values[0]
 
 
 # ------------------------------------------------------------------------------ answer keys
@@ -499,10 +484,10 @@ class NumberBox:
     labels: tuple[str, ...] = ()
 
     def read(self, text: str) -> tuple[Fraction | Poly | None, str]:
-        symbols = {name: _as_poly(v) for name, v in self.symbols.items()}
+        symbols = {k: v if isinstance(v, Poly) else Poly.const(v) for k, v in self.symbols.items()}
         value, why = read_value(text, symbols, (self.name, *self.labels))
-        if value is None and self.explain:
-            return None, Unread(why + " 例如写 n · 64 · n 或 64n²。", why.reason)
+        if value is None and self.placeholder:
+            return None, Unread(f"{why}（{self.placeholder}）", why.reason)
         if isinstance(self, ExpressionBox) or value is None:
             return value, why
         if value.degree > 0:
@@ -513,7 +498,8 @@ class NumberBox:
         return value == self.target
 
     def wrong_why(self, value) -> str:
-        hint = next((hint for known, hint in self.hints if _same(known, value)), "")
+        # a hint's value is a number, or a Poly in an expression box
+        hint = next((hint for known, hint in self.hints if known == value), "")
         if hint:
             return hint
         if self.explain:
@@ -522,17 +508,6 @@ class NumberBox:
 
     def shown(self, value) -> str:  # the echo: every digit, never rounded to the answer
         return str(value) if isinstance(value, Poly) else fmt_number(value)
-
-
-def _as_poly(value) -> Poly:
-    if isinstance(value, Poly):
-        return value
-    return Poly.const(value)
-
-
-def _same(known, value) -> bool:
-    """A hint's value (a number, or a Poly in an expression box) is the value read."""
-    return known == value if isinstance(known, Poly) else Fraction(known) == value
 
 
 class ExpressionBox(NumberBox):
@@ -588,24 +563,14 @@ class ChoiceKey:
 
 
 # ------------------------------------------------------------------------------ form
-def _split(q: Question, answer) -> tuple[list, list]:
-    """The answer as one item per box (some may be missing) and what it holds past the boxes."""
-    names = [b.name for b in q.key.boxes]
-    if isinstance(answer, dict):
-        items = [answer.get(n) for n in names]
-        extra = [v for k, v in answer.items() if k not in names]
-        return items, extra
-    if isinstance(answer, (list, tuple)):
-        return list(answer[: len(names)]), list(answer[len(names) :])
-    if len(names) == 1 or (q.key.spread and isinstance(answer, str)):
-        return [answer], []
-    return [], []
-
-
 def _shape(text) -> list[str]:
-    """The parts of a shape typed into one box: 「（8，12，64）」, 8×12×64,
-    torch.Size([8, 12, 64])."""
-    inner = _shape_alone(unicodedata.normalize("NFKC", clean(text, 200)).strip())
+    """The parts of a shape typed into one box: 「（8，12，64）」, 8×12×64, torch.Size([8, 12, 64]);
+    words before and after a bracketed shape are dropped (「形状是 (8, 12, 64)」,
+    「(8, 12, 64)，头在前」) unless one disowns or changes it (「(8, 12, 64) 不对」)."""
+    inner = unicodedata.normalize("NFKC", clean(text, 200)).strip()
+    if not (_DISOWN.search(inner) or _CHANGES.search(inner)):
+        inner = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", inner)
+        inner = re.sub(r"(?<=[)\]])[\s,.;]*[^\x00-\x7f][^()\[\]]*$", "", inner)
     torch_size = r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$"
     inner = re.sub(torch_size, r"\1", inner, flags=re.IGNORECASE | re.DOTALL)
     inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
@@ -615,8 +580,18 @@ def _shape(text) -> list[str]:
 def _items(q: Question, answer) -> tuple[list, list, list[str]]:
     """One item per box, the non-empty items past the last box, and the parts of a shape typed
     into the first box, which fill the boxes when there are as many."""
-    n_boxes = len(q.key.boxes)
-    items, extra = _split(q, answer)
+    names = [b.name for b in q.key.boxes]
+    n_boxes = len(names)
+    items = []
+    extra = []
+    if isinstance(answer, dict):
+        items = [answer.get(n) for n in names]
+        extra = [v for k, v in answer.items() if k not in names]
+    elif isinstance(answer, (list, tuple)):
+        items = list(answer[:n_boxes])
+        extra = list(answer[n_boxes:])
+    elif n_boxes == 1 or (q.key.spread and isinstance(answer, str)):
+        items = [answer]
     items = items + [None] * (n_boxes - len(items))
     extra = [v for v in extra if as_text(v).strip()]
     shape = []
@@ -626,15 +601,6 @@ def _items(q: Question, answer) -> tuple[list, list, list[str]]:
     if len(shape) == n_boxes:
         return shape, extra, shape
     return items, extra, shape
-
-
-def _shape_alone(text: str) -> str:
-    """A bracketed shape without the words before and after it (「形状是 (8, 12, 64)」,
-    「(8, 12, 64)，头在前」), unless a word disowns or changes it (「(8, 12, 64) 不对」)."""
-    if _DISOWN.search(text) or _CHANGES.search(text):
-        return text
-    text = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", text)
-    return re.sub(r"(?<=[)\]])[\s,.;]*[^\x00-\x7f][^()\[\]]*$", "", text)
 
 
 def form_values(q: Question, answer) -> dict[str, str]:
@@ -656,12 +622,17 @@ def _crowded(boxes, items, extra, shape) -> str:
     return ""
 
 
-def _state(text: str, value) -> str:
-    if not text:
-        return "empty"
-    if value is None:
-        return "unread"
-    return "read"
+def _unread_why(box, why: str, text: str, boxes) -> str:
+    """Why one box was not read, after its label; another box's choice in it (「32；不变」)
+    is sent there."""
+    said = f"「{box.label}」这一栏" + (why.removeprefix("这一栏") if why.startswith("这一栏")
+                                        else f"：{why}")
+    typed = [(len(label), label, b.label) for b in boxes if b is not box
+             for _, label, _ in getattr(b, "options", ()) if label in text]
+    if typed:
+        _, label, where = max(typed)
+        said += f"「{label}」请在「{where}」里选。"
+    return said
 
 
 def check_form(q: Question, answer) -> Feedback:
@@ -675,11 +646,12 @@ def check_form(q: Question, answer) -> Feedback:
         crowds = tuple((b.name, "crowded") for b in boxes)
         return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
-    states = tuple((name, _state(texts[name], value)) for name, (value, _) in read.items())
-    state = dict(states)
+    state = {name: "unread" if value is None else "read" for name, (value, _) in read.items()}
+    state.update((name, "empty") for name, text in texts.items() if not text)
+    states = tuple(state.items())
     empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty")
     unread = [b for b in boxes if state[b.name] == "unread"]
-    problems = "".join(f"「{b.label}」{read[b.name][1]}" for b in unread)
+    problems = "".join(_unread_why(b, read[b.name][1], texts[b.name], boxes) for b in unread)
     if empty and not problems:
         message = f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。"
         return Feedback(False, message, q.id, parts=states)
@@ -704,7 +676,9 @@ def _judge(q: Question, values: dict) -> Feedback:
         shape_id = "shape=(" + ", ".join(str(v) for v in values.values()) + ")"
         return judged(False, fb.WRONG + said, mistakes=(shape_id,))
     wrong = [b for b in boxes if not b.right(values[b.name])]
-    parts = [_wrong_part(b, values[b.name]) for b in wrong]
+    verb = {b.name: "选" if isinstance(b, ChoiceBox) else "填" for b in wrong}
+    parts = [f"「{b.label}」你{verb[b.name]}的是 {b.shown(values[b.name])}。"
+             f"{b.wrong_why(values[b.name])}" for b in wrong]
     if len(wrong) < len(boxes) > 1:
         right = "、".join(f"「{b.label}」" for b in boxes if b not in wrong)
         parts.append(f"{right}填得对。")
@@ -712,11 +686,6 @@ def _judge(q: Question, values: dict) -> Feedback:
     named = [b for b in wrong if b.wrong_why(values[b.name]) not in ("", getattr(b, "generic", ""))]
     mistakes = tuple(f"{b.name}={str(values[b.name]).replace(',', '')}" for b in named)
     return judged(False, fb.WRONG + "".join(parts), mistakes=mistakes)
-
-
-def _wrong_part(box, value) -> str:
-    verb = "选" if isinstance(box, ChoiceBox) else "填"
-    return f"「{box.label}」你{verb}的是 {box.shown(value)}。{box.wrong_why(value)}"
 
 
 # ------------------------------------------------------------------------------ choices

@@ -1,32 +1,28 @@
 """The code exercises' engine: an exercise (a section's spec, solution, cases and verdict) is
-checked in the ``worker`` process against the learner's function, and the verdict, a Chinese message
+checked in the ``worker`` process against the learner's function; the verdict, a Chinese message
 that names the mistake, is recorded in the progress file."""
 
 from __future__ import annotations
 
 import ast
 import contextlib
-import importlib
+import errno
 import inspect
-import math
 import re
 import textwrap
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from types import SimpleNamespace
 
 import numpy as np
 
-from lesson_lib.attention import softmax
 from lesson_lib.practice import progress, worker
 from lesson_lib.practice.feedback import box_html
 
 BUDGET_S = 5.0  # one whole check (every case); a right answer takes milliseconds
 
 
-# --- results
 @dataclass(frozen=True)
 class ExerciseResult:
     """A checker's verdict; its repr is the Chinese message, so a notebook cell shows just that."""
@@ -49,159 +45,10 @@ class ExerciseResult:
         return box_html(self.message, tone, f"lesson-exercise lesson-exercise-{self.status}")
 
 
-class _Text(str):
-    """Text a notebook cell shows as itself: the spec, and (``_Code``, as a Python block) the
-    solution."""
-
-    __repr__ = str.__str__
-
-
-class _Code(_Text):
-    def _repr_markdown_(self) -> str:
-        return f"```python\n{self}\n```"
-
-
 class Stop(Exception):
     """Ends a check early: (status, message[, mistakes])."""
 
 
-# --- calling the learner's function (in the worker)
-_EXTRA_HINT = {  # what an exception usually means in these exercises
-    RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
-    MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
-                 "这里的例子都很小。",
-    SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
-}
-
-
-def _call(ex, case, fn, args, source) -> object:
-    """``fn(*args)`` on copies of the arrays: its return value, or Stop with a message that
-    teaches."""
-    given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    try:
-        with np.errstate(all="ignore"):
-            value = fn(*given)
-    except NotImplementedError:
-        raise Stop("todo", _todo(ex)) from None
-    # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
-    except BaseException as exc:
-        extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), ex.hint)
-        frames = [(f.filename, f.lineno, f.name)
-                  for f in reversed(traceback.extract_tb(exc.__traceback__))]
-        line, text = _learner_line(frames, fn, source)
-        where = f"，在你的函数第 {line} 行「{text}」" if text else ""
-        raise Stop("error",
-                    f"运行出错（{case} 这个例子）{where}：{_describe(exc)}。{extra}") from None
-    changed = [name for name, a, g in zip(inspect.signature(ex.solution).parameters, args, given)
-               if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]
-    if changed:
-        raise Stop("wrong",
-                    f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。"
-                    "调用者的数据"
-                    "不该被改掉：请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。",
-                    ("modifies_input",))
-    if value is None:
-        raise Stop("wrong",
-                    f"{ex.learner_name} 没有返回任何东西（返回了 None）：是不是忘了写 return？",
-                    ("no_return",))
-    return value
-
-
-def as_array(case, result) -> tuple[np.ndarray, bool]:
-    """(a float64 copy, whether the result was float32/float16), or Stop saying why it is not a
-    numeric array."""
-    if callable(result):
-        name = getattr(result, "__name__", type(result).__name__)
-        raise Stop("wrong",
-                    f"{case}：你返回的是一个函数（{name}），不是计算结果：是不是写成了 return "
-                    f"{name}，"
-                    "忘了加括号调用它？")
-    try:
-        kind = np.asarray(result).dtype
-    except Exception:
-        raise Stop("wrong", f"{case}：返回值没法变成数组（是 {type(result).__name__}）："
-                    "请返回一个 numpy 数组。") from None
-    why = {"c": f"返回的数组是复数（dtype={kind}）：注意力的输出应当是实数。"
-                "检查是不是用了会产生复数的运算。",
-           "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字："
-                "是不是返回了长短不一的列表，"
-                "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
-           "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。",
-           **dict.fromkeys("USV",
-                           f"返回的是文字（dtype={kind}），不是数字数组：请返回计算出来的 numpy "
-                           "数组。")}
-    if kind.kind not in "iuf":
-        raise Stop("wrong",
-                    f"{case}：" + why.get(kind.kind,
-                                         f"返回值不是数字数组（是 {type(result).__name__}，"
-                                         f"dtype={kind}）：请返回一个 numpy 数组。"))
-    low = isinstance(result, np.ndarray) and result.dtype in (np.float32, np.float16)
-    return np.array(result, dtype=np.float64), low
-
-
-def _describe(exc: BaseException) -> str:
-    text = traceback.format_exception_only(type(exc), exc)[-1].strip()  # safe if str() of it raises
-    return text if len(text) <= 200 else text[:200] + "…"
-
-
-def _learner_line(frames, fn, source: str) -> tuple[int, str]:
-    """(line number in ``source``, its text) of the innermost of ``frames`` ((file, line, function),
-    innermost first) in the learner's code: a whole cell's text (``<learner>``) or ``fn``'s file or
-    name; (0, '') if none."""
-    lines = source.splitlines()
-    code = getattr(fn, "__code__", None)
-    for path, lineno, function in frames:
-        if path == "<learner>" or (code is not None
-                                   and (path == code.co_filename or function == code.co_name)):
-            index = lineno - 1 if path == "<learner>" else lineno - code.co_firstlineno
-            if 0 <= index < len(lines) and lines[index].strip():
-                return index + 1, lines[index].strip()[:80]
-    return 0, ""
-
-
-def _same(a, b, low: bool = False) -> bool:
-    # float32 keeps ~7 significant digits; sums lose some
-    rtol, atol = (1e-4, 1e-5) if low else (1e-6, 1e-8)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
-
-
-def _where_differs(got, want) -> str:
-    diff = np.abs(got - want)
-    diff[~np.isfinite(diff)] = np.inf
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
-    # round-off: four decimals would print the same number twice
-    if f"{want[idx]:.4f}" == f"{got[idx]:.4f}":
-        return (f"例如位置 {idx}：应为 {want[idx]:.10g}，你的是 {got[idx]:.10g}，只差 "
-                f"{diff[idx]:.1e}。"
-                "这是舍入误差的量级")
-    return f"例如位置 {idx}：应为 {want[idx]:.4f}，你的是 {got[idx]:.4f}"
-
-
-def values(case, got, want, low, nonfinite, variants, advice) -> None:
-    """Stop naming the mistake unless ``got`` is ``want``: NaN or inf, float32 inside float64, one
-    of ``variants`` ((mistake, the output it gives, advice), made lazily), else where it differs."""
-    if not np.isfinite(got).all():
-        raise Stop("wrong", f"{case}：结果里有 NaN 或 inf{nonfinite}")
-    if _same(got, want, low):
-        return
-    if not low and _same(got, want, low=True):
-        raise Stop("wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
-                    "公式本身是对的，差别来自中间用了 float32。", ("float32",))
-    for mistake, variant, text in variants:
-        if _same(got, variant, low):
-            raise Stop("wrong", f"{case}：{text}", (mistake,))
-    raise Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。{advice}",
-                ("values",))
-
-
-def _todo(ex) -> str:
-    return (f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError。把它换成你的代码，"
-            "再运行这个单元格。"
-            f"想看要求：exercises.spec(\"{ex.name}\")；实在卡住了：exercises.show_solution(\""
-            f"{ex.name}\")。")
-
-
-# --- what the notebook calls
 @dataclass(frozen=True)
 class Exercise:
     name: str
@@ -220,14 +67,8 @@ class Exercise:
     def learner_name(self) -> str:  # the stub's name in the notebook
         return f"my_{self.name}"
 
-    @property
-    def home(self) -> str:
-        """The module that defines the exercise, so the worker finds it there by name."""
-        return self.solution.__module__
 
-
-# The mistakes the engine itself names (ExerciseResult.mistakes), in Chinese; each exercise adds
-# its own. The class report lists them by name.
+# The mistakes the engine names (each exercise adds its own; the class report lists them)
 MISTAKES = {
     "shape": "形状不对",
     "values": "形状对了，数值不对",
@@ -237,130 +78,156 @@ MISTAKES = {
 }
 
 
-def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
-    """Check the learner's function in the worker process and record the result; never raises
-    for what it does."""
-    name = ex.name
-    if _in_worker:  # called from inside the learner's function
-        raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，"
-                           "你的函数里不要再调用检查器。"
-                           "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
-    if not callable(fn):
-        result = ExerciseResult(name, "error",
-                                f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
-                                f"例如 check(\"{name}\", {ex.learner_name})，"
-                                "函数名后面不要加括号。")
-    else:
-        source = ""
-        # IPython keeps each cell's text for getsource
-        with contextlib.suppress(OSError, TypeError):
-            source = textwrap.dedent(inspect.getsource(fn))[:20_000]
-        result = _run(ex, fn, source, BUDGET_S if budget is None else budget)
-    # a failed save shows in the summary; the result matters more
-    with contextlib.suppress(Exception):
-        progress.default_progress().record_exercise(result)
-    return result
+# --- in the worker: calling the learner's function, and reading what it returned
+_EXTRA_HINT = {  # what an exception usually means in these exercises
+    RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
+    MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
+                 "这里的例子都很小。",
+    SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
+}
 
 
-def check_source(ex: Exercise, source: str) -> ExerciseResult:
-    """Check a saved source (the class report) in a new process, not recorded: the last
-    function it defines."""
-    worker.stop()
-    return _run(ex, None, textwrap.dedent(source), BUDGET_S)
+def _call(ex, case, fn, args, source) -> object:
+    """``fn(*args)`` on copies of the arrays: its value, or Stop with a message that teaches."""
+    given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        with np.errstate(all="ignore"):
+            value = fn(*given)
+    except NotImplementedError:
+        raise Stop("todo", _todo(ex)) from None
+    # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
+    except BaseException as exc:
+        extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), ex.hint)
+        if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES
+            extra = "输出太多了：函数打印或写入的内容超过了 1 MB。请删掉循环里的 print。"
+        frames = [(f.filename, f.lineno, f.name)
+                  for f in reversed(traceback.extract_tb(exc.__traceback__))]
+        line, text = _learner_line(frames, fn, source)
+        where = f"，在你的函数第 {line} 行「{text}」" if text else ""
+        raise Stop("error",
+                   f"运行出错（{case} 这个例子）{where}：{_describe(exc)}。{extra}") from None
+    changed = [name for name, a, g in zip(inspect.signature(ex.solution).parameters, args, given)
+               if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]
+    if changed:
+        raise Stop("wrong",
+                   f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。"
+                   "调用者的数据不该被改掉：请不要写 x[...] = …、x *= … 这类语句，"
+                   "需要时先 x = x.copy()。", ("modifies_input",))
+    if value is None:
+        raise Stop("wrong",
+                   f"{ex.learner_name} 没有返回任何东西（返回了 None）：是不是忘了写 return？",
+                   ("no_return",))
+    return value
 
 
-def _is_stub(source: str) -> bool:
-    """The notebook's stub, untouched: the last function's body is only (a docstring and) raise
-    NotImplementedError."""
-    with contextlib.suppress(SyntaxError, ValueError, IndexError):
-        last = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)][-1]
-        body = [s for s in last.body if not isinstance(getattr(s, "value", None), ast.Constant)]
-        return len(body) == 1 and bool(re.fullmatch(r"raise NotImplementedError(\(.*\))?",
-                                                    ast.unparse(body[0]), re.S))
-    return False
+_NOT_NUMBERS = {  # an array's dtype kind -> what it usually means
+    "c": "返回的数组是复数（dtype={kind}）：注意力的输出应当是实数。"
+         "检查是不是用了会产生复数的运算。",
+    "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
+         "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
+    "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。",
+    **dict.fromkeys("USV", "返回的是文字（dtype={kind}），不是数字数组："
+                           "请返回计算出来的 numpy 数组。"),
+}
+
+
+def as_array(case, result) -> tuple[np.ndarray, bool]:
+    """(a float64 copy, whether it was float32/float16), or Stop saying why it is not numbers."""
+    if callable(result):
+        name = getattr(result, "__name__", type(result).__name__)
+        raise Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果："
+                   f"是不是写成了 return {name}，忘了加括号调用它？")
+    try:
+        kind = np.asarray(result).dtype
+    except Exception:
+        kind = np.dtype(object)
+    if kind.kind not in "iuf":
+        why = _NOT_NUMBERS.get(kind.kind, "返回值不是数字数组（是 {type}，dtype={kind}）："
+                                          "请返回一个 numpy 数组。")
+        raise Stop("wrong", f"{case}：" + why.format(kind=kind, type=type(result).__name__))
+    low = isinstance(result, np.ndarray) and result.dtype in (np.float32, np.float16)
+    return np.array(result, dtype=np.float64), low
+
+
+def _describe(exc: BaseException) -> str:
+    text = traceback.format_exception_only(type(exc), exc)[-1].strip()  # safe if str() of it raises
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _learner_line(frames, fn, source: str) -> tuple[int, str]:
+    """(line number in ``source``, its text) of the innermost of ``frames`` ((file, line, function),
+    innermost first) in ``fn``'s file or function (cloudpickle may rename the file); (0, '')."""
+    code = getattr(fn, "__code__", None)
+    lines = source.splitlines()
+    for path, lineno, function in frames:
+        if code is None or (code.co_filename != path and code.co_name != function):
+            continue
+        index = lineno - code.co_firstlineno
+        if 0 <= index < len(lines) and lines[index].strip():
+            return index + 1, lines[index].strip()[:80]
+    return 0, ""
+
+
+def _same(a, b, low: bool = False) -> bool:
+    if low:  # float32 keeps ~7 significant digits; sums lose some
+        return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-6, atol=1e-8))
+
+
+def _where_differs(got, want) -> str:
+    diff = np.abs(got - want)
+    diff[~np.isfinite(diff)] = np.inf
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
+    # round-off: four decimals would print the same number twice
+    if f"{want[idx]:.4f}" == f"{got[idx]:.4f}":
+        return (f"例如位置 {idx}：应为 {want[idx]:.10g}，你的是 {got[idx]:.10g}，"
+                f"只差 {diff[idx]:.1e}。这是舍入误差的量级")
+    return f"例如位置 {idx}：应为 {want[idx]:.4f}，你的是 {got[idx]:.4f}"
+
+
+def values(case, got, want, low, nonfinite, variants, advice) -> None:
+    """Stop naming the mistake unless ``got`` is ``want``: NaN or inf, float32 inside float64, one
+    of ``variants`` ((mistake, the output it gives, advice), made lazily), else where it differs."""
+    if not np.isfinite(got).all():
+        raise Stop("wrong", f"{case}：结果里有 NaN 或 inf{nonfinite}")
+    if _same(got, want, low):
+        return
+    if not low and _same(got, want, low=True):
+        raise Stop("wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
+                   "公式本身是对的，差别来自中间用了 float32。", ("float32",))
+    for mistake, variant, text in variants:
+        if _same(got, variant, low):
+            raise Stop("wrong", f"{case}：{text}", (mistake,))
+    raise Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。{advice}",
+               ("values",))
+
+
+def _cannot_travel(exc: BaseException) -> str:
+    return (f"检查器没能拿到你的函数（{_describe(exc)}）：检查器在另一个进程里运行它，"
+            "函数只应使用参数、numpy 和普通的数字与数组。"
+            "先单独运行定义函数的单元格，确认它不报错，再运行检查。")
+
+
+def _todo(ex) -> str:
+    return (f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError。"
+            "把它换成你的代码，再运行这个单元格。"
+            f"想看要求：exercises.spec(\"{ex.name}\")；"
+            f"实在卡住了：exercises.show_solution(\"{ex.name}\")。")
 
 
 _in_worker = False  # True in the checker's process
-_AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
-
-
-def _run(ex: Exercise, fn, source: str, budget: float) -> ExerciseResult:
-    """Run the checker in the worker process (an untouched stub needs none); the Chinese message for
-    how it ended."""
-    learner = ex.learner_name
-    result = partial(ExerciseResult, ex.name, source=source or None)
-    if _is_stub(source):
-        return result("todo", _todo(ex))
-    # a function from __main__ travels by value, one from a module the worker imports
-    import cloudpickle
-
-    try:
-        payload = cloudpickle.dumps((ex.home, ex.name, fn, source))
-    except Exception as exc:
-        return result("error", f"{learner} 用到了无法交给检查器的东西（{_describe(exc)}）：检查器"
-                      "在另一个进程里运行你的函数，函数只应使用参数、numpy 和普通的数字与数组。")
-    reply = worker.run(f"{__name__}:_check_here", payload, budget,
-                       preload=(ex.home, "cloudpickle"))
-    if reply.kind == "ok":
-        if reply.printed:
-            # the learner's own print()s
-            print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")
-        status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
-        return result(status, message, tuple(mistakes))
-    if reply.kind == "timeout":
-        pattern = r'File "(.*)", line (\d+) in (\S+)'
-        frames = [(path, int(line), function)
-                  for path, line, function in re.findall(pattern, reply.stack)]
-        # faulthandler's dump: the most recent call first
-        text = _learner_line(frames, fn, source)[1]
-        where = f"（停在这一行：「{text}」）" if text else ""
-        return result("timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}"
-                      "，检查器把它停下了：是不是写了死循环？检查 while 循环的退出条件和 for "
-                      "循环的范围。"
-                      f"也可能是一次极大的计算：例如{ex.huge}。这里的例子都很小，"
-                      f"正确的写法一眨眼就算完。{_AFTER}")
-    if reply.kind == "interrupted":
-        return result("interrupted", f"检查被中断了（{learner} 还没算完）。"
-                      f"如果是因为等得太久：是不是写了死循环？{_AFTER}")
-    if reply.kind == "nostart":
-        why = (reply.stack.strip().splitlines() or [""])[-1]
-        return result("error",
-                      f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why}），"
-                      "你的函数还没有被检查。"
-                      "请重启内核（Kernel → Restart）再运行；如果还是这样，把这条信息告诉老师。")
-    if reply.exitcode is not None and 0 <= reply.exitcode < 256:
-        return result("error", f"{learner} 让运行它的进程直接退出了（退出码 {reply.exitcode}）："
-                      f"是不是调用了 os._exit(…)？函数只需要计算并 return 结果。{_AFTER}")
-    return result("error",
-                  f"运行 {learner} 的进程崩溃了（退出码 {reply.exitcode}）。常见原因：调高了 "
-                  "sys.setrecursionlimit 之后递归太深，把栈用光了；用 ctypes 读写了不该碰的内存；"
-                  "或者内存用得太多，被系统结束。这几个练习都不需要递归和 ctypes：用 for 循环和 "
-                  "numpy 写。" + _AFTER)
 
 
 def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
-    """In the worker: rebuild the learner's function (or compile its text) and run every case of the
-    exercise."""
+    """In the worker: rebuild the learner's function and run every case of the exercise."""
     global _in_worker
     import cloudpickle
 
     _in_worker = True
     try:
-        (home, name, fn, source) = cloudpickle.loads(payload)
-        ex = importlib.import_module(home).EXERCISES[name]
-        if fn is None:
-            namespace = {"__name__": "__learner__", "np": np, "numpy": np, "math": math,
-                         "softmax": softmax,
-                         # a cell's own check line
-                         "exercises": SimpleNamespace(check=lambda *args, **kwargs: None)}
-            exec(compile(source, "<learner>", "exec"), namespace)
-            fn = [v for v in namespace.values() if inspect.isfunction(v)
-                  and v.__module__ == "__learner__"][-1]
-    # a function that cannot be rebuilt here, or code given as text that does not run
-    except BaseException as exc:
-        return "error", (f"检查器没能拿到你的函数（{_describe(exc)}）：先单独运行定义函数的单元格，"
-                         "确认它不报错，"
-                         "再运行检查。"), ()
+        (ex, fn, source) = cloudpickle.loads(payload)
+    except BaseException as exc:  # a function that cannot be rebuilt here
+        return "error", _cannot_travel(exc), ()
     try:
         rng = np.random.default_rng(0)
         low = False
@@ -368,21 +235,90 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
             case = f"n={n}, d_model={d}, h={h}"
             args = ex.inputs(rng, n, d, h)
             low = ex.verdict(case, _call(ex, case, fn, args, source), *args) or low
-        return "passed", ex.passed + ("（你的结果是 float32，按 float32 的精度比对；lesson_lib 用 "
-                                      "float64，"
-                                      "想和它逐位一致请用 float64。）" if low else ""), ()
     except Stop as stop:
         return stop.args[0], stop.args[1], tuple(stop.args[2]) if len(stop.args) > 2 else ()
     except BaseException as exc:  # what the learner returned defeated the checker's reading of it
         return "error", (f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型和形状，"
-                         "应当返回一个普通的 "
-                         "numpy 数组（或整数）。"), ()
+                         "应当返回一个普通的 numpy 数组（或整数）。"), ()
+    if low:
+        return "passed", ex.passed + ("（你的结果是 float32，按 float32 的精度比对；lesson_lib 用 "
+                                      "float64，想和它逐位一致请用 float64。）"), ()
+    return "passed", ex.passed, ()
 
 
-def spec(ex: Exercise) -> _Text:
-    return _Text(ex.spec)
+# --- in the notebook
+def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
+    """Check the learner's function in the worker and record the result; never raises for it."""
+    if _in_worker:  # called from inside the learner's function
+        raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，"
+                           "你的函数里不要再调用检查器。"
+                           "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
+    if callable(fn):
+        result = _run(ex, fn, BUDGET_S if budget is None else budget)
+    else:
+        result = ExerciseResult(ex.name, "error",
+                                f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
+                                f"例如 check(\"{ex.name}\", {ex.learner_name})，"
+                                "函数名后面不要加括号。")
+    # a failed save shows in the summary; the result matters more
+    with contextlib.suppress(Exception):
+        progress.default_progress().record_exercise(result)
+    return result
 
 
-def show_solution(ex: Exercise) -> _Code:
-    """The reference solution's source (read by reflection, never a pasted copy)."""
-    return _Code(inspect.getsource(ex.solution).rstrip())
+def _is_stub(source: str) -> bool:
+    """The notebook's stub, untouched: only (a docstring and) raise NotImplementedError."""
+    with contextlib.suppress(SyntaxError, ValueError, IndexError, AttributeError):
+        body = ast.parse(source).body[0].body
+        body = [s for s in body if not isinstance(getattr(s, "value", None), ast.Constant)]
+        return len(body) == 1 and bool(re.fullmatch(r"raise NotImplementedError(\(.*\))?",
+                                                    ast.unparse(body[0]), re.S))
+    return False
+
+
+_AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
+
+
+def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
+    """Run the checker in the worker (a stub needs none); a Chinese message for how it ended."""
+    source = ""
+    with contextlib.suppress(OSError, TypeError):  # IPython keeps each cell's text for getsource
+        source = textwrap.dedent(inspect.getsource(fn))[:20_000]
+    learner = ex.learner_name
+    result = partial(ExerciseResult, ex.name, source=source or None)
+    if _is_stub(source):
+        return result("todo", _todo(ex))
+    import cloudpickle  # a function from __main__ travels by value, one from a module by reference
+
+    home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
+    try:
+        payload = cloudpickle.dumps((ex, fn, source))
+    except Exception as exc:
+        return result("error", _cannot_travel(exc))
+    reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))
+    if reply.kind == "ok":
+        if reply.text:  # the learner's own print()s
+            print(reply.text, end="" if reply.text.endswith("\n") else "\n")
+        status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
+        return result(status, message, tuple(mistakes))
+    if reply.kind == "timeout":  # faulthandler's dump: the most recent call first
+        found = re.findall(r'File "(.*)", line (\d+) in (\S+)', reply.text)
+        frames = [(path, int(line), function) for path, line, function in found]
+        text = _learner_line(frames, fn, source)[1]
+        where = f"（停在这一行：「{text}」）" if text else ""
+        return result("timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}"
+                      "，检查器把它停下了：是不是写了死循环？检查 while 循环的退出条件和 for "
+                      f"循环的范围。也可能是一次极大的计算：例如{ex.huge}。这里的例子都很小，"
+                      f"正确的写法一眨眼就算完。{_AFTER}")
+    if reply.kind == "interrupted":
+        return result("interrupted", f"检查被中断了（{learner} 还没算完）。"
+                      f"如果是因为等得太久：是不是写了死循环？{_AFTER}")
+    if reply.kind == "nostart":
+        why = (reply.text.strip().splitlines() or [""])[-1]
+        return result("error", f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why}），"
+                      "你的函数还没有被检查。请重启内核（Kernel → Restart）再运行；"
+                      "如果还是这样，把这条信息告诉老师。")
+    return result("error", f"运行 {learner} 的进程意外结束了（退出码 {reply.exitcode}）：是不是调用"
+                  "了 os._exit(…)？或者调高了 sys.setrecursionlimit 之后递归太深、用 ctypes 读写了"
+                  "不该碰的内存、内存用得太多？这几个练习只需要用 for 循环和 numpy 计算，再 return "
+                  f"结果。{_AFTER}")

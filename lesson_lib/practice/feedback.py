@@ -61,7 +61,7 @@ class Question:
     its answer key."""
 
     id: str
-    section: str  # where the question's idea is taught, e.g. "第 4 节"
+    section: str  # where the question's idea is taught
     kind: str
     prompt: str
     explanation: str
@@ -75,6 +75,7 @@ class Question:
     # The named values its data computed, and the section function that draws its picture
     values: dict = field(default_factory=dict, repr=False, compare=False)
     picture: dict = field(default_factory=dict, repr=False, compare=False)
+    counted: bool = True  # false: asked apart from the quiz, never in its count
 
     @property
     def choices(self) -> tuple[tuple[str, str], ...]:
@@ -85,6 +86,37 @@ class Question:
         return question_version(self.prompt, self.key, self.kind)
 
 
+@dataclass(frozen=True)
+class RubricPoint:
+    """One point of a good answer: a short ``name`` (the checkbox) and what it says in full."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A self-explanation's key: what a learner compares their own answer with (nothing reads
+    the answer's prose)."""
+
+    points: tuple[RubricPoint, ...]
+    misconceptions: tuple[tuple[str, str], ...]  # (the wrong claim, why it is wrong)
+    model_answer: str
+
+    def text(self) -> str:
+        """What the learner reads after writing: the points, then the misconceptions."""
+        # points named ①②③ carry their own numbers
+        numbered = all(p.name[:1] in "①②③④⑤⑥⑦⑧⑨" for p in self.points)
+        lines = ["好的回答会说到这几点："]
+        for i, p in enumerate(self.points, start=1):
+            number = "" if numbered else f"{i}. "
+            lines.append(f"{number}{p.name}：{p.text}")
+        if self.misconceptions:
+            lines.append("常见的误解（你的回答里有没有类似的说法？）：")
+            lines += [f"✗ 「{claim}」——{why}" for claim, why in self.misconceptions]
+        return "\n".join(lines)
+
+
 def answer_first(qid: str, what: str = "写下你的答案") -> Feedback:
     message = f"{ANSWER_FIRST}先{what}再提交，哪怕不确定也没关系，提交后会告诉你差在哪里。"
     return Feedback(False, message, qid)
@@ -93,7 +125,7 @@ def answer_first(qid: str, what: str = "写下你的答案") -> Feedback:
 # Wording that may improve without changing what is asked or accepted; an option's why teaches too.
 _TEACHING_TEXT = {
     "hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer",
-    "description", "text", "explanation",
+    "text",  # a rubric point's full wording (its name is what the learner ticks)
 }
 
 

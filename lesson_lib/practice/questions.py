@@ -6,29 +6,20 @@ fields, the allowed lesson functions, the named checkers) is README's 「改编�
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 import string
 import sys
 from fractions import Fraction
 from functools import cache, partial
 from pathlib import Path
 
-from lesson_lib import paper
-from lesson_lib.attention import head_width
+from lesson_lib import attention, costs, head_stats, paper
 from lesson_lib.checks import LessonInputError
-from lesson_lib.costs import count, kv_sharing, parameters
-from lesson_lib.head_stats import crowded_keys
 from lesson_lib.practice import checkers
-from lesson_lib.practice.checkers import (
-    ChoiceBox,
-    ChoiceKey,
-    ExpressionBox,
-    FormKey,
-    NumberBox,
-    Poly,
-)
-from lesson_lib.practice.feedback import Question
-from lesson_lib.practice.freetext import Rubric, RubricPoint
+from lesson_lib.practice.checkers import Poly
+from lesson_lib.practice.feedback import Question, Rubric, RubricPoint
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -63,64 +54,54 @@ def _table3(row: str, column: str, h=None, d_k=None):
 def _refusal(d_model: int, h: int) -> str:
     """What the kernel says when h does not divide d_model (its own Chinese message)."""
     try:
-        head_width(d_model, h)
+        attention.head_width(d_model, h)
     except LessonInputError as exc:
         return str(exc)
     return ""
 
 
-def _count(n: int, d_model: int, h: int, part: str) -> int:
-    return getattr(count(n, d_model, h), part)
-
-
-def _kv_cache(d_model: int, h: int, groups: int) -> int:
-    return kv_sharing(d_model, h, groups).cache_per_token
-
-
-def _winner_weight(keys: int, length: float) -> float:
-    return crowded_keys((keys,), length)[keys]
-
-
-def _floor(of) -> int:
-    return math.floor(of)
-
-
-NUMBER = "number"  # an argument that is a number, a value's name or an expression of them
-WORD = "word"  # an argument that is a word (a column, a row, a part of the count)
-FUNCTIONS = {  # name -> (function, {argument: NUMBER or WORD})
-    "paper.base_d_model": (lambda: paper.BASE_D_MODEL, {}),
-    "paper.base_heads": (lambda: paper.BASE_HEADS, {}),
-    "paper.table3": (_table3, {"row": WORD, "column": WORD, "h": NUMBER, "d_k": NUMBER}),
-    "attention.head_width": (head_width, {"d_model": NUMBER, "h": NUMBER}),
-    "attention.refusal": (_refusal, {"d_model": NUMBER, "h": NUMBER}),
-    "costs.count": (_count, {"n": NUMBER, "d_model": NUMBER, "h": NUMBER, "part": WORD}),
-    "costs.parameters": (parameters, {"d_model": NUMBER, "h": NUMBER}),
-    "costs.kv_cache": (_kv_cache, {"d_model": NUMBER, "h": NUMBER, "groups": NUMBER}),
-    "head_stats.winner_weight": (_winner_weight, {"keys": NUMBER, "length": NUMBER}),
-    "floor": (_floor, {"of": NUMBER}),
+# name in a file -> the function; its arguments are the ones a file may write (each spelled out,
+# so that a lesson function's own signature or decorator never widens the format)
+FUNCTIONS = {
+    "paper.base_d_model": lambda: paper.BASE_D_MODEL,
+    "paper.base_heads": lambda: paper.BASE_HEADS,
+    "paper.table3": _table3,
+    "attention.head_width": lambda d_model, h: attention.head_width(d_model, h),
+    "attention.refusal": _refusal,
+    "costs.count": lambda n, d_model, h, part: getattr(costs.count(n, d_model, h), part),
+    "costs.parameters": lambda d_model, h: costs.parameters(d_model, h),
+    "costs.kv_cache": (
+        lambda d_model, h, groups: costs.kv_sharing(d_model, h, groups).cache_per_token
+    ),
+    "head_stats.winner_weight": lambda keys, length: head_stats.crowded_keys((keys,), length)[keys],
+    "floor": lambda of: math.floor(of),
 }
+# arguments taken as written (a table's row or column, a part of the count); any other argument
+# is a number, a value's name or an expression of them
+WORDS = ("row", "column", "part")
 
 # ------------------------------------------------------------------ the format: field -> type
+TEXT = "text"  # a str whose {placeholders} are filled from the values; "" when left out
+_FILE = {"values": dict, "questions": list}
 _QUESTION = {
-    "id": str, "kind": str, "section": str, "prompt": str, "explanation": str,
-    "praise": str, "answer": str, "options": list, "boxes": list, "values": dict,
+    "id": str, "kind": str, "section": str, "prompt": TEXT, "explanation": TEXT,
+    "praise": TEXT, "answer": str, "options": list, "boxes": list, "values": dict,
     "whole": str, "spread": bool, "right_answers": list, "wrong_answers": list,
-    "placeholder": str, "picture": dict, "points": list, "misconceptions": list,
-    "model_answer": str, "counted": bool,
+    "placeholder": TEXT, "picture": dict, "points": list, "misconceptions": list,
+    "model_answer": TEXT, "counted": bool,
 }  # fmt: skip
-_CHOICE_NEEDS = ("id", "kind", "section", "prompt", "explanation", "answer", "options")
-_FORM_NEEDS = ("id", "kind", "section", "prompt", "explanation", "boxes")
+_ALWAYS = ("id", "kind", "section", "prompt")
 _TESTS = ("right_answers", "wrong_answers")  # every question but a self-explanation has its own
-_NEEDS = {
-    "single": (*_CHOICE_NEEDS, *_TESTS),
-    "multi": (*_CHOICE_NEEDS, *_TESTS),
-    "form": (*_FORM_NEEDS, *_TESTS),
-    "self": ("id", "kind", "section", "prompt", "points", "misconceptions", "model_answer"),
+_NEEDS = {  # by kind, the fields a question must have
+    "single": (*_ALWAYS, "explanation", "answer", "options", *_TESTS),
+    "multi": (*_ALWAYS, "explanation", "answer", "options", *_TESTS),
+    "form": (*_ALWAYS, "explanation", "boxes", *_TESTS),
+    "self": (*_ALWAYS, "points", "misconceptions", "model_answer"),
 }
-_OPTION = {"key": str, "label": str, "why": str}
+_OPTION = {"key": str, "label": TEXT, "why": TEXT}
 _BOX = {
-    "name": str, "kind": str, "label": str, "target": object, "symbols": dict,
-    "labels": list, "unit": str, "hints": list, "generic": str, "placeholder": str,
+    "name": str, "kind": str, "label": TEXT, "target": object, "symbols": dict,
+    "labels": list, "unit": TEXT, "hints": list, "generic": TEXT, "placeholder": TEXT,
     "explain": str, "options": list, "answer": str,
 }  # fmt: skip
 _BOX_NEEDS = {
@@ -128,24 +109,10 @@ _BOX_NEEDS = {
     "expression": ("name", "label", "target"),
     "choice": ("name", "label", "options", "answer"),
 }
-_HINT = {"value": object, "says": str}
-_POINT = {"name": str, "text": str}
-_MISCONCEPTION = {"claim": str, "says": str}
+_HINT = {"value": object, "says": TEXT}
+_POINT = {"name": str, "text": TEXT}
+_MISCONCEPTION = {"claim": TEXT, "says": TEXT}
 _TYPE_NAMES = {str: "文字", list: "列表", dict: "表", bool: "true 或 false"}
-
-
-def _exact(x: int | float) -> Fraction:
-    """A value as the exact number it prints as (25.8, not the float nearest to it)."""
-    if isinstance(x, float):
-        return Fraction(str(x))
-    return Fraction(x)
-
-
-def _plain(x: Fraction) -> int | float:
-    """An int when whole, else a float (what a placeholder formats)."""
-    if x.denominator == 1:
-        return int(x)
-    return float(x)
 
 
 class _Reader:
@@ -159,33 +126,62 @@ class _Reader:
     def fail(self, field: str, problem: str) -> QuestionDataError:
         return QuestionDataError(self.path, self.qid, field, problem)
 
-    # ---- fields, texts, numbers
-    def fields(self, table, spec: dict, needs, where: str) -> dict:
-        """``table`` with only ``spec``'s fields, each of its type, and all of ``needs``."""
-        if not isinstance(table, dict):
+    # ---- tables, texts, numbers
+    def table(self, raw, spec: dict, needs, where: str) -> dict:
+        """``raw`` with only ``spec``'s fields, each of its type, and all of ``needs``; a copy
+        whose texts are filled."""
+        if not isinstance(raw, dict):
             raise self.fail(where.rstrip("."), "应当是一个表（[[…]] 或 { … }）。")
-        for name, value in table.items():
+        for name, value in raw.items():
             if name not in spec:
                 raise self.fail(where + name, f"不认识：可用的字段是 {'、'.join(spec)}。")
-            want = spec[name]
+            want = str if spec[name] == TEXT else spec[name]
             if want is not object and not isinstance(value, want):
                 raise self.fail(where + name, f"应当是{_TYPE_NAMES[want]}。")
+        kind = f"{raw['kind']} 题" if not where and "kind" in raw else ""  # a question's kind
         for name in needs:
-            if name not in table:
-                raise self.fail(where + name, "缺少这个字段。")
-        return table
+            if name not in raw:
+                raise self.fail(where + name, f"没有写（{kind}必须有这个字段）。")
+        out = dict(raw)
+        for name, want in spec.items():
+            if want == TEXT:
+                out[name] = self.text(raw.get(name, ""), where + name)
+        return out
+
+    def rows(self, items: list, spec: dict, needs, field: str) -> list[dict]:
+        """A list of tables, such as a question's options."""
+        return [self.table(raw, spec, needs, f"{field}[{i}].") for i, raw in enumerate(items)]
 
     def text(self, template: str, field: str) -> str:
         """A text with {name} or {name:format} placeholders, filled from the values."""
-        for _, name, _, _ in string.Formatter().parse(template):
-            if name is not None and name not in self.values:
-                known = "、".join(self.values) or "（无）"
-                raise self.fail(field, f"里的占位符 {{{name}}} 不在 values 里：可用的是 {known}。")
         try:
             return template.format_map(self.values)
-        except (ValueError, TypeError) as exc:
-            problem = f"的占位符写法不对（{exc}）；花括号本身写成 {{{{ 和 }}}}。"
+        except KeyError as exc:  # a name the values do not have
+            known = "、".join(self.values) or "（无）"
+            problem = f"里的占位符 {{{exc.args[0]}}} 不在 values 里：可用的是 {known}。"
             raise self.fail(field, problem) from None
+        except (ValueError, TypeError, IndexError, AttributeError):
+            raise self.fail(field, self.placeholder_problem(template)) from None
+
+    def placeholder_problem(self, template: str) -> str:
+        """What is wrong with a text's braces or placeholders (Python says it in English)."""
+        pairs = template.replace("{{", "  ").replace("}}", "  ")  # a brace written as itself
+        left = re.sub(r"\{[^{}]*\}", lambda m: " " * len(m[0]), pairs)  # the closed placeholders
+        for i, brace in enumerate(left):
+            if brace == "{":
+                start = template[i:].split()[0][:10]
+                return f"里从「{start}」开始的「{{」没有配对的「}}」：占位符写成 {{名字}}。"
+            if brace == "}":
+                return (f"里「{template[max(0, i - 9):i + 1]}」的「}}」前面没有「{{」："
+                        "要显示花括号本身，写成 {{ 和 }}。")
+        for _, name, spec, _ in string.Formatter().parse(template):
+            if name is not None and not name.isidentifier():
+                return f"里的 {{{name}}} 要写 values 里的一个名字，例如 {{d_k}}。"
+            try:
+                format(self.values.get(name, 0), spec)
+            except (ValueError, TypeError):
+                return f"里 {{{name}:{spec}}} 的格式写错了：可以写 {{x:,}}（千分位）、{{x:.2f}}。"
+        return "里的占位符写法不对：写成 {名字} 或 {名字:格式}。"
 
     def number(self, value, field: str, unknown: dict | None = None):
         """A number, a value's name or an expression of them (``d_model / h``); with ``unknown``
@@ -194,18 +190,33 @@ class _Reader:
             raise self.fail(field, "应当是一个数、一个 values 里的名字或它们的算式。")
         if not isinstance(value, str):
             return value
-        known = {k: Poly.const(_exact(v)) for k, v in self.values.items() if _is_number(v)}
+        known = {}
+        for name, v in self.values.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                known[name] = Poly.const(Fraction(str(v)))  # the exact number it prints as
         try:
             poly = checkers.parse_expression(value, {**known, **(unknown or {})})
-        except checkers.ExpressionError as exc:
-            raise self.fail(field, f"读不懂「{value}」：{exc}") from None
+        except checkers.ExpressionError:
+            raise self.fail(field, self.unreadable(value, [*known, *(unknown or {})])) from None
         if unknown is not None:
             return poly
-        return _plain(poly.constant)
+        constant = poly.constant
+        return int(constant) if constant.denominator == 1 else float(constant)
+
+    def unreadable(self, value: str, names: list) -> str:
+        """Why a number field cannot be read; a lesson function's name says how to call it."""
+        call = value.split("(")[0].strip()
+        if call in FUNCTIONS:
+            args = "".join(f", {a} = …" for a in inspect.signature(FUNCTIONS[call]).parameters)
+            return f"里的「{value}」是函数：在 values 里写成 {{ call = \"{call}\"{args} }}。"
+        known = "、".join(names) or "（还没有）"
+        return f"读不懂「{value}」，能写的是数、+ - * / ^、括号和这些名字：{known}。"
 
     # ---- values
-    def read_values(self, table: dict, where: str) -> None:
+    def read_values(self, table, where: str) -> None:
         """Each value in order: a number, an expression of earlier ones, or a function's result."""
+        if not isinstance(table, dict):
+            raise self.fail(where, f"应当是{_TYPE_NAMES[dict]}。")
         for name, spec in table.items():
             field = f"{where}.{name}"
             if not name.isidentifier() or name in checkers.ALIASES:
@@ -221,7 +232,8 @@ class _Reader:
         if name not in FUNCTIONS:
             known = "、".join(FUNCTIONS)
             raise self.fail(f"{field}.call", f"「{name}」不是可用的函数：可用的是 {known}。")
-        function, arguments = FUNCTIONS[name]
+        function = FUNCTIONS[name]
+        arguments = inspect.signature(function).parameters
         args = {}
         for arg, value in spec.items():
             if arg == "call":
@@ -229,53 +241,50 @@ class _Reader:
             if arg not in arguments:
                 known = "、".join(arguments) or "（无）"
                 raise self.fail(f"{field}.{arg}", f"{name} 没有这个参数：它的参数是 {known}。")
-            if arguments[arg] == WORD:
+            if arg in WORDS:
                 args[arg] = value
             else:
                 args[arg] = self.number(value, f"{field}.{arg}")
+        missing = [a for a, p in arguments.items() if p.default is p.empty and a not in spec]
+        if missing:
+            raise self.fail(field, f"缺少 {name} 的参数 {'、'.join(missing)}。")
         try:
             return function(**args)
         except Exception as exc:  # a wrong row, an h the kernel refuses: said with the field
-            raise self.fail(field, f"算不出来：{name} 说「{exc}」。") from None
+            raise self.fail(field, f"算不出来：{name} 说「{str(exc).rstrip('。')}」。") from None
 
     # ---- a question
     def question(self, raw) -> Question:
-        self.qid = ""
-        if isinstance(raw, dict):
-            self.qid = str(raw.get("id", ""))
-        kind = raw.get("kind") if isinstance(raw, dict) else None
+        if not isinstance(raw, dict):
+            raw = {}  # then its kind is missing: said first
+        self.qid = str(raw.get("id", ""))
+        kind = raw.get("kind")
         if kind not in _NEEDS:
             raise self.fail("kind", f"应当是 {'、'.join(_NEEDS)} 之一。")
-        q = self.fields(raw, _QUESTION, _NEEDS[kind], "")
-        if "picture" in q:
-            self.picture(q["picture"])
         file_values = dict(self.values)
-        self.read_values(q.get("values", {}), "values")
         try:
-            return self.build(q, kind)
+            self.read_values(raw.get("values", {}), "values")
+            return self.build(self.table(raw, _QUESTION, _NEEDS[kind], ""))
         finally:
             self.values = file_values  # a question's own values are its own
 
-    def build(self, q: dict, kind: str) -> Question:
-        common = {
-            "placeholder": self.text(q.get("placeholder", ""), "placeholder"),
-            "values": dict(self.values),
-            "picture": q.get("picture", {}),
-        }
-        prompt = self.text(q["prompt"], "prompt")
-        if kind == "self":
-            rubric = self.rubric(q)
-            explanation = rubric.text() + "\n" + rubric.model_answer
-            return Question(q["id"], q["section"], kind, prompt, explanation, key=rubric, **common)
-        common["right_answers"] = self.answers(q["right_answers"], "right_answers")
-        common["wrong_answers"] = self.answers(q["wrong_answers"], "wrong_answers")
-        praise = self.text(q.get("praise", ""), "praise")
-        if kind == "form":
-            key = self.form(q, praise)
-        else:
-            key = self.choices(q, praise)
-        explanation = self.text(q["explanation"], "explanation")
-        return Question(q["id"], q["section"], kind, prompt, explanation, key=key, **common)
+    def build(self, q: dict) -> Question:
+        if "picture" in q:
+            self.picture(q["picture"])
+        build_key = {"self": self.rubric, "form": self.form}.get(q["kind"], self.choices)
+        key = build_key(q)
+        explanation = q["explanation"]
+        if q["kind"] == "self":  # what a self-explanation shows after the first answer
+            explanation = key.text() + "\n" + key.model_answer
+        return Question(
+            q["id"], q["section"], q["kind"], q["prompt"], explanation, key=key,
+            placeholder=q["placeholder"],
+            right_answers=self.answers(q.get("right_answers", []), "right_answers"),
+            wrong_answers=self.answers(q.get("wrong_answers", []), "wrong_answers"),
+            values=dict(self.values),
+            picture=q.get("picture", {}),
+            counted=q.get("counted", True),
+        )  # fmt: skip
 
     def answers(self, items: list, field: str) -> tuple:
         """Test answers: one text, or one text per box."""
@@ -291,42 +300,38 @@ class _Reader:
         return tuple(out)
 
     def options(self, items: list, field: str) -> tuple[tuple[str, str, str], ...]:
-        out = []
-        for i, raw in enumerate(items):
-            where = f"{field}[{i}]"
-            o = self.fields(raw, _OPTION, ("key", "label"), where + ".")
-            label = self.text(o["label"], where + ".label")
-            out.append((o["key"], label, self.text(o.get("why", ""), where + ".why")))
-        keys = [key for key, _, _ in out]
-        if len(set(keys)) != len(keys):
-            raise self.fail(field, "里有重复的 key。")
-        return tuple(out)
+        """(key, label, why) of each option."""
+        options = self.rows(items, _OPTION, ("key", "label"), field)
+        self.unique([o["key"] for o in options], field, "key")
+        return tuple((o["key"], o["label"], o["why"]) for o in options)
 
-    def choices(self, q: dict, praise: str) -> ChoiceKey:
+    def unique(self, names: list, field: str, what: str) -> None:
+        if len(set(names)) != len(names):
+            raise self.fail(field, f"里有重复的 {what}。")
+
+    def choices(self, q: dict) -> checkers.ChoiceKey:
         options = self.options(q["options"], "options")
-        for key, _, _ in options:  # a learner may type 「AC」: one character a key
+        keys = [key for key, _, _ in options]
+        for key in keys:  # a learner may type 「AC」: one character a key
             if len(key) != 1:
                 raise self.fail("options", f"里的 key「{key}」应当是一个字符（A、B、C……）。")
         answer = frozenset(q["answer"])
-        keys = {key for key, _, _ in options}
-        if not answer <= keys or (q["kind"] == "single" and len(answer) != 1):
+        if not answer <= set(keys) or (q["kind"] == "single" and len(answer) != 1):
             known = "、".join(sorted(keys))
             raise self.fail("answer", f"应当是选项的 key（{known}）；单选题只写一个。")
         for key, _, why in options:
             if key not in answer and not why:
                 problem = f"里错的选项 {key} 缺少 why：选了它的学生要读到错在哪里。"
                 raise self.fail("options", problem)
-        return ChoiceKey(options, answer, praise)
+        return checkers.ChoiceKey(options, answer, q["praise"])
 
-    def form(self, q: dict, praise: str) -> FormKey:
+    def form(self, q: dict) -> checkers.FormKey:
         boxes = tuple(self.box(raw, f"boxes[{i}]") for i, raw in enumerate(q["boxes"]))
-        names = [b.name for b in boxes]
-        if len(set(names)) != len(names):
-            raise self.fail("boxes", "里有重复的 name。")
+        self.unique([b.name for b in boxes], "boxes", "name")
         whole = None
-        if "whole" in q:  # told the boxes' targets: a shape checker knows (h, n, d_k)
+        if "whole" in q:  # a checker of the whole form, told the boxes' targets in box order
             whole = partial(self.named(q["whole"], "whole"), tuple(b.target for b in boxes))
-        return FormKey(boxes, praise, whole=whole, spread=q.get("spread", False))
+        return checkers.FormKey(boxes, q["praise"], whole=whole, spread=q.get("spread", False))
 
     def named(self, name: str, field: str):
         if name not in checkers.NAMED:
@@ -338,15 +343,13 @@ class _Reader:
         """``draw``: the section function (module.function under sections/) that draws the
         question's picture, with its arguments. Checked without importing the section."""
         draw = table.get("draw", "")
-        parts = draw.split(".") if isinstance(draw, str) else []
-        found = False
-        if len(parts) > 1:
-            module = SECTIONS.joinpath(*parts[:-1])
-            # a module, or a package's __init__ (s03_heads/)
-            for path in (module.with_suffix(".py"), module / "__init__.py"):
-                if path.is_file() and f"def {parts[-1]}(" in path.read_text(encoding="utf-8"):
-                    found = True
-        if not found:
+        parts = draw.split(".") if isinstance(draw, str) else [""]
+        module = SECTIONS.joinpath(*parts[:-1])
+        defines = f"def {parts[-1]}("
+        # a module, or a package's __init__
+        found = [p for p in (module.with_suffix(".py"), module / "__init__.py")
+                 if p.is_file() and defines in p.read_text(encoding="utf-8")]
+        if len(parts) < 2 or not found:
             problem = f"「{draw}」不是 lesson_lib/sections 里的函数（写成 模块.函数）。"
             raise self.fail("picture.draw", problem)
 
@@ -354,93 +357,79 @@ class _Reader:
         kind = raw.get("kind", "number") if isinstance(raw, dict) else None
         if kind not in _BOX_NEEDS:
             raise self.fail(f"{where}.kind", f"应当是 {'、'.join(_BOX_NEEDS)} 之一。")
-        b = self.fields(raw, _BOX, _BOX_NEEDS[kind], f"{where}.")
-        label = self.text(b["label"], f"{where}.label")
+        b = self.table(raw, _BOX, _BOX_NEEDS[kind], f"{where}.")
         if kind == "choice":
             options = self.options(b["options"], f"{where}.options")
             if b["answer"] not in {key for key, _, _ in options}:
                 raise self.fail(f"{where}.answer", "应当是一个选项的 key。")
-            return ChoiceBox(b["name"], label, options, b["answer"])
+            return checkers.ChoiceBox(b["name"], b["label"], options, b["answer"])
         unknown = {"n": Poly.n()} if kind == "expression" else None
-        symbols = {}
-        for name, value in b.get("symbols", {}).items():
-            symbols[name] = self.number(value, f"{where}.symbols.{name}")
+        written = b.get("symbols", {})
+        symbols = {k: self.number(v, f"{where}.symbols.{k}") for k, v in written.items()}
         target = self.number(b["target"], f"{where}.target", unknown)
         hints = []
-        for i, raw_hint in enumerate(b.get("hints", [])):
-            field = f"{where}.hints[{i}]"
-            h = self.fields(raw_hint, _HINT, ("value", "says"), field + ".")
-            value = self.number(h["value"], field + ".value", unknown)
-            hints.append((value, self.text(h["says"], field + ".says")))
-        generic = self.text(b.get("generic", ""), f"{where}.generic")
+        rows = self.rows(b.get("hints", []), _HINT, ("value", "says"), f"{where}.hints")
+        for i, h in enumerate(rows):
+            value = self.number(h["value"], f"{where}.hints[{i}].value", unknown)
+            hints.append((value, h["says"]))
         extra = {
-            "unit": self.text(b.get("unit", ""), f"{where}.unit"),
+            "unit": b["unit"],
             "hints": tuple(hints),
-            "placeholder": self.text(b.get("placeholder", ""), f"{where}.placeholder"),
+            "placeholder": b["placeholder"],
             "labels": tuple(b.get("labels", ())),
         }
         if kind == "number":
-            return NumberBox(b["name"], label, target, symbols, generic=generic, **extra)
+            extra["generic"] = b["generic"]
+            return checkers.NumberBox(b["name"], b["label"], target, symbols, **extra)
         # An expression box: its symbols are Polys in n, and the named checker says what a
         # wrong value means (generic when n's power is right); it is a named mistake.
         poly_symbols = {"n": Poly.n(), **{k: Poly.const(v) for k, v in symbols.items()}}
         checker = self.named(b.get("explain", "power_of_n"), f"{where}.explain")
-        explain = partial(checker, target, generic)
-        return ExpressionBox(b["name"], label, target, poly_symbols, explain=explain, **extra)
+        extra["explain"] = partial(checker, target, b["generic"])
+        return checkers.ExpressionBox(b["name"], b["label"], target, poly_symbols, **extra)
 
     def rubric(self, q: dict) -> Rubric:
-        points = []
-        for i, raw in enumerate(q["points"]):
-            p = self.fields(raw, _POINT, ("name", "text"), f"points[{i}].")
-            points.append(RubricPoint(p["name"], self.text(p["text"], f"points[{i}].text")))
-        wrong = []
-        for i, raw in enumerate(q["misconceptions"]):
-            m = self.fields(raw, _MISCONCEPTION, ("claim", "says"), f"misconceptions[{i}].")
-            wrong.append((m["claim"], self.text(m["says"], f"misconceptions[{i}].says")))
-        model_answer = self.text(q["model_answer"], "model_answer")
-        return Rubric(tuple(points), tuple(wrong), model_answer)
+        points = self.rows(q["points"], _POINT, ("name", "text"), "points")
+        wrong = self.rows(q["misconceptions"], _MISCONCEPTION, ("claim", "says"), "misconceptions")
+        return Rubric(
+            tuple(RubricPoint(p["name"], p["text"]) for p in points),
+            tuple((m["claim"], m["says"]) for m in wrong),
+            q["model_answer"],
+        )
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def read_file(path: Path, with_counted: bool = False) -> list:
-    """One file's questions, checked whole (``QuestionDataError`` names what is wrong); with
-    ``with_counted``, (question, whether the quiz counts it) pairs."""
-    reader = _Reader(Path(path))
+def read_file(path: Path, bank: dict | None = None) -> list[Question]:
+    """One file's questions, checked whole (``QuestionDataError`` names what is wrong). ``bank``
+    ({id: (file, question)} of the files read before) refuses an id used again, and gains them."""
+    path = Path(path)
+    if bank is None:
+        bank = {}
+    reader = _Reader(path)
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise reader.fail("（TOML 写法）", f"读不了：{exc}") from None
-    reader.fields(data, {"values": dict, "questions": list}, ("questions",), "")
+    reader.table(data, _FILE, ("questions",), "")
     reader.read_values(data.get("values", {}), "values")
-    out = [reader.question(raw) for raw in data["questions"]]
-    counted = [raw.get("counted", True) for raw in data["questions"]]
-    ids = [q.id for q in out]
-    for qid in ids:
-        if ids.count(qid) > 1:
-            reader.qid = qid
-            raise reader.fail("id", "在这个文件里出现了不止一次。")
-    if with_counted:
-        return list(zip(out, counted))
+    out = []
+    for raw in data["questions"]:
+        q = reader.question(raw)
+        if q.id in bank:
+            first = bank[q.id][0]
+            number = [i for i, (p, _) in bank.items() if p == first].index(q.id) + 1
+            problem = f"已经被 {first.name} 里的第 {number} 道题用了：一个编号只能给一道题"
+            raise reader.fail("id", problem + "，请换一个。")
+        bank[q.id] = (path, q)
+        out.append(q)
     return out
 
 
 @cache
-def _bank() -> dict[str, dict[str, Question]]:
-    """{"core": …, "lab": …, "apart": …}, each {id: Question} in file order ("apart": one
-    with ``counted = false``, §8's interview); an id in two files is refused."""
-    bank = {"core": {}, "lab": {}, "apart": {}}
-    seen: dict[str, Path] = {}
+def _bank() -> dict[str, tuple[Path, Question]]:
+    """{id: (its file, the question)} of every file, in file order."""
+    bank = {}
     for path in sorted(SECTIONS.glob("*.toml")):
-        part = "lab" if path.name.startswith("lab_") else "core"
-        for q, counted in read_file(path, with_counted=True):
-            if q.id in seen:
-                problem = f"已经在 {seen[q.id].name} 里用过了：每道题的编号只能有一个。"
-                raise QuestionDataError(path, q.id, "id", problem)
-            seen[q.id] = path
-            bank[part if counted else "apart"][q.id] = q
+        read_file(path, bank)
     return bank
 
 
@@ -450,21 +439,36 @@ def read_again() -> None:
 
 
 def question(question_id: str) -> Question:
-    """The question with this id (a core's or a lab's)."""
-    bank = _bank()
-    everyone = {**bank["core"], **bank["lab"], **bank["apart"]}
-    found = everyone.get(question_id)
+    """The question with this id (a core's, a lab's, or one the quiz does not count)."""
+    found = _bank().get(question_id)
     if found is None:
-        known = ", ".join(everyone)
+        known = ", ".join(_bank())
         raise KeyError(f"没有编号为 {question_id!r} 的题目；可用的编号是 {known}。")
-    return found
+    return found[1]
+
+
+def asked_in(question_id: str) -> str:
+    """Where the lesson asks a question: 「第 N 节」 by its file (sNN_…), else its section field."""
+    path, q = _bank()[question_id]
+    number = path.name[1:3]
+    return f"第 {int(number)} 节" if number.isdigit() else q.section
+
+
+def _counted(lab: bool) -> tuple[str, ...]:
+    bank = _bank().items()
+    return tuple(i for i, (path, q) in bank if q.counted and path.name.startswith("lab_") == lab)
 
 
 def question_ids() -> tuple[str, ...]:
     """The core lesson's question ids in section order (what progress counts; no lab's)."""
-    return tuple(_bank()["core"])
+    return _counted(lab=False)
 
 
 def lab_ids() -> tuple[str, ...]:
     """The optional labs' question ids: found by id, never counted as the core's."""
-    return tuple(_bank()["lab"])
+    return _counted(lab=True)
+
+
+def apart_ids() -> tuple[str, ...]:
+    """The ids of questions outside the quiz's count (``counted = false``: §8's interview)."""
+    return tuple(i for i, (_, q) in _bank().items() if not q.counted)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 
-from lesson_lib.practice import checkers, interview, questions, quiz
+from lesson_lib.practice import checkers, questions, quiz
 from lesson_lib.practice.feedback import box_html, feedback_html, text_html
 from lesson_lib.practice.progress import Progress, default_progress
 from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
@@ -16,10 +16,10 @@ from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
 def stored_answer(question, value):
     """The answer as the progress file keeps it: a form's boxes as a JSON list (in box order), keys,
     or text."""
-    if question is not None and question.kind == "form":
+    if question.kind == "form":
         texts = checkers.form_values(question, value)
         return json.dumps([texts[b.name] for b in question.key.boxes], ensure_ascii=False)
-    if question is not None and question.kind == "multi":
+    if question.kind == "multi":
         return sorted(value or ())
     return "" if value is None else str(value)
 
@@ -34,120 +34,135 @@ def _wire(controls: dict, show, submit=None):
     return summary.controls["summary"]
 
 
-class _Shown:
-    def _frame(self, children, *classes) -> None:
-        """The outer box: bordered, as wide as the output, named and read out (``accessible``)."""
-        import ipywidgets as w
+def _frame(children, *classes):
+    """The outer box: bordered, as wide as the output, named and read out (``accessible``)."""
+    import ipywidgets as w
 
-        self.box = w.VBox(children,
-                          layout=w.Layout(border="1px solid var(--jp-border-color2, #ddd)",
-                                          padding="8px",
-                                                    margin="6px 0", width="100%", max_width="100%",
-                                                    overflow="hidden"))
-        for name in classes:
-            self.box.add_class(name)
-        accessible(self.box)
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.box._repr_mimebundle_(**kwargs)
+    border = "1px solid var(--jp-border-color2, #ddd)"
+    layout = w.Layout(border=border, padding="8px", margin="6px 0", width="100%",
+                      max_width="100%", overflow="hidden")
+    box = w.VBox(children, layout=layout)
+    for name in classes:
+        box.add_class(name)
+    return accessible(box)
 
 
-def _answer_controls(q, kind: str, placeholder: str, rows: int) -> tuple[dict, list]:
+def _tick(description: str):
+    """A tick box whose label is its own (width auto: 100% would overflow by the margins)."""
+    import ipywidgets as w
+
+    return w.Checkbox(value=False, description=description, indent=False,
+                      layout=w.Layout(width="auto"))
+
+
+def _box_control(box):
+    """A form box's control: a named radio group for a choice, else a text box checked on Enter."""
+    import ipywidgets as w
+
+    if isinstance(box, checkers.ChoiceBox):
+        options = [(label, key) for key, label, _ in box.options]
+        return w.RadioButtons(options=options, value=None, description=box.label,
+                              style=LABEL_BESIDE)
+    return w.Text(description=box.label, placeholder=box.placeholder or "填一个数或式子",
+                  continuous_update=False, style=LABEL_BESIDE, layout=w.Layout(width="340px"))
+
+
+def _answer_controls(q, rows: int) -> tuple[dict, list]:
     """The answer controls by name, and the rows to lay them out in (a box with its unit beside
     it)."""
     import ipywidgets as w
 
-    # named: an empty description <label> would hide the placeholder from a screen reader
-    if kind == "self":
-        answer = named(w.Textarea(placeholder=placeholder, rows=rows,
-                                  layout=w.Layout(width="100%")), "你的回答")
+    if q.kind == "self":
+        # named: an empty description <label> would hide the placeholder from a screen reader
+        text = w.Textarea(placeholder=q.placeholder, rows=rows, layout=w.Layout(width="100%"))
+        answer = named(text, "你的回答")
         return {"answer": answer}, [w.Label("你的回答："), answer]
-    if kind == "single":  # a named radio group whose choices wrap
-        choice = w.RadioButtons(options=[(f"{k}. {label}", k) for k, label in q.choices],
-                                value=None,
-                                description="选一项", style=LABEL_BESIDE,
-                                layout=w.Layout(width="100%"))
+    if q.kind == "single":  # a named radio group whose choices wrap
+        options = [(f"{k}. {label}", k) for k, label in q.choices]
+        choice = w.RadioButtons(options=options, value=None, description="选一项",
+                                style=LABEL_BESIDE, layout=w.Layout(width="100%"))
         return {"choice": choice}, [choice]
-    if kind == "multi":  # width auto: 100% would overflow by the margins
-        ticks = {k: w.Checkbox(value=False, description=f"{k}. {label}", indent=False,
-                               layout=w.Layout(width="auto"))
-                 for k, label in q.choices}
+    if q.kind == "multi":
+        ticks = {k: _tick(f"{k}. {label}") for k, label in q.choices}
         return ticks, list(ticks.values())
-    controls = {b.name: w.RadioButtons(options=[(label, key) for key, label, _ in b.options],
-                                       value=None,
-                                       description=b.label, style=LABEL_BESIDE)
-                if hasattr(b, "options") else
-                w.Text(description=b.label, placeholder=b.placeholder or "填一个数或式子",
-                       continuous_update=False,
-                       style=LABEL_BESIDE, layout=w.Layout(width="340px"))
-                for b in q.key.boxes}
-    units = [getattr(b, "unit", "") for b in q.key.boxes]  # a number box's unit beside it
-    return controls, [w.HBox([c, w.Label(unit)]) if unit else c
-                      for c, unit in zip(controls.values(), units)]
+    controls = {b.name: _box_control(b) for b in q.key.boxes}
+    laid_out = []
+    for b, control in zip(q.key.boxes, controls.values()):
+        unit = getattr(b, "unit", "")  # a number box's unit beside it
+        laid_out.append(w.HBox([control, w.Label(unit)]) if unit else control)
+    return controls, laid_out
 
 
-class SelfTestWidget(_Shown):
-    """One self-test item: answer controls, 提交, feedback, then the explanation behind a toggle. A
-    ``rubric`` (Q1, the interview: free text, never graded) adds a self-assessment and the reference
-    answer after the first attempt."""
+class SelfTestWidget:
+    """One self-test question: answer controls, 提交, feedback, then the explanation behind a
+    toggle. A self-explanation (free text, never graded) adds, after the first attempt, its rubric,
+    a self-assessment and the reference answer."""
 
-    def __init__(self, qid: str, prompt: str, check, progress: Progress | None = None,
-                 question=None, rubric=None,
-                 assess=None, placeholder: str = "", rows: int = 5):
+    def __init__(self, question, progress: Progress | None = None, rows: int = 4):
         import ipywidgets as w
 
-        self.qid = qid
         self.question = question
-        self.rubric = rubric
-        self._check = check
-        self._assess = assess
-        self.kind = question.kind if question is not None else "self"
+        self.qid = question.id
+        self.kind = question.kind
+        self.rubric = question.key if self.kind == "self" else None
         self.progress = progress if progress is not None else default_progress()
-        self.controls, answer_rows = _answer_controls(question, self.kind, placeholder, rows)
+        self.controls, answer_rows = _answer_controls(question, rows)
         self.answer = self.controls.get("answer")
-        self.submit = w.Button(description="写好了，看要点" if rubric else "提交",
-                               button_style="primary",
-                               tooltip="" if rubric else "检查答案（在框里按回车也可以）")
-        self._words = ("看参考答案", "收起参考答案") if rubric else ("显示解析", "隐藏解析")
-        self.reveal = w.ToggleButton(description=self._words[0], disabled=True, layout=w.Layout(
-            width="auto", align_self="flex-start"), tooltip=f"先作答一次，再{self._words[0]}")
+        self.submit = w.Button(description="提交", button_style="primary",
+                               tooltip="检查答案（在框里按回车也可以）")
+        self._words = ("显示解析", "隐藏解析")
+        if self.rubric is not None:
+            self.submit.description = "写好了，看要点"
+            self.submit.tooltip = ""
+            self._words = ("看参考答案", "收起参考答案")
+        self.reveal = w.ToggleButton(description=self._words[0], disabled=True,
+                                     tooltip=f"先作答一次，再{self._words[0]}",
+                                     layout=w.Layout(width="auto", align_self="flex-start"))
         self.attempt_label = w.HTML("尚未作答")
         self.feedback = _wire(self.controls, self._on_submit, self.submit)
         self.reference = _wire({"reveal": self.reveal}, self._on_reveal)
-        below = [w.HBox([self.submit, self.reveal, self.attempt_label]), self.feedback,
-                 self.reference]
-        # 写好了 beside the count; then the self-assessment; the reference answer last
-        if rubric is not None:
-            # shown after a first try
-            self.rubric_html = w.HTML(box_html(rubric.text(), "neutral", "lesson-rubric"))
-            self.ticks = {p.name: w.Checkbox(value=False, description=p.name, indent=False,
-                                             layout=w.Layout(width="auto"))
-                          for p in rubric.points}
-            self.record_button = w.Button(description="记录自评",
-                                          tooltip="只记录你自己勾的要点，不打分")
-            self.assessment = _wire(self.ticks, self._on_assess, self.record_button)
-            self.assess_box = w.VBox([self.rubric_html,
-                                      w.Label("你的回答说到了哪几点？（自己勾，不打分）"),
-                                      *self.ticks.values(), self.record_button, self.assessment],
-                                     layout=w.Layout(display="none"))
-            below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.assess_box,
-                     self.reveal,
-                     self.reference]
+        if self.rubric is None:
+            bar = w.HBox([self.submit, self.reveal, self.attempt_label])
+            below = [bar, self.feedback, self.reference]
+        else:  # 写好了 beside the count; then the self-assessment; the reference answer last
+            bar = w.HBox([self.submit, self.attempt_label])
+            below = [bar, self.feedback, self._self_assessment(), self.reveal, self.reference]
         if self.attempts:
-            entry = self.progress.entry(qid)
-            self.restore(entry["answer"])
-            self._show(self._check(self.value()), restored=True)
-            marks = [a["covered"] for a in entry["attempts"] if a.get("covered") is not None]
-            if rubric is not None and marks:
-                for name, box in self.ticks.items():
-                    box.value = name in marks[-1]
-                self.assessment.value = box_html(self._assess(marks[-1]).message, "review")
-        self._frame([w.HTML(f"<b>{text_html(prompt)}</b>"), *answer_rows, *below],
-                    "lesson-quiz", f"lesson-quiz-{qid}" if question else "lesson-interview")
+            self._restore_entry()
+        prompt = w.HTML(f"<b>{text_html(question.prompt)}</b>")
+        self.box = _frame([prompt, *answer_rows, *below], "lesson-quiz", f"lesson-quiz-{self.qid}")
+
+    def _self_assessment(self):
+        """The rubric and the learner's own ticks, hidden until a first attempt."""
+        import ipywidgets as w
+
+        self.rubric_html = w.HTML(box_html(self.rubric.text(), "neutral", "lesson-rubric"))
+        self.ticks = {p.name: _tick(p.name) for p in self.rubric.points}
+        self.record_button = w.Button(description="记录自评",
+                                      tooltip="只记录你自己勾的要点，不打分")
+        self.assessment = _wire(self.ticks, self._on_assess, self.record_button)
+        asked = w.Label("你的回答说到了哪几点？（自己勾，不打分）")
+        rows = [self.rubric_html, asked, *self.ticks.values(), self.record_button, self.assessment]
+        self.assess_box = w.VBox(rows, layout=w.Layout(display="none"))
+        return self.assess_box
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.box._repr_mimebundle_(**kwargs)
 
     @property
     def attempts(self) -> int:
         return self.progress.entry(self.qid).get("n_attempts", 0)
+
+    def _restore_entry(self) -> None:
+        """The last answer, its feedback and the last self-assessment, from the progress file."""
+        entry = self.progress.entry(self.qid)
+        self.restore(entry["answer"])
+        self._show(quiz.check(self.qid, self.value()), restored=True)
+        marks = [a["covered"] for a in entry["attempts"] if a.get("covered") is not None]
+        if self.rubric is not None and marks:
+            for name, box in self.ticks.items():
+                box.value = name in marks[-1]
+            self.assessment.value = box_html(quiz.assess(self.qid, marks[-1]).message, "review")
 
     def restore(self, stored) -> None:
         """Set the controls from an answer as the progress file keeps it; anything unreadable
@@ -176,7 +191,7 @@ class SelfTestWidget(_Shown):
         return self.controls["choice" if self.kind == "single" else "answer"].value
 
     def _on_submit(self, _summary) -> None:
-        fb = self._check(self.value())
+        fb = quiz.check(self.qid, self.value())
         stored = stored_answer(self.question, self.value())
         if stored != self.progress.entry(self.qid).get("answer"):  # Enter, then 提交: one attempt
             self.progress.record(fb, stored)
@@ -193,50 +208,52 @@ class SelfTestWidget(_Shown):
                 self.assess_box.layout.display = None
 
     def _on_assess(self, summary) -> None:  # its button shows after the first attempt
-        fb = self._assess([name for name, box in self.ticks.items() if box.value])
+        fb = quiz.assess(self.qid, [name for name, box in self.ticks.items() if box.value])
         self.progress.record(fb, self.answer.value, of=len(self.rubric.points))
         summary.value = box_html(fb.message, "review")
 
     def _on_reveal(self, summary) -> None:
         show = bool(self.reveal.value) and self.attempts > 0
-        shown = (self.rubric.model_answer, "lesson-reference-answer") if self.rubric else (
-            self.question.explanation, "lesson-explanation")
-        summary.value = box_html(shown[0], "neutral", shown[1]) if show else ""
         self.reveal.description = self._words[show]
+        if not show:
+            summary.value = ""
+        elif self.rubric is not None:
+            summary.value = box_html(self.rubric.model_answer, "neutral", "lesson-reference-answer")
+        else:
+            summary.value = box_html(self.question.explanation, "neutral", "lesson-explanation")
 
 
 def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:
     """The widget for one self-test question (it displays itself as a cell's last value)."""
-    q = questions.question(question_id)
-    return SelfTestWidget(q.id, q.prompt, lambda a: quiz.check(q.id, a), progress, q, q.key
-                          if q.kind == "self" else
-                          None, lambda ticked: quiz.assess(q.id, ticked), q.placeholder,
-                          rows=4)
+    return SelfTestWidget(questions.question(question_id), progress)
 
 
 def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
-    """§8: the learner answers first; then the rubric, a self-assessment, and the reference
-    answer."""
-    q = interview.interview()
-    return SelfTestWidget(q.id, q.prompt, interview.interview_check, progress, None, q.key,
-                          interview.interview_self_assess, q.placeholder, rows=6)
+    """The interview: a self-explanation asked apart from the quiz, with a taller answer box."""
+    widget = SelfTestWidget(questions.question(questions.apart_ids()[0]), progress, rows=6)
+    widget.box.add_class("lesson-interview")
+    return widget
 
 
-class ProgressSummary(_Shown):
+class ProgressSummary:
     """The live progress summary, with 导出进度 (JSON + one-page Chinese summary)."""
 
-    def __init__(self, progress: Progress | None = None):
+    def __init__(self, progress: Progress | None = None, exercise_ids=()):
         import ipywidgets as w
 
-        self.progress = progress if progress is not None else default_progress()
+        # the exercises to count: the sections' list, handed in by the notebook
+        self.progress = progress if progress is not None else default_progress(exercise_ids)
         self.text = w.HTML()
         self.export_button = w.Button(description="导出进度",
                                       tooltip="写出 JSON 和一页中文汇总，交给老师")
         # 已导出 is read out after the click
         self.status = _wire({}, self._on_export, self.export_button)
-        self._frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
+        self.box = _frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
         self.refresh()
         self.progress.listeners.append(self.refresh)
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.box._repr_mimebundle_(**kwargs)
 
     def refresh(self) -> None:
         tone = "right" if self.progress.all_done() else "neutral"

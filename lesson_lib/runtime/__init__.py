@@ -1,1 +1,1 @@
-"""The learner's machine: the CPUs a hub allows, and BLAS threads."""
+"""The learner's machine: CPUs, memory and BLAS threads."""

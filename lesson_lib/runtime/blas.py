@@ -6,25 +6,23 @@ import functools
 import numpy  # noqa: F401  (loads the BLAS that threadpoolctl must see)
 
 
-@functools.cache
+@functools.cache  # the scan takes milliseconds
 def _blas():
-    """threadpoolctl's view of the loaded BLAS libraries, scanned once (it takes milliseconds)."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController().select(user_api="blas")
 
 
 def one_blas_thread():
-    """Context manager: BLAS limited to one thread inside it."""
     return _blas().limit(limits=1)
 
 
 def fit_blas_to_cpus(cpus: int) -> int:
     """Cap BLAS threads to ``cpus`` (at least 1) for the rest of this process; return the cap."""
-    _blas().limit(limits=max(1, int(cpus)))  # not used as a context manager: the cap stays
-    return max(1, int(cpus))
+    cap = max(1, int(cpus))
+    _blas().limit(limits=cap)  # not used as a context manager: the cap stays
+    return cap
 
 
 def blas_threads() -> int | None:
-    """The largest thread count among the loaded BLAS libraries, or None when none is loaded."""
     return max((lib.num_threads for lib in _blas().lib_controllers), default=None)

@@ -1,12 +1,7 @@
-"""How many CPUs this kernel may use: on a hub ``os.cpu_count()`` is the node's, the student's
-share is smaller.
-
-The share is the smallest CPU quota on the way from the process's own cgroup (``/proc/self/cgroup``)
-up to the top of its hierarchy: a hub's per-user limit sits in a nested group (The Littlest
-JupyterHub's ``user.slice/…``, a container's ``/docker/<id>``), not at the root. cgroup v2 keeps it
-in ``cpu.max``, cgroup v1 in ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` under the ``cpu``
-controller's mount.
-"""
+"""How many CPUs this kernel may use: on a hub ``os.cpu_count()`` is the node's. The student's
+share is the smallest CPU quota from the process's own cgroup up to the top of its hierarchy (a
+per-user limit sits in a nested group: The Littlest JupyterHub's ``user.slice/…``, a container's
+``/docker/<id>``): cgroup v2's ``cpu.max``, v1's ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``."""
 
 import math
 import os
@@ -82,21 +77,19 @@ def cgroup_cpus(root: Path = ROOT) -> float | None:
     """The smallest CPU quota from this process's cgroup up to the top; None when none is set."""
     shares = []
     for version, folder, top in cgroup_folders(root):
-        while True:
-            if (share := _share(version, folder)) is not None:
+        for place in (folder, *folder.parents):
+            if (share := _share(version, place)) is not None:
                 shares.append(share)
-            if folder == top or top not in folder.parents:
+            if place == top or top not in place.parents:
                 break
-            folder = folder.parent
     return min(shares, default=None)
 
 
 def usable_cpus(root: Path = ROOT) -> int:
     """Whole CPUs: the smallest of the affinity mask, the cgroup quota and ``LESSON_CPUS``; >= 1."""
+    limits = [os.cpu_count() or 1]
     if hasattr(os, "sched_getaffinity"):  # not on macOS
         limits = [len(os.sched_getaffinity(0))]
-    else:
-        limits = [os.cpu_count() or 1]
     if (share := cgroup_cpus(root)) is not None:
         limits.append(max(1, math.floor(share)))
     override = os.environ.get("LESSON_CPUS", "").strip()

@@ -1,6 +1,6 @@
 """How much memory this kernel may still touch. On a hub the cgroup kills the kernel at its limit,
-long before ``MemAvailable`` (the node's) runs out, and Linux's overcommit hands the memory out
-first, so numpy sees no ``MemoryError``: the kernel's size guard (lesson_lib.checks) asks here."""
+long before the node's ``MemAvailable`` runs out, and overcommit means numpy sees no
+``MemoryError``: the kernel's size guard (lesson_lib.checks) asks here."""
 
 import contextlib
 from pathlib import Path

@@ -3,6 +3,8 @@ engine in ``practice.exercises``."""
 
 from __future__ import annotations
 
+import inspect
+
 from lesson_lib.attention import softmax
 from lesson_lib.practice import exercises as engine
 from lesson_lib.practice import worker
@@ -25,13 +27,21 @@ def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
     return engine.check(exercise(name), fn, budget=budget)
 
 
-def check_source(name: str, source: str) -> ExerciseResult:
-    return engine.check_source(exercise(name), source)
+class _Text(str):
+    """Text a notebook cell shows as itself (the spec); ``_Code`` as a Python block (a solution)."""
+
+    __repr__ = str.__str__
 
 
-def spec(name: str):
-    return engine.spec(exercise(name))
+class _Code(_Text):
+    def _repr_markdown_(self) -> str:
+        return f"```python\n{self}\n```"
 
 
-def show_solution(name: str):
-    return engine.show_solution(exercise(name))
+def spec(name: str) -> _Text:
+    return _Text(exercise(name).spec)
+
+
+def show_solution(name: str) -> _Code:
+    """The reference solution's source (read by reflection, never a pasted copy)."""
+    return _Code(inspect.getsource(exercise(name).solution).rstrip())

@@ -2,8 +2,6 @@
 missing (no version numbers, so the stored output is the same wherever it passes; the optional
 weights packages are §6's)."""
 
-from __future__ import annotations
-
 from importlib import metadata
 
 # dist: (the floor pyproject.toml and requirements.txt declare, what the lesson uses it for)
@@ -18,7 +16,7 @@ SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/
 
 
 def problems() -> dict[str, str]:
-    """{what: how to fix it} for everything the lesson needs that is missing."""
+    """{what: how to fix it} for everything missing."""
     from packaging.version import InvalidVersion, Version
 
     from lesson_lib.show.plotting import font_path

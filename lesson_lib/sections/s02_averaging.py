@@ -2,8 +2,6 @@
 subject it lines up with (语法角色 → 小明); one head returns one weighted average of the values'
 features, two keep one answer each."""
 
-from __future__ import annotations
-
 import html
 from dataclasses import dataclass
 
@@ -25,13 +23,12 @@ IDENTITY_FEATURES = ["女性", "男性", "人物", "物品"]
 ROLE_FEATURES = ["主语", "宾语"]
 FEATURES = IDENTITY_FEATURES + ROLE_FEATURES
 
-# word -> 1 for each feature it carries, in FEATURES order: 女性 男性 人物 物品 主语 宾语
+# word -> 1 for each feature it carries, in FEATURES order; other words carry none
 _VALUE_ROWS = {
     "小明": [0, 1, 1, 0, 1, 0],
     "苹果": [0, 0, 0, 1, 0, 1],
     "小红": [1, 0, 1, 0, 0, 0],  # the receiver: neither the subject nor the thing handed over
 }
-# (n, 6) others: nothing
 VALUES = np.array([_VALUE_ROWS.get(t, [0] * len(FEATURES)) for t in TOKENS], dtype=float)
 VALUES.flags.writeable = False
 
@@ -75,10 +72,10 @@ class Demo:
 def demo(heads: int, sharpness: float = 4.0) -> Demo:
     """她's query, times ``sharpness``, through one head (both questions) or two (one each)."""
     heads = check_choice(heads, "heads（头数）", [1, 2], why="（这个演示只比较 1 个头和 2 个头）")
-    # beyond: one-hot to every digit
+    # beyond 50 every weight is one-hot to every printed digit
     sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=50.0)
-    k = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS])
-    v = VALUES  # (n, 2), (n, 6)
+    k = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS])  # (n, 2)
+    v = VALUES  # (n, 6)
     mask = (np.arange(len(TOKENS)) < QUERY)[None]  # (1, n) 她 sees only the words before it
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
     if heads == 1:
@@ -87,26 +84,22 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         out, w = scaled_dot_product_attention(q, k, v, mask)  # (1, 6), (1, n)
         names = ["单头（两个问题挤在一起）"]
         output = out[0]
-        referent = w[0, REFERENT]
-        subject = w[0, SUBJECT]
     else:
         # Each head owns one question and one feature subspace (its slice of W^Q, W^K, W^V).
-        # (2, 1, 2)
-        q = np.stack([scale * _QUESTION["指代"], scale * _QUESTION["语法角色"]])[:, None]
+        q = scale * np.stack([_QUESTION["指代"], _QUESTION["语法角色"]])[:, None]  # (2, 1, 2)
         k2 = np.stack([k * [1, 0], k * [0, 1]])  # (2, n, 2) each head's key subspace
         n_id = len(IDENTITY_FEATURES)
-        # (2, n, 4)
-        v2 = np.stack([v[:, :n_id], np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))])
+        roles = np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))  # (n, 4)
+        v2 = np.stack([v[:, :n_id], roles])  # (2, n, 4)
         heads_out, w = scaled_dot_product_attention(q, k2, v2, mask)  # (2, 1, 4), (2, 1, n)
         # (6,) Concat
         output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])
         names = ["头 1：指代", "头 2：句法"]
-        w = w[:, 0]
-        referent = w[0, REFERENT]
-        subject = w[1, SUBJECT]
+        w = w[:, 0]  # (2, n)
     output = dict(zip(FEATURES, map(float, output)))
-    return Demo(heads, float(sharpness), names, np.atleast_2d(w), output, float(referent),
-                float(subject))
+    # the first head answers 指代, the last one 语法角色 (one head: the same head)
+    return Demo(heads, float(sharpness), names, w, output, float(w[0, REFERENT]),
+                float(w[-1, SUBJECT]))
 
 
 def bar_html(value: float, colour: str) -> str:
@@ -146,20 +139,17 @@ def demo_html(d: Demo) -> str:
 
 
 def values_table() -> str:
-    """The visible words' value vectors, one named feature per column."""
     rows = [[word, *VALUES[i].astype(int).tolist()] for i, word in enumerate(TOKENS[:QUERY])]
     return text_table(["词元", *FEATURES], rows)
 
 
 def blend_table(weights_by_word: dict[str, float]) -> str:
-    """One head's output with the given weights, feature by feature."""
     label = " / ".join(f"{x:.0%}" for x in weights_by_word.values())
     return text_table(["特征", f"单头输出（{label}）"],
                       [[k, round(x, 2)] for k, x in blend(weights_by_word).items()])
 
 
 def summary_html(d: Demo) -> str:
-    """One line for the widget: how much of each answer reaches the output."""
     return box(f"能从输出读回：<b>指代（小红）{d.referent_kept:.0%}</b>，<b>句法（主语小明）"
                f"{d.subject_kept:.0%}</b>。")
 
@@ -171,8 +161,8 @@ def demo_text(sharpness: float = 4.0) -> str:
         d = demo(heads, sharpness)
         lines.append(f"{heads} 个头：")
         for name, row in zip(d.names, d.weights):
-            lines.append("    " + name + " " + " ".join(f"{t}={w:.2f}"
-                                                        for t, w in zip(TOKENS, row[:QUERY])))
+            weights = " ".join(f"{t}={w:.2f}" for t, w in zip(TOKENS, row[:QUERY]))
+            lines.append(f"    {name} {weights}")
         lines.append(f"    能读回的指代（小红）= {d.referent_kept:.2f}，句法（主语小明）= "
                      f"{d.subject_kept:.2f}")
     return "\n".join(lines)

@@ -2,8 +2,6 @@
 changes with h. The weights are random, not trained: the lab shows how cutting works and what it
 costs (trained heads: §6, §7)."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from functools import cache
 
@@ -32,7 +30,7 @@ OVERVIEW_WIDTH = 252  # px: the zoomed head is 320 px wide; 320 + 8 + 252 = 580 
 
 @cache
 def _parameters():
-    """The lab's one seeded X (n, d_model) and W^Q, W^K, W^V, W^O, whatever h cuts them into."""
+    """The lab's one seeded X and W^Q, W^K, W^V, W^O, whatever h cuts them into."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((len(SENTENCE), BASE_D_MODEL))  # (n, d_model) fixed word vectors
     sigma = np.sqrt(_SCORE_STD / BASE_D_MODEL)  # entries of q, k then have variance _SCORE_STD
@@ -86,7 +84,6 @@ def _reading(h, d_k, softmax_vs_base, diversity):
 
 
 def summary_html(state: LabState) -> str:
-    """The lab's numbers as plain HTML (renders in JupyterLab 4 without scripts)."""
     rows = [("头数 h", f"{state.h}"), ("每头宽度", f"d_k = {state.d_k}"),
             ("可学习参数（W^Q, W^K, W^V, W^O）", f"{state.parameters:,}（与 h 无关）"),
             ("矩阵乘法的乘法次数", f"{state.matmul_multiplies:,}（与 h 无关）"),
@@ -104,8 +101,7 @@ def overview_alt(state: LabState, zoom: int) -> str:
     if state.h == 1:
         return (f"h = 1：只有一个头（d_k = {state.d_k}），就是左边放大的那张图；"
                 "每个词元只有这一行权重。")
-    # (h,) mean largest row weight: 1 = one word, 1/n = even
-    c = state.weights.max(axis=-1).mean(axis=-1)
+    c = state.weights.max(axis=-1).mean(axis=-1)  # (h,) mean largest row weight
     most = int(np.argmax(c))
     least = int(np.argmin(c))
     return (f"全部 {state.h} 个头的小图（每头 d_k = {state.d_k}），红框是放大的头 {zoom}。"
@@ -141,15 +137,14 @@ def lab_pictures(state: LabState, zoom: int = 1) -> tuple[str, str, str]:
 
 
 def comparison_table(heads=(1, 2, 8, 32, 64)) -> str:
-    """The lab's numbers for a few head counts side by side (the same lab_state the slider uses)."""
-    rows = [[h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops,
-             round(s.mean_entropy_bits, 2)]
-            for h, s in ((h, lab_state(h)) for h in heads)]
+    states = [lab_state(h) for h in heads]
+    rows = [[s.h, s.d_k, s.parameters, s.matmul_multiplies, s.softmax_ops,
+             round(s.mean_entropy_bits, 2)] for s in states]
     return text_table(["h", "d_k", "参数", "矩阵乘法", costs.SOFTMAX_WORK, "平均熵（比特）"], rows)
 
 
 def lab_widget():
-    """A slider over the divisors of d_model and a head to enlarge; shows d_k, maps and costs."""
+    """A slider over the divisors of d_model and a head to enlarge."""
     import ipywidgets as w
 
     from lesson_lib.runtime.blas import one_blas_thread
@@ -161,7 +156,6 @@ def lab_widget():
     def show(summary, pictures):
         zoom.max = heads.value  # fewer heads: the enlarged head moves down to the last one
         zoom.disabled = heads.value == 1
-        # tiny matmuls: a second BLAS thread only adds waiting on a busy laptop
         with one_blas_thread():
             state = lab_state(heads.value)
         # One live summary: h, d_k and what the pictures show (their alt text, for a screen reader)
@@ -172,8 +166,7 @@ def lab_widget():
             # an unchanged picture is not sent again (traitlets: no change, no message)
             picture.value = html
 
-    # The two pictures side by side in 580 px, LAB_HEIGHT tall for every h, the numbers folded under
-    # both; the summary keeps its longest reading's height, so nothing jumps while the slider moves.
+    # the numbers folded under both pictures; the summary keeps its longest reading's height
     numbers = w.HTML(layout=w.Layout(margin="0"))
     box = linked({"slider": heads, "zoom": zoom}, show, pictures=2)
     # the longest reading (h = 64) in a 592 px output

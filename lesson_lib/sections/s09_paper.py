@@ -2,8 +2,6 @@
 kernel's current source (a fragment that is gone fails loudly, so the table cannot drift from the
 code)."""
 
-from __future__ import annotations
-
 import inspect
 
 from lesson_lib import attention
@@ -60,7 +58,7 @@ def line_map(fns, terms) -> list[tuple[int, str, str]]:
 
 
 def formula_view():
-    """One table per kernel function: HTML in JupyterLab (wraps between words), text for nbval."""
+    """One table per kernel function."""
     views = []
     for fns, terms in KERNELS:
         rows = [[code, term] for _, code, term in line_map(fns, terms)]

@@ -2,8 +2,6 @@
 and ``accessible`` (names, roles and keys for a screen reader, by reader.js). ipywidgets and
 anywidget are imported when first used."""
 
-from __future__ import annotations
-
 import functools
 import html
 from pathlib import Path
@@ -54,8 +52,9 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
     redraw()
     bar = w.HBox([*controls.values(), *([submit] if submit is not None else [])],
                  layout=w.Layout(flex_flow="row wrap", align_items="center"))
-    shown = images if len(images) < 2 else [w.HBox(images,
-                                                   layout=w.Layout(align_items="flex-start"))]
+    shown = images
+    if len(images) > 1:
+        shown = [w.HBox(images, layout=w.Layout(align_items="flex-start"))]
     box = w.VBox([bar, summary, *shown])
     if reader:
         accessible(box)
@@ -100,7 +99,7 @@ def screen_reader_only(text: str) -> str:
 
 
 def accessible(box):
-    """Put the reader helper first in ``box`` and mark it; returns ``box``."""
+    """``box`` with the reader helper first, naming every ``named`` control inside."""
     import ipywidgets as w
 
     names = []
@@ -176,11 +175,11 @@ def slider(description: str, value, *, options=None, min=None, max=None, step=1,
         values = [round(min + i * step, 10) for i in range(round((max - min) / step) + 1)]
         options = [(f"{v:.1f}" if step % 1 else str(v), v) for v in values]
     # 300 px at least: a slider track stays draggable on a 1024 px screen
-    return _slider_class()(options, value, description, layout=layout
-                           or w.Layout(min_width="300px", width="380px"))
+    layout = layout or w.Layout(min_width="300px", width="380px")
+    return _slider_class()(options, value, description, layout=layout)
 
 
-def walk(widget):
+def walk(widget):  # the widget and every widget inside it
     yield widget
     for child in getattr(widget, "children", ()) or ():
         yield from walk(child)

@@ -1,8 +1,6 @@
 """Pictures with alt text: matplotlib figures (Chinese font) shown as themed SVG, and the one
 heat-map renderer."""
 
-from __future__ import annotations
-
 import base64
 import functools
 import html as _html
@@ -17,10 +15,8 @@ import numpy as np
 from lesson_lib.show.tables import html_table
 
 CJK_FONT = "Noto Sans CJK SC"
-# Noto Sans CJK Regular (SIL Open Font License), whole: one collection file whose faces share every
-# glyph; the SC face is CJK_FONT. The same file is the system's where a CJK font package is
-# installed (Debian/Ubuntu fonts-noto-cjk, Fedora, Arch); else the PyPI package noto-cjk-sans-otc
-# (19.5 MB).
+# Noto Sans CJK Regular (OFL): one collection whose faces share every glyph. The system's copy
+# where a CJK font package is installed (Debian/Ubuntu, Fedora, Arch), else noto-cjk-sans-otc's.
 _FONT_FILE = "NotoSansCJK-Regular.ttc"
 SYSTEM_FONT_DIRS = (Path("/usr/share/fonts/opentype/noto"),
                     Path("/usr/share/fonts/google-noto-cjk"),
@@ -32,7 +28,6 @@ MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at
 
 
 def font_path() -> Path:
-    """The Noto Sans CJK collection: the system's copy when there is one, else pip's."""
     for folder in SYSTEM_FONT_DIRS:
         if (folder / _FONT_FILE).is_file():
             return folder / _FONT_FILE
@@ -51,7 +46,7 @@ def font_path() -> Path:
 
 
 def use_chinese_font() -> str:
-    """Register Noto Sans CJK (its SC face) with matplotlib as the default sans-serif font."""
+    """Register Noto Sans CJK with matplotlib as the default sans-serif font."""
     import matplotlib as mpl
     from matplotlib import font_manager
 
@@ -92,8 +87,7 @@ def wrap_title(title: str | None, width_inches: float, size: float) -> str:
 
 
 @functools.cache
-def colormap_lut() -> np.ndarray:
-    """(256, 3) uint8 colours of viridis, the lesson's one colormap."""
+def colormap_lut() -> np.ndarray:  # (256, 3) uint8: viridis, the lesson's one colormap
     import matplotlib
 
     rgba = matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, 256))
@@ -112,10 +106,9 @@ def _image(x, y, width, height, rgb, smooth=False) -> str:
             f'preserveAspectRatio="none"{pixelated} href="{href}"/>')
 
 
-# A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG, text as text, in
-# the theme's colours, named by its description, numbers folded under it. A sanitized (untrusted)
-# page drops <svg> and <style> but keeps an <img> with a data URI: the same SVG bytes, on white
-# (issue 29: drawn once, not a second PNG).
+# A picture is HTML (a PNG has no alt and is a white slab on a dark page): its SVG in the theme's
+# colours, named by its description, numbers folded under it. A sanitized (untrusted) page drops
+# <svg> and <style> but keeps an <img> with a data URI: the same SVG bytes, on white.
 _PICTURE_CSS = (
     "<style>.lesson-fig .lesson-vec{display:block!important}.lesson-fig .lesson-ras{display:"
     "none!important}"
@@ -132,8 +125,7 @@ def describe(fig, alt: str, table=None):
 
     fig.lesson_alt = alt
     fig.lesson_table = table
-    # In IPython, described figures are shown by picture_html instead of a bare PNG (others
-    # unchanged); IPython is not imported outside a notebook.
+    # In IPython (never imported here), described figures are shown by picture_html, not a PNG
     shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()
     if shell and not getattr(shell, "_lesson_pictures", False):
         html, png = (shell.display_formatter.formatters[kind]
@@ -193,7 +185,6 @@ def picture_html(fig) -> str:
 
 
 def folded_table(table, summary: str = "图中的数字（表格）") -> str:
-    """``table`` = (headers, rows) as themed HTML folded under ``summary``."""
     return f"<details><summary>{_html.escape(summary)}</summary>{html_table(*table)}</details>"
 
 
@@ -281,8 +272,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         raise ValueError(f"注意力权重应是 (n, n) 或 (h, n, n) 数组，收到的形状是 {w.shape}。")
     h, n, m = w.shape
     keys = col_tokens if col_tokens is not None else tokens
-    row_tokens = [str(t) for t in tokens] if tokens is not None else [str(i) for i in range(n)]
-    key_tokens = [str(t) for t in keys] if keys is not None else [str(i) for i in range(m)]
+    row_tokens = [str(t) for t in (tokens if tokens is not None else range(n))]
+    key_tokens = [str(t) for t in (keys if keys is not None else range(m))]
     for given, count, axis in ((row_tokens, n, "行"), (key_tokens, m, "列")):
         if len(given) != count:
             raise ValueError(f"给了 {len(given)} 个词，但注意力图的{axis}数是 {count}："
@@ -292,6 +283,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     small = box is not None
     numbered = h <= 16  # more heads: too small for token labels or numbers
     esc = _html.escape
+    labels = []
+    left = 3 if numbered else 25
     # Tiles near-square (in a box: as many columns as rows), at most 8 wide
     if small:
         cols = math.ceil(math.sqrt(h))
@@ -302,8 +295,6 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if small:
         (width, height) = box
         title_px = 13
-        labels = []
-        left = 3 if numbered else 25
         titles = [str(i + 1) if numbered else None for i in range(h)]
         caption = 15 if numbered else 0
         hgap = 6
@@ -315,12 +306,10 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
                              (height - top - (rows - 1) * vgap) // (rows * n)))
     else:
         titles = titles or ([f"头 {i + 1}" for i in range(h)] if h > 1 else [None])
-        labels = row_tokens if numbered else []
         title_px = 15
-        if labels:
+        if numbered:
+            labels = row_tokens
             left = round(max(_ems(t, 0.6) * 13 for t in labels)) + 10
-        else:
-            left = 3 if numbered else 25
         down = round(max(_ems(t, 0.6) * 13 for t in key_tokens)) + 10 if labels else 6
         # a quarter of a map between maps: their titles sit in the gap
         gap = max(2, round(0.25 * n))
@@ -350,36 +339,36 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     if small and h == 1:  # one head, no tiles: the note says what more heads would show
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
                 for i, line in enumerate(wrap_title(note, (width - 8) / 96, 13 * 0.75).split("\n"))]
+    tile_w = m * cell_px
+    tile_h = n * cell_px
     for i, title in enumerate(titles if not (small and h == 1) else []):
         r, c = divmod(i, cols)
-        x0 = left + c * (m * cell_px + hgap)
-        y0 = top + r * (n * cell_px + vgap)
+        x0 = left + c * (tile_w + hgap)
+        y0 = top + r * (tile_h + vgap)
         cells = colormap_lut()[np.clip(w[i] * 255 + 0.5, 0, 255).astype(np.intp)]
-        out.append(_image(x0, y0, m * cell_px, n * cell_px, cells))
+        out.append(_image(x0, y0, tile_w, tile_h, cells))
         if title:
             out.append(f'<text x="{x0}" y="{y0 - 4}" style="font-size:12px">{esc(title)}</text>')
         # too many heads to number each: the first of each row is named at the left
         elif small and c == 0:
-            out.append(f'<text x="{x0 - 4}" y="{y0 + n * cell_px / 2}" text-anchor="end" '
+            out.append(f'<text x="{x0 - 4}" y="{y0 + tile_h / 2}" text-anchor="end" '
                        f'dominant-baseline="central" style="font-size:11px">{i + 1}</text>')
         if labels and c == 0:
             out += [f'<text x="{x0 - 5}" y="{y0 + (j + 0.5) * cell_px}" text-anchor="end" '
                     f'dominant-baseline="central">{esc(t)}</text>' for j, t in enumerate(labels)]
-        # no map below
+        # under a map with no map below: one line each, never split, Chinese upright, Latin turned
         for j, t in enumerate(key_tokens if labels and (cols == 1 or i + cols >= h) else []):
             x = x0 + (j + 0.5) * cell_px
-            y = y0 + n * cell_px + 4  # one line down, never split (issue 30):
-            # Chinese upright
-            place = (f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'
-                     if any(ord(ch) > 0x2E80 for ch in t)
-                     else f'transform="translate({x},{y}) rotate(-90)" '
-                     'text-anchor="end"')  # Latin turned, as it usually is
+            y = y0 + tile_h + 4
+            place = f'transform="translate({x},{y}) rotate(-90)" text-anchor="end"'
+            if any(ord(ch) > 0x2E80 for ch in t):
+                place = f'x="{x}" y="{y}" style="writing-mode:vertical-rl;text-orientation:upright"'
             out.append(f'<text {place} dominant-baseline="central">{esc(t)}</text>')
         if i + 1 == highlight_head:
-            out.append(frame.format(x0 - 2, y0 - 2, m * cell_px + 4, n * cell_px + 4))
+            out.append(frame.format(x0 - 2, y0 - 2, tile_w + 4, tile_h + 4))
         if i == 0 and highlight_row is not None:
-            out.append(frame.format(x0 - 1, y0 + highlight_row * cell_px - 1, m * cell_px + 2,
-                                    cell_px + 2))
+            row_y = y0 + highlight_row * cell_px
+            out.append(frame.format(x0 - 1, row_y - 1, tile_w + 2, cell_px + 2))
     if small:
         return Picture("".join(out) + "</svg>", alt or "")
     bx = width - 56
@@ -387,5 +376,6 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
     out += [f'<text x="{bx + 16}" y="{y}" style="font-size:12px">{t}</text>'
             for y, t in ((top + 10, "1"), (top + grid_h, "0"), (top + grid_h / 2, "权重"))]
     described, table_described = heads_description(w, row_tokens, key_tokens, titles, suptitle)
-    return Picture("".join(out) + "</svg>", alt or described, table_described if table is None
-                   else (table or None))
+    if table is None:
+        table = table_described
+    return Picture("".join(out) + "</svg>", alt or described, table or None)

@@ -2,8 +2,6 @@
 JupyterLab's editor palette falls below 4.5:1, so each token colour is its ``--jp-mirror-editor-…``
 variable mixed with the text colour."""
 
-from __future__ import annotations
-
 import html
 import inspect
 import re
@@ -51,18 +49,16 @@ def listing_html(text: str) -> str:
                             if style else html.escape(part))
         hang = len(source_line) - len(source_line.lstrip(" ")) + 4
         content = "".join(body[:-1]) or " "  # a blank line keeps its height (a preserved space)
-        out.append(f'<span class="ls-line" style="display:block;padding-left:{hang}ch;text-indent:'
-                   f'-{hang}ch">'
-                   f"{content}</span>")
+        indent = f"display:block;padding-left:{hang}ch;text-indent:-{hang}ch"
+        out.append(f'<span class="ls-line" style="{indent}">{content}</span>')
     # each token keeps 55 % of the editor's colour, the rest is the theme's text colour
     palette = "".join(f"--ls-{short}:color-mix(in srgb, var(--jp-mirror-editor-{var}-color, "
-                      f"{fallback}) 55%, "
-                      f"{_TEXT});" for _kind, short, var, fallback in _PALETTE)
+                      f"{fallback}) 55%, {_TEXT});" for _kind, short, var, fallback in _PALETTE)
     style = (f"{palette}color:{_TEXT};background:var(--jp-layout-color1, #fff);"
              "border:1px solid var(--jp-border-color2, #e0e0e0);border-radius:2px;"
              "padding:6px 8px;margin:0;font-family:var(--jp-code-font-family, monospace);"
-             "font-size:var(--jp-code-font-size, 13px);line-height:var(--jp-code-line-height, "
-             "1.3846);"
+             "font-size:var(--jp-code-font-size, 13px);"
+             "line-height:var(--jp-code-line-height, 1.3846);"
              # JupyterLab's <pre> breaks anywhere (break-all); a word wider than the line scrolls
              "white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto")
     return f'<pre class="lesson-source" style="{style}">{"".join(out)}</pre>'

@@ -37,7 +37,6 @@ class TextTable(str):
         return str.__str__(self)
 
     def around(self, before: str = "", after: str = "") -> TextTable:
-        """The table with a line of text above and/or below, in both forms."""
         text = "\n".join(part for part in (before, str.__str__(self), after) if part)
         return TextTable(text, text_html(before) + self.html + text_html(after))
 
@@ -84,6 +83,7 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
     """A table whose cells wrap between words, never inside one (「A / ttention」, 「工 / 作量」),
     code wrapping only at its spaces, numbers right; too wide, it scrolls in its own box."""
     cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:keep-all;overflow-wrap:normal;"
+
     def align(i):
         if i in numeric_columns:
             return "text-align:right;font-variant-numeric:tabular-nums;"

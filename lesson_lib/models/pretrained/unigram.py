@@ -62,6 +62,5 @@ class UnigramTokenizer:
         return out[::-1]
 
     def encode(self, text):
-        """(tokens, ids): ``<s>``, the pieces, ``</s>``."""
         ids = [self.bos, *self.tokenize(text), self.eos]
         return [self.pieces[i] for i in ids], np.array(ids, dtype=np.int64)

@@ -1,9 +1,7 @@
-"""The toy model: embeddings -> one multi-head self-attention layer -> read-out, and its
-backward pass (by hand, as §7 teaches it; tests check it against finite differences). Every
-parameter has a leading seed axis S: the seeds of one head count train as one batch of arrays,
-each model seeing only its own numbers. The attention is the kernel's formula functions (its
-scaled dot-product's numbers bit for bit, by ``_attention``, cheaper on these short rows): the
-model's own arrays, from arguments ``config.check_sweep`` checked once, need no check each step."""
+"""The toy model: embeddings -> one multi-head self-attention layer -> read-out, and its backward
+pass by hand (tests check it against finite differences). Every parameter has a leading seed axis
+S: the seeds of one head count train as one batch of arrays. The attention is the kernel's formula
+functions, unchecked: ``config.check_sweep`` checked the arguments once."""
 
 import math
 
@@ -17,9 +15,7 @@ from lesson_lib.models.toy.task import Batch
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> dict:
     """Named (S, *shape) parameters, none depending on h: a seed starts every h alike."""
     D = cfg.d_model
-    # tables of values, keys, query tags, positions
-    shapes = {"E": (task.V + 2 * task.K + task.T, D),
-              # head i: column block i, as in the kernel
+    shapes = {"E": (task.V + 2 * task.K + task.T, D),  # values, keys, query tags, positions
               "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),
               # read-out: three V-way classifiers side by side
               "R": (D, 3 * task.V), "b": (3 * task.V,)}
@@ -37,11 +33,11 @@ def forward(params, batch: Batch, h: int, task: Task):
     """Logits (S, B, T, 3, V) and what the backward pass needs. S models, B sequences, T tokens."""
     S, n_rows, D = params["E"].shape
     B, T = batch.values.shape[1:]
-    # (S or 1, B·T, R) 0/1: four ones per token, its value, key, query tag and position rows of E
+    # each token's rows of E: its value, key, query tag and position
     positions = np.broadcast_to(np.arange(T) + task.V + 2 * task.K, batch.values.shape)
-    # (S,B,T,4)
-    rows = np.stack([batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions],
-                    -1)
+    rows = [batch.values, batch.keys + task.V, batch.queries + task.V + task.K, positions]
+    rows = np.stack(rows, -1)  # (S or 1, B, T, 4)
+    # (S or 1, B·T, R) 0/1: four ones per token
     hot = np.zeros((len(rows), B * T, n_rows), dtype=params["E"].dtype)
     np.put_along_axis(hot, rows.reshape(len(rows), B * T, 4), 1.0, axis=-1)
     x = hot @ params["E"]  # (S, B·T, D)  x_i = Ev[v_i] + Ek[k_i] + Eq[q_i] + P[i]
@@ -61,13 +57,11 @@ def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
     logits, c = forward(params, batch, h, task)
     S, B, T = logits.shape[:3]
     D = params["W_Q"].shape[-1]
-    # (S, B, T, 3, V) largest entry 0: exp can't overflow
-    shifted = logits - _row_max(logits)[..., None]
+    shifted = logits - _row_max(logits)[..., None]  # (S, B, T, 3, V) largest entry 0
     log_p = shifted - np.log(_row_sum(np.exp(shifted)))[..., None]  # (S, B, T, 3, V) log softmax
     p = np.exp(log_p)  # (S, B, T, 3, V)
     mask = batch.mask.astype(logits.dtype, copy=False)  # (S, B, T, 3)
-    # (S, B, T, 3, 1) 1/count or 0
-    weight = (mask / mask.sum(axis=(1, 2, 3), keepdims=True))[..., None]
+    weight = (mask / mask.sum(axis=(1, 2, 3), keepdims=True))[..., None]  # 1/count or 0
     target_weight = (batch.targets[..., None] == np.arange(task.V)) * weight  # (S, B, T, 3, V)
     loss = -(log_p * target_weight).sum(axis=(1, 2, 3, 4))  # (S,)
 
@@ -134,8 +128,7 @@ def _row_sum(x):
     return out
 
 
-def _t(a):
-    """Swap the last two axes (a batched transpose)."""
+def _t(a):  # a batched transpose
     return np.swapaxes(a, -1, -2)
 
 

@@ -22,27 +22,24 @@ class Batch:
     mask: np.ndarray  # (S, B, T, 3) float  0 where a target does not exist (prev at 0, next at T−1)
 
     def rows(self, index) -> "Batch":
-        """The same fields, sequences ``index`` only (a slice along B)."""
         return Batch(*(getattr(self, f.name)[:, index] for f in fields(self)))
 
 
 def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
     """``n`` fresh sequences per generator in ``rngs`` (one per seed: S = len(rngs))."""
     T = task.T
-    V = task.V
-    K = task.K
     parts = []
     for rng in rngs:
-        values = rng.integers(0, V, size=(n, T))  # (n, T)
-        keys = np.argsort(rng.random((n, K)), axis=1)[:, :T]  # (n, T) T distinct keys out of K
+        values = rng.integers(0, task.V, size=(n, T))
+        keys = np.argsort(rng.random((n, task.K)), axis=1)[:, :T]  # (n, T) T distinct of K keys
         offsets = rng.integers(0, T - 3, size=(n, T))  # (n, T) U{0..T−4}
         pointers = (np.arange(T) + 2 + offsets) % T  # (n, T) i+2 … i+T−2 (mod T)
-        # query tag: key at ptr(i)
-        parts.append((values, keys, np.take_along_axis(keys, pointers, axis=1), pointers))
+        queries = np.take_along_axis(keys, pointers, axis=1)  # (n, T) the key at ptr(i)
+        parts.append((values, keys, queries, pointers))
     values, keys, queries, pointers = (np.stack(arrays) for arrays in zip(*parts))  # (S, n, T) each
-    targets = np.stack([np.roll(values, 1, axis=-1), np.roll(values, -1, axis=-1),
-                        # (S, n, T, 3) ends masked out below
-                        np.take_along_axis(values, pointers, axis=-1)], axis=-1)
+    matches = np.take_along_axis(values, pointers, axis=-1)
+    # (S, n, T, 3) ends masked out below
+    targets = np.stack([np.roll(values, 1, axis=-1), np.roll(values, -1, axis=-1), matches], -1)
     mask = np.ones(targets.shape)
     mask[:, :, 0, 0] = 0.0  # position 0 has no left neighbour
     mask[:, :, T - 1, 1] = 0.0  # position T−1 has no right neighbour
@@ -50,8 +47,7 @@ def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
 
 
 def training_data(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
-    """Every seed's training sequences, (S, steps·batch, T): one stream shared by every h."""
-    # stream 1 of each seed
+    """Every seed's training sequences (its stream 1), (S, steps·batch, T), shared by every h."""
     return _cached(tuple((seed, 1) for seed in seeds), task, cfg.steps * cfg.batch)
 
 

@@ -34,8 +34,8 @@ def accuracy(params, h: int, data: Batch, task: Task = DEFAULT_TASK) -> np.ndarr
     for start in range(0, data.values.shape[1], 100):
         part = data.rows(slice(start, start + 100))
         logits, _ = model.forward(params, part, h, task)  # (S, b, T, 3, V)
-        # (S, 3)
-        correct = correct + ((logits.argmax(axis=-1) == part.targets) * part.mask).sum(axis=(1, 2))
+        right = (logits.argmax(axis=-1) == part.targets) * part.mask  # (S, b, T, 3)
+        correct = correct + right.sum(axis=(1, 2))  # (S, 3)
     return correct / data.mask.sum(axis=(1, 2))  # (S, 3) / (1 or S, 3) targets that exist
 
 
@@ -60,6 +60,5 @@ def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
                   cfg: TrainConfig = DEFAULT_CONFIG):
     """Maps (h, T, T) of an h-head model on held-out sequence 0: §6's stand-in for its weights."""
     params, _ = train_and_score(h, [seed], task, cfg)
-    # (h, T, T)
-    return model.attention_maps(params, h, held_out_data(task, cfg).rows(slice(0, 1)), 0,
-                                task)[0].copy()
+    first = held_out_data(task, cfg).rows(slice(0, 1))
+    return model.attention_maps(params, h, first, 0, task)[0].copy()

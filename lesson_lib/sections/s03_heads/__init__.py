@@ -2,11 +2,10 @@
 what reshaping without the transpose does; heads that meet only at W^O; and why positions must be
 added to X."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from lesson_lib.attention import (
+    head_width,
     merge_heads,
     multi_head_attention,
     scaled_dot_product_attention,
@@ -24,20 +23,18 @@ _HEAD_COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860"
 
 
 def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
-    """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng, arguments
-    checked."""
+    """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng."""
     check_heads(d_model, h)
     n = check_int(n, name, minimum=minimum)
     seed = check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d_model))  # (n, d_model)
+    x = rng.standard_normal((n, d_model))
     return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
 
 
 def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
                 h: int = BASE_HEADS) -> list[tuple[str, tuple[int, ...], str]]:
-    """(code, shape, caption) of every step from X (n, d_model) to the output, computed with the
-    kernel's functions."""
+    """(code, shape, caption) of every step from X (n, d_model) to the output."""
     x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
     n = len(x)
     d_k = d_model // h
@@ -65,9 +62,8 @@ def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
 
 def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS,
                          seed: int = 0) -> dict:
-    """Concat(head_i) W^O against Σ_i head_i W^O_i (W^O_i = rows i·d_v … (i+1)·d_v of W^O): their
-    largest difference, and how much each head's output moves when the other heads' W^Q changes
-    (heads meet only at W^O)."""
+    """The largest difference between Concat(head_i) W^O and Σ_i head_i W^O_i (W^O_i: rows i·d_v …
+    (i+1)·d_v), and how much each head's output moves when only the other heads' W^Q changes."""
     x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed)
     d_k = d_model // h
 
@@ -91,36 +87,32 @@ def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_
 
 def order_and_position(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS,
                        seed: int = 0) -> dict:
-    """Self-attention ignores order unless X carries positions: the largest difference between
-    "reverse the tokens, then attend" and "attend, then reverse", without and with a position table
-    P added to X."""
+    """The largest difference between "reverse the tokens, then attend" and "attend, then reverse",
+    without and with positions added to X: self-attention sees order only through them."""
     x, ws, rng = _layer(n, d_model, h, seed, "n（词元数）", minimum=2)
-    n = len(x)
-    # (n, d_model) row t is added to whatever token sits at t
-    positions = rng.standard_normal((n, d_model))
-    flip = np.arange(n)[::-1]
+    positions = rng.standard_normal(x.shape)  # row t is added to whatever token sits at t
+    flip = np.arange(len(x))[::-1]
 
     def moved_only(p):
         out = multi_head_attention(x + p, *ws, h)[0]  # (n, d_model)
-        # (n, d_model) the reversed sentence
-        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]
+        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]  # the reversed sentence
         return float(np.abs(out_reversed - out[flip]).max())
 
     return {"without_position": moved_only(0.0), "with_position": moved_only(positions)}
 
 
+def _bound(value, small: str, large: str, digits: str = ".2f") -> str:
+    """``value`` below ROUNDOFF as that bound (its digits follow the CPU), else its digits."""
+    if value < ROUNDOFF:
+        return f"< {ROUNDOFF:.0e}，{small}"
+    return f"{value:{digits}}{large}"
+
+
 def order_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
-    """order_and_position in two sentences; round-off printed as a bound, since its digits follow
-    the CPU."""
+    """order_and_position in two sentences."""
     check = order_and_position(n=n, d_model=d_model, h=h)
-    without = check["without_position"]
-    with_position = check["with_position"]
-    same = f"< {ROUNDOFF:.0e}，每个词元读到的内容一样" if without < ROUNDOFF else (f"{without:.2f}"
-                                                                       "，"
-                                                                       "内容变了！")
-    changed = "< 1e-12，内容没变！"
-    if with_position >= ROUNDOFF:
-        changed = f"{with_position:.2f}，每个词元读到的内容变了"
+    same = _bound(check["without_position"], "每个词元读到的内容一样", "，内容变了！")
+    changed = _bound(check["with_position"], "内容没变！", "，每个词元读到的内容变了")
     return "\n".join([
         f"不加位置编码，把 {n} 个词元倒过来排：输出也只是倒过来，同一个词元的输出最大差 {same}",
         f"X 加上位置编码再倒过来排：同一个词元的输出最大差 {changed}",
@@ -135,7 +127,7 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
     from lesson_lib.show.plotting import describe, use_chinese_font
 
     use_chinese_font()
-    d_k = d_model // check_heads(d_model, h)
+    d_k = head_width(d_model, h)
     # 6 in: no scaling in a 592 px output; every text ≥ 9 pt
     fig, ax = plt.subplots(figsize=(6.0, 5.0))
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.99)
@@ -175,28 +167,23 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
             ha="center", va="bottom",
             fontsize=9.5, color="#555555", linespacing=1.4)
     shown = "、".join(f"头 {j}" for j in numbers)
-    return describe(fig,
-                    f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 "
-                    f"{h} 个头"
-                         f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = "
-                         f"{h * d_k} 维，"
-                         f"再乘 W^O （{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O "
-                         "之前互不通信。")
+    alt = (f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
+           f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，"
+           f"再乘 W^O （{h * d_k} × {d_model}）得到 {d_model} 维输出。各头在 W^O 之前互不通信。")
+    return describe(fig, alt)
 
 
 def steps_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
-    """Every step's code, shape and caption, one row each."""
     rows = [[f"{i}.", code, str(shape), title]
             for i, (code, shape, title) in enumerate(shape_steps(n, d_model, h), 1)]
     return text_table(["步", "代码", "形状", "这一步做什么"], rows, code_columns=(1, 2))
 
 
 def transpose_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
-    """Whose columns and which tokens head 1 holds with the correct split and with the classic bug,
-    reshaping (n, d_model) straight to (h, n, d_k) without the transpose (1-based, as the lesson
-    counts heads and words)."""
+    """Whose columns and tokens head 1 holds, split correctly and with the classic bug of reshaping
+    (n, d_model) straight to (h, n, d_k) (1-based, as the lesson counts heads and words)."""
     n = check_int(n, "n（词数）", minimum=1)
-    d_k = d_model // check_heads(d_model, h)
+    d_k = head_width(d_model, h)
     # (n, d_model) column -> its head
     owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))
     # (n, d_model) row -> its token
@@ -211,18 +198,15 @@ def transpose_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS)
 
 
 def heads_mix_text(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
-    """heads_mix_only_at_wo as three sentences, with round-off printed as a bound, not as its
-    digits."""
+    """heads_mix_only_at_wo as three sentences."""
     check = heads_mix_only_at_wo(n=n, d_model=d_model, h=h)
-    difference = check["max_difference"]
-    roundoff = f"< {ROUNDOFF:.0e}，只是浮点舍入"
-    same = roundoff if difference < ROUNDOFF else f"{difference:.1e}，不止是浮点舍入！"
+    same = _bound(check["max_difference"], "只是浮点舍入", "，不止是浮点舍入！", ".1e")
 
     # what the computation can vouch for: exactly zero, round-off, or a real change
     def change(value):
         if value == 0.0:
             return "0（一位都没变）"
-        return roundoff if value < ROUNDOFF else f"{value:.2f}"
+        return _bound(value, "只是浮点舍入", "")
 
     return "\n".join([
         f"Concat·W^O 与 Σ head_i·W^O_i 的最大差：{same}",

@@ -1,8 +1,6 @@
 """§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for
 several h; §8's follow-up table of key/value sharing (MHA, GQA, MQA)."""
 
-from __future__ import annotations
-
 import time
 
 import numpy as np
@@ -31,7 +29,7 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 5) -> dict[int, float
     repeat = check_int(repeat, "repeat", minimum=1)
     heads = list(heads)
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((n, d_model), dtype=np.float32)  # (n, d_model)
+    x = rng.standard_normal((n, d_model), dtype=np.float32)
     ws = [(rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).astype(np.float32)
           for _ in range(4)]
     result = {}
@@ -51,18 +49,16 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 5) -> dict[int, float
 
 
 def format_table(n: int, d_model: int, heads) -> str:
-    """The per-stage counts as a text table, one row per h."""
+    """The per-stage counts, one row per h."""
+    counts = [count(n, d_model, h) for h in heads]
     rows = [[c.h, c.d_k, c.qkv_projections, c.scores, c.weights_v, c.output_projection,
-             c.matmul_total,
-             c.softmax_total] for c in (count(n, d_model, h) for h in heads)]
+             c.matmul_total, c.softmax_total] for c in counts]
     return text_table(["h", "d_k", "Q/K/V 投影", "打分 QKᵀ", "权重×V", "W^O 投影", "矩阵乘法合计",
                        f"{SOFTMAX_WORK} {SOFTMAX_WORK_FORMULA}"], rows)
 
 
 def scores_text(d_model: int, heads) -> str:
-    """The lesson's algebra for QKᵀ as the coefficient of n²: per head d_k·n², all heads
-    d_model·n²."""
-    # one head's QKᵀ at n = 1
+    """QKᵀ's multiplies as the coefficient of n² (the count at n = 1): per head, all heads."""
     return "\n".join(f"h = {h}: 每个头打分 {count(1, head_width(d_model, h), 1).scores}n²，"
                      f"{h} 个头共 {count(1, d_model, h).scores}n²" for h in heads)
 
@@ -88,8 +84,8 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
 
 
 def kv_sharing_text(d_model: int, h: int, groups: int) -> str:
-    """§8: the three variants per layer: parameters, numbers cached per token, and that cache
-    against MHA's (short headers: within 72 monospace columns, a 592 px output)."""
+    """§8: parameters, numbers cached per token and that cache against MHA's, per layer (short
+    headers: 72 monospace columns fit a 592 px output)."""
     rows = variants(d_model, h, groups)
     full = rows[0].cache_per_token
     body = [[r.name, r.kv_heads, r.projection_params, r.cache_per_token,

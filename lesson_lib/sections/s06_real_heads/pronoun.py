@@ -1,8 +1,5 @@
 """§6's return to §2's sentence: which real heads send 她 to 小红, and do they follow the pronoun?
-Pure functions over ``model.attend(text) -> (tokens, (L, H, T, T))``, then what the cells print and
-draw (the model first, or None)."""
-
-from __future__ import annotations
+Pure functions over ``model.attend(text)``, then what the cells print and draw."""
 
 import functools
 import html
@@ -11,7 +8,7 @@ import math
 import numpy as np
 
 from lesson_lib.models.pretrained import e5
-from lesson_lib.models.pretrained.head_finder import check_top
+from lesson_lib.models.pretrained.head_finder import rank_heads
 from lesson_lib.models.pretrained.unigram import WORD_START
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s06_real_heads.views import (
@@ -55,7 +52,6 @@ _needs_model = skip_without_model(WITHOUT_MODEL)
 
 
 def clean(token):
-    """A token as a learner reads it: without the word-start mark "▁" (``<s>`` / ``</s>`` stay)."""
     return token.replace(WORD_START, "")
 
 
@@ -83,9 +79,8 @@ def word_span(tokens, word):
 
 
 def name_weights(attentions, tokens, pronoun, names):
-    """{name: (L, H)}: the weight the pronoun's token sends to each name's tokens (summed)."""
+    """{name: (L, H)}: the weight the pronoun's tokens (averaged) send to the name's (summed)."""
     att = np.asarray(attentions)  # (L, H, T, T)
-    # each (L, H): the name's tokens summed, the pronoun's rows averaged
     p0, p1 = word_span(tokens, pronoun)
     return {name: att[:, :, p0:p1, slice(*word_span(tokens, name))].sum(axis=-1).mean(axis=-1)
             for name in names}
@@ -94,11 +89,9 @@ def name_weights(attentions, tokens, pronoun, names):
 def rank_by_preference(attentions, tokens, pronoun="她", target="小红", other="小明", top=5):
     """[(layer, head, to target, to other)], 1-based, of the ``top`` heads by target − other."""
     w = name_weights(attentions, tokens, pronoun, (target, other))
-    diff = w[target] - w[other]  # (L, H)
-    top = check_top(top, diff.size)
-    order = np.unravel_index(np.argsort(-diff, axis=None, kind="stable")[:top], diff.shape)
-    return [(int(i) + 1, int(j) + 1, float(w[target][i, j]), float(w[other][i, j]))
-            for i, j in zip(*order)]
+    ranked = rank_heads({"diff": w[target] - w[other]}, top)["diff"]
+    return [(layer, head, *(float(w[name][layer - 1, head - 1]) for name in (target, other)))
+            for layer, head, _ in ranked]
 
 
 def nearest_name(sentence, pronoun):
@@ -130,7 +123,6 @@ def chinese_model():
 
 
 def model_text(model) -> str:
-    """The model in numbers; without the package, ``WITHOUT_MODEL``."""
     if model is None:
         return WITHOUT_MODEL
     return (f"{model.config.name}：{size_text(model.config)}，词表 "
@@ -140,7 +132,6 @@ def model_text(model) -> str:
 @_needs_model
 def lesson_sentence(model):
     """The lesson's sentence through the model: (tokens, attentions), with its tokens printed."""
-    # small matmuls: a second thread mostly waits (see lesson_lib.runtime.blas)
     with one_blas_thread():
         tokens, att = model.attend(LESSON_SENTENCE)
     print(f"「{LESSON_SENTENCE}」切成 {len(tokens)} 个词元（▁ 表示词的开头，已去掉）：")
@@ -180,7 +171,6 @@ def top_heads_figure(sentence, ranked, k=3):
 
 
 def name_weight(tokens, w, row, name):
-    """What row ``row`` of one head's map ``w`` (T, T) sends to ``name``'s tokens, summed."""
     return float(w[row, slice(*word_span(tokens, name))].sum())
 
 

@@ -1,8 +1,5 @@
-"""What §6's English lab prints and draws from ``lesson_lib.models.pretrained``, and the head
-explorer. What needs the weights takes the model (or its encodings) first and accepts ``None`` (the
-cell says it was skipped)."""
-
-from __future__ import annotations
+"""What §6's English lab prints and draws, and the head explorer. What needs the weights takes the
+model (or its encodings) first and accepts ``None`` (the cell says it was skipped)."""
 
 import functools
 import html
@@ -50,7 +47,6 @@ _needs_model = skip_without_model(SKIPPED)
 
 
 def head_label(layer, head):
-    """'第 4 层 · 头 2' for 1-based layer and head."""
     return f"第 {layer} 层 · 头 {head}"
 
 
@@ -73,8 +69,7 @@ def describe_row(tokens, attentions, layer, head, qi):
 
 
 def model_text(model) -> str:
-    """The model's size; without the package, what ``plot_toy_heads()`` draws instead."""
-    if model is None:
+    if model is None:  # what plot_toy_heads() draws instead
         return ("改为展示第 7 节玩具模型（1 层、4 个头，任务：同时取前一个、后一个和配对位置的"
                 "值）训练后的注意力。它不是真实语言模型，只用来说明「训练会让头各自分工」。")
     return (f"all-MiniLM-L6-v2：{size_text(model.config)}，约 {model.n_parameters / 1e4:.0f} "
@@ -82,7 +77,6 @@ def model_text(model) -> str:
 
 
 def size_text(c) -> str:
-    """A model config's heads and widths, as §6's two models print them."""
     return (f"{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
             f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}")
 
@@ -94,8 +88,8 @@ def run_paper_sentences(model):
         runs = {name: model.attend(text) for name, text in minilm.PAPER_SENTENCES.items()}
     names = {"law": "图 4/5 的句子", "making": "图 3 的句子"}
     for name, enc in runs.items():
-        print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {enc.attentions.shape}（层,"
-              " 头, 查询, 键）")
+        shape = f"{enc.attentions.shape}（层, 头, 查询, 键）"
+        print(f"{names[name]}：{len(enc.tokens)} 个词元，注意力张量形状 {shape}")
         print("  " + " ".join(enc.tokens))
     return runs
 
@@ -128,7 +122,6 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
 def making_figure(runs):
     """Figure 3's question: which heads link 'making' to 'more difficult'? Prints the top 6."""
     enc = runs["making"]
-    # (L, H)
     scores = finder.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])
     ranked = finder.rank_heads({"making": scores}, top=6)["making"]
     print("从 making 出发、落在 more + difficult 上的注意力最多的头：")
@@ -175,7 +168,6 @@ def head_finder(runs):
                  for layer, head, s in best]
         print(f"· {finder.SCORE_NAMES[name]}：" + "；".join(cells))
     winners = [best[0] for best in ranking.values()]  # in SCORE_NAMES' order
-    # (4, T, T)
     maps = np.stack([law.attentions[layer - 1, head - 1] for layer, head, _ in winners])
     shorts = ("its → law", "前一个词元", "后一个词元", "[CLS] 注意力汇")
     titles = [f"{short}：{head_label(*best[:2])}" for short, best in zip(shorts, winners)]
@@ -200,7 +192,7 @@ def coref_check(model, layer=4, head=2):
 
 @_needs_model
 def explore(runs, sentence, layer, head, query):
-    """The explorer in a notebook cell: its line printed (deterministic), its picture shown."""
+    """The explorer in a notebook cell: its line printed, its picture shown."""
     from IPython.display import HTML, display
 
     if sentence not in runs:
@@ -208,15 +200,15 @@ def explore(runs, sentence, layer, head, query):
     enc = runs[sentence]
     # No folded table: some float32 weights sit within 1e-4 of a rounding boundary, and a stored
     # output must be the same on every CPU; the row's bars (checked stable) carry the numbers.
-    text, bars, picture = explorer_frame(enc, layer, head, finder.find_token(enc.tokens, query),
-                                         table=False)
+    qi = finder.find_token(enc.tokens, query)
+    text, bars, picture = explorer_frame(enc, layer, head, qi, table=False)
     print(text)
     # with the map's <img> copy, which a sanitized page keeps
     display(HTML(picture._repr_html_() + bars))
 
 
 def explorer_frame(enc, layer, head, qi, table=None):
-    """(line, token ``qi``'s row as HTML bars, map picture) for the explorer, as SVG and HTML: a
+    """(line, token ``qi``'s row as HTML bars, map picture) for the explorer: SVG and HTML take a
     few ms, where a matplotlib figure took ~0.2 s. ``table=False``: no folded numbers."""
     from lesson_lib.sections.s02_averaging import bar_html
     from lesson_lib.show.plotting import heat_map
@@ -234,7 +226,7 @@ def explorer_frame(enc, layer, head, qi, table=None):
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(tokens, row)):
         colour = "var(--jp-brand-color1, #1f77b4)"
-        if j == int(np.argmax(row)):
+        if j == np.argmax(row):
             colour = "var(--jp-error-color1, #d62728)"
         bars.append('<div style="display:flex;align-items:center;gap:6px;line-height:1.3;'
                     'break-inside:avoid">'
@@ -245,14 +237,14 @@ def explorer_frame(enc, layer, head, qi, table=None):
                "红色是最高的一条：</div>")
     # 3 columns at 1024 px, 2 in a 592 px output
     columns = '<div style="columns:3 17em;column-gap:1.5em">'
-    return describe_row(tokens, enc.attentions, layer, head,
-                        qi), f"{heading}{columns}{''.join(bars)}</div>", picture
+    line = describe_row(tokens, enc.attentions, layer, head, qi)
+    return line, f"{heading}{columns}{''.join(bars)}</div>", picture
 
 
 @_needs_model
 def explorer_widget(model, layer=5, head=12, query="its"):
-    """Sliders for layer and head, dropdowns for sentence and query token (a Chinese error for a
-    start the first sentence does not have, not a silent clamp); logic in ``explorer_frame``."""
+    """Sliders for layer and head, dropdowns for sentence and query token (a start the first
+    sentence does not have is a Chinese error, not a silent clamp)."""
     import ipywidgets as w
 
     from lesson_lib.show.controls import linked, slider
@@ -269,10 +261,9 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     sentence = w.Dropdown(options=EXPLORER_SENTENCES, description="句子",
                           style={"description_width": "3em"},
                           layout=w.Layout(width="min(520px, 100%)"))
-    layer_s = slider("层", layer, min=1, max=model.n_layers,
-                     layout=w.Layout(min_width="260px", width="300px"))
-    head_s = slider("头", head, min=1, max=model.n_heads,
-                    layout=w.Layout(min_width="260px", width="300px"))
+    track = {"min_width": "260px", "width": "300px"}
+    layer_s = slider("层", layer, min=1, max=model.n_layers, layout=w.Layout(**track))
+    head_s = slider("头", head, min=1, max=model.n_heads, layout=w.Layout(**track))
     token = w.Dropdown(options=options(first.tokens), value=finder.find_token(first.tokens, query),
                        description="查询词元", style={"description_width": "4em"},
                        layout=w.Layout(min_width="220px"))

@@ -2,8 +2,6 @@
 分对 …) whose thresholds tests hold far from every value, as training amplifies round-off (accuracy
 ±0.01 between machines)."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 
@@ -38,7 +36,6 @@ SOURCE_NOTE = "数据：Vaswani et al. 2017，表 3（第 9 页），newstest201
 
 
 def level(value: float, levels) -> str:
-    """The label of the highest level whose lower bound ``value`` reaches."""
     return next(label for bound, label in levels if value >= bound)
 
 
@@ -62,11 +59,9 @@ def weight_on_targets(maps, batch: Batch) -> np.ndarray:
     ``batch``; positions without a target (prev at 0, next at T−1) are left out."""
     maps = np.asarray(maps, dtype=float)  # (B, h, T, T)
     i = np.arange(maps.shape[-1])
-    # (B, T, 3)
-    keys = np.stack(np.broadcast_arrays((i - 1) % len(i), (i + 1) % len(i), batch.pointers[0]),
-                    axis=-1)
-    # (B, h, T, 3): query i's weight on each target
-    picked = np.take_along_axis(maps, keys[:, None], axis=-1)
+    targets = np.broadcast_arrays((i - 1) % len(i), (i + 1) % len(i), batch.pointers[0])
+    keys = np.stack(targets, axis=-1)  # (B, T, 3)
+    picked = np.take_along_axis(maps, keys[:, None], axis=-1)  # (B, h, T, 3) query i's weights
     exists = batch.mask[0]  # (B, T, 3)
     return (picked * exists[:, None]).sum(axis=(0, 2)) / exists.sum(axis=(0, 1))
 
@@ -100,7 +95,6 @@ def _role_text(row) -> str:
 
 
 def main_roles(on_targets_h) -> list[str]:
-    """Each head's main role from (h, 3) ``weight_on_targets`` ("分散" when none has 0.6)."""
     return [ROLE_NAMES[int(row.argmax())] if row.max() >= MAIN_ROLE_WEIGHT else "分散"
             for row in on_targets_h]
 
@@ -131,11 +125,9 @@ def diversity_text(div: dict) -> str:
 def monotone_score_text(points: int = 9, sharpness: float = 4.0) -> str:
     """Why a 1-dimensional head can only pick an end: q·k is monotone in k (keys on a line), unlike
     in 2-D (keys on a circle). Which key (from 1) wins the kernel's softmax for each query."""
-    # (points,) smallest first; in 1-D the score is just q × k
-    keys_1d = np.linspace(-1.0, 1.0, points)
+    keys_1d = np.linspace(-1.0, 1.0, points)  # smallest first; in 1-D the score is just q × k
     lines = [f"一维：查询 q = {q:+.0f} 时，权重最大的是第 {int(softmax(q * keys_1d).argmax()) + 1} "
-             "个键"
-             for q in (-sharpness, -1.0, 1.0, sharpness)]
+             "个键" for q in (-sharpness, -1.0, 1.0, sharpness)]
     keys_2d = circle_keys(points)  # (points, 2)
     winners = [int(softmax(sharpness * keys_2d @ keys_2d[j]).argmax()) + 1 for j in range(points)]
     lines.append(f"二维：让查询依次指向第 1…{points} 个键，得分最高的键依次是 {winners}")
@@ -174,7 +166,6 @@ def table3_a():
 
 
 def table3_text() -> str:
-    """Table 3 rows base, (A) and (B) as a text table, straight from paper.TABLE3."""
     rows = [[r["row"], r["h"], r["d_k"], r["d_v"], f"{r['bleu']:.1f}", f"{r['ppl']:.2f}"]
             for r in TABLE3]
     return text_table(["行", "h", "d_k", "d_v", "BLEU", "PPL"], rows)
@@ -187,7 +178,7 @@ def single_head_drop() -> float:
 
 
 def plot_toy_vs_paper(results):
-    """Paper's BLEU against h (above) beside the toy sweep's accuracy against h (below)."""
+    """Paper's BLEU against h (above), the toy sweep's accuracy against h (below)."""
     import matplotlib.pyplot as plt
 
     use_chinese_font()
@@ -210,7 +201,6 @@ def plot_toy_vs_paper(results):
     sd = [r["accuracy_sd"] or 0.0 for r in results]  # None for a single seed
     right.errorbar(heads, mean, yerr=sd, fmt="o-", color="C0", capsize=3, lw=2,
                    label="三个目标的平均")
-    # labels: 前一个 prev, …
     for target, name, style in zip(TARGETS, ROLE_NAMES, (":", "--", "-.")):
         right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8,
                    label=f"{name} {target}")
@@ -228,10 +218,10 @@ def plot_toy_vs_paper(results):
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     # accuracies differ in their last digits between machines: alt text and table give levels
     levels = [level(m, ACCURACY_LEVELS) for m in mean]
+    toy = "，".join(f"h = {h}：{lv}" for h, lv in zip(heads, levels))
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
-           f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，"
-           + "，".join(f"h = {h}：{lv}"
-                      for h, lv in zip(heads, levels)) + f"；随机水平是 {chance:g}。")
+           f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，{toy}；"
+           f"随机水平是 {chance:g}。")
     table = (["头数 h", "平均", *(f"{name} {t}" for name, t in zip(ROLE_NAMES, TARGETS))],
              [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)]
               for r, lv in zip(results, levels)])
@@ -240,7 +230,6 @@ def plot_toy_vs_paper(results):
 
 def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     """One ``sequence`` in the trained h = 1 and h = 4 (heads named by role, JS over ``batch``)."""
-    # (1 + 4, T, T)
     maps = np.concatenate([attention_maps(result.params[h], h, sequence)[0] for h in (1, 4)])
     js = mean_pairwise_js(attention_maps(result.params[4], 4, batch))
     names = main_roles(on_targets_h4)

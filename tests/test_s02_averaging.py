@@ -1,4 +1,5 @@
-"""lesson_lib.sections.s02_averaging (§2): the sentence's value vectors, the lesson's 40/30/30 blend, 1 vs 2 heads.
+"""lesson_lib.sections.s02_averaging (§2): the sentence's value vectors, the lesson's 40/30/30 blend, 1 vs 2 heads;
+then, each under its own heading, its widget, the numbers its prose states and its question (s02_averaging.toml).
 
 Expected numbers come from the closed forms worked out by hand from the keys and queries the module
 documents (指代 asks "female person?", 语法角色 asks "clause subject?"), not from a run.
@@ -6,13 +7,28 @@ documents (指代 asks "female person?", 语法角色 asks "clause subject?"), n
 
 from __future__ import annotations
 
+import html
 import itertools
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import CJK
+from helpers import (
+    CJK,
+    assert_numbers,
+    in_order,
+    lesson_cells,
+    numbers_in,
+    numerals_in,
+    prose_after,
+    prose_before,
+    sentence_with,
+    sentences,
+    unnamed_controls,
+)
+from own_answers import misjudged, section_questions
 
 from lesson_lib.sections import s02_averaging as averaging
 from lesson_lib.sections.s02_averaging import FEATURES, TOKENS
@@ -217,7 +233,6 @@ def test_demo_rejects_bad_sharpness_in_chinese(s):
 
 @pytest.mark.parametrize("heads", [1, 2])
 def test_demo_html_draws_every_weight_and_feature_as_a_bar_named_by_its_numbers(heads):
-    import html
     import re
 
     d = averaging.demo(heads, 4.0)
@@ -247,3 +262,162 @@ def test_demo_text_matches_demo():
         assert re.search(rf"= {d.referent_kept:.2f}\W+\w+\W+\w+\W+= {d.subject_kept:.2f}", text)  # referent, subject
         for name in d.names:
             assert name in text
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget (demo_widget): what it shows is the pure functions' output
+# ---------------------------------------------------------------------------------------------
+
+
+def _percent(x):
+    return f"{x:.0%}"
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_averaging_demo_heads_toggle_changes_numbers():
+    box = averaging.demo_widget()
+    c = box.controls
+    assert [v for _, v in c["heads"].options] == [1, 2]
+    assert c["heads"].value == 1 and c["sharpness"].value == 4.0
+    # only sharpness values demo() accepts can be chosen
+    assert 0 <= c["sharpness"].min and c["sharpness"].max <= 50
+    # one head at sharpness 4: 小红 e^4 / (e^4 + e^3.2 + 5), 小明 e^3.2 / (…)
+    z = math.exp(4) + math.exp(3.2) + 5
+    one = c["summary"].value
+    bold = re.findall(r"<b>\D*(\d+%)</b>", one)  # 小红, then 小明
+    assert bold == [_percent(math.exp(4) / z), _percent(math.exp(3.2) / z)]
+
+    picture = c["picture"].value
+    assert picture == averaging.demo_html(averaging.demo(1, 4.0))  # themed HTML bars named by their alt text
+    alt = re.search(r'aria-label="([^"]*)"', picture).group(1)
+    query, target = averaging.TOKENS[averaging.QUERY], averaging.TOKENS[4]  # 她 gives 小红 the most
+    assert 'role="img"' in picture and alt.index(query) < alt.index(target) < alt.index(f"{math.exp(4) / z:.2f}")
+
+    c["heads"].value = 2
+    two = c["summary"].value
+    both = _percent(math.exp(4) / (math.exp(4) + 6))  # each head: its word at logit 4, six at 0
+    assert two != one
+    assert re.findall(r"<b>\D*(\d+%)</b>", two) == [both, both]
+    assert c["picture"].value != picture
+
+    c["sharpness"].value = 0.0
+    assert c["summary"].value.count(_percent(1 / 7)) == 2  # uniform over the seven earlier words
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_html_pictures_fit_the_output():
+    """The demo's bars are HTML that shrinks with the output, never wider than it."""
+    for box, kind in ((averaging.demo_widget(), "<table"),):
+        picture = box.controls["picture"]
+        assert picture.layout.max_width == "100%"
+        assert "max-width:100%" in picture.value and kind in picture.value
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_summaries_are_the_pure_functions_output():
+
+    a = averaging.demo_widget().controls
+    a["heads"].value, a["sharpness"].value = 2, 3.0
+    assert a["summary"].value == averaging.summary_html(averaging.demo(2, 3.0))
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_every_control_of_the_widget_is_named():
+    assert unnamed_controls(averaging.demo_widget()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The prose: numbers read back from the section's sentences (found by structure) and recomputed
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    return lesson_cells()
+
+
+def test_section_2_blend_reading(cells):
+    """'四成像女人、三成像男人、三成像一只苹果，主语只剩 0.3' is the single head's blend that §2 prints."""
+    from lesson_lib.sections import s02_averaging as averaging
+
+    blend = averaging.blend(averaging.LESSON_WEIGHTS)
+    said = sentences(prose_after(cells, "blend_table(averaging.LESSON_WEIGHTS)"))[0]
+    tenths = [round(10 * blend[f]) for f in ("女性", "男性", "物品")]  # the order the sentence reads them
+    assert in_order(numerals_in(said), tenths), said  # 四成、三成、三成
+    assert numbers_in(said) == [round(blend["主语"], 1)]
+
+
+def test_section_2_demo_reading(cells):
+    """'单头读回了小红 0.65、小明 0.29 …… 两个头各拿 0.90' is what demo_text(sharpness=4.0) prints; the prose
+    before the cell states that sharpness (锐度固定为 4)."""
+    from lesson_lib.sections import s02_averaging as averaging
+
+    one, two = averaging.demo(1, 4.0), averaging.demo(2, 4.0)
+    said = prose_after(cells, "demo_text(sharpness=4.0)")
+    assert round(two.referent_kept, 2) == round(two.subject_kept, 2)
+    assert_numbers(said, round(one.referent_kept, 2), round(one.subject_kept, 2), round(two.referent_kept, 2))
+    before = sentence_with(prose_before(cells, "demo_text(sharpness=4.0)"), "softmax")
+    assert numbers_in(before) == [4.0], before
+
+
+def test_section_2_try_it_answer(cells):
+    """§2's 试一试 answer, at the widget's sharpness notches (0.5 apart, as the prose says 0 to 10): one head trades
+    小明 for 小红 (peak at sharpness 3), never above 100% together; two heads keep both, towards 100%."""
+    import numpy as np
+
+    from lesson_lib.sections import s02_averaging as averaging
+
+    low, high = numbers_in(sentence_with(prose_after(cells, "demo_text(sharpness=4.0)"), " / "))[-2:]  # 0 to 10
+    notches = np.arange(low, high + 0.25, 0.5)
+    one = np.array([[averaging.demo(1, s).referent_kept, averaging.demo(1, s).subject_kept] for s in notches])
+    two = np.array([[averaging.demo(2, s).referent_kept, averaging.demo(2, s).subject_kept] for s in notches])
+    assert np.all(np.diff(one[:, 0]) > 0)  # 越尖，越只顾「小红」
+    peak = int(one[:, 1].argmax())
+    answer = sentence_with(prose_after(cells, "demo_widget()"), "%")  # 小明最多 31% 左右（锐度 3 时）
+    assert_numbers(answer, round(100 * one[peak, 1]), notches[peak])
+    assert np.all(np.diff(one[peak:, 1]) < 0)  # 再尖反而越来越少
+    assert np.all(one.sum(axis=1) <= 1 + 1e-12) and not np.any((one > 0.5).all(axis=1))  # 单头不能两个都过半
+    np.testing.assert_allclose(two[:, 0], two[:, 1], atol=1e-12)  # 两个头：两条线索一样多
+    assert np.all(np.diff(two[:, 0]) > 0) and round(100 * two[-1, 0]) == 100  # 一起趋近 100%
+
+
+SRC = Path(__file__).parents[1] / "notebooks" / "src"
+
+
+def _section(number: str) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(SRC.glob(f"{number}_*.md")))
+
+
+def test_section_2_demo_hides_the_pronoun_and_what_follows():
+    """§2: the demo's mask hides 「她」 itself and everything after it; the causal rule lets a token see itself."""
+    import numpy as np
+
+    from lesson_lib.attention import scaled_dot_product_attention
+    from lesson_lib.sections import s02_averaging as averaging
+
+    for heads in (1, 2):
+        d = averaging.demo(heads, sharpness=4.0)
+        assert (d.weights[:, averaging.QUERY:] == 0).all() and (d.weights[:, : averaging.QUERY] > 0).all()
+    causal = np.tril(np.ones((4, 4), dtype=bool))  # the causal rule: itself and before
+    _, w = scaled_dot_product_attention(np.ones((4, 2)), np.ones((4, 2)), np.eye(4, 2), causal)
+    assert (np.diag(w) > 0).all() and (np.triu(w, k=1) == 0).all()
+
+
+def test_section_2_names_its_second_cue_as_the_demo_prints_it():
+    """§2's cue 2 and the two-head demo's second head carry one name."""
+    import re
+
+    from lesson_lib.sections import s02_averaging as averaging
+
+    cue = re.search(r"^2\. \*\*(\w+)", _section("02"), flags=re.M).group(1)  # the cue's bold name
+    assert averaging.demo(2).names[1].endswith(cue)
+
+
+# ---------------------------------------------------------------------------------------------
+# The section's questions (sections/s02_averaging.toml), each against the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s02_averaging.toml"), ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

@@ -1,4 +1,6 @@
-"""§7 (core) and lab_ablation: printed outputs and prose claims, held to the computed values.
+"""lesson_lib.sections.s07_ablation (§7, core) and lab_ablation: printed outputs and prose claims, held to the
+computed values; the training progress bar; the questions of both (s07_ablation.toml, lab_ablation.toml). The toy
+model and its sweep are tested in test_toy_model and test_toy_sweep.
 
 ``lesson`` is the lab's own sweep (3 seeds, every head count) as stored: ``toy_sweep.json``, which the core
 lesson draws, and seed 0's trained weights in tests/fixtures/toy_sweep_params.npz (both written by
@@ -18,14 +20,29 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import load_npz
+from helpers import (
+    BRACKET,
+    assert_numbers,
+    lesson_cells,
+    load_npz,
+    numbers_in,
+    prose_after,
+    prose_before,
+    sentence_with,
+    sentences,
+)
+from own_answers import misjudged, section_questions
 
+from lesson_lib import paper
+from lesson_lib.attention import head_width
 from lesson_lib.models.toy import config, training
 from lesson_lib.models.toy import model as toy_model
 from lesson_lib.models.toy import task as toy_task
 from lesson_lib.models.toy.sweeping import SweepResult
+from lesson_lib.practice import questions
 from lesson_lib.sections.s07_ablation import report
 from lesson_lib.sections.s07_ablation import report as ablation
+from lesson_lib.sections.s07_ablation.report import crowded_keys
 
 SECTION_7 = (Path(__file__).parents[1] / "notebooks" / "src" / "07_ablation.md").read_text(encoding="utf-8")
 SEEDS = report.STORED_SEEDS
@@ -334,3 +351,123 @@ def test_one_vs_four_counts_positions_from_1_and_names_roles_without_digits(less
     assert {str(i) for i in range(1, config.Task().T + 1)} <= labels and "0" not in labels
     assert MATCH in picture.lesson_alt and not re.search(r"\d\.\d", picture.lesson_alt)
     assert picture.lesson_table is None  # trained weights differ in their last digits between machines
+
+
+# ---------------------------------------------------------------------------------------------
+# The training progress bar (report.progress_bar)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_progress_bar_follows_the_callback():
+    label = "训练中"
+    bar = report.progress_bar(label)
+    assert bar.description == label and bar.value == 0
+    bar.update(3, 10)
+    assert (bar.value, bar.max) == (3, 10) and bar.bar_style == "info"
+    bar.update(10, 10)
+    assert bar.value == 10 and bar.description != label and bar.bar_style == "success"
+    bar.update(0, 5)  # reused for a second run: no longer done
+    assert (bar.value, bar.max, bar.description, bar.bar_style) == (0, 5, label, "info")
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_progress_bar_zero_of_zero_is_not_done():
+    bar = report.progress_bar()
+    label = bar.description
+    bar.update(0, 0)
+    assert bar.description == label and bar.bar_style == "info"
+
+
+# ---------------------------------------------------------------------------------------------
+# lab_ablation's prose: numbers read back from its sentences (found by structure) and recomputed
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ablation_cells() -> list[dict]:
+    return lesson_cells("lab_ablation")
+
+
+@pytest.fixture(scope="module")
+def ablation_lab(ablation_cells) -> str:
+    """The prose of the optional lab (notebooks/labs_src/lab_ablation)."""
+    return "\n\n".join(c["source"] for c in ablation_cells if c["kind"] == "md")
+
+
+TABLE3 = paper.TABLE3
+
+
+def _matches(pattern, text):
+    found = list(re.finditer(pattern, text))
+    assert found, f"the prose no longer contains {pattern!r}: update the claim in this test on purpose"
+    return found
+
+
+def test_ablation_lab_sizes_are_the_toys(ablation_lab, ablation_cells):
+    """The lab's toy is narrower than the paper: 「h = 16（每头 2 维）」 and 「d_k = 1」 are d_model = 32 divided by h;
+    the prose after the 1-wide cell names the task's K (64 key symbols) and the d_k = 1 model's h (32)."""
+    from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK
+
+    toy_d = DEFAULT_CONFIG.d_model
+    for m in _matches(rf"\bh = (\d+){BRACKET}\D*?(\d+)", ablation_lab):  # h = 16 and its width in brackets
+        assert head_width(toy_d, int(m.group(1))) == int(m.group(2)), m.group(0)
+    for m in _matches(r"d_k = (\d+)", ablation_lab):
+        assert int(m.group(1)) in {head_width(toy_d, h) for h in range(1, toy_d + 1) if toy_d % h == 0} | {
+            r["d_k"] for r in TABLE3}, m.group(0)
+    said = prose_after(ablation_cells, "monotone_score_text()")
+    assert_numbers(said, DEFAULT_TASK.K, toy_d // 1)  # K key symbols; h = 32, the d_k = 1 model
+
+
+def _keys_and_sharpness(ablation_cells) -> list[float]:
+    """「（9 个键，查询长度 × 键长度取 4）」: the sentence that introduces the 1-wide cell."""
+    return numbers_in(sentence_with(prose_before(ablation_cells, "monotone_score_text()"), "`softmax`"))
+
+
+def test_ablation_lab_one_dimension_picks_an_end(ablation_cells):
+    """The lab: a 1-wide head picks the largest or the smallest of 「9 个键」; with 2 dims any key can win, as
+    printed."""
+    from lesson_lib.sections.s07_ablation import report as ablation
+
+    printed = ablation.monotone_score_text()
+    n_keys = int(_keys_and_sharpness(ablation_cells)[0])
+    one_wide = [numbers_in(line) for line in printed.splitlines() if "q = " in line]  # q = ±4, ±1 -> a key
+    assert len(one_wide) == 4 and sorted({int(n[-1]) for n in one_wide}) == [1, n_keys]  # from 1: the two ends
+    assert str(list(range(1, n_keys + 1))) in printed  # two dims: each key in turn wins
+
+
+def test_ablation_lab_crowded_keys_reading(ablation_cells):
+    """「长度乘积为 4 时，64 个键的赢家只拿到很小的权重；要让它集中到一半以上，长度乘积得拉到 200 左右」:
+    the printed table's rows at 4 and 200, with the crossing of one half between the rows 16 and 200."""
+    import inspect
+
+    from lesson_lib.sections.s07_ablation import report as ablation
+
+    said = sentences(prose_after(ablation_cells, "crowded_keys_text()"))[:2]  # 4 时，64 个键…；…拉到 200 左右
+    low, keys = map(int, numbers_in(said[0]))
+    (high,) = map(int, numbers_in(said[1]))
+    assert low == inspect.signature(ablation.crowded_keys).parameters["sharpness"].default
+    assert ablation.crowded_keys((keys,), low)[keys] < 0.1
+    assert ablation.crowded_keys((keys,), 16)[keys] < 0.5 < ablation.crowded_keys((keys,), high)[keys] < 0.6
+    assert f"{high} " in ablation.crowded_keys_text()
+    n_keys, sharp = map(int, _keys_and_sharpness(ablation_cells))
+    assert sharp == inspect.signature(ablation.monotone_score_text).parameters["sharpness"].default
+    assert n_keys == inspect.signature(ablation.monotone_score_text).parameters["points"].default
+
+
+def test_l7b_numbers_are_the_labs_softmax_weights():
+    q = questions.question("L7b")
+    assert f"{crowded_keys((64,), 4.0)[64]:.2f}" in q.prompt
+    assert f"{crowded_keys((64,), 200.0)[64]:.2f}" in q.explanation and crowded_keys((64,), 200.0)[64] > 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# The questions of the section and its lab (sections/s07_ablation.toml, sections/lab_ablation.toml), each against
+# the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s07_ablation.toml", "lab_ablation.toml"),
+                         ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

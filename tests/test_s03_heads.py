@@ -1,13 +1,24 @@
 """lesson_lib.sections.s03_heads (§3): every shape on the way through multi-head attention, the forgotten
-transpose (checked against C order, not numpy's reshape), and heads that only mix at W^O."""
+transpose (checked against C order, not numpy's reshape), and heads that only mix at W^O; then, each under its own
+heading, the numbers its prose states and its questions (s03_heads.toml). Its code exercises: test_exercises."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from helpers import CJK
+from helpers import (
+    CJK,
+    lesson_cells,
+    numbers_in,
+    prose_before,
+    sentence_with,
+    sentences,
+)
+from own_answers import misjudged, section_questions
 
+from lesson_lib import paper
+from lesson_lib.attention import head_width
 from lesson_lib.checks import AttentionInputError
 from lesson_lib.sections import s03_heads as heads
 
@@ -140,3 +151,85 @@ def test_a_real_difference_is_not_called_round_off(monkeypatch):
 ], ids=["shape_steps n=0", "d_model=-512", "transpose n=0", "seed=-1", "mix n=2.5", "figure d_model=0"])
 def test_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
     raises_chinese(call, *fragments)
+
+
+# ---------------------------------------------------------------------------------------------
+# The prose: numbers read back from the section's sentences (found by structure) and recomputed
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    return lesson_cells()
+
+
+@pytest.fixture(scope="module")
+def markdown(cells) -> str:
+    return "\n\n".join(c["source"] for c in cells if c["kind"] == "md")
+
+
+D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
+
+
+D_K = head_width(D, H)
+
+
+def test_section_3_says_what_the_batch_cell_prints(markdown, cells):
+    """§3: 「(B, n, d_model)」 and the PyTorch view(B, n, h, d_k).transpose(1, 2) give the kernel's batched shapes."""
+    import numpy as np
+
+    from lesson_lib.attention import merge_heads, split_heads
+
+    assert "(B, n, d_model)" in markdown and ".view(B, n, h, d_k).transpose(1, 2)" in markdown
+    x = np.zeros((2, 6, D))
+    assert split_heads(x, H).shape == (2, H, 6, D_K) and merge_heads(split_heads(x, H)).shape == x.shape
+    said = sentences(prose_before(cells, "heads_mix_text("))[-1]  # 再改动其他 7 个头的查询矩阵，看头 1 变不变
+    assert numbers_in(said) == [H - 1, 1], said
+
+
+def test_section_3_head_1_does_not_change():
+    from lesson_lib.sections import s03_heads as heads
+
+    assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
+    line = sentence_with(heads.heads_mix_text(n=5, d_model=D, h=H), "W^Q")  # after changing the others' W^Q
+    assert numbers_in(line) == [1, 0.0], line  # head 1 changed by 0
+
+
+def test_attention_ignores_order_until_positions_are_added():
+    """§3 「方向与位置」: reversing the tokens only reverses the outputs; with a position table it does not."""
+    from lesson_lib.sections import s03_heads as heads
+
+    for n, d, h in [(6, 512, 8), (5, 12, 3), (9, 16, 1)]:
+        check = heads.order_and_position(n=n, d_model=d, h=h, seed=n)
+        assert check["without_position"] < heads.ROUNDOFF and check["with_position"] > 0.1
+    check = heads.order_and_position(n=6, d_model=512, h=8)
+    reversed_only, with_position = heads.order_text(n=6, d_model=512, h=8).splitlines()
+    assert numbers_in(reversed_only) == [6, heads.ROUNDOFF] and f"< {heads.ROUNDOFF:.0e}" in reversed_only
+    assert numbers_in(with_position) == [round(check["with_position"], 2)]
+
+
+def test_section_3_residual_stream_keeps_the_token_and_adds_each_head():
+    """§3: 新向量 = X + MultiHead(X), and MultiHead(X) = Σ_i head_i W^O_i: each head writes its own share."""
+    import numpy as np
+
+    from lesson_lib.attention import multi_head_attention, split_heads
+
+    rng = np.random.default_rng(0)
+    n, d, h = 5, 16, 4
+    x = rng.standard_normal((n, d))
+    w_q, w_k, w_v, w_o = (rng.standard_normal((d, d)) / 4 for _ in range(4))
+    out, weights = multi_head_attention(x, w_q, w_k, w_v, w_o, h)
+    heads_out = weights @ split_heads(x @ w_v, h)  # (h, n, d_k)
+    shares = [heads_out[i] @ w_o[i * d // h:(i + 1) * d // h] for i in range(h)]  # head_i W^O_i, (n, d) each
+    np.testing.assert_allclose(out, sum(shares), atol=1e-12)
+    np.testing.assert_allclose((x + out) - x, sum(shares), atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# The section's questions (sections/s03_heads.toml), each against the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s03_heads.toml"), ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

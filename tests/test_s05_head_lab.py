@@ -5,10 +5,12 @@ The lab's promises: the slider only offers head counts that divide d_model; for 
 parameters and matmul multiplies stay put while softmax work grows as 3·h·n²; one fixed set of
 parameters is only cut differently; the pictures show each head's weights in the colours
 of matplotlib's colormap, are named by alt text made from those numbers, keep one size and fit 592 px.
+Then, each under its own heading: the widget, the numbers the prose states, and the question (s05_head_lab.toml).
 """
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import re
@@ -16,14 +18,27 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from helpers import CJK
+from helpers import (
+    CJK,
+    assert_numbers,
+    lesson_cells,
+    numbers_in,
+    prose_after,
+    section_prose,
+    sentence_with,
+    unnamed_controls,
+)
+from own_answers import misjudged, section_questions
+from traitlets import TraitError
 
+from lesson_lib import costs, paper
 from lesson_lib.checks import AttentionInputError
 from lesson_lib.sections import s05_head_lab as head_lab
 from lesson_lib.show import plotting
 
 N = len(head_lab.SENTENCE)  # 11 tokens
 D = 512
+H = paper.BASE_HEADS  # the base model's, as §5's prose compares with it
 CHOICES = [1, 2, 4, 8, 16, 32, 64]  # divisors of 512 = 2^9 up to 64
 
 
@@ -182,8 +197,8 @@ def test_pictures_one_size_for_every_h_and_fit_592_px(pictures):
 
 def test_pictures_text_is_at_least_11_px(pictures):
     for key, pair in pictures.items():
-        for html in pair:
-            sizes = font_px(svg_of(html))
+        for page in pair:
+            sizes = font_px(svg_of(page))
             assert sizes and None not in sizes and min(sizes) >= 11, (key, sorted(set(sizes)))
 
 
@@ -278,3 +293,150 @@ def test_comparison_table_uses_lab_state():
     for row, h in zip(rows, (1, 64)):
         s = head_lab.lab_state(h)
         assert row[:5] == [str(h), str(s.d_k), f"{s.parameters:,}", f"{s.matmul_multiplies:,}", f"{s.softmax_ops:,}"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget (lab_widget): in-kernel ipywidgets, compared with the pure functions it wires to
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_slider_offers_only_divisors():
+    c = head_lab.lab_widget().controls
+    slider = c["slider"]
+    assert [v for _, v in slider.options] == head_lab.HEAD_CHOICES == [1, 2, 4, 8, 16, 32, 64]
+    assert [label for label, _ in slider.options] == ["1", "2", "4", "8", "16", "32", "64"]
+    assert slider.value == 8
+    assert slider.continuous_update is False  # redraw on release, not on every step of a drag
+    for bad in (3, 5, 12, 128, 0):
+        with pytest.raises(TraitError):
+            slider.value = bad
+    assert slider.value == 8
+
+
+def _shown(controls) -> tuple[str, str, str]:
+    """The lab's two pictures (zoomed head, overview) and the numbers under them, as shown."""
+    return (*(picture.value for picture in controls["picture"]), controls["numbers"].value)
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_initial_shows_the_pure_functions_output():
+    c = head_lab.lab_widget().controls
+    state = head_lab.lab_state(8)
+    assert c["summary"].value.startswith(head_lab.summary_html(state))
+    assert html.escape(head_lab.overview_alt(state, 1)) in c["summary"].value  # what the pictures show, read out too
+    assert "d_k = 64" in c["summary"].value
+    assert _shown(c) == head_lab.lab_pictures(state)
+    assert all('role="img" aria-label="' in html for html in _shown(c)[:2])  # named pictures, not bare PNGs
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_slider_redraws():
+    c = head_lab.lab_widget().controls
+    before = _shown(c)
+    c["slider"].value = 4
+    assert "d_k = 128" in c["summary"].value
+    assert "d_k = 64" not in c["summary"].value
+    assert _shown(c) != before
+    assert _shown(c) == head_lab.lab_pictures(head_lab.lab_state(4))
+    c["slider"].value = 64
+    assert "d_k = 8" in c["summary"].value and f"{3 * 64 * 121:,}" in c["summary"].value
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
+    c = head_lab.lab_widget().controls
+    zoom = c["zoom"]
+    assert (zoom.min, zoom.max, zoom.value) == (1, 8, 1)  # counted from 1, like the picture's 头 1 … 头 8
+    zoom.value = 6
+    assert _shown(c) == head_lab.lab_pictures(head_lab.lab_state(8), zoom=6)
+    c["slider"].value = 4  # head 6 is gone: the last head is enlarged instead
+    assert (zoom.max, zoom.value) == (4, 4)
+    assert _shown(c) == head_lab.lab_pictures(head_lab.lab_state(4), zoom=4)
+    c["slider"].value = 1
+    assert zoom.value == 1 and zoom.disabled
+    c["slider"].value = 64
+    assert zoom.max == 64 and not zoom.disabled
+    zoom.value = 64
+    assert _shown(c) == head_lab.lab_pictures(head_lab.lab_state(64), zoom=64)
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_head_lab_keeps_its_size_while_the_slider_moves():
+    """Both pictures keep one size for every h and sit side by side (580 px ≤ JupyterLab's 592 px output at
+    1024 × 768 with the file browser open); the summary keeps the height of its longest reading."""
+    import re
+
+    box = head_lab.lab_widget()
+    c = box.controls
+    row = box.children[-2]
+    assert box.children[-1] is c["numbers"]  # the numbers folded under both pictures, as wide as the output
+    assert row.children == c["picture"]
+    assert row.layout.flex_flow in (None, "row")  # never wraps: the lab's height stays put
+    assert c["summary"].layout.min_height
+    assert [picture.layout.margin for picture in c["picture"]] == ["0", "0 0 0 8px"]  # zoomed, then overview
+    sizes = set()
+    for h in head_lab.HEAD_CHOICES:
+        c["slider"].value = h
+        sizes.add(tuple(re.search(r'<svg[^>]* width="(\d+)" height="(\d+)"', html).groups() for html in _shown(c)[:2]))
+    assert len(sizes) == 1, sizes
+    (zw, _), (ow, _) = (tuple(map(int, wh)) for wh in sizes.pop())
+    assert zw + 8 + ow <= 592
+
+
+@pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
+def test_every_control_of_the_widget_is_named():
+    assert unnamed_controls(head_lab.lab_widget()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The prose: numbers read back from the section's sentences (found by structure) and recomputed
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    return lesson_cells()
+
+
+def test_section_5_defines_entropy_and_js_where_it_prints_them(cells):
+    """§5 prints 熵（比特） and JS 散度: its prose defines both with their ends, which attention_stats computes."""
+    import numpy as np
+
+    from lesson_lib.head_stats import mean_pairwise_js, row_entropy
+    from lesson_lib.sections import s05_head_lab as head_lab
+
+    n = len(head_lab.SENTENCE)
+    section = section_prose(cells, 5)
+    ends = sentence_with(section, "log₂")  # 全压在一个词元上是 0，平均分给 n 个词元是 log₂n ≈ …
+    uniform = round(float(row_entropy(np.full((1, n), 1 / n))[0]), 2)
+    assert numbers_in(ends)[-4:] == [row_entropy(np.eye(n)[:1])[0], n, n, uniform], ends
+    assert numbers_in(sentence_with(section, "**JS")) == [0, 1]  # 完全一样是 0，毫不重叠是 1
+    same, apart = np.eye(n)[None, :2].repeat(2, axis=0), np.stack([np.eye(n)[:2], np.eye(n)[2:4]])  # (2, 2, n)
+    assert mean_pairwise_js(same) == 0 and mean_pairwise_js(apart) == 1
+
+
+def test_section_5_try_it_answers(cells):
+    """The folded answers to §5's 「试一试」 are lab_state's numbers (the cell prints h = 2 and h = 64)."""
+    from lesson_lib.sections import s05_head_lab as head_lab
+
+    s2, s8, s64 = (head_lab.lab_state(h) for h in (2, 8, 64))
+    answers = prose_after(cells, ".reading)")  # the folded answers after the cell that prints h = 2 and h = 64
+    said = sentence_with(answers, "JS")
+    assert_numbers(said, 64, round(s64.diversity_bits, 2), 2, round(s2.diversity_bits, 2))
+    assert s64.diversity_bits < s2.diversity_bits
+    said = sentence_with(answers, "3·h·n²")  # … 是 8 头的 8 倍（23,232 对 2,904）
+    assert_numbers(said, 8, s64.softmax_ops // s8.softmax_ops, s64.softmax_ops, s8.softmax_ops)
+    assert s64.softmax_ops % s8.softmax_ops == 0
+    assert s64.d_k == D // 64 and s8.parameters == s64.parameters == costs.parameters(D, H)
+    assert len({head_lab.lab_state(h).matmul_multiplies for h in (1, 2, 8, 32, 64)}) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The section's questions (sections/s05_head_lab.toml), each against the answers kept in its data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", section_questions("s05_head_lab.toml"), ids=lambda q: q.id)
+def test_each_question_judges_its_own_answers(question, monkeypatch):
+    assert misjudged(question, monkeypatch) == []

@@ -6,11 +6,16 @@ On a fresh clone of this checkout (its committed state, in a temporary folder) w
   - tests collected: ``pytest --collect-only`` over what ``bash scripts/test.sh`` runs;
   - the fast set: ``bash scripts/test.sh -m "not slow"``'s pytest command (no notebook, nbval unloaded),
     CPU-seconds of pytest and every child it reaps (the xdist workers, the kernels and workers they start), and
-    whether it passed;
+    whether it passed; its costliest files under it (benchmarks/pytest_cpu.py). It runs after the collection
+    above, which wrote pytest's cache of the rewritten test modules: the figure is what every run costs from the
+    second on. The very first run in a new checkout costs ~4 CPU-s more (both xdist workers rewrite every test
+    module's asserts at once: 2.0 CPU-s each for collecting, against 0.5 with the cache);
   - Restart & Run All: one student's fresh kernel running the core notebook (bench_notebook_cost: CPU-seconds of the
     kernel and its children, peak memory as PSS of the process tree).
 CPU-seconds come from the OS (getrusage of reaped children; psutil for the kernel's tree), so a busy machine changes
-the wall times but hardly the CPU-seconds; the load average is printed beside them.
+the wall times much more than the CPU-seconds, but these grow too (caches shared, waits that poll): the same warm
+clone's fast set measured 52-54 CPU-s at load 2-3 on 2 CPUs and 59-60 at load 5 or beside two busy loops. The
+load average is printed beside them.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ On a fresh clone of this checkout (its committed state, in a temporary folder) w
     CPU-seconds of pytest and every child it reaps (the xdist workers, the kernels and workers they start), and
     whether it passed; its costliest files under it (benchmarks/pytest_cpu.py). It runs after the collection
     above, which wrote pytest's cache of the rewritten test modules: the figure is what every run costs from the
-    second on. The very first run in a new checkout costs ~4 CPU-s more (both xdist workers rewrite every test
-    module's asserts at once: 2.0 CPU-s each for collecting, against 0.5 with the cache);
+    second on. The very first run in a new checkout costs ~3-4 CPU-s more (both xdist workers rewrite every test
+    module's asserts at once: each worker's start measured 3.2-3.4 CPU-s, against 1.25-1.6 with the cache);
   - Restart & Run All: one student's fresh kernel running the core notebook (bench_notebook_cost: CPU-seconds of the
     kernel and its children, peak memory as PSS of the process tree).
 CPU-seconds come from the OS (getrusage of reaped children; psutil for the kernel's tree), so a busy machine changes

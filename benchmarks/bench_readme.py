@@ -6,11 +6,16 @@ On a fresh clone of this checkout (its committed state, in a temporary folder) w
   - tests collected: ``pytest --collect-only`` over what ``bash scripts/test.sh`` runs;
   - the fast set: ``bash scripts/test.sh -m "not slow"``'s pytest command (no notebook, nbval unloaded),
     CPU-seconds of pytest and every child it reaps (the xdist workers, the kernels and workers they start), and
-    whether it passed;
+    whether it passed; its costliest files under it (benchmarks/pytest_cpu.py). It runs after the collection
+    above, which wrote pytest's cache of the rewritten test modules: the figure is what every run costs from the
+    second on. The very first run in a new checkout costs ~3-4 CPU-s more (both xdist workers rewrite every test
+    module's asserts at once: each worker's start measured 3.2-3.4 CPU-s, against 1.25-1.6 with the cache);
   - Restart & Run All: one student's fresh kernel running the core notebook (bench_notebook_cost: CPU-seconds of the
     kernel and its children, peak memory as PSS of the process tree).
 CPU-seconds come from the OS (getrusage of reaped children; psutil for the kernel's tree), so a busy machine changes
-the wall times but hardly the CPU-seconds; the load average is printed beside them.
+the wall times much more than the CPU-seconds, but these grow too (caches shared, waits that poll): the same warm
+clone's fast set measured 52-54 CPU-s at load 2-3 on 2 CPUs and 59-60 at load 5 or beside two busy loops. The
+load average is printed beside them.
 """
 
 from __future__ import annotations
@@ -82,15 +87,32 @@ def run() -> list[str]:
         workers = subprocess.run([python, "-c", "from lesson_lib.runtime.cpus import usable_cpus; "
                                   "print(min(2, usable_cpus()))"], cwd=clone, env=env, capture_output=True,
                                  text=True, check=True).stdout.strip()
-        fast = [python, *FAST, "-n", workers if int(workers) > 1 else "0", "--dist", "loadfile"]
-        status, wall, cpu, out = _timed(fast, clone, env)
+        # The fast set with benchmarks/pytest_cpu.py loaded: its costliest files are listed under the figure.
+        fast = [python, *FAST, "-n", workers if int(workers) > 1 else "0", "--dist", "loadfile",
+                "-p", "benchmarks.pytest_cpu"]
+        tsv = Path(tmp) / "fast-cpu.tsv"
+        status, wall, cpu, out = _timed(fast, clone, env | {"PYTEST_CPU_TSV": str(tsv)})
         summary = next((line.strip("= ") for line in reversed(out.splitlines()) if " in " in line and "=" in line),
                        "?")
         lines.append(f"fast set (pytest -m 'not slow', {workers} workers): {cpu:.0f} CPU-s of pytest and its children, "
                      f"{wall:.0f} s wall, exit {status} ({summary}); {_load()}")
         lines += [f"  {line}" for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]  # which, if any
+        lines += _costliest(tsv)
         lines += _run_all(clone, python, env)
     return lines
+
+
+def _costliest(tsv: Path, count: int = 8) -> list[str]:
+    """The fast set's costliest test files (CPU-s of the xdist worker that ran each and of its children)."""
+    if not tsv.exists():
+        return []
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from pytest_cpu import by_file
+
+    files = by_file(tsv)
+    files.pop("(main end)", None)  # the workers themselves, reaped by the main process: counted in their rows
+    top = sorted(files.items(), key=lambda item: -item[1])[:count]
+    return ["  costliest: " + ", ".join(f"{name.removeprefix('tests/')} {cpu:.1f}" for name, cpu in top)]
 
 
 def _run_all(clone: Path, python: str, env: dict) -> list[str]:

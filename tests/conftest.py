@@ -76,10 +76,15 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: the slow set (notebook runs, browser, hub, fresh installs); "
                                        "deselect with -m 'not slow'")
-    if hasattr(config, "workerinput"):  # a pytest-xdist worker: one BLAS thread in this process (not its children):
+    # One BLAS thread in every process that runs tests (an xdist worker, or pytest itself under -n 0), not in its
+    # children and not in xdist's controller (which runs none): two workers with two threads each wait on each
+    # other (+30 % CPU), and under -n 0 on a busy 2-core machine OpenBLAS's second thread spins while it waits
+    # for a core (test_pretrained*.py: 24 CPU-s with it, 4.7 without; the fast set 78 CPU-s against ~53).
+    controller = not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+    if not controller:
         import numpy  # noqa: F401  (threadpoolctl limits only the BLAS already loaded)
 
-        with contextlib.suppress(ImportError):  # two workers with two threads each wait on each other (+30 % CPU)
+        with contextlib.suppress(ImportError):
             from threadpoolctl import threadpool_limits
 
             threadpool_limits(1, user_api="blas")

@@ -19,17 +19,18 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
 
 ROOT = Path(__file__).resolve().parents[1]
 V1 = "v1.kernel.websocket.jupyter.org"
-channels = pytest.importorskip("jupyter_server.services.kernels.connection.channels")
-from jupyter_server.services.kernels.connection.base import (  # noqa: E402
-    deserialize_binary_message,
-    serialize_msg_to_ws_v1,
-)
-from jupyter_server.services.kernels.websocket import KernelWebsocketHandler  # noqa: E402
-from traitlets.config import Config  # noqa: E402
-from traitlets.config.loader import PyFileConfigLoader  # noqa: E402
+
+
+@pytest.fixture
+def channels():
+    """jupyter_server's websocket connection module, imported by the tests that use it: at module level, every
+    xdist worker paid its import (0.2 CPU-s) while collecting, and only one of them runs this file."""
+    return pytest.importorskip("jupyter_server.services.kernels.connection.channels")
 
 
 def _lesson_config(tmp_path) -> Config:
@@ -55,19 +56,23 @@ class _ClosedHandler:
         raise AssertionError("ws_connection is None")
 
 
-def _negotiated(config: Config) -> str | None:
+def _negotiated(channels, config: Config) -> str | None:
+    from jupyter_server.services.kernels.websocket import KernelWebsocketHandler
+
     connection = channels.ZMQChannelsWebsocketConnection(config=config)
     return KernelWebsocketHandler.select_subprotocol(SimpleNamespace(connection=connection), [V1])
 
 
-def _after_close() -> str | None:
+def _after_close(channels) -> str | None:
     """The protocol a connection reads frames with once its handler was closed (jupyter_server's property)."""
     return channels.ZMQChannelsWebsocketConnection.subprotocol.fget(SimpleNamespace(websocket_handler=_ClosedHandler()))
 
 
-def test_the_default_reads_a_replaced_sockets_v1_frames_as_legacy():
+def test_the_default_reads_a_replaced_sockets_v1_frames_as_legacy(channels):
     """The cause, in jupyter_server's code: v1 chosen, legacy after close, a v1 frame misread."""
-    assert _negotiated(Config()) == V1 and _after_close() is None
+    from jupyter_server.services.kernels.connection.base import deserialize_binary_message, serialize_msg_to_ws_v1
+
+    assert _negotiated(channels, Config()) == V1 and _after_close(channels) is None
     # The smallest v1 frame (no message parts) is misread alike; the page's four parts only make the misread
     # offset table three times longer (a 400 MB struct format, 5 CPU-s of the fast set).
     frame = serialize_msg_to_ws_v1([], "shell")
@@ -84,7 +89,7 @@ def test_the_lessons_settings_replace_an_earlier_legacy_setting(tmp_path):
     assert "kernel_websocket_connection_class" not in config.get("ServerApp", {})  # named by the .py config
 
 
-def _lesson_connection(tmp_path, handshake, monkeypatch):
+def _lesson_connection(channels, tmp_path, handshake, monkeypatch):
     """The connection class the lesson's server config names, connected over a handshake that chose ``handshake``
     (jupyter_server's own connect() stubbed: no kernel), then its handler closed as for a stale socket."""
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -102,9 +107,10 @@ def _lesson_connection(tmp_path, handshake, monkeypatch):
     return connection
 
 
-def test_the_lessons_connection_reads_a_replaced_sockets_frames_with_the_handshakes_protocol(tmp_path, monkeypatch):
-    assert _lesson_connection(tmp_path, V1, monkeypatch).subprotocol == V1
+def test_the_lessons_connection_reads_a_replaced_sockets_frames_with_the_handshakes_protocol(channels, tmp_path,
+                                                                                              monkeypatch):
+    assert _lesson_connection(channels, tmp_path, V1, monkeypatch).subprotocol == V1
 
 
-def test_the_lessons_connection_keeps_a_legacy_handshake_legacy(tmp_path, monkeypatch):
-    assert _lesson_connection(tmp_path, None, monkeypatch).subprotocol is None
+def test_the_lessons_connection_keeps_a_legacy_handshake_legacy(channels, tmp_path, monkeypatch):
+    assert _lesson_connection(channels, tmp_path, None, monkeypatch).subprotocol is None

@@ -386,17 +386,25 @@ with open({str(shared / "open" / "seen.json")!r}, "w") as f:
 
 
 def _detaching(fifo: Path) -> str:
-    """A right split_heads whose module double-forks a process that leaves the session and holds ``fifo`` open."""
+    """A right split_heads whose module double-forks a process that leaves the session and holds ``fifo`` open.
+    The import returns only once that process holds it: on a busy machine the check could otherwise end, and the
+    sandbox with it, before the process opened the FIFO, and a FIFO no writer ever opened never reads to its end."""
     return f"""
 import os, signal
-if os.fork() == 0:
+held, holding = os.pipe()
+first = os.fork()
+if first == 0:
     os.setsid()
     if os.fork() == 0:
         fd = os.open({str(fifo)!r}, os.O_WRONLY)
         os.write(fd, b"started\\n")
+        os.write(holding, b"held")
         while True:
             signal.pause()
+    os.close(holding)
+    os.read(held, 4)
     os._exit(0)
+os.waitpid(first, 0)
 """ + RIGHT_SPLIT
 
 

@@ -65,6 +65,9 @@ def run() -> list[str]:
              + subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
              .stdout.strip()]
     with tempfile.TemporaryDirectory(prefix="day11-readme-") as tmp:
+        # enterable by others, as a clone in a home or /tmp is: in the 0700 temp folder the --recheck sandbox's
+        # user could not read the checkout, and its 7 tests skipped (a fast set smaller than the one users run)
+        os.chmod(tmp, 0o755)
         clone = _clone(Path(tmp))
         env = dict(os.environ, PIP_CACHE_DIR=str(Path(tmp) / "pip-cache"), MPLBACKEND="Agg",
                    PYTHONDONTWRITEBYTECODE="")  # as scripts/test.sh: bytecode cached

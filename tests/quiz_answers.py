@@ -391,6 +391,13 @@ COLD_READER = [
     ("Q2", ["32 (d_v 32)", "不变"], R, ""), ("Q2", ["32, d_v=32", "不变"], R, ""),
     ("Q2", ["64 (d_v 64)", "不变"], W, "d_k=64"), ("Q2", ["32 (d_v 64)", "不变"], F, "d_k"),
     ("Q6", ["64", "512（4 组键值）"], R, ""), ("Q6", ["64", "512 个（12 组）"], F, "cache"),
+    # round 42: 「(4 组键 + 4 组值)」 says g = 4 twice; a sum equal to the box restates it; 「8 组」 is still not g;
+    # the box's other name in a note differs; a note's words that change the number; several true remarks
+    ("Q6", ["64", "512（4 组键 + 4 组值）"], R, ""), ("Q6", ["64", "512(4组键+4组值)"], R, ""),
+    ("Q6", ["64", "512（键 256 + 值 256）"], R, ""), ("Q6", ["64", "1536（4 组键 + 4 组值）"], W, "cache=1536"),
+    ("Q6", ["64", "512（12 组键 + 12 组值）"], F, "cache"), ("Q6", ["64", "1536（键 256 + 值 256）"], F, "cache"),
+    ("Q6", ["64", "512（8 组）"], F, "cache"), ("Q2", ["64 (d_v 32)", "不变"], F, "d_k"),
+    ("Q3", ["1024n²（打分加乘V）", "512n²"], F, "multi"), ("Q3", ["8·64n²", "n²·d_model（h=1, d_k=512）"], R, ""),
 ]
 
 TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + COLD_READER + CHOICES + SELF

@@ -335,7 +335,8 @@ def test_an_unread_box_echoes_what_it_read(text):
      ("Q2", ["32)", "不变"], "32)"), ("Q2", ["32 (64)", "不变"], "32 (64)"),
      ("Q6", ["64", "1536（不分组）"], "不分组"), ("Q2", ["32（8 个头）", "不变"], "8 个头"),
      ("Q3", ["512n²", "512n² (h=8)"], "h=8"), ("Q2", ["512/0", "不变"], "512/0"),
-     ("Q6", ["64", "512 个（12 组）"], "12 组")],
+     ("Q6", ["64", "512 个（12 组）"], "12 组"), ("Q6", ["64", "512（12 组键 + 12 组值）"], "12 组键 + 12 组值"),
+     ("Q3", ["1024n²（打分加乘V）", "512n²"], "打分加乘V"), ("Q2", ["64 (d_v 32)", "不变"], "64 (d_v 32)")],
 )  # fmt: skip
 def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
     """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""

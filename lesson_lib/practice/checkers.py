@@ -326,8 +326,12 @@ def _remark(piece: str, raw: str, symbols: dict[str, Poly], labels) -> bool:
     if _maybe(piece, symbols, labels) is None:
         number = piece.split("=")[-1].strip()  # quoted as typed: 「8 个头」, 「h=8」
         said = next((n for n in re.findall(r"[(（]([^()（）]*)", raw) if number in n), piece)
-        raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的「{said}」和这一栏的 "
-                              f"{name} = {symbols[name]} 不一致，请只填你的答案。", "note")
+        why = f"和这一栏的 {name} = {symbols[name]} 不一致，请只填你的答案"
+        if name == "g" and number == str(symbols[name] + symbols[name]):  # 8 组: 4 组键 + 4 组值?
+            g = symbols[name]
+            why = (f"：g 是键/值的组数（{g}）；若指 {g} 组键 + {g} 组值，"
+                   f"请只填 {re.split(r'[(（]', raw)[0].rstrip()}")
+        raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的「{said}」{why}。", "note")
     return True
 
 
@@ -351,8 +355,9 @@ def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> list[st
         vague = remark and not re.search(r"\d", piece) and not piece.startswith("=")
         if not (_remark(piece, raw, symbols, labels) or vague):
             kept.append(piece)
-    if not kept:  # 「h = 16（头数）」
+    if not kept:  # 「h = 16（头数）」; in a note, one of several true remarks (「h=1, d_k=512」)
         kept = [piece for piece in pieces if _remark(piece, raw, symbols, labels)]
+        kept = kept[:1] if remark else kept
     for last, piece in pairwise(kept):
         joined = last.endswith("=") or piece.startswith("=")
         named = piece.split("=")[0].strip() in labels  # 「32, d_v=32」, 「d_k：32；d_v：32」
@@ -370,6 +375,8 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
     if word := _DISOWN.search(t) or _CHANGES.search(t):
         said = word[0].strip()  # quoted whole, as typed: 「不分组」, not 「不」
         said = (re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw) or [said])[0]
+        inside = re.search(rf"[(（]([^()（）]*{re.escape(said)}[^()（）]*)[)）]", raw)  # the note
+        said = inside[1].strip() if inside else said
         raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{said}」可能会改变这个数的意思，"
                               "这一栏判断不了；请只填你的答案。", "disowned")
     t = _SAME_AS.sub(r"= \1", t)
@@ -379,8 +386,15 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
             return m.group()
         inner = m.group(1)
         for name in set(_COUNTED) & set(symbols):
-            said, times = _COUNTED[name].subn(rf"{name} = \1 ", inner)
-            inner = said if times == 1 else inner  # 「4 组键 + 4 组值」 is a sum, not a remark
+            counted = _COUNTED[name].findall(inner)
+            rest = _WORDS.sub("", _COUNTED[name].sub("", inner)).strip(" +")
+            if len(set(counted)) == 1 and not rest:  # 「4 组键 + 4 组值」 says g = 4, twice
+                inner = f"{name} = {counted[0]}"
+            elif len(counted) == 1:
+                inner = _COUNTED[name].sub(rf"{name} = \1 ", inner)
+        sum_ = _WORDS.sub(" ", inner)  # 「键 256 + 值 256」: a sum equal to the box restates it
+        if re.search(r"\d\s*[-+×·*/]\s*\d", sum_) and _maybe(sum_, symbols, labels) is not None:
+            return f"({sum_})"
         body = " = ".join(_pieces(inner, raw, symbols, labels, remark=True))
         if not body.strip("= ") or _remark(body, raw, symbols, labels):
             return " "
@@ -447,6 +461,10 @@ def _read_noted(t: str, raw: str, symbols: dict[str, Poly], labels) -> Poly:
     a = _maybe(main, symbols, labels)
     b = _maybe(note, symbols, labels)
     factor = None not in (a, b) and a.degree == 0 and b.degree > 0
+    if None not in (a, b) and a != b and (named := note.split("=")[0].strip()) in labels:
+        same = " = ".join(labels)  # 「d_k = d_v」
+        raise ExpressionError(f"这一栏读到的是「{raw}」：括号里 {named} 写的是 {b}，和 {a} 不一样；"
+                              f"本课里 {same}，请只填 {labels[0]} 一个数。", "unequal")
     if None not in (a, b) and "=" not in note and a != b and not factor:  # 32 (64): no equation
         raise ExpressionError(f"这一栏读到的是「{raw}」：括号里的 {b} 和前面的 {a} 不一样；"
                               "若是相乘，请写 ×，否则请只填你算出的那一个。", "unequal")

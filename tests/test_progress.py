@@ -496,10 +496,12 @@ def test_a_self_assessment_is_worked_through_never_right(path):
     counted = re.search(r"(\d+) / (\d+)", p.summary().splitlines()[0]).groups()
     assert counted == ("1", str(len(qq.question_ids())))  # the question line counts it done
     assert "0" not in re.findall(r"\d+", p.summary().splitlines()[0])  # no count of none right
+    assert p.summary().splitlines()[0].count("Q1") == 1  # self-assessed with points unticked: named once
     page = p.export(path.parent / "out")[1].read_text(encoding="utf-8")
     state = {cells[2].strip(): cells[3] for cells in (line.split("|") for line in page.splitlines())
              if len(cells) == 6}  # fmt: skip
     assert re.findall(r"\d+", state["Q1"]) == ["2", str(len(points))]  # how much it ticked, said
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", page)  # the export time, readable (not ISO's T)
     names = [point.name for point in qq.question(INTERVIEW).key.points]
     p.record(_interview_assess(names[:2]), "…", of=len(names))
     assert not p.entry(INTERVIEW)["complete"]

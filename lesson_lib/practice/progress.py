@@ -305,13 +305,16 @@ def _places(exercises) -> dict[str, str]:
     return {n: f"第 {int(m[1])} 节" for n, m in numbers.items() if m}
 
 
-def _named(ids, places: dict) -> str:
-    """Ids with where the lesson asks them (exercises': ``places``): 「S3、S3b（第 3 节）」."""
+def _named(ids, places: dict, unticked=()) -> str:
+    """Ids with where the lesson asks them (exercises': ``places``): 「S3、S3b（第 3 节）」, and
+    whether a self-assessment left points unticked (「Q1（第 10 节，还有没勾的要点）」)."""
     from lesson_lib.practice import questions
 
     def where(i):
         place = places.get(i) or (current_version(i) and questions.asked_in(i))
-        return f"（{place}）" if place else ""
+        said = [place] if place else []
+        said += ["还有没勾的要点"] if i in unticked else []
+        return f"（{'，'.join(said)}）" if said else ""
 
     return "、".join("、".join(run) + w for w, run in itertools.groupby(ids, key=where))
 
@@ -485,12 +488,14 @@ class Progress:
             done = [n for n, state in mine if state == "done"]
             selfs = [n for n in done if kind == "题目" and self.entry(n).get("final") == "self"]
             line = f"{kind}：已完成 {len(done)} / {len(mine)} {unit}。"
+            unticked = [n for n in done if _unticked(self.entry(n))]
             if selfs:  # a self-explanation is never 答对: done once self-assessed
                 right = len(done) - len(selfs)
                 line += f"其中答对 {right} {unit}，" if right else "其中"  # no 「答对 0 题」
-                line += f"自评 {len(selfs)} {unit}：{_named(selfs, self.places)}。"
-            if unticked := [n for n in done if _unticked(self.entry(n))]:
+                line += f"自评 {len(selfs)} {unit}：{_named(selfs, self.places, unticked)}。"
+            elif unticked:  # the interview: each named once
                 line += f"自评还有没勾的要点：{_named(unticked, self.places)}。"
+            if unticked:
                 line += "" if teacher else "对照参考答案补一补，再点「记录自评」。"
             not_done = {}
             for name, state in sorted(mine, key=lambda m: m[1] == "todo"):  # the tried ones first
@@ -512,17 +517,20 @@ class Progress:
         if folder is None:
             folder = self.path.parent if self.path else Path.cwd()
         folder = Path(folder)
-        lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{_now()}", ""]
+        when = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}（UTC）"
+        lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{when}", ""]
         lines += [f"- {line}" for line in self.summary(teacher=True).splitlines()]
         lines += ["", "| 类别 | 项目 | 状态 | 提交次数（含自评） |", "| --- | --- | --- | --- |"]
         for kind, name, state in self.items():
             tries = self.entry(name).get("n_checks", self.entry(name).get("n_attempts", 0))
             word = self._said(name, state)[2]
             last = self.entry(name).get("attempts", [{}])[-1]
+            notes = []
             if state == "done" and last.get("verdict") == "self":  # how much it ticked, said
-                word += f"（自评 {len(last.get('covered') or ())}/{last.get('of') or 0}）"
+                notes.append(f"自评 {len(last.get('covered') or ())}/{last.get('of') or 0}")
             if isinstance(last.get("answer"), str) and len(last["answer"]) == MAX_ANSWER_CHARS:
-                word += f"（已到 {MAX_ANSWER_CHARS} 字上限，可能被截断）"  # the file keeps no sign
+                notes.append(f"回答长 {MAX_ANSWER_CHARS} 字，可能被截断")  # the file keeps no sign
+            word += f"（{'；'.join(notes)}）" if notes else ""
             lines.append(f"| {kind} | {name} | {word} | {tries} |")
         json_path = folder / "progress-export.json"
         md_path = folder / "progress-summary.md"

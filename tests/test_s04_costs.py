@@ -134,7 +134,7 @@ def test_table_prints_the_computed_values():
 def test_a_choice_of_g_that_is_mha_or_mqa_prints_each_row_once(groups):
     *body, same = kv_sharing_text(512, 8, groups).splitlines()[3:]
     assert [int(row.split()[1]) for row in body] == [8, 1]  # g of each row: MHA, MQA
-    assert f"groups = {groups}" in same  # a last line says which of the two rows the choice is
+    assert f"g = {groups}" in same  # a last line says which of the two rows the choice is
 
 
 @pytest.mark.parametrize("args", [(512, 8, 2), (8192, 64, 8)])

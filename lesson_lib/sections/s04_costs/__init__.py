@@ -93,5 +93,6 @@ def kv_sharing_text(d_model: int, h: int, groups: int) -> str:
     title = f"d_model = {d_model}，h = {h} 个查询头，每头宽度 d_k = {rows[0].d_k}（每一层）："
     table = text_table(["方式", "键/值头 g", "投影参数", "每词元缓存", "占多头缓存"], body)
     # a g that is one of the two rows says so, where its own row would be
-    same = {h: f"groups = {h} = h：就是多头本身", 1: "groups = 1：就是多查询"}.get(groups)
+    same = {h: f"g = {h} = h：这时分组查询就是多头本身（第一行）",
+            1: "g = 1：这时分组查询就是多查询（第二行）"}.get(groups)
     return f"{title}\n{table}" + (f"\n{same}" if same else "")

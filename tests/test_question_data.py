@@ -29,6 +29,7 @@ CHANGED_SINCE_THE_MOVE = {
     "Q3": "its single-head box reads h = 1, d_k = d_model: a note (h=8) there was accepted, (h=1) refused",
     "Q6": "its cache box says 个, not 个数, and lost a hint the full-cache hint always shadowed; "
           "its prompt glosses 键值缓存",
+    "Q7": "option B reworded: the head cannot tell which token is the previous one (cold read)",
 }
 
 

@@ -392,9 +392,11 @@ def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[s
                 inner = f"{name} = {counted[0]}"
             elif len(counted) == 1:
                 inner = _COUNTED[name].sub(rf"{name} = \1 ", inner)
-        sum_ = _WORDS.sub(" ", inner)  # 「键 256 + 值 256」: a sum equal to the box restates it
-        if re.search(r"\d\s*[-+×·*/]\s*\d", sum_) and _maybe(sum_, symbols, labels) is not None:
-            return f"({sum_})"
+        # 「(256 + 256)」: a sum equal to the box restates it; with words in it
+        # (「键 200 + 值 312」) it makes a claim the box cannot judge: not a restatement
+        if re.search(r"\d\s*[-+×·*/]\s*\d", inner) and not _WORDS.search(inner):
+            if _maybe(inner, symbols, labels) is not None:
+                return f"({inner})"
         body = " = ".join(_pieces(inner, raw, symbols, labels, remark=True))
         if not body.strip("= ") or _remark(body, raw, symbols, labels):
             return " "

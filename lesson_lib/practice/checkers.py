@@ -329,7 +329,7 @@ def _remark(piece: str, raw: str, symbols: dict[str, Poly], labels) -> bool:
         why = f"和这一栏的 {name} = {symbols[name]} 不一致，请只填你的答案"
         if name == "g" and number == str(symbols[name] + symbols[name]):  # 8 组: 4 组键 + 4 组值?
             g = symbols[name]
-            why = (f"：g 是键/值的组数（{g}）；若指 {g} 组键 + {g} 组值，"
+            why = (f"和 g = {g} 对不上（g 是键/值的组数）；若指 {g} 组键 + {g} 组值，"
                    f"请只填 {re.split(r'[(（]', raw)[0].rstrip()}")
         raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的「{said}」{why}。", "note")
     return True
@@ -466,7 +466,8 @@ def _read_noted(t: str, raw: str, symbols: dict[str, Poly], labels) -> Poly:
     if None not in (a, b) and a != b and (named := note.split("=")[0].strip()) in labels:
         same = " = ".join(labels)  # 「d_k = d_v」
         raise ExpressionError(f"这一栏读到的是「{raw}」：括号里 {named} 写的是 {b}，和 {a} 不一样；"
-                              f"本课里 {same}，请只填 {labels[0]} 一个数。", "unequal")
+                              f"本课里 {same}：先想清楚哪一个对，再只填 {labels[0]} 一个数。",
+                              "unequal")
     if None not in (a, b) and "=" not in note and a != b and not factor:  # 32 (64): no equation
         raise ExpressionError(f"这一栏读到的是「{raw}」：括号里的 {b} 和前面的 {a} 不一样；"
                               "若是相乘，请写 ×，否则请只填你算出的那一个。", "unequal")
@@ -763,7 +764,7 @@ def check_choice(q: Question, answer) -> Feedback:
     parts = []
     if good := sorted(set(chosen) & k.answer):
         parts.append(f"{'、'.join(good)} 选得对。")
-    parts += [f"{key} 不该选：{why[key]}" for key in wrong]
+    parts += [f"{key} 不该选。{why[key]}" for key in wrong]  # 「还不对：A 不该选。…」: one colon
     mistakes = tuple(f"option={key}" for key in wrong)
     if missing:
         parts.append(f"还有 {len(missing)} 个对的选项没有选，再读一遍每一项。")

@@ -245,3 +245,24 @@ def raises_chinese():
         return assert_chinese_message(str(excinfo.value), *fragments)
 
     return check
+
+
+# ------------------------------------------------------------------------------------------------
+# §6's English model, loaded once per test module (test_pretrained for the model, test_s06_real_heads for the views)
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def english_model():
+    from helpers import require_english_weights
+
+    from lesson_lib.models.pretrained import minilm
+
+    require_english_weights()
+    return minilm.load()
+
+
+@pytest.fixture(scope="module")
+def english_runs(english_model):
+    """What the model sees in each of the paper's sentences."""
+    from lesson_lib.models.pretrained import minilm
+
+    return {name: english_model.attend(text) for name, text in minilm.PAPER_SENTENCES.items()}

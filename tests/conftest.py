@@ -266,3 +266,11 @@ def english_runs(english_model):
     from lesson_lib.models.pretrained import minilm
 
     return {name: english_model.attend(text) for name, text in minilm.PAPER_SENTENCES.items()}
+
+
+@pytest.fixture(scope="module")
+def cells() -> list[dict]:
+    """The core lesson's source cells, read once per test module (each section's prose tests read them)."""
+    from helpers import lesson_cells
+
+    return lesson_cells()

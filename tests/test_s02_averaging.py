@@ -19,7 +19,6 @@ from helpers import (
     CJK,
     assert_numbers,
     in_order,
-    lesson_cells,
     numbers_in,
     numerals_in,
     prose_after,
@@ -329,11 +328,6 @@ def test_every_control_of_the_widget_is_named():
 # ---------------------------------------------------------------------------------------------
 # The prose: numbers read back from the section's sentences (found by structure) and recomputed
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cells() -> list[dict]:
-    return lesson_cells()
 
 
 def test_section_2_blend_reading(cells):

@@ -9,7 +9,6 @@ import re
 import pytest
 from helpers import (
     CJK,
-    lesson_cells,
     numbers_in,
     prose_before,
     sentence_with,
@@ -156,11 +155,6 @@ def test_arguments_are_checked_in_chinese(raises_chinese, call, fragments):
 # ---------------------------------------------------------------------------------------------
 # The prose: numbers read back from the section's sentences (found by structure) and recomputed
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cells() -> list[dict]:
-    return lesson_cells()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from helpers import (
     assert_chinese_message,
-    lesson_cells,
     numbers_in,
     prose_after,
     section_prose,
@@ -169,11 +168,6 @@ def test_follow_up_cites_the_papers():
 # ---------------------------------------------------------------------------------------------
 # The prose: numbers read back from the section's sentences (found by structure) and recomputed
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cells() -> list[dict]:
-    return lesson_cells()
 
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS

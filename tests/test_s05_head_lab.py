@@ -21,7 +21,6 @@ import pytest
 from helpers import (
     CJK,
     assert_numbers,
-    lesson_cells,
     numbers_in,
     prose_after,
     section_prose,
@@ -392,11 +391,6 @@ def test_every_control_of_the_widget_is_named():
 # ---------------------------------------------------------------------------------------------
 # The prose: numbers read back from the section's sentences (found by structure) and recomputed
 # ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cells() -> list[dict]:
-    return lesson_cells()
 
 
 def test_section_5_defines_entropy_and_js_where_it_prints_them(cells):

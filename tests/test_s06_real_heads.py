@@ -428,11 +428,6 @@ def markdown(cells) -> str:
 
 
 @pytest.fixture(scope="module")
-def cells() -> list[dict]:
-    return lesson_cells()
-
-
-@pytest.fixture(scope="module")
 def real_heads_lab() -> str:
     """The prose of the optional lab (notebooks/labs_src/lab_real_heads)."""
     return "\n\n".join(c["source"] for c in lesson_cells("lab_real_heads") if c["kind"] == "md")

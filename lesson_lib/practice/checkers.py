@@ -326,12 +326,8 @@ def _remark(piece: str, raw: str, symbols: dict[str, Poly], labels) -> bool:
     if _maybe(piece, symbols, labels) is None:
         number = piece.split("=")[-1].strip()  # quoted as typed: 「8 个头」, 「h=8」
         said = next((n for n in re.findall(r"[(（]([^()（）]*)", raw) if number in n), piece)
-        why = f"和这一栏的 {name} = {symbols[name]} 不一致，请只填你的答案"
-        if name == "g" and number == str(symbols[name] + symbols[name]):  # 8 组: 4 组键 + 4 组值?
-            g = symbols[name]
-            why = (f"和 g = {g} 对不上（g 是键/值的组数）；若指 {g} 组键 + {g} 组值，"
-                   f"请只填 {re.split(r'[(（]', raw)[0].rstrip()}")
-        raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的「{said}」{why}。", "note")
+        raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的「{said}」和这一栏的 {name} = "
+                              f"{symbols[name]} 不一致，请只填你的答案。", "note")
     return True
 
 

@@ -326,8 +326,8 @@ def _remark(piece: str, raw: str, symbols: dict[str, Poly], labels) -> bool:
     if _maybe(piece, symbols, labels) is None:
         number = piece.split("=")[-1].strip()  # quoted as typed: 「8 个头」, 「h=8」
         said = next((n for n in re.findall(r"[(（]([^()（）]*)", raw) if number in n), piece)
-        raise ExpressionError(f"这一栏读到的是「{raw}」：备注里的「{said}」和这一栏的 {name} = "
-                              f"{symbols[name]} 不一致，请只填你的答案。", "note")
+        raise ExpressionError(f"这一栏读到的是「{raw}」。备注里的「{said}」对不上：这一栏按 "
+                              f"{name} = {symbols[name]} 算；请删掉备注再提交。", "note")
     return True
 
 
@@ -462,7 +462,7 @@ def _read_noted(t: str, raw: str, symbols: dict[str, Poly], labels) -> Poly:
     if None not in (a, b) and a != b and (named := note.split("=")[0].strip()) in labels:
         same = " = ".join(labels)  # 「d_k = d_v」
         raise ExpressionError(f"这一栏读到的是「{raw}」：括号里 {named} 写的是 {b}，和 {a} 不一样；"
-                              f"本课里 {same}：先想清楚哪一个对，再只填 {labels[0]} 一个数。",
+                              f"本课里 {same}，先想清楚哪一个对，再只填 {labels[0]} 一个数。",
                               "unequal")
     if None not in (a, b) and "=" not in note and a != b and not factor:  # 32 (64): no equation
         raise ExpressionError(f"这一栏读到的是「{raw}」：括号里的 {b} 和前面的 {a} 不一样；"

@@ -160,9 +160,8 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
         assert re.search(stuck, result.message), result.message
     if accident == "os._exit":
         assert re.findall(r"\d+", result.message) == ["3"]  # os._exit(3), not the kill
-    if before.poll() is not None:  # killed: waited for (no zombie), and a new worker runs
+    if before.poll() is not None:  # killed: waited for (no zombie); the next check starts another
         assert not os.path.exists(f"/proc/{before.pid}") or "Z" not in _state(before.pid)
-        assert worker._child.process.poll() is None
     assert ex.check(name, _retyped(name)).passed  # the kernel, and the checker, go on as before
 
 
@@ -176,6 +175,7 @@ def _forever_unwatched(x, h):
 
 
 def test_a_check_that_turns_off_the_workers_alarm_is_still_stopped():
+    assert ex.check("split_heads", _retyped("split_heads")).passed  # a warm worker: no start to wait for
     result = ex.check("split_heads", _forever_unwatched, budget=0.2)
     assert result.status == "timeout", result.message
     assert ex.check("split_heads", _retyped("split_heads")).passed
@@ -199,29 +199,18 @@ def _state(pid: int) -> str:
         return ""
 
 
-STUBS = """
+IMPORT = """
 import sys
 from lesson_lib.practice import worker
 from lesson_lib.sections import exercises
 
 assert worker._child is None and "cloudpickle" not in sys.modules
-
-
-def stub(*args):
-    \"\"\"The notebook's stub.\"\"\"
-    raise NotImplementedError("写你的代码")
-
-
-for name in exercises.EXERCISES:
-    assert exercises.check(name, stub).status == "todo"
-assert worker._child is None and "cloudpickle" not in sys.modules
 """
 
 
-def test_nothing_starts_at_import_or_for_an_unfilled_stub(tmp_path):
-    """In a fresh kernel of its own (a file: the stub's source is read back, as IPython keeps a cell's)."""
-    (tmp_path / "kernel.py").write_text(STUBS, encoding="utf-8")
-    subprocess.run([sys.executable, str(tmp_path / "kernel.py")], check=True,
+def test_nothing_starts_at_import():
+    """In a fresh kernel of its own."""
+    subprocess.run([sys.executable, "-c", IMPORT], check=True,
                    env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))  # fmt: skip
 
 
@@ -278,11 +267,6 @@ def test_a_function_that_cannot_travel_is_explained():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_returning_a_function_is_named():
-    result = ex.check("split_heads", lambda x, h: np.transpose)
-    assert result.status == "wrong" and "transpose" in result.message and result.mistakes == ()
-
-
 def _raise(exc):
     def fn(*args):
         raise exc
@@ -296,19 +280,12 @@ def test_base_exceptions_are_reported(exc):
     assert result.status == "error" and result.message.startswith("运行出错") and type(exc).__name__ in result.message
 
 
-def test_float32_is_compared_at_float32_precision():
-    def f32_split(x, h):
-        n, d = x.shape
-        return x.astype(np.float32).reshape(n, h, d // h).transpose(1, 0, 2)
-
-    result = ex.check("split_heads", f32_split)
-    assert result.passed and "float32" in result.message
-
+def test_a_float32_result_is_told_to_use_float64():
     def f32_loop(x, w_q, w_k, w_v, w_o, h):
         return _loop()(*(a.astype(np.float32) for a in (x, w_q, w_k, w_v, w_o)), h).astype(np.float32)
 
     result = ex.check("multi_head_attention_loop", f32_loop)
-    assert result.passed and "float32" in result.message
+    assert result.status == "wrong" and result.mistakes == ("float32",)
 
 
 def test_float32_inside_a_float64_result_says_use_float64():
@@ -331,17 +308,6 @@ def test_round_off_difference_says_precision_not_same_number_twice():
     assert result.status == "wrong" and result.mistakes == ("float32",)
     want, got = re.findall(r"-?\d+\.\d+", result.message)[:2]
     assert want != got
-
-
-def test_odd_dtypes_get_the_right_message():
-    """Complex, object, text and boolean arrays: four different diagnoses, none the generic 'not numbers'."""
-    odd = [np.ones((8, 12, 64), dtype=complex), np.array([np.ones(3), np.ones(2)], dtype=object),
-           np.array(["x"]), np.ones((8, 12, 64), dtype=bool)]
-    results = [ex.check("split_heads", lambda x, h, value=value: value) for value in odd]
-    assert {r.status for r in results} == {"wrong"}
-    assert len({r.message for r in results}) == 4
-    assert not any("ndarray" in r.message for r in results)  # the fallback names the type
-    assert str(odd[0].dtype) in results[0].message and "object" in results[1].message
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -265,5 +265,5 @@ def test_128_mb_of_output_ends_the_check_and_reaches_the_kernel_as_its_last_line
     out = json.loads(run.stdout.splitlines()[-1])
     assert out["status"] == ["error", "passed"]
     assert out["grew_kb"] < 64 * 1024, f"the kernel grew by {out['grew_kb'] / 1024:.0f} MB"
-    assert 0 < len(out["shown"]) <= 2 * ex.worker.OUTPUT_CHARS
+    assert 0 < len(out["shown"]) <= 2 * ex.worker.OUTPUT_BYTES
     assert set(out["shown"].splitlines()[-1]) == {"x"}  # the end of the flood, and nothing after it

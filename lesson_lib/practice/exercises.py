@@ -4,7 +4,6 @@ that names the mistake, is recorded in the progress file."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import errno
 import inspect
@@ -56,8 +55,7 @@ class Exercise:
     solution: Callable
     cases: tuple[tuple[int, int, int], ...]  # (n, d_model, h)
     inputs: Callable  # (rng, n, d_model, h) -> the arguments of one call
-    # (case, value, *arguments) -> whether a right value was float32, or Stop
-    verdict: Callable[..., bool]
+    verdict: Callable[..., object]  # (case, value, *arguments): returns if right, else Stop
     hint: str  # after an exception
     passed: str
     # what a check that never ends most likely built
@@ -79,14 +77,6 @@ MISTAKES = {
 
 
 # --- in the worker: calling the learner's function, and reading what it returned
-_EXTRA_HINT = {  # what an exception usually means in these exercises
-    RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
-    MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
-                 "这里的例子都很小。",
-    SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
-}
-
-
 def _call(ex, case, fn, args, source) -> object:
     """``fn(*args)`` on copies of the arrays: its value, or Stop with a message that teaches."""
     given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
@@ -97,24 +87,14 @@ def _call(ex, case, fn, args, source) -> object:
         raise Stop("todo", _todo(ex)) from None
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
-        extra = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), ex.hint)
-        said = _describe(exc)
-        if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
-            said = "输出太多了，函数打印或写入的内容超过了 1 MB"
-            extra = "请删掉或减少 print（特别是循环里的）。"
-        frames = [(f.filename, f.lineno, f.name)
-                  for f in reversed(traceback.extract_tb(exc.__traceback__))]
-        line, text = _learner_line(frames, fn, source)
-        where = f"，在你的函数第 {line} 行「{text}」" if text else ""
-        raise Stop("error",
-                   f"运行出错（{case} 这个例子）{where}：{said}。{extra}") from None
+        raise Stop("error", _raised(ex, case, exc, fn, source)) from None
     changed = [name for name, a, g in zip(inspect.signature(ex.solution).parameters, args, given)
                if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]
     if changed:
         raise Stop("wrong",
                    f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。"
-                   "调用者的数据不该被改掉：请不要写 x[...] = …、x *= … 这类语句，"
-                   "需要时先 x = x.copy()。", ("modifies_input",))
+                   "请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。",
+                   ("modifies_input",))
     if value is None:
         raise Stop("wrong",
                    f"{ex.learner_name} 没有返回任何东西（返回了 None）：是不是忘了写 return？",
@@ -122,33 +102,33 @@ def _call(ex, case, fn, args, source) -> object:
     return value
 
 
-_NOT_NUMBERS = {  # an array's dtype kind -> what it usually means
-    "c": "返回的数组是复数（dtype={kind}）：注意力的输出应当是实数。"
-         "检查是不是用了会产生复数的运算。",
-    "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
-         "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
-    "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。",
-    **dict.fromkeys("USV", "返回的是文字（dtype={kind}），不是数字数组："
-                           "请返回计算出来的 numpy 数组。"),
-}
+def _raised(ex, case, exc: BaseException, fn, source: str) -> str:
+    """What the exception says, on which of the learner's lines, and what to do about it."""
+    said = _describe(exc)
+    advice = ex.hint
+    if isinstance(exc, MemoryError):
+        advice = "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
+    if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
+        said = "输出太多了，函数打印或写入的内容超过了 1 MB"
+        advice = "请删掉或减少 print（特别是循环里的）。"
+    frames = [(f.filename, f.lineno, f.name)
+              for f in reversed(traceback.extract_tb(exc.__traceback__))]
+    line, text = _learner_line(frames, fn, source)
+    where = f"，在你的函数第 {line} 行「{text}」" if text else ""
+    return f"运行出错（{case} 这个例子）{where}：{said}。{advice}"
 
 
-def as_array(case, result) -> tuple[np.ndarray, bool]:
-    """(a float64 copy, whether it was float32/float16), or Stop saying why it is not numbers."""
-    if callable(result):
-        name = getattr(result, "__name__", type(result).__name__)
-        raise Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果："
-                   f"是不是写成了 return {name}，忘了加括号调用它？")
+def as_array(case, result) -> np.ndarray:
+    """A float64 copy of ``result``, or Stop saying why it is not an array of numbers."""
     try:
         kind = np.asarray(result).dtype
     except Exception:
         kind = np.dtype(object)
     if kind.kind not in "iuf":
-        why = _NOT_NUMBERS.get(kind.kind, "返回值不是数字数组（是 {type}，dtype={kind}）："
-                                          "请返回一个 numpy 数组。")
-        raise Stop("wrong", f"{case}：" + why.format(kind=kind, type=type(result).__name__))
-    low = isinstance(result, np.ndarray) and result.dtype in (np.float32, np.float16)
-    return np.array(result, dtype=np.float64), low
+        raise Stop("wrong", f"{case}：返回值不是数字数组（是 {type(result).__name__}，"
+                   f"dtype={kind}）：请返回计算出来的 numpy 数组；"
+                   "几个数组要用 np.stack / np.concatenate 拼成一个。")
+    return np.array(result, dtype=np.float64)
 
 
 def _describe(exc: BaseException) -> str:
@@ -170,35 +150,26 @@ def _learner_line(frames, fn, source: str) -> tuple[int, str]:
     return 0, ""
 
 
-def _same(a, b, low: bool = False) -> bool:
-    if low:  # float32 keeps ~7 significant digits; sums lose some
-        return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-6, atol=1e-8))
+def _where_differs(got, want, digits: str = ".4f") -> str:
+    idx = np.unravel_index(int(np.argmax(np.abs(got - want))), got.shape)
+    idx = tuple(int(i) for i in idx)
+    return f"例如位置 {idx}：应为 {want[idx]:{digits}}，你的是 {got[idx]:{digits}}"
 
 
-def _where_differs(got, want) -> str:
-    diff = np.abs(got - want)
-    diff[~np.isfinite(diff)] = np.inf
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
-    # round-off: four decimals would print the same number twice
-    if f"{want[idx]:.4f}" == f"{got[idx]:.4f}":
-        return (f"例如位置 {idx}：应为 {want[idx]:.10g}，你的是 {got[idx]:.10g}，"
-                f"只差 {diff[idx]:.1e}。这是舍入误差的量级")
-    return f"例如位置 {idx}：应为 {want[idx]:.4f}，你的是 {got[idx]:.4f}"
-
-
-def values(case, got, want, low, nonfinite, variants, advice) -> None:
-    """Stop naming the mistake unless ``got`` is ``want``: NaN or inf, float32 inside float64, one
-    of ``variants`` ((mistake, the output it gives, advice), made lazily), else where it differs."""
+def values(case, got, want, nonfinite, variants, advice) -> None:
+    """Stop naming the mistake unless ``got`` is ``want`` (the same shape): NaN or inf, float32's
+    round-off, one of ``variants`` ((mistake, the output it gives, advice), made lazily), else
+    where it differs."""
     if not np.isfinite(got).all():
         raise Stop("wrong", f"{case}：结果里有 NaN 或 inf{nonfinite}")
-    if _same(got, want, low):
+    if np.allclose(got, want, rtol=1e-6, atol=1e-8):
         return
-    if not low and _same(got, want, low=True):
-        raise Stop("wrong", f"{case}：精度不够，请用 float64：{_where_differs(got, want)}。"
-                   "公式本身是对的，差别来自中间用了 float32。", ("float32",))
+    if np.allclose(got, want, rtol=1e-4, atol=1e-5):  # float32 keeps ~7 digits; sums lose some
+        raise Stop("wrong", f"{case}：精度不够，请用 float64："
+                   f"{_where_differs(got, want, '.10g')}。公式本身是对的，差别来自 float32。",
+                   ("float32",))
     for mistake, variant, text in variants:
-        if _same(got, variant, low):
+        if np.allclose(got, variant, rtol=1e-6, atol=1e-8):
             raise Stop("wrong", f"{case}：{text}", (mistake,))
     raise Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。{advice}",
                ("values",))
@@ -227,25 +198,18 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
     import cloudpickle
 
     _in_worker = True
+    rng = np.random.default_rng(0)
     try:
         (ex, fn, source) = cloudpickle.loads(payload)
-    except BaseException as exc:  # a function that cannot be rebuilt here
-        return "error", _cannot_travel(exc), ()
-    try:
-        rng = np.random.default_rng(0)
-        low = False
         for n, d, h in ex.cases:
             case = f"n={n}, d_model={d}, h={h}"
             args = ex.inputs(rng, n, d, h)
-            low = ex.verdict(case, _call(ex, case, fn, args, source), *args) or low
+            ex.verdict(case, _call(ex, case, fn, args, source), *args)
     except Stop as stop:
         return stop.args[0], stop.args[1], tuple(stop.args[2]) if len(stop.args) > 2 else ()
-    except BaseException as exc:  # what the learner returned defeated the checker's reading of it
-        return "error", (f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型和形状，"
-                         "应当返回一个普通的 numpy 数组（或整数）。"), ()
-    if low:
-        return "passed", ex.passed + ("（你的结果是 float32，按 float32 的精度比对；lesson_lib 用 "
-                                      "float64，想和它逐位一致请用 float64。）"), ()
+    except BaseException as exc:  # the function could not be rebuilt here, or what it returned
+        return "error", (f"检查时出了意外（{_describe(exc)}）：函数里请只用参数和 numpy，"
+                         "并返回一个普通的 numpy 数组（或整数）。"), ()
     return "passed", ex.passed, ()
 
 
@@ -254,7 +218,6 @@ def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
     """Check the learner's function in the worker and record the result; never raises for it."""
     if _in_worker:  # called from inside the learner's function
         raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，"
-                           "你的函数里不要再调用检查器。"
                            "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
     if callable(fn):
         result = _run(ex, fn, BUDGET_S if budget is None else budget)
@@ -269,36 +232,24 @@ def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
     return result
 
 
-def _is_stub(source: str) -> bool:
-    """The notebook's stub, untouched: only (a docstring and) raise NotImplementedError."""
-    with contextlib.suppress(SyntaxError, ValueError, IndexError, AttributeError):
-        body = ast.parse(source).body[0].body
-        body = [s for s in body if not isinstance(getattr(s, "value", None), ast.Constant)]
-        return len(body) == 1 and bool(re.fullmatch(r"raise NotImplementedError(\(.*\))?",
-                                                    ast.unparse(body[0]), re.S))
-    return False
-
-
 _AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就行。"
 
 
 def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
-    """Run the checker in the worker (a stub needs none); a Chinese message for how it ended."""
+    """Run the checker in the worker; a Chinese message for how it ended."""
+    import cloudpickle  # a function from __main__ travels by value, one from a module by reference
+
     source = ""
     with contextlib.suppress(OSError, TypeError):  # IPython keeps each cell's text for getsource
         source = textwrap.dedent(inspect.getsource(fn))[:20_000]
     named = getattr(fn, "__name__", "")  # the learner's own name for it, in what the checker says
     learner = named if named.isidentifier() else ex.learner_name
     result = partial(ExerciseResult, ex.name, source=source or None)
-    if _is_stub(source):
-        return result("todo", _todo(ex))
-    import cloudpickle  # a function from __main__ travels by value, one from a module by reference
-
-    home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
     try:
         payload = cloudpickle.dumps((ex, fn, source))
     except Exception as exc:
         return result("error", _cannot_travel(exc))
+    home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))
     if reply.kind == "ok":
         if reply.text:  # the learner's own print()s
@@ -311,17 +262,11 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
         text = _learner_line(frames, fn, source)[1]
         where = f"（停在这一行：「{text}」）" if text else ""
         return result("timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}"
-                      "，检查器把它停下了：是不是写了死循环？检查 while 循环的退出条件和 for "
-                      f"循环的范围。也可能是一次极大的计算：例如{ex.huge}。这里的例子都很小，"
-                      f"正确的写法一眨眼就算完。{_AFTER}")
+                      "，检查器把它停下了：是不是写了死循环？检查循环的退出条件和范围。"
+                      f"也可能是一次极大的计算：例如{ex.huge}。{_AFTER}")
     if reply.kind == "interrupted":
-        return result("interrupted", f"检查被中断了（{learner} 还没算完）。"
-                      f"如果是因为等得太久：是不是写了死循环？{_AFTER}")
-    if reply.kind == "nostart":
-        why = (reply.text.strip().splitlines() or [""])[-1]
-        return result("error", f"检查器的后台进程没能启动（退出码 {reply.exitcode}；{why}），"
-                      "你的函数还没有被检查。请重启内核（Kernel → Restart）再运行；"
-                      "如果还是这样，把这条信息告诉老师。")
-    return result("error", f"运行 {learner} 的进程意外结束了（退出码 {reply.exitcode}）：是不是调用"
-                  "了 os._exit(…)、递归太深，或者内存用得太多？函数只需要用参数计算，再 return "
+        return result("interrupted", f"检查被中断了（{learner} 还没算完）。{_AFTER}")
+    why = "".join(f"；{line}" for line in reply.text.strip().splitlines()[-1:])  # a failed start
+    return result("error", f"运行 {learner} 的进程意外结束了（退出码 {reply.value}{why}）：是不是"
+                  "调用了 os._exit(…)、递归太深，或者内存用得太多？函数只需要用参数计算，再 return "
                   f"结果。{_AFTER}")

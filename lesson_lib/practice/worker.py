@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import pickle
-import queue
+import select
 import signal
 import subprocess
 import sys
@@ -22,49 +22,43 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
-START_S = 60.0  # a cold start on a busy class hub may be slow; not counted in the learner's budget
+START_S = 60.0  # a cold start on a busy class hub may be slow: the child's budget starts after it
 MEMORY_HEADROOM = 2 * 2**30  # bytes a job may allocate (Linux): a huge array raises MemoryError
 # what a job (and what it starts) may write to a file, its output included: past it, OSError
 FILE_BYTES = 2**20
-OUTPUT_CHARS = 4000  # the end of what a job writes that is shown
+OUTPUT_BYTES = 4000  # the end of what a job writes that is shown
 
 
 @dataclass(frozen=True)
 class Reply:
-    kind: str  # ok, timeout, crashed, interrupted (Ctrl-C), nostart (a broken environment)
-    value: object = None  # ok: what the job returned, as JSON gives it back (a tuple as a list)
-    # ok: the end of what the job wrote; timeout: faulthandler's dump; nostart: the child's stderr
-    text: str = ""
-    exitcode: int | None = None  # crashed, nostart: negative is the signal that ended it
+    kind: str  # ok, timeout, crashed, interrupted (Ctrl-C)
+    # ok: what the job returned, as JSON gives it back (a tuple as a list); crashed: the exit code
+    # (negative: the signal that ended it)
+    value: object = None
+    text: str = ""  # ok: the end of what the job wrote; timeout, crashed: the child's stderr
 
 
 class _Child:
     def __init__(self, preload: tuple[str, ...]):
-        env = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
-        env |= dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", **os.environ}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         env["PYTHONIOENCODING"] = "utf-8"  # the learner's prints are read back as UTF-8
-        # Linux kills the child when the THREAD that started it ends: asked for by the main thread
-        main = threading.current_thread() is threading.main_thread()
-        code = f"from {__name__} import _serve; _serve({preload!r}, {os.getpid() if main else 0})"
-        self.errors = tempfile.TemporaryFile()
+        code = f"from {__name__} import _serve; _serve({preload!r}, {os.getpid()})"
+        self.errors = tempfile.TemporaryFile()  # faulthandler's dump, or why the child died
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.errors, env=env,
                                         start_new_session=True)
-        self.answers: queue.Queue = queue.Queue()  # the child's JSON lines, then None at their end
-        threading.Thread(target=self._read, daemon=True).start()
-        self.owner = os.getpid()  # a forked kernel's copy of this child is not its own
-        self.preload = preload
-        self.ready = False
         self.log = ""
 
-    def _read(self) -> None:
-        """JSON lines only; a line too long or not JSON ends the reading."""
-        with contextlib.suppress(Exception):
-            while (line := self.process.stdout.readline(FILE_BYTES)).endswith(b"\n"):
-                self.answers.put(json.loads(line))
-        self.answers.put(None)
+    def answer(self, timeout: float) -> object:
+        """The child's next JSON line; None if it ends first or writes something else."""
+        if not select.select([self.process.stdout], [], [], timeout)[0]:
+            raise TimeoutError
+        with contextlib.suppress(ValueError):
+            return json.loads(self.process.stdout.readline(FILE_BYTES))
+        return None
 
-    def kill(self, grace: float = 0.0) -> int:
+    def kill(self, grace: float) -> int:
         """Kill the child's process group, the learner's children too, and reap the child: its exit
         code. Within ``grace`` it may end by itself (its own code counts) or finish a dump."""
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -72,7 +66,7 @@ class _Child:
         with contextlib.suppress(OSError):  # the group outlives its leader
             os.killpg(self.process.pid, signal.SIGKILL)
         code = self.process.wait()
-        self.errors.seek(0)  # a stack dump, or why it died: at most FILE_BYTES
+        self.errors.seek(0)  # at most FILE_BYTES
         self.log = self.errors.read().decode("utf-8", "replace")
         for stream in (self.process.stdin, self.process.stdout, self.errors):
             with contextlib.suppress(OSError):
@@ -84,85 +78,64 @@ _lock = threading.Lock()
 _child: _Child | None = None
 
 
-def _own() -> bool:
-    return _child is not None and _child.owner == os.getpid()
-
-
 # an exiting kernel kills its child (no lock: a check in another thread must not hold up the exit)
 @atexit.register
-def stop(grace: float = 0.0, restart: tuple[str, ...] | None = None) -> int | None:
-    """Kill the child now: its exit code. ``restart``: start the next one at once with that preload,
-    so it is warm by the time the learner has fixed the code."""
+def stop(grace: float = 0.0) -> int | None:
+    """Kill the child now: its exit code. The next run starts another."""
     global _child
-    code = _child.kill(grace) if _own() else None
-    _child = None if restart is None else _Child(restart)
+    code = None if _child is None else _child.kill(grace)
+    _child = None
     return code
 
 
 def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
     """``module:function(payload)`` in the child: its value and what it wrote, or how it ended.
     A new child first imports ``preload``; a running one imports what a job needs, and stays.
-    Waits about ``budget`` seconds once the child is ready; never raises for what the job does."""
+    Waits about ``budget`` seconds once the child has started; never raises for the job's doing."""
+    global _child
+    wait = budget + 1.0  # the child ends itself at the budget
     with _lock:
-        if not (_own() and _child.process.poll() is None):
-            stop(restart=preload)
-        _child.preload = preload  # what its replacement loads, should this job end it
+        if _child is None or _child.process.poll() is not None:
+            stop()
+            _child = _Child(preload)
+            wait += START_S
         try:
-            return _ask(_child, (target, payload, budget))
+            return _ask(_child, (target, payload, budget), wait)
         except KeyboardInterrupt:
-            stop(restart=preload)
+            stop()
             return Reply("interrupted")
 
 
-def _ask(child: _Child, job: tuple) -> Reply:
-    with contextlib.suppress(queue.Empty):
-        child.ready = child.ready or child.answers.get(timeout=START_S) == "ready"
-    if not child.ready:  # the next run starts another child, as it would after a kernel restart
-        return Reply("nostart", exitcode=stop(1.0), text=child.log[-300:])
-    late = False
+def _ask(child: _Child, job: tuple, wait: float) -> Reply:
     try:
         pickle.dump(job, child.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         child.process.stdin.flush()
-        answer = child.answers.get(timeout=job[2] + 1.0)  # the child ends itself at the budget
-    except (OSError, ValueError):  # a broken pipe: the child is gone
+        answer = child.answer(wait)
+    except TimeoutError:  # its alarm is late, or the learner's code turned it off
+        stop()
+        return Reply("timeout")
+    except OSError:  # a broken pipe: the child is gone
         answer = None
-    except queue.Empty:  # its alarm is late, or the learner's code turned it off
-        answer = None
-        late = True
     if isinstance(answer, dict):
         if answer.get("left"):  # a thread or a process still runs: not in the next job's child
-            stop(restart=child.preload)
+            stop()
         return Reply("ok", answer.get("value"), str(answer.get("printed", "")))
-    code = stop(0.0 if late else 1.0, restart=child.preload)  # a crash may still be ending
+    code = stop(1.0)  # a crash may still be ending
     at = child.log.rfind("Timeout (")  # faulthandler's dump, then its exit, at the budget
-    if late or at >= 0:
-        return Reply("timeout", text=child.log[max(0, at) :])
-    return Reply("crashed", exitcode=code)
+    if at >= 0:
+        return Reply("timeout", text=child.log[at:])
+    return Reply("crashed", code, child.log[-300:])
 
 
 # --- in the child
 def _printed(out: int) -> str:
-    """The end of what the job wrote to ``out`` (fds 1 and 2); ``out`` is emptied for the next."""
+    """The last OUTPUT_BYTES the job wrote to ``out`` (fds 1 and 2), emptied for the next job."""
     size = os.fstat(out).st_size
-    tail = os.pread(out, 4 * OUTPUT_CHARS, max(0, size - 4 * OUTPUT_CHARS))  # UTF-8: 4 bytes a char
+    tail = os.pread(out, OUTPUT_BYTES, max(0, size - OUTPUT_BYTES))
     os.ftruncate(out, 0)
     os.lseek(out, 0, os.SEEK_SET)
-    text = tail.decode("utf-8", "replace")
-    if size > len(tail) or len(text) > OUTPUT_CHARS:
-        text = text[-OUTPUT_CHARS:]
-        text = "…（前面的输出省略了）\n" + text[text.find("\n") + 1 :]  # from a whole line
-    return text
-
-
-def _watch(jobs, inbox: queue.Queue) -> None:
-    """Hand each job to the main thread; at the end of input (the kernel is gone, however it ended)
-    end this process and its group at once, whatever the learner's threads or the main thread do."""
-    with contextlib.suppress(Exception):
-        while True:
-            inbox.put(pickle.load(jobs))
-    if os.getpgrp() == os.getpid():  # as started by _Child: never the kernel's group
-        os.killpg(0, signal.SIGKILL)
-    os._exit(0)
+    cut = "…（前面的输出省略了）\n" if size > OUTPUT_BYTES else ""
+    return cut + tail.decode("utf-8", "replace")
 
 
 def _spoiled(threads: int) -> bool:
@@ -173,13 +146,11 @@ def _spoiled(threads: int) -> bool:
         sys.__stderr__.flush()
     except Exception:
         return True
-    if threading.active_count() > threads:
-        return True
     with contextlib.suppress(ChildProcessError):  # no child at all
         while os.waitpid(-1, os.WNOHANG)[0]:
             pass
         return True
-    return False
+    return threading.active_count() > threads
 
 
 def _die_with(parent: int) -> None:
@@ -188,23 +159,21 @@ def _die_with(parent: int) -> None:
     import ctypes
 
     libc = ctypes.CDLL(None)
-    if parent:
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: when the thread that started it ends
     libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
-    if parent and os.getppid() != parent:  # the parent was gone before the line above
+    if os.getppid() != parent:  # the parent was gone before the line above
         os._exit(0)
 
 
 def _limit(kind: int, soft: int) -> None:
+    """At most ``soft``: where the hard limit is lower, the soft one is already below it."""
     import resource
 
-    hard = resource.getrlimit(kind)[1]
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(kind, (soft, hard))
+    with contextlib.suppress(ValueError):
+        resource.setrlimit(kind, (soft, resource.getrlimit(kind)[1]))
 
 
-def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
+def _serve(preload: tuple[str, ...], parent: int) -> None:
     """The child's loop. The jobs and answers pipes move off fds 0 and 1 (the learner's children do
     not inherit them); fd 0 reads nothing, so input() raises EOFError; fds 1 and 2 write to a
     file of at most FILE_BYTES, so a job that writes without end fills no memory and no disk."""
@@ -214,14 +183,12 @@ def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
 
     linux = sys.platform.startswith("linux")
     if linux:
-        with contextlib.suppress(ImportError, OSError, AttributeError):  # no ctypes: _watch ends it
+        with contextlib.suppress(ImportError, OSError, AttributeError):  # else: the budget ends it
             _die_with(parent)
     jobs = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "w", encoding="ascii")  # json.dumps: one ASCII line
     dumps = os.fdopen(os.dup(2), "w")  # the parent's log file: never mixed with the job's output
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     out = tempfile.TemporaryFile(buffering=0)
     for name in preload:
         importlib.import_module(name)
@@ -231,27 +198,23 @@ def _serve(preload: tuple[str, ...], parent: int = 0) -> None:
         with open("/proc/self/statm") as f:  # a huge allocation raises MemoryError, no OOM killer
             size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         _limit(resource.RLIMIT_AS, size + MEMORY_HEADROOM)
-    inbox: queue.Queue = queue.Queue()
-    threading.Thread(target=_watch, args=(jobs, inbox), daemon=True).start()
     threads = threading.active_count()
-    depth = sys.getrecursionlimit()
-    answer = "ready"
     while True:
-        answers.write(json.dumps(answer) + "\n")
-        answers.flush()
-        target, payload, budget = inbox.get()
+        try:
+            target, payload, budget = pickle.load(jobs)
+        except Exception:  # the end of input: the kernel is gone, and with it this group
+            os.killpg(0, signal.SIGKILL)  # started in its own session: never the kernel's group
         module, function = target.split(":")
         os.dup2(out.fileno(), 1)  # again: a job may have closed or moved them
         os.dup2(out.fileno(), 2)
-        sys.stderr = sys.stdout  # one buffer: prints and warnings come out in the order made
         # at the budget: where the job is stuck, then the end (a C thread: it runs in any C call)
         faulthandler.dump_traceback_later(budget, exit=True, file=dumps)
         try:
             value = getattr(importlib.import_module(module), function)(payload)
         finally:
             faulthandler.cancel_dump_traceback_later()
-            sys.stdout = sys.__stdout__
-            sys.stderr = sys.__stderr__
-            sys.setrecursionlimit(depth)  # a learner's setrecursionlimit stays with that check
+            sys.stdout = sys.__stdout__  # a job may have replaced it
         left = _spoiled(threads)
         answer = {"value": value, "printed": _printed(out.fileno()), "left": left}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()

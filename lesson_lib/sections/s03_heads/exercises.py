@@ -45,9 +45,9 @@ def multi_head_attention_loop_solution(x, w_q, w_k, w_v, w_o, h):
     return concat @ w_o  # (n, d_model)  W^O 把各个头的结果混在一起
 
 
-# --- the verdicts: whether a right value was float32, or Stop
-def _split_heads_verdict(case, value, x, h) -> bool:
-    got, low = as_array(case, value)
+# --- the verdicts: return if right, else Stop
+def _split_heads_verdict(case, value, x, h) -> None:
+    got = as_array(case, value)
     (n, d) = x.shape
     want = split_heads(x, h)
     d_k = d // h
@@ -55,7 +55,7 @@ def _split_heads_verdict(case, value, x, h) -> bool:
         raise Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}："
                    + split_heads_shape_mistake(got.shape, n, h, d_k),
                    ("transpose" if got.shape == (n, h, d_k) else "shape",))
-    values(case, got, want, low, "，而输入都是有限的数。", (
+    values(case, got, want, "，而输入都是有限的数。", (
         ("reshape_without_transpose", x.reshape(h, n, d_k),
          f"形状对了，但内容不对：直接 reshape 成 ({h}, {n}, {d_k}) "
          "会把好几个词元的特征塞进同一个头。"
@@ -64,7 +64,6 @@ def _split_heads_verdict(case, value, x, h) -> bool:
          f"第 i 个头应当拿连续的一块列 [i·d_k, (i+1)·d_k)，而不是每隔 {h} 列取一列：reshape "
          "的顺序是 (n, h, d_k)。"),
     ), "head i 应是 x[:, i·d_k:(i+1)·d_k]。")
-    return low
 
 
 def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
@@ -96,10 +95,10 @@ def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
            "忘了 softmax：分数要先变成每行和为 1 的权重，再乘 V。")
 
 
-def _mha_verdict(case, value, *args) -> bool:  # args: x, w_q, w_k, w_v, w_o, h
+def _mha_verdict(case, value, *args) -> None:  # args: x, w_q, w_k, w_v, w_o, h
     if type(value) is tuple and len(value) == 2:
         value = value[0]  # (output, weights), the kernel's convention
-    got, low = as_array(case, value)
+    got = as_array(case, value)
     (n, d) = args[0].shape
     h = args[-1]
     want = multi_head_attention(*args)[0]
@@ -114,8 +113,7 @@ def _mha_verdict(case, value, *args) -> bool:  # args: x, w_q, w_k, w_v, w_o, h
                    (mistake,))
     advice = "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。"
     nonfinite = "：检查 softmax 是否先减去了每行的最大值。"
-    values(case, got, want, low, nonfinite, _mha_mistakes(*args), advice)
-    return low
+    values(case, got, want, nonfinite, _mha_mistakes(*args), advice)
 
 
 # The named mistakes these verdicts give, in Chinese: the class report lists them by name.

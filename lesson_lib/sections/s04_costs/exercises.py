@@ -73,7 +73,7 @@ def _shown(value) -> str:
     return f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"
 
 
-def _count_verdict(case, value, n, d, h) -> bool:
+def _count_verdict(case, value, n, d, h) -> None:
     if not _is_number(value):
         short = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
         raise Stop("wrong", f"{case}：应当返回一个整数，你返回的是 {short}。")
@@ -83,7 +83,7 @@ def _count_verdict(case, value, n, d, h) -> bool:
         value = float(value)
     c = count(n, d, h)
     if value == c.matmul_total:
-        return False
+        return
     mistake, hint = _slips(c).get(value, _OTHER)
     raise Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {_shown(value)}。{hint}",
                (mistake,))

@@ -392,8 +392,8 @@ def test_each_split_heads_shape_has_its_own_diagnosis():
     assert len({split_heads_shape_mistake(shape, n, h, d_k) for shape in shapes}) == len(shapes)
 
 
-def test_a_function_that_modifies_its_input_is_told_so():
-    """It cannot change the expected answer (it gets a copy), and the learner hears about it."""
+def test_a_function_that_modifies_its_input_cannot_change_the_expected_answer():
+    """It gets copies: the answer is computed from the inputs as they were."""
 
     def scribble(x, h):
         n, d = x.shape
@@ -401,17 +401,7 @@ def test_a_function_that_modifies_its_input_is_told_so():
         x[...] = 0
         return out
 
-    result = ex.check("split_heads", scribble)
-    assert result.status == "wrong" and result.mistakes == ("modifies_input",)
-
-    def scale_in_place(x, w_q, w_k, w_v, w_o, h):
-        w_q *= 1.0
-        w_k[0, 0] += 1
-        return _loop()(x, w_q, w_k, w_v, w_o, h)
-
-    result = ex.check("multi_head_attention_loop", scale_in_place)
-    assert result.mistakes == ("modifies_input",)
-    assert "w_k" in result.message and "w_q" not in result.message  # names the one it changed
+    assert ex.check("split_heads", scribble).passed
 
 
 def _loop(scale=True, w_o=True, axis=-1, heads=None, strided=False, tuple_out=False):

@@ -55,7 +55,7 @@ class Exercise:
     solution: Callable
     cases: tuple[tuple[int, int, int], ...]  # (n, d_model, h)
     inputs: Callable  # (rng, n, d_model, h) -> the arguments of one call
-    verdict: Callable[..., object]  # (case, value, *arguments): returns if right, else Stop
+    verdict: Callable  # (case, value, *arguments): returns if right, else raises Stop
     hint: str  # after an exception
     passed: str
     # what a check that never ends most likely built
@@ -70,7 +70,7 @@ class Exercise:
 MISTAKES = {
     "shape": "形状不对",
     "values": "形状对了，数值不对",
-    "modifies_input": "改动了输入数组",
+    "modifies_input": "改动了输入数组",  # named by earlier versions: saved progress still has it
     "no_return": "没有返回结果",
     "float32": "公式对，中间用了 float32",
 }
@@ -79,25 +79,16 @@ MISTAKES = {
 # --- in the worker: calling the learner's function, and reading what it returned
 def _call(ex, case, fn, args, source) -> object:
     """``fn(*args)`` on copies of the arrays: its value, or Stop with a message that teaches."""
-    given = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     try:
         with np.errstate(all="ignore"):
-            value = fn(*given)
+            value = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except NotImplementedError:
         raise Stop("todo", _todo(ex)) from None
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
         raise Stop("error", _raised(ex, case, exc, fn, source)) from None
-    changed = [name for name, a, g in zip(inspect.signature(ex.solution).parameters, args, given)
-               if isinstance(a, np.ndarray) and not np.array_equal(g, a, equal_nan=True)]
-    if changed:
-        raise Stop("wrong",
-                   f"{case}：你的函数改动了传进来的 {'、'.join(changed)}（原地修改了输入）。"
-                   "请不要写 x[...] = …、x *= … 这类语句，需要时先 x = x.copy()。",
-                   ("modifies_input",))
     if value is None:
-        raise Stop("wrong",
-                   f"{ex.learner_name} 没有返回任何东西（返回了 None）：是不是忘了写 return？",
+        raise Stop("wrong", f"{ex.learner_name} 返回了 None：是不是忘了写 return？",
                    ("no_return",))
     return value
 
@@ -109,7 +100,7 @@ def _raised(ex, case, exc: BaseException, fn, source: str) -> str:
     if isinstance(exc, MemoryError):
         advice = "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
     if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
-        said = "输出太多了，函数打印或写入的内容超过了 1 MB"
+        said = "输出太多了，超过了 1 MB"
         advice = "请删掉或减少 print（特别是循环里的）。"
     frames = [(f.filename, f.lineno, f.name)
               for f in reversed(traceback.extract_tb(exc.__traceback__))]
@@ -119,7 +110,7 @@ def _raised(ex, case, exc: BaseException, fn, source: str) -> str:
 
 
 def as_array(case, result) -> np.ndarray:
-    """A float64 copy of ``result``, or Stop saying why it is not an array of numbers."""
+    """A float64 copy of ``result``, or Stop saying it is not an array of numbers."""
     try:
         kind = np.asarray(result).dtype
     except Exception:
@@ -151,8 +142,7 @@ def _learner_line(frames, fn, source: str) -> tuple[int, str]:
 
 
 def _where_differs(got, want, digits: str = ".4f") -> str:
-    idx = np.unravel_index(int(np.argmax(np.abs(got - want))), got.shape)
-    idx = tuple(int(i) for i in idx)
+    idx = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(got - want)), got.shape))
     return f"例如位置 {idx}：应为 {want[idx]:{digits}}，你的是 {got[idx]:{digits}}"
 
 
@@ -165,9 +155,8 @@ def values(case, got, want, nonfinite, variants, advice) -> None:
     if np.allclose(got, want, rtol=1e-6, atol=1e-8):
         return
     if np.allclose(got, want, rtol=1e-4, atol=1e-5):  # float32 keeps ~7 digits; sums lose some
-        raise Stop("wrong", f"{case}：精度不够，请用 float64："
-                   f"{_where_differs(got, want, '.10g')}。公式本身是对的，差别来自 float32。",
-                   ("float32",))
+        raise Stop("wrong", f"{case}：公式对，但精度不够，请用 float64，不要用 float32："
+                   f"{_where_differs(got, want, '.10g')}。", ("float32",))
     for mistake, variant, text in variants:
         if np.allclose(got, variant, rtol=1e-6, atol=1e-8):
             raise Stop("wrong", f"{case}：{text}", (mistake,))
@@ -175,18 +164,16 @@ def values(case, got, want, nonfinite, variants, advice) -> None:
                ("values",))
 
 
-def _cannot_travel(exc: BaseException) -> str:
-    named = re.search(r"'([\w.]+)'", str(exc))  # pickle's English dropped, its type kept
-    kind = f"（类型 {named[1]}）" if named else ""
-    return (f"检查器没能拿到你的函数：它用到了函数外面的一个对象{kind}，例如线程锁、生成器、"
-            "打开的文件；检查器在另一个进程里运行函数，拿不过去。函数里只用参数和 numpy。")
-
-
 def _todo(ex) -> str:
-    return (f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError。"
-            "把它换成你的代码，再运行这个单元格。"
-            f"想看要求：exercises.spec(\"{ex.name}\")；"
-            f"实在卡住了：exercises.show_solution(\"{ex.name}\")。")
+    return (f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError，换成你的代码再运行。"
+            f"要求：exercises.spec(\"{ex.name}\")；答案：exercises.show_solution(\"{ex.name}\")。")
+
+
+def _unexpected(exc: BaseException) -> str:
+    """The function cannot travel to the worker (an object from outside it), or its value defeated
+    the checker's reading of it."""
+    return (f"检查时出了意外（{_describe(exc)}）：函数里只用参数和 numpy（不要用函数外面的锁、"
+            "生成器、打开的文件），并返回一个普通的 numpy 数组（或整数）。")
 
 
 _in_worker = False  # True in the checker's process
@@ -207,9 +194,8 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
             ex.verdict(case, _call(ex, case, fn, args, source), *args)
     except Stop as stop:
         return stop.args[0], stop.args[1], tuple(stop.args[2]) if len(stop.args) > 2 else ()
-    except BaseException as exc:  # the function could not be rebuilt here, or what it returned
-        return "error", (f"检查时出了意外（{_describe(exc)}）：函数里请只用参数和 numpy，"
-                         "并返回一个普通的 numpy 数组（或整数）。"), ()
+    except BaseException as exc:
+        return "error", _unexpected(exc), ()
     return "passed", ex.passed, ()
 
 
@@ -217,15 +203,12 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
 def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
     """Check the learner's function in the worker and record the result; never raises for it."""
     if _in_worker:  # called from inside the learner's function
-        raise RuntimeError("你的函数里又调用了 exercises.check：检查器会调用你的函数，"
-                           "把 exercises.check(...) 那一行移到函数外面（函数定义的下面）。")
+        raise RuntimeError("你的函数里又调用了 exercises.check：请把这一行移到函数定义的下面。")
     if callable(fn):
         result = _run(ex, fn, BUDGET_S if budget is None else budget)
     else:
-        result = ExerciseResult(ex.name, "error",
-                                f"收到的不是函数，而是 {type(fn).__name__}：请把函数本身传进来，"
-                                f"例如 check(\"{ex.name}\", {ex.learner_name})，"
-                                "函数名后面不要加括号。")
+        result = ExerciseResult(ex.name, "error", f"收到的是 {type(fn).__name__}，不是函数："
+                                f"请写 check(\"{ex.name}\", {ex.learner_name})，函数名后不加括号。")
     # a failed save shows in the summary; the result matters more
     with contextlib.suppress(Exception):
         progress.default_progress().record_exercise(result)
@@ -242,13 +225,11 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
     source = ""
     with contextlib.suppress(OSError, TypeError):  # IPython keeps each cell's text for getsource
         source = textwrap.dedent(inspect.getsource(fn))[:20_000]
-    named = getattr(fn, "__name__", "")  # the learner's own name for it, in what the checker says
-    learner = named if named.isidentifier() else ex.learner_name
     result = partial(ExerciseResult, ex.name, source=source or None)
     try:
         payload = cloudpickle.dumps((ex, fn, source))
     except Exception as exc:
-        return result("error", _cannot_travel(exc))
+        return result("error", _unexpected(exc))
     home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))
     if reply.kind == "ok":
@@ -256,17 +237,16 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
             print(reply.text, end="" if reply.text.endswith("\n") else "\n")
         status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
         return result(status, message, tuple(mistakes))
+    named = getattr(fn, "__name__", "")  # the learner's own name for it, in what the checker says
+    learner = named if named.isidentifier() else ex.learner_name
     if reply.kind == "timeout":  # faulthandler's dump: the most recent call first
         found = re.findall(r'File "(.*)", line (\d+) in (\S+)', reply.text)
-        frames = [(path, int(line), function) for path, line, function in found]
-        text = _learner_line(frames, fn, source)[1]
+        text = _learner_line([(path, int(n), f) for path, n, f in found], fn, source)[1]
         where = f"（停在这一行：「{text}」）" if text else ""
-        return result("timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}"
-                      "，检查器把它停下了：是不是写了死循环？检查循环的退出条件和范围。"
-                      f"也可能是一次极大的计算：例如{ex.huge}。{_AFTER}")
+        return result("timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}：是不是写了"
+                      f"死循环？也可能是一次极大的计算，例如{ex.huge}。{_AFTER}")
     if reply.kind == "interrupted":
         return result("interrupted", f"检查被中断了（{learner} 还没算完）。{_AFTER}")
     why = "".join(f"；{line}" for line in reply.text.strip().splitlines()[-1:])  # a failed start
     return result("error", f"运行 {learner} 的进程意外结束了（退出码 {reply.value}{why}）：是不是"
-                  "调用了 os._exit(…)、递归太深，或者内存用得太多？函数只需要用参数计算，再 return "
-                  f"结果。{_AFTER}")
+                  f"调用了 os._exit(…)、递归太深，或者内存用得太多？{_AFTER}")

@@ -43,7 +43,7 @@ class _Child:
         env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", **os.environ}
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         env["PYTHONIOENCODING"] = "utf-8"  # the learner's prints are read back as UTF-8
-        code = f"from {__name__} import _serve; _serve({preload!r}, {os.getpid()})"
+        code = f"from {__name__} import _serve; _serve({preload!r})"
         self.errors = tempfile.TemporaryFile()  # faulthandler's dump, or why the child died
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.errors, env=env,
@@ -153,38 +153,15 @@ def _spoiled(threads: int) -> bool:
     return threading.active_count() > threads
 
 
-def _die_with(parent: int) -> None:
-    """Linux: die with the parent, even while a C call holds the GIL; adopt the orphans of the
-    learner's children, so that they are seen (and the child replaced)."""
-    import ctypes
-
-    libc = ctypes.CDLL(None)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: when the thread that started it ends
-    libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
-    if os.getppid() != parent:  # the parent was gone before the line above
-        os._exit(0)
-
-
-def _limit(kind: int, soft: int) -> None:
-    """At most ``soft``: where the hard limit is lower, the soft one is already below it."""
-    import resource
-
-    with contextlib.suppress(ValueError):
-        resource.setrlimit(kind, (soft, resource.getrlimit(kind)[1]))
-
-
-def _serve(preload: tuple[str, ...], parent: int) -> None:
+def _serve(preload: tuple[str, ...]) -> None:
     """The child's loop. The jobs and answers pipes move off fds 0 and 1 (the learner's children do
     not inherit them); fd 0 reads nothing, so input() raises EOFError; fds 1 and 2 write to a
     file of at most FILE_BYTES, so a job that writes without end fills no memory and no disk."""
+    import ctypes
     import faulthandler
     import importlib
     import resource
 
-    linux = sys.platform.startswith("linux")
-    if linux:
-        with contextlib.suppress(ImportError, OSError, AttributeError):  # else: the budget ends it
-            _die_with(parent)
     jobs = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "w", encoding="ascii")  # json.dumps: one ASCII line
     dumps = os.fdopen(os.dup(2), "w")  # the parent's log file: never mixed with the job's output
@@ -193,11 +170,18 @@ def _serve(preload: tuple[str, ...], parent: int) -> None:
     for name in preload:
         importlib.import_module(name)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past FILE_BYTES fails, and is told
-    _limit(resource.RLIMIT_FSIZE, FILE_BYTES)
-    if linux:
+    limits = {resource.RLIMIT_FSIZE: FILE_BYTES}
+    if sys.platform.startswith("linux"):  # elsewhere: the end of input, or the budget, ends it
+        libc = ctypes.CDLL(None)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the kernel, GIL held or not
+        # PR_SET_CHILD_SUBREAPER: the learner's orphans are seen (and the child replaced)
+        libc.prctl(36, 1)
         with open("/proc/self/statm") as f:  # a huge allocation raises MemoryError, no OOM killer
             size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        _limit(resource.RLIMIT_AS, size + MEMORY_HEADROOM)
+        limits[resource.RLIMIT_AS] = size + MEMORY_HEADROOM
+    for kind, soft in limits.items():
+        with contextlib.suppress(ValueError):  # a lower hard limit: the soft one is lower already
+            resource.setrlimit(kind, (soft, resource.getrlimit(kind)[1]))
     threads = threading.active_count()
     while True:
         try:

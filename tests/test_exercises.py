@@ -154,7 +154,6 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
     # the short budget, stretched by the load: the learner's line must be reached before the alarm can name it
     result = ex.check(name, fn, budget=scaled(BUDGET_S) if statuses == {"timeout"} else None)
     assert result.status in statuses, result.message
-    assert fn.__name__ in result.message or result.message.startswith("运行出错"), result.message  # its own name
     assert "Traceback" not in result.message
     if statuses == {"timeout"}:
         assert re.search(stuck, result.message), result.message
@@ -163,22 +162,6 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
     if before.poll() is not None:  # killed: waited for (no zombie); the next check starts another
         assert not os.path.exists(f"/proc/{before.pid}") or "Z" not in _state(before.pid)
     assert ex.check(name, _retyped(name)).passed  # the kernel, and the checker, go on as before
-
-
-def _forever_unwatched(x, h):
-    import faulthandler
-    import time
-
-    faulthandler.cancel_dump_traceback_later()  # the worker's own alarm, turned off
-    while True:
-        time.sleep(0.05)
-
-
-def test_a_check_that_turns_off_the_workers_alarm_is_still_stopped():
-    assert ex.check("split_heads", _retyped("split_heads")).passed  # a warm worker: no start to wait for
-    result = ex.check("split_heads", _forever_unwatched, budget=0.2)
-    assert result.status == "timeout", result.message
-    assert ex.check("split_heads", _retyped("split_heads")).passed
 
 
 def test_a_worker_that_cannot_start_says_why_and_the_next_check_works(monkeypatch):

@@ -83,7 +83,9 @@ def _call(ex, case, fn, args, source) -> object:
         with np.errstate(all="ignore"):
             value = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except NotImplementedError:
-        raise Stop("todo", _todo(ex)) from None
+        raise Stop("todo", f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError，换成你的"
+                   f"代码再运行。要求：exercises.spec(\"{ex.name}\")；"
+                   f"答案：exercises.show_solution(\"{ex.name}\")。") from None
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
         raise Stop("error", _raised(ex, case, exc, fn, source)) from None
@@ -164,11 +166,6 @@ def values(case, got, want, nonfinite, variants, advice) -> None:
                ("values",))
 
 
-def _todo(ex) -> str:
-    return (f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError，换成你的代码再运行。"
-            f"要求：exercises.spec(\"{ex.name}\")；答案：exercises.show_solution(\"{ex.name}\")。")
-
-
 def _unexpected(exc: BaseException) -> str:
     """The function cannot travel to the worker (an object from outside it), or its value defeated
     the checker's reading of it."""
@@ -237,16 +234,14 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
             print(reply.text, end="" if reply.text.endswith("\n") else "\n")
         status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
         return result(status, message, tuple(mistakes))
-    named = getattr(fn, "__name__", "")  # the learner's own name for it, in what the checker says
-    learner = named if named.isidentifier() else ex.learner_name
     if reply.kind == "timeout":  # faulthandler's dump: the most recent call first
         found = re.findall(r'File "(.*)", line (\d+) in (\S+)', reply.text)
         text = _learner_line([(path, int(n), f) for path, n, f in found], fn, source)[1]
         where = f"（停在这一行：「{text}」）" if text else ""
-        return result("timeout", f"{learner} 运行了 {budget:g} 秒还没有结束{where}：是不是写了"
-                      f"死循环？也可能是一次极大的计算，例如{ex.huge}。{_AFTER}")
+        return result("timeout", f"你的函数运行了 {budget:g} 秒还没结束{where}：是不是写了死循环？"
+                      f"也可能是一次极大的计算，例如{ex.huge}。{_AFTER}")
     if reply.kind == "interrupted":
-        return result("interrupted", f"检查被中断了（{learner} 还没算完）。{_AFTER}")
+        return result("interrupted", f"检查被中断了（你的函数还没算完）。{_AFTER}")
     why = "".join(f"；{line}" for line in reply.text.strip().splitlines()[-1:])  # a failed start
-    return result("error", f"运行 {learner} 的进程意外结束了（退出码 {reply.value}{why}）：是不是"
+    return result("error", f"运行你的函数的进程意外结束了（退出码 {reply.value}{why}）：是不是"
                   f"调用了 os._exit(…)、递归太深，或者内存用得太多？{_AFTER}")

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import pickle
-import select
 import signal
 import subprocess
 import sys
@@ -22,7 +21,6 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
-START_S = 60.0  # a cold start on a busy class hub may be slow: the child's budget starts after it
 MEMORY_HEADROOM = 2 * 2**30  # bytes a job may allocate (Linux): a huge array raises MemoryError
 # what a job (and what it starts) may write to a file, its output included: past it, OSError
 FILE_BYTES = 2**20
@@ -49,14 +47,6 @@ class _Child:
                                         stdout=subprocess.PIPE, stderr=self.errors, env=env,
                                         start_new_session=True)
         self.log = ""
-
-    def answer(self, timeout: float) -> object:
-        """The child's next JSON line; None if it ends first or writes something else."""
-        if not select.select([self.process.stdout], [], [], timeout)[0]:
-            raise TimeoutError
-        with contextlib.suppress(ValueError):
-            return json.loads(self.process.stdout.readline(FILE_BYTES))
-        return None
 
     def kill(self, grace: float) -> int:
         """Kill the child's process group, the learner's children too, and reap the child: its exit
@@ -91,30 +81,25 @@ def stop(grace: float = 0.0) -> int | None:
 def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
     """``module:function(payload)`` in the child: its value and what it wrote, or how it ended.
     A new child first imports ``preload``; a running one imports what a job needs, and stays.
-    Waits about ``budget`` seconds once the child has started; never raises for the job's doing."""
+    The child ends itself at the budget, counted once it has started; never raises for the job."""
     global _child
-    wait = budget + 1.0  # the child ends itself at the budget
     with _lock:
         if _child is None or _child.process.poll() is not None:
             stop()
             _child = _Child(preload)
-            wait += START_S
         try:
-            return _ask(_child, (target, payload, budget), wait)
+            return _ask(_child, (target, payload, budget))
         except KeyboardInterrupt:
             stop()
             return Reply("interrupted")
 
 
-def _ask(child: _Child, job: tuple, wait: float) -> Reply:
+def _ask(child: _Child, job: tuple) -> Reply:
     try:
         pickle.dump(job, child.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         child.process.stdin.flush()
-        answer = child.answer(wait)
-    except TimeoutError:  # its alarm is late, or the learner's code turned it off
-        stop()
-        return Reply("timeout")
-    except OSError:  # a broken pipe: the child is gone
+        answer = json.loads(child.process.stdout.readline(FILE_BYTES))
+    except (OSError, ValueError):  # a broken pipe, or not one JSON line: the child has ended
         answer = None
     if isinstance(answer, dict):
         if answer.get("left"):  # a thread or a process still runs: not in the next job's child

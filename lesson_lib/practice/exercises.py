@@ -88,27 +88,22 @@ def _call(ex, case, fn, args, source) -> object:
                    f"答案：exercises.show_solution(\"{ex.name}\")。") from None
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
-        raise Stop("error", _raised(ex, case, exc, fn, source)) from None
+        said = _describe(exc)
+        advice = ex.hint
+        if isinstance(exc, MemoryError):
+            advice = "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
+        if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
+            said = "输出太多了，超过了 1 MB"
+            advice = "请删掉或减少 print（特别是循环里的）。"
+        frames = [(f.filename, f.lineno, f.name)
+                  for f in reversed(traceback.extract_tb(exc.__traceback__))]
+        line, text = _learner_line(frames, fn, source)
+        where = f"，在你的函数第 {line} 行「{text}」" if text else ""
+        raise Stop("error", f"运行出错（{case} 这个例子）{where}：{said}。{advice}") from None
     if value is None:
         raise Stop("wrong", f"{ex.learner_name} 返回了 None：是不是忘了写 return？",
                    ("no_return",))
     return value
-
-
-def _raised(ex, case, exc: BaseException, fn, source: str) -> str:
-    """What the exception says, on which of the learner's lines, and what to do about it."""
-    said = _describe(exc)
-    advice = ex.hint
-    if isinstance(exc, MemoryError):
-        advice = "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
-    if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
-        said = "输出太多了，超过了 1 MB"
-        advice = "请删掉或减少 print（特别是循环里的）。"
-    frames = [(f.filename, f.lineno, f.name)
-              for f in reversed(traceback.extract_tb(exc.__traceback__))]
-    line, text = _learner_line(frames, fn, source)
-    where = f"，在你的函数第 {line} 行「{text}」" if text else ""
-    return f"运行出错（{case} 这个例子）{where}：{said}。{advice}"
 
 
 def as_array(case, result) -> np.ndarray:
@@ -125,8 +120,7 @@ def as_array(case, result) -> np.ndarray:
 
 
 def _describe(exc: BaseException) -> str:
-    text = traceback.format_exception_only(type(exc), exc)[-1].strip()  # safe if str() of it raises
-    return text if len(text) <= 200 else text[:200] + "…"
+    return traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]  # safe if str() raises
 
 
 def _learner_line(frames, fn, source: str) -> tuple[int, str]:
@@ -166,9 +160,9 @@ def values(case, got, want, nonfinite, variants, advice) -> None:
                ("values",))
 
 
+# the function cannot travel to the worker (an object from outside it), or its value defeated the
+# checker's reading of it
 def _unexpected(exc: BaseException) -> str:
-    """The function cannot travel to the worker (an object from outside it), or its value defeated
-    the checker's reading of it."""
     return (f"检查时出了意外（{_describe(exc)}）：函数里只用参数和 numpy（不要用函数外面的锁、"
             "生成器、打开的文件），并返回一个普通的 numpy 数组（或整数）。")
 
@@ -230,8 +224,7 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
     home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))
     if reply.kind == "ok":
-        if reply.text:  # the learner's own print()s
-            print(reply.text, end="" if reply.text.endswith("\n") else "\n")
+        print(reply.text, end="")  # the learner's own print()s, above the verdict
         status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
         return result(status, message, tuple(mistakes))
     if reply.kind == "timeout":  # faulthandler's dump: the most recent call first

@@ -30,9 +30,7 @@ OUTPUT_BYTES = 4000  # the end of what a job writes that is shown
 @dataclass(frozen=True)
 class Reply:
     kind: str  # ok, timeout, crashed, interrupted (Ctrl-C)
-    # ok: what the job returned, as JSON gives it back (a tuple as a list); crashed: the exit code
-    # (negative: the signal that ended it)
-    value: object = None
+    value: object = None  # ok: what the job returned (JSON: a tuple as a list); crashed: exit code
     text: str = ""  # ok: the end of what the job wrote; timeout, crashed: the child's stderr
 
 
@@ -46,7 +44,6 @@ class _Child:
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.errors, env=env,
                                         start_new_session=True)
-        self.log = ""
 
     def kill(self, grace: float) -> int:
         """Kill the child's process group, the learner's children too, and reap the child: its exit
@@ -87,29 +84,25 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
         if _child is None or _child.process.poll() is not None:
             stop()
             _child = _Child(preload)
+        child = _child
         try:
-            return _ask(_child, (target, payload, budget))
+            pickle.dump((target, payload, budget), child.process.stdin, pickle.HIGHEST_PROTOCOL)
+            child.process.stdin.flush()
+            answer = json.loads(child.process.stdout.readline(FILE_BYTES))
         except KeyboardInterrupt:
             stop()
             return Reply("interrupted")
-
-
-def _ask(child: _Child, job: tuple) -> Reply:
-    try:
-        pickle.dump(job, child.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-        child.process.stdin.flush()
-        answer = json.loads(child.process.stdout.readline(FILE_BYTES))
-    except (OSError, ValueError):  # a broken pipe, or not one JSON line: the child has ended
-        answer = None
-    if isinstance(answer, dict):
-        if answer.get("left"):  # a thread or a process still runs: not in the next job's child
-            stop()
-        return Reply("ok", answer.get("value"), str(answer.get("printed", "")))
-    code = stop(1.0)  # a crash may still be ending
-    at = child.log.rfind("Timeout (")  # faulthandler's dump, then its exit, at the budget
-    if at >= 0:
-        return Reply("timeout", text=child.log[at:])
-    return Reply("crashed", code, child.log[-300:])
+        except (OSError, ValueError):  # a broken pipe, or not one JSON line: the child has ended
+            answer = None
+        if isinstance(answer, dict):
+            if answer.get("left"):  # a thread or a process still runs: not in the next job's child
+                stop()
+            return Reply("ok", answer.get("value"), str(answer.get("printed", "")))
+        code = stop(1.0)  # a crash may still be ending
+        at = child.log.rfind("Timeout (")  # faulthandler's dump, then its exit, at the budget
+        if at >= 0:
+            return Reply("timeout", text=child.log[at:])
+        return Reply("crashed", code, child.log[-300:])
 
 
 # --- in the child

@@ -1,6 +1,5 @@
-"""The code exercises' engine: an exercise (a section's spec, solution, cases and verdict) is
-checked in the ``worker`` process against the learner's function; the verdict, a Chinese message
-that names the mistake, is recorded in the progress file."""
+"""The code exercises' engine: a section's exercise is checked in the ``worker`` process against the
+learner's function; the verdict, a Chinese message that names the mistake, goes to progress."""
 
 from __future__ import annotations
 
@@ -70,7 +69,6 @@ class Exercise:
 MISTAKES = {
     "shape": "形状不对",
     "values": "形状对了，数值不对",
-    "modifies_input": "改动了输入数组",  # named by earlier versions: saved progress still has it
     "no_return": "没有返回结果",
     "float32": "公式对，中间用了 float32",
 }
@@ -83,23 +81,19 @@ def _call(ex, case, fn, args, source) -> object:
         with np.errstate(all="ignore"):
             value = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except NotImplementedError:
-        raise Stop("todo", f"还没实现：{ex.learner_name} 里还是 raise NotImplementedError，换成你的"
-                   f"代码再运行。要求：exercises.spec(\"{ex.name}\")；"
-                   f"答案：exercises.show_solution(\"{ex.name}\")。") from None
+        todo = f"还没实现：把 {ex.learner_name} 里的 raise NotImplementedError 换成你的代码。"
+        raise Stop("todo", f"{todo}要求：exercises.spec('{ex.name}')；答案："
+                   f"exercises.show_solution('{ex.name}')") from None
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
         said = _describe(exc)
-        advice = ex.hint
-        if isinstance(exc, MemoryError):
-            advice = "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
         if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
-            said = "输出太多了，超过了 1 MB"
-            advice = "请删掉或减少 print（特别是循环里的）。"
+            said = "输出超过了 1 MB，请减少 print（特别是循环里的）"
         frames = [(f.filename, f.lineno, f.name)
                   for f in reversed(traceback.extract_tb(exc.__traceback__))]
         line, text = _learner_line(frames, fn, source)
         where = f"，在你的函数第 {line} 行「{text}」" if text else ""
-        raise Stop("error", f"运行出错（{case} 这个例子）{where}：{said}。{advice}") from None
+        raise Stop("error", f"运行出错（{case} 这个例子）{where}：{said}。{ex.hint}") from None
     if value is None:
         raise Stop("wrong", f"{ex.learner_name} 返回了 None：是不是忘了写 return？",
                    ("no_return",))
@@ -113,9 +107,8 @@ def as_array(case, result) -> np.ndarray:
     except Exception:
         kind = np.dtype(object)
     if kind.kind not in "iuf":
-        raise Stop("wrong", f"{case}：返回值不是数字数组（是 {type(result).__name__}，"
-                   f"dtype={kind}）：请返回计算出来的 numpy 数组；"
-                   "几个数组要用 np.stack / np.concatenate 拼成一个。")
+        raise Stop("wrong", f"{case}：返回值不是数字数组（{type(result).__name__}，dtype={kind}）："
+                   "请返回算出的 numpy 数组，几个数组用 np.stack 拼成一个。")
     return np.array(result, dtype=np.float64)
 
 
@@ -137,31 +130,25 @@ def _learner_line(frames, fn, source: str) -> tuple[int, str]:
     return 0, ""
 
 
-def _where_differs(got, want, digits: str = ".4f") -> str:
-    idx = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(got - want)), got.shape))
-    return f"例如位置 {idx}：应为 {want[idx]:{digits}}，你的是 {got[idx]:{digits}}"
-
-
 def values(case, got, want, nonfinite, variants, advice) -> None:
     """Stop naming the mistake unless ``got`` is ``want`` (the same shape): NaN or inf, float32's
-    round-off, one of ``variants`` ((mistake, the output it gives, advice), made lazily), else
-    where it differs."""
+    round-off, one of ``variants`` ((mistake, its output, advice), made lazily), else where."""
     if not np.isfinite(got).all():
         raise Stop("wrong", f"{case}：结果里有 NaN 或 inf{nonfinite}")
     if np.allclose(got, want, rtol=1e-6, atol=1e-8):
         return
+    idx = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(got - want)), got.shape))
+    where = f"例如位置 {idx}：应为 {want[idx]:.8g}，你的是 {got[idx]:.8g}"
     if np.allclose(got, want, rtol=1e-4, atol=1e-5):  # float32 keeps ~7 digits; sums lose some
-        raise Stop("wrong", f"{case}：公式对，但精度不够，请用 float64，不要用 float32："
-                   f"{_where_differs(got, want, '.10g')}。", ("float32",))
+        raise Stop("wrong", f"{case}：公式对，但精度不够，请用 float64，不要用 float32：{where}。",
+                   ("float32",))
     for mistake, variant, text in variants:
         if np.allclose(got, variant, rtol=1e-6, atol=1e-8):
             raise Stop("wrong", f"{case}：{text}", (mistake,))
-    raise Stop("wrong", f"{case}：形状对了，但数值不对，{_where_differs(got, want)}。{advice}",
-               ("values",))
+    raise Stop("wrong", f"{case}：形状对了，但数值不对，{where}。{advice}", ("values",))
 
 
-# the function cannot travel to the worker (an object from outside it), or its value defeated the
-# checker's reading of it
+# a function that cannot travel to the worker (it uses an object from outside), or a bad value
 def _unexpected(exc: BaseException) -> str:
     return (f"检查时出了意外（{_describe(exc)}）：函数里只用参数和 numpy（不要用函数外面的锁、"
             "生成器、打开的文件），并返回一个普通的 numpy 数组（或整数）。")

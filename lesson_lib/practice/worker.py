@@ -1,11 +1,8 @@
 """The learner's code runs in a child process, reused while it lives, killed at the budget and
-replaced.
-
-A loop, a long C call (``n ** d_model ** h``), ``os._exit``, a segfault or a huge array cannot be
-stopped inside the process it runs in. The child is ``python -c`` (never a re-run of the caller's
-script, as multiprocessing's spawn does): pickled jobs in, one JSON line each out (data, never
-code). POSIX only (Linux, macOS; Windows through WSL2). Nothing starts at import.
-"""
+replaced: a loop, a long C call (``n ** d_model ** h``), ``os._exit``, a segfault or a huge array
+cannot be stopped inside the process it runs in. The child is ``python -c`` (never a re-run of the
+caller's script, as multiprocessing's spawn does): pickled jobs in, one JSON line each out (data,
+never code). POSIX only (Linux, macOS; Windows through WSL2). Nothing starts at import."""
 
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ import threading
 from dataclasses import dataclass
 
 MEMORY_HEADROOM = 2 * 2**30  # bytes a job may allocate (Linux): a huge array raises MemoryError
-# what a job (and what it starts) may write to a file, its output included: past it, OSError
-FILE_BYTES = 2**20
+FILE_BYTES = 2**20  # what a job and its children may write to a file, output included: OSError
 OUTPUT_BYTES = 4000  # the end of what a job writes that is shown
 
 
@@ -76,9 +72,8 @@ def stop(grace: float = 0.0) -> int | None:
 
 
 def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
-    """``module:function(payload)`` in the child: its value and what it wrote, or how it ended.
-    A new child first imports ``preload``; a running one imports what a job needs, and stays.
-    The child ends itself at the budget, counted once it has started; never raises for the job."""
+    """``module:function(payload)`` in the child (a new one imports ``preload`` first, outside the
+    budget): its value and what it wrote, or how it ended. Never raises for what the job does."""
     global _child
     with _lock:
         if _child is None or _child.process.poll() is not None:
@@ -137,7 +132,7 @@ def _serve(preload: tuple[str, ...]) -> None:
     file of at most FILE_BYTES, so a job that writes without end fills no memory and no disk."""
     import ctypes
     import faulthandler
-    import importlib
+    import pkgutil
     import resource
 
     jobs = os.fdopen(os.dup(0), "rb")
@@ -146,14 +141,13 @@ def _serve(preload: tuple[str, ...]) -> None:
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     out = tempfile.TemporaryFile(buffering=0)
     for name in preload:
-        importlib.import_module(name)
+        pkgutil.resolve_name(name)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past FILE_BYTES fails, and is told
     limits = {resource.RLIMIT_FSIZE: FILE_BYTES}
     if sys.platform.startswith("linux"):  # elsewhere: the end of input, or the budget, ends it
         libc = ctypes.CDLL(None)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the kernel, GIL held or not
-        # PR_SET_CHILD_SUBREAPER: the learner's orphans are seen (and the child replaced)
-        libc.prctl(36, 1)
+        libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: the learner's orphans are its children, seen
         with open("/proc/self/statm") as f:  # a huge allocation raises MemoryError, no OOM killer
             size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         limits[resource.RLIMIT_AS] = size + MEMORY_HEADROOM
@@ -166,16 +160,13 @@ def _serve(preload: tuple[str, ...]) -> None:
             target, payload, budget = pickle.load(jobs)
         except Exception:  # the end of input: the kernel is gone, and with it this group
             os.killpg(0, signal.SIGKILL)  # started in its own session: never the kernel's group
-        module, function = target.split(":")
         os.dup2(out.fileno(), 1)  # again: a job may have closed or moved them
         os.dup2(out.fileno(), 2)
         # at the budget: where the job is stuck, then the end (a C thread: it runs in any C call)
         faulthandler.dump_traceback_later(budget, exit=True, file=dumps)
-        try:
-            value = getattr(importlib.import_module(module), function)(payload)
-        finally:
-            faulthandler.cancel_dump_traceback_later()
-            sys.stdout = sys.__stdout__  # a job may have replaced it
+        value = pkgutil.resolve_name(target)(payload)  # ``module:function``; raising ends the child
+        faulthandler.cancel_dump_traceback_later()
+        sys.stdout = sys.__stdout__  # a job may have replaced it
         left = _spoiled(threads)
         answer = {"value": value, "printed": _printed(out.fileno()), "left": left}
         answers.write(json.dumps(answer) + "\n")

@@ -132,7 +132,7 @@ def _learner_line(frames, fn, source: str) -> tuple[int, str]:
 
 def values(case, got, want, nonfinite, variants, advice) -> None:
     """Stop naming the mistake unless ``got`` is ``want`` (the same shape): NaN or inf, float32's
-    round-off, one of ``variants`` ((mistake, its output, advice), made lazily), else where."""
+    round-off, one of ``variants`` ((mistake, its output, advice), lazily), else where it is off."""
     if not np.isfinite(got).all():
         raise Stop("wrong", f"{case}：结果里有 NaN 或 inf{nonfinite}")
     if np.allclose(got, want, rtol=1e-6, atol=1e-8):

@@ -146,7 +146,7 @@ def _serve(preload: tuple[str, ...]) -> None:
     limits = {resource.RLIMIT_FSIZE: FILE_BYTES}
     if sys.platform.startswith("linux"):  # elsewhere: the end of input, or the budget, ends it
         libc = ctypes.CDLL(None)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the kernel, GIL held or not
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the thread that started it
         libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: the learner's orphans are its children, seen
         with open("/proc/self/statm") as f:  # a huge allocation raises MemoryError, no OOM killer
             size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")

@@ -42,10 +42,8 @@ class Feedback:
     @property
     def verdict(self) -> str:
         """right, wrong, form (a box unreadable or empty), blank (nothing sent), review or self."""
-        for head, verdict in _HEADS.items():
-            if self.message.startswith(head):
-                return verdict
-        return "right" if self.correct else "wrong"
+        judged = "right" if self.correct else "wrong"  # a message with no other head
+        return next((v for head, v in _HEADS.items() if self.message.startswith(head)), judged)
 
     @property
     def blank(self) -> bool:
@@ -101,12 +99,7 @@ class Rubric:
 
     def text(self) -> str:
         """What the learner reads after writing: the points, then the misconceptions."""
-        # points named ①②③ carry their own numbers
-        numbered = all(p.name[:1] in "①②③④⑤⑥⑦⑧⑨" for p in self.points)
-        lines = ["好的回答会说到这几点："]
-        for i, p in enumerate(self.points, start=1):
-            number = "" if numbered else f"{i}. "
-            lines.append(f"{number}{p.name}：{p.text}")
+        lines = ["好的回答会说到这几点：", *(f"· {p.name}：{p.text}" for p in self.points)]
         if self.misconceptions:
             lines.append("常见的误解（你的回答里有没有类似的说法？）：")
             lines += [f"✗ 「{claim}」——{why}" for claim, why in self.misconceptions]

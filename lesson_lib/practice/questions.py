@@ -234,11 +234,10 @@ class _Reader:
 
     def build(self, q: dict) -> Question:
         key = {"self": self.rubric, "form": self.form}.get(q["kind"], self.choices)(q)
-        explanation = q["explanation"]
-        if q["kind"] == "self":  # what a self-explanation shows after the first answer
-            explanation = key.text() + "\n" + key.model_answer
+        # what a self-explanation shows after the first answer: its rubric and model answer
+        shown = key.text() + "\n" + key.model_answer if q["kind"] == "self" else q["explanation"]
         return Question(
-            q["id"], q["section"], q["kind"], q["prompt"], explanation, key=key,
+            q["id"], q["section"], q["kind"], q["prompt"], shown, key=key,
             placeholder=q["placeholder"],
             right_answers=self.answers(q.get("right_answers", []), "right_answers"),
             wrong_answers=self.answers(q.get("wrong_answers", []), "wrong_answers"),
@@ -392,19 +391,16 @@ def asked_in(question_id: str) -> str:
     return f"第 {int(number)} 节" if number.isdigit() else q.section
 
 
-def _counted(lab: bool) -> tuple[str, ...]:
-    bank = _bank().items()
-    return tuple(i for i, (path, q) in bank if q.counted and path.name.startswith("lab_") == lab)
-
-
 def question_ids() -> tuple[str, ...]:
     """The core lesson's question ids in section order (what progress counts; no lab's)."""
-    return _counted(lab=False)
+    others = {*lab_ids(), *apart_ids()}
+    return tuple(i for i in _bank() if i not in others)
 
 
 def lab_ids() -> tuple[str, ...]:
     """The optional labs' question ids: found by id, never counted as the core's."""
-    return _counted(lab=True)
+    bank = _bank().items()
+    return tuple(i for i, (path, q) in bank if q.counted and path.name.startswith("lab_"))
 
 
 def apart_ids() -> tuple[str, ...]:

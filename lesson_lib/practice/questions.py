@@ -236,15 +236,11 @@ class _Reader:
         key = {"self": self.rubric, "form": self.form}.get(q["kind"], self.choices)(q)
         # what a self-explanation shows after the first answer: its rubric and model answer
         shown = key.text() + "\n" + key.model_answer if q["kind"] == "self" else q["explanation"]
-        return Question(
-            q["id"], q["section"], q["kind"], q["prompt"], shown, key=key,
-            placeholder=q["placeholder"],
-            right_answers=self.answers(q.get("right_answers", []), "right_answers"),
-            wrong_answers=self.answers(q.get("wrong_answers", []), "wrong_answers"),
-            values=dict(self.values),
-            picture=q.get("picture", {}),
-            counted=q.get("counted", True),
-        )  # fmt: skip
+        return Question(q["id"], q["section"], q["kind"], q["prompt"], shown, key=key,
+                        placeholder=q["placeholder"], values=dict(self.values),
+                        right_answers=self.answers(q.get("right_answers", []), "right_answers"),
+                        wrong_answers=self.answers(q.get("wrong_answers", []), "wrong_answers"),
+                        picture=q.get("picture", {}), counted=q.get("counted", True))
 
     def answers(self, items: list, field: str) -> tuple:
         """Test answers: one text, or one text per box."""
@@ -267,17 +263,15 @@ class _Reader:
     def choices(self, q: dict) -> checkers.ChoiceKey:
         options = self.options(q["options"], "options")
         keys = [key for key, _, _ in options]
-        for key in keys:  # a learner may type 「AC」: one character a key
-            if len(key) != 1:
-                raise self.fail("options", f"里的 key「{key}」应当是一个字符（A、B、C……）。")
+        if any(len(key) != 1 for key in keys):  # a learner may type 「AC」: one character a key
+            raise self.fail("options", "里的每个 key 应当是一个字符（A、B、C……）。")
         answer = frozenset(q["answer"])
         if not answer <= set(keys) or (q["kind"] == "single" and len(answer) != 1):
-            known = "、".join(sorted(keys))
-            raise self.fail("answer", f"应当是选项的 key（{known}）；单选题只写一个。")
-        for key, _, why in options:
-            if key not in answer and not why:
-                problem = f"里错的选项 {key} 缺少 why：选了它的学生要读到错在哪里。"
-                raise self.fail("options", problem)
+            raise self.fail("answer", f"应当是选项的 key（{'、'.join(keys)}）；单选题只写一个。")
+        unexplained = [key for key, _, why in options if key not in answer and not why]
+        if unexplained:
+            problem = f"里错的选项 {unexplained[0]} 缺少 why：选了它的学生要读到错在哪里。"
+            raise self.fail("options", problem)
         return checkers.ChoiceKey(options, answer, q["praise"])
 
     def form(self, q: dict) -> checkers.FormKey:

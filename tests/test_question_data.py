@@ -141,6 +141,9 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
                                        '"attention.head_width"'), "X1", "values.d_k"),
     "a file value with no function": (('{ call = "paper.base_d_model" }', '{ call = "paper.d_model" }'), "",
                                       "values.d_model.call"),
+    "a list as the kind": (('kind = "single"', 'kind = ["single"]'), "X1", "kind"),
+    "a list as the function": (('call = "paper.base_d_model"', 'call = ["paper.base_d_model"]'), "",
+                               "values.d_model.call"),
 }  # fmt: skip
 
 

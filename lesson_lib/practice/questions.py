@@ -199,7 +199,7 @@ class _Reader:
                 self.values[name] = self.number(spec, field)
 
     def call(self, spec: dict, field: str):
-        name = spec.get("call")
+        name = str(spec.get("call"))  # a list written as the name: no such function
         if name not in FUNCTIONS:
             known = "、".join(FUNCTIONS)
             raise self.fail(f"{field}.call", f"「{name}」不是可用的函数：可用的是 {known}。")
@@ -223,7 +223,7 @@ class _Reader:
             raw = {}  # then its kind is missing: said first
         self.qid = str(raw.get("id", ""))
         kind = raw.get("kind")
-        if kind not in _NEEDS:
+        if str(kind) not in _NEEDS:  # a list or table written as the kind: no such kind
             raise self.fail("kind", f"应当是 {'、'.join(_NEEDS)} 之一。")
         file_values = dict(self.values)
         try:
@@ -291,7 +291,7 @@ class _Reader:
 
     def box(self, raw, where: str):
         kind = raw.get("kind", "number") if isinstance(raw, dict) else None
-        if kind not in _BOX_NEEDS:
+        if str(kind) not in _BOX_NEEDS:
             raise self.fail(f"{where}.kind", f"应当是 {'、'.join(_BOX_NEEDS)} 之一。")
         b = self.table(raw, _BOX, _BOX_NEEDS[kind], f"{where}.")
         if kind == "choice":

@@ -329,8 +329,7 @@ def read_file(path: Path, bank: dict | None = None) -> list[Question]:
     """One file's questions, checked whole (``QuestionDataError`` names what is wrong). ``bank``
     ({id: (file, question)} of the files read before) refuses an id used again, and gains them."""
     path = Path(path)
-    if bank is None:
-        bank = {}
+    bank = {} if bank is None else bank
     reader = _Reader(path)
     text = path.read_text(encoding="utf-8")
     try:
@@ -344,15 +343,13 @@ def read_file(path: Path, bank: dict | None = None) -> list[Question]:
         raise reader.fail("", where + says) from None
     reader.table(data, _FILE, ("questions",), "")
     reader.read_values(data.get("values", {}), "values")
-    out = []
     for raw in data["questions"]:
         q = reader.question(raw)
         if q.id in bank:
             problem = f"已经被 {bank[q.id][0].name} 里的一道题用了：一个编号只能给一道题"
             raise reader.fail("id", problem + "，请换一个。")
         bank[q.id] = (path, q)
-        out.append(q)
-    return out
+    return [q for file, q in bank.values() if file == path]
 
 
 @cache

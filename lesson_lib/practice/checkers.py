@@ -89,10 +89,8 @@ class Poly:
         return Poly.make((p + q, a * b) for p, a in self.terms for q, b in other.terms)
 
     def divide(self, other: Poly) -> Poly:
-        if other.degree > 0:
-            raise ExpressionError(f"不能除以「{other}」：只能除以一个数，不能除以含 n 的式子。")
-        if other.constant == 0:  # read_value quotes the box and says what to do
-            raise ExpressionError("除数是 0", "zero")
+        if other.degree > 0 or other.constant == 0:
+            raise ExpressionError(f"不能除以「{other}」：只能除以一个不为 0 的数。", "divisor")
         return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
@@ -359,11 +357,6 @@ def _note(m: re.Match, symbols: dict[str, Poly], labels) -> str:
             inner = f"{name} = {counted[0]}"
         elif len(counted) == 1:
             inner = _COUNTED[name].sub(rf"{name} = \1 ", inner)
-    # 「(256 + 256)」: a sum equal to the box restates it; with words in it
-    # (「键 200 + 值 312」) it makes a claim the box cannot judge: not a restatement
-    if re.search(r"\d\s*[-+×·*/]\s*\d", inner) and not _WORDS.search(inner):
-        if _maybe(inner, symbols, labels) is not None:
-            return f"({inner})"
     body = " = ".join(_pieces(inner, symbols, labels, remark=True))
     if not body.strip("= ") or _remark(body, symbols, labels):
         return " "
@@ -423,8 +416,9 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
 
 
 def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
-    """A note in parentheses at the end is one more side of the equation, unless it is a true
-    remark on a symbol (「(h=16)」) or a factor (8(n·64·n) multiplies)."""
+    """A note in parentheses at the end is one more side of the equation (「32 (64)」 is refused as
+    unequal, 「64 (d_v 64)」 read), unless it is a true remark on a symbol (「(h=16)」) or a factor:
+    8(n·64·n) multiplies."""
     m = _NOTE.fullmatch(t)
     if not m:
         return _read_sides(t, symbols, labels)
@@ -434,14 +428,8 @@ def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
         return _read_sides(main, symbols, labels)
     a = _maybe(main, symbols, labels)
     b = _maybe(note, symbols, labels)
-    factor = None not in (a, b) and a.degree == 0 and b.degree > 0
-    named = note.split("=")[0].strip() in labels  # 「64 (d_v 32)」: the box's other name
-    if None not in (a, b) and a != b and (named or not ("=" in note or factor)):
-        raise ExpressionError(f"括号里的 {b} 和前面的 {a} 不一样：若是相乘，请写 ×；"
-                              "否则请只填你算出的那一个。", "unequal")
-    if "=" in note or not factor:
-        t = f"{main} = {note}"
-    return _read_sides(t, symbols, labels)
+    factor = "=" not in note and None not in (a, b) and a.degree == 0 and b.degree > 0
+    return _read_sides(t if factor else f"{main} = {note}", symbols, labels)
 
 
 def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
@@ -457,8 +445,8 @@ def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     if not values:  # nothing, or only the box's own name (「d_k」)
         raise ExpressionError(_NO_NUMBER, "no_number")
     if len(set(values)) > 1:
-        raise ExpressionError(f"等式两边不相等（{' 和 '.join(str(v) for v in values)}）："
-                              "请只填你算出的那一个。", "unequal")
+        raise ExpressionError(f"等式两边或括号内外不相等（{' 和 '.join(str(v) for v in values)}）"
+                              "：若是相乘，请写 ×；否则请只填你算出的那一个。", "unequal")
     return values[0]
 
 
@@ -576,9 +564,8 @@ def _shape(text: str) -> list[str]:
 
 
 def _items(q: Question, answer) -> tuple[list, list]:
-    """One item per box, and the non-empty items past the last box. A question with one box, or
-    a shape (``spread``), may be answered with one string; a shape typed into the first box fills
-    the boxes when it has as many parts."""
+    """One item per box, and the non-empty items past the last box (one text is the first box's);
+    a shape typed into the first box (``spread``) fills the boxes when it has as many parts."""
     names = [b.name for b in q.key.boxes]
     items = []
     extra = []
@@ -588,7 +575,7 @@ def _items(q: Question, answer) -> tuple[list, list]:
     elif isinstance(answer, list | tuple):
         items = list(answer[: len(names)])
         extra = list(answer[len(names) :])
-    elif len(names) == 1 or (q.key.spread and isinstance(answer, str)):
+    else:
         items = [answer]
     items += [None] * (len(names) - len(items))
     first_alone = not any(as_text(v).strip() for v in items[1:])
@@ -601,11 +588,6 @@ def _items(q: Question, answer) -> tuple[list, list]:
 def form_values(q: Question, answer) -> dict[str, str]:
     """The answer as {box name: text}, a shape typed into the first box spread over the boxes."""
     return {b.name: as_text(v) for b, v in zip(q.key.boxes, _items(q, answer)[0])}
-
-
-def _unread_why(box, why: str) -> str:
-    """Why one box was not read, after its label."""
-    return f"「{box.label}」这一栏" + why.removeprefix("这一栏")
 
 
 def check_form(q: Question, answer) -> Feedback:
@@ -628,7 +610,7 @@ def check_form(q: Question, answer) -> Feedback:
     unread = [b for b in boxes if state[b.name] == "unread"]
     if unread:
         reasons = tuple((b.name, read[b.name][1].reason) for b in unread)
-        problems = "".join(_unread_why(b, read[b.name][1]) for b in unread)
+        problems = "".join(f"「{b.label}」{read[b.name][1]}" for b in unread)  # 「d_k」这一栏…
         message = fb.FORM + problems + (f"{empty}还空着。" if empty else "")
         return Feedback(False, message, q.id, parts=states, reasons=reasons)
     if empty:
@@ -689,12 +671,12 @@ def check_choice(q: Question, answer) -> Feedback:
     if not as_text(answer).strip():
         return answer_first(q.id, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
     chosen = _chosen(answer)
-    if len(as_text(answer)) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys):
-        if single:
-            return Feedback(False, f"{fb.FORM}请点选一个选项（{'、'.join(keys)} 之一）。", q.id)
-        return Feedback(False, f"{fb.FORM}请勾选选项（{'、'.join(keys)} 中的一个或几个）。", q.id)
-    if single and len(chosen) > 1:
-        return Feedback(False, f"{fb.FORM}这道题只选一项，你选了 {'、'.join(chosen)}。", q.id)
+    typed = clean(answer, MAX_CHARS[q.kind] + 1)
+    several = single and len(chosen) > 1
+    if len(typed) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys) or several:
+        how = "点选一个选项" if single else "勾选一个或几个选项"
+        message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(keys)}）。"
+        return Feedback(False, message, q.id)
     if set(chosen) == k.answer or (single and chosen[0] in k.answer):
         return Feedback(True, fb.RIGHT + k.praise, q.id)
     wrong = sorted(set(chosen) - k.answer)

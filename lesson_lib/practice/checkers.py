@@ -110,11 +110,8 @@ class Poly:
 
 def _term(p: int, c: Fraction) -> str:
     """±|c|·nᵖ as the echo writes it: + 3n², - n, + (1/3)n², + 512/3."""
-    num = fmt_number(abs(c))
-    if p > 0 and abs(c) == 1:
-        num = ""
-    if p > 0 and "/" in num:
-        num = f"({num})"  # (1/3)n², not 1/3n²
+    num = "" if p > 0 and abs(c) == 1 else fmt_number(abs(c))
+    num = f"({num})" if p > 0 and "/" in num else num  # (1/3)n², not 1/3n²
     power = {0: "", 1: "n"}.get(p, "n" + str(p).translate(_TO_SUPERSCRIPT))
     return f"{'-' if c < 0 else '+'} {num}{power}"
 
@@ -237,7 +234,7 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
         return _evaluate(ast.parse(python, mode="eval").body, python, symbols, 0)
     except (SyntaxError, MemoryError, RecursionError):  # 32 64, 32), 512//16 …
-        raise ExpressionError(f"{_UNREADABLE}；{allowed}。") from None
+        raise ExpressionError(f"式子读不通：数之间要有运算符，括号要配对；{allowed}。") from None
 
 
 _VALUE = r"(?:(?<![\w.])\d+(?:\.\d+)?(?![\d.])|[a-z_]\w*(?!\w)|\))"  # a whole number, name, ")"
@@ -245,7 +242,6 @@ _VALUE = r"(?:(?<![\w.])\d+(?:\.\d+)?(?![\d.])|[a-z_]\w*(?!\w)|\))"  # a whole n
 _IMPLICIT = re.compile(f"({_VALUE})" + r"\s*(?=[a-z_(])")
 _LEADING_ZEROS = re.compile(r"(?<![\w.])0+(?=\d)")  # 08 is 8 (Python refuses 08)
 _TO_PYTHON = str.maketrans({"×": " * ", "·": " * ", "^": " ** "})  # 5 ×* 2 is no power
-_UNREADABLE = "式子读不通：两个数之间要有运算符，括号要配对"
 _OPERATIONS = {
     ast.Add: Poly.__add__,
     ast.Sub: lambda a, b: a + Poly.const(-1) * b,
@@ -274,7 +270,7 @@ def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int)
         return Poly.const(Fraction(source[node.col_offset : node.end_col_offset]))
     if isinstance(node, ast.Name):  # every name is a symbol by now
         return symbols[node.id]
-    raise ExpressionError(f"{_UNREADABLE}：只能用 + − × · / ^ 和括号。")
+    raise SyntaxError(source)  # _parse says what a box may hold
 
 
 def parse_expression(text: str, symbols: dict[str, Poly]) -> Poly:
@@ -543,7 +539,7 @@ def _items(q: Question, answer) -> tuple[list, list]:
     """One item per box, and the non-empty items past the last box (one text is the first box's);
     a shape typed into the first box (``spread``) fills the boxes when it has as many parts."""
     names = [b.name for b in q.key.boxes]
-    items = []
+    items = [answer]
     extra = []
     if isinstance(answer, dict):
         items = [answer.get(n) for n in names]
@@ -551,8 +547,6 @@ def _items(q: Question, answer) -> tuple[list, list]:
     elif isinstance(answer, list | tuple):
         items = list(answer[: len(names)])
         extra = list(answer[len(names) :])
-    else:
-        items = [answer]
     items += [None] * (len(names) - len(items))
     first_alone = not any(as_text(v).strip() for v in items[1:])
     if q.key.spread and isinstance(items[0], str) and first_alone:

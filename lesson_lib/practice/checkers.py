@@ -225,10 +225,9 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     listed = "".join(f"{name}、" for name in sorted(symbols))  # the box's own symbols
     square = "（平方写成 n^2 或 n²）" if "n" in symbols else ""  # only where n may be written
     allowed = f"只能用数字、{listed}+ − × · / ^ 和括号{square}"
-    if bad := _TOKEN.sub("", text).strip():
-        raise ExpressionError(f"有看不懂的字符「{bad[0]}」：{allowed}。")
-    if unknown := [name for name in _NAME.findall(text) if name not in symbols]:  # is, not: words
-        raise ExpressionError(f"不认识「{unknown[0]}」：{allowed}。")
+    strange = _TOKEN.sub("", text).split() + [n for n in _NAME.findall(text) if n not in symbols]
+    if strange:  # 「%」, or a name that is not the box's (is, not: words)
+        raise ExpressionError(f"不认识「{strange[0]}」：{allowed}。")
     python = _LEADING_ZEROS.sub("", _IMPLICIT.sub(r"\1*", text)).translate(_TO_PYTHON)
     python = " ".join(python.split())  # Python refuses a leading space
     try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
@@ -459,11 +458,7 @@ class NumberBox:
     def wrong_why(self, value) -> str:
         # a hint's value is a number, or a Poly in an expression box
         hint = next((hint for known, hint in self.hints if known == value), "")
-        if hint:
-            return hint
-        if self.explain:
-            return self.explain(value)
-        return self.generic
+        return hint or (self.explain(value) if self.explain else self.generic)
 
     def shown(self, value) -> str:  # the echo: every digit, never rounded to the answer
         return str(value) if isinstance(value, Poly) else fmt_number(value)

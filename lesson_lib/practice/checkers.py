@@ -616,16 +616,6 @@ def _judge(q: Question, values: dict, texts: dict) -> Feedback:
 
 
 # ------------------------------------------------------------------------------ choices
-def _chosen(answer) -> list[str]:
-    """The keys chosen, sorted: checkboxes or a key list typed by hand, or 'B', 'AC', 'A、C'."""
-    if isinstance(answer, (set, frozenset, list, tuple)):
-        items = [unicodedata.normalize("NFKC", as_text(a)).strip().upper() for a in answer]
-    else:
-        typed = unicodedata.normalize("NFKC", clean(answer, 400)).upper()
-        items = [ch for ch in typed if ch not in " ,、;/和\t\n"]
-    return sorted(set(items))
-
-
 def check_choice(q: Question, answer) -> Feedback:
     """Radio buttons (``single``) or checkboxes (``multi``): each wrong key chosen is named with
     why it is wrong."""
@@ -633,10 +623,11 @@ def check_choice(q: Question, answer) -> Feedback:
     keys = tuple(key for key, _, _ in k.options)
     why = {key: w for key, _, w in k.options}
     single = q.kind == "single"
-    if not as_text(answer).strip():
+    typed = clean(answer, MAX_CHARS[q.kind] + 1)  # checkboxes' keys joined, or typed: B, AC, A、C
+    if not typed.strip():
         return answer_first(q.id, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
-    chosen = _chosen(answer)
-    typed = clean(answer, MAX_CHARS[q.kind] + 1)
+    folded = unicodedata.normalize("NFKC", typed).upper()
+    chosen = sorted({ch for ch in folded if ch not in " ,、;/和\t\n"})
     several = single and len(chosen) > 1
     if len(typed) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys) or several:
         how = "点选一个选项" if single else "勾选一个或几个选项"

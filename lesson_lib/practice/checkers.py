@@ -370,9 +370,6 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
                               f"（{MAX_CHARS['form']} 字以内）。", "long")
     raw = clean(raw, MAX_CHARS["form"])
     t = _box_text(raw)
-    if "\\" in t:
-        raise ExpressionError("读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
-                              "（例如 512 / 16）。", "latex")
     if numeral := chinese_numeral(raw):
         raise ExpressionError(f"其中「{numeral}」是中文数字：请用阿拉伯数字写，"
                               "例如 32、8万、512/16。", "numeral")

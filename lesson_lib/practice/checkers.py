@@ -298,10 +298,6 @@ def _remark(piece: str, symbols: dict[str, Poly], labels) -> bool:
     return True
 
 
-def _several() -> ExpressionError:
-    return ExpressionError("读到了不止一个数或式子，这一栏只填一个。", "several")
-
-
 def _pieces(text: str, symbols: dict, labels, remark=False) -> list[str]:
     """The math between the words of ``text``, to be read as one equation.
 
@@ -323,14 +319,13 @@ def _pieces(text: str, symbols: dict, labels, remark=False) -> list[str]:
         joined = last.endswith("=") or piece.startswith("=")
         named = piece.split("=")[0].strip() in labels  # 「32, d_v=32」, 「d_k：32；d_v：32」
         if not (joined or named):
-            raise _several()
+            raise ExpressionError("读到了不止一个数或式子，这一栏只填一个。", "several")
     return kept
 
 
 def _note(m: re.Match, symbols: dict[str, Poly], labels) -> str:
-    """A note in parentheses that holds words: dropped (「(一个头)」), kept as "= …"
-    (「(即 512/16)」) or refused when it holds another number (「(16 个头合计)」);
-    「(16 个头)」 says h = 16."""
+    """A note in parentheses that holds words: dropped (「(一个头)」) or kept as one more side of
+    the equation (「(即 512/16)」); 「(16 个头)」 says h = 16, and must hold."""
     inner = m.group(1)
     if not _WORDS.search(inner):
         return m.group()
@@ -344,8 +339,6 @@ def _note(m: re.Match, symbols: dict[str, Poly], labels) -> str:
     body = " = ".join(_pieces(inner, symbols, labels, remark=True))
     if not body.strip("= ") or _remark(body, symbols, labels):
         return " "
-    if not body.startswith("="):
-        raise _several()
     return f"({body})"
 
 

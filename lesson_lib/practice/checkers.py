@@ -354,7 +354,7 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
         why = re.sub(r"(?<=「)[^「」]+(?=」)",
                      lambda m: (re.search(re.escape(m[0]), typed, re.I) or m)[0], str(exc))
         shown = typed if len(typed) <= MAX_CHARS["form"] else typed[:20] + "……"
-        return None, Unread(f"这一栏读到的是「{shown}」：{why}", exc.reason)
+        return None, Unread(f"这一栏读到的是「{shown}」。{why}", exc.reason)
 
 
 def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:

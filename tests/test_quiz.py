@@ -346,6 +346,20 @@ def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
     assert fb.verdict == "form" and f"「{typed}」" in fb.message, fb.message
 
 
+UNREAD_ROWS = [r for r in TABLE if r[2] == "form" and qq.question(r[0]).kind == "form"]
+
+
+@pytest.mark.parametrize(("qid", "answer"), [r[:2] for r in UNREAD_ROWS], ids=[_id(r) for r in UNREAD_ROWS])
+def test_every_unread_box_is_quoted_whole(qid, answer):
+    """Each box that was not read is quoted as typed, so the learner sees what the reader read."""
+    fb = quiz.check(qid, answer)
+    texts = qc.form_values(qq.question(qid), answer)
+    reasons = dict(fb.reasons)
+    for name in (n for n, reason in reasons.items() if reason != "crowded"):
+        # phrase kept: feedback must quote exactly what the learner typed
+        assert f"「{texts[name].strip()}」" in fb.message, fb.message
+
+
 @pytest.mark.parametrize("text", ["", "n 2", "2 3", "foo", "n^n", "n^0.5", "(n", "n)", "1/(n-n)", "n^13", "*", "1e"])
 def test_expression_errors_are_chinese(text):
     got, why = qc.read_value(text, {"n": qc.Poly.n()})

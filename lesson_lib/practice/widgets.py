@@ -37,24 +37,16 @@ def _frame(children, *classes):
     return accessible(w.VBox(children, layout=layout, _dom_classes=classes))
 
 
-def _tick(description: str):
-    """A tick box whose label is its own (width auto: 100% would overflow by the margins)."""
-    import ipywidgets as w
-
-    return w.Checkbox(description=description, indent=False, layout=w.Layout(width="auto"))
-
-
-def _answer_controls(q, rows: int) -> tuple[dict, list]:
-    """The answer controls by name, and the rows they are laid out in (a unit beside its box)."""
+def _answer_controls(q, rows: int) -> dict:
+    """The answer controls by name, in the order they are laid out."""
     import ipywidgets as w
 
     if q.kind == "self":
-        text = w.Textarea(description="你的回答", placeholder=q.placeholder, rows=rows,
-                          style=LABEL_BESIDE, layout=w.Layout(width="100%"))
-        return {"answer": text}, [text]
-    if q.kind == "multi":
-        ticks = {k: _tick(f"{k}. {label}") for k, label in q.choices}
-        return ticks, list(ticks.values())
+        return {"answer": w.Textarea(description="你的回答", placeholder=q.placeholder, rows=rows,
+                                     style=LABEL_BESIDE, layout=w.Layout(width="100%"))}
+    if q.kind == "multi":  # tick boxes: width auto, 100% would overflow by the margins
+        return {k: w.Checkbox(description=f"{k}. {label}", indent=False,
+                              layout=w.Layout(width="auto")) for k, label in q.choices}
     if q.kind == "single":  # laid out as a form of one choice
         options = tuple((k, f"{k}. {label}", "") for k, label in q.choices)
         boxes = [checkers.ChoiceBox("choice", "选一项", options, "")]
@@ -66,12 +58,12 @@ def _answer_controls(q, rows: int) -> tuple[dict, list]:
             options = [(label, key) for key, label, _ in b.options]
             controls[b.name] = w.RadioButtons(options=options, value=None, description=b.label,
                                               style=LABEL_BESIDE, layout=w.Layout(width="100%"))
-        else:  # continuous_update off: checked on Enter, not on each key
-            controls[b.name] = w.Text(description=b.label, continuous_update=False,
+        else:  # continuous_update off: checked on Enter, not on each key; the unit in the name
+            label = f"{b.label}（{b.unit}）" if b.unit else b.label
+            controls[b.name] = w.Text(description=label, continuous_update=False,
                                       placeholder=b.placeholder or "填一个数或式子",
                                       style=LABEL_BESIDE, layout=w.Layout(width="340px"))
-    units = [getattr(b, "unit", "") for b in boxes]  # a number box's unit beside it
-    return controls, [w.HBox([c, w.Label(u)]) if u else c for c, u in zip(controls.values(), units)]
+    return controls
 
 
 class SelfTestWidget:
@@ -85,7 +77,7 @@ class SelfTestWidget:
         self.question = question
         self.rubric = question.key if question.kind == "self" else None
         self.progress = progress if progress is not None else default_progress()
-        self.controls, answer_rows = _answer_controls(question, rows)
+        self.controls = _answer_controls(question, rows)
         written = self.rubric is not None
         self.submit = w.Button(description="写好了，看要点" if written else "提交",
                                button_style="primary")
@@ -103,18 +95,18 @@ class SelfTestWidget:
         below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.after]
         prompt = w.HTML(f"<b>{text_html(question.prompt)}</b>")
         classes = ("lesson-quiz", f"lesson-quiz-{question.id}")
-        self.box = _frame([prompt, *answer_rows, *below], *classes)
+        self.box = _frame([prompt, *self.controls.values(), *below], *classes)
         if self.attempts:
             self._restore_entry()
 
     def _self_assessment(self) -> list:
-        """The rubric and the learner's own ticks; the reference answer in place of an
-        explanation."""
+        """The rubric and the learner's ticks; the reference answer stands for the explanation."""
         import ipywidgets as w
 
         self._reference = box_html(self.rubric.model_answer, "neutral", "lesson-reference-answer")
         self.rubric_html = w.HTML(box_html(self.rubric.text(), "neutral", "lesson-rubric"))
-        self.ticks = {p.name: _tick(p.name) for p in self.rubric.points}
+        self.ticks = {p.name: w.Checkbox(description=p.name, indent=False,
+                                         layout=w.Layout(width="auto")) for p in self.rubric.points}
         self.record_button = w.Button(description="记录自评")
         self.assessment = _live(self.ticks, self._on_assess, self.record_button)
         return [self.rubric_html, *self.ticks.values(), self.record_button, self.assessment]
@@ -139,8 +131,8 @@ class SelfTestWidget:
             self.assessment.value = box_html(assessed.message, "review")
 
     def restore(self, stored) -> None:
-        """Set the controls from a stored answer (``stored_answer``); a control left as it is by
-        what it cannot take (a radio group: only one of its keys)."""
+        """Set the controls from a stored answer (``stored_answer``); a control keeps what it has
+        for a value it cannot take (a radio group: only one of its keys)."""
         from traitlets import TraitError
 
         values = {"choice": stored, "answer": stored}
@@ -155,11 +147,10 @@ class SelfTestWidget:
 
     def value(self):
         """The answer as the checker takes it: {box: text}, a key, the ticked keys, or text."""
-        if self.question.kind == "form":
-            return {name: "" if c.value is None else c.value for name, c in self.controls.items()}
+        values = {name: c.value for name, c in self.controls.items()}
         if self.question.kind == "multi":
-            return {k for k, box in self.controls.items() if box.value}
-        return next(iter(self.controls.values())).value  # the one choice or text
+            return {k for k, ticked in values.items() if ticked}
+        return values if self.question.kind == "form" else next(iter(values.values()))
 
     def _on_submit(self, _region) -> None:
         fb = quiz.check(self.question.id, self.value())
@@ -197,9 +188,8 @@ def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
 
 
 def progress_summary(progress: Progress | None = None, exercise_ids=()):
-    """The live progress summary (its ``text``) and a button that exports it (JSON and one page in
-    Chinese), saying where in a live region; ``exercise_ids``: the exercises to count, handed in
-    by the notebook."""
+    """The live summary (its ``text``) and 导出进度, which says in a live region where it wrote;
+    ``exercise_ids``: the exercises to count, handed in by the notebook."""
     import ipywidgets as w
 
     progress = progress if progress is not None else default_progress(exercise_ids)

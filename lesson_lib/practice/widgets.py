@@ -37,12 +37,12 @@ def _frame(children, *classes):
     return accessible(w.VBox(children, layout=layout, _dom_classes=classes))
 
 
-def _answer_controls(q, rows: int) -> dict:
+def _answer_controls(q) -> dict:
     """The answer controls by name, in the order they are laid out."""
     import ipywidgets as w
 
     if q.kind == "self":
-        return {"answer": w.Textarea(description="你的回答", placeholder=q.placeholder, rows=rows,
+        return {"answer": w.Textarea(description="你的回答", placeholder=q.placeholder, rows=4,
                                      style=LABEL_BESIDE, layout=w.Layout(width="100%"))}
     if q.kind == "multi":  # tick boxes: width auto, 100% would overflow by the margins
         return {k: w.Checkbox(description=f"{k}. {label}", indent=False,
@@ -71,13 +71,14 @@ class SelfTestWidget:
     self-explanation (free text, never graded) adds, after the first attempt, its rubric, a
     self-assessment and the reference answer."""
 
-    def __init__(self, question, progress: Progress | None = None, rows: int = 4):
+    def __init__(self, question_id: str, progress: Progress | None = None):
         import ipywidgets as w
 
+        question = questions.question(question_id)
         self.question = question
         self.rubric = question.key if question.kind == "self" else None
         self.progress = progress if progress is not None else default_progress()
-        self.controls = _answer_controls(question, rows)
+        self.controls = _answer_controls(question)
         written = self.rubric is not None
         self.submit = w.Button(description="写好了，看要点" if written else "提交",
                                button_style="primary")
@@ -175,14 +176,13 @@ class SelfTestWidget:
             region.value = self._reference
 
 
-def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:
-    """The widget for one self-test question (it displays itself as a cell's last value)."""
-    return SelfTestWidget(questions.question(question_id), progress)
+ask = SelfTestWidget  # the notebook's name: ask("Q2") shows itself as a cell's last value
 
 
 def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     """The interview: a self-explanation asked apart from the quiz, with a taller answer box."""
-    widget = SelfTestWidget(questions.question(questions.apart_ids()[0]), progress, rows=6)
+    widget = SelfTestWidget(questions.apart_ids()[0], progress)
+    widget.controls["answer"].rows = 6
     widget.box.add_class("lesson-interview")
     return widget
 

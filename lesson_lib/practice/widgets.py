@@ -89,9 +89,9 @@ class SelfTestWidget:
         self.attempt_label = w.HTML("尚未作答")
         self.feedback = _live(self.controls, self._on_submit, self.submit)
         self.reference = _live({}, self._on_reveal, self.reveal)
-        after = [self.reveal, self.reference]
-        if written:  # the rubric and the self-assessment before the reference answer
-            after = [*self._self_assessment(), *after]
+        # the rubric and the self-assessment before the reference answer
+        assessment = self._self_assessment() if written else []
+        after = [*assessment, self.reveal, self.reference]
         self.after = w.VBox(after, layout=w.Layout(display="none"))
         below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.after]
         prompt = w.HTML(f"<b>{text_html(question.prompt)}</b>")

@@ -29,7 +29,7 @@ def _live(controls: dict, show, submit):
 
 
 def _frame(children, *classes):
-    """The outer box: bordered, as wide as the output, named and read out (``accessible``)."""
+    """The outer box: bordered, as wide as the output, with the reader helper (``accessible``)."""
     import ipywidgets as w
 
     layout = w.Layout(border="1px solid var(--jp-border-color2, #ddd)", padding="8px",

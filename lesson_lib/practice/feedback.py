@@ -99,7 +99,10 @@ class Rubric:
 
     def text(self) -> str:
         """What the learner reads after writing: the points, then the misconceptions."""
-        lines = ["好的回答会说到这几点：", *(f"· {p.name}：{p.text}" for p in self.points)]
+        lines = ["好的回答会说到这几点："]
+        for i, p in enumerate(self.points, start=1):
+            number = "" if p.name[:1] in "①②③④⑤⑥⑦⑧⑨" else f"{i}. "  # ① carries its own number
+            lines.append(f"{number}{p.name}：{p.text}")
         if self.misconceptions:
             lines.append("常见的误解（你的回答里有没有类似的说法？）：")
             lines += [f"✗ 「{claim}」——{why}" for claim, why in self.misconceptions]

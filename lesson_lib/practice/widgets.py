@@ -226,7 +226,7 @@ def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
 
 
 class ProgressSummary:
-    """The live progress summary, with 导出进度 (JSON + one-page Chinese summary)."""
+    """The live progress summary, with 导出进度 (the JSON the class report reads)."""
 
     def __init__(self, progress: Progress | None = None, exercise_ids=()):
         import ipywidgets as w
@@ -235,7 +235,7 @@ class ProgressSummary:
         self.progress = progress if progress is not None else default_progress(exercise_ids)
         self.text = w.HTML()
         self.export_button = w.Button(description="导出进度",
-                                      tooltip="写出 JSON 和一页中文汇总，交给老师")
+                                      tooltip="写出 progress-export.json，交给老师")
         # 已导出 is read out after the click
         self.status = _wire({}, self._on_export, self.export_button)
         self.box = _frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
@@ -251,9 +251,7 @@ class ProgressSummary:
 
     def _on_export(self, status) -> None:
         try:
-            json_path, md_path = self.progress.export()
-            status.value = box_html(f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。",
-                                    "neutral")
+            status.value = box_html(f"已导出：{self.progress.export()}，交给老师。", "neutral")
         except OSError as exc:
             status.value = box_html(f"导出失败：{exc}", "wrong")
 

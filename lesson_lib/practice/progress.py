@@ -74,21 +74,17 @@ def _text(v, limit: int = MAX_TEXT_CHARS) -> bool:
     return type(v) is str and len(v) <= limit and not _SURROGATE.search(v)
 
 
-def _texts(v) -> bool:
-    return type(v) is list and len(v) <= MAX_LIST and all(map(_text, v))
-
-
 _CHECKS = {
     "text": _text,
-    "texts": _texts,
+    "texts": lambda v: type(v) is list and len(v) <= MAX_LIST and all(map(_text, v)),
     # what the learner typed (a lone surrogate is kept as typed), or the keys chosen
-    "typed": lambda v: (type(v) is str and len(v) <= MAX_ANSWER_CHARS) or _texts(v),
+    "typed": lambda v: (type(v) is str and len(v) <= MAX_ANSWER_CHARS) or _CHECKS["texts"](v),
     "source": lambda v: type(v) is str and len(v) <= MAX_SOURCE_CHARS,
     "count": lambda v: type(v) is int and 0 <= v < 2**31,
     "flag": lambda v: type(v) is bool,
 }
-# Each record's fields and their checks: "?" may be None (a missing field reads as None), "*" is
-# kept only where present. A record with a list (attempts, checks) names its items' shape.
+# Each record's fields and their checks: "?" may be null, "*" may be null or missing. A record with
+# a list (attempts, checks) names its items' shape.
 _SHAPES = {
     "attempt": {"answer": "typed", "verdict": "text", "mistake": "text?",
                 "question_version": "text?", "covered": "texts*", "of": "count*"},
@@ -107,54 +103,47 @@ def _bounded(items: list, limit: int) -> list:
     return items if len(items) <= limit else [items[0], *items[1 - limit:]]
 
 
-def _list(v, shape: str, limit: int = MAX_ATTEMPTS) -> list | None:
-    """Each item read as a ``shape`` record, the list bounded; None if one is wrong."""
-    items = [_read(i, shape) for i in v] if type(v) is list else [None]
-    return None if None in items else _bounded(items, limit)
+def _fits(v, check: str) -> bool:
+    """``v`` passes a field's ``check``; for a shape's name, ``v`` is a list of such records."""
+    if check in _SHAPES:
+        return type(v) is list and all(_is_record(i, check) for i in v)
+    return (v is None and check[-1] in "?*") or _CHECKS[check.strip("?*")](v)
 
 
-def _read(d, shape: str, upgrade=None) -> dict | None:
-    """``d`` read as a ``shape`` record (first ``upgrade``-d from an older version), each field
-    checked; None if one is wrong."""
-    if upgrade and type(d) is dict:
-        d = upgrade(d)  # None for a version-1 history that does not read
+def _is_record(d, shape: str) -> bool:
+    """``d`` is a ``shape`` record: each field there (a "*" one may be missing) passes its check."""
     if type(d) is not dict:
-        return None
-    out = {}
-    for key, check in _SHAPES[shape].items():
-        v = d.get(key)
-        if check in _SHAPES:  # the record's list
-            v = _list(v, check)
-            ok = v is not None
-        else:
-            ok = (v is None and check[-1] in "?*") or _CHECKS[check.strip("?*")](v)
-        if not ok:
-            return None
-        if v is not None or not check.endswith("*"):
-            out[key] = v
-    return out
+        return False
+    return all((k in d or c[-1] == "*") and _fits(d.get(k), c) for k, c in _SHAPES[shape].items())
 
 
-def _question_v1(e):
+def _question_v1(e) -> dict | None:
     """A version-1 question (``history`` of [answer, verdict]): an earlier version's answers."""
+    if type(e) is not dict:
+        return None
     pairs = e.get("history") or [[e.get("answer", ""), "self" if "self" in e else "review"]]
     if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
         return None
-    attempts = [{"answer": a, "verdict": v, "question_version": None} for a, v in pairs]
+    attempts = [{"answer": a, "verdict": v, "mistake": None, "question_version": None}
+                for a, v in pairs]
     if type(e.get("self")) is dict and pairs[-1][1] == "self":
         attempts[-1].update(covered=e["self"].get("covered"), of=e["self"].get("of"))
-    return {**e, "attempts": attempts, "n_attempts": e.get("attempts"), "question_version": None,
+    return {"attempts": attempts, "n_attempts": e.get("attempts"), "question_version": None,
             "first_try": pairs[0][1], "final": pairs[-1][1], "solved": e.get("solved", False),
             "answer": e.get("answer", "")}
 
 
-def _exercise_v2(e):
+def _exercise_v2(e) -> dict | None:
     """A version-1 or 2 exercise: only its last check was kept (version 1 said "status")."""
+    if type(e) is not dict:
+        return None
     last = e.get("result", e.get("status"))
     passed = last == "passed"
-    return {"message": "", "mistakes": [], "source": None, **e, "n_checks": e.get("checks"),
-            "result": last, "checks": [{"result": last, "mistakes": e.get("mistakes", [])}],
-            "passed": passed, "passed_source": e.get("source") if passed else None}
+    mistakes = e.get("mistakes", [])
+    return {"checks": [{"result": last, "mistakes": mistakes, "at": None}],
+            "n_checks": e.get("checks"), "passed": passed, "result": last,
+            "message": e.get("message", ""), "mistakes": mistakes, "source": e.get("source"),
+            "passed_source": e.get("source") if passed else None}
 
 
 def migrate(raw) -> dict:
@@ -174,16 +163,18 @@ def migrate(raw) -> dict:
         raise ValueError("顶层的栏目类型不对")
     if parts["interview"]:
         parts["questions"] = {**parts["questions"], _own_field_id(): parts.pop("interview")}
-    readers = {"questions": lambda e: _read(e, "question", _question_v1 if version == 1 else None),
-               "exercises": lambda e: _read(e, "exercise", _exercise_v2 if version < 3 else None),
-               "earlier": lambda e: _list(e, "question", MAX_EARLIER)}
-    data = {**empty(), "saved_at": saved_at}
-    for kind, read in readers.items():
-        for key, entry in parts[kind].items():
-            data[kind][key] = read(entry)
-            if data[kind][key] is None or not _text(key, 100):
-                raise ValueError(f"「{kind}」里的 {key[:40]!r} 有一项类型或长度不对")
-    return data
+    if version == 1:
+        parts["questions"] = {q: _question_v1(e) for q, e in parts["questions"].items()}
+    if version < 3:
+        parts["exercises"] = {name: _exercise_v2(e) for name, e in parts["exercises"].items()}
+    checks = {"questions": lambda e: _is_record(e, "question"),
+              "exercises": lambda e: _is_record(e, "exercise"),
+              "earlier": lambda e: _fits(e, "question")}  # a list of question records
+    for kind, fits in checks.items():
+        wrong = [key for key, e in parts[kind].items() if not (fits(e) and _text(key, 100))]
+        if wrong:
+            raise ValueError(f"「{kind}」里的 {wrong[0][:40]!r} 有一项类型或长度不对")
+    return {**empty(), "saved_at": saved_at, **{kind: dict(parts[kind]) for kind in checks}}
 
 
 def to_file(data: dict) -> dict:

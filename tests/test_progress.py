@@ -535,7 +535,7 @@ def test_a_tried_interview_is_one_summary_line_with_what_to_do(path):
     kinds = [kind for kind, *_ in p.items()]
     starts = [line.split("：")[0] for line in lines]
     assert [starts.count(kind) for kind in dict.fromkeys(kinds)] == [1, 1, 1], lines
-    assert (INTERVIEW, "tried") in _states(p)
+    assert (INTERVIEW, "review") in _states(p)  # written, not yet self-assessed
 
 
 # ---------------------------------------------------------------------------------------------

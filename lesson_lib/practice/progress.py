@@ -395,22 +395,21 @@ class Progress:
         return self.data["questions"].get(item_id) or self.data["exercises"].get(item_id, {})
 
     def items(self) -> list[tuple[str, str, str]]:
-        """(kind, name, done/tried/todo) for everything, in the summary's order."""
+        """(kind, name, done/tried/review/todo) for everything, in the summary's order."""
         kinds = zip(_KINDS, (self.ids, self.exercise_ids, self.apart), strict=True)
         return [(kind, name, self._state(name)) for (kind, _), ids in kinds for name in ids]
 
     def _state(self, name: str) -> str:
         """A self-explanation (Q1, the interview) is done once self-assessed, however many points
-        were ticked: it is never graded. An exercise is tried once its code ran."""
+        were ticked: it is never graded (review: written, not yet self-assessed). An exercise is
+        tried once its code ran."""
         e = self.entry(name)
         if e.get("solved") or e.get("passed") or e.get("final") == "self":
             return "done"
+        if e.get("final") == "review":
+            return "review"
         tried = e.get("n_attempts") or any(c["result"] != "todo" for c in e.get("checks", ()))
         return "tried" if tried else "todo"
-
-    def _said(self, name: str, state: str) -> str:
-        """The summary's state: a tried free-text answer not yet self-assessed is "review"."""
-        return "review" if state == "tried" and self.entry(name).get("final") == "review" else state
 
     def all_done(self) -> bool:
         return all(state == "done" for _, _, state in self.items())
@@ -420,7 +419,7 @@ class Progress:
         items = self.items()
         lines = [self.notice] if self.notice else []
         for kind, unit in _KINDS:
-            mine = {name: self._said(name, state) for k, name, state in items if k == kind}
+            mine = {name: state for k, name, state in items if k == kind}
             if not mine:  # none of this kind in the lesson
                 continue
             done = list(mine.values()).count("done")

@@ -315,14 +315,10 @@ class Progress:
         except (ValueError, RecursionError) as exc:  # not JSON; or migrate's, in Chinese: not ours
             said = str(exc) if type(exc) is ValueError else "内容已损坏或太大，不是完整的 JSON"
             return empty(), self._set_aside(said)
-        old = [q for q, e in data["questions"].items()
-               if current_version(q) not in (None, e["question_version"])]
-        for q in old:
-            _retire(data, q)
-        if not old:
-            return data, ""
-        return data, (f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答保留为旧版题目的作答"
-                      "（不计入），请按现在的题目再答。")
+        for q, e in list(data["questions"].items()):
+            if current_version(q) not in (None, e["question_version"]):
+                _retire(data, q)  # the question changed: the summary names its answers, kept apart
+        return data, ""
 
     def _set_aside(self, problem: str) -> str:
         """Rename the file to a fresh name beside it (never an existing one); the notice."""

@@ -201,13 +201,11 @@ def progress_summary(progress: Progress | None = None, exercise_ids=()):
 
     def export(status) -> None:
         try:
-            json_path, md_path = progress.export()
-            written = f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。"
-            status.value = box_html(written, "neutral")
+            status.value = box_html(f"已导出：{progress.export()}，交给老师。", "neutral")
         except OSError as exc:
             status.value = box_html(f"导出失败：{exc}", "wrong")
 
-    button = w.Button(description="导出进度", tooltip="写出 JSON 和一页中文汇总，交给老师")
+    button = w.Button(description="导出进度", tooltip="写出 progress-export.json，交给老师")
     box = _frame([text, button, _live({}, export, button)], "lesson-quiz-progress")
     refresh()
     progress.listeners.append(refresh)

@@ -124,9 +124,12 @@ def read_progress(path: Path) -> tuple[dict | None, str]:
     except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         return None, f"不是可读的 JSON（{type(exc).__name__}）"
     try:
-        return migrate(raw), ""
+        data, bad = migrate(raw)
     except ValueError as exc:
         return None, str(exc)
+    if bad:
+        return None, bad[0] + (f"（另有 {len(bad) - 1} 处不对）" if len(bad) > 1 else "")
+    return data, ""
 
 
 def load_class(paths: list[str], names: bool, warn) -> list[Student]:

@@ -146,10 +146,10 @@ def _exercise_v2(e) -> dict | None:
             "passed_source": e.get("source") if passed else None}
 
 
-def migrate(raw) -> dict:
+def migrate(raw) -> tuple[dict, list[str]]:
     """A parsed progress file of any version the lesson has written (1, 2, 3) as this version in
-    memory. Pure; raises ValueError (Chinese) for a file that is not one, or an entry with a field
-    of a wrong type or size (the lesson sets the file aside whole, the class report skips it)."""
+    memory, and the entries left out for a field of a wrong type or size (Chinese, one each). Pure;
+    raises ValueError (Chinese) for a file that is not one at all."""
     if type(raw) is not dict or raw.get("format") != FORMAT:
         raise ValueError(f"不是本课的进度文件（格式不是 {FORMAT}）")
     version = raw.get("version")
@@ -170,11 +170,15 @@ def migrate(raw) -> dict:
     checks = {"questions": lambda e: _is_record(e, "question"),
               "exercises": lambda e: _is_record(e, "exercise"),
               "earlier": lambda e: _fits(e, "question")}  # a list of question records
+    data = {**empty(), "saved_at": saved_at}
+    bad = []
     for kind, fits in checks.items():
-        wrong = [key for key, e in parts[kind].items() if not (fits(e) and _text(key, 100))]
-        if wrong:
-            raise ValueError(f"「{kind}」里的 {wrong[0][:40]!r} 有一项类型或长度不对")
-    return {**empty(), "saved_at": saved_at, **{kind: dict(parts[kind]) for kind in checks}}
+        for key, e in parts[kind].items():
+            if fits(e) and _text(key, 100):
+                data[kind][key] = e
+            else:  # left out, said; the rest is kept
+                bad.append(f"「{kind}」里的 {key[:40]!r} 有一项类型或长度不对")
+    return data, bad
 
 
 def to_file(data: dict) -> dict:
@@ -298,13 +302,13 @@ class Progress:
         self.listeners = []  # called after every change (the summary widgets)
 
     def _load(self) -> tuple[dict, str]:
-        """The saved progress or a fresh one, and a notice in Chinese."""
+        """The saved progress (the entries that read) or a fresh one, and a notice in Chinese."""
         try:
             _refuse(self.path)
             flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
             with os.fdopen(os.open(self.path, flags), "rb") as f:
                 raw = json.loads(f.read(MAX_FILE_BYTES))  # a larger file is cut short: not JSON
-            data = migrate(raw)  # an older version is read as this one, saved as this one
+            data, bad = migrate(raw)  # an older version is read as this one, saved as this one
         except FileNotFoundError:
             return empty(), ""
         except ProgressError as exc:
@@ -315,12 +319,22 @@ class Progress:
         except (ValueError, RecursionError) as exc:  # not JSON; or migrate's, in Chinese: not ours
             said = str(exc) if type(exc) is ValueError else "内容已损坏或太大，不是完整的 JSON"
             return empty(), self._set_aside(said)
-        for q, e in list(data["questions"].items()):
-            if current_version(q) not in (None, e["question_version"]):
-                _retire(data, q)  # the question changed: the summary names its answers, kept apart
-        return data, ""
+        old = [q for q, e in data["questions"].items()
+               if current_version(q) not in (None, e["question_version"])]
+        for q in old:
+            _retire(data, q)
+        notice = ""
+        if bad:
+            notice = self._set_aside(f"里有 {len(bad)} 条记录读不懂，已略去，其余照旧", fresh="")
+        if bad and not os.path.lexists(self.path):  # set aside: what reads goes back at once
+            with contextlib.suppress(OSError):
+                _replace_file(self.path, json.dumps(to_file(data), separators=(",", ":")))
+        if old:
+            notice += (f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答保留为旧版题目的作答"
+                       "（不计入），请按现在的题目再答。")
+        return data, notice
 
-    def _set_aside(self, problem: str) -> str:
+    def _set_aside(self, problem: str, fresh: str = "，所以这次从头开始记录") -> str:
         """Rename the file to a fresh name beside it (never an existing one); the notice."""
         target = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}-"
                                      f"{secrets.token_hex(3)}")
@@ -329,7 +343,7 @@ class Progress:
             kept = f"原文件已改名保存为 {target}，没有删除。"
         except OSError:
             kept = "旧文件原样留在那里（无法改名）。"
-        return f"进度文件 {self.path} {problem}，所以这次从头开始记录。{kept}"
+        return f"进度文件 {self.path} {problem}{fresh}。{kept}"
 
     def record(self, fb, answer, of: int = 0) -> None:
         """One attempt (a blank ``Feedback`` is none); ``of``: a self-assessed rubric's points."""

@@ -285,6 +285,15 @@ _NOT_DONE = {"tried": ("做过但还没过", "看提示再试一次。"),
              "todo": ("还没做", "")}
 
 
+def _where(item_id: str) -> str:
+    """A question with where the lesson asks it (「Q3（第 4 节）」); an exercise by its name."""
+    from lesson_lib.practice import questions
+
+    if current_version(item_id) is None:
+        return item_id
+    return f"{item_id}（{questions.asked_in(item_id)}）"
+
+
 class Progress:
     """What the learner has done: the lesson's questions and the exercises named by
     ``exercise_ids`` (the sections' list), kept in the file at ``path`` (None: in memory only).
@@ -437,7 +446,7 @@ class Progress:
             line = f"{kind}：已完成 {done} / {len(mine)} {unit}。"
             for state, (says, todo) in _NOT_DONE.items():
                 named = [name for name, said in mine.items() if said == state]
-                line += f"{says}：{'、'.join(named)}。{todo}" if named else ""
+                line += f"{says}：{'、'.join(map(_where, named))}。{todo}" if named else ""
             lines.append(line)
         if self.data["earlier"]:
             lines.append(f"另有旧版题目的作答，保留着、不计入：{'、'.join(self.data['earlier'])}。")

@@ -15,12 +15,8 @@ import numpy as np
 from lesson_lib.show.tables import html_table
 
 CJK_FONT = "Noto Sans CJK SC"
-# Noto Sans CJK Regular (OFL): one collection whose faces share every glyph. The system's copy
-# where a CJK font package is installed (Debian/Ubuntu, Fedora, Arch), else noto-cjk-sans-otc's.
+# Noto Sans CJK Regular (OFL), from noto-cjk-sans-otc: one collection whose faces share every glyph
 _FONT_FILE = "NotoSansCJK-Regular.ttc"
-SYSTEM_FONT_DIRS = (Path("/usr/share/fonts/opentype/noto"),
-                    Path("/usr/share/fonts/google-noto-cjk"),
-                    Path("/usr/share/fonts/noto-cjk"))
 # matplotlib < 3.11 reads only a collection's first face (the Japanese one): the same glyphs, so
 # figures on Python 3.10 still have every Chinese character.
 _FIRST_FACE = "Noto Sans CJK JP"
@@ -28,9 +24,6 @@ MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at
 
 
 def font_path() -> Path:
-    for folder in SYSTEM_FONT_DIRS:
-        if (folder / _FONT_FILE).is_file():
-            return folder / _FONT_FILE
     try:
         import noto_cjk_sans_otc
     except ImportError:

@@ -79,6 +79,11 @@ def wrap_title(title: str | None, width_inches: float, size: float) -> str:
     return "\n".join(lines)
 
 
+def _svg_lines(text: str | None, width: int, px: float) -> list[str]:
+    """``text`` wrapped to a ``width`` px SVG (4 px margins) at ``px`` px (pt = px × 0.75)."""
+    return wrap_title(text, (width - 8) / 96, px * 0.75).split("\n") if text else []
+
+
 @functools.cache
 def colormap_lut() -> np.ndarray:  # (256, 3) uint8: viridis, the lesson's one colormap
     import matplotlib
@@ -292,8 +297,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         caption = 15 if numbered else 0
         hgap = 6
         vgap = 6 + caption
-        lines = wrap_title(suptitle, (width - 8) / 96,
-                           title_px * 0.75).split("\n") if suptitle else []
+        lines = _svg_lines(suptitle, width, title_px)
         top = 8 + (title_px + 5) * len(lines) + caption
         cell_px = max(1, min((width - left - (cols - 1) * hgap) // (cols * m),
                              (height - top - (rows - 1) * vgap) // (rows * n)))
@@ -313,8 +317,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
             left = 8
             down = 6
         width = left + (cols * m + (cols - 1) * gap) * cell_px + 70
-        lines = wrap_title(suptitle, (width - 8) / 96,
-                           title_px * 0.75).split("\n") if suptitle else []
+        lines = _svg_lines(suptitle, width, title_px)
         top = 8 + (title_px + 5) * len(lines) + (18 if h > 1 else 0)
         hgap = vgap = gap * cell_px
         if cols == 1 and h > 1:  # stacked: key labels under every map
@@ -331,7 +334,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
             for i, line in enumerate(lines)]
     if small and h == 1:  # one head, no tiles: the note says what more heads would show
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
-                for i, line in enumerate(wrap_title(note, (width - 8) / 96, 13 * 0.75).split("\n"))]
+                for i, line in enumerate(_svg_lines(note, width, 13))]
     tile_w = m * cell_px
     tile_h = n * cell_px
     for i, title in enumerate(titles if not (small and h == 1) else []):

@@ -190,6 +190,11 @@ def sentence(text: str) -> str:
     return text if text.endswith(("。", "？", "！")) else text + "。"
 
 
+def largest(row, names, k: int = 2) -> str:
+    """The ``k`` largest weights of ``row`` as 给「name」0.40，… (ties: the first name)."""
+    return "，".join(f"给「{names[j]}」{row[j]:.2f}" for j in np.argsort(-row, kind="stable")[:k])
+
+
 def heads_description(w, row_tokens, key_tokens, titles, title=None):
     """(alt, table) for a tiled heat map, from its numbers: up to 12 rows, each row's two largest
     weights, else each tile's three largest cells; the table gives each row's largest."""
@@ -200,11 +205,7 @@ def heads_description(w, row_tokens, key_tokens, titles, title=None):
         name = titles[i] or ""
         label = f"{name}：" if name else ""
         if n <= 12:
-            cells = []
-            for r in range(n):
-                top = np.argsort(-w[i, r], kind="stable")[:2]
-                given = "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}" for k in top)
-                cells.append(f"「{row_tokens[r]}」{given}")
+            cells = [f"「{row_tokens[r]}」{largest(w[i, r], key_tokens)}" for r in range(n)]
             parts.append(label + "；".join(cells))
         else:
             flat = np.argsort(-w[i].ravel(), kind="stable")[:3]

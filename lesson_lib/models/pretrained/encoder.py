@@ -11,11 +11,7 @@ import numpy as np
 from lesson_lib.attention import _merge_heads, _scaled_dot_product_attention, _split_heads
 from lesson_lib.checks import LessonInputError, LessonInputTypeError
 
-
-class EncoderConfig(namedtuple("EncoderConfig", "name n_layers n_heads d_model eps max_tokens")):
-    @property
-    def d_k(self):
-        return self.d_model // self.n_heads
+EncoderConfig = namedtuple("EncoderConfig", "name n_layers n_heads d_model eps max_tokens")
 
 
 # One sentence's forward pass: T tokens (start and end token included), attentions (L, H, T, T).

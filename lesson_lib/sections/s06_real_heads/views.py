@@ -78,7 +78,8 @@ def model_text(model) -> str:
 
 def size_text(c) -> str:
     return (f"{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
-            f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}")
+            f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = "
+            f"{c.d_model // c.n_heads}")
 
 
 @_needs_model

@@ -242,15 +242,13 @@ class Picture(str):
 
     def _repr_html_(self) -> str:
         vector, named, folded = self._parts
-        width = re.search(r'width="([\d.]+)(pt|px)?"', named)
-        size = ""
-        if width:
-            px = float(width[1]) * (4 / 3 if width[2] == "pt" else 1)
-            size = f' width="{round(px)}"'
+        width = re.search(r'width="([\d.]+)(pt|px)?"', named)  # matplotlib's in pt, ours in px
+        px = float(width[1]) * (4 / 3 if width[2] == "pt" else 1)
         data = base64.b64encode(named.encode("utf-8")).decode("ascii")
-        return (f'{vector}<img class="lesson-ras" '
-                f'alt="{_html.escape(self.lesson_alt, quote=True)}"{size} style="max-width:100%;'
-                f'height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">{folded}')
+        alt = _html.escape(self.lesson_alt, quote=True)
+        return (f'{vector}<img class="lesson-ras" alt="{alt}" width="{round(px)}" style="max-width:'
+                f'100%;height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">'
+                f"{folded}")
 
     def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
         return f"<图：{self.lesson_alt}>"

@@ -11,9 +11,10 @@ import time
 
 import numpy as np
 from attention_fast import multi_head_attention_fast
+from attention_reference import multi_head_attention_reference
 
 from lesson_lib import costs
-from lesson_lib.attention import multi_head_attention, multi_head_attention_reference
+from lesson_lib.attention import multi_head_attention
 
 N, D = 1024, 512
 HEADS = (1, 8, 64)

@@ -50,7 +50,7 @@ def _run(call):
 
 
 def cases():
-    lesson = {"mha": attention.multi_head_attention, "reference": attention.multi_head_attention_reference}
+    lesson = {"mha": attention.multi_head_attention, "reference": t.multi_head_attention_reference}
     for name, xw, *_ in t.BAD_MHA + [(r[0], r[1]) for r in t.OVERFLOWS] + [(r[0], r[1]) for r in t.GOOD_MHA]:
         x, ws, *h = xw
         for kname, kernel in lesson.items():

@@ -112,33 +112,6 @@ def _multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     return _merge_heads(heads) @ w_o, weights  # (..., n, d_model)  Concat(head_i) W^O
 
 
-@translated
-def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
-    """论文的定义，一次算一个头：放在批量版本旁边的朴素循环。"""
-    x, w_q, w_k, w_v, w_o, h, mask = check_mha(x, w_q, w_k, w_v, w_o, h, mask)  # 掩码 (…, h, n, n)
-    return _multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask)  # out, weights
-
-
-def _multi_head_attention_reference(x, w_q, w_k, w_v, w_o, h, mask=None):
-    """head_i = Attention(X W_i^Q, X W_i^K, X W_i^V)，一个 i 一个 i 地算。"""
-    d_k = x.shape[-1] // h
-    heads = []
-    weights = []
-    for i in range(h):
-        block = slice(i * d_k, (i + 1) * d_k)  # 第 i 个头拥有第 [i·d_k, (i+1)·d_k) 列
-        mask_i = None if mask is None else mask[..., i, :, :]  # (..., n, n)
-        head_i, weights_i = _scaled_dot_product_attention(  # (..., n, d_v), (..., n, n)
-            x @ w_q[:, block],  # (..., n, d_k)  X W_i^Q
-            x @ w_k[:, block],  # (..., n, d_k)  X W_i^K
-            x @ w_v[:, block],  # (..., n, d_v)  X W_i^V
-            mask_i,
-        )
-        heads.append(head_i)  # (..., n, d_v)
-        weights.append(weights_i)  # (..., n, n)
-    concat = np.concatenate(heads, axis=-1)  # (..., n, h·d_v)
-    return concat @ w_o, np.stack(weights, axis=-3)  # (..., n, d_model), (..., h, n, n)
-
-
 def head_width(d_model, h):
     """d_k = d_model / h；h 不能整除 d_model 时给出中文说明。"""
     return d_model // check_heads(d_model, h)  # d_k (一个整数)

@@ -82,12 +82,8 @@ def kv_sharing(d_model: int, h: int, groups: int) -> KVSharing:
     divisors = [g for g in range(1, h + 1) if h % g == 0]
     why = f"（写整数；键/值头的组数要整除 h = {h}：每组的查询头一样多）"
     g = check_choice(groups, "groups", divisors, why)
-    if g == h:
-        name = "多头（MHA）"
-    elif g == 1:
-        name = "多查询（MQA）"
-    else:
-        name = f"分组查询（GQA，{g} 组）"
+    names = {1: "多查询（MQA）", h: "多头（MHA）"}  # h = 1: every query head has its own K/V
+    name = names.get(g, f"分组查询（GQA，{g} 组）")
     return KVSharing(name, g, d_k, projection_params=2 * d_model * d_model + 2 * d_model * g * d_k,
                      cache_per_token=2 * g * d_k)
 

@@ -50,7 +50,7 @@ os.environ["LESSON_PROGRESS_FILE"] = str(_PROGRESS_DIR / "progress.json")
 # ``python -m pytest -p no:nbval -m "not slow" tests`` (it trains nothing; its cost:
 # ``python benchmarks/run.py readme``); ``bash scripts/test.sh`` runs both sets.
 SLOW_FILES = {
-    "tests/test_offline.py": "the notebook re-run twice under nbval (offline, other CPU code paths)",
+    "tests/test_offline.py": "the lesson and lab_ablation re-run under nbval (offline, other CPU code paths)",
     "tests/test_classroom.py": "a real JupyterHub with two students",
     "tests/test_fresh_clone.py": "the README's first command on a fresh clone, as root and as a normal user",
     "tests/test_self_test_notebook.py": "runs the notebook's self-test cells in a kernel",

@@ -94,7 +94,7 @@ _NEEDS_NAME = ("Text", "Textarea", "Checkbox", "Dropdown", "IntText", "FloatText
 
 def unnamed_controls(root) -> list[str]:
     """Controls under ``root`` a screen reader could not name: an ipywidgets slider (use ``slider``), a text box,
-    checkbox or dropdown without a ``description`` or ``named`` name, a Button without text, an empty choice."""
+    checkbox or dropdown without a ``description``, a Button without text, an empty choice."""
     import ipywidgets as w
 
     from lesson_lib.show import controls
@@ -108,7 +108,7 @@ def unnamed_controls(root) -> list[str]:
         if ours and not widget.description.strip():
             found.append("widgets.slider 没有 description")
         if (isinstance(widget, tuple(getattr(w, k) for k in _NEEDS_NAME))
-                and not (widget.description.strip() or getattr(widget, "_lesson_name", ""))):
+                and not widget.description.strip()):
             found.append(f"{kind} 没有 description（placeholder={getattr(widget, 'placeholder', '')!r}）")
         if isinstance(widget, w.Button) and not (widget.description.strip() or widget.tooltip):
             found.append("Button 没有文字")

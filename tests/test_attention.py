@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 from attention_fast import multi_head_attention_fast
+from attention_reference import multi_head_attention_reference
 from helpers import assert_chinese_message, causal, make_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +17,6 @@ from lesson_lib import attention as att
 from lesson_lib.attention import (
     merge_heads,
     multi_head_attention,
-    multi_head_attention_reference,
     scaled_dot_product_attention,
     softmax,
     split_heads,

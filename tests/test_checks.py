@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from attention_fast import multi_head_attention_fast
+from attention_reference import multi_head_attention_reference
 from helpers import assert_chinese_message, scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +22,6 @@ from hypothesis import strategies as st
 from lesson_lib import attention, checks
 from lesson_lib.attention import (
     multi_head_attention,
-    multi_head_attention_reference,
     scaled_dot_product_attention,
     softmax,
 )

@@ -88,21 +88,6 @@ def test_linked_box_carries_the_reader_helper_and_a_live_summary():
     assert not [x for x in controls.walk(inner) if isinstance(x, controls._reader_class())]
 
 
-def test_named_gives_a_text_box_a_name_the_helper_sets():
-    import ipywidgets as w
-
-    bare = w.Textarea(placeholder="写在这里")
-    assert unnamed_controls(w.VBox([bare]))  # a placeholder is not a name
-    label = "你的回答"
-    box = controls.accessible(w.VBox([controls.named(w.Textarea(placeholder="写在这里"), label)]))
-    text = box.children[1]
-    assert unnamed_controls(box) == []
-    (cls, name), = box.children[0].names
-    assert name == label and cls in text._dom_classes
-    with pytest.raises(ValueError):
-        controls.named(w.Text(), " ")
-
-
 def test_screen_reader_only_text_is_escaped_and_hidden():
     html_text = controls.screen_reader_only("<b>h = 8</b>")
     assert "&lt;b&gt;h = 8&lt;/b&gt;" in html_text and "clip" in html_text and "<b>" not in html_text

@@ -7,11 +7,11 @@ import re
 
 import pytest
 from attention_fast import multi_head_attention_fast
+from attention_reference import multi_head_attention_reference
 from flops_measure import measure
 from helpers import assert_chinese_message
 
 from lesson_lib import costs
-from lesson_lib.attention import multi_head_attention_reference
 from lesson_lib.checks import AttentionInputError, LessonInputTypeError
 
 

@@ -1,4 +1,4 @@
-"""usable_cpus reads the student's OWN cgroup: nested cgroup v2 and cgroup v1, on fixture trees (a fake root)."""
+"""usable_cpus reads the student's OWN cgroup: nested cgroup v2, on fixture trees (a fake root)."""
 
 import os
 
@@ -7,9 +7,6 @@ import pytest
 from lesson_lib.runtime import cpus
 
 AFFINITY = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-V2_MOUNT = "30 1 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
-V1_MOUNTS = ("31 1 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
-             "32 1 0:28 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n")
 TLJH = "/user.slice/user-1000.slice/jupyter-ada.service"  # The Littlest JupyterHub's per-user unit
 
 
@@ -23,23 +20,11 @@ def _write(path, text):
     path.write_text(text)
 
 
-def v2_tree(root, own, limits, mountinfo=V2_MOUNT):
+def v2_tree(root, own, limits):
     """A fake root whose process sits in cgroup ``own``; ``limits``: {cgroup path: cpu.max text}."""
     _write(root / "proc/self/cgroup", f"0::{own}\n")
-    _write(root / "proc/self/mountinfo", mountinfo)
     for path, text in limits.items():
         _write(root / "sys/fs/cgroup" / path.lstrip("/") / "cpu.max", text)
-    return root
-
-
-def v1_tree(root, own, limits):
-    """cgroup v1: ``limits``: {cgroup path: (cfs_quota_us, cfs_period_us)} under the cpu,cpuacct mount."""
-    _write(root / "proc/self/cgroup", f"5:memory:{own}\n3:cpu,cpuacct:{own}\n1:name=systemd:{own}\n")
-    _write(root / "proc/self/mountinfo", V1_MOUNTS)
-    for path, (quota, period) in limits.items():
-        folder = root / "sys/fs/cgroup/cpu,cpuacct" / path.lstrip("/")
-        _write(folder / "cpu.cfs_quota_us", f"{quota}\n")
-        _write(folder / "cpu.cfs_period_us", f"{period}\n")
     return root
 
 
@@ -73,34 +58,6 @@ def test_v2_inside_a_cgroup_namespace_the_mount_root_is_the_own_group(tmp_path):
     assert cpus.cgroup_cpus(root) == 2.0
 
 
-def test_v2_without_mountinfo_uses_the_usual_mount(tmp_path):
-    root = v2_tree(tmp_path, TLJH, {TLJH: "30000 100000\n"}, mountinfo="")
-    (root / "proc/self/mountinfo").unlink()
-    assert cpus.cgroup_cpus(root) == pytest.approx(0.3)
-
-
-def test_v1_nested_quota_under_the_cpu_controller(tmp_path):
-    own = "/docker/3f2a"
-    root = v1_tree(tmp_path, own, {"/": (-1, 100000), "/docker": (300000, 100000), own: (100000, 100000)})
-    assert cpus.cgroup_cpus(root) == 1.0
-    assert cpus.usable_cpus(root) == 1
-
-
-def test_v1_no_quota_is_minus_one(tmp_path):
-    root = v1_tree(tmp_path, "/user.slice", {"/": (-1, 100000), "/user.slice": (-1, 100000)})
-    assert cpus.cgroup_cpus(root) is None
-
-
-def test_v1_group_mounted_as_the_root_of_a_container(tmp_path):
-    """An older container mounts its own group's folder: mountinfo's root field is that group."""
-    own = "/docker/3f2a"
-    _write(tmp_path / "proc/self/cgroup", f"3:cpu,cpuacct:{own}\n")
-    _write(tmp_path / "proc/self/mountinfo", f"32 1 0:28 {own} /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpuacct,cpu\n")
-    _write(tmp_path / "sys/fs/cgroup/cpu/cpu.cfs_quota_us", "250000\n")
-    _write(tmp_path / "sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n")
-    assert cpus.cgroup_cpus(tmp_path) == 2.5
-
-
 def test_unreadable_or_garbled_files_mean_no_quota(tmp_path):
     assert cpus.cgroup_cpus(tmp_path) is None  # no /proc at all (macOS, Windows)
     root = v2_tree(tmp_path, TLJH, {TLJH: "garbage\n"})
@@ -121,3 +78,10 @@ def test_affinity_mask_is_respected(tmp_path, monkeypatch):
 
 def test_this_machine_reads_without_error():
     assert cpus.usable_cpus() >= 1
+
+
+def test_cgroup_v1_is_not_read(tmp_path):
+    """Only v2 is read: a v1 machine's quota is left to the affinity mask and LESSON_CPUS."""
+    _write(tmp_path / "proc/self/cgroup", "3:cpu,cpuacct:/docker/3f2a\n")
+    _write(tmp_path / "sys/fs/cgroup/cpu,cpuacct/docker/3f2a/cpu.cfs_quota_us", "100000\n")
+    assert cpus.cgroup_cpus(tmp_path) is None

@@ -1,7 +1,7 @@
-"""The lesson's checked outputs are the same with the network cut and on other CPU code paths.
+"""The checked outputs of the lesson and of lab_ablation are the same with the network cut and on other CPU code paths.
 
-One run of strict nbval against the stored notebook, a whole Restart & Run All in a fresh kernel, with every
-condition at once (``offline-prescott-blas-1-thread-baseline-simd``):
+Per notebook, one run of strict nbval against the stored notebook, a whole Restart & Run All in a fresh kernel, with
+every condition at once (``offline-prescott-blas-1-thread-baseline-simd``):
 
 * the network is cut;
 * OpenBLAS uses its generic x86 kernel (``OPENBLAS_CORETYPE=Prescott``; where numpy's OpenBLAS crashes with that
@@ -13,6 +13,9 @@ The default code path (this CPU's best kernel and SIMD loops, default threads) i
 together the two show on one machine that no checked output follows the BLAS kernel, the thread count or numpy's
 SIMD loops (a difference between the runs is found; which condition caused it is found by re-running with one
 variable changed). One combined run instead of one per condition halves this file's cost (one Restart & Run All).
+lab_ablation trains its 18 models in the kernel (~25 CPU-s): its printed levels and its pictures are compared, the
+pictures too (the sanitize file's figure patterns are left out for it), so a drawing made from digits that follow the
+BLAS kernel is caught. The lesson's figures stay sanitized, as in the suite's main nbval run.
 Probe cells appended to the copy check that each condition took effect (kernel, thread count, SIMD targets off,
 and 192.0.2.1 -- TEST-NET-1 -- unreachable); the committed notebook is never modified. On a CPU that is not x86 the
 generic-kernel condition is reported as a skip with its reason and the rest still runs.
@@ -42,7 +45,9 @@ from helpers import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "day11_multi_head_attention.ipynb"
+LAB = ROOT / "notebooks" / "lab_ablation.ipynb"  # the lab that trains in the kernel
 SANITIZE = ROOT / "notebooks" / "nbval_sanitize.cfg"
+FIGURE_PATTERNS = "[figure drawings"  # the sanitize file's section that blanks pictures (not for the lab)
 CELL_TIMEOUT_S = 300
 X86 = platform.machine().lower() in {"x86_64", "amd64", "i386", "i686"}
 PROBE_MARK = "OFFLINE-PROBE"
@@ -251,9 +256,21 @@ def _pytest_runner(tmp_path: Path) -> tuple[list[str], str]:
     return [sys.executable], "socket guard (IPython startup file)"
 
 
+def _sanitize_file(notebook: Path, tmp_path: Path) -> Path:
+    """The lesson: the suite's sanitize file. The lab: its patterns before the figures', so pictures are compared."""
+    if notebook != LAB:
+        return SANITIZE
+    text = SANITIZE.read_text(encoding="utf-8")
+    assert FIGURE_PATTERNS in text, f"{SANITIZE.name} no longer has its {FIGURE_PATTERNS}] section: update this test"
+    strict = tmp_path / "nbval_sanitize_pictures_compared.cfg"
+    strict.write_text(text.split(FIGURE_PATTERNS)[0], encoding="utf-8")
+    return strict
+
+
 @pytest.mark.parametrize("variant_env", list(_variants()))
-def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_property, variant_env):
-    assert NOTEBOOK.exists(), f"{NOTEBOOK} is missing"
+@pytest.mark.parametrize("notebook", [NOTEBOOK, LAB], ids=lambda path: path.stem)
+def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_property, variant_env, notebook):
+    assert notebook.exists(), f"{notebook} is missing"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("JUPYTER", "IPYTHON", "OPENBLAS_", "OMP_", "MKL_", "NPY_"))}
     env.update(variant_env)
@@ -268,14 +285,14 @@ def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_propert
     runner, method = _pytest_runner(tmp_path)
     # A copy of notebooks/ is the kernel's working folder: whatever a cell writes stays out of the repository.
     work = tmp_path / "notebooks"
-    shutil.copytree(NOTEBOOK.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    copy = work / NOTEBOOK.name
-    _notebook_with_probes(NOTEBOOK, copy, env)
+    shutil.copytree(notebook.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    copy = work / notebook.name
+    _notebook_with_probes(notebook, copy, env)
     (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n", encoding="utf-8")
     cell_timeout = round(scaled(CELL_TIMEOUT_S))  # a hang's bound, stretched on a busy machine like every wait
     args = ["-p", "no:cacheprovider", "-q", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
             "--nbval", "--nbval-current-env", "--nbval-cell-timeout", str(cell_timeout),
-            "--nbval-sanitize-with", str(SANITIZE), str(copy)]
+            "--nbval-sanitize-with", str(_sanitize_file(notebook, tmp_path)), str(copy)]
     if runner == [sys.executable]:
         args = ["-m", "pytest", *args]
     started = time.perf_counter()
@@ -284,12 +301,12 @@ def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_propert
     seconds = time.perf_counter() - started
     shown = {k: env[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES") if k in env}
     shown["OpenBLAS kernel"] = (openblas_facts(env) or {}).get("blas_architecture", "not OpenBLAS")
-    record_property("variant", f"{name}: {shown}; network: {method}")
+    record_property("variant", f"{notebook.stem}, {name}: {shown}; network: {method}")
     record_property("variant_seconds", round(seconds, 1))
-    print(f"{name} ({shown}; network: {method}): {seconds:.1f} s")
+    print(f"{notebook.stem}, {name} ({shown}; network: {method}): {seconds:.1f} s")
     tail = "\n".join(proc.stdout.splitlines()[-60:])
     assert proc.returncode == 0, (
-        f"strict nbval under {name} ({shown}; network: {method}) differs from the stored outputs "
+        f"strict nbval of {notebook.name} under {name} ({shown}; network: {method}) differs from the stored outputs "
         f"(the last probe cells check the variant itself):\n{tail}\n{proc.stderr[-2000:]}")
 
 

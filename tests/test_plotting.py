@@ -63,12 +63,6 @@ def test_use_chinese_font_registers_noto_sans_cjk():
     assert plotting.use_chinese_font() == plotting.CJK_FONT  # calling again is harmless
 
 
-def test_the_systems_copy_of_the_font_is_used_where_there_is_one(tmp_path, monkeypatch):
-    (tmp_path / "NotoSansCJK-Regular.ttc").write_bytes(b"")
-    monkeypatch.setattr(plotting, "SYSTEM_FONT_DIRS", (tmp_path / "absent", tmp_path))
-    assert plotting.font_path() == tmp_path / "NotoSansCJK-Regular.ttc"
-
-
 def test_the_environment_has_one_free_cjk_font_file_and_no_more_than_20_mb_of_fonts():
     """No mplfonts and no non-free font (SimHei) in the lesson's environment: its font files over 1 MB are the
     one Noto Sans CJK collection (OFL), under 20 MB (the small ones are matplotlib's and JupyterLab's own)."""

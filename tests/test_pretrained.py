@@ -20,7 +20,7 @@ from helpers import load_npz, require_english_weights
 from lesson_lib.checks import LessonInputError, LessonInputTypeError
 from lesson_lib.models.pretrained import encoder, minilm
 from lesson_lib.models.pretrained import minilm as pt
-from lesson_lib.models.pretrained.encoder import UnknownTextWarning, gelu
+from lesson_lib.models.pretrained.encoder import gelu
 from lesson_lib.models.pretrained.files import WeightsFileError, sha256_of
 from lesson_lib.models.pretrained.head_finder import SCORE_NAMES, head_scores, phrase_scores, rank_heads
 from lesson_lib.models.pretrained.minilm import read_safetensors
@@ -181,17 +181,6 @@ def test_encode_rejects_bad_text(english_model, bad, error):
 def test_tokenizer_keeps_long_sentences_whole(english_model):
     tokens, _ = english_model.tokenizer.encode("word " * 200)  # the file's settings would cut at 128 and pad
     assert len(tokens) == 202 and tokens[-1] == "[SEP]" and "[PAD]" not in tokens
-
-
-def test_mostly_unknown_text_is_flagged(english_model):
-    with pytest.warns(UnknownTextWarning, match=r"\[UNK\]"):
-        tokens, _ = english_model.attend("小明把苹果递给了小红，因为她帮过他。")
-    assert tokens.count("[UNK]") * 2 > len(tokens) - 2  # the warning is about a real fact
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        english_model.attend("The cat sat.")  # English: no warning
 
 
 @pytest.mark.parametrize("name", ["law", "making"])

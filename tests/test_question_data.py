@@ -123,7 +123,7 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
     "missing field": (('prompt = "X1　d_model = {d_model}、h = {h}：每个头几维？"\n', ""), "X1", "prompt"),
     "wrong type": (('answer = "B"', "answer = 2"), "X1", "answer"),
     "unknown function": (('call = "attention.head_width"', 'call = "attention.width"'), "X1", "values.d_k.call"),
-    "unknown argument": (('h = "h" }', 'heads = "h" }'), "X1", "values.d_k.heads"),
+    "unknown argument": (('h = "h" }', 'heads = "h" }'), "X1", "values.d_k"),
     "unknown checker": (('kind = "expression"', 'kind = "expression"\nexplain = "guess"'), "X2",
                         "boxes[0].explain"),
     "unknown placeholder": (("解析：{d_model}", "解析：{d_ff}"), "X1", "explanation"),
@@ -141,6 +141,9 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
                                        '"attention.head_width"'), "X1", "values.d_k"),
     "a file value with no function": (('{ call = "paper.base_d_model" }', '{ call = "paper.d_model" }'), "",
                                       "values.d_model.call"),
+    "a list as the kind": (('kind = "single"', 'kind = ["single"]'), "X1", "kind"),
+    "a list as the function": (('call = "paper.base_d_model"', 'call = ["paper.base_d_model"]'), "",
+                               "values.d_model.call"),
 }  # fmt: skip
 
 
@@ -175,15 +178,6 @@ def test_a_placeholder_error_shows_this_files_own_names(tmp_path, text, named):
     with pytest.raises(questions.QuestionDataError) as err:
         questions.read_file(path)
     assert named in str(err.value)
-
-
-def test_the_picture_names_a_section_function_that_exists(tmp_path):
-    drawn = GOOD.replace('id = "X1"', 'id = "X1"\npicture = { draw = "s06_real_heads.pronoun.head_map" }')
-    assert questions.read_file(_file(tmp_path, drawn))[0].picture["draw"].endswith("head_map")
-    missing = drawn.replace("pronoun.head_map", "pronoun.no_such_map")
-    with pytest.raises(questions.QuestionDataError) as err:
-        questions.read_file(_file(tmp_path, missing))
-    assert (err.value.question, err.value.field) == ("X1", "picture.draw")
 
 
 def test_an_id_in_two_files_is_refused(tmp_path, monkeypatch):

@@ -333,16 +333,31 @@ def test_an_unread_box_echoes_what_it_read(text):
     ("qid", "answer", "typed"),
     [("Q2", ["HEAD=32", "不变"], "HEAD"), ("Q3", ["O(n^2 d)", "512n²"], "O"), ("Q2", ["32 64", "不变"], "32 64"),
      ("Q2", ["32)", "不变"], "32)"), ("Q2", ["32 (64)", "不变"], "32 (64)"),
-     ("Q6", ["64", "1536（不分组）"], "不分组"), ("Q2", ["32（8 个头）", "不变"], "8 个头"),
-     ("Q3", ["512n²", "512n² (h=8)"], "h=8"), ("Q2", ["512/0", "不变"], "512/0"),
-     ("Q6", ["64", "512 个（12 组）"], "12 组"), ("Q6", ["64", "512（12 组键 + 12 组值）"], "12 组键 + 12 组值"),
-     ("Q3", ["1024n²（打分加乘V）", "512n²"], "打分加乘V"), ("Q2", ["64 (d_v 32)", "不变"], "64 (d_v 32)")],
+     ("Q6", ["64", "1536（不分组）"], "1536（不分组）"), ("Q2", ["32（8 个头）", "不变"], "32（8 个头）"),
+     ("Q3", ["512n²", "512n² (h=8)"], "512n² (h=8)"), ("Q2", ["512/0", "不变"], "512/0"),
+     ("Q6", ["64", "512 个（12 组）"], "512 个（12 组）"),
+     ("Q6", ["64", "512（12 组键 + 12 组值）"], "512（12 组键 + 12 组值）"),
+     ("Q3", ["1024n²（打分加乘V）", "512n²"], "1024n²（打分加乘V）"), ("Q2", ["64 (d_v 32)", "不变"], "64 (d_v 32)")],
 )  # fmt: skip
 def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
     """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""
     fb = quiz.check(qid, answer)
     # phrase kept: feedback must quote exactly what the learner typed
     assert fb.verdict == "form" and f"「{typed}」" in fb.message, fb.message
+
+
+UNREAD_ROWS = [r for r in TABLE if r[2] == "form" and qq.question(r[0]).kind == "form"]
+
+
+@pytest.mark.parametrize(("qid", "answer"), [r[:2] for r in UNREAD_ROWS], ids=[_id(r) for r in UNREAD_ROWS])
+def test_every_unread_box_is_quoted_whole(qid, answer):
+    """Each box that was not read is quoted as typed, so the learner sees what the reader read."""
+    fb = quiz.check(qid, answer)
+    texts = qc.form_values(qq.question(qid), answer)
+    reasons = dict(fb.reasons)
+    for name in (n for n, reason in reasons.items() if reason != "crowded"):
+        # phrase kept: feedback must quote exactly what the learner typed
+        assert f"「{texts[name].strip()}」" in fb.message, fb.message
 
 
 @pytest.mark.parametrize("text", ["", "n 2", "2 3", "foo", "n^n", "n^0.5", "(n", "n)", "1/(n-n)", "n^13", "*", "1e"])

@@ -63,6 +63,6 @@ def test_attention_threads_follow_usable_cpus(monkeypatch, cpus, want_pool):
     x, w, h = _long_input()
     out, weights = attention_fast.multi_head_attention_fast(x, *w, h)
     assert _CountingPool.created == want_pool  # one CPU: the heads run in this thread, no pool
-    reference, ref_weights = attention.multi_head_attention_reference(x, *w, h)
+    reference, ref_weights = attention.multi_head_attention(x, *w, h)
     np.testing.assert_allclose(out, reference, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(weights, ref_weights, rtol=1e-10, atol=1e-12)

@@ -71,9 +71,6 @@ def test_unreadable_version_is_named_not_crashed(healthy):
 
 
 def test_missing_font_package(healthy):
-    from lesson_lib.show import plotting
-
-    healthy.setattr(plotting, "SYSTEM_FONT_DIRS", ())  # no system copy of the font
     healthy.setitem(sys.modules, "noto_cjk_sans_otc", None)  # `import noto_cjk_sans_otc` now raises ImportError
     found = env.problems()
     assert len(found) == 1 and "pip install noto-cjk-sans-otc" in next(iter(found.values()))  # one problem: the font

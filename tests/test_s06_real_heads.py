@@ -592,7 +592,7 @@ def test_core_model_numbers(zh_model, cells):
     """「12 层、每层 12 个头，共 144 个头，每头宽度 d_k = 32」 and the caveat's 「后面还有 4 层继续加工」."""
     c = zh_model.config
     sizes = numbers_in(sentence_with(SECTION, "multilingual-e5-small", "d_k = "))[:4]
-    assert sizes == [c.n_layers, c.n_heads, c.n_layers * c.n_heads, c.d_k]
+    assert sizes == [c.n_layers, c.n_heads, c.n_layers * c.n_heads, c.d_model // c.n_heads]
     caveat = next(p for p in minimal_pair_prose(cells).split("\n\n") if p.startswith("> **"))
     assert numbers_in(caveat)[0] == c.n_layers - zh.PRONOUN_HEAD[0], caveat  # the layers after this one
 

@@ -35,6 +35,7 @@ from own_answers import misjudged, section_questions
 
 from lesson_lib import paper
 from lesson_lib.attention import head_width
+from lesson_lib.head_stats import mean_pairwise_js
 from lesson_lib.models.toy import config, training
 from lesson_lib.models.toy import model as toy_model
 from lesson_lib.models.toy import task as toy_task
@@ -341,6 +342,36 @@ def test_monotone_score_text_one_dimension_picks_only_ends():
     one_d = [int(line.rsplit("第 ", 1)[1].split(" ")[0]) for line in text.splitlines() if line.startswith("一维")]
     assert set(one_d) <= {1, 9} and len(one_d) == 4  # keys counted from 1
     assert text.splitlines()[-1].endswith(str(list(range(1, 10))))  # on a circle every key can win
+
+
+def test_drawn_weights_and_js_are_far_from_their_rounding_boundaries(lesson):
+    """The lab's heat map colours the rows it draws (positions 2…T−1) to report.DRAWN_DECIMALS and its title gives
+    the JS to one decimal: every value sits far from a rounding boundary, so the picture is the same on every CPU
+    (measured across OpenBLAS's Prescott, Nehalem, Haswell, Zen and SkylakeX kernels: weights move by 1e-4 at h = 1
+    and 3e-3 at h = 4, the JS by 2e-3; the end rows, not drawn, by up to 1)."""
+    result, many = lesson
+    one = toy_task.held_out_data().rows(slice(0, 1))
+    step = 10.0 ** -report.DRAWN_DECIMALS
+    for h, margin in ((1, 5e-4), (4, 0.015)):
+        drawn = toy_model.attention_maps(result.params[h], h, one)[0][:, 1:-1]  # (h, T − 2, T)
+        near = np.abs(drawn / step % 1 - 0.5).min() * step
+        assert near > margin, f"h={h}: a drawn weight is {near:.5f} from a rounding boundary"
+    js = mean_pairwise_js(toy_model.attention_maps(result.params[4], 4, many))
+    assert abs(js * 10 % 1 - 0.5) / 10 > 0.01, js
+
+
+def test_the_lab_draws_the_stored_run_when_the_fresh_run_agrees():
+    """Trained accuracies differ in their 3rd-4th decimal between CPUs: a run that agrees with the stored one at every
+    h draws the stored rows (the same everywhere); one that differs, or trained other heads or seeds, draws its own."""
+    stored = report.stored_sweep()
+    close = [{**r, "accuracy_mean": r["accuracy_mean"] - 0.002} for r in stored["results"]]  # another CPU
+    assert report.results_to_draw(close, stored) == stored["results"]
+    far = [{**r, "accuracy_mean": r["accuracy_mean"] - 0.1} if r["h"] == 16 else r for r in close]
+    assert report.results_to_draw(far, stored) is far
+    fewer_heads = close[:3]
+    assert report.results_to_draw(fewer_heads, stored) is fewer_heads
+    one_seed = [{**r, "accuracy_per_seed": r["accuracy_per_seed"][:1]} for r in close]
+    assert report.results_to_draw(one_seed, stored) is one_seed
 
 
 def test_one_vs_four_counts_positions_from_1_and_names_roles_without_digits(lesson):

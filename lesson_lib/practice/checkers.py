@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from functools import partial
 from itertools import pairwise
@@ -60,10 +61,9 @@ class Poly:
             out[p] = out.get(p, 0) + Fraction(c)
         terms = tuple(sorted((p, c) for p, c in out.items() if c != 0))
         if terms and terms[-1][0] > MAX_DEGREE:
-            raise ExpressionError(f"式子里出现了 n 的 {terms[-1][0]} 次方，"
-                                  f"超过了本题的上限 {MAX_DEGREE}：次数太高了。")
+            raise ExpressionError(f"n 的次数超过了上限 {MAX_DEGREE}：请检查指数。")
         if any(max(abs(c.numerator), c.denominator) >= 10**MAX_DIGITS for _, c in terms):
-            raise ExpressionError("式子里的数字太大了：请检查是不是多写了几位，或者指数写得太大。")
+            raise ExpressionError("数字太大了：请检查是不是多写了几位，或者指数写得太大。")
         return Poly(terms)
 
     @staticmethod
@@ -89,15 +89,12 @@ class Poly:
         return Poly.make((p + q, a * b) for p, a in self.terms for q, b in other.terms)
 
     def divide(self, other: Poly) -> Poly:
-        if other.degree > 0:
-            raise ExpressionError(f"不能除以「{other}」：只能除以一个数，不能除以含 n 的式子。")
-        if other.constant == 0:  # read_value quotes the box and says what to do
-            raise ExpressionError("除数是 0", "zero")
+        if other.degree > 0 or other.constant == 0:
+            raise ExpressionError(f"不能除以「{other}」：只能除以一个不为 0 的数。", "divisor")
         return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
-        """The exponent is checked before anything is computed: ``n ** d ** h`` is refused at
-        once."""
+        """The exponent is checked before anything is computed: n^d^h is refused at once."""
         k = exponent.constant
         if exponent.degree > 0 or k.denominator != 1 or not 0 <= k <= MAX_EXPONENT:
             raise ExpressionError(f"指数「{exponent}」不行：指数要写 0 到 {MAX_EXPONENT} 的整数，"
@@ -113,11 +110,8 @@ class Poly:
 
 def _term(p: int, c: Fraction) -> str:
     """±|c|·nᵖ as the echo writes it: + 3n², - n, + (1/3)n², + 512/3."""
-    num = fmt_number(abs(c))
-    if p > 0 and abs(c) == 1:
-        num = ""
-    if p > 0 and "/" in num:
-        num = f"({num})"  # (1/3)n², not 1/3n²
+    num = "" if p > 0 and abs(c) == 1 else fmt_number(abs(c))
+    num = f"({num})" if p > 0 and "/" in num else num  # (1/3)n², not 1/3n²
     power = {0: "", 1: "n"}.get(p, "n" + str(p).translate(_TO_SUPERSCRIPT))
     return f"{'-' if c < 0 else '+'} {num}{power}"
 
@@ -126,13 +120,10 @@ def fmt_number(x) -> str:
     """The exact value, never rounded (1,048,576; 31.9999999; 512/3): a wrong value never prints
     as a right one."""
     x = Fraction(x)
-    if x.denominator == 1:
-        return f"{x.numerator:,}"
-    places = next((p for p in range(1, 4 * MAX_DIGITS) if 10**p % x.denominator == 0), None)
+    places = next((p for p in range(4 * MAX_DIGITS) if 10**p % x.denominator == 0), None)
     if places is None:
         return f"{x.numerator}/{x.denominator}"
-    whole, frac = divmod(abs(x.numerator) * 10**places // x.denominator, 10**places)
-    return f"{'-' if x < 0 else ''}{whole:,}.{frac:0{places}d}"
+    return f"{Decimal(f'{x.numerator * 10**places // x.denominator}e-{places}'):,f}"  # exact
 
 
 _TO_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -140,19 +131,15 @@ _FROM_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-
 
 
 # ------------------------------------------------------------------------------ reading one box
-def as_text(answer, depth: int = 3) -> str:
-    """Any object as a str (a collection's items joined, ``depth`` levels deep); '' for None or a
-    broken __str__."""
-    if isinstance(answer, dict | set | frozenset | list | tuple):
-        if depth <= 0:
-            return ""
-        items = answer.values() if isinstance(answer, dict) else answer
-        return " ".join(sorted(as_text(item, depth - 1) for item in items))
-    if answer is None:
-        return ""
+def as_text(answer) -> str:
+    """Any object as a str (a collection's items joined); '' for None or a broken __str__."""
+    if isinstance(answer, dict):
+        answer = list(answer.values())
     try:
-        return str(answer)
-    except Exception:  # an object whose __str__ fails is just an unreadable answer
+        if isinstance(answer, set | frozenset | list | tuple):
+            return " ".join(sorted(map(as_text, answer)))
+        return "" if answer is None else str(answer)
+    except Exception:  # a broken __str__, or a list nested too deep, is just unreadable
         return ""
 
 
@@ -202,14 +189,12 @@ _UNFOLDED = [  # before NFKC folds the full-width forms
      lambda m: re.sub(r"\D", "", m[0])),  # 54,988,800 (and with thin spaces, apostrophes)
 ]
 _FOLDED = [
-    (r"\*\*", "^"),
     (r"_\(([a-z0-9]+)\)", r"_\1"),  # d_{k} (braces became parentheses) -> d_k
     (r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(]))",
      lambda m: f"*10^({_MULTIPLIERS[m[1]]}) "),  # 8万, 80k
     (r"(?<=\d)e\+?(\d{1,3})(?![\d.])", r"*10^(\1) "),  # 5e7
     (r"(?<=\d)e-(\d{1,3})(?![\d.])", r"/10^(\1) "),  # 5e-3
     (r"\s*的?\s*平方|(?<![a-z_]n)(?<=n)\s*方", "^2 "),  # n 的平方, n 方
-    (r"\s*的?\s*立方", "^3 "),
     ("除以", "/"),
     ("乘以", "×"),
     (r"(?<=[\d)\s])x(?=[\s\d(])", "×"),  # 8 x 64 means 8 × 64
@@ -218,7 +203,6 @@ _FOLDED = [
     (r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?", " "),
     # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
     (r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "="),
-    (r"^[\s:]+|[。!?;:,、\s]+$", ""),  # 「答：32。」 (full-width forms are ASCII by now)
     (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
     (_NAME, lambda m: ALIASES.get(m[0], m[0])),
     (r"(?<=\()\s*(d_[a-z]+|h)\s+(?=\d+(?:\.\d+)?\s*\))", r"\1 = "),  # (d_v 32) says d_v = 32
@@ -235,43 +219,28 @@ def _box_text(raw: str) -> str:
     return text
 
 
-def _parse(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
+def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     """Python's own parser (a syntax tree only, never code) on the box's spelling, then a whitelist
     of nodes evaluated into a Poly: numbers, names, + - × / ^, signs and parentheses."""
     listed = "".join(f"{name}、" for name in sorted(symbols))  # the box's own symbols
     square = "（平方写成 n^2 或 n²）" if "n" in symbols else ""  # only where n may be written
-    if bad := _TOKEN.sub("", text).strip():
-        raise ExpressionError(f"式子里有看不懂的字符「{bad[0]}」：只能用数字、{listed}"
-                              f"+ − × · / ^{' ²' if square else ''} 和括号。")
-    if unknown := [name for name in _NAME.findall(text) if name not in symbols]:  # is, not: words
-        names = "、".join(sorted(symbols)) or "（无）"
-        if unknown[0] == "n" or unknown[0] in labels:  # a number box: 512 n 方, d_v 64
-            raise ExpressionError(f"这一栏只填一个数，不写「{unknown[0]}」。")
-        raise ExpressionError(f"不认识「{unknown[0]}」：这一栏能用的符号有 {names}{square}。")
-    if "//" in text:  # Python's floor division
-        one_slash = re.sub(r"\s*//\s*", " / ", text.strip())
-        raise ExpressionError(f"「//」是 Python 的整除，这里写一个 / 即可（{one_slash}）。")
-    if text.count("(") != text.count(")"):
-        raise ExpressionError(f"括号没有配对：「{text.strip()}」里有 {text.count('(')} 个「(」、"
-                              f"{text.count(')')} 个「)」。")
-    if _NUMBER_AFTER.search(text):  # 32 64, 4 768: a number right after a value
-        raise ExpressionError(f"读到「{text.strip()}」：两个数或符号之间没有运算符。若是一个式子，"
-                              f"用 × 连起来{square}；若是两个答案，请只填一个。")
+    allowed = f"只能用数字、{listed}+ − × · / ^ 和括号{square}"
+    strange = _TOKEN.sub("", text).split() + [n for n in _NAME.findall(text) if n not in symbols]
+    if strange:  # 「%」, or a name that is not the box's (is, not: words)
+        raise ExpressionError(f"不认识「{strange[0]}」：{allowed}。")
     python = _LEADING_ZEROS.sub("", _IMPLICIT.sub(r"\1*", text)).translate(_TO_PYTHON)
     python = " ".join(python.split())  # Python refuses a leading space
     try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
         return _evaluate(ast.parse(python, mode="eval").body, python, symbols, 0)
-    except (SyntaxError, MemoryError, RecursionError):
-        raise ExpressionError(f"「{text.strip()}」{_UNREADABLE}{square}。") from None
+    except (SyntaxError, MemoryError, RecursionError):  # 32 64, 32), 512//16 …
+        raise ExpressionError(f"式子读不通：数之间要有运算符，括号要配对；{allowed}。") from None
 
 
 _VALUE = r"(?:(?<![\w.])\d+(?:\.\d+)?(?![\d.])|[a-z_]\w*(?!\w)|\))"  # a whole number, name, ")"
 # a value before a name or "(" multiplies it: 512n, h d_k, 8(n·64·n), (h)n
 _IMPLICIT = re.compile(f"({_VALUE})" + r"\s*(?=[a-z_(])")
-_NUMBER_AFTER = re.compile(_VALUE + r"\s*(\d+(?:\.\d+)?)")
 _LEADING_ZEROS = re.compile(r"(?<![\w.])0+(?=\d)")  # 08 is 8 (Python refuses 08)
 _TO_PYTHON = str.maketrans({"×": " * ", "·": " * ", "^": " ** "})  # 5 ×* 2 is no power
-_UNREADABLE = "这个式子读不通：两个数或符号之间要用 + − × · / ^ 连起来，运算符后面要跟一个数"
 _OPERATIONS = {
     ast.Add: Poly.__add__,
     ast.Sub: lambda a, b: a + Poly.const(-1) * b,
@@ -282,7 +251,7 @@ _OPERATIONS = {
 
 
 def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int) -> Poly:
-    """One whitelisted node as a Poly; any other node (a call, a comparison, not …) is refused.
+    """One whitelisted node as a Poly; any other node (a call, //, a comparison …) is refused.
     Nesting on the right (signs, exponents, parentheses) is bounded; a left chain (1+1+1) is not
     nesting."""
     if depth > MAX_DEPTH:
@@ -300,7 +269,7 @@ def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int)
         return Poly.const(Fraction(source[node.col_offset : node.end_col_offset]))
     if isinstance(node, ast.Name):  # every name is a symbol by now
         return symbols[node.id]
-    raise ExpressionError(f"{_UNREADABLE}。")
+    raise SyntaxError(source)  # _parse says what a box may hold
 
 
 def parse_expression(text: str, symbols: dict[str, Poly]) -> Poly:
@@ -317,27 +286,19 @@ def chinese_numeral(raw: str) -> str:
     return next((run for run in runs if run != "一" or alone), "")
 
 
-def _remark(piece: str, raw: str, symbols: dict[str, Poly], labels) -> bool:
+def _remark(piece: str, symbols: dict[str, Poly], labels) -> bool:
     """Whether ``piece`` is a true remark on one of the question's symbols (「h = 16」,
     「d_model = 512」); a false one is refused."""
     name = piece.split("=")[0].strip()
     if "=" not in piece or name not in set(symbols) - set(labels):
         return False
     if _maybe(piece, symbols, labels) is None:
-        number = piece.split("=")[-1].strip()  # quoted as typed: 「8 个头」, 「h=8」
-        said = next((n for n in re.findall(r"[(（]([^()（）]*)", raw) if number in n), piece)
-        raise ExpressionError(f"这一栏读到的是「{raw}」。备注里的「{said}」对不上：这一栏按 "
-                              f"{name} = {symbols[name]} 算；请删掉备注再提交。", "note")
+        raise ExpressionError(f"备注和本题对不上：这一栏按 {name} = {symbols[name]} 算；"
+                              "请删掉备注再提交。", "note")
     return True
 
 
-def _several(raw: str) -> ExpressionError:
-    numbers = re.findall(r"\d+(?:[.,]\d+)*", raw)
-    what = f"不止一个数（{'、'.join(numbers)}）" if len(numbers) > 1 else "不止一个数或式子"
-    return ExpressionError(f"这一栏读到的是「{raw}」：读到了{what}，这一栏只填一个。", "several")
-
-
-def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> list[str]:
+def _pieces(text: str, symbols: dict, labels, remark=False) -> list[str]:
     """The math between the words of ``text``, to be read as one equation.
 
     Words before the first piece and after the last are dropped (「可能是 32 吧」). A true remark
@@ -349,127 +310,87 @@ def _pieces(text: str, raw: str, symbols: dict, labels, remark=False) -> list[st
     kept = []
     for piece in pieces:
         vague = remark and not re.search(r"\d", piece) and not piece.startswith("=")
-        if not (_remark(piece, raw, symbols, labels) or vague):
+        if not (_remark(piece, symbols, labels) or vague):
             kept.append(piece)
     if not kept:  # 「h = 16（头数）」; in a note, one of several true remarks (「h=1, d_k=512」)
-        kept = [piece for piece in pieces if _remark(piece, raw, symbols, labels)]
+        kept = [piece for piece in pieces if _remark(piece, symbols, labels)]
         kept = kept[:1] if remark else kept
     for last, piece in pairwise(kept):
         joined = last.endswith("=") or piece.startswith("=")
         named = piece.split("=")[0].strip() in labels  # 「32, d_v=32」, 「d_k：32；d_v：32」
         if not (joined or named):
-            raise _several(raw)
+            raise ExpressionError("读到了不止一个数或式子，这一栏只填一个。", "several")
     return kept
 
 
-def _around_words(t: str, raw: str, symbols: dict[str, Poly], labels) -> tuple[str, bool]:
-    """The one number or expression that the words stand around (see ``_pieces``), and whether
-    words stood between two sayings. A note in parentheses that holds words is dropped
-    (「(一个头)」) or kept as "= …" (「(即 512/16)」); one with another number is refused
-    (「(16 个头合计)」), but 「(16 个头)」 says h = 16. Nothing is read past a word that disowns
-    or changes the number."""
-    if word := _DISOWN.search(t) or _CHANGES.search(t):
-        said = word[0].strip()  # quoted whole, as typed: 「不分组」, not 「不」
-        said = (re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw) or [said])[0]
-        inside = re.search(rf"[(（]([^()（）]*{re.escape(said)}[^()（）]*)[)）]", raw)  # the note
-        said = inside[1].strip() if inside else said
-        raise ExpressionError(f"这一栏读到的是「{raw}」：文字「{said}」可能会改变这个数的意思，"
-                              "这一栏判断不了；请只填你的答案。", "disowned")
-    t = _SAME_AS.sub(r"= \1", t)
-
-    def note(m: re.Match) -> str:
-        if not _WORDS.search(m.group(1)):
-            return m.group()
-        inner = m.group(1)
-        for name in set(_COUNTED) & set(symbols):
-            counted = _COUNTED[name].findall(inner)
-            rest = _WORDS.sub("", _COUNTED[name].sub("", inner)).strip(" +")
-            if len(set(counted)) == 1 and not rest:  # 「4 组键 + 4 组值」 says g = 4, twice
-                inner = f"{name} = {counted[0]}"
-            elif len(counted) == 1:
-                inner = _COUNTED[name].sub(rf"{name} = \1 ", inner)
-        # 「(256 + 256)」: a sum equal to the box restates it; with words in it
-        # (「键 200 + 值 312」) it makes a claim the box cannot judge: not a restatement
-        if re.search(r"\d\s*[-+×·*/]\s*\d", inner) and not _WORDS.search(inner):
-            if _maybe(inner, symbols, labels) is not None:
-                return f"({inner})"
-        body = " = ".join(_pieces(inner, raw, symbols, labels, remark=True))
-        if not body.strip("= ") or _remark(body, raw, symbols, labels):
-            return " "
-        if not body.startswith("="):
-            raise _several(raw)
-        return f"({body})"
-
-    if kept := _pieces(re.sub(r"\(([^()]*)\)", note, t), raw, symbols, labels):
-        return " = ".join(kept), len(kept) > 1
-    raise ExpressionError(f"这一栏读到的是「{raw}」，里面没有数或式子：请填一个数或式子。",
-                          "no_number")
+def _note(m: re.Match, symbols: dict[str, Poly], labels) -> str:
+    """A note in parentheses that holds words: dropped (「(一个头)」) or kept as one more side of
+    the equation (「(即 512/16)」); 「(16 个头)」 says h = 16, and must hold."""
+    inner = m.group(1)
+    if not _WORDS.search(inner):
+        return m.group()
+    for name in set(_COUNTED) & set(symbols):
+        counted = _COUNTED[name].findall(inner)
+        rest = _WORDS.sub("", _COUNTED[name].sub("", inner)).strip(" +")
+        if len(set(counted)) == 1 and not rest:  # 「4 组键 + 4 组值」 says g = 4, twice
+            inner = f"{name} = {counted[0]}"
+        elif len(counted) == 1:
+            inner = _COUNTED[name].sub(rf"{name} = \1 ", inner)
+    body = " = ".join(_pieces(inner, symbols, labels, remark=True))
+    if not body.strip("= ") or _remark(body, symbols, labels):
+        return " "
+    return f"({body})"
 
 
 def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
-    """(value, "") or (None, why not: an ``Unread``). Never guesses: every side of ``=`` must agree
-    (the box's own name in ``labels`` may stand as a side), and so must a note in parentheses
-    (「(h=16)」 must hold for the question); words may stand around the one number, never disown
-    it, change it or hold another."""
+    """(value, "") or (None, why not: an ``Unread`` that quotes the box). Never guesses: every side
+    of ``=`` must agree (the box's own name in ``labels`` may stand as a side), and so must a note
+    in parentheses (「(h=16)」 must hold for the question); words may stand around the one number,
+    never disown it, change it or hold another."""
+    typed = clean(text, 10 * MAX_CHARS["form"]).strip()
     try:
         return _read(as_text(text).strip(), symbols, labels), ""
     except ExpressionError as exc:  # a quote as typed: 「HEAD」, not the parser's 「head」
-        typed = as_text(text)
-        if exc.reason == "zero":
-            said = f"这一栏读到的是「{typed.strip()}」：{exc}；请填{_wanted(symbols)}。"
-            exc = ExpressionError(said, "zero")
-        quoted = re.sub(r"(?<=「)[^「」]+(?=」)",
-                        lambda m: (re.search(re.escape(m[0]), typed, re.I) or m)[0], str(exc))
-        return None, Unread(quoted, exc.reason)
+        why = re.sub(r"(?<=「)[^「」]+(?=」)",
+                     lambda m: (re.search(re.escape(m[0]), typed, re.I) or m)[0], str(exc))
+        shown = typed if len(typed) <= MAX_CHARS["form"] else typed[:20] + "……"
+        return None, Unread(f"这一栏读到的是「{shown}」。{why}", exc.reason)
 
 
 def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     if len(raw) > MAX_CHARS["form"]:
-        raise ExpressionError(f"这一栏写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
+        raise ExpressionError(f"写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
                               f"（{MAX_CHARS['form']} 字以内）。", "long")
     raw = clean(raw, MAX_CHARS["form"])
     t = _box_text(raw)
-    if "\\" in t:
-        raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
-                              "（例如 512 / 16）。", "latex")
     if numeral := chinese_numeral(raw):
-        raise ExpressionError(f"这一栏读到的是「{raw}」，其中「{numeral}」是中文数字："
-                              "请用阿拉伯数字写，例如 32、8万、512/16。", "numeral")
-    if not _WORDS.search(t):
-        return _read_noted(t, raw, symbols, labels)
-    t, parted = _around_words(t, raw, symbols, labels)
-    try:
-        return _read_noted(t, raw, symbols, labels)
-    except ExpressionError as exc:  # words between two numbers: no "=" for certain
-        if parted and exc.reason == "unequal":
-            raise _several(raw) from None
-        raise
+        raise ExpressionError(f"其中「{numeral}」是中文数字：请用阿拉伯数字写，"
+                              "例如 32、8万、512/16。", "numeral")
+    # words around the one number (see ``_pieces``): nothing is read past one that disowns or
+    # changes it
+    if word := _DISOWN.search(t) or _CHANGES.search(t):
+        raise ExpressionError(f"文字「{word[0].strip()}」可能会改变这个数的意思，这一栏判断不了；"
+                              "请只填你的答案。", "disowned")
+    t = _SAME_AS.sub(r"= \1", t)
+    t = re.sub(r"\(([^()]*)\)", partial(_note, symbols=symbols, labels=labels), t)
+    return _read_noted(" = ".join(_pieces(t, symbols, labels)), symbols, labels)
 
 
-def _read_noted(t: str, raw: str, symbols: dict[str, Poly], labels) -> Poly:
-    """A note in parentheses at the end is one more side of the equation, unless it is a true
-    remark on a symbol (「(h=16)」) or a factor (8(n·64·n) multiplies)."""
+def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
+    """A note in parentheses at the end is one more side of the equation (「32 (64)」 is refused as
+    unequal, 「64 (d_v 64)」 read), unless it is a true remark on a symbol (「(h=16)」) or a factor:
+    8(n·64·n) multiplies."""
     m = _NOTE.fullmatch(t)
     if not m:
         return _read_sides(t, symbols, labels)
     main = m.group(1)
     note = m.group(2).strip()
-    if _remark(note, raw, symbols, labels):
+    if _remark(note, symbols, labels):
         return _read_sides(main, symbols, labels)
     a = _maybe(main, symbols, labels)
     b = _maybe(note, symbols, labels)
-    factor = None not in (a, b) and a.degree == 0 and b.degree > 0
-    if None not in (a, b) and a != b and (named := note.split("=")[0].strip()) in labels:
-        same = " = ".join(labels)  # 「d_k = d_v」
-        raise ExpressionError(f"这一栏读到的是「{raw}」：括号里 {named} 写的是 {b}，和 {a} 不一样；"
-                              f"本课里 {same}，先想清楚哪一个对，再只填 {labels[0]} 一个数。",
-                              "unequal")
-    if None not in (a, b) and "=" not in note and a != b and not factor:  # 32 (64): no equation
-        raise ExpressionError(f"这一栏读到的是「{raw}」：括号里的 {b} 和前面的 {a} 不一样；"
-                              "若是相乘，请写 ×，否则请只填你算出的那一个。", "unequal")
-    if "=" in note or not factor:
-        t = f"{main} = {note}"
-    return _read_sides(t, symbols, labels)
+    factor = "=" not in note and None not in (a, b) and a.degree == 0 and b.degree > 0
+    return _read_sides(t if factor else f"{main} = {note}", symbols, labels)
 
 
 def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
@@ -479,22 +400,14 @@ def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
         return None
 
 
-def _wanted(symbols: dict) -> str:
-    """What a box takes, said to the learner: 一个数，或用 d_model、h 写出的式子."""
-    return f"一个数，或用 {'、'.join(sorted(symbols))} 写出的式子" if symbols else "一个数"
-
-
 def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
-    values = [_parse(side, symbols, labels) for side in sides if side and side not in labels]
-    if not values and (named := [side for side in sides if side in labels]):
-        raise ExpressionError(f"{named[0]} 就是要填的量：请填它的值（{_wanted(symbols)}）。",
-                              "no_number")
-    if not values:
-        raise ExpressionError("这一栏里没有读到数或式子。", "no_number")
+    values = [_parse(side, symbols) for side in sides if side and side not in labels]
+    if not values:  # nothing, or only the box's own name (「d_k」)
+        raise ExpressionError("里面没有读到数或式子：请填一个数或式子。", "no_number")
     if len(set(values)) > 1:
-        raise ExpressionError(f"这一栏的等式两边不相等（{' 和 '.join(str(v) for v in values)}）："
-                              "请只填你算出的那一个。", "unequal")
+        raise ExpressionError(f"等式两边或括号内外不相等（{' 和 '.join(str(v) for v in values)}）"
+                              "：若是相乘，请写 ×；否则请只填你算出的那一个。", "unequal")
     return values[0]
 
 
@@ -526,7 +439,7 @@ class NumberBox:
         if isinstance(self, ExpressionBox) or value is None:
             return value, why
         if value.degree > 0:
-            return None, Unread("这一栏要的是一个数，不含 n。", "n")
+            return None, Unread(f"这一栏读到的是「{text}」：这一栏要一个数，不含 n。", "n")
         return value.constant, ""
 
     def right(self, value) -> bool:
@@ -535,11 +448,7 @@ class NumberBox:
     def wrong_why(self, value) -> str:
         # a hint's value is a number, or a Poly in an expression box
         hint = next((hint for known, hint in self.hints if known == value), "")
-        if hint:
-            return hint
-        if self.explain:
-            return self.explain(value)
-        return self.generic
+        return hint or (self.explain(value) if self.explain else self.generic)
 
     def shown(self, value) -> str:  # the echo: every digit, never rounded to the answer
         return str(value) if isinstance(value, Poly) else fmt_number(value)
@@ -566,7 +475,7 @@ class ChoiceBox:
             if folded in (key, label):
                 return key, ""
         labels = "、".join(label for _, label, _ in self.options)
-        return None, Unread(f"请从 {labels} 中选一个。", "choice")
+        return None, Unread(f"这一栏读到的是「{folded}」：请从 {labels} 中选一个。", "choice")
 
     def right(self, value: str) -> bool:
         return value == self.answer
@@ -598,44 +507,37 @@ class ChoiceKey:
 
 
 # ------------------------------------------------------------------------------ form
-def _shape(text) -> list[str]:
+def _shape(text: str) -> list[str]:
     """The parts of a shape typed into one box: 「（8，12，64）」, 8×12×64, torch.Size([8, 12, 64]);
-    words before and after a bracketed shape are dropped (「形状是 (8, 12, 64)」,
-    「(8, 12, 64)，头在前」) unless one disowns or changes it (「(8, 12, 64) 不对」)."""
+    words before and after a bracketed shape are dropped (「形状是 (8, 12, 64)」) unless one
+    disowns or changes it (「(8, 12, 64) 不对」)."""
     inner = unicodedata.normalize("NFKC", clean(text, 200)).strip()
     if not (_DISOWN.search(inner) or _CHANGES.search(inner)):
         inner = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", inner)
         inner = re.sub(r"(?<=[)\]])[\s,.;]*[^\x00-\x7f][^()\[\]]*$", "", inner)
-    torch_size = r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$"
-    inner = re.sub(torch_size, r"\1", inner, flags=re.IGNORECASE | re.DOTALL)
+    inner = re.sub(r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$", r"\1", inner, flags=re.I | re.S)
     inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
     return [p for p in re.split(r"\s*[,，、;；×xX*]\s*|\s+", inner) if p]
 
 
-def _items(q: Question, answer) -> tuple[list, list, list[str]]:
-    """One item per box, the non-empty items past the last box, and the parts of a shape typed
-    into the first box, which fill the boxes when there are as many."""
+def _items(q: Question, answer) -> tuple[list, list]:
+    """One item per box, and the non-empty items past the last box (one text is the first box's);
+    a shape typed into the first box (``spread``) fills the boxes when it has as many parts."""
     names = [b.name for b in q.key.boxes]
-    n_boxes = len(names)
-    items = []
+    items = [answer]
     extra = []
     if isinstance(answer, dict):
         items = [answer.get(n) for n in names]
         extra = [v for k, v in answer.items() if k not in names]
-    elif isinstance(answer, (list, tuple)):
-        items = list(answer[:n_boxes])
-        extra = list(answer[n_boxes:])
-    elif n_boxes == 1 or (q.key.spread and isinstance(answer, str)):
-        items = [answer]
-    items = items + [None] * (n_boxes - len(items))
-    extra = [v for v in extra if as_text(v).strip()]
-    shape = []
+    elif isinstance(answer, list | tuple):
+        items = list(answer[: len(names)])
+        extra = list(answer[len(names) :])
+    items += [None] * (len(names) - len(items))
     first_alone = not any(as_text(v).strip() for v in items[1:])
     if q.key.spread and isinstance(items[0], str) and first_alone:
         shape = _shape(items[0])
-    if len(shape) == n_boxes:
-        return shape, extra, shape
-    return items, extra, shape
+        items = shape if len(shape) == len(names) else items
+    return items, [v for v in extra if as_text(v).strip()]
 
 
 def form_values(q: Question, answer) -> dict[str, str]:
@@ -643,38 +545,15 @@ def form_values(q: Question, answer) -> dict[str, str]:
     return {b.name: as_text(v) for b, v in zip(q.key.boxes, _items(q, answer)[0])}
 
 
-def _crowded(boxes, items, extra, shape) -> str:
-    """Why the answer holds more values than the form has boxes; '' if it does not."""
-    want = f"这道题有 {len(boxes)} 个框，每个框只填一个数"
-    if extra:
-        return f"{want}，收到的却有 {len(boxes) + len(extra)} 个值。"
-    for b, v in zip(boxes, items):
-        if isinstance(v, (list, tuple, set, dict)) and len(v) != 1:
-            return f"{want}：「{b.label}」里放了 {len(v)} 个值。"
-    # a shape of another length, written in digits only (not 「(8,12,64) 不对」)
-    if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape):
-        return f"{want}；你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维。"
-    return ""
-
-
-def _unread_why(box, why: str, text: str, boxes) -> str:
-    """Why one box was not read, after its label; another box's answer in it is sent there."""
-    typed = [(len(label), label, b.label) for b in boxes if b is not box
-             for _, label, _ in getattr(b, "options", ()) if label in text]
-    if typed:  # what the box says of the word is moot: it is another question's answer
-        _, label, where = max(typed)
-        why = f"「{label}」是「{where}」这一问的答案；这一栏只填一个数。"
-    return f"「{box.label}」这一栏" + (why.removeprefix("这一栏") if why.startswith("这一栏")
-                                      else f"：{why}")
-
-
 def check_form(q: Question, answer) -> Feedback:
     boxes = q.key.boxes
-    items, extra, shape = _items(q, answer)
+    items, extra = _items(q, answer)
     texts = {b.name: as_text(v).strip() for b, v in zip(boxes, items)}
     if not any(texts.values()):
         return answer_first(q.id, "在框里填上答案")
-    if crowded := _crowded(boxes, items, extra, shape):
+    if extra or any(isinstance(v, list | tuple | set | frozenset | dict) for v in items):
+        said = "、".join(f"「{t}」" for t in map(as_text, [*items, *extra]) if t.strip())
+        crowded = f"读到的是{said[:200]}：这道题有 {len(boxes)} 个框，每个框只填一个值。"
         unread = tuple((b.name, "unread") for b in boxes)
         crowds = tuple((b.name, "crowded") for b in boxes)
         return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
@@ -684,14 +563,14 @@ def check_form(q: Question, answer) -> Feedback:
     states = tuple(state.items())
     empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty")
     unread = [b for b in boxes if state[b.name] == "unread"]
-    problems = "".join(_unread_why(b, read[b.name][1], texts[b.name], boxes) for b in unread)
-    if empty and not problems:
-        message = f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。"
-        return Feedback(False, message, q.id, parts=states)
-    if problems:
+    if unread:
         reasons = tuple((b.name, read[b.name][1].reason) for b in unread)
+        problems = "".join(f"「{b.label}」{read[b.name][1]}" for b in unread)  # 「d_k」这一栏…
         message = fb.FORM + problems + (f"{empty}还空着。" if empty else "")
         return Feedback(False, message, q.id, parts=states, reasons=reasons)
+    if empty:
+        message = f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。"
+        return Feedback(False, message, q.id, parts=states)
     values = {name: value for name, (value, _) in read.items()}
     return _judge(q, values, texts)
 
@@ -727,16 +606,6 @@ def _judge(q: Question, values: dict, texts: dict) -> Feedback:
 
 
 # ------------------------------------------------------------------------------ choices
-def _chosen(answer) -> list[str]:
-    """The keys chosen, sorted: checkboxes or a key list typed by hand, or 'B', 'AC', 'A、C'."""
-    if isinstance(answer, (set, frozenset, list, tuple)):
-        items = [unicodedata.normalize("NFKC", as_text(a)).strip().upper() for a in answer]
-    else:
-        typed = unicodedata.normalize("NFKC", clean(answer, 400)).upper()
-        items = [ch for ch in typed if ch not in " ,、;/和\t\n"]
-    return sorted(set(items))
-
-
 def check_choice(q: Question, answer) -> Feedback:
     """Radio buttons (``single``) or checkboxes (``multi``): each wrong key chosen is named with
     why it is wrong."""
@@ -744,15 +613,16 @@ def check_choice(q: Question, answer) -> Feedback:
     keys = tuple(key for key, _, _ in k.options)
     why = {key: w for key, _, w in k.options}
     single = q.kind == "single"
-    if not as_text(answer).strip():
+    typed = clean(answer, MAX_CHARS[q.kind] + 1)  # checkboxes' keys joined, or typed: B, AC, A、C
+    if not typed.strip():
         return answer_first(q.id, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
-    chosen = _chosen(answer)
-    if len(as_text(answer)) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys):
-        if single:
-            return Feedback(False, f"{fb.FORM}请点选一个选项（{'、'.join(keys)} 之一）。", q.id)
-        return Feedback(False, f"{fb.FORM}请勾选选项（{'、'.join(keys)} 中的一个或几个）。", q.id)
-    if single and len(chosen) > 1:
-        return Feedback(False, f"{fb.FORM}这道题只选一项，你选了 {'、'.join(chosen)}。", q.id)
+    folded = unicodedata.normalize("NFKC", typed).upper()
+    chosen = sorted({ch for ch in folded if ch not in " ,、;/和\t\n"})
+    several = single and len(chosen) > 1
+    if len(typed) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys) or several:
+        how = "点选一个选项" if single else "勾选一个或几个选项"
+        message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(keys)}）。"
+        return Feedback(False, message, q.id)
     if set(chosen) == k.answer or (single and chosen[0] in k.answer):
         return Feedback(True, fb.RIGHT + k.praise, q.id)
     wrong = sorted(set(chosen) - k.answer)

@@ -42,10 +42,8 @@ class Feedback:
     @property
     def verdict(self) -> str:
         """right, wrong, form (a box unreadable or empty), blank (nothing sent), review or self."""
-        for head, verdict in _HEADS.items():
-            if self.message.startswith(head):
-                return verdict
-        return "right" if self.correct else "wrong"
+        judged = "right" if self.correct else "wrong"  # a message with no other head
+        return next((v for head, v in _HEADS.items() if self.message.startswith(head)), judged)
 
     @property
     def blank(self) -> bool:
@@ -101,11 +99,9 @@ class Rubric:
 
     def text(self) -> str:
         """What the learner reads after writing: the points, then the misconceptions."""
-        # points named ①②③ carry their own numbers
-        numbered = all(p.name[:1] in "①②③④⑤⑥⑦⑧⑨" for p in self.points)
         lines = ["好的回答会说到这几点："]
         for i, p in enumerate(self.points, start=1):
-            number = "" if numbered else f"{i}. "
+            number = "" if p.name[:1] in "①②③④⑤⑥⑦⑧⑨" else f"{i}. "  # ① carries its own number
             lines.append(f"{number}{p.name}：{p.text}")
         if self.misconceptions:
             lines.append("常见的误解（你的回答里有没有类似的说法？）：")

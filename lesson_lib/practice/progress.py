@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import itertools
 import json
 import os
 import re
@@ -75,21 +74,17 @@ def _text(v, limit: int = MAX_TEXT_CHARS) -> bool:
     return type(v) is str and len(v) <= limit and not _SURROGATE.search(v)
 
 
-def _texts(v) -> bool:
-    return type(v) is list and len(v) <= MAX_LIST and all(map(_text, v))
-
-
 _CHECKS = {
     "text": _text,
-    "texts": _texts,
+    "texts": lambda v: type(v) is list and len(v) <= MAX_LIST and all(map(_text, v)),
     # what the learner typed (a lone surrogate is kept as typed), or the keys chosen
-    "typed": lambda v: (type(v) is str and len(v) <= MAX_ANSWER_CHARS) or _texts(v),
+    "typed": lambda v: (type(v) is str and len(v) <= MAX_ANSWER_CHARS) or _CHECKS["texts"](v),
     "source": lambda v: type(v) is str and len(v) <= MAX_SOURCE_CHARS,
     "count": lambda v: type(v) is int and 0 <= v < 2**31,
     "flag": lambda v: type(v) is bool,
 }
-# Each record's fields and their checks: "?" may be None (a missing field reads as None), "*" is
-# kept only where present. A record with a list (attempts, checks) names its items' shape.
+# Each record's fields and their checks: "?" may be null, "*" may be null or missing. A record with
+# a list (attempts, checks) names its items' shape.
 _SHAPES = {
     "attempt": {"answer": "typed", "verdict": "text", "mistake": "text?",
                 "question_version": "text?", "covered": "texts*", "of": "count*"},
@@ -108,54 +103,47 @@ def _bounded(items: list, limit: int) -> list:
     return items if len(items) <= limit else [items[0], *items[1 - limit:]]
 
 
-def _list(v, shape: str, limit: int = MAX_ATTEMPTS) -> list | None:
-    """Each item read as a ``shape`` record, the list bounded; None if one is wrong."""
-    items = [_read(i, shape) for i in v] if type(v) is list else [None]
-    return None if None in items else _bounded(items, limit)
+def _fits(v, check: str) -> bool:
+    """``v`` passes a field's ``check``; for a shape's name, ``v`` is a list of such records."""
+    if check in _SHAPES:
+        return type(v) is list and all(_is_record(i, check) for i in v)
+    return (v is None and check[-1] in "?*") or _CHECKS[check.strip("?*")](v)
 
 
-def _read(d, shape: str, upgrade=None) -> dict | None:
-    """``d`` read as a ``shape`` record (first ``upgrade``-d from an older version), each field
-    checked; None if one is wrong."""
+def _is_record(d, shape: str) -> bool:
+    """``d`` is a ``shape`` record: each field there (a "*" one may be missing) passes its check."""
     if type(d) is not dict:
-        return None
-    if upgrade:
-        d = upgrade(d)
-    out = {}
-    for key, check in _SHAPES[shape].items():
-        v = d.get(key)
-        if check in _SHAPES:  # the record's list
-            v = _list(v, check)
-            ok = v is not None
-        else:
-            ok = (v is None and check[-1] in "?*") or _CHECKS[check.strip("?*")](v)
-        if not ok:
-            return None
-        if v is not None or not check.endswith("*"):
-            out[key] = v
-    return out
+        return False
+    return all((k in d or c[-1] == "*") and _fits(d.get(k), c) for k, c in _SHAPES[shape].items())
 
 
-def _question_v1(e):
+def _question_v1(e) -> dict | None:
     """A version-1 question (``history`` of [answer, verdict]): an earlier version's answers."""
+    if type(e) is not dict:
+        return None
     pairs = e.get("history") or [[e.get("answer", ""), "self" if "self" in e else "review"]]
     if type(pairs) is not list or not all(type(p) is list and len(p) == 2 for p in pairs):
         return None
-    attempts = [{"answer": a, "verdict": v, "question_version": None} for a, v in pairs]
+    attempts = [{"answer": a, "verdict": v, "mistake": None, "question_version": None}
+                for a, v in pairs]
     if type(e.get("self")) is dict and pairs[-1][1] == "self":
         attempts[-1].update(covered=e["self"].get("covered"), of=e["self"].get("of"))
-    return {**e, "attempts": attempts, "n_attempts": e.get("attempts"), "question_version": None,
+    return {"attempts": attempts, "n_attempts": e.get("attempts"), "question_version": None,
             "first_try": pairs[0][1], "final": pairs[-1][1], "solved": e.get("solved", False),
             "answer": e.get("answer", "")}
 
 
-def _exercise_v2(e):
+def _exercise_v2(e) -> dict | None:
     """A version-1 or 2 exercise: only its last check was kept (version 1 said "status")."""
+    if type(e) is not dict:
+        return None
     last = e.get("result", e.get("status"))
     passed = last == "passed"
-    return {"message": "", "mistakes": [], "source": None, **e, "n_checks": e.get("checks"),
-            "result": last, "checks": [{"result": last, "mistakes": e.get("mistakes", [])}],
-            "passed": passed, "passed_source": e.get("source") if passed else None}
+    mistakes = e.get("mistakes", [])
+    return {"checks": [{"result": last, "mistakes": mistakes, "at": None}],
+            "n_checks": e.get("checks"), "passed": passed, "result": last,
+            "message": e.get("message", ""), "mistakes": mistakes, "source": e.get("source"),
+            "passed_source": e.get("source") if passed else None}
 
 
 def migrate(raw) -> tuple[dict, list[str]]:
@@ -173,24 +161,23 @@ def migrate(raw) -> tuple[dict, list[str]]:
     fields_ok = all(type(part) is dict for part in parts.values())
     if not fields_ok or not (saved_at is None or _text(saved_at)):
         raise ValueError("顶层的栏目类型不对")
-
-    def question(e):
-        return _read(e, "question", _question_v1 if version == 1 else None)
-
-    found = [("questions", q, question(e)) for q, e in parts["questions"].items()]
-    found += [("exercises", name, _read(e, "exercise", _exercise_v2 if version < 3 else None))
-              for name, e in parts["exercises"].items()]
-    found += [("earlier", q, _list(e, "question", MAX_EARLIER))
-              for q, e in parts["earlier"].items()]
     if parts["interview"]:
-        found.append(("interview", _own_field_id(), question(parts["interview"])))
+        parts["questions"] = {**parts["questions"], _own_field_id(): parts.pop("interview")}
+    if version == 1:
+        parts["questions"] = {q: _question_v1(e) for q, e in parts["questions"].items()}
+    if version < 3:
+        parts["exercises"] = {name: _exercise_v2(e) for name, e in parts["exercises"].items()}
+    checks = {"questions": lambda e: _is_record(e, "question"),
+              "exercises": lambda e: _is_record(e, "exercise"),
+              "earlier": lambda e: _fits(e, "question")}  # a list of question records
     data = {**empty(), "saved_at": saved_at}
     bad = []
-    for kind, key, entry in found:
-        if entry is None or not _text(key, 100):
-            bad.append(f"「{kind}」里的 {key[:40]!r} 有一项类型或长度不对")
-        else:
-            data["questions" if kind == "interview" else kind][key] = entry
+    for kind, fits in checks.items():
+        for key, e in parts[kind].items():
+            if fits(e) and _text(key, 100):
+                data[kind][key] = e
+            else:  # left out, said; the rest is kept
+                bad.append(f"「{kind}」里的 {key[:40]!r} 有一项类型或长度不对")
     return data, bad
 
 
@@ -252,9 +239,7 @@ def _refuse(path: Path) -> None:
 
 
 _REASONS = {errno.EROFS: "所在的文件夹是只读的", errno.EACCES: "没有写入这个文件夹的权限",
-            errno.EPERM: "没有写入这个文件夹的权限", errno.ENOSPC: "磁盘已经满了",
-            errno.EDQUOT: "磁盘配额已经用完", errno.ENOTDIR: "路径里有一段不是文件夹",
-            errno.EEXIST: "路径里有一段不是文件夹"}
+            errno.ENOSPC: "磁盘已经满了", errno.ENOTDIR: "路径里有一段不是文件夹"}
 
 
 def _why(exc: OSError) -> str:
@@ -292,42 +277,21 @@ def _shown(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text[:MAX_TEXT_CHARS])
 
 
-def _unticked(entry: dict) -> bool:
-    """A self-assessment that left points unticked (said in the summary; done all the same)."""
-    last = entry.get("attempts", [{}])[-1]  # an exercise's entry has none
-    return last.get("verdict") == "self" and len(last.get("covered") or ()) < (last.get("of") or 0)
-
-
-def _places(exercises) -> dict[str, str]:
-    """{name: 「第 N 节」} of the sections' {name: Exercise}, by the module that defines each."""
-    modules = {n: e.solution.__module__ for n, e in getattr(exercises, "items", dict)()}  # or names
-    numbers = {n: re.search(r"\.s(\d+)_", module) for n, module in modules.items()}
-    return {n: f"第 {int(m[1])} 节" for n, m in numbers.items() if m}
-
-
-def _named(ids, places: dict, unticked=()) -> str:
-    """Ids with where the lesson asks them (exercises': ``places``): 「S3、S3b（第 3 节）」, and
-    whether a self-assessment left points unticked (「Q1（第 10 节，还有没勾的要点）」)."""
-    from lesson_lib.practice import questions
-
-    def where(i):
-        place = places.get(i) or (current_version(i) and questions.asked_in(i))
-        said = [place] if place else []
-        said += ["还有没勾的要点"] if i in unticked else []
-        return f"（{'，'.join(said)}）" if said else ""
-
-    return "、".join("、".join(run) + w for w, run in itertools.groupby(ids, key=where))
-
-
-_SHORTER = "请写短一些，或自己另存全文。"  # the learner's to-do after an answer cut short
 # The summary's lines: a kind of item, its unit
 _KINDS = (("题目", "题"), ("代码练习", "个"), ("面试自检", "项"))
-# An item not done by its state (a tried question by its last verdict): the summary's words, what
-# to do (the learner's summary only), the export's word
-_NOT_DONE = {"todo": ("还没做", "", "未做"),
-             "tried": ("做过但还没过", "看提示再试一次。", "未通过"),
-             "review": ("写了还没自评", "勾出说到的要点，点「记录自评」。", "未自评"),
-             "done": ("", "", "完成")}
+# An item not done, by its state (the tried ones first): what the summary says, what to do
+_NOT_DONE = {"tried": ("做过但还没过", "看提示再试一次。"),
+             "review": ("写了还没自评", "勾出说到的要点，点「记录自评」。"),
+             "todo": ("还没做", "")}
+
+
+def _where(item_id: str) -> str:
+    """A question with where the lesson asks it (「Q3（第 4 节）」); an exercise by its name."""
+    from lesson_lib.practice import questions
+
+    if current_version(item_id) is None:
+        return item_id
+    return f"{item_id}（{questions.asked_in(item_id)}）"
 
 
 class Progress:
@@ -342,7 +306,6 @@ class Progress:
         self.ids = questions.question_ids()
         self.apart = questions.apart_ids()  # outside the quiz's count: done once self-assessed
         self.exercise_ids = tuple(exercise_ids)
-        self.places = _places(exercise_ids)  # where each exercise is, when the caller says
         self.data, self.notice = self._load() if path is not None else (empty(), "")
         self._pending = []  # changes not yet on disk (a failed save keeps them for the next one)
         self.listeners = []  # called after every change (the summary widgets)
@@ -362,18 +325,16 @@ class Progress:
                              f"请把它移走，或设置环境变量 {ENV_VAR} 指向另一个位置。")
         except OSError as exc:
             return empty(), self._set_aside(f"读不了（{_why(exc)}）")
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            return empty(), self._set_aside(f"内容已损坏或超过了 {MAX_FILE_BYTES // 2**20} MB"
-                                            "（正常的只有几 KB），不是完整的 JSON")
-        except ValueError as exc:  # migrate's: not this lesson's progress file
-            return empty(), self._set_aside(str(exc))
+        except (ValueError, RecursionError) as exc:  # not JSON; or migrate's, in Chinese: not ours
+            said = str(exc) if type(exc) is ValueError else "内容已损坏或太大，不是完整的 JSON"
+            return empty(), self._set_aside(said)
         old = [q for q, e in data["questions"].items()
                if current_version(q) not in (None, e["question_version"])]
         for q in old:
             _retire(data, q)
         notice = ""
         if bad:
-            notice = self._set_aside(f"里有 {len(bad)} 条记录读不懂，已略去，其余照旧", fresh=False)
+            notice = self._set_aside(f"里有 {len(bad)} 条记录读不懂，已略去，其余照旧", fresh="")
         if bad and not os.path.lexists(self.path):  # set aside: what reads goes back at once
             with contextlib.suppress(OSError):
                 _replace_file(self.path, json.dumps(to_file(data), separators=(",", ":")))
@@ -382,7 +343,7 @@ class Progress:
                        "（不计入），请按现在的题目再答。")
         return data, notice
 
-    def _set_aside(self, problem: str, fresh: bool = True) -> str:
+    def _set_aside(self, problem: str, fresh: str = "，所以这次从头开始记录") -> str:
         """Rename the file to a fresh name beside it (never an existing one); the notice."""
         target = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}-"
                                      f"{secrets.token_hex(3)}")
@@ -391,9 +352,7 @@ class Progress:
             kept = f"原文件已改名保存为 {target}，没有删除。"
         except OSError:
             kept = "旧文件原样留在那里（无法改名）。"
-        if fresh:
-            problem += "，所以这次从头开始记录"
-        return f"进度文件 {self.path} {problem}。{kept}"
+        return f"进度文件 {self.path} {problem}{fresh}。{kept}"
 
     def record(self, fb, answer, of: int = 0) -> None:
         """One attempt (a blank ``Feedback`` is none); ``of``: a self-assessed rubric's points."""
@@ -402,7 +361,7 @@ class Progress:
         kept = answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else sorted(map(str, answer))
         if len(kept) < len(answer):  # the file keeps a bounded answer: said, never silently lost
             self.notice = (f"{fb.question_id} 的回答超长（{len(answer)} 字），只保存了前 "
-                           f"{MAX_ANSWER_CHARS} 字。{_SHORTER}")
+                           f"{MAX_ANSWER_CHARS} 字。请写短一些，或自己另存全文。")
         attempt = {"answer": kept, "verdict": fb.verdict,
                    "mistake": _shown(";".join(fb.mistakes)) or None,
                    "question_version": fb.version or current_version(fb.question_id)}
@@ -455,54 +414,39 @@ class Progress:
         return self.data["questions"].get(item_id) or self.data["exercises"].get(item_id, {})
 
     def items(self) -> list[tuple[str, str, str]]:
-        """(kind, name, done/tried/todo) for everything, in the summary's order."""
+        """(kind, name, done/tried/review/todo) for everything, in the summary's order."""
         kinds = zip(_KINDS, (self.ids, self.exercise_ids, self.apart), strict=True)
         return [(kind, name, self._state(name)) for (kind, _), ids in kinds for name in ids]
 
     def _state(self, name: str) -> str:
         """A self-explanation (Q1, the interview) is done once self-assessed, however many points
-        were ticked: it is never graded. An exercise is tried once its code ran."""
+        were ticked: it is never graded (review: written, not yet self-assessed). An exercise is
+        tried once its code ran."""
         e = self.entry(name)
         if e.get("solved") or e.get("passed") or e.get("final") == "self":
             return "done"
+        if e.get("final") == "review":
+            return "review"
         tried = e.get("n_attempts") or any(c["result"] != "todo" for c in e.get("checks", ()))
         return "tried" if tried else "todo"
-
-    def _said(self, name: str, state: str) -> tuple[str, str, str]:
-        if state == "tried" and self.entry(name).get("final") == "review":
-            return _NOT_DONE["review"]
-        return _NOT_DONE[state]
 
     def all_done(self) -> bool:
         return all(state == "done" for _, _, state in self.items())
 
-    def summary(self, teacher: bool = False) -> str:
-        """The summary in Chinese: a line per kind (the learner's with what to do), the total."""
+    def summary(self) -> str:
+        """The summary in Chinese: a line per kind of item, with what to do, then the total."""
         items = self.items()
-        notice = self.notice.removesuffix(_SHORTER) if teacher else self.notice
-        lines = [notice] if notice else []
+        lines = [self.notice] if self.notice else []
         for kind, unit in _KINDS:
-            mine = [(n, state) for k, n, state in items if k == kind]
+            mine = {name: state for k, name, state in items if k == kind}
             if not mine:  # none of this kind in the lesson
                 continue
-            done = [n for n, state in mine if state == "done"]
-            selfs = [n for n in done if kind == "题目" and self.entry(n).get("final") == "self"]
-            line = f"{kind}：已完成 {len(done)} / {len(mine)} {unit}。"
-            unticked = [n for n in done if _unticked(self.entry(n))]
-            if selfs:  # a self-explanation is never 答对: done once self-assessed
-                right = len(done) - len(selfs)
-                line += f"其中答对 {right} {unit}，" if right else "其中"  # no 「答对 0 题」
-                line += f"自评 {len(selfs)} {unit}：{_named(selfs, self.places, unticked)}。"
-            elif unticked:  # the interview: each named once
-                line += f"自评还有没勾的要点：{_named(unticked, self.places)}。"
-            if unticked:
-                line += "" if teacher else "对照参考答案补一补，再点「记录自评」。"
-            not_done = {}
-            for name, state in sorted(mine, key=lambda m: m[1] == "todo"):  # the tried ones first
-                if state != "done":
-                    not_done.setdefault(self._said(name, state), []).append(name)
-            for (says, todo, _), ids in not_done.items():
-                line += f"{says}：{_named(ids, self.places)}。{'' if teacher else todo}"
+            done = list(mine.values()).count("done")
+            # 已完成, never 答对: a self-explanation is done once self-assessed, never graded
+            line = f"{kind}：已完成 {done} / {len(mine)} {unit}。"
+            for state, (says, todo) in _NOT_DONE.items():
+                named = [name for name, said in mine.items() if said == state]
+                line += f"{says}：{'、'.join(map(_where, named))}。{todo}" if named else ""
             lines.append(line)
         if self.data["earlier"]:
             lines.append(f"另有旧版题目的作答，保留着、不计入：{'、'.join(self.data['earlier'])}。")
@@ -511,38 +455,20 @@ class Progress:
             return "\n".join([*lines, f"全部完成（{done} / {len(items)}），明天见！"])
         return "\n".join([*lines, f"合计完成 {done} / {len(items)} 项。"])
 
-    def export(self, folder: Path | str | None = None) -> tuple[Path, Path]:
-        """progress-export.json (for scripts/class_report.py) and progress-summary.md (one page for
-        an instructor) beside the progress file, or in ``folder``. Raises ProgressError."""
+    def export(self, folder: Path | str | None = None) -> Path:
+        """progress-export.json, what scripts/class_report.py reads, beside the progress file or in
+        ``folder``. Raises ProgressError."""
         if folder is None:
             folder = self.path.parent if self.path else Path.cwd()
-        folder = Path(folder)
-        when = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}（UTC）"
-        lines = ["# Day 11 多头注意力 · 学习进度", "", f"导出时间：{when}", ""]
-        lines += [f"- {line}" for line in self.summary(teacher=True).splitlines()]
-        lines += ["", "| 类别 | 项目 | 状态 | 提交次数（含自评） |", "| --- | --- | --- | --- |"]
-        for kind, name, state in self.items():
-            tries = self.entry(name).get("n_checks", self.entry(name).get("n_attempts", 0))
-            word = self._said(name, state)[2]
-            last = self.entry(name).get("attempts", [{}])[-1]
-            notes = []
-            if state == "done" and last.get("verdict") == "self":  # how much it ticked, said
-                notes.append(f"自评 {len(last.get('covered') or ())}/{last.get('of') or 0}")
-            if isinstance(last.get("answer"), str) and len(last["answer"]) == MAX_ANSWER_CHARS:
-                notes.append(f"回答长 {MAX_ANSWER_CHARS} 字，可能被截断")  # the file keeps no sign
-            word += f"（{'；'.join(notes)}）" if notes else ""
-            lines.append(f"| {kind} | {name} | {word} | {tries} |")
-        json_path = folder / "progress-export.json"
-        md_path = folder / "progress-summary.md"
+        path = Path(folder) / "progress-export.json"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             exported = dict(to_file(self.data), exported_at=_now())
-            _replace_file(json_path, json.dumps(exported, indent=1))
-            _replace_file(md_path, "\n".join(lines) + "\n")
+            _replace_file(path, json.dumps(exported, indent=1))
         except OSError as exc:
             raise ProgressError(f"没能导出到 {folder}：{_why(exc)}。你的进度没有受影响；"
                                 "换一个可写的文件夹再导出（export(folder=…)）。") from None
-        return json_path, md_path
+        return path
 
 
 _DEFAULT: Progress | None = None
@@ -555,5 +481,4 @@ def default_progress(exercise_ids=()) -> Progress:
     if _DEFAULT is None or _DEFAULT.path != default_path():
         _DEFAULT = Progress(default_path())
     _DEFAULT.exercise_ids = tuple(dict.fromkeys((*_DEFAULT.exercise_ids, *exercise_ids)))
-    _DEFAULT.places.update(_places(exercise_ids))
     return _DEFAULT

@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import math
 import re
-import string
 import sys
 from fractions import Fraction
 from functools import cache, partial
@@ -139,15 +138,12 @@ class _Reader:
             want = str if spec[name] == TEXT else spec[name]
             if want is not object and not isinstance(value, want):
                 raise self.fail(where + name, f"应当是{_TYPE_NAMES[want]}。")
-        kind = f"{raw['kind']} 题" if not where and "kind" in raw else ""  # a question's kind
         for name in needs:
             if name not in raw:
-                raise self.fail(where + name, f"没有写（{kind}必须有这个字段）。")
-        out = dict(raw)
-        for name, want in spec.items():
-            if want == TEXT:
-                out[name] = self.text(raw.get(name, ""), where + name)
-        return out
+                raise self.fail(where + name, "没有写：请补上（这种题或框必须有这个字段）。")
+        texts = {name: self.text(raw.get(name, ""), where + name)
+                 for name, want in spec.items() if want == TEXT}
+        return {**raw, **texts}
 
     def rows(self, items: list, spec: dict, needs, field: str) -> list[dict]:
         """A list of tables, such as a question's options."""
@@ -157,35 +153,13 @@ class _Reader:
         """A text with {name} or {name:format} placeholders, filled from the values."""
         try:
             return template.format_map(self.values)
-        except KeyError as exc:  # a name the values do not have
-            known = "、".join(self.values) or "（无）"
-            problem = f"里的占位符 {{{exc.args[0]}}} 不在 values 里：可用的是 {known}。"
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError):  # said in English
+            name = next(iter(self.values), "名字")
+            known = "、".join(self.values) or "（这个文件没有 values）"
+            problem = (f"里的占位符写错了：写成 {{{name}}}、{{{name}:,}}（千分位）或 "
+                       f"{{{name}:.2f}}（两位小数），名字只能用 values 里的 {known}；"
+                       "花括号本身写成 {{ 和 }}。")
             raise self.fail(field, problem) from None
-        except (ValueError, TypeError, IndexError, AttributeError):
-            raise self.fail(field, self.placeholder_problem(template)) from None
-
-    def placeholder_problem(self, template: str) -> str:
-        """What is wrong with a text's braces or placeholders (Python says it in English)."""
-        pairs = template.replace("{{", "  ").replace("}}", "  ")  # a brace written as itself
-        left = re.sub(r"\{[^{}]*\}", lambda m: " " * len(m[0]), pairs)  # the closed placeholders
-        for i, brace in enumerate(left):
-            if brace == "{":
-                start = template[i:].split()[0][:10]
-                return f"里从「{start}」开始的「{{」没有配对的「}}」：占位符写成 {{名字}}。"
-            if brace == "}":
-                name = re.search(r"\w*$", template[:i])[0] or "名字"  # a placeholder missing its {
-                return (f"里「{template[max(0, i - 9):i + 1]}」的「}}」前面没有「{{」：若是占位符，"
-                        f"补上「{{」：{{{name}}}；要显示花括号本身，写成 {{{{ 和 }}}}。")
-        for _, name, spec, _ in string.Formatter().parse(template):
-            if name is not None and not name.isidentifier():
-                known = "、".join(self.values) or "（这个文件没有 values）"
-                return f"里的 {{{name}}} 要写 values 里的一个名字：{known}。"
-            try:
-                format(self.values.get(name, 0), spec)
-            except (ValueError, TypeError):
-                return (f"里 {{{name}:{spec}}} 的格式写错了：可以写 {{{name}:,}}（千分位）、"
-                        f"{{{name}:.2f}}（两位小数）。")
-        return "里的占位符写法不对：写成 {名字} 或 {名字:格式}。"
 
     def number(self, value, field: str, unknown: dict | None = None):
         """A number, a value's name or an expression of them (``d_model / h``); with ``unknown``
@@ -194,26 +168,20 @@ class _Reader:
             raise self.fail(field, "应当是一个数、一个 values 里的名字或它们的算式。")
         if not isinstance(value, str):
             return value
-        known = {name: Poly.const(Fraction(str(v)))  # the exact number it prints as
+        names = {name: Poly.const(Fraction(str(v)))  # the exact number it prints as
                  for name, v in self.values.items()
                  if isinstance(v, int | float) and not isinstance(v, bool)}
+        names.update(unknown or {})
         try:
-            poly = checkers.parse_expression(value, {**known, **(unknown or {})})
+            poly = checkers.parse_expression(value, names)
         except checkers.ExpressionError:
-            raise self.fail(field, self.unreadable(value, [*known, *(unknown or {})])) from None
+            known = "、".join(names) or "（还没有）"
+            problem = (f"读不懂「{value}」：能写数、+ - * / ^、括号和这些名字：{known}；"
+                       "课程函数的结果在 values 里写成 { call = \"函数名\", 参数 = … }。")
+            raise self.fail(field, problem) from None
         if unknown is not None:
             return poly
-        constant = poly.constant
-        return int(constant) if constant.denominator == 1 else float(constant)
-
-    def unreadable(self, value: str, names: list) -> str:
-        """Why a number field cannot be read; a lesson function's name says how to call it."""
-        call = value.split("(")[0].strip()
-        if call in FUNCTIONS:
-            args = "".join(f", {a} = …" for a in inspect.signature(FUNCTIONS[call]).parameters)
-            return f"里的「{value}」是函数：在 values 里写成 {{ call = \"{call}\"{args} }}。"
-        known = "、".join(names) or "（还没有）"
-        return f"读不懂「{value}」，能写的是数、+ - * / ^、括号和这些名字：{known}。"
+        return int(poly.constant) if poly.constant.denominator == 1 else float(poly.constant)
 
     # ---- values
     def read_values(self, table, where: str) -> None:
@@ -231,25 +199,21 @@ class _Reader:
                 self.values[name] = self.number(spec, field)
 
     def call(self, spec: dict, field: str):
-        name = spec.get("call")
+        name = str(spec.get("call"))  # a list written as the name: no such function
         if name not in FUNCTIONS:
             known = "、".join(FUNCTIONS)
             raise self.fail(f"{field}.call", f"「{name}」不是可用的函数：可用的是 {known}。")
-        function = FUNCTIONS[name]
-        arguments = inspect.signature(function).parameters
-        args = {}
-        for arg, value in spec.items():
-            if arg == "call":
-                continue
-            if arg not in arguments:
-                known = "、".join(arguments) or "（无）"
-                raise self.fail(f"{field}.{arg}", f"{name} 没有这个参数：它的参数是 {known}。")
-            args[arg] = value if arg in WORDS else self.number(value, f"{field}.{arg}")
-        missing = [a for a, p in arguments.items() if p.default is p.empty and a not in spec]
-        if missing:
-            raise self.fail(field, f"缺少 {name} 的参数 {'、'.join(missing)}。")
+        signature = inspect.signature(FUNCTIONS[name])
+        args = {arg: value if arg in WORDS else self.number(value, f"{field}.{arg}")
+                for arg, value in spec.items() if arg != "call"}
         try:
-            return function(**args)
+            signature.bind(**args)
+        except TypeError:  # an argument it does not have, or one left out
+            known = "、".join(a if p.default is p.empty else f"{a}（可省）"
+                             for a, p in signature.parameters.items())
+            raise self.fail(field, f"的参数写错了：{name} 的参数是 {known or '（无）'}。") from None
+        try:
+            return FUNCTIONS[name](**args)
         except Exception as exc:  # a wrong row, an h the kernel refuses: said with the field
             raise self.fail(field, f"算不出来：{name} 说「{str(exc).rstrip('。')}」。") from None
 
@@ -259,7 +223,7 @@ class _Reader:
             raw = {}  # then its kind is missing: said first
         self.qid = str(raw.get("id", ""))
         kind = raw.get("kind")
-        if kind not in _NEEDS:
+        if str(kind) not in _NEEDS:  # a list or table written as the kind: no such kind
             raise self.fail("kind", f"应当是 {'、'.join(_NEEDS)} 之一。")
         file_values = dict(self.values)
         try:
@@ -269,64 +233,51 @@ class _Reader:
             self.values = file_values  # a question's own values are its own
 
     def build(self, q: dict) -> Question:
-        if "picture" in q:
-            self.picture(q["picture"])
         key = {"self": self.rubric, "form": self.form}.get(q["kind"], self.choices)(q)
-        explanation = q["explanation"]
-        if q["kind"] == "self":  # what a self-explanation shows after the first answer
-            explanation = key.text() + "\n" + key.model_answer
-        return Question(
-            q["id"], q["section"], q["kind"], q["prompt"], explanation, key=key,
-            placeholder=q["placeholder"],
-            right_answers=self.answers(q.get("right_answers", []), "right_answers"),
-            wrong_answers=self.answers(q.get("wrong_answers", []), "wrong_answers"),
-            values=dict(self.values),
-            picture=q.get("picture", {}),
-            counted=q.get("counted", True),
-        )  # fmt: skip
+        # what a self-explanation shows after the first answer: its rubric and model answer
+        shown = key.text() + "\n" + key.model_answer if q["kind"] == "self" else q["explanation"]
+        return Question(q["id"], q["section"], q["kind"], q["prompt"], shown, key=key,
+                        placeholder=q["placeholder"], values=dict(self.values),
+                        right_answers=self.answers(q.get("right_answers", []), "right_answers"),
+                        wrong_answers=self.answers(q.get("wrong_answers", []), "wrong_answers"),
+                        picture=q.get("picture", {}), counted=q.get("counted", True))
 
     def answers(self, items: list, field: str) -> tuple:
         """Test answers: one text, or one text per box."""
         out = []
         for i, item in enumerate(items):
-            where = f"{field}[{i}]"
-            if isinstance(item, str):
-                out.append(self.text(item, where))
-            elif isinstance(item, list) and all(isinstance(a, str) for a in item):
-                out.append([self.text(a, where) for a in item])
-            else:
-                raise self.fail(where, "应当是一段文字，或每个框一段文字的列表。")
+            texts = [item] if isinstance(item, str) else item
+            if not isinstance(texts, list) or not all(isinstance(a, str) for a in texts):
+                raise self.fail(f"{field}[{i}]", "应当是一段文字，或每个框一段文字的列表。")
+            filled = [self.text(a, f"{field}[{i}]") for a in texts]
+            out.append(filled if isinstance(item, list) else filled[0])
         return tuple(out)
 
     def options(self, items: list, field: str) -> tuple[tuple[str, str, str], ...]:
         """(key, label, why) of each option."""
-        options = self.rows(items, _OPTION, ("key", "label"), field)
-        self.unique([o["key"] for o in options], field, "key")
-        return tuple((o["key"], o["label"], o["why"]) for o in options)
-
-    def unique(self, names: list, field: str, what: str) -> None:
-        if len(set(names)) != len(names):
-            raise self.fail(field, f"里有重复的 {what}。")
+        rows = self.rows(items, _OPTION, ("key", "label"), field)
+        if len({o["key"] for o in rows}) < len(rows):
+            raise self.fail(field, "里有重复的 key：每个选项一个不同的 key。")
+        return tuple((o["key"], o["label"], o["why"]) for o in rows)
 
     def choices(self, q: dict) -> checkers.ChoiceKey:
         options = self.options(q["options"], "options")
         keys = [key for key, _, _ in options]
-        for key in keys:  # a learner may type 「AC」: one character a key
-            if len(key) != 1:
-                raise self.fail("options", f"里的 key「{key}」应当是一个字符（A、B、C……）。")
+        if any(len(key) != 1 for key in keys):  # a learner may type 「AC」: one character a key
+            raise self.fail("options", "里的每个 key 应当是一个字符（A、B、C……）。")
         answer = frozenset(q["answer"])
         if not answer <= set(keys) or (q["kind"] == "single" and len(answer) != 1):
-            known = "、".join(sorted(keys))
-            raise self.fail("answer", f"应当是选项的 key（{known}）；单选题只写一个。")
-        for key, _, why in options:
-            if key not in answer and not why:
-                problem = f"里错的选项 {key} 缺少 why：选了它的学生要读到错在哪里。"
-                raise self.fail("options", problem)
+            raise self.fail("answer", f"应当是选项的 key（{'、'.join(keys)}）；单选题只写一个。")
+        unexplained = [key for key, _, why in options if key not in answer and not why]
+        if unexplained:
+            problem = f"里错的选项 {unexplained[0]} 缺少 why：选了它的学生要读到错在哪里。"
+            raise self.fail("options", problem)
         return checkers.ChoiceKey(options, answer, q["praise"])
 
     def form(self, q: dict) -> checkers.FormKey:
         boxes = tuple(self.box(raw, f"boxes[{i}]") for i, raw in enumerate(q["boxes"]))
-        self.unique([b.name for b in boxes], "boxes", "name")
+        if len({b.name for b in boxes}) < len(boxes):
+            raise self.fail("boxes", "里有重复的 name：每个框一个不同的 name。")
         whole = None
         if "whole" in q:  # a checker of the whole form, told the boxes' targets in box order
             whole = partial(self.named(q["whole"], "whole"), tuple(b.target for b in boxes))
@@ -338,23 +289,9 @@ class _Reader:
             raise self.fail(field, f"「{name}」不是已有的检查器：可用的是 {known}。")
         return checkers.NAMED[name]
 
-    def picture(self, table: dict) -> None:
-        """``draw``: the section function (module.function under sections/) that draws the
-        question's picture, with its arguments. Checked without importing the section."""
-        draw = table.get("draw", "")
-        parts = draw.split(".") if isinstance(draw, str) else [""]
-        module = SECTIONS.joinpath(*parts[:-1])
-        defines = f"def {parts[-1]}("
-        # a module, or a package's __init__
-        found = [p for p in (module.with_suffix(".py"), module / "__init__.py")
-                 if p.is_file() and defines in p.read_text(encoding="utf-8")]
-        if len(parts) < 2 or not found:
-            problem = f"「{draw}」不是 lesson_lib/sections 里的函数（写成 模块.函数）。"
-            raise self.fail("picture.draw", problem)
-
     def box(self, raw, where: str):
         kind = raw.get("kind", "number") if isinstance(raw, dict) else None
-        if kind not in _BOX_NEEDS:
+        if str(kind) not in _BOX_NEEDS:
             raise self.fail(f"{where}.kind", f"应当是 {'、'.join(_BOX_NEEDS)} 之一。")
         b = self.table(raw, _BOX, _BOX_NEEDS[kind], f"{where}.")
         if kind == "choice":
@@ -384,28 +321,15 @@ class _Reader:
     def rubric(self, q: dict) -> Rubric:
         points = self.rows(q["points"], _POINT, ("name", "text"), "points")
         wrong = self.rows(q["misconceptions"], _MISCONCEPTION, ("claim", "says"), "misconceptions")
-        return Rubric(
-            tuple(RubricPoint(p["name"], p["text"]) for p in points),
-            tuple((m["claim"], m["says"]) for m in wrong),
-            q["model_answer"],
-        )
-
-
-# TOML's common complaints (in English) by how they start, said in Chinese with what to do
-_TOML_SAYS = {"Invalid value": "值读不了：文字要用英文双引号括起来，数字直接写",
-              "Expected '='": "缺「=」：每项写成 名字 = 值",
-              "Un": "引号或括号没有配对：文字前后各一个英文双引号，[ 要有 ]，{ 要有 }",
-              "Cannot": "名字重复了：同一个表里每个名字只写一次",
-              "Expected ']": "表头没写完：写成 [[questions]] 或 [values]，方括号成对",
-              "": "写法不对：文字用英文双引号括起来，数字直接写，表头写成 [[questions]]"}  # others
+        misconceptions = tuple((m["claim"], m["says"]) for m in wrong)
+        return Rubric(tuple(RubricPoint(**p) for p in points), misconceptions, q["model_answer"])
 
 
 def read_file(path: Path, bank: dict | None = None) -> list[Question]:
     """One file's questions, checked whole (``QuestionDataError`` names what is wrong). ``bank``
     ({id: (file, question)} of the files read before) refuses an id used again, and gains them."""
     path = Path(path)
-    if bank is None:
-        bank = {}
+    bank = {} if bank is None else bank
     reader = _Reader(path)
     text = path.read_text(encoding="utf-8")
     try:
@@ -414,21 +338,18 @@ def read_file(path: Path, bank: dict | None = None) -> list[Question]:
         place = re.search(r"at line (\d+), column (\d+)", str(exc))
         line = text.split("\n")[int(place[1]) - 1].strip()[:60] if place else ""  # quoted as typed
         where = f"第 {place[1]} 行「{line}」第 {place[2]} 列的" if place else "文件里"
-        says = next(said for start, said in _TOML_SAYS.items() if str(exc).startswith(start))
-        raise reader.fail("", where + says + "。") from None
+        says = ("写法不对：每项写成 名字 = 值，文字用英文双引号括起来，数字直接写，"
+                "同一个表里名字不重复，表头写成 [[questions]] 或 [values]，引号和括号成对。")
+        raise reader.fail("", where + says) from None
     reader.table(data, _FILE, ("questions",), "")
     reader.read_values(data.get("values", {}), "values")
-    out = []
     for raw in data["questions"]:
         q = reader.question(raw)
         if q.id in bank:
-            first = bank[q.id][0]
-            number = [i for i, (p, _) in bank.items() if p == first].index(q.id) + 1
-            problem = f"已经被 {first.name} 里的第 {number} 道题用了：一个编号只能给一道题"
+            problem = f"已经被 {bank[q.id][0].name} 里的一道题用了：一个编号只能给一道题"
             raise reader.fail("id", problem + "，请换一个。")
         bank[q.id] = (path, q)
-        out.append(q)
-    return out
+    return [q for file, q in bank.values() if file == path]
 
 
 @cache
@@ -461,19 +382,16 @@ def asked_in(question_id: str) -> str:
     return f"第 {int(number)} 节" if number.isdigit() else q.section
 
 
-def _counted(lab: bool) -> tuple[str, ...]:
-    bank = _bank().items()
-    return tuple(i for i, (path, q) in bank if q.counted and path.name.startswith("lab_") == lab)
-
-
 def question_ids() -> tuple[str, ...]:
     """The core lesson's question ids in section order (what progress counts; no lab's)."""
-    return _counted(lab=False)
+    others = {*lab_ids(), *apart_ids()}
+    return tuple(i for i in _bank() if i not in others)
 
 
 def lab_ids() -> tuple[str, ...]:
     """The optional labs' question ids: found by id, never counted as the core's."""
-    return _counted(lab=True)
+    bank = _bank().items()
+    return tuple(i for i, (path, q) in bank if q.counted and path.name.startswith("lab_"))
 
 
 def apart_ids() -> tuple[str, ...]:

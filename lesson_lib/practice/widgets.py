@@ -2,15 +2,13 @@
 cell runs again); an answer is checked on 提交 or Enter, never while the learner is still
 ticking."""
 
-from __future__ import annotations
-
 import contextlib
 import json
 
 from lesson_lib.practice import checkers, questions, quiz
 from lesson_lib.practice.feedback import box_html, feedback_html, text_html
 from lesson_lib.practice.progress import Progress, default_progress
-from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked, named
+from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked
 
 
 def stored_answer(question, value):
@@ -23,239 +21,193 @@ def stored_answer(question, value):
     return "" if value is None else str(value)
 
 
-def _wire(controls: dict, show, submit=None):
-    """``controls.linked`` calling ``show(summary)`` (a live region) on the learner's actions."""
-    wired = []
-    summary = linked(controls, lambda s, _picture: wired and show(s), submit=submit, picture=None,
-                     reader=False)
-    wired.append(True)
-    return summary.controls["summary"]
+def _live(controls: dict, show, submit):
+    """A live region (read out) that ``show(region)`` fills on ``submit``'s click or Enter."""
+    wired = linked(controls, lambda region, _picture: show(region), submit, pictures=0,
+                   reader=False)
+    return wired.controls["summary"]
 
 
 def _frame(children, *classes):
-    """The outer box: bordered, as wide as the output, named and read out (``accessible``)."""
+    """The outer box: bordered, as wide as the output, with the reader helper (``accessible``)."""
     import ipywidgets as w
 
-    border = "1px solid var(--jp-border-color2, #ddd)"
-    layout = w.Layout(border=border, padding="8px", margin="6px 0", width="100%",
-                      max_width="100%", overflow="hidden")
-    box = w.VBox(children, layout=layout)
-    for name in classes:
-        box.add_class(name)
-    return accessible(box)
+    layout = w.Layout(border="1px solid var(--jp-border-color2, #ddd)", padding="8px",
+                      margin="6px 0", width="100%", max_width="100%", overflow="hidden")
+    return accessible(w.VBox(children, layout=layout, _dom_classes=classes))
 
 
-def _tick(description: str):
-    """A tick box whose label is its own (width auto: 100% would overflow by the margins)."""
-    import ipywidgets as w
-
-    return w.Checkbox(value=False, description=description, indent=False,
-                      layout=w.Layout(width="auto"))
-
-
-def _box_control(box):
-    """A form box's control: a named radio group for a choice, else a text box checked on Enter."""
-    import ipywidgets as w
-
-    if isinstance(box, checkers.ChoiceBox):
-        options = [(label, key) for key, label, _ in box.options]
-        return w.RadioButtons(options=options, value=None, description=box.label,
-                              style=LABEL_BESIDE)
-    return w.Text(description=box.label, placeholder=box.placeholder or "填一个数或式子",
-                  continuous_update=False, style=LABEL_BESIDE, layout=w.Layout(width="340px"))
-
-
-def _answer_controls(q, rows: int) -> tuple[dict, list]:
-    """The answer controls by name, and the rows they are laid out in (a unit beside its box)."""
+def _answer_controls(q) -> dict:
+    """The answer controls by name, in the order they are laid out."""
     import ipywidgets as w
 
     if q.kind == "self":
-        # named: an empty description <label> would hide the placeholder from a screen reader
-        text = w.Textarea(placeholder=q.placeholder, rows=rows, layout=w.Layout(width="100%"))
-        answer = named(text, "你的回答")
-        return {"answer": answer}, [w.Label("你的回答："), answer]
-    if q.kind == "single":  # a named radio group whose choices wrap
-        options = [(f"{k}. {label}", k) for k, label in q.choices]
-        choice = w.RadioButtons(options=options, value=None, description="选一项",
-                                style=LABEL_BESIDE, layout=w.Layout(width="100%"))
-        return {"choice": choice}, [choice]
-    if q.kind == "multi":
-        ticks = {k: _tick(f"{k}. {label}") for k, label in q.choices}
-        return ticks, list(ticks.values())
-    controls = {b.name: _box_control(b) for b in q.key.boxes}
-    units = [getattr(b, "unit", "") for b in q.key.boxes]  # a number box's unit beside it
-    return controls, [w.HBox([c, w.Label(u)]) if u else c for c, u in zip(controls.values(), units)]
+        return {"answer": w.Textarea(description="你的回答", placeholder=q.placeholder, rows=4,
+                                     style=LABEL_BESIDE, layout=w.Layout(width="100%"))}
+    if q.kind == "multi":  # tick boxes: width auto, 100% would overflow by the margins
+        return {k: w.Checkbox(description=f"{k}. {label}", indent=False,
+                              layout=w.Layout(width="auto")) for k, label in q.choices}
+    if q.kind == "single":  # laid out as a form of one choice
+        options = tuple((k, f"{k}. {label}", "") for k, label in q.choices)
+        boxes = [checkers.ChoiceBox("choice", "选一项", options, "")]
+    else:
+        boxes = q.key.boxes
+    controls = {}
+    for b in boxes:
+        if isinstance(b, checkers.ChoiceBox):  # a named radio group whose choices wrap
+            options = [(label, key) for key, label, _ in b.options]
+            controls[b.name] = w.RadioButtons(options=options, value=None, description=b.label,
+                                              style=LABEL_BESIDE, layout=w.Layout(width="100%"))
+        else:  # continuous_update off: checked on Enter, not on each key; the unit in the name
+            label = f"{b.label}（{b.unit}）" if b.unit else b.label
+            controls[b.name] = w.Text(description=label, continuous_update=False,
+                                      placeholder=b.placeholder or "填一个数或式子",
+                                      style=LABEL_BESIDE, layout=w.Layout(width="340px"))
+    return controls
 
 
 class SelfTestWidget:
-    """One self-test question: answer controls, 提交, feedback, then the explanation behind a
-    toggle. A self-explanation (free text, never graded) adds, after the first attempt, its rubric,
-    a self-assessment and the reference answer."""
+    """One self-test question: answer controls, 提交, feedback, then the explanation. A
+    self-explanation (free text, never graded) adds, after the first attempt, its rubric, a
+    self-assessment and the reference answer."""
 
-    def __init__(self, question, progress: Progress | None = None, rows: int = 4):
+    def __init__(self, question_id: str, progress: Progress | None = None):
         import ipywidgets as w
 
+        question = questions.question(question_id)
         self.question = question
-        self.qid = question.id
-        self.kind = question.kind
-        self.rubric = question.key if self.kind == "self" else None
+        self.rubric = question.key if question.kind == "self" else None
         self.progress = progress if progress is not None else default_progress()
-        self.controls, answer_rows = _answer_controls(question, rows)
-        self.answer = self.controls.get("answer")
-        self.submit = w.Button(description="提交", button_style="primary",
-                               tooltip="检查答案（在框里按回车也可以）")
-        self._words = ("显示解析", "隐藏解析")
+        self.controls = _answer_controls(question)
+        written = self.rubric is not None
+        self.submit = w.Button(description="写好了，看要点" if written else "提交",
+                               button_style="primary")
+        # shown after a first attempt; once shown, the explanation stays
+        self.reveal = w.Button(description="看参考答案" if written else "显示解析",
+                               layout=w.Layout(width="auto", align_self="flex-start"))
         self._reference = box_html(question.explanation, "neutral", "lesson-explanation")
-        if self.rubric is not None:
-            self.submit.description = "写好了，看要点"
-            self.submit.tooltip = ""
-            self._words = ("看参考答案", "收起参考答案")
-            self._reference = box_html(self.rubric.model_answer, "neutral",
-                                       "lesson-reference-answer")
-        self.reveal = w.ToggleButton(description=self._words[0], disabled=True,
-                                     tooltip=f"先作答一次，再{self._words[0]}",
-                                     layout=w.Layout(width="auto", align_self="flex-start"))
         self.attempt_label = w.HTML("尚未作答")
-        self.feedback = _wire(self.controls, self._on_submit, self.submit)
-        self.reference = _wire({"reveal": self.reveal}, self._on_reveal)
-        if self.rubric is None:
-            bar = w.HBox([self.submit, self.reveal, self.attempt_label])
-            below = [bar, self.feedback, self.reference]
-        else:  # 写好了 beside the count; then the self-assessment; the reference answer last
-            bar = w.HBox([self.submit, self.attempt_label])
-            below = [bar, self.feedback, self._self_assessment(), self.reveal, self.reference]
+        self.feedback = _live(self.controls, self._on_submit, self.submit)
+        self.reference = _live({}, self._on_reveal, self.reveal)
+        # the rubric and the self-assessment before the reference answer
+        assessment = self._self_assessment() if written else []
+        after = [*assessment, self.reveal, self.reference]
+        self.after = w.VBox(after, layout=w.Layout(display="none"))
+        below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.after]
+        prompt = w.HTML(f"<b>{text_html(question.prompt)}</b>")
+        classes = ("lesson-quiz", f"lesson-quiz-{question.id}")
+        self.box = _frame([prompt, *self.controls.values(), *below], *classes)
         if self.attempts:
             self._restore_entry()
-        prompt = w.HTML(f"<b>{text_html(question.prompt)}</b>")
-        self.box = _frame([prompt, *answer_rows, *below], "lesson-quiz", f"lesson-quiz-{self.qid}")
 
-    def _self_assessment(self):
-        """The rubric and the learner's own ticks, hidden until a first attempt."""
+    def _self_assessment(self) -> list:
+        """The rubric and the learner's ticks; the reference answer stands for the explanation."""
         import ipywidgets as w
 
+        self._reference = box_html(self.rubric.model_answer, "neutral", "lesson-reference-answer")
         self.rubric_html = w.HTML(box_html(self.rubric.text(), "neutral", "lesson-rubric"))
-        self.ticks = {p.name: _tick(p.name) for p in self.rubric.points}
-        self.record_button = w.Button(description="记录自评",
-                                      tooltip="只记录你自己勾的要点，不打分")
-        self.assessment = _wire(self.ticks, self._on_assess, self.record_button)
-        asked = w.Label("你的回答说到了哪几点？（自己勾，不打分）")
-        rows = [self.rubric_html, asked, *self.ticks.values(), self.record_button, self.assessment]
-        self.assess_box = w.VBox(rows, layout=w.Layout(display="none"))
-        return self.assess_box
+        self.ticks = {p.name: w.Checkbox(description=p.name, indent=False,
+                                         layout=w.Layout(width="auto")) for p in self.rubric.points}
+        self.record_button = w.Button(description="记录自评")
+        self.assessment = _live(self.ticks, self._on_assess, self.record_button)
+        return [self.rubric_html, *self.ticks.values(), self.record_button, self.assessment]
 
     def _repr_mimebundle_(self, **kwargs):
         return self.box._repr_mimebundle_(**kwargs)
 
     @property
     def attempts(self) -> int:
-        return self.progress.entry(self.qid).get("n_attempts", 0)
+        return self.progress.entry(self.question.id).get("n_attempts", 0)
 
     def _restore_entry(self) -> None:
         """The last answer, its feedback and the last self-assessment, from the progress file."""
-        entry = self.progress.entry(self.qid)
+        entry = self.progress.entry(self.question.id)
         self.restore(entry["answer"])
-        self._show(quiz.check(self.qid, self.value()), restored=True)
+        self._show(quiz.check(self.question.id, self.value()))
         marks = [a["covered"] for a in entry["attempts"] if a.get("covered") is not None]
         if self.rubric is not None and marks:
             for name, box in self.ticks.items():
                 box.value = name in marks[-1]
-            self.assessment.value = box_html(quiz.assess(self.qid, marks[-1]).message, "review")
+            assessed = quiz.assess(self.question.id, marks[-1])
+            self.assessment.value = box_html(assessed.message, "review")
 
     def restore(self, stored) -> None:
-        """Set the controls from a stored answer (``stored_answer``); an unreadable one: none."""
+        """Set the controls from a stored answer (``stored_answer``); a control keeps what it has
+        for a value it cannot take (a radio group: only one of its keys)."""
+        from traitlets import TraitError
+
         values = {"choice": stored, "answer": stored}
-        if self.kind == "form":
-            with contextlib.suppress(ValueError, TypeError):
-                # in box order
+        if self.question.kind == "form":
+            with contextlib.suppress(ValueError, TypeError):  # in box order
                 values = dict(zip(self.controls, map(str, json.loads(stored)), strict=False))
-        elif self.kind == "multi":
-            values = dict.fromkeys(map(str, stored), True) if isinstance(stored, list) else {}
+        elif self.question.kind == "multi":
+            values = {k: isinstance(stored, list) and k in stored for k in self.controls}
         for name, control in self.controls.items():
-            v = values.get(name)
-            if hasattr(control, "options"):  # a radio group: one of its keys, else none chosen
-                control.value = v if v in [o for _, o in control.options] else None
-            else:  # a tick box or a text box
-                control.value = bool(v) if isinstance(control.value, bool) else str(v or "")
+            with contextlib.suppress(TraitError):
+                control.value = values.get(name)
 
     def value(self):
         """The answer as the checker takes it: {box: text}, a key, the ticked keys, or text."""
-        if self.kind == "form":
-            return {name: "" if c.value is None else c.value for name, c in self.controls.items()}
-        if self.kind == "multi":
-            return {k for k, box in self.controls.items() if box.value}
-        return self.controls["choice" if self.kind == "single" else "answer"].value
+        values = {name: c.value for name, c in self.controls.items()}
+        if self.question.kind == "multi":
+            return {k for k, ticked in values.items() if ticked}
+        return values if self.question.kind == "form" else next(iter(values.values()))
 
-    def _on_submit(self, _summary) -> None:
-        fb = quiz.check(self.qid, self.value())
+    def _on_submit(self, _region) -> None:
+        fb = quiz.check(self.question.id, self.value())
         stored = stored_answer(self.question, self.value())
-        if stored != self.progress.entry(self.qid).get("answer"):  # Enter, then 提交: one attempt
+        if stored != self.progress.entry(self.question.id).get("answer"):  # Enter, then 提交: once
             self.progress.record(fb, stored)
         self._show(fb)
 
-    def _show(self, fb, restored: bool = False) -> None:
+    def _show(self, fb) -> None:
         self.feedback.value = feedback_html(fb)
         if self.attempts:
-            done = f"{'已写' if self.rubric else '已作答'} {self.attempts} 次"
-            self.attempt_label.value = done + ("（已从进度文件恢复）" if restored else "")
-            self.reveal.disabled = False
-            self.reveal.tooltip = ""
-            if self.rubric is not None:
-                self.assess_box.layout.display = None
+            self.attempt_label.value = f"{'已写' if self.rubric else '已作答'} {self.attempts} 次"
+            self.after.layout.display = None
 
-    def _on_assess(self, summary) -> None:  # its button shows after the first attempt
-        fb = quiz.assess(self.qid, [name for name, box in self.ticks.items() if box.value])
-        self.progress.record(fb, self.answer.value, of=len(self.rubric.points))
-        summary.value = box_html(fb.message, "review")
+    def _on_assess(self, region) -> None:  # its button shows after the first attempt
+        fb = quiz.assess(self.question.id, [name for name, box in self.ticks.items() if box.value])
+        self.progress.record(fb, self.controls["answer"].value, of=len(self.rubric.points))
+        region.value = box_html(fb.message, "review")
 
-    def _on_reveal(self, summary) -> None:
-        show = bool(self.reveal.value) and self.attempts > 0
-        self.reveal.description = self._words[show]
-        summary.value = self._reference if show else ""
+    def _on_reveal(self, region) -> None:
+        if self.attempts:  # a hidden button's click() from code still calls
+            region.value = self._reference
 
 
-def ask(question_id: str, progress: Progress | None = None) -> SelfTestWidget:
-    """The widget for one self-test question (it displays itself as a cell's last value)."""
-    return SelfTestWidget(questions.question(question_id), progress)
+ask = SelfTestWidget  # the notebook's name: ask("Q2") shows itself as a cell's last value
 
 
 def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     """The interview: a self-explanation asked apart from the quiz, with a taller answer box."""
-    widget = SelfTestWidget(questions.question(questions.apart_ids()[0]), progress, rows=6)
+    widget = SelfTestWidget(questions.apart_ids()[0], progress)
+    widget.controls["answer"].rows = 6
     widget.box.add_class("lesson-interview")
     return widget
 
 
-class ProgressSummary:
-    """The live progress summary, with 导出进度 (JSON + one-page Chinese summary)."""
+def progress_summary(progress: Progress | None = None, exercise_ids=()):
+    """The live summary (its ``text``) and 导出进度, which says in a live region where it wrote;
+    ``exercise_ids``: the exercises to count, handed in by the notebook."""
+    import ipywidgets as w
 
-    def __init__(self, progress: Progress | None = None, exercise_ids=()):
-        import ipywidgets as w
+    progress = progress if progress is not None else default_progress(exercise_ids)
+    text = w.HTML()
 
-        # the exercises to count: the sections' list, handed in by the notebook
-        self.progress = progress if progress is not None else default_progress(exercise_ids)
-        self.text = w.HTML()
-        self.export_button = w.Button(description="导出进度",
-                                      tooltip="写出 JSON 和一页中文汇总，交给老师")
-        # 已导出 is read out after the click
-        self.status = _wire({}, self._on_export, self.export_button)
-        self.box = _frame([self.text, self.export_button, self.status], "lesson-quiz-progress")
-        self.refresh()
-        self.progress.listeners.append(self.refresh)
+    def refresh() -> None:
+        tone = "right" if progress.all_done() else "neutral"
+        text.value = box_html(progress.summary(), tone, "lesson-progress-summary")
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.box._repr_mimebundle_(**kwargs)
-
-    def refresh(self) -> None:
-        tone = "right" if self.progress.all_done() else "neutral"
-        self.text.value = box_html(self.progress.summary(), tone, "lesson-progress-summary")
-
-    def _on_export(self, status) -> None:
+    def export(status) -> None:
         try:
-            json_path, md_path = self.progress.export()
-            status.value = box_html(f"已导出：{json_path}（JSON）和 {md_path}（一页中文汇总）。",
-                                    "neutral")
+            status.value = box_html(f"已导出：{progress.export()}，交给老师。", "neutral")
         except OSError as exc:
             status.value = box_html(f"导出失败：{exc}", "wrong")
 
-
-progress_summary = ProgressSummary  # the notebook's name: the summary, updated as work comes in
+    button = w.Button(description="导出进度", tooltip="写出 progress-export.json，交给老师")
+    box = _frame([text, button, _live({}, export, button)], "lesson-quiz-progress")
+    refresh()
+    progress.listeners.append(refresh)
+    box.text = text  # what the summary says now
+    return box

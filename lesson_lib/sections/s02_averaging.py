@@ -9,6 +9,7 @@ import numpy as np
 
 from lesson_lib.attention import scaled_dot_product_attention
 from lesson_lib.checks import LessonInputTypeError, check_choice, check_number
+from lesson_lib.show.plotting import largest
 from lesson_lib.show.tables import text_table
 from lesson_lib.show.theme import box
 
@@ -127,9 +128,7 @@ def demo_html(d: Demo) -> str:
     features = table(["输出里读得出的特征（理想：女性=1、人物=1、主语=1）"],
                      [(k, [bar_html(v, "var(--jp-success-color1, #4caf50)")])
                       for k, v in d.output.items()])
-    gives = ["，".join(f"给「{TOKENS[k]}」{row[k]:.2f}"
-                      for k in np.argsort(-row[:QUERY], kind="stable")[:2])
-             for row in d.weights]  # each head's two largest weights
+    gives = [largest(row[:QUERY], TOKENS) for row in d.weights]  # each head's two largest weights
     heads = "；".join(f"{name}：「她」{top}" for name, top in zip(d.names, gives))
     read = "，".join(f"{k} {v:.2f}" for k, v in d.output.items())
     alt = html.escape(f"条形图（{d.heads} 个头，锐度 {d.sharpness:g}）。{heads}。"

@@ -1,5 +1,5 @@
 """Controls the sections and the self-test share: ``linked`` wiring, the one accessible ``slider``,
-and ``accessible`` (names, roles and keys for a screen reader, by reader.js). ipywidgets and
+and ``accessible`` (roles, states and keys for a screen reader, by reader.js). ipywidgets and
 anywidget are imported when first used."""
 
 import functools
@@ -15,14 +15,14 @@ KEEP_HEIGHT = "lesson-keep-height"
 LIVE = "lesson-live"
 
 
-def linked(controls: dict, show, submit=None, picture: str | None = "html", pictures: int = 1,
-           reader: bool = True):
-    """Call ``show(summary, picture)`` now and on each change (with a ``submit`` Button: its click
-    or a text box's commit), never re-entered; ``picture``: None or "html" (``pictures`` > 1)."""
+def linked(controls: dict, show, submit=None, pictures: int = 1, reader: bool = True):
+    """Call ``show(summary, picture)`` now and on each change (with a ``submit`` Button: only on its
+    click or a text box's commit), never re-entered; ``picture``: None (``pictures=0``), an HTML
+    area, or a tuple of them."""
     import ipywidgets as w
 
     images = []
-    for i in range(pictures if picture else 0):
+    for i in range(pictures):
         margin = "0 0 0 8px" if i else "0"
         image = w.HTML(layout=w.Layout(max_width="100%", margin=margin))
         # a picture's area keeps its tallest height: nothing jumps
@@ -47,19 +47,19 @@ def linked(controls: dict, show, submit=None, picture: str | None = "html", pict
         # squeezed, a row of buttons wraps its label above it (「头数」 over 「1 个头」)
         if not control.layout.flex:
             control.layout.flex = "0 0 auto"
-    if submit is not None:
+    if submit is None:
+        redraw()
+    else:
         submit.on_click(redraw)
-    redraw()
-    bar = w.HBox([*controls.values(), *([submit] if submit is not None else [])],
-                 layout=w.Layout(flex_flow="row wrap", align_items="center"))
+    row = w.Layout(flex_flow="row wrap", align_items="center")
+    bar = w.HBox(list(controls.values()), layout=row)
     shown = images
     if len(images) > 1:
         shown = [w.HBox(images, layout=w.Layout(align_items="flex-start"))]
     box = w.VBox([bar, summary, *shown])
     if reader:
         accessible(box)
-    box.controls = {**controls, "summary": summary, "picture": picture,
-                    **({"submit": submit} if submit else {})}
+    box.controls = {**controls, "summary": summary, "picture": picture}
     return box
 
 
@@ -77,18 +77,8 @@ def _widget_class(name: str, js: str, css: str = "", **traits):
 # built on first use: anywidget and traitlets' metaclass work stay out of import time
 @functools.cache
 def _reader_class():
-    import traitlets as t
-
-    # Invisible: names, roles and states for the controls of its box; names: [[css class, name]]
-    return _widget_class("Reader", "reader.js", names=t.List(t.List(t.Unicode())).tag(sync=True))
-
-
-def named(control, name: str):
-    """An accessible name for ``control`` without a visible label (a text box under a heading)."""
-    if not str(name).strip():
-        raise ValueError("控件的名字不能为空：读屏软件要靠它说出这是哪个控件。")
-    control._lesson_name = str(name)
-    return control
+    # Invisible: roles, states and keys for the controls of its box
+    return _widget_class("Reader", "reader.js")
 
 
 def screen_reader_only(text: str) -> str:
@@ -99,16 +89,11 @@ def screen_reader_only(text: str) -> str:
 
 
 def accessible(box):
-    """``box`` with the reader helper first, naming every ``named`` control inside."""
+    """``box`` with the reader helper first."""
     import ipywidgets as w
 
-    names = []
-    for widget in walk(box):
-        if getattr(widget, "_lesson_name", None):
-            names.append([f"lesson-name-{len(names)}", widget._lesson_name])
-            widget.add_class(names[-1][0])
     box.add_class("lesson-reader")
-    box.children = (_reader_class()(names=names, layout=w.Layout(display="none")), *box.children)
+    box.children = (_reader_class()(layout=w.Layout(display="none")), *box.children)
     return box
 
 

@@ -15,12 +15,8 @@ import numpy as np
 from lesson_lib.show.tables import html_table
 
 CJK_FONT = "Noto Sans CJK SC"
-# Noto Sans CJK Regular (OFL): one collection whose faces share every glyph. The system's copy
-# where a CJK font package is installed (Debian/Ubuntu, Fedora, Arch), else noto-cjk-sans-otc's.
+# Noto Sans CJK Regular (OFL), from noto-cjk-sans-otc: one collection whose faces share every glyph
 _FONT_FILE = "NotoSansCJK-Regular.ttc"
-SYSTEM_FONT_DIRS = (Path("/usr/share/fonts/opentype/noto"),
-                    Path("/usr/share/fonts/google-noto-cjk"),
-                    Path("/usr/share/fonts/noto-cjk"))
 # matplotlib < 3.11 reads only a collection's first face (the Japanese one): the same glyphs, so
 # figures on Python 3.10 still have every Chinese character.
 _FIRST_FACE = "Noto Sans CJK JP"
@@ -28,9 +24,6 @@ MIN_FONT_PT = 8.5  # smallest text in a figure: 8.5 pt × 96/72 = 11.3 CSS px at
 
 
 def font_path() -> Path:
-    for folder in SYSTEM_FONT_DIRS:
-        if (folder / _FONT_FILE).is_file():
-            return folder / _FONT_FILE
     try:
         import noto_cjk_sans_otc
     except ImportError:
@@ -84,6 +77,11 @@ def wrap_title(title: str | None, width_inches: float, size: float) -> str:
                 line = line[len(keep):].lstrip()
         lines.append(line)
     return "\n".join(lines)
+
+
+def _svg_lines(text: str | None, width: int, px: float) -> list[str]:
+    """``text`` wrapped to a ``width`` px SVG (4 px margins) at ``px`` px (pt = px × 0.75)."""
+    return wrap_title(text, (width - 8) / 96, px * 0.75).split("\n") if text else []
 
 
 @functools.cache
@@ -192,6 +190,11 @@ def sentence(text: str) -> str:
     return text if text.endswith(("。", "？", "！")) else text + "。"
 
 
+def largest(row, names, k: int = 2) -> str:
+    """The ``k`` largest weights of ``row`` as 给「name」0.40，… (ties: the first name)."""
+    return "，".join(f"给「{names[j]}」{row[j]:.2f}" for j in np.argsort(-row, kind="stable")[:k])
+
+
 def heads_description(w, row_tokens, key_tokens, titles, title=None):
     """(alt, table) for a tiled heat map, from its numbers: up to 12 rows, each row's two largest
     weights, else each tile's three largest cells; the table gives each row's largest."""
@@ -202,11 +205,7 @@ def heads_description(w, row_tokens, key_tokens, titles, title=None):
         name = titles[i] or ""
         label = f"{name}：" if name else ""
         if n <= 12:
-            cells = []
-            for r in range(n):
-                top = np.argsort(-w[i, r], kind="stable")[:2]
-                given = "，".join(f"给「{key_tokens[k]}」{w[i, r, k]:.2f}" for k in top)
-                cells.append(f"「{row_tokens[r]}」{given}")
+            cells = [f"「{row_tokens[r]}」{largest(w[i, r], key_tokens)}" for r in range(n)]
             parts.append(label + "；".join(cells))
         else:
             flat = np.argsort(-w[i].ravel(), kind="stable")[:3]
@@ -243,15 +242,13 @@ class Picture(str):
 
     def _repr_html_(self) -> str:
         vector, named, folded = self._parts
-        width = re.search(r'width="([\d.]+)(pt|px)?"', named)
-        size = ""
-        if width:
-            px = float(width[1]) * (4 / 3 if width[2] == "pt" else 1)
-            size = f' width="{round(px)}"'
+        width = re.search(r'width="([\d.]+)(pt|px)?"', named)  # matplotlib's in pt, ours in px
+        px = float(width[1]) * (4 / 3 if width[2] == "pt" else 1)
         data = base64.b64encode(named.encode("utf-8")).decode("ascii")
-        return (f'{vector}<img class="lesson-ras" '
-                f'alt="{_html.escape(self.lesson_alt, quote=True)}"{size} style="max-width:100%;'
-                f'height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">{folded}')
+        alt = _html.escape(self.lesson_alt, quote=True)
+        return (f'{vector}<img class="lesson-ras" alt="{alt}" width="{round(px)}" style="max-width:'
+                f'100%;height:auto;background:#fff" src="data:image/svg+xml;base64,{data}">'
+                f"{folded}")
 
     def __repr__(self) -> str:  # text/plain, what nbval compares: the description, not the drawing
         return f"<图：{self.lesson_alt}>"
@@ -299,8 +296,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
         caption = 15 if numbered else 0
         hgap = 6
         vgap = 6 + caption
-        lines = wrap_title(suptitle, (width - 8) / 96,
-                           title_px * 0.75).split("\n") if suptitle else []
+        lines = _svg_lines(suptitle, width, title_px)
         top = 8 + (title_px + 5) * len(lines) + caption
         cell_px = max(1, min((width - left - (cols - 1) * hgap) // (cols * m),
                              (height - top - (rows - 1) * vgap) // (rows * n)))
@@ -320,8 +316,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
             left = 8
             down = 6
         width = left + (cols * m + (cols - 1) * gap) * cell_px + 70
-        lines = wrap_title(suptitle, (width - 8) / 96,
-                           title_px * 0.75).split("\n") if suptitle else []
+        lines = _svg_lines(suptitle, width, title_px)
         top = 8 + (title_px + 5) * len(lines) + (18 if h > 1 else 0)
         hgap = vgap = gap * cell_px
         if cols == 1 and h > 1:  # stacked: key labels under every map
@@ -338,7 +333,7 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
             for i, line in enumerate(lines)]
     if small and h == 1:  # one head, no tiles: the note says what more heads would show
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
-                for i, line in enumerate(wrap_title(note, (width - 8) / 96, 13 * 0.75).split("\n"))]
+                for i, line in enumerate(_svg_lines(note, width, 13))]
     tile_w = m * cell_px
     tile_h = n * cell_px
     for i, title in enumerate(titles if not (small and h == 1) else []):

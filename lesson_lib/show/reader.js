@@ -1,16 +1,12 @@
 // The reader helper ``controls.accessible(box)`` appends to a box: what ipywidgets 8 leaves out for a screen reader
-// and the keyboard, fixed in the box's DOM (again whenever ipywidgets redraws part of it): names from ``named``,
+// and the keyboard, fixed in the box's DOM (again whenever ipywidgets redraws part of it):
 // role=radiogroup named by the description, aria-pressed on toggle buttons, aria-live="polite" on outputs marked
 // LIVE, a KEEP_HEIGHT output's tallest height as its min-height, and keys kept inside the control
 // (data-lm-suppress-shortcuts: Lumino stops looking for a shortcut there; ArrowDown on a radio would select the
 // next cell). On the static page (no kernel: scripts/build_static.py's note is on the page) every control is disabled.
 const KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown"]);
 const STATIC_TITLE = "静态页面：在 JupyterLab 里运行笔记本后才能操作";
-function fix(root, names) {
-  for (const [cls, name] of names)
-    for (const el of root.querySelectorAll(`.${cls}`))
-      for (const c of el.matches("input, textarea, select") ? [el] : el.querySelectorAll("input, textarea, select"))
-        if (c.getAttribute("aria-label") !== name) c.setAttribute("aria-label", name);
+function fix(root) {
   for (const group of root.querySelectorAll(".widget-radio-box")) {
     group.setAttribute("role", "radiogroup");
     const label = group.parentElement && group.parentElement.querySelector(":scope > .widget-label");
@@ -66,7 +62,7 @@ function render({ model, el }) {
     if (KEYS.has(event.key) && event.target.closest("input, textarea, select, [role=radiogroup]"))
       event.stopPropagation();
   };
-  const apply = () => { queued = false; if (root) fix(root, model.get("names")); };
+  const apply = () => { queued = false; if (root) fix(root); };
   const attach = () => {  // the helper's view is put into its box after it renders
     root = el.closest(".lesson-reader");
     if (!root) { if (tries++ < 400) setTimeout(attach, 25); return; }
@@ -76,9 +72,7 @@ function render({ model, el }) {
     observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
   };
   attach();
-  model.on("change:names", apply);
   return () => {
-    model.off("change:names", apply);
     if (observer) observer.disconnect();
     if (root) root.removeEventListener("keydown", keep);
   };

@@ -39,13 +39,13 @@ def tensor_shapes(h):
               "emb.type": (h.type_vocab, h.hidden), "emb.ln.w": (h.hidden,),
               "emb.ln.b": (h.hidden,)}
     square = (h.hidden, h.hidden)
+    norm = (h.hidden,)  # a LayerNorm's weight, like its bias
     for i in range(h.layers):
         for name, shape in (("q", square), ("k", square), ("v", square), ("ao", square),
-                            ("fi", (h.ffn, h.hidden)), ("fo", (h.hidden, h.ffn))):
+                            ("fi", (h.ffn, h.hidden)), ("fo", (h.hidden, h.ffn)),
+                            ("aln", norm), ("oln", norm)):
             shapes[f"l{i}.{name}.w"] = shape
             shapes[f"l{i}.{name}.b"] = (shape[0],)
-        for ln in ("aln", "oln"):
-            shapes[f"l{i}.{ln}.w"] = shapes[f"l{i}.{ln}.b"] = (h.hidden,)
     return shapes
 
 

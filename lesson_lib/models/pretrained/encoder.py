@@ -4,7 +4,6 @@ the kernel. Loaders hand it ``tensors`` ({name: float32 (out, in)}, ``e5.tensor_
 feed-forward width."""
 
 import math
-import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -12,15 +11,7 @@ import numpy as np
 from lesson_lib.attention import _merge_heads, _scaled_dot_product_attention, _split_heads
 from lesson_lib.checks import LessonInputError, LessonInputTypeError
 
-
-class UnknownTextWarning(UserWarning):
-    """Most of a text is unknown to the model's vocabulary: its attention says little."""
-
-
-class EncoderConfig(namedtuple("EncoderConfig", "name n_layers n_heads d_model eps max_tokens")):
-    @property
-    def d_k(self):
-        return self.d_model // self.n_heads
+EncoderConfig = namedtuple("EncoderConfig", "name n_layers n_heads d_model eps max_tokens")
 
 
 # One sentence's forward pass: T tokens (start and end token included), attentions (L, H, T, T).
@@ -62,21 +53,13 @@ class Encoder:
         self.d_model = config.d_model
 
     def attend(self, text):
-        """An ``Encoding``; a Chinese ``UnknownTextWarning`` when most words are unknown."""
+        """An ``Encoding``; text that is not a non-empty str is a Chinese error."""
         if not isinstance(text, str):
             raise LessonInputTypeError("要分析的句子必须是字符串（str），收到的是 "
                                        f"{type(text).__name__}。")
         if not text.strip():
             raise LessonInputError("句子是空的：请输入至少一个字或词。")
         tokens, ids = self.tokenizer.encode(text)
-        words = tokens[1:-1]
-        unk = self.tokenizer.unk_token  # without the start and end tokens
-        if words and (unknown := sum(t == unk for t in words)) * 2 > len(words):
-            warnings.warn(UnknownTextWarning(
-                f"这句话的 {len(words)} 个词元里有 {unknown} 个是 {unk}（{self.config.name} "
-                "的词表里没有这些字词）：模型几乎看不到原文，这时的注意力图说明不了什么。"
-                "英文模型请输入英文；中文句子请用本节后面的多语言模型。"
-            ), stacklevel=2)
         return Encoding(tokens, self.forward(ids)[0])
 
     def forward(self, ids):

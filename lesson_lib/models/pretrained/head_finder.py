@@ -37,7 +37,7 @@ def rank_heads(scores, top=3):
     """{score name: [(layer, head, score), ...]} best first, layer and head 1-based."""
     ranking = {}
     for name, table in scores.items():
-        top = check_top(top, table.size)
+        top = check_int(top, "参数 top（列出前几个头）", minimum=1, maximum=table.size)
         order = np.argsort(-table, axis=None, kind="stable")[:top]  # flat indices into (L, H)
         heads = np.unravel_index(order, table.shape)
         ranking[name] = [(int(i) + 1, int(j) + 1, float(table[i, j])) for i, j in zip(*heads)]
@@ -49,8 +49,3 @@ def phrase_scores(attentions, tokens, source, targets):
     att = np.asarray(attentions)  # (L, H, T, T)
     i = find_token(tokens, source)
     return sum(att[..., i, find_token(tokens, t)] for t in targets)  # (L, H)
-
-
-def check_top(top, limit):
-    """``top`` heads to list: an int from 1 to ``limit``, with a Chinese error naming the value."""
-    return check_int(top, "参数 top（列出前几个头）", minimum=1, maximum=limit)

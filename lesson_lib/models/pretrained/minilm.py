@@ -43,8 +43,6 @@ def read_safetensors(path):
 class WordPieceTokenizer:
     """BERT's uncased WordPiece, as the ``tokenizers`` library runs it from ``tokenizer.json``."""
 
-    unk_token = "[UNK]"
-
     def __init__(self, tokenizer):
         tokenizer.no_padding()  # the file pads to 128 for batches; one sentence needs no padding
         # a too-long sentence gets the encoder's Chinese error instead of a silent cut

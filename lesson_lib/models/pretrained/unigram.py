@@ -22,7 +22,6 @@ class UnigramTokenizer:
         self.bos = specials["bos"]
         self.eos = specials["eos"]
         self.unk = specials["unk"]
-        self.unk_token = pieces[self.unk]
         self.unk_score = np.float32(self.scores.min() - np.float32(10))
         self.max_piece = max(map(len, pieces))
         self.table = str.maketrans(normalisation)

@@ -134,8 +134,8 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
     ax.set(xlim=(0, 11), ylim=(-0.75, 4.75))
     ax.axis("off")
 
-    def box(x, y, text, fill, edge="#333333", **kw):  # the theme's text reads on every (pale) fill
-        return ax.text(x, y, text, ha="center", va="center", fontsize=9.5, linespacing=1.3, **kw,
+    def box(x, y, text, fill, edge="#333333"):  # the theme's text reads on every (pale) fill
+        return ax.text(x, y, text, ha="center", va="center", fontsize=9.5, linespacing=1.3,
                        bbox={"boxstyle": "round,pad=0.5", "facecolor": fill, "edgecolor": edge})
 
     def arrow(a, b):  # from box a to box b, clipped at their borders

@@ -70,7 +70,7 @@ def _mha_mistakes(x, w_q, w_k, w_v, w_o, h):
     """(mistake id, the output it gives, computed with the kernel, and the advice)."""
     d = x.shape[1]
     d_k = d // h
-    sqrt = math.sqrt(d // h)
+    sqrt = math.sqrt(d_k)
     q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
     scores = q @ np.swapaxes(k, -1, -2) / sqrt
     perm = np.concatenate([np.arange(i, d, h) for i in range(h)])

@@ -1,8 +1,6 @@
 """§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for
 several h; §8's follow-up table of key/value sharing (MHA, GQA, MQA)."""
 
-import time
-
 import numpy as np
 
 from lesson_lib import attention
@@ -12,16 +10,16 @@ from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count, variants
 from lesson_lib.paper import BASE_HEADS
 from lesson_lib.show.tables import text_table
 
-# s per h: once MIN_RUNS runs take this long, the fastest is steady (the cell stays cheap)
-TIMING_BUDGET = 0.02
-MIN_RUNS = 3  # a single run can land on a moment another program took the CPU
 # "about as fast": within 25 %, well outside the run-to-run noise of the fastest of a few runs
 SIMILAR_TIME = 1.25
 
 
-def time_kernel(n: int, d_model: int, heads, repeat: int = 5) -> dict[int, float]:
-    """Fastest of MIN_RUNS to ``repeat`` runs (more only while under TIMING_BUDGET) of the readable
-    kernel per h, one BLAS thread (as §4 says): the fastest is the one disturbed least."""
+def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float]:
+    """Fastest of ``repeat`` runs of the readable kernel per h, one BLAS thread (as §4 says): a
+    single run can land on a moment another program took the CPU; the fastest is disturbed least."""
+    import functools
+    import timeit
+
     from lesson_lib.runtime.blas import one_blas_thread
 
     n = check_int(n, "n", minimum=1)
@@ -37,14 +35,8 @@ def time_kernel(n: int, d_model: int, heads, repeat: int = 5) -> dict[int, float
         for h in heads[:1]:
             attention.multi_head_attention(x, *ws, h)  # one warm-up: the first run is slow
         for h in heads:
-            times = []
-            for _ in range(repeat):
-                start = time.perf_counter()
-                attention.multi_head_attention(x, *ws, h)
-                times.append(time.perf_counter() - start)
-                if len(times) >= min(MIN_RUNS, repeat) and sum(times) >= TIMING_BUDGET:
-                    break
-            result[h] = min(times)
+            run = functools.partial(attention.multi_head_attention, x, *ws, h)
+            result[h] = min(timeit.repeat(run, number=1, repeat=repeat))
     return result
 
 

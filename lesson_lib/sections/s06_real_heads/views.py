@@ -78,7 +78,8 @@ def model_text(model) -> str:
 
 def size_text(c) -> str:
     return (f"{c.n_layers} 层 × {c.n_heads} 头 = {c.n_layers * c.n_heads} 个头，"
-            f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = {c.d_k}")
+            f"d_model = {c.d_model}，每头宽度 d_k = {c.d_model} / {c.n_heads} = "
+            f"{c.d_model // c.n_heads}")
 
 
 @_needs_model
@@ -225,9 +226,9 @@ def explorer_frame(enc, layer, head, qi, table=None):
                        table=table, suptitle=title)
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(tokens, row)):
-        colour = "var(--jp-brand-color1, #1f77b4)"
-        if j == np.argmax(row):
-            colour = "var(--jp-error-color1, #d62728)"
+        colour = "var(--jp-error-color1, #d62728)"
+        if j != top[0]:
+            colour = "var(--jp-brand-color1, #1f77b4)"
         bars.append('<div style="display:flex;align-items:center;gap:6px;line-height:1.3;'
                     'break-inside:avoid">'
                     f'<span style="width:8em;text-align:right;white-space:nowrap">{j + 1} · '

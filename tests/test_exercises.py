@@ -174,6 +174,25 @@ def test_a_worker_that_cannot_start_says_why_and_the_next_check_works(monkeypatc
     assert ex.check("split_heads", _retyped("split_heads")).passed
 
 
+def _forever_unwatched(x, h):
+    import faulthandler
+    import time
+
+    faulthandler.cancel_dump_traceback_later()  # the worker's own alarm, turned off
+    while True:
+        time.sleep(0.05)
+
+
+def test_a_check_that_turns_off_the_workers_alarm_is_still_stopped(monkeypatch):
+    """The notebook's own wait ends it: never a hang (a warm worker, so only the wait is shortened)."""
+    assert ex.check("split_heads", _retyped("split_heads")).passed
+    monkeypatch.setattr(worker, "START_S", 0.5)
+    result = ex.check("split_heads", _forever_unwatched, budget=0.2)
+    assert result.status == "timeout", result.message
+    monkeypatch.undo()
+    assert ex.check("split_heads", _retyped("split_heads")).passed
+
+
 def _state(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/status") as f:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
+START_S = 60.0  # a cold start on a busy class hub may be slow; not in the learner's budget
 MEMORY_HEADROOM = 2 * 2**30  # bytes a job may allocate (Linux): a huge array raises MemoryError
 FILE_BYTES = 2**20  # what a job and its children may write to a file, output included: OSError
 OUTPUT_BYTES = 4000  # the end of what a job writes that is shown
@@ -80,10 +82,14 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
             stop()
             _child = _Child(preload)
         child = _child
+        late = False
         try:
             pickle.dump((target, payload, budget), child.process.stdin, pickle.HIGHEST_PROTOCOL)
             child.process.stdin.flush()
-            answer = json.loads(child.process.stdout.readline(FILE_BYTES))
+            # the child's own alarm ends a job at the budget; this wait ends a child stuck before
+            # it (a start that never ends) or one whose alarm the job turned off
+            late = not select.select([child.process.stdout], [], [], START_S + budget)[0]
+            answer = None if late else json.loads(child.process.stdout.readline(FILE_BYTES))
         except KeyboardInterrupt:
             stop()
             return Reply("interrupted")
@@ -93,10 +99,10 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
             if answer.get("left"):  # a thread or a process still runs: not in the next job's child
                 stop()
             return Reply("ok", answer.get("value"), str(answer.get("printed", "")))
-        code = stop(1.0)  # a crash may still be ending
+        code = stop(0.0 if late else 1.0)  # a crash may still be ending
         at = child.log.rfind("Timeout (")  # faulthandler's dump, then its exit, at the budget
-        if at >= 0:
-            return Reply("timeout", text=child.log[at:])
+        if late or at >= 0:
+            return Reply("timeout", text=child.log[max(0, at):])
         return Reply("crashed", code, child.log[-300:])
 
 

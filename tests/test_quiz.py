@@ -337,13 +337,35 @@ def test_an_unread_box_echoes_what_it_read(text):
      ("Q3", ["512n²", "512n² (h=8)"], "512n² (h=8)"), ("Q2", ["512/0", "不变"], "512/0"),
      ("Q6", ["64", "512 个（12 组）"], "512 个（12 组）"),
      ("Q6", ["64", "512（12 组键 + 12 组值）"], "512（12 组键 + 12 组值）"),
-     ("Q3", ["1024n²（打分加乘V）", "512n²"], "1024n²（打分加乘V）"), ("Q2", ["64 (d_v 32)", "不变"], "64 (d_v 32)")],
+     ("Q3", ["1024n²（打分加乘V）", "512n²"], "1024n²（打分加乘V）"), ("Q2", ["64 (d_v 32)", "不变"], "64 (d_v 32)"),
+     # the word that may change the number, whole: 「不分组」, not 「不」
+     ("Q6", ["64", "1536（不分组）"], "不分组"), ("Q2", ["32——才怪", "不变"], "才怪"),
+     ("S4b", ["40000，和头数无关", "会"], "和头数无关"), ("Q2", ["32 不对", "不变"], "不对")],
 )  # fmt: skip
 def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
     """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""
     fb = quiz.check(qid, answer)
     # phrase kept: feedback must quote exactly what the learner typed
     assert fb.verdict == "form" and f"「{typed}」" in fb.message, fb.message
+
+
+@pytest.mark.parametrize(
+    ("qid", "answer", "reason"),
+    [("S4b", ["每个头 2500 次，合计 40000", "会"], "several"), ("Q3", ["8·64n²（每个头 64n²）", "512n²"], "several"),
+     ("S4", ["80000", "1,280,000（和一个 512 维的头一样）"], "several"), ("Q2", ["32 (64)", "不变"], "unequal"),
+     ("Q3", ["8·64n² = 500n²", "512n²"], "unequal")],
+)  # fmt: skip
+def test_two_values_with_words_between_are_two_answers_not_an_equation(qid, answer, reason):
+    """Only an "=" (or 即, 合计 …) or a bare note claims an equation; words between two values do not."""
+    assert reason in dict(quiz.check(qid, answer).reasons).values()
+
+
+def test_another_boxs_choice_typed_in_a_number_box_is_sent_there():
+    q = qq.question("Q2")
+    fb = quiz.check("Q2", ["32；不变", "不变"])
+    choice = next(b for b in q.key.boxes if isinstance(b, qc.ChoiceBox))
+    # phrase kept: the message names the box the typed choice belongs to (its label, from the data)
+    assert fb.verdict == "form" and f"「{choice.label}」" in fb.message, fb.message
 
 
 UNREAD_ROWS = [r for r in TABLE if r[2] == "form" and qq.question(r[0]).kind == "form"]

@@ -369,11 +369,25 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     # words around the one number (see ``_pieces``): nothing is read past one that disowns or
     # changes it
     if word := _DISOWN.search(t) or _CHANGES.search(t):
-        raise ExpressionError(f"文字「{word[0].strip()}」可能会改变这个数的意思，这一栏判断不了；"
-                              "请只填你的答案。", "disowned")
+        raise ExpressionError(f"文字「{_word(word[0].strip(), raw)}」可能会改变这个数的意思，"
+                              "这一栏判断不了；请只填你的答案。", "disowned")
     t = _SAME_AS.sub(r"= \1", t)
+    worded = bool(_WORDS.search(t))
     t = re.sub(r"\(([^()]*)\)", partial(_note, symbols=symbols, labels=labels), t)
-    return _read_noted(" = ".join(_pieces(t, symbols, labels)), symbols, labels)
+    try:
+        return _read_noted(" = ".join(_pieces(t, symbols, labels)), symbols, labels)
+    except ExpressionError as exc:  # words between two values: no "=" was written for certain
+        if worded and exc.reason == "unequal":
+            raise ExpressionError("读到了不止一个数或式子，这一栏只填一个。", "several") from None
+        raise
+
+
+def _word(said: str, raw: str) -> str:
+    """The words around ``said`` as typed, quoted whole: 「不对」, 「和头数无关」, the note
+    「（不分组）」's 「不分组」, not 「不」."""
+    said = (re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw) or [said])[0]
+    inside = re.search(rf"[(（]([^()（）]*{re.escape(said)}[^()（）]*)[)）]", raw)
+    return inside[1].strip() if inside else said
 
 
 def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
@@ -403,7 +417,9 @@ def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
 def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
     values = [_parse(side, symbols) for side in sides if side and side not in labels]
-    if not values:  # nothing, or only the box's own name (「d_k」)
+    if not values and (named := set(sides) & set(labels)):  # only the box's own name (「d_k」)
+        raise ExpressionError(f"{min(named)} 就是要填的量：请填它的值。", "no_number")
+    if not values:
         raise ExpressionError("里面没有读到数或式子：请填一个数或式子。", "no_number")
     if len(set(values)) > 1:
         raise ExpressionError(f"等式两边或括号内外不相等（{' 和 '.join(str(v) for v in values)}）"
@@ -565,7 +581,8 @@ def check_form(q: Question, answer) -> Feedback:
     unread = [b for b in boxes if state[b.name] == "unread"]
     if unread:
         reasons = tuple((b.name, read[b.name][1].reason) for b in unread)
-        problems = "".join(f"「{b.label}」{read[b.name][1]}" for b in unread)  # 「d_k」这一栏…
+        problems = "".join(f"「{b.label}」{_elsewhere(b, read[b.name][1], texts[b.name], boxes)}"
+                           for b in unread)
         message = fb.FORM + problems + (f"{empty}还空着。" if empty else "")
         return Feedback(False, message, q.id, parts=states, reasons=reasons)
     if empty:
@@ -573,6 +590,17 @@ def check_form(q: Question, answer) -> Feedback:
         return Feedback(False, message, q.id, parts=states)
     values = {name: value for name, (value, _) in read.items()}
     return _judge(q, values, texts)
+
+
+def _elsewhere(box, why: str, text: str, boxes) -> str:
+    """Why a box was not read; another box's choice typed in it is sent there: 「32；不变」 in the
+    d_k box."""
+    typed = [(len(label), label, b.label) for b in boxes if b is not box
+             for _, label, _ in getattr(b, "options", ()) if label in text]
+    if not typed:
+        return why
+    _, label, where = max(typed)
+    return f"这一栏读到的是「{text}」。「{label}」是「{where}」这一问的答案；这一栏只填一个数。"
 
 
 def _said(text: str, shown: str) -> str:  # as typed, beside the value read: 「512/8」（= 64）

@@ -404,6 +404,9 @@ def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
     a = _maybe(main, symbols, labels)
     b = _maybe(note, symbols, labels)
     factor = "=" not in note and None not in (a, b) and a.degree == 0 and b.degree > 0
+    if "=" not in note and None not in (a, b) and a != b and not factor:  # 32 (64): no "="
+        raise ExpressionError(f"括号里的 {b} 和前面的 {a} 不一样：若是相乘，请写 ×；"
+                              "否则请只填你算出的那一个。", "unequal")
     return _read_sides(t if factor else f"{main} = {note}", symbols, labels)
 
 
@@ -422,8 +425,8 @@ def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     if not values:
         raise ExpressionError("里面没有读到数或式子：请填一个数或式子。", "no_number")
     if len(set(values)) > 1:
-        raise ExpressionError(f"等式两边或括号内外不相等（{' 和 '.join(str(v) for v in values)}）"
-                              "：若是相乘，请写 ×；否则请只填你算出的那一个。", "unequal")
+        raise ExpressionError(f"等式两边不相等（{' 和 '.join(str(v) for v in values)}）："
+                              "请只填你算出的那一个。", "unequal")
     return values[0]
 
 

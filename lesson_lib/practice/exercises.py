@@ -70,6 +70,7 @@ MISTAKES = {
     "shape": "形状不对",
     "values": "形状对了，数值不对",
     "no_return": "没有返回结果",
+    "modifies_input": "改动了输入数组",  # no longer named; older progress files still hold it
     "float32": "公式对，中间用了 float32",
 }
 

@@ -75,11 +75,15 @@ def check_choice(value, name: str, choices, why: str = ""):
 def check_heads(d_model, h) -> int:
     """h as an int that divides d_model (both positive), with the divisors to choose from."""
     d_model = check_int(d_model, "d_model", minimum=1, error=AttentionInputError)
-    h = check_int(h, "头数 h", minimum=1, error=AttentionInputError)
+    divisors = [c for c in range(1, min(d_model, 64) + 1) if d_model % c == 0]
+    choose = f"请选一个能整除 {d_model} 的头数，例如 {divisors}。"
+    try:
+        h = check_int(h, "头数 h", minimum=1, error=AttentionInputError)
+    except AttentionInputError as exc:  # h = 0 or 8.0: the same choice to make
+        raise type(exc)(f"{exc}{choose}") from None
     if d_model % h != 0:
-        divisors = [c for c in range(1, min(d_model, 64) + 1) if d_model % c == 0]
         raise AttentionInputError(f"d_model={d_model} 不能平均分给 h={h} 个头（{d_model} / {h} "
-                                  f"不是整数）。请选一个能整除 {d_model} 的头数，例如 {divisors}。")
+                                  f"不是整数）。{choose}")
     return h
 
 

@@ -530,3 +530,14 @@ def test_memory_error_becomes_the_lessons_message():
     assert_chinese(result, AttentionInputError, "(6, 8)")
     q = np.ones((5, 4)).view(_NoRoom)
     assert_chinese(outcome(lambda: scaled_dot_product_attention(q, q, q)), AttentionInputError, "(5, 4)")
+
+
+@pytest.mark.parametrize("h", [0, -4, 8.0])
+def test_a_head_count_below_one_or_not_whole_is_offered_the_same_divisors_as_one_that_does_not_divide(h):
+    """h = 0 says what to choose, as h = 3 does: the divisors of d_model."""
+    with pytest.raises(AttentionInputError) as divides:
+        attention.head_width(512, 3)
+    offered = str(divides.value).split("。")[-2]  # the last sentence: the heads to choose from
+    with pytest.raises(AttentionInputError) as below:
+        attention.head_width(512, h)
+    assert str(below.value).endswith(offered + "。")

@@ -485,6 +485,7 @@ def test_a_self_assessment_is_worked_through_never_right(path):
     counted = re.search(r"(\d+) / (\d+)", p.summary().splitlines()[0]).groups()
     assert counted == ("1", str(len(qq.question_ids())))  # the question line counts it done
     assert "0" not in re.findall(r"\d+", p.summary().splitlines()[0])  # no count of none right
+    assert p.summary().splitlines()[0].count("Q1") == 1  # self-assessed with points unticked: named once
     names = [point.name for point in qq.question(INTERVIEW).key.points]
     p.record(_interview_assess(names[:2]), "…", of=len(names))
     assert not p.entry(INTERVIEW)["complete"]
@@ -499,6 +500,20 @@ def test_an_answer_longer_than_the_file_keeps_is_said(path):
     p.record(quiz.check("Q1", long), long)
     assert len(_new(path).entry("Q1")["answer"]) == progress.MAX_ANSWER_CHARS
     assert str(len(long)) in p.notice and p.notice in p.summary()  # the learner is told
+
+
+def test_the_summary_names_where_each_question_is_asked():
+    """「S7b（第 7 节）」: the section of the file that asks it (Q2 is §10's, about §3)."""
+    asked = [int(re.search(r"\d+", qq.asked_in(q))[0]) for q in ("S2", "S7b", "Q2", INTERVIEW)]
+    assert asked == [2, 7, 10, 8]
+    todo = Progress(None).summary().splitlines()[0]
+    assert re.findall(r"S7b（第 (\d+) 节）", todo) == ["7"]  # S7b alone in its run
+
+
+def test_the_summary_names_each_exercise_with_its_section():
+    """The sections' registry handed in: 「count_multiplies（第 4 节）」, by the module defining it."""
+    line = Progress(None, exercises.EXERCISES).summary().splitlines()[1]
+    assert re.findall(r"\d+", line) == ["0", str(len(exercises.EXERCISES)), "3", "4"]
 
 
 def test_the_item_list_is_data_not_an_import_time_registry():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import os
 import re
@@ -285,13 +286,17 @@ _NOT_DONE = {"tried": ("做过但还没过", "看提示再试一次。"),
              "todo": ("还没做", "")}
 
 
-def _where(item_id: str) -> str:
-    """A question with where the lesson asks it (「Q3（第 4 节）」); an exercise by its name."""
-    from lesson_lib.practice import questions
+def _unticked(entry: dict) -> bool:
+    """A self-assessment that left points unticked (said in the summary; done all the same)."""
+    last = entry.get("attempts", [{}])[-1]  # an exercise's entry has none
+    return last.get("verdict") == "self" and len(last.get("covered") or ()) < (last.get("of") or 0)
 
-    if current_version(item_id) is None:
-        return item_id
-    return f"{item_id}（{questions.asked_in(item_id)}）"
+
+def _places(exercises) -> dict[str, str]:
+    """{name: 「第 N 节」} of the sections' {name: Exercise}, by the module that defines each."""
+    modules = {n: e.solution.__module__ for n, e in getattr(exercises, "items", dict)()}  # or names
+    numbers = {n: re.search(r"\.s(\d+)_", module) for n, module in modules.items()}
+    return {n: f"第 {int(m[1])} 节" for n, m in numbers.items() if m}
 
 
 class Progress:
@@ -306,6 +311,7 @@ class Progress:
         self.ids = questions.question_ids()
         self.apart = questions.apart_ids()  # outside the quiz's count: done once self-assessed
         self.exercise_ids = tuple(exercise_ids)
+        self.places = _places(exercise_ids)  # where each exercise is, when the caller says
         self.data, self.notice = self._load() if path is not None else (empty(), "")
         self._pending = []  # changes not yet on disk (a failed save keeps them for the next one)
         self.listeners = []  # called after every change (the summary widgets)
@@ -430,6 +436,19 @@ class Progress:
         tried = e.get("n_attempts") or any(c["result"] != "todo" for c in e.get("checks", ()))
         return "tried" if tried else "todo"
 
+    def _named(self, ids, unticked=()) -> str:
+        """Ids with where the lesson asks them, once per run (「S3、S3b（第 3 节）」), and whether a
+        self-assessment left points unticked (「Q1（第 10 节，还有没勾的要点）」)."""
+        from lesson_lib.practice import questions
+
+        def said(i: str) -> str:
+            place = self.places.get(i) or (current_version(i) and questions.asked_in(i))
+            marks = [place] if place else []
+            marks += ["还有没勾的要点"] if i in unticked else []
+            return f"（{'，'.join(marks)}）" if marks else ""
+
+        return "、".join("、".join(run) + at for at, run in itertools.groupby(ids, key=said))
+
     def all_done(self) -> bool:
         return all(state == "done" for _, _, state in self.items())
 
@@ -441,12 +460,20 @@ class Progress:
             mine = {name: state for k, name, state in items if k == kind}
             if not mine:  # none of this kind in the lesson
                 continue
-            done = list(mine.values()).count("done")
+            done = [name for name, state in mine.items() if state == "done"]
             # 已完成, never 答对: a self-explanation is done once self-assessed, never graded
-            line = f"{kind}：已完成 {done} / {len(mine)} {unit}。"
+            line = f"{kind}：已完成 {len(done)} / {len(mine)} {unit}。"
+            selfs = [name for name in done if self.entry(name).get("final") == "self"]
+            unticked = [name for name in selfs if _unticked(self.entry(name))]
+            if selfs and not set(mine) <= set(self.apart):  # graded and self-assessed side by side
+                line += f"其中自评（不打分）{len(selfs)} {unit}：{self._named(selfs, unticked)}。"
+            elif unticked:  # the interview: each named once
+                line += f"自评还有没勾的要点：{self._named(unticked)}。"
+            if unticked:
+                line += "对照参考答案补一补，再点「记录自评」。"
             for state, (says, todo) in _NOT_DONE.items():
                 named = [name for name, said in mine.items() if said == state]
-                line += f"{says}：{'、'.join(map(_where, named))}。{todo}" if named else ""
+                line += f"{says}：{self._named(named)}。{todo}" if named else ""
             lines.append(line)
         if self.data["earlier"]:
             lines.append(f"另有旧版题目的作答，保留着、不计入：{'、'.join(self.data['earlier'])}。")
@@ -481,4 +508,5 @@ def default_progress(exercise_ids=()) -> Progress:
     if _DEFAULT is None or _DEFAULT.path != default_path():
         _DEFAULT = Progress(default_path())
     _DEFAULT.exercise_ids = tuple(dict.fromkeys((*_DEFAULT.exercise_ids, *exercise_ids)))
+    _DEFAULT.places.update(_places(exercise_ids))
     return _DEFAULT

@@ -81,7 +81,7 @@ class SelfTestWidget:
         self.controls = _answer_controls(question)
         written = self.rubric is not None
         self.submit = w.Button(description="写好了，看要点" if written else "提交",
-                               button_style="primary")
+                               button_style="primary", tooltip="检查答案（在框里按回车也可以）")
         # shown after a first attempt; once shown, the explanation stays
         self.reveal = w.Button(description="看参考答案" if written else "显示解析",
                                layout=w.Layout(width="auto", align_self="flex-start"))
@@ -108,9 +108,11 @@ class SelfTestWidget:
         self.rubric_html = w.HTML(box_html(self.rubric.text(), "neutral", "lesson-rubric"))
         self.ticks = {p.name: w.Checkbox(description=p.name, indent=False,
                                          layout=w.Layout(width="auto")) for p in self.rubric.points}
-        self.record_button = w.Button(description="记录自评")
+        self.record_button = w.Button(description="记录自评",
+                                      tooltip="只记录你自己勾的要点，不打分")
         self.assessment = _live(self.ticks, self._on_assess, self.record_button)
-        return [self.rubric_html, *self.ticks.values(), self.record_button, self.assessment]
+        asked = w.Label("你的回答说到了哪几点？（自己勾，不打分）")
+        return [self.rubric_html, asked, *self.ticks.values(), self.record_button, self.assessment]
 
     def _repr_mimebundle_(self, **kwargs):
         return self.box._repr_mimebundle_(**kwargs)
@@ -124,6 +126,7 @@ class SelfTestWidget:
         entry = self.progress.entry(self.question.id)
         self.restore(entry["answer"])
         self._show(quiz.check(self.question.id, self.value()))
+        self.attempt_label.value += "（已从进度文件恢复）"
         marks = [a["covered"] for a in entry["attempts"] if a.get("covered") is not None]
         if self.rubric is not None and marks:
             for name, box in self.ticks.items():

@@ -258,12 +258,12 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     title = ("同一条序列：第一张图的一个头两头兼顾，后四张的四个头各管一件事"
              f"（h = 4 的头两两之间平均 JS 散度约 {js:.1f} 比特）\n"
              f"每张图：第 i 行是位置 i 发出的注意力（查询，只画前后都有邻居的位置 {rows[0]}–"
-             f"{rows[-1]}），第 j 列是它放在位置 j 上的权重（键）")
+             f"{rows[-1]}），第 j 列是它放在位置 j 上的权重（键，取一位小数）")
     # the one head splits each row almost evenly between two neighbours (a table's digits would
     # follow the CPU): no table, and an alt text without digits; role names as §7 prints them.
     alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。"
            f"后四张：h = 4 的四个头，分别{'、'.join(names)}。"
-           "每张图第 i 行是位置 i 发出的注意力，颜色越亮权重越大。")
+           "每张图第 i 行是位置 i 发出的注意力（首尾两个位置没有画），颜色越亮权重越大。")
     # 2 wide: rows ≥ 12 px
     return heat_map(drawn, tokens=[str(i) for i in rows],
                     col_tokens=[str(i + 1) for i in range(maps.shape[-1])], cols=2,

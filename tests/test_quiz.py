@@ -362,14 +362,15 @@ def test_two_values_with_words_between_are_two_answers_not_an_equation(qid, answ
 
 @pytest.mark.parametrize(
     ("qid", "answer", "reason"),
-    [("Q2", ["32 (d_v 64)", "不变"], "other_name"), ("Q2", ["64 (d_v 32)", "不变"], "other_name"),
+    [("S3", "(8, 12)", "shape_length"), ("S3", "(8, 12, 64, 1)", "shape_length"),
+     ("Q2", ["32 (d_v 64)", "不变"], "other_name"), ("Q2", ["64 (d_v 32)", "不变"], "other_name"),
      ("Q2", ["512//16", "不变"], "floor_division"), ("Q2", ["$\\frac{512}{16}$", "不变"], "latex"),
      ("Q2", ["32 64", "不变"], "operator"), ("S4", ["1280000 2560000", "1280000"], "operator"),
      ("Q3", ["8 64n²", "512n²"], "operator"), ("S4c", ["64", "4 个 768 × 768 矩阵"], "operator"),
      ("Q2", ["(512/16", "不变"], "brackets"), ("Q2", ["32)", "不变"], "brackets"), ("Q2", ["512/0", "不变"], "zero")],
 )  # fmt: skip
 def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
-    """Each habit (//, LaTeX, two values side by side …) is told its own fix, not a
+    """Each habit (a shape of another length, //, LaTeX, two values side by side …) is told its own fix, not a
     generic 「读不通」."""
     fb = quiz.check(qid, answer)
     assert fb.verdict == "form" and reason in dict(fb.reasons).values(), fb.message
@@ -398,6 +399,12 @@ def test_a_box_that_gave_no_value_names_what_it_takes(text):
     fb = quiz.check("Q2", [text, "不变"])
     symbols = q.key.boxes[0].symbols
     assert fb.verdict == "form" and symbols and all(name in fb.message for name in symbols), fb.message
+
+
+@pytest.mark.parametrize(("typed", "keys"), [("AB", ["A", "B"]), ("A、C、D", ["A", "C", "D"])])
+def test_two_choices_in_a_single_choice_name_only_those_chosen(typed, keys):
+    fb = quiz.check("Q4", typed)
+    assert fb.verdict == "form" and re.findall(r"[A-Z]", fb.message) == keys, fb.message
 
 
 def test_another_boxs_choice_typed_in_a_number_box_is_sent_there():

@@ -575,9 +575,10 @@ def _shape(text: str) -> list[str]:
     return [p for p in re.split(r"\s*[,，、;；×xX*]\s*|\s+", inner) if p]
 
 
-def _items(q: Question, answer) -> tuple[list, list]:
-    """One item per box, and the non-empty items past the last box (one text is the first box's);
-    a shape typed into the first box (``spread``) fills the boxes when it has as many parts."""
+def _items(q: Question, answer) -> tuple[list, list, list[str]]:
+    """One item per box, the non-empty items past the last box (one text is the first box's), and
+    the parts of a shape typed into the first box (``spread``): they fill the boxes when there are
+    as many."""
     names = [b.name for b in q.key.boxes]
     items = [answer]
     extra = []
@@ -589,10 +590,11 @@ def _items(q: Question, answer) -> tuple[list, list]:
         extra = list(answer[len(names) :])
     items += [None] * (len(names) - len(items))
     first_alone = not any(as_text(v).strip() for v in items[1:])
+    shape = []
     if q.key.spread and isinstance(items[0], str) and first_alone:
         shape = _shape(items[0])
         items = shape if len(shape) == len(names) else items
-    return items, [v for v in extra if as_text(v).strip()]
+    return items, [v for v in extra if as_text(v).strip()], shape
 
 
 def form_values(q: Question, answer) -> dict[str, str]:
@@ -602,7 +604,7 @@ def form_values(q: Question, answer) -> dict[str, str]:
 
 def check_form(q: Question, answer) -> Feedback:
     boxes = q.key.boxes
-    items, extra = _items(q, answer)
+    items, extra, shape = _items(q, answer)
     texts = {b.name: as_text(v).strip() for b, v in zip(boxes, items)}
     if not any(texts.values()):
         return answer_first(q.id, "在框里填上答案")
@@ -613,6 +615,12 @@ def check_form(q: Question, answer) -> Feedback:
         crowds = tuple((b.name, "crowded") for b in boxes)
         return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
+    # a shape of another length, in digits only (not 「(8, 12, 64) 不对」): how to write this one
+    if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape):
+        axes = ", ".join(b.label.replace(" ", "") for b in boxes)
+        said = (f"这一栏读到的是「{texts[boxes[0].name]}」。你写的形状有 {len(shape)} 维，"
+                f"本题的形状有 {len(boxes)} 维：写成 ({axes})，或每框填一个数。")
+        read[boxes[0].name] = (None, Unread(said, "shape_length"))
     state = {name: "unread" if value is None else "read" for name, (value, _) in read.items()}
     state.update((name, "empty") for name, text in texts.items() if not text)
     states = tuple(state.items())
@@ -685,8 +693,10 @@ def check_choice(q: Question, answer) -> Feedback:
         return answer_first(q.id, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
     folded = unicodedata.normalize("NFKC", typed).upper()
     chosen = sorted({ch for ch in folded if ch not in " ,、;/和\t\n"})
-    several = single and len(chosen) > 1
-    if len(typed) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys) or several:
+    readable = len(typed) <= MAX_CHARS[q.kind] and chosen and set(chosen) <= set(keys)
+    if readable and single and len(chosen) > 1:
+        return Feedback(False, f"{fb.FORM}这道题只选一项，你选了 {'、'.join(chosen)}。", q.id)
+    if not readable:
         how = "点选一个选项" if single else "勾选一个或几个选项"
         message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(keys)}）。"
         return Feedback(False, message, q.id)

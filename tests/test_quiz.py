@@ -360,6 +360,53 @@ def test_two_values_with_words_between_are_two_answers_not_an_equation(qid, answ
     assert reason in dict(quiz.check(qid, answer).reasons).values()
 
 
+@pytest.mark.parametrize(
+    ("qid", "answer", "reason"),
+    [("S3", "(8, 12)", "shape_length"), ("S3", "(8, 12, 64, 1)", "shape_length"),
+     ("Q2", ["32 (d_v 64)", "不变"], "other_name"), ("Q2", ["64 (d_v 32)", "不变"], "other_name"),
+     ("Q2", ["512//16", "不变"], "floor_division"), ("Q2", ["$\\frac{512}{16}$", "不变"], "latex"),
+     ("Q2", ["32 64", "不变"], "operator"), ("S4", ["1280000 2560000", "1280000"], "operator"),
+     ("Q3", ["8 64n²", "512n²"], "operator"), ("S4c", ["64", "4 个 768 × 768 矩阵"], "operator"),
+     ("Q2", ["(512/16", "不变"], "brackets"), ("Q2", ["32)", "不变"], "brackets"), ("Q2", ["512/0", "不变"], "zero")],
+)  # fmt: skip
+def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
+    """Each habit (a shape of another length, //, LaTeX, two values side by side …) is told its own fix, not a
+    generic 「读不通」."""
+    fb = quiz.check(qid, answer)
+    assert fb.verdict == "form" and reason in dict(fb.reasons).values(), fb.message
+
+
+@pytest.mark.parametrize(("text", "opened", "closed"), [("(512/16", 1, 0), ("32)", 0, 1), ("((32)", 2, 1)])
+def test_unpaired_brackets_are_counted(text, opened, closed):
+    _, why = qc.read_value(text, {}, ("d_k",))
+    # phrase kept: the counts are read back from the message
+    assert re.findall(r"(\d+) 个「([()])」", why) == [(str(opened), "("), (str(closed), ")")], why
+
+
+@pytest.mark.parametrize(("text", "numbers"), [
+    ("每个头 2500 次，合计 40000", ["2500", "40000"]), ("1,280,000（和一个 512 维的头一样）", ["1,280,000", "512"]),
+    ("512（键 256 + 值 256）", ["512", "256", "256"]),
+])  # fmt: skip
+def test_several_values_are_named_as_typed(text, numbers):
+    _, why = qc.read_value(text, {}, ("d_k",))
+    said = why[why.index(text) + len(text) :]  # what the reason says after quoting the box
+    assert why.reason == "several" and re.findall(r"\d+(?:,\d+)*", said) == numbers, why
+
+
+@pytest.mark.parametrize("text", ["512/0", "d_k"])
+def test_a_box_that_gave_no_value_names_what_it_takes(text):
+    q = qq.question("Q2")
+    fb = quiz.check("Q2", [text, "不变"])
+    symbols = q.key.boxes[0].symbols
+    assert fb.verdict == "form" and symbols and all(name in fb.message for name in symbols), fb.message
+
+
+@pytest.mark.parametrize(("typed", "keys"), [("AB", ["A", "B"]), ("A、C、D", ["A", "C", "D"])])
+def test_two_choices_in_a_single_choice_name_only_those_chosen(typed, keys):
+    fb = quiz.check("Q4", typed)
+    assert fb.verdict == "form" and re.findall(r"[A-Z]", fb.message) == keys, fb.message
+
+
 def test_another_boxs_choice_typed_in_a_number_box_is_sent_there():
     q = qq.question("Q2")
     fb = quiz.check("Q2", ["32；不变", "不变"])

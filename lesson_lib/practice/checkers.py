@@ -89,8 +89,10 @@ class Poly:
         return Poly.make((p + q, a * b) for p, a in self.terms for q, b in other.terms)
 
     def divide(self, other: Poly) -> Poly:
-        if other.degree > 0 or other.constant == 0:
+        if other.degree > 0:
             raise ExpressionError(f"不能除以「{other}」：只能除以一个不为 0 的数。", "divisor")
+        if other.constant == 0:  # read_value says what the box takes instead
+            raise ExpressionError("除数是 0", "zero")
         return self * Poly.const(1 / other.constant)
 
     def power(self, exponent: Poly) -> Poly:
@@ -228,6 +230,13 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
     strange = _TOKEN.sub("", text).split() + [n for n in _NAME.findall(text) if n not in symbols]
     if strange:  # 「%」, or a name that is not the box's (is, not: words)
         raise ExpressionError(f"不认识「{strange[0]}」：{allowed}。")
+    if "//" in text:  # Python's floor division
+        one_slash = re.sub(r"\s*//\s*", " / ", text.strip())
+        raise ExpressionError(f"「//」是 Python 的整除，这里写一个 / 即可（{one_slash}）。",
+                              "floor_division")
+    if _NUMBER_AFTER.search(text):  # 32 64, 4 768: a number right after a value
+        raise ExpressionError("两个数或符号之间没有运算符：若是一个式子，用 × 连起来；"
+                              "若是两个答案，请只填一个。", "operator")
     python = _LEADING_ZEROS.sub("", _IMPLICIT.sub(r"\1*", text)).translate(_TO_PYTHON)
     python = " ".join(python.split())  # Python refuses a leading space
     try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
@@ -239,6 +248,7 @@ def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
 _VALUE = r"(?:(?<![\w.])\d+(?:\.\d+)?(?![\d.])|[a-z_]\w*(?!\w)|\))"  # a whole number, name, ")"
 # a value before a name or "(" multiplies it: 512n, h d_k, 8(n·64·n), (h)n
 _IMPLICIT = re.compile(f"({_VALUE})" + r"\s*(?=[a-z_(])")
+_NUMBER_AFTER = re.compile(_VALUE + r"\s*\d")
 _LEADING_ZEROS = re.compile(r"(?<![\w.])0+(?=\d)")  # 08 is 8 (Python refuses 08)
 _TO_PYTHON = str.maketrans({"×": " * ", "·": " * ", "^": " ** "})  # 5 ×* 2 is no power
 _OPERATIONS = {
@@ -323,6 +333,13 @@ def _pieces(text: str, symbols: dict, labels, remark=False) -> list[str]:
     return kept
 
 
+def _several(raw: str) -> ExpressionError:
+    """More than one value in the box, the numbers named as typed: 「不止一个数（8、64）」."""
+    numbers = re.findall(r"\d+(?:[.,]\d+)*", raw)
+    what = f"不止一个数（{'、'.join(numbers)}）" if len(numbers) > 1 else "不止一个数或式子"
+    return ExpressionError(f"读到了{what}，这一栏只填一个。", "several")
+
+
 def _note(m: re.Match, symbols: dict[str, Poly], labels) -> str:
     """A note in parentheses that holds words: dropped (「(一个头)」) or kept as one more side of
     the equation (「(即 512/16)」); 「(16 个头)」 says h = 16, and must hold."""
@@ -351,6 +368,8 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
     try:
         return _read(as_text(text).strip(), symbols, labels), ""
     except ExpressionError as exc:  # a quote as typed: 「HEAD」, not the parser's 「head」
+        if exc.reason == "zero":  # the divide does not know what the box takes
+            exc = ExpressionError(f"{exc}：请填{_wanted(symbols)}。", exc.reason)
         why = re.sub(r"(?<=「)[^「」]+(?=」)",
                      lambda m: (re.search(re.escape(m[0]), typed, re.I) or m)[0], str(exc))
         shown = typed if len(typed) <= MAX_CHARS["form"] else typed[:20] + "……"
@@ -363,22 +382,29 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
                               f"（{MAX_CHARS['form']} 字以内）。", "long")
     raw = clean(raw, MAX_CHARS["form"])
     t = _box_text(raw)
+    if "\\" in t:  # \frac{512}{16}: \times, \cdot and \div are read, other commands are not
+        raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
+                              "（例如 512 / 16）。", "latex")
     if numeral := chinese_numeral(raw):
-        raise ExpressionError(f"其中「{numeral}」是中文数字：请用阿拉伯数字写，"
+        raise ExpressionError(f"「{numeral}」是中文数字：请用阿拉伯数字写，"
                               "例如 32、8万、512/16。", "numeral")
     # words around the one number (see ``_pieces``): nothing is read past one that disowns or
     # changes it
     if word := _DISOWN.search(t) or _CHANGES.search(t):
         raise ExpressionError(f"文字「{_word(word[0].strip(), raw)}」可能会改变这个数的意思，"
                               "这一栏判断不了；请只填你的答案。", "disowned")
+    if t.count("(") != t.count(")"):  # no box is read with them unpaired: say so, and how many
+        raise ExpressionError(f"括号没有配对：有 {t.count('(')} 个「(」、{t.count(')')} 个「)」。",
+                              "brackets")
     t = _SAME_AS.sub(r"= \1", t)
     worded = bool(_WORDS.search(t))
-    t = re.sub(r"\(([^()]*)\)", partial(_note, symbols=symbols, labels=labels), t)
     try:
+        t = re.sub(r"\(([^()]*)\)", partial(_note, symbols=symbols, labels=labels), t)
         return _read_noted(" = ".join(_pieces(t, symbols, labels)), symbols, labels)
-    except ExpressionError as exc:  # words between two values: no "=" was written for certain
-        if worded and exc.reason == "unequal":
-            raise ExpressionError("读到了不止一个数或式子，这一栏只填一个。", "several") from None
+    # several values, or words between two (no "=" was written for certain): the numbers named
+    except ExpressionError as exc:
+        if exc.reason == "several" or (worded and exc.reason == "unequal"):
+            raise _several(raw) from None
         raise
 
 
@@ -404,6 +430,10 @@ def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
     a = _maybe(main, symbols, labels)
     b = _maybe(note, symbols, labels)
     factor = "=" not in note and None not in (a, b) and a.degree == 0 and b.degree > 0
+    if None not in (a, b) and a != b and (named := note.split("=")[0].strip()) in labels:
+        same = " = ".join(labels)  # 「d_k = d_v」
+        raise ExpressionError(f"括号里 {named} 写的是 {b}，和 {a} 不一样；本课里 {same}，"
+                              f"先想清楚哪一个对，再只填 {labels[0]} 一个数。", "other_name")
     if "=" not in note and None not in (a, b) and a != b and not factor:  # 32 (64): no "="
         raise ExpressionError(f"括号里的 {b} 和前面的 {a} 不一样：若是相乘，请写 ×；"
                               "否则请只填你算出的那一个。", "unequal")
@@ -417,11 +447,17 @@ def _maybe(text: str, symbols: dict[str, Poly], labels) -> Poly | None:
         return None
 
 
+def _wanted(symbols: dict) -> str:
+    """What a box takes, said to the learner: 一个数，或用 d_model、h 写出的式子."""
+    return f"一个数，或用 {'、'.join(sorted(symbols))} 写出的式子" if symbols else "一个数"
+
+
 def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
     values = [_parse(side, symbols) for side in sides if side and side not in labels]
     if not values and (named := set(sides) & set(labels)):  # only the box's own name (「d_k」)
-        raise ExpressionError(f"{min(named)} 就是要填的量：请填它的值。", "no_number")
+        raise ExpressionError(f"{min(named)} 就是要填的量：请填它的值（{_wanted(symbols)}）。",
+                              "no_number")
     if not values:
         raise ExpressionError("里面没有读到数或式子：请填一个数或式子。", "no_number")
     if len(set(values)) > 1:
@@ -539,9 +575,10 @@ def _shape(text: str) -> list[str]:
     return [p for p in re.split(r"\s*[,，、;；×xX*]\s*|\s+", inner) if p]
 
 
-def _items(q: Question, answer) -> tuple[list, list]:
-    """One item per box, and the non-empty items past the last box (one text is the first box's);
-    a shape typed into the first box (``spread``) fills the boxes when it has as many parts."""
+def _items(q: Question, answer) -> tuple[list, list, list[str]]:
+    """One item per box, the non-empty items past the last box (one text is the first box's), and
+    the parts of a shape typed into the first box (``spread``): they fill the boxes when there are
+    as many."""
     names = [b.name for b in q.key.boxes]
     items = [answer]
     extra = []
@@ -553,10 +590,11 @@ def _items(q: Question, answer) -> tuple[list, list]:
         extra = list(answer[len(names) :])
     items += [None] * (len(names) - len(items))
     first_alone = not any(as_text(v).strip() for v in items[1:])
+    shape = []
     if q.key.spread and isinstance(items[0], str) and first_alone:
         shape = _shape(items[0])
         items = shape if len(shape) == len(names) else items
-    return items, [v for v in extra if as_text(v).strip()]
+    return items, [v for v in extra if as_text(v).strip()], shape
 
 
 def form_values(q: Question, answer) -> dict[str, str]:
@@ -566,7 +604,7 @@ def form_values(q: Question, answer) -> dict[str, str]:
 
 def check_form(q: Question, answer) -> Feedback:
     boxes = q.key.boxes
-    items, extra = _items(q, answer)
+    items, extra, shape = _items(q, answer)
     texts = {b.name: as_text(v).strip() for b, v in zip(boxes, items)}
     if not any(texts.values()):
         return answer_first(q.id, "在框里填上答案")
@@ -577,6 +615,12 @@ def check_form(q: Question, answer) -> Feedback:
         crowds = tuple((b.name, "crowded") for b in boxes)
         return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
+    # a shape of another length, in digits only (not 「(8, 12, 64) 不对」): how to write this one
+    if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape):
+        axes = ", ".join(b.label.replace(" ", "") for b in boxes)
+        said = (f"这一栏读到的是「{texts[boxes[0].name]}」。你写的形状有 {len(shape)} 维，"
+                f"本题的形状有 {len(boxes)} 维：写成 ({axes})，或每框填一个数。")
+        read[boxes[0].name] = (None, Unread(said, "shape_length"))
     state = {name: "unread" if value is None else "read" for name, (value, _) in read.items()}
     state.update((name, "empty") for name, text in texts.items() if not text)
     states = tuple(state.items())
@@ -649,8 +693,10 @@ def check_choice(q: Question, answer) -> Feedback:
         return answer_first(q.id, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
     folded = unicodedata.normalize("NFKC", typed).upper()
     chosen = sorted({ch for ch in folded if ch not in " ,、;/和\t\n"})
-    several = single and len(chosen) > 1
-    if len(typed) > MAX_CHARS[q.kind] or not chosen or not set(chosen) <= set(keys) or several:
+    readable = len(typed) <= MAX_CHARS[q.kind] and chosen and set(chosen) <= set(keys)
+    if readable and single and len(chosen) > 1:
+        return Feedback(False, f"{fb.FORM}这道题只选一项，你选了 {'、'.join(chosen)}。", q.id)
+    if not readable:
         how = "点选一个选项" if single else "勾选一个或几个选项"
         message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(keys)}）。"
         return Feedback(False, message, q.id)

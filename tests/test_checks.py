@@ -537,7 +537,7 @@ def test_a_head_count_below_one_or_not_whole_is_offered_the_same_divisors_as_one
     """h = 0 says what to choose, as h = 3 does: the divisors of d_model."""
     with pytest.raises(AttentionInputError) as divides:
         attention.head_width(512, 3)
-    offered = str(divides.value).split("。")[-2]  # the last sentence: the heads to choose from
     with pytest.raises(AttentionInputError) as below:
         attention.head_width(512, h)
-    assert str(below.value).endswith(offered + "。")
+    offered = re.findall(r"\[[\d, ]+\]", str(divides.value))  # the list of heads to choose from
+    assert offered and re.findall(r"\[[\d, ]+\]", str(below.value)) == offered

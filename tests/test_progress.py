@@ -507,7 +507,7 @@ def test_the_summary_names_where_each_question_is_asked():
     asked = [int(re.search(r"\d+", qq.asked_in(q))[0]) for q in ("S2", "S7b", "Q2", INTERVIEW)]
     assert asked == [2, 7, 10, 8]
     todo = Progress(None).summary().splitlines()[0]
-    assert re.findall(r"S7b（第 (\d+) 节）", todo) == ["7"]  # S7b alone in its run
+    assert re.findall(r"S7b\D+?(\d+)", todo) == ["7"]  # S7b alone in its run, with its section
 
 
 def test_the_summary_names_each_exercise_with_its_section():

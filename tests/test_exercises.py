@@ -170,6 +170,22 @@ def test_a_worker_that_cannot_start_says_why_and_the_next_check_works(monkeypatc
     monkeypatch.setattr(worker, "run", lambda *a, preload=(): run(*a, preload=("no_such_module_here", *preload)))
     result = ex.check("split_heads", _retyped("split_heads"))
     assert result.status == "error" and "no_such_module_here" in result.message
+    assert ex.EXERCISES["split_heads"].learner_name not in result.message  # the learner's function is not blamed
+    monkeypatch.undo()
+    assert ex.check("split_heads", _retyped("split_heads")).passed
+
+
+def test_a_worker_whose_start_never_ends_says_so_and_the_next_check_works(monkeypatch, tmp_path):
+    """A preload that never finishes importing: the notebook waits START_S for the child's "ready", not forever."""
+    (tmp_path / "never_imported.py").write_text("import threading\n\nthreading.Event().wait()\n")
+    monkeypatch.syspath_prepend(tmp_path)  # the child's PYTHONPATH is the kernel's sys.path
+    worker.stop()
+    monkeypatch.setattr(worker, "START_S", 0.5)
+    run = worker.run
+    monkeypatch.setattr(worker, "run", lambda *a, preload=(): run(*a, preload=("never_imported", *preload)))
+    result = ex.check("split_heads", _retyped("split_heads"))
+    assert result.status == "error" and ex.EXERCISES["split_heads"].learner_name not in result.message
+    assert worker._child is None  # killed: the next check starts another
     monkeypatch.undo()
     assert ex.check("split_heads", _retyped("split_heads")).passed
 
@@ -184,9 +200,8 @@ def _forever_unwatched(x, h):
 
 
 def test_a_check_that_turns_off_the_workers_alarm_is_still_stopped(monkeypatch):
-    """The notebook's own wait ends it: never a hang (a warm worker, so only the wait is shortened)."""
-    assert ex.check("split_heads", _retyped("split_heads")).passed
-    monkeypatch.setattr(worker, "START_S", 0.5)
+    """The notebook's own wait (the budget and GRACE_S, once the child is ready) ends it: never a hang."""
+    monkeypatch.setattr(worker, "GRACE_S", 0.5)
     result = ex.check("split_heads", _forever_unwatched, budget=0.2)
     assert result.status == "timeout", result.message
     monkeypatch.undo()

@@ -223,6 +223,10 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
                       f"也可能是一次极大的计算，例如{ex.huge}。{_AFTER}")
     if reply.kind == "interrupted":
         return result("interrupted", f"检查被中断了（你的函数还没算完）。{_AFTER}")
-    why = "".join(f"；{line}" for line in reply.text.strip().splitlines()[-1:])  # a failed start
-    return result("error", f"运行你的函数的进程意外结束了（退出码 {reply.value}{why}）：是不是"
+    if reply.kind == "nostart":  # a preload that fails to import, or a start that never ends
+        why = "".join(f"；{line}" for line in reply.text.strip().splitlines()[-1:])
+        return result("error", f"检查器的后台进程没能启动（退出码 {reply.value}{why}），你的函数"
+                      "还没有被检查。请重启内核（Kernel → Restart）再运行；如果还是这样，"
+                      "把这条信息告诉老师。")
+    return result("error", f"运行你的函数的进程意外结束了（退出码 {reply.value}）：是不是"
                   f"调用了 os._exit(…)、递归太深，或者内存用得太多？{_AFTER}")

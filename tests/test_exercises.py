@@ -291,6 +291,11 @@ def _raise(exc):
     return fn
 
 
+def test_returning_a_function_is_named():
+    result = ex.check("split_heads", lambda x, h: np.reshape)
+    assert result.status == "wrong" and "reshape" in result.message and result.mistakes == ()
+
+
 @pytest.mark.parametrize("exc", [GeneratorExit(), SystemExit(3), KeyboardInterrupt()])
 def test_base_exceptions_are_reported(exc):
     result = ex.check("split_heads", _raise(exc))
@@ -325,6 +330,18 @@ def test_round_off_difference_says_precision_not_same_number_twice():
     assert result.status == "wrong" and result.mistakes == ("float32",)
     want, got = re.findall(r"-?\d+\.\d+", result.message)[:2]
     assert want != got
+
+
+def test_odd_dtypes_get_the_right_message():
+    """Complex, object, text and boolean arrays: four different diagnoses, none the generic 'not numbers'."""
+    odd = [np.ones((8, 12, 64), dtype=complex), np.array([np.ones(3), np.ones(2)], dtype=object),
+           np.array(["x"]), np.ones((8, 12, 64), dtype=bool)]
+    results = [ex.check("split_heads", lambda x, h, value=value: value) for value in odd]
+    assert {r.status for r in results} == {"wrong"}
+    assert len({r.message for r in results}) == 4
+    assert not any("ndarray" in r.message for r in results)  # the fallback names the type
+    assert str(odd[0].dtype) in results[0].message and "object" in results[1].message
+    assert sum("np.stack" in r.message for r in results) == 1  # only where several arrays were returned
 
 
 @pytest.mark.parametrize("name", NAMES)

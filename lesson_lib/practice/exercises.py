@@ -101,15 +101,33 @@ def _call(ex, case, fn, args, source) -> object:
     return value
 
 
+_NOT_NUMBERS = {  # an array's dtype kind -> what it usually means
+    "c": "返回的数组是复数（dtype={kind}）：注意力的输出应当是实数，"
+         "检查是不是用了会产生复数的运算。",
+    "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
+         "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
+    "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。",
+    **dict.fromkeys("USV", "返回的是文字（dtype={kind}），不是数字数组："
+                           "请返回计算出来的 numpy 数组。"),
+}
+
+
 def as_array(case, result) -> np.ndarray:
-    """A float64 copy of ``result``, or Stop saying it is not an array of numbers."""
+    """A float64 copy of ``result``, or Stop saying why it is not an array of numbers."""
+    if callable(result):  # return np.reshape: the function, not its result
+        name = getattr(result, "__name__", type(result).__name__)
+        raise Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果："
+                   f"是不是写成了 return {name}，忘了加括号调用它？")
     try:
         kind = np.asarray(result).dtype
     except Exception:
         kind = np.dtype(object)
     if kind.kind not in "iuf":
-        raise Stop("wrong", f"{case}：返回值不是数字数组（{type(result).__name__}，dtype={kind}）："
-                   "请返回算出的 numpy 数组，几个数组用 np.stack 拼成一个。")
+        # a dict, a set or another object is not several arrays in a list: the plain advice
+        several = isinstance(result, (list, tuple, np.ndarray)) or kind.kind != "O"
+        why = _NOT_NUMBERS.get(kind.kind if several else "", "返回值不是数字数组（是 {type}，"
+                               "dtype={kind}）：请返回一个 numpy 数组。")
+        raise Stop("wrong", f"{case}：" + why.format(kind=kind, type=type(result).__name__))
     return np.array(result, dtype=np.float64)
 
 

@@ -296,10 +296,12 @@ def test_returning_a_function_is_named():
     assert result.status == "wrong" and "reshape" in result.message and result.mistakes == ()
 
 
-@pytest.mark.parametrize("exc", [GeneratorExit(), SystemExit(3), KeyboardInterrupt()])
+@pytest.mark.parametrize("exc", [GeneratorExit(), SystemExit(3), KeyboardInterrupt(), RecursionError(), MemoryError()])
 def test_base_exceptions_are_reported(exc):
     result = ex.check("split_heads", _raise(exc))
     assert result.status == "error" and result.message.startswith("运行出错") and type(exc).__name__ in result.message
+    own_advice = isinstance(exc, (SystemExit, RecursionError, MemoryError))  # not the exercise's reshape hint
+    assert (ex.EXERCISES["split_heads"].hint in result.message) != own_advice, result.message
 
 
 def test_a_float32_result_is_told_to_use_float64():

@@ -76,6 +76,14 @@ MISTAKES = {
 
 
 # --- in the worker: calling the learner's function, and reading what it returned
+_EXTRA_HINT = {  # what an exception usually means in these exercises (else the exercise's hint)
+    RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
+    MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
+                 "这里的例子都很小。",
+    SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
+}
+
+
 def _call(ex, case, fn, args, source) -> object:
     """``fn(*args)`` on copies of the arrays: its value, or Stop with a message that teaches."""
     try:
@@ -88,13 +96,15 @@ def _call(ex, case, fn, args, source) -> object:
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
         said = _describe(exc)
+        hint = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), ex.hint)
         if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
-            said = "输出超过了 1 MB，请减少 print（特别是循环里的）"
+            said = "输出超过了 1 MB"
+            hint = "请删掉或减少 print（特别是循环里的）。"
         frames = [(f.filename, f.lineno, f.name)
                   for f in reversed(traceback.extract_tb(exc.__traceback__))]
         line, text = _learner_line(frames, fn, source)
         where = f"，在你的函数第 {line} 行「{text}」" if text else ""
-        raise Stop("error", f"运行出错（{case} 这个例子）{where}：{said}。{ex.hint}") from None
+        raise Stop("error", f"运行出错（{case} 这个例子）{where}：{said}。{hint}") from None
     if value is None:
         raise Stop("wrong", f"{ex.learner_name} 返回了 None：是不是忘了写 return？",
                    ("no_return",))

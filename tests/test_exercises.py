@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import ctypes
+import inspect
 import linecache
 import os
 import re
@@ -154,6 +155,8 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
     # the short budget, stretched by the load: the learner's line must be reached before the alarm can name it
     result = ex.check(name, fn, budget=scaled(BUDGET_S) if statuses == {"timeout"} else None)
     assert result.status in statuses, result.message
+    lines = [line.strip()[:40] for line in inspect.getsource(fn).splitlines()[1:] if line.strip()]  # quoted: cut
+    assert fn.__name__ in result.message or any(line in result.message for line in lines), result.message  # its own
     assert "Traceback" not in result.message
     if statuses == {"timeout"}:
         assert re.search(stuck, result.message), result.message
@@ -351,6 +354,7 @@ def test_unfilled_stub_is_not_an_error(name):
     result = ex.check(name, stub)
     assert result.status == "todo" and not result.passed
     assert result.message.startswith("还没实现") and ex.EXERCISES[name].learner_name in result.message
+    assert f'exercises.spec("{name}")' in result.message and f'exercises.show_solution("{name}")' in result.message
     assert repr(result) == result.message  # what the notebook cell shows
 
 

@@ -71,8 +71,14 @@ MISTAKES = {
     "values": "形状对了，数值不对",
     "no_return": "没有返回结果",
     "modifies_input": "改动了输入数组",  # no longer named; older progress files still hold it
-    "float32": "公式对，中间用了 float32",
+    "float32": "差约 1e-5，像 float32 的舍入误差",
 }
+
+
+def _named(ex, fn) -> str:
+    """The learner's own name for the function, in what the checker says; else the stub's."""
+    named = getattr(fn, "__name__", "")
+    return named if named.isidentifier() else ex.learner_name
 
 
 # --- in the worker: calling the learner's function, and reading what it returned
@@ -90,9 +96,9 @@ def _call(ex, case, fn, args, source) -> object:
         with np.errstate(all="ignore"):
             value = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except NotImplementedError:
-        todo = f"还没实现：把 {ex.learner_name} 里的 raise NotImplementedError 换成你的代码。"
-        raise Stop("todo", f"{todo}要求：exercises.spec('{ex.name}')；答案："
-                   f"exercises.show_solution('{ex.name}')") from None
+        raise Stop("todo", f"还没实现：把 {ex.learner_name} 里的 raise NotImplementedError "
+                   f"换成你的代码。想看要求：exercises.spec(\"{ex.name}\")；实在卡住了："
+                   f"exercises.show_solution(\"{ex.name}\")。改好后再运行这个单元格。") from None
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
         said = _describe(exc)
@@ -169,8 +175,8 @@ def values(case, got, want, nonfinite, variants, advice) -> None:
     idx = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(got - want)), got.shape))
     where = f"例如位置 {idx}：应为 {want[idx]:.8g}，你的是 {got[idx]:.8g}"
     if np.allclose(got, want, rtol=1e-4, atol=1e-5):  # float32 keeps ~7 digits; sums lose some
-        raise Stop("wrong", f"{case}：公式对，但精度不够，请用 float64，不要用 float32：{where}。",
-                   ("float32",))
+        raise Stop("wrong", f"{case}：结果只差约 1e-5（相对），像 float32 的舍入误差：请全程用 "
+                   f"float64，不要转成 float32。{where}。", ("float32",))
     for mistake, variant, text in variants:
         if np.allclose(got, variant, rtol=1e-6, atol=1e-8):
             raise Stop("wrong", f"{case}：{text}", (mistake,))
@@ -239,6 +245,7 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
         return result("error", _unexpected(exc))
     home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))
+    learner = _named(ex, fn)
     if reply.kind == "ok":
         print(reply.text, end="")  # the learner's own print()s, above the verdict
         status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
@@ -247,14 +254,15 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
         found = re.findall(r'File "(.*)", line (\d+) in (\S+)', reply.text)
         text = _learner_line([(path, int(n), f) for path, n, f in found], fn, source)[1]
         where = f"（停在这一行：「{text}」）" if text else ""
-        return result("timeout", f"你的函数运行了 {budget:g} 秒还没结束{where}：是不是写了死循环？"
-                      f"也可能是一次极大的计算，例如{ex.huge}。{_AFTER}")
+        return result("timeout", f"{learner} 运行了 {budget:g} 秒还没结束{where}：是不是写了死"
+                      "循环？检查 while 循环的退出条件和 for 循环的范围。也可能是一次极大的"
+                      f"计算，例如{ex.huge}。{_AFTER}")
     if reply.kind == "interrupted":
-        return result("interrupted", f"检查被中断了（你的函数还没算完）。{_AFTER}")
+        return result("interrupted", f"检查被中断了（{learner} 还没算完）。{_AFTER}")
     if reply.kind == "nostart":  # a preload that fails to import, or a start that never ends
         why = "".join(f"；{line}" for line in reply.text.strip().splitlines()[-1:])
         return result("error", f"检查器的后台进程没能启动（退出码 {reply.value}{why}），你的函数"
                       "还没有被检查。请重启内核（Kernel → Restart）再运行；如果还是这样，"
                       "把这条信息告诉老师。")
-    return result("error", f"运行你的函数的进程意外结束了（退出码 {reply.value}）：是不是"
+    return result("error", f"运行 {learner} 的进程意外结束了（退出码 {reply.value}）：是不是"
                   f"调用了 os._exit(…)、递归太深，或者内存用得太多？{_AFTER}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import ctypes
+import inspect
 import linecache
 import os
 import re
@@ -154,6 +155,8 @@ def test_an_accident_ends_the_check_and_the_next_check_works(accident):
     # the short budget, stretched by the load: the learner's line must be reached before the alarm can name it
     result = ex.check(name, fn, budget=scaled(BUDGET_S) if statuses == {"timeout"} else None)
     assert result.status in statuses, result.message
+    lines = [line.strip()[:40] for line in inspect.getsource(fn).splitlines()[1:] if line.strip()]  # quoted: cut
+    assert fn.__name__ in result.message or any(line in result.message for line in lines), result.message  # its own
     assert "Traceback" not in result.message
     if statuses == {"timeout"}:
         assert re.search(stuck, result.message), result.message
@@ -170,6 +173,22 @@ def test_a_worker_that_cannot_start_says_why_and_the_next_check_works(monkeypatc
     monkeypatch.setattr(worker, "run", lambda *a, preload=(): run(*a, preload=("no_such_module_here", *preload)))
     result = ex.check("split_heads", _retyped("split_heads"))
     assert result.status == "error" and "no_such_module_here" in result.message
+    assert ex.EXERCISES["split_heads"].learner_name not in result.message  # the learner's function is not blamed
+    monkeypatch.undo()
+    assert ex.check("split_heads", _retyped("split_heads")).passed
+
+
+def test_a_worker_whose_start_never_ends_says_so_and_the_next_check_works(monkeypatch, tmp_path):
+    """A preload that never finishes importing: the notebook waits START_S for the child's "ready", not forever."""
+    (tmp_path / "never_imported.py").write_text("import threading\n\nthreading.Event().wait()\n")
+    monkeypatch.syspath_prepend(tmp_path)  # the child's PYTHONPATH is the kernel's sys.path
+    worker.stop()
+    monkeypatch.setattr(worker, "START_S", 0.5)
+    run = worker.run
+    monkeypatch.setattr(worker, "run", lambda *a, preload=(): run(*a, preload=("never_imported", *preload)))
+    result = ex.check("split_heads", _retyped("split_heads"))
+    assert result.status == "error" and ex.EXERCISES["split_heads"].learner_name not in result.message
+    assert worker._child is None  # killed: the next check starts another
     monkeypatch.undo()
     assert ex.check("split_heads", _retyped("split_heads")).passed
 
@@ -184,9 +203,8 @@ def _forever_unwatched(x, h):
 
 
 def test_a_check_that_turns_off_the_workers_alarm_is_still_stopped(monkeypatch):
-    """The notebook's own wait ends it: never a hang (a warm worker, so only the wait is shortened)."""
-    assert ex.check("split_heads", _retyped("split_heads")).passed
-    monkeypatch.setattr(worker, "START_S", 0.5)
+    """The notebook's own wait (the budget and GRACE_S, once the child is ready) ends it: never a hang."""
+    monkeypatch.setattr(worker, "GRACE_S", 0.5)
     result = ex.check("split_heads", _forever_unwatched, budget=0.2)
     assert result.status == "timeout", result.message
     monkeypatch.undo()
@@ -276,10 +294,17 @@ def _raise(exc):
     return fn
 
 
-@pytest.mark.parametrize("exc", [GeneratorExit(), SystemExit(3), KeyboardInterrupt()])
+def test_returning_a_function_is_named():
+    result = ex.check("split_heads", lambda x, h: np.reshape)
+    assert result.status == "wrong" and "reshape" in result.message and result.mistakes == ()
+
+
+@pytest.mark.parametrize("exc", [GeneratorExit(), SystemExit(3), KeyboardInterrupt(), RecursionError(), MemoryError()])
 def test_base_exceptions_are_reported(exc):
     result = ex.check("split_heads", _raise(exc))
     assert result.status == "error" and result.message.startswith("运行出错") and type(exc).__name__ in result.message
+    own_advice = isinstance(exc, (SystemExit, RecursionError, MemoryError))  # not the exercise's reshape hint
+    assert (ex.EXERCISES["split_heads"].hint in result.message) != own_advice, result.message
 
 
 def test_a_float32_result_is_told_to_use_float64():
@@ -312,11 +337,24 @@ def test_round_off_difference_says_precision_not_same_number_twice():
     assert want != got
 
 
+def test_odd_dtypes_get_the_right_message():
+    """Complex, object, text and boolean arrays: four different diagnoses, none the generic 'not numbers'."""
+    odd = [np.ones((8, 12, 64), dtype=complex), np.array([np.ones(3), np.ones(2)], dtype=object),
+           np.array(["x"]), np.ones((8, 12, 64), dtype=bool)]
+    results = [ex.check("split_heads", lambda x, h, value=value: value) for value in odd]
+    assert {r.status for r in results} == {"wrong"}
+    assert len({r.message for r in results}) == 4
+    assert not any("ndarray" in r.message for r in results)  # the fallback names the type
+    assert str(odd[0].dtype) in results[0].message and "object" in results[1].message
+    assert sum("np.stack" in r.message for r in results) == 1  # only where several arrays were returned
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_unfilled_stub_is_not_an_error(name):
     result = ex.check(name, stub)
     assert result.status == "todo" and not result.passed
     assert result.message.startswith("还没实现") and ex.EXERCISES[name].learner_name in result.message
+    assert f'exercises.spec("{name}")' in result.message and f'exercises.show_solution("{name}")' in result.message
     assert repr(result) == result.message  # what the notebook cell shows
 
 

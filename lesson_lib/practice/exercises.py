@@ -71,45 +71,79 @@ MISTAKES = {
     "values": "形状对了，数值不对",
     "no_return": "没有返回结果",
     "modifies_input": "改动了输入数组",  # no longer named; older progress files still hold it
-    "float32": "公式对，中间用了 float32",
+    "float32": "差约 1e-5，像 float32 的舍入误差",
 }
 
 
+def _named(ex, fn) -> str:
+    """The learner's own name for the function, in what the checker says; else the stub's."""
+    named = getattr(fn, "__name__", "")
+    return named if named.isidentifier() else ex.learner_name
+
+
 # --- in the worker: calling the learner's function, and reading what it returned
+_EXTRA_HINT = {  # what an exception usually means in these exercises (else the exercise's hint)
+    RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
+    MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
+                 "这里的例子都很小。",
+    SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
+}
+
+
 def _call(ex, case, fn, args, source) -> object:
     """``fn(*args)`` on copies of the arrays: its value, or Stop with a message that teaches."""
     try:
         with np.errstate(all="ignore"):
             value = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except NotImplementedError:
-        todo = f"还没实现：把 {ex.learner_name} 里的 raise NotImplementedError 换成你的代码。"
-        raise Stop("todo", f"{todo}要求：exercises.spec('{ex.name}')；答案："
-                   f"exercises.show_solution('{ex.name}')") from None
+        raise Stop("todo", f"还没实现：把 {ex.learner_name} 里的 raise NotImplementedError "
+                   f"换成你的代码。想看要求：exercises.spec(\"{ex.name}\")；实在卡住了："
+                   f"exercises.show_solution(\"{ex.name}\")。改好后再运行这个单元格。") from None
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
         said = _describe(exc)
+        hint = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), ex.hint)
         if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
-            said = "输出超过了 1 MB，请减少 print（特别是循环里的）"
+            said = "输出超过了 1 MB"
+            hint = "请删掉或减少 print（特别是循环里的）。"
         frames = [(f.filename, f.lineno, f.name)
                   for f in reversed(traceback.extract_tb(exc.__traceback__))]
         line, text = _learner_line(frames, fn, source)
         where = f"，在你的函数第 {line} 行「{text}」" if text else ""
-        raise Stop("error", f"运行出错（{case} 这个例子）{where}：{said}。{ex.hint}") from None
+        raise Stop("error", f"运行出错（{case} 这个例子）{where}：{said}。{hint}") from None
     if value is None:
         raise Stop("wrong", f"{ex.learner_name} 返回了 None：是不是忘了写 return？",
                    ("no_return",))
     return value
 
 
+_NOT_NUMBERS = {  # an array's dtype kind -> what it usually means
+    "c": "返回的数组是复数（dtype={kind}）：注意力的输出应当是实数，"
+         "检查是不是用了会产生复数的运算。",
+    "O": "返回的数组里装的是 Python 对象（dtype=object），不是数字：是不是返回了长短不一的列表，"
+         "或者把几个数组放进了一个列表？请用 np.stack / np.concatenate 拼成一个数组。",
+    "b": "返回的是 True/False 组成的布尔数组，不是数值：请返回计算出来的数组。",
+    **dict.fromkeys("USV", "返回的是文字（dtype={kind}），不是数字数组："
+                           "请返回计算出来的 numpy 数组。"),
+}
+
+
 def as_array(case, result) -> np.ndarray:
-    """A float64 copy of ``result``, or Stop saying it is not an array of numbers."""
+    """A float64 copy of ``result``, or Stop saying why it is not an array of numbers."""
+    if callable(result):  # return np.reshape: the function, not its result
+        name = getattr(result, "__name__", type(result).__name__)
+        raise Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果："
+                   f"是不是写成了 return {name}，忘了加括号调用它？")
     try:
         kind = np.asarray(result).dtype
     except Exception:
         kind = np.dtype(object)
     if kind.kind not in "iuf":
-        raise Stop("wrong", f"{case}：返回值不是数字数组（{type(result).__name__}，dtype={kind}）："
-                   "请返回算出的 numpy 数组，几个数组用 np.stack 拼成一个。")
+        # a dict, a set or another object is not several arrays in a list: the plain advice
+        several = isinstance(result, (list, tuple, np.ndarray)) or kind.kind != "O"
+        why = _NOT_NUMBERS.get(kind.kind if several else "", "返回值不是数字数组（是 {type}，"
+                               "dtype={kind}）：请返回一个 numpy 数组。")
+        raise Stop("wrong", f"{case}：" + why.format(kind=kind, type=type(result).__name__))
     return np.array(result, dtype=np.float64)
 
 
@@ -141,8 +175,8 @@ def values(case, got, want, nonfinite, variants, advice) -> None:
     idx = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(got - want)), got.shape))
     where = f"例如位置 {idx}：应为 {want[idx]:.8g}，你的是 {got[idx]:.8g}"
     if np.allclose(got, want, rtol=1e-4, atol=1e-5):  # float32 keeps ~7 digits; sums lose some
-        raise Stop("wrong", f"{case}：公式对，但精度不够，请用 float64，不要用 float32：{where}。",
-                   ("float32",))
+        raise Stop("wrong", f"{case}：结果只差约 1e-5（相对），像 float32 的舍入误差：请全程用 "
+                   f"float64，不要转成 float32。{where}。", ("float32",))
     for mistake, variant, text in variants:
         if np.allclose(got, variant, rtol=1e-6, atol=1e-8):
             raise Stop("wrong", f"{case}：{text}", (mistake,))
@@ -211,6 +245,7 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
         return result("error", _unexpected(exc))
     home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))
+    learner = _named(ex, fn)
     if reply.kind == "ok":
         print(reply.text, end="")  # the learner's own print()s, above the verdict
         status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list
@@ -219,10 +254,15 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
         found = re.findall(r'File "(.*)", line (\d+) in (\S+)', reply.text)
         text = _learner_line([(path, int(n), f) for path, n, f in found], fn, source)[1]
         where = f"（停在这一行：「{text}」）" if text else ""
-        return result("timeout", f"你的函数运行了 {budget:g} 秒还没结束{where}：是不是写了死循环？"
-                      f"也可能是一次极大的计算，例如{ex.huge}。{_AFTER}")
+        return result("timeout", f"{learner} 运行了 {budget:g} 秒还没结束{where}：是不是写了死"
+                      "循环？检查 while 循环的退出条件和 for 循环的范围。也可能是一次极大的"
+                      f"计算，例如{ex.huge}。{_AFTER}")
     if reply.kind == "interrupted":
-        return result("interrupted", f"检查被中断了（你的函数还没算完）。{_AFTER}")
-    why = "".join(f"；{line}" for line in reply.text.strip().splitlines()[-1:])  # a failed start
-    return result("error", f"运行你的函数的进程意外结束了（退出码 {reply.value}{why}）：是不是"
+        return result("interrupted", f"检查被中断了（{learner} 还没算完）。{_AFTER}")
+    if reply.kind == "nostart":  # a preload that fails to import, or a start that never ends
+        why = "".join(f"；{line}" for line in reply.text.strip().splitlines()[-1:])
+        return result("error", f"检查器的后台进程没能启动（退出码 {reply.value}{why}），你的函数"
+                      "还没有被检查。请重启内核（Kernel → Restart）再运行；如果还是这样，"
+                      "把这条信息告诉老师。")
+    return result("error", f"运行 {learner} 的进程意外结束了（退出码 {reply.value}）：是不是"
                   f"调用了 os._exit(…)、递归太深，或者内存用得太多？{_AFTER}")

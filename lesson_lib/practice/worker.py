@@ -20,6 +20,10 @@ import threading
 from dataclasses import dataclass
 
 START_S = 60.0  # a cold start on a busy class hub may be slow; not in the learner's budget
+# past the budget, the wait for an answer: the child's own alarm ends a job at the budget, so this
+# grace only ends one whose alarm the job turned off; long, so that a busy machine never ends a job
+# before its alarm has named the stuck line (1 s, as before, could: a 2-core hub under load)
+GRACE_S = 5.0
 MEMORY_HEADROOM = 2 * 2**30  # bytes a job may allocate (Linux): a huge array raises MemoryError
 FILE_BYTES = 2**20  # what a job and its children may write to a file, output included: OSError
 OUTPUT_BYTES = 4000  # the end of what a job writes that is shown
@@ -27,9 +31,9 @@ OUTPUT_BYTES = 4000  # the end of what a job writes that is shown
 
 @dataclass(frozen=True)
 class Reply:
-    kind: str  # ok, timeout, crashed, interrupted (Ctrl-C)
-    value: object = None  # ok: what the job returned (JSON: a tuple as a list); crashed: exit code
-    text: str = ""  # ok: the end of what the job wrote; timeout, crashed: the child's stderr
+    kind: str  # ok, timeout, crashed, interrupted (Ctrl-C), nostart (a broken environment)
+    value: object = None  # ok: what the job returned (JSON: a tuple as a list); else: exit code
+    text: str = ""  # ok: the end of what the job wrote; timeout, nostart: the child's stderr
 
 
 class _Child:
@@ -42,6 +46,7 @@ class _Child:
         self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.errors, env=env,
                                         start_new_session=True)
+        self.ready = False  # its "ready" line, after its preload and limits, was read
 
     def kill(self, grace: float) -> int:
         """Kill the child's process group, the learner's children too, and reap the child: its exit
@@ -75,7 +80,8 @@ def stop(grace: float = 0.0) -> int | None:
 
 def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
     """``module:function(payload)`` in the child (a new one imports ``preload`` first, outside the
-    budget): its value and what it wrote, or how it ended. Never raises for what the job does."""
+    budget, or "nostart"): its value and what it wrote, or how it ended. Waits at most ``budget``
+    and GRACE_S once the child is ready; never raises for what the job does."""
     global _child
     with _lock:
         if _child is None or _child.process.poll() is not None:
@@ -84,12 +90,13 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
         child = _child
         late = False
         try:
+            child.ready = child.ready or _started(child)
+            if not child.ready:  # the next run starts another child, as after a kernel restart
+                return Reply("nostart", stop(1.0), child.log[-300:])
             pickle.dump((target, payload, budget), child.process.stdin, pickle.HIGHEST_PROTOCOL)
             child.process.stdin.flush()
-            # the child's own alarm ends a job at the budget; this wait ends a child stuck before
-            # it (a start that never ends) or one whose alarm the job turned off
-            late = not select.select([child.process.stdout], [], [], START_S + budget)[0]
-            answer = None if late else json.loads(child.process.stdout.readline(FILE_BYTES))
+            answer = _answer(child, budget + GRACE_S)
+            late = answer is None
         except KeyboardInterrupt:
             stop()
             return Reply("interrupted")
@@ -103,7 +110,23 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = (
         at = child.log.rfind("Timeout (")  # faulthandler's dump, then its exit, at the budget
         if late or at >= 0:
             return Reply("timeout", text=child.log[max(0, at):])
-        return Reply("crashed", code, child.log[-300:])
+        return Reply("crashed", code)
+
+
+def _answer(child: _Child, wait: float) -> object:
+    """The child's next JSON line, or None if it writes none within ``wait`` seconds (ValueError:
+    it has ended, or wrote what is not one JSON line)."""
+    if not select.select([child.process.stdout], [], [], wait)[0]:
+        return None
+    return json.loads(child.process.stdout.readline(FILE_BYTES))
+
+
+def _started(child: _Child) -> bool:
+    """Whether a new child says "ready" within START_S: a preload that fails to import ends it, a
+    start that never ends does not answer. Not counted in the learner's budget."""
+    with contextlib.suppress(ValueError):
+        return _answer(child, START_S) == "ready"
+    return False
 
 
 # --- in the child
@@ -161,7 +184,10 @@ def _serve(preload: tuple[str, ...]) -> None:
         with contextlib.suppress(ValueError):  # a lower hard limit: the soft one is lower already
             resource.setrlimit(kind, (soft, resource.getrlimit(kind)[1]))
     threads = threading.active_count()
+    answer = "ready"  # the parent's START_S ends here: what follows is in the learner's budget
     while True:
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
         try:
             target, payload, budget = pickle.load(jobs)
         except Exception:  # the end of input: the kernel is gone, and with it this group
@@ -175,5 +201,3 @@ def _serve(preload: tuple[str, ...]) -> None:
         sys.stdout = sys.__stdout__  # a job may have replaced it
         left = _spoiled(threads)
         answer = {"value": value, "printed": _printed(out.fileno()), "left": left}
-        answers.write(json.dumps(answer) + "\n")
-        answers.flush()

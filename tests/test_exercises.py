@@ -269,6 +269,7 @@ def test_calling_the_check_inside_the_function_is_explained():
 
     result = ex.check("split_heads", recursive)
     assert result.status == "error" and "exercises.check" in result.message
+    assert ex.EXERCISES["split_heads"].hint not in result.message  # its own message says it all
 
 
 def test_a_function_that_cannot_travel_is_explained():
@@ -325,6 +326,8 @@ def test_float32_inside_a_float64_result_says_use_float64():
     assert result.status == "wrong" and result.mistakes == ("float32",) and "float64" in result.message
     want, got = re.findall(r"-?\d+\.\d+", result.message)[:2]  # where it differs: the expected, then theirs
     assert want != got
+    (said,) = re.findall(r"\d+e-\d+", result.message)  # the largest relative error it names
+    assert 1e-9 < float(said) < 1e-4  # float32's order, computed from this result, not a fixed 1e-5
 
 
 def test_round_off_difference_says_precision_not_same_number_twice():

@@ -171,13 +171,15 @@ def test_a_toml_syntax_error_names_the_file_line_and_column(tmp_path, bad):
     assert f"「{bad}」" in str(err.value)  # the line quoted as typed
 
 
-@pytest.mark.parametrize("text, named", [("{}", "d_model"), ("d_model}", "{d_model}"),
-                                         ("{d_model:,.q}", "{d_model:,}")])
-def test_a_placeholder_error_shows_this_files_own_names(tmp_path, text, named):
+@pytest.mark.parametrize("text, named, quoted", [("{}", "d_model", "{}"), ("d_model}", "{d_model}", "}"),
+                                                 ("{d_model:,.q}", "{d_model:,}", "{d_model:,.q}"),
+                                                 ("{dk} 维", "{d_model}", "{dk}")])
+def test_a_placeholder_error_shows_this_files_own_names(tmp_path, text, named, quoted):
+    """It names the file's own values and quotes the placeholder that does not fill, as written."""
     path = _file(tmp_path, GOOD.replace("解析：{d_model}", f"解析：{text}", 1))
     with pytest.raises(questions.QuestionDataError) as err:
         questions.read_file(path)
-    assert named in str(err.value)
+    assert named in str(err.value) and quoted in str(err.value)
 
 
 def test_an_id_in_two_files_is_refused(tmp_path, monkeypatch):

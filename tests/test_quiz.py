@@ -367,7 +367,8 @@ def test_two_values_with_words_between_are_two_answers_not_an_equation(qid, answ
      ("Q2", ["512//16", "不变"], "floor_division"), ("Q2", ["$\\frac{512}{16}$", "不变"], "latex"),
      ("Q2", ["32 64", "不变"], "operator"), ("S4", ["1280000 2560000", "1280000"], "operator"),
      ("Q3", ["8 64n²", "512n²"], "operator"), ("S4c", ["64", "4 个 768 × 768 矩阵"], "operator"),
-     ("Q2", ["(512/16", "不变"], "brackets"), ("Q2", ["32)", "不变"], "brackets"), ("Q2", ["512/0", "不变"], "zero")],
+     ("Q2", ["(512/16", "不变"], "brackets"), ("Q2", ["32)", "不变"], "brackets"), ("Q2", ["512/0", "不变"], "zero"),
+     ("Q6", ["64", "512 n 方"], "n")],
 )  # fmt: skip
 def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
     """Each habit (a shape of another length, //, LaTeX, two values side by side …) is told its own fix, not a

@@ -221,13 +221,15 @@ def _box_text(raw: str) -> str:
     return text
 
 
-def _parse(text: str, symbols: dict[str, Poly]) -> Poly:
+def _parse(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
     """Python's own parser (a syntax tree only, never code) on the box's spelling, then a whitelist
     of nodes evaluated into a Poly: numbers, names, + - × / ^, signs and parentheses."""
     listed = "".join(f"{name}、" for name in sorted(symbols))  # the box's own symbols
     square = "（平方写成 n^2 或 n²）" if "n" in symbols else ""  # only where n may be written
     allowed = f"只能用数字、{listed}+ − × · / ^ 和括号{square}"
     strange = _TOKEN.sub("", text).split() + [n for n in _NAME.findall(text) if n not in symbols]
+    if strange and (strange[0] == "n" or strange[0] in labels):  # a number box: 512 n 方, d_v 64
+        raise ExpressionError(f"这一栏只填一个数，不写「{strange[0]}」。", "n")
     if strange:  # 「%」, or a name that is not the box's (is, not: words)
         raise ExpressionError(f"不认识「{strange[0]}」：{allowed}。")
     if "//" in text:  # Python's floor division
@@ -394,8 +396,8 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
         raise ExpressionError(f"文字「{_word(word[0].strip(), raw)}」可能会改变这个数的意思，"
                               "这一栏判断不了；请只填你的答案。", "disowned")
     if t.count("(") != t.count(")"):  # no box is read with them unpaired: say so, and how many
-        raise ExpressionError(f"括号没有配对：有 {t.count('(')} 个「(」、{t.count(')')} 个「)」。",
-                              "brackets")
+        raise ExpressionError(f"括号没有配对：有 {t.count('(')} 个「(」、{t.count(')')} 个「)」；"
+                              "请补上缺的那一个，或删掉多的。", "brackets")
     t = _SAME_AS.sub(r"= \1", t)
     worded = bool(_WORDS.search(t))
     try:
@@ -435,7 +437,8 @@ def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
         raise ExpressionError(f"括号里 {named} 写的是 {b}，和 {a} 不一样；本课里 {same}，"
                               f"先想清楚哪一个对，再只填 {labels[0]} 一个数。", "other_name")
     if "=" not in note and None not in (a, b) and a != b and not factor:  # 32 (64): no "="
-        raise ExpressionError(f"括号里的 {b} 和前面的 {a} 不一样：若是相乘，请写 ×；"
+        said = note if note == str(b) else f"{note}（= {b}）"  # as read: 「512 / 8（= 64）」
+        raise ExpressionError(f"括号里写的是 {said}，和前面的 {a} 不一样：若是相乘，请写 ×；"
                               "否则请只填你算出的那一个。", "unequal")
     return _read_sides(t if factor else f"{main} = {note}", symbols, labels)
 
@@ -454,7 +457,7 @@ def _wanted(symbols: dict) -> str:
 
 def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
-    values = [_parse(side, symbols) for side in sides if side and side not in labels]
+    values = [_parse(side, symbols, labels) for side in sides if side and side not in labels]
     if not values and (named := set(sides) & set(labels)):  # only the box's own name (「d_k」)
         raise ExpressionError(f"{min(named)} 就是要填的量：请填它的值（{_wanted(symbols)}）。",
                               "no_number")

@@ -71,7 +71,7 @@ MISTAKES = {
     "values": "形状对了，数值不对",
     "no_return": "没有返回结果",
     "modifies_input": "改动了输入数组",  # no longer named; older progress files still hold it
-    "float32": "差约 1e-5，像 float32 的舍入误差",
+    "float32": "很接近，像 float32 的舍入误差",
 }
 
 
@@ -81,8 +81,14 @@ def _named(ex, fn) -> str:
     return named if named.isidentifier() else ex.learner_name
 
 
+class CheckedInside(RuntimeError):
+    """exercises.check called from inside the learner's own function: its message says it all."""
+
+
 # --- in the worker: calling the learner's function, and reading what it returned
-_EXTRA_HINT = {  # what an exception usually means in these exercises (else the exercise's hint)
+# what an exception usually means in these exercises (else the exercise's hint)
+_EXTRA_HINT = {
+    CheckedInside: "",
     RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
     MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
                  "这里的例子都很小。",
@@ -101,7 +107,7 @@ def _call(ex, case, fn, args, source) -> object:
                    f"exercises.show_solution(\"{ex.name}\")。改好后再运行这个单元格。") from None
     # the learner's function may raise anything, SystemExit and KeyboardInterrupt too
     except BaseException as exc:
-        said = _describe(exc)
+        said = _describe(exc).rstrip("。")  # the sentence ends once, below
         hint = next((text for kind, text in _EXTRA_HINT.items() if isinstance(exc, kind)), ex.hint)
         if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
             said = "输出超过了 1 MB"
@@ -175,18 +181,29 @@ def values(case, got, want, nonfinite, variants, advice) -> None:
     idx = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(got - want)), got.shape))
     where = f"例如位置 {idx}：应为 {want[idx]:.8g}，你的是 {got[idx]:.8g}"
     if np.allclose(got, want, rtol=1e-4, atol=1e-5):  # float32 keeps ~7 digits; sums lose some
-        raise Stop("wrong", f"{case}：结果只差约 1e-5（相对），像 float32 的舍入误差：请全程用 "
-                   f"float64，不要转成 float32。{where}。", ("float32",))
+        off = np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-12))
+        raise Stop("wrong", f"{case}：结果很接近（最大相对误差约 {off:.0e}），这个量级常见于 "
+                   f"float32 的舍入：请全程用 float64，检查是否转成了 float32。{where}。",
+                   ("float32",))
     for mistake, variant, text in variants:
         if np.allclose(got, variant, rtol=1e-6, atol=1e-8):
             raise Stop("wrong", f"{case}：{text}", (mistake,))
     raise Stop("wrong", f"{case}：形状对了，但数值不对，{where}。{advice}", ("values",))
 
 
-# a function that cannot travel to the worker (it uses an object from outside), or a bad value
+def _cannot_travel(exc: BaseException) -> str:
+    """A function that cannot reach the worker: it uses an object from outside (pickle's English
+    dropped, the object's type kept)."""
+    named = re.search(r"'([\w.]+)'", str(exc))
+    kind = f"（类型 {named[1]}）" if named else ""
+    return (f"检查器没能拿到你的函数：它用到了函数外面的一个对象{kind}，例如线程锁、生成器、"
+            "打开的文件；检查器在另一个进程里运行函数，拿不过去。函数里只用参数和 numpy。")
+
+
 def _unexpected(exc: BaseException) -> str:
-    return (f"检查时出了意外（{_describe(exc)}）：函数里只用参数和 numpy（不要用函数外面的锁、"
-            "生成器、打开的文件），并返回一个普通的 numpy 数组（或整数）。")
+    """What the learner returned defeated the checker's reading of it."""
+    return (f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型和形状，"
+            "应当返回一个普通的 numpy 数组（或整数）。")
 
 
 _in_worker = False  # True in the checker's process
@@ -201,6 +218,9 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
     rng = np.random.default_rng(0)
     try:
         (ex, fn, source) = cloudpickle.loads(payload)
+    except BaseException as exc:  # a function that cannot be rebuilt here
+        return "error", _cannot_travel(exc), ()
+    try:
         for n, d, h in ex.cases:
             case = f"n={n}, d_model={d}, h={h}"
             args = ex.inputs(rng, n, d, h)
@@ -216,7 +236,7 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
 def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
     """Check the learner's function in the worker and record the result; never raises for it."""
     if _in_worker:  # called from inside the learner's function
-        raise RuntimeError("你的函数里又调用了 exercises.check：请把这一行移到函数定义的下面。")
+        raise CheckedInside("你的函数里又调用了 exercises.check：请把这一行移到函数定义的下面。")
     if callable(fn):
         result = _run(ex, fn, BUDGET_S if budget is None else budget)
     else:
@@ -242,7 +262,7 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
     try:
         payload = cloudpickle.dumps((ex, fn, source))
     except Exception as exc:
-        return result("error", _unexpected(exc))
+        return result("error", _cannot_travel(exc))
     home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))
     learner = _named(ex, fn)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
+import string
 import sys
 from fractions import Fraction
 from functools import cache, partial
@@ -156,10 +157,29 @@ class _Reader:
         except (KeyError, ValueError, TypeError, IndexError, AttributeError):  # said in English
             name = next(iter(self.values), "名字")
             known = "、".join(self.values) or "（这个文件没有 values）"
-            problem = (f"里的占位符写错了：写成 {{{name}}}、{{{name}:,}}（千分位）或 "
+            problem = (f"里的占位符{self.bad_placeholder(template)}写错了：写成 {{{name}}}、"
+                       f"{{{name}:,}}（千分位）或 "
                        f"{{{name}:.2f}}（两位小数），名字只能用 values 里的 {known}；"
                        "花括号本身写成 {{ 和 }}。")
             raise self.fail(field, problem) from None
+
+    def bad_placeholder(self, template: str) -> str:
+        """The first placeholder that does not fill, quoted as written (「{dk}」, 「{d_k:.2x}」,
+        an unpaired 「{d_model」); '' if none is found."""
+        try:
+            fields = [(name, spec) for _, name, spec, _ in string.Formatter().parse(template)]
+        except ValueError:  # an unpaired brace: quoted from where it stands
+            closed = re.sub(r"\{\{|\}\}|\{[^{}]*\}", lambda m: " " * len(m[0]), template)
+            at = re.search(r"[{}]", closed)
+            return f"「{template[at.start():at.start() + 12]}」" if at else ""
+        for name, spec in fields:
+            if name is None:  # plain text after the last placeholder
+                continue
+            try:
+                format(self.values[name], spec)
+            except (KeyError, ValueError, TypeError):
+                return f"「{{{name}{':' if spec else ''}{spec}}}」"
+        return ""
 
     def number(self, value, field: str, unknown: dict | None = None):
         """A number, a value's name or an expression of them (``d_model / h``); with ``unknown``

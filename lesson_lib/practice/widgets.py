@@ -81,7 +81,9 @@ class SelfTestWidget:
         self.controls = _answer_controls(question)
         written = self.rubric is not None
         self.submit = w.Button(description="写好了，看要点" if written else "提交",
-                               button_style="primary", tooltip="检查答案（在框里按回车也可以）")
+                               button_style="primary")
+        if not written:  # a text box submits on Enter; a free answer's Enter is a new line
+            self.submit.tooltip = "检查答案（在框里按回车也可以）"
         # shown after a first attempt; once shown, the explanation stays
         self.reveal = w.Button(description="看参考答案" if written else "显示解析",
                                layout=w.Layout(width="auto", align_self="flex-start"))
@@ -177,6 +179,7 @@ class SelfTestWidget:
     def _on_reveal(self, region) -> None:
         if self.attempts:  # a hidden button's click() from code still calls
             region.value = self._reference
+            self.reveal.disabled = True  # shown for good: a second click would do nothing
 
 
 ask = SelfTestWidget  # the notebook's name: ask("Q2") shows itself as a cell's last value

@@ -360,7 +360,7 @@ def test_drawn_weights_and_js_are_far_from_their_rounding_boundaries(lesson):
     assert abs(js * 10 % 1 - 0.5) / 10 > 0.01, js
 
 
-def test_the_lab_draws_the_stored_run_when_the_fresh_run_agrees():
+def test_the_lab_draws_the_stored_run_when_the_fresh_run_agrees(capsys):
     """Trained accuracies differ in their 3rd-4th decimal between CPUs: a run that agrees with the stored one at every
     h draws the stored rows (the same everywhere); one that differs, or trained other heads or seeds, draws its own."""
     stored = report.stored_sweep()
@@ -372,6 +372,10 @@ def test_the_lab_draws_the_stored_run_when_the_fresh_run_agrees():
     assert report.results_to_draw(fewer_heads, stored) is fewer_heads
     one_seed = [{**r, "accuracy_per_seed": r["accuracy_per_seed"][:1]} for r in close]
     assert report.results_to_draw(one_seed, stored) is one_seed
+    changed = [{**r, "accuracy_mean": r["accuracy_mean"] - 0.01} for r in stored["results"]]  # a setting moved
+    assert report.results_to_draw(changed, stored) is changed  # "一致" by compare_to_stored, yet its own drawn
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 5 and str(report.SAME_RUN) in said[0]  # which run is drawn, said each time
 
 
 def test_one_vs_four_counts_positions_from_1_and_names_roles_without_digits(lesson):

@@ -11,9 +11,8 @@ from lesson_lib.attention import _scaled_dot_product_attention, _split_heads
 from lesson_lib.models.toy import model
 from lesson_lib.models.toy.config import Task, TrainConfig
 from lesson_lib.models.toy.model import attention_maps, init_params, loss_and_grads
-from lesson_lib.models.toy.optim import learning_rate
 from lesson_lib.models.toy.task import held_out_data, make_batch
-from lesson_lib.models.toy.training import accuracy, example_heads, train
+from lesson_lib.models.toy.training import accuracy, example_heads, learning_rate, train
 
 TINY_TASK = Task(T=7, V=4, K=16)
 

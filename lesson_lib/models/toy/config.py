@@ -1,5 +1,4 @@
-"""What one run of §7's toy ablation is set by (``Task``, ``TrainConfig``), and the Chinese checks
-of each value."""
+"""What one run of §7's toy ablation is set by (``Task``, ``TrainConfig``), and their checks."""
 
 from dataclasses import dataclass
 
@@ -28,7 +27,7 @@ class Task:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Model width and Adam's schedule: linear warm-up, cosine decay to optim.FINAL_LR_FRAC·lr."""
+    """Model width and Adam's schedule: warm-up, then cosine decay (training.learning_rate)."""
 
     d_model: int = 32
     steps: int = 700

@@ -3,6 +3,7 @@ pass by hand (tests check it against finite differences). Every parameter has a 
 S: the seeds of one head count train as one batch of arrays. The attention is the kernel's formula
 functions, unchecked: ``config.check_sweep`` checked the arguments once."""
 
+import functools
 import math
 
 import numpy as np
@@ -10,6 +11,8 @@ import numpy as np
 from lesson_lib.attention import _merge_heads, _split_heads
 from lesson_lib.models.toy.config import DEFAULT_CONFIG, DEFAULT_TASK, EMB_STD, Task, TrainConfig
 from lesson_lib.models.toy.task import Batch
+
+_t = functools.partial(np.swapaxes, axis1=-1, axis2=-2)  # a batched transpose
 
 
 def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> dict:
@@ -25,8 +28,7 @@ def init_params(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CON
         rng = np.random.default_rng([seed, 0])  # stream 0: weights (stream 1 is the training data)
         per_seed.append([rng.normal(0.0, std.get(name, 1.0 / math.sqrt(D)), shape)
                          for name, shape in shapes.items()])
-    return {name: np.stack([p[i] for p in per_seed]).astype(cfg.dtype)
-            for i, name in enumerate(shapes)}
+    return {name: np.stack(p).astype(cfg.dtype) for name, p in zip(shapes, zip(*per_seed))}
 
 
 def forward(params, batch: Batch, h: int, task: Task):
@@ -103,10 +105,7 @@ def _attention(q, k, v):
 def _row_max(x):
     """``x.max(axis=-1)``, one column at a time across all rows: numpy reduces each row in its own
     loop, whose start-up is most of the softmax's cost over rows this short (T = 12, V = 8)."""
-    out = x[..., 0].copy()  # (...)
-    for j in range(1, x.shape[-1]):
-        np.maximum(out, x[..., j], out=out)
-    return out
+    return functools.reduce(np.maximum, [x[..., j] for j in range(x.shape[-1])])  # (...)
 
 
 def _row_sum(x):
@@ -118,18 +117,8 @@ def _row_sum(x):
         return x.sum(axis=-1)
     c = [x[..., j] for j in range(n)]  # n × (...)
     if n < 8:
-        out = c[0].copy()
-        rest = c[1:]  # (...)
-    else:
-        out = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]))  # (...)
-        rest = c[8:]
-    for column in rest:
-        out += column
-    return out
-
-
-def _t(a):  # a batched transpose
-    return np.swapaxes(a, -1, -2)
+        return sum(c[1:], c[0])  # (...) c[0] + c[1] + …
+    return sum(c[8:], ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7])))
 
 
 def attention_maps(params, h: int, batch: Batch, seed_index: int = 0, task: Task = DEFAULT_TASK):

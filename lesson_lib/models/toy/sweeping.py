@@ -39,9 +39,8 @@ def sweep(heads=(1, 2, 4, 8, 16, 32), seeds=3, task: Task = DEFAULT_TASK,
     outcomes = {}
     try:
         for i, h in enumerate(heads):
-            report = None if progress is None else (lambda steps,
-                                                    i=i: progress(i * cfg.steps + steps,
-                                                                  len(heads) * cfg.steps))
+            report = None if progress is None else (
+                lambda steps, i=i: progress(i * cfg.steps + steps, len(heads) * cfg.steps))
             outcomes[h] = train_and_score(h, seeds, task, cfg, progress=report)
     except KeyboardInterrupt:
         raise SweepInterrupted(_result(outcomes, cfg), heads[len(outcomes) :]) from None

@@ -1,4 +1,4 @@
-"""What one run of §7's toy ablation is set by (``Task``, ``TrainConfig``), and their checks."""
+"""Task and TrainConfig, what one run of §7's toy ablation is set by, and their Chinese checks."""
 
 from dataclasses import dataclass
 

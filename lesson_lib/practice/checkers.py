@@ -243,7 +243,7 @@ def _parse(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
     python = " ".join(python.split())  # Python refuses a leading space
     try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
         return _evaluate(ast.parse(python, mode="eval").body, python, symbols, 0)
-    except (SyntaxError, MemoryError, RecursionError):  # 32 64, 32), 512//16 …
+    except (SyntaxError, MemoryError, RecursionError):  # 2 ×× 3, (), a question file's 32)
         raise ExpressionError(f"式子读不通：数之间要有运算符，括号要配对；{allowed}。") from None
 
 
@@ -264,8 +264,7 @@ _OPERATIONS = {
 
 def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int) -> Poly:
     """One whitelisted node as a Poly; any other node (a call, //, a comparison …) is refused.
-    Nesting on the right (signs, exponents, parentheses) is bounded; a left chain (1+1+1) is not
-    nesting."""
+    Nesting on the right (signs, exponents, parentheses) is bounded (see MAX_DEPTH)."""
     if depth > MAX_DEPTH:
         raise ExpressionError(f"括号、正负号或 ^ 套得太深了（超过 {MAX_DEPTH} 层）："
                               "请把式子写得简单一些。")
@@ -690,7 +689,7 @@ def check_choice(q: Question, answer) -> Feedback:
         how = "点选一个选项" if single else "勾选一个或几个选项"
         message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(keys)}）。"
         return Feedback(False, message, q.id)
-    if set(chosen) == k.answer or (single and chosen[0] in k.answer):
+    if set(chosen) == k.answer:  # a single choice's answer is one key (questions.py checks)
         return Feedback(True, fb.RIGHT + k.praise, q.id)
     wrong = sorted(set(chosen) - k.answer)
     missing = set() if single else k.answer - set(chosen)
@@ -734,7 +733,6 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
 # ------------------------------------------------------------------------------ named checkers
 def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) -> str:
     """What a wrong split_heads shape most likely means (the §3 shape question and exercise 1)."""
-    got = tuple(got)
     d_model = h * d_k
     if got == (n, h, d_k):
         return "是不是忘了 transpose？reshape 成 (n, h, d_k) 之后，还要把头的轴换到最前面。"

@@ -243,7 +243,7 @@ def _parse(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
     python = " ".join(python.split())  # Python refuses a leading space
     try:  # Python's parser says MemoryError when nested too deep (a question file is not capped)
         return _evaluate(ast.parse(python, mode="eval").body, python, symbols, 0)
-    except (SyntaxError, MemoryError, RecursionError):  # 32 64, 32), 512//16 …
+    except (SyntaxError, MemoryError, RecursionError):  # 2 ×× 3, (), a question file's 32)
         raise ExpressionError(f"式子读不通：数之间要有运算符，括号要配对；{allowed}。") from None
 
 
@@ -264,8 +264,7 @@ _OPERATIONS = {
 
 def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int) -> Poly:
     """One whitelisted node as a Poly; any other node (a call, //, a comparison …) is refused.
-    Nesting on the right (signs, exponents, parentheses) is bounded; a left chain (1+1+1) is not
-    nesting."""
+    Nesting on the right (signs, exponents, parentheses) is bounded (see MAX_DEPTH)."""
     if depth > MAX_DEPTH:
         raise ExpressionError(f"括号、正负号或 ^ 套得太深了（超过 {MAX_DEPTH} 层）："
                               "请把式子写得简单一些。")
@@ -289,15 +288,6 @@ def parse_expression(text: str, symbols: dict[str, Poly]) -> Poly:
     return _parse(text.strip().lower(), symbols)
 
 
-def chinese_numeral(raw: str) -> str:
-    """The first Chinese numeral written as a number in the box, exactly as written; '' if none.
-    A lone 一 is one only when nothing else in the box could be the answer (「一个」, not
-    「80000（一个头）」)."""
-    runs = _NUMERAL.findall(_NOT_A_NUMERAL.sub(" ", raw))
-    alone = not re.search(r"\d|[a-z]", raw, re.IGNORECASE)
-    return next((run for run in runs if run != "一" or alone), "")
-
-
 def _remark(piece: str, symbols: dict[str, Poly], labels) -> bool:
     """Whether ``piece`` is a true remark on one of the question's symbols (「h = 16」,
     「d_model = 512」); a false one is refused."""
@@ -319,27 +309,17 @@ def _pieces(text: str, symbols: dict, labels, remark=False) -> list[str]:
     must stand beside an "=" (「512/16，也就是 32」) or part two sayings of the box's own name
     (「d_k：32；d_v：32」): another number is not read (「32 个头，32 维」)."""
     pieces = [piece.strip() for piece in _WORDS.split(text) if piece.strip()]
-    kept = []
-    for piece in pieces:
-        vague = remark and not re.search(r"\d", piece) and not piece.startswith("=")
-        if not (_remark(piece, symbols, labels) or vague):
-            kept.append(piece)
+    remarks = [piece for piece in pieces if _remark(piece, symbols, labels)]
+    vague = [p for p in pieces if remark and not re.search(r"\d", p) and not p.startswith("=")]
+    kept = [piece for piece in pieces if piece not in remarks + vague]
     if not kept:  # 「h = 16（头数）」; in a note, one of several true remarks (「h=1, d_k=512」)
-        kept = [piece for piece in pieces if _remark(piece, symbols, labels)]
-        kept = kept[:1] if remark else kept
+        kept = remarks[:1] if remark else remarks
     for last, piece in pairwise(kept):
         joined = last.endswith("=") or piece.startswith("=")
         named = piece.split("=")[0].strip() in labels  # 「32, d_v=32」, 「d_k：32；d_v：32」
         if not (joined or named):
             raise ExpressionError("读到了不止一个数或式子，这一栏只填一个。", "several")
     return kept
-
-
-def _several(raw: str) -> ExpressionError:
-    """More than one value in the box, the numbers named as typed: 「不止一个数（8、64）」."""
-    numbers = re.findall(r"\d+(?:[.,]\d+)*", raw)
-    what = f"不止一个数（{'、'.join(numbers)}）" if len(numbers) > 1 else "不止一个数或式子"
-    return ExpressionError(f"读到了{what}，这一栏只填一个。", "several")
 
 
 def _note(m: re.Match, symbols: dict[str, Poly], labels) -> str:
@@ -387,8 +367,12 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     if "\\" in t:  # \frac{512}{16}: \times, \cdot and \div are read, other commands are not
         raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
                               "（例如 512 / 16）。", "latex")
-    if numeral := chinese_numeral(raw):
-        raise ExpressionError(f"「{numeral}」是中文数字：请用阿拉伯数字写，"
+    # a Chinese numeral written as a number, quoted as written; a lone 一 is one only when nothing
+    # else in the box could be the answer (「一个」, not 「80000（一个头）」)
+    alone = not re.search(r"\d|[a-z]", raw, re.IGNORECASE)
+    runs = [run for run in _NUMERAL.findall(_NOT_A_NUMERAL.sub(" ", raw)) if run != "一" or alone]
+    if runs:
+        raise ExpressionError(f"「{runs[0]}」是中文数字：请用阿拉伯数字写，"
                               "例如 32、8万、512/16。", "numeral")
     # words around the one number (see ``_pieces``): nothing is read past one that disowns or
     # changes it
@@ -404,9 +388,12 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
         t = re.sub(r"\(([^()]*)\)", partial(_note, symbols=symbols, labels=labels), t)
         return _read_noted(" = ".join(_pieces(t, symbols, labels)), symbols, labels)
     # several values, or words between two (no "=" was written for certain): the numbers named
+    # as typed, 「不止一个数（8、64）」
     except ExpressionError as exc:
         if exc.reason == "several" or (worded and exc.reason == "unequal"):
-            raise _several(raw) from None
+            numbers = re.findall(r"\d+(?:[.,]\d+)*", raw)
+            what = f"不止一个数（{'、'.join(numbers)}）" if len(numbers) > 1 else "不止一个数或式子"
+            raise ExpressionError(f"读到了{what}，这一栏只填一个。", "several") from None
         raise
 
 
@@ -496,8 +483,7 @@ class NumberBox:
             return None, Unread(f"{why}（{self.placeholder}）", why.reason)
         if isinstance(self, ExpressionBox) or value is None:
             return value, why
-        if value.degree > 0:
-            return None, Unread(f"这一栏读到的是「{text}」：这一栏要一个数，不含 n。", "n")
+        # a number box's symbols are numbers and _parse refuses n: what it read has no n
         return value.constant, ""
 
     def right(self, value) -> bool:
@@ -703,7 +689,7 @@ def check_choice(q: Question, answer) -> Feedback:
         how = "点选一个选项" if single else "勾选一个或几个选项"
         message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(keys)}）。"
         return Feedback(False, message, q.id)
-    if set(chosen) == k.answer or (single and chosen[0] in k.answer):
+    if set(chosen) == k.answer:  # a single choice's answer is one key (questions.py checks)
         return Feedback(True, fb.RIGHT + k.praise, q.id)
     wrong = sorted(set(chosen) - k.answer)
     missing = set() if single else k.answer - set(chosen)
@@ -747,7 +733,6 @@ def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
 # ------------------------------------------------------------------------------ named checkers
 def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) -> str:
     """What a wrong split_heads shape most likely means (the §3 shape question and exercise 1)."""
-    got = tuple(got)
     d_model = h * d_k
     if got == (n, h, d_k):
         return "是不是忘了 transpose？reshape 成 (n, h, d_k) 之后，还要把头的轴换到最前面。"

@@ -390,10 +390,18 @@ def _drive_demo(flow: Flow, ui: Widgets) -> None:
     flow.shot("s2_demo_two_heads", cell)
 
 
+JS_BOXES = "els => els.map(e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; })"
+
+
 def _lab_box(pictures) -> list[tuple[int, int]]:
-    """(width, height) of each lab picture as shown, rounded."""
-    return [(round(b["width"]), round(b["height"])) for b in (pictures.nth(i).bounding_box()
-                                                              for i in range(pictures.count()))]
+    """(width, height) of each lab picture as shown, rounded: all read in one step in the page, once both are
+    laid out (a picture redrawn between a count and a read would give no box: a race on a busy machine)."""
+
+    def both():
+        boxes = pictures.evaluate_all(JS_BOXES)
+        return len(boxes) == 2 and all(w and h for w, h in boxes) and boxes
+
+    return [(round(w), round(h)) for w, h in wait_for(both, "the §5 lab's two pictures laid out")]
 
 
 # The §5 lab's pictures at this window size: natural and shown width, and whether the overview wrapped under the

@@ -149,19 +149,36 @@ def plan(i: int) -> tuple[str, list[list[str]]]:
 
 
 # --------------------------------------------------------------------------------------------- the hub
-async def _student(api: classroom.Api, name: str, code: str) -> dict:
-    """Start the student's server, run ``code`` in a fresh kernel there, stop both; the kernel's JSON line."""
+async def _kernel(api: classroom.Api, name: str):
+    """A new kernel in the student's server and a channel to it: (its model, the websocket, the channel)."""
     from tornado.websocket import websocket_connect
 
-    await api.call("POST", f"/hub/api/users/{name}/server")
-    await api.wait_for_server(name, timeout=scaled(180))
     kernel = await api.call("POST", f"/user/{name}/api/kernels", {"name": "python3"}, timeout=scaled(120))
     session = uuid.uuid4().hex
     ws = await websocket_connect(api.ws_request(f"/user/{name}/api/kernels/{kernel['id']}/channels"
                                                 f"?session_id={session}"))
+    return kernel, ws, classroom.KernelChannel(ws, session)
+
+
+async def _student(api: classroom.Api, name: str, code: str) -> dict:
+    """Start the student's server, run ``code`` in a fresh kernel there, stop both; the kernel's JSON line."""
+    from tornado.websocket import WebSocketClosedError
+
+    await api.call("POST", f"/hub/api/users/{name}/server")
+    await api.wait_for_server(name, timeout=scaled(180))
+    for attempt in range(3):
+        kernel, ws, channel = await _kernel(api, name)
+        try:
+            await channel.request("kernel_info_request", {}, timeout=scaled(120))
+            break
+        # Kernels started at once on one machine pick free ports, then bind them: another may bind one first
+        # (ZMQError: Address already in use); that kernel never answers. A new kernel, as a student would start.
+        except (WebSocketClosedError, classroom.ClassroomError):
+            ws.close()
+            await api.call("DELETE", f"/user/{name}/api/kernels/{kernel['id']}", timeout=scaled(60))
+            if attempt == 2:
+                raise
     try:
-        channel = classroom.KernelChannel(ws, session)
-        await channel.request("kernel_info_request", {}, timeout=scaled(120))
         reply, outputs = await channel.request(
             "execute_request", {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                                 "allow_stdin": False, "stop_on_error": True}, timeout=scaled(180))

@@ -221,3 +221,12 @@ def require_english_weights() -> None:
 
     require(minilm.PACKAGE.folder() is not None,
             f"weights package missing; install it with: {minilm.PACKAGE.install_command}")
+
+
+def synthetic_attentions(t=6):
+    """(2, 3, t, t): uniform heads, except L1H2 = previous token and L2H3 = its → law."""
+    att = np.full((2, 3, t, t), 1.0 / t)
+    att[0, 1] = np.eye(t, k=-1)
+    att[0, 1, 0, 0] = 1.0  # the first token has no left neighbour: keep the row a distribution
+    att[1, 2, 3] = np.eye(t)[1]  # its (pos 3) -> law (pos 1)
+    return att

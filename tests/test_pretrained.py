@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import load_npz, require_english_weights
+from helpers import load_npz, require_english_weights, synthetic_attentions
 
 from lesson_lib.checks import LessonInputError, LessonInputTypeError
 from lesson_lib.models.pretrained import encoder, minilm
@@ -256,15 +256,6 @@ def test_forward_rejects_bad_ids(english_model, ids, needle):
 # ---------------------------------------------------------------------------------------------
 # Head finder
 # ---------------------------------------------------------------------------------------------
-
-
-def synthetic_attentions(t=6):
-    """(2, 3, t, t): uniform heads, except L1H2 = previous token and L2H3 = its → law."""
-    att = np.full((2, 3, t, t), 1.0 / t)
-    att[0, 1] = np.eye(t, k=-1)
-    att[0, 1, 0, 0] = 1.0  # the first token has no left neighbour: keep the row a distribution
-    att[1, 2, 3] = np.eye(t)[1]  # its (pos 3) -> law (pos 1)
-    return att
 
 
 def test_head_scores_and_ranking_on_synthetic_heads():

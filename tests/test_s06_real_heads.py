@@ -27,6 +27,7 @@ from helpers import (
     prose_after,
     sentence_with,
     sentences,
+    synthetic_attentions,
 )
 from own_answers import misjudged, section_questions
 
@@ -191,15 +192,6 @@ def test_question_is_data_and_agrees_with_the_experiment():
 # ---------------------------------------------------------------------------------------------
 # views: the English lab's views and the head explorer (MiniLM): logic and widget
 # ---------------------------------------------------------------------------------------------
-
-
-def synthetic_attentions(t=6):
-    """(2, 3, t, t): uniform heads, except L1H2 = previous token and L2H3 = its → law."""
-    att = np.full((2, 3, t, t), 1.0 / t)
-    att[0, 1] = np.eye(t, k=-1)
-    att[0, 1, 0, 0] = 1.0  # the first token has no left neighbour: keep the row a distribution
-    att[1, 2, 3] = np.eye(t)[1]  # its (pos 3) -> law (pos 1)
-    return att
 
 
 def test_views_skip_politely_without_model(capsys):

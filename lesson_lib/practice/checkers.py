@@ -318,7 +318,7 @@ def _pieces(text: str, symbols: dict, labels, remark=False) -> list[str]:
         joined = last.endswith("=") or piece.startswith("=")
         named = piece.split("=")[0].strip() in labels  # 「32, d_v=32」, 「d_k：32；d_v：32」
         if not (joined or named):
-            raise ExpressionError("读到了不止一个数或式子，这一栏只填一个。", "several")
+            raise ExpressionError("several", "several")  # _read says it, naming the numbers
     return kept
 
 

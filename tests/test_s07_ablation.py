@@ -376,6 +376,13 @@ def test_the_lab_draws_the_stored_run_when_the_fresh_run_agrees(capsys):
     assert report.results_to_draw(changed, stored) is changed  # "一致" by compare_to_stored, yet its own drawn
     said = capsys.readouterr().out.splitlines()
     assert len(said) == 5 and str(report.SAME_RUN) in said[0]  # which run is drawn, said each time
+    # its own drawn: the largest difference from the stored run said (far: 0.1 beyond close's 0.002)
+    assert numbers_in(said[1])[0] == pytest.approx(0.102) and numbers_in(said[4])[0] == pytest.approx(0.01)
+
+
+def test_the_lab_prose_states_the_bound_the_figure_uses(ablation_lab):
+    """The lab says when the stored run is drawn by the same bound results_to_draw uses."""
+    assert report.SAME_RUN in numbers_in(ablation_lab)
 
 
 def test_one_vs_four_counts_positions_from_1_and_names_roles_without_digits(lesson):

@@ -380,8 +380,9 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
         raise ExpressionError(f"文字「{_word(word[0].strip(), raw)}」可能会改变这个数的意思，"
                               "这一栏判断不了；请只填你的答案。", "disowned")
     if t.count("(") != t.count(")"):  # no box is read with them unpaired: say so, and how many
+        add, extra = ")(" if t.count("(") > t.count(")") else "()"  # one bracket kind and its pair
         raise ExpressionError(f"括号没有配对：有 {t.count('(')} 个「(」、{t.count(')')} 个「)」；"
-                              "请补上缺的那一个，或删掉多的。", "brackets")
+                              f"请补上缺的「{add}」，或删掉多的「{extra}」。", "brackets")
     t = _SAME_AS.sub(r"= \1", t)
     worded = bool(_WORDS.search(t))
     try:

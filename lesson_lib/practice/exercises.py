@@ -154,6 +154,8 @@ def as_array(case, result) -> np.ndarray:
 
 
 def _describe(exc: BaseException) -> str:
+    if isinstance(exc, CheckedInside):  # the engine's own, already in Chinese: no class path
+        return str(exc)
     return traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]  # safe if str() raises
 
 
@@ -181,7 +183,7 @@ def values(case, got, want, nonfinite, variants, advice) -> None:
     idx = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(got - want)), got.shape))
     where = f"例如位置 {idx}：应为 {want[idx]:.8g}，你的是 {got[idx]:.8g}"
     if np.allclose(got, want, rtol=1e-4, atol=1e-5):  # float32 keeps ~7 digits; sums lose some
-        off = np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-12))
+        off = np.max(np.abs(got - want)) / np.max(np.abs(want))  # against the largest value
         raise Stop("wrong", f"{case}：结果很接近（最大相对误差约 {off:.0e}），这个量级常见于 "
                    f"float32 的舍入：请全程用 float64，检查是否转成了 float32。{where}。",
                    ("float32",))
@@ -282,7 +284,7 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
     if reply.kind == "nostart":  # a preload that fails to import, or a start that never ends
         why = "".join(f"；{line}" for line in reply.text.strip().splitlines()[-1:])
         return result("error", f"检查器的后台进程没能启动（退出码 {reply.value}{why}），你的函数"
-                      "还没有被检查。请重启内核（Kernel → Restart）再运行；如果还是这样，"
-                      "把这条信息告诉老师。")
+                      "还没有被检查。请重启内核（Kernel → Restart，中文界面是「内核 → 重启内核」）"
+                      "再运行；如果还是这样，把这条信息告诉老师。")
     return result("error", f"运行 {learner} 的进程意外结束了（退出码 {reply.value}）：是不是"
                   f"调用了 os._exit(…)、递归太深，或者内存用得太多？{_AFTER}")

@@ -175,10 +175,20 @@ def results_to_draw(results, stored=None) -> list:
         and abs(r["accuracy_mean"] - kept[r["h"]]["accuracy_mean"]) <= SAME_RUN
         for r in results)
     if not agrees:
-        print("下图画的是你这次的结果。")
+        print(f"下图画的是你这次的结果：{_why_own(results, kept)}")
         return results
     print(f"下图画的是存下的结果：你这次每个头数的平均准确率和它相差都不超过 {SAME_RUN}。")
     return stored["results"]
+
+
+def _why_own(results, kept: dict) -> str:
+    """Why this run's rows are drawn, not the stored run's (said only when they are)."""
+    if [r["h"] for r in results] != list(kept) or any(
+            len(r["accuracy_per_seed"]) != len(kept[r["h"]]["accuracy_per_seed"]) for r in results):
+        return "你训练的头数或种子数和存下的不同。"
+    worst = max(abs(r["accuracy_mean"] - kept[r["h"]]["accuracy_mean"]) for r in results)
+    return (f"有的头数的平均准确率和存下的相差 {worst:.3f}，超过 {SAME_RUN}"
+            f"（上面的「{AGREE}」只要相差不超过 {AGREE_TOLERANCE}）。")
 
 
 def table3_a():
@@ -263,12 +273,12 @@ def plot_one_vs_four(result, sequence, batch, on_targets_h4):
     title = ("同一条序列：第一张图的一个头两头兼顾，后四张的四个头各管一件事"
              f"（h = 4 的头两两之间平均 JS 散度约 {js:.1f} 比特）\n"
              f"每张图：每行左边标着发出注意力的位置（查询，只画前后都有邻居的位置 {rows[0]}–"
-             f"{rows[-1]}），每列标着它放权重的位置（键），颜色按一位小数的权重")
+             f"{rows[-1]}），每列标着它放权重的位置（键），颜色表示权重（四舍五入到一位小数）")
     # the one head splits each row almost evenly between two neighbours (a table's digits would
     # follow the CPU): no table, and an alt text without digits; role names as §7 prints them.
     alt = ("同一条序列的注意力。第一张：h = 1 的唯一一个头，每行的权重分在几个位置上。"
            f"后四张：h = 4 的四个头，分别{'、'.join(names)}。"
-           "每张图的每一行是一个位置发出的注意力（首尾两个位置没有画），颜色越亮权重越大。")
+           "每张图的每一行是一个位置发出的注意力（首尾两个位置发出的那两行没有画），颜色越亮权重越大。")
     # 2 wide: rows ≥ 12 px
     return heat_map(drawn, tokens=[str(i) for i in rows],
                     col_tokens=[str(i + 1) for i in range(maps.shape[-1])], cols=2,

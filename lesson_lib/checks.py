@@ -26,20 +26,14 @@ class AttentionInputTypeError(AttentionInputError, LessonInputTypeError):
     """Attention input of the wrong type (None, text, objects)."""
 
 
-def _bounds(minimum, maximum) -> str:
-    if minimum is not None and maximum is not None:
-        return f" {minimum} 到 {maximum} 之间的"
-    if minimum is not None:
-        return f" ≥ {minimum} 的"
-    if maximum is not None:
-        return f" ≤ {maximum} 的"
-    return ""
-
-
 def _check_scalar(value, name, minimum, maximum, error, kinds, noun, cast):
-    """``cast(value)`` within the bounds; bool is refused, and so is any type outside ``kinds``."""
-    bounds = _bounds(minimum, maximum)
-    allowed = f"{bounds}{noun}" if bounds or noun == "整数" else "有限的数"
+    """``cast(value)`` in [minimum, maximum] (every caller with a maximum gives a minimum); bool is
+    refused, and so is any type outside ``kinds``."""
+    allowed = "有限的数" if noun == "数" else noun
+    if minimum is not None:
+        allowed = f" ≥ {minimum} 的{noun}"
+    if maximum is not None:
+        allowed = f" {minimum} 到 {maximum} 之间的{noun}"
     if isinstance(value, bool) or not isinstance(value, kinds):
         wrong = AttentionInputTypeError if issubclass(error,
                                                       AttentionInputError) else LessonInputTypeError

@@ -92,6 +92,12 @@ _NEEDS_NAME = ("Text", "Textarea", "Checkbox", "Dropdown", "IntText", "FloatText
                "BoundedFloatText", "Combobox", "Password")  # ipywidgets ties a description's <label> to these
 
 
+def walk(widget):  # the widget and every widget inside it
+    yield widget
+    for child in getattr(widget, "children", ()) or ():
+        yield from walk(child)
+
+
 def unnamed_controls(root) -> list[str]:
     """Controls under ``root`` a screen reader could not name: an ipywidgets slider (use ``slider``), a text box,
     checkbox or dropdown without a ``description``, a Button without text, an empty choice."""
@@ -100,7 +106,7 @@ def unnamed_controls(root) -> list[str]:
     from lesson_lib.show import controls
 
     found = []
-    for widget in controls.walk(root):
+    for widget in walk(root):
         kind = type(widget).__name__
         ours = isinstance(widget, controls._slider_class())
         if "Slider" in kind and not ours:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import unnamed_controls
+from helpers import unnamed_controls, walk
 from traitlets import TraitError
 
 from lesson_lib.sections import s02_averaging as averaging
@@ -80,12 +80,12 @@ def test_the_sliders_stylesheet_carries_the_page_rules():
 # ---------------------------------------------------------------------------------------------
 def test_linked_box_carries_the_reader_helper_and_a_live_summary():
     box = averaging.demo_widget()
-    readers = [x for x in controls.walk(box) if isinstance(x, controls._reader_class())]
+    readers = [x for x in walk(box) if isinstance(x, controls._reader_class())]
     assert len(readers) == 1 and readers[0].layout.display == "none"
     assert "lesson-reader" in box._dom_classes and controls.LIVE in box.controls["summary"]._dom_classes
     inner = controls.linked({"x": controls.slider("x", 1, min=1, max=3)}, lambda s, p: None, reader=False)
     assert "lesson-reader" not in inner._dom_classes
-    assert not [x for x in controls.walk(inner) if isinstance(x, controls._reader_class())]
+    assert not [x for x in walk(inner) if isinstance(x, controls._reader_class())]
 
 
 def test_screen_reader_only_text_is_escaped_and_hidden():

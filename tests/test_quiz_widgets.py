@@ -8,13 +8,12 @@ import subprocess
 import sys
 
 import pytest
-from helpers import CJK, unnamed_controls
+from helpers import CJK, unnamed_controls, walk
 
 from lesson_lib.practice import feedback as qf
 from lesson_lib.practice import questions, quiz
 from lesson_lib.practice import widgets as quiz_widgets
 from lesson_lib.practice.progress import Progress
-from lesson_lib.show.controls import walk
 
 w = pytest.importorskip("ipywidgets")
 

@@ -162,9 +162,3 @@ def slider(description: str, value, *, options=None, min=None, max=None, step=1,
     # 300 px at least: a slider track stays draggable on a 1024 px screen
     layout = layout or w.Layout(min_width="300px", width="380px")
     return _slider_class()(options, value, description, layout=layout)
-
-
-def walk(widget):  # the widget and every widget inside it
-    yield widget
-    for child in getattr(widget, "children", ()) or ():
-        yield from walk(child)

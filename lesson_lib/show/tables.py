@@ -83,16 +83,12 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
     """A table whose cells wrap between words, never inside one (「A / ttention」, 「工 / 作量」),
     code wrapping only at its spaces, numbers right; too wide, it scrolls in its own box."""
     cell = "padding:3px 12px 3px 0;vertical-align:top;word-break:keep-all;overflow-wrap:normal;"
-
-    def align(i):
-        if i in numeric_columns:
-            return "text-align:right;font-variant-numeric:tabular-nums;"
-        return "text-align:left;"
-
+    right = "text-align:right;font-variant-numeric:tabular-nums;"
+    align = [right if i in numeric_columns else "text-align:left;" for i in range(len(headers))]
     code = ("white-space:{};font-family:var(--jp-code-font-family);font-size:"
             "var(--jp-code-font-size);")
     border = "border-bottom:1px solid var(--jp-border-color1)"
-    head = "".join(f'<th scope="col" style="{cell}{align(i)}{border}">{_html.escape(str(h))}</th>'
+    head = "".join(f'<th scope="col" style="{cell}{align[i]}{border}">{_html.escape(str(h))}</th>'
                    for i, h in enumerate(headers))
     body = []
     for row in rows:
@@ -101,7 +97,7 @@ def html_table(headers, rows, code_columns=(), numeric_columns=()) -> str:
             wrap = ""
             if i in code_columns:
                 wrap = code.format("nowrap" if len(text) <= SHORT_CODE else "pre-wrap")
-            tds.append(f'<td style="{cell}{align(i)}{wrap}">{_html.escape(text)}</td>')
+            tds.append(f'<td style="{cell}{align[i]}{wrap}">{_html.escape(text)}</td>')
         body.append(f"<tr>{''.join(tds)}</tr>")
     table_style = f"{TEXT_STYLE}border-collapse:collapse;margin:4px 0"
     return (f'<div class="lesson-table-wrap" style="max-width:100%;overflow-x:auto">'

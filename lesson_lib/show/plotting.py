@@ -60,12 +60,12 @@ def _ems(text: str, latin: float = 0.55) -> float:
     return sum(1.0 if ord(ch) > 0x2E80 else latin for ch in text)
 
 
-def wrap_title(title: str | None, width_inches: float, size: float) -> str:
+def wrap_title(title: str, width_inches: float, size: float) -> str:
     """Break a title into lines that fit ``width_inches`` at ``size`` pt, at a space or after
     Chinese punctuation where one is near, so a long title is wrapped instead of cut."""
     limit = width_inches * 72 / size
     lines = []  # ems per line
-    for part in (title or "").split("\n"):
+    for part in title.split("\n"):
         line = ""
         for ch in part:
             line += ch
@@ -190,12 +190,12 @@ def sentence(text: str) -> str:
     return text if text.endswith(("。", "？", "！")) else text + "。"
 
 
-def largest(row, names, k: int = 2) -> str:
-    """The ``k`` largest weights of ``row`` as 给「name」0.40，… (ties: the first name)."""
-    return "，".join(f"给「{names[j]}」{row[j]:.2f}" for j in np.argsort(-row, kind="stable")[:k])
+def largest(row, names) -> str:
+    """The two largest weights of ``row`` as 给「name」0.40，… (ties: the first name)."""
+    return "，".join(f"给「{names[j]}」{row[j]:.2f}" for j in np.argsort(-row, kind="stable")[:2])
 
 
-def heads_description(w, row_tokens, key_tokens, titles, title=None):
+def heads_description(w, row_tokens, key_tokens, titles, title):
     """(alt, table) for a tiled heat map, from its numbers: up to 12 rows, each row's two largest
     weights, else each tile's three largest cells; the table gives each row's largest."""
     h, n, m = w.shape

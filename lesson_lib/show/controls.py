@@ -21,12 +21,9 @@ def linked(controls: dict, show, submit=None, pictures: int = 1, reader: bool = 
     area, or a tuple of them."""
     import ipywidgets as w
 
-    images = []
-    for i in range(pictures):
-        margin = "0 0 0 8px" if i else "0"
-        image = w.HTML(layout=w.Layout(max_width="100%", margin=margin))
-        # a picture's area keeps its tallest height: nothing jumps
-        images.append(image.add_class(KEEP_HEIGHT))
+    # a picture's area keeps its tallest height: nothing jumps
+    images = [w.HTML(layout=w.Layout(max_width="100%", margin="0 0 0 8px" if i else "0"))
+              .add_class(KEEP_HEIGHT) for i in range(pictures)]
     summary = w.HTML().add_class(LIVE)
     if images:
         summary.add_class(KEEP_HEIGHT)

@@ -4,21 +4,13 @@ the hierarchy (a per-user limit sits in a nested group: The Littlest JupyterHub'
 a container sees its own group as the top). cgroup v1 is not read: there the affinity mask and
 ``LESSON_CPUS`` decide."""
 
+import contextlib
 import math
 import os
 from pathlib import Path
 
 ROOT = Path("/")  # the tests pass a fixture tree instead
 MOUNT = "sys/fs/cgroup"  # where cgroup v2 is mounted
-
-
-def _share(folder: Path) -> float | None:
-    """CPUs the quota in ``folder`` allows (1.5 = one and a half), or None when it sets none."""
-    try:
-        quota, period = (folder / "cpu.max").read_text().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError, ZeroDivisionError):
-        return None
 
 
 def cgroup_cpus(root: Path = ROOT) -> float | None:
@@ -33,7 +25,12 @@ def cgroup_cpus(root: Path = ROOT) -> float | None:
     top = root / MOUNT
     folder = top / own.lstrip("/")
     places = [place for place in (folder, *folder.parents) if place == top or top in place.parents]
-    shares = [share for share in map(_share, places) if share is not None]
+    shares = []  # CPUs each quota allows: 1.5 = one and a half
+    for place in places:
+        with contextlib.suppress(OSError, ValueError, ZeroDivisionError):
+            quota, period = (place / "cpu.max").read_text().split()[:2]
+            if quota != "max":  # "max": this group sets no quota
+                shares.append(int(quota) / int(period))
     return min(shares, default=None)
 
 

@@ -60,7 +60,7 @@ def linked(controls: dict, show, submit=None, pictures: int = 1, reader: bool = 
     return box
 
 
-def _widget_class(name: str, js: str, css: str = "", **traits):
+def _widget_class(name: str, js: str, css: str = ""):
     """An anywidget class running ``js`` (inline: no CDN), styled by ``css`` and the page rules."""
     import anywidget
 
@@ -68,7 +68,7 @@ def _widget_class(name: str, js: str, css: str = "", **traits):
 
     esm = (_HERE / js).read_text(encoding="utf-8")
     return type(name, (anywidget.AnyWidget,),
-                {"__module__": __name__, "_esm": esm, "_css": css + PAGE_CSS, **traits})
+                {"__module__": __name__, "_esm": esm, "_css": css + PAGE_CSS})
 
 
 # built on first use: anywidget and traitlets' metaclass work stay out of import time

@@ -35,8 +35,7 @@ def _check_scalar(value, name, minimum, maximum, error, kinds, noun, cast):
     if maximum is not None:
         allowed = f" {minimum} 到 {maximum} 之间的{noun}"
     if isinstance(value, bool) or not isinstance(value, kinds):
-        wrong = AttentionInputTypeError if issubclass(error,
-                                                      AttentionInputError) else LessonInputTypeError
+        wrong = AttentionInputTypeError if error is AttentionInputError else LessonInputTypeError
         raise wrong(f"{name} 必须是{allowed}，收到的是 {value!r}（类型 {type(value).__name__}）。")
     value = cast(value)
     outside = (minimum is not None and value < minimum) or (maximum is not None and value > maximum)

@@ -22,16 +22,13 @@ def mean_pairwise_js(weights) -> float:
         raise LessonInputError(f"比较头与头之间的差异至少需要 2 个头，收到的权重形状是 {w.shape}："
                                "请传入 (h, n, n) 且 h ≥ 2。")
     h = w.shape[-3]
-    total = 0.0
-    pairs = 0
+    pairs = []
     for i in range(h - 1):  # head i against every later head at once: h − 1 steps, not h²/2
         p = w[..., i : i + 1, :, :]  # (..., 1, n, n)
         q = w[..., i + 1 :, :, :]  # (..., h−i−1, n, n)
         mid = 0.5 * (p + q)
-        js = 0.5 * (_kl_bits(p, mid) + _kl_bits(q, mid))  # (..., h−i−1, n)
-        total += float(js.sum())
-        pairs += js.size
-    return total / pairs
+        pairs.append(0.5 * (_kl_bits(p, mid) + _kl_bits(q, mid)).ravel())  # (..., h−i−1, n) flat
+    return float(np.concatenate(pairs).mean())
 
 
 def _kl_bits(p, q):

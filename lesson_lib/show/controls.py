@@ -132,10 +132,7 @@ def _slider_class():
 
         options = property(lambda self: list(zip(self.labels, self._values)))
         min = property(lambda self: self._values[0])
-
-        @property
-        def max(self):
-            return self._values[-1]
+        max = property(lambda self: self._values[-1])
 
         # an integer range's new end (§5's zoom): the value stays inside, as in IntSlider
         @max.setter

@@ -130,8 +130,7 @@ def _as_float_array(a, name, min_ndim, what, finite=True):
 
 def _finite(arr, name):
     """``arr`` if it has no NaN or ±inf: max and min (they cannot overflow), no temporary array."""
-    if arr.dtype.kind == "f" and not (math.isfinite(float(arr.max()))
-                                      and math.isfinite(float(arr.min()))):
+    if not (math.isfinite(float(arr.max())) and math.isfinite(float(arr.min()))):
         bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
         raise AttentionInputError(f"{name} 里有 {bad} 个 NaN 或 inf：注意力会把它们传播到每个输出。"
                                   "请先检查上一步的计算。")
@@ -254,7 +253,7 @@ def _check_memory(scores_shape, dtype, d_v):
 
 
 def _bytes(n: float) -> str:  # 1536 -> "1.5 KB"
-    power = min(4, max(0, int(math.log(max(n, 1), 1024))))
+    power = min(4, int(math.log(max(n, 1), 1024)))
     return f"{n / 1024 ** power:.1f} {('B', 'KB', 'MB', 'GB', 'TB')[power]}"
 
 

@@ -40,7 +40,7 @@ def usable_cpus(root: Path = ROOT) -> int:
     if hasattr(os, "sched_getaffinity"):  # not on macOS
         limits = [len(os.sched_getaffinity(0))]
     if (share := cgroup_cpus(root)) is not None:
-        limits.append(max(1, math.floor(share)))
+        limits.append(math.floor(share))
     override = os.environ.get("LESSON_CPUS", "").strip()
     if override.isdigit() and int(override) > 0:
         limits.append(int(override))

@@ -336,7 +336,10 @@ class KernelChannel:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ClassroomError(f"{msg_type} got no reply within {timeout:.0f} s")
-            raw = await asyncio.wait_for(self.ws.read_message(), left)
+            try:
+                raw = await asyncio.wait_for(self.ws.read_message(), left)
+            except asyncio.TimeoutError:
+                raise ClassroomError(f"{msg_type} got no reply within {timeout:.0f} s") from None
             if raw is None:
                 raise ClassroomError("the kernel websocket closed")
             if isinstance(raw, bytes):

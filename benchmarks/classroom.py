@@ -26,9 +26,10 @@ temporary directory that is removed afterwards:
 
 It prints, per student: wall time, CPU-seconds (the kernel with its children, and the student's
 server), peak memory of the kernel's process tree (PSS: shared pages split between processes), error
-outputs, and what the kernel wrote into the student's space (the progress file); then the class's wall
-time, the page latencies before and during the load, and, as the baseline measured in the same run, one
-student running alone (``--no-solo`` skips it).
+outputs, new kernels (one that never answered replaced, see KERNEL_REPLACEMENTS; the figures are the kernel's
+that ran the lesson, the wall time includes the wait), and what the kernel wrote into the student's space (the
+progress file); then the class's wall time, the page latencies before and during the load, and, as the
+baseline measured in the same run, one student running alone (``--no-solo`` skips it).
 """
 
 from __future__ import annotations

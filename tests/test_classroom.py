@@ -4,7 +4,8 @@ The full class (8 students, with figures) is ``benchmarks/classroom.py``; this r
 two students and checks what must hold whatever the machine's speed. No timing is asserted. The course update
 goes through the hub's own path (binder/start and scripts/personal_copy.py): the students answer two questions,
 the image's lesson asks one of them differently (``classroom.change_question`` edits whichever file of the
-question bank holds its prompt), every server restarts, and each student runs the new copy.
+question bank holds its prompt), every server restarts, and each student runs the new copy. The last two tests
+need no hub: they drive the replacement of a kernel that never answers against a faked server.
 """
 
 import asyncio

@@ -26,9 +26,10 @@ temporary directory that is removed afterwards:
 
 It prints, per student: wall time, CPU-seconds (the kernel with its children, and the student's
 server), peak memory of the kernel's process tree (PSS: shared pages split between processes), error
-outputs, and what the kernel wrote into the student's space (the progress file); then the class's wall
-time, the page latencies before and during the load, and, as the baseline measured in the same run, one
-student running alone (``--no-solo`` skips it).
+outputs, new kernels (one that never answered replaced, see KERNEL_REPLACEMENTS; the figures are the kernel's
+that ran the lesson, the wall time includes the wait), and what the kernel wrote into the student's space (the
+progress file); then the class's wall time, the page latencies before and during the load, and, as the
+baseline measured in the same run, one student running alone (``--no-solo`` skips it).
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ THREADS_PROBE = (
 )
 LOOPBACK = "127.0.0.1"
 CELL_TIMEOUT_S = 300
+# Kernels started at the same moment on one machine each pick free ports, then bind them: another process may bind
+# one first (ZMQError: Address already in use) and that kernel never answers. Its restarts keep the same ports
+# (jupyter_client caches them for the kernel's life), so the driver does what a student would: a new kernel.
+KERNEL_REPLACEMENTS = 3
 PROBE_EVERY_S = 0.5
 
 
@@ -336,7 +341,10 @@ class KernelChannel:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ClassroomError(f"{msg_type} got no reply within {timeout:.0f} s")
-            raw = await asyncio.wait_for(self.ws.read_message(), left)
+            try:
+                raw = await asyncio.wait_for(self.ws.read_message(), left)
+            except asyncio.TimeoutError:
+                raise ClassroomError(f"{msg_type} got no reply within {timeout:.0f} s") from None
             if raw is None:
                 raise ClassroomError("the kernel websocket closed")
             if isinstance(raw, bytes):
@@ -374,6 +382,7 @@ class StudentRun:
     written: list = field(default_factory=list)  # files the run created or changed in the student's space
     progress_files: list = field(default_factory=list)
     threads: dict = field(default_factory=dict)  # what the kernel sized itself to (THREADS_PROBE)
+    kernel_retries: int = 0  # kernels that never answered and were replaced by a new session's (wall_s includes them)
 
 
 def kernel_pid(kernel_id: str) -> int | None:
@@ -422,6 +431,7 @@ class Student:
     def __init__(self, api: Api, name: str, home: Path):
         self.api, self.name, self.home = api, name, home
         self.kernel_id = None
+        self.session_id = None
         self.code = []
 
     async def open_lesson(self):
@@ -431,19 +441,29 @@ class Student:
         model = await self.api.call("GET", f"/user/{self.name}/api/contents/{quote(COPY)}?content=1")
         self.code = [c["source"] for c in model["content"]["cells"] if c["cell_type"] == "code" and c["source"].strip()]
         self.code.append(STUDENT_ATTEMPT)
+        await self.open_session()
+
+    async def open_session(self):
+        """Open the copy in a new session (a new kernel), as JupyterLab does."""
         session = await self.api.call("POST", f"/user/{self.name}/api/sessions",
                                       {"path": COPY, "type": "notebook", "name": "", "kernel": {"name": "python3"}})
+        self.session_id = session["id"]
         self.kernel_id = session["kernel"]["id"]
 
-    async def execute(self, code: str, timeout: float = 120) -> list:
-        """Run ``code`` in the open kernel (as a cell the student adds); its error outputs."""
+    async def connect(self):
+        """A websocket to the open kernel: (the websocket, its channel)."""
         from tornado.websocket import websocket_connect
 
         session = uuid.uuid4().hex
         ws = await websocket_connect(self.api.ws_request(
             f"/user/{self.name}/api/kernels/{self.kernel_id}/channels?session_id={session}"))
+        return ws, KernelChannel(ws, session)
+
+    async def execute(self, code: str, timeout: float = 120) -> list:
+        """Run ``code`` in the open kernel (as a cell the student adds); its error outputs."""
+        ws, channel = await self.connect()
         try:
-            reply, outputs = await KernelChannel(ws, session).request(
+            reply, outputs = await channel.request(
                 "execute_request", {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                                     "allow_stdin": False}, timeout=timeout)
         finally:
@@ -472,26 +492,44 @@ class Student:
                     return
                 await asyncio.sleep(0.3)
 
-    async def restart_and_run_all(self, go: asyncio.Event) -> StudentRun:
-        from tornado.websocket import websocket_connect
+    async def restarted_kernel(self, run: StudentRun):
+        """Restart the kernel and wait for its first answer; one that never answers (see KERNEL_REPLACEMENTS) is shut
+        down with its session and a new session opened instead. The answering kernel: (its pid, websocket, channel)."""
+        from tornado.httpclient import HTTPClientError
+        from tornado.websocket import WebSocketError
 
+        for attempt in range(KERNEL_REPLACEMENTS + 1):
+            ws = None
+            try:
+                if attempt == 0:
+                    await self.api.call("POST", f"/user/{self.name}/api/kernels/{self.kernel_id}/restart", timeout=180)
+                else:
+                    await self.api.call("DELETE", f"/user/{self.name}/api/sessions/{self.session_id}", timeout=60,
+                                        ok=(204, 404, 410))  # 404, 410: the session, or its kernel, already gone
+                    await self.open_session()
+                pid = kernel_pid(self.kernel_id)
+                if pid is None:
+                    raise ClassroomError(f"{self.name}: no kernel process for kernel {self.kernel_id}")
+                ws, channel = await self.connect()
+                await channel.request("kernel_info_request", {}, timeout=120)
+                return pid, ws, channel
+            except (WebSocketError, HTTPClientError, OSError, ClassroomError):  # OSError: a stream closed
+                if ws is not None:
+                    ws.close()
+                if attempt == KERNEL_REPLACEMENTS:
+                    raise
+                run.kernel_retries += 1
+
+    async def restart_and_run_all(self, go: asyncio.Event) -> StudentRun:
         run = StudentRun(self.name)
         before = _files(self.home)
         server = server_pid(self.home)
         server_cpu0 = own_cpu_seconds(server) if server else 0.0
         await go.wait()
         start = time.perf_counter()
-        await self.api.call("POST", f"/user/{self.name}/api/kernels/{self.kernel_id}/restart", timeout=180)
-        pid = kernel_pid(self.kernel_id)
-        if pid is None:
-            raise ClassroomError(f"{self.name}: no kernel process for kernel {self.kernel_id}")
-        session = uuid.uuid4().hex
-        ws = await websocket_connect(self.api.ws_request(
-            f"/user/{self.name}/api/kernels/{self.kernel_id}/channels?session_id={session}"))
-        channel = KernelChannel(ws, session)
+        pid, ws, channel = await self.restarted_kernel(run)
         try:
             with PeakSampler(pid) as sampler:
-                await channel.request("kernel_info_request", {}, timeout=120)
                 for index, code in enumerate(self.code):
                     reply, outputs = await channel.request(
                         "execute_request",
@@ -660,6 +698,7 @@ async def _course_update(hub: Hub, students: list[Student]) -> dict:
     runs = await asyncio.gather(*(s.restart_and_run_all(go) for s in students))
     return {"question": UPDATED_QUESTION, "versions": versions, "answers": dict(STUDENT_ANSWERS),
             "errors": {r.name: r.errors for r in runs}, "cells": {r.name: r.cells for r in runs},
+            "kernel_retries": {r.name: r.kernel_retries for r in runs},
             "before": before, "after": {s.name: s.progress() for s in students},
             "copy_updated": {s.name: UPDATE_NOTE in (s.home / COPY).read_text(encoding="utf-8") for s in students}}
 
@@ -785,7 +824,7 @@ def update_line(update: dict) -> str:
     return (f"course update ({update['question']} asked differently, version {update['versions'][0]} → "
             f"{update['versions'][1]}): {len(good)}/{len(names)} students got the new copy, kept their other "
             f"answers as they were and the changed question's answer as an earlier version's"
-            + (f"; NOT for {bad}" if bad else ""))
+            + (f"; NOT for {bad}" if bad else "") + f"; new kernels (one never answered): {update['kernel_retries']}")
 
 
 def report(result: dict) -> list[str]:
@@ -794,10 +833,10 @@ def report(result: dict) -> list[str]:
     lines = [f"{result['students']} students{cap}; servers started (each making its own copy) in "
              f"{result['spawn_and_copy_s']:.1f} s",
              f"{'student':<10} {'wall s':>7} {'kernel CPU s':>12} {'server CPU s':>12} {'peak MB':>8} "
-             f"{'cells':>5} {'errors':>6} {'CPUs/BLAS':>9}  written in own home"]
+             f"{'cells':>5} {'errors':>6} {'new kernels':>11} {'CPUs/BLAS':>9}  written in own home"]
     for r in runs:
         lines.append(f"{r['name']:<10} {r['wall_s']:7.1f} {r['kernel_cpu_s']:12.1f} {r['server_cpu_s']:12.1f} "
-                     f"{r['tree_peak_pss_mb']:8.0f} {r['cells']:5d} {len(r['errors']):6d} "
+                     f"{r['tree_peak_pss_mb']:8.0f} {r['cells']:5d} {len(r['errors']):6d} {r['kernel_retries']:11d} "
                      f"{r['threads'].get('usable_cpus', '?'):>4}/{r['threads'].get('blas_threads', '?'):<4}  "
                      f"{', '.join(r['written']) or '(nothing)'}")
     cpu = [r["kernel_cpu_s"] for r in runs]
@@ -817,7 +856,7 @@ def report(result: dict) -> list[str]:
         lines.append(f"baseline in this run, one student alone: wall {solo['wall_s']:.1f} s, kernel CPU "
                      f"{solo['kernel_cpu_s']:.1f} s, peak {solo['tree_peak_pss_mb']:.0f} MB PSS → class wall / solo "
                      f"{result['class_wall_s'] / solo['wall_s']:.1f}×, CPU per student / solo "
-                     f"{sum(cpu) / len(cpu) / solo['kernel_cpu_s']:.2f}×")
+                     f"{sum(cpu) / len(cpu) / solo['kernel_cpu_s']:.2f}×, new kernels {solo['kernel_retries']}")
     for r in runs:
         for e in r["errors"][:3]:
             lines.append(f"  {r['name']}: {e}")

@@ -4,10 +4,13 @@ The full class (8 students, with figures) is ``benchmarks/classroom.py``; this r
 two students and checks what must hold whatever the machine's speed. No timing is asserted. The course update
 goes through the hub's own path (binder/start and scripts/personal_copy.py): the students answer two questions,
 the image's lesson asks one of them differently (``classroom.change_question`` edits whichever file of the
-question bank holds its prompt), every server restarts, and each student runs the new copy.
+question bank holds its prompt), every server restarts, and each student runs the new copy. The last two tests
+need no hub: they drive the replacement of a kernel that never answers against a faked server.
 """
 
+import asyncio
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -19,10 +22,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import classroom  # noqa: E402
 
 missing = classroom.missing_tools(Path(sys.executable).parent)
-if missing and os.environ.get("CI") != "true":
-    pytest.skip(f"课堂测试缺少以下工具，bash scripts/test.sh 会装上 pip 和 npm 能装的 / classroom test needs "
-                f"(bash scripts/test.sh installs them where pip and npm can): {'; '.join(missing)}",
-                allow_module_level=True)
 
 
 def _code_cells():
@@ -34,6 +33,9 @@ def _code_cells():
 
 @pytest.fixture(scope="module")
 def result():
+    if missing and os.environ.get("CI") != "true":
+        pytest.skip(f"课堂测试缺少以下工具，bash scripts/test.sh 会装上 pip 和 npm 能装的 / classroom test needs "
+                    f"(bash scripts/test.sh installs them where pip and npm can): {'; '.join(missing)}")
     assert not missing, f"CI must install: {missing}"
     # LESSON_CPUS=1 as an instructor would set it on a server without per-student quotas.
     return classroom.run_classroom(2, solo=False, deadline_s=900, lesson_cpus=1)
@@ -110,3 +112,86 @@ def test_nothing_is_left_running(result):
         if result["tmp"] in where:
             stray.append(proc.pid)
     assert stray == []
+
+
+# ------------------------------------------------------------------------------ a kernel that never answers
+# No hub: the student's server is faked (each new session is a new kernel k1, k2 ...), the websocket protocol is real.
+class _Server:
+    def __init__(self):
+        self.calls, self.sessions = [], 0
+
+    async def call(self, method, path, body=None, timeout=0.0, ok=()):
+        self.calls.append(f"{method} {path.split('/api/')[-1]}")
+        if method == "POST" and path.endswith("/sessions"):
+            self.sessions += 1
+            return {"id": f"s{self.sessions}", "kernel": {"id": f"k{self.sessions}"}}
+        return ""
+
+
+class _Socket:
+    """A kernel's websocket: an answering one replies ok (printing the threads probe's line) and goes idle; a silent
+    one is closed by the server (read_message gives None)."""
+
+    def __init__(self, answers: bool):
+        self.answers, self.inbox = answers, []
+
+    async def write_message(self, raw):
+        header = json.loads(raw)["header"]
+        parent = {"msg_id": header["msg_id"]}
+        self.inbox += [
+            {"channel": "iopub", "header": {"msg_type": "stream"}, "parent_header": parent,
+             "content": {"name": "stdout", "text": '{"usable_cpus": 1, "blas_threads": 1}\n'}},
+            {"channel": "shell", "header": {"msg_type": header["msg_type"].replace("_request", "_reply")},
+             "parent_header": parent, "content": {"status": "ok"}},
+            {"channel": "iopub", "header": {"msg_type": "status"}, "parent_header": parent,
+             "content": {"execution_state": "idle"}},
+        ]
+
+    async def read_message(self):
+        return json.dumps(self.inbox.pop(0)) if self.answers and self.inbox else None
+
+    def close(self):
+        pass
+
+
+def _student(monkeypatch, tmp_path, answering: str | None):
+    """A student whose lesson is open in session s0 (kernel k0); only kernel ``answering`` ever answers. k1's
+    websocket cannot even connect, k2's process is gone; the answering kernel's process is this one."""
+    from tornado.websocket import WebSocketClosedError
+
+    async def connect(student):
+        if student.kernel_id == "k1":
+            raise WebSocketClosedError()
+        ws = _Socket(answers=student.kernel_id == answering)
+        return ws, classroom.KernelChannel(ws, "session")
+
+    pids = {"k0": 1, "k1": 1, "k2": None, answering: os.getpid()}
+    monkeypatch.setattr(classroom, "kernel_pid", lambda kernel_id: pids.get(kernel_id, 1))
+    monkeypatch.setattr(classroom.Student, "connect", connect)
+    student = classroom.Student(_Server(), "student01", tmp_path)
+    student.session_id, student.kernel_id = "s0", "k0"
+    return student
+
+
+def test_a_kernel_that_never_answers_is_replaced_by_a_new_sessions(monkeypatch, tmp_path):
+    measured = []
+    monkeypatch.setattr(classroom, "tree_cpu_seconds", lambda pid: measured.append(pid) or 1.0)
+    student = _student(monkeypatch, tmp_path, answering="k3")
+    go = asyncio.Event()
+    go.set()
+    run = asyncio.run(student.restart_and_run_all(go))
+    assert run.kernel_retries == 3 and run.errors == [] and run.cells == 0
+    assert measured == [os.getpid()]  # the CPU is the answering kernel's, not a replaced one's
+    assert student.api.calls == ["POST kernels/k0/restart",
+                                 "DELETE sessions/s0", "POST sessions",
+                                 "DELETE sessions/s1", "POST sessions",
+                                 "DELETE sessions/s2", "POST sessions"]
+
+
+def test_after_three_new_kernels_that_never_answer_the_run_fails(monkeypatch, tmp_path):
+    student = _student(monkeypatch, tmp_path, answering=None)
+    run = classroom.StudentRun(student.name)
+    with pytest.raises(classroom.ClassroomError, match="websocket closed"):
+        asyncio.run(student.restarted_kernel(run))
+    assert run.kernel_retries == classroom.KERNEL_REPLACEMENTS == 3
+    assert student.api.sessions == 3

@@ -36,7 +36,6 @@ def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
                 h: int = BASE_HEADS) -> list[tuple[str, tuple[int, ...], str]]:
     """(code, shape, caption) of every step from X (n, d_model) to the output."""
     x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
-    n = len(x)
     d_k = d_model // h
     q = x @ w_q  # (n, d_model)
     qh, kh, vh = (split_heads(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
@@ -47,7 +46,7 @@ def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
         ("X", x.shape, "输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）"),
         ("X @ W_Q", q.shape,
          f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）"),
-        ("Q.reshape(n, h, d_k)", (n, h, d_k),
+        ("Q.reshape(n, h, d_k)", (len(x), h, d_k),
          f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}"),
         ("split_heads(Q, h)", qh.shape,
          "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）"),
@@ -60,11 +59,10 @@ def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
     ]
 
 
-def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS,
-                         seed: int = 0) -> dict:
+def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> dict:
     """The largest difference between Concat(head_i) W^O and Σ_i head_i W^O_i (W^O_i: rows i·d_v …
     (i+1)·d_v), and how much each head's output moves when only the other heads' W^Q changes."""
-    x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed)
+    x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed=0)
     d_k = d_model // h
 
     def heads_of(wq):
@@ -164,8 +162,7 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
             f"各算各的，最后拼回 d_model = {d_model}", ha="center", va="top", fontsize=10.5,
             linespacing=1.4)
     ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 W^O 才把它们的结果混合",
-            ha="center", va="bottom",
-            fontsize=9.5, color="#555555", linespacing=1.4)
+            ha="center", va="bottom", fontsize=9.5, color="#555555", linespacing=1.4)
     shown = "、".join(f"头 {j}" for j in numbers)
     alt = (f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
            f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，"

@@ -89,12 +89,11 @@ def order_and_position(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HE
     without and with positions added to X: self-attention sees order only through them."""
     x, ws, rng = _layer(n, d_model, h, seed, "n（词元数）", minimum=2)
     positions = rng.standard_normal(x.shape)  # row t is added to whatever token sits at t
-    flip = np.arange(len(x))[::-1]
 
     def moved_only(p):
         out = multi_head_attention(x + p, *ws, h)[0]  # (n, d_model)
-        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]  # the reversed sentence
-        return float(np.abs(out_reversed - out[flip]).max())
+        out_reversed = multi_head_attention(x[::-1] + p, *ws, h)[0]  # the reversed sentence
+        return float(np.abs(out_reversed - out[::-1]).max())
 
     return {"without_position": moved_only(0.0), "with_position": moved_only(positions)}
 
@@ -181,10 +180,8 @@ def transpose_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS)
     (n, d_model) straight to (h, n, d_k) (1-based, as the lesson counts heads and words)."""
     n = check_int(n, "n（词数）", minimum=1)
     d_k = head_width(d_model, h)
-    # (n, d_model) column -> its head
-    owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))
-    # (n, d_model) row -> its token
-    token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))
+    owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))  # column -> its head
+    token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))  # row -> its token
     return "\n".join([
         f"正确切分时，头 1 里的数来自哪些头的列：头 {np.unique(split_heads(owner, h)[0]).tolist()}",
         "忘了 transpose 时，头 1 里的数来自哪些头的列：头 "

@@ -172,9 +172,8 @@ def demo_widget():
 
     from lesson_lib.show.controls import LABEL_BESIDE, linked, slider
 
-    style = {**LABEL_BESIDE, "button_width": "80px"}
-    options = [("1 个头", 1), ("2 个头", 2)]
-    heads = w.ToggleButtons(options=options, value=1, description="头数", style=style)
+    heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=1, description="头数",
+                            style={**LABEL_BESIDE, "button_width": "80px"})
     sharp = slider("锐度", 4.0, min=0.0, max=10.0, step=0.5)  # demo() takes 0 … 50
 
     def show(summary, picture):

@@ -11,7 +11,6 @@ import html
 import itertools
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from helpers import (
     numerals_in,
     prose_after,
     prose_before,
+    section_prose,
     sentence_with,
     sentences,
     unnamed_controls,
@@ -232,8 +232,6 @@ def test_demo_rejects_bad_sharpness_in_chinese(s):
 
 @pytest.mark.parametrize("heads", [1, 2])
 def test_demo_html_draws_every_weight_and_feature_as_a_bar_named_by_its_numbers(heads):
-    import re
-
     d = averaging.demo(heads, 4.0)
     page = averaging.demo_html(d)
     widths = [float(w) for w in re.findall(r"height:0.8em;width:([\d.]+)em", page)]
@@ -306,15 +304,13 @@ def test_averaging_demo_heads_toggle_changes_numbers():
 @pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
 def test_html_pictures_fit_the_output():
     """The demo's bars are HTML that shrinks with the output, never wider than it."""
-    for box, kind in ((averaging.demo_widget(), "<table"),):
-        picture = box.controls["picture"]
-        assert picture.layout.max_width == "100%"
-        assert "max-width:100%" in picture.value and kind in picture.value
+    picture = averaging.demo_widget().controls["picture"]
+    assert picture.layout.max_width == "100%"
+    assert "max-width:100%" in picture.value and "<table" in picture.value
 
 
 @pytest.mark.usefixtures("plt")  # conftest: Agg, rcParams restored, figures closed
 def test_summaries_are_the_pure_functions_output():
-
     a = averaging.demo_widget().controls
     a["heads"].value, a["sharpness"].value = 2, 3.0
     assert a["summary"].value == averaging.summary_html(averaging.demo(2, 3.0))
@@ -332,8 +328,6 @@ def test_every_control_of_the_widget_is_named():
 
 def test_section_2_blend_reading(cells):
     """'四成像女人、三成像男人、三成像一只苹果，主语只剩 0.3' is the single head's blend that §2 prints."""
-    from lesson_lib.sections import s02_averaging as averaging
-
     blend = averaging.blend(averaging.LESSON_WEIGHTS)
     said = sentences(prose_after(cells, "blend_table(averaging.LESSON_WEIGHTS)"))[0]
     tenths = [round(10 * blend[f]) for f in ("女性", "男性", "物品")]  # the order the sentence reads them
@@ -344,8 +338,6 @@ def test_section_2_blend_reading(cells):
 def test_section_2_demo_reading(cells):
     """'单头读回了小红 0.65、小明 0.29 …… 两个头各拿 0.90' is what demo_text(sharpness=4.0) prints; the prose
     before the cell states that sharpness (锐度固定为 4)."""
-    from lesson_lib.sections import s02_averaging as averaging
-
     one, two = averaging.demo(1, 4.0), averaging.demo(2, 4.0)
     said = prose_after(cells, "demo_text(sharpness=4.0)")
     assert round(two.referent_kept, 2) == round(two.subject_kept, 2)
@@ -357,10 +349,6 @@ def test_section_2_demo_reading(cells):
 def test_section_2_try_it_answer(cells):
     """§2's 试一试 answer, at the widget's sharpness notches (0.5 apart, as the prose says 0 to 10): one head trades
     小明 for 小红 (peak at sharpness 3), never above 100% together; two heads keep both, towards 100%."""
-    import numpy as np
-
-    from lesson_lib.sections import s02_averaging as averaging
-
     low, high = numbers_in(sentence_with(prose_after(cells, "demo_text(sharpness=4.0)"), " / "))[-2:]  # 0 to 10
     notches = np.arange(low, high + 0.25, 0.5)
     one = np.array([[averaging.demo(1, s).referent_kept, averaging.demo(1, s).subject_kept] for s in notches])
@@ -375,35 +363,19 @@ def test_section_2_try_it_answer(cells):
     assert np.all(np.diff(two[:, 0]) > 0) and round(100 * two[-1, 0]) == 100  # 一起趋近 100%
 
 
-SRC = Path(__file__).parents[1] / "notebooks" / "src"
-
-
-def _section(number: str) -> str:
-    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(SRC.glob(f"{number}_*.md")))
-
-
 def test_section_2_demo_hides_the_pronoun_and_what_follows():
-    """§2: the demo's mask hides 「她」 itself and everything after it; the causal rule lets a token see itself."""
-    import numpy as np
-
+    """§2: the demo's mask hides 「她」 itself and everything after it (test_she_never_attends_to_herself_or_later);
+    the causal rule lets a token see itself."""
     from lesson_lib.attention import scaled_dot_product_attention
-    from lesson_lib.sections import s02_averaging as averaging
 
-    for heads in (1, 2):
-        d = averaging.demo(heads, sharpness=4.0)
-        assert (d.weights[:, averaging.QUERY:] == 0).all() and (d.weights[:, : averaging.QUERY] > 0).all()
     causal = np.tril(np.ones((4, 4), dtype=bool))  # the causal rule: itself and before
     _, w = scaled_dot_product_attention(np.ones((4, 2)), np.ones((4, 2)), np.eye(4, 2), causal)
     assert (np.diag(w) > 0).all() and (np.triu(w, k=1) == 0).all()
 
 
-def test_section_2_names_its_second_cue_as_the_demo_prints_it():
+def test_section_2_names_its_second_cue_as_the_demo_prints_it(cells):
     """§2's cue 2 and the two-head demo's second head carry one name."""
-    import re
-
-    from lesson_lib.sections import s02_averaging as averaging
-
-    cue = re.search(r"^2\. \*\*(\w+)", _section("02"), flags=re.M).group(1)  # the cue's bold name
+    cue = re.search(r"^2\. \*\*(\w+)", section_prose(cells, 2), flags=re.M).group(1)  # the cue's bold name
     assert averaging.demo(2).names[1].endswith(cue)
 
 

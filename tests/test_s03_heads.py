@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from helpers import (
     CJK,
@@ -17,7 +18,7 @@ from helpers import (
 from own_answers import misjudged, section_questions
 
 from lesson_lib import paper
-from lesson_lib.attention import head_width
+from lesson_lib.attention import head_width, merge_heads, multi_head_attention, split_heads
 from lesson_lib.checks import AttentionInputError
 from lesson_lib.sections import s03_heads as heads
 
@@ -163,17 +164,11 @@ def markdown(cells) -> str:
 
 
 D, H = paper.BASE_D_MODEL, paper.BASE_HEADS
-
-
 D_K = head_width(D, H)
 
 
 def test_section_3_says_what_the_batch_cell_prints(markdown, cells):
     """§3: 「(B, n, d_model)」 and the PyTorch view(B, n, h, d_k).transpose(1, 2) give the kernel's batched shapes."""
-    import numpy as np
-
-    from lesson_lib.attention import merge_heads, split_heads
-
     assert "(B, n, d_model)" in markdown and ".view(B, n, h, d_k).transpose(1, 2)" in markdown
     x = np.zeros((2, 6, D))
     assert split_heads(x, H).shape == (2, H, 6, D_K) and merge_heads(split_heads(x, H)).shape == x.shape
@@ -182,8 +177,6 @@ def test_section_3_says_what_the_batch_cell_prints(markdown, cells):
 
 
 def test_section_3_head_1_does_not_change():
-    from lesson_lib.sections import s03_heads as heads
-
     assert heads.heads_mix_only_at_wo(n=5, d_model=D, h=H)["head1_change"] == 0.0
     line = sentence_with(heads.heads_mix_text(n=5, d_model=D, h=H), "W^Q")  # after changing the others' W^Q
     assert numbers_in(line) == [1, 0.0], line  # head 1 changed by 0
@@ -191,8 +184,6 @@ def test_section_3_head_1_does_not_change():
 
 def test_attention_ignores_order_until_positions_are_added():
     """§3 「方向与位置」: reversing the tokens only reverses the outputs; with a position table it does not."""
-    from lesson_lib.sections import s03_heads as heads
-
     for n, d, h in [(6, 512, 8), (5, 12, 3), (9, 16, 1)]:
         check = heads.order_and_position(n=n, d_model=d, h=h, seed=n)
         assert check["without_position"] < heads.ROUNDOFF and check["with_position"] > 0.1
@@ -204,10 +195,6 @@ def test_attention_ignores_order_until_positions_are_added():
 
 def test_section_3_residual_stream_keeps_the_token_and_adds_each_head():
     """§3: 新向量 = X + MultiHead(X), and MultiHead(X) = Σ_i head_i W^O_i: each head writes its own share."""
-    import numpy as np
-
-    from lesson_lib.attention import multi_head_attention, split_heads
-
     rng = np.random.default_rng(0)
     n, d, h = 5, 16, 4
     x = rng.standard_normal((n, d))

@@ -55,7 +55,6 @@ def test_timing_runs_on_one_blas_thread(monkeypatch):
     import contextlib
 
     from lesson_lib.runtime import blas
-    from lesson_lib.sections import s04_costs
 
     entered = []
 

@@ -32,6 +32,7 @@ from traitlets import TraitError
 
 from lesson_lib import costs, paper
 from lesson_lib.checks import AttentionInputError
+from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 from lesson_lib.sections import s05_head_lab as head_lab
 from lesson_lib.show import plotting
 
@@ -364,8 +365,6 @@ def test_head_lab_zoom_picks_a_head_and_follows_the_head_count():
 def test_head_lab_keeps_its_size_while_the_slider_moves():
     """Both pictures keep one size for every h and sit side by side (580 px ≤ JupyterLab's 592 px output at
     1024 × 768 with the file browser open); the summary keeps the height of its longest reading."""
-    import re
-
     box = head_lab.lab_widget()
     c = box.controls
     row = box.children[-2]
@@ -395,25 +394,17 @@ def test_every_control_of_the_widget_is_named():
 
 def test_section_5_defines_entropy_and_js_where_it_prints_them(cells):
     """§5 prints 熵（比特） and JS 散度: its prose defines both with their ends, which attention_stats computes."""
-    import numpy as np
-
-    from lesson_lib.head_stats import mean_pairwise_js, row_entropy
-    from lesson_lib.sections import s05_head_lab as head_lab
-
-    n = len(head_lab.SENTENCE)
     section = section_prose(cells, 5)
     ends = sentence_with(section, "log₂")  # 全压在一个词元上是 0，平均分给 n 个词元是 log₂n ≈ …
-    uniform = round(float(row_entropy(np.full((1, n), 1 / n))[0]), 2)
-    assert numbers_in(ends)[-4:] == [row_entropy(np.eye(n)[:1])[0], n, n, uniform], ends
+    uniform = round(float(row_entropy(np.full((1, N), 1 / N))[0]), 2)
+    assert numbers_in(ends)[-4:] == [row_entropy(np.eye(N)[:1])[0], N, N, uniform], ends
     assert numbers_in(sentence_with(section, "**JS")) == [0, 1]  # 完全一样是 0，毫不重叠是 1
-    same, apart = np.eye(n)[None, :2].repeat(2, axis=0), np.stack([np.eye(n)[:2], np.eye(n)[2:4]])  # (2, 2, n)
+    same, apart = np.eye(N)[None, :2].repeat(2, axis=0), np.stack([np.eye(N)[:2], np.eye(N)[2:4]])  # (2, 2, n)
     assert mean_pairwise_js(same) == 0 and mean_pairwise_js(apart) == 1
 
 
 def test_section_5_try_it_answers(cells):
     """The folded answers to §5's 「试一试」 are lab_state's numbers (the cell prints h = 2 and h = 64)."""
-    from lesson_lib.sections import s05_head_lab as head_lab
-
     s2, s8, s64 = (head_lab.lab_state(h) for h in (2, 8, 64))
     answers = prose_after(cells, ".reading)")  # the folded answers after the cell that prints h = 2 and h = 64
     said = sentence_with(answers, "JS")
@@ -423,7 +414,6 @@ def test_section_5_try_it_answers(cells):
     assert_numbers(said, 8, s64.softmax_ops // s8.softmax_ops, s64.softmax_ops, s8.softmax_ops)
     assert s64.softmax_ops % s8.softmax_ops == 0
     assert s64.d_k == D // 64 and s8.parameters == s64.parameters == costs.parameters(D, H)
-    assert len({head_lab.lab_state(h).matmul_multiplies for h in (1, 2, 8, 32, 64)}) == 1
 
 
 # ---------------------------------------------------------------------------------------------

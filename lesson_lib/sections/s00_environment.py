@@ -6,11 +6,11 @@ from importlib import metadata
 
 # dist: (the floor pyproject.toml and requirements.txt declare, what the lesson uses it for)
 PACKAGES = {
-    "numpy": ((1, 26), "矩阵运算"),
-    "matplotlib": ((3, 10, 7), "画注意力热力图"),
-    "ipywidgets": ((8, 1), "滑块与自测题控件"),
-    "jupyterlab_widgets": ((3, 0, 10), "让 JupyterLab 把控件画出来，而不是只印出一行控件的名字"),
-    "anywidget": ((0, 11), "能用键盘和读屏软件操作的滑块"),
+    "numpy": ("1.26", "矩阵运算"),
+    "matplotlib": ("3.10.7", "画注意力热力图"),
+    "ipywidgets": ("8.1", "滑块与自测题控件"),
+    "jupyterlab_widgets": ("3.0.10", "让 JupyterLab 把控件画出来，而不是只印出一行控件的名字"),
+    "anywidget": ("0.11", "能用键盘和读屏软件操作的滑块"),
 }
 SETUP_HINT = "在课程根目录运行 README 里的安装命令（bash scripts/setup.sh），然后重启内核。"
 
@@ -24,9 +24,8 @@ def problems() -> dict[str, str]:
     found = {}
     for dist, (minimum, purpose) in PACKAGES.items():
         try:
-            if Version(metadata.version(dist)).release[:3] < minimum:
-                want = ".".join(map(str, minimum))
-                found[dist] = f"{dist} 版本太旧（需要 ≥ {want}，{purpose}）。{SETUP_HINT}"
+            if Version(metadata.version(dist)).release[:3] < Version(minimum).release:
+                found[dist] = f"{dist} 版本太旧（需要 ≥ {minimum}，{purpose}）。{SETUP_HINT}"
         except metadata.PackageNotFoundError:
             found[dist] = f"没有安装 {dist}（{purpose}）。{SETUP_HINT}"
         except InvalidVersion:

@@ -76,13 +76,12 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
     # beyond 50 every weight is one-hot to every printed digit
     sharpness = check_number(sharpness, "锐度 sharpness", minimum=0, maximum=50.0)
     k = np.array([_KEY_ROWS.get(t, [0.0, 0.0]) for t in TOKENS])  # (n, 2)
-    v = VALUES  # (n, 6)
     mask = (np.arange(len(TOKENS)) < QUERY)[None]  # (1, n) 她 sees only the words before it
     scale = sharpness * np.sqrt(2.0)  # undo the kernel's 1/√d_k so `sharpness` is the logit gap
     if heads == 1:
         # One query asks both questions at once: one softmax, one weighted average of whole rows.
         q = scale * (_QUESTION["指代"] + 0.8 * _QUESTION["语法角色"])[None]  # (1, 2)
-        out, w = scaled_dot_product_attention(q, k, v, mask)  # (1, 6), (1, n)
+        out, w = scaled_dot_product_attention(q, k, VALUES, mask)  # (1, 6), (1, n)
         names = ["单头（两个问题挤在一起）"]
         output = out[0]
     else:
@@ -90,8 +89,8 @@ def demo(heads: int, sharpness: float = 4.0) -> Demo:
         q = scale * np.stack([_QUESTION["指代"], _QUESTION["语法角色"]])[:, None]  # (2, 1, 2)
         k2 = np.stack([k * [1, 0], k * [0, 1]])  # (2, n, 2) each head's key subspace
         n_id = len(IDENTITY_FEATURES)
-        roles = np.pad(v[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))  # (n, 4)
-        v2 = np.stack([v[:, :n_id], roles])  # (2, n, 4)
+        roles = np.pad(VALUES[:, n_id:], ((0, 0), (0, n_id - len(ROLE_FEATURES))))  # (n, 4)
+        v2 = np.stack([VALUES[:, :n_id], roles])  # (2, n, 4)
         heads_out, w = scaled_dot_product_attention(q, k2, v2, mask)  # (2, 1, 4), (2, 1, n)
         # (6,) Concat
         output = np.concatenate([heads_out[0, 0], heads_out[1, 0, : len(ROLE_FEATURES)]])
@@ -173,9 +172,8 @@ def demo_widget():
 
     from lesson_lib.show.controls import LABEL_BESIDE, linked, slider
 
-    style = {**LABEL_BESIDE, "button_width": "80px"}
-    options = [("1 个头", 1), ("2 个头", 2)]
-    heads = w.ToggleButtons(options=options, value=1, description="头数", style=style)
+    heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=1, description="头数",
+                            style={**LABEL_BESIDE, "button_width": "80px"})
     sharp = slider("锐度", 4.0, min=0.0, max=10.0, step=0.5)  # demo() takes 0 … 50
 
     def show(summary, picture):

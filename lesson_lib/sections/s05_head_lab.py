@@ -161,8 +161,7 @@ def lab_widget():
         # One live summary: h, d_k and what the pictures show (their alt text, for a screen reader)
         alt = screen_reader_only(overview_alt(state, zoom.value))
         summary.value = summary_html(state) + alt
-        htmls = lab_pictures(state, zoom=zoom.value)
-        for picture, html in zip((*pictures, numbers), htmls):
+        for picture, html in zip((*pictures, numbers), lab_pictures(state, zoom=zoom.value)):
             # an unchanged picture is not sent again (traitlets: no change, no message)
             picture.value = html
 

@@ -45,15 +45,15 @@ KERNELS = [
 
 def line_map(fns, terms) -> list[tuple[int, str, str]]:
     """(line number in the listing of ``fns``, code line, formula term) for each of ``terms``."""
-    lines = [line for fn in fns for line in inspect.getsource(fn).splitlines()]
+    # code, not comments
+    code = [line.split("#")[0] for fn in fns for line in inspect.getsource(fn).splitlines()]
     rows = []
     for fragment, term in terms:
-        # code, not comments
-        i = next((i for i, line in enumerate(lines) if fragment in line.split("#")[0]), None)
+        i = next((i for i, line in enumerate(code) if fragment in line), None)
         if i is None:
             raise LookupError(f"{fns[0].__name__} 的源码里找不到 {fragment!r}：内核改了，"
                               "请同步更新公式对照表。")
-        rows.append((i + 1, lines[i].split("#")[0].strip(), term))
+        rows.append((i + 1, code[i].strip(), term))
     return rows
 
 

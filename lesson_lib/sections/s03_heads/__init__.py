@@ -36,7 +36,6 @@ def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
                 h: int = BASE_HEADS) -> list[tuple[str, tuple[int, ...], str]]:
     """(code, shape, caption) of every step from X (n, d_model) to the output."""
     x, (w_q, w_k, w_v, w_o), _ = _layer(n, d_model, h, seed=0)
-    n = len(x)
     d_k = d_model // h
     q = x @ w_q  # (n, d_model)
     qh, kh, vh = (split_heads(a, h) for a in (q, x @ w_k, x @ w_v))  # (h, n, d_k) each
@@ -47,7 +46,7 @@ def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
         ("X", x.shape, "输入 X（自注意力：Q、K、V 都从同一个 X 投影出来）"),
         ("X @ W_Q", q.shape,
          f"投影 Q = X W^Q（K = X W^K、V = X W^V 同样算；{h} 个 W_i^Q 并排成一个矩阵）"),
-        ("Q.reshape(n, h, d_k)", (n, h, d_k),
+        ("Q.reshape(n, h, d_k)", (len(x), h, d_k),
          f"切开最后一维：每个词元的 {d_model} 个数分成 {h} 段，每段 d_k = {d_k}"),
         ("split_heads(Q, h)", qh.shape,
          "转置成 (h, n, d_k)：头放到最前面（上一步的 reshape 加这一步，就是 split_heads）"),
@@ -60,11 +59,10 @@ def shape_steps(n: int = 6, d_model: int = BASE_D_MODEL,
     ]
 
 
-def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS,
-                         seed: int = 0) -> dict:
+def heads_mix_only_at_wo(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> dict:
     """The largest difference between Concat(head_i) W^O and Σ_i head_i W^O_i (W^O_i: rows i·d_v …
     (i+1)·d_v), and how much each head's output moves when only the other heads' W^Q changes."""
-    x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed)
+    x, (w_q, w_k, w_v, w_o), rng = _layer(n, d_model, h, seed=0)
     d_k = d_model // h
 
     def heads_of(wq):
@@ -91,12 +89,11 @@ def order_and_position(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HE
     without and with positions added to X: self-attention sees order only through them."""
     x, ws, rng = _layer(n, d_model, h, seed, "n（词元数）", minimum=2)
     positions = rng.standard_normal(x.shape)  # row t is added to whatever token sits at t
-    flip = np.arange(len(x))[::-1]
 
     def moved_only(p):
         out = multi_head_attention(x + p, *ws, h)[0]  # (n, d_model)
-        out_reversed = multi_head_attention(x[flip] + p, *ws, h)[0]  # the reversed sentence
-        return float(np.abs(out_reversed - out[flip]).max())
+        out_reversed = multi_head_attention(x[::-1] + p, *ws, h)[0]  # the reversed sentence
+        return float(np.abs(out_reversed - out[::-1]).max())
 
     return {"without_position": moved_only(0.0), "with_position": moved_only(positions)}
 
@@ -164,8 +161,7 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
             f"各算各的，最后拼回 d_model = {d_model}", ha="center", va="top", fontsize=10.5,
             linespacing=1.4)
     ax.text(5.5, -0.7, "同一层里，各头在注意力阶段互不通信，\n直到 W^O 才把它们的结果混合",
-            ha="center", va="bottom",
-            fontsize=9.5, color="#555555", linespacing=1.4)
+            ha="center", va="bottom", fontsize=9.5, color="#555555", linespacing=1.4)
     shown = "、".join(f"头 {j}" for j in numbers)
     alt = (f"示意图 11.1：输入 X（d_model = {d_model}，Q = K = V = X）经 {h} 组投影分成 {h} 个头"
            f"（图中画出{shown}），每个头 d_k = {d_k}；各头的结果拼接成 {h} × {d_k} = {h * d_k} 维，"
@@ -184,10 +180,8 @@ def transpose_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS)
     (n, d_model) straight to (h, n, d_k) (1-based, as the lesson counts heads and words)."""
     n = check_int(n, "n（词数）", minimum=1)
     d_k = head_width(d_model, h)
-    # (n, d_model) column -> its head
-    owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))
-    # (n, d_model) row -> its token
-    token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))
+    owner = np.broadcast_to(np.arange(d_model) // d_k + 1, (n, d_model))  # column -> its head
+    token = np.broadcast_to(np.arange(n)[:, None] + 1, (n, d_model))  # row -> its token
     return "\n".join([
         f"正确切分时，头 1 里的数来自哪些头的列：头 {np.unique(split_heads(owner, h)[0]).tolist()}",
         "忘了 transpose 时，头 1 里的数来自哪些头的列：头 "

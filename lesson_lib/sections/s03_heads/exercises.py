@@ -142,9 +142,6 @@ def _mha_inputs(rng, n, d, h):
     return (x, *weights, h)
 
 
-_BASE_SPLIT = (f"(12, {paper.BASE_D_MODEL}) → "
-               f"({paper.BASE_HEADS}, 12, {paper.BASE_D_MODEL // paper.BASE_HEADS})")
-
 SPLIT_HEADS = Exercise(
     name="split_heads",
     spec="实现 my_split_heads(x, h)：输入 x 的形状是 (n, d_model)，h 整除 d_model。"
@@ -157,7 +154,8 @@ SPLIT_HEADS = Exercise(
     verdict=_split_heads_verdict,
     hint="提示：先 x.reshape(n, h, d_k)，再交换前两个轴。",
     passed=f"全部通过！{len(SPLIT_CASES)} 个例子都和 lesson_lib 的 split_heads 一致"
-           f"（包括 base 模型：{_BASE_SPLIT}）。",
+           f"（包括 base 模型：(12, {paper.BASE_D_MODEL}) → ({paper.BASE_HEADS}, 12, "
+           f"{paper.BASE_D_MODEL // paper.BASE_HEADS})）。",
 )
 
 MULTI_HEAD_ATTENTION_LOOP = Exercise(

@@ -53,17 +53,6 @@ def _slips(c) -> dict:
     }
 
 
-_OTHER = ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ n²·d、weights × V n²·d、W^O n·d²。")
-
-
-def _is_number(value) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, (float, np.floating)):
-        return math.isfinite(value)
-    return isinstance(value, (int, np.integer))
-
-
 def _shown(value) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
@@ -74,17 +63,19 @@ def _shown(value) -> str:
 
 
 def _count_verdict(case, value, n, d, h) -> None:
-    if not _is_number(value):
+    # an integer, or a float that is one (50.0); True, NaN and inf count nothing
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = int(value)
+    elif isinstance(value, (float, np.floating)) and math.isfinite(value):
+        value = int(value) if value == int(value) else float(value)
+    else:
         short = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
         raise Stop("wrong", f"{case}：应当返回一个整数，你返回的是 {short}。")
-    if isinstance(value, (int, np.integer)) or value == int(value):
-        value = int(value)
-    else:
-        value = float(value)
     c = count(n, d, h)
     if value == c.matmul_total:
         return
-    mistake, hint = _slips(c).get(value, _OTHER)
+    mistake, hint = _slips(c).get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ "
+                                                   "n²·d、weights × V n²·d、W^O n·d²。"))
     raise Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {_shown(value)}。{hint}",
                (mistake,))
 

@@ -226,7 +226,7 @@ def _parse(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
     of nodes evaluated into a Poly: numbers, names, + - × / ^, signs and parentheses."""
     listed = "".join(f"{name}、" for name in sorted(symbols))  # the box's own symbols
     square = "（平方写成 n^2 或 n²）" if "n" in symbols else ""  # only where n may be written
-    allowed = f"只能用数字、{listed}+ − × · / ^ 和括号{square}"
+    allowed = f"可以用数字（也可写 8万、80k）、{listed}+ − × · / ^、= 和括号{square}"
     strange = _TOKEN.sub("", text).split() + [n for n in _NAME.findall(text) if n not in symbols]
     if strange and (strange[0] == "n" or strange[0] in labels):  # a number box: 512 n 方, d_v 64
         raise ExpressionError(f"这一栏只填一个数，不写「{strange[0]}」。", "n")
@@ -364,6 +364,8 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
                               f"（{MAX_CHARS['form']} 字以内）。", "long")
     raw = clean(raw, MAX_CHARS["form"])
     t = _box_text(raw)
+    for name in labels:  # 「d_v 64」 in d_v's own box says d_v = 64, as 「(d_v 32)」 in a note does
+        t = re.sub(rf"(?<![\w.^]){name}\s+(?=\d)", f"{name} = ", t)
     if "\\" in t:  # \frac{512}{16}: \times, \cdot and \div are read, other commands are not
         raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
                               "（例如 512 / 16）。", "latex")

@@ -397,6 +397,18 @@ def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
     assert fb.verdict == "form" and reason in dict(fb.reasons).values(), fb.message
 
 
+@pytest.mark.parametrize(("answer", "reason"), [("(8, 12, 64) 不对", "shape_disowned"), ("(8, 12)", "shape_length"),
+                                              ("不是 8×12×64", "shape_disowned"), ("64 不对", "disowned")])
+def test_a_shape_not_read_in_the_first_box_does_not_ask_for_the_other_boxes(answer, reason):
+    """A shape typed into the first box, disowned or of another length, was meant to fill every box: the reason is
+    the shape's, and the other boxes are not named as empty; one number disowned still names them."""
+    fb = quiz.check("S3", answer)
+    assert dict(fb.reasons) == {"axis0": reason}, fb.message
+    others = [b.label for b in qq.question("S3").key.boxes[1:]]
+    named = [label for label in others if f"「{label}」" in fb.message]
+    assert named == ([] if reason.startswith("shape") else others), fb.message
+
+
 @pytest.mark.parametrize(("text", "opened", "closed"), [("(512/16", 1, 0), ("32)", 0, 1), ("((32)", 2, 1)])
 def test_unpaired_brackets_are_counted(text, opened, closed):
     _, why = qc.read_value(text, {}, ("d_k",))

@@ -607,16 +607,25 @@ def check_form(q: Question, answer) -> Feedback:
         crowds = tuple((b.name, "crowded") for b in boxes)
         return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
+    first = boxes[0].name
+    said = f"这一栏读到的是「{texts[first]}」"
+    numbers = sum(any(c.isdigit() for c in p) for p in shape)  # in the first box, others empty
+    shaped = ""  # a shape typed into the first box, not read: the other boxes are not asked for
     # a shape of another length, in digits only (not 「(8, 12, 64) 不对」): how to write this one
     if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape):
         axes = ", ".join(b.label.replace(" ", "") for b in boxes)
-        said = (f"这一栏读到的是「{texts[boxes[0].name]}」。你写的形状有 {len(shape)} 维，"
-                f"本题的形状有 {len(boxes)} 维：写成 ({axes})，或每框填一个数。")
-        read[boxes[0].name] = (None, Unread(said, "shape_length"))
+        shaped = Unread(f"{said}。你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维："
+                        f"写成 ({axes})，或每框填一个数。", "shape_length")
+    # several numbers beside words that disown or change them: 「(8, 12, 64) 不对」
+    elif numbers > 1 and getattr(read[first][1], "reason", "") == "disowned":
+        shaped = Unread(f"{said}：你写了一个形状，又用文字否定或改变了它，这一栏判断不了；"
+                        "请只写你认为对的那个形状。", "shape_disowned")
+    if shaped:
+        read[first] = (None, shaped)
     state = {name: "unread" if value is None else "read" for name, (value, _) in read.items()}
     state.update((name, "empty") for name, text in texts.items() if not text)
     states = tuple(state.items())
-    empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty")
+    empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty" and not shaped)
     unread = [b for b in boxes if state[b.name] == "unread"]
     if unread:
         reasons = tuple((b.name, read[b.name][1].reason) for b in unread)

@@ -90,8 +90,7 @@ class CheckedInside(RuntimeError):
 _EXTRA_HINT = {
     CheckedInside: "",
     RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
-    MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
-                 "这里的例子都很小。",
+    MemoryError: "是不是把数组的大小写成了很大的数（例如 n ** d_model）？这里的例子都很小。",
     SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
 }
 
@@ -156,6 +155,8 @@ def as_array(case, result) -> np.ndarray:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, CheckedInside):  # the engine's own, already in Chinese: no class path
         return str(exc)
+    if isinstance(exc, MemoryError):  # numpy's English (Unable to allocate …) said in Chinese
+        return "内存不够" + (f"，建不了形状为 {exc.shape} 的数组" if hasattr(exc, "shape") else "")
     return traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]  # safe if str() raises
 
 

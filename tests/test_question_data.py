@@ -196,19 +196,19 @@ def test_a_missing_field_names_the_kind_that_needs_it(tmp_path, old, kind, field
     assert err.value.field == field and re.search(rf"\b{kind}\b", str(err.value)), err.value
 
 
-@pytest.mark.parametrize(("text", "lone"), [("d_model} 维", "}"), ("{d_model 维", "{"), ("{d_model} { 维", "{")])
-def test_an_unpaired_brace_is_quoted_and_not_taken_for_a_wrong_name(tmp_path, text, lone):
-    """A lone brace is quoted from where it stands; the file's value names, which only a placeholder needs, are not
-    offered (a wrong name, 「{dk}」, is offered them)."""
-    values = "、".join(["d_model", "h", "d_k"])  # X1's values, in order
-    errors = []
-    for written in (text, "{dk} 维"):
+@pytest.mark.parametrize(("text", "quoted"), [("d_model} x", "} x / {h} = "), ("{d_model x", "{d_model x /"),
+                                             ("{d_model} { x", "{ x / {h} = ")])
+def test_an_unpaired_brace_is_quoted_and_not_taken_for_a_wrong_name(tmp_path, text, quoted):
+    """A lone brace is quoted from where it stands (12 characters); the file's value names, which only a placeholder
+    needs, are not offered for it: X1's d_k is offered to a wrong name ({dk}), not to a brace."""
+    said = []
+    for written in (text, "{dk} x"):
         with pytest.raises(questions.QuestionDataError) as err:
-            questions.read_file(_file(tmp_path, GOOD.replace("解析：{d_model}", f"解析：{written}", 1)))
-        errors.append(str(err.value))
-    brace, name = errors
-    assert re.search(r"「([^」]*)」", brace.split("」", 1)[1])[1].startswith(lone), brace  # quoted after the field
-    assert values not in brace and values in name
+            questions.read_file(_file(tmp_path, GOOD.replace("{d_model} /", f"{written} /", 1)))
+        assert err.value.field == "explanation"
+        said.append(str(err.value))
+    brace, name = said
+    assert quoted in brace and "d_k" not in brace and "d_k" in name, said
 
 
 def test_an_id_in_two_files_is_refused(tmp_path, monkeypatch):

@@ -322,9 +322,9 @@ def test_what_a_refusal_says_the_box_takes_is_read():
     """The refusal of 「32%」 lists what a box may hold; each number it gives as an example (8万, 80k) reads, and so
     does every operator it lists, between two numbers."""
     _, why = qc.read_value("32%", {}, ("d_k",))
-    examples = re.findall(r"\d+[^\d\s、，（）]+", why.split("%", 1)[1])
-    operators = re.findall(r"(?<=[ 、])[-+−×·/^=](?= |、)", why)
-    assert len(examples) >= 2 and len(operators) >= 7, why
+    examples = re.findall(r"\d+[^\W\d]+", why.split("%", 1)[1])  # a number and its multiplier
+    operators = set(re.findall(r"[-+−×·/^=]", why))
+    assert len(examples) >= 2 and operators == set("+−×·/^="), why
     for typed in examples + [f"2 {op} 2" for op in operators]:
         assert qc.read_value(typed, {}, ("d_k",))[0] is not None, typed
 
@@ -405,7 +405,7 @@ def test_a_shape_not_read_in_the_first_box_does_not_ask_for_the_other_boxes(answ
     fb = quiz.check("S3", answer)
     assert dict(fb.reasons) == {"axis0": reason}, fb.message
     others = [b.label for b in qq.question("S3").key.boxes[1:]]
-    named = [label for label in others if f"「{label}」" in fb.message]
+    named = [label for label in others if label in fb.message]
     assert named == ([] if reason.startswith("shape") else others), fb.message
 
 

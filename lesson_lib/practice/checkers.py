@@ -365,7 +365,7 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     raw = clean(raw, MAX_CHARS["form"])
     t = _box_text(raw)
     for name in labels:  # 「d_v 64」 in d_v's own box says d_v = 64, as 「(d_v 32)」 in a note does
-        t = re.sub(rf"(?<![\w.^]){name}\s+(?=\d)", f"{name} = ", t)
+        t = re.sub(rf"(?<![\w.^])({re.escape(name)})\s+(?=\d)", r"\1 = ", t)
     if "\\" in t:  # \frac{512}{16}: \times, \cdot and \div are read, other commands are not
         raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
                               "（例如 512 / 16）。", "latex")

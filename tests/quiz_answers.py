@@ -400,6 +400,10 @@ COLD_READER = [
     ("Q6", ["64", "512（12 组键 + 12 组值）"], F, "cache"), ("Q6", ["64", "1536（键 256 + 值 256）"], F, "cache"),
     ("Q6", ["64", "512（8 组）"], F, "cache"), ("Q2", ["64 (d_v 32)", "不变"], F, "d_k"),
     ("Q3", ["1024n²（打分加乘V）", "512n²"], F, "multi"), ("Q3", ["8·64n²", "n²·d_model（h=1, d_k=512）"], R, ""),
+    # round 43: the box's own name (or other name) then a number says name = number, as 「(d_v 32)」 in a note does;
+    # a symbol then a number (h 16) is still two values side by side
+    ("Q2", ["d_v 32", "不变"], R, ""), ("Q2", ["d_k 32", "不变"], R, ""), ("Q2", ["d_v 64", "不变"], W, "d_k=64"),
+    ("Q2", ["h 16", "不变"], F, "d_k"),
 ]
 
 TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + COLD_READER + CHOICES + SELF

@@ -123,7 +123,10 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
     "missing field": (('prompt = "X1　d_model = {d_model}、h = {h}：每个头几维？"\n', ""), "X1", "prompt"),
     "wrong type": (('answer = "B"', "answer = 2"), "X1", "answer"),
     "unknown function": (('call = "attention.head_width"', 'call = "attention.width"'), "X1", "values.d_k.call"),
-    "unknown argument": (('h = "h" }', 'heads = "h" }'), "X1", "values.d_k"),
+    "unknown argument": (('h = "h" }', 'heads = "h" }'), "X1", "values.d_k.heads"),  # the argument it names
+    "an extra argument": (('h = "h" }', 'h = "h", x = 1 }'), "X1", "values.d_k.x"),
+    "an argument to a function with none": (('"paper.base_d_model" }', '"paper.base_d_model", h = 8 }'), "",
+                                             "values.d_model.h"),
     "unknown checker": (('kind = "expression"', 'kind = "expression"\nexplain = "guess"'), "X2",
                         "boxes[0].explain"),
     "unknown placeholder": (("解析：{d_model}", "解析：{d_ff}"), "X1", "explanation"),
@@ -132,7 +135,7 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
     "an answer not an option": (('answer = "B"', 'answer = "C"'), "X1", "answer"),
     "a key of two characters": (('{ key = "B", label', '{ key = "BB", label'), "X1", "options"),
     "a bad expression": (('target = "scores"', 'target = "scores +"'), "X2", "boxes[1].target"),
-    "a missing argument": ((', h = "h" }', " }"), "X1", "values.d_k"),
+    "a missing argument": ((', h = "h" }', " }"), "X1", "values.d_k.h"),
     "an unclosed placeholder": (("解析：{d_model}", "解析：{d_model"), "X1", "explanation"),
     "a lone closing brace": (("解析：{d_model}", "解析：d_model}"), "X1", "explanation"),
     "an empty placeholder": (("解析：{d_model}", "解析：{}"), "X1", "explanation"),
@@ -180,6 +183,32 @@ def test_a_placeholder_error_shows_this_files_own_names(tmp_path, text, named, q
     with pytest.raises(questions.QuestionDataError) as err:
         questions.read_file(path)
     assert named in str(err.value) and quoted in str(err.value)
+
+
+@pytest.mark.parametrize(("old", "kind", "field"), [('answer = "B"\n', "single", "answer"),
+                                                   ('explanation = "解析。"\n', "form", "explanation"),
+                                                   ('target = "scores"\n', "number", "boxes[1].target")])
+def test_a_missing_field_names_the_kind_that_needs_it(tmp_path, old, kind, field):
+    """「single 题必须有 answer」: the kind of question (or box) is named beside the missing field."""
+    path = _file(tmp_path, GOOD.replace(old, "", 1))
+    with pytest.raises(questions.QuestionDataError) as err:
+        questions.read_file(path)
+    assert err.value.field == field and re.search(rf"\b{kind}\b", str(err.value)), err.value
+
+
+@pytest.mark.parametrize(("text", "quoted"), [("d_model} x", "} x / {h} = "), ("{d_model x", "{d_model x /"),
+                                             ("{d_model} { x", "{ x / {h} = ")])
+def test_an_unpaired_brace_is_quoted_and_not_taken_for_a_wrong_name(tmp_path, text, quoted):
+    """A lone brace is quoted from where it stands (12 characters); the file's value names, which only a placeholder
+    needs, are not offered for it: X1's d_k is offered to a wrong name ({dk}), not to a brace."""
+    said = []
+    for written in (text, "{dk} x"):
+        with pytest.raises(questions.QuestionDataError) as err:
+            questions.read_file(_file(tmp_path, GOOD.replace("{d_model} /", f"{written} /", 1)))
+        assert err.value.field == "explanation"
+        said.append(str(err.value))
+    brace, name = said
+    assert quoted in brace and "d_k" not in brace and "d_k" in name, said
 
 
 def test_an_id_in_two_files_is_refused(tmp_path, monkeypatch):

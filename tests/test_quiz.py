@@ -309,6 +309,26 @@ def test_read_value(text, value):
     assert why == "" and got == qc.Poly.const(value)
 
 
+@pytest.mark.parametrize(("text", "read", "reason"), [("d_v 64", 64, ""), ("d_k 512/8", 64, ""), ("dv 64", 64, ""),
+                                                  ("h 8", None, "operator"), ("64 d_v", None, "n")])
+def test_the_box_s_own_name_before_a_number_says_it_equals_that_number(text, read, reason):
+    """「d_v 64」 in the box of d_k (also called d_v) is d_v = 64, as 「(d_v 64)」 in a note; a symbol of the box
+    (h 8) is not its name: two values side by side, refused as before."""
+    got, why = qc.read_value(text, {"h": qc.Poly.const(8)}, ("d_k", "d_v"))
+    assert got == (None if read is None else qc.Poly.const(read)) and getattr(why, "reason", "") == reason, why
+
+
+def test_what_a_refusal_says_the_box_takes_is_read():
+    """The refusal of 「32%」 lists what a box may hold; each number it gives as an example (8万, 80k) reads, and so
+    does every operator it lists, between two numbers."""
+    _, why = qc.read_value("32%", {}, ("d_k",))
+    examples = re.findall(r"\d+[^\W\d]+", why.split("%", 1)[1])  # a number and its multiplier
+    operators = set(re.findall(r"[-+−×·/^=]", why))
+    assert len(examples) >= 2 and operators == set("+−×·/^="), why
+    for typed in examples + [f"2 {op} 2" for op in operators]:
+        assert qc.read_value(typed, {}, ("d_k",))[0] is not None, typed
+
+
 @pytest.mark.parametrize("text", ["不是64", "64，不是512", "64 64", "x", "64——才怪", "512/8 = 60", "64(512/9)", "一样",
                                   "64 (= 60)", "64 (2)", "64 是 60", "64m²", "k", "64kk",
                                   "\\frac{512}{8}", "六十四", "五千五百万", "八"])
@@ -375,6 +395,18 @@ def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
     generic 「读不通」."""
     fb = quiz.check(qid, answer)
     assert fb.verdict == "form" and reason in dict(fb.reasons).values(), fb.message
+
+
+@pytest.mark.parametrize(("answer", "reason"), [("(8, 12, 64) 不对", "shape_disowned"), ("(8, 12)", "shape_length"),
+                                              ("不是 8×12×64", "shape_disowned"), ("64 不对", "disowned")])
+def test_a_shape_not_read_in_the_first_box_does_not_ask_for_the_other_boxes(answer, reason):
+    """A shape typed into the first box, disowned or of another length, was meant to fill every box: the reason is
+    the shape's, and the other boxes are not named as empty; one number disowned still names them."""
+    fb = quiz.check("S3", answer)
+    assert dict(fb.reasons) == {"axis0": reason}, fb.message
+    others = [b.label for b in qq.question("S3").key.boxes[1:]]
+    named = [label for label in others if label in fb.message]
+    assert named == ([] if reason.startswith("shape") else others), fb.message
 
 
 @pytest.mark.parametrize(("text", "opened", "closed"), [("(512/16", 1, 0), ("32)", 0, 1), ("((32)", 2, 1)])

@@ -226,7 +226,7 @@ def _parse(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
     of nodes evaluated into a Poly: numbers, names, + - × / ^, signs and parentheses."""
     listed = "".join(f"{name}、" for name in sorted(symbols))  # the box's own symbols
     square = "（平方写成 n^2 或 n²）" if "n" in symbols else ""  # only where n may be written
-    allowed = f"只能用数字、{listed}+ − × · / ^ 和括号{square}"
+    allowed = f"可以用数字（也可写 8万、80k）、{listed}+ − × · / ^、= 和括号{square}"
     strange = _TOKEN.sub("", text).split() + [n for n in _NAME.findall(text) if n not in symbols]
     if strange and (strange[0] == "n" or strange[0] in labels):  # a number box: 512 n 方, d_v 64
         raise ExpressionError(f"这一栏只填一个数，不写「{strange[0]}」。", "n")
@@ -364,6 +364,8 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
                               f"（{MAX_CHARS['form']} 字以内）。", "long")
     raw = clean(raw, MAX_CHARS["form"])
     t = _box_text(raw)
+    for name in labels:  # 「d_v 64」 in d_v's own box says d_v = 64, as 「(d_v 32)」 in a note does
+        t = re.sub(rf"(?<![\w.^])({re.escape(name)})\s+(?=\d)", r"\1 = ", t)
     if "\\" in t:  # \frac{512}{16}: \times, \cdot and \div are read, other commands are not
         raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
                               "（例如 512 / 16）。", "latex")
@@ -605,16 +607,25 @@ def check_form(q: Question, answer) -> Feedback:
         crowds = tuple((b.name, "crowded") for b in boxes)
         return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
+    first = boxes[0].name
+    said = f"这一栏读到的是「{texts[first]}」"
+    numbers = sum(any(c.isdigit() for c in p) for p in shape)  # in the first box, others empty
+    shaped = ""  # a shape typed into the first box, not read: the other boxes are not asked for
     # a shape of another length, in digits only (not 「(8, 12, 64) 不对」): how to write this one
     if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape):
         axes = ", ".join(b.label.replace(" ", "") for b in boxes)
-        said = (f"这一栏读到的是「{texts[boxes[0].name]}」。你写的形状有 {len(shape)} 维，"
-                f"本题的形状有 {len(boxes)} 维：写成 ({axes})，或每框填一个数。")
-        read[boxes[0].name] = (None, Unread(said, "shape_length"))
+        shaped = Unread(f"{said}。你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维："
+                        f"写成 ({axes})，或每框填一个数。", "shape_length")
+    # several numbers beside words that disown or change them: 「(8, 12, 64) 不对」
+    elif numbers > 1 and getattr(read[first][1], "reason", "") == "disowned":
+        shaped = Unread(f"{said}：你写了一个形状，又用文字否定或改变了它，这一栏判断不了；"
+                        "请只写你认为对的那个形状。", "shape_disowned")
+    if shaped:
+        read[first] = (None, shaped)
     state = {name: "unread" if value is None else "read" for name, (value, _) in read.items()}
     state.update((name, "empty") for name, text in texts.items() if not text)
     states = tuple(state.items())
-    empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty")
+    empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty" and not shaped)
     unread = [b for b in boxes if state[b.name] == "unread"]
     if unread:
         reasons = tuple((b.name, read[b.name][1].reason) for b in unread)

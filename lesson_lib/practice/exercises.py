@@ -75,12 +75,6 @@ MISTAKES = {
 }
 
 
-def _named(ex, fn) -> str:
-    """The learner's own name for the function, in what the checker says; else the stub's."""
-    named = getattr(fn, "__name__", "")
-    return named if named.isidentifier() else ex.learner_name
-
-
 class CheckedInside(RuntimeError):
     """exercises.check called from inside the learner's own function: its message says it all."""
 
@@ -90,8 +84,7 @@ class CheckedInside(RuntimeError):
 _EXTRA_HINT = {
     CheckedInside: "",
     RecursionError: "递归太深：这几个练习都不需要递归，用 for 循环写。",
-    MemoryError: "内存不够：是不是把数组的大小写成了很大的数（例如 n ** d_model）？"
-                 "这里的例子都很小。",
+    MemoryError: "是不是把数组的大小写成了很大的数（例如 n ** d_model）？这里的例子都很小。",
     SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
 }
 
@@ -156,6 +149,8 @@ def as_array(case, result) -> np.ndarray:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, CheckedInside):  # the engine's own, already in Chinese: no class path
         return str(exc)
+    if isinstance(exc, MemoryError):  # numpy's English (Unable to allocate …) said in Chinese
+        return "内存不够" + (f"，建不了形状为 {exc.shape} 的数组" if hasattr(exc, "shape") else "")
     return traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]  # safe if str() raises
 
 
@@ -202,12 +197,6 @@ def _cannot_travel(exc: BaseException) -> str:
             "打开的文件；检查器在另一个进程里运行函数，拿不过去。函数里只用参数和 numpy。")
 
 
-def _unexpected(exc: BaseException) -> str:
-    """What the learner returned defeated the checker's reading of it."""
-    return (f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型和形状，"
-            "应当返回一个普通的 numpy 数组（或整数）。")
-
-
 _in_worker = False  # True in the checker's process
 
 
@@ -229,8 +218,9 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
             ex.verdict(case, _call(ex, case, fn, args, source), *args)
     except Stop as stop:
         return stop.args[0], stop.args[1], tuple(stop.args[2]) if len(stop.args) > 2 else ()
-    except BaseException as exc:
-        return "error", _unexpected(exc), ()
+    except BaseException as exc:  # what the learner returned defeated the checker's reading of it
+        return "error", (f"检查你的返回值时出了意外（{_describe(exc)}）：请检查返回值的类型和形状，"
+                         "应当返回一个普通的 numpy 数组（或整数）。"), ()
     return "passed", ex.passed, ()
 
 
@@ -267,7 +257,8 @@ def _run(ex: Exercise, fn, budget: float) -> ExerciseResult:
         return result("error", _cannot_travel(exc))
     home = ex.solution.__module__  # what the exercise's functions need (they travel by reference)
     reply = worker.run(f"{__name__}:_check_here", payload, budget, preload=(home, "cloudpickle"))
-    learner = _named(ex, fn)
+    named = getattr(fn, "__name__", "")  # the learner's own name for the function, else the stub's
+    learner = named if named.isidentifier() else ex.learner_name
     if reply.kind == "ok":
         print(reply.text, end="")  # the learner's own print()s, above the verdict
         status, message, mistakes = reply.value  # JSON: the tuple of mistakes comes back as a list

@@ -128,9 +128,9 @@ class _Reader:
         return QuestionDataError(self.path, self.qid, field, problem)
 
     # ---- tables, texts, numbers
-    def table(self, raw, spec: dict, needs, where: str) -> dict:
-        """``raw`` with only ``spec``'s fields, each of its type, and all of ``needs``; a copy
-        whose texts are filled."""
+    def table(self, raw, spec: dict, needs, where: str, what: str) -> dict:
+        """``raw`` with only ``spec``'s fields, each of its type, and all of ``needs`` (what
+        ``what``, 「single 题」, must have); a copy whose texts are filled."""
         if not isinstance(raw, dict):
             raise self.fail(where.rstrip("."), "应当是一个表（[[…]] 或 { … }）。")
         for name, value in raw.items():
@@ -141,45 +141,49 @@ class _Reader:
                 raise self.fail(where + name, f"应当是{_TYPE_NAMES[want]}。")
         for name in needs:
             if name not in raw:
-                raise self.fail(where + name, "没有写：请补上（这种题或框必须有这个字段）。")
+                raise self.fail(where + name, f"没有写：{what}必须有 {name}，请补上。")
         texts = {name: self.text(raw.get(name, ""), where + name)
                  for name, want in spec.items() if want == TEXT}
         return {**raw, **texts}
 
     def rows(self, items: list, spec: dict, needs, field: str) -> list[dict]:
         """A list of tables, such as a question's options."""
-        return [self.table(raw, spec, needs, f"{field}[{i}].") for i, raw in enumerate(items)]
+        what = f"{field} 里的每一项"
+        return [self.table(raw, spec, needs, f"{field}[{i}].", what) for i, raw in enumerate(items)]
 
     def text(self, template: str, field: str) -> str:
         """A text with {name} or {name:format} placeholders, filled from the values."""
         try:
             return template.format_map(self.values)
         except (KeyError, ValueError, TypeError, IndexError, AttributeError):  # said in English
-            name = next(iter(self.values), "名字")
-            known = "、".join(self.values) or "（这个文件没有 values）"
-            problem = (f"里的占位符{self.bad_placeholder(template)}写错了：写成 {{{name}}}、"
-                       f"{{{name}:,}}（千分位）或 "
-                       f"{{{name}:.2f}}（两位小数），名字只能用 values 里的 {known}；"
-                       "花括号本身写成 {{ 和 }}。")
-            raise self.fail(field, problem) from None
+            problem = self.unfilled(template)
+        raise self.fail(field, problem)
 
-    def bad_placeholder(self, template: str) -> str:
-        """The first placeholder that does not fill, quoted as written (「{dk}」, 「{d_k:.2x}」,
-        an unpaired 「{d_model」); '' if none is found."""
+    def unfilled(self, template: str) -> str:
+        """Why ``template`` does not fill, quoting as written an unpaired brace (「} 维」,
+        「{d_model」) or the first placeholder that does not fill (「{dk}」, 「{d_k:.2x}」)."""
+        name = next(iter(self.values), "名字")
         try:
-            fields = [(name, spec) for _, name, spec, _ in string.Formatter().parse(template)]
+            fields = list(string.Formatter().parse(template))
         except ValueError:  # an unpaired brace: quoted from where it stands
             closed = re.sub(r"\{\{|\}\}|\{[^{}]*\}", lambda m: " " * len(m[0]), template)
             at = re.search(r"[{}]", closed)
-            return f"「{template[at.start():at.start() + 12]}」" if at else ""
-        for name, spec in fields:
-            if name is None:  # plain text after the last placeholder
+            quoted = f"「{template[at.start():at.start() + 12]}」" if at else ""
+            return (f"里的花括号没有配对{quoted}：花括号本身写成 {{{{ 和 }}}}，"
+                    f"占位符写成 {{{name}}}。")
+        known = "、".join(self.values) or "（这个文件没有 values）"
+        bad = ""
+        for _, written, spec, _ in fields:
+            if written is None:  # plain text after the last placeholder
                 continue
             try:
-                format(self.values[name], spec)
+                format(self.values[written], spec)
             except (KeyError, ValueError, TypeError):
-                return f"「{{{name}{':' if spec else ''}{spec}}}」"
-        return ""
+                bad = f"「{{{written}{':' if spec else ''}{spec}}}」"
+                break
+        return (f"里的占位符{bad}写错了：写成 {{{name}}}、{{{name}:,}}（千分位）或 "
+                f"{{{name}:.2f}}（两位小数），名字只能用 values 里的 {known}；"
+                "花括号本身写成 {{ 和 }}。")
 
     def number(self, value, field: str, unknown: dict | None = None):
         """A number, a value's name or an expression of them (``d_model / h``); with ``unknown``
@@ -223,15 +227,17 @@ class _Reader:
         if name not in FUNCTIONS:
             known = "、".join(FUNCTIONS)
             raise self.fail(f"{field}.call", f"「{name}」不是可用的函数：可用的是 {known}。")
-        signature = inspect.signature(FUNCTIONS[name])
+        params = inspect.signature(FUNCTIONS[name]).parameters
         args = {arg: value if arg in WORDS else self.number(value, f"{field}.{arg}")
                 for arg, value in spec.items() if arg != "call"}
-        try:
-            signature.bind(**args)
-        except TypeError:  # an argument it does not have, or one left out
+        unknown = [arg for arg in args if arg not in params]
+        missing = [arg for arg, p in params.items() if p.default is p.empty and arg not in args]
+        if unknown or missing:  # the first argument it does not have, else the first left out
             known = "、".join(a if p.default is p.empty else f"{a}（可省）"
-                             for a, p in signature.parameters.items())
-            raise self.fail(field, f"的参数写错了：{name} 的参数是 {known or '（无）'}。") from None
+                             for a, p in params.items())
+            said = f"不是 {name} 的参数" if unknown else f"没有写：{name} 必须有这个参数"
+            problem = f"{said}（它的参数：{known or '无'}）。"
+            raise self.fail(f"{field}.{(unknown + missing)[0]}", problem)
         try:
             return FUNCTIONS[name](**args)
         except Exception as exc:  # a wrong row, an h the kernel refuses: said with the field
@@ -248,7 +254,7 @@ class _Reader:
         file_values = dict(self.values)
         try:
             self.read_values(raw.get("values", {}), "values")
-            return self.build(self.table(raw, _QUESTION, _NEEDS[kind], ""))
+            return self.build(self.table(raw, _QUESTION, _NEEDS[kind], "", f"{kind} 题"))
         finally:
             self.values = file_values  # a question's own values are its own
 
@@ -313,7 +319,7 @@ class _Reader:
         kind = raw.get("kind", "number") if isinstance(raw, dict) else None
         if str(kind) not in _BOX_NEEDS:
             raise self.fail(f"{where}.kind", f"应当是 {'、'.join(_BOX_NEEDS)} 之一。")
-        b = self.table(raw, _BOX, _BOX_NEEDS[kind], f"{where}.")
+        b = self.table(raw, _BOX, _BOX_NEEDS[kind], f"{where}.", f"{kind} 框")
         if kind == "choice":
             options = self.options(b["options"], f"{where}.options")
             if b["answer"] not in {key for key, _, _ in options}:
@@ -361,7 +367,7 @@ def read_file(path: Path, bank: dict | None = None) -> list[Question]:
         says = ("写法不对：每项写成 名字 = 值，文字用英文双引号括起来，数字直接写，"
                 "同一个表里名字不重复，表头写成 [[questions]] 或 [values]，引号和括号成对。")
         raise reader.fail("", where + says) from None
-    reader.table(data, _FILE, ("questions",), "")
+    reader.table(data, _FILE, ("questions",), "", "题目文件")
     reader.read_values(data.get("values", {}), "values")
     for raw in data["questions"]:
         q = reader.question(raw)

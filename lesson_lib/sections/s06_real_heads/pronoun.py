@@ -212,32 +212,24 @@ def next_token_map_text(tokens, w):
 DESCRIBED = {PRONOUN_HEAD: pronoun_map_text, MAP_HEAD: next_token_map_text}  # the lesson's two maps
 
 
-def head_map_of(tokens, att, layer, head):
-    """One head's whole map on a sentence: rows are queries, columns keys. Its text alternative says
-    what the lesson reads from it for the two heads it draws (``DESCRIBED``)."""
+def head_map(model, layer, head):
+    """One head's whole map on the lesson sentence: rows are queries, columns keys. Its text
+    alternative says what the lesson reads from it for the two heads it draws (``DESCRIBED``).
+    Without the model, whatever stopped it loading (the reason is printed above), a line instead;
+    for §10's map, that its question Q5 can be skipped."""
+    if model is None:
+        end = "；下面读这张图的 Q5 可以跳过。）" if (layer, head) == MAP_HEAD else "。）"
+        return print(f"（跳过：中文模型没有载入（原因见上），画不出{head_label(layer, head)} "
+                     f"的注意力图{end}")
     from lesson_lib.show.plotting import heat_map, sentence
 
+    with one_blas_thread():
+        tokens, att = model.attend(LESSON_SENTENCE)
     title = f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）"
     describe = DESCRIBED.get((layer, head))
     w = att[layer - 1, head - 1]  # (T, T)
     alt = sentence(title) + describe(tokens, w) if describe else None  # else the map's own summary
     return heat_map(w, tokens=[clean(t) for t in tokens], cell_px=18, suptitle=title, alt=alt)
-
-
-def map_skipped(layer, head):
-    """A map's cell without the model, whatever stopped it loading (the reason is printed above);
-    §10's map: its question Q5 can be skipped."""
-    text = f"（跳过：中文模型没有载入（原因见上），画不出{head_label(layer, head)} 的注意力图"
-    return text + ("；下面读这张图的 Q5 可以跳过。）" if (layer, head) == MAP_HEAD else "。）")
-
-
-def head_map(model, layer, head):
-    """``head_map_of`` on the lesson sentence; without the package, ``map_skipped``'s line."""
-    if model is None:
-        return print(map_skipped(layer, head))
-    with one_blas_thread():
-        tokens, att = model.attend(LESSON_SENTENCE)
-    return head_map_of(tokens, att, layer, head)
 
 
 @_needs_model

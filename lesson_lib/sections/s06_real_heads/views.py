@@ -123,11 +123,12 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
 def making_figure(runs):
     """Figure 3's question: which heads link 'making' to 'more difficult'? Prints the top 6."""
     enc = runs["making"]
-    scores = finder.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])
+    qi = finder.find_token(enc.tokens, "making")
+    scores = sum(enc.attentions[..., qi, finder.find_token(enc.tokens, word)]
+                 for word in ("more", "difficult"))  # (L, H)
     ranked = finder.rank_heads({"making": scores}, top=6)["making"]
     print("从 making 出发、落在 more + difficult 上的注意力最多的头：")
     print("  " + "；".join(f"{head_label(layer, head)} {s:.2f}" for layer, head, s in ranked))
-    qi = finder.find_token(enc.tokens, "making")
     return rows_figure(enc.attentions, enc.tokens, qi, [(layer, head) for layer, head, _ in ranked],
                        "图 3 的问题：making 看向哪里？（每行一个头）")
 

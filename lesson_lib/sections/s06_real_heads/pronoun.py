@@ -48,7 +48,7 @@ WITHOUT_MODEL = (
     "的 9 个条件里，它每次都偏向性别一致的名字，第 12 层的两个干扰头却只要句子里有小红就看小红。）"
 )
 
-_needs_model = skip_without_model(WITHOUT_MODEL)
+_needs_model = functools.partial(skip_without_model, WITHOUT_MODEL)  # a decorator
 
 
 def clean(token):

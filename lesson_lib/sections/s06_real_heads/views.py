@@ -30,20 +30,17 @@ EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at Jup
 EXPLORER_FOLD_PX = 40
 
 
-def skip_without_model(message):
-    """Decorator: print ``message`` and return None when the first argument is None."""
+def skip_without_model(message, fn):
+    """``fn``, but printing ``message`` and returning None when its first argument is None."""
 
-    def decorate(fn):
-        @functools.wraps(fn)
-        def wrapper(first, *args, **kwargs):
-            return print(message) if first is None else fn(first, *args, **kwargs)
+    @functools.wraps(fn)
+    def wrapper(first, *args, **kwargs):
+        return print(message) if first is None else fn(first, *args, **kwargs)
 
-        return wrapper
-
-    return decorate
+    return wrapper
 
 
-_needs_model = skip_without_model(SKIPPED)
+_needs_model = functools.partial(skip_without_model, SKIPPED)  # a decorator
 
 
 def head_label(layer, head):

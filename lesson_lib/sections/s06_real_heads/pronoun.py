@@ -213,10 +213,9 @@ DESCRIBED = {PRONOUN_HEAD: pronoun_map_text, MAP_HEAD: next_token_map_text}  # t
 
 
 def head_map(model, layer, head):
-    """One head's whole map on the lesson sentence: rows are queries, columns keys. Its text
-    alternative says what the lesson reads from it for the two heads it draws (``DESCRIBED``).
-    Without the model, whatever stopped it loading (the reason is printed above), a line instead;
-    for §10's map, that its question Q5 can be skipped."""
+    """One head's map on the lesson sentence (rows queries, columns keys), its text alternative what
+    the lesson reads from it (``DESCRIBED``); without the model (why is printed above) a line, which
+    for §10's map says its question Q5 can be skipped."""
     if model is None:
         end = "；下面读这张图的 Q5 可以跳过。）" if (layer, head) == MAP_HEAD else "。）"
         return print(f"（跳过：中文模型没有载入（原因见上），画不出{head_label(layer, head)} "

@@ -108,8 +108,7 @@ def follow(model):
         tokens, att = model.attend(sentence)
         agree, other = name_weights(att, tokens, pronoun, NAMES[pronoun]).values()  # (L, H) each
         counts = counts + (agree > other)  # (L, H) ints
-        scores = {(layer, head): (float(agree[layer - 1, head - 1]),
-                                  float(other[layer - 1, head - 1]))
+        scores = {(layer, head): tuple(float(a[layer - 1, head - 1]) for a in (agree, other))
                   for layer, head in HEADS}
         table.append((label, sentence, pronoun, scores))
     return table, counts

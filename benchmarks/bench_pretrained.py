@@ -92,7 +92,7 @@ def _e5():
     model = e5.load()
     ids = model.tokenizer.encode(ph.LESSON_SENTENCE)[1]
     result = {"tokens": len(ids), "word_rows_bytes": model.word_rows(ids).nbytes,
-              "word_table_bytes": model.tokenizer.vocab_size * model.d_model * 4,
+              "word_table_bytes": model.tokenizer.vocab_size * model.config.d_model * 4,
               "layer_bytes": sum(a.nbytes for a in model.w.values())}  # fmt: skip
     result.update(_load_timings(e5.load, e5.PACKAGE.folder() / e5.FILE, 9))
     forwards = {"forward": lambda: model.forward(ids), "attend": lambda: model.attend(ph.LESSON_SENTENCE)}

@@ -22,7 +22,7 @@ from lesson_lib.models.pretrained import encoder, minilm
 from lesson_lib.models.pretrained import minilm as pt
 from lesson_lib.models.pretrained.encoder import gelu
 from lesson_lib.models.pretrained.files import WeightsFileError, sha256_of
-from lesson_lib.models.pretrained.head_finder import SCORE_NAMES, head_scores, phrase_scores, rank_heads
+from lesson_lib.models.pretrained.head_finder import SCORE_NAMES, find_token, head_scores, rank_heads
 from lesson_lib.models.pretrained.minilm import read_safetensors
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
@@ -281,7 +281,8 @@ def test_real_heads_found(english_runs):
     assert {r[:2] for r in ranking["cls"]} == {(3, 10), (5, 6)}
     other = head_scores(making.attentions, making.tokens)
     assert other["prev"][0, 2] > 0.95  # the previous-token head does the same on Figure 3's sentence
-    making_scores = phrase_scores(making.attentions, making.tokens, "making", ["more", "difficult"])
+    targets = [find_token(making.tokens, word) for word in ("more", "difficult")]
+    making_scores = making.attentions[..., find_token(making.tokens, "making"), targets].sum(axis=-1)  # (L, H)
     assert making_scores.max() > 0.8 and (making_scores > 0.3).sum() >= 5  # several heads, as in Figure 3
 
 

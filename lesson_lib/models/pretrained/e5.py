@@ -35,11 +35,10 @@ def dequantize_q4(raw):
 
 def tensor_shapes(h):
     """{tensor name: shape} every model file must hold, from its header."""
-    shapes = {"emb.word": (h.vocab, h.hidden), "emb.pos": (h.max_positions, h.hidden),
-              "emb.type": (h.type_vocab, h.hidden), "emb.ln.w": (h.hidden,),
-              "emb.ln.b": (h.hidden,)}
     square = (h.hidden, h.hidden)
     norm = (h.hidden,)  # a LayerNorm's weight, like its bias
+    shapes = {"emb.word": (h.vocab, h.hidden), "emb.pos": (h.max_positions, h.hidden),
+              "emb.type": (h.type_vocab, h.hidden), "emb.ln.w": norm, "emb.ln.b": norm}
     for i in range(h.layers):
         for name, shape in (("q", square), ("k", square), ("v", square), ("ao", square),
                             ("fi", (h.ffn, h.hidden)), ("fo", (h.hidden, h.ffn)),

@@ -50,7 +50,6 @@ class Encoder:
         self.tokenizer = tokenizer
         self.n_layers = config.n_layers
         self.n_heads = config.n_heads
-        self.d_model = config.d_model
 
     def attend(self, text):
         """An ``Encoding``; text that is not a non-empty str is a Chinese error."""

@@ -42,10 +42,3 @@ def rank_heads(scores, top=3):
         heads = np.unravel_index(order, table.shape)
         ranking[name] = [(int(i) + 1, int(j) + 1, float(table[i, j])) for i, j in zip(*heads)]
     return ranking
-
-
-def phrase_scores(attentions, tokens, source, targets):
-    """(L, H) weight from token ``source`` to all ``targets`` (making → more + difficult)."""
-    att = np.asarray(attentions)  # (L, H, T, T)
-    i = find_token(tokens, source)
-    return sum(att[..., i, find_token(tokens, t)] for t in targets)  # (L, H)

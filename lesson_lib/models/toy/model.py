@@ -53,7 +53,7 @@ def forward(params, batch: Batch, h: int, task: Task):
     return logits, dict(hot=hot, x=x, q=q, k=k, v=v, heads=heads, weights=weights, o=o, y=y)
 
 
-def loss_and_grads(params, batch: Batch, h: int, task: Task = DEFAULT_TASK):
+def loss_and_grads(params, batch: Batch, h: int, task: Task):
     """Masked mean cross-entropy of every model, (S,), and its gradient for every parameter (a
     model's loss depends only on its own parameters: the sum's gradient gives each its own)."""
     logits, c = forward(params, batch, h, task)

@@ -25,7 +25,7 @@ class Batch:
         return Batch(*(getattr(self, f.name)[:, index] for f in fields(self)))
 
 
-def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
+def make_batch(rngs, n: int, task: Task) -> Batch:
     """``n`` fresh sequences per generator in ``rngs`` (one per seed: S = len(rngs))."""
     T = task.T
     parts = []
@@ -46,7 +46,7 @@ def make_batch(rngs, n: int, task: Task = DEFAULT_TASK) -> Batch:
     return Batch(values, keys, queries, pointers, targets, mask)
 
 
-def training_data(seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG) -> Batch:
+def training_data(seeds, task: Task, cfg: TrainConfig) -> Batch:
     """Every seed's training sequences (its stream 1), (S, steps·batch, T), shared by every h."""
     return _cached(tuple((seed, 1) for seed in seeds), task, cfg.steps * cfg.batch)
 

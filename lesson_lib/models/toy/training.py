@@ -53,8 +53,7 @@ class Adam:
 _FINISHED: dict = {}
 
 
-def train(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
-          progress=None) -> dict:
+def train(h: int, seeds, task: Task, cfg: TrainConfig, progress=None) -> dict:
     """(S, …) params of one h-head model per seed (``sweep`` checks the arguments)."""
     params = model.init_params(seeds, task, cfg)  # {name: (S, *shape)}
     adam = Adam(params, cfg)
@@ -79,7 +78,7 @@ def accuracy(params, h: int, data: Batch, task: Task = DEFAULT_TASK) -> np.ndarr
     return correct / data.mask.sum(axis=(1, 2))  # (S, 3) / (1 or S, 3) targets that exist
 
 
-def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG,
+def train_and_score(h: int, seeds, task: Task, cfg: TrainConfig,
                     progress=None) -> tuple[dict, np.ndarray]:
     """(params, (S, 3) test accuracy) of one head count, trained once per process."""
     key = (h, tuple(seeds), task, cfg)
@@ -96,8 +95,7 @@ def train_and_score(h: int, seeds, task: Task = DEFAULT_TASK, cfg: TrainConfig =
     return _FINISHED[key]
 
 
-def example_heads(h: int = 4, seed: int = 0, task: Task = DEFAULT_TASK,
-                  cfg: TrainConfig = DEFAULT_CONFIG):
+def example_heads(h: int, seed: int, task: Task = DEFAULT_TASK, cfg: TrainConfig = DEFAULT_CONFIG):
     """Maps (h, T, T) of an h-head model on held-out sequence 0: §6's stand-in for its weights."""
     params, _ = train_and_score(h, [seed], task, cfg)
     first = held_out_data(task, cfg).rows(slice(0, 1))

@@ -48,7 +48,7 @@ WITHOUT_MODEL = (
     "的 9 个条件里，它每次都偏向性别一致的名字，第 12 层的两个干扰头却只要句子里有小红就看小红。）"
 )
 
-_needs_model = skip_without_model(WITHOUT_MODEL)
+_needs_model = functools.partial(skip_without_model, WITHOUT_MODEL)  # a decorator
 
 
 def clean(token):
@@ -108,8 +108,7 @@ def follow(model):
         tokens, att = model.attend(sentence)
         agree, other = name_weights(att, tokens, pronoun, NAMES[pronoun]).values()  # (L, H) each
         counts = counts + (agree > other)  # (L, H) ints
-        scores = {(layer, head): (float(agree[layer - 1, head - 1]),
-                                  float(other[layer - 1, head - 1]))
+        scores = {(layer, head): tuple(float(a[layer - 1, head - 1]) for a in (agree, other))
                   for layer, head in HEADS}
         table.append((label, sentence, pronoun, scores))
     return table, counts
@@ -212,32 +211,23 @@ def next_token_map_text(tokens, w):
 DESCRIBED = {PRONOUN_HEAD: pronoun_map_text, MAP_HEAD: next_token_map_text}  # the lesson's two maps
 
 
-def head_map_of(tokens, att, layer, head):
-    """One head's whole map on a sentence: rows are queries, columns keys. Its text alternative says
-    what the lesson reads from it for the two heads it draws (``DESCRIBED``)."""
+def head_map(model, layer, head):
+    """One head's map on the lesson sentence (rows queries, columns keys), its text alternative what
+    the lesson reads from it (``DESCRIBED``); without the model (why is printed above) a line, which
+    for §10's map says its question Q5 can be skipped."""
+    if model is None:
+        end = "；下面读这张图的 Q5 可以跳过。）" if (layer, head) == MAP_HEAD else "。）"
+        return print(f"（跳过：中文模型没有载入（原因见上），画不出{head_label(layer, head)} "
+                     f"的注意力图{end}")
     from lesson_lib.show.plotting import heat_map, sentence
 
+    with one_blas_thread():
+        tokens, att = model.attend(LESSON_SENTENCE)
     title = f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）"
     describe = DESCRIBED.get((layer, head))
     w = att[layer - 1, head - 1]  # (T, T)
     alt = sentence(title) + describe(tokens, w) if describe else None  # else the map's own summary
     return heat_map(w, tokens=[clean(t) for t in tokens], cell_px=18, suptitle=title, alt=alt)
-
-
-def map_skipped(layer, head):
-    """A map's cell without the model, whatever stopped it loading (the reason is printed above);
-    §10's map: its question Q5 can be skipped."""
-    text = f"（跳过：中文模型没有载入（原因见上），画不出{head_label(layer, head)} 的注意力图"
-    return text + ("；下面读这张图的 Q5 可以跳过。）" if (layer, head) == MAP_HEAD else "。）")
-
-
-def head_map(model, layer, head):
-    """``head_map_of`` on the lesson sentence; without the package, ``map_skipped``'s line."""
-    if model is None:
-        return print(map_skipped(layer, head))
-    with one_blas_thread():
-        tokens, att = model.attend(LESSON_SENTENCE)
-    return head_map_of(tokens, att, layer, head)
 
 
 @_needs_model

@@ -30,20 +30,17 @@ EXPLORER_LINE_PX = 17  # one line of the explorer's text: line-height 1.3 at Jup
 EXPLORER_FOLD_PX = 40
 
 
-def skip_without_model(message):
-    """Decorator: print ``message`` and return None when the first argument is None."""
+def skip_without_model(message, fn):
+    """``fn``, but printing ``message`` and returning None when its first argument is None."""
 
-    def decorate(fn):
-        @functools.wraps(fn)
-        def wrapper(first, *args, **kwargs):
-            return print(message) if first is None else fn(first, *args, **kwargs)
+    @functools.wraps(fn)
+    def wrapper(first, *args, **kwargs):
+        return print(message) if first is None else fn(first, *args, **kwargs)
 
-        return wrapper
-
-    return decorate
+    return wrapper
 
 
-_needs_model = skip_without_model(SKIPPED)
+_needs_model = functools.partial(skip_without_model, SKIPPED)  # a decorator
 
 
 def head_label(layer, head):
@@ -123,11 +120,12 @@ def rows_figure(att, tokens, qi, heads, title, named=None):
 def making_figure(runs):
     """Figure 3's question: which heads link 'making' to 'more difficult'? Prints the top 6."""
     enc = runs["making"]
-    scores = finder.phrase_scores(enc.attentions, enc.tokens, "making", ["more", "difficult"])
+    qi = finder.find_token(enc.tokens, "making")
+    scores = sum(enc.attentions[..., qi, finder.find_token(enc.tokens, word)]
+                 for word in ("more", "difficult"))  # (L, H)
     ranked = finder.rank_heads({"making": scores}, top=6)["making"]
     print("从 making 出发、落在 more + difficult 上的注意力最多的头：")
     print("  " + "；".join(f"{head_label(layer, head)} {s:.2f}" for layer, head, s in ranked))
-    qi = finder.find_token(enc.tokens, "making")
     return rows_figure(enc.attentions, enc.tokens, qi, [(layer, head) for layer, head, _ in ranked],
                        "图 3 的问题：making 看向哪里？（每行一个头）")
 

@@ -150,14 +150,14 @@ def stored_sweep() -> dict:
     return json.loads(STORED_SWEEP.read_text(encoding="utf-8"))
 
 
-def compare_to_stored(results, stored=None, tolerance: float = AGREE_TOLERANCE) -> str:
+def compare_to_stored(results, stored=None) -> str:
     """Per head count: this run's mean accuracy beside the stored run's, and if they agree."""
     kept = {r["h"]: r["accuracy_mean"] for r in (stored or stored_sweep())["results"]}
     lines = []
     for r in results:
         new = r["accuracy_mean"]
         old = kept[r["h"]]
-        verdict = AGREE if abs(new - old) <= tolerance else DIFFER
+        verdict = AGREE if abs(new - old) <= AGREE_TOLERANCE else DIFFER
         lines.append(f"h = {r['h']}：三项平均{level(new, ACCURACY_LEVELS)}，"
                      f"与存下的结果（{level(old, ACCURACY_LEVELS)}）{verdict}")
     return "\n".join(lines)
@@ -165,30 +165,22 @@ def compare_to_stored(results, stored=None, tolerance: float = AGREE_TOLERANCE) 
 
 def results_to_draw(results, stored=None) -> list:
     """The rows the lab's figure draws, and a line saying which: the stored run's when this run has
-    its head counts and seed count and is within SAME_RUN of it at every h, else this run's.
-    Trained accuracies differ in their 3rd–4th decimal between CPUs (BLAS kernels); the stored rows
-    are drawn the same on every one."""
+    its head counts and seed count and is within SAME_RUN of it at every h, else this run's (and
+    why). Trained accuracies differ in their 3rd–4th decimal between CPUs (BLAS kernels); the stored
+    rows are drawn the same on every one."""
     stored = stored or stored_sweep()
     kept = {r["h"]: r for r in stored["results"]}
-    agrees = [r["h"] for r in results] == list(kept) and all(
-        len(r["accuracy_per_seed"]) == len(kept[r["h"]]["accuracy_per_seed"])
-        and abs(r["accuracy_mean"] - kept[r["h"]]["accuracy_mean"]) <= SAME_RUN
-        for r in results)
-    if not agrees:
-        print(f"下图画的是你这次的结果：{_why_own(results, kept)}")
+    if [r["h"] for r in results] != list(kept) or any(
+            len(r["accuracy_per_seed"]) != len(kept[r["h"]]["accuracy_per_seed"]) for r in results):
+        print("下图画的是你这次的结果：你训练的头数或种子数和存下的不同。")
+        return results
+    worst = max(abs(r["accuracy_mean"] - kept[r["h"]]["accuracy_mean"]) for r in results)
+    if worst > SAME_RUN:
+        print(f"下图画的是你这次的结果：有的头数的平均准确率和存下的相差 {worst:.3f}，"
+              f"超过 {SAME_RUN}（上面的「{AGREE}」只要相差不超过 {AGREE_TOLERANCE}）。")
         return results
     print(f"下图画的是存下的结果：你这次每个头数的平均准确率和它相差都不超过 {SAME_RUN}。")
     return stored["results"]
-
-
-def _why_own(results, kept: dict) -> str:
-    """Why this run's rows are drawn, not the stored run's (said only when they are)."""
-    if [r["h"] for r in results] != list(kept) or any(
-            len(r["accuracy_per_seed"]) != len(kept[r["h"]]["accuracy_per_seed"]) for r in results):
-        return "你训练的头数或种子数和存下的不同。"
-    worst = max(abs(r["accuracy_mean"] - kept[r["h"]]["accuracy_mean"]) for r in results)
-    return (f"有的头数的平均准确率和存下的相差 {worst:.3f}，超过 {SAME_RUN}"
-            f"（上面的「{AGREE}」只要相差不超过 {AGREE_TOLERANCE}）。")
 
 
 def table3_a():

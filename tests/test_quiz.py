@@ -288,7 +288,7 @@ def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
     """(a·n + b)^k / c parsed equals the same polynomial built by hand; the value at n = 3 matches integers."""
     poly, _ = qc.read_value(f"({a}n + {b})^{k} / {c}", {"n": qc.Poly.n()})
     assert sum(coef * 3**p for p, coef in poly.terms) == Fraction((3 * a + b) ** k, c)
-    assert poly == (qc.Poly.make({1: Fraction(a), 0: Fraction(b)}).power(qc.Poly.const(k))).divide(
+    assert poly == (qc.Poly.make([(1, Fraction(a)), (0, Fraction(b))]).power(qc.Poly.const(k))).divide(
         qc.Poly.const(c)
     )
 

@@ -55,9 +55,9 @@ class Poly:
 
     @staticmethod
     def make(pairs) -> Poly:
-        """(power, coefficient) pairs, or a {power: coefficient} dict, summed."""
+        """(power, coefficient) pairs, summed."""
         out: dict[int, Fraction] = {}
-        for p, c in pairs.items() if isinstance(pairs, dict) else pairs:
+        for p, c in pairs:
             out[p] = out.get(p, 0) + Fraction(c)
         terms = tuple(sorted((p, c) for p, c in out.items() if c != 0))
         if terms and terms[-1][0] > MAX_DEGREE:
@@ -68,11 +68,11 @@ class Poly:
 
     @staticmethod
     def const(value) -> Poly:
-        return Poly.make({0: value})
+        return Poly.make([(0, value)])
 
     @staticmethod
     def n() -> Poly:
-        return Poly.make({1: 1})
+        return Poly.make([(1, 1)])
 
     @property
     def degree(self) -> int:
@@ -221,9 +221,10 @@ def _box_text(raw: str) -> str:
     return text
 
 
-def _parse(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
-    """Python's own parser (a syntax tree only, never code) on the box's spelling, then a whitelist
-    of nodes evaluated into a Poly: numbers, names, + - × / ^, signs and parentheses."""
+def parse_expression(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
+    """Python's own parser (a syntax tree only, never code) on the box's spelling or a question
+    file's (d_model / h, n^2), then a whitelist of nodes evaluated into a Poly: numbers, names,
+    + - × / ^, signs and parentheses."""
     listed = "".join(f"{name}、" for name in sorted(symbols))  # the box's own symbols
     square = "（平方写成 n^2 或 n²）" if "n" in symbols else ""  # only where n may be written
     allowed = f"可以用数字（也可写 8万、80k）、{listed}+ − × · / ^、= 和括号{square}"
@@ -280,12 +281,7 @@ def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int)
         return Poly.const(Fraction(source[node.col_offset : node.end_col_offset]))
     if isinstance(node, ast.Name):  # every name is a symbol by now
         return symbols[node.id]
-    raise SyntaxError(source)  # _parse says what a box may hold
-
-
-def parse_expression(text: str, symbols: dict[str, Poly]) -> Poly:
-    """An expression in the parser's own spelling (a question file's numbers): d_model / h, n^2."""
-    return _parse(text.strip().lower(), symbols)
+    raise SyntaxError(source)  # parse_expression says what a box may hold
 
 
 def _remark(piece: str, symbols: dict[str, Poly], labels) -> bool:
@@ -447,7 +443,8 @@ def _wanted(symbols: dict) -> str:
 
 def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     sides = dict.fromkeys(side.strip() for side in text.split("="))  # each side read once
-    values = [_parse(side, symbols, labels) for side in sides if side and side not in labels]
+    values = [parse_expression(side, symbols, labels)
+              for side in sides if side and side not in labels]
     if not values and (named := set(sides) & set(labels)):  # only the box's own name (「d_k」)
         raise ExpressionError(f"{min(named)} 就是要填的量：请填它的值（{_wanted(symbols)}）。",
                               "no_number")
@@ -486,7 +483,7 @@ class NumberBox:
             return None, Unread(f"{why}（{self.placeholder}）", why.reason)
         if isinstance(self, ExpressionBox) or value is None:
             return value, why
-        # a number box's symbols are numbers and _parse refuses n: what it read has no n
+        # a number box's symbols are numbers and parse_expression refuses n: what it read has no n
         return value.constant, ""
 
     def right(self, value) -> bool:

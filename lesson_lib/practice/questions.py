@@ -156,8 +156,7 @@ class _Reader:
         try:
             return template.format_map(self.values)
         except (KeyError, ValueError, TypeError, IndexError, AttributeError):  # said in English
-            problem = self.unfilled(template)
-        raise self.fail(field, problem)
+            raise self.fail(field, self.unfilled(template)) from None
 
     def unfilled(self, template: str) -> str:
         """Why ``template`` does not fill, quoting as written an unpaired brace (「} 维」,
@@ -197,7 +196,7 @@ class _Reader:
                  if isinstance(v, int | float) and not isinstance(v, bool)}
         names.update(unknown or {})
         try:
-            poly = checkers.parse_expression(value, names)
+            poly = checkers.parse_expression(value.lower(), names)
         except checkers.ExpressionError:
             known = "、".join(names) or "（还没有）"
             problem = (f"读不懂「{value}」：能写数、+ - * / ^、括号和这些名字：{known}；"

@@ -215,13 +215,13 @@ def test_an_id_in_two_files_is_refused(tmp_path, monkeypatch):
     _file(tmp_path, GOOD, "s04_a.toml")
     second = _file(tmp_path, GOOD.replace('id = "X2"', 'id = "X3"'), "s05_b.toml")
     monkeypatch.setattr(questions, "SECTIONS", tmp_path)
-    questions.read_again()
+    questions._bank.cache_clear()
     try:
         with pytest.raises(questions.QuestionDataError) as err:
             questions.question_ids()
     finally:
         monkeypatch.undo()
-        questions.read_again()
+        questions._bank.cache_clear()
     assert (err.value.file, err.value.question, err.value.field) == (second, "X1", "id")
 
 

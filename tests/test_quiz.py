@@ -558,7 +558,7 @@ SHAPE_N = qq.question("S3").values["n"]  # tokens in S3's shape question
 
 def _rebuild_questions(bank):
     """Forget built questions, so a changed paper number reaches them."""
-    bank.read_again()
+    bank._bank.cache_clear()
 
 
 def test_numbers_come_from_lesson_lib(monkeypatch):

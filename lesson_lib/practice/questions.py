@@ -386,11 +386,6 @@ def _bank() -> dict[str, tuple[Path, Question]]:
     return bank
 
 
-def read_again() -> None:
-    """Forget the questions read: the next question reads the files again (after an edit)."""
-    _bank.cache_clear()
-
-
 def question(question_id: str) -> Question:
     """The question with this id (a core's, a lab's, or one the quiz does not count)."""
     found = _bank().get(question_id)

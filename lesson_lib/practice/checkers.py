@@ -55,7 +55,6 @@ class Poly:
 
     @staticmethod
     def make(pairs) -> Poly:
-        """(power, coefficient) pairs, summed."""
         out: dict[int, Fraction] = {}
         for p, c in pairs:
             out[p] = out.get(p, 0) + Fraction(c)
@@ -212,7 +211,6 @@ _FOLDED = [
 
 
 def _box_text(raw: str) -> str:
-    """One box in the parser's spelling, by the rewrites above."""
     for pattern, replacement in _UNFOLDED:
         raw = re.sub(pattern, replacement, raw)
     text = unicodedata.normalize("NFKC", raw).lower().translate(_OPERATORS)
@@ -633,8 +631,7 @@ def check_form(q: Question, answer) -> Feedback:
     if empty:
         message = f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。"
         return Feedback(False, message, q.id, parts=states)
-    values = {name: value for name, (value, _) in read.items()}
-    return _judge(q, values, texts)
+    return _judge(q, {name: value for name, (value, _) in read.items()}, texts)
 
 
 def _elsewhere(box, why: str, text: str, boxes) -> str:
@@ -714,18 +711,19 @@ def check_choice(q: Question, answer) -> Feedback:
 
 
 # ------------------------------------------------------------------------------ self-explanation
-def rubric_feedback(qid: str, answer, cap: int) -> Feedback:
+def check_self(q: Question, answer) -> Feedback:
     """Free text is never read or graded: the learner gets the rubric to compare with."""
+    cap = MAX_CHARS["self"]
     text = clean(answer, cap + 1).strip()
     if not text:  # nothing to compare yet: a prompt, no verdict
         prompt = (f"{fb.ANSWER_FIRST}先用自己的话写几句，哪怕不确定也没关系；写好后再提交，"
                   "就会出现要点清单和常见误解，由你自己对照。")
-        return Feedback(False, prompt, qid)
+        return Feedback(False, prompt, q.id)
     head = (f"{fb.REVIEW}写好了。对照下面的要点和常见误解，勾出你的回答说到了哪几点，"
             "再点「记录自评」。")
     if len(text) > cap:
         head += f"（回答超过 {cap} 字，写短一些更容易对照。）"
-    return Feedback(False, head, qid)
+    return Feedback(False, head, q.id)
 
 
 def self_assess(qid: str, rubric: Rubric, ticked) -> Feedback:
@@ -782,6 +780,5 @@ NAMED = {
 }
 
 CHECKERS: dict[str, Callable[[Question, object], Feedback]] = {
-    "form": check_form, "single": check_choice, "multi": check_choice,
-    "self": lambda q, answer: rubric_feedback(q.id, answer, MAX_CHARS["self"]),
+    "form": check_form, "single": check_choice, "multi": check_choice, "self": check_self,
 }

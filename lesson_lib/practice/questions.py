@@ -279,7 +279,6 @@ class _Reader:
         return tuple(out)
 
     def options(self, items: list, field: str) -> tuple[tuple[str, str, str], ...]:
-        """(key, label, why) of each option."""
         rows = self.rows(items, _OPTION, ("key", "label"), field)
         if len({o["key"] for o in rows}) < len(rows):
             raise self.fail(field, "里有重复的 key：每个选项一个不同的 key。")

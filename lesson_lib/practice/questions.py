@@ -162,8 +162,8 @@ class _Reader:
         """Why ``template`` does not fill, quoting as written an unpaired brace (「} 维」,
         「{d_model」) or the first placeholder that does not fill (「{dk}」, 「{d_k:.2x}」)."""
         name = next(iter(self.values), "名字")
-        try:
-            fields = list(string.Formatter().parse(template))
+        try:  # a field named None is the plain text after the last placeholder
+            fields = [f for f in string.Formatter().parse(template) if f[1] is not None]
         except ValueError:  # an unpaired brace: quoted from where it stands
             closed = re.sub(r"\{\{|\}\}|\{[^{}]*\}", lambda m: " " * len(m[0]), template)
             at = re.search(r"[{}]", closed)
@@ -173,8 +173,6 @@ class _Reader:
         known = "、".join(self.values) or "（这个文件没有 values）"
         bad = ""
         for _, written, spec, _ in fields:
-            if written is None:  # plain text after the last placeholder
-                continue
             try:
                 format(self.values[written], spec)
             except (KeyError, ValueError, TypeError):

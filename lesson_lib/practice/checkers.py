@@ -653,16 +653,16 @@ def _said(text: str, shown: str) -> str:  # as typed, beside the value read: 「
 def _judge(q: Question, values: dict, texts: dict) -> Feedback:
     """Every box read: right, or what each wrong value most likely means."""
     boxes = q.key.boxes
-    verdicts = tuple((b.name, "right" if b.right(values[b.name]) else "wrong") for b in boxes)
+    wrong = [b for b in boxes if not b.right(values[b.name])]
+    verdicts = tuple((b.name, "wrong" if b in wrong else "right") for b in boxes)
     # exact: never rounded to the answer
     echoes = tuple((b.name, b.shown(values[b.name])) for b in boxes)
     judged = partial(Feedback, question_id=q.id, parts=verdicts, echoes=echoes)
-    if all(v == "right" for _, v in verdicts):
+    if not wrong:
         return judged(True, fb.RIGHT + q.key.praise)
     if q.key.whole is not None and (said := q.key.whole(values)):
         shape_id = "shape=(" + ", ".join(str(v) for v in values.values()) + ")"
         return judged(False, fb.WRONG + said, mistakes=(shape_id,))
-    wrong = [b for b in boxes if not b.right(values[b.name])]
     verb = {b.name: "选" if isinstance(b, ChoiceBox) else "填" for b in wrong}
     parts = [f"「{b.label}」你{verb[b.name]}的是{_said(texts[b.name], b.shown(values[b.name]))}。"
              f"{b.wrong_why(values[b.name])}" for b in wrong]

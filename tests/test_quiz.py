@@ -556,15 +556,15 @@ def test_q1_is_a_self_explanation_with_a_rubric():
 SHAPE_N = qq.question("S3").values["n"]  # tokens in S3's shape question
 
 
-def _rebuild_questions(bank):
+def _rebuild_questions():
     """Forget built questions, so a changed paper number reaches them."""
-    bank._bank.cache_clear()
+    qq._bank.cache_clear()
 
 
 def test_numbers_come_from_lesson_lib(monkeypatch):
     """Change the paper's base model and the answer keys follow: no number is typed into the questions."""
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
-    _rebuild_questions(qq)
+    _rebuild_questions()
     try:
         d_k = head_width(D, 4)
         assert re.search(rf"\b4\D+{d_k}\D", qq.question("Q3").prompt)  # 4 heads of d_k each
@@ -573,7 +573,7 @@ def test_numbers_come_from_lesson_lib(monkeypatch):
         assert quiz.check("S3", f"(4, {SHAPE_N}, {d_k})").correct
     finally:
         monkeypatch.undo()
-        _rebuild_questions(qq)
+        _rebuild_questions()
     assert quiz.check("S3", f"({H}, {SHAPE_N}, {D_K})").correct
 
 
@@ -688,12 +688,12 @@ def test_versions_are_computed_from_the_question_data(monkeypatch):
     assert quiz.check("Q2", ["32", "不变"]).version == before["Q2"]
     assert quiz.check(INTERVIEW, "单头会平均").version == before[INTERVIEW]
     monkeypatch.setattr(paper, "BASE_HEADS", 4)
-    _rebuild_questions(qq)
+    _rebuild_questions()
     try:
         after = _versions()
     finally:
         monkeypatch.undo()
-        _rebuild_questions(qq)
+        _rebuild_questions()
     assert after["Q2"] != before["Q2"] and after["S3"] != before["S3"]  # their prompts and keys use h
     assert after["S6"] == before["S6"] and after["S3c"] != before["S3c"]  # S6 does not; S3c's options name h
     assert _versions() == before  # deterministic

@@ -208,7 +208,7 @@ def _check_here(payload: bytes) -> tuple[str, str, tuple[str, ...]]:
     _in_worker = True
     rng = np.random.default_rng(0)
     try:
-        (ex, fn, source) = cloudpickle.loads(payload)
+        ex, fn, source = cloudpickle.loads(payload)
     except BaseException as exc:  # a function that cannot be rebuilt here
         return "error", _cannot_travel(exc), ()
     try:

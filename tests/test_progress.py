@@ -6,7 +6,9 @@ import contextlib
 import json
 import os
 import re
+from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from helpers import CJK, scaled
@@ -609,7 +611,7 @@ def test_the_aside_name_is_never_a_link_followed(tmp_path, monkeypatch):
     path = tmp_path / "data" / "progress.json"
     path.parent.mkdir()
     path.write_text("{not json", encoding="utf-8")
-    monkeypatch.setattr(progress, "_stamp", lambda: "20260101-000000")
+    monkeypatch.setattr(progress, "datetime", SimpleNamespace(now=lambda *_: datetime(2026, 1, 1)))  # one second
     (path.parent / "progress.json.unreadable-20260101-000000").symlink_to(decoy)
     p = _new(path)
     assert CJK.search(p.notice) and decoy.read_bytes() == content

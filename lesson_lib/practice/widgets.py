@@ -23,8 +23,7 @@ def stored_answer(question, value):
 
 def _live(controls: dict, show, submit):
     """A live region (read out) that ``show(region)`` fills on ``submit``'s click or Enter."""
-    wired = linked(controls, lambda region, _picture: show(region), submit, pictures=0,
-                   reader=False)
+    wired = linked(controls, lambda region, _: show(region), submit, pictures=0, reader=False)
     return wired.controls["summary"]
 
 
@@ -92,8 +91,7 @@ class SelfTestWidget:
         self.feedback = _live(self.controls, self._on_submit, self.submit)
         self.reference = _live({}, self._on_reveal, self.reveal)
         # the rubric and the self-assessment before the reference answer
-        assessment = self._self_assessment() if written else []
-        after = [*assessment, self.reveal, self.reference]
+        after = [*(self._self_assessment() if written else []), self.reveal, self.reference]
         self.after = w.VBox(after, layout=w.Layout(display="none"))
         below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.after]
         prompt = w.HTML(f"<b>{text_html(question.prompt)}</b>")

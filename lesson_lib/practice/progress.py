@@ -84,16 +84,16 @@ _CHECKS = {
     "count": lambda v: type(v) is int and 0 <= v < 2**31,
     "flag": lambda v: type(v) is bool,
 }
-# Each record's fields and their checks: "?" may be null, "*" may be null or missing. A record with
-# a list (attempts, checks) names its items' shape.
+# Each record's fields and their checks: "?" may be null, "*" may be null or missing; "attempt[]" is
+# a list of attempt records.
 _SHAPES = {
     "attempt": {"answer": "typed", "verdict": "text", "mistake": "text?",
                 "question_version": "text?", "covered": "texts*", "of": "count*"},
-    "question": {"attempts": "attempt", "n_attempts": "count", "question_version": "text?",
+    "question": {"attempts": "attempt[]", "n_attempts": "count", "question_version": "text?",
                  "first_try": "text?", "final": "text?", "solved": "flag", "answer": "typed",
                  "complete": "flag*"},
     "check": {"result": "text", "mistakes": "texts", "at": "text?"},
-    "exercise": {"checks": "check", "n_checks": "count", "passed": "flag", "result": "text",
+    "exercise": {"checks": "check[]", "n_checks": "count", "passed": "flag", "result": "text",
                  "message": "text", "mistakes": "texts", "source": "source?",
                  "passed_source": "source?"},
 }
@@ -104,16 +104,13 @@ def _bounded(items: list, limit: int) -> list:
 
 
 def _fits(v, check: str) -> bool:
-    """``v`` passes a field's ``check``; for a shape's name, ``v`` is a list of such records."""
-    if check in _SHAPES:
-        return type(v) is list and all(_is_record(i, check) for i in v)
+    """``v`` passes ``check``: a field's check, a record's shape, or "shape[]": a list of them."""
+    if check.endswith("[]"):
+        return type(v) is list and all(_fits(i, check[:-2]) for i in v)
+    if check in _SHAPES:  # each field there (a "*" one may be missing) passes its check
+        return type(v) is dict and all(
+            (k in v or c[-1] == "*") and _fits(v.get(k), c) for k, c in _SHAPES[check].items())
     return (v is None and check[-1] in "?*") or _CHECKS[check.strip("?*")](v)
-
-
-def _is_record(d, shape: str) -> bool:
-    """``d`` is a ``shape`` record: each field there (a "*" one may be missing) passes its check."""
-    return type(d) is dict and all(
-        (k in d or c[-1] == "*") and _fits(d.get(k), c) for k, c in _SHAPES[shape].items())
 
 
 def _question_v1(e) -> dict | None:
@@ -165,14 +162,12 @@ def migrate(raw) -> tuple[dict, list[str]]:
         parts["questions"] = {q: _question_v1(e) for q, e in parts["questions"].items()}
     if version < 3:
         parts["exercises"] = {name: _exercise_v2(e) for name, e in parts["exercises"].items()}
-    checks = {"questions": lambda e: _is_record(e, "question"),
-              "exercises": lambda e: _is_record(e, "exercise"),
-              "earlier": lambda e: _fits(e, "question")}  # a list of question records
+    shapes = {"questions": "question", "exercises": "exercise", "earlier": "question[]"}
     data = {**empty(), "saved_at": saved_at}
     bad = []
-    for kind, fits in checks.items():
+    for kind, shape in shapes.items():
         for key, e in parts[kind].items():
-            if fits(e) and _text(key, 100):
+            if _fits(e, shape) and _text(key, 100):
                 data[kind][key] = e
             else:  # left out, said; the rest is kept
                 bad.append(f"「{kind}」里的 {key[:40]!r} 有一项类型或长度不对")

@@ -844,6 +844,16 @@ def test_a_version_1_history_that_does_not_read_is_dropped_and_the_file_set_asid
     assert len([f for f in path.parent.iterdir() if ".unreadable-" in f.name]) == 1
 
 
+def test_a_self_assessed_entry_with_no_attempt_still_gives_a_summary(path):
+    """A hand-edited file may keep a self-assessed answer without its attempts; the summary raised IndexError."""
+    entry = {"attempts": [], "n_attempts": 1, "question_version": progress.current_version("Q1"),
+             "first_try": "self", "final": "self", "solved": False, "answer": ""}
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "questions": {"Q1": entry}}), encoding="utf-8")
+    p = _new(path)
+    assert p.entry("Q1") == entry and ("题目", "Q1", "done") in p.items() and p.summary()
+
+
 def _lock_files(folder: Path) -> list[str]:
     return sorted(str(f) for f in folder.rglob("*.lock"))
 

@@ -272,8 +272,8 @@ _NOT_DONE = {"tried": ("做过但还没过", "看提示再试一次。"),
 
 
 def _unticked(entry: dict) -> bool:
-    """A self-assessment that left points unticked (said in the summary; done all the same)."""
-    last = entry["attempts"][-1]
+    """A self-assessed question left points unticked (said in the summary; done all the same)."""
+    last = (entry["attempts"] or [{}])[-1]  # a hand-edited file may keep no attempt
     return len(last.get("covered") or ()) < (last.get("of") or 0)
 
 

@@ -6,7 +6,9 @@ import contextlib
 import json
 import os
 import re
+from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from helpers import CJK, scaled
@@ -609,7 +611,7 @@ def test_the_aside_name_is_never_a_link_followed(tmp_path, monkeypatch):
     path = tmp_path / "data" / "progress.json"
     path.parent.mkdir()
     path.write_text("{not json", encoding="utf-8")
-    monkeypatch.setattr(progress, "_stamp", lambda: "20260101-000000")
+    monkeypatch.setattr(progress, "datetime", SimpleNamespace(now=lambda *_: datetime(2026, 1, 1)))  # one second
     (path.parent / "progress.json.unreadable-20260101-000000").symlink_to(decoy)
     p = _new(path)
     assert CJK.search(p.notice) and decoy.read_bytes() == content
@@ -840,6 +842,16 @@ def test_a_version_1_history_that_does_not_read_is_dropped_and_the_file_set_asid
     p = _new(path)
     assert CJK.search(p.notice) and p.entry("Q2") == {}
     assert len([f for f in path.parent.iterdir() if ".unreadable-" in f.name]) == 1
+
+
+def test_a_self_assessed_entry_with_no_attempt_still_gives_a_summary(path):
+    """A hand-edited file may keep a self-assessed answer without its attempts; the summary raised IndexError."""
+    entry = {"attempts": [], "n_attempts": 1, "question_version": progress.current_version("Q1"),
+             "first_try": "self", "final": "self", "solved": False, "answer": ""}
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "questions": {"Q1": entry}}), encoding="utf-8")
+    p = _new(path)
+    assert p.entry("Q1") == entry and ("题目", "Q1", "done") in p.items() and p.summary()
 
 
 def _lock_files(folder: Path) -> list[str]:

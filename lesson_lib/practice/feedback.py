@@ -109,7 +109,7 @@ class Rubric:
         return "\n".join(lines)
 
 
-def answer_first(qid: str, what: str = "写下你的答案") -> Feedback:
+def answer_first(qid: str, what: str) -> Feedback:
     message = f"{ANSWER_FIRST}先{what}再提交，哪怕不确定也没关系，提交后会告诉你差在哪里。"
     return Feedback(False, message, qid)
 
@@ -138,13 +138,13 @@ def _key_data(value):
     return None if callable(value) else str(value)
 
 
-def question_version(prompt: str, key, kind: str = "") -> str:
+def question_version(prompt: str, key, kind: str) -> str:
     """The fingerprint of what a question asks and accepts; a saved verdict must match it."""
     data = json.dumps([kind, prompt, key], ensure_ascii=False, sort_keys=True, default=_key_data)
     return hashlib.sha256(data.encode("utf-8", "backslashreplace")).hexdigest()[:12]
 
 
-def box_html(text: str, tone: str = "neutral", css_class: str = "") -> str:
+def box_html(text: str, tone: str, css_class: str = "") -> str:
     """Escaped text in a themed box: ok for a right verdict, warn for a wrong one, else a note."""
     inner = box(text_html(text), {"right": "ok", "wrong": "warn"}.get(tone, "note"))
     return f'<div class="{html.escape(css_class)}">{inner}</div>' if css_class else inner

@@ -84,38 +84,33 @@ _CHECKS = {
     "count": lambda v: type(v) is int and 0 <= v < 2**31,
     "flag": lambda v: type(v) is bool,
 }
-# Each record's fields and their checks: "?" may be null, "*" may be null or missing. A record with
-# a list (attempts, checks) names its items' shape.
+# Each record's fields and their checks: "?" may be null, "*" may be null or missing; "attempt[]" is
+# a list of attempt records.
 _SHAPES = {
     "attempt": {"answer": "typed", "verdict": "text", "mistake": "text?",
                 "question_version": "text?", "covered": "texts*", "of": "count*"},
-    "question": {"attempts": "attempt", "n_attempts": "count", "question_version": "text?",
+    "question": {"attempts": "attempt[]", "n_attempts": "count", "question_version": "text?",
                  "first_try": "text?", "final": "text?", "solved": "flag", "answer": "typed",
                  "complete": "flag*"},
     "check": {"result": "text", "mistakes": "texts", "at": "text?"},
-    "exercise": {"checks": "check", "n_checks": "count", "passed": "flag", "result": "text",
+    "exercise": {"checks": "check[]", "n_checks": "count", "passed": "flag", "result": "text",
                  "message": "text", "mistakes": "texts", "source": "source?",
                  "passed_source": "source?"},
 }
 
 
 def _bounded(items: list, limit: int) -> list:
-    """The first item and the last ``limit - 1``."""
     return items if len(items) <= limit else [items[0], *items[1 - limit:]]
 
 
 def _fits(v, check: str) -> bool:
-    """``v`` passes a field's ``check``; for a shape's name, ``v`` is a list of such records."""
-    if check in _SHAPES:
-        return type(v) is list and all(_is_record(i, check) for i in v)
+    """``v`` passes ``check``: a field's check, a record's shape, or "shape[]": a list of them."""
+    if check.endswith("[]"):
+        return type(v) is list and all(_fits(i, check[:-2]) for i in v)
+    if check in _SHAPES:  # each field there (a "*" one may be missing) passes its check
+        return type(v) is dict and all(
+            (k in v or c[-1] == "*") and _fits(v.get(k), c) for k, c in _SHAPES[check].items())
     return (v is None and check[-1] in "?*") or _CHECKS[check.strip("?*")](v)
-
-
-def _is_record(d, shape: str) -> bool:
-    """``d`` is a ``shape`` record: each field there (a "*" one may be missing) passes its check."""
-    if type(d) is not dict:
-        return False
-    return all((k in d or c[-1] == "*") and _fits(d.get(k), c) for k, c in _SHAPES[shape].items())
 
 
 def _question_v1(e) -> dict | None:
@@ -159,8 +154,7 @@ def migrate(raw) -> tuple[dict, list[str]]:
                          f"{VERSION}（更新的版本请先更新课程）")
     parts = {kind: raw.get(kind, {}) for kind in ("questions", "exercises", "earlier", "interview")}
     saved_at = raw.get("saved_at")
-    fields_ok = all(type(part) is dict for part in parts.values())
-    if not fields_ok or not (saved_at is None or _text(saved_at)):
+    if not all(type(part) is dict for part in parts.values()) or not _fits(saved_at, "text?"):
         raise ValueError("顶层的栏目类型不对")
     if parts["interview"]:
         parts["questions"] = {**parts["questions"], _own_field_id(): parts.pop("interview")}
@@ -168,14 +162,12 @@ def migrate(raw) -> tuple[dict, list[str]]:
         parts["questions"] = {q: _question_v1(e) for q, e in parts["questions"].items()}
     if version < 3:
         parts["exercises"] = {name: _exercise_v2(e) for name, e in parts["exercises"].items()}
-    checks = {"questions": lambda e: _is_record(e, "question"),
-              "exercises": lambda e: _is_record(e, "exercise"),
-              "earlier": lambda e: _fits(e, "question")}  # a list of question records
+    shapes = {"questions": "question", "exercises": "exercise", "earlier": "question[]"}
     data = {**empty(), "saved_at": saved_at}
     bad = []
-    for kind, fits in checks.items():
+    for kind, shape in shapes.items():
         for key, e in parts[kind].items():
-            if fits(e) and _text(key, 100):
+            if _fits(e, shape) and _text(key, 100):
                 data[kind][key] = e
             else:  # left out, said; the rest is kept
                 bad.append(f"「{kind}」里的 {key[:40]!r} 有一项类型或长度不对")
@@ -203,11 +195,9 @@ def _add_attempt(data: dict, item_id: str, attempt: dict, apart: bool) -> None:
     entry = data["questions"].get(item_id)
     if entry and entry["question_version"] != attempt["question_version"]:
         _retire(data, item_id)
-        entry = None
-    if not entry:
-        entry = {"attempts": [], "n_attempts": 0, "question_version": attempt["question_version"],
-                 "first_try": attempt["verdict"], "final": None, "solved": False, "answer": ""}
-    data["questions"][item_id] = entry
+    new = {"attempts": [], "n_attempts": 0, "question_version": attempt["question_version"],
+           "first_try": attempt["verdict"], "final": None, "solved": False, "answer": ""}
+    entry = data["questions"].setdefault(item_id, new)
     self_assessed = attempt["verdict"] == "self"
     if apart:
         entry["complete"] = self_assessed and len(attempt["covered"]) == attempt["of"]
@@ -234,8 +224,7 @@ def _refuse(path: Path) -> None:
     """Raise ProgressError unless ``path`` is a regular file or free (looked at, never followed)."""
     with contextlib.suppress(FileNotFoundError):
         if not stat.S_ISREG(os.lstat(path).st_mode):
-            raise ProgressError(errno.EINVAL,
-                                f"{path} 不是普通文件（是符号链接、命名管道、文件夹或设备），"
+            raise ProgressError(f"{path} 不是普通文件（是符号链接、命名管道、文件夹或设备），"
                                 "本课不读它、不写它、也不给它改名")
 
 
@@ -248,7 +237,7 @@ def _why(exc: OSError) -> str:
     if isinstance(exc, filelock.Timeout):
         return f"另一个笔记本正占着进度文件，等了 {LOCK_TIMEOUT_S:g} 秒还没轮到"
     if isinstance(exc, ProgressError):
-        return exc.strerror
+        return str(exc)
     return _REASONS.get(exc.errno, f"系统报告「{type(exc).__name__}」")
 
 
@@ -263,10 +252,6 @@ def _replace_file(path: Path, text: str) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-
-
-def _stamp() -> str:
-    return datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
 def _now() -> str:
@@ -287,9 +272,9 @@ _NOT_DONE = {"tried": ("做过但还没过", "看提示再试一次。"),
 
 
 def _unticked(entry: dict) -> bool:
-    """A self-assessment that left points unticked (said in the summary; done all the same)."""
-    last = entry.get("attempts", [{}])[-1]  # an exercise's entry has none
-    return last.get("verdict") == "self" and len(last.get("covered") or ()) < (last.get("of") or 0)
+    """A self-assessed question left points unticked (said in the summary; done all the same)."""
+    last = (entry["attempts"] or [{}])[-1]  # a hand-edited file may keep no attempt
+    return len(last.get("covered") or ()) < (last.get("of") or 0)
 
 
 def _places(exercises) -> dict[str, str]:
@@ -341,9 +326,9 @@ class Progress:
         notice = ""
         if bad:
             notice = self._set_aside(f"里有 {len(bad)} 条记录读不懂，已略去，其余照旧", fresh="")
-        if bad and not os.path.lexists(self.path):  # set aside: what reads goes back at once
-            with contextlib.suppress(OSError):
-                _replace_file(self.path, json.dumps(to_file(data), separators=(",", ":")))
+            if not os.path.lexists(self.path):  # set aside: what reads goes back at once
+                with contextlib.suppress(OSError):
+                    _replace_file(self.path, json.dumps(to_file(data), separators=(",", ":")))
         if old:
             notice += (f"课程更新后 {'、'.join(old)} 的题目变了：之前的作答保留为旧版题目的作答"
                        "（不计入），请按现在的题目再答。")
@@ -351,8 +336,8 @@ class Progress:
 
     def _set_aside(self, problem: str, fresh: str = "，所以这次从头开始记录") -> str:
         """Rename the file to a fresh name beside it (never an existing one); the notice."""
-        target = self.path.with_name(f"{self.path.name}.unreadable-{_stamp()}-"
-                                     f"{secrets.token_hex(3)}")
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.unreadable-{stamp}-{secrets.token_hex(3)}")
         try:
             os.rename(self.path, target)
             kept = f"原文件已改名保存为 {target}，没有删除。"

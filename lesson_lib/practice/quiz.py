@@ -13,8 +13,7 @@ _SAFETY_NET = True  # tests switch this off so that a bug surfaces instead of a 
 
 
 def check(question_id: str, answer) -> Feedback:
-    """Never raises for any answer; the feedback carries the version of the question it
-    answered."""
+    """Never raises for any answer; the feedback carries the version of the question answered."""
     q = question(question_id)
     try:
         return replace(CHECKERS[q.kind](q, answer), version=q.version)

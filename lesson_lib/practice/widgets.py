@@ -23,8 +23,7 @@ def stored_answer(question, value):
 
 def _live(controls: dict, show, submit):
     """A live region (read out) that ``show(region)`` fills on ``submit``'s click or Enter."""
-    wired = linked(controls, lambda region, _picture: show(region), submit, pictures=0,
-                   reader=False)
+    wired = linked(controls, lambda region, _: show(region), submit, pictures=0, reader=False)
     return wired.controls["summary"]
 
 
@@ -74,11 +73,10 @@ class SelfTestWidget:
     def __init__(self, question_id: str, progress: Progress | None = None):
         import ipywidgets as w
 
-        question = questions.question(question_id)
-        self.question = question
-        self.rubric = question.key if question.kind == "self" else None
+        self.question = questions.question(question_id)
+        self.rubric = self.question.key if self.question.kind == "self" else None
         self.progress = progress if progress is not None else default_progress()
-        self.controls = _answer_controls(question)
+        self.controls = _answer_controls(self.question)
         written = self.rubric is not None
         self.submit = w.Button(description="写好了，看要点" if written else "提交",
                                button_style="primary")
@@ -87,17 +85,16 @@ class SelfTestWidget:
         # shown after a first attempt; once shown, the explanation stays
         self.reveal = w.Button(description="看参考答案" if written else "显示解析",
                                layout=w.Layout(width="auto", align_self="flex-start"))
-        self._reference = box_html(question.explanation, "neutral", "lesson-explanation")
+        self._reference = box_html(self.question.explanation, "neutral", "lesson-explanation")
         self.attempt_label = w.HTML("尚未作答")
         self.feedback = _live(self.controls, self._on_submit, self.submit)
         self.reference = _live({}, self._on_reveal, self.reveal)
         # the rubric and the self-assessment before the reference answer
-        assessment = self._self_assessment() if written else []
-        after = [*assessment, self.reveal, self.reference]
+        after = [*(self._self_assessment() if written else []), self.reveal, self.reference]
         self.after = w.VBox(after, layout=w.Layout(display="none"))
         below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.after]
-        prompt = w.HTML(f"<b>{text_html(question.prompt)}</b>")
-        classes = ("lesson-quiz", f"lesson-quiz-{question.id}")
+        prompt = w.HTML(f"<b>{text_html(self.question.prompt)}</b>")
+        classes = ("lesson-quiz", f"lesson-quiz-{self.question.id}")
         self.box = _frame([prompt, *self.controls.values(), *below], *classes)
         if self.attempts:
             self._restore_entry()

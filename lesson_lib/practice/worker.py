@@ -78,7 +78,7 @@ def stop(grace: float = 0.0) -> int | None:
     return code
 
 
-def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...] = ()) -> Reply:
+def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...]) -> Reply:
     """``module:function(payload)`` in the child (a new one imports ``preload`` first, outside the
     budget, or "nostart"): its value and what it wrote, or how it ended. Waits at most ``budget``
     and GRACE_S once the child is ready; never raises for what the job does."""

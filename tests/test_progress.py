@@ -851,7 +851,7 @@ def test_a_self_assessed_entry_with_no_attempt_still_gives_a_summary(path):
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "questions": {"Q1": entry}}), encoding="utf-8")
     p = _new(path)
-    assert p.entry("Q1") == entry and ("题目", "Q1", "done") in p.items() and p.summary()
+    assert p.entry("Q1") == entry and ("Q1", "done") in [item[1:] for item in p.items()] and p.summary()
 
 
 def _lock_files(folder: Path) -> list[str]:

@@ -401,9 +401,40 @@ COLD_READER = [
     ("Q6", ["64", "512（8 组）"], F, "cache"), ("Q2", ["64 (d_v 32)", "不变"], F, "d_k"),
     ("Q3", ["1024n²（打分加乘V）", "512n²"], F, "multi"), ("Q3", ["8·64n²", "n²·d_model（h=1, d_k=512）"], R, ""),
     # round 43: the box's own name (or other name) then a number says name = number, as 「(d_v 32)」 in a note does;
-    # a symbol then a number (h 16) is still two values side by side
+    # round 44: so does a symbol the box knows (h 16 says h = 16, as h=16 does: 16 is h, not d_k)
     ("Q2", ["d_v 32", "不变"], R, ""), ("Q2", ["d_k 32", "不变"], R, ""), ("Q2", ["d_v 64", "不变"], W, "d_k=64"),
-    ("Q2", ["h 16", "不变"], F, "d_k"),
+    ("Q2", ["h 16", "不变"], W, "d_k=16"),
+    # round 44: an English unit after a number is a word (16 heads is 16 个头, a bare heads is still h); a name the box
+    # knows then a number, and another value after it, reads as after a comma; a shape's words between commas are
+    # units; 两倍 and 一半 change the number (no Chinese numeral); O(…) is no count; two shapes in one box
+    ("S3", ["8 heads", "12", "64"], R, ""), ("Q2", ["32（16 heads）", "不变"], R, ""),
+    ("Q2", ["d_model / heads", "不变"], R, ""), ("Q2", ["32（8 heads）", "不变"], F, "d_k"),
+    ("S3", "(8 heads, 12 tokens, 64 dims)", R, ""), ("S3", "(8 个头, 12 个词, 64 维)", R, ""),
+    ("S3", "(8, 12 个词元, 64)", R, ""), ("S3", "(12 个头, 8 个词, 64 维)", W, "shape=(12, 8, 64)"),
+    ("Q2", ["d_k 32 d_v 32", "不变"], R, ""), ("Q2", ["h 16 d_k 32", "不变"], R, ""),
+    ("Q6", ["d_k 64 d_v 64", "512"], R, ""), ("Q2", ["d_k 32 d_v 64", "不变"], F, "d_k"),
+    ("Q2", ["h 32", "不变"], F, "d_k"), ("Q2", ["h 16 d_k 64", "不变"], W, "d_k=64"),
+    ("S3", ["h 8", "n 12", "d_k 64"], R, ""), ("S3", ["n 12", "h 8", "d_k 64"], W, "shape=(12, 8, 64)"),
+    ("Q6", ["64", "g 4 512"], R, ""), ("Q6", ["64", "g 8 512"], F, "cache"),
+    ("Q6", ["64", "g 4 1536"], W, "cache=1536"), ("Q3", ["512n²", "512 n 2"], F, "single"),
+    ("Q3", ["512n² 的两倍", "512n²"], F, "multi"), ("S3", ["8", "12", "64 的两倍"], F, "axis2"),
+    ("S3", "(8, 12, 64) 的两倍", F, "axis0;axis1;axis2"), ("S3", ["(8, 12, 64)", "12", "64"], F, "axis0"),
+    ("S3", "(12, 8, 64) 不对，应该是 (8, 12, 64)", F, "axis0;axis1;axis2"),
+    ("S3", "(h, n, d_k) = (8, 12, 64)", F, "axis0;axis1;axis2"), ("Q2", ["O(1)", "不变"], F, "d_k"),
+    ("S3", ["8 heads", "12 tokens", "64 dims"], R, ""), ("S3", ["8 head", "12 token", "64 dim"], R, ""),
+    ("S3", "(8 heads, 12 tokens, 64 dimensions)", R, ""), ("S3", "8 heads × 12 tokens × 64 dims", R, ""),
+    ("S3", "8 个头 × 12 个词元 × 64 维", R, ""), ("S3", "(12 heads, 8 tokens, 64 dims)", W, "shape=(12, 8, 64)"),
+    ("Q2", ["32 dims", "不变"], R, ""), ("Q2", ["32 (16 heads)", "不变"], R, ""),
+    ("Q2", ["64 dims", "不变"], W, "d_k=64"), ("S4", ["80000", "1280000 (16 heads)"], R, ""),
+    ("Q3", ["8·64n² (8 heads)", "512n²"], R, ""),
+    ("Q6", ["64 dims", "512"], R, ""), ("Q2", ["d_k 32, h 16", "不变"], R, ""), ("Q2", ["dk 32 dv 32", "不变"], R, ""),
+    ("Q2", ["d_model 512 h 16 d_k 32", "不变"], R, ""), ("Q2", ["h 16, 32", "不变"], R, ""),
+    ("Q2", ["dk 64 dv 64", "不变"], W, "d_k=64"), ("Q6", ["d_k 64", "g 4 h 12 512"], R, ""),
+    ("Q6", ["64", "512 (g 4)"], R, ""), ("S3", ["h 8", "n 12", "64"], R, ""), ("S3", "(8 头, 12 词元, 64 维)", R, ""),
+    ("S3", "（8 个头，12 个词元，64 维）", R, ""), ("S3", "[8 heads, 12 tokens, 64]", R, ""),
+    ("S3", "形状是 (8 个头, 12 个词, 64 维)", R, ""), ("S3", "8 个头、12 个词元、64 维", R, ""),
+    ("S4c", ["d_k 64 d_v 64", "2359296"], R, ""), ("Q3", ["h 8 d_k 64: 512n²", "512n²"], R, ""),
+    ("Q2", ["一半", "不变"], F, "d_k"),
 ]
 
 TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + COLD_READER + CHOICES + SELF
@@ -425,4 +456,6 @@ MEANT_RIGHT = [
     ("S4c", ["六十四", "235.9296万"]),
     ("Q2", ["512//16", "不变"]), ("Q2", ["32)", "不变"]), ("Q2", ["32；不变", "不变"]), ("Q2", ["32；不变", ""]),
     ("Q2", ["32 (d_v 64)", "不变"]), ("Q6", ["64", "512（键 256 + 值 256）"]),
+    ("S3", "(12, 8, 64) 不对，应该是 (8, 12, 64)"), ("S3", ["(8, 12, 64)", "12", "64"]),
+    ("S3", "(h, n, d_k) = (8, 12, 64)"),
 ]

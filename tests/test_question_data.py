@@ -187,13 +187,34 @@ def test_a_placeholder_error_shows_this_files_own_names(tmp_path, text, named, q
 
 @pytest.mark.parametrize(("old", "kind", "field"), [('answer = "B"\n', "single", "answer"),
                                                    ('explanation = "解析。"\n', "form", "explanation"),
-                                                   ('target = "scores"\n', "number", "boxes[1].target")])
+                                                   ('target = "d_model * n^2"\n', "expression", "boxes[0].target"),
+                                                   ('target = "scores"\n', "kind", "boxes[1].target")])
 def test_a_missing_field_names_the_kind_that_needs_it(tmp_path, old, kind, field):
-    """「single 题必须有 answer」: the kind of question (or box) is named beside the missing field."""
+    """「single 题必须有 answer」: the kind of question (or box) is named beside the missing field; a box whose kind
+    was left out is said to have none (its author never wrote number), so the message names the field kind."""
     path = _file(tmp_path, GOOD.replace(old, "", 1))
     with pytest.raises(questions.QuestionDataError) as err:
         questions.read_file(path)
     assert err.value.field == field and re.search(rf"\b{kind}\b", str(err.value)), err.value
+
+
+@pytest.mark.parametrize(("kind", "answer", "unknown"), [("multi", "BF", ["F"]), ("single", "C", ["C"]),
+                                                      ("single", "AB", [])])
+def test_an_answer_names_the_key_that_is_no_option(tmp_path, kind, answer, unknown):
+    """「AF」 on a multi question names F, the key no option has (not the single-choice rule); two keys on a single
+    question name none: both keys are options."""
+    text = GOOD.replace('kind = "single"', f'kind = "{kind}"', 1).replace('answer = "B"', f'answer = "{answer}"', 1)
+    with pytest.raises(questions.QuestionDataError) as err:
+        questions.read_file(_file(tmp_path, text))
+    keys = set(re.findall(r"(?<![\w.])[A-Z](?![\w.])", str(err.value)))  # the one-letter keys it names
+    assert err.value.field == "answer" and sorted(keys - {"A", "B"}) == unknown, err.value
+
+
+def test_an_argument_to_a_function_with_none_is_quoted_to_be_deleted(tmp_path):
+    path = _file(tmp_path, GOOD.replace('"paper.base_d_model" }', '"paper.base_d_model", h = 8 }', 1))
+    with pytest.raises(questions.QuestionDataError) as err:
+        questions.read_file(path)
+    assert err.value.field == "values.d_model.h" and "h = 8" in str(err.value), err.value
 
 
 @pytest.mark.parametrize(("text", "quoted"), [("d_model} x", "} x / {h} = "), ("{d_model x", "{d_model x /"),

@@ -204,7 +204,8 @@ def test_a_kept_wrong_answer_is_never_accepted(qid, answer):
 
 
 @pytest.mark.parametrize(("text", "numeral"), [
-    ("三十二", True), ("三十二维", True), ("八万次", True), ("十二个词", True), ("32 的两倍", True), ("一个", True),
+    ("三十二", True), ("三十二维", True), ("八万次", True), ("十二个词", True), ("32 的两倍", False), ("一个", True),
+    ("两倍", False), ("一半", False), ("两", True),
     ("约两百多万", True), ("一样", False), ("32（一个头）", False), ("一共 32", False), ("d_k = 32，一样宽", False),
     ("第一维 32", False), ("32（和 h 一样）", False), ("8万", False), ("5.5千万", False), ("32 一下", False),
 ])  # fmt: skip
@@ -300,7 +301,7 @@ def test_parser_agrees_with_polynomial_arithmetic(a, b, c, k):
      ("512/8 = 64", 64), ("64（512/8）", 64), ("$8 \\times 8$", 64), ("2^6", 64),
      ("约 64", 64), ("4×10⁴", 40_000), ("d_k 是 64", 64), ("512/8 等于 64", 64), ("64.", 64),
      ("64k", 64_000), ("6.4K", 6_400), ("1.5M", 1_500_000), ("64 (= 512/8)", 64), ("d_k = 64 维（512 / 8）", 64),
-     ("31.9999999", Fraction(319999999, 10**7))],
+     ("31.9999999", Fraction(319999999, 10**7)), ("64 dims", 64), ("64 tokens", 64)],
 )  # fmt: skip
 def test_read_value(text, value):
     from lesson_lib.practice.checkers import read_value
@@ -310,10 +311,13 @@ def test_read_value(text, value):
 
 
 @pytest.mark.parametrize(("text", "read", "reason"), [("d_v 64", 64, ""), ("d_k 512/8", 64, ""), ("dv 64", 64, ""),
-                                                  ("h 8", None, "operator"), ("64 d_v", None, "n")])
+                                                  ("h 8", 8, ""), ("64 d_v", None, "n"), ("d_k 64 d_v 64", 64, ""),
+                                                  ("h 8 d_k 64", 64, ""), ("h 8 64", 64, ""), ("h 4", None, "note"),
+                                                  ("d_k 64 d_v 32", None, "several"), ("512 / h 8", None, "unequal")])
 def test_the_box_s_own_name_before_a_number_says_it_equals_that_number(text, read, reason):
     """「d_v 64」 in the box of d_k (also called d_v) is d_v = 64, as 「(d_v 64)」 in a note; a symbol of the box
-    (h 8) is not its name: two values side by side, refused as before."""
+    then a number (h 8) is a remark on it, as h = 8 is (true here, so the box reads 8, the value it says h is); a
+    value after it is one more piece, as after a comma."""
     got, why = qc.read_value(text, {"h": qc.Poly.const(8)}, ("d_k", "d_v"))
     assert got == (None if read is None else qc.Poly.const(read)) and getattr(why, "reason", "") == reason, why
 
@@ -351,7 +355,7 @@ def test_an_unread_box_echoes_what_it_read(text):
 
 @pytest.mark.parametrize(
     ("qid", "answer", "typed"),
-    [("Q2", ["HEAD=32", "不变"], "HEAD"), ("Q3", ["O(n^2 d)", "512n²"], "O"), ("Q2", ["32 64", "不变"], "32 64"),
+    [("Q2", ["HEAD=32", "不变"], "HEAD"), ("Q3", ["O(n^2 d)", "512n²"], "O(n^2 d)"), ("Q2", ["32 64", "不变"], "32 64"),
      ("Q2", ["32)", "不变"], "32)"), ("Q2", ["32 (64)", "不变"], "32 (64)"),
      ("Q6", ["64", "1536（不分组）"], "1536（不分组）"), ("Q2", ["32（8 个头）", "不变"], "32（8 个头）"),
      ("Q3", ["512n²", "512n² (h=8)"], "512n² (h=8)"), ("Q2", ["512/0", "不变"], "512/0"),
@@ -388,7 +392,9 @@ def test_two_values_with_words_between_are_two_answers_not_an_equation(qid, answ
      ("Q2", ["32 64", "不变"], "operator"), ("S4", ["1280000 2560000", "1280000"], "operator"),
      ("Q3", ["8 64n²", "512n²"], "operator"), ("S4c", ["64", "4 个 768 × 768 矩阵"], "operator"),
      ("Q2", ["(512/16", "不变"], "brackets"), ("Q2", ["32)", "不变"], "brackets"), ("Q2", ["512/0", "不变"], "zero"),
-     ("Q6", ["64", "512 n 方"], "n")],
+     ("Q6", ["64", "512 n 方"], "n"), ("S3", ["(8, 12, 64)", "12", "64"], "shape_crowded"),
+     ("S3", "(h, n, d_k) = (8, 12, 64)", "shape_axes"), ("Q3", ["O(n^2 d)", "512n²"], "big_o"),
+     ("Q2", ["O(1)", "不变"], "big_o"), ("Q3", ["512n²", "512 n 2"], "operator")],  # n in Q3 is no remark
 )  # fmt: skip
 def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
     """Each habit (a shape of another length, //, LaTeX, two values side by side …) is told its own fix, not a
@@ -398,7 +404,11 @@ def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
 
 
 @pytest.mark.parametrize(("answer", "reason"), [("(8, 12, 64) 不对", "shape_disowned"), ("(8, 12)", "shape_length"),
-                                              ("不是 8×12×64", "shape_disowned"), ("64 不对", "disowned")])
+                                              ("不是 8×12×64", "shape_disowned"), ("64 不对", "disowned"),
+                                              ("(12, 8, 64) 不对，应该是 (8, 12, 64)", "shape_disowned"),
+                                              ("（8，12，64），不是（12，8，64）", "shape_disowned"),
+                                              ("(8, 12, 64) 的两倍", "shape_disowned"),
+                                              ("(h, n, d_k) = (8, 12, 64)", "shape_axes")])
 def test_a_shape_not_read_in_the_first_box_does_not_ask_for_the_other_boxes(answer, reason):
     """A shape typed into the first box, disowned or of another length, was meant to fill every box: the reason is
     the shape's, and the other boxes are not named as empty; one number disowned still names them."""
@@ -407,6 +417,28 @@ def test_a_shape_not_read_in_the_first_box_does_not_ask_for_the_other_boxes(answ
     others = [b.label for b in qq.question("S3").key.boxes[1:]]
     named = [label for label in others if label in fb.message]
     assert named == ([] if reason.startswith("shape") else others), fb.message
+
+
+@pytest.mark.parametrize(("answer", "counts"), [("(8, 12, 64, 1)", ["4", "3"]), ("(8, 12)", ["2", "3"]),
+                                              ("(h, n, d_k) = (8, 12, 64)", ["3"]), ("(8, 12, 64, 1 heads)", ["3"])])
+def test_a_shape_s_axes_are_counted_only_when_each_is_a_number(answer, counts):
+    """「(h, n, d_k) = (8, 12, 64)」 is no shape of 7 axes: the message counts the axes written only when each is a
+    bare number; else its first number is the question's own count (3)."""
+    fb = quiz.check("S3", answer)
+    said = fb.message[fb.message.index(answer) + len(answer) :]  # after the quote
+    assert re.findall(r"\d+", said)[: len(counts)] == counts, fb.message
+
+
+@pytest.mark.parametrize(("qid", "answer"), [("Q3", ["abc", "xyz"]), ("S3", ["abc", "xyz", "64"]),
+                                             ("S3", ["八", "十二", "六十四"]), ("S4", ["x", "y"])])
+def test_each_unread_box_has_its_own_line_and_a_shared_hint_is_said_once(qid, answer):
+    """Two boxes not read are told apart, a line each naming its box; what the boxes take (their placeholder) is
+    said once, however many boxes share it."""
+    fb = quiz.check(qid, answer)
+    boxes = [b for b in qq.question(qid).key.boxes if b.name in dict(fb.reasons)]
+    lines = fb.message.splitlines()
+    assert len(lines) == len(boxes) and all(b.label in line for b, line in zip(boxes, lines)), fb.message
+    assert all(fb.message.count(b.placeholder) == 1 for b in boxes if b.placeholder), fb.message
 
 
 @pytest.mark.parametrize(("text", "opened", "closed"), [("(512/16", 1, 0), ("32)", 0, 1), ("((32)", 2, 1)])

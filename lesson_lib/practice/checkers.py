@@ -158,11 +158,11 @@ ALIASES = {
 }
 _OPERATORS = str.maketrans("−–—﹣‐⋅∙•・･✕✖⨯∗÷∕[]{}≈~", "-----·····×××*//()()==")
 _MULTIPLIERS = {"千": 3, "万": 4, "亿": 8, "k": 3, "m": 6}
-# A Chinese numeral written as a number (三十二, 八万); 一 in 一样、一共、一个头、第一维, 两 in 两边
-# are words.
+# A Chinese numeral written as a number (三十二, 八万); 一 in 一样、一共、一半、第一维, 两 in 两边、
+# 两倍 are words (倍 and 半 then say the number is changed).
 _NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
-_NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]+|一(?=[样下共起致般定些点边切])"
-                            r"|[统唯万]一|之一|两(?=[边者])|十分|(?<=[\d.])\s*[千万亿]+")
+_NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]+|一(?=[样下共起致般定些点边切半])"
+                            r"|[统唯万]一|之一|两(?=[边者倍])|十分|(?<=[\d.])\s*[千万亿]+")
 # Words beside a number are read around, unless they disown it (不是 32) or change it
 # (32 的两倍, 32 或 64).
 _WORD = r"[^\x00-\x7f×·]|[,;:!?'\"]"
@@ -186,8 +186,8 @@ _UNFOLDED = [  # before NFKC folds the full-width forms
     (r"\\(left|right|[,;! ])|\$", " "),  # \left(, $
     (r"\d", lambda m: str(unicodedata.decimal(m[0]))),  # ٣٢ (an Arabic-Indic 32)
     (r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^" + m[0].translate(_FROM_SUPERSCRIPT) + " "),  # n²
-    (r"(?<![\d.,])\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])",
-     lambda m: re.sub(r"\D", "", m[0])),  # 54,988,800 (and with thin spaces, apostrophes)
+    (r"(?<![\d.,])(?<![A-Za-z_] )\d{1,3}(?:([,\u2009\u202f\u00a0 ’'])\d{3})(?:\1\d{3})*(?![\d,])",
+     lambda m: re.sub(r"\D", "", m[0])),  # 54,988,800, 54 988 800; g 4 512 is g = 4 then 512
 ]
 _FOLDED = [
     (r"_\(([a-z0-9]+)\)", r"_\1"),  # d_{k} (braces became parentheses) -> d_k
@@ -200,13 +200,14 @@ _FOLDED = [
     ("乘以", "×"),
     (r"(?<=[\d)\s])x(?=[\s\d(])", "×"),  # 8 x 64 means 8 × 64
     (r"([a-z_][a-z0-9_]*)\s*:\s*(?=\S)", r"\1 = "),  # d_k：32 reads like d_k = 32
+    # an English unit after a number: 16 heads is 16 个头 (a bare 「heads」 is h), 12 tokens is 12
+    (r"(?<=\d)\s*(?:(heads?)|tokens?|dim(?:ension)?s?)(?![a-z])", lambda m: " 头" if m[1] else " "),
     # words around a value: units, 「约」, 「答：」
     (r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?", " "),
     # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
     (r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "="),
     (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
     (_NAME, lambda m: ALIASES.get(m[0], m[0])),
-    (r"(?<=\()\s*(d_[a-z]+|h)\s+(?=\d+(?:\.\d+)?\s*\))", r"\1 = "),  # (d_v 32) says d_v = 32
 ]
 
 
@@ -358,8 +359,11 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
                               f"（{MAX_CHARS['form']} 字以内）。", "long")
     raw = clean(raw, MAX_CHARS["form"])
     t = _box_text(raw)
-    for name in labels:  # 「d_v 64」 in d_v's own box says d_v = 64, as 「(d_v 32)」 in a note does
-        t = re.sub(rf"(?<![\w.^])({re.escape(name)})\s+(?=\d)", r"\1 = ", t)
+    # a name the box knows then a number says name = number (「d_v 64」; 「h 16」, a remark; never n
+    # in an expression box); a value after it is another piece, as after a comma: 「g 4 512」
+    for name in [*labels, *(name for name, value in symbols.items() if value.degree == 0)]:
+        t = re.sub(rf"(?<![\w.^])({re.escape(name)})\s+(\d+(?:\.\d+)?(?![\d.]))(\s+(?=[\w(]))?",
+                   lambda m: f"{m[1]} = {m[2]}{',' if m[3] else ''} ", t)
     if "\\" in t:  # \frac{512}{16}: \times, \cdot and \div are read, other commands are not
         raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
                               "（例如 512 / 16）。", "latex")
@@ -379,6 +383,9 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
         add, extra = ")(" if t.count("(") > t.count(")") else "()"  # one bracket kind and its pair
         raise ExpressionError(f"括号没有配对：有 {t.count('(')} 个「(」、{t.count(')')} 个「)」；"
                               f"请补上缺的「{add}」，或删掉多的「{extra}」。", "brackets")
+    if re.search(r"(?<![\w.])o\s*\(", t):  # O(n^2 d): how fast it grows, not how many
+        raise ExpressionError(f"O(…) 只说增长的量级，这一栏要准确的值：请填{_wanted(symbols)}。",
+                              "big_o")
     t = _SAME_AS.sub(r"= \1", t)
     worded = bool(_WORDS.search(t))
     try:
@@ -477,8 +484,6 @@ class NumberBox:
     def read(self, text: str) -> tuple[Fraction | Poly | None, str]:
         symbols = {k: v if isinstance(v, Poly) else Poly.const(v) for k, v in self.symbols.items()}
         value, why = read_value(text, symbols, (self.name, *self.labels))
-        if value is None and self.placeholder:
-            return None, Unread(f"{why}（{self.placeholder}）", why.reason)
         if isinstance(self, ExpressionBox) or value is None:
             return value, why
         # a number box's symbols are numbers and parse_expression refuses n: what it read has no n
@@ -553,13 +558,16 @@ def _shape(text: str) -> list[str]:
     """The parts of a shape typed into one box: 「（8，12，64）」, 8×12×64, torch.Size([8, 12, 64]);
     words before and after a bracketed shape are dropped (「形状是 (8, 12, 64)」) unless one
     disowns or changes it (「(8, 12, 64) 不对」)."""
-    inner = unicodedata.normalize("NFKC", clean(text, 200)).strip()
-    if not (_DISOWN.search(inner) or _CHANGES.search(inner)):
+    inner = unicodedata.normalize("NFKC", clean(text, 200)).strip()  # ，and ； are , and ; now
+    worded = _DISOWN.search(inner) or _CHANGES.search(inner)
+    if not worded:
         inner = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", inner)
         inner = re.sub(r"(?<=[)\]])[\s,.;]*[^\x00-\x7f][^()\[\]]*$", "", inner)
     inner = re.sub(r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$", r"\1", inner, flags=re.I | re.S)
     inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
-    return [p for p in re.split(r"\s*[,，、;；×xX*]\s*|\s+", inner) if p]
+    seps = (r"[,、;]", r"[×*]", r"[xX]|\s")  # words between commas or × are units: 8 头 × 12 × 64
+    sep = next((s for s in seps if re.search(s, inner) and not worded), r"[,、;×xX*]|\s")
+    return [p.strip() for p in re.split(sep, inner) if p.strip()]
 
 
 def _items(q: Question, answer) -> tuple[list, list, list[str]]:
@@ -577,10 +585,8 @@ def _items(q: Question, answer) -> tuple[list, list, list[str]]:
         extra = list(answer[len(names) :])
     items += [None] * (len(names) - len(items))
     first_alone = not any(as_text(v).strip() for v in items[1:])
-    shape = []
-    if q.key.spread and isinstance(items[0], str) and first_alone:
-        shape = _shape(items[0])
-        items = shape if len(shape) == len(names) else items
+    shape = _shape(items[0]) if q.key.spread and isinstance(items[0], str) and first_alone else []
+    items = shape if len(shape) == len(names) else items
     return items, [v for v in extra if as_text(v).strip()], shape
 
 
@@ -606,15 +612,22 @@ def check_form(q: Question, answer) -> Feedback:
     said = f"这一栏读到的是「{texts[first]}」"
     numbers = sum(any(c.isdigit() for c in p) for p in shape)  # in the first box, others empty
     shaped = ""  # a shape typed into the first box, not read: the other boxes are not asked for
-    # a shape of another length, in digits only (not 「(8, 12, 64) 不对」): how to write this one
-    if 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape):
-        axes = ", ".join(b.label.replace(" ", "") for b in boxes)
-        shaped = Unread(f"{said}。你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维："
-                        f"写成 ({axes})，或每框填一个数。", "shape_length")
-    # several numbers beside words that disown or change them: 「(8, 12, 64) 不对」
-    elif numbers > 1 and getattr(read[first][1], "reason", "") == "disowned":
-        shaped = Unread(f"{said}：你写了一个形状，又用文字否定或改变了它，这一栏判断不了；"
+    # several numbers beside words that disown or change them: 「(8, 12, 64) 不对」, two shapes
+    if numbers > 1 and getattr(read[first][1], "reason", "") == "disowned":
+        shaped = Unread(f"{said}：旁边的文字（不对、不是……）或第二个形状让人看不出哪个是你的答案；"
                         "请只写你认为对的那个形状。", "shape_disowned")
+    # a shape of another length, in ASCII only: how to write this one (its length only when
+    # every part is a number: 「(h, n, d_k) = (8, 12, 64)」 has no 7 axes)
+    elif 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape):
+        axes = ", ".join(b.label.replace(" ", "") for b in boxes)
+        bare = all(p.isdecimal() for p in shape)
+        wrote = f"你写的形状有 {len(shape)} 维" if bare else "形状的每一维只写一个数"
+        shaped = Unread(f"{said}。{wrote}，本题的形状有 {len(boxes)} 维：写成 ({axes})，"
+                        "或每框填一个数。", "shape_length" if bare else "shape_axes")
+    # a whole shape in the first box, and the other boxes filled too
+    elif q.key.spread and read[first][0] is None and len(_shape(texts[first])) == len(boxes) > 1:
+        shaped = Unread(f"{said}，是整个形状，可其他框也填了：请清空其他框，或每框只填一个数。",
+                        "shape_crowded")
     if shaped:
         read[first] = (None, shaped)
     state = {name: "unread" if value is None else "read" for name, (value, _) in read.items()}
@@ -624,9 +637,11 @@ def check_form(q: Question, answer) -> Feedback:
     unread = [b for b in boxes if state[b.name] == "unread"]
     if unread:
         reasons = tuple((b.name, read[b.name][1].reason) for b in unread)
-        problems = "".join(f"「{b.label}」{_elsewhere(b, read[b.name][1], texts[b.name], boxes)}"
-                           for b in unread)
-        message = fb.FORM + problems + (f"{empty}还空着。" if empty else "")
+        problems = "\n".join(f"「{b.label}」{_elsewhere(b, read[b.name][1], texts[b.name], boxes)}"
+                             for b in unread)  # a box a line; what the boxes want, said once
+        wants = {getattr(b, "placeholder", "") for b in unread}  # a shape's reason says it
+        tail = "".join(f"（{want}）" for want in sorted(wants) if want and not shaped)
+        message = fb.FORM + problems + tail + (f"{empty}还空着。" if empty else "")
         return Feedback(False, message, q.id, parts=states, reasons=reasons)
     if empty:
         message = f"{fb.INCOMPLETE}{empty}还空着，全部填好再提交。"

@@ -149,8 +149,8 @@ def as_array(case, result) -> np.ndarray:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, CheckedInside):  # the engine's own, already in Chinese: no class path
         return str(exc)
-    if isinstance(exc, MemoryError):  # numpy's English (Unable to allocate …) said in Chinese
-        return "内存不够" + (f"，建不了形状为 {exc.shape} 的数组" if hasattr(exc, "shape") else "")
+    if isinstance(exc, MemoryError) and hasattr(exc, "shape"):  # numpy's (Unable to allocate …)
+        return f"内存不够，建不了形状为 {exc.shape} 的数组"  # in Chinese; another one is named
     return traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]  # safe if str() raises
 
 

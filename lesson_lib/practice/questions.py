@@ -233,7 +233,9 @@ class _Reader:
             known = "、".join(a if p.default is p.empty else f"{a}（可省）"
                              for a, p in params.items())
             said = f"不是 {name} 的参数" if unknown else f"没有写：{name} 必须有这个参数"
-            problem = f"{said}（它的参数：{known or '无'}）。"
+            problem = f"{said}（它的参数：{known}）。"
+            if not params:  # 「它的参数：无」 would not say what to do; h = 8 as written
+                problem = f"多余：{name} 不带参数，请删掉 {unknown[0]} = {spec[unknown[0]]!r}。"
             raise self.fail(f"{field}.{(unknown + missing)[0]}", problem)
         try:
             return FUNCTIONS[name](**args)
@@ -288,8 +290,10 @@ class _Reader:
         if any(len(key) != 1 for key in keys):  # a learner may type 「AC」: one character a key
             raise self.fail("options", "里的每个 key 应当是一个字符（A、B、C……）。")
         answer = frozenset(q["answer"])
-        if not answer <= set(keys) or (q["kind"] == "single" and len(answer) != 1):
-            raise self.fail("answer", f"应当是选项的 key（{'、'.join(keys)}）；单选题只写一个。")
+        if unknown := sorted(answer - set(keys)):
+            raise self.fail("answer", f"里的「{unknown[0]}」不是选项的 key（{'、'.join(keys)}）。")
+        if q["kind"] == "single" and len(answer) != 1:
+            raise self.fail("answer", f"应当只写一个 key（{'、'.join(keys)} 之一）：这是单选题。")
         unexplained = [key for key, _, why in options if key not in answer and not why]
         if unexplained:
             problem = f"里错的选项 {unexplained[0]} 缺少 why：选了它的学生要读到错在哪里。"
@@ -315,7 +319,8 @@ class _Reader:
         kind = raw.get("kind", "number") if isinstance(raw, dict) else None
         if str(kind) not in _BOX_NEEDS:
             raise self.fail(f"{where}.kind", f"应当是 {'、'.join(_BOX_NEEDS)} 之一。")
-        b = self.table(raw, _BOX, _BOX_NEEDS[kind], f"{where}.", f"{kind} 框")
+        what = f"{kind} 框" if "kind" in raw else "数字框（不写 kind 时）"  # what the author wrote
+        b = self.table(raw, _BOX, _BOX_NEEDS[kind], f"{where}.", what)
         if kind == "choice":
             options = self.options(b["options"], f"{where}.options")
             if b["answer"] not in {key for key, _, _ in options}:

@@ -313,11 +313,13 @@ def test_read_value(text, value):
 @pytest.mark.parametrize(("text", "read", "reason"), [("d_v 64", 64, ""), ("d_k 512/8", 64, ""), ("dv 64", 64, ""),
                                                   ("h 8", 8, ""), ("64 d_v", None, "n"), ("d_k 64 d_v 64", 64, ""),
                                                   ("h 8 d_k 64", 64, ""), ("h 8 64", 64, ""), ("h 4", None, "note"),
-                                                  ("d_k 64 d_v 32", None, "several"), ("512 / h 8", None, "unequal")])
+                                                  ("d_k 64 d_v 32", None, "several"), ("512 / h 8", 64, ""),
+                                                  ("512 / h 4", None, "note")])
 def test_the_box_s_own_name_before_a_number_says_it_equals_that_number(text, read, reason):
     """「d_v 64」 in the box of d_k (also called d_v) is d_v = 64, as 「(d_v 64)」 in a note; a symbol of the box
     then a number (h 8) is a remark on it, as h = 8 is (true here, so the box reads 8, the value it says h is); a
-    value after it is one more piece, as after a comma."""
+    value after it is one more piece, as after a comma; beside an operator the name only labels the number, which
+    must be the symbol's (512 / h 8 is 64)."""
     got, why = qc.read_value(text, {"h": qc.Poly.const(8)}, ("d_k", "d_v"))
     assert got == (None if read is None else qc.Poly.const(read)) and getattr(why, "reason", "") == reason, why
 
@@ -393,8 +395,10 @@ def test_two_values_with_words_between_are_two_answers_not_an_equation(qid, answ
      ("Q3", ["8 64n²", "512n²"], "operator"), ("S4c", ["64", "4 个 768 × 768 矩阵"], "operator"),
      ("Q2", ["(512/16", "不变"], "brackets"), ("Q2", ["32)", "不变"], "brackets"), ("Q2", ["512/0", "不变"], "zero"),
      ("Q6", ["64", "512 n 方"], "n"), ("S3", ["(8, 12, 64)", "12", "64"], "shape_crowded"),
-     ("S3", "(h, n, d_k) = (8, 12, 64)", "shape_axes"), ("Q3", ["O(n^2 d)", "512n²"], "big_o"),
-     ("Q2", ["O(1)", "不变"], "big_o"), ("Q3", ["512n²", "512 n 2"], "operator")],  # n in Q3 is no remark
+     ("S3", "h, n = 8, 12", "shape_length"), ("Q3", ["O(n^2 d)", "512n²"], "big_o"),
+     ("Q2", ["O(1)", "不变"], "big_o"), ("Q3", ["512n²", "512 n 2"], "operator"),  # n in Q3 is no remark
+     ("Q2", ["h 8 × 64", "不变"], "note"), ("Q2", ["32 heads", "不变"], "note"), ("Q6", ["64", "512 组"], "note"),
+     ("Q3", ["h 8 d_k 64 n²", "512n²"], "operator")],
 )  # fmt: skip
 def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
     """Each habit (a shape of another length, //, LaTeX, two values side by side …) is told its own fix, not a
@@ -408,7 +412,7 @@ def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
                                               ("(12, 8, 64) 不对，应该是 (8, 12, 64)", "shape_disowned"),
                                               ("（8，12，64），不是（12，8，64）", "shape_disowned"),
                                               ("(8, 12, 64) 的两倍", "shape_disowned"),
-                                              ("(h, n, d_k) = (8, 12, 64)", "shape_axes")])
+                                              ("h, n = 8, 12", "shape_length")])
 def test_a_shape_not_read_in_the_first_box_does_not_ask_for_the_other_boxes(answer, reason):
     """A shape typed into the first box, disowned or of another length, was meant to fill every box: the reason is
     the shape's, and the other boxes are not named as empty; one number disowned still names them."""
@@ -419,11 +423,25 @@ def test_a_shape_not_read_in_the_first_box_does_not_ask_for_the_other_boxes(answ
     assert named == ([] if reason.startswith("shape") else others), fb.message
 
 
+@pytest.mark.parametrize(("answer", "box", "reason"), [("(n=8, h=12, d_k=64)", "axis0", "note"),
+                                                    ("(12 heads, 8 tokens, 64 dims)", "axis0", "note"),
+                                                    ("(8, 12, 64 heads)", "axis2", "note")])
+def test_a_spread_shape_is_refused_as_the_first_box_typed_it(answer, box, reason):
+    """A shape spread from the first box over the others is refused as the first box's text, quoted whole, with
+    the reason of the part that could not be read; the boxes the learner left empty are not read."""
+    fb = quiz.check("S3", [answer, "", ""])
+    assert dict(fb.reasons) == {"axis0": reason}, fb.message
+    assert dict(fb.parts) == {"axis0": "unread", "axis1": "empty", "axis2": "empty"}
+    q = qq.question("S3")
+    part = qc.form_values(q, answer)[box]  # the part not read, quoted after the whole
+    assert _quoted(fb.message)[:3] == [q.key.boxes[0].label, answer, part], fb.message
+
+
 @pytest.mark.parametrize(("answer", "counts"), [("(8, 12, 64, 1)", ["4", "3"]), ("(8, 12)", ["2", "3"]),
-                                              ("(h, n, d_k) = (8, 12, 64)", ["3"]), ("(8, 12, 64, 1 heads)", ["3"])])
-def test_a_shape_s_axes_are_counted_only_when_each_is_a_number(answer, counts):
-    """「(h, n, d_k) = (8, 12, 64)」 is no shape of 7 axes: the message counts the axes written only when each is a
-    bare number; else its first number is the question's own count (3)."""
+                                              ("(8, 12, 64, 1 heads)", ["4", "3"]), ("h, n = 8, 12", ["2", "3"])])
+def test_a_shape_of_another_length_is_counted(answer, counts):
+    """The message counts the axes written, then the question's own (3); names = values is a shape of as many
+    axes as values (「(h, n, d_k) = (8, 12, 64)」 has 3, not 7)."""
     fb = quiz.check("S3", answer)
     said = fb.message[fb.message.index(answer) + len(answer) :]  # after the quote
     assert re.findall(r"\d+", said)[: len(counts)] == counts, fb.message

@@ -170,9 +170,7 @@ _WORDS = re.compile(rf"(?:{_WORD})(?:\s*(?:{_WORD}))*")
 _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为")
 _CHANGES = re.compile(r"[倍半乘除加减方根到千万亿]|或(?!许)|分之|[大小多少]于|超过|至[少多]"
                       r"|最[多少]|以[上下内]|之间|还是|如果|假如|要是|若|除了|(?<=[\d)])\s*多")
-# 「(16 个头)」 in a note says h = 16, 「(4 组)」 says g = 4 (where the box has that symbol)
-_COUNTED = {name: re.compile(rf"(?<![\w.^])(\d+)\s*(?={unit})")
-            for name, unit in (("h", "头"), ("g", "组"))}
+_COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
@@ -203,21 +201,12 @@ _FOLDED = [
     # an English unit after a number: 16 heads is 16 个头 (a bare 「heads」 is h), 12 tokens is 12
     (r"(?<=\d)\s*(?:(heads?)|tokens?|dim(?:ension)?s?)(?![a-z])", lambda m: " 头" if m[1] else " "),
     # words around a value: units, 「约」, 「答：」
-    (r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exp|flops?", " "),
+    (r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exps?|flops?", " "),
     # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
     (r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "="),
     (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
     (_NAME, lambda m: ALIASES.get(m[0], m[0])),
 ]
-
-
-def _box_text(raw: str) -> str:
-    for pattern, replacement in _UNFOLDED:
-        raw = re.sub(pattern, replacement, raw)
-    text = unicodedata.normalize("NFKC", raw).lower().translate(_OPERATORS)
-    for pattern, replacement in _FOLDED:
-        text = re.sub(pattern, replacement, text)
-    return text
 
 
 def parse_expression(text: str, symbols: dict[str, Poly], labels=()) -> Poly:
@@ -289,9 +278,10 @@ def _remark(piece: str, symbols: dict[str, Poly], labels) -> bool:
     name = piece.split("=")[0].strip()
     if "=" not in piece or name not in set(symbols) - set(labels):
         return False
-    if _maybe(piece, symbols, labels) is None:
-        raise ExpressionError(f"备注和本题对不上：这一栏按 {name} = {symbols[name]} 算；"
-                              "请删掉备注再提交。", "note")
+    if _maybe(piece, symbols, labels) is None:  # h = 8, (8 heads), h 8 × 64 where h is 16
+        written = piece.split("=", 1)[1].strip()
+        raise ExpressionError(f"本题 {name} = {symbols[name]}，不是 {written}：请按 {name} = "
+                              f"{symbols[name]} 再算一遍。", "note")
     return True
 
 
@@ -303,7 +293,8 @@ def _pieces(text: str, symbols: dict, labels, remark=False) -> list[str]:
     piece with no digit that does not start with "=" (「随 h 增长」). Between two pieces the words
     must stand beside an "=" (「512/16，也就是 32」) or part two sayings of the box's own name
     (「d_k：32；d_v：32」): another number is not read (「32 个头，32 维」)."""
-    pieces = [piece.strip() for piece in _WORDS.split(text) if piece.strip()]
+    # in a note, a piece after words and "+" is another saying: 「4 组键 + 4 组值」 says g 4 twice
+    pieces = [piece.strip(" +" if remark else " ") for piece in _WORDS.split(text) if piece.strip()]
     remarks = [piece for piece in pieces if _remark(piece, symbols, labels)]
     vague = [p for p in pieces if remark and not re.search(r"\d", p) and not p.startswith("=")]
     kept = [piece for piece in pieces if piece not in remarks + vague]
@@ -319,21 +310,12 @@ def _pieces(text: str, symbols: dict, labels, remark=False) -> list[str]:
 
 def _note(m: re.Match, symbols: dict[str, Poly], labels) -> str:
     """A note in parentheses that holds words: dropped (「(一个头)」) or kept as one more side of
-    the equation (「(即 512/16)」); 「(16 个头)」 says h = 16, and must hold."""
+    the equation (「(即 512/16)」); 「(h = 16)」 must hold."""
     inner = m.group(1)
     if not _WORDS.search(inner):
         return m.group()
-    for name in set(_COUNTED) & set(symbols):
-        counted = _COUNTED[name].findall(inner)
-        rest = _WORDS.sub("", _COUNTED[name].sub("", inner)).strip(" +")
-        if len(set(counted)) == 1 and not rest:  # 「4 组键 + 4 组值」 says g = 4, twice
-            inner = f"{name} = {counted[0]}"
-        elif len(counted) == 1:
-            inner = _COUNTED[name].sub(rf"{name} = \1 ", inner)
     body = " = ".join(_pieces(inner, symbols, labels, remark=True))
-    if not body.strip("= ") or _remark(body, symbols, labels):
-        return " "
-    return f"({body})"
+    return " " if not body.strip("= ") or _remark(body, symbols, labels) else f"({body})"
 
 
 def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
@@ -357,13 +339,13 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     if len(raw) > MAX_CHARS["form"]:
         raise ExpressionError(f"写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
                               f"（{MAX_CHARS['form']} 字以内）。", "long")
-    raw = clean(raw, MAX_CHARS["form"])
-    t = _box_text(raw)
-    # a name the box knows then a number says name = number (「d_v 64」; 「h 16」, a remark; never n
-    # in an expression box); a value after it is another piece, as after a comma: 「g 4 512」
-    for name in [*labels, *(name for name, value in symbols.items() if value.degree == 0)]:
-        t = re.sub(rf"(?<![\w.^])({re.escape(name)})\s+(\d+(?:\.\d+)?(?![\d.]))(\s+(?=[\w(]))?",
-                   lambda m: f"{m[1]} = {m[2]}{',' if m[3] else ''} ", t)
+    t = clean(raw, MAX_CHARS["form"])
+    for pattern, replacement in _UNFOLDED:
+        t = re.sub(pattern, replacement, t)
+    t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS)
+    for pattern, replacement in _FOLDED:
+        t = re.sub(pattern, replacement, t)
+    t = _named(t, symbols, labels)
     if "\\" in t:  # \frac{512}{16}: \times, \cdot and \div are read, other commands are not
         raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
                               "（例如 512 / 16）。", "latex")
@@ -375,10 +357,14 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
         raise ExpressionError(f"「{runs[0]}」是中文数字：请用阿拉伯数字写，"
                               "例如 32、8万、512/16。", "numeral")
     # words around the one number (see ``_pieces``): nothing is read past one that disowns or
-    # changes it
+    # changes it, quoted whole as typed: 「不对」, 「和头数无关」, 「不分组」 of 「（不分组）」
     if word := _DISOWN.search(t) or _CHANGES.search(t):
-        raise ExpressionError(f"文字「{_word(word[0].strip(), raw)}」可能会改变这个数的意思，"
-                              "这一栏判断不了；请只填你的答案。", "disowned")
+        said = word[0].strip()
+        whole = re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw)
+        said = whole[0] if whole else said
+        inside = re.search(rf"[(（]([^()（）]*{re.escape(said)}[^()（）]*)[)）]", raw)
+        raise ExpressionError(f"文字「{inside[1].strip() if inside else said}」可能会改变这个数的"
+                              "意思，这一栏判断不了；请只填你的答案。", "disowned")
     if t.count("(") != t.count(")"):  # no box is read with them unpaired: say so, and how many
         add, extra = ")(" if t.count("(") > t.count(")") else "()"  # one bracket kind and its pair
         raise ExpressionError(f"括号没有配对：有 {t.count('(')} 个「(」、{t.count(')')} 个「)」；"
@@ -401,12 +387,28 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
         raise
 
 
-def _word(said: str, raw: str) -> str:
-    """The words around ``said`` as typed, quoted whole: 「不对」, 「和头数无关」, the note
-    「（不分组）」's 「不分组」, not 「不」."""
-    said = (re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw) or [said])[0]
-    inside = re.search(rf"[(（]([^()（）]*{re.escape(said)}[^()（）]*)[)）]", raw)
-    return inside[1].strip() if inside else said
+def _named(t: str, symbols: dict[str, Poly], labels) -> str:
+    """A name the box knows then a number (h 16; never n in an expression box) or a count (16 heads)
+    only labels the number beside ×, /, =, n or a name (h 8 × 64); it must be the question's. Else
+    it says name = number, a piece of its own (h 16 d_k 32, g 4 512, 512 g 4; d_k 32 always)."""
+    t = re.sub(r"(?<![\w.^])(\d+)\s*([头组])",
+               lambda m: f"{_COUNTED[m[2]]} {m[1]}" if _COUNTED[m[2]] in symbols else m[0], t)
+    names = "|".join(map(re.escape, [*labels, *(k for k, v in symbols.items() if v.degree == 0)]))
+    pair = rf"(?<![\w.^])({names})\s+(\d+(?:\.\d+)?)(?![\d.])"
+    for m in reversed(list(re.finditer(pair, t)) if names else []):
+        after = t[m.end() :]
+        if m[1] in labels:
+            said = True  # name = number, or (False) the number alone
+        elif re.match(r"\s*[×·*/^]", after) or re.search(r"[×·*/^=]\s*$", t[: m.start()]):
+            said = False
+        elif not re.match(rf"\s*(?:{names})\s+\d", m.string[m.end() :]):  # else as the pair after
+            said = not re.match(r"\s*[a-z_]", after)
+        if not said:  # the number must be the symbol's, as in h = 16
+            _remark(f"{m[1]} = {m[2]}", symbols, labels)
+        comma = ", " if re.search(r"[\w)]\s*$", t[: m.start()]) else ""
+        more = "," if re.match(r"\s*\w", after) else ""
+        t = t[: m.start()] + (f"{comma}{m[1]} = {m[2]}{more} " if said else f"{m[2]} ") + after
+    return t
 
 
 def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
@@ -564,30 +566,34 @@ def _shape(text: str) -> list[str]:
         inner = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", inner)
         inner = re.sub(r"(?<=[)\]])[\s,.;]*[^\x00-\x7f][^()\[\]]*$", "", inner)
     inner = re.sub(r"^(?:torch\s*\.\s*)?size\s*\((.*)\)$", r"\1", inner, flags=re.I | re.S)
-    inner = inner.strip().rstrip("。.").strip().strip("()[]（）").strip()
-    seps = (r"[,、;]", r"[×*]", r"[xX]|\s")  # words between commas or × are units: 8 头 × 12 × 64
-    sep = next((s for s in seps if re.search(s, inner) and not worded), r"[,、;×xX*]|\s")
+    inner = inner.strip().rstrip("。.?").strip()
+    # names = values: (h, n, d_k) = (8, 12, 64) reads h = 8, n = 12, d_k = 64
+    if named := re.fullmatch(r"\(?([^()=]*?)\)?\s*=\s*\(?([^()=]*?)\)?", inner):
+        names, values = (re.split(r"\s*,\s*", side.strip()) for side in named.groups())
+        return [f"{a} = {b}" for a, b in zip(names, values)] if len(names) == len(values) else []
+    inner = inner.strip("()[]（）").strip()
+    # words between commas or × are units (8 头 × 12 × 64); a space parts numbers only (n = 8)
+    seps = (r"[,、;]", r"[×*]", r"[xX]|(?<=\d)\s+(?=\d)")
+    sep = r"[,、;×xX*]|\s" if worded else next((s for s in seps if re.search(s, inner)), seps[2])
     return [p.strip() for p in re.split(sep, inner) if p.strip()]
 
 
-def _items(q: Question, answer) -> tuple[list, list, list[str]]:
-    """One item per box, the non-empty items past the last box (one text is the first box's), and
-    the parts of a shape typed into the first box (``spread``): they fill the boxes when there are
-    as many."""
+def _items(q: Question, answer) -> tuple[list, list, list[str], str]:
+    """One item per box (a shape typed into the first box fills them when it has as many parts), the
+    non-empty items past the last box, the shape's parts and the first box's text as typed."""
     names = [b.name for b in q.key.boxes]
-    items = [answer]
-    extra = []
-    if isinstance(answer, dict):
-        items = [answer.get(n) for n in names]
-        extra = [v for k, v in answer.items() if k not in names]
-    elif isinstance(answer, list | tuple):
-        items = list(answer[: len(names)])
-        extra = list(answer[len(names) :])
+    if isinstance(answer, dict):  # each box's by its name, then the keys that name no box
+        answer = [*map(answer.get, names), *(v for k, v in answer.items() if k not in names)]
+    if not isinstance(answer, list | tuple):  # one text is the first box's
+        answer = [answer]
+    items = list(answer[: len(names)])
+    extra = list(answer[len(names) :])
     items += [None] * (len(names) - len(items))
     first_alone = not any(as_text(v).strip() for v in items[1:])
     shape = _shape(items[0]) if q.key.spread and isinstance(items[0], str) and first_alone else []
+    typed = as_text(items[0]).strip()
     items = shape if len(shape) == len(names) else items
-    return items, [v for v in extra if as_text(v).strip()], shape
+    return items, [v for v in extra if as_text(v).strip()], shape, typed
 
 
 def form_values(q: Question, answer) -> dict[str, str]:
@@ -597,7 +603,7 @@ def form_values(q: Question, answer) -> dict[str, str]:
 
 def check_form(q: Question, answer) -> Feedback:
     boxes = q.key.boxes
-    items, extra, shape = _items(q, answer)
+    items, extra, shape, typed = _items(q, answer)
     texts = {b.name: as_text(v).strip() for b, v in zip(boxes, items)}
     if not any(texts.values()):
         return answer_first(q.id, "在框里填上答案")
@@ -609,25 +615,28 @@ def check_form(q: Question, answer) -> Feedback:
         return Feedback(False, fb.FORM + crowded, q.id, parts=unread, reasons=crowds)
     read = {b.name: b.read(texts[b.name]) if texts[b.name] else (None, "") for b in boxes}
     first = boxes[0].name
-    said = f"这一栏读到的是「{texts[first]}」"
+    said = f"这一栏读到的是「{typed}」"
     numbers = sum(any(c.isdigit() for c in p) for p in shape)  # in the first box, others empty
     shaped = ""  # a shape typed into the first box, not read: the other boxes are not asked for
     # several numbers beside words that disown or change them: 「(8, 12, 64) 不对」, two shapes
     if numbers > 1 and getattr(read[first][1], "reason", "") == "disowned":
         shaped = Unread(f"{said}：旁边的文字（不对、不是……）或第二个形状让人看不出哪个是你的答案；"
                         "请只写你认为对的那个形状。", "shape_disowned")
-    # a shape of another length, in ASCII only: how to write this one (its length only when
-    # every part is a number: 「(h, n, d_k) = (8, 12, 64)」 has no 7 axes)
+    # a shape of another length, in ASCII only: how to write this one
     elif 1 < len(shape) != len(boxes) and all(p.isascii() for p in shape):
         axes = ", ".join(b.label.replace(" ", "") for b in boxes)
-        bare = all(p.isdecimal() for p in shape)
-        wrote = f"你写的形状有 {len(shape)} 维" if bare else "形状的每一维只写一个数"
-        shaped = Unread(f"{said}。{wrote}，本题的形状有 {len(boxes)} 维：写成 ({axes})，"
-                        "或每框填一个数。", "shape_length" if bare else "shape_axes")
+        shaped = Unread(f"{said}。你写的形状有 {len(shape)} 维，本题的形状有 {len(boxes)} 维："
+                        f"写成 ({axes})，或每框填一个数。", "shape_length")
     # a whole shape in the first box, and the other boxes filled too
-    elif q.key.spread and read[first][0] is None and len(_shape(texts[first])) == len(boxes) > 1:
+    elif q.key.spread and len(_shape(texts[first])) == len(boxes) > 1:
         shaped = Unread(f"{said}，是整个形状，可其他框也填了：请清空其他框，或每框只填一个数。",
                         "shape_crowded")
+    # a part of a shape spread from the first box: its reason, said of the first box as typed
+    elif len(shape) == len(boxes) and (bad := [b for b in boxes if read[b.name][0] is None]):
+        why = read[bad[0].name][1]
+        part = f"其中「{texts[bad[0].name]}」：{why.split('」。', 1)[1]}"
+        shaped = Unread(f"{said}。{part}", why.reason)
+        texts.update((b.name, "") for b in boxes[1:])  # the learner left them empty
     if shaped:
         read[first] = (None, shaped)
     state = {name: "unread" if value is None else "read" for name, (value, _) in read.items()}
@@ -650,8 +659,7 @@ def check_form(q: Question, answer) -> Feedback:
 
 
 def _elsewhere(box, why: str, text: str, boxes) -> str:
-    """Why a box was not read; another box's choice typed in it is sent there: 「32；不变」 in the
-    d_k box."""
+    """Why a box was not read; another box's choice typed in it is sent there (「32；不变」)."""
     typed = [(len(label), label, b.label) for b in boxes if b is not box
              for _, label, _ in getattr(b, "options", ()) if label in text]
     if not typed:
@@ -770,8 +778,7 @@ def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) ->
 
 
 def split_heads_shape(targets: tuple, values: dict) -> str:
-    """A form whose boxes are split_heads' (h, n, d_k): the shape read, axis by axis, and what
-    it most likely means."""
+    """split_heads' (h, n, d_k) boxes read as a shape, axis by axis, and what it likely means."""
     got = tuple(values.values())
     if any(v.denominator != 1 for v in got):
         return "形状里的每一维都是整数。"

@@ -634,7 +634,7 @@ def check_form(q: Question, answer) -> Feedback:
     # a part of a shape spread from the first box: its reason, said of the first box as typed
     elif len(shape) == len(boxes) and (bad := [b for b in boxes if read[b.name][0] is None]):
         why = read[bad[0].name][1]
-        part = f"其中「{texts[bad[0].name]}」：{why.split('」。', 1)[1]}"
+        part = f"其中「{texts[bad[0].name]}」：{why.split('」。', 1)[-1]}"
         shaped = Unread(f"{said}。{part}", why.reason)
         texts.update((b.name, "") for b in boxes[1:])  # the learner left them empty
     if shaped:

@@ -314,12 +314,13 @@ def test_read_value(text, value):
                                                   ("h 8", 8, ""), ("64 d_v", None, "n"), ("d_k 64 d_v 64", 64, ""),
                                                   ("h 8 d_k 64", 64, ""), ("h 8 64", 64, ""), ("h 4", None, "note"),
                                                   ("d_k 64 d_v 32", None, "several"), ("512 / h 8", 64, ""),
-                                                  ("512 / h 4", None, "note")])
+                                                  ("512 / h 4", None, "note"), ("512 / 4 个头", None, "note"),
+                                                  ("h 16/2", 8, ""), ("d_k 512/8", 64, ""), ("d_k 512 / h", 64, "")])
 def test_the_box_s_own_name_before_a_number_says_it_equals_that_number(text, read, reason):
     """「d_v 64」 in the box of d_k (also called d_v) is d_v = 64, as 「(d_v 64)」 in a note; a symbol of the box
     then a number (h 8) is a remark on it, as h = 8 is (true here, so the box reads 8, the value it says h is); a
-    value after it is one more piece, as after a comma; beside an operator the name only labels the number, which
-    must be the symbol's (512 / h 8 is 64)."""
+    value after it is one more piece, as after a comma; beside an operator the name only labels the number or its
+    quotient, which must be the symbol's (512 / h 8 is 64, h 16/2 is 8); a count says h so too."""
     got, why = qc.read_value(text, {"h": qc.Poly.const(8)}, ("d_k", "d_v"))
     assert got == (None if read is None else qc.Poly.const(read)) and getattr(why, "reason", "") == reason, why
 
@@ -386,6 +387,16 @@ def test_two_values_with_words_between_are_two_answers_not_an_equation(qid, answ
     assert reason in dict(quiz.check(qid, answer).reasons).values()
 
 
+def test_a_note_after_a_shape_is_refused_without_quoting_a_fragment_never_typed():
+    """(8, 12, 64)(h 16) is read as the last axis's note, which is false: the refusal says so (reason 'note') and
+    quotes only what was typed, never the part 64 (h 16) the reader made of it."""
+    fb = quiz.check("S3", ["(8, 12, 64)（h 16）", "", ""])
+    assert fb.verdict == "form" and dict(fb.reasons) == {"axis0": "note"}, fb.message
+    assert "64 (h 16)" not in fb.message
+    equal_sides = quiz.check("Q2", ["32（16 × 32 = 512）", "不变"])  # 512 is said once, the two values differ
+    assert re.findall(r"\d+", equal_sides.message.split("」。")[-1]) == ["32", "512"], equal_sides.message
+
+
 @pytest.mark.parametrize(
     ("qid", "answer", "reason"),
     [("S3", "(8, 12)", "shape_length"), ("S3", "(8, 12, 64, 1)", "shape_length"),
@@ -397,7 +408,8 @@ def test_two_values_with_words_between_are_two_answers_not_an_equation(qid, answ
      ("Q6", ["64", "512 n 方"], "n"), ("S3", ["(8, 12, 64)", "12", "64"], "shape_crowded"),
      ("S3", "h, n = 8, 12", "shape_length"), ("Q3", ["O(n^2 d)", "512n²"], "big_o"),
      ("Q2", ["O(1)", "不变"], "big_o"), ("Q3", ["512n²", "512 n 2"], "operator"),  # n in Q3 is no remark
-     ("Q2", ["h 8 × 64", "不变"], "note"), ("Q2", ["32 heads", "不变"], "note"), ("Q6", ["64", "512 组"], "note"),
+     ("Q2", ["512 / 8 个头", "不变"], "note"), ("Q3", ["8×64n²(n=12)", "512n²"], "note"),
+     ("Q2", ["32 heads", "不变"], "note"), ("Q6", ["64", "512 组"], "note"),
      ("Q3", ["h 8 d_k 64 n²", "512n²"], "operator")],
 )  # fmt: skip
 def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
@@ -503,13 +515,16 @@ UNREAD_ROWS = [r for r in TABLE if r[2] == "form" and qq.question(r[0]).kind == 
 
 @pytest.mark.parametrize(("qid", "answer"), [r[:2] for r in UNREAD_ROWS], ids=[_id(r) for r in UNREAD_ROWS])
 def test_every_unread_box_is_quoted_whole(qid, answer):
-    """Each box that was not read is quoted as typed, so the learner sees what the reader read."""
+    """Each box that was not read is quoted as typed, so the learner sees what the reader read (a shape typed into
+    the first box: its part, or the whole shape as typed)."""
     fb = quiz.check(qid, answer)
     texts = qc.form_values(qq.question(qid), answer)
+    typed = dict(zip(texts, answer if isinstance(answer, list) else [answer]))
     reasons = dict(fb.reasons)
     for name in (n for n, reason in reasons.items() if reason != "crowded"):
         # phrase kept: feedback must quote exactly what the learner typed
-        assert f"「{texts[name].strip()}」" in fb.message, fb.message
+        quotes = {f"「{texts[name].strip()}」", f"「{qc.as_text(typed.get(name)).strip()}」"}
+        assert any(quote in fb.message for quote in quotes), fb.message
 
 
 @pytest.mark.parametrize("text", ["", "n 2", "2 3", "foo", "n^n", "n^0.5", "(n", "n)", "1/(n-n)", "n^13", "*", "1e"])

@@ -48,8 +48,7 @@ class Unread(str):
 
 @dataclass(frozen=True)
 class Poly:
-    """A polynomial in n: (power, nonzero Fraction) terms sorted by power, bounded in degree and
-    size."""
+    """A polynomial in n: sorted (power, nonzero Fraction) terms, bounded in degree and size."""
 
     terms: tuple[tuple[int, Fraction], ...] = ()
 
@@ -118,8 +117,7 @@ def _term(p: int, c: Fraction) -> str:
 
 
 def fmt_number(x) -> str:
-    """The exact value, never rounded (1,048,576; 31.9999999; 512/3): a wrong value never prints
-    as a right one."""
+    """The exact value, never rounded (1,048,576; 31.9999999; 512/3): wrong never shows as right."""
     x = Fraction(x)
     places = next((p for p in range(4 * MAX_DIGITS) if 10**p % x.denominator == 0), None)
     if places is None:
@@ -145,8 +143,7 @@ def as_text(answer) -> str:
 
 
 def clean(answer, limit: int) -> str:
-    """At most ``limit`` characters of the answer, control characters (but newline and tab) as
-    spaces."""
+    """At most ``limit`` characters, control characters (but newline and tab) as spaces."""
     text = as_text(answer)[:limit]
     control = [unicodedata.category(c)[0] == "C" and c not in "\n\t" for c in text]
     return "".join(" " if bad else c for c, bad in zip(text, control))
@@ -168,8 +165,8 @@ _NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]
 _WORD = r"[^\x00-\x7f×·]|[,;:!?'\"]"
 _WORDS = re.compile(rf"(?:{_WORD})(?:\s*(?:{_WORD}))*")
 _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为")
-_CHANGES = re.compile(r"[倍半乘除加减方根到千万亿]|或(?!许)|分之|[大小多少]于|超过|至[少多]"
-                      r"|最[多少]|以[上下内]|之间|还是|如果|假如|要是|若|除了|(?<=[\d)])\s*多")
+_CHANGES = re.compile(r"[倍半乘除加减方根到千万亿各]|或(?!许)|分之|[大小多少]于|超过|至[少多]"
+                      r"|时(?=.*时)|最[多少]|以[上下内]|之间|还是|如果|假如|要是|若|除了|(?<=[\d)])\s*多")
 _COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
@@ -198,13 +195,13 @@ _FOLDED = [
     ("乘以", "×"),
     (r"(?<=[\d)\s])x(?=[\s\d(])", "×"),  # 8 x 64 means 8 × 64
     (r"([a-z_][a-z0-9_]*)\s*:\s*(?=\S)", r"\1 = "),  # d_k：32 reads like d_k = 32
-    # an English unit after a number: 16 heads is 16 个头 (a bare 「heads」 is h), 12 tokens is 12
-    (r"(?<=\d)\s*(?:(heads?)|tokens?|dim(?:ension)?s?)(?![a-z])", lambda m: " 头" if m[1] else " "),
-    # words around a value: units, 「约」, 「答：」
-    (r"次乘法|次指数|个参数|乘法|参数|大约|左右|答案|约|答|维|次|个|exps?|flops?", " "),
+    (r"(?<=\d)\s*(?:个\s*)?heads?(?![a-z])", " 头"),  # 16 (个) heads is 16 个头; a bare heads is h
+    # words around a value: units (12 tokens, 64 dims), 「约」, 「答：」
+    (r"次指数|乘法|参数|大约|左右|答案|约|答|维|次|个|tokens?|dim[a-z]*|exps?|flops?", " "),
     # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
     (r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "="),
     (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
+    (r"\([^()]*时[^()]*\)", " "),  # (h = 8 时 64): a case of another setting, not this answer
     (_NAME, lambda m: ALIASES.get(m[0], m[0])),
 ]
 
@@ -273,16 +270,16 @@ def _evaluate(node: ast.expr, source: str, symbols: dict[str, Poly], depth: int)
 
 
 def _remark(piece: str, symbols: dict[str, Poly], labels) -> bool:
-    """Whether ``piece`` is a true remark on one of the question's symbols (「h = 16」,
-    「d_model = 512」); a false one is refused."""
-    name = piece.split("=")[0].strip()
-    if "=" not in piece or name not in set(symbols) - set(labels):
+    """Whether ``piece`` is a true remark on a symbol (「h = 16」); a false one (n = 12) fails."""
+    name, equals, written = (part.strip() for part in piece.partition("="))
+    if not equals or name not in set(symbols) - set(labels):
         return False
-    if _maybe(piece, symbols, labels) is None:  # h = 8, (8 heads), h 8 × 64 where h is 16
-        written = piece.split("=", 1)[1].strip()
-        raise ExpressionError(f"本题 {name} = {symbols[name]}，不是 {written}：请按 {name} = "
-                              f"{symbols[name]} 再算一遍。", "note")
-    return True
+    if _maybe(piece, symbols, labels) is not None:  # h = 16; n = 词数
+        return True
+    if symbols[name].degree:  # n = 12: n is the number of tokens, a symbol in this box
+        raise ExpressionError(f"这里 {name}（词元数）是符号，不代入数：请删掉「{piece}」。", "note")
+    raise ExpressionError(f"本题 {name} = {symbols[name]}，不是 {written}：请按 {name} = "
+                          f"{symbols[name]} 再算一遍。", "note")  # h = 8, (8 heads) where h is 16
 
 
 def _pieces(text: str, symbols: dict, labels, remark=False) -> list[str]:
@@ -388,26 +385,31 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
 
 
 def _named(t: str, symbols: dict[str, Poly], labels) -> str:
-    """A name the box knows then a number (h 16; never n in an expression box) or a count (16 heads)
-    only labels the number beside ×, /, =, n or a name (h 8 × 64); it must be the question's. Else
-    it says name = number, a piece of its own (h 16 d_k 32, g 4 512, 512 g 4; d_k 32 always)."""
-    t = re.sub(r"(?<![\w.^])(\d+)\s*([头组])",
-               lambda m: f"{_COUNTED[m[2]]} {m[1]}" if _COUNTED[m[2]] in symbols else m[0], t)
+    """A name the box knows then a number (h 16; never n in an expression box) or a count (16 个头)
+    only labels what follows beside ×, /, (, = or a name: it is dropped, the rest read as written;
+    the number, or its quotient (d_k 512/8, h 16/2), must be the question's. Else each says name =
+    number, a piece of its own (h 16 d_k 32, g 4 512, 512 g 4, h 16 即 32; d_k 32 always)."""
     names = "|".join(map(re.escape, [*labels, *(k for k, v in symbols.items() if v.degree == 0)]))
-    pair = rf"(?<![\w.^])({names})\s+(\d+(?:\.\d+)?)(?![\d.])"
-    for m in reversed(list(re.finditer(pair, t)) if names else []):
+    units = "|".join(unit for unit, name in _COUNTED.items() if name in symbols)
+    pair = rf"(?<![\w.^])(?:({names or '(?!)'})\s+(\d+(?:\.\d+)?)(?![\d.])"
+    pair += rf"|(\d+)\s*({units or '(?!)'}))"  # or a count: 16 头
+    for m in reversed(list(re.finditer(pair, t))):
+        name = m[1] or _COUNTED[m[4]]
+        number = m[2] or m[3]
         after = t[m.end() :]
-        if m[1] in labels:
+        if name in labels:
             said = True  # name = number, or (False) the number alone
-        elif re.match(r"\s*[×·*/^]", after) or re.search(r"[×·*/^=]\s*$", t[: m.start()]):
+        elif re.match(r"\s*[×·*/^(]", after) or re.search(r"[×·*/^=]\s*$", t[: m.start()]):
             said = False
         elif not re.match(rf"\s*(?:{names})\s+\d", m.string[m.end() :]):  # else as the pair after
             said = not re.match(r"\s*[a-z_]", after)
-        if not said:  # the number must be the symbol's, as in h = 16
-            _remark(f"{m[1]} = {m[2]}", symbols, labels)
+        run = re.match(r"(?:\s*/\s*(?:\d+(?:\.\d+)?|[a-z_]\w*))*", after)[0]  # d_k 512/8
+        if not said and _maybe(f"{name} = {number}{run}", symbols, labels) is None:
+            _remark(f"{name} = {number}", symbols, labels)  # h 8 × 64 where h is 16: refused
         comma = ", " if re.search(r"[\w)]\s*$", t[: m.start()]) else ""
-        more = "," if re.match(r"\s*\w", after) else ""
-        t = t[: m.start()] + (f"{comma}{m[1]} = {m[2]}{more} " if said else f"{m[2]} ") + after
+        # then a word, or (at the start: h 16 即 32) an "=", starts another piece
+        more = "," if re.match(r"\s*\w" if t[: m.start()].strip() else r"\s*[\w=]", after) else ""
+        t = t[: m.start()] + (f"{comma}{name} = {number}{more} " if said else f"{number} ") + after
     return t
 
 
@@ -418,8 +420,7 @@ def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
     m = _NOTE.fullmatch(t)
     if not m:
         return _read_sides(t, symbols, labels)
-    main = m.group(1)
-    note = m.group(2).strip()
+    main, note = (part.strip() for part in m.groups())
     if _remark(note, symbols, labels):
         return _read_sides(main, symbols, labels)
     a = _maybe(main, symbols, labels)
@@ -458,7 +459,7 @@ def _read_sides(text: str, symbols: dict[str, Poly], labels) -> Poly:
     if not values:
         raise ExpressionError("里面没有读到数或式子：请填一个数或式子。", "no_number")
     if len(set(values)) > 1:
-        raise ExpressionError(f"等式两边不相等（{' 和 '.join(str(v) for v in values)}）："
+        raise ExpressionError(f"等式两边不相等（{' 和 '.join(map(str, dict.fromkeys(values)))}）："
                               "请只填你算出的那一个。", "unequal")
     return values[0]
 
@@ -504,14 +505,12 @@ class NumberBox:
 
 
 class ExpressionBox(NumberBox):
-    """A polynomial in n: ``target`` and ``symbols`` are Polys, ``explain`` says what a wrong one
-    means."""
+    """A polynomial in n: ``target``, ``symbols`` Polys; ``explain`` says what a wrong one means."""
 
 
 @dataclass(frozen=True)
 class ChoiceBox:
-    """One choice among a few, as radio buttons: ``options`` are (key, label, why it is right or
-    wrong)."""
+    """One choice among a few, radio buttons: ``options`` are (key, label, why right or wrong)."""
 
     name: str
     label: str
@@ -571,9 +570,11 @@ def _shape(text: str) -> list[str]:
     if named := re.fullmatch(r"\(?([^()=]*?)\)?\s*=\s*\(?([^()=]*?)\)?", inner):
         names, values = (re.split(r"\s*,\s*", side.strip()) for side in named.groups())
         return [f"{a} = {b}" for a, b in zip(names, values)] if len(names) == len(values) else []
-    inner = inner.strip("()[]（）").strip()
-    # words between commas or × are units (8 头 × 12 × 64); a space parts numbers only (n = 8)
-    seps = (r"[,、;]", r"[×*]", r"[xX]|(?<=\d)\s+(?=\d)")
+    inner = re.sub(r"\)\s*(\([^()]*\))$", r" \1)", inner)  # (8, 12, 64)(h 8): a note on the last
+    inner = re.sub(r"^[(\[]+((?:[^()\[\]]|\([^()]*\))*)[)\]]+$", r"\1", inner).strip()  # 64 (h 8)
+    # words between commas or × are units (8 头 × 12 × 64); a space parts numbers only (n = 8); no
+    # separator in a note splits it (64 (h 8, d_k 64))
+    seps = [rf"(?:{s})(?![^(]*\))" for s in (r"[,、;]", r"[×*]", r"[xX]|(?<=\d)\s+(?=\d)")]
     sep = r"[,、;×xX*]|\s" if worded else next((s for s in seps if re.search(s, inner)), seps[2])
     return [p.strip() for p in re.split(sep, inner) if p.strip()]
 
@@ -586,9 +587,8 @@ def _items(q: Question, answer) -> tuple[list, list, list[str], str]:
         answer = [*map(answer.get, names), *(v for k, v in answer.items() if k not in names)]
     if not isinstance(answer, list | tuple):  # one text is the first box's
         answer = [answer]
-    items = list(answer[: len(names)])
+    items = [*answer, *[None] * len(names)][: len(names)]  # None where a box was not given
     extra = list(answer[len(names) :])
-    items += [None] * (len(names) - len(items))
     first_alone = not any(as_text(v).strip() for v in items[1:])
     shape = _shape(items[0]) if q.key.spread and isinstance(items[0], str) and first_alone else []
     typed = as_text(items[0]).strip()
@@ -634,8 +634,8 @@ def check_form(q: Question, answer) -> Feedback:
     # a part of a shape spread from the first box: its reason, said of the first box as typed
     elif len(shape) == len(boxes) and (bad := [b for b in boxes if read[b.name][0] is None]):
         why = read[bad[0].name][1]
-        part = f"其中「{texts[bad[0].name]}」：{why.split('」。', 1)[-1]}"
-        shaped = Unread(f"{said}。{part}", why.reason)
+        part = f"其中「{texts[bad[0].name]}」：" if texts[bad[0].name] in typed else ""  # as typed
+        shaped = Unread(f"{said}。{part}{why.split('」。', 1)[-1]}", why.reason)
         texts.update((b.name, "") for b in boxes[1:])  # the learner left them empty
     if shaped:
         read[first] = (None, shaped)

@@ -160,13 +160,14 @@ _MULTIPLIERS = {"千": 3, "万": 4, "亿": 8, "k": 3, "m": 6}
 _NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
 _NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]+|一(?=[样下共起致般定些点边切半])"
                             r"|[统唯万]一|之一|两(?=[边者倍])|十分|(?<=[\d.])\s*[千万亿]+")
-# Words beside a number are read around, unless they disown it (不是 32) or change it
-# (32 的两倍, 32 或 64).
+# Words beside a number are read around, unless they disown it (不是 32) or change it (32 的两倍,
+# 32 或 64; 的话, or 时 twice or in a note, speak of another setting: 「32（h = 8 时 64）」).
 _WORD = r"[^\x00-\x7f×·]|[,;:!?'\"]"
 _WORDS = re.compile(rf"(?:{_WORD})(?:\s*(?:{_WORD}))*")
 _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为")
-_CHANGES = re.compile(r"[倍半乘除加减方根到千万亿各]|或(?!许)|分之|[大小多少]于|超过|至[少多]"
-                      r"|时(?=.*时)|最[多少]|以[上下内]|之间|还是|如果|假如|要是|若|除了|(?<=[\d)])\s*多")
+_CHANGES = re.compile(r"[倍半乘除加减方根到千万亿各]|或(?!许)|分之|[大小多少]于|超过|至[少多]|的话"
+                      r"|时(?=.*时|[^()]*\))|最[多少]|以[上下内]|之间|还是|如果|假如|要是|若|除了"
+                      r"|(?<=[\d)])\s*多")
 _COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
@@ -201,7 +202,6 @@ _FOLDED = [
     # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
     (r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "="),
     (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
-    (r"\([^()]*时[^()]*\)", " "),  # (h = 8 时 64): a case of another setting, not this answer
     (_NAME, lambda m: ALIASES.get(m[0], m[0])),
 ]
 
@@ -342,7 +342,6 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS)
     for pattern, replacement in _FOLDED:
         t = re.sub(pattern, replacement, t)
-    t = _named(t, symbols, labels)
     if "\\" in t:  # \frac{512}{16}: \times, \cdot and \div are read, other commands are not
         raise ExpressionError("这一栏读不了 LaTeX 的 \\frac 之类的命令：分数请写成 a / b"
                               "（例如 512 / 16）。", "latex")
@@ -362,6 +361,7 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
         inside = re.search(rf"[(（]([^()（）]*{re.escape(said)}[^()（）]*)[)）]", raw)
         raise ExpressionError(f"文字「{inside[1].strip() if inside else said}」可能会改变这个数的"
                               "意思，这一栏判断不了；请只填你的答案。", "disowned")
+    t = _named(t, symbols, labels)  # after the words that disown or change a number are refused
     if t.count("(") != t.count(")"):  # no box is read with them unpaired: say so, and how many
         add, extra = ")(" if t.count("(") > t.count(")") else "()"  # one bracket kind and its pair
         raise ExpressionError(f"括号没有配对：有 {t.count('(')} 个「(」、{t.count(')')} 个「)」；"
@@ -385,14 +385,14 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
 
 
 def _named(t: str, symbols: dict[str, Poly], labels) -> str:
-    """A name the box knows then a number (h 16; never n in an expression box) or a count (16 个头)
-    only labels what follows beside ×, /, (, = or a name: it is dropped, the rest read as written;
-    the number, or its quotient (d_k 512/8, h 16/2), must be the question's. Else each says name =
-    number, a piece of its own (h 16 d_k 32, g 4 512, 512 g 4, h 16 即 32; d_k 32 always)."""
+    """A name the box knows then a number (h 16; never n in an expression box, nor a name inside a
+    formula: d_model/h 512) or a count (16 个头) only labels what follows beside ×, /, (, = or a
+    name: it is dropped, the number or its quotient (d_k 512/8) must be the question's. Else each
+    says name = number, a piece of its own (h 16 d_k 32, g 4 512, 512 g 4, h 16 即 32; d_k 32)."""
     names = "|".join(map(re.escape, [*labels, *(k for k, v in symbols.items() if v.degree == 0)]))
     units = "|".join(unit for unit, name in _COUNTED.items() if name in symbols)
-    pair = rf"(?<![\w.^])(?:({names or '(?!)'})\s+(\d+(?:\.\d+)?)(?![\d.])"
-    pair += rf"|(\d+)\s*({units or '(?!)'}))"  # or a count: 16 头
+    pair = rf"(?<![\w.^/*×·+-])({names or '(?!)'})\s+(\d+(?:\.\d+)?)(?![\d.])"
+    pair += rf"|(?<![\w.^])(\d+)\s*({units or '(?!)'})"  # or a count: 16 头
     for m in reversed(list(re.finditer(pair, t))):
         name = m[1] or _COUNTED[m[4]]
         number = m[2] or m[3]

@@ -393,7 +393,7 @@ def _named(t: str, symbols: dict[str, Poly], labels) -> str:
     units = "|".join(unit for unit, name in _COUNTED.items() if name in symbols)
     pair = rf"(?<![\w.^/*×·+-])({names or '(?!)'})\s+(\d+(?:\.\d+)?)(?![\d.])"
     pair += rf"|(?<![\w.^])(\d+)\s*({units or '(?!)'})"  # or a count: 16 头
-    for m in reversed(list(re.finditer(pair, t))):
+    for after_m, m in pairwise([None, *reversed(list(re.finditer(pair, t)))]):  # last first
         name = m[1] or _COUNTED[m[4]]
         number = m[2] or m[3]
         after = t[m.end() :]
@@ -401,8 +401,8 @@ def _named(t: str, symbols: dict[str, Poly], labels) -> str:
             said = True  # name = number, or (False) the number alone
         elif re.match(r"\s*[×·*/^(]", after) or re.search(r"[×·*/^=]\s*$", t[: m.start()]):
             said = False
-        elif not re.match(rf"\s*(?:{names})\s+\d", m.string[m.end() :]):  # else as the pair after
-            said = not re.match(r"\s*[a-z_]", after)
+        elif not (after_m and after_m[1] and not m.string[m.end() : after_m.start()].strip()):
+            said = not re.match(r"\s*[a-z_]", after)  # else as the name's pair right after it
         run = re.match(r"(?:\s*/\s*(?:\d+(?:\.\d+)?|[a-z_]\w*))*", after)[0]  # d_k 512/8
         if not said and _maybe(f"{name} = {number}{run}", symbols, labels) is None:
             _remark(f"{name} = {number}", symbols, labels)  # h 8 × 64 where h is 16: refused

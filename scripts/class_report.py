@@ -509,16 +509,18 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="class-report", help="报告写到这个文件夹（默认 class-report/）")
     ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")
     ap.add_argument("--recheck", action="store_true",
-                    help="在隔离的检查进程里重跑学生通过的代码练习（会执行学生的代码，见 README）")
-    ap.add_argument("--recheck-user", metavar="NAME",
-                    help="以 root 运行时，重跑学生代码所用的普通用户（默认 nobody）")
+                    help="在隔离的检查进程里重跑学生通过的代码练习（会执行学生的代码，只能以 root 运行，见 README）")
+    ap.add_argument("--recheck-user", metavar="NAME", help="重跑学生代码所用的普通用户（默认 nobody）")
     args = ap.parse_args(argv)
     box = None
+    if (args.recheck or args.recheck_user) and os.geteuid() != 0:  # the students' code would run with your rights
+        print(f"--recheck 没有开始：{_sandbox_module().NOT_ROOT}", file=sys.stderr)
+        return 2
     if args.recheck:
         from lesson_lib.practice.exercises import BUDGET_S  # the checker's own budget for one exercise
 
         try:
-            box = _sandbox_module().prepare(args.recheck_user, BUDGET_S, lambda line: print(line, file=sys.stderr))
+            box = _sandbox_module().prepare(args.recheck_user, BUDGET_S)
         except ValueError as exc:
             print(f"--recheck 没有开始：{exc}", file=sys.stderr)
             return 2

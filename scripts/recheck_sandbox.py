@@ -1,16 +1,21 @@
 """The class report's --recheck: a student's stored source runs again, contained; only a verdict comes back.
 
+Root only: the report refuses --recheck otherwise, since the student's code would run with the caller's own rights.
 Layers (each held by a test in tests/test_class_report.py):
-- namespaces (``unshare --net --pid --mount-proc``; ``--user`` when not root): no network, and the supervisor is
-  the pid namespace's init, so when it ends every process the student started ends with it (double fork or not);
-- the user: as root the supervisor drops to an unprivileged user (``nobody`` unless named) before any student line
-  runs; lesson_lib and numpy are imported first, as the caller, so that user needs no read access to them;
-- resource limits (CPU time, memory, processes, file size), an empty throw-away working folder owned by that user,
-  a scrubbed environment, its own session; the report kills it at the budget;
+- namespaces (``unshare --net --pid --mount-proc``): no network, and the supervisor is the pid namespace's init, so
+  when it ends every process the student started ends with it (double fork or not);
+- the mount namespace: fresh tmpfs over /tmp, /var/tmp and /dev/shm (nothing written there is seen outside or
+  survives: no link planted for the report to write through), and over the homes (/root, /home, the caller's) and
+  any folder other users cannot enter above what the check needs; the interpreter's stdlib, the environment's
+  site-packages and lesson_lib are bound back read-only, so the user imports what a student may import and reads no
+  home;
+- the user: the supervisor drops to an unprivileged user (``nobody`` unless named) before any student line runs;
+- resource limits (CPU time, memory, processes, file size), an empty working folder in that private /tmp owned by
+  that user, a scrubbed environment, its own session; the report kills it at the budget;
 - the verdict is JSON on a pipe that the student's code never holds: the check runs in a grandchild whose fds 0-2
   are /dev/null and whose other fds are closed, and the supervisor (not dumpable, so /proc/1/fd stays shut) reads
   only the grandchild's exit status. No pickle on this path.
-Run as ``python -I recheck_sandbox.py FD UID GID NPROC BUDGET`` (the supervisor; UID/GID ``-``: no switch).
+Run as ``python -I recheck_sandbox.py FD UID GID NPROC BUDGET`` (the supervisor, inside the namespaces).
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,50 +41,83 @@ EXTRA_PROCESSES = 16  # on top of what the sandbox's user already runs
 
 
 # ------------------------------------------------------------------------------------------ in the report
+NOT_ROOT = ("不是以 root 运行：这时学生的代码只能带着你自己的文件权限运行（能读写你的家目录、你的钥匙），所以不跑。"
+            "请用 root 权限运行报告（例如 sudo .venv/bin/python scripts/class_report.py … --recheck），学生的代码会"
+            "以 nobody 运行；或者去掉 --recheck：通过的练习照常列出，只是没有重跑确认。")
+PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # a fresh tmpfs each in the sandbox
+WORK = "/tmp/recheck"  # the student's working folder and HOME, in the sandbox's private /tmp
+PREFLIGHT_IMPORT = "import colorsys\n"  # a stdlib module the supervisor never loads: the user must read the stdlib
+
+
 @dataclass
 class Sandbox:
-    uid: int | None  # the user to switch to (root only); None: run as the current user
-    gid: int | None
-    isolated: bool  # namespaces allowed here
+    uid: int  # the unprivileged user the supervisor switches to
+    gid: int
     budget: float
+    hide: list[str]  # folders an empty tmpfs covers in the sandbox
+    keep: list[str]  # folders under them bound back read-only: what the check imports
 
     def command(self, verdict_fd: int, nproc: int) -> list[str]:
-        ids = [str(self.uid), str(self.gid)] if self.uid is not None else ["-", "-"]
-        supervisor = [sys.executable, "-I", __file__, str(verdict_fd), *ids, str(nproc), str(self.budget)]
-        return [*namespaces(), *supervisor] if self.isolated else supervisor
+        ids = [str(self.uid), str(self.gid)]
+        return [*namespaces(), sys.executable, "-I", __file__, str(verdict_fd), *ids, str(nproc), str(self.budget)]
 
 
 def namespaces() -> list[str]:
-    user = ["--user", "--map-current-user"] if os.geteuid() != 0 else []
-    return [shutil.which("unshare") or "unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    return [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
 
 
-def prepare(user: str | None, budget: float, warn) -> Sandbox:
-    """The sandbox for this machine; raises ValueError (a Chinese line) when the user is unknown."""
-    uid = gid = None
-    if os.geteuid() == 0:
-        try:
-            entry = pwd.getpwnam(user or "nobody")
-        except KeyError:
-            raise ValueError(f"没有名为 {user or 'nobody'} 的用户：请用 --recheck-user 指定一个已有的普通用户。") \
-                from None
-        if entry.pw_uid == 0:
-            raise ValueError(f"--recheck-user {user} 是管理员（uid 0）：请指定一个普通用户。")
-        uid, gid = entry.pw_uid, entry.pw_gid
-    probe = subprocess.run([*namespaces(), "true"], capture_output=True)
-    if probe.returncode:
-        warn("本机不允许新建命名空间（unshare 失败）：重跑的学生代码可以联网，脱离进程组的子进程可能留下。")
-    box = Sandbox(uid, gid, probe.returncode == 0, budget)
+def prepare(user: str | None, budget: float) -> Sandbox:
+    """The sandbox for this machine; raises ValueError (a Chinese line) when it cannot contain the student's code."""
+    if os.geteuid() != 0:
+        raise ValueError(NOT_ROOT)
+    try:
+        entry = pwd.getpwnam(user or "nobody")
+    except KeyError:
+        raise ValueError(f"没有名为 {user or 'nobody'} 的用户：请用 --recheck-user 指定一个已有的普通用户。") from None
+    if entry.pw_uid == 0:
+        raise ValueError(f"--recheck-user {user} 是管理员（uid 0）：请指定一个普通用户。")
+    if subprocess.run([*namespaces(), "true"], capture_output=True).returncode:
+        raise ValueError("本机不允许新建命名空间（unshare 失败），学生的代码无法隔离：请在允许的机器上运行，"
+                         "或者去掉 --recheck（通过的练习照常列出，只是没有重跑确认）。")
+    keep = needed()
+    box = Sandbox(entry.pw_uid, entry.pw_gid, budget, hidden(keep), keep)
     import inspect
 
     from lesson_lib.sections import exercises
 
-    if not confirm(box, "split_heads", inspect.getsource(exercises.EXERCISES["split_heads"].solution)):
-        who = f"用户 {user or 'nobody'}" if uid is not None else "当前用户"
-        raise ValueError(f"隔离的检查进程（{who}）连参考答案都没能通过：它可能读不到 Python 或 lesson_lib"
-                         f"（{sys.executable}、{ROOT}）。请用 --recheck-user 指定一个能读它们的普通用户，"
-                         "或让它们对所有人可读（chmod o+rx 所在的各级文件夹），再运行。")
+    reference = inspect.getsource(exercises.EXERCISES["split_heads"].solution)
+    if not confirm(box, "split_heads", PREFLIGHT_IMPORT + reference):
+        raise ValueError(f"隔离的检查进程（用户 {entry.pw_name}）连参考答案都没能通过：它可能读不到 Python 的标准库"
+                         f"或 lesson_lib（{sys.executable}、{ROOT}）。诚实的学生会被标成「未确认」，所以不跑："
+                         "请让这些文件夹对所有人可读（chmod o+rX），或用 --recheck-user 指定一个能读它们的普通用户。")
     return box
+
+
+def needed() -> list[str]:
+    """The folders the student's imports read: the stdlib, the environment's site-packages, lesson_lib."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")} | {str(ROOT / "lesson_lib")}
+    return outermost({os.path.realpath(p) for p in found if os.path.isdir(p)})
+
+
+def hidden(keep: list[str]) -> list[str]:
+    """What the sandbox covers: the private folders, the homes, and above each kept folder the first folder other
+    users cannot enter (/root, a 0700 temp folder …), outermost only."""
+    homes = {"/root", "/home", os.path.expanduser("~")}
+    if os.environ.get("SUDO_USER"):  # the instructor who ran sudo
+        homes.add(os.path.expanduser("~" + os.environ["SUDO_USER"]))
+    for path in keep:
+        shut = [p for p in Path(path).parents if p != p.parent and not os.stat(p).st_mode & 0o001]
+        if shut:
+            homes.add(str(shut[-1]))  # parents run inward to outward
+    return outermost({os.path.realpath(p) for p in (*PRIVATE, *homes) if os.path.isdir(p)} - {"/"})
+
+
+def outermost(paths: set[str]) -> list[str]:
+    """The paths that lie in none of the others."""
+    return sorted(p for p in paths if not any(Path(p).is_relative_to(q) and p != q for q in paths))
 
 
 def confirm(box: Sandbox, name: str, source) -> bool:
@@ -93,22 +130,18 @@ def confirm(box: Sandbox, name: str, source) -> bool:
 
 def run(box: Sandbox, job: dict) -> list:
     """The supervisor's lines, each parsed as JSON (None where a line is not JSON)."""
-    folder = tempfile.mkdtemp(prefix="recheck-")
     read_end, write_end = os.pipe()
     process = None
     try:
-        if box.uid is not None:
-            os.chown(folder, box.uid, box.gid)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), "HOME": folder,
-               "TMPDIR": folder, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        uid = os.geteuid() if box.uid is None else box.uid
-        process = subprocess.Popen(box.command(write_end, processes_of(uid) + EXTRA_PROCESSES),
-                                   cwd=folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), "HOME": WORK,
+               "TMPDIR": WORK, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        process = subprocess.Popen(box.command(write_end, processes_of(box.uid) + EXTRA_PROCESSES),
+                                   cwd="/", env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, pass_fds=(write_end,), start_new_session=True)
         os.close(write_end)
         write_end = -1
         try:
-            process.stdin.write(json.dumps(job).encode("utf-8"))
+            process.stdin.write(json.dumps({**job, "hide": box.hide, "keep": box.keep}).encode("utf-8"))
             process.stdin.close()
         except OSError:  # it ended before reading: no verdict
             return []
@@ -119,7 +152,6 @@ def run(box: Sandbox, job: dict) -> list:
                 os.close(fd)
         if process is not None:
             _end(process)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _lines(fd: int, budget: float) -> list:
@@ -144,8 +176,8 @@ def _parse(line: bytes):
 
 
 def _end(process: subprocess.Popen) -> None:
-    """Kill the supervisor (the pid namespace's init: everything inside ends with it), then the whole group."""
-    for pid in children(process.pid):  # unshare's child; without namespaces, the supervisor's own child
+    """Kill the supervisor, the pid namespace's init: everything inside ends with it."""
+    for pid in children(process.pid):  # unshare's child
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -155,10 +187,6 @@ def _end(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-    try:
-        os.killpg(process.pid, signal.SIGKILL)  # without namespaces: what stayed in the session's group
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def children(pid: int) -> list[int]:
@@ -185,7 +213,11 @@ def processes_of(uid: int) -> int:
 
 
 # ------------------------------------------------------------------------------------------ the supervisor
-def supervise(verdict_fd: int, uid: int | None, gid: int | None, nproc: int, budget: float) -> None:
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32  # mount(2)'s flags
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+
+
+def supervise(verdict_fd: int, uid: int, gid: int, nproc: int, budget: float) -> None:
     import ctypes
     import resource
 
@@ -193,6 +225,7 @@ def supervise(verdict_fd: int, uid: int | None, gid: int | None, nproc: int, bud
     from lesson_lib.sections import exercises  # the lesson's own code, imported before the user switch
 
     job = json.loads(sys.stdin.buffer.read(MAX_JOB) or b"{}")
+    seal(job["hide"], job["keep"], uid, gid)
     verdict = os.fdopen(verdict_fd, "w")
     with open("/proc/self/statm") as f:
         memory = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + 2**30
@@ -200,10 +233,9 @@ def supervise(verdict_fd: int, uid: int | None, gid: int | None, nproc: int, bud
     for limit, value in ((resource.RLIMIT_CPU, cpu), (resource.RLIMIT_AS, memory),
                          (resource.RLIMIT_NPROC, nproc), (resource.RLIMIT_FSIZE, 1 << 20)):  # fmt: skip
         resource.setrlimit(limit, (value, value))
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(uid)
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the student's code cannot open /proc/1/fd/…
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # init ignores what the student may send it
     verdict.write(json.dumps({"ready": True}) + "\n")
@@ -224,6 +256,34 @@ def supervise(verdict_fd: int, uid: int | None, gid: int | None, nproc: int, bud
     _, status = os.waitpid(pid, 0)
     verdict.write(json.dumps({"passed": os.waitstatus_to_exitcode(status) == PASSED}) + "\n")
     verdict.flush()
+
+
+def seal(hide: list[str], keep: list[str], uid: int, gid: int) -> None:
+    """In the sandbox's own mount namespace, as root: an empty tmpfs over each hidden folder, the kept folders bound
+    back read-only where one covered them, and an empty working folder of the user's own in the private /tmp."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def mount(source: str, target: str, kind: str, flags: int, data: str = "") -> None:
+        if libc.mount(source.encode(), target.encode(), kind.encode(), flags, data.encode()):
+            raise OSError(ctypes.get_errno(), "mount", target)
+
+    mount("none", "/", "", MS_REC | MS_PRIVATE)  # nothing mounted below reaches the caller's namespace
+    covered = [k for k in keep if any(Path(k).is_relative_to(h) for h in hide)]
+    held = {k: os.open(k, os.O_PATH | os.O_DIRECTORY) for k in covered}  # before a tmpfs covers them
+    for folder in hide:
+        mode = "1777" if folder in PRIVATE else "755"
+        mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size=32m,nr_inodes=4096,mode={mode}")
+    os.umask(0o022)  # the recreated folders above a kept one: the user passes through them
+    for folder, fd in held.items():
+        os.makedirs(folder, exist_ok=True)
+        mount(f"/proc/self/fd/{fd}", folder, "", MS_BIND)
+        mount("none", folder, "", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(fd)
+    os.mkdir(WORK, 0o700)
+    os.chown(WORK, uid, gid)
+    os.chdir(WORK)
 
 
 def passes(exercises, name: str, source: str) -> bool:
@@ -247,5 +307,4 @@ def passes(exercises, name: str, source: str) -> bool:
 
 if __name__ == "__main__":
     fd_arg, uid_arg, gid_arg, nproc_arg, budget_arg = sys.argv[1:6]
-    supervise(int(fd_arg), None if uid_arg == "-" else int(uid_arg), None if gid_arg == "-" else int(gid_arg),
-              int(nproc_arg), float(budget_arg))
+    supervise(int(fd_arg), int(uid_arg), int(gid_arg), int(nproc_arg), float(budget_arg))

@@ -9,11 +9,11 @@ import select
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 from helpers import scaled
 
@@ -326,17 +326,17 @@ def test_the_checkers_named_slips_reach_the_page_by_their_chinese_names(tmp_path
 
 
 # ------------------------------------------------------------------------------------------ --recheck's sandbox
-def _others_can_enter(path: Path) -> bool:
-    """Every folder above ``path`` lets other users through (o+x): what the sandbox's user needs to read it."""
-    return all(os.stat(folder).st_mode & 0o001 for folder in Path(path).resolve().parents)
+def _isolated() -> bool:
+    """The machine lets the sandbox make its namespaces (else the report refuses --recheck in one line)."""
+    sandbox = class_report._sandbox_module()
+    return subprocess.run([*sandbox.namespaces(), "true"], capture_output=True).returncode == 0
 
 
-# The sandbox's user reads this checkout and the environment's packages; in a folder only root may enter (a clone
-# under a 0700 temp folder, say) the report refuses --recheck and says how to fix it, so there is nothing to contain.
-_READABLE = all(_others_can_enter(p) for p in (Path(class_report.__file__), Path(np.__file__)))
-AS_ROOT = pytest.mark.skipif(os.geteuid() != 0 or not _READABLE,
+# The sandbox's user reads the stdlib, the environment's packages and lesson_lib wherever they sit (bound back
+# read-only in its own mount namespace): only root can build that, and drop to nobody; CI runs as root.
+AS_ROOT = pytest.mark.skipif(os.geteuid() != 0 or not _isolated(),
                              reason="these hold the sandbox's root path (CI runs as root): not root here, or this "
-                                    "checkout or its environment sits in a folder other users cannot enter")
+                                    "machine does not allow namespaces (the report then refuses --recheck)")
 RIGHT_SPLIT = """
 def split_heads(x, h):
     n, d_model = x.shape
@@ -344,17 +344,11 @@ def split_heads(x, h):
 """
 
 
-def _isolated() -> bool:
-    """The machine lets the sandbox make its namespaces (else the report says so in one line)."""
-    sandbox = class_report._sandbox_module()
-    return subprocess.run([*sandbox.namespaces(), "true"], capture_output=True).returncode == 0
-
-
 @pytest.fixture(scope="module")
 def shared():
-    """A folder under the system temp dir that any user can enter (tmp_path's parents are root's only), with
-    ``guarded`` (root's, 0755: only root can write there) and ``open`` (0777)."""
-    base = Path(tempfile.mkdtemp())
+    """A folder any user can enter, outside every folder the sandbox covers (/tmp, /var/tmp, /dev/shm and the homes
+    are fresh tmpfs in there), with ``guarded`` (root's, 0755: only root can write there) and ``open`` (0777)."""
+    base = Path(tempfile.mkdtemp(dir="/run", prefix="recheck-test-"))
     base.chmod(0o755)
     (base / "guarded").mkdir(mode=0o755)
     (base / "open").mkdir()
@@ -363,25 +357,55 @@ def shared():
     shutil.rmtree(base)
 
 
+@pytest.fixture(scope="module")
+def secrets():
+    """A file only root reads in root's home (as ~/.ssh/id_…), and a file anyone may read in a home anyone may enter
+    (an instructor's /home/… on an older Debian): the sandbox's user must read neither."""
+    home = Path(tempfile.mkdtemp(dir="/home", prefix="recheck-test-"))
+    home.chmod(0o755)
+    (home / "notes.txt").write_text("open to all\n")
+    (home / "notes.txt").chmod(0o644)
+    fd, key = tempfile.mkstemp(dir=Path.home(), prefix="recheck-test-")  # mode 600
+    os.write(fd, b"secret\n")
+    os.close(fd)
+    yield [key, str(home / "notes.txt")]
+    os.unlink(key)
+    shutil.rmtree(home)
+
+
 WRONG_SPLIT = "def split_heads(x, h):\n    return x\n"
+IMPORTING = "import csv, statistics, wave\n"  # stdlib modules the supervisor never loaded: read as nobody
 
 
-def _spying_on(source: str, shared: Path) -> str:
-    """A right split_heads whose module first tries to write where the sandbox's user must not, and dumps what that
-    user sees (uid, folder, environment, limits, network interfaces) to ``open/seen.json``."""
+def _spying_on(source: str, shared: Path, secrets: list[str]) -> str:
+    """A right split_heads whose module first tries to write where the sandbox's user must not, writes to /tmp,
+    /var/tmp and /dev/shm (a link the report could write through, too), tries to read the ``secrets``, and dumps
+    what that user sees (uid, folder, environment, limits, network interfaces, what it read) to ``open/seen.json``."""
+    planted = [f"{folder}/{shared.name}" for folder in ("/tmp", "/var/tmp", "/dev/shm")]
     return f"""
-import json, os, resource  # only modules the supervisor imported: its user may not read the stdlib's folder
+import json, os, resource
 for target in ({str(shared / "guarded" / "planted.txt")!r}, {str(shared / "open" / "planted.txt")!r}):
     try:
         with open(target, "w") as f:
             f.write("planted")
     except OSError:
         pass
+for target in {planted!r}:  # where a student may write: no try, a refusal would fail the check
+    with open(target, "w") as f:
+        f.write("planted")
+os.symlink({str(shared / "guarded")!r}, "/tmp/{shared.name}-link")
+read = {{}}
+for secret in {secrets!r}:
+    try:
+        read[secret] = open(secret).read()
+    except OSError:
+        read[secret] = None
 limits = [resource.getrlimit(r)[0] for r in (resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_NPROC,
                                              resource.RLIMIT_FSIZE)]
 with open({str(shared / "open" / "seen.json")!r}, "w") as f:
     json.dump({{"uid": os.getuid(), "cwd": os.getcwd(), "files": os.listdir("."), "env": dict(os.environ),
-               "limits": limits, "interfaces": [line.split(":")[0].strip() for line in open("/proc/net/dev")][2:]}}, f)
+               "limits": limits, "interfaces": [line.split(":")[0].strip() for line in open("/proc/net/dev")][2:],
+               "read": read, "planted": [os.path.exists(p) for p in {planted!r}]}}, f)
 """ + source
 
 
@@ -438,23 +462,21 @@ def split_heads(x, h):
 
 
 @pytest.fixture(scope="module")
-def rechecked(tmp_path_factory, shared):
+def rechecked(tmp_path_factory, shared, secrets):
     """One class whose students each stored a 'passed' split_heads, and ONE ``--recheck`` run over it: the sandbox
     is prepared once (it checks the reference solution first) and each student's source runs in a sandbox of its
     own, as in any class. The tests below read their own student's verdict (the sandbox's answer for that source,
     which decides the count) and the CSV's counts. Each student used to get a report of their own: ~2 CPU-s more."""
     folder = tmp_path_factory.mktemp("rechecked")
     marker = folder / "pickle-ran"  # root's alone: only the report's own process could make it
-    sources = {"right": RIGHT_SPLIT, "wrong": WRONG_SPLIT, "spying": _spying_on(RIGHT_SPLIT, shared),
-               "forged verdict": _forging(b'{"passed": true}\n'),
+    sources = {"right": RIGHT_SPLIT, "wrong": WRONG_SPLIT, "spying": _spying_on(RIGHT_SPLIT, shared, secrets),
+               "importing": IMPORTING + RIGHT_SPLIT, "forged verdict": _forging(b'{"passed": true}\n'),
                "forged pickle": _forging(f"cos\nsystem\n(S'touch {marker}'\ntR.".encode())}
     fifo = shared / "open" / "alive"
-    reader = None
-    if _isolated():  # without a pid namespace the detached process would outlive the report: that test skips
-        os.mkfifo(fifo, 0o666)
-        fifo.chmod(0o666)
-        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open before the writer: its open() waits for one
-        sources["detached"] = _detaching(fifo)
+    os.mkfifo(fifo, 0o666)
+    fifo.chmod(0o666)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open before the writer: its open() waits for one
+    sources["detached"] = _detaching(fifo)
     for student, source in sources.items():
         result = SimpleNamespace(name="split_heads", status="passed", message="…", mistakes=(), source=source)
         Progress(folder / "class" / student / "progress.json").record_exercise(result)
@@ -474,19 +496,16 @@ def rechecked(tmp_path_factory, shared):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(class_report, "recheck_with", spied)
         status = class_report.main([str(folder / "class"), "--recheck", "--out", str(out)])
-    said, closed = b"", None
-    if reader is not None:
-        try:
-            while select.select([reader], [], [], scaled(30))[0]:
-                chunk = os.read(reader, 4096)
-                if not chunk:  # every writer gone
-                    closed = True
-                    break
-                said += chunk
-            else:
-                closed = False
-        finally:
-            os.close(reader)
+    said, closed = b"", False
+    try:
+        while select.select([reader], [], [], scaled(30))[0]:
+            chunk = os.read(reader, 4096)
+            if not chunk:  # every writer gone
+                closed = True
+                break
+            said += chunk
+    finally:
+        os.close(reader)
     counts = {r["measure"]: int(r["count"]) for r in _rows(out) if r["item"] == "split_heads"}
     return SimpleNamespace(status=status, counts=counts, marker=marker, fifo_said=said, fifo_closed=closed,
                            verdict={student: verdicts.get(source) for student, source in sources.items()})
@@ -522,16 +541,72 @@ def test_a_students_code_runs_as_nobody_with_limits_in_an_empty_folder(rechecked
                                "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LC_CTYPE"}
     assert got["env"]["HOME"] == got["cwd"] and got["env"]["PYTHONPATH"] == str(ROOT)
     assert -1 not in got["limits"]  # RLIM_INFINITY: each of the four is limited
-    if _isolated():
-        assert got["interfaces"] == ["lo"]  # a network namespace of its own
+    assert got["interfaces"] == ["lo"]  # a network namespace of its own
+
+
+@AS_ROOT
+def test_what_a_students_code_writes_to_tmp_stays_in_the_sandbox(rechecked, shared):
+    """It wrote /tmp, /var/tmp and /dev/shm, and planted a link in /tmp (what a root-run report with --out in /tmp
+    could write through): each a tmpfs of the sandbox's own, gone with it."""
+    got = json.loads((shared / "open" / "seen.json").read_text("utf-8"))
+    assert got["planted"] == [True, True, True]  # written, in there
+    for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+        assert not os.path.lexists(f"{folder}/{shared.name}")
+    assert not os.path.lexists(f"/tmp/{shared.name}-link")
+
+
+@AS_ROOT
+def test_a_right_pass_that_imports_the_stdlib_is_confirmed(rechecked):
+    """The stdlib may sit where nobody can enter (/root/.pyenv): the sandbox binds it back read-only."""
+    assert rechecked.verdict["importing"] is True
+
+
+@AS_ROOT
+def test_a_students_code_reads_no_home(rechecked, shared, secrets):
+    got = json.loads((shared / "open" / "seen.json").read_text("utf-8"))
+    assert got["read"] == {secret: None for secret in secrets}
+
+
+@AS_ROOT
+def test_recheck_refuses_when_the_sandboxs_user_cannot_import_the_stdlib(planted_class, tmp_path, monkeypatch):
+    """The preflight imports a stdlib module the supervisor never loaded: with the stdlib hidden and not bound back,
+    the reference solution no longer passes and --recheck stops, before an honest student is marked unconfirmed."""
+    sandbox = class_report._sandbox_module()
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+    needed, hidden = sandbox.needed, sandbox.hidden
+    monkeypatch.setattr(sandbox, "needed", lambda: [p for p in needed() if p != stdlib])
+    monkeypatch.setattr(sandbox, "hidden", lambda keep: sandbox.outermost({*hidden(keep), stdlib}))
+    read = []
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
+    assert class_report.main([str(planted_class), "--recheck", "--out", str(tmp_path / "report")]) == 2
+    assert read == []
+
+
+@pytest.mark.parametrize("flags", [["--recheck"], ["--recheck", "--recheck-user", "nobody"],
+                                   ["--recheck-user", "nobody"]])
+def test_recheck_as_another_user_than_root_is_refused_before_anything_runs(planted_class, tmp_path, flags,
+                                                                          monkeypatch, capsys):
+    """Not root, the students' code could only run with the caller's own rights (their home, their keys): one line,
+    exit 2, no sandbox started, no file read."""
+    sandbox = class_report._sandbox_module()
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    started, read = [], []
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
+    out = tmp_path / "report"
+    assert class_report.main([str(planted_class), *flags, "--out", str(out)]) == 2
+    assert (started, read) == ([], []) and not out.exists()
+    assert len(capsys.readouterr().err.splitlines()) == 1
+    with pytest.raises(ValueError):
+        sandbox.prepare(None, 5.0)  # called directly, too
+    assert started == []
 
 
 @AS_ROOT
 def test_a_detached_process_does_not_outlive_the_report(rechecked):
     """The planted code double-forks a process that leaves the session and holds a FIFO open for writing: the
     FIFO reads to its end (every writer gone) once the report has returned."""
-    if rechecked.fifo_closed is None:
-        pytest.skip("this machine does not allow the sandbox's pid namespace (the report says so in one line)")
     assert rechecked.fifo_closed, "the planted process still holds the FIFO after the report ended"
     assert rechecked.fifo_said == b"started\n"  # it did start
 

@@ -89,7 +89,7 @@ _EXTRA_HINT = {
 }
 # numpy's ValueError for a shape past its limits (a length of 2**63, 65 axes): the same slip
 _NUMPY_TOO_BIG = re.compile("ValueError: (Maximum allowed|maximum supported|array is too big)")
-_TOO_BIG = "数组大到 numpy 建不了（某一维太长或轴太多）。" + _EXTRA_HINT[MemoryError]
+_TOO_BIG = "numpy 建不了这个形状（元素太多或轴太多）。" + _EXTRA_HINT[MemoryError]
 
 
 def _call(ex, case, fn, args, source) -> object:

@@ -65,19 +65,23 @@ def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
             else:
                 found.append(p)
         return [Path(p) for p in dict.fromkeys(found + ([env] if env else []))]
-    out = []
+    out, files = [], []  # in the order given; files given one after another (a shell's in/*.json) sorted
     for p in map(Path, paths):
-        out += _search(p) if p.is_dir() and not p.is_symlink() else [p]
-    out = sorted(dict.fromkeys(out), key=_copies_last)
+        if p.is_dir() and not p.is_symlink():
+            out += sorted(files, key=_copies_last) + _search(p)
+            files = []
+        else:
+            files.append(p)
+    out = list(dict.fromkeys(out + sorted(files, key=_copies_last)))
     # 「导出进度」 writes progress-export.json beside progress.json: the same student, read once (the live file).
     return [p for p in out if not (p.name == EXPORT and p.with_name(LIVE) in out)]
 
 
-def _copies_last(path: Path) -> tuple:
-    """Path order, with a copy a browser or file manager named 「bob (1).json」 right after bob.json (plain sorting
+def _copies_last(path: Path | str) -> tuple:
+    """Name order, with a copy a browser or file manager named 「bob (1).json」 right after bob.json (plain sorting
     puts it first: " " sorts before "."): a copy is skipped as the same content, so the file kept is the first."""
     key = []
-    for part in path.parts:
+    for part in Path(path).parts:
         copy = re.fullmatch(r"(.*?) ?\((\d+)\)(\.[^.]*)?", part)
         key.append((copy.group(1) + (copy.group(3) or ""), int(copy.group(2))) if copy else (part, 0))
     return tuple(key)
@@ -86,8 +90,8 @@ def _copies_last(path: Path) -> tuple:
 def _search(top: Path) -> list[Path]:
     found = []
     for folder, dirs, files in os.walk(top, followlinks=False):  # a link to a folder is listed, never entered
-        dirs.sort()
-        found += [Path(folder, f) for f in sorted(files) if f.endswith(".json")]
+        dirs.sort(key=_copies_last)
+        found += [Path(folder, f) for f in sorted(files, key=_copies_last) if f.endswith(".json")]
     return found
 
 

@@ -153,7 +153,7 @@ def read_progress(path: Path) -> tuple[dict | None, str]:
 def known_entries(raw, known: dict[str, set]) -> tuple[dict | None, str, str]:
     """(data, why, note): the entries of a parsed file the lesson keeps (``progress.migrate`` leaves out an entry
     with a field of a wrong type or size, as the lesson does) whose id this course has; ``note`` names, in
-    Chinese, what was left out. (None, why, "") for a file that is not one at all, or in which nothing read."""
+    Chinese, what was left out. (None, why, "") for a file that is not one at all, or of which nothing is left."""
     from lesson_lib.practice.progress import migrate
 
     try:
@@ -165,14 +165,13 @@ def known_entries(raw, known: dict[str, set]) -> tuple[dict | None, str, str]:
         for key in [key for key in data[kind] if key not in ids]:
             del data[kind][key]
             unknown.append(repr(key[:40]))
-    kept = any(data[kind] for kind in known)
-    if bad and not kept:
-        return None, f"没有一条读得懂的记录（{len(bad)} 条的类型或长度不对）", ""
     said = []
     if bad:
         said.append(f"略去了 {len(bad)} 条读不懂的记录：{_some(bad)}")
     if unknown:
         said.append(f"略去了 {len(unknown)} 个本课没有的题号或练习名（别的版本的课程或改过的文件）：{_some(unknown)}")
+    if said and not any(data[kind] for kind in known):  # nothing left: not a student who answered nothing
+        return None, "没有一条本课读得懂的记录：" + "；".join(said), ""
     return data, "", "；".join(said)
 
 

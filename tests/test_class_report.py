@@ -823,3 +823,13 @@ def test_a_file_name_never_forges_a_terminal_line(planted_class, tmp_path, capsy
     lines = said.err.splitlines()
     assert len(lines) == 3 and all(line.startswith("跳过 ") for line in lines)
     assert not re.search(r"[\x00-\x1f\x7f\u202e]", said.err.replace("\n", "") + said.out.rstrip("\n"))
+
+
+def test_a_file_of_which_nothing_is_left_is_skipped_not_counted_as_a_student_who_did_nothing(tmp_path):
+    path = tmp_path / "s" / "progress.json"
+    _answer(Progress(path), "Q2", RIGHT_Q2)
+    data = json.loads(path.read_text("utf-8"))
+    data["questions"] = {"Q99": data["questions"]["Q2"], "Q2": {"attempts": 5}}  # unknown, malformed
+    path.write_text(json.dumps(data), "utf-8")
+    report = class_report.build([str(path)])
+    assert (report.n, len(report.skipped), report.partial) == (0, 1, [])

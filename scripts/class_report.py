@@ -283,7 +283,8 @@ def describe_mistake(q, mistake: str) -> str:
         if box.name == name:
             read, _ = box.read(value)
             why = box.wrong_why(read) if read is not None else ""
-            return f"{box.label} 填 {value}：{why}" if why else UNKNOWN_MISTAKE  # the checker names only these
+            named = why not in ("", getattr(box, "generic", ""))  # the checker names only a value with a hint
+            return f"{box.label} 填 {value}：{why}" if named else UNKNOWN_MISTAKE
     if name == "shape" and getattr(key, "whole", None) and re.fullmatch(r"\(\d+(, \d+)*\)", value):
         return f"形状写成 {value}"
     return UNKNOWN_MISTAKE
@@ -695,7 +696,8 @@ def main(argv=None) -> int:
     try:
         html_path, csv_path = write(report, Path(args.out))
     except (ValueError, OSError) as exc:  # OSError: e.g. a folder named class-report.html in the way
-        print(printable(f"报告没有写出：{exc.strerror if isinstance(exc, OSError) else exc}。"), file=sys.stderr)
+        why = f"写进 {args.out} 时出错（{exc.strerror or exc}）" if isinstance(exc, OSError) else exc
+        print(printable(f"报告没有写出：{why}。"), file=sys.stderr)
         return 3
     took = f"{time.perf_counter() - start:.2f} 秒，CPU {time.process_time() - cpu:.2f} 秒"
     print(printable(f"{report.n} 名学生 → {html_path}、{csv_path}（{took}）"))

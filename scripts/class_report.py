@@ -121,9 +121,8 @@ def _seen_before(path: Path, seen: dict) -> str:
 
 
 def read_progress(path: Path) -> tuple[dict | None, str]:
-    """(data, "") for a progress file or export of any format the lesson has written, read as the current one
-    (``progress.migrate``: every field the report reads checked for type and size), else (None, why) in Chinese.
-    Never follows a link."""
+    """(parsed JSON, "") for a regular file of a progress file's size that parses (known_entries then reads it as
+    the lesson does), else (None, why) in Chinese. Never follows a link."""
     try:
         st = os.lstat(path)
     except OSError as exc:

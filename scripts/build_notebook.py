@@ -214,7 +214,7 @@ def ask_problems(bank: dict) -> list[str]:
     traceback), and a counted question no notebook asks (its learners could never finish the quiz)."""
     asks = asked()
     known = "、".join(bank)
-    problems = [f"{path.relative_to(ROOT)} 第 {line} 行：ask({qid!r}) 问的题目 {qid!r} 不在任何题目文件里；"
+    problems = [f"{path.relative_to(ROOT)} 第 {line} 行：ask(\"{qid}\") 问的题目 {qid!r} 不在任何题目文件里；"
                 f"已有的编号是 {known}（大小写也要一样）。" for path, line, qid in asks if qid not in bank]
     asked_ids = {qid for _, _, qid in asks}
     problems += [f"题目文件 {path.name}：题目 {qid} 没有在任何笔记本里被问到，学生的进度永远停在「还没做」："

@@ -292,8 +292,10 @@ def _check_one(src: Path, notebook: Path) -> int:
     if got != want:
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:
-                print(f"{notebook.name} 的第 {i} 格和 {src.relative_to(ROOT)} 不一样：笔记本里是 {g[1][:60]!r}…，"
-                      f"源文件里是 {w[1][:60]!r}…")
+                at = next((k for k, (a, b) in enumerate(zip(g[1], w[1])) if a != b), min(len(g[1]), len(w[1])))
+                start = max(at - 20, 0)  # from just before the first character that differs
+                print(f"{notebook.name} 的第 {i} 格和 {src.relative_to(ROOT)} 不一样：笔记本里是 "
+                      f"…{g[1][start:at + 40]!r}…，源文件里是 …{w[1][start:at + 40]!r}…")
                 break
         else:
             print(f"{notebook.name} 有 {len(got)} 格，它的源文件有 {len(want)} 格")

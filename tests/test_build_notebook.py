@@ -519,3 +519,17 @@ def test_a_rebuild_of_unchanged_sources_is_byte_identical(tmp_path, monkeypatch)
     built = [nbformat.writes(bn.execute(bn.assemble(src=tmp_path), tmp_path / "tiny.ipynb")) for _ in range(2)]
     assert json.loads(built[0])["metadata"]["widgets"][bn.WIDGET_STATE]["state"]  # widgets were stored
     assert built[0] == built[1]
+
+
+def test_a_stale_notebook_is_shown_where_it_first_differs_from_its_source(tmp_path, monkeypatch, capsys):
+    """The cell's first 60 characters were shown, the same in both when a sentence late in the cell changed."""
+    import nbformat
+
+    monkeypatch.setattr(bn, "ROOT", tmp_path)
+    (tmp_path / "00_a.md").write_text(HEADER + "x" * 200 + " NEW words\n", encoding="utf-8")
+    stale = bn.assemble(src=tmp_path)
+    stale.cells[0].source = "x" * 200 + " OLD words"
+    nbformat.write(stale, tmp_path / "a.ipynb")
+    assert bn._check_one(tmp_path, tmp_path / "a.ipynb") == 1
+    said = capsys.readouterr().out.splitlines()[0]
+    assert said.index("OLD") < said.index("NEW")  # the stored text, then the source's

@@ -343,7 +343,7 @@ def main(argv=None) -> int:
             print(f"运行了 {name} 的 {len(nb.cells)} 格，用时 {time.perf_counter() - start:.1f} 秒")
         nbformat.write(nb, out)
         print(f"写好了 {out}")
-    if not args.out:
+    if not (args.out or args.no_execute):  # the estimate reads the stored core's outputs
         report_lesson_time()
     return 0
 

@@ -15,14 +15,21 @@ Usage:
 
 Every run first reads the question files (``lesson_lib/sections/*.toml``) and checks each question against its own
 right and wrong answers (``check_questions``): a mistake in a file, or a right answer the lesson would call wrong,
-stops it with a Chinese message naming the file, the question and the field or answer (README「改编这节课」).
+stops it with a Chinese message naming the file, the question and the field or answer (README「改编这节课」). So
+does, before any kernel starts, an ``ask("…")`` in a .md whose id no file has (named with its file and line), or a
+counted question no notebook asks. Then it says the core's class time by the instructor's model (what
+tests/test_lesson_time.py holds to 75 minutes). Stored widget ids are derived from the notebook's name, so
+rebuilding unchanged sources changes only what a cell measures (a timing).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
+import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -133,6 +140,24 @@ def widget_placeholders(nb):
     return nb
 
 
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def stable_widget_ids(nb, name: str):
+    """The kernel names each widget model with a random uuid, so every rebuild rewrote every stored widget
+    (thousands of changed lines in notebooks nobody touched): rename each, in the order the kernel made
+    them, to a hash of the notebook's name and its number, everywhere it is written (its view in an
+    output, its state, another model's "IPY_MODEL_<id>")."""
+    import nbformat
+
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    if not state:
+        return nb
+    new = {old: hashlib.sha1(f"{name}:{i}".encode()).hexdigest()[:32] for i, old in enumerate(state)}
+    text = re.sub("|".join(map(re.escape, new)), lambda m: new[m[0]], nbformat.writes(nb))
+    return nbformat.reads(text, as_version=4)
+
+
 def execute(nb, notebook: Path = NOTEBOOK):
     from nbclient import NotebookClient
 
@@ -157,47 +182,108 @@ def execute(nb, notebook: Path = NOTEBOOK):
     finally:
         os.environ.clear()
         os.environ.update(env_before)
-    return widget_placeholders(_merge_streams(_strip_volatile(nb)))
+    nb = widget_placeholders(_merge_streams(_strip_volatile(nb)))
+    return stable_widget_ids(nb, notebook.stem)
+
+
+def _question_bank():
+    """{id: (its file, the question)} of every question file, read as the lesson reads them."""
+    from lesson_lib.practice import questions
+
+    bank = {}
+    for path in sorted(questions.SECTIONS.glob("*.toml")):
+        questions.read_file(path, bank)
+    return bank
+
+
+ASK = re.compile(r"""\bask\(\s*["']([^"']*)["']""")
+
+
+def asked() -> list[tuple[Path, int, str]]:
+    """Every ``ask("…")`` in the notebooks' sources: (its .md file, its line, the id it asks)."""
+    found = []
+    for src in (SRC, LABS_SRC):
+        for path in sorted(src.rglob("*.md")):
+            for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                found += [(path, line, qid) for qid in ASK.findall(text)]
+    return found
+
+
+def ask_problems(bank: dict) -> list[str]:
+    """An id a notebook asks that no question file has (a typo would stop the build deep in a kernel
+    traceback), and a counted question no notebook asks (its learners could never finish the quiz)."""
+    asks = asked()
+    known = "、".join(bank)
+    problems = [f"{path.relative_to(ROOT)} 第 {line} 行：ask(\"{qid}\") 问的题目 {qid!r} 不在任何题目文件里；"
+                f"已有的编号是 {known}（大小写也要一样）。" for path, line, qid in asks if qid not in bank]
+    asked_ids = {qid for _, _, qid in asks}
+    problems += [f"题目文件 {path.name}：题目 {qid} 没有在任何笔记本里被问到，学生的进度永远停在「还没做」："
+                 f"在 notebooks/src 的 .md 里用 ask(\"{qid}\") 问它，或在题目里写 counted = false（不计入进度）。"
+                 for qid, (path, q) in bank.items() if q.counted and qid not in asked_ids]
+    return problems
 
 
 def check_questions() -> int:
-    """0 when every question file reads and every question takes its own test answers as they say: a right answer
-    right (or, at worst, asked to be rewritten), a wrong one never right; else 1, with what is wrong in Chinese."""
+    """0 when every question file reads, every question takes its own test answers as they say (a right
+    answer right, or at worst asked to be rewritten; a wrong one never right) and the notebooks ask
+    exactly the known ids, every counted question among them; else 1, with what is wrong in Chinese."""
     if str(ROOT) not in sys.path:  # this checkout's lesson_lib, with its question files
         sys.path.insert(0, str(ROOT))
     from lesson_lib.practice import questions, quiz
 
     try:
-        ids = (*questions.question_ids(), *questions.lab_ids())
+        bank = _question_bank()
     except questions.QuestionDataError as exc:
         print(exc)
         return 1
     problems = []
-    for qid in ids:
-        q = questions.question(qid)
-        problems += [f"题目 {qid} 的 right_answers 里的 {a!r} 被判成了「{fb.verdict}」：{fb.message}"
-                     for a in q.right_answers if (fb := quiz.check(qid, a)).verdict not in ("right", "form")]
-        problems += [f"题目 {qid} 的 wrong_answers 里的 {a!r} 被判成了对的"
+    for qid, (path, q) in bank.items():
+        problems += [f"题目文件 {path.name}：题目 {qid} 的 right_answers 里的 {a!r} 被判成了「{fb.verdict}」："
+                     f"{fb.message}" for a in q.right_answers
+                     if (fb := quiz.check(qid, a)).verdict not in ("right", "form")]
+        problems += [f"题目文件 {path.name}：题目 {qid} 的 wrong_answers 里的 {a!r} 被判成了对的"
                      for a in q.wrong_answers if quiz.check(qid, a).correct]
+    problems += ask_problems(bank)
     for problem in problems:
         print(problem)
     if not problems:
-        print(f"{len(ids)} questions read from lesson_lib/sections/*.toml; each takes its own right and wrong answers")
+        print(f"读了 lesson_lib/sections/*.toml 里的 {len(bank)} 道题：每道题自己的对答案都判对、错答案都判错，"
+              "笔记本问的编号都有。")
     return 1 if problems else 0
+
+
+CLASS_MINUTES = 75  # what tests/test_lesson_time.py holds the core to
+
+
+def report_lesson_time() -> None:
+    """The core's class time by the instructor's model (benchmarks/bench_lesson_time.py, read from the
+    stored notebook), and what to do when it is over the 75 minutes of one class."""
+    spec = importlib.util.spec_from_file_location("bench_lesson_time", ROOT / "benchmarks" / "bench_lesson_time.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    in_class, home = bench.totals(bench.estimate(nb))
+    print(f"课时估计（python benchmarks/run.py lesson_time）：课上 {in_class:.1f} 分钟，课后 {home:.1f} 分钟。")
+    if in_class > CLASS_MINUTES:
+        print(f"课上超过了 {CLASS_MINUTES} 分钟（一节课）：删短讲解，或把一部分挪到课后（.md 里那一格标上 "
+              ":tags: [homework]，讲解格写 +++ {\"tags\": [\"homework\"]}）；不然 tests/test_lesson_time.py 会失败。")
 
 
 def check(names=None) -> int:
     """0 when every question checks and every named notebook (default: all) matches its source and has stored
     outputs, else 1."""
     questions_ok = check_questions()
-    return max(questions_ok, *(_check_one(*NOTEBOOKS[name][:2]) for name in (names or NOTEBOOKS)))
+    notebooks_ok = max(_check_one(*NOTEBOOKS[name][:2]) for name in (names or NOTEBOOKS))
+    if not notebooks_ok:
+        report_lesson_time()
+    return max(questions_ok, notebooks_ok)
 
 
 def _check_one(src: Path, notebook: Path) -> int:
     import nbformat
 
     if not notebook.exists():
-        print(f"{notebook.relative_to(ROOT)} is missing; run: python scripts/build_notebook.py {notebook.stem}")
+        print(f"没有 {notebook.relative_to(ROOT)}：运行 python scripts/build_notebook.py {notebook.stem}")
         return 1
     stored = nbformat.read(notebook, as_version=4)
     built = assemble(src=src)
@@ -206,20 +292,22 @@ def _check_one(src: Path, notebook: Path) -> int:
     if got != want:
         for i, (g, w) in enumerate(zip(got, want)):
             if g != w:
-                print(f"{notebook.name}: cell {i} differs from {src.relative_to(ROOT)}: stored {g[1][:60]!r}… "
-                      f"vs source {w[1][:60]!r}…")
+                at = next((k for k, (a, b) in enumerate(zip(g[1], w[1])) if a != b), min(len(g[1]), len(w[1])))
+                start = max(at - 20, 0)  # from just before the first character that differs
+                print(f"{notebook.name} 的第 {i} 格和 {src.relative_to(ROOT)} 不一样：笔记本里是 "
+                      f"…{g[1][start:at + 40]!r}…，源文件里是 …{w[1][start:at + 40]!r}…")
                 break
         else:
-            print(f"{notebook.name} has {len(got)} cells, its source {len(want)}")
-        print(f"Run: python scripts/build_notebook.py {notebook.stem}   (edit {src.relative_to(ROOT)}/*.md, "
-              "not the .ipynb)")
+            print(f"{notebook.name} 有 {len(got)} 格，它的源文件有 {len(want)} 格")
+        print(f"运行 python scripts/build_notebook.py {notebook.stem}（改 {src.relative_to(ROOT)}/*.md，"
+              "不要直接改 .ipynb）")
         return 1
     missing = [i for i, c in enumerate(stored.cells) if c.cell_type == "code" and c.execution_count is None]
     if missing:
-        print(f"{notebook.name}: code cells {missing[:5]} have no stored output; "
-              f"run: python scripts/build_notebook.py {notebook.stem}")
+        print(f"{notebook.name} 的代码格 {missing[:5]} 没有保存的输出："
+              f"运行 python scripts/build_notebook.py {notebook.stem}")
         return 1
-    print(f"{notebook.relative_to(ROOT)}: {len(got)} cells match {src.relative_to(ROOT)}")
+    print(f"{notebook.relative_to(ROOT)}：{len(got)} 格都和 {src.relative_to(ROOT)} 一致")
     return 0
 
 
@@ -252,9 +340,11 @@ def main(argv=None) -> int:
         if not args.no_execute:
             start = time.perf_counter()
             nb = execute(nb, notebook)
-            print(f"executed {len(nb.cells)} cells of {name} in {time.perf_counter() - start:.1f} s")
+            print(f"运行了 {name} 的 {len(nb.cells)} 格，用时 {time.perf_counter() - start:.1f} 秒")
         nbformat.write(nb, out)
-        print(f"wrote {out}")
+        print(f"写好了 {out}")
+    if not (args.out or args.no_execute):  # the estimate reads the stored core's outputs
+        report_lesson_time()
     return 0
 
 

@@ -8,7 +8,10 @@ It only reads: a student's file is never renamed, rewritten or followed through 
 (学生 1, 2, …, in path order) unless ``--names`` is given. ``--recheck`` runs each exercise a student passed again
 from the stored source in scripts/recheck_sandbox.py (an unprivileged user, namespaces, limits, killed at the
 budget; only a JSON verdict comes back); a pass that does not repeat is marked 「未确认」.
-Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped.
+Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped; an entry
+of the wrong type or size, or with an id this course does not have, is left out (as the lesson does) and said.
+Every path printed has its control characters escaped. The report is written as new files renamed into place:
+a link left in the output folder is replaced, never written through.
 Answers to an earlier version of a question are counted apart, never mixed with the current version's.
 """
 
@@ -19,9 +22,11 @@ import csv
 import glob
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import re
+import secrets
 import stat
 import sys
 import time
@@ -45,7 +50,7 @@ class Student:
     label: str
     path: Path
     data: dict
-    notes: list[str] = field(default_factory=list)
+    unconfirmed: list[str] = field(default_factory=list)  # exercises whose pass --recheck did not repeat
 
 
 def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
@@ -60,19 +65,33 @@ def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
             else:
                 found.append(p)
         return [Path(p) for p in dict.fromkeys(found + ([env] if env else []))]
-    out = []
+    out, files = [], []  # in the order given; files given one after another (a shell's in/*.json) sorted
     for p in map(Path, paths):
-        out += _search(p) if p.is_dir() and not p.is_symlink() else [p]
-    out = list(dict.fromkeys(out))
+        if p.is_dir() and not p.is_symlink():
+            out += sorted(files, key=_copies_last) + _search(p)
+            files = []
+        else:
+            files.append(p)
+    out = list(dict.fromkeys(out + sorted(files, key=_copies_last)))
     # 「导出进度」 writes progress-export.json beside progress.json: the same student, read once (the live file).
     return [p for p in out if not (p.name == EXPORT and p.with_name(LIVE) in out)]
+
+
+def _copies_last(path: Path | str) -> tuple:
+    """Name order, with a copy a browser or file manager named 「bob (1).json」 right after bob.json (plain sorting
+    puts it first: " " sorts before "."): a copy is skipped as the same content, so the file kept is the first."""
+    key = []
+    for part in Path(path).parts:
+        copy = re.fullmatch(r"(.*?) ?\((\d+)\)(\.[^.]*)?", part)
+        key.append((copy.group(1) + (copy.group(3) or ""), int(copy.group(2))) if copy else (part, 0))
+    return tuple(key)
 
 
 def _search(top: Path) -> list[Path]:
     found = []
     for folder, dirs, files in os.walk(top, followlinks=False):  # a link to a folder is listed, never entered
-        dirs.sort()
-        found += [Path(folder, f) for f in sorted(files) if f.endswith(".json")]
+        dirs.sort(key=_copies_last)
+        found += [Path(folder, f) for f in sorted(files, key=_copies_last) if f.endswith(".json")]
     return found
 
 
@@ -102,11 +121,8 @@ def _seen_before(path: Path, seen: dict) -> str:
 
 
 def read_progress(path: Path) -> tuple[dict | None, str]:
-    """(data, "") for a progress file or export of any format the lesson has written, read as the current one
-    (``progress.migrate``: every field the report reads checked for type and size), else (None, why) in Chinese.
-    Never follows a link."""
-    from lesson_lib.practice.progress import migrate
-
+    """(parsed JSON, "") for a regular file of a progress file's size that parses (known_entries then reads it as
+    the lesson does), else (None, why) in Chinese. Never follows a link."""
     try:
         st = os.lstat(path)
     except OSError as exc:
@@ -120,32 +136,80 @@ def read_progress(path: Path) -> tuple[dict | None, str]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as f:
-            raw = json.loads(f.read(MAX_BYTES + 1).decode("utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        return None, f"不是可读的 JSON（{type(exc).__name__}）"
+            return json.loads(f.read(MAX_BYTES + 1).decode("utf-8")), ""
+    except OSError as exc:
+        return None, f"读不到（{exc.strerror or exc}）"
+    except UnicodeDecodeError:
+        return None, "不是 UTF-8 编码（进度文件总是 UTF-8）"
+    except json.JSONDecodeError:
+        return None, "文件不完整或不是 JSON"
+    except ValueError:  # json's only other ValueError: an integer longer than Python converts
+        return None, "里面有一个大得离谱的数字，不是本课写的"
+    except RecursionError:
+        return None, "括号嵌套太深，不是本课写的"
+
+
+def known_entries(raw, known: dict[str, set]) -> tuple[dict | None, str, str]:
+    """(data, why, note): the entries of a parsed file the lesson keeps (``progress.migrate`` leaves out an entry
+    with a field of a wrong type or size, as the lesson does) whose id this course has; ``note`` names, in
+    Chinese, what was left out. (None, why, "") for a file that is not one at all, or of which nothing is left."""
+    from lesson_lib.practice.progress import migrate
+
     try:
         data, bad = migrate(raw)
     except ValueError as exc:
-        return None, str(exc)
+        return None, str(exc), ""
+    unknown = []
+    for kind, ids in known.items():  # another version of the course's, or a tampered file's: never counted
+        for key in [key for key in data[kind] if key not in ids]:
+            del data[kind][key]
+            unknown.append(repr(key[:40]))
+    said = []
     if bad:
-        return None, bad[0] + (f"（另有 {len(bad) - 1} 处不对）" if len(bad) > 1 else "")
-    return data, ""
+        said.append(f"略去了 {len(bad)} 条读不懂的记录：{_some(bad)}")
+    if unknown:
+        said.append(f"略去了 {len(unknown)} 个本课没有的题号或练习名（别的版本的课程或改过的文件）：{_some(unknown)}")
+    if said and not any(data[kind] for kind in known):  # nothing left: not a student who answered nothing
+        return None, "没有一条本课读得懂的记录：" + "；".join(said), ""
+    return data, "", "；".join(said)
 
 
-def load_class(paths: list[str], names: bool, warn) -> list[Student]:
+def _some(items: list[str], shown: int = 5) -> str:
+    return "、".join(items[:shown]) + (f" 等 {len(items)} 处" if len(items) > shown else "")
+
+
+def load_class(paths: list[str], names: bool, warn, tell=lambda line: None, known=None) -> list[Student]:
+    """The students whose files read, in path order; ``warn`` gets a line per file skipped, ``tell`` one per file
+    read with entries left out. ``known``: the course's ids per kind (``known_ids()``)."""
+    known = known or known_ids()
     students, seen = [], {}
     for path in candidate_files(paths, warn):
+        note = ""
         try:  # one file, whatever it holds, never stops the report for the others
             earlier = _seen_before(path, seen)
             data, why = (None, f"和 {earlier} 是同一个文件或内容相同，只算一次") if earlier else read_progress(path)
+            if data is not None:
+                data, why, note = known_entries(data, known)
         except Exception as exc:
-            data, why = None, f"读的时候出错（{type(exc).__name__}）"
+            data, why = None, f"读的时候出了意外的错（{type(exc).__name__}），请把这个文件交给课程的维护者"
         if data is None:
             warn(f"跳过 {path}：{why}。")
             continue
+        if note:
+            tell(f"读入 {path}，但{note}。")
         label = _name_of(path) if names else f"学生 {len(students) + 1}"
         students.append(Student(label, path, data))
     return students
+
+
+def known_ids() -> dict[str, set]:
+    """The ids this course has, per part of a progress file: every question (core, labs, interview) and every
+    exercise."""
+    from lesson_lib.practice.questions import apart_ids, lab_ids, question_ids
+    from lesson_lib.sections import exercises
+
+    asked = {*question_ids(), *lab_ids(), *apart_ids()}
+    return {"questions": asked, "earlier": asked, "exercises": set(exercises.EXERCISES)}
 
 
 def _name_of(path: Path) -> str:
@@ -158,13 +222,25 @@ def _name_of(path: Path) -> str:
 
 # ------------------------------------------------------------------------------------------ the lesson's data
 def lesson():
-    """The questions (current version digests, sections) and exercises, read from lesson_lib's own data."""
+    """The core's questions, the optional labs' questions, the current version digest of each (and of the
+    interview) and the exercises, read from lesson_lib's own data."""
     from lesson_lib.practice.progress import current_version
-    from lesson_lib.practice.questions import question, question_ids
+    from lesson_lib.practice.questions import lab_ids, question, question_ids
     from lesson_lib.sections import exercises
 
-    versions = {item: current_version(item) for item in (*question_ids(), INTERVIEW)}
-    return {qid: question(qid) for qid in question_ids()}, versions, tuple(exercises.EXERCISES)
+    versions = {item: current_version(item) for item in (*question_ids(), *lab_ids(), INTERVIEW)}
+    core = {qid: question(qid) for qid in question_ids()}
+    return core, {qid: question(qid) for qid in lab_ids()}, versions, tuple(exercises.EXERCISES)
+
+
+def lab_of() -> dict[str, str]:
+    """Which optional lab asks each of its questions: the lab's folder in notebooks/labs_src whose source calls
+    ``ask("ID")``."""
+    where = {}
+    for src in sorted((ROOT / "notebooks" / "labs_src").glob("*/*.md")):
+        for found in re.finditer(r"""ask\(\s*["']([^"']+)["']""", src.read_text("utf-8")):
+            where.setdefault(found.group(1), src.parent.name)
+    return where
 
 
 def asked_in() -> dict[str, int]:
@@ -188,24 +264,29 @@ def section_titles() -> dict[int, str]:
     return titles
 
 
+UNKNOWN_MISTAKE = "课程里没有这个误解编号（别的版本的课程或改过的文件）"
+
+
 def describe_mistake(q, mistake: str) -> str:
-    """The named mistake in the words the learner was shown (the checker's own hint), from the question data."""
+    """The named mistake in the words the learner was shown (the checker's own hint), from the question data
+    only: an id the checker could not have named is said to be unknown, never described by the file's text."""
     key = q.key
     name, _, value = mistake.partition("=")
     if name == "option":
         for k, label, why in getattr(key, "options", ()):
             if k == value:
                 return f"选了 {k}「{' '.join(str(label).split())}」：{why}"
-    if name == "missing":
+    if mistake == "missing" and getattr(key, "options", ()):
         return "漏选了该选的选项"
     for box in getattr(key, "boxes", ()):
         if box.name == name:
             read, _ = box.read(value)
             why = box.wrong_why(read) if read is not None else ""
-            return f"{box.label} 填 {value}" + (f"：{why}" if why else "")
-    if name == "shape":
+            named = why not in ("", getattr(box, "generic", ""))  # the checker names only a value with a hint
+            return f"{box.label} 填 {value}：{why}" if named else UNKNOWN_MISTAKE
+    if name == "shape" and getattr(key, "whole", None) and re.fullmatch(r"\(\d+(, \d+)*\)", value):
         return f"形状写成 {value}"
-    return mistake
+    return UNKNOWN_MISTAKE
 
 
 # ------------------------------------------------------------------------------------------ counting
@@ -261,7 +342,6 @@ class ExerciseRow:
     failing: int = 0
     unconfirmed: int = 0
     mistakes: Counter = field(default_factory=Counter)  # mistake id -> students who made it at any check
-    said: dict = field(default_factory=dict)  # mistake id -> the checker's message the first time it was named
 
     @property
     def passed(self) -> int:
@@ -287,9 +367,8 @@ def count_exercises(students, names, recheck=None):
                 row.later_right += 1
             if entry["passed"] and recheck and not recheck(name, entry["passed_source"] or entry["source"]):
                 row.unconfirmed += 1
+                s.unconfirmed.append(name)
             row.mistakes.update({m for c in entry["checks"] for m in c["mistakes"]})
-            for m in entry["mistakes"]:
-                row.said.setdefault(m, entry["message"])
     return rows
 
 
@@ -320,14 +399,26 @@ def stopped_at(students, asked: dict[str, int]) -> Counter:
     return Counter(last_section(s, asked) for s in students)
 
 
-def each_student(students, asked, qs, versions, exercise_names) -> list[tuple]:
-    """(label, last section, questions answered, right on the first try, exercises passed) per student."""
+@dataclass
+class StudentRow:
+    label: str
+    last: int  # the last section answered in (0: none)
+    answered: int  # the core's questions
+    first_right: int
+    passed: int  # exercises
+    labs: int  # the optional labs' questions answered, never in the core's counts
+    unconfirmed: list[str]  # exercises whose pass --recheck did not repeat
+
+
+def each_student(students, asked, qs, labs, versions, exercise_names) -> list[StudentRow]:
     out = []
     for s in students:
         rows = count_questions([s], qs, versions).values()
         passed = count_exercises([s], exercise_names).values()
-        out.append((s.label, last_section(s, asked), sum(r.answered for r in rows), sum(r.first_right for r in rows),
-                    sum(r.passed for r in passed)))  # fmt: skip
+        lab_rows = count_questions([s], labs, versions).values()
+        out.append(StudentRow(s.label, last_section(s, asked), sum(r.answered for r in rows),
+                              sum(r.first_right for r in rows), sum(r.passed for r in passed),
+                              sum(r.answered for r in lab_rows), s.unconfirmed))  # fmt: skip
     return out
 
 
@@ -361,8 +452,12 @@ class Report:
     skipped: list[str]
     names: list[str]
     titles: dict = field(default_factory=dict)  # section number -> title
-    prompts: dict = field(default_factory=dict)  # question id -> its prompt, without the id
+    prompts: dict = field(default_factory=dict)  # question id -> its prompt, without the id (core and labs)
     students: list = field(default_factory=list)  # each_student's rows
+    labs: dict = field(default_factory=dict)  # the optional labs' question id -> its QuestionRow
+    lab_names: dict = field(default_factory=dict)  # the optional labs' question id -> the lab that asks it
+    partial: list[str] = field(default_factory=list)  # a line per file read with entries left out
+    rechecked: bool = False
 
     def titled(self, section: str) -> str:
         """「第 3 节」 → 「第 3 节 多头机制：…」."""
@@ -380,28 +475,41 @@ class Report:
 def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Report:
     """``recheck``: None, or the sandbox (recheck_sandbox.prepare) in which passes are run again."""
     skipped: list[str] = []
+    partial: list[str] = []
 
-    def note(line: str) -> None:
-        skipped.append(line)
-        if warn:
-            warn(line)
+    def noted(lines: list[str]):
+        def note(line: str) -> None:
+            lines.append(printable(line))  # a file's name may hold a newline or a terminal's escape sequence
+            if warn:
+                warn(printable(line))
 
-    students = load_class(paths, names, note)
-    qs, versions, exercise_names = lesson()
+        return note
+
+    students = load_class(paths, names, noted(skipped), noted(partial))
+    qs, labs, versions, exercise_names = lesson()
     rows = count_questions(students, qs, versions)
-    mis = [(count, qid, m, describe_mistake(qs[qid], m), qs[qid].section)
-           for qid, row in rows.items() for m, count in row.mistakes.items()]  # fmt: skip
+    lab_rows = count_questions(students, labs, versions)
+    both = {**qs, **labs}
+    mis = [(count, qid, m, describe_mistake(both[qid], m), both[qid].section)
+           for qid, row in {**rows, **lab_rows}.items() for m, count in row.mistakes.items()]  # fmt: skip
     ex = count_exercises(students, exercise_names, recheck_with(recheck) if recheck else None)
     asked = asked_in()
-    mis += [(count, name, m, exercise_mistake(m, row.said.get(m)), f"第 {asked.get(name, 0)} 节")
+    mis += [(count, name, m, exercise_mistake(m), f"第 {asked.get(name, 0)} 节")
             for name, row in ex.items() for m, count in row.mistakes.items()]  # fmt: skip
-    order = [*qs, *ex]
+    order = [*qs, *ex, *labs]  # at equal counts the core's first
     mis.sort(key=lambda t: (-t[0], order.index(t[1]), t[2]))
     return Report(len(students), rows, ex, stopped_at(students, asked),
                   interview_points(students, versions.get(INTERVIEW)), mis, skipped,
                   [s.label for s in students], section_titles(),
-                  {qid: q.prompt.removeprefix(qid).strip() for qid, q in qs.items()},
-                  each_student(students, asked, qs, versions, exercise_names))  # fmt: skip
+                  {qid: q.prompt.removeprefix(qid).strip() for qid, q in both.items()},
+                  each_student(students, asked, qs, labs, versions, exercise_names),
+                  lab_rows, lab_of(), partial, bool(recheck))  # fmt: skip
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on (newline, ESC, a bidi override …) written as its
+    escape, as repr does: a student's file name can never forge a line or retitle the instructor's terminal."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def csv_rows(r: Report):
@@ -411,6 +519,9 @@ def csv_rows(r: Report):
             yield ("question", qid, measure, getattr(row, measure), row.section)
         for point, c in row.covered.items():
             yield ("question", qid, "ticked", c, point)
+    for qid, row in r.labs.items():  # the optional labs': never in the core's counts
+        for measure in ("answered", "first_right", "later_right", "never", "old"):
+            yield ("lab_question", qid, measure, getattr(row, measure), r.lab_names.get(qid, ""))
     for count, qid, m, text, _section in r.misconceptions:
         yield ("misconception", qid, m, count, text)
     for name, row in r.exercises.items():
@@ -420,11 +531,14 @@ def csv_rows(r: Report):
             yield ("exercise_mistake", name, m, c, "")
     for section, c in sorted(r.stopped.items()):
         yield ("stopped", f"第 {section} 节" if section else "未作答", "students", c, "")
-    for label, last, answered, first_right, passed in r.students:
-        yield ("student", label, "last_section", last, r.section(last))
-        yield ("student", label, "answered", answered, "")
-        yield ("student", label, "first_right", first_right, "")
-        yield ("student", label, "exercises_passed", passed, "")
+    for s in r.students:
+        yield ("student", s.label, "last_section", s.last, r.section(s.last))
+        yield ("student", s.label, "answered", s.answered, "")
+        yield ("student", s.label, "first_right", s.first_right, "")
+        yield ("student", s.label, "exercises_passed", s.passed, "")
+        yield ("student", s.label, "lab_answered", s.labs, "")
+        if r.rechecked:
+            yield ("student", s.label, "unconfirmed", len(s.unconfirmed), "、".join(s.unconfirmed))
     took, ticked = r.interview
     yield ("interview", INTERVIEW, "answered", took, "")
     for point, c in ticked.items():
@@ -445,7 +559,7 @@ def page(r: Report) -> str:
     stops = [(r.section(s), c) for s, c in sorted(r.stopped.items(), key=lambda t: -t[0])]
     missed = sorted(((_first_wrong(row), qid) for qid, row in r.questions.items() if _first_wrong(row)),
                     key=lambda t: -t[0])  # fmt: skip
-    misconceptions = [{"count": c, "item": item, "text": text, "where": r.titled(sec)}
+    misconceptions = [{"count": c, "item": _item(r, item), "text": text, "where": r.titled(sec)}
                       for c, item, _, text, sec in r.misconceptions]  # fmt: skip
     explained = [(f"{qid}：{row.answered} 人写过，自己勾选的要点", sorted(row.covered.items(), key=lambda t: -t[1]))
                  for qid, row in r.questions.items() if row.covered]  # fmt: skip
@@ -460,14 +574,22 @@ def page(r: Report) -> str:
         stops_alt="最后作答所在的节，学生人数：" + "；".join(f"{label} {c} 人" for label, c in stops),
         question_rows=[(qid, r.prompts.get(qid, ""), row.section, row.answered, row.first_right, row.later_right,
                         row.never, row.old) for qid, row in r.questions.items()],
+        lab_rows=[(qid, r.prompts.get(qid, ""), r.lab_names.get(qid, "选做实验"), row.answered, row.first_right,
+                   row.later_right, row.never, row.old) for qid, row in r.labs.items()],
         missed_items=[(qid, c) for c, qid in missed[:8]],
         missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
         exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing, row.unconfirmed,
                         "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
                        for name, row in r.exercises.items()],
         explained=explained,
-        student_rows=[(label, r.section(last), *counts) for label, last, *counts in r.students],
-        skipped=r.skipped)  # fmt: skip
+        student_rows=[(s.label, r.section(s.last), s.answered, s.first_right, s.passed, s.labs,
+                       *(["、".join(s.unconfirmed) or "—"] if r.rechecked else [])) for s in r.students],
+        rechecked=r.rechecked, skipped=r.skipped, partial=r.partial)  # fmt: skip
+
+
+def _item(r: Report, item: str) -> str:
+    """A question or exercise as the page names it: an optional lab's question says which lab asks it."""
+    return f"{item}（选做实验 {r.lab_names.get(item, '')}）" if item in r.labs else item
 
 
 def names_of(mistake: str) -> str:
@@ -477,13 +599,10 @@ def names_of(mistake: str) -> str:
     return getattr(exercises, "MISTAKES", {}).get(mistake, mistake)
 
 
-def exercise_mistake(mistake: str, message: str | None) -> str:
-    """The mistake's Chinese name, then what the checker told the learner (without the example it failed on)."""
+def exercise_mistake(mistake: str) -> str:
+    """The mistake's Chinese name from the lesson's own table (never a student's stored message)."""
     name = names_of(mistake)
-    told = re.sub(r"^[^：]*=[^：]*：", "", message or "").strip()
-    if not told:
-        return name
-    return f"{name}：{told}" if name != mistake else told
+    return name if name != mistake else UNKNOWN_MISTAKE
 
 
 def inert(cell):
@@ -495,12 +614,57 @@ def inert(cell):
 
 
 def write(r: Report, out_dir: Path) -> tuple[Path, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    html_path, csv_path = out_dir / "class-report.html", out_dir / "class-report.csv"
-    html_path.write_text(page(r), encoding="utf-8")
-    with open(csv_path, "w", newline="", encoding="utf-8-sig") as f:  # utf-8-sig: Excel reads the Chinese
-        csv.writer(f).writerows([inert(cell) for cell in row] for row in csv_rows(r))
-    return html_path, csv_path
+    """class-report.html and .csv in ``out_dir``, each written as a new file there and renamed over the old one:
+    never through a link a student (or anyone) left in the folder. Raises ValueError (Chinese) for a folder that
+    is a link, not a folder, or (run as root) another user's."""
+    table = io.StringIO(newline="")
+    csv.writer(table).writerows([inert(cell) for cell in row] for row in csv_rows(r))
+    folder = open_folder(out_dir)
+    try:
+        _replace(folder, "class-report.html", page(r).encode("utf-8"))
+        _replace(folder, "class-report.csv", table.getvalue().encode("utf-8-sig"))  # -sig: Excel reads Chinese
+    finally:
+        os.close(folder)
+    return out_dir / "class-report.html", out_dir / "class-report.csv"
+
+
+def open_folder(out_dir: Path) -> int:
+    """The output folder, made if missing, opened without following a link (a descriptor: what is written goes
+    into this folder even if its path is swapped for a link afterwards)."""
+    shown = printable(str(out_dir))
+    if not os.path.lexists(out_dir):
+        try:
+            out_dir.mkdir(parents=True)
+        except OSError as exc:
+            raise ValueError(f"建不了输出文件夹 {shown}（{exc.strerror or exc}）") from None
+    if os.path.islink(out_dir):
+        raise ValueError(f"输出文件夹 {shown} 是一个链接：报告不写进链接，请用 --out 给一个真正的文件夹")
+    if not os.path.isdir(out_dir):
+        raise ValueError(f"{shown} 已经存在，不是文件夹：报告不会覆盖它，请用 --out 给一个文件夹")
+    try:
+        folder = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ValueError(f"打不开输出文件夹 {shown}（{exc.strerror or exc}）") from None
+    owner = os.fstat(folder).st_uid
+    if os.geteuid() == 0 and owner != 0:  # a student (or their code) could swap the files in it
+        os.close(folder)
+        raise ValueError(f"输出文件夹 {shown} 属于另一个用户（uid {owner}）：以 root 运行时，"
+                         "请用 --out 给一个 root 自己的文件夹（比如一个还不存在的新文件夹）")
+    return folder
+
+
+def _replace(folder: int, name: str, content: bytes) -> None:
+    """``name`` in ``folder`` replaced by a new file holding ``content``: os.replace swaps a link for the file,
+    never writes through it."""
+    temp = f".{name}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        os.unlink(temp, dir_fd=folder)
+        raise
 
 
 def main(argv=None) -> int:
@@ -530,9 +694,14 @@ def main(argv=None) -> int:
     if not report.n:
         print("没有找到可读的进度文件：请给出文件或文件夹的路径（在 Hub 上请以管理员身份运行）。", file=sys.stderr)
         return 1
-    html_path, csv_path = write(report, Path(args.out))
+    try:
+        html_path, csv_path = write(report, Path(args.out))
+    except (ValueError, OSError) as exc:  # OSError: e.g. a folder named class-report.html in the way
+        why = f"写进 {args.out} 时出错（{exc.strerror or exc}）" if isinstance(exc, OSError) else exc
+        print(printable(f"报告没有写出：{why}。"), file=sys.stderr)
+        return 3
     took = f"{time.perf_counter() - start:.2f} 秒，CPU {time.process_time() - cpu:.2f} 秒"
-    print(f"{report.n} 名学生 → {html_path}、{csv_path}（{took}）")
+    print(printable(f"{report.n} 名学生 → {html_path}、{csv_path}（{took}）"))
     return 0
 
 

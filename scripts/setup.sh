@@ -26,6 +26,12 @@ for arg in "$@"; do
     --zh) ui=zh ;;
     --allow-root) ;;  # added by itself when run as root (scripts/personal_copy.py), so a no-op here
     --en) ui=en ;;
+    -h|--help)
+      echo "用法：bash scripts/setup.sh [--no-open] [--dev] [--zh|--en]"
+      echo "  --no-open  只安装，不打开 JupyterLab（也不建 my_lesson/ 里的个人副本，第一次打开时再建）"
+      echo "  --dev      另外安装跑测试需要的包（讲师、开发者用）"
+      echo "  --zh/--en  JupyterLab 菜单用中文（默认）或英文"
+      exit 0 ;;
     *) echo "未知参数 / unknown option: $arg (可用 / use: --zh --en --no-open --dev --allow-root)" >&2; exit 2 ;;
   esac
 done

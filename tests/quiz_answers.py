@@ -492,6 +492,17 @@ COLD_READER = [
     ("Q6", ["64（h 12 即 768/64）", "512"], R, ""), ("Q6", ["64", "2 × 4 × 64（g 4 即 12/3）"], R, ""),
     ("Q3", ["8 × 64n²（n = 词数）", "512n²"], R, ""), ("Q6", ["d_model 512 / h 8", "512"], F, "d_k"),
     ("Q3", ["512n²", "h 8 × 64n²"], F, "single"), ("Q3", ["h 4 × 128 n²", "512n²"], F, "multi"),
+    # round 12: the box's own name glued to its number reads as name = number; another name glued is not the box's
+    ("Q2", ["d_k32", "不变"], R, ""), ("Q2", ["dk32", "不变"], R, ""), ("Q2", ["DV32", "不变"], R, ""),
+    ("Q6", ["d_k64", "512"], R, ""), ("Q2", ["d_k64", "不变"], W, "d_k=64"), ("Q6", ["d_k32", "512"], W, ""),
+    ("Q2", ["h16", "不变"], F, "d_k"), ("Q2", ["h32", "不变"], F, "d_k"), ("Q6", ["64", "g4"], F, "cache"),
+    ("Q2", ["d_model32", "不变"], F, "d_k"),
+    # 「per head」 is a unit, as 「每个头」 is; English words the reader does not know are named, not guessed
+    ("Q6", ["64 per head", "512"], R, ""), ("Q6", ["64 dims per head", "512"], R, ""),
+    ("Q6", ["64", "512 per token per layer"], R, ""), ("Q6", ["768 per head", "512"], W, ""),
+    ("Q6", ["64", "4 groups"], F, "cache"), ("Q6", ["64", "512 per group"], F, "cache"),
+    # 「X 的 1/3」 says the value is a third of X: in a note, X (12 组) is no value to check it by
+    ("Q6", ["64", "512（12 组的 1/3）"], F, "cache"), ("Q6", ["64", "1536（12 组的 1/3）"], F, "cache"),
 ]
 
 TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + COLD_READER + CHOICES + SELF
@@ -514,4 +525,5 @@ MEANT_RIGHT = [
     ("Q2", ["32 (d_v 64)", "不变"]), ("Q6", ["64", "512（键 256 + 值 256）"]),
     ("S3", "(12, 8, 64) 不对，应该是 (8, 12, 64)"), ("S3", ["(8, 12, 64)", "12", "64"]),
     ("Q3", ["h 8 d_k 64 n²", "512n²"]), ("S3", ["8×12×64", "12", "64"]), ("S3", ["8x12x64", "12", "64"]),
+    ("Q6", ["64", "512（12 组的 1/3）"]),
 ]

@@ -1,10 +1,12 @@
 """README「改编这节课」, done as an instructor does it, on a copy of the repository: change the number in one
 question and add a choice question to §5 (its right and wrong answers with it) in §5's question file, ask it with
-one line of §5's notebook source, run the one command. Two files a person edits; nothing else."""
+one line of §5's notebook source, run the one command. Two files a person edits; nothing else. Then the repository's
+own checks of the questions run on the copy: the adapted lesson keeps them green."""
 
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,9 +70,10 @@ print(json.dumps(out))
 
 def _copy(dest: Path) -> Path:
     """The parts of the repository the command and the class report read."""
-    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", ".ipynb_checkpoints")
-    for part in ("lesson_lib", "notebooks", "scripts"):
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info", ".ipynb_checkpoints", "*.npz")
+    for part in ("lesson_lib", "notebooks", "scripts", "tests", "benchmarks"):
         shutil.copytree(ROOT / part, dest / part, ignore=skip)
+    shutil.copy(ROOT / "pyproject.toml", dest)  # pytest's settings
     return dest
 
 
@@ -100,6 +103,23 @@ def test_an_instructor_changes_a_number_and_adds_a_question_with_one_command(tmp
 
     built = _run(["scripts/build_notebook.py", "day11_multi_head_attention"], copy, 900)
     assert built.returncode == 0, built.stdout + built.stderr
+    # the build says the class time as benchmarks/run.py lesson_time does, and what to do when over one class
+    (said,) = [line for line in built.stdout.splitlines() if "run.py lesson_time" in line]
+    estimated = _run(["benchmarks/run.py", "lesson_time"], copy, 120)
+    (total,) = [line for line in estimated.stdout.splitlines() if line.split()[:1] == ["total"]]
+    minutes = float(total.split()[1])
+    assert float(re.findall(r"\d+\.\d", said)[0]) == minutes
+    assert ("tests/test_lesson_time.py" in built.stdout) == (minutes > 75)
+
+    # the repository's checks of the questions, on the adapted copy: S5b is covered by its own right and wrong
+    # answers (not by tests/quiz_answers.py), and the stored progress file loses no answer though S5 changed
+    checks = ["tests/test_quiz.py", "-k", "table_is_large or kept_right or kept_wrong",
+              "tests/test_question_data.py::test_a_progress_file_saved_before_the_move_loses_no_answer_and_"
+              "unchanged_questions_keep_their_version"]
+    tested = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *checks], copy, 600)
+    assert tested.returncode == 0, tested.stdout[-3000:]
+    assert re.search(r"\bS5b\b", _run(["-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                        "-n", "0", *checks], copy, 300).stdout)  # S5b's own answers ran
 
     notebook = json.loads((copy / "notebooks" / "day11_multi_head_attention.ipynb").read_text(encoding="utf-8"))
     asking = [c for c in notebook["cells"] if c["cell_type"] == "code" and 'ask("S5b")' in "".join(c["source"])]

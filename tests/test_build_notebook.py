@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -376,3 +379,157 @@ def test_every_stored_figure_cell_shows_its_figure(name):
         if cell.cell_type == "code" and "plt.show()" in cell.source:
             shown = [o for o in cell.outputs if {"text/html", "image/png"} & set(o.get("data", {}))]
             assert shown, f"{name}: {cell.source[:60]!r} has no stored figure"
+
+
+# ---------------------------------------------------------------------------------------------
+# Before a build: the question files, and the ids the notebooks ask (README「改编这节课」)
+# ---------------------------------------------------------------------------------------------
+
+
+def _sources(tmp_path, monkeypatch, name: str, old: str, new: str) -> int:
+    """The notebooks' sources copied under tmp_path (the build's ROOT now), ``old`` replaced by ``new`` in the core's
+    ``name``; the line of the replacement."""
+    for folder in ("src", "labs_src"):
+        shutil.copytree(ROOT / "notebooks" / folder, tmp_path / "notebooks" / folder)
+    monkeypatch.setattr(bn, "ROOT", tmp_path)
+    monkeypatch.setattr(bn, "SRC", tmp_path / "notebooks" / "src")
+    monkeypatch.setattr(bn, "LABS_SRC", tmp_path / "notebooks" / "labs_src")
+    monkeypatch.setattr(sys, "path", list(sys.path))  # check_questions puts ROOT there
+    path = bn.SRC / name
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return text.split(old)[0].count("\n") + 1
+
+
+def test_an_unknown_id_asked_stops_the_build_before_any_kernel_naming_the_file_and_line(tmp_path, monkeypatch, capsys):
+    """A typo in ask("S5B") used to end a build in a kernel's 52-line traceback naming no file."""
+    line = _sources(tmp_path, monkeypatch, "05_head_lab.md", 'ask("S5")', 'ask("S5B")')
+    monkeypatch.setattr(bn, "execute", lambda *args: pytest.fail("a kernel ran"))
+    draft = tmp_path / "draft.ipynb"
+    assert bn.main(["day11_multi_head_attention", "--out", str(draft)]) == 1
+    assert not draft.exists()
+    said = [text for text in capsys.readouterr().out.splitlines() if "'S5B'" in text]
+    assert len(said) == 1 and said[0].startswith("notebooks/src/05_head_lab.md"), said
+    assert re.findall(r"\d+", said[0].split(".md", 1)[1])[0] == str(line)
+    assert all(qid in said[0] for qid in ("S2", "S5", "Q7", "L6b"))  # the known ids
+
+
+def test_a_counted_question_no_notebook_asks_stops_the_build_naming_its_file(tmp_path, monkeypatch, capsys):
+    """Its learners would see it as not done forever; an uncounted one (§8's interview) is asked otherwise."""
+    _sources(tmp_path, monkeypatch, "02_averaging.md", 'ask("S2")', "None")
+    assert bn.check_questions() == 1
+    (said,) = capsys.readouterr().out.splitlines()
+    assert "s02_averaging.toml" in said and re.findall(r"\b[SQL]\d\w*", said) == ["S2", "S2"], said
+
+
+TEST_ANSWERS_SWAPPED = '''
+[[questions]]
+id = "X1"
+kind = "single"
+section = "第 5 节"
+prompt = "X1"
+explanation = "解析。"
+answer = "B"
+counted = false
+right_answers = ["A"]
+wrong_answers = ["B"]
+options = [{ key = "A", label = "a", why = "不对。" }, { key = "B", label = "b" }]
+'''
+
+
+def test_a_test_answer_judged_otherwise_names_its_file_question_and_answer(tmp_path, monkeypatch, capsys):
+    from lesson_lib.practice import questions
+
+    (tmp_path / "s05_mine.toml").write_text(TEST_ANSWERS_SWAPPED, encoding="utf-8")
+    monkeypatch.setattr(questions, "SECTIONS", tmp_path)
+    monkeypatch.setattr(bn, "SRC", tmp_path)  # no notebook asks anything: X1 is not counted
+    monkeypatch.setattr(bn, "LABS_SRC", tmp_path)
+    questions._bank.cache_clear()
+    try:
+        assert bn.check_questions() == 1
+    finally:
+        monkeypatch.undo()
+        questions._bank.cache_clear()
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 2 and all("s05_mine.toml" in s and "X1" in s for s in said), said
+    assert ["'A'" in said[0], "'B'" in said[1]] == [True, True]  # the right answer, then the wrong one
+
+
+@pytest.mark.parametrize("minutes", [70, 80])
+def test_the_build_says_the_class_time_and_whether_it_is_over_one_class(tmp_path, monkeypatch, capsys, minutes):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("## 1 节\n\n" + "字" * (350 * minutes))]  # 350 字 a minute
+    nbformat.write(nb, tmp_path / "core.ipynb")
+    monkeypatch.setattr(bn, "NOTEBOOK", tmp_path / "core.ipynb")
+    bn.report_lesson_time()
+    said = capsys.readouterr().out.splitlines()
+    assert float(re.findall(r"\d+\.\d", said[0])[0]) == minutes
+    assert len(said) == (2 if minutes > bn.CLASS_MINUTES else 1)  # what to do, when over
+
+
+# ---------------------------------------------------------------------------------------------
+# Stored widget ids: the same sources give the same notebook
+# ---------------------------------------------------------------------------------------------
+
+
+def _widget_notebook(view: str, layout: str):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    data = {bn.WIDGET_MIME: {"model_id": view, "version_major": 2, "version_minor": 0}, "text/plain": "…"}
+    nb.cells = [nbformat.v4.new_code_cell("w", id="c000", outputs=[nbformat.v4.new_output("display_data", data=data)])]
+    state = {view: {"state": {"layout": f"IPY_MODEL_{layout}"}}, layout: {"state": {}}}
+    nb.metadata["widgets"] = {bn.WIDGET_STATE: {"state": state, "version_major": 2, "version_minor": 0}}
+    return nb
+
+
+def test_stored_widget_ids_depend_on_the_notebook_and_their_order_only():
+    import nbformat
+
+    first = nbformat.writes(bn.stable_widget_ids(_widget_notebook("a" * 32, "b" * 32), "core"))
+    again = nbformat.writes(bn.stable_widget_ids(_widget_notebook("c" * 32, "d" * 32), "core"))
+    other = nbformat.writes(bn.stable_widget_ids(_widget_notebook("a" * 32, "b" * 32), "lab"))
+    assert first == again and first != other
+    assert not re.search(r"aaaa|bbbb", first)
+    stored = json.loads(first)
+    state = stored["metadata"]["widgets"][bn.WIDGET_STATE]["state"]
+    view = stored["cells"][0]["outputs"][0]["data"][bn.WIDGET_MIME]["model_id"]
+    (layout,) = set(state) - {view}
+    assert state[view]["state"]["layout"] == f"IPY_MODEL_{layout}"  # a reference follows its model
+
+
+WIDGETS_SOURCE = HEADER + '''
+```{code-cell}
+import ipywidgets as w
+w.VBox([w.IntSlider(3), w.Label("标签")])
+```
+'''
+
+
+@pytest.mark.slow
+def test_a_rebuild_of_unchanged_sources_is_byte_identical(tmp_path, monkeypatch):
+    """Each rebuild used to store new random widget ids: thousands of changed lines in notebooks nobody touched."""
+    import nbformat
+
+    monkeypatch.setattr(bn, "ROOT", tmp_path)  # where the source's name is said from
+    (tmp_path / "00_widgets.md").write_text(WIDGETS_SOURCE, encoding="utf-8")
+    built = [nbformat.writes(bn.execute(bn.assemble(src=tmp_path), tmp_path / "tiny.ipynb")) for _ in range(2)]
+    assert json.loads(built[0])["metadata"]["widgets"][bn.WIDGET_STATE]["state"]  # widgets were stored
+    assert built[0] == built[1]
+
+
+def test_a_stale_notebook_is_shown_where_it_first_differs_from_its_source(tmp_path, monkeypatch, capsys):
+    """The cell's first 60 characters were shown, the same in both when a sentence late in the cell changed."""
+    import nbformat
+
+    monkeypatch.setattr(bn, "ROOT", tmp_path)
+    (tmp_path / "00_a.md").write_text(HEADER + "x" * 200 + " NEW words\n", encoding="utf-8")
+    stale = bn.assemble(src=tmp_path)
+    stale.cells[0].source = "x" * 200 + " OLD words"
+    nbformat.write(stale, tmp_path / "a.ipynb")
+    assert bn._check_one(tmp_path, tmp_path / "a.ipynb") == 1
+    said = capsys.readouterr().out.splitlines()[0]
+    assert said.index("OLD") < said.index("NEW")  # the stored text, then the source's

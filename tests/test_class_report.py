@@ -5,6 +5,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -643,7 +644,7 @@ def test_a_mistake_fixed_later_is_counted_once_per_student_and_a_pass_stays(tmp_
     assert (ex.tried, ex.first_right, ex.later_right, ex.failing) == (6, 2, 3, 1)
     assert (ex.mistakes["transpose"], ex.mistakes["strided"]) == (3, 1)
     assert (3, "split_heads", "transpose") in [m[:3] for m in report.misconceptions]
-    assert [passed for *_, passed in report.students] == [1, 1, 1, 1, 1, 0]
+    assert [row.passed for row in report.students] == [1, 1, 1, 1, 1, 0]
 
 
 def test_only_the_rubrics_own_points_are_counted(tmp_path):
@@ -732,3 +733,178 @@ def test_each_malformed_file_is_one_line_and_the_rest_are_counted(planted_class,
     assert (out / "class-report.html").exists() and _rows(out)  # the page and the CSV, for the rest
     report = class_report.build([str(planted_class), str(bad)])
     assert report.n == 12 and report.questions["Q2"].answered == 10
+
+
+# ------------------------------------------------------------------------------------- writing the report safely
+def test_a_link_in_the_output_folder_is_replaced_never_written_through(planted_class, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("not the report's", "utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(victim, out / "class-report.html")
+    os.symlink(victim, out / "class-report.csv")
+    assert class_report.main([str(planted_class), "--out", str(out)]) == 0
+    assert victim.read_text("utf-8") == "not the report's"
+    assert not (out / "class-report.html").is_symlink() and _rows(out)
+    assert sorted(p.name for p in out.iterdir()) == ["class-report.csv", "class-report.html"]  # no temp file left
+
+
+def test_an_output_folder_that_is_a_link_or_a_file_is_refused(planted_class, tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, tmp_path / "linked")
+    a_file = sorted(planted_class.rglob("progress.json"))[0]
+    before = a_file.read_bytes()
+    for out in (tmp_path / "linked", a_file):
+        capsys.readouterr()
+        assert class_report.main([str(planted_class), "--out", str(out)]) != 0
+        assert len(capsys.readouterr().err.splitlines()) == 1  # one line, no traceback
+    assert list(elsewhere.iterdir()) == [] and a_file.read_bytes() == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="只在以 root 运行时才拒绝别人的文件夹")
+def test_as_root_an_output_folder_another_user_owns_is_refused(planted_class, tmp_path):
+    out = tmp_path / "theirs"
+    out.mkdir()
+    os.chown(out, 65534, 65534)  # as if a student's code had made it
+    assert class_report.main([str(planted_class), "--out", str(out)]) != 0
+    assert list(out.iterdir()) == []
+    assert class_report.main([str(planted_class), "--out", str(tmp_path / "new")]) == 0  # a folder it makes: root's
+
+
+# ------------------------------------------------------------------------------------- what a file holds
+def test_the_optional_labs_answers_are_listed_apart_from_the_cores(tmp_path):
+    progress = Progress(tmp_path / "s" / "progress.json")
+    for qid in ("S7", "S3d", "S2", "L6a"):
+        answer = questions.question("L6a").key.answer if qid == "L6a" else next(
+            a for q, a, right in _answers() if q == qid and right)
+        _answer(progress, qid, answer)
+    report = class_report.build([str(tmp_path)])
+    assert {qid for qid, row in report.labs.items() if row.answered} == {"S7", "S3d", "L6a"}
+    assert set(report.labs) == set(questions.lab_ids()) and "Q3" in report.labs
+    assert not set(report.labs) & set(report.questions)
+    assert (report.students[0].answered, report.students[0].labs) == (1, 3)  # the core's count: S2 only
+    assert report.stopped == {class_report.asked_in()["S2"]: 1}  # a lab's answer moves no one's last section
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "s"), "--out", str(out)]) == 0
+    labs = {r["item"] for r in _rows(out) if r["kind"] == "lab_question" and r["measure"] == "answered"
+            and r["count"] == "1"}  # fmt: skip
+    assert labs == {"S7", "S3d", "L6a"}
+
+
+def test_the_readmes_lab_table_names_every_question_each_lab_asks():
+    readme = (ROOT / "README.md").read_text("utf-8")
+    rows = {line.split("|")[1].strip(" `").removesuffix(".ipynb"): line for line in readme.splitlines()
+            if line.startswith("| `lab_")}  # fmt: skip
+    asked = class_report.lab_of()
+    assert set(asked) == set(questions.lab_ids())
+    for qid, lab in asked.items():
+        assert re.search(rf"(?<![A-Za-z0-9]){qid}(?![A-Za-z0-9])", rows[lab]), qid
+
+
+def test_a_pass_not_confirmed_is_shown_against_its_student(tmp_path, monkeypatch):
+    for i in range(3):
+        _exercise(Progress(tmp_path / f"s{i}" / "progress.json"), "split_heads", "passed")
+    confirms = iter([True, False, True])  # the second student's pass does not repeat
+    monkeypatch.setattr(class_report, "recheck_with", lambda box: lambda name, source: next(confirms))
+    report = class_report.build([str(tmp_path)], recheck=object())
+    assert [row.unconfirmed for row in report.students] == [[], ["split_heads"], []]
+    out = tmp_path / "out"
+    class_report.write(report, out)
+    got = {(r["item"], r["measure"]): (r["count"], r["detail"]) for r in _rows(out) if r["kind"] == "student"}
+    second = report.students[1].label
+    assert got[(second, "unconfirmed")] == ("1", "split_heads")
+    table = _dom((out / "class-report.html").read_text("utf-8")).find_all("table")[-1]
+    cells = [[td.get_text() for td in tr.find_all("td")] for tr in table.tbody.find_all("tr")]
+    assert [row[0] for row in cells if "split_heads" in row[-1]] == [second]
+
+
+def test_each_kind_of_unreadable_file_has_its_own_reason_and_no_exception_name(tmp_path):
+    files = {"deep": _deep(100_000).encode(), "cut": b'{"format": "day11-progress", "ver',
+             "latin1": b'{"format": "day11-progress", "x": "\xe9"}', "huge": b"1" * 5000}  # fmt: skip
+    for name, content in files.items():
+        (tmp_path / f"{name}.json").write_bytes(content)
+    report = class_report.build([str(tmp_path)])
+    reasons = {line.split("：", 1)[1] for line in report.skipped}
+    assert len(report.skipped) == len(reasons) == 4
+    assert not any(re.search(r"[A-Z][a-z]+Error", line) for line in report.skipped)
+
+
+def _with_entries(path: Path, **parts) -> None:
+    data = json.loads(path.read_text("utf-8"))
+    for kind, entries in parts.items():
+        data[kind].update(entries)
+    path.write_text(json.dumps(data), "utf-8")
+
+
+def test_a_file_with_bad_or_unknown_entries_keeps_the_rest_and_says_which(tmp_path):
+    path = tmp_path / "s" / "progress.json"
+    progress = Progress(path)
+    _answer(progress, "Q2", RIGHT_Q2)
+    _exercise(progress, "split_heads", "passed")
+    data = json.loads(path.read_text("utf-8"))
+    entry, check = data["questions"]["Q2"], data["exercises"]["split_heads"]
+    _with_entries(path, questions={"S3": {**entry, "attempts": 5}, "Q99": entry},
+                  exercises={"no_such_exercise": check})  # one malformed, two this course does not have
+    lines = []
+    report = class_report.build([str(path)], warn=lines.append)
+    assert report.n == 1 and report.skipped == [] and len(report.partial) == 1 and lines == report.partial
+    assert (report.questions["Q2"].answered, report.exercises["split_heads"].passed) == (1, 1)
+    assert all(key in lines[0] for key in ("'S3'", "'Q99'", "'no_such_exercise'", str(path)))
+    numbers = re.sub(r"'[^']*'", "", lines[0].replace(str(path), ""))
+    assert sorted(map(int, re.findall(r"\d+", numbers))) == [1, 2]  # 1 malformed, 2 unknown
+
+
+def test_a_mistake_is_described_by_the_lesson_never_by_a_students_text(tmp_path):
+    path = tmp_path / "s" / "progress.json"
+    progress = Progress(path)
+    _answer(progress, "Q2", WRONG_Q2)
+    _exercise(progress, "split_heads", "wrong", ["transpose"])
+    data = json.loads(path.read_text("utf-8"))
+    data["questions"]["Q2"]["attempts"][0]["mistake"] = "d_k=64;d_k=A-STUDENTS-OWN-TEXT;option=Z;made_up"
+    check = data["exercises"]["split_heads"]
+    check["checks"][0]["mistakes"] = ["transpose", "invented"]
+    check["mistakes"], check["message"] = ["invented"], "A-STUDENTS-OWN-TEXT"
+    path.write_text(json.dumps(data), "utf-8")
+    report = class_report.build([str(path)])
+    text = {(item, m): said for _, item, m, said, _ in report.misconceptions}
+    unknown = {key for key, said in text.items() if said == class_report.UNKNOWN_MISTAKE}
+    assert unknown == {("Q2", "d_k=A-STUDENTS-OWN-TEXT"), ("Q2", "option=Z"), ("Q2", "made_up"),
+                       ("split_heads", "invented")}  # fmt: skip
+    assert len(set(text.values())) == 3  # d_k=64 and transpose each in the lesson's words
+    assert "A-STUDENTS-OWN-TEXT" not in class_report.page(report).replace("d_k=A-STUDENTS-OWN-TEXT", "")
+
+
+def test_of_two_identical_files_the_plain_name_is_kept(planted_class, tmp_path):
+    first = sorted(planted_class.rglob("progress.json"))[0]
+    handed = tmp_path / "in"
+    handed.mkdir()
+    shutil.copy(first, handed / "bob (1).json")
+    shutil.copy(first, handed / "bob.json")
+    for given in ([handed], [handed / "bob (1).json", handed / "bob.json"]):  # a folder, or a shell's in/*.json
+        report = class_report.build([str(p) for p in given], names=True)
+        assert report.names == ["bob"] and len(report.skipped) == 1 and "bob (1).json" in report.skipped[0]
+
+
+def test_a_file_name_never_forges_a_terminal_line(planted_class, tmp_path, capsys):
+    handed = tmp_path / "in"
+    handed.mkdir()
+    first = sorted(planted_class.rglob("progress.json"))[0]
+    for name in ("a\n跳过 nothing.json", "\x1b]0;pwned\x07", "\u202eevil"):
+        (handed / f"{name}.json").write_bytes(first.read_bytes())  # the same content: skipped, named
+    (handed / "first.json").write_bytes(first.read_bytes())
+    assert class_report.main([str(handed), "--out", str(tmp_path / "o\x1b[2J")]) == 0
+    said = capsys.readouterr()
+    lines = said.err.splitlines()
+    assert len(lines) == 3 and all(line.startswith("跳过 ") for line in lines)
+    assert not re.search(r"[\x00-\x1f\x7f\u202e]", said.err.replace("\n", "") + said.out.rstrip("\n"))
+
+
+def test_a_file_of_which_nothing_is_left_is_skipped_not_counted_as_a_student_who_did_nothing(tmp_path):
+    path = tmp_path / "s" / "progress.json"
+    _answer(Progress(path), "Q2", RIGHT_Q2)
+    data = json.loads(path.read_text("utf-8"))
+    data["questions"] = {"Q99": data["questions"]["Q2"], "Q2": {"attempts": 5}}  # unknown, malformed
+    path.write_text(json.dumps(data), "utf-8")
+    report = class_report.build([str(path)])
+    assert (report.n, len(report.skipped), report.partial) == (0, 1, [])

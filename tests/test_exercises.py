@@ -177,6 +177,17 @@ def test_a_huge_array_names_its_shape_and_the_line_not_numpy_s_error():
     assert result.message.index(line) < result.message.index(str((10**6, 10**6))), result.message
 
 
+@pytest.mark.parametrize("shape", [12**512, [2] * 65, (2**40, 2**40)], ids=["length", "axes", "bytes"])
+def test_a_shape_past_numpy_s_limits_is_said_as_a_huge_array_not_numpy_s_english(shape):
+    """numpy refuses these shapes with a ValueError in English (Maximum allowed dimension exceeded; maximum supported
+    dimension …; array is too big …): the learner gets the huge array's advice instead, after their line."""
+    from lesson_lib.practice import exercises as engine
+
+    result = ex.check("split_heads", lambda x, h: np.zeros(shape))
+    assert result.status == "error" and not re.search(r"Error|dimension|too big", result.message), result.message
+    assert engine._EXTRA_HINT[MemoryError] in result.message and "np.zeros(shape)" in result.message, result.message
+
+
 def test_a_worker_that_cannot_start_says_why_and_the_next_check_works(monkeypatch):
     worker.stop()  # a running worker keeps running: only a new one loads the preload
     run = worker.run

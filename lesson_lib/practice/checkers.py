@@ -102,10 +102,8 @@ class Poly:
         return math.prod([self] * int(k), start=Poly.const(1))
 
     def __str__(self) -> str:
-        text = " ".join(_term(p, c) for p, c in reversed(self.terms))  # "+ 3n² - n"
-        if text.startswith("- "):
-            text = "-" + text[2:]
-        return text.removeprefix("+ ") or "0"
+        text = " ".join(_term(p, c) for p, c in reversed(self.terms))  # "+ 3n² - n", "- n"
+        return re.sub(r"^\+ |^(-) ", r"\1", text) or "0"  # 3n² - n, -n
 
 
 def _term(p: int, c: Fraction) -> str:
@@ -161,18 +159,19 @@ _NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
 _NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]+|一(?=[样下共起致般定些点边切半])"
                             r"|[统唯万]一|之一|两(?=[边者倍])|十分|(?<=[\d.])\s*[千万亿]+")
 # Words beside a number are read around, unless they disown it (不是 32) or change it (32 的两倍,
-# 32 或 64; 的话, or 时 twice or in a note, speak of another setting: 「32（h = 8 时 64）」).
+# 的 1/3, 32 或 64; 的话, or 时 twice or in a note, name another setting: 「32（h = 8 时 64）」).
 _WORD = r"[^\x00-\x7f×·]|[,;:!?'\"]"
 _WORDS = re.compile(rf"(?:{_WORD})(?:\s*(?:{_WORD}))*")
 _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为")
 _CHANGES = re.compile(r"[倍半乘除加减方根到千万亿各]|或(?!许)|分之|[大小多少]于|超过|至[少多]|的话"
                       r"|时(?=.*时|[^()]*\))|最[多少]|以[上下内]|之间|还是|如果|假如|要是|若|除了"
-                      r"|(?<=[\d)])\s*多")
+                      r"|(?<=[\d)])\s*多|的\s*\d+\s*/\s*\d+")
 _COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _NOTE = re.compile(r"(.*[^\s^(+\-*/×·=])\s*\(([^()]*)\)")  # 「main (note)」: n^(2) is no note
+_GLUED = re.compile(r"(?<![a-z\d_.])([a-z_]+)(\d+(?:\.\d+)?)(?![a-z\d_])")  # d_k32: name, number
 _TOKEN = re.compile(r"\s*(?:\d+(?:\.\d+)?|[a-z_][a-z0-9_]*|[-+*/^()×·])")  # what the parser reads
 
 
@@ -197,8 +196,9 @@ _FOLDED = [
     (r"(?<=[\d)\s])x(?=[\s\d(])", "×"),  # 8 x 64 means 8 × 64
     (r"([a-z_][a-z0-9_]*)\s*:\s*(?=\S)", r"\1 = "),  # d_k：32 reads like d_k = 32
     (r"(?<=\d)\s*(?:个\s*)?heads?(?![a-z])", " 头"),  # 16 (个) heads is 16 个头; a bare heads is h
-    # words around a value: units (12 tokens, 64 dims), 「约」, 「答：」
-    (r"次指数|乘法|参数|大约|左右|答案|约|答|维|次|个|tokens?|dim[a-z]*|exps?|flops?", " "),
+    # words around a value: units (12 tokens, 64 dims per head), 「约」, 「答：」
+    (r"次指数|乘法|参数|大约|左右|答案|约|答|维|次|个|tokens?|dim[a-z]*|exps?|flops?"
+     r"|per (?:head|token|layer)", " "),
     # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
     (r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "="),
     (r"(?<=\d)\.(?=$|\s*[=)(]|\s+\S)", ""),  # 「32.」, 「80000. (h=16)」, 「32. = 512/16」
@@ -340,6 +340,8 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     for pattern, replacement in _UNFOLDED:
         t = re.sub(pattern, replacement, t)
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS)
+    # the box's own name glued to its number (d_k32, dk32) says name = number, as 「d_k 32」 does
+    t = _GLUED.sub(lambda m: f"{m[1]} {m[2]}" if ALIASES.get(m[1], m[1]) in labels else m[0], t)
     for pattern, replacement in _FOLDED:
         t = re.sub(pattern, replacement, t)
     if "\\" in t:  # \frac{512}{16}: \times, \cdot and \div are read, other commands are not
@@ -356,8 +358,7 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     # changes it, quoted whole as typed: 「不对」, 「和头数无关」, 「不分组」 of 「（不分组）」
     if word := _DISOWN.search(t) or _CHANGES.search(t):
         said = word[0].strip()
-        whole = re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw)
-        said = whole[0] if whole else said
+        said = (re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw) or [said])[0]
         inside = re.search(rf"[(（]([^()（）]*{re.escape(said)}[^()（）]*)[)）]", raw)
         raise ExpressionError(f"文字「{inside[1].strip() if inside else said}」可能会改变这个数的"
                               "意思，这一栏判断不了；请只填你的答案。", "disowned")
@@ -722,9 +723,8 @@ def check_choice(q: Question, answer) -> Feedback:
         return Feedback(True, fb.RIGHT + k.praise, q.id)
     wrong = sorted(set(chosen) - k.answer)
     missing = set() if single else k.answer - set(chosen)
-    parts = []
-    if good := sorted(set(chosen) & k.answer):
-        parts.append(f"{'、'.join(good)} 选得对。")
+    good = sorted(set(chosen) & k.answer)
+    parts = [f"{'、'.join(good)} 选得对。"] if good else []
     parts += [f"{key} 不该选。{why[key]}" for key in wrong]  # 「还不对：A 不该选。…」: one colon
     mistakes = tuple(f"option={key}" for key in wrong)
     if missing:

@@ -87,6 +87,9 @@ _EXTRA_HINT = {
     MemoryError: "是不是把数组的大小写成了很大的数（例如 n ** d_model）？这里的例子都很小。",
     SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
 }
+# numpy's ValueError for a shape past its limits (a length of 2**63, 65 axes): the same slip
+_NUMPY_TOO_BIG = re.compile("ValueError: (Maximum allowed|maximum supported|array is too big)")
+_TOO_BIG = "numpy 建不了这个形状（元素太多或轴太多）。" + _EXTRA_HINT[MemoryError]
 
 
 def _call(ex, case, fn, args, source) -> object:
@@ -105,9 +108,7 @@ def _call(ex, case, fn, args, source) -> object:
         if getattr(exc, "errno", None) == errno.EFBIG:  # past the worker's FILE_BYTES: no OS text
             said = "输出超过了 1 MB"
             hint = "请删掉或减少 print（特别是循环里的）。"
-        frames = [(f.filename, f.lineno, f.name)
-                  for f in reversed(traceback.extract_tb(exc.__traceback__))]
-        line, text = _learner_line(frames, fn, source)
+        line, text = _learner_line(reversed(traceback.extract_tb(exc.__traceback__)), fn, source)
         where = f"，在你的函数第 {line} 行「{text}」" if text else ""
         raise Stop("error", f"运行出错（{case} 这个例子）{where}：{said}。{hint}") from None
     if value is None:
@@ -133,10 +134,9 @@ def as_array(case, result) -> np.ndarray:
         name = getattr(result, "__name__", type(result).__name__)
         raise Stop("wrong", f"{case}：你返回的是一个函数（{name}），不是计算结果："
                    f"是不是写成了 return {name}，忘了加括号调用它？")
-    try:
+    kind = np.dtype(object)
+    with contextlib.suppress(Exception):  # an object numpy cannot read is no array of numbers
         kind = np.asarray(result).dtype
-    except Exception:
-        kind = np.dtype(object)
     if kind.kind not in "iuf":
         # a dict, a set or another object is not several arrays in a list: the plain advice
         several = isinstance(result, (list, tuple, np.ndarray)) or kind.kind != "O"
@@ -151,7 +151,8 @@ def _describe(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, MemoryError) and hasattr(exc, "shape"):  # numpy's (Unable to allocate …)
         return f"内存不够，建不了形状为 {exc.shape} 的数组"  # in Chinese; another one is named
-    return traceback.format_exception_only(type(exc), exc)[-1].strip()[:200]  # safe if str() raises
+    said = traceback.format_exception_only(type(exc), exc)[-1].strip()  # safe if str() raises
+    return _TOO_BIG if _NUMPY_TOO_BIG.match(said) else said[:200]
 
 
 def _learner_line(frames, fn, source: str) -> tuple[int, str]:
@@ -159,7 +160,7 @@ def _learner_line(frames, fn, source: str) -> tuple[int, str]:
     innermost first) in ``fn``'s file or function (cloudpickle may rename the file); (0, '')."""
     code = getattr(fn, "__code__", None)
     lines = source.splitlines()
-    for path, lineno, function in frames:
+    for path, lineno, function, *_ in frames:  # a traceback's FrameSummary has its line too
         if code is None or (code.co_filename != path and code.co_name != function):
             continue
         index = lineno - code.co_firstlineno
@@ -191,8 +192,7 @@ def values(case, got, want, nonfinite, variants, advice) -> None:
 def _cannot_travel(exc: BaseException) -> str:
     """A function that cannot reach the worker: it uses an object from outside (pickle's English
     dropped, the object's type kept)."""
-    named = re.search(r"'([\w.]+)'", str(exc))
-    kind = f"（类型 {named[1]}）" if named else ""
+    kind = "".join(f"（类型 {named}）" for named in re.findall(r"'([\w.]+)'", str(exc))[:1])
     return (f"检查器没能拿到你的函数：它用到了函数外面的一个对象{kind}，例如线程锁、生成器、"
             "打开的文件；检查器在另一个进程里运行函数，拿不过去。函数里只用参数和 numpy。")
 

@@ -78,7 +78,7 @@ def _reading(h, d_k, softmax_vs_base, diversity):
     if d_k <= 8:
         return (f"{h} 个头、每头宽度只剩 d_k = {d_k}：{spread}；"
                 f"softmax 工作量是 8 头的 {softmax_vs_base:g} 倍，"
-                "而每个头用来打分的向量已经很短（论文表 3 里 d_k 过小时 BLEU 下降）。")
+                "而每个头用来打分的向量已经很短（见第 7 节的表 3）。")
     return (f"{h} 个头、每头宽度 d_k = {d_k}：{h} 张不同的注意力图，{spread}；"
             f"参数与矩阵乘法不变，softmax 工作量是 8 头的 {softmax_vs_base:g} 倍。")
 

@@ -35,7 +35,7 @@ CROWDED_SHARPNESS = (4.0, 16.0, 200.0)
 # the lab's run, drawn by §7 without training
 STORED_SWEEP = Path(__file__).with_name("toy_sweep.json")
 STORED_SEEDS = 3
-SOURCE_NOTE = "数据：Vaswani et al. 2017，表 3（第 9 页），newstest2013 开发集"
+SOURCE_NOTE = "数据：Vaswani 等，2017，表 3（第 9 页），newstest2013 开发集"
 
 
 def level(value: float, levels) -> str:
@@ -226,16 +226,16 @@ def plot_toy_vs_paper(results):
                    label="三个目标的平均")
     for target, name, style in zip(TARGETS, ROLE_NAMES, (":", "--", "-.")):
         right.plot(heads, [r["per_target"][target] for r in results], style, lw=1, alpha=0.8,
-                   label=f"{name} {target}")
+                   label=name)
     right.axhline(chance, color="0.5", lw=1, ls="--")
     # above the dashed line, not on it
     right.annotate("随机水平", (heads[-1], chance), textcoords="offset points", xytext=(0, 4),
                    ha="right", va="bottom", fontsize=MIN_FONT_PT + 0.5, color="0.3")
     right.set(ylim=(0, 1.05), ylabel="新序列上的准确率",
-              title=f"玩具实验：三查找任务，一层注意力，d_model = {d_model}")
+              title=f"玩具实验：三项查找，一层注意力，d_model = {d_model}")
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     seeds = len(results[0]["accuracy_per_seed"])
-    note = f"{SOURCE_NOTE}；下图：每个头数 {seeds} 次训练（种子）的平均"
+    note = f"{SOURCE_NOTE}；下图：每个头数 {seeds} 次训练的平均"
     fig.text(0.99, 0.005, wrap_title(note, 5.8, MIN_FONT_PT), ha="right", va="bottom",
              fontsize=MIN_FONT_PT, color="0.3")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
@@ -245,7 +245,7 @@ def plot_toy_vs_paper(results):
     alt = (f"两张折线图。上图：论文的 BLEU 随头数 h 变化，h = 1 时 {row_a[0]['bleu']}，最高 "
            f"{max(r['bleu'] for r in row_a)}。下图：玩具实验在新序列上的平均准确率，{toy}；"
            f"随机水平是 {chance:g}。")
-    table = (["头数 h", "平均", *(f"{name} {t}" for name, t in zip(ROLE_NAMES, TARGETS))],
+    table = (["头数 h", "平均", *ROLE_NAMES],
              [[r["h"], lv, *(level(r["per_target"][t], ACCURACY_LEVELS) for t in TARGETS)]
               for r, lv in zip(results, levels)])
     return describe(fig, alt, table)

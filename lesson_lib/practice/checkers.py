@@ -159,13 +159,13 @@ _NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
 _NOT_A_NUMERAL = re.compile(r"第[零〇一二两三四五六七八九十百千]+|一(?=[样下共起致般定些点边切半])"
                             r"|[统唯万]一|之一|两(?=[边者倍])|十分|(?<=[\d.])\s*[千万亿]+")
 # Words beside a number are read around, unless they disown it (不是 32) or change it (32 的两倍,
-# 的 1/3, 32 或 64; 的话, or 时 twice or in a note, name another setting: 「32（h = 8 时 64）」).
+# 32以外 but not 另外, 的 1/3, 32 或 64; 的话, or 时 twice or in a note, name another setting).
 _WORD = r"[^\x00-\x7f×·]|[,;:!?'\"]"
 _WORDS = re.compile(rf"(?:{_WORD})(?:\s*(?:{_WORD}))*")
-_DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为")
-_CHANGES = re.compile(r"[倍半乘除加减方根到千万亿各]|或(?!许)|分之|[大小多少]于|超过|至[少多]|的话"
-                      r"|时(?=.*时|[^()]*\))|最[多少]|以[上下内]|之间|还是|如果|假如|要是|若|除了"
-                      r"|(?<=[\d)])\s*多|的\s*\d+\s*/\s*\d+")
+_DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为|[倍半乘除加减方根到千万亿各少负反掉去]"
+                     r"|[扣抛忽剩余补起翻折超差]|或(?!许)|分之|[大小多高低]于|至多|最多|多了|的话"
+                     r"|时(?=.*时|[^()]*\))|[以往向][上下]|以内|之间|还是|如果|假如|要是|若|(?<![另此])外"
+                     r"|其[他它]|[倒对]数|打底|[开出]头|(?<=[\d)])\s*多|的\s*\d+\s*/\s*\d+")
 _COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
@@ -186,6 +186,7 @@ _UNFOLDED = [  # before NFKC folds the full-width forms
 ]
 _FOLDED = [
     (r"_\(([a-z0-9]+)\)", r"_\1"),  # d_{k} (braces became parentheses) -> d_k
+    (r"(?<=\d)w(?![a-z_\d(^])", "万"),  # 4w (chat's 4万); not w_q, nor 64, w
     (r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(]))",
      lambda m: f"*10^({_MULTIPLIERS[m[1]]}) "),  # 8万, 80k
     (r"(?<=\d)e\+?(\d{1,3})(?![\d.])", r"*10^(\1) "),  # 5e7
@@ -197,7 +198,7 @@ _FOLDED = [
     (r"([a-z_][a-z0-9_]*)\s*:\s*(?=\S)", r"\1 = "),  # d_k：32 reads like d_k = 32
     (r"(?<=\d)\s*(?:个\s*)?heads?(?![a-z])", " 头"),  # 16 (个) heads is 16 个头; a bare heads is h
     # words around a value: units (12 tokens, 64 dims per head), 「约」, 「答：」
-    (r"次指数|乘法|参数|大约|左右|答案|约|答|维|次|个|tokens?|dim[a-z]*|exps?|flops?"
+    (r"次指数|乘法|参数|大约|左右|差不多|答案|约|答|维|次|个|tokens?|dim[a-z]*|exps?|flops?"
      r"|per (?:head|token|layer)", " "),
     # 「是」「即」「一共」 say "="; not in 还是 (or), 以为 (wrongly thought), 因为 (because) …
     (r"等于|(?<![还要])是|(?<![以因认作成])为|即(?!使)|[一总]共|[合总]计", "="),
@@ -356,7 +357,7 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
                               "例如 32、8万、512/16。", "numeral")
     # words around the one number (see ``_pieces``): nothing is read past one that disowns or
     # changes it, quoted whole as typed: 「不对」, 「和头数无关」, 「不分组」 of 「（不分组）」
-    if word := _DISOWN.search(t) or _CHANGES.search(t):
+    if word := _DISOWN.search(t):
         said = word[0].strip()
         said = (re.search(rf"[^\W\x00-\x7f]*{re.escape(said)}[^\W\x00-\x7f]*", raw) or [said])[0]
         inside = re.search(rf"[(（]([^()（）]*{re.escape(said)}[^()（）]*)[)）]", raw)
@@ -561,7 +562,7 @@ def _shape(text: str) -> list[str]:
     words before and after a bracketed shape are dropped (「形状是 (8, 12, 64)」) unless one
     disowns or changes it (「(8, 12, 64) 不对」)."""
     inner = unicodedata.normalize("NFKC", clean(text, 200)).strip()  # ，and ； are , and ; now
-    worded = _DISOWN.search(inner) or _CHANGES.search(inner)
+    worded = _DISOWN.search(inner)
     if not worded:
         inner = re.sub(r"^[^\x00-\x7f]+[\s:=]*(?=[(\[])", "", inner)
         inner = re.sub(r"(?<=[)\]])[\s,.;]*[^\x00-\x7f][^()\[\]]*$", "", inner)

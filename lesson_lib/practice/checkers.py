@@ -152,7 +152,7 @@ ALIASES = {
     "heads": "h",
 }
 _OPERATORS = str.maketrans("−–—﹣‐⋅∙•・･✕✖⨯∗÷∕[]{}≈~", "-----·····×××*//()()==")
-_MULTIPLIERS = {"千": 3, "万": 4, "亿": 8, "k": 3, "m": 6}
+_MULTIPLIERS = {"千": 3, "万": 4, "亿": 8, "k": 3, "m": 6, "w": 4}
 # A Chinese numeral written as a number (三十二, 八万); 一 in 一样、一共、一半、第一维, 两 in 两边、
 # 两倍 are words (倍 and 半 then say the number is changed).
 _NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
@@ -186,9 +186,8 @@ _UNFOLDED = [  # before NFKC folds the full-width forms
 ]
 _FOLDED = [
     (r"_\(([a-z0-9]+)\)", r"_\1"),  # d_{k} (braces became parentheses) -> d_k
-    (r"(?<=\d)w(?![a-z_\d(^])", "万"),  # 4w (chat's 4万); not w_q, nor 64, w
-    (r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(]))",
-     lambda m: f"*10^({_MULTIPLIERS[m[1]]}) "),  # 8万, 80k
+    (r"(?<=[\d)千万亿])\s*([千万亿](?![a-z^])|[km](?![a-z^(])|(?<=\d)w(?![\w(^]))",
+     lambda m: f"*10^({_MULTIPLIERS[m[1]]}) "),  # 8万, 80k, 4w (chat's 4万; not 4 w, 4w_q)
     (r"(?<=\d)e\+?(\d{1,3})(?![\d.])", r"*10^(\1) "),  # 5e7
     (r"(?<=\d)e-(\d{1,3})(?![\d.])", r"/10^(\1) "),  # 5e-3
     (r"\s*的?\s*平方|(?<![a-z_]n)(?<=n)\s*方", "^2 "),  # n 的平方, n 方

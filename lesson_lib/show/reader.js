@@ -1,9 +1,11 @@
 // The reader helper ``controls.accessible(box)`` appends to a box: what ipywidgets 8 leaves out for a screen reader
 // and the keyboard, fixed in the box's DOM (again whenever ipywidgets redraws part of it):
-// role=radiogroup named by the description, aria-pressed on toggle buttons, aria-live="polite" on outputs marked
-// LIVE, a KEEP_HEIGHT output's tallest height as its min-height, and keys kept inside the control
-// (data-lm-suppress-shortcuts: Lumino stops looking for a shortcut there; ArrowDown on a radio would select the
-// next cell). On the static page (no kernel: scripts/build_static.py's note is on the page) every control is disabled.
+// role=radiogroup named by the description and one shared `name` for its radios (unnamed, the browser's arrow keys
+// walked into the next question's radios and ticked them; named, a group is one Tab stop), aria-pressed on toggle
+// buttons, aria-live="polite" on outputs marked LIVE, a KEEP_HEIGHT output's tallest height as its min-height, and
+// keys kept inside the control (data-lm-suppress-shortcuts: Lumino stops looking for a shortcut there; ArrowDown on
+// a radio would select the next cell). On the static page (no kernel:
+// scripts/build_static.py's note is on the page) every control is disabled.
 const KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown"]);
 const STATIC_TITLE = "静态页面：在 JupyterLab 里运行笔记本后才能操作";
 function fix(root) {
@@ -12,6 +14,10 @@ function fix(root) {
     const label = group.parentElement && group.parentElement.querySelector(":scope > .widget-label");
     const name = label ? label.textContent.trim() : "";
     if (name && group.getAttribute("aria-label") !== name) group.setAttribute("aria-label", name);
+    // random, not a counter: each widget view may load its own copy of this module
+    group.dataset.lessonGroup ||= `lesson-radio-${Math.random().toString(36).slice(2)}`;
+    for (const radio of group.querySelectorAll("input[type=radio]"))
+      if (radio.name !== group.dataset.lessonGroup) radio.name = group.dataset.lessonGroup;
   }
   for (const group of root.querySelectorAll(".widget-toggle-buttons")) {
     const label = group.querySelector(":scope > .widget-label");

@@ -114,3 +114,37 @@ def test_the_lessons_connection_reads_a_replaced_sockets_frames_with_the_handsha
 
 def test_the_lessons_connection_keeps_a_legacy_handshake_legacy(channels, tmp_path, monkeypatch):
     assert _lesson_connection(channels, tmp_path, None, monkeypatch).subprotocol is None
+
+
+def test_the_lessons_server_logs_no_ping_warning_from_jupyter_servers_own_keepalive(tmp_path, caplog):
+    """jupyter_server's kernel websocket handler gives tornado its keepalive in milliseconds (30000 / 90000); tornado
+    >= 6.5 reads them as seconds and warns in English on the terminal the learner was promised one Chinese line in."""
+    import logging
+
+    tornado_ws = pytest.importorskip("tornado.websocket")
+    from jupyter_server.base.websocket import WebSocketMixin
+
+    handler = type("Handler", (WebSocketMixin,), {"settings": {}})()  # the kernel handler's defaults
+    params = SimpleNamespace(ping_interval=handler.ping_interval, ping_timeout=handler.ping_timeout)
+    protocol = SimpleNamespace(params=params, ping_interval=params.ping_interval)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+
+    lab_settings.write(tmp_path)
+    general = logging.getLogger("tornado.general")
+    before = list(general.filters)
+    # the tests above loaded the same config in this process: without its filter first
+    general.filters[:] = [f for f in before if type(f).__name__ != "_NoPingNotice"]
+    try:
+        with caplog.at_level(logging.WARNING, logger="tornado.general"):
+            tornado_ws.de_dupe_gen_log.cache_clear()  # tornado logs each message once per process
+            tornado_ws.WebSocketProtocol13.ping_timeout.fget(protocol)
+            assert caplog.records, "tornado no longer warns: this filter can go"
+            caplog.clear()
+            PyFileConfigLoader("jupyter_server_config.py", path=str(tmp_path / "etc/jupyter")).load_config()
+            tornado_ws.de_dupe_gen_log.cache_clear()
+            timeout = tornado_ws.WebSocketProtocol13.ping_timeout.fget(protocol)
+    finally:
+        general.filters[:] = before
+    assert [r.getMessage() for r in caplog.records] == []
+    assert timeout == params.ping_interval  # tornado's own ping timeout is left as it was

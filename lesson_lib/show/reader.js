@@ -1,9 +1,12 @@
 // The reader helper ``controls.accessible(box)`` appends to a box: what ipywidgets 8 leaves out for a screen reader
 // and the keyboard, fixed in the box's DOM (again whenever ipywidgets redraws part of it):
-// role=radiogroup named by the description, aria-pressed on toggle buttons, aria-live="polite" on outputs marked
-// LIVE, a KEEP_HEIGHT output's tallest height as its min-height, and keys kept inside the control
-// (data-lm-suppress-shortcuts: Lumino stops looking for a shortcut there; ArrowDown on a radio would select the
-// next cell). On the static page (no kernel: scripts/build_static.py's note is on the page) every control is disabled.
+// role=radiogroup named by the description and one shared `name` for its radios (unnamed, the browser's arrow keys
+// walked into the next question's radios and ticked them; named, a group is one Tab stop), aria-pressed on toggle
+// buttons, aria-live="polite" on outputs marked LIVE, a KEEP_HEIGHT output's tallest height as its min-height, and
+// keys kept inside the control (data-lm-suppress-shortcuts: Lumino stops looking for a shortcut there; ArrowDown on
+// a radio would select the next cell). Enter in a text box clicks the box's primary button (a quiz's 提交): the
+// kernel checks on that click only, so leaving a box never counts an attempt. On the static page (no kernel:
+// scripts/build_static.py's note is on the page) every control is disabled.
 const KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown"]);
 const STATIC_TITLE = "静态页面：在 JupyterLab 里运行笔记本后才能操作";
 function fix(root) {
@@ -12,6 +15,10 @@ function fix(root) {
     const label = group.parentElement && group.parentElement.querySelector(":scope > .widget-label");
     const name = label ? label.textContent.trim() : "";
     if (name && group.getAttribute("aria-label") !== name) group.setAttribute("aria-label", name);
+    // random, not a counter: each widget view may load its own copy of this module
+    group.dataset.lessonGroup ||= `lesson-radio-${Math.random().toString(36).slice(2)}`;
+    for (const radio of group.querySelectorAll("input[type=radio]"))
+      if (radio.name !== group.dataset.lessonGroup) radio.name = group.dataset.lessonGroup;
   }
   for (const group of root.querySelectorAll(".widget-toggle-buttons")) {
     const label = group.querySelector(":scope > .widget-label");
@@ -62,11 +69,18 @@ function render({ model, el }) {
     if (KEYS.has(event.key) && event.target.closest("input, textarea, select, [role=radiogroup]"))
       event.stopPropagation();
   };
+  const enter = (event) => {  // capture: ipywidgets' text box stops its keys from bubbling
+    if (event.key !== "Enter" || event.isComposing || !event.target.matches("input[type=text]")) return;
+    const submit = root.querySelector("button.widget-button.mod-primary");
+    // the next task: the box's change event (Enter's default action) has sent its value to the kernel first
+    if (submit) setTimeout(() => submit.click(), 0);
+  };
   const apply = () => { queued = false; if (root) fix(root); };
   const attach = () => {  // the helper's view is put into its box after it renders
     root = el.closest(".lesson-reader");
     if (!root) { if (tries++ < 400) setTimeout(attach, 25); return; }
     root.addEventListener("keydown", keep);
+    root.addEventListener("keydown", enter, true);
     apply();
     observer = new MutationObserver(() => { if (!queued) { queued = true; queueMicrotask(apply); } });
     observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
@@ -75,6 +89,7 @@ function render({ model, el }) {
   return () => {
     if (observer) observer.disconnect();
     if (root) root.removeEventListener("keydown", keep);
+    if (root) root.removeEventListener("keydown", enter, true);
   };
 }
 export default { render };

@@ -397,9 +397,9 @@ def test_keyboard_only_through_every_interactive_section(lesson, shots):
     tab_to(page, box)
     page.keyboard.type("32")  # d_k at h = 16
     radios = quiz.locator("input[type=radio]")
-    tab_to(page, radios.nth(1))  # 不变: each option is a Tab stop, Space chooses it
-    page.keyboard.press("Space")
-    assert radios.nth(1).is_checked(), "Space did not choose the option"
+    tab_to(page, radios.first)  # the group is one Tab stop: its first option while none is chosen
+    page.keyboard.press("ArrowDown")  # 不变
+    page.wait_for_function("el => el.checked", arg=radios.nth(1).element_handle(), timeout=update_ms())
     submit = quiz.get_by_role("button", name="提交")
     tab_to(page, submit)
     page.keyboard.press("Enter")
@@ -509,6 +509,34 @@ def test_arrow_keys_act_inside_a_quiz_radio_without_moving_the_notebook(lesson):
     page.wait_for_function("el => el.checked", arg=radios.nth(1).element_handle(), timeout=update_ms())
     assert page.evaluate(JS_ACTIVE_CELL) == cell, "ArrowDown on a quiz radio moved the notebook's active cell"
     assert radios.nth(1).evaluate("el => document.activeElement === el"), "focus left the radio group"
+
+
+# The checked state of every quiz radio outside the question marked data-e2e-own.
+JS_OTHER_RADIOS = """() => [...document.querySelectorAll('.jp-Notebook .lesson-quiz input[type=radio]')]
+  .filter(r => !r.closest('[data-e2e-own]')).map(r => r.checked)"""
+
+
+def test_a_quiz_radio_group_keeps_its_arrow_keys_and_is_one_tab_stop(lesson):
+    """A learner's bug: ArrowDown on S3c's last option ticked the next question's (S4b's) first option."""
+    page = lesson
+    quiz = page.locator(".jp-Notebook .lesson-quiz-S3c")
+    assert quiz.count() == 1
+    quiz.evaluate("el => el.setAttribute('data-e2e-own', '')")
+    radios = quiz.locator("input[type=radio]")
+    others = page.evaluate(JS_OTHER_RADIOS)
+    assert others, "no other quiz radios to compare with"
+    radios.last.scroll_into_view_if_needed()
+    radios.last.check()
+    page.keyboard.press("ArrowDown")  # past the last option: round to the first of the same question
+    page.wait_for_function("el => el.checked", arg=radios.first.element_handle(), timeout=update_ms())
+    assert radios.first.evaluate("el => document.activeElement === el"), "focus left the question's options"
+    page.keyboard.press("ArrowUp")  # and back, from the first to the last
+    page.wait_for_function("el => el.checked", arg=radios.last.element_handle(), timeout=update_ms())
+    assert page.evaluate(JS_OTHER_RADIOS) == others, "an arrow key changed another question's answer"
+    page.keyboard.press("Tab")  # one Tab leaves the options
+    assert not quiz.evaluate("el => el.contains(document.activeElement) && document.activeElement.type === 'radio'")
+    page.keyboard.press("Shift+Tab")  # and one comes back, to the chosen option
+    assert radios.last.evaluate("el => document.activeElement === el"), "Shift+Tab did not return to the choice"
 
 
 REAL_HEADS_LAB = "lab_real_heads.ipynb"

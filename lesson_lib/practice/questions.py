@@ -116,6 +116,13 @@ _MISCONCEPTION = {"claim": TEXT, "says": TEXT}
 _TYPE_NAMES = {str: "文字", list: "列表", dict: "表", bool: "true 或 false"}
 
 
+@cache
+def _exact(value) -> Poly:
+    """A value as the exact number it prints as; cached: each of a file's expressions reads them
+    all, and building them afresh was half the first check's time (the bank is read then)."""
+    return Poly.const(Fraction(str(value)))
+
+
 class _Reader:
     """Reads one file's questions; a problem raises ``QuestionDataError`` naming its place."""
 
@@ -189,7 +196,7 @@ class _Reader:
             raise self.fail(field, "应当是一个数、一个 values 里的名字或它们的算式。")
         if not isinstance(value, str):
             return value
-        names = {name: Poly.const(Fraction(str(v)))  # the exact number it prints as
+        names = {name: _exact(v)
                  for name, v in self.values.items()
                  if isinstance(v, int | float) and not isinstance(v, bool)}
         names.update(unknown or {})

@@ -118,8 +118,7 @@ _TYPE_NAMES = {str: "文字", list: "列表", dict: "表", bool: "true 或 false
 
 @cache
 def _exact(value) -> Poly:
-    """A value as the exact number it prints as; cached: each of a file's expressions reads them
-    all, and building them afresh was half the first check's time (the bank is read then)."""
+    """The exact number a value prints as; cached, as every expression in a file reads them all."""
     return Poly.const(Fraction(str(value)))
 
 

@@ -56,15 +56,14 @@ def lab_state(h: int) -> LabState:
     x, ws = _parameters()
     _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
     h = len(weights)  # h as the int the kernel checked
-    d_k = BASE_D_MODEL // h
     count = costs.count(len(SENTENCE), BASE_D_MODEL, h)
     base = costs.count(len(SENTENCE), BASE_D_MODEL, BASE_HEADS)
     diversity = mean_pairwise_js(weights) if h > 1 else None
-    reading = _reading(h, d_k, count.softmax_total / base.softmax_total, diversity)
+    reading = _reading(h, count.d_k, count.softmax_total / base.softmax_total, diversity)
     parameters = costs.parameters(BASE_D_MODEL, h)
     entropy = float(row_entropy(weights).mean())
-    return LabState(h, d_k, SENTENCE, weights, parameters, count.matmul_total, count.softmax_total,
-                    entropy, diversity, reading)
+    return LabState(h, count.d_k, SENTENCE, weights, parameters, count.matmul_total,
+                    count.softmax_total, entropy, diversity, reading)
 
 
 def _reading(h, d_k, softmax_vs_base, diversity):

@@ -1,17 +1,10 @@
-"""Facts from "Attention Is All You Need" (Vaswani et al. 2017, arXiv 1706.03762): every paper
-number the prose and plots show has its one home here; checked against the arXiv v5 and v7 PDFs."""
+"""Facts from "Attention Is All You Need" (Vaswani et al. 2017, arXiv 1706.03762), checked against
+its v5 and v7 PDFs: each number the code uses has its one home here (prose-only ones: in tests)."""
 
 # The base model (§3.2.2, Table 3 row "base"). d_k = d_v = d_model / h is computed, never stored:
 # lesson_lib.attention.head_width(BASE_D_MODEL, BASE_HEADS).
 BASE_D_MODEL = 512
 BASE_HEADS = 8
-LAYERS = 6  # encoder and decoder stacks (§3.1); the appendix figures show encoder layer 5 of 6
-
-# Appendix "Attention Visualizations": figure number -> page (the lesson says 13–14; 5 is on 15)
-FIGURE_PAGES = {3: 13, 4: 14, 5: 15}
-APPENDIX_LAYER = 5  # every appendix figure is encoder self-attention at layer 5 of LAYERS
-# the two heads Figure 4 numbers ("apparently involved in anaphora resolution")
-FIGURE_4_HEADS = (5, 6)
 
 # Table 3 (p. 9; English→German newstest2013, per-wordpiece perplexity, no variance reported), rows
 # "base", (A) and (B). d_model = 512 in every row. (A) varies h with d_k = d_v = 512 / h, so

@@ -51,16 +51,19 @@ def test_missing_glyph_warning_is_what_we_guard_against(plt):
 
 def test_use_chinese_font_registers_noto_sans_cjk():
     """Noto Sans CJK (the system's or the pip package's) is registered and its SC face is the default sans-serif."""
+    import matplotlib as mpl
     from matplotlib import font_manager
 
-    assert plotting.use_chinese_font() == plotting.CJK_FONT == "Noto Sans CJK SC"
+    plotting.use_chinese_font()
+    assert mpl.rcParams["font.sans-serif"][0] == plotting.CJK_FONT == "Noto Sans CJK SC"
     shipped = str(plotting.font_path())
     assert shipped.endswith("NotoSansCJK-Regular.ttc")
     assert any(f.fname == shipped and f.name == plotting.CJK_FONT for f in font_manager.fontManager.ttflist)
     path = font_manager.findfont(font_manager.FontProperties(family=["sans-serif"]), fallback_to_default=False)
     names = {f.name for f in font_manager.fontManager.ttflist if f.fname == str(path)}
     assert plotting.CJK_FONT in names  # the shipped file, or an identical system copy of the same face
-    assert plotting.use_chinese_font() == plotting.CJK_FONT  # calling again is harmless
+    plotting.use_chinese_font()  # calling again is harmless
+    assert mpl.rcParams["font.sans-serif"][0] == plotting.CJK_FONT
 
 
 def test_the_environment_has_one_free_cjk_font_file_and_no_more_than_20_mb_of_fonts():

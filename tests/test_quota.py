@@ -21,14 +21,14 @@ def restore_blas():
 
 def test_one_blas_thread_restores_the_cap(monkeypatch, restore_blas):
     monkeypatch.delenv("LESSON_CPUS", raising=False)
-    cap = blas.fit_blas_to_cpus(2)
+    blas.fit_blas_to_cpus(2)
     with blas.one_blas_thread():
         assert blas.blas_threads() == 1
-    assert blas.blas_threads() == cap == 2
+    assert blas.blas_threads() == 2
 
 
 def test_fit_blas_never_goes_below_one(restore_blas):
-    assert blas.fit_blas_to_cpus(0) == 1
+    blas.fit_blas_to_cpus(0)
     assert blas.blas_threads() == 1
 
 

@@ -54,8 +54,6 @@ def test_timing_runs_on_one_blas_thread(monkeypatch):
     """§4 compares head counts under the same conditions: one BLAS thread while timing."""
     import contextlib
 
-    from lesson_lib.runtime import blas
-
     entered = []
 
     @contextlib.contextmanager
@@ -63,7 +61,7 @@ def test_timing_runs_on_one_blas_thread(monkeypatch):
         entered.append(True)
         yield
 
-    monkeypatch.setattr(blas, "one_blas_thread", recording)
+    monkeypatch.setattr(s04_costs, "one_blas_thread", recording)
     s04_costs.time_kernel(n=4, d_model=8, heads=[1, 2], repeat=1)
     assert entered == [True]
 

@@ -98,9 +98,8 @@ def test_same_parameters_only_cut_differently(states):
 
 
 def test_heads_differ_and_diversity(states):
-    assert states[1].diversity_bits is None
     for h in CHOICES[1:]:
-        d = states[h].diversity_bits
+        d = mean_pairwise_js(states[h].weights)
         assert 0 < d <= 1, h
         w = states[h].weights
         assert not np.allclose(w[0], w[1])  # different column blocks, different maps
@@ -112,7 +111,7 @@ def test_reading_names_d_k_in_chinese(states, h):
     assert f"d_k = {D // h}" in r
     assert CJK.search(r)
     if h > 1:
-        assert f"{states[h].diversity_bits:.2f}" in re.findall(r"\d+\.\d+", r)
+        assert f"{mean_pairwise_js(states[h].weights):.2f}" in re.findall(r"\d+\.\d+", r)
     if h not in (1, 8):
         assert re.search(rf"\b8\D+{re.escape(f'{h / 8:g}')}\D", r)  # softmax work relative to the base's 8 heads
 
@@ -408,8 +407,9 @@ def test_section_5_try_it_answers(cells):
     s2, s8, s64 = (head_lab.lab_state(h) for h in (2, 8, 64))
     answers = prose_after(cells, ".reading)")  # the folded answers after the cell that prints h = 2 and h = 64
     said = sentence_with(answers, "JS")
-    assert_numbers(said, 64, round(s64.diversity_bits, 2), 2, round(s2.diversity_bits, 2))
-    assert s64.diversity_bits < s2.diversity_bits
+    js64, js2 = (mean_pairwise_js(s.weights) for s in (s64, s2))
+    assert_numbers(said, 64, round(js64, 2), 2, round(js2, 2))
+    assert js64 < js2
     said = sentence_with(answers, "3·h·n²")  # … 是 8 头的 8 倍（23,232 对 2,904）
     assert_numbers(said, 8, s64.softmax_ops // s8.softmax_ops, s64.softmax_ops, s8.softmax_ops)
     assert s64.softmax_ops % s8.softmax_ops == 0

@@ -434,13 +434,20 @@ D_K = head_width(D, H)
 
 MINILM_WIDTH, MINILM_HEADS, MINILM_LAYERS = 384, 12, 6  # config.json of the weights package; checked below
 
+# The paper's appendix, which only the prose states (no lesson code draws or computes it): read back below
+LAYERS = 6  # encoder and decoder stacks (§3.1); the appendix figures show encoder layer 5 of 6
+# Appendix "Attention Visualizations": figure number -> page (the lesson says 13–14; 5 is on 15)
+FIGURE_PAGES = {3: 13, 4: 14, 5: 15}
+APPENDIX_LAYER = 5  # every appendix figure is encoder self-attention at layer 5 of LAYERS
+FIGURE_4_HEADS = (5, 6)  # the two heads Figure 4 numbers ("apparently involved in anaphora resolution")
+
 
 def test_figure_pages(markdown, real_heads_lab):
     """The real-heads lab gives the appendix's three figures one page range: the first to the last figure's page."""
-    pages = paper.FIGURE_PAGES
+    pages = FIGURE_PAGES
     said = sentence_with(real_heads_lab, "Attention Visualizations")  # the appendix's title
     assert len(pages) in numerals_in(said)  # 三张图
-    assert_numbers(said, paper.APPENDIX_LAYER, paper.LAYERS, min(pages.values()), max(pages.values()))
+    assert_numbers(said, APPENDIX_LAYER, LAYERS, min(pages.values()), max(pages.values()))
 
 
 def test_minilm_facts_match_its_config():
@@ -467,7 +474,7 @@ def test_minilm_table_in_the_real_heads_lab(real_heads_lab):
 
     assert row("d_model") == [D, BIG_D_MODEL, MINILM_WIDTH]
     assert row("每层头数") == [H, BIG_HEADS, MINILM_HEADS]
-    assert row("层数") == [paper.LAYERS, MINILM_LAYERS]
+    assert row("层数") == [LAYERS, MINILM_LAYERS]
     assert head_width(BIG_D_MODEL, BIG_HEADS) == D_K
     assert MINILM_LAYERS * MINILM_HEADS in numbers_in(real_heads_lab)  # 72 heads screened
 
@@ -484,15 +491,13 @@ SECTION = (Path(__file__).parents[1] / "notebooks" / "src" / "06_real_heads.md")
 
 def test_section_6_appendix_facts_are_the_papers():
     """§6's three appendix figures: each page, the layer (of how many) and Figure 4's two heads, read back."""
-    from lesson_lib import paper
-
     figures = [numbers_in(line) for line in SECTION.splitlines() if line.startswith("- **")]  # one per figure
-    assert {int(n[0]): int(n[1]) for n in figures} == paper.FIGURE_PAGES  # 图 3（第 13 页）…
-    pages = paper.FIGURE_PAGES.values()
+    assert {int(n[0]): int(n[1]) for n in figures} == FIGURE_PAGES  # 图 3（第 13 页）…
+    pages = FIGURE_PAGES.values()
     said = sentence_with(SECTION, "Attention Visualizations")  # （第 13–15 页）…第 5 层（共 6 层）
-    assert_numbers(said, min(pages), max(pages), paper.APPENDIX_LAYER, paper.LAYERS)
+    assert_numbers(said, min(pages), max(pages), APPENDIX_LAYER, LAYERS)
     its = sentence_with(SECTION, "- **", " its ")  # 图 4（第 14 页）：头 5 和头 6 从代词 its …
-    assert numbers_in(its)[:4] == [4, paper.FIGURE_PAGES[4], *paper.FIGURE_4_HEADS], its
+    assert numbers_in(its)[:4] == [4, FIGURE_PAGES[4], *FIGURE_4_HEADS], its
 
 
 # ---------------------------------------------------------------------------------------------

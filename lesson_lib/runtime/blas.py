@@ -17,11 +17,9 @@ def one_blas_thread():
     return _blas().limit(limits=1)
 
 
-def fit_blas_to_cpus(cpus: int) -> int:
-    """Cap BLAS threads to ``cpus`` (at least 1) for the rest of this process; return the cap."""
-    cap = max(1, int(cpus))
-    _blas().limit(limits=cap)  # not used as a context manager: the cap stays
-    return cap
+def fit_blas_to_cpus(cpus: int) -> None:
+    """Cap BLAS threads to ``cpus`` (at least 1) for the rest of this process."""
+    _blas().limit(limits=max(1, int(cpus)))  # not used as a context manager: the cap stays
 
 
 def blas_threads() -> int | None:

@@ -47,8 +47,7 @@ class LabState:
     matmul_multiplies: int  # 4·n·d² + 2·n²·d, every h
     softmax_ops: int  # 3·h·n²: scaling, exps, divisions
     mean_entropy_bits: float  # how spread out an average attention row is
-    diversity_bits: float | None  # mean Jensen–Shannon divergence between heads (None for h = 1)
-    reading: str  # one line in Chinese: what changed
+    reading: str  # one line in Chinese: what changed (h > 1: with the heads' mean JS divergence)
 
 
 def lab_state(h: int) -> LabState:
@@ -56,15 +55,14 @@ def lab_state(h: int) -> LabState:
     x, ws = _parameters()
     _, weights = multi_head_attention(x, *ws, h)  # (h, n, n)
     h = len(weights)  # h as the int the kernel checked
-    d_k = BASE_D_MODEL // h
     count = costs.count(len(SENTENCE), BASE_D_MODEL, h)
     base = costs.count(len(SENTENCE), BASE_D_MODEL, BASE_HEADS)
     diversity = mean_pairwise_js(weights) if h > 1 else None
-    reading = _reading(h, d_k, count.softmax_total / base.softmax_total, diversity)
+    reading = _reading(h, count.d_k, count.softmax_total / base.softmax_total, diversity)
     parameters = costs.parameters(BASE_D_MODEL, h)
     entropy = float(row_entropy(weights).mean())
-    return LabState(h, d_k, SENTENCE, weights, parameters, count.matmul_total, count.softmax_total,
-                    entropy, diversity, reading)
+    return LabState(h, count.d_k, SENTENCE, weights, parameters, count.matmul_total,
+                    count.softmax_total, entropy, reading)
 
 
 def _reading(h, d_k, softmax_vs_base, diversity):

@@ -38,7 +38,7 @@ def font_path() -> Path:
     return path
 
 
-def use_chinese_font() -> str:
+def use_chinese_font() -> None:
     """Register Noto Sans CJK with matplotlib as the default sans-serif font."""
     import matplotlib as mpl
     from matplotlib import font_manager
@@ -53,7 +53,6 @@ def use_chinese_font() -> str:
                          "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10,
                          "xtick.labelsize": 9.5,
                          "ytick.labelsize": 9.5, "legend.fontsize": 9.5, "figure.titlesize": 11})
-    return CJK_FONT
 
 
 def _ems(text: str, latin: float = 0.55) -> float:

@@ -13,6 +13,7 @@ from lesson_lib.attention import (
 )
 from lesson_lib.checks import check_heads, check_int
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
+from lesson_lib.show.plotting import describe, use_chinese_font
 from lesson_lib.show.tables import text_table
 
 # float64 round-off of these sums is ~1e-15; its digits follow the BLAS kernel and thread count
@@ -120,8 +121,6 @@ def plot_figure_11_1(d_model: int = BASE_D_MODEL, h: int = BASE_HEADS):
     """Figure 11.1 redrawn: X -> h projections -> h heads of d_k -> Concat -> W^O -> output."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_hex, to_rgb
-
-    from lesson_lib.show.plotting import describe, use_chinese_font
 
     use_chinese_font()
     d_k = head_width(d_model, h)

@@ -1,6 +1,9 @@
 """§4 · 计算量守恒: the counts of ``lesson_lib.costs`` tabulated, and the readable kernel timed for
 several h; §8's follow-up table of key/value sharing (MHA, GQA, MQA)."""
 
+import functools
+import timeit
+
 import numpy as np
 
 from lesson_lib import attention
@@ -8,6 +11,7 @@ from lesson_lib.attention import head_width
 from lesson_lib.checks import check_int
 from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count, variants
 from lesson_lib.paper import BASE_HEADS
+from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.show.tables import text_table
 
 # "about as fast": within 25 %, well outside the run-to-run noise of the fastest of a few runs
@@ -17,11 +21,6 @@ SIMILAR_TIME = 1.25
 def time_kernel(n: int, d_model: int, heads, repeat: int = 3) -> dict[int, float]:
     """Fastest of ``repeat`` runs of the readable kernel per h, one BLAS thread (as §4 says): a
     single run can land on a moment another program took the CPU; the fastest is disturbed least."""
-    import functools
-    import timeit
-
-    from lesson_lib.runtime.blas import one_blas_thread
-
     n = check_int(n, "n", minimum=1)
     d_model = check_int(d_model, "d_model", minimum=1)
     repeat = check_int(repeat, "repeat", minimum=1)

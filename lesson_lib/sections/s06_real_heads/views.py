@@ -12,6 +12,8 @@ from lesson_lib.checks import check_int
 from lesson_lib.models.pretrained import head_finder as finder
 from lesson_lib.models.pretrained import minilm
 from lesson_lib.runtime.blas import one_blas_thread
+from lesson_lib.sections.s02_averaging import bar_html
+from lesson_lib.show.plotting import heat_map, sentence
 
 # The its→law head on two more sentences: "its" = car (it gets it), "its" = town (it does not)
 COREF_SENTENCES = {
@@ -95,8 +97,6 @@ def run_paper_sentences(model):
 def rows_figure(att, tokens, qi, heads, title, named=None):
     """A (heads × tokens) strip: where each head ((layer, head), 1-based) sends token ``qi``'s
     attention. Alt text and table: its weight on each ``named`` ({name: (L, H)}), else its top 2."""
-    from lesson_lib.show.plotting import heat_map, sentence
-
     rows = np.stack([att[layer - 1, head - 1, qi] for layer, head in heads])  # (k, T)
     parts = []
     table = []
@@ -151,8 +151,6 @@ def its_figure(runs, layer=5):
 @_needs_model
 def head_finder(runs):
     """All heads on the 'Law' sentence ranked by four behaviours: top 3 each, winners drawn."""
-    from lesson_lib.show.plotting import heat_map
-
     law = runs["law"]
     making = runs["making"]
     ranking = finder.rank_heads(finder.head_scores(law.attentions, law.tokens), top=3)
@@ -209,9 +207,6 @@ def explore(runs, sentence, layer, head, query):
 def explorer_frame(enc, layer, head, qi, table=None):
     """(line, token ``qi``'s row as HTML bars, map picture) for the explorer: SVG and HTML take a
     few ms, where a matplotlib figure took ~0.2 s. ``table=False``: no folded numbers."""
-    from lesson_lib.sections.s02_averaging import bar_html
-    from lesson_lib.show.plotting import heat_map
-
     li, hi = check_layer_head(enc.attentions, layer, head)
     tokens = enc.tokens
     row = enc.attentions[li, hi, qi]  # (T,)
@@ -294,7 +289,6 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 def plot_toy_heads():
     """Without the weights: §7's toy model's 4 heads, trained here in seconds (``model_text``)."""
     from lesson_lib.models.toy import training
-    from lesson_lib.show.plotting import heat_map
 
     return heat_map(training.example_heads(h=4, seed=0),
                     suptitle="玩具模型的 4 个头（训练后，种子 0）")

@@ -317,6 +317,43 @@ def _raise(exc):
     return fn
 
 
+def _no_transpose(x, h):
+    return np.ones((2, 37)) @ np.ones((41, 4))  # q @ k without .T: 37 against 41
+
+
+def _typo(x, h):
+    return x.reshpe(h, -1)
+
+
+def _past_the_end(x, h):
+    return np.zeros(23)[29]
+
+
+def _undefined(x, h):
+    return xx_unset  # noqa: F821
+
+
+@pytest.mark.parametrize(
+    ("fn", "read"),
+    [(_no_transpose, ["37", "41"]), (_typo, ["reshpe"]), (_past_the_end, ["29", "23"]), (_undefined, ["xx_unset"])],
+    ids=["matmul", "attribute", "index", "name"],
+)
+def test_the_usual_slips_are_said_with_what_the_exception_names_not_in_english(fn, read):
+    """A matmul whose sizes disagree, a misspelt method, an index past the end, an undefined name: the sizes and
+    names numpy or Python gives, without its English line; the learner's line and the exercise's hint as always."""
+    result = ex.check("split_heads", fn)
+    line = inspect.getsource(fn).splitlines()[1].split("#")[0].strip()
+    english = re.search(r"Error|operand|out of bounds|not defined", result.message)
+    assert result.status == "error" and not english, result.message
+    assert all(word in result.message for word in read) and line in result.message, result.message
+    assert ex.EXERCISES["split_heads"].hint in result.message, result.message
+
+
+def test_another_slip_keeps_its_english_line():
+    result = ex.check("split_heads", lambda x, h: np.ones((2, 3)) + np.ones(4))
+    assert result.status == "error" and "ValueError: operands could not be broadcast" in result.message
+
+
 def test_returning_a_function_is_named():
     result = ex.check("split_heads", lambda x, h: np.reshape)
     assert result.status == "wrong" and "reshape" in result.message and result.mistakes == ()

@@ -87,9 +87,19 @@ _EXTRA_HINT = {
     MemoryError: "是不是把数组的大小写成了很大的数（例如 n ** d_model）？这里的例子都很小。",
     SystemExit: "函数里调用了 exit() / sys.exit()：函数只需要计算并 return 结果。",
 }
-# numpy's ValueError for a shape past its limits (a length of 2**63, 65 axes): the same slip
-_NUMPY_TOO_BIG = re.compile("ValueError: (Maximum allowed|maximum supported|array is too big)")
-_TOO_BIG = "numpy 建不了这个形状（元素太多或轴太多）。" + _EXTRA_HINT[MemoryError]
+# the usual slips' English in Chinese, with the sizes and names it gives (worded otherwise, by a
+# newer numpy, it is shown as it is); a shape past numpy's limits (2**63, 65 axes) is a huge array
+_SAID = [
+    (ValueError, "Maximum allowed|maximum supported|array is too big",
+     "numpy 建不了这个形状（元素太多或轴太多）。" + _EXTRA_HINT[MemoryError]),
+    (ValueError, r"matmul: .*\(size (?P<r>\d+) is different from (?P<l>\d+)\)",
+     "矩阵乘法两边对不上：左边最后一维 {l}，右边第一维 {r}；是不是忘了转置（k.T）或切错了轴"),
+    (AttributeError, r"'(?P<owner>[\w.]+)'(?: object)? has no attribute '(?P<name>\w+)'",
+     "{owner} 没有「{name}」这个属性或方法：检查拼写，以及它是不是你以为的那种对象"),
+    (IndexError, r"index (?P<i>-?\d+) is out of bounds for axis (?P<a>\d+) with size (?P<n>\d+)",
+     "下标 {i} 超出了范围：第 {a} 轴只有 {n} 个元素（0 到 {n}−1）；检查循环和切片的范围"),
+    (NameError, r"name '(?P<x>\w+)' is not defined", "「{x}」还没有定义：检查拼写，或先给它赋值"),
+]
 
 
 def _call(ex, case, fn, args, source) -> object:
@@ -152,7 +162,10 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, MemoryError) and hasattr(exc, "shape"):  # numpy's (Unable to allocate …)
         return f"内存不够，建不了形状为 {exc.shape} 的数组"  # in Chinese; another one is named
     said = traceback.format_exception_only(type(exc), exc)[-1].strip()  # safe if str() raises
-    return _TOO_BIG if _NUMPY_TOO_BIG.match(said) else said[:200]
+    for kind, english, chinese in _SAID:
+        if isinstance(exc, kind) and (m := re.search(english, said)):
+            return chinese.format(**m.groupdict())
+    return said[:200]
 
 
 def _learner_line(frames, fn, source: str) -> tuple[int, str]:

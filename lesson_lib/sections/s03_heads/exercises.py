@@ -154,7 +154,7 @@ SPLIT_HEADS = Exercise(
     verdict=_split_heads_verdict,
     hint="提示：先 x.reshape(n, h, d_k)，再交换前两个轴。",
     passed=f"全部通过！{len(SPLIT_CASES)} 个例子都和 lesson_lib 的 split_heads 一致"
-           f"（包括 base 模型：(12, {paper.BASE_D_MODEL}) → ({paper.BASE_HEADS}, 12, "
+           f"（包括基础模型：(12, {paper.BASE_D_MODEL}) → ({paper.BASE_HEADS}, 12, "
            f"{paper.BASE_D_MODEL // paper.BASE_HEADS})）。",
 )
 

@@ -30,9 +30,9 @@ for arg in "$@"; do
       echo "用法：bash scripts/setup.sh [--no-open] [--dev] [--zh|--en]"
       echo "  --no-open  只安装，不打开 JupyterLab（也不建 my_lesson/ 里的个人副本，第一次打开时再建）"
       echo "  --dev      另外安装跑测试需要的包（讲师、开发者用）"
-      echo "  --zh/--en  JupyterLab 菜单用中文（默认）或英文"
+      echo "  --zh/--en  JupyterLab 菜单用中文或英文（不写时沿用上次的选择，第一次是中文）"
       exit 0 ;;
-    *) echo "未知参数 / unknown option: $arg (可用 / use: --zh --en --no-open --dev --allow-root)" >&2; exit 2 ;;
+    *) echo "未知参数 / unknown option: $arg (可用 / use: --zh --en --no-open --dev --allow-root；说明：--help)" >&2; exit 2 ;;
   esac
 done
 

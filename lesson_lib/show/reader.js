@@ -4,8 +4,7 @@
 // walked into the next question's radios and ticked them; named, a group is one Tab stop), aria-pressed on toggle
 // buttons, aria-live="polite" on outputs marked LIVE, a KEEP_HEIGHT output's tallest height as its min-height, and
 // keys kept inside the control (data-lm-suppress-shortcuts: Lumino stops looking for a shortcut there; ArrowDown on
-// a radio would select the next cell). Enter in a text box clicks the box's primary button (a quiz's 提交): the
-// kernel checks on that click only, so leaving a box never counts an attempt. On the static page (no kernel:
+// a radio would select the next cell). On the static page (no kernel:
 // scripts/build_static.py's note is on the page) every control is disabled.
 const KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown"]);
 const STATIC_TITLE = "静态页面：在 JupyterLab 里运行笔记本后才能操作";
@@ -69,18 +68,11 @@ function render({ model, el }) {
     if (KEYS.has(event.key) && event.target.closest("input, textarea, select, [role=radiogroup]"))
       event.stopPropagation();
   };
-  const enter = (event) => {  // capture: ipywidgets' text box stops its keys from bubbling
-    if (event.key !== "Enter" || event.isComposing || !event.target.matches("input[type=text]")) return;
-    const submit = root.querySelector("button.widget-button.mod-primary");
-    // the next task: the box's change event (Enter's default action) has sent its value to the kernel first
-    if (submit) setTimeout(() => submit.click(), 0);
-  };
   const apply = () => { queued = false; if (root) fix(root); };
   const attach = () => {  // the helper's view is put into its box after it renders
     root = el.closest(".lesson-reader");
     if (!root) { if (tries++ < 400) setTimeout(attach, 25); return; }
     root.addEventListener("keydown", keep);
-    root.addEventListener("keydown", enter, true);
     apply();
     observer = new MutationObserver(() => { if (!queued) { queued = true; queueMicrotask(apply); } });
     observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
@@ -89,7 +81,6 @@ function render({ model, el }) {
   return () => {
     if (observer) observer.disconnect();
     if (root) root.removeEventListener("keydown", keep);
-    if (root) root.removeEventListener("keydown", enter, true);
   };
 }
 export default { render };

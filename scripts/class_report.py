@@ -677,7 +677,11 @@ def main(argv=None) -> int:
     ap.add_argument("--recheck-user", metavar="NAME", help="重跑学生代码所用的普通用户（默认 nobody）")
     args = ap.parse_args(argv)
     box = None
-    if (args.recheck or args.recheck_user) and os.geteuid() != 0:  # the students' code would run with your rights
+    if args.recheck_user and not args.recheck:  # alone it would change nothing: the report would run unchecked
+        print("--recheck-user 只和 --recheck 一起用：要重跑学生的代码，请两个都加上；否则去掉 --recheck-user。",
+              file=sys.stderr)
+        return 2
+    if args.recheck and os.geteuid() != 0:  # the students' code would run with your rights
         print(f"--recheck 没有开始：{_sandbox_module().NOT_ROOT}", file=sys.stderr)
         return 2
     if args.recheck:

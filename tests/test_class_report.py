@@ -604,6 +604,21 @@ def test_recheck_as_another_user_than_root_is_refused_before_anything_runs(plant
     assert started == []
 
 
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_recheck_user_without_recheck_is_refused_before_anything_is_read(planted_class, tmp_path, euid,
+                                                                         monkeypatch, capsys):
+    """--recheck-user alone would change nothing: as root too, it is refused (one line, exit 2), never a report
+    written without the recheck the instructor seemed to ask for."""
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    started, read = [], []
+    monkeypatch.setattr(class_report._sandbox_module(), "prepare", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
+    out = tmp_path / "report"
+    assert class_report.main([str(planted_class), "--recheck-user", "nobody", "--out", str(out)]) == 2
+    assert (started, read) == ([], []) and not out.exists()
+    assert len(capsys.readouterr().err.splitlines()) == 1
+
+
 @AS_ROOT
 def test_a_detached_process_does_not_outlive_the_report(rechecked):
     """The planted code double-forks a process that leaves the session and holds a FIFO open for writing: the

@@ -2,6 +2,7 @@
 
 import csv
 import dataclasses
+import errno
 import importlib.util
 import json
 import os
@@ -775,6 +776,44 @@ def test_an_output_folder_that_is_a_link_or_a_file_is_refused(planted_class, tmp
         assert class_report.main([str(planted_class), "--out", str(out)]) != 0
         assert len(capsys.readouterr().err.splitlines()) == 1  # one line, no traceback
     assert list(elsewhere.iterdir()) == [] and a_file.read_bytes() == before
+
+
+SOME_ERRNOS = (errno.EACCES, errno.ENOENT, errno.EROFS, errno.ENOSPC, errno.EISDIR, errno.ENOTDIR)
+
+
+def test_an_unreadable_file_says_why_in_its_own_words_never_the_oses(planted_class, monkeypatch):
+    """Root reads anything, so the refusal is planted: each errno its own reason, none the OS's English."""
+    real_open = os.open
+    target = sorted(planted_class.rglob("progress.json"))[0]
+    said = {}
+    for code in SOME_ERRNOS:
+        def refusing(path, *a, code=code, **k):
+            if Path(path) == target:
+                raise OSError(code, os.strerror(code))
+            return real_open(path, *a, **k)
+
+        monkeypatch.setattr(os, "open", refusing)
+        report = class_report.build([str(planted_class)])
+        assert report.n == 11 and len(report.skipped) == 1  # the others are counted
+        said[code] = report.skipped[0]
+    assert not any(os.strerror(code) in line for code, line in said.items())
+    assert len(set(said.values())) == len(SOME_ERRNOS)
+
+
+def test_an_output_folder_it_cannot_make_or_write_says_why_in_its_own_words(planted_class, tmp_path,
+                                                                          monkeypatch, capsys):
+    said = {}
+    for code in SOME_ERRNOS:
+        def refusing(*a, code=code, **k):
+            raise OSError(code, os.strerror(code))
+
+        monkeypatch.setattr(Path, "mkdir", refusing)
+        capsys.readouterr()
+        assert class_report.main([str(planted_class), "--out", str(tmp_path / "new")]) == 3
+        said[code] = capsys.readouterr().err.strip()
+        assert "\n" not in said[code] and said[code]  # one line
+    assert not any(os.strerror(code) in line for code, line in said.items())
+    assert len(set(said.values())) == len(SOME_ERRNOS)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="只在以 root 运行时才拒绝别人的文件夹")

@@ -552,8 +552,10 @@ def csv_rows(r: Report):
     for count, qid, m, text, _section in r.misconceptions:
         yield ("misconception", qid, m, count, text)
     for name, row in r.exercises.items():
-        for measure in ("tried", "passed", "first_right", "later_right", "failing", "unconfirmed"):
+        for measure in ("tried", "passed", "first_right", "later_right", "failing"):
             yield ("exercise", name, measure, getattr(row, measure), "")
+        if r.rechecked:  # without --recheck nothing was confirmed: a 0 would read as "all confirmed"
+            yield ("exercise", name, "unconfirmed", row.unconfirmed, "")
         for m, c in row.mistakes.items():
             yield ("exercise_mistake", name, m, c, "")
     for section, c in sorted(r.stopped.items()):
@@ -605,7 +607,8 @@ def page(r: Report) -> str:
                    row.later_right, row.never, row.old) for qid, row in r.labs.items()],
         missed_items=[(qid, c) for c, qid in missed[:8]],
         missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
-        exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing, row.unconfirmed,
+        exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing,
+                        row.unconfirmed if r.rechecked else "—",  # not run again: not 0 unconfirmed
                         "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
                        for name, row in r.exercises.items()],
         explained=explained,

@@ -873,6 +873,27 @@ def test_a_pass_not_confirmed_is_shown_against_its_student(tmp_path, monkeypatch
     assert [row[0] for row in cells if "split_heads" in row[-1]] == [second]
 
 
+def _exercise_cells(out: Path, name: str) -> list[str]:
+    """The page's row for exercise ``name`` (the exercise table's; the student table never starts with it)."""
+    page = _dom((out / "class-report.html").read_text("utf-8"))
+    rows = [[td.get_text() for td in tr.find_all("td")] for tr in page.select("tbody tr")]
+    return next(row for row in rows if row[0] == name)
+
+
+@pytest.mark.parametrize("recheck", [False, True])
+def test_unconfirmed_is_counted_only_when_the_passes_were_run_again(tmp_path, monkeypatch, recheck):
+    """Without --recheck nothing was confirmed: no unconfirmed count (a 0 would read as "all confirmed")."""
+    for i in range(2):
+        _exercise(Progress(tmp_path / f"s{i}" / "progress.json"), "split_heads", "passed")
+    monkeypatch.setattr(class_report, "recheck_with", lambda box: lambda name, source: True)
+    out = tmp_path / "out"
+    class_report.write(class_report.build([str(tmp_path)], recheck=object() if recheck else None), out)
+    measures = {r["measure"] for r in _rows(out) if r["kind"] == "exercise"}
+    assert ("unconfirmed" in measures) == recheck and "passed" in measures
+    cells = _exercise_cells(out, "split_heads")
+    assert (cells[1], cells[5]) == ("2", "0" if recheck else "—")
+
+
 def test_each_kind_of_unreadable_file_has_its_own_reason_and_no_exception_name(tmp_path):
     files = {"deep": _deep(100_000).encode(), "cut": b'{"format": "day11-progress", "ver',
              "latin1": b'{"format": "day11-progress", "x": "\xe9"}', "huge": b"1" * 5000}  # fmt: skip

@@ -891,7 +891,7 @@ def test_unconfirmed_is_counted_only_when_the_passes_were_run_again(tmp_path, mo
     measures = {r["measure"] for r in _rows(out) if r["kind"] == "exercise"}
     assert ("unconfirmed" in measures) == recheck and "passed" in measures
     cells = _exercise_cells(out, "split_heads")
-    assert (cells[1], cells[5]) == ("2", "0" if recheck else "—")
+    assert cells[1] == "2" and cells[5].isdigit() == recheck  # no count where nothing was run again
 
 
 def test_each_kind_of_unreadable_file_has_its_own_reason_and_no_exception_name(tmp_path):

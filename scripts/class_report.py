@@ -69,7 +69,7 @@ def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
     out, files = [], []  # in the order given; files given one after another (a shell's in/*.json) sorted
     for p in map(Path, paths):
         if p.is_dir() and not p.is_symlink():
-            out += sorted(files, key=_copies_last) + _search(p)
+            out += sorted(files, key=_copies_last) + _search(p, warn)
             files = []
         else:
             files.append(p)
@@ -88,9 +88,14 @@ def _copies_last(path: Path | str) -> tuple:
     return tuple(key)
 
 
-def _search(top: Path) -> list[Path]:
+def _search(top: Path, warn) -> list[Path]:
     found = []
-    for folder, dirs, files in os.walk(top, followlinks=False):  # a link to a folder is listed, never entered
+
+    def unreadable(exc: OSError) -> None:  # os.walk would skip the folder and its students without a word
+        warn(f"跳过文件夹 {exc.filename}：读不到（{os_why(exc, _READING)}）。")
+
+    # A link to a folder is listed, never entered.
+    for folder, dirs, files in os.walk(top, followlinks=False, onerror=unreadable):
         dirs.sort(key=_copies_last)
         found += [Path(folder, f) for f in sorted(files, key=_copies_last) if f.endswith(".json")]
     return found

@@ -800,6 +800,21 @@ def test_an_unreadable_file_says_why_in_its_own_words_never_the_oses(planted_cla
     assert len(set(said.values())) == len(SOME_ERRNOS)
 
 
+def test_a_folder_it_cannot_list_is_one_line_never_skipped_silently(planted_class, monkeypatch):
+    real_scandir = os.scandir
+    hidden = sorted(planted_class.iterdir())[0]
+
+    def refusing(path="."):
+        if Path(path) == hidden:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    report = class_report.build([str(planted_class)])
+    assert report.n == 11 and len(report.skipped) == 1 and str(hidden) in report.skipped[0]
+    assert os.strerror(errno.EACCES) not in report.skipped[0]
+
+
 def test_an_output_folder_it_cannot_make_or_write_says_why_in_its_own_words(planted_class, tmp_path,
                                                                           monkeypatch, capsys):
     said = {}

@@ -218,9 +218,18 @@ def ask_problems(bank: dict) -> list[str]:
                 f"已有的编号是 {known}（大小写也要一样）。" for path, line, qid in asks if qid not in bank]
     asked_ids = {qid for _, _, qid in asks}
     problems += [f"题目文件 {path.name}：题目 {qid} 没有在任何笔记本里被问到，学生的进度永远停在「还没做」："
-                 f"在 notebooks/src 的 .md 里用 ask(\"{qid}\") 问它，或在题目里写 counted = false（不计入进度）。"
+                 f"在 {source_folder(path)} 的 .md 里用 ask(\"{qid}\") 问它，"
+                 "或在题目里写 counted = false（不计入进度）。"
                  for qid, (path, q) in bank.items() if q.counted and qid not in asked_ids]
     return problems
+
+
+def source_folder(question_file: Path) -> str:
+    """Where the notebook that asks a file's questions has its sources: a lab's file (lab_*.toml) its lab's
+    folder in notebooks/labs_src, any other the core's notebooks/src."""
+    lab = question_file.stem.startswith("lab_")
+    folder = LABS_SRC / question_file.stem if lab else SRC
+    return f"{folder.relative_to(ROOT)}/"
 
 
 def check_questions() -> int:
@@ -238,8 +247,8 @@ def check_questions() -> int:
         return 1
     problems = []
     for qid, (path, q) in bank.items():
-        problems += [f"题目文件 {path.name}：题目 {qid} 的 right_answers 里的 {a!r} 被判成了「{fb.verdict}」："
-                     f"{fb.message}" for a in q.right_answers
+        problems += [f"题目文件 {path.name}：题目 {qid} 的 right_answers 里的 {a!r} 没有被判对，学生会看到："
+                     f"{' '.join(fb.message.split())}" for a in q.right_answers
                      if (fb := quiz.check(qid, a)).verdict not in ("right", "form")]
         problems += [f"题目文件 {path.name}：题目 {qid} 的 wrong_answers 里的 {a!r} 被判成了对的"
                      for a in q.wrong_answers if quiz.check(qid, a).correct]
@@ -247,8 +256,8 @@ def check_questions() -> int:
     for problem in problems:
         print(problem)
     if not problems:
-        print(f"读了 lesson_lib/sections/*.toml 里的 {len(bank)} 道题：每道题自己的对答案都判对、错答案都判错，"
-              "笔记本问的编号都有。")
+        print(f"读了 lesson_lib/sections/*.toml 里的 {len(bank)} 道题：每道题自己的对答案没有被判错（个别只被要求换个"
+              "写法），错答案没有被判对；笔记本问的编号都有。")
     return 1 if problems else 0
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import glob
 import hashlib
 import importlib.util
@@ -68,7 +69,7 @@ def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
     out, files = [], []  # in the order given; files given one after another (a shell's in/*.json) sorted
     for p in map(Path, paths):
         if p.is_dir() and not p.is_symlink():
-            out += sorted(files, key=_copies_last) + _search(p)
+            out += sorted(files, key=_copies_last) + _search(p, warn)
             files = []
         else:
             files.append(p)
@@ -87,9 +88,14 @@ def _copies_last(path: Path | str) -> tuple:
     return tuple(key)
 
 
-def _search(top: Path) -> list[Path]:
+def _search(top: Path, warn) -> list[Path]:
     found = []
-    for folder, dirs, files in os.walk(top, followlinks=False):  # a link to a folder is listed, never entered
+
+    def unreadable(exc: OSError) -> None:  # os.walk would skip the folder and its students without a word
+        warn(f"跳过文件夹 {exc.filename}：读不到（{os_why(exc, _READING)}）。")
+
+    # A link to a folder is listed, never entered.
+    for folder, dirs, files in os.walk(top, followlinks=False, onerror=unreadable):
         dirs.sort(key=_copies_last)
         found += [Path(folder, f) for f in sorted(files, key=_copies_last) if f.endswith(".json")]
     return found
@@ -120,13 +126,39 @@ def _seen_before(path: Path, seen: dict) -> str:
     return str(earlier)
 
 
+# An OSError in Chinese, with what to do (the OS's own words are English): reading a student's file, writing the report.
+_DENIED = "没有{}权限：请用有权限的账户（或 sudo）运行"
+_READING = {errno.EACCES: _DENIED.format("读取") + "，或把文件复制到你能读的地方",
+            errno.ENOENT: "没有这个文件：检查路径的拼写（或它刚被移走了）",
+            errno.ENOTDIR: "路径里有一段不是文件夹：检查路径",
+            errno.EISDIR: "是一个文件夹，不是文件",
+            errno.ELOOP: "路径里的链接太多或绕成了圈：给出文件本身的路径",
+            errno.EIO: "磁盘读出错：把文件复制到别的磁盘再试"}
+_WRITING = {errno.EACCES: _DENIED.format("写入") + "，或用 --out 换一个你能写的文件夹",
+            errno.ENOENT: "路径里的文件夹不见了：检查 --out 的路径",
+            errno.EROFS: "所在的磁盘是只读的：请用 --out 换一个可写的文件夹",
+            errno.ENOSPC: "磁盘已经满了：腾出空间，或用 --out 换到另一个磁盘",
+            errno.EDQUOT: "你的磁盘配额用完了：腾出空间，或用 --out 换到另一个磁盘",
+            errno.EISDIR: "里面有一个同名的文件夹挡着：把它改名或移走，或用 --out 换一个文件夹",
+            errno.ENOTDIR: "路径里有一段不是文件夹：请用 --out 给一个文件夹",
+            errno.ENAMETOOLONG: "路径太长：请用 --out 给一个短一些的路径",
+            errno.EIO: "磁盘写出错：请用 --out 换到另一个磁盘"}
+_READING[errno.EPERM] = _READING[errno.EACCES]
+_WRITING[errno.EPERM] = _WRITING[errno.EACCES]
+
+
+def os_why(exc: OSError, table: dict) -> str:
+    """``exc`` in Chinese from ``table`` (_READING or _WRITING); an errno not in it is named by its symbol."""
+    return table.get(exc.errno, f"系统报告了错误 {errno.errorcode.get(exc.errno, type(exc).__name__)}")
+
+
 def read_progress(path: Path) -> tuple[dict | None, str]:
     """(parsed JSON, "") for a regular file of a progress file's size that parses (known_entries then reads it as
     the lesson does), else (None, why) in Chinese. Never follows a link."""
     try:
         st = os.lstat(path)
     except OSError as exc:
-        return None, f"读不到（{exc.strerror or exc}）"
+        return None, f"读不到（{os_why(exc, _READING)}）"
     if stat.S_ISLNK(st.st_mode):
         return None, "是一个链接，不跟随"
     if not stat.S_ISREG(st.st_mode):
@@ -138,7 +170,7 @@ def read_progress(path: Path) -> tuple[dict | None, str]:
         with os.fdopen(fd, "rb") as f:
             return json.loads(f.read(MAX_BYTES + 1).decode("utf-8")), ""
     except OSError as exc:
-        return None, f"读不到（{exc.strerror or exc}）"
+        return None, f"读不到（{os_why(exc, _READING)}）"
     except UnicodeDecodeError:
         return None, "不是 UTF-8 编码（进度文件总是 UTF-8）"
     except json.JSONDecodeError:
@@ -525,8 +557,10 @@ def csv_rows(r: Report):
     for count, qid, m, text, _section in r.misconceptions:
         yield ("misconception", qid, m, count, text)
     for name, row in r.exercises.items():
-        for measure in ("tried", "passed", "first_right", "later_right", "failing", "unconfirmed"):
+        for measure in ("tried", "passed", "first_right", "later_right", "failing"):
             yield ("exercise", name, measure, getattr(row, measure), "")
+        if r.rechecked:  # without --recheck nothing was confirmed: a 0 would read as "all confirmed"
+            yield ("exercise", name, "unconfirmed", row.unconfirmed, "")
         for m, c in row.mistakes.items():
             yield ("exercise_mistake", name, m, c, "")
     for section, c in sorted(r.stopped.items()):
@@ -578,7 +612,8 @@ def page(r: Report) -> str:
                    row.later_right, row.never, row.old) for qid, row in r.labs.items()],
         missed_items=[(qid, c) for c, qid in missed[:8]],
         missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
-        exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing, row.unconfirmed,
+        exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing,
+                        row.unconfirmed if r.rechecked else "—",  # not run again: not 0 unconfirmed
                         "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
                        for name, row in r.exercises.items()],
         explained=explained,
@@ -636,7 +671,7 @@ def open_folder(out_dir: Path) -> int:
         try:
             out_dir.mkdir(parents=True)
         except OSError as exc:
-            raise ValueError(f"建不了输出文件夹 {shown}（{exc.strerror or exc}）") from None
+            raise ValueError(f"建不了输出文件夹 {shown}（{os_why(exc, _WRITING)}）") from None
     if os.path.islink(out_dir):
         raise ValueError(f"输出文件夹 {shown} 是一个链接：报告不写进链接，请用 --out 给一个真正的文件夹")
     if not os.path.isdir(out_dir):
@@ -644,7 +679,7 @@ def open_folder(out_dir: Path) -> int:
     try:
         folder = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
-        raise ValueError(f"打不开输出文件夹 {shown}（{exc.strerror or exc}）") from None
+        raise ValueError(f"打不开输出文件夹 {shown}（{os_why(exc, _WRITING)}）") from None
     owner = os.fstat(folder).st_uid
     if os.geteuid() == 0 and owner != 0:  # a student (or their code) could swap the files in it
         os.close(folder)
@@ -677,7 +712,11 @@ def main(argv=None) -> int:
     ap.add_argument("--recheck-user", metavar="NAME", help="重跑学生代码所用的普通用户（默认 nobody）")
     args = ap.parse_args(argv)
     box = None
-    if (args.recheck or args.recheck_user) and os.geteuid() != 0:  # the students' code would run with your rights
+    if args.recheck_user and not args.recheck:  # alone it would change nothing: the report would run unchecked
+        print("--recheck-user 只和 --recheck 一起用：要重跑学生的代码，请两个都加上；否则去掉 --recheck-user。",
+              file=sys.stderr)
+        return 2
+    if args.recheck and os.geteuid() != 0:  # the students' code would run with your rights
         print(f"--recheck 没有开始：{_sandbox_module().NOT_ROOT}", file=sys.stderr)
         return 2
     if args.recheck:
@@ -697,7 +736,7 @@ def main(argv=None) -> int:
     try:
         html_path, csv_path = write(report, Path(args.out))
     except (ValueError, OSError) as exc:  # OSError: e.g. a folder named class-report.html in the way
-        why = f"写进 {args.out} 时出错（{exc.strerror or exc}）" if isinstance(exc, OSError) else exc
+        why = f"写进 {args.out} 时出错（{os_why(exc, _WRITING)}）" if isinstance(exc, OSError) else exc
         print(printable(f"报告没有写出：{why}。"), file=sys.stderr)
         return 3
     took = f"{time.perf_counter() - start:.2f} 秒，CPU {time.process_time() - cpu:.2f} 秒"

@@ -41,9 +41,9 @@ EXTRA_PROCESSES = 16  # on top of what the sandbox's user already runs
 
 
 # ------------------------------------------------------------------------------------------ in the report
-NOT_ROOT = ("不是以 root 运行：这时学生的代码只能带着你自己的文件权限运行（能读写你的家目录、你的钥匙），所以不跑。"
-            "请用 root 权限运行报告（例如 sudo .venv/bin/python scripts/class_report.py … --recheck），学生的代码会"
-            "以 nobody 运行；或者去掉 --recheck：通过的练习照常列出，只是没有重跑确认。")
+NOT_ROOT = ("不是以 root 运行：这时学生的代码只能带着你自己的文件权限运行（能读写你的家目录、你的密钥），所以不跑。"
+            "请用 root 权限运行报告（例如 sudo .venv/bin/python scripts/class_report.py … --recheck --out 新文件夹），"
+            "学生的代码会以 nobody 运行；或者去掉 --recheck：通过的练习照常列出，只是没有重跑确认。")
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # a fresh tmpfs each in the sandbox
 WORK = "/tmp/recheck"  # the student's working folder and HOME, in the sandbox's private /tmp
 PREFLIGHT_IMPORT = "import colorsys\n"  # a stdlib module the supervisor never loads: the user must read the stdlib

@@ -423,6 +423,20 @@ def test_a_counted_question_no_notebook_asks_stops_the_build_naming_its_file(tmp
     assert "s02_averaging.toml" in said and re.findall(r"\b[SQL]\d\w*", said) == ["S2", "S2"], said
 
 
+@pytest.mark.parametrize(("md", "asked", "folder"), [("src/02_averaging.md", "S2", "notebooks/src/"),
+                                                  ("labs_src/lab_real_heads/03_explorer.md", "L6a",
+                                                   "notebooks/labs_src/lab_real_heads/")])
+def test_an_unasked_question_names_the_folder_its_notebook_is_built_from(tmp_path, monkeypatch, capsys, md, asked,
+                                                                          folder):
+    """A lab's question is asked in its lab's sources, not the core's: the line names the folder to edit."""
+    _sources(tmp_path, monkeypatch, "02_averaging.md", 'ask("S2")', 'ask("S2")')  # a copy to change, as it is
+    path = tmp_path / "notebooks" / md
+    path.write_text(path.read_text(encoding="utf-8").replace(f'ask("{asked}")', "None"), encoding="utf-8")
+    assert bn.check_questions() == 1
+    (said,) = capsys.readouterr().out.splitlines()
+    assert re.findall(r"notebooks/\S+/", said) == [folder], said
+
+
 TEST_ANSWERS_SWAPPED = '''
 [[questions]]
 id = "X1"
@@ -439,7 +453,7 @@ options = [{ key = "A", label = "a", why = "不对。" }, { key = "B", label = "
 
 
 def test_a_test_answer_judged_otherwise_names_its_file_question_and_answer(tmp_path, monkeypatch, capsys):
-    from lesson_lib.practice import questions
+    from lesson_lib.practice import questions, quiz
 
     (tmp_path / "s05_mine.toml").write_text(TEST_ANSWERS_SWAPPED, encoding="utf-8")
     monkeypatch.setattr(questions, "SECTIONS", tmp_path)
@@ -448,11 +462,14 @@ def test_a_test_answer_judged_otherwise_names_its_file_question_and_answer(tmp_p
     questions._bank.cache_clear()
     try:
         assert bn.check_questions() == 1
+        judged = quiz.check("X1", "A")
+        shown = " ".join(judged.message.split())  # what a learner would see for the right answer
     finally:
         monkeypatch.undo()
         questions._bank.cache_clear()
     said = capsys.readouterr().out.splitlines()
     assert len(said) == 2 and all("s05_mine.toml" in s and "X1" in s for s in said), said
+    assert said[0].endswith(shown) and judged.verdict not in said[0], said[0]  # the message, not the verdict's id
     assert ["'A'" in said[0], "'B'" in said[1]] == [True, True]  # the right answer, then the wrong one
 
 

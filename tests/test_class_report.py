@@ -2,6 +2,7 @@
 
 import csv
 import dataclasses
+import errno
 import importlib.util
 import json
 import os
@@ -604,6 +605,21 @@ def test_recheck_as_another_user_than_root_is_refused_before_anything_runs(plant
     assert started == []
 
 
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_recheck_user_without_recheck_is_refused_before_anything_is_read(planted_class, tmp_path, euid,
+                                                                         monkeypatch, capsys):
+    """--recheck-user alone would change nothing: as root too, it is refused (one line, exit 2), never a report
+    written without the recheck the instructor seemed to ask for."""
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    started, read = [], []
+    monkeypatch.setattr(class_report._sandbox_module(), "prepare", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
+    out = tmp_path / "report"
+    assert class_report.main([str(planted_class), "--recheck-user", "nobody", "--out", str(out)]) == 2
+    assert (started, read) == ([], []) and not out.exists()
+    assert len(capsys.readouterr().err.splitlines()) == 1
+
+
 @AS_ROOT
 def test_a_detached_process_does_not_outlive_the_report(rechecked):
     """The planted code double-forks a process that leaves the session and holds a FIFO open for writing: the
@@ -762,6 +778,59 @@ def test_an_output_folder_that_is_a_link_or_a_file_is_refused(planted_class, tmp
     assert list(elsewhere.iterdir()) == [] and a_file.read_bytes() == before
 
 
+SOME_ERRNOS = (errno.EACCES, errno.ENOENT, errno.EROFS, errno.ENOSPC, errno.EISDIR, errno.ENOTDIR)
+
+
+def test_an_unreadable_file_says_why_in_its_own_words_never_the_oses(planted_class, monkeypatch):
+    """Root reads anything, so the refusal is planted: each errno its own reason, none the OS's English."""
+    real_open = os.open
+    target = sorted(planted_class.rglob("progress.json"))[0]
+    said = {}
+    for code in SOME_ERRNOS:
+        def refusing(path, *a, code=code, **k):
+            if Path(path) == target:
+                raise OSError(code, os.strerror(code))
+            return real_open(path, *a, **k)
+
+        monkeypatch.setattr(os, "open", refusing)
+        report = class_report.build([str(planted_class)])
+        assert report.n == 11 and len(report.skipped) == 1  # the others are counted
+        said[code] = report.skipped[0]
+    assert not any(os.strerror(code) in line for code, line in said.items())
+    assert len(set(said.values())) == len(SOME_ERRNOS)
+
+
+def test_a_folder_it_cannot_list_is_one_line_never_skipped_silently(planted_class, monkeypatch):
+    real_scandir = os.scandir
+    hidden = sorted(planted_class.iterdir())[0]
+
+    def refusing(path="."):
+        if Path(path) == hidden:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    report = class_report.build([str(planted_class)])
+    assert report.n == 11 and len(report.skipped) == 1 and str(hidden) in report.skipped[0]
+    assert os.strerror(errno.EACCES) not in report.skipped[0]
+
+
+def test_an_output_folder_it_cannot_make_or_write_says_why_in_its_own_words(planted_class, tmp_path,
+                                                                          monkeypatch, capsys):
+    said = {}
+    for code in SOME_ERRNOS:
+        def refusing(*a, code=code, **k):
+            raise OSError(code, os.strerror(code))
+
+        monkeypatch.setattr(Path, "mkdir", refusing)
+        capsys.readouterr()
+        assert class_report.main([str(planted_class), "--out", str(tmp_path / "new")]) == 3
+        said[code] = capsys.readouterr().err.strip()
+        assert "\n" not in said[code] and said[code]  # one line
+    assert not any(os.strerror(code) in line for code, line in said.items())
+    assert len(set(said.values())) == len(SOME_ERRNOS)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="只在以 root 运行时才拒绝别人的文件夹")
 def test_as_root_an_output_folder_another_user_owns_is_refused(planted_class, tmp_path):
     out = tmp_path / "theirs"
@@ -817,6 +886,27 @@ def test_a_pass_not_confirmed_is_shown_against_its_student(tmp_path, monkeypatch
     table = _dom((out / "class-report.html").read_text("utf-8")).find_all("table")[-1]
     cells = [[td.get_text() for td in tr.find_all("td")] for tr in table.tbody.find_all("tr")]
     assert [row[0] for row in cells if "split_heads" in row[-1]] == [second]
+
+
+def _exercise_cells(out: Path, name: str) -> list[str]:
+    """The page's row for exercise ``name`` (the exercise table's; the student table never starts with it)."""
+    page = _dom((out / "class-report.html").read_text("utf-8"))
+    rows = [[td.get_text() for td in tr.find_all("td")] for tr in page.select("tbody tr")]
+    return next(row for row in rows if row[0] == name)
+
+
+@pytest.mark.parametrize("recheck", [False, True])
+def test_unconfirmed_is_counted_only_when_the_passes_were_run_again(tmp_path, monkeypatch, recheck):
+    """Without --recheck nothing was confirmed: no unconfirmed count (a 0 would read as "all confirmed")."""
+    for i in range(2):
+        _exercise(Progress(tmp_path / f"s{i}" / "progress.json"), "split_heads", "passed")
+    monkeypatch.setattr(class_report, "recheck_with", lambda box: lambda name, source: True)
+    out = tmp_path / "out"
+    class_report.write(class_report.build([str(tmp_path)], recheck=object() if recheck else None), out)
+    measures = {r["measure"] for r in _rows(out) if r["kind"] == "exercise"}
+    assert ("unconfirmed" in measures) == recheck and "passed" in measures
+    cells = _exercise_cells(out, "split_heads")
+    assert cells[1] == "2" and cells[5].isdigit() == recheck  # no count where nothing was run again
 
 
 def test_each_kind_of_unreadable_file_has_its_own_reason_and_no_exception_name(tmp_path):

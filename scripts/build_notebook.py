@@ -186,16 +186,6 @@ def execute(nb, notebook: Path = NOTEBOOK):
     return stable_widget_ids(nb, notebook.stem)
 
 
-def _question_bank():
-    """{id: (its file, the question)} of every question file, read as the lesson reads them."""
-    from lesson_lib.practice import questions
-
-    bank = {}
-    for path in sorted(questions.SECTIONS.glob("*.toml")):
-        questions.read_file(path, bank)
-    return bank
-
-
 ASK = re.compile(r"""\bask\(\s*["']([^"']*)["']""")
 
 
@@ -241,7 +231,7 @@ def check_questions() -> int:
     from lesson_lib.practice import questions, quiz
 
     try:
-        bank = _question_bank()
+        bank = questions._bank()  # {id: (its file, the question)}, read and checked as the lesson reads them
     except questions.QuestionDataError as exc:
         print(exc)
         return 1

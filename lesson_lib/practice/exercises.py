@@ -93,11 +93,11 @@ _SAID = [
     (ValueError, "Maximum allowed|maximum supported|array is too big",
      "numpy 建不了这种形状的数组（元素或轴太多）。" + _EXTRA_HINT[MemoryError]),
     (ValueError, r"matmul: .*\(size (?P<r>\d+) is different from (?P<l>\d+)\)",
-     "矩阵乘法两边对不上：左边最后一维 {l}，右边倒数第二维 {r}；是不是忘了转置或切错了轴"),
+     "矩阵乘法两边对不上：左边最后一维 {l}，右边对应那一维 {r}；是不是忘了转置或切错了轴"),
     (AttributeError, r"'(?P<owner>[\w.]+)'(?: object)? has no attribute '(?P<name>\w+)'",
      "{owner} 没有「{name}」这个属性或方法：检查拼写，以及它是不是你以为的那种对象"),
     (IndexError, r"index (?P<i>-?\d+) is out of bounds for axis (?P<a>\d+) with size (?P<n>\d+)",
-     "下标 {i} 超出了范围：第 {a} 轴只有 {n} 个元素（下标从 0 数起）；检查循环和切片的范围"),
+     "下标 {i} 超出了范围：axis {a} 只有 {n} 个位置（下标从 0 数起）；检查循环的范围"),
     (NameError, r"name '(?P<x>\w+)' is not defined", "「{x}」还没有定义：检查拼写，或先给它赋值"),
 ]
 

@@ -18,7 +18,7 @@ SDPA_TERMS = [
     ("check_qkv(q, k, v, mask)",
      "（公式之外）先检查 Q、K、V 和掩码：形状、类型、有没有 NaN 或 inf"),
     ("q @ np.swapaxes(k, -1, -2) / math.sqrt(d_k)",
-     "Q Kᵀ / √d_k（打分；q、k 分量独立、均值 0、方差 1 时，除后方差为 1）"),
+     "Q Kᵀ / √d_k（打分并缩放；q、k 分量独立、均值 0、方差 1 时得方差 1）"),
     ("np.where(mask, scores, -np.inf)", "（可选）掩码：不许看的位置权重为 0"),
     ("softmax(scores, axis=-1)", "softmax(·)：每一行变成加起来为 1 的权重"),
     ("weights @ v", "· V：按权重对值向量加权求和"),

@@ -675,23 +675,23 @@ def test_a_scaffold_run_unchanged_is_told_what_is_missing():
 def test_a_print_flood_shows_its_first_lines_then_how_many_were_left_out(capsys):
     def chatty(n, d_model, h):
         for i in range(2000):  # 5 cases: 10,000 lines, far below the worker's 1 MB
-            print("调试", i)
+            print("€", i)
         return 4 * n * d_model * d_model + 2 * n * n * d_model
 
     assert ex.check("count_multiplies", chatty).passed  # the verdict is as it was
     shown = capsys.readouterr().out.splitlines()
-    assert shown[:worker.OUTPUT_LINES] == [f"调试 {i}" for i in range(worker.OUTPUT_LINES)]
+    assert shown[:worker.OUTPUT_LINES] == [f"€ {i}" for i in range(worker.OUTPUT_LINES)]
     assert [numbers_in(line) for line in shown[worker.OUTPUT_LINES:]] == [[10_000 - worker.OUTPUT_LINES]]
 
 
 def test_a_long_line_of_output_is_cut_between_characters(capsys):
     def one_long_line(n, d_model, h):
-        print("调" * 3000)  # 9,000 bytes of UTF-8: more than the worker shows
+        print("€" * 3000)  # 3 bytes each in UTF-8, 9,000 in all: more than the worker shows
         return 4 * n * d_model * d_model + 2 * n * n * d_model
 
     assert ex.check("count_multiplies", one_long_line).passed
     first, *rest = capsys.readouterr().out.splitlines()
-    assert first == "调" * (worker.OUTPUT_BYTES // 3)  # whole characters only, no U+FFFD
+    assert first == "€" * (worker.OUTPUT_BYTES // 3)  # whole characters only, no U+FFFD
     assert [numbers_in(line) for line in rest] == [[5]]  # the 5 cases' lines, none shown whole
 
 

@@ -253,8 +253,7 @@ def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
         mine = progress.default_progress()
         mine.record_exercise(result)
         if result.status == "todo" and mine.entry(ex.name).get("passed"):  # the stub put back
-            kept = "你之前的通过已经记在进度里，不会丢。"
-            result = replace(result, message=result.message + kept)
+            result = replace(result, message=result.message + "你之前的通过仍记在进度里。")
     return result
 
 

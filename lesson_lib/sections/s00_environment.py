@@ -38,12 +38,9 @@ def problems() -> dict[str, str]:
     return found
 
 
-INTERRUPTED = "这一格被中断了（内核 → 中断内核）。已经算好的变量都还在；改好后再运行这一格。"
-
-
 def _interrupted(shell, etype, value, tb, tb_offset=None) -> None:
     """A cell stopped by 内核 → 中断内核 says so, in place of KeyboardInterrupt's English."""
-    print(INTERRUPTED)
+    print("这一格被中断了（内核 → 中断内核）。已经算好的变量都还在；改好后再运行这一格。")
 
 
 def check() -> None:

@@ -55,12 +55,9 @@ def _slips(c) -> dict:
 
 
 def _shown(value) -> str:
-    if isinstance(value, float):  # its shortest exact digits: 54,988,800.5, never 5.49888e+07
-        return fmt_number(repr(value))
-    if value.bit_length() < 64:
-        return f"{value:,}"
-    # str() of a huge int is refused
-    return f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"
+    if isinstance(value, int) and value.bit_length() >= 64:  # str() of a huge int is refused
+        return f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"
+    return fmt_number(repr(value))  # every digit: 54,988,800.5, never 5.49888e+07
 
 
 def _count_verdict(case, value, n, d, h) -> None:

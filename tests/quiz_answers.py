@@ -501,6 +501,23 @@ COLD_READER = [
     ("Q6", ["64 per head", "512"], R, ""), ("Q6", ["64 dims per head", "512"], R, ""),
     ("Q6", ["64", "512 per token per layer"], R, ""), ("Q6", ["768 per head", "512"], W, ""),
     ("Q6", ["64", "4 groups"], F, "cache"), ("Q6", ["64", "512 per group"], F, "cache"),
+    # a count per head (token, layer) beside a total says the number is another count: the box cannot judge that,
+    # it asks for a rewrite; a box whose data says what one value counts (per = ["head"]) reads its own as a unit
+    ("S4b", ["40000 per head", "会"], F, "exp"), ("S4b", ["40000（每个头）", "会"], F, "exp"),
+    ("S4b", ["40000 每头", "会"], F, "exp"), ("S4b", ["40000 每一个头", "会"], F, "exp"),
+    ("S4b", ["40000 per token", "会"], F, "exp"), ("S4b", ["40000（每个词元）", "会"], F, "exp"),
+    ("S4", ["80000", "1280000 per head"], F, "all"), ("S4", ["80000", "128万（每个头）"], F, "all"),
+    ("S4", ["80000 per head", "1280000"], R, ""), ("S4", ["80000 per token", "1280000"], F, "one"),
+    ("Q3", ["512n² per head", "512n²"], F, "multi"), ("Q3", ["512n²（每头）", "512n²"], F, "multi"),
+    ("Q3", ["512n²", "512n² per head"], R, ""), ("Q3", ["512n²", "512n²（每个词元）"], F, "single"),
+    ("Q6", ["64", "512 per head"], F, "cache"), ("Q6", ["64", "512（每个头）"], F, "cache"),
+    ("Q6", ["64 Per Head", "512（每个词元每层）"], R, ""), ("Q6", ["64 per token", "512"], F, "d_k"),
+    ("Q6", ["64", "512（每层）"], R, ""),
+    ("S3", ["8（每个头）", "12", "64"], F, "axis0"), ("S3", ["8", "12", "64 per head"], R, ""),
+    ("S3", "(8, 12, 64 per head)", R, ""), ("S4c", ["64 per head", "2359296"], R, ""),
+    ("S4c", ["64", "2359296（每个头）"], F, "params"), ("S4c", ["64", "2359296 per layer"], R, ""),
+    ("Q2", ["32 per head", "不变"], R, ""), ("Q2", ["32（每一个头）", "不变"], R, ""),
+    ("Q2", ["32 per token", "不变"], F, "d_k"), ("Q2", ["32（每层）", "不变"], F, "d_k"),
     # 「X 的 1/3」 says the value is a third of X: in a note, X (12 组) is no value to check it by
     ("Q6", ["64", "512（12 组的 1/3）"], F, "cache"), ("Q6", ["64", "1536（12 组的 1/3）"], F, "cache"),
     # Words that exclude, negate or shift the number (32以外 is anything but 32) are never read around it

@@ -143,8 +143,7 @@ def as_text(answer) -> str:
 def clean(answer, limit: int) -> str:
     """At most ``limit`` characters, control characters (but newline and tab) as spaces."""
     text = as_text(answer)[:limit]
-    control = [unicodedata.category(c)[0] == "C" and c not in "\n\t" for c in text]
-    return "".join(" " if bad else c for c, bad in zip(text, control))
+    return "".join(c if c in "\n\t" or unicodedata.category(c)[0] != "C" else " " for c in text)
 
 
 ALIASES = {
@@ -714,20 +713,19 @@ def check_choice(q: Question, answer) -> Feedback:
     """Radio buttons (``single``) or checkboxes (``multi``): each wrong key chosen is named with
     why it is wrong."""
     k: ChoiceKey = q.key
-    keys = tuple(key for key, _, _ in k.options)
-    why = {key: w for key, _, w in k.options}
+    why = {key: w for key, _, w in k.options}  # each key, in order, with why it is right or wrong
     single = q.kind == "single"
     typed = clean(answer, MAX_CHARS[q.kind] + 1)  # checkboxes' keys joined, or typed: B, AC, A、C
     if not typed.strip():
         return answer_first(q.id, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
     folded = unicodedata.normalize("NFKC", typed).upper()
     chosen = sorted({ch for ch in folded if ch not in " ,、;/和\t\n"})
-    readable = len(typed) <= MAX_CHARS[q.kind] and chosen and set(chosen) <= set(keys)
+    readable = len(typed) <= MAX_CHARS[q.kind] and chosen and set(chosen) <= set(why)
     if readable and single and len(chosen) > 1:
         return Feedback(False, f"{fb.FORM}这道题只选一项，你选了 {'、'.join(chosen)}。", q.id)
     if not readable:
         how = "点选一个选项" if single else "勾选一个或几个选项"
-        message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(keys)}）。"
+        message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(why)}）。"
         return Feedback(False, message, q.id)
     if set(chosen) == k.answer:  # a single choice's answer is one key (questions.py checks)
         return Feedback(True, fb.RIGHT + k.praise, q.id)
@@ -806,10 +804,7 @@ def power_of_n(target: Poly, generic: str, value: Poly) -> str:
 
 
 # The checkers a question file may name: a form's ``whole``, an expression box's ``explain``.
-NAMED = {
-    "split_heads_shape": split_heads_shape,
-    "power_of_n": power_of_n,
-}
+NAMED = {checker.__name__: checker for checker in (split_heads_shape, power_of_n)}
 
 CHECKERS: dict[str, Callable[[Question, object], Feedback]] = {
     "form": check_form, "single": check_choice, "multi": check_choice, "self": check_self,

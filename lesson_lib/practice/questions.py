@@ -145,9 +145,8 @@ class _Reader:
             want = str if spec[name] == TEXT else spec[name]
             if want is not object and not isinstance(value, want):
                 raise self.fail(where + name, f"应当是{_TYPE_NAMES[want]}。")
-        for name in needs:
-            if name not in raw:
-                raise self.fail(where + name, f"没有写：{what}必须有 {name}，请补上。")
+        if missing := [name for name in needs if name not in raw]:  # the first, said with its kind
+            raise self.fail(where + missing[0], f"没有写：{what}必须有 {missing[0]}，请补上。")
         texts = {name: self.text(raw.get(name, ""), where + name)
                  for name, want in spec.items() if want == TEXT}
         return {**raw, **texts}

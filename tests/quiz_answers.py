@@ -518,6 +518,8 @@ COLD_READER = [
     ("S4c", ["64", "2359296（每个头）"], F, "params"), ("S4c", ["64", "2359296 per layer"], R, ""),
     ("Q2", ["32 per head", "不变"], R, ""), ("Q2", ["32（每一个头）", "不变"], R, ""),
     ("Q2", ["32 per token", "不变"], F, "d_k"), ("Q2", ["32（每层）", "不变"], F, "d_k"),
+    ("S4b", ["40000（一个头）", "会"], F, "exp"), ("S4b", ["40000（单个头）", "会"], F, "exp"),
+    ("S4", ["80000", "1280000（一个头）"], F, "all"), ("Q6", ["64", "512（一个词元）"], R, ""),
     # 「X 的 1/3」 says the value is a third of X: in a note, X (12 组) is no value to check it by
     ("Q6", ["64", "512（12 组的 1/3）"], F, "cache"), ("Q6", ["64", "1536（12 组的 1/3）"], F, "cache"),
     # Words that exclude, negate or shift the number (32以外 is anything but 32) are never read around it

@@ -166,8 +166,8 @@ _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为
                      r"|多了|的话"
                      r"|时(?=.*时|[^()]*\))|[以往向][上下]|以内|之间|还是|如果|假如|要是|若|(?<![另此])外"
                      r"|其[他它]|[倒对]数|[相取]反|打底|[开出]头|(?<=[\d)])\s*多|的\s*\d+\s*/\s*\d+")
-# 「per head」「每个头」: a count of one head (token, layer), read where the box's ``per`` says so
-_PER = re.compile(r"(?:per[\s-]*|每\s*一?\s*个?\s*)(head|token|layer|头|词元?|层)")
+# 「per head」「每个头」「一个头」: a count of one head (token, layer), read where the box says per
+_PER = re.compile(r"(?:per[\s-]*|每\s*一?|一|单\s*(?=个))\s*个?\s*(head|token|layer|头|词元?|层)")
 PER_WORDS = {"头": "head", "词": "token", "词元": "token", "层": "layer"}  # and head, token, layer
 _COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B

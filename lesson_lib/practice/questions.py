@@ -103,7 +103,7 @@ _OPTION = {"key": str, "label": TEXT, "why": TEXT}
 _BOX = {
     "name": str, "kind": str, "label": TEXT, "target": object, "symbols": dict,
     "labels": list, "unit": TEXT, "hints": list, "generic": TEXT, "placeholder": TEXT,
-    "explain": str, "options": list, "answer": str,
+    "explain": str, "options": list, "answer": str, "per": list,
 }  # fmt: skip
 _BOX_NEEDS = {
     "number": ("name", "label", "target"),
@@ -145,9 +145,8 @@ class _Reader:
             want = str if spec[name] == TEXT else spec[name]
             if want is not object and not isinstance(value, want):
                 raise self.fail(where + name, f"应当是{_TYPE_NAMES[want]}。")
-        for name in needs:
-            if name not in raw:
-                raise self.fail(where + name, f"没有写：{what}必须有 {name}，请补上。")
+        if missing := [name for name in needs if name not in raw]:  # the first, said with its kind
+            raise self.fail(where + missing[0], f"没有写：{what}必须有 {missing[0]}，请补上。")
         texts = {name: self.text(raw.get(name, ""), where + name)
                  for name, want in spec.items() if want == TEXT}
         return {**raw, **texts}
@@ -339,8 +338,11 @@ class _Reader:
         rows = self.rows(b.get("hints", []), _HINT, ("value", "says"), f"{where}.hints")
         hints = tuple((self.number(h["value"], f"{where}.hints[{i}].value", unknown), h["says"])
                       for i, h in enumerate(rows))
+        if unknown := [p for p in b.get("per", ()) if p not in checkers.PER_WORDS.values()]:
+            raise self.fail(f"{where}.per", f"里的「{unknown[0]}」不认识：一个值数的是每个头、"
+                            "每个词元或每层时写 \"head\"、\"token\" 或 \"layer\"；合计不写 per。")
         extra = dict(unit=b["unit"], hints=hints, placeholder=b["placeholder"],
-                     labels=tuple(b.get("labels", ())))
+                     labels=tuple(b.get("labels", ())), per=tuple(b.get("per", ())))
         if kind == "number":
             extra["generic"] = b["generic"]
             return checkers.NumberBox(b["name"], b["label"], target, symbols, **extra)

@@ -9,6 +9,7 @@ import os
 import re
 import select
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -434,6 +435,20 @@ os.waitpid(first, 0)
 """ + RIGHT_SPLIT
 
 
+def _knocking(path: Path) -> str:
+    """A right split_heads whose module first connects to ``path``, a Unix socket any user may write to, and goes on
+    whatever it got."""
+    return f"""
+import socket
+knock = None  # held until the module ends: the connection stays open while the check runs
+try:
+    knock = socket.socket(socket.AF_UNIX)
+    knock.connect({str(path)!r})
+except OSError:
+    pass
+""" + RIGHT_SPLIT
+
+
 def _forging(payload: bytes) -> str:
     """A wrong split_heads whose module writes ``payload`` to every fd it can reach, then waits (so that nothing
     would follow the forgery on a channel it reached)."""
@@ -479,6 +494,11 @@ def rechecked(tmp_path_factory, shared, secrets):
     fifo.chmod(0o666)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open before the writer: its open() waits for one
     sources["detached"] = _detaching(fifo)
+    daemon = socket.socket(socket.AF_UNIX)  # as a daemon's under /run (D-Bus's system bus is 0666 too)
+    daemon.bind(str(shared / "daemon.sock"))
+    (shared / "daemon.sock").chmod(0o666)
+    daemon.listen(8)
+    sources["knocking"] = _knocking(shared / "daemon.sock")
     for student, source in sources.items():
         result = SimpleNamespace(name="split_heads", status="passed", message="…", mistakes=(), source=source)
         Progress(folder / "class" / student / "progress.json").record_exercise(result)
@@ -508,8 +528,11 @@ def rechecked(tmp_path_factory, shared, secrets):
             said += chunk
     finally:
         os.close(reader)
+    knocked = bool(select.select([daemon], [], [], 0)[0])  # a connection waits in its queue: none is accepted
+    daemon.close()
     counts = {r["measure"]: int(r["count"]) for r in _rows(out) if r["item"] == "split_heads"}
     return SimpleNamespace(status=status, counts=counts, marker=marker, fifo_said=said, fifo_closed=closed,
+                           knocked=knocked,
                            verdict={student: verdicts.get(source) for student, source in sources.items()})
 
 
@@ -605,6 +628,22 @@ def test_recheck_as_another_user_than_root_is_refused_before_anything_runs(plant
     assert started == []
 
 
+def test_recheck_on_a_machine_whose_syscall_numbers_it_lacks_is_refused(planted_class, tmp_path, monkeypatch,
+                                                                         capsys):
+    """The seccomp filter names socket(2) by its number, known on x86_64 and aarch64: elsewhere the student's code
+    could reach the machine's Unix sockets, so nothing runs (one line, exit 2)."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "uname", lambda: SimpleNamespace(machine="riscv64"))
+    started, read = [], []
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
+    out = tmp_path / "report"
+    assert class_report.main([str(planted_class), "--recheck", "--out", str(out)]) == 2
+    assert (started, read) == ([], []) and not out.exists()
+    assert "riscv64" in capsys.readouterr().err  # the line names the machine
+
+
 @pytest.mark.parametrize("euid", [0, 1000])
 def test_recheck_user_without_recheck_is_refused_before_anything_is_read(planted_class, tmp_path, euid,
                                                                          monkeypatch, capsys):
@@ -626,6 +665,14 @@ def test_a_detached_process_does_not_outlive_the_report(rechecked):
     FIFO reads to its end (every writer gone) once the report has returned."""
     assert rechecked.fifo_closed, "the planted process still holds the FIFO after the report ended"
     assert rechecked.fifo_said == b"started\n"  # it did start
+
+
+@AS_ROOT
+def test_a_students_code_connects_to_no_unix_socket(rechecked):
+    """A daemon's socket under /run that any user may write to (D-Bus's system bus, a docker or CUPS socket): the
+    student's code tried to connect, then passed (it ran); the listener got no connection."""
+    assert rechecked.verdict["knocking"] is True
+    assert not rechecked.knocked
 
 
 @AS_ROOT

@@ -2,8 +2,9 @@
 
 Root only: the report refuses --recheck otherwise, since the student's code would run with the caller's own rights.
 Layers (each held by a test in tests/test_class_report.py):
-- namespaces (``unshare --net --pid --mount-proc``): no network, and the supervisor is the pid namespace's init, so
-  when it ends every process the student started ends with it (double fork or not);
+- namespaces (``unshare --net --ipc --pid --mount-proc``): no network, none of the machine's System V IPC (shared
+  memory a desktop leaves 0666), and the supervisor is the pid namespace's init, so when it ends every process the
+  student started ends with it (double fork or not);
 - the mount namespace: fresh tmpfs over /tmp, /var/tmp and /dev/shm (nothing written there is seen outside or
   survives: no link planted for the report to write through), and over the homes (/root, /home, the caller's) and
   any folder other users cannot enter above what the check needs; the interpreter's stdlib, the environment's
@@ -68,7 +69,7 @@ class Sandbox:
 
 
 def namespaces() -> list[str]:
-    return [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    return [shutil.which("unshare") or "unshare", "--net", "--ipc", "--pid", "--fork", "--kill-child", "--mount-proc"]
 
 
 def prepare(user: str | None, budget: float) -> Sandbox:

@@ -1,6 +1,7 @@
 """The class report counts what the students' own progress files hold, planted through the lesson's real checker."""
 
 import csv
+import ctypes
 import dataclasses
 import errno
 import importlib.util
@@ -435,18 +436,37 @@ os.waitpid(first, 0)
 """ + RIGHT_SPLIT
 
 
-def _knocking(path: Path) -> str:
-    """A right split_heads whose module first connects to ``path``, a Unix socket any user may write to, and goes on
-    whatever it got."""
+def _knocking(path: Path, shmid: int) -> str:
+    """A right split_heads whose module first connects to ``path``, a Unix socket any user may write to, writes
+    "knock" into the System V shared memory ``shmid`` (mode 0666), and goes on whatever it got."""
     return f"""
-import socket
+import ctypes, socket
 knock = None  # held until the module ends: the connection stays open while the check runs
 try:
     knock = socket.socket(socket.AF_UNIX)
     knock.connect({str(path)!r})
 except OSError:
     pass
+libc = ctypes.CDLL(None)
+libc.shmat.restype = ctypes.c_void_p
+address = libc.shmat({shmid}, None, 0)
+if address not in (None, 2**64 - 1):  # (void *) -1: no such segment here
+    ctypes.memmove(address, b"knock", 5)
 """ + RIGHT_SPLIT
+
+
+@pytest.fixture(scope="module")
+def shared_memory():
+    """A System V shared memory segment any user may write to (as a desktop's X11 MIT-SHM segments may be): its id,
+    and its address in this process. Marked for removal at once: it goes when the last process detaches."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    shmid = libc.shmget(0, 4096, 0o1666)  # IPC_PRIVATE, IPC_CREAT | 0666: found by its id alone
+    assert shmid >= 0, os.strerror(ctypes.get_errno())
+    address = libc.shmat(shmid, None, 0)
+    libc.shmctl(shmid, 0, None)  # IPC_RMID: Linux still attaches a segment so marked
+    yield shmid, address
+    libc.shmdt(ctypes.c_void_p(address))
 
 
 def _forging(payload: bytes) -> str:
@@ -479,7 +499,7 @@ def split_heads(x, h):
 
 
 @pytest.fixture(scope="module")
-def rechecked(tmp_path_factory, shared, secrets):
+def rechecked(tmp_path_factory, shared, secrets, shared_memory):
     """One class whose students each stored a 'passed' split_heads, and ONE ``--recheck`` run over it: the sandbox
     is prepared once (it checks the reference solution first) and each student's source runs in a sandbox of its
     own, as in any class. The tests below read their own student's verdict (the sandbox's answer for that source,
@@ -498,7 +518,8 @@ def rechecked(tmp_path_factory, shared, secrets):
     daemon.bind(str(shared / "daemon.sock"))
     (shared / "daemon.sock").chmod(0o666)
     daemon.listen(8)
-    sources["knocking"] = _knocking(shared / "daemon.sock")
+    shmid, address = shared_memory
+    sources["knocking"] = _knocking(shared / "daemon.sock", shmid)
     for student, source in sources.items():
         result = SimpleNamespace(name="split_heads", status="passed", message="…", mistakes=(), source=source)
         Progress(folder / "class" / student / "progress.json").record_exercise(result)
@@ -530,9 +551,10 @@ def rechecked(tmp_path_factory, shared, secrets):
         os.close(reader)
     knocked = bool(select.select([daemon], [], [], 0)[0])  # a connection waits in its queue: none is accepted
     daemon.close()
+    written = ctypes.string_at(address, 5)
     counts = {r["measure"]: int(r["count"]) for r in _rows(out) if r["item"] == "split_heads"}
     return SimpleNamespace(status=status, counts=counts, marker=marker, fifo_said=said, fifo_closed=closed,
-                           knocked=knocked,
+                           knocked=knocked, written=written,
                            verdict={student: verdicts.get(source) for student, source in sources.items()})
 
 
@@ -673,6 +695,14 @@ def test_a_students_code_connects_to_no_unix_socket(rechecked):
     student's code tried to connect, then passed (it ran); the listener got no connection."""
     assert rechecked.verdict["knocking"] is True
     assert not rechecked.knocked
+
+
+@AS_ROOT
+def test_a_students_code_writes_no_shared_memory_of_the_machine(rechecked):
+    """System V IPC (a segment of mode 0666) is the machine's unless the sandbox has its own IPC namespace: the
+    same student's code wrote into one by its id, then passed; the segment holds nothing."""
+    assert rechecked.verdict["knocking"] is True
+    assert rechecked.written == bytes(5)
 
 
 @AS_ROOT

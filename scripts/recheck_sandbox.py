@@ -6,10 +6,10 @@ Layers (each held by a test in tests/test_class_report.py):
   memory a desktop leaves 0666), and the supervisor is the pid namespace's init, so when it ends every process the
   student started ends with it (double fork or not);
 - the mount namespace: fresh tmpfs over /tmp, /var/tmp and /dev/shm (nothing written there is seen outside or
-  survives: no link planted for the report to write through), and over the homes (/root, /home, the caller's) and
-  any folder other users cannot enter above what the check needs; the interpreter's stdlib, the environment's
-  site-packages and lesson_lib are bound back read-only, so the user imports what a student may import and reads no
-  home;
+  survives: no link planted for the report to write through) and /dev/mqueue (the machine's POSIX message queues,
+  which a path reaches from any IPC namespace), and over the homes (/root, /home, the caller's) and any folder other
+  users cannot enter above what the check needs; the interpreter's stdlib, the environment's site-packages and
+  lesson_lib are bound back read-only, so the user imports what a student may import and reads no home;
 - the user: the supervisor drops to an unprivileged user (``nobody`` unless named) before any student line runs;
 - no sockets: a seccomp filter fails socket(2), so no daemon's Unix socket is reachable wherever it lives (the
   network namespace cuts only the network and abstract sockets), and no new privileges (setuid programs raise none);
@@ -49,7 +49,7 @@ EXTRA_PROCESSES = 16  # on top of what the sandbox's user already runs
 NOT_ROOT = ("不是以 root 运行：这时学生的代码只能带着你自己的文件权限运行（能读写你的家目录、你的密钥），所以不跑。"
             "请用 root 权限运行报告（例如 sudo .venv/bin/python scripts/class_report.py … --recheck --out 新文件夹），"
             "学生的代码会以 nobody 运行；或者去掉 --recheck：通过的练习照常列出，只是没有重跑确认。")
-PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # a fresh tmpfs each in the sandbox
+PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")  # a fresh tmpfs each in the sandbox, where they exist
 SYSCALLS = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}  # AUDIT_ARCH_…, socket(2)'s number
 WORK = "/tmp/recheck"  # the student's working folder and HOME, in the sandbox's private /tmp
 PREFLIGHT_IMPORT = "import colorsys\n"  # a stdlib module the supervisor never loads: the user must read the stdlib

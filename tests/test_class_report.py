@@ -436,11 +436,12 @@ os.waitpid(first, 0)
 """ + RIGHT_SPLIT
 
 
-def _knocking(path: Path, shmid: int) -> str:
+def _knocking(path: Path, shmid: int, queue: str | None) -> str:
     """A right split_heads whose module first connects to ``path``, a Unix socket any user may write to, writes
-    "knock" into the System V shared memory ``shmid`` (mode 0666), and goes on whatever it got."""
+    "knock" into the System V shared memory ``shmid`` and sends it to the POSIX message ``queue`` (by its path, as
+    the machine's /dev/mqueue shows it to any namespace), each of mode 0666, and goes on whatever it got."""
     return f"""
-import ctypes, socket
+import ctypes, os, socket
 knock = None  # held until the module ends: the connection stays open while the check runs
 try:
     knock = socket.socket(socket.AF_UNIX)
@@ -452,6 +453,10 @@ libc.shmat.restype = ctypes.c_void_p
 address = libc.shmat({shmid}, None, 0)
 if address not in (None, 2**64 - 1):  # (void *) -1: no such segment here
     ctypes.memmove(address, b"knock", 5)
+try:
+    ctypes.CDLL("librt.so.1").mq_send(os.open({queue!r}, os.O_WRONLY | os.O_NONBLOCK), b"knock", 5, 0)
+except (OSError, TypeError):  # no such queue here (or none made: no /dev/mqueue on this machine)
+    pass
 """ + RIGHT_SPLIT
 
 
@@ -467,6 +472,24 @@ def shared_memory():
     libc.shmctl(shmid, 0, None)  # IPC_RMID: Linux still attaches a segment so marked
     yield shmid, address
     libc.shmdt(ctypes.c_void_p(address))
+
+
+@pytest.fixture(scope="module")
+def message_queue():
+    """A POSIX message queue any user may send to, where the machine mounts them (systemd: /dev/mqueue); None on a
+    machine without that mount."""
+    mounts = [line.split() for line in Path("/proc/self/mounts").read_text().splitlines()]
+    if ["/dev/mqueue", "mqueue"] not in [fields[1:3] for fields in mounts]:
+        yield None
+        return
+    name = f"lesson-test-{os.getpid()}"
+    rt = ctypes.CDLL("librt.so.1", use_errno=True)
+    fd = rt.mq_open(f"/{name}".encode(), os.O_CREAT | os.O_EXCL | os.O_RDONLY, 0o666, None)
+    assert fd >= 0, os.strerror(ctypes.get_errno())
+    os.close(fd)
+    os.chmod(f"/dev/mqueue/{name}", 0o666)  # past the umask
+    yield f"/dev/mqueue/{name}"
+    rt.mq_unlink(f"/{name}".encode())
 
 
 def _forging(payload: bytes) -> str:
@@ -499,7 +522,7 @@ def split_heads(x, h):
 
 
 @pytest.fixture(scope="module")
-def rechecked(tmp_path_factory, shared, secrets, shared_memory):
+def rechecked(tmp_path_factory, shared, secrets, shared_memory, message_queue):
     """One class whose students each stored a 'passed' split_heads, and ONE ``--recheck`` run over it: the sandbox
     is prepared once (it checks the reference solution first) and each student's source runs in a sandbox of its
     own, as in any class. The tests below read their own student's verdict (the sandbox's answer for that source,
@@ -519,7 +542,7 @@ def rechecked(tmp_path_factory, shared, secrets, shared_memory):
     (shared / "daemon.sock").chmod(0o666)
     daemon.listen(8)
     shmid, address = shared_memory
-    sources["knocking"] = _knocking(shared / "daemon.sock", shmid)
+    sources["knocking"] = _knocking(shared / "daemon.sock", shmid, message_queue)
     for student, source in sources.items():
         result = SimpleNamespace(name="split_heads", status="passed", message="…", mistakes=(), source=source)
         Progress(folder / "class" / student / "progress.json").record_exercise(result)
@@ -552,9 +575,10 @@ def rechecked(tmp_path_factory, shared, secrets, shared_memory):
     knocked = bool(select.select([daemon], [], [], 0)[0])  # a connection waits in its queue: none is accepted
     daemon.close()
     written = ctypes.string_at(address, 5)
+    queued = message_queue and Path(message_queue).read_text().split()[0]  # "QSIZE:<bytes queued>"
     counts = {r["measure"]: int(r["count"]) for r in _rows(out) if r["item"] == "split_heads"}
     return SimpleNamespace(status=status, counts=counts, marker=marker, fifo_said=said, fifo_closed=closed,
-                           knocked=knocked, written=written,
+                           knocked=knocked, written=written, queued=queued,
                            verdict={student: verdicts.get(source) for student, source in sources.items()})
 
 
@@ -703,6 +727,16 @@ def test_a_students_code_writes_no_shared_memory_of_the_machine(rechecked):
     same student's code wrote into one by its id, then passed; the segment holds nothing."""
     assert rechecked.verdict["knocking"] is True
     assert rechecked.written == bytes(5)
+
+
+@AS_ROOT
+def test_a_students_code_sends_to_no_message_queue_of_the_machine(rechecked):
+    """POSIX message queues are reached by path too, where the machine mounts them: the sandbox's /dev/mqueue is an
+    empty tmpfs of its own. The same student's code sent to one (mode 0666), then passed; the queue holds nothing."""
+    if rechecked.queued is None:
+        pytest.skip("no mqueue file system mounted at /dev/mqueue on this machine: nothing to reach there")
+    assert rechecked.verdict["knocking"] is True
+    assert rechecked.queued == "QSIZE:0"
 
 
 @AS_ROOT

@@ -409,7 +409,8 @@ limits = [resource.getrlimit(r)[0] for r in (resource.RLIMIT_CPU, resource.RLIMI
 with open({str(shared / "open" / "seen.json")!r}, "w") as f:
     json.dump({{"uid": os.getuid(), "cwd": os.getcwd(), "files": os.listdir("."), "env": dict(os.environ),
                "limits": limits, "interfaces": [line.split(":")[0].strip() for line in open("/proc/net/dev")][2:],
-               "read": read, "planted": [os.path.exists(p) for p in {planted!r}]}}, f)
+               "read": read, "planted": [os.path.exists(p) for p in {planted!r}],
+               "status": dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines())}}, f)
 """ + source
 
 
@@ -613,6 +614,7 @@ def test_a_students_code_runs_as_nobody_with_limits_in_an_empty_folder(rechecked
     assert got["env"]["HOME"] == got["cwd"] and got["env"]["PYTHONPATH"] == str(ROOT)
     assert -1 not in got["limits"]  # RLIM_INFINITY: each of the four is limited
     assert got["interfaces"] == ["lo"]  # a network namespace of its own
+    assert (got["status"]["NoNewPrivs"], got["status"]["Seccomp"]) == ("1", "2")  # setuid raises nothing; filtered
 
 
 @AS_ROOT

@@ -542,8 +542,32 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+# The CSV in the page's words (its column names in class_report.html.j2), so the spreadsheet an instructor opens
+# it in reads as the page does; the rows are made with the report's own ids. A mistake's id stays the checker's
+# (its row's detail says the mistake in Chinese).
+CSV_HEADER = {"kind": "类别", "item": "项目", "measure": "指标", "count": "数值", "detail": "说明"}
+CSV_KINDS = {"question": "题目", "lab_question": "选做实验的题", "misconception": "误解", "exercise": "代码练习",
+             "exercise_mistake": "练习的具名错误", "stopped": "学生停在哪里", "student": "学生",
+             "interview": "面试自检"}  # fmt: skip
+_ANSWERS = {"answered": "作答", "first_right": "一次答对", "later_right": "后来答对", "never": "一直没对",
+            "old": "旧版作答", "ticked": "勾选的要点"}  # fmt: skip
+CSV_MEASURES = {"question": _ANSWERS, "lab_question": _ANSWERS, "interview": _ANSWERS,
+                "exercise": {"tried": "提交过", "passed": "通过", "first_right": "一次通过",
+                             "later_right": "后来通过", "failing": "一直没过", "unconfirmed": "通过但未确认"},
+                "stopped": {"students": "人数"},
+                "student": {"last_section": "最后作答的节", "answered": "作答的题", "first_right": "一次答对",
+                            "exercises_passed": "通过的练习", "lab_answered": "选做实验作答",
+                            "unconfirmed": "通过但未确认的练习"}}  # fmt: skip
+
+
 def csv_rows(r: Report):
-    yield ("kind", "item", "measure", "count", "detail")
+    """The CSV's header and rows, in Chinese."""
+    yield tuple(CSV_HEADER.values())
+    for kind, item, measure, count, detail in _entries(r):
+        yield CSV_KINDS[kind], item, CSV_MEASURES.get(kind, {}).get(measure, measure), count, detail
+
+
+def _entries(r: Report):
     for qid, row in r.questions.items():
         for measure in ("answered", "first_right", "later_right", "never", "old"):
             yield ("question", qid, measure, getattr(row, measure), row.section)
@@ -560,9 +584,9 @@ def csv_rows(r: Report):
         if r.rechecked:  # without --recheck nothing was confirmed: a 0 would read as "all confirmed"
             yield ("exercise", name, "unconfirmed", row.unconfirmed, "")
         for m, c in row.mistakes.items():
-            yield ("exercise_mistake", name, m, c, "")
+            yield ("exercise_mistake", name, m, c, exercise_mistake(m))
     for section, c in sorted(r.stopped.items()):
-        yield ("stopped", f"第 {section} 节" if section else "未作答", "students", c, "")
+        yield ("stopped", f"第 {section} 节" if section else "还没作答", "students", c, r.section(section))
     for s in r.students:
         yield ("student", s.label, "last_section", s.last, r.section(s.last))
         yield ("student", s.label, "answered", s.answered, "")

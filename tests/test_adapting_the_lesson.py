@@ -139,6 +139,6 @@ def test_an_instructor_changes_a_number_and_adds_a_question_with_one_command(tmp
     report = _run(["scripts/class_report.py", str(progress), "--out", str(tmp_path / "report")], copy, 120)
     assert report.returncode == 0, report.stdout + report.stderr
     with (tmp_path / "report" / "class-report.csv").open(encoding="utf-8-sig") as f:  # Excel's BOM
-        rows = {(r["item"], r["measure"]): r["count"] for r in csv.DictReader(f) if r["kind"] == "question"}
-    assert rows[("S5b", "answered")] == "1" and rows[("S5b", "later_right")] == "1"
-    assert rows[("S5", "first_right")] == "1"
+        rows = {(r["类别"], r["项目"], r["指标"]): r["数值"] for r in csv.DictReader(f)}  # its Chinese header
+    assert rows[("题目", "S5b", "作答")] == "1" and rows[("题目", "S5b", "后来答对")] == "1"
+    assert rows[("题目", "S5", "一次答对")] == "1"

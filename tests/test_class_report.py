@@ -84,9 +84,24 @@ def _answers():
     return [(q, a, expected == "right") for q, a, expected, *_ in quiz_answers.TABLE]
 
 
-def _rows(out: Path):
-    with open(out / "class-report.csv", newline="", encoding="utf-8-sig") as f:
+def _csv(out: Path) -> list[dict]:
+    with open(out / "class-report.csv", newline="", encoding="utf-8-sig") as f:  # -sig: the BOM Excel needs
         return list(csv.DictReader(f))
+
+
+def _rows(out: Path) -> list[dict]:
+    """The CSV's rows read by its Chinese header and names, each given back under the report's own ids (kind,
+    item, measure, count, detail; "question", "first_right" …): a name not in the report's tables is a KeyError."""
+    header = {said: key for key, said in class_report.CSV_HEADER.items()}
+    kinds = {said: kind for kind, said in class_report.CSV_KINDS.items()}
+    rows = []
+    for said in _csv(out):
+        row = {header[name]: value for name, value in said.items()}
+        row["kind"] = kinds[row["kind"]]
+        measures = {name: key for key, name in class_report.CSV_MEASURES.get(row["kind"], {}).items()}
+        row["measure"] = measures.get(row["measure"], row["measure"])
+        rows.append(row)
+    return rows
 
 
 def test_counts_equal_the_planted_ones(planted_class, tmp_path):
@@ -120,6 +135,21 @@ def test_page_and_csv_say_the_same_numbers(planted_class, tmp_path):
     assert "home00" in (named / "class-report.html").read_text("utf-8")  # names only with --names
     pictures = _dom(page).select("[role=img]")
     assert len(pictures) == 2 and all(p.get("aria-label", "").strip() for p in pictures)  # each says what it shows
+
+
+def test_what_the_csv_counts_is_named_by_the_pages_columns(planted_class, tmp_path, monkeypatch):
+    """A spreadsheet of the CSV reads as the page does: each count of a question, an exercise or a student is named
+    by the page's column that shows it (an exercise's passes, both together, is the one the page splits in two)."""
+    monkeypatch.setattr(class_report, "recheck_with", lambda box: lambda name, source: True)
+    out = tmp_path / "out"
+    class_report.write(class_report.build([str(planted_class)], recheck=object()), out)
+    columns = {th.get_text() for th in _dom((out / "class-report.html").read_text("utf-8")).find_all("th")}
+    kind, measure = class_report.CSV_HEADER["kind"], class_report.CSV_HEADER["measure"]
+    counted = {class_report.CSV_KINDS[k] for k in ("question", "lab_question", "exercise", "student")}
+    named = {row[measure] for row in _csv(out) if row[kind] in counted}
+    tables = [class_report.CSV_MEASURES[k] for k in ("question", "exercise", "student")]
+    assert named == {said for table in tables for key, said in table.items() if key != "ticked"}  # nobody ticked
+    assert named - columns == {class_report.CSV_MEASURES["exercise"]["passed"]}
 
 
 def test_bad_files_are_skipped_with_a_line(planted_class, tmp_path, capsys):

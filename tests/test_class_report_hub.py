@@ -275,7 +275,7 @@ def report(hub_class, tmp_path_factory):
     print(f"\nclass_report.py over {len(files)} students' files: {elapsed:.2f} s wall, process start included; "
           f"it says: {done.stdout.strip()}")
     with open(out / "class-report.csv", encoding="utf-8-sig") as f:
-        rows = {(r["kind"], r["item"], r["measure"], r["detail"]): int(r["count"]) for r in csv.DictReader(f)}
+        rows = {(r["类别"], r["项目"], r["指标"], r["说明"]): int(r["数值"]) for r in csv.DictReader(f)}
     return out, rows, done.stderr
 
 
@@ -294,20 +294,24 @@ def test_the_report_counts_exactly_what_was_planted(report):
     _, detailed, stderr = report
     for name in MALFORMED:  # each malformed file is named in one line
         assert sum(f"{os.sep}{name}.json" in line for line in stderr.splitlines()) == 1, stderr
-    rows = {k[:3]: c for k, c in detailed.items() if k[2] != "ticked"}
-    assert [rows[("question", "Q2", m)] for m in ("answered", "first_right", "later_right", "never")] == [10, 3, 7, 0]
-    assert rows[("misconception", "Q2", "d_k=64")] == 7
-    assert [rows[("question", "S3b", m)] for m in ("answered", "first_right", "later_right")] == [12, 8, 4]
-    assert rows[("misconception", "S3b", "option=B")] == 4
-    measures = ("tried", "passed", "first_right", "later_right", "failing")
-    assert [rows[("exercise", "split_heads", m)] for m in measures] == [6, 6, 3, 3, 0]  # the stub re-runs: passed
-    assert rows[("exercise_mistake", "split_heads", "transpose")] == 3  # made, then fixed: still counted
-    assert rows[("stopped", "第 5 节", "students")] == 2
-    assert rows[("stopped", "第 10 节", "students")] == 10
-    assert sum(c for (kind, _, _), c in rows.items() if kind == "stopped") == STUDENTS
-    assert sorted(c for (kind, _, _), c in rows.items() if kind == "misconception") == [3, 4, 7]
+    rows, by_kind, details = {}, {}, {}  # read by the CSV's Chinese header and names (the page's words)
+    for (kind, item, measure, detail), c in detailed.items():
+        rows[(kind, item, measure)] = c
+        by_kind.setdefault(kind, []).append(c)
+        details.setdefault((kind, item, measure), {})[detail] = c
+    assert [rows[("题目", "Q2", m)] for m in ("作答", "一次答对", "后来答对", "一直没对")] == [10, 3, 7, 0]
+    assert rows[("误解", "Q2", "d_k=64")] == 7
+    assert [rows[("题目", "S3b", m)] for m in ("作答", "一次答对", "后来答对")] == [12, 8, 4]
+    assert rows[("误解", "S3b", "option=B")] == 4
+    measures = ("提交过", "通过", "一次通过", "后来通过", "一直没过")
+    assert [rows[("代码练习", "split_heads", m)] for m in measures] == [6, 6, 3, 3, 0]  # the stub re-runs: passed
+    assert rows[("练习的具名错误", "split_heads", "transpose")] == 3  # made, then fixed: still counted
+    assert rows[("学生停在哪里", "第 5 节", "人数")] == 2
+    assert rows[("学生停在哪里", "第 10 节", "人数")] == 10
+    assert sum(by_kind["学生停在哪里"]) == STUDENTS
+    assert sorted(by_kind["误解"]) == [3, 4, 7]
     points = [p.name for p in questions.question("Q1").key.points]
-    ticked = {point: c for (*item, point), c in detailed.items() if item == ["question", "Q1", "ticked"]}
+    ticked = details[("题目", "Q1", "勾选的要点")]
     assert ticked == {points[0]: 5, points[1]: 2}  # counted, never graded
 
 
@@ -337,8 +341,8 @@ def test_recheck_confirms_the_passes_from_the_code_the_kernels_stored(hub_class,
     assert done.returncode == 0, done.stderr  # the sandbox runs them as nobody
     print(f"\n--recheck: {done.stdout.strip()}")
     with open(tmp_path / "class-report.csv", encoding="utf-8-sig") as f:
-        rows = {r["measure"]: int(r["count"]) for r in csv.DictReader(f) if r["item"] == "split_heads"}
-    assert (rows["passed"], rows["unconfirmed"]) == (6, 0)
+        rows = {(r["项目"], r["指标"]): int(r["数值"]) for r in csv.DictReader(f)}  # its Chinese header
+    assert (rows[("split_heads", "通过")], rows[("split_heads", "通过但未确认")]) == (6, 0)
 
 
 # --------------------------------------------------------------------------------------------- the browser

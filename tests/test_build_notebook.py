@@ -560,7 +560,7 @@ def test_check_says_a_broken_question_file_in_one_line_as_the_build_does(tmp_pat
 
     path = tmp_path / "s02_averaging.toml"
     text = (questions.SECTIONS / path.name).read_text(encoding="utf-8")
-    field = broken.split(" =")[0]
+    field = broken.split(" =")[0]  # the first line that sets it, broken
     path.write_text(re.sub(rf"^{field} = .*\n", broken.replace("single", "singel"), text, count=1, flags=re.M),
                     encoding="utf-8")
     monkeypatch.setattr(questions, "SECTIONS", tmp_path)
@@ -571,7 +571,9 @@ def test_check_says_a_broken_question_file_in_one_line_as_the_build_does(tmp_pat
         monkeypatch.undo()
         questions._bank.cache_clear()
     said = [line for line in capsys.readouterr().out.splitlines() if path.name in line]
-    assert len(said) == 1 and f"「{field}」" in said[0], said
+    with pytest.raises(questions.QuestionDataError) as refused:
+        questions.read_file(path)
+    assert said == [str(refused.value)]  # the loader's own line, once
 
 
 def test_a_missing_build_package_is_said_in_one_line_with_what_to_run(monkeypatch, capsys):

@@ -287,6 +287,10 @@ class _Reader:
         rows = self.rows(items, _OPTION, ("key", "label"), field)
         if len({o["key"] for o in rows}) < len(rows):
             raise self.fail(field, "里有重复的 key：每个选项一个不同的 key。")
+        for i, o in enumerate(rows):  # as shown: {d_k_lo} and {d_model} are both 512 at h = 1
+            if same := [p["key"] for p in rows[:i] if p["label"].strip() == o["label"].strip()]:
+                raise self.fail(f"{field}[{i}].label", f"和选项 {same[0]} 的一样，都显示成"
+                                f"「{o['label']}」：学生分不清 {same[0]} 和 {o['key']}，请改一个。")
         return tuple((o["key"], o["label"], o["why"]) for o in rows)
 
     def choices(self, q: dict) -> checkers.ChoiceKey:
@@ -299,8 +303,7 @@ class _Reader:
             raise self.fail("answer", f"里的「{unknown[0]}」不是选项的 key（{'、'.join(keys)}）。")
         if q["kind"] == "single" and len(answer) != 1:
             raise self.fail("answer", f"应当只写一个 key（{'、'.join(keys)} 之一）：这是单选题。")
-        unexplained = [key for key, _, why in options if key not in answer and not why]
-        if unexplained:
+        if unexplained := [key for key, _, why in options if key not in answer and not why]:
             problem = f"里错的选项 {unexplained[0]} 缺少 why：选了它的学生要读到错在哪里。"
             raise self.fail("options", problem)
         return checkers.ChoiceKey(options, answer, q["praise"])

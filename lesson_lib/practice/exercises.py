@@ -123,8 +123,7 @@ def _call(ex, case, fn, args, source) -> object:
         where = f"，在你的函数第 {line} 行「{text}」" if text else ""
         raise Stop("error", f"运行出错（{case} 这个例子）{where}：{said}。{hint}") from None
     if value is None:
-        raise Stop("wrong", f"{ex.learner_name} 返回了 None：是不是忘了写 return？",
-                   ("no_return",))
+        raise Stop("wrong", f"{ex.learner_name} 返回了 None：是不是忘了写 return？", ("no_return",))
     return value
 
 

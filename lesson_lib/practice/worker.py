@@ -92,7 +92,9 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...]) ->
         child = _child
         late = False
         try:
-            child.ready = child.ready or _started(child)
+            # a new child says "ready" within START_S, or a failed preload ends it (ValueError)
+            with contextlib.suppress(ValueError):
+                child.ready = child.ready or _answer(child, START_S) == "ready"
             if not child.ready:  # the next run starts another child, as after a kernel restart
                 return Reply("nostart", stop(1.0), child.log[-300:])
             pickle.dump((target, payload, budget), child.process.stdin, pickle.HIGHEST_PROTOCOL)
@@ -121,14 +123,6 @@ def _answer(child: _Child, wait: float) -> object:
     if not select.select([child.process.stdout], [], [], wait)[0]:
         return None
     return json.loads(child.process.stdout.readline(FILE_BYTES))
-
-
-def _started(child: _Child) -> bool:
-    """Whether a new child says "ready" within START_S: a preload that fails to import ends it, a
-    start that never ends does not answer. Not counted in the learner's budget."""
-    with contextlib.suppress(ValueError):
-        return _answer(child, START_S) == "ready"
-    return False
 
 
 # --- in the child

@@ -109,8 +109,7 @@ def _mha_verdict(case, value, *args) -> None:  # args: x, w_q, w_k, w_v, w_o, h
             (n, d // h): ("one_head_only",
                           f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"),
         }.get(got.shape, ("shape", "输出应当和输入 x 一样是 (n, d_model)。"))
-        raise Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{why}",
-                   (mistake,))
+        raise Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{why}", (mistake,))
     advice = "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。"
     nonfinite = "：检查 softmax 是否先减去了每行的最大值。"
     values(case, got, want, nonfinite, _mha_mistakes(*args), advice)

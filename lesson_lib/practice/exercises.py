@@ -260,8 +260,7 @@ _AFTER = "你的笔记本没有受影响，改好后再运行这个单元格就�
 
 
 def _unfilled(source: str) -> list[str]:
-    """The lines (of the function) that still hold a scaffold's ``...``: outside an index, where
-    ``x[..., 0]`` is numpy's."""
+    """The function's lines still holding a scaffold's ``...`` (in an index, x[..., 0], numpy's)."""
     with contextlib.suppress(SyntaxError, ValueError):
         tree = ast.parse(source)
         subscripts = (s for s in ast.walk(tree) if isinstance(s, ast.Subscript))

@@ -74,8 +74,8 @@ def _count_verdict(case, value, n, d, h) -> None:
     c = count(n, d, h)
     if value == c.matmul_total:
         return
-    mistake, hint = _slips(c).get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ "
-                                                   "n²·d、weights × V n²·d、W^O n·d²。"))
+    mistake, hint = _slips(c).get(value, ("other", "提示：逐处写出两个矩阵的形状（X 是 n × "
+                                                   "d_model，Q_i 是 n × d_k），各自 a·b·c 相加。"))
     raise Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {_shown(value)}。{hint}",
                (mistake,))
 

@@ -57,7 +57,7 @@ def _answer_controls(q) -> dict:
             options = [(label, key) for key, label, _ in b.options]
             controls[b.name] = w.RadioButtons(options=options, value=None, description=b.label,
                                               style=LABEL_BESIDE, layout=w.Layout(width="100%"))
-        else:  # continuous_update off: checked on Enter, not on each key; the unit in the name
+        else:  # continuous_update off: sent on Enter (it clicks 提交) or on leaving; unit in name
             label = f"{b.label}（{b.unit}）" if b.unit else b.label
             controls[b.name] = w.Text(description=label, continuous_update=False,
                                       placeholder=b.placeholder or "填一个数或式子",
@@ -80,7 +80,7 @@ class SelfTestWidget:
         written = self.rubric is not None
         self.submit = w.Button(description="写好了，看要点" if written else "提交",
                                button_style="primary")
-        if not written:  # a text box submits on Enter; a free answer's Enter is a new line
+        if not written:  # Enter in a text box clicks it (reader.js); in a free answer: a new line
             self.submit.tooltip = "检查答案（在框里按回车也可以）"
         # shown after a first attempt; once shown, the explanation stays
         self.reveal = w.Button(description="看参考答案" if written else "显示解析",

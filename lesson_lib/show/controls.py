@@ -16,9 +16,9 @@ LIVE = "lesson-live"
 
 
 def linked(controls: dict, show, submit=None, pictures: int = 1, reader: bool = True):
-    """Call ``show(summary, picture)`` now and on each change (with a ``submit`` Button: only on its
-    click or a text box's commit), never re-entered; ``picture``: None (``pictures=0``), an HTML
-    area, or a tuple of them."""
+    """Call ``show(summary, picture)`` now and on each change (with a ``submit`` Button: on its
+    click only, which Enter in a text box makes if it is primary), never re-entered; ``picture``:
+    None (``pictures=0``), an HTML area, or a tuple of them."""
     import ipywidgets as w
 
     # a picture's area keeps its tallest height: nothing jumps
@@ -39,7 +39,7 @@ def linked(controls: dict, show, submit=None, pictures: int = 1, reader: bool = 
                 busy.clear()
 
     for control in controls.values():
-        if submit is None or (isinstance(control, w.Text) and not control.continuous_update):
+        if submit is None:  # with one, leaving a text box (its value's commit) checks nothing
             control.observe(redraw, names="value")
         # squeezed, a row of buttons wraps its label above it (「头数」 over 「1 个头」)
         if not control.layout.flex:
@@ -86,12 +86,32 @@ def screen_reader_only(text: str) -> str:
 
 
 def accessible(box):
-    """``box`` with the reader helper first."""
+    """``box`` with the reader helper first; it sets the box's text boxes to what the page shows
+    just before a click on the box's primary button (提交) reaches the kernel (reader.js)."""
     import ipywidgets as w
 
+    reader = _reader_class()(layout=w.Layout(display="none"))
+    reader.on_msg(lambda _reader, content, _buffers: _take_texts(box, content.get("texts")))
     box.add_class("lesson-reader")
-    box.children = (_reader_class()(layout=w.Layout(display="none")), *box.children)
+    box.children = (reader, *box.children)
     return box
+
+
+def _take_texts(box, texts) -> None:
+    """Set ``box``'s Text and Textarea widgets, in tree order (the page's order), to ``texts``: a
+    box's own value update may wait in a busy page (ipywidgets throttles it), the click does not."""
+    import ipywidgets as w
+
+    def walk(widget):
+        if isinstance(widget, w.Text | w.Textarea):
+            yield widget
+        for child in getattr(widget, "children", ()):
+            yield from walk(child)
+
+    boxes = list(walk(box))
+    if isinstance(texts, list) and len(texts) == len(boxes):  # else not this box's page: ignored
+        for control, text in zip(boxes, texts, strict=True):
+            control.value = str(text)
 
 
 @functools.cache

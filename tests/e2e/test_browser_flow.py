@@ -479,13 +479,14 @@ def _drive_explorer(flow: Flow, ui: Widgets) -> None:
     flow.shot("s6_explorer_next_layer", cell)
 
 
-def _question_entry(progress_file: Path, qid: str, n_attempts: int) -> dict | None:
-    """Question ``qid``'s entry in the progress file once it counts ``n_attempts`` (the file is written atomically)."""
+def _question_entry(progress_file: Path, qid: str, answer: str) -> dict | None:
+    """Question ``qid``'s entry in the progress file once its last answer's first box holds ``answer`` (the file is
+    written atomically)."""
     try:
         entry = json.loads(progress_file.read_text(encoding="utf-8")).get("questions", {}).get(qid)
     except (OSError, ValueError):
         return None
-    return entry if entry and entry.get("n_attempts") == n_attempts else None
+    return entry if entry and json.loads(entry.get("answer") or "[]")[:1] == [answer] else None
 
 
 def _drive_quiz(flow: Flow) -> tuple[str, str]:
@@ -500,13 +501,21 @@ def _drive_quiz(flow: Flow) -> tuple[str, str]:
     box = quiz.locator("input[type=text], textarea").first
     submit = quiz.get_by_role("button", name="提交")
     quiz.get_by_role("radio", name="不变").check()  # the projection parameters: their own choice
-    # Each verdict is read from what the kernel recorded (the progress file, format 2) and from the feedback
-    # element's class (lesson-feedback-<verdict>), never from the wording.
+    # Leaving a box checks nothing (ipywidgets sends a box's value on blur as on Enter): 16 and Tab are no attempt.
+    box.fill("16")
+    box.press("Tab")
+    # Attempt 1: 64 typed and 提交 clicked at once (the click carries the 64, reader.js); attempt 2: 32 and Enter.
+    # Each verdict is read from what the kernel recorded (the progress file) and from the feedback element's class
+    # (lesson-feedback-<verdict>), never from the wording.
     for n, (answer, expect) in enumerate([("64", "wrong"), ("32", "right")], start=1):
         box.fill(answer)
-        submit.click()
-        entry = wait_for(lambda n=n: _question_entry(flow.server.progress_file, QUIZ_QUESTION, n),
-                         f"{QUIZ_QUESTION}'s attempt {n} saved", stall_s=UPDATE_S)
+        if n == 1:
+            submit.click()
+        else:
+            box.press("Enter")  # reader.js clicks 提交, which carries the 32
+        entry = wait_for(lambda a=answer: _question_entry(flow.server.progress_file, QUIZ_QUESTION, a),
+                         f"{QUIZ_QUESTION}'s attempt with {answer!r} saved", stall_s=UPDATE_S)
+        assert entry["n_attempts"] == n, f"{QUIZ_QUESTION}: {entry['n_attempts']} attempts recorded, not {n}"
         assert entry["final"] == expect, f"{QUIZ_QUESTION} {answer!r}: recorded {entry['final']!r}, not {expect!r}"
         shown = quiz.locator(f".lesson-feedback-{expect}")
         shown.wait_for(state="visible", timeout=update_ms())

@@ -96,6 +96,7 @@ class SelfTestWidget:
         prompt = w.HTML(f"<b>{text_html(self.question.prompt)}</b>")
         classes = ("lesson-quiz", f"lesson-quiz-{self.question.id}")
         self.box = _frame([prompt, *self.controls.values(), *below], *classes)
+        self.box.children[0].on_msg(self._take_texts)  # its reader helper (reader.js)
         if self.attempts:
             self._restore_entry()
 
@@ -154,6 +155,16 @@ class SelfTestWidget:
         if self.question.kind == "multi":
             return {k for k, ticked in values.items() if ticked}
         return values if self.question.kind == "form" else next(iter(values.values()))
+
+    def _take_texts(self, _reader, content, _buffers) -> None:
+        """What the page's text boxes show, sent by reader.js just before 提交's click: their own
+        value update may wait in a busy page (ipywidgets throttles it), the click does not."""
+        import ipywidgets as w
+
+        boxes = [c for c in self.controls.values() if isinstance(c, w.Text | w.Textarea)]
+        if len(content.get("texts", ())) == len(boxes):  # else not this box's page: ignored
+            for control, text in zip(boxes, content["texts"], strict=True):
+                control.value = str(text)
 
     def _on_submit(self, _region) -> None:
         fb = quiz.check(self.question.id, self.value())

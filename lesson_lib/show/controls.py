@@ -86,32 +86,12 @@ def screen_reader_only(text: str) -> str:
 
 
 def accessible(box):
-    """``box`` with the reader helper first; it sets the box's text boxes to what the page shows
-    just before a click on the box's primary button (提交) reaches the kernel (reader.js)."""
+    """``box`` with the reader helper first."""
     import ipywidgets as w
 
-    reader = _reader_class()(layout=w.Layout(display="none"))
-    reader.on_msg(lambda _reader, content, _buffers: _take_texts(box, content.get("texts")))
     box.add_class("lesson-reader")
-    box.children = (reader, *box.children)
+    box.children = (_reader_class()(layout=w.Layout(display="none")), *box.children)
     return box
-
-
-def _take_texts(box, texts) -> None:
-    """Set ``box``'s Text and Textarea widgets, in tree order (the page's order), to ``texts``: a
-    box's own value update may wait in a busy page (ipywidgets throttles it), the click does not."""
-    import ipywidgets as w
-
-    def walk(widget):
-        if isinstance(widget, w.Text | w.Textarea):
-            yield widget
-        for child in getattr(widget, "children", ()):
-            yield from walk(child)
-
-    boxes = list(walk(box))
-    if isinstance(texts, list) and len(texts) == len(boxes):  # else not this box's page: ignored
-        for control, text in zip(boxes, texts, strict=True):
-            control.value = str(text)
 
 
 @functools.cache

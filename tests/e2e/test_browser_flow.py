@@ -511,7 +511,10 @@ def _drive_quiz(flow: Flow) -> tuple[str, str]:
         box.fill(answer)
         if n == 1:
             submit.click()
-        else:
+        else:  # an Enter that ends an IME composition picks characters: had it clicked 提交, 8 were attempt 2
+            box.fill("8")
+            box.dispatch_event("keydown", {"key": "Enter", "isComposing": True, "bubbles": True})
+            box.fill(answer)
             box.press("Enter")  # reader.js clicks 提交, which carries the 32
         entry = wait_for(lambda a=answer: _question_entry(flow.server.progress_file, QUIZ_QUESTION, a),
                          f"{QUIZ_QUESTION}'s attempt with {answer!r} saved", stall_s=UPDATE_S)

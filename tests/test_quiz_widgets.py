@@ -327,6 +327,9 @@ def test_a_click_checks_the_texts_the_page_sent_just_before_it(progress):
     assert [c.value for c in q.controls.values()] == ["8", "12", "64"] and q.attempts == 0
     q.submit.click()
     assert _shows_check(q).verdict == "right" and q.attempts == 1  # in box order: 64, 12, 8 would be wrong
+    shown = q.feedback.value
+    q.controls["axis2"].value = "8"  # a box's own commit (Enter or leaving it) checks nothing
+    assert q.attempts == 1 and q.feedback.value == shown
     reader._handle_custom_msg({"texts": ["1"]}, [])
     assert q.controls["axis0"].value == "8"
 

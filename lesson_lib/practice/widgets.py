@@ -169,7 +169,7 @@ class SelfTestWidget:
     def _on_submit(self, _region) -> None:
         fb = quiz.check(self.question.id, self.value())
         stored = stored_answer(self.question, self.value())
-        if stored != self.progress.entry(self.question.id).get("answer"):  # Enter, then 提交: once
+        if stored != self.progress.entry(self.question.id).get("answer"):  # the same again: once
             self.progress.record(fb, stored)
         self._show(fb)
 

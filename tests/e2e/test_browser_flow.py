@@ -279,6 +279,16 @@ JS_RUN_CELL_WITH = """([marker, source]) => {
   return true;
 }"""
 
+# The kernel busy until ``path`` exists (an event the test makes; bounded by HANG_CEILING_S): a busy page holds a text
+# box's own value update until the kernel is idle, while a click goes at once -- the race 提交 must not lose.
+JS_HOLD_KERNEL = """([path, ceiling]) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const code = `import pathlib, time\n_e2e_end = time.monotonic() + ${ceiling}\n` +
+    `while not pathlib.Path(${JSON.stringify(path)}).exists() and time.monotonic() < _e2e_end:\n    time.sleep(0.02)`;
+  kernel.requestExecute({ code, silent: true, store_history: false });
+}"""
+
+
 class Flow:
     """One browser page on the lesson notebook, with the checks every step shares."""
 
@@ -501,16 +511,21 @@ def _drive_quiz(flow: Flow) -> tuple[str, str]:
     box = quiz.locator("input[type=text], textarea").first
     submit = quiz.get_by_role("button", name="提交")
     quiz.get_by_role("radio", name="不变").check()  # the projection parameters: their own choice
-    # Leaving a box checks nothing (ipywidgets sends a box's value on blur as on Enter): 16 and Tab are no attempt.
+    # Attempt 1 on a busy kernel: 16 + Tab sends the box's value (leaving a box checks nothing), the 64 typed next is
+    # held in the page until that send is answered, 提交's click goes at once: it carries the 64 (reader.js), or the
+    # kernel would check the 16. Attempt 2 (kernel idle): 32 and Enter.
+    release = flow.server.progress_file.with_name("e2e-quiz-release")
+    page.evaluate(JS_HOLD_KERNEL, [str(release), HANG_CEILING_S])
+    wait_for(lambda: flow.server.kernel_state(flow.server.notebook) == "busy", "the kernel held busy", stall_s=UPDATE_S)
     box.fill("16")
     box.press("Tab")
-    # Attempt 1: 64 typed and 提交 clicked at once (the click carries the 64, reader.js); attempt 2: 32 and Enter.
     # Each verdict is read from what the kernel recorded (the progress file) and from the feedback element's class
     # (lesson-feedback-<verdict>), never from the wording.
     for n, (answer, expect) in enumerate([("64", "wrong"), ("32", "right")], start=1):
         box.fill(answer)
         if n == 1:
             submit.click()
+            release.write_text("", encoding="utf-8")  # the kernel reads what the page sent, in order
         else:  # an Enter that ends an IME composition picks characters: had it clicked 提交, 8 were attempt 2
             box.fill("8")
             box.dispatch_event("keydown", {"key": "Enter", "isComposing": True, "bubbles": True})

@@ -57,7 +57,7 @@ def _answer_controls(q) -> dict:
             options = [(label, key) for key, label, _ in b.options]
             controls[b.name] = w.RadioButtons(options=options, value=None, description=b.label,
                                               style=LABEL_BESIDE, layout=w.Layout(width="100%"))
-        else:  # continuous_update off: checked on Enter, not on each key; the unit in the name
+        else:  # continuous_update off: sent on Enter (it clicks 提交) or on leaving; unit in name
             label = f"{b.label}（{b.unit}）" if b.unit else b.label
             controls[b.name] = w.Text(description=label, continuous_update=False,
                                       placeholder=b.placeholder or "填一个数或式子",
@@ -80,7 +80,7 @@ class SelfTestWidget:
         written = self.rubric is not None
         self.submit = w.Button(description="写好了，看要点" if written else "提交",
                                button_style="primary")
-        if not written:  # a text box submits on Enter; a free answer's Enter is a new line
+        if not written:  # Enter in a text box clicks it (reader.js); in a free answer: a new line
             self.submit.tooltip = "检查答案（在框里按回车也可以）"
         # shown after a first attempt; once shown, the explanation stays
         self.reveal = w.Button(description="看参考答案" if written else "显示解析",
@@ -96,6 +96,7 @@ class SelfTestWidget:
         prompt = w.HTML(f"<b>{text_html(self.question.prompt)}</b>")
         classes = ("lesson-quiz", f"lesson-quiz-{self.question.id}")
         self.box = _frame([prompt, *self.controls.values(), *below], *classes)
+        self.box.children[0].on_msg(self._take_texts)  # its reader helper (reader.js)
         if self.attempts:
             self._restore_entry()
 
@@ -155,10 +156,20 @@ class SelfTestWidget:
             return {k for k, ticked in values.items() if ticked}
         return values if self.question.kind == "form" else next(iter(values.values()))
 
+    def _take_texts(self, _reader, content, _buffers) -> None:
+        """What the page's text boxes show, sent by reader.js just before 提交's click: their own
+        value update may wait in a busy page (ipywidgets throttles it), the click does not."""
+        import ipywidgets as w
+
+        boxes = [c for c in self.controls.values() if isinstance(c, w.Text | w.Textarea)]
+        if len(content.get("texts", ())) == len(boxes):  # else not this box's page: ignored
+            for control, text in zip(boxes, content["texts"], strict=True):
+                control.value = str(text)
+
     def _on_submit(self, _region) -> None:
         fb = quiz.check(self.question.id, self.value())
         stored = stored_answer(self.question, self.value())
-        if stored != self.progress.entry(self.question.id).get("answer"):  # Enter, then 提交: once
+        if stored != self.progress.entry(self.question.id).get("answer"):  # the same again: once
             self.progress.record(fb, stored)
         self._show(fb)
 

@@ -193,11 +193,9 @@ def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
 
 
 def _exported_html(path, text: str) -> str:
-    """Where the export is, and a link that downloads it: JupyterLab's file browser cannot reach
-    the learner's data folder (outside its root on a laptop, hidden on a hub)."""
-    if len(text) > MAX_FILE_BYTES:  # the class report reads no larger file
-        return box_html(f"已导出：{path}，但超过 {MAX_FILE_BYTES >> 20} MB，不提供下载，"
-                        "班级报告也读不了；请告诉老师。", "wrong")
+    """Where it is, and a download: JupyterLab's file browser cannot reach the data folder."""
+    if len(text) > MAX_FILE_BYTES:  # the class report reads no larger file either
+        return box_html(f"已导出：{path}，但文件太大，没法下载；请告诉老师。", "wrong")
     href = "data:application/json;base64," + base64.b64encode(text.encode()).decode()
     link = (f'<a download="{path.name}" href="{href}" style="color:var(--jp-content-link-color);'
             f'text-decoration:underline">下载 {path.name}</a>')

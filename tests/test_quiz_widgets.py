@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -258,14 +259,46 @@ def test_widgets_restore_after_a_restart(tmp_path):
     assert q2.attempts == 3 and Progress(path).entry("Q2")["n_attempts"] == 3
 
 
-def test_export_button_writes_the_export(tmp_path):
-    p = Progress(tmp_path / "progress.json")
-    summary = quiz_widgets.progress_summary(p)
+def _exported(summary) -> str:
+    """Click the summary's 导出进度; what its live region shows then."""
     (button,) = [c for c in walk(summary) if isinstance(c, w.Button)]
     button.click()
-    assert (tmp_path / "progress-export.json").exists()
     (status,) = _live(summary)
-    assert str(tmp_path / "progress-export.json") in status.value  # it names the file it wrote
+    return status.value
+
+
+def _links(html_text: str) -> list[dict]:
+    """The attributes of each <a> in ``html_text``."""
+    from html.parser import HTMLParser
+
+    found = []
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, attrs: found.append(dict(attrs)) if tag == "a" else None
+    parser.feed(html_text)
+    return found
+
+
+def test_export_button_writes_the_export_and_links_the_same_file(tmp_path):
+    p = Progress(tmp_path / "progress.json")
+    answer = "单头只有一组权重。"
+    p.record(quiz.check("Q1", answer), answer)
+    shown = _exported(quiz_widgets.progress_summary(p))
+    written = tmp_path / "progress-export.json"
+    assert str(written) in shown  # it names the file it wrote
+    (link,) = _links(shown)  # and links it as a download, under the same name
+    assert link["download"] == written.name
+    kind, payload = link["href"].split(",", 1)
+    assert kind == "data:application/json;base64"
+    assert base64.b64decode(payload, validate=True) == written.read_bytes()
+    assert json.loads(base64.b64decode(payload))["questions"]["Q1"]["answer"] == answer
+
+
+def test_an_export_over_the_cap_is_written_but_not_linked(tmp_path, monkeypatch):
+    monkeypatch.setattr(quiz_widgets, "MAX_FILE_BYTES", 100)  # an empty progress exports ~200 bytes
+    shown = _exported(quiz_widgets.progress_summary(Progress(tmp_path / "progress.json")))
+    written = tmp_path / "progress-export.json"
+    assert written.stat().st_size > 100 and str(written) in shown
+    assert _links(shown) == [] and "lesson-box-warn" in shown  # said as a problem, no download
 
 
 def test_feedback_boxes_use_theme_colours(progress):

@@ -2,12 +2,14 @@
 cell runs again); an answer is checked on 提交 or Enter, never while the learner is still
 ticking."""
 
+import base64
 import contextlib
 import json
 
 from lesson_lib.practice import checkers, questions, quiz
 from lesson_lib.practice.feedback import box_html, feedback_html, text_html
-from lesson_lib.practice.progress import Progress, default_progress
+from lesson_lib.practice.progress import MAX_FILE_BYTES, Progress, default_progress
+from lesson_lib.show import theme
 from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked
 
 
@@ -201,9 +203,19 @@ def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     return widget
 
 
+def _exported_html(path, text: str) -> str:
+    """Where it is, and a download: JupyterLab's file browser cannot reach the data folder."""
+    if len(text) > MAX_FILE_BYTES:  # the class report reads no larger file either
+        return box_html(f"已导出：{path}，但文件太大，没法下载；请告诉老师。", "wrong")
+    href = "data:application/json;base64," + base64.b64encode(text.encode()).decode()
+    link = (f'<a download="{path.name}" href="{href}" style="color:var(--jp-content-link-color);'
+            f'text-decoration:underline">下载 {path.name}</a>')
+    return theme.box(f"已导出。点{link}，把下载的文件交给老师（它也存在 {text_html(str(path))}）。")
+
+
 def progress_summary(progress: Progress | None = None, exercise_ids=()):
-    """The live summary (its ``text``) and 导出进度, which says in a live region where it wrote;
-    ``exercise_ids``: the exercises to count, handed in by the notebook."""
+    """The live summary (its ``text``) and 导出进度, which says in a live region where it wrote
+    and links a download; ``exercise_ids``: the exercises to count, handed in by the notebook."""
     import ipywidgets as w
 
     progress = progress if progress is not None else default_progress(exercise_ids)
@@ -215,11 +227,11 @@ def progress_summary(progress: Progress | None = None, exercise_ids=()):
 
     def export(status) -> None:
         try:
-            status.value = box_html(f"已导出：{progress.export()}，交给老师。", "neutral")
+            status.value = _exported_html(*progress.export())
         except OSError as exc:
             status.value = box_html(f"导出失败：{exc}", "wrong")
 
-    button = w.Button(description="导出进度", tooltip="写出 progress-export.json，交给老师")
+    button = w.Button(description="导出进度", tooltip="写出 progress-export.json，给出下载链接")
     box = _frame([text, button, _live({}, export, button)], "lesson-quiz-progress")
     refresh()
     progress.listeners.append(refresh)

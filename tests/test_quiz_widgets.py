@@ -293,6 +293,16 @@ def test_export_button_writes_the_export_and_links_the_same_file(tmp_path):
     assert json.loads(base64.b64decode(payload))["questions"]["Q1"]["answer"] == answer
 
 
+def test_a_change_after_an_export_takes_its_stale_link_away(tmp_path):
+    """The link holds the progress as it was when exported: after a new answer it is gone."""
+    p = Progress(tmp_path / "progress.json")
+    summary = quiz_widgets.progress_summary(p)
+    assert _links(_exported(summary))
+    p.record(quiz.check("Q2", {"d_k": "32", "params": "不变"}), "32")
+    (status,) = _live(summary)
+    assert _links(status.value) == [] and status.value  # no stale link; a line says to export again
+
+
 def test_an_export_over_the_cap_is_written_but_not_linked(tmp_path, monkeypatch):
     monkeypatch.setattr(quiz_widgets, "MAX_FILE_BYTES", 100)  # an empty progress exports ~200 bytes
     shown = _exported(quiz_widgets.progress_summary(Progress(tmp_path / "progress.json")))

@@ -221,10 +221,6 @@ def progress_summary(progress: Progress | None = None, exercise_ids=()):
     progress = progress if progress is not None else default_progress(exercise_ids)
     text = w.HTML()
 
-    def refresh() -> None:
-        tone = "right" if progress.all_done() else "neutral"
-        text.value = box_html(progress.summary(), tone, "lesson-progress-summary")
-
     def export(status) -> None:
         try:
             status.value = _exported_html(*progress.export())
@@ -232,7 +228,15 @@ def progress_summary(progress: Progress | None = None, exercise_ids=()):
             status.value = box_html(f"导出失败：{exc}", "wrong")
 
     button = w.Button(description="导出进度", tooltip="写出 progress-export.json，给出下载链接")
-    box = _frame([text, button, _live({}, export, button)], "lesson-quiz-progress")
+    status = _live({}, export, button)
+
+    def refresh() -> None:
+        tone = "right" if progress.all_done() else "neutral"
+        text.value = box_html(progress.summary(), tone, "lesson-progress-summary")
+        if status.value:  # an export's link holds the progress as it was: never hand that in
+            status.value = box_html("进度变了：请再点一次「导出进度」，交新的文件。", "neutral")
+
+    box = _frame([text, button, status], "lesson-quiz-progress")
     refresh()
     progress.listeners.append(refresh)
     box.text = text  # what the summary says now

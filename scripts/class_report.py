@@ -229,7 +229,8 @@ def load_class(paths: list[str], names: bool, warn, tell=lambda line: None, know
             continue
         if note:
             tell(f"读入 {path}，但{note}。")
-        label = _name_of(path) if names else f"学生 {len(students) + 1}"
+        # A file name may hold a newline, ESC or BEL: the page and the CSV show it as the terminal does.
+        label = printable(_name_of(path)) if names else f"学生 {len(students) + 1}"
         students.append(Student(label, path, data))
     return students
 
@@ -359,7 +360,8 @@ def _count_item(row: QuestionRow, entry: dict | None, earlier: bool, version, po
         row.later_right += 1
     elif verdicts[0] == "wrong":
         row.never += 1
-    row.mistakes.update({m for a in attempts for m in (a["mistake"] or "").split(";") if m})
+    # A mistake id is the file's own text (an unknown one is shown as such): escaped as the terminal escapes it.
+    row.mistakes.update({printable(m) for a in attempts for m in (a["mistake"] or "").split(";") if m})
     row.covered.update({p for a in attempts if a["verdict"] == "self" for p in a.get("covered", ()) if p in points})
 
 
@@ -398,7 +400,7 @@ def count_exercises(students, names, recheck=None):
             if entry["passed"] and recheck and not recheck(name, entry["passed_source"] or entry["source"]):
                 row.unconfirmed += 1
                 s.unconfirmed.append(name)
-            row.mistakes.update({m for c in entry["checks"] for m in c["mistakes"]})
+            row.mistakes.update({printable(m) for c in entry["checks"] for m in c["mistakes"]})  # as _count_item
     return rows
 
 

@@ -223,7 +223,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(planted_class, tmp_pa
     assert class_report.main([str(tmp_path / "handed"), "--names", "--out", str(out)]) == 0
     rows = _rows(out)
     labels = {r["item"] for r in rows if r["kind"] == "student"}
-    assert labels == {"'" + name for name in names}
+    assert labels == {"'=1+2", "'+1", "'-1", "'@SUM(1)", "\\tA", "\\rB"}  # a tab or CR escaped: it runs nothing
     assert all(r["count"].isdigit() for r in rows)  # the report's own numbers are left as numbers
 
 
@@ -1018,6 +1018,29 @@ def test_a_file_name_never_forges_a_terminal_line(planted_class, tmp_path, capsy
     lines = said.err.splitlines()
     assert len(lines) == 3 and all(line.startswith("跳过 ") for line in lines)
     assert not re.search(r"[\x00-\x1f\x7f\u202e]", said.err.replace("\n", "") + said.out.rstrip("\n"))
+
+
+def test_a_file_name_or_a_mistake_with_control_characters_reaches_the_page_and_csv_escaped(tmp_path):
+    """With --names a hand-in's file name is a student's label, and a mistake id is the file's own text: each is
+    written escaped (as the terminal shows it), the name still read back whole from its escapes."""
+    handed = tmp_path / "in"
+    stem = "ctl\x1b[31mred\nfake line\x07"
+    path = handed / f"{stem}.json"
+    _answer(Progress(path), "Q2", WRONG_Q2)
+    data = json.loads(path.read_text("utf-8"))
+    data["questions"]["Q2"]["attempts"][0]["mistake"] = "d_k=64;d_k=\x1b[2J\x07\r\x7f"
+    path.write_text(json.dumps(data), "utf-8")
+    out = tmp_path / "out"
+    assert class_report.main([str(handed), "--names", "--out", str(out)]) == 0
+    for written in ("class-report.html", "class-report.csv"):  # the CSV's rows end in \r\n (RFC 4180)
+        content = (out / written).read_bytes().replace(b"\r\n", b"\n")
+        assert not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", content), written
+    labels = {r["item"] for r in _rows(out) if r["kind"] == "student"}
+    assert [label.encode("ascii").decode("unicode_escape") for label in labels] == [stem]  # nothing lost
+    page = _dom((out / "class-report.html").read_text("utf-8"))
+    assert page.find_all("table")[-1].tbody.td.get_text() == labels.pop()  # the page's label is the CSV's
+    assert {r["measure"] for r in _rows(out) if r["kind"] == "misconception"} == {
+        "d_k=64", "d_k=\\x1b[2J\\x07\\r\\x7f"}  # fmt: skip
 
 
 def test_a_file_of_which_nothing_is_left_is_skipped_not_counted_as_a_student_who_did_nothing(tmp_path):

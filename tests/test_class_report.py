@@ -891,6 +891,75 @@ def test_the_optional_labs_answers_are_listed_apart_from_the_cores(tmp_path):
     assert labs == {"S7", "S3d", "L6a"}
 
 
+def _table_of(page: str, ids) -> dict[str, dict]:
+    """The page's table whose rows start with exactly ``ids``: {id: {column name: cell}}, in the page's order."""
+    for table in _dom(page).find_all("table"):
+        head = [th.get_text() for th in table.find_all("th")]
+        rows = [[td.get_text() for td in tr.find_all("td")] for tr in table.tbody.find_all("tr")]
+        if sorted(row[0] for row in rows) == sorted(ids):
+            return {row[0]: dict(zip(head, row)) for row in rows}
+    raise AssertionError(f"no table lists {sorted(ids)}")
+
+
+def test_a_question_never_graded_shows_its_answers_and_no_right_or_wrong_count(tmp_path):
+    """A self-explanation (Q1) is never judged: its right/wrong columns hold no number on the page and have no row
+    in the CSV (a 0 reads as "nobody got it right"); its answers are counted, in the students' table too."""
+    ungraded = [qid for qid in questions.question_ids() if questions.question(qid).kind == "self"]
+    for i in range(2):
+        progress = Progress(tmp_path / "class" / f"s{i}" / "progress.json")
+        _answer(progress, "Q2", RIGHT_Q2)
+        for qid in ungraded:
+            _answer(progress, qid, "单头只有一组权重，多个头能同时看不同的关系。")
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "class"), "--out", str(out)]) == 0
+    rows = _table_of((out / "class-report.html").read_text("utf-8"), questions.question_ids())
+    said = class_report.CSV_MEASURES["question"]  # the page's column names
+    judged = {said[m] for m in class_report.JUDGED}
+    measures = {qid: set() for qid in questions.question_ids()}
+    for r in _rows(out):
+        if r["kind"] == "question":
+            measures[r["item"]].add(r["measure"])
+    for qid in ungraded:
+        assert rows[qid][said["answered"]] == "2"
+        assert not any(rows[qid][column].isdigit() for column in judged)
+        assert measures[qid] & set(class_report.JUDGED) == set() and "answered" in measures[qid]
+    assert all(rows["Q2"][column].isdigit() for column in judged) and set(class_report.JUDGED) <= measures["Q2"]
+    students = class_report.build([str(tmp_path / "class")]).students
+    assert [(s.answered, s.first_right) for s in students] == [(1 + len(ungraded), 1)] * 2
+
+
+def test_each_question_is_listed_where_and_when_the_notebook_asks_it(tmp_path, monkeypatch):
+    """The question table follows the notebook (asked_in's order: Q2, asked in the review, after §7's S7b) and
+    says in which section each is asked; with a notebook that asked them the other way round, so would the page."""
+    _answer(Progress(tmp_path / "s" / "progress.json"), "Q2", RIGHT_Q2)
+    core = set(questions.question_ids())
+    notebook = class_report.asked_in()
+    backwards = {item: 9000 + i for i, item in enumerate(reversed(notebook))}  # no other cell says these
+    for asked in (notebook, backwards):
+        monkeypatch.setattr(class_report, "asked_in", lambda asked=asked: asked)
+        rows = _table_of(class_report.page(class_report.build([str(tmp_path)])), core)
+        assert list(rows) == [item for item in asked if item in core]
+        for qid, row in rows.items():  # the section it is asked in is one of its cells
+            assert asked[qid] in [int(n) for cell in row.values() for n in re.findall(r"\d+", cell)]
+
+
+def test_each_lab_is_named_by_its_title_as_its_notebook_shows_it(tmp_path):
+    progress = Progress(tmp_path / "s" / "progress.json")
+    _answer(progress, "L6a", questions.question("L6a").key.answer)
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "s"), "--out", str(out)]) == 0
+    titles = {}
+    for lab in set(class_report.lab_of().values()):  # the stored notebook's first heading: what a learner opens
+        cells = json.loads((ROOT / "notebooks" / f"{lab}.ipynb").read_text("utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        titles[lab] = re.search(r"^#\s+(.+?)\s*$", text, re.M).group(1)
+    rows = _table_of((out / "class-report.html").read_text("utf-8"), questions.lab_ids())
+    for qid, lab in class_report.lab_of().items():  # the lab's title in its row, never its file's name
+        assert titles[lab] in rows[qid].values() and not any(lab in cell for cell in rows[qid].values())
+    details = {r["item"]: r["detail"] for r in _rows(out) if r["kind"] == "lab_question"}
+    assert details == {qid: titles[lab] for qid, lab in class_report.lab_of().items()}  # the CSV says the same
+
+
 def test_the_readmes_lab_table_names_every_question_each_lab_asks():
     readme = (ROOT / "README.md").read_text("utf-8")
     rows = {line.split("|")[1].strip(" `").removesuffix(".ipynb"): line for line in readme.splitlines()

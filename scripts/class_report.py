@@ -795,7 +795,22 @@ def main(argv=None) -> int:
         return 3
     took = f"{time.perf_counter() - start:.2f} 秒，CPU {time.process_time() - cpu:.2f} 秒"
     print(printable(f"{report.n} 名学生 → {html_path}、{csv_path}（{took}）"))
+    if box:
+        import pwd  # only where --recheck runs at all (Linux, as root)
+
+        print(printable(recheck_line(report, pwd.getpwuid(box.uid).pw_name)))
     return 0
+
+
+def recheck_line(r: Report, user: str) -> str:
+    """What --recheck did, for the terminal (the page says it per exercise and student): every pass is checked
+    (count_exercises), its stored code run as ``user``; how many were not confirmed (a pass without code is not),
+    and whose."""
+    checked = sum(row.passed for row in r.exercises.values())
+    failed = sum(row.unconfirmed for row in r.exercises.values())
+    students = sum(bool(s.unconfirmed) for s in r.students)
+    return (f"--recheck：以用户 {user} 重跑存下的代码，检查了 {checked} 个通过的练习：{failed} 个没能确认"
+            f"（{students} 名学生），在报告里标为「通过但未确认」。")
 
 
 if __name__ == "__main__":

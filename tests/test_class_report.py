@@ -1,11 +1,14 @@
 """The class report counts what the students' own progress files hold, planted through the lesson's real checker."""
 
+import contextlib
 import csv
 import dataclasses
 import errno
 import importlib.util
+import io
 import json
 import os
+import pwd
 import re
 import select
 import shutil
@@ -525,7 +528,7 @@ def rechecked(tmp_path_factory, shared, secrets):
         return record
 
     out = folder / "out"
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()) as printed:
         patch.setattr(class_report, "recheck_with", spied)
         status = class_report.main([str(folder / "class"), "--recheck", "--out", str(out)])
     said, closed = b"", False
@@ -540,7 +543,8 @@ def rechecked(tmp_path_factory, shared, secrets):
         os.close(reader)
     counts = {r["measure"]: int(r["count"]) for r in _rows(out) if r["item"] == "split_heads"}
     return SimpleNamespace(status=status, counts=counts, marker=marker, fifo_said=said, fifo_closed=closed,
-                           verdict={student: verdicts.get(source) for student, source in sources.items()})
+                           verdict={student: verdicts.get(source) for student, source in sources.items()},
+                           printed=printed.getvalue())
 
 
 @AS_ROOT
@@ -550,6 +554,18 @@ def test_recheck_confirms_a_real_pass_and_not_a_wrong_one(rechecked):
     students, refused = len(rechecked.verdict), list(rechecked.verdict.values()).count(False)
     assert (rechecked.counts["tried"], rechecked.counts["passed"]) == (students, students)
     assert rechecked.counts["unconfirmed"] == refused  # the wrong pass and the two forgeries
+
+
+@AS_ROOT
+def test_a_recheck_run_says_how_many_passes_ran_again_as_whom_and_how_many_did_not_repeat(rechecked):
+    """The terminal's last line, after the report's: the passes run again, the sandbox's user, the passes that
+    did not repeat and their students (one pass each here), the same numbers as the report's."""
+    user = pwd.getpwnam("nobody").pw_name  # the default --recheck-user
+    line = rechecked.printed.splitlines()[-1]
+    refused = list(rechecked.verdict.values()).count(False)
+    assert user in line
+    numbers = [int(n) for n in re.findall(r"\d+", line.replace(user, ""))]
+    assert numbers == [rechecked.counts["passed"], rechecked.counts["unconfirmed"], refused]
 
 
 @AS_ROOT

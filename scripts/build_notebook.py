@@ -273,7 +273,7 @@ def check(names=None) -> int:
     outputs, else 1."""
     questions_ok = check_questions()
     notebooks_ok = max(_check_one(*NOTEBOOKS[name][:2]) for name in (names or NOTEBOOKS))
-    if not notebooks_ok:
+    if not (questions_ok or notebooks_ok):  # the estimate reads the questions: a bad file was said above
         report_lesson_time()
     return max(questions_ok, notebooks_ok)
 
@@ -310,26 +310,52 @@ def _check_one(src: Path, notebook: Path) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    import nbformat
+# What a build imports beyond a learner's setup (requirements.txt): requirements-dev.txt, installed by setup.sh --dev
+BUILD_PACKAGES = ("jupytext", "nbformat", "nbclient")
+MISSING_PACKAGES = ("缺少生成笔记本用的软件包 {missing}（在 requirements-dev.txt 里）：先运行一次 "
+                    "bash scripts/setup.sh --dev，再运行 .venv/bin/python scripts/build_notebook.py。")
+DESCRIPTION = """\
+从 notebooks/src/*.md（核心课）和 notebooks/labs_src/<名字>/*.md（选做实验）生成笔记本和它们保存的输出。
+先检查 lesson_lib/sections/*.toml 里的全部题目（README「改编这节课」），有错就停下，不重建。
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"notebooks to build or check (default: all of "
-                        f"{', '.join(NOTEBOOKS)})")
-    parser.add_argument("--check", action="store_true", help="verify the stored notebooks match their sources")
-    parser.add_argument("--no-execute", action="store_true", help="assemble only, without outputs")
-    parser.add_argument("--only", nargs="+", metavar="NN", help="draft: only these section files (00 always)")
-    parser.add_argument("--out", type=Path, help="write here instead of the lesson notebook (drafts)")
+  python scripts/build_notebook.py                    # 全部笔记本：生成并运行，保存输出
+  python scripts/build_notebook.py lab_ablation       # 只生成写出名字的笔记本
+  python scripts/build_notebook.py --check            # 只检查：题目，和 .ipynb 是否与源文件一致
+  python scripts/build_notebook.py --only 06 --out /tmp/draft.ipynb   # 草稿：只要第 6 节（和第 0 节）"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line, its help in Chinese (argparse's own words too: personal_copy.ChineseHelp)."""
+    spec = importlib.util.spec_from_file_location("personal_copy", Path(__file__).with_name("personal_copy.py"))
+    personal_copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(personal_copy)
+    parser = argparse.ArgumentParser(description=DESCRIPTION, formatter_class=personal_copy.ChineseHelp)
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"要生成或检查的笔记本（默认全部：{', '.join(NOTEBOOKS)}）")
+    parser.add_argument("--check", action="store_true", help="只检查，不重建：题目，以及笔记本和源文件是否一致")
+    parser.add_argument("--no-execute", action="store_true", help="只拼出笔记本，不运行（没有输出）")
+    parser.add_argument("--only", nargs="+", metavar="NN", help="草稿：只要这几节的 .md（第 0 节总在）")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="写到这里，不写课程的笔记本（草稿用）")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in NOTEBOOKS]
     if unknown:
-        parser.error(f"unknown notebook {unknown[0]!r}; the notebooks are: {', '.join(NOTEBOOKS)}")
+        parser.error(f"没有叫 {unknown[0]!r} 的笔记本；有的是：{'、'.join(NOTEBOOKS)}")
+    if missing := [name for name in BUILD_PACKAGES if importlib.util.find_spec(name) is None]:
+        print(MISSING_PACKAGES.format(missing="、".join(missing)))
+        return 1
     if args.check:
         return check(args.names)
     if args.only and not args.out:
-        parser.error("--only builds a draft: give --out too, so the lesson notebook stays whole")
+        parser.error("--only 生成的是草稿：同时写 --out，课程的笔记本才保持完整")
     if args.out and len(args.names) > 1:
-        parser.error("--out writes one notebook: name at most one")
+        parser.error("--out 只写一本笔记本：最多写一个名字")
+    import nbformat
+
     if check_questions():
         return 1
     for name in args.names or ([NOTEBOOK.stem] if args.out else NOTEBOOKS):

@@ -20,8 +20,9 @@ binder/postBuild (a hub image) all call it. It writes, under the environment's p
   connection" and closes the old handler, which drops its ``ws_connection`` at once while tornado still hands it the
   frames the page sent before closing; those v1 frames were read as legacy (``struct.error``), the socket aborted
   and the frames lost, and about one Restart & Run All in three ran nothing (tests/test_kernel_websocket.py,
-  tests/e2e/test_restart_run_all.py). It also drops tornado's English websocket_ping_timeout warning (see there):
-  ``personal_copy.py --open`` promises the learner one Chinese line in the terminal.
+  tests/e2e/test_restart_run_all.py). It also drops tornado's English websocket_ping_timeout warning and pyzmq's
+  "Got events for closed stream" after a kernel restart (see there): ``personal_copy.py --open`` promises the learner
+  one Chinese line in the terminal.
 - ``etc/ipython/ipython_kernel_config.py``: the kernel does not log ipykernel's English "Kernel is running over
   TCP without encryption" notice (the kernel listens on 127.0.0.1 of the learner's own machine), nor "No such
   comm target registered: jupyter.widget.control" (JupyterLab's widget manager asks for it on every restart,
@@ -94,7 +95,15 @@ class _NoPingNotice(logging.Filter):
         return not record.getMessage().startswith("The websocket_ping_timeout (")
 
 
+class _NoClosedStreamNotice(logging.Filter):
+    # pyzmq's stream of a restarted kernel's channel may still be handed events after the server closed it: they are
+    # dropped either way (that kernel is gone), and only the English line would reach the learner's terminal.
+    def filter(self, record):
+        return not record.getMessage().startswith("Got events for closed stream")
+
+
 logging.getLogger("tornado.general").addFilter(_NoPingNotice())
+logging.getLogger("tornado.general").addFilter(_NoClosedStreamNotice())
 c = get_config()  # noqa: F821 (traitlets provides it)
 c.ServerApp.kernel_websocket_connection_class = HandshakeProtocolConnection
 '''

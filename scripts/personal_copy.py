@@ -39,6 +39,10 @@ def _sha1(path: Path) -> str:
     return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
+def _same_bytes(copy: Path, source: Path) -> bool:
+    return source.exists() and copy.read_bytes() == source.read_bytes()
+
+
 def copy_path(root: Path = ROOT) -> Path:
     return root / COPY_DIR / LESSON.name
 
@@ -115,8 +119,10 @@ def fresh_copy(root: Path = ROOT, home: Path | None = None) -> tuple[Path, str]:
     kept = ""
     if target.exists():
         kept = f"旧副本保存为 {_aside(target).relative_to(home)}。"
-    for lab in LABS:  # the labs get fresh copies too; the old ones are kept under the same time stamp
-        if (old := home / COPY_DIR / lab.name).exists():
+    for lab in LABS:  # the labs get fresh copies too; a learner's own is kept under the same time stamp
+        old = home / COPY_DIR / lab.name
+        # one byte for byte what the course writes now holds nothing of the learner's: it stays as it is
+        if old.exists() and not _same_bytes(old, root / lab):
             _aside(old)
     path, line = ensure_copy(root, home)
     return path, line + kept
@@ -199,13 +205,36 @@ def lab_command(path: Path, root: Path = ROOT, as_root: bool | None = None, port
     return argv, lines
 
 
+USAGE = "用法："  # argparse's 「usage: 」
+HEADINGS = {"options": "选项", "optional arguments": "选项", "positional arguments": "参数"}  # argparse's groups
+
+
+class ChineseHelp(argparse.RawDescriptionHelpFormatter):
+    """argparse's own words in --help (「usage:」「options:」, -h's line) in Chinese, as the rest of what the
+    instructor's scripts say. Here, not in a module of its own: binder/postBuild copies this file alone into a
+    hub's image. scripts/build_notebook.py loads it from here."""
+
+    def add_usage(self, usage, actions, groups, prefix=None):
+        super().add_usage(usage, actions, groups, USAGE if prefix is None else prefix)
+
+    def start_section(self, heading):
+        super().start_section(HEADINGS.get(heading, heading))
+
+    def _get_help_string(self, action):
+        return "显示这段说明，然后退出" if "-h" in action.option_strings else super()._get_help_string(action)
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--open", action="store_true", help="open the copy in JupyterLab")
-    parser.add_argument("--fresh", action="store_true", help="a fresh copy; the old one is renamed aside")
-    parser.add_argument("--update", action="store_true", help="a hub: renew the copy after a course update")
-    parser.add_argument("--source", type=Path, default=ROOT, help="the folder that holds notebooks/")
-    parser.add_argument("--home", type=Path, help="where my_lesson/ goes (default: the source folder)")
+    description = "学生的个人副本（my_lesson/ 里，git 不记录）：第一次打开时建好，之后从不覆盖。"
+    parser = argparse.ArgumentParser(description=description, formatter_class=ChineseHelp)
+    parser.add_argument("--open", action="store_true",
+                        help="建好（或找到）副本后在 JupyterLab 里打开它（setup.sh 运行的就是这个）")
+    parser.add_argument("--fresh", action="store_true", help="换一份新副本：旧副本改名保留，不删除")
+    parser.add_argument("--update", action="store_true",
+                        help="Hub 上（binder/start）：课程更新后换成新版副本，学生改过的旧副本改名保留")
+    parser.add_argument("--source", type=Path, default=ROOT, metavar="DIR",
+                        help="放着 notebooks/ 的课程文件夹（默认：这个仓库）")
+    parser.add_argument("--home", type=Path, metavar="DIR", help="my_lesson/ 建在哪里（默认：--source 的文件夹）")
     args = parser.parse_args(argv)
     if args.update:
         path, line = update_copy(args.source, args.home or args.source)

@@ -2,14 +2,17 @@
 
 Root only: the report refuses --recheck otherwise, since the student's code would run with the caller's own rights.
 Layers (each held by a test in tests/test_class_report.py):
-- namespaces (``unshare --net --pid --mount-proc``): no network, and the supervisor is the pid namespace's init, so
-  when it ends every process the student started ends with it (double fork or not);
+- namespaces (``unshare --net --ipc --pid --mount-proc``): no network, none of the machine's System V IPC (shared
+  memory a desktop leaves 0666), and the supervisor is the pid namespace's init, so when it ends every process the
+  student started ends with it (double fork or not);
 - the mount namespace: fresh tmpfs over /tmp, /var/tmp and /dev/shm (nothing written there is seen outside or
-  survives: no link planted for the report to write through), and over the homes (/root, /home, the caller's) and
-  any folder other users cannot enter above what the check needs; the interpreter's stdlib, the environment's
-  site-packages and lesson_lib are bound back read-only, so the user imports what a student may import and reads no
-  home;
+  survives: no link planted for the report to write through) and /dev/mqueue (the machine's POSIX message queues,
+  which a path reaches from any IPC namespace), and over the homes (/root, /home, the caller's) and any folder other
+  users cannot enter above what the check needs; the interpreter's stdlib, the environment's site-packages and
+  lesson_lib are bound back read-only, so the user imports what a student may import and reads no home;
 - the user: the supervisor drops to an unprivileged user (``nobody`` unless named) before any student line runs;
+- no sockets: a seccomp filter fails socket(2), so no daemon's Unix socket is reachable wherever it lives (the
+  network namespace cuts only the network and abstract sockets), and no new privileges (setuid programs raise none);
 - resource limits (CPU time, memory, processes, file size), an empty working folder in that private /tmp owned by
   that user, a scrubbed environment, its own session; the report kills it at the budget;
 - the verdict is JSON on a pipe that the student's code never holds: the check runs in a grandchild whose fds 0-2
@@ -20,12 +23,14 @@ Run as ``python -I recheck_sandbox.py FD UID GID NPROC BUDGET`` (the supervisor,
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pwd
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -44,7 +49,8 @@ EXTRA_PROCESSES = 16  # on top of what the sandbox's user already runs
 NOT_ROOT = ("不是以 root 运行：这时学生的代码只能带着你自己的文件权限运行（能读写你的家目录、你的密钥），所以不跑。"
             "请用 root 权限运行报告（例如 sudo .venv/bin/python scripts/class_report.py … --recheck --out 新文件夹），"
             "学生的代码会以 nobody 运行；或者去掉 --recheck：通过的练习照常列出，只是没有重跑确认。")
-PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # a fresh tmpfs each in the sandbox
+PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")  # a fresh tmpfs each in the sandbox, where they exist
+SYSCALLS = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}  # AUDIT_ARCH_…, socket(2)'s number
 WORK = "/tmp/recheck"  # the student's working folder and HOME, in the sandbox's private /tmp
 PREFLIGHT_IMPORT = "import colorsys\n"  # a stdlib module the supervisor never loads: the user must read the stdlib
 
@@ -63,7 +69,7 @@ class Sandbox:
 
 
 def namespaces() -> list[str]:
-    return [shutil.which("unshare") or "unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    return [shutil.which("unshare") or "unshare", "--net", "--ipc", "--pid", "--fork", "--kill-child", "--mount-proc"]
 
 
 def prepare(user: str | None, budget: float) -> Sandbox:
@@ -76,6 +82,10 @@ def prepare(user: str | None, budget: float) -> Sandbox:
         raise ValueError(f"没有名为 {user or 'nobody'} 的用户：请用 --recheck-user 指定一个已有的普通用户。") from None
     if entry.pw_uid == 0:
         raise ValueError(f"--recheck-user {user} 是管理员（uid 0）：请指定一个普通用户。")
+    if os.uname().machine not in SYSCALLS:
+        raise ValueError(f"沙箱不认得本机的处理器架构 {os.uname().machine}（只认 x86_64、aarch64），"
+                         "挡不住学生的代码去连本机程序的套接字，所以不跑：请在这样的机器上运行，"
+                         "或者去掉 --recheck（通过的练习照常列出，只是没有重跑确认）。")
     if subprocess.run([*namespaces(), "true"], capture_output=True).returncode:
         raise ValueError("本机不允许新建命名空间（unshare 失败），学生的代码无法隔离：请在允许的机器上运行，"
                          "或者去掉 --recheck（通过的练习照常列出，只是没有重跑确认）。")
@@ -215,6 +225,10 @@ def processes_of(uid: int) -> int:
 # ------------------------------------------------------------------------------------------ the supervisor
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32  # mount(2)'s flags
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2  # prctl(2)
+BPF_LD_ABS, BPF_JEQ, BPF_JGE, BPF_RET = 0x20, 0x15, 0x35, 0x06  # load the word at k; jump if == k, if >= k; return k
+RET_ALLOW, RET_ERRNO, RET_KILL = 0x7FFF0000, 0x50000, 0x80000000  # seccomp's verdicts (RET_KILL: the process)
+X32_SYSCALL_BIT, IO_URING_SETUP = 0x40000000, 425  # io_uring_setup's number is the same on both machines
 
 
 def supervise(verdict_fd: int, uid: int, gid: int, nproc: int, budget: float) -> None:
@@ -237,6 +251,7 @@ def supervise(verdict_fd: int, uid: int, gid: int, nproc: int, budget: float) ->
     os.setgid(gid)
     os.setuid(uid)
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the student's code cannot open /proc/1/fd/…
+    no_sockets()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # init ignores what the student may send it
     verdict.write(json.dumps({"ready": True}) + "\n")
     verdict.flush()
@@ -284,6 +299,28 @@ def seal(hide: list[str], keep: list[str], uid: int, gid: int) -> None:
     os.mkdir(WORK, 0o700)
     os.chown(WORK, uid, gid)
     os.chdir(WORK)
+
+
+def no_sockets() -> None:
+    """A seccomp filter, kept by every process the student's code starts: socket(2) fails (EPERM) whatever the family,
+    so no Unix socket on the machine is reachable wherever it lives (D-Bus's system bus, docker's, the journal's under
+    /run; the Nix daemon's under /nix; WSLg's X server under /mnt/wslg), nor a VM's host by AF_VSOCK. io_uring's
+    requests pass no filter: its setup fails too. Another ABI (x32, 32-bit) is killed. No new privileges either: a
+    setuid program the student's code runs raises none."""
+    import ctypes
+
+    audit_arch, socket_nr = SYSCALLS[os.uname().machine]
+    program = [(BPF_LD_ABS, 0, 0, 4), (BPF_JEQ, 0, 6, audit_arch),  # seccomp_data.arch: not ours, kill
+               (BPF_LD_ABS, 0, 0, 0), (BPF_JGE, 4, 0, X32_SYSCALL_BIT),  # seccomp_data.nr: x32's, kill
+               (BPF_JEQ, 2, 0, socket_nr), (BPF_JEQ, 1, 0, IO_URING_SETUP),
+               (BPF_RET, 0, 0, RET_ALLOW), (BPF_RET, 0, 0, RET_ERRNO | errno.EPERM), (BPF_RET, 0, 0, RET_KILL)]
+    filters = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *op) for op in program))
+    fprog = ctypes.create_string_buffer(struct.pack("=H6xQ", len(program), ctypes.addressof(filters)))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    for option, value, arg in ((PR_SET_NO_NEW_PRIVS, 1, None), (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog)):
+        if libc.prctl(option, value, arg, 0, 0):
+            raise OSError(ctypes.get_errno(), "prctl", option)
 
 
 def passes(exercises, name: str, source: str) -> bool:

@@ -38,9 +38,9 @@ done
 
 deps="${LESSON_DEPS:-locked}"
 case "$deps" in
-  locked) constraints=constraints.txt; default_venv=.venv ;;
-  lowest) constraints=constraints-lowest.txt; default_venv=.venv-lowest ;;
-  latest) constraints=; default_venv=.venv-latest ;;
+  locked) constraints=constraints.txt; default_venv=.venv; versions="constraints.txt 里测试过的版本" ;;
+  lowest) constraints=constraints-lowest.txt; default_venv=.venv-lowest; versions="允许的最低版本" ;;
+  latest) constraints=; default_venv=.venv-latest; versions="允许范围内最新的版本" ;;
   *) echo "LESSON_DEPS 只能是 locked、latest 或 lowest / LESSON_DEPS must be locked, latest or lowest (got: $deps)" >&2
      exit 2 ;;
 esac
@@ -101,7 +101,7 @@ pip_step() {  # pip_step <Chinese line> <pip arguments...>: one line a step; the
 }
 if [ "$up_to_date" = 0 ]; then
   printf "" > "$log"
-  echo "==> 安装依赖（$label，$deps 版本）：第一次需要几分钟，请稍候"
+  echo "==> 安装依赖（$label，$versions）：第一次需要几分钟，请稍候"
   pip_step "更新安装工具 pip ……" --upgrade pip
   if [ -n "$constraints" ]; then
     if ! pip_step "安装课程用到的软件包（JupyterLab、NumPy、matplotlib……）……" "${requirements[@]}" -c "$constraints"; then
@@ -133,3 +133,4 @@ echo "==> 环境就绪（$venv，JupyterLab 界面语言：$locale）"
 if [ "$open_lab" = 1 ]; then
   exec "$vpy" scripts/personal_copy.py --open  # the learner's own copy in my_lesson/ (git-ignored)
 fi
+echo "要打开课程，运行：bash scripts/setup.sh（装好的环境不会重装）"  # README's step 1

@@ -10,11 +10,13 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from helpers import scaled
 
+from lesson_lib.practice import questions
 from lesson_lib.practice.progress import current_version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,8 +46,8 @@ label = "{d_k_hi}"
 
 [[questions.options]]
 key = "C"
-label = "{d_model}"
-why = "那是 d_model：它要平均分给 {hi} 个头。"
+label = "{hi}"
+why = "那是头数 h。d_k 是 d_model = {d_model} 平均分给 {hi} 个头后每个头的宽度。"
 '''
 
 ANSWER = """
@@ -66,6 +68,24 @@ out["S5.version"] = questions.question("S5").version
 out["entry"] = Progress(sys.argv[1]).entry("S5b")
 print(json.dumps(out))
 """
+
+
+def test_the_readme_shows_the_question_this_test_adds():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    assert questions.tomllib.loads(textwrap.dedent(block)) == questions.tomllib.loads(NEW_QUESTION)
+
+
+def test_options_that_show_alike_are_refused_naming_the_file_the_question_and_the_option(tmp_path):
+    """README's example once had 「A. 512」 ({d_k_lo}) and 「C. 512」 ({d_model}): the same at h = 1."""
+    path = tmp_path / QUESTIONS.name
+    alike = NEW_QUESTION.replace('label = "{hi}"', 'label = "{d_model}"')
+    path.write_text((ROOT / QUESTIONS).read_text(encoding="utf-8") + alike, encoding="utf-8")
+    with pytest.raises(questions.QuestionDataError) as refused:
+        questions.read_file(path)
+    assert (refused.value.file, refused.value.question, refused.value.field) == (path, "S5b", "options[2].label")
+    path.write_text((ROOT / QUESTIONS).read_text(encoding="utf-8") + NEW_QUESTION, encoding="utf-8")
+    assert [q.id for q in questions.read_file(path)][-1] == "S5b"  # the README's own example reads
 
 
 def _copy(dest: Path) -> Path:

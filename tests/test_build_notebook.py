@@ -550,3 +550,52 @@ def test_a_stale_notebook_is_shown_where_it_first_differs_from_its_source(tmp_pa
     assert bn._check_one(tmp_path, tmp_path / "a.ipynb") == 1
     said = capsys.readouterr().out.splitlines()[0]
     assert said.index("OLD") < said.index("NEW")  # the stored text, then the source's
+
+
+@pytest.mark.parametrize("broken", ['kind = "single"\n', 'prompt = "S2　{no_such_value}"\n'])
+def test_check_says_a_broken_question_file_in_one_line_as_the_build_does(tmp_path, monkeypatch, capsys, broken):
+    """--check used to go on to the class time, which reads the questions, and end in a QuestionDataError
+    traceback under the Chinese line."""
+    from lesson_lib.practice import questions
+
+    path = tmp_path / "s02_averaging.toml"
+    text = (questions.SECTIONS / path.name).read_text(encoding="utf-8")
+    field = broken.split(" =")[0]  # the first line that sets it, broken
+    path.write_text(re.sub(rf"^{field} = .*\n", broken.replace("single", "singel"), text, count=1, flags=re.M),
+                    encoding="utf-8")
+    monkeypatch.setattr(questions, "SECTIONS", tmp_path)
+    questions._bank.cache_clear()
+    try:
+        assert bn.main(["--check"]) == 1  # no exception: the line, then the notebooks' own checks
+    finally:
+        monkeypatch.undo()
+        questions._bank.cache_clear()
+    said = [line for line in capsys.readouterr().out.splitlines() if path.name in line]
+    with pytest.raises(questions.QuestionDataError) as refused:
+        questions.read_file(path)
+    assert said == [str(refused.value)]  # the loader's own line, once
+
+
+def test_a_missing_build_package_is_said_in_one_line_with_what_to_run(monkeypatch, capsys):
+    """A learner's setup (requirements.txt) has no jupytext: README's build command ended in an English
+    ModuleNotFoundError after the question check."""
+    monkeypatch.setattr(bn, "BUILD_PACKAGES", (*bn.BUILD_PACKAGES, "no_such_build_package"))
+    monkeypatch.setattr(bn, "check_questions", lambda: pytest.fail("went on to the questions"))
+    for args in ([], ["--check"]):
+        assert bn.main(args) == 1
+        (said,) = capsys.readouterr().out.splitlines()
+        assert "no_such_build_package" in said and "bash scripts/setup.sh --dev" in said
+
+
+@pytest.mark.parametrize("script", ["build_notebook.py", "personal_copy.py"])
+def test_help_is_headed_as_the_chinese_formatter_heads_it(script):
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--help"], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    spec = importlib.util.spec_from_file_location("personal_copy", ROOT / "scripts" / "personal_copy.py")
+    personal_copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(personal_copy)
+    assert out.startswith(personal_copy.USAGE)
+    headings = [line[:-1] for line in out.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert headings and set(headings) <= set(personal_copy.HEADINGS.values()), headings

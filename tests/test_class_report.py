@@ -2,6 +2,7 @@
 
 import contextlib
 import csv
+import ctypes
 import dataclasses
 import errno
 import importlib.util
@@ -12,6 +13,7 @@ import pwd
 import re
 import select
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -440,7 +442,8 @@ limits = [resource.getrlimit(r)[0] for r in (resource.RLIMIT_CPU, resource.RLIMI
 with open({str(shared / "open" / "seen.json")!r}, "w") as f:
     json.dump({{"uid": os.getuid(), "cwd": os.getcwd(), "files": os.listdir("."), "env": dict(os.environ),
                "limits": limits, "interfaces": [line.split(":")[0].strip() for line in open("/proc/net/dev")][2:],
-               "read": read, "planted": [os.path.exists(p) for p in {planted!r}]}}, f)
+               "read": read, "planted": [os.path.exists(p) for p in {planted!r}],
+               "status": dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines())}}, f)
 """ + source
 
 
@@ -465,6 +468,63 @@ if first == 0:
     os._exit(0)
 os.waitpid(first, 0)
 """ + RIGHT_SPLIT
+
+
+def _knocking(path: Path, shmid: int, queue: str | None) -> str:
+    """A right split_heads whose module first connects to ``path``, a Unix socket any user may write to, writes
+    "knock" into the System V shared memory ``shmid`` and sends it to the POSIX message ``queue`` (by its path, as
+    the machine's /dev/mqueue shows it to any namespace), each of mode 0666, and goes on whatever it got."""
+    return f"""
+import ctypes, os, socket
+knock = None  # held until the module ends: the connection stays open while the check runs
+try:
+    knock = socket.socket(socket.AF_UNIX)
+    knock.connect({str(path)!r})
+except OSError:
+    pass
+libc = ctypes.CDLL(None)
+libc.shmat.restype = ctypes.c_void_p
+address = libc.shmat({shmid}, None, 0)
+if address not in (None, 2**64 - 1):  # (void *) -1: no such segment here
+    ctypes.memmove(address, b"knock", 5)
+if {queue!r}:  # None: no /dev/mqueue on this machine
+    try:
+        ctypes.CDLL("librt.so.1").mq_send(os.open({queue!r}, os.O_WRONLY | os.O_NONBLOCK), b"knock", 5, 0)
+    except OSError:  # no such queue here
+        pass
+""" + RIGHT_SPLIT
+
+
+@pytest.fixture(scope="module")
+def shared_memory():
+    """A System V shared memory segment any user may write to (as a desktop's X11 MIT-SHM segments may be): its id,
+    and its address in this process. Marked for removal at once: it goes when the last process detaches."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    shmid = libc.shmget(0, 4096, 0o1666)  # IPC_PRIVATE, IPC_CREAT | 0666: found by its id alone
+    assert shmid >= 0, os.strerror(ctypes.get_errno())
+    address = libc.shmat(shmid, None, 0)
+    libc.shmctl(shmid, 0, None)  # IPC_RMID: Linux still attaches a segment so marked
+    yield shmid, address
+    libc.shmdt(ctypes.c_void_p(address))
+
+
+@pytest.fixture(scope="module")
+def message_queue():
+    """A POSIX message queue any user may send to, where the machine mounts them (systemd: /dev/mqueue); None on a
+    machine without that mount."""
+    mounts = [line.split() for line in Path("/proc/self/mounts").read_text().splitlines()]
+    if ["/dev/mqueue", "mqueue"] not in [fields[1:3] for fields in mounts]:
+        yield None
+        return
+    name = f"lesson-test-{os.getpid()}"
+    rt = ctypes.CDLL("librt.so.1", use_errno=True)
+    fd = rt.mq_open(f"/{name}".encode(), os.O_CREAT | os.O_EXCL | os.O_RDONLY, 0o666, None)
+    assert fd >= 0, os.strerror(ctypes.get_errno())
+    os.close(fd)
+    os.chmod(f"/dev/mqueue/{name}", 0o666)  # past the umask
+    yield f"/dev/mqueue/{name}"
+    rt.mq_unlink(f"/{name}".encode())
 
 
 def _forging(payload: bytes) -> str:
@@ -497,7 +557,7 @@ def split_heads(x, h):
 
 
 @pytest.fixture(scope="module")
-def rechecked(tmp_path_factory, shared, secrets):
+def rechecked(tmp_path_factory, shared, secrets, shared_memory, message_queue):
     """One class whose students each stored a 'passed' split_heads, and ONE ``--recheck`` run over it: the sandbox
     is prepared once (it checks the reference solution first) and each student's source runs in a sandbox of its
     own, as in any class. The tests below read their own student's verdict (the sandbox's answer for that source,
@@ -512,6 +572,12 @@ def rechecked(tmp_path_factory, shared, secrets):
     fifo.chmod(0o666)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open before the writer: its open() waits for one
     sources["detached"] = _detaching(fifo)
+    daemon = socket.socket(socket.AF_UNIX)  # as a daemon's under /run (D-Bus's system bus is 0666 too)
+    daemon.bind(str(shared / "daemon.sock"))
+    (shared / "daemon.sock").chmod(0o666)
+    daemon.listen(8)
+    shmid, address = shared_memory
+    sources["knocking"] = _knocking(shared / "daemon.sock", shmid, message_queue)
     for student, source in sources.items():
         result = SimpleNamespace(name="split_heads", status="passed", message="…", mistakes=(), source=source)
         Progress(folder / "class" / student / "progress.json").record_exercise(result)
@@ -541,8 +607,13 @@ def rechecked(tmp_path_factory, shared, secrets):
             said += chunk
     finally:
         os.close(reader)
+    knocked = bool(select.select([daemon], [], [], 0)[0])  # a connection waits in its queue: none is accepted
+    daemon.close()
+    written = ctypes.string_at(address, 5)
+    queued = message_queue and Path(message_queue).read_text().split()[0]  # "QSIZE:<bytes queued>"
     counts = {r["measure"]: int(r["count"]) for r in _rows(out) if r["item"] == "split_heads"}
     return SimpleNamespace(status=status, counts=counts, marker=marker, fifo_said=said, fifo_closed=closed,
+                           knocked=knocked, written=written, queued=queued,
                            verdict={student: verdicts.get(source) for student, source in sources.items()},
                            printed=printed.getvalue())
 
@@ -590,6 +661,7 @@ def test_a_students_code_runs_as_nobody_with_limits_in_an_empty_folder(rechecked
     assert got["env"]["HOME"] == got["cwd"] and got["env"]["PYTHONPATH"] == str(ROOT)
     assert -1 not in got["limits"]  # RLIM_INFINITY: each of the four is limited
     assert got["interfaces"] == ["lo"]  # a network namespace of its own
+    assert (got["status"]["NoNewPrivs"], got["status"]["Seccomp"]) == ("1", "2")  # setuid raises nothing; filtered
 
 
 @AS_ROOT
@@ -651,6 +723,22 @@ def test_recheck_as_another_user_than_root_is_refused_before_anything_runs(plant
     assert started == []
 
 
+def test_recheck_on_a_machine_whose_syscall_numbers_it_lacks_is_refused(planted_class, tmp_path, monkeypatch,
+                                                                         capsys):
+    """The seccomp filter names socket(2) by its number, known on x86_64 and aarch64: elsewhere the student's code
+    could reach the machine's Unix sockets, so nothing runs (one line, exit 2)."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "uname", lambda: SimpleNamespace(machine="riscv64"))
+    started, read = [], []
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
+    out = tmp_path / "report"
+    assert class_report.main([str(planted_class), "--recheck", "--out", str(out)]) == 2
+    assert (started, read) == ([], []) and not out.exists()
+    assert "riscv64" in capsys.readouterr().err  # the line names the machine
+
+
 @pytest.mark.parametrize("euid", [0, 1000])
 def test_recheck_user_without_recheck_is_refused_before_anything_is_read(planted_class, tmp_path, euid,
                                                                          monkeypatch, capsys):
@@ -672,6 +760,32 @@ def test_a_detached_process_does_not_outlive_the_report(rechecked):
     FIFO reads to its end (every writer gone) once the report has returned."""
     assert rechecked.fifo_closed, "the planted process still holds the FIFO after the report ended"
     assert rechecked.fifo_said == b"started\n"  # it did start
+
+
+@AS_ROOT
+def test_a_students_code_connects_to_no_unix_socket(rechecked):
+    """A daemon's socket under /run that any user may write to (as D-Bus's system bus and CUPS's are): the student's
+    code tried to connect, then passed (it ran); the listener got no connection."""
+    assert rechecked.verdict["knocking"] is True
+    assert not rechecked.knocked
+
+
+@AS_ROOT
+def test_a_students_code_writes_no_shared_memory_of_the_machine(rechecked):
+    """System V IPC (a segment of mode 0666) is the machine's unless the sandbox has its own IPC namespace: the
+    same student's code wrote into one by its id, then passed; the segment holds nothing."""
+    assert rechecked.verdict["knocking"] is True
+    assert rechecked.written == bytes(5)
+
+
+@AS_ROOT
+def test_a_students_code_sends_to_no_message_queue_of_the_machine(rechecked):
+    """POSIX message queues are reached by path too, where the machine mounts them: the sandbox's /dev/mqueue is an
+    empty tmpfs of its own. The same student's code sent to one (mode 0666), then passed; the queue holds nothing."""
+    if rechecked.queued is None:
+        pytest.skip("no mqueue file system mounted at /dev/mqueue on this machine: nothing to reach there")
+    assert rechecked.verdict["knocking"] is True
+    assert rechecked.queued == "QSIZE:0"
 
 
 @AS_ROOT

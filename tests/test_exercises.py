@@ -20,9 +20,9 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
-from helpers import scaled
+from helpers import _build_notebook, numbers_in, scaled
 
-from lesson_lib import paper
+from lesson_lib import costs, paper
 from lesson_lib.attention import head_width, softmax
 from lesson_lib.practice import worker
 from lesson_lib.practice.checkers import split_heads_shape_mistake
@@ -599,9 +599,100 @@ def test_count_accepts_numeric_types_but_not_text():
     assert not ex.check("count_multiplies", lambda n, d, h: str(4 * n * d * d + 2 * n * n * d)).passed
 
 
-def test_unknown_exercise():
-    with pytest.raises(KeyError, match="split_heads"):
-        ex.check("nope", stub)
+@pytest.mark.parametrize("call", [lambda name: ex.check(name, stub), ex.spec, ex.show_solution],
+                         ids=["check", "spec", "show_solution"])
+def test_a_typo_in_the_exercise_name_is_said_in_the_checkers_box_with_the_closest_name(call):
+    """A learner's typo gets the checker's message box, not a KeyError's traceback; nothing is recorded for it."""
+    from lesson_lib.practice import progress
+
+    result = call("split_head")
+    assert result.status == "error" and result.message.count("'split_heads'") == 2  # the guess, then the list
+    assert "lesson-exercise-error" in result._repr_html_()
+    assert "split_head" not in progress.default_progress().data["exercises"]
+    assert [call("nope").message.count(f"'{name}'") for name in NAMES] == [1] * len(NAMES)  # no guess: the list
+
+
+def test_the_stub_put_back_after_a_pass_says_the_pass_is_kept(monkeypatch, tmp_path):
+    """Restart & Run All with the stub restored: still todo, and the message goes on to say the earlier pass stands."""
+    from lesson_lib.practice import progress
+
+    monkeypatch.setenv("LESSON_PROGRESS_FILE", str(tmp_path / "progress.json"))
+    fresh = ex.check("split_heads", stub)
+    assert ex.check("split_heads", _retyped("split_heads")).passed
+    again = ex.check("split_heads", stub)
+    assert again.status == "todo" and again.message.startswith(fresh.message) and again.message != fresh.message
+    assert progress.default_progress().entry("split_heads")["passed"]
+
+
+@pytest.mark.parametrize("off", [0.5, 1e-6, -0.25])
+def test_a_float_count_is_echoed_exactly_and_said_to_be_no_whole_number(off):
+    """54,988,800.5 used to be echoed as 5.49888e+07, the answer's own digits: now every digit it has."""
+    right = costs.count(50, D, H).matmul_total  # the first case
+    result = ex.check("count_multiplies", lambda n, d, h: 4 * n * d * d + 2 * n * n * d + off)
+    echoed = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", result.message)]
+    assert echoed == [right + off] and result.mistakes == ("other",)
+    near_int = ex.check("count_multiplies", lambda n, d, h: 4 * n * d * d + 2 * n * n * d + 1).message
+    assert len(re.sub(r"[\d,.]+", "", result.message)) > len(re.sub(r"[\d,.]+", "", near_int))  # says more
+
+
+def _uncommented(source: str) -> str:
+    """A cell with every commented line of code uncommented, as Ctrl + / does (prose comments start in Chinese)."""
+    return re.sub(r"^(\s*)# (?=[ -~])", r"\1", source, flags=re.M)
+
+
+def _code_cells() -> list[str]:
+    build = _build_notebook()
+    return [c["source"] for src, *_ in build.NOTEBOOKS.values() for c in build.source_cells(src=src)
+            if c["kind"] == "code"]
+
+
+def test_every_scaffold_uncommented_is_python():
+    """A scaffold's placeholders are ``...``: uncommented, the cell runs (「……」 was a SyntaxError in English)."""
+    cells = _code_cells()
+    assert sum("def my_" in c for c in cells) == len(NAMES)  # the exercises' cells are among them
+    from IPython.core.inputtransformer2 import TransformerManager  # %matplotlib as IPython runs it
+
+    for cell in cells:
+        ast.parse(TransformerManager().transform_cell(_uncommented(cell)))
+
+
+def test_a_scaffold_run_unchanged_is_told_what_is_missing():
+    """Exercise 2's scaffold uncommented and run as it is reaches the checker, which names its ``...`` lines."""
+    cell = next(c for c in _code_cells() if "def my_multi_head_attention_loop" in c)
+    text = _uncommented(cell).split("exercises.check(")[0]
+    linecache.cache["<scaffold>"] = (len(text), None, text.splitlines(True), "<scaffold>")  # as IPython keeps it
+    namespace = {"display": lambda *a: None, "__name__": __name__}
+    exec(compile(text, "<scaffold>", "exec"), namespace)
+    fn = namespace["my_multi_head_attention_loop"]
+    result = ex.check("multi_head_attention_loop", fn)
+    source = inspect.getsource(fn).splitlines()
+    named = [int(n) for n in numbers_in(result.message.split("...")[0])]
+    assert result.status == "todo" and named == [i + 1 for i, line in enumerate(source) if "..." in line]
+    numpy_ellipsis = ex.check("split_heads", lambda x, h: x[..., :].reshape(len(x), h, -1).transpose(1, 0, 2))
+    assert numpy_ellipsis.passed  # x[..., i] is numpy's, no placeholder
+
+
+def test_a_print_flood_shows_its_first_lines_then_how_many_were_left_out(capsys):
+    def chatty(n, d_model, h):
+        for i in range(2000):  # 5 cases: 10,000 lines, far below the worker's 1 MB
+            print("€", i)
+        return 4 * n * d_model * d_model + 2 * n * n * d_model
+
+    assert ex.check("count_multiplies", chatty).passed  # the verdict is as it was
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[:worker.OUTPUT_LINES] == [f"€ {i}" for i in range(worker.OUTPUT_LINES)]
+    assert [numbers_in(line) for line in shown[worker.OUTPUT_LINES:]] == [[10_000 - worker.OUTPUT_LINES]]
+
+
+def test_a_long_line_of_output_is_cut_between_characters(capsys):
+    def one_long_line(n, d_model, h):
+        print("€" * 3000)  # 3 bytes each in UTF-8, 9,000 in all: more than the worker shows
+        return 4 * n * d_model * d_model + 2 * n * n * d_model
+
+    assert ex.check("count_multiplies", one_long_line).passed
+    first, *rest = capsys.readouterr().out.splitlines()
+    assert first == "€" * (worker.OUTPUT_BYTES // 3)  # whole characters only, no U+FFFD
+    assert [numbers_in(line) for line in rest] == [[5]]  # the 5 cases' lines, none shown whole
 
 
 def test_results_show_pass_and_fail_colours():

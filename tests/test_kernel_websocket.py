@@ -148,3 +148,35 @@ def test_the_lessons_server_logs_no_ping_warning_from_jupyter_servers_own_keepal
         general.filters[:] = before
     assert [r.getMessage() for r in caplog.records] == []
     assert timeout == params.ping_interval  # tornado's own ping timeout is left as it was
+
+
+def test_the_lessons_server_logs_no_closed_stream_warning_after_a_kernel_restart(tmp_path, caplog):
+    """After a restart pyzmq may hand a closed channel's stream its last events; it drops them and warns in English
+    ("Got events for closed stream") on the terminal the learner was promised one Chinese line in."""
+    import logging
+
+    zmq = pytest.importorskip("zmq")
+    from zmq.eventloop.zmqstream import ZMQStream
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import lab_settings
+
+    lab_settings.write(tmp_path)
+    context = zmq.Context()
+    stream = ZMQStream(context.socket(zmq.PAIR))
+    stream.close()
+    general = logging.getLogger("tornado.general")
+    before = list(general.filters)
+    general.filters[:] = [f for f in before if type(f).__name__ != "_NoClosedStreamNotice"]
+    try:
+        with caplog.at_level(logging.WARNING, logger="tornado.general"):
+            stream._handle_events(0, zmq.POLLIN)  # what the IO loop calls for such an event
+            assert caplog.records, "pyzmq no longer warns: this filter can go"
+            caplog.clear()
+            PyFileConfigLoader("jupyter_server_config.py", path=str(tmp_path / "etc/jupyter")).load_config()
+            stream._handle_events(0, zmq.POLLIN)
+            general.warning("another warning")  # the filter lets others through
+    finally:
+        general.filters[:] = before
+        context.term()
+    assert [r.getMessage() for r in caplog.records] == ["another warning"]

@@ -83,3 +83,27 @@ def test_the_stored_core_fits_one_class(bench):
 
     in_class, home = bench.totals(bench.estimate(json.loads(bench.NOTEBOOK.read_text(encoding="utf-8"))))
     assert in_class <= 75 and 0 < home <= 30
+
+
+def test_the_teaching_plan_shows_what_the_model_computes(bench):
+    """docs/teaching.md's time plan: each section's row, the totals and the minutes left in class are the
+    figures `python benchmarks/run.py lesson_time` prints for the stored core (one decimal, as it prints)."""
+    import json
+    import re
+
+    sections = bench.estimate(json.loads(bench.NOTEBOOK.read_text(encoding="utf-8")))
+    by_number = {title.split()[0]: row for title, row in sections.items()}
+    plan = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) [^|]*\|\s*([\d.]+)\s*\|\s*([\d.]*)\s*\|", plan, flags=re.M)
+    assert [number for number, _, _ in rows] == list(by_number)  # every section once, in order
+    for number, in_class, home in rows:
+        assert in_class == f"{by_number[number]['class']:.1f}", number
+        assert (home or "0.0") == f"{by_number[number]['home']:.1f}", number
+    in_class, home = bench.totals(sections)
+    total_row = re.search(r"^\| \*\*[^|*]+\*\* \| \*\*([\d.]+)\*\* \| \*\*([\d.]+)\*\* \|", plan, flags=re.M)
+    assert total_row.groups() == (f"{in_class:.1f}", f"{home:.1f}")
+    # the paragraph under the table: the class total, the class's 75 minutes, what is left of them
+    after = plan[total_row.end():].split("\n\n")[1]
+    said_total, class_minutes, left = re.findall(r"\d+(?:\.\d+)?", after)[:3]
+    assert (said_total, float(class_minutes)) == (f"{in_class:.1f}", 75)
+    assert left == f"{75 - in_class:.1f}"

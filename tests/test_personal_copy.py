@@ -118,6 +118,25 @@ def test_the_labs_are_copied_beside_the_lesson_and_never_overwritten(tmp_path):
     personal_copy.fresh_copy(root)  # a fresh start renames the learner's lab aside, like the lesson
     assert labs[0].read_text(encoding="utf-8") == '{"cells": ["lab"]}'
     assert [p.read_text(encoding="utf-8") for p in path.parent.glob(f"{labs[0].stem}-*.ipynb")] == ["my lab run"]
+    # the other lab is byte for byte what the course writes: nothing of the learner's to keep aside
+    assert list(path.parent.glob(f"{labs[1].stem}-*.ipynb")) == [] and labs[1].is_file()
+
+
+def test_on_a_hub_a_course_update_keeps_aside_only_the_labs_that_differ_from_the_new_course(tmp_path, monkeypatch):
+    image = _real_repo(tmp_path, monkeypatch)
+    for lab in personal_copy.LABS:
+        (image / lab).write_text('{"cells": ["lab"]}', encoding="utf-8")
+    home = tmp_path / "home"
+    path, _ = personal_copy.update_copy(image, home)
+    labs = [path.parent / lab.name for lab in personal_copy.LABS]
+    _edit(path, "the student's own note")  # so the update keeps the lesson's copy aside (with its notice)
+    labs[0].write_text("my lab run", encoding="utf-8")
+    _edit(image / personal_copy.LESSON, "a course update")  # the labs unchanged
+    personal_copy.update_copy(image, home)
+    assert len(list(path.parent.glob("day11_multi_head_attention-*.ipynb"))) == 1
+    assert [p.read_text(encoding="utf-8") for p in path.parent.glob(f"{labs[0].stem}-*.ipynb")] == ["my lab run"]
+    assert list(path.parent.glob(f"{labs[1].stem}-*.ipynb")) == []
+    assert [p.read_text(encoding="utf-8") for p in labs] == ['{"cells": ["lab"]}'] * 2
 
 
 def test_every_lab_the_build_knows_gets_a_personal_copy():

@@ -175,6 +175,9 @@ BAD = {  # what is wrong -> (the change to GOOD, the question and the field the 
     "a list as the kind": (('kind = "single"', 'kind = ["single"]'), "X1", "kind"),
     "a list as the function": (('call = "paper.base_d_model"', 'call = ["paper.base_d_model"]'), "",
                                "values.d_model.call"),
+    "an unknown per": (('target = "scores"', 'target = "scores"\nper = ["head", "heads"]'), "X2", "boxes[1].per"),
+    "a per not a list": (('target = "scores"', 'target = "scores"\nper = "head"'), "X2", "boxes[1].per"),
+    "a list in per": (('target = "scores"', 'target = "scores"\nper = [["head"]]'), "X2", "boxes[1].per"),
 }  # fmt: skip
 
 

@@ -378,7 +378,8 @@ def test_an_unread_box_echoes_what_it_read(text):
      # the word that may change the number, whole: 「不分组」, not 「不」
      ("Q6", ["64", "1536（不分组）"], "不分组"), ("Q2", ["32——才怪", "不变"], "才怪"),
      ("S4b", ["40000，和头数无关", "会"], "和头数无关"), ("Q2", ["32 不对", "不变"], "不对"),
-     ("Q6", ["64", "512 per group"], "per"), ("Q6", ["64", "4 groups"], "groups")],  # the word it cannot read
+     ("Q6", ["64", "512 per group"], "per"), ("Q6", ["64", "4 groups"], "groups"),  # the word it cannot read
+     ("S4", ["80000", "1280000 Per Head"], "Per Head"), ("Q6", ["64", "512（每个头）"], "每个头")],
 )  # fmt: skip
 def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
     """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""
@@ -422,7 +423,9 @@ def test_a_note_after_a_shape_is_refused_without_quoting_a_fragment_never_typed(
      ("Q2", ["512 / 8 个头", "不变"], "note"), ("Q3", ["8×64n²(n=12)", "512n²"], "note"),
      ("Q2", ["32 heads", "不变"], "note"), ("Q6", ["64", "512 组"], "note"),
      ("Q3", ["h 8 d_k 64 n²", "512n²"], "operator"), ("Q6", ["64", "512（12 组的 1/3）"], "disowned"),
-     ("Q6", ["64", "512 per group"], "expression"), ("Q6", ["64", "4 groups"], "expression")],
+     ("Q6", ["64", "512 per group"], "expression"), ("Q6", ["64", "4 groups"], "expression"),
+     ("Q3", ["512n² per head", "512n²"], "per"), ("S4b", ["40000（每个头）", "会"], "per"),
+     ("Q2", ["32 per token", "不变"], "per")],
 )  # fmt: skip
 def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
     """Each habit (a shape of another length, //, LaTeX, two values side by side …) is told its own fix, not a
@@ -783,7 +786,9 @@ def test_a_version_ignores_teaching_text_but_not_the_key():
 
     q = qq.question("S4")
     box = q.key.boxes[0]
-    reworded = replace(q.key, boxes=(replace(box, generic="另一句提示", hints=()), *q.key.boxes[1:]), praise="好")
+    # per (S4's first box counts one head): which count words stand beside a value, not which value is right
+    box_reworded = replace(box, generic="另一句提示", hints=(), per=())
+    reworded = replace(q.key, boxes=(box_reworded, *q.key.boxes[1:]), praise="好")
     assert question_version(q.prompt, reworded, q.kind) == q.version
     moved = replace(q.key, boxes=(replace(box, target=box.target + 1), *q.key.boxes[1:]))
     assert question_version(q.prompt, moved, q.kind) != q.version

@@ -141,3 +141,4 @@ def test_minimums_are_the_declared_floors():
             declared[m.group(1).replace("-", "_").lower()] = m.group(2)
     minimum = {dist: floor for dist, (floor, _) in env.PACKAGES.items()}
     assert {dist: declared[dist] for dist in minimum} == minimum
+

@@ -186,11 +186,34 @@ def test_section_4_says_nothing_about_timing_that_the_reading_does_not_compute(c
         monkeypatch.setattr(s04_costs, "time_kernel", lambda **_: times)
         return s04_costs.timing_text(ns=[512], d_model=D, heads=list(times)).splitlines()[-1]
 
-    slow, fast = reading({1: 0.010, 8: 0.020, 64: 0.100}), reading({1: 0.010, 8: 0.011, 64: 0.100})
-    assert numbers_in(slow) == [512, 1, 1, 8, 2.0, 64, 10.0, 8, 1]  # n; h = 1 is 1; each h's ratio; the verdict's h
-    assert numbers_in(fast) == [512, 1, 1, 8, 1.1, 64, 10.0, 8, 1]
-    verdict = [sentences(r)[-1] for r in (slow, fast)]  # "在这台电脑上，h = 8 …" names the two h either way
-    assert verdict[0] != verdict[1] and all("h = 8" in v and "h = 1" in v for v in verdict), verdict
+    slow, fast = reading({1: 0.010, 8: 0.020, 64: 0.100}), reading({1: 0.010, 8: 0.011, 64: 0.012})
+    assert numbers_in(slow) == [512, 1, 1, 8, 2.0, 64, 10.0, 64, 1]  # n; h = 1 is 1; each h's ratio; the verdict's h
+    assert numbers_in(fast) == [512, 1, 1, 8, 1.1, 64, 1.2, 1, 64]
+    verdict = [sentences(r)[-1] for r in (slow, fast)]  # "在这台电脑上，h = 64 …" names the two h either way
+    assert verdict[0] != verdict[1] and all("h = 64" in v and "h = 1" in v for v in verdict), verdict
+
+
+@pytest.mark.parametrize(
+    ("times", "read"),
+    [
+        ({1: 10, 8: 12, 64: 12.4}, "alike"),  # all within SIMILAR_TIME of h = 1
+        ({1: 10, 8: 12, 64: 30}, "slower"),
+        ({1: 10, 8: 9, 64: 30}, "slower"),  # h = 8 a little below h = 1: noise, not a disturbance
+        ({1: 29.3, 8: 53.4, 64: 34.4}, "disturbed"),  # a learner's busy machine: h = 64 clearly below h = 8
+        ({1: 30, 8: 12, 64: 13}, "disturbed"),
+    ],
+)
+def test_the_timing_verdict_reads_every_measurement(times, read):
+    """The verdict after the timings is worded from all of them: a series whose larger h is clearly faster
+    (more heads never do less work) says the timing was disturbed; it names no h then."""
+    kinds = {
+        "alike": s04_costs.timing_verdict({1: 1, 8: 1, 64: 1}),
+        "slower": s04_costs.timing_verdict({1: 1, 8: 2, 64: 3}),
+        "disturbed": s04_costs.timing_verdict({1: 3, 8: 1, 64: 1}),
+    }
+    said = re.sub(r"h = \d+", "h", s04_costs.timing_verdict(times))  # which sentence, whichever h it names
+    assert said == re.sub(r"h = \d+", "h", kinds[read])
+    assert ("h = " in s04_costs.timing_verdict(times)) == (read != "disturbed")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -92,7 +92,10 @@ def test_learner_setup_installs_requirements_txt_with_the_tested_versions(tmp_pa
     calls, proc = _setup(repo)
     assert "-m pip install --quiet -r requirements.txt -c constraints.txt" in calls
     assert not any("requirements-dev" in c for c in calls)
-    assert ".venv" in proc.stdout.splitlines()[-1]  # the last line names the environment
+    *_, ready, then = proc.stdout.splitlines()
+    assert ".venv" in ready  # the environment is named
+    opens = re.search(r"```bash\n(.+)\n```", (ROOT / "README.md").read_text(encoding="utf-8"))[1]  # README's step 1
+    assert opens == "bash scripts/setup.sh" and opens in then  # the last line: how to open the lesson next
     assert any("requirements-dev.txt" in c for c in _setup(repo, "--dev")[0])  # dev needs more: installs
 
 

@@ -143,8 +143,7 @@ def as_text(answer) -> str:
 def clean(answer, limit: int) -> str:
     """At most ``limit`` characters, control characters (but newline and tab) as spaces."""
     text = as_text(answer)[:limit]
-    control = [unicodedata.category(c)[0] == "C" and c not in "\n\t" for c in text]
-    return "".join(" " if bad else c for c, bad in zip(text, control))
+    return "".join(c if c in "\n\t" or unicodedata.category(c)[0] != "C" else " " for c in text)
 
 
 ALIASES = {
@@ -167,6 +166,9 @@ _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为
                      r"|多了|的话"
                      r"|时(?=.*时|[^()]*\))|[以往向][上下]|以内|之间|还是|如果|假如|要是|若|(?<![另此])外"
                      r"|其[他它]|[倒对]数|[相取]反|打底|[开出]头|(?<=[\d)])\s*多|的\s*\d+\s*/\s*\d+")
+# 「per head」「每个头」「一个头」: a count of one head (token, layer), read where the box says per
+_PER = re.compile(r"(?:per[\s-]*|每\s*一?|一|单\s*(?=个))\s*个?\s*(head|token|layer|头|词元?|层)")
+PER_WORDS = {"头": "head", "词": "token", "词元": "token", "层": "layer"}  # and head, token, layer
 _COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B
 _SAME_AS = re.compile(r"(?:和|跟|与|同)\s*([0-9a-z_\s+\-*/^().×·]+?)\s*(?:一样|相等|相同|一致)")
@@ -316,14 +318,14 @@ def _note(m: re.Match, symbols: dict[str, Poly], labels) -> str:
     return " " if not body.strip("= ") or _remark(body, symbols, labels) else f"({body})"
 
 
-def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, str]:
+def read_value(text, symbols: dict[str, Poly], labels=(), per=()) -> tuple[Poly | None, str]:
     """(value, "") or (None, why not: an ``Unread`` that quotes the box). Never guesses: every side
     of ``=`` must agree (the box's own name in ``labels`` may stand as a side), and so must a note
-    in parentheses (「(h=16)」 must hold for the question); words may stand around the one number,
-    never disown it, change it or hold another."""
+    in parentheses (「(h=16)」 must hold); words may stand around the one number, never disown it,
+    change it, hold another or count per head (token, layer) unless ``per`` does."""
     typed = clean(text, 10 * MAX_CHARS["form"]).strip()
     try:
-        return _read(as_text(text).strip(), symbols, labels), ""
+        return _read(as_text(text).strip(), symbols, labels, per), ""
     except ExpressionError as exc:  # a quote as typed: 「HEAD」, not the parser's 「head」
         if exc.reason == "zero":  # the divide does not know what the box takes
             exc = ExpressionError(f"{exc}：请填{_wanted(symbols)}。", exc.reason)
@@ -333,7 +335,7 @@ def read_value(text, symbols: dict[str, Poly], labels=()) -> tuple[Poly | None, 
         return None, Unread(f"这一栏读到的是「{shown}」。{why}", exc.reason)
 
 
-def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
+def _read(raw: str, symbols: dict[str, Poly], labels, per) -> Poly:
     if len(raw) > MAX_CHARS["form"]:
         raise ExpressionError(f"写了 {len(raw):,} 个字符，太长了：只填一个数或一个式子"
                               f"（{MAX_CHARS['form']} 字以内）。", "long")
@@ -341,6 +343,7 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     for pattern, replacement in _UNFOLDED:
         t = re.sub(pattern, replacement, t)
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS)
+    other = [m[0] for m in _PER.finditer(t) if PER_WORDS.get(m[1], m[1]) not in per]  # said last
     # the box's own name glued to its number (d_k32, dk32) says name = number, as 「d_k 32」 does
     t = _GLUED.sub(lambda m: f"{m[1]} {m[2]}" if ALIASES.get(m[1], m[1]) in labels else m[0], t)
     for pattern, replacement in _FOLDED:
@@ -375,7 +378,7 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
     worded = bool(_WORDS.search(t))
     try:
         t = re.sub(r"\(([^()]*)\)", partial(_note, symbols=symbols, labels=labels), t)
-        return _read_noted(" = ".join(_pieces(t, symbols, labels)), symbols, labels)
+        value = _read_noted(" = ".join(_pieces(t, symbols, labels)), symbols, labels)
     # several values, or words between two (no "=" was written for certain): the numbers named
     # as typed, 「不止一个数（8、64）」
     except ExpressionError as exc:
@@ -384,6 +387,10 @@ def _read(raw: str, symbols: dict[str, Poly], labels) -> Poly:
             what = f"不止一个数（{'、'.join(numbers)}）" if len(numbers) > 1 else "不止一个数或式子"
             raise ExpressionError(f"读到了{what}，这一栏只填一个。", "several") from None
         raise
+    if other:  # the one value read, said to be of another count (40000 per head, in a total)
+        raise ExpressionError(f"文字「{other[0]}」说的是另一种计数，和这一栏问的不是同一个数："
+                              f"请只填这一栏要的数，不写「{other[0]}」。", "per")
+    return value
 
 
 def _named(t: str, symbols: dict[str, Poly], labels) -> str:
@@ -485,10 +492,11 @@ class NumberBox:
     placeholder: str = ""
     # other names of the box's unknown: 「d_k = d_v = 32」 reads as 32
     labels: tuple[str, ...] = ()
+    per: tuple[str, ...] = ()  # what one value counts: head, token, layer; none for a total
 
     def read(self, text: str) -> tuple[Fraction | Poly | None, str]:
         symbols = {k: v if isinstance(v, Poly) else Poly.const(v) for k, v in self.symbols.items()}
-        value, why = read_value(text, symbols, (self.name, *self.labels))
+        value, why = read_value(text, symbols, (self.name, *self.labels), self.per)
         if isinstance(self, ExpressionBox) or value is None:
             return value, why
         # a number box's symbols are numbers and parse_expression refuses n: what it read has no n
@@ -705,20 +713,19 @@ def check_choice(q: Question, answer) -> Feedback:
     """Radio buttons (``single``) or checkboxes (``multi``): each wrong key chosen is named with
     why it is wrong."""
     k: ChoiceKey = q.key
-    keys = tuple(key for key, _, _ in k.options)
-    why = {key: w for key, _, w in k.options}
+    why = {key: w for key, _, w in k.options}  # each key, in order, with why it is right or wrong
     single = q.kind == "single"
     typed = clean(answer, MAX_CHARS[q.kind] + 1)  # checkboxes' keys joined, or typed: B, AC, A、C
     if not typed.strip():
         return answer_first(q.id, "选一个选项" if single else "勾选你认为对的选项（可以多选）")
     folded = unicodedata.normalize("NFKC", typed).upper()
     chosen = sorted({ch for ch in folded if ch not in " ,、;/和\t\n"})
-    readable = len(typed) <= MAX_CHARS[q.kind] and chosen and set(chosen) <= set(keys)
+    readable = len(typed) <= MAX_CHARS[q.kind] and chosen and set(chosen) <= set(why)
     if readable and single and len(chosen) > 1:
         return Feedback(False, f"{fb.FORM}这道题只选一项，你选了 {'、'.join(chosen)}。", q.id)
     if not readable:
         how = "点选一个选项" if single else "勾选一个或几个选项"
-        message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(keys)}）。"
+        message = f"{fb.FORM}读到的是「{typed[:40]}」：请{how}（{'、'.join(why)}）。"
         return Feedback(False, message, q.id)
     if set(chosen) == k.answer:  # a single choice's answer is one key (questions.py checks)
         return Feedback(True, fb.RIGHT + k.praise, q.id)
@@ -797,10 +804,7 @@ def power_of_n(target: Poly, generic: str, value: Poly) -> str:
 
 
 # The checkers a question file may name: a form's ``whole``, an expression box's ``explain``.
-NAMED = {
-    "split_heads_shape": split_heads_shape,
-    "power_of_n": power_of_n,
-}
+NAMED = {checker.__name__: checker for checker in (split_heads_shape, power_of_n)}
 
 CHECKERS: dict[str, Callable[[Question, object], Feedback]] = {
     "form": check_form, "single": check_choice, "multi": check_choice, "self": check_self,

@@ -114,21 +114,22 @@ def answer_first(qid: str, what: str) -> Feedback:
     return Feedback(False, message, qid)
 
 
-# Wording that may improve without changing what is asked or accepted; an option's why teaches too.
-_TEACHING_TEXT = {
-    "hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer",
+# Not in a version: wording that may improve without changing what is asked or which value is right
+# (an option's why teaches too), and a box's ``per``: which count words it reads beside a value.
+_UNVERSIONED = {
+    "hints", "generic", "explain", "praise", "placeholder", "misconceptions", "model_answer", "per",
     "text",  # a rubric point's full wording (its name is what the learner ticks)
 }
 
 
 def _key_data(value):
-    """What json cannot write of a key: a dataclass's fields but teaching text and functions."""
+    """What json cannot write of a key: a dataclass's fields but the unversioned and functions."""
     if dataclasses.is_dataclass(value):
         out = {"type": type(value).__name__}
         for f in dataclasses.fields(value):
             if f.name == "options":
                 out[f.name] = [[str(o[0]), str(o[1])] for o in value.options]
-            elif f.name not in _TEACHING_TEXT:
+            elif f.name not in _UNVERSIONED:
                 out[f.name] = getattr(value, f.name)
         return out
     if isinstance(value, frozenset | set):

@@ -103,7 +103,7 @@ _OPTION = {"key": str, "label": TEXT, "why": TEXT}
 _BOX = {
     "name": str, "kind": str, "label": TEXT, "target": object, "symbols": dict,
     "labels": list, "unit": TEXT, "hints": list, "generic": TEXT, "placeholder": TEXT,
-    "explain": str, "options": list, "answer": str,
+    "explain": str, "options": list, "answer": str, "per": list,
 }  # fmt: skip
 _BOX_NEEDS = {
     "number": ("name", "label", "target"),
@@ -145,9 +145,8 @@ class _Reader:
             want = str if spec[name] == TEXT else spec[name]
             if want is not object and not isinstance(value, want):
                 raise self.fail(where + name, f"应当是{_TYPE_NAMES[want]}。")
-        for name in needs:
-            if name not in raw:
-                raise self.fail(where + name, f"没有写：{what}必须有 {name}，请补上。")
+        if missing := [name for name in needs if name not in raw]:  # the first, said with its kind
+            raise self.fail(where + missing[0], f"没有写：{what}必须有 {missing[0]}，请补上。")
         texts = {name: self.text(raw.get(name, ""), where + name)
                  for name, want in spec.items() if want == TEXT}
         return {**raw, **texts}
@@ -288,6 +287,10 @@ class _Reader:
         rows = self.rows(items, _OPTION, ("key", "label"), field)
         if len({o["key"] for o in rows}) < len(rows):
             raise self.fail(field, "里有重复的 key：每个选项一个不同的 key。")
+        for i, o in enumerate(rows):  # as shown: {d_k_lo} and {d_model} are both 512 at h = 1
+            if same := [p["key"] for p in rows[:i] if p["label"].strip() == o["label"].strip()]:
+                raise self.fail(f"{field}[{i}].label", f"和选项 {same[0]} 的一样，都显示成"
+                                f"「{o['label']}」：学生分不清 {same[0]} 和 {o['key']}，请改一个。")
         return tuple((o["key"], o["label"], o["why"]) for o in rows)
 
     def choices(self, q: dict) -> checkers.ChoiceKey:
@@ -300,8 +303,7 @@ class _Reader:
             raise self.fail("answer", f"里的「{unknown[0]}」不是选项的 key（{'、'.join(keys)}）。")
         if q["kind"] == "single" and len(answer) != 1:
             raise self.fail("answer", f"应当只写一个 key（{'、'.join(keys)} 之一）：这是单选题。")
-        unexplained = [key for key, _, why in options if key not in answer and not why]
-        if unexplained:
+        if unexplained := [key for key, _, why in options if key not in answer and not why]:
             problem = f"里错的选项 {unexplained[0]} 缺少 why：选了它的学生要读到错在哪里。"
             raise self.fail("options", problem)
         return checkers.ChoiceKey(options, answer, q["praise"])
@@ -339,8 +341,11 @@ class _Reader:
         rows = self.rows(b.get("hints", []), _HINT, ("value", "says"), f"{where}.hints")
         hints = tuple((self.number(h["value"], f"{where}.hints[{i}].value", unknown), h["says"])
                       for i, h in enumerate(rows))
+        if unknown := [p for p in b.get("per", ()) if p not in checkers.PER_WORDS.values()]:
+            raise self.fail(f"{where}.per", f"里的「{unknown[0]}」不认识：一个值数的是每个头、"
+                            "每个词元或每层时写 \"head\"、\"token\" 或 \"layer\"；合计不写 per。")
         extra = dict(unit=b["unit"], hints=hints, placeholder=b["placeholder"],
-                     labels=tuple(b.get("labels", ())))
+                     labels=tuple(b.get("labels", ())), per=tuple(b.get("per", ())))
         if kind == "number":
             extra["generic"] = b["generic"]
             return checkers.NumberBox(b["name"], b["label"], target, symbols, **extra)

@@ -7,6 +7,7 @@ never code). POSIX only (Linux, macOS; Windows through WSL2). Nothing starts at 
 from __future__ import annotations
 
 import atexit
+import codecs
 import contextlib
 import json
 import os
@@ -26,7 +27,8 @@ START_S = 60.0  # a cold start on a busy class hub may be slow; not in the learn
 GRACE_S = 5.0
 MEMORY_HEADROOM = 2 * 2**30  # bytes a job may allocate (Linux): a huge array raises MemoryError
 FILE_BYTES = 2**20  # what a job and its children may write to a file, output included: OSError
-OUTPUT_BYTES = 4000  # the end of what a job writes that is shown
+OUTPUT_LINES = 40  # the start of what a job writes that is shown: these lines, at most
+OUTPUT_BYTES = 4000
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,9 @@ def run(target: str, payload: bytes, budget: float, preload: tuple[str, ...]) ->
         child = _child
         late = False
         try:
-            child.ready = child.ready or _started(child)
+            # a new child says "ready" within START_S, or a failed preload ends it (ValueError)
+            with contextlib.suppress(ValueError):
+                child.ready = child.ready or _answer(child, START_S) == "ready"
             if not child.ready:  # the next run starts another child, as after a kernel restart
                 return Reply("nostart", stop(1.0), child.log[-300:])
             pickle.dump((target, payload, budget), child.process.stdin, pickle.HIGHEST_PROTOCOL)
@@ -121,23 +125,20 @@ def _answer(child: _Child, wait: float) -> object:
     return json.loads(child.process.stdout.readline(FILE_BYTES))
 
 
-def _started(child: _Child) -> bool:
-    """Whether a new child says "ready" within START_S: a preload that fails to import ends it, a
-    start that never ends does not answer. Not counted in the learner's budget."""
-    with contextlib.suppress(ValueError):
-        return _answer(child, START_S) == "ready"
-    return False
-
-
 # --- in the child
 def _printed(out: int) -> str:
-    """The last OUTPUT_BYTES the job wrote to ``out`` (fds 1 and 2), emptied for the next job."""
-    size = os.fstat(out).st_size
-    tail = os.pread(out, OUTPUT_BYTES, max(0, size - OUTPUT_BYTES))
+    """The first OUTPUT_LINES lines (at most OUTPUT_BYTES) the job wrote to ``out`` (fds 1 and 2),
+    then how many lines were left out; emptied for the next job."""
+    lines = os.pread(out, FILE_BYTES, 0).splitlines(keepends=True)
     os.ftruncate(out, 0)
     os.lseek(out, 0, os.SEEK_SET)
-    cut = "…（前面的输出省略了）\n" if size > OUTPUT_BYTES else ""
-    return cut + tail.decode("utf-8", "replace")
+    head = b"".join(lines[:OUTPUT_LINES])[:OUTPUT_BYTES]
+    # not final: a character cut at the end is left out, never shown as �
+    shown = codecs.getincrementaldecoder("utf-8")("replace").decode(head)
+    if len(head) == sum(map(len, lines)):
+        return shown
+    left = len(lines) - shown.count("\n")  # a line shown in part counts as left out
+    return shown.rstrip("\n") + f"\n…（输出太长，后面 {left} 行没有显示）\n"
 
 
 def _spoiled(threads: int) -> bool:

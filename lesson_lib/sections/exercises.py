@@ -3,12 +3,13 @@ engine in ``practice.exercises``."""
 
 from __future__ import annotations
 
+import difflib
 import inspect
 
 from lesson_lib.attention import softmax
 from lesson_lib.practice import exercises as engine
 from lesson_lib.practice import worker
-from lesson_lib.practice.exercises import BUDGET_S, Exercise, ExerciseResult, _call
+from lesson_lib.practice.exercises import BUDGET_S, ExerciseResult, _call
 from lesson_lib.sections.s03_heads import exercises as s03
 from lesson_lib.sections.s04_costs import exercises as s04
 
@@ -17,14 +18,18 @@ MISTAKES = {**engine.MISTAKES, **s03.MISTAKES, **s04.MISTAKES}
 __all__ = ["BUDGET_S", "EXERCISES", "MISTAKES", "ExerciseResult", "_call", "softmax", "worker"]
 
 
-def exercise(name: str) -> Exercise:
-    if name not in EXERCISES:
-        raise KeyError(f"没有名为 {name!r} 的练习；可用的有 {', '.join(EXERCISES)}。")
-    return EXERCISES[name]
+def _unknown(name) -> ExerciseResult | None:
+    """A typo in the name: the checker's box says so, with the closest name (never a traceback)."""
+    if isinstance(name, str) and name in EXERCISES:
+        return None
+    near = difflib.get_close_matches(str(name), EXERCISES, n=1)
+    guess = "".join(f"是不是想写 {m!r}？" for m in near)
+    return ExerciseResult(str(name), "error", f"没有名为 {name!r} 的练习。{guess}"
+                          f"可用的有：{'、'.join(map(repr, EXERCISES))}。")
 
 
 def check(name: str, fn, *, budget: float | None = None) -> ExerciseResult:
-    return engine.check(exercise(name), fn, budget=budget)
+    return _unknown(name) or engine.check(EXERCISES[name], fn, budget=budget)
 
 
 class _Text(str):
@@ -38,10 +43,10 @@ class _Code(_Text):
         return f"```python\n{self}\n```"
 
 
-def spec(name: str) -> _Text:
-    return _Text(exercise(name).spec)
+def spec(name: str) -> _Text | ExerciseResult:
+    return _unknown(name) or _Text(EXERCISES[name].spec)
 
 
 def show_solution(name: str) -> _Code:
     """The reference solution's source (read by reflection, never a pasted copy)."""
-    return _Code(inspect.getsource(exercise(name).solution).rstrip())
+    return _unknown(name) or _Code(inspect.getsource(EXERCISES[name].solution).rstrip())

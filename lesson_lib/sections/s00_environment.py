@@ -48,7 +48,7 @@ def check() -> None:
     # the font needs matplotlib and its font package: set up only when nothing is missing
     if found := problems():
         print("\n".join(f"[需要处理] {name}：{message}" for name, message in found.items()))
-        print("修好后用菜单「运行 → 重启内核并运行所有单元格」（Run → Restart Kernel and Run All "
-              "Cells）。")
+        print("修好后用菜单「运行 → 重启内核 和 运行所有单元格…」（Run → Restart Kernel and Run "
+              "All Cells…）。")
     else:
         use_chinese_font()

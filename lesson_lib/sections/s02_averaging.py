@@ -9,6 +9,7 @@ import numpy as np
 
 from lesson_lib.attention import scaled_dot_product_attention
 from lesson_lib.checks import LessonInputTypeError, check_choice, check_number
+from lesson_lib.show.controls import LABEL_BESIDE, linked, slider
 from lesson_lib.show.plotting import largest
 from lesson_lib.show.tables import text_table
 from lesson_lib.show.theme import box
@@ -169,8 +170,6 @@ def demo_text(sharpness: float = 4.0) -> str:
 def demo_widget():
     """1 vs 2 heads and the query's sharpness; shows 她's weights and what survives."""
     import ipywidgets as w
-
-    from lesson_lib.show.controls import LABEL_BESIDE, linked, slider
 
     heads = w.ToggleButtons(options=[("1 个头", 1), ("2 个头", 2)], value=1, description="头数",
                             style={**LABEL_BESIDE, "button_width": "80px"})

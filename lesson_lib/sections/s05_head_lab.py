@@ -12,6 +12,8 @@ from lesson_lib.attention import multi_head_attention
 from lesson_lib.checks import check_int
 from lesson_lib.head_stats import mean_pairwise_js, row_entropy
 from lesson_lib.paper import BASE_D_MODEL, BASE_HEADS
+from lesson_lib.runtime.blas import one_blas_thread
+from lesson_lib.show.controls import linked, screen_reader_only, slider
 from lesson_lib.show.plotting import folded_table, heat_map
 from lesson_lib.show.tables import text_table
 from lesson_lib.show.theme import box
@@ -144,9 +146,6 @@ def comparison_table(heads=(1, 2, 8, 32, 64)) -> str:
 def lab_widget():
     """A slider over the divisors of d_model and a head to enlarge."""
     import ipywidgets as w
-
-    from lesson_lib.runtime.blas import one_blas_thread
-    from lesson_lib.show.controls import linked, screen_reader_only, slider
 
     heads = slider("头数 h", BASE_HEADS, options=[(str(h), h) for h in HEAD_CHOICES])
     zoom = slider("放大第几个头", 1, min=1, max=BASE_HEADS)

@@ -33,8 +33,7 @@ class TextTable(str):
     def _repr_html_(self) -> str:
         return self.html
 
-    def __repr__(self) -> str:  # text/plain: the text itself, not a quoted string
-        return str.__str__(self)
+    __repr__ = str.__str__  # text/plain: the text itself, not a quoted string
 
     def around(self, before: str = "", after: str = "") -> TextTable:
         text = "\n".join(part for part in (before, str.__str__(self), after) if part)

@@ -39,9 +39,7 @@ class UnigramTokenizer:
         best = [np.float32(-1e30)] * (n + 1)  # best[e]: score of the best cut of s[:e]
         back = [(0, self.unk)] * (n + 1)  # back[e]: (start of the last piece, its id)
         best[0] = np.float32(0)
-        for i in range(n):
-            if best[i] <= -1e29:
-                continue
+        for i in range(n):  # s[:i] always has a cut: the unknown step from i − 1
             for e in range(i + 1, min(n, i + self.max_piece) + 1):
                 idx = self.ids.get(s[i:e])
                 if idx is not None:

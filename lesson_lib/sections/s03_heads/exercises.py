@@ -109,8 +109,7 @@ def _mha_verdict(case, value, *args) -> None:  # args: x, w_q, w_k, w_v, w_o, h
             (n, d // h): ("one_head_only",
                           f"只返回了一个头的结果：要把 {h} 个头都算出来再拼接。"),
         }.get(got.shape, ("shape", "输出应当和输入 x 一样是 (n, d_model)。"))
-        raise Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{why}",
-                   (mistake,))
+        raise Stop("wrong", f"{case}：形状应为 {want.shape}，你的是 {got.shape}。{why}", (mistake,))
     advice = "逐项检查：列块切分、除以 √d_k、softmax 沿最后一轴、按头的顺序拼接、最后乘 W^O。"
     nonfinite = "：检查 softmax 是否先减去了每行的最大值。"
     values(case, got, want, nonfinite, _mha_mistakes(*args), advice)
@@ -144,7 +143,7 @@ def _mha_inputs(rng, n, d, h):
 
 SPLIT_HEADS = Exercise(
     name="split_heads",
-    spec="实现 my_split_heads(x, h)：输入 x 的形状是 (n, d_model)，h 整除 d_model。"
+    spec="实现 my_split_heads(x, h)：x 是投影后的 Q = X W^Q，(n, d_model)，h 整除 d_model。"
          "返回形状 (h, n, d_k) 的数组，d_k = d_model / h；"
          "第 i 个头是 x 的第 i 块连续的列 x[:, i·d_k:(i+1)·d_k]。"
          "只用 numpy 的 reshape 和 transpose。",

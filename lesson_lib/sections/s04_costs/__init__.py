@@ -2,6 +2,7 @@
 several h; §8's follow-up table of key/value sharing (MHA, GQA, MQA)."""
 
 import functools
+import itertools
 import timeit
 
 import numpy as np
@@ -10,7 +11,6 @@ from lesson_lib import attention
 from lesson_lib.attention import head_width
 from lesson_lib.checks import check_int
 from lesson_lib.costs import SOFTMAX_WORK, SOFTMAX_WORK_FORMULA, count, variants
-from lesson_lib.paper import BASE_HEADS
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.show.tables import text_table
 
@@ -56,7 +56,7 @@ def scores_text(d_model: int, heads) -> str:
 
 def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
     """Measured kernel time for each n and h, one line per n; then, at the largest n, each h against
-    the first in words: is "no extra cost" also true of time?"""
+    the first, and what all of them say: is "no extra cost" also true of time?"""
     lines = []
     times = {}
     for n in ns:
@@ -66,12 +66,20 @@ def timing_text(ns, d_model: int, heads, repeat: int = 3) -> str:
     first, *others = times or [None]
     if others:
         ratios = "，".join(f"h = {h} 是 {times[h] / times[first]:.1f} 倍" for h in others)
-        base = BASE_HEADS if BASE_HEADS in others else others[0]
-        verdict = (f"h = {base} 和 h = {first} 差不多快：用时也基本守恒"
-                   if times[base] / times[first] <= SIMILAR_TIME
-                   else f"h = {base} 明显比 h = {first} 慢：守恒的是乘法次数，不是用时")
-        lines.append(f"n = {ns[-1]} 时，以 h = {first} 为 1：{ratios}。在这台电脑上，{verdict}。")
+        lines.append(f"n = {ns[-1]} 时，以 h = {first} 为 1：{ratios}。{timing_verdict(times)}。")
     return "\n".join(lines)
+
+
+def timing_verdict(times: dict[int, float]) -> str:
+    """What every time ({h: seconds}) says together: more heads never do less work, so an h clearly
+    faster than a smaller h means another program took the CPU; else all alike, or more h slower."""
+    hs = sorted(times)
+    if any(times[a] > SIMILAR_TIME * times[b] for a, b in itertools.combinations(hs, 2)):
+        return "计时受到了干扰（电脑正忙）：头多的反而明显更快，请再运行一次"
+    slowest = max(hs, key=times.get)
+    if times[slowest] <= SIMILAR_TIME * times[hs[0]]:
+        return f"在这台电脑上，h = {hs[0]} 到 h = {hs[-1]} 差不多快：用时也基本守恒"
+    return f"在这台电脑上，h = {slowest} 明显比 h = {hs[0]} 慢：守恒的是乘法次数，不是用时"
 
 
 def kv_sharing_text(d_model: int, h: int, groups: int) -> str:

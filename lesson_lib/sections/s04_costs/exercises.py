@@ -10,6 +10,7 @@ import numpy as np
 
 from lesson_lib import paper
 from lesson_lib.costs import count
+from lesson_lib.practice.checkers import fmt_number
 from lesson_lib.practice.exercises import Exercise, Stop
 
 # (n, d_model, h) of each check's cases; the first two are the base model's, h and 2h
@@ -54,12 +55,9 @@ def _slips(c) -> dict:
 
 
 def _shown(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if value.bit_length() < 64:
-        return f"{value:,}"
-    # str() of a huge int is refused
-    return f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"
+    if isinstance(value, int) and value.bit_length() >= 64:  # str() of a huge int is refused
+        return f"一个约 {int(value.bit_length() * 0.30103) + 1} 位的整数"
+    return fmt_number(repr(value))  # every digit: 54,988,800.5, never 5.49888e+07
 
 
 def _count_verdict(case, value, n, d, h) -> None:
@@ -76,6 +74,8 @@ def _count_verdict(case, value, n, d, h) -> None:
         return
     mistake, hint = _slips(c).get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ "
                                                    "n²·d、weights × V n²·d、W^O n·d²。"))
+    if isinstance(value, float):  # a whole number's float was made an int above
+        hint = "它不是整数，而乘法次数一定是整数：检查是不是用了 / 而不是 //。" + hint
     raise Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {_shown(value)}。{hint}",
                (mistake,))
 

@@ -17,6 +17,7 @@ from lesson_lib.sections.s06_real_heads.views import (
     size_text,
     skip_without_model,
 )
+from lesson_lib.show.controls import linked
 from lesson_lib.show.tables import text_table
 
 LESSON_SENTENCE = "小明把苹果递给了小红，因为她帮过他。"
@@ -257,8 +258,6 @@ def minimal_pairs(model):
 def pronoun_widget(model):
     """A sentence with two names and a pronoun: where the pronoun head and the decoys send it."""
     import ipywidgets as w
-
-    from lesson_lib.show.controls import linked
 
     style = {"description_width": "4em"}
 

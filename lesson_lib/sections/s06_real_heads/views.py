@@ -13,6 +13,7 @@ from lesson_lib.models.pretrained import head_finder as finder
 from lesson_lib.models.pretrained import minilm
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s02_averaging import bar_html
+from lesson_lib.show.controls import linked, slider
 from lesson_lib.show.plotting import heat_map, sentence
 
 # The its→law head on two more sentences: "its" = car (it gets it), "its" = town (it does not)
@@ -240,8 +241,6 @@ def explorer_widget(model, layer=5, head=12, query="its"):
     """Sliders for layer and head, dropdowns for sentence and query token (a start the first
     sentence does not have is a Chinese error, not a silent clamp)."""
     import ipywidgets as w
-
-    from lesson_lib.show.controls import linked, slider
 
     with one_blas_thread():
         encodings = {text: model.attend(text) for _, text in EXPLORER_SENTENCES}

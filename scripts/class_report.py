@@ -7,7 +7,8 @@
 It only reads: a student's file is never renamed, rewritten or followed through a link. Students are numbered
 (学生 1, 2, …, in path order) unless ``--names`` is given. ``--recheck`` runs each exercise a student passed again
 from the stored source in scripts/recheck_sandbox.py (an unprivileged user, namespaces, limits, killed at the
-budget; only a JSON verdict comes back); a pass that does not repeat is marked 「未确认」.
+budget; only a JSON verdict comes back); a pass that does not repeat is marked 「未确认」, and the terminal's last
+line says how many were checked, as which user, and how many were not confirmed.
 Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped; an entry
 of the wrong type or size, or with an id this course does not have, is left out (as the lesson does) and said.
 Every path printed has its control characters escaped. The report is written as new files renamed into place:

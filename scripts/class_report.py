@@ -810,8 +810,8 @@ def recheck_line(r: Report, user: str) -> str:
     checked = sum(row.passed for row in r.exercises.values())
     failed = sum(row.unconfirmed for row in r.exercises.values())
     students = sum(bool(s.unconfirmed) for s in r.students)
-    return (f"--recheck：以用户 {user} 重跑存下的代码，检查了 {checked} 个通过的练习：{failed} 个没能确认"
-            f"（{students} 名学生），在报告里标为「通过但未确认」。")
+    whose = f"（{students} 名学生），在报告里标为「通过但未确认」" if failed else ""
+    return f"--recheck：以用户 {user} 重跑存下的代码，检查了 {checked} 个通过的练习：{failed} 个没能确认{whose}。"
 
 
 if __name__ == "__main__":

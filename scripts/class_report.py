@@ -7,7 +7,8 @@
 It only reads: a student's file is never renamed, rewritten or followed through a link. Students are numbered
 (学生 1, 2, …, in path order) unless ``--names`` is given. ``--recheck`` runs each exercise a student passed again
 from the stored source in scripts/recheck_sandbox.py (an unprivileged user, namespaces, limits, killed at the
-budget; only a JSON verdict comes back); a pass that does not repeat is marked 「未确认」.
+budget; only a JSON verdict comes back); a pass that does not repeat is marked 「未确认」, and the terminal's last
+line says how many were checked, as which user, and how many were not confirmed.
 Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped; an entry
 of the wrong type or size, or with an id this course does not have, is left out (as the lesson does) and said.
 Every path printed has its control characters escaped. The report is written as new files renamed into place:
@@ -229,7 +230,8 @@ def load_class(paths: list[str], names: bool, warn, tell=lambda line: None, know
             continue
         if note:
             tell(f"读入 {path}，但{note}。")
-        label = _name_of(path) if names else f"学生 {len(students) + 1}"
+        # A file name may hold a newline, ESC or BEL: the page and the CSV show it as the terminal does.
+        label = printable(_name_of(path)) if names else f"学生 {len(students) + 1}"
         students.append(Student(label, path, data))
     return students
 
@@ -253,15 +255,17 @@ def _name_of(path: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------------ the lesson's data
-def lesson():
-    """The core's questions, the optional labs' questions, the current version digest of each (and of the
-    interview) and the exercises, read from lesson_lib's own data."""
+def lesson(asked: dict[str, int]):
+    """The core's questions in the order the notebook asks them (``asked``, from asked_in(); one it does not ask
+    last, each in the question bank's order), the optional labs' questions, the current version digest of each
+    (and of the interview) and the exercises, read from lesson_lib's own data."""
     from lesson_lib.practice.progress import current_version
     from lesson_lib.practice.questions import lab_ids, question, question_ids
     from lesson_lib.sections import exercises
 
     versions = {item: current_version(item) for item in (*question_ids(), *lab_ids(), INTERVIEW)}
-    core = {qid: question(qid) for qid in question_ids()}
+    place = {item: i for i, item in enumerate(asked)}  # asked_in() keeps the notebook's order
+    core = {qid: question(qid) for qid in sorted(question_ids(), key=lambda qid: place.get(qid, len(place)))}
     return core, {qid: question(qid) for qid in lab_ids()}, versions, tuple(exercises.EXERCISES)
 
 
@@ -275,7 +279,7 @@ def lab_of() -> dict[str, str]:
 
 def asked_in() -> dict[str, int]:
     """Where the core notebook asks each question and exercise: the section number of the source file
-    (notebooks/src/NN_*.md) whose code calls ``ask("ID")`` or ``exercises.check("ID", …)``."""
+    (notebooks/src/NN_*.md) whose code calls ``ask("ID")`` or ``exercises.check("ID", …)``, in the order asked."""
     where = {}
     for src in sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]*.md")):
         number = int(src.name[:2])
@@ -286,11 +290,23 @@ def asked_in() -> dict[str, int]:
 
 def section_titles() -> dict[int, str]:
     """Each section's title, from the first numbered heading of its source file (``## 5 动手实验台：…``)."""
+    sources = sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]*.md"))
+    return _first_headings(sources, r"^##\s+\d+\s+(.+?)\s*$", lambda src: int(src.name[:2]))
+
+
+def lab_titles() -> dict[str, str]:
+    """Each optional lab's title, the first heading of its sources (``# 选做实验 · …`` in
+    notebooks/labs_src/lab_*/): the learner's, and its static page's (scripts/build_static.py)."""
+    sources = sorted((ROOT / "notebooks" / "labs_src").glob("*/*.md"))
+    return _first_headings(sources, r"^#\s+(.+?)\s*$", lambda src: src.parent.name)
+
+
+def _first_headings(sources: list[Path], heading: str, key) -> dict:
     titles = {}
-    for src in sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]*.md")):
-        found = re.search(r"^##\s+\d+\s+(.+?)\s*$", src.read_text("utf-8"), re.M)
+    for src in sources:
+        found = re.search(heading, src.read_text("utf-8"), re.M)
         if found:
-            titles.setdefault(int(src.name[:2]), found.group(1))
+            titles.setdefault(key(src), found.group(1))
     return titles
 
 
@@ -324,6 +340,7 @@ def describe_mistake(q, mistake: str) -> str:
 class QuestionRow:
     qid: str
     section: str
+    graded: bool = True  # False: a self-explanation (kind "self"), never right or wrong
     answered: int = 0
     first_right: int = 0
     later_right: int = 0
@@ -334,7 +351,7 @@ class QuestionRow:
 
 
 def count_questions(students, qs, versions):
-    rows = {qid: QuestionRow(qid, q.section) for qid, q in qs.items()}
+    rows = {qid: QuestionRow(qid, q.section, q.kind != "self") for qid, q in qs.items()}
     points = {qid: {p.name for p in getattr(q.key, "points", ())} for qid, q in qs.items()}  # a rubric's own
     for s in students:
         for qid, row in rows.items():
@@ -359,7 +376,8 @@ def _count_item(row: QuestionRow, entry: dict | None, earlier: bool, version, po
         row.later_right += 1
     elif verdicts[0] == "wrong":
         row.never += 1
-    row.mistakes.update({m for a in attempts for m in (a["mistake"] or "").split(";") if m})
+    # A mistake id is the file's own text (an unknown one is shown as such): escaped as the terminal escapes it.
+    row.mistakes.update({printable(m) for a in attempts for m in (a["mistake"] or "").split(";") if m})
     row.covered.update({p for a in attempts if a["verdict"] == "self" for p in a.get("covered", ()) if p in points})
 
 
@@ -398,7 +416,7 @@ def count_exercises(students, names, recheck=None):
             if entry["passed"] and recheck and not recheck(name, entry["passed_source"] or entry["source"]):
                 row.unconfirmed += 1
                 s.unconfirmed.append(name)
-            row.mistakes.update({m for c in entry["checks"] for m in c["mistakes"]})
+            row.mistakes.update({printable(m) for c in entry["checks"] for m in c["mistakes"]})  # as _count_item
     return rows
 
 
@@ -485,9 +503,10 @@ class Report:
     prompts: dict = field(default_factory=dict)  # question id -> its prompt, without the id (core and labs)
     students: list = field(default_factory=list)  # each_student's rows
     labs: dict = field(default_factory=dict)  # the optional labs' question id -> its QuestionRow
-    lab_names: dict = field(default_factory=dict)  # the optional labs' question id -> the lab that asks it
+    lab_names: dict = field(default_factory=dict)  # the optional labs' question id -> the title of its lab
     partial: list[str] = field(default_factory=list)  # a line per file read with entries left out
     rechecked: bool = False
+    asked: dict = field(default_factory=dict)  # question or exercise id -> the section the notebook asks it in
 
     def titled(self, section: str) -> str:
         """「第 3 节」 → 「第 3 节 多头机制：…」."""
@@ -516,24 +535,26 @@ def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Rep
         return note
 
     students = load_class(paths, names, noted(skipped), noted(partial))
-    qs, labs, versions, exercise_names = lesson()
+    asked = asked_in()
+    qs, labs, versions, exercise_names = lesson(asked)
     rows = count_questions(students, qs, versions)
     lab_rows = count_questions(students, labs, versions)
     both = {**qs, **labs}
     mis = [(count, qid, m, describe_mistake(both[qid], m), both[qid].section)
            for qid, row in {**rows, **lab_rows}.items() for m, count in row.mistakes.items()]  # fmt: skip
     ex = count_exercises(students, exercise_names, recheck_with(recheck) if recheck else None)
-    asked = asked_in()
     mis += [(count, name, m, exercise_mistake(m), f"第 {asked.get(name, 0)} 节")
             for name, row in ex.items() for m, count in row.mistakes.items()]  # fmt: skip
     order = [*qs, *ex, *labs]  # at equal counts the core's first
     mis.sort(key=lambda t: (-t[0], order.index(t[1]), t[2]))
+    titles = lab_titles()
     return Report(len(students), rows, ex, stopped_at(students, asked),
                   interview_points(students, versions.get(INTERVIEW)), mis, skipped,
                   [s.label for s in students], section_titles(),
                   {qid: q.prompt.removeprefix(qid).strip() for qid, q in both.items()},
                   each_student(students, asked, qs, labs, versions, exercise_names),
-                  lab_rows, lab_of(), partial, bool(recheck))  # fmt: skip
+                  lab_rows, {qid: titles.get(lab, lab) for qid, lab in lab_of().items()}, partial,
+                  bool(recheck), asked)  # fmt: skip
 
 
 def printable(text: str) -> str:
@@ -567,14 +588,28 @@ def csv_rows(r: Report):
         yield CSV_KINDS[kind], item, CSV_MEASURES.get(kind, {}).get(measure, measure), count, detail
 
 
+JUDGED = ("first_right", "later_right", "never")
+
+
+def _measures(row: QuestionRow) -> tuple[str, ...]:
+    """A question's counts in the CSV. A self-explanation is never judged: it has no right/wrong rows (a 0 would
+    read as "nobody got it right", and add to a spreadsheet's sums as a question nobody got right)."""
+    return ("answered", *(JUDGED if row.graded else ()), "old")
+
+
+def _judged(row: QuestionRow) -> tuple:
+    """A question's right/wrong columns on the page: 「—」 for one never judged, as the CSV has no such rows."""
+    return tuple(getattr(row, measure) for measure in JUDGED) if row.graded else ("—",) * len(JUDGED)
+
+
 def _entries(r: Report):
     for qid, row in r.questions.items():
-        for measure in ("answered", "first_right", "later_right", "never", "old"):
+        for measure in _measures(row):
             yield ("question", qid, measure, getattr(row, measure), row.section)
         for point, c in row.covered.items():
             yield ("question", qid, "ticked", c, point)
     for qid, row in r.labs.items():  # the optional labs': never in the core's counts
-        for measure in ("answered", "first_right", "later_right", "never", "old"):
+        for measure in _measures(row):
             yield ("lab_question", qid, measure, getattr(row, measure), r.lab_names.get(qid, ""))
     for count, qid, m, text, _section in r.misconceptions:
         yield ("misconception", qid, m, count, text)
@@ -628,10 +663,11 @@ def page(r: Report) -> str:
         misconceptions=misconceptions,
         misconceptions_rows=[(m["count"], m["item"], m["text"], m["where"]) for m in misconceptions],
         stops_alt="最后作答所在的节，学生人数：" + "；".join(f"{label} {c} 人" for label, c in stops),
-        question_rows=[(qid, r.prompts.get(qid, ""), row.section, row.answered, row.first_right, row.later_right,
-                        row.never, row.old) for qid, row in r.questions.items()],
-        lab_rows=[(qid, r.prompts.get(qid, ""), r.lab_names.get(qid, "选做实验"), row.answered, row.first_right,
-                   row.later_right, row.never, row.old) for qid, row in r.labs.items()],
+        question_rows=[(qid, r.prompts.get(qid, ""), f"第 {r.asked[qid]} 节" if qid in r.asked else "—",
+                        row.section, row.answered, *_judged(row), row.old) for qid, row in r.questions.items()],
+        lab_rows=[(qid, r.prompts.get(qid, ""), r.lab_names.get(qid, "选做实验"), row.answered, *_judged(row),
+                   row.old) for qid, row in r.labs.items()],
+        ungraded=[qid for qid, row in r.questions.items() if not row.graded],
         missed_items=[(qid, c) for c, qid in missed[:8]],
         missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
         exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing,
@@ -646,7 +682,7 @@ def page(r: Report) -> str:
 
 def _item(r: Report, item: str) -> str:
     """A question or exercise as the page names it: an optional lab's question says which lab asks it."""
-    return f"{item}（选做实验 {r.lab_names.get(item, '')}）" if item in r.labs else item
+    return f"{item}（{r.lab_names.get(item, '选做实验')}）" if item in r.labs else item
 
 
 def names_of(mistake: str) -> str:
@@ -760,7 +796,22 @@ def main(argv=None) -> int:
         return 3
     took = f"{time.perf_counter() - start:.2f} 秒，CPU {time.process_time() - cpu:.2f} 秒"
     print(printable(f"{report.n} 名学生 → {html_path}、{csv_path}（{took}）"))
+    if box:
+        import pwd  # only where --recheck runs at all (Linux, as root)
+
+        print(printable(recheck_line(report, pwd.getpwuid(box.uid).pw_name)))
     return 0
+
+
+def recheck_line(r: Report, user: str) -> str:
+    """What --recheck did, for the terminal (the page says it per exercise and student): every pass is checked
+    (count_exercises), its stored code run as ``user``; how many were not confirmed (a pass without code is not),
+    and whose."""
+    checked = sum(row.passed for row in r.exercises.values())
+    failed = sum(row.unconfirmed for row in r.exercises.values())
+    students = sum(bool(s.unconfirmed) for s in r.students)
+    whose = f"（{students} 名学生），在报告里标为「通过但未确认」" if failed else ""
+    return f"--recheck：以用户 {user} 重跑存下的代码，检查了 {checked} 个通过的练习：{failed} 个没能确认{whose}。"
 
 
 if __name__ == "__main__":

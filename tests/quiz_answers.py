@@ -520,6 +520,13 @@ COLD_READER = [
     ("Q2", ["32 per token", "不变"], F, "d_k"), ("Q2", ["32（每层）", "不变"], F, "d_k"),
     ("S4b", ["40000（一个头）", "会"], F, "exp"), ("S4b", ["40000（单个头）", "会"], F, "exp"),
     ("S4", ["80000", "1280000（一个头）"], F, "all"), ("Q6", ["64", "512（一个词元）"], R, ""),
+    # S4, S4b and Q3 count one attention layer's work (「这一步」, §4's 一层自注意力): 「（一层）」 is true there
+    ("S4b", ["40000（一层）", "会"], R, ""), ("S4b", ["40000 per layer", "会"], R, ""),
+    ("S4b", ["4万（每层）", "会"], R, ""),
+    ("S4", ["80000（一个头）", "1280000（一层）"], R, ""), ("S4", ["80000（每个头每层）", "1280000 per layer"], R, ""),
+    ("Q3", ["512n²（一层）", "512n²（一层）"], R, ""), ("Q3", ["8·64n²（每层）", "512n² per layer"], R, ""),
+    ("S4b", ["20000（一层）", "会"], W, "exp=20000"), ("S4", ["80000", "80000（一层）"], W, "all=80000"),
+    ("S4b", ["40000（每个头每层）", "会"], F, "exp"), ("Q3", ["512n²（每层每个头）", "512n²"], F, "multi"),
     # 「X 的 1/3」 says the value is a third of X: in a note, X (12 组) is no value to check it by
     ("Q6", ["64", "512（12 组的 1/3）"], F, "cache"), ("Q6", ["64", "1536（12 组的 1/3）"], F, "cache"),
     # Words that exclude, negate or shift the number (32以外 is anything but 32) are never read around it

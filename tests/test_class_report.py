@@ -1,12 +1,15 @@
 """The class report counts what the students' own progress files hold, planted through the lesson's real checker."""
 
+import contextlib
 import csv
 import ctypes
 import dataclasses
 import errno
 import importlib.util
+import io
 import json
 import os
+import pwd
 import re
 import select
 import shutil
@@ -225,7 +228,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(planted_class, tmp_pa
     assert class_report.main([str(tmp_path / "handed"), "--names", "--out", str(out)]) == 0
     rows = _rows(out)
     labels = {r["item"] for r in rows if r["kind"] == "student"}
-    assert labels == {"'" + name for name in names}
+    assert labels == {"'=1+2", "'+1", "'-1", "'@SUM(1)", "\\tA", "\\rB"}  # a tab or CR escaped: it runs nothing
     assert all(r["count"].isdigit() for r in rows)  # the report's own numbers are left as numbers
 
 
@@ -591,7 +594,7 @@ def rechecked(tmp_path_factory, shared, secrets, shared_memory, message_queue):
         return record
 
     out = folder / "out"
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()) as printed:
         patch.setattr(class_report, "recheck_with", spied)
         status = class_report.main([str(folder / "class"), "--recheck", "--out", str(out)])
     said, closed = b"", False
@@ -611,7 +614,8 @@ def rechecked(tmp_path_factory, shared, secrets, shared_memory, message_queue):
     counts = {r["measure"]: int(r["count"]) for r in _rows(out) if r["item"] == "split_heads"}
     return SimpleNamespace(status=status, counts=counts, marker=marker, fifo_said=said, fifo_closed=closed,
                            knocked=knocked, written=written, queued=queued,
-                           verdict={student: verdicts.get(source) for student, source in sources.items()})
+                           verdict={student: verdicts.get(source) for student, source in sources.items()},
+                           printed=printed.getvalue())
 
 
 @AS_ROOT
@@ -621,6 +625,18 @@ def test_recheck_confirms_a_real_pass_and_not_a_wrong_one(rechecked):
     students, refused = len(rechecked.verdict), list(rechecked.verdict.values()).count(False)
     assert (rechecked.counts["tried"], rechecked.counts["passed"]) == (students, students)
     assert rechecked.counts["unconfirmed"] == refused  # the wrong pass and the two forgeries
+
+
+@AS_ROOT
+def test_a_recheck_run_says_how_many_passes_ran_again_as_whom_and_how_many_did_not_repeat(rechecked):
+    """The terminal's last line, after the report's: the passes run again, the sandbox's user, the passes that
+    did not repeat and their students (one pass each here), the same numbers as the report's."""
+    user = pwd.getpwnam("nobody").pw_name  # the default --recheck-user
+    line = rechecked.printed.splitlines()[-1]
+    refused = list(rechecked.verdict.values()).count(False)
+    assert user in line
+    numbers = [int(n) for n in re.findall(r"\d+", line.replace(user, ""))]
+    assert numbers == [rechecked.counts["passed"], rechecked.counts["unconfirmed"], refused]
 
 
 @AS_ROOT
@@ -1005,6 +1021,75 @@ def test_the_optional_labs_answers_are_listed_apart_from_the_cores(tmp_path):
     assert labs == {"S7", "S3d", "L6a"}
 
 
+def _table_of(page: str, ids) -> dict[str, dict]:
+    """The page's table whose rows start with exactly ``ids``: {id: {column name: cell}}, in the page's order."""
+    for table in _dom(page).find_all("table"):
+        head = [th.get_text() for th in table.find_all("th")]
+        rows = [[td.get_text() for td in tr.find_all("td")] for tr in table.tbody.find_all("tr")]
+        if sorted(row[0] for row in rows) == sorted(ids):
+            return {row[0]: dict(zip(head, row)) for row in rows}
+    raise AssertionError(f"no table lists {sorted(ids)}")
+
+
+def test_a_question_never_graded_shows_its_answers_and_no_right_or_wrong_count(tmp_path):
+    """A self-explanation (Q1) is never judged: its right/wrong columns hold no number on the page and have no row
+    in the CSV (a 0 reads as "nobody got it right"); its answers are counted, in the students' table too."""
+    ungraded = [qid for qid in questions.question_ids() if questions.question(qid).kind == "self"]
+    for i in range(2):
+        progress = Progress(tmp_path / "class" / f"s{i}" / "progress.json")
+        _answer(progress, "Q2", RIGHT_Q2)
+        for qid in ungraded:
+            _answer(progress, qid, "单头只有一组权重，多个头能同时看不同的关系。")
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "class"), "--out", str(out)]) == 0
+    rows = _table_of((out / "class-report.html").read_text("utf-8"), questions.question_ids())
+    said = class_report.CSV_MEASURES["question"]  # the page's column names
+    judged = {said[m] for m in class_report.JUDGED}
+    measures = {qid: set() for qid in questions.question_ids()}
+    for r in _rows(out):
+        if r["kind"] == "question":
+            measures[r["item"]].add(r["measure"])
+    for qid in ungraded:
+        assert rows[qid][said["answered"]] == "2"
+        assert not any(rows[qid][column].isdigit() for column in judged)
+        assert measures[qid] & set(class_report.JUDGED) == set() and "answered" in measures[qid]
+    assert all(rows["Q2"][column].isdigit() for column in judged) and set(class_report.JUDGED) <= measures["Q2"]
+    students = class_report.build([str(tmp_path / "class")]).students
+    assert [(s.answered, s.first_right) for s in students] == [(1 + len(ungraded), 1)] * 2
+
+
+def test_each_question_is_listed_where_and_when_the_notebook_asks_it(tmp_path, monkeypatch):
+    """The question table follows the notebook (asked_in's order: Q2, asked in the review, after §7's S7b) and
+    says in which section each is asked; with a notebook that asked them the other way round, so would the page."""
+    _answer(Progress(tmp_path / "s" / "progress.json"), "Q2", RIGHT_Q2)
+    core = set(questions.question_ids())
+    notebook = class_report.asked_in()
+    backwards = {item: 9000 + i for i, item in enumerate(reversed(notebook))}  # no other cell says these
+    for asked in (notebook, backwards):
+        monkeypatch.setattr(class_report, "asked_in", lambda asked=asked: asked)
+        rows = _table_of(class_report.page(class_report.build([str(tmp_path)])), core)
+        assert list(rows) == [item for item in asked if item in core]
+        for qid, row in rows.items():  # the section it is asked in is one of its cells
+            assert asked[qid] in [int(n) for cell in row.values() for n in re.findall(r"\d+", cell)]
+
+
+def test_each_lab_is_named_by_its_title_as_its_notebook_shows_it(tmp_path):
+    progress = Progress(tmp_path / "s" / "progress.json")
+    _answer(progress, "L6a", questions.question("L6a").key.answer)
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "s"), "--out", str(out)]) == 0
+    titles = {}
+    for lab in set(class_report.lab_of().values()):  # the stored notebook's first heading: what a learner opens
+        cells = json.loads((ROOT / "notebooks" / f"{lab}.ipynb").read_text("utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        titles[lab] = re.search(r"^#\s+(.+?)\s*$", text, re.M).group(1)
+    rows = _table_of((out / "class-report.html").read_text("utf-8"), questions.lab_ids())
+    for qid, lab in class_report.lab_of().items():  # the lab's title in its row, never its file's name
+        assert titles[lab] in rows[qid].values() and not any(lab in cell for cell in rows[qid].values())
+    details = {r["item"]: r["detail"] for r in _rows(out) if r["kind"] == "lab_question"}
+    assert details == {qid: titles[lab] for qid, lab in class_report.lab_of().items()}  # the CSV says the same
+
+
 def test_the_readmes_lab_table_names_every_question_each_lab_asks():
     readme = (ROOT / "README.md").read_text("utf-8")
     rows = {line.split("|")[1].strip(" `").removesuffix(".ipynb"): line for line in readme.splitlines()
@@ -1132,6 +1217,29 @@ def test_a_file_name_never_forges_a_terminal_line(planted_class, tmp_path, capsy
     lines = said.err.splitlines()
     assert len(lines) == 3 and all(line.startswith("跳过 ") for line in lines)
     assert not re.search(r"[\x00-\x1f\x7f\u202e]", said.err.replace("\n", "") + said.out.rstrip("\n"))
+
+
+def test_a_file_name_or_a_mistake_with_control_characters_reaches_the_page_and_csv_escaped(tmp_path):
+    """With --names a hand-in's file name is a student's label, and a mistake id is the file's own text: each is
+    written escaped (as the terminal shows it), the name still read back whole from its escapes."""
+    handed = tmp_path / "in"
+    stem = "ctl\x1b[31mred\nfake line\x07"
+    path = handed / f"{stem}.json"
+    _answer(Progress(path), "Q2", WRONG_Q2)
+    data = json.loads(path.read_text("utf-8"))
+    data["questions"]["Q2"]["attempts"][0]["mistake"] = "d_k=64;d_k=\x1b[2J\x07\r\x7f"
+    path.write_text(json.dumps(data), "utf-8")
+    out = tmp_path / "out"
+    assert class_report.main([str(handed), "--names", "--out", str(out)]) == 0
+    for written in ("class-report.html", "class-report.csv"):  # the CSV's rows end in \r\n (RFC 4180)
+        content = (out / written).read_bytes().replace(b"\r\n", b"\n")
+        assert not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", content), written
+    labels = {r["item"] for r in _rows(out) if r["kind"] == "student"}
+    assert [label.encode("ascii").decode("unicode_escape") for label in labels] == [stem]  # nothing lost
+    page = _dom((out / "class-report.html").read_text("utf-8"))
+    assert page.find_all("table")[-1].tbody.td.get_text() == labels.pop()  # the page's label is the CSV's
+    assert {r["measure"] for r in _rows(out) if r["kind"] == "misconception"} == {
+        "d_k=64", "d_k=\\x1b[2J\\x07\\r\\x7f"}  # fmt: skip
 
 
 def test_a_file_of_which_nothing_is_left_is_skipped_not_counted_as_a_student_who_did_nothing(tmp_path):

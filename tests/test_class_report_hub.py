@@ -17,6 +17,7 @@ import glob
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,7 @@ if NEEDED and not IN_CI:
 
 from lesson_lib.practice import questions, quiz  # noqa: E402
 from lesson_lib.practice.progress import APP_NAME  # noqa: E402
+from lesson_lib.sections.exercises import EXERCISES  # noqa: E402
 
 STUDENTS = 12
 PROGRESS_GLOB = f"home/*/.local/share/{APP_NAME}/progress.json"
@@ -343,6 +345,10 @@ def test_recheck_confirms_the_passes_from_the_code_the_kernels_stored(hub_class,
     with open(tmp_path / "class-report.csv", encoding="utf-8-sig") as f:
         rows = {(r["项目"], r["指标"]): int(r["数值"]) for r in csv.DictReader(f)}  # its Chinese header
     assert (rows[("split_heads", "通过")], rows[("split_heads", "通过但未确认")]) == (6, 0)
+    checked = sum(rows[(name, "通过")] for name in EXERCISES)  # every exercise's passes
+    said = done.stdout.splitlines()[-1]  # the line after the report's
+    assert "nobody" in said  # the sandbox's user
+    assert [int(n) for n in re.findall(r"\d+", said.replace("nobody", ""))] == [checked, 0]  # none unconfirmed
 
 
 # --------------------------------------------------------------------------------------------- the browser

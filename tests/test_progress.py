@@ -265,15 +265,16 @@ def test_a_stub_run_writes_nothing(path):
     assert not path.exists()
 
 
-def test_export_writes_the_json_the_class_report_reads(path, tmp_path):
+def test_export_writes_the_json_the_class_report_reads(path):
     p = _new(path)
     p.record(quiz.check("Q4", "B"), "B")
     p.record_exercise(ExerciseResult("split_heads", "timeout", "是不是写了死循环？"))
-    json_path = p.export(tmp_path / "out")
+    json_path, text = p.export()
+    assert json_path.parent == path.parent  # beside the progress file, never elsewhere
     exported = json.loads(json_path.read_text(encoding="utf-8"))
+    assert exported == json.loads(text)  # the text handed back (the download) is the file's
     assert exported["questions"]["Q4"]["solved"] and exported["format"] == FORMAT and exported["exported_at"]
     assert exported["exercises"]["split_heads"]["result"] == "timeout"
-    assert p.export().parent == path.parent  # by default beside the progress file
 
 
 def test_default_path_follows_the_environment_or_platformdirs(monkeypatch, tmp_path):
@@ -386,7 +387,7 @@ def test_any_string_the_learner_can_type_is_saved(path, answer):
     again = _new(path)
     assert _tries(again, "Q2") == 2 and _solved(again, "Q2")
     assert again.data["questions"]["Q2"]["attempts"][0]["answer"] == answer  # kept exactly
-    again.export(path.parent / "out")  # the export writes it too
+    again.export()  # the export writes it too
 
 
 def _item(**change) -> dict:

@@ -824,3 +824,115 @@ def test_every_choice_subset_and_shape_permutation_is_judged_by_the_key():
         assert quiz.check("S3", list(triple)).correct is (list(triple) == shape), triple
         seen += 1
     assert seen > 700
+
+
+# ------------------------------------------------------------------------------------------ no answer given away
+# What a wrong answer is told names the idea and the step missed; it never holds a right value the learner did
+# not write. Read back by the lesson's own reader: every number, and every run of formula characters (a bare n,
+# d, h, d_model or d_k, digits, superscripts, operators) with the names a box gives them, so 16 × 50², 40,000,
+# h·n² (h = 16, n = 50 in S4b) and 8 · 64n² are all found; a name alone (「d_k 列」) is a word, not a value.
+_FORMULA = re.compile(r"(?:(?<![A-Za-z_])(?:d_model|d_k|[ndh])(?![A-Za-z_])|[\d²³^·×*/+\-(), .])+")
+_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)|\d+(?:\.\d+)?")
+ALL_IDS = (*qq.question_ids(), *qq.lab_ids(), *qq.apart_ids())
+
+
+def _values_in(text: str, symbol_sets: list[dict]) -> set:
+    """Every value ``text`` states, as Polys: its numbers, and its formulas read by ``read_value`` with each set of
+    names (a box's symbols)."""
+    found = {qc.Poly.const(Fraction(m.replace(",", ""))) for m in _NUMBER.findall(text)}
+    runs = [run.strip(" ,.") for run in _FORMULA.findall(text)]
+    formulas = [run for run in runs if run and not re.fullmatch(r"[a-z_]+", run)]
+    found |= {qc.read_value(run, symbols)[0] for run in formulas for symbols in symbol_sets}
+    return found - {None}
+
+
+def _symbol_sets(q) -> list[dict]:
+    """Each box's names, as the reader takes them (a number box's are numbers, n too)."""
+    boxes = [b for b in q.key.boxes if isinstance(b, qc.NumberBox)]
+    as_poly = [{k: v if isinstance(v, qc.Poly) else qc.Poly.const(v) for k, v in b.symbols.items()} for b in boxes]
+    return [{"n": qc.Poly.n()}, *as_poly]
+
+
+def _typed(answer) -> str:
+    return "；".join(map(qc.as_text, answer)) if isinstance(answer, list) else qc.as_text(answer)
+
+
+def _wrong_renderings(box) -> list[str]:
+    """A box's wrong answers as a learner types them: the target plus one (first: it is no other box's value), twice
+    the target (and times n for a formula: a wrong power), each hint's value; each wrong option of a radio box."""
+    if isinstance(box, qc.ChoiceBox):
+        return [key for key, _, _ in box.options if key != box.answer]
+    one = qc.Poly.n() if isinstance(box.target, qc.Poly) else 1
+    values = [box.target + one, box.target + box.target, *(value for value, _ in box.hints)]
+    values += [box.target * qc.Poly.n()] if isinstance(box.target, qc.Poly) else []
+    return [box.shown(value) for value in values]
+
+
+def _wrong_forms(q) -> list:
+    """Each box's wrong values, the other boxes holding their first (so the learner typed no right value anywhere),
+    and the question's own kept wrong answers."""
+    wrongs = [_wrong_renderings(b) for b in q.key.boxes]
+    made = [[w if j == i else wrongs[j][0] for j in range(len(wrongs))] for i, ws in enumerate(wrongs) for w in ws]
+    return made + list(q.wrong_answers)
+
+
+FORMS = [qid for qid in ALL_IDS if qq.question(qid).kind == "form"]
+
+
+@pytest.mark.parametrize("qid", FORMS)
+def test_a_wrong_answer_is_never_told_a_right_value_it_did_not_write(qid):
+    """S4b's 2500 / 不会 was told 40,000 (16 × 2500 by h): every right value of the question (each number box's
+    target, each formula box's Poly) must not be read back from the message, from any hint, generic or wrong
+    option's why. Two values are let through: one the learner wrote somewhere in the answer (the message echoes
+    it), and one the prompt itself gives (S3's h = 8 and n = 12 are the shape's first two axes: naming a given is
+    no giveaway). Only d_k = 64 of S3, say, is checked, as a value the learner computes."""
+    q = qq.question(qid)
+    boxes = [b for b in q.key.boxes if isinstance(b, qc.NumberBox)]
+    right = {b.target if isinstance(b.target, qc.Poly) else qc.Poly.const(b.target) for b in boxes}
+    names = _symbol_sets(q)
+    right -= _values_in(q.prompt, names)
+    assert right, qid  # a question whose every value is given would check nothing
+    texts = [text for b in boxes for text in (b.generic, *(says for _, says in b.hints))]
+    texts += [why for b in q.key.boxes if isinstance(b, qc.ChoiceBox) for k, _, why in b.options if k != b.answer]
+    for text in texts:
+        assert not right & _values_in(text, names), text
+    for answer in _wrong_forms(q):
+        fb = quiz.check(qid, answer)
+        assert fb.verdict in ("wrong", "form"), (answer, fb.message)
+        assert not (right & _values_in(fb.message, names)) - _values_in(_typed(answer), names), (answer, fb.message)
+
+
+@pytest.mark.parametrize("qid", [qid for qid in ALL_IDS if qq.question(qid).kind in ("single", "multi")])
+def test_a_wrong_choice_is_never_told_a_right_option(qid):
+    """A wrong option's why says what is wrong with it; it never quotes a right option's label."""
+    q = qq.question(qid)
+    labels = {key: label for key, label, _ in q.key.options}
+    for key in set(labels) - q.key.answer:
+        message = quiz.check(qid, key).message
+        assert not any(labels[right] in message for right in q.key.answer), (key, message)
+
+
+def test_exercise_3_never_hands_over_the_whole_count():
+    """After a wrong count (each usual slip, and a value no slip explains) exercise 3 names the product missed or
+    how to count one, never a count to copy: read back at the case's n, d_model and h, no formula in n in the
+    message is a part's count (Q/K/V 3·n·d², QKᵀ and weights × V each n²·d, W^O n·d²) or the total, and its numbers
+    do not hold all three parts. It does state the case, its expected total and the value got (numbers of one case,
+    no formula): those are not read as parts (n = 1, d_model = 8, h = 8 has QKᵀ = 8)."""
+    from lesson_lib.practice.exercises import Stop
+    from lesson_lib.sections.s04_costs import exercises as s04
+
+    verdict = s04.COUNT_MULTIPLIES.verdict
+    for n, d, h in s04.COUNT_CASES:
+        c = count(n, d, h)
+        parts = {c.qkv_projections, c.scores, c.output_projection}  # weights × V counts as QKᵀ does
+        names = [{"n": qc.Poly.n(), **{k: qc.Poly.const(v) for k, v in {"d": d, "d_model": d, "h": h}.items()},
+                  "d_k": qc.Poly.const(Fraction(d, h))}]
+        for value in {*s04._slips(c), c.matmul_total + 1, 2 * c.matmul_total + 7} - {c.matmul_total}:  # h = 1
+            with pytest.raises(Stop) as stop:
+                verdict(f"n={n}, d_model={d}, h={h}", value, n, d, h)
+            echoed = {qc.Poly.const(x) for x in (n, d, h, c.matmul_total, value)}  # the case, expected, got
+            message = stop.value.args[1]
+            stated = {v: sum(coef * n**p for p, coef in v.terms) for v in _values_in(message, names) - echoed}
+            assert not parts <= set(stated.values()), message
+            formulas = {at_n for v, at_n in stated.items() if v.degree and n > 1}  # at n = 1, n·d is n²·d
+            assert not formulas & {*parts, c.matmul_total}, message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -77,7 +78,9 @@ def test_q2_wrong_then_right(progress):
     q.submit.click()
     assert _shows_check(q).verdict == "wrong" and not progress.entry("Q2")["solved"]
     assert _shown_after(q) and q.attempts == progress.entry("Q2")["n_attempts"] == 1
-    _fill(q, {"d_k": "d_k = d_v = 32"})  # Enter in the box commits the value: that submits
+    _fill(q, {"d_k": "d_k = d_v = 32"})  # leaving the box commits the value: not an attempt
+    assert q.attempts == 1 and progress.entry("Q2")["n_attempts"] == 1
+    q.submit.click()  # what Enter in the box does too (reader.js)
     assert _shows_check(q).verdict == "right" and progress.entry("Q2")["solved"] and q.attempts == 2
     assert json.loads(progress.entry("Q2")["attempts"][0]["answer"]) == list(first.values())  # the first, as typed
     q.submit.click()  # the same answer again is not another attempt
@@ -99,14 +102,16 @@ def test_unreadable_box_asks_for_a_form_and_is_not_an_attempt(progress):
     q.submit.click()
     fb = _shows_check(q)
     assert fb.blank and fb.verdict != "right" and q.attempts == 0
-    _fill(q, {"grows": "不会", "exp": "40000"})  # Enter in the box submits
+    _fill(q, {"grows": "不会", "exp": "40000"})
+    q.submit.click()
     assert _shows_check(q).verdict == "wrong" and q.attempts == 1 and not progress.entry("S4b")["solved"]
 
 
 def test_shape_as_three_boxes(progress):
     q = quiz_widgets.ask("S3", progress)
     assert [c.description for c in q.controls.values()] == [b.label for b in q.question.key.boxes]
-    _fill(q, {"axis0": "（8，12，64）"})  # the whole tuple in the first box, Enter
+    _fill(q, {"axis0": "（8，12，64）"})  # the whole tuple in the first box
+    q.submit.click()
     assert _shows_check(q).verdict == "right" and progress.entry("S3")["solved"]
 
 
@@ -229,6 +234,7 @@ def test_widgets_restore_after_a_restart(tmp_path):
     _fill(q2, typed)
     q2.submit.click()
     _fill(q2, {"d_k": "32"})
+    q2.submit.click()
     label_before = q2.attempt_label.value  # 已作答 2 次
     q5.controls["A"].value = q5.controls["B"].value = True
     q5.submit.click()
@@ -249,17 +255,60 @@ def test_widgets_restore_after_a_restart(tmp_path):
     assert q1.controls["answer"].value == written and next(iter(q1.ticks.values())).value
     assert q1.assessment.value  # the self-assessment, shown again
     _fill(q2, {"d_k": "128"})  # the restored widget keeps working
+    q2.submit.click()
     assert q2.attempts == 3 and Progress(path).entry("Q2")["n_attempts"] == 3
 
 
-def test_export_button_writes_the_export(tmp_path):
-    p = Progress(tmp_path / "progress.json")
-    summary = quiz_widgets.progress_summary(p)
+def _exported(summary) -> str:
+    """Click the summary's 导出进度; what its live region shows then."""
     (button,) = [c for c in walk(summary) if isinstance(c, w.Button)]
     button.click()
-    assert (tmp_path / "progress-export.json").exists()
     (status,) = _live(summary)
-    assert str(tmp_path / "progress-export.json") in status.value  # it names the file it wrote
+    return status.value
+
+
+def _links(html_text: str) -> list[dict]:
+    """The attributes of each <a> in ``html_text``."""
+    from html.parser import HTMLParser
+
+    found = []
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, attrs: found.append(dict(attrs)) if tag == "a" else None
+    parser.feed(html_text)
+    return found
+
+
+def test_export_button_writes_the_export_and_links_the_same_file(tmp_path):
+    p = Progress(tmp_path / "progress.json")
+    answer = "单头只有一组权重。"
+    p.record(quiz.check("Q1", answer), answer)
+    shown = _exported(quiz_widgets.progress_summary(p))
+    written = tmp_path / "progress-export.json"
+    assert str(written) in shown  # it names the file it wrote
+    (link,) = _links(shown)  # and links it as a download, under the same name
+    assert link["download"] == written.name
+    kind, payload = link["href"].split(",", 1)
+    assert kind == "data:application/json;base64"
+    assert base64.b64decode(payload, validate=True) == written.read_bytes()
+    assert json.loads(base64.b64decode(payload))["questions"]["Q1"]["answer"] == answer
+
+
+def test_a_change_after_an_export_takes_its_stale_link_away(tmp_path):
+    """The link holds the progress as it was when exported: after a new answer it is gone."""
+    p = Progress(tmp_path / "progress.json")
+    summary = quiz_widgets.progress_summary(p)
+    assert _links(_exported(summary))
+    p.record(quiz.check("Q2", {"d_k": "32", "params": "不变"}), "32")
+    (status,) = _live(summary)
+    assert _links(status.value) == [] and status.value  # no stale link; a line says to export again
+
+
+def test_an_export_over_the_cap_is_written_but_not_linked(tmp_path, monkeypatch):
+    monkeypatch.setattr(quiz_widgets, "MAX_FILE_BYTES", 100)  # an empty progress exports ~200 bytes
+    shown = _exported(quiz_widgets.progress_summary(Progress(tmp_path / "progress.json")))
+    written = tmp_path / "progress-export.json"
+    assert written.stat().st_size > 100 and str(written) in shown
+    assert _links(shown) == [] and "lesson-box-warn" in shown  # said as a problem, no download
 
 
 def test_feedback_boxes_use_theme_colours(progress):
@@ -268,11 +317,13 @@ def test_feedback_boxes_use_theme_colours(progress):
     q.submit.click()
     wrong = q.feedback.value
     _fill(q, {"d_k": "32"})
+    q.submit.click()
     q.reveal.click()
     for html_text in (wrong, q.feedback.value, q.reference.value, quiz_widgets.progress_summary(progress).text.value):
         assert "var(--jp-" in html_text and "overflow-wrap" in html_text and "lesson-box" in html_text
     assert "--jp-warn-color" in wrong and "--jp-success-color" in q.feedback.value
     _fill(q, {"d_k": "不知道"})
+    q.submit.click()
     assert "lesson-box-note" in q.feedback.value  # an unread box is not a verdict
     text = quiz_widgets.ask("Q1", progress)
     text.controls["answer"].value = "平均"
@@ -288,7 +339,9 @@ def test_the_quiz_wires_only_through_linked():
     assert ".on_click(" not in source and ".observe(" not in source and "linked(" in source
 
 
-def test_linked_submit_mode_checks_on_click_and_enter_only():
+def test_linked_submit_mode_checks_on_click_only():
+    """A text box's commit (Enter, or leaving it: ipywidgets cannot tell them apart) checks nothing; Enter clicks the
+    primary button in the page (reader.js), so each check is one deliberate click."""
     from lesson_lib.show.controls import linked
 
     calls = []
@@ -301,9 +354,27 @@ def test_linked_submit_mode_checks_on_click_and_enter_only():
     tick.value = True
     live.value = "6"
     assert calls == []
-    text.value = "64"  # what Enter (or leaving the box) commits
+    text.value = "64"  # what Enter or leaving the box commits
+    assert calls == []
     button.click()
-    assert len(calls) == 2
+    assert len(calls) == 1
+
+
+def test_a_click_checks_the_texts_the_page_sent_just_before_it(progress):
+    """reader.js sends the box's texts (in page order) just before 提交's click: the kernel sets them first, so the
+    click checks what was typed even while a box's own value update is still held in a busy page; setting them is
+    no attempt. A count that is not this box's is ignored."""
+    q = quiz_widgets.ask("S3", progress)
+    reader = _readers(q.box)[0]
+    reader._handle_custom_msg({"texts": ["8", "12", "64"]}, [])
+    assert [c.value for c in q.controls.values()] == ["8", "12", "64"] and q.attempts == 0
+    q.submit.click()
+    assert _shows_check(q).verdict == "right" and q.attempts == 1  # in box order: 64, 12, 8 would be wrong
+    shown = q.feedback.value
+    q.controls["axis2"].value = "8"  # a box's own commit (Enter or leaving it) checks nothing
+    assert q.attempts == 1 and q.feedback.value == shown
+    reader._handle_custom_msg({"texts": ["1"]}, [])
+    assert q.controls["axis0"].value == "8"
 
 
 def _readers(box) -> list:

@@ -142,23 +142,3 @@ def test_minimums_are_the_declared_floors():
     minimum = {dist: floor for dist, (floor, _) in env.PACKAGES.items()}
     assert {dist: declared[dist] for dist in minimum} == minimum
 
-
-def test_an_interrupted_cell_says_so_in_chinese_and_other_errors_keep_their_traceback(capsys):
-    """内核 → 中断内核 raises KeyboardInterrupt in the cell: after §0's check the cell shows one line, not the English
-    traceback; a ValueError still shows its own, and what the interrupted cell set before stays."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    shell = InteractiveShell.instance()
-    try:
-        shell.run_cell("from lesson_lib.sections import s00_environment as environment\nenvironment.check()")
-        interrupted = shell.run_cell("kept = 42\nraise KeyboardInterrupt")
-        shown = capsys.readouterr().out
-        failed = shell.run_cell("raise ValueError('still shown')")
-        other = capsys.readouterr().out
-    finally:
-        shell.set_custom_exc((), None)
-        InteractiveShell.clear_instance()
-    assert isinstance(interrupted.error_in_exec, KeyboardInterrupt)  # Run All still stops there
-    assert len(shown.splitlines()) == 1 and "KeyboardInterrupt" not in shown  # one line, the handler's
-    assert shell.user_ns["kept"] == 42
-    assert isinstance(failed.error_in_exec, ValueError) and "ValueError" in other and "still shown" in other

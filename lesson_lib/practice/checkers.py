@@ -779,10 +779,10 @@ def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) ->
     if got == (n, d_model):
         return f"这还是拆分之前 X 的形状：需要把最后一维切成 {h} 份，多出一个「头」的维度。"
     if got in ((h, n, d_model), (n, h, d_model)):
-        return f"每个头只有 d_k = d_model / h = {d_k} 维，不是 {d_model} 维。"
+        return f"每个头不是整个 {d_model} 维：d_model 是平均切给 h 个头的，每个头分到几维？"
     if len(got) != 3:
         return "结果应当有 3 个轴：(头数 h, 词元数 n, 每个头的宽度 d_k)。"
-    return f"三个轴依次是头数 h、词元数 n、每个头的宽度 d_k = d_model / h = {d_k}。"
+    return "三个轴是头、词元、每个头的宽度：先 reshape 再 transpose，它们各排第几、各多大？"
 
 
 def split_heads_shape(targets: tuple, values: dict) -> str:

@@ -461,20 +461,18 @@ class Progress:
             return "\n".join([*lines, f"全部完成（{done} / {len(items)}），明天见！"])
         return "\n".join([*lines, f"合计完成 {done} / {len(items)} 项。"])
 
-    def export(self, folder: Path | str | None = None) -> Path:
-        """progress-export.json, what scripts/class_report.py reads, beside the progress file or in
-        ``folder``. Raises ProgressError."""
-        if folder is None:
-            folder = self.path.parent if self.path else Path.cwd()
-        path = Path(folder) / "progress-export.json"
+    def export(self) -> tuple[Path, str]:
+        """Write progress-export.json (scripts/class_report.py reads it) beside the progress file,
+        never elsewhere; its path and the text written (ASCII). Raises ProgressError."""
+        path = self.path.with_name("progress-export.json")
+        text = json.dumps(dict(to_file(self.data), exported_at=_now()), indent=1)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            exported = dict(to_file(self.data), exported_at=_now())
-            _replace_file(path, json.dumps(exported, indent=1))
+            _replace_file(path, text)
         except OSError as exc:
-            raise ProgressError(f"没能导出到 {folder}：{_why(exc)}。你的进度没有受影响；"
-                                "换一个可写的文件夹再导出（export(folder=…)）。") from None
-        return path
+            raise ProgressError(f"没能导出到 {path.parent}：{_why(exc)}。你的进度没有受影响；设置"
+                                f"环境变量 {ENV_VAR} 指向可写的位置，重启内核再导出。") from None
+        return path, text
 
 
 _DEFAULT: Progress | None = None

@@ -2,12 +2,14 @@
 cell runs again); an answer is checked on 提交 or Enter, never while the learner is still
 ticking."""
 
+import base64
 import contextlib
 import json
 
 from lesson_lib.practice import checkers, questions, quiz
 from lesson_lib.practice.feedback import box_html, feedback_html, text_html
-from lesson_lib.practice.progress import Progress, default_progress
+from lesson_lib.practice.progress import MAX_FILE_BYTES, Progress, default_progress
+from lesson_lib.show import theme
 from lesson_lib.show.controls import LABEL_BESIDE, accessible, linked
 
 
@@ -57,7 +59,7 @@ def _answer_controls(q) -> dict:
             options = [(label, key) for key, label, _ in b.options]
             controls[b.name] = w.RadioButtons(options=options, value=None, description=b.label,
                                               style=LABEL_BESIDE, layout=w.Layout(width="100%"))
-        else:  # continuous_update off: checked on Enter, not on each key; the unit in the name
+        else:  # continuous_update off: sent on Enter (it clicks 提交) or on leaving; unit in name
             label = f"{b.label}（{b.unit}）" if b.unit else b.label
             controls[b.name] = w.Text(description=label, continuous_update=False,
                                       placeholder=b.placeholder or "填一个数或式子",
@@ -80,7 +82,7 @@ class SelfTestWidget:
         written = self.rubric is not None
         self.submit = w.Button(description="写好了，看要点" if written else "提交",
                                button_style="primary")
-        if not written:  # a text box submits on Enter; a free answer's Enter is a new line
+        if not written:  # Enter in a text box clicks it (reader.js); in a free answer: a new line
             self.submit.tooltip = "检查答案（在框里按回车也可以）"
         # shown after a first attempt; once shown, the explanation stays
         self.reveal = w.Button(description="看参考答案" if written else "显示解析",
@@ -96,6 +98,7 @@ class SelfTestWidget:
         prompt = w.HTML(f"<b>{text_html(self.question.prompt)}</b>")
         classes = ("lesson-quiz", f"lesson-quiz-{self.question.id}")
         self.box = _frame([prompt, *self.controls.values(), *below], *classes)
+        self.box.children[0].on_msg(self._take_texts)  # its reader helper (reader.js)
         if self.attempts:
             self._restore_entry()
 
@@ -155,10 +158,20 @@ class SelfTestWidget:
             return {k for k, ticked in values.items() if ticked}
         return values if self.question.kind == "form" else next(iter(values.values()))
 
+    def _take_texts(self, _reader, content, _buffers) -> None:
+        """What the page's text boxes show, sent by reader.js just before 提交's click: their own
+        value update may wait in a busy page (ipywidgets throttles it), the click does not."""
+        import ipywidgets as w
+
+        boxes = [c for c in self.controls.values() if isinstance(c, w.Text | w.Textarea)]
+        if len(content.get("texts", ())) == len(boxes):  # else not this box's page: ignored
+            for control, text in zip(boxes, content["texts"], strict=True):
+                control.value = str(text)
+
     def _on_submit(self, _region) -> None:
         fb = quiz.check(self.question.id, self.value())
         stored = stored_answer(self.question, self.value())
-        if stored != self.progress.entry(self.question.id).get("answer"):  # Enter, then 提交: once
+        if stored != self.progress.entry(self.question.id).get("answer"):  # the same again: once
             self.progress.record(fb, stored)
         self._show(fb)
 
@@ -190,26 +203,40 @@ def interview_self_check(progress: Progress | None = None) -> SelfTestWidget:
     return widget
 
 
+def _exported_html(path, text: str) -> str:
+    """Where it is, and a download: JupyterLab's file browser cannot reach the data folder."""
+    if len(text) > MAX_FILE_BYTES:  # the class report reads no larger file either
+        return box_html(f"已导出：{path}，但文件太大，没法下载；请告诉老师。", "wrong")
+    href = "data:application/json;base64," + base64.b64encode(text.encode()).decode()
+    link = (f'<a download="{path.name}" href="{href}" style="color:var(--jp-content-link-color);'
+            f'text-decoration:underline">下载 {path.name}</a>')
+    return theme.box(f"已导出。点{link}，把下载的文件交给老师（它也存在 {text_html(str(path))}）。")
+
+
 def progress_summary(progress: Progress | None = None, exercise_ids=()):
-    """The live summary (its ``text``) and 导出进度, which says in a live region where it wrote;
-    ``exercise_ids``: the exercises to count, handed in by the notebook."""
+    """The live summary (its ``text``) and 导出进度, which says in a live region where it wrote
+    and links a download; ``exercise_ids``: the exercises to count, handed in by the notebook."""
     import ipywidgets as w
 
     progress = progress if progress is not None else default_progress(exercise_ids)
     text = w.HTML()
 
-    def refresh() -> None:
-        tone = "right" if progress.all_done() else "neutral"
-        text.value = box_html(progress.summary(), tone, "lesson-progress-summary")
-
     def export(status) -> None:
         try:
-            status.value = box_html(f"已导出：{progress.export()}，交给老师。", "neutral")
+            status.value = _exported_html(*progress.export())
         except OSError as exc:
             status.value = box_html(f"导出失败：{exc}", "wrong")
 
-    button = w.Button(description="导出进度", tooltip="写出 progress-export.json，交给老师")
-    box = _frame([text, button, _live({}, export, button)], "lesson-quiz-progress")
+    button = w.Button(description="导出进度", tooltip="写出 progress-export.json，给出下载链接")
+    status = _live({}, export, button)
+
+    def refresh() -> None:
+        tone = "right" if progress.all_done() else "neutral"
+        text.value = box_html(progress.summary(), tone, "lesson-progress-summary")
+        if status.value:  # an export's link holds the progress as it was: never hand that in
+            status.value = box_html("进度变了：请再点一次「导出进度」，交新的文件。", "neutral")
+
+    box = _frame([text, button, status], "lesson-quiz-progress")
     refresh()
     progress.listeners.append(refresh)
     box.text = text  # what the summary says now

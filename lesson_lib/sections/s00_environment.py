@@ -38,22 +38,12 @@ def problems() -> dict[str, str]:
     return found
 
 
-def _interrupted(shell, etype, value, tb, tb_offset=None) -> None:
-    """A cell stopped by 内核 → 中断内核 says so, in place of KeyboardInterrupt's English."""
-    print("这一格被中断了（内核 → 中断内核）。已经算好的变量都还在；改好后再运行这一格。")
-
-
 def check() -> None:
     """§0's one call: one BLAS thread (§6's sentences take 2 CPU-s with two threads, 0.15 with one)
-    and Chinese glyphs in figures, or, when something is missing, what to fix. In IPython, an
-    interrupted cell says so in Chinese (only KeyboardInterrupt: every other error is shown)."""
-    from IPython import get_ipython
-
+    and Chinese glyphs in figures, or, when something is missing, what to fix."""
     from lesson_lib.runtime.blas import fit_blas_to_cpus
     from lesson_lib.show.plotting import use_chinese_font
 
-    if shell := get_ipython():
-        shell.set_custom_exc((KeyboardInterrupt,), _interrupted)
     fit_blas_to_cpus(1)
     # the font needs matplotlib and its font package: set up only when nothing is missing
     if found := problems():

@@ -16,9 +16,9 @@ LIVE = "lesson-live"
 
 
 def linked(controls: dict, show, submit=None, pictures: int = 1, reader: bool = True):
-    """Call ``show(summary, picture)`` now and on each change (with a ``submit`` Button: only on its
-    click or a text box's commit), never re-entered; ``picture``: None (``pictures=0``), an HTML
-    area, or a tuple of them."""
+    """Call ``show(summary, picture)`` now and on each change (with a ``submit`` Button: on its
+    click only, which Enter in a text box makes if it is primary), never re-entered; ``picture``:
+    None (``pictures=0``), an HTML area, or a tuple of them."""
     import ipywidgets as w
 
     # a picture's area keeps its tallest height: nothing jumps
@@ -39,7 +39,7 @@ def linked(controls: dict, show, submit=None, pictures: int = 1, reader: bool = 
                 busy.clear()
 
     for control in controls.values():
-        if submit is None or (isinstance(control, w.Text) and not control.continuous_update):
+        if submit is None:  # with one, leaving a text box (its value's commit) checks nothing
             control.observe(redraw, names="value")
         # squeezed, a row of buttons wraps its label above it (「头数」 over 「1 个头」)
         if not control.layout.flex:

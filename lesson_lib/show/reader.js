@@ -4,7 +4,10 @@
 // walked into the next question's radios and ticked them; named, a group is one Tab stop), aria-pressed on toggle
 // buttons, aria-live="polite" on outputs marked LIVE, a KEEP_HEIGHT output's tallest height as its min-height, and
 // keys kept inside the control (data-lm-suppress-shortcuts: Lumino stops looking for a shortcut there; ArrowDown on
-// a radio would select the next cell). On the static page (no kernel:
+// a radio would select the next cell). A click on the box's primary button (a quiz's 提交) first sends what its
+// text boxes show (ipywidgets holds a box's own value update while the page is busy, a click it sends at once, and
+// the kernel reads its messages in order: the click checks exactly what was typed); Enter in a text box clicks it,
+// so leaving a box never counts an attempt. On the static page (no kernel:
 // scripts/build_static.py's note is on the page) every control is disabled.
 const KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown"]);
 const STATIC_TITLE = "静态页面：在 JupyterLab 里运行笔记本后才能操作";
@@ -68,11 +71,25 @@ function render({ model, el }) {
     if (KEYS.has(event.key) && event.target.closest("input, textarea, select, [role=radiogroup]"))
       event.stopPropagation();
   };
+  const PRIMARY = "button.widget-button.mod-primary";
+  const send = (event) => {  // capture: before the button's own click message
+    if (event.target.closest(PRIMARY))
+      model.send({ texts: [...root.querySelectorAll("input[type=text], textarea")].map((t) => t.value) });
+  };
+  const enter = (event) => {  // capture: ipywidgets' text box stops its keys from bubbling
+    // an Enter that ends an IME composition picks the characters: isComposing, or key code 229 in Safari
+    if (event.key !== "Enter" || event.isComposing || event.keyCode === 229) return;
+    if (!event.target.matches("input[type=text]")) return;
+    const submit = root.querySelector(PRIMARY);
+    if (submit) submit.click();
+  };
   const apply = () => { queued = false; if (root) fix(root); };
   const attach = () => {  // the helper's view is put into its box after it renders
     root = el.closest(".lesson-reader");
     if (!root) { if (tries++ < 400) setTimeout(attach, 25); return; }
     root.addEventListener("keydown", keep);
+    root.addEventListener("keydown", enter, true);
+    root.addEventListener("click", send, true);
     apply();
     observer = new MutationObserver(() => { if (!queued) { queued = true; queueMicrotask(apply); } });
     observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
@@ -81,6 +98,8 @@ function render({ model, el }) {
   return () => {
     if (observer) observer.disconnect();
     if (root) root.removeEventListener("keydown", keep);
+    if (root) root.removeEventListener("keydown", enter, true);
+    if (root) root.removeEventListener("click", send, true);
   };
 }
 export default { render };

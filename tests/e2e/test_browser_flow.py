@@ -279,6 +279,16 @@ JS_RUN_CELL_WITH = """([marker, source]) => {
   return true;
 }"""
 
+# The kernel busy until ``path`` exists (an event the test makes; bounded by HANG_CEILING_S): a busy page holds a text
+# box's own value update until the kernel is idle, while a click goes at once -- the race 提交 must not lose.
+JS_HOLD_KERNEL = """([path, ceiling]) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const code = `import pathlib, time\n_e2e_end = time.monotonic() + ${ceiling}\n` +
+    `while not pathlib.Path(${JSON.stringify(path)}).exists() and time.monotonic() < _e2e_end:\n    time.sleep(0.02)`;
+  kernel.requestExecute({ code, silent: true, store_history: false });
+}"""
+
+
 class Flow:
     """One browser page on the lesson notebook, with the checks every step shares."""
 
@@ -479,13 +489,14 @@ def _drive_explorer(flow: Flow, ui: Widgets) -> None:
     flow.shot("s6_explorer_next_layer", cell)
 
 
-def _question_entry(progress_file: Path, qid: str, n_attempts: int) -> dict | None:
-    """Question ``qid``'s entry in the progress file once it counts ``n_attempts`` (the file is written atomically)."""
+def _question_entry(progress_file: Path, qid: str, answer: str) -> dict | None:
+    """Question ``qid``'s entry in the progress file once its last answer's first box holds ``answer`` (the file is
+    written atomically)."""
     try:
         entry = json.loads(progress_file.read_text(encoding="utf-8")).get("questions", {}).get(qid)
     except (OSError, ValueError):
         return None
-    return entry if entry and entry.get("n_attempts") == n_attempts else None
+    return entry if entry and json.loads(entry.get("answer") or "[]")[:1] == [answer] else None
 
 
 def _drive_quiz(flow: Flow) -> tuple[str, str]:
@@ -500,13 +511,29 @@ def _drive_quiz(flow: Flow) -> tuple[str, str]:
     box = quiz.locator("input[type=text], textarea").first
     submit = quiz.get_by_role("button", name="提交")
     quiz.get_by_role("radio", name="不变").check()  # the projection parameters: their own choice
-    # Each verdict is read from what the kernel recorded (the progress file, format 2) and from the feedback
-    # element's class (lesson-feedback-<verdict>), never from the wording.
+    # Attempt 1 on a busy kernel: 16 + Tab sends the box's value (leaving a box checks nothing), the 64 typed next is
+    # held in the page until that send is answered, 提交's click goes at once: it carries the 64 (reader.js), or the
+    # kernel would check the 16. Attempt 2 (kernel idle): 32 and Enter.
+    release = flow.server.progress_file.with_name("e2e-quiz-release")
+    page.evaluate(JS_HOLD_KERNEL, [str(release), HANG_CEILING_S])
+    wait_for(lambda: flow.server.kernel_state(flow.server.notebook) == "busy", "the kernel held busy", stall_s=UPDATE_S)
+    box.fill("16")
+    box.press("Tab")
+    # Each verdict is read from what the kernel recorded (the progress file) and from the feedback element's class
+    # (lesson-feedback-<verdict>), never from the wording.
     for n, (answer, expect) in enumerate([("64", "wrong"), ("32", "right")], start=1):
         box.fill(answer)
-        submit.click()
-        entry = wait_for(lambda n=n: _question_entry(flow.server.progress_file, QUIZ_QUESTION, n),
-                         f"{QUIZ_QUESTION}'s attempt {n} saved", stall_s=UPDATE_S)
+        if n == 1:
+            submit.click()
+            release.write_text("", encoding="utf-8")  # the kernel reads what the page sent, in order
+        else:  # an Enter that ends an IME composition picks characters: had it clicked 提交, 8 were attempt 2
+            box.fill("8")
+            box.dispatch_event("keydown", {"key": "Enter", "isComposing": True, "bubbles": True})
+            box.fill(answer)
+            box.press("Enter")  # reader.js clicks 提交, which carries the 32
+        entry = wait_for(lambda a=answer: _question_entry(flow.server.progress_file, QUIZ_QUESTION, a),
+                         f"{QUIZ_QUESTION}'s attempt with {answer!r} saved", stall_s=UPDATE_S)
+        assert entry["n_attempts"] == n, f"{QUIZ_QUESTION}: {entry['n_attempts']} attempts recorded, not {n}"
         assert entry["final"] == expect, f"{QUIZ_QUESTION} {answer!r}: recorded {entry['final']!r}, not {expect!r}"
         shown = quiz.locator(f".lesson-feedback-{expect}")
         shown.wait_for(state="visible", timeout=update_ms())

@@ -38,13 +38,13 @@ def _slips(c) -> dict:
     one_head = c.matmul_total - c.scores - c.weights_v + (c.scores + c.weights_v) // c.h
     return {
         c.scores + c.weights_v: ("no_projections",
-                                 "只算了 QKᵀ 与 weights × V，漏了四个投影（3·n·d² 与 n·d²）。"),
+                                 "只算了 QKᵀ 与 weights × V，漏了 W^Q、W^K、W^V、W^O 四个投影。"),
         c.qkv_projections + c.output_projection: (
-            "no_scores", "只算了四个投影，漏了 QKᵀ 与 weights × V（各 n²·d）。"),
-        c.matmul_total - c.output_projection: ("no_w_o", "漏了输出投影 W^O（n·d²）。"),
-        c.matmul_total - c.qkv_projections: ("no_qkv", "漏了 Q、K、V 三个投影（3·n·d²）。"),
-        c.matmul_total - c.weights_v: ("no_weights_v", "漏了 weights × V（n²·d）。"),
-        c.matmul_total - c.scores: ("no_qk", "漏了打分 QKᵀ（n²·d）。"),
+            "no_scores", "只算了四个投影，漏了每个头的 QKᵀ 与 weights × V。"),
+        c.matmul_total - c.output_projection: ("no_w_o", "漏了输出投影：Concat(head_i) 乘 W^O。"),
+        c.matmul_total - c.qkv_projections: ("no_qkv", "漏了 X 乘 W^Q、W^K、W^V 三个投影。"),
+        c.matmul_total - c.weights_v: ("no_weights_v", "漏了每个头的 weights × V。"),
+        c.matmul_total - c.scores: ("no_qk", "漏了每个头的打分 QKᵀ。"),
         c.scores: ("scores_only", "只算了打分 QKᵀ 这一步。"),
         c.matmul_total + c.softmax_total: (
             "softmax_counted", "多算了 softmax 的 exp、除法和缩放：本题只数矩阵乘法。"),
@@ -72,8 +72,8 @@ def _count_verdict(case, value, n, d, h) -> None:
     c = count(n, d, h)
     if value == c.matmul_total:
         return
-    mistake, hint = _slips(c).get(value, ("other", "提示：四部分分别是 Q/K/V 投影 3·n·d²、QKᵀ "
-                                                   "n²·d、weights × V n²·d、W^O n·d²。"))
+    mistake, hint = _slips(c).get(value, ("other", "提示：逐处写出两个矩阵的形状（X 是 n × "
+                                                   "d_model，Q_i 是 n × d_k），各自 a·b·c 相加。"))
     if isinstance(value, float):  # a whole number's float was made an int above
         hint = "它不是整数，而乘法次数一定是整数：检查是不是用了 / 而不是 //。" + hint
     raise Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {_shown(value)}。{hint}",

@@ -13,8 +13,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import re
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +29,6 @@ from helpers import (
 )
 from own_answers import misjudged, section_questions
 
-import lesson_lib.models.toy
 from lesson_lib import paper
 from lesson_lib.attention import head_width
 from lesson_lib.models.pretrained import e5, minilm
@@ -203,10 +200,12 @@ def test_views_skip_politely_without_model(capsys):
 
 def test_fallback_draws_toy_heads(monkeypatch, capsys):
     calls = []
-    fake = types.ModuleType("lesson_lib.models.toy.training")
-    fake.example_heads = lambda h, seed: calls.append((h, seed)) or np.full((h, 5, 5), 0.2)
-    monkeypatch.setitem(sys.modules, "lesson_lib.models.toy.training", fake)
-    monkeypatch.setattr(lesson_lib.models.toy, "training", fake, raising=False)  # `from … import` reads this first
+
+    def example_heads(h, seed):
+        calls.append((h, seed))
+        return np.full((h, 5, 5), 0.2)
+
+    monkeypatch.setattr(views.training, "example_heads", example_heads)
     fig = views.plot_toy_heads()
     assert calls == [(4, 0)]
     assert fig is not None and capsys.readouterr().out == ""

@@ -23,6 +23,8 @@ from pathlib import Path
 import filelock
 import platformdirs
 
+from lesson_lib.practice import questions
+
 ENV_VAR = "LESSON_PROGRESS_FILE"
 APP_NAME = "day11-multi-head-attention"
 FORMAT = "day11-progress"
@@ -50,8 +52,6 @@ def default_path() -> Path:
 
 def current_version(item_id: str) -> str | None:
     """The fingerprint of the question the lesson asks now under this id; None for no question."""
-    from lesson_lib.practice import questions
-
     with contextlib.suppress(KeyError):
         return questions.question(item_id).version
     return None
@@ -59,8 +59,6 @@ def current_version(item_id: str) -> str | None:
 
 def _own_field_id() -> str:
     """The question the file keeps in a field of its own, ``interview``: the first uncounted."""
-    from lesson_lib.practice import questions
-
     return next(iter(questions.apart_ids()), "interview")
 
 
@@ -290,8 +288,6 @@ class Progress:
     Never raises for a bad file or place; touches only that file, its lock and files beside it."""
 
     def __init__(self, path: Path | str | None = None, exercise_ids=()):
-        from lesson_lib.practice import questions
-
         self.path = Path(path) if path is not None else None
         self.ids = questions.question_ids()
         self.apart = questions.apart_ids()  # outside the quiz's count: done once self-assessed
@@ -424,8 +420,6 @@ class Progress:
     def _named(self, ids, unticked=()) -> str:
         """Ids with where the lesson asks them, once per run (「S3、S3b（第 3 节）」), and whether a
         self-assessment left points unticked (「Q1（第 10 节，还有没勾的要点）」)."""
-        from lesson_lib.practice import questions
-
         def said(i: str) -> str:
             place = self.places.get(i) or (current_version(i) and questions.asked_in(i))
             marks = [place] if place else []

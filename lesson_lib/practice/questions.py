@@ -219,10 +219,8 @@ class _Reader:
             if not name.isidentifier() or name in checkers.ALIASES:
                 problem = "名字只能用字母、数字和下划线，也不能是 dk、heads 这类别名。"
                 raise self.fail(field, problem)
-            if isinstance(spec, dict):
-                self.values[name] = self.call(spec, field)
-            else:
-                self.values[name] = self.number(spec, field)
+            read = self.call if isinstance(spec, dict) else self.number  # a table is a call
+            self.values[name] = read(spec, field)
 
     def call(self, spec: dict, field: str):
         name = str(spec.get("call"))  # a list written as the name: no such function

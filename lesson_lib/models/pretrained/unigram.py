@@ -18,7 +18,6 @@ class UnigramTokenizer:
         # a repeated piece: lowest id, as e5.c
         self.ids = dict(zip(reversed(pieces), range(len(pieces) - 1, -1, -1)))
         self.ids.pop(pieces[specials["unk"]], None)  # <unk> is never matched as text
-        self.ids.pop("", None)
         self.bos = specials["bos"]
         self.eos = specials["eos"]
         self.unk = specials["unk"]

@@ -11,6 +11,7 @@ import numpy as np
 from lesson_lib.checks import check_int
 from lesson_lib.models.pretrained import head_finder as finder
 from lesson_lib.models.pretrained import minilm
+from lesson_lib.models.toy import training
 from lesson_lib.runtime.blas import one_blas_thread
 from lesson_lib.sections.s02_averaging import bar_html
 from lesson_lib.show.controls import linked, slider
@@ -287,7 +288,5 @@ def explorer_widget(model, layer=5, head=12, query="its"):
 
 def plot_toy_heads():
     """Without the weights: §7's toy model's 4 heads, trained here in seconds (``model_text``)."""
-    from lesson_lib.models.toy import training
-
     return heat_map(training.example_heads(h=4, seed=0),
                     suptitle="玩具模型的 4 个头（训练后，种子 0）")

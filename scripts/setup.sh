@@ -133,4 +133,4 @@ echo "==> 环境就绪（$venv，JupyterLab 界面语言：$locale）"
 if [ "$open_lab" = 1 ]; then
   exec "$vpy" scripts/personal_copy.py --open  # the learner's own copy in my_lesson/ (git-ignored)
 fi
-echo "要打开课程，运行：bash scripts/setup.sh（装好的环境不会重装）"  # README's step 1
+echo "要打开课程，运行：bash scripts/setup.sh（已经装好的不会重装）"  # README's step 1

@@ -49,6 +49,33 @@ def test_binder_files_are_executable_scripts():
     assert (ROOT / "binder" / "start").read_text().rstrip().endswith('exec "$@"')
 
 
+def test_postbuild_leaves_start_in_the_course_folder_for_a_shared_environment_hub(tmp_path):
+    """A hub with one shared environment and no image (The Littlest JupyterHub) runs no binder/start of its own:
+    its admin names the course folder's copy as the servers' command (README). postBuild puts it there (pip and
+    the Lab settings stubbed out: only its files are checked here), and from there it makes the student's copy."""
+    stub, prefix, home = tmp_path / "stub", tmp_path / "env", tmp_path / "home"
+    stub.mkdir()
+    home.mkdir()
+    (stub / "python").write_text("#!/bin/sh\nexit 0\n")
+    (stub / "python").chmod(0o755)
+    build_env = {"PATH": f"{stub}{os.pathsep}/usr/bin:/bin", "NB_PYTHON_PREFIX": str(prefix)}
+    subprocess.run(["bash", "binder/postBuild"], cwd=ROOT, env=build_env, check=True, timeout=scaled(60))
+    start = prefix / "share" / "day11-multi-head-attention" / "start"
+    assert os.access(start, os.X_OK)
+    run_env = {"PATH": f"{BIN}{os.pathsep}/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+               "NB_PYTHON_PREFIX": str(prefix)}
+    server = "import os; print('server', os.environ['OPENBLAS_NUM_THREADS'])"
+    out = subprocess.run([str(start), "python", "-c", server], cwd=home, env=run_env,
+                         capture_output=True, text=True, timeout=scaled(120))
+    cpus = subprocess.run([str(BIN / "python"), str(start.with_name("cpus.py"))], env=run_env, capture_output=True,
+                          text=True, check=True, timeout=scaled(120)).stdout
+    # then it ran the server's command, BLAS sized by the course folder's cpus.py
+    assert (out.returncode, out.stdout) == (0, f"server {cpus}"), out.stderr[-2000:]
+    copy = home / COPY
+    trusted = subprocess.run([str(BIN / "python"), "-c", TRUSTED, str(copy)], env=run_env, timeout=scaled(120))
+    assert trusted.returncode == 0  # the student's own copy, signed
+
+
 def test_repo2docker_plan_runs_our_steps_in_order():
     repo2docker = _tool("repo2docker")
     out = subprocess.run([str(repo2docker), "--no-build", "--no-run", "--debug", str(ROOT)],

@@ -167,7 +167,8 @@ _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为
                      r"|时(?=.*时|[^()]*\))|[以往向][上下]|以内|之间|还是|如果|假如|要是|若|(?<![另此])外"
                      r"|其[他它]|[倒对]数|[相取]反|打底|[开出]头|(?<=[\d)])\s*多|的\s*\d+\s*/\s*\d+")
 # 「per head」「每个头」「一个头」: a count of one head (token, layer), read where the box says per
-_PER = re.compile(r"(?:per[\s-]*|每\s*一?|一|单\s*(?=个))\s*个?\s*(head|token|layer|头|词元?|层)")
+_PER = re.compile(r"((?:[和跟与比像]|同(?!一))[^(),;]*?)?"  # 和一个头一样 compares: group 1
+                  r"(?:per[\s-]*|每\s*一?|一|单\s*(?=个))\s*个?\s*(head|token|layer|头|词元?|层)")
 PER_WORDS = {"头": "head", "词": "token", "词元": "token", "层": "layer"}  # and head, token, layer
 _COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B
@@ -343,7 +344,7 @@ def _read(raw: str, symbols: dict[str, Poly], labels, per) -> Poly:
     for pattern, replacement in _UNFOLDED:
         t = re.sub(pattern, replacement, t)
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS)
-    other = [m[0] for m in _PER.finditer(t) if PER_WORDS.get(m[1], m[1]) not in per]  # said last
+    other = [m[0] for m in _PER.finditer(t) if not m[1] and PER_WORDS.get(m[2], m[2]) not in per]
     # the box's own name glued to its number (d_k32, dk32) says name = number, as 「d_k 32」 does
     t = _GLUED.sub(lambda m: f"{m[1]} {m[2]}" if ALIASES.get(m[1], m[1]) in labels else m[0], t)
     for pattern, replacement in _FOLDED:
@@ -388,8 +389,8 @@ def _read(raw: str, symbols: dict[str, Poly], labels, per) -> Poly:
             raise ExpressionError(f"读到了{what}，这一栏只填一个。", "several") from None
         raise
     if other:  # the one value read, said to be of another count (40000 per head, in a total)
-        raise ExpressionError(f"文字「{other[0]}」说的是另一种计数，和这一栏问的不是同一个数："
-                              f"请只填这一栏要的数，不写「{other[0]}」。", "per")
+        raise ExpressionError(f"这个数只算了「{other[0]}」吗？如果它就是这一栏要的数，"
+                              f"删掉「{other[0]}」再提交。", "per")
     return value
 
 
@@ -432,8 +433,7 @@ def _read_noted(t: str, symbols: dict[str, Poly], labels) -> Poly:
     main, note = (part.strip() for part in m.groups())
     if _remark(note, symbols, labels):
         return _read_sides(main, symbols, labels)
-    a = _maybe(main, symbols, labels)
-    b = _maybe(note, symbols, labels)
+    a, b = (_maybe(part, symbols, labels) for part in (main, note))
     factor = "=" not in note and None not in (a, b) and a.degree == 0 and b.degree > 0
     if None not in (a, b) and a != b and (named := note.split("=")[0].strip()) in labels:
         same = " = ".join(labels)  # 「d_k = d_v」
@@ -782,7 +782,7 @@ def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) ->
         return f"每个头不是整个 {d_model} 维：d_model 是平均切给 h 个头的，每个头分到几维？"
     if len(got) != 3:
         return "结果应当有 3 个轴：(头数 h, 词元数 n, 每个头的宽度 d_k)。"
-    return "三个轴是头、词元、每个头的宽度：先 reshape 再 transpose，它们各排第几、各多大？"
+    return "要有头数、词元数、每个头的宽度三个轴：reshape 后 transpose 把哪个轴换到最前？各多大？"
 
 
 def split_heads_shape(targets: tuple, values: dict) -> str:

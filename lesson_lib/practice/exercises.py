@@ -251,7 +251,7 @@ def check(ex: Exercise, fn, *, budget: float | None = None) -> ExerciseResult:
         mine = progress.default_progress()
         mine.record_exercise(result)
         if result.status == "todo" and mine.entry(ex.name).get("passed"):  # the stub put back
-            result = replace(result, message=result.message + "你之前的通过仍记在进度里。")
+            result = replace(result, message=result.message + "你之前已经通过，进度里仍记为通过。")
     return result
 
 

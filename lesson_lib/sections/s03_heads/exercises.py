@@ -143,7 +143,7 @@ def _mha_inputs(rng, n, d, h):
 
 SPLIT_HEADS = Exercise(
     name="split_heads",
-    spec="实现 my_split_heads(x, h)：x 是投影后的 Q = X W^Q，(n, d_model)，h 整除 d_model。"
+    spec="实现 my_split_heads(x, h)：x 是投影后的 Q = X W^Q，形状 (n, d_model)，h 整除 d_model。"
          "返回形状 (h, n, d_k) 的数组，d_k = d_model / h；"
          "第 i 个头是 x 的第 i 块连续的列 x[:, i·d_k:(i+1)·d_k]。"
          "只用 numpy 的 reshape 和 transpose。",

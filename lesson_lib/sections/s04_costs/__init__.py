@@ -75,7 +75,7 @@ def timing_verdict(times: dict[int, float]) -> str:
     faster than a smaller h means another program took the CPU; else all alike, or more h slower."""
     hs = sorted(times)
     if any(times[a] > SIMILAR_TIME * times[b] for a, b in itertools.combinations(hs, 2)):
-        return "计时受到了干扰（电脑正忙）：头多的反而明显更快，请再运行一次"
+        return "头多的反而明显更快，多半是计时受到了干扰（比如电脑正忙）：请再运行一次"
     slowest = max(hs, key=times.get)
     if times[slowest] <= SIMILAR_TIME * times[hs[0]]:
         return f"在这台电脑上，h = {hs[0]} 到 h = {hs[-1]} 差不多快：用时也基本守恒"

@@ -13,17 +13,24 @@ is still in cache, and written straight into the returned weights array.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
 from lesson_lib.attention import merge_heads, split_heads
 from lesson_lib.checks import check_mha, translated
 from lesson_lib.runtime.blas import one_blas_thread
-from lesson_lib.runtime.cpus import usable_cpus
 
 __all__ = ["multi_head_attention_fast"]
+
+# scripts/cpus.py is a deployment script, not part of lesson_lib: loaded from its file, like build_notebook.py.
+_spec = importlib.util.spec_from_file_location("cpus", Path(__file__).resolve().parents[1] / "scripts" / "cpus.py")
+_cpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_cpus)
+usable_cpus = _cpus.usable_cpus  # a module attribute: the tests replace it to force a pool
 
 _BLOCK_BYTES = 512 * 1024  # one block of scores (rows × n) sized to stay in the L2 cache
 _MIN_BLOCK_ROWS = 16

@@ -87,9 +87,9 @@ def run() -> list[str]:
         collected = re.search(r"(\d+) tests? collected", out)
         lines.append(f"tests collected (pytest --collect-only, as scripts/test.sh): "
                      f"{collected.group(1) if collected else '? ' + out[-300:]}")
-        workers = subprocess.run([python, "-c", "from lesson_lib.runtime.cpus import usable_cpus; "
-                                  "print(min(2, usable_cpus()))"], cwd=clone, env=env, capture_output=True,
-                                 text=True, check=True).stdout.strip()
+        cpus = subprocess.run([python, "scripts/cpus.py"], cwd=clone, env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        workers = str(min(2, int(cpus)))  # as scripts/test.sh
         # The fast set with benchmarks/pytest_cpu.py loaded: its costliest files are listed under the figure.
         fast = [python, *FAST, "-n", workers if int(workers) > 1 else "0", "--dist", "loadfile",
                 "-p", "benchmarks.pytest_cpu"]

@@ -63,7 +63,7 @@ COPY_DIR = "my_lesson"  # where binder/start puts each student's own copy, insid
 COPY = f"{COPY_DIR}/{Path(NOTEBOOK).name}"
 # What binder/postBuild puts into the image (the course folder and the library the kernels import).
 IMAGE_FILES = ("notebooks/day11_multi_head_attention.ipynb", "notebooks/lab_real_heads.ipynb",
-               "notebooks/lab_ablation.ipynb", "scripts/personal_copy.py", "lesson_lib")
+               "notebooks/lab_ablation.ipynb", "scripts/personal_copy.py", "scripts/cpus.py", "lesson_lib")
 COURSE = "share/day11-multi-head-attention"  # binder/start's course folder under NB_PYTHON_PREFIX
 # The progress file's location can be set per student; the lesson's default puts it in the student's space.
 PROGRESS_ENV = "LESSON_PROGRESS_FILE"
@@ -82,11 +82,15 @@ ANSWER_CODE = (
     "    _p.default_progress().record(_q.check(_id, _a), _a)"
 )
 UPDATE_NOTE = "（课程更新：这一版换了一道题的问法。）"
-# Printed by each kernel at the end: the CPUs the lesson sized itself to, and the BLAS threads it runs.
+# Printed by each kernel at the end: the CPUs the image's cpus.py gives this student (run from the course folder, as
+# binder/start runs it), the BLAS threads binder/start set for the server (OPENBLAS_NUM_THREADS, which the kernel
+# inherits) and the BLAS threads the kernel runs.
 THREADS_PROBE = (
-    "import json as _j; from lesson_lib.runtime.cpus import usable_cpus as _u\n"
+    "import json as _j, os as _o, runpy as _r\n"
     "from lesson_lib.runtime.blas import blas_threads as _b\n"
-    "print(_j.dumps({'usable_cpus': _u(), 'blas_threads': _b()}))"
+    f"_u = _r.run_path(_o.path.join(_o.environ['NB_PYTHON_PREFIX'], {COURSE!r}, 'cpus.py'))['usable_cpus']\n"
+    "print(_j.dumps({'usable_cpus': _u(), 'blas_env': _o.environ.get('OPENBLAS_NUM_THREADS'), "
+    "'blas_threads': _b()}))"
 )
 LOOPBACK = "127.0.0.1"
 CELL_TIMEOUT_S = 300
@@ -618,6 +622,7 @@ def build_image(tmp: Path) -> Path:
     for name in IMAGE_FILES[:3]:
         shutil.copy(src / name, course / "notebooks")
     shutil.copy(src / "scripts" / "personal_copy.py", course)
+    shutil.copy(src / "scripts" / "cpus.py", course)
     (image / "lib").mkdir()
     shutil.move(src / "lesson_lib", image / "lib" / "lesson_lib")
     shutil.rmtree(src)
@@ -833,11 +838,12 @@ def report(result: dict) -> list[str]:
     lines = [f"{result['students']} students{cap}; servers started (each making its own copy) in "
              f"{result['spawn_and_copy_s']:.1f} s",
              f"{'student':<10} {'wall s':>7} {'kernel CPU s':>12} {'server CPU s':>12} {'peak MB':>8} "
-             f"{'cells':>5} {'errors':>6} {'new kernels':>11} {'CPUs/BLAS':>9}  written in own home"]
+             f"{'cells':>5} {'errors':>6} {'new kernels':>11} {'CPUs/env/BLAS':>13}  written in own home"]
     for r in runs:
         lines.append(f"{r['name']:<10} {r['wall_s']:7.1f} {r['kernel_cpu_s']:12.1f} {r['server_cpu_s']:12.1f} "
                      f"{r['tree_peak_pss_mb']:8.0f} {r['cells']:5d} {len(r['errors']):6d} {r['kernel_retries']:11d} "
-                     f"{r['threads'].get('usable_cpus', '?'):>4}/{r['threads'].get('blas_threads', '?'):<4}  "
+                     f"{r['threads'].get('usable_cpus', '?'):>4}/{r['threads'].get('blas_env') or '?':^3}/"
+                     f"{r['threads'].get('blas_threads', '?'):<4}  "
                      f"{', '.join(r['written']) or '(nothing)'}")
     cpu = [r["kernel_cpu_s"] for r in runs]
     peak = [r["tree_peak_pss_mb"] for r in runs]

@@ -85,7 +85,8 @@ python scripts/build_notebook.py --check
 echo "==> pytest: unit, property, strict nbval, offline + CPU variants, browser, hub, fresh clone (${SECONDS} s so far)"
 # -n: one pytest worker per CPU, at most 2 (more would starve the browser and hub tests of a 2-core machine); each test
 # file stays in one worker (--dist loadfile), so a notebook's cells run in order and module fixtures start once.
-workers=$(python -c 'from lesson_lib.runtime.cpus import usable_cpus; print(min(2, usable_cpus()))')  # a hub's share
+workers=$(python scripts/cpus.py)  # a hub's share
+[ "$workers" -le 2 ] || workers=2
 [ "$workers" -gt 1 ] || workers=0
 # Bytecode is cached (in git-ignored __pycache__/): the suite starts hundreds of Python processes (kernels, workers,
 # CLIs) that import lesson_lib, and compiling it anew in each cost ~13 CPU-s in the fast set alone.

@@ -51,8 +51,9 @@ def test_every_run_completes_without_error_output(result):
 
 
 def test_each_kernel_sized_its_threads_to_the_students_cpus(result):
+    # usable_cpus: the image's cpus.py run in the kernel; blas_env: what binder/start exported for the server
     for r in result["runs"]:
-        assert r["threads"] == {"usable_cpus": 1, "blas_threads": 1}
+        assert r["threads"] == {"usable_cpus": 1, "blas_env": "1", "blas_threads": 1}
 
 
 def test_each_student_has_their_own_copy(result):
@@ -140,7 +141,7 @@ class _Socket:
         parent = {"msg_id": header["msg_id"]}
         self.inbox += [
             {"channel": "iopub", "header": {"msg_type": "stream"}, "parent_header": parent,
-             "content": {"name": "stdout", "text": '{"usable_cpus": 1, "blas_threads": 1}\n'}},
+             "content": {"name": "stdout", "text": '{"usable_cpus": 1, "blas_env": "1", "blas_threads": 1}\n'}},
             {"channel": "shell", "header": {"msg_type": header["msg_type"].replace("_request", "_reply")},
              "parent_header": parent, "content": {"status": "ok"}},
             {"channel": "iopub", "header": {"msg_type": "status"}, "parent_header": parent,

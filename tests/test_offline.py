@@ -281,6 +281,7 @@ def test_checked_outputs_are_the_same_on_this_code_path(tmp_path, record_propert
     env["IPYTHONDIR"] = str(tmp_path / "ipython")
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     env["MPLBACKEND"] = "Agg"
+    env["LESSON_PROGRESS_FILE"] = str(tmp_path / "progress.json")  # a fresh learner, as the build ran it
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     runner, method = _pytest_runner(tmp_path)
     # A copy of notebooks/ is the kernel's working folder: whatever a cell writes stays out of the repository.

@@ -47,7 +47,7 @@ label = "{d_k_hi}"
 [[questions.options]]
 key = "C"
 label = "{hi}"
-why = "{hi} 是这里的头数 h（也正好是论文 h = 8 时的 d_k）；d_k 要随 h 变：{d_model} 平均分给 {hi} 个头，每个头几维？"
+why = "{hi} 是头数 h，不是 d_k：{d_model} 平均分给 {hi} 个头，每个头几维？"
 '''
 
 ANSWER = """

@@ -210,7 +210,7 @@ def _exported_html(path, text: str) -> str:
     href = "data:application/json;base64," + base64.b64encode(text.encode()).decode()
     link = (f'<a download="{path.name}" href="{href}" style="color:var(--jp-content-link-color);'
             f'text-decoration:underline">下载 {path.name}</a>')
-    return theme.box(f"已导出。点{link}，把下载的文件交给老师（它也存在 {text_html(str(path))}）。")
+    return theme.box(f"已导出。点{link}，把下载的文件交给老师（也保存在 {text_html(str(path))}）。")
 
 
 def progress_summary(progress: Progress | None = None, exercise_ids=()):
@@ -233,7 +233,7 @@ def progress_summary(progress: Progress | None = None, exercise_ids=()):
     def refresh() -> None:
         tone = "right" if progress.all_done() else "neutral"
         text.value = box_html(progress.summary(), tone, "lesson-progress-summary")
-        if status.value:  # an export's link holds the progress as it was: never hand that in
+        if "download=" in status.value:  # the link holds the progress as it was: never hand that in
             status.value = box_html("进度变了：请再点一次「导出进度」，交新的文件。", "neutral")
 
     box = _frame([text, button, status], "lesson-quiz-progress")

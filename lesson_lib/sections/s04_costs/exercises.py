@@ -72,8 +72,9 @@ def _count_verdict(case, value, n, d, h) -> None:
     c = count(n, d, h)
     if value == c.matmul_total:
         return
-    mistake, hint = _slips(c).get(value, ("other", "提示：每次矩阵乘法写出两个矩阵的形状（X 是 n × "
-                                                   "d_model，Q_i 是 n × d_k），各自 a·b·c 相加。"))
+    other = ("提示：为每次矩阵乘法写出两个矩阵的形状（X 是 n × d_model，Q_i 是 n × d_k），"
+             "(a × b) 乘 (b × c) 是 a·b·c 次，再全部相加。")
+    mistake, hint = _slips(c).get(value, ("other", other))
     if isinstance(value, float):  # a whole number's float was made an int above
         hint = "它不是整数，而乘法次数一定是整数：看看是不是除以了除不尽的数（比如 √d_k）。" + hint
     raise Stop("wrong", f"{case}：应为 {c.matmul_total:,}，你的是 {_shown(value)}。{hint}",

@@ -379,7 +379,8 @@ def test_an_unread_box_echoes_what_it_read(text):
      ("Q6", ["64", "1536（不分组）"], "不分组"), ("Q2", ["32——才怪", "不变"], "才怪"),
      ("S4b", ["40000，和头数无关", "会"], "和头数无关"), ("Q2", ["32 不对", "不变"], "不对"),
      ("Q6", ["64", "512 per group"], "per"), ("Q6", ["64", "4 groups"], "groups"),  # the word it cannot read
-     ("S4", ["80000", "1280000 Per Head"], "Per Head"), ("Q6", ["64", "512（每个头）"], "每个头")],
+     ("S4", ["80000", "1280000 Per Head"], "Per Head"), ("Q6", ["64", "512（每个头）"], "每个头"),
+     ("S4", ["80000", "1280000（同一个头）"], "同一个头")],  # the learner's whole words, not 「一个头」
 )  # fmt: skip
 def test_an_unread_box_quotes_the_learners_own_characters(qid, answer, typed):
     """The quote is what the learner typed, capitals and all (the parser reads HEAD as head, and says so as HEAD)."""
@@ -425,7 +426,7 @@ def test_a_note_after_a_shape_is_refused_without_quoting_a_fragment_never_typed(
      ("Q3", ["h 8 d_k 64 n²", "512n²"], "operator"), ("Q6", ["64", "512（12 组的 1/3）"], "disowned"),
      ("Q6", ["64", "512 per group"], "expression"), ("Q6", ["64", "4 groups"], "expression"),
      ("Q3", ["512n² per head", "512n²"], "per"), ("S4b", ["40000（每个头）", "会"], "per"),
-     ("Q2", ["32 per token", "不变"], "per")],
+     ("S3", ["8（每个头）", "12", "64"], "per"), ("S4b", ["40000（比如每个头）", "会"], "per")],
 )  # fmt: skip
 def test_a_habit_the_reader_cannot_take_has_its_own_reason(qid, answer, reason):
     """Each habit (a shape of another length, //, LaTeX, two values side by side …) is told its own fix, not a

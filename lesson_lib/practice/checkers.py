@@ -166,9 +166,9 @@ _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为
                      r"|多了|的话"
                      r"|时(?=.*时|[^()]*\))|[以往向][上下]|以内|之间|还是|如果|假如|要是|若|(?<![另此])外"
                      r"|其[他它]|[倒对]数|[相取]反|打底|[开出]头|(?<=[\d)])\s*多|的\s*\d+\s*/\s*\d+")
-# 「per head」「每个头」「一个头」: a count of one head (token, layer), read where the box says per
-_PER = re.compile(r"((?:[和跟与比像]|同(?!一))[^(),;]*?)?"  # 和一个头一样 compares: group 1
-                  r"(?:per[\s-]*|每\s*一?|一|单\s*(?=个))\s*个?\s*(head|token|layer|头|词元?|层)")
+# 「每个头」「per token」「同一层」 count one head (token, layer); 和一个头一样, 比单个头多 compare
+_PER = re.compile(r"([和跟与同像比]\s*(?=[一单][^(),;]*?(?:一[样致]|相[同等]|[多少大小快慢])))?"
+                  r"(?:per[\s-]*|[每同]?一|每|单\s*(?=个))\s*个?\s*(head|token|layer|头|词元?|层)")
 PER_WORDS = {"头": "head", "词": "token", "词元": "token", "层": "layer"}  # and head, token, layer
 _COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B
@@ -389,8 +389,8 @@ def _read(raw: str, symbols: dict[str, Poly], labels, per) -> Poly:
             raise ExpressionError(f"读到了{what}，这一栏只填一个。", "several") from None
         raise
     if other:  # the one value read, said to be of another count (40000 per head, in a total)
-        raise ExpressionError(f"这个数只算了「{other[0]}」吗？如果它就是这一栏要的数，"
-                              f"删掉「{other[0]}」再提交。", "per")
+        raise ExpressionError(f"这一栏不按「{other[0]}」算。如果这个数就是这一栏要的，删掉「"
+                              f"{other[0]}」再提交；如果只算了一部分，按这一栏的问法重算。", "per")
     return value
 
 
@@ -782,7 +782,7 @@ def split_heads_shape_mistake(got: tuple[int, ...], n: int, h: int, d_k: int) ->
         return f"每个头不是整个 {d_model} 维：d_model 是平均切给 h 个头的，每个头分到几维？"
     if len(got) != 3:
         return "结果应当有 3 个轴：(头数 h, 词元数 n, 每个头的宽度 d_k)。"
-    return "要有头数、词元数、每个头的宽度三个轴：reshape 后 transpose 把哪个轴换到最前？各多大？"
+    return "三个轴依次是头数、词元数、每个头的宽度：对照一下哪一维的数不对、哪两维排反了。"
 
 
 def split_heads_shape(targets: tuple, values: dict) -> str:

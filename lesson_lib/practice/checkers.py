@@ -166,9 +166,9 @@ _DISOWN = re.compile(r"[不没无非否错别未怪假误✗✘❌≠]|!=|以为
                      r"|多了|的话"
                      r"|时(?=.*时|[^()]*\))|[以往向][上下]|以内|之间|还是|如果|假如|要是|若|(?<![另此])外"
                      r"|其[他它]|[倒对]数|[相取]反|打底|[开出]头|(?<=[\d)])\s*多|的\s*\d+\s*/\s*\d+")
-# 「每个头」「per token」「同一层」 count one head (token, layer); 和一个头一样, 比单个头多 compare
-_PER = re.compile(r"([和跟与同像比]\s*(?=[一单][^(),;]*?(?:一[样致]|相[同等]|[多少大小快慢])))?"
-                  r"(?:per[\s-]*|[每同]?一|每|单\s*(?=个))\s*个?\s*(head|token|layer|头|词元?|层)")
+# 「每个头」「per token」「同一层」 count one head (token, layer); so does 「和一个头一样」 here:
+# a comparison is a claim no box can read (「512（和一个头的键值一样）」 is false)
+_PER = re.compile(r"(?:per[\s-]*|[每同]?一|每|单\s*(?=个))\s*个?\s*(head|token|layer|头|词元?|层)")
 PER_WORDS = {"头": "head", "词": "token", "词元": "token", "层": "layer"}  # and head, token, layer
 _COUNTED = {"头": "h", "组": "g"}  # 「16 个头」 is h 16, 「4 组」 g 4, where the box has h, g
 # 「A 和 B 一样」 says A = B
@@ -344,7 +344,7 @@ def _read(raw: str, symbols: dict[str, Poly], labels, per) -> Poly:
     for pattern, replacement in _UNFOLDED:
         t = re.sub(pattern, replacement, t)
     t = unicodedata.normalize("NFKC", t).lower().translate(_OPERATORS)
-    other = [m[0] for m in _PER.finditer(t) if not m[1] and PER_WORDS.get(m[2], m[2]) not in per]
+    other = [m[0] for m in _PER.finditer(t) if PER_WORDS.get(m[1], m[1]) not in per]
     # the box's own name glued to its number (d_k32, dk32) says name = number, as 「d_k 32」 does
     t = _GLUED.sub(lambda m: f"{m[1]} {m[2]}" if ALIASES.get(m[1], m[1]) in labels else m[0], t)
     for pattern, replacement in _FOLDED:

@@ -70,6 +70,8 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
     "tests/test_s06_real_heads.py::test_every_condition_has_the_pronoun_as_its_own_token": "e5, every condition",
     "tests/test_hub_image.py::test_repo2docker_plan": "repo2docker's build plan",
     "tests/test_hub_image.py::test_image_steps_in_a_fresh_venv": "a fresh hub-image environment from the index",
+    "tests/test_hub_image.py::test_postbuild_leaves_start_in_the_course_folder_for_a_shared_environment_hub":
+        "the image's postBuild and a student's start (~4 CPU-s)",
 }
 
 

@@ -73,10 +73,13 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
     "tests/test_hub_image.py::test_postbuild_leaves_start_in_the_course_folder_for_a_shared_environment_hub":
         "the image's postBuild and a student's start (~4 CPU-s)",
     # --recheck's sandbox, run for real as root (namespaces, seccomp, as nobody): one class report, ~4 CPU-s
-    **{f"tests/test_class_report.py::{name}": "--recheck's sandbox, run for real" for name in (
-        "test_recheck_confirms_a_real_pass", "test_a_recheck_run_says_how_many", "test_a_students_code_",
-        "test_what_a_students_code_writes", "test_a_right_pass_that_imports", "test_a_detached_process",
-        "test_forged_answers_on_every_fd")},
+    "tests/test_class_report.py::test_recheck_confirms_a_real_pass": "--recheck's sandbox, run for real",
+    "tests/test_class_report.py::test_a_recheck_run_says_how_many": "--recheck's sandbox, run for real",
+    "tests/test_class_report.py::test_a_students_code_": "--recheck's sandbox, run for real",
+    "tests/test_class_report.py::test_what_a_students_code_writes": "--recheck's sandbox, run for real",
+    "tests/test_class_report.py::test_a_right_pass_that_imports": "--recheck's sandbox, run for real",
+    "tests/test_class_report.py::test_a_detached_process": "--recheck's sandbox, run for real",
+    "tests/test_class_report.py::test_forged_answers_on_every_fd": "--recheck's sandbox, run for real",
 }
 
 

@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from helpers import wait_for
+from helpers import scaled, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_NAME = "day11_multi_head_attention.ipynb"
@@ -237,6 +237,20 @@ class LabServer:
         """Until the notebook's kernel exists and is idle (the toolbar says idle before a kernel exists)."""
         wait_for(lambda: self.kernel_state(self.notebook) == "idle", f"{self.notebook}'s kernel idle",
                  progress=lambda: self.kernel_state(self.notebook), stall_s=90)
+
+    def open_notebook(self, context, listen=lambda page: None):
+        """The notebook in a new page of ``context``, offline (only this server, data: and blob: answer), its kernel
+        idle; ``listen(page)`` runs before the page loads (console listeners)."""
+        local = ("data:", "blob:", self.url, self.url.replace("http", "ws", 1))
+        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
+        page = context.new_page()
+        listen(page)
+        page.set_default_timeout(scaled(60) * 1000)
+        page.goto(f"{self.url}/lab/tree/{self.notebook}?reset&token={self.token}")
+        page.locator("[data-command='notebook:restart-run-all']").first.wait_for(state="visible")
+        page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
+        self.wait_kernel_idle()
+        return page
 
     def stop(self) -> None:
         """Delete the sessions (their kernels run in their own process groups), then end the server's group."""

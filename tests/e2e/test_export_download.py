@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import nbformat
-from helpers import scaled, wait_for
+from helpers import wait_for
 from test_browser_flow import run_all_finished
 from test_progress_restart import JS_ARM, JS_RUN_DONE
 
@@ -55,14 +55,7 @@ def test_export_downloads_the_written_file(lab_servers, open_browser, artifacts_
     started = time.perf_counter()
     with open_browser() as browser:
         context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN", accept_downloads=True)
-        local = ("data:", "blob:", server.url, server.url.replace("http", "ws", 1))
-        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
-        page = context.new_page()
-        page.set_default_timeout(scaled(60) * 1000)
-        page.goto(f"{server.url}/lab/tree/{server.notebook}?reset&token={server.token}")
-        page.locator("[data-command='notebook:restart-run-all']").first.wait_for(state="visible")
-        page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
-        server.wait_kernel_idle()
+        page = server.open_notebook(context)
         page.evaluate(JS_ARM)
         page.locator("[data-command='notebook:restart-run-all']").first.click()
         page.locator(".jp-Dialog .jp-mod-accept").click()

@@ -17,7 +17,7 @@ import re
 import time
 from pathlib import Path
 
-from helpers import CJK, scaled, wait_for
+from helpers import CJK, wait_for
 from test_browser_flow import UPDATE_S, run_all_finished, update_ms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,14 +111,7 @@ def test_progress_survives_a_restart(lab_servers, open_browser, artifacts_dir, e
     started = time.perf_counter()
     with open_browser() as browser:
         context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="zh-CN")
-        local = ("data:", "blob:", server.url, server.url.replace("http", "ws", 1))
-        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
-        page = context.new_page()
-        page.set_default_timeout(scaled(60) * 1000)
-        page.goto(f"{server.url}/lab/tree/{server.notebook}?reset&token={server.token}")
-        page.locator("[data-command='notebook:restart-run-all']").first.wait_for(state="visible")
-        page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
-        server.wait_kernel_idle()
+        page = server.open_notebook(context)
 
         # 1. Run All with the endless exercise body finishes; the checker records the stop and says so in the cell.
         t0 = time.perf_counter()

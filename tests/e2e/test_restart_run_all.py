@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from helpers import scaled, wait_for
+from helpers import wait_for
 from test_browser_flow import run_all_finished
 from test_progress_restart import JS_ARM, JS_RUN_DONE
 from test_reader import built_lesson
@@ -41,16 +41,12 @@ def test_ten_restart_and_run_alls_in_a_row_each_run_every_cell(lab_servers, open
     console: list[str] = []
     with open_browser() as browser:
         context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
-        local = ("data:", "blob:", server.url, server.url.replace("http", "ws", 1))
-        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
-        page = context.new_page()
-        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-        page.set_default_timeout(scaled(60) * 1000)
-        page.goto(f"{server.url}/lab/tree/{server.notebook}?reset&token={server.token}")
-        page.locator("[data-command='notebook:restart-run-all']").first.wait_for(state="visible")
-        page.wait_for_function("() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel")
-        server.wait_kernel_idle()
+
+        def listen(page) -> None:
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+            page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+
+        page = server.open_notebook(context, listen)
         for run in range(RUNS):
             page.evaluate(JS_CLEAR)
             assert set(page.evaluate(JS_COUNTS)) == {None}, run  # no count is left from before this run

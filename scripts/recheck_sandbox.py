@@ -23,6 +23,7 @@ Run as ``python -I recheck_sandbox.py FD UID GID NPROC BUDGET`` (the supervisor,
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -46,9 +47,6 @@ EXTRA_PROCESSES = 16  # on top of what the sandbox's user already runs
 
 
 # ------------------------------------------------------------------------------------------ in the report
-NOT_ROOT = ("不是以 root 运行：这时学生的代码只能带着你自己的文件权限运行（能读写你的家目录、你的密钥），所以不跑。"
-            "请用 root 权限运行报告（例如 sudo .venv/bin/python scripts/class_report.py … --recheck --out 新文件夹），"
-            "学生的代码会以 nobody 运行；或者去掉 --recheck：通过的练习照常列出，只是没有重跑确认。")
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")  # a fresh tmpfs each in the sandbox, where they exist
 SYSCALLS = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}  # AUDIT_ARCH_…, socket(2)'s number
 WORK = "/tmp/recheck"  # the student's working folder and HOME, in the sandbox's private /tmp
@@ -72,23 +70,54 @@ def namespaces() -> list[str]:
     return [shutil.which("unshare") or "unshare", "--net", "--ipc", "--pid", "--fork", "--kill-child", "--mount-proc"]
 
 
+class Refused(ValueError):
+    """--recheck cannot run here: ``reason`` names the requirement missing (a key of REFUSALS), str() says it in
+    Chinese with what to do."""
+
+    def __init__(self, reason: str, **named):
+        super().__init__(REFUSALS[reason].format(**named) + WITHOUT)
+        self.reason = reason
+
+
+WITHOUT = "；或者去掉 --recheck（通过的练习照常列出，只是没有重跑确认）。"
+REFUSALS = {
+    "root": "不是以 root 运行：这时学生的代码只能带着你自己的文件权限运行（能读写你的家目录、你的密钥），所以不跑。"
+            "请用 root 权限运行报告（例如 sudo .venv/bin/python scripts/class_report.py … --recheck --out 新文件夹），"
+            "学生的代码会以 nobody 运行",
+    "no_user": "没有名为 {user} 的用户：请用 --recheck-user 指定一个已有的普通用户",
+    "admin_user": "--recheck-user {user} 是管理员（uid 0）：请指定一个普通用户",
+    "arch": "沙箱不认得本机的处理器架构 {machine}（只认 x86_64、aarch64），挡不住学生的代码去连本机程序的套接字，"
+            "所以不跑：请在这样的机器上运行",
+    "namespaces": "本机不允许新建命名空间或在其中挂载（unshare 或 mount 失败，常见于容器里），学生的代码无法隔离："
+                  "请在允许的机器上运行（容器要有 CAP_SYS_ADMIN，或在容器外的主机上跑）",
+    "user": "检查进程换不成用户 {user}（setuid 失败，常见于不允许换用户的容器里）：学生的代码只能以 root 运行，"
+            "所以不跑：请在允许换用户的机器上运行，或用 --recheck-user 指定另一个普通用户",
+    "seccomp": "本机内核不支持 seccomp 过滤器（prctl 失败：内核没开 CONFIG_SECCOMP_FILTER，或容器禁用了它），"
+               "挡不住学生的代码去连本机程序的套接字，所以不跑：请在内核支持 seccomp 的机器上运行",
+    "readable": "隔离的检查进程（用户 {user}）连参考答案都没能通过：它读不到 Python 的标准库、site-packages "
+                "或 lesson_lib（{python}、{root}）。诚实的学生会被标成「未确认」，所以不跑："
+                "请让这些文件夹对所有人可读（chmod o+rX），或用 --recheck-user 指定一个能读它们的普通用户",
+    "silent": "隔离的检查进程没有回话（没能启动，或 {seconds:.0f} 秒内没有开始）：请检查 {python} 能否在 unshare 里"
+              "启动（手动运行 unshare --pid --fork --mount-proc {python} -c pass 看它报什么错）",
+}
+
+
 def prepare(user: str | None, budget: float) -> Sandbox:
-    """The sandbox for this machine; raises ValueError (a Chinese line) when it cannot contain the student's code."""
+    """The sandbox for this machine; raises Refused (a Chinese line naming the missing requirement) when it cannot
+    contain the student's code."""
     if os.geteuid() != 0:
-        raise ValueError(NOT_ROOT)
+        raise Refused("root")
+    name = user or "nobody"
     try:
-        entry = pwd.getpwnam(user or "nobody")
+        entry = pwd.getpwnam(name)
     except KeyError:
-        raise ValueError(f"没有名为 {user or 'nobody'} 的用户：请用 --recheck-user 指定一个已有的普通用户。") from None
+        raise Refused("no_user", user=name) from None
     if entry.pw_uid == 0:
-        raise ValueError(f"--recheck-user {user} 是管理员（uid 0）：请指定一个普通用户。")
+        raise Refused("admin_user", user=name)
     if os.uname().machine not in SYSCALLS:
-        raise ValueError(f"沙箱不认得本机的处理器架构 {os.uname().machine}（只认 x86_64、aarch64），"
-                         "挡不住学生的代码去连本机程序的套接字，所以不跑：请在这样的机器上运行，"
-                         "或者去掉 --recheck（通过的练习照常列出，只是没有重跑确认）。")
+        raise Refused("arch", machine=os.uname().machine)
     if subprocess.run([*namespaces(), "true"], capture_output=True).returncode:
-        raise ValueError("本机不允许新建命名空间（unshare 失败），学生的代码无法隔离：请在允许的机器上运行，"
-                         "或者去掉 --recheck（通过的练习照常列出，只是没有重跑确认）。")
+        raise Refused("namespaces")
     keep = needed()
     box = Sandbox(entry.pw_uid, entry.pw_gid, budget, hidden(keep), keep)
     import inspect
@@ -96,11 +125,22 @@ def prepare(user: str | None, budget: float) -> Sandbox:
     from lesson_lib.sections import exercises
 
     reference = inspect.getsource(exercises.EXERCISES["split_heads"].solution)
-    if not confirm(box, "split_heads", PREFLIGHT_IMPORT + reference):
-        raise ValueError(f"隔离的检查进程（用户 {entry.pw_name}）连参考答案都没能通过：它可能读不到 Python 的标准库"
-                         f"或 lesson_lib（{sys.executable}、{ROOT}）。诚实的学生会被标成「未确认」，所以不跑："
-                         "请让这些文件夹对所有人可读（chmod o+rX），或用 --recheck-user 指定一个能读它们的普通用户。")
+    reason = missing(run(box, {"name": "split_heads", "source": PREFLIGHT_IMPORT + reference}))
+    if reason:
+        raise Refused(reason, user=entry.pw_name, python=sys.executable, root=ROOT, seconds=START_S)
     return box
+
+
+def missing(lines: list) -> str | None:
+    """What the preflight's run (the reference solution) says is missing, a key of REFUSALS; None when it passed.
+    The supervisor names the step it could not take (supervise); a run that got to the reference and failed it
+    could not import what it needs; no line at all: it never started."""
+    if lines == [{"ready": True}, {"passed": True}]:
+        return None
+    said = lines[0] if lines and isinstance(lines[0], dict) else {}
+    if said.get("failed") in STEPS:
+        return said["failed"]
+    return "readable" if said == {"ready": True} else "silent"
 
 
 def needed() -> list[str]:
@@ -239,19 +279,22 @@ def supervise(verdict_fd: int, uid: int, gid: int, nproc: int, budget: float) ->
     from lesson_lib.sections import exercises  # the lesson's own code, imported before the user switch
 
     job = json.loads(sys.stdin.buffer.read(MAX_JOB) or b"{}")
-    seal(job["hide"], job["keep"], uid, gid)
     verdict = os.fdopen(verdict_fd, "w")
+    with step(verdict, "namespaces"):
+        seal(job["hide"], job["keep"], uid, gid)
     with open("/proc/self/statm") as f:
         memory = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + 2**30
     cpu = int(time.process_time() + budget) + 2
     for limit, value in ((resource.RLIMIT_CPU, cpu), (resource.RLIMIT_AS, memory),
                          (resource.RLIMIT_NPROC, nproc), (resource.RLIMIT_FSIZE, 1 << 20)):  # fmt: skip
         resource.setrlimit(limit, (value, value))
-    os.setgroups([])
-    os.setgid(gid)
-    os.setuid(uid)
+    with step(verdict, "user"):
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the student's code cannot open /proc/1/fd/…
-    no_sockets()
+    with step(verdict, "seccomp"):
+        no_sockets()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # init ignores what the student may send it
     verdict.write(json.dumps({"ready": True}) + "\n")
     verdict.flush()
@@ -271,6 +314,21 @@ def supervise(verdict_fd: int, uid: int, gid: int, nproc: int, budget: float) ->
     _, status = os.waitpid(pid, 0)
     verdict.write(json.dumps({"passed": os.waitstatus_to_exitcode(status) == PASSED}) + "\n")
     verdict.flush()
+
+
+STEPS = ("namespaces", "user", "seccomp")  # what the supervisor needs of the machine, in the order it takes them
+
+
+@contextlib.contextmanager
+def step(verdict, name: str):
+    """One of STEPS: if the machine refuses it, the line {"failed": name} and the supervisor ends, before any
+    student line runs (the preflight says which requirement is missing, never a guess)."""
+    try:
+        yield
+    except OSError:
+        verdict.write(json.dumps({"failed": name}) + "\n")
+        verdict.flush()
+        raise SystemExit(1) from None
 
 
 def seal(hide: list[str], keep: list[str], uid: int, gid: int) -> None:

@@ -700,6 +700,58 @@ def test_recheck_refuses_when_the_sandboxs_user_cannot_import_the_stdlib(planted
     monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
     assert class_report.main([str(planted_class), "--recheck", "--out", str(tmp_path / "report")]) == 2
     assert read == []
+    with pytest.raises(sandbox.Refused) as refused:
+        sandbox.prepare(None, 5.0)
+    assert refused.value.reason == "readable"  # the stdlib, not seccomp nor the namespaces
+
+
+def _refusing(step: str) -> list:
+    """What the supervisor writes when the machine refuses ``step`` (its own step(), on a pipe)."""
+    sandbox = class_report._sandbox_module()
+    read_end, write_end = os.pipe()
+    with os.fdopen(write_end, "w") as verdict, pytest.raises(SystemExit):
+        with sandbox.step(verdict, step):
+            raise OSError(errno.EINVAL, "refused")  # as prctl on a kernel without seccomp filters
+    with os.fdopen(read_end, "rb") as said:
+        return [json.loads(line) for line in said.read().splitlines()]
+
+
+@pytest.mark.parametrize("machine, reason", [
+    ({"steps": "seccomp"}, "seccomp"), ({"steps": "user"}, "user"), ({"steps": "namespaces"}, "namespaces"),
+    ({"unshare": 1}, "namespaces"), ({"lines": [{"ready": True}, {"passed": False}]}, "readable"),
+    ({"lines": []}, "silent")])  # fmt: skip
+def test_recheck_names_the_requirement_this_machine_lacks(planted_class, tmp_path, monkeypatch, capsys, machine,
+                                                          reason):
+    """The preflight runs the reference solution in the sandbox: a kernel without seccomp filters, a container
+    that forbids namespaces or a user switch, a user who cannot read the stdlib, a supervisor that never starts:
+    each is named as itself (one line, exit 2, no file read), never blamed on another."""
+    sandbox = class_report._sandbox_module()
+    _as_root_on_x86(monkeypatch)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(returncode=machine.get("unshare", 0)))
+    said = _refusing(machine["steps"]) if "steps" in machine else machine.get("lines")
+    monkeypatch.setattr(sandbox, "run", lambda box, job: said)
+    read = []
+    monkeypatch.setattr(class_report, "build", lambda *a, **k: read.append(a))
+    assert class_report.main([str(planted_class), "--recheck", "--out", str(tmp_path / "report")]) == 2
+    assert read == [] and len(capsys.readouterr().err.splitlines()) == 1
+    with pytest.raises(sandbox.Refused) as refused:
+        sandbox.prepare(None, 5.0)
+    assert refused.value.reason == reason
+
+
+def test_recheck_starts_when_the_reference_passes(monkeypatch):
+    sandbox = class_report._sandbox_module()
+    _as_root_on_x86(monkeypatch)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(returncode=0))
+    monkeypatch.setattr(sandbox, "run", lambda box, job: [{"ready": True}, {"passed": True}])
+    assert sandbox.prepare(None, 5.0).uid == 65534
+
+
+def _as_root_on_x86(monkeypatch) -> None:
+    """Root, on a machine the seccomp filter knows, with a user nobody (uid 65534): only the probes vary."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "uname", lambda: SimpleNamespace(machine="x86_64"))
+    monkeypatch.setattr(pwd, "getpwnam", lambda name: SimpleNamespace(pw_uid=65534, pw_gid=65534, pw_name=name))
 
 
 @pytest.mark.parametrize("flags", [["--recheck"], ["--recheck", "--recheck-user", "nobody"],
@@ -1250,3 +1302,4 @@ def test_a_file_of_which_nothing_is_left_is_skipped_not_counted_as_a_student_who
     path.write_text(json.dumps(data), "utf-8")
     report = class_report.build([str(path)])
     assert (report.n, len(report.skipped), report.partial) == (0, 1, [])
+

@@ -32,6 +32,7 @@ import secrets
 import stat
 import sys
 import time
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -313,9 +314,10 @@ def _first_headings(sources: list[Path], heading: str, key) -> dict:
 UNKNOWN_MISTAKE = "课程里没有这个误解编号（别的版本的课程或改过的文件）"
 
 
-def describe_mistake(q, mistake: str) -> str:
+def describe_mistake(q, mistake: str, missed: Counter | None = None) -> str:
     """The named mistake in the words the learner was shown (the checker's own hint), from the question data
-    only: an id the checker could not have named is said to be unknown, never described by the file's text."""
+    only: an id the checker could not have named is said to be unknown, never described by the file's text.
+    ``missed``: for a right option left out, how many students left out each (QuestionRow.missed)."""
     key = q.key
     name, _, value = mistake.partition("=")
     if name == "option":
@@ -323,7 +325,9 @@ def describe_mistake(q, mistake: str) -> str:
             if k == value:
                 return f"选了 {k}「{' '.join(str(label).split())}」：{why}"
     if mistake == "missing" and getattr(key, "options", ()):
-        return "漏选了该选的选项"
+        labels = {k: " ".join(str(label).split()) for k, label, _ in key.options}
+        which = [f"{k}「{labels[k]}」（{c} 人）" for k, c in sorted((missed or {}).items(), key=lambda t: -t[1])]
+        return "漏选了该选的选项" + ("：" + "；".join(which) if which else "")
     for box in getattr(key, "boxes", ()):
         if box.name == name:
             read, _ = box.read(value)
@@ -348,20 +352,21 @@ class QuestionRow:
     old: int = 0
     mistakes: Counter = field(default_factory=Counter)  # mistake id -> students
     covered: Counter = field(default_factory=Counter)  # self-explanation: rubric point -> students who ticked it
+    missed: Counter = field(default_factory=Counter)  # checkboxes: a right option -> students who left it out
 
 
 def count_questions(students, qs, versions):
     rows = {qid: QuestionRow(qid, q.section, q.kind != "self") for qid, q in qs.items()}
-    points = {qid: {p.name for p in getattr(q.key, "points", ())} for qid, q in qs.items()}  # a rubric's own
     for s in students:
         for qid, row in rows.items():
-            _count_item(row, s.data["questions"].get(qid), qid in s.data["earlier"], versions.get(qid), points[qid])
+            _count_item(row, s.data["questions"].get(qid), qid in s.data["earlier"], versions.get(qid), qs[qid].key)
     return rows
 
 
-def _count_item(row: QuestionRow, entry: dict | None, earlier: bool, version, points: set) -> None:
+def _count_item(row: QuestionRow, entry: dict | None, earlier: bool, version, key) -> None:
     """One student's answers to one question: this version's first try and later ones, each named mistake once
-    (at any try), only the rubric's own ticked points; answers to an earlier version counted apart, never right."""
+    (at any try), only the rubric's own ticked points, each right option left out once; answers to an earlier
+    version counted apart, never right."""
     current = bool(entry) and entry["question_version"] == version
     if earlier or (entry and not current):
         row.old += 1
@@ -378,7 +383,18 @@ def _count_item(row: QuestionRow, entry: dict | None, earlier: bool, version, po
         row.never += 1
     # A mistake id is the file's own text (an unknown one is shown as such): escaped as the terminal escapes it.
     row.mistakes.update({printable(m) for a in attempts for m in (a["mistake"] or "").split(";") if m})
+    points = {p.name for p in getattr(key, "points", ())}  # a rubric's own
     row.covered.update({p for a in attempts if a["verdict"] == "self" for p in a.get("covered", ()) if p in points})
+    slips = [a for a in attempts if "missing" in (a["mistake"] or "").split(";")]
+    row.missed.update(set().union(*(left_out(key, a["answer"]) for a in slips)))
+
+
+def left_out(key, answer) -> set[str]:
+    """The right options a checkbox answer did not tick: the stored answer is the keys ticked (a list from the
+    checkboxes) or the text typed ("AC", "A、C"), folded as check_choice folds it."""
+    text = "".join(answer) if isinstance(answer, list) else answer
+    ticked = set(unicodedata.normalize("NFKC", text).upper())
+    return set(getattr(key, "answer", ())) - ticked
 
 
 @dataclass
@@ -540,7 +556,7 @@ def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Rep
     rows = count_questions(students, qs, versions)
     lab_rows = count_questions(students, labs, versions)
     both = {**qs, **labs}
-    mis = [(count, qid, m, describe_mistake(both[qid], m), both[qid].section)
+    mis = [(count, qid, m, describe_mistake(both[qid], m, row.missed), both[qid].section)
            for qid, row in {**rows, **lab_rows}.items() for m, count in row.mistakes.items()]  # fmt: skip
     ex = count_exercises(students, exercise_names, recheck_with(recheck) if recheck else None)
     mis += [(count, name, m, exercise_mistake(m), f"第 {asked.get(name, 0)} 节")

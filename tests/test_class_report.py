@@ -1303,3 +1303,31 @@ def test_a_file_of_which_nothing_is_left_is_skipped_not_counted_as_a_student_who
     report = class_report.build([str(path)])
     assert (report.n, len(report.skipped), report.partial) == (0, 1, [])
 
+
+def _checkboxes() -> tuple[str, list[str]]:
+    """A core checkbox question with at least two right options, and those options."""
+    for qid in questions.question_ids():
+        q = questions.question(qid)
+        if q.kind == "multi" and len(q.key.answer) >= 2:
+            return qid, sorted(q.key.answer)
+    raise AssertionError("no core question has two right options")
+
+
+def test_a_left_out_option_is_named_with_how_many_left_it_out(tmp_path):
+    """Three students leave out the first right option (one of them later fixes it), one the second (typed): the
+    "missing" misconception says which options, with 3 and 1 students (each once, at any try)."""
+    qid, right = _checkboxes()
+    planted = {right[0]: 3, right[1]: 1}
+    for i, left in enumerate([right[0], right[0], right[0], right[1]]):
+        progress = Progress(tmp_path / "class" / f"s{i}" / "progress.json")
+        ticked = set(right) - {left}  # as the checkboxes give it (kept as a list of keys) ...
+        _answer(progress, qid, ticked if i < 3 else "".join(sorted(ticked)))  # ... or typed
+        if i == 0:
+            _answer(progress, qid, "、".join(right))  # typed with a separator: right now
+    report = class_report.build([str(tmp_path / "class")])
+    assert report.questions[qid].missed == planted
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "class"), "--out", str(out)]) == 0
+    row = next(r for r in _rows(out) if r["kind"] == "misconception" and (r["item"], r["measure"]) == (qid, "missing"))
+    said = {key: int(n) for key, n in re.findall(r"([A-Z])「.*?」（(\d+) 人）", row["detail"])}
+    assert (int(row["count"]), said) == (4, planted)

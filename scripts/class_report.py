@@ -613,9 +613,16 @@ def _measures(row: QuestionRow) -> tuple[str, ...]:
     return ("answered", *(JUDGED if row.graded else ()), "old")
 
 
+class Uncounted(str):
+    """「—」 in a column of counts (a question never judged, a pass not run again): aligned as the numbers are."""
+
+
+UNCOUNTED = Uncounted("—")
+
+
 def _judged(row: QuestionRow) -> tuple:
     """A question's right/wrong columns on the page: 「—」 for one never judged, as the CSV has no such rows."""
-    return tuple(getattr(row, measure) for measure in JUDGED) if row.graded else ("—",) * len(JUDGED)
+    return tuple(getattr(row, measure) for measure in JUDGED) if row.graded else (UNCOUNTED,) * len(JUDGED)
 
 
 def _entries(r: Report):
@@ -663,6 +670,7 @@ def page(r: Report) -> str:
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True,
                              undefined=jinja2.StrictUndefined)  # fmt: skip
+    env.tests["counted"] = lambda cell: isinstance(cell, (int, float, Uncounted))  # a column of counts
     stops = [(r.section(s), c) for s, c in sorted(r.stopped.items(), key=lambda t: -t[0])]
     missed = sorted(((_first_wrong(row), qid) for qid, row in r.questions.items() if _first_wrong(row)),
                     key=lambda t: -t[0])  # fmt: skip
@@ -687,7 +695,7 @@ def page(r: Report) -> str:
         missed_items=[(qid, c) for c, qid in missed[:8]],
         missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
         exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing,
-                        row.unconfirmed if r.rechecked else "—",  # not run again: not 0 unconfirmed
+                        row.unconfirmed if r.rechecked else UNCOUNTED,  # not run again: not 0 unconfirmed
                         "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
                        for name, row in r.exercises.items()],
         explained=explained,

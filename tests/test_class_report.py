@@ -1331,3 +1331,26 @@ def test_a_left_out_option_is_named_with_how_many_left_it_out(tmp_path):
     row = next(r for r in _rows(out) if r["kind"] == "misconception" and (r["item"], r["measure"]) == (qid, "missing"))
     said = {key: int(n) for key, n in re.findall(r"([A-Z])「.*?」（(\d+) 人）", row["detail"])}
     assert (int(row["count"]), said) == (4, planted)
+
+
+def test_a_question_never_graded_has_its_dashes_aligned_as_the_numbers(tmp_path):
+    """Q1's 「—」 in the right/wrong columns sit where the numbers do (right-aligned), not left as text; so do the
+    exercises' 「—」 for passes not run again (no --recheck)."""
+    ungraded = [qid for qid in questions.question_ids() if questions.question(qid).kind == "self"]
+    progress = Progress(tmp_path / "class" / "s0" / "progress.json")
+    for qid in ungraded:
+        _answer(progress, qid, "单头只有一组权重，多个头能同时看不同的关系。")
+    out = tmp_path / "out"
+    assert class_report.main([str(tmp_path / "class"), "--out", str(out)]) == 0
+    page = _dom((out / "class-report.html").read_text("utf-8"))
+    table = next(t for t in page.find_all("table") if t.find("td", string=ungraded[0]))
+    head = [th.get_text() for th in table.find_all("th")]
+    said = class_report.CSV_MEASURES["question"]
+    unconfirmed = class_report.CSV_MEASURES["exercise"]["unconfirmed"]
+    for tr in table.tbody.find_all("tr"):
+        cells = dict(zip(head, tr.find_all("td")))
+        for column in ("answered", *class_report.JUDGED, "old"):
+            assert cells[said[column]].get("class") == ["num"], (cells[head[0]].get_text(), column)
+    exercises = next(t for t in page.find_all("table") if t.find("th", string=unconfirmed))
+    column = [th.get_text() for th in exercises.find_all("th")].index(unconfirmed)
+    assert all(tr("td")[column].get("class") == ["num"] for tr in exercises.tbody("tr"))

@@ -472,6 +472,7 @@ class StudentRow:
     passed: int  # exercises
     labs: int  # the optional labs' questions answered, never in the core's counts
     unconfirmed: list[str]  # exercises whose pass --recheck did not repeat
+    slips: set = field(default_factory=set)  # (question or exercise, mistake id): each named mistake made
 
 
 def each_student(students, asked, qs, labs, versions, exercise_names) -> list[StudentRow]:
@@ -480,9 +481,28 @@ def each_student(students, asked, qs, labs, versions, exercise_names) -> list[St
         rows = count_questions([s], qs, versions).values()
         passed = count_exercises([s], exercise_names).values()
         lab_rows = count_questions([s], labs, versions).values()
+        slips = {(r.qid, m) for r in (*rows, *lab_rows) for m in r.mistakes}
+        slips |= {(r.name, m) for r in passed for m in r.mistakes}
         out.append(StudentRow(s.label, last_section(s, asked), sum(r.answered for r in rows),
                               sum(r.first_right for r in rows), sum(r.passed for r in passed),
-                              sum(r.answered for r in lab_rows), s.unconfirmed))  # fmt: skip
+                              sum(r.answered for r in lab_rows), s.unconfirmed, slips))  # fmt: skip
+    return out
+
+
+def to_reteach(misconceptions: list, students: list[StudentRow]) -> list[tuple]:
+    """The sections to go over again in class, most students first: (section, students who made at least one of
+    the named mistakes it teaches, those mistakes' items in the misconceptions' order). The misconceptions' table
+    cannot say it: one student may make several mistakes a section teaches, so its counts do not add up."""
+    where = {(item, m): section for _, item, m, text, section in misconceptions if text != UNKNOWN_MISTAKE}
+    reached = {section: set() for section in where.values()}  # in the misconceptions' order
+    for i, s in enumerate(students):
+        for slip in s.slips & where.keys():
+            reached[where[slip]].add(i)
+    ranked = sorted(reached, key=lambda section: -len(reached[section]))  # at equal counts, the first named
+    out = []
+    for at in ranked[:3]:  # a lesson's worth of going back; the table below has every mistake
+        items = dict.fromkeys(item for (item, _), section in where.items() if section == at)
+        out.append((at, len(reached[at]), list(items)))
     return out
 
 
@@ -674,8 +694,9 @@ def page(r: Report) -> str:
     stops = [(r.section(s), c) for s, c in sorted(r.stopped.items(), key=lambda t: -t[0])]
     missed = sorted(((_first_wrong(row), qid) for qid, row in r.questions.items() if _first_wrong(row)),
                     key=lambda t: -t[0])  # fmt: skip
-    misconceptions = [{"count": c, "item": _item(r, item), "text": text, "where": r.titled(sec)}
-                      for c, item, _, text, sec in r.misconceptions]  # fmt: skip
+    misconceptions = [(c, _item(r, item), text, r.titled(sec)) for c, item, _, text, sec in r.misconceptions]
+    reteach = [(r.titled(sec), c, "、".join(_item(r, item) for item in items))
+               for sec, c, items in to_reteach(r.misconceptions, r.students)]  # fmt: skip
     explained = [(f"{qid}：{row.answered} 人写过，自己勾选的要点", sorted(row.covered.items(), key=lambda t: -t[1]))
                  for qid, row in r.questions.items() if row.covered]  # fmt: skip
     took, ticked = r.interview
@@ -684,8 +705,7 @@ def page(r: Report) -> str:
     return env.get_template("class_report.html.j2").render(
         n=r.n, anonymous=not r.names or r.names[0].startswith("学生 "), stops=stops, missed=missed,
         nobody=[name for name, row in r.exercises.items() if row.tried and not row.passed],
-        misconceptions=misconceptions,
-        misconceptions_rows=[(m["count"], m["item"], m["text"], m["where"]) for m in misconceptions],
+        misconceptions=misconceptions, reteach=reteach,
         stops_alt="最后作答所在的节，学生人数：" + "；".join(f"{label} {c} 人" for label, c in stops),
         question_rows=[(qid, r.prompts.get(qid, ""), f"第 {r.asked[qid]} 节" if qid in r.asked else "—",
                         row.section, row.answered, *_judged(row), row.old) for qid, row in r.questions.items()],

@@ -1354,3 +1354,22 @@ def test_a_question_never_graded_has_its_dashes_aligned_as_the_numbers(tmp_path)
     exercises = next(t for t in page.find_all("table") if t.find("th", string=unconfirmed))
     column = [th.get_text() for th in exercises.find_all("th")].index(unconfirmed)
     assert all(tr("td")[column].get("class") == ["num"] for tr in exercises.tbody("tr"))
+
+
+def test_the_sections_to_go_over_count_each_student_once(planted_class, tmp_path):
+    """The first 7 gave d_k = 64 in Q2, the first 3 also forgot split_heads' transpose: the top of the page
+    names the sections to go over with the students each would reach (a student once per section), which the
+    misconceptions' table (7 + 3 rows) cannot say."""
+    report = class_report.build([str(planted_class)])
+    where = {item: section for _, item, _, _, section in report.misconceptions}
+    reach = {}
+    for i in range(12):
+        for item in (["Q2"] if i < 7 else []) + (["split_heads"] if i < 3 else []):
+            reach.setdefault(where[item], set()).add(i)
+    out = tmp_path / "out"
+    assert class_report.main([str(planted_class), "--out", str(out)]) == 0
+    page = _dom((out / "class-report.html").read_text("utf-8"))
+    shown = page.find("ol", class_="top")("li")
+    expected = sorted(((report.titled(at), len(who)) for at, who in reach.items()), key=lambda t: -t[1])
+    assert [int(li.strong.get_text().split()[0]) for li in shown] == [n for _, n in expected]
+    assert all(li.get_text().startswith(title) for li, (title, _) in zip(shown, expected))

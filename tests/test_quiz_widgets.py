@@ -178,6 +178,31 @@ def test_interview_asks_first_and_reveals_after(progress):
     assert progress.entry("面试")["attempts"][-1]["of"] == len(iv.rubric.points)
 
 
+def _written(widget) -> int:
+    """The count the attempt label says (its one number)."""
+    [n] = re.findall(r"\d+", widget.attempt_label.value)
+    return int(n)
+
+
+@pytest.mark.parametrize("build", [lambda p: quiz_widgets.ask("Q1", p), quiz_widgets.interview_self_check])
+def test_a_self_assessment_is_not_counted_as_a_written_answer(tmp_path, build):
+    """Once written and self-assessed, the label said 2: the assessment is kept as an attempt (verdict self)."""
+    path = tmp_path / "progress.json"
+    widget = build(Progress(path))
+    assert widget.question.kind == "self"
+    widget.controls["answer"].value = "单头只有一组权重。"
+    widget.submit.click()
+    next(iter(widget.ticks.values())).value = True
+    widget.record_button.click()
+    widget.submit.click()  # the same text again: not a new answer
+    assert _written(widget) == 1 and widget.attempts == 2  # the self-assessment is kept, not counted
+    assert _written(build(Progress(path))) == 1  # rebuilt from the file, as after a kernel restart
+    widget.controls["answer"].value = "单头只有一组权重，只能做一次加权平均。"
+    widget.submit.click()
+    widget.record_button.click()
+    assert _written(widget) == 2 and _written(build(Progress(path))) == 2
+
+
 def test_html_is_escaped(progress):
     q = quiz_widgets.ask("Q2", progress)
     _fill(q, {"d_k": "<img src=x onerror=alert(1)>", "params": "不变"})

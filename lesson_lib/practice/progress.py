@@ -212,9 +212,8 @@ def _add_check(data: dict, name: str, check: dict, message: str, source: str | N
     entry.update(checks=_bounded([*entry["checks"], check], MAX_ATTEMPTS),
                  n_checks=entry["n_checks"] + 1, passed=entry["passed"] or passed,
                  result=check["result"], message=message, mistakes=check["mistakes"],
-                 source=source or entry["source"])
-    if passed and source:
-        entry["passed_source"] = source
+                 source=source or entry["source"],
+                 passed_source=source if passed and source else entry["passed_source"])
 
 
 # --- the file

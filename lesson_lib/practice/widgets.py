@@ -178,7 +178,10 @@ class SelfTestWidget:
     def _show(self, fb) -> None:
         self.feedback.value = feedback_html(fb)
         if self.attempts:
-            self.attempt_label.value = f"{'已写' if self.rubric else '已作答'} {self.attempts} 次"
+            # answers written, not the self-assessments the file keeps as attempts too; one at least
+            kept = self.progress.entry(self.question.id)["attempts"]
+            written = max(1, self.attempts - sum(a["verdict"] == "self" for a in kept))
+            self.attempt_label.value = f"{'已写' if self.rubric else '已作答'} {written} 次"
             self.after.layout.display = None
 
     def _on_assess(self, region) -> None:  # its button shows after the first attempt

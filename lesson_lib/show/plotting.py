@@ -328,7 +328,8 @@ def heat_map(weights, tokens=None, titles=None, suptitle: str | None = None, *, 
            f'0 {width} {height}" style="fill:var(--jp-content-font-color1,#000);'
            'font-family:var(--jp-ui-font-family,sans-serif);font-size:13px">']
     out += [f'<text x="4" y="{title_px + 7 + (title_px + 5) * i}" style="font-size:'
-            f'{title_px}px">{esc(line)}</text>' for i, line in enumerate(lines)]
+            f'{title_px}px">{esc(line)}</text>'
+            for i, line in enumerate(lines)]
     if small and h == 1:  # one head, no tiles: the note says what more heads would show
         out += [f'<text x="3" y="{top + 16 + 20 * i}">{esc(line)}</text>'
                 for i, line in enumerate(_svg_lines(note, width, 13))]

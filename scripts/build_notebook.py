@@ -18,8 +18,10 @@ right and wrong answers (``check_questions``): a mistake in a file, or a right a
 stops it with a Chinese message naming the file, the question and the field or answer (README「改编这节课」). So
 does, before any kernel starts, an ``ask("…")`` in a .md whose id no file has (named with its file and line), or a
 counted question no notebook asks. Then it says the core's class time by the instructor's model (what
-tests/test_lesson_time.py holds to 75 minutes). Stored widget ids are derived from the notebook's name, so
-rebuilding unchanged sources changes only what a cell measures (a timing).
+tests/test_lesson_time.py holds to 75 minutes). Stored cell and widget ids are derived from what a cell and
+a widget are, not where they stand (``cell_id``, ``stable_widget_ids``): rebuilding unchanged sources changes
+only what a cell measures (a timing), and an added cell or question changes the lines about it, not every
+later id.
 """
 
 from __future__ import annotations
@@ -81,6 +83,17 @@ def source_cells(only: list[str] | None = None, src: Path = SRC) -> list[dict]:
     return cells
 
 
+def cell_id(source: str, seen: dict[str, int]) -> str:
+    """A cell's id from what it says, not where it stands: ``c-`` and 12 hex digits of its source's sha1,
+    then ``-2``, ``-3``… for the second, third… cell with the same source (``seen`` counts them). Ids used to
+    start with the cell's index, so one inserted cell renamed every later one, and the stored widgets keyed
+    by them (``stable_widget_ids``): an instructor's one added question showed as 12,054 changed lines.
+    nbformat allows 1-64 characters of [a-zA-Z0-9-_]; this is at most 14 plus the count."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    seen[digest] = seen.get(digest, 0) + 1
+    return f"c-{digest}" if seen[digest] == 1 else f"c-{digest}-{seen[digest]}"
+
+
 def assemble(only: list[str] | None = None, src: Path = SRC):
     import nbformat
 
@@ -89,11 +102,11 @@ def assemble(only: list[str] | None = None, src: Path = SRC):
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
     }
-    for index, cell in enumerate(source_cells(only, src)):
+    seen: dict[str, int] = {}
+    for cell in source_cells(only, src):
         make = nbformat.v4.new_markdown_cell if cell["kind"] == "md" else nbformat.v4.new_code_cell
         nb_cell = make(cell["source"])
-        # Stable ids keep diffs of the stored notebook small.
-        nb_cell["id"] = f"c{index:03d}-" + hashlib.sha1(cell["source"].encode()).hexdigest()[:8]
+        nb_cell["id"] = cell_id(cell["source"], seen)
         if cell["tags"]:
             nb_cell.metadata["tags"] = cell["tags"]
         if cell.get("jupyter"):
@@ -143,17 +156,83 @@ def widget_placeholders(nb):
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
+def _references(value, state: dict) -> list[str]:
+    """The models ``value`` (a model's state, or part of it) names, in a fixed order (dict keys sorted, lists
+    in order): "IPY_MODEL_<id>" (children, layout, style…) and an Output widget's stored views' model_id."""
+    if isinstance(value, dict):
+        return [ref for key in sorted(value) for ref in _references(value[key], state)]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _references(item, state)]
+    if isinstance(value, str):
+        model = value.removeprefix("IPY_MODEL_")
+        return [model] if model in state else []
+    return []
+
+
+def _walk(roots: list[tuple[str, str]], state: dict, found: dict[str, str]) -> None:
+    """Give each model reached from ``roots`` ([(key, model)], in order) the key of the root it is first
+    reached from, depth first (a model, then the models it names), each model once, in ``found``."""
+    for key, root in roots:
+        stack = [root]
+        while stack:
+            model = stack.pop()
+            if model in state and model not in found:
+                found[model] = key
+                stack.extend(reversed(_references(state[model], state)))
+
+
+def _widget_keys(nb, state: dict, name: str) -> dict[str, str]:
+    """{model: what its stable name is hashed from}: its key and its number among the models of that key.
+
+    A model a cell's outputs reach has that cell's id (``cell_id``: its source, not its place) as its key.
+    A model no output reaches (a box the kernel still holds that nobody displayed, and its layout) has no
+    cell: a model no other unreached model names has its own state as its key (references to models
+    named so far renamed, to models not named yet left out, repeats of the same state counted in
+    creation order), and the models it names share it. What is left (models naming each other in a
+    ring) is keyed by creation order: stable for the same sources, the most such a model can offer."""
+    found: dict[str, str] = {}
+    for cell in nb.cells:
+        views = [output.get("data", {}).get(WIDGET_MIME, {}).get("model_id") for output in cell.get("outputs", [])]
+        _walk([(cell["id"], view) for view in views], state, found)
+    named = _numbered(found)
+    unreached = [model for model in state if model not in found]
+    under = {ref for model in unreached for ref in _references(state[model], state) if ref != model}
+    repeats: dict[str, int] = {}
+    for root in [model for model in unreached if model not in under]:
+        text = re.sub("|".join(map(re.escape, state)), lambda m: named.get(m[0], "?"),
+                      json.dumps(state[root], sort_keys=True))
+        repeats[text] = repeats.get(text, 0) + 1
+        _walk([(f"unshown:{text}:{repeats[text]}", root)], state, found)
+    _walk([(f"ring:{i}", model) for i, model in enumerate(state)], state, found)
+    return {model: f"{name}:{key}" for model, key in _numbered(found).items()}
+
+
+def _numbered(found: dict[str, str]) -> dict[str, str]:
+    """{model: its key and its number among the models with that key, in the order they were found}."""
+    counts: dict[str, int] = {}
+    numbered = {}
+    for model, key in found.items():
+        counts[key] = counts.get(key, 0) + 1
+        numbered[model] = f"{key}:{counts[key]}"
+    return numbered
+
+
 def stable_widget_ids(nb, name: str):
     """The kernel names each widget model with a random uuid, so every rebuild rewrote every stored widget
-    (thousands of changed lines in notebooks nobody touched): rename each, in the order the kernel made
-    them, to a hash of the notebook's name and its number, everywhere it is written (its view in an
-    output, its state, another model's "IPY_MODEL_<id>")."""
+    (thousands of changed lines in notebooks nobody touched): rename each, everywhere it is written (its view
+    in an output, its state, another model's "IPY_MODEL_<id>"), to 32 hex digits (a uuid's shape, which
+    notebooks/nbval_sanitize.cfg matches) of a hash of the notebook's name and what the model is.
+
+    They used to be numbered in the order the kernel made them, across the notebook, so one new widget
+    renamed every later one: an instructor's one added question showed as 12,054 changed lines. Now a
+    model is named by the cell whose outputs display it and its order within that cell (``_widget_keys``),
+    so a new widget changes the lines about it and no other widget's name."""
     import nbformat
 
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     if not state:
         return nb
-    new = {old: hashlib.sha1(f"{name}:{i}".encode()).hexdigest()[:32] for i, old in enumerate(state)}
+    new = {model: hashlib.sha1(key.encode()).hexdigest()[:32] for model, key in _widget_keys(nb, state, name).items()}
     text = re.sub("|".join(map(re.escape, new)), lambda m: new[m[0]], nbformat.writes(nb))
     return nbformat.reads(text, as_version=4)
 

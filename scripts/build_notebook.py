@@ -169,41 +169,51 @@ def _references(value, state: dict) -> list[str]:
     return []
 
 
-def _walk(roots: list[tuple[str, str]], state: dict, found: dict[str, str]) -> None:
-    """Give each model reached from ``roots`` ([(key, model)], in order) the key of the root it is first
-    reached from, depth first (a model, then the models it names), each model once, in ``found``."""
-    for key, root in roots:
-        stack = [root]
-        while stack:
-            model = stack.pop()
-            if model in state and model not in found:
-                found[model] = key
-                stack.extend(reversed(_references(state[model], state)))
+def _walk(key: str, root: str, state: dict, found: dict[str, str]) -> None:
+    """Give ``root`` and each model reached from it not found before ``key`` in ``found``, depth first (a
+    model, then the models it names): the order ``_numbered`` numbers them in."""
+    stack = [root]
+    while stack:
+        model = stack.pop()
+        if model in state and model not in found:
+            found[model] = key
+            stack.extend(reversed(_references(state[model], state)))
+
+
+def _digest(model: str, state: dict, memo: dict[str, str]) -> str:
+    """A hash of what ``model`` shows: its state, each model it names replaced by that model's digest
+    (so the kernel's random ids drop out); a model naming itself through others counts as "ring"."""
+    if model not in memo:
+        memo[model] = "ring"
+        text = json.dumps(state[model], sort_keys=True)
+        for ref in _references(state[model], state):
+            text = text.replace(ref, _digest(ref, state, memo))
+        memo[model] = hashlib.sha1(text.encode()).hexdigest()
+    return memo[model]
 
 
 def _widget_keys(nb, state: dict, name: str) -> dict[str, str]:
-    """{model: what its stable name is hashed from}: its key and its number among the models of that key.
+    """{model: what its stable name is hashed from}: its root's key and its number among that root's models.
 
-    A model a cell's outputs reach has that cell's id (``cell_id``: its source, not its place) as its key.
-    A model no output reaches (a box the kernel still holds that nobody displayed, and its layout) has no
-    cell: a model no other unreached model names has its own state as its key (references to models
-    named so far renamed, to models not named yet left out, repeats of the same state counted in
-    creation order), and the models it names share it. What is left (models naming each other in a
-    ring) is keyed by creation order: stable for the same sources, the most such a model can offer."""
+    A root is a widget a cell's outputs display (in cell order), then a model the kernel still holds that
+    no other model names and nobody displayed, then (models naming each other in a ring) any model left, in
+    creation order. A root's key is what it shows, itself and all it contains (``_digest``), counted when
+    the same widget is shown twice; the models under it take its key and their order in it. Not the
+    cell's id: README's 「改编这节课」 adds a question by editing the cell that asks S5, so a key by cell
+    renamed all of S5's 49 models (most of 5,551 changed lines); by content, a widget keeps its name
+    wherever it moves and whatever cell shows it, and only a widget that shows something else is renamed."""
+    memo: dict[str, str] = {}
+    views = [output.get("data", {}).get(WIDGET_MIME, {}).get("model_id")
+             for cell in nb.cells for output in cell.get("outputs", [])]
+    named = {ref for model in state for ref in _references(state[model], state) if ref != model}
+    roots = [view for view in views if view in state] + [model for model in state if model not in named]
     found: dict[str, str] = {}
-    for cell in nb.cells:
-        views = [output.get("data", {}).get(WIDGET_MIME, {}).get("model_id") for output in cell.get("outputs", [])]
-        _walk([(cell["id"], view) for view in views], state, found)
-    named = _numbered(found)
-    unreached = [model for model in state if model not in found]
-    under = {ref for model in unreached for ref in _references(state[model], state) if ref != model}
     repeats: dict[str, int] = {}
-    for root in [model for model in unreached if model not in under]:
-        text = re.sub("|".join(map(re.escape, state)), lambda m: named.get(m[0], "?"),
-                      json.dumps(state[root], sort_keys=True))
-        repeats[text] = repeats.get(text, 0) + 1
-        _walk([(f"unshown:{text}:{repeats[text]}", root)], state, found)
-    _walk([(f"ring:{i}", model) for i, model in enumerate(state)], state, found)
+    for root in [*roots, *state]:
+        if root not in found:
+            digest = _digest(root, state, memo)
+            repeats[digest] = repeats.get(digest, 0) + 1
+            _walk(f"{digest}:{repeats[digest]}", root, state, found)
     return {model: f"{name}:{key}" for model, key in _numbered(found).items()}
 
 
@@ -225,7 +235,7 @@ def stable_widget_ids(nb, name: str):
 
     They used to be numbered in the order the kernel made them, across the notebook, so one new widget
     renamed every later one: an instructor's one added question showed as 12,054 changed lines. Now a
-    model is named by the cell whose outputs display it and its order within that cell (``_widget_keys``),
+    model is named by what the widget it belongs to shows and its place in that widget (``_widget_keys``),
     so a new widget changes the lines about it and no other widget's name."""
     import nbformat
 

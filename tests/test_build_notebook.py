@@ -533,10 +533,10 @@ def test_stored_widget_ids_depend_on_the_notebook_not_on_the_kernels_uuids():
 
 
 def _executed(sources: list[str], run: str):
-    """A notebook as the kernel leaves it, no kernel needed: each cell whose source starts with "w" displays a
-    box of a label and a button (each with a layout, the label a style), and the kernel also holds a box
-    nobody displayed (the label of the last displayed box and an empty layout); the kernel's model ids
-    differ with ``run``, as its uuids do between two builds."""
+    """A notebook as the kernel leaves it, no kernel needed: each cell whose source starts with "w" displays
+    a box of a label (the cell's first line) and a button (each with a layout, the label a style), and the
+    kernel also holds a box nobody displayed (the label of the last displayed box and an empty layout); the
+    kernel's model ids differ with ``run``, as its uuids do between two builds."""
     import nbformat
 
     nb = nbformat.v4.new_notebook()
@@ -553,7 +553,7 @@ def _executed(sources: list[str], run: str):
     for source in sources:
         outputs = []
         if source.startswith("w"):
-            label = model("HTMLModel", value=source, layout=f"IPY_MODEL_{model('LayoutModel')}",
+            label = model("HTMLModel", value=source.splitlines()[0], layout=f"IPY_MODEL_{model('LayoutModel')}",
                           style=f"IPY_MODEL_{model('HTMLStyleModel')}")
             button = model("ButtonModel", layout=f"IPY_MODEL_{model('LayoutModel')}")
             box = model("VBoxModel", children=[f"IPY_MODEL_{label}", f"IPY_MODEL_{button}"],
@@ -580,6 +580,14 @@ def test_an_inserted_widget_renames_no_other_cell_or_widget():
     assert [c["id"] for c in before.cells] == kept
     assert _widget_state(before).items() < _widget_state(after).items()  # same ids, same state (references)
     assert len(_widget_state(after)) == len(_widget_state(before)) + 2 * 7  # 7 models in each new box
+
+
+def test_editing_the_cell_that_shows_a_widget_keeps_its_name():
+    """README's 「改编这节课」 edits the cell that asks S5 (ask("S5") -> display(ask("S5"), ask("S5b")))."""
+    before = bn.stable_widget_ids(_executed(["w1", "w2"], run="a"), "core")
+    after = bn.stable_widget_ids(_executed(["w1", "w2\nprint(2)"], run="b"), "core")
+    assert before.cells[1]["id"] != after.cells[1]["id"]
+    assert _widget_state(before) == _widget_state(after)
 
 
 def test_rebuilding_gives_identical_text_and_every_widget_reference_resolves():

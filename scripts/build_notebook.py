@@ -18,8 +18,10 @@ right and wrong answers (``check_questions``): a mistake in a file, or a right a
 stops it with a Chinese message naming the file, the question and the field or answer (README「改编这节课」). So
 does, before any kernel starts, an ``ask("…")`` in a .md whose id no file has (named with its file and line), or a
 counted question no notebook asks. Then it says the core's class time by the instructor's model (what
-tests/test_lesson_time.py holds to 75 minutes). Stored widget ids are derived from the notebook's name, so
-rebuilding unchanged sources changes only what a cell measures (a timing).
+tests/test_lesson_time.py holds to 75 minutes). Stored cell and widget ids are derived from what a cell and
+a widget are, not where they stand (``cell_id``, ``stable_widget_ids``): rebuilding unchanged sources changes
+only what a cell measures (a timing), and an added cell or question changes the lines about it, not every
+later id.
 """
 
 from __future__ import annotations
@@ -81,6 +83,17 @@ def source_cells(only: list[str] | None = None, src: Path = SRC) -> list[dict]:
     return cells
 
 
+def cell_id(source: str, seen: dict[str, int]) -> str:
+    """A cell's id from what it says, not where it stands: ``c-`` and 12 hex digits of its source's sha1,
+    then ``-2``, ``-3``… for the second, third… cell with the same source (``seen`` counts them). Ids used to
+    start with the cell's index, so one inserted cell renamed every later one, and the stored widgets keyed
+    by them (``stable_widget_ids``): an instructor's one added question showed as 12,054 changed lines.
+    nbformat allows 1-64 characters of [a-zA-Z0-9-_]; this is at most 14 plus the count."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    seen[digest] = seen.get(digest, 0) + 1
+    return f"c-{digest}" if seen[digest] == 1 else f"c-{digest}-{seen[digest]}"
+
+
 def assemble(only: list[str] | None = None, src: Path = SRC):
     import nbformat
 
@@ -89,11 +102,11 @@ def assemble(only: list[str] | None = None, src: Path = SRC):
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
     }
-    for index, cell in enumerate(source_cells(only, src)):
+    seen: dict[str, int] = {}
+    for cell in source_cells(only, src):
         make = nbformat.v4.new_markdown_cell if cell["kind"] == "md" else nbformat.v4.new_code_cell
         nb_cell = make(cell["source"])
-        # Stable ids keep diffs of the stored notebook small.
-        nb_cell["id"] = f"c{index:03d}-" + hashlib.sha1(cell["source"].encode()).hexdigest()[:8]
+        nb_cell["id"] = cell_id(cell["source"], seen)
         if cell["tags"]:
             nb_cell.metadata["tags"] = cell["tags"]
         if cell.get("jupyter"):
@@ -143,17 +156,93 @@ def widget_placeholders(nb):
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
+def _references(value, state: dict) -> list[str]:
+    """The models ``value`` (a model's state, or part of it) names, in a fixed order (dict keys sorted, lists
+    in order): "IPY_MODEL_<id>" (children, layout, style…) and an Output widget's stored views' model_id."""
+    if isinstance(value, dict):
+        return [ref for key in sorted(value) for ref in _references(value[key], state)]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _references(item, state)]
+    if isinstance(value, str):
+        model = value.removeprefix("IPY_MODEL_")
+        return [model] if model in state else []
+    return []
+
+
+def _walk(key: str, root: str, state: dict, found: dict[str, str]) -> None:
+    """Give ``root`` and each model reached from it not found before ``key`` in ``found``, depth first (a
+    model, then the models it names): the order ``_numbered`` numbers them in."""
+    stack = [root]
+    while stack:
+        model = stack.pop()
+        if model in state and model not in found:
+            found[model] = key
+            stack.extend(reversed(_references(state[model], state)))
+
+
+def _digest(model: str, state: dict, memo: dict[str, str]) -> str:
+    """A hash of what ``model`` shows: its state, each model it names replaced by that model's digest
+    (so the kernel's random ids drop out); a model naming itself through others counts as "ring"."""
+    if model not in memo:
+        memo[model] = "ring"
+        text = json.dumps(state[model], sort_keys=True)
+        for ref in _references(state[model], state):
+            text = text.replace(ref, _digest(ref, state, memo))
+        memo[model] = hashlib.sha1(text.encode()).hexdigest()
+    return memo[model]
+
+
+def _widget_keys(nb, state: dict, name: str) -> dict[str, str]:
+    """{model: what its stable name is hashed from}: its root's key and its number among that root's models.
+
+    A root is a widget a cell's outputs display (in cell order), then a model the kernel still holds that
+    no other model names and nobody displayed, then (models naming each other in a ring) any model left, in
+    creation order. A root's key is what it shows, itself and all it contains (``_digest``), counted when
+    the same widget is shown twice; the models under it take its key and their order in it. Not the
+    cell's id: README's 「改编这节课」 adds a question by editing the cell that asks S5, so a key by cell
+    renamed all of S5's 49 models (most of 5,551 changed lines); by content, a widget keeps its name
+    wherever it moves and whatever cell shows it, and only a widget that shows something else is renamed."""
+    memo: dict[str, str] = {}
+    views = [output.get("data", {}).get(WIDGET_MIME, {}).get("model_id")
+             for cell in nb.cells for output in cell.get("outputs", [])]
+    named = {ref for model in state for ref in _references(state[model], state) if ref != model}
+    roots = [view for view in views if view in state] + [model for model in state if model not in named]
+    found: dict[str, str] = {}
+    repeats: dict[str, int] = {}
+    for root in [*roots, *state]:
+        if root not in found:
+            digest = _digest(root, state, memo)
+            repeats[digest] = repeats.get(digest, 0) + 1
+            _walk(f"{digest}:{repeats[digest]}", root, state, found)
+    return {model: f"{name}:{key}" for model, key in _numbered(found).items()}
+
+
+def _numbered(found: dict[str, str]) -> dict[str, str]:
+    """{model: its key and its number among the models with that key, in the order they were found}."""
+    counts: dict[str, int] = {}
+    numbered = {}
+    for model, key in found.items():
+        counts[key] = counts.get(key, 0) + 1
+        numbered[model] = f"{key}:{counts[key]}"
+    return numbered
+
+
 def stable_widget_ids(nb, name: str):
     """The kernel names each widget model with a random uuid, so every rebuild rewrote every stored widget
-    (thousands of changed lines in notebooks nobody touched): rename each, in the order the kernel made
-    them, to a hash of the notebook's name and its number, everywhere it is written (its view in an
-    output, its state, another model's "IPY_MODEL_<id>")."""
+    (thousands of changed lines in notebooks nobody touched): rename each, everywhere it is written (its view
+    in an output, its state, another model's "IPY_MODEL_<id>"), to 32 hex digits (a uuid's shape, which
+    notebooks/nbval_sanitize.cfg matches) of a hash of the notebook's name and what the model is.
+
+    They used to be numbered in the order the kernel made them, across the notebook, so one new widget
+    renamed every later one: an instructor's one added question showed as 12,054 changed lines. Now a
+    model is named by what the widget it belongs to shows and its place in that widget (``_widget_keys``),
+    so a new widget changes the lines about it and no other widget's name."""
     import nbformat
 
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     if not state:
         return nb
-    new = {old: hashlib.sha1(f"{name}:{i}".encode()).hexdigest()[:32] for i, old in enumerate(state)}
+    new = {model: hashlib.sha1(key.encode()).hexdigest()[:32] for model, key in _widget_keys(nb, state, name).items()}
     text = re.sub("|".join(map(re.escape, new)), lambda m: new[m[0]], nbformat.writes(nb))
     return nbformat.reads(text, as_version=4)
 

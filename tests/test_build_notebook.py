@@ -6,6 +6,7 @@ on exactly the widget and timing cells (a tag, so the learner never reads test m
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import json
 import re
@@ -114,7 +115,7 @@ def test_assemble_ids_are_stable_unique_and_valid(nb):
     ids = [c["id"] for c in nb.cells]
     assert ids == [c["id"] for c in again.cells]
     assert len(set(ids)) == len(ids)
-    assert all(re.fullmatch(r"c\d{3}-[0-9a-f]{8}", i) for i in ids)
+    assert all(re.fullmatch(r"c-[0-9a-f]{12}(-\d+)?", i) for i in ids)  # nbformat: 1-64 of [a-zA-Z0-9-_]
     nbformat.validate(nb)
     src = bn.source_cells()
     assert [(c.cell_type, c.source) for c in nb.cells] == [
@@ -131,6 +132,19 @@ def test_assemble_id_changes_with_the_cell_source(monkeypatch):
     assert first.cells[0]["id"] == second.cells[0]["id"]
     assert first.cells[1]["id"] != second.cells[1]["id"]
     assert first.cells[1].metadata["tags"] == ["t"] and "tags" not in first.cells[0].metadata
+
+
+def test_an_inserted_cell_renames_no_other_cell(monkeypatch):
+    """Ids used to start with the cell's index: one inserted cell renamed every later one in the diff."""
+    base = [{"kind": "md", "source": text, "tags": []} for text in ("甲", "乙", "甲")]
+    monkeypatch.setattr(bn, "source_cells", lambda only=None, src=None: base)
+    before = [c["id"] for c in bn.assemble().cells]
+    inserted = [base[0], {**base[1], "source": "新"}, *base[1:], base[0]]
+    monkeypatch.setattr(bn, "source_cells", lambda only=None, src=None: inserted)
+    after = [c["id"] for c in bn.assemble().cells]
+    assert len(set(before)) == 3  # the same source twice still gives two ids
+    assert after[0] == before[0] and after[2:4] == before[1:]
+    assert after[4] not in before  # a third 甲 is a new cell
 
 
 def test_assemble_only_keeps_section_zero():
@@ -503,7 +517,7 @@ def _widget_notebook(view: str, layout: str):
     return nb
 
 
-def test_stored_widget_ids_depend_on_the_notebook_and_their_order_only():
+def test_stored_widget_ids_depend_on_the_notebook_not_on_the_kernels_uuids():
     import nbformat
 
     first = nbformat.writes(bn.stable_widget_ids(_widget_notebook("a" * 32, "b" * 32), "core"))
@@ -516,6 +530,80 @@ def test_stored_widget_ids_depend_on_the_notebook_and_their_order_only():
     view = stored["cells"][0]["outputs"][0]["data"][bn.WIDGET_MIME]["model_id"]
     (layout,) = set(state) - {view}
     assert state[view]["state"]["layout"] == f"IPY_MODEL_{layout}"  # a reference follows its model
+
+
+def _executed(sources: list[str], run: str):
+    """A notebook as the kernel leaves it, no kernel needed: each cell whose source starts with "w" displays
+    a box of a label (the cell's first line) and a button (each with a layout, the label a style), and the
+    kernel also holds a box nobody displayed (the label of the last displayed box and an empty layout); the
+    kernel's model ids differ with ``run``, as its uuids do between two builds."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    state = {}
+    made = iter(range(10**6))
+
+    def model(name: str, **fields) -> str:
+        new = hashlib.sha1(f"{run}:{next(made)}".encode()).hexdigest()[:32]
+        state[new] = {"model_name": name, "state": fields}
+        return new
+
+    seen: dict[str, int] = {}
+    labels = []
+    for source in sources:
+        outputs = []
+        if source.startswith("w"):
+            label = model("HTMLModel", value=source.splitlines()[0], layout=f"IPY_MODEL_{model('LayoutModel')}",
+                          style=f"IPY_MODEL_{model('HTMLStyleModel')}")
+            button = model("ButtonModel", layout=f"IPY_MODEL_{model('LayoutModel')}")
+            box = model("VBoxModel", children=[f"IPY_MODEL_{label}", f"IPY_MODEL_{button}"],
+                        layout=f"IPY_MODEL_{model('LayoutModel')}")
+            labels.append(label)
+            view = {bn.WIDGET_MIME: {"model_id": box, "version_major": 2, "version_minor": 0}, "text/plain": "…"}
+            outputs = [nbformat.v4.new_output("display_data", data=view)]
+        nb.cells.append(nbformat.v4.new_code_cell(source, id=bn.cell_id(source, seen), outputs=outputs))
+    model("HBoxModel", children=[f"IPY_MODEL_{labels[-1]}"], layout=f"IPY_MODEL_{model('LayoutModel')}")
+    nb.metadata["widgets"] = {bn.WIDGET_STATE: {"state": state, "version_major": 2, "version_minor": 0}}
+    return nb
+
+
+def _widget_state(nb) -> dict:
+    return nb.metadata["widgets"][bn.WIDGET_STATE]["state"]
+
+
+def test_an_inserted_widget_renames_no_other_cell_or_widget():
+    """Widgets were numbered in the kernel's creation order across the notebook: one question added to §5
+    renamed every later widget, 12,054 changed lines in the stored notebook."""
+    before = bn.stable_widget_ids(_executed(["w1", "print(1)", "w2", "w3"], run="a"), "core")
+    after = bn.stable_widget_ids(_executed(["w0", "w1", "print(1)", "w2", "w2b", "w3"], run="b"), "core")
+    kept = [c["id"] for c in after.cells if c.source not in ("w0", "w2b")]
+    assert [c["id"] for c in before.cells] == kept
+    assert _widget_state(before).items() < _widget_state(after).items()  # same ids, same state (references)
+    assert len(_widget_state(after)) == len(_widget_state(before)) + 2 * 7  # 7 models in each new box
+
+
+def test_editing_the_cell_that_shows_a_widget_keeps_its_name():
+    """README's 「改编这节课」 edits the cell that asks S5 (ask("S5") -> display(ask("S5"), ask("S5b")))."""
+    before = bn.stable_widget_ids(_executed(["w1", "w2"], run="a"), "core")
+    after = bn.stable_widget_ids(_executed(["w1", "w2\nprint(2)"], run="b"), "core")
+    assert before.cells[1]["id"] != after.cells[1]["id"]
+    assert _widget_state(before) == _widget_state(after)
+
+
+def test_rebuilding_gives_identical_text_and_every_widget_reference_resolves():
+    import nbformat
+
+    sources = ["w1", "print(1)", "w2", "w1"]  # the same source twice: two cells, two sets of widgets
+    first = nbformat.writes(bn.stable_widget_ids(_executed(sources, run="a"), "core"))
+    assert nbformat.writes(bn.stable_widget_ids(_executed(sources, run="b"), "core")) == first
+    stored = nbformat.reads(first, as_version=4)
+    nbformat.validate(stored)
+    state = _widget_state(stored)
+    assert len(state) == len(_widget_state(_executed(sources, run="a")))  # no two models merged
+    assert all(re.fullmatch(r"[0-9a-f]{32}", model) for model in state)  # the uuid's shape nbval sanitizes
+    views = [o.data[bn.WIDGET_MIME]["model_id"] for c in stored.cells for o in c.outputs]
+    assert len(views) == 3 and set(views) <= set(state)
+    assert set(re.findall(r"IPY_MODEL_(\w+)", json.dumps(state))) <= set(state)
 
 
 WIDGETS_SOURCE = HEADER + '''

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSON = Path("notebooks") / "day11_multi_head_attention.ipynb"
 LABS = (Path("notebooks") / "lab_real_heads.ipynb", Path("notebooks") / "lab_ablation.ipynb")  # optional labs
 COPY_DIR = Path("my_lesson")
-STAMP = ".copied-from"  # the lesson's sha1 when the copy was made: tells the learner when the lesson changed
+STAMP = ".copied-from"  # beside each copy: the sha1s of its source and of the copy as written (see _stamp)
 
 
 def _sha1(path: Path) -> str:
@@ -67,27 +67,46 @@ def ensure_labs(root: Path = ROOT, home: Path | None = None) -> list[Path]:
     for lab in LABS:
         source, target = root / lab, (home or root) / COPY_DIR / lab.name
         if source.exists() and not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            sign(target)
+            _make(source, target)
             made.append(target)
     return made
 
 
-def _make(source: Path, target: Path) -> None:
+def _stamp(copy: Path) -> Path:
+    """The hidden file beside ``copy`` that says what it was made from. The lesson's keeps the name it had
+    when it was the only one, so a student's copy made before the labs had stamps is still recognised."""
+    return copy.with_name(STAMP if copy.name == LESSON.name else f".{copy.stem}{STAMP}")
+
+
+def _made_from(copy: Path) -> tuple[str, str] | None:
+    """(the source's sha1, the copy's sha1 as written) when ``copy`` was made; None when no stamp says.
+    An older stamp holds one sha1: that copy was the source byte for byte."""
+    stamp = _stamp(copy)
+    if not stamp.exists():
+        return None
+    shas = stamp.read_text(encoding="utf-8").split()
+    return shas[0], shas[-1]
+
+
+def _make(source: Path, target: Path, notice: str = "") -> None:
+    """Copy ``source`` to ``target`` (with ``notice`` as its first cell, if any), stamp and sign it."""
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
-    (target.parent / STAMP).write_text(_sha1(source), encoding="utf-8")
+    if notice:
+        _notice(target, notice)
+    # the copy's own sha1 too: one whose notice is all that differs from the source is still untouched
+    _stamp(target).write_text(f"{_sha1(source)} {_sha1(target)}", encoding="utf-8")
     sign(target)
 
 
 def lesson_changed(root: Path = ROOT, home: Path | None = None) -> bool:
     """The lesson is not the one the copy was made from (a course update since)."""
-    stamp = copy_path(home or root).parent / STAMP
-    return stamp.exists() and stamp.read_text(encoding="utf-8").strip() != _sha1(root / LESSON)
+    made = _made_from(copy_path(home or root))
+    return made is not None and made[0] != _sha1(root / LESSON)
 
 
 REOPEN_LINE = "打开你的个人副本：{copy}"
+MADE_LINE = "已为你建好个人副本：{copy}（你的运行和修改都只留在这里，不会改动仓库）。"
 
 
 def ensure_copy(root: Path = ROOT, home: Path | None = None) -> tuple[Path, str]:
@@ -98,7 +117,7 @@ def ensure_copy(root: Path = ROOT, home: Path | None = None) -> tuple[Path, str]
     ensure_labs(root, home)
     if not target.exists():
         _make(source, target)
-        return target, f"已为你建好个人副本：{target.relative_to(home)}（你的运行和修改都只留在这里，不会改动仓库）。"
+        return target, MADE_LINE.format(copy=target.relative_to(home))
     line = REOPEN_LINE.format(copy=target.relative_to(home))
     if lesson_changed(root, home):
         line += ("。课程笔记本已经更新过；想换成新版，运行 .venv/bin/python scripts/personal_copy.py --fresh"
@@ -107,7 +126,13 @@ def ensure_copy(root: Path = ROOT, home: Path | None = None) -> tuple[Path, str]
 
 
 def _aside(path: Path) -> Path:
-    aside = path.with_name(f"{path.stem}-{datetime.now():%Y%m%d-%H%M%S}{path.suffix}")
+    """Rename ``path`` to …-<time>.ipynb beside it; never onto an earlier one kept in the same second."""
+    when = f"{datetime.now():%Y%m%d-%H%M%S}"
+    aside = path.with_name(f"{path.stem}-{when}{path.suffix}")
+    n = 1
+    while aside.exists():
+        aside = path.with_name(f"{path.stem}-{when}-{n}{path.suffix}")
+        n += 1
     os.replace(path, aside)
     return aside
 
@@ -134,20 +159,41 @@ UPDATE_NOTICE = ("**课程更新了。** 这是新版课程的副本；你之前
 
 
 def update_copy(root: Path, home: Path) -> tuple[Path, str]:
-    """A hub's server start (binder/start): make the copy on first open; after a course update, a new copy whose
-    first cell says so and names the old one (renamed aside, never deleted). A copy still as it was made is just
-    replaced: there is nothing of the student's in it."""
+    """A hub's server start (binder/start): make the copies on first open; after a course update, each notebook
+    (the lesson, each lab) renewed on its own (``_renew``). (the lesson's copy, a Chinese line for the terminal)"""
     target = copy_path(home)
-    if not target.exists() or not lesson_changed(root, home):
-        return ensure_copy(root, home)
-    untouched = _sha1(target) == (target.parent / STAMP).read_text(encoding="utf-8").strip()
-    if untouched:
-        target.unlink()
-        return ensure_copy(root, home)
-    path, line = fresh_copy(root, home)
-    old = sorted(path.parent.glob(f"{path.stem}-*{path.suffix}"))[-1]
-    _notice(path, UPDATE_NOTICE.format(old=old.name))
-    return path, line
+    line = (REOPEN_LINE if target.exists() else MADE_LINE).format(copy=target.relative_to(home))
+    renewed = (_renew(root / notebook, home / COPY_DIR / notebook.name) for notebook in (LESSON, *LABS))
+    kept = [old for old in renewed if old is not None]
+    if kept:
+        names = "、".join(old.name for old in kept)
+        line = f"{line.rstrip('。')}。课程更新了：你改过的副本改名保存为 {names}，新版副本的第一格有说明。"
+    return target, line
+
+
+def _renew(source: Path, target: Path) -> Path | None:
+    """Bring one copy to the course's ``source``: made when missing; when the course changed it, a copy still
+    as it was made is replaced (nothing of the student's in it), one the student changed is renamed aside (the
+    path returned, never deleted) and the new copy's first cell names it. One already the same is left alone."""
+    if not source.exists():
+        return None  # an optional lab this image does not have
+    if not target.exists():
+        _make(source, target)
+        return None
+    made = _made_from(target)
+    now = _sha1(target)
+    new = _sha1(source)
+    if now == new:
+        _stamp(target).write_text(f"{new} {new}", encoding="utf-8")  # e.g. a lab copied before labs had stamps
+        return None
+    if made is not None and made[0] == new:
+        return None  # the course did not change this notebook: the student's copy is theirs
+    if made is not None and made[1] == now:
+        _make(source, target)
+        return None
+    old = _aside(target)  # changed by the student, or no stamp to tell: kept, never overwritten
+    _make(source, target, UPDATE_NOTICE.format(old=old.name))
+    return old
 
 
 def _notice(path: Path, text: str) -> None:

@@ -122,23 +122,6 @@ def test_the_labs_are_copied_beside_the_lesson_and_never_overwritten(tmp_path):
     assert list(path.parent.glob(f"{labs[1].stem}-*.ipynb")) == [] and labs[1].is_file()
 
 
-def test_on_a_hub_a_course_update_keeps_aside_only_the_labs_that_differ_from_the_new_course(tmp_path, monkeypatch):
-    image = _real_repo(tmp_path, monkeypatch)
-    for lab in personal_copy.LABS:
-        (image / lab).write_text('{"cells": ["lab"]}', encoding="utf-8")
-    home = tmp_path / "home"
-    path, _ = personal_copy.update_copy(image, home)
-    labs = [path.parent / lab.name for lab in personal_copy.LABS]
-    _edit(path, "the student's own note")  # so the update keeps the lesson's copy aside (with its notice)
-    labs[0].write_text("my lab run", encoding="utf-8")
-    _edit(image / personal_copy.LESSON, "a course update")  # the labs unchanged
-    personal_copy.update_copy(image, home)
-    assert len(list(path.parent.glob("day11_multi_head_attention-*.ipynb"))) == 1
-    assert [p.read_text(encoding="utf-8") for p in path.parent.glob(f"{labs[0].stem}-*.ipynb")] == ["my lab run"]
-    assert list(path.parent.glob(f"{labs[1].stem}-*.ipynb")) == []
-    assert [p.read_text(encoding="utf-8") for p in labs] == ['{"cells": ["lab"]}'] * 2
-
-
 def test_every_lab_the_build_knows_gets_a_personal_copy():
     spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
     build = importlib.util.module_from_spec(spec)
@@ -226,3 +209,105 @@ def test_on_a_hub_an_untouched_copy_is_simply_replaced(tmp_path, monkeypatch):
     personal_copy.update_copy(image, home)
     assert "a course update" in path.read_text(encoding="utf-8")
     assert list(path.parent.glob("day11_multi_head_attention-*.ipynb")) == []
+
+
+SCRIPT = ROOT / "scripts" / "personal_copy.py"
+NOTEBOOKS = (personal_copy.LESSON, *personal_copy.LABS)
+
+
+def _small_course(tmp_path, monkeypatch) -> Path:
+    """A course folder whose lesson and labs are small notebooks (one Markdown cell each, "<name> v1"), and
+    Jupyter's signature store in tmp_path."""
+    import nbformat
+
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
+    root = tmp_path / "course"
+    (root / "notebooks").mkdir(parents=True)
+    for notebook in NOTEBOOKS:
+        cell = nbformat.v4.new_markdown_cell(f"{notebook.stem} v1")
+        nbformat.write(nbformat.v4.new_notebook(cells=[cell]), root / notebook)
+    return root
+
+
+def _server_start(course: Path, home: Path) -> subprocess.CompletedProcess:
+    """What binder/start runs at each server start."""
+    return subprocess.run([sys.executable, str(SCRIPT), "--update", "--source", str(course), "--home", str(home)],
+                          capture_output=True, text=True)  # fmt: skip
+
+
+def _copies(home: Path) -> dict[str, bytes]:
+    """Every notebook in the student's my_lesson/, kept-aside ones included, by name."""
+    return {p.name: p.read_bytes() for p in (home / "my_lesson").glob("*.ipynb")}
+
+
+def test_on_a_hub_a_course_update_of_one_lab_alone_replaces_that_untouched_lab(tmp_path, monkeypatch):
+    course = _small_course(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    assert _server_start(course, home).returncode == 0
+    before = _copies(home)
+    lab = personal_copy.LABS[0].name
+    _edit(course / personal_copy.LABS[0], "a lab update")  # the lesson and the other lab unchanged
+    assert _server_start(course, home).returncode == 0
+    after = _copies(home)
+    assert set(after) == set(before)  # nothing kept aside: the student had not touched it
+    assert after[lab] == (course / personal_copy.LABS[0]).read_bytes()  # the new lab, as the course has it
+    assert {n: b for n, b in after.items() if n != lab} == {n: b for n, b in before.items() if n != lab}
+
+
+def test_on_a_hub_a_lab_the_student_changed_is_kept_aside_and_the_new_one_names_it(tmp_path, monkeypatch):
+    import nbformat
+
+    course = _small_course(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    assert _server_start(course, home).returncode == 0
+    lab = home / "my_lesson" / personal_copy.LABS[1].name
+    _edit(lab, "the student's own note")
+    mine = lab.read_bytes()
+    _edit(course / personal_copy.LABS[1], "a lab update")  # only this lab changed in the course
+    done = _server_start(course, home)
+    (old,) = lab.parent.glob(f"{lab.stem}-*.ipynb")
+    assert done.returncode == 0 and old.read_bytes() == mine  # the student's copy, byte for byte, not erased
+    new = nbformat.read(lab, as_version=4)
+    assert new.cells[0].cell_type == "markdown" and old.name in new.cells[0].source  # the notice names it
+    assert new.cells[-1].source == "a lab update" and _trusted(lab)
+    assert old.name in done.stdout  # the terminal line too
+    assert sorted(_copies(home)) == sorted([*(n.name for n in NOTEBOOKS), old.name])  # the lesson left alone
+    again = _copies(home)
+    assert _server_start(course, home).returncode == 0 and _copies(home) == again  # the next start: nothing
+
+
+def test_on_a_hub_a_copy_the_course_did_not_change_stays_as_the_student_has_it(tmp_path, monkeypatch):
+    course = _small_course(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    assert _server_start(course, home).returncode == 0
+    folder = home / "my_lesson"
+    for notebook in (personal_copy.LESSON, personal_copy.LABS[0]):
+        _edit(folder / notebook.name, "the student's own note")
+    lab = folder / personal_copy.LABS[0].name
+    mine = lab.read_bytes()
+    _edit(course / personal_copy.LESSON, "a lesson update")  # the labs unchanged
+    assert _server_start(course, home).returncode == 0
+    assert len(list(folder.glob("day11_multi_head_attention-*.ipynb"))) == 1  # the lesson: the student's kept aside
+    assert lab.read_bytes() == mine and list(folder.glob(f"{lab.stem}-*.ipynb")) == []  # the lab: left as it was
+
+
+def test_on_a_hub_a_home_from_before_the_labs_had_stamps_loses_nothing(tmp_path, monkeypatch):
+    course = _small_course(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    assert _server_start(course, home).returncode == 0
+    folder = home / "my_lesson"
+    for stamp in folder.glob(".*.copied-from"):
+        stamp.unlink()  # the labs' stamps: an older personal_copy.py wrote none
+    lesson = (course / personal_copy.LESSON).read_bytes()
+    (folder / personal_copy.STAMP).write_text(personal_copy._sha1(course / personal_copy.LESSON))  # its old form
+    same = folder / personal_copy.LABS[1].name
+    mtime = same.stat().st_mtime_ns
+    _edit(course / personal_copy.LESSON, "a lesson update")
+    _edit(course / personal_copy.LABS[0], "a lab update")  # LABS[1] unchanged
+    assert _server_start(course, home).returncode == 0
+    assert list(folder.glob("day11_multi_head_attention-*.ipynb")) == []  # the old stamp: untouched, renewed
+    assert (folder / personal_copy.LESSON.name).read_bytes() == (course / personal_copy.LESSON).read_bytes() != lesson
+    # no stamp to tell whether the student changed it: kept aside rather than overwritten
+    (old,) = folder.glob(f"{personal_copy.LABS[0].stem}-*.ipynb")
+    assert b"a lab update" not in old.read_bytes()
+    assert same.stat().st_mtime_ns == mtime and list(folder.glob(f"{same.stem}-*.ipynb")) == []  # identical: left

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -270,9 +271,43 @@ class ChineseHelp(argparse.RawDescriptionHelpFormatter):
         return "显示这段说明，然后退出" if "-h" in action.option_strings else super()._get_help_string(action)
 
 
+# argparse's own error messages (Python 3.10-3.13) in Chinese; any other message is quoted as it is
+ERRORS = (
+    (r"unrecognized arguments: (?P<args>.+)", "不认识的参数 {args}"),
+    (r"argument (?P<arg>\S+): expected one argument", "参数 {arg} 后面要跟一个值"),
+    (r"argument (?P<arg>\S+): expected at least one argument", "参数 {arg} 后面至少要跟一个值"),
+    (r"argument (?P<arg>\S+): invalid choice: (?P<value>.+?) \(choose from (?P<choices>.+)\)",
+     "参数 {arg} 不能取 {value}，可选的是 {choices}"),
+    (r"the following arguments are required: (?P<args>.+)", "缺少必须给出的参数 {args}"),
+)
+
+
+class ChineseParser(argparse.ArgumentParser):
+    """An ArgumentParser that speaks Chinese: --help through ChineseHelp, and a wrong command line gets one line
+    saying what was wrong and what to do, exit 2 (argparse would print its English usage and 「error:」)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", ChineseHelp)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}：{self.chinese(message)}\n")
+
+    def chinese(self, message: str) -> str:
+        """``message`` in Chinese, with where to look next. The script's own messages (already Chinese) say
+        what to do themselves and are kept as they are."""
+        if not message.isascii():
+            return message
+        hint = f"；可用的参数和用法见 {self.prog} --help"
+        for pattern, chinese in ERRORS:
+            if found := re.fullmatch(pattern, message):
+                return chinese.format(**found.groupdict()) + hint
+        return f"命令行有误（{message}）{hint}"
+
+
 def main(argv: list[str]) -> int:
     description = "学生的个人副本（my_lesson/ 里，git 不记录）：第一次打开时建好，之后从不覆盖。"
-    parser = argparse.ArgumentParser(description=description, formatter_class=ChineseHelp)
+    parser = ChineseParser(description=description)
     parser.add_argument("--open", action="store_true",
                         help="建好（或找到）副本后在 JupyterLab 里打开它（setup.sh 运行的就是这个）")
     parser.add_argument("--fresh", action="store_true", help="换一份新副本：旧副本改名保留，不删除")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("personal_copy", ROOT / "scripts" / "personal_copy.py")
 personal_copy = importlib.util.module_from_spec(spec)
@@ -311,3 +313,57 @@ def test_on_a_hub_a_home_from_before_the_labs_had_stamps_loses_nothing(tmp_path,
     (old,) = folder.glob(f"{personal_copy.LABS[0].stem}-*.ipynb")
     assert b"a lab update" not in old.read_bytes()
     assert same.stat().st_mtime_ns == mtime and list(folder.glob(f"{same.stem}-*.ipynb")) == []  # identical: left
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--bogus"], "--bogus"),  # unrecognized arguments
+    (["--home"], "--home"),  # expected one argument
+    (["--update", "--source", "a", "--source"], "--source"),
+])
+def test_a_wrong_command_line_is_refused_in_one_line_that_names_the_argument(argv, named):
+    proc = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True)
+    (line,) = proc.stderr.splitlines()  # one line, no usage block
+    assert proc.returncode == 2 and named in line and "--help" in line and not line.isascii()
+    assert proc.stdout == ""
+
+
+def _parser() -> personal_copy.ChineseParser:
+    parser = personal_copy.ChineseParser(prog="tool.py")
+    parser.add_argument("mode", choices=["fast", "slow"])
+    parser.add_argument("--out", required=True)
+    return parser
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["medium", "--out", "x"], "medium"),  # invalid choice: the value refused, and the ones it takes
+    (["fast"], "--out"),  # required
+    ([], "mode"),
+])
+def test_argparse_errors_are_said_in_chinese_naming_the_argument(argv, named, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        _parser().parse_args(argv)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2 and named in line and not line.isascii()
+    if named == "medium":
+        assert "fast" in line and "slow" in line
+
+
+def test_a_message_argparse_has_no_chinese_for_is_quoted_and_the_scripts_own_are_kept(capsys):
+    parser = _parser()
+    for message in ("ambiguous option: --o could match --open, --only", "没有叫 'x' 的笔记本；有的是：a、b"):
+        with pytest.raises(SystemExit) as exit_:
+            parser.error(message)
+        (line,) = capsys.readouterr().err.splitlines()
+        assert exit_.value.code == 2 and message in line and line.startswith("tool.py")
+
+
+@pytest.mark.parametrize(("script", "argv", "named"), [
+    ("build_notebook.py", ["--only"], "--only"),  # expected at least one argument
+    ("build_notebook.py", ["--check", "--bogus"], "--bogus"),
+    ("build_notebook.py", ["no_such_lab", "--check"], "no_such_lab"),  # its own message, kept as it is
+    ("class_report.py", ["--out"], "--out"),
+])
+def test_the_other_instructor_scripts_share_the_chinese_errors(script, argv, named):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *argv], capture_output=True, text=True)
+    (line,) = proc.stderr.splitlines()
+    assert proc.returncode == 2 and named in line and line.startswith(script) and not line.isascii()

@@ -83,10 +83,8 @@ def _made_from(copy: Path) -> tuple[str, str] | None:
     """(the source's sha1, the copy's sha1 as written) when ``copy`` was made; None when no stamp says.
     An older stamp holds one sha1: that copy was the source byte for byte."""
     stamp = _stamp(copy)
-    if not stamp.exists():
-        return None
-    shas = stamp.read_text(encoding="utf-8").split()
-    return shas[0], shas[-1]
+    shas = stamp.read_text(encoding="utf-8").split() if stamp.exists() else []
+    return (shas[0], shas[-1]) if shas else None  # an empty stamp (a full disk) says nothing either
 
 
 def _make(source: Path, target: Path, notice: str = "") -> None:
@@ -296,12 +294,12 @@ class ChineseParser(argparse.ArgumentParser):
     def chinese(self, message: str) -> str:
         """``message`` in Chinese, with where to look next. The script's own messages (already Chinese) say
         what to do themselves and are kept as they are."""
-        if not message.isascii():
-            return message
         hint = f"；可用的参数和用法见 {self.prog} --help"
         for pattern, chinese in ERRORS:
             if found := re.fullmatch(pattern, message):
                 return chinese.format(**found.groupdict()) + hint
+        if re.search("[\u4e00-\u9fff]", message):  # a Chinese message of the script's own
+            return message
         return f"命令行有误（{message}）{hint}"
 
 
@@ -317,6 +315,8 @@ def main(argv: list[str]) -> int:
                         help="放着 notebooks/ 的课程文件夹（默认：这个仓库）")
     parser.add_argument("--home", type=Path, metavar="DIR", help="my_lesson/ 建在哪里（默认：--source 的文件夹）")
     args = parser.parse_args(argv)
+    if not (args.source / LESSON).is_file():
+        parser.error(f"--source 的文件夹 {args.source} 里没有 {LESSON.as_posix()}：请给出放着课程 notebooks/ 的文件夹")
     if args.update:
         path, line = update_copy(args.source, args.home or args.source)
     elif args.fresh:

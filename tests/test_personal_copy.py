@@ -319,12 +319,21 @@ def test_on_a_hub_a_home_from_before_the_labs_had_stamps_loses_nothing(tmp_path,
     (["--bogus"], "--bogus"),  # unrecognized arguments
     (["--home"], "--home"),  # expected one argument
     (["--update", "--source", "a", "--source"], "--source"),
+    (["--名字"], "--名字"),  # not ASCII, still argparse's message: translated
 ])
 def test_a_wrong_command_line_is_refused_in_one_line_that_names_the_argument(argv, named):
     proc = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True)
     (line,) = proc.stderr.splitlines()  # one line, no usage block
     assert proc.returncode == 2 and named in line and "--help" in line and not line.isascii()
     assert proc.stdout == ""
+
+
+def test_a_course_folder_without_the_lesson_is_refused_and_nothing_is_made(tmp_path):
+    course = tmp_path / "course"  # e.g. a hub admin's typo in --source
+    course.mkdir()
+    proc = _server_start(course, tmp_path / "home")
+    (line,) = proc.stderr.splitlines()
+    assert proc.returncode == 2 and str(course) in line and not (tmp_path / "home").exists()
 
 
 def _parser() -> personal_copy.ChineseParser:

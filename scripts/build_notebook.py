@@ -414,11 +414,11 @@ DESCRIPTION = """\
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The command line, its help in Chinese (argparse's own words too: personal_copy.ChineseHelp)."""
+    """The command line, its help and errors in Chinese (argparse's own words too: personal_copy.ChineseParser)."""
     spec = importlib.util.spec_from_file_location("personal_copy", Path(__file__).with_name("personal_copy.py"))
     personal_copy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(personal_copy)
-    parser = argparse.ArgumentParser(description=DESCRIPTION, formatter_class=personal_copy.ChineseHelp)
+    parser = personal_copy.ChineseParser(description=DESCRIPTION)
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"要生成或检查的笔记本（默认全部：{', '.join(NOTEBOOKS)}）")
     parser.add_argument("--check", action="store_true", help="只检查，不重建：题目，以及笔记本和源文件是否一致")

@@ -18,7 +18,6 @@ Answers to an earlier version of a question are counted apart, never mixed with 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import errno
 import glob
@@ -804,8 +803,16 @@ def _replace(folder: int, name: str, content: bytes) -> None:
         raise
 
 
+def _personal_copy():
+    """scripts/personal_copy.py: its ChineseParser, the command line in Chinese that the scripts share."""
+    spec = importlib.util.spec_from_file_location("personal_copy", Path(__file__).with_name("personal_copy.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="把全班的进度文件汇成一页班级报告（HTML + CSV）。")
+    ap = _personal_copy().ChineseParser(description="把全班的进度文件汇成一页班级报告（HTML + CSV）。")
     ap.add_argument("paths", nargs="*", help=f"进度文件、导出文件或装着它们的文件夹（默认：{HUB_GLOB}）")
     ap.add_argument("--out", default="class-report", help="报告写到这个文件夹（默认 class-report/）")
     ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSON = Path("notebooks") / "day11_multi_head_attention.ipynb"
 LABS = (Path("notebooks") / "lab_real_heads.ipynb", Path("notebooks") / "lab_ablation.ipynb")  # optional labs
 COPY_DIR = Path("my_lesson")
-STAMP = ".copied-from"  # the lesson's sha1 when the copy was made: tells the learner when the lesson changed
+STAMP = ".copied-from"  # beside each copy: the sha1s of its source and of the copy as written (see _stamp)
 
 
 def _sha1(path: Path) -> str:
@@ -67,27 +68,44 @@ def ensure_labs(root: Path = ROOT, home: Path | None = None) -> list[Path]:
     for lab in LABS:
         source, target = root / lab, (home or root) / COPY_DIR / lab.name
         if source.exists() and not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            sign(target)
+            _make(source, target)
             made.append(target)
     return made
 
 
-def _make(source: Path, target: Path) -> None:
+def _stamp(copy: Path) -> Path:
+    """The hidden file beside ``copy`` that says what it was made from. The lesson's keeps the name it had
+    when it was the only one, so a student's copy made before the labs had stamps is still recognised."""
+    return copy.with_name(STAMP if copy.name == LESSON.name else f".{copy.stem}{STAMP}")
+
+
+def _made_from(copy: Path) -> tuple[str, str] | None:
+    """(the source's sha1, the copy's sha1 as written) when ``copy`` was made; None when no stamp says.
+    An older stamp holds one sha1: that copy was the source byte for byte."""
+    stamp = _stamp(copy)
+    shas = stamp.read_text(encoding="utf-8").split() if stamp.exists() else []
+    return (shas[0], shas[-1]) if shas else None  # an empty stamp (a full disk) says nothing either
+
+
+def _make(source: Path, target: Path, notice: str = "") -> None:
+    """Copy ``source`` to ``target`` (with ``notice`` as its first cell, if any), stamp and sign it."""
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
-    (target.parent / STAMP).write_text(_sha1(source), encoding="utf-8")
+    if notice:
+        _notice(target, notice)
+    # the copy's own sha1 too: one whose notice is all that differs from the source is still untouched
+    _stamp(target).write_text(f"{_sha1(source)} {_sha1(target)}", encoding="utf-8")
     sign(target)
 
 
 def lesson_changed(root: Path = ROOT, home: Path | None = None) -> bool:
     """The lesson is not the one the copy was made from (a course update since)."""
-    stamp = copy_path(home or root).parent / STAMP
-    return stamp.exists() and stamp.read_text(encoding="utf-8").strip() != _sha1(root / LESSON)
+    made = _made_from(copy_path(home or root))
+    return made is not None and made[0] != _sha1(root / LESSON)
 
 
 REOPEN_LINE = "打开你的个人副本：{copy}"
+MADE_LINE = "已为你建好个人副本：{copy}（你的运行和修改都只留在这里，不会改动仓库）。"
 
 
 def ensure_copy(root: Path = ROOT, home: Path | None = None) -> tuple[Path, str]:
@@ -98,7 +116,7 @@ def ensure_copy(root: Path = ROOT, home: Path | None = None) -> tuple[Path, str]
     ensure_labs(root, home)
     if not target.exists():
         _make(source, target)
-        return target, f"已为你建好个人副本：{target.relative_to(home)}（你的运行和修改都只留在这里，不会改动仓库）。"
+        return target, MADE_LINE.format(copy=target.relative_to(home))
     line = REOPEN_LINE.format(copy=target.relative_to(home))
     if lesson_changed(root, home):
         line += ("。课程笔记本已经更新过；想换成新版，运行 .venv/bin/python scripts/personal_copy.py --fresh"
@@ -107,7 +125,13 @@ def ensure_copy(root: Path = ROOT, home: Path | None = None) -> tuple[Path, str]
 
 
 def _aside(path: Path) -> Path:
-    aside = path.with_name(f"{path.stem}-{datetime.now():%Y%m%d-%H%M%S}{path.suffix}")
+    """Rename ``path`` to …-<time>.ipynb beside it; never onto an earlier one kept in the same second."""
+    when = f"{datetime.now():%Y%m%d-%H%M%S}"
+    aside = path.with_name(f"{path.stem}-{when}{path.suffix}")
+    n = 1
+    while aside.exists():
+        aside = path.with_name(f"{path.stem}-{when}-{n}{path.suffix}")
+        n += 1
     os.replace(path, aside)
     return aside
 
@@ -134,20 +158,41 @@ UPDATE_NOTICE = ("**课程更新了。** 这是新版课程的副本；你之前
 
 
 def update_copy(root: Path, home: Path) -> tuple[Path, str]:
-    """A hub's server start (binder/start): make the copy on first open; after a course update, a new copy whose
-    first cell says so and names the old one (renamed aside, never deleted). A copy still as it was made is just
-    replaced: there is nothing of the student's in it."""
+    """A hub's server start (binder/start): make the copies on first open; after a course update, each notebook
+    (the lesson, each lab) renewed on its own (``_renew``). (the lesson's copy, a Chinese line for the terminal)"""
     target = copy_path(home)
-    if not target.exists() or not lesson_changed(root, home):
-        return ensure_copy(root, home)
-    untouched = _sha1(target) == (target.parent / STAMP).read_text(encoding="utf-8").strip()
-    if untouched:
-        target.unlink()
-        return ensure_copy(root, home)
-    path, line = fresh_copy(root, home)
-    old = sorted(path.parent.glob(f"{path.stem}-*{path.suffix}"))[-1]
-    _notice(path, UPDATE_NOTICE.format(old=old.name))
-    return path, line
+    line = (REOPEN_LINE if target.exists() else MADE_LINE).format(copy=target.relative_to(home))
+    renewed = (_renew(root / notebook, home / COPY_DIR / notebook.name) for notebook in (LESSON, *LABS))
+    kept = [old for old in renewed if old is not None]
+    if kept:
+        names = "、".join(old.name for old in kept)
+        line = f"{line.rstrip('。')}。课程更新了：你改过的副本改名保存为 {names}，新版副本的第一格有说明。"
+    return target, line
+
+
+def _renew(source: Path, target: Path) -> Path | None:
+    """Bring one copy to the course's ``source``: made when missing; when the course changed it, a copy still
+    as it was made is replaced (nothing of the student's in it), one the student changed is renamed aside (the
+    path returned, never deleted) and the new copy's first cell names it. One already the same is left alone."""
+    if not source.exists():
+        return None  # an optional lab this image does not have
+    if not target.exists():
+        _make(source, target)
+        return None
+    made = _made_from(target)
+    now = _sha1(target)
+    new = _sha1(source)
+    if now == new:
+        _stamp(target).write_text(f"{new} {new}", encoding="utf-8")  # e.g. a lab copied before labs had stamps
+        return None
+    if made is not None and made[0] == new:
+        return None  # the course did not change this notebook: the student's copy is theirs
+    if made is not None and made[1] == now:
+        _make(source, target)
+        return None
+    old = _aside(target)  # changed by the student, or no stamp to tell: kept, never overwritten
+    _make(source, target, UPDATE_NOTICE.format(old=old.name))
+    return old
 
 
 def _notice(path: Path, text: str) -> None:
@@ -224,9 +269,43 @@ class ChineseHelp(argparse.RawDescriptionHelpFormatter):
         return "显示这段说明，然后退出" if "-h" in action.option_strings else super()._get_help_string(action)
 
 
+# argparse's own error messages (Python 3.10-3.13) in Chinese; any other message is quoted as it is
+ERRORS = (
+    (r"unrecognized arguments: (?P<args>.+)", "不认识的参数 {args}"),
+    (r"argument (?P<arg>\S+): expected one argument", "参数 {arg} 后面要跟一个值"),
+    (r"argument (?P<arg>\S+): expected at least one argument", "参数 {arg} 后面至少要跟一个值"),
+    (r"argument (?P<arg>\S+): invalid choice: (?P<value>.+?) \(choose from (?P<choices>.+)\)",
+     "参数 {arg} 不能取 {value}，可选的是 {choices}"),
+    (r"the following arguments are required: (?P<args>.+)", "缺少必须给出的参数 {args}"),
+)
+
+
+class ChineseParser(argparse.ArgumentParser):
+    """An ArgumentParser that speaks Chinese: --help through ChineseHelp, and a wrong command line gets one line
+    saying what was wrong and what to do, exit 2 (argparse would print its English usage and 「error:」)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", ChineseHelp)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}：{self.chinese(message)}\n")
+
+    def chinese(self, message: str) -> str:
+        """``message`` in Chinese, with where to look next. The script's own messages (already Chinese) say
+        what to do themselves and are kept as they are."""
+        hint = f"；可用的参数和用法见 {self.prog} --help"
+        for pattern, chinese in ERRORS:
+            if found := re.fullmatch(pattern, message):
+                return chinese.format(**found.groupdict()) + hint
+        if re.search("[\u4e00-\u9fff]", message):  # a Chinese message of the script's own
+            return message
+        return f"命令行有误（{message}）{hint}"
+
+
 def main(argv: list[str]) -> int:
     description = "学生的个人副本（my_lesson/ 里，git 不记录）：第一次打开时建好，之后从不覆盖。"
-    parser = argparse.ArgumentParser(description=description, formatter_class=ChineseHelp)
+    parser = ChineseParser(description=description)
     parser.add_argument("--open", action="store_true",
                         help="建好（或找到）副本后在 JupyterLab 里打开它（setup.sh 运行的就是这个）")
     parser.add_argument("--fresh", action="store_true", help="换一份新副本：旧副本改名保留，不删除")
@@ -236,6 +315,8 @@ def main(argv: list[str]) -> int:
                         help="放着 notebooks/ 的课程文件夹（默认：这个仓库）")
     parser.add_argument("--home", type=Path, metavar="DIR", help="my_lesson/ 建在哪里（默认：--source 的文件夹）")
     args = parser.parse_args(argv)
+    if not (args.source / LESSON).is_file():
+        parser.error(f"--source 的文件夹 {args.source} 里没有 {LESSON.as_posix()}：请给出放着课程 notebooks/ 的文件夹")
     if args.update:
         path, line = update_copy(args.source, args.home or args.source)
     elif args.fresh:

@@ -32,7 +32,7 @@ for arg in "$@"; do
       echo "  --dev      另外安装跑测试需要的包（讲师、开发者用）"
       echo "  --zh/--en  JupyterLab 菜单用中文或英文（不写时沿用上次的选择，第一次是中文）"
       exit 0 ;;
-    *) echo "未知参数 / unknown option: $arg (可用 / use: --zh --en --no-open --dev --allow-root；说明：--help)" >&2; exit 2 ;;
+    *) echo "不认识的参数 $arg；可用的参数是 --no-open --dev --zh --en，说明见 bash scripts/setup.sh --help" >&2; exit 2 ;;
   esac
 done
 
@@ -41,7 +41,7 @@ case "$deps" in
   locked) constraints=constraints.txt; default_venv=.venv; versions="constraints.txt 里测试过的版本" ;;
   lowest) constraints=constraints-lowest.txt; default_venv=.venv-lowest; versions="允许的最低版本" ;;
   latest) constraints=; default_venv=.venv-latest; versions="允许范围内最新的版本" ;;
-  *) echo "LESSON_DEPS 只能是 locked、latest 或 lowest / LESSON_DEPS must be locked, latest or lowest (got: $deps)" >&2
+  *) echo "LESSON_DEPS 不能是 $deps：只能是 locked、latest 或 lowest（见 scripts/setup.sh 开头的说明）" >&2
      exit 2 ;;
 esac
 venv="${LESSON_VENV:-$default_venv}"

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("personal_copy", ROOT / "scripts" / "personal_copy.py")
 personal_copy = importlib.util.module_from_spec(spec)
@@ -122,23 +124,6 @@ def test_the_labs_are_copied_beside_the_lesson_and_never_overwritten(tmp_path):
     assert list(path.parent.glob(f"{labs[1].stem}-*.ipynb")) == [] and labs[1].is_file()
 
 
-def test_on_a_hub_a_course_update_keeps_aside_only_the_labs_that_differ_from_the_new_course(tmp_path, monkeypatch):
-    image = _real_repo(tmp_path, monkeypatch)
-    for lab in personal_copy.LABS:
-        (image / lab).write_text('{"cells": ["lab"]}', encoding="utf-8")
-    home = tmp_path / "home"
-    path, _ = personal_copy.update_copy(image, home)
-    labs = [path.parent / lab.name for lab in personal_copy.LABS]
-    _edit(path, "the student's own note")  # so the update keeps the lesson's copy aside (with its notice)
-    labs[0].write_text("my lab run", encoding="utf-8")
-    _edit(image / personal_copy.LESSON, "a course update")  # the labs unchanged
-    personal_copy.update_copy(image, home)
-    assert len(list(path.parent.glob("day11_multi_head_attention-*.ipynb"))) == 1
-    assert [p.read_text(encoding="utf-8") for p in path.parent.glob(f"{labs[0].stem}-*.ipynb")] == ["my lab run"]
-    assert list(path.parent.glob(f"{labs[1].stem}-*.ipynb")) == []
-    assert [p.read_text(encoding="utf-8") for p in labs] == ['{"cells": ["lab"]}'] * 2
-
-
 def test_every_lab_the_build_knows_gets_a_personal_copy():
     spec = importlib.util.spec_from_file_location("build_notebook", ROOT / "scripts" / "build_notebook.py")
     build = importlib.util.module_from_spec(spec)
@@ -226,3 +211,172 @@ def test_on_a_hub_an_untouched_copy_is_simply_replaced(tmp_path, monkeypatch):
     personal_copy.update_copy(image, home)
     assert "a course update" in path.read_text(encoding="utf-8")
     assert list(path.parent.glob("day11_multi_head_attention-*.ipynb")) == []
+
+
+SCRIPT = ROOT / "scripts" / "personal_copy.py"
+NOTEBOOKS = (personal_copy.LESSON, *personal_copy.LABS)
+
+
+def _small_course(tmp_path, monkeypatch) -> Path:
+    """A course folder whose lesson and labs are small notebooks (one Markdown cell each, "<name> v1"), and
+    Jupyter's signature store in tmp_path."""
+    import nbformat
+
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
+    root = tmp_path / "course"
+    (root / "notebooks").mkdir(parents=True)
+    for notebook in NOTEBOOKS:
+        cell = nbformat.v4.new_markdown_cell(f"{notebook.stem} v1")
+        nbformat.write(nbformat.v4.new_notebook(cells=[cell]), root / notebook)
+    return root
+
+
+def _server_start(course: Path, home: Path) -> int:
+    """What binder/start runs at each server start, its exit code (run here: a child would import nbformat anew
+    for each start, ~2 CPU-s)."""
+    return personal_copy.main(["--update", "--source", str(course), "--home", str(home)])
+
+
+def _copies(home: Path) -> dict[str, bytes]:
+    """Every notebook in the student's my_lesson/, kept-aside ones included, by name."""
+    return {p.name: p.read_bytes() for p in (home / "my_lesson").glob("*.ipynb")}
+
+
+def test_on_a_hub_a_course_update_of_one_lab_alone_replaces_that_untouched_lab(tmp_path, monkeypatch):
+    course = _small_course(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    assert _server_start(course, home) == 0
+    before = _copies(home)
+    lab = personal_copy.LABS[0].name
+    _edit(course / personal_copy.LABS[0], "a lab update")  # the lesson and the other lab unchanged
+    assert _server_start(course, home) == 0
+    after = _copies(home)
+    assert set(after) == set(before)  # nothing kept aside: the student had not touched it
+    assert after[lab] == (course / personal_copy.LABS[0]).read_bytes()  # the new lab, as the course has it
+    assert {n: b for n, b in after.items() if n != lab} == {n: b for n, b in before.items() if n != lab}
+
+
+def test_on_a_hub_a_lab_the_student_changed_is_kept_aside_and_the_new_one_names_it(tmp_path, monkeypatch, capsys):
+    import nbformat
+
+    course = _small_course(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    assert _server_start(course, home) == 0
+    lab = home / "my_lesson" / personal_copy.LABS[1].name
+    _edit(lab, "the student's own note")
+    mine = lab.read_bytes()
+    _edit(course / personal_copy.LABS[1], "a lab update")  # only this lab changed in the course
+    capsys.readouterr()
+    done = _server_start(course, home)
+    (old,) = lab.parent.glob(f"{lab.stem}-*.ipynb")
+    assert done == 0 and old.read_bytes() == mine  # the student's copy, byte for byte, not erased
+    new = nbformat.read(lab, as_version=4)
+    assert new.cells[0].cell_type == "markdown" and old.name in new.cells[0].source  # the notice names it
+    assert new.cells[-1].source == "a lab update" and _trusted(lab)
+    assert old.name in capsys.readouterr().out  # the terminal line too
+    assert sorted(_copies(home)) == sorted([*(n.name for n in NOTEBOOKS), old.name])  # the lesson left alone
+    again = _copies(home)
+    assert _server_start(course, home) == 0 and _copies(home) == again  # the next start: nothing
+
+
+def test_on_a_hub_a_copy_the_course_did_not_change_stays_as_the_student_has_it(tmp_path, monkeypatch):
+    course = _small_course(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    assert _server_start(course, home) == 0
+    folder = home / "my_lesson"
+    for notebook in (personal_copy.LESSON, personal_copy.LABS[0]):
+        _edit(folder / notebook.name, "the student's own note")
+    lab = folder / personal_copy.LABS[0].name
+    mine = lab.read_bytes()
+    _edit(course / personal_copy.LESSON, "a lesson update")  # the labs unchanged
+    assert _server_start(course, home) == 0
+    assert len(list(folder.glob("day11_multi_head_attention-*.ipynb"))) == 1  # the lesson: the student's kept aside
+    assert lab.read_bytes() == mine and list(folder.glob(f"{lab.stem}-*.ipynb")) == []  # the lab: left as it was
+
+
+def test_on_a_hub_a_home_from_before_the_labs_had_stamps_loses_nothing(tmp_path, monkeypatch):
+    course = _small_course(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    assert _server_start(course, home) == 0
+    folder = home / "my_lesson"
+    for stamp in folder.glob(".*.copied-from"):
+        stamp.unlink()  # the labs' stamps: an older personal_copy.py wrote none
+    lesson = (course / personal_copy.LESSON).read_bytes()
+    (folder / personal_copy.STAMP).write_text(personal_copy._sha1(course / personal_copy.LESSON))  # its old form
+    same = folder / personal_copy.LABS[1].name
+    mtime = same.stat().st_mtime_ns
+    _edit(course / personal_copy.LESSON, "a lesson update")
+    _edit(course / personal_copy.LABS[0], "a lab update")  # LABS[1] unchanged
+    assert _server_start(course, home) == 0
+    assert list(folder.glob("day11_multi_head_attention-*.ipynb")) == []  # the old stamp: untouched, renewed
+    assert (folder / personal_copy.LESSON.name).read_bytes() == (course / personal_copy.LESSON).read_bytes() != lesson
+    # no stamp to tell whether the student changed it: kept aside rather than overwritten
+    (old,) = folder.glob(f"{personal_copy.LABS[0].stem}-*.ipynb")
+    assert b"a lab update" not in old.read_bytes()
+    assert same.stat().st_mtime_ns == mtime and list(folder.glob(f"{same.stem}-*.ipynb")) == []  # identical: left
+
+
+@pytest.mark.parametrize("argv", [
+    ["--bogus"],  # unrecognized arguments
+    ["--home"],  # expected one argument
+    ["--update", "--source", "a", "--source"],
+    ["--名字"],  # not ASCII, still argparse's message: translated
+])
+def test_a_wrong_command_line_is_refused_in_one_line_that_names_the_argument(argv):
+    proc = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True)
+    (line,) = proc.stderr.splitlines()  # one line, no usage block
+    assert proc.returncode == 2 and argv[-1] in line and "--help" in line and not line.isascii()
+    assert proc.stdout == ""
+
+
+def test_a_course_folder_without_the_lesson_is_refused_and_nothing_is_made(tmp_path):
+    course = tmp_path / "course"  # e.g. a hub admin's typo in --source
+    course.mkdir()
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--update", "--source", str(course), "--home",
+                           str(tmp_path / "home")], capture_output=True, text=True)  # fmt: skip
+    (line,) = proc.stderr.splitlines()
+    assert proc.returncode == 2 and str(course) in line and not (tmp_path / "home").exists()
+
+
+def _parser() -> personal_copy.ChineseParser:
+    parser = personal_copy.ChineseParser(prog="tool.py")
+    parser.add_argument("mode", choices=["fast", "slow"])
+    parser.add_argument("--out", required=True)
+    return parser
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["medium", "--out", "x"], "medium"),  # invalid choice: the value refused, and the ones it takes
+    (["fast"], "--out"),  # required
+    ([], "mode"),
+])
+def test_argparse_errors_are_said_in_chinese_naming_the_argument(argv, named, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        _parser().parse_args(argv)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2 and named in line and not line.isascii()
+    if named == "medium":
+        assert "fast" in line and "slow" in line
+
+
+@pytest.mark.parametrize("message", [
+    "ambiguous option: --o could match --open, --only",  # argparse's, not in the table: quoted
+    "没有叫 'x' 的笔记本；有的是：a、b",  # a script's own: kept as it is
+])
+def test_a_message_argparse_has_no_chinese_for_is_quoted_and_the_scripts_own_are_kept(message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        _parser().error(message)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2 and message in line and line.startswith("tool.py")
+
+
+@pytest.mark.parametrize(("script", "argv", "named"), [
+    ("build_notebook.py", ["--only"], "--only"),  # expected at least one argument
+    ("build_notebook.py", ["--check", "--bogus"], "--bogus"),
+    ("build_notebook.py", ["no_such_lab", "--check"], "no_such_lab"),  # its own message, kept as it is
+    ("class_report.py", ["--out"], "--out"),
+])
+def test_the_other_instructor_scripts_share_the_chinese_errors(script, argv, named):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *argv], capture_output=True, text=True)
+    (line,) = proc.stderr.splitlines()
+    assert proc.returncode == 2 and named in line and line.startswith(script) and not line.isascii()

@@ -127,6 +127,15 @@ def test_unknown_deps_mode_is_refused(tmp_path):
     assert all(mode in proc.stderr for mode in ("locked", "latest", "lowest"))  # and the ones it takes
 
 
+def test_an_unknown_option_is_refused_in_one_line_that_names_it(tmp_path):
+    repo = _repo_copy(tmp_path)  # refused before anything is installed: no environment at all
+    proc = subprocess.run(["bash", str(repo / "scripts" / "setup.sh"), "--no-open", "--bogus"], capture_output=True,
+                          text=True, timeout=scaled(60))  # fmt: skip
+    (line,) = proc.stderr.splitlines()
+    assert proc.returncode == 2 and "--bogus" in line and "--help" in line  # what was wrong, where to look
+    assert not line.isascii() and not (repo / ".venv").exists()  # said in Chinese; nothing done
+
+
 @pytest.mark.parametrize("script", ["scripts/setup.sh", "scripts/test.sh", "scripts/lock.sh"])
 def test_scripts_use_only_tools_stock_macos_has(script):
     text = (ROOT / script).read_text(encoding="utf-8")

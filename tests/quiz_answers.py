@@ -564,7 +564,25 @@ COLD_READER = [
     ("S4b", ["4 w", "会"], F, "exp"),
 ]
 
-TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + COLD_READER + CHOICES + SELF
+# One row per reader rule that no row above exercised (size14 removed each rule in turn and no verdict, reason or
+# mistake moved): a rule cut later must now change a row here, so "remove it and the tests still pass" proves
+# something. Spelled-out operators and names, and a word between a name and its number, are read ...
+RULES_PINNED = [
+    ("Q2", ["512 除以 16", "不变"], R, ""), ("Q2", ["16 乘以 2", "不变"], R, ""),
+    ("Q2", ["hidden / h", "不变"], R, ""), ("Q2", ["d_m / h", "不变"], R, ""),
+    ("Q2", ["d_k 大约 32", "不变"], R, ""), ("Q2", ["d_k 32，d_v 32", "不变"], R, ""),
+    # ... 一 and 十 inside words are no numerals ...
+    ("Q2", ["32（十分确定）", "不变"], R, ""), ("Q2", ["32（统一）", "不变"], R, ""),
+    ("Q2", ["32（其中之一）", "不变"], R, ""),
+    # ... and words that bound the number or make it conditional are never read around it
+    ("Q2", ["至多 32", "不变"], F, "d_k"), ("Q2", ["最多 32", "不变"], F, "d_k"), ("Q2", ["多了 32", "不变"], F, "d_k"),
+    ("Q2", ["32 绰绰有余", "不变"], F, "d_k"), ("Q2", ["32 以内", "不变"], F, "d_k"),
+    ("Q2", ["16 和 64 之间", "不变"], F, "d_k"), ("Q2", ["32 打底", "不变"], F, "d_k"),
+    ("Q2", ["32（如果 h = 16）", "不变"], F, "d_k"), ("Q2", ["32（假如 h = 16）", "不变"], F, "d_k"),
+    ("Q2", ["要是 h = 16，就是 32", "不变"], F, "d_k"), ("Q2", ["若 h = 16，则 32", "不变"], F, "d_k"),
+]
+
+TABLE = NUMBERS + ISSUE_28 + ISSUE_38 + COLD_READER + RULES_PINNED + CHOICES + SELF
 
 # Rows above whose writer meant the right value but wrote prose around it or Chinese numerals: each box reads one
 # value in Arabic digits, so these are turned back (verdict "form", with the form the box wants). They count against

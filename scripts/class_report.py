@@ -10,7 +10,9 @@ from the stored source in scripts/recheck_sandbox.py (an unprivileged user, name
 budget; only a JSON verdict comes back); a pass that does not repeat is marked 「未确认」, and the terminal's last
 line says how many were checked, as which user, and how many were not confirmed.
 Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped; an entry
-of the wrong type or size, or with an id this course does not have, is left out (as the lesson does) and said.
+of the wrong type or size, or with an id this course does not have, is left out (as the lesson does) and said
+(counted: a file's own ids are never quoted). The page may be projected to the class: a mistake is said in the
+course's words only, and the ids a course does not have are counted per question or exercise, never shown.
 Every path printed has its control characters escaped. The report is written as new files renamed into place:
 a link left in the output folder is replaced, never written through.
 Answers to an earlier version of a question are counted apart, never mixed with the current version's.
@@ -193,19 +195,26 @@ def known_entries(raw, known: dict[str, set]) -> tuple[dict | None, str, str]:
         data, bad = migrate(raw)
     except ValueError as exc:
         return None, str(exc), ""
-    unknown = []
+    unknown = 0
     for kind, ids in known.items():  # another version of the course's, or a tampered file's: never counted
         for key in [key for key in data[kind] if key not in ids]:
             del data[kind][key]
-            unknown.append(repr(key[:40]))
+            unknown += 1
     said = []
-    if bad:
-        said.append(f"略去了 {len(bad)} 条读不懂的记录：{_some(bad)}")
-    if unknown:
-        said.append(f"略去了 {len(unknown)} 个本课没有的题号或练习名（别的版本的课程或改过的文件）：{_some(unknown)}")
+    if bad:  # migrate's lines quote the file's keys: only the course's own ids are named here
+        named = [key for kind, ids in known.items() for key in _part(raw, kind) if key in ids and key not in data[kind]]
+        said.append(f"略去了 {len(bad)} 条读不懂的记录" + (f"：{_some(named)}" if named else ""))
+    if unknown:  # counted, never quoted: the page may be projected, and a file's keys are anyone's text
+        said.append(f"略去了 {unknown} 个本课没有的题号或练习名（别的版本的课程或改过的文件）")
     if said and not any(data[kind] for kind in known):  # nothing left: not a student who answered nothing
         return None, "没有一条本课读得懂的记录：" + "；".join(said), ""
     return data, "", "；".join(said)
+
+
+def _part(raw: dict, kind: str) -> dict:
+    """One part of a parsed file as it was read (empty when it is not a dict)."""
+    part = raw.get(kind)
+    return part if isinstance(part, dict) else {}
 
 
 def _some(items: list[str], shown: int = 5) -> str:
@@ -311,14 +320,19 @@ def _first_headings(sources: list[Path], heading: str, key) -> dict:
     return titles
 
 
-UNKNOWN_MISTAKE = "课程里没有这个误解编号（别的版本的课程或改过的文件）"
+# Every mistake id the course does not know is counted into one such row per question or exercise, never shown:
+# the report may be projected to the class, and a file's ids are whatever its student typed.
+OTHER = "other"  # the row's own id (never a course's mistake id: those are checked against the course's data)
 
 
-def describe_mistake(q, mistake: str, missed: Counter | None = None) -> str:
-    """The named mistake in the words the learner was shown (the checker's own hint), from the question data
-    only: an id the checker could not have named is said to be unknown, never described by the file's text.
+def other_ids(n: int, why: bool = True) -> str:
+    return f"其他 {n} 个课程里没有的编号" + ("（别的版本的课程或改过的文件）" if why else "")
+
+
+def describe_mistake(key, mistake: str, missed: Counter | None = None) -> str:
+    """The named mistake in the words the learner was shown (the checker's own hint), from the question's key
+    (its data) only; "" for an id the checker could not have named (never described by the file's text).
     ``missed``: for a right option left out, how many students left out each (QuestionRow.missed)."""
-    key = q.key
     name, _, value = mistake.partition("=")
     if name == "option":
         for k, label, why in getattr(key, "options", ()):
@@ -333,10 +347,10 @@ def describe_mistake(q, mistake: str, missed: Counter | None = None) -> str:
             read, _ = box.read(value)
             why = box.wrong_why(read) if read is not None else ""
             named = why not in ("", getattr(box, "generic", ""))  # the checker names only a value with a hint
-            return f"{box.label} 填 {value}：{why}" if named else UNKNOWN_MISTAKE
+            return f"{box.label} 填 {value}：{why}" if named else ""
     if name == "shape" and getattr(key, "whole", None) and re.fullmatch(r"\(\d+(, \d+)*\)", value):
         return f"形状写成 {value}"
-    return UNKNOWN_MISTAKE
+    return ""
 
 
 # ------------------------------------------------------------------------------------------ counting
@@ -350,7 +364,8 @@ class QuestionRow:
     later_right: int = 0
     never: int = 0
     old: int = 0
-    mistakes: Counter = field(default_factory=Counter)  # mistake id -> students
+    mistakes: Counter = field(default_factory=Counter)  # the course's mistake id -> students
+    unknown: list = field(default_factory=list)  # per student who made any, the set of ids the course lacks
     covered: Counter = field(default_factory=Counter)  # self-explanation: rubric point -> students who ticked it
     missed: Counter = field(default_factory=Counter)  # checkboxes: a right option -> students who left it out
 
@@ -381,12 +396,21 @@ def _count_item(row: QuestionRow, entry: dict | None, earlier: bool, version, ke
         row.later_right += 1
     elif verdicts[0] == "wrong":
         row.never += 1
-    # A mistake id is the file's own text (an unknown one is shown as such): escaped as the terminal escapes it.
-    row.mistakes.update({printable(m) for a in attempts for m in (a["mistake"] or "").split(";") if m})
+    made = {m for a in attempts for m in (a["mistake"] or "").split(";") if m}
+    unknown = {m for m in made if not describe_mistake(key, m)}  # counted only: never shown
+    row.mistakes.update(made - unknown)
+    if unknown:
+        row.unknown.append(unknown)
     points = {p.name for p in getattr(key, "points", ())}  # a rubric's own
     row.covered.update({p for a in attempts if a["verdict"] == "self" for p in a.get("covered", ()) if p in points})
     slips = [a for a in attempts if "missing" in (a["mistake"] or "").split(";")]
     row.missed.update(set().union(*(left_out(key, a["answer"]) for a in slips)))
+
+
+def other_row(unknown: list[set], why: bool = True) -> tuple[int, str]:
+    """(students, 「其他 N 个…编号」) for a question's or exercise's ids the course lacks (QuestionRow.unknown):
+    only how many, never which."""
+    return len(unknown), other_ids(len(set().union(*unknown)), why)
 
 
 def left_out(key, answer) -> set[str]:
@@ -405,7 +429,8 @@ class ExerciseRow:
     later_right: int = 0
     failing: int = 0
     unconfirmed: int = 0
-    mistakes: Counter = field(default_factory=Counter)  # mistake id -> students who made it at any check
+    mistakes: Counter = field(default_factory=Counter)  # the course's mistake id -> students who made it
+    unknown: list = field(default_factory=list)  # as QuestionRow.unknown
 
     @property
     def passed(self) -> int:
@@ -432,7 +457,11 @@ def count_exercises(students, names, recheck=None):
             if entry["passed"] and recheck and not recheck(name, entry["passed_source"] or entry["source"]):
                 row.unconfirmed += 1
                 s.unconfirmed.append(name)
-            row.mistakes.update({printable(m) for c in entry["checks"] for m in c["mistakes"]})  # as _count_item
+            made = {m for c in entry["checks"] for m in c["mistakes"]}  # at any check, once (as _count_item)
+            unknown = {m for m in made if not exercise_mistake(m)}
+            row.mistakes.update(made - unknown)
+            if unknown:
+                row.unknown.append(unknown)
     return rows
 
 
@@ -493,7 +522,7 @@ def to_reteach(misconceptions: list, students: list[StudentRow]) -> list[tuple]:
     """The sections to go over again in class, most students first: (section, students who made at least one of
     the named mistakes it teaches, those mistakes' items in the misconceptions' order). The misconceptions' table
     cannot say it: one student may make several mistakes a section teaches, so its counts do not add up."""
-    where = {(item, m): section for _, item, m, text, section in misconceptions if text != UNKNOWN_MISTAKE}
+    where = {(item, m): section for _, item, m, _, section in misconceptions if m != OTHER}
     reached = {section: set() for section in where.values()}  # in the misconceptions' order
     for i, s in enumerate(students):
         for slip in s.slips & where.keys():
@@ -576,13 +605,18 @@ def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Rep
     rows = count_questions(students, qs, versions)
     lab_rows = count_questions(students, labs, versions)
     both = {**qs, **labs}
-    mis = [(count, qid, m, describe_mistake(both[qid], m, row.missed), both[qid].section)
+    mis = [(count, qid, m, describe_mistake(both[qid].key, m, row.missed), both[qid].section)
            for qid, row in {**rows, **lab_rows}.items() for m, count in row.mistakes.items()]  # fmt: skip
     ex = count_exercises(students, exercise_names, recheck_with(recheck) if recheck else None)
     mis += [(count, name, m, exercise_mistake(m), f"第 {asked.get(name, 0)} 节")
             for name, row in ex.items() for m, count in row.mistakes.items()]  # fmt: skip
+    where = {**{qid: q.section for qid, q in both.items()}, **{name: f"第 {asked.get(name, 0)} 节" for name in ex}}
+    for item, row in {**rows, **lab_rows, **ex}.items():  # each item's unknown ids: one row, after the course's
+        if row.unknown:
+            made, text = other_row(row.unknown)
+            mis.append((made, item, OTHER, text, where[item]))
     order = [*qs, *ex, *labs]  # at equal counts the core's first
-    mis.sort(key=lambda t: (-t[0], order.index(t[1]), t[2]))
+    mis.sort(key=lambda t: (t[2] == OTHER, -t[0], order.index(t[1]), t[2]))
     titles = lab_titles()
     return Report(len(students), rows, ex, stopped_at(students, asked),
                   interview_points(students, versions.get(INTERVIEW)), mis, skipped,
@@ -611,6 +645,7 @@ _ANSWERS = {"answered": "作答", "first_right": "一次答对", "later_right": 
 CSV_MEASURES = {"question": _ANSWERS, "lab_question": _ANSWERS, "interview": _ANSWERS,
                 "exercise": {"tried": "提交过", "passed": "通过", "first_right": "一次通过",
                              "later_right": "后来通过", "failing": "一直没过", "unconfirmed": "通过但未确认"},
+                "misconception": {OTHER: "课程里没有的编号"}, "exercise_mistake": {OTHER: "课程里没有的编号"},
                 "stopped": {"students": "人数"},
                 "student": {"last_section": "最后作答的节", "answered": "作答的题", "first_right": "一次答对",
                             "exercises_passed": "通过的练习", "lab_answered": "选做实验作答",
@@ -663,6 +698,8 @@ def _entries(r: Report):
             yield ("exercise", name, "unconfirmed", row.unconfirmed, "")
         for m, c in row.mistakes.items():
             yield ("exercise_mistake", name, m, c, exercise_mistake(m))
+        if row.unknown:
+            yield ("exercise_mistake", name, OTHER, *other_row(row.unknown))
     for section, c in sorted(r.stopped.items()):
         yield ("stopped", f"第 {section} 节" if section else "还没作答", "students", c, r.section(section))
     for s in r.students:
@@ -716,7 +753,7 @@ def page(r: Report) -> str:
         missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
         exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing,
                         row.unconfirmed if r.rechecked else UNCOUNTED,  # not run again: not 0 unconfirmed
-                        "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
+                        _named_mistakes(row))
                        for name, row in r.exercises.items()],
         explained=explained,
         student_rows=[(s.label, r.section(s.last), s.answered, s.first_right, s.passed, s.labs,
@@ -729,17 +766,21 @@ def _item(r: Report, item: str) -> str:
     return f"{item}（{r.lab_names.get(item, '选做实验')}）" if item in r.labs else item
 
 
-def names_of(mistake: str) -> str:
-    """An exercise's named mistake in Chinese (the exercise module's MISTAKES), else its id."""
-    from lesson_lib.sections import exercises
-
-    return getattr(exercises, "MISTAKES", {}).get(mistake, mistake)
+def _named_mistakes(row: ExerciseRow) -> str:
+    """An exercise's 「具名错误（人数）」 cell: the course's names, then how many ids it does not have."""
+    said = [f"{exercise_mistake(m)}（{c}）" for m, c in row.mistakes.most_common()]
+    if row.unknown:
+        students, text = other_row(row.unknown, why=False)  # the cell's other names are short too
+        said.append(f"{text}（{students}）")
+    return "、".join(said) or "—"
 
 
 def exercise_mistake(mistake: str) -> str:
-    """The mistake's Chinese name from the lesson's own table (never a student's stored message)."""
-    name = names_of(mistake)
-    return name if name != mistake else UNKNOWN_MISTAKE
+    """An exercise's named mistake in Chinese from the lesson's own table (never a student's stored message);
+    "" for an id the course does not have."""
+    from lesson_lib.sections import exercises
+
+    return exercises.MISTAKES.get(mistake, "")
 
 
 def inert(cell):

@@ -798,23 +798,52 @@ def write(r: Report, out_dir: Path) -> tuple[Path, Path]:
     table = io.StringIO(newline="")
     csv.writer(table).writerows([inert(cell) for cell in row] for row in csv_rows(r))
     folder = open_folder(out_dir)
+    admin = invoker()
+    # In a folder of the admin's who ran sudo (made by this run, or an earlier one) the files are theirs too.
+    owner = admin if admin and os.fstat(folder).st_uid == admin[0] else None
     try:
-        _replace(folder, "class-report.html", page(r).encode("utf-8"))
-        _replace(folder, "class-report.csv", table.getvalue().encode("utf-8-sig"))  # -sig: Excel reads Chinese
+        _replace(folder, "class-report.html", page(r).encode("utf-8"), owner)
+        _replace(folder, "class-report.csv", table.getvalue().encode("utf-8-sig"), owner)  # -sig: Excel reads Chinese
     finally:
         os.close(folder)
     return out_dir / "class-report.html", out_dir / "class-report.csv"
+
+
+def invoker() -> tuple[int, int] | None:
+    """(uid, gid) of the user who ran this with sudo (SUDO_UID, SUDO_GID), when it runs as root; else None."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        uid, gid = int(os.environ["SUDO_UID"]), int(os.environ["SUDO_GID"])
+    except (KeyError, ValueError):
+        return None
+    return (uid, gid) if uid else None
+
+
+def make_folders(out_dir: Path) -> None:
+    """The output folder and any missing folder above it, each made here; under sudo each is given to the admin
+    who ran it (README's `sudo … --out 报告-…` in their home: they can delete it without sudo). A folder that
+    existed is never given away, and a link is never followed (lchown)."""
+    missing = []
+    for folder in (out_dir.absolute(), *out_dir.absolute().parents):
+        if os.path.lexists(folder):
+            break
+        missing.append(folder)
+    admin = invoker()
+    for folder in reversed(missing):
+        folder.mkdir()
+        if admin:
+            os.chown(folder, *admin, follow_symlinks=False)
 
 
 def open_folder(out_dir: Path) -> int:
     """The output folder, made if missing, opened without following a link (a descriptor: what is written goes
     into this folder even if its path is swapped for a link afterwards)."""
     shown = printable(str(out_dir))
-    if not os.path.lexists(out_dir):
-        try:
-            out_dir.mkdir(parents=True)
-        except OSError as exc:
-            raise ValueError(f"建不了输出文件夹 {shown}（{os_why(exc, _WRITING)}）") from None
+    try:
+        make_folders(out_dir)
+    except OSError as exc:
+        raise ValueError(f"建不了输出文件夹 {shown}（{os_why(exc, _WRITING)}）") from None
     if os.path.islink(out_dir):
         raise ValueError(f"输出文件夹 {shown} 是一个链接：报告不写进链接，请用 --out 给一个真正的文件夹")
     if not os.path.isdir(out_dir):
@@ -824,19 +853,23 @@ def open_folder(out_dir: Path) -> int:
     except OSError as exc:
         raise ValueError(f"打不开输出文件夹 {shown}（{os_why(exc, _WRITING)}）") from None
     owner = os.fstat(folder).st_uid
-    if os.geteuid() == 0 and owner != 0:  # a student (or their code) could swap the files in it
+    admin = invoker()  # the admin who ran sudo could do as root anyway: their folder is safe to write in
+    trusted = {0, admin[0]} if admin else {0}
+    if os.geteuid() == 0 and owner not in trusted:  # a student (or their code) could swap the files in it
         os.close(folder)
         raise ValueError(f"输出文件夹 {shown} 属于另一个用户（uid {owner}）：以 root 运行时，"
                          "请用 --out 给一个 root 自己的文件夹（比如一个还不存在的新文件夹）")
     return folder
 
 
-def _replace(folder: int, name: str, content: bytes) -> None:
-    """``name`` in ``folder`` replaced by a new file holding ``content``: os.replace swaps a link for the file,
-    never writes through it."""
+def _replace(folder: int, name: str, content: bytes, owner: tuple[int, int] | None = None) -> None:
+    """``name`` in ``folder`` replaced by a new file holding ``content`` (given to ``owner``, (uid, gid), if
+    any): os.replace swaps a link for the file, never writes through it."""
     temp = f".{name}.{secrets.token_hex(8)}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=folder)
     try:
+        if owner:
+            os.fchown(fd, *owner)  # the new file itself, by its descriptor: no path to swap
         with os.fdopen(fd, "wb") as f:
             f.write(content)
         os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)

@@ -1053,6 +1053,25 @@ def test_as_root_an_output_folder_another_user_owns_is_refused(planted_class, tm
     assert class_report.main([str(planted_class), "--out", str(tmp_path / "new")]) == 0  # a folder it makes: root's
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="只有 root 能把文件夹交给另一个用户")
+def test_under_sudo_a_new_output_folder_and_its_files_are_the_admins(planted_class, tmp_path, monkeypatch):
+    """README runs the report with sudo into a new folder in the admin's home: what it makes is theirs (they can
+    delete it without sudo); a folder that was there already is never given away."""
+    monkeypatch.setenv("SUDO_UID", "54321")
+    monkeypatch.setenv("SUDO_GID", "54322")
+    new = tmp_path / "made" / "报告"
+    assert class_report.main([str(planted_class), "--out", str(new)]) == 0
+    made = [new.parent, new, new / "class-report.html", new / "class-report.csv"]
+    assert [(os.lstat(p).st_uid, os.lstat(p).st_gid) for p in made] == [(54321, 54322)] * 4
+    assert os.lstat(tmp_path).st_uid == 0  # it was there: still root's
+    assert class_report.main([str(planted_class), "--out", str(new)]) == 0  # again, into the admin's own folder
+    assert os.lstat(new / "class-report.html").st_uid == 54321
+    there = tmp_path / "there"
+    there.mkdir()
+    assert class_report.main([str(planted_class), "--out", str(there)]) == 0
+    assert {os.lstat(p).st_uid for p in (there, *there.iterdir())} == {0}
+
+
 # ------------------------------------------------------------------------------------- what a file holds
 def test_the_optional_labs_answers_are_listed_apart_from_the_cores(tmp_path):
     progress = Progress(tmp_path / "s" / "progress.json")

@@ -13,8 +13,10 @@ Bad input (unreadable, another course's file, a newer format, a link) is one lin
 of the wrong type or size, or with an id this course does not have, is left out (as the lesson does) and said
 (counted: a file's own ids are never quoted). The page may be projected to the class: a mistake is said in the
 course's words only, and the ids a course does not have are counted per question or exercise, never shown.
-Every path printed has its control characters escaped. The report is written as new files renamed into place:
-a link left in the output folder is replaced, never written through.
+On a hub (no path given, run with sudo) the admin's own trial file (SUDO_USER's home) is no student: it is left
+out with a line on stderr unless ``--include-mine``. Every path printed has its control characters escaped.
+The report is written as new files renamed into place: a link left in the output folder is replaced, never
+written through; under sudo, the folders it makes and the files it writes there are the admin's (SUDO_UID).
 Answers to an earlier version of a question are counted apart, never mixed with the current version's.
 """
 
@@ -58,15 +60,20 @@ class Student:
     unconfirmed: list[str] = field(default_factory=list)  # exercises whose pass --recheck did not repeat
 
 
-def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
+def candidate_files(paths: list[str], warn=lambda line: None, mine: bool = False) -> list[Path]:
     """Every .json under the given folders (never entering a linked folder) and the given files; the hub's home
-    folders when none is given (not through a link: ``~/.local`` may be a student's link to anywhere)."""
+    folders when none is given (not through a link: ``~/.local`` may be a student's link to anywhere), without
+    the trial file of the admin who ran sudo unless ``mine``."""
     if not paths:
         env = os.environ.get("LESSON_PROGRESS_FILE")
         found = []
+        own = None if mine else admins_home()
         for p in sorted(glob.glob(HUB_GLOB)):
             if os.path.realpath(os.path.dirname(p)) != os.path.dirname(os.path.abspath(p)):
                 warn(f"跳过 {p}：所在的文件夹经过一个链接，不跟随。")
+            elif own and Path(p).is_relative_to(own):  # the admin trying the lesson out is no student
+                said = f"不算 {p}：这是运行报告的管理员自己的进度文件（要算作一名学生，请加 --include-mine）。"
+                print(printable(said), file=sys.stderr)
             else:
                 found.append(p)
         return [Path(p) for p in dict.fromkeys(found + ([env] if env else []))]
@@ -80,6 +87,19 @@ def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
     out = list(dict.fromkeys(out + sorted(files, key=_copies_last)))
     # 「导出进度」 writes progress-export.json beside progress.json: the same student, read once (the live file).
     return [p for p in out if not (p.name == EXPORT and p.with_name(LIVE) in out)]
+
+
+def admins_home() -> Path | None:
+    """The home folder of the user who ran this with sudo (SUDO_USER), else None."""
+    user = os.environ.get("SUDO_USER")
+    if not user or os.geteuid() != 0:
+        return None
+    import pwd  # only under sudo (Linux): Windows has no pwd
+
+    try:
+        return Path(os.path.abspath(pwd.getpwnam(user).pw_dir))
+    except KeyError:
+        return None
 
 
 def _copies_last(path: Path | str) -> tuple:
@@ -221,12 +241,13 @@ def _some(items: list[str], shown: int = 5) -> str:
     return "、".join(items[:shown]) + (f" 等 {len(items)} 处" if len(items) > shown else "")
 
 
-def load_class(paths: list[str], names: bool, warn, tell=lambda line: None, known=None) -> list[Student]:
+def load_class(paths: list[str], names: bool, warn, tell=lambda line: None, known=None, mine=False) -> list[Student]:
     """The students whose files read, in path order; ``warn`` gets a line per file skipped, ``tell`` one per file
-    read with entries left out. ``known``: the course's ids per kind (``known_ids()``)."""
+    read with entries left out. ``known``: the course's ids per kind (``known_ids()``); ``mine``: as
+    candidate_files."""
     known = known or known_ids()
     students, seen = [], {}
-    for path in candidate_files(paths, warn):
+    for path in candidate_files(paths, warn, mine):
         note = ""
         try:  # one file, whatever it holds, never stops the report for the others
             earlier = _seen_before(path, seen)
@@ -586,8 +607,9 @@ class Report:
         return f"第 {number} 节「{title}」" if title else f"第 {number} 节"
 
 
-def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Report:
-    """``recheck``: None, or the sandbox (recheck_sandbox.prepare) in which passes are run again."""
+def build(paths: list[str], names: bool = False, recheck=None, warn=None, mine=False) -> Report:
+    """``recheck``: None, or the sandbox (recheck_sandbox.prepare) in which passes are run again; ``mine``: count
+    the trial file of the admin who ran sudo (candidate_files)."""
     skipped: list[str] = []
     partial: list[str] = []
 
@@ -599,7 +621,7 @@ def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Rep
 
         return note
 
-    students = load_class(paths, names, noted(skipped), noted(partial))
+    students = load_class(paths, names, noted(skipped), noted(partial), mine=mine)
     asked = asked_in()
     qs, labs, versions, exercise_names = lesson(asked)
     rows = count_questions(students, qs, versions)
@@ -883,6 +905,8 @@ def main(argv=None) -> int:
     ap.add_argument("paths", nargs="*", help=f"进度文件、导出文件或装着它们的文件夹（默认：{HUB_GLOB}）")
     ap.add_argument("--out", default="class-report", help="报告写到这个文件夹（默认 class-report/）")
     ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")
+    ap.add_argument("--include-mine", action="store_true",
+                    help="用 sudo 运行、不给路径时，也把你自己（SUDO_USER）家目录里试做的进度文件算作一名学生")
     ap.add_argument("--recheck", action="store_true",
                     help="在隔离的检查进程里重跑学生通过的代码练习（会执行学生的代码，只能以 root 运行，见 README）")
     ap.add_argument("--recheck-user", metavar="NAME", help="重跑学生代码所用的普通用户（默认 nobody）")
@@ -901,7 +925,7 @@ def main(argv=None) -> int:
             print(f"--recheck 没有开始：{exc}", file=sys.stderr)
             return 2
     start, cpu = time.perf_counter(), time.process_time()
-    report = build(args.paths, names=args.names, recheck=box,
+    report = build(args.paths, names=args.names, recheck=box, mine=args.include_mine,
                    warn=lambda line: print(line, file=sys.stderr))  # fmt: skip
     if not report.n:
         print("没有找到可读的进度文件：请给出文件或文件夹的路径（在 Hub 上请以管理员身份运行）。", file=sys.stderr)

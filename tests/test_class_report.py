@@ -1072,6 +1072,23 @@ def test_under_sudo_a_new_output_folder_and_its_files_are_the_admins(planted_cla
     assert {os.lstat(p).st_uid for p in (there, *there.iterdir())} == {0}
 
 
+def test_under_sudo_the_admins_own_trial_file_is_no_student_unless_asked(planted_class, monkeypatch, capsys):
+    """On a hub the default files are every home's; the admin who tried the lesson out (SUDO_USER) has one too."""
+    monkeypatch.setattr(class_report, "HUB_GLOB", str(planted_class / "*" / "progress.json"))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setenv("SUDO_USER", "admin")
+    monkeypatch.delenv("LESSON_PROGRESS_FILE", raising=False)  # the tests' own file: none here
+    own = planted_class / "home03"
+    monkeypatch.setattr(pwd, "getpwnam", lambda name: SimpleNamespace(pw_dir=str(own)) if name == "admin" else None)
+    report = class_report.build([])
+    assert report.n == 11 and report.skipped == []
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and str(own / "progress.json") in said[0] and "--include-mine" in said[0]
+    assert class_report.build([], mine=True).n == 12
+    monkeypatch.delenv("SUDO_USER")
+    assert class_report.build([]).n == 12  # not under sudo: nobody's file is left out
+
+
 # ------------------------------------------------------------------------------------- what a file holds
 def test_the_optional_labs_answers_are_listed_apart_from_the_cores(tmp_path):
     progress = Progress(tmp_path / "s" / "progress.json")

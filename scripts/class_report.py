@@ -214,6 +214,9 @@ def known_entries(raw, known: dict[str, set]) -> tuple[dict | None, str, str]:
     try:
         data, bad = migrate(raw)
     except ValueError as exc:
+        version = raw.get("version") if isinstance(raw, dict) else None
+        if version is not None and type(version) is not int:  # migrate's line would quote the file's own text
+            return None, "格式版本不是一个整数，不是本课写的", ""
         return None, str(exc), ""
     unknown = 0
     for kind, ids in known.items():  # another version of the course's, or a tampered file's: never counted

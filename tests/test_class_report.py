@@ -1261,6 +1261,10 @@ def test_a_file_with_bad_or_unknown_entries_keeps_the_rest_and_says_which(tmp_pa
     assert "Q99" not in lines[0] and "no_such_exercise" not in lines[0]  # a file's own ids are only counted
     numbers = lines[0].replace(str(path), "").replace("S3", "")
     assert sorted(map(int, re.findall(r"\d+", numbers))) == [1, 2]  # 1 malformed, 2 unknown
+    path.write_text(json.dumps({**json.loads(path.read_text("utf-8")), "version": "<b>HOSTILE</b>"}), "utf-8")
+    lines.clear()
+    assert class_report.build([str(path)], warn=lines.append).n == 0
+    assert len(lines) == 1 and "HOSTILE" not in lines[0]  # a version not a number is not quoted either
 
 
 def test_a_mistake_is_described_by_the_lesson_never_by_a_students_text(tmp_path):

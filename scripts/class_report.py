@@ -369,7 +369,10 @@ def describe_mistake(key, mistake: str, missed: Counter | None = None) -> str:
     for box in getattr(key, "boxes", ()):
         if box.name == name:
             read, _ = box.read(value)
-            why = box.wrong_why(read) if read is not None else ""
+            # Only the id the checker writes for what it read (checkers.py: the value's own text, without
+            # commas): the box reads past words around the number, and those are the file's own text.
+            ours = read is not None and value == str(read).replace(",", "")
+            why = box.wrong_why(read) if ours else ""
             named = why not in ("", getattr(box, "generic", ""))  # the checker names only a value with a hint
             return f"{box.label} 填 {value}：{why}" if named else ""
     if name == "shape" and getattr(key, "whole", None) and re.fullmatch(r"\(\d+(, \d+)*\)", value):

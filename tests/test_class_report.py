@@ -1307,7 +1307,8 @@ def test_ids_the_course_lacks_are_counted_in_one_row_per_item_and_never_shown(tm
         _answer(progress, "Q2", WRONG_Q2)
         _exercise(progress, "split_heads", "wrong", ["transpose"])
         data = json.loads(path.read_text("utf-8"))
-        data["questions"]["Q2"]["attempts"][0]["mistake"] = ";".join(["d_k=64", *HOSTILE[: i + 1]])
+        wrapped = "d_k=我觉得是 64 吧 老师"  # the box reads 64 in it; the checker never writes it so
+        data["questions"]["Q2"]["attempts"][0]["mistake"] = ";".join(["d_k=64", wrapped, *HOSTILE[: i + 1]])
         data["exercises"]["split_heads"]["checks"][0]["mistakes"] = ["transpose", HOSTILE[i]]
         if i == 0:
             data["questions"][HOSTILE[0][:90]] = data["questions"]["Q2"]  # an id the course lacks: left out
@@ -1322,7 +1323,7 @@ def test_ids_the_course_lacks_are_counted_in_one_row_per_item_and_never_shown(tm
     assert int(rows[("misconception", "Q2", "d_k=64")]["count"]) == 3  # the course's own still counted
     said = {kind: [(item, int(r["count"]), _numbers(r["detail"])) for (k, item, m), r in rows.items()
                    if k == kind and m == other] for kind in ("misconception", "exercise_mistake")}  # fmt: skip
-    assert said["misconception"] == [("Q2", 3, [3]), ("split_heads", 3, [3])]  # 3 students, 3 ids each
+    assert said["misconception"] == [("Q2", 3, [4]), ("split_heads", 3, [3])]  # 3 students; 4 and 3 ids
     assert said["exercise_mistake"] == [("split_heads", 3, [3])]
     page = _dom((out / "class-report.html").read_text("utf-8"))
     cells = [td.get_text() for td in page.find_all("td", attrs={"data-label": "具名错误（人数）"})]

@@ -375,9 +375,14 @@ def describe_mistake(key, mistake: str, missed: Counter | None = None) -> str:
             why = box.wrong_why(read) if ours else ""
             named = why not in ("", getattr(box, "generic", ""))  # the checker names only a value with a hint
             return f"{box.label} 填 {value}：{why}" if named else ""
-    if name == "shape" and getattr(key, "whole", None) and re.fullmatch(r"\(\d+(, \d+)*\)", value):
+    if name == "shape" and getattr(key, "whole", None) and _a_shape(value, len(key.boxes)):
         return f"形状写成 {value}"
     return ""
+
+
+def _a_shape(value: str, boxes: int) -> bool:
+    """The checker's shape id: one plain number per box (ASCII digits, as str(int) writes them), comma-spaced."""
+    return re.fullmatch(r"\([0-9]{1,6}(, [0-9]{1,6})*\)", value) is not None and value.count(",") == boxes - 1
 
 
 # ------------------------------------------------------------------------------------------ counting

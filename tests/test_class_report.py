@@ -1331,6 +1331,20 @@ def test_ids_the_course_lacks_are_counted_in_one_row_per_item_and_never_shown(tm
     assert _numbers(named.removeprefix(class_report.exercise_mistake("transpose"))) == [3, 3, 3]  # 3 then 3 (3)
 
 
+def test_a_box_or_shape_id_is_the_courses_only_in_the_form_its_checker_writes():
+    """A box reads a number past words around it, and \\d matches any script's digits: such ids in a file are
+    not the checker's, and would put the file's own text on the page inside the course's description."""
+    shape = next(qid for qid in questions.question_ids() if getattr(questions.question(qid).key, "whole", None))
+    made = {m for a, right in [(a, r) for q, a, r in _answers() if q == shape] if not right
+            for m in quiz.check(shape, a).mistakes if m.startswith("shape=(") and "/" not in m}  # fmt: skip
+    key = questions.question(shape).key
+    assert made and all(class_report.describe_mistake(key, m) for m in made)  # the checker's own: described
+    forged = {m.translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")) for m in made}
+    forged |= {m.replace(")", ", 1)") for m in made}  # another script's digits, a box too many
+    assert [m for m in forged if class_report.describe_mistake(key, m)] == []
+    assert class_report.describe_mistake(questions.question("Q2").key, "d_k=我觉得是 64 吧") == ""
+
+
 def test_of_two_identical_files_the_plain_name_is_kept(planted_class, tmp_path):
     first = sorted(planted_class.rglob("progress.json"))[0]
     handed = tmp_path / "in"

@@ -10,9 +10,13 @@ from the stored source in scripts/recheck_sandbox.py (an unprivileged user, name
 budget; only a JSON verdict comes back); a pass that does not repeat is marked 「未确认」, and the terminal's last
 line says how many were checked, as which user, and how many were not confirmed.
 Bad input (unreadable, another course's file, a newer format, a link) is one line on stderr and skipped; an entry
-of the wrong type or size, or with an id this course does not have, is left out (as the lesson does) and said.
-Every path printed has its control characters escaped. The report is written as new files renamed into place:
-a link left in the output folder is replaced, never written through.
+of the wrong type or size, or with an id this course does not have, is left out (as the lesson does) and said
+(counted: a file's own ids are never quoted). The page may be projected to the class: a mistake is said in the
+course's words only, and the ids a course does not have are counted per question or exercise, never shown.
+On a hub (no path given, run with sudo) the admin's own trial file (SUDO_USER's home) is no student: it is left
+out with a line on stderr unless ``--include-mine``. Every path printed has its control characters escaped.
+The report is written as new files renamed into place: a link left in the output folder is replaced, never
+written through; under sudo, the folders it makes and the files it writes there are the admin's (SUDO_UID).
 Answers to an earlier version of a question are counted apart, never mixed with the current version's.
 """
 
@@ -55,15 +59,20 @@ class Student:
     unconfirmed: list[str] = field(default_factory=list)  # exercises whose pass --recheck did not repeat
 
 
-def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
+def candidate_files(paths: list[str], warn=lambda line: None, mine: bool = False) -> list[Path]:
     """Every .json under the given folders (never entering a linked folder) and the given files; the hub's home
-    folders when none is given (not through a link: ``~/.local`` may be a student's link to anywhere)."""
+    folders when none is given (not through a link: ``~/.local`` may be a student's link to anywhere), without
+    the trial file of the admin who ran sudo unless ``mine``."""
     if not paths:
         env = os.environ.get("LESSON_PROGRESS_FILE")
         found = []
+        own = None if mine else admins_home()
         for p in sorted(glob.glob(HUB_GLOB)):
             if os.path.realpath(os.path.dirname(p)) != os.path.dirname(os.path.abspath(p)):
                 warn(f"跳过 {p}：所在的文件夹经过一个链接，不跟随。")
+            elif own and Path(p).is_relative_to(own):  # the admin trying the lesson out is no student
+                said = f"不算 {p}：这是运行报告的管理员自己的进度文件（要算作一名学生，请加 --include-mine）。"
+                print(printable(said), file=sys.stderr)
             else:
                 found.append(p)
         return [Path(p) for p in dict.fromkeys(found + ([env] if env else []))]
@@ -77,6 +86,19 @@ def candidate_files(paths: list[str], warn=lambda line: None) -> list[Path]:
     out = list(dict.fromkeys(out + sorted(files, key=_copies_last)))
     # 「导出进度」 writes progress-export.json beside progress.json: the same student, read once (the live file).
     return [p for p in out if not (p.name == EXPORT and p.with_name(LIVE) in out)]
+
+
+def admins_home() -> Path | None:
+    """The home folder of the user who ran this with sudo (SUDO_USER), else None."""
+    user = os.environ.get("SUDO_USER")
+    if not user or os.geteuid() != 0:
+        return None
+    import pwd  # only under sudo (Linux): Windows has no pwd
+
+    try:
+        return Path(os.path.abspath(pwd.getpwnam(user).pw_dir))
+    except KeyError:
+        return None
 
 
 def _copies_last(path: Path | str) -> tuple:
@@ -191,32 +213,43 @@ def known_entries(raw, known: dict[str, set]) -> tuple[dict | None, str, str]:
     try:
         data, bad = migrate(raw)
     except ValueError as exc:
+        version = raw.get("version") if isinstance(raw, dict) else None
+        if version is not None and type(version) is not int:  # migrate's line would quote the file's own text
+            return None, "格式版本不是一个整数，不是本课写的", ""
         return None, str(exc), ""
-    unknown = []
+    unknown = 0
     for kind, ids in known.items():  # another version of the course's, or a tampered file's: never counted
         for key in [key for key in data[kind] if key not in ids]:
             del data[kind][key]
-            unknown.append(repr(key[:40]))
+            unknown += 1
     said = []
-    if bad:
-        said.append(f"略去了 {len(bad)} 条读不懂的记录：{_some(bad)}")
-    if unknown:
-        said.append(f"略去了 {len(unknown)} 个本课没有的题号或练习名（别的版本的课程或改过的文件）：{_some(unknown)}")
+    if bad:  # migrate's lines quote the file's keys: only the course's own ids are named here
+        named = [key for kind, ids in known.items() for key in _part(raw, kind) if key in ids and key not in data[kind]]
+        said.append(f"略去了 {len(bad)} 条读不懂的记录" + (f"：{_some(named)}" if named else ""))
+    if unknown:  # counted, never quoted: the page may be projected, and a file's keys are anyone's text
+        said.append(f"略去了 {unknown} 个本课没有的题号或练习名（别的版本的课程或改过的文件）")
     if said and not any(data[kind] for kind in known):  # nothing left: not a student who answered nothing
         return None, "没有一条本课读得懂的记录：" + "；".join(said), ""
     return data, "", "；".join(said)
+
+
+def _part(raw: dict, kind: str) -> dict:
+    """One part of a parsed file as it was read (empty when it is not a dict)."""
+    part = raw.get(kind)
+    return part if isinstance(part, dict) else {}
 
 
 def _some(items: list[str], shown: int = 5) -> str:
     return "、".join(items[:shown]) + (f" 等 {len(items)} 处" if len(items) > shown else "")
 
 
-def load_class(paths: list[str], names: bool, warn, tell=lambda line: None, known=None) -> list[Student]:
+def load_class(paths: list[str], names: bool, warn, tell=lambda line: None, known=None, mine=False) -> list[Student]:
     """The students whose files read, in path order; ``warn`` gets a line per file skipped, ``tell`` one per file
-    read with entries left out. ``known``: the course's ids per kind (``known_ids()``)."""
+    read with entries left out. ``known``: the course's ids per kind (``known_ids()``); ``mine``: as
+    candidate_files."""
     known = known or known_ids()
     students, seen = [], {}
-    for path in candidate_files(paths, warn):
+    for path in candidate_files(paths, warn, mine):
         note = ""
         try:  # one file, whatever it holds, never stops the report for the others
             earlier = _seen_before(path, seen)
@@ -310,14 +343,19 @@ def _first_headings(sources: list[Path], heading: str, key) -> dict:
     return titles
 
 
-UNKNOWN_MISTAKE = "课程里没有这个误解编号（别的版本的课程或改过的文件）"
+# Every mistake id the course does not know is counted into one such row per question or exercise, never shown:
+# the report may be projected to the class, and a file's ids are whatever its student typed.
+OTHER = "other"  # the row's own id (never a course's mistake id: those are checked against the course's data)
 
 
-def describe_mistake(q, mistake: str, missed: Counter | None = None) -> str:
-    """The named mistake in the words the learner was shown (the checker's own hint), from the question data
-    only: an id the checker could not have named is said to be unknown, never described by the file's text.
+def other_ids(n: int, why: bool = True) -> str:
+    return f"其他 {n} 个课程里没有的编号" + ("（别的版本的课程或改过的文件）" if why else "")
+
+
+def describe_mistake(key, mistake: str, missed: Counter | None = None) -> str:
+    """The named mistake in the words the learner was shown (the checker's own hint), from the question's key
+    (its data) only; "" for an id the checker could not have named (never described by the file's text).
     ``missed``: for a right option left out, how many students left out each (QuestionRow.missed)."""
-    key = q.key
     name, _, value = mistake.partition("=")
     if name == "option":
         for k, label, why in getattr(key, "options", ()):
@@ -330,12 +368,20 @@ def describe_mistake(q, mistake: str, missed: Counter | None = None) -> str:
     for box in getattr(key, "boxes", ()):
         if box.name == name:
             read, _ = box.read(value)
-            why = box.wrong_why(read) if read is not None else ""
+            # Only the id the checker writes for what it read (checkers.py: the value's own text, without
+            # commas): the box reads past words around the number, and those are the file's own text.
+            ours = read is not None and value == str(read).replace(",", "")
+            why = box.wrong_why(read) if ours else ""
             named = why not in ("", getattr(box, "generic", ""))  # the checker names only a value with a hint
-            return f"{box.label} 填 {value}：{why}" if named else UNKNOWN_MISTAKE
-    if name == "shape" and getattr(key, "whole", None) and re.fullmatch(r"\(\d+(, \d+)*\)", value):
+            return f"{box.label} 填 {value}：{why}" if named else ""
+    if name == "shape" and getattr(key, "whole", None) and _a_shape(value, len(key.boxes)):
         return f"形状写成 {value}"
-    return UNKNOWN_MISTAKE
+    return ""
+
+
+def _a_shape(value: str, boxes: int) -> bool:
+    """The checker's shape id: one plain number per box (ASCII digits, as str(int) writes them), comma-spaced."""
+    return re.fullmatch(r"\([0-9]{1,6}(, [0-9]{1,6})*\)", value) is not None and value.count(",") == boxes - 1
 
 
 # ------------------------------------------------------------------------------------------ counting
@@ -349,7 +395,8 @@ class QuestionRow:
     later_right: int = 0
     never: int = 0
     old: int = 0
-    mistakes: Counter = field(default_factory=Counter)  # mistake id -> students
+    mistakes: Counter = field(default_factory=Counter)  # the course's mistake id -> students
+    unknown: list = field(default_factory=list)  # per student who made any, the set of ids the course lacks
     covered: Counter = field(default_factory=Counter)  # self-explanation: rubric point -> students who ticked it
     missed: Counter = field(default_factory=Counter)  # checkboxes: a right option -> students who left it out
 
@@ -380,12 +427,21 @@ def _count_item(row: QuestionRow, entry: dict | None, earlier: bool, version, ke
         row.later_right += 1
     elif verdicts[0] == "wrong":
         row.never += 1
-    # A mistake id is the file's own text (an unknown one is shown as such): escaped as the terminal escapes it.
-    row.mistakes.update({printable(m) for a in attempts for m in (a["mistake"] or "").split(";") if m})
+    made = {m for a in attempts for m in (a["mistake"] or "").split(";") if m}
+    unknown = {m for m in made if not describe_mistake(key, m)}  # counted only: never shown
+    row.mistakes.update(made - unknown)
+    if unknown:
+        row.unknown.append(unknown)
     points = {p.name for p in getattr(key, "points", ())}  # a rubric's own
     row.covered.update({p for a in attempts if a["verdict"] == "self" for p in a.get("covered", ()) if p in points})
     slips = [a for a in attempts if "missing" in (a["mistake"] or "").split(";")]
     row.missed.update(set().union(*(left_out(key, a["answer"]) for a in slips)))
+
+
+def other_row(unknown: list[set], why: bool = True) -> tuple[int, str]:
+    """(students, 「其他 N 个…编号」) for a question's or exercise's ids the course lacks (QuestionRow.unknown):
+    only how many, never which."""
+    return len(unknown), other_ids(len(set().union(*unknown)), why)
 
 
 def left_out(key, answer) -> set[str]:
@@ -404,7 +460,8 @@ class ExerciseRow:
     later_right: int = 0
     failing: int = 0
     unconfirmed: int = 0
-    mistakes: Counter = field(default_factory=Counter)  # mistake id -> students who made it at any check
+    mistakes: Counter = field(default_factory=Counter)  # the course's mistake id -> students who made it
+    unknown: list = field(default_factory=list)  # as QuestionRow.unknown
 
     @property
     def passed(self) -> int:
@@ -431,7 +488,11 @@ def count_exercises(students, names, recheck=None):
             if entry["passed"] and recheck and not recheck(name, entry["passed_source"] or entry["source"]):
                 row.unconfirmed += 1
                 s.unconfirmed.append(name)
-            row.mistakes.update({printable(m) for c in entry["checks"] for m in c["mistakes"]})  # as _count_item
+            made = {m for c in entry["checks"] for m in c["mistakes"]}  # at any check, once (as _count_item)
+            unknown = {m for m in made if not exercise_mistake(m)}
+            row.mistakes.update(made - unknown)
+            if unknown:
+                row.unknown.append(unknown)
     return rows
 
 
@@ -492,7 +553,7 @@ def to_reteach(misconceptions: list, students: list[StudentRow]) -> list[tuple]:
     """The sections to go over again in class, most students first: (section, students who made at least one of
     the named mistakes it teaches, those mistakes' items in the misconceptions' order). The misconceptions' table
     cannot say it: one student may make several mistakes a section teaches, so its counts do not add up."""
-    where = {(item, m): section for _, item, m, text, section in misconceptions if text != UNKNOWN_MISTAKE}
+    where = {(item, m): section for _, item, m, _, section in misconceptions if m != OTHER}
     reached = {section: set() for section in where.values()}  # in the misconceptions' order
     for i, s in enumerate(students):
         for slip in s.slips & where.keys():
@@ -556,8 +617,9 @@ class Report:
         return f"第 {number} 节「{title}」" if title else f"第 {number} 节"
 
 
-def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Report:
-    """``recheck``: None, or the sandbox (recheck_sandbox.prepare) in which passes are run again."""
+def build(paths: list[str], names: bool = False, recheck=None, warn=None, mine=False) -> Report:
+    """``recheck``: None, or the sandbox (recheck_sandbox.prepare) in which passes are run again; ``mine``: count
+    the trial file of the admin who ran sudo (candidate_files)."""
     skipped: list[str] = []
     partial: list[str] = []
 
@@ -569,19 +631,24 @@ def build(paths: list[str], names: bool = False, recheck=None, warn=None) -> Rep
 
         return note
 
-    students = load_class(paths, names, noted(skipped), noted(partial))
+    students = load_class(paths, names, noted(skipped), noted(partial), mine=mine)
     asked = asked_in()
     qs, labs, versions, exercise_names = lesson(asked)
     rows = count_questions(students, qs, versions)
     lab_rows = count_questions(students, labs, versions)
     both = {**qs, **labs}
-    mis = [(count, qid, m, describe_mistake(both[qid], m, row.missed), both[qid].section)
+    mis = [(count, qid, m, describe_mistake(both[qid].key, m, row.missed), both[qid].section)
            for qid, row in {**rows, **lab_rows}.items() for m, count in row.mistakes.items()]  # fmt: skip
     ex = count_exercises(students, exercise_names, recheck_with(recheck) if recheck else None)
     mis += [(count, name, m, exercise_mistake(m), f"第 {asked.get(name, 0)} 节")
             for name, row in ex.items() for m, count in row.mistakes.items()]  # fmt: skip
+    where = {**{qid: q.section for qid, q in both.items()}, **{name: f"第 {asked.get(name, 0)} 节" for name in ex}}
+    for item, row in {**rows, **lab_rows, **ex}.items():  # each item's unknown ids: one row, after the course's
+        if row.unknown:
+            made, text = other_row(row.unknown)
+            mis.append((made, item, OTHER, text, where[item]))
     order = [*qs, *ex, *labs]  # at equal counts the core's first
-    mis.sort(key=lambda t: (-t[0], order.index(t[1]), t[2]))
+    mis.sort(key=lambda t: (t[2] == OTHER, -t[0], order.index(t[1]), t[2]))
     titles = lab_titles()
     return Report(len(students), rows, ex, stopped_at(students, asked),
                   interview_points(students, versions.get(INTERVIEW)), mis, skipped,
@@ -610,6 +677,7 @@ _ANSWERS = {"answered": "作答", "first_right": "一次答对", "later_right": 
 CSV_MEASURES = {"question": _ANSWERS, "lab_question": _ANSWERS, "interview": _ANSWERS,
                 "exercise": {"tried": "提交过", "passed": "通过", "first_right": "一次通过",
                              "later_right": "后来通过", "failing": "一直没过", "unconfirmed": "通过但未确认"},
+                "misconception": {OTHER: "课程里没有的编号"}, "exercise_mistake": {OTHER: "课程里没有的编号"},
                 "stopped": {"students": "人数"},
                 "student": {"last_section": "最后作答的节", "answered": "作答的题", "first_right": "一次答对",
                             "exercises_passed": "通过的练习", "lab_answered": "选做实验作答",
@@ -662,6 +730,8 @@ def _entries(r: Report):
             yield ("exercise", name, "unconfirmed", row.unconfirmed, "")
         for m, c in row.mistakes.items():
             yield ("exercise_mistake", name, m, c, exercise_mistake(m))
+        if row.unknown:
+            yield ("exercise_mistake", name, OTHER, *other_row(row.unknown))
     for section, c in sorted(r.stopped.items()):
         yield ("stopped", f"第 {section} 节" if section else "还没作答", "students", c, r.section(section))
     for s in r.students:
@@ -715,7 +785,7 @@ def page(r: Report) -> str:
         missed_alt="第一次没答对的人数最多的题：" + "；".join(f"{qid} {c} 人" for c, qid in missed[:8]),
         exercise_rows=[(name, row.tried, row.first_right, row.later_right, row.failing,
                         row.unconfirmed if r.rechecked else UNCOUNTED,  # not run again: not 0 unconfirmed
-                        "、".join(f"{names_of(m)}（{c}）" for m, c in row.mistakes.most_common()) or "—")
+                        _named_mistakes(row))
                        for name, row in r.exercises.items()],
         explained=explained,
         student_rows=[(s.label, r.section(s.last), s.answered, s.first_right, s.passed, s.labs,
@@ -728,17 +798,21 @@ def _item(r: Report, item: str) -> str:
     return f"{item}（{r.lab_names.get(item, '选做实验')}）" if item in r.labs else item
 
 
-def names_of(mistake: str) -> str:
-    """An exercise's named mistake in Chinese (the exercise module's MISTAKES), else its id."""
-    from lesson_lib.sections import exercises
-
-    return getattr(exercises, "MISTAKES", {}).get(mistake, mistake)
+def _named_mistakes(row: ExerciseRow) -> str:
+    """An exercise's 「具名错误（人数）」 cell: the course's names, then how many ids it does not have."""
+    said = [f"{exercise_mistake(m)}（{c}）" for m, c in row.mistakes.most_common()]
+    if row.unknown:
+        students, text = other_row(row.unknown, why=False)  # the cell's other names are short too
+        said.append(f"{text}（{students}）")
+    return "、".join(said) or "—"
 
 
 def exercise_mistake(mistake: str) -> str:
-    """The mistake's Chinese name from the lesson's own table (never a student's stored message)."""
-    name = names_of(mistake)
-    return name if name != mistake else UNKNOWN_MISTAKE
+    """An exercise's named mistake in Chinese from the lesson's own table (never a student's stored message);
+    "" for an id the course does not have."""
+    from lesson_lib.sections import exercises
+
+    return exercises.MISTAKES.get(mistake, "")
 
 
 def inert(cell):
@@ -756,23 +830,52 @@ def write(r: Report, out_dir: Path) -> tuple[Path, Path]:
     table = io.StringIO(newline="")
     csv.writer(table).writerows([inert(cell) for cell in row] for row in csv_rows(r))
     folder = open_folder(out_dir)
+    admin = invoker()
+    # In a folder of the admin's who ran sudo (made by this run, or an earlier one) the files are theirs too.
+    owner = admin if admin and os.fstat(folder).st_uid == admin[0] else None
     try:
-        _replace(folder, "class-report.html", page(r).encode("utf-8"))
-        _replace(folder, "class-report.csv", table.getvalue().encode("utf-8-sig"))  # -sig: Excel reads Chinese
+        _replace(folder, "class-report.html", page(r).encode("utf-8"), owner)
+        _replace(folder, "class-report.csv", table.getvalue().encode("utf-8-sig"), owner)  # -sig: Excel reads Chinese
     finally:
         os.close(folder)
     return out_dir / "class-report.html", out_dir / "class-report.csv"
+
+
+def invoker() -> tuple[int, int] | None:
+    """(uid, gid) of the user who ran this with sudo (SUDO_UID, SUDO_GID), when it runs as root; else None."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        uid, gid = int(os.environ["SUDO_UID"]), int(os.environ["SUDO_GID"])
+    except (KeyError, ValueError):
+        return None
+    return (uid, gid) if uid else None
+
+
+def make_folders(out_dir: Path) -> None:
+    """The output folder and any missing folder above it, each made here; under sudo each is given to the admin
+    who ran it (README's `sudo … --out 报告-…` in their home: they can delete it without sudo). A folder that
+    existed is never given away, and a link is never followed (lchown)."""
+    missing = []
+    for folder in (out_dir.absolute(), *out_dir.absolute().parents):
+        if os.path.lexists(folder):
+            break
+        missing.append(folder)
+    admin = invoker()
+    for folder in reversed(missing):
+        folder.mkdir()
+        if admin:
+            os.chown(folder, *admin, follow_symlinks=False)
 
 
 def open_folder(out_dir: Path) -> int:
     """The output folder, made if missing, opened without following a link (a descriptor: what is written goes
     into this folder even if its path is swapped for a link afterwards)."""
     shown = printable(str(out_dir))
-    if not os.path.lexists(out_dir):
-        try:
-            out_dir.mkdir(parents=True)
-        except OSError as exc:
-            raise ValueError(f"建不了输出文件夹 {shown}（{os_why(exc, _WRITING)}）") from None
+    try:
+        make_folders(out_dir)
+    except OSError as exc:
+        raise ValueError(f"建不了输出文件夹 {shown}（{os_why(exc, _WRITING)}）") from None
     if os.path.islink(out_dir):
         raise ValueError(f"输出文件夹 {shown} 是一个链接：报告不写进链接，请用 --out 给一个真正的文件夹")
     if not os.path.isdir(out_dir):
@@ -782,19 +885,23 @@ def open_folder(out_dir: Path) -> int:
     except OSError as exc:
         raise ValueError(f"打不开输出文件夹 {shown}（{os_why(exc, _WRITING)}）") from None
     owner = os.fstat(folder).st_uid
-    if os.geteuid() == 0 and owner != 0:  # a student (or their code) could swap the files in it
+    admin = invoker()  # the admin who ran sudo could do as root anyway: their folder is safe to write in
+    trusted = {0, admin[0]} if admin else {0}
+    if os.geteuid() == 0 and owner not in trusted:  # a student (or their code) could swap the files in it
         os.close(folder)
         raise ValueError(f"输出文件夹 {shown} 属于另一个用户（uid {owner}）：以 root 运行时，"
                          "请用 --out 给一个 root 自己的文件夹（比如一个还不存在的新文件夹）")
     return folder
 
 
-def _replace(folder: int, name: str, content: bytes) -> None:
-    """``name`` in ``folder`` replaced by a new file holding ``content``: os.replace swaps a link for the file,
-    never writes through it."""
+def _replace(folder: int, name: str, content: bytes, owner: tuple[int, int] | None = None) -> None:
+    """``name`` in ``folder`` replaced by a new file holding ``content`` (given to ``owner``, (uid, gid), if
+    any): os.replace swaps a link for the file, never writes through it."""
     temp = f".{name}.{secrets.token_hex(8)}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=folder)
     try:
+        if owner:
+            os.fchown(fd, *owner)  # the new file itself, by its descriptor: no path to swap
         with os.fdopen(fd, "wb") as f:
             f.write(content)
         os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
@@ -816,6 +923,8 @@ def main(argv=None) -> int:
     ap.add_argument("paths", nargs="*", help=f"进度文件、导出文件或装着它们的文件夹（默认：{HUB_GLOB}）")
     ap.add_argument("--out", default="class-report", help="报告写到这个文件夹（默认 class-report/）")
     ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")
+    ap.add_argument("--include-mine", action="store_true",
+                    help="用 sudo 运行、不给路径时，也把你自己（SUDO_USER）家目录里试做的进度文件算作一名学生")
     ap.add_argument("--recheck", action="store_true",
                     help="在隔离的检查进程里重跑学生通过的代码练习（会执行学生的代码，只能以 root 运行，见 README）")
     ap.add_argument("--recheck-user", metavar="NAME", help="重跑学生代码所用的普通用户（默认 nobody）")
@@ -834,7 +943,7 @@ def main(argv=None) -> int:
             print(f"--recheck 没有开始：{exc}", file=sys.stderr)
             return 2
     start, cpu = time.perf_counter(), time.process_time()
-    report = build(args.paths, names=args.names, recheck=box,
+    report = build(args.paths, names=args.names, recheck=box, mine=args.include_mine,
                    warn=lambda line: print(line, file=sys.stderr))  # fmt: skip
     if not report.n:
         print("没有找到可读的进度文件：请给出文件或文件夹的路径（在 Hub 上请以管理员身份运行）。", file=sys.stderr)

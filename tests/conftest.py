@@ -84,6 +84,8 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
     "tests/test_class_report.py::test_a_right_pass_that_imports": "--recheck's sandbox, run for real",
     "tests/test_class_report.py::test_a_detached_process": "--recheck's sandbox, run for real",
     "tests/test_class_report.py::test_forged_answers_on_every_fd": "--recheck's sandbox, run for real",
+    # chromium started for real (light and dark at 390 px): ~2 CPU-s of the fast set
+    "tests/test_class_report.py::test_the_page_reads_at_390px_without_sideways_scrolling": "a real browser",
 }
 
 

@@ -11,17 +11,21 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # Bytecode is cached (in git-ignored __pycache__/) even where the environment turns it off (PYTHONDONTWRITEBYTECODE=1,
 # common in containers), as scripts/test.sh does: the suite starts hundreds of Python processes (xdist workers,
 # kernels, check workers, report sandboxes, CLIs) that import lesson_lib and the tests, and compiling them anew in
 # each process cost about a quarter of the fast set's CPU-seconds. Set before the test modules are rewritten and
-# compiled here, and before any child inherits the environment.
+# compiled here, and before any child inherits the environment. Set before hypothesis is imported too: pytest rewrites
+# the asserts of a pytest plugin's package (hypothesis, anyio), and without a cache it rewrote hypothesis's ~70
+# modules anew in every pytest process (1 CPU-s each time).
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+from hypothesis import HealthCheck, settings  # noqa: E402  (after the two lines above)
+
+ROOT = Path(__file__).resolve().parents[1]
+
 
 # jsonschema (under nbformat, jupytext, jupyter_server) imports rfc3987_syntax, when installed, for its "iri" format
 # check, and that module compiles 38 Earley grammars on import: 1.2 CPU-s in every pytest process that reads a
@@ -80,6 +84,8 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
     "tests/test_class_report.py::test_a_right_pass_that_imports": "--recheck's sandbox, run for real",
     "tests/test_class_report.py::test_a_detached_process": "--recheck's sandbox, run for real",
     "tests/test_class_report.py::test_forged_answers_on_every_fd": "--recheck's sandbox, run for real",
+    # chromium started for real (light and dark at 390 px): ~2 CPU-s of the fast set
+    "tests/test_class_report.py::test_the_page_reads_at_390px_without_sideways_scrolling": "a real browser",
 }
 
 

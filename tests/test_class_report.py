@@ -55,9 +55,18 @@ def _late_question() -> str:
 
 
 @pytest.fixture
-def planted_class(tmp_path):
+def planted_class(_planted_once, tmp_path):
     """12 students: 7 first answer Q2 with 64 (then 32), 3 forget the transpose in split_heads, 2 stop after §5
-    (Q2 is asked in the review at the end)."""
+    (Q2 is asked in the review at the end). A copy of their files in this test's own tmp_path, free to change."""
+    shutil.copytree(_planted_once, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def _planted_once(tmp_path_factory):
+    """The planted class's files, answered once per module: answered and saved anew for each test that uses them,
+    they cost 2.8 CPU-s of the fast set. Every test gets its own copy."""
+    tmp_path = tmp_path_factory.mktemp("planted-class")
     late = _late_question()
     ids = questions.question_ids()
     early = next(qid for qid, where in class_report.asked_in().items() if where == 5 and qid in ids)

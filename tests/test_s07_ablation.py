@@ -76,6 +76,13 @@ def lesson():
 
 
 @pytest.fixture(scope="module")
+def lesson_diversity(lesson):
+    """``ablation.diversity`` of the stored run (0.4 CPU-s each time): computed once for the tests that read it."""
+    result, many = lesson
+    return ablation.diversity(result, many)
+
+
+@pytest.fixture(scope="module")
 def seeds(cached_sweep):
     """Each seed of the lab's sweep, trained on this machine: {seed: (accuracy per target, on_targets, diversity)}."""
     result = cached_sweep(HEADS, seeds=SEEDS)
@@ -135,9 +142,8 @@ def test_weights_on_targets_are_far_from_rounding_and_role_boundaries(lesson):
             assert abs(w - 0.25) > 0.05  # the "各占一部分" cut
 
 
-def test_entropy_and_js_are_far_from_their_level_thresholds(lesson):
-    result, many = lesson
-    for h, (entropy, js) in ablation.diversity(result, many).items():
+def test_entropy_and_js_are_far_from_their_level_thresholds(lesson_diversity):
+    for h, (entropy, js) in lesson_diversity.items():
         assert min(abs(entropy - b) for b, _ in report.ENTROPY_LEVELS[:-1]) > ENTROPY_MARGIN, (h, entropy)
         if js is not None:
             assert min(abs(js - b) for b, _ in report.JS_LEVELS[:-1]) > JS_MARGIN, (h, js)
@@ -171,9 +177,8 @@ def test_specialisation_text_and_figure_roles(lesson):
     assert on[4].max(axis=1).min() > 0.9  # 「每行一个亮格」
 
 
-def test_diversity_text_matches_the_prose(lesson):
-    result, many = lesson
-    div = ablation.diversity(result, many)
+def test_diversity_text_matches_the_prose(lesson_diversity):
+    div = lesson_diversity
     text = ablation.diversity_text(div)
     assert div[1][0] > 1.0 and div[2][0] < 0.8 and div[4][0] < 0.8
     assert div[2][1] > 0.7 and div[4][1] > 0.7

@@ -182,7 +182,7 @@ announce() {
     printf '%s\n' "$line" >> "$lab_log"
   done
   case "$ready" in
-    1) echo "JupyterLab 没有启动起来（还没应答就退出了）：上面是它的输出，也存在 $lab_log 里；按其中的错误处理后再运行 bash scripts/setup.sh" >&2 ;;
+    1) echo "JupyterLab 还没应答就退出了（按了 Ctrl+C，或者启动出错）：它的输出在上面，也存在 $lab_log 里；出错时按其中的错误处理，再运行 bash scripts/setup.sh" >&2 ;;
     2) echo "JupyterLab 在 $timeout 秒内没有应答，已把它停掉：它的输出在 $lab_log 里；机器很忙时用 LESSON_START_TIMEOUT=900 bash scripts/setup.sh 多等一会儿" >&2 ;;
   esac
   [ "$ready" = 0 ]

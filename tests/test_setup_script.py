@@ -315,11 +315,13 @@ def _launch(tmp_path: Path, mode: str, **env: str) -> tuple[Path, dict]:
 
 
 def _gone(pid: int) -> bool:
+    """The process has exited (a zombie, whose parent has not reaped it yet, runs nothing: gone too)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rpartition(")")[2].split()[0] == "Z"
 
 
 def test_the_url_line_comes_only_once_the_url_answers(tmp_path):
@@ -348,9 +350,10 @@ def test_the_url_line_comes_only_once_the_url_answers(tmp_path):
         with urllib.request.urlopen(url, timeout=scaled(30)) as response:
             assert response.status == 200  # and the URL it names answers
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGTERM)  # the stand-in server too: it is in setup's process group
         proc.wait(timeout=scaled(60))
-    assert _gone(int((tmp_path / "pid").read_text()))
+    pid = int((tmp_path / "pid").read_text())
+    wait_for(lambda: _gone(pid), "the stand-in server stopping")
 
 
 @pytest.mark.parametrize("mode", ["dies", "never"])

@@ -13,6 +13,8 @@
 #   LESSON_DEPS=locked     the versions in constraints.txt, which the test suite passed with (default)
 #   LESSON_DEPS=latest     the newest versions the requirement files allow (to try tomorrow's releases)
 #   LESSON_DEPS=lowest     the oldest allowed versions (constraints-lowest.txt, Python 3.10): proves the floors
+#   LESSON_START_TIMEOUT=s how long to wait for JupyterLab to answer its URL (default 300); its stderr is kept
+#                          in $LESSON_VENV/jupyterlab.log
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

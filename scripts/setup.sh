@@ -13,6 +13,8 @@
 #   LESSON_DEPS=locked     the versions in constraints.txt, which the test suite passed with (default)
 #   LESSON_DEPS=latest     the newest versions the requirement files allow (to try tomorrow's releases)
 #   LESSON_DEPS=lowest     the oldest allowed versions (constraints-lowest.txt, Python 3.10): proves the floors
+#   LESSON_START_TIMEOUT=s how long to wait for JupyterLab to answer its URL (default 300); its stderr is kept
+#                          in $LESSON_VENV/jupyterlab.log
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -130,7 +132,65 @@ locale_arg=()
 locale="$("$vpy" scripts/lab_settings.py --prefix "$venv" ${locale_arg[@]+"${locale_arg[@]}"})"
 
 echo "==> 环境就绪（$venv，JupyterLab 界面语言：$locale）"
-if [ "$open_lab" = 1 ]; then
-  exec "$vpy" scripts/personal_copy.py --open  # the learner's own copy in my_lesson/ (git-ignored)
+if [ "$open_lab" = 0 ]; then
+  echo "要打开课程，运行：bash scripts/setup.sh（已经装好的不会重装）"  # README's step 1
+  exit 0
 fi
-echo "要打开课程，运行：bash scripts/setup.sh（已经装好的不会重装）"  # README's step 1
+
+# The URL line comes only once that URL answers: JupyterLab takes 10-20 s to listen on a busy machine, and a URL
+# copied at once (no browser: a server, a container) would be refused. Waiting is on the answer itself (an HTTP
+# 200), polled, bounded by LESSON_START_TIMEOUT seconds; a server that dies or never answers is named with its log.
+lab_log="$venv/jupyterlab.log"
+timeout="${LESSON_START_TIMEOUT:-300}"
+wait_ready='import os, sys, time, urllib.request
+url, pid, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # localhost, never through a proxy
+deadline = time.monotonic() + timeout
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit(1)  # the server exited before it answered
+    try:
+        with opener.open(url, timeout=10) as response:
+            if response.status == 200:
+                sys.exit(0)
+    except OSError:
+        pass  # not listening yet (refused), or not ready (an HTTP error)
+    time.sleep(0.2)
+os.kill(pid, 15)  # no answer in time: stop it (SIGTERM), and for good if it ignores that
+for _ in range(150):
+    time.sleep(0.2)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit(2)
+os.kill(pid, 9)
+sys.exit(2)'
+
+# announce <the server's stderr>: each line shown and kept in $lab_log; the URL line held until the URL answers
+announce() {
+  local pid line ready=0
+  trap '' INT  # Ctrl+C is for JupyterLab (it asks whether to stop); its output must still reach the terminal
+  IFS= read -r pid  # the first line is the server's process id (the sh -c below)
+  : > "$lab_log"
+  while IFS= read -r line; do
+    case "$line" in
+      课程已启动*)
+        "$vpy" -c "$wait_ready" "$(echo "$line" | grep -o 'http://[^ ]*')" "$pid" "$timeout" || ready=$?
+        [ "$ready" = 0 ] && printf '%s\n' "$line" >&2 ;;
+      *) printf '%s\n' "$line" >&2 ;;
+    esac
+    printf '%s\n' "$line" >> "$lab_log"
+  done
+  case "$ready" in
+    1) echo "JupyterLab 还没应答就退出了（按了 Ctrl+C，或者启动出错）：它的输出在上面，也存在 $lab_log 里；出错时按其中的错误处理，再运行 bash scripts/setup.sh" >&2 ;;
+    2) echo "JupyterLab 在 $timeout 秒内没有应答，已把它停掉：它的输出在 $lab_log 里；机器很忙时用 LESSON_START_TIMEOUT=900 bash scripts/setup.sh 多等一会儿" >&2 ;;
+  esac
+  [ "$ready" = 0 ]
+}
+
+echo "==> 启动 JupyterLab，它能打开时在这里给出网址 ……"
+exec 3>&1  # the server's own stdout (its Ctrl+C question) goes straight to the terminal; its stderr to announce
+# sh -c names the server's process id first, then becomes it: personal_copy.py execs JupyterLab in turn.
+{ sh -c 'echo "$$" >&2; exec "$@"' sh "$vpy" scripts/personal_copy.py --open 2>&1 >&3 3>&-; } | announce

@@ -25,7 +25,8 @@ INSTALL_FILES = ["requirements.txt", "requirements-dev.txt", "benchmarks/classro
 # sha1sum, sha256sum, readlink -f and GNU-only options are what break on a Mac.
 PORTABLE = {"cat", "cut", "grep", "mkdir", "rm", "echo", "cd", "exec", "exit", "set", "case", "esac", "for", "do",
             "done", "if", "then", "else", "fi", "shift", "export", "dirname", "printf", "true", "false", "command",
-            "[", "test", "uv", "ruff", "python", "bash", ".", "local", "return", "!", "id", "env", "sudo", "tail"}
+            "[", "test", "uv", "ruff", "python", "bash", ".", "local", "return", "!", "id", "env", "sudo", "tail",
+            "read", "trap", "sh"}
 # Debian-only tools scripts/test.sh may call, each only after ``command -v`` found it (absent on a Mac: skipped).
 GUARDED = {"apt-get", "npm", "fc-list"}
 
@@ -269,6 +270,108 @@ def test_an_old_python_is_told_how_to_get_a_supported_one(tmp_path):
     assert "PYTHON=python3.12 bash scripts/setup.sh" in proc.stderr  # and how to use it once installed
 
 
+# A stand-in for scripts/personal_copy.py --open (setup.sh's launch): it prints its URL line at once, like the real
+# one, then serves as FAKE_LAB says: "slow" answers 503 until the file go exists, "never" always 503, "dies" exits 1
+# before answering. Every status it sends is appended to the file statuses *before* it is sent.
+FAKE_LAB = r"""
+import http.server, os, sys
+from pathlib import Path
+
+here = Path(os.environ["FAKE_LAB_DIR"])
+(here / "pid").write_text(str(os.getpid()))
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ready = os.environ["FAKE_LAB"] == "slow" and (here / "go").exists()
+        status = 200 if ready else 503
+        with open(here / "statuses", "a") as log:
+            log.write(f"{status}\n")
+        self.send_response(status)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+url = f"http://localhost:{server.server_address[1]}/lab/tree/x.ipynb?token=t"
+print(f"课程已启动：在浏览器里打开 {url} （你的副本 x.ipynb）", file=sys.stderr, flush=True)
+if os.environ["FAKE_LAB"] == "dies":
+    sys.exit("OSError: [Errno 98] Address already in use")
+server.serve_forever()
+"""
+
+
+def _launch(tmp_path: Path, mode: str, **env: str) -> tuple[Path, dict]:
+    """A repo copy whose launch is the stand-in server, and the environment that runs ``bash setup.sh`` on it."""
+    repo = _repo_copy(tmp_path)
+    (repo / "scripts" / "personal_copy.py").write_text(FAKE_LAB, encoding="utf-8")
+    _fake_venv(repo)
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LESSON_")}
+    full_env.update(PIP_LOG=str(repo / "pip.log"), PYTHON=sys.executable, FAKE_LAB=mode, FAKE_LAB_DIR=str(tmp_path),
+                    **env)
+    return repo, full_env
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie, whose parent has not reaped it yet, runs nothing: gone too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rpartition(")")[2].split()[0] == "Z"
+
+
+def test_the_url_line_comes_only_once_the_url_answers(tmp_path):
+    import signal
+    import urllib.request
+
+    from helpers import wait_for
+
+    repo, env = _launch(tmp_path, "slow")
+    out_file = tmp_path / "terminal.txt"
+    statuses = tmp_path / "statuses"
+    with open(out_file, "wb") as out:
+        proc = subprocess.Popen(["bash", str(repo / "scripts" / "setup.sh")], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        def terminal() -> str:
+            assert proc.poll() is None, out_file.read_text(errors="replace")
+            return out_file.read_text(errors="replace")
+
+        wait_for(lambda: statuses.exists() and "503" in statuses.read_text(), "setup.sh asking the server",
+                 progress=terminal)
+        assert "http://" not in terminal()  # asked, answered 503: no URL yet
+        (tmp_path / "go").touch()
+        url = wait_for(lambda: re.search(r"http://\S+token=t", terminal()), "the URL line", progress=terminal)[0]
+        assert "200" in statuses.read_text().split()  # the line came after a 200
+        with urllib.request.urlopen(url, timeout=scaled(30)) as response:
+            assert response.status == 200  # and the URL it names answers
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the stand-in server too: it is in setup's process group
+        proc.wait(timeout=scaled(60))
+    pid = int((tmp_path / "pid").read_text())
+    wait_for(lambda: _gone(pid), "the stand-in server stopping")
+
+
+@pytest.mark.parametrize("mode", ["dies", "never"])
+def test_a_server_that_never_answers_is_stopped_and_its_log_named(tmp_path, mode):
+    repo, env = _launch(tmp_path, mode, LESSON_START_TIMEOUT="1")
+    proc = subprocess.run(["bash", str(repo / "scripts" / "setup.sh")], env=env, capture_output=True, text=True,
+                          timeout=scaled(120))
+    log = repo / ".venv" / "jupyterlab.log"
+    last = proc.stderr.splitlines()[-1]
+    assert proc.returncode == 1 and str(Path(".venv") / "jupyterlab.log") in last  # says where to look
+    assert "http://" not in proc.stderr and "http://" in log.read_text()  # the dead URL kept out of sight
+    assert _gone(int((tmp_path / "pid").read_text()))  # nothing left running
+    if mode == "dies":
+        assert "Errno 98" in proc.stderr and "Errno 98" in log.read_text()  # the server's own error, shown and kept
+    else:
+        assert "LESSON_START_TIMEOUT" in last  # how to wait longer
+
+
 # An English sentence: four or more ASCII words in a row (JupyterLab's log lines, pip's notices, tracebacks).
 ENGLISH_SENTENCE = re.compile(r"[A-Za-z]{2,}(?:[ ,']+[A-Za-z]{2,}){3,}")
 
@@ -319,7 +422,8 @@ def test_the_first_run_opens_the_trusted_copy_with_one_url_line_and_no_english(t
             except OSError:
                 return None
 
-        copy = wait_for(served, "JupyterLab answering at the printed URL", progress=terminal)
+        copy = served()  # at once: the line is printed only once the URL answers
+        assert copy is not None, "the printed URL did not answer right after the line"
         shown = terminal()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

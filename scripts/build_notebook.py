@@ -32,6 +32,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -256,7 +257,8 @@ def execute(nb, notebook: Path = NOTEBOOK):
     # notebook says %matplotlib inline (lab_ablation's stored figure was empty for this reason)
     os.environ.pop("MPLBACKEND", None)
     # A fresh progress file: the stored outputs and widget state never carry a developer's own answers.
-    os.environ["LESSON_PROGRESS_FILE"] = os.path.join(tempfile.mkdtemp(prefix="day11-build-"), "progress.json")
+    scratch = tempfile.mkdtemp(prefix="day11-build-")  # removed after the run: one per build would pile up in /tmp
+    os.environ["LESSON_PROGRESS_FILE"] = os.path.join(scratch, "progress.json")
     # The kernel imports this checkout's lesson_lib (and its question files), whichever one the venv installed.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env_before.get("PYTHONPATH")) if p)
     try:
@@ -271,6 +273,7 @@ def execute(nb, notebook: Path = NOTEBOOK):
     finally:
         os.environ.clear()
         os.environ.update(env_before)
+        shutil.rmtree(scratch, ignore_errors=True)
     nb = widget_placeholders(_merge_streams(_strip_volatile(nb)))
     return stable_widget_ids(nb, notebook.stem)
 

@@ -361,8 +361,9 @@ def _axe() -> Path:
         if npm is None:
             pytest.fail("npm is needed once to fetch axe-core") if IN_CI else pytest.skip("npm 不在，取不到 axe-core")
         cache.mkdir(parents=True, exist_ok=True)
-        name = subprocess.run([npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", str(cache), "--silent"],
-                              check=True, capture_output=True, text=True, timeout=300).stdout.strip().splitlines()[-1]
+        packed = subprocess.run([npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", str(cache), "--silent"],
+                                check=True, capture_output=True, text=True, timeout=scaled(300))
+        name = packed.stdout.strip().splitlines()[-1]
         with tarfile.open(cache / name) as tar:
             tar.extractall(script.parents[1], filter="data")
     return script

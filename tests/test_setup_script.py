@@ -427,7 +427,11 @@ def test_the_first_run_opens_the_trusted_copy_with_one_url_line_and_no_english(t
         shown = terminal()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=scaled(60))
+        except subprocess.TimeoutExpired:  # a busy machine: end the group rather than error and leave it running
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     assert copy["path"] == "my_lesson/day11_multi_head_attention.ipynb" and copy["type"] == "notebook"
     code = [c for c in copy["content"]["cells"] if c["cell_type"] == "code"]
     assert code and all(c["metadata"].get("trusted") for c in code)  # the server finds the copy signed

@@ -74,7 +74,7 @@ def _run_all(page, server, shots, name):
     page.evaluate(JS_ARM)
     page.locator("[data-command='notebook:restart-run-all']").first.click()
     page.locator(".jp-Dialog .jp-mod-accept").click()
-    state = run_all_finished(page, server, JS_RUN_DONE, stall_s=60)  # the longest cell: the 3 s loop budget
+    state = run_all_finished(page, server, JS_RUN_DONE, stall_s=60)  # longest cell: the checker's 5 s BUDGET_S
     assert not state["errors"], state["errors"]
     page.screenshot(path=str(shots / f"{name}.png"))
 

@@ -642,11 +642,10 @@ def build(paths: list[str], names: bool = False, recheck=None, warn=None, mine=F
     ex = count_exercises(students, exercise_names, recheck_with(recheck) if recheck else None)
     mis += [(count, name, m, exercise_mistake(m), f"第 {asked.get(name, 0)} 节")
             for name, row in ex.items() for m, count in row.mistakes.items()]  # fmt: skip
-    where = {**{qid: q.section for qid, q in both.items()}, **{name: f"第 {asked.get(name, 0)} 节" for name in ex}}
     for item, row in {**rows, **lab_rows, **ex}.items():  # each item's unknown ids: one row, after the course's
         if row.unknown:
             made, text = other_row(row.unknown)
-            mis.append((made, item, OTHER, text, where[item]))
+            mis.append((made, item, OTHER, text, "—（课程里没有这些编号）"))  # taught nowhere
     order = [*qs, *ex, *labs]  # at equal counts the core's first
     mis.sort(key=lambda t: (t[2] == OTHER, -t[0], order.index(t[1]), t[2]))
     titles = lab_titles()
@@ -890,7 +889,7 @@ def open_folder(out_dir: Path) -> int:
     if os.geteuid() == 0 and owner not in trusted:  # a student (or their code) could swap the files in it
         os.close(folder)
         raise ValueError(f"输出文件夹 {shown} 属于另一个用户（uid {owner}）：以 root 运行时，"
-                         "请用 --out 给一个 root 自己的文件夹（比如一个还不存在的新文件夹）")
+                         "请用 --out 给一个你自己或 root 的文件夹（比如一个还不存在的新文件夹）")
     return folder
 
 

@@ -94,7 +94,7 @@ REFUSALS = {
             "所以不跑：请在允许换用户的机器上运行，或用 --recheck-user 指定另一个普通用户",
     "seccomp": "本机内核不支持 seccomp 过滤器（prctl 失败：内核没开 CONFIG_SECCOMP_FILTER，或容器禁用了它），"
                "挡不住学生的代码去连本机程序的套接字，所以不跑：请在内核支持 seccomp 的机器上运行",
-    "readable": "隔离的检查进程（用户 {user}）连参考答案都没能通过：它读不到 Python 的标准库、site-packages "
+    "readable": "隔离的检查进程（用户 {user}）连参考答案都没能通过，多半是它读不到 Python 的标准库、site-packages "
                 "或 lesson_lib（{python}、{root}）。诚实的学生会被标成「未确认」，所以不跑："
                 "请让这些文件夹对所有人可读（chmod o+rX），或用 --recheck-user 指定一个能读它们的普通用户",
     "silent": "隔离的检查进程没有回话（没能启动，或 {seconds:.0f} 秒内没有开始）：请检查 {python} 能否在 unshare 里"

@@ -43,7 +43,7 @@ case "$deps" in
   locked) constraints=constraints.txt; default_venv=.venv; versions="constraints.txt 里测试过的版本" ;;
   lowest) constraints=constraints-lowest.txt; default_venv=.venv-lowest; versions="允许的最低版本" ;;
   latest) constraints=; default_venv=.venv-latest; versions="允许范围内最新的版本" ;;
-  *) echo "LESSON_DEPS 不能是 $deps：只能是 locked、latest 或 lowest（见 scripts/setup.sh 开头的说明）" >&2
+  *) echo "LESSON_DEPS 不能是 $deps：只能是 locked、latest 或 lowest（见 README「换一套版本测试」）" >&2
      exit 2 ;;
 esac
 venv="${LESSON_VENV:-$default_venv}"

@@ -2,6 +2,7 @@
 missing (no version numbers, so the stored output is the same wherever it passes; the optional
 weights packages are §6's)."""
 
+import sys
 from importlib import metadata
 
 # dist: (the floor pyproject.toml and requirements.txt declare, what the lesson uses it for)
@@ -45,6 +46,7 @@ def check() -> None:
     from lesson_lib.show.plotting import use_chinese_font
 
     fit_blas_to_cpus(1)
+    _explain_syntax_errors()
     # the font needs matplotlib and its font package: set up only when nothing is missing
     if found := problems():
         print("\n".join(f"[需要处理] {name}：{message}" for name, message in found.items()))
@@ -52,3 +54,33 @@ def check() -> None:
               "All Cells…）。")
     else:
         use_chinese_font()
+
+
+def _explain_syntax_errors() -> None:
+    """A syntax error stops a cell before any lesson code runs, so IPython says it in English only:
+    one Chinese line first, then IPython's short display (its caret shows where); the cell still
+    fails and Run All stops. A handler set before keeps its exceptions."""
+    shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()
+    if not shell or getattr(shell, "_lesson_syntax_hint", False):
+        return
+    earlier = shell.custom_exceptions
+    earlier_handler = shell.CustomTB
+
+    def handler(self, etype, value, tb, tb_offset=None):
+        # consulted while parsing a cell too: the error's file is then a cell's
+        if issubclass(etype, SyntaxError) and self.compile.format_code_name(value.filename or ""):
+            # counted like IPython's "line N", from the cell's first line (an exercise's check
+            # counts from the function's)
+            check = "拼错的关键字（如 retrun）、没配对的括号或引号、不一致的缩进"
+            if issubclass(etype, IndentationError):
+                check = "缩进：这一行和上下几行是否对齐，同一层的空格是否一样多"
+            print(f"[语法错误] 单元格第 {value.lineno} 行（从单元格第一行数起，即下面的 "
+                  f"line {value.lineno}）：请检查{check}。")
+            self.showsyntaxerror()
+        elif issubclass(etype, earlier):
+            earlier_handler(etype, value, tb, tb_offset=tb_offset)
+        else:  # a SyntaxError in code the cell ran (an import): shown as IPython shows it
+            self.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
+
+    shell.set_custom_exc((*earlier, SyntaxError), handler)
+    shell._lesson_syntax_hint = True

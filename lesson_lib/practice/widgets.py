@@ -127,7 +127,12 @@ class SelfTestWidget:
         """The last answer, its feedback and the last self-assessment, from the progress file."""
         entry = self.progress.entry(self.question.id)
         self.restore(entry["answer"])
-        self._show(quiz.check(self.question.id, self.value()))
+        fb = quiz.check(self.question.id, self.value())
+        self._show(fb)
+        if entry.get("solved") and fb.verdict != "right":  # the summary counts it done: say why
+            before = box_html("这题你之前答对过，仍算完成；下面是最后一次作答的反馈。", "right",
+                              "lesson-solved-before")
+            self.feedback.value = before + self.feedback.value
         self.attempt_label.value += "（已从进度文件恢复）"
         marks = [a["covered"] for a in entry["attempts"] if a.get("covered") is not None]
         if self.rubric is not None and marks:

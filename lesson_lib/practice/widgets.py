@@ -95,9 +95,14 @@ class SelfTestWidget:
         after = [*(self._self_assessment() if written else []), self.reveal, self.reference]
         self.after = w.VBox(after, layout=w.Layout(display="none"))
         below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.after]
-        prompt = w.HTML(f"<b>{text_html(self.question.prompt)}</b>")
+        # its groups and 提交 name the question to a screen reader (reader.js)
+        prompt = w.HTML(f'<b class="lesson-quiz-prompt" data-question="{self.question.id}">'
+                        f"{text_html(self.question.prompt)}</b>")
+        answers = list(self.controls.values())
+        if self.question.kind == "multi":  # its boxes: one group (reader.js names it)
+            answers = [w.VBox(answers, _dom_classes=("lesson-choices",))]
         classes = ("lesson-quiz", f"lesson-quiz-{self.question.id}")
-        self.box = _frame([prompt, *self.controls.values(), *below], *classes)
+        self.box = _frame([prompt, *answers, *below], *classes)
         self.box.children[0].on_msg(self._take_texts)  # its reader helper (reader.js)
         if self.attempts:
             self._restore_entry()

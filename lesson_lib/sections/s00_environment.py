@@ -2,6 +2,7 @@
 missing (no version numbers, so the stored output is the same wherever it passes; the optional
 weights packages are §6's)."""
 
+import ast
 import sys
 from importlib import metadata
 
@@ -57,30 +58,25 @@ def check() -> None:
 
 
 def _explain_syntax_errors() -> None:
-    """A syntax error stops a cell before any lesson code runs, so IPython says it in English only:
-    one Chinese line first, then IPython's short display (its caret shows where); the cell still
-    fails and Run All stops. A handler set before keeps its exceptions."""
+    """IPython parses a cell before any lesson code runs, so a syntax error is English only: one
+    Chinese line first (the cell parsed here too, just before), its line counted as IPython's
+    "line N" (from the cell's first line; an exercise's check counts from the function's). Then
+    IPython shows its own short display (its caret shows where) and the cell fails as before."""
     shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()
-    if not shell or getattr(shell, "_lesson_syntax_hint", False):
+    if not shell or getattr(shell, "_lesson_syntax_hint", False):  # once: the cell may run again
         return
-    earlier = shell.custom_exceptions
-    earlier_handler = shell.CustomTB
 
-    def handler(self, etype, value, tb, tb_offset=None):
-        # consulted while parsing a cell too: the error's file is then a cell's
-        if issubclass(etype, SyntaxError) and self.compile.format_code_name(value.filename or ""):
-            # counted like IPython's "line N", from the cell's first line (an exercise's check
-            # counts from the function's)
+    def hint(info) -> None:
+        try:
+            ast.parse(shell.transform_cell(info.raw_cell))
+        except SyntaxError as error:
             check = "拼错的关键字（如 retrun）、没配对的括号或引号、不一致的缩进"
-            if issubclass(etype, IndentationError):
+            if isinstance(error, IndentationError):
                 check = "缩进：这一行和上下几行是否对齐，同一层的空格是否一样多"
-            print(f"[语法错误] 单元格第 {value.lineno} 行（从单元格第一行数起，即下面的 "
-                  f"line {value.lineno}）：请检查{check}。")
-            self.showsyntaxerror()
-        elif issubclass(etype, earlier):
-            earlier_handler(etype, value, tb, tb_offset=tb_offset)
-        else:  # a SyntaxError in code the cell ran (an import): shown as IPython shows it
-            self.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
+            print(f"[语法错误] 单元格第 {error.lineno} 行（从单元格第一行数起，即下面的 "
+                  f"line {error.lineno}）：请检查{check}。")
+        except Exception:  # a cell IPython cannot transform: it says so itself
+            pass
 
-    shell.set_custom_exc((*earlier, SyntaxError), handler)
+    shell.events.register("pre_run_cell", hint)
     shell._lesson_syntax_hint = True

@@ -95,9 +95,7 @@ class SelfTestWidget:
         after = [*(self._self_assessment() if written else []), self.reveal, self.reference]
         self.after = w.VBox(after, layout=w.Layout(display="none"))
         below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.after]
-        # its groups and 提交 name the question to a screen reader (reader.js)
-        prompt = w.HTML(f'<b class="lesson-quiz-prompt" data-question="{self.question.id}">'
-                        f"{text_html(self.question.prompt)}</b>")
+        prompt = w.HTML(f"<b>{text_html(self.question.prompt)}</b>").add_class("lesson-quiz-prompt")
         answers = list(self.controls.values())
         if self.question.kind == "multi":  # its boxes: one group (reader.js names it)
             answers = [w.VBox(answers, _dom_classes=("lesson-choices",))]

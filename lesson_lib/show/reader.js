@@ -14,10 +14,12 @@ const STATIC_TITLE = "静态页面：在 JupyterLab 里运行笔记本后才能�
 const PRIMARY = "button.widget-button.mod-primary";
 const named = (el, name) => { if (name && el.getAttribute("aria-label") !== name) el.setAttribute("aria-label", name); };
 function fix(root) {
-  // a question's groups and its primary button (提交) say which question: its id and its prompt's start
+  // a question's groups and its primary button (提交) say which question: its id (the box's class
+  // lesson-quiz-<id>) and its prompt's start
   const prompt = root.querySelector(".lesson-quiz-prompt");
+  const id = [...root.classList].map((c) => c.match(/^lesson-quiz-(.+)$/)).find(Boolean)?.[1] || "";
   const text = prompt ? prompt.textContent.trim() : "";
-  const question = prompt ? `${prompt.dataset.question}（${text.slice(0, 20)}${text.length > 20 ? "…" : ""}）` : "";
+  const question = prompt ? `${id}（${text.slice(0, 20)}${text.length > 20 ? "…" : ""}）` : "";
   for (const group of root.querySelectorAll(".widget-radio-box")) {
     group.setAttribute("role", "radiogroup");
     const label = group.parentElement && group.parentElement.querySelector(":scope > .widget-label");
@@ -33,7 +35,7 @@ function fix(root) {
     named(group, question);
   }
   const submit = prompt && root.querySelector(PRIMARY);
-  if (submit) named(submit, `${submit.textContent.trim()} ${prompt.dataset.question}`);
+  if (submit) named(submit, `${submit.textContent.trim()} ${id}`);
   // an option's text names its radio or box and is hidden itself: read once, not twice
   for (const input of root.querySelectorAll(".widget-radio-box input, .widget-checkbox input")) {
     const label = input.closest("label");

@@ -473,8 +473,8 @@ def test_every_control_has_a_name_in_chromiums_accessibility_tree(lesson, e2e_re
     assert not unpressed, f"toggle buttons without aria-pressed: {unpressed}"
 
 
-# Per question (its prompt's data-question): its groups and primary button, and its options' inputs and text elements,
-# each marked data-lesson-name so the test can ask Chromium's accessibility tree for it.
+# Per question (its id: its box's class lesson-quiz-<id>): its groups and primary button, its options' inputs and
+# text elements, each marked data-lesson-name so the test can ask Chromium's accessibility tree for it.
 JS_MARK_QUIZ_NAMES = """() => [...document.querySelectorAll('.jp-Notebook .lesson-quiz-prompt')].map((p, i) => {
   const quiz = p.closest('.lesson-quiz'), marks = [];
   const mark = (el, kind) => marks.push(el.dataset.lessonName = `${kind}-${i}-${marks.length}`);
@@ -482,7 +482,7 @@ JS_MARK_QUIZ_NAMES = """() => [...document.querySelectorAll('.jp-Notebook .lesso
   const shown = (el) => el.parentElement.getClientRects().length;  // not a rubric's boxes, hidden until an answer
   [...quiz.querySelectorAll('.widget-radio-box label > *, .widget-checkbox label > *')].filter(shown)
     .forEach(el => mark(el, el.matches('input') ? 'input' : 'text'));
-  return {qid: p.dataset.question, marks};
+  return {qid: [...quiz.classList].find(c => /^lesson-quiz-./.test(c)).slice('lesson-quiz-'.length), marks};
 })"""
 
 

@@ -58,10 +58,9 @@ def check() -> None:
 
 
 def _explain_syntax_errors() -> None:
-    """IPython parses a cell before any lesson code runs, so a syntax error is English only: one
-    Chinese line first (the cell parsed here too, just before), its line counted as IPython's
-    "line N" (from the cell's first line; an exercise's check counts from the function's). Then
-    IPython shows its own short display (its caret shows where) and the cell fails as before."""
+    """IPython parses a cell before any lesson code runs, so its syntax error is English only: the
+    cell is parsed here first, for one Chinese line (its line as IPython's "line N", counted from
+    the cell's first line); IPython's own display (its caret) follows, the cell fails as before."""
     shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()
     if not shell or getattr(shell, "_lesson_syntax_hint", False):  # once: the cell may run again
         return

@@ -27,8 +27,7 @@ def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
     """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng."""
     check_heads(d_model, h)
     n = check_int(n, name, minimum=minimum)
-    seed = check_int(seed, "seed", minimum=0)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     x = rng.standard_normal((n, d_model))
     return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
 

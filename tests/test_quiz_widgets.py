@@ -285,8 +285,8 @@ def test_widgets_restore_after_a_restart(tmp_path):
 
 
 def test_a_restored_question_once_right_then_wrong_says_it_still_counts(tmp_path):
-    """Right, then wrong: after a restart the last (wrong) answer and its feedback are shown, and a second part says
-    it was solved before, as the summary counts it; a question never solved gets no such part."""
+    """Right, then wrong: the last (wrong) answer and its feedback are shown, after a restart too, and a second part
+    says it was solved before, as the summary counts it; a question never solved gets no such part."""
     path = tmp_path / "progress.json"
     before = Progress(path)
     q2, q5 = quiz_widgets.ask("Q2", before), quiz_widgets.ask("Q5", before)
@@ -294,6 +294,7 @@ def test_a_restored_question_once_right_then_wrong_says_it_still_counts(tmp_path
     q2.submit.click()
     _fill(q2, {"d_k": "31"})
     q2.submit.click()
+    assert q2.feedback.value.count('class="lesson-solved-before"') == 1  # in the same session too
     q5.controls["A"].value = True
     q5.submit.click()
     after = Progress(path)

@@ -130,12 +130,7 @@ class SelfTestWidget:
         """The last answer, its feedback and the last self-assessment, from the progress file."""
         entry = self.progress.entry(self.question.id)
         self.restore(entry["answer"])
-        fb = quiz.check(self.question.id, self.value())
-        self._show(fb)
-        if entry.get("solved") and fb.verdict != "right":  # the summary counts it done: say why
-            before = box_html("这题你之前答对过，仍算完成；下面是最后一次作答的反馈。", "right",
-                              "lesson-solved-before")
-            self.feedback.value = before + self.feedback.value
+        self._show(quiz.check(self.question.id, self.value()))
         self.attempt_label.value += "（已从进度文件恢复）"
         marks = [a["covered"] for a in entry["attempts"] if a.get("covered") is not None]
         if self.rubric is not None and marks:
@@ -186,9 +181,13 @@ class SelfTestWidget:
     def _show(self, fb) -> None:
         self.feedback.value = feedback_html(fb)
         if self.attempts:
+            entry = self.progress.entry(self.question.id)
+            if entry["solved"] and fb.verdict != "right":  # the summary counts it done: say why
+                before = box_html("这题你之前答对过，仍算完成；下面是最后一次作答的反馈。", "right",
+                                  "lesson-solved-before")
+                self.feedback.value = before + self.feedback.value
             # answers written, not the self-assessments the file keeps as attempts too; one at least
-            kept = self.progress.entry(self.question.id)["attempts"]
-            written = max(1, self.attempts - sum(a["verdict"] == "self" for a in kept))
+            written = max(1, self.attempts - sum(a["verdict"] == "self" for a in entry["attempts"]))
             self.attempt_label.value = f"{'已写' if self.rubric else '已作答'} {written} 次"
             self.after.layout.display = None
 

@@ -2,8 +2,6 @@
 solution, and a verdict whose message names the mistake; the engine (``practice.exercises``) runs
 them in the worker."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np

@@ -2,8 +2,6 @@
 solution, and a verdict whose message names the usual slip; the engine (``practice.exercises``)
 runs it in the worker."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np

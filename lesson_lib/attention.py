@@ -16,8 +16,6 @@ MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,
 每个注意力函数都返回 ``(输出, 权重)``，画图和小部件读的权重就是算出这个输出的那一份。
 """
 
-from __future__ import annotations
-
 import math
 
 import numpy as np

@@ -88,8 +88,7 @@ def _as_array(a, name):
     if isinstance(a, (str, bytes)):
         raise AttentionInputTypeError(f"{name} 是文字 {a!r}，不是数值数组：请传入 numpy 数组。")
     if isinstance(a, np.ma.MaskedArray):
-        hidden = int(np.ma.count_masked(a))
-        if hidden:
+        if hidden := int(np.ma.count_masked(a)):
             raise AttentionInputError(f"{name} 是带遮罩的数组（numpy.ma），有 {hidden} 个位置被遮"
                                       "住：注意力不会跳过它们。请用 .filled(值) 填上；"
                                       "想让某些词不被关注，请用 mask= 参数。")

@@ -284,6 +284,28 @@ def test_widgets_restore_after_a_restart(tmp_path):
     assert q2.attempts == 3 and Progress(path).entry("Q2")["n_attempts"] == 3
 
 
+def test_a_restored_question_once_right_then_wrong_says_it_still_counts(tmp_path):
+    """Right, then wrong: the last (wrong) answer and its feedback are shown, after a restart too, and a second part
+    says it was solved before, as the summary counts it; a question never solved gets no such part."""
+    path = tmp_path / "progress.json"
+    before = Progress(path)
+    q2, q5 = quiz_widgets.ask("Q2", before), quiz_widgets.ask("Q5", before)
+    _fill(q2, {"d_k": "32", "params": "不变"})
+    q2.submit.click()
+    _fill(q2, {"d_k": "31"})
+    q2.submit.click()
+    assert q2.feedback.value.count('class="lesson-solved-before"') == 1  # in the same session too
+    q5.controls["A"].value = True
+    q5.submit.click()
+    after = Progress(path)
+    q2, q5 = quiz_widgets.ask("Q2", after), quiz_widgets.ask("Q5", after)
+    assert after.entry("Q2")["solved"] and q2.controls["d_k"].value == "31"
+    fb = quiz.check("Q2", q2.value())
+    assert fb.verdict == "wrong" and q2.feedback.value.endswith(qf.feedback_html(fb))
+    assert q2.feedback.value.count('class="lesson-solved-before"') == 1
+    assert not after.entry("Q5")["solved"] and "lesson-solved-before" not in q5.feedback.value
+
+
 def _exported(summary) -> str:
     """Click the summary's 导出进度; what its live region shows then."""
     (button,) = [c for c in walk(summary) if isinstance(c, w.Button)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -142,3 +143,36 @@ def test_minimums_are_the_declared_floors():
     minimum = {dist: floor for dist, (floor, _) in env.PACKAGES.items()}
     assert {dist: declared[dist] for dist in minimum} == minimum
 
+
+
+def test_a_syntax_error_names_its_cell_line_and_still_stops_the_cell(tmp_path, monkeypatch, cells):
+    """After the first cell, a cell that does not parse prints the line IPython's own display names (counted from
+    the cell's first line), still fails (Run All stops), and a handler set before keeps its exceptions."""
+    import re
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    earlier = "get_ipython().set_custom_exc((ZeroDivisionError,), lambda *a, **k: print('earlier-handler'))"
+    first = next(c for c in cells if c["kind"] == "code")["source"]
+    broken = {"SyntaxError": "def f(x):\n    y = x\n    retrun y\n", "IndentationError": "if True:\nx = 1\n"}
+    nb = nbformat.v4.new_notebook()
+    sources = [earlier, first, first, *broken.values(), "1 / 0"]  # the first cell twice: one handler, not two
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    client = NotebookClient(nb, timeout=int(scaled(60)), kernel_name="python3")
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            with pytest.raises(CellExecutionError) if index >= 3 else contextlib.nullcontext():
+                client.execute_cell(cell, index)
+    for cell, (name, source) in zip(nb.cells[3:5], broken.items(), strict=True):
+        with pytest.raises(SyntaxError) as parsed:
+            compile(source, "cell", "exec")
+        [said, error] = cell.outputs
+        assert error["output_type"] == "error" and error["ename"] == name
+        assert said["name"] == "stdout" and said["text"].count("\n") == 1
+        assert set(re.findall(r"\d+", said["text"])) == {str(parsed.value.lineno)}
+        assert f"line {parsed.value.lineno}" in "\n".join(error["traceback"])  # IPython's own display stays
+    assert [o.get("text") for o in nb.cells[5].outputs] == ["earlier-handler\n"]

@@ -653,8 +653,7 @@ def check_form(q: Question, answer) -> Feedback:
     state.update((name, "empty") for name, text in texts.items() if not text)
     states = tuple(state.items())
     empty = "、".join(f"「{b.label}」" for b in boxes if state[b.name] == "empty" and not shaped)
-    unread = [b for b in boxes if state[b.name] == "unread"]
-    if unread:
+    if unread := [b for b in boxes if state[b.name] == "unread"]:
         reasons = tuple((b.name, read[b.name][1].reason) for b in unread)
         problems = "\n".join(f"「{b.label}」{_elsewhere(b, read[b.name][1], texts[b.name], boxes)}"
                              for b in unread)  # a box a line; what the boxes want, said once

@@ -1,8 +1,6 @@
 """The code exercises' engine: a section's exercise is checked in the ``worker`` process against the
 learner's function; the verdict, a Chinese message that names the mistake, goes to progress."""
 
-from __future__ import annotations
-
 import contextlib
 import errno
 import inspect

@@ -2,8 +2,6 @@
 verdict (「正确！」 only when every part is surely right), and its HTML, a themed box per verdict.
 Tests read fields, not words."""
 
-from __future__ import annotations
-
 import dataclasses
 import hashlib
 import html

@@ -6,8 +6,6 @@ device, and such a path is refused before any lock is taken. A file the lesson c
 renamed aside, never overwritten. The format (JSON, version 3) is ``docs/progress-format.md``.
 """
 
-from __future__ import annotations
-
 import contextlib
 import errno
 import itertools

@@ -4,8 +4,6 @@
 raises ``QuestionDataError`` naming the file, the question and the field. The format (its
 fields, the allowed lesson functions, the named checkers) is README's 「改编这节课」."""
 
-from __future__ import annotations
-
 import inspect
 import math
 import re

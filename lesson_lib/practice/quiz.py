@@ -1,8 +1,6 @@
 """``check(question_id, answer)``: the question's kind picks its checker; ``assess``: a
 self-explanation's ticks."""
 
-from __future__ import annotations
-
 from dataclasses import replace
 
 from lesson_lib.practice.checkers import CHECKERS, self_assess

@@ -95,9 +95,12 @@ class SelfTestWidget:
         after = [*(self._self_assessment() if written else []), self.reveal, self.reference]
         self.after = w.VBox(after, layout=w.Layout(display="none"))
         below = [w.HBox([self.submit, self.attempt_label]), self.feedback, self.after]
-        prompt = w.HTML(f"<b>{text_html(self.question.prompt)}</b>")
+        prompt = w.HTML(f"<b>{text_html(self.question.prompt)}</b>").add_class("lesson-quiz-prompt")
+        answers = list(self.controls.values())
+        if self.question.kind == "multi":  # its boxes: one group (reader.js names it)
+            answers = [w.VBox(answers, _dom_classes=("lesson-choices",))]
         classes = ("lesson-quiz", f"lesson-quiz-{self.question.id}")
-        self.box = _frame([prompt, *self.controls.values(), *below], *classes)
+        self.box = _frame([prompt, *answers, *below], *classes)
         self.box.children[0].on_msg(self._take_texts)  # its reader helper (reader.js)
         if self.attempts:
             self._restore_entry()
@@ -178,9 +181,13 @@ class SelfTestWidget:
     def _show(self, fb) -> None:
         self.feedback.value = feedback_html(fb)
         if self.attempts:
+            entry = self.progress.entry(self.question.id)
+            if entry["solved"] and fb.verdict != "right":  # the summary counts it done: say why
+                before = box_html("这题你之前答对过，仍算完成；下面是最后一次作答的反馈。", "right",
+                                  "lesson-solved-before")
+                self.feedback.value = before + self.feedback.value
             # answers written, not the self-assessments the file keeps as attempts too; one at least
-            kept = self.progress.entry(self.question.id)["attempts"]
-            written = max(1, self.attempts - sum(a["verdict"] == "self" for a in kept))
+            written = max(1, self.attempts - sum(a["verdict"] == "self" for a in entry["attempts"]))
             self.attempt_label.value = f"{'已写' if self.rubric else '已作答'} {written} 次"
             self.after.layout.display = None
 

@@ -4,8 +4,6 @@ cannot be stopped inside the process it runs in. The child is ``python -c`` (nev
 caller's script, as multiprocessing's spawn does): pickled jobs in, one JSON line each out (data,
 never code). POSIX only (Linux, macOS; Windows through WSL2). Nothing starts at import."""
 
-from __future__ import annotations
-
 import atexit
 import codecs
 import contextlib

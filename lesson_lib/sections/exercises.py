@@ -1,8 +1,6 @@
 """The lesson's code exercises by name, as the notebooks call them: §3's and §4's, checked by the
 engine in ``practice.exercises``."""
 
-from __future__ import annotations
-
 import difflib
 import inspect
 

@@ -2,6 +2,8 @@
 missing (no version numbers, so the stored output is the same wherever it passes; the optional
 weights packages are §6's)."""
 
+import ast
+import sys
 from importlib import metadata
 
 # dist: (the floor pyproject.toml and requirements.txt declare, what the lesson uses it for)
@@ -45,6 +47,7 @@ def check() -> None:
     from lesson_lib.show.plotting import use_chinese_font
 
     fit_blas_to_cpus(1)
+    _explain_syntax_errors()
     # the font needs matplotlib and its font package: set up only when nothing is missing
     if found := problems():
         print("\n".join(f"[需要处理] {name}：{message}" for name, message in found.items()))
@@ -52,3 +55,27 @@ def check() -> None:
               "All Cells…）。")
     else:
         use_chinese_font()
+
+
+def _explain_syntax_errors() -> None:
+    """IPython parses a cell before any lesson code runs, so its syntax error is English only: the
+    cell is parsed here first, for one Chinese line (its line as IPython's "line N", counted from
+    the cell's first line); IPython's own display (its caret) follows, the cell fails as before."""
+    shell = (ipython := sys.modules.get("IPython")) and ipython.get_ipython()
+    if not shell or getattr(shell, "_lesson_syntax_hint", False):  # once: the cell may run again
+        return
+
+    def hint(info) -> None:
+        try:
+            ast.parse(shell.transform_cell(info.raw_cell))
+        except SyntaxError as error:
+            check = "拼错的关键字（如 retrun）、没配对的括号或引号、不一致的缩进"
+            if isinstance(error, IndentationError):
+                check = "缩进：这一行和上下几行是否对齐，同一层的空格是否一样多"
+            print(f"[语法错误] 单元格第 {error.lineno} 行（从单元格第一行数起，即下面的 "
+                  f"line {error.lineno}）：请检查{check}。")
+        except Exception:  # a cell IPython cannot transform: it says so itself
+            pass
+
+    shell.events.register("pre_run_cell", hint)
+    shell._lesson_syntax_hint = True

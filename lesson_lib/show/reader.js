@@ -11,16 +11,40 @@
 // scripts/build_static.py's note is on the page) every control is disabled.
 const KEYS = new Set(["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End", "PageUp", "PageDown"]);
 const STATIC_TITLE = "静态页面：在 JupyterLab 里运行笔记本后才能操作";
+const PRIMARY = "button.widget-button.mod-primary";
+const named = (el, name) => { if (name && el.getAttribute("aria-label") !== name) el.setAttribute("aria-label", name); };
 function fix(root) {
+  // a question's groups and its primary button (提交) say which question: its id (the box's class
+  // lesson-quiz-<id>) and its prompt's start
+  const prompt = root.querySelector(".lesson-quiz-prompt");
+  const id = [...root.classList].map((c) => c.match(/^lesson-quiz-(.+)$/)).find(Boolean)?.[1] || "";
+  const text = prompt ? prompt.textContent.trim() : "";
+  const question = prompt ? `${id}（${text.slice(0, 20)}${text.length > 20 ? "…" : ""}）` : "";
   for (const group of root.querySelectorAll(".widget-radio-box")) {
     group.setAttribute("role", "radiogroup");
     const label = group.parentElement && group.parentElement.querySelector(":scope > .widget-label");
-    const name = label ? label.textContent.trim() : "";
-    if (name && group.getAttribute("aria-label") !== name) group.setAttribute("aria-label", name);
+    const name = [question, label ? label.textContent.trim() : ""].join(" ").trim();
+    named(group, name);
     // random, not a counter: each widget view may load its own copy of this module
     group.dataset.lessonGroup ||= `lesson-radio-${Math.random().toString(36).slice(2)}`;
     for (const radio of group.querySelectorAll("input[type=radio]"))
       if (radio.name !== group.dataset.lessonGroup) radio.name = group.dataset.lessonGroup;
+  }
+  for (const group of root.querySelectorAll(".lesson-choices")) {  // a multiple choice's boxes
+    group.setAttribute("role", "group");
+    named(group, question);
+  }
+  const submit = prompt && root.querySelector(PRIMARY);
+  if (submit) named(submit, `${submit.textContent.trim()} ${id}`);
+  // an option's text names its radio or box and is hidden itself: read once, not twice
+  for (const input of root.querySelectorAll(".widget-radio-box input, .widget-checkbox input")) {
+    const label = input.closest("label");
+    if (!label) continue;
+    for (const node of [...label.childNodes])  // a radio's text is a bare text node: wrapped to be hidden
+      if (node.nodeType === Node.TEXT_NODE && node.textContent.trim())
+        node.replaceWith(Object.assign(document.createElement("span"), { textContent: node.textContent }));
+    named(input, label.textContent.trim());
+    for (const child of label.children) if (child !== input) child.setAttribute("aria-hidden", "true");
   }
   for (const group of root.querySelectorAll(".widget-toggle-buttons")) {
     const label = group.querySelector(":scope > .widget-label");
@@ -71,7 +95,6 @@ function render({ model, el }) {
     if (KEYS.has(event.key) && event.target.closest("input, textarea, select, [role=radiogroup]"))
       event.stopPropagation();
   };
-  const PRIMARY = "button.widget-button.mod-primary";
   const send = (event) => {  // capture: before the button's own click message
     if (event.target.closest(PRIMARY))
       model.send({ texts: [...root.querySelectorAll("input[type=text], textarea")].map((t) => t.value) });

@@ -473,6 +473,50 @@ def test_every_control_has_a_name_in_chromiums_accessibility_tree(lesson, e2e_re
     assert not unpressed, f"toggle buttons without aria-pressed: {unpressed}"
 
 
+# Per question (its id: its box's class lesson-quiz-<id>): its groups and primary button, its options' inputs and
+# text elements, each marked data-lesson-name so the test can ask Chromium's accessibility tree for it.
+JS_MARK_QUIZ_NAMES = """() => [...document.querySelectorAll('.jp-Notebook .lesson-quiz-prompt')].map((p, i) => {
+  const quiz = p.closest('.lesson-quiz'), marks = [];
+  const mark = (el, kind) => marks.push(el.dataset.lessonName = `${kind}-${i}-${marks.length}`);
+  quiz.querySelectorAll('[role=radiogroup], [role=group], button.mod-primary').forEach(el => mark(el, 'named'));
+  const shown = (el) => el.parentElement.getClientRects().length;  // not a rubric's boxes, hidden until an answer
+  [...quiz.querySelectorAll('.widget-radio-box label > *, .widget-checkbox label > *')].filter(shown)
+    .forEach(el => mark(el, el.matches('input') ? 'input' : 'text'));
+  return {qid: [...quiz.classList].find(c => /^lesson-quiz-./.test(c)).slice('lesson-quiz-'.length), marks};
+})"""
+
+
+def test_a_quiz_names_its_groups_and_submit_by_its_question_and_reads_each_option_once(lesson, e2e_report):
+    """Chromium's computed names: every radio group, box group and 提交 of a question names its id; each option is
+    named once (its input), its text element left out of the tree."""
+    page = lesson
+    quizzes = page.evaluate(JS_MARK_QUIZ_NAMES)
+    assert len(quizzes) >= 10, f"only {len(quizzes)} questions: the lesson did not run"
+    cdp = page.context.new_cdp_session(page)
+    wrong, roles = [], {}
+    try:
+        for quiz in quizzes:
+            for mark in quiz["marks"]:
+                query = f"document.querySelector('[data-lesson-name=\"{mark}\"]')"
+                handle = cdp.send("Runtime.evaluate", {"expression": query})
+                found = cdp.send("Accessibility.getPartialAXTree", {"objectId": handle["result"]["objectId"],
+                                                                     "fetchRelatives": False})["nodes"][0]
+                role = found.get("role", {}).get("value", "")
+                name = str(found.get("name", {}).get("value", ""))
+                kind = mark.split("-")[0]
+                roles[f"{kind} {role}"] = roles.get(f"{kind} {role}", 0) + 1
+                if kind == "named" and not re.search(rf"(^|\s){re.escape(quiz['qid'])}($|\s|（)", name):
+                    wrong.append(f"{quiz['qid']} {role} without its question: {name!r}")
+                if (kind == "input" and not name.strip()) or (kind == "text" and not found.get("ignored")):
+                    wrong.append(f"{quiz['qid']} option {kind} {role}: {name!r}")
+    finally:
+        cdp.detach()
+    e2e_report(f"[reader] quiz names: {len(quizzes)} questions, {roles}, {len(wrong)} wrong")
+    assert roles.get("named group", 0) >= 1 and roles.get("named radiogroup", 0) >= 3, roles
+    assert roles.get("named button", 0) == len(quizzes), roles
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_verdict_after_submit_is_read_from_a_polite_live_region(lesson):
     page = lesson
     quiz = page.locator(".jp-Notebook .lesson-quiz-Q4")

@@ -39,17 +39,15 @@ class UnigramTokenizer:
         back = [(0, self.unk)] * (n + 1)  # back[e]: (start of the last piece, its id)
         best[0] = np.float32(0)
         for i in range(n):  # s[:i] always has a cut: the unknown step from i − 1
-            for e in range(i + 1, min(n, i + self.max_piece) + 1):
-                idx = self.ids.get(s[i:e])
-                if idx is not None:
-                    score = best[i] + self.scores[idx]
-                    if score > best[e]:
-                        best[e] = score
-                        back[e] = (i, idx)
-            score = best[i] + self.unk_score  # one unknown character
-            if score > best[i + 1]:
-                best[i + 1] = score
-                back[i + 1] = (i, self.unk)
+            ends = range(i + 1, min(n, i + self.max_piece) + 1)
+            steps = [(e, idx, self.scores[idx]) for e in ends
+                     if (idx := self.ids.get(s[i:e])) is not None]
+            # every piece that starts at i, then one unknown character: one relaxation for all
+            for e, idx, gain in [*steps, (i + 1, self.unk, self.unk_score)]:
+                score = best[i] + gain
+                if score > best[e]:
+                    best[e] = score
+                    back[e] = (i, idx)
         out = []
         e = n
         while e > 0:

@@ -27,8 +27,7 @@ def _layer(n, d_model, h, seed, name="n（词数）", minimum=1):
     """Seeded X (n, d_model), W^Q, W^K, W^V, W^O (each d_model × d_model) and the rng."""
     check_heads(d_model, h)
     n = check_int(n, name, minimum=minimum)
-    seed = check_int(seed, "seed", minimum=0)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     x = rng.standard_normal((n, d_model))
     return x, [rng.standard_normal((d_model, d_model)) / np.sqrt(d_model) for _ in range(4)], rng
 
@@ -101,9 +100,7 @@ def order_and_position(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HE
 
 def _bound(value, small: str, large: str, digits: str = ".2f") -> str:
     """``value`` below ROUNDOFF as that bound (its digits follow the CPU), else its digits."""
-    if value < ROUNDOFF:
-        return f"< {ROUNDOFF:.0e}，{small}"
-    return f"{value:{digits}}{large}"
+    return f"< {ROUNDOFF:.0e}，{small}" if value < ROUNDOFF else f"{value:{digits}}{large}"
 
 
 def order_text(n: int = 6, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS) -> str:
@@ -197,9 +194,7 @@ def heads_mix_text(n: int = 5, d_model: int = BASE_D_MODEL, h: int = BASE_HEADS)
 
     # what the computation can vouch for: exactly zero, round-off, or a real change
     def change(value):
-        if value == 0.0:
-            return "0（一位都没变）"
-        return _bound(value, "只是浮点舍入", "")
+        return "0（一位都没变）" if value == 0.0 else _bound(value, "只是浮点舍入", "")
 
     return "\n".join([
         f"Concat·W^O 与 Σ head_i·W^O_i 的最大差：{same}",

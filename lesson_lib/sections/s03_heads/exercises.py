@@ -2,8 +2,6 @@
 solution, and a verdict whose message names the mistake; the engine (``practice.exercises``) runs
 them in the worker."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np
@@ -131,10 +129,6 @@ MISTAKES = {
 }
 
 
-def _split_inputs(rng, n, d, h):
-    return rng.standard_normal((n, d)), h
-
-
 def _mha_inputs(rng, n, d, h):
     x = rng.standard_normal((n, d))
     weights = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)]
@@ -149,7 +143,7 @@ SPLIT_HEADS = Exercise(
          "只用 numpy 的 reshape 和 transpose。",
     solution=split_heads_solution,
     cases=SPLIT_CASES,
-    inputs=_split_inputs,
+    inputs=lambda rng, n, d, h: (rng.standard_normal((n, d)), h),
     verdict=_split_heads_verdict,
     hint="提示：先 x.reshape(n, h, d_k)，再交换前两个轴。",
     passed=f"全部通过！{len(SPLIT_CASES)} 个例子都和 lesson_lib 的 split_heads 一致"

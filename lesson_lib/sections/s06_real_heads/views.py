@@ -209,16 +209,16 @@ def explore(runs, sentence, layer, head, query):
 def explorer_frame(enc, layer, head, qi, table=None):
     """(line, token ``qi``'s row as HTML bars, map picture) for the explorer: SVG and HTML take a
     few ms, where a matplotlib figure took ~0.2 s. ``table=False``: no folded numbers."""
-    li, hi = check_layer_head(enc.attentions, layer, head)
     tokens = enc.tokens
-    row = enc.attentions[li, hi, qi]  # (T,)
+    line = describe_row(tokens, enc.attentions, layer, head, qi)  # checks layer and head, once
+    row = enc.attentions[layer - 1, head - 1, qi]  # (T,)
     top = np.argsort(-row, kind="stable")[:3]
     given = "，".join(f"「{tokens[qi]}」给「{tokens[k]}」{row[k]:.2f}" for k in top)
     alt = (f"{head_label(layer, head)} 的注意力图（{len(tokens)} 个词，"
            f"红框是「{tokens[qi]}」这一行）：{given}。")
     title = f"{head_label(layer, head)} 的注意力图（行 = 查询，列 = 键）"
-    picture = heat_map(enc.attentions[li, hi], tokens=tokens, cell_px=15, highlight_row=qi, alt=alt,
-                       table=table, suptitle=title)
+    picture = heat_map(enc.attentions[layer - 1, head - 1], tokens=tokens, cell_px=15,
+                       highlight_row=qi, alt=alt, table=table, suptitle=title)
     bars = []  # the query's row as bars in the theme's colours (light and dark), the largest in red
     for j, (tok, weight) in enumerate(zip(tokens, row)):
         colour = "var(--jp-error-color1, #d62728)"
@@ -233,7 +233,6 @@ def explorer_frame(enc, layer, head, qi, table=None):
                "红色是最高的一条：</div>")
     # 3 columns at 1024 px, 2 in a 592 px output
     columns = '<div style="columns:3 17em;column-gap:1.5em">'
-    line = describe_row(tokens, enc.attentions, layer, head, qi)
     return line, f"{heading}{columns}{''.join(bars)}</div>", picture
 
 

@@ -294,7 +294,7 @@ class ChineseParser(argparse.ArgumentParser):
     def chinese(self, message: str) -> str:
         """``message`` in Chinese, with where to look next. The script's own messages (already Chinese) say
         what to do themselves and are kept as they are."""
-        hint = f"；可用的参数和用法见 .venv/bin/python scripts/{self.prog} --help"
+        hint = "；可用的参数：把这条命令的参数换成 --help 再运行"
         for pattern, chinese in ERRORS:
             if found := re.fullmatch(pattern, message):
                 return chinese.format(**found.groupdict()) + hint

@@ -182,7 +182,7 @@ class SelfTestWidget:
         self.feedback.value = feedback_html(fb)
         if self.attempts:
             entry = self.progress.entry(self.question.id)
-            if entry["solved"] and fb.verdict != "right":  # the summary counts it done: say why
+            if entry["solved"] and fb.verdict == "wrong":  # the summary counts it done: say why
                 before = box_html("这题你之前答对过，仍算完成；下面是最后一次作答的反馈。", "right",
                                   "lesson-solved-before")
                 self.feedback.value = before + self.feedback.value

@@ -69,11 +69,12 @@ def _explain_syntax_errors() -> None:
         try:
             ast.parse(shell.transform_cell(info.raw_cell))
         except SyntaxError as error:
-            check = "拼错的关键字（如 retrun）、没配对的括号或引号、不一致的缩进"
+            check = ("拼错的关键字（如 retrun）、中文标点（如 ，）、漏掉的冒号、"
+                     "没配对的括号或引号、缩进")
             if isinstance(error, IndentationError):
-                check = "缩进：这一行和上下几行是否对齐，同一层的空格是否一样多"
-            print(f"[语法错误] 单元格第 {error.lineno} 行（从单元格第一行数起，即下面的 "
-                  f"line {error.lineno}）：请检查{check}。")
+                check = "缩进：冒号结尾那行的下一行要多缩进，同一层的空格要一样多"
+            print(f"[语法错误] 下面英文报错所指的第 {error.lineno} 行（开头的空行不算）："
+                  f"请检查{check}。")
         except Exception:  # a cell IPython cannot transform: it says so itself
             pass
 

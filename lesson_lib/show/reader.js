@@ -19,7 +19,9 @@ function fix(root) {
   const prompt = root.querySelector(".lesson-quiz-prompt");
   const id = [...root.classList].map((c) => c.match(/^lesson-quiz-(.+)$/)).find(Boolean)?.[1] || "";
   const text = prompt ? prompt.textContent.trim() : "";
-  const question = prompt ? `${id}（${text.slice(0, 20)}${text.length > 20 ? "…" : ""}）` : "";
+  // a prompt starts with its id (S6　…) but the interview's (面试官问…): the id is said once
+  const start = `${text.slice(0, 24)}${text.length > 24 ? "…" : ""}`;
+  const question = !prompt ? "" : text.startsWith(id) ? start : `${id}（${start}）`;
   for (const group of root.querySelectorAll(".widget-radio-box")) {
     group.setAttribute("role", "radiogroup");
     const label = group.parentElement && group.parentElement.querySelector(":scope > .widget-label");

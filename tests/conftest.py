@@ -86,6 +86,12 @@ SLOW_TESTS = {  # node ids (a prefix covers every parameter)
     "tests/test_class_report.py::test_forged_answers_on_every_fd": "--recheck's sandbox, run for real",
     # chromium started for real (light and dark at 390 px): ~2 CPU-s of the fast set
     "tests/test_class_report.py::test_the_page_reads_at_390px_without_sideways_scrolling": "a real browser",
+    # a real Jupyter kernel started (~1.4 CPU-s each): the first cell's own run, and a syntax error in a kernel
+    "tests/test_s00_environment.py::test_first_cell_without_lesson_lib_speaks_chinese": "a real Jupyter kernel",
+    "tests/test_s00_environment.py::test_a_syntax_error_names_its_cell_line": "a real Jupyter kernel",
+    # setup.sh run whole against a stand-in server that answers late or never (~2 CPU-s)
+    "tests/test_setup_script.py::test_the_url_line_comes_only_once_the_url_answers": "setup.sh's start, run whole",
+    "tests/test_setup_script.py::test_a_server_that_never_answers": "setup.sh's start, run whole",
 }
 
 

@@ -72,7 +72,8 @@ def learner(base):
     try:
         entry = pwd.getpwnam(name)
         yield entry.pw_uid, entry.pw_gid, home
-    finally:
+    finally:  # a process of the user's left running would make userdel refuse and leave the account behind
+        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
         subprocess.run(["userdel", name], capture_output=True)
 
 

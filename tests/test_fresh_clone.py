@@ -116,6 +116,9 @@ def _clean_env(home: Path, runtime: Path) -> dict:
     return env
 
 
+URL_LINE = re.compile(r"http://localhost:\d+/lab/tree/my_lesson/\S+\?token=\w+")  # the copy's, token included
+
+
 def _serve(clone: Path, env: dict, runtime: Path, uid: int | None, gid: int | None) -> dict:
     """Run the README's first command; wait until the server answers; return what it said and served."""
     log = clone.parent / f"{clone.name}.log"
@@ -143,6 +146,11 @@ def _serve(clone: Path, env: dict, runtime: Path, uid: int | None, gid: int | No
             pytest.fail(f"no server after {scaled(START_TIMEOUT_S):.0f} s:\n" + log.read_text(errors="replace")[-3000:])
         seconds = time.monotonic() - started
         copy = _get(server, COPY + "?content=0")
+        # setup.sh prints the URL line only after its own poll of that URL got a 200: wait for the line too, or the
+        # log is read between the server's first answer and the line (a race this test lost once, as root)
+        assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+        wait_for(lambda: URL_LINE.search(log.read_text(errors="replace")), "setup.sh's URL line",
+                 progress=lambda: (proc.poll(), log.stat().st_size))
         # What the browser is sent to (the server deletes these pages when it stops).
         opened = [p.read_text(encoding="utf-8") for p in runtime.glob("jpserver-*-open.html")]
         return {"server": server, "listing": listing, "copy": copy, "seconds": seconds, "opened": opened,
@@ -180,8 +188,7 @@ def _assert_serves_the_course(run: dict, clone: Path) -> None:
     # warnings only), and the one URL is the copy's, token included
     english = re.compile(r"[A-Za-z]{2,}(?:[ ,']+[A-Za-z]{2,}){3,}")
     assert [line for line in out.splitlines() if english.search(re.sub(r"https?://\S+", "", line))] == []
-    assert re.findall(r"https?://\S+", out) == [re.search(r"http://localhost:\d+/lab/tree/my_lesson/\S+\?token=\w+",
-                                                           out).group(0)]
+    assert re.findall(r"https?://\S+", out) == [URL_LINE.search(out).group(0)]
     settings = json.loads((clone / ".venv/share/jupyter/lab/settings/overrides.json").read_text(encoding="utf-8"))
     assert settings["@jupyterlab/translation-extension:plugin"]["locale"] == "zh_CN"  # JupyterLab's own menus
     assert settings["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"

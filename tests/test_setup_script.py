@@ -7,9 +7,11 @@ they are fast and offline; everything else the script does (hashing, stamps, set
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -314,6 +316,30 @@ def _launch(tmp_path: Path, mode: str, **env: str) -> tuple[Path, dict]:
     return repo, full_env
 
 
+@contextlib.contextmanager
+def _setup_running(repo: Path, env: dict, tmp_path: Path):
+    """``bash setup.sh`` started in its own process group, its terminal kept in a file: yields the process and a
+    reader of what the terminal shows so far (which fails at once if setup has exited); ends the whole group."""
+    out_file = tmp_path / "terminal.txt"
+    with open(out_file, "wb") as out:
+        proc = subprocess.Popen(["bash", str(repo / "scripts" / "setup.sh")], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+    def terminal() -> str:
+        assert proc.poll() is None, out_file.read_text(errors="replace")
+        return out_file.read_text(errors="replace")
+
+    try:
+        yield proc, terminal
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server too: it is in setup's process group
+        try:
+            proc.wait(timeout=scaled(60))
+        except subprocess.TimeoutExpired:  # a busy machine: end the group rather than error and leave it running
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 def _gone(pid: int) -> bool:
     """The process has exited (a zombie, whose parent has not reaped it yet, runs nothing: gone too)."""
     try:
@@ -325,22 +351,13 @@ def _gone(pid: int) -> bool:
 
 
 def test_the_url_line_comes_only_once_the_url_answers(tmp_path):
-    import signal
     import urllib.request
 
     from helpers import wait_for
 
     repo, env = _launch(tmp_path, "slow")
-    out_file = tmp_path / "terminal.txt"
     statuses = tmp_path / "statuses"
-    with open(out_file, "wb") as out:
-        proc = subprocess.Popen(["bash", str(repo / "scripts" / "setup.sh")], env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        def terminal() -> str:
-            assert proc.poll() is None, out_file.read_text(errors="replace")
-            return out_file.read_text(errors="replace")
-
+    with _setup_running(repo, env, tmp_path) as (_, terminal):
         wait_for(lambda: statuses.exists() and "503" in statuses.read_text(), "setup.sh asking the server",
                  progress=terminal)
         assert "http://" not in terminal()  # asked, answered 503: no URL yet
@@ -349,9 +366,6 @@ def test_the_url_line_comes_only_once_the_url_answers(tmp_path):
         assert "200" in statuses.read_text().split()  # the line came after a 200
         with urllib.request.urlopen(url, timeout=scaled(30)) as response:
             assert response.status == 200  # and the URL it names answers
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the stand-in server too: it is in setup's process group
-        proc.wait(timeout=scaled(60))
     pid = int((tmp_path / "pid").read_text())
     wait_for(lambda: _gone(pid), "the stand-in server stopping")
 
@@ -381,7 +395,6 @@ def test_the_first_run_opens_the_trusted_copy_with_one_url_line_and_no_english(t
     """setup.sh's launch, for real (JupyterLab from this environment): what the terminal shows before the lesson
     opens has no English sentence, the URL it prints (token included) opens the personal copy, which is trusted."""
     import json
-    import signal
     import urllib.request
 
     from helpers import wait_for
@@ -398,15 +411,7 @@ def test_the_first_run_opens_the_trusted_copy_with_one_url_line_and_no_english(t
     env.update(PIP_LOG=str(repo / "pip.log"), PYTHON=sys.executable, HOME=str(home),
                JUPYTER_RUNTIME_DIR=str(jupyter / "runtime"), JUPYTER_DATA_DIR=str(jupyter / "data"),
                JUPYTER_CONFIG_DIR=str(jupyter / "config"), LANG="C.UTF-8")
-    out_file = tmp_path / "terminal.txt"
-    with open(out_file, "wb") as out:
-        proc = subprocess.Popen(["bash", str(repo / "scripts" / "setup.sh")], env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        def terminal() -> str:
-            assert proc.poll() is None, out_file.read_text(errors="replace")
-            return out_file.read_text(errors="replace")
-
+    with _setup_running(repo, env, tmp_path) as (_, terminal):
         # (?=\s): the whole token, not the part a read landed in the middle of the line's write
         url = wait_for(lambda: re.search(r"http://localhost:\d+/lab/tree/\S+\?token=\w+(?=\s)", terminal()),
                        "the line with the copy's URL", progress=terminal).group(0)
@@ -425,13 +430,6 @@ def test_the_first_run_opens_the_trusted_copy_with_one_url_line_and_no_english(t
         copy = served()  # at once: the line is printed only once the URL answers
         assert copy is not None, "the printed URL did not answer right after the line"
         shown = terminal()
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=scaled(60))
-        except subprocess.TimeoutExpired:  # a busy machine: end the group rather than error and leave it running
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     assert copy["path"] == "my_lesson/day11_multi_head_attention.ipynb" and copy["type"] == "notebook"
     code = [c for c in copy["content"]["cells"] if c["cell_type"] == "code"]
     assert code and all(c["metadata"].get("trusted") for c in code)  # the server finds the copy signed

@@ -13,7 +13,7 @@ Bad input (unreadable, another course's file, a newer format, a link) is one lin
 of the wrong type or size, or with an id this course does not have, is left out (as the lesson does) and said
 (counted: a file's own ids are never quoted). The page may be projected to the class: a mistake is said in the
 course's words only, and the ids a course does not have are counted per question or exercise, never shown.
-On a hub (no path given, run with sudo) the admin's own trial file (SUDO_USER's home) is no student: it is left
+On a hub (no path given, run with sudo) the admin's own trial file (the home of SUDO_UID) is no student: it is left
 out with a line on stderr unless ``--include-mine``. Every path printed has its control characters escaped.
 The report is written as new files renamed into place: a link left in the output folder is replaced, never
 written through; under sudo, the folders it makes and the files it writes there are the admin's (SUDO_UID).
@@ -89,14 +89,14 @@ def candidate_files(paths: list[str], warn=lambda line: None, mine: bool = False
 
 
 def admins_home() -> Path | None:
-    """The home folder of the user who ran this with sudo (SUDO_USER), else None."""
-    user = os.environ.get("SUDO_USER")
-    if not user or os.geteuid() != 0:
+    """The home folder of the user who ran this with sudo (``invoker``), else None."""
+    admin = invoker()
+    if admin is None:
         return None
     import pwd  # only under sudo (Linux): Windows has no pwd
 
     try:
-        return Path(os.path.abspath(pwd.getpwnam(user).pw_dir))
+        return Path(os.path.abspath(pwd.getpwuid(admin[0]).pw_dir))
     except KeyError:
         return None
 
@@ -923,7 +923,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="class-report", help="报告写到这个文件夹（默认 class-report/）")
     ap.add_argument("--names", action="store_true", help="显示学生的名字（默认只编号）")
     ap.add_argument("--include-mine", action="store_true",
-                    help="用 sudo 运行、不给路径时，也把你自己（SUDO_USER）家目录里试做的进度文件算作一名学生")
+                    help="用 sudo 运行、不给路径时，也把你自己（SUDO_UID）家目录里试做的进度文件算作一名学生")
     ap.add_argument("--recheck", action="store_true",
                     help="在隔离的检查进程里重跑学生通过的代码练习（会执行学生的代码，只能以 root 运行，见 README）")
     ap.add_argument("--recheck-user", metavar="NAME", help="重跑学生代码所用的普通用户（默认 nobody）")

@@ -1082,19 +1082,20 @@ def test_under_sudo_a_new_output_folder_and_its_files_are_the_admins(planted_cla
 
 
 def test_under_sudo_the_admins_own_trial_file_is_no_student_unless_asked(planted_class, monkeypatch, capsys):
-    """On a hub the default files are every home's; the admin who tried the lesson out (SUDO_USER) has one too."""
+    """On a hub the default files are every home's; the admin who tried the lesson out (SUDO_UID) has one too."""
     monkeypatch.setattr(class_report, "HUB_GLOB", str(planted_class / "*" / "progress.json"))
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setenv("SUDO_USER", "admin")
+    monkeypatch.setenv("SUDO_UID", "54321")
+    monkeypatch.setenv("SUDO_GID", "54322")
     monkeypatch.delenv("LESSON_PROGRESS_FILE", raising=False)  # the tests' own file: none here
     own = planted_class / "home03"
-    monkeypatch.setattr(pwd, "getpwnam", lambda name: SimpleNamespace(pw_dir=str(own)) if name == "admin" else None)
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: SimpleNamespace(pw_dir=str(own)) if uid == 54321 else None)
     report = class_report.build([])
     assert report.n == 11 and report.skipped == []
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1 and str(own / "progress.json") in said[0] and "--include-mine" in said[0]
     assert class_report.build([], mine=True).n == 12
-    monkeypatch.delenv("SUDO_USER")
+    monkeypatch.delenv("SUDO_UID")
     assert class_report.build([]).n == 12  # not under sudo: nobody's file is left out
 
 
